@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# folio setup: installs every system dependency (Debian bookworm packages via
+# apt-get), the Python tooling (PyPI, into ./.venv), and builds folio
+# (Release, ./build). Idempotent: re-running skips what is already there.
+#
+#   scripts/setup.sh              deps + venv + build
+#   scripts/setup.sh --deps-only  system packages only
+#   scripts/setup.sh --no-venv    skip the Python venv
+#   scripts/setup.sh --oracles    also pip-install llama-cpp-python (compiles
+#                                 llama.cpp: slow; only for regenerating
+#                                 reference vectors, never needed by tests)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+deps_only=0 venv=1 oracles=0
+for a in "$@"; do
+  case "$a" in
+    --deps-only) deps_only=1 ;;
+    --no-venv) venv=0 ;;
+    --oracles) oracles=1 ;;
+    *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
+  esac
+done
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libxxhash-dev
+  python3 python3-venv python3-pip
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+((deps_only)) && exit 0
+
+if ((venv)); then
+  if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv"
+    python3 -m venv .venv
+  fi
+  if ! .venv/bin/python -c "import gguf, numpy" 2>/dev/null; then
+    .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
+  fi
+  if ((oracles)) && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+    echo "setup: building llama-cpp-python (slow)"
+    .venv/bin/pip install -q --disable-pip-version-check llama-cpp-python
+  fi
+fi
+
+if [ ! -f build/build.ninja ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+cmake --build build -j"$(nproc)"
+echo "setup: done; the folio binary is build/folio"

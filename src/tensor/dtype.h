@@ -1,0 +1,83 @@
+// DType: element and block formats. Values equal GGUF/ggml type ids, so a
+// GGUF tensor's type field maps directly. Traits (block size, bytes per
+// block, name) are known for every ggml type id so that files with exotic
+// types still parse and dump; `supported` marks the ones folio computes with.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace folio {
+
+enum class DType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  IQ1_M = 29,
+  BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
+};
+
+inline constexpr uint32_t kDTypeIdLimit = 40;  // ids are < this
+
+struct DTypeTraits {
+  const char* name;     // GGUF/ggml name: "f32", "q4_K", ...
+  int64_t block_size;   // elements per block (1 for plain types)
+  size_t type_size;     // bytes per block
+  bool is_quantized;
+  bool supported;       // folio loads weights of this type (has dequantize and kernels)
+};
+
+// Traits for a known id, nullopt for an id ggml never assigned.
+std::optional<DTypeTraits> dtype_traits_for_id(uint32_t id);
+const DTypeTraits& traits(DType t);
+
+inline const char* dtype_name(DType t) { return traits(t).name; }
+inline int64_t block_size(DType t) { return traits(t).block_size; }
+inline size_t type_size(DType t) { return traits(t).type_size; }
+inline bool is_quantized(DType t) { return traits(t).is_quantized; }
+
+// Bytes of a row of `ne0` elements; ne0 must be a multiple of block_size.
+inline size_t row_size(DType t, int64_t ne0) {
+  return static_cast<size_t>(ne0 / block_size(t)) * type_size(t);
+}
+
+// Validates a raw GGUF type id for a named tensor: unknown id -> DataLoss,
+// known but not computed by folio -> "unsupported tensor type T for tensor NAME".
+Result<DType> dtype_for_tensor(uint32_t id, std::string_view tensor_name);
+
+// Case-insensitive name -> DType ("q4_k", "Q8_0", "bf16").
+std::optional<DType> parse_dtype(std::string_view name);
+
+}  // namespace folio
