@@ -1,0 +1,51 @@
+#include "backend/cpu/kernel.h"
+
+namespace folio {
+
+const char* kernel_tier_name(KernelTier tier) {
+  switch (tier) {
+    case KernelTier::kRef: return "ref";
+    case KernelTier::kScalar: return "scalar";
+    case KernelTier::kAvx2: return "avx2";
+    case KernelTier::kAvx512: return "avx512";
+    case KernelTier::kAmx: return "amx";
+  }
+  return "?";
+}
+
+KernelTier max_tier_for(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return KernelTier::kScalar;
+    case Isa::kAvx2: return KernelTier::kAvx2;
+    case Isa::kAvx512: return KernelTier::kAvx512;
+    case Isa::kAmx: return KernelTier::kAmx;
+  }
+  return KernelTier::kScalar;
+}
+
+const Kernel* KernelTable::find(const Op& op, KernelTier max_tier, bool ref_only) const {
+  const Kernel* best = nullptr;
+  for (const Kernel& k : kernels_) {
+    if (k.kind != op.kind) continue;
+    if (ref_only ? k.tier != KernelTier::kRef : k.tier > max_tier) continue;
+    if (best != nullptr && k.tier <= best->tier) continue;
+    if (k.supports != nullptr && !k.supports(op)) continue;
+    best = &k;
+  }
+  return best;
+}
+
+const KernelTable& cpu_kernels() {
+  static const KernelTable table = [] {
+    KernelTable t;
+    register_ref_kernels_basic(t);
+    register_ref_kernels_attention(t);
+    register_ref_kernels_recurrent(t);
+    register_avx2_kernels(t);
+    register_avx512_kernels(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace folio

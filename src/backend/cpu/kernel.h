@@ -1,0 +1,67 @@
+// CPU kernels: each op kind has a scalar reference kernel (tier kRef) and may
+// have faster ones at higher tiers. A kernel declares which ops it accepts
+// (dtypes, shapes, params) through `supports`; the CPU backend picks the
+// highest tier the machine (and the ISA limit) allows whose `supports` says
+// yes, so every op always has at least the reference to fall back on.
+#pragma once
+
+#include <vector>
+
+#include "backend/op.h"
+#include "core/cpu_features.h"
+#include "core/status.h"
+
+namespace folio {
+
+class ThreadPool;
+
+struct KernelContext {
+  ThreadPool* pool = nullptr;  // nullptr: run on the calling thread only
+};
+
+enum class KernelTier : int {
+  kRef = 0,     // scalar reference: obviously correct, the parity baseline
+  kScalar = 1,  // portable but optimised (tiling, blocking), no intrinsics
+  kAvx2 = 2,
+  kAvx512 = 3,
+  kAmx = 4,
+};
+
+const char* kernel_tier_name(KernelTier tier);
+// Highest kernel tier allowed for an ISA tier.
+KernelTier max_tier_for(Isa isa);
+
+using KernelFn = Status (*)(const Op& op, const KernelContext& ctx);
+using KernelSupportsFn = bool (*)(const Op& op);
+
+struct Kernel {
+  OpKind kind;
+  KernelTier tier;
+  const char* name;           // e.g. "mul_mat.q8_0.avx512"
+  KernelSupportsFn supports;  // nullptr: accepts every valid op of `kind`
+  KernelFn run;
+};
+
+class KernelTable {
+ public:
+  void add(const Kernel& k) { kernels_.push_back(k); }
+  // The best kernel for `op` with tier <= max_tier (ref_only: tier kRef only).
+  const Kernel* find(const Op& op, KernelTier max_tier, bool ref_only) const;
+  const std::vector<Kernel>& all() const { return kernels_; }
+
+ private:
+  std::vector<Kernel> kernels_;
+};
+
+// The process-wide table, filled once from the register_* functions below.
+const KernelTable& cpu_kernels();
+
+// Each group of kernels registers itself here (one function per folder /
+// family, called by cpu_kernels()).
+void register_ref_kernels_basic(KernelTable& t);      // ref/: get_rows ... argsort
+void register_ref_kernels_attention(KernelTable& t);  // ref/: flash_attn, sdpa
+void register_ref_kernels_recurrent(KernelTable& t);  // ref/: ssm_conv, gated_delta_net
+void register_avx2_kernels(KernelTable& t);           // avx2/
+void register_avx512_kernels(KernelTable& t);         // avx512/
+
+}  // namespace folio

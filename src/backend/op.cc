@@ -1,0 +1,299 @@
+#include "backend/op.h"
+
+#include <fmt/format.h>
+
+namespace folio {
+
+const char* op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::kGetRows: return "get_rows";
+    case OpKind::kMulMat: return "mul_mat";
+    case OpKind::kMulMatId: return "mul_mat_id";
+    case OpKind::kAdd: return "add";
+    case OpKind::kMul: return "mul";
+    case OpKind::kScale: return "scale";
+    case OpKind::kRmsNorm: return "rms_norm";
+    case OpKind::kAddRmsNorm: return "add_rms_norm";
+    case OpKind::kL2Norm: return "l2_norm";
+    case OpKind::kRope: return "rope";
+    case OpKind::kSoftMax: return "soft_max";
+    case OpKind::kUnary: return "unary";
+    case OpKind::kGlu: return "glu";
+    case OpKind::kTopK: return "top_k";
+    case OpKind::kArgsort: return "argsort";
+    case OpKind::kFlashAttn: return "flash_attn";
+    case OpKind::kSdpa: return "sdpa";
+    case OpKind::kSsmConv: return "ssm_conv";
+    case OpKind::kGatedDeltaNet: return "gated_delta_net";
+    case OpKind::kCount: break;
+  }
+  return "?";
+}
+
+const char* unary_kind_name(UnaryKind kind) {
+  switch (kind) {
+    case UnaryKind::kSilu: return "silu";
+    case UnaryKind::kGelu: return "gelu";
+    case UnaryKind::kGeluErf: return "gelu_erf";
+    case UnaryKind::kSigmoid: return "sigmoid";
+    case UnaryKind::kSoftplus: return "softplus";
+    case UnaryKind::kExp: return "exp";
+    case UnaryKind::kTanh: return "tanh";
+    case UnaryKind::kRelu: return "relu";
+    case UnaryKind::kNeg: return "neg";
+  }
+  return "?";
+}
+
+std::string Op::describe() const {
+  std::string s = op_kind_name(kind);
+  if (kind == OpKind::kUnary && std::holds_alternative<UnaryParams>(params)) {
+    s = fmt::format("unary.{}", unary_kind_name(p<UnaryParams>().kind));
+  }
+  s += "(";
+  bool first = true;
+  for (const TensorView& t : src) {
+    if (t.empty()) continue;
+    if (!first) s += ", ";
+    s += t.shape_string();
+    first = false;
+  }
+  s += ") -> " + (dst.empty() ? std::string("?") : dst.shape_string());
+  return s;
+}
+
+namespace {
+
+// Small helpers that build messages naming the op and the operand.
+struct Checker {
+  const Op& op;
+  Status err;
+
+  bool fail(std::string msg) {
+    if (err.ok()) err = invalid_argument("{}: {}", op.describe(), msg);
+    return false;
+  }
+  bool has(const TensorView& t, const char* what) {
+    return !t.empty() || fail(fmt::format("missing {}", what));
+  }
+  bool type(const TensorView& t, DType d, const char* what) {
+    return t.dtype == d || fail(fmt::format("{} must be {}, got {}", what, dtype_name(d), dtype_name(t.dtype)));
+  }
+  bool dims(const TensorView& t, const char* what) {
+    for (int i = 0; i < kMaxDims; ++i) {
+      if (t.ne[i] < 0) return fail(fmt::format("{} has negative dim {}", what, i));
+    }
+    if (t.ne[0] % block_size(t.dtype) != 0) {
+      return fail(fmt::format("{} ne0 {} not a multiple of {} block size {}", what, t.ne[0],
+                              dtype_name(t.dtype), block_size(t.dtype)));
+    }
+    if (t.nelements() > 0 && t.nb[0] != type_size(t.dtype)) {
+      return fail(fmt::format("{} rows must be contiguous", what));
+    }
+    return true;
+  }
+  bool eq(int64_t a, int64_t b, const char* what) {
+    return a == b || fail(fmt::format("{}: {} != {}", what, a, b));
+  }
+  bool shape_eq(const TensorView& a, const TensorView& b, const char* what) {
+    return a.ne == b.ne || fail(fmt::format("{}: shape mismatch {} vs {}", what, a.shape_string(), b.shape_string()));
+  }
+  bool divides(int64_t small, int64_t big, const char* what) {
+    return (small > 0 && big % small == 0) || fail(fmt::format("{}: {} does not divide {}", what, small, big));
+  }
+  bool weight_type(const TensorView& t, const char* what) {
+    return traits(t.dtype).supported ||
+           fail(fmt::format("{} has unsupported type {}", what, dtype_name(t.dtype)));
+  }
+};
+
+bool is_kv_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::Q8_0; }
+
+bool check_attention(Checker& c, const Op& op) {
+  const auto& p = op.p<AttentionParams>();
+  const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2];
+  if (!c.has(q, "q") || !c.has(k, "k") || !c.has(v, "v") || !c.has(op.src[3], "seq_idx") ||
+      !c.has(op.src[4], "pos") || !c.has(op.src[5], "kv_len")) {
+    return false;
+  }
+  if (!c.type(q, DType::F32, "q") || !c.type(op.src[3], DType::I32, "seq_idx") ||
+      !c.type(op.src[4], DType::I32, "pos") || !c.type(op.src[5], DType::I32, "kv_len")) {
+    return false;
+  }
+  if (!is_kv_type(k.dtype) || !is_kv_type(v.dtype)) return c.fail("k/v must be f32, f16 or q8_0");
+  if (!c.dims(k, "k") || !c.dims(v, "v")) return false;
+  const int64_t d = q.ne[0], n_head = q.ne[1], n_tokens = q.ne[2];
+  if (!c.eq(k.ne[0], d, "k head dim vs q head dim")) return false;
+  if (!c.eq(k.ne[1], v.ne[1], "k/v kv heads")) return false;
+  if (!c.divides(k.ne[1], n_head, "kv heads vs q heads")) return false;
+  if (!c.eq(k.ne[2], v.ne[2], "k/v ne2") || !c.eq(k.ne[3], v.ne[3], "k/v ne3")) return false;
+  if (!c.eq(op.src[3].nelements(), n_tokens, "seq_idx length") ||
+      !c.eq(op.src[4].nelements(), n_tokens, "pos length")) {
+    return false;
+  }
+  const int64_t n_seq = op.src[5].nelements();
+  if (p.layout == KvLayout::kPaged) {
+    if (!c.has(op.src[6], "block table") || !c.type(op.src[6], DType::I32, "block table")) return false;
+    if (!c.eq(k.ne[2], p.block_size, "k block size")) return false;
+    if (!c.eq(op.src[6].ne[1], n_seq, "block table sequences")) return false;
+  } else if (!c.eq(k.ne[3], n_seq, "contiguous k sequences")) {
+    return false;
+  }
+  if (!op.src[7].empty() &&
+      (!c.type(op.src[7], DType::F32, "sinks") || !c.eq(op.src[7].nelements(), n_head, "sinks length"))) {
+    return false;
+  }
+  if (p.window < 0) return c.fail("negative window");
+  if (!c.has(op.dst, "dst") || !c.type(op.dst, DType::F32, "dst")) return false;
+  return c.eq(op.dst.ne[0], v.ne[0], "dst head dim") && c.eq(op.dst.ne[1], n_head, "dst heads") &&
+         c.eq(op.dst.ne[2], n_tokens, "dst tokens");
+}
+
+// The parameter struct each kind expects (NoParams where none).
+bool params_match(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kScale: return std::holds_alternative<ScaleParams>(op.params);
+    case OpKind::kRmsNorm:
+    case OpKind::kAddRmsNorm: return std::holds_alternative<RmsNormParams>(op.params);
+    case OpKind::kL2Norm: return std::holds_alternative<NormParams>(op.params);
+    case OpKind::kRope: return std::holds_alternative<RopeParams>(op.params);
+    case OpKind::kSoftMax: return std::holds_alternative<SoftMaxParams>(op.params);
+    case OpKind::kUnary: return std::holds_alternative<UnaryParams>(op.params);
+    case OpKind::kGlu: return std::holds_alternative<GluParams>(op.params);
+    case OpKind::kTopK: return std::holds_alternative<TopKParams>(op.params);
+    case OpKind::kArgsort: return std::holds_alternative<ArgsortParams>(op.params);
+    case OpKind::kFlashAttn:
+    case OpKind::kSdpa: return std::holds_alternative<AttentionParams>(op.params);
+    case OpKind::kSsmConv: return std::holds_alternative<SsmConvParams>(op.params);
+    case OpKind::kGatedDeltaNet: return std::holds_alternative<GatedDeltaNetParams>(op.params);
+    default: return std::holds_alternative<NoParams>(op.params);
+  }
+}
+
+bool check(Checker& c, const Op& op) {
+  if (!params_match(op)) return c.fail("wrong parameter struct for this op");
+  const TensorView& s0 = op.src[0];
+  const TensorView& s1 = op.src[1];
+  const TensorView& d = op.dst;
+  for (int i = 0; i < kMaxSrc; ++i) {
+    if (!op.src[i].empty() && !c.dims(op.src[i], "src")) return false;
+  }
+  if (!c.has(d, "dst") || !c.dims(d, "dst")) return false;
+  switch (op.kind) {
+    case OpKind::kGetRows:
+      return c.has(s0, "table") && c.has(s1, "ids") && c.weight_type(s0, "table") &&
+             c.type(s1, DType::I32, "ids") && c.type(d, DType::F32, "dst") &&
+             c.eq(d.ne[0], s0.ne[0], "dst cols") && c.eq(d.nrows(), s1.nelements(), "dst rows");
+    case OpKind::kMulMat:
+      return c.has(s0, "weight") && c.has(s1, "input") && c.weight_type(s0, "weight") &&
+             c.type(s1, DType::F32, "input") && c.type(d, DType::F32, "dst") &&
+             c.eq(s0.ne[0], s1.ne[0], "inner dim K") && c.divides(s0.ne[2], s1.ne[2], "batch dim 2") &&
+             c.divides(s0.ne[3], s1.ne[3], "batch dim 3") && c.eq(d.ne[0], s0.ne[1], "dst N") &&
+             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2], s1.ne[2], "dst ne2") &&
+             c.eq(d.ne[3], s1.ne[3], "dst ne3");
+    case OpKind::kMulMatId: {
+      const TensorView& ids = op.src[2];
+      return c.has(s0, "experts") && c.has(s1, "input") && c.has(ids, "ids") &&
+             c.weight_type(s0, "experts") && c.type(s1, DType::F32, "input") &&
+             c.type(ids, DType::I32, "ids") && c.type(d, DType::F32, "dst") &&
+             c.eq(s0.ne[0], s1.ne[0], "inner dim K") &&
+             (s1.ne[1] == 1 || s1.ne[1] == ids.ne[0] || c.fail("input ne1 must be 1 or n_used")) &&
+             c.eq(s1.ne[2], ids.ne[1], "tokens") && c.eq(d.ne[0], s0.ne[1], "dst N") &&
+             c.eq(d.ne[1], ids.ne[0], "dst n_used") && c.eq(d.ne[2], ids.ne[1], "dst tokens");
+    }
+    case OpKind::kAdd:
+    case OpKind::kMul:
+      if (!c.has(s0, "a") || !c.has(s1, "b") || !c.type(s0, DType::F32, "a") ||
+          !c.type(s1, DType::F32, "b") || !c.type(d, DType::F32, "dst") || !c.shape_eq(d, s0, "dst")) {
+        return false;
+      }
+      for (int i = 0; i < kMaxDims; ++i) {
+        if (!c.divides(s1.ne[i], s0.ne[i], "broadcast")) return false;
+      }
+      return true;
+    case OpKind::kScale:
+    case OpKind::kL2Norm:
+    case OpKind::kUnary:
+      return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.type(d, DType::F32, "dst") &&
+             c.shape_eq(d, s0, "dst");
+    case OpKind::kRmsNorm:
+      return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.type(d, DType::F32, "dst") &&
+             c.shape_eq(d, s0, "dst") &&
+             (s1.empty() || (c.type(s1, DType::F32, "weight") && c.eq(s1.nelements(), s0.ne[0], "weight length")));
+    case OpKind::kAddRmsNorm:
+      return c.has(s0, "a") && c.has(s1, "b") && c.has(op.dst2, "sum output") &&
+             c.type(s0, DType::F32, "a") && c.type(s1, DType::F32, "b") && c.shape_eq(s0, s1, "a/b") &&
+             c.shape_eq(d, s0, "dst") && c.shape_eq(op.dst2, s0, "sum output") &&
+             (op.src[2].empty() || c.eq(op.src[2].nelements(), s0.ne[0], "weight length"));
+    case OpKind::kRope: {
+      const auto& p = op.p<RopeParams>();
+      const bool multi = p.mode == RopeMode::kMrope || p.mode == RopeMode::kImrope;
+      return c.has(s0, "x") && c.has(s1, "positions") && c.type(s0, DType::F32, "x") &&
+             c.type(s1, DType::I32, "positions") && c.shape_eq(d, s0, "dst") &&
+             c.eq(s1.nelements(), s0.ne[2] * (multi ? 4 : 1), "positions length") &&
+             ((p.n_dims > 0 && p.n_dims % 2 == 0 && p.n_dims <= s0.ne[0]) ||
+              c.fail(fmt::format("bad n_dims {}", p.n_dims))) &&
+             (op.src[2].empty() || c.eq(op.src[2].nelements(), p.n_dims / 2, "freq factors length"));
+    }
+    case OpKind::kSoftMax:
+      return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.shape_eq(d, s0, "dst") &&
+             (s1.empty() || (c.type(s1, DType::F32, "mask") && c.eq(s1.ne[0], s0.ne[0], "mask ne0") &&
+                             c.eq(s1.ne[1], s0.ne[1], "mask ne1")));
+    case OpKind::kGlu:
+      if (!c.has(s0, "gate") || !c.type(s0, DType::F32, "gate") || !c.type(d, DType::F32, "dst")) return false;
+      if (!s1.empty()) return c.shape_eq(s0, s1, "gate/up") && c.shape_eq(d, s0, "dst");
+      return c.eq(s0.ne[0], 2 * d.ne[0], "fused gate/up width") && c.eq(s0.nrows(), d.nrows(), "rows");
+    case OpKind::kTopK:
+      return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.type(d, DType::I32, "dst") &&
+             ((op.p<TopKParams>().k >= 1 && op.p<TopKParams>().k <= s0.ne[0]) || c.fail("k out of range")) &&
+             c.eq(d.ne[0], op.p<TopKParams>().k, "dst k") && c.eq(d.nrows(), s0.nrows(), "rows");
+    case OpKind::kArgsort:
+      return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.type(d, DType::I32, "dst") &&
+             c.shape_eq(d, s0, "dst");
+    case OpKind::kFlashAttn:
+    case OpKind::kSdpa:
+      return check_attention(c, op);
+    case OpKind::kSsmConv: {
+      const TensorView& w = s1;
+      if (!c.has(s0, "x") || !c.has(w, "weight") || !c.type(s0, DType::F32, "x") ||
+          !c.type(w, DType::F32, "weight")) {
+        return false;
+      }
+      const int64_t k = w.ne[0], ch = w.ne[1];
+      return (k >= 1 || c.fail("kernel width < 1")) && c.eq(s0.ne[1], ch, "channels") &&
+             (s0.ne[0] >= k || c.fail("x shorter than kernel")) && c.eq(d.ne[0], ch, "dst channels") &&
+             c.eq(d.ne[1], s0.ne[0] - (k - 1), "dst tokens") && c.eq(d.ne[2], s0.ne[2], "dst sequences") &&
+             (op.src[2].empty() || c.eq(op.src[2].nelements(), ch, "bias length"));
+    }
+    case OpKind::kGatedDeltaNet: {
+      const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2], &g = op.src[3],
+                       &beta = op.src[4], &st = op.src[5];
+      for (int i = 0; i < 6; ++i) {
+        if (!c.has(op.src[i], "input") || !c.type(op.src[i], DType::F32, "input")) return false;
+      }
+      const int64_t sk = q.ne[0], hk = q.ne[1], t = q.ne[2], ns = q.ne[3];
+      const int64_t sv = v.ne[0], hv = v.ne[1];
+      return c.shape_eq(q, k, "q/k") && c.divides(hk, hv, "key heads vs value heads") &&
+             c.eq(v.ne[2], t, "v tokens") && c.eq(v.ne[3], ns, "v sequences") &&
+             c.eq(g.ne[0], hv, "g heads") && c.eq(g.ne[1], t, "g tokens") && c.eq(g.ne[2], ns, "g seqs") &&
+             c.shape_eq(beta, g, "beta") && c.eq(st.ne[0], sk, "state S_k") &&
+             c.eq(st.ne[1], sv, "state S_v") && c.eq(st.ne[2], hv, "state heads") &&
+             c.eq(st.ne[3], ns, "state sequences") && c.has(op.dst2, "state output") &&
+             c.shape_eq(op.dst2, st, "state output") && c.eq(d.ne[0], sv, "dst S_v") &&
+             c.eq(d.ne[1], hv, "dst heads") && c.eq(d.ne[2], t, "dst tokens") &&
+             c.eq(d.ne[3], ns, "dst sequences");
+    }
+    case OpKind::kCount: break;
+  }
+  return c.fail("unknown op kind");
+}
+
+}  // namespace
+
+Status validate_op(const Op& op) {
+  Checker c{op, Status()};
+  check(c, op);
+  return c.err;
+}
+
+}  // namespace folio

@@ -1,0 +1,233 @@
+// Op descriptors: what a backend is asked to run. An Op names its kind, its
+// output views (dst, and dst2 for ops with two outputs), up to kMaxSrc input
+// views and a per-kind parameter struct. Shapes use ggml order: ne[0] is the
+// innermost dimension. Activations are F32 unless stated; integer inputs are
+// I32. The exact semantics below are what the scalar reference
+// (backend/cpu/ref) implements and what every other kernel is tested against.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "tensor/tensor_view.h"
+
+namespace folio {
+
+enum class OpKind : int {
+  // src0 table [n_cols, n_rows] (any supported dtype), src1 ids I32 [n];
+  // dst F32 [n_cols, n]: dst[:, i] = dequant(table[:, ids[i]]).
+  kGetRows,
+  // src0 weight W [K, N, B2w, B3w] (any supported dtype), src1 X F32
+  // [K, M, B2, B3] with B2 % B2w == 0 and B3 % B3w == 0 (W broadcast);
+  // dst F32 [N, M, B2, B3]: dst[n, m, b2, b3] = sum_k W[k, n, b2 / (B2/B2w), b3 / ..] * X[k, m, b2, b3].
+  kMulMat,
+  // MoE experts. src0 W [K, N, E] (any dtype), src1 X F32 [K, X1, T] with X1
+  // == 1 (one input shared by all chosen experts) or X1 == n_used, src2 ids
+  // I32 [n_used, T] (expert ids in [0, E)); dst F32 [N, n_used, T]:
+  // dst[:, u, t] = W[:, :, ids[u, t]]^T X[:, u % X1, t].
+  kMulMatId,
+  // Element-wise with broadcasting of src1 (each src1.ne[i] divides src0.ne[i]):
+  // dst = src0 + src1 / src0 * src1. All F32, dst shaped like src0.
+  kAdd,
+  kMul,
+  // dst = src0 * scale + bias (ScaleParams).
+  kScale,
+  // dst = src0 / sqrt(mean(src0^2 over dim 0) + eps) [* src1 weight F32 [ne0]].
+  kRmsNorm,
+  // Fused residual add + RMS norm: dst2 = src0 + src1 (the new residual);
+  // dst = rms_norm(dst2) [* src2 weight]. (RmsNormParams)
+  kAddRmsNorm,
+  // dst = src0 / max(sqrt(sum src0^2 over dim 0), eps). (NormParams)
+  kL2Norm,
+  // Rotary embedding (RopeParams). src0 x F32 [head_dim, n_head, n_tokens],
+  // src1 positions I32 [n_tokens] (or [4 * n_tokens] for multi-section modes:
+  // section s of token t at pos[s * n_tokens + t]), optional src2 freq
+  // factors F32 [n_dims / 2]; dst like src0. Dims >= n_dims pass through.
+  kRope,
+  // dst = softmax over dim 0 of (src0 * scale + src1 mask [ne0, ne1] (optional,
+  // broadcast over dims 2, 3)). (SoftMaxParams)
+  kSoftMax,
+  // Element-wise unary, F32 -> F32 (UnaryParams: silu, gelu, sigmoid, ...).
+  kUnary,
+  // Gated linear unit (GluParams): dst = act(gate) * up. With src1: gate =
+  // src0, up = src1, same shapes. Without src1: src0 [2 * n, ...] holds gate in
+  // the first half of each row and up in the second (swapped if params.swapped);
+  // dst [n, ...].
+  kGlu,
+  // src0 F32 [n, rows]; dst I32 [k, rows]: indices of the k largest values of
+  // each row, largest first; ties broken by the lower index. (TopKParams)
+  kTopK,
+  // src0 F32 [n, rows]; dst I32 [n, rows]: a stable sort of indices by value,
+  // ascending or descending. (ArgsortParams)
+  kArgsort,
+  // Flash attention (AttentionParams); see "Attention inputs" below.
+  kFlashAttn,
+  // Materialised scaled-dot-product attention: same inputs, outputs and
+  // semantics as kFlashAttn, computed as full scores -> softmax -> V, in
+  // double precision. The reference that flash attention is checked against.
+  kSdpa,
+  // Depthwise causal convolution (SsmConvParams). src0 x F32 [K - 1 + T,
+  // channels, n_seq] (per channel: the K-1 cached taps, then the T new
+  // inputs, in time order), src1 weight F32 [K, channels], optional src2 bias
+  // F32 [channels]; dst F32 [channels, T, n_seq]:
+  // dst[c, t, s] = act(sum_{j=0..K-1} x[t + j, c, s] * w[j, c] + bias[c]),
+  // summed in ascending j, bias added last (+0.0f when absent), act = SiLU if
+  // params.silu.
+  kSsmConv,
+  // Gated DeltaNet recurrence (GatedDeltaNetParams), plain (token by token)
+  // form. src0 q F32 [S_k, H_k, T, n_seq], src1 k F32 [S_k, H_k, T, n_seq],
+  // src2 v F32 [S_v, H_v, T, n_seq], src3 g F32 [H_v, T, n_seq] (log decay),
+  // src4 beta F32 [H_v, T, n_seq] (update strength, already in (0,1)),
+  // src5 state_in F32 [S_k, S_v, H_v, n_seq] (row v of head h holds S[v, :]).
+  // dst out F32 [S_v, H_v, T, n_seq], dst2 state_out like src5 (may alias src5).
+  // Per value head h (key head kh = h / (H_v / H_k) or h % H_k, per
+  // params.head_map), per token t: q, k optionally L2-normalised (eps), q
+  // scaled by params.scale, then
+  //   S *= exp(g[h, t]);  m[v] = sum_i S[v, i] k[i];
+  //   d[v] = beta[h, t] * (v_t[v] - m[v]);  S[v, i] += d[v] * k[i];
+  //   out[v, h, t] = sum_i S[v, i] q[i].
+  kGatedDeltaNet,
+  kCount,
+};
+
+const char* op_kind_name(OpKind kind);
+
+enum class UnaryKind : int { kSilu, kGelu /* tanh approximation */, kGeluErf, kSigmoid, kSoftplus, kExp, kTanh, kRelu, kNeg };
+const char* unary_kind_name(UnaryKind kind);
+
+enum class GluKind : int { kSwiGlu /* silu(gate) * up */, kGeGlu /* gelu_tanh(gate) * up */, kGeGluErf };
+
+enum class RopeMode : int {
+  kNormal,  // rotate adjacent pairs (x[2i], x[2i+1])  (llama)
+  kNeox,    // rotate (x[i], x[i + n_dims/2])           (qwen, gemma, neox)
+  kMrope,   // multi-section, neox pairing; dims split by sections (qwen2-vl)
+  kImrope,  // interleaved multi-section, neox pairing (qwen3-vl, qwen3.5)
+};
+
+struct NoParams {};
+
+struct ScaleParams {
+  float scale = 1.0f;
+  float bias = 0.0f;
+};
+
+struct RmsNormParams {
+  float eps = 1e-6f;
+};
+
+struct NormParams {
+  float eps = 1e-12f;
+};
+
+// YaRN / linear scaling follow ggml's rope definition: theta_i = pos *
+// freq_base^(-2i/n_dims) / freq_factor_i, then
+//   theta = freq_scale * theta_extrap (+ ext_factor ramp mixing, mscale).
+struct RopeParams {
+  RopeMode mode = RopeMode::kNormal;
+  int n_dims = 0;               // rotated dims (<= head_dim, even)
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;      // 1 / linear scaling factor
+  float ext_factor = 0.0f;      // YaRN extrapolation mix (0 = off)
+  float attn_factor = 1.0f;     // YaRN magnitude scale
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  int n_ctx_orig = 0;           // original training context (YaRN)
+  std::array<int, 4> sections{0, 0, 0, 0};  // multi-section rope: dims per section (pairs)
+};
+
+struct SoftMaxParams {
+  float scale = 1.0f;
+};
+
+struct UnaryParams {
+  UnaryKind kind = UnaryKind::kSilu;
+};
+
+struct GluParams {
+  GluKind kind = GluKind::kSwiGlu;
+  bool swapped = false;  // single-tensor form: up first, then gate
+};
+
+struct TopKParams {
+  int k = 1;
+};
+
+struct ArgsortParams {
+  bool descending = false;
+};
+
+// ---------------------------------------------------------------------------
+// Attention inputs (kFlashAttn, kSdpa). A batch of n_tokens query tokens from
+// n_seq sequences; each token knows its sequence and position.
+//   src0 q        F32 [D, n_head, n_tokens]
+//   src1 k        contiguous: [D, n_kv_head, n_ctx, n_seq]
+//                 paged:      [D, n_kv_head, block_size, n_blocks]
+//                 dtype F32, F16 or Q8_0 (Q8_0 rows are D elements, D % 32 == 0)
+//   src2 v        like k but with Dv instead of D
+//   src3 seq_idx  I32 [n_tokens]: sequence of each query token (0..n_seq-1)
+//   src4 pos      I32 [n_tokens]: absolute position of each query token
+//   src5 kv_len   I32 [n_seq]: valid K/V positions of each sequence (0..kv_len-1)
+//   src6 blocks   I32 [max_blocks, n_seq]: block table (paged only): logical
+//                 block b of sequence s lives in physical block blocks[b, s]
+//   src7 sinks    F32 [n_head] (optional): per-head sink logit joining the softmax
+//   dst           F32 [Dv, n_head, n_tokens]
+// Query head h uses KV head h / (n_head / n_kv_head) (GQA). Token i attends
+// to key positions p < kv_len[seq] with p <= pos[i] when causal and
+// pos[i] - p < window when window > 0. Scores are q.k * scale, then
+// softcap * tanh(score / softcap) when softcap > 0. A token with no visible
+// key outputs zeros. K/V positions are visited in ascending order: the paged
+// and contiguous layouts give byte-identical results.
+enum class KvLayout : int { kContiguous, kPaged };
+
+struct AttentionParams {
+  float scale = 1.0f;
+  float softcap = 0.0f;     // 0: off
+  bool causal = true;
+  int window = 0;           // sliding window in tokens, 0: off
+  KvLayout layout = KvLayout::kContiguous;
+  int block_size = 16;      // paged only: tokens per block (k.ne[2])
+};
+
+enum class HeadMap : int {
+  kDiv,  // value head h uses key head h / (H_v / H_k)   (qwen3next)
+  kMod,  // value head h uses key head h % H_k           (qwen35, qwen35moe)
+};
+
+struct SsmConvParams {
+  bool silu = false;
+};
+
+struct GatedDeltaNetParams {
+  float scale = 1.0f;      // applied to q after optional normalisation
+  bool l2_norm_qk = true;  // L2-normalise q and k per head first
+  float eps = 1e-6f;       // L2 norm: x / max(sqrt(sum x^2), eps)
+  HeadMap head_map = HeadMap::kDiv;
+};
+
+using OpParams = std::variant<NoParams, ScaleParams, RmsNormParams, NormParams, RopeParams,
+                              SoftMaxParams, UnaryParams, GluParams, TopKParams, ArgsortParams,
+                              AttentionParams, SsmConvParams, GatedDeltaNetParams>;
+
+inline constexpr int kMaxSrc = 8;
+
+struct Op {
+  OpKind kind = OpKind::kCount;
+  TensorView dst;                      // primary output
+  TensorView dst2;                     // second output (kAddRmsNorm, kGatedDeltaNet)
+  std::array<TensorView, kMaxSrc> src; // inputs; unused ones have data == nullptr
+  OpParams params;
+
+  template <typename P>
+  const P& p() const { return std::get<P>(params); }
+  // "mul_mat(q4_K [4096, 4096], f32 [4096, 7]) -> f32 [4096, 7]"
+  std::string describe() const;
+};
+
+// Structural validation shared by every backend: shapes, dtypes, required
+// inputs, index ranges that can be checked without reading data. Backends call
+// it before running; invalid ops are an error, never undefined behaviour.
+Status validate_op(const Op& op);
+
+}  // namespace folio

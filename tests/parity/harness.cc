@@ -1,0 +1,248 @@
+#include "parity/harness.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <limits>
+#include <set>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/check.h"
+#include "core/cpu_features.h"
+#include "quant/quant.h"
+
+namespace folio::parity {
+
+TensorView OpCase::alloc(DType dtype, const std::array<int64_t, kMaxDims>& ne) {
+  TensorView shape = TensorView::contiguous(nullptr, dtype, ne);
+  auto buf = HostBuffer::create(shape.nbytes_contiguous());
+  FOLIO_CHECK_MSG(buf.ok(), "{}", buf.status().to_string());
+  shape.data = (*buf)->data();
+  buffers_.push_back(std::move(buf).value());
+  return shape;
+}
+
+TensorView OpCase::alloc(DType dtype, std::initializer_list<int64_t> shape) {
+  std::array<int64_t, kMaxDims> ne{1, 1, 1, 1};
+  int i = 0;
+  for (int64_t d : shape) ne[i++] = d;
+  return alloc(dtype, ne);
+}
+
+void OpCase::fill_uniform(const TensorView& t, float lo, float hi) {
+  FOLIO_CHECK(t.is_contiguous());
+  std::uniform_real_distribution<float> dist(lo, hi);
+  const int64_t n = t.nelements();
+  std::vector<float> f(static_cast<size_t>(n));
+  for (float& x : f) x = dist(rng_);
+  if (t.dtype == DType::F32) {
+    std::memcpy(t.data, f.data(), f.size() * sizeof(float));
+  } else {
+    quant::quantize_row_ref(t.dtype, f.data(), t.data, n);
+  }
+}
+
+void OpCase::fill_ints(const TensorView& t, int32_t lo, int32_t hi) {
+  FOLIO_CHECK(t.dtype == DType::I32 && t.is_contiguous());
+  std::uniform_int_distribution<int32_t> dist(lo, hi);
+  int32_t* p = static_cast<int32_t*>(t.data);
+  for (int64_t i = 0; i < t.nelements(); ++i) p[i] = dist(rng_);
+}
+
+void OpCase::snapshot() {
+  saved_.clear();
+  for (const auto& b : buffers_) {
+    const uint8_t* p = static_cast<const uint8_t*>(b->data());
+    saved_.emplace_back(p, p + b->size());
+  }
+}
+
+void OpCase::restore() {
+  for (size_t i = 0; i < saved_.size(); ++i) std::memcpy(buffers_[i]->data(), saved_[i].data(), saved_[i].size());
+}
+
+double nmse(const float* a, const float* b, int64_t n) {
+  double err = 0, ref = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(b[i]) && std::isnan(a[i])) continue;
+    if (!std::isfinite(a[i]) && std::isfinite(b[i])) return std::numeric_limits<double>::infinity();
+    if (std::isinf(b[i]) && a[i] == b[i]) continue;
+    const double d = static_cast<double>(a[i]) - b[i];
+    err += d * d;
+    ref += static_cast<double>(b[i]) * b[i];
+  }
+  if (std::isnan(err)) return std::numeric_limits<double>::infinity();
+  return ref > 0 ? err / ref : err;
+}
+
+CaseList all_cases() {
+  CaseList cases;
+  add_basic_cases(cases);
+  add_attention_cases(cases);
+  add_recurrent_cases(cases);
+  for (auto& c : cases) c->snapshot();
+  return cases;
+}
+
+std::vector<std::unique_ptr<Backend>> make_backends() {
+  std::vector<std::unique_ptr<Backend>> b;
+  b.push_back(std::make_unique<CpuBackend>(CpuBackendOptions{Isa::kScalar, true, nullptr}));
+  const int top = static_cast<int>(active_isa());
+  for (int isa = 0; isa <= top; ++isa) {
+    b.push_back(std::make_unique<CpuBackend>(CpuBackendOptions{static_cast<Isa>(isa), false, nullptr}));
+  }
+  return b;
+}
+
+namespace {
+
+// The outputs of an op, copied out (dst then dst2).
+struct Output {
+  std::vector<uint8_t> dst, dst2;
+};
+
+std::vector<uint8_t> copy_view(const TensorView& t) {
+  if (t.empty()) return {};
+  FOLIO_CHECK(t.is_contiguous());
+  const uint8_t* p = static_cast<const uint8_t*>(t.data);
+  return std::vector<uint8_t>(p, p + t.nbytes_contiguous());
+}
+
+Status run_once(OpCase& c, Backend& b, const Op& op, Output* out) {
+  c.restore();
+  FOLIO_RETURN_IF_ERROR(b.run(op));
+  out->dst = copy_view(op.dst);
+  out->dst2 = copy_view(op.dst2);
+  return Status();
+}
+
+// Compares one output tensor; returns "" when it matches.
+std::string compare(const TensorView& t, const std::vector<uint8_t>& got,
+                    const std::vector<uint8_t>& want, bool exact, double max_nmse, double* err) {
+  *err = 0;
+  if (got.size() != want.size()) return "size mismatch";
+  if (t.dtype != DType::F32 || exact) {
+    if (std::memcmp(got.data(), want.data(), got.size()) == 0) return "";
+    if (t.dtype == DType::F32) {
+      *err = nmse(reinterpret_cast<const float*>(got.data()), reinterpret_cast<const float*>(want.data()),
+                  static_cast<int64_t>(got.size() / 4));
+      return fmt::format("not bit-identical (nmse {:.3g})", *err);
+    }
+    return "not identical";
+  }
+  *err = nmse(reinterpret_cast<const float*>(got.data()), reinterpret_cast<const float*>(want.data()),
+              static_cast<int64_t>(got.size() / 4));
+  if (*err <= max_nmse) return "";
+  return fmt::format("nmse {:.3g} > {:.3g}", *err, max_nmse);
+}
+
+bool check_outputs(const Op& op, const Output& got, const Output& want, bool exact, double max_nmse,
+                   std::string* msg) {
+  double e1 = 0, e2 = 0;
+  std::string m1 = compare(op.dst, got.dst, want.dst, exact, max_nmse, &e1);
+  std::string m2 = op.dst2.empty() ? "" : compare(op.dst2, got.dst2, want.dst2, exact, max_nmse, &e2);
+  if (m1.empty() && m2.empty()) {
+    *msg = exact ? "exact" : fmt::format("nmse {:.3g}", std::max(e1, e2));
+    return true;
+  }
+  *msg = !m1.empty() ? "dst " + m1 : "dst2 " + m2;
+  return false;
+}
+
+}  // namespace
+
+CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& backends) {
+  CaseResult r;
+  Backend& ref = *backends[0];
+  if (!ref.supports_op(c.op)) {
+    r.ok = false;
+    Status v = validate_op(c.op);
+    r.lines.push_back(fmt::format("{}: reference does not support it ({})", ref.name(),
+                                  v.ok() ? std::string("no kernel") : v.message()));
+    return r;
+  }
+  Output want;
+  if (Status s = run_once(c, ref, c.op, &want); !s.ok()) {
+    r.ok = false;
+    r.lines.push_back(fmt::format("{}: {}", ref.name(), s.to_string()));
+    return r;
+  }
+  std::set<std::string> seen_kernels{ref.kernel_name(c.op)};
+  for (const auto& eq : c.equivalents) {
+    Output got;
+    std::string msg;
+    Status s = run_once(c, ref, eq.op, &got);
+    bool ok = s.ok() && check_outputs(c.op, got, want, eq.exact, eq.max_nmse, &msg);
+    if (!s.ok()) msg = s.to_string();
+    r.ok &= ok;
+    r.lines.push_back(fmt::format("{} [{}] {}: {}", ref.name(), ref.kernel_name(eq.op), eq.what, msg));
+  }
+  for (size_t i = 1; i < backends.size(); ++i) {
+    Backend& b = *backends[i];
+    if (!b.supports_op(c.op)) continue;
+    const std::string kname = b.kernel_name(c.op);
+    Output main_out;
+    if (!seen_kernels.count(kname)) {
+      seen_kernels.insert(kname);
+      std::string msg;
+      Status s = run_once(c, b, c.op, &main_out);
+      bool ok = s.ok() && check_outputs(c.op, main_out, want, c.exact, c.max_nmse, &msg);
+      if (!s.ok()) msg = s.to_string();
+      r.ok &= ok;
+      ++r.variants_checked;
+      r.lines.push_back(fmt::format("{} [{}]: {}", b.name(), kname, msg));
+    }
+    // Equivalents must hold on every backend whose kernels for them differ.
+    for (const auto& eq : c.equivalents) {
+      const std::string ekey = kname + "|" + b.kernel_name(eq.op) + "|" + eq.what;
+      if (seen_kernels.count(ekey) || !b.supports_op(eq.op)) continue;
+      seen_kernels.insert(ekey);
+      if (main_out.dst.empty()) {
+        if (Status s = run_once(c, b, c.op, &main_out); !s.ok()) continue;
+      }
+      Output got;
+      std::string msg;
+      Status s = run_once(c, b, eq.op, &got);
+      bool ok = s.ok() && check_outputs(c.op, got, main_out, eq.exact, eq.max_nmse, &msg);
+      if (!s.ok()) msg = s.to_string();
+      r.ok &= ok;
+      r.lines.push_back(fmt::format("{} [{}] {}: {}", b.name(), b.kernel_name(eq.op), eq.what, msg));
+    }
+  }
+  return r;
+}
+
+std::vector<std::string> run_perf(OpCase& c, const std::vector<std::unique_ptr<Backend>>& backends,
+                                  double min_seconds) {
+  std::vector<std::string> lines;
+  std::set<std::string> seen;
+  for (const auto& bp : backends) {
+    Backend& b = *bp;
+    if (!b.supports_op(c.op)) continue;
+    const std::string kname = b.kernel_name(c.op) + (b.name() == "cpu-ref" ? " (ref)" : "");
+    if (seen.count(kname)) continue;
+    seen.insert(kname);
+    c.restore();
+    if (!b.run(c.op).ok()) continue;  // warm-up
+    using Clock = std::chrono::steady_clock;
+    int64_t iters = 0;
+    const auto t0 = Clock::now();
+    double elapsed = 0;
+    do {
+      if (c.in_place) c.restore();
+      Status s = b.run(c.op);
+      (void)s;
+      ++iters;
+      elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    } while (elapsed < min_seconds);
+    const double us = elapsed / static_cast<double>(iters) * 1e6;
+    std::string line = fmt::format("{:<10} {:<28} {:>10.1f} us/run", b.name(), kname, us);
+    if (c.flops > 0) line += fmt::format("  {:>8.2f} GFLOP/s", c.flops / us * 1e-3);
+    if (c.bytes > 0) line += fmt::format("  {:>8.2f} GB/s", c.bytes / us * 1e-3);
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace folio::parity

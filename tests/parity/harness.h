@@ -1,0 +1,99 @@
+// Op-parity harness (in the spirit of llama.cpp's test-backend-ops). A case
+// owns its input and output tensors and one Op over them. In test mode each
+// case runs on the reference backend (scalar ref kernels) and on every other
+// CPU kernel variant that supports it (one backend per ISA tier this machine
+// has; variants that resolve to the same kernel are run once), and outputs
+// are compared by normalised mean squared error, or exactly where the case
+// promises bit-identity. A case may also carry *equivalent* ops that must
+// produce the same output on the same backend (paged vs contiguous flash
+// attention: exactly; flash attention vs materialised SDPA: within a bound).
+// Perf mode times each variant and prints us/run, GFLOP/s and GB/s.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/op.h"
+#include "tensor/buffer.h"
+
+namespace folio::parity {
+
+struct Equivalent {
+  std::string what;       // "paged, permuted blocks"
+  Op op;                  // must give the main op's output (dst, and dst2 if any)
+  bool exact = false;
+  double max_nmse = 1e-7;
+};
+
+class OpCase {
+ public:
+  explicit OpCase(std::string name) : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+
+  // Allocates a zeroed, 64-byte aligned contiguous tensor owned by the case.
+  TensorView alloc(DType dtype, std::initializer_list<int64_t> shape);
+  TensorView alloc(DType dtype, const std::array<int64_t, kMaxDims>& ne);
+
+  // Fills with uniform values in [lo, hi); quantized types are filled by
+  // quantizing uniform floats (the scalar reference quantizer).
+  void fill_uniform(const TensorView& t, float lo = -1.0f, float hi = 1.0f);
+  void fill_ints(const TensorView& t, int32_t lo, int32_t hi);  // I32, uniform in [lo, hi]
+  std::mt19937& rng() { return rng_; }
+
+  Op op;                          // the op under test
+  std::vector<Equivalent> equivalents;
+  bool exact = false;             // variants must match the reference bit for bit
+  double max_nmse = 1e-7;         // otherwise: NMSE bound vs the reference
+  double flops = 0;               // per run, for perf mode (0: not reported)
+  double bytes = 0;               // bytes touched per run, for perf mode
+  bool in_place = false;          // op overwrites an input: perf restores inputs each run
+
+  // Input snapshot: taken after the case is built, restored before each run
+  // so in-place ops (state updates) always start from the same inputs.
+  void snapshot();
+  void restore();
+
+ private:
+  std::string name_;
+  std::mt19937 rng_{1234};
+  std::vector<std::unique_ptr<HostBuffer>> buffers_;
+  std::vector<std::vector<uint8_t>> saved_;
+};
+
+using CaseList = std::vector<std::unique_ptr<OpCase>>;
+
+// Case groups (one file each).
+void add_basic_cases(CaseList& cases);      // cases_basic.cc
+void add_attention_cases(CaseList& cases);  // cases_attention.cc
+void add_recurrent_cases(CaseList& cases);  // cases_recurrent.cc
+CaseList all_cases();
+
+// Normalised MSE: sum (a - b)^2 / sum b^2 (b the reference); plain sum of
+// squares when the reference is all zeros. NaN/inf anywhere in `a` where `b`
+// is finite gives +inf.
+double nmse(const float* a, const float* b, int64_t n);
+
+struct CaseResult {
+  bool ok = true;
+  std::vector<std::string> lines;  // one per variant / equivalent checked
+  int variants_checked = 0;
+};
+
+// The backends to compare: the reference first, then one CPU backend per ISA
+// tier up to the machine's (active) tier.
+std::vector<std::unique_ptr<Backend>> make_backends();
+
+// Runs one case in test mode against `backends` (backends[0] = reference).
+CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& backends);
+
+// Times one case on each distinct kernel; returns printable lines.
+std::vector<std::string> run_perf(OpCase& c, const std::vector<std::unique_ptr<Backend>>& backends,
+                                  double min_seconds);
+
+}  // namespace folio::parity

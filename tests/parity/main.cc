@@ -1,0 +1,68 @@
+// folio-test-ops: the op-parity harness as a command.
+//   folio-test-ops [test|perf] [-o OP_SUBSTRING] [-c CASE_SUBSTRING] [--seconds S] [-v]
+// test: every case on every CPU kernel variant vs the scalar reference; exit 1 on a mismatch.
+// perf: time per run and achieved GFLOP/s / GB/s for each distinct kernel.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/cpu_features.h"
+#include "parity/harness.h"
+
+using namespace folio;
+using namespace folio::parity;
+
+int main(int argc, char** argv) {
+  std::string mode = "test", op_filter, case_filter;
+  double seconds = 0.2;
+  bool verbose = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&](const char* flag) -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "folio-test-ops: %s needs a value\n", flag);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "test" || a == "perf") {
+      mode = a;
+    } else if (a == "-o") {
+      op_filter = next("-o");
+    } else if (a == "-c") {
+      case_filter = next("-c");
+    } else if (a == "--seconds") {
+      seconds = std::atof(next("--seconds").c_str());
+    } else if (a == "-v") {
+      verbose = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: folio-test-ops [test|perf] [-o OP] [-c CASE] [--seconds S] [-v]\n");
+      return 2;
+    }
+  }
+  std::printf("cpu: %s; active isa: %s\n", cpu_features().to_string().c_str(), isa_name(active_isa()));
+  auto backends = make_backends();
+  CaseList cases = all_cases();
+  int n_run = 0, n_fail = 0;
+  for (auto& c : cases) {
+    if (!op_filter.empty() && std::string(op_kind_name(c->op.kind)).find(op_filter) == std::string::npos) continue;
+    if (!case_filter.empty() && c->name().find(case_filter) == std::string::npos) continue;
+    ++n_run;
+    if (mode == "perf") {
+      std::printf("%s\n", c->name().c_str());
+      for (const auto& line : run_perf(*c, backends, seconds)) std::printf("  %s\n", line.c_str());
+      continue;
+    }
+    CaseResult r = run_test(*c, backends);
+    if (!r.ok) ++n_fail;
+    std::printf("%-4s %s\n", r.ok ? "OK" : "FAIL", c->name().c_str());
+    if (verbose || !r.ok) {
+      for (const auto& line : r.lines) std::printf("       %s\n", line.c_str());
+    }
+  }
+  if (mode == "test") std::printf("%d passed, %d failed\n", n_run - n_fail, n_fail);
+  return n_fail == 0 ? 0 : 1;
+}
