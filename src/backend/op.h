@@ -16,8 +16,9 @@
 namespace folio {
 
 enum class OpKind : int {
-  // src0 table [n_cols, n_rows] (any supported dtype), src1 ids I32 [n];
-  // dst F32 [n_cols, n]: dst[:, i] = dequant(table[:, ids[i]]).
+  // src0 table [n_cols, n_rows] (any supported dtype, 2-D), src1 ids I32 [n]
+  // (any shape, read in flat order); dst F32 [n_cols, n]: dst[:, i] =
+  // dequant(table[:, ids[i]]). An id outside [0, n_rows) is an error.
   kGetRows,
   // src0 weight W [K, N, B2w, B3w] (any supported dtype), src1 X F32
   // [K, M, B2, B3] with B2 % B2w == 0 and B3 % B3w == 0 (W broadcast);
@@ -26,10 +27,12 @@ enum class OpKind : int {
   // MoE experts. src0 W [K, N, E] (any dtype), src1 X F32 [K, X1, T] with X1
   // == 1 (one input shared by all chosen experts) or X1 == n_used, src2 ids
   // I32 [n_used, T] (expert ids in [0, E)); dst F32 [N, n_used, T]:
-  // dst[:, u, t] = W[:, :, ids[u, t]]^T X[:, u % X1, t].
+  // dst[:, u, t] = W[:, :, ids[u, t]]^T X[:, u % X1, t]. All at most 3-D; an
+  // id outside [0, E) is an error.
   kMulMatId,
   // Element-wise with broadcasting of src1 (each src1.ne[i] divides src0.ne[i]):
-  // dst = src0 + src1 / src0 * src1. All F32, dst shaped like src0.
+  // dst = src0 + src1 (kAdd) or src0 * src1 (kMul), src1 indexed modulo its
+  // own shape. All F32, dst shaped like src0.
   kAdd,
   kMul,
   // dst = src0 * scale + bias (ScaleParams).
@@ -45,22 +48,27 @@ enum class OpKind : int {
   // src1 positions I32 [n_tokens] (or [4 * n_tokens] for multi-section modes:
   // section s of token t at pos[s * n_tokens + t]), optional src2 freq
   // factors F32 [n_dims / 2]; dst like src0. Dims >= n_dims pass through.
+  // Multi-section modes need sections >= 0 with a positive sum; the section
+  // of each rotary pair is defined in backend/cpu/ref/rope.cc.
   kRope,
   // dst = softmax over dim 0 of (src0 * scale + src1 mask [ne0, ne1] (optional,
-  // broadcast over dims 2, 3)). (SoftMaxParams)
+  // broadcast over dims 2, 3: mask dims 2, 3 are indexed modulo their size)).
+  // A row with every value -inf gives zeros. (SoftMaxParams)
   kSoftMax,
   // Element-wise unary, F32 -> F32 (UnaryParams: silu, gelu, sigmoid, ...).
   kUnary,
   // Gated linear unit (GluParams): dst = act(gate) * up. With src1: gate =
   // src0, up = src1, same shapes. Without src1: src0 [2 * n, ...] holds gate in
-  // the first half of each row and up in the second (swapped if params.swapped);
-  // dst [n, ...].
+  // the first half of each row and up in the second (swapped if params.swapped;
+  // ignored with src1); dst [n, ...].
   kGlu,
   // src0 F32 [n, rows]; dst I32 [k, rows]: indices of the k largest values of
-  // each row, largest first; ties broken by the lower index. (TopKParams)
+  // each row, largest first; ties broken by the lower index. NaN orders below
+  // every number (here and in kArgsort). (TopKParams)
   kTopK,
   // src0 F32 [n, rows]; dst I32 [n, rows]: a stable sort of indices by value,
-  // ascending or descending. (ArgsortParams)
+  // ascending or descending; equal values keep ascending index order in both
+  // directions. (ArgsortParams)
   kArgsort,
   // Flash attention (AttentionParams); see "Attention inputs" below.
   kFlashAttn,
@@ -81,10 +89,11 @@ enum class OpKind : int {
   // src2 v F32 [S_v, H_v, T, n_seq], src3 g F32 [H_v, T, n_seq] (log decay),
   // src4 beta F32 [H_v, T, n_seq] (update strength, already in (0,1)),
   // src5 state_in F32 [S_k, S_v, H_v, n_seq] (row v of head h holds S[v, :]).
-  // dst out F32 [S_v, H_v, T, n_seq], dst2 state_out like src5 (may alias src5).
+  // dst out F32 [S_v, H_v, T, n_seq], dst2 state_out like src5 (may alias src5
+  // exactly; any other overlap is an error).
   // Per value head h (key head kh = h / (H_v / H_k) or h % H_k, per
-  // params.head_map), per token t: q, k optionally L2-normalised (eps), q
-  // scaled by params.scale, then
+  // params.head_map), per token t: q, k optionally L2-normalised (eps, as the
+  // kL2Norm op), q scaled by params.scale, then
   //   S *= exp(g[h, t]);  m[v] = sum_i S[v, i] k[i];
   //   d[v] = beta[h, t] * (v_t[v] - m[v]);  S[v, i] += d[v] * k[i];
   //   out[v, h, t] = sum_i S[v, i] q[i].
@@ -94,6 +103,7 @@ enum class OpKind : int {
 
 const char* op_kind_name(OpKind kind);
 
+// kSoftplus follows ggml: x > 20 ? x : log(1 + e^x).
 enum class UnaryKind : int { kSilu, kGelu /* tanh approximation */, kGeluErf, kSigmoid, kSoftplus, kExp, kTanh, kRelu, kNeg };
 const char* unary_kind_name(UnaryKind kind);
 
@@ -121,9 +131,11 @@ struct NormParams {
   float eps = 1e-12f;
 };
 
-// YaRN / linear scaling follow ggml's rope definition: theta_i = pos *
-// freq_base^(-2i/n_dims) / freq_factor_i, then
-//   theta = freq_scale * theta_extrap (+ ext_factor ramp mixing, mscale).
+// YaRN / linear scaling follow ggml's rope definition: for rotary pair i,
+// theta_extrap = pos * freq_base^(-2i/n_dims) / freq_factor_i, then
+//   theta = freq_scale * theta_extrap (+ ext_factor ramp mixing), and cos/sin
+//   are scaled by mscale = attn_factor (* (1 + 0.1 ln(1/freq_scale)) when
+//   ext_factor != 0). Full formulas: backend/cpu/ref/rope.cc.
 struct RopeParams {
   RopeMode mode = RopeMode::kNormal;
   int n_dims = 0;               // rotated dims (<= head_dim, even)
@@ -170,15 +182,24 @@ struct ArgsortParams {
 //   src4 pos      I32 [n_tokens]: absolute position of each query token
 //   src5 kv_len   I32 [n_seq]: valid K/V positions of each sequence (0..kv_len-1)
 //   src6 blocks   I32 [max_blocks, n_seq]: block table (paged only): logical
-//                 block b of sequence s lives in physical block blocks[b, s]
+//                 block b of sequence s lives in physical block blocks[b, s];
+//                 position p is row p % block_size of block blocks[p / block_size, s].
+//                 Entries past ceil(kv_len[s] / block_size) are padding, never read.
 //   src7 sinks    F32 [n_head] (optional): per-head sink logit joining the softmax
 //   dst           F32 [Dv, n_head, n_tokens]
 // Query head h uses KV head h / (n_head / n_kv_head) (GQA). Token i attends
 // to key positions p < kv_len[seq] with p <= pos[i] when causal and
 // pos[i] - p < window when window > 0. Scores are q.k * scale, then
-// softcap * tanh(score / softcap) when softcap > 0. A token with no visible
-// key outputs zeros. K/V positions are visited in ascending order: the paged
-// and contiguous layouts give byte-identical results.
+// softcap * tanh(score / softcap) when softcap > 0. The sink (raw logit: not
+// scaled, not capped) adds exp(sink) to the softmax denominator and has no
+// value row (ggml's flash_attn_ext sinks):
+//   out = sum_p exp(s_p) v_p / (sum_p exp(s_p) + exp(sink)).
+// A token with no visible key outputs zeros. K/V rows at positions >= kv_len
+// never influence the output (they may hold anything, NaN included). K/V
+// positions are visited in ascending order: the paged and contiguous layouts
+// give byte-identical results. seq_idx outside [0, n_seq), kv_len outside
+// [0, capacity] (n_ctx, or max_blocks * block_size) and used block-table
+// entries outside [0, n_blocks) are run-time errors, never out-of-bounds reads.
 enum class KvLayout : int { kContiguous, kPaged };
 
 struct AttentionParams {
@@ -202,7 +223,7 @@ struct SsmConvParams {
 struct GatedDeltaNetParams {
   float scale = 1.0f;      // applied to q after optional normalisation
   bool l2_norm_qk = true;  // L2-normalise q and k per head first
-  float eps = 1e-6f;       // L2 norm: x / max(sqrt(sum x^2), eps)
+  float eps = 1e-6f;       // L2 norm: x / max(sqrt(sum x^2), eps), exactly as kL2Norm
   HeadMap head_map = HeadMap::kDiv;
 };
 

@@ -5,11 +5,13 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/check.h"
 #include "core/cpu_features.h"
+#include "core/thread_pool.h"
 #include "quant/quant.h"
 
 namespace folio::parity {
@@ -85,6 +87,32 @@ CaseList all_cases() {
   return cases;
 }
 
+namespace {
+
+// The top-tier CPU backend with its kernels on a thread pool. Its kernel
+// names carry kThreadedSuffix, so the harness runs it as a variant of its own
+// and also checks it bit for bit against the same kernel on one thread.
+constexpr const char* kThreadedSuffix = "/mt";
+
+class ThreadedCpuBackend final : public Backend {
+ public:
+  ThreadedCpuBackend(Isa isa, ThreadPool* pool)
+      : inner_(CpuBackendOptions{isa, false, pool}), threads_(pool->size()) {}
+  std::string name() const override { return inner_.name() + "-mt"; }
+  bool supports_op(const Op& op) const override { return inner_.supports_op(op); }
+  Status run(const Op& op) override { return inner_.run(op); }
+  std::string kernel_name(const Op& op) const override {
+    return inner_.kernel_name(op) + kThreadedSuffix + std::to_string(threads_);
+  }
+  const BufferType& default_buffer_type() const override { return inner_.default_buffer_type(); }
+
+ private:
+  CpuBackend inner_;
+  int threads_;
+};
+
+}  // namespace
+
 std::vector<std::unique_ptr<Backend>> make_backends() {
   std::vector<std::unique_ptr<Backend>> b;
   b.push_back(std::make_unique<CpuBackend>(CpuBackendOptions{Isa::kScalar, true, nullptr}));
@@ -92,6 +120,9 @@ std::vector<std::unique_ptr<Backend>> make_backends() {
   for (int isa = 0; isa <= top; ++isa) {
     b.push_back(std::make_unique<CpuBackend>(CpuBackendOptions{static_cast<Isa>(isa), false, nullptr}));
   }
+  // Two threads: enough to split every parallel kernel, cheap on small machines.
+  static ThreadPool pool(2);
+  b.push_back(std::make_unique<ThreadedCpuBackend>(static_cast<Isa>(top), &pool));
   return b;
 }
 
@@ -168,7 +199,9 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
     r.lines.push_back(fmt::format("{}: {}", ref.name(), s.to_string()));
     return r;
   }
-  std::set<std::string> seen_kernels{ref.kernel_name(c.op)};
+  const std::string ref_kname = ref.kernel_name(c.op);
+  std::set<std::string> seen_kernels{ref_kname};
+  std::map<std::string, Output> outputs{{ref_kname, want}};  // main output per kernel
   for (const auto& eq : c.equivalents) {
     Output got;
     std::string msg;
@@ -182,6 +215,11 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
     Backend& b = *backends[i];
     if (!b.supports_op(c.op)) continue;
     const std::string kname = b.kernel_name(c.op);
+    // A threaded variant of a kernel: base name before the suffix. Reference
+    // kernels are single-threaded, so their threaded runs are skipped.
+    const size_t suffix_at = kname.rfind(kThreadedSuffix);
+    const std::string base = suffix_at == std::string::npos ? kname : kname.substr(0, suffix_at);
+    if (base != kname && base == ref_kname) continue;
     Output main_out;
     if (!seen_kernels.count(kname)) {
       seen_kernels.insert(kname);
@@ -189,6 +227,13 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
       Status s = run_once(c, b, c.op, &main_out);
       bool ok = s.ok() && check_outputs(c.op, main_out, want, c.exact, c.max_nmse, &msg);
       if (!s.ok()) msg = s.to_string();
+      if (ok && base != kname && outputs.count(base)) {
+        // Threads split independent work only: results equal one thread's.
+        std::string same;
+        ok = check_outputs(c.op, main_out, outputs[base], true, 0, &same);
+        msg += ok ? ", bit-identical to 1 thread" : "; vs 1 thread: " + same;
+      }
+      if (s.ok()) outputs[kname] = main_out;
       r.ok &= ok;
       ++r.variants_checked;
       r.lines.push_back(fmt::format("{} [{}]: {}", b.name(), kname, msg));

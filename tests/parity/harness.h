@@ -53,6 +53,8 @@ class OpCase {
   double flops = 0;               // per run, for perf mode (0: not reported)
   double bytes = 0;               // bytes touched per run, for perf mode
   bool in_place = false;          // op overwrites an input: perf restores inputs each run
+  bool allow_non_finite = false;  // reference output may hold inf/NaN (else the case fails:
+                                  // identical NaNs would otherwise compare equal)
 
   // Input snapshot: taken after the case is built, restored before each run
   // so in-place ops (state updates) always start from the same inputs.

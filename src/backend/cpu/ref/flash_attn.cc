@@ -1,0 +1,96 @@
+// Reference flash attention (kFlashAttn, tier kRef): the plain definition
+// that every optimised flash kernel is checked against.
+//
+// For each query token i and head h (KV head h / (n_head / n_kv_head)), the
+// visible key positions p are visited one at a time in ascending order with
+// an online softmax in f32:
+//   s   = (sum_d q[d] * k_p[d], f32, ascending d) * scale
+//   s   = softcap * tanh(s / softcap)                      (softcap > 0)
+//   s > m:  acc = acc * exp(m - s) + v_p;  l = l * exp(m - s) + 1;  m = s
+//   else:   acc = acc + exp(s - m) * v_p;  l = l + exp(s - m)
+// then the sink logit (if any) joins the denominator with no value vector:
+//   sink > m:  acc *= exp(m - sink);  l = l * exp(m - sink) + 1
+//   else:      l += exp(sink - m)
+// and out = acc / l. A token with no visible key writes zeros. The sink is
+// the raw per-head logit: neither scaled nor soft-capped (as ggml's
+// flash_attn_ext applies it).
+//
+// K/V rows are dequantized to f32 (KvRows) whatever the layout: since the
+// visiting order and the arithmetic do not depend on where a row lives, the
+// paged and contiguous layouts give byte-identical outputs.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backend/cpu/ref/attn_util.h"
+#include "quant/strict_fp.h"  // last: no a*b+c contraction in the reference
+
+namespace folio::attn_ref {
+
+Status flash_attn_ref(const Op& op, const KernelContext& ctx) {
+  (void)ctx;
+  FOLIO_RETURN_IF_ERROR(check_attention_data(op));
+  const auto& p = op.p<AttentionParams>();
+  const TensorView& q = op.src[0];      // [D, n_head, n_tokens]
+  const TensorView& sinks = op.src[7];  // [n_head] or empty
+  const TensorView& dst = op.dst;       // [Dv, n_head, n_tokens]
+  const KvRows k_rows(op, op.src[1]);
+  const KvRows v_rows(op, op.src[2]);
+  const int64_t d = q.ne[0], n_head = q.ne[1], n_tokens = q.ne[2];
+  const int64_t dv = op.src[2].ne[0];
+  const int64_t group = n_head / op.src[1].ne[1];  // query heads per KV head
+
+  std::vector<float> k(static_cast<size_t>(d)), v(static_cast<size_t>(dv)),
+      acc(static_cast<size_t>(dv));
+  for (int64_t i = 0; i < n_tokens; ++i) {
+    const int64_t s = i32_at(op.src[3], i);
+    const int64_t pos = i32_at(op.src[4], i);
+    const KeyRange keys = visible_keys(p, pos, i32_at(op.src[5], s));
+    for (int64_t h = 0; h < n_head; ++h) {
+      float* out = dst.row<float>(h, i);
+      if (keys.empty()) {
+        for (int64_t c = 0; c < dv; ++c) out[c] = 0.0f;
+        continue;
+      }
+      const float* qh = q.row<const float>(h, i);
+      const int64_t kvh = h / group;
+      float m = -std::numeric_limits<float>::infinity();
+      float l = 0.0f;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t pk = keys.begin; pk < keys.end; ++pk) {
+        k_rows.read(s, kvh, pk, k.data());
+        float dot = 0.0f;
+        for (int64_t c = 0; c < d; ++c) dot += qh[c] * k[static_cast<size_t>(c)];
+        float score = dot * p.scale;
+        if (p.softcap > 0.0f) score = p.softcap * std::tanh(score / p.softcap);
+        v_rows.read(s, kvh, pk, v.data());
+        float ms = 1.0f;  // rescale of what is accumulated so far
+        float vs = 1.0f;  // weight of this value row
+        if (score > m) {
+          ms = std::exp(m - score);  // 0 for the first key (m = -inf)
+          m = score;
+          for (float& a : acc) a *= ms;
+        } else {
+          vs = std::exp(score - m);
+        }
+        for (int64_t c = 0; c < dv; ++c)
+          acc[static_cast<size_t>(c)] += vs * v[static_cast<size_t>(c)];
+        l = l * ms + vs;
+      }
+      if (!sinks.empty()) {
+        const float sink = flat_at<float>(sinks, h);
+        if (sink > m) {
+          const float ms = std::exp(m - sink);
+          for (float& a : acc) a *= ms;
+          l = l * ms + 1.0f;
+        } else {
+          l += std::exp(sink - m);
+        }
+      }
+      for (int64_t c = 0; c < dv; ++c) out[c] = acc[static_cast<size_t>(c)] / l;
+    }
+  }
+  return Status();
+}
+
+}  // namespace folio::attn_ref

@@ -1,0 +1,114 @@
+// Reference gated DeltaNet recurrence (kGatedDeltaNet, tier kRef), plain
+// token-by-token form; the definition the chunked prefill form and the fused
+// in-place decode ops are checked against.
+//
+//   q, k   [S_k, H_k, T, n_seq]      v [S_v, H_v, T, n_seq]
+//   g      [H_v, T, n_seq] (log decay)   beta [H_v, T, n_seq]
+//   state  [S_k, S_v, H_v, n_seq]: row v of head h is S[v, 0..S_k)
+//   out    [S_v, H_v, T, n_seq]      state_out like state (may alias it)
+//
+// For each (sequence, value head h) the state S (S_v x S_k) is loaded into a
+// local copy first, so state_out may alias state_in; key head kh = h / (H_v /
+// H_k) (HeadMap::kDiv) or h % H_k (kMod). Per token, all in f32 with sums
+// in ascending index order:
+//   q, k <- l2_norm(x) when l2_norm_qk: x / max(sqrt(sum x^2), eps) computed
+//           exactly as the kL2Norm reference does (double, rounded once), so
+//           l2_norm ops followed by this op with l2_norm_qk = false give the
+//           same bits; then q <- q * scale (f32)
+//   S[v, i] *= exp(g)                         (whole state first)
+//   m[v] = sum_i S[v, i] k[i];  d[v] = beta * (v_t[v] - m[v]);
+//   S[v, i] += d[v] * k[i]                    (row v: m, d, update)
+//   out[v] = sum_i S[v, i] q[i]               (after every row is updated)
+// Rows are independent, so the per-row interleaving of the middle step is
+// the same arithmetic as computing every m first.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/kernel.h"
+#include "quant/strict_fp.h"  // last: no a*b+c contraction in the reference
+
+namespace folio::recurrent_ref {
+namespace {
+
+// out = x / max(sqrt(sum x^2), eps), in double and rounded once, operation
+// for operation as the kL2Norm reference (ref/norm.cc).
+void l2_normalise(const float* x, float* out, int64_t n, float eps) {
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const double inv = 1.0 / std::max(std::sqrt(ss), static_cast<double>(eps));
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(x[i]) * inv);
+}
+
+bool overlaps(const TensorView& a, const TensorView& b) {
+  const char* a0 = static_cast<const char*>(a.data);
+  const char* b0 = static_cast<const char*>(b.data);
+  return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();
+}
+
+}  // namespace
+
+Status gated_delta_net_ref(const Op& op, const KernelContext& ctx) {
+  (void)ctx;
+  const auto& p = op.p<GatedDeltaNetParams>();
+  const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2];  // see above
+  const TensorView &g = op.src[3], &beta = op.src[4], &state = op.src[5];
+  const TensorView &out = op.dst, &state_out = op.dst2;
+  // In place means the very same view; any other overlap would let one
+  // head's write reach another head's unread state.
+  const bool same_view = state_out.data == state.data && state_out.nb == state.nb;
+  if (!same_view && overlaps(state, state_out)) {
+    return invalid_argument("{}: state output overlaps the state input without aliasing it",
+                            op.describe());
+  }
+  const int64_t sk = q.ne[0], hk = q.ne[1], n_t = q.ne[2], n_seq = q.ne[3];
+  const int64_t sv = v.ne[0], hv = v.ne[1];
+  const int64_t ratio = hv / hk;
+  const size_t row_bytes = static_cast<size_t>(sk) * sizeof(float);
+
+  std::vector<float> st(static_cast<size_t>(sk * sv));  // S[v, i] at v * sk + i
+  std::vector<float> qn(static_cast<size_t>(sk)), kn(static_cast<size_t>(sk));
+  for (int64_t s = 0; s < n_seq; ++s) {
+    for (int64_t h = 0; h < hv; ++h) {
+      const int64_t kh = p.head_map == HeadMap::kDiv ? h / ratio : h % hk;
+      for (int64_t r = 0; r < sv; ++r)
+        std::memcpy(&st[r * sk], state.row<const float>(r, h, s), row_bytes);
+      for (int64_t t = 0; t < n_t; ++t) {
+        const float* qt = q.row<const float>(kh, t, s);
+        const float* kt = k.row<const float>(kh, t, s);
+        const float* vt = v.row<const float>(h, t, s);
+        if (p.l2_norm_qk) {
+          l2_normalise(qt, qn.data(), sk, p.eps);
+          l2_normalise(kt, kn.data(), sk, p.eps);
+        } else {
+          std::copy(qt, qt + sk, qn.begin());
+          std::copy(kt, kt + sk, kn.begin());
+        }
+        for (float& x : qn) x *= p.scale;
+        const float decay = std::exp(*g.at<const float>(h, t, s));
+        const float b = *beta.at<const float>(h, t, s);
+        for (float& x : st) x *= decay;
+        for (int64_t r = 0; r < sv; ++r) {
+          float* row = &st[r * sk];
+          float m = 0.0f;
+          for (int64_t i = 0; i < sk; ++i) m += row[i] * kn[i];
+          const float d = b * (vt[r] - m);
+          for (int64_t i = 0; i < sk; ++i) row[i] += d * kn[i];
+        }
+        float* o = out.row<float>(h, t, s);
+        for (int64_t r = 0; r < sv; ++r) {
+          const float* row = &st[r * sk];
+          float acc = 0.0f;
+          for (int64_t i = 0; i < sk; ++i) acc += row[i] * qn[i];
+          o[r] = acc;
+        }
+      }
+      for (int64_t r = 0; r < sv; ++r)
+        std::memcpy(state_out.row<float>(r, h, s), &st[r * sk], row_bytes);
+    }
+  }
+  return Status();
+}
+
+}  // namespace folio::recurrent_ref
