@@ -1,0 +1,57 @@
+// Reference set_rows (kSetRows, tier kRef): scatter F32 rows into a table
+// through a slot mapping, converting to the table's type with the reference
+// quantizers (f16/bf16 round to nearest even; q8_0 per 32-element block).
+//
+//   src0  rows  F32 [n_cols, n]
+//   src1  slots I32 [n]
+//   dst   table [n_cols, n_slots]  (F32, F16, BF16 or Q8_0)
+// All slots are checked before anything is written, so a bad slot leaves the
+// table untouched.
+#include <cstring>
+
+#include "backend/cpu/kernel.h"
+#include "quant/quant.h"
+
+namespace folio {
+
+namespace {
+
+Status set_rows_ref(const Op& op, const KernelContext& ctx) {
+  (void)ctx;
+  const TensorView& rows = op.src[0];
+  const TensorView& slots = op.src[1];
+  const TensorView& table = op.dst;
+  const int64_t n = slots.nelements();
+  const int64_t n_slots = table.ne[1];
+  auto slot_at = [&](int64_t i) {
+    // slots may be any shape holding n values; read them flat (contiguous rows).
+    return *slots.at<const int32_t>(i % slots.ne[0], i / slots.ne[0]);
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t s = slot_at(i);
+    if (s < 0 || s >= n_slots) {
+      return out_of_range("{}: slot {} of row {} outside [0, {})", op.describe(), s, i, n_slots);
+    }
+  }
+  const int64_t n_cols = rows.ne[0];
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t i1 = i % rows.ne[1], i2 = (i / rows.ne[1]) % rows.ne[2],
+                  i3 = i / (rows.ne[1] * rows.ne[2]);
+    const float* src = rows.row<const float>(i1, i2, i3);
+    void* dst = table.row<void>(slot_at(i));
+    if (table.dtype == DType::F32) {
+      std::memcpy(dst, src, static_cast<size_t>(n_cols) * sizeof(float));
+    } else {
+      quant::quantize_row_ref(table.dtype, src, dst, n_cols);
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+void register_ref_kernels_cache(KernelTable& t) {
+  t.add(Kernel{OpKind::kSetRows, KernelTier::kRef, "set_rows.ref", nullptr, set_rows_ref});
+}
+
+}  // namespace folio
