@@ -25,6 +25,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kSdpa: return "sdpa";
     case OpKind::kSsmConv: return "ssm_conv";
     case OpKind::kGatedDeltaNet: return "gated_delta_net";
+    case OpKind::kSetRows: return "set_rows";
     case OpKind::kCount: break;
   }
   return "?";
@@ -283,6 +284,14 @@ bool check(Checker& c, const Op& op) {
              c.eq(d.ne[1], hv, "dst heads") && c.eq(d.ne[2], t, "dst tokens") &&
              c.eq(d.ne[3], ns, "dst sequences");
     }
+    case OpKind::kSetRows:
+      return c.has(s0, "rows") && c.has(s1, "slots") && c.type(s0, DType::F32, "rows") &&
+             c.type(s1, DType::I32, "slots") &&
+             ((d.dtype == DType::F32 || d.dtype == DType::F16 || d.dtype == DType::BF16 ||
+               d.dtype == DType::Q8_0) ||
+              c.fail("table must be f32, f16, bf16 or q8_0")) &&
+             c.eq(d.ne[0], s0.ne[0], "row width") && c.eq(s0.nrows(), s1.nelements(), "slot count") &&
+             c.eq(d.ne[2] * d.ne[3], 1, "table must be 2-D");
     case OpKind::kCount: break;
   }
   return c.fail("unknown op kind");

@@ -98,6 +98,13 @@ enum class OpKind : int {
   //   d[v] = beta[h, t] * (v_t[v] - m[v]);  S[v, i] += d[v] * k[i];
   //   out[v, h, t] = sum_i S[v, i] q[i].
   kGatedDeltaNet,
+  // Scatter rows into a table, converting: src0 F32 rows [n_cols, n], src1
+  // slots I32 [n]; dst table [n_cols, n_slots] of F32, F16, BF16 or Q8_0
+  // (quantized per row with the reference quantizer); dst[:, slots[i]] =
+  // convert(src0[:, i]); other rows untouched. How new K/V rows reach the
+  // cache (the slot mapping). Slots outside [0, n_slots) are run-time errors;
+  // duplicate slots: the last row wins.
+  kSetRows,
   kCount,
 };
 

@@ -83,6 +83,7 @@ CaseList all_cases() {
   add_basic_cases(cases);
   add_attention_cases(cases);
   add_recurrent_cases(cases);
+  add_cache_cases(cases);
   for (auto& c : cases) c->snapshot();
   return cases;
 }

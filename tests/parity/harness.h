@@ -2,9 +2,9 @@
 // owns its input and output tensors and one Op over them. In test mode each
 // case runs on the reference backend (scalar ref kernels) and on every other
 // CPU kernel variant that supports it (one backend per ISA tier this machine
-// has; variants that resolve to the same kernel are run once), and outputs
-// are compared by normalised mean squared error, or exactly where the case
-// promises bit-identity. A case may also carry *equivalent* ops that must
+// has, plus the top tier on two threads; variants that resolve to the same
+// kernel are run once), and outputs are compared by normalised mean squared
+// error, or exactly where the case promises bit-identity. A case may also carry *equivalent* ops that must
 // produce the same output on the same backend (paged vs contiguous flash
 // attention: exactly; flash attention vs materialised SDPA: within a bound).
 // Perf mode times each variant and prints us/run, GFLOP/s and GB/s.
@@ -74,6 +74,7 @@ using CaseList = std::vector<std::unique_ptr<OpCase>>;
 void add_basic_cases(CaseList& cases);      // cases_basic.cc
 void add_attention_cases(CaseList& cases);  // cases_attention.cc
 void add_recurrent_cases(CaseList& cases);  // cases_recurrent.cc
+void add_cache_cases(CaseList& cases);      // cases_cache.cc
 CaseList all_cases();
 
 // Normalised MSE: sum (a - b)^2 / sum b^2 (b the reference); plain sum of
@@ -88,7 +89,9 @@ struct CaseResult {
 };
 
 // The backends to compare: the reference first, then one CPU backend per ISA
-// tier up to the machine's (active) tier.
+// tier up to the machine's (active) tier, then the top tier again on a
+// two-thread pool (kernel names suffixed "/mt2"; run_test also requires its
+// outputs to be bit-identical to the same kernel on one thread).
 std::vector<std::unique_ptr<Backend>> make_backends();
 
 // Runs one case in test mode against `backends` (backends[0] = reference).

@@ -61,6 +61,7 @@ const KernelTable& cpu_kernels();
 void register_ref_kernels_basic(KernelTable& t);      // ref/: get_rows ... argsort
 void register_ref_kernels_attention(KernelTable& t);  // ref/: flash_attn, sdpa
 void register_ref_kernels_recurrent(KernelTable& t);  // ref/: ssm_conv, gated_delta_net
+void register_ref_kernels_cache(KernelTable& t);      // ref/: set_rows
 void register_avx2_kernels(KernelTable& t);           // avx2/
 void register_avx512_kernels(KernelTable& t);         // avx512/
 
