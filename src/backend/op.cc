@@ -184,6 +184,7 @@ bool check(Checker& c, const Op& op) {
     case OpKind::kGetRows:
       return c.has(s0, "table") && c.has(s1, "ids") && c.weight_type(s0, "table") &&
              c.type(s1, DType::I32, "ids") && c.type(d, DType::F32, "dst") &&
+             c.eq(s0.ne[2] * s0.ne[3], 1, "table must be 2-D") &&
              c.eq(d.ne[0], s0.ne[0], "dst cols") && c.eq(d.nrows(), s1.nelements(), "dst rows");
     case OpKind::kMulMat:
       return c.has(s0, "weight") && c.has(s1, "input") && c.weight_type(s0, "weight") &&
@@ -197,6 +198,7 @@ bool check(Checker& c, const Op& op) {
       return c.has(s0, "experts") && c.has(s1, "input") && c.has(ids, "ids") &&
              c.weight_type(s0, "experts") && c.type(s1, DType::F32, "input") &&
              c.type(ids, DType::I32, "ids") && c.type(d, DType::F32, "dst") &&
+             c.eq(s0.ne[3], 1, "experts must be 3-D") && c.eq(s1.ne[3], 1, "input must be 3-D") &&
              c.eq(s0.ne[0], s1.ne[0], "inner dim K") &&
              (s1.ne[1] == 1 || s1.ne[1] == ids.ne[0] || c.fail("input ne1 must be 1 or n_used")) &&
              c.eq(s1.ne[2], ids.ne[1], "tokens") && c.eq(d.ne[0], s0.ne[1], "dst N") &&
@@ -224,25 +226,38 @@ bool check(Checker& c, const Op& op) {
     case OpKind::kAddRmsNorm:
       return c.has(s0, "a") && c.has(s1, "b") && c.has(op.dst2, "sum output") &&
              c.type(s0, DType::F32, "a") && c.type(s1, DType::F32, "b") && c.shape_eq(s0, s1, "a/b") &&
+             c.type(d, DType::F32, "dst") && c.type(op.dst2, DType::F32, "sum output") &&
              c.shape_eq(d, s0, "dst") && c.shape_eq(op.dst2, s0, "sum output") &&
              (op.src[2].empty() || c.eq(op.src[2].nelements(), s0.ne[0], "weight length"));
     case OpKind::kRope: {
       const auto& p = op.p<RopeParams>();
       const bool multi = p.mode == RopeMode::kMrope || p.mode == RopeMode::kImrope;
+      if (multi) {
+        int total = 0;
+        for (int sec : p.sections) {
+          if (sec < 0) return c.fail("negative rope section");
+          total += sec;
+        }
+        if (total <= 0) return c.fail("rope sections sum to zero");
+      }
       return c.has(s0, "x") && c.has(s1, "positions") && c.type(s0, DType::F32, "x") &&
-             c.type(s1, DType::I32, "positions") && c.shape_eq(d, s0, "dst") &&
+             c.type(s1, DType::I32, "positions") && c.type(d, DType::F32, "dst") &&
+             c.shape_eq(d, s0, "dst") &&
              c.eq(s1.nelements(), s0.ne[2] * (multi ? 4 : 1), "positions length") &&
              ((p.n_dims > 0 && p.n_dims % 2 == 0 && p.n_dims <= s0.ne[0]) ||
               c.fail(fmt::format("bad n_dims {}", p.n_dims))) &&
              (op.src[2].empty() || c.eq(op.src[2].nelements(), p.n_dims / 2, "freq factors length"));
     }
     case OpKind::kSoftMax:
-      return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.shape_eq(d, s0, "dst") &&
+      return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.type(d, DType::F32, "dst") &&
+             c.shape_eq(d, s0, "dst") &&
              (s1.empty() || (c.type(s1, DType::F32, "mask") && c.eq(s1.ne[0], s0.ne[0], "mask ne0") &&
                              c.eq(s1.ne[1], s0.ne[1], "mask ne1")));
     case OpKind::kGlu:
       if (!c.has(s0, "gate") || !c.type(s0, DType::F32, "gate") || !c.type(d, DType::F32, "dst")) return false;
-      if (!s1.empty()) return c.shape_eq(s0, s1, "gate/up") && c.shape_eq(d, s0, "dst");
+      if (!s1.empty()) {
+        return c.type(s1, DType::F32, "up") && c.shape_eq(s0, s1, "gate/up") && c.shape_eq(d, s0, "dst");
+      }
       return c.eq(s0.ne[0], 2 * d.ne[0], "fused gate/up width") && c.eq(s0.nrows(), d.nrows(), "rows");
     case OpKind::kTopK:
       return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.type(d, DType::I32, "dst") &&
