@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   folio::tools::CommandFn selected;
   folio::tools::register_gguf_command(app, &selected);
   folio::tools::register_info_command(app, &selected);
+  folio::tools::register_tokenize_command(app, &selected);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,65 @@
+// Pre-tokenizers: split text into the pieces BPE merges run inside. Each kind
+// is the regex (or regex sequence) of a model family's tokenizer.json,
+// implemented as hand-written matchers over decoded code points with
+// PCRE/Oniguruma leftmost-first semantics (alternatives tried in order,
+// greedy quantifiers with backtracking where it matters, lookahead for
+// `\s+(?!\S)`). A sequence applies its regexes one after another, each to the
+// pieces of the previous one, keeping both matches and the text between them
+// (Hugging Face's Split with behaviour "Isolated").
+//
+// The regexes (facts from the models' tokenizer.json files):
+//   gpt2      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//   llama3    (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+//             ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//   qwen2     llama3 with \p{N} (single digits)
+//   qwen35    qwen2 with [\p{L}\p{M}]+ for letters and [^\s\p{L}\p{M}\p{N}] for other
+//   starcoder \p{N} then gpt2
+//   falcon    [\p{P}\$\+<=>\^~\|`]+ then gpt2 then [0-9][0-9][0-9]
+//   default   [\p{P}\$\+<=>\^~\|]+ then gpt2 then \p{N}+ then [0-9][0-9][0-9]
+//   deepseek-llm  [\r\n], \s?[cased letters]+, \s?[ASCII/fullwidth punct]+, \s+$,
+//             [CJK]+, \p{N}+
+//   newlines  [^\n]+|[\n]+ (Gemma 4: BPE over the whole line)
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/unicode.h"
+
+namespace folio::tokenizer {
+
+enum class PreTokenizer {
+  kNone,  // the whole text is one piece (SentencePiece)
+  kDefault,
+  kGpt2,
+  kLlama3,
+  kQwen2,
+  kQwen35,
+  kStarcoder,
+  kFalcon,
+  kDeepseekLlm,
+  kNewlines,
+};
+
+const char* pre_tokenizer_name(PreTokenizer kind);
+
+// What a `tokenizer.ggml.pre` name implies: its regex family and the defaults
+// that come with it (as llama.cpp sets them).
+struct PreTokenizerInfo {
+  PreTokenizer kind = PreTokenizer::kDefault;
+  bool ignore_merges = false;  // a piece that is one whole token is taken as is (llama3)
+  bool add_bos = false;        // default of tokenizer.ggml.add_bos_token
+  bool clean_spaces = true;    // default of Hugging Face's clean_up_tokenization_spaces
+};
+
+// Known names and aliases (llama-bpe = llama3, deepseek-r1-qwen = qwen2, ...).
+// Unknown names return false and leave *info untouched.
+bool pre_tokenizer_from_name(std::string_view name, PreTokenizerInfo* info);
+
+// Splits `text` into pieces that concatenate back to `text` (no empty
+// pieces). Invalid UTF-8 bytes are single code points of class "other".
+// `scratch` is reused between calls to avoid allocations.
+void pre_tokenize(PreTokenizer kind, std::string_view text, DecodedText* scratch,
+                  std::vector<std::string_view>* pieces);
+
+}  // namespace folio::tokenizer
