@@ -1,0 +1,39 @@
+// AVX2 + FMA + F16C kernel entry points. Entry points are plain functions:
+// register_avx2.cc (compiled with baseline flags) only takes their addresses;
+// the SIMD work happens in FOLIO_TARGET_AVX2 helpers inside each file.
+#pragma once
+
+#include "backend/cpu/kernel.h"
+#include "backend/cpu/scalar/mul_mat_tiled.h"
+
+namespace folio::cpu {
+
+// mul_mat_float.cc / mul_mat_quant.cc: the tile spec for a weight type
+// (F32, F16, BF16 / Q8_0, Q4_0, Q4_K, Q6_K; CHECKs the type).
+MatMulSpec float_mul_mat_spec_avx2(DType w);
+MatMulSpec quant_mul_mat_spec_avx2(DType w);
+
+// mul_mat.cc: every weight type above.
+Status mul_mat_avx2(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_avx2(const Op& op, const KernelContext& ctx);
+
+// quantize_act.cc: activation rows for the integer dot kernels, bit-identical
+// to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 / BlockQ8_K.
+void quantize_act_q8_0_avx2(const float* x, void* dst, int64_t k);
+void quantize_act_q8_k_avx2(const float* x, void* dst, int64_t k);
+
+// elementwise.cc
+Status add_avx2(const Op& op, const KernelContext& ctx);
+Status mul_avx2(const Op& op, const KernelContext& ctx);
+Status scale_avx2(const Op& op, const KernelContext& ctx);
+Status unary_avx2(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
+Status glu_avx2(const Op& op, const KernelContext& ctx);    // swiglu, geglu
+
+// norm.cc
+Status rms_norm_avx2(const Op& op, const KernelContext& ctx);
+Status add_rms_norm_avx2(const Op& op, const KernelContext& ctx);
+
+// softmax.cc
+Status soft_max_avx2(const Op& op, const KernelContext& ctx);
+
+}  // namespace folio::cpu

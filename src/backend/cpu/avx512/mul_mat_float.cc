@@ -1,0 +1,116 @@
+// AVX-512 mul_mat for float weights (F32, F16, BF16) x F32 activations.
+//
+// Layout: W rows [K] contiguous (f32, f16 or bf16), X rows [K] f32.
+// Tile: up to 4 weight rows x 4 activation rows; each step of 16 elements
+// loads (and widens) 4 W vectors and 4 X vectors and issues 16 FMAs into 16
+// independent zmm accumulators (21 of the 32 registers), so loads stay at half
+// the FMA count and the FMA latency is hidden without unrolling. The K tail
+// uses masked loads. F16 widens with vcvtph2ps, BF16 by a 16-bit shift:
+// activations stay f32 (no precision lost on X). Each output is one
+// accumulator reduced at the end, so its value does not depend on the tile
+// shape or the thread count.
+#include "backend/cpu/avx512/kernels.h"
+#include "backend/cpu/avx512/simd.h"
+#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "core/check.h"
+#include "core/target.h"
+
+namespace folio::cpu {
+
+namespace {
+
+constexpr int kTileRows = 4;
+constexpr int kTileCols = 4;
+
+template <DType WT>
+FOLIO_TARGET_AVX512 inline __m512 load_w(const void* row, int64_t i) {
+  if constexpr (WT == DType::F32) {
+    return _mm512_loadu_ps(static_cast<const float*>(row) + i);
+  } else {
+    const __m256i h =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + i));
+    if constexpr (WT == DType::F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <DType WT>
+FOLIO_TARGET_AVX512 inline __m512 load_w_masked(const void* row, int64_t i, __mmask16 mask) {
+  if constexpr (WT == DType::F32) {
+    return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(row) + i);
+  } else {
+    const __m256i h = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(row) + i);
+    if constexpr (WT == DType::F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <DType WT, int R, int C>
+FOLIO_TARGET_AVX512 void float_tile(int64_t k, const void* w, size_t w_stride, const void* x,
+                                    size_t x_stride, float* out, size_t out_stride) {
+  const unsigned char* wr[R];
+  const float* xr[C];
+  for (int r = 0; r < R; ++r) wr[r] = static_cast<const unsigned char*>(w) + r * w_stride;
+  for (int c = 0; c < C; ++c) {
+    xr[c] = reinterpret_cast<const float*>(static_cast<const unsigned char*>(x) + c * x_stride);
+  }
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  }
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    __m512 xv[C];
+    for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(xr[c] + i);
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = load_w<WT>(wr[r], i);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, xv[c], acc[r][c]);
+    }
+  }
+  if (i < k) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (k - i)) - 1);
+    __m512 xv[C];
+    for (int c = 0; c < C; ++c) xv[c] = _mm512_maskz_loadu_ps(mask, xr[c] + i);
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = load_w_masked<WT>(wr[r], i, mask);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, xv[c], acc[r][c]);
+    }
+  }
+  for (int c = 0; c < C; ++c) {
+    float* o = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(out) + c * out_stride);
+    for (int r = 0; r < R; ++r) o[r] = avx512::hsum(acc[r][c]);
+  }
+}
+
+template <DType WT>
+FOLIO_TARGET_AVX512 void float_tile_any(int64_t k, const void* w, size_t w_stride, int nr,
+                                        const void* x, size_t x_stride, int nc, float* out,
+                                        size_t out_stride) {
+  using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);
+  static constexpr Fn kTable[kTileRows][kTileCols] = {
+      {float_tile<WT, 1, 1>, float_tile<WT, 1, 2>, float_tile<WT, 1, 3>, float_tile<WT, 1, 4>},
+      {float_tile<WT, 2, 1>, float_tile<WT, 2, 2>, float_tile<WT, 2, 3>, float_tile<WT, 2, 4>},
+      {float_tile<WT, 3, 1>, float_tile<WT, 3, 2>, float_tile<WT, 3, 3>, float_tile<WT, 3, 4>},
+      {float_tile<WT, 4, 1>, float_tile<WT, 4, 2>, float_tile<WT, 4, 3>, float_tile<WT, 4, 4>},
+  };
+  kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);
+}
+
+}  // namespace
+
+MatMulSpec float_mul_mat_spec_avx512(DType w) {
+  switch (w) {
+    case DType::F32:
+      return {ActFormat::kF32, kTileRows, kTileCols, &float_tile_any<DType::F32>};
+    case DType::F16:
+      return {ActFormat::kF32, kTileRows, kTileCols, &float_tile_any<DType::F16>};
+    case DType::BF16:
+      return {ActFormat::kF32, kTileRows, kTileCols, &float_tile_any<DType::BF16>};
+    default:
+      break;
+  }
+  FOLIO_CHECK_MSG(false, "no avx512 float mul_mat tile for {}", dtype_name(w));
+  return {};
+}
+
+}  // namespace folio::cpu

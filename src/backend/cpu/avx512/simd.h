@@ -1,0 +1,66 @@
+// Small AVX-512 helpers shared by the kernels in this folder. Everything here
+// is `static inline` with the AVX-512 target attribute, so each translation
+// unit gets its own copy and no AVX-512 code can leak into baseline callers.
+#pragma once
+
+// GCC 12 flags the self-initialised placeholder inside its own
+// _mm512_undefined_*() (used by many intrinsics) when they are inlined into
+// target-attribute functions: a false positive in the compiler's headers.
+// Silenced before <immintrin.h> so that the pragma covers those lines.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include "core/target.h"
+
+#define FOLIO_INLINE_AVX512 FOLIO_TARGET_AVX512 __attribute__((always_inline)) static inline
+
+namespace folio::cpu::avx512 {
+
+// Sum of the 16 lanes: halves, then quarters, pairs, lanes.
+FOLIO_INLINE_AVX512 float hsum(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+
+FOLIO_INLINE_AVX512 float hmax(__m512 v) {
+  const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_max_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+
+// exp(x), max relative error about 2 ulp over the whole float range (1 ulp
+// measured): x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2, exact
+// products by FMA), e^r by its degree-7 Taylor polynomial (truncation < 6e-9
+// relative), then vscalefps multiplies by 2^n, which rounds overflow to +inf
+// and underflow to subnormals correctly. Below -104 (where e^x rounds to 0,
+// e.g. -inf from attention masks) lanes are zeroed by the mask instead of
+// computed: an underflowing vscalefps costs a microcode assist per
+// instruction. x is clamped to [-160, 160] first, so +inf gives +inf; NaN
+// stays NaN (max/min keep the NaN operand, and NaN lanes stay live).
+FOLIO_INLINE_AVX512 __m512 exp(__m512 x) {
+  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_NLT_UQ);
+  x = _mm512_min_ps(_mm512_set1_ps(160.0f), _mm512_max_ps(_mm512_set1_ps(-160.0f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(live, p, n);
+}
+
+}  // namespace folio::cpu::avx512

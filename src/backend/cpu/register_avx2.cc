@@ -1,0 +1,43 @@
+// AVX2 + FMA + F16C kernels: registered here, implemented one file per op
+// family under avx2/. This file is compiled with baseline flags and only
+// takes function addresses; `supports` accepts exactly what each kernel
+// handles (the validated op's dtypes and variants).
+#include "backend/cpu/avx2/kernels.h"
+#include "backend/cpu/scalar/supports.h"
+
+namespace folio {
+
+void register_avx2_kernels(KernelTable& t) {
+  using namespace cpu;
+  constexpr KernelTier kTier = KernelTier::kAvx2;
+  // mul_mat / mul_mat_id: one entry per weight type (its own name, so the
+  // parity harness and perf mode list them apart), one run function.
+  const struct {
+    const char* mul_mat;
+    const char* mul_mat_id;
+    KernelSupportsFn supports;
+  } weights[] = {
+      {"mul_mat.f32.avx2", "mul_mat_id.f32.avx2", mul_mat_weight_is<DType::F32>},
+      {"mul_mat.f16.avx2", "mul_mat_id.f16.avx2", mul_mat_weight_is<DType::F16>},
+      {"mul_mat.bf16.avx2", "mul_mat_id.bf16.avx2", mul_mat_weight_is<DType::BF16>},
+      {"mul_mat.q8_0.avx2", "mul_mat_id.q8_0.avx2", mul_mat_weight_is<DType::Q8_0>},
+      {"mul_mat.q4_0.avx2", "mul_mat_id.q4_0.avx2", mul_mat_weight_is<DType::Q4_0>},
+      {"mul_mat.q4_K.avx2", "mul_mat_id.q4_K.avx2", mul_mat_weight_is<DType::Q4_K>},
+      {"mul_mat.q6_K.avx2", "mul_mat_id.q6_K.avx2", mul_mat_weight_is<DType::Q6_K>},
+  };
+  for (const auto& w : weights) {
+    t.add({OpKind::kMulMat, kTier, w.mul_mat, w.supports, mul_mat_avx2});
+    t.add({OpKind::kMulMatId, kTier, w.mul_mat_id, w.supports, mul_mat_id_avx2});
+  }
+  t.add({OpKind::kAdd, kTier, "add.avx2", nullptr, add_avx2});
+  t.add({OpKind::kMul, kTier, "mul.avx2", nullptr, mul_avx2});
+  t.add({OpKind::kScale, kTier, "scale.avx2", nullptr, scale_avx2});
+  t.add({OpKind::kUnary, kTier, "unary.avx2", supports_unary_simd, unary_avx2});
+  t.add({OpKind::kGlu, kTier, "glu.avx2", supports_glu_simd, glu_avx2});
+  t.add({OpKind::kRmsNorm, kTier, "rms_norm.avx2", supports_rms_norm_simd, rms_norm_avx2});
+  t.add({OpKind::kAddRmsNorm, kTier, "add_rms_norm.avx2", supports_add_rms_norm_simd,
+         add_rms_norm_avx2});
+  t.add({OpKind::kSoftMax, kTier, "soft_max.avx2", supports_soft_max_simd, soft_max_avx2});
+}
+
+}  // namespace folio

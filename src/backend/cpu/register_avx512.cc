@@ -1,0 +1,54 @@
+// AVX-512 kernels: registered here, implemented one file per op family under
+// avx512/. This file is compiled with baseline flags and only takes function
+// addresses; `supports` accepts exactly what each kernel handles (the
+// validated op's dtypes and variants; the integer dot kernels also need
+// AVX512_VNNI, and without it the AVX2 kernels take over).
+#include "backend/cpu/avx512/kernels.h"
+#include "backend/cpu/scalar/supports.h"
+#include "core/cpu_features.h"
+
+namespace folio {
+
+namespace {
+
+template <DType T>
+bool weight_is_with_vnni(const Op& op) {
+  return op.src[0].dtype == T && cpu_features().avx512vnni;
+}
+
+}  // namespace
+
+void register_avx512_kernels(KernelTable& t) {
+  using namespace cpu;
+  constexpr KernelTier kTier = KernelTier::kAvx512;
+  // mul_mat / mul_mat_id: one entry per weight type (its own name, so the
+  // parity harness and perf mode list them apart), one run function.
+  const struct {
+    const char* mul_mat;
+    const char* mul_mat_id;
+    KernelSupportsFn supports;
+  } weights[] = {
+      {"mul_mat.f32.avx512", "mul_mat_id.f32.avx512", mul_mat_weight_is<DType::F32>},
+      {"mul_mat.f16.avx512", "mul_mat_id.f16.avx512", mul_mat_weight_is<DType::F16>},
+      {"mul_mat.bf16.avx512", "mul_mat_id.bf16.avx512", mul_mat_weight_is<DType::BF16>},
+      {"mul_mat.q8_0.avx512", "mul_mat_id.q8_0.avx512", weight_is_with_vnni<DType::Q8_0>},
+      {"mul_mat.q4_0.avx512", "mul_mat_id.q4_0.avx512", weight_is_with_vnni<DType::Q4_0>},
+      {"mul_mat.q4_K.avx512", "mul_mat_id.q4_K.avx512", weight_is_with_vnni<DType::Q4_K>},
+      {"mul_mat.q6_K.avx512", "mul_mat_id.q6_K.avx512", weight_is_with_vnni<DType::Q6_K>},
+  };
+  for (const auto& w : weights) {
+    t.add({OpKind::kMulMat, kTier, w.mul_mat, w.supports, mul_mat_avx512});
+    t.add({OpKind::kMulMatId, kTier, w.mul_mat_id, w.supports, mul_mat_id_avx512});
+  }
+  t.add({OpKind::kAdd, kTier, "add.avx512", nullptr, add_avx512});
+  t.add({OpKind::kMul, kTier, "mul.avx512", nullptr, mul_avx512});
+  t.add({OpKind::kScale, kTier, "scale.avx512", nullptr, scale_avx512});
+  t.add({OpKind::kUnary, kTier, "unary.avx512", supports_unary_simd, unary_avx512});
+  t.add({OpKind::kGlu, kTier, "glu.avx512", supports_glu_simd, glu_avx512});
+  t.add({OpKind::kRmsNorm, kTier, "rms_norm.avx512", supports_rms_norm_simd, rms_norm_avx512});
+  t.add({OpKind::kAddRmsNorm, kTier, "add_rms_norm.avx512", supports_add_rms_norm_simd,
+         add_rms_norm_avx512});
+  t.add({OpKind::kSoftMax, kTier, "soft_max.avx512", supports_soft_max_simd, soft_max_avx512});
+}
+
+}  // namespace folio

@@ -1,0 +1,105 @@
+// The tiling and threading driver shared by every optimised mul_mat kernel
+// (all tiers): the ISA files only provide a dot-product *tile* function.
+//
+//   W   src0 [K, N, B2w, B3w]  weight rows (any dtype the tile reads)
+//   X   src1 [K, M, B2, B3]    F32 activations
+//   Y   dst  [N, M, B2, B3]    Y[n, m] = dot(W row n, X row m)
+//
+// 1. Activations are converted once per op into the format the tile reads
+//    (ActFormat): kept as F32, or quantized row by row to Q8_0 (legacy
+//    weights) or Q8_K (K-quants) exactly as the reference quantizers do
+//    (the tier may supply a SIMD quantizer with the same output bytes).
+//    Rows are independent, so this step is parallel too.
+// 2. The output is cut into tiles of `tile_rows` weight rows x `tile_cols`
+//    activation rows. Work items are (batch, row tile) pairs; the thread pool
+//    splits them into contiguous chunks. Within a chunk, activation rows are
+//    visited in blocks that fit in L2 (M blocking) and every row tile of the
+//    chunk streams past each block, so a weight tile stays in L1/L2 while it
+//    meets all columns of the block.
+//
+// Determinism: the tile decomposition depends only on the shapes (never on
+// the thread count) and each output element is computed by exactly one tile
+// call, with no reduction split across threads; results are bit-identical
+// for any number of threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/kernel.h"
+
+namespace folio::cpu {
+
+// How activation rows are stored for the tile functions.
+enum class ActFormat : int {
+  kF32,   // src1 rows as they are (float, src1 strides)
+  kQ8_0,  // Q8Row32 below (from the reference Q8_0 quantizer)
+  kQ8_K,  // BlockQ8_K[K / 256] (reference Q8_K quantizer output, unchanged)
+};
+
+// One activation row quantized to Q8_0 and unpacked for SIMD loads:
+//   int8  qs[K]       the Q8_0 quants, contiguous
+//   float d[K / 32]   block scales (the f16 scale of the block, widened)
+//   int32 sum[K / 32] sum of the block's quants (for offset corrections)
+// Row size is rounded up to 64 bytes.
+struct Q8Row32 {
+  const int8_t* qs;
+  const float* d;
+  const int32_t* sum;
+};
+struct MutableQ8Row32 {
+  int8_t* qs;
+  float* d;
+  int32_t* sum;
+};
+
+inline MutableQ8Row32 q8row32(void* row, int64_t k) {
+  auto* p = static_cast<unsigned char*>(row);
+  return {reinterpret_cast<int8_t*>(p), reinterpret_cast<float*>(p + k),
+          reinterpret_cast<int32_t*>(p + k + 4 * (k / 32))};
+}
+inline Q8Row32 q8row32(const void* row, int64_t k) {
+  const auto* p = static_cast<const unsigned char*>(row);
+  return {reinterpret_cast<const int8_t*>(p), reinterpret_cast<const float*>(p + k),
+          reinterpret_cast<const int32_t*>(p + k + 4 * (k / 32))};
+}
+
+// Bytes of one converted activation row of k elements (0 for kF32).
+size_t act_row_bytes(ActFormat f, int64_t k);
+
+// Converts one F32 row (k elements) into `f` (not kF32) at dst.
+void convert_act_row(ActFormat f, const float* src, void* dst, int64_t k);
+
+// Computes out(r, c) = dot(W row r, X row c) for r < nr, c < nc, where
+//   W row r   starts at w + r * w_stride (bytes)
+//   X row c   starts at x + c * x_stride (bytes), in the spec's ActFormat
+//   out(r, c) is the float at (char*)out + c * out_stride + r * 4.
+// nr <= tile_rows and nc <= tile_cols of the spec; k may be 0 (gives 0).
+using DotTileFn = void (*)(int64_t k, const void* w, size_t w_stride, int nr, const void* x,
+                           size_t x_stride, int nc, float* out, size_t out_stride);
+
+// Converts one F32 row of k elements into the spec's ActFormat; must give
+// the same bytes as convert_act_row (SIMD versions of the reference).
+using ConvertRowFn = void (*)(const float* src, void* dst, int64_t k);
+
+struct MatMulSpec {
+  ActFormat act = ActFormat::kF32;
+  int tile_rows = 1;  // weight rows per tile
+  int tile_cols = 1;  // activation rows per tile
+  DotTileFn tile = nullptr;
+  ConvertRowFn convert = nullptr;  // nullptr: convert_act_row (scalar reference)
+};
+
+// Runs a (validated) kMulMat op with `spec`. Allocation failure of the
+// activation scratch is kResourceExhausted.
+Status mul_mat_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& spec);
+
+// Runs a (validated) kMulMatId op with `spec`: the (slot, token) pairs are
+// grouped by expert (stable order), their activation rows converted into one
+// contiguous block per expert, and the work items are (expert in use, row
+// tile) with the same tiles as mul_mat; outputs are scattered back at the
+// end. Expert ids outside [0, E) are kOutOfRange before anything is written;
+// views of more than 3 dims are kInvalidArgument (as the reference).
+Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& spec);
+
+}  // namespace folio::cpu
