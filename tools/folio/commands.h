@@ -13,6 +13,7 @@ using CommandFn = std::function<int()>;
 
 void register_gguf_command(CLI::App& app, CommandFn* selected);
 void register_info_command(CLI::App& app, CommandFn* selected);
+void register_logits_command(CLI::App& app, CommandFn* selected);
 void register_tokenize_command(CLI::App& app, CommandFn* selected);
 
 }  // namespace folio::tools

@@ -1,4 +1,5 @@
 // folio: command-line entry point. Subcommands: gguf, info (more arrive with
+// models: run, chat, logits, tokenize, serve, bench).
 #include <cstdio>
 
 #include "commands.h"
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   folio::tools::CommandFn selected;
   folio::tools::register_gguf_command(app, &selected);
   folio::tools::register_info_command(app, &selected);
+  folio::tools::register_logits_command(app, &selected);
   folio::tools::register_tokenize_command(app, &selected);
 
   try {

@@ -1,0 +1,48 @@
+// Architecture registry: the one place that maps a GGUF `general.architecture`
+// name to the functions of its family. Each family file (llama.cc, qwen.cc,
+// gemma3.cc) defines its entries; nothing else branches on the architecture.
+//
+//   configure  reads the family's own keys and sets its traits on the config
+//              (rope mode, biases, q/k norm, post norms, sliding-window
+//              layout, scales), after the common keys were read;
+//   forward    runs the family's decoder over one batch, built from the shared
+//              blocks (model/blocks/), and writes the logits of the flagged
+//              tokens.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "gguf/gguf_file.h"
+#include "tensor/tensor_view.h"
+
+namespace folio::model {
+
+struct ModelConfig;
+struct ModelWeights;
+struct ForwardInputs;
+class ForwardContext;
+class KvCache;
+
+struct ArchFamily {
+  const char* name;  // "llama", "qwen3moe", ...
+  Status (*configure)(const gguf::GgufFile& file, ModelConfig& cfg);
+  // Returns the logits F32 [n_vocab, n_out] (empty when n_out == 0); errors
+  // are recorded in ctx (sticky) and returned by the caller.
+  TensorView (*forward)(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
+                        KvCache& cache, ForwardContext& ctx);
+};
+
+// The family of `arch`, or nullptr.
+const ArchFamily* find_arch(std::string_view arch);
+// "gemma3, llama, qwen2, qwen3, qwen3moe" (for error messages).
+std::string known_archs();
+
+// Each family file's entries (defined there).
+std::span<const ArchFamily> llama_archs();
+std::span<const ArchFamily> qwen_archs();
+std::span<const ArchFamily> gemma3_archs();
+
+}  // namespace folio::model

@@ -1,0 +1,131 @@
+// gemma3: Gemma 3 text models (llama.cpp's hparams and graph).
+//   - token embeddings scaled by sqrt(n_embd);
+//   - q/k RMS norms per head, neox rope;
+//   - sandwich norms: attention and FFN outputs are RMS-normalised
+//     (post_attention_norm, post_ffw_norm) before they join the residual;
+//   - GELU (tanh) gated FFN;
+//   - sliding-window attention when attention.sliding_window > 0: layer il is
+//     local unless il % P == P - 1, P = attention.sliding_window_pattern
+//     (default 6; an array gives the per-layer flags directly); local layers
+//     use rope.freq_base_swa (default 10000) and no rope scaling;
+//   - q.k scale 1/sqrt(head_dim), except the 62-layer (27B) model:
+//     1/sqrt(n_embd / n_head) (query_pre_attn_scalar);
+//   - optional final_logit_softcapping.
+// GGUF norm weights already include Gemma's "+1" (the converter adds it).
+#include <cmath>
+
+#include "model/arch/arch.h"
+#include "model/blocks/blocks.h"
+
+namespace folio::model {
+
+namespace {
+
+Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& c) {
+  const std::string window_key = arch_key(c, "attention.sliding_window");
+  if (f.has(window_key)) {
+    Result<int64_t> window = f.get_i64(window_key);
+    if (!window.ok() || *window < 0 || *window > (int64_t{1} << 30)) {
+      return invalid_argument("model: key '{}' must be an integer in [0, 2^30]", window_key);
+    }
+    c.n_swa = static_cast<int>(*window);
+  }
+  if (c.n_swa == 0) return Status();
+
+  const std::string pattern_key = arch_key(c, "attention.sliding_window_pattern");
+  const gguf::Value* v = f.find(pattern_key);
+  if (v != nullptr && v->array() != nullptr) {
+    const gguf::Array& a = *v->array();
+    if (a.size() != static_cast<size_t>(c.n_layer)) {
+      return invalid_argument("model: key '{}' has {} values, expected one per layer ({})",
+                              pattern_key, a.size(), c.n_layer);
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (const std::vector<uint8_t>* b = a.bools()) {
+        c.swa_layers[i] = (*b)[i];
+      } else if (std::optional<int64_t> x = a.int_at(i)) {
+        c.swa_layers[i] = *x != 0;
+      } else {
+        return invalid_argument("model: key '{}' must hold bools or integers", pattern_key);
+      }
+    }
+  } else {
+    int64_t period = 6;
+    if (v != nullptr) {
+      Result<int64_t> p = f.get_i64(pattern_key);
+      if (!p.ok() || *p < 0 || *p > (1 << 16)) {
+        return invalid_argument("model: key '{}' must be an integer period in [0, 65536]",
+                                pattern_key);
+      }
+      period = *p;
+    }
+    for (int il = 0; il < c.n_layer; ++il) {
+      c.swa_layers[static_cast<size_t>(il)] = period == 0 || il % period < period - 1;
+    }
+  }
+  const std::string base_key = arch_key(c, "rope.freq_base_swa");
+  Result<float> base = f.get_f32(base_key, 10000.0f);
+  if (!base.ok()) return invalid_argument("model: key '{}': {}", base_key, base.status().message());
+  c.rope.freq_base_swa = *base;
+  c.rope.freq_scale_swa = 1.0f;
+  return Status();
+}
+
+Status configure_gemma3(const gguf::GgufFile& file, ModelConfig& c) {
+  c.rope.mode = RopeMode::kNeox;
+  c.qk_norm = true;
+  c.post_norms = true;
+  c.ffn_glu = GluKind::kGeGlu;
+  c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  c.moe = MoeConfig{};
+  c.attn_scale = c.n_layer == 62 ? 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head[0]))
+                                 : 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+  return read_swa_layout(file, c);
+}
+
+// Like pre_norm_decoder, with the two post norms:
+//   a = post_attn_norm(attention(h)); x += a; h = ffn_norm(x)
+//   f = post_ffw_norm(ffn(h));        x += f; h = next attn_norm(x)
+TensorView forward_gemma3(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
+                          KvCache& cache, ForwardContext& ctx) {
+  const int64_t e = cfg.n_embd, t = in.n_tokens;
+  const float eps = cfg.norm_eps;
+  TensorView x = embed_tokens(ctx, cfg, w, in);  // [E, T]
+  TensorView h = ctx.f32(e, t);
+  ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
+  for (int il = 0; il < cfg.n_layer; ++il) {
+    const LayerWeights& l = w.layers[static_cast<size_t>(il)];
+    const bool last = il + 1 == cfg.n_layer;
+    const Arena::Mark mark = ctx.mark();
+    TensorView a = self_attention(ctx, cfg, w, il, h, in, cache);
+    ctx.rms_norm(a, l.attn_post_norm, eps, a);
+    if (last) {
+      if (in.n_outputs == 0) return {};
+      x = gather_outputs(ctx, x, in);
+      a = gather_outputs(ctx, a, in);
+      h = ctx.f32(e, in.n_outputs);
+    }
+    ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
+    const TensorView f = dense_ffn(ctx, cfg, l, h);
+    ctx.rms_norm(f, l.ffn_post_norm, eps, f);
+    if (last) {
+      ctx.add(x, f, x);
+    } else {
+      ctx.add_rms_norm(x, f, w.layers[static_cast<size_t>(il) + 1].attn_norm, eps, x, h);
+      ctx.release(mark);
+    }
+  }
+  return output_logits(ctx, cfg, w, x);
+}
+
+constexpr ArchFamily kGemma3[] = {
+    {"gemma3", configure_gemma3, forward_gemma3},
+};
+
+}  // namespace
+
+std::span<const ArchFamily> gemma3_archs() {
+  return kGemma3;
+}
+
+}  // namespace folio::model

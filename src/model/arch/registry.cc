@@ -1,0 +1,37 @@
+// The architecture registry: every family's entries, looked up by name.
+#include <array>
+#include <string>
+
+#include "model/arch/arch.h"
+
+namespace folio::model {
+
+namespace {
+
+std::array<std::span<const ArchFamily>, 3> families() {
+  return {llama_archs(), qwen_archs(), gemma3_archs()};
+}
+
+}  // namespace
+
+const ArchFamily* find_arch(std::string_view arch) {
+  for (std::span<const ArchFamily> family : families()) {
+    for (const ArchFamily& a : family) {
+      if (arch == a.name) return &a;
+    }
+  }
+  return nullptr;
+}
+
+std::string known_archs() {
+  std::string s;
+  for (std::span<const ArchFamily> family : families()) {
+    for (const ArchFamily& a : family) {
+      if (!s.empty()) s += ", ";
+      s += a.name;
+    }
+  }
+  return s;
+}
+
+}  // namespace folio::model

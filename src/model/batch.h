@@ -1,0 +1,38 @@
+// Batch: the tokens of one forward call, from one or more sequences. Token i
+// belongs to sequence seq_idx[i] at absolute position pos[i]; output[i] says
+// whether its logits are wanted. The vectors keep their capacity across
+// clear(), so a caller that reuses one Batch allocates nothing per step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace folio::model {
+
+struct Batch {
+  std::vector<int32_t> tokens;   // [n] token ids
+  std::vector<int32_t> pos;      // [n] absolute positions
+  std::vector<int32_t> seq_idx;  // [n] sequence of each token (0..n_seq-1 of the cache)
+  std::vector<uint8_t> output;   // [n] 1: compute this token's logits
+
+  void clear() {
+    tokens.clear();
+    pos.clear();
+    seq_idx.clear();
+    output.clear();
+  }
+  void add(int32_t token, int32_t position, int32_t seq, bool want_logits) {
+    tokens.push_back(token);
+    pos.push_back(position);
+    seq_idx.push_back(seq);
+    output.push_back(want_logits ? 1 : 0);
+  }
+  int64_t size() const { return static_cast<int64_t>(tokens.size()); }
+  int64_t n_outputs() const {
+    int64_t n = 0;
+    for (uint8_t o : output) n += o != 0;
+    return n;
+  }
+};
+
+}  // namespace folio::model

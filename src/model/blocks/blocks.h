@@ -1,0 +1,54 @@
+// Shared building blocks of the decoder forwards (model/arch/*.cc). Each
+// block is a short sequence of ops on a ForwardContext; shapes use ggml order
+// (E = n_embd, T = tokens in the batch, n_out = tokens whose logits are
+// wanted). Errors are sticky in the context (see forward_context.h).
+#pragma once
+
+#include "model/config.h"
+#include "model/forward_context.h"
+#include "model/forward_inputs.h"
+#include "model/kv_cache.h"
+#include "model/weights.h"
+
+namespace folio::model {
+
+// attention.cc ---------------------------------------------------------------
+// Self-attention of layer `il` over the batch. x: normalised input [E, T].
+// q/k/v projections (+ biases), q/k RMS norms (cfg.qk_norm), rope, new K/V
+// rows written to the cache through the slot mapping (kSetRows), one
+// flash-attention op over the cache (causal, sliding window on SWA layers),
+// output projection (+ bias). Returns [E, T].
+TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                          int il, const TensorView& x, const ForwardInputs& in, KvCache& cache);
+
+// ffn.cc ---------------------------------------------------------------------
+// Dense gated FFN: down(act(gate(x)) * up(x)), act = cfg.ffn_glu. x [E, n] -> [E, n].
+TensorView dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
+                     const TensorView& x);
+
+// moe.cc ---------------------------------------------------------------------
+// Mixture of experts: router softmax (or sigmoid), top-k experts per token,
+// optional renormalisation of the k weights, gated expert FFNs through
+// kMulMatId, weighted sum over the k experts. x [E, n] (contiguous) -> [E, n].
+TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
+                   const TensorView& x);
+
+// io.cc ----------------------------------------------------------------------
+// Token embeddings [E, T] (get_rows, times cfg.embd_scale when != 1).
+TensorView embed_tokens(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                        const ForwardInputs& in);
+// The rows of t [E, T] whose logits are wanted: t itself when every token is
+// an output, else a gathered copy [E, n_out].
+TensorView gather_outputs(ForwardContext& ctx, const TensorView& t, const ForwardInputs& in);
+// Final norm, LM head and soft-capping: hidden [E, n_out] -> logits [n_vocab, n_out].
+TensorView output_logits(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                         const TensorView& hidden);
+
+// decoder.cc -----------------------------------------------------------------
+// The pre-norm decoder shared by llama and the qwen family:
+//   h = rms_norm(x); x += attention(h); h = rms_norm(x); x += ffn_or_moe(h)
+// then the output head. Returns logits [n_vocab, n_out] (empty if n_out == 0).
+TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
+                            KvCache& cache, ForwardContext& ctx);
+
+}  // namespace folio::model

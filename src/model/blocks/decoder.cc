@@ -1,0 +1,42 @@
+// The pre-norm decoder of llama and the qwen family. Per layer:
+//   a = attention(h);  x += a;  h = rms_norm(x) * ffn_norm       (fused op)
+//   f = ffn(h) or moe(h); x += f; h = rms_norm(x) * next attn_norm (fused op)
+// x (the residual stream) and h live outside the per-layer arena marks, so
+// each layer's temporaries are freed when it ends. In the last layer only the
+// output rows go through the FFN (rows are independent, so this changes no
+// value) and the output head.
+#include "model/blocks/blocks.h"
+
+namespace folio::model {
+
+TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
+                            KvCache& cache, ForwardContext& ctx) {
+  const int64_t e = cfg.n_embd, t = in.n_tokens;
+  const float eps = cfg.norm_eps;
+  TensorView x = embed_tokens(ctx, cfg, w, in);  // [E, T] residual stream
+  TensorView h = ctx.f32(e, t);                  // [E, T] normalised input of the next block
+  ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
+  for (int il = 0; il < cfg.n_layer; ++il) {
+    const LayerWeights& l = w.layers[static_cast<size_t>(il)];
+    const bool last = il + 1 == cfg.n_layer;
+    const Arena::Mark mark = ctx.mark();
+    TensorView a = self_attention(ctx, cfg, w, il, h, in, cache);  // [E, T]
+    if (last) {
+      if (in.n_outputs == 0) return {};
+      x = gather_outputs(ctx, x, in);
+      a = gather_outputs(ctx, a, in);
+      h = ctx.f32(e, in.n_outputs);
+    }
+    ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
+    const TensorView f = cfg.is_moe(il) ? moe_ffn(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
+    if (last) {
+      ctx.add(x, f, x);
+    } else {
+      ctx.add_rms_norm(x, f, w.layers[static_cast<size_t>(il) + 1].attn_norm, eps, x, h);
+      ctx.release(mark);
+    }
+  }
+  return output_logits(ctx, cfg, w, x);
+}
+
+}  // namespace folio::model

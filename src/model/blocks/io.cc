@@ -1,0 +1,32 @@
+// Model input and output: token embeddings, the gather of output rows and
+// the LM head with optional final soft-capping (cap * tanh(logits / cap),
+// as three ops like llama.cpp).
+#include "model/blocks/blocks.h"
+
+namespace folio::model {
+
+TensorView embed_tokens(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                        const ForwardInputs& in) {
+  TensorView x = ctx.get_rows(w.token_embd, in.tokens);  // [E, T]
+  if (cfg.embd_scale != 1.0f) ctx.scale(x, cfg.embd_scale, 0.0f, x);
+  return x;
+}
+
+TensorView gather_outputs(ForwardContext& ctx, const TensorView& t, const ForwardInputs& in) {
+  if (in.all_outputs) return t;
+  return ctx.get_rows(t, in.out_ids);  // [E, n_out]
+}
+
+TensorView output_logits(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                         const TensorView& hidden) {
+  const TensorView h = ctx.rms_norm(hidden, w.output_norm, cfg.norm_eps);
+  TensorView logits = ctx.mul_mat(w.output, h);  // [n_vocab, n_out]
+  if (cfg.final_softcap > 0.0f) {
+    ctx.scale(logits, 1.0f / cfg.final_softcap, 0.0f, logits);
+    ctx.unary(logits, UnaryKind::kTanh, logits);
+    ctx.scale(logits, cfg.final_softcap, 0.0f, logits);
+  }
+  return logits;
+}
+
+}  // namespace folio::model

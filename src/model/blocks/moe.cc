@@ -1,0 +1,82 @@
+// Mixture-of-experts FFN (qwen3moe, Mixtral-style llama). Shapes: x [E, n],
+// router logits / probabilities [X, n], chosen experts I32 [k, n], their
+// weights [1, k, n], expert activations [Fx, k, n], expert outputs [E, k, n].
+//
+// Order of operations follows llama.cpp's build_moe_ffn: probabilities from
+// the router (softmax or sigmoid), top-k by probability, weights = the chosen
+// probabilities, optionally divided by their sum (clamped below at 2^-14),
+// expert outputs scaled by their weight and summed in rank order
+// (out = e0 + e1 + ...).
+//
+// The k weights per token are gathered on the host from the probabilities
+// (n * k floats): the op set has no per-row gather of single elements. A
+// device backend would need that op (or a fused routing op) instead.
+#include <algorithm>
+#include <cstring>
+
+#include "model/blocks/blocks.h"
+
+namespace folio::model {
+
+namespace {
+
+// weights[u, t] = probs[ids[u, t], t], renormalised when `norm`.
+void gather_weights(const TensorView& probs, const TensorView& ids, bool norm,
+                    const TensorView& weights) {
+  const int64_t k = ids.ne[0], n = ids.ne[1];
+  for (int64_t t = 0; t < n; ++t) {
+    const float* p = probs.row<const float>(t);
+    const int32_t* id = ids.row<const int32_t>(t);
+    float* wt = weights.row<float>(0, t);
+    double sum = 0.0;
+    for (int64_t u = 0; u < k; ++u) {
+      wt[u] = p[id[u]];
+      sum += wt[u];
+    }
+    if (norm) {
+      const float s = std::max(static_cast<float>(sum), 6.103515625e-5f);
+      for (int64_t u = 0; u < k; ++u) wt[u] = wt[u] / s;
+    }
+  }
+}
+
+// Expert u's rows of e [E, k, n] as an [E, n] view.
+TensorView expert_slice(const TensorView& e, int64_t u) {
+  TensorView v = e;
+  if (v.data != nullptr) v.data = static_cast<char*>(v.data) + static_cast<size_t>(u) * e.nb[1];
+  v.ne = {e.ne[0], e.ne[2], 1, 1};
+  v.nb = {e.nb[0], e.nb[2], e.nb[2] * static_cast<size_t>(e.ne[2]),
+          e.nb[2] * static_cast<size_t>(e.ne[2])};
+  return v;
+}
+
+}  // namespace
+
+TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
+                   const TensorView& x) {
+  const int64_t e = x.ne[0], n = x.ne[1];
+  const int k = cfg.moe.n_expert_used;
+
+  const TensorView logits = ctx.mul_mat(l.ffn_gate_inp, x);  // [X, n]
+  const TensorView probs = cfg.moe.gating == ExpertGating::kSigmoid
+                               ? ctx.unary(logits, UnaryKind::kSigmoid)
+                               : ctx.soft_max(logits);  // [X, n]
+  const TensorView ids = ctx.top_k(probs, k);           // I32 [k, n]
+  const TensorView weights = ctx.f32(1, k, n);          // [1, k, n]
+  if (!ctx.ok()) return ctx.f32(e, n);
+  gather_weights(probs, ids, cfg.moe.norm_weights, weights);
+
+  const TensorView x3 = reshape(x, {e, 1, n, 1});
+  const TensorView up = ctx.mul_mat_id(l.ffn_up_exps, x3, ids);        // [Fx, k, n]
+  const TensorView gate = ctx.mul_mat_id(l.ffn_gate_exps, x3, ids);    // [Fx, k, n]
+  const TensorView h = ctx.glu(gate, up, cfg.ffn_glu);                 // [Fx, k, n]
+  const TensorView experts = ctx.mul_mat_id(l.ffn_down_exps, h, ids);  // [E, k, n]
+  ctx.mul(experts, weights, experts);
+
+  if (k == 1) return ctx.scale(expert_slice(experts, 0), 1.0f);  // contiguous copy
+  TensorView out = ctx.add(expert_slice(experts, 0), expert_slice(experts, 1));
+  for (int u = 2; u < k; ++u) ctx.add(out, expert_slice(experts, u), out);
+  return out;
+}
+
+}  // namespace folio::model

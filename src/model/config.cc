@@ -1,0 +1,316 @@
+#include "model/config.h"
+
+#include <fmt/format.h>
+#include <cmath>
+
+#include "model/arch/arch.h"
+
+namespace folio::model {
+
+namespace {
+
+constexpr int64_t kMaxLayers = 1 << 12;
+constexpr int64_t kMaxDim = int64_t{1} << 24;
+
+// A required integer key.
+Result<int64_t> require_int(const gguf::GgufFile& f, const std::string& key) {
+  const gguf::Value* v = f.find(key);
+  if (v == nullptr) return not_found("model: missing required key '{}'", key);
+  Result<int64_t> r = f.get_i64(key);
+  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
+  return r;
+}
+
+Result<int64_t> optional_int(const gguf::GgufFile& f, const std::string& key, int64_t fallback) {
+  if (!f.has(key)) return fallback;
+  Result<int64_t> r = f.get_i64(key);
+  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
+  return r;
+}
+
+Result<float> optional_float(const gguf::GgufFile& f, const std::string& key, float fallback) {
+  Result<float> r = f.get_f32(key, fallback);
+  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
+  return r;
+}
+
+// A per-layer integer: a scalar (every layer) or an array of n_layer values.
+// Absent -> `fallback` for every layer, or NotFound when `required`.
+Result<std::vector<int64_t>> per_layer(const gguf::GgufFile& f, const std::string& key, int n_layer,
+                                       bool required, int64_t fallback) {
+  const gguf::Value* v = f.find(key);
+  if (v == nullptr) {
+    if (required) return not_found("model: missing required key '{}'", key);
+    return std::vector<int64_t>(static_cast<size_t>(n_layer), fallback);
+  }
+  if (v->array() == nullptr) {
+    FOLIO_ASSIGN_OR_RETURN(int64_t x, require_int(f, key));
+    return std::vector<int64_t>(static_cast<size_t>(n_layer), x);
+  }
+  Result<std::vector<int64_t>> arr = f.get_int_array(key);
+  if (!arr.ok()) return invalid_argument("model: key '{}': {}", key, arr.status().message());
+  if (arr->size() != static_cast<size_t>(n_layer)) {
+    return invalid_argument("model: key '{}' has {} values, expected one per layer ({})", key,
+                            arr->size(), n_layer);
+  }
+  return std::move(arr).value();
+}
+
+Status positive(const char* what, int64_t v, int64_t limit = kMaxDim) {
+  if (v <= 0 || v > limit)
+    return invalid_argument("model: {} = {} is out of range [1, {}]", what, v, limit);
+  return Status();
+}
+
+Status positive_float(const char* what, float v) {
+  if (!(v > 0.0f) || !std::isfinite(v))
+    return invalid_argument("model: {} = {} must be a positive number", what, v);
+  return Status();
+}
+
+Result<RopeScaling> parse_scaling(std::string_view s, const std::string& key) {
+  if (s == "none") return RopeScaling::kNone;
+  if (s == "linear") return RopeScaling::kLinear;
+  if (s == "yarn") return RopeScaling::kYarn;
+  return unsupported(
+      "model: key '{}': rope scaling type '{}' is not supported (none, linear, yarn)", key, s);
+}
+
+// The keys every family shares (llama.cpp's llama_model::load_hparams).
+Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
+  FOLIO_ASSIGN_OR_RETURN(c.n_ctx_train, require_int(f, arch_key(c, "context_length")));
+  FOLIO_ASSIGN_OR_RETURN(c.n_embd, require_int(f, arch_key(c, "embedding_length")));
+  FOLIO_ASSIGN_OR_RETURN(int64_t n_layer, require_int(f, arch_key(c, "block_count")));
+  FOLIO_RETURN_IF_ERROR(positive(arch_key(c, "block_count").c_str(), n_layer, kMaxLayers));
+  FOLIO_RETURN_IF_ERROR(positive(arch_key(c, "embedding_length").c_str(), c.n_embd));
+  c.n_layer = static_cast<int>(n_layer);
+
+  // Vocabulary size: <arch>.vocab_size, else the tokenizer's token count.
+  if (f.has(arch_key(c, "vocab_size"))) {
+    FOLIO_ASSIGN_OR_RETURN(c.n_vocab, require_int(f, arch_key(c, "vocab_size")));
+  } else if (f.has("tokenizer.ggml.tokens")) {
+    Result<const gguf::Array*> toks = f.get_array("tokenizer.ggml.tokens");
+    if (!toks.ok())
+      return invalid_argument("model: key 'tokenizer.ggml.tokens': {}", toks.status().message());
+    c.n_vocab = static_cast<int64_t>((*toks)->size());
+  } else {
+    return not_found("model: missing required key '{}' (and no tokenizer.ggml.tokens)",
+                     arch_key(c, "vocab_size"));
+  }
+
+  FOLIO_ASSIGN_OR_RETURN(std::vector<int64_t> heads,
+                         per_layer(f, arch_key(c, "attention.head_count"), c.n_layer, true, 0));
+  FOLIO_ASSIGN_OR_RETURN(
+      std::vector<int64_t> heads_kv,
+      per_layer(f, arch_key(c, "attention.head_count_kv"), c.n_layer, false, -1));
+  FOLIO_ASSIGN_OR_RETURN(c.n_ff,
+                         per_layer(f, arch_key(c, "feed_forward_length"), c.n_layer, false, 0));
+  c.n_head.resize(heads.size());
+  c.n_head_kv.resize(heads.size());
+  for (size_t i = 0; i < heads.size(); ++i) {
+    const std::string key = arch_key(c, "attention.head_count");
+    if (heads[i] <= 0 || heads[i] > (1 << 16)) {
+      return invalid_argument("model: key '{}' = {} (layer {}) is out of range", key, heads[i], i);
+    }
+    c.n_head[i] = static_cast<int>(heads[i]);
+    const int64_t kv = heads_kv[i] < 0 ? heads[i] : heads_kv[i];
+    if (kv <= 0 || heads[i] % kv != 0) {
+      return invalid_argument("model: key '{}' = {} (layer {}) must be positive and divide {} = {}",
+                              arch_key(c, "attention.head_count_kv"), kv, i, key, heads[i]);
+    }
+    c.n_head_kv[i] = static_cast<int>(kv);
+  }
+  const int64_t default_head_dim = c.n_embd % c.n_head[0] == 0 ? c.n_embd / c.n_head[0] : 0;
+  FOLIO_ASSIGN_OR_RETURN(c.head_dim_k,
+                         optional_int(f, arch_key(c, "attention.key_length"), default_head_dim));
+  FOLIO_ASSIGN_OR_RETURN(c.head_dim_v,
+                         optional_int(f, arch_key(c, "attention.value_length"), default_head_dim));
+  FOLIO_RETURN_IF_ERROR(
+      positive(arch_key(c, "attention.key_length").c_str(), c.head_dim_k, 1 << 16));
+  FOLIO_RETURN_IF_ERROR(
+      positive(arch_key(c, "attention.value_length").c_str(), c.head_dim_v, 1 << 16));
+
+  const std::string eps_key = arch_key(c, "attention.layer_norm_rms_epsilon");
+  if (!f.has(eps_key)) return not_found("model: missing required key '{}'", eps_key);
+  FOLIO_ASSIGN_OR_RETURN(c.norm_eps, optional_float(f, eps_key, 0.0f));
+  FOLIO_ASSIGN_OR_RETURN(c.attn_scale, optional_float(f, arch_key(c, "attention.scale"), 0.0f));
+
+  // Rope: base, dims, scaling (llama.cpp defaults: base 1e4, linear type, factor
+  // from rope.scaling.factor or the older rope.scale_linear).
+  RopeConfig& r = c.rope;
+  FOLIO_ASSIGN_OR_RETURN(r.freq_base, optional_float(f, arch_key(c, "rope.freq_base"), 10000.0f));
+  FOLIO_ASSIGN_OR_RETURN(int64_t n_rot,
+                         optional_int(f, arch_key(c, "rope.dimension_count"), c.head_dim_k));
+  if (n_rot <= 0 || n_rot > c.head_dim_k || n_rot % 2 != 0) {
+    return invalid_argument("model: rope dims {} ('{}') must be even and in [2, head_dim {}]",
+                            n_rot, arch_key(c, "rope.dimension_count"), c.head_dim_k);
+  }
+  r.n_dims = static_cast<int>(n_rot);
+  float factor = 0.0f;
+  FOLIO_ASSIGN_OR_RETURN(factor, optional_float(f, arch_key(c, "rope.scaling.factor"), 0.0f));
+  if (factor == 0.0f) {
+    FOLIO_ASSIGN_OR_RETURN(factor, optional_float(f, arch_key(c, "rope.scale_linear"), 0.0f));
+  }
+  const std::string type_key = arch_key(c, "rope.scaling.type");
+  r.scaling = RopeScaling::kLinear;
+  if (f.has(type_key)) {
+    Result<std::string_view> s = f.get_string(type_key);
+    if (!s.ok()) return invalid_argument("model: key '{}': {}", type_key, s.status().message());
+    FOLIO_ASSIGN_OR_RETURN(r.scaling, parse_scaling(*s, type_key));
+  }
+  if (factor == 0.0f) factor = 1.0f;
+  FOLIO_RETURN_IF_ERROR(positive_float("rope scaling factor", factor));
+  if (r.scaling == RopeScaling::kLinear && factor == 1.0f) r.scaling = RopeScaling::kNone;
+  r.scaling_factor = r.scaling == RopeScaling::kNone ? 1.0f : factor;
+  FOLIO_ASSIGN_OR_RETURN(
+      int64_t orig,
+      optional_int(f, arch_key(c, "rope.scaling.original_context_length"), c.n_ctx_train));
+  r.n_ctx_orig = static_cast<int>(orig);
+  const float ext_default = r.scaling == RopeScaling::kYarn ? 1.0f : 0.0f;
+  FOLIO_ASSIGN_OR_RETURN(
+      r.ext_factor, optional_float(f, arch_key(c, "rope.scaling.yarn_ext_factor"), ext_default));
+  FOLIO_ASSIGN_OR_RETURN(r.attn_factor,
+                         optional_float(f, arch_key(c, "rope.scaling.yarn_attn_factor"), 1.0f));
+  FOLIO_ASSIGN_OR_RETURN(r.beta_fast,
+                         optional_float(f, arch_key(c, "rope.scaling.yarn_beta_fast"), 32.0f));
+  FOLIO_ASSIGN_OR_RETURN(r.beta_slow,
+                         optional_float(f, arch_key(c, "rope.scaling.yarn_beta_slow"), 1.0f));
+  r.freq_base_swa = r.freq_base;
+
+  // Mixture of experts (dense when expert_count is absent or 0).
+  FOLIO_ASSIGN_OR_RETURN(int64_t n_expert, optional_int(f, arch_key(c, "expert_count"), 0));
+  FOLIO_ASSIGN_OR_RETURN(int64_t n_used, optional_int(f, arch_key(c, "expert_used_count"), 0));
+  FOLIO_ASSIGN_OR_RETURN(c.moe.n_ff_exp,
+                         optional_int(f, arch_key(c, "expert_feed_forward_length"), 0));
+  if (n_expert < 0 || n_expert > 4096 || n_used < 0 || n_used > n_expert) {
+    return invalid_argument("model: {} = {} and {} = {} are inconsistent",
+                            arch_key(c, "expert_count"), n_expert, arch_key(c, "expert_used_count"),
+                            n_used);
+  }
+  c.moe.n_expert = static_cast<int>(n_expert);
+  c.moe.n_expert_used = static_cast<int>(n_used);
+  FOLIO_ASSIGN_OR_RETURN(int64_t gating, optional_int(f, arch_key(c, "expert_gating_func"), 1));
+  if (gating != 1 && gating != 2) {
+    return unsupported("model: key '{}' = {} (expected 1 softmax or 2 sigmoid)",
+                       arch_key(c, "expert_gating_func"), gating);
+  }
+  c.moe.gating = gating == 2 ? ExpertGating::kSigmoid : ExpertGating::kSoftmax;
+
+  FOLIO_ASSIGN_OR_RETURN(c.final_softcap,
+                         optional_float(f, arch_key(c, "final_logit_softcapping"), 0.0f));
+  c.swa_layers.assign(static_cast<size_t>(c.n_layer), 0);
+  return Status();
+}
+
+}  // namespace
+
+const char* rope_scaling_name(RopeScaling s) {
+  switch (s) {
+    case RopeScaling::kNone:
+      return "none";
+    case RopeScaling::kLinear:
+      return "linear";
+    case RopeScaling::kYarn:
+      return "yarn";
+  }
+  return "?";
+}
+
+std::string arch_key(const ModelConfig& cfg, const char* suffix) {
+  return fmt::format("{}.{}", cfg.arch, suffix);
+}
+
+float ModelConfig::kq_scale() const {
+  return attn_scale != 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim_k));
+}
+
+RopeParams ModelConfig::rope_params(int layer) const {
+  RopeParams p;
+  p.mode = rope.mode;
+  p.n_dims = rope.n_dims;
+  const bool swa = is_swa(layer);
+  p.freq_base = swa ? rope.freq_base_swa : rope.freq_base;
+  p.freq_scale = swa ? rope.freq_scale_swa : 1.0f / rope.scaling_factor;
+  p.ext_factor = rope.ext_factor;
+  p.attn_factor = rope.attn_factor;
+  p.beta_fast = rope.beta_fast;
+  p.beta_slow = rope.beta_slow;
+  p.n_ctx_orig = rope.n_ctx_orig;
+  return p;
+}
+
+Status validate_config(const ModelConfig& c) {
+  FOLIO_RETURN_IF_ERROR(positive("n_vocab", c.n_vocab, int64_t{1} << 31));
+  FOLIO_RETURN_IF_ERROR(positive("context_length", c.n_ctx_train, int64_t{1} << 31));
+  FOLIO_RETURN_IF_ERROR(positive("head_dim_k (attention.key_length)", c.head_dim_k, 1 << 16));
+  FOLIO_RETURN_IF_ERROR(positive("head_dim_v (attention.value_length)", c.head_dim_v, 1 << 16));
+  FOLIO_RETURN_IF_ERROR(
+      positive_float(arch_key(c, "attention.layer_norm_rms_epsilon").c_str(), c.norm_eps));
+  FOLIO_RETURN_IF_ERROR(positive_float(arch_key(c, "rope.freq_base").c_str(), c.rope.freq_base));
+  FOLIO_RETURN_IF_ERROR(
+      positive_float(arch_key(c, "rope.freq_base_swa").c_str(), c.rope.freq_base_swa));
+  if (c.rope.scaling == RopeScaling::kYarn) {
+    FOLIO_RETURN_IF_ERROR(
+        positive("rope.scaling.original_context_length", c.rope.n_ctx_orig, int64_t{1} << 31));
+  }
+  if (!std::isfinite(c.attn_scale) || !std::isfinite(c.final_softcap) || c.final_softcap < 0.0f ||
+      !std::isfinite(c.attn_softcap) || c.attn_softcap < 0.0f) {
+    return invalid_argument("model: attention scale / soft-capping values must be finite and >= 0");
+  }
+  if (c.n_swa < 0) return invalid_argument("model: sliding window {} is negative", c.n_swa);
+  for (int l = 0; l < c.n_layer; ++l) {
+    if (c.is_moe(l)) continue;
+    const int64_t ff = c.n_ff[static_cast<size_t>(l)];
+    if (ff <= 0 || ff > kMaxDim) {
+      return invalid_argument("model: '{}' = {} (layer {}) must be positive for a dense FFN",
+                              arch_key(c, "feed_forward_length"), ff, l);
+    }
+  }
+  if (c.moe.n_expert > 0) {
+    if (c.moe.n_expert_used < 1) {
+      return invalid_argument("model: '{}' must be in [1, {}] for a mixture-of-experts model",
+                              arch_key(c, "expert_used_count"), c.moe.n_expert);
+    }
+    FOLIO_RETURN_IF_ERROR(
+        positive(arch_key(c, "expert_feed_forward_length").c_str(), c.moe.n_ff_exp));
+  }
+  return Status();
+}
+
+Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
+  ModelConfig c;
+  if (!file.has("general.architecture"))
+    return not_found("model: missing required key 'general.architecture'");
+  Result<std::string_view> arch = file.get_string("general.architecture");
+  if (!arch.ok())
+    return invalid_argument("model: key 'general.architecture': {}", arch.status().message());
+  c.arch = std::string(*arch);
+  c.family = find_arch(c.arch);
+  if (c.family == nullptr) {
+    return unsupported("model: unknown architecture '{}' (supported: {})", c.arch, known_archs());
+  }
+  FOLIO_RETURN_IF_ERROR(read_common(file, c));
+  FOLIO_RETURN_IF_ERROR(c.family->configure(file, c));
+  FOLIO_RETURN_IF_ERROR(validate_config(c));
+  return c;
+}
+
+std::string ModelConfig::summary() const {
+  std::string s = fmt::format("{}: {} layers, n_embd {}, n_vocab {}, heads {}/{}, head_dim {}",
+                              arch, n_layer, n_embd, n_vocab, n_head[0], n_head_kv[0], head_dim_k);
+  if (moe.n_expert > 0) {
+    s += fmt::format(", experts {} (top {}, n_ff {})", moe.n_expert, moe.n_expert_used,
+                     moe.n_ff_exp);
+  } else {
+    s += fmt::format(", n_ff {}", n_ff[0]);
+  }
+  s += fmt::format(", rope base {:g}", rope.freq_base);
+  if (rope.scaling != RopeScaling::kNone) {
+    s += fmt::format(" ({} x{:g})", rope_scaling_name(rope.scaling), rope.scaling_factor);
+  }
+  if (n_swa > 0) s += fmt::format(", sliding window {} (base {:g})", n_swa, rope.freq_base_swa);
+  if (final_softcap > 0.0f) s += fmt::format(", final softcap {:g}", final_softcap);
+  return s + fmt::format(", n_ctx_train {}", n_ctx_train);
+}
+
+}  // namespace folio::model

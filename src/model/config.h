@@ -1,0 +1,111 @@
+// ModelConfig: every hyperparameter a forward pass needs, read from a GGUF
+// file's `<arch>.*` metadata (llama.cpp's key names and defaults). The common
+// keys are read here; each architecture family (model/arch/) adds its quirks
+// (rope mode, biases, norms, sliding-window layout, scales) through the
+// registry, so no per-architecture switch lives outside model/arch/.
+//
+// Every value is validated at this boundary: a missing required key, a value
+// of the wrong type or an impossible combination (n_head not a multiple of
+// n_head_kv, odd rope dims, ...) is a Status naming the key and the value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/op.h"
+#include "core/status.h"
+#include "gguf/gguf_file.h"
+
+namespace folio::model {
+
+struct ArchFamily;
+
+enum class RopeScaling : int { kNone, kLinear, kYarn };
+const char* rope_scaling_name(RopeScaling s);
+
+// How a layer's query/key/value/output projections may carry biases.
+enum class BiasMode : int { kNone, kOptional, kRequired };
+
+enum class ExpertGating : int { kSoftmax, kSigmoid };
+
+struct RopeConfig {
+  RopeMode mode = RopeMode::kNormal;
+  int n_dims = 0;              // rotated dims per head (rope.dimension_count)
+  float freq_base = 10000.0f;  // rope.freq_base
+  float freq_base_swa =
+      10000.0f;                 // sliding-window layers (gemma3: rope.freq_base_swa, default 1e4)
+  float freq_scale_swa = 1.0f;  // sliding-window layers are never scaled (gemma3)
+  RopeScaling scaling = RopeScaling::kNone;
+  float scaling_factor = 1.0f;  // rope.scaling.factor (1: none)
+  int n_ctx_orig = 0;           // rope.scaling.original_context_length (YaRN), default n_ctx_train
+  float ext_factor = 0.0f;      // YaRN extrapolation mix: 1 for yarn, 0 otherwise
+  float attn_factor = 1.0f;     // YaRN magnitude (ggml adds its own 1 + 0.1 ln(factor))
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+};
+
+struct MoeConfig {
+  int n_expert = 0;           // expert_count (0: dense model)
+  int n_expert_used = 0;      // expert_used_count
+  int64_t n_ff_exp = 0;       // expert_feed_forward_length
+  bool norm_weights = false;  // renormalise the top-k gate weights to sum 1
+  ExpertGating gating = ExpertGating::kSoftmax;
+};
+
+struct ModelConfig {
+  std::string arch;  // general.architecture ("llama", "qwen3", ...)
+  const ArchFamily* family = nullptr;
+
+  int64_t n_vocab = 0;
+  int64_t n_embd = 0;
+  int n_layer = 0;
+  int64_t n_ctx_train = 0;
+  std::vector<int> n_head;     // [n_layer] query heads
+  std::vector<int> n_head_kv;  // [n_layer]
+  std::vector<int64_t> n_ff;   // [n_layer] dense FFN width (0 where unused)
+  int64_t head_dim_k = 0;      // attention.key_length (default n_embd / n_head)
+  int64_t head_dim_v = 0;      // attention.value_length
+  float norm_eps = 1e-5f;      // attention.layer_norm_rms_epsilon
+
+  RopeConfig rope;
+  MoeConfig moe;
+
+  // Sliding-window attention: window size (0: none) and which layers use it.
+  int n_swa = 0;
+  std::vector<uint8_t> swa_layers;  // [n_layer] 1: sliding-window layer
+
+  float embd_scale = 1.0f;     // token embeddings are multiplied by this (gemma: sqrt(n_embd))
+  float attn_scale = 0.0f;     // q.k scale (0 -> 1/sqrt(head_dim_k))
+  float attn_softcap = 0.0f;   // attention logit soft-capping (0: off)
+  float final_softcap = 0.0f;  // final logit soft-capping (0: off)
+
+  // Architecture traits (set by the family).
+  BiasMode qkv_bias = BiasMode::kNone;  // attn_{q,k,v}.bias
+  BiasMode out_bias = BiasMode::kNone;  // attn_output.bias
+  bool qk_norm = false;                 // attn_{q,k}_norm.weight, RMS over head_dim
+  bool post_norms = false;              // post_attention_norm / post_ffw_norm (gemma)
+  bool rope_freq_factors = false;       // optional rope_freqs.weight (llama 3.1)
+  GluKind ffn_glu = GluKind::kSwiGlu;   // dense and expert FFN activation
+
+  int n_head_of(int layer) const { return n_head[static_cast<size_t>(layer)]; }
+  int n_head_kv_of(int layer) const { return n_head_kv[static_cast<size_t>(layer)]; }
+  bool is_swa(int layer) const { return n_swa > 0 && swa_layers[static_cast<size_t>(layer)] != 0; }
+  bool is_moe(int /*layer*/) const { return moe.n_expert > 0; }
+  float kq_scale() const;
+  // Rope parameters of one layer (base and scale differ on sliding-window layers).
+  RopeParams rope_params(int layer) const;
+
+  // Reads and validates the config of `file`. Unknown architecture,
+  // missing required key or impossible value -> error naming it.
+  static Result<ModelConfig> from_gguf(const gguf::GgufFile& file);
+  // One line: "gemma3: 18 layers, n_embd 640, heads 4/1, head_dim 256, ..."
+  std::string summary() const;
+};
+
+// Helpers shared by the family files (model/arch/*.cc): `<arch>.<suffix>`.
+std::string arch_key(const ModelConfig& cfg, const char* suffix);
+// Validates the derived config (called by from_gguf after the family hook).
+Status validate_config(const ModelConfig& cfg);
+
+}  // namespace folio::model

@@ -1,0 +1,268 @@
+#include "model/forward_context.h"
+
+#include <cstring>
+
+#include "backend/buffer_type.h"
+#include "backend/cpu/cpu_backend.h"
+#include "core/thread_pool.h"
+
+namespace folio::model {
+
+namespace {
+
+const BufferType* activation_type(const std::vector<Backend*>& backends) {
+  return backends.empty() ? &host_buffer_type() : &backends.front()->default_buffer_type();
+}
+
+}  // namespace
+
+ForwardContext::ForwardContext(std::vector<Backend*> backends)
+    : backends_(std::move(backends)), arena_(activation_type(backends_)) {}
+
+std::unique_ptr<ForwardContext> ForwardContext::cpu(int n_threads) {
+  if (n_threads <= 0) n_threads = default_thread_count();
+  auto pool = std::make_unique<ThreadPool>(n_threads);
+  CpuBackendOptions options;
+  options.pool = pool.get();
+  auto backend = std::make_unique<CpuBackend>(options);
+  auto ctx = std::make_unique<ForwardContext>(std::vector<Backend*>{backend.get()});
+  ctx->owned_pool_ = std::move(pool);
+  ctx->owned_backend_ = std::move(backend);
+  ctx->n_threads_ = n_threads;
+  return ctx;
+}
+
+ForwardContext::~ForwardContext() = default;
+
+void ForwardContext::begin() {
+  arena_.reset();
+  status_ = Status();
+}
+
+void ForwardContext::fail(const Status& s) {
+  if (status_.ok() && !s.ok()) status_ = s;
+}
+
+TensorView ForwardContext::tensor(DType type, std::array<int64_t, kMaxDims> ne) {
+  TensorView shaped = TensorView::contiguous(nullptr, type, ne);
+  if (!ok()) return shaped;
+  Result<void*> p = arena_.alloc(shaped.nbytes_contiguous());
+  if (!p.ok()) {
+    fail(p.status());
+    return shaped;
+  }
+  shaped.data = *p;
+  return shaped;
+}
+
+TensorView ForwardContext::upload_i32(std::span<const int32_t> values) {
+  TensorView t = tensor(DType::I32, {static_cast<int64_t>(values.size()), 1, 1, 1});
+  if (t.data != nullptr && !values.empty()) std::memcpy(t.data, values.data(), values.size_bytes());
+  return t;
+}
+
+void ForwardContext::run(const Op& op) {
+  if (!ok()) return;
+  ++ops_run_;
+  fail(run_routed(backends_, op));
+}
+
+TensorView ForwardContext::get_rows(const TensorView& table, const TensorView& ids) {
+  TensorView dst = f32(table.ne[0], ids.nelements());
+  Op op;
+  op.kind = OpKind::kGetRows;
+  op.dst = dst;
+  op.src[0] = table;
+  op.src[1] = ids;
+  run(op);
+  return dst;
+}
+
+TensorView ForwardContext::mul_mat(const TensorView& w, const TensorView& x) {
+  TensorView dst = f32(w.ne[1], x.ne[1], x.ne[2], x.ne[3]);
+  Op op;
+  op.kind = OpKind::kMulMat;
+  op.dst = dst;
+  op.src[0] = w;
+  op.src[1] = x;
+  run(op);
+  return dst;
+}
+
+TensorView ForwardContext::mul_mat_id(const TensorView& w, const TensorView& x,
+                                      const TensorView& ids) {
+  TensorView dst = f32(w.ne[1], ids.ne[0], ids.ne[1]);
+  Op op;
+  op.kind = OpKind::kMulMatId;
+  op.dst = dst;
+  op.src[0] = w;
+  op.src[1] = x;
+  op.src[2] = ids;
+  run(op);
+  return dst;
+}
+
+namespace {
+
+Op binary(OpKind kind, const TensorView& a, const TensorView& b, const TensorView& dst) {
+  Op op;
+  op.kind = kind;
+  op.dst = dst;
+  op.src[0] = a;
+  op.src[1] = b;
+  return op;
+}
+
+}  // namespace
+
+TensorView ForwardContext::add(const TensorView& a, const TensorView& b, TensorView dst) {
+  if (dst.nb[0] == 0) dst = tensor(DType::F32, a.ne);
+  run(binary(OpKind::kAdd, a, b, dst));
+  return dst;
+}
+
+TensorView ForwardContext::mul(const TensorView& a, const TensorView& b, TensorView dst) {
+  if (dst.nb[0] == 0) dst = tensor(DType::F32, a.ne);
+  run(binary(OpKind::kMul, a, b, dst));
+  return dst;
+}
+
+TensorView ForwardContext::scale(const TensorView& x, float s, float bias, TensorView dst) {
+  if (dst.nb[0] == 0) dst = tensor(DType::F32, x.ne);
+  Op op;
+  op.kind = OpKind::kScale;
+  op.dst = dst;
+  op.src[0] = x;
+  op.params = ScaleParams{s, bias};
+  run(op);
+  return dst;
+}
+
+TensorView ForwardContext::rms_norm(const TensorView& x, const TensorView& w, float eps,
+                                    TensorView dst) {
+  if (dst.nb[0] == 0) dst = tensor(DType::F32, x.ne);
+  Op op;
+  op.kind = OpKind::kRmsNorm;
+  op.dst = dst;
+  op.src[0] = x;
+  op.src[1] = w;
+  op.params = RmsNormParams{eps};
+  run(op);
+  return dst;
+}
+
+void ForwardContext::add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& w,
+                                  float eps, const TensorView& sum, const TensorView& norm) {
+  Op op;
+  op.kind = OpKind::kAddRmsNorm;
+  op.dst = norm;
+  op.dst2 = sum;
+  op.src[0] = a;
+  op.src[1] = b;
+  op.src[2] = w;
+  op.params = RmsNormParams{eps};
+  run(op);
+}
+
+TensorView ForwardContext::rope(const TensorView& x, const TensorView& pos, const RopeParams& p,
+                                const TensorView& freq_factors) {
+  TensorView dst = tensor(DType::F32, x.ne);
+  Op op;
+  op.kind = OpKind::kRope;
+  op.dst = dst;
+  op.src[0] = x;
+  op.src[1] = pos;
+  op.src[2] = freq_factors;
+  op.params = p;
+  run(op);
+  return dst;
+}
+
+TensorView ForwardContext::soft_max(const TensorView& x, float scale) {
+  TensorView dst = tensor(DType::F32, x.ne);
+  Op op;
+  op.kind = OpKind::kSoftMax;
+  op.dst = dst;
+  op.src[0] = x;
+  op.params = SoftMaxParams{scale};
+  run(op);
+  return dst;
+}
+
+TensorView ForwardContext::unary(const TensorView& x, UnaryKind kind, TensorView dst) {
+  if (dst.nb[0] == 0) dst = tensor(DType::F32, x.ne);
+  Op op;
+  op.kind = OpKind::kUnary;
+  op.dst = dst;
+  op.src[0] = x;
+  op.params = UnaryParams{kind};
+  run(op);
+  return dst;
+}
+
+TensorView ForwardContext::glu(const TensorView& gate, const TensorView& up, GluKind kind) {
+  TensorView dst = tensor(DType::F32, gate.ne);
+  Op op;
+  op.kind = OpKind::kGlu;
+  op.dst = dst;
+  op.src[0] = gate;
+  op.src[1] = up;
+  op.params = GluParams{kind, false};
+  run(op);
+  return dst;
+}
+
+TensorView ForwardContext::top_k(const TensorView& x, int k) {
+  TensorView dst = tensor(DType::I32, {k, x.ne[1], x.ne[2], x.ne[3]});
+  Op op;
+  op.kind = OpKind::kTopK;
+  op.dst = dst;
+  op.src[0] = x;
+  op.params = TopKParams{k};
+  run(op);
+  return dst;
+}
+
+void ForwardContext::set_rows(const TensorView& table, const TensorView& rows,
+                              const TensorView& slots) {
+  Op op;
+  op.kind = OpKind::kSetRows;
+  op.dst = table;
+  op.src[0] = rows;
+  op.src[1] = slots;
+  run(op);
+}
+
+TensorView ForwardContext::flash_attn(const TensorView& q, const TensorView& k, const TensorView& v,
+                                      const TensorView& seq_idx, const TensorView& pos,
+                                      const TensorView& kv_len, const TensorView& block_table,
+                                      const AttentionParams& p) {
+  TensorView dst = f32(v.ne[0], q.ne[1], q.ne[2]);
+  Op op;
+  op.kind = OpKind::kFlashAttn;
+  op.dst = dst;
+  op.src[0] = q;
+  op.src[1] = k;
+  op.src[2] = v;
+  op.src[3] = seq_idx;
+  op.src[4] = pos;
+  op.src[5] = kv_len;
+  op.src[6] = block_table;
+  op.params = p;
+  run(op);
+  return dst;
+}
+
+TensorView reshape(const TensorView& t, std::array<int64_t, kMaxDims> ne) {
+  return TensorView::contiguous(t.data, t.dtype, ne);
+}
+
+TensorView slice_rows(const TensorView& t, int64_t i1_begin, int64_t n) {
+  TensorView v = t;
+  if (v.data != nullptr)
+    v.data = static_cast<char*>(v.data) + static_cast<size_t>(i1_begin) * t.nb[1];
+  v.ne[1] = n;
+  return v;
+}
+
+}  // namespace folio::model

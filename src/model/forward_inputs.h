@@ -1,0 +1,25 @@
+// ForwardInputs: one batch as I32 tensors in the activation arena, built by
+// Model::forward from a Batch and the KV cache's plan, and read by the
+// architecture forwards and the shared blocks.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/tensor_view.h"
+
+namespace folio::model {
+
+struct ForwardInputs {
+  int64_t n_tokens = 0;      // T
+  int64_t n_outputs = 0;     // tokens whose logits are wanted
+  bool all_outputs = false;  // out_ids == 0..T-1 (no gather needed)
+  TensorView tokens;         // I32 [T]
+  TensorView pos;            // I32 [T]
+  TensorView seq_idx;        // I32 [T]
+  TensorView slots;          // I32 [T] K/V table row of each token (slot mapping)
+  TensorView kv_len;         // I32 [n_seq] K/V positions per sequence after this batch
+  TensorView block_table;    // I32 [max_blocks, n_seq] (paged caches) or empty
+  TensorView out_ids;        // I32 [n_outputs] batch rows whose logits are wanted, in order
+};
+
+}  // namespace folio::model

@@ -1,0 +1,128 @@
+#include "model/kv_cache.h"
+
+#include "backend/buffer_type.h"
+
+namespace folio::model {
+
+namespace {
+
+// A 2-D view of a [D, H, n_ctx, n_seq] layer: rows of D * H elements.
+TensorView as_table(const TensorView& t) {
+  return TensorView::contiguous(t.data, t.dtype, {t.ne[0] * t.ne[1], t.ne[2] * t.ne[3]});
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const ModelConfig& cfg,
+                                                                     const KvCacheOptions& o) {
+  if (o.type != DType::F32 && o.type != DType::F16 && o.type != DType::Q8_0) {
+    return unsupported("kv cache: type {} is not supported (f32, f16, q8_0)", dtype_name(o.type));
+  }
+  if (o.n_ctx <= 0 || o.n_ctx > (int64_t{1} << 24)) {
+    return invalid_argument("kv cache: n_ctx {} is out of range [1, 2^24]", o.n_ctx);
+  }
+  if (o.n_seq <= 0 || o.n_seq > 4096) {
+    return invalid_argument("kv cache: n_seq {} is out of range [1, 4096]", o.n_seq);
+  }
+  if (cfg.head_dim_k % folio::block_size(o.type) != 0 ||
+      cfg.head_dim_v % folio::block_size(o.type) != 0) {
+    return unsupported("kv cache: {} needs head dims that are multiples of {} (model has {} / {})",
+                       dtype_name(o.type), folio::block_size(o.type), cfg.head_dim_k,
+                       cfg.head_dim_v);
+  }
+  const int64_t slots = o.n_ctx * o.n_seq;
+  if (slots > (int64_t{1} << 31) - 1) {
+    return invalid_argument("kv cache: n_ctx * n_seq = {} slots exceeds the I32 slot range", slots);
+  }
+  auto cache = std::unique_ptr<ContiguousKvCache>(new ContiguousKvCache());
+  cache->n_seq_ = o.n_seq;
+  cache->n_ctx_ = o.n_ctx;
+  cache->type_ = o.type;
+  cache->len_.assign(static_cast<size_t>(o.n_seq), 0);
+
+  // One buffer, K then V of each layer, each 64-byte aligned.
+  std::vector<size_t> k_off, v_off;
+  size_t total = 0;
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const auto hkv = static_cast<size_t>(cfg.n_head_kv_of(l));
+    k_off.push_back(total);
+    total += align_up(row_size(o.type, cfg.head_dim_k) * hkv * static_cast<size_t>(slots), 64);
+    v_off.push_back(total);
+    total += align_up(row_size(o.type, cfg.head_dim_v) * hkv * static_cast<size_t>(slots), 64);
+  }
+  Result<std::unique_ptr<Buffer>> buf = host_buffer_type().alloc(total);
+  if (!buf.ok()) {
+    return resource_exhausted("kv cache: cannot allocate {} MiB: {}", total >> 20,
+                              buf.status().message());
+  }
+  cache->buffer_ = std::move(buf).value();
+  char* base = static_cast<char*>(cache->buffer_->data());
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const int64_t hkv = cfg.n_head_kv_of(l);
+    Layer layer;
+    layer.k = TensorView::contiguous(base + k_off[static_cast<size_t>(l)], o.type,
+                                     {cfg.head_dim_k, hkv, o.n_ctx, o.n_seq});
+    layer.v = TensorView::contiguous(base + v_off[static_cast<size_t>(l)], o.type,
+                                     {cfg.head_dim_v, hkv, o.n_ctx, o.n_seq});
+    cache->layers_.push_back(layer);
+  }
+  return cache;
+}
+
+Status ContiguousKvCache::plan(const Batch& batch, KvPlan& plan) const {
+  const int64_t n = batch.size();
+  plan.slots.resize(static_cast<size_t>(n));
+  plan.kv_len.resize(static_cast<size_t>(n_seq_));
+  for (int s = 0; s < n_seq_; ++s)
+    plan.kv_len[static_cast<size_t>(s)] = static_cast<int32_t>(len_[static_cast<size_t>(s)]);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t s = batch.seq_idx[static_cast<size_t>(i)];
+    const int32_t p = batch.pos[static_cast<size_t>(i)];
+    if (s < 0 || s >= n_seq_) {
+      return invalid_argument("kv cache: token {} has sequence {}, the cache holds {} sequence(s)",
+                              i, s, n_seq_);
+    }
+    int32_t& len = plan.kv_len[static_cast<size_t>(s)];
+    if (p != len) {
+      return invalid_argument(
+          "kv cache: token {} of sequence {} has position {}, expected {} (positions must continue "
+          "the sequence)",
+          i, s, p, len);
+    }
+    if (len >= n_ctx_) {
+      return resource_exhausted("kv cache: sequence {} would hold more than n_ctx = {} positions",
+                                s, n_ctx_);
+    }
+    plan.slots[static_cast<size_t>(i)] = static_cast<int32_t>(s * n_ctx_ + p);
+    ++len;
+  }
+  return Status();
+}
+
+void ContiguousKvCache::apply(const KvPlan& plan) {
+  FOLIO_CHECK(plan.kv_len.size() == len_.size());
+  for (size_t s = 0; s < len_.size(); ++s) len_[s] = plan.kv_len[s];
+}
+
+TensorView ContiguousKvCache::k_table(int layer) const {
+  return as_table(layers_[static_cast<size_t>(layer)].k);
+}
+TensorView ContiguousKvCache::v_table(int layer) const {
+  return as_table(layers_[static_cast<size_t>(layer)].v);
+}
+
+void ContiguousKvCache::clear() {
+  for (int64_t& l : len_) l = 0;
+}
+
+Status ContiguousKvCache::truncate(int seq, int64_t len) {
+  if (seq < 0 || seq >= n_seq_) return invalid_argument("kv cache: no sequence {}", seq);
+  if (len < 0 || len > len_[static_cast<size_t>(seq)]) {
+    return invalid_argument("kv cache: cannot truncate sequence {} of {} positions to {}", seq,
+                            len_[static_cast<size_t>(seq)], len);
+  }
+  len_[static_cast<size_t>(seq)] = len;
+  return Status();
+}
+
+}  // namespace folio::model

@@ -1,0 +1,163 @@
+// Model loading: config, then every tensor of for_each_tensor() checked and
+// placed (see model.h). Errors name the tensor and what was expected.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "model/model.h"
+#include "model/progress.h"
+
+namespace folio::model {
+
+namespace {
+
+std::string shape_str(const std::array<int64_t, kMaxDims>& ne) {
+  int n = kMaxDims;
+  while (n > 1 && ne[static_cast<size_t>(n) - 1] == 1) --n;
+  std::string s = fmt::format("[{}", ne[0]);
+  for (int i = 1; i < n; ++i) s += fmt::format(", {}", ne[static_cast<size_t>(i)]);
+  return s + "]";
+}
+
+// Ops that read weights in any (supported) dtype; the others need F32.
+bool reads_any_dtype(OpKind k) {
+  return k == OpKind::kMulMat || k == OpKind::kMulMatId || k == OpKind::kGetRows;
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Reads one byte per page so the mapping is resident.
+void prefault(std::span<const uint8_t> bytes) {
+  const volatile uint8_t* p = bytes.data();
+  uint8_t sink = 0;
+  for (size_t off = 0; off < bytes.size(); off += 4096) sink ^= p[off];
+  (void)sink;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOptions& options) {
+  Result<gguf::GgufFile> file = gguf::GgufFile::open(path);
+  if (!file.ok()) return file.status();
+  Result<std::unique_ptr<Model>> m = from_gguf(std::move(file).value(), options);
+  if (!m.ok()) return m.status().with_context(path);
+  return m;
+}
+
+Result<std::unique_ptr<Model>> Model::from_gguf(gguf::GgufFile file, const LoadOptions& options) {
+  auto m = std::unique_ptr<Model>(new Model(std::move(file)));
+  FOLIO_ASSIGN_OR_RETURN(m->config_, ModelConfig::from_gguf(m->file_));
+  FOLIO_RETURN_IF_ERROR(m->load_weights(options));
+  return m;
+}
+
+Status Model::load_weights(const LoadOptions& options) {
+  std::vector<const BufferType*> priority = options.buffer_types;
+  if (priority.empty()) priority.push_back(&host_buffer_type());
+
+  auto source_of = [this](const TensorSpec& spec) -> const gguf::TensorInfo* {
+    const gguf::TensorInfo* info = file_.find_tensor(spec.name);
+    if (info == nullptr && spec.fallback != nullptr) info = file_.find_tensor(spec.fallback);
+    return info;
+  };
+  // Progress counts each file tensor once (a tied output shares its bytes).
+  uint64_t total = 0;
+  {
+    ModelWeights scratch;
+    std::set<std::string> seen;
+    FOLIO_RETURN_IF_ERROR(for_each_tensor(config_, scratch, [&](const TensorSpec& spec) {
+      const gguf::TensorInfo* info = source_of(spec);
+      if (info != nullptr && seen.insert(info->name).second) total += info->nbytes;
+      return Status();
+    }));
+  }
+
+  const std::string label =
+      "loading " + (file_.path().empty() ? config_.arch : base_name(file_.path()));
+  ProgressBar bar(options.log, label, total);
+  std::set<std::string> used;
+  uint64_t done = 0;
+  FOLIO_RETURN_IF_ERROR(for_each_tensor(config_, weights_, [&](const TensorSpec& spec) -> Status {
+    const gguf::TensorInfo* info = source_of(spec);
+    if (info == nullptr) {
+      if (!spec.required) return Status();
+      return not_found("model: missing required tensor '{}' ({} model)", spec.name, config_.arch);
+    }
+    const bool first_use = used.insert(info->name).second;
+    FOLIO_ASSIGN_OR_RETURN(DType dtype, dtype_for_tensor(info->type_id, info->name));
+    if (info->ne != spec.ne) {
+      return invalid_argument("model: tensor '{}' has shape {}, expected {}", info->name,
+                              shape_str(info->ne), shape_str(spec.ne));
+    }
+    if (!reads_any_dtype(spec.consumer) && dtype != DType::F32) {
+      return unsupported("model: tensor '{}' has type {}, expected f32 (read by {})", info->name,
+                         dtype_name(dtype), op_kind_name(spec.consumer));
+    }
+    const WeightUse use{info->name, dtype, spec.ne, spec.consumer};
+    FOLIO_ASSIGN_OR_RETURN(const BufferType* type, place_weight(priority, use));
+    TensorPlacement pl{spec.name, info->name, type, false, dtype, 0};
+    const std::span<const uint8_t> bytes = file_.tensor_bytes(*info);
+    if (type->can_map_weights()) {
+      FOLIO_ASSIGN_OR_RETURN(*spec.view, file_.tensor_view(info->name));
+      if (options.prefault) prefault(bytes);
+      pl.mapped = true;
+      pl.bytes = bytes.size();
+    } else {
+      const size_t size = type->weight_bytes(use);
+      Result<std::unique_ptr<Buffer>> buf = type->alloc(size);
+      if (!buf.ok()) {
+        return resource_exhausted("model: cannot allocate {} bytes of {} for tensor '{}': {}", size,
+                                  type->name(), info->name, buf.status().message());
+      }
+      FOLIO_RETURN_IF_ERROR(type->store_weight(use, bytes.data(), bytes.size(), (*buf)->data()));
+      *spec.view = TensorView::contiguous((*buf)->data(), dtype, spec.ne);
+      buffers_.push_back(std::move(buf).value());
+      pl.bytes = size;
+    }
+    placements_.push_back(std::move(pl));
+    if (first_use) done += info->nbytes;
+    bar.update(done);
+    return Status();
+  }));
+  bar.finish();
+  unused_tensors_ = file_.tensors().size() - used.size();
+
+  if (options.log != nullptr) {
+    std::fprintf(options.log, "model: %s\n", config_.summary().c_str());
+    for (const std::string& line : buffer_summary())
+      std::fprintf(options.log, "model: %s\n", line.c_str());
+    if (unused_tensors_ > 0) {
+      std::fprintf(options.log, "model: %zu tensor(s) in the file are not used by %s\n",
+                   unused_tensors_, config_.arch.c_str());
+    }
+    std::fflush(options.log);
+  }
+  return Status();
+}
+
+std::vector<std::string> Model::buffer_summary() const {
+  struct Group {
+    size_t tensors = 0;
+    size_t bytes = 0;
+  };
+  std::map<std::string, Group> groups;
+  std::set<std::string> mapped_sources;  // a tied tensor is mapped once
+  for (const TensorPlacement& p : placements_) {
+    const std::string key = p.type->name() + (p.mapped ? " (mapped)" : "");
+    Group& g = groups[key];
+    ++g.tensors;
+    if (!p.mapped || mapped_sources.insert(p.source).second) g.bytes += p.bytes;
+  }
+  std::vector<std::string> lines;
+  for (const auto& [name, g] : groups) {
+    lines.push_back(fmt::format("{} buffer: {} tensors, {:.2f} MiB", name, g.tensors,
+                                static_cast<double>(g.bytes) / (1 << 20)));
+  }
+  return lines;
+}
+
+}  // namespace folio::model

@@ -1,0 +1,70 @@
+// Model::forward: batch validation, KV plan, inputs into the arena, the
+// architecture's forward, plan applied on success.
+#include "model/model.h"
+
+#include <algorithm>
+
+#include "model/arch/arch.h"
+#include "model/forward_inputs.h"
+
+namespace folio::model {
+
+Result<std::unique_ptr<KvCache>> Model::make_cache(const KvCacheOptions& options) const {
+  Result<std::unique_ptr<ContiguousKvCache>> c = ContiguousKvCache::create(config_, options);
+  if (!c.ok()) return c.status();
+  return std::unique_ptr<KvCache>(std::move(c).value());
+}
+
+Result<TensorView> Model::forward(const Batch& batch, KvCache& cache, ForwardContext& ctx) const {
+  const int64_t n = batch.size();
+  if (n == 0) return invalid_argument("forward: empty batch");
+  if (batch.pos.size() != batch.tokens.size() || batch.seq_idx.size() != batch.tokens.size() ||
+      batch.output.size() != batch.tokens.size()) {
+    return invalid_argument(
+        "forward: batch has {} tokens, {} positions, {} sequence ids, {} output flags",
+        batch.tokens.size(), batch.pos.size(), batch.seq_idx.size(), batch.output.size());
+  }
+  if (n > (int64_t{1} << 24))
+    return invalid_argument("forward: batch of {} tokens is too large", n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t t = batch.tokens[static_cast<size_t>(i)];
+    if (t < 0 || t >= config_.n_vocab) {
+      return invalid_argument(
+          "forward: token id {} at batch index {} is outside the vocabulary [0, {})", t, i,
+          config_.n_vocab);
+    }
+  }
+  if (cache.n_layer() != config_.n_layer) {
+    return invalid_argument("forward: KV cache has {} layers, the model {}", cache.n_layer(),
+                            config_.n_layer);
+  }
+  KvPlan& plan = ctx.kv_plan();
+  FOLIO_RETURN_IF_ERROR(cache.plan(batch, plan));
+
+  ctx.begin();
+  ForwardInputs in;
+  in.n_tokens = n;
+  in.tokens = ctx.upload_i32(batch.tokens);
+  in.pos = ctx.upload_i32(batch.pos);
+  in.seq_idx = ctx.upload_i32(batch.seq_idx);
+  in.slots = ctx.upload_i32(plan.slots);
+  in.kv_len = ctx.upload_i32(plan.kv_len);
+  in.block_table = cache.block_table();
+  in.n_outputs = batch.n_outputs();
+  in.all_outputs = in.n_outputs == n;
+  in.out_ids = ctx.tensor(DType::I32, {std::max<int64_t>(in.n_outputs, 1), 1, 1, 1});
+  if (ctx.ok()) {
+    int32_t* ids = static_cast<int32_t*>(in.out_ids.data);
+    for (int64_t i = 0, j = 0; i < n; ++i) {
+      if (batch.output[static_cast<size_t>(i)] != 0) ids[j++] = static_cast<int32_t>(i);
+    }
+    in.out_ids.ne[0] = in.n_outputs;
+  }
+  TensorView logits = config_.family->forward(config_, weights_, in, cache, ctx);
+  if (!ctx.ok()) return ctx.status();
+  cache.apply(plan);
+  if (in.n_outputs == 0) return TensorView::contiguous(nullptr, DType::F32, {config_.n_vocab, 0});
+  return logits;
+}
+
+}  // namespace folio::model

@@ -1,0 +1,89 @@
+// Model: a loaded GGUF model (config + weights) and its forward pass.
+//
+// Loading (Model::load): GgufFile::open maps the file -> ModelConfig from the
+// metadata -> every tensor of for_each_tensor() is looked up, checked (present
+// if required, expected shape, supported dtype, F32 where an op needs F32)
+// and placed through the buffer-type priority list (place_weight). A type
+// that can_map_weights() gets a view into the mapping (no copy); any other
+// type gets its own buffer, filled by store_weight (repacking). A progress
+// bar and a buffer summary go to LoadOptions::log (nullptr: silent).
+//
+// A Model is immutable after loading: forwards may run concurrently from
+// several ForwardContexts, each with its own KV cache.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/buffer_type.h"
+#include "core/status.h"
+#include "gguf/gguf_file.h"
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/forward_context.h"
+#include "model/kv_cache.h"
+#include "model/weights.h"
+
+namespace folio::model {
+
+struct LoadOptions {
+  // Weight placement priority (first type that accepts a weight holds it);
+  // empty: plain host memory (mapped).
+  std::vector<const BufferType*> buffer_types;
+  // Progress bar and buffer summary (stderr in the CLI); nullptr: silent.
+  std::FILE* log = nullptr;
+  // Touch every page of mapped weights while loading, so the progress bar
+  // tracks real reading and the first forward does not page-fault.
+  bool prefault = false;
+};
+
+// Where one tensor went.
+struct TensorPlacement {
+  std::string name;                  // model tensor name (what for_each_tensor calls it)
+  std::string source;                // GGUF tensor it was loaded from (differs when tied)
+  const BufferType* type = nullptr;  // holding buffer type
+  bool mapped = false;               // view into the file mapping (no copy)
+  DType dtype = DType::F32;
+  size_t bytes = 0;
+};
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> load(const std::string& path,
+                                             const LoadOptions& options = {});
+  // From an already parsed file (tests build files in memory).
+  static Result<std::unique_ptr<Model>> from_gguf(gguf::GgufFile file,
+                                                  const LoadOptions& options = {});
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const gguf::GgufFile& file() const { return file_; }
+  const std::vector<TensorPlacement>& placements() const { return placements_; }
+  // "CPU (mapped): 236 tensors, 241.39 MiB" lines, one per buffer type.
+  std::vector<std::string> buffer_summary() const;
+
+  // Runs `batch` (tokens of one or more sequences of `cache`) and returns the
+  // logits F32 [n_vocab, n_outputs] of the flagged tokens in batch order
+  // (no data when there are none). The view lives in ctx's arena until ctx's
+  // next forward. The cache's plan is applied only on success; on error the
+  // cache's sequences are unchanged.
+  Result<TensorView> forward(const Batch& batch, KvCache& cache, ForwardContext& ctx) const;
+
+  // A KV cache sized for this model.
+  Result<std::unique_ptr<KvCache>> make_cache(const KvCacheOptions& options) const;
+
+ private:
+  explicit Model(gguf::GgufFile file) : file_(std::move(file)) {}
+  Status load_weights(const LoadOptions& options);
+
+  gguf::GgufFile file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;  // weights not mapped
+  std::vector<TensorPlacement> placements_;
+  size_t unused_tensors_ = 0;  // file tensors no spec asked for
+};
+
+}  // namespace folio::model

@@ -1,0 +1,73 @@
+// Model weights as TensorViews (into the file mapping or into buffers of the
+// chosen buffer type), and the ONE list of every tensor a model may have:
+// for_each_tensor() visits each with its GGUF name, expected shape, whether
+// it is required, and the op that consumes it. Loading, placement, printing
+// and tests all walk this list; adding a tensor is one line.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/op.h"
+#include "core/status.h"
+#include "model/config.h"
+#include "tensor/tensor_view.h"
+
+namespace folio::model {
+
+// Shapes use ggml order (ne[0] innermost). E = n_embd, Hq/Hkv = heads,
+// Dk/Dv = head dims, F = n_ff, X = n_expert, Fx = n_ff_exp.
+struct LayerWeights {
+  TensorView attn_norm;       // [E]
+  TensorView wq;              // [E, Hq * Dk]
+  TensorView wk;              // [E, Hkv * Dk]
+  TensorView wv;              // [E, Hkv * Dv]
+  TensorView bq;              // [Hq * Dk]   optional (qwen2: required)
+  TensorView bk;              // [Hkv * Dk]
+  TensorView bv;              // [Hkv * Dv]
+  TensorView wo;              // [Hq * Dv, E]
+  TensorView bo;              // [E]          optional
+  TensorView attn_q_norm;     // [Dk]         qwen3, gemma3
+  TensorView attn_k_norm;     // [Dk]
+  TensorView attn_post_norm;  // [E]          gemma3
+  TensorView ffn_norm;        // [E]
+  TensorView ffn_gate;        // [E, F]       dense layers
+  TensorView ffn_up;          // [E, F]
+  TensorView ffn_down;        // [F, E]
+  TensorView ffn_post_norm;   // [E]          gemma3
+  TensorView ffn_gate_inp;    // [E, X]       MoE router
+  TensorView ffn_gate_exps;   // [E, Fx, X]
+  TensorView ffn_up_exps;     // [E, Fx, X]
+  TensorView ffn_down_exps;   // [Fx, E, X]
+};
+
+struct ModelWeights {
+  TensorView token_embd;   // [E, n_vocab]
+  TensorView rope_freqs;   // [n_rot / 2]  optional per-pair frequency divisors (llama 3.1)
+  TensorView output_norm;  // [E]
+  TensorView output;       // [E, n_vocab] (the token_embd data when tied)
+  std::vector<LayerWeights> layers;
+};
+
+// One tensor of the list.
+struct TensorSpec {
+  std::string name;                  // GGUF name: "blk.3.attn_q.weight"
+  std::array<int64_t, kMaxDims> ne;  // expected shape
+  bool required = true;
+  OpKind consumer = OpKind::kMulMat;  // the op that reads it (placement asks about it)
+  TensorView* view = nullptr;         // where the loaded view goes
+  // When the tensor is absent, load this one instead (tied output -> token_embd).
+  const char* fallback = nullptr;
+};
+
+using TensorVisitor = std::function<Status(const TensorSpec&)>;
+
+// Visits every tensor `cfg` implies, in file-like order (globals, then each
+// layer); stops at and returns the first error of `visit`. Sizes
+// `w.layers` to cfg.n_layer.
+Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisitor& visit);
+
+}  // namespace folio::model

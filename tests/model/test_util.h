@@ -1,0 +1,50 @@
+// Helpers of the model tests: a tiny .npy reader (float32, C order), the
+// reference-data files (comma-separated token ids), locating models, and the
+// greedy / teacher-forced decode loop shared by the parity tests.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/forward_context.h"
+#include "model/model.h"
+
+namespace folio::model::testing {
+
+struct NpyF32 {
+  std::vector<int64_t> shape;
+  std::vector<float> data;  // row-major
+  int64_t rows() const { return shape.empty() ? 0 : shape[0]; }
+  int64_t cols() const { return shape.size() < 2 ? 1 : shape[1]; }
+  const float* row(int64_t r) const { return data.data() + r * cols(); }
+};
+
+// Reads a version 1/2/3 .npy file of little-endian float32 in C order.
+Result<NpyF32> read_npy(const std::string& path);
+
+// The first line of `path` as comma-separated integers.
+Result<std::vector<int32_t>> read_ids(const std::string& path);
+
+bool file_exists(const std::string& path);
+
+// Shared refdata (read-only) and this suite's own refdata directory.
+std::string shared_models_dir();
+std::string local_refdata_dir();
+
+// Index of the largest value (the first one on ties, like numpy.argmax).
+int32_t argmax(const float* v, int64_t n);
+float max_abs_diff(const float* a, const float* b, int64_t n);
+
+// Evaluates `tokens` as sequence `seq` from the cache's current length, one
+// batch, logits of every token: [n][n_vocab] row-major.
+Result<std::vector<float>> eval_all(const Model& m, KvCache& cache, ForwardContext& ctx,
+                                    const std::vector<int32_t>& tokens, int seq = 0);
+// Feeds one token at the next position of `seq` and returns its logits.
+Result<std::vector<float>> eval_one(const Model& m, KvCache& cache, ForwardContext& ctx,
+                                    int32_t token, int seq = 0);
+
+}  // namespace folio::model::testing
