@@ -1,0 +1,70 @@
+#include "cli_common.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/thread_pool.h"
+#include "tensor/dtype.h"
+
+namespace folio::tools {
+
+void add_model_flags(CLI::App* cmd, ModelFlags* f) {
+  cmd->add_option("-m,--model", f->model, "GGUF model file")->required();
+  cmd->add_option("-t,--threads", f->threads, "threads (default: all cores)");
+  cmd->add_option("-c,--ctx-size", f->ctx_size, "context size in tokens (capped by the model's)")
+      ->capture_default_str();
+  cmd->add_option("--kv-type", f->kv_type, "KV cache type: f32|f16|q8_0")->capture_default_str();
+  cmd->add_option("-b,--batch-size", f->batch_size, "prefill chunk in tokens")->capture_default_str();
+}
+
+void add_sampling_flags(CLI::App* cmd, SamplingFlags* f) {
+  SamplingParams& p = f->params;
+  cmd->add_option("--temp", p.temperature, "temperature (0 = greedy)")->capture_default_str();
+  cmd->add_option("--top-k", p.top_k, "top-k sampling (0 = off)")->capture_default_str();
+  cmd->add_option("--top-p", p.top_p, "top-p sampling (1 = off)")->capture_default_str();
+  cmd->add_option("--min-p", p.min_p, "min-p sampling (0 = off)")->capture_default_str();
+  cmd->add_option("--repeat-penalty", p.repetition_penalty, "repetition penalty (1 = off)")
+      ->capture_default_str();
+  cmd->add_option("--repeat-last-n", p.penalty_last_n, "penalty window (-1 = all, 0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--presence-penalty", p.presence_penalty, "presence penalty")->capture_default_str();
+  cmd->add_option("--frequency-penalty", p.frequency_penalty, "frequency penalty")->capture_default_str();
+  cmd->add_option("-s,--seed", f->seed, "RNG seed (-1 = random)")->capture_default_str();
+  cmd->add_option("-r,--reverse-prompt,--stop", p.stop, "stop generating at this text (repeatable)");
+}
+
+Result<SamplingParams> sampling_params(const SamplingFlags& f, int32_t n_vocab) {
+  SamplingParams p = f.params;
+  if (f.seed >= 0) p.seed = static_cast<uint64_t>(f.seed);
+  FOLIO_RETURN_IF_ERROR(p.validate(n_vocab));
+  return p;
+}
+
+Result<LoadedModel> load_for_generation(const ModelFlags& f) {
+  std::optional<DType> kv = parse_dtype(f.kv_type);
+  if (!kv || (*kv != DType::F32 && *kv != DType::F16 && *kv != DType::Q8_0)) {
+    return invalid_argument("--kv-type must be f32, f16 or q8_0, got '{}'", f.kv_type);
+  }
+  if (f.threads < 0) return invalid_argument("--threads must be >= 0, got {}", f.threads);
+  if (f.ctx_size < 1) return invalid_argument("--ctx-size must be >= 1, got {}", f.ctx_size);
+  if (f.batch_size < 1) return invalid_argument("--batch-size must be >= 1, got {}", f.batch_size);
+  LoadedModel lm;
+  model::LoadOptions lo;
+  lo.log = stderr;
+  FOLIO_ASSIGN_OR_RETURN(lm.model, model::Model::load(f.model, lo));
+  FOLIO_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(lm.model->file()));
+  lm.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+  lm.ctx = model::ForwardContext::cpu(f.threads > 0 ? f.threads : default_thread_count());
+  model::KvCacheOptions co;
+  const int64_t train_ctx = lm.model->config().n_ctx_train;
+  co.n_ctx = train_ctx > 0 ? std::min(f.ctx_size, train_ctx) : f.ctx_size;
+  co.n_seq = 1;
+  co.type = *kv;
+  FOLIO_ASSIGN_OR_RETURN(lm.cache, lm.model->make_cache(co));
+  std::fprintf(stderr, "folio: context %lld tokens, KV cache %s %.1f MiB, %d threads\n",
+               static_cast<long long>(co.n_ctx), dtype_name(co.type),
+               static_cast<double>(lm.cache->bytes()) / (1024.0 * 1024.0), lm.ctx->n_threads());
+  return lm;
+}
+
+}  // namespace folio::tools

@@ -1,0 +1,50 @@
+// Flags shared by the model-running commands (run, chat, ...), declared once
+// and named like llama.cpp's, and the loading sequence they share.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "engine/sampling_params.h"
+#include "model/forward_context.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace folio::tools {
+
+struct ModelFlags {
+  std::string model;             // -m
+  int threads = 0;               // -t (0: all cores)
+  int64_t ctx_size = 4096;       // -c (capped by the model's training context)
+  std::string kv_type = "f16";   // --kv-type f32|f16|q8_0
+  int64_t batch_size = 512;      // -b prefill chunk
+};
+
+void add_model_flags(CLI::App* cmd, ModelFlags* flags);
+
+// Sampling flags (--temp, --top-k, --top-p, --min-p, --seed, penalties, ...).
+struct SamplingFlags {
+  SamplingParams params;
+  int64_t seed = -1;  // -1: random
+};
+void add_sampling_flags(CLI::App* cmd, SamplingFlags* flags);
+// Copies flags into the params (seed) and validates them.
+Result<SamplingParams> sampling_params(const SamplingFlags& flags, int32_t n_vocab);
+
+// Everything a generating command needs, loaded from the flags.
+struct LoadedModel {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<model::ForwardContext> ctx;
+  std::unique_ptr<model::KvCache> cache;
+};
+
+// Loads the model (progress and buffers on stderr), its tokenizer, a CPU
+// forward context and a one-sequence KV cache.
+Result<LoadedModel> load_for_generation(const ModelFlags& flags);
+
+}  // namespace folio::tools
