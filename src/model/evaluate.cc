@@ -18,8 +18,7 @@ Status eval_sequence(const Model& model, KvCache& cache, ForwardContext& ctx,
                               n_vocab);
     }
   }
-  if (seq < 0 || seq >= cache.n_seq())
-    return invalid_argument("no sequence {} in the KV cache", seq);
+  if (!cache.has_sequence(seq)) return invalid_argument("no sequence {} in the KV cache", seq);
   const int64_t start = cache.seq_len(seq);
   if (start + n > cache.n_ctx()) {
     return resource_exhausted("{} tokens after {} cached do not fit the KV cache (n_ctx {})", n,

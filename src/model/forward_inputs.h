@@ -15,9 +15,9 @@ struct ForwardInputs {
   bool all_outputs = false;  // out_ids == 0..T-1 (no gather needed)
   TensorView tokens;         // I32 [T]
   TensorView pos;            // I32 [T]
-  TensorView seq_idx;        // I32 [T]
+  TensorView seq_idx;        // I32 [T] attention sequence of each token (KvPlan::seq_idx)
   TensorView slots;          // I32 [T] K/V table row of each token (slot mapping)
-  TensorView kv_len;         // I32 [n_seq] K/V positions per sequence after this batch
+  TensorView kv_len;         // I32 [n_seq] K/V positions per attention sequence after this batch
   TensorView block_table;    // I32 [max_blocks, n_seq] (paged caches) or empty
   TensorView out_ids;        // I32 [n_outputs] batch rows whose logits are wanted, in order
 };

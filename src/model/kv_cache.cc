@@ -1,5 +1,7 @@
 #include "model/kv_cache.h"
 
+#include <cstring>
+
 #include "backend/buffer_type.h"
 
 namespace folio::model {
@@ -39,6 +41,7 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const Model
   cache->n_ctx_ = o.n_ctx;
   cache->type_ = o.type;
   cache->len_.assign(static_cast<size_t>(o.n_seq), 0);
+  cache->claimed_.assign(static_cast<size_t>(o.n_seq), 0);
 
   // One buffer, K then V of each layer, each 64-byte aligned.
   std::vector<size_t> k_off, v_off;
@@ -69,9 +72,65 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const Model
   return cache;
 }
 
+int64_t ContiguousKvCache::seq_len(int seq) const {
+  FOLIO_CHECK_MSG(has_sequence(seq), "kv cache: no sequence {}", seq);
+  return len_[static_cast<size_t>(seq)];
+}
+
+Result<int> ContiguousKvCache::add_sequence() {
+  // A slot is free when nobody claimed it and it holds nothing (callers may
+  // use slots by index without claiming them).
+  for (int s = 0; s < n_seq_; ++s) {
+    if (claimed_[static_cast<size_t>(s)] != 0 || len_[static_cast<size_t>(s)] != 0) continue;
+    claimed_[static_cast<size_t>(s)] = 1;
+    len_[static_cast<size_t>(s)] = 0;
+    return s;
+  }
+  return resource_exhausted("kv cache: all {} sequence slots are in use", n_seq_);
+}
+
+Result<int> ContiguousKvCache::fork_sequence(int parent) {
+  if (!has_sequence(parent)) return invalid_argument("kv cache: no sequence {} to fork", parent);
+  claimed_[static_cast<size_t>(parent)] = 1;  // in use, even if it was used by index
+  FOLIO_ASSIGN_OR_RETURN(const int child, add_sequence());
+  const int64_t len = len_[static_cast<size_t>(parent)];
+  // A sequence's positions are consecutive rows of each layer's table.
+  for (const Layer& l : layers_) {
+    for (const TensorView* t : {&l.k, &l.v}) {
+      std::memcpy(t->row(0, 0, child), t->row(0, 0, parent), static_cast<size_t>(len) * t->nb[2]);
+    }
+  }
+  len_[static_cast<size_t>(child)] = len;
+  return child;
+}
+
+Status ContiguousKvCache::remove_sequence(int seq) {
+  if (!has_sequence(seq)) return invalid_argument("kv cache: no sequence {} to remove", seq);
+  len_[static_cast<size_t>(seq)] = 0;
+  claimed_[static_cast<size_t>(seq)] = 0;
+  return Status();
+}
+
+Result<int64_t> ContiguousKvCache::take_cached_prefix(int seq, std::span<const int32_t> prompt) {
+  if (!has_sequence(seq)) return invalid_argument("kv cache: no sequence {}", seq);
+  if (len_[static_cast<size_t>(seq)] != 0) {
+    return invalid_argument(
+        "kv cache: sequence {} holds {} positions; only an empty one takes a "
+        "cached prefix",
+        seq, len_[static_cast<size_t>(seq)]);
+  }
+  (void)prompt;  // no prefix cache: every position is computed
+  return int64_t{0};
+}
+
 Status ContiguousKvCache::plan(const Batch& batch, KvPlan& plan) const {
   const int64_t n = batch.size();
   plan.slots.resize(static_cast<size_t>(n));
+  plan.seq_idx.assign(batch.seq_idx.begin(), batch.seq_idx.end());
+  plan.block_table.clear();
+  plan.max_blocks = 0;
+  plan.missing_blocks = 0;
+  plan.pages.clear();
   plan.kv_len.resize(static_cast<size_t>(n_seq_));
   for (int s = 0; s < n_seq_; ++s)
     plan.kv_len[static_cast<size_t>(s)] = static_cast<int32_t>(len_[static_cast<size_t>(s)]);

@@ -1,24 +1,42 @@
-// KV cache interface: what a forward pass needs from K/V storage, nothing
-// more. The model never indexes the cache itself; per batch it asks for
-//   - a plan (plan()): the slot of each new K/V row (slot mapping) and each
-//     sequence's K/V length after the batch, checked against the capacity
-//     before anything is written (plan first, apply after success);
+// KV cache interface: what a forward pass and its caller need from K/V
+// storage, nothing more. The model never indexes the cache itself and never
+// knows which cache it has. Per batch it asks for
+//   - a plan (plan()): the slot of each new K/V row (slot mapping), each
+//     token's sequence in the attention op's numbering, each of those
+//     sequences' K/V length after the batch and, for paged caches, their
+//     block tables; checked against the cache before anything is written;
+//   - prepare(plan) before the forward writes (paged: copy-on-write block
+//     copies), then apply(plan) after a successful forward, or discard(plan)
+//     after a failed one (plan first, apply after success);
 //   - per layer, the storage as a table of rows [D * n_kv_head, n_slots]
 //     (written with kSetRows through the slot mapping) and the same memory in
 //     the flash-attention layout (k_view / v_view, read by kFlashAttn with
-//     the layout's metadata: kv_len, and a block table for paged caches).
-// The paged cache (cache/ layer) implements the same interface later.
+//     the plan's kv_len and block table).
+//
+// Sequences are named by ids (Batch::seq_idx). The caller creates and frees
+// them (add_sequence, fork_sequence, remove_sequence); an engine maps its
+// requests to ids. A new sequence may start from cached K/V of a prompt
+// prefix (take_cached_prefix) and feed only the rest.
+//
+// Implementations:
+//   ContiguousKvCache (here): n_seq fixed slots of n_ctx positions each.
+//   PagedKvCache (model/paged_kv_cache.h): blocks of one pool, memory follows
+//     the tokens held, prefix sharing, copy-on-write forks.
 //
 // ContiguousKvCache: each sequence owns n_ctx positions. Per layer
 //   K [Dk, n_kv_head, n_ctx, n_seq], V [Dv, n_kv_head, n_ctx, n_seq]
-// in F32 (default, for parity), F16 or Q8_0; slot = seq * n_ctx + pos.
+// in F32 (default, for parity), F16 or Q8_0; slot = seq * n_ctx + pos. Its
+// n_seq slots always exist (ids 0..n_seq-1 are usable directly);
+// add_sequence hands out an empty slot it has not handed out yet.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/op.h"
+#include "cache/kv_cache_manager.h"
 #include "core/status.h"
 #include "model/batch.h"
 #include "model/config.h"
@@ -28,9 +46,24 @@
 namespace folio::model {
 
 // What a batch does to the cache; filled by plan() (vectors are reused).
+// "Attention sequences" are the sequences the attention op sees, numbered
+// 0..n-1: the cache's slots (contiguous) or the batch's sequences in order of
+// first appearance (paged).
 struct KvPlan {
-  std::vector<int32_t> slots;   // [n_tokens] table row of each token's K/V
-  std::vector<int32_t> kv_len;  // [n_seq] valid positions per sequence after the batch
+  std::vector<int32_t> slots;    // [n_tokens] table row of each token's K/V
+  std::vector<int32_t> seq_idx;  // [n_tokens] attention sequence of each token
+  std::vector<int32_t> kv_len;   // [n_attn_seq] valid positions after the batch
+  // Paged caches: [n_attn_seq][max_blocks] row s = block table of attention
+  // sequence s after the batch, padded with the null block 0 (kFlashAttn's
+  // I32 [max_blocks, n_attn_seq]). Empty for contiguous caches.
+  std::vector<int32_t> block_table;
+  int32_t max_blocks = 0;
+  // After plan() returned kResourceExhausted for lack of memory: how many
+  // blocks are missing (a scheduler preempts that much); 0 otherwise.
+  int32_t missing_blocks = 0;
+  // Paged caches: the block-pool bookkeeping apply() / discard() commit and
+  // the block copies prepare() performs.
+  cache::CachePlan pages;
 };
 
 class KvCache {
@@ -38,20 +71,50 @@ class KvCache {
   virtual ~KvCache() = default;
 
   virtual int n_layer() const = 0;
-  virtual int n_seq() const = 0;
   virtual int64_t n_ctx() const = 0;  // positions one sequence can hold
   virtual DType type() const = 0;
-  virtual int64_t seq_len(int seq) const = 0;
-  virtual size_t bytes() const = 0;
+  virtual size_t bytes() const = 0;  // K/V memory allocated
 
+  // --- sequences -------------------------------------------------------------
+  virtual bool has_sequence(int seq) const = 0;
+  // Positions held by an existing sequence (CHECKed).
+  virtual int64_t seq_len(int seq) const = 0;
+  // A new empty sequence; kResourceExhausted when the cache has no room for
+  // another one.
+  virtual Result<int> add_sequence() = 0;
+  // A new sequence holding the same positions as `parent` (K/V shared or
+  // copied); both continue independently.
+  virtual Result<int> fork_sequence(int parent) = 0;
+  // Frees the sequence and its memory; its id may be handed out again.
+  virtual Status remove_sequence(int seq) = 0;
+  // For an empty sequence about to be fed `prompt`: takes the K/V of the
+  // longest prompt prefix the cache already holds (never the position of the
+  // last prompt token, whose logits must be computed) and returns the
+  // positions the sequence now holds; the caller feeds prompt[n:] from
+  // position n. Caches without a prefix cache return 0.
+  virtual Result<int64_t> take_cached_prefix(int seq, std::span<const int32_t> prompt) = 0;
+  // Drops positions >= len of one sequence (len <= seq_len).
+  virtual Status truncate(int seq, int64_t len) = 0;
+  // Empties every sequence (ids stay valid).
+  virtual void clear() = 0;
+
+  // --- one forward -----------------------------------------------------------
   // Checks `batch` against the cache and fills `plan`; mutates nothing.
   // Every token's sequence must exist and, per sequence, the batch's
-  // positions must continue it (seq_len, seq_len + 1, ... in batch order);
-  // a sequence that would outgrow n_ctx is kResourceExhausted.
+  // positions must continue it (seq_len, seq_len + 1, ... in batch order).
+  // kResourceExhausted: not enough memory (plan.missing_blocks says how much
+  // for paged caches; the contiguous cache: a sequence would outgrow n_ctx).
   virtual Status plan(const Batch& batch, KvPlan& plan) const = 0;
-  // Commits a plan whose forward pass succeeded (sequence lengths grow).
+  // Data movement the plan needs before the forward writes K/V (copies of
+  // shared blocks); no bookkeeping changes.
+  virtual void prepare(const KvPlan& plan) { (void)plan; }
+  // Commits a plan whose forward pass succeeded (sequences grow).
   virtual void apply(const KvPlan& plan) = 0;
+  // Forgets a prepared plan whose forward failed: sequences are unchanged,
+  // and nothing the forward may have overwritten is reused as cached data.
+  virtual void discard(const KvPlan& plan) { (void)plan; }
 
+  // --- storage ---------------------------------------------------------------
   // Layer storage as rows: [D * n_kv_head, n_slots] (kSetRows destination).
   virtual TensorView k_table(int layer) const = 0;
   virtual TensorView v_table(int layer) const = 0;
@@ -59,14 +122,7 @@ class KvCache {
   virtual TensorView k_view(int layer) const = 0;
   virtual TensorView v_view(int layer) const = 0;
   virtual KvLayout layout() const = 0;
-  virtual int block_size() const { return 16; }
-  // Paged layouts: the block table I32 [max_blocks, n_seq]; empty otherwise.
-  virtual TensorView block_table() const { return {}; }
-
-  // Forgets every sequence.
-  virtual void clear() = 0;
-  // Drops positions >= len of one sequence (len <= seq_len).
-  virtual Status truncate(int seq, int64_t len) = 0;
+  virtual int block_size() const { return 16; }  // paged layouts: positions per block
 };
 
 struct KvCacheOptions {
@@ -82,11 +138,19 @@ class ContiguousKvCache final : public KvCache {
                                                            const KvCacheOptions& options);
 
   int n_layer() const override { return static_cast<int>(layers_.size()); }
-  int n_seq() const override { return n_seq_; }
+  int n_seq() const { return n_seq_; }
   int64_t n_ctx() const override { return n_ctx_; }
   DType type() const override { return type_; }
-  int64_t seq_len(int seq) const override { return len_[static_cast<size_t>(seq)]; }
   size_t bytes() const override { return buffer_ == nullptr ? 0 : buffer_->size(); }
+
+  bool has_sequence(int seq) const override { return seq >= 0 && seq < n_seq_; }
+  int64_t seq_len(int seq) const override;
+  Result<int> add_sequence() override;
+  Result<int> fork_sequence(int parent) override;
+  Status remove_sequence(int seq) override;
+  Result<int64_t> take_cached_prefix(int seq, std::span<const int32_t> prompt) override;
+  Status truncate(int seq, int64_t len) override;
+  void clear() override;
 
   Status plan(const Batch& batch, KvPlan& plan) const override;
   void apply(const KvPlan& plan) override;
@@ -96,9 +160,6 @@ class ContiguousKvCache final : public KvCache {
   TensorView k_view(int layer) const override { return layers_[static_cast<size_t>(layer)].k; }
   TensorView v_view(int layer) const override { return layers_[static_cast<size_t>(layer)].v; }
   KvLayout layout() const override { return KvLayout::kContiguous; }
-
-  void clear() override;
-  Status truncate(int seq, int64_t len) override;
 
  private:
   struct Layer {
@@ -112,7 +173,8 @@ class ContiguousKvCache final : public KvCache {
   DType type_ = DType::F32;
   std::unique_ptr<Buffer> buffer_;
   std::vector<Layer> layers_;
-  std::vector<int64_t> len_;  // [n_seq] positions held
+  std::vector<int64_t> len_;      // [n_seq] positions held
+  std::vector<uint8_t> claimed_;  // [n_seq] 1: handed out by add/fork_sequence
 };
 
 }  // namespace folio::model

@@ -1,5 +1,6 @@
-// Model::forward: batch validation, KV plan, inputs into the arena, the
-// architecture's forward, plan applied on success.
+// Model::forward: batch validation, KV plan (and its block copies), inputs
+// into the arena, the architecture's forward, plan applied on success and
+// discarded on failure.
 #include "model/model.h"
 
 #include <algorithm>
@@ -40,16 +41,20 @@ Result<TensorView> Model::forward(const Batch& batch, KvCache& cache, ForwardCon
   }
   KvPlan& plan = ctx.kv_plan();
   FOLIO_RETURN_IF_ERROR(cache.plan(batch, plan));
+  cache.prepare(plan);
 
   ctx.begin();
   ForwardInputs in;
   in.n_tokens = n;
   in.tokens = ctx.upload_i32(batch.tokens);
   in.pos = ctx.upload_i32(batch.pos);
-  in.seq_idx = ctx.upload_i32(batch.seq_idx);
+  in.seq_idx = ctx.upload_i32(plan.seq_idx);
   in.slots = ctx.upload_i32(plan.slots);
   in.kv_len = ctx.upload_i32(plan.kv_len);
-  in.block_table = cache.block_table();
+  if (!plan.block_table.empty()) {
+    in.block_table = reshape(ctx.upload_i32(plan.block_table),
+                             {plan.max_blocks, static_cast<int64_t>(plan.kv_len.size()), 1, 1});
+  }
   in.n_outputs = batch.n_outputs();
   in.all_outputs = in.n_outputs == n;
   in.out_ids = ctx.tensor(DType::I32, {std::max<int64_t>(in.n_outputs, 1), 1, 1, 1});
@@ -61,7 +66,10 @@ Result<TensorView> Model::forward(const Batch& batch, KvCache& cache, ForwardCon
     in.out_ids.ne[0] = in.n_outputs;
   }
   TensorView logits = config_.family->forward(config_, weights_, in, cache, ctx);
-  if (!ctx.ok()) return ctx.status();
+  if (!ctx.ok()) {
+    cache.discard(plan);
+    return ctx.status();
+  }
   cache.apply(plan);
   if (in.n_outputs == 0) return TensorView::contiguous(nullptr, DType::F32, {config_.n_vocab, 0});
   return logits;

@@ -18,10 +18,14 @@
 // gate is 4e-3 prefill (gemma3 8e-3: the f16 spread plus its GELU-table
 // allowance) and 1.3e-2 decode, and every greedy token must still match.
 // Q8_0 KV cache: see q8_params() below.
+// Every case runs on both caches: contiguous and paged (blocks of 16 in a
+// pool sized for the sequence); their logits are bit-identical
+// (paged_kv_cache_test.cc), so the tolerances are the same.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
+#include "model/paged_kv_cache.h"
 #include "test_util.h"
 
 namespace folio::model::testing {
@@ -46,10 +50,12 @@ struct Param {
   RefModel model;
   std::string kase;  // "short" | "long"
   DType kv = DType::F32;
+  bool paged = false;
 };
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  std::string s = info.param.model.name + "_" + info.param.kase + "_" + dtype_name(info.param.kv);
+  std::string s = info.param.model.name + "_" + info.param.kase + "_" + dtype_name(info.param.kv) +
+                  (info.param.paged ? "_paged" : "");
   for (char& c : s) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
@@ -59,9 +65,22 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 std::vector<Param> params(DType kv) {
   std::vector<Param> v;
   for (const RefModel& m : ref_models()) {
-    for (const char* c : {"short", "long"}) v.push_back({m, c, kv});
+    for (const char* c : {"short", "long"}) {
+      for (bool paged : {false, true}) v.push_back({m, c, kv, paged});
+    }
   }
   return v;
+}
+
+Result<std::unique_ptr<KvCache>> make_cache(const Model& m, const Param& p) {
+  constexpr int64_t kCtx = 512;
+  if (!p.paged) return m.make_cache({kCtx, 1, p.kv});
+  PagedKvCacheOptions o;
+  o.type = p.kv;
+  o.n_ctx = kCtx;
+  o.n_seq = 1;  // sequence 0; the pool holds kCtx positions
+  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> c, PagedKvCache::create(m.config(), o));
+  return std::unique_ptr<KvCache>(std::move(c));
 }
 
 class RefParity : public ::testing::TestWithParam<Param> {};
@@ -93,7 +112,7 @@ TEST_P(RefParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   ASSERT_EQ(ref_decode->rows(), static_cast<int64_t>(gen->size()));
 
   auto ctx = ForwardContext::cpu(2);
-  Result<std::unique_ptr<KvCache>> cache = m.make_cache({512, 1, p.kv});
+  Result<std::unique_ptr<KvCache>> cache = make_cache(m, p);
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
 
   Result<std::vector<float>> prefill = eval_all(m, **cache, *ctx, *prompt);
@@ -119,9 +138,9 @@ TEST_P(RefParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
     worst_decode = std::max(worst_decode, d);
     predicted = argmax(row->data(), n_vocab);
   }
-  std::printf("[ parity ] %s.%s kv %s: prefill max|d| %.3g, decode max|d| %.3g, greedy %d/%zu\n",
-              p.model.name.c_str(), p.kase.c_str(), dtype_name(p.kv), worst_prefill, worst_decode,
-              matched, gen->size());
+  std::printf("[ parity ] %s.%s kv %s%s: prefill max|d| %.3g, decode max|d| %.3g, greedy %d/%zu\n",
+              p.model.name.c_str(), p.kase.c_str(), dtype_name(p.kv), p.paged ? " paged" : "",
+              worst_prefill, worst_decode, matched, gen->size());
 }
 
 INSTANTIATE_TEST_SUITE_P(F32Kv, RefParity, ::testing::ValuesIn(params(DType::F32)), param_name);

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/thread_pool.h"
+#include "model/paged_kv_cache.h"
 #include "tensor/dtype.h"
 
 namespace folio::tools {
@@ -15,6 +16,11 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
       ->capture_default_str();
   cmd->add_option("--kv-type", f->kv_type, "KV cache type: f32|f16|q8_0")->capture_default_str();
   cmd->add_option("-b,--batch-size", f->batch_size, "prefill chunk in tokens")->capture_default_str();
+  cmd->add_option("--kv-block-size", f->kv_block_size, "KV block: 8..128 tokens, a power of 2")
+      ->capture_default_str();
+  CLI::Option* blocks =
+      cmd->add_option("--kv-blocks", f->kv_blocks, "KV pool size in blocks (default: the context)");
+  cmd->add_option("--kv-memory", f->kv_memory_mib, "KV pool size in MiB")->excludes(blocks);
 }
 
 void add_sampling_flags(CLI::App* cmd, SamplingFlags* f) {
@@ -41,10 +47,8 @@ Result<SamplingParams> sampling_params(const SamplingFlags& f, int32_t n_vocab) 
 }
 
 Result<LoadedModel> load_for_generation(const ModelFlags& f) {
-  std::optional<DType> kv = parse_dtype(f.kv_type);
-  if (!kv || (*kv != DType::F32 && *kv != DType::F16 && *kv != DType::Q8_0)) {
-    return invalid_argument("--kv-type must be f32, f16 or q8_0, got '{}'", f.kv_type);
-  }
+  Result<DType> kv = model::parse_kv_type(f.kv_type);
+  if (!kv.ok()) return kv.status().with_context("--kv-type");
   if (f.threads < 0) return invalid_argument("--threads must be >= 0, got {}", f.threads);
   if (f.ctx_size < 1) return invalid_argument("--ctx-size must be >= 1, got {}", f.ctx_size);
   if (f.batch_size < 1) return invalid_argument("--batch-size must be >= 1, got {}", f.batch_size);
@@ -55,15 +59,24 @@ Result<LoadedModel> load_for_generation(const ModelFlags& f) {
   FOLIO_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(lm.model->file()));
   lm.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
   lm.ctx = model::ForwardContext::cpu(f.threads > 0 ? f.threads : default_thread_count());
-  model::KvCacheOptions co;
+  model::PagedKvCacheOptions co;
   const int64_t train_ctx = lm.model->config().n_ctx_train;
   co.n_ctx = train_ctx > 0 ? std::min(f.ctx_size, train_ctx) : f.ctx_size;
   co.n_seq = 1;
   co.type = *kv;
-  FOLIO_ASSIGN_OR_RETURN(lm.cache, lm.model->make_cache(co));
-  std::fprintf(stderr, "folio: context %lld tokens, KV cache %s %.1f MiB, %d threads\n",
-               static_cast<long long>(co.n_ctx), dtype_name(co.type),
-               static_cast<double>(lm.cache->bytes()) / (1024.0 * 1024.0), lm.ctx->n_threads());
+  co.block_size = f.kv_block_size;
+  co.n_blocks = f.kv_blocks;
+  co.memory_mib = f.kv_memory_mib;
+  Result<std::unique_ptr<model::PagedKvCache>> cache =
+      model::PagedKvCache::create(lm.model->config(), co);
+  if (!cache.ok()) return cache.status().with_context("KV cache");
+  std::fprintf(stderr,
+               "folio: context %lld tokens, KV cache %s, %d blocks of %d tokens (%.1f MiB), %d "
+               "threads\n",
+               static_cast<long long>(co.n_ctx), dtype_name(co.type), (*cache)->n_blocks(),
+               co.block_size, static_cast<double>((*cache)->bytes()) / (1024.0 * 1024.0),
+               lm.ctx->n_threads());
+  lm.cache = std::move(cache).value();
   return lm;
 }
 

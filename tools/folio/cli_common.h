@@ -22,6 +22,9 @@ struct ModelFlags {
   int64_t ctx_size = 4096;       // -c (capped by the model's training context)
   std::string kv_type = "f16";   // --kv-type f32|f16|q8_0
   int64_t batch_size = 512;      // -b prefill chunk
+  int kv_block_size = 16;        // --kv-block-size: paged KV block, 8..128, a power of two
+  int32_t kv_blocks = 0;         // --kv-blocks: pool size in blocks (0: sized for the context)
+  int64_t kv_memory_mib = 0;     // --kv-memory: pool size in MiB (excludes --kv-blocks)
 };
 
 void add_model_flags(CLI::App* cmd, ModelFlags* flags);
@@ -44,7 +47,7 @@ struct LoadedModel {
 };
 
 // Loads the model (progress and buffers on stderr), its tokenizer, a CPU
-// forward context and a one-sequence KV cache.
+// forward context and a paged KV cache holding sequence 0.
 Result<LoadedModel> load_for_generation(const ModelFlags& flags);
 
 }  // namespace folio::tools

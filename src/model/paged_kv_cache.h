@@ -1,0 +1,129 @@
+// PagedKvCache: the model's KV cache in blocks of one pool (DESIGN.md points
+// 1-3), the KvCache interface over cache::KvCacheManager.
+//
+// Storage, per attention layer, one region each for K and V:
+//   K [Dk, n_kv_head, block_size, n_blocks], V [Dv, n_kv_head, block_size, n_blocks]
+// in F16 (default), F32 or Q8_0. Slot = block * block_size + offset is a row
+// of k_table / v_table ([D * n_kv_head, block_size * n_blocks]) in every
+// layer; kFlashAttn reads k_view / v_view through each sequence's block table
+// (KvLayout::kPaged). Block 0 is the pool's null block: it pads block-table
+// rows and is never read as data.
+//
+// Memory follows the tokens held: a sequence takes blocks as it grows and
+// returns them when truncated or removed; nothing is reserved per sequence.
+// n_ctx is only a limit on one sequence's length.
+//
+// Prefix sharing: full blocks are registered under their prefix's chain hash
+// once the forward that wrote them succeeded (apply). take_cached_prefix
+// gives a new sequence every cached full block its prompt begins with (ref
+// counted; also blocks of sequences still running); the forward then runs
+// only the rest of the prompt. fork_sequence shares all blocks of the
+// parent; a sequence that writes into a partial block others hold gets a
+// copy first (prepare performs plan.pages.copies in every layer).
+//
+// Batches: plan() groups the batch's tokens by sequence (any interleaving;
+// per sequence, positions continue it in batch order), asks the manager for
+// the blocks of the whole batch at once and numbers the batch's sequences
+// 0..n-1 for the attention op in order of first appearance, with one
+// block-table row each. If the pool is short, plan() returns
+// kResourceExhausted and plan.missing_blocks; nothing changes (a scheduler
+// preempts and plans again).
+//
+// BF16 is accepted by parse_kv_type and sized by cache::kv_block_bytes, but
+// create() rejects it: kFlashAttn reads only f32, f16 and q8_0 K/V
+// (backend/op.h), so no forward could read a bf16 cache.
+//
+// Not thread-safe: one owner (the engine's step thread) plans, prepares,
+// forwards and applies; the forward only reads the plan and the storage.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "cache/block_pool.h"
+#include "cache/kv_cache_manager.h"
+#include "cache/kv_sizing.h"
+#include "model/kv_cache.h"
+
+namespace folio::model {
+
+struct PagedKvCacheOptions {
+  DType type = DType::F16;                        // F16, F32 or Q8_0 (head dims multiples of 32)
+  int32_t block_size = cache::kDefaultBlockSize;  // power of two in [8, 128]
+  // Pool size, at most one of the two (--kv-blocks / --kv-memory):
+  int32_t n_blocks = 0;    // physical blocks, the null block included
+  int64_t memory_mib = 0;  // as many blocks as fit this many MiB (cache::kv_blocks_for_budget)
+  // Neither: n_seq * ceil(n_ctx / block_size) + 1 blocks (n_seq must be > 0).
+  int64_t n_ctx = 4096;  // positions one sequence may hold (a limit, not a reservation)
+  int n_seq = 0;         // sequences created up front, ids 0..n_seq-1
+  bool prefix_caching = true;
+  uint64_t hash_seed = 0;  // 0: reproducible prefix hashes
+};
+
+// A --kv-type value: f32, f16, bf16 or q8_0.
+Result<DType> parse_kv_type(std::string_view name);
+
+// K/V shapes of the attention layers of `cfg` (input of cache::kv_sizing).
+std::vector<cache::KvLayerShape> kv_layer_shapes(const ModelConfig& cfg);
+
+class PagedKvCache final : public KvCache {
+ public:
+  // Sizes the pool, allocates K/V for every layer of `cfg` (host memory,
+  // zeroed) and creates options.n_seq empty sequences.
+  static Result<std::unique_ptr<PagedKvCache>> create(const ModelConfig& cfg,
+                                                      const PagedKvCacheOptions& options);
+
+  int n_layer() const override { return static_cast<int>(layers_.size()); }
+  int64_t n_ctx() const override { return n_ctx_; }
+  DType type() const override { return type_; }
+  size_t bytes() const override { return buffer_ == nullptr ? 0 : buffer_->size(); }
+
+  bool has_sequence(int seq) const override { return manager_.is_live(seq); }
+  int64_t seq_len(int seq) const override { return manager_.seq_len(seq); }
+  Result<int> add_sequence() override;
+  Result<int> fork_sequence(int parent) override;
+  Status remove_sequence(int seq) override;
+  Result<int64_t> take_cached_prefix(int seq, std::span<const int32_t> prompt) override;
+  Status truncate(int seq, int64_t len) override;
+  void clear() override;
+
+  Status plan(const Batch& batch, KvPlan& plan) const override;
+  void prepare(const KvPlan& plan) override;
+  void apply(const KvPlan& plan) override;
+  void discard(const KvPlan& plan) override;
+
+  TensorView k_table(int layer) const override;
+  TensorView v_table(int layer) const override;
+  TensorView k_view(int layer) const override { return layers_[static_cast<size_t>(layer)].k; }
+  TensorView v_view(int layer) const override { return layers_[static_cast<size_t>(layer)].v; }
+  KvLayout layout() const override { return KvLayout::kPaged; }
+  int block_size() const override { return manager_.block_size(); }
+
+  // Block bookkeeping for schedulers and metrics (pool(): free, used and
+  // cached blocks; peak_used(); lookup() of a prompt without taking it).
+  const cache::KvCacheManager& manager() const { return manager_; }
+  int32_t n_blocks() const { return manager_.pool().n_blocks(); }
+  size_t block_bytes() const { return block_bytes_; }  // one block, all layers, K and V
+  // When no block is in use: free queue back to ascending ids.
+  [[nodiscard]] bool defrag() { return manager_.defrag(); }
+  Status check_invariants() const { return manager_.check_invariants(); }
+
+ private:
+  struct Layer {
+    TensorView k;  // [Dk, n_kv_head, block_size, n_blocks]
+    TensorView v;  // [Dv, n_kv_head, block_size, n_blocks]
+  };
+  explicit PagedKvCache(cache::KvCacheManager manager) : manager_(std::move(manager)) {}
+
+  cache::KvCacheManager manager_;
+  int64_t n_ctx_ = 0;
+  DType type_ = DType::F16;
+  size_t block_bytes_ = 0;
+  std::unique_ptr<Buffer> buffer_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace folio::model
