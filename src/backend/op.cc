@@ -26,6 +26,8 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kSsmConv: return "ssm_conv";
     case OpKind::kGatedDeltaNet: return "gated_delta_net";
     case OpKind::kSetRows: return "set_rows";
+    case OpKind::kSsmConvUpdate: return "ssm_conv_update";
+    case OpKind::kGatedDeltaNetUpdate: return "gated_delta_net_update";
     case OpKind::kCount: break;
   }
   return "?";
@@ -102,11 +104,69 @@ struct Checker {
   bool divides(int64_t small, int64_t big, const char* what) {
     return (small > 0 && big % small == 0) || fail(fmt::format("{}: {} does not divide {}", what, small, big));
   }
+  // The very same view: an in-place output naming its input.
+  bool same_view(const TensorView& a, const TensorView& b, const char* what) {
+    return (a.data == b.data && a.dtype == b.dtype && a.ne == b.ne && a.nb == b.nb) ||
+           fail(fmt::format("{} must be the same view as its input", what));
+  }
   bool weight_type(const TensorView& t, const char* what) {
     return traits(t.dtype).supported ||
            fail(fmt::format("{} has unsupported type {}", what, dtype_name(t.dtype)));
   }
 };
+
+// Slot ids of the fused state-pool ops: I32, one per sequence (read flat);
+// dst_slots optional. Their values are checked at run time by the kernels.
+bool check_slot_ids(Checker& c, const TensorView& ids, const TensorView& dst_slots, int64_t n_seq) {
+  return c.has(ids, "slot ids") && c.type(ids, DType::I32, "slot ids") &&
+         c.eq(ids.nelements(), n_seq, "slot ids length") &&
+         (dst_slots.empty() || (c.type(dst_slots, DType::I32, "destination slots") &&
+                                c.eq(dst_slots.nelements(), n_seq, "destination slots length")));
+}
+
+bool check_ssm_conv_update(Checker& c, const Op& op) {
+  const TensorView &x = op.src[0], &w = op.src[1], &bias = op.src[2], &pool = op.src[3];
+  if (!c.has(x, "x") || !c.has(w, "weight") || !c.has(pool, "state pool") ||
+      !c.type(x, DType::F32, "x") || !c.type(w, DType::F32, "weight") ||
+      !c.type(pool, DType::F32, "state pool") || !c.type(op.dst, DType::F32, "dst")) {
+    return false;
+  }
+  const int64_t k = w.ne[0], ch = w.ne[1], n_seq = x.ne[1];
+  return (k >= 2 || c.fail("kernel width < 2")) &&
+         c.eq(w.ne[2] * w.ne[3], 1, "weight must be 2-D") && c.eq(x.ne[0], ch, "x channels") &&
+         c.eq(x.ne[2] * x.ne[3], 1, "x must be 2-D") &&
+         (bias.empty() ||
+          (c.type(bias, DType::F32, "bias") && c.eq(bias.nelements(), ch, "bias length"))) &&
+         c.eq(pool.ne[0], k - 1, "state pool taps") &&
+         c.eq(pool.ne[1], ch, "state pool channels") &&
+         c.eq(pool.ne[3], 1, "state pool must be 3-D") &&
+         check_slot_ids(c, op.src[4], op.src[5], n_seq) && c.eq(op.dst.ne[0], ch, "dst channels") &&
+         c.eq(op.dst.ne[1], n_seq, "dst sequences") &&
+         c.eq(op.dst.ne[2] * op.dst.ne[3], 1, "dst must be 2-D") &&
+         c.has(op.dst2, "state output (the pool)") && c.same_view(op.dst2, pool, "state output");
+}
+
+bool check_gated_delta_net_update(Checker& c, const Op& op) {
+  const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2], &g = op.src[3],
+                   &beta = op.src[4], &pool = op.src[5];
+  for (int i = 0; i < 6; ++i) {
+    if (!c.has(op.src[i], "input") || !c.type(op.src[i], DType::F32, "input")) return false;
+  }
+  if (!c.type(op.dst, DType::F32, "dst")) return false;
+  const int64_t sk = q.ne[0], hk = q.ne[1], ns = q.ne[3];
+  const int64_t sv = v.ne[0], hv = v.ne[1];
+  const TensorView& d = op.dst;
+  return c.shape_eq(q, k, "q/k") && c.eq(q.ne[2], 1, "tokens per sequence") &&
+         c.divides(hk, hv, "key heads vs value heads") && c.eq(v.ne[2], 1, "v tokens") &&
+         c.eq(v.ne[3], ns, "v sequences") && c.eq(g.ne[0], hv, "g heads") &&
+         c.eq(g.ne[1], 1, "g tokens") && c.eq(g.ne[2], ns, "g seqs") && c.eq(g.ne[3], 1, "g ne3") &&
+         c.shape_eq(beta, g, "beta") && c.eq(pool.ne[0], sk, "state pool S_k") &&
+         c.eq(pool.ne[1], sv, "state pool S_v") && c.eq(pool.ne[2], hv, "state pool heads") &&
+         check_slot_ids(c, op.src[6], op.src[7], ns) && c.eq(d.ne[0], sv, "dst S_v") &&
+         c.eq(d.ne[1], hv, "dst heads") && c.eq(d.ne[2], 1, "dst tokens") &&
+         c.eq(d.ne[3], ns, "dst sequences") && c.has(op.dst2, "state output (the pool)") &&
+         c.same_view(op.dst2, pool, "state output");
+}
 
 bool is_kv_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::Q8_0; }
 
@@ -165,8 +225,11 @@ bool params_match(const Op& op) {
     case OpKind::kArgsort: return std::holds_alternative<ArgsortParams>(op.params);
     case OpKind::kFlashAttn:
     case OpKind::kSdpa: return std::holds_alternative<AttentionParams>(op.params);
-    case OpKind::kSsmConv: return std::holds_alternative<SsmConvParams>(op.params);
-    case OpKind::kGatedDeltaNet: return std::holds_alternative<GatedDeltaNetParams>(op.params);
+    case OpKind::kSsmConv:
+    case OpKind::kSsmConvUpdate: return std::holds_alternative<SsmConvParams>(op.params);
+    case OpKind::kGatedDeltaNet:
+    case OpKind::kGatedDeltaNetUpdate:
+      return std::holds_alternative<GatedDeltaNetParams>(op.params);
     default: return std::holds_alternative<NoParams>(op.params);
   }
 }
@@ -307,6 +370,10 @@ bool check(Checker& c, const Op& op) {
               c.fail("table must be f32, f16, bf16 or q8_0")) &&
              c.eq(d.ne[0], s0.ne[0], "row width") && c.eq(s0.nrows(), s1.nelements(), "slot count") &&
              c.eq(d.ne[2] * d.ne[3], 1, "table must be 2-D");
+    case OpKind::kSsmConvUpdate:
+      return check_ssm_conv_update(c, op);
+    case OpKind::kGatedDeltaNetUpdate:
+      return check_gated_delta_net_update(c, op);
     case OpKind::kCount: break;
   }
   return c.fail("unknown op kind");

@@ -105,6 +105,43 @@ enum class OpKind : int {
   // cache (the slot mapping). Slots outside [0, n_slots) are run-time errors;
   // duplicate slots: the last row wins.
   kSetRows,
+  // ---- Fused decode ops on a recurrent-state pool (one token per sequence).
+  // Sequence s reads its prior state from pool slot ids[s] and writes its new
+  // state to slot dst_slots[s] (dst_slots omitted: = ids). Both outputs are
+  // bit-identical to the unfused path on the same backend: gather the states
+  // by ids (a plain copy), run the plain op with T = 1, scatter the new states
+  // to dst_slots. So every sequence reads the OLD content of its source slot
+  // even when another sequence writes that slot in the same op (several
+  // sequences may read one slot: a fork). CPU kernels: a sequence with
+  // ids[s] == dst_slots[s] reads its slot in place (each independent part of
+  // its prior state loaded before it is written); a source slot that another
+  // sequence writes is first copied to a disjoint scratch; a slot nobody
+  // writes is read where it is (backend/cpu/scalar/state_slots.h). dst2
+  // names the in-place output and must be the pool view itself (same data,
+  // shape and strides); slots not written keep their bytes. Run-time errors,
+  // checked before anything is written: an id or destination slot outside
+  // [0, n_slots) (OutOfRange), a destination slot used twice
+  // (InvalidArgument), dst overlapping the pool (InvalidArgument).
+  //
+  // Conv update (SsmConvParams): src0 x F32 [channels, n_seq] (the new input
+  // of each sequence), src1 weight F32 [K, channels] (K >= 2), optional src2
+  // bias F32 [channels], src3 conv state pool F32 [K - 1, channels, n_slots]
+  // (per channel the K-1 most recent inputs, oldest first), src4 ids I32
+  // [n_seq], optional src5 dst_slots I32 [n_seq]; dst F32 [channels, n_seq],
+  // dst2 = src3. With win = [taps of slot ids[s], x[:, s]] per channel:
+  //   dst[c, s] = act(sum_{j=0..K-1} win[j, c] * w[j, c] + bias[c])
+  // exactly as kSsmConv (ascending j from 0.0f, bias last, +0.0f when absent,
+  // SiLU if params.silu), and slot dst_slots[s] receives win[1..K-1] (oldest
+  // tap dropped, x appended).
+  kSsmConvUpdate,
+  // Gated DeltaNet update (GatedDeltaNetParams): src0..src4 q, k, v, g, beta
+  // exactly as kGatedDeltaNet with T = 1 (q, k [S_k, H_k, 1, n_seq], v [S_v,
+  // H_v, 1, n_seq], g, beta [H_v, 1, n_seq]), src5 state pool F32 [S_k, S_v,
+  // H_v, n_slots], src6 ids I32 [n_seq], optional src7 dst_slots I32 [n_seq];
+  // dst out F32 [S_v, H_v, 1, n_seq], dst2 = src5. The recurrence is
+  // kGatedDeltaNet's, on the state of slot ids[s]; the final state goes to
+  // slot dst_slots[s].
+  kGatedDeltaNetUpdate,
   kCount,
 };
 

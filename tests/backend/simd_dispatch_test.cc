@@ -103,8 +103,8 @@ TEST(SimdDispatch, UnsupportedVariantsFallBackToTheReference) {
   IsaLimit scoped(detected_isa());
   CpuBackend backend;
   // A weight type without SIMD kernels.
-  MulMat q5(DType::Q5_K, 256, 2, 1);
-  EXPECT_EQ(backend.kernel_name(q5.op), "mul_mat.ref");
+  MulMat q8k(DType::Q8_K, 256, 2, 1);
+  EXPECT_EQ(backend.kernel_name(q8k.op), "mul_mat.ref");
   // A unary kind the SIMD kernels do not implement.
   std::vector<float> x(8, 0.5f), y(8);
   Op op;

@@ -53,8 +53,10 @@ struct AttnSpec {
   float scale = 0.0f;  // 0: 1 / sqrt(d)
   bool sinks = false;
   bool shuffle_tokens = false;  // interleave the sequences' tokens in the batch
-  bool paged_main = false;      // main op reads through the block table (bs 16)
+  bool paged_main = false;      // main op reads through the block table (the first block size)
   OpKind kind = OpKind::kFlashAttn;
+  std::vector<int> block_sizes = {16, 8, 32};  // paged equivalents, exact
+  bool with_sdpa = true;  // materialised SDPA equivalent (flash only; costly at long contexts)
 };
 
 // Fills a packed row of n elements with NaN (f32 / f16 values, q8_0 scales).
@@ -197,18 +199,19 @@ std::unique_ptr<OpCase> attention_case(const AttnSpec& sp) {
 
   const Op contig = op;
   std::vector<Op> paged;
-  for (int bs : {16, 8, 32}) paged.push_back(paged_twin(*c, contig, bs, sp.kv_len));
+  for (int bs : sp.block_sizes) paged.push_back(paged_twin(*c, contig, bs, sp.kv_len));
   const double tol = kv_nmse_bound(sp.kv);
   c->max_nmse = tol;
-  if (sp.paged_main) {
-    op = paged[0];
-    c->equivalents.push_back({"contiguous", contig, true});
-  } else {
-    c->equivalents.push_back({"paged bs16, permuted blocks", paged[0], true});
+  for (size_t i = 0; i < paged.size(); ++i) {
+    if (i == 0 && sp.paged_main) {
+      op = paged[0];
+      c->equivalents.push_back({"contiguous", contig, true});
+      continue;
+    }
+    c->equivalents.push_back(
+        {fmt::format("paged bs{}, permuted blocks", sp.block_sizes[i]), paged[i], true});
   }
-  c->equivalents.push_back({"paged bs8, permuted blocks", paged[1], true});
-  c->equivalents.push_back({"paged bs32, permuted blocks", paged[2], true});
-  if (sp.kind == OpKind::kFlashAttn) {
+  if (sp.kind == OpKind::kFlashAttn && sp.with_sdpa) {
     Op sdpa = op;
     sdpa.kind = OpKind::kSdpa;
     c->equivalents.push_back({"materialised sdpa", sdpa, false, tol});
@@ -318,6 +321,36 @@ void add_attention_cases(CaseList& cases) {
     specs.push_back(s);
     s = decode(128, 4, DType::Q8_0);
     s.kind = OpKind::kSdpa, s.paged_main = true;
+    specs.push_back(s);
+  }
+  {  // Long contexts: several KV tiles and split-K partitions (512 positions) per
+     // row, tiles spanning blocks, block sizes 16 and 64. The first is also the
+     // decode perf shape (8 sequences x ~1k context, 8 q / 2 kv heads, f16); a
+     // single long sequence has few work items, so threaded kernels split its
+     // keys (split-K); SDPA is left out where its cost would dominate the suite.
+    AttnSpec s = decode(128, 4, DType::F16);
+    s.n_query = std::vector<int>(8, 1);
+    s.kv_len = {1024, 1024, 1000, 1024, 1023, 1024, 777, 1024};
+    s.block_sizes = {16, 64}, s.with_sdpa = false, s.what = "long";
+    specs.push_back(s);
+    s = decode(128, 4, DType::F16);
+    s.n_query = {1}, s.kv_len = {3999}, s.block_sizes = {16, 64}, s.what = "long split-k";
+    specs.push_back(s);
+    s = decode(128, 2, DType::Q8_0);
+    s.n_query = {1, 1}, s.kv_len = {2600, 3333}, s.window = 1500, s.sinks = true;
+    s.block_sizes = {64, 16}, s.paged_main = true, s.what = "long window sinks";
+    specs.push_back(s);
+    s = prefill(128, 4, DType::F16);
+    s.n_query = {20, 1}, s.kv_len = {2048, 3000}, s.sinks = true, s.shuffle_tokens = true;
+    s.block_sizes = {16, 64}, s.with_sdpa = false, s.what = "long chunk after prefix";
+    specs.push_back(s);
+    s = prefill(128, 4, DType::F16);  // the prefill perf shape: a 512-token prompt
+    s.n_query = {512}, s.kv_len = {512}, s.paged_main = true, s.block_sizes = {16};
+    s.with_sdpa = false, s.what = "prompt 512";
+    specs.push_back(s);
+    s = prefill(80, 2, DType::F32);
+    s.n_query = {40}, s.kv_len = {2100}, s.softcap = 30.0f, s.window = 700;
+    s.block_sizes = {64, 16}, s.with_sdpa = false, s.what = "long window softcap";
     specs.push_back(s);
   }
   for (const AttnSpec& s : specs) cases.push_back(attention_case(s));

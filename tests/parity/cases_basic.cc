@@ -170,6 +170,17 @@ void add_mul_mat(CaseList& cases) {
     add_mul_mat_case(cases, dt, 512, 19, 7);
     add_mul_mat_case(cases, dt, 256, 16, 32);  // prefill-like batch
     add_mul_mat_case(cases, dt, 4096, 48, 3);  // long rows
+    // Decode at the width of a small model's layers (Gemma 3 270M: ffn
+    // gate / up [640 -> 2048], ffn down [2048 -> 640]).
+    if (bs == quant::kQKK) {
+      add_mul_mat_case(cases, dt, 2048, 640, 1);
+    } else {
+      add_mul_mat_case(cases, dt, 640, 2048, 1);
+    }
+  }
+  // Prefill-sized batches for the default model's weight types.
+  for (DType dt : {DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+    add_mul_mat_case(cases, dt, block_size(dt) == quant::kQKK ? 1024 : 640, 256, 64);
   }
   // Batch broadcast (GQA-style): weight batches shared by groups of inputs.
   for (DType dt : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_K}) {

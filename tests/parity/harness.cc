@@ -84,6 +84,7 @@ CaseList all_cases() {
   add_attention_cases(cases);
   add_recurrent_cases(cases);
   add_cache_cases(cases);
+  add_fused_cases(cases);
   for (auto& c : cases) c->snapshot();
   return cases;
 }
@@ -149,6 +150,34 @@ Status run_once(OpCase& c, Backend& b, const Op& op, Output* out) {
   return Status();
 }
 
+// Equivalents: their one op, or their steps in order.
+bool eq_supported(const Backend& b, const Equivalent& eq) {
+  if (eq.steps.empty()) return b.supports_op(eq.op);
+  for (const Op& op : eq.steps) {
+    if (!b.supports_op(op)) return false;
+  }
+  return true;
+}
+
+std::string eq_kernel_name(const Backend& b, const Equivalent& eq) {
+  if (eq.steps.empty()) return b.kernel_name(eq.op);
+  std::string names;
+  for (const Op& op : eq.steps) {
+    if (!names.empty()) names += '+';
+    names += b.kernel_name(op);
+  }
+  return names;
+}
+
+Status run_equivalent(OpCase& c, Backend& b, const Equivalent& eq, Output* out) {
+  if (eq.steps.empty()) return run_once(c, b, eq.op, out);
+  c.restore();
+  for (const Op& op : eq.steps) FOLIO_RETURN_IF_ERROR(b.run(op));
+  out->dst = copy_view(eq.op.dst);
+  out->dst2 = copy_view(eq.op.dst2);
+  return Status();
+}
+
 // Compares one output tensor; returns "" when it matches.
 std::string compare(const TensorView& t, const std::vector<uint8_t>& got,
                     const std::vector<uint8_t>& want, bool exact, double max_nmse, double* err) {
@@ -206,11 +235,12 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
   for (const auto& eq : c.equivalents) {
     Output got;
     std::string msg;
-    Status s = run_once(c, ref, eq.op, &got);
+    Status s = run_equivalent(c, ref, eq, &got);
     bool ok = s.ok() && check_outputs(c.op, got, want, eq.exact, eq.max_nmse, &msg);
     if (!s.ok()) msg = s.to_string();
     r.ok &= ok;
-    r.lines.push_back(fmt::format("{} [{}] {}: {}", ref.name(), ref.kernel_name(eq.op), eq.what, msg));
+    r.lines.push_back(
+        fmt::format("{} [{}] {}: {}", ref.name(), eq_kernel_name(ref, eq), eq.what, msg));
   }
   for (size_t i = 1; i < backends.size(); ++i) {
     Backend& b = *backends[i];
@@ -241,19 +271,20 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
     }
     // Equivalents must hold on every backend whose kernels for them differ.
     for (const auto& eq : c.equivalents) {
-      const std::string ekey = kname + "|" + b.kernel_name(eq.op) + "|" + eq.what;
-      if (seen_kernels.count(ekey) || !b.supports_op(eq.op)) continue;
+      const std::string ekey = kname + "|" + eq_kernel_name(b, eq) + "|" + eq.what;
+      if (seen_kernels.count(ekey) || !eq_supported(b, eq)) continue;
       seen_kernels.insert(ekey);
       if (main_out.dst.empty()) {
         if (Status s = run_once(c, b, c.op, &main_out); !s.ok()) continue;
       }
       Output got;
       std::string msg;
-      Status s = run_once(c, b, eq.op, &got);
+      Status s = run_equivalent(c, b, eq, &got);
       bool ok = s.ok() && check_outputs(c.op, got, main_out, eq.exact, eq.max_nmse, &msg);
       if (!s.ok()) msg = s.to_string();
       r.ok &= ok;
-      r.lines.push_back(fmt::format("{} [{}] {}: {}", b.name(), b.kernel_name(eq.op), eq.what, msg));
+      r.lines.push_back(
+          fmt::format("{} [{}] {}: {}", b.name(), eq_kernel_name(b, eq), eq.what, msg));
     }
   }
   return r;

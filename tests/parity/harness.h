@@ -6,7 +6,9 @@
 // kernel are run once), and outputs are compared by normalised mean squared
 // error, or exactly where the case promises bit-identity. A case may also carry *equivalent* ops that must
 // produce the same output on the same backend (paged vs contiguous flash
-// attention: exactly; flash attention vs materialised SDPA: within a bound).
+// attention: exactly; flash attention vs materialised SDPA: within a bound;
+// a fused decode op vs its unfused gather / plain op / scatter sequence:
+// exactly).
 // Perf mode times each variant and prints us/run, GFLOP/s and GB/s.
 #pragma once
 
@@ -28,6 +30,10 @@ struct Equivalent {
   Op op;                  // must give the main op's output (dst, and dst2 if any)
   bool exact = false;
   double max_nmse = 1e-7;
+  // Several ops standing for one (an unfused path: gather, plain op,
+  // scatter). When non-empty they run in order instead of `op`, whose dst /
+  // dst2 then only name the views the steps leave the outputs in.
+  std::vector<Op> steps;
 };
 
 class OpCase {
@@ -75,6 +81,7 @@ void add_basic_cases(CaseList& cases);      // cases_basic.cc
 void add_attention_cases(CaseList& cases);  // cases_attention.cc
 void add_recurrent_cases(CaseList& cases);  // cases_recurrent.cc
 void add_cache_cases(CaseList& cases);      // cases_cache.cc
+void add_fused_cases(CaseList& cases);      // cases_fused.cc
 CaseList all_cases();
 
 // Normalised MSE: sum (a - b)^2 / sum b^2 (b the reference); plain sum of

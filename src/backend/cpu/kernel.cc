@@ -42,6 +42,8 @@ const KernelTable& cpu_kernels() {
     register_ref_kernels_attention(t);
     register_ref_kernels_recurrent(t);
     register_ref_kernels_cache(t);
+    register_ref_kernels_fused(t);
+    register_scalar_kernels(t);
     register_avx2_kernels(t);
     register_avx512_kernels(t);
     return t;

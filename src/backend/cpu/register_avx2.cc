@@ -3,6 +3,7 @@
 // takes function addresses; `supports` accepts exactly what each kernel
 // handles (the validated op's dtypes and variants).
 #include "backend/cpu/avx2/kernels.h"
+#include "backend/cpu/avx2/recurrent_kernels.h"
 #include "backend/cpu/scalar/supports.h"
 
 namespace folio {
@@ -24,6 +25,14 @@ void register_avx2_kernels(KernelTable& t) {
       {"mul_mat.q4_0.avx2", "mul_mat_id.q4_0.avx2", mul_mat_weight_is<DType::Q4_0>},
       {"mul_mat.q4_K.avx2", "mul_mat_id.q4_K.avx2", mul_mat_weight_is<DType::Q4_K>},
       {"mul_mat.q6_K.avx2", "mul_mat_id.q6_K.avx2", mul_mat_weight_is<DType::Q6_K>},
+      {"mul_mat.q4_1.avx2", "mul_mat_id.q4_1.avx2", mul_mat_weight_is<DType::Q4_1>},
+      {"mul_mat.q5_0.avx2", "mul_mat_id.q5_0.avx2", mul_mat_weight_is<DType::Q5_0>},
+      {"mul_mat.q5_1.avx2", "mul_mat_id.q5_1.avx2", mul_mat_weight_is<DType::Q5_1>},
+      {"mul_mat.iq4_nl.avx2", "mul_mat_id.iq4_nl.avx2", mul_mat_weight_is<DType::IQ4_NL>},
+      {"mul_mat.q2_K.avx2", "mul_mat_id.q2_K.avx2", mul_mat_weight_is<DType::Q2_K>},
+      {"mul_mat.q3_K.avx2", "mul_mat_id.q3_K.avx2", mul_mat_weight_is<DType::Q3_K>},
+      {"mul_mat.q5_K.avx2", "mul_mat_id.q5_K.avx2", mul_mat_weight_is<DType::Q5_K>},
+      {"mul_mat.iq4_xs.avx2", "mul_mat_id.iq4_xs.avx2", mul_mat_weight_is<DType::IQ4_XS>},
   };
   for (const auto& w : weights) {
     t.add({OpKind::kMulMat, kTier, w.mul_mat, w.supports, mul_mat_avx2});
@@ -38,6 +47,11 @@ void register_avx2_kernels(KernelTable& t) {
   t.add({OpKind::kAddRmsNorm, kTier, "add_rms_norm.avx2", supports_add_rms_norm_simd,
          add_rms_norm_avx2});
   t.add({OpKind::kSoftMax, kTier, "soft_max.avx2", supports_soft_max_simd, soft_max_avx2});
+  t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.avx2", supports_gated_delta_net_avx2,
+         gated_delta_net_avx2});
+  t.add({OpKind::kGatedDeltaNetUpdate, kTier, "gated_delta_net_update.avx2",
+         supports_gated_delta_net_avx2, gated_delta_net_update_avx2});
+  t.add({OpKind::kFlashAttn, kTier, "flash_attn.avx2", nullptr, flash_attn_avx2});
 }
 
 }  // namespace folio

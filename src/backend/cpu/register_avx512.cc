@@ -4,6 +4,7 @@
 // validated op's dtypes and variants; the integer dot kernels also need
 // AVX512_VNNI, and without it the AVX2 kernels take over).
 #include "backend/cpu/avx512/kernels.h"
+#include "backend/cpu/avx512/recurrent_kernels.h"
 #include "backend/cpu/scalar/supports.h"
 #include "core/cpu_features.h"
 
@@ -35,6 +36,14 @@ void register_avx512_kernels(KernelTable& t) {
       {"mul_mat.q4_0.avx512", "mul_mat_id.q4_0.avx512", weight_is_with_vnni<DType::Q4_0>},
       {"mul_mat.q4_K.avx512", "mul_mat_id.q4_K.avx512", weight_is_with_vnni<DType::Q4_K>},
       {"mul_mat.q6_K.avx512", "mul_mat_id.q6_K.avx512", weight_is_with_vnni<DType::Q6_K>},
+      {"mul_mat.q4_1.avx512", "mul_mat_id.q4_1.avx512", weight_is_with_vnni<DType::Q4_1>},
+      {"mul_mat.q5_0.avx512", "mul_mat_id.q5_0.avx512", weight_is_with_vnni<DType::Q5_0>},
+      {"mul_mat.q5_1.avx512", "mul_mat_id.q5_1.avx512", weight_is_with_vnni<DType::Q5_1>},
+      {"mul_mat.iq4_nl.avx512", "mul_mat_id.iq4_nl.avx512", weight_is_with_vnni<DType::IQ4_NL>},
+      {"mul_mat.q2_K.avx512", "mul_mat_id.q2_K.avx512", weight_is_with_vnni<DType::Q2_K>},
+      {"mul_mat.q3_K.avx512", "mul_mat_id.q3_K.avx512", weight_is_with_vnni<DType::Q3_K>},
+      {"mul_mat.q5_K.avx512", "mul_mat_id.q5_K.avx512", weight_is_with_vnni<DType::Q5_K>},
+      {"mul_mat.iq4_xs.avx512", "mul_mat_id.iq4_xs.avx512", weight_is_with_vnni<DType::IQ4_XS>},
   };
   for (const auto& w : weights) {
     t.add({OpKind::kMulMat, kTier, w.mul_mat, w.supports, mul_mat_avx512});
@@ -49,6 +58,14 @@ void register_avx512_kernels(KernelTable& t) {
   t.add({OpKind::kAddRmsNorm, kTier, "add_rms_norm.avx512", supports_add_rms_norm_simd,
          add_rms_norm_avx512});
   t.add({OpKind::kSoftMax, kTier, "soft_max.avx512", supports_soft_max_simd, soft_max_avx512});
+  t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx512", supports_ssm_conv_avx512, ssm_conv_avx512});
+  t.add({OpKind::kSsmConvUpdate, kTier, "ssm_conv_update.avx512", supports_ssm_conv_update_avx512,
+         ssm_conv_update_avx512});
+  t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.avx512", supports_gated_delta_net_avx512,
+         gated_delta_net_avx512});
+  t.add({OpKind::kGatedDeltaNetUpdate, kTier, "gated_delta_net_update.avx512",
+         supports_gated_delta_net_avx512, gated_delta_net_update_avx512});
+  t.add({OpKind::kFlashAttn, kTier, "flash_attn.avx512", nullptr, flash_attn_avx512});
 }
 
 }  // namespace folio

@@ -9,9 +9,14 @@
 namespace folio::cpu {
 
 // mul_mat_float.cc / mul_mat_quant.cc: the tile spec for a weight type
-// (F32, F16, BF16 / Q8_0, Q4_0, Q4_K, Q6_K; CHECKs the type).
+// (F32, F16, BF16 / every quantized type below; CHECKs the type).
+// quant_mul_mat_spec_avx2 covers the 32-element blocks (Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1, IQ4_NL) and forwards the super-block types to
+// kquant_mul_mat_spec_avx2 (mul_mat_kquant.cc: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+// IQ4_XS).
 MatMulSpec float_mul_mat_spec_avx2(DType w);
 MatMulSpec quant_mul_mat_spec_avx2(DType w);
+MatMulSpec kquant_mul_mat_spec_avx2(DType w);
 
 // mul_mat.cc: every weight type above.
 Status mul_mat_avx2(const Op& op, const KernelContext& ctx);
@@ -35,5 +40,8 @@ Status add_rms_norm_avx2(const Op& op, const KernelContext& ctx);
 
 // softmax.cc
 Status soft_max_avx2(const Op& op, const KernelContext& ctx);
+
+// flash_attn.cc: every valid kFlashAttn op (tiles of scalar/flash_attn_tiled.h).
+Status flash_attn_avx2(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

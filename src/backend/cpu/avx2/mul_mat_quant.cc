@@ -1,30 +1,36 @@
-// AVX2 mul_mat for quantized weights x F32 activations.
+// AVX2 mul_mat for 32-element-block weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// IQ4_NL) x F32 activations; the super-block types are in mul_mat_kquant.cc.
 //
-// Activations are quantized once per op (mul_mat_tiled): to Q8_0 rows
-// (Q8Row32: int8 quants, f32 block scales, block sums) for Q8_0 / Q4_0
-// weights, to Q8_K super-blocks for Q4_K / Q6_K. Dot products run on
-// integers with vpmaddubsw (u8 x s8 -> pairs summed in i16) and vpmaddwd
-// (i16 x i16 -> pairs summed in i32); per-block scales are applied in f32.
+// Activations are quantized once per op (mul_mat_tiled) to Q8_0 rows
+// (Q8Row32: int8 quants, f32 block scales, exact i32 block sums). Each block
+// is one ymm of 32 weight codes against 32 activation quants: vpmaddubsw
+// (u8 x s8 -> pairs summed in i16), vpmaddwd with ones (-> i32), then one
+// f32 FMA with the product of the two block scales.
 //
-// Q8_0: one ymm per 32-element block. vpmaddubsw needs an unsigned operand
-//   and must not saturate, so it multiplies |w| by x carrying w's sign
-//   (vpsignb): |products| <= 127*127*2 < 2^15.
-// Q4_0: the nibbles (0..15) are the unsigned operand; the -8 offset is removed
-//   exactly by starting the block's i32 lanes at -8 * sum(x quants).
-// Q4_K: per 32-element group, vpmaddubsw of the nibbles with the Q8_K quants
-//   (<= 15*127*2), then vpmaddwd with the group's 6-bit scale, accumulated in
-//   i32 over the super-block; the mins enter once per super-block as
-//   dmin * sum_j m_j * (bsum[2j] + bsum[2j+1]).
-// Q6_K: 6-bit codes (0..63) from ql nibbles | qh bit pairs, vpmaddubsw
-//   (<= 63*127*2), vpmaddwd with the two int8 scales of the 32 elements;
-//   the -32 offset is removed once per super-block as 32 * sum_g sc_g * bsum_g.
-// Tile: 2 weight rows x 2 activation rows (the K-quant loops hold an i32 and
-// an f32 accumulator per pair plus the unpacked codes within 16 registers).
-// Integer sums are exact and each output's f32 accumulation order depends only
-// on K, never on the tile shape or the thread count.
+// Unsigned codes with an offset (the block value is d * (code - offset)):
+//   Q4_0 nibble, offset 8;  Q5_0 nibble | qh bit << 4, offset 16. The offset
+//   is removed exactly from every i16 pair sum by subtracting vpmaddubsw of
+//   the offset bytes with x (once per column, shared by the rows; both
+//   terms <= 31 * 127 * 2 < 2^15), so the lanes hold true partial dots and
+//   the f32 sum meets no large cancelling terms.
+// Codes with a minimum (value = d * code + m): Q4_1 nibble, Q5_1 nibble |
+//   qh bit << 4. The minimum adds m * dx * sum(x quants): the sum is the
+//   exact integer one, so this is as exact as a Q8_1 activation row (and
+//   more: Q8_1 rounds d * sum to f16).
+// Signed codes: Q8_0 quants, IQ4_NL levels from the 16-entry table by
+//   vpshufb. vpmaddubsw needs an unsigned operand and must not saturate, so
+//   it multiplies |w| by x carrying w's sign (vpsignb): |products| <=
+//   127 * 127 * 2 < 2^15.
+// The fifth bits (u32 qh) are spread to bytes by a byte shuffle (byte e
+// takes qh byte e / 8), a test of bit e % 8, and a mask of 0x10.
+// Tile: 2 weight rows x 2 activation rows (mul_mat_quant.h). Integer sums
+// are exact and each output's f32 accumulation order depends only on K,
+// never on the tile shape or the thread count.
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/avx2/kernels.h"
+#include "backend/cpu/avx2/mul_mat_quant.h"
 #include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
 #include "core/check.h"
@@ -34,37 +40,99 @@ namespace folio::cpu {
 
 namespace {
 
-using quant::BlockQ4_0;
-using quant::BlockQ4_K;
-using quant::BlockQ6_K;
-using quant::BlockQ8_0;
-using quant::BlockQ8_K;
+using avx2::kQuantTileCols;
+using avx2::kQuantTileRows;
+using avx2::store_tile;
 using quant::kQK;
-using quant::kQKK;
 
-constexpr int kTileRows = 2;
-constexpr int kTileCols = 2;
+// Per-format facts of the 32-element blocks: the block struct, the code
+// offset (0: none), whether a minimum m follows the scale, whether codes are
+// signed (then no offset).
+template <DType WT>
+struct Legacy;
+template <>
+struct Legacy<DType::Q8_0> {
+  using Block = quant::BlockQ8_0;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMin = false, kSigned = true;
+};
+template <>
+struct Legacy<DType::Q4_0> {
+  using Block = quant::BlockQ4_0;
+  static constexpr int kOffset = 8;
+  static constexpr bool kMin = false, kSigned = false;
+};
+template <>
+struct Legacy<DType::Q5_0> {
+  using Block = quant::BlockQ5_0;
+  static constexpr int kOffset = 16;
+  static constexpr bool kMin = false, kSigned = false;
+};
+template <>
+struct Legacy<DType::Q4_1> {
+  using Block = quant::BlockQ4_1;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMin = true, kSigned = false;
+};
+template <>
+struct Legacy<DType::Q5_1> {
+  using Block = quant::BlockQ5_1;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMin = true, kSigned = false;
+};
+template <>
+struct Legacy<DType::IQ4_NL> {
+  using Block = quant::BlockIQ4_NL;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMin = false, kSigned = true;
+};
 
-FOLIO_INLINE_AVX2 float half_to_float(const void* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
+// Elements 0-15: low nibbles of qs, 16-31: high nibbles.
+FOLIO_INLINE_AVX2 __m256i nibbles(const uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
 }
 
-template <int R, int C>
-FOLIO_INLINE_AVX2 void store_tile(__m256 (&acc)[R][C], float* out, size_t out_stride) {
-  for (int c = 0; c < C; ++c) {
-    float* o = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(out) + c * out_stride);
-    for (int r = 0; r < R; ++r) o[r] = avx2::hsum(acc[r][c]);
+// Byte e = 0x10 where bit e of the little-endian u32 at qh is set, else 0.
+FOLIO_INLINE_AVX2 __m256i fifth_bits(const uint8_t* qh) {
+  int32_t bits;
+  std::memcpy(&bits, qh, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(bits), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2,
+                                                2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit),
+                          _mm256_set1_epi8(0x10));
+}
+
+// f32(*h) in 8 lanes: a broadcast load of the f16 bits, one conversion.
+FOLIO_INLINE_AVX2 __m256 half_x8(const uint16_t* h) {
+  int16_t bits;
+  std::memcpy(&bits, h, 2);
+  return _mm256_cvtph_ps(_mm_set1_epi16(bits));
+}
+
+// The 32 codes of a block, element e in byte e (signed for Q8_0 / IQ4_NL).
+template <DType WT>
+FOLIO_INLINE_AVX2 __m256i legacy_codes(const typename Legacy<WT>::Block& blk) {
+  if constexpr (WT == DType::Q8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs));
+  } else if constexpr (WT == DType::IQ4_NL) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues)));
+    return _mm256_shuffle_epi8(table, nibbles(blk.qs));
+  } else if constexpr (WT == DType::Q5_0 || WT == DType::Q5_1) {
+    return _mm256_or_si256(nibbles(blk.qs), fifth_bits(blk.qh));
+  } else {
+    return nibbles(blk.qs);
   }
 }
-
-// ---------------------------------------------------------------- Q8_0, Q4_0
 
 template <DType WT, int R, int C>
 FOLIO_TARGET_AVX2 void legacy_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                    size_t x_stride, float* out, size_t out_stride) {
-  using Block = std::conditional_t<WT == DType::Q8_0, BlockQ8_0, BlockQ4_0>;
+  using L = Legacy<WT>;
+  using Block = typename L::Block;
   const int64_t nb = k / kQK;
   const Block* wr[R];
   Q8Row32 xr[C];
@@ -78,223 +146,49 @@ FOLIO_TARGET_AVX2 void legacy_tile(int64_t k, const void* w, size_t w_stride, co
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
   }
   const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     __m256i xq[C];
+    __m256 xd[C];     // dx x 8
+    __m256i xoff[C];  // offset * (x quant pair sums), i16
+    __m256 xm[C];     // dx * sum(x quants) in lane 0, for the minimum
     for (int c = 0; c < C; ++c) {
       xq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[c].qs + b * kQK));
+      xd[c] = _mm256_broadcast_ss(xr[c].d + b);
+      if constexpr (L::kOffset != 0) {
+        xoff[c] = _mm256_maddubs_epi16(_mm256_set1_epi8(L::kOffset), xq[c]);
+      }
+      if constexpr (L::kMin) {
+        xm[c] = _mm256_zextps128_ps256(_mm_set_ss(xr[c].d[b] * static_cast<float>(xr[c].sum[b])));
+      }
     }
     for (int r = 0; r < R; ++r) {
-      const float dw = half_to_float(&wr[r][b].d);
-      if constexpr (WT == DType::Q8_0) {
-        const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[r][b].qs));
+      const Block& blk = wr[r][b];
+      const __m256 dw = half_x8(&blk.d);
+      const __m256i wq = legacy_codes<WT>(blk);
+      if constexpr (L::kSigned) {
         const __m256i aw = _mm256_sign_epi8(wq, wq);
         for (int c = 0; c < C; ++c) {
           const __m256i dot =
               _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq[c], wq)), ones);
-          acc[r][c] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * xr[c].d[b]), acc[r][c]);
+          acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, xd[c]), acc[r][c]);
         }
       } else {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wr[r][b].qs));
-        // Elements 0-15: low nibbles, 16-31: high nibbles.
-        const __m256i wq = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
+        __m256 mw;
+        if constexpr (L::kMin) mw = half_x8(&blk.m);
         for (int c = 0; c < C; ++c) {
-          const __m256i corr = _mm256_zextsi128_si256(_mm_cvtsi32_si128(-8 * xr[c].sum[b]));
-          const __m256i dot =
-              _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wq, xq[c]), ones), corr);
-          acc[r][c] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * xr[c].d[b]), acc[r][c]);
+          __m256i pairs = _mm256_maddubs_epi16(wq, xq[c]);
+          if constexpr (L::kOffset != 0) pairs = _mm256_sub_epi16(pairs, xoff[c]);
+          const __m256i dot = _mm256_madd_epi16(pairs, ones);
+          acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, xd[c]), acc[r][c]);
+          if constexpr (L::kMin) {
+            acc[r][c] = _mm256_fmadd_ps(mw, xm[c], acc[r][c]);
+          }
         }
       }
     }
   }
   store_tile<R, C>(acc, out, out_stride);
 }
-
-// ---------------------------------------------------------------- Q4_K
-
-// The 8 six-bit scales and mins of a Q4_K super-block, as bytes (format
-// facts in quant/blocks.h: bytes 0-3 / 4-7 hold scales / mins 0-3 in their
-// low 6 bits and the top 2 bits of scales / mins 4-7; bytes 8-11 the low
-// nibbles of scales 4-7 and, above them, of mins 4-7).
-struct ScalesMins {
-  uint64_t scales;
-  uint64_t mins;
-};
-
-inline ScalesMins unpack_q4_k_scales(const uint8_t* s) {
-  uint32_t a, b, c;
-  std::memcpy(&a, s, 4);
-  std::memcpy(&b, s + 4, 4);
-  std::memcpy(&c, s + 8, 4);
-  const uint32_t sc_lo = a & 0x3F3F3F3F;
-  const uint32_t sc_hi = (c & 0x0F0F0F0F) | ((a >> 2) & 0x30303030);
-  const uint32_t mn_lo = b & 0x3F3F3F3F;
-  const uint32_t mn_hi = ((c >> 4) & 0x0F0F0F0F) | ((b >> 2) & 0x30303030);
-  return {static_cast<uint64_t>(sc_hi) << 32 | sc_lo, static_cast<uint64_t>(mn_hi) << 32 | mn_lo};
-}
-
-template <int R, int C>
-FOLIO_TARGET_AVX2 void q4_k_tile(int64_t k, const void* w, size_t w_stride, const void* x,
-                                 size_t x_stride, float* out, size_t out_stride) {
-  const int64_t nsb = k / kQKK;
-  const BlockQ4_K* wr[R];
-  const BlockQ8_K* xr[C];
-  for (int r = 0; r < R; ++r) {
-    wr[r] = reinterpret_cast<const BlockQ4_K*>(static_cast<const unsigned char*>(w) + r * w_stride);
-  }
-  for (int c = 0; c < C; ++c) {
-    xr[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const unsigned char*>(x) + c * x_stride);
-  }
-  __m256 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  }
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  for (int64_t sb = 0; sb < nsb; ++sb) {
-    __m256i isum[R][C];
-    uint8_t sc[R][8];
-    __m256i mins[R];  // 16 i16: m0, m0, m1, m1, ... (pairs meet the 16-element bsums)
-    for (int r = 0; r < R; ++r) {
-      const ScalesMins sm = unpack_q4_k_scales(wr[r][sb].scales);
-      std::memcpy(sc[r], &sm.scales, 8);
-      const __m128i m8 = _mm_cvtsi64_si128(static_cast<int64_t>(sm.mins));
-      mins[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-      for (int c = 0; c < C; ++c) isum[r][c] = _mm256_setzero_si256();
-    }
-    for (int j = 0; j < kQKK / 64; ++j) {
-      __m256i x0[C], x1[C];
-      for (int c = 0; c < C; ++c) {
-        x0[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[c][sb].qs + 64 * j));
-        x1[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[c][sb].qs + 64 * j + 32));
-      }
-      for (int r = 0; r < R; ++r) {
-        const __m256i q =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[r][sb].qs + 32 * j));
-        const __m256i lo = _mm256_and_si256(q, m4);                        // group 2j
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);  // group 2j+1
-        const __m256i s0 = _mm256_set1_epi16(sc[r][2 * j]);
-        const __m256i s1 = _mm256_set1_epi16(sc[r][2 * j + 1]);
-        for (int c = 0; c < C; ++c) {
-          const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0[c]), s0);
-          const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1[c]), s1);
-          isum[r][c] = _mm256_add_epi32(isum[r][c], _mm256_add_epi32(p0, p1));
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      const float d = half_to_float(&wr[r][sb].d);
-      const float dmin = half_to_float(&wr[r][sb].dmin);
-      for (int c = 0; c < C; ++c) {
-        const float dx = xr[c][sb].d;
-        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[c][sb].bsums));
-        const __m256i msum = _mm256_madd_epi16(mins[r], bsums);
-        acc[r][c] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][c]), _mm256_set1_ps(d * dx), acc[r][c]);
-        acc[r][c] =
-            _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * dx), acc[r][c]);
-      }
-    }
-  }
-  store_tile<R, C>(acc, out, out_stride);
-}
-
-// ---------------------------------------------------------------- Q6_K
-
-// Codes of quarter Q (elements 32Q .. 32Q+31) of a 128-element half: low 4
-// bits from ql (bytes 0-31 for even Q, 32-63 for odd; low nibble for Q < 2),
-// bits 4-5 from qh bit pair Q moved to bits 4-5.
-template <int Q>
-FOLIO_INLINE_AVX2 __m256i q6_codes(const uint8_t* ql, __m256i qh) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i m30 = _mm256_set1_epi8(0x30);
-  const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32 * (Q & 1)));
-  const __m256i low =
-      Q < 2 ? _mm256_and_si256(l, m4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), m4);
-  __m256i high;
-  if constexpr (Q == 0) high = _mm256_slli_epi16(qh, 4);
-  if constexpr (Q == 1) high = _mm256_slli_epi16(qh, 2);
-  if constexpr (Q == 2) high = qh;
-  if constexpr (Q == 3) high = _mm256_srli_epi16(qh, 2);
-  return _mm256_or_si256(low, _mm256_and_si256(high, m30));
-}
-
-template <int Q, int R, int C>
-FOLIO_INLINE_AVX2 void q6_quarter(const BlockQ6_K* const (&wr)[R], const BlockQ8_K* const (&xr)[C],
-                                  int64_t sb, int h, __m256i (&isum)[R][C]) {
-  __m256i xq[C];
-  for (int c = 0; c < C; ++c) {
-    xq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[c][sb].qs + 128 * h + 32 * Q));
-  }
-  for (int r = 0; r < R; ++r) {
-    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[r][sb].qh + 32 * h));
-    const __m256i q = q6_codes<Q>(wr[r][sb].ql + 64 * h, qh);
-    // i16 lanes 0-7 hold elements 0-15 (group g), lanes 8-15 group g+1.
-    const int g = 8 * h + 2 * Q;
-    const __m256i s = _mm256_set_m128i(_mm_set1_epi16(wr[r][sb].scales[g + 1]),
-                                       _mm_set1_epi16(wr[r][sb].scales[g]));
-    for (int c = 0; c < C; ++c) {
-      isum[r][c] =
-          _mm256_add_epi32(isum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(q, xq[c]), s));
-    }
-  }
-}
-
-template <int R, int C>
-FOLIO_TARGET_AVX2 void q6_k_tile(int64_t k, const void* w, size_t w_stride, const void* x,
-                                 size_t x_stride, float* out, size_t out_stride) {
-  const int64_t nsb = k / kQKK;
-  const BlockQ6_K* wr[R];
-  const BlockQ8_K* xr[C];
-  for (int r = 0; r < R; ++r) {
-    wr[r] = reinterpret_cast<const BlockQ6_K*>(static_cast<const unsigned char*>(w) + r * w_stride);
-  }
-  for (int c = 0; c < C; ++c) {
-    xr[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const unsigned char*>(x) + c * x_stride);
-  }
-  __m256 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  }
-  for (int64_t sb = 0; sb < nsb; ++sb) {
-    __m256i isum[R][C];
-    for (int r = 0; r < R; ++r) {
-      for (int c = 0; c < C; ++c) isum[r][c] = _mm256_setzero_si256();
-    }
-    for (int h = 0; h < 2; ++h) {
-      q6_quarter<0>(wr, xr, sb, h, isum);
-      q6_quarter<1>(wr, xr, sb, h, isum);
-      q6_quarter<2>(wr, xr, sb, h, isum);
-      q6_quarter<3>(wr, xr, sb, h, isum);
-    }
-    for (int r = 0; r < R; ++r) {
-      const float d = half_to_float(&wr[r][sb].d);
-      const __m256i scales =
-          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wr[r][sb].scales)));
-      for (int c = 0; c < C; ++c) {
-        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[c][sb].bsums));
-        const __m256i off =
-            _mm256_slli_epi32(_mm256_madd_epi16(scales, bsums), 5);  // 32 * sc * bsum
-        const __m256i dot = _mm256_sub_epi32(isum[r][c], off);
-        acc[r][c] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * xr[c][sb].d), acc[r][c]);
-      }
-    }
-  }
-  store_tile<R, C>(acc, out, out_stride);
-}
-
-// ---------------------------------------------------------------- dispatch
-
-#define FOLIO_TILE_FN(NAME, TILE)                                                               \
-  FOLIO_TARGET_AVX2 void NAME(int64_t k, const void* w, size_t w_stride, int nr, const void* x, \
-                              size_t x_stride, int nc, float* out, size_t out_stride) {         \
-    using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);     \
-    static constexpr Fn kTable[kTileRows][kTileCols] = {{TILE<1, 1>, TILE<1, 2>},               \
-                                                        {TILE<2, 1>, TILE<2, 2>}};              \
-    kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);                       \
-  }
 
 template <int R, int C>
 FOLIO_TARGET_AVX2 void q8_0_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
@@ -306,31 +200,57 @@ FOLIO_TARGET_AVX2 void q4_0_tile(int64_t k, const void* w, size_t ws, const void
                                  float* out, size_t os) {
   legacy_tile<DType::Q4_0, R, C>(k, w, ws, x, xs, out, os);
 }
+template <int R, int C>
+FOLIO_TARGET_AVX2 void q4_1_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
+                                 float* out, size_t os) {
+  legacy_tile<DType::Q4_1, R, C>(k, w, ws, x, xs, out, os);
+}
+template <int R, int C>
+FOLIO_TARGET_AVX2 void q5_0_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
+                                 float* out, size_t os) {
+  legacy_tile<DType::Q5_0, R, C>(k, w, ws, x, xs, out, os);
+}
+template <int R, int C>
+FOLIO_TARGET_AVX2 void q5_1_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
+                                 float* out, size_t os) {
+  legacy_tile<DType::Q5_1, R, C>(k, w, ws, x, xs, out, os);
+}
+template <int R, int C>
+FOLIO_TARGET_AVX2 void iq4_nl_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
+                                   float* out, size_t os) {
+  legacy_tile<DType::IQ4_NL, R, C>(k, w, ws, x, xs, out, os);
+}
 
-FOLIO_TILE_FN(q8_0_tile_any, q8_0_tile)
-FOLIO_TILE_FN(q4_0_tile_any, q4_0_tile)
-FOLIO_TILE_FN(q4_k_tile_any, q4_k_tile)
-FOLIO_TILE_FN(q6_k_tile_any, q6_k_tile)
+FOLIO_AVX2_QUANT_TILE_FN(q8_0_tile_any, q8_0_tile)
+FOLIO_AVX2_QUANT_TILE_FN(q4_0_tile_any, q4_0_tile)
+FOLIO_AVX2_QUANT_TILE_FN(q4_1_tile_any, q4_1_tile)
+FOLIO_AVX2_QUANT_TILE_FN(q5_0_tile_any, q5_0_tile)
+FOLIO_AVX2_QUANT_TILE_FN(q5_1_tile_any, q5_1_tile)
+FOLIO_AVX2_QUANT_TILE_FN(iq4_nl_tile_any, iq4_nl_tile)
 
-#undef FOLIO_TILE_FN
+MatMulSpec legacy_spec(DotTileFn tile) {
+  return {ActFormat::kQ8_0, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_0_avx2};
+}
 
 }  // namespace
 
 MatMulSpec quant_mul_mat_spec_avx2(DType w) {
   switch (w) {
     case DType::Q8_0:
-      return {ActFormat::kQ8_0, kTileRows, kTileCols, &q8_0_tile_any, &quantize_act_q8_0_avx2};
+      return legacy_spec(&q8_0_tile_any);
     case DType::Q4_0:
-      return {ActFormat::kQ8_0, kTileRows, kTileCols, &q4_0_tile_any, &quantize_act_q8_0_avx2};
-    case DType::Q4_K:
-      return {ActFormat::kQ8_K, kTileRows, kTileCols, &q4_k_tile_any, &quantize_act_q8_k_avx2};
-    case DType::Q6_K:
-      return {ActFormat::kQ8_K, kTileRows, kTileCols, &q6_k_tile_any, &quantize_act_q8_k_avx2};
+      return legacy_spec(&q4_0_tile_any);
+    case DType::Q4_1:
+      return legacy_spec(&q4_1_tile_any);
+    case DType::Q5_0:
+      return legacy_spec(&q5_0_tile_any);
+    case DType::Q5_1:
+      return legacy_spec(&q5_1_tile_any);
+    case DType::IQ4_NL:
+      return legacy_spec(&iq4_nl_tile_any);
     default:
-      break;
+      return kquant_mul_mat_spec_avx2(w);
   }
-  FOLIO_CHECK_MSG(false, "no avx2 quantized mul_mat tile for {}", dtype_name(w));
-  return {};
 }
 
 }  // namespace folio::cpu

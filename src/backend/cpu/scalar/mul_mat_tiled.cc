@@ -21,6 +21,32 @@ constexpr size_t kActBlockBytes = 256 * 1024;
 // Below this many multiply-adds an op runs on the calling thread only.
 constexpr double kMinParallelMacs = 1 << 18;
 
+// run_range for a lambda of any size without a heap allocation per call:
+// std::function stores a callable holding one reference in place, while a
+// [&] lambda naming many locals would be copied to the heap.
+template <typename Fn>
+void run_range_ref(const KernelContext& ctx, int64_t n, bool parallel, const Fn& fn) {
+  run_range(ctx, n, parallel, [&fn](int64_t begin, int64_t end) { fn(begin, end); });
+}
+
+// Scratch kept per calling thread and grown on demand, so that the small
+// ops of a decode step (run back to back on one thread) reuse their buffers
+// instead of allocating on every call. Slot 0: converted activation rows;
+// slot 1: mul_mat_id's expert-ordered outputs. nullptr when allocation fails.
+void* thread_scratch(int slot, size_t bytes) {
+  thread_local AlignedPtr buffers[2];
+  thread_local size_t capacity[2] = {0, 0};
+  if (capacity[slot] < bytes) {
+    buffers[slot].reset();
+    capacity[slot] = 0;
+    AlignedPtr p = aligned_alloc_bytes(bytes);
+    if (p == nullptr) return nullptr;
+    buffers[slot] = std::move(p);
+    capacity[slot] = bytes;
+  }
+  return buffers[slot].get();
+}
+
 // Converts src (k floats) into `spec.act` at dst: the tier's quantizer when it
 // has one, else the reference; kF32 rows are copied.
 void convert_row(const MatMulSpec& spec, const float* src, void* dst, int64_t k) {
@@ -96,18 +122,19 @@ Status mul_mat_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& s
 
   // 1. Activations in the tile's format. Converted row (i1, i2, i3) lives at
   //    scratch + ((i3 * b2 + i2) * m + i1) * x_row_bytes.
-  AlignedPtr scratch;
+  unsigned char* scratch = nullptr;
   size_t x_row_bytes = x.nb[1];
   if (spec.act != ActFormat::kF32) {
     x_row_bytes = act_row_bytes(spec.act, k);
     const int64_t rows = m * b2 * b3;
-    scratch = aligned_alloc_bytes(x_row_bytes * static_cast<size_t>(rows));
+    scratch =
+        static_cast<unsigned char*>(thread_scratch(0, x_row_bytes * static_cast<size_t>(rows)));
     if (scratch == nullptr) {
       return resource_exhausted("mul_mat: cannot allocate {} bytes of activation scratch",
                                 x_row_bytes * static_cast<size_t>(rows));
     }
-    auto* base = static_cast<unsigned char*>(scratch.get());
-    run_range(ctx, rows, parallel, [&](int64_t begin, int64_t end) {
+    unsigned char* base = scratch;
+    run_range_ref(ctx, rows, parallel, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const int64_t i1 = r % m, i2 = (r / m) % b2, i3 = r / (m * b2);
         convert_row(spec, x.row<const float>(i1, i2, i3), base + r * x_row_bytes, k);
@@ -116,8 +143,7 @@ Status mul_mat_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& s
   }
   auto x_row = [&](int64_t i1, int64_t i2, int64_t i3) -> const unsigned char* {
     if (spec.act == ActFormat::kF32) return x.row<const unsigned char>(i1, i2, i3);
-    return static_cast<const unsigned char*>(scratch.get()) +
-           ((i3 * b2 + i2) * m + i1) * static_cast<int64_t>(x_row_bytes);
+    return scratch + ((i3 * b2 + i2) * m + i1) * static_cast<int64_t>(x_row_bytes);
   };
 
   // 2. Tiles. Work item t = batch * n_tiles + row tile.
@@ -125,7 +151,7 @@ Status mul_mat_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& s
   const int64_t n_tiles = (n + tr - 1) / tr;
   const int64_t m_block =
       m_block_rows(spec, spec.act == ActFormat::kF32 ? static_cast<size_t>(k) * 4 : x_row_bytes);
-  run_range(ctx, b2 * b3 * n_tiles, parallel, [&](int64_t begin, int64_t end) {
+  run_range_ref(ctx, b2 * b3 * n_tiles, parallel, [&](int64_t begin, int64_t end) {
     int64_t t = begin;
     while (t < end) {
       const int64_t batch = t / n_tiles;
@@ -165,11 +191,19 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
     return invalid_argument("mul_mat_id: experts, input, ids and dst must be at most 3-D: {}",
                             op.describe());
   }
+  // Index vectors reused across calls. Lambdas below run on pool threads:
+  // they must see the caller's vectors through these references, never name
+  // a thread_local themselves.
+  thread_local std::vector<int64_t> tl_first, tl_order, tl_next, tl_experts;
+  std::vector<int64_t>& first = tl_first;
+  std::vector<int64_t>& order = tl_order;
+  std::vector<int64_t>& next = tl_next;
+  std::vector<int64_t>& experts = tl_experts;
   // Pairs p = (u, t) grouped by expert, in (t, u) order within an expert:
   // slot s of the grouped order holds pair order[s]; expert e owns slots
   // [first[e], first[e + 1]). Ids are checked before anything is written.
-  std::vector<int64_t> first(static_cast<size_t>(n_exp) + 1, 0),
-      order(static_cast<size_t>(n_pairs));
+  first.assign(static_cast<size_t>(n_exp) + 1, 0);
+  order.resize(static_cast<size_t>(n_pairs));
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t u = 0; u < n_used; ++u) {
       const int32_t e = *ids.at<const int32_t>(u, t);
@@ -182,7 +216,7 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
   }
   for (int64_t e = 0; e < n_exp; ++e) first[e + 1] += first[e];
   {
-    std::vector<int64_t> next(first.begin(), first.end() - 1);
+    next.assign(first.begin(), first.end() - 1);
     for (int64_t t = 0; t < n_tok; ++t) {
       for (int64_t u = 0; u < n_used; ++u)
         order[next[*ids.at<const int32_t>(u, t)]++] = t * n_used + u;
@@ -198,15 +232,14 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
                                                          : act_row_bytes(spec.act, k);
   const size_t y_row_bytes = static_cast<size_t>(n) * 4;
   const size_t bytes = x_row_bytes * static_cast<size_t>(n_pairs);
-  AlignedPtr xs = aligned_alloc_bytes(bytes);
-  AlignedPtr ys = aligned_alloc_bytes(y_row_bytes * static_cast<size_t>(n_pairs));
-  if (xs == nullptr || ys == nullptr) {
+  auto* xb = static_cast<unsigned char*>(thread_scratch(0, bytes));
+  auto* yb =
+      static_cast<unsigned char*>(thread_scratch(1, y_row_bytes * static_cast<size_t>(n_pairs)));
+  if (xb == nullptr || yb == nullptr) {
     return resource_exhausted("mul_mat_id: cannot allocate {} bytes of scratch",
                               bytes + y_row_bytes * static_cast<size_t>(n_pairs));
   }
-  auto* xb = static_cast<unsigned char*>(xs.get());
-  auto* yb = static_cast<unsigned char*>(ys.get());
-  run_range(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
+  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
     for (int64_t s = begin; s < end; ++s) {
       const int64_t u = order[s] % n_used, t = order[s] / n_used;
       convert_row(spec, x.row<const float>(u % x1, t), xb + s * x_row_bytes, k);
@@ -216,31 +249,32 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
   // 2. Work items: (expert, row tile) for the experts in use.
   const int tr = spec.tile_rows, tc = spec.tile_cols;
   const int64_t n_tiles = (n + tr - 1) / tr;
-  std::vector<int64_t> experts;
+  experts.clear();
   for (int64_t e = 0; e < n_exp; ++e) {
     if (first[e + 1] > first[e]) experts.push_back(e);
   }
   const int64_t m_block = m_block_rows(spec, x_row_bytes);
-  run_range(ctx, static_cast<int64_t>(experts.size()) * n_tiles, parallel,
-            [&](int64_t begin, int64_t end) {
-              for (int64_t item = begin; item < end; ++item) {
-                const int64_t e = experts[item / n_tiles], n0 = (item % n_tiles) * tr;
-                const int nr = static_cast<int>(std::min<int64_t>(tr, n - n0));
-                const unsigned char* w_rows =
-                    static_cast<const unsigned char*>(w.data) + e * w.nb[2] + n0 * w.nb[1];
-                for (int64_t m0 = first[e]; m0 < first[e + 1]; m0 += m_block) {
-                  const int64_t m1 = std::min(first[e + 1], m0 + m_block);
-                  for (int64_t c0 = m0; c0 < m1; c0 += tc) {
-                    const int nc = static_cast<int>(std::min<int64_t>(tc, m1 - c0));
-                    spec.tile(k, w_rows, w.nb[1], nr, xb + c0 * x_row_bytes, x_row_bytes, nc,
-                              reinterpret_cast<float*>(yb + c0 * y_row_bytes) + n0, y_row_bytes);
+  run_range_ref(ctx, static_cast<int64_t>(experts.size()) * n_tiles, parallel,
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t item = begin; item < end; ++item) {
+                    const int64_t e = experts[item / n_tiles], n0 = (item % n_tiles) * tr;
+                    const int nr = static_cast<int>(std::min<int64_t>(tr, n - n0));
+                    const unsigned char* w_rows =
+                        static_cast<const unsigned char*>(w.data) + e * w.nb[2] + n0 * w.nb[1];
+                    for (int64_t m0 = first[e]; m0 < first[e + 1]; m0 += m_block) {
+                      const int64_t m1 = std::min(first[e + 1], m0 + m_block);
+                      for (int64_t c0 = m0; c0 < m1; c0 += tc) {
+                        const int nc = static_cast<int>(std::min<int64_t>(tc, m1 - c0));
+                        spec.tile(k, w_rows, w.nb[1], nr, xb + c0 * x_row_bytes, x_row_bytes, nc,
+                                  reinterpret_cast<float*>(yb + c0 * y_row_bytes) + n0,
+                                  y_row_bytes);
+                      }
+                    }
                   }
-                }
-              }
-            });
+                });
 
   // 3. Scatter the slot-ordered outputs to dst[:, u, t].
-  run_range(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
+  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
     for (int64_t s = begin; s < end; ++s) {
       const int64_t u = order[s] % n_used, t = order[s] / n_used;
       std::memcpy(y.row<float>(u, t), yb + s * y_row_bytes, y_row_bytes);

@@ -9,7 +9,9 @@
 //    (ActFormat): kept as F32, or quantized row by row to Q8_0 (legacy
 //    weights) or Q8_K (K-quants) exactly as the reference quantizers do
 //    (the tier may supply a SIMD quantizer with the same output bytes).
-//    Rows are independent, so this step is parallel too.
+//    Rows are independent, so this step is parallel too. Converted rows
+//    live in a per-thread scratch buffer that only grows, so the many small
+//    ops of a decode step allocate nothing.
 // 2. The output is cut into tiles of `tile_rows` weight rows x `tile_cols`
 //    activation rows. Work items are (batch, row tile) pairs; the thread pool
 //    splits them into contiguous chunks. Within a chunk, activation rows are

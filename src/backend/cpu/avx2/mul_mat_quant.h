@@ -1,0 +1,59 @@
+// Helpers shared by the AVX2 quantized mul_mat tile files: mul_mat_quant.cc
+// (32-element blocks x Q8_0 activation rows) and mul_mat_kquant.cc
+// (256-element super-blocks x Q8_K activations). Both use the same tile
+// shape and the same dispatch from a (rows, columns) remainder to a template
+// instance. Everything is `static inline` with the AVX2 target attribute.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/avx2/simd.h"
+
+namespace folio::cpu::avx2 {
+
+// Weight rows x activation rows per tile: each (row, column) pair holds an
+// i32 and an f32 accumulator, and the unpacked codes of a row are shared by
+// both columns, within the 16 ymm registers.
+inline constexpr int kQuantTileRows = 2;
+inline constexpr int kQuantTileCols = 2;
+
+FOLIO_INLINE_AVX2 float half_to_float(const void* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// out(r, c) = sum of the 8 lanes of acc[r][c].
+template <int R, int C>
+FOLIO_INLINE_AVX2 void store_tile(__m256 (&acc)[R][C], float* out, size_t out_stride) {
+  for (int c = 0; c < C; ++c) {
+    float* o = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(out) + c * out_stride);
+    for (int r = 0; r < R; ++r) o[r] = hsum(acc[r][c]);
+  }
+}
+
+// Lanes 0-7 (i16) = bytes[2q], lanes 8-15 = bytes[2q + 1], sign- or
+// zero-extended, where `bytes` holds 16 per-group values in both 128-bit
+// lanes: the scales of the two 16-element groups one 32-byte quarter spans.
+template <int Q, bool kSigned>
+FOLIO_INLINE_AVX2 __m256i scale_pair(__m256i bytes) {
+  const __m256i ctl = _mm256_set_m128i(_mm_set1_epi8(static_cast<char>(2 * Q + 1)),
+                                       _mm_set1_epi8(static_cast<char>(2 * Q)));
+  const __m256i twice = _mm256_shuffle_epi8(bytes, ctl);  // each i16 = b | b << 8
+  return kSigned ? _mm256_srai_epi16(twice, 8) : _mm256_srli_epi16(twice, 8);
+}
+
+}  // namespace folio::cpu::avx2
+
+// Defines NAME as a DotTileFn that runs TILE<nr, nc>.
+#define FOLIO_AVX2_QUANT_TILE_FN(NAME, TILE)                                                    \
+  FOLIO_TARGET_AVX2 void NAME(int64_t k, const void* w, size_t w_stride, int nr, const void* x, \
+                              size_t x_stride, int nc, float* out, size_t out_stride) {         \
+    using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);     \
+    static constexpr Fn kTable[2][2] = {{TILE<1, 1>, TILE<1, 2>}, {TILE<2, 1>, TILE<2, 2>}};    \
+    static_assert(::folio::cpu::avx2::kQuantTileRows == 2 &&                                    \
+                  ::folio::cpu::avx2::kQuantTileCols == 2);                                     \
+    kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);                       \
+  }

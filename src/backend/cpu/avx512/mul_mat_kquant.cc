@@ -1,0 +1,472 @@
+// AVX-512 + VNNI mul_mat for 256-element super-block weights (Q2_K, Q3_K,
+// Q4_K, Q5_K, Q6_K, IQ4_XS) x F32 activations quantized once per op to Q8_K
+// super-blocks (mul_mat_tiled: int8 quants, f32 scale, i16 sums of 16).
+// A 64-element chunk of unsigned weight codes meets 64 contiguous Q8_K
+// quants: vpmaddubsw (pairs summed in i16, never saturating: codes <= 63
+// give <= 63 * 127 * 2), then vpdpwssd with the group scales spread to the
+// i16 lanes by vpermw, accumulated exactly in i32 over the super-block; one
+// f32 FMA per super-block applies d * dx. Offsets and minimums are integer
+// sums of scale * bsum, once per super-block.
+//
+// Q4_K / Q5_K: 32 nibble bytes (low = group 2j, high = group 2j+1); Q5_K
+//   adds 16 where the group's qh bit is set (vptestmb against [1 << 2j,
+//   1 << 2j+1] per 256-bit half, then a byte-masked add). Mins: dmin *
+//   sum_j m_j * (bsum[2j] + bsum[2j+1]).
+// Q6_K: 6-bit codes (0..63) from ql nibbles and qh bit pairs (variable
+//   shifts per 256-bit half); -32 offset: 32 * sum_g scale_g * bsum_g.
+// Q2_K: 2-bit codes: the 32 qs bytes of a 128-element half hold quarter Q at
+//   bits 2Q (variable shifts per 256-bit half); 4-bit scale and min per 16
+//   elements; mins: dmin * sum_g m_g * bsum_g.
+// Q3_K: Q2_K's codes plus 4 where the hmask bit of the quarter is set (code
+//   0..7, offset 4); signed 6-bit scales; offset: 4 * sum_g sc_g * bsum_g.
+// IQ4_XS: signed levels of kIQ4NLValues by vpshufb; vpmaddubsw takes |w|
+//   and x negated where w < 0 (a byte-masked subtract from zero):
+//   |products| <= 127 * 127 * 2; signed 6-bit scale per 32 elements.
+// Tile: 4 weight rows x 2 activation rows. Integer sums are exact and each
+// output's f32 accumulation order depends only on K, never on the tile shape
+// or the thread count.
+#include <cstring>
+#include <type_traits>
+
+#include "backend/cpu/avx512/kernels.h"
+#include "backend/cpu/avx512/mul_mat_quant.h"
+#include "backend/cpu/avx512/simd.h"
+#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "core/check.h"
+#include "core/target.h"
+#include "quant/blocks.h"
+
+namespace folio::cpu {
+
+namespace {
+
+using avx512::half_to_float;
+using avx512::kQuantTileCols;
+using avx512::kQuantTileRows;
+using avx512::pair_epi8;
+using avx512::store_tile;
+using quant::BlockIQ4_XS;
+using quant::BlockQ2_K;
+using quant::BlockQ3_K;
+using quant::BlockQ4_K;
+using quant::BlockQ5_K;
+using quant::BlockQ6_K;
+using quant::BlockQ8_K;
+using quant::kQKK;
+
+FOLIO_INLINE_AVX512 __m256i load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+// 32 bytes in both 256-bit halves.
+FOLIO_INLINE_AVX512 __m512i load256_twice(const void* p) {
+  return _mm512_broadcast_i64x4(load256(p));
+}
+
+FOLIO_INLINE_AVX512 __m256i bsums_of(const BlockQ8_K& xb) {
+  return load256(xb.bsums);
+}
+
+// i16 lane L of a chunk's vpmaddubsw output holds elements 2L, 2L+1 of the
+// 64: the 16-element group `first + L / 8`.
+FOLIO_INLINE_AVX512 __m512i group16_index(int first) {
+  const __m512i lane = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17,
+                                        16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  return _mm512_add_epi16(_mm512_srli_epi16(lane, 3),
+                          _mm512_set1_epi16(static_cast<int16_t>(first)));
+}
+
+// i16 lanes 0-15 take group `first` (of 32 elements), lanes 16-31 group first+1.
+FOLIO_INLINE_AVX512 __m512i group32_index(int first) {
+  return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(first)),
+                            _mm256_set1_epi16(static_cast<int16_t>(first + 1)), 1);
+}
+
+// ---------------------------------------------------------------- Q4_K, Q5_K
+
+// The 8 six-bit scales and mins of a Q4_K / Q5_K super-block, as bytes
+// (format facts in quant/blocks.h: bytes 0-3 / 4-7 hold scales / mins 0-3 in
+// their low 6 bits and the top 2 bits of scales / mins 4-7; bytes 8-11 the
+// low nibbles of scales 4-7 and, above them, of mins 4-7).
+struct ScalesMins {
+  uint64_t scales;
+  uint64_t mins;
+};
+
+FOLIO_INLINE_AVX512 ScalesMins unpack_k4_scales(const uint8_t* s) {
+  uint32_t a, b, c;
+  std::memcpy(&a, s, 4);
+  std::memcpy(&b, s + 4, 4);
+  std::memcpy(&c, s + 8, 4);
+  const uint32_t sc_lo = a & 0x3F3F3F3F;
+  const uint32_t sc_hi = (c & 0x0F0F0F0F) | ((a >> 2) & 0x30303030);
+  const uint32_t mn_lo = b & 0x3F3F3F3F;
+  const uint32_t mn_hi = ((c >> 4) & 0x0F0F0F0F) | ((b >> 2) & 0x30303030);
+  return {static_cast<uint64_t>(sc_hi) << 32 | sc_lo, static_cast<uint64_t>(mn_hi) << 32 | mn_lo};
+}
+
+template <bool kQ5, int R, int C>
+FOLIO_TARGET_AVX512 void q45_k_tile(int64_t k, const void* w, size_t w_stride, const void* x,
+                                    size_t x_stride, float* out, size_t out_stride) {
+  using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
+  const int64_t nsb = k / kQKK;
+  const Block* wr[R];
+  const BlockQ8_K* xr[C];
+  for (int r = 0; r < R; ++r) {
+    wr[r] = reinterpret_cast<const Block*>(static_cast<const unsigned char*>(w) + r * w_stride);
+  }
+  for (int c = 0; c < C; ++c) {
+    xr[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const unsigned char*>(x) + c * x_stride);
+  }
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    __m512i isum[R][C];
+    __m512i scales[R];  // 8 group scales as i16 in lanes 0-7
+    __m256i mins[R];    // 16 i16: m0, m0, m1, m1, ... (pairs meet the 16-element bsums)
+    for (int r = 0; r < R; ++r) {
+      const ScalesMins sm = unpack_k4_scales(wr[r][sb].scales);
+      scales[r] = _mm512_castsi128_si512(
+          _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sm.scales))));
+      const __m128i m8 = _mm_cvtsi64_si128(static_cast<int64_t>(sm.mins));
+      mins[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+      for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
+    }
+    for (int j = 0; j < kQKK / 64; ++j) {
+      const __m512i idx = group32_index(2 * j);
+      const __m512i bits = pair_epi8(1 << (2 * j), 1 << (2 * j + 1));
+      __m512i xq[C];
+      for (int c = 0; c < C; ++c) xq[c] = _mm512_loadu_si512(xr[c][sb].qs + 64 * j);
+      for (int r = 0; r < R; ++r) {
+        // [low nibbles | high nibbles] of the same 32 bytes.
+        const __m512i q = load256_twice(wr[r][sb].qs + 32 * j);
+        __m512i wq = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xFFFF0000, q, 4), m4);
+        if constexpr (kQ5) {
+          const __mmask64 fifth = _mm512_test_epi8_mask(load256_twice(wr[r][sb].qh), bits);
+          wq = _mm512_mask_add_epi8(wq, fifth, wq, _mm512_set1_epi8(16));
+        }
+        const __m512i s = _mm512_permutexvar_epi16(idx, scales[r]);
+        for (int c = 0; c < C; ++c) {
+          isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], _mm512_maddubs_epi16(wq, xq[c]), s);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const float d = half_to_float(&wr[r][sb].d);
+      const float dmin = half_to_float(&wr[r][sb].dmin);
+      for (int c = 0; c < C; ++c) {
+        const float dx = xr[c][sb].d;
+        const __m512i msum =
+            _mm512_zextsi256_si512(_mm256_madd_epi16(mins[r], bsums_of(xr[c][sb])));
+        acc[r][c] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_set1_ps(d * dx), acc[r][c]);
+        acc[r][c] =
+            _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_set1_ps(dmin * dx), acc[r][c]);
+      }
+    }
+  }
+  store_tile<R, C>(acc, out, out_stride);
+}
+
+// ---------------------------------------------------------------- Q6_K
+
+template <int R, int C>
+FOLIO_TARGET_AVX512 void q6_k_tile(int64_t k, const void* w, size_t w_stride, const void* x,
+                                   size_t x_stride, float* out, size_t out_stride) {
+  const int64_t nsb = k / kQKK;
+  const BlockQ6_K* wr[R];
+  const BlockQ8_K* xr[C];
+  for (int r = 0; r < R; ++r) {
+    wr[r] = reinterpret_cast<const BlockQ6_K*>(static_cast<const unsigned char*>(w) + r * w_stride);
+  }
+  for (int c = 0; c < C; ++c) {
+    xr[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const unsigned char*>(x) + c * x_stride);
+  }
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i m30 = _mm512_set1_epi8(0x30);
+  // qh bit pairs to bits 4-5: elements 0-31 / 32-63 of a half use bits 0-1 /
+  // 2-3 (shift left 4 / 2), elements 64-95 / 96-127 bits 4-5 / 6-7 (right 0 / 2).
+  const __m512i shl = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+  const __m512i shr = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    __m512i isum[R][C];
+    __m256i scales[R];  // 16 group scales as i16
+    for (int r = 0; r < R; ++r) {
+      scales[r] =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wr[r][sb].scales)));
+      for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
+    }
+    for (int h = 0; h < 2; ++h) {
+      // Chunk 2h + s covers elements 128h + 64s .. +63: groups 8h + 4s + L / 8.
+      const __m512i idx0 = group16_index(8 * h);
+      const __m512i idx1 = group16_index(8 * h + 4);
+      __m512i x0[C], x1[C];
+      for (int c = 0; c < C; ++c) {
+        x0[c] = _mm512_loadu_si512(xr[c][sb].qs + 128 * h);
+        x1[c] = _mm512_loadu_si512(xr[c][sb].qs + 128 * h + 64);
+      }
+      for (int r = 0; r < R; ++r) {
+        const __m512i ql = _mm512_loadu_si512(wr[r][sb].ql + 64 * h);
+        const __m512i qh = load256_twice(wr[r][sb].qh + 32 * h);
+        const __m512i q0 = _mm512_or_si512(_mm512_and_si512(ql, m4),
+                                           _mm512_and_si512(_mm512_sllv_epi16(qh, shl), m30));
+        const __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                           _mm512_and_si512(_mm512_srlv_epi16(qh, shr), m30));
+        const __m512i sc = _mm512_castsi256_si512(scales[r]);
+        const __m512i s0 = _mm512_permutexvar_epi16(idx0, sc);
+        const __m512i s1 = _mm512_permutexvar_epi16(idx1, sc);
+        for (int c = 0; c < C; ++c) {
+          isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], _mm512_maddubs_epi16(q0, x0[c]), s0);
+          isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], _mm512_maddubs_epi16(q1, x1[c]), s1);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const float d = half_to_float(&wr[r][sb].d);
+      for (int c = 0; c < C; ++c) {
+        const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scales[r], bsums_of(xr[c][sb])),
+                                              5);  // 32 * sc * bsum
+        const __m512i dot = _mm512_sub_epi32(isum[r][c], _mm512_zextsi256_si512(off));
+        acc[r][c] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(d * xr[c][sb].d), acc[r][c]);
+      }
+    }
+  }
+  store_tile<R, C>(acc, out, out_stride);
+}
+
+// ---------------------------------------------------------------- Q2_K, Q3_K
+
+// The 16 signed 6-bit Q3_K scales (minus 32) as bytes: scale j has the low
+// nibble of byte j % 8 (high nibble for j >= 8) and bits 2 * (j / 4) of byte
+// 8 + j % 4 as bits 4-5.
+FOLIO_INLINE_AVX512 __m128i unpack_q3_k_scales(const uint8_t* s) {
+  uint32_t a0, a1, t;
+  std::memcpy(&a0, s, 4);
+  std::memcpy(&a1, s + 4, 4);
+  std::memcpy(&t, s + 8, 4);
+  const uint32_t m4 = 0x0F0F0F0F, m2 = 0x03030303;
+  const uint32_t s0 = (a0 & m4) | ((t & m2) << 4);
+  const uint32_t s1 = (a1 & m4) | (((t >> 2) & m2) << 4);
+  const uint32_t s2 = ((a0 >> 4) & m4) | (((t >> 4) & m2) << 4);
+  const uint32_t s3 = ((a1 >> 4) & m4) | (((t >> 6) & m2) << 4);
+  const __m128i v = _mm_setr_epi32(static_cast<int32_t>(s0), static_cast<int32_t>(s1),
+                                   static_cast<int32_t>(s2), static_cast<int32_t>(s3));
+  return _mm_sub_epi8(v, _mm_set1_epi8(32));
+}
+
+template <bool kQ3, int R, int C>
+FOLIO_TARGET_AVX512 void q23_k_tile(int64_t k, const void* w, size_t w_stride, const void* x,
+                                    size_t x_stride, float* out, size_t out_stride) {
+  using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
+  const int64_t nsb = k / kQKK;
+  const Block* wr[R];
+  const BlockQ8_K* xr[C];
+  for (int r = 0; r < R; ++r) {
+    wr[r] = reinterpret_cast<const Block*>(static_cast<const unsigned char*>(w) + r * w_stride);
+  }
+  for (int c = 0; c < C; ++c) {
+    xr[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const unsigned char*>(x) + c * x_stride);
+  }
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  }
+  const __m512i m3 = _mm512_set1_epi8(3);
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    __m512i isum[R][C];
+    __m256i scales[R];  // 16 group scales as i16 (Q3_K: minus 32)
+    __m256i mins[R];    // Q2_K: 16 group mins as i16
+    for (int r = 0; r < R; ++r) {
+      if constexpr (kQ3) {
+        scales[r] = _mm256_cvtepi8_epi16(unpack_q3_k_scales(wr[r][sb].scales));
+      } else {
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wr[r][sb].scales));
+        const __m128i m4 = _mm_set1_epi8(0x0F);
+        scales[r] = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
+        mins[r] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+      }
+      for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
+    }
+    for (int h = 0; h < 2; ++h) {
+      for (int s = 0; s < 2; ++s) {
+        // Chunk (h, s): elements 128h + 64s .. +63 = quarters 4h + 2s, 4h + 2s + 1.
+        const __m512i shift =
+            _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(4 * s)),
+                               _mm256_set1_epi16(static_cast<int16_t>(4 * s + 2)), 1);
+        const int quarter = 4 * h + 2 * s;
+        const __m512i bits = pair_epi8(1 << quarter, 1 << (quarter + 1));
+        const __m512i idx = group16_index(8 * h + 4 * s);
+        __m512i xq[C];
+        for (int c = 0; c < C; ++c) xq[c] = _mm512_loadu_si512(xr[c][sb].qs + 128 * h + 64 * s);
+        for (int r = 0; r < R; ++r) {
+          __m512i code =
+              _mm512_and_si512(_mm512_srlv_epi16(load256_twice(wr[r][sb].qs + 32 * h), shift), m3);
+          if constexpr (kQ3) {
+            const __mmask64 high = _mm512_test_epi8_mask(load256_twice(wr[r][sb].hmask), bits);
+            code = _mm512_mask_add_epi8(code, high, code, _mm512_set1_epi8(4));
+          }
+          const __m512i sc = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(scales[r]));
+          for (int c = 0; c < C; ++c) {
+            isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], _mm512_maddubs_epi16(code, xq[c]), sc);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const float d = half_to_float(&wr[r][sb].d);
+      for (int c = 0; c < C; ++c) {
+        const float dx = xr[c][sb].d;
+        const __m256i bsums = bsums_of(xr[c][sb]);
+        if constexpr (kQ3) {
+          const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scales[r], bsums), 2);
+          const __m512i dot = _mm512_sub_epi32(isum[r][c], _mm512_zextsi256_si512(off));
+          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(d * dx), acc[r][c]);
+        } else {
+          const float dmin = half_to_float(&wr[r][sb].dmin);
+          const __m512i msum = _mm512_zextsi256_si512(_mm256_madd_epi16(mins[r], bsums));
+          acc[r][c] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_set1_ps(d * dx), acc[r][c]);
+          acc[r][c] =
+              _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_set1_ps(dmin * dx), acc[r][c]);
+        }
+      }
+    }
+  }
+  store_tile<R, C>(acc, out, out_stride);
+}
+
+// ---------------------------------------------------------------- IQ4_XS
+
+template <int R, int C>
+FOLIO_TARGET_AVX512 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, const void* x,
+                                     size_t x_stride, float* out, size_t out_stride) {
+  const int64_t nsb = k / kQKK;
+  const BlockIQ4_XS* wr[R];
+  const BlockQ8_K* xr[C];
+  for (int r = 0; r < R; ++r) {
+    wr[r] =
+        reinterpret_cast<const BlockIQ4_XS*>(static_cast<const unsigned char*>(w) + r * w_stride);
+  }
+  for (int c = 0; c < C; ++c) {
+    xr[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const unsigned char*>(x) + c * x_stride);
+  }
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i table = _mm512_broadcast_i32x4(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues)));
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    __m512i isum[R][C];
+    __m512i scales[R];  // 8 signed group scales (minus 32) as i16 in lanes 0-7
+    for (int r = 0; r < R; ++r) {
+      const BlockIQ4_XS& b = wr[r][sb];
+      alignas(16) int16_t sc[8];
+      for (int g = 0; g < 8; ++g) {
+        const int lo = (b.scales_l[g / 2] >> (4 * (g % 2))) & 0xF;
+        const int hi = (b.scales_h >> (2 * g)) & 3;
+        sc[g] = static_cast<int16_t>((lo | hi << 4) - 32);
+      }
+      scales[r] = _mm512_castsi128_si512(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+      for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
+    }
+    for (int j = 0; j < kQKK / 64; ++j) {
+      const __m512i idx = group32_index(2 * j);
+      __m512i xq[C];
+      for (int c = 0; c < C; ++c) xq[c] = _mm512_loadu_si512(xr[c][sb].qs + 64 * j);
+      for (int r = 0; r < R; ++r) {
+        // Bytes 0-15: group 2j, 16-31: group 2j+1; low nibbles first:
+        // [qa, qa, qb, qb] by two broadcast loads, lanes 1 and 3 shifted.
+        const uint8_t* qs = wr[r][sb].qs + 32 * j;
+        __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+        z = _mm512_mask_broadcast_i32x4(z, 0xFF00,
+                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16)));
+        z = _mm512_and_si512(_mm512_mask_srli_epi16(z, 0xFF00FF00, z, 4), m4);
+        const __m512i wv = _mm512_shuffle_epi8(table, z);
+        const __m512i aw = _mm512_abs_epi8(wv);
+        const __mmask64 neg = _mm512_movepi8_mask(wv);
+        const __m512i s = _mm512_permutexvar_epi16(idx, scales[r]);
+        for (int c = 0; c < C; ++c) {
+          const __m512i sx = _mm512_mask_sub_epi8(xq[c], neg, _mm512_setzero_si512(), xq[c]);
+          isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], _mm512_maddubs_epi16(aw, sx), s);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const float d = half_to_float(&wr[r][sb].d);
+      for (int c = 0; c < C; ++c) {
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_set1_ps(d * xr[c][sb].d),
+                                    acc[r][c]);
+      }
+    }
+  }
+  store_tile<R, C>(acc, out, out_stride);
+}
+
+// ---------------------------------------------------------------- dispatch
+
+template <int R, int C>
+FOLIO_TARGET_AVX512 void q2_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
+                                   float* out, size_t os) {
+  q23_k_tile<false, R, C>(k, w, ws, x, xs, out, os);
+}
+template <int R, int C>
+FOLIO_TARGET_AVX512 void q3_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
+                                   float* out, size_t os) {
+  q23_k_tile<true, R, C>(k, w, ws, x, xs, out, os);
+}
+template <int R, int C>
+FOLIO_TARGET_AVX512 void q4_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
+                                   float* out, size_t os) {
+  q45_k_tile<false, R, C>(k, w, ws, x, xs, out, os);
+}
+template <int R, int C>
+FOLIO_TARGET_AVX512 void q5_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
+                                   float* out, size_t os) {
+  q45_k_tile<true, R, C>(k, w, ws, x, xs, out, os);
+}
+
+FOLIO_AVX512_QUANT_TILE_FN(q2_k_tile_any, q2_k_tile)
+FOLIO_AVX512_QUANT_TILE_FN(q3_k_tile_any, q3_k_tile)
+FOLIO_AVX512_QUANT_TILE_FN(q4_k_tile_any, q4_k_tile)
+FOLIO_AVX512_QUANT_TILE_FN(q5_k_tile_any, q5_k_tile)
+FOLIO_AVX512_QUANT_TILE_FN(q6_k_tile_any, q6_k_tile)
+FOLIO_AVX512_QUANT_TILE_FN(iq4_xs_tile_any, iq4_xs_tile)
+
+MatMulSpec kquant_spec(DotTileFn tile) {
+  return {ActFormat::kQ8_K, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_k_avx512};
+}
+
+}  // namespace
+
+MatMulSpec kquant_mul_mat_spec_avx512(DType w) {
+  switch (w) {
+    case DType::Q2_K:
+      return kquant_spec(&q2_k_tile_any);
+    case DType::Q3_K:
+      return kquant_spec(&q3_k_tile_any);
+    case DType::Q4_K:
+      return kquant_spec(&q4_k_tile_any);
+    case DType::Q5_K:
+      return kquant_spec(&q5_k_tile_any);
+    case DType::Q6_K:
+      return kquant_spec(&q6_k_tile_any);
+    case DType::IQ4_XS:
+      return kquant_spec(&iq4_xs_tile_any);
+    default:
+      break;
+  }
+  FOLIO_CHECK_MSG(false, "no avx512 quantized mul_mat tile for {}", dtype_name(w));
+  return {};
+}
+
+}  // namespace folio::cpu

@@ -1,0 +1,61 @@
+// Helpers shared by the AVX-512 quantized mul_mat tile files: mul_mat_quant.cc
+// (32-element blocks x Q8_0 activation rows) and mul_mat_kquant.cc
+// (256-element super-blocks x Q8_K activations). Both use the same tile
+// shape and the same dispatch from a (rows, columns) remainder to a template
+// instance. Everything is `static inline` with the AVX-512 target attribute.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/avx512/simd.h"
+
+namespace folio::cpu::avx512 {
+
+// Weight rows x activation rows per tile: integer and f32 accumulators of
+// each pair stay in registers; weight unpacking is shared by both columns.
+inline constexpr int kQuantTileRows = 4;
+inline constexpr int kQuantTileCols = 2;
+
+FOLIO_INLINE_AVX512 float half_to_float(const void* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// [a x 8, b x 8]
+FOLIO_INLINE_AVX512 __m512 pair_ps(float a, float b) {
+  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+}
+
+// [a x 32 bytes, b x 32 bytes]
+FOLIO_INLINE_AVX512 __m512i pair_epi8(int a, int b) {
+  return _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(a)),
+                            _mm256_set1_epi8(static_cast<char>(b)), 1);
+}
+
+// out(r, c) = sum of the 16 lanes of acc[r][c].
+template <int R, int C>
+FOLIO_INLINE_AVX512 void store_tile(__m512 (&acc)[R][C], float* out, size_t out_stride) {
+  for (int c = 0; c < C; ++c) {
+    float* o = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(out) + c * out_stride);
+    for (int r = 0; r < R; ++r) o[r] = hsum(acc[r][c]);
+  }
+}
+
+}  // namespace folio::cpu::avx512
+
+// Defines NAME as a DotTileFn that runs TILE<nr, nc>.
+#define FOLIO_AVX512_QUANT_TILE_FN(NAME, TILE)                                                    \
+  FOLIO_TARGET_AVX512 void NAME(int64_t k, const void* w, size_t w_stride, int nr, const void* x, \
+                                size_t x_stride, int nc, float* out, size_t out_stride) {         \
+    using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);       \
+    static constexpr Fn kTable[4][2] = {{TILE<1, 1>, TILE<1, 2>},                                 \
+                                        {TILE<2, 1>, TILE<2, 2>},                                 \
+                                        {TILE<3, 1>, TILE<3, 2>},                                 \
+                                        {TILE<4, 1>, TILE<4, 2>}};                                \
+    static_assert(::folio::cpu::avx512::kQuantTileRows == 4 &&                                    \
+                  ::folio::cpu::avx512::kQuantTileCols == 2);                                     \
+    kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);                         \
+  }

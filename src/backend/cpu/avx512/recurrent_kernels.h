@@ -1,0 +1,23 @@
+// AVX-512 kernels of the recurrent ops, plain and fused decode forms, all
+// bit-identical to their tier-kRef references (see each file's comment).
+// Entry points are plain functions; register_avx512.cc takes their addresses.
+#pragma once
+
+#include "backend/cpu/kernel.h"
+
+namespace folio::cpu {
+
+// ssm_conv.cc: kSsmConv with one token (T = 1) and kSsmConvUpdate; K <= 8,
+// weight records, bias and state records contiguous.
+bool supports_ssm_conv_avx512(const Op& op);
+bool supports_ssm_conv_update_avx512(const Op& op);
+Status ssm_conv_avx512(const Op& op, const KernelContext& ctx);
+Status ssm_conv_update_avx512(const Op& op, const KernelContext& ctx);
+
+// gated_delta_net.cc: kGatedDeltaNet and kGatedDeltaNetUpdate with S_k and
+// S_v multiples of 16.
+bool supports_gated_delta_net_avx512(const Op& op);
+Status gated_delta_net_avx512(const Op& op, const KernelContext& ctx);
+Status gated_delta_net_update_avx512(const Op& op, const KernelContext& ctx);
+
+}  // namespace folio::cpu

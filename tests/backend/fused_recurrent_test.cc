@@ -1,0 +1,587 @@
+// The fused recurrent-state decode ops (kSsmConvUpdate, kGatedDeltaNetUpdate)
+// on every CPU kernel this machine runs (reference, AVX2, top ISA tier, top
+// tier on two threads): hand-computed cases, the scratch rule (a sequence reading a
+// slot that another sequence writes in the same op sees the OLD state, in
+// both processing orders), run-time id errors that leave everything
+// untouched, structural validation, and bit-identity with the unfused path
+// (gather by memcpy, plain op, scatter) on strided pools. The parity harness
+// (tests/parity/cases_fused.cc) covers the realistic shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+
+namespace folio {
+namespace {
+
+struct NamedBackend {
+  std::string name;
+  std::unique_ptr<CpuBackend> backend;
+};
+
+// Reference, AVX2 (capped by the machine), top tier, top tier on two threads.
+std::vector<NamedBackend>& backends() {
+  static ThreadPool pool(2);
+  static std::vector<NamedBackend> b = [] {
+    std::vector<NamedBackend> v;
+    v.push_back(
+        {"ref", std::make_unique<CpuBackend>(CpuBackendOptions{Isa::kScalar, true, nullptr})});
+    v.push_back(
+        {"avx2", std::make_unique<CpuBackend>(CpuBackendOptions{Isa::kAvx2, false, nullptr})});
+    v.push_back({"top", std::make_unique<CpuBackend>(CpuBackendOptions{})});
+    v.push_back(
+        {"top-mt2", std::make_unique<CpuBackend>(CpuBackendOptions{Isa::kAmx, false, &pool})});
+    return v;
+  }();
+  return b;
+}
+
+// On an AVX-512 machine the top tier must pick the AVX-512 kernel for a
+// SIMD-shaped op, so that these tests provably exercise it.
+void expect_top_kernel(const NamedBackend& nb, const Op& op, const char* avx512_name) {
+  if (nb.name == "top" && active_isa() >= Isa::kAvx512) {
+    EXPECT_EQ(nb.backend->kernel_name(op), avx512_name);
+  }
+}
+
+TensorView view(std::vector<float>& v, std::initializer_list<int64_t> shape) {
+  TensorView t = TensorView::contiguous(v.data(), DType::F32, shape);
+  EXPECT_EQ(t.nelements(), static_cast<int64_t>(v.size()));
+  return t;
+}
+TensorView view(std::vector<int32_t>& v) {
+  return TensorView::contiguous(v.data(), DType::I32, {static_cast<int64_t>(v.size())});
+}
+
+std::vector<float> random_vec(size_t n, float lo, float hi, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Conv update. Integer-valued inputs keep every sum exact, so expectations are
+// plain numbers.
+
+struct ConvUpdate {
+  int k = 3, channels = 2, n_seq = 2, n_slots = 3;
+  std::vector<float> x, w, bias, pool, out;  // x [ch, n_seq], w [K, ch], pool [K-1, ch, n_slots]
+  std::vector<int32_t> ids, dst_slots;
+  bool silu = false;
+
+  void resize() {
+    x.assign(static_cast<size_t>(channels * n_seq), 0.0f);
+    w.assign(static_cast<size_t>(k * channels), 0.0f);
+    pool.assign(static_cast<size_t>((k - 1) * channels * n_slots), 0.0f);
+    out.assign(static_cast<size_t>(channels * n_seq), -7.0f);
+  }
+  float& tap(int slot, int c, int j) {
+    return pool[static_cast<size_t>((slot * channels + c) * (k - 1) + j)];
+  }
+  float& wat(int j, int c) { return w[static_cast<size_t>(c * k + j)]; }
+  float& xat(int c, int s) { return x[static_cast<size_t>(s * channels + c)]; }
+  float at(int c, int s) const { return out[static_cast<size_t>(s * channels + c)]; }
+
+  Op op() {
+    Op o;
+    o.kind = OpKind::kSsmConvUpdate;
+    o.params = SsmConvParams{silu};
+    o.src[0] = view(x, {channels, n_seq});
+    o.src[1] = view(w, {k, channels});
+    if (!bias.empty()) o.src[2] = view(bias, {channels});
+    o.src[3] = view(pool, {k - 1, channels, n_slots});
+    o.src[4] = view(ids);
+    if (!dst_slots.empty()) o.src[5] = view(dst_slots);
+    o.dst = view(out, {channels, n_seq});
+    o.dst2 = o.src[3];
+    return o;
+  }
+};
+
+// Slot s, channel c holds taps {slot * 10 + c * 2 + 1, + 2, ...}.
+void fill_taps(ConvUpdate& cu) {
+  for (int s = 0; s < cu.n_slots; ++s)
+    for (int c = 0; c < cu.channels; ++c)
+      for (int j = 0; j < cu.k - 1; ++j)
+        cu.tap(s, c, j) = static_cast<float>(s * 10 + c * 2 + j + 1);
+}
+
+TEST(FusedConvUpdate, HandCase) {
+  for (auto& nb : backends()) {
+    SCOPED_TRACE(nb.name);
+    ConvUpdate cu;
+    cu.resize();
+    fill_taps(cu);  // slot 0: ch0 [1 2] ch1 [3 4]; slot 1: [11 12] [13 14]; slot 2: [21 22] [23 24]
+    cu.wat(0, 0) = 1, cu.wat(1, 0) = 10, cu.wat(2, 0) = 100;  // tap 0 multiplies the oldest input
+    cu.wat(0, 1) = 2, cu.wat(1, 1) = -1, cu.wat(2, 1) = 3;
+    cu.xat(0, 0) = 5, cu.xat(1, 0) = -2;  // sequence 0: reads slot 2, writes slot 1
+    cu.xat(0, 1) = 7, cu.xat(1, 1) = 4;   // sequence 1: slot 0 in place
+    cu.ids = {2, 0};
+    cu.dst_slots = {1, 0};
+    ASSERT_TRUE(nb.backend->run(cu.op()).ok());
+    EXPECT_EQ(cu.at(0, 0), 21 + 220 + 500);
+    EXPECT_EQ(cu.at(1, 0), 46 - 24 - 6);
+    EXPECT_EQ(cu.at(0, 1), 1 + 20 + 700);
+    EXPECT_EQ(cu.at(1, 1), 6 - 4 + 12);
+    const std::vector<float> want_pool = {
+        2,  7,  4,  4,    // slot 0: shifted, x of sequence 1 appended
+        22, 5,  24, -2,   // slot 1: slot 2 shifted, x of sequence 0
+        21, 22, 23, 24};  // slot 2: untouched
+    EXPECT_EQ(cu.pool, want_pool);
+
+    // Bias and SiLU: the bias is added last, SiLU is x / (1 + exp(-x)).
+    fill_taps(cu);
+    cu.bias = {0.5f, -1.0f};
+    cu.silu = true;
+    ASSERT_TRUE(nb.backend->run(cu.op()).ok());
+    const float pre = (21.0f + 220.0f + 500.0f) + 0.5f;
+    EXPECT_EQ(cu.at(0, 0), pre / (1.0f + std::exp(-pre)));
+    const float pre1 = (6.0f - 4.0f + 12.0f) - 1.0f;
+    EXPECT_EQ(cu.at(1, 1), pre1 / (1.0f + std::exp(-pre1)));
+  }
+}
+
+TEST(FusedConvUpdate, DestinationsDefaultToIds) {
+  for (auto& nb : backends()) {
+    SCOPED_TRACE(nb.name);
+    ConvUpdate cu;
+    cu.k = 2, cu.channels = 1, cu.n_seq = 2, cu.n_slots = 2;
+    cu.resize();
+    fill_taps(cu);  // slot 0: [1], slot 1: [11]
+    cu.wat(0, 0) = 2, cu.wat(1, 0) = 3;
+    cu.xat(0, 0) = 4, cu.xat(0, 1) = 5;
+    cu.ids = {1, 0};
+    ASSERT_TRUE(nb.backend->run(cu.op()).ok());
+    EXPECT_EQ(cu.at(0, 0), 22 + 12);
+    EXPECT_EQ(cu.at(0, 1), 2 + 15);
+    EXPECT_EQ(cu.pool, (std::vector<float>{5, 4}));
+  }
+}
+
+// Sequence a reads slot x while sequence b writes it: a must see the old
+// taps, whichever of the two runs first; 48 channels cover the SIMD blocks
+// and the scalar tail of remainder channels (48 = 3 blocks; 53 adds 5).
+TEST(FusedConvUpdate, ReadsTheOldStateOfASlotAnotherSequenceWrites) {
+  for (int channels : {48, 53}) {
+    for (int order = 0; order < 2; ++order) {
+      for (auto& nb : backends()) {
+        SCOPED_TRACE(nb.name + " channels " + std::to_string(channels) + " order " +
+                     std::to_string(order));
+        ConvUpdate cu;
+        cu.k = 4, cu.channels = channels, cu.n_seq = 2, cu.n_slots = 3;
+        cu.resize();
+        fill_taps(cu);
+        for (int c = 0; c < channels; ++c) {
+          for (int j = 0; j < 4; ++j) cu.wat(j, c) = static_cast<float>((c + j) % 5 - 2);
+          cu.xat(c, 0) = static_cast<float>(100 + c);
+          cu.xat(c, 1) = static_cast<float>(200 + c);
+        }
+        // order 0: sequence 0 reads slot 1 (writes 2), sequence 1 updates slot 1 in place.
+        // order 1: sequence 0 updates slot 1 in place, sequence 1 reads slot 1 (writes 0).
+        const int reader = order == 0 ? 0 : 1, writer = 1 - reader;
+        cu.ids = {1, 1};
+        cu.dst_slots = order == 0 ? std::vector<int32_t>{2, 1} : std::vector<int32_t>{1, 0};
+        const std::vector<float> old = cu.pool;
+        ASSERT_TRUE(nb.backend->run(cu.op()).ok());
+        const int reader_dst = cu.dst_slots[static_cast<size_t>(reader)];
+        for (int c = 0; c < channels; ++c) {
+          const float* taps = &old[static_cast<size_t>((1 * channels + c) * 3)];
+          for (int s : {reader, writer}) {
+            float want = 0.0f;
+            for (int j = 0; j < 3; ++j) want += taps[j] * cu.wat(j, c);
+            want += cu.xat(c, s) * cu.wat(3, c);
+            EXPECT_EQ(cu.at(c, s), want) << "sequence " << s << " channel " << c;
+          }
+          for (int j = 0; j < 2; ++j) {
+            EXPECT_EQ(cu.tap(reader_dst, c, j), taps[j + 1]);
+            EXPECT_EQ(cu.tap(1, c, j), taps[j + 1]);
+          }
+          EXPECT_EQ(cu.tap(reader_dst, c, 2), cu.xat(c, reader));
+          EXPECT_EQ(cu.tap(1, c, 2), cu.xat(c, writer));
+        }
+      }
+    }
+  }
+}
+
+// Random inputs, every supported width: the fused op equals the unfused
+// path (window assembled by memcpy, the plain ssm_conv, shifted taps
+// scattered) on the same backend, bit for bit, and every backend agrees.
+// 37 channels: two SIMD blocks and a scalar tail.
+TEST(FusedConvUpdate, EqualsUnfusedPathOnEveryBackend) {
+  for (int k : {2, 3, 4, 5, 8}) {
+    for (bool silu : {false, true}) {
+      std::vector<float> first_out, first_pool;
+      for (auto& nb : backends()) {
+        SCOPED_TRACE(nb.name + " K " + std::to_string(k) + (silu ? " silu" : ""));
+        std::mt19937 rng(static_cast<unsigned>(k));
+        ConvUpdate cu;
+        cu.k = k, cu.channels = 37, cu.n_seq = 4, cu.n_slots = 6, cu.silu = silu;
+        cu.resize();
+        cu.x = random_vec(cu.x.size(), -2, 2, rng);
+        cu.w = random_vec(cu.w.size(), -1, 1, rng);
+        cu.pool = random_vec(cu.pool.size(), -2, 2, rng);
+        if (k % 2 == 1) cu.bias = random_vec(static_cast<size_t>(cu.channels), -1, 1, rng);
+        cu.ids = {
+            3, 3, 0,
+            5};  // seq 0 in place; 1 reads slot 3 (seq 0 writes it); 3 reads an unwritten slot
+        cu.dst_slots = {3, 1, 0, 2};
+
+        // Unfused: window [K, ch, n_seq], plain op, scatter.
+        const int taps = k - 1;
+        std::vector<float> window(static_cast<size_t>(k * cu.channels * cu.n_seq));
+        std::vector<float> want_out(cu.out.size()), want_pool = cu.pool;
+        for (int s = 0; s < cu.n_seq; ++s) {
+          for (int c = 0; c < cu.channels; ++c) {
+            float* rec = &window[static_cast<size_t>((s * cu.channels + c) * k)];
+            std::memcpy(rec, &cu.tap(cu.ids[s], c, 0), static_cast<size_t>(taps) * sizeof(float));
+            rec[taps] = cu.xat(c, s);
+          }
+        }
+        Op plain;
+        plain.kind = OpKind::kSsmConv;
+        plain.params = SsmConvParams{silu};
+        plain.src[0] = view(window, {k, cu.channels, cu.n_seq});
+        plain.src[1] = view(cu.w, {k, cu.channels});
+        if (!cu.bias.empty()) plain.src[2] = view(cu.bias, {cu.channels});
+        plain.dst = view(want_out, {cu.channels, 1, cu.n_seq});
+        ASSERT_TRUE(nb.backend->run(plain).ok());
+        for (int s = 0; s < cu.n_seq; ++s) {
+          for (int c = 0; c < cu.channels; ++c) {
+            const float* rec = &window[static_cast<size_t>((s * cu.channels + c) * k)];
+            const size_t at = static_cast<size_t>((cu.dst_slots[s] * cu.channels + c) * taps);
+            std::memcpy(&want_pool[at], rec + 1, static_cast<size_t>(taps) * sizeof(float));
+          }
+        }
+
+        expect_top_kernel(nb, cu.op(), "ssm_conv_update.avx512");
+        ASSERT_TRUE(nb.backend->run(cu.op()).ok());
+        EXPECT_EQ(cu.out, want_out);
+        EXPECT_EQ(cu.pool, want_pool);
+        if (first_out.empty()) {
+          first_out = cu.out, first_pool = cu.pool;
+        } else {
+          EXPECT_EQ(cu.out, first_out) << "differs from the reference backend";
+          EXPECT_EQ(cu.pool, first_pool) << "differs from the reference backend";
+        }
+      }
+    }
+  }
+}
+
+// Run-time id errors: nothing written, neither the pool nor dst.
+TEST(FusedConvUpdate, BadIdsAreErrorsAndWriteNothing) {
+  struct Bad {
+    std::vector<int32_t> ids, dst_slots;
+    StatusCode code;
+  };
+  const Bad cases[] = {
+      {{0, 3}, {0, 1}, StatusCode::kOutOfRange},       // id past the pool
+      {{-1, 1}, {0, 1}, StatusCode::kOutOfRange},      // negative id
+      {{0, 1}, {0, 7}, StatusCode::kOutOfRange},       // destination past the pool
+      {{0, 1}, {2, 2}, StatusCode::kInvalidArgument},  // duplicate destination
+      {{1, 1}, {}, StatusCode::kInvalidArgument},      // duplicate (destinations = ids)
+  };
+  for (const Bad& bad : cases) {
+    for (auto& nb : backends()) {
+      SCOPED_TRACE(nb.name);
+      ConvUpdate cu;
+      cu.k = 4, cu.channels = 32, cu.n_seq = 2, cu.n_slots = 3;
+      cu.resize();
+      fill_taps(cu);
+      std::fill(cu.w.begin(), cu.w.end(), 1.0f);
+      std::fill(cu.x.begin(), cu.x.end(), 3.0f);
+      cu.ids = bad.ids;
+      cu.dst_slots = bad.dst_slots;
+      const std::vector<float> pool = cu.pool, out = cu.out;
+      Status st = nb.backend->run(cu.op());
+      EXPECT_EQ(st.code(), bad.code) << st.to_string();
+      EXPECT_EQ(cu.pool, pool);
+      EXPECT_EQ(cu.out, out);
+    }
+  }
+}
+
+TEST(FusedConvUpdate, Validation) {
+  ConvUpdate cu;
+  cu.resize();
+  cu.ids = {0, 1};
+  EXPECT_TRUE(validate_op(cu.op()).ok());
+  Op o = cu.op();
+  o.dst2 = TensorView{};  // the pool must be named as the in-place output
+  EXPECT_FALSE(validate_op(o).ok());
+  o = cu.op();
+  std::vector<float> other(cu.pool.size());
+  o.dst2 = view(other, {cu.k - 1, cu.channels, cu.n_slots});  // not the pool itself
+  EXPECT_FALSE(validate_op(o).ok());
+  o = cu.op();
+  o.src[4] = TensorView::contiguous(cu.ids.data(), DType::I32, {1});  // one id for two sequences
+  EXPECT_FALSE(validate_op(o).ok());
+  o = cu.op();
+  o.src[3].ne[0] = cu.k;  // taps must be K - 1
+  o.dst2 = o.src[3];
+  EXPECT_FALSE(validate_op(o).ok());
+  o = cu.op();
+  o.src[4].dtype = DType::F32;
+  EXPECT_FALSE(validate_op(o).ok());
+  // dst inside the pool: a run-time error (the pool is an output).
+  o = cu.op();
+  o.dst.data = cu.pool.data();
+  EXPECT_EQ(backends()[0].backend->run(o).code(), StatusCode::kInvalidArgument);
+}
+
+// ---------------------------------------------------------------------------
+// Gated DeltaNet update.
+
+struct GdnUpdate {
+  int64_t sk = 16, sv = 16, hk = 1, hv = 2, n_seq = 3, n_slots = 5;
+  int64_t row_pad = 0;  // extra floats after every state row of the pool (a strided pool)
+  std::vector<float> q, k, v, g, beta, pool, out;
+  std::vector<int32_t> ids, dst_slots;
+  GatedDeltaNetParams params;
+
+  int64_t row_stride() const { return sk + row_pad; }
+  void fill(std::mt19937& rng) {
+    q = random_vec(static_cast<size_t>(sk * hk * n_seq), -1, 1, rng);
+    k = random_vec(static_cast<size_t>(sk * hk * n_seq), -1, 1, rng);
+    v = random_vec(static_cast<size_t>(sv * hv * n_seq), -1, 1, rng);
+    g = random_vec(static_cast<size_t>(hv * n_seq), -1.0f, -0.01f, rng);
+    beta = random_vec(static_cast<size_t>(hv * n_seq), 0.05f, 0.95f, rng);
+    pool = random_vec(static_cast<size_t>(row_stride() * sv * hv * n_slots), -0.5f, 0.5f, rng);
+    out.assign(static_cast<size_t>(sv * hv * n_seq), -7.0f);
+    params.scale = 1.0f / std::sqrt(static_cast<float>(sk));
+  }
+  TensorView pool_view() {
+    TensorView t = TensorView::contiguous(pool.data(), DType::F32, {sk, sv, hv, n_slots});
+    const size_t row = static_cast<size_t>(row_stride()) * sizeof(float);
+    t.nb = {sizeof(float), row, row * static_cast<size_t>(sv), row * static_cast<size_t>(sv * hv)};
+    return t;
+  }
+  Op op() {
+    Op o;
+    o.kind = OpKind::kGatedDeltaNetUpdate;
+    o.params = params;
+    o.src[0] = view(q, {sk, hk, 1, n_seq});
+    o.src[1] = view(k, {sk, hk, 1, n_seq});
+    o.src[2] = view(v, {sv, hv, 1, n_seq});
+    o.src[3] = view(g, {hv, 1, n_seq});
+    o.src[4] = view(beta, {hv, 1, n_seq});
+    o.src[5] = pool_view();
+    o.src[6] = view(ids);
+    if (!dst_slots.empty()) o.src[7] = view(dst_slots);
+    o.dst = view(out, {sv, hv, 1, n_seq});
+    o.dst2 = o.src[5];
+    return o;
+  }
+  float* row(int64_t slot, int64_t h, int64_t r) {
+    return &pool[static_cast<size_t>(((slot * hv + h) * sv + r) * row_stride())];
+  }
+
+  // The unfused path on `b`: gather the states by ids (memcpy), the plain
+  // op, scatter to the destinations. Returns (out, pool after).
+  std::pair<std::vector<float>, std::vector<float>> unfused(Backend& b) {
+    std::vector<float> states(static_cast<size_t>(sk * sv * hv * n_seq)), o(out.size());
+    for (int64_t s = 0; s < n_seq; ++s)
+      for (int64_t h = 0; h < hv; ++h)
+        for (int64_t r = 0; r < sv; ++r)
+          std::memcpy(&states[static_cast<size_t>(((s * hv + h) * sv + r) * sk)], row(ids[s], h, r),
+                      static_cast<size_t>(sk) * sizeof(float));
+    Op plain = op();
+    plain.kind = OpKind::kGatedDeltaNet;
+    plain.src[5] = view(states, {sk, sv, hv, n_seq});
+    plain.src[6] = plain.src[7] = TensorView{};
+    plain.dst = view(o, {sv, hv, 1, n_seq});
+    plain.dst2 = plain.src[5];
+    const std::vector<float> saved = pool;
+    EXPECT_TRUE(b.run(plain).ok());
+    std::vector<float> after = saved;
+    const std::vector<int32_t>& to = dst_slots.empty() ? ids : dst_slots;
+    for (int64_t s = 0; s < n_seq; ++s)
+      for (int64_t h = 0; h < hv; ++h)
+        for (int64_t r = 0; r < sv; ++r)
+          std::memcpy(&after[static_cast<size_t>(((to[s] * hv + h) * sv + r) * row_stride())],
+                      &states[static_cast<size_t>(((s * hv + h) * sv + r) * sk)],
+                      static_cast<size_t>(sk) * sizeof(float));
+    return {o, after};
+  }
+};
+
+// S_k = S_v = 1, no normalisation, decay 1: S' = S + beta (v - S k) k,
+// out = S' q. Sequence 0 reads slot 1 (written by sequence 1 in place) and
+// writes slot 0.
+TEST(FusedGatedDeltaNetUpdate, HandCase) {
+  for (auto& nb : backends()) {
+    SCOPED_TRACE(nb.name);
+    GdnUpdate gu;
+    gu.sk = gu.sv = 1, gu.hk = gu.hv = 1, gu.n_seq = 2, gu.n_slots = 2;
+    std::mt19937 rng(1);
+    gu.fill(rng);
+    gu.params.l2_norm_qk = false;
+    gu.params.scale = 1.0f;
+    gu.q = {2, 3};
+    gu.k = {1, 2};
+    gu.v = {5, 10};
+    gu.g = {0, 0};
+    gu.beta = {0.5f, 0.25f};
+    gu.pool = {4, 2};  // slot 0, slot 1
+    gu.ids = {1, 1};
+    gu.dst_slots = {0, 1};
+    ASSERT_TRUE(nb.backend->run(gu.op()).ok());
+    // Sequence 0 on the old slot 1: S = 2, m = 2, d = 0.5 * 3 = 1.5, S' = 3.5, out = 7.
+    // Sequence 1 on slot 1: S = 2, m = 4, d = 0.25 * 6 = 1.5, S' = 2 + 3 = 5, out = 15.
+    EXPECT_EQ(gu.out, (std::vector<float>{7, 15}));
+    EXPECT_EQ(gu.pool, (std::vector<float>{3.5f, 5}));
+  }
+}
+
+// Random states on a strided pool (padded rows) with crossing ids: the fused
+// op equals the unfused path on the same backend, bit for bit, and the
+// kernels of every tier agree. Shapes with S % 16 == 0 reach the SIMD
+// kernels; S = 24 falls back to the reference on every tier.
+TEST(FusedGatedDeltaNetUpdate, EqualsUnfusedPathOnEveryBackend) {
+  for (int64_t s_dim : {16, 32, 24}) {
+    for (HeadMap map : {HeadMap::kDiv, HeadMap::kMod}) {
+      std::vector<float> first_out, first_pool;
+      for (auto& nb : backends()) {
+        SCOPED_TRACE(nb.name + " S " + std::to_string(s_dim));
+        GdnUpdate gu;
+        gu.sk = gu.sv = s_dim, gu.hk = 2, gu.hv = 4, gu.n_seq = 4, gu.n_slots = 6, gu.row_pad = 3;
+        std::mt19937 rng(static_cast<unsigned>(s_dim));
+        gu.fill(rng);
+        gu.params.head_map = map;
+        gu.ids = {
+            3, 3, 0,
+            5};  // seq 0 in place; 1 reads slot 3 (seq 0 writes it); 3 reads an unwritten slot
+        gu.dst_slots = {3, 1, 0, 2};
+        const auto [want_out, want_pool] = gu.unfused(*nb.backend);
+        if (s_dim % 16 == 0) expect_top_kernel(nb, gu.op(), "gated_delta_net_update.avx512");
+        ASSERT_TRUE(nb.backend->run(gu.op()).ok());
+        EXPECT_EQ(gu.out, want_out);
+        EXPECT_EQ(gu.pool, want_pool);
+        if (first_out.empty()) {
+          first_out = gu.out, first_pool = gu.pool;
+        } else {
+          EXPECT_EQ(gu.out, first_out) << "differs from the reference backend";
+          EXPECT_EQ(gu.pool, first_pool) << "differs from the reference backend";
+        }
+      }
+    }
+  }
+}
+
+TEST(FusedGatedDeltaNetUpdate, BadIdsAreErrorsAndWriteNothing) {
+  for (auto& nb : backends()) {
+    SCOPED_TRACE(nb.name);
+    for (const auto& [ids, dst] :
+         std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>{
+             {{0, 9, 1}, {0, 1, 2}}, {{0, 1, 2}, {0, 1, -2}}, {{0, 1, 2}, {4, 1, 4}}}) {
+      GdnUpdate gu;
+      std::mt19937 rng(3);
+      gu.fill(rng);
+      gu.ids = ids;
+      gu.dst_slots = dst;
+      const std::vector<float> pool = gu.pool, out = gu.out;
+      Status st = nb.backend->run(gu.op());
+      EXPECT_FALSE(st.ok());
+      EXPECT_EQ(gu.pool, pool);
+      EXPECT_EQ(gu.out, out);
+    }
+  }
+}
+
+TEST(FusedGatedDeltaNetUpdate, Validation) {
+  GdnUpdate gu;
+  std::mt19937 rng(5);
+  gu.fill(rng);
+  gu.ids = {0, 1, 2};
+  EXPECT_TRUE(validate_op(gu.op()).ok());
+  Op o = gu.op();
+  o.dst2 = TensorView{};
+  EXPECT_FALSE(validate_op(o).ok());
+  o = gu.op();
+  o.src[0].ne = {gu.sk, gu.hk, 3, 1};  // two tokens of one sequence: not a decode step
+  o.src[1].ne = o.src[0].ne;
+  EXPECT_FALSE(validate_op(o).ok());
+  o = gu.op();
+  o.src[7] = TensorView::contiguous(gu.ids.data(), DType::I32, {2});  // too few destinations
+  EXPECT_FALSE(validate_op(o).ok());
+  o = gu.op();
+  o.src[5].ne[2] = gu.hv + 1;  // pool heads
+  o.dst2 = o.src[5];
+  EXPECT_FALSE(validate_op(o).ok());
+}
+
+// ---------------------------------------------------------------------------
+// The plain ops' optimised kernels are bit-identical to their references
+// (prefill GDN with several tokens; decode conv), so fused == unfused holds
+// on every tier whichever of the two kernels the tier picks.
+
+TEST(PlainRecurrentKernels, BitIdenticalToTheReference) {
+  std::mt19937 rng(11);
+  const int64_t sk = 32, hk = 2, hv = 4, n_t = 5, n_seq = 2;
+  std::vector<float> q = random_vec(static_cast<size_t>(sk * hk * n_t * n_seq), -1, 1, rng), k = q;
+  std::shuffle(k.begin(), k.end(), rng);
+  std::vector<float> v = random_vec(static_cast<size_t>(sk * hv * n_t * n_seq), -1, 1, rng);
+  std::vector<float> g = random_vec(static_cast<size_t>(hv * n_t * n_seq), -1, -0.01f, rng);
+  std::vector<float> beta = random_vec(static_cast<size_t>(hv * n_t * n_seq), 0.05f, 0.95f, rng);
+  const std::vector<float> state0 =
+      random_vec(static_cast<size_t>(sk * sk * hv * n_seq), -0.5f, 0.5f, rng);
+  std::vector<float> first;
+  for (auto& nb : backends()) {
+    std::vector<float> state = state0, out(v.size());
+    Op o;
+    o.kind = OpKind::kGatedDeltaNet;
+    o.params = GatedDeltaNetParams{0.17f, true, 1e-6f, HeadMap::kMod};
+    o.src[0] = view(q, {sk, hk, n_t, n_seq});
+    o.src[1] = view(k, {sk, hk, n_t, n_seq});
+    o.src[2] = view(v, {sk, hv, n_t, n_seq});
+    o.src[3] = view(g, {hv, n_t, n_seq});
+    o.src[4] = view(beta, {hv, n_t, n_seq});
+    o.src[5] = view(state, {sk, sk, hv, n_seq});
+    o.dst = view(out, {sk, hv, n_t, n_seq});
+    o.dst2 = o.src[5];
+    ASSERT_TRUE(nb.backend->run(o).ok()) << nb.name;
+    out.insert(out.end(), state.begin(), state.end());
+    if (first.empty()) {
+      first = out;
+    } else {
+      EXPECT_EQ(out, first) << nb.backend->kernel_name(o);
+    }
+  }
+
+  const int64_t width = 4, channels = 83;  // 5 SIMD blocks and a scalar tail
+  std::vector<float> x = random_vec(static_cast<size_t>(width * channels * n_seq), -2, 2, rng);
+  std::vector<float> w = random_vec(static_cast<size_t>(width * channels), -1, 1, rng);
+  std::vector<float> bias = random_vec(static_cast<size_t>(channels), -1, 1, rng);
+  for (bool silu : {false, true}) {
+    std::vector<float> conv_first;
+    for (auto& nb : backends()) {
+      std::vector<float> out(static_cast<size_t>(channels * n_seq));
+      Op o;
+      o.kind = OpKind::kSsmConv;
+      o.params = SsmConvParams{silu};
+      o.src[0] = view(x, {width, channels, n_seq});
+      o.src[1] = view(w, {width, channels});
+      o.src[2] = view(bias, {channels});
+      o.dst = view(out, {channels, 1, n_seq});
+      ASSERT_TRUE(nb.backend->run(o).ok()) << nb.name;
+      if (conv_first.empty()) {
+        conv_first = out;
+      } else {
+        EXPECT_EQ(out, conv_first) << nb.backend->kernel_name(o);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace folio

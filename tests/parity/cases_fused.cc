@@ -1,0 +1,271 @@
+// Parity cases: the fused recurrent-state decode ops (kSsmConvUpdate,
+// kGatedDeltaNetUpdate). Every kernel variant must match the reference bit
+// for bit (outputs and the whole state pool, which is the op's dst2), and on
+// every backend the fused op must equal, exactly, the unfused path built from
+// plain ops:
+//   conv: get_rows gathers each sequence's taps (one row of K-1 taps per
+//         channel) and its new input into a [K, channels, n_seq] window
+//         tensor, ssm_conv runs on it, set_rows scatters the shifted taps
+//         (window[1..K-1]) to the destination slots;
+//   GDN:  get_rows gathers whole slots (one flattened row each), the plain
+//         gated_delta_net updates them in place, set_rows scatters them back.
+// Gather-all-then-scatter-all is exactly the "read the old state" semantics
+// that the fused ops promise. Slot ids are shuffled and mix identity
+// sequences (reading their own slot in place) with sequences that read
+// another slot, often one that a different sequence writes in the same op.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "parity/harness.h"
+
+namespace folio::parity {
+namespace {
+
+// A strided 2-D F32 view [n0, n1] over data with row stride `row_stride`
+// floats (rows of the window tensor, for the unfused conv path).
+TensorView strided(float* data, int64_t n0, int64_t n1, int64_t row_stride) {
+  TensorView v;
+  v.data = data;
+  v.dtype = DType::F32;
+  v.ne = {n0, n1, 1, 1};
+  const size_t rb = static_cast<size_t>(row_stride) * sizeof(float);
+  v.nb = {sizeof(float), rb, rb * static_cast<size_t>(n1), rb * static_cast<size_t>(n1)};
+  return v;
+}
+
+// Destination slots: distinct, shuffled over the pool. Sources: sequence 0
+// is an identity sequence iff first_identity; every other sequence is one
+// with probability 1/2, else it reads a random slot, half the time one that
+// another sequence writes (so the scratch rule matters), and see below.
+void make_slots(OpCase& c, int n_seq, int n_slots, bool first_identity, std::vector<int32_t>* ids,
+                std::vector<int32_t>* dst) {
+  std::vector<int32_t> perm(static_cast<size_t>(n_slots));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), c.rng());
+  dst->assign(perm.begin(), perm.begin() + n_seq);
+  ids->resize(static_cast<size_t>(n_seq));
+  std::uniform_int_distribution<int> coin(0, 1);
+  std::uniform_int_distribution<int32_t> any_slot(0, n_slots - 1);
+  std::uniform_int_distribution<int> any_seq(0, n_seq - 1);
+  for (int s = 0; s < n_seq; ++s) {
+    const bool identity = s == 0 ? first_identity : coin(c.rng()) == 1;
+    int32_t& id = (*ids)[static_cast<size_t>(s)];
+    if (identity) {
+      id = (*dst)[static_cast<size_t>(s)];
+    } else if (n_seq > 1 && coin(c.rng()) == 1) {
+      int other = any_seq(c.rng());
+      if (other == s) other = (s + 1) % n_seq;
+      id = (*dst)[static_cast<size_t>(other)];
+    } else {
+      do {
+        id = any_slot(c.rng());
+      } while (id == (*dst)[static_cast<size_t>(s)]);
+    }
+  }
+  // Always a read of a slot written by an earlier sequence (and, where
+  // sequence 0 is no identity, by a later one): in-order and reverse-order
+  // kernels that skipped the scratch copy would both be caught.
+  if (n_seq >= 2) {
+    (*ids)[static_cast<size_t>(n_seq - 1)] = (*dst)[0];
+    if (!first_identity) (*ids)[0] = (*dst)[1];
+  }
+}
+
+TensorView alloc_ints(OpCase& c, const std::vector<int32_t>& v) {
+  TensorView t = c.alloc(DType::I32, {static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), static_cast<int32_t*>(t.data));
+  return t;
+}
+
+// dst_slots: false = omitted (destinations = ids, which are then distinct).
+std::unique_ptr<OpCase> conv_update_case(int width, int channels, int n_seq, bool bias, bool silu,
+                                         bool first_identity, bool dst_slots = true) {
+  auto c = std::make_unique<OpCase>(fmt::format("ssm_conv_update k{} c{} ns{}{}{}{}", width,
+                                                channels, n_seq, bias ? " bias" : "",
+                                                silu ? " silu" : "", dst_slots ? "" : " ids-only"));
+  const int taps = width - 1;
+  const int n_slots = n_seq + n_seq / 2 + 2;
+  std::vector<int32_t> ids, dst;
+  make_slots(*c, n_seq, n_slots, first_identity, &ids, &dst);
+  if (!dst_slots) ids = dst;  // distinct: every sequence updates its own slot
+
+  Op& op = c->op;
+  op.kind = OpKind::kSsmConvUpdate;
+  op.params = SsmConvParams{silu};
+  TensorView x = c->alloc(DType::F32, {channels, n_seq});
+  TensorView w = c->alloc(DType::F32, {width, channels});
+  TensorView pool = c->alloc(DType::F32, {taps, channels, n_slots});
+  c->fill_uniform(x, -2.0f, 2.0f);
+  c->fill_uniform(w);
+  c->fill_uniform(pool, -2.0f, 2.0f);
+  op.src[0] = x;
+  op.src[1] = w;
+  if (bias) {
+    op.src[2] = c->alloc(DType::F32, {channels});
+    c->fill_uniform(op.src[2], -0.5f, 0.5f);
+  }
+  op.src[3] = pool;
+  op.src[4] = alloc_ints(*c, ids);
+  if (dst_slots) op.src[5] = alloc_ints(*c, dst);
+  op.dst = c->alloc(DType::F32, {channels, n_seq});
+  op.dst2 = pool;
+  c->exact = true;
+  c->in_place =
+      false;  // perf: repeat the update on the evolving (bounded) pool; no 10+ MB restore per run
+
+  // Unfused: window [K, channels, n_seq] <- taps (gather) and x, ssm_conv,
+  // shifted taps -> destination slots (scatter).
+  const int64_t rows = static_cast<int64_t>(channels) * n_seq;
+  TensorView window = c->alloc(DType::F32, {width, channels, n_seq});
+  float* wd = static_cast<float*>(window.data);
+  std::vector<int32_t> gather(static_cast<size_t>(rows)), scatter(static_cast<size_t>(rows)),
+      iota(static_cast<size_t>(rows));
+  for (int s = 0; s < n_seq; ++s) {
+    for (int ch = 0; ch < channels; ++ch) {
+      const size_t r = static_cast<size_t>(s) * channels + ch;
+      gather[r] = ids[static_cast<size_t>(s)] * channels + ch;
+      scatter[r] = dst[static_cast<size_t>(s)] * channels + ch;
+      iota[r] = static_cast<int32_t>(r);
+    }
+  }
+  const TensorView pool_rows = pool.reshape({taps, static_cast<int64_t>(channels) * n_slots});
+  Op get_taps;
+  get_taps.kind = OpKind::kGetRows;
+  get_taps.src[0] = pool_rows;
+  get_taps.src[1] = alloc_ints(*c, gather);
+  get_taps.dst = strided(wd, taps, rows, width);
+  Op get_x;
+  get_x.kind = OpKind::kGetRows;
+  get_x.src[0] = x.reshape({1, rows});
+  get_x.src[1] = alloc_ints(*c, iota);
+  get_x.dst = strided(wd + taps, 1, rows, width);
+  Op conv;
+  conv.kind = OpKind::kSsmConv;
+  conv.params = op.params;
+  conv.src[0] = window;
+  conv.src[1] = w;
+  conv.src[2] = op.src[2];
+  conv.dst = c->alloc(DType::F32, {channels, 1, n_seq});
+  Op put_taps;
+  put_taps.kind = OpKind::kSetRows;
+  put_taps.src[0] = strided(wd + 1, taps, rows, width);
+  put_taps.src[1] = alloc_ints(*c, scatter);
+  put_taps.dst = pool_rows;
+  Equivalent unfused{"unfused: get_rows, ssm_conv, set_rows", Op{}, true};
+  unfused.op.dst = conv.dst;
+  unfused.op.dst2 = pool;
+  unfused.steps = {get_taps, get_x, conv, put_taps};
+  c->equivalents.push_back(std::move(unfused));
+
+  c->flops = 2.0 * width * channels * n_seq;
+  c->bytes = static_cast<double>(x.nbytes_contiguous() + w.nbytes_contiguous() +
+                                 op.dst.nbytes_contiguous()) +
+             2.0 * taps * channels * n_seq * sizeof(float);
+  return c;
+}
+
+std::unique_ptr<OpCase> gdn_update_case(int s_dim, int h_k, int h_v, int n_seq, HeadMap map,
+                                        bool first_identity, bool l2_norm = true,
+                                        bool dst_slots = true) {
+  auto c = std::make_unique<OpCase>(
+      fmt::format("gated_delta_net_update s{} hk{} hv{} ns{} {}{}{}", s_dim, h_k, h_v, n_seq,
+                  map == HeadMap::kDiv ? "div" : "mod", l2_norm ? "" : " no-norm",
+                  dst_slots ? "" : " ids-only"));
+  const int n_slots = n_seq + n_seq / 2 + 2;
+  std::vector<int32_t> ids, dst;
+  make_slots(*c, n_seq, n_slots, first_identity, &ids, &dst);
+  if (!dst_slots) ids = dst;
+
+  Op& op = c->op;
+  op.kind = OpKind::kGatedDeltaNetUpdate;
+  TensorView q = c->alloc(DType::F32, {s_dim, h_k, 1, n_seq});
+  TensorView k = c->alloc(DType::F32, {s_dim, h_k, 1, n_seq});
+  TensorView v = c->alloc(DType::F32, {s_dim, h_v, 1, n_seq});
+  TensorView g = c->alloc(DType::F32, {h_v, 1, n_seq});
+  TensorView beta = c->alloc(DType::F32, {h_v, 1, n_seq});
+  TensorView pool = c->alloc(DType::F32, {s_dim, s_dim, h_v, n_slots});
+  const float qk_range = l2_norm ? 1.0f : 0.2f;
+  c->fill_uniform(q, -qk_range, qk_range);
+  c->fill_uniform(k, -qk_range, qk_range);
+  c->fill_uniform(v);
+  c->fill_uniform(g, -1.0f, -0.01f);
+  c->fill_uniform(beta, 0.05f, 0.95f);
+  c->fill_uniform(pool, -0.5f, 0.5f);
+  op.src = {
+      q, k, v, g, beta, pool, alloc_ints(*c, ids), dst_slots ? alloc_ints(*c, dst) : TensorView{}};
+  op.dst = c->alloc(DType::F32, {s_dim, h_v, 1, n_seq});
+  op.dst2 = pool;
+  GatedDeltaNetParams p;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(s_dim));
+  p.l2_norm_qk = l2_norm;
+  p.head_map = map;
+  op.params = p;
+  c->exact = true;
+  c->in_place =
+      false;  // perf: repeat the update on the evolving (bounded) pool; no 10+ MB restore per run
+
+  // Unfused: gather whole slots (flattened rows), plain op in place, scatter.
+  const int64_t slot = static_cast<int64_t>(s_dim) * s_dim * h_v;
+  const TensorView pool_rows = pool.reshape({slot, n_slots});
+  TensorView states = c->alloc(DType::F32, {slot, n_seq});
+  Op gather;
+  gather.kind = OpKind::kGetRows;
+  gather.src[0] = pool_rows;
+  gather.src[1] = op.src[6];
+  gather.dst = states;
+  Op plain = op;
+  plain.kind = OpKind::kGatedDeltaNet;
+  plain.src[5] = states.reshape({s_dim, s_dim, h_v, n_seq});
+  plain.src[6] = plain.src[7] = TensorView{};
+  plain.dst = c->alloc(DType::F32, {s_dim, h_v, 1, n_seq});
+  plain.dst2 = plain.src[5];
+  Op scatter;
+  scatter.kind = OpKind::kSetRows;
+  scatter.src[0] = states;
+  scatter.src[1] = dst_slots ? op.src[7] : op.src[6];
+  scatter.dst = pool_rows;
+  Equivalent unfused{"unfused: get_rows, gated_delta_net, set_rows", Op{}, true};
+  unfused.op.dst = plain.dst;
+  unfused.op.dst2 = pool;
+  unfused.steps = {gather, plain, scatter};
+  c->equivalents.push_back(std::move(unfused));
+
+  const double sq = static_cast<double>(s_dim) * s_dim;
+  c->flops = 7.0 * sq * h_v * n_seq;
+  c->bytes = 2.0 * sq * h_v * n_seq * sizeof(float) +
+             static_cast<double>(q.nbytes_contiguous() * 2 + v.nbytes_contiguous() * 2);
+  return c;
+}
+
+}  // namespace
+
+void add_fused_cases(CaseList& cases) {
+  // Conv update: widths x channels x sequences; bias / SiLU / whether
+  // sequence 0 reads in place vary along.
+  int variant = 0;
+  for (int width : {3, 4}) {
+    for (int channels : {256, 3328}) {
+      for (int n_seq : {1, 4, 32, 128}) {
+        const bool bias = variant % 2 == 0, silu = (variant / 2) % 2 == 0;
+        cases.push_back(conv_update_case(width, channels, n_seq, bias, silu, variant % 3 != 0));
+        ++variant;
+      }
+    }
+  }
+  cases.push_back(
+      conv_update_case(4, 200, 5, true, true, true, /*dst_slots=*/false));  // odd channel count
+  // DeltaNet update: realistic head dims (S = 128) and a Qwen3-Next-sized
+  // head count; both head maps; a small unnormalised case.
+  for (int n_seq : {1, 4, 32}) {
+    cases.push_back(gdn_update_case(128, 2, 4, n_seq, HeadMap::kDiv, n_seq != 4));
+    cases.push_back(gdn_update_case(128, 2, 4, n_seq, HeadMap::kMod, n_seq == 4));
+  }
+  cases.push_back(gdn_update_case(128, 16, 32, 3, HeadMap::kDiv, true));
+  cases.push_back(gdn_update_case(64, 1, 3, 5, HeadMap::kMod, false, /*l2_norm=*/false));
+  cases.push_back(gdn_update_case(64, 2, 2, 4, HeadMap::kDiv, true, true, /*dst_slots=*/false));
+}
+
+}  // namespace folio::parity
