@@ -1,6 +1,7 @@
 #include "cli_common.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 
 #include "core/thread_pool.h"
@@ -46,7 +47,11 @@ Result<SamplingParams> sampling_params(const SamplingFlags& f, int32_t n_vocab) 
   return p;
 }
 
-Result<LoadedModel> load_for_generation(const ModelFlags& f) {
+namespace {
+
+// n_seq: sequences created up front. n_parallel > 0: without --kv-blocks /
+// --kv-memory, a pool of n_parallel contexts (instead of n_seq's).
+Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   Result<DType> kv = model::parse_kv_type(f.kv_type);
   if (!kv.ok()) return kv.status().with_context("--kv-type");
   if (f.threads < 0) return invalid_argument("--threads must be >= 0, got {}", f.threads);
@@ -62,11 +67,15 @@ Result<LoadedModel> load_for_generation(const ModelFlags& f) {
   model::PagedKvCacheOptions co;
   const int64_t train_ctx = lm.model->config().n_ctx_train;
   co.n_ctx = train_ctx > 0 ? std::min(f.ctx_size, train_ctx) : f.ctx_size;
-  co.n_seq = 1;
+  co.n_seq = n_seq;
   co.type = *kv;
   co.block_size = f.kv_block_size;
   co.n_blocks = f.kv_blocks;
   co.memory_mib = f.kv_memory_mib;
+  if (n_parallel > 0 && f.kv_blocks == 0 && f.kv_memory_mib == 0 && f.kv_block_size > 0) {
+    const int64_t per_seq = (co.n_ctx + f.kv_block_size - 1) / f.kv_block_size;
+    co.n_blocks = static_cast<int32_t>(std::min<int64_t>(n_parallel * per_seq + 1, INT32_MAX));
+  }
   Result<std::unique_ptr<model::PagedKvCache>> cache =
       model::PagedKvCache::create(lm.model->config(), co);
   if (!cache.ok()) return cache.status().with_context("KV cache");
@@ -78,6 +87,15 @@ Result<LoadedModel> load_for_generation(const ModelFlags& f) {
                lm.ctx->n_threads());
   lm.cache = std::move(cache).value();
   return lm;
+}
+
+}  // namespace
+
+Result<LoadedModel> load_for_generation(const ModelFlags& f) { return load_model(f, 1, 0); }
+
+Result<LoadedModel> load_for_batch(const ModelFlags& f, int n_parallel) {
+  if (n_parallel < 1) return invalid_argument("--parallel must be >= 1, got {}", n_parallel);
+  return load_model(f, 0, n_parallel);
 }
 
 }  // namespace folio::tools

@@ -49,5 +49,8 @@ struct LoadedModel {
 // Loads the model (progress and buffers on stderr), its tokenizer, a CPU
 // forward context and a paged KV cache holding sequence 0.
 Result<LoadedModel> load_for_generation(const ModelFlags& flags);
+// The same with a paged KV cache (model::PagedKvCache) holding no sequence,
+// its pool sized for n_parallel contexts unless --kv-blocks / --kv-memory say.
+Result<LoadedModel> load_for_batch(const ModelFlags& flags, int n_parallel);
 
 }  // namespace folio::tools

@@ -17,5 +17,6 @@ void register_logits_command(CLI::App& app, CommandFn* selected);
 void register_tokenize_command(CLI::App& app, CommandFn* selected);
 void register_run_command(CLI::App& app, CommandFn* selected);
 void register_chat_command(CLI::App& app, CommandFn* selected);
+void register_batch_command(CLI::App& app, CommandFn* selected);
 
 }  // namespace folio::tools
