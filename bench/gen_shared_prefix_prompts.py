@@ -22,7 +22,7 @@ QUESTIONS = [
 
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 16
-    prefix = PARAGRAPH * 16
+    prefix = PARAGRAPH * 20  # ~1,000 tokens with the Gemma 3 vocabulary
     for i in range(n):
         print(f"{prefix}Question: {QUESTIONS[i % len(QUESTIONS)]}")
 
