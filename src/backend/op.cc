@@ -168,7 +168,9 @@ bool check_gated_delta_net_update(Checker& c, const Op& op) {
          c.same_view(op.dst2, pool, "state output");
 }
 
-bool is_kv_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::Q8_0; }
+bool is_kv_type(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0;
+}
 
 bool check_attention(Checker& c, const Op& op) {
   const auto& p = op.p<AttentionParams>();
@@ -181,7 +183,7 @@ bool check_attention(Checker& c, const Op& op) {
       !c.type(op.src[4], DType::I32, "pos") || !c.type(op.src[5], DType::I32, "kv_len")) {
     return false;
   }
-  if (!is_kv_type(k.dtype) || !is_kv_type(v.dtype)) return c.fail("k/v must be f32, f16 or q8_0");
+  if (!is_kv_type(k.dtype) || !is_kv_type(v.dtype)) return c.fail("k/v must be f32, f16, bf16 or q8_0");
   if (!c.dims(k, "k") || !c.dims(v, "v")) return false;
   const int64_t d = q.ne[0], n_head = q.ne[1], n_tokens = q.ne[2];
   if (!c.eq(k.ne[0], d, "k head dim vs q head dim")) return false;

@@ -220,7 +220,7 @@ struct ArgsortParams {
 //   src0 q        F32 [D, n_head, n_tokens]
 //   src1 k        contiguous: [D, n_kv_head, n_ctx, n_seq]
 //                 paged:      [D, n_kv_head, block_size, n_blocks]
-//                 dtype F32, F16 or Q8_0 (Q8_0 rows are D elements, D % 32 == 0)
+//                 dtype F32, F16, BF16 or Q8_0 (Q8_0 rows are D elements, D % 32 == 0)
 //   src2 v        like k but with Dv instead of D
 //   src3 seq_idx  I32 [n_tokens]: sequence of each query token (0..n_seq-1)
 //   src4 pos      I32 [n_tokens]: absolute position of each query token

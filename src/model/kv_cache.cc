@@ -17,8 +17,10 @@ TensorView as_table(const TensorView& t) {
 
 Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const ModelConfig& cfg,
                                                                      const KvCacheOptions& o) {
-  if (o.type != DType::F32 && o.type != DType::F16 && o.type != DType::Q8_0) {
-    return unsupported("kv cache: type {} is not supported (f32, f16, q8_0)", dtype_name(o.type));
+  if (o.type != DType::F32 && o.type != DType::F16 && o.type != DType::BF16 &&
+      o.type != DType::Q8_0) {
+    return unsupported("kv cache: type {} is not supported (f32, f16, bf16, q8_0)",
+                       dtype_name(o.type));
   }
   if (o.n_ctx <= 0 || o.n_ctx > (int64_t{1} << 24)) {
     return invalid_argument("kv cache: n_ctx {} is out of range [1, 2^24]", o.n_ctx);

@@ -74,12 +74,9 @@ std::vector<cache::KvLayerShape> kv_layer_shapes(const ModelConfig& cfg) {
 
 Result<std::unique_ptr<PagedKvCache>> PagedKvCache::create(const ModelConfig& cfg,
                                                            const PagedKvCacheOptions& o) {
-  if (o.type == DType::BF16) {
-    return unsupported(
-        "paged kv cache: bf16 K/V cannot be read by flash attention (f32, f16 and q8_0 only)");
-  }
-  if (o.type != DType::F32 && o.type != DType::F16 && o.type != DType::Q8_0) {
-    return unsupported("paged kv cache: type {} is not supported (f32, f16, q8_0)",
+  if (o.type != DType::F32 && o.type != DType::F16 && o.type != DType::BF16 &&
+      o.type != DType::Q8_0) {
+    return unsupported("paged kv cache: type {} is not supported (f32, f16, bf16, q8_0)",
                        dtype_name(o.type));
   }
   FOLIO_RETURN_IF_ERROR(cache::validate_block_size(o.block_size));

@@ -29,9 +29,8 @@
 // kResourceExhausted and plan.missing_blocks; nothing changes (a scheduler
 // preempts and plans again).
 //
-// BF16 is accepted by parse_kv_type and sized by cache::kv_block_bytes, but
-// create() rejects it: kFlashAttn reads only f32, f16 and q8_0 K/V
-// (backend/op.h), so no forward could read a bf16 cache.
+// K/V types: f16 (default), f32, bf16 and q8_0 — whatever kFlashAttn reads
+// (backend/op.h); bf16 rows are converted by the portable tiled kernel.
 //
 // Not thread-safe: one owner (the engine's step thread) plans, prepares,
 // forwards and applies; the forward only reads the plan and the storage.

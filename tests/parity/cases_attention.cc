@@ -32,6 +32,7 @@ double kv_nmse_bound(DType kv) {
     case DType::F32:
       return 1e-7;
     case DType::F16:
+    case DType::BF16:
       return 1e-6;
     default:
       return 1e-4;  // q8_0
@@ -68,6 +69,9 @@ void poison_row(DType t, void* row, int64_t n) {
     for (int64_t i = 0; i < n; ++i) std::memcpy(b + 4 * i, &nan32, 4);
   } else if (t == DType::F16) {
     for (int64_t i = 0; i < n; ++i) std::memcpy(b + 2 * i, &nan16, 2);
+  } else if (t == DType::BF16) {
+    const uint16_t nan_bf16 = 0x7fc0;
+    for (int64_t i = 0; i < n; ++i) std::memcpy(b + 2 * i, &nan_bf16, 2);
   } else {  // q8_0: 34-byte blocks of {f16 d, int8 qs[32]}
     const int64_t n_blocks = n / 32;
     for (int64_t i = 0; i < n_blocks; ++i) {
@@ -257,6 +261,7 @@ void add_attention_cases(CaseList& cases) {
       decode(112, 1, DType::F16),   prefill(112, 4, DType::F32), decode(128, 2, DType::F16),
       decode(128, 1, DType::Q8_0),  decode(128, 4, DType::F32),  prefill(128, 2, DType::F16),
       prefill(128, 4, DType::Q8_0), decode(256, 4, DType::F16),  prefill(256, 2, DType::Q8_0),
+      decode(128, 2, DType::BF16),  prefill(64, 2, DType::BF16),
   };
   {  // Sliding window, prefill and decode (window shorter than the context).
     AttnSpec s = prefill(128, 2, DType::F16);

@@ -15,7 +15,7 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
   cmd->add_option("-t,--threads", f->threads, "threads (default: all cores)");
   cmd->add_option("-c,--ctx-size", f->ctx_size, "context size in tokens (capped by the model's)")
       ->capture_default_str();
-  cmd->add_option("--kv-type", f->kv_type, "KV cache type: f32|f16|q8_0")->capture_default_str();
+  cmd->add_option("--kv-type", f->kv_type, "KV cache type: f32|f16|bf16|q8_0")->capture_default_str();
   cmd->add_option("-b,--batch-size", f->batch_size, "prefill chunk in tokens")->capture_default_str();
   cmd->add_option("--kv-block-size", f->kv_block_size, "KV block: 8..128 tokens, a power of 2")
       ->capture_default_str();

@@ -65,7 +65,8 @@ void register_avx512_kernels(KernelTable& t) {
          gated_delta_net_avx512});
   t.add({OpKind::kGatedDeltaNetUpdate, kTier, "gated_delta_net_update.avx512",
          supports_gated_delta_net_avx512, gated_delta_net_update_avx512});
-  t.add({OpKind::kFlashAttn, kTier, "flash_attn.avx512", nullptr, flash_attn_avx512});
+  // bf16 K/V: the portable tiled kernel (flash_attn.scalar) converts those rows.
+  t.add({OpKind::kFlashAttn, kTier, "flash_attn.avx512", supports_flash_attn_simd, flash_attn_avx512});
 }
 
 }  // namespace folio

@@ -137,7 +137,7 @@ class KvRows {
         }
         break;
       }
-      default:  // Q8_0 (validate_op admits f32, f16 and q8_0 only)
+      default:  // BF16, Q8_0 (validate_op admits f32, f16, bf16 and q8_0)
         quant::dequantize_row_ref(kv_.dtype, r, out, n);
         break;
     }

@@ -35,4 +35,8 @@ bool supports_soft_max_simd(const Op& op) {
   return op.dst.dtype == DType::F32;
 }
 
+bool supports_flash_attn_simd(const Op& op) {
+  return op.src[1].dtype != DType::BF16 && op.src[2].dtype != DType::BF16;
+}
+
 }  // namespace folio::cpu

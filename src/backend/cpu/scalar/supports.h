@@ -18,5 +18,6 @@ bool supports_glu_simd(const Op& op);           // swiglu, geglu (tanh)
 bool supports_rms_norm_simd(const Op& op);      // weight absent or one F32 row of ne0
 bool supports_add_rms_norm_simd(const Op& op);  // F32 outputs, weight as above
 bool supports_soft_max_simd(const Op& op);      // F32 output
+bool supports_flash_attn_simd(const Op& op);    // K/V f32, f16 or q8_0 (not bf16)
 
 }  // namespace folio::cpu
