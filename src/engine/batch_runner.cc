@@ -7,7 +7,7 @@
 
 #include "engine/stop_matcher.h"
 #include "model/batch.h"
-#include "tokenizer/stream_detokenizer.h"
+#include "engine/text_stream.h"
 
 namespace folio {
 
@@ -22,8 +22,7 @@ struct Request {
   bool ever_admitted = false;
   bool decoding = false;  // filled since admission: the next piece is one token
   std::optional<Sampler> sampler;
-  std::optional<tokenizer::StreamDetokenizer> detok;
-  std::optional<StopMatcher> stops;
+  std::optional<TextStream> text;
 };
 
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
@@ -73,8 +72,7 @@ Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> promp
     FOLIO_ASSIGN_OR_RETURN(Sampler s, Sampler::create(params, n_vocab));
     r.sampler.emplace(std::move(s));
     r.sampler->accept(std::span<const int32_t>(r.tokens));
-    r.detok.emplace(&tok_, options.render_special);
-    r.stops.emplace(params.stop);
+    r.text.emplace(&tok_, options.render_special, params.stop);
     out.results[p].prompt_tokens = static_cast<int64_t>(r.n_prompt);
     if (options.n_predict == 0 || params.max_tokens == 0) continue;  // nothing to generate
     waiting.push_back(p);
@@ -90,13 +88,9 @@ Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> promp
     Request& q = reqs[r];
     BatchSequenceResult& res = out.results[r];
     if (stop != StopReason::kStopString) {
-      StopMatcher::Step tail = q.stops->feed(q.detok->flush());
-      res.text += tail.text;
-      if (tail.stopped) {
-        stop = StopReason::kStopString;
-      } else {
-        res.text += q.stops->flush();
-      }
+      bool stopped = false;
+      res.text += q.text->finish(&stopped);
+      if (stopped) stop = StopReason::kStopString;
     }
     res.stop = stop;
     running.erase(std::find(running.begin(), running.end(), r));
@@ -230,7 +224,7 @@ Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> promp
         q.tokens.push_back(id);
         res.tokens.push_back(id);
         ++res.generated_tokens;
-        StopMatcher::Step step = q.stops->feed(q.detok->push(id));
+        StopMatcher::Step step = q.text->push(id);
         res.text += step.text;
         if (step.stopped) {
           stop = StopReason::kStopString;

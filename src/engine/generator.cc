@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/stop_matcher.h"
-#include "tokenizer/stream_detokenizer.h"
+#include "engine/text_stream.h"
 
 namespace folio {
 
@@ -82,8 +81,7 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
   const auto t1 = Clock::now();
   stats.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
 
-  tokenizer::StreamDetokenizer detok(&tok_, options.render_special);
-  StopMatcher stops(params.stop);
+  TextStream text(&tok_, options.render_special, params.stop);
   bool cancelled = false;
   auto emit = [&](const std::string& text) {
     if (!text.empty() && !cancelled && !on_text(text)) cancelled = true;
@@ -108,7 +106,7 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
     sampler.accept(id);
     stats.tokens.push_back(id);
     ++stats.n_generated;
-    StopMatcher::Step step = stops.feed(detok.push(id));
+    StopMatcher::Step step = text.push(id);
     emit(step.text);
     if (step.stopped) {
       stats.stop = StopReason::kStopString;
@@ -126,13 +124,9 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
     FOLIO_ASSIGN_OR_RETURN(logits, feed(one, true));
   }
   if (stats.stop != StopReason::kStopString) {
-    StopMatcher::Step tail = stops.feed(detok.flush());
-    emit(tail.text);
-    if (tail.stopped) {
-      stats.stop = StopReason::kStopString;
-    } else {
-      emit(stops.flush());
-    }
+    bool stopped = false;
+    emit(text.finish(&stopped));
+    if (stopped) stats.stop = StopReason::kStopString;
   }
   stats.gen_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
   return stats;
