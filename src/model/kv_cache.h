@@ -123,6 +123,10 @@ class KvCache {
   virtual TensorView v_view(int layer) const = 0;
   virtual KvLayout layout() const = 0;
   virtual int block_size() const { return 16; }  // paged layouts: positions per block
+  // Block bookkeeping of a paged cache (free / used / cached blocks, lookup
+  // of a prompt's cached prefix) for schedulers and metrics; nullptr when
+  // the cache has no block pool.
+  virtual const cache::KvCacheManager* block_manager() const { return nullptr; }
 };
 
 struct KvCacheOptions {

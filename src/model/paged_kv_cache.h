@@ -104,6 +104,7 @@ class PagedKvCache final : public KvCache {
   // Block bookkeeping for schedulers and metrics (pool(): free, used and
   // cached blocks; peak_used(); lookup() of a prompt without taking it).
   const cache::KvCacheManager& manager() const { return manager_; }
+  const cache::KvCacheManager* block_manager() const override { return &manager_; }
   int32_t n_blocks() const { return manager_.pool().n_blocks(); }
   size_t block_bytes() const { return block_bytes_; }  // one block, all layers, K and V
   // When no block is in use: free queue back to ascending ids.
