@@ -65,6 +65,8 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
   size_t keep = 0;
   while (keep < history_.size() && keep + 1 < prompt.size() && history_[keep] == prompt[keep]) ++keep;
   if (keep < history_.size()) {
+    // Caches with recurrent state (hybrid models) truncate only to some lengths.
+    keep = static_cast<size_t>(cache_.truncation_point(seq_, static_cast<int64_t>(keep)));
     FOLIO_RETURN_IF_ERROR(cache_.truncate(seq_, static_cast<int64_t>(keep)));
     history_.resize(keep);
   }

@@ -202,6 +202,43 @@ Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
   return Status();
 }
 
+// The gated DeltaNet shape of a hybrid model (keys named as llama.cpp's).
+Status validate_ssm(const ModelConfig& c) {
+  const SsmConfig& s = c.ssm;
+  if (c.recurrent_layers.size() != static_cast<size_t>(c.n_layer)) {
+    return invalid_argument("model: {} recurrent-layer flags for {} layers",
+                            c.recurrent_layers.size(), c.n_layer);
+  }
+  FOLIO_RETURN_IF_ERROR(positive(arch_key(c, "ssm.conv_kernel").c_str(), s.d_conv, 64));
+  if (s.d_conv < 2) {
+    return invalid_argument("model: '{}' = {} must be at least 2", arch_key(c, "ssm.conv_kernel"),
+                            s.d_conv);
+  }
+  FOLIO_RETURN_IF_ERROR(positive(arch_key(c, "ssm.state_size").c_str(), s.d_state, 1 << 12));
+  FOLIO_RETURN_IF_ERROR(positive(arch_key(c, "ssm.group_count").c_str(), s.n_k_heads, 1 << 12));
+  FOLIO_RETURN_IF_ERROR(positive(arch_key(c, "ssm.time_step_rank").c_str(), s.n_v_heads, 1 << 12));
+  FOLIO_RETURN_IF_ERROR(positive(arch_key(c, "ssm.inner_size").c_str(), s.d_inner));
+  if (s.n_v_heads % s.n_k_heads != 0) {
+    return invalid_argument("model: '{}' = {} is not a multiple of '{}' = {}",
+                            arch_key(c, "ssm.time_step_rank"), s.n_v_heads,
+                            arch_key(c, "ssm.group_count"), s.n_k_heads);
+  }
+  if (s.d_inner != int64_t{s.n_v_heads} * s.d_state) {
+    return invalid_argument(
+        "model: '{}' = {} must equal '{}' * '{}' = {} (key and value heads share the state size)",
+        arch_key(c, "ssm.inner_size"), s.d_inner, arch_key(c, "ssm.time_step_rank"),
+        arch_key(c, "ssm.state_size"), int64_t{s.n_v_heads} * s.d_state);
+  }
+  bool any_attention = false;
+  for (int l = 0; l < c.n_layer; ++l) any_attention |= !c.is_recurrent(l);
+  if (!any_attention) {
+    return unsupported(
+        "model: every layer is a gated DeltaNet layer; hybrid models need at least "
+        "one attention layer");
+  }
+  return Status();
+}
+
 }  // namespace
 
 const char* rope_scaling_name(RopeScaling s) {
@@ -220,6 +257,13 @@ std::string arch_key(const ModelConfig& cfg, const char* suffix) {
   return fmt::format("{}.{}", cfg.arch, suffix);
 }
 
+bool ModelConfig::is_hybrid() const {
+  for (uint8_t r : recurrent_layers) {
+    if (r != 0) return true;
+  }
+  return false;
+}
+
 float ModelConfig::kq_scale() const {
   return attn_scale != 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim_k));
 }
@@ -236,6 +280,7 @@ RopeParams ModelConfig::rope_params(int layer) const {
   p.beta_fast = rope.beta_fast;
   p.beta_slow = rope.beta_slow;
   p.n_ctx_orig = rope.n_ctx_orig;
+  p.sections = rope.sections;
   return p;
 }
 
@@ -265,6 +310,15 @@ Status validate_config(const ModelConfig& c) {
       return invalid_argument("model: '{}' = {} (layer {}) must be positive for a dense FFN",
                               arch_key(c, "feed_forward_length"), ff, l);
     }
+  }
+  if (c.is_hybrid()) FOLIO_RETURN_IF_ERROR(validate_ssm(c));
+  if (c.attn_output_gate && c.head_dim_k != c.head_dim_v) {
+    return invalid_argument("model: gated attention needs equal key and value head dims ({} / {})",
+                            c.head_dim_k, c.head_dim_v);
+  }
+  if (c.n_ff_shexp < 0 || c.n_ff_shexp > kMaxDim) {
+    return invalid_argument("model: '{}' = {} is out of range",
+                            arch_key(c, "expert_shared_feed_forward_length"), c.n_ff_shexp);
   }
   if (c.moe.n_expert > 0) {
     if (c.moe.n_expert_used < 1) {
@@ -310,6 +364,13 @@ std::string ModelConfig::summary() const {
   }
   if (n_swa > 0) s += fmt::format(", sliding window {} (base {:g})", n_swa, rope.freq_base_swa);
   if (final_softcap > 0.0f) s += fmt::format(", final softcap {:g}", final_softcap);
+  if (is_hybrid()) {
+    int n_rec = 0;
+    for (int l = 0; l < n_layer; ++l) n_rec += is_recurrent(l) ? 1 : 0;
+    s += fmt::format(", {} gated DeltaNet layers (conv {}, heads {}/{} x {})", n_rec, ssm.d_conv,
+                     ssm.n_k_heads, ssm.n_v_heads, ssm.d_state);
+  }
+  if (n_ff_shexp > 0) s += fmt::format(", shared expert n_ff {}", n_ff_shexp);
   return s + fmt::format(", n_ctx_train {}", n_ctx_train);
 }
 

@@ -9,6 +9,7 @@
 // n_head_kv, odd rope dims, ...) is a Status naming the key and the value.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ struct RopeConfig {
   float attn_factor = 1.0f;     // YaRN magnitude (ggml adds its own 1 + 0.1 ln(factor))
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
+  // Multi-section rope (rope.dimension_sections, qwen35): rotary pairs per
+  // position section. Informational for text-only input, where every section
+  // holds the token position and the multi-section rope equals neox rope on
+  // the same dims (see model/arch/qwen3next.cc).
+  std::array<int, 4> sections{0, 0, 0, 0};
 };
 
 struct MoeConfig {
@@ -51,6 +57,25 @@ struct MoeConfig {
   int64_t n_ff_exp = 0;       // expert_feed_forward_length
   bool norm_weights = false;  // renormalise the top-k gate weights to sum 1
   ExpertGating gating = ExpertGating::kSoftmax;
+};
+
+// Gated DeltaNet layers of the hybrid models (qwen3next, qwen35, qwen35moe;
+// llama.cpp's ssm.* keys). Key heads H_k = group_count, value heads H_v =
+// time_step_rank, both of head dim S = state_size; inner_size = H_v * S.
+// The conv runs over the q, k and v channels: C = 2 * H_k * S + H_v * S.
+struct SsmConfig {
+  int d_conv = 0;                    // ssm.conv_kernel: conv width K (K - 1 cached taps)
+  int64_t d_state = 0;               // ssm.state_size: S (key and value head dim)
+  int64_t d_inner = 0;               // ssm.inner_size: H_v * S
+  int n_k_heads = 0;                 // ssm.group_count: H_k
+  int n_v_heads = 0;                 // ssm.time_step_rank: H_v
+  HeadMap head_map = HeadMap::kDiv;  // value head -> key head (qwen3next kDiv, qwen35* kMod)
+  bool fused_ba = false;             // beta and alpha in one ssm_ba tensor (qwen3next)
+  bool fused_qkvz =
+      false;  // legacy qwen3next files: one ssm_in tensor instead of attn_qkv + attn_gate
+
+  int64_t head_v_dim() const { return n_v_heads > 0 ? d_inner / n_v_heads : 0; }
+  int64_t conv_channels() const { return 2 * n_k_heads * d_state + d_inner; }
 };
 
 struct ModelConfig {
@@ -88,10 +113,24 @@ struct ModelConfig {
   bool rope_freq_factors = false;       // optional rope_freqs.weight (llama 3.1)
   GluKind ffn_glu = GluKind::kSwiGlu;   // dense and expert FFN activation
 
+  // Hybrid models (qwen3next, qwen35*): gated DeltaNet layers beside
+  // full-attention layers.
+  SsmConfig ssm;
+  std::vector<uint8_t> recurrent_layers;  // [n_layer] 1: gated DeltaNet layer (empty: none)
+  bool attn_output_gate = false;  // attn_q yields [query, gate] per head; out *= sigmoid(gate)
+  bool ffn_norm_post_attention = false;  // the pre-FFN norm is named post_attention_norm
+  int64_t n_ff_shexp =
+      0;  // shared expert width (0: none); gated by sigmoid(ffn_gate_inp_shexp . x)
+
   int n_head_of(int layer) const { return n_head[static_cast<size_t>(layer)]; }
   int n_head_kv_of(int layer) const { return n_head_kv[static_cast<size_t>(layer)]; }
   bool is_swa(int layer) const { return n_swa > 0 && swa_layers[static_cast<size_t>(layer)] != 0; }
   bool is_moe(int /*layer*/) const { return moe.n_expert > 0; }
+  bool is_recurrent(int layer) const {
+    return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(layer)] != 0;
+  }
+  // Any gated DeltaNet layer: the model needs a hybrid cache (model/hybrid_cache.h).
+  bool is_hybrid() const;
   float kq_scale() const;
   // Rope parameters of one layer (base and scale differ on sliding-window layers).
   RopeParams rope_params(int layer) const;

@@ -9,6 +9,8 @@
 
 namespace folio::model {
 
+struct KvPlan;
+
 struct ForwardInputs {
   int64_t n_tokens = 0;      // T
   int64_t n_outputs = 0;     // tokens whose logits are wanted
@@ -20,6 +22,9 @@ struct ForwardInputs {
   TensorView kv_len;         // I32 [n_seq] K/V positions per attention sequence after this batch
   TensorView block_table;    // I32 [max_blocks, n_seq] (paged caches) or empty
   TensorView out_ids;        // I32 [n_outputs] batch rows whose logits are wanted, in order
+  // The cache's plan of this batch (host data; hybrid models read its
+  // recurrent part: per-sequence token runs, state slots, checkpoints).
+  const KvPlan* plan = nullptr;
 };
 
 }  // namespace folio::model

@@ -22,6 +22,9 @@
 //   ContiguousKvCache (here): n_seq fixed slots of n_ctx positions each.
 //   PagedKvCache (model/paged_kv_cache.h): blocks of one pool, memory follows
 //     the tokens held, prefix sharing, copy-on-write forks.
+//   HybridKvCache (model/hybrid_cache.h): hybrid models (gated DeltaNet +
+//     attention): a paged or contiguous cache for the attention layers plus
+//     per-sequence recurrent state (conv_state / ssm_state, KvPlan::recurrent).
 //
 // ContiguousKvCache: each sequence owns n_ctx positions. Per layer
 //   K [Dk, n_kv_head, n_ctx, n_seq], V [Dv, n_kv_head, n_ctx, n_seq]
@@ -45,6 +48,57 @@
 
 namespace folio::model {
 
+// Hybrid caches (model/hybrid_cache.h): one sequence's share of a batch in
+// the recurrent (gated DeltaNet) layers. Its tokens are rows [row_begin,
+// row_begin + n_tokens) of the batch in recurrent order (RecurrentPlan::order).
+struct RecurrentStep {
+  int32_t seq = -1;        // cache sequence id
+  int32_t slot = -1;       // its state slot in every recurrent layer's pools
+  int32_t row_begin = 0;   // first of its tokens in recurrent order
+  int32_t n_tokens = 0;    // tokens it feeds this batch (consecutive positions)
+  int32_t ckpt_begin = 0;  // its checkpoints: RecurrentPlan::checkpoints[ckpt_begin, + n_ckpt)
+  int32_t n_ckpt = 0;
+};
+
+// A prefix checkpoint the forward saves: the recurrent state of step
+// `step`'s sequence after its first `after` tokens of this batch (a KV block
+// boundary) is copied into state slot `slot` (every recurrent layer). The
+// cache registers it under `hash` (the block-chain hash of that prefix) when
+// the plan is applied.
+struct StateCheckpoint {
+  int32_t step = 0;
+  int32_t after = 0;  // 1 .. steps[step].n_tokens
+  int32_t slot = -1;
+  cache::BlockHash hash;
+};
+
+struct RecurrentPlan {
+  // Sequences in order of first appearance in the batch; steps with one
+  // token (decode) next to each other run as one fused op.
+  std::vector<RecurrentStep> steps;
+  std::vector<int32_t> slots;  // [n_steps] steps[i].slot (the fused ops' slot ids)
+  // [n_tokens] batch row of recurrent row r, and its inverse; both empty when
+  // every sequence's tokens are already consecutive in the batch (identity).
+  std::vector<int32_t> order;
+  std::vector<int32_t> inverse;
+  std::vector<StateCheckpoint> checkpoints;  // by step, then `after`
+  // The cache's bookkeeping: tokens in recurrent order (prefix hashing) and
+  // the cache state the plan was made against.
+  std::vector<int32_t> tokens;
+  uint64_t epoch = 0;
+
+  bool empty() const { return steps.empty(); }
+  void clear() {
+    steps.clear();
+    slots.clear();
+    order.clear();
+    inverse.clear();
+    checkpoints.clear();
+    tokens.clear();
+    epoch = 0;
+  }
+};
+
 // What a batch does to the cache; filled by plan() (vectors are reused).
 // "Attention sequences" are the sequences the attention op sees, numbered
 // 0..n-1: the cache's slots (contiguous) or the batch's sequences in order of
@@ -64,6 +118,8 @@ struct KvPlan {
   // Paged caches: the block-pool bookkeeping apply() / discard() commit and
   // the block copies prepare() performs.
   cache::CachePlan pages;
+  // Hybrid caches: the recurrent layers' work (empty otherwise).
+  RecurrentPlan recurrent;
 };
 
 class KvCache {
@@ -95,6 +151,14 @@ class KvCache {
   virtual Result<int64_t> take_cached_prefix(int seq, std::span<const int32_t> prompt) = 0;
   // Drops positions >= len of one sequence (len <= seq_len).
   virtual Status truncate(int seq, int64_t len) = 0;
+  // The largest length <= len (len <= seq_len) that truncate(seq, ·)
+  // accepts: len itself for caches that truncate anywhere; hybrid caches
+  // (recurrent state) only 0, the sequence's length or a checkpointed block
+  // boundary.
+  virtual int64_t truncation_point(int seq, int64_t len) const {
+    (void)seq;
+    return len;
+  }
   // Empties every sequence (ids stay valid).
   virtual void clear() = 0;
 
@@ -127,6 +191,22 @@ class KvCache {
   // of a prompt's cached prefix) for schedulers and metrics; nullptr when
   // the cache has no block pool.
   virtual const cache::KvCacheManager* block_manager() const { return nullptr; }
+
+  // --- recurrent state (hybrid caches, model/hybrid_cache.h) ----------------
+  // Gated DeltaNet layer `layer`'s state pools, indexed by the slots of
+  // KvPlan::recurrent (empty views for caches and layers without them):
+  // conv taps F32 [K - 1, channels, n_slots] (per channel the K - 1 most
+  // recent inputs, oldest first) and the DeltaNet state F32 [S_k, S_v, H_v,
+  // n_slots] (row v of head h holds S[v, :]), as the fused decode ops read
+  // them (backend/op.h, kSsmConvUpdate / kGatedDeltaNetUpdate).
+  virtual TensorView conv_state(int layer) const {
+    (void)layer;
+    return {};
+  }
+  virtual TensorView ssm_state(int layer) const {
+    (void)layer;
+    return {};
+  }
 };
 
 struct KvCacheOptions {

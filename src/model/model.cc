@@ -7,10 +7,19 @@
 
 #include "model/arch/arch.h"
 #include "model/forward_inputs.h"
+#include "model/hybrid_cache.h"
 
 namespace folio::model {
 
 Result<std::unique_ptr<KvCache>> Model::make_cache(const KvCacheOptions& options) const {
+  if (config_.is_hybrid()) {  // K/V of the attention layers + recurrent state per sequence
+    HybridKvCacheOptions ho;
+    ho.paged = false;
+    ho.contiguous_kv = options;
+    Result<std::unique_ptr<HybridKvCache>> h = HybridKvCache::create(config_, ho);
+    if (!h.ok()) return h.status();
+    return std::unique_ptr<KvCache>(std::move(h).value());
+  }
   Result<std::unique_ptr<ContiguousKvCache>> c = ContiguousKvCache::create(config_, options);
   if (!c.ok()) return c.status();
   return std::unique_ptr<KvCache>(std::move(c).value());
@@ -55,6 +64,7 @@ Result<TensorView> Model::forward(const Batch& batch, KvCache& cache, ForwardCon
     in.block_table = reshape(ctx.upload_i32(plan.block_table),
                              {plan.max_blocks, static_cast<int64_t>(plan.kv_len.size()), 1, 1});
   }
+  in.plan = &plan;
   in.n_outputs = batch.n_outputs();
   in.all_outputs = in.n_outputs == n;
   in.out_ids = ctx.tensor(DType::I32, {std::max<int64_t>(in.n_outputs, 1), 1, 1, 1});

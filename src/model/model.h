@@ -71,7 +71,9 @@ class Model {
   // cache's sequences are unchanged.
   Result<TensorView> forward(const Batch& batch, KvCache& cache, ForwardContext& ctx) const;
 
-  // A KV cache sized for this model.
+  // A KV cache sized for this model: a ContiguousKvCache, or for hybrid
+  // models a HybridKvCache with a contiguous attention part and one state
+  // slot per sequence (model/hybrid_cache.h).
   Result<std::unique_ptr<KvCache>> make_cache(const KvCacheOptions& options) const;
 
  private:

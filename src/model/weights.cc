@@ -10,6 +10,37 @@ std::array<int64_t, kMaxDims> shape(int64_t a, int64_t b = 1, int64_t c = 1) {
   return {a, b, c, 1};
 }
 
+// The tensors of a gated DeltaNet layer (hybrid models; see SsmConfig).
+Status visit_ssm_tensors(const ModelConfig& cfg, int il, LayerWeights& l,
+                         const TensorVisitor& visit) {
+  const SsmConfig& s = cfg.ssm;
+  const int64_t e = cfg.n_embd, c = s.conv_channels(), hv = s.n_v_heads;
+  auto add = [&](const char* base, std::array<int64_t, kMaxDims> ne, OpKind consumer,
+                 TensorView* view) {
+    return visit(TensorSpec{fmt::format("blk.{}.{}", il, base), ne, true, consumer, view, nullptr});
+  };
+  if (s.fused_qkvz) {
+    FOLIO_RETURN_IF_ERROR(
+        add("ssm_in.weight", shape(e, c + s.d_inner), OpKind::kMulMat, &l.ssm_in));
+  } else {
+    FOLIO_RETURN_IF_ERROR(add("attn_qkv.weight", shape(e, c), OpKind::kMulMat, &l.ssm_qkv));
+    FOLIO_RETURN_IF_ERROR(
+        add("attn_gate.weight", shape(e, s.d_inner), OpKind::kMulMat, &l.ssm_gate));
+  }
+  FOLIO_RETURN_IF_ERROR(
+      add("ssm_conv1d.weight", shape(s.d_conv, c), OpKind::kSsmConv, &l.ssm_conv1d));
+  FOLIO_RETURN_IF_ERROR(add("ssm_dt.bias", shape(hv), OpKind::kAdd, &l.ssm_dt));
+  FOLIO_RETURN_IF_ERROR(add("ssm_a", shape(hv), OpKind::kMul, &l.ssm_a));
+  if (s.fused_ba) {
+    FOLIO_RETURN_IF_ERROR(add("ssm_ba.weight", shape(e, 2 * hv), OpKind::kMulMat, &l.ssm_ba));
+  } else {
+    FOLIO_RETURN_IF_ERROR(add("ssm_beta.weight", shape(e, hv), OpKind::kMulMat, &l.ssm_beta));
+    FOLIO_RETURN_IF_ERROR(add("ssm_alpha.weight", shape(e, hv), OpKind::kMulMat, &l.ssm_alpha));
+  }
+  FOLIO_RETURN_IF_ERROR(add("ssm_norm.weight", shape(s.d_state), OpKind::kRmsNorm, &l.ssm_norm));
+  return add("ssm_out.weight", shape(s.d_inner, e), OpKind::kMulMat, &l.ssm_out);
+}
+
 }  // namespace
 
 Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisitor& visit) {
@@ -38,33 +69,43 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
     const bool bias_req = cfg.qkv_bias == BiasMode::kRequired;
     FOLIO_RETURN_IF_ERROR(
         add(n("attn_norm.weight"), shape(e), true, OpKind::kRmsNorm, &l.attn_norm));
-    FOLIO_RETURN_IF_ERROR(add(n("attn_q.weight"), shape(e, hq * dk), true, OpKind::kMulMat, &l.wq));
-    FOLIO_RETURN_IF_ERROR(
-        add(n("attn_k.weight"), shape(e, hkv * dk), true, OpKind::kMulMat, &l.wk));
-    FOLIO_RETURN_IF_ERROR(
-        add(n("attn_v.weight"), shape(e, hkv * dv), true, OpKind::kMulMat, &l.wv));
-    if (cfg.qkv_bias != BiasMode::kNone) {
-      FOLIO_RETURN_IF_ERROR(add(n("attn_q.bias"), shape(hq * dk), bias_req, OpKind::kAdd, &l.bq));
-      FOLIO_RETURN_IF_ERROR(add(n("attn_k.bias"), shape(hkv * dk), bias_req, OpKind::kAdd, &l.bk));
-      FOLIO_RETURN_IF_ERROR(add(n("attn_v.bias"), shape(hkv * dv), bias_req, OpKind::kAdd, &l.bv));
-    }
-    FOLIO_RETURN_IF_ERROR(
-        add(n("attn_output.weight"), shape(hq * dv, e), true, OpKind::kMulMat, &l.wo));
-    if (cfg.out_bias != BiasMode::kNone) {
-      FOLIO_RETURN_IF_ERROR(add(n("attn_output.bias"), shape(e),
-                                cfg.out_bias == BiasMode::kRequired, OpKind::kAdd, &l.bo));
-    }
-    if (cfg.qk_norm) {
+    if (cfg.is_recurrent(il)) {
+      FOLIO_RETURN_IF_ERROR(visit_ssm_tensors(cfg, il, l, visit));
+    } else {
+      FOLIO_RETURN_IF_ERROR(add(n("attn_q.weight"),
+                                shape(e, hq * dk * (cfg.attn_output_gate ? 2 : 1)), true,
+                                OpKind::kMulMat, &l.wq));
       FOLIO_RETURN_IF_ERROR(
-          add(n("attn_q_norm.weight"), shape(dk), true, OpKind::kRmsNorm, &l.attn_q_norm));
+          add(n("attn_k.weight"), shape(e, hkv * dk), true, OpKind::kMulMat, &l.wk));
       FOLIO_RETURN_IF_ERROR(
-          add(n("attn_k_norm.weight"), shape(dk), true, OpKind::kRmsNorm, &l.attn_k_norm));
+          add(n("attn_v.weight"), shape(e, hkv * dv), true, OpKind::kMulMat, &l.wv));
+      if (cfg.qkv_bias != BiasMode::kNone) {
+        FOLIO_RETURN_IF_ERROR(add(n("attn_q.bias"), shape(hq * dk), bias_req, OpKind::kAdd, &l.bq));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("attn_k.bias"), shape(hkv * dk), bias_req, OpKind::kAdd, &l.bk));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("attn_v.bias"), shape(hkv * dv), bias_req, OpKind::kAdd, &l.bv));
+      }
+      FOLIO_RETURN_IF_ERROR(
+          add(n("attn_output.weight"), shape(hq * dv, e), true, OpKind::kMulMat, &l.wo));
+      if (cfg.out_bias != BiasMode::kNone) {
+        FOLIO_RETURN_IF_ERROR(add(n("attn_output.bias"), shape(e),
+                                  cfg.out_bias == BiasMode::kRequired, OpKind::kAdd, &l.bo));
+      }
+      if (cfg.qk_norm) {
+        FOLIO_RETURN_IF_ERROR(
+            add(n("attn_q_norm.weight"), shape(dk), true, OpKind::kRmsNorm, &l.attn_q_norm));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("attn_k_norm.weight"), shape(dk), true, OpKind::kRmsNorm, &l.attn_k_norm));
+      }
+      if (cfg.post_norms) {
+        FOLIO_RETURN_IF_ERROR(add(n("post_attention_norm.weight"), shape(e), true, OpKind::kRmsNorm,
+                                  &l.attn_post_norm));
+      }
     }
-    if (cfg.post_norms) {
-      FOLIO_RETURN_IF_ERROR(add(n("post_attention_norm.weight"), shape(e), true, OpKind::kRmsNorm,
-                                &l.attn_post_norm));
-    }
-    FOLIO_RETURN_IF_ERROR(add(n("ffn_norm.weight"), shape(e), true, OpKind::kRmsNorm, &l.ffn_norm));
+    FOLIO_RETURN_IF_ERROR(
+        add(n(cfg.ffn_norm_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight"),
+            shape(e), true, OpKind::kRmsNorm, &l.ffn_norm));
     if (cfg.is_moe(il)) {
       const int64_t x = cfg.moe.n_expert, fx = cfg.moe.n_ff_exp;
       FOLIO_RETURN_IF_ERROR(
@@ -75,6 +116,17 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
           add(n("ffn_up_exps.weight"), shape(e, fx, x), true, OpKind::kMulMatId, &l.ffn_up_exps));
       FOLIO_RETURN_IF_ERROR(add(n("ffn_down_exps.weight"), shape(fx, e, x), true, OpKind::kMulMatId,
                                 &l.ffn_down_exps));
+      if (cfg.n_ff_shexp > 0) {
+        const int64_t fs = cfg.n_ff_shexp;
+        FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_inp_shexp.weight"), shape(e), true, OpKind::kMulMat,
+                                  &l.ffn_gate_inp_shexp));
+        FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_shexp.weight"), shape(e, fs), true, OpKind::kMulMat,
+                                  &l.ffn_gate_shexp));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_up_shexp.weight"), shape(e, fs), true, OpKind::kMulMat, &l.ffn_up_shexp));
+        FOLIO_RETURN_IF_ERROR(add(n("ffn_down_shexp.weight"), shape(fs, e), true, OpKind::kMulMat,
+                                  &l.ffn_down_shexp));
+      }
     } else {
       const int64_t f = cfg.n_ff[static_cast<size_t>(il)];
       FOLIO_RETURN_IF_ERROR(

@@ -42,6 +42,24 @@ struct LayerWeights {
   TensorView ffn_gate_exps;   // [E, Fx, X]
   TensorView ffn_up_exps;     // [E, Fx, X]
   TensorView ffn_down_exps;   // [Fx, E, X]
+  // Shared expert (qwen3next, qwen35moe), Fs = n_ff_shexp.
+  TensorView ffn_gate_inp_shexp;  // [E]     its sigmoid gate
+  TensorView ffn_gate_shexp;      // [E, Fs]
+  TensorView ffn_up_shexp;        // [E, Fs]
+  TensorView ffn_down_shexp;      // [Fs, E]
+  // Gated DeltaNet layers (hybrid models). Hk/Hv = key/value heads of head
+  // dim S, C = 2 * Hk * S + Hv * S conv channels, K = conv width.
+  TensorView ssm_qkv;     // [E, C]       attn_qkv: q, k, v before the conv
+  TensorView ssm_gate;    // [E, Hv * S]  attn_gate: z of the gated output norm
+  TensorView ssm_in;      // [E, C + Hv * S] legacy qwen3next: q, k, v, z grouped per key head
+  TensorView ssm_conv1d;  // [K, C]
+  TensorView ssm_dt;      // [Hv]         time-step bias
+  TensorView ssm_a;       // [Hv]         -exp(A_log)
+  TensorView ssm_ba;      // [E, 2 * Hv]  qwen3next: per key head [beta..., alpha...]
+  TensorView ssm_beta;    // [E, Hv]      qwen35*
+  TensorView ssm_alpha;   // [E, Hv]
+  TensorView ssm_norm;    // [S]          gated RMS norm of the output (no +1 offset)
+  TensorView ssm_out;     // [Hv * S, E]
 };
 
 struct ModelWeights {

@@ -5,11 +5,15 @@
 // (T = 1) and short prefill. gated_delta_net: S_k = S_v in {64, 128}, fewer
 // key heads than value heads under both head maps, T in {1, 7}, 1 and 3
 // sequences, state updated in place (dst2 aliasing src5) with an equivalent
-// that writes the state to a separate tensor, bit for bit.
+// that writes the state to a separate tensor, bit for bit; then long
+// sequences (T 63 .. 1000), where the chunked kernels take over, within
+// cpu::kGdnChunkMaxNmse of the reference; perf-only 2048-token prefills
+// (chunked vs token by token).
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "backend/cpu/scalar/gdn_chunked.h"
 #include "parity/harness.h"
 
 namespace folio::parity {
@@ -39,11 +43,24 @@ std::unique_ptr<OpCase> ssm_conv_case(int width, int channels, int n_seq, int n_
   return c;
 }
 
-std::unique_ptr<OpCase> gdn_case(int s_dim, int h_k, int h_v, int n_t, int n_seq, HeadMap map,
-                                 bool l2_norm = true) {
+// One gated_delta_net case; defaults are the short-sequence cases' inputs.
+struct GdnSpec {
+  int s_dim = 64, h_k = 2, h_v = 4, n_t = 1, n_seq = 1;
+  HeadMap map = HeadMap::kDiv;
+  bool l2_norm = true;
+  bool allow_chunked = true;
+  float g_lo = -1.0f, g_hi = -0.01f;  // log decay: exp(g) in (0.37, 0.99)
+  float beta_lo = 0.05f;              // beta in [beta_lo, 0.95)
+  float k_shared = 0.0f;              // k = k_shared * (one vector per key head) + rest * noise
+  const char* tag = "";               // extra name part
+};
+
+std::unique_ptr<OpCase> gdn_case(const GdnSpec& sp) {
+  const int s_dim = sp.s_dim, h_k = sp.h_k, h_v = sp.h_v, n_t = sp.n_t, n_seq = sp.n_seq;
   auto c = std::make_unique<OpCase>(
-      fmt::format("gated_delta_net s{} hk{} hv{} t{} ns{} {}{} in-place", s_dim, h_k, h_v, n_t,
-                  n_seq, map == HeadMap::kDiv ? "div" : "mod", l2_norm ? "" : " no-norm"));
+      fmt::format("gated_delta_net s{} hk{} hv{} t{} ns{} {}{}{}{} in-place", s_dim, h_k, h_v, n_t,
+                  n_seq, sp.map == HeadMap::kDiv ? "div" : "mod", sp.l2_norm ? "" : " no-norm",
+                  sp.allow_chunked ? "" : " recurrent-only", sp.tag));
   Op& op = c->op;
   op.kind = OpKind::kGatedDeltaNet;
   TensorView q = c->alloc(DType::F32, {s_dim, h_k, n_t, n_seq});
@@ -52,38 +69,54 @@ std::unique_ptr<OpCase> gdn_case(int s_dim, int h_k, int h_v, int n_t, int n_seq
   TensorView g = c->alloc(DType::F32, {h_v, n_t, n_seq});
   TensorView beta = c->alloc(DType::F32, {h_v, n_t, n_seq});
   TensorView state = c->alloc(DType::F32, {s_dim, s_dim, h_v, n_seq});
-  const float qk_range = l2_norm ? 1.0f : 0.2f;  // unnormalised: keep |k| moderate
+  const float qk_range = sp.l2_norm ? 1.0f : 0.2f;  // unnormalised: keep |k| moderate
   c->fill_uniform(q, -qk_range, qk_range);
   c->fill_uniform(k, -qk_range, qk_range);
+  if (sp.k_shared > 0) {  // correlated keys: a worse-conditioned intra-chunk system
+    std::uniform_real_distribution<float> dist(-qk_range, qk_range);
+    std::vector<float> common(static_cast<size_t>(s_dim * h_k));
+    for (float& x : common) x = dist(c->rng());
+    float* kp = static_cast<float*>(k.data);
+    for (int64_t i = 0; i < k.nelements(); ++i) {
+      kp[i] = sp.k_shared * common[static_cast<size_t>(i % (s_dim * h_k))] +
+              (1.0f - sp.k_shared) * kp[i];
+    }
+  }
   c->fill_uniform(v);
-  c->fill_uniform(g, -1.0f, -0.01f);    // log decay: exp(g) in (0.37, 0.99)
-  c->fill_uniform(beta, 0.05f, 0.95f);  // already through a sigmoid
+  c->fill_uniform(g, sp.g_lo, sp.g_hi);
+  c->fill_uniform(beta, sp.beta_lo, 0.95f);  // already through a sigmoid
   c->fill_uniform(state, -0.5f, 0.5f);
   op.src = {q, k, v, g, beta, state, TensorView{}, TensorView{}};
   op.dst = c->alloc(DType::F32, {s_dim, h_v, n_t, n_seq});
   op.dst2 = state;  // in place
   GatedDeltaNetParams p;
   p.scale = 1.0f / std::sqrt(static_cast<float>(s_dim));
-  p.l2_norm_qk = l2_norm;
-  p.head_map = map;
+  p.l2_norm_qk = sp.l2_norm;
+  p.head_map = sp.map;
+  p.allow_chunked = sp.allow_chunked;
   op.params = p;
   c->in_place = true;
+  // Token-by-token kernels are bit-identical to the reference; the chunked
+  // form (T >= 64) stays within its stated bound.
+  c->max_nmse = cpu::kGdnChunkMaxNmse;
 
   Op separate = op;
   separate.dst2 = c->alloc(DType::F32, {s_dim, s_dim, h_v, n_seq});
   c->equivalents.push_back({"state to a separate tensor", separate, true});
 
-  // Per token and value head: decay, k-dot, update, q-dot over S_v x S_k.
+  // Per token and value head: decay, k-dot, update, q-dot over S_v x S_k
+  // (the token-by-token form's count, also for the chunked kernels).
   const double sq = static_cast<double>(s_dim) * s_dim;
   c->flops = 7.0 * sq * h_v * n_t * n_seq;
   c->bytes = 2.0 * static_cast<double>(state.nbytes_contiguous()) +
              static_cast<double>(q.nbytes_contiguous() * 2 + v.nbytes_contiguous() * 2);
+  c->tokens = static_cast<double>(n_t) * n_seq;
   return c;
 }
 
 }  // namespace
 
-void add_recurrent_cases(CaseList& cases) {
+void add_recurrent_cases(CaseList& cases, bool perf) {
   // ssm_conv: widths x channels x sequences; bias / SiLU / T vary along.
   int variant = 0;
   for (int width : {3, 4}) {
@@ -100,12 +133,43 @@ void add_recurrent_cases(CaseList& cases) {
   for (int s_dim : {64, 128}) {
     for (HeadMap map : {HeadMap::kDiv, HeadMap::kMod}) {
       for (int n_t : {1, 7}) {
-        for (int n_seq : {1, 3}) cases.push_back(gdn_case(s_dim, 2, 4, n_t, n_seq, map));
+        for (int n_seq : {1, 3}) cases.push_back(gdn_case({s_dim, 2, 4, n_t, n_seq, map}));
       }
     }
   }
-  cases.push_back(gdn_case(64, 1, 3, 4, 2, HeadMap::kMod, /*l2_norm=*/false));
-  cases.push_back(gdn_case(64, 2, 2, 3, 1, HeadMap::kDiv));  // H_k == H_v
+  // {S, H_k, H_v, T, n_seq, map, l2_norm, allow_chunked, g_lo, g_hi, beta_lo, k_shared, tag}
+  const GdnSpec more[] = {
+      {64, 1, 3, 4, 2, HeadMap::kMod, false},
+      {64, 2, 2, 3, 1, HeadMap::kDiv},  // H_k == H_v
+      // Long sequences: the chunked kernels (T >= 64) against the token-by-
+      // token reference (short ones above: the bit-identical kernels).
+      {128, 1, 2, 1000, 1, HeadMap::kMod},
+      {64, 2, 4, 1000, 3, HeadMap::kDiv},
+      {128, 2, 4, 200, 1, HeadMap::kDiv, true, true, -8.0f, -0.001f, 0.05f, 0.0f, " strong-decay"},
+      {128, 2, 2, 500, 1, HeadMap::kDiv, true, true, -0.02f, 0.0f, 0.05f, 0.0f, " weak-decay"},
+      {128, 2, 4, 300, 1, HeadMap::kMod, true, true, -0.05f, 0.0f, 0.9f, 0.9f, " correlated-k"},
+      {64, 1, 2, 200, 2, HeadMap::kDiv, false},
+      {128, 2, 4, 130, 2, HeadMap::kDiv, true, false},  // the SIMD token-by-token kernels at long T
+  };
+  for (const GdnSpec& sp : more) cases.push_back(gdn_case(sp));
+  // Chunk edges (63, 64, 65) and several chunks with a partial last one.
+  for (int s_dim : {64, 128}) {
+    for (int n_t : {63, 64, 65, 300}) {
+      const HeadMap map = (n_t + s_dim / 64) % 2 == 0 ? HeadMap::kDiv : HeadMap::kMod;
+      cases.push_back(gdn_case({s_dim, 2, 4, n_t, 2, map}));
+    }
+  }
+  // A 2048-token prefill with 16 heads of 128 (Qwen3.5-like), chunked and
+  // token by token: perf mode only (the reference takes seconds, the inputs
+  // 50 MB). Not restored between runs: the state drifts from run to run,
+  // which leaves the work the same and keeps the copy out of the timing.
+  if (!perf) return;
+  for (bool chunked : {true, false}) {
+    auto c = gdn_case({.s_dim = 128, .h_k = 16, .h_v = 16, .n_t = 2048, .allow_chunked = chunked});
+    c->perf_only = true;
+    c->in_place = false;
+    cases.push_back(std::move(c));
+  }
 }
 
 }  // namespace folio::parity

@@ -1,6 +1,6 @@
 // Architecture registry: the one place that maps a GGUF `general.architecture`
 // name to the functions of its family. Each family file (llama.cc, qwen.cc,
-// gemma3.cc) defines its entries; nothing else branches on the architecture.
+// gemma3.cc, qwen3next.cc) defines its entries; nothing else branches on the architecture.
 //
 //   configure  reads the family's own keys and sets its traits on the config
 //              (rope mode, biases, q/k norm, post norms, sliding-window
@@ -44,5 +44,6 @@ std::string known_archs();
 std::span<const ArchFamily> llama_archs();
 std::span<const ArchFamily> qwen_archs();
 std::span<const ArchFamily> gemma3_archs();
+std::span<const ArchFamily> qwen3next_archs();  // qwen3next, qwen35, qwen35moe (hybrid)
 
 }  // namespace folio::model

@@ -8,8 +8,8 @@ namespace folio::model {
 
 namespace {
 
-std::array<std::span<const ArchFamily>, 3> families() {
-  return {llama_archs(), qwen_archs(), gemma3_archs()};
+std::array<std::span<const ArchFamily>, 4> families() {
+  return {llama_archs(), qwen_archs(), gemma3_archs(), qwen3next_archs()};
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // AVX-512 kernels of the recurrent ops, plain and fused decode forms, all
-// bit-identical to their tier-kRef references (see each file's comment).
+// bit-identical to their tier-kRef references (see each file's comment)
+// except the chunked gated DeltaNet for long prefills.
 // Entry points are plain functions; register_avx512.cc takes their addresses.
 #pragma once
 
@@ -19,5 +20,11 @@ Status ssm_conv_update_avx512(const Op& op, const KernelContext& ctx);
 bool supports_gated_delta_net_avx512(const Op& op);
 Status gated_delta_net_avx512(const Op& op, const KernelContext& ctx);
 Status gated_delta_net_update_avx512(const Op& op, const KernelContext& ctx);
+
+// gdn_chunked.cc: kGatedDeltaNet in chunked form (not bit-identical; see
+// scalar/gdn_chunked.h) for T >= 64 with params.allow_chunked, S_k and S_v
+// multiples of 16.
+bool supports_gated_delta_net_chunked_avx512(const Op& op);
+Status gated_delta_net_chunked_avx512(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

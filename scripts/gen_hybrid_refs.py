@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Writes a tiny random-weight qwen35moe GGUF model and llama.cpp's reference logits.
+
+The shared refdata covers the hybrid architectures qwen3next (MoE + shared
+expert, ssm_ba, value head h -> key head h / r) and qwen35 (dense, separate
+ssm_beta / ssm_alpha, h -> h % H_k, multi-section rope). This adds qwen35moe:
+qwen35's gated DeltaNet layers with routed experts plus a gated shared expert,
+and shapes the shared models do not exercise:
+  - full_attention_interval 2: layers 0, 2 gated DeltaNet, layers 1, 3 full
+    attention (two attention layers in the cache);
+  - 6 value heads over 2 key heads (r = 3) of state size 32, so the
+    h % H_k head map differs from h / r on most heads;
+  - 4 experts top-2 (n_ff_exp 64) and a shared expert of width 96.
+Weights are F32 from a seeded normal distribution shaped like the shared
+tiny-qwen3next's (linear 1/sqrt(fan_in), norms 1 + 0.1 N(0,1) with their +1
+offset applied, ssm_norm without, conv 0.5 N, dt bias about -2.7,
+ssm_a = -exp(A_log)), tokenizer copied from the shared tiny-llama. The cases
+and files are gen_model_refs.py's (short / long prompts of the shared refdata,
+llama.cpp through llama-cpp-python, CPU, 2 threads, F32 KV, no flash
+attention, one ubatch of 512).
+
+Usage (from the repository root):
+  /tmp/venvtest/bin/python scripts/gen_hybrid_refs.py
+Needs: numpy, gguf (0.19), llama-cpp-python (0.3.36 was used).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gguf  # noqa: E402
+import gen_model_refs as g  # noqa: E402
+
+SPEC = dict(name="tiny-qwen35moe", arch="qwen35moe", seed=3501, n_layer=4, n_embd=128,
+            n_head=4, n_head_kv=2, head_dim=64, n_rot=16, sections=[3, 3, 2, 0],
+            rope_base=10000000.0, eps=1e-6, attn_interval=2,
+            conv=4, state=32, groups=2, v_heads=6,
+            n_expert=4, n_expert_used=2, n_ff_exp=64, n_ff_shexp=96, n_ff=64)
+
+
+def is_recurrent(spec: dict, layer: int) -> bool:
+    return (layer + 1) % spec["attn_interval"] != 0
+
+
+def make_tensors(spec: dict) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(spec["seed"])
+    E, H, KV, D = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
+    S, HK, HV, K = spec["state"], spec["groups"], spec["v_heads"], spec["conv"]
+    C = 2 * HK * S + HV * S
+
+    def lin(n_out, n_in):  # [n_out, n_in] = ggml [n_in, n_out]
+        return rng.standard_normal((n_out, n_in)) / math.sqrt(n_in)
+
+    def norm(n):
+        return 1.0 + 0.1 * rng.standard_normal(n)
+
+    t: dict[str, np.ndarray] = {}
+    t["token_embd.weight"] = rng.standard_normal((g.N_VOCAB, E))
+    t["output_norm.weight"] = norm(E)
+    t["output.weight"] = lin(g.N_VOCAB, E) * 3.0
+    for i in range(spec["n_layer"]):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"] = norm(E)
+        t[p + "post_attention_norm.weight"] = norm(E)
+        if is_recurrent(spec, i):
+            t[p + "attn_qkv.weight"] = lin(C, E)
+            t[p + "attn_gate.weight"] = lin(HV * S, E)
+            t[p + "ssm_conv1d.weight"] = 0.5 * rng.standard_normal((C, K))
+            t[p + "ssm_dt.bias"] = -2.7 + 0.9 * rng.standard_normal(HV)
+            t[p + "ssm_a"] = -np.exp(rng.uniform(-0.6, 1.35, HV))
+            t[p + "ssm_beta.weight"] = lin(HV, E)
+            t[p + "ssm_alpha.weight"] = lin(HV, E)
+            t[p + "ssm_norm.weight"] = norm(S)
+            t[p + "ssm_out.weight"] = lin(E, HV * S)
+        else:
+            t[p + "attn_q.weight"] = lin(2 * H * D, E)  # per head [query, gate]
+            t[p + "attn_k.weight"] = lin(KV * D, E)
+            t[p + "attn_v.weight"] = lin(KV * D, E)
+            t[p + "attn_output.weight"] = lin(E, H * D) * 0.7
+            t[p + "attn_q_norm.weight"] = norm(D)
+            t[p + "attn_k_norm.weight"] = norm(D)
+        X, F, FS = spec["n_expert"], spec["n_ff_exp"], spec["n_ff_shexp"]
+        t[p + "ffn_gate_inp.weight"] = 2.0 * lin(X, E)
+        t[p + "ffn_gate_exps.weight"] = rng.standard_normal((X, F, E)) / math.sqrt(E)
+        t[p + "ffn_up_exps.weight"] = rng.standard_normal((X, F, E)) / math.sqrt(E)
+        t[p + "ffn_down_exps.weight"] = rng.standard_normal((X, E, F)) / math.sqrt(F)
+        t[p + "ffn_gate_inp_shexp.weight"] = lin(1, E)[0]
+        t[p + "ffn_gate_shexp.weight"] = lin(FS, E)
+        t[p + "ffn_up_shexp.weight"] = lin(FS, E)
+        t[p + "ffn_down_shexp.weight"] = lin(E, FS)
+    return {k: v.astype(np.float32) for k, v in t.items()}
+
+
+def write_model(spec: dict, path: Path) -> None:
+    a = spec["arch"]
+    w = gguf.GGUFWriter(str(path), a)
+    w.add_name(spec["name"])
+    w.add_context_length(g.N_CTX)
+    w.add_embedding_length(spec["n_embd"])
+    w.add_block_count(spec["n_layer"])
+    w.add_feed_forward_length(spec["n_ff"])
+    w.add_head_count(spec["n_head"])
+    w.add_head_count_kv(spec["n_head_kv"])
+    w.add_key_length(spec["head_dim"])
+    w.add_value_length(spec["head_dim"])
+    w.add_rope_dimension_count(spec["n_rot"])
+    w.add_rope_freq_base(spec["rope_base"])
+    w.add_layer_norm_rms_eps(spec["eps"])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_uint32(f"{a}.ssm.conv_kernel", spec["conv"])
+    w.add_uint32(f"{a}.ssm.state_size", spec["state"])
+    w.add_uint32(f"{a}.ssm.group_count", spec["groups"])
+    w.add_uint32(f"{a}.ssm.time_step_rank", spec["v_heads"])
+    w.add_uint32(f"{a}.ssm.inner_size", spec["v_heads"] * spec["state"])
+    w.add_uint32(f"{a}.full_attention_interval", spec["attn_interval"])
+    w.add_array(f"{a}.rope.dimension_sections", spec["sections"])
+    w.add_uint32(f"{a}.expert_count", spec["n_expert"])
+    w.add_uint32(f"{a}.expert_used_count", spec["n_expert_used"])
+    w.add_uint32(f"{a}.expert_feed_forward_length", spec["n_ff_exp"])
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", spec["n_ff_shexp"])
+    g.copy_tokenizer(w)
+    w.add_vocab_size(g.N_VOCAB)
+    for name, arr in make_tensors(spec).items():
+        w.add_tensor(name, arr)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def main() -> int:
+    out = g.OUT_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{SPEC['name']}-f32.gguf"
+    write_model(SPEC, path)
+    print(f"{path.name}: {path.stat().st_size} bytes")
+    for case in g.CASES:
+        g.write_case(out, SPEC["name"], case, path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+// The hybrid qwen family: gated DeltaNet layers interleaved with gated full
+// attention (llama.cpp's qwen3next, qwen35, qwen35moe):
+//   qwen3next  MoE (mandatory) with a gated shared expert; beta / alpha in
+//              one ssm_ba tensor grouped per key head; value head h reads
+//              key head h / (Hv / Hk) (HeadMap::kDiv);
+//   qwen35     dense FFN; separate ssm_beta / ssm_alpha; value head h reads
+//              key head h % Hk (kMod: its converter reorders value heads);
+//              multi-section rope (rope.dimension_sections);
+//   qwen35moe  qwen35's layers with qwen3next's MoE + shared expert.
+// Layer i is a gated DeltaNet layer when (i + 1) % full_attention_interval
+// != 0 (default interval 4), unless attention.recurrent_layers lists them.
+//
+// Decoder, per layer (pre-norm; the pre-FFN norm is stored as
+// post_attention_norm, every norm weight except ssm_norm with its +1 offset
+// already applied):
+//   h = rms_norm(x) * attn_norm; x += deltanet(h) or gated_attention(h);
+//   h = rms_norm(x) * post_attention_norm; x += ffn(h)
+// then output_norm and the LM head.
+//
+// Rope: neox over rope.dimension_count dims (a quarter of the head in the
+// real models). qwen35's multi-section rope (imrope) takes, per rotary pair,
+// the position of one of four sections (t, h, w, e) and the pair's global
+// frequency; for text every section holds the token position, so it equals
+// neox rope exactly (backend/cpu/ref/rope.cc), which is what runs here. The
+// sections are read and validated for images-in-prompt support later.
+//
+// MTP / next-token-prediction layers (nextn_predict_layers) are appended to
+// block_count in newer files; they are not part of the main forward and are
+// left unloaded.
+#include <cmath>
+
+#include "model/arch/arch.h"
+#include "model/blocks/blocks.h"
+#include "model/blocks/hybrid.h"
+
+namespace folio::model {
+
+namespace {
+
+Result<int64_t> int_key(const gguf::GgufFile& f, const ModelConfig& c, const char* suffix,
+                        std::optional<int64_t> fallback) {
+  const std::string key = arch_key(c, suffix);
+  if (!f.has(key)) {
+    if (fallback) return *fallback;
+    return not_found("model: missing required key '{}'", key);
+  }
+  Result<int64_t> r = f.get_i64(key);
+  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
+  return r;
+}
+
+Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& c) {
+  FOLIO_ASSIGN_OR_RETURN(const int64_t nextn, int_key(f, c, "nextn_predict_layers", 0));
+  if (nextn == 0) return Status();
+  if (nextn < 0 || nextn >= c.n_layer) {
+    return invalid_argument("model: '{}' = {} with {} blocks", arch_key(c, "nextn_predict_layers"),
+                            nextn, c.n_layer);
+  }
+  c.n_layer -= static_cast<int>(nextn);
+  const auto n = static_cast<size_t>(c.n_layer);
+  c.n_head.resize(n);
+  c.n_head_kv.resize(n);
+  c.n_ff.resize(n);
+  c.swa_layers.resize(n);
+  return Status();
+}
+
+Status read_recurrent_layers(const gguf::GgufFile& f, ModelConfig& c) {
+  const auto n = static_cast<size_t>(c.n_layer);
+  c.recurrent_layers.assign(n, 0);
+  const std::string key = arch_key(c, "attention.recurrent_layers");
+  if (f.has(key)) {
+    Result<const gguf::Array*> arr = f.get_array(key);
+    if (!arr.ok()) return invalid_argument("model: key '{}': {}", key, arr.status().message());
+    std::vector<int64_t> flags;
+    if (const std::vector<uint8_t>* b = (*arr)->bools()) {
+      flags.assign(b->begin(), b->end());
+    } else {
+      Result<std::vector<int64_t>> ints = f.get_int_array(key);
+      if (!ints.ok()) return invalid_argument("model: key '{}': {}", key, ints.status().message());
+      flags = std::move(ints).value();
+    }
+    if (flags.size() < n) {
+      return invalid_argument("model: key '{}' has {} values for {} layers", key, flags.size(), n);
+    }
+    for (size_t i = 0; i < n; ++i) c.recurrent_layers[i] = flags[i] != 0 ? 1 : 0;
+    return Status();
+  }
+  FOLIO_ASSIGN_OR_RETURN(const int64_t interval, int_key(f, c, "full_attention_interval", 4));
+  if (interval < 1 || interval > (1 << 16)) {
+    return invalid_argument("model: '{}' = {} must be positive",
+                            arch_key(c, "full_attention_interval"), interval);
+  }
+  for (size_t i = 0; i < n; ++i) c.recurrent_layers[i] = (i + 1) % interval != 0 ? 1 : 0;
+  return Status();
+}
+
+Status read_ssm(const gguf::GgufFile& f, ModelConfig& c) {
+  SsmConfig& s = c.ssm;
+  FOLIO_ASSIGN_OR_RETURN(const int64_t conv, int_key(f, c, "ssm.conv_kernel", std::nullopt));
+  FOLIO_ASSIGN_OR_RETURN(s.d_state, int_key(f, c, "ssm.state_size", std::nullopt));
+  FOLIO_ASSIGN_OR_RETURN(s.d_inner, int_key(f, c, "ssm.inner_size", std::nullopt));
+  FOLIO_ASSIGN_OR_RETURN(const int64_t groups, int_key(f, c, "ssm.group_count", std::nullopt));
+  FOLIO_ASSIGN_OR_RETURN(const int64_t rank, int_key(f, c, "ssm.time_step_rank", std::nullopt));
+  for (const auto& [v, name] :
+       {std::pair{conv, "ssm.conv_kernel"}, std::pair{groups, "ssm.group_count"},
+        std::pair{rank, "ssm.time_step_rank"}}) {
+    if (v <= 0 || v > (1 << 16)) {
+      return invalid_argument("model: '{}' = {} is out of range", arch_key(c, name), v);
+    }
+  }
+  s.d_conv = static_cast<int>(conv);
+  s.n_k_heads = static_cast<int>(groups);
+  s.n_v_heads = static_cast<int>(rank);
+  return read_recurrent_layers(f, c);
+}
+
+// Legacy qwen3next files carry one ssm_in tensor per DeltaNet layer instead
+// of attn_qkv + attn_gate.
+void detect_fused_qkvz(const gguf::GgufFile& f, ModelConfig& c) {
+  for (int l = 0; l < c.n_layer; ++l) {
+    if (!c.is_recurrent(l)) continue;
+    c.ssm.fused_qkvz = f.find_tensor(fmt::format("blk.{}.attn_qkv.weight", l)) == nullptr &&
+                       f.find_tensor(fmt::format("blk.{}.ssm_in.weight", l)) != nullptr;
+    return;
+  }
+}
+
+Status configure_hybrid(const gguf::GgufFile& f, ModelConfig& c) {
+  FOLIO_RETURN_IF_ERROR(drop_nextn_layers(f, c));
+  c.rope.mode = RopeMode::kNeox;
+  c.ffn_glu = GluKind::kSwiGlu;
+  c.final_softcap = 0.0f;
+  c.qk_norm = true;
+  c.attn_output_gate = true;
+  c.ffn_norm_post_attention = true;
+  FOLIO_RETURN_IF_ERROR(read_ssm(f, c));
+  detect_fused_qkvz(f, c);
+  return Status();
+}
+
+// Routed experts (softmax router, top-k weights renormalised, as llama.cpp
+// builds these archs) plus the shared expert, whose width defaults to n_ff.
+Status configure_moe(const gguf::GgufFile& f, ModelConfig& c) {
+  if (c.moe.n_expert <= 0) {
+    return not_found("model: missing required key '{}' ({} is a mixture-of-experts model)",
+                     arch_key(c, "expert_count"), c.arch);
+  }
+  c.moe.norm_weights = true;
+  c.moe.gating = ExpertGating::kSoftmax;
+  FOLIO_ASSIGN_OR_RETURN(c.n_ff_shexp, int_key(f, c, "expert_shared_feed_forward_length", 0));
+  if (c.n_ff_shexp == 0) c.n_ff_shexp = c.n_ff.empty() ? 0 : c.n_ff[0];
+  if (c.n_ff_shexp <= 0) {
+    return not_found("model: missing '{}' (shared expert width; no feed_forward_length either)",
+                     arch_key(c, "expert_shared_feed_forward_length"));
+  }
+  if (c.moe.n_ff_exp == 0 && c.moe.n_expert_used > 0 && !c.n_ff.empty()) {
+    c.moe.n_ff_exp = c.n_ff[0] / c.moe.n_expert_used;  // llama.cpp's fallback
+  }
+  return Status();
+}
+
+Status read_rope_sections(const gguf::GgufFile& f, ModelConfig& c) {
+  const std::string key = arch_key(c, "rope.dimension_sections");
+  if (!f.has(key)) return not_found("model: missing required key '{}'", key);
+  Result<std::vector<int64_t>> s = f.get_int_array(key);
+  if (!s.ok()) return invalid_argument("model: key '{}': {}", key, s.status().message());
+  if (s->empty() || s->size() > 4) {
+    return invalid_argument("model: key '{}' has {} values, expected up to 4", key, s->size());
+  }
+  for (size_t i = 0; i < s->size(); ++i) {
+    if ((*s)[i] < 0 || (*s)[i] > (1 << 16)) {
+      return invalid_argument("model: key '{}' value {} is out of range", key, (*s)[i]);
+    }
+    c.rope.sections[i] = static_cast<int>((*s)[i]);
+  }
+  return Status();
+}
+
+Status configure_qwen3next(const gguf::GgufFile& f, ModelConfig& c) {
+  FOLIO_RETURN_IF_ERROR(configure_hybrid(f, c));
+  c.ssm.head_map = HeadMap::kDiv;
+  c.ssm.fused_ba = true;
+  return configure_moe(f, c);
+}
+
+Status configure_qwen35(const gguf::GgufFile& f, ModelConfig& c) {
+  FOLIO_RETURN_IF_ERROR(configure_hybrid(f, c));
+  FOLIO_RETURN_IF_ERROR(read_rope_sections(f, c));
+  c.ssm.head_map = HeadMap::kMod;
+  c.ssm.fused_ba = false;
+  c.moe = MoeConfig{};  // dense FFN
+  c.n_ff_shexp = 0;
+  return Status();
+}
+
+Status configure_qwen35moe(const gguf::GgufFile& f, ModelConfig& c) {
+  FOLIO_RETURN_IF_ERROR(configure_hybrid(f, c));
+  FOLIO_RETURN_IF_ERROR(read_rope_sections(f, c));
+  c.ssm.head_map = HeadMap::kMod;
+  c.ssm.fused_ba = false;
+  return configure_moe(f, c);
+}
+
+// The decoder of the family (see the file comment). x (the residual stream)
+// and h live outside the per-layer arena marks; in the last layer only the
+// output rows go through the FFN and the head.
+TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
+                          KvCache& cache, ForwardContext& ctx) {
+  const int64_t e = cfg.n_embd, t = in.n_tokens;
+  const float eps = cfg.norm_eps;
+  const RecurrentInputs ri = upload_recurrent_inputs(ctx, in);
+  TensorView x = embed_tokens(ctx, cfg, w, in);  // [E, T] residual stream
+  TensorView h = ctx.f32(e, t);                  // [E, T] normalised input of the next block
+  ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
+  for (int il = 0; il < cfg.n_layer; ++il) {
+    const LayerWeights& l = w.layers[static_cast<size_t>(il)];
+    const bool last = il + 1 == cfg.n_layer;
+    const Arena::Mark mark = ctx.mark();
+    TensorView a = cfg.is_recurrent(il) ? gated_delta_net(ctx, cfg, l, il, h, ri, cache)
+                                        : gated_attention(ctx, cfg, w, il, h, in, cache);
+    if (last) {
+      if (in.n_outputs == 0) return {};
+      x = gather_outputs(ctx, x, in);
+      a = gather_outputs(ctx, a, in);
+      h = ctx.f32(e, in.n_outputs);
+    }
+    ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
+    const TensorView f =
+        cfg.is_moe(il) ? moe_with_shared_expert(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
+    if (last) {
+      ctx.add(x, f, x);
+    } else {
+      ctx.add_rms_norm(x, f, w.layers[static_cast<size_t>(il) + 1].attn_norm, eps, x, h);
+      ctx.release(mark);
+    }
+  }
+  return output_logits(ctx, cfg, w, x);
+}
+
+constexpr ArchFamily kQwen3Next[] = {
+    {"qwen3next", configure_qwen3next, hybrid_decoder},
+    {"qwen35", configure_qwen35, hybrid_decoder},
+    {"qwen35moe", configure_qwen35moe, hybrid_decoder},
+};
+
+}  // namespace
+
+std::span<const ArchFamily> qwen3next_archs() {
+  return kQwen3Next;
+}
+
+}  // namespace folio::model

@@ -1,0 +1,55 @@
+// Gated full attention of the hybrid models. Shapes (layer il): x [E, T];
+// attn_q output [2 * Dk * Hq, T] = per head [query (Dk), gate (Dk)], read
+// through strided views (q and gate are never copied out); k [Dk, Hkv, T];
+// v [Dv * Hkv, T]; attention output [Dv, Hq, T] (Dk == Dv).
+//
+// Order of operations as llama.cpp's qwen3next / qwen35 build_layer_attn:
+// q = rms_norm(q) * q_norm, k = rms_norm(k) * k_norm, rope (neox over the
+// first rope.dimension_count dims; qwen35's multi-section rope equals it for
+// text positions, see model/arch/qwen3next.cc), attention with scale
+// 1/sqrt(Dk), out = attn * sigmoid(gate), then attn_output.
+#include "model/blocks/hybrid.h"
+
+namespace folio::model {
+
+TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                           int il, const TensorView& x, const ForwardInputs& in, KvCache& cache) {
+  const LayerWeights& l = w.layers[static_cast<size_t>(il)];
+  const int64_t t = x.ne[1];
+  const int64_t hq = cfg.n_head_of(il), hkv = cfg.n_head_kv_of(il);
+  const int64_t dk = cfg.head_dim_k, dv = cfg.head_dim_v;
+  const size_t f = sizeof(float);
+
+  const TensorView qg = ctx.mul_mat(l.wq, x);  // [2 * Dk * Hq, T]
+  TensorView q_view = qg;                      // [Dk, Hq, T] stride 2 * Dk
+  q_view.ne = {dk, hq, t, 1};
+  q_view.nb = {f, 2 * dk * f, 2 * dk * hq * f, 2 * dk * hq * t * f};
+  TensorView gate_view = q_view;  // [Dk, Hq, T] the second half of each head
+  if (gate_view.data != nullptr) gate_view.data = static_cast<char*>(qg.data) + dk * f;
+
+  TensorView k = reshape(ctx.mul_mat(l.wk, x), {dk, hkv, t, 1});     // [Dk, Hkv, T]
+  const TensorView v = ctx.mul_mat(l.wv, x);                         // [Dv * Hkv, T]
+  TensorView q = ctx.rms_norm(q_view, l.attn_q_norm, cfg.norm_eps);  // contiguous [Dk, Hq, T]
+  ctx.rms_norm(k, l.attn_k_norm, cfg.norm_eps, k);
+  const RopeParams rp = cfg.rope_params(il);
+  q = ctx.rope(q, in.pos, rp, w.rope_freqs);
+  k = ctx.rope(k, in.pos, rp, w.rope_freqs);
+
+  ctx.set_rows(cache.k_table(il), reshape(k, {dk * hkv, t, 1, 1}), in.slots);
+  ctx.set_rows(cache.v_table(il), v, in.slots);
+
+  AttentionParams ap;
+  ap.scale = cfg.kq_scale();
+  ap.softcap = cfg.attn_softcap;
+  ap.causal = true;
+  ap.window = cfg.is_swa(il) ? cfg.n_swa : 0;
+  ap.layout = cache.layout();
+  ap.block_size = cache.block_size();
+  const TensorView o = ctx.flash_attn(q, cache.k_view(il), cache.v_view(il), in.seq_idx, in.pos,
+                                      in.kv_len, in.block_table, ap);  // [Dv, Hq, T]
+  const TensorView gate = ctx.unary(gate_view, UnaryKind::kSigmoid);   // contiguous [Dk, Hq, T]
+  ctx.mul(o, gate, o);
+  return ctx.mul_mat(l.wo, reshape(o, {dv * hq, t, 1, 1}));  // [E, T]
+}
+
+}  // namespace folio::model

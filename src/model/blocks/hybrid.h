@@ -1,0 +1,53 @@
+// Building blocks of the hybrid models (qwen3next, qwen35, qwen35moe;
+// model/arch/qwen3next.cc): the gated DeltaNet layer, gated full attention
+// and the gated shared expert. Shapes use ggml order (E = n_embd, T =
+// tokens in the batch); errors are sticky in the context.
+#pragma once
+
+#include "model/config.h"
+#include "model/forward_context.h"
+#include "model/forward_inputs.h"
+#include "model/kv_cache.h"
+#include "model/weights.h"
+
+namespace folio::model {
+
+// The batch's recurrent plan (KvPlan::recurrent) as I32 tensors, uploaded
+// once per forward and shared by every recurrent layer.
+struct RecurrentInputs {
+  const RecurrentPlan* plan = nullptr;
+  TensorView slots;    // I32 [n_steps] state slot of each step (fused ops' ids)
+  TensorView order;    // I32 [T] batch row of each recurrent row; empty: identity
+  TensorView inverse;  // I32 [T] recurrent row of each batch row; empty: identity
+};
+RecurrentInputs upload_recurrent_inputs(ForwardContext& ctx, const ForwardInputs& in);
+
+// gated_delta_net.cc -------------------------------------------------------
+// Gated DeltaNet layer `il` (llama.cpp's build_layer_attn_linear). x: the
+// normalised input [E, T]. Per token: qkv = W_qkv x, z = W_gate x, beta =
+// sigmoid(W_beta x), g = softplus(W_alpha x + dt_bias) * ssm_a; a causal
+// depthwise conv (+ SiLU) over qkv continuing each sequence's cached taps;
+// the DeltaNet recurrence on each sequence's state (q, k L2-normalised, q
+// scaled by 1/sqrt(S)); out = W_out (rms_norm(o) * ssm_norm * silu(z)).
+// The conv taps and states of the batch's sequences are updated in place in
+// the cache's pools (slots of in.plan->recurrent), and the plan's
+// checkpoints are saved. Returns [E, T] in batch order.
+TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
+                           int il, const TensorView& x, const RecurrentInputs& ri, KvCache& cache);
+
+// gated_attention.cc -------------------------------------------------------
+// Full attention with an output gate (qwen3next family): attn_q yields, per
+// head, the query and a gate; per-head RMS norm of q and k, partial rope,
+// K/V through the cache like self_attention, then the attention output is
+// multiplied by sigmoid(gate) before attn_output. x [E, T] -> [E, T].
+TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                           int il, const TensorView& x, const ForwardInputs& in, KvCache& cache);
+
+// shared_expert.cc ---------------------------------------------------------
+// Routed experts plus the shared expert scaled by sigmoid(gate_inp_shexp .
+// x): moe_ffn(x) + sigmoid(w . x) * down(silu(gate(x)) * up(x)).
+// x [E, n] -> [E, n]. Without a shared expert, moe_ffn(x).
+TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
+                                  const LayerWeights& l, const TensorView& x);
+
+}  // namespace folio::model

@@ -1,0 +1,604 @@
+#include "model/hybrid_cache.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/buffer_type.h"
+#include "core/aligned.h"
+
+namespace folio::model {
+
+namespace {
+
+// The config of the attention layers alone (what the attention part sizes
+// its K/V for).
+ModelConfig attention_config(const ModelConfig& cfg, const std::vector<int>& layers) {
+  ModelConfig sub = cfg;
+  sub.n_layer = static_cast<int>(layers.size());
+  sub.n_head.clear();
+  sub.n_head_kv.clear();
+  sub.n_ff.clear();
+  sub.swa_layers.clear();
+  sub.recurrent_layers.clear();
+  for (int l : layers) {
+    const auto i = static_cast<size_t>(l);
+    sub.n_head.push_back(cfg.n_head[i]);
+    sub.n_head_kv.push_back(cfg.n_head_kv[i]);
+    sub.n_ff.push_back(cfg.n_ff[i]);
+    sub.swa_layers.push_back(cfg.swa_layers.empty() ? 0 : cfg.swa_layers[i]);
+  }
+  return sub;
+}
+
+// A checkpoint candidate of plan(): lower `rank` is kept first when free
+// slots are short.
+struct Candidate {
+  int rank = 0;
+  int32_t step = 0;
+  int32_t after = 0;
+  cache::BlockHash hash;
+};
+
+}  // namespace
+
+HybridKvCacheOptions paged_hybrid_options(const PagedKvCacheOptions& paged, int max_seqs) {
+  HybridKvCacheOptions o;
+  o.paged = true;
+  o.paged_kv = paged;
+  o.max_seqs = std::max(max_seqs, 1);
+  o.max_checkpoints = paged.prefix_caching ? std::min(2 * o.max_seqs + 2, 1 << 12) : 0;
+  o.checkpoint_interval = 32;
+  return o;
+}
+
+Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const ModelConfig& cfg,
+                                                             const HybridKvCacheOptions& o) {
+  if (!cfg.is_hybrid()) {
+    return invalid_argument("hybrid kv cache: {} has no recurrent layers", cfg.arch);
+  }
+  if (o.max_seqs < 0 || o.max_seqs > (1 << 16) || o.max_checkpoints < 0 ||
+      o.max_checkpoints > (1 << 16) || o.checkpoint_interval < 0) {
+    return invalid_argument(
+        "hybrid kv cache: max_seqs {}, max_checkpoints {}, checkpoint_interval {} out of range",
+        o.max_seqs, o.max_checkpoints, o.checkpoint_interval);
+  }
+  std::vector<int> attn_layers;
+  std::vector<int> attn_index(static_cast<size_t>(cfg.n_layer), -1);
+  std::vector<int> rec_index(static_cast<size_t>(cfg.n_layer), -1);
+  int n_rec = 0;
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    if (cfg.is_recurrent(l)) {
+      rec_index[static_cast<size_t>(l)] = n_rec++;
+    } else {
+      attn_index[static_cast<size_t>(l)] = static_cast<int>(attn_layers.size());
+      attn_layers.push_back(l);
+    }
+  }
+  if (attn_layers.empty()) {
+    return unsupported("hybrid kv cache: {} has no attention layer", cfg.arch);
+  }
+  const ModelConfig sub = attention_config(cfg, attn_layers);
+  std::unique_ptr<KvCache> attn;
+  int n_initial = 0;
+  bool prefix_caching = false;
+  if (o.paged) {
+    FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> p, PagedKvCache::create(sub, o.paged_kv));
+    attn = std::move(p);
+    n_initial = o.paged_kv.n_seq;
+    prefix_caching = o.paged_kv.prefix_caching;
+  } else {
+    FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<ContiguousKvCache> c,
+                           ContiguousKvCache::create(sub, o.contiguous_kv));
+    attn = std::move(c);
+    n_initial = o.contiguous_kv.n_seq;
+  }
+  // A contiguous part's ids all exist from the start: one slot each, for good.
+  const int max_seqs = o.paged ? std::max({o.max_seqs, n_initial, 1}) : n_initial;
+  const int max_ckpt = prefix_caching ? o.max_checkpoints : 0;
+  FOLIO_ASSIGN_OR_RETURN(cache::StatePool pool, cache::StatePool::create(max_seqs + max_ckpt));
+  const uint64_t seed = o.paged ? o.paged_kv.hash_seed : 0;
+  auto c = std::unique_ptr<HybridKvCache>(new HybridKvCache(
+      std::move(pool), cache::BlockHasher(fmt::format("{}/recurrent-state", cfg.arch), seed)));
+  c->attn_ = std::move(attn);
+  c->paged_ = o.paged;
+  c->attn_index_ = std::move(attn_index);
+  c->rec_index_ = std::move(rec_index);
+  c->max_checkpoints_ = max_ckpt;
+  c->checkpoint_interval_ = o.checkpoint_interval;
+
+  // One buffer: each recurrent layer's conv taps, then its state, 64-byte aligned.
+  const SsmConfig& s = cfg.ssm;
+  const auto n_slots = static_cast<size_t>(c->pool_.n_slots());
+  const int64_t taps = s.d_conv - 1, ch = s.conv_channels(), sd = s.d_state, hv = s.n_v_heads;
+  const size_t conv_slot = static_cast<size_t>(taps * ch) * sizeof(float);
+  const size_t ssm_slot = static_cast<size_t>(sd * sd * hv) * sizeof(float);
+  c->slot_bytes_ = static_cast<size_t>(n_rec) * (conv_slot + ssm_slot);
+  std::vector<size_t> conv_off, ssm_off;
+  size_t total = 0;
+  for (int r = 0; r < n_rec; ++r) {
+    conv_off.push_back(total);
+    total += align_up(conv_slot * n_slots, 64);
+    ssm_off.push_back(total);
+    total += align_up(ssm_slot * n_slots, 64);
+  }
+  Result<std::unique_ptr<Buffer>> buf = host_buffer_type().alloc(total);
+  if (!buf.ok()) {
+    return resource_exhausted("hybrid kv cache: cannot allocate {} MiB of recurrent state: {}",
+                              total >> 20, buf.status().message());
+  }
+  c->buffer_ = std::move(buf).value();
+  char* base = static_cast<char*>(c->buffer_->data());
+  std::memset(base, 0, total);
+  const auto slots = static_cast<int64_t>(n_slots);
+  for (int r = 0; r < n_rec; ++r) {
+    Layer layer;
+    layer.conv = TensorView::contiguous(base + conv_off[static_cast<size_t>(r)], DType::F32,
+                                        {taps, ch, slots, 1});
+    layer.ssm = TensorView::contiguous(base + ssm_off[static_cast<size_t>(r)], DType::F32,
+                                       {sd, sd, hv, slots});
+    c->layers_.push_back(layer);
+  }
+  for (int seq = 0; seq < n_initial; ++seq) FOLIO_RETURN_IF_ERROR(c->claim(seq));
+  return c;
+}
+
+size_t HybridKvCache::bytes() const {
+  return attn_->bytes() + (buffer_ == nullptr ? 0 : buffer_->size());
+}
+
+int HybridKvCache::attn_layer(int layer) const {
+  FOLIO_CHECK_MSG(layer >= 0 && layer < n_layer() && attn_index_[static_cast<size_t>(layer)] >= 0,
+                  "hybrid kv cache: layer {} is not an attention layer", layer);
+  return attn_index_[static_cast<size_t>(layer)];
+}
+
+TensorView HybridKvCache::conv_state(int layer) const {
+  if (layer < 0 || layer >= n_layer() || rec_index_[static_cast<size_t>(layer)] < 0) return {};
+  return layers_[static_cast<size_t>(rec_index_[static_cast<size_t>(layer)])].conv;
+}
+
+TensorView HybridKvCache::ssm_state(int layer) const {
+  if (layer < 0 || layer >= n_layer() || rec_index_[static_cast<size_t>(layer)] < 0) return {};
+  return layers_[static_cast<size_t>(rec_index_[static_cast<size_t>(layer)])].ssm;
+}
+
+HybridKvCache::Seq& HybridKvCache::seq_state(int seq) {
+  FOLIO_CHECK_MSG(seq >= 0 && static_cast<size_t>(seq) < seqs_.size() &&
+                      seqs_[static_cast<size_t>(seq)].slot >= 0,
+                  "hybrid kv cache: sequence {} has no state slot", seq);
+  return seqs_[static_cast<size_t>(seq)];
+}
+
+const HybridKvCache::Seq& HybridKvCache::seq_state(int seq) const {
+  return const_cast<HybridKvCache*>(this)->seq_state(seq);
+}
+
+int32_t HybridKvCache::slot_of(int seq) const {
+  return seq_state(seq).slot;
+}
+
+bool HybridKvCache::state_lost(int seq) const {
+  return seq_state(seq).lost;
+}
+
+Status HybridKvCache::claim(int seq) {
+  if (static_cast<size_t>(seq) >= seqs_.size()) seqs_.resize(static_cast<size_t>(seq) + 1);
+  Seq& s = seqs_[static_cast<size_t>(seq)];
+  if (s.slot < 0) {
+    FOLIO_ASSIGN_OR_RETURN(s.slot, pool_.acquire());
+  }
+  reset(s);
+  return Status();
+}
+
+void HybridKvCache::reset(Seq& s) {
+  s.zero = true;
+  s.lost = false;
+  s.branch = 0;
+  s.hashes.clear();
+  s.tail.clear();
+}
+
+void HybridKvCache::copy_slot(int32_t src, int32_t dst) {
+  if (src == dst) return;
+  for (const Layer& l : layers_) {
+    std::memcpy(l.conv.row(0, dst), l.conv.row(0, src), l.conv.nb[2]);
+    std::memcpy(l.ssm.row(0, 0, dst), l.ssm.row(0, 0, src), l.ssm.nb[3]);
+  }
+}
+
+void HybridKvCache::zero_slot(int32_t slot) {
+  for (const Layer& l : layers_) {
+    std::memset(l.conv.row(0, slot), 0, l.conv.nb[2]);
+    std::memset(l.ssm.row(0, 0, slot), 0, l.ssm.nb[3]);
+  }
+}
+
+void HybridKvCache::prefix_hashes(std::span<const int32_t> tokens,
+                                  std::vector<cache::BlockHash>& out) const {
+  out.clear();
+  const auto bs = static_cast<size_t>(block_size());
+  cache::BlockHash parent = hasher_.root();
+  for (size_t b = 0; b + bs <= tokens.size(); b += bs) {
+    parent = hasher_.chain(parent, tokens.subspan(b, bs));
+    out.push_back(parent);
+  }
+}
+
+void HybridKvCache::extend_hashes(Seq& s, std::span<const int32_t> tokens) const {
+  const auto bs = static_cast<size_t>(block_size());
+  for (int32_t t : tokens) {
+    s.tail.push_back(t);
+    if (s.tail.size() == bs) {
+      s.hashes.push_back(
+          hasher_.chain(s.hashes.empty() ? hasher_.root() : s.hashes.back(), s.tail));
+      s.tail.clear();
+    }
+  }
+}
+
+Result<int> HybridKvCache::add_sequence() {
+  if (paged_ && pool_.n_free() == 0) {
+    return resource_exhausted("hybrid kv cache: all {} recurrent-state slots are held",
+                              pool_.n_slots());
+  }
+  FOLIO_ASSIGN_OR_RETURN(const int seq, attn_->add_sequence());
+  Status st = claim(seq);
+  if (!st.ok()) {
+    (void)attn_->remove_sequence(seq);
+    return st;
+  }
+  ++epoch_;
+  return seq;
+}
+
+Result<int> HybridKvCache::fork_sequence(int parent) {
+  if (!has_sequence(parent)) {
+    return invalid_argument("kv cache: no sequence {} to fork", parent);
+  }
+  const Seq p = seq_state(parent);  // a copy: claim() may grow seqs_
+  if (p.lost) {
+    return data_loss("kv cache: sequence {} lost its recurrent state in a failed forward", parent);
+  }
+  if (paged_ && pool_.n_free() == 0) {
+    return resource_exhausted("hybrid kv cache: all {} recurrent-state slots are held",
+                              pool_.n_slots());
+  }
+  FOLIO_ASSIGN_OR_RETURN(const int child, attn_->fork_sequence(parent));
+  Status st = claim(child);
+  if (!st.ok()) {
+    (void)attn_->remove_sequence(child);
+    return st;
+  }
+  Seq& c = seq_state(child);
+  copy_slot(p.slot, c.slot);
+  c.zero = p.zero;
+  c.hashes = p.hashes;
+  c.tail = p.tail;
+  ++epoch_;
+  return child;
+}
+
+Status HybridKvCache::remove_sequence(int seq) {
+  FOLIO_RETURN_IF_ERROR(attn_->remove_sequence(seq));
+  Seq& s = seq_state(seq);
+  if (paged_) {
+    pool_.release(s.slot);
+    s = Seq{};
+  } else {
+    reset(s);  // contiguous ids keep their slot
+  }
+  ++epoch_;
+  return Status();
+}
+
+Result<int64_t> HybridKvCache::take_cached_prefix(int seq, std::span<const int32_t> prompt) {
+  if (!has_sequence(seq)) return invalid_argument("kv cache: no sequence {}", seq);
+  if (seq_len(seq) != 0) {
+    return invalid_argument(
+        "kv cache: sequence {} holds {} positions; only an empty one takes a cached prefix", seq,
+        seq_len(seq));
+  }
+  if (!checkpointing()) return int64_t{0};  // K/V alone would miss the recurrent state
+  const cache::KvCacheManager* m = attn_->block_manager();
+  FOLIO_CHECK(m != nullptr);
+  const int64_t bs = block_size();
+  const int64_t n_hit = m->lookup(seq, prompt, /*leave_last_token=*/true).n_tokens / bs;
+  std::vector<cache::BlockHash> hashes;
+  prefix_hashes(prompt.first(static_cast<size_t>(n_hit * bs)), hashes);
+  int64_t j = n_hit;
+  while (j > 0 && pool_.find(hashes[static_cast<size_t>(j) - 1]) < 0) --j;
+  Seq& s = seq_state(seq);
+  if (j < n_hit) s.branch = n_hit * bs;  // policy (c)
+  if (j == 0) {
+    ++stats_.prefix_misses;
+    return int64_t{0};
+  }
+  Result<int64_t> taken =
+      attn_->take_cached_prefix(seq, prompt.first(static_cast<size_t>(j * bs) + 1));
+  if (!taken.ok()) return taken.status();
+  FOLIO_CHECK_MSG(*taken == j * bs, "hybrid kv cache: took {} cached positions, expected {}",
+                  *taken, j * bs);
+  const int32_t ckpt = pool_.find(hashes[static_cast<size_t>(j) - 1]);
+  copy_slot(ckpt, s.slot);
+  pool_.touch(ckpt);
+  s.hashes.assign(hashes.begin(), hashes.begin() + j);
+  s.tail.clear();
+  s.zero = false;
+  s.lost = false;
+  ++stats_.prefix_hits;
+  stats_.prefix_hit_tokens += static_cast<uint64_t>(j * bs);
+  ++epoch_;
+  return j * bs;
+}
+
+Status HybridKvCache::truncate(int seq, int64_t len) {
+  if (!has_sequence(seq)) return invalid_argument("kv cache: no sequence {}", seq);
+  const int64_t cur = seq_len(seq);
+  if (len < 0 || len > cur) {
+    return invalid_argument("kv cache: cannot truncate sequence {} of {} positions to {}", seq, cur,
+                            len);
+  }
+  if (len == cur) return Status();
+  Seq& s = seq_state(seq);
+  if (len == 0) {
+    FOLIO_RETURN_IF_ERROR(attn_->truncate(seq, 0));
+    reset(s);
+    ++epoch_;
+    return Status();
+  }
+  const int64_t bs = block_size();
+  if (checkpointing() && len % bs == 0 && static_cast<size_t>(len / bs) <= s.hashes.size()) {
+    const int32_t ckpt = pool_.find(s.hashes[static_cast<size_t>(len / bs) - 1]);
+    if (ckpt >= 0) {
+      FOLIO_RETURN_IF_ERROR(attn_->truncate(seq, len));
+      copy_slot(ckpt, s.slot);
+      pool_.touch(ckpt);
+      s.hashes.resize(static_cast<size_t>(len / bs));
+      s.tail.clear();
+      s.zero = false;
+      s.lost = false;
+      ++epoch_;
+      return Status();
+    }
+  }
+  return unsupported(
+      "kv cache: sequence {} carries recurrent state; it can be truncated to 0, to its length {} "
+      "or to a checkpointed block boundary, not to {}",
+      seq, cur, len);
+}
+
+int64_t HybridKvCache::truncation_point(int seq, int64_t len) const {
+  if (!has_sequence(seq) || len >= seq_len(seq)) return len;
+  if (len <= 0 || !checkpointing()) return 0;
+  const Seq& s = seq_state(seq);
+  const int64_t bs = block_size();
+  for (int64_t b = std::min<int64_t>(len / bs, static_cast<int64_t>(s.hashes.size())); b > 0; --b) {
+    if (pool_.find(s.hashes[static_cast<size_t>(b) - 1]) >= 0) return b * bs;
+  }
+  return 0;
+}
+
+void HybridKvCache::clear() {
+  attn_->clear();
+  for (Seq& s : seqs_) {
+    if (s.slot >= 0) reset(s);
+  }
+  ++epoch_;
+}
+
+Status HybridKvCache::plan(const Batch& batch, KvPlan& plan) const {
+  RecurrentPlan& rp = plan.recurrent;
+  rp.clear();
+  FOLIO_RETURN_IF_ERROR(attn_->plan(batch, plan));  // checks sequences and positions
+  const size_t n = batch.tokens.size();
+
+  // Steps in order of first appearance; tokens of a step consecutive?
+  std::vector<int32_t> step_of_seq;  // sequence id -> step, -1: none yet
+  std::vector<int32_t> step_of(n);
+  bool consecutive = true;
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t seq = batch.seq_idx[i];
+    if (static_cast<size_t>(seq) >= step_of_seq.size())
+      step_of_seq.resize(static_cast<size_t>(seq) + 1, -1);
+    int32_t& st = step_of_seq[static_cast<size_t>(seq)];
+    if (st < 0) {
+      const Seq& s = seq_state(seq);
+      if (s.lost) {
+        return data_loss(
+            "kv cache: sequence {} lost its recurrent state in a failed forward; truncate it to 0 "
+            "and recompute it",
+            seq);
+      }
+      st = static_cast<int32_t>(rp.steps.size());
+      rp.steps.push_back({seq, s.slot, 0, 0, 0, 0});
+    } else if (step_of[i - 1] != st) {
+      consecutive = false;
+    }
+    step_of[i] = st;
+    ++rp.steps[static_cast<size_t>(st)].n_tokens;
+  }
+  int32_t row = 0;
+  for (RecurrentStep& st : rp.steps) {
+    st.row_begin = row;
+    row += st.n_tokens;
+    rp.slots.push_back(st.slot);
+  }
+  if (!consecutive) {
+    rp.order.resize(n);
+    rp.inverse.resize(n);
+    std::vector<int32_t> fill(rp.steps.size(), 0);
+    for (size_t i = 0; i < n; ++i) {
+      const auto st = static_cast<size_t>(step_of[i]);
+      const int32_t r = rp.steps[st].row_begin + fill[st]++;
+      rp.order[static_cast<size_t>(r)] = static_cast<int32_t>(i);
+      rp.inverse[i] = r;
+    }
+  }
+  rp.epoch = epoch_;
+  if (!checkpointing()) return Status();
+
+  // Tokens in recurrent order, and the checkpoint candidates of each step.
+  rp.tokens.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    rp.tokens[r] = batch.tokens[rp.order.empty() ? r : static_cast<size_t>(rp.order[r])];
+  }
+  const int64_t bs = block_size();
+  std::vector<Candidate> cands;
+  std::vector<int32_t> block;
+  for (size_t si = 0; si < rp.steps.size(); ++si) {
+    const RecurrentStep& st = rp.steps[si];
+    const Seq& s = seq_state(st.seq);
+    const int64_t before = seq_len(st.seq);
+    const int64_t after_all = before + st.n_tokens;
+    const int64_t last = after_all / bs * bs;  // last boundary crossed, if > before
+    if (last <= before) continue;
+    cache::BlockHash parent = s.hashes.empty() ? hasher_.root() : s.hashes.back();
+    block = s.tail;
+    for (int32_t k = 0; k < st.n_tokens; ++k) {
+      block.push_back(rp.tokens[static_cast<size_t>(st.row_begin + k)]);
+      if (static_cast<int64_t>(block.size()) < bs) continue;
+      parent = hasher_.chain(parent, block);
+      block.clear();
+      const int64_t b = before + k + 1;  // a boundary: the state after token k
+      int rank = -1;
+      if (b == s.branch) {
+        rank = 0;
+      } else if (st.n_tokens > 1 && b == last) {
+        rank = 1;
+      } else if (checkpoint_interval_ > 0 && (b / bs) % checkpoint_interval_ == 0) {
+        rank = 2;
+      }
+      if (rank < 0 || pool_.find(parent) >= 0) continue;
+      bool dup = false;
+      for (const Candidate& c : cands) dup |= c.hash == parent;
+      if (!dup) cands.push_back({rank, static_cast<int32_t>(si), k + 1, parent});
+    }
+  }
+  if (cands.empty()) return Status();
+  std::stable_sort(cands.begin(), cands.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+  std::vector<int32_t> free_slots;
+  pool_.peek_free(static_cast<int32_t>(cands.size()), free_slots);
+  cands.resize(free_slots.size());
+  for (size_t i = 0; i < cands.size(); ++i) {
+    rp.checkpoints.push_back({cands[i].step, cands[i].after, free_slots[i], cands[i].hash});
+  }
+  std::sort(rp.checkpoints.begin(), rp.checkpoints.end(),
+            [](const StateCheckpoint& a, const StateCheckpoint& b) {
+              return a.step != b.step ? a.step < b.step : a.after < b.after;
+            });
+  for (size_t i = 0; i < rp.checkpoints.size(); ++i) {
+    RecurrentStep& st = rp.steps[static_cast<size_t>(rp.checkpoints[i].step)];
+    if (st.n_ckpt == 0) st.ckpt_begin = static_cast<int32_t>(i);
+    ++st.n_ckpt;
+  }
+  return Status();
+}
+
+void HybridKvCache::prepare(const KvPlan& plan) {
+  attn_->prepare(plan);
+  for (const RecurrentStep& st : plan.recurrent.steps) {
+    if (seq_state(st.seq).zero) zero_slot(st.slot);
+  }
+}
+
+void HybridKvCache::apply(const KvPlan& plan) {
+  const RecurrentPlan& rp = plan.recurrent;
+  FOLIO_CHECK_MSG(rp.epoch == epoch_, "hybrid kv cache: plan made against another cache state");
+  attn_->apply(plan);
+  for (const RecurrentStep& st : rp.steps) {
+    Seq& s = seq_state(st.seq);
+    s.zero = false;
+    if (checkpointing()) {
+      extend_hashes(s, std::span<const int32_t>(rp.tokens).subspan(
+                           static_cast<size_t>(st.row_begin), static_cast<size_t>(st.n_tokens)));
+      if (s.branch > 0 && seq_len(st.seq) >= s.branch) s.branch = 0;
+    }
+  }
+  for (const StateCheckpoint& c : rp.checkpoints) {
+    pool_.store_checkpoint(c.slot, c.hash);
+    ++stats_.checkpoints_saved;
+  }
+  ++epoch_;
+}
+
+void HybridKvCache::discard(const KvPlan& plan) {
+  const RecurrentPlan& rp = plan.recurrent;
+  FOLIO_CHECK_MSG(rp.epoch == epoch_, "hybrid kv cache: plan made against another cache state");
+  attn_->discard(plan);
+  for (const RecurrentStep& st : rp.steps) {
+    Seq& s = seq_state(st.seq);
+    if (!s.zero) s.lost = true;  // its state may be partly updated
+  }
+  for (const StateCheckpoint& c : rp.checkpoints) pool_.drop_checkpoint(c.slot);
+  ++epoch_;
+}
+
+HybridCacheStats HybridKvCache::stats() const {
+  HybridCacheStats st = stats_;
+  st.state_slots = pool_.n_slots();
+  st.slots_held = pool_.n_held();
+  st.checkpoints_cached = pool_.n_checkpoints();
+  st.checkpoints_evicted = pool_.n_evicted();
+  st.slot_bytes = slot_bytes_;
+  return st;
+}
+
+std::string HybridKvCache::summary() const {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  std::string s;
+  if (const cache::KvCacheManager* m = attn_->block_manager()) {
+    s = fmt::format("K/V {} blocks of {} ({:.1f} MiB)", m->pool().n_blocks(), m->block_size(),
+                    static_cast<double>(attn_->bytes()) / kMiB);
+  } else {
+    s = fmt::format("K/V {:.1f} MiB", static_cast<double>(attn_->bytes()) / kMiB);
+  }
+  return s + fmt::format(", recurrent state {} slots of {:.2f} MiB ({} sequences, {} checkpoints)",
+                         pool_.n_slots(), static_cast<double>(slot_bytes_) / kMiB,
+                         pool_.n_slots() - max_checkpoints_, max_checkpoints_);
+}
+
+Status HybridKvCache::check_invariants() const {
+  FOLIO_RETURN_IF_ERROR(pool_.check_invariants());
+  std::vector<uint8_t> used(static_cast<size_t>(pool_.n_slots()), 0);
+  int32_t n_live = 0;
+  for (size_t seq = 0; seq < seqs_.size(); ++seq) {
+    const Seq& s = seqs_[seq];
+    if (s.slot < 0) continue;
+    if (!attn_->has_sequence(static_cast<int>(seq)) && paged_) {
+      return internal_error("hybrid kv cache: slot {} held for dead sequence {}", s.slot, seq);
+    }
+    if (!pool_.is_held(s.slot)) {
+      return internal_error("hybrid kv cache: sequence {} has slot {}, not held", seq, s.slot);
+    }
+    if (used[static_cast<size_t>(s.slot)]++ != 0) {
+      return internal_error("hybrid kv cache: slot {} held by two sequences", s.slot);
+    }
+    ++n_live;
+    if (checkpointing() && attn_->has_sequence(static_cast<int>(seq))) {
+      const int64_t len = attn_->seq_len(static_cast<int>(seq));
+      const auto bs = static_cast<size_t>(block_size());
+      if (s.hashes.size() != static_cast<size_t>(len) / bs ||
+          s.tail.size() != static_cast<size_t>(len) % bs) {
+        return internal_error(
+            "hybrid kv cache: sequence {} of {} positions has {} hashes + {} tokens", seq, len,
+            s.hashes.size(), s.tail.size());
+      }
+    }
+  }
+  if (n_live != pool_.n_held()) {
+    return internal_error("hybrid kv cache: {} live sequences, {} held slots", n_live,
+                          pool_.n_held());
+  }
+  if (paged_) {
+    if (const auto* p = dynamic_cast<const PagedKvCache*>(attn_.get())) {
+      FOLIO_RETURN_IF_ERROR(p->check_invariants());
+    }
+  }
+  return Status();
+}
+
+}  // namespace folio::model
