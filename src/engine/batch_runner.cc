@@ -5,37 +5,13 @@
 #include <deque>
 #include <optional>
 
-#include "engine/stop_matcher.h"
+#include "engine/sequence_state.h"
 #include "model/batch.h"
-#include "engine/text_stream.h"
 
 namespace folio {
 
-namespace {
-
-// One prompt's state across admissions.
-struct Request {
-  std::vector<int32_t> tokens;  // prompt, then generated tokens
-  size_t n_prompt = 0;
-  int seq = -1;           // cache sequence while running
-  uint64_t admitted = 0;  // admission order (preemption takes the newest)
-  bool ever_admitted = false;
-  bool decoding = false;  // filled since admission: the next piece is one token
-  std::optional<Sampler> sampler;
-  std::optional<TextStream> text;
-};
-
-size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
-
-}  // namespace
-
 BatchRunner::BatchRunner(const model::Model& model, const tokenizer::Tokenizer& tok,
-                         model::ForwardContext& ctx, model::PagedKvCache& cache)
+                         model::ForwardContext& ctx, model::KvCache& cache)
     : model_(model), tok_(tok), ctx_(ctx), cache_(cache) {}
 
 Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> prompts,
@@ -63,17 +39,19 @@ Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> promp
 
   BatchOutput out;
   out.results.resize(prompts.size());
-  std::vector<Request> reqs(prompts.size());
+  std::vector<SequenceState> reqs;
+  reqs.reserve(prompts.size());
   std::deque<size_t> waiting;
+  GenerationLimits limits;
+  limits.n_ctx = cache_.n_ctx();
+  limits.ignore_eos = options.ignore_eos;
+  limits.max_tokens = options.n_predict;
+  if (params.max_tokens >= 0 && (limits.max_tokens < 0 || params.max_tokens < limits.max_tokens))
+    limits.max_tokens = params.max_tokens;
   for (size_t p = 0; p < prompts.size(); ++p) {
-    Request& r = reqs[p];
-    r.tokens = prompts[p];
-    r.n_prompt = prompts[p].size();
     FOLIO_ASSIGN_OR_RETURN(Sampler s, Sampler::create(params, n_vocab));
-    r.sampler.emplace(std::move(s));
-    r.sampler->accept(std::span<const int32_t>(r.tokens));
-    r.text.emplace(&tok_, options.render_special, params.stop);
-    out.results[p].prompt_tokens = static_cast<int64_t>(r.n_prompt);
+    reqs.emplace_back(prompts[p], std::move(s), &tok_, options.render_special, params.stop);
+    out.results[p].prompt_tokens = static_cast<int64_t>(prompts[p].size());
     if (options.n_predict == 0 || params.max_tokens == 0) continue;  // nothing to generate
     waiting.push_back(p);
   }
@@ -85,22 +63,23 @@ Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> promp
     running.clear();
   };
   auto end_request = [&](size_t r, StopReason stop) -> Status {
-    Request& q = reqs[r];
+    SequenceState& q = reqs[r];
     BatchSequenceResult& res = out.results[r];
-    if (stop != StopReason::kStopString) {
-      bool stopped = false;
-      res.text += q.text->finish(&stopped);
-      if (stopped) stop = StopReason::kStopString;
-    }
+    if (stop != StopReason::kStopString) res.text += q.finish(&stop);
     res.stop = stop;
+    res.tokens.assign(q.tokens.begin() + static_cast<std::ptrdiff_t>(q.n_prompt), q.tokens.end());
+    res.generated_tokens = q.n_generated;
     running.erase(std::find(running.begin(), running.end(), r));
     const Status st = cache_.remove_sequence(q.seq);
-    q.seq = -1;
+    q.release();
     return st;
   };
 
   const int block_size = cache_.block_size();
-  const cache::BlockPool& pool = cache_.manager().pool();
+  if (cache_.block_manager() == nullptr) {
+    return invalid_argument("batch: the KV cache has no block pool (a paged cache is needed)");
+  }
+  const cache::BlockPool& pool = cache_.block_manager()->pool();
   BatchSummary& sum = out.summary;
   model::Batch batch;
   std::vector<std::pair<size_t, int64_t>> outputs;  // (request, logits row)
@@ -109,7 +88,7 @@ Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> promp
   while (!waiting.empty() || !running.empty()) {
     while (admit && running.size() < static_cast<size_t>(options.parallel) && !waiting.empty()) {
       const size_t r = waiting.front();
-      Request& q = reqs[r];
+      SequenceState& q = reqs[r];
       // Wait for a sequence still filling a shared prefix: its blocks become
       // cached when its forward is applied.
       bool share_pending = false;
@@ -127,18 +106,16 @@ Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> promp
         return seq.status().with_context("batch admission");
       }
       waiting.pop_front();
-      q.seq = *seq;
-      q.admitted = n_admitted++;
-      q.decoding = false;
+      const bool first_admission = !q.ever_admitted;
+      q.admit(*seq, n_admitted++);
       running.push_back(r);
       Result<int64_t> cached = cache_.take_cached_prefix(q.seq, q.tokens);
       if (!cached.ok()) {
         release_all();
         return cached.status();
       }
-      if (!q.ever_admitted)
+      if (first_admission)
         out.results[r].cached_prompt_tokens = std::min<int64_t>(*cached, q.n_prompt);
-      q.ever_admitted = true;
     }
 
     // One batch: a decode token per decoding sequence, prefill within budget.
@@ -147,21 +124,18 @@ Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> promp
     int64_t budget = options.n_batch;
     int64_t n_fill = 0, n_decode = 0;
     for (size_t r : running) {
-      const Request& q = reqs[r];
-      const auto len = static_cast<size_t>(cache_.seq_len(q.seq));
-      size_t end = q.tokens.size();
+      const SequenceState& q = reqs[r];
+      const int64_t len = cache_.seq_len(q.seq);
+      int64_t n = static_cast<int64_t>(q.tokens.size()) - len;
       if (q.decoding) {
         ++n_decode;
       } else {
-        end = std::min(end, len + static_cast<size_t>(std::max<int64_t>(budget, 0)));
-        budget -= static_cast<int64_t>(end - len);
-        n_fill += static_cast<int64_t>(end - len);
+        n = std::min(n, std::max<int64_t>(budget, 0));
+        budget -= n;
+        n_fill += n;
       }
-      for (size_t i = len; i < end; ++i) {
-        const bool want = i + 1 == q.tokens.size();
-        if (want) outputs.emplace_back(r, batch.n_outputs());
-        batch.add(q.tokens[i], static_cast<int32_t>(i), q.seq, want);
-      }
+      const int64_t row = batch.n_outputs();
+      if (q.add_to_batch(batch, len, n)) outputs.emplace_back(r, row);
     }
     if (batch.size() == 0) {  // nothing running: right after a preemption, or stuck
       if (admit) {
@@ -183,8 +157,7 @@ Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> promp
       const size_t r = *newest;
       running.erase(newest);
       Status st = cache_.remove_sequence(reqs[r].seq);
-      reqs[r].seq = -1;
-      reqs[r].decoding = false;
+      reqs[r].release();
       if (!st.ok()) {
         release_all();
         return st;
@@ -205,38 +178,17 @@ Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> promp
     sum.blocks_peak = std::max(sum.blocks_peak, pool.n_used());
 
     for (const auto& [r, row] : outputs) {
-      Request& q = reqs[r];
-      BatchSequenceResult& res = out.results[r];
+      SequenceState& q = reqs[r];
       q.decoding = true;
-      const float* lp = logits->row<const float>(row);
-      Result<SampledToken> st =
-          q.sampler->sample(std::span<const float>(lp, static_cast<size_t>(n_vocab)), workspace_);
+      Result<SampledToken> st = q.sample(logits->row<const float>(row), workspace_);
       if (!st.ok()) {
         release_all();
         return st.status();
       }
-      const int32_t id = st->token;
-      std::optional<StopReason> stop;
-      if (!options.ignore_eos && tok_.vocab().is_eog(id)) {
-        stop = StopReason::kEndOfGeneration;
-      } else {
-        q.sampler->accept(id);
-        q.tokens.push_back(id);
-        res.tokens.push_back(id);
-        ++res.generated_tokens;
-        StopMatcher::Step step = q.text->push(id);
-        res.text += step.text;
-        if (step.stopped) {
-          stop = StopReason::kStopString;
-        } else if (static_cast<int64_t>(q.tokens.size()) >= cache_.n_ctx()) {
-          stop = StopReason::kContextFull;
-        } else if ((options.n_predict >= 0 && res.generated_tokens >= options.n_predict) ||
-                   (params.max_tokens >= 0 && res.generated_tokens >= params.max_tokens)) {
-          stop = StopReason::kLength;
-        }
-      }
-      if (stop) {
-        Status s = end_request(r, *stop);
+      AcceptedToken acc = q.accept(st->token, tok_.vocab(), limits);
+      out.results[r].text += acc.text;
+      if (acc.stop) {
+        Status s = end_request(r, *acc.stop);
         if (!s.ok()) {
           release_all();
           return s;

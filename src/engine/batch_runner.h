@@ -1,4 +1,5 @@
-// BatchRunner: many prompts through one Model and one PagedKvCache at once,
+// BatchRunner: many prompts through one Model and one paged KV cache at once
+// (a PagedKvCache, or a HybridKvCache over one: KvCache::block_manager()),
 // for the `batch` command (an offline, run-to-completion scheduler; the
 // server's scheduler adds arrivals and streaming on top of the same ideas).
 //
@@ -79,7 +80,7 @@ class BatchRunner {
   // All borrowed. `cache` should hold no sequences (run() adds and removes its
   // own; blocks_leaked counts blocks in use after it).
   BatchRunner(const model::Model& model, const tokenizer::Tokenizer& tok,
-              model::ForwardContext& ctx, model::PagedKvCache& cache);
+              model::ForwardContext& ctx, model::KvCache& cache);
 
   // Generates a continuation of every prompt (token ids, non-empty, shorter
   // than the cache's n_ctx). Each sequence gets its own Sampler from
@@ -91,7 +92,7 @@ class BatchRunner {
   const model::Model& model_;
   const tokenizer::Tokenizer& tok_;
   model::ForwardContext& ctx_;
-  model::PagedKvCache& cache_;
+  model::KvCache& cache_;  // a paged cache (block_manager() != nullptr)
   SamplerWorkspace workspace_;
 };
 

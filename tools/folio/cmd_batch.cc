@@ -54,8 +54,8 @@ int run_batch(const BatchFlags& f) {
   if (!texts.ok()) return fail(texts.status());
   auto lm = load_for_batch(f.model, f.parallel);
   if (!lm.ok()) return fail(lm.status());
-  auto* cache = dynamic_cast<model::PagedKvCache*>(lm->cache.get());
-  if (cache == nullptr)
+  model::KvCache* cache = lm->cache.get();  // paged, or hybrid over a paged part
+  if (cache->block_manager() == nullptr)
     return fail(make_error(StatusCode::kInternal, "batch needs a paged KV cache"));
   const int32_t n_vocab = static_cast<int32_t>(lm->model->config().n_vocab);
   auto params = sampling_params(f.sampling, n_vocab);

@@ -1,0 +1,106 @@
+#include "engine/bench_report.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace folio {
+
+namespace {
+
+std::string size_str(uint64_t bytes) {
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string params_str(uint64_t n) {
+  const auto d = static_cast<double>(n);
+  if (d >= 1e9) return fmt::format("{:.2f} B", d / 1e9);
+  return fmt::format("{:.2f} M", d / 1e6);
+}
+
+constexpr const char* kRowFormat =
+    "| {:<28} | {:>10} | {:>9} | {:<16} | {:>7} | {:<4} | {:>4} | {:>12} | {:>20} |";
+
+}  // namespace
+
+double BenchRecord::bw_limit_tokens_per_s() const {
+  if (result.test.is_prefill() || bw_gbps <= 0 || model.decode_bytes == 0) return 0;
+  return static_cast<double>(result.test.n_seqs) * bw_gbps * 1e9 /
+         static_cast<double>(model.decode_bytes);
+}
+
+std::string bench_json_line(const BenchRecord& r) {
+  const BenchTest& t = r.result.test;
+  nlohmann::ordered_json j = {
+      {"test", t.name()},
+      {"n_prompt", t.n_prompt},
+      {"n_gen", t.n_gen},
+      {"n_seqs", t.n_seqs},
+      {"threads", r.threads},
+      {"tokens_per_s", r.result.mean_ts},
+      {"stddev", r.result.stddev_ts},
+      {"samples_ts", r.result.samples_ts},
+      {"samples_ns", r.result.samples_ns},
+      {"repetitions", r.result.samples_ts.size()},
+      {"model", r.model.file},
+      {"model_type", r.model.type},
+      {"model_size", r.model.size_bytes},
+      {"n_params", r.model.n_params},
+      {"backend", r.backend},
+      {"isa", r.isa},
+      {"repack", r.repack},
+      {"kv_type", r.kv_type},
+      {"n_ubatch", r.n_ubatch},
+      {"tg_prompt", t.is_prefill() ? 0 : r.tg_prompt},
+      {"decode_bytes", r.model.decode_bytes},
+  };
+  const double limit = r.bw_limit_tokens_per_s();
+  if (limit > 0) {
+    j["bw_gbps"] = r.bw_gbps;
+    j["bw_limit_tokens_per_s"] = limit;
+    j["bw_fraction"] = r.result.mean_ts / limit;
+  }
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+std::string membench_json_line(const MemBandwidthResult& m) {
+  nlohmann::ordered_json j = {{"test", "membench"},           {"threads", m.threads},
+                              {"triad_gbps", m.triad_gbps},   {"read_gbps", m.read_gbps},
+                              {"array_bytes", m.array_bytes}, {"runs", m.runs}};
+  return j.dump();
+}
+
+std::string bench_table_header(bool with_bw) {
+  std::string h = fmt::format(fmt::runtime(kRowFormat), "model", "size", "params", "backend",
+                              "threads", "kv", "ub", "test", "t/s");
+  std::string sep = fmt::format(
+      "| {:-<28} | {:->10}:| {:->9}:| {:-<16} | {:->7}:| {:-<4} | {:->4}:| "
+      "{:->12}:| {:->20}:|",
+      "", "", "", "", "", "", "", "", "");
+  if (with_bw) {
+    h += fmt::format(" {:>9} | {:>5} |", "B/tok", "% BW");
+    sep += fmt::format(" {:->9}:| {:->5}:|", "", "");
+  }
+  return h + "\n" + sep;
+}
+
+std::string bench_table_row(const BenchRecord& r, bool with_bw) {
+  std::string row = fmt::format(
+      fmt::runtime(kRowFormat), r.model.type, size_str(r.model.size_bytes),
+      params_str(r.model.n_params), r.backend, r.threads, r.kv_type, r.n_ubatch,
+      r.result.test.name(), fmt::format("{:.2f} ± {:.2f}", r.result.mean_ts, r.result.stddev_ts));
+  if (with_bw) {
+    const double limit = r.bw_limit_tokens_per_s();
+    if (limit > 0) {
+      const double per_token =
+          static_cast<double>(r.model.decode_bytes) / static_cast<double>(r.result.test.n_seqs);
+      row += fmt::format(" {:>9} | {:>5} |", fmt::format("{:.0f} MiB", per_token / (1 << 20)),
+                         fmt::format("{:.0f}%", 100.0 * r.result.mean_ts / limit));
+    } else {
+      row += fmt::format(" {:>9} | {:>5} |", "", "");
+    }
+  }
+  return row;
+}
+
+}  // namespace folio

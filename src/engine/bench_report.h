@@ -1,0 +1,52 @@
+// How `folio bench` reports a result: one markdown table row (llama-bench's
+// columns plus the KV type and, when the memory bandwidth is known, the
+// decode weight bytes per token and tg speed as a fraction of the bandwidth
+// limit), or one JSON object per line. External checks parse the JSON, so
+// its keys are a stable interface:
+//   test ("pp512", "tg128", "tg128x8"), n_prompt, n_gen, n_seqs, threads,
+//   tokens_per_s (mean), stddev, samples_ts, samples_ns, model, model_type,
+//   model_size, n_params, backend, isa, repack, kv_type, n_ubatch, tg_prompt,
+//   repetitions, decode_bytes (weight bytes one decode step reads)
+// and, for tg tests when the bandwidth was measured or given: bw_gbps,
+// bw_limit_tokens_per_s (n_seqs * bandwidth / decode_bytes) and bw_fraction
+// (tokens_per_s / that limit).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/bench_runner.h"
+#include "engine/mem_bandwidth.h"
+
+namespace folio {
+
+struct BenchRecord {
+  BenchModelInfo model;
+  std::string backend;  // "cpu-avx512"
+  std::string isa;      // "avx512"
+  bool repack = true;   // weights in packed buffer types where a kernel reads them
+  int threads = 0;
+  std::string kv_type;  // "f16"
+  int64_t n_ubatch = 0;
+  int64_t tg_prompt = 0;
+  BenchResult result;
+  double bw_gbps = 0;  // memory bandwidth (triad); 0: unknown
+
+  // Upper bound on tokens/s of a tg test from bandwidth and weight bytes
+  // (0 for pp tests or an unknown bandwidth).
+  double bw_limit_tokens_per_s() const;
+};
+
+// One JSON object (no newline) with the keys above.
+std::string bench_json_line(const BenchRecord& r);
+// The membench result as one JSON object: test "membench", threads,
+// triad_gbps, read_gbps, array_bytes, runs.
+std::string membench_json_line(const MemBandwidthResult& m);
+
+// Markdown table: header (two lines), then one row per record. with_bw adds
+// the columns "B/tok" and "% BW" (filled for tg tests).
+std::string bench_table_header(bool with_bw);
+std::string bench_table_row(const BenchRecord& r, bool with_bw);
+
+}  // namespace folio

@@ -1,0 +1,135 @@
+// BenchRunner: llama-bench-style throughput measurements of one loaded model
+// on one ForwardContext, for `folio bench`. Token ids are random (fixed
+// seed), so no tokenizer is involved; every forward goes through
+// Model::forward and a PagedKvCache the runner owns (sized for its tests,
+// prefix caching off, so repetitions never reuse each other's K/V).
+//
+// Tests (BenchTest::name()):
+//   ppP     prefill of P tokens of one fresh sequence in chunks of n_ubatch
+//           tokens per forward; logits for the last token only;
+//           tokens/s = P / time.
+//   tgN     one sequence: a tg_prompt-token prompt (untimed), then N
+//           sequential single-token forwards, each with logits (llama-bench's
+//           text generation); tokens/s = N / time.
+//   tgNxS   S sequences, each after its own tg_prompt-token prompt (untimed,
+//           one forward for all), decode together: N forwards of S tokens
+//           (one per sequence, each with logits); tokens/s = S * N / time
+//           (llama.cpp batched-bench's S_TG).
+// Each repetition starts from an empty cache; a warmup run (untimed) of the
+// same shape precedes the repetitions.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/forward_context.h"
+#include "model/model.h"
+#include "model/paged_kv_cache.h"
+
+namespace folio {
+
+struct BenchTest {
+  int64_t n_prompt = 0;  // pp: tokens prefilled (then n_gen == 0)
+  int64_t n_gen = 0;     // tg: decode steps per sequence (then n_prompt == 0)
+  int n_seqs = 1;        // tg: sequences decoding together
+
+  bool is_prefill() const { return n_gen == 0; }
+  // "pp512", "tg128", "tg128x8" (x only for n_seqs > 1).
+  std::string name() const;
+};
+
+// The tests of one configuration in llama-bench order: each prompt size of
+// `n_prompt` (> 0), then each generation length of `n_gen` (> 0) for each
+// sequence count of `n_seqs` (>= 1). Zeros are skipped (like -p 0 / -n 0).
+std::vector<BenchTest> make_bench_tests(std::span<const int64_t> n_prompt,
+                                        std::span<const int64_t> n_gen,
+                                        std::span<const int> n_seqs);
+
+struct BenchOptions {
+  int repetitions = 5;
+  int64_t n_ubatch = 512;  // prefill tokens per forward
+  int64_t tg_prompt = 1;   // tokens each tg sequence is prefilled with, untimed
+  bool warmup = true;
+  uint64_t seed = 1234;  // random token ids
+  DType kv_type = DType::F16;
+  int32_t kv_block_size = 16;
+  std::FILE* log = nullptr;  // progress lines (stderr in the CLI); nullptr: silent
+};
+
+struct BenchResult {
+  BenchTest test;
+  std::vector<double> samples_ns;  // [repetitions] wall time of the timed part
+  std::vector<double> samples_ts;  // [repetitions] tokens/s
+  double mean_ts = 0;
+  double stddev_ts = 0;  // sample standard deviation (0 for one repetition)
+};
+
+// Mean and sample standard deviation (n - 1), as llama-bench reports them.
+struct MeanStddev {
+  double mean = 0;
+  double stddev = 0;
+};
+MeanStddev mean_stddev(std::span<const double> samples);
+
+// What the report says about a model.
+struct BenchModelInfo {
+  std::string file;         // file name without directories
+  std::string type;         // "llama 1.1B Q4_K_M"
+  uint64_t size_bytes = 0;  // all tensor data in the file
+  uint64_t n_params = 0;    // all tensor elements in the file
+  // Weight bytes one decode step reads, whatever the batch: every placed
+  // weight, except that of token_embd only one row per token is read
+  // (get_rows) and of MoE expert tensors only n_expert_used / n_expert.
+  // A tied output matrix counts in full (the output mul_mat reads it).
+  uint64_t decode_bytes = 0;
+};
+BenchModelInfo bench_model_info(const model::Model& model);
+
+// llama.cpp's name for general.file_type ("Q4_K_M", "F16", ...), or "" when
+// the id is unknown.
+const char* file_type_name(uint32_t file_type);
+
+// Physical cores this process may run on (hyper-threads counted once), the
+// default thread count of `folio bench`; default_thread_count() when the
+// topology is unknown.
+int physical_core_count();
+
+class BenchRunner {
+ public:
+  // A runner with its own paged KV cache, large enough for every test of
+  // `tests` under `options` (one sequence of n_prompt for pp tests, n_seqs
+  // sequences of tg_prompt + n_gen for tg tests). Model and ctx are borrowed.
+  static Result<std::unique_ptr<BenchRunner>> create(const model::Model& model,
+                                                     model::ForwardContext& ctx,
+                                                     std::span<const BenchTest> tests,
+                                                     const BenchOptions& options);
+
+  // Warmup (if enabled), then options.repetitions timed runs of `test`.
+  Result<BenchResult> run(const BenchTest& test);
+
+  const model::PagedKvCache& cache() const { return *cache_; }
+
+ private:
+  BenchRunner(const model::Model& model, model::ForwardContext& ctx, BenchOptions options)
+      : model_(model), ctx_(ctx), options_(options) {}
+  // One run; returns the seconds of its timed part.
+  Result<double> run_prefill(int64_t n_prompt);
+  Result<double> run_decode(int64_t n_gen, int n_seqs);
+  void random_tokens(int64_t n, std::vector<int32_t>* out);
+  Status forward(const model::Batch& batch);
+
+  const model::Model& model_;
+  model::ForwardContext& ctx_;
+  BenchOptions options_;
+  std::unique_ptr<model::PagedKvCache> cache_;
+  uint64_t rng_state_ = 0;
+  model::Batch batch_;
+  std::vector<int32_t> tokens_;
+};
+
+}  // namespace folio

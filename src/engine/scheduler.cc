@@ -1,0 +1,742 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <unordered_map>
+#include <utility>
+
+#include "core/log.h"
+#include "engine/sequence_state.h"
+#include "engine/step_plan.h"
+#include "model/batch.h"
+
+namespace folio {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+constexpr int kMaxChoices = 16;
+
+}  // namespace
+
+struct Scheduler::Impl {
+  struct Request;
+
+  // One choice of a request: a sequence of its own once forked.
+  struct Choice {
+    enum class Where { kHeld, kWaiting, kRunning, kDone };
+    Choice(Request* r, int i, SequenceState s) : req(r), index(i), state(std::move(s)) {}
+    Request* req;
+    int index;
+    SequenceState state;
+    Where where = Where::kHeld;  // kHeld: waits for choice 0's prefill to fork from
+    bool has_token = false;      // a token was kept (ITL starts from it)
+    Clock::time_point last_token;
+    ChoiceResult result;
+  };
+
+  struct Request {
+    uint64_t id = 0;
+    int n = 1;
+    int priority = 0;
+    GenerationLimits limits;
+    RequestCallbacks callbacks;
+    Clock::time_point submitted;
+    std::vector<std::unique_ptr<Choice>> choices;  // [n]
+    bool forked = false;       // choices 1.. exist as sequences (or wait on their own)
+    bool first_token = false;  // TTFT observed
+    bool done = false;         // on_done delivered
+    bool isolate = false;      // in a failed batch: runs alone until a forward succeeds
+    int n_done = 0;            // choices that ended
+    RequestResult result;
+  };
+
+  Impl(const model::Model& m, const tokenizer::Tokenizer& t, model::ForwardContext& c,
+       model::KvCache& k, const SchedulerOptions& o)
+      : model(m), tok(t), ctx(c), cache(k), options(o) {}
+
+  // --- any thread (under mu) ---------------------------------------------------
+  const model::Model& model;
+  const tokenizer::Tokenizer& tok;
+  model::ForwardContext& ctx;
+  model::KvCache& cache;
+  const SchedulerOptions options;
+  ServingMetrics metrics;
+
+  mutable std::mutex mu;
+  std::condition_variable wake;  // step thread: arrivals, cancels, stop
+  std::condition_variable idle;  // wait_idle
+  std::vector<std::unique_ptr<Request>> incoming;
+  std::vector<uint64_t> cancels;
+  uint64_t next_id = 1;
+  int64_t n_live = 0;            // accepted, on_done not yet delivered
+  int64_t n_waiting_public = 0;  // requests queued on the step thread, none running
+  bool started = false;
+  bool stopping = false;
+  std::thread thread;
+
+  // --- step thread only ----------------------------------------------------------
+  std::unordered_map<uint64_t, std::unique_ptr<Request>> live;
+  std::vector<std::unique_ptr<Request>> finished;  // freed after the step that ended them
+  std::vector<Choice*> waiting;                    // priority desc, then arrival, then choice
+  std::vector<Choice*> running;                    // admission order
+  uint64_t n_admitted = 0;
+  bool admit_next = true;  // false right after a preemption
+  model::Batch batch;
+  std::vector<StepSequence> step_in;
+  std::vector<Choice*> order;
+  StepPlan step;
+  // One sequence's share of a step.
+  struct Entry {
+    Choice* choice;
+    int64_t held;  // positions its cache sequence holds
+    int64_t n;     // tokens it feeds
+  };
+  std::vector<Entry> entries;
+  std::vector<Entry> group;
+  std::vector<Request*> isolated;
+  std::vector<std::pair<Choice*, int64_t>> outputs;  // (choice, logits row)
+  std::vector<PreemptionCandidate> victims;
+  int64_t n_completed = 0;  // on_done delivered since the last publish
+  SamplerWorkspace workspace;
+
+  StepLimits step_limits() const {
+    StepLimits l;
+    l.max_batch_tokens = options.max_batch_tokens;
+    l.ubatch = options.ubatch;
+    l.chunk_cap = chunk_cap();
+    l.decode_first = options.decode_first;
+    l.block_size = cache.block_manager() != nullptr ? cache.block_size() : 1;
+    return l;
+  }
+  int64_t chunk_cap() const {
+    return options.chunk_cap > 0
+               ? options.chunk_cap
+               : default_chunk_cap(options.max_batch_tokens, options.ubatch, cache.n_ctx());
+  }
+
+  // --- queues ---------------------------------------------------------------------
+  static bool before(const Choice* a, const Choice* b) {
+    if (a->req->priority != b->req->priority) return a->req->priority > b->req->priority;
+    if (a->req->id != b->req->id) return a->req->id < b->req->id;
+    return a->index < b->index;
+  }
+  void push_waiting(Choice* c) {
+    c->where = Choice::Where::kWaiting;
+    waiting.insert(std::upper_bound(waiting.begin(), waiting.end(), c, before), c);
+  }
+  static void erase(std::vector<Choice*>& v, Choice* c) {
+    auto it = std::find(v.begin(), v.end(), c);
+    if (it != v.end()) v.erase(it);
+  }
+  // Running slots a choice takes: an unforked request reserves slots for its
+  // choices (as many as max_seqs allows).
+  int slots(const Choice* c) const {
+    return !c->req->forked && c->index == 0 ? std::min(c->req->n, options.max_seqs) : 1;
+  }
+  int running_slots() const {
+    int s = 0;
+    for (const Choice* c : running) s += slots(c);
+    return s;
+  }
+
+  void release_sequence(Choice* c) {
+    if (!c->state.running()) return;
+    const Status st = cache.remove_sequence(c->state.seq);
+    if (!st.ok())
+      FOLIO_LOG_ERROR("scheduler: removing sequence {}: {}", c->state.seq, st.to_string());
+    c->state.release();
+    erase(running, c);
+  }
+
+  // --- request lifecycle ------------------------------------------------------------
+  void enqueue(std::unique_ptr<Request> r) {
+    Request* q = r.get();
+    live.emplace(q->id, std::move(r));
+    if (q->limits.max_tokens == 0) {  // nothing to generate
+      for (auto& c : q->choices) end_choice(c.get(), StopReason::kLength);
+      return;
+    }
+    push_waiting(q->choices[0].get());
+  }
+
+  // Delivers on_done and retires the request.
+  void complete(Request* r, Status status) {
+    FOLIO_CHECK(!r->done);
+    r->done = true;
+    RequestResult& res = r->result;
+    res.status = std::move(status);
+    res.prompt_tokens = static_cast<int64_t>(r->choices[0]->state.n_prompt);
+    res.completion_tokens = 0;
+    res.choices.clear();
+    bool cancelled = false;
+    for (auto& c : r->choices) {
+      c->result.n_generated = c->state.n_generated;
+      res.completion_tokens += c->state.n_generated;
+      cancelled |= c->result.stop == StopReason::kCancelled;
+      res.choices.push_back(c->result);
+    }
+    const double e2e = seconds_between(r->submitted, Clock::now());
+    metrics.update([&](ServingMetrics::Snapshot& m) {
+      ++m.requests_finished;
+      if (!res.status.ok()) {
+        ++m.requests_failed;
+      } else if (cancelled) {
+        ++m.requests_cancelled;
+      }
+      m.e2e.observe(e2e);
+    });
+    if (r->callbacks.on_done) r->callbacks.on_done(res);
+    auto it = live.find(r->id);
+    FOLIO_CHECK(it != live.end());
+    finished.push_back(std::move(it->second));
+    live.erase(it);
+    ++n_completed;  // wait_idle sees it with the gauges (publish)
+  }
+
+  void end_choice(Choice* c, StopReason stop) {
+    if (c->where == Choice::Where::kDone) return;
+    if (stop != StopReason::kStopString && stop != StopReason::kCancelled)
+      c->result.tail = c->state.finish(&stop);
+    c->result.stop = stop;
+    release_sequence(c);
+    erase(waiting, c);
+    c->where = Choice::Where::kDone;
+    Request* r = c->req;
+    if (++r->n_done == r->n) complete(r, Status());
+  }
+
+  // Ends every unfinished choice: kCancelled with an OK status (cancel, stop)
+  // or the request fails with `status`.
+  void end_request(Request* r, const Status& status) {
+    if (r->done) return;
+    for (auto& c : r->choices) {
+      if (c->where == Choice::Where::kDone) continue;
+      release_sequence(c.get());
+      erase(waiting, c.get());
+      c->result.stop = StopReason::kCancelled;
+      c->where = Choice::Where::kDone;
+      ++r->n_done;
+    }
+    complete(r, status);
+  }
+
+  void cancel_now(uint64_t id) {
+    auto it = live.find(id);
+    if (it != live.end()) end_request(it->second.get(), Status());
+  }
+
+  // --- one step ---------------------------------------------------------------------
+  // New blocks a running sequence takes at its next step, at most (a
+  // decode token, or a prefill chunk of up to the chunk cap).
+  int64_t next_step_blocks(const Choice* c, int64_t held) const {
+    const int64_t bs = cache.block_size();
+    const int64_t total = static_cast<int64_t>(c->state.tokens.size());
+    const int64_t k = c->state.decoding ? 1 : std::min(chunk_cap(), total - held);
+    return (held + k + bs - 1) / bs - (held + bs - 1) / bs;
+  }
+
+  // Admits waiting sequences (priority, then arrival) while max_seqs allows.
+  // With a block pool, a sequence is admitted only when the free blocks
+  // cover its first chunk besides what the running sequences take next
+  // step (else it would only be preempted again at once); alone, it is
+  // always admitted.
+  void admit() {
+    const cache::KvCacheManager* mgr = cache.block_manager();
+    const bool prefix_sharing = mgr != nullptr && mgr->prefix_caching();
+    int64_t reserved = 0;  // blocks the running sequences take next step
+    if (mgr != nullptr) {
+      for (const Choice* c : running) reserved += next_step_blocks(c, cache.seq_len(c->state.seq));
+    }
+    while (!waiting.empty()) {
+      Choice* c = waiting.front();
+      Request* r = c->req;
+      if (running_slots() + slots(c) > options.max_seqs) break;
+      // A sequence still filling a shared prefix registers its blocks when
+      // its forwards are applied: wait for it rather than compute them twice.
+      if (prefix_sharing) {
+        bool pending = false;
+        for (const Choice* o : running) {
+          pending |= !o->state.decoding && common_prefix(o->state.tokens, c->state.tokens) >=
+                                               static_cast<size_t>(cache.block_size());
+        }
+        if (pending) break;
+      }
+      Result<int> seq = cache.add_sequence();
+      if (!seq.ok()) {
+        if (seq.status().code() == StatusCode::kResourceExhausted && !running.empty()) break;
+        end_request(r, seq.status().with_context("admission"));
+        continue;
+      }
+      waiting.erase(waiting.begin());
+      const bool was_admitted = c->state.ever_admitted;
+      const bool first = !was_admitted && c->index == 0;
+      c->state.admit(*seq, n_admitted++);
+      c->where = Choice::Where::kRunning;
+      running.push_back(c);
+      Result<int64_t> cached = cache.take_cached_prefix(*seq, c->state.tokens);
+      if (!cached.ok()) {
+        end_request(r, cached.status().with_context("prefix lookup"));
+        continue;
+      }
+      if (mgr != nullptr) {
+        const int64_t need = next_step_blocks(c, *cached);
+        if (running.size() > 1 && need > mgr->pool().n_free() - reserved) {
+          release_sequence(c);  // the cached blocks it took stay cached
+          c->state.ever_admitted = was_admitted;
+          push_waiting(c);
+          break;
+        }
+        reserved += need;
+      }
+      if (first) r->result.cached_prompt_tokens = std::min<int64_t>(*cached, c->state.n_prompt);
+      metrics.update([&](ServingMetrics::Snapshot& m) {
+        m.prefix_queried_tokens += c->state.tokens.size();
+        m.prefix_hit_tokens += static_cast<uint64_t>(*cached);
+      });
+    }
+  }
+
+  // The pool is short: preempt the newest running sequence of the lowest
+  // priority (recompute later). A sequence alone that still does not fit
+  // can never fit: its generation ends (context full) or, still filling its
+  // prompt, its request fails.
+  void preempt(const Status& why) {
+    if (running.size() <= 1) {
+      Choice* c = running.front();
+      if (c->state.decoding) {
+        end_choice(c, StopReason::kContextFull);
+      } else {
+        end_request(c->req, why.with_context(
+                                fmt::format("the KV cache cannot hold {} tokens of one sequence",
+                                            c->state.tokens.size())));
+      }
+      return;
+    }
+    victims.clear();
+    for (const Choice* c : running) victims.push_back({c->req->priority, c->state.admitted});
+    Choice* victim = running[choose_victim(victims)];
+    release_sequence(victim);
+    push_waiting(victim);
+    admit_next = false;
+    metrics.update([](ServingMetrics::Snapshot& m) { ++m.preemptions; });
+  }
+
+  // Choice 0 of an unforked request has its prompt's logits: the other
+  // choices share its blocks (fork) and sample from the same row. Choices
+  // beyond max_seqs (or that the cache cannot fork) wait and prefill on
+  // their own later, from the prefix cache.
+  void fork_choices(Request* r) {
+    Choice* c0 = r->choices[0].get();
+    r->forked = true;
+    int free_slots = options.max_seqs - running_slots();
+    for (int i = 1; i < r->n; ++i) {
+      Choice* c = r->choices[static_cast<size_t>(i)].get();
+      if (free_slots <= 0) {
+        push_waiting(c);
+        continue;
+      }
+      Result<int> f = cache.fork_sequence(c0->state.seq);
+      if (f.ok()) {
+        --free_slots;
+        c->state.admit(*f, n_admitted++);
+        c->where = Choice::Where::kRunning;
+        running.push_back(c);
+      } else {  // no room for another sequence: it prefills on its own later
+        push_waiting(c);
+      }
+    }
+  }
+
+  void sample(Choice* c, const float* row) {
+    Request* r = c->req;
+    c->state.decoding = true;
+    Result<SampledToken> st = c->state.sample(row, workspace);
+    if (!st.ok()) {
+      end_request(r, st.status().with_context(fmt::format("sampling choice {}", c->index)));
+      return;
+    }
+    const Clock::time_point now = Clock::now();
+    AcceptedToken acc = c->state.accept(st->token, tok.vocab(), r->limits);
+    const bool ttft = !r->first_token;
+    r->first_token = true;
+    const bool itl = acc.kept && c->has_token;
+    metrics.update([&](ServingMetrics::Snapshot& m) {
+      if (ttft) m.ttft.observe(seconds_between(r->submitted, now));
+      if (itl) m.itl.observe(seconds_between(c->last_token, now));
+      if (acc.kept) ++m.generated_tokens;
+    });
+    if (acc.kept) {
+      c->has_token = true;
+      c->last_token = now;
+      if (r->callbacks.on_token) {
+        TokenEvent ev;
+        ev.choice = c->index;
+        ev.token = std::move(*st);
+        ev.text = std::move(acc.text);
+        r->callbacks.on_token(ev);
+      }
+    }
+    if (acc.stop) end_choice(c, *acc.stop);
+  }
+
+  // Runs `list` as one forward and samples the sequences that reached
+  // their last known token. Returns the forward's status (nothing sampled
+  // when it failed; the cache keeps its sequences, though a hybrid cache may
+  // have lost their recurrent state: kDataLoss at their next plan).
+  Status execute(std::span<const Entry> list) {
+    batch.clear();
+    outputs.clear();
+    int64_t n_prefill = 0;
+    for (const Entry& e : list) {
+      if (!e.choice->state.decoding) n_prefill += e.n;
+      const int64_t row = batch.n_outputs();
+      if (e.choice->state.add_to_batch(batch, e.held, e.n)) outputs.emplace_back(e.choice, row);
+    }
+    const Clock::time_point t0 = Clock::now();
+    Result<TensorView> logits = model.forward(batch, cache, ctx);
+    if (!logits.ok()) return logits.status();
+
+    for (const auto& [c, row] : outputs) {
+      if (c->where != Choice::Where::kRunning) continue;  // its request failed this step
+      const float* lp = logits->row<const float>(row);
+      Request* r = c->req;
+      const bool fork = !r->forked && c->index == 0;
+      if (fork) fork_choices(r);  // before choice 0 samples: the forks hold the prompt alone
+      sample(c, lp);
+      if (!fork) continue;
+      for (auto& sib : r->choices) {
+        if (sib.get() != c && sib->where == Choice::Where::kRunning && !r->done)
+          sample(sib.get(), lp);
+      }
+    }
+    const double dt = seconds_between(t0, Clock::now());
+    const int64_t n_tokens = batch.size();
+    metrics.update([&](ServingMetrics::Snapshot& m) {
+      ++m.steps;
+      m.prompt_tokens += static_cast<uint64_t>(n_prefill);
+      m.step_time.observe(dt);
+      m.batch_tokens.observe(static_cast<double>(n_tokens));
+    });
+    return Status();
+  }
+
+  void run_step() {
+    if (admit_next) admit();
+    admit_next = true;
+    if (running.empty()) return;
+
+    order = running;
+    std::stable_sort(order.begin(), order.end(), [](const Choice* a, const Choice* b) {
+      if (a->req->priority != b->req->priority) return a->req->priority > b->req->priority;
+      return a->state.admitted < b->state.admitted;
+    });
+    step_in.clear();
+    for (const Choice* c : order) {
+      StepSequence s;
+      s.held = cache.seq_len(c->state.seq);
+      s.total = static_cast<int64_t>(c->state.tokens.size());
+      s.decoding = c->state.decoding;
+      step_in.push_back(s);
+    }
+    compose_step(step_in, step_limits(), step);
+    entries.clear();
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (step.n_tokens[i] > 0) entries.push_back({order[i], step_in[i].held, step.n_tokens[i]});
+    }
+    FOLIO_CHECK(!entries.empty());
+
+    // Requests of an earlier failed batch run alone, the others together.
+    group.clear();
+    isolated.clear();
+    for (const Entry& e : entries) {
+      Request* r = e.choice->req;
+      if (!r->isolate) {
+        group.push_back(e);
+      } else if (std::find(isolated.begin(), isolated.end(), r) == isolated.end()) {
+        isolated.push_back(r);
+      }
+    }
+    if (!group.empty()) {
+      const Status st = execute(group);
+      if (!st.ok() && !handle_failure(group, st)) return;
+    }
+    for (Request* r : isolated) {
+      if (r->done) continue;
+      group.clear();
+      for (const Entry& e : entries) {
+        if (e.choice->req == r && e.choice->where == Choice::Where::kRunning) group.push_back(e);
+      }
+      if (group.empty()) continue;
+      const Status st = execute(group);
+      if (st.ok()) {
+        r->isolate = false;
+      } else if (!handle_failure(group, st)) {
+        return;
+      }
+    }
+  }
+
+  // A forward of `list` failed. A short pool preempts (and ends the step:
+  // returns false). Otherwise the failure is pinned on a request by running
+  // each alone: a batch of one request fails it, a batch of several marks
+  // them all isolate for the next step. A sequence whose state the failed
+  // forward lost (kDataLoss, hybrid caches) is recomputed like a preempted
+  // one.
+  bool handle_failure(std::span<const Entry> list, const Status& st) {
+    if (st.code() == StatusCode::kResourceExhausted) {
+      preempt(st);
+      return false;
+    }
+    std::vector<Request*> reqs;
+    for (const Entry& e : list) {
+      if (std::find(reqs.begin(), reqs.end(), e.choice->req) == reqs.end())
+        reqs.push_back(e.choice->req);
+    }
+    if (st.code() == StatusCode::kDataLoss) {
+      for (const Entry& e : list) {
+        if (e.choice->where != Choice::Where::kRunning) continue;
+        release_sequence(e.choice);
+        push_waiting(e.choice);
+        e.choice->req->isolate = true;
+      }
+      return true;
+    }
+    if (reqs.size() == 1) {
+      end_request(reqs[0], st.with_context("forward"));
+      return true;
+    }
+    FOLIO_LOG_WARN("scheduler: a step of {} requests failed ({}); running each alone", reqs.size(),
+                   st.to_string());
+    for (Request* r : reqs) r->isolate = true;
+    return true;
+  }
+
+  // Block gauges, read from the pool (step thread; no lock needed). Cached
+  // blocks are counted by walking the free queue: O(free blocks).
+  struct BlockGauges {
+    int64_t total = 0, used = 0, free = 0, cached = 0;
+    double usage = 0;
+  };
+  BlockGauges block_gauges() const {
+    BlockGauges g;
+    if (const cache::KvCacheManager* mgr = cache.block_manager()) {
+      const cache::BlockPool& pool = mgr->pool();
+      g.total = pool.n_usable();
+      g.used = pool.n_used();
+      g.free = pool.n_free();
+      for (cache::BlockId b = pool.front(); b != cache::kNullBlock; b = pool.next(b))
+        g.cached += pool.is_hashed(b) ? 1 : 0;
+      g.usage = g.total > 0 ? static_cast<double>(g.used) / static_cast<double>(g.total) : 0.0;
+    }
+    return g;
+  }
+
+  // Publishes the gauges; the caller holds mu (`g` from block_gauges()).
+  void publish_gauges(const BlockGauges& g) {
+    int64_t n_running = 0;
+    for (const auto& [id, r] : live) {
+      for (const auto& c : r->choices) {
+        if (c->where == Choice::Where::kRunning) {
+          ++n_running;
+          break;
+        }
+      }
+    }
+    n_waiting_public = static_cast<int64_t>(live.size()) - n_running;
+    const int64_t n_waiting = n_waiting_public + static_cast<int64_t>(incoming.size());
+    metrics.update([&](ServingMetrics::Snapshot& m) {
+      m.requests_running = n_running;
+      m.requests_waiting = n_waiting;
+      m.kv_blocks_total = g.total;
+      m.kv_blocks_used = g.used;
+      m.kv_blocks_free = g.free;
+      m.kv_blocks_cached = g.cached;
+      m.kv_usage = g.usage;
+    });
+  }
+
+  void loop() {
+    std::vector<std::unique_ptr<Request>> arrivals;
+    std::vector<uint64_t> to_cancel;
+    for (;;) {
+      const BlockGauges blocks = block_gauges();
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        publish_gauges(blocks);
+        n_live -= n_completed;
+        n_completed = 0;
+        if (n_live == 0) idle.notify_all();
+        wake.wait(lock, [&] {
+          return stopping || !incoming.empty() || !cancels.empty() || !live.empty();
+        });
+        if (stopping) break;
+        arrivals.swap(incoming);
+        to_cancel.swap(cancels);
+      }
+      for (auto& r : arrivals) enqueue(std::move(r));
+      arrivals.clear();
+      for (uint64_t id : to_cancel) cancel_now(id);
+      to_cancel.clear();
+      if (!live.empty()) run_step();
+      finished.clear();
+    }
+    shutdown();
+  }
+
+  // Every request still queued or running ends kCancelled.
+  void shutdown() {
+    std::vector<std::unique_ptr<Request>> arrivals;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      arrivals.swap(incoming);
+      cancels.clear();
+    }
+    for (auto& r : arrivals) {
+      Request* q = r.get();
+      live.emplace(q->id, std::move(r));
+    }
+    while (!live.empty()) end_request(live.begin()->second.get(), Status());
+    finished.clear();
+    const BlockGauges blocks = block_gauges();
+    std::lock_guard<std::mutex> lock(mu);
+    publish_gauges(blocks);
+    n_live -= n_completed;
+    n_completed = 0;
+    idle.notify_all();
+  }
+};
+
+Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok,
+                     model::ForwardContext& ctx, model::KvCache& cache, SchedulerOptions options)
+    : impl_(std::make_unique<Impl>(model, tok, ctx, cache, options)), options_(options) {}
+
+Scheduler::~Scheduler() {
+  stop();
+}
+
+Status Scheduler::start() {
+  const SchedulerOptions& o = options_;
+  if (o.max_seqs < 1) return invalid_argument("max_seqs must be >= 1, got {}", o.max_seqs);
+  if (o.max_batch_tokens < 1)
+    return invalid_argument("max_batch_tokens must be >= 1, got {}", o.max_batch_tokens);
+  if (o.ubatch < 1) return invalid_argument("ubatch must be >= 1, got {}", o.ubatch);
+  if (o.chunk_cap < 0) return invalid_argument("chunk_cap must be >= 0, got {}", o.chunk_cap);
+  if (o.max_waiting < 0) return invalid_argument("max_waiting must be >= 0, got {}", o.max_waiting);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->started || impl_->stopping)
+    return invalid_argument("scheduler: start() called twice or after stop()");
+  impl_->started = true;
+  impl_->thread = std::thread([impl = impl_.get()] { impl->loop(); });
+  return Status();
+}
+
+void Scheduler::stop() {
+  bool join = false;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stopping) return;
+    impl_->stopping = true;
+    join = impl_->started;
+  }
+  impl_->wake.notify_all();
+  if (join) {
+    impl_->thread.join();
+  } else {
+    impl_->shutdown();  // never started: end what was queued on this thread
+  }
+}
+
+Result<uint64_t> Scheduler::submit(GenerationRequest request, RequestCallbacks callbacks) {
+  const int32_t n_vocab = static_cast<int32_t>(impl_->model.config().n_vocab);
+  const int64_t n_ctx = impl_->cache.n_ctx();
+  const std::vector<int32_t>& prompt = request.prompt;
+  if (prompt.empty()) return invalid_argument("empty prompt: nothing to continue");
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= n_vocab) {
+      return invalid_argument("prompt token {} at index {} outside the vocabulary [0, {})",
+                              prompt[i], i, n_vocab);
+    }
+  }
+  if (request.n < 1 || request.n > kMaxChoices)
+    return invalid_argument("n must be in [1, {}], got {}", kMaxChoices, request.n);
+  FOLIO_RETURN_IF_ERROR(request.params.validate(n_vocab));
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  if (n_prompt >= n_ctx) {
+    return out_of_range("prompt of {} tokens does not fit the context of {} tokens", n_prompt,
+                        n_ctx);
+  }
+  if (request.params.max_tokens > 0 && n_prompt + request.params.max_tokens > n_ctx) {
+    return out_of_range("prompt of {} tokens plus max_tokens {} exceeds the context of {} tokens",
+                        n_prompt, request.params.max_tokens, n_ctx);
+  }
+
+  auto r = std::make_unique<Impl::Request>();
+  r->n = request.n;
+  r->priority = request.priority;
+  r->limits.max_tokens = request.params.max_tokens;
+  r->limits.n_ctx = n_ctx;
+  r->limits.ignore_eos = request.ignore_eos;
+  r->callbacks = std::move(callbacks);
+  for (int i = 0; i < request.n; ++i) {
+    SamplingParams p = request.params;
+    if (p.seed) p.seed = *p.seed + static_cast<uint64_t>(i);
+    FOLIO_ASSIGN_OR_RETURN(Sampler s, Sampler::create(std::move(p), n_vocab));
+    r->choices.push_back(
+        std::make_unique<Impl::Choice>(r.get(), i,
+                                       SequenceState(prompt, std::move(s), &impl_->tok,
+                                                     request.render_special, request.params.stop)));
+  }
+  r->forked = request.n == 1;
+
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stopping) return resource_exhausted("the scheduler is stopping");
+    const int64_t queued = impl_->n_waiting_public + static_cast<int64_t>(impl_->incoming.size());
+    if (queued >= options_.max_waiting) {
+      return resource_exhausted("{} requests are waiting (limit {}); try again later", queued,
+                                options_.max_waiting);
+    }
+    id = impl_->next_id++;
+    r->id = id;
+    r->submitted = Clock::now();
+    impl_->incoming.push_back(std::move(r));
+    ++impl_->n_live;
+    impl_->metrics.update([](ServingMetrics::Snapshot& m) {
+      ++m.requests_total;
+      ++m.requests_waiting;
+    });
+  }
+  impl_->wake.notify_one();
+  return id;
+}
+
+void Scheduler::cancel(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stopping) return;
+    impl_->cancels.push_back(id);
+  }
+  impl_->wake.notify_one();
+}
+
+ServingMetrics::Snapshot Scheduler::metrics() const {
+  return impl_->metrics.snapshot();
+}
+
+int64_t Scheduler::effective_chunk_cap() const {
+  return impl_->chunk_cap();
+}
+
+void Scheduler::wait_idle() {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->idle.wait(lock, [&] { return impl_->n_live == 0; });
+}
+
+}  // namespace folio

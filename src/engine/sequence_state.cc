@@ -1,0 +1,69 @@
+#include "engine/sequence_state.h"
+
+#include <algorithm>
+#include <span>
+
+namespace folio {
+
+SequenceState::SequenceState(std::vector<int32_t> prompt, Sampler sampler,
+                             const tokenizer::Tokenizer* tok, bool render_special,
+                             std::vector<std::string> stops)
+    : tokens(std::move(prompt)),
+      n_prompt(tokens.size()),
+      sampler_(std::move(sampler)),
+      text_(tok, render_special, std::move(stops)) {
+  sampler_.accept(std::span<const int32_t>(tokens));
+}
+
+Result<SampledToken> SequenceState::sample(const float* logits_row, SamplerWorkspace& ws) {
+  return sampler_.sample(
+      std::span<const float>(logits_row, static_cast<size_t>(sampler_.n_vocab())), ws);
+}
+
+AcceptedToken SequenceState::accept(int32_t id, const tokenizer::Vocab& vocab,
+                                    const GenerationLimits& limits) {
+  AcceptedToken out;
+  if (!limits.ignore_eos && vocab.is_eog(id)) {
+    out.stop = StopReason::kEndOfGeneration;
+    return out;
+  }
+  out.kept = true;
+  sampler_.accept(id);
+  tokens.push_back(id);
+  ++n_generated;
+  StopMatcher::Step step = text_.push(id);
+  out.text = std::move(step.text);
+  if (step.stopped) {
+    out.stop = StopReason::kStopString;
+  } else if (static_cast<int64_t>(tokens.size()) >= limits.n_ctx) {
+    out.stop = StopReason::kContextFull;
+  } else if (limits.max_tokens >= 0 && n_generated >= limits.max_tokens) {
+    out.stop = StopReason::kLength;
+  }
+  return out;
+}
+
+std::string SequenceState::finish(StopReason* stop) {
+  bool stopped = false;
+  std::string tail = text_.finish(&stopped);
+  if (stopped) *stop = StopReason::kStopString;
+  return tail;
+}
+
+bool SequenceState::add_to_batch(model::Batch& batch, int64_t held, int64_t n) const {
+  bool want = false;
+  for (int64_t i = held; i < held + n; ++i) {
+    want = i + 1 == static_cast<int64_t>(tokens.size());
+    batch.add(tokens[static_cast<size_t>(i)], static_cast<int32_t>(i), seq, want);
+  }
+  return want;
+}
+
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace folio

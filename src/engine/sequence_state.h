@@ -1,0 +1,100 @@
+// SequenceState: one generating sequence as a batching engine tracks it
+// across steps and preemptions. Shared by the offline BatchRunner and the
+// serving Scheduler, so both end a sequence exactly as Generator does.
+//
+// `tokens` is what the sequence's cache must hold before its next sample:
+// the prompt, then every generated token. Between admissions the sequence
+// owns no cache sequence (seq == -1); when admitted again it refills what the
+// cache no longer holds (prefix cache first), and its last token's logits
+// give the next sample. Sampler, detokenizer and stop-string state live here
+// and carry over, so a preempted sequence continues exactly as an
+// uninterrupted one.
+//
+//   admitted (seq >= 0, decoding = false)
+//     --fill tokens[held..] in chunks; the last chunk wants logits-->
+//   sample -> accept(): end of generation / stop string / length / context
+//     --decoding = true: one token per step--> sample -> accept() ...
+//   preempted: seq = -1, decoding = false, back to the queue with `tokens`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/generator.h"
+#include "engine/sampler.h"
+#include "engine/text_stream.h"
+#include "model/batch.h"
+#include "tokenizer/tokenizer.h"
+
+namespace folio {
+
+// When a sequence's generation ends, besides end of generation and stop
+// strings.
+struct GenerationLimits {
+  int64_t max_tokens = -1;  // generated tokens; < 0: no limit
+  int64_t n_ctx = 0;        // positions one cache sequence holds (prompt + generated)
+  bool ignore_eos = false;  // keep going past end-of-generation tokens
+};
+
+// What one sampled token did to a sequence.
+struct AcceptedToken {
+  bool kept = false;               // false: an end-of-generation token (not part of the output)
+  std::string text;                // text that became final with it (may be empty)
+  std::optional<StopReason> stop;  // generation ends here
+};
+
+class SequenceState {
+ public:
+  // The sampler's penalty window starts with the prompt (as Generator's).
+  // `tok` must outlive this.
+  SequenceState(std::vector<int32_t> prompt, Sampler sampler, const tokenizer::Tokenizer* tok,
+                bool render_special, std::vector<std::string> stops);
+
+  // Runs the sampler on this sequence's logits row ([n_vocab]).
+  Result<SampledToken> sample(const float* logits_row, SamplerWorkspace& ws);
+  // Applies a sampled token: end of generation ends the sequence unless
+  // limits.ignore_eos; otherwise the token is kept (tokens, sampler window,
+  // text) and stop strings, context and length are checked, in Generator's
+  // order.
+  AcceptedToken accept(int32_t id, const tokenizer::Vocab& vocab, const GenerationLimits& limits);
+  // Generation ended for `*stop` (not a stop string): returns the held-back
+  // text; *stop becomes kStopString when that tail completes a stop string.
+  std::string finish(StopReason* stop);
+
+  // Adds tokens [held, held + n) at their positions to `batch` as cache
+  // sequence `seq`; the last one wants logits when it is the last known
+  // token. Returns whether it does.
+  bool add_to_batch(model::Batch& batch, int64_t held, int64_t n) const;
+
+  // Admission / release of the cache sequence.
+  void admit(int cache_seq, uint64_t order) {
+    seq = cache_seq;
+    admitted = order;
+    decoding = false;
+    ever_admitted = true;
+  }
+  void release() {
+    seq = -1;
+    decoding = false;
+  }
+  bool running() const { return seq >= 0; }
+
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  size_t n_prompt = 0;
+  int64_t n_generated = 0;  // kept tokens (tokens.size() - n_prompt)
+  int seq = -1;             // cache sequence while running
+  uint64_t admitted = 0;    // admission order (preemption takes the newest)
+  bool ever_admitted = false;
+  bool decoding = false;  // sampled since admission: the next piece is one token
+
+ private:
+  Sampler sampler_;
+  TextStream text_;
+};
+
+// Length of the common prefix of two token lists.
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
+
+}  // namespace folio

@@ -1,0 +1,78 @@
+// OpenAI request bodies -> validated, model-independent request descriptions.
+//
+// /v1/completions and /v1/chat/completions share most fields. Everything is
+// checked here except what needs the model (token ids against the
+// vocabulary, logit_bias ids, the context length), which the handler checks
+// once the prompt is tokenized. Defaults are OpenAI's: temperature 1, top_p
+// 1, top_k and min_p off, no penalties; max_tokens 16 for completions and
+// "until the context is full" for chat. Unknown fields are ignored, null
+// means "default" for every optional field.
+//
+// Accepted fields (types as OpenAI documents them):
+//   model, max_tokens, max_completion_tokens, temperature, top_p, top_k,
+//   min_p, presence_penalty, frequency_penalty, repetition_penalty
+//   (alias repeat_penalty), repeat_last_n, seed, stop (string or list), n,
+//   logprobs, top_logprobs (chat), logit_bias (object: token id string ->
+//   bias in [-100, 100]), echo (completions), stream, stream_options
+//   {include_usage}, user (ignored), priority (folio: higher runs first),
+//   ignore_eos, best_of (must equal n), suffix (must be empty),
+//   response_format (only {"type": "text"}), tools / tool_choice (tools are
+//   rendered by the chat template; tool calls are not parsed from the
+//   output), chat_template_kwargs, add_generation_prompt.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/sampling_params.h"
+#include "server/api_error.h"
+
+namespace folio::server {
+
+enum class ApiKind { kCompletion, kChat };
+
+// Limits on what one request may ask for.
+inline constexpr int kMaxChoices = 16;        // n
+inline constexpr int kMaxPrompts = 64;        // completions: prompts in one request
+inline constexpr int kMaxChoicesTotal = 128;  // prompts * n
+inline constexpr int kMaxJsonDepth = 64;      // nesting of arrays / objects in a body
+
+// One completions prompt: text (tokenized by the handler) or token ids.
+struct PromptInput {
+  bool is_tokens = false;
+  std::string text;
+  std::vector<int32_t> tokens;
+};
+
+struct OpenAiRequest {
+  ApiKind kind = ApiKind::kCompletion;
+  std::string model;                 // as sent; "" when absent
+  std::vector<PromptInput> prompts;  // completions: 1..kMaxPrompts
+  Json messages;                     // chat: non-empty list of message objects
+  Json tools;                        // chat: null or a list
+  Json chat_template_kwargs = Json::object();
+  bool add_generation_prompt = true;
+  // OpenAI defaults; max_tokens -1 = until the context is full (the handler
+  // caps it by the room the prompt leaves).
+  SamplingParams params;
+  int n = 1;
+  int priority = 0;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool echo = false;           // completions: the prompt text precedes the output
+  bool ignore_eos = false;
+  // Completions: `logprobs` (an int: the number of top alternatives);
+  // chat: `top_logprobs` when `logprobs` is true. -1 = no logprobs.
+  int logprobs = -1;
+};
+
+// Field-level parsing; the error (400) names the offending field in `param`.
+// Returns false and fills *error on failure.
+bool parse_openai_request(const Json& body, ApiKind kind, OpenAiRequest* out, ApiError* error);
+
+// Parses a body as a JSON object: 400 "malformed JSON" with the parser's
+// position, or for nesting deeper than kMaxJsonDepth.
+bool parse_json_body(const std::string& body, Json* out, ApiError* error);
+
+}  // namespace folio::server

@@ -1,0 +1,209 @@
+#include "server/openai_response.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
+
+namespace folio::server {
+
+namespace {
+
+const char* object_name(ApiKind kind, bool chunk) {
+  if (kind == ApiKind::kCompletion) return "text_completion";
+  return chunk ? "chat.completion.chunk" : "chat.completion";
+}
+
+Json header(const ResponseContext& ctx, bool chunk) {
+  Json j = Json::object();
+  j["id"] = ctx.id;
+  j["object"] = object_name(ctx.kind, chunk);
+  j["created"] = ctx.created;
+  j["model"] = ctx.model;
+  return j;
+}
+
+// JSON has no infinities; a logprob of -inf (impossible for a sampled
+// token, but cheap to guard) is sent as a very small number.
+double finite_logprob(float lp) {
+  return std::isfinite(lp) ? lp : -9999.0;
+}
+
+bool valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80           ? 1
+                       : (c >> 5) == 0x6  ? 2
+                       : (c >> 4) == 0xE  ? 3
+                       : (c >> 3) == 0x1E ? 4
+                                          : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+// A token's text for logprobs. A token that is part of a character (byte
+// tokens) is written as OpenAI does, "bytes:\xe2\x80", so distinct tokens
+// stay distinct and the JSON stays valid UTF-8.
+std::string token_text(const tokenizer::Tokenizer& tok, int32_t id) {
+  std::string piece = tok.piece(id, /*render_special=*/true);
+  if (valid_utf8(piece)) return piece;
+  std::string out = "bytes:";
+  for (unsigned char c : piece) out += fmt::format("\\x{:02x}", c);
+  return out;
+}
+
+Json bytes_of(const std::string& s) {
+  Json b = Json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+}  // namespace
+
+const char* finish_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::kEndOfGeneration:
+    case StopReason::kStopString:
+      return "stop";
+    case StopReason::kLength:
+    case StopReason::kContextFull:
+    case StopReason::kCancelled:
+      return "length";
+  }
+  return "length";
+}
+
+std::string make_response_id(ApiKind kind) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{}-{:016x}{:08x}", kind == ApiKind::kChat ? "chatcmpl" : "cmpl", rng(),
+                     static_cast<uint32_t>(rng()));
+}
+
+Json usage_json(const Usage& u) {
+  Json j = Json::object();
+  j["prompt_tokens"] = u.prompt_tokens;
+  j["completion_tokens"] = u.completion_tokens;
+  j["total_tokens"] = u.prompt_tokens + u.completion_tokens;
+  j["prompt_tokens_details"] = Json{{"cached_tokens", u.cached_tokens}};
+  return j;
+}
+
+Json logprobs_json(ApiKind kind, const tokenizer::Tokenizer& tok,
+                   std::span<const SampledToken> tokens, int64_t* text_offset) {
+  // Control tokens show their text (an end-of-turn token is worth seeing);
+  // text offsets count what the text holds.
+  if (kind == ApiKind::kChat) {
+    Json content = Json::array();
+    for (const SampledToken& t : tokens) {
+      Json top = Json::array();
+      for (const TokenLogprob& alt : t.top_logprobs) {
+        top.push_back(Json{{"token", token_text(tok, alt.token)},
+                           {"logprob", finite_logprob(alt.logprob)},
+                           {"bytes", bytes_of(tok.piece(alt.token, true))}});
+      }
+      content.push_back(Json{{"token", token_text(tok, t.token)},
+                             {"logprob", finite_logprob(t.logprob)},
+                             {"bytes", bytes_of(tok.piece(t.token, true))},
+                             {"top_logprobs", std::move(top)}});
+    }
+    return Json{{"content", std::move(content)}};
+  }
+  Json toks = Json::array(), lps = Json::array(), tops = Json::array(), offsets = Json::array();
+  for (const SampledToken& t : tokens) {
+    toks.push_back(token_text(tok, t.token));
+    lps.push_back(finite_logprob(t.logprob));
+    // Keyed by text: of tokens with the same text the likelier one stays.
+    Json top = Json::object();
+    for (const TokenLogprob& alt : t.top_logprobs) {
+      const std::string key = token_text(tok, alt.token);
+      if (!top.contains(key)) top[key] = finite_logprob(alt.logprob);
+    }
+    tops.push_back(std::move(top));
+    offsets.push_back(*text_offset);
+    *text_offset += static_cast<int64_t>(tok.piece(t.token).size());
+  }
+  Json j = Json::object();
+  j["tokens"] = std::move(toks);
+  j["token_logprobs"] = std::move(lps);
+  j["top_logprobs"] = std::move(tops);
+  j["text_offset"] = std::move(offsets);
+  return j;
+}
+
+Json response_body(const ResponseContext& ctx, std::span<const ChoiceOutput> choices,
+                   const Usage& usage, const tokenizer::Tokenizer& tok, bool with_logprobs) {
+  Json j = header(ctx, /*chunk=*/false);
+  Json list = Json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceOutput& c = choices[i];
+    Json lp = nullptr;
+    if (with_logprobs) {
+      int64_t offset = c.text_offset_base;
+      lp = logprobs_json(ctx.kind, tok, c.tokens, &offset);
+    }
+    Json choice = Json::object();
+    if (ctx.kind == ApiKind::kCompletion) {
+      choice["text"] = c.text;
+      choice["index"] = i;
+      choice["logprobs"] = std::move(lp);
+      choice["finish_reason"] = c.finish_reason;
+    } else {
+      choice["index"] = i;
+      choice["message"] = Json{{"role", "assistant"}, {"content", c.text}};
+      choice["logprobs"] = std::move(lp);
+      choice["finish_reason"] = c.finish_reason;
+    }
+    list.push_back(std::move(choice));
+  }
+  j["choices"] = std::move(list);
+  j["usage"] = usage_json(usage);
+  return j;
+}
+
+Json stream_chunk(const ResponseContext& ctx, int index, bool role, std::string_view text,
+                  Json logprobs, const char* finish_reason) {
+  Json j = header(ctx, /*chunk=*/true);
+  Json choice = Json::object();
+  if (ctx.kind == ApiKind::kCompletion) {
+    choice["text"] = text;
+    choice["index"] = index;
+  } else {
+    choice["index"] = index;
+    Json delta = Json::object();
+    if (role) delta["role"] = "assistant";
+    if (role || !text.empty()) delta["content"] = text;
+    choice["delta"] = std::move(delta);
+  }
+  choice["logprobs"] = std::move(logprobs);
+  choice["finish_reason"] = finish_reason != nullptr ? Json(finish_reason) : Json(nullptr);
+  j["choices"] = Json::array({std::move(choice)});
+  if (ctx.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+Json usage_chunk(const ResponseContext& ctx, const Usage& usage) {
+  Json j = header(ctx, /*chunk=*/true);
+  j["choices"] = Json::array();
+  j["usage"] = usage_json(usage);
+  return j;
+}
+
+std::string sse_event(const Json& j) {
+  std::string s = "data: ";
+  s += dump_json(j);
+  s += "\n\n";
+  return s;
+}
+
+}  // namespace folio::server

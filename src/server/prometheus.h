@@ -1,0 +1,25 @@
+// /metrics: ServingMetrics::Snapshot in the Prometheus text exposition
+// format 0.0.4. Every family has "# HELP" and "# TYPE" lines; names carry the
+// "folio:" prefix (vLLM's "vllm:" convention), counters end in _total,
+// histograms have cumulative _bucket{le="..."} lines ending with le="+Inf",
+// then _sum and _count.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "engine/serving_metrics.h"
+
+namespace folio::server {
+
+inline constexpr std::string_view kPrometheusContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
+
+// `model` labels every sample (model_name="..."); "" leaves labels out.
+std::string render_prometheus(const ServingMetrics::Snapshot& s, std::string_view model = "");
+
+// A sample value as Prometheus writes it: integers without a point, +Inf,
+// -Inf, NaN.
+std::string prometheus_number(double v);
+
+}  // namespace folio::server

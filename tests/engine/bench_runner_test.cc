@@ -1,0 +1,256 @@
+// `folio bench` building blocks: test names and order, statistics, model
+// facts (size, parameters, decode bytes), the JSON line external checks
+// parse, the table, a real run on the tiny reference models, and the
+// STREAM triad on small arrays.
+#include "engine/bench_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/thread_pool.h"
+#include "engine/bench_report.h"
+#include "engine/mem_bandwidth.h"
+
+namespace folio {
+namespace {
+
+const std::string kModels = std::string(FOLIO_REFDATA_DIR) + "/models/";
+
+TEST(BenchTest, NamesFollowLlamaBench) {
+  EXPECT_EQ((BenchTest{512, 0, 1}).name(), "pp512");
+  EXPECT_EQ((BenchTest{0, 128, 1}).name(), "tg128");
+  EXPECT_EQ((BenchTest{0, 128, 8}).name(), "tg128x8");
+  EXPECT_EQ((BenchTest{0, 64, 32}).name(), "tg64x32");
+  EXPECT_TRUE((BenchTest{512, 0, 1}).is_prefill());
+  EXPECT_FALSE((BenchTest{0, 1, 1}).is_prefill());
+}
+
+TEST(BenchTest, MakeTestsOrdersPrefillThenGenerationBySeqs) {
+  const std::vector<int64_t> p = {512, 0, 128};
+  const std::vector<int64_t> n = {128, 0, 32};
+  const std::vector<int> s = {1, 8};
+  std::vector<std::string> names;
+  for (const BenchTest& t : make_bench_tests(p, n, s)) names.push_back(t.name());
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"pp512", "pp128", "tg128", "tg128x8", "tg32", "tg32x8"}));
+  const std::vector<int64_t> none = {0};
+  EXPECT_TRUE(make_bench_tests(none, none, s).empty());
+}
+
+TEST(BenchStats, MeanAndSampleStddev) {
+  const std::vector<double> v = {1, 2, 3, 4};
+  const MeanStddev m = mean_stddev(v);
+  EXPECT_DOUBLE_EQ(m.mean, 2.5);
+  EXPECT_NEAR(m.stddev, 1.2909944487358056, 1e-12);  // sqrt(5/3)
+  const std::vector<double> one = {7};
+  EXPECT_DOUBLE_EQ(mean_stddev(one).mean, 7);
+  EXPECT_DOUBLE_EQ(mean_stddev(one).stddev, 0);
+  EXPECT_DOUBLE_EQ(mean_stddev({}).mean, 0);
+}
+
+TEST(BenchModel, FileTypeNames) {
+  EXPECT_STREQ(file_type_name(15), "Q4_K_M");
+  EXPECT_STREQ(file_type_name(7), "Q8_0");
+  EXPECT_STREQ(file_type_name(2), "Q4_0");
+  EXPECT_STREQ(file_type_name(1 | 1024), "F16");  // "guessed" bit
+  EXPECT_STREQ(file_type_name(999), "");
+}
+
+// Expected facts from the file itself: size and parameters of all tensors;
+// decode reads everything but token_embd (one row), plus the full
+// token_embd again when the output is tied to it.
+void expect_model_info(const std::string& file, bool tied) {
+  auto m = model::Model::load(kModels + file);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  uint64_t size = 0, params = 0, embd = 0;
+  for (const gguf::TensorInfo& t : (*m)->file().tensors()) {
+    size += t.nbytes;
+    params += static_cast<uint64_t>(t.nelements());
+    if (t.name == "token_embd.weight") embd = t.nbytes;
+  }
+  ASSERT_GT(embd, 0u);
+  const auto n_vocab = static_cast<uint64_t>((*m)->config().n_vocab);
+  const BenchModelInfo info = bench_model_info(**m);
+  EXPECT_EQ(info.file, file);
+  EXPECT_EQ(info.size_bytes, size);
+  EXPECT_EQ(info.n_params, params);
+  EXPECT_EQ(info.decode_bytes, size - embd + embd / n_vocab + (tied ? embd : 0));
+  EXPECT_EQ(info.type.rfind((*m)->config().arch + " ", 0), 0u) << info.type;
+  EXPECT_NE(info.type.find("F32"), std::string::npos) << info.type;
+}
+
+TEST(BenchModel, InfoOfUntiedModel) {
+  expect_model_info("tiny-llama-f32.gguf", false);
+}
+TEST(BenchModel, InfoOfTiedModel) {
+  expect_model_info("tiny-qwen3-f32.gguf", true);
+}
+
+class BenchRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto m = model::Model::load(kModels + "tiny-llama-f32.gguf");
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    model_ = std::move(m).value();
+    ctx_ = model::ForwardContext::cpu(2);
+    options_.repetitions = 2;
+    options_.n_ubatch = 5;  // 12 prompt tokens: chunks of 5, 5 and 2
+    options_.tg_prompt = 3;
+    options_.warmup = true;
+  }
+
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<model::ForwardContext> ctx_;
+  BenchOptions options_;
+};
+
+TEST_F(BenchRunnerTest, RunsEveryTestAndFreesTheCache) {
+  const std::vector<int64_t> p = {12};
+  const std::vector<int64_t> n = {4};
+  const std::vector<int> s = {1, 3};
+  const std::vector<BenchTest> tests = make_bench_tests(p, n, s);
+  ASSERT_EQ(tests.size(), 3u);
+  auto runner = BenchRunner::create(*model_, *ctx_, tests, options_);
+  ASSERT_TRUE(runner.ok()) << runner.status().to_string();
+  // Sized for the largest test: 3 sequences of 3 + 4 tokens in blocks of 16.
+  EXPECT_EQ((*runner)->cache().n_ctx(), 12);
+  EXPECT_EQ((*runner)->cache().n_blocks(), 3 + 1);
+  for (const BenchTest& t : tests) {
+    auto r = (*runner)->run(t);
+    ASSERT_TRUE(r.ok()) << t.name() << ": " << r.status().to_string();
+    EXPECT_EQ(r->test.name(), t.name());
+    ASSERT_EQ(r->samples_ts.size(), 2u);
+    ASSERT_EQ(r->samples_ns.size(), 2u);
+    const double tokens = t.is_prefill() ? 12.0 : 4.0 * t.n_seqs;
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_GT(r->samples_ns[i], 0);
+      EXPECT_NEAR(r->samples_ts[i], tokens / (r->samples_ns[i] * 1e-9), 1e-6 * r->samples_ts[i]);
+    }
+    EXPECT_DOUBLE_EQ(r->mean_ts, mean_stddev(r->samples_ts).mean);
+    EXPECT_DOUBLE_EQ(r->stddev_ts, mean_stddev(r->samples_ts).stddev);
+    EXPECT_EQ((*runner)->cache().manager().pool().n_used(), 0) << t.name();
+  }
+  // A test larger than the runner was made for is refused, not run.
+  EXPECT_FALSE((*runner)->run(BenchTest{0, 4, 4}).ok());
+  EXPECT_FALSE((*runner)->run(BenchTest{13, 0, 1}).ok());
+}
+
+TEST_F(BenchRunnerTest, RejectsBadOptions) {
+  const std::vector<BenchTest> tests = {BenchTest{8, 0, 1}};
+  BenchOptions o = options_;
+  o.repetitions = 0;
+  EXPECT_FALSE(BenchRunner::create(*model_, *ctx_, tests, o).ok());
+  o = options_;
+  o.n_ubatch = 0;
+  EXPECT_FALSE(BenchRunner::create(*model_, *ctx_, tests, o).ok());
+  EXPECT_FALSE(BenchRunner::create(*model_, *ctx_, {}, options_).ok());
+  const std::vector<BenchTest> bad = {BenchTest{8, 4, 1}};  // both pp and tg
+  EXPECT_FALSE(BenchRunner::create(*model_, *ctx_, bad, options_).ok());
+}
+
+BenchRecord sample_record(const BenchTest& t) {
+  BenchRecord r;
+  r.model.file = "m.gguf";
+  r.model.type = "llama 1.1B Q4_0";
+  r.model.size_bytes = 600u << 20;
+  r.model.n_params = 1100000000;
+  r.model.decode_bytes = 500u << 20;
+  r.backend = "cpu-avx512";
+  r.isa = "avx512";
+  r.threads = 2;
+  r.kv_type = "f16";
+  r.n_ubatch = 512;
+  r.tg_prompt = 1;
+  r.result.test = t;
+  r.result.samples_ts = {10.0, 12.0};
+  r.result.samples_ns = {1e9, 0.8e9};
+  r.result.mean_ts = 11.0;
+  r.result.stddev_ts = 1.4142135623730951;
+  return r;
+}
+
+TEST(BenchReport, JsonLineHasTheStableKeys) {
+  BenchRecord r = sample_record(BenchTest{0, 128, 8});
+  const std::string line = bench_json_line(r);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  const auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j.at("test"), "tg128x8");
+  EXPECT_EQ(j.at("n_prompt"), 0);
+  EXPECT_EQ(j.at("n_gen"), 128);
+  EXPECT_EQ(j.at("n_seqs"), 8);
+  EXPECT_EQ(j.at("threads"), 2);
+  EXPECT_DOUBLE_EQ(j.at("tokens_per_s").get<double>(), 11.0);
+  EXPECT_DOUBLE_EQ(j.at("stddev").get<double>(), 1.4142135623730951);
+  EXPECT_EQ(j.at("samples_ts").size(), 2u);
+  EXPECT_EQ(j.at("model"), "m.gguf");
+  EXPECT_EQ(j.at("model_type"), "llama 1.1B Q4_0");
+  EXPECT_EQ(j.at("model_size"), 600u << 20);
+  EXPECT_EQ(j.at("n_params"), 1100000000u);
+  EXPECT_EQ(j.at("isa"), "avx512");
+  EXPECT_EQ(j.at("kv_type"), "f16");
+  EXPECT_EQ(j.at("tg_prompt"), 1);
+  EXPECT_FALSE(j.contains("bw_fraction"));  // no bandwidth given
+
+  r.bw_gbps = 10.0;
+  const auto k = nlohmann::json::parse(bench_json_line(r));
+  const double limit = 8 * 10e9 / static_cast<double>(500u << 20);
+  EXPECT_DOUBLE_EQ(k.at("bw_limit_tokens_per_s").get<double>(), limit);
+  EXPECT_DOUBLE_EQ(k.at("bw_fraction").get<double>(), 11.0 / limit);
+
+  // Prefill: no bandwidth fraction even when the bandwidth is known.
+  BenchRecord pp = sample_record(BenchTest{512, 0, 1});
+  pp.bw_gbps = 10.0;
+  const auto q = nlohmann::json::parse(bench_json_line(pp));
+  EXPECT_EQ(q.at("test"), "pp512");
+  EXPECT_EQ(q.at("n_prompt"), 512);
+  EXPECT_EQ(q.at("n_seqs"), 1);
+  EXPECT_EQ(q.at("tg_prompt"), 0);
+  EXPECT_FALSE(q.contains("bw_fraction"));
+}
+
+TEST(BenchReport, TableRows) {
+  const std::string header = bench_table_header(false);
+  EXPECT_NE(header.find("| model"), std::string::npos);
+  EXPECT_EQ(header.find("% BW"), std::string::npos);
+  BenchRecord r = sample_record(BenchTest{0, 128, 1});
+  const std::string row = bench_table_row(r, false);
+  EXPECT_NE(row.find("tg128"), std::string::npos);
+  EXPECT_NE(row.find("11.00 ± 1.41"), std::string::npos) << row;
+  EXPECT_NE(row.find("1.10 B"), std::string::npos) << row;
+  r.bw_gbps = 10.0;  // limit 10e9 / 500 MiB = 19.07 t/s: 11 is 58%
+  const std::string bw_row = bench_table_row(r, true);
+  EXPECT_NE(bench_table_header(true).find("% BW"), std::string::npos);
+  EXPECT_NE(bw_row.find("500 MiB"), std::string::npos) << bw_row;
+  EXPECT_NE(bw_row.find("58%"), std::string::npos) << bw_row;
+  // Same number of cells in header and rows.
+  auto cells = [](const std::string& s) { return std::count(s.begin(), s.end(), '|'); };
+  EXPECT_EQ(cells(bench_table_header(true).substr(0, bench_table_header(true).find('\n'))),
+            cells(bw_row));
+}
+
+TEST(MemBandwidth, TriadOnSmallArrays) {
+  ThreadPool pool(2);
+  MemBandwidthOptions o;
+  o.array_bytes = 1 << 20;
+  o.runs = 2;
+  auto r = measure_mem_bandwidth(pool, o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_GT(r->triad_gbps, 0);
+  EXPECT_GT(r->read_gbps, 0);
+  EXPECT_EQ(r->array_bytes, size_t{1} << 20);
+  EXPECT_EQ(r->threads, 2);
+  const auto j = nlohmann::json::parse(membench_json_line(*r));
+  EXPECT_EQ(j.at("test"), "membench");
+  EXPECT_DOUBLE_EQ(j.at("triad_gbps").get<double>(), r->triad_gbps);
+
+  o.runs = 0;
+  EXPECT_FALSE(measure_mem_bandwidth(pool, o).ok());
+  o.runs = 1;
+  o.array_bytes = 64;
+  EXPECT_FALSE(measure_mem_bandwidth(pool, o).ok());
+  EXPECT_GE(default_array_bytes(), size_t{64} << 20);
+}
+
+}  // namespace
+}  // namespace folio

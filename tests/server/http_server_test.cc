@@ -1,0 +1,375 @@
+// HttpServer on loopback over a scripted GenerationService: loading state,
+// routes, error codes and shapes, API key, body limit, exact SSE framing of
+// scripted events, and cancellation when a client walks away.
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include "test_client.h"
+
+namespace folio::server {
+namespace {
+
+using testing::HttpAnswer;
+using testing::ScriptedService;
+
+const std::string kModelPath = std::string(FOLIO_REFDATA_DIR) + "/models/tiny-llama-f32.gguf";
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = tokenizer::Tokenizer::open(kModelPath);
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    tok_ = std::make_unique<tokenizer::Tokenizer>(std::move(t).value());
+    tmpl_ = std::make_unique<tokenizer::ChatTemplate>(tokenizer::ChatTemplate::chatml("", ""));
+  }
+
+  void start(ServerOptions o = {}) {
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.poll_interval = std::chrono::milliseconds(10);
+    server_ = std::make_unique<HttpServer>(o);
+    auto port = server_->start();
+    ASSERT_TRUE(port.ok()) << port.status().to_string();
+    port_ = *port;
+  }
+
+  void serve_model(int64_t n_ctx = 256) {
+    ServedModel m;
+    m.id = "tiny";
+    m.n_ctx = n_ctx;
+    m.n_vocab = tok_->vocab().size();
+    m.tokenizer = tok_.get();
+    m.chat_template = tmpl_.get();
+    m.service = &service_;
+    server_->set_model(m);
+  }
+
+  void TearDown() override {
+    if (server_) server_->stop();
+  }
+
+  std::unique_ptr<tokenizer::Tokenizer> tok_;
+  std::unique_ptr<tokenizer::ChatTemplate> tmpl_;
+  ScriptedService service_;
+  std::unique_ptr<HttpServer> server_;
+  int port_ = 0;
+};
+
+void expect_error(const HttpAnswer& a, int status, const std::string& param = "") {
+  EXPECT_EQ(a.status, status) << a.body;
+  Json j = testing::json_of(a);
+  ASSERT_TRUE(j.is_object()) << a.body;
+  ASSERT_TRUE(j.contains("error")) << a.body;
+  const Json& e = j["error"];
+  EXPECT_TRUE(e["message"].is_string());
+  EXPECT_TRUE(e["type"].is_string());
+  EXPECT_TRUE(e.contains("param"));
+  EXPECT_TRUE(e.contains("code"));
+  if (!param.empty()) {
+    EXPECT_EQ(e["param"], param) << a.body;
+  }
+  EXPECT_EQ(a.content_type, "application/json");
+}
+
+TEST_F(HttpServerTest, LoadingThenReady) {
+  start();
+  HttpAnswer h = testing::get(port_, "/health");
+  EXPECT_EQ(h.status, 503);
+  EXPECT_EQ(testing::json_of(h), (Json{{"status", "loading model"}}));
+  expect_error(testing::get(port_, "/v1/models"), 503);
+  expect_error(testing::post(port_, "/v1/completions", R"({"prompt": "x"})"), 503);
+  expect_error(testing::get(port_, "/metrics"), 503);
+  EXPECT_FALSE(server_->ready());
+  serve_model();
+  EXPECT_TRUE(server_->ready());
+  h = testing::get(port_, "/health");
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(testing::json_of(h), (Json{{"status", "ok"}}));
+  HttpAnswer models = testing::get(port_, "/v1/models");
+  EXPECT_EQ(models.status, 200);
+  Json mj = testing::json_of(models);
+  EXPECT_EQ(mj["object"], "list");
+  ASSERT_EQ(mj["data"].size(), 1u);
+  EXPECT_EQ(mj["data"][0]["id"], "tiny");
+  EXPECT_EQ(mj["data"][0]["object"], "model");
+  EXPECT_EQ(mj["data"][0]["max_model_len"], 256);
+}
+
+TEST_F(HttpServerTest, ClientFaults) {
+  start();
+  serve_model(/*n_ctx=*/16);
+  expect_error(testing::get(port_, "/v1/nothing"), 404);
+  expect_error(testing::post(port_, "/v1/nothing", "{}"), 404);
+  expect_error(testing::post(port_, "/v1/completions", "{\"prompt\": "), 400);
+  expect_error(testing::post(port_, "/v1/completions", R"({"prompt": "x", "top_p": 7})"), 400,
+               "top_p");
+  expect_error(testing::post(port_, "/v1/chat/completions", R"({"messages": 1})"), 400, "messages");
+  HttpAnswer wrong_model =
+      testing::post(port_, "/v1/completions", R"({"model": "gpt-9", "prompt": "x"})");
+  expect_error(wrong_model, 404);
+  EXPECT_EQ(testing::json_of(wrong_model)["error"]["code"], "model_not_found");
+  // Token ids and logit_bias keys outside the vocabulary.
+  expect_error(testing::post(port_, "/v1/completions", R"({"prompt": [1, 100000]})"), 400,
+               "prompt");
+  expect_error(
+      testing::post(port_, "/v1/completions", R"({"prompt": "x", "logit_bias": {"99999": 1}})"),
+      400);
+  // Longer than the 16-token context.
+  HttpAnswer long_prompt =
+      testing::post(port_, "/v1/completions",
+                    R"({"prompt": "a b c d e f g h i j k l m n o p q r s t u v w x y z"})");
+  expect_error(long_prompt, 413);
+  EXPECT_EQ(testing::json_of(long_prompt)["error"]["code"], "context_length_exceeded");
+  EXPECT_EQ(service_.n_submitted(), 0u);
+}
+
+TEST_F(HttpServerTest, EngineRefusalsMapToStatusCodes) {
+  start();
+  serve_model();
+  service_.fail_submits_with(resource_exhausted("waiting queue full (1024 requests)"));
+  expect_error(testing::post(port_, "/v1/completions", R"({"prompt": "x"})"), 503);
+  service_.fail_submits_with(out_of_range("prompt 10 + max_tokens 300 > n_ctx 256"));
+  expect_error(testing::post(port_, "/v1/completions", R"({"prompt": "x"})"), 413);
+  service_.fail_submits_with(invalid_argument("n = 9 is above max_seqs = 8"));
+  expect_error(testing::post(port_, "/v1/completions", R"({"prompt": "x"})"), 400);
+}
+
+TEST_F(HttpServerTest, ApiKey) {
+  ServerOptions o;
+  o.api_key = "sesame";
+  start(o);
+  serve_model();
+  EXPECT_EQ(testing::get(port_, "/health").status, 200);  // open: load balancers probe it
+  HttpAnswer missing = testing::get(port_, "/v1/models");
+  expect_error(missing, 401);
+  EXPECT_EQ(testing::json_of(missing)["error"]["code"], "invalid_api_key");
+  expect_error(testing::get(port_, "/v1/models", "sesamE"), 401);
+  expect_error(testing::get(port_, "/v1/models", "sesame2"), 401);
+  expect_error(testing::post(port_, "/v1/completions", R"({"prompt": "x"})", "nope"), 401);
+  expect_error(testing::get(port_, "/metrics"), 401);
+  EXPECT_EQ(testing::get(port_, "/v1/models", "sesame").status, 200);
+  EXPECT_EQ(testing::get(port_, "/metrics", "sesame").status, 200);
+}
+
+TEST_F(HttpServerTest, BodyLimit) {
+  ServerOptions o;
+  o.max_body_bytes = 1024;
+  start(o);
+  serve_model();
+  const std::string big = R"({"prompt": ")" + std::string(2000, 'a') + "\"}";
+  expect_error(testing::post(port_, "/v1/completions", big), 413);
+  // A chunked upload (no Content-Length) is cut off at the same limit.
+  httplib::Client cli("127.0.0.1", port_);
+  auto res = cli.Post(
+      "/v1/completions",
+      [&](size_t offset, httplib::DataSink& sink) {
+        sink.write(big.data(), big.size());
+        sink.done();
+        return true;
+      },
+      "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  EXPECT_EQ(testing::get(port_, "/health").status, 200);
+}
+
+TEST_F(HttpServerTest, TokenizeAndDetokenize) {
+  start();
+  serve_model();
+  HttpAnswer t = testing::post(port_, "/tokenize", R"({"content": "hello world"})");
+  ASSERT_EQ(t.status, 200) << t.body;
+  Json tokens = testing::json_of(t)["tokens"];
+  EXPECT_EQ(tokens.get<std::vector<int32_t>>(),
+            tok_->tokenize("hello world", {.add_special = false}));
+  HttpAnswer d = testing::post(port_, "/detokenize", dump_json(Json{{"tokens", tokens}}));
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_EQ(testing::json_of(d)["content"], "hello world");
+  expect_error(testing::post(port_, "/tokenize", R"({"content": 5})"), 400, "content");
+  expect_error(testing::post(port_, "/detokenize", R"({"tokens": [1, -1]})"), 400, "tokens");
+  expect_error(testing::post(port_, "/detokenize", R"({"tokens": [99999]})"), 400, "tokens");
+}
+
+// Drives one streamed chat request with scripted events and checks every
+// byte of the SSE answer's structure.
+TEST_F(HttpServerTest, ChatStreamShape) {
+  start();
+  serve_model();
+  HttpAnswer a;
+  std::thread client([&] {
+    a = testing::post(port_, "/v1/chat/completions",
+                      R"({"messages": [{"role": "user", "content": "hi"}], "stream": true,
+                          "n": 2, "stream_options": {"include_usage": true}})");
+  });
+  ScriptedService::Submitted s;
+  ASSERT_TRUE(service_.wait_submitted(0, &s));
+  EXPECT_EQ(s.request.n, 2);
+  // The ChatML rendering of the conversation, tokenized.
+  EXPECT_EQ(tok_->detokenize(s.request.prompt, {.render_special = true}),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(s.request.params.max_tokens, 256 - static_cast<int32_t>(s.request.prompt.size()));
+  s.callbacks.on_token(testing::token_event(0, 5, "Hel"));
+  s.callbacks.on_token(testing::token_event(1, 6, "Yo"));
+  s.callbacks.on_token(testing::token_event(0, 7, ""));  // held back
+  s.callbacks.on_token(testing::token_event(0, 8, "lo"));
+  RequestResult r;
+  r.choices.resize(2);
+  r.choices[0].stop = StopReason::kStopString;
+  r.choices[0].tail = "";
+  r.choices[1].stop = StopReason::kLength;
+  r.choices[1].tail = "!";
+  r.prompt_tokens = static_cast<int64_t>(s.request.prompt.size());
+  r.cached_prompt_tokens = 2;
+  r.completion_tokens = 4;
+  s.callbacks.on_done(r);
+  client.join();
+  ASSERT_EQ(a.status, 200);
+  EXPECT_EQ(a.content_type, "text/event-stream");
+  EXPECT_TRUE(a.sse_well_formed) << a.body;
+  EXPECT_TRUE(a.done);
+  EXPECT_EQ(a.body.substr(a.body.size() - 14), "data: [DONE]\n\n");
+  ASSERT_GE(a.events.size(), 5u);
+  for (const Json& e : a.events) {
+    EXPECT_EQ(e["object"], "chat.completion.chunk");
+    EXPECT_EQ(e["model"], "tiny");
+    EXPECT_EQ(e["id"], a.events[0]["id"]);
+    ASSERT_TRUE(e.contains("usage"));
+  }
+  // First a role chunk for each choice.
+  EXPECT_EQ(dump_json(a.events[0]["choices"]),
+            R"([{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,)"
+            R"("finish_reason":null}])");
+  EXPECT_EQ(a.events[1]["choices"][0]["index"], 1);
+  EXPECT_EQ(a.events[1]["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(testing::streamed_text(a, 0), "Hello");
+  EXPECT_EQ(testing::streamed_text(a, 1), "Yo!");
+  EXPECT_EQ(testing::streamed_finish(a, 0), "stop");
+  EXPECT_EQ(testing::streamed_finish(a, 1), "length");
+  // The usage chunk comes last, with no choices.
+  const Json& last = a.events.back();
+  EXPECT_TRUE(last["choices"].empty());
+  EXPECT_EQ(last["usage"]["prompt_tokens"], r.prompt_tokens);
+  EXPECT_EQ(last["usage"]["completion_tokens"], 4);
+  EXPECT_EQ(last["usage"]["total_tokens"], r.prompt_tokens + 4);
+  EXPECT_EQ(last["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
+  for (size_t i = 0; i + 1 < a.events.size(); ++i) EXPECT_TRUE(a.events[i]["usage"].is_null());
+}
+
+TEST_F(HttpServerTest, NonStreamingCollectsChoices) {
+  start();
+  serve_model();
+  HttpAnswer a;
+  std::thread client([&] {
+    a = testing::post(port_, "/v1/completions",
+                      R"({"prompt": ["one", "two"], "echo": true, "max_tokens": 3})");
+  });
+  ScriptedService::Submitted s0, s1;
+  ASSERT_TRUE(service_.wait_submitted(0, &s0));
+  ASSERT_TRUE(service_.wait_submitted(1, &s1));
+  EXPECT_EQ(s0.request.params.max_tokens, 3);
+  s1.callbacks.on_token(testing::token_event(0, 5, " B"));
+  s0.callbacks.on_token(testing::token_event(0, 5, " A"));
+  RequestResult r;
+  r.choices.resize(1);
+  r.choices[0].stop = StopReason::kEndOfGeneration;
+  r.prompt_tokens = 1;
+  r.completion_tokens = 1;
+  s0.callbacks.on_done(r);
+  r.choices[0].stop = StopReason::kLength;
+  s1.callbacks.on_done(r);
+  client.join();
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.content_type, "application/json");
+  Json j = testing::json_of(a);
+  EXPECT_EQ(j["object"], "text_completion");
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][0]["text"], "one A");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["choices"][1]["text"], "two B");
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  EXPECT_EQ(j["choices"][1]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 2);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 2);
+}
+
+TEST_F(HttpServerTest, EchoWithZeroMaxTokensSubmitsNothing) {
+  start();
+  serve_model();
+  HttpAnswer a = testing::post(port_, "/v1/completions",
+                               R"({"prompt": "just this", "echo": true, "max_tokens": 0})");
+  ASSERT_EQ(a.status, 200) << a.body;
+  Json j = testing::json_of(a);
+  EXPECT_EQ(j["choices"][0]["text"], "just this");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 0);
+  EXPECT_EQ(j["usage"]["prompt_tokens"],
+            static_cast<int64_t>(
+                tok_->tokenize("just this", {.add_special = true, .parse_special = true}).size()));
+  EXPECT_EQ(service_.n_submitted(), 0u);
+}
+
+TEST_F(HttpServerTest, EngineFailureMidStreamIsAnErrorEvent) {
+  start();
+  serve_model();
+  HttpAnswer a;
+  std::thread client(
+      [&] { a = testing::post(port_, "/v1/completions", R"({"prompt": "x", "stream": true})"); });
+  ScriptedService::Submitted s;
+  ASSERT_TRUE(service_.wait_submitted(0, &s));
+  s.callbacks.on_token(testing::token_event(0, 5, "a"));
+  RequestResult r;
+  r.status = internal_error("forward failed");
+  s.callbacks.on_done(r);
+  client.join();
+  ASSERT_EQ(a.status, 200);
+  EXPECT_TRUE(a.done);
+  ASSERT_GE(a.events.size(), 2u);
+  EXPECT_EQ(a.events.back()["error"]["message"], "forward failed");
+}
+
+TEST_F(HttpServerTest, DisconnectCancels) {
+  start();
+  serve_model();
+  for (bool stream : {true, false}) {
+    const size_t k = service_.n_submitted();
+    std::thread client([&] {
+      if (stream) {
+        testing::post(port_, "/v1/completions", R"({"prompt": "x", "stream": true})", "",
+                      /*drop_after=*/1);
+      } else {
+        // A client that gives up: read timeout well before the answer.
+        httplib::Client cli("127.0.0.1", port_);
+        cli.set_read_timeout(0, 200000);
+        auto res = cli.Post("/v1/completions", R"({"prompt": "x"})", "application/json");
+        EXPECT_FALSE(res);
+      }
+    });
+    ScriptedService::Submitted s;
+    ASSERT_TRUE(service_.wait_submitted(k, &s));
+    s.callbacks.on_token(testing::token_event(0, 5, "a"));
+    client.join();
+    EXPECT_TRUE(service_.wait_cancelled(s.id)) << (stream ? "stream" : "non-stream");
+    RequestResult r;  // the engine reports the end of a cancelled request
+    r.choices.resize(1);
+    r.choices[0].stop = StopReason::kCancelled;
+    s.callbacks.on_done(r);
+  }
+  EXPECT_EQ(testing::get(port_, "/health").status, 200);
+}
+
+TEST_F(HttpServerTest, StopEndsOpenStreams) {
+  start();
+  serve_model();
+  HttpAnswer a;
+  std::thread client(
+      [&] { a = testing::post(port_, "/v1/completions", R"({"prompt": "x", "stream": true})"); });
+  ScriptedService::Submitted s;
+  ASSERT_TRUE(service_.wait_submitted(0, &s));
+  server_->stop();
+  client.join();
+  EXPECT_FALSE(a.done);
+  EXPECT_TRUE(service_.wait_cancelled(s.id));
+}
+
+}  // namespace
+}  // namespace folio::server
