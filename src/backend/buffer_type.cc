@@ -19,6 +19,10 @@ Status BufferType::store_weight(const WeightUse& w, const void* src, size_t src_
   return Status();
 }
 
+TensorView BufferType::weight_view(const WeightUse& w, void* data) const {
+  return TensorView::contiguous(data, w.dtype, w.ne);
+}
+
 Result<std::unique_ptr<Buffer>> HostBufferType::alloc(size_t size) const {
   auto b = HostBuffer::create(size, this, alignment());
   if (!b.ok()) return b.status();

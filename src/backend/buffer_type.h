@@ -48,6 +48,10 @@ class BufferType {
   // True if weights in GGUF layout can be used straight from a file mapping
   // (no copy): only plain host types.
   virtual bool can_map_weights() const { return false; }
+  // The view kernels read for `w` once store_weight has written it at
+  // `data`: a contiguous view of w.dtype here; packed types return their
+  // packed dtype and strides.
+  virtual TensorView weight_view(const WeightUse& w, void* data) const;
 };
 
 // Plain host memory: accepts every weight, maps GGUF data without copying.

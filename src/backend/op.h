@@ -97,6 +97,12 @@ enum class OpKind : int {
   //   S *= exp(g[h, t]);  m[v] = sum_i S[v, i] k[i];
   //   d[v] = beta[h, t] * (v_t[v] - m[v]);  S[v, i] += d[v] * k[i];
   //   out[v, h, t] = sum_i S[v, i] q[i].
+  // With params.allow_chunked a backend may evaluate long sequences (CPU: T
+  // >= 64 tokens per sequence, 256 with AVX2 only) in the mathematically
+  // equal chunked (WY) form: not bit-identical, NMSE <= 1e-10 against this
+  // definition on both outputs (backend/cpu/scalar/gdn_chunked.h). Shorter
+  // ops, or allow_chunked = false, use the token-by-token form (bit-identical
+  // to the reference on the CPU backend at every tier).
   kGatedDeltaNet,
   // Scatter rows into a table, converting: src0 F32 rows [n_cols, n], src1
   // slots I32 [n]; dst table [n_cols, n_slots] of F32, F16, BF16 or Q8_0
@@ -269,6 +275,7 @@ struct GatedDeltaNetParams {
   bool l2_norm_qk = true;  // L2-normalise q and k per head first
   float eps = 1e-6f;       // L2 norm: x / max(sqrt(sum x^2), eps), exactly as kL2Norm
   HeadMap head_map = HeadMap::kDiv;
+  bool allow_chunked = true;  // kGatedDeltaNet: long sequences may use the chunked form
 };
 
 using OpParams = std::variant<NoParams, ScaleParams, RmsNormParams, NormParams, RopeParams,

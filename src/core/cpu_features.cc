@@ -75,6 +75,7 @@ CpuFeatures detect() {
   }
   if (f.amx_tile && !request_amx_permission()) {
     f.amx_tile = f.amx_int8 = f.amx_bf16 = false;
+    f.amx_denied = true;
   }
 #endif
   return f;

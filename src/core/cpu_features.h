@@ -23,6 +23,9 @@ struct CpuFeatures {
   bool amx_tile = false;  // also requires the OS to grant the tile state (Linux arch_prctl)
   bool amx_int8 = false;
   bool amx_bf16 = false;
+  // The CPU has AMX but the OS refused the tile state (arch_prctl
+  // ARCH_REQ_XCOMP_PERM failed): the amx_* flags above are then false.
+  bool amx_denied = false;
 
   std::string to_string() const;
 };

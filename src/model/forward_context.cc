@@ -1,14 +1,73 @@
 #include "model/forward_context.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <unordered_map>
 
 #include "backend/buffer_type.h"
 #include "backend/cpu/cpu_backend.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 
 namespace folio::model {
 
+// Totals per kernel name (mul_mat / mul_mat_id also per weight shape, so the
+// LM head stands apart from the layers' projections).
+class ForwardContext::Profile {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void add(const std::vector<Backend*>& backends, const Op& op, Clock::duration d) {
+    std::string key = op_kind_name(op.kind);
+    for (const Backend* b : backends) {
+      if (b->supports_op(op)) {
+        key = b->kernel_name(op);
+        break;
+      }
+    }
+    if (op.kind == OpKind::kMulMat || op.kind == OpKind::kMulMatId) {
+      key += " [" + std::to_string(op.src[0].ne[0]) + ", " + std::to_string(op.src[0].ne[1]) + "]";
+    }
+    Entry& e = entries_[key];
+    e.count += 1;
+    e.time += d;
+  }
+
+  ~Profile() {
+    std::vector<std::pair<std::string, Entry>> rows(entries_.begin(), entries_.end());
+    if (rows.empty()) return;
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.time > b.second.time; });
+    Clock::duration total{};
+    for (const auto& r : rows) total += r.second.time;
+    const auto ms = [](Clock::duration d) {
+      return std::chrono::duration<double, std::milli>(d).count();
+    };
+    FOLIO_LOG_INFO("op profile: {:.1f} ms in ops", ms(total));
+    for (const auto& [name, e] : rows) {
+      FOLIO_LOG_INFO("  {:>9.2f} ms {:>5.1f}% {:>8} calls {:>9.2f} us/call  {}", ms(e.time),
+                     100.0 * ms(e.time) / std::max(ms(total), 1e-9), e.count,
+                     1000.0 * ms(e.time) / static_cast<double>(e.count), name);
+    }
+  }
+
+ private:
+  struct Entry {
+    uint64_t count = 0;
+    Clock::duration time{};
+  };
+  std::unordered_map<std::string, Entry> entries_;
+};
+
 namespace {
+
+bool profiling_requested() {
+  const char* e = std::getenv("FOLIO_PROFILE");
+  return e != nullptr && e[0] != '\0' && std::strcmp(e, "0") != 0;
+}
 
 const BufferType* activation_type(const std::vector<Backend*>& backends) {
   return backends.empty() ? &host_buffer_type() : &backends.front()->default_buffer_type();
@@ -17,7 +76,9 @@ const BufferType* activation_type(const std::vector<Backend*>& backends) {
 }  // namespace
 
 ForwardContext::ForwardContext(std::vector<Backend*> backends)
-    : backends_(std::move(backends)), arena_(activation_type(backends_)) {}
+    : backends_(std::move(backends)), arena_(activation_type(backends_)) {
+  if (profiling_requested()) profile_ = std::make_unique<Profile>();
+}
 
 std::unique_ptr<ForwardContext> ForwardContext::cpu(int n_threads) {
   if (n_threads <= 0) n_threads = default_thread_count();
@@ -64,7 +125,13 @@ TensorView ForwardContext::upload_i32(std::span<const int32_t> values) {
 void ForwardContext::run(const Op& op) {
   if (!ok()) return;
   ++ops_run_;
+  if (profile_ == nullptr) {
+    fail(run_routed(backends_, op));
+    return;
+  }
+  const Profile::Clock::time_point t0 = Profile::Clock::now();
   fail(run_routed(backends_, op));
+  profile_->add(backends_, op, Profile::Clock::now() - t0);
 }
 
 TensorView ForwardContext::get_rows(const TensorView& table, const TensorView& ids) {

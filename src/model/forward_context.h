@@ -12,6 +12,12 @@
 //
 // One context serves one forward at a time (it is not thread-safe); several
 // contexts may run forwards of the same (immutable) Model concurrently.
+//
+// Profiling: with the environment variable FOLIO_PROFILE=1 every op is timed
+// (wall clock around the whole op, threads included) and, when the context
+// is destroyed, the totals per kernel (mul_mat also per weight shape) are
+// logged at info level, largest first. Off by default: the only cost is one
+// branch per op.
 #pragma once
 
 #include <array>
@@ -100,6 +106,8 @@ class ForwardContext {
   KvPlan& kv_plan() { return kv_plan_; }
 
  private:
+  class Profile;  // per-kernel op timers (FOLIO_PROFILE=1)
+
   std::unique_ptr<ThreadPool> owned_pool_;
   std::unique_ptr<Backend> owned_backend_;
   std::vector<Backend*> backends_;
@@ -108,6 +116,7 @@ class ForwardContext {
   Status status_;
   uint64_t ops_run_ = 0;
   KvPlan kv_plan_;
+  std::unique_ptr<Profile> profile_;  // nullptr unless FOLIO_PROFILE=1
 };
 
 // A view of `t` with a new shape over the same contiguous memory (no CHECK:

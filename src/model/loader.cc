@@ -114,7 +114,7 @@ Status Model::load_weights(const LoadOptions& options) {
                                   type->name(), info->name, buf.status().message());
       }
       FOLIO_RETURN_IF_ERROR(type->store_weight(use, bytes.data(), bytes.size(), (*buf)->data()));
-      *spec.view = TensorView::contiguous((*buf)->data(), dtype, spec.ne);
+      *spec.view = type->weight_view(use, (*buf)->data());
       buffers_.push_back(std::move(buf).value());
       pl.bytes = size;
     }

@@ -61,6 +61,20 @@ constexpr std::array<Entry, kDTypeIdLimit> make_table() {
 
 constexpr auto kTable = make_table();
 
+struct PackedEntry {
+  DType source;
+  DTypeTraits t;
+};
+
+// Packed layouts: the source format's block geometry (quant/repack.h).
+constexpr std::array<PackedEntry, kPackedDTypeLimit - kPackedDTypeBase> kPacked{{
+    {DType::Q4_0, {"q4_0x16", kQK, 2 + 16, true, true}},
+    {DType::Q5_0, {"q5_0x16", kQK, 2 + 4 + 16, true, true}},
+    {DType::Q8_0, {"q8_0x16", kQK, 2 + 32, true, true}},
+    {DType::Q4_K, {"q4_Kx16", kQKK, 2 + 2 + 16 + 128, true, true}},
+    {DType::Q6_K, {"q6_Kx16", kQKK, 128 + 64 + 16 + 2, true, true}},
+}};
+
 }  // namespace
 
 std::optional<DTypeTraits> dtype_traits_for_id(uint32_t id) {
@@ -70,8 +84,13 @@ std::optional<DTypeTraits> dtype_traits_for_id(uint32_t id) {
 
 const DTypeTraits& traits(DType t) {
   const uint32_t id = static_cast<uint32_t>(t);
+  if (is_packed(t)) return kPacked[id - kPackedDTypeBase].t;
   FOLIO_CHECK_MSG(id < kDTypeIdLimit && kTable[id].known, "bad DType id {}", id);
   return kTable[id].t;
+}
+
+DType packed_source(DType t) {
+  return is_packed(t) ? kPacked[static_cast<uint32_t>(t) - kPackedDTypeBase].source : t;
 }
 
 Result<DType> dtype_for_tensor(uint32_t id, std::string_view tensor_name) {

@@ -47,9 +47,22 @@ enum class DType : uint32_t {
   TQ1_0 = 34,
   TQ2_0 = 35,
   MXFP4 = 39,
+  // Packed weight layouts: folio-internal, never in a GGUF file (ids from
+  // kPackedDTypeBase on, outside every GGUF id). A packed buffer type's
+  // store_weight writes them (backend/cpu/cpu_buffer_types.h); only kernels
+  // that declare `reads_packed` accept an op with such an input, so no
+  // kernel ever reads packed bytes as the plain format. Layouts (panels of
+  // 16 rows, lossless: unpacking gives back the GGUF bytes): quant/repack.h.
+  Q4_0_X16 = 64,
+  Q5_0_X16 = 65,
+  Q8_0_X16 = 66,
+  Q4_K_X16 = 67,
+  Q6_K_X16 = 68,
 };
 
-inline constexpr uint32_t kDTypeIdLimit = 40;  // ids are < this
+inline constexpr uint32_t kDTypeIdLimit = 40;  // GGUF ids are < this
+inline constexpr uint32_t kPackedDTypeBase = 64;
+inline constexpr uint32_t kPackedDTypeLimit = 69;  // packed ids are in [base, limit)
 
 struct DTypeTraits {
   const char* name;     // GGUF/ggml name: "f32", "q4_K", ...
@@ -59,9 +72,21 @@ struct DTypeTraits {
   bool supported;       // folio loads weights of this type (has dequantize and kernels)
 };
 
-// Traits for a known id, nullopt for an id ggml never assigned.
+// Traits for a known GGUF id, nullopt for an id ggml never assigned (packed
+// ids are not GGUF ids: nullopt too).
 std::optional<DTypeTraits> dtype_traits_for_id(uint32_t id);
+// Traits of a GGUF or packed type. A packed type's block_size / type_size are
+// those of its source format (bytes per block of one row, on average over a
+// panel), so row_size() * rows is its size when rows fill whole panels.
 const DTypeTraits& traits(DType t);
+
+// Packed layouts (ids in [kPackedDTypeBase, kPackedDTypeLimit)).
+inline bool is_packed(DType t) {
+  const auto id = static_cast<uint32_t>(t);
+  return id >= kPackedDTypeBase && id < kPackedDTypeLimit;
+}
+// The GGUF format a packed type holds (Q4_0_X16 -> Q4_0); `t` itself when not packed.
+DType packed_source(DType t);
 
 inline const char* dtype_name(DType t) { return traits(t).name; }
 inline int64_t block_size(DType t) { return traits(t).block_size; }

@@ -78,13 +78,14 @@ double nmse(const float* a, const float* b, int64_t n) {
   return ref > 0 ? err / ref : err;
 }
 
-CaseList all_cases() {
+CaseList all_cases(bool with_perf_only) {
   CaseList cases;
   add_basic_cases(cases);
   add_attention_cases(cases);
-  add_recurrent_cases(cases);
+  add_recurrent_cases(cases, with_perf_only);
   add_cache_cases(cases);
   add_fused_cases(cases);
+  add_packed_cases(cases, with_perf_only);
   for (auto& c : cases) c->snapshot();
   return cases;
 }
@@ -304,6 +305,7 @@ std::vector<std::string> run_perf(OpCase& c, const std::vector<std::unique_ptr<B
         kname.substr(0, kname.rfind(kThreadedSuffix)) == ref_kname) {
       continue;
     }
+    if (c.perf_only && b.kernel_name(c.op) == ref_kname) continue;
     if (seen.count(kname)) continue;
     seen.insert(kname);
     c.restore();
@@ -323,6 +325,7 @@ std::vector<std::string> run_perf(OpCase& c, const std::vector<std::unique_ptr<B
     std::string line = fmt::format("{:<10} {:<28} {:>10.1f} us/run", b.name(), kname, us);
     if (c.flops > 0) line += fmt::format("  {:>8.2f} GFLOP/s", c.flops / us * 1e-3);
     if (c.bytes > 0) line += fmt::format("  {:>8.2f} GB/s", c.bytes / us * 1e-3);
+    if (c.tokens > 0) line += fmt::format("  {:>9.0f} tok/s", c.tokens / us * 1e6);
     lines.push_back(line);
   }
   return lines;

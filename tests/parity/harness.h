@@ -58,6 +58,8 @@ class OpCase {
   double max_nmse = 1e-7;         // otherwise: NMSE bound vs the reference
   double flops = 0;               // per run, for perf mode (0: not reported)
   double bytes = 0;               // bytes touched per run, for perf mode
+  double tokens = 0;              // tokens per run, for perf mode (0: not reported)
+  bool perf_only = false;         // too slow against the reference: perf mode only
   bool in_place = false;          // op overwrites an input: perf restores inputs each run
   bool allow_non_finite = false;  // reference output may hold inf/NaN (else the case fails:
                                   // identical NaNs would otherwise compare equal)
@@ -79,10 +81,15 @@ using CaseList = std::vector<std::unique_ptr<OpCase>>;
 // Case groups (one file each).
 void add_basic_cases(CaseList& cases);      // cases_basic.cc
 void add_attention_cases(CaseList& cases);  // cases_attention.cc
-void add_recurrent_cases(CaseList& cases);  // cases_recurrent.cc
+void add_recurrent_cases(CaseList& cases, bool perf);  // cases_recurrent.cc (perf: + perf_only)
 void add_cache_cases(CaseList& cases);      // cases_cache.cc
 void add_fused_cases(CaseList& cases);      // cases_fused.cc
-CaseList all_cases();
+void add_packed_cases(CaseList& cases, bool perf);  // cases_packed.cc (perf: also perf_only cases)
+// Every case; with_perf_only (perf mode) also builds the perf_only cases that
+// are costly to build (big weights: cases_packed.cc; 2048-token prefills:
+// cases_recurrent.cc). Perf mode never times the reference kernels on
+// perf_only cases.
+CaseList all_cases(bool with_perf_only = false);
 
 // Normalised MSE: sum (a - b)^2 / sum b^2 (b the reference); plain sum of
 // squares when the reference is all zeros. NaN/inf anywhere in `a` where `b`

@@ -4,7 +4,10 @@
 #include <climits>
 #include <cstdio>
 
+#include "backend/cpu/cpu_buffer_types.h"
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
+#include "model/hybrid_cache.h"
 #include "model/paged_kv_cache.h"
 #include "tensor/dtype.h"
 
@@ -22,6 +25,15 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
   CLI::Option* blocks =
       cmd->add_option("--kv-blocks", f->kv_blocks, "KV pool size in blocks (default: the context)");
   cmd->add_option("--kv-memory", f->kv_memory_mib, "KV pool size in MiB")->excludes(blocks);
+  cmd->add_flag("--no-repack", f->no_repack,
+                "keep weights in their GGUF layout (no AMX / repacked buffers)");
+}
+
+std::vector<const BufferType*> weight_buffer_types(bool no_repack, std::FILE* log) {
+  if (log != nullptr) {
+    std::fprintf(log, "folio: %s\n", cpu_weight_buffer_note(active_isa(), !no_repack).c_str());
+  }
+  return cpu_weight_buffer_types(active_isa(), !no_repack);
 }
 
 void add_sampling_flags(CLI::App* cmd, SamplingFlags* f) {
@@ -60,6 +72,7 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   LoadedModel lm;
   model::LoadOptions lo;
   lo.log = stderr;
+  lo.buffer_types = weight_buffer_types(f.no_repack, stderr);
   FOLIO_ASSIGN_OR_RETURN(lm.model, model::Model::load(f.model, lo));
   FOLIO_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(lm.model->file()));
   lm.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
@@ -75,6 +88,18 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   if (n_parallel > 0 && f.kv_blocks == 0 && f.kv_memory_mib == 0 && f.kv_block_size > 0) {
     const int64_t per_seq = (co.n_ctx + f.kv_block_size - 1) / f.kv_block_size;
     co.n_blocks = static_cast<int32_t>(std::min<int64_t>(n_parallel * per_seq + 1, INT32_MAX));
+  }
+  if (lm.model->config().is_hybrid()) {  // K/V + recurrent state per sequence
+    const model::HybridKvCacheOptions ho =
+        model::paged_hybrid_options(co, std::max({n_seq, n_parallel, 1}));
+    Result<std::unique_ptr<model::HybridKvCache>> hybrid =
+        model::HybridKvCache::create(lm.model->config(), ho);
+    if (!hybrid.ok()) return hybrid.status().with_context("KV cache");
+    std::fprintf(stderr, "folio: context %lld tokens, KV cache %s, %s, %d threads\n",
+                 static_cast<long long>(co.n_ctx), dtype_name(co.type),
+                 (*hybrid)->summary().c_str(), lm.ctx->n_threads());
+    lm.cache = std::move(hybrid).value();
+    return lm;
   }
   Result<std::unique_ptr<model::PagedKvCache>> cache =
       model::PagedKvCache::create(lm.model->config(), co);
@@ -92,6 +117,28 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
 }  // namespace
 
 Result<LoadedModel> load_for_generation(const ModelFlags& f) { return load_model(f, 1, 0); }
+
+tokenizer::ChatTemplate pick_chat_template(const LoadedModel& lm) {
+  // Gemma's turn format, written for folio: system text joins the first user
+  // turn, assistant turns are "model" turns.
+  static constexpr std::string_view kGemmaTemplate =
+      "{{ bos_token }}{% set ns = namespace(sys='') %}"
+      "{% for m in messages %}{% if m['role'] == 'system' %}"
+      "{% set ns.sys = m['content'] ~ '\n\n' %}"
+      "{% else %}{% set role = 'model' if m['role'] == 'assistant' else m['role'] %}"
+      "<start_of_turn>{{ role }}\n{{ ns.sys if role == 'user' else '' }}"
+      "{{ m['content'] | trim }}<end_of_turn>\n"
+      "{% if role == 'user' %}{% set ns.sys = '' %}{% endif %}{% endif %}{% endfor %}"
+      "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}";
+  const auto& vocab = lm.tokenizer->vocab();
+  const bool has_template = lm.model->file().has("tokenizer.chat_template");
+  if (!has_template && lm.model->config().arch.rfind("gemma", 0) == 0) {
+    auto t = tokenizer::ChatTemplate::parse(kGemmaTemplate, lm.tokenizer->piece(vocab.bos(), true),
+                                            lm.tokenizer->piece(vocab.eos(), true));
+    if (t.ok()) return std::move(t).value();
+  }
+  return tokenizer::ChatTemplate::from_gguf(lm.model->file(), vocab);
+}
 
 Result<LoadedModel> load_for_batch(const ModelFlags& f, int n_parallel) {
   if (n_parallel < 1) return invalid_argument("--parallel must be >= 1, got {}", n_parallel);

@@ -12,6 +12,7 @@
 #include "model/forward_context.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace folio::tools {
@@ -25,9 +26,16 @@ struct ModelFlags {
   int kv_block_size = 16;        // --kv-block-size: paged KV block, 8..128, a power of two
   int32_t kv_blocks = 0;         // --kv-blocks: pool size in blocks (0: sized for the context)
   int64_t kv_memory_mib = 0;     // --kv-memory: pool size in MiB (excludes --kv-blocks)
+  bool no_repack = false;        // --no-repack: weights stay in their GGUF layout (mapped)
 };
 
 void add_model_flags(CLI::App* cmd, ModelFlags* flags);
+
+// Weight placement for the CPU: AMX -> CPU_REPACK -> CPU (packed layouts
+// where kernels of the active ISA read them, backend/cpu/cpu_buffer_types.h),
+// or plain CPU only with no_repack. Writes one line on the choice to `log`
+// (nullptr: silent).
+std::vector<const BufferType*> weight_buffer_types(bool no_repack, std::FILE* log);
 
 // Sampling flags (--temp, --top-k, --top-p, --min-p, --seed, penalties, ...).
 struct SamplingFlags {
@@ -52,5 +60,10 @@ Result<LoadedModel> load_for_generation(const ModelFlags& flags);
 // The same with a paged KV cache (model::PagedKvCache) holding no sequence,
 // its pool sized for n_parallel contexts unless --kv-blocks / --kv-memory say.
 Result<LoadedModel> load_for_batch(const ModelFlags& flags, int n_parallel);
+
+// The chat template for a loaded model: its tokenizer.chat_template; a Gemma
+// model without one gets folio's Gemma turn format; otherwise the ChatML
+// fallback (ChatTemplate::from_gguf). Used by `serve`.
+tokenizer::ChatTemplate pick_chat_template(const LoadedModel& lm);
 
 }  // namespace folio::tools

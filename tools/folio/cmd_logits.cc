@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "core/thread_pool.h"
 #include "model/evaluate.h"
@@ -27,6 +28,7 @@ struct LogitsArgs {
   int threads = 0;
   std::string kv_type = "f32";
   int64_t batch = 512;
+  bool no_repack = false;
 };
 
 // "1 2 3" or "1,2,3" -> ids; anything else is an error naming the item.
@@ -75,6 +77,7 @@ Status run_logits(const LogitsArgs& a) {
   model::LoadOptions lo;
   lo.log = stderr;
   lo.prefault = true;
+  lo.buffer_types = weight_buffer_types(a.no_repack, stderr);
   FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m, model::Model::load(a.model, lo));
   const int64_t n_vocab = m->config().n_vocab;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -141,6 +144,7 @@ void register_logits_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--kv-type", args.kv_type, "KV cache type: f32|f16|q8_0")->capture_default_str();
   cmd->add_option("--batch", args.batch, "tokens per forward call (1: token-by-token decode path)")
       ->capture_default_str();
+  cmd->add_flag("--no-repack", args.no_repack, "keep weights in their GGUF layout");
   cmd->callback([selected] {
     *selected = [] {
       const Status st = run_logits(args);

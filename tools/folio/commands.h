@@ -18,5 +18,7 @@ void register_tokenize_command(CLI::App& app, CommandFn* selected);
 void register_run_command(CLI::App& app, CommandFn* selected);
 void register_chat_command(CLI::App& app, CommandFn* selected);
 void register_batch_command(CLI::App& app, CommandFn* selected);
+void register_serve_command(CLI::App& app, CommandFn* selected);
+void register_bench_command(CLI::App& app, CommandFn* selected);
 
 }  // namespace folio::tools

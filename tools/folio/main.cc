@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   folio::tools::register_run_command(app, &selected);
   folio::tools::register_chat_command(app, &selected);
   folio::tools::register_batch_command(app, &selected);
+  folio::tools::register_serve_command(app, &selected);
+  folio::tools::register_bench_command(app, &selected);
 
   try {
     app.parse(argc, argv);

@@ -23,10 +23,19 @@ KernelTier max_tier_for(Isa isa) {
   return KernelTier::kScalar;
 }
 
+bool op_has_packed(const Op& op) {
+  if (is_packed(op.dst.dtype) || is_packed(op.dst2.dtype)) return true;
+  for (const TensorView& s : op.src) {
+    if (!s.empty() && is_packed(s.dtype)) return true;
+  }
+  return false;
+}
+
 const Kernel* KernelTable::find(const Op& op, KernelTier max_tier, bool ref_only) const {
   const Kernel* best = nullptr;
+  const bool packed = op_has_packed(op);
   for (const Kernel& k : kernels_) {
-    if (k.kind != op.kind) continue;
+    if (k.kind != op.kind || k.reads_packed != packed) continue;
     if (ref_only ? k.tier != KernelTier::kRef : k.tier > max_tier) continue;
     if (best != nullptr && k.tier <= best->tier) continue;
     if (k.supports != nullptr && !k.supports(op)) continue;
@@ -46,6 +55,7 @@ const KernelTable& cpu_kernels() {
     register_scalar_kernels(t);
     register_avx2_kernels(t);
     register_avx512_kernels(t);
+    register_packed_kernels(t);
     return t;
   }();
   return table;

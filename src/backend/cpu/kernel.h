@@ -2,7 +2,10 @@
 // have faster ones at higher tiers. A kernel declares which ops it accepts
 // (dtypes, shapes, params) through `supports`; the CPU backend picks the
 // highest tier the machine (and the ISA limit) allows whose `supports` says
-// yes, so every op always has at least the reference to fall back on.
+// yes, so every op always has at least the reference to fall back on. Within
+// one tier the first kernel registered whose `supports` says yes wins: a
+// kernel for a narrower case (e.g. gated_delta_net's chunked form, only for
+// long sequences) is registered before the general kernel of its tier.
 #pragma once
 
 #include <vector>
@@ -40,7 +43,14 @@ struct Kernel {
   const char* name;           // e.g. "mul_mat.q8_0.avx512"
   KernelSupportsFn supports;  // nullptr: accepts every valid op of `kind`
   KernelFn run;
+  // Reads inputs in a packed layout (is_packed dtypes, quant/repack.h). An op
+  // with a packed input only goes to such kernels, and they only get those
+  // ops: no other kernel ever reads packed bytes as a plain format.
+  bool reads_packed = false;
 };
+
+// Does any input or output of `op` have a packed dtype?
+bool op_has_packed(const Op& op);
 
 class KernelTable {
  public:
@@ -66,5 +76,7 @@ void register_ref_kernels_fused(KernelTable& t);      // ref/: fused *_update de
 void register_scalar_kernels(KernelTable& t);         // scalar/ (portable optimised tier)
 void register_avx2_kernels(KernelTable& t);           // avx2/
 void register_avx512_kernels(KernelTable& t);         // avx512/
+void register_packed_kernels(KernelTable& t);         // packed/, avx512/packed_*, amx/:
+                                                      // kernels on packed weight layouts
 
 }  // namespace folio

@@ -47,6 +47,10 @@ void register_avx2_kernels(KernelTable& t) {
   t.add({OpKind::kAddRmsNorm, kTier, "add_rms_norm.avx2", supports_add_rms_norm_simd,
          add_rms_norm_avx2});
   t.add({OpKind::kSoftMax, kTier, "soft_max.avx2", supports_soft_max_simd, soft_max_avx2});
+  // Chunked form first: it takes long sequences (T >= 256, allow_chunked);
+  // the bit-identical token-by-token kernel takes the rest.
+  t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.chunked.avx2",
+         supports_gated_delta_net_chunked_avx2, gated_delta_net_chunked_avx2});
   t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.avx2", supports_gated_delta_net_avx2,
          gated_delta_net_avx2});
   t.add({OpKind::kGatedDeltaNetUpdate, kTier, "gated_delta_net_update.avx2",

@@ -58,9 +58,14 @@ void register_avx512_kernels(KernelTable& t) {
   t.add({OpKind::kAddRmsNorm, kTier, "add_rms_norm.avx512", supports_add_rms_norm_simd,
          add_rms_norm_avx512});
   t.add({OpKind::kSoftMax, kTier, "soft_max.avx512", supports_soft_max_simd, soft_max_avx512});
+  t.add({OpKind::kRope, kTier, "rope.avx512", supports_rope_avx512, rope_avx512});
   t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx512", supports_ssm_conv_avx512, ssm_conv_avx512});
   t.add({OpKind::kSsmConvUpdate, kTier, "ssm_conv_update.avx512", supports_ssm_conv_update_avx512,
          ssm_conv_update_avx512});
+  // Chunked form first: it takes long sequences (T >= 64, allow_chunked);
+  // the bit-identical token-by-token kernel takes the rest.
+  t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.chunked.avx512",
+         supports_gated_delta_net_chunked_avx512, gated_delta_net_chunked_avx512});
   t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.avx512", supports_gated_delta_net_avx512,
          gated_delta_net_avx512});
   t.add({OpKind::kGatedDeltaNetUpdate, kTier, "gated_delta_net_update.avx512",

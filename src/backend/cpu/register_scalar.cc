@@ -2,12 +2,17 @@
 // implemented under scalar/. They run where no SIMD tier applies and are the
 // structure reference for the SIMD versions of the same kernels.
 #include "backend/cpu/scalar/flash_attn_tiled.h"
+#include "backend/cpu/scalar/gdn_chunked.h"
 
 namespace folio {
 
 void register_scalar_kernels(KernelTable& t) {
   using namespace cpu;
   t.add({OpKind::kFlashAttn, KernelTier::kScalar, "flash_attn.scalar", nullptr, flash_attn_scalar});
+  // Long sequences only (T >= 64, params.allow_chunked); the rest keep the
+  // bit-identical reference.
+  t.add({OpKind::kGatedDeltaNet, KernelTier::kScalar, "gated_delta_net.chunked.scalar",
+         supports_gated_delta_net_chunked, gated_delta_net_chunked_scalar});
 }
 
 }  // namespace folio

@@ -5,6 +5,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/target.h"
@@ -12,6 +13,15 @@
 #define FOLIO_INLINE_AVX2 FOLIO_TARGET_AVX2 __attribute__((always_inline)) static inline
 
 namespace folio::cpu::avx2 {
+
+// Asks for the cache lines of [p, p + n) in L1, one prefetch per 64 bytes
+// (see avx512/simd.h: the mat-vec tiles prefetch the next tile's weights).
+template <size_t N>
+FOLIO_INLINE_AVX2 void prefetch_span(const void* p) {
+  for (size_t off = 0; off < N; off += 64) {
+    _mm_prefetch(static_cast<const char*>(p) + off, _MM_HINT_T0);
+  }
+}
 
 // Lane mask for the first min(left, 8) lanes (for vmaskmovps loads / stores:
 // masked-off lanes read as 0 and are never written or touched).

@@ -10,14 +10,16 @@
 namespace folio::cpu {
 
 // mul_mat_float.cc / mul_mat_quant.cc: the tile spec for a weight type
-// (F32, F16, BF16 / every quantized type below; CHECKs the type).
+// (F32, F16, BF16 / every quantized type below; CHECKs the type). `m`
+// (activation rows per weight of the op) picks the tile shape; outputs do
+// not depend on it.
 // quant_mul_mat_spec_avx512 covers the 32-element blocks (Q8_0, Q4_0, Q4_1,
 // Q5_0, Q5_1, IQ4_NL) and forwards the super-block types to
 // kquant_mul_mat_spec_avx512 (mul_mat_kquant.cc: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
 // IQ4_XS).
-MatMulSpec float_mul_mat_spec_avx512(DType w);
-MatMulSpec quant_mul_mat_spec_avx512(DType w);
-MatMulSpec kquant_mul_mat_spec_avx512(DType w);
+MatMulSpec float_mul_mat_spec_avx512(DType w, int64_t m);
+MatMulSpec quant_mul_mat_spec_avx512(DType w, int64_t m);
+MatMulSpec kquant_mul_mat_spec_avx512(DType w, int64_t m);
 
 // mul_mat.cc: every weight type above.
 Status mul_mat_avx512(const Op& op, const KernelContext& ctx);
@@ -41,6 +43,11 @@ Status add_rms_norm_avx512(const Op& op, const KernelContext& ctx);
 
 // softmax.cc
 Status soft_max_avx512(const Op& op, const KernelContext& ctx);
+
+// rope.cc: normal and neox modes (multi-section modes stay with the
+// reference), bit-identical to the reference.
+bool supports_rope_avx512(const Op& op);
+Status rope_avx512(const Op& op, const KernelContext& ctx);
 
 // flash_attn.cc: every valid kFlashAttn op (tiles of scalar/flash_attn_tiled.h).
 Status flash_attn_avx512(const Op& op, const KernelContext& ctx);

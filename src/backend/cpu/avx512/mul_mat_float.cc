@@ -1,14 +1,22 @@
 // AVX-512 mul_mat for float weights (F32, F16, BF16) x F32 activations.
 //
 // Layout: W rows [K] contiguous (f32, f16 or bf16), X rows [K] f32.
-// Tile: up to 4 weight rows x 4 activation rows; each step of 16 elements
-// loads (and widens) 4 W vectors and 4 X vectors and issues 16 FMAs into 16
-// independent zmm accumulators (21 of the 32 registers), so loads stay at half
-// the FMA count and the FMA latency is hidden without unrolling. The K tail
-// uses masked loads. F16 widens with vcvtph2ps, BF16 by a 16-bit shift:
-// activations stay f32 (no precision lost on X). Each output is one
-// accumulator reduced at the end, so its value does not depend on the tile
-// shape or the thread count.
+// Two tile shapes, picked by the number of activation rows M of the op:
+//   narrow (M < 8): up to 4 weight rows x 4 activation rows; each step of 16
+//     elements loads (and widens) 4 W vectors and 4 X vectors and issues 16
+//     FMAs into 16 independent zmm accumulators, so loads stay at half the
+//     FMA count and the FMA latency is hidden without unrolling. Decode
+//     (M = 1) streams the weights: 4 row streams, each step prefetching the
+//     same elements of the next tile's rows.
+//   wide (M >= 8): up to 3 weight rows x 8 activation rows, 24 accumulators:
+//     each widened W vector feeds 8 FMAs, so the f16 / bf16 conversion (two
+//     uops on the FMA ports per vector) costs a quarter of what it does in
+//     the narrow tile, which matters once batched decode is compute-bound.
+// The K tail uses masked loads. F16 widens with vcvtph2ps, BF16 by a 16-bit
+// shift: activations stay f32 (no precision lost on X). Each output is one
+// accumulator (16 lanes, K ascending) reduced at the end by hsum, in both
+// shapes, so its value depends neither on the tile shape (hence not on M or
+// the batch composition) nor on the thread count.
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/avx512/simd.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
@@ -19,8 +27,11 @@ namespace folio::cpu {
 
 namespace {
 
-constexpr int kTileRows = 4;
-constexpr int kTileCols = 4;
+constexpr int kNarrowRows = 4;
+constexpr int kNarrowCols = 4;
+constexpr int kWideRows = 3;
+constexpr int kWideCols = 8;
+constexpr int64_t kWideMinRows = 8;  // activation rows from which the wide tile is used
 
 template <DType WT>
 FOLIO_TARGET_AVX512 inline __m512 load_w(const void* row, int64_t i) {
@@ -58,11 +69,14 @@ FOLIO_TARGET_AVX512 void float_tile(int64_t k, const void* w, size_t w_stride, c
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   }
+  constexpr size_t kElem = WT == DType::F32 ? 4 : 2;
+  const size_t pf = R * w_stride;  // the next tile's rows
   int64_t i = 0;
   for (; i + 16 <= k; i += 16) {
     __m512 xv[C];
     for (int c = 0; c < C; ++c) xv[c] = _mm512_loadu_ps(xr[c] + i);
     for (int r = 0; r < R; ++r) {
+      avx512::prefetch_span<16 * kElem>(wr[r] + i * kElem + pf);
       const __m512 wv = load_w<WT>(wr[r], i);
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, xv[c], acc[r][c]);
     }
@@ -83,11 +97,11 @@ FOLIO_TARGET_AVX512 void float_tile(int64_t k, const void* w, size_t w_stride, c
 }
 
 template <DType WT>
-FOLIO_TARGET_AVX512 void float_tile_any(int64_t k, const void* w, size_t w_stride, int nr,
-                                        const void* x, size_t x_stride, int nc, float* out,
-                                        size_t out_stride) {
+FOLIO_TARGET_AVX512 void float_tile_narrow(int64_t k, const void* w, size_t w_stride, int nr,
+                                           const void* x, size_t x_stride, int nc, float* out,
+                                           size_t out_stride) {
   using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);
-  static constexpr Fn kTable[kTileRows][kTileCols] = {
+  static constexpr Fn kTable[kNarrowRows][kNarrowCols] = {
       {float_tile<WT, 1, 1>, float_tile<WT, 1, 2>, float_tile<WT, 1, 3>, float_tile<WT, 1, 4>},
       {float_tile<WT, 2, 1>, float_tile<WT, 2, 2>, float_tile<WT, 2, 3>, float_tile<WT, 2, 4>},
       {float_tile<WT, 3, 1>, float_tile<WT, 3, 2>, float_tile<WT, 3, 3>, float_tile<WT, 3, 4>},
@@ -96,16 +110,38 @@ FOLIO_TARGET_AVX512 void float_tile_any(int64_t k, const void* w, size_t w_strid
   kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);
 }
 
+template <DType WT>
+FOLIO_TARGET_AVX512 void float_tile_wide(int64_t k, const void* w, size_t w_stride, int nr,
+                                         const void* x, size_t x_stride, int nc, float* out,
+                                         size_t out_stride) {
+  using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);
+  static constexpr Fn kTable[kWideRows][kWideCols] = {
+      {float_tile<WT, 1, 1>, float_tile<WT, 1, 2>, float_tile<WT, 1, 3>, float_tile<WT, 1, 4>,
+       float_tile<WT, 1, 5>, float_tile<WT, 1, 6>, float_tile<WT, 1, 7>, float_tile<WT, 1, 8>},
+      {float_tile<WT, 2, 1>, float_tile<WT, 2, 2>, float_tile<WT, 2, 3>, float_tile<WT, 2, 4>,
+       float_tile<WT, 2, 5>, float_tile<WT, 2, 6>, float_tile<WT, 2, 7>, float_tile<WT, 2, 8>},
+      {float_tile<WT, 3, 1>, float_tile<WT, 3, 2>, float_tile<WT, 3, 3>, float_tile<WT, 3, 4>,
+       float_tile<WT, 3, 5>, float_tile<WT, 3, 6>, float_tile<WT, 3, 7>, float_tile<WT, 3, 8>},
+  };
+  kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);
+}
+
+template <DType WT>
+MatMulSpec float_spec(int64_t m) {
+  if (m >= kWideMinRows) return {ActFormat::kF32, kWideRows, kWideCols, &float_tile_wide<WT>};
+  return {ActFormat::kF32, kNarrowRows, kNarrowCols, &float_tile_narrow<WT>};
+}
+
 }  // namespace
 
-MatMulSpec float_mul_mat_spec_avx512(DType w) {
+MatMulSpec float_mul_mat_spec_avx512(DType w, int64_t m) {
   switch (w) {
     case DType::F32:
-      return {ActFormat::kF32, kTileRows, kTileCols, &float_tile_any<DType::F32>};
+      return float_spec<DType::F32>(m);
     case DType::F16:
-      return {ActFormat::kF32, kTileRows, kTileCols, &float_tile_any<DType::F16>};
+      return float_spec<DType::F16>(m);
     case DType::BF16:
-      return {ActFormat::kF32, kTileRows, kTileCols, &float_tile_any<DType::BF16>};
+      return float_spec<DType::BF16>(m);
     default:
       break;
   }

@@ -22,7 +22,9 @@
 // IQ4_XS: signed levels of kIQ4NLValues by vpshufb; vpmaddubsw takes |w|
 //   and x negated where w < 0 (a byte-masked subtract from zero):
 //   |products| <= 127 * 127 * 2; signed 6-bit scale per 32 elements.
-// Tile: 4 weight rows x 2 activation rows. Integer sums are exact and each
+// Tile: 4 weight rows x 2 activation rows (Q4_K, Q5_K, Q6_K: 2 x 8 from 8
+// activation rows on, mul_mat_quant.h); each super-block step prefetches
+// the same super-block of the next tile's rows. Integer sums are exact and each
 // output's f32 accumulation order depends only on K, never on the tile shape
 // or the thread count.
 #include <cstring>
@@ -123,11 +125,13 @@ FOLIO_TARGET_AVX512 void q45_k_tile(int64_t k, const void* w, size_t w_stride, c
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   }
   const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t sb = 0; sb < nsb; ++sb) {
     __m512i isum[R][C];
     __m512i scales[R];  // 8 group scales as i16 in lanes 0-7
     __m256i mins[R];    // 16 i16: m0, m0, m1, m1, ... (pairs meet the 16-element bsums)
     for (int r = 0; r < R; ++r) {
+      avx512::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(wr[r] + sb) + pf);
       const ScalesMins sm = unpack_k4_scales(wr[r][sb].scales);
       scales[r] = _mm512_castsi128_si512(
           _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sm.scales))));
@@ -154,17 +158,17 @@ FOLIO_TARGET_AVX512 void q45_k_tile(int64_t k, const void* w, size_t w_stride, c
         }
       }
     }
+    // acc += (isum * d - msum * dmin) * dx: the row's scales broadcast once
+    // for all columns, the column's once per use (a memory broadcast).
     for (int r = 0; r < R; ++r) {
-      const float d = half_to_float(&wr[r][sb].d);
-      const float dmin = half_to_float(&wr[r][sb].dmin);
+      const __m512 d = _mm512_set1_ps(half_to_float(&wr[r][sb].d));
+      const __m512 dmin = _mm512_set1_ps(half_to_float(&wr[r][sb].dmin));
       for (int c = 0; c < C; ++c) {
-        const float dx = xr[c][sb].d;
         const __m512i msum =
             _mm512_zextsi256_si512(_mm256_madd_epi16(mins[r], bsums_of(xr[c][sb])));
-        acc[r][c] =
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_set1_ps(d * dx), acc[r][c]);
-        acc[r][c] =
-            _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_set1_ps(dmin * dx), acc[r][c]);
+        const __m512 t = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), dmin,
+                                          _mm512_mul_ps(_mm512_cvtepi32_ps(isum[r][c]), d));
+        acc[r][c] = _mm512_fmadd_ps(t, _mm512_set1_ps(xr[c][sb].d), acc[r][c]);
       }
     }
   }
@@ -195,10 +199,12 @@ FOLIO_TARGET_AVX512 void q6_k_tile(int64_t k, const void* w, size_t w_stride, co
   // 2-3 (shift left 4 / 2), elements 64-95 / 96-127 bits 4-5 / 6-7 (right 0 / 2).
   const __m512i shl = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
   const __m512i shr = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t sb = 0; sb < nsb; ++sb) {
     __m512i isum[R][C];
     __m256i scales[R];  // 16 group scales as i16
     for (int r = 0; r < R; ++r) {
+      avx512::prefetch_span<sizeof(BlockQ6_K)>(reinterpret_cast<const char*>(wr[r] + sb) + pf);
       scales[r] =
           _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wr[r][sb].scales)));
       for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
@@ -228,14 +234,15 @@ FOLIO_TARGET_AVX512 void q6_k_tile(int64_t k, const void* w, size_t w_stride, co
         }
       }
     }
+    // acc += (dot * d) * dx (row scale broadcast once for all columns).
     for (int r = 0; r < R; ++r) {
-      const float d = half_to_float(&wr[r][sb].d);
+      const __m512 d = _mm512_set1_ps(half_to_float(&wr[r][sb].d));
       for (int c = 0; c < C; ++c) {
         const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scales[r], bsums_of(xr[c][sb])),
                                               5);  // 32 * sc * bsum
         const __m512i dot = _mm512_sub_epi32(isum[r][c], _mm512_zextsi256_si512(off));
-        acc[r][c] =
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(d * xr[c][sb].d), acc[r][c]);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), d),
+                                    _mm512_set1_ps(xr[c][sb].d), acc[r][c]);
       }
     }
   }
@@ -280,11 +287,13 @@ FOLIO_TARGET_AVX512 void q23_k_tile(int64_t k, const void* w, size_t w_stride, c
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   }
   const __m512i m3 = _mm512_set1_epi8(3);
+  const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t sb = 0; sb < nsb; ++sb) {
     __m512i isum[R][C];
     __m256i scales[R];  // 16 group scales as i16 (Q3_K: minus 32)
     __m256i mins[R];    // Q2_K: 16 group mins as i16
     for (int r = 0; r < R; ++r) {
+      avx512::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(wr[r] + sb) + pf);
       if constexpr (kQ3) {
         scales[r] = _mm256_cvtepi8_epi16(unpack_q3_k_scales(wr[r][sb].scales));
       } else {
@@ -365,10 +374,12 @@ FOLIO_TARGET_AVX512 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, 
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i table = _mm512_broadcast_i32x4(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues)));
+  const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t sb = 0; sb < nsb; ++sb) {
     __m512i isum[R][C];
     __m512i scales[R];  // 8 signed group scales (minus 32) as i16 in lanes 0-7
     for (int r = 0; r < R; ++r) {
+      avx512::prefetch_span<sizeof(BlockIQ4_XS)>(reinterpret_cast<const char*>(wr[r] + sb) + pf);
       const BlockIQ4_XS& b = wr[r][sb];
       alignas(16) int16_t sc[8];
       for (int g = 0; g < 8; ++g) {
@@ -441,25 +452,35 @@ FOLIO_AVX512_QUANT_TILE_FN(q4_k_tile_any, q4_k_tile)
 FOLIO_AVX512_QUANT_TILE_FN(q5_k_tile_any, q5_k_tile)
 FOLIO_AVX512_QUANT_TILE_FN(q6_k_tile_any, q6_k_tile)
 FOLIO_AVX512_QUANT_TILE_FN(iq4_xs_tile_any, iq4_xs_tile)
+FOLIO_AVX512_QUANT_WIDE_TILE_FN(q4_k_tile_wide, q4_k_tile)
+FOLIO_AVX512_QUANT_WIDE_TILE_FN(q5_k_tile_wide, q5_k_tile)
+FOLIO_AVX512_QUANT_WIDE_TILE_FN(q6_k_tile_wide, q6_k_tile)
 
 MatMulSpec kquant_spec(DotTileFn tile) {
   return {ActFormat::kQ8_K, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_k_avx512};
 }
 
+// The 4 x 2 tile below kWideMinCols activation rows, else the wide one.
+MatMulSpec kquant_spec(DotTileFn tile, DotTileFn wide, int64_t m) {
+  if (m < avx512::kWideMinCols) return kquant_spec(tile);
+  return {ActFormat::kQ8_K, avx512::kWideTileRows, avx512::kWideTileCols, wide,
+          &quantize_act_q8_k_avx512};
+}
+
 }  // namespace
 
-MatMulSpec kquant_mul_mat_spec_avx512(DType w) {
+MatMulSpec kquant_mul_mat_spec_avx512(DType w, int64_t m) {
   switch (w) {
     case DType::Q2_K:
       return kquant_spec(&q2_k_tile_any);
     case DType::Q3_K:
       return kquant_spec(&q3_k_tile_any);
     case DType::Q4_K:
-      return kquant_spec(&q4_k_tile_any);
+      return kquant_spec(&q4_k_tile_any, &q4_k_tile_wide, m);
     case DType::Q5_K:
-      return kquant_spec(&q5_k_tile_any);
+      return kquant_spec(&q5_k_tile_any, &q5_k_tile_wide, m);
     case DType::Q6_K:
-      return kquant_spec(&q6_k_tile_any);
+      return kquant_spec(&q6_k_tile_any, &q6_k_tile_wide, m);
     case DType::IQ4_XS:
       return kquant_spec(&iq4_xs_tile_any);
     default:

@@ -18,8 +18,11 @@ namespace {
 
 // Activation bytes kept hot while the row tiles of a chunk stream past them.
 constexpr size_t kActBlockBytes = 256 * 1024;
-// Below this many multiply-adds an op runs on the calling thread only.
-constexpr double kMinParallelMacs = 1 << 18;
+// Below this many multiply-adds an op runs on the calling thread only. The
+// pool hands work over in about a microsecond while its threads spin
+// (core/thread_pool.h), so even a decode step's small K/V projections
+// (e.g. 640 x 256: ~10 us on one core) are worth splitting.
+constexpr double kMinParallelMacs = 1 << 16;
 
 // run_range for a lambda of any size without a heap allocation per call:
 // std::function stores a callable holding one reference in place, while a

@@ -77,6 +77,10 @@ void convert_act_row(ActFormat f, const float* src, void* dst, int64_t k);
 //   X row c   starts at x + c * x_stride (bytes), in the spec's ActFormat
 //   out(r, c) is the float at (char*)out + c * out_stride + r * 4.
 // nr <= tile_rows and nc <= tile_cols of the spec; k may be 0 (gives 0).
+// A tile may prefetch the weight rows that follow its own (from w +
+// nr * w_stride on, possibly past the end of the matrix: prefetches never
+// fault): the driver visits a chunk's row tiles in ascending order, so these
+// are the next tile's, and a decode step streams every weight exactly once.
 using DotTileFn = void (*)(int64_t k, const void* w, size_t w_stride, int nr, const void* x,
                            size_t x_stride, int nc, float* out, size_t out_stride);
 

@@ -1,0 +1,252 @@
+// AMX mul_mat / mul_mat_id on the packed 32-element layouts Q4_0_X16,
+// Q5_0_X16 and Q8_0_X16 (quant/repack.h) x Q8Row32 activation rows.
+//
+// One panel block (16 weight rows x 32 elements) in VNNI order is the B
+// operand of an int8 tile dot product (8 rows of 64 bytes: 4 values of each
+// of 16 columns), and 16 activation rows' quants of the block are the A
+// operand (16 rows of 32 bytes, read in place with the activation row
+// stride). A panel call first turns the panel's codes into signed values
+// (code - offset: nibbles unpacked, Q8_0's q + 128 back to q) in a
+// tile-ready scratch shared by all its activation rows; then, per block,
+// one B tile meets up to 3 groups of 16 activation rows:
+//   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group
+// C_g holds exactly the integer block dots of the AVX-512 panels
+// (avx512/packed_legacy.cc); it goes to memory and each of its 16 rows takes
+// the same float step as there, acc += float(C row) * (d_w * d_x), so the
+// results are bit-identical to the AVX-512 panels, which take the rows left
+// over after the groups of 16 (and every op with fewer than 16 rows: the
+// kernel's `supports` sends those to the AVX-512 tier). The groups' TDPs of
+// a block are independent, so the tile unit overlaps them with the
+// vector work of the previous group.
+//
+// Tiles (palette 1): tmm0-2 A 16 x 32 B, tmm3 B 8 x 64 B, tmm4-6 C 16 x 64 B.
+// Each thread configures its tiles at the start of a panel call (ldtilecfg)
+// and releases them at its end (tilerelease); the OS grants the tile state
+// once per process (core/cpu_features.cc, arch_prctl).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/avx512/kernels.h"
+#include "backend/cpu/packed/packed_kernels.h"
+#include "core/target.h"
+#include "quant/blocks.h"
+#include "quant/repack.h"
+
+namespace folio::cpu {
+
+namespace {
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+constexpr int kGroup = 16;  // activation rows per tile group
+
+#define FOLIO_INLINE_AMX FOLIO_TARGET_AMX __attribute__((always_inline)) static inline
+
+template <DType P>
+constexpr int32_t kOffset = P == DType::Q4_0_X16   ? 8
+                            : P == DType::Q5_0_X16 ? 16
+                                                   : 128;
+
+// Compiler barrier: tile loads and ldtilecfg are asm statements that do not
+// tell the compiler which memory they read.
+inline void memory_barrier() {
+  __asm__ volatile("" ::: "memory");
+}
+
+// Tiles: tmm0-2 A (16 activation rows x 32 quants) of up to 3 groups, tmm3
+// B (8 VNNI rows x 64 signed values), tmm4-6 C (16 x 16 i32) per group.
+FOLIO_TARGET_AMX void configure_tiles() {
+  TileConfig cfg;
+  for (int t = 0; t < 3; ++t) {
+    cfg.colsb[t] = 32;
+    cfg.rows[t] = 16;
+    cfg.colsb[4 + t] = 64;
+    cfg.rows[4 + t] = 16;
+  }
+  cfg.colsb[3] = 64;
+  cfg.rows[3] = 8;
+  memory_barrier();
+  _tile_loadconfig(&cfg);
+}
+
+// Tile-ready signed values (code - offset, 8 x 64 bytes per block) of a panel.
+template <DType P>
+FOLIO_TARGET_AMX void unpack_panel(const uint8_t* panel, int64_t nb, uint8_t* dst) {
+  constexpr size_t kBlk = quant::x16_block_bytes(P);
+  const __m512i off = _mm512_set1_epi8(static_cast<char>(kOffset<P>));
+  if constexpr (P == DType::Q8_0_X16) {
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int r = 0; r < 8; ++r) {
+        const __m512i v = _mm512_loadu_si512(panel + b * kBlk + 64 * r);
+        _mm512_store_si512(dst + b * 512 + 64 * r, _mm512_xor_si512(v, off));  // q + 128 -> q
+      }
+    }
+    return;
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i sixteen = _mm512_set1_epi8(16);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = panel + b * kBlk;
+    uint8_t* o = dst + b * 512;
+    for (int r = 0; r < 4; ++r) {
+      const __m512i v = _mm512_loadu_si512(blk + 64 * r);
+      __m512i lo = _mm512_and_si512(v, m4);
+      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      if constexpr (P == DType::Q5_0_X16) {
+        uint64_t bl, bh;
+        std::memcpy(&bl, blk + 256 + 8 * r, 8);
+        std::memcpy(&bh, blk + 256 + 8 * (r + 4), 8);
+        lo = _mm512_mask_add_epi8(lo, static_cast<__mmask64>(bl), lo, sixteen);
+        hi = _mm512_mask_add_epi8(hi, static_cast<__mmask64>(bh), hi, sixteen);
+      }
+      _mm512_store_si512(o + 64 * r, _mm512_sub_epi8(lo, off));
+      _mm512_store_si512(o + 64 * (r + 4), _mm512_sub_epi8(hi, off));
+    }
+  }
+}
+
+// acc(i) += float(C row i) * (d_w * d_x(i)) for the 16 rows of one group.
+FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, const float* const* dx,
+                                 int64_t b, float* acc) {
+  for (int i = 0; i < kGroup; ++i) {
+    const __m512i isum = _mm512_load_si512(c_rows + 16 * i);
+    const __m512 a = _mm512_load_ps(acc + 16 * i);
+    _mm512_store_ps(acc + 16 * i, _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                                                  _mm512_mul_ps(dw, _mm512_set1_ps(dx[i][b])), a));
+  }
+}
+
+// G groups of 16 activation rows (G <= 3) against one panel: per block, one
+// B load and G independent TDPBSSD. Software-pipelined: the C tiles of
+// block b go to one half of c_rows while the vector work reads block b - 1's
+// from the other half, so loads never wait on a tile store still in flight.
+template <int G>
+FOLIO_TARGET_AMX void amx_groups(int64_t nb, const uint8_t* b_tiles, const uint8_t* scales,
+                                 size_t scale_stride, int64_t k, const uint8_t* x, size_t xs,
+                                 uint8_t* out, size_t os, __mmask16 mask) {
+  alignas(64) int32_t c_rows[2][G][kGroup * 16];
+  alignas(64) float acc[G][kGroup * 16];
+  const float* dx[G][kGroup];
+  for (int g = 0; g < G; ++g) {
+    for (int i = 0; i < kGroup; ++i) dx[g][i] = q8row32(x + (g * kGroup + i) * xs, k).d;
+  }
+  std::memset(acc, 0, sizeof(acc));
+  for (int64_t b = 0; b <= nb; ++b) {
+    if (b < nb) {
+      const uint8_t* xb = x + b * quant::kQK;
+      int32_t(*c)[kGroup * 16] = c_rows[b & 1];
+      _tile_loadd(3, b_tiles + b * 512, 64);
+      _tile_loadd(0, xb, xs);
+      _tile_zero(4);
+      _tile_dpbssd(4, 0, 3);
+      if constexpr (G > 1) {
+        _tile_loadd(1, xb + kGroup * xs, xs);
+        _tile_zero(5);
+        _tile_dpbssd(5, 1, 3);
+      }
+      if constexpr (G > 2) {
+        _tile_loadd(2, xb + 2 * kGroup * xs, xs);
+        _tile_zero(6);
+        _tile_dpbssd(6, 2, 3);
+      }
+      _tile_stored(4, c[0], 64);
+      if constexpr (G > 1) _tile_stored(5, c[1], 64);
+      if constexpr (G > 2) _tile_stored(6, c[2], 64);
+    }
+    if (b > 0) {
+      const int64_t pb = b - 1;
+      const __m512 dw = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + pb * scale_stride)));
+      for (int g = 0; g < G; ++g) accumulate(c_rows[pb & 1][g], dw, dx[g], pb, acc[g]);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    for (int i = 0; i < kGroup; ++i) {
+      _mm512_mask_storeu_ps(out + (g * kGroup + i) * os, mask, _mm512_load_ps(acc[g] + 16 * i));
+    }
+  }
+}
+
+template <DType P>
+FOLIO_TARGET_AMX void amx_panel(int64_t k, const void* panel, const void* x, size_t xs, int nc,
+                                int nr, float* out, size_t os) {
+  constexpr size_t kBlk = quant::x16_block_bytes(P), kCode = quant::x16_code_bytes(P);
+  const auto* p = static_cast<const uint8_t*>(panel);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  auto* ob = reinterpret_cast<uint8_t*>(out);
+  const int64_t nb = k / quant::kQK;
+  int groups = nc / kGroup;
+  int done = 0;
+  if (groups > 0) {
+    auto* b_tiles = static_cast<uint8_t*>(packed_thread_scratch(2, static_cast<size_t>(nb) * 512));
+    if (b_tiles == nullptr) groups = 0;  // no memory: every row through the AVX-512 panel
+    if (groups > 0) {
+      unpack_panel<P>(p, nb, b_tiles);
+      configure_tiles();
+      memory_barrier();
+    }
+    const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
+    while (groups > 0) {
+      const int g = groups >= 3 ? 3 : groups;
+      const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
+      uint8_t* og = ob + static_cast<size_t>(done) * os;
+      if (g == 3) {
+        amx_groups<3>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
+      } else if (g == 2) {
+        amx_groups<2>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
+      } else {
+        amx_groups<1>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
+      }
+      groups -= g;
+      done += g * kGroup;
+    }
+    // Back to the init state: the OS need not save 8 KB of tiles on every
+    // context switch of this thread until its next tile work.
+    if (done > 0) _tile_release();
+  }
+  if (done < nc) {
+    legacy_panel_avx512(P)(k, panel, xb + done * xs, xs, nc - done, nr,
+                           reinterpret_cast<float*>(ob + done * os), os);
+  }
+}
+
+PackedSpec amx_spec(DType packed) {
+  PanelFn f = nullptr;
+  switch (packed) {
+    case DType::Q4_0_X16:
+      f = &amx_panel<DType::Q4_0_X16>;
+      break;
+    case DType::Q5_0_X16:
+      f = &amx_panel<DType::Q5_0_X16>;
+      break;
+    case DType::Q8_0_X16:
+      f = &amx_panel<DType::Q8_0_X16>;
+      break;
+    default:
+      break;
+  }
+  return {ActFormat::kQ8_0, f, &quantize_act_q8_0_avx512};
+}
+
+}  // namespace
+
+Status mul_mat_packed_amx(const Op& op, const KernelContext& ctx) {
+  return packed_mul_mat(op, ctx, amx_spec(op.src[0].dtype));
+}
+
+Status mul_mat_id_packed_amx(const Op& op, const KernelContext& ctx) {
+  return packed_mul_mat_id(op, ctx, amx_spec(op.src[0].dtype));
+}
+
+}  // namespace folio::cpu

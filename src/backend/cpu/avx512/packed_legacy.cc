@@ -1,0 +1,178 @@
+// AVX-512 + VNNI panels for the packed 32-element layouts Q4_0_X16,
+// Q5_0_X16 and Q8_0_X16 (quant/repack.h) x Q8Row32 activation rows.
+//
+// A panel block holds the unsigned codes of 16 rows in VNNI order: VNNI row
+// r (one zmm) has, in i32 lane n, the 4 codes of row n for elements 4r..4r+3.
+// vpdpbusd with the activation's 4 quants of those elements broadcast to
+// every lane adds their 4 products to lane n: 8 vpdpbusd give the 16 rows'
+// exact integer block dots at once, with no horizontal sums and no
+// per-row scale shuffles (the plain layout's costs). Codes are unpacked
+// with one and / shift per 64 (nibbles: VNNI rows 0-3 low, 4-7 high; Q5_0's
+// bit 4 by a byte-masked add from its bit plane; Q8_0 codes are stored as
+// q + 128). The offset (8, 16, 128) comes off as offset * (the block's
+// activation quant sum): exact integers, then per block
+//   acc += float(isum) * (d_w * d_x)   (16 rows: f16 scales, one vcvtph2ps)
+// so each output's float steps depend only on K: the AMX panels
+// (amx/mul_mat_amx.cc) run the same steps on the same integers and give the
+// same bits. Tile: 16 rows x up to 4 activation rows in registers; each
+// block step prefetches the block about 3 KB ahead in the panel stream.
+#include <cstring>
+
+#include "backend/cpu/avx512/kernels.h"
+#include "backend/cpu/avx512/simd.h"
+#include "backend/cpu/packed/packed_kernels.h"
+#include "core/target.h"
+#include "quant/blocks.h"
+#include "quant/repack.h"
+
+namespace folio::cpu {
+
+namespace {
+
+template <DType P>
+constexpr int32_t kLegacyOffset = P == DType::Q4_0_X16   ? 8
+                                  : P == DType::Q5_0_X16 ? 16
+                                                         : 128;
+
+// The 8 VNNI rows of unsigned codes of one panel block.
+template <DType P>
+FOLIO_INLINE_AVX512 void unpack_codes(const uint8_t* blk, __m512i (&w)[8]) {
+  if constexpr (P == DType::Q8_0_X16) {
+    for (int r = 0; r < 8; ++r) w[r] = _mm512_loadu_si512(blk + 64 * r);
+  } else {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int r = 0; r < 4; ++r) {
+      const __m512i v = _mm512_loadu_si512(blk + 64 * r);
+      w[r] = _mm512_and_si512(v, m4);
+      w[r + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    }
+    if constexpr (P == DType::Q5_0_X16) {
+      const __m512i sixteen = _mm512_set1_epi8(16);
+      for (int r = 0; r < 8; ++r) {
+        uint64_t bits;
+        std::memcpy(&bits, blk + 256 + 8 * r, 8);
+        w[r] = _mm512_mask_add_epi8(w[r], static_cast<__mmask64>(bits), w[r], sixteen);
+      }
+    }
+  }
+}
+
+// Prefetches the lines of [p, p + N) into L1. A decode step streams every
+// weight once; the panel reads ahead in its own stream (panels of a matrix
+// are consecutive, so reading past a panel's end prefetches the next one).
+template <size_t N>
+FOLIO_INLINE_AVX512 void prefetch_lines(const uint8_t* p) {
+  for (size_t off = 0; off < N; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
+}
+
+// Blocks to read ahead: about 3 KB.
+template <DType P>
+constexpr int64_t kPrefetchBlocks = 3072 / quant::x16_block_bytes(P);
+
+FOLIO_INLINE_AVX512 __m512i bcast4(const int8_t* q) {
+  int32_t v;
+  std::memcpy(&v, q, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// C activation rows x the panel's 16 rows.
+template <DType P, int C>
+FOLIO_TARGET_AVX512 void legacy_cols(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
+                                     float* out, size_t os, __mmask16 mask) {
+  constexpr size_t kBlk = quant::x16_block_bytes(P), kCode = quant::x16_code_bytes(P);
+  constexpr int32_t kOff = kLegacyOffset<P>;
+  const int64_t nb = k / quant::kQK;
+  Q8Row32 xr[C];
+  __m512 acc[C];
+  for (int c = 0; c < C; ++c) {
+    xr[c] = q8row32(x + c * xs, k);
+    acc[c] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = panel + b * kBlk;
+    prefetch_lines<kBlk>(blk + kPrefetchBlocks<P> * kBlk);
+    __m512i w[8];
+    unpack_codes<P>(blk, w);
+    const __m512 dw =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kCode)));
+    for (int c = 0; c < C; ++c) {
+      const int8_t* q = xr[c].qs + b * quant::kQK;
+      __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], bcast4(q));
+      __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[1], bcast4(q + 4));
+      s0 = _mm512_dpbusd_epi32(s0, w[2], bcast4(q + 8));
+      s1 = _mm512_dpbusd_epi32(s1, w[3], bcast4(q + 12));
+      s0 = _mm512_dpbusd_epi32(s0, w[4], bcast4(q + 16));
+      s1 = _mm512_dpbusd_epi32(s1, w[5], bcast4(q + 20));
+      s0 = _mm512_dpbusd_epi32(s0, w[6], bcast4(q + 24));
+      s1 = _mm512_dpbusd_epi32(s1, w[7], bcast4(q + 28));
+      const __m512i isum =
+          _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(kOff * xr[c].sum[b]));
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                               _mm512_mul_ps(dw, _mm512_set1_ps(xr[c].d[b])), acc[c]);
+    }
+  }
+  for (int c = 0; c < C; ++c)
+    _mm512_mask_storeu_ps(reinterpret_cast<uint8_t*>(out) + c * os, mask, acc[c]);
+}
+
+template <DType P>
+FOLIO_TARGET_AVX512 void legacy_panel(int64_t k, const void* panel, const void* x, size_t xs,
+                                      int nc, int nr, float* out, size_t os) {
+  const auto* p = static_cast<const uint8_t*>(panel);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  auto* ob = reinterpret_cast<uint8_t*>(out);
+  const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
+  int c = 0;
+  for (; c + 4 <= nc; c += 4) {
+    legacy_cols<P, 4>(k, p, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os, mask);
+  }
+  switch (nc - c) {
+    case 3:
+      legacy_cols<P, 3>(k, p, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os, mask);
+      break;
+    case 2:
+      legacy_cols<P, 2>(k, p, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os, mask);
+      break;
+    case 1:
+      legacy_cols<P, 1>(k, p, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os, mask);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+PanelFn legacy_panel_avx512(DType packed) {
+  switch (packed) {
+    case DType::Q4_0_X16:
+      return &legacy_panel<DType::Q4_0_X16>;
+    case DType::Q5_0_X16:
+      return &legacy_panel<DType::Q5_0_X16>;
+    case DType::Q8_0_X16:
+      return &legacy_panel<DType::Q8_0_X16>;
+    default:
+      return nullptr;
+  }
+}
+
+namespace {
+
+PackedSpec spec_for(DType packed) {
+  if (PanelFn f = legacy_panel_avx512(packed))
+    return {ActFormat::kQ8_0, f, &quantize_act_q8_0_avx512};
+  return {ActFormat::kQ8_K, kquant_panel_avx512(packed), &quantize_act_q8_k_avx512};
+}
+
+}  // namespace
+
+Status mul_mat_packed_avx512(const Op& op, const KernelContext& ctx) {
+  return packed_mul_mat(op, ctx, spec_for(op.src[0].dtype));
+}
+
+Status mul_mat_id_packed_avx512(const Op& op, const KernelContext& ctx) {
+  return packed_mul_mat_id(op, ctx, spec_for(op.src[0].dtype));
+}
+
+}  // namespace folio::cpu

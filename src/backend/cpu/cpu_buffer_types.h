@@ -1,0 +1,65 @@
+// Weight buffer types of the CPU backend and their priority list.
+//
+//   AMX         Q4_0, Q5_0, Q8_0 in the packed x16 layouts (quant/repack.h):
+//               AMX tile kernels for batches of 16+ rows, AVX-512 VNNI
+//               panels on the same bytes for decode.
+//   CPU_REPACK  Q4_K, Q6_K (and, without AMX, Q4_0 / Q5_0 / Q8_0) in the
+//               same x16 layouts, for the AVX-512 VNNI panels.
+//   CPU         everything else, mapped from the file as it is.
+//
+// A packed type accepts a weight only when a kernel of this machine reads
+// its layout for the consuming op: mul_mat / mul_mat_id weights of its
+// formats. F32 / F16 / BF16 tensors, norms and get_rows tables (token
+// embeddings) therefore stay plain. A tied output (output.weight absent,
+// token_embd.weight read by mul_mat) is placed on its own: the get_rows use
+// stays mapped, the mul_mat use gets a packed copy.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/buffer_type.h"
+#include "core/cpu_features.h"
+
+namespace folio {
+
+// A host buffer type holding weights of some GGUF formats in their packed
+// layouts. store_weight repacks (lossless); weight_view gives the packed dtype.
+class PackedBufferType final : public BufferType {
+ public:
+  PackedBufferType(std::string name, std::vector<DType> formats)
+      : name_(std::move(name)), formats_(std::move(formats)) {}
+
+  std::string name() const override { return name_; }
+  size_t alignment() const override;
+  bool is_host() const override { return true; }
+  Result<std::unique_ptr<Buffer>> alloc(size_t size) const override;
+  bool supports_weight(const WeightUse& w) const override;
+  size_t weight_bytes(const WeightUse& w) const override;
+  Status store_weight(const WeightUse& w, const void* src, size_t src_bytes,
+                      void* dst) const override;
+  TensorView weight_view(const WeightUse& w, void* data) const override;
+
+  const std::vector<DType>& formats() const { return formats_; }
+
+ private:
+  std::string name_;
+  std::vector<DType> formats_;  // GGUF formats accepted
+};
+
+// The weight placement list for CPU kernels up to `max_isa` (capped by the
+// machine: active_isa()): AMX -> CPU_REPACK -> CPU, each packed type only
+// where its kernels can run (AMX: tiles granted by the OS; CPU_REPACK:
+// AVX-512 with VNNI). repack = false (--no-repack): plain CPU only.
+std::vector<const BufferType*> cpu_weight_buffer_types(Isa max_isa, bool repack = true);
+
+// One line on what the list holds and why packed types are missing, for the
+// load log: "weights: AMX -> CPU_REPACK -> CPU" or "... (AMX not offered:
+// the OS refused the tile state)".
+std::string cpu_weight_buffer_note(Isa max_isa, bool repack = true);
+
+// The packed types themselves (tests place single weights through them).
+const PackedBufferType& amx_buffer_type();
+const PackedBufferType& repack_buffer_type(bool with_legacy);
+
+}  // namespace folio

@@ -1,0 +1,33 @@
+// Kernels on packed weight layouts (quant/repack.h), all tiers. Entry points
+// are plain functions; register_packed.cc (baseline flags) only takes their
+// addresses. Every kernel here is registered with reads_packed = true.
+#pragma once
+
+#include "backend/cpu/kernel.h"
+#include "backend/cpu/packed/packed_mul_mat.h"
+
+namespace folio::cpu {
+
+// packed/ref_packed.cc: the reference (unpack each row, dequantize, double
+// dot); accepts every packed view.
+bool supports_packed_ref(const Op& op);
+Status mul_mat_packed_ref(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_packed_ref(const Op& op, const KernelContext& ctx);
+
+// avx512/packed_legacy.cc (Q4_0_X16, Q5_0_X16, Q8_0_X16 x Q8Row32) and
+// avx512/packed_kquant.cc (Q4_K_X16, Q6_K_X16 x Q8_K): AVX-512 + VNNI panel
+// functions for any number of activation rows (nullptr: no panel for the type).
+PanelFn legacy_panel_avx512(DType packed);
+PanelFn kquant_panel_avx512(DType packed);
+// Both families, with the driver (packed_mul_mat.h).
+Status mul_mat_packed_avx512(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_packed_avx512(const Op& op, const KernelContext& ctx);
+
+// amx/mul_mat_amx.cc: AMX tile panels for the 32-element layouts: groups of
+// 16 activation rows through TDPBSUD tiles, the rest through the AVX-512
+// panel, with bit-identical results (the same integer block dots, the same
+// float steps per block).
+Status mul_mat_packed_amx(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_packed_amx(const Op& op, const KernelContext& ctx);
+
+}  // namespace folio::cpu

@@ -1,0 +1,214 @@
+#include "backend/cpu/packed/packed_mul_mat.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/scalar/parallel.h"
+#include "core/aligned.h"
+#include "core/check.h"
+#include "quant/repack.h"
+
+namespace folio::cpu {
+
+namespace {
+
+// Activation bytes kept hot while the panels of a chunk stream past them.
+constexpr size_t kActBlockBytes = 512 * 1024;
+// Below this many multiply-adds an op runs on the calling thread only.
+constexpr double kMinParallelMacs = 1 << 18;
+
+template <typename Fn>
+void run_range_ref(const KernelContext& ctx, int64_t n, bool parallel, const Fn& fn) {
+  run_range(ctx, n, parallel, [&fn](int64_t begin, int64_t end) { fn(begin, end); });
+}
+
+void convert_row(const PackedSpec& spec, const float* src, void* dst, int64_t k) {
+  if (spec.convert != nullptr) {
+    spec.convert(src, dst, k);
+  } else {
+    convert_act_row(spec.act, src, dst, k);
+  }
+}
+
+// Converted activation rows are an odd number of cache lines apart: AMX
+// reads a block of 16 rows at once (a tile load), and rows a power-of-two
+// multiple of lines apart would all fall into a few L1 sets.
+size_t act_stride(ActFormat f, int64_t k) {
+  const size_t bytes = act_row_bytes(f, k);
+  return (bytes / 64) % 2 == 0 ? bytes + 64 : bytes;
+}
+
+int64_t m_block_rows(size_t row_bytes) {
+  return std::max<int64_t>(
+      16, static_cast<int64_t>(kActBlockBytes / std::max<size_t>(row_bytes, 1)) / 16 * 16);
+}
+
+}  // namespace
+
+void* packed_thread_scratch(int slot, size_t bytes) {
+  constexpr int kSlots = 4;
+  thread_local AlignedPtr buffers[kSlots];
+  thread_local size_t capacity[kSlots] = {0, 0, 0, 0};
+  FOLIO_CHECK(slot >= 0 && slot < kSlots);
+  if (capacity[slot] < bytes) {
+    buffers[slot].reset();
+    capacity[slot] = 0;
+    AlignedPtr p = aligned_alloc_bytes(bytes);
+    if (p == nullptr) return nullptr;
+    buffers[slot] = std::move(p);
+    capacity[slot] = bytes;
+  }
+  return buffers[slot].get();
+}
+
+Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& spec) {
+  const TensorView& w = op.src[0];  // [K, N, B2w, B3w] packed
+  const TensorView& x = op.src[1];  // [K, M, B2, B3]
+  const TensorView& y = op.dst;     // [N, M, B2, B3]
+  const int64_t k = w.ne[0], n = w.ne[1];
+  const int64_t m = x.ne[1], b2 = x.ne[2], b3 = x.ne[3];
+  if (n == 0 || m == 0 || b2 == 0 || b3 == 0) return Status();
+  const int64_t r2 = b2 / w.ne[2], r3 = b3 / w.ne[3];
+  const bool parallel = static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(m) *
+                            static_cast<double>(b2 * b3) >=
+                        kMinParallelMacs;
+
+  // 1. Activations: converted row (i1, i2, i3) at scratch + ((i3 * b2 + i2) * m + i1) * row bytes.
+  const size_t x_row_bytes = act_stride(spec.act, k);
+  const int64_t rows = m * b2 * b3;
+  auto* scratch = static_cast<unsigned char*>(
+      packed_thread_scratch(0, x_row_bytes * static_cast<size_t>(rows)));
+  if (scratch == nullptr) {
+    return resource_exhausted("mul_mat: cannot allocate {} bytes of activation scratch",
+                              x_row_bytes * static_cast<size_t>(rows));
+  }
+  run_range_ref(ctx, rows, parallel, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t i1 = r % m, i2 = (r / m) % b2, i3 = r / (m * b2);
+      convert_row(spec, x.row<const float>(i1, i2, i3), scratch + r * x_row_bytes, k);
+    }
+  });
+
+  // 2. Panels. Work item t = batch * n_panels + panel.
+  const int64_t n_panels = (n + quant::kPanelRows - 1) / quant::kPanelRows;
+  const size_t panel_bytes = quant::packed_panel_bytes(w.dtype, k);
+  const int64_t m_block = m_block_rows(x_row_bytes);
+  run_range_ref(ctx, b2 * b3 * n_panels, parallel, [&](int64_t begin, int64_t end) {
+    int64_t t = begin;
+    while (t < end) {
+      const int64_t batch = t / n_panels;
+      const int64_t t_end = std::min(end, (batch + 1) * n_panels);
+      const int64_t i2 = batch % b2, i3 = batch / b2;
+      const unsigned char* w_batch =
+          static_cast<const unsigned char*>(w.data) + (i2 / r2) * w.nb[2] + (i3 / r3) * w.nb[3];
+      const unsigned char* x_batch =
+          scratch + (i3 * b2 + i2) * m * static_cast<int64_t>(x_row_bytes);
+      for (int64_t m0 = 0; m0 < m; m0 += m_block) {
+        const int nc = static_cast<int>(std::min(m_block, m - m0));
+        for (int64_t p = t - batch * n_panels; p < t_end - batch * n_panels; ++p) {
+          const int64_t n0 = p * quant::kPanelRows;
+          const int nr = static_cast<int>(std::min<int64_t>(quant::kPanelRows, n - n0));
+          spec.panel(k, w_batch + p * panel_bytes, x_batch + m0 * static_cast<int64_t>(x_row_bytes),
+                     x_row_bytes, nc, nr, y.row<float>(m0, i2, i3) + n0, y.nb[1]);
+        }
+      }
+      t = t_end;
+    }
+  });
+  return Status();
+}
+
+Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpec& spec) {
+  const TensorView& w = op.src[0];    // [K, N, E] packed
+  const TensorView& x = op.src[1];    // [K, X1, T]
+  const TensorView& ids = op.src[2];  // I32 [n_used, T]
+  const TensorView& y = op.dst;       // [N, n_used, T]
+  const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2];
+  const int64_t n_used = ids.ne[0], n_tok = ids.ne[1], x1 = x.ne[1];
+  const int64_t n_pairs = n_used * n_tok;
+  if (n == 0 || n_pairs == 0) return Status();
+  if (w.ne[3] != 1 || x.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1 || y.ne[3] != 1) {
+    return invalid_argument("mul_mat_id: experts, input, ids and dst must be at most 3-D: {}",
+                            op.describe());
+  }
+  // Pairs p = (u, t) grouped by expert, in (t, u) order within an expert:
+  // slot s holds pair order[s]; expert e owns slots [first[e], first[e + 1]).
+  std::vector<int64_t> first(static_cast<size_t>(n_exp) + 1, 0);
+  std::vector<int64_t> order(static_cast<size_t>(n_pairs));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t u = 0; u < n_used; ++u) {
+      const int32_t e = *ids.at<const int32_t>(u, t);
+      if (e < 0 || e >= n_exp) {
+        return out_of_range("mul_mat_id: expert id {} at ids[{}, {}] out of range [0, {})", e, u, t,
+                            n_exp);
+      }
+      ++first[static_cast<size_t>(e) + 1];
+    }
+  }
+  for (int64_t e = 0; e < n_exp; ++e) first[e + 1] += first[e];
+  {
+    std::vector<int64_t> next(first.begin(), first.end() - 1);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      for (int64_t u = 0; u < n_used; ++u)
+        order[next[*ids.at<const int32_t>(u, t)]++] = t * n_used + u;
+    }
+  }
+  const bool parallel =
+      static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(n_pairs) >=
+      kMinParallelMacs;
+
+  // 1. Activation rows in slot order, and a slot-ordered output buffer.
+  const size_t x_row_bytes = act_stride(spec.act, k);
+  const size_t y_row_bytes = static_cast<size_t>(n) * 4;
+  auto* xb = static_cast<unsigned char*>(
+      packed_thread_scratch(0, x_row_bytes * static_cast<size_t>(n_pairs)));
+  auto* yb = static_cast<unsigned char*>(
+      packed_thread_scratch(1, y_row_bytes * static_cast<size_t>(n_pairs)));
+  if (xb == nullptr || yb == nullptr) {
+    return resource_exhausted("mul_mat_id: cannot allocate {} bytes of scratch",
+                              (x_row_bytes + y_row_bytes) * static_cast<size_t>(n_pairs));
+  }
+  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
+    for (int64_t s = begin; s < end; ++s) {
+      const int64_t u = order[s] % n_used, t = order[s] / n_used;
+      convert_row(spec, x.row<const float>(u % x1, t), xb + s * x_row_bytes, k);
+    }
+  });
+
+  // 2. Work items: (expert in use, panel).
+  std::vector<int64_t> experts;
+  for (int64_t e = 0; e < n_exp; ++e) {
+    if (first[e + 1] > first[e]) experts.push_back(e);
+  }
+  const int64_t n_panels = (n + quant::kPanelRows - 1) / quant::kPanelRows;
+  const size_t panel_bytes = quant::packed_panel_bytes(w.dtype, k);
+  const int64_t m_block = m_block_rows(x_row_bytes);
+  run_range_ref(ctx, static_cast<int64_t>(experts.size()) * n_panels, parallel,
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t item = begin; item < end; ++item) {
+                    const int64_t e = experts[item / n_panels], p = item % n_panels;
+                    const int64_t n0 = p * quant::kPanelRows;
+                    const int nr = static_cast<int>(std::min<int64_t>(quant::kPanelRows, n - n0));
+                    const unsigned char* panel =
+                        static_cast<const unsigned char*>(w.data) + e * w.nb[2] + p * panel_bytes;
+                    for (int64_t m0 = first[e]; m0 < first[e + 1]; m0 += m_block) {
+                      const int nc = static_cast<int>(std::min(first[e + 1], m0 + m_block) - m0);
+                      spec.panel(k, panel, xb + m0 * static_cast<int64_t>(x_row_bytes), x_row_bytes,
+                                 nc, nr, reinterpret_cast<float*>(yb + m0 * y_row_bytes) + n0,
+                                 y_row_bytes);
+                    }
+                  }
+                });
+
+  // 3. Scatter the slot-ordered outputs to dst[:, u, t].
+  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
+    for (int64_t s = begin; s < end; ++s) {
+      const int64_t u = order[s] % n_used, t = order[s] / n_used;
+      std::memcpy(y.row<float>(u, t), yb + s * y_row_bytes, y_row_bytes);
+    }
+  });
+  return Status();
+}
+
+}  // namespace folio::cpu

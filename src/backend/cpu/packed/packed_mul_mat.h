@@ -1,0 +1,54 @@
+// The driver shared by the mul_mat / mul_mat_id kernels on packed weights
+// (quant/repack.h): the ISA files only provide a *panel* function that
+// multiplies one panel of 16 weight rows with a run of activation rows.
+//
+//   W   src0 [K, N, B2w, B3w]  packed (is_packed_view): panels of 16 rows
+//   X   src1 [K, M, B2, B3]    F32 activations
+//   Y   dst  [N, M, B2, B3]    Y[n, m] = dot(W row n, X row m)
+//
+// 1. Activations are quantized once per op, row by row, into the format the
+//    panels read (ActFormat of mul_mat_tiled.h: Q8Row32 for the 32-element
+//    layouts, Q8_K for the K-quant layouts), with the reference quantizer's
+//    bytes (a tier may pass its SIMD quantizer with the same output).
+// 2. Work items are (batch, panel) pairs, split into contiguous chunks by
+//    the thread pool. Within a chunk, activation rows are visited in blocks
+//    that stay in L2 and every panel of the chunk streams past each block.
+//
+// Determinism: every output is computed by exactly one panel call, and the
+// panel functions' arithmetic for one output depends only on K (integer
+// block dots are exact; the float steps per block run in K order), never on
+// how many rows a call gets or where they start: results are bit-identical
+// for any thread count and any batch composition.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/kernel.h"
+#include "backend/cpu/scalar/mul_mat_tiled.h"
+
+namespace folio::cpu {
+
+// out(c, r) = dot(panel row r, X row c) for r < nr (the panel's real rows,
+// <= 16), c < nc; X row c at x + c * x_stride (converted), out(c, r) at
+// (char*)out + c * out_stride + 4 * r. k is a multiple of the block size.
+using PanelFn = void (*)(int64_t k, const void* panel, const void* x, size_t x_stride, int nc,
+                         int nr, float* out, size_t out_stride);
+
+struct PackedSpec {
+  ActFormat act = ActFormat::kQ8_0;
+  PanelFn panel = nullptr;
+  ConvertRowFn convert = nullptr;  // nullptr: convert_act_row (the reference)
+};
+
+// Run a validated kMulMat / kMulMatId op whose src0 is a packed view.
+// Allocation failure of the scratch is kResourceExhausted; for mul_mat_id,
+// expert ids outside [0, E) are kOutOfRange before anything is written.
+Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& spec);
+Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpec& spec);
+
+// Scratch of the calling thread for panel functions (slot 0..3; the driver
+// uses slots 0 and 1), grown on demand; nullptr when allocation fails.
+void* packed_thread_scratch(int slot, size_t bytes);
+
+}  // namespace folio::cpu

@@ -1,0 +1,70 @@
+// Kernels on packed weight layouts: registered here with reads_packed, so
+// that ops with a packed weight reach only these (and these only such ops).
+// One entry per packed type and tier (its own name, so the parity harness
+// and perf mode list them apart). The AMX entries take mul_mat ops of at
+// least 16 activation rows; smaller batches (decode) go to the AVX-512 VNNI
+// panels on the same layout.
+#include "backend/cpu/packed/packed_kernels.h"
+#include "core/cpu_features.h"
+#include "quant/repack.h"
+
+namespace folio {
+
+namespace {
+
+using namespace cpu;
+
+template <DType P>
+bool packed_is_with_vnni(const Op& op) {
+  return op.src[0].dtype == P && quant::is_packed_view(op.src[0]) && cpu_features().avx512vnni;
+}
+
+// mul_mat: a batch worth tiles of 16 rows; mul_mat_id: any (expert groups
+// vary, the panel sends groups under 16 rows to the AVX-512 path).
+template <DType P>
+bool packed_is_with_amx(const Op& op) {
+  return op.src[0].dtype == P && quant::is_packed_view(op.src[0]) && cpu_features().amx_int8 &&
+         (op.kind != OpKind::kMulMat || op.src[1].ne[1] >= 16);
+}
+
+}  // namespace
+
+void register_packed_kernels(KernelTable& t) {
+  t.add({OpKind::kMulMat, KernelTier::kRef, "mul_mat.packed.ref", supports_packed_ref,
+         mul_mat_packed_ref, true});
+  t.add({OpKind::kMulMatId, KernelTier::kRef, "mul_mat_id.packed.ref", supports_packed_ref,
+         mul_mat_id_packed_ref, true});
+  const struct {
+    const char* mul_mat;
+    const char* mul_mat_id;
+    KernelSupportsFn supports;
+  } avx512[] = {
+      {"mul_mat.q4_0x16.avx512", "mul_mat_id.q4_0x16.avx512", packed_is_with_vnni<DType::Q4_0_X16>},
+      {"mul_mat.q5_0x16.avx512", "mul_mat_id.q5_0x16.avx512", packed_is_with_vnni<DType::Q5_0_X16>},
+      {"mul_mat.q8_0x16.avx512", "mul_mat_id.q8_0x16.avx512", packed_is_with_vnni<DType::Q8_0_X16>},
+      {"mul_mat.q4_Kx16.avx512", "mul_mat_id.q4_Kx16.avx512", packed_is_with_vnni<DType::Q4_K_X16>},
+      {"mul_mat.q6_Kx16.avx512", "mul_mat_id.q6_Kx16.avx512", packed_is_with_vnni<DType::Q6_K_X16>},
+  };
+  for (const auto& k : avx512) {
+    t.add(
+        {OpKind::kMulMat, KernelTier::kAvx512, k.mul_mat, k.supports, mul_mat_packed_avx512, true});
+    t.add({OpKind::kMulMatId, KernelTier::kAvx512, k.mul_mat_id, k.supports,
+           mul_mat_id_packed_avx512, true});
+  }
+  const struct {
+    const char* mul_mat;
+    const char* mul_mat_id;
+    KernelSupportsFn supports;
+  } amx[] = {
+      {"mul_mat.q4_0x16.amx", "mul_mat_id.q4_0x16.amx", packed_is_with_amx<DType::Q4_0_X16>},
+      {"mul_mat.q5_0x16.amx", "mul_mat_id.q5_0x16.amx", packed_is_with_amx<DType::Q5_0_X16>},
+      {"mul_mat.q8_0x16.amx", "mul_mat_id.q8_0x16.amx", packed_is_with_amx<DType::Q8_0_X16>},
+  };
+  for (const auto& k : amx) {
+    t.add({OpKind::kMulMat, KernelTier::kAmx, k.mul_mat, k.supports, mul_mat_packed_amx, true});
+    t.add({OpKind::kMulMatId, KernelTier::kAmx, k.mul_mat_id, k.supports, mul_mat_id_packed_amx,
+           true});
+  }
+}
+
+}  // namespace folio

@@ -1,0 +1,84 @@
+// Packed ("repacked") weight layouts: a weight matrix [K, N] is cut into
+// panels of 16 consecutive rows (the last panel padded with zero rows), and
+// each panel stores, block by block along K, the 16 rows' quants interleaved
+// in the VNNI order that both AVX-512 VNNI (vpdpbusd, one zmm lane per row)
+// and AMX (the B operand of TDPBSUD) consume directly:
+//
+//   codes of one 32-element group: 8 "VNNI rows" of 64 bytes; byte
+//   [r][4n + j] is the unsigned code of panel row n, element 4r + j.
+//
+// Codes are the format's unsigned integers (value = scale * (code - offset)
+// or the K-quant equivalent); 4-bit codes are stored two per byte (group
+// byte i holds code i in its low nibble and code i + 256 in its high
+// nibble: VNNI rows 0-3 low, rows 4-7 high), extra high bits in bit planes.
+// Scales follow per block as 16 values (one per panel row).
+//
+// Every layout is lossless: unpack_rows() gives back the GGUF bytes exactly,
+// so the reference kernel can read a packed weight by unpacking it, and
+// packed sizes equal the GGUF sizes (Q4_K_X16: +4 bytes per super-block and
+// row for unpacked 6-bit scales and mins).
+//
+// Per panel, for each block (legacy) or super-block (K-quants) along K:
+//   Q4_0_X16  [nibbles 256][f16 d x 16]                               288 B / 32
+//   Q5_0_X16  [nibbles 256][bit 4 plane 64][f16 d x 16]               352 B / 32
+//   Q8_0_X16  [codes q + 128: 512][f16 d x 16]                        544 B / 32
+//   Q4_K_X16  [f16 d x 16][f16 dmin x 16][u8 scale [8][16]]
+//             [u8 min [4][16][2] (mins 2i, 2i+1 of a row side by side)]
+//             [8 groups x nibbles 256]                                2368 B / 256
+//   Q6_K_X16  [f16 d x 16][i8 scale [16][16]]
+//             [8 groups x (nibbles 256, bits 4-5 plane 128)]          3360 B / 256
+// Bit planes: Q5_0 bit i of the plane = bit 4 of code i (i < 512, VNNI
+// order); Q6_K plane byte i bits 2f, 2f+1 = bits 4, 5 of code i + 128 f.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "tensor/dtype.h"
+#include "tensor/tensor_view.h"
+
+namespace folio::quant {
+
+inline constexpr int kPanelRows = 16;
+
+// The packed type for a GGUF format (nullopt: no layout).
+std::optional<DType> packed_type_for(DType source);
+
+// Legacy (32-element block) layouts: bytes of one block's codes and of a
+// whole panel block (codes + 16 f16 scales).
+constexpr size_t x16_code_bytes(DType packed) {
+  return packed == DType::Q4_0_X16 ? 256 : packed == DType::Q5_0_X16 ? 320 : 512;
+}
+constexpr size_t x16_block_bytes(DType packed) {
+  return x16_code_bytes(packed) + 2 * kPanelRows;
+}
+
+// Q4_K_X16 super-block parts (byte offsets inside a panel super-block).
+inline constexpr size_t kQ4KxD = 0, kQ4KxDmin = 32, kQ4KxScales = 64, kQ4KxMins = 192,
+                        kQ4KxCodes = 320, kQ4KxBytes = 2368;
+// Q6_K_X16 super-block parts.
+inline constexpr size_t kQ6KxD = 0, kQ6KxScales = 32, kQ6KxCodes = 288, kQ6KxGroupBytes = 384,
+                        kQ6KxBytes = 3360;
+
+// Bytes of one panel of `k` elements per row.
+size_t packed_panel_bytes(DType packed, int64_t k);
+// Bytes of a [k, n] matrix: ceil(n / 16) panels.
+size_t packed_matrix_bytes(DType packed, int64_t k, int64_t n);
+
+// A view of packed matrices [k, n, ne2, ne3] at data: nb[0], nb[1] nominal
+// (type_size, row_size: rows are not addressable on their own), nb[2] one
+// whole matrix of ceil(n / 16) panels, nb[3] = nb[2] * ne2.
+TensorView packed_view(void* data, DType packed, const std::array<int64_t, kMaxDims>& ne);
+// Is `t` shaped as packed_view() makes it (what packed kernels rely on)?
+bool is_packed_view(const TensorView& t);
+
+// Packs n rows of the source format (row r at src + r * src_stride, k
+// elements each) into dst (packed_matrix_bytes bytes). CHECKs the type and k.
+void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int64_t n, void* dst);
+
+// Writes row `row` of a packed [k, *] matrix back in its GGUF format
+// (row_size(packed_source(packed), k) bytes at dst).
+void unpack_row(DType packed, const void* matrix, int64_t k, int64_t row, void* dst);
+
+}  // namespace folio::quant

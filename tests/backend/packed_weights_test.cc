@@ -1,0 +1,237 @@
+// Packed weight buffer types (backend/cpu/cpu_buffer_types.h) and the
+// kernels on their layouts: what each type accepts, the priority list per
+// ISA, routing of packed ops (only kernels that read the layout), and the
+// properties the parity harness does not check: the AMX tiles and the
+// AVX-512 panels give the same bits, a row's result does not depend on the
+// batch around it, and packed kernels match the plain SIMD kernels to float
+// rounding (they quantize activations the same way and sum the same
+// integers).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_buffer_types.h"
+#include "core/aligned.h"
+#include "core/cpu_features.h"
+#include "quant/quant.h"
+#include "quant/repack.h"
+
+namespace folio {
+namespace {
+
+WeightUse use(DType t, std::array<int64_t, kMaxDims> ne, OpKind consumer = OpKind::kMulMat) {
+  return WeightUse{"w", t, ne, consumer};
+}
+
+TEST(PackedBufferTypes, AcceptOnlyMulMatWeightsOfTheirFormats) {
+  const PackedBufferType& amx = amx_buffer_type();
+  const PackedBufferType& rep = repack_buffer_type(false);
+  EXPECT_TRUE(amx.supports_weight(use(DType::Q4_0, {256, 37, 1, 1})));
+  EXPECT_TRUE(amx.supports_weight(use(DType::Q8_0, {640, 262144, 1, 1})));
+  EXPECT_TRUE(amx.supports_weight(use(DType::Q5_0, {256, 24, 8, 1}, OpKind::kMulMatId)));
+  EXPECT_FALSE(amx.supports_weight(use(DType::Q4_K, {256, 32, 1, 1})));
+  EXPECT_TRUE(rep.supports_weight(use(DType::Q4_K, {256, 32, 1, 1})));
+  EXPECT_TRUE(rep.supports_weight(use(DType::Q6_K, {2048, 640, 1, 1})));
+  EXPECT_FALSE(rep.supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
+  EXPECT_TRUE(repack_buffer_type(true).supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
+  for (const PackedBufferType* t : {&amx, &repack_buffer_type(true)}) {
+    // F32 / F16 tensors, norms, embeddings (get_rows) and unsupported formats stay plain.
+    EXPECT_FALSE(t->supports_weight(use(DType::F32, {256, 32, 1, 1})));
+    EXPECT_FALSE(t->supports_weight(use(DType::F16, {256, 32, 1, 1})));
+    EXPECT_FALSE(t->supports_weight(use(DType::F32, {256, 1, 1, 1}, OpKind::kRmsNorm)));
+    EXPECT_FALSE(t->supports_weight(use(DType::Q8_0, {640, 1000, 1, 1}, OpKind::kGetRows)));
+    EXPECT_FALSE(t->supports_weight(use(DType::Q4_1, {256, 32, 1, 1})));
+    EXPECT_FALSE(t->supports_weight(use(DType::Q4_0, {256, 32, 2, 2}, OpKind::kMulMatId)));
+  }
+  // Sizes: whole panels of 16 rows.
+  EXPECT_EQ(amx.weight_bytes(use(DType::Q4_0, {256, 17, 1, 1})), 32 * row_size(DType::Q4_0, 256));
+  EXPECT_EQ(rep.weight_bytes(use(DType::Q4_K, {256, 16, 3, 1})), 3 * 16 * (144 + 4));
+}
+
+TEST(PackedBufferTypes, StoreChecksItsInput) {
+  const PackedBufferType& amx = amx_buffer_type();
+  std::vector<uint8_t> src(row_size(DType::Q4_0, 64) * 3), dst(4096);
+  EXPECT_FALSE(
+      amx.store_weight(use(DType::Q4_0, {64, 3, 1, 1}), src.data(), src.size() - 1, dst.data())
+          .ok());
+  EXPECT_FALSE(
+      amx.store_weight(use(DType::F32, {16, 3, 1, 1}), src.data(), 16 * 3 * 4, dst.data()).ok());
+  EXPECT_TRUE(
+      amx.store_weight(use(DType::Q4_0, {64, 3, 1, 1}), src.data(), src.size(), dst.data()).ok());
+  const TensorView v = amx.weight_view(use(DType::Q4_0, {64, 3, 1, 1}), dst.data());
+  EXPECT_EQ(v.dtype, DType::Q4_0_X16);
+  EXPECT_TRUE(quant::is_packed_view(v));
+}
+
+std::vector<std::string> names(const std::vector<const BufferType*>& list) {
+  std::vector<std::string> n;
+  for (const BufferType* t : list) n.push_back(t->name());
+  return n;
+}
+
+TEST(PackedBufferTypes, PriorityListFollowsTheIsa) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names(cpu_weight_buffer_types(Isa::kScalar)), V{"CPU"});
+  EXPECT_EQ(names(cpu_weight_buffer_types(Isa::kAvx2)), V{"CPU"});
+  EXPECT_EQ(names(cpu_weight_buffer_types(Isa::kAmx, false)), V{"CPU"});
+  const Isa top = active_isa();
+  const bool vnni =
+      static_cast<int>(top) >= static_cast<int>(Isa::kAvx512) && cpu_features().avx512vnni;
+  if (vnni) {
+    const auto l = cpu_weight_buffer_types(Isa::kAvx512);
+    EXPECT_EQ(names(l), (V{"CPU_REPACK", "CPU"}));
+    // Without AMX the repacked type also takes the 32-element formats.
+    EXPECT_TRUE(l[0]->supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
+  }
+  if (top == Isa::kAmx) {
+    const auto l = cpu_weight_buffer_types(Isa::kAmx);
+    EXPECT_EQ(names(l), (V{"AMX", "CPU_REPACK", "CPU"}));
+    EXPECT_EQ(*place_weight(l, use(DType::Q8_0, {256, 32, 1, 1})), l[0]);
+    EXPECT_EQ(*place_weight(l, use(DType::Q6_K, {256, 32, 1, 1})), l[1]);
+    EXPECT_EQ(*place_weight(l, use(DType::F32, {256, 32, 1, 1})), l[2]);
+    EXPECT_EQ(*place_weight(l, use(DType::Q8_0, {256, 32, 1, 1}, OpKind::kGetRows)), l[2]);
+  } else {
+    EXPECT_NE(cpu_weight_buffer_note(Isa::kAmx).find("AMX not offered"), std::string::npos);
+  }
+}
+
+// A quantized weight [k, n], its packed copy and random activations [k, m].
+struct Problem {
+  DType src;
+  int64_t k, n, m;
+  AlignedPtr plain, packed;
+  std::vector<float> x;
+  TensorView w_plain, w_packed;
+
+  Problem(DType t, int64_t k_, int64_t n_, int64_t m_, uint32_t seed)
+      : src(t), k(k_), n(n_), m(m_) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::vector<float> wf(static_cast<size_t>(k * n));
+    for (float& v : wf) v = u(rng);
+    x.resize(static_cast<size_t>(k * m));
+    for (float& v : x) v = u(rng);
+    const size_t row = row_size(t, k);
+    plain = aligned_alloc_bytes(row * n);
+    for (int64_t r = 0; r < n; ++r) {
+      quant::quantize_row_ref(t, wf.data() + r * k, static_cast<char*>(plain.get()) + r * row, k);
+    }
+    w_plain = TensorView::contiguous(plain.get(), t, {k, n});
+    const PackedBufferType& type = repack_buffer_type(true);
+    const WeightUse u_{"w", t, w_plain.ne, OpKind::kMulMat};
+    packed = aligned_alloc_bytes(type.weight_bytes(u_));
+    EXPECT_TRUE(type.store_weight(u_, plain.get(), row * n, packed.get()).ok());
+    w_packed = type.weight_view(u_, packed.get());
+  }
+
+  // Runs W x X[:, first .. first + count) on `b`.
+  std::vector<float> run(Backend& b, bool use_packed, int64_t first, int64_t count) {
+    std::vector<float> y(static_cast<size_t>(n * count));
+    Op op;
+    op.kind = OpKind::kMulMat;
+    op.src[0] = use_packed ? w_packed : w_plain;
+    op.src[1] = TensorView::contiguous(x.data() + first * k, DType::F32, {k, count});
+    op.dst = TensorView::contiguous(y.data(), DType::F32, {n, count});
+    const Status s = b.run(op);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    return y;
+  }
+};
+
+constexpr DType kSources[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+
+TEST(PackedKernels, RoutedOnlyToKernelsThatReadTheLayout) {
+  Problem p(DType::Q4_0, 64, 20, 3, 1);
+  Op op;
+  op.kind = OpKind::kMulMat;
+  std::vector<float> y(20 * 3);
+  op.src[0] = p.w_packed;
+  op.src[1] = TensorView::contiguous(p.x.data(), DType::F32, {64, 3});
+  op.dst = TensorView::contiguous(y.data(), DType::F32, {20, 3});
+  CpuBackend ref(CpuBackendOptions{Isa::kScalar, true, nullptr});
+  CpuBackend avx2(CpuBackendOptions{Isa::kAvx2, false, nullptr});
+  EXPECT_EQ(ref.kernel_name(op), "mul_mat.packed.ref");
+  EXPECT_EQ(avx2.kernel_name(op), "mul_mat.packed.ref");  // no packed kernel below AVX-512
+  // A packed table is never read by get_rows (nor by any other plain kernel).
+  Op gr;
+  gr.kind = OpKind::kGetRows;
+  int32_t ids[1] = {0};
+  std::vector<float> row(64);
+  gr.src[0] = p.w_packed;
+  gr.src[1] = TensorView::contiguous(ids, DType::I32, {1});
+  gr.dst = TensorView::contiguous(row.data(), DType::F32, {64, 1});
+  EXPECT_FALSE(ref.supports_op(gr));
+  EXPECT_FALSE(CpuBackend().supports_op(gr));
+  EXPECT_EQ(CpuBackend().run(gr).code(), StatusCode::kUnsupported);
+}
+
+bool has_vnni() {
+  return static_cast<int>(active_isa()) >= static_cast<int>(Isa::kAvx512) &&
+         cpu_features().avx512vnni;
+}
+
+double nmse(const std::vector<float>& a, const std::vector<float>& b) {
+  double e = 0, r = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    e += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    r += static_cast<double>(b[i]) * b[i];
+  }
+  return e / r;
+}
+
+TEST(PackedKernels, MatchThePlainSimdKernels) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  CpuBackend b(CpuBackendOptions{Isa::kAvx512, false, nullptr});
+  for (DType t : kSources) {
+    Problem p(t, 512, 37, 5, 7);
+    const std::vector<float> plain = p.run(b, false, 0, p.m), packed = p.run(b, true, 0, p.m);
+    EXPECT_LE(nmse(packed, plain), 1e-10) << dtype_name(t);
+  }
+}
+
+// Each activation row's outputs are the same bits whatever the batch around
+// it (1 row, 16-row AMX groups, leftovers), on every packed tier.
+TEST(PackedKernels, RowsIndependentOfTheBatch) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  std::vector<Isa> isas{Isa::kAvx512};
+  if (active_isa() == Isa::kAmx) isas.push_back(Isa::kAmx);
+  for (DType t : kSources) {
+    Problem p(t, 256, 21, 40, 11);
+    for (Isa isa : isas) {
+      CpuBackend b(CpuBackendOptions{isa, false, nullptr});
+      const std::vector<float> all = p.run(b, true, 0, 40);
+      for (int64_t first : {0, 5, 17, 39}) {
+        const std::vector<float> one = p.run(b, true, first, 1);
+        EXPECT_EQ(0, std::memcmp(one.data(), all.data() + first * p.n, p.n * 4))
+            << dtype_name(t) << " " << isa_name(isa) << " row " << first;
+      }
+      const std::vector<float> mid = p.run(b, true, 3, 33);  // 2 tile groups + 1
+      EXPECT_EQ(0, std::memcmp(mid.data(), all.data() + 3 * p.n, mid.size() * 4));
+    }
+  }
+}
+
+TEST(PackedKernels, AmxTilesGiveTheBitsOfTheAvx512Panels) {
+  if (active_isa() != Isa::kAmx) GTEST_SKIP() << "no AMX (or the OS refused the tile state)";
+  CpuBackend amx(CpuBackendOptions{Isa::kAmx, false, nullptr});
+  CpuBackend avx512(CpuBackendOptions{Isa::kAvx512, false, nullptr});
+  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+    Problem p(t, 640, 40, 64, 3);
+    Op probe;
+    probe.kind = OpKind::kMulMat;
+    probe.src[0] = p.w_packed;
+    probe.src[1] = TensorView::contiguous(p.x.data(), DType::F32, {p.k, p.m});
+    std::vector<float> y(static_cast<size_t>(p.n * p.m));
+    probe.dst = TensorView::contiguous(y.data(), DType::F32, {p.n, p.m});
+    EXPECT_NE(amx.kernel_name(probe).find(".amx"), std::string::npos);
+    const std::vector<float> a = p.run(amx, true, 0, p.m), b = p.run(avx512, true, 0, p.m);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t);
+  }
+}
+
+}  // namespace
+}  // namespace folio

@@ -1,0 +1,217 @@
+// Parity cases: mul_mat / mul_mat_id on packed weight layouts (quant/repack.h),
+// the AMX and CPU_REPACK buffer types' kernels (backend/cpu/packed,
+// avx512/packed_*.cc, amx/).
+//
+// Each case quantizes a random weight with the reference quantizer, packs it
+// through the buffer type's store_weight (as model loading does) and runs
+// the op on the packed view: the reference backend unpacks each row
+// (lossless) and computes exactly what it computes on the plain weight,
+// which an equivalent checks (the same op on the plain weight: NMSE 0 on the
+// reference; on the other backends it compares the packed kernel with the
+// plain one, or the packed reference with the plain SIMD kernel on tiers
+// without packed kernels, hence the usual 5e-4. tests/backend/packed_test.cc
+// checks packed vs plain SIMD kernels at 1e-10).
+//
+// Tolerance vs the reference: 5e-4 as for every quantized mul_mat
+// (activations quantized to q8_0 / q8_K, ~1e-5 expected).
+//
+// Shapes: rows not a multiple of the 16-row panel (37 = 16 + 16 + 5), 1, 3,
+// 16, 17, 64 and 512 activation rows (AMX takes groups of 16, the AVX-512
+// panels the rest), batch broadcast, padded activation rows, mul_mat_id with
+// expert groups above and below 16 rows. The harness adds the two-thread run
+// (bit-identical to one thread). Perf mode (all_cases(true)) adds big
+// perf_only cases: K = 2048 / 4096, 1024 rows, 1 and 512 activation rows,
+// plain and packed side by side.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "backend/cpu/cpu_buffer_types.h"
+#include "core/check.h"
+#include "core/fp16.h"
+#include "parity/harness.h"
+#include "quant/blocks.h"
+#include "quant/repack.h"
+
+namespace folio::parity {
+namespace {
+
+constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K,
+                                    DType::Q6_K};
+
+std::unique_ptr<OpCase> new_case(std::string name, OpKind kind) {
+  auto c = std::make_unique<OpCase>(std::move(name));
+  c->op.kind = kind;
+  return c;
+}
+
+// The buffer type that holds `source` on a machine with AMX (the layouts do
+// not depend on the type: both store the same bytes).
+const PackedBufferType& holder(DType source) {
+  const PackedBufferType& amx = amx_buffer_type();
+  const auto& f = amx.formats();
+  if (std::find(f.begin(), f.end(), source) != f.end()) return amx;
+  return repack_buffer_type(false);
+}
+
+// Packs the plain weight `w` through the buffer type into memory owned by c.
+TensorView pack(OpCase& c, const TensorView& w, const OpKind consumer) {
+  const PackedBufferType& type = holder(w.dtype);
+  const WeightUse use{"case weight", w.dtype, w.ne, consumer};
+  FOLIO_CHECK(type.supports_weight(use));
+  const size_t bytes = type.weight_bytes(use);
+  TensorView raw = c.alloc(DType::F32, {static_cast<int64_t>((bytes + 3) / 4)});
+  Status s = type.store_weight(use, w.data, w.nbytes_contiguous(), raw.data);
+  FOLIO_CHECK_MSG(s.ok(), "{}", s.to_string());
+  return type.weight_view(use, raw.data);
+}
+
+// Random blocks with small finite scales: fast fill for perf-only weights.
+void fill_random_blocks(OpCase& c, const TensorView& t) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.002f, 0.03f);
+  auto* p = static_cast<uint8_t*>(t.data);
+  for (size_t i = 0; i < t.nbytes_contiguous(); i += 4) {
+    const uint32_t v = c.rng()();
+    std::memcpy(p + i, &v, std::min<size_t>(4, t.nbytes_contiguous() - i));
+  }
+  const size_t bs = type_size(t.dtype);
+  auto put = [&](uint8_t* blk, size_t off) {
+    const uint16_t h = f32_to_f16(scale(c.rng()));
+    std::memcpy(blk + off, &h, 2);
+  };
+  for (int64_t b = 0; b < t.nelements() / block_size(t.dtype); ++b) {
+    uint8_t* blk = p + b * bs;
+    switch (t.dtype) {
+      case DType::Q4_K:
+        put(blk, offsetof(quant::BlockQ4_K, d));
+        put(blk, offsetof(quant::BlockQ4_K, dmin));
+        break;
+      case DType::Q6_K:
+        put(blk, offsetof(quant::BlockQ6_K, d));
+        break;
+      default:
+        put(blk, 0);  // legacy blocks start with d
+        break;
+    }
+  }
+}
+
+TensorView filled_f32(OpCase& c, std::array<int64_t, kMaxDims> ne, int64_t pad = 0) {
+  std::array<int64_t, kMaxDims> wide = ne;
+  wide[0] += pad;
+  TensorView t = c.alloc(DType::F32, wide);
+  c.fill_uniform(t);
+  t.ne = ne;
+  return t;
+}
+
+void add_mul_mat(CaseList& cases, DType src, int64_t k, int64_t n, int64_t m,
+                 std::array<int64_t, 2> wb = {1, 1}, std::array<int64_t, 2> xb = {1, 1},
+                 int64_t x_pad = 0) {
+  const DType packed = *quant::packed_type_for(src);
+  std::string name = fmt::format("mul_mat {} K={} N={} M={}", dtype_name(packed), k, n, m);
+  if (xb[0] * xb[1] > 1) name += fmt::format(" w[{},{}] x[{},{}]", wb[0], wb[1], xb[0], xb[1]);
+  if (x_pad > 0) name += " strided";
+  auto c = new_case(name, OpKind::kMulMat);
+  TensorView plain = c->alloc(src, {k, n, wb[0], wb[1]});
+  c->fill_uniform(plain);
+  c->op.src[0] = pack(*c, plain, OpKind::kMulMat);
+  c->op.src[1] = filled_f32(*c, {k, m, xb[0], xb[1]}, x_pad);
+  c->op.dst = c->alloc(DType::F32, {n, m, xb[0], xb[1]});
+  c->max_nmse = 5e-4;
+  Equivalent eq;
+  eq.what = "same op on the plain weight";
+  eq.op = c->op;
+  eq.op.src[0] = plain;
+  eq.max_nmse = 5e-4;
+  c->equivalents.push_back(eq);
+  const double batches = static_cast<double>(xb[0] * xb[1]);
+  c->flops = 2.0 * k * n * m * batches;
+  c->bytes = static_cast<double>(row_size(src, k)) * n * wb[0] * wb[1] + 4.0 * k * m * batches +
+             4.0 * n * m * batches;
+  cases.push_back(std::move(c));
+}
+
+void add_mul_mat_id(CaseList& cases, DType src, int64_t n_tok) {
+  const DType packed = *quant::packed_type_for(src);
+  const int64_t k = 512, n = 21, n_exp = 6, n_used = 3;
+  auto c = new_case(fmt::format("mul_mat_id {} K={} N={} E={} used={} T={}", dtype_name(packed), k,
+                                n, n_exp, n_used, n_tok),
+                    OpKind::kMulMatId);
+  TensorView plain = c->alloc(src, {k, n, n_exp});
+  c->fill_uniform(plain);
+  c->op.src[0] = pack(*c, plain, OpKind::kMulMatId);
+  c->op.src[1] = filled_f32(*c, {k, 1, n_tok, 1});
+  c->op.src[2] = c->alloc(DType::I32, {n_used, n_tok});
+  std::vector<int32_t> all(static_cast<size_t>(n_exp));
+  std::iota(all.begin(), all.end(), 0);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    std::shuffle(all.begin(), all.end(), c->rng());
+    for (int64_t u = 0; u < n_used; ++u) *c->op.src[2].at<int32_t>(u, t) = all[u];
+  }
+  c->op.dst = c->alloc(DType::F32, {n, n_used, n_tok});
+  c->max_nmse = 5e-4;
+  Equivalent eq;
+  eq.what = "same op on the plain weight";
+  eq.op = c->op;
+  eq.op.src[0] = plain;
+  eq.max_nmse = 5e-4;
+  c->equivalents.push_back(eq);
+  c->flops = 2.0 * k * n * n_used * n_tok;
+  cases.push_back(std::move(c));
+}
+
+// Perf only: the plain weight and its packed copy as two cases of one shape.
+void add_perf(CaseList& cases, DType src, int64_t k, int64_t n, int64_t m) {
+  for (bool packed : {false, true}) {
+    const DType shown = packed ? *quant::packed_type_for(src) : src;
+    auto c = new_case(fmt::format("mul_mat {} K={} N={} M={} (perf)", dtype_name(shown), k, n, m),
+                      OpKind::kMulMat);
+    TensorView plain = c->alloc(src, {k, n});
+    fill_random_blocks(*c, plain);
+    c->op.src[0] = packed ? pack(*c, plain, OpKind::kMulMat) : plain;
+    c->op.src[1] = filled_f32(*c, {k, m, 1, 1});
+    c->op.dst = c->alloc(DType::F32, {n, m});
+    c->perf_only = true;
+    c->flops = 2.0 * k * n * m;
+    c->bytes = static_cast<double>(row_size(src, k)) * n + 4.0 * k * m + 4.0 * n * m;
+    cases.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
+void add_packed_cases(CaseList& cases, bool perf) {
+  for (DType src : kPackedSources) {
+    const int64_t k = block_size(src) == quant::kQKK ? 512 : 256;
+    for (int64_t m : {1, 3, 16, 17, 64}) add_mul_mat(cases, src, k, 37, m);
+    add_mul_mat(cases, src, k, 16, 512);
+    add_mul_mat_id(cases, src, 5);
+    add_mul_mat_id(cases, src, 40);  // 120 pairs over 6 experts: groups of 16+
+  }
+  // A single 32-element block per row, and Gemma 3 270M decode / prefill
+  // widths (ffn gate / up 640 -> 2048, down 2048 -> 640).
+  for (DType src : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+    add_mul_mat(cases, src, 32, 9, 18);
+    add_mul_mat(cases, src, 640, 2048, 1);
+  }
+  for (DType src : {DType::Q4_K, DType::Q6_K}) add_mul_mat(cases, src, 2048, 640, 1);
+  add_mul_mat(cases, DType::Q5_0, 640, 256, 64);
+  add_mul_mat(cases, DType::Q4_K, 1024, 256, 64);
+  // Batch broadcast and padded activation rows.
+  for (DType src : {DType::Q8_0, DType::Q4_K}) {
+    add_mul_mat(cases, src, 256, 12, 20, {2, 1}, {6, 2});
+    add_mul_mat(cases, src, 256, 21, 17, {1, 1}, {1, 1}, 64);
+  }
+  if (!perf) return;
+  for (DType src : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+    for (int64_t k : {2048, 4096}) {
+      for (int64_t m : {1, 512}) add_perf(cases, src, k, 1024, m);
+    }
+  }
+}
+
+}  // namespace folio::parity
