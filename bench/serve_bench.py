@@ -93,6 +93,8 @@ def stream_completion(base: urllib.parse.ParseResult, model: str, prompt: str, m
         headers["Authorization"] = f"Bearer {api_key}"
     start = time.perf_counter()
     last = None
+    usage_tokens = 0
+    chunk_tokens = 0
     try:
         conn = http.client.HTTPConnection(base.hostname, base.port or 80, timeout=timeout)
         conn.request("POST", "/v1/completions", body=body, headers=headers)
@@ -119,8 +121,8 @@ def stream_completion(base: urllib.parse.ParseResult, model: str, prompt: str, m
                     obj = json.loads(data)
                     usage = obj.get("usage")
                     if usage:
-                        res.output_tokens = usage.get("completion_tokens", res.output_tokens)
-                        res.prompt_tokens = usage.get("prompt_tokens", 0)
+                        usage_tokens = usage.get("completion_tokens") or 0
+                        res.prompt_tokens = usage.get("prompt_tokens") or 0
                     choices = obj.get("choices") or []
                     if choices and choices[0].get("text"):
                         now = time.perf_counter()
@@ -129,9 +131,11 @@ def stream_completion(base: urllib.parse.ParseResult, model: str, prompt: str, m
                         else:
                             res.itls.append(now - last)
                         last = now
-                        if not usage:
-                            res.output_tokens += 1
+                        chunk_tokens += 1
         conn.close()
+        # Servers that send usage report tokens exactly; otherwise count the
+        # streamed chunks (one token each for folio and llama.cpp).
+        res.output_tokens = max(usage_tokens, chunk_tokens)
     except Exception as e:  # network errors are results, not crashes
         res.error = f"{type(e).__name__}: {e}"
         return res
@@ -168,9 +172,9 @@ def scrape_metrics(base: urllib.parse.ParseResult) -> dict:
         if not line or line.startswith("#"):
             continue
         m = re.match(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)", line)
-        if m and m.group(2) is None:
+        if m and (m.group(2) is None or "le=" not in m.group(2)):
             try:
-                out[m.group(1)] = float(m.group(3))
+                out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(3))
             except ValueError:
                 pass
     return out
@@ -234,8 +238,8 @@ def summarize(name, results, wall, before, after):
         "e2e_p50_s": pct([r.e2e for r in ok], 0.5),
         "e2e_p90_s": pct([r.e2e for r in ok], 0.9),
     }
-    q0 = metric(before, "prefix", "queried")
-    q1 = metric(after, "prefix", "queried")
+    q0 = metric(before, "prefix", "quer")
+    q1 = metric(after, "prefix", "quer")
     h0 = metric(before, "prefix", "hit")
     h1 = metric(after, "prefix", "hit")
     if None not in (q0, q1, h0, h1) and q1 > q0:
@@ -278,7 +282,8 @@ def free_port():
 def start_folio(args, variant):
     port = free_port()
     cmd = [args.folio, "serve", "-m", args.model_file, "--host", "127.0.0.1", "--port", str(port),
-           "-t", str(args.threads), "--max-seqs", str(args.clients), "-c", str(args.ctx_size)]
+           "-t", str(args.threads), "--max-seqs", str(args.clients), "-c", str(args.ctx_size),
+           "--alias", args.model]
     if variant == "no-decode-first":
         cmd.append("--no-decode-first")
     elif variant != "default":
