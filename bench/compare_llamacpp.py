@@ -337,8 +337,10 @@ def main():
     except ImportError:
         llama_version = "not installed"
 
+    built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(a.folio)))
     print(f"{started}, {platform.node()}, {os.cpu_count()} CPUs, {a.threads} threads, "
-          f"{a.reps} repetitions; folio {rev} (+ working tree), llama.cpp via llama-cpp-python "
+          f"{a.reps} repetitions; folio {a.folio} built {built} (HEAD now {rev}), "
+          f"llama.cpp via llama-cpp-python "
           f"{llama_version} (use_extra_bufts={a.llama_extra_bufts}, flash_attn={a.llama_fa}, "
           f"OMP_WAIT_POLICY={a.omp_wait_policy or 'default'})")
     print(f"load average before: {load_before}; after: {load_after}")
