@@ -1,10 +1,11 @@
 // mul_mat results must not depend on the batch a row is computed in: the
 // optimised kernels pick tile shapes by the number of activation rows (the
-// float kernels switch to a wide tile from 8 rows on), and continuous
-// batching puts one sequence's token next to any number of others'. So each
-// output column of an op with many activation rows must equal, bit for bit,
-// the op run on that row alone, for every weight type and SIMD tier. The
-// wide float tile is also checked against a double-precision dot.
+// float and Q4_K / Q5_K / Q6_K kernels switch to a wide tile from 8 rows on),
+// and continuous batching puts one sequence's token next to any number of
+// others'. So each output column of an op with many activation rows must
+// equal, bit for bit, the op run on that row alone, for every weight type
+// and SIMD tier. The wide float tile is also checked against a
+// double-precision dot.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -80,8 +81,8 @@ TEST(MulMatBatch, EachRowAsIfAlone) {
   for (Isa isa : simd_isas()) {
     CpuBackend backend(CpuBackendOptions{isa, false, &pool});
     for (DType wt : kTypes) {
-      // 19 rows: wide tiles of 8 and a remainder of 3; 29 weight rows: row
-      // tile remainders for every tile height in use.
+      // 19 activation rows and 29 weight rows: column and row remainders for
+      // every tile shape in use (narrow and wide).
       Problem p(wt, k_for(wt), 29, 19, 5);
       const std::vector<float> all = p.run(backend, 0, p.m);
       const std::vector<float> first8 = p.run(backend, 0, 8);

@@ -57,11 +57,14 @@ FOLIO_TARGET_AVX2 void float_tile(int64_t k, const void* w, size_t w_stride, con
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
   }
+  constexpr size_t kElem = WT == DType::F32 ? 4 : 2;
+  const size_t pf = R * w_stride;  // the next tile's rows
   int64_t i = 0;
   for (; i + 8 <= k; i += 8) {
     __m256 xv[C];
     for (int c = 0; c < C; ++c) xv[c] = _mm256_loadu_ps(xr[c] + i);
     for (int r = 0; r < R; ++r) {
+      avx2::prefetch_span<8 * kElem>(wr[r] + i * kElem + pf);
       const __m256 wv = load_w<WT>(wr[r], i);
       for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv, xv[c], acc[r][c]);
     }

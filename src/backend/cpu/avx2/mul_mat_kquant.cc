@@ -61,8 +61,17 @@ struct TileRows {
   const Block* w[R];
   const BlockQ8_K* x[C];
   __m256 acc[R][C];
+  size_t pf;  // bytes from a row to the same place in the next tile's rows
 
-  FOLIO_TARGET_AVX2 TileRows(const void* wp, size_t w_stride, const void* xp, size_t x_stride) {
+  // Prefetches super-block sb of the next tile's rows.
+  FOLIO_TARGET_AVX2 void prefetch(int64_t sb) const {
+    for (int r = 0; r < R; ++r) {
+      avx2::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(w[r] + sb) + pf);
+    }
+  }
+
+  FOLIO_TARGET_AVX2 TileRows(const void* wp, size_t w_stride, const void* xp, size_t x_stride)
+      : pf(R * w_stride) {
     for (int r = 0; r < R; ++r) {
       w[r] = reinterpret_cast<const Block*>(static_cast<const unsigned char*>(wp) + r * w_stride);
     }
@@ -115,6 +124,7 @@ FOLIO_TARGET_AVX2 void q45_k_tile(int64_t k, const void* w, size_t w_stride, con
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m10 = _mm256_set1_epi8(0x10);
   for (int64_t sb = 0; sb < k / kQKK; ++sb) {
+    t.prefetch(sb);
     __m256i isum[R][C];
     uint8_t sc[R][8];
     __m256i mins[R];  // 16 i16: m0, m0, m1, m1, ... (pairs meet the 16-element bsums)
@@ -210,6 +220,7 @@ FOLIO_TARGET_AVX2 void q6_k_tile(int64_t k, const void* w, size_t w_stride, cons
                                  size_t x_stride, float* out, size_t out_stride) {
   TileRows<BlockQ6_K, R, C> t(w, w_stride, x, x_stride);
   for (int64_t sb = 0; sb < k / kQKK; ++sb) {
+    t.prefetch(sb);
     __m256i isum[R][C];
     for (int r = 0; r < R; ++r) {
       for (int c = 0; c < C; ++c) isum[r][c] = _mm256_setzero_si256();
@@ -289,6 +300,7 @@ FOLIO_TARGET_AVX2 void q23_k_tile(int64_t k, const void* w, size_t w_stride, con
   using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
   TileRows<Block, R, C> t(w, w_stride, x, x_stride);
   for (int64_t sb = 0; sb < k / kQKK; ++sb) {
+    t.prefetch(sb);
     __m256i isum[R][C];
     __m256i scales[R];  // group scales (Q3_K: minus 32) as bytes, in both lanes
     __m256i mins[R];    // Q2_K: 16 group mins as i16
@@ -357,6 +369,7 @@ FOLIO_TARGET_AVX2 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, co
   const __m256i table = _mm256_broadcastsi128_si256(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues)));
   for (int64_t sb = 0; sb < k / kQKK; ++sb) {
+    t.prefetch(sb);
     __m256i isum[R][C];
     int16_t sc[R][8];  // signed 6-bit group scales minus 32
     for (int r = 0; r < R; ++r) {

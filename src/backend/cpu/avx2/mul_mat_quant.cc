@@ -146,6 +146,7 @@ FOLIO_TARGET_AVX2 void legacy_tile(int64_t k, const void* w, size_t w_stride, co
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
   }
   const __m256i ones = _mm256_set1_epi16(1);
+  const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t b = 0; b < nb; ++b) {
     __m256i xq[C];
     __m256 xd[C];     // dx x 8
@@ -163,6 +164,7 @@ FOLIO_TARGET_AVX2 void legacy_tile(int64_t k, const void* w, size_t w_stride, co
     }
     for (int r = 0; r < R; ++r) {
       const Block& blk = wr[r][b];
+      avx2::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(&blk) + pf);
       const __m256 dw = half_x8(&blk.d);
       const __m256i wq = legacy_codes<WT>(blk);
       if constexpr (L::kSigned) {

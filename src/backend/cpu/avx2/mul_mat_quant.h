@@ -3,6 +3,8 @@
 // (256-element super-blocks x Q8_K activations). Both use the same tile
 // shape and the same dispatch from a (rows, columns) remainder to a template
 // instance. Everything is `static inline` with the AVX2 target attribute.
+// Like the AVX-512 tiles, each block / super-block step prefetches the same
+// bytes of the next tile's rows (simd.h prefetch_span).
 #pragma once
 
 #include <cstddef>

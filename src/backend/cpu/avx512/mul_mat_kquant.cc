@@ -2,16 +2,20 @@
 // Q4_K, Q5_K, Q6_K, IQ4_XS) x F32 activations quantized once per op to Q8_K
 // super-blocks (mul_mat_tiled: int8 quants, f32 scale, i16 sums of 16).
 // A 64-element chunk of unsigned weight codes meets 64 contiguous Q8_K
-// quants: vpmaddubsw (pairs summed in i16, never saturating: codes <= 63
-// give <= 63 * 127 * 2), then vpdpwssd with the group scales spread to the
-// i16 lanes by vpermw, accumulated exactly in i32 over the super-block; one
-// f32 FMA per super-block applies d * dx. Offsets and minimums are integer
-// sums of scale * bsum, once per super-block.
+// quants. Q4_K, Q5_K, Q6_K: vpdpbusd gives exact i32 dots of 4 elements per
+// lane (|lane| <= 63 * 127 * 4 < 2^15), two chunks' dots are packed to i16
+// (vpackssdw, no saturation) and vpdpwssd multiplies them by their group
+// scales (spread once per super-block by vpermw) into the i32 sum: 2.5
+// multiplies per chunk on the vector ports. Q2_K, Q3_K, IQ4_XS: vpmaddubsw
+// (pairs in i16, never saturating: codes <= 63 give <= 63 * 127 * 2), then
+// vpdpwssd with the scales per chunk. Sums are exact in i32 over the
+// super-block; f32 FMAs per super-block apply d * dx. Offsets and minimums
+// are integer sums of scale * bsum, once per super-block.
 //
 // Q4_K / Q5_K: 32 nibble bytes (low = group 2j, high = group 2j+1); Q5_K
 //   adds 16 where the group's qh bit is set (vptestmb against [1 << 2j,
 //   1 << 2j+1] per 256-bit half, then a byte-masked add). Mins: dmin *
-//   sum_j m_j * (bsum[2j] + bsum[2j+1]).
+//   sum_j m_j * (bsum[2j] + bsum[2j+1]), in 256 bits (8 lanes).
 // Q6_K: 6-bit codes (0..63) from ql nibbles and qh bit pairs (variable
 //   shifts per 256-bit half); -32 offset: 32 * sum_g scale_g * bsum_g.
 // Q2_K: 2-bit codes: the 32 qs bytes of a 128-element half hold quarter Q at
@@ -23,10 +27,11 @@
 //   and x negated where w < 0 (a byte-masked subtract from zero):
 //   |products| <= 127 * 127 * 2; signed 6-bit scale per 32 elements.
 // Tile: 4 weight rows x 2 activation rows (Q4_K, Q5_K, Q6_K: 2 x 8 from 8
-// activation rows on, mul_mat_quant.h); each super-block step prefetches
-// the same super-block of the next tile's rows. Integer sums are exact and each
-// output's f32 accumulation order depends only on K, never on the tile shape
-// or the thread count.
+// activation rows on, mul_mat_quant.h); Q4_K, Q5_K, Q6_K unpack a row's
+// super-block once and then visit every column. Each super-block step
+// prefetches the same super-block of the next tile's rows. Integer sums are
+// exact and each output's f32 steps depend only on K, never on the tile
+// shape or the thread count.
 #include <cstring>
 #include <type_traits>
 
@@ -107,6 +112,31 @@ FOLIO_INLINE_AVX512 ScalesMins unpack_k4_scales(const uint8_t* s) {
   return {static_cast<uint64_t>(sc_hi) << 32 | sc_lo, static_cast<uint64_t>(mn_hi) << 32 | mn_lo};
 }
 
+// The scale of every i16 lane after vpackssdw of the vpdpbusd dots of two
+// chunks (a, b): in 128-bit lane k, i16 lanes 0-3 hold dot lanes 4k..4k+3 of
+// a, lanes 4-7 those of b. `group` maps (chunk 0 / 1 of the pair, k) to the
+// group whose elements those dot lanes summed; the result indexes the i16
+// scale vector of the super-block (vpermw).
+template <typename Group>
+FOLIO_INLINE_AVX512 __m512i packed_pair_index(Group group) {
+  alignas(64) int16_t idx[32];
+  for (int p = 0; p < 32; ++p) idx[p] = static_cast<int16_t>(group(p % 8 / 4, p / 8));
+  return _mm512_load_si512(idx);
+}
+
+// One pair of 64-element chunks for a row and a column: exact i32 dots of
+// 4 elements per lane by vpdpbusd (|lane| <= 63 * 127 * 4 < 2^15 for codes
+// up to 63), packed to i16 (no saturation), then multiplied by the group
+// scales and summed in pairs into isum by vpdpwssd. Two p0 multiplies per
+// chunk plus half of one, where vpmaddubsw + vpdpwssd took two full ones.
+FOLIO_INLINE_AVX512 __m512i chunk_pair_dot(__m512i isum, __m512i wa, __m512i wb, const void* xa,
+                                           const void* xb, __m512i scales) {
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i da = _mm512_dpbusd_epi32(zero, wa, _mm512_loadu_si512(xa));
+  const __m512i db = _mm512_dpbusd_epi32(zero, wb, _mm512_loadu_si512(xb));
+  return _mm512_dpwssd_epi32(isum, _mm512_packs_epi32(da, db), scales);
+}
+
 template <bool kQ5, int R, int C>
 FOLIO_TARGET_AVX512 void q45_k_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                     size_t x_stride, float* out, size_t out_stride) {
@@ -125,50 +155,47 @@ FOLIO_TARGET_AVX512 void q45_k_tile(int64_t k, const void* w, size_t w_stride, c
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   }
   const __m512i m4 = _mm512_set1_epi8(0x0F);
+  // Chunk j: bytes 0-31 (dot lanes 0-7, 128-bit lanes 0-1) hold group 2j,
+  // bytes 32-63 group 2j + 1. In the pair (0, 1), chunk c's 128-bit lane k
+  // is group 2c + k / 2; the pair (2, 3) adds 4.
+  const __m512i idx01 = packed_pair_index([](int chunk, int k) { return 2 * chunk + k / 2; });
+  const __m512i idx23 = _mm512_add_epi16(idx01, _mm512_set1_epi16(4));
   const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t sb = 0; sb < nsb; ++sb) {
-    __m512i isum[R][C];
-    __m512i scales[R];  // 8 group scales as i16 in lanes 0-7
-    __m256i mins[R];    // 16 i16: m0, m0, m1, m1, ... (pairs meet the 16-element bsums)
+    // Row by row: its codes and scales unpacked once, then every column.
     for (int r = 0; r < R; ++r) {
-      avx512::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(wr[r] + sb) + pf);
-      const ScalesMins sm = unpack_k4_scales(wr[r][sb].scales);
-      scales[r] = _mm512_castsi128_si512(
+      const Block& b = wr[r][sb];
+      avx512::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(&b) + pf);
+      const ScalesMins sm = unpack_k4_scales(b.scales);
+      const __m512i scales = _mm512_castsi128_si512(
           _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sm.scales))));
+      const __m512i s01 = _mm512_permutexvar_epi16(idx01, scales);
+      const __m512i s23 = _mm512_permutexvar_epi16(idx23, scales);
       const __m128i m8 = _mm_cvtsi64_si128(static_cast<int64_t>(sm.mins));
-      mins[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-      for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
-    }
-    for (int j = 0; j < kQKK / 64; ++j) {
-      const __m512i idx = group32_index(2 * j);
-      const __m512i bits = pair_epi8(1 << (2 * j), 1 << (2 * j + 1));
-      __m512i xq[C];
-      for (int c = 0; c < C; ++c) xq[c] = _mm512_loadu_si512(xr[c][sb].qs + 64 * j);
-      for (int r = 0; r < R; ++r) {
-        // [low nibbles | high nibbles] of the same 32 bytes.
-        const __m512i q = load256_twice(wr[r][sb].qs + 32 * j);
-        __m512i wq = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xFFFF0000, q, 4), m4);
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // m0, m0, m1, ...
+      __m512i wq[4];
+      for (int j = 0; j < 4; ++j) {
+        // [low nibbles | high nibbles] of the same 32 bytes: groups 2j, 2j + 1.
+        const __m512i q = load256_twice(b.qs + 32 * j);
+        wq[j] = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xFFFF0000, q, 4), m4);
         if constexpr (kQ5) {
-          const __mmask64 fifth = _mm512_test_epi8_mask(load256_twice(wr[r][sb].qh), bits);
-          wq = _mm512_mask_add_epi8(wq, fifth, wq, _mm512_set1_epi8(16));
-        }
-        const __m512i s = _mm512_permutexvar_epi16(idx, scales[r]);
-        for (int c = 0; c < C; ++c) {
-          isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], _mm512_maddubs_epi16(wq, xq[c]), s);
+          const __m512i bits = pair_epi8(1 << (2 * j), 1 << (2 * j + 1));
+          const __mmask64 fifth = _mm512_test_epi8_mask(load256_twice(b.qh), bits);
+          wq[j] = _mm512_mask_add_epi8(wq[j], fifth, wq[j], _mm512_set1_epi8(16));
         }
       }
-    }
-    // acc += (isum * d - msum * dmin) * dx: the row's scales broadcast once
-    // for all columns, the column's once per use (a memory broadcast).
-    for (int r = 0; r < R; ++r) {
-      const __m512 d = _mm512_set1_ps(half_to_float(&wr[r][sb].d));
-      const __m512 dmin = _mm512_set1_ps(half_to_float(&wr[r][sb].dmin));
+      // acc += (isum * d - msum * dmin) * dx, the mins part in 256 bits (its
+      // 8 lanes).
+      const __m512 d = _mm512_set1_ps(half_to_float(&b.d));
+      const __m256 dmin = _mm256_set1_ps(half_to_float(&b.dmin));
       for (int c = 0; c < C; ++c) {
-        const __m512i msum =
-            _mm512_zextsi256_si512(_mm256_madd_epi16(mins[r], bsums_of(xr[c][sb])));
-        const __m512 t = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), dmin,
-                                          _mm512_mul_ps(_mm512_cvtepi32_ps(isum[r][c]), d));
-        acc[r][c] = _mm512_fmadd_ps(t, _mm512_set1_ps(xr[c][sb].d), acc[r][c]);
+        const BlockQ8_K& xb = xr[c][sb];
+        __m512i isum = chunk_pair_dot(_mm512_setzero_si512(), wq[0], wq[1], xb.qs, xb.qs + 64, s01);
+        isum = chunk_pair_dot(isum, wq[2], wq[3], xb.qs + 128, xb.qs + 192, s23);
+        const __m256 msum = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bsums_of(xb)));
+        const __m512 t = _mm512_sub_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(isum), d),
+                                       _mm512_zextps256_ps512(_mm256_mul_ps(msum, dmin)));
+        acc[r][c] = _mm512_fmadd_ps(t, _mm512_set1_ps(xb.d), acc[r][c]);
       }
     }
   }
@@ -199,50 +226,38 @@ FOLIO_TARGET_AVX512 void q6_k_tile(int64_t k, const void* w, size_t w_stride, co
   // 2-3 (shift left 4 / 2), elements 64-95 / 96-127 bits 4-5 / 6-7 (right 0 / 2).
   const __m512i shl = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
   const __m512i shr = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  // Half h: chunk s (elements 128h + 64s .. +63) has group 8h + 4s + k in
+  // its k-th 128-bit lane (16 elements, 4 dot lanes).
+  const __m512i idx0 = packed_pair_index([](int chunk, int k) { return 4 * chunk + k; });
+  const __m512i idx1 = _mm512_add_epi16(idx0, _mm512_set1_epi16(8));
   const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t sb = 0; sb < nsb; ++sb) {
-    __m512i isum[R][C];
-    __m256i scales[R];  // 16 group scales as i16
+    // Row by row: its codes and scales unpacked once, then every column.
     for (int r = 0; r < R; ++r) {
-      avx512::prefetch_span<sizeof(BlockQ6_K)>(reinterpret_cast<const char*>(wr[r] + sb) + pf);
-      scales[r] =
-          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wr[r][sb].scales)));
-      for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
-    }
-    for (int h = 0; h < 2; ++h) {
-      // Chunk 2h + s covers elements 128h + 64s .. +63: groups 8h + 4s + L / 8.
-      const __m512i idx0 = group16_index(8 * h);
-      const __m512i idx1 = group16_index(8 * h + 4);
-      __m512i x0[C], x1[C];
-      for (int c = 0; c < C; ++c) {
-        x0[c] = _mm512_loadu_si512(xr[c][sb].qs + 128 * h);
-        x1[c] = _mm512_loadu_si512(xr[c][sb].qs + 128 * h + 64);
+      const BlockQ6_K& b = wr[r][sb];
+      avx512::prefetch_span<sizeof(BlockQ6_K)>(reinterpret_cast<const char*>(&b) + pf);
+      const __m256i scales =  // 16 group scales as i16
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+      __m512i q[4], sh[2];  // codes of chunks 2h + s; group scales of half h
+      for (int h = 0; h < 2; ++h) {
+        const __m512i ql = _mm512_loadu_si512(b.ql + 64 * h);
+        const __m512i qh = load256_twice(b.qh + 32 * h);
+        q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4),
+                                   _mm512_and_si512(_mm512_sllv_epi16(qh, shl), m30));
+        q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                       _mm512_and_si512(_mm512_srlv_epi16(qh, shr), m30));
+        sh[h] = _mm512_permutexvar_epi16(h == 0 ? idx0 : idx1, _mm512_castsi256_si512(scales));
       }
-      for (int r = 0; r < R; ++r) {
-        const __m512i ql = _mm512_loadu_si512(wr[r][sb].ql + 64 * h);
-        const __m512i qh = load256_twice(wr[r][sb].qh + 32 * h);
-        const __m512i q0 = _mm512_or_si512(_mm512_and_si512(ql, m4),
-                                           _mm512_and_si512(_mm512_sllv_epi16(qh, shl), m30));
-        const __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
-                                           _mm512_and_si512(_mm512_srlv_epi16(qh, shr), m30));
-        const __m512i sc = _mm512_castsi256_si512(scales[r]);
-        const __m512i s0 = _mm512_permutexvar_epi16(idx0, sc);
-        const __m512i s1 = _mm512_permutexvar_epi16(idx1, sc);
-        for (int c = 0; c < C; ++c) {
-          isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], _mm512_maddubs_epi16(q0, x0[c]), s0);
-          isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], _mm512_maddubs_epi16(q1, x1[c]), s1);
-        }
-      }
-    }
-    // acc += (dot * d) * dx (row scale broadcast once for all columns).
-    for (int r = 0; r < R; ++r) {
-      const __m512 d = _mm512_set1_ps(half_to_float(&wr[r][sb].d));
+      // acc += (dot * d) * dx, dot = isum - 32 * sum_g sc_g * bsum_g.
+      const __m512 d = _mm512_set1_ps(half_to_float(&b.d));
       for (int c = 0; c < C; ++c) {
-        const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scales[r], bsums_of(xr[c][sb])),
-                                              5);  // 32 * sc * bsum
-        const __m512i dot = _mm512_sub_epi32(isum[r][c], _mm512_zextsi256_si512(off));
-        acc[r][c] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), d),
-                                    _mm512_set1_ps(xr[c][sb].d), acc[r][c]);
+        const BlockQ8_K& xb = xr[c][sb];
+        __m512i isum = chunk_pair_dot(_mm512_setzero_si512(), q[0], q[1], xb.qs, xb.qs + 64, sh[0]);
+        isum = chunk_pair_dot(isum, q[2], q[3], xb.qs + 128, xb.qs + 192, sh[1]);
+        const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scales, bsums_of(xb)), 5);
+        const __m512i dot = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(off));
+        acc[r][c] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), d), _mm512_set1_ps(xb.d),
+                                    acc[r][c]);
       }
     }
   }

@@ -72,11 +72,10 @@ FOLIO_INLINE_AVX512 void store_tile(__m512 (&acc)[R][C], float* out, size_t out_
   FOLIO_TARGET_AVX512 void NAME(int64_t k, const void* w, size_t w_stride, int nr, const void* x, \
                                 size_t x_stride, int nc, float* out, size_t out_stride) {         \
     using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);       \
-    static constexpr Fn kTable[2][8] = {                                                          \
-        {TILE<1, 1>, TILE<1, 2>, TILE<1, 3>, TILE<1, 4>, TILE<1, 5>, TILE<1, 6>, TILE<1, 7>,      \
-         TILE<1, 8>},                                                                             \
-        {TILE<2, 1>, TILE<2, 2>, TILE<2, 3>, TILE<2, 4>, TILE<2, 5>, TILE<2, 6>, TILE<2, 7>,      \
-         TILE<2, 8>}};                                                                            \
+    static constexpr Fn kTable[2][8] = {{TILE<1, 1>, TILE<1, 2>, TILE<1, 3>, TILE<1, 4>,          \
+                                         TILE<1, 5>, TILE<1, 6>, TILE<1, 7>, TILE<1, 8>},         \
+                                        {TILE<2, 1>, TILE<2, 2>, TILE<2, 3>, TILE<2, 4>,          \
+                                         TILE<2, 5>, TILE<2, 6>, TILE<2, 7>, TILE<2, 8>}};        \
     static_assert(::folio::cpu::avx512::kWideTileRows == 2 &&                                     \
                   ::folio::cpu::avx512::kWideTileCols == 8);                                      \
     kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);                         \
