@@ -14,8 +14,8 @@
 // part (their logits are bit-identical: hybrid_cache_test.cc).
 #include <gtest/gtest.h>
 
-#include <cstdio>
 
+#include "llamacpp_parity.h"
 #include "model/hybrid_cache.h"
 #include "test_util.h"
 
@@ -80,46 +80,12 @@ TEST_P(HybridParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   const float tol_prefill = f16 ? 4e-3f : 1e-3f;
   const float tol_decode = f16 ? 1.3e-2f : 1e-3f;
 
-  Result<std::vector<int32_t>> prompt = read_ids(base + ".prompt_tokens.txt");
-  Result<std::vector<int32_t>> gen = read_ids(base + ".gen_tokens.txt");
-  Result<NpyF32> ref_prefill = read_npy(base + ".prefill.npy");
-  Result<NpyF32> ref_decode = read_npy(base + ".decode.npy");
-  ASSERT_TRUE(prompt.ok() && gen.ok() && ref_prefill.ok() && ref_decode.ok());
-  const int64_t n_vocab = m.config().n_vocab;
-  ASSERT_EQ(ref_prefill->rows(), static_cast<int64_t>(prompt->size()));
-  ASSERT_EQ(ref_prefill->cols(), n_vocab);
-  ASSERT_EQ(ref_decode->rows(), static_cast<int64_t>(gen->size()));
-
   auto ctx = ForwardContext::cpu(2);
   Result<std::unique_ptr<KvCache>> cache = make_cache(m, p);
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
-
-  Result<std::vector<float>> prefill = eval_all(m, **cache, *ctx, *prompt);
-  ASSERT_TRUE(prefill.ok()) << prefill.status().to_string();
-  float worst_prefill = 0.0f;
-  for (int64_t r = 0; r < ref_prefill->rows(); ++r) {
-    const float d = max_abs_diff(prefill->data() + r * n_vocab, ref_prefill->row(r), n_vocab);
-    EXPECT_LE(d, tol_prefill) << "prefill row " << r;
-    worst_prefill = std::max(worst_prefill, d);
-  }
-
-  float worst_decode = 0.0f;
-  int32_t predicted =
-      argmax(prefill->data() + (prefill->size() - static_cast<size_t>(n_vocab)), n_vocab);
-  int matched = 0;
-  for (size_t i = 0; i < gen->size(); ++i) {
-    EXPECT_EQ(predicted, (*gen)[i]) << "greedy token " << i;
-    matched += predicted == (*gen)[i];
-    Result<std::vector<float>> row = eval_one(m, **cache, *ctx, (*gen)[i]);
-    ASSERT_TRUE(row.ok()) << row.status().to_string();
-    const float d = max_abs_diff(row->data(), ref_decode->row(static_cast<int64_t>(i)), n_vocab);
-    EXPECT_LE(d, tol_decode) << "decode row " << i;
-    worst_decode = std::max(worst_decode, d);
-    predicted = argmax(row->data(), n_vocab);
-  }
-  std::printf("[ parity ] %s.%s kv %s %s: prefill max|d| %.3g, decode max|d| %.3g, greedy %d/%zu\n",
-              p.name.c_str(), p.kase.c_str(), dtype_name(p.kv), p.paged ? "paged" : "contiguous",
-              worst_prefill, worst_decode, matched, gen->size());
+  expect_llamacpp_parity(
+      m, **cache, *ctx, base, {tol_prefill, tol_decode},
+      p.name + "." + p.kase + " kv " + dtype_name(p.kv) + (p.paged ? " paged" : " contiguous"));
 }
 
 INSTANTIATE_TEST_SUITE_P(F32Kv, HybridParity, ::testing::ValuesIn(params(DType::F32)), param_name);

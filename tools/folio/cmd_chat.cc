@@ -4,9 +4,9 @@
 // conversation, so a turn only prefills what is new. Lines typed at the
 // prompt: text = a user message, /reset = start over, /exit (or EOF) = quit.
 //
-// A model without a template gets a built-in format: Gemma's turns for gemma
-// architectures (their base models ship none), ChatML otherwise (the
-// ChatTemplate fallback, logged).
+// A model without a template gets a built-in format (cli_common's
+// pick_chat_template): Gemma's turns for gemma architectures (their base
+// models ship none), ChatML otherwise (the ChatTemplate fallback, logged).
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -21,33 +21,12 @@ namespace folio::tools {
 
 namespace {
 
-// Gemma's turn format, written for folio: system text joins the first user
-// turn, assistant turns are "model" turns.
-constexpr std::string_view kGemmaTemplate =
-    "{{ bos_token }}{% set ns = namespace(sys='') %}"
-    "{% for m in messages %}{% if m['role'] == 'system' %}{% set ns.sys = m['content'] ~ '\n\n' %}"
-    "{% else %}{% set role = 'model' if m['role'] == 'assistant' else m['role'] %}"
-    "<start_of_turn>{{ role }}\n{{ ns.sys if role == 'user' else '' }}{{ m['content'] | trim }}"
-    "<end_of_turn>\n{% if role == 'user' %}{% set ns.sys = '' %}{% endif %}{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}";
-
 struct ChatFlags {
   ModelFlags model;
   SamplingFlags sampling;
   std::string system;
   int64_t n_predict = 512;
 };
-
-tokenizer::ChatTemplate pick_template(const LoadedModel& lm) {
-  const auto& vocab = lm.tokenizer->vocab();
-  const bool has_template = lm.model->file().has("tokenizer.chat_template");
-  if (!has_template && lm.model->config().arch.rfind("gemma", 0) == 0) {
-    auto t = tokenizer::ChatTemplate::parse(kGemmaTemplate, lm.tokenizer->piece(vocab.bos(), true),
-                                            lm.tokenizer->piece(vocab.eos(), true));
-    if (t.ok()) return std::move(t).value();
-  }
-  return tokenizer::ChatTemplate::from_gguf(lm.model->file(), vocab);
-}
 
 int chat(const ChatFlags& f) {
   auto lm = load_for_generation(f.model);
@@ -61,7 +40,7 @@ int chat(const ChatFlags& f) {
     std::fprintf(stderr, "folio: %s\n", params.status().message().c_str());
     return 1;
   }
-  tokenizer::ChatTemplate tmpl = pick_template(*lm);
+  tokenizer::ChatTemplate tmpl = pick_chat_template(*lm);
   if (tmpl.is_fallback()) {
     std::fprintf(stderr, "folio: using the ChatML fallback template (%s)\n",
                  tmpl.fallback_reason().c_str());
