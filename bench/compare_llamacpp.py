@@ -26,9 +26,10 @@ tests/model/refdata/README.md); --llama-extra-bufts tries it anyway.
 Flash attention "auto" (llama.cpp's default; folio always uses its paged
 flash attention); one context per test with one KV stream per sequence
 (llama.cpp's default, not kv_unified, like batched-bench without -kvu);
-OMP_WAIT_POLICY=passive by default (folio's pool waits passively too; on a
-shared 2-core machine spinning OpenMP threads made llama.cpp's decode swing
-2-16 tokens/s), --omp-wait-policy changes it.
+llama.cpp's own OpenMP wait policy by default (its threads spin between ops,
+as folio's pool spins briefly before sleeping); on a machine shared with
+other work, --omp-wait-policy passive keeps spinning threads from swinging
+its decode speed.
 
   /tmp/venvtest/bin/python bench/compare_llamacpp.py -t 2 -r 3 \\
       -m models/random-llama-1b-f16.gguf,models/random-llama-1b-q8_0.gguf,\\
@@ -268,7 +269,7 @@ def main():
     ap.add_argument("--llama-fa", default="auto", choices=["auto", "0", "1"])
     ap.add_argument("--llama-extra-bufts", action="store_true",
                     help="let llama.cpp use its AMX / repack buffers (segfaulted here)")
-    ap.add_argument("--omp-wait-policy", default="passive", help="'' keeps llama.cpp's default")
+    ap.add_argument("--omp-wait-policy", default="", help="OMP_WAIT_POLICY for llama.cpp ('' keeps its default)")
     ap.add_argument("--skip-llama", action="store_true")
     ap.add_argument("--json-out", default="")
     # worker mode
