@@ -162,6 +162,16 @@ Status mul_mat_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& s
       const int64_t i2 = batch % b2, i3 = batch / b2;
       const unsigned char* w_batch =
           static_cast<const unsigned char*>(w.data) + (i2 / r2) * w.nb[2] + (i3 / r3) * w.nb[3];
+      if (spec.panel != nullptr) {
+        // The chunk's rows of this batch against all its activation rows.
+        const int64_t n0 = (t - batch * n_tiles) * tr;
+        const int64_t n1 = std::min(n, (t_end - batch * n_tiles) * tr);
+        const size_t x_stride = spec.act == ActFormat::kF32 ? x.nb[1] : x_row_bytes;
+        spec.panel(k, w_batch + n0 * w.nb[1], w.nb[1], n1 - n0, x_row(0, i2, i3), x_stride, m,
+                   y.row<float>(0, i2, i3) + n0, y.nb[1]);
+        t = t_end;
+        continue;
+      }
       for (int64_t m0 = 0; m0 < m; m0 += m_block) {
         const int64_t m1 = std::min(m, m0 + m_block);
         for (int64_t tile = t - batch * n_tiles; tile < t_end - batch * n_tiles; ++tile) {

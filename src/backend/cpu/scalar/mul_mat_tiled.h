@@ -84,6 +84,14 @@ void convert_act_row(ActFormat f, const float* src, void* dst, int64_t k);
 using DotTileFn = void (*)(int64_t k, const void* w, size_t w_stride, int nr, const void* x,
                            size_t x_stride, int nc, float* out, size_t out_stride);
 
+// Optional whole-block form of a tile function: computes out(r, c) for
+// r < nr, c < nc (any counts) with the same addressing as DotTileFn, and
+// each output bit-identical to what `tile` gives for it. The driver hands it
+// a thread's contiguous range of weight rows and all activation rows of a
+// batch, and leaves the blocking (and any weight pre-conversion) to it.
+using DotPanelFn = void (*)(int64_t k, const void* w, size_t w_stride, int64_t nr, const void* x,
+                            size_t x_stride, int64_t nc, float* out, size_t out_stride);
+
 // Converts one F32 row of k elements into the spec's ActFormat; must give
 // the same bytes as convert_act_row (SIMD versions of the reference).
 using ConvertRowFn = void (*)(const float* src, void* dst, int64_t k);
@@ -94,6 +102,9 @@ struct MatMulSpec {
   int tile_cols = 1;  // activation rows per tile
   DotTileFn tile = nullptr;
   ConvertRowFn convert = nullptr;  // nullptr: convert_act_row (scalar reference)
+  // When set, mul_mat_tiled calls it instead of visiting tiles itself
+  // (mul_mat_id always uses `tile`).
+  DotPanelFn panel = nullptr;
 };
 
 // Runs a (validated) kMulMat op with `spec`. Allocation failure of the
