@@ -291,20 +291,26 @@ def main():
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     load_before = load_average()
     bw = a.bw
-    mem_row = None
-    if bw <= 0:
+    mem_rows = []  # one triad per model: this VM's bandwidth drifts (host load) within a run
+
+    def measure_triad():
         cmd = [a.folio, "bench", "--mem", "--json", "-t", str(a.threads)]
         if a.mem_size:
             cmd += ["--mem-size", str(a.mem_size)]
         log("triad: " + " ".join(cmd))
         p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
-        mem_row = json.loads(p.stdout.splitlines()[0])
-        bw = mem_row["triad_gbps"]
+        row = json.loads(p.stdout.splitlines()[0])
+        mem_rows.append(row)
+        return row["triad_gbps"]
 
+    bw_by_model = {}
     results = []  # (model, test, folio row, llama row)
     out_json = []
     for m in models:
         name = os.path.basename(m)
+        if a.bw <= 0:
+            bw = measure_triad()
+        bw_by_model[name] = bw
         common = ["--bw", f"{bw:.4f}"]
         f_rows, _ = run_folio(a, m, ["-p", str(a.n_prompt), "-n", str(a.n_gen), "--seqs", "1"] + common,
                               "pp/tg")
@@ -345,10 +351,11 @@ def main():
           f"{llama_version} (use_extra_bufts={a.llama_extra_bufts}, flash_attn={a.llama_fa}, "
           f"OMP_WAIT_POLICY={a.omp_wait_policy or 'default'})")
     print(f"load average before: {load_before}; after: {load_after}")
-    if mem_row:
-        print(f"memory bandwidth, {a.threads} threads: triad {mem_row['triad_gbps']:.2f} GB/s, "
-              f"read {mem_row['read_gbps']:.2f} GB/s (3 arrays of {mem_row['array_bytes'] >> 20} MiB, "
-              f"best of {mem_row['runs']})")
+    if mem_rows:
+        r0 = mem_rows[0]
+        print(f"memory bandwidth, {a.threads} threads, measured before each model: triad "
+              + ", ".join(f"{r['triad_gbps']:.2f}" for r in mem_rows)
+              + f" GB/s (3 arrays of {r0['array_bytes'] >> 20} MiB, best of {r0['runs']} each)")
     else:
         print(f"memory bandwidth (given): {bw:.2f} GB/s")
     print()
@@ -368,14 +375,16 @@ def main():
               f"{'' if ratio is None else f'{ratio:.2f}x'} | {mark} | {fbw} | {lbw} |")
     print()
     print("% BW: tokens/s / (n_seqs * triad bandwidth / weight bytes one decode step reads); "
-          "weight bytes from folio's placement (token_embd: one row).")
+          "weight bytes from folio's placement (token_embd: one row); the triad measured just "
+          "before the model's runs.")
     for m in models:
         f = next((r for r in out_json if r["model"] == os.path.basename(m) and r["folio"]), None)
         if f:
             fr = f["folio"]
             print(f"- {os.path.basename(m)}: {fr['model_type']}, {fr['model_size'] / 2**30:.2f} GiB, "
                   f"decode reads {fr['decode_bytes'] / 2**20:.0f} MiB/token -> limit "
-                  f"{bw * 1e9 / fr['decode_bytes']:.1f} tokens/s at {bw:.1f} GB/s")
+                  f"{bw_by_model[f['model']] * 1e9 / fr['decode_bytes']:.1f} tokens/s at "
+                  f"{bw_by_model[f['model']]:.1f} GB/s")
     if a.json_out:
         with open(a.json_out, "w") as fh:
             for r in out_json:
