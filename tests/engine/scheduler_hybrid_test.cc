@@ -5,6 +5,10 @@
 // and nothing leaks. The scheduler sees only the KvCache interface.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
 #include "engine/scheduler.h"
 #include "model/hybrid_cache.h"
 #include "scheduler_fixture.h"
@@ -76,14 +80,34 @@ TEST_P(SchedulerHybridCaseTest, ConcurrentRequestsEqualSoloRuns) {
   Scheduler sched(*model_, *tok_, *ctx_, cache, so);
   ASSERT_TRUE(sched.start().ok());
   std::vector<std::unique_ptr<Collected>> got;
+  // The later requests arrive while the first ones decode: the first
+  // request's third token holds the scheduler thread (inside its callback)
+  // until they are submitted, whatever the machine's speed.
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool gate_open = false;
   for (size_t i = 0; i < 6; ++i) {
     got.push_back(std::make_unique<Collected>());
     GenerationRequest req;
     req.prompt = ps[i];
     req.params = params;
-    ASSERT_TRUE(sched.submit(req, got.back()->callbacks()).ok());
-    if (i == 2) got[0]->wait_tokens(3);  // later ones arrive while the first decode
+    RequestCallbacks cb = got.back()->callbacks();
+    if (i == 0) {
+      cb.on_token = [&, inner = cb.on_token, n = 0](const TokenEvent& ev) mutable {
+        inner(ev);
+        if (++n != 3) return;
+        std::unique_lock<std::mutex> lock(gate_mu);
+        gate_cv.wait_for(lock, std::chrono::seconds(20), [&] { return gate_open; });
+      };
+    }
+    ASSERT_TRUE(sched.submit(req, std::move(cb)).ok());
+    if (i == 2) got[0]->wait_tokens(3);
   }
+  {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    gate_open = true;
+  }
+  gate_cv.notify_all();
   sched.wait_idle();
   for (size_t i = 0; i < 6; ++i) {
     std::lock_guard<std::mutex> lock(got[i]->mu);
