@@ -57,6 +57,57 @@ uint8_t get_nibble(const uint8_t* src, int n, int e) {
   return i < 256 ? src[i] & 0xF : src[i - 256] >> 4;
 }
 
+// Q4_K / Q5_K (same d, dmin, scales, qs fields): writes row r's scales,
+// mins and nibbles into panel super-block s, whose groups of codes start at
+// s + codes, group_bytes apart. Group g (elements 32g..32g+31) is the low (g
+// even) or high nibble of qs[32 (g / 2) + e']; VNNI rows R and R + 4 share a
+// byte, so a word of 4 packed bytes combines 4 qs bytes at e' = 4R.. and 4
+// at 16 + 4R...
+template <typename Block>
+void pack_k4_head(const Block* q, int r, uint8_t* s, size_t codes, size_t group_bytes) {
+  static_assert(kQ4KxD == kQ5KxD && kQ4KxDmin == kQ5KxDmin && kQ4KxScales == kQ5KxScales &&
+                kQ4KxMins == kQ5KxMins);
+  std::memcpy(s + kQ4KxD + 2 * r, &q->d, 2);
+  std::memcpy(s + kQ4KxDmin + 2 * r, &q->dmin, 2);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    unpack_scale_min_k4(j, q->scales, &sc, &m);
+    s[kQ4KxScales + j * 16 + r] = sc;
+    s[kQ4KxMins + (j / 2) * 32 + r * 2 + j % 2] = m;
+  }
+  for (int g = 0; g < 8; ++g) {
+    const uint8_t* qs = q->qs + 32 * (g / 2);
+    for (int i = 0; i < 4; ++i) {
+      uint32_t w0, w1;
+      std::memcpy(&w0, qs + 4 * i, 4);
+      std::memcpy(&w1, qs + 16 + 4 * i, 4);
+      const uint32_t v = g % 2 == 0 ? (w0 & 0x0F0F0F0Fu) | (w1 & 0x0F0F0F0Fu) << 4
+                                    : (w0 >> 4 & 0x0F0F0F0Fu) | (w1 & 0xF0F0F0F0u);
+      std::memcpy(s + codes + group_bytes * g + i * 64 + r * 4, &v, 4);
+    }
+  }
+}
+
+// The inverse of pack_k4_head for row n: d, dmin, scales and the low 4 bits
+// of every code into q (whose other fields the caller fills).
+template <typename Block>
+void unpack_k4_head(const uint8_t* s, int n, size_t codes, size_t group_bytes, Block* q) {
+  std::memcpy(&q->d, s + kQ4KxD + 2 * n, 2);
+  std::memcpy(&q->dmin, s + kQ4KxDmin + 2 * n, 2);
+  uint8_t sc[8], m[8];
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = s[kQ4KxScales + j * 16 + n];
+    m[j] = s[kQ4KxMins + (j / 2) * 32 + n * 2 + j % 2];
+  }
+  pack_scale_min_k4(sc, m, q->scales);
+  for (int e = 0; e < kQKK; ++e) {
+    const uint8_t c = get_nibble(s + codes + group_bytes * (e / 32), n, e % 32);
+    uint8_t& b = q->qs[(e / 64) * 32 + e % 32];
+    b = (e % 64) < 32 ? static_cast<uint8_t>((b & 0xF0) | c)
+                      : static_cast<uint8_t>((b & 0x0F) | c << 4);
+  }
+}
+
 }  // namespace
 
 std::optional<DType> packed_type_for(DType source) {
@@ -69,6 +120,8 @@ std::optional<DType> packed_type_for(DType source) {
       return DType::Q8_0_X16;
     case DType::Q4_K:
       return DType::Q4_K_X16;
+    case DType::Q5_K:
+      return DType::Q5_K_X16;
     case DType::Q6_K:
       return DType::Q6_K_X16;
     default:
@@ -163,30 +216,26 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
         std::memcpy(dstb + code_bytes, d, sizeof(d));
       }
     } else if (source == DType::Q4_K) {
-      // Group g (elements 32g..32g+31) is the low (g even) or high nibble of
-      // qs[32 (g / 2) + e']; VNNI rows R and R + 4 share a byte, so a word of
-      // 4 packed bytes combines 4 qs bytes at e' = 4R.. and 4 at 16 + 4R...
       for (int64_t sb = 0; sb < k / kQKK; ++sb) {
-        uint8_t* s = panel + sb * kQ4KxBytes;
         for (int r = 0; r < rows; ++r) {
-          const auto* q = reinterpret_cast<const BlockQ4_K*>(block_of(r, sb));
-          std::memcpy(s + kQ4KxD + 2 * r, &q->d, 2);
-          std::memcpy(s + kQ4KxDmin + 2 * r, &q->dmin, 2);
-          for (int j = 0; j < 8; ++j) {
-            uint8_t sc, m;
-            unpack_scale_min_k4(j, q->scales, &sc, &m);
-            s[kQ4KxScales + j * 16 + r] = sc;
-            s[kQ4KxMins + (j / 2) * 32 + r * 2 + j % 2] = m;
-          }
+          pack_k4_head(reinterpret_cast<const BlockQ4_K*>(block_of(r, sb)), r,
+                       panel + sb * kQ4KxBytes, kQ4KxCodes, 256);
+        }
+      }
+    } else if (source == DType::Q5_K) {
+      // Q4_K's head and nibbles, plus per group the bit 4 plane: bit
+      // 64 R + 4 r + j = bit g of qh[4 R + j] (element 4 R + j of group g).
+      for (int64_t sb = 0; sb < k / kQKK; ++sb) {
+        uint8_t* s = panel + sb * kQ5KxBytes;
+        for (int r = 0; r < rows; ++r) {
+          const auto* q = reinterpret_cast<const BlockQ5_K*>(block_of(r, sb));
+          pack_k4_head(q, r, s, kQ5KxCodes, kQ5KxGroupBytes);
           for (int g = 0; g < 8; ++g) {
-            const uint8_t* qs = q->qs + 32 * (g / 2);
-            for (int i = 0; i < 4; ++i) {
-              uint32_t w0, w1;
-              std::memcpy(&w0, qs + 4 * i, 4);
-              std::memcpy(&w1, qs + 16 + 4 * i, 4);
-              const uint32_t v = g % 2 == 0 ? (w0 & 0x0F0F0F0Fu) | (w1 & 0x0F0F0F0Fu) << 4
-                                            : (w0 >> 4 & 0x0F0F0F0Fu) | (w1 & 0xF0F0F0F0u);
-              std::memcpy(s + kQ4KxCodes + 256 * g + i * 64 + r * 4, &v, 4);
+            uint8_t* plane = s + kQ5KxCodes + kQ5KxGroupBytes * g + 256;
+            for (int rr = 0; rr < 8; ++rr) {
+              uint32_t bits = 0;
+              for (int j = 0; j < 4; ++j) bits |= ((q->qh[4 * rr + j] >> g) & 1u) << j;
+              plane[8 * rr + r / 2] |= static_cast<uint8_t>(bits << (4 * (r % 2)));
             }
           }
         }
@@ -269,27 +318,23 @@ void unpack_row(DType packed, const void* matrix, int64_t k, int64_t row, void* 
     }
   } else if (source == DType::Q4_K) {
     for (int64_t sb = 0; sb < k / kQKK; ++sb) {
-      const uint8_t* s = panel + sb * kQ4KxBytes;
       BlockQ4_K blk;
       std::memset(&blk, 0, sizeof(blk));
-      std::memcpy(&blk.d, s + kQ4KxD + 2 * n, 2);
-      std::memcpy(&blk.dmin, s + kQ4KxDmin + 2 * n, 2);
-      uint8_t sc[8], m[8];
-      for (int j = 0; j < 8; ++j) {
-        sc[j] = s[kQ4KxScales + j * 16 + n];
-        m[j] = s[kQ4KxMins + (j / 2) * 32 + n * 2 + j % 2];
-      }
-      pack_scale_min_k4(sc, m, blk.scales);
-      for (int e = 0; e < kQKK; ++e) {
-        const uint8_t c = get_nibble(s + kQ4KxCodes + 256 * (e / 32), n, e % 32);
-        uint8_t& q = blk.qs[(e / 64) * 32 + e % 32];
-        if ((e % 64) < 32) {
-          q = static_cast<uint8_t>((q & 0xF0) | c);
-        } else {
-          q = static_cast<uint8_t>((q & 0x0F) | c << 4);
-        }
-      }
+      unpack_k4_head(panel + sb * kQ4KxBytes, n, kQ4KxCodes, 256, &blk);
       std::memcpy(out + sb * sizeof(BlockQ4_K), &blk, sizeof(blk));
+    }
+  } else if (source == DType::Q5_K) {
+    for (int64_t sb = 0; sb < k / kQKK; ++sb) {
+      const uint8_t* s = panel + sb * kQ5KxBytes;
+      BlockQ5_K blk;
+      std::memset(&blk, 0, sizeof(blk));
+      unpack_k4_head(s, n, kQ5KxCodes, kQ5KxGroupBytes, &blk);
+      for (int e = 0; e < kQKK; ++e) {
+        const uint8_t* plane = s + kQ5KxCodes + kQ5KxGroupBytes * (e / 32) + 256;
+        const int i = vnni_index(n, e % 32);
+        blk.qh[e % 32] |= static_cast<uint8_t>(((plane[i / 8] >> (i % 8)) & 1) << (e / 32));
+      }
+      std::memcpy(out + sb * sizeof(BlockQ5_K), &blk, sizeof(blk));
     }
   } else {
     FOLIO_CHECK_MSG(source == DType::Q6_K, "unpack_row: no layout for {}", dtype_name(source));

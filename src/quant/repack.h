@@ -15,8 +15,8 @@
 //
 // Every layout is lossless: unpack_rows() gives back the GGUF bytes exactly,
 // so the reference kernel can read a packed weight by unpacking it, and
-// packed sizes equal the GGUF sizes (Q4_K_X16: +4 bytes per super-block and
-// row for unpacked 6-bit scales and mins).
+// packed sizes equal the GGUF sizes (Q4_K_X16, Q5_K_X16: +4 bytes per
+// super-block and row for unpacked 6-bit scales and mins).
 //
 // Per panel, for each block (legacy) or super-block (K-quants) along K:
 //   Q4_0_X16  [nibbles 256][f16 d x 16]                               288 B / 32
@@ -25,10 +25,14 @@
 //   Q4_K_X16  [f16 d x 16][f16 dmin x 16][u8 scale [8][16]]
 //             [u8 min [4][16][2] (mins 2i, 2i+1 of a row side by side)]
 //             [8 groups x nibbles 256]                                2368 B / 256
+//   Q5_K_X16  [f16 d x 16][f16 dmin x 16][u8 scale [8][16]]
+//             [u8 min [4][16][2]]
+//             [8 groups x (nibbles 256, bit 4 plane 64)]              2880 B / 256
 //   Q6_K_X16  [f16 d x 16][i8 scale [16][16]]
 //             [8 groups x (nibbles 256, bits 4-5 plane 128)]          3360 B / 256
-// Bit planes: Q5_0 bit i of the plane = bit 4 of code i (i < 512, VNNI
-// order); Q6_K plane byte i bits 2f, 2f+1 = bits 4, 5 of code i + 128 f.
+// Bit planes: Q5_0 and Q5_K (per group) bit i of the plane = bit 4 of code
+// i (i < 512, VNNI order: plane bytes 8r..8r+7 are the byte mask of VNNI
+// row r); Q6_K plane byte i bits 2f, 2f+1 = bits 4, 5 of code i + 128 f.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +61,9 @@ constexpr size_t x16_block_bytes(DType packed) {
 // Q4_K_X16 super-block parts (byte offsets inside a panel super-block).
 inline constexpr size_t kQ4KxD = 0, kQ4KxDmin = 32, kQ4KxScales = 64, kQ4KxMins = 192,
                         kQ4KxCodes = 320, kQ4KxBytes = 2368;
+// Q5_K_X16 super-block parts: Q4_K_X16's head, then groups of nibbles + plane.
+inline constexpr size_t kQ5KxD = 0, kQ5KxDmin = 32, kQ5KxScales = 64, kQ5KxMins = 192,
+                        kQ5KxCodes = 320, kQ5KxGroupBytes = 320, kQ5KxBytes = 2880;
 // Q6_K_X16 super-block parts.
 inline constexpr size_t kQ6KxD = 0, kQ6KxScales = 32, kQ6KxCodes = 288, kQ6KxGroupBytes = 384,
                         kQ6KxBytes = 3360;

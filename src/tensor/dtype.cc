@@ -73,6 +73,7 @@ constexpr std::array<PackedEntry, kPackedDTypeLimit - kPackedDTypeBase> kPacked{
     {DType::Q8_0, {"q8_0x16", kQK, 2 + 32, true, true}},
     {DType::Q4_K, {"q4_Kx16", kQKK, 2 + 2 + 16 + 128, true, true}},
     {DType::Q6_K, {"q6_Kx16", kQKK, 128 + 64 + 16 + 2, true, true}},
+    {DType::Q5_K, {"q5_Kx16", kQKK, 2 + 2 + 16 + 32 + 128, true, true}},
 }};
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "backend/cpu/cpu_buffer_types.h"
 #include "core/aligned.h"
 #include "core/cpu_features.h"
+#include "core/fp16.h"
 #include "quant/quant.h"
 #include "quant/repack.h"
 
@@ -35,7 +36,9 @@ TEST(PackedBufferTypes, AcceptOnlyMulMatWeightsOfTheirFormats) {
   EXPECT_TRUE(amx.supports_weight(use(DType::Q5_0, {256, 24, 8, 1}, OpKind::kMulMatId)));
   EXPECT_FALSE(amx.supports_weight(use(DType::Q4_K, {256, 32, 1, 1})));
   EXPECT_TRUE(rep.supports_weight(use(DType::Q4_K, {256, 32, 1, 1})));
+  EXPECT_TRUE(rep.supports_weight(use(DType::Q5_K, {2048, 640, 1, 1})));
   EXPECT_TRUE(rep.supports_weight(use(DType::Q6_K, {2048, 640, 1, 1})));
+  EXPECT_FALSE(amx.supports_weight(use(DType::Q5_K, {256, 32, 1, 1})));
   EXPECT_FALSE(rep.supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
   EXPECT_TRUE(repack_buffer_type(true).supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
   for (const PackedBufferType* t : {&amx, &repack_buffer_type(true)}) {
@@ -50,6 +53,7 @@ TEST(PackedBufferTypes, AcceptOnlyMulMatWeightsOfTheirFormats) {
   // Sizes: whole panels of 16 rows.
   EXPECT_EQ(amx.weight_bytes(use(DType::Q4_0, {256, 17, 1, 1})), 32 * row_size(DType::Q4_0, 256));
   EXPECT_EQ(rep.weight_bytes(use(DType::Q4_K, {256, 16, 3, 1})), 3 * 16 * (144 + 4));
+  EXPECT_EQ(rep.weight_bytes(use(DType::Q5_K, {512, 17, 1, 1})), 32 * 2 * (176 + 4));
 }
 
 TEST(PackedBufferTypes, StoreChecksItsInput) {
@@ -92,6 +96,7 @@ TEST(PackedBufferTypes, PriorityListFollowsTheIsa) {
     EXPECT_EQ(names(l), (V{"AMX", "CPU_REPACK", "CPU"}));
     EXPECT_EQ(*place_weight(l, use(DType::Q8_0, {256, 32, 1, 1})), l[0]);
     EXPECT_EQ(*place_weight(l, use(DType::Q6_K, {256, 32, 1, 1})), l[1]);
+    EXPECT_EQ(*place_weight(l, use(DType::Q5_K, {256, 32, 1, 1})), l[1]);
     EXPECT_EQ(*place_weight(l, use(DType::F32, {256, 32, 1, 1})), l[2]);
     EXPECT_EQ(*place_weight(l, use(DType::Q8_0, {256, 32, 1, 1}, OpKind::kGetRows)), l[2]);
   } else {
@@ -142,7 +147,8 @@ struct Problem {
   }
 };
 
-constexpr DType kSources[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+constexpr DType kSources[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0,
+                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 TEST(PackedKernels, RoutedOnlyToKernelsThatReadTheLayout) {
   Problem p(DType::Q4_0, 64, 20, 3, 1);
@@ -200,7 +206,7 @@ TEST(PackedKernels, RowsIndependentOfTheBatch) {
   std::vector<Isa> isas{Isa::kAvx512};
   if (active_isa() == Isa::kAmx) isas.push_back(Isa::kAmx);
   for (DType t : kSources) {
-    Problem p(t, 256, 21, 40, 11);
+    Problem p(t, 256, 85, 40, 11);  // 6 panels: decode calls of 4 and 2 (5 rows)
     for (Isa isa : isas) {
       CpuBackend b(CpuBackendOptions{isa, false, nullptr});
       const std::vector<float> all = p.run(b, true, 0, 40);
@@ -211,6 +217,44 @@ TEST(PackedKernels, RowsIndependentOfTheBatch) {
       }
       const std::vector<float> mid = p.run(b, true, 3, 33);  // 2 tile groups + 1
       EXPECT_EQ(0, std::memcmp(mid.data(), all.data() + 3 * p.n, mid.size() * 4));
+    }
+  }
+}
+
+// The Q4_K / Q5_K panels scale i16 partial sums (half and quarter groups):
+// with every code at its maximum, every scale 63 and activations at +-1
+// (quants +-127) those sums reach their bound and must stay exact.
+TEST(PackedKernels, KQuantExtremeCodesStayExact) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  CpuBackend b(CpuBackendOptions{Isa::kAvx512, false, nullptr});
+  for (DType t : {DType::Q4_K, DType::Q5_K}) {
+    const int64_t k = 512, n = 16, m = 9;  // a tile of 8 activation rows and 1 more
+    const size_t row = row_size(t, k);
+    std::vector<uint8_t> plain(row * n, 0xFF);  // scales, mins 63; codes 15 / 31
+    const uint16_t d = f32_to_f16(1.0f / 64), dmin = 0;
+    for (size_t blk = 0; blk < plain.size(); blk += type_size(t)) {
+      std::memcpy(&plain[blk], &d, 2);
+      std::memcpy(&plain[blk + 2], &dmin, 2);
+    }
+    const WeightUse u{"w", t, {k, n, 1, 1}, OpKind::kMulMat};
+    const PackedBufferType& type = repack_buffer_type(true);
+    AlignedPtr packed = aligned_alloc_bytes(type.weight_bytes(u));
+    ASSERT_TRUE(type.store_weight(u, plain.data(), plain.size(), packed.get()).ok());
+    std::vector<float> x(static_cast<size_t>(k * m));
+    for (int64_t c = 0; c < m; ++c)
+      for (int64_t i = 0; i < k; ++i) x[c * k + i] = c % 2 == 0 ? -1.0f : 1.0f;
+    std::vector<float> y(static_cast<size_t>(n * m));
+    Op op;
+    op.kind = OpKind::kMulMat;
+    op.src[0] = type.weight_view(u, packed.get());
+    op.src[1] = TensorView::contiguous(x.data(), DType::F32, {k, m});
+    op.dst = TensorView::contiguous(y.data(), DType::F32, {n, m});
+    ASSERT_TRUE(b.run(op).ok());
+    const float code = t == DType::Q4_K ? 15.0f : 31.0f;
+    for (int64_t c = 0; c < m; ++c) {
+      const float want = (c % 2 == 0 ? -1.0f : 1.0f) * k * 63 * code / 64;
+      for (int64_t r = 0; r < n; ++r)
+        EXPECT_NEAR(y[c * n + r], want, 1e-5 * std::fabs(want)) << dtype_name(t) << " " << c;
     }
   }
 }

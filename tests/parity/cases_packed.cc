@@ -38,8 +38,8 @@
 namespace folio::parity {
 namespace {
 
-constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K,
-                                    DType::Q6_K};
+constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0,
+                                    DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 std::unique_ptr<OpCase> new_case(std::string name, OpKind kind) {
   auto c = std::make_unique<OpCase>(std::move(name));
@@ -189,6 +189,7 @@ void add_packed_cases(CaseList& cases, bool perf) {
     const int64_t k = block_size(src) == quant::kQKK ? 512 : 256;
     for (int64_t m : {1, 3, 16, 17, 64}) add_mul_mat(cases, src, k, 37, m);
     add_mul_mat(cases, src, k, 16, 512);
+    add_mul_mat_id(cases, src, 1);  // decode: one token per expert
     add_mul_mat_id(cases, src, 5);
     add_mul_mat_id(cases, src, 40);  // 120 pairs over 6 experts: groups of 16+
   }
@@ -198,16 +199,17 @@ void add_packed_cases(CaseList& cases, bool perf) {
     add_mul_mat(cases, src, 32, 9, 18);
     add_mul_mat(cases, src, 640, 2048, 1);
   }
-  for (DType src : {DType::Q4_K, DType::Q6_K}) add_mul_mat(cases, src, 2048, 640, 1);
+  for (DType src : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) add_mul_mat(cases, src, 2048, 640, 1);
   add_mul_mat(cases, DType::Q5_0, 640, 256, 64);
   add_mul_mat(cases, DType::Q4_K, 1024, 256, 64);
+  add_mul_mat(cases, DType::Q5_K, 1024, 256, 64);
   // Batch broadcast and padded activation rows.
   for (DType src : {DType::Q8_0, DType::Q4_K}) {
     add_mul_mat(cases, src, 256, 12, 20, {2, 1}, {6, 2});
     add_mul_mat(cases, src, 256, 21, 17, {1, 1}, {1, 1}, 64);
   }
   if (!perf) return;
-  for (DType src : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+  for (DType src : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (int64_t k : {2048, 4096}) {
       for (int64_t m : {1, 512}) add_perf(cases, src, k, 1024, m);
     }

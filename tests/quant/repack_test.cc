@@ -16,7 +16,8 @@
 namespace folio::quant {
 namespace {
 
-constexpr DType kSources[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+constexpr DType kSources[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0,
+                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -39,14 +40,16 @@ TEST(Repack, PackedTypesAndTraits) {
   }
   EXPECT_FALSE(packed_type_for(DType::F32).has_value());
   EXPECT_FALSE(packed_type_for(DType::Q4_1).has_value());
-  // Same bytes as GGUF per row (Q4_K: unpacked 6-bit scales and mins, +4).
+  // Same bytes as GGUF per row (Q4_K, Q5_K: unpacked 6-bit scales and mins, +4).
   EXPECT_EQ(type_size(DType::Q4_0_X16), type_size(DType::Q4_0));
   EXPECT_EQ(type_size(DType::Q5_0_X16), type_size(DType::Q5_0));
   EXPECT_EQ(type_size(DType::Q8_0_X16), type_size(DType::Q8_0));
   EXPECT_EQ(type_size(DType::Q4_K_X16), type_size(DType::Q4_K) + 4);
+  EXPECT_EQ(type_size(DType::Q5_K_X16), type_size(DType::Q5_K) + 4);
   EXPECT_EQ(type_size(DType::Q6_K_X16), type_size(DType::Q6_K));
   EXPECT_EQ(packed_panel_bytes(DType::Q4_0_X16, 64), 2 * x16_block_bytes(DType::Q4_0_X16));
   EXPECT_EQ(packed_panel_bytes(DType::Q4_K_X16, 512), 2 * kQ4KxBytes);
+  EXPECT_EQ(packed_panel_bytes(DType::Q5_K_X16, 768), 3 * kQ5KxBytes);
   EXPECT_EQ(packed_panel_bytes(DType::Q6_K_X16, 256), kQ6KxBytes);
   EXPECT_EQ(packed_matrix_bytes(DType::Q8_0_X16, 32, 17), 2 * x16_block_bytes(DType::Q8_0_X16));
 }
@@ -108,6 +111,35 @@ TEST(Repack, Q8_0LayoutIsVnniOrder) {
     uint16_t d;
     std::memcpy(&d, packed.data() + 512 + 2 * row, 2);
     EXPECT_EQ(d, blk->d);
+  }
+}
+
+// Q5_K_X16: group g of a panel super-block holds the low nibbles (VNNI rows
+// 0-3 low, 4-7 high) and a plane whose bit 64 R + 4 n + j is bit 4 of code
+// 4 R + j of row n (qh[4 R + j] bit g in the GGUF block).
+TEST(Repack, Q5_KPlaneIsVnniOrder) {
+  const int64_t k = 256, n = 16;
+  const size_t row = row_size(DType::Q5_K, k);
+  const std::vector<uint8_t> plain = random_bytes(row * n, 7);
+  std::vector<uint8_t> packed(packed_matrix_bytes(DType::Q5_K_X16, k, n));
+  pack_rows(DType::Q5_K_X16, plain.data(), row, k, n, packed.data());
+  for (int r = 0; r < n; ++r) {
+    const auto* blk = reinterpret_cast<const BlockQ5_K*>(plain.data() + r * row);
+    for (int e = 0; e < kQKK; ++e) {
+      const int g = e / 32, l = e % 32, i = (l / 4) * 64 + r * 4 + l % 4;
+      const uint8_t* group = packed.data() + kQ5KxCodes + kQ5KxGroupBytes * g;
+      const uint8_t lo = i < 256 ? group[i] & 0xF : group[i - 256] >> 4;
+      const uint8_t hi = (group[256 + i / 8] >> (i % 8)) & 1;
+      const uint8_t q = blk->qs[32 * (g / 2) + l];
+      ASSERT_EQ(lo, g % 2 == 0 ? q & 0xF : q >> 4) << "row " << r << " e " << e;
+      ASSERT_EQ(hi, (blk->qh[l] >> g) & 1) << "row " << r << " e " << e;
+    }
+    uint8_t sc, m;
+    for (int j = 0; j < 8; ++j) {
+      unpack_scale_min_k4(j, blk->scales, &sc, &m);
+      EXPECT_EQ(packed[kQ5KxScales + 16 * j + r], sc);
+      EXPECT_EQ(packed[kQ5KxMins + 32 * (j / 2) + 2 * r + j % 2], m);
+    }
   }
 }
 

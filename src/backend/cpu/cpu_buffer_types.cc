@@ -84,9 +84,9 @@ const PackedBufferType& amx_buffer_type() {
 }
 
 const PackedBufferType& repack_buffer_type(bool with_legacy) {
-  static const PackedBufferType kKQuants("CPU_REPACK", {DType::Q4_K, DType::Q6_K});
+  static const PackedBufferType kKQuants("CPU_REPACK", {DType::Q4_K, DType::Q5_K, DType::Q6_K});
   static const PackedBufferType kAll(
-      "CPU_REPACK", {DType::Q4_K, DType::Q6_K, DType::Q4_0, DType::Q5_0, DType::Q8_0});
+      "CPU_REPACK", {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q5_0, DType::Q8_0});
   return with_legacy ? kAll : kKQuants;
 }
 

@@ -236,7 +236,7 @@ PackedSpec amx_spec(DType packed) {
     default:
       break;
   }
-  return {ActFormat::kQ8_0, f, &quantize_act_q8_0_avx512};
+  return {ActFormat::kQ8_0, f, legacy_decode_avx512(packed), &quantize_act_q8_0_avx512};
 }
 
 }  // namespace

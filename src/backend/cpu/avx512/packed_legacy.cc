@@ -16,6 +16,7 @@
 // (amx/mul_mat_amx.cc) run the same steps on the same integers and give the
 // same bits. Tile: 16 rows x up to 4 activation rows in registers; each
 // block step prefetches the block about 3 KB ahead in the panel stream.
+// Decode (one activation row) reads 4 panels at once (packed_mul_mat.h).
 #include <cstring>
 
 #include "backend/cpu/avx512/kernels.h"
@@ -76,12 +77,41 @@ FOLIO_INLINE_AVX512 __m512i bcast4(const int8_t* q) {
   return _mm512_set1_epi32(v);
 }
 
+// acc += float(the 16 rows' exact block dots with activation row x) *
+// (d_w * d_x), for panel block `blk` and activation block b.
+template <DType P>
+FOLIO_INLINE_AVX512 __m512 block_step(__m512 acc, const __m512i (&w)[8], __m512 dw,
+                                      const Q8Row32& x, int64_t b) {
+  const int8_t* q = x.qs + b * quant::kQK;
+  __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], bcast4(q));
+  __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[1], bcast4(q + 4));
+  s0 = _mm512_dpbusd_epi32(s0, w[2], bcast4(q + 8));
+  s1 = _mm512_dpbusd_epi32(s1, w[3], bcast4(q + 12));
+  s0 = _mm512_dpbusd_epi32(s0, w[4], bcast4(q + 16));
+  s1 = _mm512_dpbusd_epi32(s1, w[5], bcast4(q + 20));
+  s0 = _mm512_dpbusd_epi32(s0, w[6], bcast4(q + 24));
+  s1 = _mm512_dpbusd_epi32(s1, w[7], bcast4(q + 28));
+  const __m512i isum =
+      _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(kLegacyOffset<P> * x.sum[b]));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(x.d[b])), acc);
+}
+
+// The unpacked codes and the f16 row scales of panel block `blk`; prefetches
+// the block about 3 KB ahead in the same stream.
+template <DType P>
+FOLIO_INLINE_AVX512 __m512 load_block(const uint8_t* blk, __m512i (&w)[8]) {
+  constexpr size_t kBlk = quant::x16_block_bytes(P);
+  prefetch_lines<kBlk>(blk + kPrefetchBlocks<P> * kBlk);
+  unpack_codes<P>(blk, w);
+  return _mm512_cvtph_ps(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + quant::x16_code_bytes(P))));
+}
+
 // C activation rows x the panel's 16 rows.
 template <DType P, int C>
 FOLIO_TARGET_AVX512 void legacy_cols(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
                                      float* out, size_t os, __mmask16 mask) {
-  constexpr size_t kBlk = quant::x16_block_bytes(P), kCode = quant::x16_code_bytes(P);
-  constexpr int32_t kOff = kLegacyOffset<P>;
+  constexpr size_t kBlk = quant::x16_block_bytes(P);
   const int64_t nb = k / quant::kQK;
   Q8Row32 xr[C];
   __m512 acc[C];
@@ -90,30 +120,56 @@ FOLIO_TARGET_AVX512 void legacy_cols(int64_t k, const uint8_t* panel, const uint
     acc[c] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = panel + b * kBlk;
-    prefetch_lines<kBlk>(blk + kPrefetchBlocks<P> * kBlk);
     __m512i w[8];
-    unpack_codes<P>(blk, w);
-    const __m512 dw =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kCode)));
-    for (int c = 0; c < C; ++c) {
-      const int8_t* q = xr[c].qs + b * quant::kQK;
-      __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], bcast4(q));
-      __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[1], bcast4(q + 4));
-      s0 = _mm512_dpbusd_epi32(s0, w[2], bcast4(q + 8));
-      s1 = _mm512_dpbusd_epi32(s1, w[3], bcast4(q + 12));
-      s0 = _mm512_dpbusd_epi32(s0, w[4], bcast4(q + 16));
-      s1 = _mm512_dpbusd_epi32(s1, w[5], bcast4(q + 20));
-      s0 = _mm512_dpbusd_epi32(s0, w[6], bcast4(q + 24));
-      s1 = _mm512_dpbusd_epi32(s1, w[7], bcast4(q + 28));
-      const __m512i isum =
-          _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(kOff * xr[c].sum[b]));
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
-                               _mm512_mul_ps(dw, _mm512_set1_ps(xr[c].d[b])), acc[c]);
-    }
+    const __m512 dw = load_block<P>(panel + b * kBlk, w);
+    for (int c = 0; c < C; ++c) acc[c] = block_step<P>(acc[c], w, dw, xr[c], b);
   }
   for (int c = 0; c < C; ++c)
     _mm512_mask_storeu_ps(reinterpret_cast<uint8_t*>(out) + c * os, mask, acc[c]);
+}
+
+// Decode: one activation row x NP consecutive panels, NP weight streams at
+// once (a single stream per thread leaves the memory system idle), each
+// output with the steps of legacy_cols.
+template <DType P, int NP>
+FOLIO_TARGET_AVX512 void legacy_multi(int64_t k, const uint8_t* panels, size_t panel_bytes,
+                                      const uint8_t* x, float* out, __mmask16 last_mask) {
+  constexpr size_t kBlk = quant::x16_block_bytes(P);
+  const int64_t nb = k / quant::kQK;
+  const Q8Row32 xr = q8row32(x, k);
+  __m512 acc[NP];
+  for (int i = 0; i < NP; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int i = 0; i < NP; ++i) {
+      __m512i w[8];
+      const __m512 dw = load_block<P>(panels + i * panel_bytes + b * kBlk, w);
+      acc[i] = block_step<P>(acc[i], w, dw, xr, b);
+    }
+  }
+  for (int i = 0; i < NP; ++i)
+    _mm512_mask_storeu_ps(out + 16 * i, i == NP - 1 ? last_mask : __mmask16(0xFFFF), acc[i]);
+}
+
+template <DType P>
+FOLIO_TARGET_AVX512 void legacy_decode(int64_t k, const void* panels, size_t panel_bytes, int np,
+                                       int nr_last, const void* x, float* out) {
+  const auto* p = static_cast<const uint8_t*>(panels);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  const __mmask16 mask = static_cast<__mmask16>((1u << nr_last) - 1);
+  switch (np) {
+    case 4:
+      legacy_multi<P, 4>(k, p, panel_bytes, xb, out, mask);
+      break;
+    case 3:
+      legacy_multi<P, 3>(k, p, panel_bytes, xb, out, mask);
+      break;
+    case 2:
+      legacy_multi<P, 2>(k, p, panel_bytes, xb, out, mask);
+      break;
+    default:
+      legacy_multi<P, 1>(k, p, panel_bytes, xb, out, mask);
+      break;
+  }
 }
 
 template <DType P>
@@ -157,12 +213,27 @@ PanelFn legacy_panel_avx512(DType packed) {
   }
 }
 
+MultiPanelFn legacy_decode_avx512(DType packed) {
+  switch (packed) {
+    case DType::Q4_0_X16:
+      return &legacy_decode<DType::Q4_0_X16>;
+    case DType::Q5_0_X16:
+      return &legacy_decode<DType::Q5_0_X16>;
+    case DType::Q8_0_X16:
+      return &legacy_decode<DType::Q8_0_X16>;
+    default:
+      return nullptr;
+  }
+}
+
 namespace {
 
 PackedSpec spec_for(DType packed) {
-  if (PanelFn f = legacy_panel_avx512(packed))
-    return {ActFormat::kQ8_0, f, &quantize_act_q8_0_avx512};
-  return {ActFormat::kQ8_K, kquant_panel_avx512(packed), &quantize_act_q8_k_avx512};
+  if (PanelFn f = legacy_panel_avx512(packed)) {
+    return {ActFormat::kQ8_0, f, legacy_decode_avx512(packed), &quantize_act_q8_0_avx512};
+  }
+  return {ActFormat::kQ8_K, kquant_panel_avx512(packed), kquant_decode_avx512(packed),
+          &quantize_act_q8_k_avx512};
 }
 
 }  // namespace

@@ -15,10 +15,13 @@ Status mul_mat_packed_ref(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_ref(const Op& op, const KernelContext& ctx);
 
 // avx512/packed_legacy.cc (Q4_0_X16, Q5_0_X16, Q8_0_X16 x Q8Row32) and
-// avx512/packed_kquant.cc (Q4_K_X16, Q6_K_X16 x Q8_K): AVX-512 + VNNI panel
+// avx512/packed_kquant.cc (Q4_K_X16, Q5_K_X16, Q6_K_X16 x Q8_K): AVX-512 + VNNI panel
 // functions for any number of activation rows (nullptr: no panel for the type).
 PanelFn legacy_panel_avx512(DType packed);
 PanelFn kquant_panel_avx512(DType packed);
+// Their decode functions: one activation row, up to 4 panels at once.
+MultiPanelFn legacy_decode_avx512(DType packed);
+MultiPanelFn kquant_decode_avx512(DType packed);
 // Both families, with the driver (packed_mul_mat.h).
 Status mul_mat_packed_avx512(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_avx512(const Op& op, const KernelContext& ctx);

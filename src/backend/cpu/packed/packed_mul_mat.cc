@@ -15,6 +15,8 @@ namespace {
 
 // Activation bytes kept hot while the panels of a chunk stream past them.
 constexpr size_t kActBlockBytes = 512 * 1024;
+// Panels a decode call (one activation row) streams at once (header).
+constexpr int kDecodePanels = 4;
 // Below this many multiply-adds an op runs on the calling thread only.
 constexpr double kMinParallelMacs = 1 << 18;
 
@@ -37,6 +39,11 @@ void convert_row(const PackedSpec& spec, const float* src, void* dst, int64_t k)
 size_t act_stride(ActFormat f, int64_t k) {
   const size_t bytes = act_row_bytes(f, k);
   return (bytes / 64) % 2 == 0 ? bytes + 64 : bytes;
+}
+
+// Rows of panel p of an n-row matrix.
+int last_panel_rows(int64_t n, int64_t p) {
+  return static_cast<int>(std::min<int64_t>(quant::kPanelRows, n - p * quant::kPanelRows));
 }
 
 int64_t m_block_rows(size_t row_bytes) {
@@ -106,7 +113,18 @@ Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& 
           scratch + (i3 * b2 + i2) * m * static_cast<int64_t>(x_row_bytes);
       for (int64_t m0 = 0; m0 < m; m0 += m_block) {
         const int nc = static_cast<int>(std::min(m_block, m - m0));
-        for (int64_t p = t - batch * n_panels; p < t_end - batch * n_panels; ++p) {
+        const int64_t p_end = t_end - batch * n_panels;
+        int64_t p0 = t - batch * n_panels;
+        if (nc == 1 && spec.decode != nullptr) {
+          for (; p0 < p_end; p0 += kDecodePanels) {
+            const int np = static_cast<int>(std::min<int64_t>(kDecodePanels, p_end - p0));
+            const int64_t n0 = p0 * quant::kPanelRows;
+            spec.decode(
+                k, w_batch + p0 * panel_bytes, panel_bytes, np, last_panel_rows(n, p0 + np - 1),
+                x_batch + m0 * static_cast<int64_t>(x_row_bytes), y.row<float>(m0, i2, i3) + n0);
+          }
+        }
+        for (int64_t p = p0; p < p_end; ++p) {
           const int64_t n0 = p * quant::kPanelRows;
           const int nr = static_cast<int>(std::min<int64_t>(quant::kPanelRows, n - n0));
           spec.panel(k, w_batch + p * panel_bytes, x_batch + m0 * static_cast<int64_t>(x_row_bytes),
@@ -184,22 +202,33 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
   const int64_t n_panels = (n + quant::kPanelRows - 1) / quant::kPanelRows;
   const size_t panel_bytes = quant::packed_panel_bytes(w.dtype, k);
   const int64_t m_block = m_block_rows(x_row_bytes);
-  run_range_ref(ctx, static_cast<int64_t>(experts.size()) * n_panels, parallel,
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t item = begin; item < end; ++item) {
-                    const int64_t e = experts[item / n_panels], p = item % n_panels;
-                    const int64_t n0 = p * quant::kPanelRows;
-                    const int nr = static_cast<int>(std::min<int64_t>(quant::kPanelRows, n - n0));
-                    const unsigned char* panel =
-                        static_cast<const unsigned char*>(w.data) + e * w.nb[2] + p * panel_bytes;
-                    for (int64_t m0 = first[e]; m0 < first[e + 1]; m0 += m_block) {
-                      const int nc = static_cast<int>(std::min(first[e + 1], m0 + m_block) - m0);
-                      spec.panel(k, panel, xb + m0 * static_cast<int64_t>(x_row_bytes), x_row_bytes,
-                                 nc, nr, reinterpret_cast<float*>(yb + m0 * y_row_bytes) + n0,
-                                 y_row_bytes);
-                    }
-                  }
-                });
+  run_range_ref(
+      ctx, static_cast<int64_t>(experts.size()) * n_panels, parallel,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end;) {
+          const int64_t e = experts[item / n_panels], p = item % n_panels;
+          const int64_t n0 = p * quant::kPanelRows;
+          const int nr = static_cast<int>(std::min<int64_t>(quant::kPanelRows, n - n0));
+          const unsigned char* panel =
+              static_cast<const unsigned char*>(w.data) + e * w.nb[2] + p * panel_bytes;
+          if (first[e + 1] - first[e] == 1 && spec.decode != nullptr) {
+            // One token meets this expert: panels of it as decode streams.
+            const int np =
+                static_cast<int>(std::min({int64_t{kDecodePanels}, n_panels - p, end - item}));
+            spec.decode(k, panel, panel_bytes, np, last_panel_rows(n, p + np - 1),
+                        xb + first[e] * static_cast<int64_t>(x_row_bytes),
+                        reinterpret_cast<float*>(yb + first[e] * y_row_bytes) + n0);
+            item += np;
+            continue;
+          }
+          ++item;
+          for (int64_t m0 = first[e]; m0 < first[e + 1]; m0 += m_block) {
+            const int nc = static_cast<int>(std::min(first[e + 1], m0 + m_block) - m0);
+            spec.panel(k, panel, xb + m0 * static_cast<int64_t>(x_row_bytes), x_row_bytes, nc, nr,
+                       reinterpret_cast<float*>(yb + m0 * y_row_bytes) + n0, y_row_bytes);
+          }
+        }
+      });
 
   // 3. Scatter the slot-ordered outputs to dst[:, u, t].
   run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {

@@ -43,6 +43,7 @@ void register_packed_kernels(KernelTable& t) {
       {"mul_mat.q5_0x16.avx512", "mul_mat_id.q5_0x16.avx512", packed_is_with_vnni<DType::Q5_0_X16>},
       {"mul_mat.q8_0x16.avx512", "mul_mat_id.q8_0x16.avx512", packed_is_with_vnni<DType::Q8_0_X16>},
       {"mul_mat.q4_Kx16.avx512", "mul_mat_id.q4_Kx16.avx512", packed_is_with_vnni<DType::Q4_K_X16>},
+      {"mul_mat.q5_Kx16.avx512", "mul_mat_id.q5_Kx16.avx512", packed_is_with_vnni<DType::Q5_K_X16>},
       {"mul_mat.q6_Kx16.avx512", "mul_mat_id.q6_Kx16.avx512", packed_is_with_vnni<DType::Q6_K_X16>},
   };
   for (const auto& k : avx512) {
