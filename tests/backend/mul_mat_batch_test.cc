@@ -18,6 +18,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "quant/quant.h"
+#include "simd_isas.h"
 
 namespace folio {
 namespace {
@@ -26,12 +27,7 @@ const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                         DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                         DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-std::vector<Isa> simd_isas() {
-  std::vector<Isa> v;
-  if (active_isa() >= Isa::kAvx2) v.push_back(Isa::kAvx2);
-  if (active_isa() >= Isa::kAvx512) v.push_back(Isa::kAvx512);
-  return v;
-}
+using backend_testing::simd_isas;
 
 // W [k, n] of type wt (random rows, quantized by the reference), X [k, m].
 struct Problem {

@@ -18,16 +18,12 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "quant/quant.h"
+#include "simd_isas.h"
 
 namespace folio {
 namespace {
 
-std::vector<Isa> simd_isas() {
-  std::vector<Isa> v;
-  if (active_isa() >= Isa::kAvx2) v.push_back(Isa::kAvx2);
-  if (active_isa() >= Isa::kAvx512) v.push_back(Isa::kAvx512);
-  return v;
-}
+using backend_testing::simd_isas;
 
 // W [k, n, wb] of type wt, X [k, m, xb] (xb a multiple of wb: broadcast).
 struct Problem {

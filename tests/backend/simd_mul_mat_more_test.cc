@@ -30,6 +30,7 @@
 #include "core/thread_pool.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
+#include "simd_isas.h"
 
 namespace folio {
 namespace {
@@ -166,12 +167,7 @@ std::string lower(std::string s) {
 }
 
 // The SIMD tiers this machine can run, within the active limit (FOLIO_ISA).
-std::vector<Isa> simd_isas() {
-  std::vector<Isa> v;
-  if (active_isa() >= Isa::kAvx2) v.push_back(Isa::kAvx2);
-  if (active_isa() >= Isa::kAvx512) v.push_back(Isa::kAvx512);
-  return v;
-}
+using backend_testing::simd_isas;
 
 // The integer-dot kernels need VNNI at the AVX-512 tier, else AVX2 runs them.
 std::string kernel_for(const char* op, DType wt, Isa isa) {

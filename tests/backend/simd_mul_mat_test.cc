@@ -25,6 +25,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "quant/quant.h"
+#include "simd_isas.h"
 
 namespace folio {
 namespace {
@@ -130,12 +131,7 @@ std::vector<Shape> shapes_for(DType t) {
 }
 
 // The SIMD tiers this machine can run, within the active limit (FOLIO_ISA).
-std::vector<Isa> simd_isas() {
-  std::vector<Isa> v;
-  if (active_isa() >= Isa::kAvx2) v.push_back(Isa::kAvx2);
-  if (active_isa() >= Isa::kAvx512) v.push_back(Isa::kAvx512);
-  return v;
-}
+using backend_testing::simd_isas;
 
 class SimdMulMat : public ::testing::TestWithParam<DType> {};
 

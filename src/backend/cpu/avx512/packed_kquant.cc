@@ -29,6 +29,7 @@
 // (packed_mul_mat.h) with the same per-output steps.
 #include <cstring>
 
+#include "backend/cpu/avx512/packed_decode.h"
 #include "backend/cpu/avx512/simd.h"
 #include "backend/cpu/packed/packed_kernels.h"
 #include "core/target.h"
@@ -349,26 +350,8 @@ FOLIO_TARGET_AVX512 void multi(int64_t k, const uint8_t* panels, size_t pb, cons
 }
 
 template <DType P>
-FOLIO_TARGET_AVX512 void kquant_decode(int64_t k, const void* panels, size_t pb, int np,
-                                       int nr_last, const void* x, float* out) {
-  const auto* p = static_cast<const uint8_t*>(panels);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  const __mmask16 mask = static_cast<__mmask16>((1u << nr_last) - 1);
-  switch (np) {
-    case 4:
-      multi<P, 4>(k, p, pb, xb, out, mask);
-      break;
-    case 3:
-      multi<P, 3>(k, p, pb, xb, out, mask);
-      break;
-    case 2:
-      multi<P, 2>(k, p, pb, xb, out, mask);
-      break;
-    default:
-      multi<P, 1>(k, p, pb, xb, out, mask);
-      break;
-  }
-}
+constexpr MultiPanelFn kKQuantDecode =
+    &avx512::decode_panels<multi<P, 1>, multi<P, 2>, multi<P, 3>, multi<P, 4>>;
 
 // A tile of C activation rows: q6_k_cols, or k4_cols for the Q4_K / Q5_K layouts.
 template <DType P, int C>
@@ -420,11 +403,11 @@ FOLIO_TARGET_AVX512 void kquant_panel(int64_t k, const void* panel, const void* 
 MultiPanelFn kquant_decode_avx512(DType packed) {
   switch (packed) {
     case DType::Q4_K_X16:
-      return &kquant_decode<DType::Q4_K_X16>;
+      return kKQuantDecode<DType::Q4_K_X16>;
     case DType::Q5_K_X16:
-      return &kquant_decode<DType::Q5_K_X16>;
+      return kKQuantDecode<DType::Q5_K_X16>;
     case DType::Q6_K_X16:
-      return &kquant_decode<DType::Q6_K_X16>;
+      return kKQuantDecode<DType::Q6_K_X16>;
     default:
       return nullptr;
   }

@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "backend/cpu/avx512/kernels.h"
+#include "backend/cpu/avx512/packed_decode.h"
 #include "backend/cpu/avx512/simd.h"
 #include "backend/cpu/packed/packed_kernels.h"
 #include "core/target.h"
@@ -151,26 +152,9 @@ FOLIO_TARGET_AVX512 void legacy_multi(int64_t k, const uint8_t* panels, size_t p
 }
 
 template <DType P>
-FOLIO_TARGET_AVX512 void legacy_decode(int64_t k, const void* panels, size_t panel_bytes, int np,
-                                       int nr_last, const void* x, float* out) {
-  const auto* p = static_cast<const uint8_t*>(panels);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  const __mmask16 mask = static_cast<__mmask16>((1u << nr_last) - 1);
-  switch (np) {
-    case 4:
-      legacy_multi<P, 4>(k, p, panel_bytes, xb, out, mask);
-      break;
-    case 3:
-      legacy_multi<P, 3>(k, p, panel_bytes, xb, out, mask);
-      break;
-    case 2:
-      legacy_multi<P, 2>(k, p, panel_bytes, xb, out, mask);
-      break;
-    default:
-      legacy_multi<P, 1>(k, p, panel_bytes, xb, out, mask);
-      break;
-  }
-}
+constexpr MultiPanelFn kLegacyDecode =
+    &avx512::decode_panels<legacy_multi<P, 1>, legacy_multi<P, 2>, legacy_multi<P, 3>,
+                           legacy_multi<P, 4>>;
 
 template <DType P>
 FOLIO_TARGET_AVX512 void legacy_panel(int64_t k, const void* panel, const void* x, size_t xs,
@@ -216,11 +200,11 @@ PanelFn legacy_panel_avx512(DType packed) {
 MultiPanelFn legacy_decode_avx512(DType packed) {
   switch (packed) {
     case DType::Q4_0_X16:
-      return &legacy_decode<DType::Q4_0_X16>;
+      return kLegacyDecode<DType::Q4_0_X16>;
     case DType::Q5_0_X16:
-      return &legacy_decode<DType::Q5_0_X16>;
+      return kLegacyDecode<DType::Q5_0_X16>;
     case DType::Q8_0_X16:
-      return &legacy_decode<DType::Q8_0_X16>;
+      return kLegacyDecode<DType::Q8_0_X16>;
     default:
       return nullptr;
   }
