@@ -182,6 +182,10 @@ void add_mul_mat(CaseList& cases) {
   for (DType dt : {DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
     add_mul_mat_case(cases, dt, block_size(dt) == quant::kQKK ? 1024 : 640, 256, 64);
   }
+  // Float weights with 16+ activation rows (the AVX-512 strip panels for
+  // F16 / BF16): K over several 512-element chunks with a tail, a partial
+  // 6-row strip, more than one column tile.
+  for (DType dt : {DType::F16, DType::BF16}) add_mul_mat_case(cases, dt, 1100, 20, 40);
   // Batch broadcast (GQA-style): weight batches shared by groups of inputs.
   for (DType dt : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_K}) {
     add_mul_mat_case(cases, dt, 256, 12, 5, {2, 1}, {6, 2});
