@@ -215,6 +215,11 @@ TEST(PackedKernels, RowsIndependentOfTheBatch) {
         EXPECT_EQ(0, std::memcmp(one.data(), all.data() + first * p.n, p.n * 4))
             << dtype_name(t) << " " << isa_name(isa) << " row " << first;
       }
+      for (int64_t first : {0, 7, 38}) {  // two rows: the decode path too
+        const std::vector<float> two = p.run(b, true, first, 2);
+        EXPECT_EQ(0, std::memcmp(two.data(), all.data() + first * p.n, two.size() * 4))
+            << dtype_name(t) << " " << isa_name(isa) << " rows " << first << ", " << first + 1;
+      }
       const std::vector<float> mid = p.run(b, true, 3, 33);  // 2 tile groups + 1
       EXPECT_EQ(0, std::memcmp(mid.data(), all.data() + 3 * p.n, mid.size() * 4));
     }

@@ -187,9 +187,10 @@ void add_perf(CaseList& cases, DType src, int64_t k, int64_t n, int64_t m) {
 void add_packed_cases(CaseList& cases, bool perf) {
   for (DType src : kPackedSources) {
     const int64_t k = block_size(src) == quant::kQKK ? 512 : 256;
-    for (int64_t m : {1, 3, 16, 17, 64}) add_mul_mat(cases, src, k, 37, m);
+    for (int64_t m : {1, 2, 3, 16, 17, 64}) add_mul_mat(cases, src, k, 37, m);
     add_mul_mat(cases, src, k, 16, 512);
     add_mul_mat_id(cases, src, 1);  // decode: one token per expert
+    add_mul_mat_id(cases, src, 2);  // decode: one or two tokens per expert
     add_mul_mat_id(cases, src, 5);
     add_mul_mat_id(cases, src, 40);  // 120 pairs over 6 experts: groups of 16+
   }

@@ -1,6 +1,6 @@
 // The decode entry of the AVX-512 packed panels (packed_legacy.cc,
 // packed_kquant.cc): a MultiPanelFn (packed/packed_mul_mat.h) that picks the
-// instance of a family's NP-panel kernel for the call's panel count.
+// instance of a family's kernel for the call's panel and row counts.
 #pragma once
 
 #include <cstddef>
@@ -11,31 +11,37 @@
 
 namespace folio::cpu::avx512 {
 
-// One activation row x NP consecutive panels, pb bytes apart; out(r) of
-// panel i at out + 16 * i + r; the last panel stores the rows of last_mask.
-using PanelsFn = void (*)(int64_t k, const uint8_t* panels, size_t pb, const uint8_t* x, float* out,
-                          __mmask16 last_mask);
+// out(c, r) of panel i = lane r of acc[i][c]; the last panel stores the rows
+// of last_mask only.
+template <int NP, int C>
+FOLIO_INLINE_AVX512 void store_panels(const __m512 (&acc)[NP][C], float* out, size_t os,
+                                      __mmask16 last_mask) {
+  for (int c = 0; c < C; ++c) {
+    auto* o = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os);
+    for (int i = 0; i < NP; ++i)
+      _mm512_mask_storeu_ps(o + 16 * i, i == NP - 1 ? last_mask : __mmask16(0xFFFF), acc[i][c]);
+  }
+}
 
-template <PanelsFn F1, PanelsFn F2, PanelsFn F3, PanelsFn F4>
+// K is a family's kernel: K::template run<NP, C>(k, panels, pb, x, xs, out,
+// os, last_mask) multiplies NP consecutive panels (pb bytes apart) with C
+// activation rows (xs bytes apart); out(c, r) of panel i at
+// (char*)out + c * os + 4 * (16 * i + r); the last panel stores the rows of
+// last_mask.
+template <typename K>
 FOLIO_TARGET_AVX512 void decode_panels(int64_t k, const void* panels, size_t pb, int np,
-                                       int nr_last, const void* x, float* out) {
+                                       int nr_last, const void* x, size_t xs, int nc, float* out,
+                                       size_t os) {
   const auto* p = static_cast<const uint8_t*>(panels);
   const auto* xb = static_cast<const uint8_t*>(x);
   const __mmask16 mask = static_cast<__mmask16>((1u << nr_last) - 1);
-  switch (np) {
-    case 4:
-      F4(k, p, pb, xb, out, mask);
-      break;
-    case 3:
-      F3(k, p, pb, xb, out, mask);
-      break;
-    case 2:
-      F2(k, p, pb, xb, out, mask);
-      break;
-    default:
-      F1(k, p, pb, xb, out, mask);
-      break;
-  }
+  using Fn =
+      void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t, __mmask16);
+  static constexpr Fn kTable[2][4] = {
+      {K::template run<1, 1>, K::template run<2, 1>, K::template run<3, 1>, K::template run<4, 1>},
+      {K::template run<1, 2>, K::template run<2, 2>, K::template run<3, 2>, K::template run<4, 2>},
+  };
+  kTable[nc - 1][np - 1](k, p, pb, xb, xs, out, os, mask);
 }
 
 }  // namespace folio::cpu::avx512

@@ -25,8 +25,8 @@
 // All integer sums are exact (|isum| < 2^27) and each output's float steps
 // run once per super-block in K order: results do not depend on how many
 // activation rows a call gets, or on the thread count. Tile: 16 rows x up
-// to 8 activation rows; decode (one activation row) reads 4 panels at once
-// (packed_mul_mat.h) with the same per-output steps.
+// to 8 activation rows; decode (one or two activation rows) reads 4 panels
+// at once (packed_mul_mat.h) with the same per-output steps.
 #include <cstring>
 
 #include "backend/cpu/avx512/packed_decode.h"
@@ -272,86 +272,100 @@ FOLIO_TARGET_AVX512 void q6_k_cols(int64_t k, const uint8_t* panel, const uint8_
     _mm512_mask_storeu_ps(reinterpret_cast<uint8_t*>(out) + c * os, mask, acc[c]);
 }
 
-// Decode: one activation row x NP consecutive panels, NP weight streams at
-// once (a single stream per thread leaves the memory system idle), each
-// output with the same integer sums and float steps as the column tiles.
-template <DType P, int NP>
-FOLIO_TARGET_AVX512 void k4_multi(int64_t k, const uint8_t* panels, size_t pb, const uint8_t* x,
-                                  float* out, __mmask16 last_mask) {
-  constexpr size_t kBytes = P == DType::Q4_K_X16 ? quant::kQ4KxBytes : quant::kQ5KxBytes;
-  const int64_t nsb = k / kQKK;
-  const auto* xr = reinterpret_cast<const BlockQ8_K*>(x);
-  __m512 acc[NP];
-  for (int i = 0; i < NP; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t sb = 0; sb < nsb; ++sb) {
-    const BlockQ8_K& xb = xr[sb];
-    __m512i isum[NP], msum[NP];
-    for (int i = 0; i < NP; ++i) isum[i] = msum[i] = _mm512_setzero_si512();
-    for (int j = 0; j < 8; ++j) {
+// Decode: C (<= 2) activation rows x NP consecutive panels, NP weight
+// streams at once (a single stream per thread leaves the memory system
+// idle), each output with the same integer sums and float steps as the
+// column tiles.
+template <DType P>
+struct KQuantMulti {
+  template <int NP, int C>
+  FOLIO_TARGET_AVX512 static void run(int64_t k, const uint8_t* panels, size_t pb, const uint8_t* x,
+                                      size_t xs, float* out, size_t os, __mmask16 last_mask) {
+    const BlockQ8_K* xr[C];
+    __m512 acc[NP][C];
+    for (int c = 0; c < C; ++c) {
+      xr[c] = reinterpret_cast<const BlockQ8_K*>(x + c * xs);
+      for (int i = 0; i < NP; ++i) acc[i][c] = _mm512_setzero_ps();
+    }
+    if constexpr (P == DType::Q6_K_X16) {
+      q6(k, panels, pb, xr, acc);
+    } else {
+      k4(k, panels, pb, xr, acc);
+    }
+    avx512::store_panels<NP, C>(acc, out, os, last_mask);
+  }
+
+  template <int NP, int C>
+  FOLIO_TARGET_AVX512 static void k4(int64_t k, const uint8_t* panels, size_t pb,
+                                     const BlockQ8_K* (&xr)[C], __m512 (&acc)[NP][C]) {
+    constexpr size_t kBytes = P == DType::Q4_K_X16 ? quant::kQ4KxBytes : quant::kQ5KxBytes;
+    const int64_t nsb = k / kQKK;
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      __m512i isum[NP][C], msum[NP][C];
       for (int i = 0; i < NP; ++i) {
-        const uint8_t* s = panels + i * pb + sb * kBytes;
-        prefetch_lines(s + 2 * kBytes + j * (kBytes / 8), kBytes / 8);
-        __m512i w[8];
-        k4_codes<P>(s, j, w);
-        isum[i] = k4_group_dot<P>(isum[i], w, xb.qs + 32 * j, k4_scale_pairs(s, j));
+        for (int c = 0; c < C; ++c) isum[i][c] = msum[i][c] = _mm512_setzero_si512();
+      }
+      for (int j = 0; j < 8; ++j) {
+        for (int i = 0; i < NP; ++i) {
+          const uint8_t* s = panels + i * pb + sb * kBytes;
+          prefetch_lines(s + 2 * kBytes + j * (kBytes / 8), kBytes / 8);
+          __m512i w[8];
+          k4_codes<P>(s, j, w);
+          const __m512i sc2 = k4_scale_pairs(s, j);
+          for (int c = 0; c < C; ++c)
+            isum[i][c] = k4_group_dot<P>(isum[i][c], w, xr[c][sb].qs + 32 * j, sc2);
+        }
+      }
+      for (int m = 0; m < 4; ++m) {
+        for (int i = 0; i < NP; ++i) {
+          const __m512i mp = k4_min_pairs(panels + i * pb + sb * kBytes, m);
+          for (int c = 0; c < C; ++c)
+            msum[i][c] = _mm512_dpwssd_epi32(msum[i][c], mp, k4_bsum_pair(xr[c][sb], m));
+        }
+      }
+      for (int i = 0; i < NP; ++i) {
+        for (int c = 0; c < C; ++c) {
+          acc[i][c] = k4_accumulate(acc[i][c], isum[i][c], msum[i][c],
+                                    panels + i * pb + sb * kBytes, xr[c][sb].d);
+        }
       }
     }
-    for (int m = 0; m < 4; ++m) {
-      const __m512i bp = k4_bsum_pair(xb, m);
-      for (int i = 0; i < NP; ++i)
-        msum[i] = _mm512_dpwssd_epi32(msum[i], k4_min_pairs(panels + i * pb + sb * kBytes, m), bp);
-    }
-    for (int i = 0; i < NP; ++i)
-      acc[i] = k4_accumulate(acc[i], isum[i], msum[i], panels + i * pb + sb * kBytes, xb.d);
   }
-  for (int i = 0; i < NP; ++i)
-    _mm512_mask_storeu_ps(out + 16 * i, i == NP - 1 ? last_mask : __mmask16(0xFFFF), acc[i]);
-}
 
-template <int NP>
-FOLIO_TARGET_AVX512 void q6_multi(int64_t k, const uint8_t* panels, size_t pb, const uint8_t* x,
-                                  float* out, __mmask16 last_mask) {
-  const int64_t nsb = k / kQKK;
-  const auto* xr = reinterpret_cast<const BlockQ8_K*>(x);
-  __m512 acc[NP];
-  for (int i = 0; i < NP; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t sb = 0; sb < nsb; ++sb) {
-    const BlockQ8_K& xb = xr[sb];
-    __m512i isum[NP];
-    for (int i = 0; i < NP; ++i) isum[i] = _mm512_setzero_si512();
-    for (int g = 0; g < 8; ++g) {
+  template <int NP, int C>
+  FOLIO_TARGET_AVX512 static void q6(int64_t k, const uint8_t* panels, size_t pb,
+                                     const BlockQ8_K* (&xr)[C], __m512 (&acc)[NP][C]) {
+    const int64_t nsb = k / kQKK;
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      __m512i isum[NP][C];
       for (int i = 0; i < NP; ++i) {
-        const uint8_t* s = panels + i * pb + sb * quant::kQ6KxBytes;
-        prefetch_lines(s + 2 * quant::kQ6KxBytes + g * (quant::kQ6KxBytes / 8),
-                       quant::kQ6KxBytes / 8);
-        __m512i w[8];
-        q6_codes(s, g, w);
-        isum[i] = q6_group_dot(isum[i], w, xb, g, q6_scales(s, g, 0), q6_scales(s, g, 1));
+        for (int c = 0; c < C; ++c) isum[i][c] = _mm512_setzero_si512();
+      }
+      for (int g = 0; g < 8; ++g) {
+        for (int i = 0; i < NP; ++i) {
+          const uint8_t* s = panels + i * pb + sb * quant::kQ6KxBytes;
+          prefetch_lines(s + 2 * quant::kQ6KxBytes + g * (quant::kQ6KxBytes / 8),
+                         quant::kQ6KxBytes / 8);
+          __m512i w[8];
+          q6_codes(s, g, w);
+          const __m512i sc0 = q6_scales(s, g, 0), sc1 = q6_scales(s, g, 1);
+          for (int c = 0; c < C; ++c)
+            isum[i][c] = q6_group_dot(isum[i][c], w, xr[c][sb], g, sc0, sc1);
+        }
+      }
+      for (int i = 0; i < NP; ++i) {
+        const __m512 d = half16(panels + i * pb + sb * quant::kQ6KxBytes + quant::kQ6KxD);
+        for (int c = 0; c < C; ++c) {
+          acc[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][c]),
+                                      _mm512_mul_ps(d, _mm512_set1_ps(xr[c][sb].d)), acc[i][c]);
+        }
       }
     }
-    for (int i = 0; i < NP; ++i) {
-      const __m512 d = half16(panels + i * pb + sb * quant::kQ6KxBytes + quant::kQ6KxD);
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, _mm512_set1_ps(xb.d)),
-                               acc[i]);
-    }
   }
-  for (int i = 0; i < NP; ++i)
-    _mm512_mask_storeu_ps(out + 16 * i, i == NP - 1 ? last_mask : __mmask16(0xFFFF), acc[i]);
-}
-
-template <DType P, int NP>
-FOLIO_TARGET_AVX512 void multi(int64_t k, const uint8_t* panels, size_t pb, const uint8_t* x,
-                               float* out, __mmask16 last_mask) {
-  if constexpr (P == DType::Q6_K_X16) {
-    q6_multi<NP>(k, panels, pb, x, out, last_mask);
-  } else {
-    k4_multi<P, NP>(k, panels, pb, x, out, last_mask);
-  }
-}
+};
 
 template <DType P>
-constexpr MultiPanelFn kKQuantDecode =
-    &avx512::decode_panels<multi<P, 1>, multi<P, 2>, multi<P, 3>, multi<P, 4>>;
+constexpr MultiPanelFn kKQuantDecode = &avx512::decode_panels<KQuantMulti<P>>;
 
 // A tile of C activation rows: q6_k_cols, or k4_cols for the Q4_K / Q5_K layouts.
 template <DType P, int C>

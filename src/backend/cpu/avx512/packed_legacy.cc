@@ -16,7 +16,8 @@
 // (amx/mul_mat_amx.cc) run the same steps on the same integers and give the
 // same bits. Tile: 16 rows x up to 4 activation rows in registers; each
 // block step prefetches the block about 3 KB ahead in the panel stream.
-// Decode (one activation row) reads 4 panels at once (packed_mul_mat.h).
+// Decode (one or two activation rows) reads 4 panels at once
+// (packed_mul_mat.h).
 #include <cstring>
 
 #include "backend/cpu/avx512/kernels.h"
@@ -129,32 +130,35 @@ FOLIO_TARGET_AVX512 void legacy_cols(int64_t k, const uint8_t* panel, const uint
     _mm512_mask_storeu_ps(reinterpret_cast<uint8_t*>(out) + c * os, mask, acc[c]);
 }
 
-// Decode: one activation row x NP consecutive panels, NP weight streams at
-// once (a single stream per thread leaves the memory system idle), each
-// output with the steps of legacy_cols.
-template <DType P, int NP>
-FOLIO_TARGET_AVX512 void legacy_multi(int64_t k, const uint8_t* panels, size_t panel_bytes,
-                                      const uint8_t* x, float* out, __mmask16 last_mask) {
-  constexpr size_t kBlk = quant::x16_block_bytes(P);
-  const int64_t nb = k / quant::kQK;
-  const Q8Row32 xr = q8row32(x, k);
-  __m512 acc[NP];
-  for (int i = 0; i < NP; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int i = 0; i < NP; ++i) {
-      __m512i w[8];
-      const __m512 dw = load_block<P>(panels + i * panel_bytes + b * kBlk, w);
-      acc[i] = block_step<P>(acc[i], w, dw, xr, b);
+// Decode: C (<= 2) activation rows x NP consecutive panels, NP weight
+// streams at once (a single stream per thread leaves the memory system
+// idle), each output with the steps of legacy_cols.
+template <DType P>
+struct LegacyMulti {
+  template <int NP, int C>
+  FOLIO_TARGET_AVX512 static void run(int64_t k, const uint8_t* panels, size_t pb, const uint8_t* x,
+                                      size_t xs, float* out, size_t os, __mmask16 last_mask) {
+    constexpr size_t kBlk = quant::x16_block_bytes(P);
+    const int64_t nb = k / quant::kQK;
+    Q8Row32 xr[C];
+    __m512 acc[NP][C];
+    for (int c = 0; c < C; ++c) {
+      xr[c] = q8row32(x + c * xs, k);
+      for (int i = 0; i < NP; ++i) acc[i][c] = _mm512_setzero_ps();
     }
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int i = 0; i < NP; ++i) {
+        __m512i w[8];
+        const __m512 dw = load_block<P>(panels + i * pb + b * kBlk, w);
+        for (int c = 0; c < C; ++c) acc[i][c] = block_step<P>(acc[i][c], w, dw, xr[c], b);
+      }
+    }
+    avx512::store_panels<NP, C>(acc, out, os, last_mask);
   }
-  for (int i = 0; i < NP; ++i)
-    _mm512_mask_storeu_ps(out + 16 * i, i == NP - 1 ? last_mask : __mmask16(0xFFFF), acc[i]);
-}
+};
 
 template <DType P>
-constexpr MultiPanelFn kLegacyDecode =
-    &avx512::decode_panels<legacy_multi<P, 1>, legacy_multi<P, 2>, legacy_multi<P, 3>,
-                           legacy_multi<P, 4>>;
+constexpr MultiPanelFn kLegacyDecode = &avx512::decode_panels<LegacyMulti<P>>;
 
 template <DType P>
 FOLIO_TARGET_AVX512 void legacy_panel(int64_t k, const void* panel, const void* x, size_t xs,

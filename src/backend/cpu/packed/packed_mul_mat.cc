@@ -15,7 +15,7 @@ namespace {
 
 // Activation bytes kept hot while the panels of a chunk stream past them.
 constexpr size_t kActBlockBytes = 512 * 1024;
-// Panels a decode call (one activation row) streams at once (header).
+// Panels a decode call (one or two activation rows) streams at once (header).
 constexpr int kDecodePanels = 4;
 // Below this many multiply-adds an op runs on the calling thread only.
 constexpr double kMinParallelMacs = 1 << 18;
@@ -115,13 +115,14 @@ Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& 
         const int nc = static_cast<int>(std::min(m_block, m - m0));
         const int64_t p_end = t_end - batch * n_panels;
         int64_t p0 = t - batch * n_panels;
-        if (nc == 1 && spec.decode != nullptr) {
+        if (nc <= kMaxDecodeRows && spec.decode != nullptr) {
           for (; p0 < p_end; p0 += kDecodePanels) {
             const int np = static_cast<int>(std::min<int64_t>(kDecodePanels, p_end - p0));
             const int64_t n0 = p0 * quant::kPanelRows;
-            spec.decode(
-                k, w_batch + p0 * panel_bytes, panel_bytes, np, last_panel_rows(n, p0 + np - 1),
-                x_batch + m0 * static_cast<int64_t>(x_row_bytes), y.row<float>(m0, i2, i3) + n0);
+            spec.decode(k, w_batch + p0 * panel_bytes, panel_bytes, np,
+                        last_panel_rows(n, p0 + np - 1),
+                        x_batch + m0 * static_cast<int64_t>(x_row_bytes), x_row_bytes, nc,
+                        y.row<float>(m0, i2, i3) + n0, y.nb[1]);
           }
         }
         for (int64_t p = p0; p < p_end; ++p) {
@@ -211,13 +212,15 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
           const int nr = static_cast<int>(std::min<int64_t>(quant::kPanelRows, n - n0));
           const unsigned char* panel =
               static_cast<const unsigned char*>(w.data) + e * w.nb[2] + p * panel_bytes;
-          if (first[e + 1] - first[e] == 1 && spec.decode != nullptr) {
-            // One token meets this expert: panels of it as decode streams.
+          const int64_t rows = first[e + 1] - first[e];
+          if (rows <= kMaxDecodeRows && spec.decode != nullptr) {
+            // One or two tokens meet this expert: panels of it as decode streams.
             const int np =
                 static_cast<int>(std::min({int64_t{kDecodePanels}, n_panels - p, end - item}));
             spec.decode(k, panel, panel_bytes, np, last_panel_rows(n, p + np - 1),
-                        xb + first[e] * static_cast<int64_t>(x_row_bytes),
-                        reinterpret_cast<float*>(yb + first[e] * y_row_bytes) + n0);
+                        xb + first[e] * static_cast<int64_t>(x_row_bytes), x_row_bytes,
+                        static_cast<int>(rows),
+                        reinterpret_cast<float*>(yb + first[e] * y_row_bytes) + n0, y_row_bytes);
             item += np;
             continue;
           }
