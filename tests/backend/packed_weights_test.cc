@@ -8,6 +8,7 @@
 // integers).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -261,6 +262,35 @@ TEST(PackedKernels, KQuantExtremeCodesStayExact) {
       for (int64_t r = 0; r < n; ++r)
         EXPECT_NEAR(y[c * n + r], want, 1e-5 * std::fabs(want)) << dtype_name(t) << " " << c;
     }
+  }
+}
+
+// A bad expert id is kOutOfRange before anything is written, on the packed
+// driver as on the plain one (group_pairs_by_expert in both).
+TEST(PackedKernels, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
+  const int64_t k = 256, n = 20, n_exp = 3, n_used = 2, n_tok = 2;
+  const size_t row = row_size(DType::Q4_0, k);
+  std::vector<char> plain(row * n * n_exp, 0);
+  const PackedBufferType& type = repack_buffer_type(true);
+  const WeightUse u{"experts", DType::Q4_0, {k, n, n_exp, 1}, OpKind::kMulMatId};
+  AlignedPtr packed = aligned_alloc_bytes(type.weight_bytes(u));
+  ASSERT_TRUE(type.store_weight(u, plain.data(), plain.size(), packed.get()).ok());
+  std::vector<float> x(static_cast<size_t>(k * n_tok), 0.5f);
+  std::vector<int32_t> ids = {0, 2, 1, 3};  // 3 is not an expert
+  std::vector<float> y(static_cast<size_t>(n * n_used * n_tok), 7.0f);
+  Op op;
+  op.kind = OpKind::kMulMatId;
+  op.src[0] = type.weight_view(u, packed.get());
+  op.src[1] = TensorView::contiguous(x.data(), DType::F32, {k, 1, n_tok});
+  op.src[2] = TensorView::contiguous(ids.data(), DType::I32, {n_used, n_tok});
+  op.dst = TensorView::contiguous(y.data(), DType::F32, {n, n_used, n_tok});
+  std::vector<Isa> isas{Isa::kScalar};
+  if (has_vnni()) isas.push_back(Isa::kAvx512);
+  if (active_isa() == Isa::kAmx) isas.push_back(Isa::kAmx);
+  for (Isa isa : isas) {
+    const Status s = CpuBackend(CpuBackendOptions{isa, false, nullptr}).run(op);
+    EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << isa_name(isa) << ": " << s.to_string();
+    EXPECT_EQ(std::count(y.begin(), y.end(), 7.0f), static_cast<long>(y.size())) << isa_name(isa);
   }
 }
 

@@ -147,32 +147,8 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
   const int64_t n_used = ids.ne[0], n_tok = ids.ne[1], x1 = x.ne[1];
   const int64_t n_pairs = n_used * n_tok;
   if (n == 0 || n_pairs == 0) return Status();
-  if (w.ne[3] != 1 || x.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1 || y.ne[3] != 1) {
-    return invalid_argument("mul_mat_id: experts, input, ids and dst must be at most 3-D: {}",
-                            op.describe());
-  }
-  // Pairs p = (u, t) grouped by expert, in (t, u) order within an expert:
-  // slot s holds pair order[s]; expert e owns slots [first[e], first[e + 1]).
-  std::vector<int64_t> first(static_cast<size_t>(n_exp) + 1, 0);
-  std::vector<int64_t> order(static_cast<size_t>(n_pairs));
-  for (int64_t t = 0; t < n_tok; ++t) {
-    for (int64_t u = 0; u < n_used; ++u) {
-      const int32_t e = *ids.at<const int32_t>(u, t);
-      if (e < 0 || e >= n_exp) {
-        return out_of_range("mul_mat_id: expert id {} at ids[{}, {}] out of range [0, {})", e, u, t,
-                            n_exp);
-      }
-      ++first[static_cast<size_t>(e) + 1];
-    }
-  }
-  for (int64_t e = 0; e < n_exp; ++e) first[e + 1] += first[e];
-  {
-    std::vector<int64_t> next(first.begin(), first.end() - 1);
-    for (int64_t t = 0; t < n_tok; ++t) {
-      for (int64_t u = 0; u < n_used; ++u)
-        order[next[*ids.at<const int32_t>(u, t)]++] = t * n_used + u;
-    }
-  }
+  std::vector<int64_t> first, order, next;
+  FOLIO_RETURN_IF_ERROR(group_pairs_by_expert(op, first, order, next));
   const bool parallel =
       static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(n_pairs) >=
       kMinParallelMacs;

@@ -191,32 +191,18 @@ Status mul_mat_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& s
   return Status();
 }
 
-Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& spec) {
+Status group_pairs_by_expert(const Op& op, std::vector<int64_t>& first, std::vector<int64_t>& order,
+                             std::vector<int64_t>& next) {
   const TensorView& w = op.src[0];    // [K, N, E]
   const TensorView& x = op.src[1];    // [K, X1, T]
   const TensorView& ids = op.src[2];  // I32 [n_used, T]
   const TensorView& y = op.dst;       // [N, n_used, T]
-  const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2];
-  const int64_t n_used = ids.ne[0], n_tok = ids.ne[1], x1 = x.ne[1];
-  const int64_t n_pairs = n_used * n_tok;
-  if (n == 0 || n_pairs == 0) return Status();
   if (w.ne[3] != 1 || x.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1 || y.ne[3] != 1) {
     return invalid_argument("mul_mat_id: experts, input, ids and dst must be at most 3-D: {}",
                             op.describe());
   }
-  // Index vectors reused across calls. Lambdas below run on pool threads:
-  // they must see the caller's vectors through these references, never name
-  // a thread_local themselves.
-  thread_local std::vector<int64_t> tl_first, tl_order, tl_next, tl_experts;
-  std::vector<int64_t>& first = tl_first;
-  std::vector<int64_t>& order = tl_order;
-  std::vector<int64_t>& next = tl_next;
-  std::vector<int64_t>& experts = tl_experts;
-  // Pairs p = (u, t) grouped by expert, in (t, u) order within an expert:
-  // slot s of the grouped order holds pair order[s]; expert e owns slots
-  // [first[e], first[e + 1]). Ids are checked before anything is written.
+  const int64_t n_exp = w.ne[2], n_used = ids.ne[0], n_tok = ids.ne[1];
   first.assign(static_cast<size_t>(n_exp) + 1, 0);
-  order.resize(static_cast<size_t>(n_pairs));
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t u = 0; u < n_used; ++u) {
       const int32_t e = *ids.at<const int32_t>(u, t);
@@ -228,13 +214,32 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
     }
   }
   for (int64_t e = 0; e < n_exp; ++e) first[e + 1] += first[e];
-  {
-    next.assign(first.begin(), first.end() - 1);
-    for (int64_t t = 0; t < n_tok; ++t) {
-      for (int64_t u = 0; u < n_used; ++u)
-        order[next[*ids.at<const int32_t>(u, t)]++] = t * n_used + u;
-    }
+  order.resize(static_cast<size_t>(n_used * n_tok));
+  next.assign(first.begin(), first.end() - 1);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t u = 0; u < n_used; ++u)
+      order[next[*ids.at<const int32_t>(u, t)]++] = t * n_used + u;
   }
+  return Status();
+}
+
+Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& spec) {
+  const TensorView& w = op.src[0];    // [K, N, E]
+  const TensorView& x = op.src[1];    // [K, X1, T]
+  const TensorView& ids = op.src[2];  // I32 [n_used, T]
+  const TensorView& y = op.dst;       // [N, n_used, T]
+  const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2];
+  const int64_t n_used = ids.ne[0], n_tok = ids.ne[1], x1 = x.ne[1];
+  const int64_t n_pairs = n_used * n_tok;
+  if (n == 0 || n_pairs == 0) return Status();
+  // Index vectors reused across calls. Lambdas below run on pool threads:
+  // they must see the caller's vectors through these references, never name
+  // a thread_local themselves.
+  thread_local std::vector<int64_t> tl_first, tl_order, tl_next, tl_experts;
+  std::vector<int64_t>& first = tl_first;
+  std::vector<int64_t>& order = tl_order;
+  std::vector<int64_t>& experts = tl_experts;
+  FOLIO_RETURN_IF_ERROR(group_pairs_by_expert(op, first, order, tl_next));
   const bool parallel =
       static_cast<double>(k) * static_cast<double>(n) * static_cast<double>(n_pairs) >=
       kMinParallelMacs;

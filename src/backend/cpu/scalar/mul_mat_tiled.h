@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "backend/cpu/kernel.h"
 
@@ -118,5 +119,14 @@ Status mul_mat_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& s
 // end. Expert ids outside [0, E) are kOutOfRange before anything is written;
 // views of more than 3 dims are kInvalidArgument (as the reference).
 Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& spec);
+
+// The (u, t) pairs of a kMulMatId op (src[2] = I32 ids [n_used, T]) grouped
+// by expert, in (t, u) order within an expert: slot s holds pair
+// order[s] = t * n_used + u; expert e owns slots [first[e], first[e + 1]).
+// Checks that experts, input, ids and dst are at most 3-D (kInvalidArgument)
+// and every id is in [0, E) (kOutOfRange) before filling anything the caller
+// reads; `next` is scratch. Shared by the tiled and the packed drivers.
+Status group_pairs_by_expert(const Op& op, std::vector<int64_t>& first, std::vector<int64_t>& order,
+                             std::vector<int64_t>& next);
 
 }  // namespace folio::cpu
