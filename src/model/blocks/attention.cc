@@ -34,7 +34,17 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   q = ctx.rope(q, in.pos, rp, w.rope_freqs);
   k = ctx.rope(k, in.pos, rp, w.rope_freqs);
 
-  ctx.set_rows(cache.k_table(il), reshape(k, {dk * hkv, t, 1, 1}), in.slots);
+  const TensorView o = attend_through_cache(ctx, cfg, il, q, k, v, in, cache);  // [Dv, Hq, T]
+  TensorView out = ctx.mul_mat(l.wo, reshape(o, {dv * hq, t, 1, 1}));           // [E, T]
+  if (!l.bo.empty()) ctx.add(out, l.bo, out);
+  return out;
+}
+
+TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int il,
+                                const TensorView& q, const TensorView& k, const TensorView& v,
+                                const ForwardInputs& in, KvCache& cache) {
+  const int64_t t = k.ne[2];
+  ctx.set_rows(cache.k_table(il), reshape(k, {k.ne[0] * k.ne[1], t, 1, 1}), in.slots);
   ctx.set_rows(cache.v_table(il), v, in.slots);
 
   AttentionParams ap;
@@ -44,11 +54,8 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   ap.window = cfg.is_swa(il) ? cfg.n_swa : 0;
   ap.layout = cache.layout();
   ap.block_size = cache.block_size();
-  const TensorView o = ctx.flash_attn(q, cache.k_view(il), cache.v_view(il), in.seq_idx, in.pos,
-                                      in.kv_len, in.block_table, ap);  // [Dv, Hq, T]
-  TensorView out = ctx.mul_mat(l.wo, reshape(o, {dv * hq, t, 1, 1}));  // [E, T]
-  if (!l.bo.empty()) ctx.add(out, l.bo, out);
-  return out;
+  return ctx.flash_attn(q, cache.k_view(il), cache.v_view(il), in.seq_idx, in.pos, in.kv_len,
+                        in.block_table, ap);  // [Dv, Hq, T]
 }
 
 }  // namespace folio::model

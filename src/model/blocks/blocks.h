@@ -21,6 +21,15 @@ namespace folio::model {
 TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                           int il, const TensorView& x, const ForwardInputs& in, KvCache& cache);
 
+// The part of an attention block after its projections, shared by
+// self_attention and the hybrids' gated_attention: writes the batch's K
+// ([Dk, Hkv, T], roped) and V ([Dv * Hkv, T]) rows to layer il's cache,
+// then one causal flash-attention op of q ([Dk, Hq, T], roped) over the
+// cache (sliding window on SWA layers). Returns [Dv, Hq, T].
+TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int il,
+                                const TensorView& q, const TensorView& k, const TensorView& v,
+                                const ForwardInputs& in, KvCache& cache);
+
 // ffn.cc ---------------------------------------------------------------------
 // Dense gated FFN: down(act(gate(x)) * up(x)), act = cfg.ffn_glu. x [E, n] -> [E, n].
 TensorView dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,

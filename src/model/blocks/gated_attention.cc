@@ -8,6 +8,7 @@
 // first rope.dimension_count dims; qwen35's multi-section rope equals it for
 // text positions, see model/arch/qwen3next.cc), attention with scale
 // 1/sqrt(Dk), out = attn * sigmoid(gate), then attn_output.
+#include "model/blocks/blocks.h"
 #include "model/blocks/hybrid.h"
 
 namespace folio::model {
@@ -35,19 +36,8 @@ TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mo
   q = ctx.rope(q, in.pos, rp, w.rope_freqs);
   k = ctx.rope(k, in.pos, rp, w.rope_freqs);
 
-  ctx.set_rows(cache.k_table(il), reshape(k, {dk * hkv, t, 1, 1}), in.slots);
-  ctx.set_rows(cache.v_table(il), v, in.slots);
-
-  AttentionParams ap;
-  ap.scale = cfg.kq_scale();
-  ap.softcap = cfg.attn_softcap;
-  ap.causal = true;
-  ap.window = cfg.is_swa(il) ? cfg.n_swa : 0;
-  ap.layout = cache.layout();
-  ap.block_size = cache.block_size();
-  const TensorView o = ctx.flash_attn(q, cache.k_view(il), cache.v_view(il), in.seq_idx, in.pos,
-                                      in.kv_len, in.block_table, ap);  // [Dv, Hq, T]
-  const TensorView gate = ctx.unary(gate_view, UnaryKind::kSigmoid);   // contiguous [Dk, Hq, T]
+  const TensorView o = attend_through_cache(ctx, cfg, il, q, k, v, in, cache);  // [Dv, Hq, T]
+  const TensorView gate = ctx.unary(gate_view, UnaryKind::kSigmoid);  // contiguous [Dk, Hq, T]
   ctx.mul(o, gate, o);
   return ctx.mul_mat(l.wo, reshape(o, {dv * hq, t, 1, 1}));  // [E, T]
 }
