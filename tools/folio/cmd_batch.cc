@@ -1,9 +1,10 @@
-// `folio batch -m MODEL --prompts FILE [--json] [-n N] [--parallel P]`: runs
-// every line of FILE (empty lines skipped) as a prompt through one paged KV
-// cache, up to P sequences at a time, greedy unless sampling flags say
-// otherwise. Prints each prompt's generated text ("[index] text"), or with
-// --json one object per prompt per line, then a summary object; timing and
-// block usage go to stderr.
+// `folio batch -m MODEL --prompts FILE [--json] [-n N] [-np P]`: runs every
+// non-empty line of FILE as a prompt on the serving scheduler (decode-first
+// steps of -b tokens, prefix sharing, preemption), up to P sequences at a
+// time, with the shared sampling defaults. Prints each prompt's generated
+// text as "[LINE] text" (LINE: its 1-based line number in FILE; empty lines
+// are skipped but keep the numbering), or with --json one object per prompt
+// per line, then a summary object; timing and block usage go to stderr.
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,8 +13,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "engine/batch_runner.h"
-#include "model/paged_kv_cache.h"
+#include "engine/offline_batch.h"
 
 namespace folio::tools {
 
@@ -23,7 +23,7 @@ struct BatchFlags {
   ModelFlags model;
   SamplingFlags sampling;
   std::string prompts_path;
-  int64_t n_predict = 256;
+  int64_t n_predict = -1;
   int parallel = 4;
   bool json = false;
   bool ignore_eos = false;
@@ -31,85 +31,92 @@ struct BatchFlags {
   bool parse_special = true;
 };
 
-Result<std::vector<std::string>> read_prompts(const std::string& path) {
+// A prompt and its 1-based line number in the prompts file.
+struct PromptLine {
+  int64_t line = 0;
+  std::string text;
+};
+
+Result<std::vector<PromptLine>> read_prompts(const std::string& path) {
   std::ifstream in(path);
   if (!in) return make_error(StatusCode::kNotFound, "cannot open prompts file '{}'", path);
-  std::vector<std::string> lines;
+  std::vector<PromptLine> lines;
   std::string line;
-  while (std::getline(in, line)) {
+  for (int64_t number = 1; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) lines.push_back(line);
+    if (!line.empty()) lines.push_back({number, line});
   }
   if (lines.empty()) return invalid_argument("prompts file '{}' has no prompts", path);
   return lines;
 }
 
-int fail(const Status& s) {
-  std::fprintf(stderr, "folio: %s\n", s.message().c_str());
-  return 1;
-}
-
 int run_batch(const BatchFlags& f) {
-  auto texts = read_prompts(f.prompts_path);
-  if (!texts.ok()) return fail(texts.status());
+  auto lines = read_prompts(f.prompts_path);
+  if (!lines.ok()) return fail(lines.status());
+  warn_about_model_flags(f.model);
   auto lm = load_for_batch(f.model, f.parallel);
   if (!lm.ok()) return fail(lm.status());
-  model::KvCache* cache = lm->cache.get();  // paged, or hybrid over a paged part
-  if (cache->block_manager() == nullptr)
-    return fail(make_error(StatusCode::kInternal, "batch needs a paged KV cache"));
   const int32_t n_vocab = static_cast<int32_t>(lm->model->config().n_vocab);
   auto params = sampling_params(f.sampling, n_vocab);
   if (!params.ok()) return fail(params.status());
+  params->max_tokens = static_cast<int32_t>(std::min<int64_t>(f.n_predict, INT32_MAX));
 
   tokenizer::TokenizeOptions to;
   to.add_special = !f.no_bos;
   to.parse_special = f.parse_special;
   std::vector<std::vector<int32_t>> prompts;
-  for (size_t i = 0; i < texts->size(); ++i) {
-    prompts.push_back(lm->tokenizer->tokenize((*texts)[i], to));
+  std::vector<std::string> labels;
+  for (const PromptLine& l : *lines) {
+    labels.push_back(fmt::format("line {} of '{}'", l.line, f.prompts_path));
+    prompts.push_back(lm->tokenizer->tokenize(l.text, to));
     if (prompts.back().empty()) {
-      return fail(invalid_argument("prompt {} has no tokens", i));
+      return fail(invalid_argument("line {} of '{}' has no tokens", l.line, f.prompts_path));
     }
   }
 
-  BatchRunner runner(*lm->model, *lm->tokenizer, *lm->ctx, *cache);
-  BatchOptions bo;
-  bo.parallel = f.parallel;
-  bo.n_predict = f.n_predict;
-  bo.n_batch = f.model.batch_size;
-  bo.ignore_eos = f.ignore_eos;
-  auto out = runner.run(prompts, *params, bo);
+  SchedulerOptions so;
+  so.max_seqs = f.parallel;
+  so.max_batch_tokens = f.model.batch_size;
+  so.ubatch = std::min(f.model.ubatch_size, f.model.batch_size);
+  auto out = run_batch(*lm->model, *lm->tokenizer, *lm->ctx, *lm->cache, prompts, *params, so,
+                       f.ignore_eos, labels);
   if (!out.ok()) return fail(out.status());
 
   int64_t prompt_sum = 0, generated_sum = 0;
   for (size_t i = 0; i < out->results.size(); ++i) {
     const BatchSequenceResult& r = out->results[i];
+    const int64_t line = (*lines)[i].line;
     prompt_sum += r.prompt_tokens;
-    generated_sum += r.generated_tokens;
+    generated_sum += static_cast<int64_t>(r.tokens.size());
     if (f.json) {
-      nlohmann::ordered_json j = {{"index", i},
+      nlohmann::ordered_json j = {{"line", line},
                                   {"text", r.text},
                                   {"prompt_tokens", r.prompt_tokens},
                                   {"cached_prompt_tokens", r.cached_prompt_tokens},
-                                  {"generated_tokens", r.generated_tokens}};
+                                  {"generated_tokens", r.tokens.size()},
+                                  {"finish_reason", stop_reason_name(r.stop)}};
       // Invalid UTF-8 in generated text is replaced rather than thrown on.
       std::puts(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
     } else {
-      std::printf("[%zu] %s\n", i, r.text.c_str());
+      std::printf("[%lld] %s\n", static_cast<long long>(line), r.text.c_str());
     }
   }
   const BatchSummary& s = out->summary;
   if (f.json) {
     nlohmann::ordered_json j = {{"summary",
                                  {{"prefill_tokens_computed", s.prefill_tokens_computed},
+                                  {"generated_tokens", s.generated_tokens},
+                                  {"steps", s.steps},
+                                  {"preemptions", s.preemptions},
                                   {"blocks_total", s.blocks_total},
                                   {"blocks_peak", s.blocks_peak},
                                   {"blocks_leaked", s.blocks_leaked}}}};
     std::puts(j.dump().c_str());
   }
   std::fflush(stdout);
-  std::fprintf(
-      stderr,
+  if (std::FILE* log = info_log()) {
+    std::fprintf(
+      log,
       "folio: %zu prompts (%lld tokens, %lld prefilled after prefix reuse), %lld generated "
       "in %.2f s (%.1f tokens/s); %lld steps, %lld preemptions; blocks peak %d of %d, "
       "%d leaked\n",
@@ -118,6 +125,7 @@ int run_batch(const BatchFlags& f) {
       s.seconds, s.seconds > 0 ? static_cast<double>(generated_sum) / s.seconds : 0.0,
       static_cast<long long>(s.steps), static_cast<long long>(s.preemptions), s.blocks_peak,
       s.blocks_total, s.blocks_leaked);
+  }
   return 0;
 }
 
@@ -125,16 +133,16 @@ int run_batch(const BatchFlags& f) {
 
 void register_batch_command(CLI::App& app, CommandFn* selected) {
   static BatchFlags flags;
-  flags.sampling.params.temperature = 0.0f;  // greedy unless --temp says otherwise
   CLI::App* cmd =
       app.add_subcommand("batch", "generate continuations of many prompts concurrently");
   add_model_flags(cmd, &flags.model);
   add_sampling_flags(cmd, &flags.sampling);
-  cmd->add_option("--prompts", flags.prompts_path, "file with one prompt per line")->required();
-  cmd->add_option("-n,--n-predict", flags.n_predict,
-                  "tokens to generate per prompt (-1 = until end)")
+  cmd->add_option("--prompts,-f,--file", flags.prompts_path, "file with one prompt per line")
+      ->required();
+  add_n_predict_flag(cmd, &flags.n_predict, "tokens to generate per prompt");
+  cmd->add_option("--parallel", flags.parallel, "sequences running at once (also -np)")
+      ->check(CLI::Range(1, 4096))
       ->capture_default_str();
-  cmd->add_option("--parallel", flags.parallel, "sequences running at once")->capture_default_str();
   cmd->add_flag("--json", flags.json, "one JSON object per prompt, then a summary object");
   cmd->add_flag("--ignore-eos", flags.ignore_eos, "keep generating past end-of-generation tokens");
   cmd->add_flag("--no-bos", flags.no_bos, "do not add the BOS token automatically");

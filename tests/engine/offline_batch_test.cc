@@ -1,9 +1,9 @@
-// BatchRunner on the tiny llama reference model: 6 prompts (4 sharing a long
-// prefix) run 3 at a time give exactly the tokens, text and stop reason of a
-// solo greedy Generator run on each; the shared prefix is taken from the
-// cache; no block leaks. A pool too small for all of them forces
-// preemptions with the same outputs.
-#include "engine/batch_runner.h"
+// run_batch (the `folio batch` command on the Scheduler) on the tiny llama
+// reference model: 6 prompts (4 sharing a long prefix) run 3 at a time give
+// exactly the tokens, text and stop reason of a solo greedy Generator run on
+// each; the shared prefix is taken from the cache; no block leaks. A pool
+// too small for all of them forces preemptions with the same outputs.
+#include "engine/offline_batch.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@ namespace {
 
 const std::string kModels = std::string(FOLIO_REFDATA_DIR) + "/models/";
 
-class BatchRunnerTest : public ::testing::Test {
+class OfflineBatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto m = model::Model::load(kModels + "tiny-llama-f32.gguf");
@@ -66,7 +66,6 @@ class BatchRunnerTest : public ::testing::Test {
       EXPECT_EQ(r.tokens, solo->tokens) << "prompt " << p;
       EXPECT_EQ(r.text, text) << "prompt " << p;
       EXPECT_EQ(r.stop, solo->stop) << "prompt " << p;
-      EXPECT_EQ(r.generated_tokens, solo->n_generated) << "prompt " << p;
       EXPECT_EQ(r.prompt_tokens, static_cast<int64_t>(prompts_[p].size()));
     }
   }
@@ -78,21 +77,27 @@ class BatchRunnerTest : public ::testing::Test {
   SamplingParams greedy_;
 };
 
-TEST_F(BatchRunnerTest, EqualsSoloRunsAndSharesPrefixes) {
+SchedulerOptions options(int parallel, int64_t step_tokens) {
+  SchedulerOptions so;
+  so.max_seqs = parallel;
+  so.max_batch_tokens = step_tokens;
+  so.ubatch = step_tokens;
+  return so;
+}
+
+TEST_F(OfflineBatchTest, EqualsSoloRunsAndSharesPrefixes) {
   auto cache = make_cache(3 * 32 + 1, 0);  // 3 sequences of the whole context
   ASSERT_NE(cache, nullptr);
-  BatchRunner runner(*model_, *tok_, *ctx_, *cache);
-  BatchOptions bo;
-  bo.parallel = 3;
-  bo.n_predict = 12;
-  bo.n_batch = 24;  // prefill in chunks
-  auto out = runner.run(prompts_, greedy_, bo);
+  SamplingParams params = greedy_;
+  params.max_tokens = 12;
+  auto out = run_batch(*model_, *tok_, *ctx_, *cache, prompts_, params, options(3, 24));
   ASSERT_TRUE(out.ok()) << out.status().to_string();
-  expect_solo(*out, bo.n_predict);
+  expect_solo(*out, params.max_tokens);
 
-  int64_t prompt_sum = 0;
+  int64_t prompt_sum = 0, generated_sum = 0;
   for (size_t p = 0; p < prompts_.size(); ++p) {
     prompt_sum += out->results[p].prompt_tokens;
+    generated_sum += static_cast<int64_t>(out->results[p].tokens.size());
     const bool shares = p == 2 || p == 4 || p == 5;  // prompt 0 computes the shared prefix
     if (shares) {
       EXPECT_GE(out->results[p].cached_prompt_tokens, 16) << "prompt " << p;
@@ -107,37 +112,36 @@ TEST_F(BatchRunnerTest, EqualsSoloRunsAndSharesPrefixes) {
   EXPECT_GT(s.blocks_peak, 0);
   EXPECT_LE(s.blocks_peak, s.blocks_total);
   EXPECT_LT(s.prefill_tokens_computed, prompt_sum);
+  EXPECT_EQ(s.generated_tokens, generated_sum);
+  EXPECT_GT(s.steps, 0);
   EXPECT_TRUE(cache->check_invariants().ok());
 }
 
-TEST_F(BatchRunnerTest, PreemptsWhenThePoolIsShortAndStillMatches) {
+TEST_F(OfflineBatchTest, PreemptsWhenThePoolIsShortAndStillMatches) {
   auto cache = make_cache(19, 0);  // 18 usable blocks of 8: one long sequence needs 16
   ASSERT_NE(cache, nullptr);
-  BatchRunner runner(*model_, *tok_, *ctx_, *cache);
-  BatchOptions bo;
-  bo.parallel = 3;
-  bo.n_predict = 24;
-  bo.n_batch = 64;
-  auto out = runner.run(prompts_, greedy_, bo);
+  SamplingParams params = greedy_;
+  params.max_tokens = 24;
+  auto out = run_batch(*model_, *tok_, *ctx_, *cache, prompts_, params, options(3, 64));
   ASSERT_TRUE(out.ok()) << out.status().to_string();
-  expect_solo(*out, bo.n_predict);
+  expect_solo(*out, params.max_tokens);
   EXPECT_GT(out->summary.preemptions, 0);
   EXPECT_EQ(out->summary.blocks_leaked, 0);
   EXPECT_TRUE(cache->check_invariants().ok());
 }
 
-TEST_F(BatchRunnerTest, RejectsBadInput) {
+TEST_F(OfflineBatchTest, RejectsBadInputBeforeComputing) {
   auto cache = make_cache(3 * 32 + 1, 0);
   ASSERT_NE(cache, nullptr);
-  BatchRunner runner(*model_, *tok_, *ctx_, *cache);
-  BatchOptions bo;
-  bo.parallel = 0;
-  EXPECT_FALSE(runner.run(prompts_, greedy_, bo).ok());
-  bo.parallel = 2;
-  std::vector<std::vector<int32_t>> bad = {{}};
-  EXPECT_FALSE(runner.run(bad, greedy_, bo).ok());
+  EXPECT_FALSE(run_batch(*model_, *tok_, *ctx_, *cache, prompts_, greedy_, options(0, 64)).ok());
+  std::vector<std::vector<int32_t>> bad = {prompts_[0], {}};
+  Result<BatchOutput> r = run_batch(*model_, *tok_, *ctx_, *cache, bad, greedy_, options(2, 64));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("prompt 1"), std::string::npos) << r.status().message();
   bad = {std::vector<int32_t>(300, 1)};  // longer than the context
-  EXPECT_EQ(runner.run(bad, greedy_, bo).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(run_batch(*model_, *tok_, *ctx_, *cache, bad, greedy_, options(2, 64)).status().code(),
+            StatusCode::kOutOfRange);
+  EXPECT_EQ(cache->block_manager()->pool().n_used(), 0);
 }
 
 }  // namespace
