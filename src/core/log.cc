@@ -2,9 +2,13 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <atomic>
+
 namespace folio {
 
 namespace {
+std::atomic<LogLevel> g_level{LogLevel::kInfo};
+
 spdlog::level::level_enum to_spd(LogLevel level) {
   switch (level) {
     case LogLevel::kTrace: return spdlog::level::trace;
@@ -28,7 +32,10 @@ void set_log_level(LogLevel level) {
   }();
   (void)installed;
   spdlog::set_level(to_spd(level));
+  g_level.store(level, std::memory_order_relaxed);
 }
+
+LogLevel log_level() { return g_level.load(std::memory_order_relaxed); }
 
 bool parse_log_level(const std::string& s, LogLevel* out) {
   static const std::pair<const char*, LogLevel> kNames[] = {

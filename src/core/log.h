@@ -9,6 +9,8 @@ namespace folio {
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
 void set_log_level(LogLevel level);
+// The level last set (kInfo before any set_log_level).
+LogLevel log_level();
 // Parses "trace|debug|info|warn|error|off".
 bool parse_log_level(const std::string& s, LogLevel* out);
 

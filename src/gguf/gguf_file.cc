@@ -69,8 +69,8 @@ const char* TensorInfo::type_name() const {
   return t ? t->name : "?";
 }
 
-Result<GgufFile> GgufFile::open(const std::string& path) {
-  Result<std::unique_ptr<MappedFile>> mapped = MappedFile::open(path);
+Result<GgufFile> GgufFile::open(const std::string& path, const FileLoadOptions& options) {
+  Result<std::unique_ptr<MappedFile>> mapped = MappedFile::open(path, options);
   if (!mapped.ok()) return mapped.status().with_context("gguf");
   return parse_storage(std::shared_ptr<Buffer>(std::move(mapped).value()), path);
 }

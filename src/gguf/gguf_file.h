@@ -55,8 +55,9 @@ struct TensorInfo {
 
 class GgufFile {
  public:
-  // Maps `path` read-only and parses it. Errors name the path.
-  static Result<GgufFile> open(const std::string& path);
+  // Maps (or, with options.mmap false, reads) `path` and parses it. Errors
+  // name the path.
+  static Result<GgufFile> open(const std::string& path, const FileLoadOptions& options = {});
   // Parses a copy of `bytes` (held in 64-byte aligned memory of exactly that size).
   static Result<GgufFile> parse(std::span<const uint8_t> bytes);
 

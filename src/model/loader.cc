@@ -41,7 +41,7 @@ void prefault(std::span<const uint8_t> bytes) {
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOptions& options) {
-  Result<gguf::GgufFile> file = gguf::GgufFile::open(path);
+  Result<gguf::GgufFile> file = gguf::GgufFile::open(path, options.file);
   if (!file.ok()) return file.status();
   Result<std::unique_ptr<Model>> m = from_gguf(std::move(file).value(), options);
   if (!m.ok()) return m.status().with_context(path);

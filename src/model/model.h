@@ -37,6 +37,8 @@ struct LoadOptions {
   // Touch every page of mapped weights while loading, so the progress bar
   // tracks real reading and the first forward does not page-fault.
   bool prefault = false;
+  // How the file is brought into memory (mapped or read; locked or not).
+  FileLoadOptions file;
 };
 
 // Where one tensor went.

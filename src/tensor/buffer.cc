@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/log.h"
+
 namespace folio {
 
 Result<std::unique_ptr<HostBuffer>> HostBuffer::create(size_t size, const BufferType* type,
@@ -18,7 +20,25 @@ Result<std::unique_ptr<HostBuffer>> HostBuffer::create(size_t size, const Buffer
   return std::unique_ptr<HostBuffer>(new HostBuffer(std::move(mem), size, type));
 }
 
-Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
+namespace {
+
+// Reads all of fd into `dst` (size bytes).
+Status read_all(int fd, uint8_t* dst, size_t size, const std::string& path) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, dst + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error("cannot read '{}': {}", path, std::strerror(errno));
+    if (n == 0) return io_error("cannot read '{}': the file ended after {} of {} bytes", path, done, size);
+    done += static_cast<size_t>(n);
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path,
+                                                     const FileLoadOptions& options) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return io_error("cannot open '{}': {}", path, std::strerror(errno));
   struct stat st;
@@ -33,20 +53,44 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   }
   const size_t size = static_cast<size_t>(st.st_size);
   void* addr = nullptr;
-  if (size > 0) {
+  AlignedPtr heap;
+  if (size > 0 && options.mmap) {
     addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (addr == MAP_FAILED) {
       int e = errno;
       ::close(fd);
       return io_error("cannot mmap '{}' ({} bytes): {}", path, size, std::strerror(e));
     }
+  } else if (size > 0) {
+    heap = aligned_alloc_bytes(size, kDefaultAlignment);
+    if (!heap) {
+      ::close(fd);
+      return resource_exhausted("cannot allocate {} bytes to read '{}'", size, path);
+    }
+    Status s = read_all(fd, static_cast<uint8_t*>(heap.get()), size, path);
+    if (!s.ok()) {
+      ::close(fd);
+      return s;
+    }
+    addr = heap.get();
   }
   ::close(fd);
-  return std::unique_ptr<MappedFile>(new MappedFile(addr, size, path));
+  auto file = std::unique_ptr<MappedFile>(new MappedFile(addr, size, path, std::move(heap)));
+  if (options.mlock && size > 0) {
+    if (::mlock(addr, size) == 0) {
+      file->locked_ = true;
+    } else {
+      FOLIO_LOG_WARN("--mlock: cannot lock {} MiB of '{}' in memory: {} (raise the limit with "
+                     "'ulimit -l'); continuing unlocked",
+                     size >> 20, path, std::strerror(errno));
+    }
+  }
+  return file;
 }
 
 MappedFile::~MappedFile() {
-  if (addr_ != nullptr && size_ > 0) ::munmap(addr_, size_);
+  if (locked_) ::munlock(addr_, size_);
+  if (heap_ == nullptr && addr_ != nullptr && size_ > 0) ::munmap(addr_, size_);
 }
 
 }  // namespace folio

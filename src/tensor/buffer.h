@@ -51,22 +51,34 @@ class HostBuffer final : public Buffer {
   size_t size_;
 };
 
-// A read-only mapping of a whole file (weights are mapped, not copied).
+// How a model file is brought into memory.
+struct FileLoadOptions {
+  bool mmap = true;   // map the file (pages read on demand); false: read it into heap memory
+  bool mlock = false; // lock the pages in RAM; a refusal (RLIMIT_MEMLOCK) is logged, not fatal
+};
+
+// A whole file, read-only: mapped (weights are not copied) or, without mmap,
+// read into aligned heap memory.
 class MappedFile final : public Buffer {
  public:
-  static Result<std::unique_ptr<MappedFile>> open(const std::string& path);
+  static Result<std::unique_ptr<MappedFile>> open(const std::string& path,
+                                                  const FileLoadOptions& options = {});
   ~MappedFile() override;
   void* data() override { return addr_; }
   const void* data() const override { return addr_; }
   size_t size() const override { return size_; }
   const std::string& path() const { return path_; }
+  bool mapped() const { return heap_ == nullptr; }
+  bool locked() const { return locked_; }
 
  private:
-  MappedFile(void* addr, size_t size, std::string path)
-      : Buffer(nullptr), addr_(addr), size_(size), path_(std::move(path)) {}
+  MappedFile(void* addr, size_t size, std::string path, AlignedPtr heap)
+      : Buffer(nullptr), addr_(addr), size_(size), path_(std::move(path)), heap_(std::move(heap)) {}
   void* addr_;
   size_t size_;
   std::string path_;
+  AlignedPtr heap_;  // the file's bytes when not mapped
+  bool locked_ = false;
 };
 
 }  // namespace folio

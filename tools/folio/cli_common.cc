@@ -1,11 +1,18 @@
 #include "cli_common.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <thread>
 
 #include "backend/cpu/cpu_buffer_types.h"
 #include "core/cpu_features.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 #include "model/hybrid_cache.h"
 #include "model/paged_kv_cache.h"
@@ -13,21 +20,113 @@
 
 namespace folio::tools {
 
+namespace {
+
+// A check of an option's text while parsing, so a bad value is refused
+// before any model loads; CLI11 prefixes the message with the flag's name.
+CLI::Validator number_check(std::function<bool(double)> ok, const std::string& expect) {
+  return CLI::Validator(
+      [ok, expect](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0') return "expected a number, got '" + text + "'";
+        if (!ok(v)) return "must be " + expect + ", got " + text;
+        return std::string();
+      },
+      expect);
+}
+
+CLI::Validator at_least(double lo) {
+  return number_check([lo](double v) { return v >= lo; }, fmt::format(">= {}", lo));
+}
+
+CLI::Validator finite_at_least(double lo) {
+  return number_check([lo](double v) { return std::isfinite(v) && v >= lo; },
+                      fmt::format("a finite number >= {}", lo));
+}
+
+}  // namespace
+
 void add_model_flags(CLI::App* cmd, ModelFlags* f) {
   cmd->add_option("-m,--model", f->model, "GGUF model file")->required();
-  cmd->add_option("-t,--threads", f->threads, "threads (default: all cores)");
-  cmd->add_option("-c,--ctx-size", f->ctx_size, "context size in tokens (capped by the model's)")
+  cmd->add_option("-t,--threads", f->threads, "threads (0: all cores)")
+      ->check(at_least(0))
       ->capture_default_str();
-  cmd->add_option("--kv-type", f->kv_type, "KV cache type: f32|f16|bf16|q8_0")->capture_default_str();
-  cmd->add_option("-b,--batch-size", f->batch_size, "prefill chunk in tokens")->capture_default_str();
+  cmd->add_option("--threads-batch", f->threads_batch,
+                  "threads for prompt processing (also -tb; folio uses -t for both)")
+      ->check(at_least(0));
+  cmd->add_option("-c,--ctx-size", f->ctx_size,
+                  "context size in tokens (0: the model's; capped by the model's)")
+      ->check(at_least(0))
+      ->capture_default_str();
+  cmd->add_option("-b,--batch-size", f->batch_size, "tokens per step, all sequences together")
+      ->check(at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--ubatch-size", f->ubatch_size,
+                  "largest prefill chunk of one sequence per step (also -ub)")
+      ->check(at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--kv-type", f->kv_type, "KV cache type")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}))
+      ->capture_default_str();
   cmd->add_option("--kv-block-size", f->kv_block_size, "KV block: 8..128 tokens, a power of 2")
+      ->check(number_check(
+          [](double v) {
+            const auto n = static_cast<int64_t>(v);
+            return v == static_cast<double>(n) && n >= 8 && n <= 128 && (n & (n - 1)) == 0;
+          },
+          "a power of 2 in [8, 128]"))
       ->capture_default_str();
   CLI::Option* blocks =
-      cmd->add_option("--kv-blocks", f->kv_blocks, "KV pool size in blocks (default: the context)");
-  cmd->add_option("--kv-memory", f->kv_memory_mib, "KV pool size in MiB")->excludes(blocks);
+      cmd->add_option("--kv-blocks", f->kv_blocks, "KV pool size in blocks (0: the context)")
+          ->check(at_least(0));
+  cmd->add_option("--kv-memory", f->kv_memory_mib, "KV pool size in MiB")
+      ->check(at_least(0))
+      ->excludes(blocks);
   cmd->add_flag("--no-repack", f->no_repack,
                 "keep weights in their GGUF layout (no AMX / repacked buffers)");
+  cmd->add_flag("--no-mmap", f->no_mmap, "read the model into memory instead of mapping it");
+  cmd->add_flag("--mlock", f->mlock, "lock the model's memory (no swapping out)");
+  cmd->add_option("--flash-attn", f->flash_attn,
+                  "flash attention (also -fa): on|off|auto; folio's attention is always flash")
+      ->check(CLI::IsMember({"on", "off", "auto"}))
+      ->capture_default_str();
+  cmd->add_flag("--jinja")->description(
+      "chat templates are always rendered by folio's Jinja engine (no-op)");
+  cmd->add_option("--n-gpu-layers,--gpu-layers", f->n_gpu_layers,
+                  "layers on a GPU (also -ngl); this build runs on the CPU only")
+      ->check(at_least(-1));
 }
+
+void warn_about_model_flags(const ModelFlags& f) {
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  if (cpus > 0 && f.threads > cpus) {
+    FOLIO_LOG_WARN("-t {}: more threads than this machine's {} CPUs; expect it to be slower",
+                   f.threads, cpus);
+  }
+  if (f.threads_batch > 0 && f.threads_batch != (f.threads > 0 ? f.threads : default_thread_count())) {
+    FOLIO_LOG_WARN("-tb {}: folio processes prompts with the -t threads ({})", f.threads_batch,
+                   f.threads > 0 ? f.threads : default_thread_count());
+  }
+  if (f.n_gpu_layers != 0) {
+    FOLIO_LOG_WARN("-ngl {}: this build has no GPU backend; every layer runs on the CPU",
+                   f.n_gpu_layers);
+  }
+  if (f.flash_attn == "off") {
+    FOLIO_LOG_WARN("-fa off: folio's attention is always flash attention (the paged KV cache "
+                   "is read inside its kernel); running with it");
+  }
+}
+
+int64_t prefill_chunk(const ModelFlags& f) { return std::min(f.batch_size, f.ubatch_size); }
+
+void add_n_predict_flag(CLI::App* cmd, int64_t* n_predict, const std::string& what) {
+  cmd->add_option("-n,--n-predict", *n_predict, what + " (-1: until the end or a full context)")
+      ->check(at_least(-1))
+      ->capture_default_str();
+}
+
+std::FILE* info_log() { return log_level() <= LogLevel::kInfo ? stderr : nullptr; }
 
 std::vector<const BufferType*> weight_buffer_types(bool no_repack, std::FILE* log) {
   if (log != nullptr) {
@@ -38,18 +137,45 @@ std::vector<const BufferType*> weight_buffer_types(bool no_repack, std::FILE* lo
 
 void add_sampling_flags(CLI::App* cmd, SamplingFlags* f) {
   SamplingParams& p = f->params;
-  cmd->add_option("--temp", p.temperature, "temperature (0 = greedy)")->capture_default_str();
-  cmd->add_option("--top-k", p.top_k, "top-k sampling (0 = off)")->capture_default_str();
-  cmd->add_option("--top-p", p.top_p, "top-p sampling (1 = off)")->capture_default_str();
-  cmd->add_option("--min-p", p.min_p, "min-p sampling (0 = off)")->capture_default_str();
+  cmd->add_option("--temp", p.temperature, "temperature (0 = greedy)")
+      ->check(finite_at_least(0))
+      ->capture_default_str();
+  cmd->add_option("--top-k", p.top_k, "top-k sampling (0 = off)")
+      ->check(at_least(0))
+      ->capture_default_str();
+  cmd->add_option("--top-p", p.top_p, "top-p sampling (1 = off)")
+      ->check(number_check([](double v) { return v > 0 && v <= 1; }, "in (0, 1]"))
+      ->capture_default_str();
+  cmd->add_option("--min-p", p.min_p, "min-p sampling (0 = off)")
+      ->check(number_check([](double v) { return v >= 0 && v <= 1; }, "in [0, 1]"))
+      ->capture_default_str();
   cmd->add_option("--repeat-penalty", p.repetition_penalty, "repetition penalty (1 = off)")
+      ->check(number_check([](double v) { return std::isfinite(v) && v > 0; },
+                           "a finite number > 0"))
       ->capture_default_str();
   cmd->add_option("--repeat-last-n", p.penalty_last_n, "penalty window (-1 = all, 0 = off)")
+      ->check(at_least(-1))
       ->capture_default_str();
-  cmd->add_option("--presence-penalty", p.presence_penalty, "presence penalty")->capture_default_str();
-  cmd->add_option("--frequency-penalty", p.frequency_penalty, "frequency penalty")->capture_default_str();
-  cmd->add_option("-s,--seed", f->seed, "RNG seed (-1 = random)")->capture_default_str();
-  cmd->add_option("-r,--reverse-prompt,--stop", p.stop, "stop generating at this text (repeatable)");
+  const auto finite = number_check([](double v) { return std::isfinite(v); }, "a finite number");
+  cmd->add_option("--presence-penalty", p.presence_penalty, "presence penalty")
+      ->check(finite)
+      ->capture_default_str();
+  cmd->add_option("--frequency-penalty", p.frequency_penalty, "frequency penalty")
+      ->check(finite)
+      ->capture_default_str();
+  cmd->add_option("-s,--seed", f->seed, "RNG seed (-1 = random)")
+      ->check(at_least(-1))
+      ->capture_default_str();
+  cmd->add_option("-r,--reverse-prompt,--stop", p.stop, "stop generating at this text (repeatable)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            if (s.empty()) return "must not be empty";
+            if (s.size() > kMaxStopStringBytes) {
+              return fmt::format("longer than {} bytes", kMaxStopStringBytes);
+            }
+            return std::string();
+          },
+          "TEXT"));
 }
 
 Result<SamplingParams> sampling_params(const SamplingFlags& f, int32_t n_vocab) {
@@ -59,6 +185,11 @@ Result<SamplingParams> sampling_params(const SamplingFlags& f, int32_t n_vocab) 
   return p;
 }
 
+int fail(const Status& status) {
+  std::fprintf(stderr, "folio: %s\n", status.message().c_str());
+  return 1;
+}
+
 namespace {
 
 // n_seq: sequences created up front. n_parallel > 0: without --kv-blocks /
@@ -66,20 +197,21 @@ namespace {
 Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   Result<DType> kv = model::parse_kv_type(f.kv_type);
   if (!kv.ok()) return kv.status().with_context("--kv-type");
-  if (f.threads < 0) return invalid_argument("--threads must be >= 0, got {}", f.threads);
-  if (f.ctx_size < 1) return invalid_argument("--ctx-size must be >= 1, got {}", f.ctx_size);
-  if (f.batch_size < 1) return invalid_argument("--batch-size must be >= 1, got {}", f.batch_size);
   LoadedModel lm;
   model::LoadOptions lo;
-  lo.log = stderr;
-  lo.buffer_types = weight_buffer_types(f.no_repack, stderr);
+  lo.log = info_log();
+  lo.buffer_types = weight_buffer_types(f.no_repack, nullptr);
+  lo.file.mmap = !f.no_mmap;
+  lo.file.mlock = f.mlock;
   FOLIO_ASSIGN_OR_RETURN(lm.model, model::Model::load(f.model, lo));
+  weight_buffer_types(f.no_repack, info_log());  // says where the weights went
   FOLIO_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(lm.model->file()));
   lm.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
   lm.ctx = model::ForwardContext::cpu(f.threads > 0 ? f.threads : default_thread_count());
   model::PagedKvCacheOptions co;
   const int64_t train_ctx = lm.model->config().n_ctx_train;
-  co.n_ctx = train_ctx > 0 ? std::min(f.ctx_size, train_ctx) : f.ctx_size;
+  const int64_t want_ctx = f.ctx_size > 0 ? f.ctx_size : (train_ctx > 0 ? train_ctx : 4096);
+  co.n_ctx = train_ctx > 0 ? std::min(want_ctx, train_ctx) : want_ctx;
   co.n_seq = n_seq;
   co.type = *kv;
   co.block_size = f.kv_block_size;

@@ -1,9 +1,19 @@
-// Flags shared by the model-running commands (run, chat, ...), declared once
-// and named like llama.cpp's, and the loading sequence they share.
+// Flags shared by the model-running commands (run, chat, batch, serve),
+// declared once, named like llama.cpp's and validated while the command line
+// is parsed (before any model loads; errors name the flag), and the loading
+// sequence they share.
+//
+// One set of defaults for every command (README "Defaults"): context 4096,
+// -b 2048 tokens per step, -ub 512 tokens per prefill chunk, f16 KV in
+// 16-token blocks, all cores; sampling as llama.cpp's (temperature 0.8,
+// top-k 40, top-p 0.95, min-p 0.05, no penalties); -n -1 (until the end of
+// generation or a full context). `serve` takes the model and cache flags;
+// its requests follow the OpenAI API's own defaults.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -20,16 +30,32 @@ namespace folio::tools {
 struct ModelFlags {
   std::string model;             // -m
   int threads = 0;               // -t (0: all cores)
-  int64_t ctx_size = 4096;       // -c (capped by the model's training context)
-  std::string kv_type = "f16";   // --kv-type f32|f16|q8_0
-  int64_t batch_size = 512;      // -b prefill chunk
+  int threads_batch = 0;         // -tb (0: -t); folio uses one thread count for both
+  int64_t ctx_size = 4096;       // -c (0: the model's training context; capped by it)
+  int64_t batch_size = 2048;     // -b: tokens one step takes, all sequences together
+  int64_t ubatch_size = 512;     // -ub: largest prefill chunk of one sequence per step
+  std::string kv_type = "f16";   // --kv-type f32|f16|bf16|q8_0
   int kv_block_size = 16;        // --kv-block-size: paged KV block, 8..128, a power of two
   int32_t kv_blocks = 0;         // --kv-blocks: pool size in blocks (0: sized for the context)
   int64_t kv_memory_mib = 0;     // --kv-memory: pool size in MiB (excludes --kv-blocks)
   bool no_repack = false;        // --no-repack: weights stay in their GGUF layout (mapped)
+  bool no_mmap = false;          // --no-mmap: read the file into memory instead of mapping it
+  bool mlock = false;            // --mlock: keep the weights in RAM (no swapping out)
+  std::string flash_attn = "auto";  // -fa on|off|auto: folio's attention is always flash
+  int n_gpu_layers = 0;          // -ngl: no device backend yet; accepted with a notice
 };
 
 void add_model_flags(CLI::App* cmd, ModelFlags* flags);
+// Notices about flags that are accepted but change nothing here (-ngl,
+// -fa off, -tb) and -t beyond this machine's CPUs; written to stderr at
+// warn level before the model loads.
+void warn_about_model_flags(const ModelFlags& flags);
+// Tokens one sequence feeds per forward while filling its prompt.
+int64_t prefill_chunk(const ModelFlags& flags);
+
+// -n / --n-predict with the shared default (-1: until the end of generation
+// or a full context); values below -1 are refused while parsing.
+void add_n_predict_flag(CLI::App* cmd, int64_t* n_predict, const std::string& what);
 
 // Weight placement for the CPU: AMX -> CPU_REPACK -> CPU (packed layouts
 // where kernels of the active ISA read them, backend/cpu/cpu_buffer_types.h),
@@ -37,13 +63,18 @@ void add_model_flags(CLI::App* cmd, ModelFlags* flags);
 // (nullptr: silent).
 std::vector<const BufferType*> weight_buffer_types(bool no_repack, std::FILE* log);
 
+// Where informational lines (loading progress, configuration, speeds) go:
+// stderr at --log-level info or lower, nullptr (silent) above.
+std::FILE* info_log();
+
 // Sampling flags (--temp, --top-k, --top-p, --min-p, --seed, penalties, ...).
 struct SamplingFlags {
   SamplingParams params;
   int64_t seed = -1;  // -1: random
 };
 void add_sampling_flags(CLI::App* cmd, SamplingFlags* flags);
-// Copies flags into the params (seed) and validates them.
+// Copies flags into the params (seed) and validates them against the
+// vocabulary (the flags' own ranges were checked while parsing).
 Result<SamplingParams> sampling_params(const SamplingFlags& flags, int32_t n_vocab);
 
 // Everything a generating command needs, loaded from the flags.
@@ -54,7 +85,7 @@ struct LoadedModel {
   std::unique_ptr<model::KvCache> cache;
 };
 
-// Loads the model (progress and buffers on stderr), its tokenizer, a CPU
+// Loads the model (progress and buffers on info_log()), its tokenizer, a CPU
 // forward context and a paged KV cache holding sequence 0.
 Result<LoadedModel> load_for_generation(const ModelFlags& flags);
 // The same with a paged KV cache (model::PagedKvCache) holding no sequence,
@@ -63,7 +94,10 @@ Result<LoadedModel> load_for_batch(const ModelFlags& flags, int n_parallel);
 
 // The chat template for a loaded model: its tokenizer.chat_template; a Gemma
 // model without one gets folio's Gemma turn format; otherwise the ChatML
-// fallback (ChatTemplate::from_gguf). Used by `serve`.
+// fallback (ChatTemplate::from_gguf). Used by `chat` and `serve`.
 tokenizer::ChatTemplate pick_chat_template(const LoadedModel& lm);
+
+// Prints "folio: MESSAGE" on stderr and returns exit code 1.
+int fail(const Status& status);
 
 }  // namespace folio::tools

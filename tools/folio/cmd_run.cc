@@ -1,10 +1,16 @@
 // `folio run -m MODEL -p PROMPT [-n N] [sampling flags]`: streams the
 // continuation of PROMPT to stdout, then prompt and generation speed to stderr.
+// The prompt comes from -p (escape sequences processed unless --no-escape),
+// -f FILE (verbatim; "-" is standard input) or, with neither, standard input
+// when it is not a terminal.
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "engine/generator.h"
+#include "prompt_text.h"
 
 namespace folio::tools {
 
@@ -14,41 +20,50 @@ struct RunFlags {
   ModelFlags model;
   SamplingFlags sampling;
   std::string prompt;
-  int64_t n_predict = 256;
+  std::string prompt_file;
+  bool escape = true;
+  int64_t n_predict = -1;
   bool ignore_eos = false;
   bool no_bos = false;
   bool parse_special = true;
   bool echo = false;
 };
 
-int run(const RunFlags& f) {
-  auto lm = load_for_generation(f.model);
-  if (!lm.ok()) {
-    std::fprintf(stderr, "folio: %s\n", lm.status().message().c_str());
-    return 1;
+// The prompt text from -p, -f or a piped standard input.
+Result<std::string> prompt_text(const RunFlags& f) {
+  if (!f.prompt_file.empty()) return read_text_file(f.prompt_file);
+  if (!f.prompt.empty()) return f.escape ? process_escapes(f.prompt) : f.prompt;
+  if (isatty(STDIN_FILENO)) {
+    return invalid_argument("no prompt: give -p TEXT, -f FILE, or pipe the prompt to stdin");
   }
+  return read_text_file("-");
+}
+
+int run(const RunFlags& f) {
+  Result<std::string> text = prompt_text(f);
+  if (!text.ok()) return fail(text.status());
+  warn_about_model_flags(f.model);
+  auto lm = load_for_generation(f.model);
+  if (!lm.ok()) return fail(lm.status());
   const int32_t n_vocab = static_cast<int32_t>(lm->model->config().n_vocab);
   auto params = sampling_params(f.sampling, n_vocab);
-  if (!params.ok()) {
-    std::fprintf(stderr, "folio: %s\n", params.status().message().c_str());
-    return 1;
-  }
+  if (!params.ok()) return fail(params.status());
   tokenizer::TokenizeOptions to;
   to.add_special = !f.no_bos;
   to.parse_special = f.parse_special;
-  std::vector<int32_t> prompt = lm->tokenizer->tokenize(f.prompt, to);
+  std::vector<int32_t> prompt = lm->tokenizer->tokenize(*text, to);
   if (prompt.empty()) {
     std::fprintf(stderr, "folio: the prompt is empty (no tokens)\n");
     return 1;
   }
   if (f.echo) {
-    std::fputs(f.prompt.c_str(), stdout);
+    std::fwrite(text->data(), 1, text->size(), stdout);
     std::fflush(stdout);
   }
   Generator gen(*lm->model, *lm->tokenizer, *lm->ctx, *lm->cache);
   GenerateOptions go;
   go.n_predict = f.n_predict;
-  go.n_batch = f.model.batch_size;
+  go.n_batch = prefill_chunk(f.model);
   go.ignore_eos = f.ignore_eos;
   auto stats = gen.generate(prompt, *params, go, [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -57,21 +72,19 @@ int run(const RunFlags& f) {
   });
   std::fputc('\n', stdout);
   std::fflush(stdout);
-  if (!stats.ok()) {
-    std::fprintf(stderr, "folio: %s\n", stats.status().message().c_str());
-    return 1;
-  }
+  if (!stats.ok()) return fail(stats.status());
   const double pp = stats->prompt_seconds > 0 ? stats->n_prompt / stats->prompt_seconds : 0;
   const double tg = stats->gen_seconds > 0 && stats->n_generated > 0
                         ? stats->n_generated / stats->gen_seconds
                         : 0;
-  std::fprintf(stderr,
-               "folio: prompt %lld tokens in %.2f s (%.1f tokens/s); generated %lld tokens in "
-               "%.2f s (%.1f tokens/s); stop: %s; seed %llu\n",
-               static_cast<long long>(stats->n_prompt), stats->prompt_seconds, pp,
-               static_cast<long long>(stats->n_generated), stats->gen_seconds, tg,
-               stop_reason_name(stats->stop),
-               static_cast<unsigned long long>(stats->seed));
+  if (std::FILE* log = info_log()) {
+    std::fprintf(log,
+                 "folio: prompt %lld tokens in %.2f s (%.1f tokens/s); generated %lld tokens in "
+                 "%.2f s (%.1f tokens/s); stop: %s; seed %llu\n",
+                 static_cast<long long>(stats->n_prompt), stats->prompt_seconds, pp,
+                 static_cast<long long>(stats->n_generated), stats->gen_seconds, tg,
+                 stop_reason_name(stats->stop), static_cast<unsigned long long>(stats->seed));
+  }
   return 0;
 }
 
@@ -82,9 +95,12 @@ void register_run_command(CLI::App& app, CommandFn* selected) {
   CLI::App* cmd = app.add_subcommand("run", "generate a continuation of a prompt");
   add_model_flags(cmd, &flags.model);
   add_sampling_flags(cmd, &flags.sampling);
-  cmd->add_option("-p,--prompt", flags.prompt, "prompt text")->required();
-  cmd->add_option("-n,--n-predict", flags.n_predict, "tokens to generate (-1 = until end)")
-      ->capture_default_str();
+  CLI::Option* p = cmd->add_option("-p,--prompt", flags.prompt, "prompt text");
+  cmd->add_option("-f,--file", flags.prompt_file, "read the prompt from a file ('-': stdin)")
+      ->excludes(p);
+  cmd->add_flag("-e,--escape,!--no-escape", flags.escape,
+                "process escape sequences (\\n, \\t, \\xHH, ...) in -p (default: on)");
+  add_n_predict_flag(cmd, &flags.n_predict, "tokens to generate");
   cmd->add_flag("--ignore-eos", flags.ignore_eos, "keep generating past end-of-generation tokens");
   cmd->add_flag("--no-bos", flags.no_bos, "do not add the BOS token automatically");
   cmd->add_flag("!--no-parse-special", flags.parse_special,

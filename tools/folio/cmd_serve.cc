@@ -5,9 +5,8 @@
 // the server: open connections end, their requests are cancelled.
 //
 // Flags follow llama.cpp's server where one exists: -np / --parallel for
-// --max-seqs, -b for --max-batch-tokens, -ub for --ubatch, -c, -t, --alias,
-// --api-key. CLI11 has no multi-letter single-dash options, so -np and -ub
-// are picked out of the arguments CLI11 leaves over.
+// --max-seqs, -b (tokens per step), -ub (micro-batch), -c, -t, --alias,
+// --api-key; the model and cache flags are the other commands' (cli_common.h).
 #include <pthread.h>
 #include <unistd.h>
 
@@ -32,25 +31,16 @@ namespace folio::tools {
 namespace {
 
 struct ServeFlags {
-  std::string model;
+  ModelFlags model;
   std::string host = "127.0.0.1";
   int port = 8080;
   int max_seqs = 4;
-  int64_t ctx_size = 4096;
-  int64_t max_batch_tokens = 2048;
-  int64_t ubatch = 512;
   int64_t chunk_cap = 0;
   bool no_decode_first = false;
   int64_t max_waiting = 1024;
-  std::string kv_type = "f16";
-  int kv_block_size = 16;
-  int32_t kv_blocks = 0;
-  int64_t kv_memory_mib = 0;
-  int threads = 0;
   std::string api_key;
   std::string alias;
   std::string chat_template_file;
-  bool no_repack = false;
   int http_threads = 0;  // 0: max(64, 4 * max_seqs)
   int64_t max_body_mib = 16;
 };
@@ -60,48 +50,9 @@ int fail(const std::string& message) {
   return 1;
 }
 
-// -np N / -ub N (and -np=N) from what CLI11 did not recognise.
-Status take_llama_style_flags(const std::vector<std::string>& rest, ServeFlags* f) {
-  for (size_t i = 0; i < rest.size(); ++i) {
-    std::string name = rest[i], value;
-    if (const size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    } else if (i + 1 < rest.size()) {
-      value = rest[++i];
-    }
-    if (name != "-np" && name != "-ub") return invalid_argument("unknown argument '{}'", rest[i]);
-    char* end = nullptr;
-    const long long v = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0') {
-      return invalid_argument("{} needs an integer, got '{}'", name, value);
-    }
-    if (name == "-np") {
-      f->max_seqs = static_cast<int>(v);
-    } else {
-      f->ubatch = v;
-    }
-  }
-  return Status();
-}
-
-Status check_flags(const ServeFlags& f) {
-  if (f.port < 0 || f.port > 65535) return invalid_argument("--port must be in [0, 65535]");
-  if (f.max_seqs < 1) return invalid_argument("--max-seqs must be >= 1, got {}", f.max_seqs);
-  if (f.max_batch_tokens < 1) {
-    return invalid_argument("--max-batch-tokens must be >= 1, got {}", f.max_batch_tokens);
-  }
-  if (f.ubatch < 1) return invalid_argument("--ubatch must be >= 1, got {}", f.ubatch);
-  if (f.chunk_cap < 0) return invalid_argument("--chunk-cap must be >= 0, got {}", f.chunk_cap);
-  if (f.max_waiting < 1) return invalid_argument("--max-waiting must be >= 1");
-  if (f.http_threads < 0) return invalid_argument("--http-threads must be >= 0");
-  if (f.max_body_mib < 1) return invalid_argument("--max-body-mib must be >= 1");
-  return Status();
-}
-
 std::string model_id(const ServeFlags& f) {
   if (!f.alias.empty()) return f.alias;
-  std::filesystem::path p(f.model);
+  std::filesystem::path p(f.model.model);
   return p.extension() == ".gguf" ? p.stem().string() : p.filename().string();
 }
 
@@ -114,17 +65,7 @@ struct Engine {
 };
 
 Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http) {
-  ModelFlags mf;
-  mf.model = f.model;
-  mf.threads = f.threads;
-  mf.ctx_size = f.ctx_size;
-  mf.kv_type = f.kv_type;
-  mf.batch_size = f.max_batch_tokens;
-  mf.kv_block_size = f.kv_block_size;
-  mf.kv_blocks = f.kv_blocks;
-  mf.kv_memory_mib = f.kv_memory_mib;
-  mf.no_repack = f.no_repack;
-  FOLIO_ASSIGN_OR_RETURN(e->lm, load_for_batch(mf, f.max_seqs));
+  FOLIO_ASSIGN_OR_RETURN(e->lm, load_for_batch(f.model, f.max_seqs));
   if (!f.chat_template_file.empty()) {
     std::ifstream in(f.chat_template_file);
     if (!in) return not_found("cannot open --chat-template-file '{}'", f.chat_template_file);
@@ -145,8 +86,8 @@ Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http) {
   }
   SchedulerOptions so;
   so.max_seqs = f.max_seqs;
-  so.max_batch_tokens = f.max_batch_tokens;
-  so.ubatch = f.ubatch;
+  so.max_batch_tokens = f.model.batch_size;
+  so.ubatch = std::min(f.model.ubatch_size, f.model.batch_size);
   so.chunk_cap = f.chunk_cap;
   so.decode_first = !f.no_decode_first;
   so.max_waiting = f.max_waiting;
@@ -159,7 +100,8 @@ Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http) {
                "folio serve: effective configuration: model '%s', ctx-size %lld, kv-type %s, "
                "%d KV blocks of %d tokens, threads %d, max-seqs %d, max-batch-tokens %lld, "
                "ubatch %lld, chunk-cap %lld, decode-first %s, max-waiting %lld\n",
-               model_id(f).c_str(), static_cast<long long>(e->lm.cache->n_ctx()), f.kv_type.c_str(),
+               model_id(f).c_str(), static_cast<long long>(e->lm.cache->n_ctx()),
+               f.model.kv_type.c_str(),
                blocks != nullptr ? blocks->pool().n_usable() : 0,
                blocks != nullptr ? blocks->block_size() : 0, e->lm.ctx->n_threads(), so.max_seqs,
                static_cast<long long>(so.max_batch_tokens), static_cast<long long>(so.ubatch),
@@ -176,9 +118,8 @@ Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http) {
   return Status();
 }
 
-int serve(ServeFlags& f, const std::vector<std::string>& rest) {
-  if (Status s = take_llama_style_flags(rest, &f); !s.ok()) return fail(s.message());
-  if (Status s = check_flags(f); !s.ok()) return fail(s.message());
+int serve(const ServeFlags& f) {
+  warn_about_model_flags(f.model);
 
   // SIGINT / SIGTERM are taken by sigwait() below; every thread started
   // from here on inherits the mask.
@@ -204,10 +145,12 @@ int serve(ServeFlags& f, const std::vector<std::string>& rest) {
                f.api_key.empty() ? "off" : "required", static_cast<long long>(f.max_body_mib));
   std::fprintf(stderr,
                "folio serve: loading %s (ctx-size %lld, kv-type %s, kv-block-size %d, kv-blocks "
-               "%d, kv-memory %lld MiB, max-seqs %d, max-batch-tokens %lld, ubatch %lld)\n",
-               f.model.c_str(), static_cast<long long>(f.ctx_size), f.kv_type.c_str(),
-               f.kv_block_size, f.kv_blocks, static_cast<long long>(f.kv_memory_mib), f.max_seqs,
-               static_cast<long long>(f.max_batch_tokens), static_cast<long long>(f.ubatch));
+               "%d, kv-memory %lld MiB, max-seqs %d, batch-size %lld, ubatch-size %lld)\n",
+               f.model.model.c_str(), static_cast<long long>(f.model.ctx_size),
+               f.model.kv_type.c_str(), f.model.kv_block_size, f.model.kv_blocks,
+               static_cast<long long>(f.model.kv_memory_mib), f.max_seqs,
+               static_cast<long long>(f.model.batch_size),
+               static_cast<long long>(f.model.ubatch_size));
 
   Engine engine;
   Status load_status;
@@ -236,49 +179,35 @@ int serve(ServeFlags& f, const std::vector<std::string>& rest) {
 void register_serve_command(CLI::App& app, CommandFn* selected) {
   static ServeFlags f;
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
-  cmd->add_option("-m,--model", f.model, "GGUF model file")->required();
+  add_model_flags(cmd, &f.model);
   cmd->add_option("--host", f.host, "address to listen on")->capture_default_str();
-  cmd->add_option("--port", f.port, "port (0: any free port)")->capture_default_str();
+  cmd->add_option("--port", f.port, "port (0: any free port)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
   cmd->add_option("--max-seqs,--parallel", f.max_seqs,
                   "sequences running at once (also -np); sizes the KV pool by default")
-      ->capture_default_str();
-  cmd->add_option("-c,--ctx-size", f.ctx_size, "context per sequence (capped by the model's)")
-      ->capture_default_str();
-  cmd->add_option("-b,--max-batch-tokens,--batch-size", f.max_batch_tokens,
-                  "tokens per step, decode + prefill")
-      ->capture_default_str();
-  cmd->add_option("--ubatch,--ubatch-size", f.ubatch, "micro-batch size (also -ub)")
+      ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd->add_option("--chunk-cap", f.chunk_cap,
-                  "prefill chunk cap per sequence (0: min(T, max(ubatch, 4% of ctx)))")
+                  "prefill chunk cap per sequence (0: min(-b, max(-ub, 4% of ctx)))")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--no-decode-first", f.no_decode_first,
                 "prefill chunks take the step budget before decode tokens");
   cmd->add_option("--max-waiting", f.max_waiting, "queued requests beyond this get 503")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--kv-type", f.kv_type, "KV cache type: f32|f16|bf16|q8_0")
-      ->capture_default_str();
-  cmd->add_option("--kv-block-size", f.kv_block_size, "KV block: 8..128 tokens, a power of 2")
-      ->capture_default_str();
-  CLI::Option* blocks = cmd->add_option("--kv-blocks", f.kv_blocks,
-                                        "KV pool size in blocks (default: max-seqs contexts)");
-  cmd->add_option("--kv-memory", f.kv_memory_mib, "KV pool size in MiB")->excludes(blocks);
-  cmd->add_option("-t,--threads", f.threads, "compute threads (default: all cores)");
-  cmd->add_flag("--no-repack", f.no_repack,
-                "keep weights in their GGUF layout (no AMX / repacked buffers)");
   cmd->add_option("--api-key", f.api_key, "require 'Authorization: Bearer KEY'");
   cmd->add_option("--alias", f.alias, "model name in the API (default: the file's stem)");
   cmd->add_option("--chat-template-file", f.chat_template_file,
                   "Jinja chat template to use instead of the model's");
   cmd->add_option("--http-threads", f.http_threads,
-                  "connection threads (default: max(64, 4 x max-seqs))");
+                  "connection threads (0: max(64, 4 x max-seqs))")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-body-mib", f.max_body_mib, "request body limit in MiB")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->allow_extras();  // -np / -ub
-  cmd->callback([cmd, selected] {
-    std::vector<std::string> rest = cmd->remaining();
-    *selected = [rest] { return serve(f, rest); };
-  });
+  cmd->callback([selected] { *selected = [] { return serve(f); }; });
 }
 
 }  // namespace folio::tools

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The `folio` command as a user meets it: usage and --version, flags
+checked before any model loads (errors name the flag), --log-level anywhere
+and honoured by the loading lines, warnings for accepted-but-inert llama.cpp
+flags, prompts from -p (escapes), -f and stdin, `run -cnv` as chat, and
+`batch` keeping line numbers.
+
+Usage: cli_test.py --folio build/folio --model tiny-llama-f32.gguf
+Standard library only.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ARGS = None
+
+
+def folio(*args, stdin=None, check_rc=None):
+    p = subprocess.run([ARGS.folio, *args], input=stdin, capture_output=True, text=True,
+                       timeout=120)
+    if check_rc is not None and p.returncode != check_rc:
+        raise AssertionError(f"folio {' '.join(args)}: exit {p.returncode}\n"
+                             f"stdout: {p.stdout}\nstderr: {p.stderr}")
+    return p
+
+
+GEN = ["-n", "6", "--temp", "0", "-t", "1"]
+
+
+class Cli(unittest.TestCase):
+    def test_usage_and_version(self):
+        p = folio(check_rc=0)
+        self.assertIn("Subcommands", p.stdout)
+        self.assertIn("serve", p.stdout)
+        p = folio("--version", check_rc=0)
+        self.assertRegex(p.stdout, r"^folio \d+\.\d+\.\d+ \(commit ")
+
+    def test_values_are_checked_before_loading(self):
+        missing = "/nonexistent/model.gguf"
+        for flags, name in [(["--temp", "-1"], "--temp"), (["-n", "-5"], "--n-predict"),
+                            (["--top-p", "2"], "--top-p"), (["--min-p", "nan"], "--min-p"),
+                            (["--kv-type", "q4"], "--kv-type"), (["-c", "-3"], "--ctx-size"),
+                            (["--kv-block-size", "12"], "--kv-block-size"),
+                            (["-t", "-2"], "--threads"), (["-fa", "maybe"], "--flash-attn")]:
+            p = folio("run", "-m", missing, "-p", "x", *flags)
+            self.assertNotEqual(p.returncode, 0, flags)
+            self.assertIn(name, p.stderr, flags)
+            self.assertNotIn("cannot open", p.stderr, flags)  # never got to the model
+
+    def test_a_missing_model_is_the_only_error_line(self):
+        p = folio("run", "-m", "/nonexistent/model.gguf", "-p", "x")
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr.strip().count("\n"), 0, p.stderr)
+        self.assertIn("cannot open", p.stderr)
+
+    def test_log_level_anywhere_silences_loading(self):
+        for args in (["--log-level", "off", "run", "-m", ARGS.model, "-p", "Hello", *GEN],
+                     ["run", "-m", ARGS.model, "-p", "Hello", *GEN, "--log-level", "off"]):
+            p = folio(*args, check_rc=0)
+            self.assertEqual(p.stderr, "", args)
+            self.assertNotEqual(p.stdout.strip(), "")
+        p = folio("run", "-m", ARGS.model, "-p", "Hello", *GEN, check_rc=0)
+        self.assertIn("loading", p.stderr)
+
+    def test_inert_llama_flags_warn(self):
+        too_many = str((os.cpu_count() or 1) + 1)
+        p = folio("run", "-m", ARGS.model, "-p", "Hello", *GEN[:4], "-t", too_many, "-ngl", "99",
+                  "-fa", "off", "--jinja", "--log-level", "warn", check_rc=0)
+        self.assertIn(f"-t {too_many}", p.stderr)
+        self.assertIn("-ngl 99", p.stderr)
+        self.assertIn("-fa off", p.stderr)
+        self.assertNotIn("loading", p.stderr)
+
+    def test_prompt_sources_agree(self):
+        want = folio("run", "-m", ARGS.model, "-p", "One\\ttwo", *GEN, check_rc=0).stdout
+        self.assertNotEqual(want.strip(), "")
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("One\ttwo")
+        try:
+            self.assertEqual(folio("run", "-m", ARGS.model, "-f", f.name, *GEN,
+                                   check_rc=0).stdout, want)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(folio("run", "-m", ARGS.model, *GEN, stdin="One\ttwo",
+                               check_rc=0).stdout, want)
+        raw = folio("run", "-m", ARGS.model, "-p", "One\\ttwo", "--no-escape", *GEN,
+                    check_rc=0).stdout
+        self.assertNotEqual(raw, want)  # the backslash reached the model
+
+    def test_conversation_mode_is_chat(self):
+        p = folio("run", "-m", ARGS.model, "-cnv", "-p", "You are terse.", "-n", "4", "--temp",
+                  "0", "-t", "1", stdin="/exit\n", check_rc=0)
+        self.assertIn("chat", p.stderr)
+
+    def test_batch_keeps_line_numbers(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("Hello\n\nThe sky is\n")
+        try:
+            p = folio("batch", "-m", ARGS.model, "--prompts", f.name, *GEN, "-np", "2",
+                      check_rc=0)
+        finally:
+            os.unlink(f.name)
+        lines = p.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("[1] "), p.stdout)
+        self.assertTrue(any(l.startswith("[3] ") for l in lines), p.stdout)
+        self.assertFalse(any(l.startswith("[2] ") for l in lines), p.stdout)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--folio", required=True)
+    ap.add_argument("--model", required=True)
+    ARGS, rest = ap.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
