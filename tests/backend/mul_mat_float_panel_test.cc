@@ -78,7 +78,7 @@ constexpr Shape kShapes[] = {
     {1100, 29, 150, 1, 1}, {8200, 13, 60, 1, 1}, {600, 17, 19, 2, 6}, {70000, 7, 17, 1, 1}};
 
 TEST(MulMatFloatPanel, EachRowAsIfAloneAnyThreads) {
-  if (simd_isas().empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   ThreadPool pool(2);
   for (Isa isa : simd_isas()) {
     CpuBackend one(CpuBackendOptions{isa, false, nullptr});

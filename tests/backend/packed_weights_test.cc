@@ -191,7 +191,7 @@ double nmse(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 TEST(PackedKernels, MatchThePlainSimdKernels) {
-  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
   CpuBackend b(CpuBackendOptions{Isa::kAvx512, false, nullptr});
   for (DType t : kSources) {
     Problem p(t, 512, 37, 5, 7);
@@ -203,7 +203,7 @@ TEST(PackedKernels, MatchThePlainSimdKernels) {
 // Each activation row's outputs are the same bits whatever the batch around
 // it (1 row, 16-row AMX groups, leftovers), on every packed tier.
 TEST(PackedKernels, RowsIndependentOfTheBatch) {
-  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
   std::vector<Isa> isas{Isa::kAvx512};
   if (active_isa() == Isa::kAmx) isas.push_back(Isa::kAmx);
   for (DType t : kSources) {
@@ -231,7 +231,7 @@ TEST(PackedKernels, RowsIndependentOfTheBatch) {
 // with every code at its maximum, every scale 63 and activations at +-1
 // (quants +-127) those sums reach their bound and must stay exact.
 TEST(PackedKernels, KQuantExtremeCodesStayExact) {
-  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
   CpuBackend b(CpuBackendOptions{Isa::kAvx512, false, nullptr});
   for (DType t : {DType::Q4_K, DType::Q5_K}) {
     const int64_t k = 512, n = 16, m = 9;  // a tile of 8 activation rows and 1 more
@@ -295,7 +295,7 @@ TEST(PackedKernels, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
 }
 
 TEST(PackedKernels, AmxTilesGiveTheBitsOfTheAvx512Panels) {
-  if (active_isa() != Isa::kAmx) GTEST_SKIP() << "no AMX (or the OS refused the tile state)";
+  if (active_isa() != Isa::kAmx) GTEST_SKIP() << "hardware: no AMX (or the OS refused the tile state)";
   CpuBackend amx(CpuBackendOptions{Isa::kAmx, false, nullptr});
   CpuBackend avx512(CpuBackendOptions{Isa::kAvx512, false, nullptr});
   for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {

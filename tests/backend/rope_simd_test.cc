@@ -89,7 +89,7 @@ bool same_bytes(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 TEST(RopeSimd, SameBytesAsTheReference) {
-  if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "no AVX-512 on this machine (or FOLIO_ISA)";
+  if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "hardware: no AVX-512 on this machine (or FOLIO_ISA)";
   CpuBackend ref(CpuBackendOptions{Isa::kScalar, true, nullptr});
   ThreadPool pool(2);
   CpuBackend simd(CpuBackendOptions{Isa::kAvx512, false, &pool});
@@ -113,7 +113,7 @@ TEST(RopeSimd, SameBytesAsTheReference) {
 }
 
 TEST(RopeSimd, MemoFollowsChangedPositionsAndFreqFactors) {
-  if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "no AVX-512 on this machine (or FOLIO_ISA)";
+  if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "hardware: no AVX-512 on this machine (or FOLIO_ISA)";
   CpuBackend ref(CpuBackendOptions{Isa::kScalar, true, nullptr});
   CpuBackend simd(CpuBackendOptions{Isa::kAvx512, false, nullptr});
   RopeRun r({RopeMode::kNeox, 64, 64, 2, 3, true, 0.0f}, 9);

@@ -88,7 +88,7 @@ TEST(SimdDispatch, IsaLimitPicksTheTierAndResultsAgree) {
 }
 
 TEST(SimdDispatch, BackendOptionCapsBelowTheLimit) {
-  if (detected_isa() < Isa::kAvx512) GTEST_SKIP() << "needs two SIMD tiers";
+  if (detected_isa() < Isa::kAvx512) GTEST_SKIP() << "hardware: needs two SIMD tiers";
   IsaLimit scoped(Isa::kAmx);
   MulMat mm(DType::F32, 64, 4, 2);
   EXPECT_EQ(CpuBackend(CpuBackendOptions{Isa::kAvx2, false, nullptr}).kernel_name(mm.op),

@@ -28,7 +28,7 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 class SimdElementwise : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
-    if (active_isa() < GetParam()) GTEST_SKIP() << isa_name(GetParam()) << " not available";
+    if (active_isa() < GetParam()) GTEST_SKIP() << "hardware: " << isa_name(GetParam()) << " not available";
   }
   CpuBackend simd_{CpuBackendOptions{GetParam(), false, nullptr}};
   CpuBackend ref_{CpuBackendOptions{Isa::kScalar, true, nullptr}};

@@ -233,7 +233,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 class SimdFlashAttn : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
-    if (active_isa() < GetParam()) GTEST_SKIP() << isa_name(GetParam()) << " not available";
+    if (active_isa() < GetParam()) GTEST_SKIP() << "hardware: " << isa_name(GetParam()) << " not available";
   }
 
   // Runs `op` on this tier with `threads` threads; returns its output.

@@ -201,7 +201,7 @@ class SimdMulMatMore : public ::testing::TestWithParam<DType> {};
 
 TEST_P(SimdMulMatMore, MatchesDoublePrecisionDot) {
   const DType wt = GetParam();
-  if (simd_isas().empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   for (Isa isa : simd_isas()) {
     CpuBackend backend(CpuBackendOptions{isa, false, nullptr});
     uint32_t seed = 11;
@@ -221,7 +221,7 @@ TEST_P(SimdMulMatMore, MatchesDoublePrecisionDot) {
 // (every quant +-127): the largest i16 pair sums the kernels form.
 TEST_P(SimdMulMatMore, ExtremeCodesDoNotSaturate) {
   const DType wt = GetParam();
-  if (simd_isas().empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   const Shape s{super_block(wt) ? 512 : 96, 5, 3};
   for (Isa isa : simd_isas()) {
     CpuBackend backend(CpuBackendOptions{isa, false, nullptr});
@@ -246,7 +246,7 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, SimdMulMatMore, ::testing::ValuesIn(kTypes
 // above the driver's parallel threshold (2^18 multiply-adds), so the work is
 // really split.
 TEST(SimdMulMatMoreThreads, BitIdenticalForAnyThreadCount) {
-  if (simd_isas().empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   ThreadPool pool2(2), pool3(3);
   const Shape s{1024, 67, 5, 2, 1};
   for (Isa isa : simd_isas()) {
@@ -293,7 +293,7 @@ struct MatMulIdOp {
 // Each (slot, token) output equals the expert's row dots with the token's
 // quantized activations, within the float-rounding bound.
 TEST(SimdMulMatMoreId, MatchesPerExpertDoublePrecisionDot) {
-  if (simd_isas().empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   const int64_t n = 6, n_exp = 5, n_used = 3, n_tok = 4;
   for (Isa isa : simd_isas()) {
     for (DType wt : kTypes) {
@@ -329,7 +329,7 @@ TEST(SimdMulMatMoreId, MatchesPerExpertDoublePrecisionDot) {
 }
 
 TEST(SimdMulMatMoreThreads, MulMatIdBitIdenticalForAnyThreadCount) {
-  if (simd_isas().empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   ThreadPool pool2(2), pool3(3);
   for (Isa isa : simd_isas()) {
     for (DType wt : kTypes) {

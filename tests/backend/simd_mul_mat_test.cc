@@ -138,7 +138,7 @@ class SimdMulMat : public ::testing::TestWithParam<DType> {};
 TEST_P(SimdMulMat, MatchesDoublePrecisionDot) {
   const DType wt = GetParam();
   const std::vector<Isa> isas = simd_isas();
-  if (isas.empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (isas.empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   for (Isa isa : isas) {
     CpuBackend backend(CpuBackendOptions{isa, false, nullptr});
     uint32_t seed = 7;
@@ -173,7 +173,7 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, SimdMulMat, ::testing::ValuesIn(kWeightTyp
 // above the driver's parallel threshold (2^18 multiply-adds), so the work is
 // really split.
 TEST(SimdMulMatThreads, BitIdenticalForAnyThreadCount) {
-  if (simd_isas().empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   ThreadPool pool2(2), pool3(3);
   const Shape s{1024, 67, 5, 2, 1};
   for (Isa isa : simd_isas()) {
@@ -222,7 +222,7 @@ struct MatMulIdOp {
 };
 
 TEST(SimdMulMatThreads, MulMatIdBitIdenticalForAnyThreadCount) {
-  if (simd_isas().empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   ThreadPool pool2(2), pool3(3);
   for (Isa isa : simd_isas()) {
     for (DType wt : {DType::F16, DType::Q8_0, DType::Q4_K}) {
@@ -239,7 +239,7 @@ TEST(SimdMulMatThreads, MulMatIdBitIdenticalForAnyThreadCount) {
 }
 
 TEST(SimdMulMatId, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
-  if (simd_isas().empty()) GTEST_SKIP() << "no AVX2 on this machine (or FOLIO_ISA=scalar)";
+  if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
   for (Isa isa : simd_isas()) {
     MatMulIdOp mm(DType::Q8_0, 64, 4, 3, 2, 2);
     mm.ids[3] = 3;  // E = 3
@@ -310,7 +310,7 @@ TEST(SimdActivationQuantizers, SameBytesAsTheReference) {
       ++checked;
     }
   }
-  if (checked == 0) GTEST_SKIP() << "no SIMD tier available";
+  if (checked == 0) GTEST_SKIP() << "hardware: no SIMD tier available";
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ bool same_bits(const float* a, const std::vector<float>& b) {
 }
 
 void check_model(const std::string& path) {
-  if (!file_exists(path)) GTEST_SKIP() << "model missing: " << path;
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
   Result<std::unique_ptr<Model>> model = Model::load(path);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;

