@@ -2,8 +2,9 @@
 // whole conversation with the model's chat template (tokenizer.chat_template,
 // by folio's Jinja engine) and generates the reply; the Generator keeps the
 // KV cache's longest common prefix with the new prompt, so a turn only
-// prefills what is new. Replies go to stdout; the prompt, /help and notices
-// to the terminal; reply statistics and errors to stderr.
+// prefills what is new. Replies go to stdout; the prompt, /help and key
+// hints to the terminal (stderr without one); reply statistics, context
+// notices and errors to stderr.
 //
 // Input (line_editor.h, chat_input.h):
 //   - on a terminal: libedit line editing and in-session history (Up/Down);
