@@ -33,6 +33,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libxxhash-dev
+  libedit-dev                       # line editing in `folio chat`
   python3 python3-venv python3-pip
 )
 
