@@ -5,6 +5,8 @@
 // too small for all of them forces preemptions with the same outputs.
 #include "engine/offline_batch.h"
 
+#include "model/paged_kv_cache.h"
+
 #include <gtest/gtest.h>
 
 namespace folio {

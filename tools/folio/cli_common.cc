@@ -227,16 +227,18 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
     Result<std::unique_ptr<model::HybridKvCache>> hybrid =
         model::HybridKvCache::create(lm.model->config(), ho);
     if (!hybrid.ok()) return hybrid.status().with_context("KV cache");
-    std::fprintf(stderr, "folio: context %lld tokens, KV cache %s, %s, %d threads\n",
-                 static_cast<long long>(co.n_ctx), dtype_name(co.type),
-                 (*hybrid)->summary().c_str(), lm.ctx->n_threads());
+    if (std::FILE* log = info_log()) {
+      std::fprintf(log, "folio: context %lld tokens, KV cache %s, %s, %d threads\n",
+                   static_cast<long long>(co.n_ctx), dtype_name(co.type),
+                   (*hybrid)->summary().c_str(), lm.ctx->n_threads());
+    }
     lm.cache = std::move(hybrid).value();
     return lm;
   }
   Result<std::unique_ptr<model::PagedKvCache>> cache =
       model::PagedKvCache::create(lm.model->config(), co);
   if (!cache.ok()) return cache.status().with_context("KV cache");
-  std::fprintf(stderr,
+  if (std::FILE* log = info_log()) std::fprintf(log,
                "folio: context %lld tokens, KV cache %s, %d blocks of %d tokens (%.1f MiB), %d "
                "threads\n",
                static_cast<long long>(co.n_ctx), dtype_name(co.type), (*cache)->n_blocks(),

@@ -51,6 +51,7 @@
 #include "commands.h"
 #include "engine/generator.h"
 #include "line_editor.h"
+#include "prompt_text.h"
 #include "tokenizer/chat_template.h"
 
 namespace folio::tools {
@@ -61,7 +62,8 @@ struct ChatFlags {
   ModelFlags model;
   SamplingFlags sampling;
   std::string system;
-  int64_t n_predict = 512;
+  bool escape = true;
+  int64_t n_predict = -1;
   bool ignore_eos = false;
 };
 
@@ -100,9 +102,12 @@ class ChatSession {
         params_(params),
         tmpl_(pick_chat_template(lm)),
         gen_(*lm.model, *lm.tokenizer, *lm.ctx, *lm.cache) {
-    if (!f.system.empty()) messages_.push_back(tokenizer::ChatMessage::text("system", f.system));
+    if (!f.system.empty()) {
+      messages_.push_back(tokenizer::ChatMessage::text(
+          "system", f.escape ? process_escapes(f.system) : f.system));
+    }
     options_.n_predict = f.n_predict;
-    options_.n_batch = f.model.batch_size;
+    options_.n_batch = prefill_chunk(f.model);
     options_.ignore_eos = f.ignore_eos;
   }
 
@@ -199,6 +204,8 @@ void ChatSession::turn(const std::string& text) {
   const char* note = "";
   if (stats->stop == StopReason::kCancelled) note = ", stopped";
   if (stats->stop == StopReason::kContextFull) note = ", cut: context full";
+  // The chat's own status lines (ready, per-reply stats) are part of its
+  // interface, not logging: --log-level does not hide them.
   std::fprintf(stderr, "[%lld tokens, %.1f tokens/s%s]\n",
                static_cast<long long>(stats->n_generated),
                stats->gen_seconds > 0 ? stats->n_generated / stats->gen_seconds : 0.0, note);
@@ -210,17 +217,12 @@ void ChatSession::turn(const std::string& text) {
 }
 
 int chat(const ChatFlags& f) {
+  warn_about_model_flags(f.model);
   auto lm = load_for_generation(f.model);
-  if (!lm.ok()) {
-    std::fprintf(stderr, "folio: %s\n", lm.status().message().c_str());
-    return 1;
-  }
+  if (!lm.ok()) return fail(lm.status());
   const int32_t n_vocab = static_cast<int32_t>(lm->model->config().n_vocab);
   auto params = sampling_params(f.sampling, n_vocab);
-  if (!params.ok()) {
-    std::fprintf(stderr, "folio: %s\n", params.status().message().c_str());
-    return 1;
-  }
+  if (!params.ok()) return fail(params.status());
   ChatSession session(f, *lm, *params);
   if (session.chat_template().is_fallback()) {
     std::fprintf(stderr, "folio: using the ChatML fallback template (%s)\n",
@@ -298,9 +300,10 @@ void register_chat_command(CLI::App& app, CommandFn* selected) {
   CLI::App* cmd = app.add_subcommand("chat", "interactive chat with the model's chat template");
   add_model_flags(cmd, &flags.model);
   add_sampling_flags(cmd, &flags.sampling);
-  cmd->add_option("--system-prompt,--sys", flags.system, "system message");
-  cmd->add_option("-n,--n-predict", flags.n_predict, "max tokens per reply (-1 = until end)")
-      ->capture_default_str();
+  cmd->add_option("--system-prompt", flags.system, "system message (also -sys)");
+  cmd->add_flag("-e,--escape,!--no-escape", flags.escape,
+                "process escape sequences (\\n, \\t, ...) in the system prompt (default: on)");
+  add_n_predict_flag(cmd, &flags.n_predict, "max tokens per reply");
   cmd->add_flag("--ignore-eos", flags.ignore_eos, "keep generating past end-of-generation tokens");
   cmd->callback([selected] { *selected = [] { return chat(flags); }; });
 }
