@@ -235,7 +235,7 @@ def run_llama(a, model, tests):
 
 
 def target_for(test, model_type):
-    """The issue's target ratio for a test on a model type, or None."""
+    """The target ratio for a test on a model type, or None."""
     ftype = model_type.split()[-1] if model_type else ""
     if test.startswith("pp"):
         if ftype in ("Q4_0", "Q8_0"):

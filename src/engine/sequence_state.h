@@ -1,6 +1,5 @@
-// SequenceState: one generating sequence as a batching engine tracks it
-// across steps and preemptions. Shared by the offline BatchRunner and the
-// serving Scheduler, so both end a sequence exactly as Generator does.
+// SequenceState: one generating sequence as the Scheduler tracks it across
+// steps and preemptions, so it ends a sequence exactly as Generator does.
 //
 // `tokens` is what the sequence's cache must hold before its next sample:
 // the prompt, then every generated token. Between admissions the sequence

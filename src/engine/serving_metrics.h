@@ -3,11 +3,9 @@
 // buckets). The scheduler updates it on its step thread; the server's
 // /metrics handler takes a Snapshot from any thread and renders it
 // (server/prometheus.h). Names follow vLLM's where one exists.
-//
-// Changes by the scheduler's author: Snapshot::requests_failed added;
-// generated_tokens counts kept tokens (end-of-generation ids excluded), so
-// it equals the sum of completion_tokens; prefix_* count every admission
-// (a preempted sequence's re-admission too).
+// generated_tokens counts kept tokens (end-of-generation ids excluded), so it
+// equals the sum of completion_tokens; prefix_* count every admission (a
+// preempted sequence's re-admission too).
 #pragma once
 
 #include <cstdint>

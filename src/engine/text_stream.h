@@ -1,7 +1,7 @@
 // TextStream: the text side of one generating sequence. Token ids go in;
 // text comes out in whole UTF-8 characters (StreamDetokenizer) with stop
 // strings held back and cut (StopMatcher). Shared by the single-sequence
-// Generator and the multi-sequence BatchRunner.
+// Generator and the Scheduler's SequenceState.
 #pragma once
 
 #include <string>
