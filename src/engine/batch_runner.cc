@@ -5,13 +5,13 @@
 #include <deque>
 #include <optional>
 
+#include "cache/batch.h"
 #include "engine/sequence_state.h"
-#include "model/batch.h"
 
 namespace folio {
 
 BatchRunner::BatchRunner(const model::Model& model, const tokenizer::Tokenizer& tok,
-                         model::ForwardContext& ctx, model::KvCache& cache)
+                         model::ForwardContext& ctx, cache::KvCache& cache)
     : model_(model), tok_(tok), ctx_(ctx), cache_(cache) {}
 
 Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> prompts,
@@ -81,7 +81,7 @@ Result<BatchOutput> BatchRunner::run(std::span<const std::vector<int32_t>> promp
   }
   const cache::BlockPool& pool = cache_.block_manager()->pool();
   BatchSummary& sum = out.summary;
-  model::Batch batch;
+  cache::Batch batch;
   std::vector<std::pair<size_t, int64_t>> outputs;  // (request, logits row)
   uint64_t n_admitted = 0;
   bool admit = true;  // not right after a preemption (the preempted one would come straight back)

@@ -31,13 +31,13 @@
 #include <string>
 #include <vector>
 
+#include "cache/paged_kv_cache.h"
 #include "core/status.h"
 #include "engine/generator.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
 #include "model/forward_context.h"
 #include "model/model.h"
-#include "model/paged_kv_cache.h"
 #include "tokenizer/tokenizer.h"
 
 namespace folio {
@@ -80,7 +80,7 @@ class BatchRunner {
   // All borrowed. `cache` should hold no sequences (run() adds and removes its
   // own; blocks_leaked counts blocks in use after it).
   BatchRunner(const model::Model& model, const tokenizer::Tokenizer& tok,
-              model::ForwardContext& ctx, model::KvCache& cache);
+              model::ForwardContext& ctx, cache::KvCache& cache);
 
   // Generates a continuation of every prompt (token ids, non-empty, shorter
   // than the cache's n_ctx). Each sequence gets its own Sampler from
@@ -92,7 +92,7 @@ class BatchRunner {
   const model::Model& model_;
   const tokenizer::Tokenizer& tok_;
   model::ForwardContext& ctx_;
-  model::KvCache& cache_;  // a paged cache (block_manager() != nullptr)
+  cache::KvCache& cache_;  // a paged cache (block_manager() != nullptr)
   SamplerWorkspace workspace_;
 };
 

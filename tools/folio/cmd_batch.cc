@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "cache/paged_kv_cache.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "engine/batch_runner.h"
-#include "model/paged_kv_cache.h"
 
 namespace folio::tools {
 
@@ -54,7 +54,7 @@ int run_batch(const BatchFlags& f) {
   if (!texts.ok()) return fail(texts.status());
   auto lm = load_for_batch(f.model, f.parallel);
   if (!lm.ok()) return fail(lm.status());
-  model::KvCache* cache = lm->cache.get();  // paged, or hybrid over a paged part
+  cache::KvCache* cache = lm->cache.get();  // paged, or hybrid over a paged part
   if (cache->block_manager() == nullptr)
     return fail(make_error(StatusCode::kInternal, "batch needs a paged KV cache"));
   const int32_t n_vocab = static_cast<int32_t>(lm->model->config().n_vocab);
