@@ -48,12 +48,6 @@
 // Step composition is the pure function compose_step (engine/step_plan.h);
 // per-sequence sampling / text / stop state is SequenceState
 // (engine/sequence_state.h), shared with BatchRunner.
-//
-// Header changes by the scheduler's author (after the lead's draft): submit()
-// also rejects token ids outside the vocabulary (kInvalidArgument), and
-// fails with kResourceExhausted once stop() began;
-// start() validates the options; ServingMetrics::Snapshot gained
-// requests_failed. Nothing was renamed or removed.
 #pragma once
 
 #include <atomic>
