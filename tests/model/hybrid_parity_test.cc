@@ -14,7 +14,7 @@
 // part (their logits are bit-identical: hybrid_cache_test.cc).
 #include <gtest/gtest.h>
 
-#include "cache/hybrid_kv_cache.h"
+#include "cache/kv_cache.h"
 #include "llamacpp_parity.h"
 #include "test_util.h"
 

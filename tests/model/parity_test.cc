@@ -23,7 +23,7 @@
 // (paged_kv_cache_test.cc), so the tolerances are the same.
 #include <gtest/gtest.h>
 
-#include "cache/paged_kv_cache.h"
+#include "cache/kv_cache.h"
 #include "llamacpp_parity.h"
 #include "test_util.h"
 
