@@ -23,7 +23,7 @@
 //      forward failed, discard(plan) instead drops the hashes of the blocks
 //      the forward may have overwritten; nothing else changes.
 //   Any other mutation between plan and apply invalidates the plan (checked).
-//   Apply comes after the forward (as in model/kv_cache.h) so that a block is
+//   Apply comes after the forward (as in cache/kv_cache.h) so that a block is
 //   registered only once its K/V is written.
 // When every sequence has ended, the pool is pristine: every block free with
 // ref 0 (cached ones still hashed, warm for later prefixes).
@@ -152,9 +152,8 @@ class KvCacheManager {
   const BlockPool& pool() const { return pool_; }
   int32_t block_size() const { return pool_.block_size(); }
   bool prefix_caching() const { return prefix_caching_; }
-  // Most blocks in use at once since creation (or reset_peak()).
+  // Most blocks in use at once since creation.
   int32_t peak_used() const { return peak_used_; }
-  void reset_peak() { peak_used_ = pool_.n_used(); }
 
   // A new empty sequence (no blocks). `cache_salt` isolates its cache entries
   // from sequences with another salt (LoRA adapter, tenant).

@@ -1,7 +1,8 @@
 // StatePool: the recurrent-state slots of a hybrid model (gated DeltaNet
 // layers), as bookkeeping only. A slot names one copy of the whole recurrent
 // state, every recurrent layer's conv taps and DeltaNet state; the memory
-// lives in model::HybridKvCache, indexed by slot (DESIGN.md point 4).
+// lives in HybridKvCache (cache/hybrid_kv_cache.h), indexed by slot
+// (DESIGN.md point 4).
 //
 //   - n_slots slots, ids 0 .. n_slots-1. A slot is held (by exactly one live
 //     sequence, whose state it is, updated in place by every forward) or

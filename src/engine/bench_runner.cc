@@ -252,15 +252,16 @@ Result<std::unique_ptr<BenchRunner>> BenchRunner::create(const model::Model& mod
   }
   if (blocks + 1 > INT32_MAX) return invalid_argument("bench: tests need {} KV blocks", blocks);
 
-  model::PagedKvCacheOptions co;
+  cache::KvCacheOptions co;
+  co.storage = cache::KvStorage::kPaged;
   co.type = options.kv_type;
   co.block_size = options.kv_block_size;
   co.n_blocks = static_cast<int32_t>(blocks + 1);  // + the null block
   co.n_ctx = n_ctx;
   co.n_seq = 0;
+  co.max_seqs = max_seqs;     // hybrid models: a recurrent-state slot per sequence
   co.prefix_caching = false;  // repetitions must compute everything again
-  Result<std::unique_ptr<model::PagedKvCache>> cache =
-      model::PagedKvCache::create(model.config(), co);
+  Result<std::unique_ptr<cache::KvCache>> cache = model.make_cache(co);
   if (!cache.ok()) return cache.status().with_context("bench KV cache");
 
   auto runner = std::unique_ptr<BenchRunner>(new BenchRunner(model, ctx, options));
@@ -275,7 +276,7 @@ void BenchRunner::random_tokens(int64_t n, std::vector<int32_t>* out) {
   for (int32_t& t : *out) t = static_cast<int32_t>(splitmix64(&rng_state_) % n_vocab);
 }
 
-Status BenchRunner::forward(const model::Batch& batch) {
+Status BenchRunner::forward(const cache::Batch& batch) {
   Result<TensorView> logits = model_.forward(batch, *cache_, ctx_);
   return logits.status();
 }
@@ -358,8 +359,8 @@ Result<BenchResult> BenchRunner::run(const BenchTest& test) {
   }
   const int64_t len = test.is_prefill() ? test.n_prompt : options_.tg_prompt + test.n_gen;
   const int64_t seqs = test.is_prefill() ? 1 : test.n_seqs;
-  if (len > cache_->n_ctx() ||
-      seqs * blocks_for(len, cache_->block_size()) > cache_->n_blocks() - 1) {
+  if (len > cache_->n_ctx() || seqs * blocks_for(len, cache_->block_size()) >
+                                   cache_->block_manager()->pool().n_blocks() - 1) {
     return invalid_argument("bench: test {} does not fit the cache the runner was created for",
                             name);
   }

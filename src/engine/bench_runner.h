@@ -1,8 +1,9 @@
 // BenchRunner: llama-bench-style throughput measurements of one loaded model
 // on one ForwardContext, for `folio bench`. Token ids are random (fixed
 // seed), so no tokenizer is involved; every forward goes through
-// Model::forward and a PagedKvCache the runner owns (sized for its tests,
-// prefix caching off, so repetitions never reuse each other's K/V).
+// Model::forward and a paged KV cache the runner owns (sized for its tests,
+// prefix caching off, so repetitions never reuse each other's K/V; hybrid
+// models get recurrent state for their sequences beside it).
 //
 // Tests (BenchTest::name()):
 //   ppP     prefill of P tokens of one fresh sequence in chunks of n_ubatch
@@ -26,10 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "cache/kv_cache.h"
 #include "core/status.h"
 #include "model/forward_context.h"
 #include "model/model.h"
-#include "model/paged_kv_cache.h"
 
 namespace folio {
 
@@ -112,7 +113,7 @@ class BenchRunner {
   // Warmup (if enabled), then options.repetitions timed runs of `test`.
   Result<BenchResult> run(const BenchTest& test);
 
-  const model::PagedKvCache& cache() const { return *cache_; }
+  const cache::KvCache& cache() const { return *cache_; }
 
  private:
   BenchRunner(const model::Model& model, model::ForwardContext& ctx, BenchOptions options)
@@ -121,14 +122,14 @@ class BenchRunner {
   Result<double> run_prefill(int64_t n_prompt);
   Result<double> run_decode(int64_t n_gen, int n_seqs);
   void random_tokens(int64_t n, std::vector<int32_t>* out);
-  Status forward(const model::Batch& batch);
+  Status forward(const cache::Batch& batch);
 
   const model::Model& model_;
   model::ForwardContext& ctx_;
   BenchOptions options_;
-  std::unique_ptr<model::PagedKvCache> cache_;
+  std::unique_ptr<cache::KvCache> cache_;  // paged
   uint64_t rng_state_ = 0;
-  model::Batch batch_;
+  cache::Batch batch_;
   std::vector<int32_t> tokens_;
 };
 

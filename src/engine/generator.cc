@@ -19,7 +19,7 @@ const char* stop_reason_name(StopReason r) {
 }
 
 Generator::Generator(const model::Model& model, const tokenizer::Tokenizer& tok,
-                     model::ForwardContext& ctx, model::KvCache& cache, int seq)
+                     model::ForwardContext& ctx, cache::KvCache& cache, int seq)
     : model_(model), tok_(tok), ctx_(ctx), cache_(cache), seq_(seq) {}
 
 void Generator::reset() {

@@ -15,11 +15,11 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/kv_cache.h"
 #include "core/status.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
 #include "model/forward_context.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -50,7 +50,7 @@ class Generator {
  public:
   // All borrowed; `cache` must have a sequence `seq`.
   Generator(const model::Model& model, const tokenizer::Tokenizer& tok, model::ForwardContext& ctx,
-            model::KvCache& cache, int seq = 0);
+            cache::KvCache& cache, int seq = 0);
 
   // Generates a continuation of `prompt` (the whole sequence so far: tokens
   // the cache already holds are reused). on_text receives text as it becomes
@@ -73,9 +73,9 @@ class Generator {
   const model::Model& model_;
   const tokenizer::Tokenizer& tok_;
   model::ForwardContext& ctx_;
-  model::KvCache& cache_;
+  cache::KvCache& cache_;
   int seq_;
-  model::Batch batch_;
+  cache::Batch batch_;
   std::vector<int32_t> history_;
   SamplerWorkspace workspace_;
 };

@@ -10,7 +10,7 @@
 namespace folio {
 
 Result<BatchOutput> run_batch(const model::Model& model, const tokenizer::Tokenizer& tok,
-                              model::ForwardContext& ctx, model::KvCache& cache,
+                              model::ForwardContext& ctx, cache::KvCache& cache,
                               std::span<const std::vector<int32_t>> prompts,
                               const SamplingParams& params, SchedulerOptions options,
                               bool ignore_eos, std::span<const std::string> labels) {

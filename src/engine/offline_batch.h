@@ -15,7 +15,7 @@
 #include "engine/generator.h"
 #include "engine/sampling_params.h"
 #include "engine/scheduler.h"
-#include "model/kv_cache.h"
+#include "cache/kv_cache.h"
 
 namespace folio {
 
@@ -50,7 +50,7 @@ struct BatchOutput {
 // run before anything is computed. Errors name the prompt by labels[i]
 // ("prompt I" without labels).
 Result<BatchOutput> run_batch(const model::Model& model, const tokenizer::Tokenizer& tok,
-                              model::ForwardContext& ctx, model::KvCache& cache,
+                              model::ForwardContext& ctx, cache::KvCache& cache,
                               std::span<const std::vector<int32_t>> prompts,
                               const SamplingParams& params, SchedulerOptions options,
                               bool ignore_eos = false, std::span<const std::string> labels = {});

@@ -5,10 +5,10 @@
 #include <unordered_map>
 #include <utility>
 
+#include "cache/batch.h"
 #include "core/log.h"
 #include "engine/sequence_state.h"
 #include "engine/step_plan.h"
-#include "model/batch.h"
 
 namespace folio {
 
@@ -57,14 +57,14 @@ struct Scheduler::Impl {
   };
 
   Impl(const model::Model& m, const tokenizer::Tokenizer& t, model::ForwardContext& c,
-       model::KvCache& k, const SchedulerOptions& o)
+       cache::KvCache& k, const SchedulerOptions& o)
       : model(m), tok(t), ctx(c), cache(k), options(o) {}
 
   // --- any thread (under mu) ---------------------------------------------------
   const model::Model& model;
   const tokenizer::Tokenizer& tok;
   model::ForwardContext& ctx;
-  model::KvCache& cache;
+  cache::KvCache& cache;
   const SchedulerOptions options;
   ServingMetrics metrics;
 
@@ -87,7 +87,7 @@ struct Scheduler::Impl {
   std::vector<Choice*> running;                    // admission order
   uint64_t n_admitted = 0;
   bool admit_next = true;  // false right after a preemption
-  model::Batch batch;
+  cache::Batch batch;
   std::vector<StepSequence> step_in;
   std::vector<Choice*> order;
   StepPlan step;
@@ -613,7 +613,7 @@ struct Scheduler::Impl {
 };
 
 Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok,
-                     model::ForwardContext& ctx, model::KvCache& cache, SchedulerOptions options)
+                     model::ForwardContext& ctx, cache::KvCache& cache, SchedulerOptions options)
     : impl_(std::make_unique<Impl>(model, tok, ctx, cache, options)), options_(options) {}
 
 Scheduler::~Scheduler() {

@@ -62,13 +62,13 @@
 #include <thread>
 #include <vector>
 
+#include "cache/kv_cache.h"
 #include "core/status.h"
 #include "engine/generator.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
 #include "engine/serving_metrics.h"
 #include "model/forward_context.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -127,7 +127,7 @@ class Scheduler {
   // All borrowed; `cache` holds no sequences. Paged caches (and hybrid ones)
   // report blocks via KvCache::block_manager().
   Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok, model::ForwardContext& ctx,
-            model::KvCache& cache, SchedulerOptions options);
+            cache::KvCache& cache, SchedulerOptions options);
   ~Scheduler();  // stop()
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

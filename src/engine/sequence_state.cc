@@ -50,7 +50,7 @@ std::string SequenceState::finish(StopReason* stop) {
   return tail;
 }
 
-bool SequenceState::add_to_batch(model::Batch& batch, int64_t held, int64_t n) const {
+bool SequenceState::add_to_batch(cache::Batch& batch, int64_t held, int64_t n) const {
   bool want = false;
   for (int64_t i = held; i < held + n; ++i) {
     want = i + 1 == static_cast<int64_t>(tokens.size());

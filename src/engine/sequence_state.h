@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "cache/batch.h"
 #include "engine/generator.h"
 #include "engine/sampler.h"
 #include "engine/text_stream.h"
-#include "model/batch.h"
 #include "tokenizer/tokenizer.h"
 
 namespace folio {
@@ -65,7 +65,7 @@ class SequenceState {
   // Adds tokens [held, held + n) at their positions to `batch` as cache
   // sequence `seq`; the last one wants logits when it is the last known
   // token. Returns whether it does.
-  bool add_to_batch(model::Batch& batch, int64_t held, int64_t n) const;
+  bool add_to_batch(cache::Batch& batch, int64_t held, int64_t n) const;
 
   // Admission / release of the cache sequence.
   void admit(int cache_seq, uint64_t order) {

@@ -264,6 +264,23 @@ bool ModelConfig::is_hybrid() const {
   return false;
 }
 
+cache::KvGeometry ModelConfig::cache_geometry() const {
+  cache::KvGeometry g;
+  g.name = arch;
+  for (int l = 0; l < n_layer; ++l) {
+    cache::LayerGeometry layer;
+    if (is_recurrent(l)) {
+      layer.recurrent = true;
+      layer.state = {ssm.d_conv - 1, ssm.conv_channels(), ssm.d_state, ssm.n_v_heads};
+    } else {
+      layer.kv = {n_head_kv_of(l), static_cast<int32_t>(head_dim_k),
+                  static_cast<int32_t>(head_dim_v)};
+    }
+    g.layers.push_back(layer);
+  }
+  return g;
+}
+
 float ModelConfig::kq_scale() const {
   return attn_scale != 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim_k));
 }

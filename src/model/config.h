@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/op.h"
+#include "cache/kv_geometry.h"
 #include "core/status.h"
 #include "gguf/gguf_file.h"
 
@@ -129,8 +130,11 @@ struct ModelConfig {
   bool is_recurrent(int layer) const {
     return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(layer)] != 0;
   }
-  // Any gated DeltaNet layer: the model needs a hybrid cache (model/hybrid_cache.h).
+  // Any gated DeltaNet layer: the model needs a hybrid cache (cache/hybrid_kv_cache.h).
   bool is_hybrid() const;
+  // What the KV cache holds for this model: K/V shapes of the attention
+  // layers, recurrent state shapes of the gated DeltaNet layers.
+  cache::KvGeometry cache_geometry() const;
   float kq_scale() const;
   // Rope parameters of one layer (base and scale differ on sliding-window layers).
   RopeParams rope_params(int layer) const;

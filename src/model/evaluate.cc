@@ -4,7 +4,7 @@
 
 namespace folio::model {
 
-Status eval_sequence(const Model& model, KvCache& cache, ForwardContext& ctx,
+Status eval_sequence(const Model& model, cache::KvCache& cache, ForwardContext& ctx,
                      std::span<const int32_t> tokens, int64_t n_batch, const LogitsSink& sink,
                      int seq) {
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -24,7 +24,7 @@ Status eval_sequence(const Model& model, KvCache& cache, ForwardContext& ctx,
     return resource_exhausted("{} tokens after {} cached do not fit the KV cache (n_ctx {})", n,
                               start, cache.n_ctx());
   }
-  Batch batch;
+  cache::Batch batch;
   for (int64_t b = 0; b < n; b += n_batch) {
     const int64_t m = std::min(n_batch, n - b);
     batch.clear();

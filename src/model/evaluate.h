@@ -9,9 +9,9 @@
 #include <functional>
 #include <span>
 
+#include "cache/kv_cache.h"
 #include "core/status.h"
 #include "model/forward_context.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace folio::model {
@@ -21,7 +21,7 @@ using LogitsSink = std::function<Status(int64_t first_row, const float* rows, in
 
 // Runs `tokens` as sequence `seq` of `cache`, continuing from its current
 // length. Token ids are checked before anything runs.
-Status eval_sequence(const Model& model, KvCache& cache, ForwardContext& ctx,
+Status eval_sequence(const Model& model, cache::KvCache& cache, ForwardContext& ctx,
                      std::span<const int32_t> tokens, int64_t n_batch, const LogitsSink& sink,
                      int seq = 0);
 

@@ -28,9 +28,9 @@
 
 #include "backend/backend.h"
 #include "backend/op.h"
+#include "cache/kv_cache.h"
 #include "core/status.h"
 #include "model/arena.h"
-#include "model/kv_cache.h"
 #include "tensor/tensor_view.h"
 
 namespace folio {
@@ -103,7 +103,7 @@ class ForwardContext {
   // Number of ops run since construction (for tests and stats).
   uint64_t ops_run() const { return ops_run_; }
   // The KV plan of the current forward (reused: no allocation per step).
-  KvPlan& kv_plan() { return kv_plan_; }
+  cache::KvPlan& kv_plan() { return kv_plan_; }
 
  private:
   class Profile;  // per-kernel op timers (FOLIO_PROFILE=1)
@@ -115,7 +115,7 @@ class ForwardContext {
   Arena arena_;
   Status status_;
   uint64_t ops_run_ = 0;
-  KvPlan kv_plan_;
+  cache::KvPlan kv_plan_;
   std::unique_ptr<Profile> profile_;  // nullptr unless FOLIO_PROFILE=1
 };
 

@@ -7,9 +7,11 @@
 
 #include "tensor/tensor_view.h"
 
-namespace folio::model {
-
+namespace folio::cache {
 struct KvPlan;
+}  // namespace folio::cache
+
+namespace folio::model {
 
 struct ForwardInputs {
   int64_t n_tokens = 0;      // T
@@ -24,7 +26,7 @@ struct ForwardInputs {
   TensorView out_ids;        // I32 [n_outputs] batch rows whose logits are wanted, in order
   // The cache's plan of this batch (host data; hybrid models read its
   // recurrent part: per-sequence token runs, state slots, checkpoints).
-  const KvPlan* plan = nullptr;
+  const cache::KvPlan* plan = nullptr;
 };
 
 }  // namespace folio::model

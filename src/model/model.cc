@@ -7,25 +7,16 @@
 
 #include "model/arch/arch.h"
 #include "model/forward_inputs.h"
-#include "model/hybrid_cache.h"
 
 namespace folio::model {
 
-Result<std::unique_ptr<KvCache>> Model::make_cache(const KvCacheOptions& options) const {
-  if (config_.is_hybrid()) {  // K/V of the attention layers + recurrent state per sequence
-    HybridKvCacheOptions ho;
-    ho.paged = false;
-    ho.contiguous_kv = options;
-    Result<std::unique_ptr<HybridKvCache>> h = HybridKvCache::create(config_, ho);
-    if (!h.ok()) return h.status();
-    return std::unique_ptr<KvCache>(std::move(h).value());
-  }
-  Result<std::unique_ptr<ContiguousKvCache>> c = ContiguousKvCache::create(config_, options);
-  if (!c.ok()) return c.status();
-  return std::unique_ptr<KvCache>(std::move(c).value());
+Result<std::unique_ptr<cache::KvCache>> Model::make_cache(
+    const cache::KvCacheOptions& options) const {
+  return cache::create_kv_cache(config_.cache_geometry(), options);
 }
 
-Result<TensorView> Model::forward(const Batch& batch, KvCache& cache, ForwardContext& ctx) const {
+Result<TensorView> Model::forward(const cache::Batch& batch, cache::KvCache& cache,
+                                  ForwardContext& ctx) const {
   const int64_t n = batch.size();
   if (n == 0) return invalid_argument("forward: empty batch");
   if (batch.pos.size() != batch.tokens.size() || batch.seq_idx.size() != batch.tokens.size() ||
@@ -48,7 +39,7 @@ Result<TensorView> Model::forward(const Batch& batch, KvCache& cache, ForwardCon
     return invalid_argument("forward: KV cache has {} layers, the model {}", cache.n_layer(),
                             config_.n_layer);
   }
-  KvPlan& plan = ctx.kv_plan();
+  cache::KvPlan& plan = ctx.kv_plan();
   FOLIO_RETURN_IF_ERROR(cache.plan(batch, plan));
   cache.prepare(plan);
 

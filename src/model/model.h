@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "backend/buffer_type.h"
+#include "cache/batch.h"
+#include "cache/kv_cache.h"
 #include "core/status.h"
 #include "gguf/gguf_file.h"
-#include "model/batch.h"
 #include "model/config.h"
 #include "model/forward_context.h"
-#include "model/kv_cache.h"
 #include "model/weights.h"
 
 namespace folio::model {
@@ -71,12 +71,13 @@ class Model {
   // (no data when there are none). The view lives in ctx's arena until ctx's
   // next forward. The cache's plan is applied only on success; on error the
   // cache's sequences are unchanged.
-  Result<TensorView> forward(const Batch& batch, KvCache& cache, ForwardContext& ctx) const;
+  Result<TensorView> forward(const cache::Batch& batch, cache::KvCache& cache,
+                             ForwardContext& ctx) const;
 
-  // A KV cache sized for this model: a ContiguousKvCache, or for hybrid
-  // models a HybridKvCache with a contiguous attention part and one state
-  // slot per sequence (model/hybrid_cache.h).
-  Result<std::unique_ptr<KvCache>> make_cache(const KvCacheOptions& options) const;
+  // A KV cache sized for this model (cache::create_kv_cache over
+  // config().cache_geometry()): contiguous or paged as options.storage says;
+  // hybrid models get a HybridKvCache over such an attention part.
+  Result<std::unique_ptr<cache::KvCache>> make_cache(const cache::KvCacheOptions& options) const;
 
  private:
   explicit Model(gguf::GgufFile file) : file_(std::move(file)) {}

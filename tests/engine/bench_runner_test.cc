@@ -115,7 +115,7 @@ TEST_F(BenchRunnerTest, RunsEveryTestAndFreesTheCache) {
   ASSERT_TRUE(runner.ok()) << runner.status().to_string();
   // Sized for the largest test: 3 sequences of 3 + 4 tokens in blocks of 16.
   EXPECT_EQ((*runner)->cache().n_ctx(), 12);
-  EXPECT_EQ((*runner)->cache().n_blocks(), 3 + 1);
+  EXPECT_EQ((*runner)->cache().block_manager()->pool().n_blocks(), 3 + 1);
   for (const BenchTest& t : tests) {
     auto r = (*runner)->run(t);
     ASSERT_TRUE(r.ok()) << t.name() << ": " << r.status().to_string();
@@ -129,7 +129,7 @@ TEST_F(BenchRunnerTest, RunsEveryTestAndFreesTheCache) {
     }
     EXPECT_DOUBLE_EQ(r->mean_ts, mean_stddev(r->samples_ts).mean);
     EXPECT_DOUBLE_EQ(r->stddev_ts, mean_stddev(r->samples_ts).stddev);
-    EXPECT_EQ((*runner)->cache().manager().pool().n_used(), 0) << t.name();
+    EXPECT_EQ((*runner)->cache().block_manager()->pool().n_used(), 0) << t.name();
   }
   // A test larger than the runner was made for is refused, not run.
   EXPECT_FALSE((*runner)->run(BenchTest{0, 4, 4}).ok());

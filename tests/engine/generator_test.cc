@@ -36,7 +36,7 @@ class GeneratorTest : public ::testing::Test {
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     tok_ = std::make_unique<tokenizer::Tokenizer>(std::move(t).value());
     ctx_ = model::ForwardContext::cpu(1);
-    model::KvCacheOptions co;
+    cache::KvCacheOptions co;
     co.n_ctx = 256;
     auto c = model_->make_cache(co);
     ASSERT_TRUE(c.ok()) << c.status().to_string();
@@ -53,7 +53,7 @@ class GeneratorTest : public ::testing::Test {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<tokenizer::Tokenizer> tok_;
   std::unique_ptr<model::ForwardContext> ctx_;
-  std::unique_ptr<model::KvCache> cache_;
+  std::unique_ptr<cache::KvCache> cache_;
   std::vector<int32_t> prompt_, expected_;
   SamplingParams greedy_;
   GenerateOptions opts_;

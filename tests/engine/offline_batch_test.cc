@@ -5,7 +5,7 @@
 // too small for all of them forces preemptions with the same outputs.
 #include "engine/offline_batch.h"
 
-#include "model/paged_kv_cache.h"
+#include "cache/paged_kv_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -37,14 +37,14 @@ class OfflineBatchTest : public ::testing::Test {
     greedy_.temperature = 0.0f;
   }
 
-  std::unique_ptr<model::PagedKvCache> make_cache(int32_t n_blocks, int n_seq) {
-    model::PagedKvCacheOptions o;
+  std::unique_ptr<cache::PagedKvCache> make_cache(int32_t n_blocks, int n_seq) {
+    cache::KvCacheOptions o;
     o.type = DType::F32;
     o.block_size = 8;
     o.n_ctx = 256;
     o.n_blocks = n_blocks;
     o.n_seq = n_seq;
-    auto c = model::PagedKvCache::create(model_->config(), o);
+    auto c = cache::PagedKvCache::create(model_->config().cache_geometry(), o);
     EXPECT_TRUE(c.ok()) << c.status().to_string();
     return c.ok() ? std::move(c).value() : nullptr;
   }

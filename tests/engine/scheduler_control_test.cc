@@ -25,9 +25,9 @@ using testing_sched::SoloRun;
 // a hybrid cache after a failed forward: every sequence of that batch that
 // held positions is lost (kDataLoss at its next plan) until removed or
 // truncated to 0.
-class PoisonedKvCache final : public model::KvCache {
+class PoisonedKvCache final : public cache::KvCache {
  public:
-  PoisonedKvCache(model::KvCache& inner, int32_t poison, bool lose_state)
+  PoisonedKvCache(cache::KvCache& inner, int32_t poison, bool lose_state)
       : inner_(inner), poison_(poison), lose_state_(lose_state) {}
   int n_data_loss() const { return n_data_loss_; }
 
@@ -35,6 +35,7 @@ class PoisonedKvCache final : public model::KvCache {
   int64_t n_ctx() const override { return inner_.n_ctx(); }
   DType type() const override { return inner_.type(); }
   size_t bytes() const override { return inner_.bytes(); }
+  std::string summary() const override { return inner_.summary(); }
   bool has_sequence(int seq) const override { return inner_.has_sequence(seq); }
   int64_t seq_len(int seq) const override { return inner_.seq_len(seq); }
   Result<int> add_sequence() override { return inner_.add_sequence(); }
@@ -51,7 +52,7 @@ class PoisonedKvCache final : public model::KvCache {
     return inner_.truncate(seq, len);
   }
   void clear() override { inner_.clear(); }
-  Status plan(const model::Batch& batch, model::KvPlan& plan) const override {
+  Status plan(const cache::Batch& batch, cache::KvPlan& plan) const override {
     for (size_t i = 0; i < batch.tokens.size(); ++i) {
       if (lost_.count(batch.seq_idx[i]) != 0) {
         ++n_data_loss_;
@@ -68,19 +69,19 @@ class PoisonedKvCache final : public model::KvCache {
     }
     return inner_.plan(batch, plan);
   }
-  void prepare(const model::KvPlan& plan) override { inner_.prepare(plan); }
-  void apply(const model::KvPlan& plan) override { inner_.apply(plan); }
-  void discard(const model::KvPlan& plan) override { inner_.discard(plan); }
+  void prepare(const cache::KvPlan& plan) override { inner_.prepare(plan); }
+  void apply(const cache::KvPlan& plan) override { inner_.apply(plan); }
+  void discard(const cache::KvPlan& plan) override { inner_.discard(plan); }
   TensorView k_table(int layer) const override { return inner_.k_table(layer); }
   TensorView v_table(int layer) const override { return inner_.v_table(layer); }
   TensorView k_view(int layer) const override { return inner_.k_view(layer); }
   TensorView v_view(int layer) const override { return inner_.v_view(layer); }
-  KvLayout layout() const override { return inner_.layout(); }
+  bool paged() const override { return inner_.paged(); }
   int block_size() const override { return inner_.block_size(); }
   const cache::KvCacheManager* block_manager() const override { return inner_.block_manager(); }
 
  private:
-  model::KvCache& inner_;
+  cache::KvCache& inner_;
   int32_t poison_;
   bool lose_state_;
   // plan() is const in the interface; the step thread alone calls it.

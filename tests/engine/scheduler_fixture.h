@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "cache/paged_kv_cache.h"
 #include "engine/generator.h"
 #include "engine/scheduler.h"
-#include "model/paged_kv_cache.h"
 
 namespace folio::testing_sched {
 
@@ -107,15 +107,15 @@ class SchedulerFixture : public ::testing::Test {
     return out;
   }
 
-  std::unique_ptr<model::PagedKvCache> make_cache(int32_t n_blocks, int n_seq = 0,
+  std::unique_ptr<cache::PagedKvCache> make_cache(int32_t n_blocks, int n_seq = 0,
                                                   int64_t n_ctx = 256) {
-    model::PagedKvCacheOptions o;
+    cache::KvCacheOptions o;
     o.type = DType::F32;
     o.block_size = 8;
     o.n_ctx = n_ctx;
     o.n_blocks = n_blocks;
     o.n_seq = n_seq;
-    auto c = model::PagedKvCache::create(model_->config(), o);
+    auto c = cache::PagedKvCache::create(model_->config().cache_geometry(), o);
     EXPECT_TRUE(c.ok()) << c.status().to_string();
     return c.ok() ? std::move(c).value() : nullptr;
   }

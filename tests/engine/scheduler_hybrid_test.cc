@@ -1,5 +1,5 @@
 // Scheduler over a hybrid cache (tiny qwen35: gated DeltaNet + attention
-// layers, model::HybridKvCache with a paged attention part and prefix
+// layers, cache::HybridKvCache with a paged attention part and prefix
 // checkpoints): concurrent requests give the tokens of solo Generator runs
 // with whole or chunked prompts, also when a small pool forces preemption,
 // and nothing leaks. The scheduler sees only the KvCache interface.
@@ -9,8 +9,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "cache/hybrid_kv_cache.h"
 #include "engine/scheduler.h"
-#include "model/hybrid_cache.h"
 #include "scheduler_fixture.h"
 
 namespace folio {
@@ -27,7 +27,7 @@ class SchedulerHybridTest : public SchedulerFixture {
   // Solo run on the model's own (contiguous hybrid) cache.
   SoloRun solo_hybrid(const std::vector<int32_t>& prompt, const SamplingParams& params) {
     SoloRun out;
-    model::KvCacheOptions co;
+    cache::KvCacheOptions co;
     co.n_ctx = 256;
     auto cache = model_->make_cache(co);
     EXPECT_TRUE(cache.ok()) << cache.status().to_string();
@@ -57,14 +57,17 @@ class SchedulerHybridCaseTest : public SchedulerHybridTest,
 
 TEST_P(SchedulerHybridCaseTest, ConcurrentRequestsEqualSoloRuns) {
   const HybridCase hc = GetParam();
-  model::PagedKvCacheOptions paged;
-  paged.type = DType::F32;
-  paged.block_size = 8;
-  paged.n_ctx = 256;
-  paged.n_blocks = hc.n_blocks;
-  auto c = model::HybridKvCache::create(model_->config(), model::paged_hybrid_options(paged, 4));
+  cache::KvCacheOptions o;
+  o.storage = cache::KvStorage::kPaged;
+  o.type = DType::F32;
+  o.block_size = 8;
+  o.n_ctx = 256;
+  o.n_blocks = hc.n_blocks;
+  o.n_seq = 0;
+  o.max_seqs = 4;
+  auto c = cache::HybridKvCache::create(model_->config().cache_geometry(), o);
   ASSERT_TRUE(c.ok()) << c.status().to_string();
-  model::HybridKvCache& cache = **c;
+  cache::HybridKvCache& cache = **c;
 
   const auto ps = prompts();
   SamplingParams params = greedy_;

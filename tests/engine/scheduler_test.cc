@@ -22,7 +22,7 @@ class SchedulerTest : public SchedulerFixture {
   // Submits every prompt (greedy, max_tokens), in three waves: the next wave
   // arrives once the first request of the previous one has streamed tokens.
   // Checks each against its solo run.
-  void run_staggered(model::KvCache& cache, SchedulerOptions so, int64_t max_tokens,
+  void run_staggered(cache::KvCache& cache, SchedulerOptions so, int64_t max_tokens,
                      std::vector<int> priorities = {}) {
     const auto ps = prompts();
     SamplingParams params = greedy_;

@@ -65,7 +65,7 @@ void check_model(const std::string& path) {
   // Prefill both, interleaved (a0 b0 a1 b1 ... then the rest of b); only
   // every third token and each sequence's last token are outputs, so the
   // output gather is exercised too.
-  Batch batch;
+  cache::Batch batch;
   std::vector<std::pair<int, size_t>> out_rows;  // (sequence, position) of each output
   const size_t n = std::max(a.size(), b.size());
   for (size_t i = 0; i < n; ++i) {

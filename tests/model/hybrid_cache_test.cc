@@ -37,7 +37,7 @@ std::vector<int32_t> tokens(int n, int salt, int64_t n_vocab) {
 // `chunks`), every other one its next greedy token. interleave: the chunks
 // of the first two prefilling streams alternate token by token in the batch
 // (their tokens are not consecutive).
-Status run_streams(const Model& m, KvCache& cache, ForwardContext& ctx,
+Status run_streams(const Model& m, cache::KvCache& cache, ForwardContext& ctx,
                    std::vector<Stream>& streams, const std::vector<int>& chunks, bool interleave) {
   const int64_t nv = m.config().n_vocab;
   for (Stream& s : streams) {
@@ -45,7 +45,7 @@ Status run_streams(const Model& m, KvCache& cache, ForwardContext& ctx,
       FOLIO_ASSIGN_OR_RETURN(s.seq, cache.add_sequence());
     }
   }
-  Batch batch;
+  cache::Batch batch;
   std::vector<size_t> owner;  // stream of each output row
   for (int step = 0;; ++step) {
     batch.clear();
@@ -192,7 +192,7 @@ TEST_P(HybridModels, FusedDecodeEqualsUnfusedBitForBit) {
   for (int il = 0; il < m->config().n_layer; ++il) {
     if (!m->config().is_recurrent(il)) continue;
     for (const Stream& s : a) {
-      for (auto view : {&KvCache::conv_state, &KvCache::ssm_state}) {
+      for (auto view : {&cache::KvCache::conv_state, &cache::KvCache::ssm_state}) {
         const TensorView p1 = (c1.get()->*view)(il), p2 = (c2.get()->*view)(il);
         const size_t stride = p1.nb[p1.ne[3] > 1 ? 3 : 2];
         EXPECT_EQ(0, std::memcmp(static_cast<char*>(p1.data) + c1->slot_of(s.seq) * stride,
@@ -318,7 +318,7 @@ TEST(HybridCache, FailedForwardLosesOnlyStatesItMayHaveChanged) {
   ASSERT_TRUE(ra.ok());
 
   // a decodes (fused ops run), b's prefill fails: the forward fails.
-  Batch batch;
+  cache::Batch batch;
   batch.add(3, 12, a, true);
   for (size_t i = 0; i < pb.size(); ++i) batch.add(pb[i], static_cast<int32_t>(i), b, true);
   Result<TensorView> r = m->forward(batch, *cache, *broken);
@@ -419,9 +419,9 @@ TEST(HybridCache, LegacyFusedQkvzFileGivesTheSameLogits) {
 TEST(HybridCache, MakeCacheBuildsAHybridCacheForHybridModels) {
   auto m = load("tiny-qwen3next");
   if (m == nullptr) FAIL() << "model missing";
-  Result<std::unique_ptr<KvCache>> c = m->make_cache({128, 2, DType::F32});
+  Result<std::unique_ptr<cache::KvCache>> c = m->make_cache({128, 2, DType::F32});
   ASSERT_TRUE(c.ok()) << c.status().to_string();
-  auto* h = dynamic_cast<HybridKvCache*>(c->get());
+  auto* h = dynamic_cast<cache::HybridKvCache*>(c->get());
   ASSERT_NE(h, nullptr);
   EXPECT_EQ(h->n_layer(), m->config().n_layer);
   EXPECT_EQ(h->attention().n_layer(), 1);  // one full-attention layer of 4
@@ -430,7 +430,9 @@ TEST(HybridCache, MakeCacheBuildsAHybridCacheForHybridModels) {
   EXPECT_TRUE(h->conv_state(3).empty());   // layer 3 is the attention layer
   EXPECT_EQ(h->block_manager(), nullptr);  // contiguous attention part
   // A plain cache has no recurrent state: the forward says so.
-  auto plain = ContiguousKvCache::create(m->config(), {128, 1, DType::F32});
+  cache::KvGeometry attention_only = m->config().cache_geometry();
+  for (cache::LayerGeometry& l : attention_only.layers) l.recurrent = false;
+  auto plain = cache::create_kv_cache(attention_only, {128, 1, DType::F32});
   ASSERT_TRUE(plain.ok());
   auto ctx = ForwardContext::cpu(1);
   Result<std::vector<float>> r = eval_all(*m, **plain, *ctx, {1, 2, 3});

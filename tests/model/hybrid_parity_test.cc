@@ -14,9 +14,8 @@
 // part (their logits are bit-identical: hybrid_cache_test.cc).
 #include <gtest/gtest.h>
 
-
+#include "cache/kv_cache.h"
 #include "llamacpp_parity.h"
-#include "model/hybrid_cache.h"
 #include "test_util.h"
 
 namespace folio::model::testing {
@@ -52,15 +51,14 @@ std::vector<Param> params(DType kv) {
   return v;
 }
 
-Result<std::unique_ptr<KvCache>> make_cache(const Model& m, const Param& p) {
-  HybridKvCacheOptions o;
-  o.paged = p.paged;
-  o.paged_kv.type = p.kv;
-  o.paged_kv.n_ctx = 512;
-  o.paged_kv.n_seq = 1;
-  o.contiguous_kv = {512, 1, p.kv};
-  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<HybridKvCache> c, HybridKvCache::create(m.config(), o));
-  return std::unique_ptr<KvCache>(std::move(c));
+Result<std::unique_ptr<cache::KvCache>> make_cache(const Model& m, const Param& p) {
+  cache::KvCacheOptions o;
+  o.storage = p.paged ? cache::KvStorage::kPaged : cache::KvStorage::kContiguous;
+  o.type = p.kv;
+  o.n_ctx = 512;
+  o.n_seq = 1;
+  o.max_checkpoints = 0;
+  return m.make_cache(o);
 }
 
 class HybridParity : public ::testing::TestWithParam<Param> {};
@@ -81,7 +79,7 @@ TEST_P(HybridParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   const float tol_decode = f16 ? 1.3e-2f : 1e-3f;
 
   auto ctx = ForwardContext::cpu(2);
-  Result<std::unique_ptr<KvCache>> cache = make_cache(m, p);
+  Result<std::unique_ptr<cache::KvCache>> cache = make_cache(m, p);
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
   expect_llamacpp_parity(
       m, **cache, *ctx, base, {tol_prefill, tol_decode},

@@ -1,5 +1,5 @@
 // Prefix caching for hybrid models: recurrent-state checkpoints at KV block
-// boundaries (model/hybrid_cache.h). A prompt reuses a cached prefix only
+// boundaries (cache/hybrid_kv_cache.h). A prompt reuses a cached prefix only
 // where a checkpoint for exactly that prefix exists, and the continuation's
 // logits then equal a cold run's bit for bit (the DeltaNet prefill runs token
 // by token here, TestContexts::token_by_token, so that splitting a prompt
@@ -21,7 +21,7 @@ struct Admitted {
 };
 
 // A new sequence for `prompt`: its cached prefix, then the rest as one batch.
-Admitted admit(const Model& m, HybridKvCache& cache, ForwardContext& ctx,
+Admitted admit(const Model& m, cache::HybridKvCache& cache, ForwardContext& ctx,
                const std::vector<int32_t>& prompt) {
   Admitted a;
   Result<int> seq = cache.add_sequence();
@@ -90,7 +90,7 @@ TEST_P(HybridPrefix, SharedSystemPromptHitsFromTheThirdPrompt) {
   ASSERT_TRUE(next.ok() && next_cold.ok());
   EXPECT_TRUE(same_bits(*next, *next_cold));
 
-  const HybridCacheStats st = cache->stats();
+  const cache::HybridCacheStats st = cache->stats();
   EXPECT_EQ(st.prefix_hits, 1u);
   EXPECT_EQ(st.prefix_hit_tokens, 32u);
   EXPECT_EQ(st.prefix_misses, 2u);      // A (nothing cached) and B
@@ -154,7 +154,7 @@ TEST(HybridPrefixCache, CheckpointsAreBoundedAndEvictedLeastRecentlyUsed) {
   ASSERT_TRUE(cache->remove_sequence(a.seq).ok());
   // Another prompt evicts them (least recently used first) for its own.
   a = admit(*m, *cache, *ctx, test_tokens(40, 8, nv));
-  const HybridCacheStats st = cache->stats();
+  const cache::HybridCacheStats st = cache->stats();
   EXPECT_EQ(st.checkpoints_cached, 2);
   EXPECT_GE(st.checkpoints_evicted, 1u);
   EXPECT_EQ(cache->state_pool().n_slots(), 3);

@@ -11,8 +11,8 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "cache/hybrid_kv_cache.h"
 #include "core/thread_pool.h"
-#include "model/hybrid_cache.h"
 #include "test_util.h"
 
 namespace folio::model::testing {
@@ -102,21 +102,21 @@ inline std::vector<int32_t> test_tokens(int n, int salt, int64_t n_vocab) {
 
 // A hybrid cache for tests: paged (blocks of 16, pool for n_seq * 512
 // positions) or contiguous (n_seq * 512), F32 K/V by default.
-inline std::unique_ptr<HybridKvCache> test_cache(const Model& m, bool paged, int n_seq,
-                                                 int max_checkpoints = 0,
-                                                 int checkpoint_interval = 0,
-                                                 DType kv = DType::F32) {
-  HybridKvCacheOptions o;
-  o.paged = paged;
-  o.paged_kv.type = kv;
-  o.paged_kv.n_ctx = 512;
-  o.paged_kv.n_blocks = n_seq * 32 + 1 + 64;
-  o.paged_kv.n_seq = 0;
+inline std::unique_ptr<cache::HybridKvCache> test_cache(const Model& m, bool paged, int n_seq,
+                                                        int max_checkpoints = 0,
+                                                        int checkpoint_interval = 0,
+                                                        DType kv = DType::F32) {
+  cache::KvCacheOptions o;
+  o.storage = paged ? cache::KvStorage::kPaged : cache::KvStorage::kContiguous;
+  o.type = kv;
+  o.n_ctx = 512;
+  o.n_blocks = n_seq * 32 + 1 + 64;
+  o.n_seq = paged ? 0 : n_seq;
   o.max_seqs = n_seq;
   o.max_checkpoints = max_checkpoints;
   o.checkpoint_interval = checkpoint_interval;
-  o.contiguous_kv = {512, n_seq, kv};
-  Result<std::unique_ptr<HybridKvCache>> c = HybridKvCache::create(m.config(), o);
+  Result<std::unique_ptr<cache::HybridKvCache>> c =
+      cache::HybridKvCache::create(m.config().cache_geometry(), o);
   FOLIO_CHECK_MSG(c.ok(), "{}", c.status().to_string());
   return std::move(c).value();
 }

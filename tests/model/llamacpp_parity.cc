@@ -10,7 +10,7 @@
 
 namespace folio::model::testing {
 
-void expect_llamacpp_parity(const Model& m, KvCache& cache, ForwardContext& ctx,
+void expect_llamacpp_parity(const Model& m, cache::KvCache& cache, ForwardContext& ctx,
                             const std::string& base, ParityTolerance tol,
                             const std::string& label) {
   Result<std::vector<int32_t>> prompt = read_ids(base + ".prompt_tokens.txt");

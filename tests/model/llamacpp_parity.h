@@ -8,8 +8,8 @@
 
 #include <string>
 
+#include "cache/kv_cache.h"
 #include "model/forward_context.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace folio::model::testing {
@@ -20,7 +20,7 @@ struct ParityTolerance {
 };
 
 // gtest expectations; returns early (with a failure) on a load or forward error.
-void expect_llamacpp_parity(const Model& m, KvCache& cache, ForwardContext& ctx,
+void expect_llamacpp_parity(const Model& m, cache::KvCache& cache, ForwardContext& ctx,
                             const std::string& base, ParityTolerance tol, const std::string& label);
 
 }  // namespace folio::model::testing

@@ -19,7 +19,7 @@
 #include <deque>
 #include <random>
 
-#include "model/paged_kv_cache.h"
+#include "cache/paged_kv_cache.h"
 #include "test_util.h"
 
 namespace folio::model::testing {
@@ -35,7 +35,7 @@ struct Request {
   size_t n_generated() const { return tokens.size() - prompt.size(); }
 };
 
-std::vector<int32_t> solo_greedy(const Model& m, KvCache& cache, ForwardContext& ctx,
+std::vector<int32_t> solo_greedy(const Model& m, cache::KvCache& cache, ForwardContext& ctx,
                                  const std::vector<int32_t>& prompt, size_t n) {
   cache.clear();
   std::vector<int32_t> out;
@@ -85,14 +85,16 @@ TEST(PagedBurst, ManySequencesThroughASmallPool) {
   constexpr int kBlockSize = 8;
   constexpr size_t kMaxRunning = 12;
   constexpr size_t kChunk = 16;
-  PagedKvCacheOptions o;
+  cache::KvCacheOptions o;
   o.type = DType::F16;
   o.block_size = kBlockSize;
   o.n_blocks = 30;
   o.n_ctx = 256;
-  Result<std::unique_ptr<PagedKvCache>> made = PagedKvCache::create(m.config(), o);
+  o.n_seq = 0;
+  Result<std::unique_ptr<cache::PagedKvCache>> made =
+      cache::PagedKvCache::create(m.config().cache_geometry(), o);
   ASSERT_TRUE(made.ok()) << made.status().to_string();
-  PagedKvCache& cache = **made;
+  cache::PagedKvCache& cache = **made;
   auto ctx = ForwardContext::cpu(2);
 
   std::deque<size_t> waiting;
@@ -162,7 +164,7 @@ TEST(PagedBurst, ManySequencesThroughASmallPool) {
     }
 
     // One batch: every running sequence's next piece.
-    Batch batch;
+    cache::Batch batch;
     std::vector<std::pair<size_t, int64_t>> outputs;  // (request, batch row)
     for (size_t r : running) {
       const Request& q = reqs[r];
@@ -180,7 +182,7 @@ TEST(PagedBurst, ManySequencesThroughASmallPool) {
     }
     Result<TensorView> logits = m.forward(batch, cache, *ctx);
     if (logits.status().code() == StatusCode::kResourceExhausted) {
-      ASSERT_GT(ctx->kv_plan().missing_blocks, 0);
+      ASSERT_GT(ctx->kv_plan().pages.n_missing_blocks, 0);
       ASSERT_GT(running.size(), 1u) << "one sequence alone does not fit the pool";
       // Preempt the most recently admitted sequence (recompute later).
       const auto newest = std::max_element(running.begin(), running.end(), [&](size_t a, size_t b) {

@@ -1,4 +1,4 @@
-// The model over the paged KV cache (model/paged_kv_cache.h).
+// The model over the paged KV cache (cache/paged_kv_cache.h).
 //
 // Every comparison here is exact (bit for bit), never within a tolerance:
 //   - paged vs contiguous: set_rows converts a row the same way whatever slot
@@ -21,7 +21,7 @@
 #include <numeric>
 #include <random>
 
-#include "model/paged_kv_cache.h"
+#include "cache/paged_kv_cache.h"
 #include "test_util.h"
 
 namespace folio::model::testing {
@@ -35,15 +35,16 @@ std::unique_ptr<Model> load(const std::string& path) {
   return m.ok() ? std::move(m).value() : nullptr;
 }
 
-std::unique_ptr<PagedKvCache> paged(const Model& m, DType kv, int32_t n_blocks,
-                                    int32_t block_size = 8, int n_seq = 0) {
-  PagedKvCacheOptions o;
+std::unique_ptr<cache::PagedKvCache> paged(const Model& m, DType kv, int32_t n_blocks,
+                                           int32_t block_size = 8, int n_seq = 0) {
+  cache::KvCacheOptions o;
   o.type = kv;
   o.block_size = block_size;
   o.n_blocks = n_blocks;
   o.n_ctx = 256;
   o.n_seq = n_seq;
-  Result<std::unique_ptr<PagedKvCache>> c = PagedKvCache::create(m.config(), o);
+  Result<std::unique_ptr<cache::PagedKvCache>> c =
+      cache::PagedKvCache::create(m.config().cache_geometry(), o);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
   return c.ok() ? std::move(c).value() : nullptr;
 }
@@ -87,18 +88,18 @@ Rows solo(const Model& m, DType kv, const std::vector<int32_t>& prompt, int step
 }
 
 // Feeds tokens[begin, end) of sequence `seq` as one batch (all outputs).
-Result<TensorView> feed(const Model& m, KvCache& cache, ForwardContext& ctx, int seq,
+Result<TensorView> feed(const Model& m, cache::KvCache& cache, ForwardContext& ctx, int seq,
                         const std::vector<int32_t>& tokens, size_t begin, size_t end) {
-  Batch b;
+  cache::Batch b;
   for (size_t i = begin; i < end; ++i) b.add(tokens[i], static_cast<int32_t>(i), seq, true);
   return m.forward(b, cache, ctx);
 }
 
 // Scrambles the free queue: sequences of assorted lengths are computed
 // (real K/V, some full blocks registered) and removed in a shuffled order.
-void fragment(const Model& m, PagedKvCache& cache, ForwardContext& ctx) {
+void fragment(const Model& m, cache::PagedKvCache& cache, ForwardContext& ctx) {
   const int64_t nv = m.config().n_vocab;
-  Batch b;
+  cache::Batch b;
   std::vector<int> ids;
   const int lens[] = {13, 29, 8, 21, 17, 3};
   for (int i = 0; i < 6; ++i) {
@@ -151,13 +152,13 @@ TEST_P(PagedVsContiguous, LogitsAreBitIdentical) {
 
   auto contiguous = m->make_cache({256, 1, p.kv});
   ASSERT_TRUE(contiguous.ok());
-  std::unique_ptr<PagedKvCache> pc = paged(*m, p.kv, /*n_blocks=*/40);
+  std::unique_ptr<cache::PagedKvCache> pc = paged(*m, p.kv, /*n_blocks=*/40);
   ASSERT_NE(pc, nullptr);
   fragment(*m, *pc, *ctx);
   Result<int> s = pc->add_sequence();
   ASSERT_TRUE(s.ok());
 
-  auto run = [&](KvCache& cache, int seq, std::vector<int32_t> t) {
+  auto run = [&](cache::KvCache& cache, int seq, std::vector<int32_t> t) {
     Rows rows;
     const size_t cuts[] = {0, 19, 50};
     for (int c = 0; c < 2; ++c) {
@@ -237,7 +238,7 @@ TEST_P(PrefixSharing, SharedPrefixGivesTheSoloLogits) {
   const Rows solo_b = solo(*m, p.kv, pb, kSteps, &gen_b);
 
   auto ctx = ForwardContext::cpu(2);
-  std::unique_ptr<PagedKvCache> cache = paged(*m, p.kv, /*n_blocks=*/64);
+  std::unique_ptr<cache::PagedKvCache> cache = paged(*m, p.kv, /*n_blocks=*/64);
   ASSERT_NE(cache, nullptr);
   const int a = *cache->add_sequence();
   std::vector<int32_t> ta = pa;
@@ -259,7 +260,7 @@ TEST_P(PrefixSharing, SharedPrefixGivesTheSoloLogits) {
 
   // One batch: A's next decode token, then B's 11 suffix tokens.
   ta.push_back(gen_a[1]);
-  Batch batch;
+  cache::Batch batch;
   batch.add(ta.back(), static_cast<int32_t>(ta.size() - 1), a, true);
   for (size_t i = 32; i < pb.size(); ++i) batch.add(pb[i], static_cast<int32_t>(i), b, true);
   Result<TensorView> mixed = m->forward(batch, *cache, *ctx);
@@ -352,7 +353,7 @@ TEST_P(ManySequences, MixedPrefillAndDecodeEqualSoloRuns) {
     seqs[i].want = solo(*m, p.kv, seqs[i].tokens, kSteps, &seqs[i].gen);
   }
   auto ctx = ForwardContext::cpu(2);
-  std::unique_ptr<PagedKvCache> cache = paged(*m, p.kv, /*n_blocks=*/48);
+  std::unique_ptr<cache::PagedKvCache> cache = paged(*m, p.kv, /*n_blocks=*/48);
   ASSERT_NE(cache, nullptr);
   std::mt19937 rng(7);
   size_t n_mixed = 0;  // steps with prefill chunks and decode tokens together
@@ -379,7 +380,7 @@ TEST_P(ManySequences, MixedPrefillAndDecodeEqualSoloRuns) {
       order.insert(order.end(), std::get<2>(pieces[k]) - std::get<1>(pieces[k]), k);
     }
     std::shuffle(order.begin(), order.end(), rng);
-    Batch batch;
+    cache::Batch batch;
     std::vector<std::pair<size_t, size_t>> rows;  // (sequence, position) per batch row
     std::vector<size_t> next(pieces.size());
     for (size_t k = 0; k < pieces.size(); ++k) next[k] = std::get<1>(pieces[k]);
@@ -427,50 +428,10 @@ INSTANTIATE_TEST_SUITE_P(
       return s;
     });
 
-// --- plan, shortage, failure, sizing -------------------------------------------
+// --- shortage, failure, sequences ---------------------------------------------
 
 std::string llama_path() {
   return shared_models_dir() + "/tiny-llama-f32.gguf";
-}
-
-TEST(PagedKvCache, PlanGroupsSequencesAndNumbersThemForAttention) {
-  if (!file_exists(llama_path())) FAIL();
-  std::unique_ptr<Model> m = load(llama_path());
-  ASSERT_NE(m, nullptr);
-  std::unique_ptr<PagedKvCache> cache = paged(*m, DType::F16, 16, 8, /*n_seq=*/3);
-  ASSERT_NE(cache, nullptr);
-  EXPECT_TRUE(cache->has_sequence(2));
-  EXPECT_FALSE(cache->has_sequence(3));
-  KvPlan plan;
-  Batch b;
-  b.add(1, 0, 2, true);  // sequence 2 first: attention sequence 0
-  b.add(2, 0, 0, true);
-  b.add(3, 1, 2, true);
-  ASSERT_TRUE(cache->plan(b, plan).ok());
-  EXPECT_EQ(plan.seq_idx, (std::vector<int32_t>{0, 1, 0}));
-  EXPECT_EQ(plan.kv_len, (std::vector<int32_t>{2, 1}));
-  EXPECT_EQ(plan.max_blocks, 1);
-  ASSERT_EQ(plan.block_table.size(), 2u);
-  // Blocks come from the front of a fresh free queue, in batch-entry order.
-  EXPECT_EQ(plan.block_table, (std::vector<int32_t>{1, 2}));
-  EXPECT_EQ(plan.slots, (std::vector<int32_t>{8, 16, 9}));
-  EXPECT_EQ(cache->seq_len(2), 0);  // planning changes nothing
-  cache->apply(plan);
-  EXPECT_EQ(cache->seq_len(2), 2);
-  EXPECT_EQ(cache->seq_len(0), 1);
-
-  b.clear();
-  b.add(1, 5, 0, true);  // a gap
-  Status st = cache->plan(b, plan);
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("position 5, expected 1"), std::string::npos) << st.to_string();
-  b.clear();
-  b.add(1, 0, 7, true);  // no such sequence
-  EXPECT_EQ(cache->plan(b, plan).code(), StatusCode::kInvalidArgument);
-  b.clear();
-  b.add(1, 255, 1, true);
-  EXPECT_EQ(cache->plan(b, plan).code(), StatusCode::kInvalidArgument);
-  EXPECT_TRUE(cache->check_invariants().ok());
 }
 
 TEST(PagedKvCache, ShortPoolIsResourceExhaustedAndChangesNothing) {
@@ -478,19 +439,19 @@ TEST(PagedKvCache, ShortPoolIsResourceExhaustedAndChangesNothing) {
   std::unique_ptr<Model> m = load(llama_path());
   ASSERT_NE(m, nullptr);
   auto ctx = ForwardContext::cpu(2);
-  std::unique_ptr<PagedKvCache> cache = paged(*m, DType::F16, /*n_blocks=*/5, 8, 2);
+  std::unique_ptr<cache::PagedKvCache> cache = paged(*m, DType::F16, /*n_blocks=*/5, 8, 2);
   ASSERT_NE(cache, nullptr);
   const std::vector<int32_t> t = tokens_of(m->config().n_vocab, 20, 3);
   ASSERT_TRUE(feed(*m, *cache, *ctx, 0, t, 0, t.size()).ok());  // 3 of 4 blocks
   Result<TensorView> r = feed(*m, *cache, *ctx, 1, t, 0, t.size());
   ASSERT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().to_string();
-  EXPECT_EQ(ctx->kv_plan().missing_blocks, 2);
+  EXPECT_EQ(ctx->kv_plan().pages.n_missing_blocks, 2);
   EXPECT_EQ(cache->seq_len(1), 0);
   EXPECT_EQ(cache->manager().pool().n_used(), 3);
   // n_ctx is a limit on one sequence, not a shortage.
-  Batch b;
+  cache::Batch b;
   for (int p = 0; p < 257; ++p) b.add(1, p, 1, false);
-  KvPlan plan;
+  cache::KvPlan plan;
   EXPECT_EQ(cache->plan(b, plan).code(), StatusCode::kOutOfRange);
   // Freeing the first sequence makes room.
   ASSERT_TRUE(cache->remove_sequence(0).ok());
@@ -509,7 +470,7 @@ TEST(PagedKvCache, FailedForwardIsDiscarded) {
   std::vector<int32_t> gen;
   const Rows want = solo(*m, DType::F16, t, 1, &gen);
   auto ctx = ForwardContext::cpu(2);
-  std::unique_ptr<PagedKvCache> cache = paged(*m, DType::F16, 16, 8, 1);
+  std::unique_ptr<cache::PagedKvCache> cache = paged(*m, DType::F16, 16, 8, 1);
   ASSERT_NE(cache, nullptr);
   ASSERT_TRUE(feed(*m, *cache, *ctx, 0, t, 0, t.size()).ok());
   Result<int> child = cache->fork_sequence(0);
@@ -535,60 +496,6 @@ TEST(PagedKvCache, FailedForwardIsDiscarded) {
   EXPECT_TRUE(cache->check_invariants().ok());
 }
 
-TEST(PagedKvCache, OptionsAndSizing) {
-  if (!file_exists(llama_path())) FAIL();
-  std::unique_ptr<Model> m = load(llama_path());
-  ASSERT_NE(m, nullptr);
-  const ModelConfig& cfg = m->config();
-  EXPECT_EQ(*parse_kv_type("f16"), DType::F16);
-  EXPECT_EQ(*parse_kv_type("bf16"), DType::BF16);
-  EXPECT_EQ(*parse_kv_type("q8_0"), DType::Q8_0);
-  EXPECT_FALSE(parse_kv_type("q4_0").ok());
-  EXPECT_FALSE(parse_kv_type("").ok());
-
-  PagedKvCacheOptions o;
-  o.n_seq = 2;
-  o.n_ctx = 100;
-  Result<std::unique_ptr<PagedKvCache>> c = PagedKvCache::create(cfg, o);
-  ASSERT_TRUE(c.ok()) << c.status().to_string();
-  EXPECT_EQ((*c)->type(), DType::F16);  // default
-  EXPECT_EQ((*c)->block_size(), 16);
-  EXPECT_EQ((*c)->n_blocks(), 2 * 7 + 1);  // two sequences of 100 positions, null block
-  const std::vector<cache::KvLayerShape> shapes = kv_layer_shapes(cfg);
-  ASSERT_EQ(shapes.size(), static_cast<size_t>(cfg.n_layer));
-  EXPECT_EQ((*c)->block_bytes(), *cache::kv_block_bytes(shapes, DType::F16, 16));
-  EXPECT_GE((*c)->bytes(), (*c)->block_bytes() * 15);
-
-  o.memory_mib = 3;
-  o.block_size = 32;
-  o.type = DType::Q8_0;
-  c = PagedKvCache::create(cfg, o);
-  ASSERT_TRUE(c.ok()) << c.status().to_string();
-  EXPECT_EQ((*c)->n_blocks(), *cache::kv_blocks_for_budget(3, shapes, DType::Q8_0, 32));
-  EXPECT_LE((*c)->bytes(), (size_t{3} << 20) + 64 * 2 * static_cast<size_t>(cfg.n_layer));
-
-  o.n_blocks = 10;  // and memory_mib: not both
-  EXPECT_EQ(PagedKvCache::create(cfg, o).status().code(), StatusCode::kInvalidArgument);
-  o.memory_mib = 0;
-  o.block_size = 24;
-  EXPECT_EQ(PagedKvCache::create(cfg, o).status().code(), StatusCode::kInvalidArgument);
-  o.block_size = 256;
-  EXPECT_EQ(PagedKvCache::create(cfg, o).status().code(), StatusCode::kInvalidArgument);
-  o.block_size = 8;
-  o.type = DType::BF16;
-  EXPECT_TRUE(PagedKvCache::create(cfg, o).ok());
-  o.type = DType::Q4_0;
-  EXPECT_EQ(PagedKvCache::create(cfg, o).status().code(), StatusCode::kUnsupported);
-  o.type = DType::F32;
-  o.n_blocks = 0;
-  o.n_seq = 0;  // nothing to size the pool from
-  EXPECT_EQ(PagedKvCache::create(cfg, o).status().code(), StatusCode::kInvalidArgument);
-  o.n_blocks = 1;  // the null block alone
-  EXPECT_EQ(PagedKvCache::create(cfg, o).status().code(), StatusCode::kInvalidArgument);
-  o.n_blocks = 2;
-  EXPECT_TRUE(PagedKvCache::create(cfg, o).ok());
-}
-
 // Sequences of the paged cache come and go; ids are reused; clear() empties
 // every sequence and returns every block.
 TEST(PagedKvCache, SequencesComeAndGo) {
@@ -596,7 +503,7 @@ TEST(PagedKvCache, SequencesComeAndGo) {
   std::unique_ptr<Model> m = load(llama_path());
   ASSERT_NE(m, nullptr);
   auto ctx = ForwardContext::cpu(2);
-  std::unique_ptr<PagedKvCache> cache = paged(*m, DType::F32, 32, 8);
+  std::unique_ptr<cache::PagedKvCache> cache = paged(*m, DType::F32, 32, 8);
   ASSERT_NE(cache, nullptr);
   const std::vector<int32_t> t = tokens_of(m->config().n_vocab, 20, 5);
   const int a = *cache->add_sequence();
@@ -628,7 +535,7 @@ TEST(ContiguousKvCacheSequences, AddForkRemove) {
   auto ctx = ForwardContext::cpu(2);
   auto cache = m->make_cache({64, 2, DType::F16});
   ASSERT_TRUE(cache.ok());
-  KvCache& c = **cache;
+  cache::KvCache& c = **cache;
   EXPECT_EQ(*c.add_sequence(), 0);
   ASSERT_TRUE(feed(*m, c, *ctx, 0, t, 0, t.size()).ok());
   EXPECT_EQ(*c.take_cached_prefix(1, t), 0);  // no prefix cache

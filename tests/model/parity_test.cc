@@ -23,9 +23,8 @@
 // (paged_kv_cache_test.cc), so the tolerances are the same.
 #include <gtest/gtest.h>
 
-
+#include "cache/kv_cache.h"
 #include "llamacpp_parity.h"
-#include "model/paged_kv_cache.h"
 #include "test_util.h"
 
 namespace folio::model::testing {
@@ -72,15 +71,15 @@ std::vector<Param> params(DType kv) {
   return v;
 }
 
-Result<std::unique_ptr<KvCache>> make_cache(const Model& m, const Param& p) {
+Result<std::unique_ptr<cache::KvCache>> make_cache(const Model& m, const Param& p) {
   constexpr int64_t kCtx = 512;
   if (!p.paged) return m.make_cache({kCtx, 1, p.kv});
-  PagedKvCacheOptions o;
+  cache::KvCacheOptions o;
+  o.storage = cache::KvStorage::kPaged;
   o.type = p.kv;
   o.n_ctx = kCtx;
   o.n_seq = 1;  // sequence 0; the pool holds kCtx positions
-  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> c, PagedKvCache::create(m.config(), o));
-  return std::unique_ptr<KvCache>(std::move(c));
+  return m.make_cache(o);
 }
 
 class RefParity : public ::testing::TestWithParam<Param> {};
@@ -102,7 +101,7 @@ TEST_P(RefParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   if (p.kv == DType::Q8_0) tol_prefill = tol_decode = 0.25f;
 
   auto ctx = ForwardContext::cpu(2);
-  Result<std::unique_ptr<KvCache>> cache = make_cache(m, p);
+  Result<std::unique_ptr<cache::KvCache>> cache = make_cache(m, p);
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
   expect_llamacpp_parity(
       m, **cache, *ctx, base, {tol_prefill, tol_decode},

@@ -50,11 +50,11 @@ TEST(Arena, BumpsMarksAndConsolidates) {
 TEST(KvCache, PlanChecksPositionsSequencesAndCapacity) {
   std::unique_ptr<Model> m = synthetic();
   ASSERT_NE(m, nullptr);
-  Result<std::unique_ptr<KvCache>> c = m->make_cache({4, 2, DType::F32});
+  Result<std::unique_ptr<cache::KvCache>> c = m->make_cache({4, 2, DType::F32});
   ASSERT_TRUE(c.ok());
-  KvCache& cache = **c;
-  KvPlan plan;
-  Batch b;
+  cache::KvCache& cache = **c;
+  cache::KvPlan plan;
+  cache::Batch b;
   b.add(1, 0, 0, true);
   b.add(2, 0, 1, true);
   b.add(3, 1, 0, true);
@@ -102,7 +102,7 @@ TEST(Forward, RejectsBadBatchesAndLeavesTheCacheUnchanged) {
   auto ctx = ForwardContext::cpu(1);
   auto cache = m->make_cache({8, 1, DType::F32});
   ASSERT_TRUE(cache.ok());
-  Batch b;
+  cache::Batch b;
   EXPECT_EQ(m->forward(b, **cache, *ctx).status().code(), StatusCode::kInvalidArgument);  // empty
   b.add(1, 0, 0, true);
   b.add(64, 1, 0, true);  // n_vocab is 64
@@ -134,7 +134,7 @@ TEST(Forward, LogitsOnlyForFlaggedTokensEqualFullLogits) {
   auto c2 = m->make_cache({8, 1, DType::F32});
   Result<std::vector<float>> all = eval_all(*m, **c1, *ctx, {5, 6, 7, 8});
   ASSERT_TRUE(all.ok());
-  Batch b;
+  cache::Batch b;
   for (int i = 0; i < 4; ++i) b.add(5 + i, i, 0, i == 1 || i == 3);
   Result<TensorView> some = m->forward(b, **c2, *ctx);
   ASSERT_TRUE(some.ok());

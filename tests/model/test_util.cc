@@ -97,9 +97,9 @@ float max_abs_diff(const float* a, const float* b, int64_t n) {
   return m;
 }
 
-Result<std::vector<float>> eval_all(const Model& m, KvCache& cache, ForwardContext& ctx,
+Result<std::vector<float>> eval_all(const Model& m, cache::KvCache& cache, ForwardContext& ctx,
                                     const std::vector<int32_t>& tokens, int seq) {
-  Batch b;
+  cache::Batch b;
   const int64_t start = cache.seq_len(seq);
   for (size_t i = 0; i < tokens.size(); ++i) {
     b.add(tokens[i], static_cast<int32_t>(start + static_cast<int64_t>(i)), seq, true);
@@ -109,7 +109,7 @@ Result<std::vector<float>> eval_all(const Model& m, KvCache& cache, ForwardConte
   return std::vector<float>(p, p + logits.nelements());
 }
 
-Result<std::vector<float>> eval_one(const Model& m, KvCache& cache, ForwardContext& ctx,
+Result<std::vector<float>> eval_one(const Model& m, cache::KvCache& cache, ForwardContext& ctx,
                                     int32_t token, int seq) {
   return eval_all(m, cache, ctx, {token}, seq);
 }

@@ -41,10 +41,10 @@ float max_abs_diff(const float* a, const float* b, int64_t n);
 
 // Evaluates `tokens` as sequence `seq` from the cache's current length, one
 // batch, logits of every token: [n][n_vocab] row-major.
-Result<std::vector<float>> eval_all(const Model& m, KvCache& cache, ForwardContext& ctx,
+Result<std::vector<float>> eval_all(const Model& m, cache::KvCache& cache, ForwardContext& ctx,
                                     const std::vector<int32_t>& tokens, int seq = 0);
 // Feeds one token at the next position of `seq` and returns its logits.
-Result<std::vector<float>> eval_one(const Model& m, KvCache& cache, ForwardContext& ctx,
+Result<std::vector<float>> eval_one(const Model& m, cache::KvCache& cache, ForwardContext& ctx,
                                     int32_t token, int seq = 0);
 
 }  // namespace folio::model::testing

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "cache/paged_kv_cache.h"
 #include "engine/generator.h"
 #include "engine/scheduler.h"
-#include "model/paged_kv_cache.h"
 #include "server/http_server.h"
 #include "server/openai_response.h"
 #include "test_client.h"
@@ -50,15 +50,15 @@ class ServingStack {
     return t;
   }
 
-  static std::unique_ptr<model::PagedKvCache> make_cache(int64_t n_ctx, int n_seq,
-                                                         int32_t n_blocks) {
-    model::PagedKvCacheOptions o;
+  static std::unique_ptr<cache::KvCache> make_cache(int64_t n_ctx, int n_seq, int32_t n_blocks) {
+    cache::KvCacheOptions o;
+    o.storage = cache::KvStorage::kPaged;
     o.type = DType::F32;
     o.block_size = 16;
     o.n_ctx = n_ctx;
     o.n_seq = n_seq;
     o.n_blocks = n_blocks;
-    auto c = model::PagedKvCache::create(model().config(), o);
+    auto c = model().make_cache(o);
     EXPECT_TRUE(c.ok()) << c.status().to_string();
     return c.ok() ? std::move(c).value() : nullptr;
   }
@@ -102,7 +102,7 @@ class ServingStack {
 
   int port() const { return port_; }
   Scheduler& scheduler() { return *scheduler_; }
-  model::PagedKvCache& cache() { return *cache_; }
+  cache::KvCache& cache() { return *cache_; }
 
   // Blocks referenced by live sequences once the scheduler is idle.
   int32_t used_blocks_when_idle() {
@@ -150,7 +150,7 @@ class ServingStack {
 
  private:
   StackOptions options_;
-  std::unique_ptr<model::PagedKvCache> cache_;
+  std::unique_ptr<cache::KvCache> cache_;
   std::unique_ptr<model::ForwardContext> ctx_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<SchedulerService> service_;

@@ -14,8 +14,6 @@
 #include "core/cpu_features.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
-#include "model/hybrid_cache.h"
-#include "model/paged_kv_cache.h"
 #include "tensor/dtype.h"
 
 namespace folio::tools {
@@ -195,7 +193,7 @@ namespace {
 // n_seq: sequences created up front. n_parallel > 0: without --kv-blocks /
 // --kv-memory, a pool of n_parallel contexts (instead of n_seq's).
 Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
-  Result<DType> kv = model::parse_kv_type(f.kv_type);
+  Result<DType> kv = cache::parse_kv_type(f.kv_type);
   if (!kv.ok()) return kv.status().with_context("--kv-type");
   LoadedModel lm;
   model::LoadOptions lo;
@@ -208,12 +206,13 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   FOLIO_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(lm.model->file()));
   lm.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
   lm.ctx = model::ForwardContext::cpu(f.threads > 0 ? f.threads : default_thread_count());
-  model::PagedKvCacheOptions co;
+  cache::KvCacheOptions co;
   const int64_t train_ctx = lm.model->config().n_ctx_train;
   const int64_t want_ctx = f.ctx_size > 0 ? f.ctx_size : (train_ctx > 0 ? train_ctx : 4096);
   co.n_ctx = train_ctx > 0 ? std::min(want_ctx, train_ctx) : want_ctx;
   co.n_seq = n_seq;
   co.type = *kv;
+  co.storage = cache::KvStorage::kPaged;
   co.block_size = f.kv_block_size;
   co.n_blocks = f.kv_blocks;
   co.memory_mib = f.kv_memory_mib;
@@ -221,29 +220,15 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
     const int64_t per_seq = (co.n_ctx + f.kv_block_size - 1) / f.kv_block_size;
     co.n_blocks = static_cast<int32_t>(std::min<int64_t>(n_parallel * per_seq + 1, INT32_MAX));
   }
-  if (lm.model->config().is_hybrid()) {  // K/V + recurrent state per sequence
-    const model::HybridKvCacheOptions ho =
-        model::paged_hybrid_options(co, std::max({n_seq, n_parallel, 1}));
-    Result<std::unique_ptr<model::HybridKvCache>> hybrid =
-        model::HybridKvCache::create(lm.model->config(), ho);
-    if (!hybrid.ok()) return hybrid.status().with_context("KV cache");
-    if (std::FILE* log = info_log()) {
-      std::fprintf(log, "folio: context %lld tokens, KV cache %s, %s, %d threads\n",
-                   static_cast<long long>(co.n_ctx), dtype_name(co.type),
-                   (*hybrid)->summary().c_str(), lm.ctx->n_threads());
-    }
-    lm.cache = std::move(hybrid).value();
-    return lm;
-  }
-  Result<std::unique_ptr<model::PagedKvCache>> cache =
-      model::PagedKvCache::create(lm.model->config(), co);
+  co.max_seqs = std::max({n_seq, n_parallel, 1});  // hybrid models: recurrent state per sequence
+  Result<std::unique_ptr<cache::KvCache>> cache = lm.model->make_cache(co);
   if (!cache.ok()) return cache.status().with_context("KV cache");
-  if (std::FILE* log = info_log()) std::fprintf(log,
-               "folio: context %lld tokens, KV cache %s, %d blocks of %d tokens (%.1f MiB), %d "
-               "threads\n",
-               static_cast<long long>(co.n_ctx), dtype_name(co.type), (*cache)->n_blocks(),
-               co.block_size, static_cast<double>((*cache)->bytes()) / (1024.0 * 1024.0),
-               lm.ctx->n_threads());
+  if (std::FILE* log = info_log()) {
+    std::fprintf(log, "folio: context %lld tokens, KV cache %s, %s, %d threads
+",
+                 static_cast<long long>(co.n_ctx), dtype_name(co.type),
+                 (*cache)->summary().c_str(), lm.ctx->n_threads());
+  }
   lm.cache = std::move(cache).value();
   return lm;
 }

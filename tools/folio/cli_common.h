@@ -17,10 +17,10 @@
 #include <memory>
 #include <string>
 
+#include "cache/kv_cache.h"
 #include "core/status.h"
 #include "engine/sampling_params.h"
 #include "model/forward_context.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -82,13 +82,13 @@ struct LoadedModel {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<model::ForwardContext> ctx;
-  std::unique_ptr<model::KvCache> cache;
+  std::unique_ptr<cache::KvCache> cache;
 };
 
 // Loads the model (progress and buffers on info_log()), its tokenizer, a CPU
 // forward context and a paged KV cache holding sequence 0.
 Result<LoadedModel> load_for_generation(const ModelFlags& flags);
-// The same with a paged KV cache (model::PagedKvCache) holding no sequence,
+// The same with a paged KV cache (cache::PagedKvCache) holding no sequence,
 // its pool sized for n_parallel contexts unless --kv-blocks / --kv-memory say.
 Result<LoadedModel> load_for_batch(const ModelFlags& flags, int n_parallel);
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_buffer_types.h"
+#include "cache/kv_cache.h"
 #include "commands.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -28,7 +29,6 @@
 #include "engine/bench_runner.h"
 #include "engine/mem_bandwidth.h"
 #include "model/model.h"
-#include "model/paged_kv_cache.h"
 
 namespace folio::tools {
 
@@ -116,7 +116,7 @@ Status validate(const BenchFlags& f) {
   if (f.bw_gbps < 0) return invalid_argument("--bw must be > 0, got {}", f.bw_gbps);
   if (f.mem_mib < 0) return invalid_argument("--mem-size must be > 0, got {}", f.mem_mib);
   for (const std::string& k : f.kv_types) {
-    Result<DType> t = model::parse_kv_type(k);
+    Result<DType> t = cache::parse_kv_type(k);
     if (!t.ok()) return t.status().with_context("--kv-type");
   }
   for (const std::string& name : f.isas) {
@@ -211,7 +211,7 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
               bo.tg_prompt = f.tg_prompt;
               bo.warmup = !f.no_warmup;
               bo.seed = f.seed;
-              bo.kv_type = *model::parse_kv_type(kv);
+              bo.kv_type = *cache::parse_kv_type(kv);
               bo.kv_block_size = f.kv_block_size;
               bo.log = stderr;
               std::fprintf(stderr, "bench: %s, %s, %d threads, kv %s, ubatch %lld\n",

@@ -86,10 +86,10 @@ Status run_logits(const LogitsArgs& a) {
                               tokens[i], i, n_vocab);
     }
   }
-  model::KvCacheOptions ko;
+  cache::KvCacheOptions ko;
   ko.n_ctx = static_cast<int64_t>(tokens.size());
   ko.type = kv_type;
-  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<model::KvCache> cache, m->make_cache(ko));
+  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<cache::KvCache> cache, m->make_cache(ko));
   const int threads = a.threads > 0 ? a.threads : default_thread_count();
   auto ctx = model::ForwardContext::cpu(threads);
   std::fprintf(stderr,

@@ -18,13 +18,16 @@
 #include "gguf/gguf_file.h"
 #include "tensor/tensor_view.h"
 
+namespace folio::cache {
+class KvCache;
+}  // namespace folio::cache
+
 namespace folio::model {
 
 struct ModelConfig;
 struct ModelWeights;
 struct ForwardInputs;
 class ForwardContext;
-class KvCache;
 
 struct ArchFamily {
   const char* name;  // "llama", "qwen3moe", ...
@@ -32,7 +35,7 @@ struct ArchFamily {
   // Returns the logits F32 [n_vocab, n_out] (empty when n_out == 0); errors
   // are recorded in ctx (sticky) and returned by the caller.
   TensorView (*forward)(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
-                        KvCache& cache, ForwardContext& ctx);
+                        cache::KvCache& cache, ForwardContext& ctx);
 };
 
 // The family of `arch`, or nullptr.

@@ -87,7 +87,7 @@ Status configure_gemma3(const gguf::GgufFile& file, ModelConfig& c) {
 //   a = post_attn_norm(attention(h)); x += a; h = ffn_norm(x)
 //   f = post_ffw_norm(ffn(h));        x += f; h = next attn_norm(x)
 TensorView forward_gemma3(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
-                          KvCache& cache, ForwardContext& ctx) {
+                          cache::KvCache& cache, ForwardContext& ctx) {
   const int64_t e = cfg.n_embd, t = in.n_tokens;
   const float eps = cfg.norm_eps;
   TensorView x = embed_tokens(ctx, cfg, w, in);  // [E, T]

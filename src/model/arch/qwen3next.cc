@@ -206,7 +206,7 @@ Status configure_qwen35moe(const gguf::GgufFile& f, ModelConfig& c) {
 // and h live outside the per-layer arena marks; in the last layer only the
 // output rows go through the FFN and the head.
 TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
-                          KvCache& cache, ForwardContext& ctx) {
+                          cache::KvCache& cache, ForwardContext& ctx) {
   const int64_t e = cfg.n_embd, t = in.n_tokens;
   const float eps = cfg.norm_eps;
   const RecurrentInputs ri = upload_recurrent_inputs(ctx, in);

@@ -11,7 +11,8 @@
 namespace folio::model {
 
 TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
-                          int il, const TensorView& x, const ForwardInputs& in, KvCache& cache) {
+                          int il, const TensorView& x, const ForwardInputs& in,
+                          cache::KvCache& cache) {
   const LayerWeights& l = w.layers[static_cast<size_t>(il)];
   const int64_t t = x.ne[1];
   const int64_t hq = cfg.n_head_of(il), hkv = cfg.n_head_kv_of(il);
@@ -42,7 +43,7 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
 
 TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int il,
                                 const TensorView& q, const TensorView& k, const TensorView& v,
-                                const ForwardInputs& in, KvCache& cache) {
+                                const ForwardInputs& in, cache::KvCache& cache) {
   const int64_t t = k.ne[2];
   ctx.set_rows(cache.k_table(il), reshape(k, {k.ne[0] * k.ne[1], t, 1, 1}), in.slots);
   ctx.set_rows(cache.v_table(il), v, in.slots);
@@ -52,7 +53,7 @@ TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int
   ap.softcap = cfg.attn_softcap;
   ap.causal = true;
   ap.window = cfg.is_swa(il) ? cfg.n_swa : 0;
-  ap.layout = cache.layout();
+  ap.layout = cache.paged() ? KvLayout::kPaged : KvLayout::kContiguous;
   ap.block_size = cache.block_size();
   return ctx.flash_attn(q, cache.k_view(il), cache.v_view(il), in.seq_idx, in.pos, in.kv_len,
                         in.block_table, ap);  // [Dv, Hq, T]

@@ -4,10 +4,10 @@
 // wanted). Errors are sticky in the context (see forward_context.h).
 #pragma once
 
+#include "cache/kv_cache.h"
 #include "model/config.h"
 #include "model/forward_context.h"
 #include "model/forward_inputs.h"
-#include "model/kv_cache.h"
 #include "model/weights.h"
 
 namespace folio::model {
@@ -19,7 +19,8 @@ namespace folio::model {
 // flash-attention op over the cache (causal, sliding window on SWA layers),
 // output projection (+ bias). Returns [E, T].
 TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
-                          int il, const TensorView& x, const ForwardInputs& in, KvCache& cache);
+                          int il, const TensorView& x, const ForwardInputs& in,
+                          cache::KvCache& cache);
 
 // The part of an attention block after its projections, shared by
 // self_attention and the hybrids' gated_attention: writes the batch's K
@@ -28,7 +29,7 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
 // cache (sliding window on SWA layers). Returns [Dv, Hq, T].
 TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int il,
                                 const TensorView& q, const TensorView& k, const TensorView& v,
-                                const ForwardInputs& in, KvCache& cache);
+                                const ForwardInputs& in, cache::KvCache& cache);
 
 // ffn.cc ---------------------------------------------------------------------
 // Dense gated FFN: down(act(gate(x)) * up(x)), act = cfg.ffn_glu. x [E, n] -> [E, n].
@@ -58,6 +59,6 @@ TensorView output_logits(ForwardContext& ctx, const ModelConfig& cfg, const Mode
 //   h = rms_norm(x); x += attention(h); h = rms_norm(x); x += ffn_or_moe(h)
 // then the output head. Returns logits [n_vocab, n_out] (empty if n_out == 0).
 TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
-                            KvCache& cache, ForwardContext& ctx);
+                            cache::KvCache& cache, ForwardContext& ctx);
 
 }  // namespace folio::model

@@ -10,7 +10,7 @@
 namespace folio::model {
 
 TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
-                            KvCache& cache, ForwardContext& ctx) {
+                            cache::KvCache& cache, ForwardContext& ctx) {
   const int64_t e = cfg.n_embd, t = in.n_tokens;
   const float eps = cfg.norm_eps;
   TensorView x = embed_tokens(ctx, cfg, w, in);  // [E, T] residual stream

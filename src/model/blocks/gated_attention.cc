@@ -14,7 +14,8 @@
 namespace folio::model {
 
 TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
-                           int il, const TensorView& x, const ForwardInputs& in, KvCache& cache) {
+                           int il, const TensorView& x, const ForwardInputs& in,
+                           cache::KvCache& cache) {
   const LayerWeights& l = w.layers[static_cast<size_t>(il)];
   const int64_t t = x.ne[1];
   const int64_t hq = cfg.n_head_of(il), hkv = cfg.n_head_kv_of(il);

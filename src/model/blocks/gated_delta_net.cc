@@ -66,7 +66,7 @@ TensorView ids_range(const TensorView& ids, int64_t i, int64_t n) {
 class DeltaNetLayer {
  public:
   DeltaNetLayer(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
-                const RecurrentInputs& ri, KvCache& cache)
+                const RecurrentInputs& ri, cache::KvCache& cache)
       : ctx_(ctx),
         cfg_(cfg),
         l_(l),
@@ -105,7 +105,7 @@ class DeltaNetLayer {
   const ModelConfig& cfg_;
   const LayerWeights& l_;
   const RecurrentInputs& ri_;
-  const RecurrentPlan& rp_;
+  const cache::RecurrentPlan& rp_;
   TensorView conv_pool_;  // [K - 1, C, n_slots]
   TensorView ssm_pool_;   // [S, S, Hv, n_slots]
   const int64_t s_, hk_, hv_, c_, taps_;
@@ -292,7 +292,7 @@ void DeltaNetLayer::decode_run(size_t a, size_t b) {
   }
   if (!ctx_.ok()) return;
   for (size_t i = a; i < b; ++i) {  // a checkpoint after a decode token: the new state
-    const RecurrentStep& st = rp_.steps[i];
+    const cache::RecurrentStep& st = rp_.steps[i];
     for (int32_t k = 0; k < st.n_ckpt; ++k) {
       const int32_t dst = rp_.checkpoints[static_cast<size_t>(st.ckpt_begin + k)].slot;
       copy_taps(st.slot, dst);
@@ -302,14 +302,14 @@ void DeltaNetLayer::decode_run(size_t a, size_t b) {
 }
 
 void DeltaNetLayer::prefill_step(size_t i) {
-  const RecurrentStep& st = rp_.steps[i];
+  const cache::RecurrentStep& st = rp_.steps[i];
   const int32_t slot = st.slot;
   const TensorView win = conv_plain(st.row_begin, st.n_tokens, std::span<const int32_t>(&slot, 1));
   const TensorView state = view_of(ssm_pool_, static_cast<size_t>(slot) * ssm_pool_.nb[3],
                                    {s_, s_, hv_, 1}, ssm_pool_.nb);  // the slot, in place
   int32_t done = 0;
   for (int32_t k = 0; k <= st.n_ckpt; ++k) {
-    const StateCheckpoint* cp =
+    const cache::StateCheckpoint* cp =
         k < st.n_ckpt ? &rp_.checkpoints[static_cast<size_t>(st.ckpt_begin + k)] : nullptr;
     const int32_t end = cp != nullptr ? cp->after : st.n_tokens;
     if (end > done) delta_net_plain(st.row_begin + done, end - done, 1, state);
@@ -364,11 +364,12 @@ RecurrentInputs upload_recurrent_inputs(ForwardContext& ctx, const ForwardInputs
 }
 
 TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
-                           int il, const TensorView& x, const RecurrentInputs& ri, KvCache& cache) {
+                           int il, const TensorView& x, const RecurrentInputs& ri,
+                           cache::KvCache& cache) {
   if (cache.conv_state(il).empty() || cache.ssm_state(il).empty()) {
     ctx.fail(invalid_argument(
         "forward: layer {} is a gated DeltaNet layer; the KV cache holds no recurrent state for "
-        "it (use a hybrid cache, model/hybrid_cache.h)",
+        "it (use a hybrid cache, cache/hybrid_kv_cache.h)",
         il));
     return ctx.f32(cfg.n_embd, x.ne[1]);
   }

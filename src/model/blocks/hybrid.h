@@ -4,10 +4,10 @@
 // tokens in the batch); errors are sticky in the context.
 #pragma once
 
+#include "cache/kv_cache.h"
 #include "model/config.h"
 #include "model/forward_context.h"
 #include "model/forward_inputs.h"
-#include "model/kv_cache.h"
 #include "model/weights.h"
 
 namespace folio::model {
@@ -15,7 +15,7 @@ namespace folio::model {
 // The batch's recurrent plan (KvPlan::recurrent) as I32 tensors, uploaded
 // once per forward and shared by every recurrent layer.
 struct RecurrentInputs {
-  const RecurrentPlan* plan = nullptr;
+  const cache::RecurrentPlan* plan = nullptr;
   TensorView slots;    // I32 [n_steps] state slot of each step (fused ops' ids)
   TensorView order;    // I32 [T] batch row of each recurrent row; empty: identity
   TensorView inverse;  // I32 [T] recurrent row of each batch row; empty: identity
@@ -33,7 +33,8 @@ RecurrentInputs upload_recurrent_inputs(ForwardContext& ctx, const ForwardInputs
 // the cache's pools (slots of in.plan->recurrent), and the plan's
 // checkpoints are saved. Returns [E, T] in batch order.
 TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
-                           int il, const TensorView& x, const RecurrentInputs& ri, KvCache& cache);
+                           int il, const TensorView& x, const RecurrentInputs& ri,
+                           cache::KvCache& cache);
 
 // gated_attention.cc -------------------------------------------------------
 // Full attention with an output gate (qwen3next family): attn_q yields, per
@@ -41,7 +42,8 @@ TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const La
 // K/V through the cache like self_attention, then the attention output is
 // multiplied by sigmoid(gate) before attn_output. x [E, T] -> [E, T].
 TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
-                           int il, const TensorView& x, const ForwardInputs& in, KvCache& cache);
+                           int il, const TensorView& x, const ForwardInputs& in,
+                           cache::KvCache& cache);
 
 // shared_expert.cc ---------------------------------------------------------
 // Routed experts plus the shared expert scaled by sigmoid(gate_inp_shexp .

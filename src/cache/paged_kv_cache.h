@@ -1,11 +1,11 @@
-// PagedKvCache: the model's KV cache in blocks of one pool (DESIGN.md points
-// 1-3), the KvCache interface over cache::KvCacheManager.
+// PagedKvCache: the KV cache in blocks of one pool (DESIGN.md points 1-3),
+// the KvCache interface over KvCacheManager.
 //
 // Storage, per attention layer, one region each for K and V:
 //   K [Dk, n_kv_head, block_size, n_blocks], V [Dv, n_kv_head, block_size, n_blocks]
-// in F16 (default), F32 or Q8_0. Slot = block * block_size + offset is a row
-// of k_table / v_table ([D * n_kv_head, block_size * n_blocks]) in every
-// layer; kFlashAttn reads k_view / v_view through each sequence's block table
+// (options.type). Slot = block * block_size + offset is a row of k_table /
+// v_table ([D * n_kv_head, block_size * n_blocks]) in every layer;
+// kFlashAttn reads k_view / v_view through each sequence's block table
 // (KvLayout::kPaged). Block 0 is the pool's null block: it pads block-table
 // rows and is never read as data.
 //
@@ -26,10 +26,10 @@
 // the blocks of the whole batch at once and numbers the batch's sequences
 // 0..n-1 for the attention op in order of first appearance, with one
 // block-table row each. If the pool is short, plan() returns
-// kResourceExhausted and plan.missing_blocks; nothing changes (a scheduler
-// preempts and plans again).
+// kResourceExhausted and plan.pages.n_missing_blocks; nothing changes (a
+// scheduler preempts and plans again).
 //
-// K/V types: f16 (default), f32, bf16 and q8_0 — whatever kFlashAttn reads
+// K/V types: f32, f16, bf16 and q8_0 — whatever kFlashAttn reads
 // (backend/op.h); bf16 rows are converted by the portable tiled kernel.
 //
 // Not thread-safe: one owner (the engine's step thread) plans, prepares,
@@ -39,46 +39,28 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <string_view>
+#include <string>
 #include <vector>
 
-#include "cache/block_pool.h"
+#include "cache/kv_cache.h"
 #include "cache/kv_cache_manager.h"
-#include "cache/kv_sizing.h"
-#include "model/kv_cache.h"
+#include "tensor/buffer.h"
 
-namespace folio::model {
-
-struct PagedKvCacheOptions {
-  DType type = DType::F16;                        // F16, F32 or Q8_0 (head dims multiples of 32)
-  int32_t block_size = cache::kDefaultBlockSize;  // power of two in [8, 128]
-  // Pool size, at most one of the two (--kv-blocks / --kv-memory):
-  int32_t n_blocks = 0;    // physical blocks, the null block included
-  int64_t memory_mib = 0;  // as many blocks as fit this many MiB (cache::kv_blocks_for_budget)
-  // Neither: n_seq * ceil(n_ctx / block_size) + 1 blocks (n_seq must be > 0).
-  int64_t n_ctx = 4096;  // positions one sequence may hold (a limit, not a reservation)
-  int n_seq = 0;         // sequences created up front, ids 0..n_seq-1
-  bool prefix_caching = true;
-  uint64_t hash_seed = 0;  // 0: reproducible prefix hashes
-};
-
-// A --kv-type value: f32, f16, bf16 or q8_0.
-Result<DType> parse_kv_type(std::string_view name);
-
-// K/V shapes of the attention layers of `cfg` (input of cache::kv_sizing).
-std::vector<cache::KvLayerShape> kv_layer_shapes(const ModelConfig& cfg);
+namespace folio::cache {
 
 class PagedKvCache final : public KvCache {
  public:
-  // Sizes the pool, allocates K/V for every layer of `cfg` (host memory,
-  // zeroed) and creates options.n_seq empty sequences.
-  static Result<std::unique_ptr<PagedKvCache>> create(const ModelConfig& cfg,
-                                                      const PagedKvCacheOptions& options);
+  // Sizes the pool, allocates K/V for every layer of `geometry` (attention
+  // layers only; host memory, zeroed) and creates options.n_seq empty
+  // sequences (n_seq may be 0 here).
+  static Result<std::unique_ptr<PagedKvCache>> create(const KvGeometry& geometry,
+                                                      const KvCacheOptions& options);
 
   int n_layer() const override { return static_cast<int>(layers_.size()); }
   int64_t n_ctx() const override { return n_ctx_; }
   DType type() const override { return type_; }
   size_t bytes() const override { return buffer_ == nullptr ? 0 : buffer_->size(); }
+  std::string summary() const override;
 
   bool has_sequence(int seq) const override { return manager_.is_live(seq); }
   int64_t seq_len(int seq) const override { return manager_.seq_len(seq); }
@@ -98,13 +80,13 @@ class PagedKvCache final : public KvCache {
   TensorView v_table(int layer) const override;
   TensorView k_view(int layer) const override { return layers_[static_cast<size_t>(layer)].k; }
   TensorView v_view(int layer) const override { return layers_[static_cast<size_t>(layer)].v; }
-  KvLayout layout() const override { return KvLayout::kPaged; }
+  bool paged() const override { return true; }
   int block_size() const override { return manager_.block_size(); }
 
   // Block bookkeeping for schedulers and metrics (pool(): free, used and
   // cached blocks; peak_used(); lookup() of a prompt without taking it).
-  const cache::KvCacheManager& manager() const { return manager_; }
-  const cache::KvCacheManager* block_manager() const override { return &manager_; }
+  const KvCacheManager& manager() const { return manager_; }
+  const KvCacheManager* block_manager() const override { return &manager_; }
   int32_t n_blocks() const { return manager_.pool().n_blocks(); }
   size_t block_bytes() const { return block_bytes_; }  // one block, all layers, K and V
   // When no block is in use: free queue back to ascending ids.
@@ -116,9 +98,9 @@ class PagedKvCache final : public KvCache {
     TensorView k;  // [Dk, n_kv_head, block_size, n_blocks]
     TensorView v;  // [Dv, n_kv_head, block_size, n_blocks]
   };
-  explicit PagedKvCache(cache::KvCacheManager manager) : manager_(std::move(manager)) {}
+  explicit PagedKvCache(KvCacheManager manager) : manager_(std::move(manager)) {}
 
-  cache::KvCacheManager manager_;
+  KvCacheManager manager_;
   int64_t n_ctx_ = 0;
   DType type_ = DType::F16;
   size_t block_bytes_ = 0;
@@ -126,4 +108,4 @@ class PagedKvCache final : public KvCache {
   std::vector<Layer> layers_;
 };
 
-}  // namespace folio::model
+}  // namespace folio::cache

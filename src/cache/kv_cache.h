@@ -18,37 +18,36 @@
 // requests to ids. A new sequence may start from cached K/V of a prompt
 // prefix (take_cached_prefix) and feed only the rest.
 //
-// Implementations:
-//   ContiguousKvCache (here): n_seq fixed slots of n_ctx positions each.
-//   PagedKvCache (model/paged_kv_cache.h): blocks of one pool, memory follows
+// create_kv_cache builds the cache a geometry (cache/kv_geometry.h) and the
+// options call for:
+//   ContiguousKvCache (cache/contiguous_kv_cache.h): n_seq fixed slots of
+//     n_ctx positions each.
+//   PagedKvCache (cache/paged_kv_cache.h): blocks of one pool, memory follows
 //     the tokens held, prefix sharing, copy-on-write forks.
-//   HybridKvCache (model/hybrid_cache.h): hybrid models (gated DeltaNet +
-//     attention): a paged or contiguous cache for the attention layers plus
-//     per-sequence recurrent state (conv_state / ssm_state, KvPlan::recurrent).
-//
-// ContiguousKvCache: each sequence owns n_ctx positions. Per layer
-//   K [Dk, n_kv_head, n_ctx, n_seq], V [Dv, n_kv_head, n_ctx, n_seq]
-// in F32 (default, for parity), F16 or Q8_0; slot = seq * n_ctx + pos. Its
-// n_seq slots always exist (ids 0..n_seq-1 are usable directly);
-// add_sequence hands out an empty slot it has not handed out yet.
+//   HybridKvCache (cache/hybrid_kv_cache.h): geometries with recurrent (gated
+//     DeltaNet) layers: a paged or contiguous cache for the attention layers
+//     plus per-sequence recurrent state (conv_state / ssm_state,
+//     KvPlan::recurrent).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
-#include "backend/op.h"
+#include "cache/batch.h"
+#include "cache/block_hash.h"
 #include "cache/kv_cache_manager.h"
+#include "cache/kv_geometry.h"
 #include "core/status.h"
-#include "model/batch.h"
-#include "model/config.h"
-#include "tensor/buffer.h"
+#include "tensor/dtype.h"
 #include "tensor/tensor_view.h"
 
-namespace folio::model {
+namespace folio::cache {
 
-// Hybrid caches (model/hybrid_cache.h): one sequence's share of a batch in
+// Hybrid caches (cache/hybrid_kv_cache.h): one sequence's share of a batch in
 // the recurrent (gated DeltaNet) layers. Its tokens are rows [row_begin,
 // row_begin + n_tokens) of the batch in recurrent order (RecurrentPlan::order).
 struct RecurrentStep {
@@ -69,7 +68,7 @@ struct StateCheckpoint {
   int32_t step = 0;
   int32_t after = 0;  // 1 .. steps[step].n_tokens
   int32_t slot = -1;
-  cache::BlockHash hash;
+  BlockHash hash;
 };
 
 struct RecurrentPlan {
@@ -112,12 +111,11 @@ struct KvPlan {
   // I32 [max_blocks, n_attn_seq]). Empty for contiguous caches.
   std::vector<int32_t> block_table;
   int32_t max_blocks = 0;
-  // After plan() returned kResourceExhausted for lack of memory: how many
-  // blocks are missing (a scheduler preempts that much); 0 otherwise.
-  int32_t missing_blocks = 0;
   // Paged caches: the block-pool bookkeeping apply() / discard() commit and
-  // the block copies prepare() performs.
-  cache::CachePlan pages;
+  // the block copies prepare() performs. After plan() returned
+  // kResourceExhausted for lack of memory, pages.n_missing_blocks says how
+  // many blocks are short (a scheduler preempts that much).
+  CachePlan pages;
   // Hybrid caches: the recurrent layers' work (empty otherwise).
   RecurrentPlan recurrent;
 };
@@ -129,7 +127,10 @@ class KvCache {
   virtual int n_layer() const = 0;
   virtual int64_t n_ctx() const = 0;  // positions one sequence can hold
   virtual DType type() const = 0;
-  virtual size_t bytes() const = 0;  // K/V memory allocated
+  virtual size_t bytes() const = 0;  // memory allocated (K/V, recurrent state)
+  // What the cache holds, for the load log: "256 blocks of 16 tokens (12.0
+  // MiB)", "2 sequences of 4096 positions (64.0 MiB)", ...
+  virtual std::string summary() const = 0;
 
   // --- sequences -------------------------------------------------------------
   virtual bool has_sequence(int seq) const = 0;
@@ -166,8 +167,9 @@ class KvCache {
   // Checks `batch` against the cache and fills `plan`; mutates nothing.
   // Every token's sequence must exist and, per sequence, the batch's
   // positions must continue it (seq_len, seq_len + 1, ... in batch order).
-  // kResourceExhausted: not enough memory (plan.missing_blocks says how much
-  // for paged caches; the contiguous cache: a sequence would outgrow n_ctx).
+  // kResourceExhausted: not enough memory (plan.pages.n_missing_blocks says
+  // how much for paged caches; the contiguous cache: a sequence would outgrow
+  // n_ctx).
   virtual Status plan(const Batch& batch, KvPlan& plan) const = 0;
   // Data movement the plan needs before the forward writes K/V (copies of
   // shared blocks); no bookkeeping changes.
@@ -182,17 +184,20 @@ class KvCache {
   // Layer storage as rows: [D * n_kv_head, n_slots] (kSetRows destination).
   virtual TensorView k_table(int layer) const = 0;
   virtual TensorView v_table(int layer) const = 0;
-  // The same memory in the flash-attention layout of layout().
+  // The same memory in the flash-attention layout: paged() true: blocks
+  // [D, n_kv_head, block_size, n_blocks] read through the plan's block
+  // tables (KvLayout::kPaged of backend/op.h); false: [D, n_kv_head, n_ctx,
+  // n_seq], one sequence per slot (KvLayout::kContiguous).
   virtual TensorView k_view(int layer) const = 0;
   virtual TensorView v_view(int layer) const = 0;
-  virtual KvLayout layout() const = 0;
+  virtual bool paged() const = 0;
   virtual int block_size() const { return 16; }  // paged layouts: positions per block
   // Block bookkeeping of a paged cache (free / used / cached blocks, lookup
   // of a prompt's cached prefix) for schedulers and metrics; nullptr when
   // the cache has no block pool.
-  virtual const cache::KvCacheManager* block_manager() const { return nullptr; }
+  virtual const KvCacheManager* block_manager() const { return nullptr; }
 
-  // --- recurrent state (hybrid caches, model/hybrid_cache.h) ----------------
+  // --- recurrent state (hybrid caches, cache/hybrid_kv_cache.h) -------------
   // Gated DeltaNet layer `layer`'s state pools, indexed by the slots of
   // KvPlan::recurrent (empty views for caches and layers without them):
   // conv taps F32 [K - 1, channels, n_slots] (per channel the K - 1 most
@@ -209,56 +214,46 @@ class KvCache {
   }
 };
 
+enum class KvStorage : int { kContiguous, kPaged };
+
+// How to build a cache; create_kv_cache reads the fields its choice needs.
 struct KvCacheOptions {
-  int64_t n_ctx = 4096;     // positions per sequence
-  int n_seq = 1;            // sequences
-  DType type = DType::F32;  // F32, F16 or Q8_0 (head dims must be multiples of 32)
+  int64_t n_ctx = 4096;  // positions one sequence may hold (paged: a limit, not a reservation)
+  // Sequences created up front, ids 0..n_seq-1. Contiguous: its fixed slots
+  // (>= 1), all usable by index.
+  int n_seq = 1;
+  DType type = DType::F32;  // F32, F16, BF16 or Q8_0 (head dims multiples of 32)
+  KvStorage storage = KvStorage::kContiguous;
+
+  // Paged storage.
+  int32_t block_size = kDefaultBlockSize;  // power of two in [8, 128]
+  // Pool size, at most one of the two (--kv-blocks / --kv-memory):
+  int32_t n_blocks = 0;    // physical blocks, the null block included
+  int64_t memory_mib = 0;  // as many blocks as fit this many MiB (kv_blocks_for_budget)
+  // Neither: n_seq * ceil(n_ctx / block_size) + 1 blocks (n_seq must be > 0).
+  bool prefix_caching = true;
+  uint64_t hash_seed = 0;  // 0: reproducible prefix hashes
+
+  // Recurrent state (geometries with recurrent layers).
+  // State slots for live sequences: at least n_seq (0: n_seq, at least 1). A
+  // paged cache refuses a new sequence (kResourceExhausted) when every slot
+  // is held; a contiguous one has exactly n_seq.
+  int max_seqs = 0;
+  // Extra state slots for prefix checkpoints (paged storage with prefix
+  // caching only; 0: hybrid prefix caching off); -1: 2 * max_seqs + 2, at
+  // most 4096.
+  int max_checkpoints = -1;
+  // Also checkpoint every this many blocks (0: off).
+  int checkpoint_interval = 32;
 };
 
-class ContiguousKvCache final : public KvCache {
- public:
-  // Allocates K/V for every layer of `cfg` (host memory, zeroed).
-  static Result<std::unique_ptr<ContiguousKvCache>> create(const ModelConfig& cfg,
-                                                           const KvCacheOptions& options);
+// The cache `geometry` needs: hybrid (recurrent state beside a paged or
+// contiguous attention part) when it has recurrent layers, else paged or
+// contiguous as options.storage says. Host memory, zeroed.
+Result<std::unique_ptr<KvCache>> create_kv_cache(const KvGeometry& geometry,
+                                                 const KvCacheOptions& options);
 
-  int n_layer() const override { return static_cast<int>(layers_.size()); }
-  int n_seq() const { return n_seq_; }
-  int64_t n_ctx() const override { return n_ctx_; }
-  DType type() const override { return type_; }
-  size_t bytes() const override { return buffer_ == nullptr ? 0 : buffer_->size(); }
+// A --kv-type value: f32, f16, bf16 or q8_0.
+Result<DType> parse_kv_type(std::string_view name);
 
-  bool has_sequence(int seq) const override { return seq >= 0 && seq < n_seq_; }
-  int64_t seq_len(int seq) const override;
-  Result<int> add_sequence() override;
-  Result<int> fork_sequence(int parent) override;
-  Status remove_sequence(int seq) override;
-  Result<int64_t> take_cached_prefix(int seq, std::span<const int32_t> prompt) override;
-  Status truncate(int seq, int64_t len) override;
-  void clear() override;
-
-  Status plan(const Batch& batch, KvPlan& plan) const override;
-  void apply(const KvPlan& plan) override;
-
-  TensorView k_table(int layer) const override;
-  TensorView v_table(int layer) const override;
-  TensorView k_view(int layer) const override { return layers_[static_cast<size_t>(layer)].k; }
-  TensorView v_view(int layer) const override { return layers_[static_cast<size_t>(layer)].v; }
-  KvLayout layout() const override { return KvLayout::kContiguous; }
-
- private:
-  struct Layer {
-    TensorView k;  // [Dk, n_kv_head, n_ctx, n_seq]
-    TensorView v;  // [Dv, n_kv_head, n_ctx, n_seq]
-  };
-  ContiguousKvCache() = default;
-
-  int n_seq_ = 0;
-  int64_t n_ctx_ = 0;
-  DType type_ = DType::F32;
-  std::unique_ptr<Buffer> buffer_;
-  std::vector<Layer> layers_;
-  std::vector<int64_t> len_;      // [n_seq] positions held
-  std::vector<uint8_t> claimed_;  // [n_seq] 1: handed out by add/fork_sequence
-};
-
-}  // namespace folio::model
+}  // namespace folio::cache

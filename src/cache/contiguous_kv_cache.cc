@@ -1,10 +1,12 @@
-#include "model/kv_cache.h"
+#include "cache/contiguous_kv_cache.h"
+
+#include <fmt/format.h>
 
 #include <cstring>
 
-#include "backend/buffer_type.h"
+#include "core/aligned.h"
 
-namespace folio::model {
+namespace folio::cache {
 
 namespace {
 
@@ -15,8 +17,13 @@ TensorView as_table(const TensorView& t) {
 
 }  // namespace
 
-Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const ModelConfig& cfg,
+Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const KvGeometry& geometry,
                                                                      const KvCacheOptions& o) {
+  if (geometry.hybrid()) {
+    return invalid_argument("kv cache: {} has recurrent layers (a hybrid cache holds them)",
+                            geometry.name);
+  }
+  const std::vector<KvLayerShape> shapes = geometry.attention_shapes();
   if (o.type != DType::F32 && o.type != DType::F16 && o.type != DType::BF16 &&
       o.type != DType::Q8_0) {
     return unsupported("kv cache: type {} is not supported (f32, f16, bf16, q8_0)",
@@ -28,11 +35,13 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const Model
   if (o.n_seq <= 0 || o.n_seq > 4096) {
     return invalid_argument("kv cache: n_seq {} is out of range [1, 4096]", o.n_seq);
   }
-  if (cfg.head_dim_k % folio::block_size(o.type) != 0 ||
-      cfg.head_dim_v % folio::block_size(o.type) != 0) {
-    return unsupported("kv cache: {} needs head dims that are multiples of {} (model has {} / {})",
-                       dtype_name(o.type), folio::block_size(o.type), cfg.head_dim_k,
-                       cfg.head_dim_v);
+  for (const KvLayerShape& s : shapes) {
+    if (s.head_dim_k % folio::block_size(o.type) != 0 ||
+        s.head_dim_v % folio::block_size(o.type) != 0) {
+      return unsupported(
+          "kv cache: {} needs head dims that are multiples of {} (model has {} / {})",
+          dtype_name(o.type), folio::block_size(o.type), s.head_dim_k, s.head_dim_v);
+    }
   }
   const int64_t slots = o.n_ctx * o.n_seq;
   if (slots > (int64_t{1} << 31) - 1) {
@@ -48,30 +57,35 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const Model
   // One buffer, K then V of each layer, each 64-byte aligned.
   std::vector<size_t> k_off, v_off;
   size_t total = 0;
-  for (int l = 0; l < cfg.n_layer; ++l) {
-    const auto hkv = static_cast<size_t>(cfg.n_head_kv_of(l));
+  for (const KvLayerShape& s : shapes) {
+    const auto hkv = static_cast<size_t>(s.n_kv_head);
     k_off.push_back(total);
-    total += align_up(row_size(o.type, cfg.head_dim_k) * hkv * static_cast<size_t>(slots), 64);
+    total += align_up(row_size(o.type, s.head_dim_k) * hkv * static_cast<size_t>(slots), 64);
     v_off.push_back(total);
-    total += align_up(row_size(o.type, cfg.head_dim_v) * hkv * static_cast<size_t>(slots), 64);
+    total += align_up(row_size(o.type, s.head_dim_v) * hkv * static_cast<size_t>(slots), 64);
   }
-  Result<std::unique_ptr<Buffer>> buf = host_buffer_type().alloc(total);
+  Result<std::unique_ptr<HostBuffer>> buf = HostBuffer::create(total);
   if (!buf.ok()) {
     return resource_exhausted("kv cache: cannot allocate {} MiB: {}", total >> 20,
                               buf.status().message());
   }
   cache->buffer_ = std::move(buf).value();
   char* base = static_cast<char*>(cache->buffer_->data());
-  for (int l = 0; l < cfg.n_layer; ++l) {
-    const int64_t hkv = cfg.n_head_kv_of(l);
+  for (size_t l = 0; l < shapes.size(); ++l) {
+    const KvLayerShape& s = shapes[l];
     Layer layer;
-    layer.k = TensorView::contiguous(base + k_off[static_cast<size_t>(l)], o.type,
-                                     {cfg.head_dim_k, hkv, o.n_ctx, o.n_seq});
-    layer.v = TensorView::contiguous(base + v_off[static_cast<size_t>(l)], o.type,
-                                     {cfg.head_dim_v, hkv, o.n_ctx, o.n_seq});
+    layer.k = TensorView::contiguous(base + k_off[l], o.type,
+                                     {s.head_dim_k, s.n_kv_head, o.n_ctx, o.n_seq});
+    layer.v = TensorView::contiguous(base + v_off[l], o.type,
+                                     {s.head_dim_v, s.n_kv_head, o.n_ctx, o.n_seq});
     cache->layers_.push_back(layer);
   }
   return cache;
+}
+
+std::string ContiguousKvCache::summary() const {
+  return fmt::format("{} sequences of {} positions ({:.1f} MiB)", n_seq_, n_ctx_,
+                     static_cast<double>(bytes()) / (1024.0 * 1024.0));
 }
 
 int64_t ContiguousKvCache::seq_len(int seq) const {
@@ -131,7 +145,6 @@ Status ContiguousKvCache::plan(const Batch& batch, KvPlan& plan) const {
   plan.seq_idx.assign(batch.seq_idx.begin(), batch.seq_idx.end());
   plan.block_table.clear();
   plan.max_blocks = 0;
-  plan.missing_blocks = 0;
   plan.pages.clear();
   plan.kv_len.resize(static_cast<size_t>(n_seq_));
   for (int s = 0; s < n_seq_; ++s)
@@ -186,4 +199,4 @@ Status ContiguousKvCache::truncate(int seq, int64_t len) {
   return Status();
 }
 
-}  // namespace folio::model
+}  // namespace folio::cache

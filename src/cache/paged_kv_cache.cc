@@ -1,4 +1,4 @@
-#include "model/paged_kv_cache.h"
+#include "cache/paged_kv_cache.h"
 
 #include <fmt/format.h>
 
@@ -6,11 +6,11 @@
 #include <cstring>
 #include <limits>
 
-#include "backend/buffer_type.h"
 #include "cache/block_table.h"
+#include "cache/kv_sizing.h"
 #include "core/aligned.h"
 
-namespace folio::model {
+namespace folio::cache {
 
 namespace {
 
@@ -23,12 +23,11 @@ TensorView as_table(const TensorView& t) {
 }
 
 // Copies physical block src of a [D, H, block_size, n_blocks] layer into dst.
-void copy_block(const TensorView& t, cache::BlockId src, cache::BlockId dst) {
+void copy_block(const TensorView& t, BlockId src, BlockId dst) {
   std::memcpy(t.row(0, 0, dst), t.row(0, 0, src), t.nb[3]);
 }
 
-Result<int32_t> pool_blocks(const PagedKvCacheOptions& o,
-                            std::span<const cache::KvLayerShape> shapes) {
+Result<int32_t> pool_blocks(const KvCacheOptions& o, std::span<const KvLayerShape> shapes) {
   if (o.n_blocks < 0) return invalid_argument("paged kv cache: n_blocks {} < 0", o.n_blocks);
   if (o.memory_mib < 0) return invalid_argument("paged kv cache: memory {} MiB < 0", o.memory_mib);
   if (o.n_blocks > 0 && o.memory_mib > 0) {
@@ -38,13 +37,13 @@ Result<int32_t> pool_blocks(const PagedKvCacheOptions& o,
   }
   if (o.n_blocks > 0) return o.n_blocks;
   if (o.memory_mib > 0) {
-    return cache::kv_blocks_for_budget(o.memory_mib, shapes, o.type, o.block_size);
+    return kv_blocks_for_budget(o.memory_mib, shapes, o.type, o.block_size);
   }
   if (o.n_seq == 0) {
     return invalid_argument(
         "paged kv cache: no pool size (n_blocks or memory_mib) and no sequences to size it for");
   }
-  const int64_t n = int64_t{o.n_seq} * cache::blocks_for(o.n_ctx, o.block_size) + 1;
+  const int64_t n = int64_t{o.n_seq} * blocks_for(o.n_ctx, o.block_size) + 1;
   if (n > std::numeric_limits<int32_t>::max() / o.block_size) {
     return invalid_argument(
         "paged kv cache: {} sequences of {} positions exceed the int32 slot range", o.n_seq,
@@ -55,31 +54,18 @@ Result<int32_t> pool_blocks(const PagedKvCacheOptions& o,
 
 }  // namespace
 
-Result<DType> parse_kv_type(std::string_view name) {
-  const std::optional<DType> t = parse_dtype(name);
-  if (!t || !cache::is_kv_dtype(*t)) {
-    return invalid_argument("KV cache type must be f32, f16, bf16 or q8_0, got '{}'", name);
+Result<std::unique_ptr<PagedKvCache>> PagedKvCache::create(const KvGeometry& geometry,
+                                                           const KvCacheOptions& o) {
+  if (geometry.hybrid()) {
+    return invalid_argument("paged kv cache: {} has recurrent layers (a hybrid cache holds them)",
+                            geometry.name);
   }
-  return *t;
-}
-
-std::vector<cache::KvLayerShape> kv_layer_shapes(const ModelConfig& cfg) {
-  std::vector<cache::KvLayerShape> shapes;
-  for (int l = 0; l < cfg.n_layer; ++l) {
-    shapes.push_back({cfg.n_head_kv_of(l), static_cast<int32_t>(cfg.head_dim_k),
-                      static_cast<int32_t>(cfg.head_dim_v)});
-  }
-  return shapes;
-}
-
-Result<std::unique_ptr<PagedKvCache>> PagedKvCache::create(const ModelConfig& cfg,
-                                                           const PagedKvCacheOptions& o) {
   if (o.type != DType::F32 && o.type != DType::F16 && o.type != DType::BF16 &&
       o.type != DType::Q8_0) {
     return unsupported("paged kv cache: type {} is not supported (f32, f16, bf16, q8_0)",
                        dtype_name(o.type));
   }
-  FOLIO_RETURN_IF_ERROR(cache::validate_block_size(o.block_size));
+  FOLIO_RETURN_IF_ERROR(validate_block_size(o.block_size));
   if (o.n_ctx <= 0 || o.n_ctx > kMaxCtx) {
     return invalid_argument("paged kv cache: n_ctx {} is out of range [1, 2^30]", o.n_ctx);
   }
@@ -87,20 +73,19 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::create(const ModelConfig& cf
     return invalid_argument("paged kv cache: n_seq {} is out of range [0, {}]", o.n_seq,
                             kMaxInitialSeqs);
   }
-  const std::vector<cache::KvLayerShape> shapes = kv_layer_shapes(cfg);
-  FOLIO_ASSIGN_OR_RETURN(const size_t block_bytes,
-                         cache::kv_block_bytes(shapes, o.type, o.block_size));
+  const std::vector<KvLayerShape> shapes = geometry.attention_shapes();
+  FOLIO_ASSIGN_OR_RETURN(const size_t block_bytes, kv_block_bytes(shapes, o.type, o.block_size));
   FOLIO_ASSIGN_OR_RETURN(const int32_t n_blocks, pool_blocks(o, shapes));
 
-  cache::KvCacheManagerOptions mo;
+  KvCacheManagerOptions mo;
   mo.n_blocks = n_blocks;
   mo.block_size = o.block_size;
   mo.enable_prefix_caching = o.prefix_caching;
   // Blocks are shared only within this cache (one model, one KV type), so
   // the key just names them for dumps.
-  mo.extra_key = fmt::format("{}/{}", cfg.arch, dtype_name(o.type));
+  mo.extra_key = fmt::format("{}/{}", geometry.name, dtype_name(o.type));
   mo.hash_seed = o.hash_seed;
-  FOLIO_ASSIGN_OR_RETURN(cache::KvCacheManager manager, cache::KvCacheManager::create(mo));
+  FOLIO_ASSIGN_OR_RETURN(KvCacheManager manager, KvCacheManager::create(mo));
 
   auto kv = std::unique_ptr<PagedKvCache>(new PagedKvCache(std::move(manager)));
   kv->n_ctx_ = o.n_ctx;
@@ -111,14 +96,14 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::create(const ModelConfig& cf
   const auto slots = static_cast<size_t>(n_blocks) * static_cast<size_t>(o.block_size);
   std::vector<size_t> k_off, v_off;
   size_t total = 0;
-  for (const cache::KvLayerShape& s : shapes) {
+  for (const KvLayerShape& s : shapes) {
     const auto hkv = static_cast<size_t>(s.n_kv_head);
     k_off.push_back(total);
     total += align_up(row_size(o.type, s.head_dim_k) * hkv * slots, 64);
     v_off.push_back(total);
     total += align_up(row_size(o.type, s.head_dim_v) * hkv * slots, 64);
   }
-  Result<std::unique_ptr<Buffer>> buf = host_buffer_type().alloc(total);
+  Result<std::unique_ptr<HostBuffer>> buf = HostBuffer::create(total);
   if (!buf.ok()) {
     return resource_exhausted("paged kv cache: cannot allocate {} MiB for {} blocks: {}",
                               total >> 20, n_blocks, buf.status().message());
@@ -126,7 +111,7 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::create(const ModelConfig& cf
   kv->buffer_ = std::move(buf).value();
   char* base = static_cast<char*>(kv->buffer_->data());
   for (size_t l = 0; l < shapes.size(); ++l) {
-    const cache::KvLayerShape& s = shapes[l];
+    const KvLayerShape& s = shapes[l];
     Layer layer;
     layer.k = TensorView::contiguous(base + k_off[l], o.type,
                                      {s.head_dim_k, s.n_kv_head, o.block_size, n_blocks});
@@ -136,6 +121,11 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::create(const ModelConfig& cf
   }
   for (int s = 0; s < o.n_seq; ++s) FOLIO_CHECK(kv->manager_.create_sequence() == s);
   return kv;
+}
+
+std::string PagedKvCache::summary() const {
+  return fmt::format("{} blocks of {} tokens ({:.1f} MiB)", n_blocks(), block_size(),
+                     static_cast<double>(bytes()) / (1024.0 * 1024.0));
 }
 
 Result<int> PagedKvCache::add_sequence() {
@@ -170,12 +160,12 @@ Result<int64_t> PagedKvCache::take_cached_prefix(int seq, std::span<const int32_
         "kv cache: sequence {} holds {} positions; only an empty one takes a cached prefix", seq,
         manager_.seq_len(seq));
   }
-  const cache::PrefixHit hit = manager_.lookup(seq, prompt, /*leave_last_token=*/true);
+  const PrefixHit hit = manager_.lookup(seq, prompt, /*leave_last_token=*/true);
   if (hit.n_tokens == 0) return int64_t{0};
   // Taking cached blocks revives at most blocks of the free queue itself, so
   // the plan always fits; no K/V moves.
-  const cache::SeqAppend take{seq, prompt.first(static_cast<size_t>(hit.n_tokens)), hit.n_tokens};
-  cache::CachePlan p;
+  const SeqAppend take{seq, prompt.first(static_cast<size_t>(hit.n_tokens)), hit.n_tokens};
+  CachePlan p;
   FOLIO_RETURN_IF_ERROR(manager_.plan(std::span(&take, 1), p));
   FOLIO_CHECK(p.fits() && p.slot_mapping.empty() && p.copies.empty());
   manager_.apply(p);
@@ -189,7 +179,6 @@ Status PagedKvCache::plan(const Batch& batch, KvPlan& plan) const {
   plan.kv_len.clear();
   plan.block_table.clear();
   plan.max_blocks = 0;
-  plan.missing_blocks = 0;
   plan.pages.clear();
 
   // Group the tokens by sequence, in order of first appearance; rank = index
@@ -233,23 +222,22 @@ Status PagedKvCache::plan(const Batch& batch, KvPlan& plan) const {
     tokens[static_cast<size_t>(begin[static_cast<size_t>(plan.seq_idx[i])] + rank[i])] =
         batch.tokens[i];
   }
-  std::vector<cache::SeqAppend> appends(n_groups);
+  std::vector<SeqAppend> appends(n_groups);
   for (size_t g = 0; g < n_groups; ++g) {
     appends[g].seq = group_seq[g];
     appends[g].tokens = std::span<const int32_t>(tokens).subspan(static_cast<size_t>(begin[g]),
                                                                  static_cast<size_t>(count[g]));
   }
-  cache::CachePlan& pages = plan.pages;
+  CachePlan& pages = plan.pages;
   FOLIO_RETURN_IF_ERROR(manager_.plan(appends, pages));
   if (!pages.fits()) {
-    plan.missing_blocks = pages.n_missing_blocks;
     return resource_exhausted(
         "kv cache: the batch needs {} free blocks, the pool has {} ({} missing)",
         pages.n_blocks_needed, manager_.pool().n_free(), pages.n_missing_blocks);
   }
 
   for (size_t i = 0; i < n; ++i) {
-    const cache::SeqStep& st = pages.seqs[static_cast<size_t>(plan.seq_idx[i])];
+    const SeqStep& st = pages.seqs[static_cast<size_t>(plan.seq_idx[i])];
     plan.slots[i] = pages.slot_mapping[static_cast<size_t>(st.slot_begin + rank[i])];
   }
   plan.kv_len.resize(n_groups);
@@ -259,7 +247,7 @@ Status PagedKvCache::plan(const Batch& batch, KvPlan& plan) const {
     max_blocks = std::max(max_blocks, manager_.planned_table_size(pages, g));
   }
   plan.max_blocks = max_blocks;
-  plan.block_table.assign(n_groups * static_cast<size_t>(max_blocks), cache::kNullBlock);
+  plan.block_table.assign(n_groups * static_cast<size_t>(max_blocks), kNullBlock);
   for (size_t g = 0; g < n_groups; ++g) {
     manager_.write_block_table_row(
         pages, g,
@@ -270,7 +258,7 @@ Status PagedKvCache::plan(const Batch& batch, KvPlan& plan) const {
 }
 
 void PagedKvCache::prepare(const KvPlan& plan) {
-  for (const cache::BlockCopy& c : plan.pages.copies) {
+  for (const BlockCopy& c : plan.pages.copies) {
     for (const Layer& l : layers_) {
       copy_block(l.k, c.src, c.dst);
       copy_block(l.v, c.src, c.dst);
@@ -293,4 +281,4 @@ TensorView PagedKvCache::v_table(int layer) const {
   return as_table(layers_[static_cast<size_t>(layer)].v);
 }
 
-}  // namespace folio::model
+}  // namespace folio::cache

@@ -1,36 +1,17 @@
-#include "model/hybrid_cache.h"
+#include "cache/hybrid_kv_cache.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "backend/buffer_type.h"
+#include "cache/contiguous_kv_cache.h"
+#include "cache/paged_kv_cache.h"
 #include "core/aligned.h"
 
-namespace folio::model {
+namespace folio::cache {
 
 namespace {
-
-// The config of the attention layers alone (what the attention part sizes
-// its K/V for).
-ModelConfig attention_config(const ModelConfig& cfg, const std::vector<int>& layers) {
-  ModelConfig sub = cfg;
-  sub.n_layer = static_cast<int>(layers.size());
-  sub.n_head.clear();
-  sub.n_head_kv.clear();
-  sub.n_ff.clear();
-  sub.swa_layers.clear();
-  sub.recurrent_layers.clear();
-  for (int l : layers) {
-    const auto i = static_cast<size_t>(l);
-    sub.n_head.push_back(cfg.n_head[i]);
-    sub.n_head_kv.push_back(cfg.n_head_kv[i]);
-    sub.n_ff.push_back(cfg.n_ff[i]);
-    sub.swa_layers.push_back(cfg.swa_layers.empty() ? 0 : cfg.swa_layers[i]);
-  }
-  return sub;
-}
 
 // A checkpoint candidate of plan(): lower `rank` is kept first when free
 // slots are short.
@@ -38,92 +19,83 @@ struct Candidate {
   int rank = 0;
   int32_t step = 0;
   int32_t after = 0;
-  cache::BlockHash hash;
+  BlockHash hash;
 };
 
 }  // namespace
 
-HybridKvCacheOptions paged_hybrid_options(const PagedKvCacheOptions& paged, int max_seqs) {
-  HybridKvCacheOptions o;
-  o.paged = true;
-  o.paged_kv = paged;
-  o.max_seqs = std::max(max_seqs, 1);
-  o.max_checkpoints = paged.prefix_caching ? std::min(2 * o.max_seqs + 2, 1 << 12) : 0;
-  o.checkpoint_interval = 32;
-  return o;
-}
-
-Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const ModelConfig& cfg,
-                                                             const HybridKvCacheOptions& o) {
-  if (!cfg.is_hybrid()) {
-    return invalid_argument("hybrid kv cache: {} has no recurrent layers", cfg.arch);
+Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& geometry,
+                                                             const KvCacheOptions& o) {
+  if (!geometry.hybrid()) {
+    return invalid_argument("hybrid kv cache: {} has no recurrent layers", geometry.name);
   }
-  if (o.max_seqs < 0 || o.max_seqs > (1 << 16) || o.max_checkpoints < 0 ||
+  if (o.max_seqs < 0 || o.max_seqs > (1 << 16) || o.max_checkpoints < -1 ||
       o.max_checkpoints > (1 << 16) || o.checkpoint_interval < 0) {
     return invalid_argument(
         "hybrid kv cache: max_seqs {}, max_checkpoints {}, checkpoint_interval {} out of range",
         o.max_seqs, o.max_checkpoints, o.checkpoint_interval);
   }
-  std::vector<int> attn_layers;
-  std::vector<int> attn_index(static_cast<size_t>(cfg.n_layer), -1);
-  std::vector<int> rec_index(static_cast<size_t>(cfg.n_layer), -1);
-  int n_rec = 0;
-  for (int l = 0; l < cfg.n_layer; ++l) {
-    if (cfg.is_recurrent(l)) {
-      rec_index[static_cast<size_t>(l)] = n_rec++;
+  KvGeometry attn_geometry;  // the attention layers alone, what the attention part holds
+  attn_geometry.name = geometry.name;
+  std::vector<RecurrentShape> rec_shapes;
+  std::vector<int> attn_index(static_cast<size_t>(geometry.n_layer()), -1);
+  std::vector<int> rec_index(static_cast<size_t>(geometry.n_layer()), -1);
+  for (size_t l = 0; l < geometry.layers.size(); ++l) {
+    const LayerGeometry& g = geometry.layers[l];
+    if (g.recurrent) {
+      const RecurrentShape& r = g.state;
+      if (r.conv_taps < 1 || r.conv_channels < 1 || r.head_dim < 1 || r.n_heads < 1) {
+        return invalid_argument(
+            "hybrid kv cache: layer {} has recurrent state [{}, {}] / [{}, {}, {}]", l, r.conv_taps,
+            r.conv_channels, r.head_dim, r.head_dim, r.n_heads);
+      }
+      rec_index[l] = static_cast<int>(rec_shapes.size());
+      rec_shapes.push_back(r);
     } else {
-      attn_index[static_cast<size_t>(l)] = static_cast<int>(attn_layers.size());
-      attn_layers.push_back(l);
+      attn_index[l] = attn_geometry.n_layer();
+      attn_geometry.layers.push_back(g);
     }
   }
-  if (attn_layers.empty()) {
-    return unsupported("hybrid kv cache: {} has no attention layer", cfg.arch);
+  if (attn_geometry.layers.empty()) {
+    return unsupported("hybrid kv cache: {} has no attention layer", geometry.name);
   }
-  const ModelConfig sub = attention_config(cfg, attn_layers);
+  const bool paged = o.storage == KvStorage::kPaged;
   std::unique_ptr<KvCache> attn;
-  int n_initial = 0;
-  bool prefix_caching = false;
-  if (o.paged) {
-    FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> p, PagedKvCache::create(sub, o.paged_kv));
-    attn = std::move(p);
-    n_initial = o.paged_kv.n_seq;
-    prefix_caching = o.paged_kv.prefix_caching;
+  if (paged) {
+    FOLIO_ASSIGN_OR_RETURN(attn, PagedKvCache::create(attn_geometry, o));
   } else {
-    FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<ContiguousKvCache> c,
-                           ContiguousKvCache::create(sub, o.contiguous_kv));
-    attn = std::move(c);
-    n_initial = o.contiguous_kv.n_seq;
+    FOLIO_ASSIGN_OR_RETURN(attn, ContiguousKvCache::create(attn_geometry, o));
   }
+  const int n_initial = o.n_seq;
   // A contiguous part's ids all exist from the start: one slot each, for good.
-  const int max_seqs = o.paged ? std::max({o.max_seqs, n_initial, 1}) : n_initial;
-  const int max_ckpt = prefix_caching ? o.max_checkpoints : 0;
-  FOLIO_ASSIGN_OR_RETURN(cache::StatePool pool, cache::StatePool::create(max_seqs + max_ckpt));
-  const uint64_t seed = o.paged ? o.paged_kv.hash_seed : 0;
+  const int max_seqs = paged ? std::max({o.max_seqs, n_initial, 1}) : n_initial;
+  int max_ckpt = 0;
+  if (paged && o.prefix_caching) {
+    max_ckpt = o.max_checkpoints >= 0 ? o.max_checkpoints : std::min(2 * max_seqs + 2, 1 << 12);
+  }
+  FOLIO_ASSIGN_OR_RETURN(StatePool pool, StatePool::create(max_seqs + max_ckpt));
+  const uint64_t seed = paged ? o.hash_seed : 0;
   auto c = std::unique_ptr<HybridKvCache>(new HybridKvCache(
-      std::move(pool), cache::BlockHasher(fmt::format("{}/recurrent-state", cfg.arch), seed)));
+      std::move(pool), BlockHasher(fmt::format("{}/recurrent-state", geometry.name), seed)));
   c->attn_ = std::move(attn);
-  c->paged_ = o.paged;
+  c->paged_ = paged;
   c->attn_index_ = std::move(attn_index);
   c->rec_index_ = std::move(rec_index);
   c->max_checkpoints_ = max_ckpt;
   c->checkpoint_interval_ = o.checkpoint_interval;
 
   // One buffer: each recurrent layer's conv taps, then its state, 64-byte aligned.
-  const SsmConfig& s = cfg.ssm;
   const auto n_slots = static_cast<size_t>(c->pool_.n_slots());
-  const int64_t taps = s.d_conv - 1, ch = s.conv_channels(), sd = s.d_state, hv = s.n_v_heads;
-  const size_t conv_slot = static_cast<size_t>(taps * ch) * sizeof(float);
-  const size_t ssm_slot = static_cast<size_t>(sd * sd * hv) * sizeof(float);
-  c->slot_bytes_ = static_cast<size_t>(n_rec) * (conv_slot + ssm_slot);
   std::vector<size_t> conv_off, ssm_off;
   size_t total = 0;
-  for (int r = 0; r < n_rec; ++r) {
+  for (const RecurrentShape& r : rec_shapes) {
+    c->slot_bytes_ += r.conv_bytes() + r.state_bytes();
     conv_off.push_back(total);
-    total += align_up(conv_slot * n_slots, 64);
+    total += align_up(r.conv_bytes() * n_slots, 64);
     ssm_off.push_back(total);
-    total += align_up(ssm_slot * n_slots, 64);
+    total += align_up(r.state_bytes() * n_slots, 64);
   }
-  Result<std::unique_ptr<Buffer>> buf = host_buffer_type().alloc(total);
+  Result<std::unique_ptr<HostBuffer>> buf = HostBuffer::create(total);
   if (!buf.ok()) {
     return resource_exhausted("hybrid kv cache: cannot allocate {} MiB of recurrent state: {}",
                               total >> 20, buf.status().message());
@@ -132,12 +104,13 @@ Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const ModelConfig& 
   char* base = static_cast<char*>(c->buffer_->data());
   std::memset(base, 0, total);
   const auto slots = static_cast<int64_t>(n_slots);
-  for (int r = 0; r < n_rec; ++r) {
+  for (size_t i = 0; i < rec_shapes.size(); ++i) {
+    const RecurrentShape& r = rec_shapes[i];
     Layer layer;
-    layer.conv = TensorView::contiguous(base + conv_off[static_cast<size_t>(r)], DType::F32,
-                                        {taps, ch, slots, 1});
-    layer.ssm = TensorView::contiguous(base + ssm_off[static_cast<size_t>(r)], DType::F32,
-                                       {sd, sd, hv, slots});
+    layer.conv = TensorView::contiguous(base + conv_off[i], DType::F32,
+                                        {r.conv_taps, r.conv_channels, slots, 1});
+    layer.ssm = TensorView::contiguous(base + ssm_off[i], DType::F32,
+                                       {r.head_dim, r.head_dim, r.n_heads, slots});
     c->layers_.push_back(layer);
   }
   for (int seq = 0; seq < n_initial; ++seq) FOLIO_RETURN_IF_ERROR(c->claim(seq));
@@ -217,10 +190,10 @@ void HybridKvCache::zero_slot(int32_t slot) {
 }
 
 void HybridKvCache::prefix_hashes(std::span<const int32_t> tokens,
-                                  std::vector<cache::BlockHash>& out) const {
+                                  std::vector<BlockHash>& out) const {
   out.clear();
   const auto bs = static_cast<size_t>(block_size());
-  cache::BlockHash parent = hasher_.root();
+  BlockHash parent = hasher_.root();
   for (size_t b = 0; b + bs <= tokens.size(); b += bs) {
     parent = hasher_.chain(parent, tokens.subspan(b, bs));
     out.push_back(parent);
@@ -302,11 +275,11 @@ Result<int64_t> HybridKvCache::take_cached_prefix(int seq, std::span<const int32
         seq_len(seq));
   }
   if (!checkpointing()) return int64_t{0};  // K/V alone would miss the recurrent state
-  const cache::KvCacheManager* m = attn_->block_manager();
+  const KvCacheManager* m = attn_->block_manager();
   FOLIO_CHECK(m != nullptr);
   const int64_t bs = block_size();
   const int64_t n_hit = m->lookup(seq, prompt, /*leave_last_token=*/true).n_tokens / bs;
-  std::vector<cache::BlockHash> hashes;
+  std::vector<BlockHash> hashes;
   prefix_hashes(prompt.first(static_cast<size_t>(n_hit * bs)), hashes);
   int64_t j = n_hit;
   while (j > 0 && pool_.find(hashes[static_cast<size_t>(j) - 1]) < 0) --j;
@@ -455,7 +428,7 @@ Status HybridKvCache::plan(const Batch& batch, KvPlan& plan) const {
     const int64_t after_all = before + st.n_tokens;
     const int64_t last = after_all / bs * bs;  // last boundary crossed, if > before
     if (last <= before) continue;
-    cache::BlockHash parent = s.hashes.empty() ? hasher_.root() : s.hashes.back();
+    BlockHash parent = s.hashes.empty() ? hasher_.root() : s.hashes.back();
     block = s.tail;
     for (int32_t k = 0; k < st.n_tokens; ++k) {
       block.push_back(rp.tokens[static_cast<size_t>(st.row_begin + k)]);
@@ -548,17 +521,10 @@ HybridCacheStats HybridKvCache::stats() const {
 }
 
 std::string HybridKvCache::summary() const {
-  constexpr double kMiB = 1024.0 * 1024.0;
-  std::string s;
-  if (const cache::KvCacheManager* m = attn_->block_manager()) {
-    s = fmt::format("K/V {} blocks of {} ({:.1f} MiB)", m->pool().n_blocks(), m->block_size(),
-                    static_cast<double>(attn_->bytes()) / kMiB);
-  } else {
-    s = fmt::format("K/V {:.1f} MiB", static_cast<double>(attn_->bytes()) / kMiB);
-  }
-  return s + fmt::format(", recurrent state {} slots of {:.2f} MiB ({} sequences, {} checkpoints)",
-                         pool_.n_slots(), static_cast<double>(slot_bytes_) / kMiB,
-                         pool_.n_slots() - max_checkpoints_, max_checkpoints_);
+  return fmt::format(
+      "K/V {}, recurrent state {} slots of {:.2f} MiB ({} sequences, {} checkpoints)",
+      attn_->summary(), pool_.n_slots(), static_cast<double>(slot_bytes_) / (1024.0 * 1024.0),
+      pool_.n_slots() - max_checkpoints_, max_checkpoints_);
 }
 
 Status HybridKvCache::check_invariants() const {
@@ -601,4 +567,4 @@ Status HybridKvCache::check_invariants() const {
   return Status();
 }
 
-}  // namespace folio::model
+}  // namespace folio::cache

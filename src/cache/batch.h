@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace folio::model {
+namespace folio::cache {
 
 struct Batch {
   std::vector<int32_t> tokens;   // [n] token ids
@@ -35,4 +35,4 @@ struct Batch {
   }
 };
 
-}  // namespace folio::model
+}  // namespace folio::cache

@@ -1,14 +1,14 @@
 // HybridKvCache: the cache of a hybrid model (qwen3next, qwen35, qwen35moe:
-// gated DeltaNet layers beside full-attention layers; DESIGN.md point 4), by
-// composition:
-//   - an attention part, a PagedKvCache (default) or a ContiguousKvCache,
-//     holding K/V of the attention layers only (layer il of the model is
-//     layer attn_index(il) of the part);
+// gated DeltaNet layers beside full-attention layers; DESIGN.md point 4), for
+// geometries with recurrent layers, by composition:
+//   - an attention part, a PagedKvCache or a ContiguousKvCache
+//     (options.storage), holding K/V of the attention layers only (layer il
+//     of the geometry is layer attn_index(il) of the part);
 //   - recurrent storage for the gated DeltaNet layers, per layer
 //       conv taps   F32 [K - 1, channels, n_slots]
 //       state       F32 [S_k, S_v, H_v, n_slots]
 //     (conv_state / ssm_state), one slot per live sequence handed out by a
-//     cache::StatePool. Layers choose which part they use: attention layers
+//     StatePool. Layers choose which part they use: attention layers
 //     read k_table / k_view / ..., recurrent layers the state pools through
 //     the slots of KvPlan::recurrent.
 // Sequence ids, lengths, positions, memory limits and block bookkeeping are
@@ -41,7 +41,7 @@
 // Prefix caching (paged attention part, max_checkpoints > 0). A checkpoint
 // is a copy of the whole recurrent state (every recurrent layer) after
 // exactly the first n * block_size tokens of a sequence, registered under
-// the block-chain hash of those tokens (cache::BlockHasher, the same chain
+// the block-chain hash of those tokens (BlockHasher, the same chain
 // the paged cache uses for its blocks). Policy: a forward saves one where a
 // sequence's batch crosses a block boundary that is
 //   (a) the last boundary a multi-token chunk (prompt prefill) crosses: the
@@ -56,7 +56,7 @@
 // A checkpoint takes a free state slot (never one a sequence holds); state
 // slots number max_seqs + max_checkpoints, so memory is bounded. Free slots
 // holding checkpoints are evicted least recently used first, by sequences
-// needing a slot and by newer checkpoints (cache::StatePool). Only full
+// needing a slot and by newer checkpoints (StatePool). Only full
 // blocks count, and at least the last prompt token is always computed.
 // take_cached_prefix takes the longest prefix for which both the KV blocks
 // are cached and a checkpoint exists, copies the checkpoint into the
@@ -75,26 +75,11 @@
 #include <vector>
 
 #include "cache/block_hash.h"
+#include "cache/kv_cache.h"
 #include "cache/state_pool.h"
-#include "model/kv_cache.h"
-#include "model/paged_kv_cache.h"
+#include "tensor/buffer.h"
 
-namespace folio::model {
-
-struct HybridKvCacheOptions {
-  bool paged = true;             // attention part: PagedKvCache, else ContiguousKvCache
-  PagedKvCacheOptions paged_kv;  // when paged (n_seq sequences are created up front)
-  KvCacheOptions contiguous_kv;  // when not paged (its n_seq ids always exist)
-  // State slots for live sequences: at least the attention part's initial
-  // sequences (0: that many, at least 1). A paged cache refuses a new sequence
-  // (kResourceExhausted) when every slot is held.
-  int max_seqs = 0;
-  // Extra state slots for prefix checkpoints (paged part with prefix caching
-  // only; 0: hybrid prefix caching off).
-  int max_checkpoints = 0;
-  // Policy (b): also checkpoint every this many blocks (0: off).
-  int checkpoint_interval = 32;
-};
+namespace folio::cache {
 
 struct HybridCacheStats {
   int32_t state_slots = 0;         // max_seqs + max_checkpoints
@@ -108,22 +93,20 @@ struct HybridCacheStats {
   size_t slot_bytes = 0;           // one slot: every recurrent layer's conv taps and state
 };
 
-// Options of a paged hybrid cache as the command-line tools build it: the
-// attention part `paged`, state slots for max_seqs sequences and a default
-// checkpoint budget of 2 * max_seqs + 2 slots (a checkpoint every 32 blocks
-// besides the chunk-end and branch-point ones).
-HybridKvCacheOptions paged_hybrid_options(const PagedKvCacheOptions& paged, int max_seqs);
-
 class HybridKvCache final : public KvCache {
  public:
-  // Allocates both parts for `cfg` (which must be hybrid), state zeroed.
-  static Result<std::unique_ptr<HybridKvCache>> create(const ModelConfig& cfg,
-                                                       const HybridKvCacheOptions& options);
+  // Allocates both parts for `geometry` (which must have recurrent and
+  // attention layers), state zeroed.
+  static Result<std::unique_ptr<HybridKvCache>> create(const KvGeometry& geometry,
+                                                       const KvCacheOptions& options);
 
   int n_layer() const override { return static_cast<int>(attn_index_.size()); }
   int64_t n_ctx() const override { return attn_->n_ctx(); }
   DType type() const override { return attn_->type(); }
   size_t bytes() const override;  // K/V plus recurrent state
+  // "K/V 32 blocks of 16 tokens (0.1 MiB), recurrent state 6 slots of 0.40
+  // MiB (2 sequences, 4 checkpoints)"
+  std::string summary() const override;
 
   bool has_sequence(int seq) const override { return attn_->has_sequence(seq); }
   int64_t seq_len(int seq) const override { return attn_->seq_len(seq); }
@@ -144,24 +127,21 @@ class HybridKvCache final : public KvCache {
   TensorView v_table(int layer) const override { return attn_->v_table(attn_layer(layer)); }
   TensorView k_view(int layer) const override { return attn_->k_view(attn_layer(layer)); }
   TensorView v_view(int layer) const override { return attn_->v_view(attn_layer(layer)); }
-  KvLayout layout() const override { return attn_->layout(); }
+  bool paged() const override { return attn_->paged(); }
   int block_size() const override { return attn_->block_size(); }
-  const cache::KvCacheManager* block_manager() const override { return attn_->block_manager(); }
+  const KvCacheManager* block_manager() const override { return attn_->block_manager(); }
 
   TensorView conv_state(int layer) const override;
   TensorView ssm_state(int layer) const override;
 
   // The attention part and the slot bookkeeping, for tests and metrics.
   const KvCache& attention() const { return *attn_; }
-  const cache::StatePool& state_pool() const { return pool_; }
+  const StatePool& state_pool() const { return pool_; }
   // State slot of a live sequence.
   int32_t slot_of(int seq) const;
   // True when a failed forward lost the sequence's recurrent state.
   bool state_lost(int seq) const;
   HybridCacheStats stats() const;
-  // "K/V 32 blocks of 16 (0.1 MiB), recurrent state 6 slots of 0.4 MiB (2
-  // sequences, 4 checkpoints)"
-  std::string summary() const;
   Status check_invariants() const;
 
  private:
@@ -176,11 +156,11 @@ class HybridKvCache final : public KvCache {
     int64_t branch = 0;  // policy (c): checkpoint at this length (0: none)
     // Prefix hashing (checkpointing on): chain hash of each full block and
     // the tokens of the partial last block.
-    std::vector<cache::BlockHash> hashes;
+    std::vector<BlockHash> hashes;
     std::vector<int32_t> tail;
   };
 
-  HybridKvCache(cache::StatePool pool, cache::BlockHasher hasher)
+  HybridKvCache(StatePool pool, BlockHasher hasher)
       : pool_(std::move(pool)), hasher_(std::move(hasher)) {}
   int attn_layer(int layer) const;
   bool checkpointing() const { return max_checkpoints_ > 0; }
@@ -191,7 +171,7 @@ class HybridKvCache final : public KvCache {
   void copy_slot(int32_t src, int32_t dst);  // every recurrent layer
   void zero_slot(int32_t slot);
   // Chain hashes of the full blocks of tokens[0, n) (from the root).
-  void prefix_hashes(std::span<const int32_t> tokens, std::vector<cache::BlockHash>& out) const;
+  void prefix_hashes(std::span<const int32_t> tokens, std::vector<BlockHash>& out) const;
   // Adds `tokens` to s's hash chain.
   void extend_hashes(Seq& s, std::span<const int32_t> tokens) const;
 
@@ -202,8 +182,8 @@ class HybridKvCache final : public KvCache {
   std::vector<Layer> layers_;    // [n_recurrent]
   std::unique_ptr<Buffer> buffer_;
   size_t slot_bytes_ = 0;
-  cache::StatePool pool_;
-  cache::BlockHasher hasher_;
+  StatePool pool_;
+  BlockHasher hasher_;
   int max_checkpoints_ = 0;
   int checkpoint_interval_ = 0;
   std::vector<Seq> seqs_;  // by sequence id
@@ -211,4 +191,4 @@ class HybridKvCache final : public KvCache {
   HybridCacheStats stats_;
 };
 
-}  // namespace folio::model
+}  // namespace folio::cache

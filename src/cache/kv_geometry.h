@@ -1,0 +1,64 @@
+// KvGeometry: what a model asks its cache to hold, layer by layer. The model
+// fills it from its hyperparameters (model::ModelConfig::cache_geometry); the
+// cache sizes its storage from it and never sees the model.
+//
+// An attention layer holds K/V rows of n_kv_head heads (cache::KvLayerShape);
+// a recurrent (gated DeltaNet) layer holds, per sequence, its conv taps
+//   F32 [conv_taps, conv_channels]
+// and its DeltaNet state
+//   F32 [head_dim, head_dim, n_heads].
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cache/kv_sizing.h"
+
+namespace folio::cache {
+
+// Recurrent state of one gated DeltaNet layer for one sequence.
+struct RecurrentShape {
+  int64_t conv_taps = 0;      // K - 1: the conv's most recent inputs kept per channel
+  int64_t conv_channels = 0;  // C
+  int64_t head_dim = 0;       // S: key and value head dim (the state is S x S per head)
+  int64_t n_heads = 0;        // H_v
+
+  size_t conv_bytes() const {
+    return static_cast<size_t>(conv_taps * conv_channels) * sizeof(float);
+  }
+  size_t state_bytes() const {
+    return static_cast<size_t>(head_dim * head_dim * n_heads) * sizeof(float);
+  }
+};
+
+struct LayerGeometry {
+  bool recurrent = false;
+  KvLayerShape kv;       // attention layers
+  RecurrentShape state;  // recurrent layers
+};
+
+struct KvGeometry {
+  std::string name;                   // the model's architecture; names prefix-hash keys
+  std::vector<LayerGeometry> layers;  // [n_layer]
+
+  int n_layer() const { return static_cast<int>(layers.size()); }
+  // Any recurrent layer: the cache must be hybrid.
+  bool hybrid() const {
+    for (const LayerGeometry& l : layers) {
+      if (l.recurrent) return true;
+    }
+    return false;
+  }
+  // K/V shapes of the attention layers, in layer order (input of kv_sizing).
+  std::vector<KvLayerShape> attention_shapes() const {
+    std::vector<KvLayerShape> shapes;
+    for (const LayerGeometry& l : layers) {
+      if (!l.recurrent) shapes.push_back(l.kv);
+    }
+    return shapes;
+  }
+};
+
+}  // namespace folio::cache

@@ -1,0 +1,272 @@
+// The KV caches on their own, built from hand-written geometries:
+// create_kv_cache's choice, option checks and pool sizing, plan() of the
+// paged cache (sequence numbering, block tables, shortage), recurrent state
+// of the hybrid cache, and the one-line summaries.
+#include "cache/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "cache/contiguous_kv_cache.h"
+#include "cache/hybrid_kv_cache.h"
+#include "cache/kv_sizing.h"
+#include "cache/paged_kv_cache.h"
+
+namespace folio::cache {
+namespace {
+
+// `n_layer` attention layers of 2 KV heads of 32 (K) / 64 (V).
+KvGeometry attention_geometry(int n_layer) {
+  KvGeometry g;
+  g.name = "test";
+  for (int l = 0; l < n_layer; ++l) g.layers.push_back({false, {2, 32, 64}, {}});
+  return g;
+}
+
+// Layers 0-2 recurrent (conv taps [3, 40], state [8, 8, 2]), layer 3 attention.
+KvGeometry hybrid_geometry() {
+  KvGeometry g = attention_geometry(4);
+  for (int l = 0; l < 3; ++l) {
+    g.layers[static_cast<size_t>(l)].recurrent = true;
+    g.layers[static_cast<size_t>(l)].state = {3, 40, 8, 2};
+  }
+  return g;
+}
+
+KvCacheOptions paged_options(int32_t n_blocks, int32_t block_size, int n_seq) {
+  KvCacheOptions o;
+  o.storage = KvStorage::kPaged;
+  o.type = DType::F16;
+  o.block_size = block_size;
+  o.n_blocks = n_blocks;
+  o.n_ctx = 256;
+  o.n_seq = n_seq;
+  return o;
+}
+
+TEST(CreateKvCache, ChoosesTheCacheFromGeometryAndOptions) {
+  KvCacheOptions o;
+  o.n_ctx = 64;
+  o.n_seq = 2;
+  Result<std::unique_ptr<KvCache>> c = create_kv_cache(attention_geometry(3), o);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_NE(dynamic_cast<ContiguousKvCache*>(c->get()), nullptr);
+  EXPECT_FALSE((*c)->paged());
+  EXPECT_EQ((*c)->n_layer(), 3);
+  EXPECT_EQ((*c)->type(), DType::F32);  // default
+  EXPECT_EQ((*c)->k_view(1).ne, (std::array<int64_t, kMaxDims>{32, 2, 64, 2}));
+  EXPECT_EQ((*c)->v_table(2).ne, (std::array<int64_t, kMaxDims>{128, 128, 1, 1}));
+  EXPECT_TRUE((*c)->conv_state(0).empty());
+
+  o.storage = KvStorage::kPaged;
+  c = create_kv_cache(attention_geometry(3), o);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_NE(dynamic_cast<PagedKvCache*>(c->get()), nullptr);
+  EXPECT_TRUE((*c)->paged());
+  ASSERT_NE((*c)->block_manager(), nullptr);
+  EXPECT_EQ((*c)->block_manager()->pool().n_blocks(), 2 * 4 + 1);  // 2 sequences of 64, null
+  EXPECT_TRUE((*c)->has_sequence(1));
+
+  for (KvStorage storage : {KvStorage::kPaged, KvStorage::kContiguous}) {
+    o.storage = storage;
+    c = create_kv_cache(hybrid_geometry(), o);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    const auto* h = dynamic_cast<HybridKvCache*>(c->get());
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->paged(), storage == KvStorage::kPaged);
+    EXPECT_EQ(h->attention().paged(), storage == KvStorage::kPaged);
+    EXPECT_EQ(h->n_layer(), 4);
+    EXPECT_EQ(h->attention().n_layer(), 1);
+    EXPECT_FALSE(h->k_view(3).empty());
+  }
+
+  EXPECT_EQ(create_kv_cache(KvGeometry{}, o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CreateKvCache, AttentionCachesRefuseRecurrentLayers) {
+  const KvCacheOptions o;
+  EXPECT_EQ(ContiguousKvCache::create(hybrid_geometry(), o).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(PagedKvCache::create(hybrid_geometry(), paged_options(16, 8, 1)).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(HybridKvCache::create(attention_geometry(2), o).status().code(),
+            StatusCode::kInvalidArgument);
+  KvGeometry all_recurrent = hybrid_geometry();
+  all_recurrent.layers[3].recurrent = true;
+  all_recurrent.layers[3].state = {3, 40, 8, 2};
+  EXPECT_EQ(create_kv_cache(all_recurrent, o).status().code(), StatusCode::kUnsupported);
+  KvGeometry no_state = hybrid_geometry();
+  no_state.layers[1].state.n_heads = 0;
+  EXPECT_EQ(create_kv_cache(no_state, o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(HybridKvCache, StateSlotsFollowTheGeometry) {
+  KvGeometry g = hybrid_geometry();
+  g.layers[1].state = {2, 24, 4, 3};  // layers may differ
+  KvCacheOptions o = paged_options(16, 8, 0);
+  o.max_seqs = 2;
+  o.max_checkpoints = 3;
+  Result<std::unique_ptr<HybridKvCache>> c = HybridKvCache::create(g, o);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  const HybridKvCache& h = **c;
+  EXPECT_EQ(h.state_pool().n_slots(), 2 + 3);
+  EXPECT_EQ(h.conv_state(0).ne, (std::array<int64_t, kMaxDims>{3, 40, 5, 1}));
+  EXPECT_EQ(h.ssm_state(0).ne, (std::array<int64_t, kMaxDims>{8, 8, 2, 5}));
+  EXPECT_EQ(h.conv_state(1).ne, (std::array<int64_t, kMaxDims>{2, 24, 5, 1}));
+  EXPECT_EQ(h.ssm_state(1).ne, (std::array<int64_t, kMaxDims>{4, 4, 3, 5}));
+  EXPECT_TRUE(h.conv_state(3).empty());
+  const size_t slot =
+      2 * (3 * 40 + 8 * 8 * 2) * sizeof(float) + (2 * 24 + 4 * 4 * 3) * sizeof(float);
+  EXPECT_EQ(h.stats().slot_bytes, slot);
+  EXPECT_GE(h.bytes(), h.attention().bytes() + 5 * slot);
+
+  // Checkpoint slots by default: 2 * max_seqs + 2 with prefix caching, none
+  // without it or over a contiguous attention part.
+  o.max_checkpoints = -1;
+  c = HybridKvCache::create(g, o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->state_pool().n_slots(), 2 + 6);
+  o.prefix_caching = false;
+  c = HybridKvCache::create(g, o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->state_pool().n_slots(), 2);
+  o.prefix_caching = true;
+  o.storage = KvStorage::kContiguous;
+  o.n_seq = 3;
+  c = HybridKvCache::create(g, o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->state_pool().n_slots(), 3);
+}
+
+TEST(PagedKvCache, PlanGroupsSequencesAndNumbersThemForAttention) {
+  Result<std::unique_ptr<PagedKvCache>> made =
+      PagedKvCache::create(attention_geometry(2), paged_options(16, 8, /*n_seq=*/3));
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  PagedKvCache& cache = **made;
+  EXPECT_TRUE(cache.has_sequence(2));
+  EXPECT_FALSE(cache.has_sequence(3));
+  KvPlan plan;
+  Batch b;
+  b.add(1, 0, 2, true);  // sequence 2 first: attention sequence 0
+  b.add(2, 0, 0, true);
+  b.add(3, 1, 2, true);
+  ASSERT_TRUE(cache.plan(b, plan).ok());
+  EXPECT_EQ(plan.seq_idx, (std::vector<int32_t>{0, 1, 0}));
+  EXPECT_EQ(plan.kv_len, (std::vector<int32_t>{2, 1}));
+  EXPECT_EQ(plan.max_blocks, 1);
+  ASSERT_EQ(plan.block_table.size(), 2u);
+  // Blocks come from the front of a fresh free queue, in batch-entry order.
+  EXPECT_EQ(plan.block_table, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(plan.slots, (std::vector<int32_t>{8, 16, 9}));
+  EXPECT_EQ(cache.seq_len(2), 0);  // planning changes nothing
+  cache.apply(plan);
+  EXPECT_EQ(cache.seq_len(2), 2);
+  EXPECT_EQ(cache.seq_len(0), 1);
+
+  b.clear();
+  b.add(1, 5, 0, true);  // a gap
+  Status st = cache.plan(b, plan);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("position 5, expected 1"), std::string::npos) << st.to_string();
+  b.clear();
+  b.add(1, 0, 7, true);  // no such sequence
+  EXPECT_EQ(cache.plan(b, plan).code(), StatusCode::kInvalidArgument);
+  b.clear();
+  b.add(1, 255, 1, true);
+  EXPECT_EQ(cache.plan(b, plan).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(cache.check_invariants().ok());
+}
+
+TEST(PagedKvCache, ShortPoolSaysHowManyBlocksAreMissing) {
+  Result<std::unique_ptr<PagedKvCache>> made =
+      PagedKvCache::create(attention_geometry(1), paged_options(5, 8, 2));
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  PagedKvCache& cache = **made;
+  KvPlan plan;
+  Batch b;
+  for (int p = 0; p < 20; ++p) b.add(1, p, 0, false);  // 3 of the 4 usable blocks
+  ASSERT_TRUE(cache.plan(b, plan).ok());
+  EXPECT_EQ(plan.pages.n_missing_blocks, 0);
+  cache.apply(plan);
+  b.clear();
+  for (int p = 0; p < 20; ++p) b.add(1, p, 1, false);
+  EXPECT_EQ(cache.plan(b, plan).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(plan.pages.n_missing_blocks, 2);
+  EXPECT_EQ(cache.seq_len(1), 0);
+  EXPECT_EQ(cache.manager().pool().n_used(), 3);
+}
+
+TEST(PagedKvCache, OptionsAndSizing) {
+  const KvGeometry g = attention_geometry(3);
+  EXPECT_EQ(*parse_kv_type("f16"), DType::F16);
+  EXPECT_EQ(*parse_kv_type("bf16"), DType::BF16);
+  EXPECT_EQ(*parse_kv_type("q8_0"), DType::Q8_0);
+  EXPECT_FALSE(parse_kv_type("q4_0").ok());
+  EXPECT_FALSE(parse_kv_type("").ok());
+
+  KvCacheOptions o;
+  o.n_seq = 2;
+  o.n_ctx = 100;
+  Result<std::unique_ptr<PagedKvCache>> c = PagedKvCache::create(g, o);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ((*c)->type(), DType::F32);  // default
+  EXPECT_EQ((*c)->block_size(), 16);
+  EXPECT_EQ((*c)->n_blocks(), 2 * 7 + 1);  // two sequences of 100 positions, null block
+  const std::vector<KvLayerShape> shapes = g.attention_shapes();
+  ASSERT_EQ(shapes.size(), 3u);
+  EXPECT_EQ((*c)->block_bytes(), *kv_block_bytes(shapes, DType::F32, 16));
+  EXPECT_GE((*c)->bytes(), (*c)->block_bytes() * 15);
+
+  o.memory_mib = 3;
+  o.block_size = 32;
+  o.type = DType::Q8_0;
+  c = PagedKvCache::create(g, o);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ((*c)->n_blocks(), *kv_blocks_for_budget(3, shapes, DType::Q8_0, 32));
+  EXPECT_LE((*c)->bytes(), (size_t{3} << 20) + 64 * 2 * shapes.size());
+
+  o.n_blocks = 10;  // and memory_mib: not both
+  EXPECT_EQ(PagedKvCache::create(g, o).status().code(), StatusCode::kInvalidArgument);
+  o.memory_mib = 0;
+  o.block_size = 24;
+  EXPECT_EQ(PagedKvCache::create(g, o).status().code(), StatusCode::kInvalidArgument);
+  o.block_size = 256;
+  EXPECT_EQ(PagedKvCache::create(g, o).status().code(), StatusCode::kInvalidArgument);
+  o.block_size = 8;
+  o.type = DType::BF16;
+  EXPECT_TRUE(PagedKvCache::create(g, o).ok());
+  o.type = DType::Q4_0;
+  EXPECT_EQ(PagedKvCache::create(g, o).status().code(), StatusCode::kUnsupported);
+  o.type = DType::F32;
+  o.n_blocks = 0;
+  o.n_seq = 0;  // nothing to size the pool from
+  EXPECT_EQ(PagedKvCache::create(g, o).status().code(), StatusCode::kInvalidArgument);
+  o.n_blocks = 1;  // the null block alone
+  EXPECT_EQ(PagedKvCache::create(g, o).status().code(), StatusCode::kInvalidArgument);
+  o.n_blocks = 2;
+  EXPECT_TRUE(PagedKvCache::create(g, o).ok());
+}
+
+TEST(KvCache, SummaryNamesWhatTheCacheHolds) {
+  KvCacheOptions o;
+  o.n_ctx = 64;
+  o.n_seq = 2;
+  Result<std::unique_ptr<KvCache>> c = create_kv_cache(attention_geometry(1), o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->summary(), "2 sequences of 64 positions (0.1 MiB)");
+  c = create_kv_cache(attention_geometry(1), paged_options(32, 16, 0));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->summary(), "32 blocks of 16 tokens (0.2 MiB)");
+  KvCacheOptions h = paged_options(32, 16, 0);
+  h.max_seqs = 2;
+  h.max_checkpoints = 4;
+  c = create_kv_cache(hybrid_geometry(), h);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->summary(),
+            "K/V 32 blocks of 16 tokens (0.2 MiB), recurrent state 6 slots of 0.00 MiB (2 "
+            "sequences, 4 checkpoints)");
+}
+
+}  // namespace
+}  // namespace folio::cache
