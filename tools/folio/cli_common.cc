@@ -224,8 +224,7 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   Result<std::unique_ptr<cache::KvCache>> cache = lm.model->make_cache(co);
   if (!cache.ok()) return cache.status().with_context("KV cache");
   if (std::FILE* log = info_log()) {
-    std::fprintf(log, "folio: context %lld tokens, KV cache %s, %s, %d threads
-",
+    std::fprintf(log, "folio: context %lld tokens, KV cache %s, %s, %d threads\n",
                  static_cast<long long>(co.n_ctx), dtype_name(co.type),
                  (*cache)->summary().c_str(), lm.ctx->n_threads());
   }

@@ -194,6 +194,8 @@ void ChatSession::turn(const std::string& text) {
     std::fflush(stdout);
     return true;
   });
+  // The Ctrl-C that stopped this reply is spent.
+  g_interrupted.store(false, std::memory_order_relaxed);
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (!stats.ok()) {
@@ -242,7 +244,16 @@ int chat(const ChatFlags& f) {
   bool quit_armed = false;  // the last key was Ctrl-C on an empty prompt
   std::string line;
   for (;;) {
-    const LineEditor::Read r = editor.read_line(assembler.pending() ? "... " : "> ", &line);
+    // A Ctrl-C typed while no line was being edited (between a reply and the
+    // next prompt) arrives as a signal, not as a key: it counts as one at the
+    // prompt.
+    LineEditor::Read r = LineEditor::Read::kInterrupted;
+    if (g_interrupted.exchange(false, std::memory_order_relaxed) && editor.interactive()) {
+      line.clear();
+      std::fputs("^C\n", notices);
+    } else {
+      r = editor.read_line(assembler.pending() ? "... " : "> ", &line);
+    }
     if (r == LineEditor::Read::kInterrupted) {
       if (!editor.interactive()) break;
       if (!line.empty() || assembler.pending()) {
