@@ -2,17 +2,38 @@
 
 namespace folio {
 
-Backend* route_op(const std::vector<Backend*>& priority, const Op& op) {
+bool Backend::supports_op(const Op& op) const {
+  return validate_op(op).ok() && select_kernel(op) != nullptr;
+}
+
+Status Backend::run(const Op& op) {
+  FOLIO_RETURN_IF_ERROR(validate_op(op));
+  const KernelHandle k = select_kernel(op);
+  if (k == nullptr) return unsupported("{}: no kernel for {}", name(), op.describe());
+  return run_kernel(k, op);
+}
+
+std::string Backend::kernel_name(const Op& op) const {
+  const KernelHandle k = select_kernel(op);
+  return k == nullptr ? std::string("none") : kernel_name_of(k);
+}
+
+RoutedOp route_op(const std::vector<Backend*>& priority, const Op& op) {
+  if (!validate_op(op).ok()) return {};
   for (Backend* b : priority) {
-    if (b != nullptr && b->supports_op(op)) return b;
+    if (b == nullptr) continue;
+    if (const KernelHandle k = b->select_kernel(op); k != nullptr) return {b, k};
   }
-  return nullptr;
+  return {};
+}
+
+Status run_route(const RoutedOp& route, const Op& op) {
+  if (!route) return unsupported("no backend supports {}", op.describe());
+  return route.backend->run_kernel(route.kernel, op);
 }
 
 Status run_routed(const std::vector<Backend*>& priority, const Op& op) {
-  Backend* b = route_op(priority, op);
-  if (b == nullptr) return unsupported("no backend supports {}", op.describe());
-  return b->run(op);
+  return run_route(route_op(priority, op), op);
 }
 
 }  // namespace folio

@@ -1,6 +1,7 @@
-// Backend: something that runs ops (the CPU today, a GPU later). Routing asks
-// supports_op() and picks the first backend in priority order that accepts;
-// no backend name ever appears in routing logic.
+// Backend: something that runs ops (the CPU; a GPU backend fits the same
+// interface). Routing validates an op once, asks each backend in priority
+// order to select an implementation for it, and runs the first selection on
+// its backend; no backend name ever appears in routing logic.
 #pragma once
 
 #include <memory>
@@ -14,29 +15,58 @@ namespace folio {
 
 class BufferType;
 
+// The implementation a backend selected for one op: opaque outside that
+// backend (for the CPU an entry of its kernel table; for a GPU backend, say,
+// a compiled pipeline). nullptr: the backend cannot run the op.
+using KernelHandle = const void*;
+
 class Backend {
  public:
   virtual ~Backend() = default;
 
   virtual std::string name() const = 0;
-  // Can this backend run `op` with these dtypes / shapes / params?
-  virtual bool supports_op(const Op& op) const = 0;
-  // Runs the op. Precondition: supports_op(op). Returns an error for invalid
-  // ops (validate_op) rather than misbehaving.
-  virtual Status run(const Op& op) = 0;
-  // Name of the kernel that would run `op` ("ref", "avx2", "avx512", ...);
-  // the parity harness uses it to skip variants that fall back to the same
-  // kernel.
-  virtual std::string kernel_name(const Op& op) const { return name(); }
+  // The implementation this backend would run `op` with (its dtypes, shapes,
+  // params), or nullptr. Does not validate (route_op, supports_op and run
+  // call validate_op first, once for all backends), but only reads the op's
+  // descriptors, so an invalid op is harmless here.
+  virtual KernelHandle select_kernel(const Op& op) const = 0;
+  // Runs `op` with `kernel`, a non-null select_kernel(op) of this backend,
+  // for a valid op. Errors the kernel finds in the data (out-of-range ids,
+  // ...) come back as its Status.
+  virtual Status run_kernel(KernelHandle kernel, const Op& op) = 0;
+  // Name of a selected kernel ("mul_mat.ref", "mul_mat.q8_0.avx512", ...):
+  // the parity harness skips variants that fall back to the same kernel, and
+  // profiling totals time per kernel.
+  virtual std::string kernel_name_of(KernelHandle kernel) const { return name(); }
   // Buffer type for activations / KV memory this backend computes on.
   virtual const BufferType& default_buffer_type() const = 0;
+
+  // One op on this backend alone (tests, the parity harness).
+  // Can this backend run `op`? False for ops that fail validate_op.
+  bool supports_op(const Op& op) const;
+  // Runs `op`: validate_op's error for an invalid op, kUnsupported without a
+  // kernel, else the kernel's Status.
+  Status run(const Op& op);
+  // Name of the kernel select_kernel picks for `op` ("none" without one).
+  // Does not validate, so a test can check which kernel reports an invalid
+  // op's error.
+  std::string kernel_name(const Op& op) const;
 };
 
-// Op routing: the first backend in `priority` whose supports_op accepts `op`,
-// or nullptr if none does.
-Backend* route_op(const std::vector<Backend*>& priority, const Op& op);
+// Where routing sends one op: the backend and the kernel it selected.
+struct RoutedOp {
+  Backend* backend = nullptr;  // nullptr: no backend can run the op
+  KernelHandle kernel = nullptr;
+  explicit operator bool() const { return backend != nullptr; }
+};
 
-// Runs `op` on the routed backend; kUnsupported if no backend accepts it.
+// Op routing: validates `op`, then takes the first backend in `priority`
+// whose select_kernel accepts it; empty for an invalid op or when none does.
+RoutedOp route_op(const std::vector<Backend*>& priority, const Op& op);
+
+// Runs `op` with the kernel `route` selected; kUnsupported if it is empty.
+Status run_route(const RoutedOp& route, const Op& op);
+// route_op, then run_route.
 Status run_routed(const std::vector<Backend*>& priority, const Op& op);
 
 }  // namespace folio

@@ -64,9 +64,6 @@ inline bool is_integer_type(ValueType t) {
       return false;
   }
 }
-inline bool is_float_type(ValueType t) {
-  return t == ValueType::kF32 || t == ValueType::kF64;
-}
 
 class Array;
 

@@ -20,14 +20,9 @@ class ForwardContext::Profile {
  public:
   using Clock = std::chrono::steady_clock;
 
-  void add(const std::vector<Backend*>& backends, const Op& op, Clock::duration d) {
-    std::string key = op_kind_name(op.kind);
-    for (const Backend* b : backends) {
-      if (b->supports_op(op)) {
-        key = b->kernel_name(op);
-        break;
-      }
-    }
+  void add(const RoutedOp& route, const Op& op, Clock::duration d) {
+    std::string key =
+        route ? route.backend->kernel_name_of(route.kernel) : std::string(op_kind_name(op.kind));
     if (op.kind == OpKind::kMulMat || op.kind == OpKind::kMulMatId) {
       key += " [" + std::to_string(op.src[0].ne[0]) + ", " + std::to_string(op.src[0].ne[1]) + "]";
     }
@@ -124,14 +119,25 @@ TensorView ForwardContext::upload_i32(std::span<const int32_t> values) {
 
 void ForwardContext::run(const Op& op) {
   if (!ok()) return;
+  const Profile::Clock::time_point t0 =
+      profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
+  execute(route_op(backends_, op), op, t0);
+}
+
+bool ForwardContext::run_if_supported(const Op& op) {
+  const Profile::Clock::time_point t0 =
+      profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
+  const RoutedOp route = route_op(backends_, op);
+  if (!route) return false;
+  execute(route, op, t0);
+  return true;
+}
+
+void ForwardContext::execute(const RoutedOp& route, const Op& op, Profile::Clock::time_point t0) {
+  if (!ok()) return;
   ++ops_run_;
-  if (profile_ == nullptr) {
-    fail(run_routed(backends_, op));
-    return;
-  }
-  const Profile::Clock::time_point t0 = Profile::Clock::now();
-  fail(run_routed(backends_, op));
-  profile_->add(backends_, op, Profile::Clock::now() - t0);
+  fail(run_route(route, op));
+  if (profile_ != nullptr) profile_->add(route, op, Profile::Clock::now() - t0);
 }
 
 TensorView ForwardContext::get_rows(const TensorView& table, const TensorView& ids) {

@@ -1,8 +1,8 @@
 // ForwardContext: where a forward pass runs. Eager, op by op, no graph: each
 // helper allocates its output in the activation arena, builds one Op and runs
-// it on the first backend of the priority list whose supports_op accepts it
-// (run_routed). Views (strides) make reshapes and slices free; only ops move
-// data.
+// it on the first backend of the priority list that selects a kernel for it
+// (route_op: one validation and one selection per op). Views (strides) make
+// reshapes and slices free; only ops move data.
 //
 // Errors are sticky: the first failing op (or arena allocation) records its
 // Status, every later helper is skipped and returns a correctly shaped view
@@ -21,6 +21,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -99,6 +100,10 @@ class ForwardContext {
 
   // Runs a prepared op (skipped after an error).
   void run(const Op& op);
+  // Runs `op` like run() if some backend selects a kernel for it and returns
+  // true; returns false, recording nothing, when none does (the caller then
+  // takes another path, e.g. unfused ops).
+  bool run_if_supported(const Op& op);
 
   // Number of ops run since construction (for tests and stats).
   uint64_t ops_run() const { return ops_run_; }
@@ -107,6 +112,10 @@ class ForwardContext {
 
  private:
   class Profile;  // per-kernel op timers (FOLIO_PROFILE=1)
+
+  // Runs `op` as routed (skipped after an error; kUnsupported if `route` is
+  // empty). `t0`: when routing began, for the profile.
+  void execute(const RoutedOp& route, const Op& op, std::chrono::steady_clock::time_point t0);
 
   std::unique_ptr<ThreadPool> owned_pool_;
   std::unique_ptr<Backend> owned_backend_;

@@ -1,6 +1,6 @@
 // GGUF block layouts, as plain structs. These are format facts (the bytes a
 // GGUF file holds), shared by the scalar reference (quant_*.cc) and by the
-// SIMD kernels that come later.
+// SIMD kernels (backend/cpu/).
 //
 // All multi-byte fields are little-endian in the file; folio only targets
 // little-endian hosts (checked below). Half-precision fields (`d`, `dmin`,

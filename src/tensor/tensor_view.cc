@@ -62,6 +62,4 @@ std::string TensorView::shape_string() const {
   return s + "]";
 }
 
-bool same_shape(const TensorView& a, const TensorView& b) { return a.ne == b.ne; }
-
 }  // namespace folio

@@ -61,6 +61,4 @@ struct TensorView {
   std::string shape_string() const;
 };
 
-bool same_shape(const TensorView& a, const TensorView& b);
-
 }  // namespace folio

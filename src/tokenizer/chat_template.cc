@@ -51,10 +51,6 @@ OrderedJson ChatMessage::to_json() const {
   return j;
 }
 
-std::string_view ChatTemplate::chatml_source() {
-  return kChatMl;
-}
-
 Result<ChatTemplate> ChatTemplate::parse(std::string_view source, std::string bos_token,
                                          std::string eos_token) {
   Result<jinja::Template> t = jinja::Template::parse(source);

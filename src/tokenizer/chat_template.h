@@ -102,9 +102,6 @@ class ChatTemplate {
   const std::string& bos_token() const { return bos_; }
   const std::string& eos_token() const { return eos_; }
 
-  // The ChatML template used as the fallback.
-  static std::string_view chatml_source();
-
  private:
   ChatTemplate(jinja::Template t, std::string source, std::string bos, std::string eos)
       : template_(std::move(t)),

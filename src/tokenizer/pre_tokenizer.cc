@@ -321,32 +321,6 @@ constexpr NameEntry kNames[] = {
 
 }  // namespace
 
-const char* pre_tokenizer_name(PreTokenizer kind) {
-  switch (kind) {
-    case PreTokenizer::kNone:
-      return "none";
-    case PreTokenizer::kDefault:
-      return "default";
-    case PreTokenizer::kGpt2:
-      return "gpt-2";
-    case PreTokenizer::kLlama3:
-      return "llama3";
-    case PreTokenizer::kQwen2:
-      return "qwen2";
-    case PreTokenizer::kQwen35:
-      return "qwen35";
-    case PreTokenizer::kStarcoder:
-      return "starcoder";
-    case PreTokenizer::kFalcon:
-      return "falcon";
-    case PreTokenizer::kDeepseekLlm:
-      return "deepseek-llm";
-    case PreTokenizer::kNewlines:
-      return "newlines";
-  }
-  return "?";
-}
-
 bool pre_tokenizer_from_name(std::string_view name, PreTokenizerInfo* info) {
   for (const NameEntry& entry : kNames) {
     if (entry.name == name) {

@@ -41,8 +41,6 @@ enum class PreTokenizer {
   kNewlines,
 };
 
-const char* pre_tokenizer_name(PreTokenizer kind);
-
 // What a `tokenizer.ggml.pre` name implies: its regex family and the defaults
 // that come with it (as llama.cpp sets them).
 struct PreTokenizerInfo {

@@ -60,38 +60,6 @@ int parse_byte_token(std::string_view s) {
 
 }  // namespace
 
-const char* token_type_name(TokenType type) {
-  switch (type) {
-    case TokenType::kUndefined:
-      return "undefined";
-    case TokenType::kNormal:
-      return "normal";
-    case TokenType::kUnknown:
-      return "unknown";
-    case TokenType::kControl:
-      return "control";
-    case TokenType::kUserDefined:
-      return "user-defined";
-    case TokenType::kUnused:
-      return "unused";
-    case TokenType::kByte:
-      return "byte";
-  }
-  return "?";
-}
-
-const char* vocab_model_name(VocabModel model) {
-  switch (model) {
-    case VocabModel::kSpm:
-      return "llama";
-    case VocabModel::kBpe:
-      return "gpt2";
-    case VocabModel::kBpeSpm:
-      return "gemma4";
-  }
-  return "?";
-}
-
 Result<Vocab> Vocab::create(const VocabSpec& spec) {
   Vocab v;
   FOLIO_RETURN_IF_ERROR(v.build(spec));
@@ -175,7 +143,6 @@ Status Vocab::build(const VocabSpec& spec) {
     offsets_[i] = static_cast<uint32_t>(blob_.size());
     blob_ += t;
     offsets_[i + 1] = static_cast<uint32_t>(blob_.size());
-    max_token_length_ = std::max(max_token_length_, t.size());
     if (spec.token_types.empty()) {
       types_[i] = TokenType::kNormal;
     } else {

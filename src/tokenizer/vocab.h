@@ -40,14 +40,12 @@ enum class TokenType : uint8_t {
   kUnused = 5,
   kByte = 6,
 };
-const char* token_type_name(TokenType type);
 
 enum class VocabModel {
   kSpm,     // "llama"
   kBpe,     // "gpt2"
   kBpeSpm,  // "gemma4"
 };
-const char* vocab_model_name(VocabModel model);
 
 // The fields of a vocabulary as stored in GGUF. Views: the spec does not own
 // them, Vocab::create copies what it keeps.
@@ -109,7 +107,6 @@ class Vocab {
   // End of generation: eos, eot, eom and control tokens with a known
   // end-of-turn text (<|im_end|>, <end_of_turn>, <|eot_id|>, ...).
   bool is_eog(TokenId id) const;
-  std::span<const TokenId> eog_ids() const { return eog_ids_; }
 
   // The token with exactly this text (any type), or kNoToken.
   TokenId find(std::string_view text) const {
@@ -150,7 +147,6 @@ class Vocab {
   // Control, user-defined and unknown tokens: the texts split out of input
   // before tokenizing (user-defined always, the others with parse_special).
   std::span<const TokenId> special_tokens() const { return special_tokens_; }
-  size_t max_token_length() const { return max_token_length_; }
 
  private:
   Vocab() = default;
@@ -179,7 +175,6 @@ class Vocab {
   TokenId byte_tokens_[256] = {};
   std::vector<TokenId> special_tokens_;
   std::vector<TokenId> eog_ids_;
-  size_t max_token_length_ = 0;
 
   TokenId bos_ = kNoToken, eos_ = kNoToken, eot_ = kNoToken, eom_ = kNoToken;
   TokenId unk_ = kNoToken, pad_ = kNoToken, sep_ = kNoToken, mask_ = kNoToken;

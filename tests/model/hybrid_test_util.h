@@ -19,18 +19,22 @@ namespace folio::model::testing {
 
 // A backend that delegates to `inner` but refuses the op kinds in `refused`
 // (routing then falls through to the next backend of the context, or to the
-// model's unfused path where it asks route_op first).
+// model's unfused path where it uses ForwardContext::run_if_supported).
 class RefusingBackend final : public Backend {
  public:
   RefusingBackend(Backend* inner, std::vector<OpKind> refused)
       : inner_(inner), refused_(std::move(refused)) {}
   std::string name() const override { return "refusing(" + inner_->name() + ")"; }
-  bool supports_op(const Op& op) const override {
-    if (std::find(refused_.begin(), refused_.end(), op.kind) != refused_.end()) return false;
-    return inner_->supports_op(op);
+  KernelHandle select_kernel(const Op& op) const override {
+    if (std::find(refused_.begin(), refused_.end(), op.kind) != refused_.end()) return nullptr;
+    return inner_->select_kernel(op);
   }
-  Status run(const Op& op) override { return inner_->run(op); }
-  std::string kernel_name(const Op& op) const override { return inner_->kernel_name(op); }
+  Status run_kernel(KernelHandle kernel, const Op& op) override {
+    return inner_->run_kernel(kernel, op);
+  }
+  std::string kernel_name_of(KernelHandle kernel) const override {
+    return inner_->kernel_name_of(kernel);
+  }
   const BufferType& default_buffer_type() const override { return inner_->default_buffer_type(); }
 
  private:

@@ -102,10 +102,12 @@ class ThreadedCpuBackend final : public Backend {
   ThreadedCpuBackend(Isa isa, ThreadPool* pool)
       : inner_(CpuBackendOptions{isa, false, pool}), threads_(pool->size()) {}
   std::string name() const override { return inner_.name() + "-mt"; }
-  bool supports_op(const Op& op) const override { return inner_.supports_op(op); }
-  Status run(const Op& op) override { return inner_.run(op); }
-  std::string kernel_name(const Op& op) const override {
-    return inner_.kernel_name(op) + kThreadedSuffix + std::to_string(threads_);
+  KernelHandle select_kernel(const Op& op) const override { return inner_.select_kernel(op); }
+  Status run_kernel(KernelHandle kernel, const Op& op) override {
+    return inner_.run_kernel(kernel, op);
+  }
+  std::string kernel_name_of(KernelHandle kernel) const override {
+    return inner_.kernel_name_of(kernel) + kThreadedSuffix + std::to_string(threads_);
   }
   const BufferType& default_buffer_type() const override { return inner_.default_buffer_type(); }
 

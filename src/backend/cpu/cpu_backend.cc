@@ -14,26 +14,18 @@ std::string CpuBackend::name() const {
   return options_.reference_only ? "cpu-ref" : std::string("cpu-") + isa_name(isa_);
 }
 
-const Kernel* CpuBackend::find(const Op& op) const {
+KernelHandle CpuBackend::select_kernel(const Op& op) const {
   return cpu_kernels().find(op, max_tier_for(isa_), options_.reference_only);
 }
 
-bool CpuBackend::supports_op(const Op& op) const {
-  return validate_op(op).ok() && find(op) != nullptr;
-}
-
-Status CpuBackend::run(const Op& op) {
-  FOLIO_RETURN_IF_ERROR(validate_op(op));
-  const Kernel* k = find(op);
-  if (k == nullptr) return unsupported("{}: no CPU kernel for {}", name(), op.describe());
+Status CpuBackend::run_kernel(KernelHandle kernel, const Op& op) {
   KernelContext ctx;
   ctx.pool = options_.pool;
-  return k->run(op, ctx);
+  return static_cast<const Kernel*>(kernel)->run(op, ctx);
 }
 
-std::string CpuBackend::kernel_name(const Op& op) const {
-  const Kernel* k = find(op);
-  return k == nullptr ? std::string("none") : std::string(k->name);
+std::string CpuBackend::kernel_name_of(KernelHandle kernel) const {
+  return static_cast<const Kernel*>(kernel)->name;
 }
 
 const BufferType& CpuBackend::default_buffer_type() const { return host_buffer_type(); }

@@ -22,16 +22,15 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(CpuBackendOptions options = {});
 
   std::string name() const override;
-  bool supports_op(const Op& op) const override;
-  Status run(const Op& op) override;
-  std::string kernel_name(const Op& op) const override;
+  // Handles are `const Kernel*` into cpu_kernels().
+  KernelHandle select_kernel(const Op& op) const override;
+  Status run_kernel(KernelHandle kernel, const Op& op) override;
+  std::string kernel_name_of(KernelHandle kernel) const override;
   const BufferType& default_buffer_type() const override;
 
   Isa isa() const { return isa_; }
 
  private:
-  const Kernel* find(const Op& op) const;
-
   CpuBackendOptions options_;
   Isa isa_;  // effective ISA: min(options.max_isa, active_isa())
 };

@@ -2,17 +2,6 @@
 
 namespace folio {
 
-const char* kernel_tier_name(KernelTier tier) {
-  switch (tier) {
-    case KernelTier::kRef: return "ref";
-    case KernelTier::kScalar: return "scalar";
-    case KernelTier::kAvx2: return "avx2";
-    case KernelTier::kAvx512: return "avx512";
-    case KernelTier::kAmx: return "amx";
-  }
-  return "?";
-}
-
 KernelTier max_tier_for(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return KernelTier::kScalar;

@@ -30,7 +30,6 @@ enum class KernelTier : int {
   kAmx = 4,
 };
 
-const char* kernel_tier_name(KernelTier tier);
 // Highest kernel tier allowed for an ISA tier.
 KernelTier max_tier_for(Isa isa);
 

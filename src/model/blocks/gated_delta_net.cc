@@ -17,8 +17,8 @@
 //
 // Per step, the state work, reading and writing the sequence's slot of the
 // cache's pools in place:
-//   - consecutive single-token steps (decode) form one run: where the
-//     backends' supports_op accepts them (route_op), one kSsmConvUpdate and
+//   - consecutive single-token steps (decode) form one run: where a backend
+//     selects a kernel for them (run_if_supported), one kSsmConvUpdate and
 //     one kGatedDeltaNetUpdate over the run, by slot ids, in place; otherwise
 //     the unfused path: gather (conv window on the host; state with
 //     kGetRows), the plain kSsmConv / kGatedDeltaNet with T = 1, scatter
@@ -260,7 +260,6 @@ void DeltaNetLayer::decode_run(size_t a, size_t b) {
   const auto n = static_cast<int64_t>(b - a);
   const int64_t r0 = rp_.steps[a].row_begin;
   const TensorView ids = ids_range(ri_.slots, static_cast<int64_t>(a), n);
-  const std::vector<Backend*>& backends = ctx_.backends();
 
   Op conv;
   conv.kind = OpKind::kSsmConvUpdate;
@@ -271,9 +270,7 @@ void DeltaNetLayer::decode_run(size_t a, size_t b) {
   conv.dst = slice_rows(conv_out_, r0, n);  // [C, n]
   conv.dst2 = conv_pool_;
   conv.params = SsmConvParams{true};
-  if (route_op(backends, conv) != nullptr) {
-    ctx_.run(conv);
-  } else {
+  if (!ctx_.run_if_supported(conv)) {
     (void)conv_plain(r0, 1, std::span<const int32_t>(rp_.slots).subspan(a, b - a));
   }
 
@@ -281,9 +278,7 @@ void DeltaNetLayer::decode_run(size_t a, size_t b) {
   dn.src[5] = ssm_pool_;
   dn.src[6] = ids;
   dn.dst2 = ssm_pool_;
-  if (route_op(backends, dn) != nullptr) {
-    ctx_.run(dn);
-  } else {
+  if (!ctx_.run_if_supported(dn)) {
     const TensorView table =
         reshape(ssm_pool_, {s_ * s_ * hv_, ssm_pool_.ne[3], 1, 1});  // [S * S * Hv, n_slots]
     const TensorView st = ctx_.get_rows(table, ids);                 // [S * S * Hv, n]

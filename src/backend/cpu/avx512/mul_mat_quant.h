@@ -31,11 +31,6 @@ FOLIO_INLINE_AVX512 float half_to_float(const void* p) {
   return _cvtsh_ss(h);
 }
 
-// [a x 8, b x 8]
-FOLIO_INLINE_AVX512 __m512 pair_ps(float a, float b) {
-  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
-}
-
 // [a x 32 bytes, b x 32 bytes]
 FOLIO_INLINE_AVX512 __m512i pair_epi8(int a, int b) {
   return _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(a)),

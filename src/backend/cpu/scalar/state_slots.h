@@ -47,12 +47,6 @@ class StateSlots {
   const TensorView& src(int64_t s) const { return src_[static_cast<size_t>(s)]; }
   // The pool slot sequence s writes; ne[slot_dim] == 1.
   const TensorView& dst(int64_t s) const { return dst_[static_cast<size_t>(s)]; }
-  // Pool slot indices, for tests and logging.
-  int32_t src_slot(int64_t s) const { return src_slot_[static_cast<size_t>(s)]; }
-  int32_t dst_slot(int64_t s) const { return dst_slot_[static_cast<size_t>(s)]; }
-  // Number of source slots copied to scratch (read by one sequence while
-  // another writes them).
-  int64_t n_scratch() const { return n_scratch_; }
 
  private:
   std::vector<int32_t> src_slot_, dst_slot_;  // [n_seq]

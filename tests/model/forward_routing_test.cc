@@ -1,0 +1,100 @@
+// A forward routes each op once: one kernel selection per op run, also for
+// the hybrid models' fused decode ops, which the model tries first and
+// replaces by the unfused path where no backend selects a kernel for them.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "hybrid_test_util.h"
+
+namespace folio::model::testing {
+namespace {
+
+// Delegates to `inner`, counting kernel selections and runs per op kind.
+class CountingBackend final : public Backend {
+ public:
+  explicit CountingBackend(Backend* inner) : inner_(inner) {}
+  std::string name() const override { return "counting(" + inner_->name() + ")"; }
+  KernelHandle select_kernel(const Op& op) const override {
+    ++selections[op.kind];
+    return inner_->select_kernel(op);
+  }
+  Status run_kernel(KernelHandle kernel, const Op& op) override {
+    ++runs[op.kind];
+    return inner_->run_kernel(kernel, op);
+  }
+  std::string kernel_name_of(KernelHandle kernel) const override {
+    return inner_->kernel_name_of(kernel);
+  }
+  const BufferType& default_buffer_type() const override { return inner_->default_buffer_type(); }
+
+  static uint64_t total(const std::map<OpKind, uint64_t>& m) {
+    uint64_t n = 0;
+    for (const auto& [kind, count] : m) n += count;
+    return n;
+  }
+  static uint64_t of(const std::map<OpKind, uint64_t>& m, OpKind kind) {
+    const auto it = m.find(kind);
+    return it == m.end() ? 0 : it->second;
+  }
+
+  mutable std::map<OpKind, uint64_t> selections;
+  std::map<OpKind, uint64_t> runs;
+
+ private:
+  Backend* inner_;
+};
+
+// Prefills 12 tokens of one sequence, then decodes 3 more, on `ctx`.
+void prefill_and_decode(const Model& m, ForwardContext& ctx) {
+  auto cache = test_cache(m, true, 1);
+  Result<int> seq = cache->add_sequence();
+  ASSERT_TRUE(seq.ok());
+  const std::vector<int32_t> t = test_tokens(15, 3, m.config().n_vocab);
+  ASSERT_TRUE(eval_all(m, *cache, ctx, {t.begin(), t.begin() + 12}, *seq).ok());
+  for (int i = 12; i < 15; ++i) ASSERT_TRUE(eval_one(m, *cache, ctx, t[i], *seq).ok());
+}
+
+int recurrent_layers(const Model& m) {
+  int n = 0;
+  for (int l = 0; l < m.config().n_layer; ++l) n += m.config().is_recurrent(l) ? 1 : 0;
+  return n;
+}
+
+TEST(ForwardRouting, EachOpIsSelectedOnce) {
+  auto m = load_hybrid("tiny-qwen35");
+  if (m == nullptr) GTEST_SKIP() << "model missing";
+  CpuBackend cpu;
+  CountingBackend counting(&cpu);
+  ForwardContext ctx({&counting});
+  prefill_and_decode(*m, ctx);
+  ASSERT_GT(ctx.ops_run(), 0u);
+  EXPECT_EQ(CountingBackend::total(counting.selections), ctx.ops_run());
+  EXPECT_EQ(CountingBackend::total(counting.runs), ctx.ops_run());
+  // The 3 decode forwards ran the fused ops, one of each per recurrent layer.
+  const auto fused = static_cast<uint64_t>(3 * recurrent_layers(*m));
+  ASSERT_GT(fused, 0u);
+  EXPECT_EQ(CountingBackend::of(counting.runs, OpKind::kSsmConvUpdate), fused);
+  EXPECT_EQ(CountingBackend::of(counting.runs, OpKind::kGatedDeltaNetUpdate), fused);
+}
+
+TEST(ForwardRouting, RefusedFusedOpsAreAskedOnceThenRunUnfused) {
+  auto m = load_hybrid("tiny-qwen35");
+  if (m == nullptr) GTEST_SKIP() << "model missing";
+  CpuBackend cpu;
+  RefusingBackend refusing(&cpu, {OpKind::kSsmConvUpdate, OpKind::kGatedDeltaNetUpdate});
+  CountingBackend counting(&refusing);
+  ForwardContext ctx({&counting});
+  prefill_and_decode(*m, ctx);
+  const auto fused = static_cast<uint64_t>(3 * recurrent_layers(*m));
+  EXPECT_EQ(CountingBackend::of(counting.selections, OpKind::kSsmConvUpdate), fused);
+  EXPECT_EQ(CountingBackend::of(counting.selections, OpKind::kGatedDeltaNetUpdate), fused);
+  EXPECT_EQ(CountingBackend::of(counting.runs, OpKind::kSsmConvUpdate), 0u);
+  EXPECT_EQ(CountingBackend::of(counting.runs, OpKind::kGatedDeltaNetUpdate), 0u);
+  // Every other selection ran exactly one op.
+  EXPECT_EQ(CountingBackend::total(counting.runs), ctx.ops_run());
+  EXPECT_EQ(CountingBackend::total(counting.selections), ctx.ops_run() + 2 * fused);
+}
+
+}  // namespace
+}  // namespace folio::model::testing
