@@ -98,6 +98,11 @@ class PtyChat:
 
     def prompt(self):
         self.expect(r"(?:^|\n)> $", flags=re.M)
+        # libedit draws the prompt and then switches the terminal to editing
+        # mode; a key sent in between is read in the terminal's cooked mode
+        # (Ctrl-D, Ctrl-C handled by the line discipline). A person never
+        # types that fast; the test waits as long as a person would at least.
+        time.sleep(0.05)
 
     def turn(self, line):
         """Types a message; returns (reply region, stats match) once the prompt is back."""

@@ -231,7 +231,7 @@ int chat(const ChatFlags& f) {
                  session.chat_template().fallback_reason().c_str());
   }
 
-  LineEditor editor("folio");
+  LineEditor editor("folio", &g_interrupted);
   std::optional<SigintScope> sigint;
   if (editor.interactive()) sigint.emplace();
   // Help and hints go where the prompt is drawn; without a terminal, stderr.
@@ -244,16 +244,10 @@ int chat(const ChatFlags& f) {
   bool quit_armed = false;  // the last key was Ctrl-C on an empty prompt
   std::string line;
   for (;;) {
-    // A Ctrl-C typed while no line was being edited (between a reply and the
-    // next prompt) arrives as a signal, not as a key: it counts as one at the
-    // prompt.
-    LineEditor::Read r = LineEditor::Read::kInterrupted;
-    if (g_interrupted.exchange(false, std::memory_order_relaxed) && editor.interactive()) {
-      line.clear();
-      std::fputs("^C\n", notices);
-    } else {
-      r = editor.read_line(assembler.pending() ? "... " : "> ", &line);
-    }
+    // A Ctrl-C typed while no line is being edited (between a reply and the
+    // next prompt) arrives as a signal; the editor notices it through
+    // g_interrupted and ends the read as it does for the key.
+    const LineEditor::Read r = editor.read_line(assembler.pending() ? "... " : "> ", &line);
     if (r == LineEditor::Read::kInterrupted) {
       if (!editor.interactive()) break;
       if (!line.empty() || assembler.pending()) {

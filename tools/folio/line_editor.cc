@@ -1,14 +1,17 @@
 #include "line_editor.h"
 
 #include <histedit.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <clocale>
 
 namespace folio::tools {
 
-LineEditor::LineEditor(const char* program) {
+LineEditor::LineEditor(const char* program, std::atomic<bool>* interrupt_flag)
+    : interrupt_flag_(interrupt_flag) {
   if (!isatty(STDIN_FILENO)) return;
   // libedit decodes multibyte (UTF-8) input by the locale's character type.
   std::setlocale(LC_CTYPE, "");
@@ -30,6 +33,7 @@ LineEditor::LineEditor(const char* program) {
   el_set(el_, EL_SETTY, "-d", "-isig", nullptr);
   el_set(el_, EL_ADDFN, "folio-interrupt", "discard the line", &LineEditor::interrupt_callback);
   el_set(el_, EL_BIND, "^C", "folio-interrupt", nullptr);
+  el_set(el_, EL_GETCFN, &LineEditor::read_char_callback);
   el_source(el_, nullptr);  // the user's ~/.editrc, if any
 }
 
@@ -44,13 +48,53 @@ char* LineEditor::prompt_callback(EditLine* el) {
   return self->prompt_.data();
 }
 
+void LineEditor::interrupt(EditLine* el) {
+  interrupted_ = true;
+  const LineInfo* li = el_line(el);
+  discarded_.assign(li->buffer, li->lastchar);
+}
+
 unsigned char LineEditor::interrupt_callback(EditLine* el, int /*ch*/) {
   LineEditor* self = nullptr;
   el_get(el, EL_CLIENTDATA, &self);
-  self->interrupted_ = true;
-  const LineInfo* li = el_line(el);
-  self->discarded_.assign(li->buffer, li->lastchar);
+  self->interrupt(el);
   return CC_EOF;  // ends el_gets with no line; read_line tells it from Ctrl-D by the flag
+}
+
+int LineEditor::read_char_callback(EditLine* el, wchar_t* out) {
+  LineEditor* self = nullptr;
+  el_get(el, EL_CLIENTDATA, &self);
+  std::mbstate_t state{};
+  char bytes[MB_LEN_MAX];
+  size_t n = 0;
+  for (;;) {
+    if (self->interrupt_flag_ != nullptr &&
+        self->interrupt_flag_->exchange(false, std::memory_order_relaxed)) {
+      self->interrupt(el);
+      return 0;  // "end of input" to libedit; read_line sees interrupted_
+    }
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    const int ready = ::poll(&p, 1, 50);  // ms: how soon a SIGINT is noticed
+    if (ready < 0 && errno != EINTR) return -1;
+    if (ready <= 0) continue;
+    char c = 0;
+    const ssize_t got = ::read(STDIN_FILENO, &c, 1);
+    if (got == 0) return 0;
+    if (got < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return -1;
+    }
+    bytes[n++] = c;
+    wchar_t wc = 0;
+    const size_t r = std::mbrtowc(&wc, &c, 1, &state);
+    if (r == static_cast<size_t>(-2) && n < sizeof(bytes)) continue;  // more bytes to come
+    if (r == static_cast<size_t>(-1) || r == static_cast<size_t>(-2)) {
+      *out = static_cast<unsigned char>(bytes[0]);  // not valid here: pass the byte through
+      return 1;
+    }
+    *out = wc;
+    return 1;
+  }
 }
 
 LineEditor::Read LineEditor::read_line(const std::string& prompt, std::string* line) {
