@@ -35,7 +35,7 @@ namespace folio::model::testing {
 namespace {
 
 constexpr float kFlipMargin = 0.5f;  // logits; see the header comment
-constexpr int kMinFullPrompts = 3;   // of 6 ("several" prompts, as the issue asks)
+constexpr int kMinFullPrompts = 3;   // of the 6 prompts
 
 std::string gemma_path() {
   return folio::testing::default_model_path();
