@@ -49,7 +49,7 @@ if ((sanitizers)); then
   echo "test: TSan build (scheduler and server)"
   scripts/configure.sh build-tsan Debug -DFOLIO_SANITIZE=thread -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1"
   cmake --build build-tsan -j"$jobs" --target folio_engine_tests folio_server_tests
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp \
     ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 900 \
       -R '^(Scheduler|Http|Server)' --output-junit junit.xml
 fi
