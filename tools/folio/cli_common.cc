@@ -173,7 +173,7 @@ void add_sampling_flags(CLI::App* cmd, SamplingFlags* f) {
             }
             return std::string();
           },
-          "TEXT"));
+          ""));
 }
 
 Result<SamplingParams> sampling_params(const SamplingFlags& f, int32_t n_vocab) {
