@@ -98,8 +98,8 @@ Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http) {
   const cache::KvCacheManager* blocks = e->lm.cache->block_manager();
   std::fprintf(stderr,
                "folio serve: effective configuration: model '%s', ctx-size %lld, kv-type %s, "
-               "%d KV blocks of %d tokens, threads %d, max-seqs %d, max-batch-tokens %lld, "
-               "ubatch %lld, chunk-cap %lld, decode-first %s, max-waiting %lld\n",
+               "%d KV blocks of %d tokens, threads %d, max-seqs %d, batch-size %lld, "
+               "ubatch-size %lld, chunk-cap %lld, decode-first %s, max-waiting %lld\n",
                model_id(f).c_str(), static_cast<long long>(e->lm.cache->n_ctx()),
                f.model.kv_type.c_str(),
                blocks != nullptr ? blocks->pool().n_usable() : 0,
