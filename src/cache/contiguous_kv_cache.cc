@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "cache/kv_sizing.h"
 #include "core/aligned.h"
 
 namespace folio::cache {
@@ -24,8 +25,7 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const KvGeo
                             geometry.name);
   }
   const std::vector<KvLayerShape> shapes = geometry.attention_shapes();
-  if (o.type != DType::F32 && o.type != DType::F16 && o.type != DType::BF16 &&
-      o.type != DType::Q8_0) {
+  if (!is_kv_dtype(o.type)) {
     return unsupported("kv cache: type {} is not supported (f32, f16, bf16, q8_0)",
                        dtype_name(o.type));
   }

@@ -60,8 +60,7 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::create(const KvGeometry& geo
     return invalid_argument("paged kv cache: {} has recurrent layers (a hybrid cache holds them)",
                             geometry.name);
   }
-  if (o.type != DType::F32 && o.type != DType::F16 && o.type != DType::BF16 &&
-      o.type != DType::Q8_0) {
+  if (!is_kv_dtype(o.type)) {
     return unsupported("paged kv cache: type {} is not supported (f32, f16, bf16, q8_0)",
                        dtype_name(o.type));
   }
