@@ -126,11 +126,14 @@ void add_n_predict_flag(CLI::App* cmd, int64_t* n_predict, const std::string& wh
 
 std::FILE* info_log() { return log_level() <= LogLevel::kInfo ? stderr : nullptr; }
 
-std::vector<const BufferType*> weight_buffer_types(bool no_repack, std::FILE* log) {
+std::vector<const BufferType*> weight_buffer_types(bool no_repack) {
+  return cpu_weight_buffer_types(active_isa(), !no_repack);
+}
+
+void log_weight_buffer_types(bool no_repack, std::FILE* log) {
   if (log != nullptr) {
     std::fprintf(log, "folio: %s\n", cpu_weight_buffer_note(active_isa(), !no_repack).c_str());
   }
-  return cpu_weight_buffer_types(active_isa(), !no_repack);
 }
 
 void add_sampling_flags(CLI::App* cmd, SamplingFlags* f) {
@@ -198,11 +201,11 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   LoadedModel lm;
   model::LoadOptions lo;
   lo.log = info_log();
-  lo.buffer_types = weight_buffer_types(f.no_repack, nullptr);
+  lo.buffer_types = weight_buffer_types(f.no_repack);
   lo.file.mmap = !f.no_mmap;
   lo.file.mlock = f.mlock;
   FOLIO_ASSIGN_OR_RETURN(lm.model, model::Model::load(f.model, lo));
-  weight_buffer_types(f.no_repack, info_log());  // says where the weights went
+  log_weight_buffer_types(f.no_repack, info_log());
   FOLIO_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(lm.model->file()));
   lm.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
   lm.ctx = model::ForwardContext::cpu(f.threads > 0 ? f.threads : default_thread_count());

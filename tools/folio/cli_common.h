@@ -59,9 +59,11 @@ void add_n_predict_flag(CLI::App* cmd, int64_t* n_predict, const std::string& wh
 
 // Weight placement for the CPU: AMX -> CPU_REPACK -> CPU (packed layouts
 // where kernels of the active ISA read them, backend/cpu/cpu_buffer_types.h),
-// or plain CPU only with no_repack. Writes one line on the choice to `log`
-// (nullptr: silent).
-std::vector<const BufferType*> weight_buffer_types(bool no_repack, std::FILE* log);
+// or plain CPU only with no_repack.
+std::vector<const BufferType*> weight_buffer_types(bool no_repack);
+// One line on that choice to `log` (nullptr: silent); written after the
+// model loaded, so it never precedes a load error.
+void log_weight_buffer_types(bool no_repack, std::FILE* log);
 
 // Where informational lines (loading progress, configuration, speeds) go:
 // stderr at --log-level info or lower, nullptr (silent) above.

@@ -77,8 +77,9 @@ Status run_logits(const LogitsArgs& a) {
   model::LoadOptions lo;
   lo.log = stderr;
   lo.prefault = true;
-  lo.buffer_types = weight_buffer_types(a.no_repack, stderr);
+  lo.buffer_types = weight_buffer_types(a.no_repack);
   FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m, model::Model::load(a.model, lo));
+  log_weight_buffer_types(a.no_repack, stderr);
   const int64_t n_vocab = m->config().n_vocab;
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] >= n_vocab) {
