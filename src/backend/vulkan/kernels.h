@@ -1,0 +1,101 @@
+// Vulkan op kernels: how an Op becomes one or more compute dispatches.
+//
+// A kernel is a match function (can it run this op on this device?) and a
+// record function (which shader, which tensors, which parameters, how many
+// workgroups). Recording never waits: the dispatch joins the backend's
+// current command buffer, behind a barrier on everything recorded before it,
+// and runs when the backend next synchronizes (a readback, or the end of a
+// step).
+//
+// Shader conventions (every shaders/*.comp follows them):
+//   binding 0   params: a readonly std430 storage buffer, the per-dispatch
+//               parameter struct (its layout is written twice, in the shader
+//               and in the C++ struct its record function fills; keep them
+//               equal: 4-byte fields only, TensorDesc for tensors)
+//   binding 1   errors: a std430 buffer { uint code; uint arg; } a shader sets
+//               (atomicCompSwap from 0) when its data is invalid (an id out of
+//               range); it then skips the read. The backend turns a non-zero
+//               code into the Status of its next synchronize().
+//   binding 2+i tensor i of the dispatch, bound as the whole device buffer
+//               that holds it; the shader reads it at TensorDesc.off (bytes).
+// Workgroup counts above 65535 are split by the caller into (x, y); shaders
+// compute their linear group index as gl_WorkGroupID.y * gl_NumWorkGroups.x +
+// gl_WorkGroupID.x and return when it is past their work.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/op.h"
+#include "core/status.h"
+#include "tensor/tensor_view.h"
+
+namespace folio::vulkan {
+
+// A tensor as a shader sees it (std430: nine uints). `off` is the byte
+// offset of element 0 in the buffer bound for it; nb are byte strides.
+struct TensorDesc {
+  uint32_t off = 0;
+  uint32_t ne[4] = {1, 1, 1, 1};
+  uint32_t nb[4] = {0, 0, 0, 0};
+};
+static_assert(sizeof(TensorDesc) == 36);
+
+// Device capabilities the kernels may choose variants by.
+struct DeviceCaps {
+  uint32_t subgroup_size = 32;
+  uint32_t max_workgroup_size = 256;      // maxComputeWorkGroupInvocations (capped)
+  uint32_t max_shared_bytes = 16384;      // maxComputeSharedMemorySize
+  uint64_t max_storage_buffer_range = 1u << 27;
+  bool fp16_arith = false;                // shaderFloat16
+  bool int8_arith = false;                // shaderInt8
+  bool storage_16bit = false;             // storageBuffer16BitAccess
+  bool cooperative_matrix = false;        // VK_KHR_cooperative_matrix
+};
+
+// What a record function uses: tensor descriptors and dispatches.
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  virtual const DeviceCaps& caps() const = 0;
+  // Records one dispatch of shader `shader` (file stem under shaders/, e.g.
+  // "add") with specialization constants `spec` (constant_id i = spec[i]),
+  // the parameter struct `params` (binding 0), the tensors (binding 2 + i;
+  // each must lie in this device's memory) and groups (x, y, z). Each
+  // TensorDesc in `params` is filled from the tensor with desc(): call it
+  // after bind-order is fixed, i.e. desc(t) gives t's offset within the
+  // buffer dispatch() will bind for it.
+  virtual Status dispatch(const char* shader, std::initializer_list<uint32_t> spec,
+                          const void* params, size_t params_bytes,
+                          std::initializer_list<TensorView> tensors, uint32_t gx, uint32_t gy = 1,
+                          uint32_t gz = 1) = 0;
+  // The descriptor of `t` (offset within its device buffer, shape, strides);
+  // kInvalidArgument if `t` is not in this device's memory or its offsets
+  // exceed 32 bits.
+  virtual Result<TensorDesc> desc(const TensorView& t) const = 0;
+  // Splits `n` workgroups into (x, y) with x <= 65535.
+  static void split_groups(uint64_t n, uint32_t& x, uint32_t& y);
+};
+
+// One kernel: ops of `kind` for which match() is true.
+struct KernelDef {
+  const char* name;  // "mul_mat.q4_K.matvec": shows in profiles and the parity harness
+  OpKind kind;
+  bool (*match)(const Op& op, const DeviceCaps& caps);
+  Status (*record)(Recorder& r, const Op& op);
+};
+
+// The kernel table, in selection order (narrower variants before general
+// ones). Each ops_*.cc contributes its kernels through one of these.
+void add_elementwise_kernels(std::vector<KernelDef>& out);  // ops_elementwise.cc: add, mul, scale, unary, glu
+void add_norm_kernels(std::vector<KernelDef>& out);         // ops_norm.cc: rms_norm, add_rms_norm, l2_norm
+void add_rope_kernels(std::vector<KernelDef>& out);         // ops_rope.cc
+void add_sort_kernels(std::vector<KernelDef>& out);         // ops_sort.cc: top_k, argsort
+void add_matmul_kernels(std::vector<KernelDef>& out);       // ops_matmul.cc: get_rows, mul_mat, mul_mat_id
+void add_attention_kernels(std::vector<KernelDef>& out);    // ops_attention.cc: flash_attn, set_rows, soft_max
+const std::vector<KernelDef>& vulkan_kernels();
+
+}  // namespace folio::vulkan

@@ -1,0 +1,7 @@
+#include "backend/vulkan/kernels.h"
+
+namespace folio::vulkan {
+
+void add_matmul_kernels(std::vector<KernelDef>& out) {}
+
+}  // namespace folio::vulkan
