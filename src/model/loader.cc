@@ -2,6 +2,7 @@
 // placed (see model.h). Errors name the tensor and what was expected.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -55,9 +56,30 @@ Result<std::unique_ptr<Model>> Model::from_gguf(gguf::GgufFile file, const LoadO
   return m;
 }
 
+namespace {
+
+// Is tensor `name` offloaded (LoadOptions::offload_layers)?
+bool offloaded(const std::string& name, int n_layer, int offload_layers) {
+  if (offload_layers == 0) return false;
+  const int first = offload_layers < 0 ? 0 : std::max(0, n_layer - offload_layers);
+  const bool head = offload_layers < 0 || offload_layers > n_layer;
+  if (name.rfind("blk.", 0) == 0) {
+    const int il = std::atoi(name.c_str() + 4);
+    return il >= first;
+  }
+  if (name.rfind("token_embd", 0) == 0) return false;
+  return head;
+}
+
+}  // namespace
+
 Status Model::load_weights(const LoadOptions& options) {
   std::vector<const BufferType*> priority = options.buffer_types;
   if (priority.empty()) priority.push_back(&host_buffer_type());
+  std::vector<const BufferType*> offload_priority = priority;
+  if (options.offload_type != nullptr) {
+    offload_priority.insert(offload_priority.begin(), options.offload_type);
+  }
 
   auto source_of = [this](const TensorSpec& spec) -> const gguf::TensorInfo* {
     const gguf::TensorInfo* info = file_.find_tensor(spec.name);
@@ -98,7 +120,10 @@ Status Model::load_weights(const LoadOptions& options) {
                          dtype_name(dtype), op_kind_name(spec.consumer));
     }
     const WeightUse use{info->name, dtype, spec.ne, spec.consumer};
-    FOLIO_ASSIGN_OR_RETURN(const BufferType* type, place_weight(priority, use));
+    const bool offload = options.offload_type != nullptr &&
+                         offloaded(spec.name, config_.n_layer, options.offload_layers);
+    FOLIO_ASSIGN_OR_RETURN(const BufferType* type,
+                           place_weight(offload ? offload_priority : priority, use));
     TensorPlacement pl{spec.name, info->name, type, false, dtype, 0};
     const std::span<const uint8_t> bytes = file_.tensor_bytes(*info);
     if (type->can_map_weights()) {
