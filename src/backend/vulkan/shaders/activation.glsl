@@ -1,0 +1,100 @@
+// Activation functions in float, for unary.comp and glu.comp. Each follows
+// the scalar reference's formula (backend/cpu/ref/unary.cc) rewritten where
+// the direct float form would lose accuracy:
+//   gelu (tanh)  0.5 x (1 + tanh(z)) == x * sigmoid(2 z): no cancellation of
+//                1 + tanh(z) near -1 for negative x.
+//   gelu_erf     0.5 x (1 + erf(x / sqrt 2)) == 0.5 x erfc(-x / sqrt 2), erfc
+//                by a Chebyshev fit with relative error < 1.2e-7 everywhere
+//                (Numerical Recipes' erfcc coefficients).
+//   softplus     x > 20 ? x : log1p(e^x), log1p without losing small e^x.
+//   tanh         from expm1, saturating at |x| > 10 (no inf / inf).
+// Include after common.glsl.
+
+const uint ACT_SILU = 0u;
+const uint ACT_GELU = 1u;
+const uint ACT_GELU_ERF = 2u;
+const uint ACT_SIGMOID = 3u;
+const uint ACT_SOFTPLUS = 4u;
+const uint ACT_EXP = 5u;
+const uint ACT_TANH = 6u;
+const uint ACT_RELU = 7u;
+const uint ACT_NEG = 8u;
+
+// log(1 + u) accurate for small u: log(w) * u / (w - 1) with w = 1 + u
+// cancels the rounding of w (Goldberg's identity).
+float log1p_acc(float u) {
+  precise float w = 1.0 + u;
+  if (w == 1.0) return u;
+  precise float wm1 = w - 1.0;
+  precise float r = log(w) * (u / wm1);
+  return r;
+}
+
+// e^x - 1 accurate for small x (Kahan's identity, the dual of log1p_acc).
+float expm1_acc(float x) {
+  precise float u = exp(x);
+  if (u == 1.0) return x;
+  precise float um1 = u - 1.0;
+  if (um1 == -1.0) return -1.0;
+  precise float r = um1 * (x / log(u));
+  return r;
+}
+
+float act_tanh(float x) {
+  const float ax = abs(x);
+  float t;
+  if (ax > 10.0) {
+    t = 1.0;  // tanh(10) rounds to 1 in float
+  } else {
+    const float e = expm1_acc(-2.0 * ax);
+    t = -e / (2.0 + e);
+  }
+  // t >= 0 (or NaN): give it x's sign, -0 included.
+  return uintBitsToFloat(floatBitsToUint(t) | (floatBitsToUint(x) & 0x80000000u));
+}
+
+float act_sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
+
+float act_silu(float x) { return x / (1.0 + exp(-x)); }
+
+float act_gelu(float x) {
+  const float k = 0.7978845608028654;  // sqrt(2 / pi)
+  const float z = k * x * (1.0 + 0.044715 * x * x);
+  return x / (1.0 + exp(-2.0 * z));
+}
+
+// erfc(y) for any y, relative error < 1.2e-7.
+float erfc_acc(float y) {
+  const float z = abs(y);
+  const float t = 1.0 / (1.0 + 0.5 * z);
+  const float poly =
+      -1.26551223 +
+      t * (1.00002368 +
+           t * (0.37409196 +
+                t * (0.09678418 +
+                     t * (-0.18628806 +
+                          t * (0.27886807 +
+                               t * (-1.13520398 +
+                                    t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  const float r = t * exp(-z * z + poly);
+  return y >= 0.0 ? r : 2.0 - r;
+}
+
+float act_gelu_erf(float x) { return 0.5 * x * erfc_acc(-0.7071067811865476 * x); }
+
+float act_softplus(float x) { return x > 20.0 ? x : log1p_acc(exp(x)); }
+
+float activation(uint kind, float x) {
+  switch (kind) {
+    case ACT_SILU: return act_silu(x);
+    case ACT_GELU: return act_gelu(x);
+    case ACT_GELU_ERF: return act_gelu_erf(x);
+    case ACT_SIGMOID: return act_sigmoid(x);
+    case ACT_SOFTPLUS: return act_softplus(x);
+    case ACT_EXP: return exp(x);
+    case ACT_TANH: return act_tanh(x);
+    case ACT_RELU: return x > 0.0 ? x : 0.0;
+    case ACT_NEG: return -x;
+  }
+  return x;
+}
