@@ -56,16 +56,12 @@ Status record_norm(Recorder& r, const Op& op) {
   NormShaderParams p;
   FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
   FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));  // empty: a default descriptor, never read
   const bool has_w = !w.empty();
-  if (has_w) {
-    FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));
-  } else {
-    p.w = p.x;  // bound but never read
-  }
   p.eps = l2 ? op.p<NormParams>().eps : op.p<RmsNormParams>().eps;
   const uint32_t block = workgroup_for(x.ne[0], r.caps());
   return dispatch_rows(r, "norm", {block, l2 ? 1u : 0u, has_w ? 1u : 0u}, &p, sizeof p,
-                       {x, has_w ? w : x, op.dst}, x.nrows());
+                       {x, w, op.dst}, x.nrows());
 }
 
 // ---- add_rms_norm
@@ -89,16 +85,12 @@ Status record_add_rms_norm(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.b, r.desc(op.src[1]));
   FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
   FOLIO_ASSIGN_OR_RETURN(p.d2, r.desc(op.dst2));
+  FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));  // empty: a default descriptor, never read
   const bool has_w = !w.empty();
-  if (has_w) {
-    FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));
-  } else {
-    p.w = p.a;  // bound but never read
-  }
   p.eps = op.p<RmsNormParams>().eps;
   const uint32_t block = workgroup_for(a.ne[0], r.caps());
   return dispatch_rows(r, "add_rms_norm", {block, has_w ? 1u : 0u}, &p, sizeof p,
-                       {a, op.src[1], has_w ? w : a, op.dst, op.dst2}, a.nrows());
+                       {a, op.src[1], w, op.dst, op.dst2}, a.nrows());
 }
 
 }  // namespace

@@ -75,12 +75,8 @@ Status record_rope(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
   FOLIO_ASSIGN_OR_RETURN(p.pos, r.desc(op.src[1]));
   FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  FOLIO_ASSIGN_OR_RETURN(p.ff, r.desc(ff));  // empty: a default descriptor, never read
   const bool has_ff = !ff.empty();
-  if (has_ff) {
-    FOLIO_ASSIGN_OR_RETURN(p.ff, r.desc(ff));
-  } else {
-    p.ff = p.x;  // bound but never read
-  }
   p.n_dims = static_cast<uint32_t>(rp.n_dims);
   const bool multi = rp.mode == RopeMode::kMrope || rp.mode == RopeMode::kImrope;
   for (int s = 0; s < 4; ++s) p.sections[s] = multi ? static_cast<uint32_t>(rp.sections[s]) : 0;
@@ -109,7 +105,7 @@ Status record_rope(Recorder& r, const Op& op) {
   uint32_t gx, gy;
   Recorder::split_groups((static_cast<uint64_t>(per_row * x.nrows()) + 255) / 256, gx, gy);
   return r.dispatch("rope", {mode_code(rp.mode), has_ff ? 1u : 0u}, &p, sizeof p,
-                    {x, op.src[1], has_ff ? ff : x, op.dst}, gx, gy);
+                    {x, op.src[1], ff, op.dst}, gx, gy);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "flat_index.glsl"
+#include "row_norm.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool HAS_W = false;
@@ -44,14 +45,15 @@ void main() {
   for (uint i = gl_LocalInvocationID.x; i < n; i += B) {
     precise float s = a_f[(ao + i * p.a.nb0) >> 2] + b_f[(bo + i * p.b.nb0) >> 2];
     d2_f[(d2o + i * p.d2.nb0) >> 2] = s;
-    ss += s * s;
+    ss = add_square(ss, s);
   }
   ss = workgroup_sum(ss);
-  const float inv = 1.0 / sqrt(ss / float(n) + p.eps);
+  const float inv = rms_inv(ss, n, p.eps);
 
   for (uint i = gl_LocalInvocationID.x; i < n; i += B) {
-    float y = d2_f[(d2o + i * p.d2.nb0) >> 2] * inv;
-    if (HAS_W) y *= w_f[flat_elem_off(p.w, i) >> 2];
+    const float v = d2_f[(d2o + i * p.d2.nb0) >> 2];
+    const float y = HAS_W ? scale_elem_w(v, inv, w_f[flat_elem_off(p.w, i) >> 2])
+                          : scale_elem(v, inv);
     d_f[(dof + i * p.d.nb0) >> 2] = y;
   }
 }

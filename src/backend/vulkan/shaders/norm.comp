@@ -8,6 +8,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "flat_index.glsl"
+#include "row_norm.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint MODE = 0;
@@ -37,14 +38,15 @@ void main() {
   float ss = 0.0;
   for (uint i = gl_LocalInvocationID.x; i < n; i += B) {
     const float v = x_f[(xo + i * p.x.nb0) >> 2];
-    ss += v * v;
+    ss = add_square(ss, v);
   }
   ss = workgroup_sum(ss);
-  const float inv = MODE == 0u ? 1.0 / sqrt(ss / float(n) + p.eps) : 1.0 / max(sqrt(ss), p.eps);
+  const float inv = MODE == 0u ? rms_inv(ss, n, p.eps) : l2_inv(ss, p.eps);
 
   for (uint i = gl_LocalInvocationID.x; i < n; i += B) {
-    float y = x_f[(xo + i * p.x.nb0) >> 2] * inv;
-    if (HAS_W) y *= w_f[flat_elem_off(p.w, i) >> 2];
+    const float v = x_f[(xo + i * p.x.nb0) >> 2];
+    const float y = HAS_W ? scale_elem_w(v, inv, w_f[flat_elem_off(p.w, i) >> 2])
+                          : scale_elem(v, inv);
     d_f[(dof + i * p.d.nb0) >> 2] = y;
   }
 }
