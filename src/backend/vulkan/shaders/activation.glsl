@@ -6,7 +6,7 @@
 //   gelu_erf     0.5 x (1 + erf(x / sqrt 2)) == 0.5 x erfc(-x / sqrt 2), erfc
 //                by a Chebyshev fit with relative error < 1.2e-7 everywhere
 //                (Numerical Recipes' erfcc coefficients).
-//   softplus     x > 20 ? x : log1p(e^x), log1p without losing small e^x.
+//   softplus     x > 20 ? x : log1p(e^x), log1p by a series for e^x <= 1.
 //   tanh         a series near 0, saturating at |x| > 10 (no inf / inf).
 // Include after common.glsl.
 
@@ -20,20 +20,27 @@ const uint ACT_TANH = 6u;
 const uint ACT_RELU = 7u;
 const uint ACT_NEG = 8u;
 
-// log(1 + u) accurate for small u: log(w) * u / (w - 1) with w = 1 + u
-// cancels the rounding of w (Goldberg's identity).
+// log(1 + u) for u >= 0, accurate for small u: 2 atanh(s) with
+// s = u / (2 + u) <= 1/3 by its odd series while u <= 1 (truncation error
+// < 3e-10; GPUs' log has only absolute accuracy near 1), the
+// plain log beyond.
 float log1p_acc(float u) {
-  precise float w = 1.0 + u;
-  if (w == 1.0) return u;
-  precise float wm1 = w - 1.0;
-  precise float r = log(w) * (u / wm1);
-  return r;
+  if (u > 1.0) return log(1.0 + u);
+  const float s = u / (2.0 + u);
+  const float z = s * s;
+  return 2.0 * s *
+         (1.0 + z * (1.0 / 3.0 +
+                     z * (1.0 / 5.0 +
+                          z * (1.0 / 7.0 +
+                               z * (1.0 / 9.0 +
+                                    z * (1.0 / 11.0 +
+                                         z * (1.0 / 13.0 + z * (1.0 / 15.0 + z / 17.0))))))));
 }
 
 // tanh: the odd Taylor series below |x| = 0.5 (8 terms: relative error
-// ~1e-7, where (1 - e^-2x) / (1 + e^-2x) would lose digits to cancellation
-// and to the GPU's absolute-error log / exp near 1), the exp form above,
-// saturating at |x| > 10 (tanh(10) rounds to 1 in float).
+// ~1e-7, where 1 - e^-2|x| in (1 - e^-2|x|) / (1 + e^-2|x|) would lose
+// digits to cancellation), that form above, saturating at |x| > 10 (tanh(10)
+// rounds to 1 in float).
 float act_tanh(float x) {
   const float ax = abs(x);
   float t;
