@@ -293,6 +293,23 @@ void add_norms(CaseList& cases) {
       }
       c->op.dst = c->alloc(DType::F32, s.ne);
       c->op.dst2 = c->alloc(DType::F32, s.ne);
+      // The fused op is add then rms_norm, bit for bit on every backend.
+      Equivalent eq{"add then rms_norm", c->op, true};
+      Op add;
+      add.kind = OpKind::kAdd;
+      add.src[0] = c->op.src[0];
+      add.src[1] = c->op.src[1];
+      add.dst = c->alloc(DType::F32, s.ne);
+      Op norm;
+      norm.kind = OpKind::kRmsNorm;
+      norm.params = c->op.params;
+      norm.src[0] = add.dst;
+      norm.src[1] = c->op.src[2];
+      norm.dst = c->alloc(DType::F32, s.ne);
+      eq.op.dst = norm.dst;
+      eq.op.dst2 = add.dst;
+      eq.steps = {add, norm};
+      c->equivalents.push_back(eq);
       cases.push_back(std::move(c));
     }
     {
@@ -301,6 +318,21 @@ void add_norms(CaseList& cases) {
       c->op.dst = c->alloc(DType::F32, s.ne);
       cases.push_back(std::move(c));
     }
+  }
+  {
+    // In place (the residual stream): the sum overwrites a, the norm b.
+    auto c = new_case("add_rms_norm [300, 4] weighted in place", OpKind::kAddRmsNorm,
+                      RmsNormParams{1e-5f});
+    c->op.src[0] = c->alloc(DType::F32, {300, 4});
+    c->fill_uniform(c->op.src[0], -2, 2);
+    c->op.src[1] = c->alloc(DType::F32, {300, 4});
+    c->fill_uniform(c->op.src[1]);
+    c->op.src[2] = c->alloc(DType::F32, {300});
+    c->fill_uniform(c->op.src[2], 0.5f, 1.5f);
+    c->op.dst2 = c->op.src[0];
+    c->op.dst = c->op.src[1];
+    c->in_place = true;
+    cases.push_back(std::move(c));
   }
   // A zero row: rms_norm gives zeros, l2_norm divides by eps.
   auto c = new_case("l2_norm [128, 3] with a zero row", OpKind::kL2Norm, NormParams{1e-6f});
@@ -497,6 +529,18 @@ void add_unary(CaseList& cases) {
       cases.push_back(std::move(c));
     }
   }
+  // Saturating ranges: e^-x overflows, tanh and erf round to +-1, softplus
+  // switches at 20.
+  for (UnaryKind kind : {UnaryKind::kSilu, UnaryKind::kGelu, UnaryKind::kGeluErf,
+                         UnaryKind::kSigmoid, UnaryKind::kSoftplus, UnaryKind::kTanh}) {
+    auto c = new_case(fmt::format("unary {} [1000, 3] in [-100, 100]", unary_kind_name(kind)),
+                      OpKind::kUnary, UnaryParams{kind});
+    c->op.src[0] = c->alloc(DType::F32, {1000, 3});
+    c->fill_uniform(c->op.src[0], -100, 100);
+    c->op.dst = c->alloc(DType::F32, {1000, 3});
+    c->max_nmse = kind == UnaryKind::kGelu ? 1e-6 : 1e-7;
+    cases.push_back(std::move(c));
+  }
 }
 
 void add_glu(CaseList& cases) {
@@ -550,6 +594,28 @@ void add_sort(CaseList& cases) {
     c->op.src[0] = c->alloc(DType::F32, {s.n, s.rows});
     fill(*c, c->op.src[0], s.ties);
     c->op.dst = c->alloc(DType::I32, {s.k, s.rows});
+    cases.push_back(std::move(c));
+  }
+  // 2048: the longest row the Vulkan kernel sorts in shared memory; 2049: the
+  // shortest it declines.
+  for (int64_t n : {int64_t{2048}, int64_t{2049}}) {
+    auto c = new_case(fmt::format("top_k [{}, 3] k=10", n), OpKind::kTopK, TopKParams{10});
+    c->op.src[0] = c->alloc(DType::F32, {n, 3});
+    fill(*c, c->op.src[0], false);
+    c->op.dst = c->alloc(DType::I32, {10, 3});
+    cases.push_back(std::move(c));
+  }
+  for (bool desc : {false, true}) {
+    // NaN (both signs), +-0 (equal), +-inf and denormals.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    const float special[] = {nan, -0.0f, 0.0f, inf, -inf, 1.0f, -1.0f, -nan, 0.0f, 1e-45f, -1e-45f};
+    auto c = new_case(fmt::format("argsort [37, 3] {} NaN inf zeros", desc ? "desc" : "asc"),
+                      OpKind::kArgsort, ArgsortParams{desc});
+    c->op.src[0] = c->alloc(DType::F32, {37, 3});
+    float* x = static_cast<float*>(c->op.src[0].data);
+    for (int64_t i = 0; i < 37 * 3; ++i) x[i] = special[(i * 7) % std::size(special)];
+    c->op.dst = c->alloc(DType::I32, {37, 3});
     cases.push_back(std::move(c));
   }
   for (bool desc : {false, true}) {
