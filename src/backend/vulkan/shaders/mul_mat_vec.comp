@@ -112,5 +112,7 @@ void main() {
     }
     barrier();
   }
-  if (lane < NCOLS && n < N) d_f[dcol[lane] + n] = red[lane * WG + tid - lane];
+  if (n < N) {
+    for (uint m = lane; m < NCOLS; m += TPR) d_f[dcol[m] + n] = red[m * WG + tid - lane];
+  }
 }
