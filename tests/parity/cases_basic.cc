@@ -226,14 +226,18 @@ void add_mul_mat_id_case(CaseList& cases, DType dt, int64_t k, int64_t n, int64_
 
 void add_mul_mat_id(CaseList& cases) {
   for (DType dt : kWeightTypes) {
-    for (int64_t x1 : {int64_t{1}, int64_t{4}}) add_mul_mat_id_case(cases, dt, 256, 24, 8, 4, 5, x1);
+    for (int64_t x1 : {int64_t{1}, int64_t{4}}) {
+      add_mul_mat_id_case(cases, dt, 256, 24, 8, 4, 5, x1);
+    }
   }
   // Many tokens: about 80 (u, t) pairs per expert, for kernels that group
   // the pairs by expert (Vulkan: tiles of 64 pairs, ids scanned 256 at a
   // time), with rows over two 64-row tiles.
   for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q5_1, DType::Q8_0,
                    DType::Q3_K, DType::Q4_K, DType::Q6_K, DType::IQ4_XS}) {
-    for (int64_t x1 : {int64_t{1}, int64_t{4}}) add_mul_mat_id_case(cases, dt, 256, 70, 8, 4, 160, x1);
+    for (int64_t x1 : {int64_t{1}, int64_t{4}}) {
+      add_mul_mat_id_case(cases, dt, 256, 70, 8, 4, 160, x1);
+    }
   }
 }
 

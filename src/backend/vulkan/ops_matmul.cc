@@ -25,10 +25,10 @@
 namespace folio::vulkan {
 namespace {
 
-constexpr uint32_t kMaxVecCols = 8;           // mul_mat_vec's NCOLS limit
-constexpr uint32_t kVecWorkgroup = 128;       // mul_mat_vec's local size
-constexpr uint32_t kTile = 64;                // mul_mat's BN = BM
-constexpr int64_t kTiledPairsPerExpert = 4;   // mul_mat_id: tiled from this average on
+constexpr uint32_t kMaxVecCols = 8;          // mul_mat_vec's NCOLS limit
+constexpr uint32_t kVecWorkgroup = 128;      // mul_mat_vec's local size
+constexpr uint32_t kTile = 64;               // mul_mat's BN = BM
+constexpr int64_t kTiledPairsPerExpert = 4;  // mul_mat_id: tiled from this average on
 
 bool vk_weight_type(DType t) {
   switch (t) {
@@ -67,7 +67,9 @@ bool weight_ok(const TensorView& w) {
          w.ne[0] % block_size(w.dtype) == 0;
 }
 
-uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+uint32_t u32(int64_t v) {
+  return static_cast<uint32_t>(v);
+}
 
 Status aligned(const TensorDesc& d, const char* what) {
   if (d.off % 4 != 0) {
@@ -104,8 +106,8 @@ Status record_get_rows(Recorder& r, const Op& op) {
   const uint64_t threads = static_cast<uint64_t>(ids.nelements()) * ((t.ne[0] + 7) / 8);
   uint32_t gx, gy;
   Recorder::split_groups((threads + 255) / 256, gx, gy);
-  return r.dispatch("get_rows", {static_cast<uint32_t>(t.dtype)}, &p, sizeof p,
-                    {t, ids, op.dst}, gx, gy);
+  return r.dispatch("get_rows", {static_cast<uint32_t>(t.dtype)}, &p, sizeof p, {t, ids, op.dst},
+                    gx, gy);
 }
 
 // ------------------------------------------------------- mul_mat, mul_mat_id
@@ -134,8 +136,8 @@ bool match_mul_mat_id(const Op& op, const DeviceCaps&) {
 // a power of two in [4, 128].
 uint32_t threads_per_row(int64_t k) {
   const uint64_t per = static_cast<uint64_t>((k + 63) / 64);
-  return static_cast<uint32_t>(std::clamp<uint64_t>(std::bit_ceil(std::max<uint64_t>(per, 1)), 4,
-                                                    kVecWorkgroup));
+  return static_cast<uint32_t>(
+      std::clamp<uint64_t>(std::bit_ceil(std::max<uint64_t>(per, 1)), 4, kVecWorkgroup));
 }
 
 Status fill_params(Recorder& r, const Op& op, bool with_ids, MatParams& p) {
@@ -165,8 +167,8 @@ Status record_mul_mat(Recorder& r, const Op& op) {
     const uint32_t tpr = threads_per_row(w.ne[0]);
     const uint64_t rows_per_group = kVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * batches, gx, gy);
-    return r.dispatch("mul_mat_vec", {type, u32(m), tpr, 0u}, &p, sizeof p, {w, x, op.dst, x},
-                      gx, gy);
+    return r.dispatch("mul_mat_vec", {type, u32(m), tpr, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx,
+                      gy);
   }
   Recorder::split_groups((n + kTile - 1) / kTile * ((m + kTile - 1) / kTile) * batches, gx, gy);
   return r.dispatch("mul_mat", {type, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx, gy);
