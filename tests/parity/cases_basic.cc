@@ -195,27 +195,48 @@ void add_mul_mat(CaseList& cases) {
   for (DType dt : {DType::F32, DType::Q4_0, DType::Q6_K}) {
     add_mul_mat_case(cases, dt, 256, 21, 7, {1, 1}, {1, 1}, 64);
   }
+  // Several 64 x 64 output tiles in both directions with partial edges
+  // (Vulkan's tiled kernel), and tiled column counts with batch broadcast
+  // and padded activation rows.
+  for (DType dt : {DType::F16, DType::Q4_0, DType::Q4_K}) add_mul_mat_case(cases, dt, 256, 70, 100);
+  for (DType dt : {DType::F32, DType::Q8_0}) {
+    add_mul_mat_case(cases, dt, 256, 12, 20, {2, 1}, {6, 2});
+    add_mul_mat_case(cases, dt, 256, 21, 17, {1, 1}, {1, 1}, 64);
+  }
+}
+
+void add_mul_mat_id_case(CaseList& cases, DType dt, int64_t k, int64_t n, int64_t n_exp,
+                         int64_t n_used, int64_t n_tok, int64_t x1) {
+  auto c = new_case(fmt::format("mul_mat_id {} K={} N={} E={} used={} T={} X1={}", dtype_name(dt),
+                                k, n, n_exp, n_used, n_tok, x1),
+                    OpKind::kMulMatId);
+  c->op.src[0] = c->alloc(dt, {k, n, n_exp});
+  fill_weight(*c, c->op.src[0]);
+  c->op.src[1] = c->alloc(DType::F32, {k, x1, n_tok});
+  c->fill_uniform(c->op.src[1]);
+  c->op.src[2] = c->alloc(DType::I32, {n_used, n_tok});
+  fill_distinct_ids(*c, c->op.src[2], n_exp);
+  c->op.dst = c->alloc(DType::F32, {n, n_used, n_tok});
+  c->max_nmse = mul_mat_nmse(dt);
+  c->flops = 2.0 * k * n * n_used * n_tok;
+  c->bytes = static_cast<double>(row_size(dt, k)) * n * n_exp + 4.0 * k * x1 * n_tok +
+             4.0 * n * n_used * n_tok;
+  cases.push_back(std::move(c));
 }
 
 void add_mul_mat_id(CaseList& cases) {
   for (DType dt : kWeightTypes) {
     for (int64_t x1 : {int64_t{1}, int64_t{4}}) {
-      const int64_t k = 256, n = 24, n_exp = 8, n_used = 4, n_tok = 5;
-      auto c = new_case(fmt::format("mul_mat_id {} K={} N={} E={} used={} T={} X1={}",
-                                    dtype_name(dt), k, n, n_exp, n_used, n_tok, x1),
-                        OpKind::kMulMatId);
-      c->op.src[0] = c->alloc(dt, {k, n, n_exp});
-      fill_weight(*c, c->op.src[0]);
-      c->op.src[1] = c->alloc(DType::F32, {k, x1, n_tok});
-      c->fill_uniform(c->op.src[1]);
-      c->op.src[2] = c->alloc(DType::I32, {n_used, n_tok});
-      fill_distinct_ids(*c, c->op.src[2], n_exp);
-      c->op.dst = c->alloc(DType::F32, {n, n_used, n_tok});
-      c->max_nmse = mul_mat_nmse(dt);
-      c->flops = 2.0 * k * n * n_used * n_tok;
-      c->bytes = static_cast<double>(row_size(dt, k)) * n * n_exp + 4.0 * k * x1 * n_tok +
-                 4.0 * n * n_used * n_tok;
-      cases.push_back(std::move(c));
+      add_mul_mat_id_case(cases, dt, 256, 24, 8, 4, 5, x1);
+    }
+  }
+  // Many tokens: about 80 (u, t) pairs per expert, for kernels that group
+  // the pairs by expert (Vulkan: tiles of 64 pairs, ids scanned 256 at a
+  // time), with rows over two 64-row tiles.
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q5_1, DType::Q8_0,
+                   DType::Q3_K, DType::Q4_K, DType::Q6_K, DType::IQ4_XS}) {
+    for (int64_t x1 : {int64_t{1}, int64_t{4}}) {
+      add_mul_mat_id_case(cases, dt, 256, 70, 8, 4, 160, x1);
     }
   }
 }
