@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "backend/buffer_type.h"
@@ -58,6 +60,23 @@ class ForwardContext::Profile {
 };
 
 namespace {
+
+// Logs, once per process for each op kind and operand types, an op whose
+// operands live on a device that has no kernel for it (it then runs where
+// another backend can, with its operands copied there and back).
+void note_fallback(const Backend& device, const Op& op) {
+  std::string key = std::string(op_kind_name(op.kind)) + "(";
+  for (const TensorView& t : op.src) {
+    if (t.data != nullptr) key += std::string(dtype_name(t.dtype)) + ",";
+  }
+  key += ")";
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::lock_guard lock(mu);
+  if (!seen.insert(device.name() + key).second) return;
+  FOLIO_LOG_INFO("{}: no kernel for {}: it runs on the CPU, its operands copied ({})",
+                 device.name(), key, op.describe());
+}
 
 bool profiling_requested() {
   const char* e = std::getenv("FOLIO_PROFILE");
@@ -242,6 +261,7 @@ RoutedOp ForwardContext::choose(const Op& op) const {
   }
   if (home != nullptr) {
     if (const KernelHandle k = home->select_kernel(op); k != nullptr) return {home, k};
+    if (!home->is_host()) note_fallback(*home, op);
   }
   for (Backend* b : backends_) {
     if (b == nullptr || b == home) continue;

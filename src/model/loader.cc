@@ -102,6 +102,7 @@ Status Model::load_weights(const LoadOptions& options) {
       "loading " + (file_.path().empty() ? config_.arch : base_name(file_.path()));
   ProgressBar bar(options.log, label, total);
   std::set<std::string> used;
+  std::vector<std::string> declined;  // offloaded tensors the device type did not take
   uint64_t done = 0;
   FOLIO_RETURN_IF_ERROR(for_each_tensor(config_, weights_, [&](const TensorSpec& spec) -> Status {
     const gguf::TensorInfo* info = source_of(spec);
@@ -124,6 +125,10 @@ Status Model::load_weights(const LoadOptions& options) {
                          offloaded(spec.name, config_.n_layer, options.offload_layers);
     FOLIO_ASSIGN_OR_RETURN(const BufferType* type,
                            place_weight(offload ? offload_priority : priority, use));
+    if (offload && type != options.offload_type) {
+      declined.push_back(fmt::format("{} ({} [{}, {}], read by {})", info->name, dtype_name(dtype),
+                                     spec.ne[0], spec.ne[1], op_kind_name(spec.consumer)));
+    }
     TensorPlacement pl{spec.name, info->name, type, false, dtype, 0};
     const std::span<const uint8_t> bytes = file_.tensor_bytes(*info);
     if (type->can_map_weights()) {
@@ -155,6 +160,14 @@ Status Model::load_weights(const LoadOptions& options) {
     std::fprintf(options.log, "model: %s\n", config_.summary().c_str());
     for (const std::string& line : buffer_summary())
       std::fprintf(options.log, "model: %s\n", line.c_str());
+    if (!declined.empty()) {
+      std::fprintf(options.log,
+                   "model: %zu offloaded tensor(s) stay in %s: %s has no kernel for them or they "
+                   "exceed its largest buffer; the ops reading them run on the CPU:\n",
+                   declined.size(), priority.front()->name().c_str(),
+                   options.offload_type->name().c_str());
+      for (const std::string& d : declined) std::fprintf(options.log, "model:   %s\n", d.c_str());
+    }
     if (unused_tensors_ > 0) {
       std::fprintf(options.log, "model: %zu tensor(s) in the file are not used by %s\n",
                    unused_tensors_, config_.arch.c_str());
