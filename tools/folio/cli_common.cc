@@ -198,7 +198,12 @@ int fail(const Status& status) {
 Result<std::unique_ptr<model::Model>> load_on_device(const std::string& path,
                                                     const model::LoadOptions& lo,
                                                     Backend* device) {
-  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m, model::Model::load(path, lo));
+  Result<std::unique_ptr<model::Model>> loaded = model::Model::load(path, lo);
+  if (!loaded.ok() && device != nullptr && loaded.status().code() == StatusCode::kResourceExhausted) {
+    return resource_exhausted("{}; offload fewer layers (-ngl N) or use --device cpu",
+                              loaded.status().message());
+  }
+  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m, std::move(loaded));
   if (device == nullptr) return m;
   if (m->config().cache_geometry().hybrid()) {
     return unsupported(
@@ -258,6 +263,10 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   }
   co.max_seqs = std::max({n_seq, n_parallel, 1});  // hybrid models: recurrent state per sequence
   Result<std::unique_ptr<cache::KvCache>> cache = lm.model->make_cache(co);
+  if (!cache.ok() && co.alloc && cache.status().code() == StatusCode::kResourceExhausted) {
+    return resource_exhausted("KV cache on {}: {}; use a smaller -c / --kv-memory or fewer -ngl layers",
+                              lm.device->name(), cache.status().message());
+  }
   if (!cache.ok()) return cache.status().with_context("KV cache");
   if (std::FILE* log = info_log()) {
     std::fprintf(log, "folio: context %lld tokens, KV cache %s, %s, %d threads\n",
