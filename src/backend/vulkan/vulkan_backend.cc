@@ -171,8 +171,12 @@ class VulkanBackend::Impl {
     dci.pPoolSizes = &ps;
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateDescriptorPool(d.device(), &dci, nullptr, &desc_pool),
                                    "vkCreateDescriptorPool"));
-    FOLIO_ASSIGN_OR_RETURN(params, make_buffer(d, kParamsRingBytes, d.upload_memory_type(), true,
-                                               "parameter ring"));
+    Result<VkMem> ring = make_buffer(d, kParamsRingBytes, d.params_memory_type(), true,
+                                     "parameter ring");
+    if (!ring.ok()) {  // the device-local host-visible heap may be small: plain host memory
+      ring = make_buffer(d, kParamsRingBytes, d.upload_memory_type(), true, "parameter ring");
+    }
+    FOLIO_ASSIGN_OR_RETURN(params, std::move(ring));
     FOLIO_ASSIGN_OR_RETURN(upload, make_buffer(d, kUploadRingBytes, d.upload_memory_type(), true,
                                                "upload staging"));
     FOLIO_ASSIGN_OR_RETURN(readback, make_buffer(d, kReadbackBytes, d.readback_memory_type(), true,
