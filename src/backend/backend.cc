@@ -1,6 +1,27 @@
 #include "backend/backend.h"
 
+#include <cstring>
+
+#include "backend/device_memory.h"
+
 namespace folio {
+
+bool Backend::can_access(const void* p) const { return is_host_address(p); }
+
+Status Backend::write(void* dst, const void* host_src, size_t n) {
+  if (n != 0) std::memcpy(dst, host_src, n);
+  return Status();
+}
+
+Status Backend::read(void* host_dst, const void* src, size_t n) {
+  if (n != 0) std::memcpy(host_dst, src, n);
+  return Status();
+}
+
+Status Backend::copy(void* dst, const void* src, size_t n) {
+  if (n != 0) std::memmove(dst, src, n);
+  return Status();
+}
 
 bool Backend::supports_op(const Op& op) const {
   return validate_op(op).ok() && select_kernel(op) != nullptr;

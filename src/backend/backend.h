@@ -41,6 +41,24 @@ class Backend {
   // Buffer type for activations / KV memory this backend computes on.
   virtual const BufferType& default_buffer_type() const = 0;
 
+  // --- memory ---------------------------------------------------------------
+  // Can this backend's kernels read and write `p` directly? The CPU: host
+  // memory; a device: its own memory (backend/device_memory.h).
+  virtual bool can_access(const void* p) const;
+  // Transfers, ordered with the ops run on this backend: `dst` / `src` in
+  // memory this backend can access, the other side host memory. A device
+  // records write() and copy() and runs them with its next submission;
+  // read() waits for everything recorded before it. The host copies at once.
+  virtual Status write(void* dst, const void* host_src, size_t n);
+  virtual Status read(void* host_dst, const void* src, size_t n);
+  virtual Status copy(void* dst, const void* src, size_t n);
+  // Runs everything recorded and waits for it. A device returns the first
+  // error one of its kernels found in its data (an id out of range, ...)
+  // since the last synchronize.
+  virtual Status synchronize() { return Status(); }
+  // Is this backend's memory the host's (so a view's pointer can be read)?
+  virtual bool is_host() const { return true; }
+
   // One op on this backend alone (tests, the parity harness).
   // Can this backend run `op`? False for ops that fail validate_op.
   bool supports_op(const Op& op) const;

@@ -25,6 +25,16 @@ class Buffer {
   virtual const void* data() const = 0;
   virtual size_t size() const = 0;
   virtual bool is_host() const { return true; }
+
+  // Transfers, by byte offset within this buffer. A device buffer records
+  // them in its device's command stream (ordered with the kernels run there;
+  // read() waits for everything before it); a host buffer copies at once.
+  // Callers that hold only views use these instead of memcpy, so the same
+  // code works on host and device memory.
+  virtual Status write(size_t offset, const void* src, size_t n);
+  virtual Status read(size_t offset, void* dst, size_t n) const;
+  virtual Status copy(size_t dst_offset, size_t src_offset, size_t n);
+  virtual Status fill_zero(size_t offset, size_t n);
   // The type that made this buffer, or nullptr for a standalone one.
   const BufferType* type() const { return type_; }
 

@@ -8,7 +8,9 @@
 #include <map>
 #include <set>
 
+#include "backend/buffer_type.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/devices.h"
 #include "core/check.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -131,7 +133,105 @@ std::vector<std::unique_ptr<Backend>> make_backends() {
   return b;
 }
 
+Result<std::vector<std::unique_ptr<Backend>>> make_backends(const std::string& which) {
+  if (which != "cpu" && which != "vulkan" && which != "all") {
+    return invalid_argument("unknown backend '{}' (cpu, vulkan, all)", which);
+  }
+  std::vector<std::unique_ptr<Backend>> b;
+  if (which == "cpu" || which == "all") {
+    b = make_backends();
+  } else {
+    b.push_back(std::make_unique<CpuBackend>(CpuBackendOptions{Isa::kScalar, true, nullptr}));
+  }
+  if (which == "vulkan" || which == "all") {
+    FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<Backend> dev, open_device("vulkan"));
+    b.push_back(std::make_unique<DeviceCaseBackend>(std::move(dev)));
+  }
+  return b;
+}
+
+DeviceCaseBackend::DeviceCaseBackend(std::unique_ptr<Backend> device) : device_(std::move(device)) {}
+
+void DeviceCaseBackend::bind_case(OpCase& c) {
+  if (case_ == &c) return;
+  case_ = &c;
+  mirrors_.clear();
+}
+
+Status DeviceCaseBackend::upload() {
+  if (case_ == nullptr) return internal_error("device harness: no case bound");
+  const auto& bufs = case_->buffers();
+  if (mirrors_.size() != bufs.size()) {
+    mirrors_.clear();
+    for (const auto& hb : bufs) {
+      FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> m,
+                             device_->default_buffer_type().alloc(hb->size()));
+      mirrors_.push_back(std::move(m));
+    }
+  }
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    FOLIO_RETURN_IF_ERROR(mirrors_[i]->write(0, bufs[i]->data(), bufs[i]->size()));
+  }
+  return Status();
+}
+
+Status DeviceCaseBackend::download() {
+  const auto& bufs = case_->buffers();
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    FOLIO_RETURN_IF_ERROR(mirrors_[i]->read(0, bufs[i]->data(), bufs[i]->size()));
+  }
+  return Status();
+}
+
+Result<Op> DeviceCaseBackend::to_device(const Op& op) {
+  Op d = op;
+  const auto& bufs = case_->buffers();
+  auto move = [&](TensorView& t) -> Status {
+    if (t.data == nullptr) return Status();
+    const char* p = static_cast<const char*>(t.data);
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      const char* base = static_cast<const char*>(bufs[i]->data());
+      if (p >= base && p < base + bufs[i]->size()) {
+        t.data = static_cast<char*>(mirrors_[i]->data()) + (p - base);
+        return Status();
+      }
+    }
+    return internal_error("device harness: a view of {} is not in the case's buffers",
+                          op.describe());
+  };
+  FOLIO_RETURN_IF_ERROR(move(d.dst));
+  FOLIO_RETURN_IF_ERROR(move(d.dst2));
+  for (TensorView& t : d.src) FOLIO_RETURN_IF_ERROR(move(t));
+  return d;
+}
+
+Status DeviceCaseBackend::run_kernel(KernelHandle kernel, const Op& op) {
+  FOLIO_RETURN_IF_ERROR(upload());
+  FOLIO_ASSIGN_OR_RETURN(Op d, to_device(op));
+  Status s = device_->run_kernel(kernel, d);
+  Status sync = device_->synchronize();
+  if (s.ok()) s = sync;
+  FOLIO_RETURN_IF_ERROR(s);
+  return download();
+}
+
+Status DeviceCaseBackend::run_resident(const Op& op, int iterations) {
+  FOLIO_RETURN_IF_ERROR(validate_op(op));
+  const KernelHandle k = device_->select_kernel(op);
+  if (k == nullptr) return unsupported("{}: no kernel for {}", name(), op.describe());
+  if (mirrors_.size() != case_->buffers().size()) FOLIO_RETURN_IF_ERROR(upload());
+  FOLIO_ASSIGN_OR_RETURN(Op d, to_device(op));
+  for (int i = 0; i < iterations; ++i) FOLIO_RETURN_IF_ERROR(device_->run_kernel(k, d));
+  return device_->synchronize();
+}
+
 namespace {
+
+void bind_case(const std::vector<std::unique_ptr<Backend>>& backends, OpCase& c) {
+  for (const auto& b : backends) {
+    if (auto* d = dynamic_cast<DeviceCaseBackend*>(b.get())) d->bind_case(c);
+  }
+}
 
 // The outputs of an op, copied out (dst then dst2).
 struct Output {
@@ -218,6 +318,7 @@ bool check_outputs(const Op& op, const Output& got, const Output& want, bool exa
 
 CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& backends) {
   CaseResult r;
+  bind_case(backends, c);
   Backend& ref = *backends[0];
   if (!ref.supports_op(c.op)) {
     r.ok = false;
@@ -247,7 +348,10 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
   }
   for (size_t i = 1; i < backends.size(); ++i) {
     Backend& b = *backends[i];
-    if (!b.supports_op(c.op)) continue;
+    if (!b.supports_op(c.op)) {
+      r.not_supported.push_back(b.name());
+      continue;
+    }
     const std::string kname = b.kernel_name(c.op);
     // A threaded variant of a kernel: base name before the suffix. Reference
     // kernels are single-threaded, so their threaded runs are skipped.
@@ -297,6 +401,7 @@ std::vector<std::string> run_perf(OpCase& c, const std::vector<std::unique_ptr<B
                                   double min_seconds) {
   std::vector<std::string> lines;
   std::set<std::string> seen;
+  bind_case(backends, c);
   const std::string ref_kname = backends[0]->kernel_name(c.op);
   for (const auto& bp : backends) {
     Backend& b = *bp;
@@ -313,6 +418,27 @@ std::vector<std::string> run_perf(OpCase& c, const std::vector<std::unique_ptr<B
     c.restore();
     if (!b.run(c.op).ok()) continue;  // warm-up
     using Clock = std::chrono::steady_clock;
+    if (auto* dev = dynamic_cast<DeviceCaseBackend*>(&b)) {
+      // Device: batches of runs on resident copies, one wait per batch.
+      int64_t iters = 0;
+      int batch = 1;
+      const auto t0 = Clock::now();
+      double elapsed = 0;
+      do {
+        if (!dev->run_resident(c.op, batch).ok()) break;
+        iters += batch;
+        batch = std::min(batch * 2, 256);
+        elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      } while (elapsed < min_seconds);
+      if (iters == 0) continue;
+      const double us = elapsed / static_cast<double>(iters) * 1e6;
+      std::string line = fmt::format("{:<10} {:<28} {:>10.1f} us/run", b.name(), kname, us);
+      if (c.flops > 0) line += fmt::format("  {:>8.2f} GFLOP/s", c.flops / us * 1e-3);
+      if (c.bytes > 0) line += fmt::format("  {:>8.2f} GB/s", c.bytes / us * 1e-3);
+      if (c.tokens > 0) line += fmt::format("  {:>9.0f} tok/s", c.tokens / us * 1e6);
+      lines.push_back(line);
+      continue;
+    }
     int64_t iters = 0;
     const auto t0 = Clock::now();
     double elapsed = 0;

@@ -68,6 +68,8 @@ class OpCase {
   // so in-place ops (state updates) always start from the same inputs.
   void snapshot();
   void restore();
+  // The host buffers every view of the case points into.
+  const std::vector<std::unique_ptr<HostBuffer>>& buffers() const { return buffers_; }
 
  private:
   std::string name_;
@@ -100,6 +102,7 @@ struct CaseResult {
   bool ok = true;
   std::vector<std::string> lines;  // one per variant / equivalent checked
   int variants_checked = 0;
+  std::vector<std::string> not_supported;  // backends that declined the op
 };
 
 // The backends to compare: the reference first, then one CPU backend per ISA
@@ -107,6 +110,42 @@ struct CaseResult {
 // two-thread pool (kernel names suffixed "/mt2"; run_test also requires its
 // outputs to be bit-identical to the same kernel on one thread).
 std::vector<std::unique_ptr<Backend>> make_backends();
+
+// Which backends a run compares against the reference: "cpu" (the tiers
+// above), "vulkan" (the Vulkan device), "all" (both). Devices come from
+// backend/devices.h; kUnsupported when the build or machine has none.
+Result<std::vector<std::unique_ptr<Backend>>> make_backends(const std::string& which);
+
+// A device backend in the harness: cases own host buffers, so before each
+// run every buffer of the case is copied to device memory (once allocated
+// per case), the op's views are moved onto those copies, the op runs and
+// the device synchronizes, and every buffer is copied back: the harness
+// then reads outputs (and in-place updates) where it always does.
+class DeviceCaseBackend final : public Backend {
+ public:
+  explicit DeviceCaseBackend(std::unique_ptr<Backend> device);
+  // The case whose buffers the next runs use.
+  void bind_case(OpCase& c);
+  std::string name() const override { return device_->name(); }
+  KernelHandle select_kernel(const Op& op) const override { return device_->select_kernel(op); }
+  Status run_kernel(KernelHandle kernel, const Op& op) override;
+  std::string kernel_name_of(KernelHandle kernel) const override {
+    return device_->kernel_name_of(kernel);
+  }
+  const BufferType& default_buffer_type() const override { return device_->default_buffer_type(); }
+  // Runs `op` `iterations` times on the device copies (uploaded once) and
+  // synchronizes once: what perf mode times.
+  Status run_resident(const Op& op, int iterations);
+
+ private:
+  Result<Op> to_device(const Op& op);
+  Status upload();
+  Status download();
+
+  std::unique_ptr<Backend> device_;
+  OpCase* case_ = nullptr;
+  std::vector<std::unique_ptr<Buffer>> mirrors_;  // per case buffer
+};
 
 // Runs one case in test mode against `backends` (backends[0] = reference).
 CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& backends);

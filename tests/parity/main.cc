@@ -16,7 +16,7 @@ using namespace folio;
 using namespace folio::parity;
 
 int main(int argc, char** argv) {
-  std::string mode = "test", op_filter, case_filter;
+  std::string mode = "test", op_filter, case_filter, which = "cpu";
   double seconds = 0.2;
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
@@ -36,16 +36,28 @@ int main(int argc, char** argv) {
       case_filter = next("-c");
     } else if (a == "--seconds") {
       seconds = std::atof(next("--seconds").c_str());
+    } else if (a == "--backend") {
+      which = next("--backend");
     } else if (a == "-v") {
       verbose = true;
     } else {
       std::fprintf(stderr,
-                   "usage: folio-test-ops [test|perf] [-o OP] [-c CASE] [--seconds S] [-v]\n");
+                   "usage: folio-test-ops [test|perf] [--backend cpu|vulkan|all] [-o OP] [-c CASE] "
+                   "[--seconds S] [-v]\n");
       return 2;
     }
   }
   std::printf("cpu: %s; active isa: %s\n", cpu_features().to_string().c_str(), isa_name(active_isa()));
-  auto backends = make_backends();
+  auto made = make_backends(which);
+  if (!made.ok()) {
+    std::fprintf(stderr, "folio-test-ops: --backend %s: %s\n", which.c_str(),
+                 made.status().message().c_str());
+    return 2;
+  }
+  auto backends = std::move(made).value();
+  std::printf("backends:");
+  for (const auto& b : backends) std::printf(" %s", b->name().c_str());
+  std::printf("\n");
   CaseList cases = all_cases(mode == "perf");
   int n_run = 0, n_fail = 0;
   for (auto& c : cases) {
@@ -64,6 +76,7 @@ int main(int argc, char** argv) {
     if (verbose || !r.ok) {
       for (const auto& line : r.lines) std::printf("       %s\n", line.c_str());
     }
+    for (const auto& name : r.not_supported) std::printf("       %s: not supported\n", name.c_str());
   }
   if (mode == "test") std::printf("%d passed, %d failed\n", n_run - n_fail, n_fail);
   return n_fail == 0 ? 0 : 1;

@@ -1,0 +1,257 @@
+#include "backend/vulkan/vk_device.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+namespace folio::vulkan {
+
+Status vk_check(VkResult r, const char* what) {
+  if (r == VK_SUCCESS) return Status();
+  if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
+    return resource_exhausted("vulkan: {}: {}", what, vk_result_name(r));
+  }
+  return internal_error("vulkan: {}: {}", what, vk_result_name(r));
+}
+
+namespace {
+
+// The process's instance: created once, never destroyed (devices and the
+// loader's state outlive every backend; destroying it at exit races with
+// drivers' own atexit handlers).
+Result<VkInstance> instance() {
+  static std::once_flag once;
+  static Status status;
+  static VkInstance inst = VK_NULL_HANDLE;
+  std::call_once(once, [] {
+    status = load_vulkan();
+    if (!status.ok()) return;
+    uint32_t version = VK_API_VERSION_1_0;
+    if (vk().vkEnumerateInstanceVersion != nullptr) vk().vkEnumerateInstanceVersion(&version);
+    if (version < VK_API_VERSION_1_1) {
+      status = unsupported("the Vulkan loader offers version {}.{}, folio needs 1.1",
+                           VK_API_VERSION_MAJOR(version), VK_API_VERSION_MINOR(version));
+      return;
+    }
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "folio";
+    app.apiVersion = VK_API_VERSION_1_2 <= version ? VK_API_VERSION_1_2 : VK_API_VERSION_1_1;
+    VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    ci.pApplicationInfo = &app;
+    VkResult r = vk().vkCreateInstance(&ci, nullptr, &inst);
+    if (r != VK_SUCCESS) {
+      status = unsupported("no Vulkan driver: vkCreateInstance gave {}", vk_result_name(r));
+      return;
+    }
+    status = load_instance_functions(inst);
+  });
+  if (!status.ok()) return status;
+  return inst;
+}
+
+const char* type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+    default: return "other";
+  }
+}
+
+int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+    default: return 4;
+  }
+}
+
+bool has_extension(VkPhysicalDevice pd, const char* name) {
+  uint32_t n = 0;
+  vk().vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> ext(n);
+  vk().vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, ext.data());
+  for (const auto& e : ext) {
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  }
+  return false;
+}
+
+DeviceInfo describe(VkPhysicalDevice pd, int index) {
+  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  sub.pNext = &drv;
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &sub;
+  vk().vkGetPhysicalDeviceProperties2(pd, &props);
+  const VkPhysicalDeviceProperties& p = props.properties;
+
+  VkPhysicalDeviceShaderFloat16Int8Features f16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  f16.pNext = &s16;
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  feats.pNext = &f16;
+  vk().vkGetPhysicalDeviceFeatures2(pd, &feats);
+
+  VkPhysicalDeviceMemoryProperties mem;
+  vk().vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+
+  DeviceInfo d;
+  d.index = index;
+  d.name = p.deviceName;
+  d.type = type_name(p.deviceType);
+  d.api_version = fmt::format("{}.{}.{}", VK_API_VERSION_MAJOR(p.apiVersion),
+                              VK_API_VERSION_MINOR(p.apiVersion), VK_API_VERSION_PATCH(p.apiVersion));
+  d.driver = drv.driverName[0] != '\0' ? fmt::format("{} {}", drv.driverName, drv.driverInfo)
+                                       : fmt::format("driver {}", p.driverVersion);
+  for (uint32_t h = 0; h < mem.memoryHeapCount; ++h) {
+    if (mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      d.device_local_bytes = std::max<uint64_t>(d.device_local_bytes, mem.memoryHeaps[h].size);
+  }
+  DeviceCaps& c = d.caps;
+  c.subgroup_size = std::max<uint32_t>(sub.subgroupSize, 1);
+  c.max_workgroup_size = std::min<uint32_t>(p.limits.maxComputeWorkGroupInvocations, 1024);
+  c.max_shared_bytes = p.limits.maxComputeSharedMemorySize;
+  c.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  c.fp16_arith = f16.shaderFloat16 == VK_TRUE;
+  c.int8_arith = f16.shaderInt8 == VK_TRUE;
+  c.storage_16bit = s16.storageBuffer16BitAccess == VK_TRUE;
+  c.cooperative_matrix = has_extension(pd, "VK_KHR_cooperative_matrix");
+  return d;
+}
+
+Result<std::vector<VkPhysicalDevice>> physical_devices() {
+  FOLIO_ASSIGN_OR_RETURN(VkInstance inst, instance());
+  uint32_t n = 0;
+  FOLIO_RETURN_IF_ERROR(vk_check(vk().vkEnumeratePhysicalDevices(inst, &n, nullptr),
+                                 "vkEnumeratePhysicalDevices"));
+  std::vector<VkPhysicalDevice> pds(n);
+  FOLIO_RETURN_IF_ERROR(vk_check(vk().vkEnumeratePhysicalDevices(inst, &n, pds.data()),
+                                 "vkEnumeratePhysicalDevices"));
+  pds.resize(n);
+  // Only devices that speak Vulkan 1.1 (subgroup properties, features2).
+  std::vector<VkPhysicalDevice> usable;
+  for (VkPhysicalDevice pd : pds) {
+    VkPhysicalDeviceProperties p;
+    vk().vkGetPhysicalDeviceProperties(pd, &p);
+    if (p.apiVersion >= VK_API_VERSION_1_1) usable.push_back(pd);
+  }
+  return usable;
+}
+
+// First memory type with all of `want` (and, preferably, `prefer`).
+int find_memory_type(const VkPhysicalDeviceMemoryProperties& mem, VkMemoryPropertyFlags want,
+                     VkMemoryPropertyFlags prefer) {
+  int fallback = -1;
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+    const VkMemoryPropertyFlags f = mem.memoryTypes[i].propertyFlags;
+    if ((f & want) != want) continue;
+    if ((f & prefer) == prefer) return static_cast<int>(i);
+    if (fallback < 0) fallback = static_cast<int>(i);
+  }
+  return fallback;
+}
+
+}  // namespace
+
+std::string DeviceInfo::features() const {
+  std::string s = fmt::format("subgroup {}", caps.subgroup_size);
+  if (caps.fp16_arith) s += ", fp16";
+  if (caps.int8_arith) s += ", int8";
+  if (caps.storage_16bit) s += ", 16-bit storage";
+  if (caps.cooperative_matrix) s += ", cooperative matrix";
+  return s;
+}
+
+Result<std::vector<DeviceInfo>> list_devices() {
+  FOLIO_ASSIGN_OR_RETURN(std::vector<VkPhysicalDevice> pds, physical_devices());
+  std::vector<DeviceInfo> out;
+  for (size_t i = 0; i < pds.size(); ++i) out.push_back(describe(pds[i], static_cast<int>(i)));
+  return out;
+}
+
+Result<std::unique_ptr<VulkanDevice>> VulkanDevice::open(int index) {
+  FOLIO_ASSIGN_OR_RETURN(std::vector<VkPhysicalDevice> pds, physical_devices());
+  if (pds.empty()) return unsupported("vulkan: the driver reports no device (Vulkan 1.1 or later)");
+  if (index >= static_cast<int>(pds.size())) {
+    return invalid_argument("vulkan: no device {} ({} found)", index, pds.size());
+  }
+  if (index < 0) {
+    int best = 0, best_rank = 99;
+    for (size_t i = 0; i < pds.size(); ++i) {
+      VkPhysicalDeviceProperties p;
+      vk().vkGetPhysicalDeviceProperties(pds[i], &p);
+      if (type_rank(p.deviceType) < best_rank) {
+        best_rank = type_rank(p.deviceType);
+        best = static_cast<int>(i);
+      }
+    }
+    index = best;
+  }
+  auto d = std::unique_ptr<VulkanDevice>(new VulkanDevice());
+  d->physical_ = pds[static_cast<size_t>(index)];
+  d->info_ = describe(d->physical_, index);
+
+  uint32_t nq = 0;
+  vk().vkGetPhysicalDeviceQueueFamilyProperties(d->physical_, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(nq);
+  vk().vkGetPhysicalDeviceQueueFamilyProperties(d->physical_, &nq, qf.data());
+  int family = -1;
+  for (uint32_t i = 0; i < nq; ++i) {  // prefer a compute queue without graphics
+    if (!(qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (family < 0 || !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) family = static_cast<int>(i);
+    if (!(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) break;
+  }
+  if (family < 0) return unsupported("vulkan: {} has no compute queue", d->info_.name);
+  d->queue_family_ = static_cast<uint32_t>(family);
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = d->queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  FOLIO_RETURN_IF_ERROR(
+      vk_check(vk().vkCreateDevice(d->physical_, &dci, nullptr, &d->device_), "vkCreateDevice"));
+  vk().vkGetDeviceQueue(d->device_, d->queue_family_, 0, &d->queue_);
+
+  VkPhysicalDeviceMemoryProperties mem;
+  vk().vkGetPhysicalDeviceMemoryProperties(d->physical_, &mem);
+  const int dev = find_memory_type(mem, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+  const int up = find_memory_type(
+      mem, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0);
+  const int down = find_memory_type(
+      mem, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+      VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  if (dev < 0 || up < 0 || down < 0) {
+    return unsupported("vulkan: {} lacks device-local or host-visible coherent memory",
+                       d->info_.name);
+  }
+  d->device_type_ = static_cast<uint32_t>(dev);
+  d->upload_type_ = static_cast<uint32_t>(up);
+  d->readback_type_ = static_cast<uint32_t>(down);
+
+  VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &m3;
+  vk().vkGetPhysicalDeviceProperties2(d->physical_, &props);
+  d->max_allocation_ = m3.maxMemoryAllocationSize;
+  return d;
+}
+
+VulkanDevice::~VulkanDevice() {
+  if (device_ != VK_NULL_HANDLE) {
+    vk().vkDeviceWaitIdle(device_);
+    vk().vkDestroyDevice(device_, nullptr);
+  }
+}
+
+}  // namespace folio::vulkan

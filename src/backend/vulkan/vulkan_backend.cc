@@ -1,0 +1,678 @@
+#include "backend/vulkan/vulkan_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "backend/device_memory.h"
+#include "backend/vulkan/vk_pipelines.h"
+#include "core/aligned.h"
+
+namespace folio::vulkan {
+
+void Recorder::split_groups(uint64_t n, uint32_t& x, uint32_t& y) {
+  if (n == 0) n = 1;
+  if (n <= 65535) {
+    x = static_cast<uint32_t>(n);
+    y = 1;
+    return;
+  }
+  x = 65535;
+  y = static_cast<uint32_t>((n + 65534) / 65535);
+}
+
+const std::vector<KernelDef>& vulkan_kernels() {
+  static const std::vector<KernelDef> table = [] {
+    std::vector<KernelDef> t;
+    add_elementwise_kernels(t);
+    add_norm_kernels(t);
+    add_rope_kernels(t);
+    add_sort_kernels(t);
+    add_matmul_kernels(t);
+    add_attention_kernels(t);
+    return t;
+  }();
+  return table;
+}
+
+namespace {
+
+constexpr size_t kChunkBytes = size_t{256} << 20;
+constexpr size_t kParamsRingBytes = size_t{4} << 20;
+constexpr size_t kUploadRingBytes = size_t{64} << 20;
+constexpr size_t kReadbackBytes = size_t{32} << 20;
+constexpr size_t kParamsAlign = 256;  // >= minStorageBufferOffsetAlignment everywhere
+constexpr uint32_t kSetsPerPool = 2048;
+constexpr uint32_t kMaxBindings = 16;
+
+// A buffer with its own memory (staging rings, the error word, chunks).
+struct VkMem {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void* map = nullptr;  // host-visible memory only
+  size_t size = 0;
+};
+
+Result<VkMem> make_buffer(const VulkanDevice& d, size_t size, uint32_t memory_type, bool map,
+                          const char* what) {
+  VkMem m;
+  m.size = size;
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = size;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+              VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateBuffer(d.device(), &bci, nullptr, &m.buffer), what));
+  VkMemoryRequirements req;
+  vk().vkGetBufferMemoryRequirements(d.device(), m.buffer, &req);
+  if (!(req.memoryTypeBits & (1u << memory_type))) {
+    vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
+    return unsupported("vulkan: {}: the chosen memory type cannot hold storage buffers", what);
+  }
+  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  ai.allocationSize = req.size;
+  ai.memoryTypeIndex = memory_type;
+  const VkResult r = vk().vkAllocateMemory(d.device(), &ai, nullptr, &m.memory);
+  if (r != VK_SUCCESS) {
+    vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
+    return vk_check(r, what);
+  }
+  vk().vkBindBufferMemory(d.device(), m.buffer, m.memory, 0);
+  if (map) {
+    const VkResult mr = vk().vkMapMemory(d.device(), m.memory, 0, VK_WHOLE_SIZE, 0, &m.map);
+    if (mr != VK_SUCCESS) {
+      vk().vkFreeMemory(d.device(), m.memory, nullptr);
+      vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
+      return vk_check(mr, what);
+    }
+  }
+  return m;
+}
+
+void destroy_buffer(const VulkanDevice& d, VkMem& m) {
+  if (m.map != nullptr) vk().vkUnmapMemory(d.device(), m.memory);
+  if (m.buffer != VK_NULL_HANDLE) vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
+  if (m.memory != VK_NULL_HANDLE) vk().vkFreeMemory(d.device(), m.memory, nullptr);
+  m = VkMem{};
+}
+
+// A device-local chunk, sub-allocated first fit.
+struct Chunk {
+  VkMem mem;
+  DeviceAddressRange range;
+  std::map<size_t, size_t> free;  // offset -> bytes
+  size_t used = 0;
+};
+
+}  // namespace
+
+class VulkanBackend::Impl {
+ public:
+  VulkanBackend& self;
+  std::unique_ptr<VulkanDevice> device;
+  std::unique_ptr<PipelineCache> pipelines;
+  mutable std::recursive_mutex mu;
+
+  std::vector<std::unique_ptr<Chunk>> chunks;
+  uint64_t allocated = 0;
+
+  VkCommandPool cmd_pool = VK_NULL_HANDLE;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkDescriptorPool desc_pool = VK_NULL_HANDLE;
+  uint32_t sets_used = 0;
+  bool recording = false;
+  bool pending = false;  // commands recorded since the last barrier
+  VkMem params, upload, readback, errors;
+  size_t params_used = 0, upload_used = 0;
+
+  explicit Impl(VulkanBackend& s) : self(s) {}
+
+  ~Impl() {
+    if (!device) return;
+    VkDevice d = device->device();
+    vk().vkDeviceWaitIdle(d);
+    pipelines.reset();
+    for (auto& c : chunks) destroy_buffer(*device, c->mem);
+    chunks.clear();
+    for (VkMem* m : {&params, &upload, &readback, &errors}) destroy_buffer(*device, *m);
+    if (desc_pool != VK_NULL_HANDLE) vk().vkDestroyDescriptorPool(d, desc_pool, nullptr);
+    if (fence != VK_NULL_HANDLE) vk().vkDestroyFence(d, fence, nullptr);
+    if (cmd_pool != VK_NULL_HANDLE) vk().vkDestroyCommandPool(d, cmd_pool, nullptr);
+  }
+
+  Status init() {
+    const VulkanDevice& d = *device;
+    pipelines = std::make_unique<PipelineCache>(d);
+    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pci.queueFamilyIndex = d.queue_family();
+    FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateCommandPool(d.device(), &pci, nullptr, &cmd_pool),
+                                   "vkCreateCommandPool"));
+    VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    cai.commandPool = cmd_pool;
+    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cai.commandBufferCount = 1;
+    FOLIO_RETURN_IF_ERROR(
+        vk_check(vk().vkAllocateCommandBuffers(d.device(), &cai, &cmd), "vkAllocateCommandBuffers"));
+    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateFence(d.device(), &fci, nullptr, &fence), "vkCreateFence"));
+    VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
+    VkDescriptorPoolCreateInfo dci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    dci.maxSets = kSetsPerPool;
+    dci.poolSizeCount = 1;
+    dci.pPoolSizes = &ps;
+    FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateDescriptorPool(d.device(), &dci, nullptr, &desc_pool),
+                                   "vkCreateDescriptorPool"));
+    FOLIO_ASSIGN_OR_RETURN(params, make_buffer(d, kParamsRingBytes, d.upload_memory_type(), true,
+                                               "parameter ring"));
+    FOLIO_ASSIGN_OR_RETURN(upload, make_buffer(d, kUploadRingBytes, d.upload_memory_type(), true,
+                                               "upload staging"));
+    FOLIO_ASSIGN_OR_RETURN(readback, make_buffer(d, kReadbackBytes, d.readback_memory_type(), true,
+                                                 "readback staging"));
+    FOLIO_ASSIGN_OR_RETURN(errors, make_buffer(d, 256, d.upload_memory_type(), true, "error word"));
+    std::memset(errors.map, 0, 256);
+    return Status();
+  }
+
+  // --- memory ---------------------------------------------------------------
+  Result<void*> alloc(size_t size) {
+    std::lock_guard lock(mu);
+    size = align_up(std::max<size_t>(size, 1), 256);
+    const uint64_t limit = std::min<uint64_t>(device->caps().max_storage_buffer_range,
+                                              device->max_allocation() ? device->max_allocation()
+                                                                       : UINT64_MAX);
+    if (size > limit) {
+      return resource_exhausted(
+          "vulkan: a tensor of {:.1f} MiB exceeds the largest buffer {} binds ({:.1f} MiB)",
+          size / 1048576.0, device->info().name, limit / 1048576.0);
+    }
+    for (auto& c : chunks) {
+      for (auto it = c->free.begin(); it != c->free.end(); ++it) {
+        if (it->second < size) continue;
+        const size_t off = it->first, left = it->second - size;
+        c->free.erase(it);
+        if (left > 0) c->free[off + size] = left;
+        c->used += size;
+        allocated += size;
+        return static_cast<void*>(c->range.base() + off);
+      }
+    }
+    const size_t chunk_size = std::min<uint64_t>(std::max(size, kChunkBytes), limit);
+    auto c = std::make_unique<Chunk>();
+    Result<VkMem> mem = make_buffer(*device, chunk_size, device->device_memory_type(), false,
+                                    "device memory");
+    if (!mem.ok()) {
+      return resource_exhausted(
+          "vulkan: out of device memory on {}: cannot allocate {:.1f} MiB with {:.1f} MiB in use ({})",
+          device->info().name, chunk_size / 1048576.0, allocated / 1048576.0,
+          mem.status().message());
+    }
+    c->mem = *mem;
+    Result<DeviceAddressRange> range = DeviceAddressRange::reserve(chunk_size, &self, c.get());
+    if (!range.ok()) {
+      destroy_buffer(*device, c->mem);
+      return range.status();
+    }
+    c->range = std::move(range).value();
+    if (chunk_size > size) c->free[size] = chunk_size - size;
+    c->used = size;
+    allocated += size;
+    void* p = c->range.base();
+    chunks.push_back(std::move(c));
+    return p;
+  }
+
+  void free(void* p, size_t size) {
+    std::lock_guard lock(mu);
+    size = align_up(std::max<size_t>(size, 1), 256);
+    const DeviceAddress a = lookup_device_address(p);
+    auto* c = static_cast<Chunk*>(a.cookie);
+    if (c == nullptr) return;
+    size_t off = static_cast<size_t>(static_cast<const char*>(p) - a.base);
+    // Merge with the free neighbours.
+    auto next = c->free.lower_bound(off);
+    if (next != c->free.end() && next->first == off + size) {
+      size += next->second;
+      next = c->free.erase(next);
+    }
+    if (next != c->free.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == off) {
+        off = prev->first;
+        size += prev->second;
+        c->free.erase(prev);
+      }
+    }
+    c->free[off] = size;
+    c->used -= std::min(c->used, size);
+    allocated -= std::min<uint64_t>(allocated, size);
+  }
+
+  // (chunk, offset) of a device address of this backend, with `n` bytes in range.
+  Result<std::pair<Chunk*, size_t>> locate(const void* p, size_t n) const {
+    const DeviceAddress a = lookup_device_address(p);
+    if (a.owner != &self) {
+      return invalid_argument("vulkan: address {} is not memory of {}", p, self.name());
+    }
+    const size_t off = static_cast<size_t>(static_cast<const char*>(p) - a.base);
+    if (n > a.size - off) {
+      return out_of_range("vulkan: {} bytes at offset {} overrun a buffer of {}", n, off, a.size);
+    }
+    return std::pair<Chunk*, size_t>{static_cast<Chunk*>(a.cookie), off};
+  }
+
+  // --- recording --------------------------------------------------------------
+  Status begin() {
+    if (recording) return Status();
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    FOLIO_RETURN_IF_ERROR(vk_check(vk().vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer"));
+    recording = true;
+    pending = false;
+    return Status();
+  }
+
+  // A barrier between everything recorded so far and what comes next.
+  void barrier() {
+    if (!pending) return;
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                       VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    const VkPipelineStageFlags stages =
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vk().vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    pending = false;
+  }
+
+  // Submits what was recorded and waits; then the rings and pools are free
+  // again. Returns the first data error a kernel reported.
+  Status flush() {
+    if (recording) {
+      VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+      vk().vkCmdPipelineBarrier(cmd,
+                                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+      recording = false;
+      FOLIO_RETURN_IF_ERROR(vk_check(vk().vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
+      VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+      si.commandBufferCount = 1;
+      si.pCommandBuffers = &cmd;
+      VkDevice d = device->device();
+      Status s = vk_check(vk().vkQueueSubmit(device->queue(), 1, &si, fence), "vkQueueSubmit");
+      if (s.ok()) {
+        s = vk_check(vk().vkWaitForFences(d, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+      }
+      vk().vkResetFences(d, 1, &fence);
+      vk().vkResetCommandPool(d, cmd_pool, 0);
+      vk().vkResetDescriptorPool(d, desc_pool, 0);
+      sets_used = 0;
+      params_used = 0;
+      upload_used = 0;
+      FOLIO_RETURN_IF_ERROR(s);
+    }
+    auto* word = static_cast<volatile uint32_t*>(errors.map);
+    const uint32_t code = word[0], arg = word[1];
+    if (code == 0) return Status();
+    word[0] = 0;
+    word[1] = 0;
+    switch (code) {
+      case 1: return out_of_range("vulkan: a kernel read an id / slot {} outside its table", static_cast<int32_t>(arg));
+      case 2: return out_of_range("vulkan: attention: sequence index or kv_len {} out of range", static_cast<int32_t>(arg));
+      case 3: return out_of_range("vulkan: attention: block-table entry {} out of range", static_cast<int32_t>(arg));
+      default: return internal_error("vulkan: a kernel reported error {} ({})", code, arg);
+    }
+  }
+
+  // Room for `n` bytes in a ring, flushing first when it is full.
+  Result<size_t> reserve(size_t& used, size_t cap, size_t n, size_t align) {
+    size_t off = align_up(used, align);
+    if (off + n > cap) {
+      FOLIO_RETURN_IF_ERROR(flush());
+      off = 0;
+    }
+    used = off + n;
+    return off;
+  }
+
+  Status dispatch(const char* shader, std::initializer_list<uint32_t> spec, const void* p,
+                  size_t p_bytes, std::initializer_list<TensorView> tensors, uint32_t gx,
+                  uint32_t gy, uint32_t gz) {
+    const std::vector<uint32_t> spec_v(spec);
+    const auto n_tensors = static_cast<uint32_t>(tensors.size());
+    if (2 + n_tensors > kMaxBindings) return internal_error("vulkan: {}: too many tensors", shader);
+    FOLIO_ASSIGN_OR_RETURN(const Pipeline* pl, pipelines->get(shader, spec_v, 2 + n_tensors));
+    if (pl->n_bindings != 2 + n_tensors) {
+      return internal_error("vulkan: shader '{}' declares {} bindings, dispatched with {} tensors",
+                            shader, pl->n_bindings, n_tensors);
+    }
+    if (p_bytes > kParamsRingBytes / 4) return internal_error("vulkan: {}: params too large", shader);
+    // Resolve tensors first (no state changes on error).
+    VkBuffer bufs[kMaxBindings];
+    {
+      uint32_t i = 0;
+      for (const TensorView& t : tensors) {
+        if (t.data == nullptr) {
+          bufs[i++] = errors.buffer;  // absent optional tensor: any valid buffer
+          continue;
+        }
+        FOLIO_ASSIGN_OR_RETURN(auto loc, locate(t.data, 0));
+        bufs[i++] = loc.first->mem.buffer;
+      }
+    }
+    if (sets_used == kSetsPerPool) FOLIO_RETURN_IF_ERROR(flush());
+    FOLIO_ASSIGN_OR_RETURN(const size_t poff,
+                           reserve(params_used, kParamsRingBytes, std::max<size_t>(p_bytes, 4),
+                                   kParamsAlign));
+    if (p_bytes > 0) std::memcpy(static_cast<char*>(params.map) + poff, p, p_bytes);
+    FOLIO_RETURN_IF_ERROR(begin());
+
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = desc_pool;
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &pl->set_layout;
+    VkDescriptorSet set;
+    FOLIO_RETURN_IF_ERROR(vk_check(vk().vkAllocateDescriptorSets(device->device(), &ai, &set),
+                                   "vkAllocateDescriptorSets"));
+    ++sets_used;
+    VkDescriptorBufferInfo info[kMaxBindings];
+    VkWriteDescriptorSet writes[kMaxBindings];
+    info[0] = {params.buffer, poff, std::max<size_t>(p_bytes, 4)};
+    info[1] = {errors.buffer, 0, VK_WHOLE_SIZE};
+    for (uint32_t i = 0; i < n_tensors; ++i) info[2 + i] = {bufs[i], 0, VK_WHOLE_SIZE};
+    for (uint32_t i = 0; i < 2 + n_tensors; ++i) {
+      writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[i].dstSet = set;
+      writes[i].dstBinding = i;
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &info[i];
+    }
+    vk().vkUpdateDescriptorSets(device->device(), 2 + n_tensors, writes, 0, nullptr);
+    barrier();
+    vk().vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->pipeline);
+    vk().vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0, 1, &set, 0,
+                                 nullptr);
+    vk().vkCmdDispatch(cmd, gx, gy, gz);
+    pending = true;
+    return Status();
+  }
+
+  Result<TensorDesc> desc(const TensorView& t) const {
+    TensorDesc d;
+    if (t.data == nullptr) return d;
+    FOLIO_ASSIGN_OR_RETURN(auto loc, locate(t.data, t.span_bytes()));
+    const uint64_t end = loc.second + t.span_bytes();
+    if (end > UINT32_MAX) {
+      return unsupported("vulkan: tensor {} ends {} bytes into its buffer (32-bit offsets)",
+                         t.shape_string(), end);
+    }
+    d.off = static_cast<uint32_t>(loc.second);
+    for (int i = 0; i < 4; ++i) {
+      if (t.ne[i] < 0 || t.ne[i] > UINT32_MAX || t.nb[i] > UINT32_MAX) {
+        return unsupported("vulkan: tensor {} has dims or strides beyond 32 bits", t.shape_string());
+      }
+      d.ne[i] = static_cast<uint32_t>(t.ne[i]);
+      d.nb[i] = static_cast<uint32_t>(t.nb[i]);
+    }
+    return d;
+  }
+
+  // --- transfers ----------------------------------------------------------
+  Status write(void* dst, const void* src, size_t n) {
+    std::lock_guard lock(mu);
+    FOLIO_ASSIGN_OR_RETURN(auto loc, locate(dst, n));
+    const char* s = static_cast<const char*>(src);
+    while (n > 0) {
+      const size_t piece = std::min(n, kUploadRingBytes);
+      FOLIO_ASSIGN_OR_RETURN(const size_t off, reserve(upload_used, kUploadRingBytes, piece, 16));
+      std::memcpy(static_cast<char*>(upload.map) + off, s, piece);
+      FOLIO_RETURN_IF_ERROR(begin());
+      barrier();
+      const VkBufferCopy region{off, loc.second, piece};
+      vk().vkCmdCopyBuffer(cmd, upload.buffer, loc.first->mem.buffer, 1, &region);
+      pending = true;
+      s += piece;
+      loc.second += piece;
+      n -= piece;
+    }
+    return Status();
+  }
+
+  Status read(void* dst, const void* src, size_t n) {
+    std::lock_guard lock(mu);
+    FOLIO_ASSIGN_OR_RETURN(auto loc, locate(src, n));
+    char* d = static_cast<char*>(dst);
+    do {
+      const size_t piece = std::min(n, kReadbackBytes);
+      FOLIO_RETURN_IF_ERROR(begin());
+      barrier();
+      if (piece > 0) {
+        const VkBufferCopy region{loc.second, 0, piece};
+        vk().vkCmdCopyBuffer(cmd, loc.first->mem.buffer, readback.buffer, 1, &region);
+        pending = true;
+      }
+      FOLIO_RETURN_IF_ERROR(flush());
+      std::memcpy(d, readback.map, piece);
+      d += piece;
+      loc.second += piece;
+      n -= piece;
+    } while (n > 0);
+    return Status();
+  }
+
+  Status copy(void* dst, const void* src, size_t n) {
+    std::lock_guard lock(mu);
+    if (n == 0) return Status();
+    FOLIO_ASSIGN_OR_RETURN(auto to, locate(dst, n));
+    FOLIO_ASSIGN_OR_RETURN(auto from, locate(src, n));
+    if (to.first == from.first && to.second < from.second + n && from.second < to.second + n) {
+      return invalid_argument("vulkan: copy of {} bytes between overlapping ranges", n);
+    }
+    FOLIO_RETURN_IF_ERROR(begin());
+    barrier();
+    const VkBufferCopy region{from.second, to.second, n};
+    vk().vkCmdCopyBuffer(cmd, from.first->mem.buffer, to.first->mem.buffer, 1, &region);
+    pending = true;
+    return Status();
+  }
+
+  Status fill_zero(void* dst, size_t n) {
+    std::lock_guard lock(mu);
+    if (n == 0) return Status();
+    FOLIO_ASSIGN_OR_RETURN(auto loc, locate(dst, n));
+    const size_t head = (4 - loc.second % 4) % 4;  // vkCmdFillBuffer: 4-byte aligned
+    if (head > 0 || n % 4 != 0) {
+      const std::vector<uint8_t> zeros(n, 0);
+      return write(dst, zeros.data(), n);
+    }
+    FOLIO_RETURN_IF_ERROR(begin());
+    barrier();
+    vk().vkCmdFillBuffer(cmd, loc.first->mem.buffer, loc.second, n, 0);
+    pending = true;
+    return Status();
+  }
+};
+
+namespace {
+
+// The Recorder a kernel's record function sees.
+class RecorderImpl final : public Recorder {
+ public:
+  explicit RecorderImpl(VulkanBackend::Impl& impl) : impl_(impl) {}
+  const DeviceCaps& caps() const override { return impl_.device->caps(); }
+  Status dispatch(const char* shader, std::initializer_list<uint32_t> spec, const void* params,
+                  size_t params_bytes, std::initializer_list<TensorView> tensors, uint32_t gx,
+                  uint32_t gy, uint32_t gz) override {
+    return impl_.dispatch(shader, spec, params, params_bytes, tensors, gx, gy, gz);
+  }
+  Result<TensorDesc> desc(const TensorView& t) const override { return impl_.desc(t); }
+
+ private:
+  VulkanBackend::Impl& impl_;
+};
+
+// A sub-allocation of device memory as a Buffer.
+class DeviceBuffer final : public Buffer {
+ public:
+  DeviceBuffer(const BufferType* type, VulkanBackend& backend, VulkanBackend::Impl& impl, void* p,
+               size_t size)
+      : Buffer(type), backend_(backend), impl_(impl), p_(p), size_(size) {}
+  ~DeviceBuffer() override { impl_.free(p_, size_); }
+  void* data() override { return p_; }
+  const void* data() const override { return p_; }
+  size_t size() const override { return size_; }
+  bool is_host() const override { return false; }
+  Status write(size_t offset, const void* src, size_t n) override {
+    FOLIO_RETURN_IF_ERROR(check(offset, n));
+    return backend_.write(at(offset), src, n);
+  }
+  Status read(size_t offset, void* dst, size_t n) const override {
+    FOLIO_RETURN_IF_ERROR(check(offset, n));
+    return backend_.read(dst, at(offset), n);
+  }
+  Status copy(size_t dst_offset, size_t src_offset, size_t n) override {
+    FOLIO_RETURN_IF_ERROR(check(dst_offset, n));
+    FOLIO_RETURN_IF_ERROR(check(src_offset, n));
+    return backend_.copy(at(dst_offset), at(src_offset), n);
+  }
+  Status fill_zero(size_t offset, size_t n) override {
+    FOLIO_RETURN_IF_ERROR(check(offset, n));
+    return backend_.fill_zero(at(offset), n);
+  }
+
+ private:
+  Status check(size_t offset, size_t n) const {
+    if (offset > size_ || n > size_ - offset) {
+      return out_of_range("vulkan buffer: bytes [{}, {}) outside {}", offset, offset + n, size_);
+    }
+    return Status();
+  }
+  char* at(size_t offset) const { return static_cast<char*>(p_) + offset; }
+
+  VulkanBackend& backend_;
+  VulkanBackend::Impl& impl_;
+  void* p_;
+  size_t size_;
+};
+
+}  // namespace
+
+// --- VulkanBackend -------------------------------------------------------
+
+Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(int index) {
+  auto b = std::unique_ptr<VulkanBackend>(new VulkanBackend());
+  b->impl_ = std::make_unique<Impl>(*b);
+  FOLIO_ASSIGN_OR_RETURN(b->impl_->device, VulkanDevice::open(index));
+  b->name_ = fmt::format("Vulkan{}", b->impl_->device->info().index);
+  FOLIO_RETURN_IF_ERROR(b->impl_->init());
+  return b;
+}
+
+VulkanBackend::~VulkanBackend() = default;
+
+const DeviceInfo& VulkanBackend::info() const { return impl_->device->info(); }
+
+uint64_t VulkanBackend::allocated_bytes() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->allocated;
+}
+
+KernelHandle VulkanBackend::select_kernel(const Op& op) const {
+  const DeviceCaps& caps = impl_->device->caps();
+  for (const KernelDef& k : vulkan_kernels()) {
+    if (k.kind == op.kind && k.match(op, caps)) return &k;
+  }
+  return nullptr;
+}
+
+Status VulkanBackend::run_kernel(KernelHandle kernel, const Op& op) {
+  std::lock_guard lock(impl_->mu);
+  RecorderImpl rec(*impl_);
+  return static_cast<const KernelDef*>(kernel)->record(rec, op);
+}
+
+std::string VulkanBackend::kernel_name_of(KernelHandle kernel) const {
+  return std::string("vulkan.") + static_cast<const KernelDef*>(kernel)->name;
+}
+
+bool VulkanBackend::can_access(const void* p) const {
+  return lookup_device_address(p).owner == this;
+}
+
+Status VulkanBackend::write(void* dst, const void* host_src, size_t n) {
+  return impl_->write(dst, host_src, n);
+}
+Status VulkanBackend::read(void* host_dst, const void* src, size_t n) {
+  return impl_->read(host_dst, src, n);
+}
+Status VulkanBackend::copy(void* dst, const void* src, size_t n) { return impl_->copy(dst, src, n); }
+Status VulkanBackend::fill_zero(void* dst, size_t n) { return impl_->fill_zero(dst, n); }
+
+Status VulkanBackend::synchronize() {
+  std::lock_guard lock(impl_->mu);
+  return impl_->flush();
+}
+
+// --- VulkanBufferType ------------------------------------------------------
+
+std::string VulkanBufferType::name() const { return backend_.name(); }
+
+Result<std::unique_ptr<Buffer>> VulkanBufferType::alloc(size_t size) const {
+  FOLIO_ASSIGN_OR_RETURN(void* p, backend_.impl_->alloc(size));
+  return std::unique_ptr<Buffer>(
+      std::make_unique<DeviceBuffer>(this, backend_, *backend_.impl_, p, size));
+}
+
+bool VulkanBufferType::supports_weight(const WeightUse& w) const {
+  if (weight_bytes(w) > backend_.impl_->device->caps().max_storage_buffer_range) return false;
+  // A stand-in op of the consuming kind with this weight, asked of the
+  // kernel table (only descriptors are read).
+  static char dummy[64];
+  Op op;
+  op.kind = w.consumer;
+  const TensorView weight = TensorView::contiguous(dummy, w.dtype, w.ne);
+  switch (w.consumer) {
+    case OpKind::kMulMat:
+      op.src[0] = weight;
+      op.src[1] = TensorView::contiguous(dummy, DType::F32, {w.ne[0], 1, w.ne[2], w.ne[3]});
+      op.dst = TensorView::contiguous(dummy, DType::F32, {w.ne[1], 1, w.ne[2], w.ne[3]});
+      break;
+    case OpKind::kMulMatId:
+      op.src[0] = weight;
+      op.src[1] = TensorView::contiguous(dummy, DType::F32, {w.ne[0], 1, 1});
+      op.src[2] = TensorView::contiguous(dummy, DType::I32, {1, 1});
+      op.dst = TensorView::contiguous(dummy, DType::F32, {w.ne[1], 1, 1});
+      break;
+    case OpKind::kGetRows:
+      op.src[0] = weight;
+      op.src[1] = TensorView::contiguous(dummy, DType::I32, {1});
+      op.dst = TensorView::contiguous(dummy, DType::F32, {w.ne[0], 1});
+      break;
+    default:
+      // Norm weights, biases, per-head factors: F32, read by element-wise
+      // kernels of the consuming kind.
+      if (w.dtype != DType::F32) return false;
+      for (const KernelDef& k : vulkan_kernels()) {
+        if (k.kind == w.consumer) return true;
+      }
+      return false;
+  }
+  return backend_.select_kernel(op) != nullptr;
+}
+
+Status VulkanBufferType::store_weight(const WeightUse& w, const void* src, size_t src_bytes,
+                                      void* dst) const {
+  const size_t need = weight_bytes(w);
+  if (src_bytes != need) {
+    return invalid_argument("weight '{}': {} bytes given, {} expected for {}", w.name, src_bytes,
+                            need, dtype_name(w.dtype));
+  }
+  return backend_.write(dst, src, need);
+}
+
+}  // namespace folio::vulkan

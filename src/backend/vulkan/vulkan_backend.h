@@ -1,0 +1,84 @@
+// The Vulkan backend: runs ops as compute dispatches on one Vulkan device.
+//
+// Memory: device-local chunks (256 MiB, or one per larger tensor) are
+// sub-allocated; each chunk has a reserved host address range
+// (backend/device_memory.h), so device tensors are ordinary views whose
+// pointers the host never dereferences.
+//
+// Execution: run_kernel() records; nothing waits. Dispatches, uploads and
+// device-side copies join one command buffer, each behind a barrier on the
+// work before it, and run when the backend synchronizes: a read() (the
+// logits of a step, say), synchronize(), or a full parameter / staging ring
+// or descriptor pool (then the work so far is submitted and recording goes
+// on). Kernels that find invalid data (an id out of range) set an error word
+// that the next synchronize turns into a Status.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/buffer_type.h"
+#include "backend/vulkan/kernels.h"
+#include "backend/vulkan/vk_device.h"
+
+namespace folio::vulkan {
+
+class VulkanBackend;
+
+// Device memory of one VulkanBackend. Accepts a weight when the backend has
+// a kernel for the op that consumes it (and the tensor fits one storage
+// buffer binding); weights are uploaded through the staging ring.
+class VulkanBufferType final : public BufferType {
+ public:
+  explicit VulkanBufferType(VulkanBackend& backend) : backend_(backend) {}
+  std::string name() const override;
+  size_t alignment() const override { return 256; }
+  bool is_host() const override { return false; }
+  Result<std::unique_ptr<Buffer>> alloc(size_t size) const override;
+  bool supports_weight(const WeightUse& w) const override;
+  Status store_weight(const WeightUse& w, const void* src, size_t src_bytes,
+                      void* dst) const override;
+
+ private:
+  VulkanBackend& backend_;
+};
+
+class VulkanBackend final : public Backend {
+ public:
+  // Opens device `index` (-1: the best; see VulkanDevice::open).
+  static Result<std::unique_ptr<VulkanBackend>> create(int index = -1);
+  ~VulkanBackend() override;
+
+  std::string name() const override { return name_; }
+  // Handles are `const KernelDef*` into vulkan_kernels().
+  KernelHandle select_kernel(const Op& op) const override;
+  Status run_kernel(KernelHandle kernel, const Op& op) override;
+  std::string kernel_name_of(KernelHandle kernel) const override;
+  const BufferType& default_buffer_type() const override { return buffer_type_; }
+
+  bool can_access(const void* p) const override;
+  Status write(void* dst, const void* host_src, size_t n) override;
+  Status read(void* host_dst, const void* src, size_t n) override;
+  Status copy(void* dst, const void* src, size_t n) override;
+  Status fill_zero(void* dst, size_t n);
+  Status synchronize() override;
+  bool is_host() const override { return false; }
+
+  const DeviceInfo& info() const;
+  // Device memory in use (tensor chunks), bytes.
+  uint64_t allocated_bytes() const;
+
+  class Impl;
+
+ private:
+  VulkanBackend() = default;
+  std::string name_;
+  std::unique_ptr<Impl> impl_;
+  VulkanBufferType buffer_type_{*this};
+  friend class VulkanBufferType;
+};
+
+}  // namespace folio::vulkan
