@@ -2,8 +2,8 @@
 // (shaders/flash_attn.comp), the cache write set_rows (shaders/set_rows.comp)
 // and soft_max (shaders/soft_max.comp). Semantics: op.h.
 //
-// flash_attn: one workgroup of 128 invocations per (query token, head); the
-// visible keys are split across the workgroup in tiles of 32 (see the
+// flash_attn: one workgroup of 256 invocations per (query token, head); the
+// visible keys are split across the workgroup in tiles of 64 (see the
 // shader). K/V of type F32, F16 or BF16 (Q8_0 runs on the CPU), head dims up
 // to 256. The layout is a run-time parameter, not a specialization, so the
 // paged and contiguous forms of an op run one pipeline and give
@@ -48,7 +48,7 @@ Status aligned4(const TensorDesc& d, const Op& op) {
 
 // ---- flash attention -------------------------------------------------------
 
-constexpr uint32_t kFaThreads = 128;  // flash_attn.comp: NT
+constexpr uint32_t kFaThreads = 256;  // flash_attn.comp: NT
 constexpr uint32_t kFaLanes = 8;      // flash_attn.comp: TPK
 constexpr int64_t kFaMaxDim = 256;
 

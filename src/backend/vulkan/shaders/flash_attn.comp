@@ -1,22 +1,26 @@
-// kFlashAttn: one workgroup per (query token, head), 128 invocations that
+// kFlashAttn: one workgroup per (query token, head), 256 invocations that
 // split the visible keys between them (see op.h, "Attention inputs").
 //
-// Keys are visited in ascending position order in tiles of BC = 32:
-//   scores  16 key groups of TPK = 8 lanes; a key group takes keys g and
-//           g + 16 of the tile, each lane a strided slice of the K row's
-//           32-bit words (neighbouring lanes read neighbouring words), then
-//           one invocation per key sums the 8 lane partials in lane order,
-//           scales and soft-caps.
-//   softmax every invocation reads the tile's scores from shared memory and
-//           derives the same running max m and denominator l (online softmax,
-//           one rescale of the accumulator per tile).
-//   values  VS key slots x CT = 128 / VS column invocations: slot v adds the
-//           tile keys j = v, v + VS, ... to its part of the output row; the
-//           slots' accumulators share m, so they are summed at the end.
-// Every reduction has a fixed order that depends only on key positions, and
-// the arithmetic is `precise` (no contraction a compiler might apply to one
-// code path and not another): the contiguous and paged layouts, which differ
-// only in where a row's address comes from, give byte-identical outputs.
+// Keys are visited in ascending position order in tiles of BC = 64:
+//   V loads  VS key slots x CT = 256 / VS column invocations: slot v owns the
+//            tile keys j = v, v + VS, ... and first loads its words of their
+//            V rows into registers (they do not depend on the scores, so their
+//            latency overlaps the K loads and the score reduction).
+//   scores   32 key groups of TPK = 8 lanes; a key group takes keys g and
+//            g + 32 of the tile, each lane a strided slice of the K row's
+//            32-bit words (neighbouring lanes read neighbouring words); then
+//            one invocation per key sums the 8 lane partials in lane order,
+//            scales and soft-caps.
+//   softmax  every invocation reads the tile's scores from shared memory and
+//            derives the same running max m (online softmax: one rescale of
+//            the accumulators per tile); slot v adds exp(s_j - m) v_j and
+//            exp(s_j - m) of its keys to its accumulator and denominator.
+// The slots share m, so their accumulators and denominators are summed (in
+// slot order) at the end. Every reduction has a fixed order that depends only
+// on key positions, and the arithmetic is `precise` (no contraction that a
+// compiler might apply to one code path and not another): the contiguous and
+// paged layouts, which differ only in where a row's address comes from, give
+// byte-identical outputs.
 //
 // K/V rows are read through 32-bit words (F16 / BF16: two elements a word);
 // rows at or past kv_len are never read, so whatever they hold cannot reach
@@ -26,13 +30,13 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-const uint NT = 128u;  // invocations
+const uint NT = 256u;  // invocations
 const uint TPK = 8u;   // lanes per key when scoring
 const uint KG = NT / TPK;
 const uint R = 2u;     // keys per key group and tile
 const uint BC = KG * R;
 
-layout(local_size_x = 128) in;
+layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint KT = 0u;     // K dtype: 0 f32, 1 f16, 2 bf16
 layout(constant_id = 1) const uint VT = 0u;     // V dtype, same codes
 layout(constant_id = 2) const uint D = 128u;    // K head dim
@@ -46,6 +50,7 @@ const uint VEPW = VT == 0u ? 1u : 2u;
 const uint WK = (D + KEPW - 1u) / KEPW;  // words per K row
 const uint WV = (DV + VEPW - 1u) / VEPW;
 const uint CT = NT / VS;
+const uint KPS = (BC + VS - 1u) / VS;  // keys per slot and tile
 
 layout(std430, binding = 0) readonly buffer Params {
   Tensor q;        // F32 [D, n_head, n_tokens]
@@ -81,9 +86,9 @@ layout(std430, binding = 8) readonly buffer Blocks { int blocks_i[]; };
 layout(std430, binding = 9) readonly buffer Sinks { float sinks_f[]; };
 layout(std430, binding = 10) writeonly buffer Dst { float dst_f[]; };
 
-shared float part[512];  // lane partials of the scores; slot accumulators at the end
-shared float sc[BC];     // the tile's scores
-shared uint vrow[BC];    // byte offset of each tile key's V row
+shared float part[BC * TPK];  // lane partials of the scores; slot accumulators at the end
+shared float sc[BC];          // the tile's scores
+shared float slot_l[8];       // the slots' denominators
 shared uint bad_flag;
 
 // Byte offset of element i (flat, ne0 fastest) of a tensor of 4-byte values.
@@ -135,23 +140,19 @@ uint kv_row(Tensor t, uint s, uint kvh, uint pp) {
   return t.off + kvh * t.nb1 + r * t.nb2 + blk * t.nb3;
 }
 
-// The two elements (x, y) of 32-bit word w of a row at byte `row` holding n
-// elements of dtype `dt` (f32: x only). y is 0 past the row's end, which is
-// never read.
-#define READ_PAIR(buf, dt, row, w, n, out)                                     \
-  {                                                                           \
-    if (dt == 0u) {                                                           \
-      out = vec2(READ_F32(buf, (row) + 4u * (w)), 0.0);                      \
-    } else {                                                                  \
-      const uint b_ = (row) + 4u * (w);                                       \
-      const uint bits_ = (2u * (w) + 1u < (n)) ? READ_U32(buf, b_) : READ_U16(buf, b_); \
-      if (dt == 1u) {                                                         \
-        out = unpackHalf2x16(bits_);                                          \
-      } else {                                                                \
-        out = vec2(uintBitsToFloat(bits_ << 16), uintBitsToFloat(bits_ & 0xffff0000u)); \
-      }                                                                       \
-    }                                                                         \
-  }
+// The bits of 32-bit word w of a row at byte `row` holding n elements of
+// dtype `dt`: one f32, or two 16-bit values (the upper half is 0 past the
+// row's end, which is never read).
+#define READ_WORD(buf, dt, row, w, n)                                   \
+  ((dt == 0u || 2u * (w) + 1u < (n)) ? READ_U32(buf, (row) + 4u * (w)) \
+                                     : READ_U16(buf, (row) + 4u * (w)))
+
+// The elements (x, y) of a word read by READ_WORD (f32: x only).
+vec2 decode(uint dt, uint bits) {
+  if (dt == 0u) return vec2(uintBitsToFloat(bits), 0.0);
+  if (dt == 1u) return unpackHalf2x16(bits);
+  return vec2(uintBitsToFloat(bits << 16), uintBitsToFloat(bits & 0xffff0000u));
+}
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -211,23 +212,31 @@ void main() {
 
   precise float acc[2 * VWPT];
   for (uint c = 0u; c < 2u * VWPT; ++c) acc[c] = 0.0;
-  float m = 0.0;  // running max (set by the first tile)
-  precise float l = 0.0;
+  float m = 0.0;          // running max (set by the first tile)
+  precise float l = 0.0;  // this slot's denominator
 
   for (uint t0 = kb; t0 < ke; t0 += BC) {
     const uint nv = min(BC, ke - t0);
+    // This invocation's V words of the tile.
+    uint vb[KPS * VWPT];
+    for (uint mi = 0u; mi < KPS; ++mi) {
+      const uint j = slot + VS * mi;
+      const uint row = j < nv ? kv_row(p.v, s, kvh, t0 + j) : 0u;
+      for (uint i = 0u; i < VWPT; ++i) {
+        const uint w = ct + CT * i;
+        vb[mi * VWPT + i] = (j < nv && w < WV) ? READ_WORD(v_u, VT, row, w, DV) : 0u;
+      }
+    }
     // Scores: lane partials.
     for (uint r = 0u; r < R; ++r) {
       const uint j = kgrp + KG * r;
       precise float dot = 0.0;
       if (j < nv) {
         const uint row = kv_row(p.k, s, kvh, t0 + j);
-        if (lane == 0u) vrow[j] = kv_row(p.v, s, kvh, t0 + j);
         for (uint i = 0u; i < KWPL; ++i) {
           const uint w = lane + TPK * i;
           if (w < WK) {
-            vec2 kv;
-            READ_PAIR(k_u, KT, row, w, D, kv);
+            const vec2 kv = decode(KT, READ_WORD(k_u, KT, row, w, D));
             dot += qr[2u * i] * kv.x;
             if (KEPW == 2u) dot += qr[2u * i + 1u] * kv.y;
           }
@@ -249,46 +258,37 @@ void main() {
     }
     barrier();
 
-    // Online softmax over the tile (every invocation alike).
+    // Online softmax: the same running max in every invocation.
     float mt = sc[0];
     for (uint j = 1u; j < nv; ++j) mt = max(mt, sc[j]);
     const float mn = t0 == kb ? mt : max(m, mt);
     const float ms = t0 == kb ? 0.0 : exp(m - mn);
     l = l * ms;
-    for (uint j = 0u; j < nv; ++j) l += exp(sc[j] - mn);
     for (uint c = 0u; c < 2u * VWPT; ++c) acc[c] *= ms;
     m = mn;
-
-    // Values.
-    for (uint j = slot; j < nv; j += VS) {
+    for (uint mi = 0u; mi < KPS; ++mi) {
+      const uint j = slot + VS * mi;
+      if (j >= nv) break;
       const float wgt = exp(sc[j] - mn);
-      const uint row = vrow[j];
+      l += wgt;
       for (uint i = 0u; i < VWPT; ++i) {
-        const uint w = ct + CT * i;
-        if (w < WV) {
-          vec2 vv;
-          READ_PAIR(v_u, VT, row, w, DV, vv);
-          precise float a0 = acc[2u * i] + wgt * vv.x;
-          acc[2u * i] = a0;
-          if (VEPW == 2u) {
-            precise float a1 = acc[2u * i + 1u] + wgt * vv.y;
-            acc[2u * i + 1u] = a1;
-          }
-        }
+        const vec2 vv = decode(VT, vb[mi * VWPT + i]);
+        acc[2u * i] += wgt * vv.x;
+        if (VEPW == 2u) acc[2u * i + 1u] += wgt * vv.y;
       }
     }
   }
 
-  // Sum the key slots' accumulators (slot order), fold in the sink, divide.
+  // Sum the slots' accumulators and denominators (slot order), fold in the
+  // sink, divide.
   if (VS > 1u) {
     for (uint c = 0u; c < 2u * VWPT; ++c) part[tid * 2u * VWPT + c] = acc[c];
+    if (ct == 0u) slot_l[slot] = l;
     barrier();
     if (slot == 0u) {
       for (uint v = 1u; v < VS; ++v) {
-        for (uint c = 0u; c < 2u * VWPT; ++c) {
-          precise float a = acc[c] + part[(v * CT + ct) * 2u * VWPT + c];
-          acc[c] = a;
-        }
+        for (uint c = 0u; c < 2u * VWPT; ++c) acc[c] += part[(v * CT + ct) * 2u * VWPT + c];
+        l += slot_l[v];
       }
     }
   }
