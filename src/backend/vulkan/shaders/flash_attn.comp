@@ -100,7 +100,15 @@ uint flat_off(Tensor t, uint i) {
   return t.off + i0 * t.nb0 + i1 * t.nb1 + (r % t.ne2) * t.nb2 + (r / t.ne2) * t.nb3;
 }
 
-uint block_entry_off(uint b, uint s) { return p.blocks.off + b * p.blocks.nb0 + s * p.blocks.nb1; }
+// The parameters the key loop reads, copied once into invocation-private
+// variables: the parameter buffer may live in host memory (and the compiler
+// cannot keep buffer values across barriers and stores on its own).
+Tensor k_t, v_t, blocks_t;
+bool paged;
+uint block_size;
+uint block_shift;  // log2(block_size) when it is a power of two, else 32
+
+uint block_entry_off(uint b, uint s) { return blocks_t.off + b * blocks_t.nb0 + s * blocks_t.nb1; }
 
 // kv_len[s] when it and (paged) every block-table entry covering a position
 // below it are in range; -1 otherwise (the bad value is reported). Called by
@@ -113,8 +121,8 @@ int checked_kv_len(uint s) {
   const bool len_bad = len < 0 || uint(len) > p.capacity;
   if (len_bad) {
     if (tid == 0u) report_error(ERR_SEQ_RANGE, uint(len));
-  } else if (p.paged != 0u) {
-    const uint used = (uint(len) + p.block_size - 1u) / p.block_size;
+  } else if (paged) {
+    const uint used = (uint(len) + block_size - 1u) / block_size;
     for (uint b = tid; b < used; b += NT) {
       const int id = blocks_i[block_entry_off(b, s) >> 2];
       if (id < 0 || uint(id) >= p.n_blocks) {
@@ -133,9 +141,10 @@ int checked_kv_len(uint s) {
 uint kv_row(Tensor t, uint s, uint kvh, uint pp) {
   uint blk = s;
   uint r = pp;
-  if (p.paged != 0u) {
-    blk = uint(blocks_i[block_entry_off(pp / p.block_size, s) >> 2]);
-    r = pp % p.block_size;
+  if (paged) {
+    const uint b = block_shift < 32u ? pp >> block_shift : pp / block_size;
+    blk = uint(blocks_i[block_entry_off(b, s) >> 2]);
+    r = pp - b * block_size;
   }
   return t.off + kvh * t.nb1 + r * t.nb2 + blk * t.nb3;
 }
@@ -159,6 +168,14 @@ void main() {
   const uint gid = group_index();
   const uint n_work = p.n_tokens * p.n_head;
   if (gid >= n_work) return;
+  k_t = p.k;
+  v_t = p.v;
+  blocks_t = p.blocks;
+  paged = p.paged != 0u;
+  block_size = p.block_size;
+  block_shift = (block_size & (block_size - 1u)) == 0u ? findLSB(block_size) : 32u;
+  const float scale = p.scale;
+  const float softcap = p.softcap;
 
   // Every sequence's data is checked, also those no token of the batch uses
   // (the reference rejects the whole op then); report only.
@@ -221,7 +238,7 @@ void main() {
     uint vb[KPS * VWPT];
     for (uint mi = 0u; mi < KPS; ++mi) {
       const uint j = slot + VS * mi;
-      const uint row = j < nv ? kv_row(p.v, s, kvh, t0 + j) : 0u;
+      const uint row = j < nv ? kv_row(v_t, s, kvh, t0 + j) : 0u;
       for (uint i = 0u; i < VWPT; ++i) {
         const uint w = ct + CT * i;
         vb[mi * VWPT + i] = (j < nv && w < WV) ? READ_WORD(v_u, VT, row, w, DV) : 0u;
@@ -232,7 +249,7 @@ void main() {
       const uint j = kgrp + KG * r;
       precise float dot = 0.0;
       if (j < nv) {
-        const uint row = kv_row(p.k, s, kvh, t0 + j);
+        const uint row = kv_row(k_t, s, kvh, t0 + j);
         for (uint i = 0u; i < KWPL; ++i) {
           const uint w = lane + TPK * i;
           if (w < WK) {
@@ -248,11 +265,11 @@ void main() {
     if (tid < nv) {
       precise float sum = 0.0;
       for (uint i = 0u; i < TPK; ++i) sum += part[tid * TPK + i];
-      precise float score = sum * p.scale;
-      if (p.softcap > 0.0) {
+      precise float score = sum * scale;
+      if (softcap > 0.0) {
         // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
         // exp-based tanh implementations away from inf / inf.
-        score = p.softcap * tanh(clamp(score / p.softcap, -10.0, 10.0));
+        score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
       }
       sc[tid] = score;
     }

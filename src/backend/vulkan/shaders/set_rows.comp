@@ -31,8 +31,10 @@ layout(std430, binding = 4) buffer Table { uint table_u[]; };
 
 shared uint later_dup;
 
+Tensor slots_t;  // p.slots, read once (the parameter buffer may live in host memory)
+
 int slot_at(uint i) {
-  return slots_i[(p.slots.off + (i % p.slots.ne0) * p.slots.nb0 + (i / p.slots.ne0) * p.slots.nb1) >> 2];
+  return slots_i[(slots_t.off + (i % slots_t.ne0) * slots_t.nb0 + (i / slots_t.ne0) * slots_t.nb1) >> 2];
 }
 
 uint f32_to_f16(uint x) {
@@ -67,7 +69,9 @@ uint to_half(uint x) { return DT == 1u ? f32_to_f16(x) : f32_to_bf16(x); }
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint i = group_index();
-  if (i >= p.n) return;
+  const uint n = p.n;
+  if (i >= n) return;
+  slots_t = p.slots;
   const int slot = slot_at(i);
   if (slot < 0 || uint(slot) >= p.table.ne1) {
     if (tid == 0u) report_error(ERR_ID_RANGE, uint(slot));
@@ -75,7 +79,7 @@ void main() {
   }
   if (tid == 0u) later_dup = 0u;
   barrier();
-  for (uint j = i + 1u + tid; j < p.n; j += 256u) {
+  for (uint j = i + 1u + tid; j < n; j += 256u) {
     if (slot_at(j) == slot) later_dup = 1u;
   }
   barrier();
@@ -85,9 +89,11 @@ void main() {
   const uint src = row_off(p.rows, r.x, r.y, r.z);
   const uint dst = p.table.off + uint(slot) * p.table.nb1;
   const uint n_cols = p.rows.ne0;
+  const uint src_nb0 = p.rows.nb0;  // read once: the parameter buffer may live in host memory
   if (DT == 0u) {
+    const uint dst_nb0 = p.table.nb0;
     for (uint c = tid; c < n_cols; c += 256u) {
-      table_u[(dst + c * p.table.nb0) >> 2] = rows_u[(src + c * p.rows.nb0) >> 2];
+      table_u[(dst + c * dst_nb0) >> 2] = rows_u[(src + c * src_nb0) >> 2];
     }
     return;
   }
@@ -100,8 +106,8 @@ void main() {
     const bool has_lo = 4u * w >= dst;
     const uint hi = has_lo ? (4u * w - dst) / 2u + 1u : 0u;
     const bool has_hi = hi < n_cols;
-    const uint v_lo = has_lo ? to_half(rows_u[(src + (hi - 1u) * p.rows.nb0) >> 2]) : 0u;
-    const uint v_hi = has_hi ? to_half(rows_u[(src + hi * p.rows.nb0) >> 2]) : 0u;
+    const uint v_lo = has_lo ? to_half(rows_u[(src + (hi - 1u) * src_nb0) >> 2]) : 0u;
+    const uint v_hi = has_hi ? to_half(rows_u[(src + hi * src_nb0) >> 2]) : 0u;
     if (has_lo && has_hi) {
       table_u[w] = v_lo | (v_hi << 16);
     } else if (has_lo) {

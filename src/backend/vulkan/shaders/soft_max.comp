@@ -24,10 +24,16 @@ shared float red[256];
 
 const float NEG_INF = -1.0 / 0.0;
 
+// Parameters the element loops read, copied once into invocation-private
+// variables (the parameter buffer may live in host memory).
+uint x_nb0, m_nb0;
+float scale;
+bool has_mask;
+
 // x * scale + mask of element i of the row at xrow (mask row at mrow).
 float value(uint xrow, uint mrow, uint i) {
-  const float x = x_f[(xrow + i * p.x.nb0) >> 2] * p.scale;
-  return p.has_mask != 0u ? x + m_f[(mrow + i * p.mask.nb0) >> 2] : x;
+  const float x = x_f[(xrow + i * x_nb0) >> 2] * scale;
+  return has_mask ? x + m_f[(mrow + i * m_nb0) >> 2] : x;
 }
 
 // exp(v - mx); exactly 0 for v = -inf, which not every driver's exp gives.
@@ -42,6 +48,11 @@ void main() {
   const uint drow = row_off(p.d, ri.x, ri.y, ri.z);
   const uint mrow = p.has_mask != 0u ? row_off(p.mask, ri.x, ri.y % p.mask.ne2, ri.z % p.mask.ne3) : 0u;
   const uint n = p.x.ne0;
+  const uint d_nb0 = p.d.nb0;
+  x_nb0 = p.x.nb0;
+  m_nb0 = p.mask.nb0;
+  scale = p.scale;
+  has_mask = p.has_mask != 0u;
 
   float mx = NEG_INF;
   for (uint i = tid; i < n; i += 256u) mx = max(mx, value(xrow, mrow, i));
@@ -54,7 +65,7 @@ void main() {
   mx = red[0];
   barrier();  // red[0] is read before the sums overwrite it
   if (mx == NEG_INF) {
-    for (uint i = tid; i < n; i += 256u) d_f[(drow + i * p.d.nb0) >> 2] = 0.0;
+    for (uint i = tid; i < n; i += 256u) d_f[(drow + i * d_nb0) >> 2] = 0.0;
     return;
   }
 
@@ -68,6 +79,6 @@ void main() {
   }
   sum = red[0];
   for (uint i = tid; i < n; i += 256u) {
-    d_f[(drow + i * p.d.nb0) >> 2] = weight(value(xrow, mrow, i), mx) / sum;
+    d_f[(drow + i * d_nb0) >> 2] = weight(value(xrow, mrow, i), mx) / sum;
   }
 }
