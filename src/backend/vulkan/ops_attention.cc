@@ -1,7 +1,230 @@
+// Attention-side kernels: flash attention over contiguous or paged K/V
+// (shaders/flash_attn.comp), the cache write set_rows (shaders/set_rows.comp)
+// and soft_max (shaders/soft_max.comp). Semantics: op.h.
+//
+// flash_attn: one workgroup of 256 invocations per (query token, head); the
+// visible keys are split across the workgroup in tiles of 64 (see the
+// shader). K/V of type F32, F16 or BF16 (Q8_0 runs on the CPU), head dims up
+// to 256. The layout is a run-time parameter, not a specialization, so the
+// paged and contiguous forms of an op run one pipeline and give
+// byte-identical outputs.
+#include <algorithm>
+
 #include "backend/vulkan/kernels.h"
+#include "core/status.h"
 
 namespace folio::vulkan {
+namespace {
 
-void add_attention_kernels(std::vector<KernelDef>& out) {}
+// Shader dtype codes (flash_attn.comp, set_rows.comp).
+constexpr uint32_t kCodeF32 = 0, kCodeF16 = 1, kCodeBF16 = 2;
+
+bool dtype_code(DType t, uint32_t* code) {
+  switch (t) {
+    case DType::F32: *code = kCodeF32; return true;
+    case DType::F16: *code = kCodeF16; return true;
+    case DType::BF16: *code = kCodeBF16; return true;
+    default: return false;
+  }
+}
+
+size_t elem_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+
+// A tensor of 4-byte values the shaders index as uint / float arrays.
+bool words_ok(const TensorView& t, DType want) {
+  if (t.dtype != want) return false;
+  for (size_t nb : t.nb) {
+    if (nb % 4 != 0) return false;
+  }
+  return true;
+}
+
+bool fits_u32(int64_t v) { return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX); }
+
+Status aligned4(const TensorDesc& d, const Op& op) {
+  if (d.off % 4 == 0) return Status();
+  return invalid_argument("{}: a 4-byte tensor at byte offset {}", op.describe(), d.off);
+}
+
+// ---- flash attention -------------------------------------------------------
+
+constexpr uint32_t kFaThreads = 256;  // flash_attn.comp: NT
+constexpr uint32_t kFaLanes = 8;      // flash_attn.comp: TPK
+constexpr int64_t kFaMaxDim = 256;
+
+struct FlashAttnParams {
+  TensorDesc q, k, v, seq_idx, pos, kv_len, blocks, sinks, dst;
+  uint32_t n_head;
+  uint32_t group;
+  uint32_t n_tokens;
+  uint32_t n_seq;
+  uint32_t paged;
+  uint32_t block_size;
+  uint32_t capacity;
+  uint32_t n_blocks;
+  uint32_t causal;
+  int32_t window;
+  float scale;
+  float softcap;
+  uint32_t has_sinks;
+};
+static_assert(sizeof(FlashAttnParams) == 9 * sizeof(TensorDesc) + 13 * 4);
+
+bool match_flash_attn(const Op& op, const DeviceCaps&) {
+  const auto& p = op.p<AttentionParams>();
+  const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2];
+  uint32_t code;
+  if (!dtype_code(k.dtype, &code) || !dtype_code(v.dtype, &code)) return false;  // q8_0: CPU
+  // Packed K/V rows (read as words from the row start).
+  if (k.nb[0] != elem_bytes(k.dtype) || v.nb[0] != elem_bytes(v.dtype)) return false;
+  const int64_t d = q.ne[0], dv = v.ne[0];
+  if (d < 1 || d > kFaMaxDim || dv < 1 || dv > kFaMaxDim || k.ne[0] != d) return false;
+  if (q.ne[3] != 1 || op.dst.ne[3] != 1) return false;
+  if (!words_ok(q, DType::F32) || !words_ok(op.dst, DType::F32)) return false;
+  for (int i = 3; i <= 5; ++i) {
+    if (!words_ok(op.src[i], DType::I32)) return false;
+  }
+  if (!op.src[7].empty() && !words_ok(op.src[7], DType::F32)) return false;
+  if (k.ne[1] < 1 || q.ne[1] % k.ne[1] != 0) return false;
+  if (!fits_u32(q.ne[1] * q.ne[2]) || !fits_u32(k.ne[3]) || p.window < 0) return false;
+  if (p.layout == KvLayout::kPaged) {
+    if (p.block_size <= 0 || op.src[6].empty() || !words_ok(op.src[6], DType::I32)) return false;
+  }
+  return true;
+}
+
+Status record_flash_attn(Recorder& r, const Op& op) {
+  const auto& ap = op.p<AttentionParams>();
+  const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2];
+  const bool paged = ap.layout == KvLayout::kPaged;
+  const bool has_sinks = !op.src[7].empty();
+  // Absent tensors are stood in for by present ones the shader never reads.
+  const TensorView blocks = paged ? op.src[6] : op.src[5];
+  const TensorView sinks = has_sinks ? op.src[7] : q;
+
+  FlashAttnParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));
+  FOLIO_ASSIGN_OR_RETURN(p.k, r.desc(k));
+  FOLIO_ASSIGN_OR_RETURN(p.v, r.desc(v));
+  FOLIO_ASSIGN_OR_RETURN(p.seq_idx, r.desc(op.src[3]));
+  FOLIO_ASSIGN_OR_RETURN(p.pos, r.desc(op.src[4]));
+  FOLIO_ASSIGN_OR_RETURN(p.kv_len, r.desc(op.src[5]));
+  FOLIO_ASSIGN_OR_RETURN(p.blocks, r.desc(blocks));
+  FOLIO_ASSIGN_OR_RETURN(p.sinks, r.desc(sinks));
+  FOLIO_ASSIGN_OR_RETURN(p.dst, r.desc(op.dst));
+  for (const TensorDesc* d : {&p.q, &p.seq_idx, &p.pos, &p.kv_len, &p.blocks, &p.sinks, &p.dst}) {
+    FOLIO_RETURN_IF_ERROR(aligned4(*d, op));
+  }
+  const int64_t n_head = q.ne[1], n_tokens = q.ne[2];
+  p.n_head = static_cast<uint32_t>(n_head);
+  p.group = static_cast<uint32_t>(n_head / k.ne[1]);
+  p.n_tokens = static_cast<uint32_t>(n_tokens);
+  p.n_seq = static_cast<uint32_t>(op.src[5].nelements());
+  p.paged = paged ? 1 : 0;
+  // kv_len is an I32, so a capacity past INT32_MAX admits every non-negative length.
+  const int64_t capacity =
+      paged ? op.src[6].ne[0] * static_cast<int64_t>(ap.block_size) : k.ne[2];
+  p.capacity = static_cast<uint32_t>(std::min<int64_t>(capacity, INT32_MAX));
+  p.block_size = paged ? static_cast<uint32_t>(ap.block_size) : 1;
+  p.n_blocks = paged ? static_cast<uint32_t>(k.ne[3]) : 0;
+  p.causal = ap.causal ? 1 : 0;
+  p.window = ap.window;
+  p.scale = ap.scale;
+  p.softcap = ap.softcap;
+  p.has_sinks = has_sinks ? 1 : 0;
+
+  uint32_t kt = 0, vt = 0;
+  dtype_code(k.dtype, &kt);
+  dtype_code(v.dtype, &vt);
+  const uint32_t d = static_cast<uint32_t>(q.ne[0]), dv = static_cast<uint32_t>(v.ne[0]);
+  const uint32_t wk = kt == kCodeF32 ? d : (d + 1) / 2;  // 32-bit words per K row
+  const uint32_t wv = vt == kCodeF32 ? dv : (dv + 1) / 2;
+  const uint32_t kwpl = (wk + kFaLanes - 1) / kFaLanes;
+  // Key slots for the values: as many as leave one invocation per V word, at most 8.
+  uint32_t vs = 1;
+  while (vs < 8 && kFaThreads / (2 * vs) >= wv) vs *= 2;
+  const uint32_t ct = kFaThreads / vs;
+  const uint32_t vwpt = (wv + ct - 1) / ct;
+
+  uint32_t gx, gy;
+  Recorder::split_groups(static_cast<uint64_t>(n_head) * static_cast<uint64_t>(n_tokens), gx, gy);
+  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt}, &p, sizeof p,
+                    {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst}, gx, gy);
+}
+
+// ---- set_rows --------------------------------------------------------------
+
+struct SetRowsParams {
+  TensorDesc rows, slots, table;
+  uint32_t n;
+};
+
+bool match_set_rows(const Op& op, const DeviceCaps&) {
+  const TensorView &rows = op.src[0], &slots = op.src[1], &table = op.dst;
+  uint32_t code;
+  if (!dtype_code(table.dtype, &code)) return false;  // q8_0: CPU
+  if (!words_ok(rows, DType::F32) || !words_ok(slots, DType::I32)) return false;
+  if (slots.ne[2] * slots.ne[3] != 1) return false;  // read flat through nb0, nb1
+  if (table.ne[2] * table.ne[3] != 1 || table.ne[0] != rows.ne[0]) return false;
+  if (table.dtype == DType::F32) return table.nb[0] % 4 == 0 && table.nb[1] % 4 == 0;
+  // Two-byte elements: packed rows, any even row offset.
+  return table.nb[0] == 2 && table.nb[1] % 2 == 0 && fits_u32(slots.nelements());
+}
+
+Status record_set_rows(Recorder& r, const Op& op) {
+  SetRowsParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.rows, r.desc(op.src[0]));
+  FOLIO_ASSIGN_OR_RETURN(p.slots, r.desc(op.src[1]));
+  FOLIO_ASSIGN_OR_RETURN(p.table, r.desc(op.dst));
+  FOLIO_RETURN_IF_ERROR(aligned4(p.rows, op));
+  FOLIO_RETURN_IF_ERROR(aligned4(p.slots, op));
+  if (p.table.off % elem_bytes(op.dst.dtype) != 0) {
+    return invalid_argument("{}: table at byte offset {}", op.describe(), p.table.off);
+  }
+  p.n = static_cast<uint32_t>(op.src[1].nelements());
+  uint32_t dt = 0;
+  dtype_code(op.dst.dtype, &dt);
+  uint32_t gx, gy;
+  Recorder::split_groups(p.n, gx, gy);
+  return r.dispatch("set_rows", {dt}, &p, sizeof p, {op.src[0], op.src[1], op.dst}, gx, gy);
+}
+
+// ---- soft_max --------------------------------------------------------------
+
+struct SoftMaxShaderParams {
+  TensorDesc x, mask, d;
+  float scale;
+  uint32_t has_mask;
+};
+
+bool match_soft_max(const Op& op, const DeviceCaps&) {
+  const TensorView& mask = op.src[1];
+  if (!words_ok(op.src[0], DType::F32) || !words_ok(op.dst, DType::F32)) return false;
+  if (mask.empty()) return true;
+  return words_ok(mask, DType::F32) && mask.ne[2] > 0 && mask.ne[3] > 0;
+}
+
+Status record_soft_max(Recorder& r, const Op& op) {
+  const bool has_mask = !op.src[1].empty();
+  const TensorView mask = has_mask ? op.src[1] : op.src[0];
+  SoftMaxShaderParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(op.src[0]));
+  FOLIO_ASSIGN_OR_RETURN(p.mask, r.desc(mask));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  for (const TensorDesc* d : {&p.x, &p.mask, &p.d}) FOLIO_RETURN_IF_ERROR(aligned4(*d, op));
+  p.scale = op.p<SoftMaxParams>().scale;
+  p.has_mask = has_mask ? 1 : 0;
+  uint32_t gx, gy;
+  Recorder::split_groups(static_cast<uint64_t>(op.src[0].nrows()), gx, gy);
+  return r.dispatch("soft_max", {}, &p, sizeof p, {op.src[0], mask, op.dst}, gx, gy);
+}
+
+}  // namespace
+
+void add_attention_kernels(std::vector<KernelDef>& out) {
+  out.push_back({"flash_attn", OpKind::kFlashAttn, match_flash_attn, record_flash_attn});
+  out.push_back({"set_rows", OpKind::kSetRows, match_set_rows, record_set_rows});
+  out.push_back({"soft_max", OpKind::kSoftMax, match_soft_max, record_soft_max});
+}
 
 }  // namespace folio::vulkan

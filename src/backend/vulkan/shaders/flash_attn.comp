@@ -1,0 +1,332 @@
+// kFlashAttn: one workgroup per (query token, head), 256 invocations that
+// split the visible keys between them (see op.h, "Attention inputs").
+//
+// Keys are visited in ascending position order in tiles of BC = 64:
+//   V loads  VS key slots x CT = 256 / VS column invocations: slot v owns the
+//            tile keys j = v, v + VS, ... and first loads its words of their
+//            V rows into registers (they do not depend on the scores, so their
+//            latency overlaps the K loads and the score reduction).
+//   scores   32 key groups of TPK = 8 lanes; a key group takes keys g and
+//            g + 32 of the tile, each lane a strided slice of the K row's
+//            32-bit words (neighbouring lanes read neighbouring words); then
+//            one invocation per key sums the 8 lane partials in lane order,
+//            scales and soft-caps.
+//   softmax  every invocation reads the tile's scores from shared memory and
+//            derives the same running max m (online softmax: one rescale of
+//            the accumulators per tile); slot v adds exp(s_j - m) v_j and
+//            exp(s_j - m) of its keys to its accumulator and denominator.
+// The slots share m, so their accumulators and denominators are summed (in
+// slot order) at the end. Every reduction has a fixed order that depends only
+// on key positions, and the arithmetic is `precise` (no contraction that a
+// compiler might apply to one code path and not another): the contiguous and
+// paged layouts, which differ only in where a row's address comes from, give
+// byte-identical outputs.
+//
+// K/V rows are read through 32-bit words (F16 / BF16: two elements a word);
+// rows at or past kv_len are never read, so whatever they hold cannot reach
+// the output. Out-of-range seq_idx / kv_len / used block-table entries are
+// reported and give zeros for that token.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+const uint NT = 256u;  // invocations
+const uint TPK = 8u;   // lanes per key when scoring
+const uint KG = NT / TPK;
+const uint R = 2u;     // keys per key group and tile
+const uint BC = KG * R;
+
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint KT = 0u;     // K dtype: 0 f32, 1 f16, 2 bf16
+layout(constant_id = 1) const uint VT = 0u;     // V dtype, same codes
+layout(constant_id = 2) const uint D = 128u;    // K head dim
+layout(constant_id = 3) const uint DV = 128u;   // V head dim
+layout(constant_id = 4) const uint KWPL = 8u;   // K words per lane: ceil(words(D) / TPK)
+layout(constant_id = 5) const uint VS = 1u;     // key slots for the values
+layout(constant_id = 6) const uint VWPT = 1u;   // V words per invocation: ceil(words(DV) / CT)
+
+const uint KEPW = KT == 0u ? 1u : 2u;  // elements per 32-bit word
+const uint VEPW = VT == 0u ? 1u : 2u;
+const uint WK = (D + KEPW - 1u) / KEPW;  // words per K row
+const uint WV = (DV + VEPW - 1u) / VEPW;
+const uint CT = NT / VS;
+const uint KPS = (BC + VS - 1u) / VS;  // keys per slot and tile
+
+layout(std430, binding = 0) readonly buffer Params {
+  Tensor q;        // F32 [D, n_head, n_tokens]
+  Tensor k;        // [D, n_kv_head, n_ctx | block_size, n_seq | n_blocks]
+  Tensor v;        // [DV, n_kv_head, n_ctx | block_size, n_seq | n_blocks]
+  Tensor seq_idx;  // I32 [n_tokens]
+  Tensor pos;      // I32 [n_tokens]
+  Tensor kv_len;   // I32 [n_seq]
+  Tensor blocks;   // I32 [max_blocks, n_seq] (paged only)
+  Tensor sinks;    // F32 [n_head] (has_sinks only)
+  Tensor dst;      // F32 [DV, n_head, n_tokens]
+  uint n_head;
+  uint group;      // query heads per KV head
+  uint n_tokens;
+  uint n_seq;
+  uint paged;
+  uint block_size;  // paged only
+  uint capacity;    // positions a sequence can hold
+  uint n_blocks;    // paged only: physical blocks
+  uint causal;
+  int window;
+  float scale;
+  float softcap;
+  uint has_sinks;
+} p;
+layout(std430, binding = 2) readonly buffer Q { float q_f[]; };
+layout(std430, binding = 3) readonly buffer K { uint k_u[]; };
+layout(std430, binding = 4) readonly buffer V { uint v_u[]; };
+layout(std430, binding = 5) readonly buffer SeqIdx { int seq_i[]; };
+layout(std430, binding = 6) readonly buffer Pos { int pos_i[]; };
+layout(std430, binding = 7) readonly buffer KvLen { int kvlen_i[]; };
+layout(std430, binding = 8) readonly buffer Blocks { int blocks_i[]; };
+layout(std430, binding = 9) readonly buffer Sinks { float sinks_f[]; };
+layout(std430, binding = 10) writeonly buffer Dst { float dst_f[]; };
+
+shared float part[BC * TPK];  // lane partials of the scores; slot accumulators at the end
+shared float sc[BC];          // the tile's scores
+shared float slot_l[8];       // the slots' denominators
+shared uint bad_flag;
+
+// Byte offset of element i (flat, ne0 fastest) of a tensor of 4-byte values.
+uint flat_off(Tensor t, uint i) {
+  const uint i0 = i % t.ne0;
+  uint r = i / t.ne0;
+  const uint i1 = r % t.ne1;
+  r /= t.ne1;
+  return t.off + i0 * t.nb0 + i1 * t.nb1 + (r % t.ne2) * t.nb2 + (r / t.ne2) * t.nb3;
+}
+
+// The parameters the key loop reads, copied once into invocation-private
+// variables: the parameter buffer may live in host memory (and the compiler
+// cannot keep buffer values across barriers and stores on its own).
+Tensor k_t, v_t, blocks_t;
+bool paged;
+uint block_size;
+uint block_shift;  // log2(block_size) when it is a power of two, else 32
+
+uint block_entry_off(uint b, uint s) { return blocks_t.off + b * blocks_t.nb0 + s * blocks_t.nb1; }
+
+// kv_len[s] when it and (paged) every block-table entry covering a position
+// below it are in range; -1 otherwise (the bad value is reported). Called by
+// every invocation, in uniform control flow.
+int checked_kv_len(uint s) {
+  const uint tid = gl_LocalInvocationID.x;
+  if (tid == 0u) bad_flag = 0u;
+  barrier();
+  const int len = kvlen_i[flat_off(p.kv_len, s) >> 2];
+  const bool len_bad = len < 0 || uint(len) > p.capacity;
+  if (len_bad) {
+    if (tid == 0u) report_error(ERR_SEQ_RANGE, uint(len));
+  } else if (paged) {
+    const uint used = (uint(len) + block_size - 1u) / block_size;
+    for (uint b = tid; b < used; b += NT) {
+      const int id = blocks_i[block_entry_off(b, s) >> 2];
+      if (id < 0 || uint(id) >= p.n_blocks) {
+        report_error(ERR_BLOCK_RANGE, uint(id));
+        atomicOr(bad_flag, 1u);
+      }
+    }
+  }
+  barrier();
+  const bool bad = len_bad || bad_flag != 0u;
+  barrier();  // bad_flag is read before anyone resets it
+  return bad ? -1 : len;
+}
+
+// Byte offset of the row (kv head kvh, position pp) of sequence s in k or v.
+uint kv_row(Tensor t, uint s, uint kvh, uint pp) {
+  uint blk = s;
+  uint r = pp;
+  if (paged) {
+    const uint b = block_shift < 32u ? pp >> block_shift : pp / block_size;
+    blk = uint(blocks_i[block_entry_off(b, s) >> 2]);
+    r = pp - b * block_size;
+  }
+  return t.off + kvh * t.nb1 + r * t.nb2 + blk * t.nb3;
+}
+
+// The bits of 32-bit word w of a row at byte `row` holding n elements of
+// dtype `dt`: one f32, or two 16-bit values (the upper half is 0 past the
+// row's end, which is never read).
+#define READ_WORD(buf, dt, row, w, n)                                   \
+  ((dt == 0u || 2u * (w) + 1u < (n)) ? READ_U32(buf, (row) + 4u * (w)) \
+                                     : READ_U16(buf, (row) + 4u * (w)))
+
+// The elements (x, y) of a word read by READ_WORD (f32: x only).
+vec2 decode(uint dt, uint bits) {
+  if (dt == 0u) return vec2(uintBitsToFloat(bits), 0.0);
+  if (dt == 1u) return unpackHalf2x16(bits);
+  return vec2(uintBitsToFloat(bits << 16), uintBitsToFloat(bits & 0xffff0000u));
+}
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint gid = group_index();
+  const uint n_work = p.n_tokens * p.n_head;
+  if (gid >= n_work) return;
+  k_t = p.k;
+  v_t = p.v;
+  blocks_t = p.blocks;
+  paged = p.paged != 0u;
+  block_size = p.block_size;
+  block_shift = (block_size & (block_size - 1u)) == 0u ? findLSB(block_size) : 32u;
+  const float scale = p.scale;
+  const float softcap = p.softcap;
+
+  // Every sequence's data is checked, also those no token of the batch uses
+  // (the reference rejects the whole op then); report only.
+  for (uint s = gid; s < p.n_seq; s += n_work) checked_kv_len(s);
+
+  const uint tok = gid / p.n_head;
+  const uint h = gid % p.n_head;
+  const int s_in = seq_i[flat_off(p.seq_idx, tok) >> 2];
+  int len = -1;
+  if (s_in < 0 || uint(s_in) >= p.n_seq) {
+    if (tid == 0u) report_error(ERR_SEQ_RANGE, uint(s_in));
+  } else {
+    len = checked_kv_len(uint(s_in));
+  }
+  const uint s = uint(s_in);
+
+  // Visible keys [kb, ke): p < kv_len, p <= pos (causal), pos - p < window.
+  uint kb = 0u, ke = 0u;
+  if (len > 0) {
+    const int pos = pos_i[flat_off(p.pos, tok) >> 2];
+    int e = len;
+    if (p.causal != 0u && pos < len) e = pos + 1;
+    int b = 0;
+    if (p.window > 0 && pos >= p.window) b = pos - p.window + 1;
+    if (e > b) {
+      kb = uint(b);
+      ke = uint(e);
+    }
+  }
+  const uint out_row = p.dst.off + h * p.dst.nb1 + tok * p.dst.nb2;
+  if (ke <= kb) {
+    for (uint c = tid; c < DV; c += NT) dst_f[(out_row + c * p.dst.nb0) >> 2] = 0.0;
+    return;
+  }
+
+  const uint kvh = h / p.group;
+  const uint lane = tid % TPK;
+  const uint kgrp = tid / TPK;
+  const uint slot = tid / CT;
+  const uint ct = tid % CT;
+
+  // This lane's slice of q: the elements of K words lane, lane + TPK, ...
+  float qr[2 * KWPL];
+  const uint q_row = p.q.off + h * p.q.nb1 + tok * p.q.nb2;
+  for (uint i = 0u; i < KWPL; ++i) {
+    for (uint e = 0u; e < 2u; ++e) {
+      const uint d = (lane + TPK * i) * KEPW + e;
+      qr[2u * i + e] = (e < KEPW && d < D) ? q_f[(q_row + d * p.q.nb0) >> 2] : 0.0;
+    }
+  }
+
+  precise float acc[2 * VWPT];
+  for (uint c = 0u; c < 2u * VWPT; ++c) acc[c] = 0.0;
+  float m = 0.0;          // running max (set by the first tile)
+  precise float l = 0.0;  // this slot's denominator
+
+  for (uint t0 = kb; t0 < ke; t0 += BC) {
+    const uint nv = min(BC, ke - t0);
+    // This invocation's V words of the tile.
+    uint vb[KPS * VWPT];
+    for (uint mi = 0u; mi < KPS; ++mi) {
+      const uint j = slot + VS * mi;
+      const uint row = j < nv ? kv_row(v_t, s, kvh, t0 + j) : 0u;
+      for (uint i = 0u; i < VWPT; ++i) {
+        const uint w = ct + CT * i;
+        vb[mi * VWPT + i] = (j < nv && w < WV) ? READ_WORD(v_u, VT, row, w, DV) : 0u;
+      }
+    }
+    // Scores: lane partials.
+    for (uint r = 0u; r < R; ++r) {
+      const uint j = kgrp + KG * r;
+      precise float dot = 0.0;
+      if (j < nv) {
+        const uint row = kv_row(k_t, s, kvh, t0 + j);
+        for (uint i = 0u; i < KWPL; ++i) {
+          const uint w = lane + TPK * i;
+          if (w < WK) {
+            const vec2 kv = decode(KT, READ_WORD(k_u, KT, row, w, D));
+            dot += qr[2u * i] * kv.x;
+            if (KEPW == 2u) dot += qr[2u * i + 1u] * kv.y;
+          }
+        }
+      }
+      part[j * TPK + lane] = dot;
+    }
+    barrier();
+    if (tid < nv) {
+      precise float sum = 0.0;
+      for (uint i = 0u; i < TPK; ++i) sum += part[tid * TPK + i];
+      precise float score = sum * scale;
+      if (softcap > 0.0) {
+        // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
+        // exp-based tanh implementations away from inf / inf.
+        score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
+      }
+      sc[tid] = score;
+    }
+    barrier();
+
+    // Online softmax: the same running max in every invocation.
+    float mt = sc[0];
+    for (uint j = 1u; j < nv; ++j) mt = max(mt, sc[j]);
+    const float mn = t0 == kb ? mt : max(m, mt);
+    const float ms = t0 == kb ? 0.0 : exp(m - mn);
+    l = l * ms;
+    for (uint c = 0u; c < 2u * VWPT; ++c) acc[c] *= ms;
+    m = mn;
+    for (uint mi = 0u; mi < KPS; ++mi) {
+      const uint j = slot + VS * mi;
+      if (j >= nv) break;
+      const float wgt = exp(sc[j] - mn);
+      l += wgt;
+      for (uint i = 0u; i < VWPT; ++i) {
+        const vec2 vv = decode(VT, vb[mi * VWPT + i]);
+        acc[2u * i] += wgt * vv.x;
+        if (VEPW == 2u) acc[2u * i + 1u] += wgt * vv.y;
+      }
+    }
+  }
+
+  // Sum the slots' accumulators and denominators (slot order), fold in the
+  // sink, divide.
+  if (VS > 1u) {
+    for (uint c = 0u; c < 2u * VWPT; ++c) part[tid * 2u * VWPT + c] = acc[c];
+    if (ct == 0u) slot_l[slot] = l;
+    barrier();
+    if (slot == 0u) {
+      for (uint v = 1u; v < VS; ++v) {
+        for (uint c = 0u; c < 2u * VWPT; ++c) acc[c] += part[(v * CT + ct) * 2u * VWPT + c];
+        l += slot_l[v];
+      }
+    }
+  }
+  if (slot != 0u) return;
+  if (p.has_sinks != 0u) {
+    const float sink = sinks_f[flat_off(p.sinks, h) >> 2];
+    if (sink > m) {
+      const float ms = exp(m - sink);
+      for (uint c = 0u; c < 2u * VWPT; ++c) acc[c] *= ms;
+      l = l * ms + 1.0;
+    } else {
+      l += exp(sink - m);
+    }
+  }
+  for (uint i = 0u; i < VWPT; ++i) {
+    for (uint e = 0u; e < VEPW; ++e) {
+      const uint c = (ct + CT * i) * VEPW + e;
+      if (c < DV) {
+        precise float o = acc[2u * i + e] / l;
+        dst_f[(out_row + c * p.dst.nb0) >> 2] = o;
+      }
+    }
+  }
+}

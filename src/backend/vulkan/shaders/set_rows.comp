@@ -1,0 +1,121 @@
+// kSetRows: table[:, slots[i]] = convert(rows[:, i]) for an F32, F16 or BF16
+// table. One workgroup per source row i, 256 invocations over its columns.
+//
+// Duplicate slots: the last row wins. Row i's workgroup first scans the
+// slots of rows i+1 .. n-1 and writes nothing when one of them names the same
+// slot, so each destination row has exactly one writer and the result does
+// not depend on scheduling.
+//
+// F16 / BF16 rows are written as 32-bit words (two elements each, one
+// invocation per word); a word the row shares with its neighbour (an odd
+// element offset or count) is merged with atomics so the other half keeps
+// its bytes. The conversions are integer code, bit-exact with core/fp16.h
+// (round to nearest even, subnormals kept, NaN quieted) whatever the
+// driver's float rounding and denormal modes.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint DT = 0u;  // table dtype: 0 f32, 1 f16, 2 bf16
+
+layout(std430, binding = 0) readonly buffer Params {
+  Tensor rows;   // F32 [n_cols, ne1, ne2, ne3]: n rows
+  Tensor slots;  // I32 [n] (at most 2-D, read flat)
+  Tensor table;  // [n_cols, n_slots]
+  uint n;        // rows to scatter
+} p;
+layout(std430, binding = 2) readonly buffer Rows { uint rows_u[]; };
+layout(std430, binding = 3) readonly buffer Slots { int slots_i[]; };
+layout(std430, binding = 4) buffer Table { uint table_u[]; };
+
+shared uint later_dup;
+
+Tensor slots_t;  // p.slots, read once (the parameter buffer may live in host memory)
+
+int slot_at(uint i) {
+  return slots_i[(slots_t.off + (i % slots_t.ne0) * slots_t.nb0 + (i / slots_t.ne0) * slots_t.nb1) >> 2];
+}
+
+uint f32_to_f16(uint x) {
+  const uint sign = (x >> 16) & 0x8000u;
+  const uint a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7e00u | ((a >> 13) & 0x3ffu);  // NaN
+  if (a >= 0x47800000u) return sign | 0x7c00u;  // rounds to inf
+  if (a < 0x38800000u) {  // subnormal or zero: a * 2^24 rounded to an integer
+    const uint e = a >> 23;
+    if (e < 102u) return sign;
+    const uint mant = (a & 0x7fffffu) | 0x800000u;
+    const uint shift = 126u - e;
+    uint half_ = mant >> shift;
+    const uint rem = mant & ((1u << shift) - 1u);
+    const uint mid = 1u << (shift - 1u);
+    if (rem > mid || (rem == mid && (half_ & 1u) != 0u)) ++half_;
+    return sign | half_;
+  }
+  uint h = (a >> 13) - (112u << 10);
+  const uint rem = a & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u)) ++h;  // a carry into the exponent is right
+  return sign | h;
+}
+
+uint f32_to_bf16(uint x) {
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (x >> 16) | 64u;  // quiet NaN
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+
+uint to_half(uint x) { return DT == 1u ? f32_to_f16(x) : f32_to_bf16(x); }
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint i = group_index();
+  const uint n = p.n;
+  if (i >= n) return;
+  slots_t = p.slots;
+  const int slot = slot_at(i);
+  if (slot < 0 || uint(slot) >= p.table.ne1) {
+    if (tid == 0u) report_error(ERR_ID_RANGE, uint(slot));
+    return;
+  }
+  if (tid == 0u) later_dup = 0u;
+  barrier();
+  for (uint j = i + 1u + tid; j < n; j += 256u) {
+    if (slot_at(j) == slot) later_dup = 1u;
+  }
+  barrier();
+  if (later_dup != 0u) return;
+
+  const uvec3 r = unflatten_rows(i, p.rows.ne1, p.rows.ne2);
+  const uint src = row_off(p.rows, r.x, r.y, r.z);
+  const uint dst = p.table.off + uint(slot) * p.table.nb1;
+  const uint n_cols = p.rows.ne0;
+  const uint src_nb0 = p.rows.nb0;  // read once: the parameter buffer may live in host memory
+  if (DT == 0u) {
+    const uint dst_nb0 = p.table.nb0;
+    for (uint c = tid; c < n_cols; c += 256u) {
+      table_u[(dst + c * dst_nb0) >> 2] = rows_u[(src + c * src_nb0) >> 2];
+    }
+    return;
+  }
+  // Two-byte elements (nb0 == 2): element c at byte dst + 2c. Word w holds the
+  // elements hi - 1 and hi, hi = (4w - dst) / 2 + 1 (hi = 0 and no low element
+  // when the row starts in the word's upper half).
+  const uint w0 = dst >> 2;
+  const uint w_end = (dst + 2u * n_cols + 3u) >> 2;
+  for (uint w = w0 + tid; w < w_end; w += 256u) {
+    const bool has_lo = 4u * w >= dst;
+    const uint hi = has_lo ? (4u * w - dst) / 2u + 1u : 0u;
+    const bool has_hi = hi < n_cols;
+    const uint v_lo = has_lo ? to_half(rows_u[(src + (hi - 1u) * src_nb0) >> 2]) : 0u;
+    const uint v_hi = has_hi ? to_half(rows_u[(src + hi * src_nb0) >> 2]) : 0u;
+    if (has_lo && has_hi) {
+      table_u[w] = v_lo | (v_hi << 16);
+    } else if (has_lo) {
+      atomicAnd(table_u[w], 0xffff0000u);
+      atomicOr(table_u[w], v_lo);
+    } else {
+      atomicAnd(table_u[w], 0x0000ffffu);
+      atomicOr(table_u[w], v_hi << 16);
+    }
+  }
+}
