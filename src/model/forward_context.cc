@@ -199,8 +199,24 @@ TensorView ForwardContext::tensor_near(const TensorView& anchor, DType type,
 
 TensorView ForwardContext::upload_i32(std::span<const int32_t> values) {
   TensorView t = tensor(DType::I32, {static_cast<int64_t>(values.size()), 1, 1, 1});
-  if (t.data != nullptr && !values.empty()) std::memcpy(t.data, values.data(), values.size_bytes());
-  if (t.data != nullptr && arenas_.size() > 1) uploads_.push_back(t.data);
+  if (t.data == nullptr) return t;
+  if (!values.empty()) std::memcpy(t.data, values.data(), values.size_bytes());
+  if (arenas_.size() == 1) return t;
+  // A copy on every device now, outside any per-layer mark, so it lives as
+  // long as the host tensor does.
+  uploads_.push_back(t.data);
+  for (size_t i = 1; i < arenas_.size() && ok(); ++i) {
+    auto* device = const_cast<Backend*>(arena_owner_[i]);
+    Result<void*> p = arenas_[i]->alloc(std::max<size_t>(values.size_bytes(), 4));
+    if (!p.ok()) {
+      fail(p.status());
+      break;
+    }
+    fail(device->write(*p, values.data(), values.size_bytes()));
+    TensorView copy = t;
+    copy.data = *p;
+    mirrors_.push_back({{t.data, device}, copy});
+  }
   return t;
 }
 
@@ -309,17 +325,17 @@ Status ForwardContext::copy_span(const TensorView& t, void* dst, Backend* from, 
 }
 
 Result<TensorView> ForwardContext::transfer(const TensorView& t, Backend* to) {
-  const bool upload = std::find(uploads_.begin(), uploads_.end(), t.data) != uploads_.end();
-  if (upload) {
-    for (const auto& [key, copy] : mirrors_) {
-      if (key.first == t.data && key.second == to) return copy;
+  for (const auto& [key, copy] : mirrors_) {  // uploads have a copy on every device
+    if (key.first == t.data && key.second == to) {
+      TensorView v = t;  // the caller's shape (a reshaped upload)
+      v.data = copy.data;
+      return v;
     }
   }
   FOLIO_ASSIGN_OR_RETURN(void* p, arena_of(to).alloc(t.span_bytes()));
   FOLIO_RETURN_IF_ERROR(copy_span(t, p, owner_of(t.data), to));
   TensorView v = t;
   v.data = p;
-  if (upload) mirrors_.push_back({{t.data, to}, v});
   return v;
 }
 

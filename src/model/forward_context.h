@@ -93,8 +93,8 @@ class ForwardContext {
   TensorView f32_near(const TensorView& anchor, int64_t ne0, int64_t ne1 = 1) {
     return tensor_near(anchor, DType::F32, {ne0, ne1, 1, 1});
   }
-  // An I32 [n] tensor holding `values` (host memory; a device gets one copy
-  // per forward when its ops read it).
+  // An I32 [n] tensor holding `values` (host memory, and a copy on each
+  // device that its ops there read instead).
   TensorView upload_i32(std::span<const int32_t> values);
   // `t` readable on the host: itself if it is host memory, else a copy in
   // the host arena (waiting for the device). The error is recorded too.
@@ -170,6 +170,7 @@ class ForwardContext {
   std::vector<std::unique_ptr<Arena>> arenas_;  // [0]: host; then one per device backend
   std::vector<const Backend*> arena_owner_;     // backend of each arena (nullptr: host)
   // Copies of upload_i32 tensors on devices, this forward: (host data, device) -> copy.
+  // Views sliced from an upload (a reshape keeps its pointer) find it by data.
   std::vector<std::pair<std::pair<const void*, const Backend*>, TensorView>> mirrors_;
   std::vector<const void*> uploads_;            // upload_i32 data this forward
   Status status_;
