@@ -51,12 +51,14 @@ struct Param {
   std::string kase;  // "short" | "long"
   DType kv = DType::F32;
   bool paged = false;
-  bool vulkan = false;  // every layer and the KV cache on the Vulkan device
+  bool vulkan = false;  // layers and the KV cache on the Vulkan device
+  int ngl = -1;         // with vulkan: layers offloaded (-1: all and the head)
 };
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   std::string s = info.param.model.name + "_" + info.param.kase + "_" + dtype_name(info.param.kv) +
-                  (info.param.paged ? "_paged" : "") + (info.param.vulkan ? "_vulkan" : "");
+                  (info.param.paged ? "_paged" : "") + (info.param.vulkan ? "_vulkan" : "") +
+                  (info.param.ngl >= 0 ? "_ngl" + std::to_string(info.param.ngl) : "");
   for (char& c : s) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
@@ -105,7 +107,7 @@ TEST_P(RefParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   LoadOptions lo;
   if (device != nullptr) {
     lo.offload_type = &device->default_buffer_type();
-    lo.offload_layers = -1;
+    lo.offload_layers = p.ngl;
   }
   Result<std::unique_ptr<Model>> model = Model::load(model_path, lo);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
@@ -121,7 +123,8 @@ TEST_P(RefParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
   expect_llamacpp_parity(m, **cache, *ctx, base, {tol_prefill, tol_decode},
                          p.model.name + "." + p.kase + " kv " + dtype_name(p.kv) +
-                             (p.paged ? " paged" : "") + (p.vulkan ? " vulkan" : ""));
+                             (p.paged ? " paged" : "") + (p.vulkan ? " vulkan" : "") +
+                             (p.ngl >= 0 ? " ngl " + std::to_string(p.ngl) : ""));
 }
 
 INSTANTIATE_TEST_SUITE_P(F32Kv, RefParity, ::testing::ValuesIn(params(DType::F32)), param_name);
@@ -151,6 +154,17 @@ std::vector<Param> vulkan_params() {
   for (Param p : params(DType::F16)) {
     if (!p.paged) continue;
     p.vulkan = true;
+    v.push_back(p);
+  }
+  // Partial offload (-ngl 1: the last layer on the device, the first and
+  // the head on the CPU; activations cross twice per step).
+  for (Param p : params(DType::F32)) {
+    if (p.kase != "short" || (p.model.name != "tiny-llama" && p.model.name != "tiny-qwen3moe" &&
+                              p.model.name != "tiny-gemma3")) {
+      continue;
+    }
+    p.vulkan = true;
+    p.ngl = 1;
     v.push_back(p);
   }
   return v;
