@@ -103,6 +103,27 @@ class Cli(unittest.TestCase):
         self.assertIn("out of device memory", p.stderr)
         self.assertIn("-ngl", p.stderr)
 
+    def test_no_vulkan_driver(self):
+        # No driver: one line, the CPU path; an error only when a device is demanded.
+        env = dict(os.environ, VK_DRIVER_FILES="/nonexistent.json",
+                   VK_ICD_FILENAMES="/nonexistent.json")
+
+        def run(*args):
+            return subprocess.run([ARGS.folio, *args], capture_output=True, text=True,
+                                  timeout=120, env=env)
+        p = run("info")
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("vulkan: no device", p.stdout)
+        cpu = folio("run", "-m", ARGS.model, "-p", "Hello", *GEN, check_rc=0).stdout
+        p = run("run", "-m", ARGS.model, "-p", "Hello", *GEN, "-ngl", "99")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, cpu)
+        self.assertEqual(p.stderr.count("no GPU found"), 1, p.stderr)
+        p = run("run", "-m", ARGS.model, "-p", "Hello", *GEN, "--device", "vulkan")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--device vulkan", p.stderr)
+        self.assertEqual(p.stdout, "")
+
     def test_prompt_sources_agree(self):
         want = folio("run", "-m", ARGS.model, "-p", "One\\ttwo", *GEN, check_rc=0).stdout
         self.assertNotEqual(want.strip(), "")
