@@ -78,6 +78,10 @@ void note_fallback(const Backend& device, const Op& op) {
                  device.name(), key, op.describe());
 }
 
+// Where a not yet allocated output points while its op is routed.
+alignas(256) char output_placeholder[256];
+void* const kOutputPlaceholder = output_placeholder;
+
 bool profiling_requested() {
   const char* e = std::getenv("FOLIO_PROFILE");
   return e != nullptr && e[0] != '\0' && std::strcmp(e, "0") != 0;
@@ -197,6 +201,18 @@ TensorView ForwardContext::tensor_near(const TensorView& anchor, DType type,
   return shaped;
 }
 
+TensorView ForwardContext::place_near(const TensorView& t, const TensorView& anchor) {
+  if (arenas_.size() == 1 || !ok() || t.data == nullptr || anchor.data == nullptr) return t;
+  Backend* want = owner_of(anchor.data);
+  if (want == owner_of(t.data)) return t;
+  Result<TensorView> moved = transfer(t, want);
+  if (!moved.ok()) {
+    fail(moved.status());
+    return t;
+  }
+  return *moved;
+}
+
 TensorView ForwardContext::upload_i32(std::span<const int32_t> values) {
   TensorView t = tensor(DType::I32, {static_cast<int64_t>(values.size()), 1, 1, 1});
   if (t.data == nullptr) return t;
@@ -264,7 +280,7 @@ RoutedOp ForwardContext::choose(const Op& op) const {
   auto consider = [&](const TensorView& t) {
     if (home == nullptr && t.data != nullptr && !in_arena(t.data)) home = owner_of(t.data);
   };
-  consider(op.dst);
+  if (op.dst.data != kOutputPlaceholder) consider(op.dst);
   for (const TensorView& t : op.src) consider(t);
   if (home == nullptr) {
     for (const TensorView& t : op.src) {
@@ -388,88 +404,95 @@ void ForwardContext::execute(const RoutedOp& route, const Op& op, Profile::Clock
   if (profile_ != nullptr) profile_->add(route, op, Profile::Clock::now() - t0);
 }
 
-TensorView ForwardContext::get_rows(const TensorView& table, const TensorView& ids) {
-  TensorView dst = f32(table.ne[0], ids.nelements());
-  Op op;
-  op.kind = OpKind::kGetRows;
+TensorView ForwardContext::run_new(Op& op, DType type, std::array<int64_t, kMaxDims> ne) {
+  op.dst = TensorView::contiguous(nullptr, type, ne);
+  if (!ok()) return op.dst;
+  // The output lives where the op will run (a device's arena, or the host's).
+  Arena* arena = arenas_[0].get();
+  if (arenas_.size() > 1) {
+    // Kernels select on shapes and types; a placeholder stands for the
+    // output's memory while routing decides where that memory will be.
+    op.dst.data = kOutputPlaceholder;
+    const RoutedOp route = choose(op);
+    op.dst.data = nullptr;
+    if (route && !route.backend->is_host()) arena = &arena_of(route.backend);
+  }
+  Result<void*> p = arena->alloc(op.dst.nbytes_contiguous());
+  if (!p.ok()) {
+    fail(p.status());
+    return op.dst;
+  }
+  op.dst.data = *p;
+  run(op);
+  return op.dst;
+}
+
+TensorView ForwardContext::run_into(Op& op, const TensorView& dst, DType type,
+                                    std::array<int64_t, kMaxDims> ne) {
+  if (dst.nb[0] == 0) return run_new(op, type, ne);
   op.dst = dst;
-  op.src[0] = table;
-  op.src[1] = ids;
   run(op);
   return dst;
 }
 
+TensorView ForwardContext::get_rows(const TensorView& table, const TensorView& ids) {
+  Op op;
+  op.kind = OpKind::kGetRows;
+  op.src[0] = table;
+  op.src[1] = ids;
+  return run_new(op, DType::F32, {table.ne[0], ids.nelements(), 1, 1});
+}
+
 TensorView ForwardContext::mul_mat(const TensorView& w, const TensorView& x) {
-  TensorView dst = f32(w.ne[1], x.ne[1], x.ne[2], x.ne[3]);
   Op op;
   op.kind = OpKind::kMulMat;
-  op.dst = dst;
   op.src[0] = w;
   op.src[1] = x;
-  run(op);
-  return dst;
+  return run_new(op, DType::F32, {w.ne[1], x.ne[1], x.ne[2], x.ne[3]});
 }
 
 TensorView ForwardContext::mul_mat_id(const TensorView& w, const TensorView& x,
                                       const TensorView& ids) {
-  TensorView dst = f32(w.ne[1], ids.ne[0], ids.ne[1]);
   Op op;
   op.kind = OpKind::kMulMatId;
-  op.dst = dst;
   op.src[0] = w;
   op.src[1] = x;
   op.src[2] = ids;
-  run(op);
-  return dst;
+  return run_new(op, DType::F32, {w.ne[1], ids.ne[0], ids.ne[1], 1});
 }
-
-namespace {
-
-Op binary(OpKind kind, const TensorView& a, const TensorView& b, const TensorView& dst) {
-  Op op;
-  op.kind = kind;
-  op.dst = dst;
-  op.src[0] = a;
-  op.src[1] = b;
-  return op;
-}
-
-}  // namespace
 
 TensorView ForwardContext::add(const TensorView& a, const TensorView& b, TensorView dst) {
-  if (dst.nb[0] == 0) dst = tensor(DType::F32, a.ne);
-  run(binary(OpKind::kAdd, a, b, dst));
-  return dst;
+  Op op;
+  op.kind = OpKind::kAdd;
+  op.src[0] = a;
+  op.src[1] = b;
+  return run_into(op, dst, DType::F32, a.ne);
 }
 
 TensorView ForwardContext::mul(const TensorView& a, const TensorView& b, TensorView dst) {
-  if (dst.nb[0] == 0) dst = tensor(DType::F32, a.ne);
-  run(binary(OpKind::kMul, a, b, dst));
-  return dst;
+  Op op;
+  op.kind = OpKind::kMul;
+  op.src[0] = a;
+  op.src[1] = b;
+  return run_into(op, dst, DType::F32, a.ne);
 }
 
 TensorView ForwardContext::scale(const TensorView& x, float s, float bias, TensorView dst) {
-  if (dst.nb[0] == 0) dst = tensor(DType::F32, x.ne);
   Op op;
   op.kind = OpKind::kScale;
-  op.dst = dst;
   op.src[0] = x;
   op.params = ScaleParams{s, bias};
-  run(op);
-  return dst;
+  return run_into(op, dst, DType::F32, x.ne);
 }
 
 TensorView ForwardContext::rms_norm(const TensorView& x, const TensorView& w, float eps,
                                     TensorView dst) {
-  if (dst.nb[0] == 0) dst = tensor(DType::F32, x.ne);
   Op op;
   op.kind = OpKind::kRmsNorm;
-  op.dst = dst;
   op.src[0] = x;
   op.src[1] = w;
   op.params = RmsNormParams{eps};
-  run(op);
-  return dst;
+  return run_into(op, dst, DType::F32, x.ne);
 }
 
 void ForwardContext::add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& w,
@@ -487,61 +510,46 @@ void ForwardContext::add_rms_norm(const TensorView& a, const TensorView& b, cons
 
 TensorView ForwardContext::rope(const TensorView& x, const TensorView& pos, const RopeParams& p,
                                 const TensorView& freq_factors) {
-  TensorView dst = tensor(DType::F32, x.ne);
   Op op;
   op.kind = OpKind::kRope;
-  op.dst = dst;
   op.src[0] = x;
   op.src[1] = pos;
   op.src[2] = freq_factors;
   op.params = p;
-  run(op);
-  return dst;
+  return run_new(op, DType::F32, x.ne);
 }
 
 TensorView ForwardContext::soft_max(const TensorView& x, float scale) {
-  TensorView dst = tensor(DType::F32, x.ne);
   Op op;
   op.kind = OpKind::kSoftMax;
-  op.dst = dst;
   op.src[0] = x;
   op.params = SoftMaxParams{scale};
-  run(op);
-  return dst;
+  return run_new(op, DType::F32, x.ne);
 }
 
 TensorView ForwardContext::unary(const TensorView& x, UnaryKind kind, TensorView dst) {
-  if (dst.nb[0] == 0) dst = tensor(DType::F32, x.ne);
   Op op;
   op.kind = OpKind::kUnary;
-  op.dst = dst;
   op.src[0] = x;
   op.params = UnaryParams{kind};
-  run(op);
-  return dst;
+  return run_into(op, dst, DType::F32, x.ne);
 }
 
 TensorView ForwardContext::glu(const TensorView& gate, const TensorView& up, GluKind kind) {
-  TensorView dst = tensor(DType::F32, gate.ne);
   Op op;
   op.kind = OpKind::kGlu;
-  op.dst = dst;
   op.src[0] = gate;
   op.src[1] = up;
   op.params = GluParams{kind, false};
-  run(op);
-  return dst;
+  return run_new(op, DType::F32, gate.ne);
 }
 
 TensorView ForwardContext::top_k(const TensorView& x, int k) {
-  TensorView dst = tensor(DType::I32, {k, x.ne[1], x.ne[2], x.ne[3]});
   Op op;
   op.kind = OpKind::kTopK;
-  op.dst = dst;
   op.src[0] = x;
   op.params = TopKParams{k};
-  run(op);
-  return dst;
+  return run_new(op, DType::I32, {k, x.ne[1], x.ne[2], x.ne[3]});
 }
 
 void ForwardContext::set_rows(const TensorView& table, const TensorView& rows,
@@ -558,10 +566,8 @@ TensorView ForwardContext::flash_attn(const TensorView& q, const TensorView& k, 
                                       const TensorView& seq_idx, const TensorView& pos,
                                       const TensorView& kv_len, const TensorView& block_table,
                                       const AttentionParams& p) {
-  TensorView dst = f32(v.ne[0], q.ne[1], q.ne[2]);
   Op op;
   op.kind = OpKind::kFlashAttn;
-  op.dst = dst;
   op.src[0] = q;
   op.src[1] = k;
   op.src[2] = v;
@@ -570,8 +576,7 @@ TensorView ForwardContext::flash_attn(const TensorView& q, const TensorView& k, 
   op.src[5] = kv_len;
   op.src[6] = block_table;
   op.params = p;
-  run(op);
-  return dst;
+  return run_new(op, DType::F32, {v.ne[0], q.ne[1], q.ne[2], 1});
 }
 
 TensorView reshape(const TensorView& t, std::array<int64_t, kMaxDims> ne) {

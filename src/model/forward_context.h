@@ -93,6 +93,10 @@ class ForwardContext {
   TensorView f32_near(const TensorView& anchor, int64_t ne0, int64_t ne1 = 1) {
     return tensor_near(anchor, DType::F32, {ne0, ne1, 1, 1});
   }
+  // `t`, or a copy of it in the memory of the backend that computes on
+  // `anchor` when it lives elsewhere: the residual stream moves to the
+  // device where offloaded layers begin (once per step, not once per op).
+  TensorView place_near(const TensorView& t, const TensorView& anchor);
   // An I32 [n] tensor holding `values` (host memory, and a copy on each
   // device that its ops there read instead).
   TensorView upload_i32(std::span<const int32_t> values);
@@ -134,6 +138,11 @@ class ForwardContext {
 
   // Runs a prepared op (skipped after an error).
   void run(const Op& op);
+  // Runs `op` into a new tensor `type` [ne] (op.dst is set to it), allocated
+  // in the memory of the backend that will run it; returns it.
+  TensorView run_new(Op& op, DType type, std::array<int64_t, kMaxDims> ne);
+  // run_new, or into `dst` when one is given (nb[0] != 0).
+  TensorView run_into(Op& op, const TensorView& dst, DType type, std::array<int64_t, kMaxDims> ne);
   // Runs `op` like run() if some backend selects a kernel for it and returns
   // true; returns false, recording nothing, when none does (the caller then
   // takes another path, e.g. unfused ops).

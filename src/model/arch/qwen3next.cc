@@ -216,6 +216,8 @@ TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const F
   for (int il = 0; il < cfg.n_layer; ++il) {
     const LayerWeights& l = w.layers[static_cast<size_t>(il)];
     const bool last = il + 1 == cfg.n_layer;
+    x = ctx.place_near(x, l.attn_norm);  // where offloaded layers begin (outside the mark)
+    h = ctx.place_near(h, l.attn_norm);
     const ForwardContext::Mark mark = ctx.mark();
     TensorView a = cfg.is_recurrent(il) ? gated_delta_net(ctx, cfg, l, il, h, ri, cache)
                                         : gated_attention(ctx, cfg, w, il, h, in, cache);

@@ -19,6 +19,8 @@ TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const
   for (int il = 0; il < cfg.n_layer; ++il) {
     const LayerWeights& l = w.layers[static_cast<size_t>(il)];
     const bool last = il + 1 == cfg.n_layer;
+    x = ctx.place_near(x, l.attn_norm);  // where offloaded layers begin (outside the mark)
+    h = ctx.place_near(h, l.attn_norm);
     const ForwardContext::Mark mark = ctx.mark();
     TensorView a = self_attention(ctx, cfg, w, il, h, in, cache);  // [E, T]
     if (last) {
