@@ -50,6 +50,7 @@ const uint VEPW = VT == 0u ? 1u : 2u;
 const uint WK = (D + KEPW - 1u) / KEPW;  // words per K row
 const uint WV = (DV + VEPW - 1u) / VEPW;
 const uint CT = NT / VS;
+const float NEG_INF = -1.0 / 0.0;
 const uint KPS = (BC + VS - 1u) / VS;  // keys per slot and tile
 
 layout(std430, binding = 0) readonly buffer Params {
@@ -87,7 +88,7 @@ layout(std430, binding = 9) readonly buffer Sinks { float sinks_f[]; };
 layout(std430, binding = 10) writeonly buffer Dst { float dst_f[]; };
 
 shared float part[BC * TPK];  // lane partials of the scores; slot accumulators at the end
-shared float sc[BC];          // the tile's scores
+shared vec4 sc[BC / 4u];      // the tile's scores (key j at sc[j / 4][j % 4])
 shared float slot_l[8];       // the slots' denominators
 shared uint bad_flag;
 
@@ -262,22 +263,28 @@ void main() {
       part[j * TPK + lane] = dot;
     }
     barrier();
-    if (tid < nv) {
-      precise float sum = 0.0;
-      for (uint i = 0u; i < TPK; ++i) sum += part[tid * TPK + i];
-      precise float score = sum * scale;
-      if (softcap > 0.0) {
-        // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
-        // exp-based tanh implementations away from inf / inf.
-        score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
+    if (tid < BC) {
+      precise float score = NEG_INF;  // keys past the tile's end: no effect on the max
+      if (tid < nv) {
+        precise float sum = 0.0;
+        for (uint i = 0u; i < TPK; ++i) sum += part[tid * TPK + i];
+        score = sum * scale;
+        if (softcap > 0.0) {
+          // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
+          // exp-based tanh implementations away from inf / inf.
+          score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
+        }
       }
-      sc[tid] = score;
+      sc[tid >> 2][tid & 3u] = score;
     }
     barrier();
 
-    // Online softmax: the same running max in every invocation.
-    float mt = sc[0];
-    for (uint j = 1u; j < nv; ++j) mt = max(mt, sc[j]);
+    // Online softmax: the same running max in every invocation. The loops
+    // have fixed trip counts (they unroll, and their shared-memory reads
+    // overlap); keys past the tile's end are masked, never weighted by 0.
+    vec4 m4 = sc[0];
+    for (uint i = 1u; i < BC / 4u; ++i) m4 = max(m4, sc[i]);
+    const float mt = max(max(m4.x, m4.y), max(m4.z, m4.w));
     const float mn = t0 == kb ? mt : max(m, mt);
     const float ms = t0 == kb ? 0.0 : exp(m - mn);
     l = l * ms;
@@ -285,13 +292,14 @@ void main() {
     m = mn;
     for (uint mi = 0u; mi < KPS; ++mi) {
       const uint j = slot + VS * mi;
-      if (j >= nv) break;
-      const float wgt = exp(sc[j] - mn);
-      l += wgt;
-      for (uint i = 0u; i < VWPT; ++i) {
-        const vec2 vv = decode(VT, vb[mi * VWPT + i]);
-        acc[2u * i] += wgt * vv.x;
-        if (VEPW == 2u) acc[2u * i + 1u] += wgt * vv.y;
+      if (j < nv) {
+        const float wgt = exp(sc[j >> 2][j & 3u] - mn);
+        l += wgt;
+        for (uint i = 0u; i < VWPT; ++i) {
+          const vec2 vv = decode(VT, vb[mi * VWPT + i]);
+          acc[2u * i] += wgt * vv.x;
+          if (VEPW == 2u) acc[2u * i + 1u] += wgt * vv.y;
+        }
       }
     }
   }
