@@ -146,9 +146,16 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   const uint32_t ct = kFaThreads / vs;
   const uint32_t vwpt = (wv + ct - 1) / ct;
 
+  // Rows that start on and fill whole 32-bit words are read as plain words.
+  auto word_rows = [](const TensorDesc& t, size_t row_bytes) {
+    return t.off % 4 == 0 && t.nb[1] % 4 == 0 && t.nb[2] % 4 == 0 && t.nb[3] % 4 == 0 &&
+           row_bytes % 4 == 0;
+  };
+  const uint32_t aligned = word_rows(p.k, k.row_bytes()) && word_rows(p.v, v.row_bytes()) ? 1 : 0;
+
   uint32_t gx, gy;
   Recorder::split_groups(static_cast<uint64_t>(n_head) * static_cast<uint64_t>(n_tokens), gx, gy);
-  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt}, &p, sizeof p,
+  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned}, &p, sizeof p,
                     {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst}, gx, gy);
 }
 

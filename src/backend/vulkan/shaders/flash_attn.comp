@@ -44,6 +44,7 @@ layout(constant_id = 3) const uint DV = 128u;   // V head dim
 layout(constant_id = 4) const uint KWPL = 8u;   // K words per lane: ceil(words(D) / TPK)
 layout(constant_id = 5) const uint VS = 1u;     // key slots for the values
 layout(constant_id = 6) const uint VWPT = 1u;   // V words per invocation: ceil(words(DV) / CT)
+layout(constant_id = 7) const uint ALIGNED = 0u;  // 1: every K/V row starts on and fills whole words
 
 const uint KEPW = KT == 0u ? 1u : 2u;  // elements per 32-bit word
 const uint VEPW = VT == 0u ? 1u : 2u;
@@ -153,9 +154,10 @@ uint kv_row(Tensor t, uint s, uint kvh, uint pp) {
 // The bits of 32-bit word w of a row at byte `row` holding n elements of
 // dtype `dt`: one f32, or two 16-bit values (the upper half is 0 past the
 // row's end, which is never read).
-#define READ_WORD(buf, dt, row, w, n)                                   \
-  ((dt == 0u || 2u * (w) + 1u < (n)) ? READ_U32(buf, (row) + 4u * (w)) \
-                                     : READ_U16(buf, (row) + 4u * (w)))
+#define READ_WORD(buf, dt, row, w, n)                                                     \
+  (ALIGNED != 0u ? buf[((row) >> 2) + (w)]                                                \
+   : (dt == 0u || 2u * (w) + 1u < (n)) ? READ_U32(buf, (row) + 4u * (w))                  \
+                                       : READ_U16(buf, (row) + 4u * (w)))
 
 // The elements (x, y) of a word read by READ_WORD (f32: x only).
 vec2 decode(uint dt, uint bits) {
@@ -235,32 +237,36 @@ void main() {
 
   for (uint t0 = kb; t0 < ke; t0 += BC) {
     const uint nv = min(BC, ke - t0);
+    // Loads first, arithmetic after: no load waits behind a branch or a
+    // product. Keys past the tile's end load the tile's last row instead (a
+    // visible row, so always inside the tensor) and are masked below.
     // This invocation's V words of the tile.
     uint vb[KPS * VWPT];
     for (uint mi = 0u; mi < KPS; ++mi) {
-      const uint j = slot + VS * mi;
-      const uint row = j < nv ? kv_row(v_t, s, kvh, t0 + j) : 0u;
+      const uint row = kv_row(v_t, s, kvh, t0 + min(slot + VS * mi, nv - 1u));
       for (uint i = 0u; i < VWPT; ++i) {
-        const uint w = ct + CT * i;
-        vb[mi * VWPT + i] = (j < nv && w < WV) ? READ_WORD(v_u, VT, row, w, DV) : 0u;
+        vb[mi * VWPT + i] = READ_WORD(v_u, VT, row, min(ct + CT * i, WV - 1u), DV);
+      }
+    }
+    // This lane's K words of its R keys.
+    uint kw[R * KWPL];
+    for (uint r = 0u; r < R; ++r) {
+      const uint row = kv_row(k_t, s, kvh, t0 + min(kgrp + KG * r, nv - 1u));
+      for (uint i = 0u; i < KWPL; ++i) {
+        kw[r * KWPL + i] = READ_WORD(k_u, KT, row, min(lane + TPK * i, WK - 1u), D);
       }
     }
     // Scores: lane partials.
     for (uint r = 0u; r < R; ++r) {
-      const uint j = kgrp + KG * r;
       precise float dot = 0.0;
-      if (j < nv) {
-        const uint row = kv_row(k_t, s, kvh, t0 + j);
-        for (uint i = 0u; i < KWPL; ++i) {
-          const uint w = lane + TPK * i;
-          if (w < WK) {
-            const vec2 kv = decode(KT, READ_WORD(k_u, KT, row, w, D));
-            dot += qr[2u * i] * kv.x;
-            if (KEPW == 2u) dot += qr[2u * i + 1u] * kv.y;
-          }
+      for (uint i = 0u; i < KWPL; ++i) {
+        if (lane + TPK * i < WK) {
+          const vec2 kv = decode(KT, kw[r * KWPL + i]);
+          dot += qr[2u * i] * kv.x;
+          if (KEPW == 2u) dot += qr[2u * i + 1u] * kv.y;
         }
       }
-      part[j * TPK + lane] = dot;
+      part[(kgrp + KG * r) * TPK + lane] = dot;
     }
     barrier();
     if (tid < BC) {
