@@ -21,14 +21,23 @@ constexpr uint32_t kCodeF32 = 0, kCodeF16 = 1, kCodeBF16 = 2;
 
 bool dtype_code(DType t, uint32_t* code) {
   switch (t) {
-    case DType::F32: *code = kCodeF32; return true;
-    case DType::F16: *code = kCodeF16; return true;
-    case DType::BF16: *code = kCodeBF16; return true;
-    default: return false;
+    case DType::F32:
+      *code = kCodeF32;
+      return true;
+    case DType::F16:
+      *code = kCodeF16;
+      return true;
+    case DType::BF16:
+      *code = kCodeBF16;
+      return true;
+    default:
+      return false;
   }
 }
 
-size_t elem_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+size_t elem_bytes(DType t) {
+  return t == DType::F32 ? 4 : 2;
+}
 
 // A tensor of 4-byte values the shaders index as uint / float arrays.
 bool words_ok(const TensorView& t, DType want) {
@@ -39,7 +48,9 @@ bool words_ok(const TensorView& t, DType want) {
   return true;
 }
 
-bool fits_u32(int64_t v) { return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX); }
+bool fits_u32(int64_t v) {
+  return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX);
+}
 
 Status aligned4(const TensorDesc& d, const Op& op) {
   if (d.off % 4 == 0) return Status();
@@ -122,8 +133,7 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   p.n_seq = static_cast<uint32_t>(op.src[5].nelements());
   p.paged = paged ? 1 : 0;
   // kv_len is an I32, so a capacity past INT32_MAX admits every non-negative length.
-  const int64_t capacity =
-      paged ? op.src[6].ne[0] * static_cast<int64_t>(ap.block_size) : k.ne[2];
+  const int64_t capacity = paged ? op.src[6].ne[0] * static_cast<int64_t>(ap.block_size) : k.ne[2];
   p.capacity = static_cast<uint32_t>(std::min<int64_t>(capacity, INT32_MAX));
   p.block_size = paged ? static_cast<uint32_t>(ap.block_size) : 1;
   p.n_blocks = paged ? static_cast<uint32_t>(k.ne[3]) : 0;

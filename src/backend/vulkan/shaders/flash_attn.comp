@@ -22,10 +22,15 @@
 // paged layouts, which differ only in where a row's address comes from, give
 // byte-identical outputs.
 //
+// A tile's K/V words are all loaded before any arithmetic uses them, with no
+// load behind a branch, so their latencies overlap (what decode, a few long
+// rows per workgroup, is bound by). Keys past the tile's end load the tile's
+// last visible row instead and are masked out of the max and the sums.
+//
 // K/V rows are read through 32-bit words (F16 / BF16: two elements a word);
-// rows at or past kv_len are never read, so whatever they hold cannot reach
-// the output. Out-of-range seq_idx / kv_len / used block-table entries are
-// reported and give zeros for that token.
+// only visible rows are read (rows at or past kv_len never), so whatever the
+// others hold cannot reach the output. Out-of-range seq_idx / kv_len / used
+// block-table entries are reported and give zeros for that token.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
