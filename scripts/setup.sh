@@ -34,6 +34,8 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libxxhash-dev
   libedit-dev                       # line editing in `folio chat`
+  libvulkan-dev glslc               # the Vulkan backend: headers, loader, shader compiler
+  mesa-vulkan-drivers vulkan-tools  # lavapipe (Vulkan on the CPU: the tests' device), vulkaninfo
   python3 python3-venv python3-pip
 )
 

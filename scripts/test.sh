@@ -3,7 +3,8 @@
 #   1. scripts/setup.sh --no-build: system packages, .venv (the openai client
 #      the server test drives the binary with) and the default model (the
 #      Gemma 3 270M parity tests run on it).
-#   2. Release build of everything in build/, every test through ctest.
+#   2. Release build of everything in build/, every test through ctest (the
+#      Vulkan backend's on Mesa's lavapipe: FOLIO_REQUIRE_VULKAN=1).
 #   3. Sanitizers: ASan + UBSan over the unit tests (build-asan/), TSan over
 #      the scheduler and server tests (build-tsan/).
 #   4. A summary: a test may skip only for hardware this CPU lacks (another
@@ -25,6 +26,9 @@ jobs=$(nproc)
 start=$SECONDS
 
 scripts/setup.sh --no-build
+# setup.sh installs lavapipe, so the Vulkan tests must find a device here:
+# a missing one fails them instead of skipping.
+export FOLIO_REQUIRE_VULKAN=1
 
 echo "test: release build"
 scripts/configure.sh build Release

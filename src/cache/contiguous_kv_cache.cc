@@ -64,12 +64,7 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const KvGeo
     v_off.push_back(total);
     total += align_up(row_size(o.type, s.head_dim_v) * hkv * static_cast<size_t>(slots), 64);
   }
-  Result<std::unique_ptr<HostBuffer>> buf = HostBuffer::create(total);
-  if (!buf.ok()) {
-    return resource_exhausted("kv cache: cannot allocate {} MiB: {}", total >> 20,
-                              buf.status().message());
-  }
-  cache->buffer_ = std::move(buf).value();
+  FOLIO_ASSIGN_OR_RETURN(cache->buffer_, alloc_cache_buffer(o.alloc, total, "kv cache"));
   char* base = static_cast<char*>(cache->buffer_->data());
   for (size_t l = 0; l < shapes.size(); ++l) {
     const KvLayerShape& s = shapes[l];
@@ -113,7 +108,8 @@ Result<int> ContiguousKvCache::fork_sequence(int parent) {
   // A sequence's positions are consecutive rows of each layer's table.
   for (const Layer& l : layers_) {
     for (const TensorView* t : {&l.k, &l.v}) {
-      std::memcpy(t->row(0, 0, child), t->row(0, 0, parent), static_cast<size_t>(len) * t->nb[2]);
+      copy_in_buffer(*buffer_, t->row(0, 0, child), t->row(0, 0, parent),
+                     static_cast<size_t>(len) * t->nb[2]);
     }
   }
   len_[static_cast<size_t>(child)] = len;

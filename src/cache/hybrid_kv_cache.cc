@@ -95,14 +95,9 @@ Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& g
     ssm_off.push_back(total);
     total += align_up(r.state_bytes() * n_slots, 64);
   }
-  Result<std::unique_ptr<HostBuffer>> buf = HostBuffer::create(total);
-  if (!buf.ok()) {
-    return resource_exhausted("hybrid kv cache: cannot allocate {} MiB of recurrent state: {}",
-                              total >> 20, buf.status().message());
-  }
-  c->buffer_ = std::move(buf).value();
+  FOLIO_ASSIGN_OR_RETURN(c->buffer_,
+                         alloc_cache_buffer(o.alloc, total, "hybrid kv cache: recurrent state"));
   char* base = static_cast<char*>(c->buffer_->data());
-  std::memset(base, 0, total);
   const auto slots = static_cast<int64_t>(n_slots);
   for (size_t i = 0; i < rec_shapes.size(); ++i) {
     const RecurrentShape& r = rec_shapes[i];
@@ -177,15 +172,15 @@ void HybridKvCache::reset(Seq& s) {
 void HybridKvCache::copy_slot(int32_t src, int32_t dst) {
   if (src == dst) return;
   for (const Layer& l : layers_) {
-    std::memcpy(l.conv.row(0, dst), l.conv.row(0, src), l.conv.nb[2]);
-    std::memcpy(l.ssm.row(0, 0, dst), l.ssm.row(0, 0, src), l.ssm.nb[3]);
+    copy_in_buffer(*buffer_, l.conv.row(0, dst), l.conv.row(0, src), l.conv.nb[2]);
+    copy_in_buffer(*buffer_, l.ssm.row(0, 0, dst), l.ssm.row(0, 0, src), l.ssm.nb[3]);
   }
 }
 
 void HybridKvCache::zero_slot(int32_t slot) {
   for (const Layer& l : layers_) {
-    std::memset(l.conv.row(0, slot), 0, l.conv.nb[2]);
-    std::memset(l.ssm.row(0, 0, slot), 0, l.ssm.nb[3]);
+    zero_in_buffer(*buffer_, l.conv.row(0, slot), l.conv.nb[2]);
+    zero_in_buffer(*buffer_, l.ssm.row(0, 0, slot), l.ssm.nb[3]);
   }
 }
 

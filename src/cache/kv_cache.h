@@ -30,6 +30,8 @@
 //     KvPlan::recurrent).
 #pragma once
 
+#include "cache/cache_memory.h"
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -245,6 +247,9 @@ struct KvCacheOptions {
   int max_checkpoints = -1;
   // Also checkpoint every this many blocks (0: off).
   int checkpoint_interval = 32;
+
+  // Where the storage lives (a device's memory); empty: host memory.
+  CacheAllocator alloc;
 };
 
 // The cache `geometry` needs: hybrid (recurrent state beside a paged or

@@ -23,8 +23,8 @@ TensorView as_table(const TensorView& t) {
 }
 
 // Copies physical block src of a [D, H, block_size, n_blocks] layer into dst.
-void copy_block(const TensorView& t, BlockId src, BlockId dst) {
-  std::memcpy(t.row(0, 0, dst), t.row(0, 0, src), t.nb[3]);
+void copy_block(Buffer& buf, const TensorView& t, BlockId src, BlockId dst) {
+  copy_in_buffer(buf, t.row(0, 0, dst), t.row(0, 0, src), t.nb[3]);
 }
 
 Result<int32_t> pool_blocks(const KvCacheOptions& o, std::span<const KvLayerShape> shapes) {
@@ -102,12 +102,7 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::create(const KvGeometry& geo
     v_off.push_back(total);
     total += align_up(row_size(o.type, s.head_dim_v) * hkv * slots, 64);
   }
-  Result<std::unique_ptr<HostBuffer>> buf = HostBuffer::create(total);
-  if (!buf.ok()) {
-    return resource_exhausted("paged kv cache: cannot allocate {} MiB for {} blocks: {}",
-                              total >> 20, n_blocks, buf.status().message());
-  }
-  kv->buffer_ = std::move(buf).value();
+  FOLIO_ASSIGN_OR_RETURN(kv->buffer_, alloc_cache_buffer(o.alloc, total, "paged kv cache"));
   char* base = static_cast<char*>(kv->buffer_->data());
   for (size_t l = 0; l < shapes.size(); ++l) {
     const KvLayerShape& s = shapes[l];
@@ -259,8 +254,8 @@ Status PagedKvCache::plan(const Batch& batch, KvPlan& plan) const {
 void PagedKvCache::prepare(const KvPlan& plan) {
   for (const BlockCopy& c : plan.pages.copies) {
     for (const Layer& l : layers_) {
-      copy_block(l.k, c.src, c.dst);
-      copy_block(l.v, c.src, c.dst);
+      copy_block(*buffer_, l.k, c.src, c.dst);
+      copy_block(*buffer_, l.v, c.src, c.dst);
     }
   }
 }

@@ -256,6 +256,7 @@ Result<std::unique_ptr<BenchRunner>> BenchRunner::create(const model::Model& mod
   co.storage = cache::KvStorage::kPaged;
   co.type = options.kv_type;
   co.block_size = options.kv_block_size;
+  co.alloc = options.kv_alloc;
   co.n_blocks = static_cast<int32_t>(blocks + 1);  // + the null block
   co.n_ctx = n_ctx;
   co.n_seq = 0;

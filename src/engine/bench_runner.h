@@ -20,6 +20,8 @@
 // same shape precedes the repetitions.
 #pragma once
 
+#include "cache/cache_memory.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -60,6 +62,7 @@ struct BenchOptions {
   DType kv_type = DType::F16;
   int32_t kv_block_size = 16;
   std::FILE* log = nullptr;  // progress lines (stderr in the CLI); nullptr: silent
+  cache::CacheAllocator kv_alloc;  // KV storage (a device's memory); empty: host
 };
 
 struct BenchResult {

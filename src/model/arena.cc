@@ -14,6 +14,15 @@ constexpr size_t kAlign = 64;
 Arena::Arena(const BufferType* type, size_t initial_bytes)
     : type_(type), initial_(std::max<size_t>(initial_bytes, 4096)) {}
 
+bool Arena::contains(const void* p) const {
+  const char* c = static_cast<const char*>(p);
+  for (const auto& chunk : chunks_) {
+    const char* base = static_cast<const char*>(chunk->data());
+    if (c >= base && c < base + chunk->size()) return true;
+  }
+  return false;
+}
+
 size_t Arena::capacity() const {
   size_t n = 0;
   for (const auto& c : chunks_) n += c->size();

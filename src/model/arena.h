@@ -41,6 +41,10 @@ class Arena {
   // Frees everything; consolidates the chunks into one of the peak size.
   void reset();
 
+  // Does `p` lie in one of this arena's chunks?
+  bool contains(const void* p) const;
+  const BufferType* type() const { return type_; }
+
   size_t capacity() const;               // bytes held in all chunks
   size_t peak() const { return peak_; }  // most bytes in use at once since construction
   size_t n_chunks() const { return chunks_.size(); }

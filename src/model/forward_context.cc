@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "backend/buffer_type.h"
@@ -59,20 +61,44 @@ class ForwardContext::Profile {
 
 namespace {
 
+// Logs, once per process for each op kind and operand types, an op whose
+// operands live on a device that has no kernel for it (it then runs where
+// another backend can, with its operands copied there and back).
+void note_fallback(const Backend& device, const Op& op) {
+  std::string key = std::string(op_kind_name(op.kind)) + "(";
+  for (const TensorView& t : op.src) {
+    if (t.data != nullptr) key += std::string(dtype_name(t.dtype)) + ",";
+  }
+  key += ")";
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::lock_guard lock(mu);
+  if (!seen.insert(device.name() + key).second) return;
+  FOLIO_LOG_INFO("{}: no kernel for {}: it runs on the CPU, its operands copied ({})",
+                 device.name(), key, op.describe());
+}
+
 bool profiling_requested() {
   const char* e = std::getenv("FOLIO_PROFILE");
   return e != nullptr && e[0] != '\0' && std::strcmp(e, "0") != 0;
 }
 
-const BufferType* activation_type(const std::vector<Backend*>& backends) {
-  return backends.empty() ? &host_buffer_type() : &backends.front()->default_buffer_type();
-}
-
 }  // namespace
 
-ForwardContext::ForwardContext(std::vector<Backend*> backends)
-    : backends_(std::move(backends)), arena_(activation_type(backends_)) {
+ForwardContext::ForwardContext(std::vector<Backend*> backends) : backends_(std::move(backends)) {
   if (profiling_requested()) profile_ = std::make_unique<Profile>();
+  arenas_.push_back(std::make_unique<Arena>(&host_buffer_type()));
+  arena_owner_.push_back(nullptr);
+  for (Backend* b : backends_) {
+    if (b == nullptr) continue;
+    if (b->is_host()) {
+      if (host_ == nullptr) host_ = b;
+      continue;
+    }
+    FOLIO_CHECK_MSG(arenas_.size() < kMaxArenas, "forward context: too many device backends");
+    arenas_.push_back(std::make_unique<Arena>(&b->default_buffer_type()));
+    arena_owner_.push_back(b);
+  }
 }
 
 std::unique_ptr<ForwardContext> ForwardContext::cpu(int n_threads) {
@@ -88,10 +114,34 @@ std::unique_ptr<ForwardContext> ForwardContext::cpu(int n_threads) {
   return ctx;
 }
 
-ForwardContext::~ForwardContext() = default;
+std::unique_ptr<ForwardContext> ForwardContext::with_device(Backend* device, int n_threads) {
+  if (device == nullptr) return cpu(n_threads);
+  if (n_threads <= 0) n_threads = default_thread_count();
+  auto pool = std::make_unique<ThreadPool>(n_threads);
+  CpuBackendOptions options;
+  options.pool = pool.get();
+  auto backend = std::make_unique<CpuBackend>(options);
+  auto ctx = std::make_unique<ForwardContext>(std::vector<Backend*>{device, backend.get()});
+  ctx->owned_pool_ = std::move(pool);
+  ctx->owned_backend_ = std::move(backend);
+  ctx->n_threads_ = n_threads;
+  return ctx;
+}
+
+ForwardContext::~ForwardContext() {
+  // Device arenas may still be read by recorded work.
+  for (Backend* b : backends_) {
+    if (b != nullptr && !b->is_host()) (void)b->synchronize();
+  }
+}
 
 void ForwardContext::begin() {
-  arena_.reset();
+  for (Backend* b : backends_) {  // the previous forward's work must finish before reuse
+    if (b != nullptr && !b->is_host()) (void)b->synchronize();
+  }
+  for (auto& a : arenas_) a->reset();
+  mirrors_.clear();
+  uploads_.clear();
   status_ = Status();
 }
 
@@ -99,10 +149,46 @@ void ForwardContext::fail(const Status& s) {
   if (status_.ok() && !s.ok()) status_ = s;
 }
 
+Arena& ForwardContext::arena_of(const Backend* b) {
+  for (size_t i = 1; i < arenas_.size(); ++i) {
+    if (arena_owner_[i] == b) return *arenas_[i];
+  }
+  return *arenas_[0];
+}
+
+bool ForwardContext::in_arena(const void* p) const {
+  for (const auto& a : arenas_) {
+    if (a->contains(p)) return true;
+  }
+  return false;
+}
+
+Backend* ForwardContext::owner_of(const void* p) const {
+  for (size_t i = 1; i < arena_owner_.size(); ++i) {
+    auto* b = const_cast<Backend*>(arena_owner_[i]);
+    if (b->can_access(p)) return b;
+  }
+  return host_;
+}
+
 TensorView ForwardContext::tensor(DType type, std::array<int64_t, kMaxDims> ne) {
   TensorView shaped = TensorView::contiguous(nullptr, type, ne);
   if (!ok()) return shaped;
-  Result<void*> p = arena_.alloc(shaped.nbytes_contiguous());
+  Result<void*> p = arenas_[0]->alloc(shaped.nbytes_contiguous());
+  if (!p.ok()) {
+    fail(p.status());
+    return shaped;
+  }
+  shaped.data = *p;
+  return shaped;
+}
+
+TensorView ForwardContext::tensor_near(const TensorView& anchor, DType type,
+                                       std::array<int64_t, kMaxDims> ne) {
+  if (arenas_.size() == 1 || anchor.data == nullptr) return tensor(type, ne);
+  TensorView shaped = TensorView::contiguous(nullptr, type, ne);
+  if (!ok()) return shaped;
+  Result<void*> p = arena_of(owner_of(anchor.data)).alloc(shaped.nbytes_contiguous());
   if (!p.ok()) {
     fail(p.status());
     return shaped;
@@ -113,30 +199,192 @@ TensorView ForwardContext::tensor(DType type, std::array<int64_t, kMaxDims> ne) 
 
 TensorView ForwardContext::upload_i32(std::span<const int32_t> values) {
   TensorView t = tensor(DType::I32, {static_cast<int64_t>(values.size()), 1, 1, 1});
-  if (t.data != nullptr && !values.empty()) std::memcpy(t.data, values.data(), values.size_bytes());
+  if (t.data == nullptr) return t;
+  if (!values.empty()) std::memcpy(t.data, values.data(), values.size_bytes());
+  if (arenas_.size() == 1) return t;
+  // A copy on every device now, outside any per-layer mark, so it lives as
+  // long as the host tensor does.
+  uploads_.push_back(t.data);
+  for (size_t i = 1; i < arenas_.size() && ok(); ++i) {
+    auto* device = const_cast<Backend*>(arena_owner_[i]);
+    Result<void*> p = arenas_[i]->alloc(std::max<size_t>(values.size_bytes(), 4));
+    if (!p.ok()) {
+      fail(p.status());
+      break;
+    }
+    fail(device->write(*p, values.data(), values.size_bytes()));
+    TensorView copy = t;
+    copy.data = *p;
+    mirrors_.push_back({{t.data, device}, copy});
+  }
   return t;
+}
+
+Result<TensorView> ForwardContext::to_host(const TensorView& t) {
+  if (!ok()) return status_;
+  if (t.data == nullptr || arenas_.size() == 1) return t;
+  Backend* from = owner_of(t.data);
+  if (from == nullptr || from->is_host()) {
+    FOLIO_RETURN_IF_ERROR(sync());
+    return t;
+  }
+  Result<TensorView> h = transfer(t, host_);
+  if (!h.ok()) fail(h.status());
+  if (ok()) fail(sync());
+  if (!ok()) return status_;
+  return h;
+}
+
+Status ForwardContext::sync() {
+  for (Backend* b : backends_) {
+    if (b != nullptr && !b->is_host()) fail(b->synchronize());
+  }
+  return status_;
+}
+
+ForwardContext::Mark ForwardContext::mark() const {
+  Mark m;
+  for (size_t i = 0; i < arenas_.size(); ++i) m.at[i] = arenas_[i]->mark();
+  return m;
+}
+
+void ForwardContext::release(const Mark& m) {
+  for (size_t i = 0; i < arenas_.size(); ++i) arenas_[i]->release(m.at[i]);
+}
+
+RoutedOp ForwardContext::choose(const Op& op) const {
+  if (backends_.size() == 1) {
+    Backend* b = backends_[0];
+    const KernelHandle k = b->select_kernel(op);
+    return k == nullptr ? RoutedOp{} : RoutedOp{b, k};
+  }
+  // Home: the backend holding the first pinned operand (the output first: a
+  // KV table set_rows writes), else the first activation's.
+  Backend* home = nullptr;
+  auto consider = [&](const TensorView& t) {
+    if (home == nullptr && t.data != nullptr && !in_arena(t.data)) home = owner_of(t.data);
+  };
+  consider(op.dst);
+  for (const TensorView& t : op.src) consider(t);
+  if (home == nullptr) {
+    for (const TensorView& t : op.src) {
+      if (t.data != nullptr &&
+          std::find(uploads_.begin(), uploads_.end(), t.data) == uploads_.end()) {
+        home = owner_of(t.data);
+        break;
+      }
+    }
+  }
+  if (home != nullptr) {
+    if (const KernelHandle k = home->select_kernel(op); k != nullptr) return {home, k};
+    if (!home->is_host()) note_fallback(*home, op);
+  }
+  for (Backend* b : backends_) {
+    if (b == nullptr || b == home) continue;
+    if (const KernelHandle k = b->select_kernel(op); k != nullptr) return {b, k};
+  }
+  return {};
 }
 
 void ForwardContext::run(const Op& op) {
   if (!ok()) return;
   const Profile::Clock::time_point t0 =
       profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
-  execute(route_op(backends_, op), op, t0);
+  if (Status v = validate_op(op); !v.ok()) {
+    fail(v);
+    return;
+  }
+  execute(choose(op), op, t0);
 }
 
 bool ForwardContext::run_if_supported(const Op& op) {
   const Profile::Clock::time_point t0 =
       profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
-  const RoutedOp route = route_op(backends_, op);
+  if (!validate_op(op).ok()) return false;
+  const RoutedOp route = choose(op);
   if (!route) return false;
   execute(route, op, t0);
   return true;
 }
 
+Status ForwardContext::copy_span(const TensorView& t, void* dst, Backend* from, Backend* to) {
+  const size_t n = t.span_bytes();
+  const bool from_host = from == nullptr || from->is_host();
+  const bool to_host_mem = to == nullptr || to->is_host();
+  if (from_host && to_host_mem) {
+    std::memcpy(dst, t.data, n);
+    return Status();
+  }
+  if (from_host) return to->write(dst, t.data, n);
+  if (to_host_mem) return from->read(dst, t.data, n);
+  if (from == to) return to->copy(dst, t.data, n);
+  // Device to device: through the host.
+  std::vector<uint8_t> tmp(n);
+  FOLIO_RETURN_IF_ERROR(from->read(tmp.data(), t.data, n));
+  return to->write(dst, tmp.data(), n);
+}
+
+Result<TensorView> ForwardContext::transfer(const TensorView& t, Backend* to) {
+  for (const auto& [key, copy] : mirrors_) {  // uploads have a copy on every device
+    if (key.first == t.data && key.second == to) {
+      TensorView v = t;  // the caller's shape (a reshaped upload)
+      v.data = copy.data;
+      return v;
+    }
+  }
+  FOLIO_ASSIGN_OR_RETURN(void* p, arena_of(to).alloc(t.span_bytes()));
+  FOLIO_RETURN_IF_ERROR(copy_span(t, p, owner_of(t.data), to));
+  TensorView v = t;
+  v.data = p;
+  return v;
+}
+
 void ForwardContext::execute(const RoutedOp& route, const Op& op, Profile::Clock::time_point t0) {
   if (!ok()) return;
   ++ops_run_;
-  fail(run_route(route, op));
+  if (!route || arenas_.size() == 1) {
+    fail(run_route(route, op));
+  } else {
+    // Operands the chosen backend cannot reach travel to its memory; outputs
+    // it cannot reach are computed there (starting from their current
+    // bytes: in-place ops and row scatters keep the rest) and copied back.
+    Backend* b = route.backend;
+    Op local = op;
+    Status s;
+    for (TensorView& t : local.src) {
+      if (s.ok() && t.data != nullptr && !b->can_access(t.data)) {
+        Result<TensorView> moved = transfer(t, b);
+        if (moved.ok()) t = *moved; else s = moved.status();
+      }
+    }
+    TensorView* outs[2] = {&local.dst, &local.dst2};
+    const TensorView originals[2] = {op.dst, op.dst2};
+    bool back[2] = {false, false};
+    for (int i = 0; i < 2 && s.ok(); ++i) {
+      TensorView& t = *outs[i];
+      if (t.data == nullptr || b->can_access(t.data)) continue;
+      // dst2 aliasing dst (or an input already moved) reuses that copy.
+      if (i == 1 && op.dst2.data == op.dst.data) {
+        t.data = local.dst.data;
+        continue;
+      }
+      Result<TensorView> moved = transfer(t, b);
+      if (moved.ok()) {
+        t = *moved;
+        back[i] = true;
+        for (int j = 0; j < kMaxSrc; ++j) {  // inputs naming the output (in place) use the copy
+          if (op.src[j].data == originals[i].data) local.src[j].data = t.data;
+        }
+      } else {
+        s = moved.status();
+      }
+    }
+    if (s.ok()) s = b->run_kernel(route.kernel, local);
+    for (int i = 0; i < 2 && s.ok(); ++i) {
+      if (back[i]) s = copy_span(*outs[i], originals[i].data, b, owner_of(originals[i].data));
+    }
+    fail(s);
+  }
   if (profile_ != nullptr) profile_->add(route, op, Profile::Clock::now() - t0);
 }
 

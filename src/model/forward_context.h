@@ -1,8 +1,18 @@
 // ForwardContext: where a forward pass runs. Eager, op by op, no graph: each
-// helper allocates its output in the activation arena, builds one Op and runs
-// it on the first backend of the priority list that selects a kernel for it
-// (route_op: one validation and one selection per op). Views (strides) make
-// reshapes and slices free; only ops move data.
+// helper allocates its output, builds one Op and runs it on the backend
+// routing picks. Views (strides) make reshapes and slices free; only ops
+// move data.
+//
+// Several backends (a device, then the CPU): each kind of memory has its own
+// arena (the host's, each device's). Routing is by capability and residency,
+// never by a backend's name: an op goes to the backend that holds its
+// pinned inputs (weights, KV cache: memory outside the arenas) if that
+// backend selects a kernel for it, else to where its activations live, else
+// to the first backend in priority order that can run it. Inputs the chosen
+// backend cannot reach are copied into its arena (uploads of the step's ids
+// are copied once per forward); an output it cannot reach is computed into
+// its arena and copied back. A device records ops and runs them when the
+// host needs data: to_host() (the logits) or sync().
 //
 // Errors are sticky: the first failing op (or arena allocation) records its
 // Status, every later helper is skipped and returns a correctly shaped view
@@ -14,10 +24,10 @@
 // contexts may run forwards of the same (immutable) Model concurrently.
 //
 // Profiling: with the environment variable FOLIO_PROFILE=1 every op is timed
-// (wall clock around the whole op, threads included) and, when the context
-// is destroyed, the totals per kernel (mul_mat also per weight shape) are
-// logged at info level, largest first. Off by default: the only cost is one
-// branch per op.
+// (wall clock around the whole op, threads included; on a device, the time
+// to record it) and, when the context is destroyed, the totals per kernel
+// (mul_mat also per weight shape) are logged at info level, largest first.
+// Off by default: the only cost is one branch per op.
 #pragma once
 
 #include <array>
@@ -46,6 +56,9 @@ class ForwardContext {
   explicit ForwardContext(std::vector<Backend*> backends);
   // A context owning a CpuBackend (best ISA) with a ThreadPool of n_threads.
   static std::unique_ptr<ForwardContext> cpu(int n_threads);
+  // `device` (borrowed; must outlive the context) first, then such a CPU
+  // backend; plain cpu() when device is nullptr.
+  static std::unique_ptr<ForwardContext> with_device(Backend* device, int n_threads);
   ~ForwardContext();
   ForwardContext(const ForwardContext&) = delete;
   ForwardContext& operator=(const ForwardContext&) = delete;
@@ -53,7 +66,7 @@ class ForwardContext {
   const std::vector<Backend*>& backends() const { return backends_; }
   int n_threads() const { return n_threads_; }
 
-  // Starts a forward call: frees the arena, clears the error.
+  // Starts a forward call: frees the arenas, clears the error.
   void begin();
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
@@ -61,17 +74,38 @@ class ForwardContext {
   void fail(const Status& s);
 
   // --- memory ------------------------------------------------------------
-  // A contiguous tensor in the arena (contents undefined). On failure the
+  static constexpr int kMaxArenas = 4;
+  // Positions in every arena (per-layer temporaries are freed to a mark).
+  struct Mark {
+    std::array<Arena::Mark, kMaxArenas> at{};
+  };
+
+  // A contiguous tensor in host memory (contents undefined). On failure the
   // view has its shape but no data, and the error is recorded.
   TensorView tensor(DType type, std::array<int64_t, kMaxDims> ne);
   TensorView f32(int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1, int64_t ne3 = 1) {
     return tensor(DType::F32, {ne0, ne1, ne2, ne3});
   }
-  // An I32 [n] tensor holding `values`.
+  // A contiguous tensor in the memory of the backend that computes on
+  // `anchor` (a weight, say): an activation that the ops reading that
+  // weight will write and read, e.g. a layer's normalised input.
+  TensorView tensor_near(const TensorView& anchor, DType type, std::array<int64_t, kMaxDims> ne);
+  TensorView f32_near(const TensorView& anchor, int64_t ne0, int64_t ne1 = 1) {
+    return tensor_near(anchor, DType::F32, {ne0, ne1, 1, 1});
+  }
+  // An I32 [n] tensor holding `values` (host memory, and a copy on each
+  // device that its ops there read instead).
   TensorView upload_i32(std::span<const int32_t> values);
-  Arena::Mark mark() const { return arena_.mark(); }
-  void release(Arena::Mark m) { arena_.release(m); }
-  const Arena& arena() const { return arena_; }
+  // `t` readable on the host: itself if it is host memory, else a copy in
+  // the host arena (waiting for the device). The error is recorded too.
+  Result<TensorView> to_host(const TensorView& t);
+  // Runs what devices have recorded and waits; records and returns the
+  // first error a device kernel reported.
+  Status sync();
+  Mark mark() const;
+  void release(const Mark& m);
+  // The host arena.
+  const Arena& arena() const { return *arenas_[0]; }
 
   // --- ops (semantics: backend/op.h) ---------------------------------------
   // Outputs are new arena tensors unless `dst` is given (in-place use where
@@ -116,12 +150,29 @@ class ForwardContext {
   // Runs `op` as routed (skipped after an error; kUnsupported if `route` is
   // empty). `t0`: when routing began, for the profile.
   void execute(const RoutedOp& route, const Op& op, std::chrono::steady_clock::time_point t0);
+  // The backend and kernel for `op` (see the header comment); does not validate.
+  RoutedOp choose(const Op& op) const;
+  // Where `p` lives: the device backend that owns it, else the host backend.
+  Backend* owner_of(const void* p) const;
+  bool in_arena(const void* p) const;
+  // Arena of `b`'s memory.
+  Arena& arena_of(const Backend* b);
+  // A view like `t` (same strides) over a copy of its bytes in `to`'s memory.
+  Result<TensorView> transfer(const TensorView& t, Backend* to);
+  // Moves the bytes of `t`'s span from `from`'s memory to `to`'s (`dst` in `to`).
+  Status copy_span(const TensorView& t, void* dst, Backend* from, Backend* to);
 
   std::unique_ptr<ThreadPool> owned_pool_;
   std::unique_ptr<Backend> owned_backend_;
   std::vector<Backend*> backends_;
+  Backend* host_ = nullptr;                    // first backend computing on host memory
   int n_threads_ = 1;
-  Arena arena_;
+  std::vector<std::unique_ptr<Arena>> arenas_;  // [0]: host; then one per device backend
+  std::vector<const Backend*> arena_owner_;     // backend of each arena (nullptr: host)
+  // Copies of upload_i32 tensors on devices, this forward: (host data, device) -> copy.
+  // Views sliced from an upload (a reshape keeps its pointer) find it by data.
+  std::vector<std::pair<std::pair<const void*, const Backend*>, TensorView>> mirrors_;
+  std::vector<const void*> uploads_;            // upload_i32 data this forward
   Status status_;
   uint64_t ops_run_ = 0;
   cache::KvPlan kv_plan_;

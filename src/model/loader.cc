@@ -2,6 +2,7 @@
 // placed (see model.h). Errors name the tensor and what was expected.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -55,9 +56,30 @@ Result<std::unique_ptr<Model>> Model::from_gguf(gguf::GgufFile file, const LoadO
   return m;
 }
 
+namespace {
+
+// Is tensor `name` offloaded (LoadOptions::offload_layers)?
+bool offloaded(const std::string& name, int n_layer, int offload_layers) {
+  if (offload_layers == 0) return false;
+  const int first = offload_layers < 0 ? 0 : std::max(0, n_layer - offload_layers);
+  const bool head = offload_layers < 0 || offload_layers > n_layer;
+  if (name.rfind("blk.", 0) == 0) {
+    const int il = std::atoi(name.c_str() + 4);
+    return il >= first;
+  }
+  if (name.rfind("token_embd", 0) == 0) return false;
+  return head;
+}
+
+}  // namespace
+
 Status Model::load_weights(const LoadOptions& options) {
   std::vector<const BufferType*> priority = options.buffer_types;
   if (priority.empty()) priority.push_back(&host_buffer_type());
+  std::vector<const BufferType*> offload_priority = priority;
+  if (options.offload_type != nullptr) {
+    offload_priority.insert(offload_priority.begin(), options.offload_type);
+  }
 
   auto source_of = [this](const TensorSpec& spec) -> const gguf::TensorInfo* {
     const gguf::TensorInfo* info = file_.find_tensor(spec.name);
@@ -80,6 +102,7 @@ Status Model::load_weights(const LoadOptions& options) {
       "loading " + (file_.path().empty() ? config_.arch : base_name(file_.path()));
   ProgressBar bar(options.log, label, total);
   std::set<std::string> used;
+  std::vector<std::string> declined;  // offloaded tensors the device type did not take
   uint64_t done = 0;
   FOLIO_RETURN_IF_ERROR(for_each_tensor(config_, weights_, [&](const TensorSpec& spec) -> Status {
     const gguf::TensorInfo* info = source_of(spec);
@@ -98,7 +121,14 @@ Status Model::load_weights(const LoadOptions& options) {
                          dtype_name(dtype), op_kind_name(spec.consumer));
     }
     const WeightUse use{info->name, dtype, spec.ne, spec.consumer};
-    FOLIO_ASSIGN_OR_RETURN(const BufferType* type, place_weight(priority, use));
+    const bool offload = options.offload_type != nullptr &&
+                         offloaded(spec.name, config_.n_layer, options.offload_layers);
+    FOLIO_ASSIGN_OR_RETURN(const BufferType* type,
+                           place_weight(offload ? offload_priority : priority, use));
+    if (offload && type != options.offload_type) {
+      declined.push_back(fmt::format("{} ({} [{}, {}], read by {})", info->name, dtype_name(dtype),
+                                     spec.ne[0], spec.ne[1], op_kind_name(spec.consumer)));
+    }
     TensorPlacement pl{spec.name, info->name, type, false, dtype, 0};
     const std::span<const uint8_t> bytes = file_.tensor_bytes(*info);
     if (type->can_map_weights()) {
@@ -130,6 +160,14 @@ Status Model::load_weights(const LoadOptions& options) {
     std::fprintf(options.log, "model: %s\n", config_.summary().c_str());
     for (const std::string& line : buffer_summary())
       std::fprintf(options.log, "model: %s\n", line.c_str());
+    if (!declined.empty()) {
+      std::fprintf(options.log,
+                   "model: %zu offloaded tensor(s) stay in %s: %s has no kernel for them or they "
+                   "exceed its largest buffer; the ops reading them run on the CPU:\n",
+                   declined.size(), priority.front()->name().c_str(),
+                   options.offload_type->name().c_str());
+      for (const std::string& d : declined) std::fprintf(options.log, "model:   %s\n", d.c_str());
+    }
     if (unused_tensors_ > 0) {
       std::fprintf(options.log, "model: %zu tensor(s) in the file are not used by %s\n",
                    unused_tensors_, config_.arch.c_str());

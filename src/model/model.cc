@@ -58,22 +58,26 @@ Result<TensorView> Model::forward(const cache::Batch& batch, cache::KvCache& cac
   in.plan = &plan;
   in.n_outputs = batch.n_outputs();
   in.all_outputs = in.n_outputs == n;
-  in.out_ids = ctx.tensor(DType::I32, {std::max<int64_t>(in.n_outputs, 1), 1, 1, 1});
-  if (ctx.ok()) {
-    int32_t* ids = static_cast<int32_t*>(in.out_ids.data);
-    for (int64_t i = 0, j = 0; i < n; ++i) {
-      if (batch.output[static_cast<size_t>(i)] != 0) ids[j++] = static_cast<int32_t>(i);
-    }
-    in.out_ids.ne[0] = in.n_outputs;
+  std::vector<int32_t> out_ids;
+  out_ids.reserve(static_cast<size_t>(in.n_outputs));
+  for (int64_t i = 0; i < n; ++i) {
+    if (batch.output[static_cast<size_t>(i)] != 0) out_ids.push_back(static_cast<int32_t>(i));
   }
+  if (out_ids.empty()) out_ids.push_back(0);
+  in.out_ids = ctx.upload_i32(out_ids);
+  in.out_ids.ne[0] = in.n_outputs;
   TensorView logits = config_.family->forward(config_, weights_, in, cache, ctx);
+  // The one wait of a step on a device: the logits rows come back (or, with
+  // none to sample, the work is run to its end so kernel errors surface).
+  Result<TensorView> host_logits = in.n_outputs > 0 ? ctx.to_host(logits) : Result<TensorView>(logits);
+  if (in.n_outputs == 0) (void)ctx.sync();
   if (!ctx.ok()) {
     cache.discard(plan);
     return ctx.status();
   }
   cache.apply(plan);
   if (in.n_outputs == 0) return TensorView::contiguous(nullptr, DType::F32, {config_.n_vocab, 0});
-  return logits;
+  return *host_logits;
 }
 
 }  // namespace folio::model

@@ -39,6 +39,13 @@ struct LoadOptions {
   bool prefault = false;
   // How the file is brought into memory (mapped or read; locked or not).
   FileLoadOptions file;
+  // Offload to a device (llama.cpp's -ngl): the tensors of the last
+  // `offload_layers` layers are placed by `offload_type` first (then by
+  // buffer_types when it declines one); offload_layers > n_layer (or -1)
+  // also places the output head and the other global tensors there. Token
+  // embeddings stay with buffer_types (their get_rows runs on the CPU).
+  const BufferType* offload_type = nullptr;
+  int offload_layers = 0;
 };
 
 // Where one tensor went.

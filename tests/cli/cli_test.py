@@ -75,6 +75,55 @@ class Cli(unittest.TestCase):
         self.assertIn("-fa off", p.stderr)
         self.assertNotIn("loading", p.stderr)
 
+    def test_devices(self):
+        # `folio info` lists the Vulkan device (lavapipe where no GPU exists).
+        p = folio("info", check_rc=0)
+        self.assertRegex(p.stdout, r"device +: vulkan:\d+ ", p.stdout)
+        # Every layer on the device: the same greedy text as the CPU (this
+        # F32 model's logits agree to 1e-5), and every command takes it.
+        cpu = folio("run", "-m", ARGS.model, "-p", "Hello", *GEN, check_rc=0).stdout
+        for dev in (["--device", "vulkan"], ["-dev", "vulkan", "-ngl", "1"],
+                    ["--device", "vulkan", "-ngl", "99"]):
+            p = folio("run", "-m", ARGS.model, "-p", "Hello", *GEN, *dev, check_rc=0)
+            self.assertEqual(p.stdout, cpu, dev)
+            self.assertIn("offloaded", p.stderr, dev)
+        # An explicit device that does not exist is an error naming it.
+        p = folio("run", "-m", ARGS.model, "-p", "Hello", *GEN, "--device", "vulkan:99")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--device vulkan:99", p.stderr)
+        p = folio("run", "-m", ARGS.model, "-p", "Hello", *GEN, "--device", "metal")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("unknown device", p.stderr)
+        # Device memory that runs out names the tensor and the remedy.
+        env = dict(os.environ, FOLIO_VULKAN_MEMORY_MIB="1")
+        p = subprocess.run([ARGS.folio, "run", "-m", ARGS.model, "-p", "Hello", *GEN,
+                            "--device", "vulkan"], capture_output=True, text=True, timeout=120,
+                           env=env)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("out of device memory", p.stderr)
+        self.assertIn("-ngl", p.stderr)
+
+    def test_no_vulkan_driver(self):
+        # No driver: one line, the CPU path; an error only when a device is demanded.
+        env = dict(os.environ, VK_DRIVER_FILES="/nonexistent.json",
+                   VK_ICD_FILENAMES="/nonexistent.json")
+
+        def run(*args):
+            return subprocess.run([ARGS.folio, *args], capture_output=True, text=True,
+                                  timeout=120, env=env)
+        p = run("info")
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("vulkan: no device", p.stdout)
+        cpu = folio("run", "-m", ARGS.model, "-p", "Hello", *GEN, check_rc=0).stdout
+        p = run("run", "-m", ARGS.model, "-p", "Hello", *GEN, "-ngl", "99")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, cpu)
+        self.assertEqual(p.stderr.count("no GPU found"), 1, p.stderr)
+        p = run("run", "-m", ARGS.model, "-p", "Hello", *GEN, "--device", "vulkan")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--device vulkan", p.stderr)
+        self.assertEqual(p.stdout, "")
+
     def test_prompt_sources_agree(self):
         want = folio("run", "-m", ARGS.model, "-p", "One\\ttwo", *GEN, check_rc=0).stdout
         self.assertNotEqual(want.strip(), "")

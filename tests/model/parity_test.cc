@@ -26,6 +26,7 @@
 #include "cache/kv_cache.h"
 #include "llamacpp_parity.h"
 #include "test_util.h"
+#include "vulkan_test_device.h"
 
 namespace folio::model::testing {
 namespace {
@@ -50,11 +51,14 @@ struct Param {
   std::string kase;  // "short" | "long"
   DType kv = DType::F32;
   bool paged = false;
+  bool vulkan = false;  // layers and the KV cache on the Vulkan device
+  int ngl = -1;         // with vulkan: layers offloaded (-1: all and the head)
 };
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   std::string s = info.param.model.name + "_" + info.param.kase + "_" + dtype_name(info.param.kv) +
-                  (info.param.paged ? "_paged" : "");
+                  (info.param.paged ? "_paged" : "") + (info.param.vulkan ? "_vulkan" : "") +
+                  (info.param.ngl >= 0 ? "_ngl" + std::to_string(info.param.ngl) : "");
   for (char& c : s) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
@@ -71,14 +75,18 @@ std::vector<Param> params(DType kv) {
   return v;
 }
 
-Result<std::unique_ptr<cache::KvCache>> make_cache(const Model& m, const Param& p) {
+Result<std::unique_ptr<cache::KvCache>> make_cache(const Model& m, const Param& p,
+                                                   Backend* device) {
   constexpr int64_t kCtx = 512;
-  if (!p.paged) return m.make_cache({kCtx, 1, p.kv});
   cache::KvCacheOptions o;
-  o.storage = cache::KvStorage::kPaged;
   o.type = p.kv;
   o.n_ctx = kCtx;
-  o.n_seq = 1;  // sequence 0; the pool holds kCtx positions
+  o.n_seq = 1;  // sequence 0; a paged pool holds kCtx positions
+  if (p.paged) o.storage = cache::KvStorage::kPaged;
+  if (device != nullptr) {
+    const BufferType* type = &device->default_buffer_type();
+    o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
+  }
   return m.make_cache(o);
 }
 
@@ -91,7 +99,17 @@ TEST_P(RefParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   for (const std::string& f : {model_path, base + ".prefill.npy", base + ".decode.npy"}) {
     if (!file_exists(f)) FAIL() << "reference file missing: " << f;
   }
-  Result<std::unique_ptr<Model>> model = Model::load(model_path);
+  Backend* device = nullptr;
+  if (p.vulkan) {
+    FOLIO_VULKAN_OR_SKIP(vk);
+    device = vk;
+  }
+  LoadOptions lo;
+  if (device != nullptr) {
+    lo.offload_type = &device->default_buffer_type();
+    lo.offload_layers = p.ngl;
+  }
+  Result<std::unique_ptr<Model>> model = Model::load(model_path, lo);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;
   const bool gemma = m.config().arch == "gemma3";
@@ -100,12 +118,13 @@ TEST_P(RefParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   float tol_decode = f16 ? 1.3e-2f : (gemma ? 5e-3f : 1e-3f);
   if (p.kv == DType::Q8_0) tol_prefill = tol_decode = 0.25f;
 
-  auto ctx = ForwardContext::cpu(2);
-  Result<std::unique_ptr<cache::KvCache>> cache = make_cache(m, p);
+  auto ctx = ForwardContext::with_device(device, 2);
+  Result<std::unique_ptr<cache::KvCache>> cache = make_cache(m, p, device);
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
-  expect_llamacpp_parity(
-      m, **cache, *ctx, base, {tol_prefill, tol_decode},
-      p.model.name + "." + p.kase + " kv " + dtype_name(p.kv) + (p.paged ? " paged" : ""));
+  expect_llamacpp_parity(m, **cache, *ctx, base, {tol_prefill, tol_decode},
+                         p.model.name + "." + p.kase + " kv " + dtype_name(p.kv) +
+                             (p.paged ? " paged" : "") + (p.vulkan ? " vulkan" : "") +
+                             (p.ngl >= 0 ? " ngl " + std::to_string(p.ngl) : ""));
 }
 
 INSTANTIATE_TEST_SUITE_P(F32Kv, RefParity, ::testing::ValuesIn(params(DType::F32)), param_name);
@@ -123,6 +142,34 @@ std::vector<Param> q8_params() {
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Q8Kv, RefParity, ::testing::ValuesIn(q8_params()), param_name);
+
+// Every model with all layers and the KV cache on the Vulkan device, to the
+// same tolerances: F32 KV in both layouts, F16 KV paged.
+std::vector<Param> vulkan_params() {
+  std::vector<Param> v;
+  for (Param p : params(DType::F32)) {
+    p.vulkan = true;
+    v.push_back(p);
+  }
+  for (Param p : params(DType::F16)) {
+    if (!p.paged) continue;
+    p.vulkan = true;
+    v.push_back(p);
+  }
+  // Partial offload (-ngl 1: the last layer on the device, the first and
+  // the head on the CPU; activations cross twice per step).
+  for (Param p : params(DType::F32)) {
+    if (p.kase != "short" || (p.model.name != "tiny-llama" && p.model.name != "tiny-qwen3moe" &&
+                              p.model.name != "tiny-gemma3")) {
+      continue;
+    }
+    p.vulkan = true;
+    p.ngl = 1;
+    v.push_back(p);
+  }
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Vulkan, RefParity, ::testing::ValuesIn(vulkan_params()), param_name);
 
 }  // namespace
 }  // namespace folio::model::testing

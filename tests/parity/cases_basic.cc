@@ -195,27 +195,48 @@ void add_mul_mat(CaseList& cases) {
   for (DType dt : {DType::F32, DType::Q4_0, DType::Q6_K}) {
     add_mul_mat_case(cases, dt, 256, 21, 7, {1, 1}, {1, 1}, 64);
   }
+  // Several 64 x 64 output tiles in both directions with partial edges
+  // (Vulkan's tiled kernel), and tiled column counts with batch broadcast
+  // and padded activation rows.
+  for (DType dt : {DType::F16, DType::Q4_0, DType::Q4_K}) add_mul_mat_case(cases, dt, 256, 70, 100);
+  for (DType dt : {DType::F32, DType::Q8_0}) {
+    add_mul_mat_case(cases, dt, 256, 12, 20, {2, 1}, {6, 2});
+    add_mul_mat_case(cases, dt, 256, 21, 17, {1, 1}, {1, 1}, 64);
+  }
+}
+
+void add_mul_mat_id_case(CaseList& cases, DType dt, int64_t k, int64_t n, int64_t n_exp,
+                         int64_t n_used, int64_t n_tok, int64_t x1) {
+  auto c = new_case(fmt::format("mul_mat_id {} K={} N={} E={} used={} T={} X1={}", dtype_name(dt),
+                                k, n, n_exp, n_used, n_tok, x1),
+                    OpKind::kMulMatId);
+  c->op.src[0] = c->alloc(dt, {k, n, n_exp});
+  fill_weight(*c, c->op.src[0]);
+  c->op.src[1] = c->alloc(DType::F32, {k, x1, n_tok});
+  c->fill_uniform(c->op.src[1]);
+  c->op.src[2] = c->alloc(DType::I32, {n_used, n_tok});
+  fill_distinct_ids(*c, c->op.src[2], n_exp);
+  c->op.dst = c->alloc(DType::F32, {n, n_used, n_tok});
+  c->max_nmse = mul_mat_nmse(dt);
+  c->flops = 2.0 * k * n * n_used * n_tok;
+  c->bytes = static_cast<double>(row_size(dt, k)) * n * n_exp + 4.0 * k * x1 * n_tok +
+             4.0 * n * n_used * n_tok;
+  cases.push_back(std::move(c));
 }
 
 void add_mul_mat_id(CaseList& cases) {
   for (DType dt : kWeightTypes) {
     for (int64_t x1 : {int64_t{1}, int64_t{4}}) {
-      const int64_t k = 256, n = 24, n_exp = 8, n_used = 4, n_tok = 5;
-      auto c = new_case(fmt::format("mul_mat_id {} K={} N={} E={} used={} T={} X1={}",
-                                    dtype_name(dt), k, n, n_exp, n_used, n_tok, x1),
-                        OpKind::kMulMatId);
-      c->op.src[0] = c->alloc(dt, {k, n, n_exp});
-      fill_weight(*c, c->op.src[0]);
-      c->op.src[1] = c->alloc(DType::F32, {k, x1, n_tok});
-      c->fill_uniform(c->op.src[1]);
-      c->op.src[2] = c->alloc(DType::I32, {n_used, n_tok});
-      fill_distinct_ids(*c, c->op.src[2], n_exp);
-      c->op.dst = c->alloc(DType::F32, {n, n_used, n_tok});
-      c->max_nmse = mul_mat_nmse(dt);
-      c->flops = 2.0 * k * n * n_used * n_tok;
-      c->bytes = static_cast<double>(row_size(dt, k)) * n * n_exp + 4.0 * k * x1 * n_tok +
-                 4.0 * n * n_used * n_tok;
-      cases.push_back(std::move(c));
+      add_mul_mat_id_case(cases, dt, 256, 24, 8, 4, 5, x1);
+    }
+  }
+  // Many tokens: about 80 (u, t) pairs per expert, for kernels that group
+  // the pairs by expert (Vulkan: tiles of 64 pairs, ids scanned 256 at a
+  // time), with rows over two 64-row tiles.
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q5_1, DType::Q8_0,
+                   DType::Q3_K, DType::Q4_K, DType::Q6_K, DType::IQ4_XS}) {
+    for (int64_t x1 : {int64_t{1}, int64_t{4}}) {
+      add_mul_mat_id_case(cases, dt, 256, 70, 8, 4, 160, x1);
     }
   }
 }
@@ -293,6 +314,23 @@ void add_norms(CaseList& cases) {
       }
       c->op.dst = c->alloc(DType::F32, s.ne);
       c->op.dst2 = c->alloc(DType::F32, s.ne);
+      // The fused op is add then rms_norm, bit for bit on every backend.
+      Equivalent eq{"add then rms_norm", c->op, true};
+      Op add;
+      add.kind = OpKind::kAdd;
+      add.src[0] = c->op.src[0];
+      add.src[1] = c->op.src[1];
+      add.dst = c->alloc(DType::F32, s.ne);
+      Op norm;
+      norm.kind = OpKind::kRmsNorm;
+      norm.params = c->op.params;
+      norm.src[0] = add.dst;
+      norm.src[1] = c->op.src[2];
+      norm.dst = c->alloc(DType::F32, s.ne);
+      eq.op.dst = norm.dst;
+      eq.op.dst2 = add.dst;
+      eq.steps = {add, norm};
+      c->equivalents.push_back(eq);
       cases.push_back(std::move(c));
     }
     {
@@ -301,6 +339,21 @@ void add_norms(CaseList& cases) {
       c->op.dst = c->alloc(DType::F32, s.ne);
       cases.push_back(std::move(c));
     }
+  }
+  {
+    // In place (the residual stream): the sum overwrites a, the norm b.
+    auto c = new_case("add_rms_norm [300, 4] weighted in place", OpKind::kAddRmsNorm,
+                      RmsNormParams{1e-5f});
+    c->op.src[0] = c->alloc(DType::F32, {300, 4});
+    c->fill_uniform(c->op.src[0], -2, 2);
+    c->op.src[1] = c->alloc(DType::F32, {300, 4});
+    c->fill_uniform(c->op.src[1]);
+    c->op.src[2] = c->alloc(DType::F32, {300});
+    c->fill_uniform(c->op.src[2], 0.5f, 1.5f);
+    c->op.dst2 = c->op.src[0];
+    c->op.dst = c->op.src[1];
+    c->in_place = true;
+    cases.push_back(std::move(c));
   }
   // A zero row: rms_norm gives zeros, l2_norm divides by eps.
   auto c = new_case("l2_norm [128, 3] with a zero row", OpKind::kL2Norm, NormParams{1e-6f});
@@ -497,6 +550,18 @@ void add_unary(CaseList& cases) {
       cases.push_back(std::move(c));
     }
   }
+  // Saturating ranges: e^-x overflows, tanh and erf round to +-1, softplus
+  // switches at 20.
+  for (UnaryKind kind : {UnaryKind::kSilu, UnaryKind::kGelu, UnaryKind::kGeluErf,
+                         UnaryKind::kSigmoid, UnaryKind::kSoftplus, UnaryKind::kTanh}) {
+    auto c = new_case(fmt::format("unary {} [1000, 3] in [-100, 100]", unary_kind_name(kind)),
+                      OpKind::kUnary, UnaryParams{kind});
+    c->op.src[0] = c->alloc(DType::F32, {1000, 3});
+    c->fill_uniform(c->op.src[0], -100, 100);
+    c->op.dst = c->alloc(DType::F32, {1000, 3});
+    c->max_nmse = kind == UnaryKind::kGelu ? 1e-6 : 1e-7;
+    cases.push_back(std::move(c));
+  }
 }
 
 void add_glu(CaseList& cases) {
@@ -550,6 +615,28 @@ void add_sort(CaseList& cases) {
     c->op.src[0] = c->alloc(DType::F32, {s.n, s.rows});
     fill(*c, c->op.src[0], s.ties);
     c->op.dst = c->alloc(DType::I32, {s.k, s.rows});
+    cases.push_back(std::move(c));
+  }
+  // 2048: the longest row the Vulkan kernel sorts in shared memory; 2049: the
+  // shortest it declines.
+  for (int64_t n : {int64_t{2048}, int64_t{2049}}) {
+    auto c = new_case(fmt::format("top_k [{}, 3] k=10", n), OpKind::kTopK, TopKParams{10});
+    c->op.src[0] = c->alloc(DType::F32, {n, 3});
+    fill(*c, c->op.src[0], false);
+    c->op.dst = c->alloc(DType::I32, {10, 3});
+    cases.push_back(std::move(c));
+  }
+  for (bool desc : {false, true}) {
+    // NaN (both signs), +-0 (equal), +-inf and denormals.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    const float special[] = {nan, -0.0f, 0.0f, inf, -inf, 1.0f, -1.0f, -nan, 0.0f, 1e-45f, -1e-45f};
+    auto c = new_case(fmt::format("argsort [37, 3] {} NaN inf zeros", desc ? "desc" : "asc"),
+                      OpKind::kArgsort, ArgsortParams{desc});
+    c->op.src[0] = c->alloc(DType::F32, {37, 3});
+    float* x = static_cast<float*>(c->op.src[0].data);
+    for (int64_t i = 0; i < 37 * 3; ++i) x[i] = special[(i * 7) % std::size(special)];
+    c->op.dst = c->alloc(DType::I32, {37, 3});
     cases.push_back(std::move(c));
   }
   for (bool desc : {false, true}) {

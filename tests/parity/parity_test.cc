@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "parity/harness.h"
+#include "vulkan_test_device.h"
 
 namespace folio::parity {
 namespace {
@@ -43,6 +44,41 @@ std::string case_test_name(const ::testing::TestParamInfo<size_t>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Parity, ::testing::ValuesIn(indices()), case_test_name);
+
+// The same cases on the Vulkan device against the reference (cases its
+// kernels decline pass here: the harness prints them as `not supported`).
+struct VulkanBackends {
+  std::vector<std::unique_ptr<Backend>> backends;  // empty: no device (see why)
+  std::string why;
+};
+
+const VulkanBackends& vulkan_backends() {
+  static VulkanBackends* v = [] {
+    auto* r = new VulkanBackends();
+    Result<std::vector<std::unique_ptr<Backend>>> b = make_backends("vulkan");
+    if (b.ok()) r->backends = std::move(b).value();
+    else r->why = b.status().message();
+    return r;
+  }();
+  return *v;
+}
+
+class VulkanParity : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(VulkanParity, MatchesReference) {
+  const VulkanBackends& vb = vulkan_backends();
+  if (vb.backends.empty()) {
+    if (testing::vulkan_required()) FAIL() << "FOLIO_REQUIRE_VULKAN is set: " << vb.why;
+    GTEST_SKIP() << "hardware: no Vulkan device (" << vb.why << ")";
+  }
+  OpCase& c = *cases()[GetParam()];
+  CaseResult r = run_test(c, vb.backends);
+  std::string detail;
+  for (const auto& line : r.lines) detail += "  " + line + "\n";
+  EXPECT_TRUE(r.ok) << c.name() << "\n" << detail;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, VulkanParity, ::testing::ValuesIn(indices()), case_test_name);
 
 TEST(ParityHarness, HasCasesForEveryOp) {
   std::vector<bool> seen(static_cast<size_t>(OpKind::kCount), false);

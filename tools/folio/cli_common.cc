@@ -1,5 +1,7 @@
 #include "cli_common.h"
 
+#include "cli_device.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -92,8 +94,14 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
   cmd->add_flag("--jinja")->description(
       "chat templates are always rendered by folio's Jinja engine (no-op)");
   cmd->add_option("--n-gpu-layers,--gpu-layers", f->n_gpu_layers,
-                  "layers on a GPU (also -ngl); this build runs on the CPU only")
-      ->check(at_least(-1));
+                  "layers on the device (also -ngl): the last N, more than the model has moves "
+                  "the output head too; -1: all")
+      ->check(at_least(-1))
+      ->capture_default_str();
+  cmd->add_option("--device", f->device,
+                  "compute device (also -dev): auto (a GPU when -ngl > 0), cpu, none, vulkan, "
+                  "vulkan:N (folio info lists them)")
+      ->capture_default_str();
 }
 
 void warn_about_model_flags(const ModelFlags& f) {
@@ -105,10 +113,6 @@ void warn_about_model_flags(const ModelFlags& f) {
   if (f.threads_batch > 0 && f.threads_batch != (f.threads > 0 ? f.threads : default_thread_count())) {
     FOLIO_LOG_WARN("-tb {}: folio processes prompts with the -t threads ({})", f.threads_batch,
                    f.threads > 0 ? f.threads : default_thread_count());
-  }
-  if (f.n_gpu_layers != 0) {
-    FOLIO_LOG_WARN("-ngl {}: this build has no GPU backend; every layer runs on the CPU",
-                   f.n_gpu_layers);
   }
   if (f.flash_attn == "off") {
     FOLIO_LOG_WARN("-fa off: folio's attention is always flash attention (the paged KV cache "
@@ -191,6 +195,31 @@ int fail(const Status& status) {
   return 1;
 }
 
+Result<std::unique_ptr<model::Model>> load_on_device(const std::string& path,
+                                                    const model::LoadOptions& lo,
+                                                    Backend* device) {
+  Result<std::unique_ptr<model::Model>> loaded = model::Model::load(path, lo);
+  if (!loaded.ok() && device != nullptr && loaded.status().code() == StatusCode::kResourceExhausted) {
+    return resource_exhausted("{}; offload fewer layers (-ngl N) or use --device cpu",
+                              loaded.status().message());
+  }
+  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m, std::move(loaded));
+  if (device == nullptr) return m;
+  if (m->config().cache_geometry().hybrid()) {
+    return unsupported(
+        "--device {}: {} has recurrent (DeltaNet) layers, which run on the CPU only so far; use "
+        "--device cpu",
+        device->name(), m->config().arch);
+  }
+  if (std::FILE* log = info_log()) {
+    const int n = m->config().n_layer, off = lo.offload_layers;
+    std::fprintf(log, "folio: device %s: %d of %d layers offloaded%s\n", device->name().c_str(),
+                 off < 0 ? n : std::min(off, n), n,
+                 off < 0 || off > n ? ", and the output head" : "");
+  }
+  return m;
+}
+
 namespace {
 
 // n_seq: sequences created up front. n_parallel > 0: without --kv-blocks /
@@ -199,17 +228,26 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   Result<DType> kv = cache::parse_kv_type(f.kv_type);
   if (!kv.ok()) return kv.status().with_context("--kv-type");
   LoadedModel lm;
+  FOLIO_ASSIGN_OR_RETURN(DeviceChoice dc, choose_device(f.device, f.n_gpu_layers));
+  if (!dc.note.empty()) FOLIO_LOG_WARN("{}", dc.note);
+  lm.device = std::move(dc.device);
   model::LoadOptions lo;
   lo.log = info_log();
   lo.buffer_types = weight_buffer_types(f.no_repack);
   lo.file.mmap = !f.no_mmap;
   lo.file.mlock = f.mlock;
-  FOLIO_ASSIGN_OR_RETURN(lm.model, model::Model::load(f.model, lo));
+  if (lm.device != nullptr) {
+    lo.offload_type = &lm.device->default_buffer_type();
+    lo.offload_layers = dc.offload_layers;
+  }
+  FOLIO_ASSIGN_OR_RETURN(lm.model, load_on_device(f.model, lo, lm.device.get()));
   log_weight_buffer_types(f.no_repack, info_log());
   FOLIO_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(lm.model->file()));
   lm.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
-  lm.ctx = model::ForwardContext::cpu(f.threads > 0 ? f.threads : default_thread_count());
+  lm.ctx = model::ForwardContext::with_device(lm.device.get(),
+                                              f.threads > 0 ? f.threads : default_thread_count());
   cache::KvCacheOptions co;
+  if (lm.device != nullptr && dc.offload_layers != 0) co.alloc = device_cache_allocator(*lm.device);
   const int64_t train_ctx = lm.model->config().n_ctx_train;
   const int64_t want_ctx = f.ctx_size > 0 ? f.ctx_size : (train_ctx > 0 ? train_ctx : 4096);
   co.n_ctx = train_ctx > 0 ? std::min(want_ctx, train_ctx) : want_ctx;
@@ -225,6 +263,10 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   }
   co.max_seqs = std::max({n_seq, n_parallel, 1});  // hybrid models: recurrent state per sequence
   Result<std::unique_ptr<cache::KvCache>> cache = lm.model->make_cache(co);
+  if (!cache.ok() && co.alloc && cache.status().code() == StatusCode::kResourceExhausted) {
+    return resource_exhausted("KV cache on {}: {}; use a smaller -c / --kv-memory or fewer -ngl layers",
+                              lm.device->name(), cache.status().message());
+  }
   if (!cache.ok()) return cache.status().with_context("KV cache");
   if (std::FILE* log = info_log()) {
     std::fprintf(log, "folio: context %lld tokens, KV cache %s, %s, %d threads\n",

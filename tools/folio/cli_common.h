@@ -42,13 +42,14 @@ struct ModelFlags {
   bool no_mmap = false;          // --no-mmap: read the file into memory instead of mapping it
   bool mlock = false;            // --mlock: keep the weights in RAM (no swapping out)
   std::string flash_attn = "auto";  // -fa on|off|auto: folio's attention is always flash
-  int n_gpu_layers = 0;          // -ngl: no device backend yet; accepted with a notice
+  std::string device = "auto";   // --device auto|cpu|none|vulkan|vulkan:N
+  int n_gpu_layers = -1;         // -ngl: layers on the device (-1: all when a device is used)
 };
 
 void add_model_flags(CLI::App* cmd, ModelFlags* flags);
-// Notices about flags that are accepted but change nothing here (-ngl,
-// -fa off, -tb) and -t beyond this machine's CPUs; written to stderr at
-// warn level before the model loads.
+// Notices about flags that are accepted but change nothing here (-fa off,
+// -tb) and -t beyond this machine's CPUs; written to stderr at warn level
+// before the model loads.
 void warn_about_model_flags(const ModelFlags& flags);
 // Tokens one sequence feeds per forward while filling its prompt.
 int64_t prefill_chunk(const ModelFlags& flags);
@@ -79,16 +80,23 @@ void add_sampling_flags(CLI::App* cmd, SamplingFlags* flags);
 // vocabulary (the flags' own ranges were checked while parsing).
 Result<SamplingParams> sampling_params(const SamplingFlags& flags, int32_t n_vocab);
 
+// Model::load, then checks the model can use `device` (nullptr: CPU only)
+// and logs what was offloaded.
+Result<std::unique_ptr<model::Model>> load_on_device(const std::string& path,
+                                                    const model::LoadOptions& lo, Backend* device);
+
 // Everything a generating command needs, loaded from the flags.
 struct LoadedModel {
+  std::unique_ptr<Backend> device;  // first member: destroyed last (the rest uses its memory)
   std::unique_ptr<model::Model> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<model::ForwardContext> ctx;
   std::unique_ptr<cache::KvCache> cache;
 };
 
-// Loads the model (progress and buffers on info_log()), its tokenizer, a CPU
-// forward context and a paged KV cache holding sequence 0.
+// Loads the model (progress and buffers on info_log()), its tokenizer, a
+// forward context (the --device, then the CPU) and a paged KV cache holding
+// sequence 0 (in the device's memory when layers are offloaded).
 Result<LoadedModel> load_for_generation(const ModelFlags& flags);
 // The same with a paged KV cache (cache::PagedKvCache) holding no sequence,
 // its pool sized for n_parallel contexts unless --kv-blocks / --kv-memory say.

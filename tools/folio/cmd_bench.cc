@@ -22,6 +22,8 @@
 
 #include "backend/cpu/cpu_buffer_types.h"
 #include "cache/kv_cache.h"
+#include "cli_common.h"
+#include "cli_device.h"
 #include "commands.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -55,6 +57,8 @@ struct BenchFlags {
   double bw_gbps = 0;
   int64_t mem_mib = 0;
   int mem_runs = 5;
+  std::string device = "auto";  // --device (cli_device.h)
+  int n_gpu_layers = -1;        // -ngl
 };
 
 int fail(const Status& s) {
@@ -197,11 +201,20 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
       lo.buffer_types = cpu_weight_buffer_types(active_isa(), !f.no_repack);
       std::fprintf(stderr, "bench: %s\n",
                    cpu_weight_buffer_note(active_isa(), !f.no_repack).c_str());
-      Result<std::unique_ptr<model::Model>> m = model::Model::load(path, lo);
+      Result<DeviceChoice> dc = choose_device(f.device, f.n_gpu_layers);
+      if (!dc.ok()) return fail(dc.status());
+      if (!dc->note.empty()) std::fprintf(stderr, "bench: %s\n", dc->note.c_str());
+      const std::unique_ptr<Backend> device = std::move(dc->device);  // outlives model and contexts
+      if (device != nullptr) {
+        lo.offload_type = &device->default_buffer_type();
+        lo.offload_layers = dc->offload_layers;
+      }
+      Result<std::unique_ptr<model::Model>> m = load_on_device(path, lo, device.get());
       if (!m.ok()) return fail(m.status());
       const BenchModelInfo info = bench_model_info(**m);
       for (int t : threads) {
-        std::unique_ptr<model::ForwardContext> ctx = model::ForwardContext::cpu(t);
+        std::unique_ptr<model::ForwardContext> ctx =
+            model::ForwardContext::with_device(device.get(), t);
         for (const std::string& kv : f.kv_types) {
           for (int64_t b : f.batch_sizes) {
             for (int64_t ub : f.ubatch_sizes) {
@@ -214,6 +227,8 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
               bo.kv_type = *cache::parse_kv_type(kv);
               bo.kv_block_size = f.kv_block_size;
               bo.log = stderr;
+              if (device != nullptr && dc->offload_layers != 0)
+                bo.kv_alloc = device_cache_allocator(*device);
               std::fprintf(stderr, "bench: %s, %s, %d threads, kv %s, ubatch %lld\n",
                            info.file.c_str(), isa_name(active_isa()), t, kv.c_str(),
                            static_cast<long long>(bo.n_ubatch));
@@ -295,6 +310,11 @@ void register_bench_command(CLI::App& app, CommandFn* selected) {
       ->capture_default_str();
   cmd->add_option("--seed", flags.seed, "seed of the random token ids")->capture_default_str();
   cmd->add_flag("--no-warmup", flags.no_warmup, "skip the untimed warmup run of each test");
+  cmd->add_option("--device", flags.device, "compute device (also -dev): auto, cpu, vulkan, vulkan:N")
+      ->capture_default_str();
+  cmd->add_option("--n-gpu-layers,--gpu-layers", flags.n_gpu_layers,
+                  "layers on the device (also -ngl; -1: all)")
+      ->capture_default_str();
   cmd->add_flag("--no-repack", flags.no_repack,
                 "keep every weight in plain mapped memory (no AMX / repacked buffers)");
   cmd->add_flag("--json", flags.json, "one JSON object per test and line instead of a table");

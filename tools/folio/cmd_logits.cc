@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "cli_device.h"
 #include "commands.h"
 #include "core/thread_pool.h"
 #include "model/evaluate.h"
@@ -22,6 +23,8 @@ namespace folio::tools {
 namespace {
 
 struct LogitsArgs {
+  std::string device = "auto";  // --device (cli_device.h)
+  int n_gpu_layers = -1;        // -ngl
   std::string model;
   std::string tokens;
   std::string out;
@@ -74,11 +77,18 @@ Status run_logits(const LogitsArgs& a) {
   if (a.threads < 0) return invalid_argument("--threads {} must be positive", a.threads);
 
   const auto t_load = std::chrono::steady_clock::now();
+  FOLIO_ASSIGN_OR_RETURN(DeviceChoice dc, choose_device(a.device, a.n_gpu_layers));
+  if (!dc.note.empty()) std::fprintf(stderr, "logits: %s\n", dc.note.c_str());
+  const std::unique_ptr<Backend> device = std::move(dc.device);  // outlives model, cache, context
   model::LoadOptions lo;
   lo.log = stderr;
   lo.prefault = true;
   lo.buffer_types = weight_buffer_types(a.no_repack);
-  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m, model::Model::load(a.model, lo));
+  if (device != nullptr) {
+    lo.offload_type = &device->default_buffer_type();
+    lo.offload_layers = dc.offload_layers;
+  }
+  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m, load_on_device(a.model, lo, device.get()));
   log_weight_buffer_types(a.no_repack, stderr);
   const int64_t n_vocab = m->config().n_vocab;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -90,9 +100,10 @@ Status run_logits(const LogitsArgs& a) {
   cache::KvCacheOptions ko;
   ko.n_ctx = static_cast<int64_t>(tokens.size());
   ko.type = kv_type;
+  if (device != nullptr && dc.offload_layers != 0) ko.alloc = device_cache_allocator(*device);
   FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<cache::KvCache> cache, m->make_cache(ko));
   const int threads = a.threads > 0 ? a.threads : default_thread_count();
-  auto ctx = model::ForwardContext::cpu(threads);
+  auto ctx = model::ForwardContext::with_device(device.get(), threads);
   std::fprintf(stderr,
                "logits: loaded in %.2f s; KV cache %s, %lld positions, %.2f MiB; %d threads\n",
                seconds_since(t_load), a.kv_type.c_str(), static_cast<long long>(ko.n_ctx),
@@ -146,6 +157,11 @@ void register_logits_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--batch", args.batch, "tokens per forward call (1: token-by-token decode path)")
       ->capture_default_str();
   cmd->add_flag("--no-repack", args.no_repack, "keep weights in their GGUF layout");
+  cmd->add_option("--device", args.device, "compute device (also -dev): auto, cpu, vulkan, vulkan:N")
+      ->capture_default_str();
+  cmd->add_option("--n-gpu-layers,--gpu-layers", args.n_gpu_layers,
+                  "layers on the device (also -ngl; -1: all)")
+      ->capture_default_str();
   cmd->callback([selected] {
     *selected = [] {
       const Status st = run_logits(args);

@@ -9,7 +9,7 @@ namespace folio::tools {
 namespace {
 
 // llama.cpp's single-dash multi-letter names -> folio's names.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kAliases{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kAliases{{
     {"-sys", "--system-prompt"},
     {"-cnv", "--conversation"},
     {"-no-cnv", "--no-conversation"},
@@ -18,6 +18,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kAliases{
     {"-fa", "--flash-attn"},
     {"-ub", "--ubatch-size"},
     {"-np", "--parallel"},
+    {"-dev", "--device"},
 }};
 
 // Options whose next argument is a value (so it is never rewritten).

@@ -64,17 +64,17 @@ class Recorder {
   // Records one dispatch of shader `shader` (file stem under shaders/, e.g.
   // "add") with specialization constants `spec` (constant_id i = spec[i]),
   // the parameter struct `params` (binding 0), the tensors (binding 2 + i;
-  // each must lie in this device's memory) and groups (x, y, z). Each
-  // TensorDesc in `params` is filled from the tensor with desc(): call it
-  // after bind-order is fixed, i.e. desc(t) gives t's offset within the
-  // buffer dispatch() will bind for it.
+  // each in this device's memory, bound as the whole buffer holding it) and
+  // groups (x, y, z). An empty view (data nullptr) stands for an absent
+  // optional tensor: a placeholder buffer is bound and its desc() is zeros.
   virtual Status dispatch(const char* shader, std::initializer_list<uint32_t> spec,
                           const void* params, size_t params_bytes,
                           std::initializer_list<TensorView> tensors, uint32_t gx, uint32_t gy = 1,
                           uint32_t gz = 1) = 0;
-  // The descriptor of `t` (offset within its device buffer, shape, strides);
-  // kInvalidArgument if `t` is not in this device's memory or its offsets
-  // exceed 32 bits.
+  // The descriptor of `t` for the parameter struct: its byte offset within
+  // the buffer dispatch() binds for it, shape and strides; kInvalidArgument
+  // if `t` is not in this device's memory, kUnsupported if its offsets or
+  // strides exceed 32 bits.
   virtual Result<TensorDesc> desc(const TensorView& t) const = 0;
   // Splits `n` workgroups into (x, y) with x <= 65535.
   static void split_groups(uint64_t n, uint32_t& x, uint32_t& y);

@@ -1,5 +1,16 @@
-// Element-wise kernels: add / mul with broadcasting.
+// Element-wise kernels, one thread per output element, every tensor through
+// its strides:
+//   add / mul   add.comp: src1 broadcast by indexing each dim modulo its size
+//   scale       scale.comp: fma(x, scale, bias), one rounding as the reference
+//   unary       unary.comp: the UnaryKind is a spec constant
+//   glu         glu.comp: act(gate) * up; the fused single-tensor form is
+//               described to the shader as two tensors (the row halves)
+#include <cstdint>
+#include <limits>
+#include <utility>
+
 #include "backend/vulkan/kernels.h"
+#include "core/check.h"
 
 namespace folio::vulkan {
 namespace {
@@ -12,21 +23,144 @@ bool all_f32(const Op& op, int n_src) {
   return true;
 }
 
+// The shaders index elements with 32-bit counters.
+bool fits_u32(const TensorView& t) {
+  return static_cast<uint64_t>(t.nelements()) <= std::numeric_limits<uint32_t>::max();
+}
+
+Status dispatch_per_element(Recorder& r, const char* shader, std::initializer_list<uint32_t> spec,
+                            const void* params, size_t bytes,
+                            std::initializer_list<TensorView> tensors, const TensorView& dst) {
+  uint32_t gx, gy;
+  Recorder::split_groups((static_cast<uint64_t>(dst.nelements()) + 255) / 256, gx, gy);
+  return r.dispatch(shader, spec, params, bytes, tensors, gx, gy);
+}
+
+// ---- add / mul
+
 struct BinaryParams {
   TensorDesc a, b, d;
 };
 
-bool match_binary(const Op& op, const DeviceCaps&) { return all_f32(op, 2); }
+bool match_binary(const Op& op, const DeviceCaps&) {
+  return all_f32(op, 2);
+}
 
 Status record_binary(Recorder& r, const Op& op) {
   BinaryParams p;
   FOLIO_ASSIGN_OR_RETURN(p.a, r.desc(op.src[0]));
   FOLIO_ASSIGN_OR_RETURN(p.b, r.desc(op.src[1]));
   FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
-  uint32_t gx, gy;
-  Recorder::split_groups((static_cast<uint64_t>(op.dst.nelements()) + 255) / 256, gx, gy);
   const uint32_t kind = op.kind == OpKind::kAdd ? 0u : 1u;
-  return r.dispatch("add", {kind}, &p, sizeof p, {op.src[0], op.src[1], op.dst}, gx, gy);
+  return dispatch_per_element(r, "add", {kind}, &p, sizeof p, {op.src[0], op.src[1], op.dst},
+                              op.dst);
+}
+
+// ---- scale
+
+struct ScaleShaderParams {
+  TensorDesc x, d;
+  float scale, bias;
+};
+
+bool match_unary_shape(const Op& op, const DeviceCaps&) {
+  return all_f32(op, 1) && fits_u32(op.dst);
+}
+
+Status record_scale(Recorder& r, const Op& op) {
+  const auto& sp = op.p<ScaleParams>();
+  ScaleShaderParams p;
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(op.src[0]));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  p.scale = sp.scale;
+  p.bias = sp.bias;
+  return dispatch_per_element(r, "scale", {}, &p, sizeof p, {op.src[0], op.dst}, op.dst);
+}
+
+// ---- unary
+
+// activation.glsl's ACT_* numbering.
+uint32_t act_code(UnaryKind k) {
+  switch (k) {
+    case UnaryKind::kSilu:
+      return 0;
+    case UnaryKind::kGelu:
+      return 1;
+    case UnaryKind::kGeluErf:
+      return 2;
+    case UnaryKind::kSigmoid:
+      return 3;
+    case UnaryKind::kSoftplus:
+      return 4;
+    case UnaryKind::kExp:
+      return 5;
+    case UnaryKind::kTanh:
+      return 6;
+    case UnaryKind::kRelu:
+      return 7;
+    case UnaryKind::kNeg:
+      return 8;
+  }
+  FOLIO_CHECK_MSG(false, "unknown unary kind {}", static_cast<int>(k));
+  return 0;
+}
+
+struct UnaryShaderParams {
+  TensorDesc x, d;
+};
+
+Status record_unary(Recorder& r, const Op& op) {
+  UnaryShaderParams p;
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(op.src[0]));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  return dispatch_per_element(r, "unary", {act_code(op.p<UnaryParams>().kind)}, &p, sizeof p,
+                              {op.src[0], op.dst}, op.dst);
+}
+
+// ---- glu
+
+UnaryKind glu_act(GluKind k) {
+  switch (k) {
+    case GluKind::kSwiGlu:
+      return UnaryKind::kSilu;
+    case GluKind::kGeGlu:
+      return UnaryKind::kGelu;
+    case GluKind::kGeGluErf:
+      return UnaryKind::kGeluErf;
+  }
+  FOLIO_CHECK_MSG(false, "unknown glu kind {}", static_cast<int>(k));
+  return UnaryKind::kSilu;
+}
+
+struct GluShaderParams {
+  TensorDesc g, u, d;
+};
+
+bool match_glu(const Op& op, const DeviceCaps&) {
+  return all_f32(op, op.src[1].empty() ? 1 : 2) && fits_u32(op.dst);
+}
+
+Status record_glu(Recorder& r, const Op& op) {
+  const auto& gp = op.p<GluParams>();
+  GluShaderParams p;
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  const bool fused = op.src[1].empty();
+  if (!fused) {
+    FOLIO_ASSIGN_OR_RETURN(p.g, r.desc(op.src[0]));
+    FOLIO_ASSIGN_OR_RETURN(p.u, r.desc(op.src[1]));
+  } else {
+    // Row halves of src0 [2n, ...]: gate first, up second (swapped: reverse).
+    FOLIO_ASSIGN_OR_RETURN(TensorDesc s, r.desc(op.src[0]));
+    const uint32_t n = p.d.ne[0];
+    p.g = s;
+    p.g.ne[0] = n;
+    p.u = p.g;
+    p.u.off += n * s.nb[0];
+    if (gp.swapped) std::swap(p.g, p.u);
+  }
+  const TensorView& up = fused ? op.src[0] : op.src[1];
+  return dispatch_per_element(r, "glu", {act_code(glu_act(gp.kind))}, &p, sizeof p,
+                              {op.src[0], up, op.dst}, op.dst);
 }
 
 }  // namespace
@@ -34,6 +168,9 @@ Status record_binary(Recorder& r, const Op& op) {
 void add_elementwise_kernels(std::vector<KernelDef>& out) {
   out.push_back({"add", OpKind::kAdd, match_binary, record_binary});
   out.push_back({"mul", OpKind::kMul, match_binary, record_binary});
+  out.push_back({"scale", OpKind::kScale, match_unary_shape, record_scale});
+  out.push_back({"unary", OpKind::kUnary, match_unary_shape, record_unary});
+  out.push_back({"glu", OpKind::kGlu, match_glu, record_glu});
 }
 
 }  // namespace folio::vulkan

@@ -1,7 +1,205 @@
+// Matrix kernels: get_rows, mul_mat, mul_mat_id on weights of every plain
+// GGUF format folio computes with (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q2_K ... Q8_K, IQ4_NL, IQ4_XS; dequantization in shaders/dequant.glsl,
+// the DType id passed as spec constant 0). Packed layouts (Q4_0_X16 ...) are
+// the CPU's: declined.
+//
+//   get_rows.comp     one thread per 8 elements of an output row.
+//   mul_mat_vec.comp  M <= kMaxVecCols activation columns (decode): threads
+//                     of a row stride over its chunks, shared-memory sums.
+//   mul_mat.comp      more columns (prefill): 64 x 64 output tiles, weights
+//                     dequantized into shared memory once per K step.
+// mul_mat_id uses either shader in its ID mode: mul_mat_vec (one column per
+// (u, t) pair) while the pairs per expert are few, mul_mat (pairs grouped by
+// expert in shared memory) once they average kTiledPairsPerExpert.
+//
+// Requirements checked by match(): weight rows contiguous (nb[0] = block
+// bytes, as every weight is), F32 activations / outputs with nb[0] = 4 and
+// 4-byte multiple strides, I32 ids with 4-byte multiple strides; everything
+// else goes through the strides. Ids are range-checked in the shaders.
+#include <algorithm>
+#include <bit>
+
 #include "backend/vulkan/kernels.h"
 
 namespace folio::vulkan {
+namespace {
 
-void add_matmul_kernels(std::vector<KernelDef>& out) {}
+constexpr uint32_t kMaxVecCols = 8;          // mul_mat_vec's NCOLS limit
+constexpr uint32_t kVecWorkgroup = 128;      // mul_mat_vec's local size
+constexpr uint32_t kTile = 64;               // mul_mat's BN = BM
+constexpr int64_t kTiledPairsPerExpert = 4;  // mul_mat_id: tiled from this average on
+
+bool vk_weight_type(DType t) {
+  switch (t) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q8_0:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::Q8_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Strides and shape the shaders address with 32-bit word indices.
+bool words_ok(const TensorView& t) {
+  for (int i = 0; i < kMaxDims; ++i) {
+    if (t.nb[i] % 4 != 0 || t.ne[i] > UINT32_MAX) return false;
+  }
+  return t.nb[0] == 4;
+}
+
+bool weight_ok(const TensorView& w) {
+  return vk_weight_type(w.dtype) && w.nb[0] == type_size(w.dtype) &&
+         w.ne[0] % block_size(w.dtype) == 0;
+}
+
+uint32_t u32(int64_t v) {
+  return static_cast<uint32_t>(v);
+}
+
+Status aligned(const TensorDesc& d, const char* what) {
+  if (d.off % 4 != 0) {
+    return internal_error("vulkan mul_mat: {} at byte offset {} is not 4-byte aligned", what,
+                          d.off);
+  }
+  return Status();
+}
+
+// ------------------------------------------------------------------ get_rows
+
+struct GetRowsParams {
+  TensorDesc t, ids, d;
+};
+
+bool match_get_rows(const Op& op, const DeviceCaps&) {
+  const TensorView &t = op.src[0], &ids = op.src[1], &d = op.dst;
+  if (!weight_ok(t) || ids.dtype != DType::I32 || d.dtype != DType::F32) return false;
+  if (!words_ok(ids) || !words_ok(d) || t.ne[2] * t.ne[3] != 1) return false;
+  // One thread per 8 output elements, counted in 32 bits.
+  const uint64_t threads = static_cast<uint64_t>(ids.nelements()) * ((t.ne[0] + 7) / 8);
+  return threads < (uint64_t{1} << 32) - 256;
+}
+
+Status record_get_rows(Recorder& r, const Op& op) {
+  const TensorView &t = op.src[0], &ids = op.src[1];
+  if (op.dst.nelements() == 0) return Status();
+  GetRowsParams p;
+  FOLIO_ASSIGN_OR_RETURN(p.t, r.desc(t));
+  FOLIO_ASSIGN_OR_RETURN(p.ids, r.desc(ids));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  FOLIO_RETURN_IF_ERROR(aligned(p.ids, "ids"));
+  FOLIO_RETURN_IF_ERROR(aligned(p.d, "dst"));
+  const uint64_t threads = static_cast<uint64_t>(ids.nelements()) * ((t.ne[0] + 7) / 8);
+  uint32_t gx, gy;
+  Recorder::split_groups((threads + 255) / 256, gx, gy);
+  return r.dispatch("get_rows", {static_cast<uint32_t>(t.dtype)}, &p, sizeof p, {t, ids, op.dst},
+                    gx, gy);
+}
+
+// ------------------------------------------------------- mul_mat, mul_mat_id
+
+struct MatParams {
+  TensorDesc w, x, d, ids;
+};
+
+bool match_mul_mat(const Op& op, const DeviceCaps&) {
+  const TensorView &w = op.src[0], &x = op.src[1], &d = op.dst;
+  return weight_ok(w) && x.dtype == DType::F32 && d.dtype == DType::F32 && words_ok(x) &&
+         words_ok(d);
+}
+
+bool match_mul_mat_id(const Op& op, const DeviceCaps&) {
+  const TensorView &w = op.src[0], &x = op.src[1], &ids = op.src[2], &d = op.dst;
+  // At most 3-D (the CPU reports anything else as an error).
+  if (w.ne[3] != 1 || x.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1 || d.ne[3] != 1) {
+    return false;
+  }
+  return weight_ok(w) && x.dtype == DType::F32 && d.dtype == DType::F32 &&
+         ids.dtype == DType::I32 && words_ok(x) && words_ok(d) && words_ok(ids);
+}
+
+// mul_mat_vec's threads per row: about 8 chunks (64 elements) per thread,
+// a power of two in [4, 128].
+uint32_t threads_per_row(int64_t k) {
+  const uint64_t per = static_cast<uint64_t>((k + 63) / 64);
+  return static_cast<uint32_t>(
+      std::clamp<uint64_t>(std::bit_ceil(std::max<uint64_t>(per, 1)), 4, kVecWorkgroup));
+}
+
+Status fill_params(Recorder& r, const Op& op, bool with_ids, MatParams& p) {
+  FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(op.src[0]));
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(op.src[1]));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  FOLIO_RETURN_IF_ERROR(aligned(p.x, "input"));
+  FOLIO_RETURN_IF_ERROR(aligned(p.d, "dst"));
+  if (with_ids) {
+    FOLIO_ASSIGN_OR_RETURN(p.ids, r.desc(op.src[2]));
+    FOLIO_RETURN_IF_ERROR(aligned(p.ids, "ids"));
+  } else {
+    p.ids = p.x;  // binding 5 is the input again; mul_mat never reads it
+  }
+  return Status();
+}
+
+Status record_mul_mat(Recorder& r, const Op& op) {
+  const TensorView &w = op.src[0], &x = op.src[1];
+  if (op.dst.nelements() == 0) return Status();
+  MatParams p;
+  FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
+  const uint32_t type = static_cast<uint32_t>(w.dtype);
+  const uint64_t n = w.ne[1], m = x.ne[1], batches = x.ne[2] * x.ne[3];
+  uint32_t gx, gy;
+  if (m <= kMaxVecCols) {
+    const uint32_t tpr = threads_per_row(w.ne[0]);
+    const uint64_t rows_per_group = kVecWorkgroup / tpr;
+    Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * batches, gx, gy);
+    return r.dispatch("mul_mat_vec", {type, u32(m), tpr, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx,
+                      gy);
+  }
+  Recorder::split_groups((n + kTile - 1) / kTile * ((m + kTile - 1) / kTile) * batches, gx, gy);
+  return r.dispatch("mul_mat", {type, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx, gy);
+}
+
+Status record_mul_mat_id(Recorder& r, const Op& op) {
+  const TensorView &w = op.src[0], &x = op.src[1], &ids = op.src[2];
+  if (op.dst.nelements() == 0) return Status();
+  MatParams p;
+  FOLIO_RETURN_IF_ERROR(fill_params(r, op, true, p));
+  const uint32_t type = static_cast<uint32_t>(w.dtype);
+  const uint64_t n = w.ne[1], n_exp = w.ne[2];
+  const uint64_t pairs = static_cast<uint64_t>(ids.ne[0] * ids.ne[1]);
+  uint32_t gx, gy;
+  if (pairs < kTiledPairsPerExpert * n_exp) {
+    const uint32_t tpr = threads_per_row(w.ne[0]);
+    const uint64_t rows_per_group = kVecWorkgroup / tpr;
+    Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * pairs, gx, gy);
+    return r.dispatch("mul_mat_vec", {type, 1u, tpr, 1u}, &p, sizeof p, {w, x, op.dst, ids}, gx,
+                      gy);
+  }
+  Recorder::split_groups((n + kTile - 1) / kTile * n_exp, gx, gy);
+  return r.dispatch("mul_mat", {type, 1u}, &p, sizeof p, {w, x, op.dst, ids}, gx, gy);
+}
+
+}  // namespace
+
+void add_matmul_kernels(std::vector<KernelDef>& out) {
+  out.push_back({"get_rows", OpKind::kGetRows, match_get_rows, record_get_rows});
+  out.push_back({"mul_mat", OpKind::kMulMat, match_mul_mat, record_mul_mat});
+  out.push_back({"mul_mat_id", OpKind::kMulMatId, match_mul_mat_id, record_mul_mat_id});
+}
 
 }  // namespace folio::vulkan

@@ -1,7 +1,104 @@
+// Row normalisations: one workgroup per row (dim 0), the sum of squares
+// reduced in shared memory (workgroup_sum.glsl), then the row scaled by the
+// same invocations that read it, so outputs may alias inputs.
+//   rms_norm, l2_norm  norm.comp (spec: workgroup size, mode, weight)
+//   add_rms_norm       add_rms_norm.comp (spec: workgroup size, weight);
+//                      writes the sum to dst2, normalises what dst2 holds
+// The workgroup is the smallest power of two >= the row length, from 32 to
+// 256 (or the largest power of two within the device's limit): one element
+// per invocation for rows up to that size, a strided loop beyond.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 #include "backend/vulkan/kernels.h"
 
 namespace folio::vulkan {
+namespace {
 
-void add_norm_kernels(std::vector<KernelDef>& out) {}
+uint32_t workgroup_for(int64_t ne0, const DeviceCaps& caps) {
+  const uint32_t cap = std::min<uint32_t>(256, caps.max_workgroup_size);
+  uint32_t b = 32;
+  while (b < ne0 && 2 * b <= cap) b *= 2;
+  return b;
+}
+
+bool f32_rows(const TensorView& t) {
+  return !t.empty() && t.dtype == DType::F32 &&
+         static_cast<uint64_t>(t.nelements()) <= std::numeric_limits<uint32_t>::max();
+}
+
+Status dispatch_rows(Recorder& r, const char* shader, std::initializer_list<uint32_t> spec,
+                     const void* params, size_t bytes, std::initializer_list<TensorView> tensors,
+                     int64_t rows) {
+  uint32_t gx, gy;
+  Recorder::split_groups(static_cast<uint64_t>(rows), gx, gy);
+  return r.dispatch(shader, spec, params, bytes, tensors, gx, gy);
+}
+
+// ---- rms_norm / l2_norm
+
+struct NormShaderParams {
+  TensorDesc x, w, d;
+  float eps;
+};
+
+bool match_norm(const Op& op, const DeviceCaps& caps) {
+  const TensorView& w = op.src[1];
+  const bool weight_ok = op.kind == OpKind::kL2Norm || w.empty() || w.dtype == DType::F32;
+  return f32_rows(op.src[0]) && f32_rows(op.dst) && weight_ok && caps.max_workgroup_size >= 32;
+}
+
+Status record_norm(Recorder& r, const Op& op) {
+  const bool l2 = op.kind == OpKind::kL2Norm;
+  const TensorView& x = op.src[0];
+  const TensorView w = l2 ? TensorView{} : op.src[1];
+  NormShaderParams p;
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));  // empty: a default descriptor, never read
+  const bool has_w = !w.empty();
+  p.eps = l2 ? op.p<NormParams>().eps : op.p<RmsNormParams>().eps;
+  const uint32_t block = workgroup_for(x.ne[0], r.caps());
+  return dispatch_rows(r, "norm", {block, l2 ? 1u : 0u, has_w ? 1u : 0u}, &p, sizeof p,
+                       {x, w, op.dst}, x.nrows());
+}
+
+// ---- add_rms_norm
+
+struct AddRmsNormShaderParams {
+  TensorDesc a, b, w, d, d2;
+  float eps;
+};
+
+bool match_add_rms_norm(const Op& op, const DeviceCaps& caps) {
+  const TensorView& w = op.src[2];
+  return f32_rows(op.src[0]) && f32_rows(op.src[1]) && f32_rows(op.dst) && f32_rows(op.dst2) &&
+         (w.empty() || w.dtype == DType::F32) && caps.max_workgroup_size >= 32;
+}
+
+Status record_add_rms_norm(Recorder& r, const Op& op) {
+  const TensorView& a = op.src[0];
+  const TensorView& w = op.src[2];
+  AddRmsNormShaderParams p;
+  FOLIO_ASSIGN_OR_RETURN(p.a, r.desc(a));
+  FOLIO_ASSIGN_OR_RETURN(p.b, r.desc(op.src[1]));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  FOLIO_ASSIGN_OR_RETURN(p.d2, r.desc(op.dst2));
+  FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));  // empty: a default descriptor, never read
+  const bool has_w = !w.empty();
+  p.eps = op.p<RmsNormParams>().eps;
+  const uint32_t block = workgroup_for(a.ne[0], r.caps());
+  return dispatch_rows(r, "add_rms_norm", {block, has_w ? 1u : 0u}, &p, sizeof p,
+                       {a, op.src[1], w, op.dst, op.dst2}, a.nrows());
+}
+
+}  // namespace
+
+void add_norm_kernels(std::vector<KernelDef>& out) {
+  out.push_back({"rms_norm", OpKind::kRmsNorm, match_norm, record_norm});
+  out.push_back({"l2_norm", OpKind::kL2Norm, match_norm, record_norm});
+  out.push_back({"add_rms_norm", OpKind::kAddRmsNorm, match_add_rms_norm, record_add_rms_norm});
+}
 
 }  // namespace folio::vulkan

@@ -1,7 +1,117 @@
+// Rotary embedding (rope.comp): one thread per rotary pair or pass-through
+// dim of each (head, token) row, all four modes. The angle of pair i is
+// pos * coef[i] / freq_factor[i]; the host computes coef[i] in double from
+// the reference's formulas (backend/cpu/ref/rope.cc):
+//   coef[i] = freq_base^(-2i / n_dims) * (freq_scale * (1 - mix_i) + mix_i)
+//   mix_i   = ext_factor * (1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1))
+// (mix_i = 0 without YaRN), i.e. theta_interp * (1 - mix) + theta_extrap * mix
+// with the position factored out, and mscale likewise. The table travels in
+// the parameter struct, which bounds n_dims / 2 by kRopeMaxPairs.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "backend/cpu/ref/ref_util.h"
 #include "backend/vulkan/kernels.h"
 
 namespace folio::vulkan {
+namespace {
 
-void add_rope_kernels(std::vector<KernelDef>& out) {}
+constexpr int kRopeMaxPairs = 256;  // MAX_PAIRS in rope.comp
+
+struct RopeShaderParams {
+  TensorDesc x, pos, ff, d;
+  uint32_t n_dims;
+  uint32_t sections[4];
+  float mscale;
+  float coef[kRopeMaxPairs];
+};
+
+uint32_t mode_code(RopeMode m) {
+  switch (m) {
+    case RopeMode::kNormal:
+      return 0;
+    case RopeMode::kNeox:
+      return 1;
+    case RopeMode::kMrope:
+      return 2;
+    case RopeMode::kImrope:
+      return 3;
+  }
+  return 0;
+}
+
+bool match_rope(const Op& op, const DeviceCaps&) {
+  const auto& p = op.p<RopeParams>();
+  const TensorView& x = op.src[0];
+  const TensorView& ff = op.src[2];
+  if (x.dtype != DType::F32 || op.dst.dtype != DType::F32 || op.src[1].dtype != DType::I32) {
+    return false;
+  }
+  if (!ff.empty() && ff.dtype != DType::F32) return false;
+  if (p.n_dims <= 0 || p.n_dims % 2 != 0 || p.n_dims > x.ne[0] || p.n_dims / 2 > kRopeMaxPairs) {
+    return false;
+  }
+  if (p.mode == RopeMode::kMrope || p.mode == RopeMode::kImrope) {
+    int64_t total = 0;
+    for (int s : p.sections) {
+      if (s < 0) return false;
+      total += s;
+    }
+    if (total <= 0 || total > std::numeric_limits<int32_t>::max() / 3) return false;
+  }
+  // Work items: (n_dims / 2 + pass-through dims) per row, counted in 32 bits.
+  const int64_t per_row = p.n_dims / 2 + (x.ne[0] - p.n_dims);
+  return static_cast<uint64_t>(per_row * x.nrows()) <= std::numeric_limits<uint32_t>::max() &&
+         static_cast<uint64_t>(x.nelements()) <= std::numeric_limits<uint32_t>::max();
+}
+
+Status record_rope(Recorder& r, const Op& op) {
+  const auto& rp = op.p<RopeParams>();
+  const TensorView& x = op.src[0];
+  const TensorView& ff = op.src[2];
+  RopeShaderParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
+  FOLIO_ASSIGN_OR_RETURN(p.pos, r.desc(op.src[1]));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  FOLIO_ASSIGN_OR_RETURN(p.ff, r.desc(ff));  // empty: a default descriptor, never read
+  const bool has_ff = !ff.empty();
+  p.n_dims = static_cast<uint32_t>(rp.n_dims);
+  const bool multi = rp.mode == RopeMode::kMrope || rp.mode == RopeMode::kImrope;
+  for (int s = 0; s < 4; ++s) p.sections[s] = multi ? static_cast<uint32_t>(rp.sections[s]) : 0;
+
+  float corr[2];
+  ref::rope_yarn_corr_dims(rp.n_dims, rp.n_ctx_orig, rp.freq_base, rp.beta_fast, rp.beta_slow,
+                           corr);
+  double mscale = rp.attn_factor;
+  if (rp.ext_factor != 0.0f) {
+    mscale *= 1.0 + 0.1 * std::log(1.0 / static_cast<double>(rp.freq_scale));
+  }
+  p.mscale = static_cast<float>(mscale);
+  for (int i = 0; i < rp.n_dims / 2; ++i) {
+    const double base_pow =
+        std::pow(static_cast<double>(rp.freq_base), -2.0 * static_cast<double>(i) / rp.n_dims);
+    double mix = 0.0;
+    if (rp.ext_factor != 0.0f) {
+      const double y = (static_cast<double>(i) - corr[0]) /
+                       std::max(0.001, static_cast<double>(corr[1]) - corr[0]);
+      mix = (1.0 - std::min(1.0, std::max(0.0, y))) * rp.ext_factor;
+    }
+    p.coef[i] = static_cast<float>(base_pow * (rp.freq_scale * (1.0 - mix) + mix));
+  }
+
+  const int64_t per_row = rp.n_dims / 2 + (x.ne[0] - rp.n_dims);
+  uint32_t gx, gy;
+  Recorder::split_groups((static_cast<uint64_t>(per_row * x.nrows()) + 255) / 256, gx, gy);
+  return r.dispatch("rope", {mode_code(rp.mode), has_ff ? 1u : 0u}, &p, sizeof p,
+                    {x, op.src[1], ff, op.dst}, gx, gy);
+}
+
+}  // namespace
+
+void add_rope_kernels(std::vector<KernelDef>& out) {
+  out.push_back({"rope", OpKind::kRope, match_rope, record_rope});
+}
 
 }  // namespace folio::vulkan

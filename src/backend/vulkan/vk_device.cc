@@ -231,13 +231,17 @@ Result<std::unique_ptr<VulkanDevice>> VulkanDevice::open(int index) {
   const int down = find_memory_type(
       mem, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
       VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
-  if (dev < 0 || up < 0 || down < 0) {
+  const int params = find_memory_type(
+      mem, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+      VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  if (dev < 0 || up < 0 || down < 0 || params < 0) {
     return unsupported("vulkan: {} lacks device-local or host-visible coherent memory",
                        d->info_.name);
   }
   d->device_type_ = static_cast<uint32_t>(dev);
   d->upload_type_ = static_cast<uint32_t>(up);
   d->readback_type_ = static_cast<uint32_t>(down);
+  d->params_type_ = static_cast<uint32_t>(params);
 
   VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};

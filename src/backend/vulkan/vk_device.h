@@ -51,6 +51,9 @@ class VulkanDevice {
   uint32_t device_memory_type() const { return device_type_; }
   uint32_t upload_memory_type() const { return upload_type_; }
   uint32_t readback_memory_type() const { return readback_type_; }
+  // Per-dispatch parameters: host-visible, device-local where offered (a
+  // discrete GPU's BAR), so kernels do not read them across the bus.
+  uint32_t params_memory_type() const { return params_type_; }
   uint64_t max_allocation() const { return max_allocation_; }
 
  private:
@@ -61,7 +64,7 @@ class VulkanDevice {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
-  uint32_t device_type_ = 0, upload_type_ = 0, readback_type_ = 0;
+  uint32_t device_type_ = 0, upload_type_ = 0, readback_type_ = 0, params_type_ = 0;
   uint64_t max_allocation_ = 0;
 };
 

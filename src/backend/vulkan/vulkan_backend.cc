@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -116,7 +117,9 @@ class VulkanBackend::Impl {
   mutable std::recursive_mutex mu;
 
   std::vector<std::unique_ptr<Chunk>> chunks;
-  uint64_t allocated = 0;
+  uint64_t allocated = 0;    // bytes handed out
+  uint64_t chunk_bytes = 0;  // bytes of device memory held
+  uint64_t memory_limit = 0; // FOLIO_VULKAN_MEMORY_MIB (0: the device's)
 
   VkCommandPool cmd_pool = VK_NULL_HANDLE;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
@@ -145,6 +148,9 @@ class VulkanBackend::Impl {
 
   Status init() {
     const VulkanDevice& d = *device;
+    if (const char* e = std::getenv("FOLIO_VULKAN_MEMORY_MIB"); e != nullptr && e[0] != '\0') {
+      memory_limit = static_cast<uint64_t>(std::strtoull(e, nullptr, 10)) << 20;
+    }
     pipelines = std::make_unique<PipelineCache>(d);
     VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pci.queueFamilyIndex = d.queue_family();
@@ -165,8 +171,12 @@ class VulkanBackend::Impl {
     dci.pPoolSizes = &ps;
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateDescriptorPool(d.device(), &dci, nullptr, &desc_pool),
                                    "vkCreateDescriptorPool"));
-    FOLIO_ASSIGN_OR_RETURN(params, make_buffer(d, kParamsRingBytes, d.upload_memory_type(), true,
-                                               "parameter ring"));
+    Result<VkMem> ring = make_buffer(d, kParamsRingBytes, d.params_memory_type(), true,
+                                     "parameter ring");
+    if (!ring.ok()) {  // the device-local host-visible heap may be small: plain host memory
+      ring = make_buffer(d, kParamsRingBytes, d.upload_memory_type(), true, "parameter ring");
+    }
+    FOLIO_ASSIGN_OR_RETURN(params, std::move(ring));
     FOLIO_ASSIGN_OR_RETURN(upload, make_buffer(d, kUploadRingBytes, d.upload_memory_type(), true,
                                                "upload staging"));
     FOLIO_ASSIGN_OR_RETURN(readback, make_buffer(d, kReadbackBytes, d.readback_memory_type(), true,
@@ -199,7 +209,17 @@ class VulkanBackend::Impl {
         return static_cast<void*>(c->range.base() + off);
       }
     }
-    const size_t chunk_size = std::min<uint64_t>(std::max(size, kChunkBytes), limit);
+    size_t chunk_size = std::min<uint64_t>(std::max(size, kChunkBytes), limit);
+    if (memory_limit > 0) {  // FOLIO_VULKAN_MEMORY_MIB: a cap below the device's own
+      if (chunk_bytes + size > memory_limit) {
+        return resource_exhausted(
+            "vulkan: out of device memory on {}: {:.1f} MiB more would pass the "
+            "FOLIO_VULKAN_MEMORY_MIB limit of {:.0f} MiB ({:.1f} MiB in use)",
+            device->info().name, size / 1048576.0, memory_limit / 1048576.0,
+            allocated / 1048576.0);
+      }
+      chunk_size = std::min<uint64_t>(chunk_size, memory_limit - chunk_bytes);
+    }
     auto c = std::make_unique<Chunk>();
     Result<VkMem> mem = make_buffer(*device, chunk_size, device->device_memory_type(), false,
                                     "device memory");
@@ -216,6 +236,7 @@ class VulkanBackend::Impl {
       return range.status();
     }
     c->range = std::move(range).value();
+    chunk_bytes += chunk_size;
     if (chunk_size > size) c->free[size] = chunk_size - size;
     c->used = size;
     allocated += size;

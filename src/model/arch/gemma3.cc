@@ -91,19 +91,19 @@ TensorView forward_gemma3(const ModelConfig& cfg, const ModelWeights& w, const F
   const int64_t e = cfg.n_embd, t = in.n_tokens;
   const float eps = cfg.norm_eps;
   TensorView x = embed_tokens(ctx, cfg, w, in);  // [E, T]
-  TensorView h = ctx.f32(e, t);
+  TensorView h = ctx.f32_near(w.layers[0].attn_norm, e, t);
   ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
   for (int il = 0; il < cfg.n_layer; ++il) {
     const LayerWeights& l = w.layers[static_cast<size_t>(il)];
     const bool last = il + 1 == cfg.n_layer;
-    const Arena::Mark mark = ctx.mark();
+    const ForwardContext::Mark mark = ctx.mark();
     TensorView a = self_attention(ctx, cfg, w, il, h, in, cache);
     ctx.rms_norm(a, l.attn_post_norm, eps, a);
     if (last) {
       if (in.n_outputs == 0) return {};
       x = gather_outputs(ctx, x, in);
       a = gather_outputs(ctx, a, in);
-      h = ctx.f32(e, in.n_outputs);
+      h = ctx.f32_near(l.ffn_norm, e, in.n_outputs);
     }
     ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
     const TensorView f = dense_ffn(ctx, cfg, l, h);

@@ -14,18 +14,18 @@ TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const
   const int64_t e = cfg.n_embd, t = in.n_tokens;
   const float eps = cfg.norm_eps;
   TensorView x = embed_tokens(ctx, cfg, w, in);  // [E, T] residual stream
-  TensorView h = ctx.f32(e, t);                  // [E, T] normalised input of the next block
+  TensorView h = ctx.f32_near(w.layers[0].attn_norm, e, t);  // [E, T] normalised input of the next block
   ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
   for (int il = 0; il < cfg.n_layer; ++il) {
     const LayerWeights& l = w.layers[static_cast<size_t>(il)];
     const bool last = il + 1 == cfg.n_layer;
-    const Arena::Mark mark = ctx.mark();
+    const ForwardContext::Mark mark = ctx.mark();
     TensorView a = self_attention(ctx, cfg, w, il, h, in, cache);  // [E, T]
     if (last) {
       if (in.n_outputs == 0) return {};
       x = gather_outputs(ctx, x, in);
       a = gather_outputs(ctx, a, in);
-      h = ctx.f32(e, in.n_outputs);
+      h = ctx.f32_near(l.ffn_norm, e, in.n_outputs);
     }
     ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
     const TensorView f = cfg.is_moe(il) ? moe_ffn(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);

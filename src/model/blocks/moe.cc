@@ -9,8 +9,9 @@
 // (out = e0 + e1 + ...).
 //
 // The k weights per token are gathered on the host from the probabilities
-// (n * k floats): the op set has no per-row gather of single elements. A
-// device backend would need that op (or a fused routing op) instead.
+// (n * k floats): the op set has no per-row gather of single elements. On a
+// device that is an explicit transfer (probabilities and ids read back, the
+// weights uploaded by the mul that uses them): one wait per MoE layer.
 #include <algorithm>
 #include <cstring>
 
@@ -62,9 +63,11 @@ TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeigh
                                ? ctx.unary(logits, UnaryKind::kSigmoid)
                                : ctx.soft_max(logits);  // [X, n]
   const TensorView ids = ctx.top_k(probs, k);           // I32 [k, n]
+  const Result<TensorView> probs_host = ctx.to_host(probs);
+  const Result<TensorView> ids_host = ctx.to_host(ids);
   const TensorView weights = ctx.f32(1, k, n);          // [1, k, n]
   if (!ctx.ok()) return ctx.f32(e, n);
-  gather_weights(probs, ids, cfg.moe.norm_weights, weights);
+  gather_weights(*probs_host, *ids_host, cfg.moe.norm_weights, weights);
 
   const TensorView x3 = reshape(x, {e, 1, n, 1});
   const TensorView up = ctx.mul_mat_id(l.ffn_up_exps, x3, ids);        // [Fx, k, n]

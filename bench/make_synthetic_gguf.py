@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Writes a llama-architecture GGUF with synthetic weights of a chosen shape
+and weight type, for speed measurements where no real model file can be
+brought (a lent GPU machine has no network, and what travels there is
+small). The weights are valid blocks (finite scales, arbitrary quants), so
+every kernel does its real work; the text such a model writes is noise.
+
+  make_synthetic_gguf.py OUT.gguf --type q4_0 [--embd 2048 --layers 22
+      --heads 32 --kv-heads 4 --ff 5632 --vocab 32000]   (TinyLlama 1.1B's shape)
+
+Standard library only.
+"""
+
+import argparse
+import random
+import struct
+
+# ggml type id, block elements, block bytes, byte offsets of fp16 scales in a block.
+TYPES = {
+    "f32": (0, 1, 4, []),
+    "f16": (1, 1, 2, []),
+    "q4_0": (2, 32, 18, [0]),
+    "q4_1": (3, 32, 20, [0, 2]),
+    "q5_0": (6, 32, 22, [0]),
+    "q5_1": (7, 32, 24, [0, 2]),
+    "q8_0": (8, 32, 34, [0]),
+    "q4_K": (12, 256, 144, [0, 2]),
+    "q5_K": (13, 256, 176, [0, 2]),
+    "q6_K": (14, 256, 210, [208]),
+}
+ALIGN = 32
+
+
+def gguf_string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv(key, value):
+    if isinstance(value, str):
+        return gguf_string(key) + struct.pack("<I", 8) + gguf_string(value)
+    if isinstance(value, float):
+        return gguf_string(key) + struct.pack("<If", 6, value)
+    return gguf_string(key) + struct.pack("<II", 4, value)
+
+
+def block_chunk(type_name, rng):
+    """About 1 MiB of whole blocks: random quants, small finite fp16 scales."""
+    _, elems, nbytes, scales = TYPES[type_name]
+    if type_name == "f32":
+        return struct.pack("<f", 0.01) * (1 << 18)
+    if type_name == "f16":
+        return struct.pack("<H", 0x2000) * (1 << 19)
+    n_blocks = (1 << 20) // nbytes
+    data = bytearray(rng.randbytes(n_blocks * nbytes))
+    for b in range(n_blocks):
+        for off in scales:  # 0x1c00..0x1fff: scales around 2^-8, positive
+            struct.pack_into("<H", data, b * nbytes + off, 0x1c00 | rng.randrange(0x400))
+    return bytes(data)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--type", default="q4_0", choices=sorted(TYPES))
+    ap.add_argument("--embd", type=int, default=2048)
+    ap.add_argument("--layers", type=int, default=22)
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--kv-heads", type=int, default=4)
+    ap.add_argument("--ff", type=int, default=5632)
+    ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--ctx", type=int, default=4096)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    head_dim = a.embd // a.heads
+    elems = TYPES[a.type][1]
+    for name, n in (("--embd", a.embd), ("--ff", a.ff)):
+        if n % elems:
+            ap.error(f"{name} {n} is not a multiple of {a.type}'s block of {elems}")
+
+    # (name, shape innermost first, type)
+    tensors = [("token_embd.weight", [a.embd, a.vocab], a.type),
+               ("output_norm.weight", [a.embd], "f32"),
+               ("output.weight", [a.embd, a.vocab], a.type)]
+    for i in range(a.layers):
+        p = f"blk.{i}."
+        tensors += [(p + "attn_norm.weight", [a.embd], "f32"),
+                    (p + "attn_q.weight", [a.embd, a.embd], a.type),
+                    (p + "attn_k.weight", [a.embd, head_dim * a.kv_heads], a.type),
+                    (p + "attn_v.weight", [a.embd, head_dim * a.kv_heads], a.type),
+                    (p + "attn_output.weight", [a.embd, a.embd], a.type),
+                    (p + "ffn_norm.weight", [a.embd], "f32"),
+                    (p + "ffn_gate.weight", [a.embd, a.ff], a.type),
+                    (p + "ffn_up.weight", [a.embd, a.ff], a.type),
+                    (p + "ffn_down.weight", [a.ff, a.embd], a.type)]
+
+    meta = [kv("general.architecture", "llama"), kv("general.name", f"synthetic-llama-{a.type}"),
+            kv("general.alignment", ALIGN), kv("llama.context_length", a.ctx),
+            kv("llama.embedding_length", a.embd), kv("llama.block_count", a.layers),
+            kv("llama.feed_forward_length", a.ff), kv("llama.attention.head_count", a.heads),
+            kv("llama.attention.head_count_kv", a.kv_heads), kv("llama.vocab_size", a.vocab),
+            kv("llama.rope.freq_base", 10000.0),
+            kv("llama.attention.layer_norm_rms_epsilon", 1e-5)]
+
+    infos, sizes, offset = [], [], 0
+    for name, shape, t in tensors:
+        type_id, belems, bbytes, _ = TYPES[t]
+        n = 1
+        for d in shape:
+            n *= d
+        size = n // belems * bbytes
+        infos.append(gguf_string(name) + struct.pack("<I", len(shape)) +
+                     b"".join(struct.pack("<Q", d) for d in shape) + struct.pack("<IQ", type_id, offset))
+        sizes.append((size, t))
+        offset += (size + ALIGN - 1) // ALIGN * ALIGN
+
+    rng = random.Random(a.seed)
+    chunks = {}
+    with open(a.out, "wb") as f:
+        f.write(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(meta)))
+        for m in meta:
+            f.write(m)
+        for i in infos:
+            f.write(i)
+        f.write(b"\0" * ((-f.tell()) % ALIGN))
+        for size, t in sizes:
+            chunk = chunks.setdefault(t, block_chunk(t, rng))
+            left = size
+            while left > 0:
+                f.write(chunk[:min(left, len(chunk))])
+                left -= min(left, len(chunk))
+            f.write(b"\0" * ((-size) % ALIGN))
+    print(f"{a.out}: llama, {a.layers} layers, n_embd {a.embd}, {a.type}, {offset / 2**20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+// kRope (backend/cpu/ref/rope.cc's formulas in float). Work items per row
+// (head h, token t, i3) of x: one per rotary pair i < n_dims / 2, then one
+// per pass-through dim j >= n_dims; one thread per work item. Each item
+// reads its elements before writing them, so dst may alias x.
+//
+// The host folds everything about pair i except the position into
+// coef[i] = freq_base^(-2i / n_dims) * (freq_scale * (1 - mix_i) + mix_i)
+// (computed in double; mix_i is the YaRN ramp times ext_factor), so
+// theta = pos * coef[i] / freq_factor[i]; cos and sin are scaled by mscale.
+// theta is reduced to [-pi, pi] before cos / sin (GPU sin / cos are only
+// accurate there). Spec 0: mode (0 normal, 1 neox, 2 mrope, 3 imrope);
+// spec 1: freq factors present.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "flat_index.glsl"
+
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint MODE = 0;
+layout(constant_id = 1) const bool HAS_FF = false;
+
+const uint MAX_PAIRS = 256u;  // kRopeMaxPairs in ops_rope.cc
+
+layout(std430, binding = 0) readonly buffer Params {
+  Tensor x;    // [head_dim, n_head, n_tok, ne3]
+  Tensor pos;  // I32 [n_tok] or [4 * n_tok] (multi-section)
+  Tensor ff;   // HAS_FF: F32 [n_dims / 2]
+  Tensor d;    // like x
+  uint n_dims;
+  uint sec0, sec1, sec2, sec3;  // multi-section modes: pairs per section
+  float mscale;
+  float coef[MAX_PAIRS];
+} p;
+layout(std430, binding = 2) readonly buffer X { float x_f[]; };
+layout(std430, binding = 3) readonly buffer P { int pos_i[]; };
+layout(std430, binding = 4) readonly buffer F { float ff_f[]; };
+layout(std430, binding = 5) writeonly buffer D { float d_f[]; };
+
+// Which of the 4 position sections drives pair i (ref rope.cc section_of).
+uint section_of(uint i) {
+  const uint sector = i % (p.sec0 + p.sec1 + p.sec2 + p.sec3);
+  if (MODE == 3u) {
+    if (sector % 3u == 0u && sector < 3u * p.sec0) return 0u;
+    if (sector % 3u == 1u && sector < 3u * p.sec1) return 1u;
+    if (sector % 3u == 2u && sector < 3u * p.sec2) return 2u;
+    return 3u;
+  }
+  if (sector < p.sec0) return 0u;
+  if (sector < p.sec0 + p.sec1) return 1u;
+  if (sector < p.sec0 + p.sec1 + p.sec2) return 2u;
+  return 3u;
+}
+
+// theta - k * 2pi for the nearest integer k (Cody-Waite: 2pi in three parts,
+// the first with 8 significant bits so k * part is exact for |k| < 2^16).
+float reduce_angle(float theta) {
+  const float k = round(theta * 0.15915494309189535);
+  precise float r = theta - k * 6.28125;
+  r = r - k * 1.9353071693331003e-3;
+  r = r - k * 1.0253131677018246e-11;
+  return r;
+}
+
+void main() {
+  const uint half_dims = p.n_dims / 2u;
+  const uint per_row = half_dims + (p.x.ne0 - p.n_dims);
+  const uint w = group_index() * 256u + gl_LocalInvocationID.x;
+  const uint n_tok = p.x.ne2;
+  if (w >= per_row * p.x.ne1 * n_tok * p.x.ne3) return;
+  const uint k = w % per_row;
+  const uvec3 r = unflatten_rows(w / per_row, p.x.ne1, n_tok);
+  const uint xo = row_off(p.x, r.x, r.y, r.z);
+  const uint dof = row_off(p.d, r.x, r.y, r.z);
+
+  if (k >= half_dims) {  // pass-through dim
+    const uint j = p.n_dims + (k - half_dims);
+    d_f[(dof + j * p.d.nb0) >> 2] = x_f[(xo + j * p.x.nb0) >> 2];
+    return;
+  }
+  const uint i = k;
+  const uint sec = MODE >= 2u ? section_of(i) : 0u;
+  const int ps = pos_i[flat_elem_off(p.pos, sec * n_tok + r.y) >> 2];
+  float theta = float(ps) * p.coef[i];
+  if (HAS_FF) theta /= ff_f[flat_elem_off(p.ff, i) >> 2];
+  const float a = reduce_angle(theta);
+  const float c = cos(a) * p.mscale;
+  const float s = sin(a) * p.mscale;
+
+  const uint ia = MODE == 0u ? 2u * i : i;
+  const uint ib = MODE == 0u ? 2u * i + 1u : i + half_dims;
+  const float x0 = x_f[(xo + ia * p.x.nb0) >> 2];
+  const float x1 = x_f[(xo + ib * p.x.nb0) >> 2];
+  d_f[(dof + ia * p.d.nb0) >> 2] = x0 * c - x1 * s;
+  d_f[(dof + ib * p.d.nb0) >> 2] = x0 * s + x1 * c;
+}
