@@ -109,9 +109,9 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2];
   const bool paged = ap.layout == KvLayout::kPaged;
   const bool has_sinks = !op.src[7].empty();
-  // Absent tensors are stood in for by present ones the shader never reads.
-  const TensorView blocks = paged ? op.src[6] : op.src[5];
-  const TensorView sinks = has_sinks ? op.src[7] : q;
+  // Absent tensors (empty views) bind a placeholder the shader never reads.
+  const TensorView blocks = paged ? op.src[6] : TensorView{};
+  const TensorView& sinks = op.src[7];
 
   FlashAttnParams p{};
   FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));
@@ -223,7 +223,7 @@ bool match_soft_max(const Op& op, const DeviceCaps&) {
 
 Status record_soft_max(Recorder& r, const Op& op) {
   const bool has_mask = !op.src[1].empty();
-  const TensorView mask = has_mask ? op.src[1] : op.src[0];
+  const TensorView& mask = op.src[1];  // may be empty: a placeholder is bound
   SoftMaxShaderParams p{};
   FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(op.src[0]));
   FOLIO_ASSIGN_OR_RETURN(p.mask, r.desc(mask));
