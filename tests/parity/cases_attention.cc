@@ -305,6 +305,15 @@ void add_attention_cases(CaseList& cases) {
     s.dv = 64;
     specs.push_back(s);
   }
+  {  // Odd head dims (16-bit rows that straddle 32-bit words) and a block size
+     // that is not a power of two.
+    AttnSpec s = decode(33, 2, DType::F16);
+    s.dv = 17, s.block_sizes = {7, 16}, s.what = "odd dims, block size 7";
+    specs.push_back(s);
+    s = prefill(33, 1, DType::BF16);
+    s.dv = 17, s.block_sizes = {7}, s.what = "odd dims, block size 7";
+    specs.push_back(s);
+  }
   {  // Mixed batch: one prefill chunk and three decodes, tokens interleaved.
     AttnSpec s = decode(128, 2, DType::F16);
     s.n_query = {1, 10, 1, 1}, s.kv_len = {50, 26, 3, 70}, s.shuffle_tokens = true;

@@ -21,14 +21,23 @@ constexpr uint32_t kCodeF32 = 0, kCodeF16 = 1, kCodeBF16 = 2;
 
 bool dtype_code(DType t, uint32_t* code) {
   switch (t) {
-    case DType::F32: *code = kCodeF32; return true;
-    case DType::F16: *code = kCodeF16; return true;
-    case DType::BF16: *code = kCodeBF16; return true;
-    default: return false;
+    case DType::F32:
+      *code = kCodeF32;
+      return true;
+    case DType::F16:
+      *code = kCodeF16;
+      return true;
+    case DType::BF16:
+      *code = kCodeBF16;
+      return true;
+    default:
+      return false;
   }
 }
 
-size_t elem_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+size_t elem_bytes(DType t) {
+  return t == DType::F32 ? 4 : 2;
+}
 
 // A tensor of 4-byte values the shaders index as uint / float arrays.
 bool words_ok(const TensorView& t, DType want) {
@@ -39,7 +48,9 @@ bool words_ok(const TensorView& t, DType want) {
   return true;
 }
 
-bool fits_u32(int64_t v) { return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX); }
+bool fits_u32(int64_t v) {
+  return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX);
+}
 
 Status aligned4(const TensorDesc& d, const Op& op) {
   if (d.off % 4 == 0) return Status();
@@ -98,9 +109,9 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2];
   const bool paged = ap.layout == KvLayout::kPaged;
   const bool has_sinks = !op.src[7].empty();
-  // Absent tensors are stood in for by present ones the shader never reads.
-  const TensorView blocks = paged ? op.src[6] : op.src[5];
-  const TensorView sinks = has_sinks ? op.src[7] : q;
+  // Absent tensors (empty views) bind a placeholder the shader never reads.
+  const TensorView blocks = paged ? op.src[6] : TensorView{};
+  const TensorView& sinks = op.src[7];
 
   FlashAttnParams p{};
   FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));
@@ -122,8 +133,7 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   p.n_seq = static_cast<uint32_t>(op.src[5].nelements());
   p.paged = paged ? 1 : 0;
   // kv_len is an I32, so a capacity past INT32_MAX admits every non-negative length.
-  const int64_t capacity =
-      paged ? op.src[6].ne[0] * static_cast<int64_t>(ap.block_size) : k.ne[2];
+  const int64_t capacity = paged ? op.src[6].ne[0] * static_cast<int64_t>(ap.block_size) : k.ne[2];
   p.capacity = static_cast<uint32_t>(std::min<int64_t>(capacity, INT32_MAX));
   p.block_size = paged ? static_cast<uint32_t>(ap.block_size) : 1;
   p.n_blocks = paged ? static_cast<uint32_t>(k.ne[3]) : 0;
@@ -146,9 +156,16 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   const uint32_t ct = kFaThreads / vs;
   const uint32_t vwpt = (wv + ct - 1) / ct;
 
+  // Rows that start on and fill whole 32-bit words are read as plain words.
+  auto word_rows = [](const TensorDesc& t, size_t row_bytes) {
+    return t.off % 4 == 0 && t.nb[1] % 4 == 0 && t.nb[2] % 4 == 0 && t.nb[3] % 4 == 0 &&
+           row_bytes % 4 == 0;
+  };
+  const uint32_t aligned = word_rows(p.k, k.row_bytes()) && word_rows(p.v, v.row_bytes()) ? 1 : 0;
+
   uint32_t gx, gy;
   Recorder::split_groups(static_cast<uint64_t>(n_head) * static_cast<uint64_t>(n_tokens), gx, gy);
-  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt}, &p, sizeof p,
+  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned}, &p, sizeof p,
                     {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst}, gx, gy);
 }
 
@@ -206,7 +223,7 @@ bool match_soft_max(const Op& op, const DeviceCaps&) {
 
 Status record_soft_max(Recorder& r, const Op& op) {
   const bool has_mask = !op.src[1].empty();
-  const TensorView mask = has_mask ? op.src[1] : op.src[0];
+  const TensorView& mask = op.src[1];  // may be empty: a placeholder is bound
   SoftMaxShaderParams p{};
   FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(op.src[0]));
   FOLIO_ASSIGN_OR_RETURN(p.mask, r.desc(mask));

@@ -22,10 +22,15 @@
 // paged layouts, which differ only in where a row's address comes from, give
 // byte-identical outputs.
 //
+// A tile's K/V words are all loaded before any arithmetic uses them, with no
+// load behind a branch, so their latencies overlap (what decode, a few long
+// rows per workgroup, is bound by). Keys past the tile's end load the tile's
+// last visible row instead and are masked out of the max and the sums.
+//
 // K/V rows are read through 32-bit words (F16 / BF16: two elements a word);
-// rows at or past kv_len are never read, so whatever they hold cannot reach
-// the output. Out-of-range seq_idx / kv_len / used block-table entries are
-// reported and give zeros for that token.
+// only visible rows are read (rows at or past kv_len never), so whatever the
+// others hold cannot reach the output. Out-of-range seq_idx / kv_len / used
+// block-table entries are reported and give zeros for that token.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -44,12 +49,14 @@ layout(constant_id = 3) const uint DV = 128u;   // V head dim
 layout(constant_id = 4) const uint KWPL = 8u;   // K words per lane: ceil(words(D) / TPK)
 layout(constant_id = 5) const uint VS = 1u;     // key slots for the values
 layout(constant_id = 6) const uint VWPT = 1u;   // V words per invocation: ceil(words(DV) / CT)
+layout(constant_id = 7) const uint ALIGNED = 0u;  // 1: every K/V row starts on and fills whole words
 
 const uint KEPW = KT == 0u ? 1u : 2u;  // elements per 32-bit word
 const uint VEPW = VT == 0u ? 1u : 2u;
 const uint WK = (D + KEPW - 1u) / KEPW;  // words per K row
 const uint WV = (DV + VEPW - 1u) / VEPW;
 const uint CT = NT / VS;
+const float NEG_INF = -1.0 / 0.0;
 const uint KPS = (BC + VS - 1u) / VS;  // keys per slot and tile
 
 layout(std430, binding = 0) readonly buffer Params {
@@ -87,7 +94,7 @@ layout(std430, binding = 9) readonly buffer Sinks { float sinks_f[]; };
 layout(std430, binding = 10) writeonly buffer Dst { float dst_f[]; };
 
 shared float part[BC * TPK];  // lane partials of the scores; slot accumulators at the end
-shared float sc[BC];          // the tile's scores
+shared vec4 sc[BC / 4u];      // the tile's scores (key j at sc[j / 4][j % 4])
 shared float slot_l[8];       // the slots' denominators
 shared uint bad_flag;
 
@@ -152,9 +159,10 @@ uint kv_row(Tensor t, uint s, uint kvh, uint pp) {
 // The bits of 32-bit word w of a row at byte `row` holding n elements of
 // dtype `dt`: one f32, or two 16-bit values (the upper half is 0 past the
 // row's end, which is never read).
-#define READ_WORD(buf, dt, row, w, n)                                   \
-  ((dt == 0u || 2u * (w) + 1u < (n)) ? READ_U32(buf, (row) + 4u * (w)) \
-                                     : READ_U16(buf, (row) + 4u * (w)))
+#define READ_WORD(buf, dt, row, w, n)                                                     \
+  (ALIGNED != 0u ? buf[((row) >> 2) + (w)]                                                \
+   : (dt == 0u || 2u * (w) + 1u < (n)) ? READ_U32(buf, (row) + 4u * (w))                  \
+                                       : READ_U16(buf, (row) + 4u * (w)))
 
 // The elements (x, y) of a word read by READ_WORD (f32: x only).
 vec2 decode(uint dt, uint bits) {
@@ -234,50 +242,60 @@ void main() {
 
   for (uint t0 = kb; t0 < ke; t0 += BC) {
     const uint nv = min(BC, ke - t0);
+    // Loads first, arithmetic after: no load waits behind a branch or a
+    // product. Keys past the tile's end load the tile's last row instead (a
+    // visible row, so always inside the tensor) and are masked below.
     // This invocation's V words of the tile.
     uint vb[KPS * VWPT];
     for (uint mi = 0u; mi < KPS; ++mi) {
-      const uint j = slot + VS * mi;
-      const uint row = j < nv ? kv_row(v_t, s, kvh, t0 + j) : 0u;
+      const uint row = kv_row(v_t, s, kvh, t0 + min(slot + VS * mi, nv - 1u));
       for (uint i = 0u; i < VWPT; ++i) {
-        const uint w = ct + CT * i;
-        vb[mi * VWPT + i] = (j < nv && w < WV) ? READ_WORD(v_u, VT, row, w, DV) : 0u;
+        vb[mi * VWPT + i] = READ_WORD(v_u, VT, row, min(ct + CT * i, WV - 1u), DV);
+      }
+    }
+    // This lane's K words of its R keys.
+    uint kw[R * KWPL];
+    for (uint r = 0u; r < R; ++r) {
+      const uint row = kv_row(k_t, s, kvh, t0 + min(kgrp + KG * r, nv - 1u));
+      for (uint i = 0u; i < KWPL; ++i) {
+        kw[r * KWPL + i] = READ_WORD(k_u, KT, row, min(lane + TPK * i, WK - 1u), D);
       }
     }
     // Scores: lane partials.
     for (uint r = 0u; r < R; ++r) {
-      const uint j = kgrp + KG * r;
       precise float dot = 0.0;
-      if (j < nv) {
-        const uint row = kv_row(k_t, s, kvh, t0 + j);
-        for (uint i = 0u; i < KWPL; ++i) {
-          const uint w = lane + TPK * i;
-          if (w < WK) {
-            const vec2 kv = decode(KT, READ_WORD(k_u, KT, row, w, D));
-            dot += qr[2u * i] * kv.x;
-            if (KEPW == 2u) dot += qr[2u * i + 1u] * kv.y;
-          }
+      for (uint i = 0u; i < KWPL; ++i) {
+        if (lane + TPK * i < WK) {
+          const vec2 kv = decode(KT, kw[r * KWPL + i]);
+          dot += qr[2u * i] * kv.x;
+          if (KEPW == 2u) dot += qr[2u * i + 1u] * kv.y;
         }
       }
-      part[j * TPK + lane] = dot;
+      part[(kgrp + KG * r) * TPK + lane] = dot;
     }
     barrier();
-    if (tid < nv) {
-      precise float sum = 0.0;
-      for (uint i = 0u; i < TPK; ++i) sum += part[tid * TPK + i];
-      precise float score = sum * scale;
-      if (softcap > 0.0) {
-        // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
-        // exp-based tanh implementations away from inf / inf.
-        score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
+    if (tid < BC) {
+      precise float score = NEG_INF;  // keys past the tile's end: no effect on the max
+      if (tid < nv) {
+        precise float sum = 0.0;
+        for (uint i = 0u; i < TPK; ++i) sum += part[tid * TPK + i];
+        score = sum * scale;
+        if (softcap > 0.0) {
+          // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
+          // exp-based tanh implementations away from inf / inf.
+          score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
+        }
       }
-      sc[tid] = score;
+      sc[tid >> 2][tid & 3u] = score;
     }
     barrier();
 
-    // Online softmax: the same running max in every invocation.
-    float mt = sc[0];
-    for (uint j = 1u; j < nv; ++j) mt = max(mt, sc[j]);
+    // Online softmax: the same running max in every invocation. The loops
+    // have fixed trip counts (they unroll, and their shared-memory reads
+    // overlap); keys past the tile's end are masked, never weighted by 0.
+    vec4 m4 = sc[0];
+    for (uint i = 1u; i < BC / 4u; ++i) m4 = max(m4, sc[i]);
+    const float mt = max(max(m4.x, m4.y), max(m4.z, m4.w));
     const float mn = t0 == kb ? mt : max(m, mt);
     const float ms = t0 == kb ? 0.0 : exp(m - mn);
     l = l * ms;
@@ -285,13 +303,14 @@ void main() {
     m = mn;
     for (uint mi = 0u; mi < KPS; ++mi) {
       const uint j = slot + VS * mi;
-      if (j >= nv) break;
-      const float wgt = exp(sc[j] - mn);
-      l += wgt;
-      for (uint i = 0u; i < VWPT; ++i) {
-        const vec2 vv = decode(VT, vb[mi * VWPT + i]);
-        acc[2u * i] += wgt * vv.x;
-        if (VEPW == 2u) acc[2u * i + 1u] += wgt * vv.y;
+      if (j < nv) {
+        const float wgt = exp(sc[j >> 2][j & 3u] - mn);
+        l += wgt;
+        for (uint i = 0u; i < VWPT; ++i) {
+          const vec2 vv = decode(VT, vb[mi * VWPT + i]);
+          acc[2u * i] += wgt * vv.x;
+          if (VEPW == 2u) acc[2u * i + 1u] += wgt * vv.y;
+        }
       }
     }
   }
