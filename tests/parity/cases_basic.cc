@@ -241,6 +241,119 @@ void add_mul_mat_id(CaseList& cases) {
   }
 }
 
+// Batch invariance: an output column of mul_mat (a token's column of
+// mul_mat_id) has the same bits whatever the op's number of columns
+// (tokens) and whatever other columns (tokens, experts) share it, on every
+// backend (a sequence decoded alone or inside a batch gets the same
+// logits). Kernels switch strategy with the column count (Vulkan: a decode
+// kernel up to 8 columns, a tiled one above; mul_mat_id by pairs per
+// expert), so the cases cover 1, 5 and 40 columns and K with a partial last
+// 256-element chunk where the weight format allows one.
+
+// `count` consecutive slices of t along `dim`, from `first` on.
+TensorView slice(const TensorView& t, int dim, int64_t first, int64_t count) {
+  TensorView v = t;
+  v.data = static_cast<char*>(t.data) + first * static_cast<int64_t>(t.nb[dim]);
+  v.ne[dim] = count;
+  return v;
+}
+
+// The case's op computed as one op per `per_op` columns (mul_mat) or tokens
+// (mul_mat_id), each writing its slice of a fresh dst: exactly the main op's
+// output.
+Equivalent split_columns(OpCase& c, int64_t per_op) {
+  const bool id = c.op.kind == OpKind::kMulMatId;
+  const int dim = id ? 2 : 1;  // x / dst dim of a token / column
+  const char* what = id ? "token" : "column";
+  Equivalent eq{
+      per_op == 1 ? fmt::format("one {} per op", what) : fmt::format("{} {}s per op", per_op, what),
+      c.op, true};
+  eq.op.dst = c.alloc(DType::F32, c.op.dst.ne);
+  const int64_t total = c.op.src[1].ne[dim];
+  for (int64_t first = 0; first < total; first += per_op) {
+    const int64_t count = std::min(per_op, total - first);
+    Op step = c.op;
+    step.src[1] = slice(c.op.src[1], dim, first, count);
+    if (id) step.src[2] = slice(c.op.src[2], 1, first, count);
+    step.dst = slice(eq.op.dst, dim, first, count);
+    eq.steps.push_back(step);
+  }
+  return eq;
+}
+
+// mul_mat of an [K, n] weight with m columns (m = 1: column 7 of a
+// 40-column input) against the same columns in other ops.
+void add_invariant_mul_mat(CaseList& cases, DType dt, int64_t k, int64_t n, int64_t m) {
+  auto c =
+      new_case(fmt::format("mul_mat {} K={} N={} M={} batch-invariant", dtype_name(dt), k, n, m),
+               OpKind::kMulMat);
+  c->op.src[0] = c->alloc(dt, {k, n});
+  fill_weight(*c, c->op.src[0]);
+  const TensorView x = c->alloc(DType::F32, {k, m == 1 ? 40 : m});
+  c->fill_uniform(x);
+  c->op.src[1] = m == 1 ? slice(x, 1, 7, 1) : x;
+  c->op.dst = c->alloc(DType::F32, {n, m});
+  c->max_nmse = mul_mat_nmse(dt);
+  c->flops = 2.0 * k * n * m;
+  if (m == 1) {
+    // The same column inside a 40-column op and inside a 5-column op.
+    for (int64_t width : {40, 5}) {
+      const int64_t first = width == 40 ? 0 : 5;
+      Equivalent eq{fmt::format("column {} of a {}-column op", 7 - first, width), c->op, true};
+      Op wide = c->op;
+      wide.src[1] = slice(x, 1, first, width);
+      wide.dst = c->alloc(DType::F32, {n, width});
+      eq.op.dst = slice(wide.dst, 1, 7 - first, 1);
+      eq.steps = {wide};
+      c->equivalents.push_back(eq);
+    }
+  } else {
+    c->equivalents.push_back(split_columns(*c, 1));
+    if (m > 5) c->equivalents.push_back(split_columns(*c, 5));
+  }
+  cases.push_back(std::move(c));
+}
+
+// mul_mat_id with 40 tokens (80 pairs over 4 experts, 2 used) against one
+// and five tokens per op.
+void add_invariant_mul_mat_id(CaseList& cases, DType dt, int64_t k, int64_t n, int64_t x1) {
+  constexpr int64_t kExperts = 4, kUsed = 2, kTokens = 40;
+  auto c = new_case(fmt::format("mul_mat_id {} K={} N={} E={} used={} T={} X1={} batch-invariant",
+                                dtype_name(dt), k, n, kExperts, kUsed, kTokens, x1),
+                    OpKind::kMulMatId);
+  c->op.src[0] = c->alloc(dt, {k, n, kExperts});
+  fill_weight(*c, c->op.src[0]);
+  c->op.src[1] = c->alloc(DType::F32, {k, x1, kTokens});
+  c->fill_uniform(c->op.src[1]);
+  c->op.src[2] = c->alloc(DType::I32, {kUsed, kTokens});
+  fill_distinct_ids(*c, c->op.src[2], kExperts);
+  c->op.dst = c->alloc(DType::F32, {n, kUsed, kTokens});
+  c->max_nmse = mul_mat_nmse(dt);
+  c->flops = 2.0 * k * n * kUsed * kTokens;
+  c->equivalents.push_back(split_columns(*c, 1));
+  c->equivalents.push_back(split_columns(*c, 5));
+  cases.push_back(std::move(c));
+}
+
+void add_batch_invariance(CaseList& cases) {
+  constexpr int64_t kN = 70;  // rows: a full and a partial 64-row tile
+  for (DType dt : {DType::F32, DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+    // K % 256 != 0 (K-quants: 5 whole chunks); f32 with K % 8 != 0 and rows
+    // of 4360 bytes (not 16-byte multiples), f16 with K % 8 != 0.
+    const int64_t bs = block_size(dt);
+    const int64_t k_odd = dt == DType::F32 ? 1090 : bs == 1 ? 1100 : bs == 32 ? 1120 : 1280;
+    for (int64_t k : {k_odd, int64_t{4096}}) {
+      for (int64_t m : {1, 5, 40}) add_invariant_mul_mat(cases, dt, k, kN, m);
+      // X1 = 1 (inputs shared by the used experts) for the long rows, X1 =
+      // n_used for the others.
+      add_invariant_mul_mat_id(cases, dt, k, kN, k == 4096 ? 1 : 2);
+    }
+  }
+  // Rows of more chunks (130) than Vulkan's decode kernel has lanes for one
+  // row (128): it takes them in rounds.
+  add_invariant_mul_mat(cases, DType::F16, 33100, 9, 1);
+}
+
 void add_binary(CaseList& cases) {
   struct Shape {
     std::array<int64_t, kMaxDims> a, b;
@@ -658,6 +771,7 @@ void add_basic_cases(CaseList& cases) {
   add_get_rows(cases);
   add_mul_mat(cases);
   add_mul_mat_id(cases);
+  add_batch_invariance(cases);
   add_binary(cases);
   add_norms(cases);
   add_rope(cases);

@@ -5,10 +5,15 @@
 // the CPU's: declined.
 //
 //   get_rows.comp     one thread per 8 elements of an output row.
-//   mul_mat_vec.comp  M <= kMaxVecCols activation columns (decode): threads
-//                     of a row stride over its chunks, shared-memory sums.
+//   mul_mat_vec.comp  M <= kMaxVecCols activation columns (decode): the
+//                     lanes of a row take its 256-element chunks, partials
+//                     added in chunk order through shared memory.
 //   mul_mat.comp      more columns (prefill): 64 x 64 output tiles, weights
 //                     dequantized into shared memory once per K step.
+// Both sum in the one order of shaders/mul_mat_sum.glsl, so an output column
+// has the same bits whichever shader computes it and whatever other columns
+// (or mul_mat_id tokens and experts) share the op: a sequence's logits do
+// not change when its decode step joins a prefill batch.
 // mul_mat_id uses either shader in its ID mode: mul_mat_vec (one column per
 // (u, t) pair) while the pairs per expert are few, mul_mat (pairs grouped by
 // expert in shared memory) once they average kTiledPairsPerExpert.
@@ -27,6 +32,7 @@ namespace {
 
 constexpr uint32_t kMaxVecCols = 8;          // mul_mat_vec's NCOLS limit
 constexpr uint32_t kVecWorkgroup = 128;      // mul_mat_vec's local size
+constexpr int64_t kSumChunk = 256;           // SUM_CHUNK of shaders/mul_mat_sum.glsl
 constexpr uint32_t kTile = 64;               // mul_mat's BN = BM
 constexpr int64_t kTiledPairsPerExpert = 4;  // mul_mat_id: tiled from this average on
 
@@ -132,12 +138,25 @@ bool match_mul_mat_id(const Op& op, const DeviceCaps&) {
          ids.dtype == DType::I32 && words_ok(x) && words_ok(d) && words_ok(ids);
 }
 
-// mul_mat_vec's threads per row: about 8 chunks (64 elements) per thread,
-// a power of two in [4, 128].
+// mul_mat_vec's lanes per row: one per kSumChunk-element chunk of the row
+// (rounded up to a power of two), at most the workgroup (longer rows take
+// several rounds of chunks).
 uint32_t threads_per_row(int64_t k) {
-  const uint64_t per = static_cast<uint64_t>((k + 63) / 64);
+  const uint64_t chunks = static_cast<uint64_t>((k + kSumChunk - 1) / kSumChunk);
   return static_cast<uint32_t>(
-      std::clamp<uint64_t>(std::bit_ceil(std::max<uint64_t>(per, 1)), 4, kVecWorkgroup));
+      std::min<uint64_t>(std::bit_ceil(std::max<uint64_t>(chunks, 1)), kVecWorkgroup));
+}
+
+// mul_mat_vec's X16 and W16: whether x rows (F32 / F16 / BF16 weight rows)
+// all start 16-byte aligned in their buffers, so the shader may read them
+// 16 bytes at a time.
+uint32_t x16(const MatParams& p) {
+  return (p.x.off | p.x.nb[1] | p.x.nb[2] | p.x.nb[3]) % 16 == 0 ? 1u : 0u;
+}
+
+uint32_t w16(const MatParams& p, DType w) {
+  const bool plain = w == DType::F32 || w == DType::F16 || w == DType::BF16;
+  return plain && (p.w.off | p.w.nb[1] | p.w.nb[2] | p.w.nb[3]) % 16 == 0 ? 1u : 0u;
 }
 
 Status fill_params(Recorder& r, const Op& op, bool with_ids, MatParams& p) {
@@ -167,8 +186,8 @@ Status record_mul_mat(Recorder& r, const Op& op) {
     const uint32_t tpr = threads_per_row(w.ne[0]);
     const uint64_t rows_per_group = kVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * batches, gx, gy);
-    return r.dispatch("mul_mat_vec", {type, u32(m), tpr, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx,
-                      gy);
+    return r.dispatch("mul_mat_vec", {type, u32(m), tpr, 0u, x16(p), w16(p, w.dtype)}, &p, sizeof p,
+                      {w, x, op.dst, x}, gx, gy);
   }
   Recorder::split_groups((n + kTile - 1) / kTile * ((m + kTile - 1) / kTile) * batches, gx, gy);
   return r.dispatch("mul_mat", {type, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx, gy);
@@ -187,8 +206,8 @@ Status record_mul_mat_id(Recorder& r, const Op& op) {
     const uint32_t tpr = threads_per_row(w.ne[0]);
     const uint64_t rows_per_group = kVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * pairs, gx, gy);
-    return r.dispatch("mul_mat_vec", {type, 1u, tpr, 1u}, &p, sizeof p, {w, x, op.dst, ids}, gx,
-                      gy);
+    return r.dispatch("mul_mat_vec", {type, 1u, tpr, 1u, x16(p), w16(p, w.dtype)}, &p, sizeof p,
+                      {w, x, op.dst, ids}, gx, gy);
   }
   Recorder::split_groups((n + kTile - 1) / kTile * n_exp, gx, gy);
   return r.dispatch("mul_mat", {type, 1u}, &p, sizeof p, {w, x, op.dst, ids}, gx, gy);

@@ -9,8 +9,11 @@
 // + 16i, columns tm + 16j), so each dequantized weight is reused across all
 // the tile's columns. Shared arrays are padded (row strides 66) so the
 // stores and the reads of a warp fall in distinct banks. Column groups past
-// the tile's last column are skipped. Each output is a float sum over k in
-// ascending order, whatever tile slot its column lands in.
+// the tile's last column are skipped. Sums follow mul_mat_sum.glsl, bit for
+// bit as mul_mat_vec.comp sums them: each output keeps the partial of the
+// current SUM_CHUNK-element chunk beside its running total and folds the
+// partial in at the chunk's end, so an output column does not depend on
+// the tile slot its column lands in nor on the other columns.
 //
 // kMulMat (ID = 0): workgroups are N tiles (fastest) x M tiles x (b2, b3)
 // batches; batch (b2, b3) uses weight matrix (b2 / (B2 / B2w), b3 / (B3 /
@@ -47,6 +50,7 @@ layout(std430, binding = 4) writeonly buffer D { float d_f[]; };
 layout(std430, binding = 5) readonly buffer Ids { int ids_i[]; };
 
 #include "dequant.glsl"
+#include "mul_mat_sum.glsl"
 
 shared float ws[BK * WS];  // ws[k * WS + n]: weight row n0 + n, element k0 + k
 shared float xs[BK * XS];  // xs[k * XS + m]: column m, element k0 + k
@@ -55,6 +59,20 @@ shared uint col_d[BM];     // word index of column m's dst row
 shared uint pairs[BM + SCAN];  // mul_mat_id: collected pair indices u + n_used * t
 shared uint n_pairs;
 
+// Adds the products of element k of the K step to the chunk partials
+// (acc) of the thread's 4 x 4 outputs.
+#define ACCUMULATE_K(k)                                                     \
+  {                                                                         \
+    float a[4], b[4];                                                       \
+    for (uint i = 0u; i < 4u; ++i) a[i] = ws[(k) * WS + tn + 16u * i];      \
+    for (uint j = 0u; j < 4u; ++j) b[j] = xs[(k) * XS + tm + 16u * j];      \
+    for (uint j = 0u; j < 4u; ++j) {                                        \
+      if (j < jmax) {                                                       \
+        for (uint i = 0u; i < 4u; ++i) acc[i][j] = acc[i][j] + a[i] * b[j]; \
+      }                                                                     \
+    }                                                                       \
+  }
+
 // The tile of weight rows n0 .. n0+63 of the matrix at byte wbase against
 // columns 0 .. ncols-1 (col_x / col_d filled). Ends with a barrier.
 void tile(uint n0, uint wbase, uint ncols) {
@@ -62,9 +80,13 @@ void tile(uint n0, uint wbase, uint ncols) {
   const uint tn = tid % 16u, tm = tid / 16u;
   const uint K = p.w.ne0, N = p.w.ne1;
   const uint jmax = (ncols + 15u) / 16u;
-  float acc[4][4];
+  precise float acc[4][4];  // the current chunk's partial sums
+  precise float tot[4][4];  // the finished chunks' sum
   for (uint i = 0u; i < 4u; ++i) {
-    for (uint j = 0u; j < 4u; ++j) acc[i][j] = 0.0;
+    for (uint j = 0u; j < 4u; ++j) {
+      acc[i][j] = 0.0;
+      tot[i][j] = 0.0;
+    }
   }
   for (uint k0 = 0u; k0 < K; k0 += BK) {
     if (tid < 2u * BN) {
@@ -90,13 +112,18 @@ void tile(uint n0, uint wbase, uint ncols) {
       }
     }
     barrier();
-    for (uint k = 0u; k < BK; ++k) {
-      float a[4], b[4];
-      for (uint i = 0u; i < 4u; ++i) a[i] = ws[k * WS + tn + 16u * i];
-      for (uint j = 0u; j < 4u; ++j) b[j] = xs[k * XS + tm + 16u * j];
-      for (uint j = 0u; j < 4u; ++j) {
-        if (j < jmax) {
-          for (uint i = 0u; i < 4u; ++i) acc[i][j] += a[i] * b[j];
+    // Elements at or past K (a partial last step) take no part.
+    if (k0 + BK <= K) {
+      for (uint k = 0u; k < BK; ++k) ACCUMULATE_K(k);
+    } else {
+      for (uint k = 0u; k < K - k0; ++k) ACCUMULATE_K(k);
+    }
+    // A chunk ends here: its partial joins the total.
+    if ((k0 + BK) % SUM_CHUNK == 0u || k0 + BK >= K) {
+      for (uint i = 0u; i < 4u; ++i) {
+        for (uint j = 0u; j < 4u; ++j) {
+          tot[i][j] = tot[i][j] + acc[i][j];
+          acc[i][j] = 0.0;
         }
       }
     }
@@ -107,7 +134,7 @@ void tile(uint n0, uint wbase, uint ncols) {
     if (m >= ncols) continue;
     for (uint i = 0u; i < 4u; ++i) {
       const uint n = n0 + tn + 16u * i;
-      if (n < N) d_f[col_d[m] + n] = acc[i][j];
+      if (n < N) d_f[col_d[m] + n] = tot[i][j];
     }
   }
   barrier();

@@ -1,13 +1,18 @@
 // kMulMat / kMulMatId for few activation columns (decode): dst = W^T X with
 // W of any weight dtype (TYPE: DType id, dequant.glsl), X and dst F32.
+// Sums follow mul_mat_sum.glsl, bit for bit as mul_mat.comp sums them.
 //
 // A workgroup of 128 threads computes RPW = 128 / TPR consecutive weight
-// rows for NCOLS (<= 8) activation columns: TPR threads share a row and
-// stride over its 8-element chunks (consecutive threads read consecutive
-// chunks, so a warp reads a contiguous run of the row), each dequantizes its
-// chunk once and accumulates it against all NCOLS columns; the TPR partial
-// sums are then added in shared memory (a fixed tree: results do not depend
-// on timing).
+// rows for NCOLS (<= 8) activation columns. The TPR lanes of a row take its
+// SUM_CHUNK-element chunks, lane l chunk l (and l + TPR, ... in later
+// rounds when the row has more than TPR chunks): each lane reads one
+// contiguous stretch of the row, dequantizes it 8 elements at a time, four
+// pieces' loads issued before their arithmetic, and accumulates each piece
+// against all NCOLS columns in ascending k. The chunk partials go to shared
+// memory; then for each (row, column) one lane adds them to that output's
+// running total in chunk order. x is read as vec4 where its rows are 16-byte
+// aligned (X16), F32 / F16 / BF16 weights 16 bytes at a time where theirs
+// are (W16): the record function checks the offsets and strides.
 //
 // Workgroups: ceil(N / RPW) row blocks (fastest) x batches. kMulMat (ID =
 // 0): a batch is one (b2, b3) of X, all M = NCOLS columns of it, against
@@ -22,8 +27,10 @@
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint TYPE = 0;
 layout(constant_id = 1) const uint NCOLS = 1;  // 1..8
-layout(constant_id = 2) const uint TPR = 32;   // threads per row: power of 2, <= 128
+layout(constant_id = 2) const uint TPR = 32;   // lanes per row: power of 2, <= 128
 layout(constant_id = 3) const uint ID = 0;     // 1: mul_mat_id
+layout(constant_id = 4) const uint X16 = 0;    // 1: x rows 16-byte aligned (vec4 reads)
+layout(constant_id = 5) const uint W16 = 0;    // 1: F32 / F16 / BF16 weight rows 16-byte aligned
 
 const uint WG = 128u;
 const uint MAX_COLS = 8u;
@@ -38,10 +45,65 @@ layout(std430, binding = 2) readonly buffer W { uint wq[]; };
 layout(std430, binding = 3) readonly buffer X { float x_f[]; };
 layout(std430, binding = 4) writeonly buffer D { float d_f[]; };
 layout(std430, binding = 5) readonly buffer Ids { int ids_i[]; };
+// The weights and x again, 16 bytes at a time (same buffers).
+layout(std430, binding = 2) readonly buffer W4 { uvec4 wq4[]; };
+layout(std430, binding = 3) readonly buffer X4 { vec4 x_v[]; };
 
 #include "dequant.glsl"
+#include "mul_mat_sum.glsl"
 
-shared float red[MAX_COLS * WG];
+const uint PIECES = SUM_CHUNK / 8u;  // 8-element pieces per chunk
+const uint ILP = 4u;                 // pieces loaded ahead of their arithmetic
+
+shared float red[MAX_COLS * WG];  // red[m * WG + tid]: a lane's chunk partial of column m
+
+// Piece q (elements 8q .. 8q+7, all below K) of the weight row at byte rb:
+// the values dequant8() gives, read 16 bytes at a time where W16 allows.
+void weights8(uint rb, uint q, out vec4 lo, out vec4 hi) {
+  if (W16 != 0u && TYPE == T_F32) {
+    const uint i = (rb >> 4u) + 2u * q;
+    lo = uintBitsToFloat(wq4[i]);
+    hi = uintBitsToFloat(wq4[i + 1u]);
+  } else if (W16 != 0u && TYPE == T_F16) {
+    const uvec4 u = wq4[(rb >> 4u) + q];
+    lo = vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
+    hi = vec4(unpackHalf2x16(u.z), unpackHalf2x16(u.w));
+  } else if (W16 != 0u && TYPE == T_BF16) {
+    const uvec4 u = wq4[(rb >> 4u) + q];
+    lo = uintBitsToFloat(uvec4(u.x << 16u, u.x & 0xffff0000u, u.y << 16u, u.y & 0xffff0000u));
+    hi = uintBitsToFloat(uvec4(u.z << 16u, u.z & 0xffff0000u, u.w << 16u, u.w & 0xffff0000u));
+  } else {
+    dequant8(TYPE, rb, q, p.w.ne0, lo, hi);
+  }
+}
+
+// Elements xo .. xo+7 of x (xo a word index, a multiple of 8 past a row
+// start).
+void x8(uint xo, out vec4 lo, out vec4 hi) {
+  if (X16 != 0u) {
+    lo = x_v[xo >> 2u];
+    hi = x_v[(xo >> 2u) + 1u];
+  } else {
+    lo = vec4(x_f[xo], x_f[xo + 1u], x_f[xo + 2u], x_f[xo + 3u]);
+    hi = vec4(x_f[xo + 4u], x_f[xo + 5u], x_f[xo + 6u], x_f[xo + 7u]);
+  }
+}
+
+// Adds the whole piece (a, b) at element k0 times each column to s (the
+// chunk partials), in ascending k.
+#define ACCUMULATE_PIECE(a, b, k0)        \
+  for (uint m = 0u; m < NCOLS; ++m) {     \
+    vec4 xa, xb;                          \
+    x8(xcol[m] + (k0), xa, xb);           \
+    s[m] = s[m] + (a).x * xa.x;           \
+    s[m] = s[m] + (a).y * xa.y;           \
+    s[m] = s[m] + (a).z * xa.z;           \
+    s[m] = s[m] + (a).w * xa.w;           \
+    s[m] = s[m] + (b).x * xb.x;           \
+    s[m] = s[m] + (b).y * xb.y;           \
+    s[m] = s[m] + (b).z * xb.z;           \
+    s[m] = s[m] + (b).w * xb.w;           \
+  }
 
 void main() {
   const uint RPW = WG / TPR;
@@ -79,40 +141,62 @@ void main() {
     dcol[0] = (p.d.off + u * p.d.nb1 + t * p.d.nb2) >> 2u;
   }
 
-  float acc[MAX_COLS];
-  for (uint m = 0u; m < NCOLS; ++m) acc[m] = 0.0;
-  if (valid && n < N) {
-    const uint rb = wbase + n * p.w.nb1;
-    const uint n_chunks = (K + 7u) / 8u;
-    for (uint c = lane; c < n_chunks; c += TPR) {
-      vec4 a, b;
-      dequant8(TYPE, rb, c, K, a, b);
-      const uint k0 = 8u * c;
-      if (k0 + 8u <= K) {
-        for (uint m = 0u; m < NCOLS; ++m) {
-          const uint xo = xcol[m] + k0;
-          const vec4 xa = vec4(x_f[xo], x_f[xo + 1u], x_f[xo + 2u], x_f[xo + 3u]);
-          const vec4 xb = vec4(x_f[xo + 4u], x_f[xo + 5u], x_f[xo + 6u], x_f[xo + 7u]);
-          acc[m] += dot(a, xa) + dot(b, xb);
-        }
-      } else {
+  const bool live = valid && n < N;
+  const uint rb = wbase + n * p.w.nb1;
+  const uint n_pieces = (K + 7u) / 8u;
+  const uint n_chunks = (K + SUM_CHUNK - 1u) / SUM_CHUNK;
+  const uint row_red = tid - lane;  // red index of this row's lane 0
+
+  // Running totals of the columns this lane finishes: column lane + TPR * i
+  // in tot[i].
+  precise float tot[MAX_COLS];
+  for (uint i = 0u; i < MAX_COLS; ++i) tot[i] = 0.0;
+
+  for (uint c0 = 0u; c0 < n_chunks; c0 += TPR) {
+    precise float s[MAX_COLS];
+    for (uint m = 0u; m < NCOLS; ++m) s[m] = 0.0;
+    const uint c = c0 + lane;
+    if (live && c < n_chunks) {
+      const uint q_end = min((c + 1u) * PIECES, n_pieces);
+      uint q = c * PIECES;
+      // Whole pieces, ILP at a time, then one at a time (K % 8 != 0 leaves a
+      // partial last piece).
+      const uint q_full = min(q_end, K / 8u);
+      for (; q + ILP <= q_full; q += ILP) {
+        vec4 wv[2u * ILP];
+        for (uint j = 0u; j < ILP; ++j) weights8(rb, q + j, wv[2u * j], wv[2u * j + 1u]);
+        for (uint j = 0u; j < ILP; ++j) ACCUMULATE_PIECE(wv[2u * j], wv[2u * j + 1u], 8u * (q + j));
+      }
+      for (; q < q_full; ++q) {
+        vec4 a, b;
+        weights8(rb, q, a, b);
+        ACCUMULATE_PIECE(a, b, 8u * q);
+      }
+      if (q < q_end) {  // the partial piece: elements at or past K take no part
+        vec4 a, b;
+        dequant8(TYPE, rb, q, K, a, b);
         const float wv[8] = float[8](a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
+        const uint k0 = 8u * q;
         for (uint m = 0u; m < NCOLS; ++m) {
-          for (uint i = 0u; k0 + i < K; ++i) acc[m] += wv[i] * x_f[xcol[m] + k0 + i];
+          for (uint i = 0u; k0 + i < K; ++i) s[m] = s[m] + wv[i] * x_f[xcol[m] + k0 + i];
         }
       }
     }
-  }
-
-  for (uint m = 0u; m < NCOLS; ++m) red[m * WG + tid] = acc[m];
-  barrier();
-  for (uint s = TPR / 2u; s > 0u; s >>= 1u) {
-    if (lane < s) {
-      for (uint m = 0u; m < NCOLS; ++m) red[m * WG + tid] += red[m * WG + tid + s];
+    for (uint m = 0u; m < NCOLS; ++m) red[m * WG + tid] = s[m];
+    barrier();
+    const uint used = min(TPR, n_chunks - c0);
+    for (uint i = 0u; i < MAX_COLS; ++i) {
+      const uint m = lane + TPR * i;
+      if (m < NCOLS) {
+        for (uint l = 0u; l < used; ++l) tot[i] = tot[i] + red[m * WG + row_red + l];
+      }
     }
     barrier();
   }
   if (n < N) {
-    for (uint m = lane; m < NCOLS; m += TPR) d_f[dcol[m] + n] = red[m * WG + tid - lane];
+    for (uint i = 0u; i < MAX_COLS; ++i) {
+      const uint m = lane + TPR * i;
+      if (m < NCOLS) d_f[dcol[m] + n] = tot[i];
+    }
   }
 }
