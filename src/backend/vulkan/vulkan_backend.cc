@@ -47,6 +47,9 @@ constexpr size_t kReadbackBytes = size_t{32} << 20;
 constexpr size_t kParamsAlign = 256;  // >= minStorageBufferOffsetAlignment everywhere
 constexpr uint32_t kSetsPerPool = 2048;
 constexpr uint32_t kMaxBindings = 16;
+// Dispatches per submitted piece of a step: small enough that the device
+// starts early and stays busy while the host records the rest.
+constexpr uint32_t kDispatchesPerPiece = 32;
 
 // A buffer with its own memory (staging rings, the error word, chunks).
 struct VkMem {
@@ -122,7 +125,15 @@ class VulkanBackend::Impl {
   uint64_t memory_limit = 0; // FOLIO_VULKAN_MEMORY_MIB (0: the device's)
 
   VkCommandPool cmd_pool = VK_NULL_HANDLE;
+  // Command buffers of the current step: cmds[0 .. cur) are submitted and
+  // may be running, cmds[cur] (== cmd) is being recorded. A step's work is
+  // submitted in pieces so the device runs while the host records the rest;
+  // the host waits once, at flush(), on a fence that follows them all.
+  std::vector<VkCommandBuffer> cmds;
+  size_t cur = 0;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
+  bool in_flight = false;        // submitted pieces not yet waited for
+  uint32_t since_submit = 0;     // dispatches recorded into cmd
   VkFence fence = VK_NULL_HANDLE;
   VkDescriptorPool desc_pool = VK_NULL_HANDLE;
   uint32_t sets_used = 0;
@@ -156,12 +167,6 @@ class VulkanBackend::Impl {
     pci.queueFamilyIndex = d.queue_family();
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateCommandPool(d.device(), &pci, nullptr, &cmd_pool),
                                    "vkCreateCommandPool"));
-    VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    cai.commandPool = cmd_pool;
-    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    cai.commandBufferCount = 1;
-    FOLIO_RETURN_IF_ERROR(
-        vk_check(vk().vkAllocateCommandBuffers(d.device(), &cai, &cmd), "vkAllocateCommandBuffers"));
     VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateFence(d.device(), &fci, nullptr, &fence), "vkCreateFence"));
     VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
@@ -287,12 +292,38 @@ class VulkanBackend::Impl {
   // --- recording --------------------------------------------------------------
   Status begin() {
     if (recording) return Status();
+    if (cur == cmds.size()) {
+      VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+      cai.commandPool = cmd_pool;
+      cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+      cai.commandBufferCount = 1;
+      VkCommandBuffer c;
+      FOLIO_RETURN_IF_ERROR(vk_check(vk().vkAllocateCommandBuffers(device->device(), &cai, &c),
+                                     "vkAllocateCommandBuffers"));
+      cmds.push_back(c);
+    }
+    cmd = cmds[cur];
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer"));
     recording = true;
-    pending = false;
+    pending = true;  // the first command waits for earlier submissions' writes
+    since_submit = 0;
     return Status();
+  }
+
+  // Submits the command buffer being recorded without waiting; recording
+  // goes on in the next one (the rings and pools are not reused until the
+  // wait in flush()).
+  Status submit_piece() {
+    recording = false;
+    FOLIO_RETURN_IF_ERROR(vk_check(vk().vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd;
+    ++cur;
+    in_flight = true;
+    return vk_check(vk().vkQueueSubmit(device->queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
   }
 
   // A barrier between everything recorded so far and what comes next.
@@ -311,7 +342,8 @@ class VulkanBackend::Impl {
   // Submits what was recorded and waits; then the rings and pools are free
   // again. Returns the first data error a kernel reported.
   Status flush() {
-    if (recording) {
+    if (recording || in_flight) {
+      FOLIO_RETURN_IF_ERROR(begin());  // the fence follows every piece
       VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
       mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
       mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
@@ -330,6 +362,8 @@ class VulkanBackend::Impl {
       }
       vk().vkResetFences(d, 1, &fence);
       vk().vkResetCommandPool(d, cmd_pool, 0);
+      cur = 0;
+      in_flight = false;
       vk().vkResetDescriptorPool(d, desc_pool, 0);
       sets_used = 0;
       params_used = 0;
@@ -420,6 +454,7 @@ class VulkanBackend::Impl {
                                  nullptr);
     vk().vkCmdDispatch(cmd, gx, gy, gz);
     pending = true;
+    if (++since_submit >= kDispatchesPerPiece) return submit_piece();
     return Status();
   }
 
