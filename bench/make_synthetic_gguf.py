@@ -4,6 +4,10 @@ and weight type, for speed measurements where no real model file can be
 brought (a lent GPU machine has no network, and what travels there is
 small). The weights are valid blocks (finite scales, arbitrary quants), so
 every kernel does its real work; the text such a model writes is noise.
+scripts/gen_random_llama.py makes statistically realistic weights and a real
+tokenizer (numpy, gguf, llama.cpp's quantizer, refdata's vocabulary) for
+side-by-side runs with llama.cpp; this one needs nothing but Python, for
+machines that have nothing else.
 
   make_synthetic_gguf.py OUT.gguf --type q4_0 [--embd 2048 --layers 22
       --heads 32 --kv-heads 4 --ff 5632 --vocab 32000]   (TinyLlama 1.1B's shape)
