@@ -5,8 +5,9 @@
 #      Gemma 3 270M parity tests run on it).
 #   2. Release build of everything in build/, every test through ctest (the
 #      Vulkan backend's on Mesa's lavapipe: FOLIO_REQUIRE_VULKAN=1).
-#   3. Sanitizers: ASan + UBSan over the unit tests (build-asan/), TSan over
-#      the scheduler and server tests (build-tsan/).
+#   3. Sanitizers: ASan + UBSan over the unit tests and the Vulkan runtime's
+#      tests (build-asan/), TSan over the scheduler and server tests
+#      (build-tsan/).
 #   4. A summary: a test may skip only for hardware this CPU lacks (another
 #      kernel tier); those tiers are listed. Any other skip fails the run.
 #
@@ -52,6 +53,15 @@ if ((sanitizers)); then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan -j"$jobs" --output-on-failure --timeout 900 --no-tests=error \
       -L "^($asan_regex)\$" --output-junit junit.xml
+  # The Vulkan runtime's host code (device memory, transfers, recording,
+  # kernel-reported errors, the forward context's transfers) on lavapipe;
+  # the leaks lavapipe itself keeps are suppressed (tests/lsan.supp).
+  echo "test: ASan + UBSan over the Vulkan runtime"
+  cmake --build build-asan -j"$jobs" --target folio_backend_tests
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure --timeout 900 --no-tests=error \
+      -R '^VulkanBackend\.' --output-junit junit-vulkan.xml
 
   echo "test: TSan build (scheduler and server)"
   scripts/configure.sh build-tsan Debug -DFOLIO_SANITIZE=thread -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1"
@@ -68,5 +78,5 @@ if ((sanitizers)); then
 fi
 
 junits=(build/junit.xml)
-((sanitizers)) && junits+=(build-asan/junit.xml build-tsan/junit.xml)
+((sanitizers)) && junits+=(build-asan/junit.xml build-asan/junit-vulkan.xml build-tsan/junit.xml)
 python3 scripts/test_summary.py --folio build/folio --seconds $((SECONDS - start)) "${junits[@]}"

@@ -124,7 +124,8 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends(const std::string& w
 class DeviceCaseBackend final : public Backend {
  public:
   explicit DeviceCaseBackend(std::unique_ptr<Backend> device);
-  // The case whose buffers the next runs use.
+  // The case whose buffers the next runs use (mirrors are made again when
+  // its buffers are not the ones mirrored: a new case at a freed one's address).
   void bind_case(OpCase& c);
   std::string name() const override { return device_->name(); }
   KernelHandle select_kernel(const Op& op) const override { return device_->select_kernel(op); }
@@ -144,6 +145,7 @@ class DeviceCaseBackend final : public Backend {
 
   std::unique_ptr<Backend> device_;
   OpCase* case_ = nullptr;
+  std::vector<const void*> bound_;                // the case's buffers when mirrored
   std::vector<std::unique_ptr<Buffer>> mirrors_;  // per case buffer
 };
 
