@@ -106,26 +106,19 @@ ForwardContext::ForwardContext(std::vector<Backend*> backends) : backends_(std::
 }
 
 std::unique_ptr<ForwardContext> ForwardContext::cpu(int n_threads) {
-  if (n_threads <= 0) n_threads = default_thread_count();
-  auto pool = std::make_unique<ThreadPool>(n_threads);
-  CpuBackendOptions options;
-  options.pool = pool.get();
-  auto backend = std::make_unique<CpuBackend>(options);
-  auto ctx = std::make_unique<ForwardContext>(std::vector<Backend*>{backend.get()});
-  ctx->owned_pool_ = std::move(pool);
-  ctx->owned_backend_ = std::move(backend);
-  ctx->n_threads_ = n_threads;
-  return ctx;
+  return with_device(nullptr, n_threads);
 }
 
 std::unique_ptr<ForwardContext> ForwardContext::with_device(Backend* device, int n_threads) {
-  if (device == nullptr) return cpu(n_threads);
   if (n_threads <= 0) n_threads = default_thread_count();
   auto pool = std::make_unique<ThreadPool>(n_threads);
   CpuBackendOptions options;
   options.pool = pool.get();
   auto backend = std::make_unique<CpuBackend>(options);
-  auto ctx = std::make_unique<ForwardContext>(std::vector<Backend*>{device, backend.get()});
+  std::vector<Backend*> backends;
+  if (device != nullptr) backends.push_back(device);
+  backends.push_back(backend.get());
+  auto ctx = std::make_unique<ForwardContext>(std::move(backends));
   ctx->owned_pool_ = std::move(pool);
   ctx->owned_backend_ = std::move(backend);
   ctx->n_threads_ = n_threads;
@@ -133,24 +126,34 @@ std::unique_ptr<ForwardContext> ForwardContext::with_device(Backend* device, int
 }
 
 ForwardContext::~ForwardContext() {
-  // Device arenas may still be read by recorded work.
-  for (Backend* b : backends_) {
-    if (b != nullptr && !b->is_host()) (void)b->synchronize();
+  (void)sync_devices();  // device arenas may still be read by recorded work
+}
+
+Status ForwardContext::sync_devices() {
+  Status first;
+  for (size_t i = 1; i < arena_owner_.size(); ++i) {
+    const Status s = arena_owner_[i]->synchronize();
+    if (first.ok()) first = s;
   }
+  return first;
 }
 
 void ForwardContext::begin() {
-  for (Backend* b : backends_) {  // the previous forward's work must finish before reuse
-    if (b != nullptr && !b->is_host()) (void)b->synchronize();
-  }
+  (void)sync_devices();  // the previous forward's work must finish before its memory is reused
   for (auto& a : arenas_) a->reset();
   mirrors_.clear();
-  uploads_.clear();
   status_ = Status();
 }
 
 void ForwardContext::fail(const Status& s) {
   if (status_.ok() && !s.ok()) status_ = s;
+}
+
+bool ForwardContext::is_upload(const void* p) const {
+  for (const auto& [key, copy] : mirrors_) {
+    if (key.first == p) return true;
+  }
+  return false;
 }
 
 Arena& ForwardContext::arena_of(const Backend* b) {
@@ -169,8 +172,7 @@ bool ForwardContext::in_arena(const void* p) const {
 
 Backend* ForwardContext::owner_of(const void* p) const {
   for (size_t i = 1; i < arena_owner_.size(); ++i) {
-    auto* b = const_cast<Backend*>(arena_owner_[i]);
-    if (b->can_access(p)) return b;
+    if (arena_owner_[i]->can_access(p)) return arena_owner_[i];
   }
   return host_;
 }
@@ -220,9 +222,8 @@ TensorView ForwardContext::upload_i32(std::span<const int32_t> values) {
   if (arenas_.size() == 1) return t;
   // A copy on every device now, outside any per-layer mark, so it lives as
   // long as the host tensor does.
-  uploads_.push_back(t.data);
   for (size_t i = 1; i < arenas_.size() && ok(); ++i) {
-    auto* device = const_cast<Backend*>(arena_owner_[i]);
+    Backend* device = arena_owner_[i];
     Result<void*> p = arenas_[i]->alloc(std::max<size_t>(values.size_bytes(), 4));
     if (!p.ok()) {
       fail(p.status());
@@ -252,9 +253,7 @@ Result<TensorView> ForwardContext::to_host(const TensorView& t) {
 }
 
 Status ForwardContext::sync() {
-  for (Backend* b : backends_) {
-    if (b != nullptr && !b->is_host()) fail(b->synchronize());
-  }
+  fail(sync_devices());
   return status_;
 }
 
@@ -284,8 +283,7 @@ RoutedOp ForwardContext::choose(const Op& op) const {
   for (const TensorView& t : op.src) consider(t);
   if (home == nullptr) {
     for (const TensorView& t : op.src) {
-      if (t.data != nullptr &&
-          std::find(uploads_.begin(), uploads_.end(), t.data) == uploads_.end()) {
+      if (t.data != nullptr && !is_upload(t.data)) {
         home = owner_of(t.data);
         break;
       }

@@ -164,6 +164,10 @@ class ForwardContext {
   // Where `p` lives: the device backend that owns it, else the host backend.
   Backend* owner_of(const void* p) const;
   bool in_arena(const void* p) const;
+  // Is `p` the data of an upload_i32 tensor of this forward?
+  bool is_upload(const void* p) const;
+  // Synchronizes every device; the first error.
+  Status sync_devices();
   // Arena of `b`'s memory.
   Arena& arena_of(const Backend* b);
   // A view like `t` (same strides) over a copy of its bytes in `to`'s memory.
@@ -177,11 +181,10 @@ class ForwardContext {
   Backend* host_ = nullptr;                    // first backend computing on host memory
   int n_threads_ = 1;
   std::vector<std::unique_ptr<Arena>> arenas_;  // [0]: host; then one per device backend
-  std::vector<const Backend*> arena_owner_;     // backend of each arena (nullptr: host)
+  std::vector<Backend*> arena_owner_;           // backend of each arena (nullptr: host)
   // Copies of upload_i32 tensors on devices, this forward: (host data, device) -> copy.
   // Views sliced from an upload (a reshape keeps its pointer) find it by data.
   std::vector<std::pair<std::pair<const void*, const Backend*>, TensorView>> mirrors_;
-  std::vector<const void*> uploads_;            // upload_i32 data this forward
   Status status_;
   uint64_t ops_run_ = 0;
   cache::KvPlan kv_plan_;
