@@ -12,40 +12,36 @@
 
 namespace folio {
 
-namespace {
-
-Status check_range(const Buffer& b, size_t offset, size_t n) {
-  if (offset > b.size() || n > b.size() - offset) {
+Status Buffer::check_range(size_t offset, size_t n) const {
+  if (offset > size() || n > size() - offset) {
     return out_of_range("buffer: bytes [{}, {}) outside a buffer of {}", offset, offset + n,
-                        b.size());
+                        size());
   }
   return Status();
 }
 
-}  // namespace
-
 Status Buffer::write(size_t offset, const void* src, size_t n) {
-  FOLIO_RETURN_IF_ERROR(check_range(*this, offset, n));
+  FOLIO_RETURN_IF_ERROR(check_range(offset, n));
   if (n != 0) std::memcpy(static_cast<char*>(data()) + offset, src, n);
   return Status();
 }
 
 Status Buffer::read(size_t offset, void* dst, size_t n) const {
-  FOLIO_RETURN_IF_ERROR(check_range(*this, offset, n));
+  FOLIO_RETURN_IF_ERROR(check_range(offset, n));
   if (n != 0) std::memcpy(dst, static_cast<const char*>(data()) + offset, n);
   return Status();
 }
 
 Status Buffer::copy(size_t dst_offset, size_t src_offset, size_t n) {
-  FOLIO_RETURN_IF_ERROR(check_range(*this, dst_offset, n));
-  FOLIO_RETURN_IF_ERROR(check_range(*this, src_offset, n));
+  FOLIO_RETURN_IF_ERROR(check_range(dst_offset, n));
+  FOLIO_RETURN_IF_ERROR(check_range(src_offset, n));
   char* base = static_cast<char*>(data());
   if (n != 0) std::memmove(base + dst_offset, base + src_offset, n);
   return Status();
 }
 
 Status Buffer::fill_zero(size_t offset, size_t n) {
-  FOLIO_RETURN_IF_ERROR(check_range(*this, offset, n));
+  FOLIO_RETURN_IF_ERROR(check_range(offset, n));
   if (n != 0) std::memset(static_cast<char*>(data()) + offset, 0, n);
   return Status();
 }

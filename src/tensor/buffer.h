@@ -40,6 +40,8 @@ class Buffer {
 
  protected:
   explicit Buffer(const BufferType* type) : type_(type) {}
+  // kOutOfRange unless bytes [offset, offset + n) lie in this buffer.
+  Status check_range(size_t offset, size_t n) const;
 
  private:
   const BufferType* type_;

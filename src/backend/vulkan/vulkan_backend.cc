@@ -584,30 +584,24 @@ class DeviceBuffer final : public Buffer {
   size_t size() const override { return size_; }
   bool is_host() const override { return false; }
   Status write(size_t offset, const void* src, size_t n) override {
-    FOLIO_RETURN_IF_ERROR(check(offset, n));
+    FOLIO_RETURN_IF_ERROR(check_range(offset, n));
     return backend_.write(at(offset), src, n);
   }
   Status read(size_t offset, void* dst, size_t n) const override {
-    FOLIO_RETURN_IF_ERROR(check(offset, n));
+    FOLIO_RETURN_IF_ERROR(check_range(offset, n));
     return backend_.read(dst, at(offset), n);
   }
   Status copy(size_t dst_offset, size_t src_offset, size_t n) override {
-    FOLIO_RETURN_IF_ERROR(check(dst_offset, n));
-    FOLIO_RETURN_IF_ERROR(check(src_offset, n));
+    FOLIO_RETURN_IF_ERROR(check_range(dst_offset, n));
+    FOLIO_RETURN_IF_ERROR(check_range(src_offset, n));
     return backend_.copy(at(dst_offset), at(src_offset), n);
   }
   Status fill_zero(size_t offset, size_t n) override {
-    FOLIO_RETURN_IF_ERROR(check(offset, n));
+    FOLIO_RETURN_IF_ERROR(check_range(offset, n));
     return backend_.fill_zero(at(offset), n);
   }
 
  private:
-  Status check(size_t offset, size_t n) const {
-    if (offset > size_ || n > size_ - offset) {
-      return out_of_range("vulkan buffer: bytes [{}, {}) outside {}", offset, offset + n, size_);
-    }
-    return Status();
-  }
   char* at(size_t offset) const { return static_cast<char*>(p_) + offset; }
 
   VulkanBackend& backend_;
