@@ -400,6 +400,21 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
   return r;
 }
 
+namespace {
+
+// "cpu-avx2   mul_mat.q4_0.avx2   12.3 us/run  ... GFLOP/s  ... GB/s"
+std::string perf_line(const OpCase& c, const std::string& backend, const std::string& kernel,
+                      double seconds, int64_t iters) {
+  const double us = seconds / static_cast<double>(iters) * 1e6;
+  std::string line = fmt::format("{:<10} {:<28} {:>10.1f} us/run", backend, kernel, us);
+  if (c.flops > 0) line += fmt::format("  {:>8.2f} GFLOP/s", c.flops / us * 1e-3);
+  if (c.bytes > 0) line += fmt::format("  {:>8.2f} GB/s", c.bytes / us * 1e-3);
+  if (c.tokens > 0) line += fmt::format("  {:>9.0f} tok/s", c.tokens / us * 1e6);
+  return line;
+}
+
+}  // namespace
+
 std::vector<std::string> run_perf(OpCase& c, const std::vector<std::unique_ptr<Backend>>& backends,
                                   double min_seconds) {
   std::vector<std::string> lines;
@@ -433,13 +448,7 @@ std::vector<std::string> run_perf(OpCase& c, const std::vector<std::unique_ptr<B
         batch = std::min(batch * 2, 256);
         elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
       } while (elapsed < min_seconds);
-      if (iters == 0) continue;
-      const double us = elapsed / static_cast<double>(iters) * 1e6;
-      std::string line = fmt::format("{:<10} {:<28} {:>10.1f} us/run", b.name(), kname, us);
-      if (c.flops > 0) line += fmt::format("  {:>8.2f} GFLOP/s", c.flops / us * 1e-3);
-      if (c.bytes > 0) line += fmt::format("  {:>8.2f} GB/s", c.bytes / us * 1e-3);
-      if (c.tokens > 0) line += fmt::format("  {:>9.0f} tok/s", c.tokens / us * 1e6);
-      lines.push_back(line);
+      if (iters > 0) lines.push_back(perf_line(c, b.name(), kname, elapsed, iters));
       continue;
     }
     int64_t iters = 0;
@@ -452,12 +461,7 @@ std::vector<std::string> run_perf(OpCase& c, const std::vector<std::unique_ptr<B
       ++iters;
       elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     } while (elapsed < min_seconds);
-    const double us = elapsed / static_cast<double>(iters) * 1e6;
-    std::string line = fmt::format("{:<10} {:<28} {:>10.1f} us/run", b.name(), kname, us);
-    if (c.flops > 0) line += fmt::format("  {:>8.2f} GFLOP/s", c.flops / us * 1e-3);
-    if (c.bytes > 0) line += fmt::format("  {:>8.2f} GB/s", c.bytes / us * 1e-3);
-    if (c.tokens > 0) line += fmt::format("  {:>9.0f} tok/s", c.tokens / us * 1e6);
-    lines.push_back(line);
+    lines.push_back(perf_line(c, b.name(), kname, elapsed, iters));
   }
   return lines;
 }
