@@ -93,12 +93,16 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
       ->capture_default_str();
   cmd->add_flag("--jinja")->description(
       "chat templates are always rendered by folio's Jinja engine (no-op)");
-  cmd->add_option("--n-gpu-layers,--gpu-layers", f->n_gpu_layers,
+  add_device_flags(cmd, &f->device, &f->n_gpu_layers);
+}
+
+void add_device_flags(CLI::App* cmd, std::string* device, int* n_gpu_layers) {
+  cmd->add_option("--n-gpu-layers,--gpu-layers", *n_gpu_layers,
                   "layers on the device (also -ngl): the last N, more than the model has moves "
                   "the output head too; -1: all")
       ->check(at_least(-1))
       ->capture_default_str();
-  cmd->add_option("--device", f->device,
+  cmd->add_option("--device", *device,
                   "compute device (also -dev): auto (a GPU when -ngl > 0), cpu, none, vulkan, "
                   "vulkan:N (folio info lists them)")
       ->capture_default_str();
@@ -236,10 +240,7 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   lo.buffer_types = weight_buffer_types(f.no_repack);
   lo.file.mmap = !f.no_mmap;
   lo.file.mlock = f.mlock;
-  if (lm.device != nullptr) {
-    lo.offload_type = &lm.device->default_buffer_type();
-    lo.offload_layers = dc.offload_layers;
-  }
+  offload_weights(lm.device.get(), dc.offload_layers, &lo);
   FOLIO_ASSIGN_OR_RETURN(lm.model, load_on_device(f.model, lo, lm.device.get()));
   log_weight_buffer_types(f.no_repack, info_log());
   FOLIO_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(lm.model->file()));
@@ -247,7 +248,7 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   lm.ctx = model::ForwardContext::with_device(lm.device.get(),
                                               f.threads > 0 ? f.threads : default_thread_count());
   cache::KvCacheOptions co;
-  if (lm.device != nullptr && dc.offload_layers != 0) co.alloc = device_cache_allocator(*lm.device);
+  co.alloc = kv_allocator(lm.device.get(), dc.offload_layers);
   const int64_t train_ctx = lm.model->config().n_ctx_train;
   const int64_t want_ctx = f.ctx_size > 0 ? f.ctx_size : (train_ctx > 0 ? train_ctx : 4096);
   co.n_ctx = train_ctx > 0 ? std::min(want_ctx, train_ctx) : want_ctx;

@@ -47,6 +47,9 @@ struct ModelFlags {
 };
 
 void add_model_flags(CLI::App* cmd, ModelFlags* flags);
+// --device (also -dev) and --n-gpu-layers (also -ngl); add_model_flags
+// declares them, commands with flags of their own (logits, bench) too.
+void add_device_flags(CLI::App* cmd, std::string* device, int* n_gpu_layers);
 // Notices about flags that are accepted but change nothing here (-fa off,
 // -tb) and -t beyond this machine's CPUs; written to stderr at warn level
 // before the model loads.

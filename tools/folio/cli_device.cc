@@ -52,8 +52,15 @@ Result<DeviceChoice> choose_device(const std::string& flag, int n_gpu_layers) {
   return c;
 }
 
-cache::CacheAllocator device_cache_allocator(Backend& device) {
-  const BufferType* type = &device.default_buffer_type();
+void offload_weights(Backend* device, int offload_layers, model::LoadOptions* lo) {
+  if (device == nullptr) return;
+  lo->offload_type = &device->default_buffer_type();
+  lo->offload_layers = offload_layers;
+}
+
+cache::CacheAllocator kv_allocator(Backend* device, int offload_layers) {
+  if (device == nullptr || offload_layers == 0) return {};
+  const BufferType* type = &device->default_buffer_type();
   return [type](size_t bytes) { return type->alloc(bytes); };
 }
 

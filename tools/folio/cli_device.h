@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "cache/cache_memory.h"
 #include "core/status.h"
+#include "model/model.h"
 
 namespace folio::tools {
 
@@ -24,8 +25,11 @@ struct DeviceChoice {
 // a device is used.
 Result<DeviceChoice> choose_device(const std::string& device_flag, int n_gpu_layers);
 
-// KV cache storage in `device`'s memory.
-cache::CacheAllocator device_cache_allocator(Backend& device);
+// Points `lo` at `device` for the chosen layers (nothing without a device).
+void offload_weights(Backend* device, int offload_layers, model::LoadOptions* lo);
+// KV cache storage: the device's memory when layers are offloaded, else
+// empty (host memory).
+cache::CacheAllocator kv_allocator(Backend* device, int offload_layers);
 
 // The lines `folio info` prints about devices (one per device, or why none).
 std::vector<std::string> describe_devices();

@@ -205,10 +205,7 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
       if (!dc.ok()) return fail(dc.status());
       if (!dc->note.empty()) std::fprintf(stderr, "bench: %s\n", dc->note.c_str());
       const std::unique_ptr<Backend> device = std::move(dc->device);  // outlives model and contexts
-      if (device != nullptr) {
-        lo.offload_type = &device->default_buffer_type();
-        lo.offload_layers = dc->offload_layers;
-      }
+      offload_weights(device.get(), dc->offload_layers, &lo);
       Result<std::unique_ptr<model::Model>> m = load_on_device(path, lo, device.get());
       if (!m.ok()) return fail(m.status());
       const BenchModelInfo info = bench_model_info(**m);
@@ -227,8 +224,7 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
               bo.kv_type = *cache::parse_kv_type(kv);
               bo.kv_block_size = f.kv_block_size;
               bo.log = stderr;
-              if (device != nullptr && dc->offload_layers != 0)
-                bo.kv_alloc = device_cache_allocator(*device);
+              bo.kv_alloc = kv_allocator(device.get(), dc->offload_layers);
               std::fprintf(stderr, "bench: %s, %s, %d threads, kv %s, ubatch %lld\n",
                            info.file.c_str(), isa_name(active_isa()), t, kv.c_str(),
                            static_cast<long long>(bo.n_ubatch));
@@ -310,11 +306,7 @@ void register_bench_command(CLI::App& app, CommandFn* selected) {
       ->capture_default_str();
   cmd->add_option("--seed", flags.seed, "seed of the random token ids")->capture_default_str();
   cmd->add_flag("--no-warmup", flags.no_warmup, "skip the untimed warmup run of each test");
-  cmd->add_option("--device", flags.device, "compute device (also -dev): auto, cpu, vulkan, vulkan:N")
-      ->capture_default_str();
-  cmd->add_option("--n-gpu-layers,--gpu-layers", flags.n_gpu_layers,
-                  "layers on the device (also -ngl; -1: all)")
-      ->capture_default_str();
+  add_device_flags(cmd, &flags.device, &flags.n_gpu_layers);
   cmd->add_flag("--no-repack", flags.no_repack,
                 "keep every weight in plain mapped memory (no AMX / repacked buffers)");
   cmd->add_flag("--json", flags.json, "one JSON object per test and line instead of a table");

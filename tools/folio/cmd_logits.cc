@@ -84,10 +84,7 @@ Status run_logits(const LogitsArgs& a) {
   lo.log = stderr;
   lo.prefault = true;
   lo.buffer_types = weight_buffer_types(a.no_repack);
-  if (device != nullptr) {
-    lo.offload_type = &device->default_buffer_type();
-    lo.offload_layers = dc.offload_layers;
-  }
+  offload_weights(device.get(), dc.offload_layers, &lo);
   FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m, load_on_device(a.model, lo, device.get()));
   log_weight_buffer_types(a.no_repack, stderr);
   const int64_t n_vocab = m->config().n_vocab;
@@ -100,7 +97,7 @@ Status run_logits(const LogitsArgs& a) {
   cache::KvCacheOptions ko;
   ko.n_ctx = static_cast<int64_t>(tokens.size());
   ko.type = kv_type;
-  if (device != nullptr && dc.offload_layers != 0) ko.alloc = device_cache_allocator(*device);
+  ko.alloc = kv_allocator(device.get(), dc.offload_layers);
   FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<cache::KvCache> cache, m->make_cache(ko));
   const int threads = a.threads > 0 ? a.threads : default_thread_count();
   auto ctx = model::ForwardContext::with_device(device.get(), threads);
@@ -157,11 +154,7 @@ void register_logits_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--batch", args.batch, "tokens per forward call (1: token-by-token decode path)")
       ->capture_default_str();
   cmd->add_flag("--no-repack", args.no_repack, "keep weights in their GGUF layout");
-  cmd->add_option("--device", args.device, "compute device (also -dev): auto, cpu, vulkan, vulkan:N")
-      ->capture_default_str();
-  cmd->add_option("--n-gpu-layers,--gpu-layers", args.n_gpu_layers,
-                  "layers on the device (also -ngl; -1: all)")
-      ->capture_default_str();
+  add_device_flags(cmd, &args.device, &args.n_gpu_layers);
   cmd->callback([selected] {
     *selected = [] {
       const Status st = run_logits(args);
