@@ -17,6 +17,12 @@ load in one run:
       --llamacpp-python /tmp/venvtest/bin/python -t 2 \
       --clients 8 --requests 32 --max-tokens 64
 
+  # folio on a GPU against llama.cpp's own llama-server (built from source,
+  # default settings; 8 slots, each with the full context):
+  python3 bench/serve_bench.py --model-file M.gguf --folio build/folio \
+      --folio-args="--device vulkan" --llama-server /path/to/llama-server \
+      --llama-server-args="-ngl 99" --clients 8 --requests 64
+
   # against a server that is already running:
   python3 bench/serve_bench.py --base-url http://127.0.0.1:8080 --clients 8
 
@@ -289,9 +295,10 @@ def start_folio(args, variant):
     elif variant != "default":
         cmd += variant.split()
     cmd += args.folio_args
-    log = open(f"/tmp/serve_bench_folio_{port}.log", "w")
+    log_path = f"/tmp/serve_bench_folio_{port}.log"
+    log = open(log_path, "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    return proc, f"http://127.0.0.1:{port}", " ".join(cmd)
+    return proc, f"http://127.0.0.1:{port}", " ".join(cmd), log_path
 
 
 LLAMACPP_LAUNCHER = """
@@ -320,6 +327,29 @@ def start_llamacpp(args):
     log = open(f"/tmp/serve_bench_llamacpp_{port}.log", "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     return proc, f"http://127.0.0.1:{port}", " ".join(cmd)
+
+
+def start_llama_server(args):
+    port = free_port()
+    # One slot per client, each holding the full context (llama-server splits
+    # -c between its slots).
+    cmd = [args.llama_server, "-m", args.model_file, "--host", "127.0.0.1", "--port", str(port),
+           "-t", str(args.threads), "-np", str(args.clients),
+           "-c", str(args.ctx_size * args.clients), "-a", args.model]
+    cmd += args.llama_server_args.split()
+    log_path = f"/tmp/serve_bench_llama_server_{port}.log"
+    log = open(log_path, "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    return proc, f"http://127.0.0.1:{port}", " ".join(cmd), log_path
+
+
+def kv_lines(log_path):
+    """The server log's lines about KV cache memory (both servers print one)."""
+    try:
+        with open(log_path, errors="replace") as f:
+            return [l.strip() for l in f if re.search(r"KV (cache|self size|buffer)", l)][:4]
+    except OSError:
+        return []
 
 
 def stop(proc):
@@ -357,6 +387,8 @@ def main():
                     help="comma list: default, no-decode-first, or extra flags")
     ap.add_argument("--folio-args", nargs="*", default=[], help="extra flags for every folio run")
     ap.add_argument("--llamacpp-python", help="python with llama-cpp-python[server]: start its server")
+    ap.add_argument("--llama-server", help="llama.cpp's llama-server binary: start it (-np CLIENTS)")
+    ap.add_argument("--llama-server-args", default="", help="extra flags for llama-server, e.g. '-ngl 99'")
     ap.add_argument("-t", "--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("-c", "--ctx-size", type=int, default=4096)
     ap.add_argument("--clients", type=int, default=8)
@@ -382,7 +414,7 @@ def main():
         rows.append(summarize(args.base_url, res, wall, b, a))
     if args.folio:
         for variant in args.folio_variants.split(","):
-            proc, url, cmd = start_folio(args, variant)
+            proc, url, cmd, log_path = start_folio(args, variant)
             try:
                 print(f"# folio ({variant}): {cmd}")
                 wait_ready(url, proc)
@@ -393,6 +425,8 @@ def main():
                 rows.append(summarize(f"folio {variant}", res, wall, b, a))
             finally:
                 stop(proc)
+            for line in kv_lines(log_path):
+                print(f"#   folio log: {line}")
     if args.llamacpp_python:
         proc, url, cmd = start_llamacpp(args)
         try:
@@ -404,6 +438,19 @@ def main():
             rows.append(summarize("llama.cpp (python server)", res, wall, b, a))
         finally:
             stop(proc)
+    if args.llama_server:
+        proc, url, cmd, log_path = start_llama_server(args)
+        try:
+            print(f"# llama.cpp (llama-server): {cmd}")
+            wait_ready(url, proc)
+            run_load(url, args.model, prompts[:1], 1, 4, args.api_key, args.timeout)
+            res, wall, b, a = run_load(url, args.model, prompts, args.clients, args.max_tokens,
+                                       args.api_key, args.timeout)
+            rows.append(summarize("llama.cpp (llama-server)", res, wall, b, a))
+        finally:
+            stop(proc)
+        for line in kv_lines(log_path):
+            print(f"#   llama-server log: {line}")
     print_table(rows)
     if len(rows) >= 2 and rows[-1]["server"].startswith("llama.cpp"):
         ref = rows[-1]

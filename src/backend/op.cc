@@ -28,6 +28,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kSetRows: return "set_rows";
     case OpKind::kSsmConvUpdate: return "ssm_conv_update";
     case OpKind::kGatedDeltaNetUpdate: return "gated_delta_net_update";
+    case OpKind::kCpy: return "cpy";
     case OpKind::kCount: break;
   }
   return "?";
@@ -95,6 +96,16 @@ struct Checker {
     }
     return true;
   }
+  // kCpy's operands: any element stride, a multiple of the element size.
+  bool strided_dims(const TensorView& t, const char* what) {
+    for (int i = 0; i < kMaxDims; ++i) {
+      if (t.ne[i] < 0) return fail(fmt::format("{} has negative dim {}", what, i));
+      if (t.nb[i] % type_size(t.dtype) != 0) {
+        return fail(fmt::format("{} stride {} is not a multiple of the element size", what, i));
+      }
+    }
+    return true;
+  }
   bool eq(int64_t a, int64_t b, const char* what) {
     return a == b || fail(fmt::format("{}: {} != {}", what, a, b));
   }
@@ -122,6 +133,14 @@ bool check_slot_ids(Checker& c, const TensorView& ids, const TensorView& dst_slo
          c.eq(ids.nelements(), n_seq, "slot ids length") &&
          (dst_slots.empty() || (c.type(dst_slots, DType::I32, "destination slots") &&
                                 c.eq(dst_slots.nelements(), n_seq, "destination slots length")));
+}
+
+// Whether the byte ranges two views span intersect (conservative for
+// interleaved strided views).
+bool views_overlap(const TensorView& a, const TensorView& b) {
+  const auto* a0 = static_cast<const char*>(a.data);
+  const auto* b0 = static_cast<const char*>(b.data);
+  return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();
 }
 
 bool check_ssm_conv_update(Checker& c, const Op& op) {
@@ -241,10 +260,14 @@ bool check(Checker& c, const Op& op) {
   const TensorView& s0 = op.src[0];
   const TensorView& s1 = op.src[1];
   const TensorView& d = op.dst;
-  for (int i = 0; i < kMaxSrc; ++i) {
+  if (op.kind == OpKind::kCpy) {  // the one op whose rows may be strided (a transpose)
+    if (!c.has(s0, "input") || !c.has(d, "dst")) return false;
+    if (!c.strided_dims(s0, "input") || !c.strided_dims(d, "dst")) return false;
+  }
+  for (int i = 0; i < kMaxSrc && op.kind != OpKind::kCpy; ++i) {
     if (!op.src[i].empty() && !c.dims(op.src[i], "src")) return false;
   }
-  if (!c.has(d, "dst") || !c.dims(d, "dst")) return false;
+  if (!c.has(d, "dst") || (op.kind != OpKind::kCpy && !c.dims(d, "dst"))) return false;
   switch (op.kind) {
     case OpKind::kGetRows:
       return c.has(s0, "table") && c.has(s1, "ids") && c.weight_type(s0, "table") &&
@@ -376,6 +399,11 @@ bool check(Checker& c, const Op& op) {
       return check_ssm_conv_update(c, op);
     case OpKind::kGatedDeltaNetUpdate:
       return check_gated_delta_net_update(c, op);
+    case OpKind::kCpy:
+      return c.has(s0, "input") &&
+             ((s0.dtype == DType::F32 || s0.dtype == DType::I32) || c.fail("cpy: f32 or i32 only")) &&
+             c.type(d, s0.dtype, "dst") && c.shape_eq(d, s0, "dst") &&
+             (!views_overlap(s0, d) || c.fail("cpy: input and output overlap"));
     case OpKind::kCount: break;
   }
   return c.fail("unknown op kind");

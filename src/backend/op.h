@@ -148,6 +148,12 @@ enum class OpKind : int {
   // kGatedDeltaNet's, on the state of slot ids[s]; the final state goes to
   // slot dst_slots[s].
   kGatedDeltaNetUpdate,
+  // Strided copy: src0 and dst of one dtype, F32 or I32, same shape, any
+  // strides that are multiples of 4 bytes (a transposing view included: the
+  // only op whose rows need not be contiguous); dst[i] = src0[i], bit for bit.
+  // src0 and dst must not overlap. How rows move between a cache's pools and
+  // activations without the host touching either.
+  kCpy,
   kCount,
 };
 

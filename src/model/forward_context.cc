@@ -483,6 +483,14 @@ TensorView ForwardContext::scale(const TensorView& x, float s, float bias, Tenso
   return run_into(op, dst, DType::F32, x.ne);
 }
 
+void ForwardContext::cpy(const TensorView& x, const TensorView& dst) {
+  Op op;
+  op.kind = OpKind::kCpy;
+  op.src[0] = x;
+  op.dst = dst;
+  run(op);
+}
+
 TensorView ForwardContext::rms_norm(const TensorView& x, const TensorView& w, float eps,
                                     TensorView dst) {
   Op op;

@@ -120,6 +120,8 @@ class ForwardContext {
   TensorView add(const TensorView& a, const TensorView& b, TensorView dst = {});
   TensorView mul(const TensorView& a, const TensorView& b, TensorView dst = {});
   TensorView scale(const TensorView& x, float s, float bias = 0.0f, TensorView dst = {});
+  // dst = x element by element, bit for bit (any strides; F32 or I32).
+  void cpy(const TensorView& x, const TensorView& dst);
   TensorView rms_norm(const TensorView& x, const TensorView& w, float eps, TensorView dst = {});
   // sum = a + b; norm = rms_norm(sum) * w. Both outputs given (may alias a/b).
   void add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& w, float eps,

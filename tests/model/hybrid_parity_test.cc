@@ -12,11 +12,14 @@
 // spread of llama.cpp's own f16-KV + flash-attention variant); every greedy
 // token must match. Each case runs with a paged and a contiguous attention
 // part (their logits are bit-identical: hybrid_cache_test.cc).
+// The Vulkan instantiation runs every layer, the recurrent-state pool and the
+// KV cache on the device, to the same tolerances.
 #include <gtest/gtest.h>
 
 #include "cache/kv_cache.h"
 #include "llamacpp_parity.h"
 #include "test_util.h"
+#include "vulkan_test_device.h"
 
 namespace folio::model::testing {
 namespace {
@@ -27,11 +30,13 @@ struct Param {
   std::string kase;
   DType kv = DType::F32;
   bool paged = false;
+  bool vulkan = false;  // layers, recurrent state and KV cache on the Vulkan device
 };
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   std::string s = info.param.name + "_" + info.param.kase + "_" + dtype_name(info.param.kv) +
-                  (info.param.paged ? "_paged" : "_contiguous");
+                  (info.param.paged ? "_paged" : "_contiguous") +
+                  (info.param.vulkan ? "_vulkan" : "");
   for (char& c : s) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
@@ -51,13 +56,18 @@ std::vector<Param> params(DType kv) {
   return v;
 }
 
-Result<std::unique_ptr<cache::KvCache>> make_cache(const Model& m, const Param& p) {
+Result<std::unique_ptr<cache::KvCache>> make_cache(const Model& m, const Param& p,
+                                                   Backend* device) {
   cache::KvCacheOptions o;
   o.storage = p.paged ? cache::KvStorage::kPaged : cache::KvStorage::kContiguous;
   o.type = p.kv;
   o.n_ctx = 512;
   o.n_seq = 1;
   o.max_checkpoints = 0;
+  if (device != nullptr) {
+    const BufferType* type = &device->default_buffer_type();
+    o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
+  }
   return m.make_cache(o);
 }
 
@@ -70,7 +80,14 @@ TEST_P(HybridParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   for (const std::string& f : {model_path, base + ".prefill.npy", base + ".decode.npy"}) {
     if (!file_exists(f)) FAIL() << "reference file missing: " << f;
   }
-  Result<std::unique_ptr<Model>> model = Model::load(model_path);
+  Backend* device = nullptr;
+  if (p.vulkan) {
+    FOLIO_VULKAN_OR_SKIP(vk);
+    device = vk;
+  }
+  LoadOptions lo;
+  if (device != nullptr) lo.offload_type = &device->default_buffer_type();
+  Result<std::unique_ptr<Model>> model = Model::load(model_path, lo);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;
   ASSERT_TRUE(m.config().is_hybrid());
@@ -78,16 +95,35 @@ TEST_P(HybridParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   const float tol_prefill = f16 ? 4e-3f : 1e-3f;
   const float tol_decode = f16 ? 1.3e-2f : 1e-3f;
 
-  auto ctx = ForwardContext::cpu(2);
-  Result<std::unique_ptr<cache::KvCache>> cache = make_cache(m, p);
+  auto ctx = ForwardContext::with_device(device, 2);
+  Result<std::unique_ptr<cache::KvCache>> cache = make_cache(m, p, device);
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
-  expect_llamacpp_parity(
-      m, **cache, *ctx, base, {tol_prefill, tol_decode},
-      p.name + "." + p.kase + " kv " + dtype_name(p.kv) + (p.paged ? " paged" : " contiguous"));
+  expect_llamacpp_parity(m, **cache, *ctx, base, {tol_prefill, tol_decode},
+                         p.name + "." + p.kase + " kv " + dtype_name(p.kv) +
+                             (p.paged ? " paged" : " contiguous") + (p.vulkan ? " vulkan" : ""));
 }
 
 INSTANTIATE_TEST_SUITE_P(F32Kv, HybridParity, ::testing::ValuesIn(params(DType::F32)), param_name);
 INSTANTIATE_TEST_SUITE_P(F16Kv, HybridParity, ::testing::ValuesIn(params(DType::F16)), param_name);
+
+// On the Vulkan device (lavapipe on CI machines, slow): every model's short
+// and long cases with a paged F32 cache (what the commands use), and one
+// contiguous and one F16 case.
+std::vector<Param> vulkan_params() {
+  std::vector<Param> v;
+  for (Param p : params(DType::F32)) {
+    if (!p.paged && !(p.name == std::string("tiny-qwen35") && p.kase == "short")) continue;
+    p.vulkan = true;
+    v.push_back(p);
+  }
+  for (Param p : params(DType::F16)) {
+    if (!p.paged || p.kase != "short" || p.name != std::string("tiny-qwen3next")) continue;
+    p.vulkan = true;
+    v.push_back(p);
+  }
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Vulkan, HybridParity, ::testing::ValuesIn(vulkan_params()), param_name);
 
 }  // namespace
 }  // namespace folio::model::testing

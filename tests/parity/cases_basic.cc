@@ -385,6 +385,39 @@ void add_binary(CaseList& cases) {
     c->exact = true;
     cases.push_back(std::move(c));
   }
+  {
+    // Channel-major inputs [C, T] into a time-major window [taps + T, C] at
+    // column `taps` (the conv window of the recurrent layers): a transposing
+    // destination view.
+    const int64_t ch = 70, t = 9, taps = 3, width = taps + t;
+    auto c = new_case("cpy [70, 9] transposed into a window", OpKind::kCpy);
+    c->op.src[0] = c->alloc(DType::F32, {ch, t});
+    c->fill_uniform(c->op.src[0], -2, 2);
+    TensorView win = c->alloc(DType::F32, {width, ch});
+    c->fill_uniform(win, -2, 2);
+    win.data = static_cast<char*>(win.data) + taps * sizeof(float);
+    win.ne = {ch, t, 1, 1};
+    win.nb = {width * sizeof(float), sizeof(float), width * ch * sizeof(float),
+              width * ch * sizeof(float)};
+    c->op.dst = win;
+    c->exact = true;
+    cases.push_back(std::move(c));
+  }
+  {
+    auto c = new_case("cpy [33, 5, 3] strided rows", OpKind::kCpy);
+    c->op.src[0] = strided_f32(*c, {33, 5, 3, 1}, 7);
+    c->op.dst = c->alloc(DType::F32, {33, 5, 3});
+    c->exact = true;
+    cases.push_back(std::move(c));
+  }
+  {
+    auto c = new_case("cpy i32 [1000, 3]", OpKind::kCpy);
+    c->op.src[0] = c->alloc(DType::I32, {1000, 3});
+    c->fill_ints(c->op.src[0], -100000, 100000);
+    c->op.dst = c->alloc(DType::I32, {1000, 3});
+    c->exact = true;
+    cases.push_back(std::move(c));
+  }
   auto c = new_case("scale [300, 7] x0.3 + 0.1", OpKind::kScale, ScaleParams{0.3f, 0.1f});
   c->op.src[0] = c->alloc(DType::F32, {300, 7});
   c->fill_uniform(c->op.src[0], -3, 3);

@@ -243,9 +243,24 @@ struct Output {
 
 std::vector<uint8_t> copy_view(const TensorView& t) {
   if (t.empty()) return {};
-  FOLIO_CHECK(t.is_contiguous());
   const uint8_t* p = static_cast<const uint8_t*>(t.data);
-  return std::vector<uint8_t>(p, p + t.nbytes_contiguous());
+  if (t.is_contiguous()) return std::vector<uint8_t>(p, p + t.nbytes_contiguous());
+  // A strided view (kCpy's outputs): its elements in index order.
+  const size_t es = type_size(t.dtype);
+  FOLIO_CHECK(block_size(t.dtype) == 1);
+  std::vector<uint8_t> out;
+  out.reserve(static_cast<size_t>(t.nelements()) * es);
+  for (int64_t i3 = 0; i3 < t.ne[3]; ++i3) {
+    for (int64_t i2 = 0; i2 < t.ne[2]; ++i2) {
+      for (int64_t i1 = 0; i1 < t.ne[1]; ++i1) {
+        for (int64_t i0 = 0; i0 < t.ne[0]; ++i0) {
+          const uint8_t* e = p + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
+          out.insert(out.end(), e, e + es);
+        }
+      }
+    }
+  }
+  return out;
 }
 
 Status run_once(OpCase& c, Backend& b, const Op& op, Output* out) {

@@ -209,12 +209,6 @@ Result<std::unique_ptr<model::Model>> load_on_device(const std::string& path,
   }
   FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m, std::move(loaded));
   if (device == nullptr) return m;
-  if (m->config().cache_geometry().hybrid()) {
-    return unsupported(
-        "--device {}: {} has recurrent (DeltaNet) layers, which run on the CPU only so far; use "
-        "--device cpu",
-        device->name(), m->config().arch);
-  }
   if (std::FILE* log = info_log()) {
     const int n = m->config().n_layer, off = lo.offload_layers;
     std::fprintf(log, "folio: device %s: %d of %d layers offloaded%s\n", device->name().c_str(),

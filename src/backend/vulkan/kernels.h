@@ -90,7 +90,7 @@ struct KernelDef {
 
 // The kernel table, in selection order (narrower variants before general
 // ones). Each ops_*.cc contributes its kernels through one of these.
-void add_elementwise_kernels(std::vector<KernelDef>& out);  // ops_elementwise.cc: add, mul, scale, unary, glu
+void add_elementwise_kernels(std::vector<KernelDef>& out);  // ops_elementwise.cc: add, mul, scale, cpy, unary, glu
 void add_norm_kernels(std::vector<KernelDef>& out);         // ops_norm.cc: rms_norm, add_rms_norm, l2_norm
 void add_rope_kernels(std::vector<KernelDef>& out);         // ops_rope.cc
 void add_sort_kernels(std::vector<KernelDef>& out);         // ops_sort.cc: top_k, argsort

@@ -2,6 +2,7 @@
 // its strides:
 //   add / mul   add.comp: src1 broadcast by indexing each dim modulo its size
 //   scale       scale.comp: fma(x, scale, bias), one rounding as the reference
+//   cpy         cpy.comp: strided copy of 4-byte words
 //   unary       unary.comp: the UnaryKind is a spec constant
 //   glu         glu.comp: act(gate) * up; the fused single-tensor form is
 //               described to the shader as two tensors (the row halves)
@@ -75,6 +76,31 @@ Status record_scale(Recorder& r, const Op& op) {
   p.scale = sp.scale;
   p.bias = sp.bias;
   return dispatch_per_element(r, "scale", {}, &p, sizeof p, {op.src[0], op.dst}, op.dst);
+}
+
+// ---- cpy
+
+struct CpyParams {
+  TensorDesc x, d;
+};
+
+bool match_cpy(const Op& op, const DeviceCaps&) {
+  for (const TensorView* t : {&op.src[0], &op.dst}) {
+    for (size_t nb : t->nb) {
+      if (nb % 4 != 0) return false;
+    }
+  }
+  return fits_u32(op.dst);
+}
+
+Status record_cpy(Recorder& r, const Op& op) {
+  CpyParams p;
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(op.src[0]));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  if (p.x.off % 4 != 0 || p.d.off % 4 != 0) {
+    return invalid_argument("{}: a 4-byte tensor off word alignment", op.describe());
+  }
+  return dispatch_per_element(r, "cpy", {}, &p, sizeof p, {op.src[0], op.dst}, op.dst);
 }
 
 // ---- unary
@@ -170,6 +196,7 @@ void add_elementwise_kernels(std::vector<KernelDef>& out) {
   out.push_back({"mul", OpKind::kMul, match_binary, record_binary});
   out.push_back({"scale", OpKind::kScale, match_unary_shape, record_scale});
   out.push_back({"unary", OpKind::kUnary, match_unary_shape, record_unary});
+  out.push_back({"cpy", OpKind::kCpy, match_cpy, record_cpy});
   out.push_back({"glu", OpKind::kGlu, match_glu, record_glu});
 }
 

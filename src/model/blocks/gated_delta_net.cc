@@ -20,9 +20,9 @@
 //   - consecutive single-token steps (decode) form one run: where a backend
 //     selects a kernel for them (run_if_supported), one kSsmConvUpdate and
 //     one kGatedDeltaNetUpdate over the run, by slot ids, in place; otherwise
-//     the unfused path: gather (conv window on the host; state with
+//     the unfused path: gather (conv window by strided copies; state with
 //     kGetRows), the plain kSsmConv / kGatedDeltaNet with T = 1, scatter
-//     (taps on the host; state with kSetRows). Both paths are bit-identical
+//     (taps by strided copies; state with kSetRows). Both paths are bit-identical
 //     (the fused ops are defined that way).
 //   - a multi-token step (prefill chunk): one plain kSsmConv over its window,
 //     then kGatedDeltaNet on the slot's state view itself (state_out aliases
@@ -30,10 +30,8 @@
 //     segment the slot's state (and the taps at that point, from the window)
 //     are copied into the checkpoint's slot. Splitting changes no value: the
 //     plain op carries the state token by token in f32.
-// The conv window is assembled and the new taps written back on the host:
-// the op set has no concat / transpose, and the new inputs arrive
-// channel-major ([C, T]) while kSsmConv reads time-major rows. A device
-// backend needs such an op here (like moe.cc's host-side weight gather).
+// The conv window is assembled, and the new taps and checkpoints written,
+// with strided copies (kCpy) on whichever backend holds the pools.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -97,9 +95,14 @@ class DeltaNetLayer {
   TensorView conv_plain(int64_t r0, int64_t t, std::span<const int32_t> slots);
   void delta_net_plain(int64_t r0, int64_t t, int64_t n, const TensorView& state);
   Op delta_net_op(OpKind kind, int64_t r0, int64_t t, int64_t n) const;
-  // Copies this layer's DeltaNet state of slot `src` into slot `dst`.
-  void copy_state(int32_t src, int32_t dst) const;
-  void copy_taps(int32_t src, int32_t dst) const;
+  // Slot views of the pools: state [S, S, Hv, 1], taps [K - 1, C, 1, 1].
+  TensorView state_of(int32_t slot) const;
+  TensorView taps_of(int32_t slot) const;
+  // The K - 1 window entries of sequence s from time index `at`: [K - 1, C, 1, 1].
+  TensorView window_taps(const TensorView& win, int64_t s, int64_t at) const;
+  // Copies this layer's DeltaNet state (taps) of slot `src` into slot `dst`.
+  void copy_state(int32_t src, int32_t dst);
+  void copy_taps(int32_t src, int32_t dst);
 
   ForwardContext& ctx_;
   const ModelConfig& cfg_;
@@ -130,7 +133,7 @@ void split_qkvz(ForwardContext& ctx, const TensorView& mixed, const TensorView& 
                                     {kF, grp * kF, w * kF, w * t * kF});
     const TensorView to = view_of(dst, static_cast<size_t>(dst_off) * kF, {width, hk, t, 1},
                                   {kF, width * kF, dst_row * kF, dst_row * t * kF});
-    ctx.scale(from, 1.0f, 0.0f, to);  // a strided copy
+    ctx.cpy(from, to);
   };
   part(0, qkv, 0, c, s);
   part(s, qkv, hk * s, c, s);
@@ -142,8 +145,8 @@ void DeltaNetLayer::project(const TensorView& xs) {
   const int64_t t = xs.ne[1];
   if (cfg_.ssm.fused_qkvz) {
     const TensorView mixed = ctx_.mul_mat(l_.ssm_in, xs);  // [C + Hv * S, T]
-    qkv_ = ctx_.f32(c_, t);
-    z_ = ctx_.f32(hv_ * s_, t);
+    qkv_ = ctx_.tensor_near(mixed, DType::F32, {c_, t, 1, 1});
+    z_ = ctx_.tensor_near(mixed, DType::F32, {hv_ * s_, t, 1, 1});
     split_qkvz(ctx_, mixed, qkv_, z_, s_, hk_, hv_);
   } else {
     qkv_ = ctx_.mul_mat(l_.ssm_qkv, xs);  // [C, T]
@@ -201,58 +204,51 @@ void DeltaNetLayer::delta_net_plain(int64_t r0, int64_t t, int64_t n, const Tens
   ctx_.run(op);
 }
 
-void DeltaNetLayer::copy_state(int32_t src, int32_t dst) const {
-  std::memcpy(ssm_pool_.row(0, 0, dst), ssm_pool_.row(0, 0, src), ssm_pool_.nb[3]);
+TensorView DeltaNetLayer::state_of(int32_t slot) const {
+  return view_of(ssm_pool_, static_cast<size_t>(slot) * ssm_pool_.nb[3], {s_, s_, hv_, 1},
+                 ssm_pool_.nb);
 }
 
-void DeltaNetLayer::copy_taps(int32_t src, int32_t dst) const {
-  std::memcpy(conv_pool_.row(0, dst), conv_pool_.row(0, src), conv_pool_.nb[2]);
+TensorView DeltaNetLayer::taps_of(int32_t slot) const {
+  return view_of(conv_pool_, static_cast<size_t>(slot) * conv_pool_.nb[2], {taps_, c_, 1, 1},
+                 {kF, conv_pool_.nb[1], conv_pool_.nb[2], conv_pool_.nb[2]});
+}
+
+TensorView DeltaNetLayer::window_taps(const TensorView& win, int64_t s, int64_t at) const {
+  return view_of(win, static_cast<size_t>(s) * win.nb[2] + static_cast<size_t>(at) * kF,
+                 {taps_, c_, 1, 1}, {kF, win.nb[1], win.nb[2], win.nb[2]});
+}
+
+void DeltaNetLayer::copy_state(int32_t src, int32_t dst) {
+  ctx_.cpy(state_of(src), state_of(dst));
+}
+
+void DeltaNetLayer::copy_taps(int32_t src, int32_t dst) {
+  ctx_.cpy(taps_of(src), taps_of(dst));
 }
 
 TensorView DeltaNetLayer::conv_plain(int64_t r0, int64_t t, std::span<const int32_t> slots) {
   const auto n = static_cast<int64_t>(slots.size());
   const int64_t width = taps_ + t;
-  const TensorView win = ctx_.f32(width, c_, n);  // [K - 1 + t, C, n]
-  if (!ctx_.ok()) return win;
-  // Taps, then the inputs transposed to time-major, in tiles of 32 x 32.
-  constexpr int64_t kTile = 32;
-  const auto* x = static_cast<const float*>(qkv_.data);
-  for (int64_t s = 0; s < n; ++s) {
-    const int32_t slot = slots[static_cast<size_t>(s)];
-    for (int64_t c = 0; c < c_; ++c) {
-      std::memcpy(win.row<float>(c, s), conv_pool_.row<const float>(c, slot),
-                  static_cast<size_t>(taps_) * kF);
-    }
-    const float* xs = x + (r0 + s * t) * c_;
-    for (int64_t t0 = 0; t0 < t; t0 += kTile) {
-      const int64_t t1 = std::min(t, t0 + kTile);
-      for (int64_t c0 = 0; c0 < c_; c0 += kTile) {
-        const int64_t c1 = std::min(c_, c0 + kTile);
-        for (int64_t c = c0; c < c1; ++c) {
-          float* w = win.row<float>(c, s) + taps_;
-          for (int64_t k = t0; k < t1; ++k) w[k] = xs[k * c_ + c];
-        }
-      }
-    }
-  }
+  const TensorView win = ctx_.tensor_near(qkv_, DType::F32, {width, c_, n, 1});  // [K - 1 + t, C, n]
+  // Each sequence's taps, then its inputs transposed to time-major.
+  for (int64_t s = 0; s < n; ++s) ctx_.cpy(taps_of(slots[static_cast<size_t>(s)]), window_taps(win, s, 0));
+  const size_t row = static_cast<size_t>(c_) * kF;
+  const size_t wrow = static_cast<size_t>(width) * kF;
+  ctx_.cpy(view_of(qkv_, static_cast<size_t>(r0) * row, {c_, t, n, 1},
+                   {kF, row, row * t, row * t * n}),
+           view_of(win, static_cast<size_t>(taps_) * kF, {c_, t, n, 1},
+                   {wrow, kF, wrow * c_, wrow * c_ * n}));
   Op op;
   op.kind = OpKind::kSsmConv;
   op.src[0] = win;
   op.src[1] = l_.ssm_conv1d;
-  const size_t row = static_cast<size_t>(c_) * kF;
   op.dst = view_of(conv_out_, static_cast<size_t>(r0) * row, {c_, t, n, 1},
                    {kF, row, row * t, row * t * n});
   op.params = SsmConvParams{true};
   ctx_.run(op);
-  if (!ctx_.ok()) return win;
   // The new taps: the last K - 1 window entries of each channel.
-  for (int64_t s = 0; s < n; ++s) {
-    const int32_t slot = slots[static_cast<size_t>(s)];
-    for (int64_t c = 0; c < c_; ++c) {
-      std::memcpy(conv_pool_.row<float>(c, slot), win.row<const float>(c, s) + t,
-                  static_cast<size_t>(taps_) * kF);
-    }
-  }
+  for (int64_t s = 0; s < n; ++s) ctx_.cpy(window_taps(win, s, t), taps_of(slots[static_cast<size_t>(s)]));
   return win;
 }
 
@@ -300,8 +296,7 @@ void DeltaNetLayer::prefill_step(size_t i) {
   const cache::RecurrentStep& st = rp_.steps[i];
   const int32_t slot = st.slot;
   const TensorView win = conv_plain(st.row_begin, st.n_tokens, std::span<const int32_t>(&slot, 1));
-  const TensorView state = view_of(ssm_pool_, static_cast<size_t>(slot) * ssm_pool_.nb[3],
-                                   {s_, s_, hv_, 1}, ssm_pool_.nb);  // the slot, in place
+  const TensorView state = state_of(slot);  // the slot, in place
   int32_t done = 0;
   for (int32_t k = 0; k <= st.n_ckpt; ++k) {
     const cache::StateCheckpoint* cp =
@@ -311,10 +306,7 @@ void DeltaNetLayer::prefill_step(size_t i) {
     done = end;
     if (cp == nullptr || !ctx_.ok()) continue;
     copy_state(slot, cp->slot);
-    for (int64_t c = 0; c < c_; ++c) {  // the K - 1 inputs before the boundary
-      std::memcpy(conv_pool_.row<float>(c, cp->slot), win.row<const float>(c, 0) + end,
-                  static_cast<size_t>(taps_) * kF);
-    }
+    ctx_.cpy(window_taps(win, 0, end), taps_of(cp->slot));  // the K - 1 inputs before the boundary
   }
 }
 
@@ -322,8 +314,8 @@ TensorView DeltaNetLayer::run(const TensorView& x) {
   const int64_t t = x.ne[1];
   const TensorView xs = ri_.order.empty() ? x : ctx_.get_rows(x, ri_.order);  // [E, T]
   project(xs);
-  conv_out_ = ctx_.f32(c_, t);
-  o_ = ctx_.f32(s_, hv_, t);
+  conv_out_ = ctx_.tensor_near(qkv_, DType::F32, {c_, t, 1, 1});
+  o_ = ctx_.tensor_near(qkv_, DType::F32, {s_, hv_, t, 1});
   const size_t n_steps = rp_.steps.size();
   for (size_t i = 0; i < n_steps && ctx_.ok();) {
     if (rp_.steps[i].n_tokens == 1) {

@@ -47,6 +47,7 @@ Status mul_mat_id(const Op& op, const KernelContext& ctx);    // mul_mat.cc
 Status add(const Op& op, const KernelContext& ctx);           // binary.cc
 Status mul(const Op& op, const KernelContext& ctx);           // binary.cc
 Status scale(const Op& op, const KernelContext& ctx);         // binary.cc
+Status cpy(const Op& op, const KernelContext& ctx);           // cpy.cc
 Status rms_norm(const Op& op, const KernelContext& ctx);      // norm.cc
 Status add_rms_norm(const Op& op, const KernelContext& ctx);  // norm.cc
 Status l2_norm(const Op& op, const KernelContext& ctx);       // norm.cc

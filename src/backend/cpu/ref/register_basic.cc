@@ -38,6 +38,7 @@ void register_ref_kernels_basic(KernelTable& t) {
   t.add({OpKind::kAdd, kRef, "add.ref", nullptr, ref::add});
   t.add({OpKind::kMul, kRef, "mul.ref", nullptr, ref::mul});
   t.add({OpKind::kScale, kRef, "scale.ref", nullptr, ref::scale});
+  t.add({OpKind::kCpy, kRef, "cpy.ref", nullptr, ref::cpy});
   t.add({OpKind::kRmsNorm, kRef, "rms_norm.ref", nullptr, ref::rms_norm});
   t.add({OpKind::kAddRmsNorm, kRef, "add_rms_norm.ref", supports_add_rms_norm, ref::add_rms_norm});
   t.add({OpKind::kL2Norm, kRef, "l2_norm.ref", nullptr, ref::l2_norm});
