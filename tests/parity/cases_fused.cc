@@ -7,7 +7,8 @@
 //   conv: get_rows gathers each sequence's taps (one row of K-1 taps per
 //         channel) and its new input into a [K, channels, n_seq] window
 //         tensor, ssm_conv runs on it, set_rows scatters the shifted taps
-//         (window[1..K-1]) to the destination slots;
+//         (window[1..K-1], packed by an identity get_rows) to the
+//         destination slots;
 //   GDN:  get_rows gathers whole slots (one flattened row each), the plain
 //         gated_delta_net updates them in place, set_rows scatters them back.
 // Gather-all-then-scatter-all is exactly the "read the old state" semantics
@@ -120,21 +121,23 @@ std::unique_ptr<OpCase> conv_update_case(int width, int channels, int n_seq, boo
       false;  // perf: repeat the update on the evolving (bounded) pool; no 10+ MB restore per run
 
   // Unfused: window [K, channels, n_seq] <- taps (gather) and x, ssm_conv,
-  // shifted taps -> destination slots (scatter).
+  // shifted taps -> destination slots (scatter). The shifted taps are first
+  // copied to a packed [K-1, channels, n_seq] tensor (an identity get_rows), so
+  // the scatter is one set_rows row per sequence: a device set_rows compares
+  // each row's slot with all later rows', which per channel would be slow.
   const int64_t rows = static_cast<int64_t>(channels) * n_seq;
   TensorView window = c->alloc(DType::F32, {width, channels, n_seq});
   float* wd = static_cast<float*>(window.data);
-  std::vector<int32_t> gather(static_cast<size_t>(rows)), scatter(static_cast<size_t>(rows)),
-      iota(static_cast<size_t>(rows));
+  std::vector<int32_t> gather(static_cast<size_t>(rows)), iota(static_cast<size_t>(rows));
   for (int s = 0; s < n_seq; ++s) {
     for (int ch = 0; ch < channels; ++ch) {
       const size_t r = static_cast<size_t>(s) * channels + ch;
       gather[r] = ids[static_cast<size_t>(s)] * channels + ch;
-      scatter[r] = dst[static_cast<size_t>(s)] * channels + ch;
       iota[r] = static_cast<int32_t>(r);
     }
   }
   const TensorView pool_rows = pool.reshape({taps, static_cast<int64_t>(channels) * n_slots});
+  const TensorView iota_ids = alloc_ints(*c, iota);
   Op get_taps;
   get_taps.kind = OpKind::kGetRows;
   get_taps.src[0] = pool_rows;
@@ -143,7 +146,7 @@ std::unique_ptr<OpCase> conv_update_case(int width, int channels, int n_seq, boo
   Op get_x;
   get_x.kind = OpKind::kGetRows;
   get_x.src[0] = x.reshape({1, rows});
-  get_x.src[1] = alloc_ints(*c, iota);
+  get_x.src[1] = iota_ids;
   get_x.dst = strided(wd + taps, 1, rows, width);
   Op conv;
   conv.kind = OpKind::kSsmConv;
@@ -152,15 +155,20 @@ std::unique_ptr<OpCase> conv_update_case(int width, int channels, int n_seq, boo
   conv.src[1] = w;
   conv.src[2] = op.src[2];
   conv.dst = c->alloc(DType::F32, {channels, 1, n_seq});
+  Op pack_taps;
+  pack_taps.kind = OpKind::kGetRows;
+  pack_taps.src[0] = strided(wd + 1, taps, rows, width);
+  pack_taps.src[1] = iota_ids;
+  pack_taps.dst = c->alloc(DType::F32, {taps, rows});
   Op put_taps;
   put_taps.kind = OpKind::kSetRows;
-  put_taps.src[0] = strided(wd + 1, taps, rows, width);
-  put_taps.src[1] = alloc_ints(*c, scatter);
-  put_taps.dst = pool_rows;
+  put_taps.src[0] = pack_taps.dst.reshape({taps * channels, n_seq});
+  put_taps.src[1] = alloc_ints(*c, dst);
+  put_taps.dst = pool.reshape({taps * channels, n_slots});
   Equivalent unfused{"unfused: get_rows, ssm_conv, set_rows", Op{}, true};
   unfused.op.dst = conv.dst;
   unfused.op.dst2 = pool;
-  unfused.steps = {get_taps, get_x, conv, put_taps};
+  unfused.steps = {get_taps, get_x, conv, pack_taps, put_taps};
   c->equivalents.push_back(std::move(unfused));
 
   c->flops = 2.0 * width * channels * n_seq;
