@@ -80,6 +80,75 @@ TEST(VulkanBackend, KernelDataErrorsSurfaceAtSynchronizeAndLeaveTheDeviceUsable)
   EXPECT_EQ(got, (std::vector<float>{20, 21, 22, 23, 0, 1, 2, 3}));
 }
 
+// The fused state ops check their slots in a dispatch before the main one:
+// an id outside the pool (OutOfRange) or a destination slot used twice
+// (InvalidArgument) leaves the pool's bytes as they were.
+TEST(VulkanBackend, FusedStateOpsCheckSlotsBeforeWritingAnything) {
+  FOLIO_VULKAN_OR_SKIP(dev);
+  constexpr int64_t kWidth = 4, kChannels = 8, kSlots = 3, kSeq = 2;
+  auto x = alloc(*dev, kChannels * kSeq * 4), w = alloc(*dev, kWidth * kChannels * 4);
+  auto pool = alloc(*dev, (kWidth - 1) * kChannels * kSlots * 4);
+  auto ids = alloc(*dev, kSeq * 4), dsts = alloc(*dev, kSeq * 4);
+  auto out = alloc(*dev, kChannels * kSeq * 4);
+  std::vector<float> pool_bytes((kWidth - 1) * kChannels * kSlots);
+  std::iota(pool_bytes.begin(), pool_bytes.end(), 1.0f);
+  const std::vector<float> ones(kWidth * kChannels, 1.0f);
+  ASSERT_TRUE(pool->write(0, pool_bytes.data(), pool_bytes.size() * 4).ok());
+  ASSERT_TRUE(x->write(0, ones.data(), kChannels * kSeq * 4).ok());
+  ASSERT_TRUE(w->write(0, ones.data(), ones.size() * 4).ok());
+  Op op;
+  op.kind = OpKind::kSsmConvUpdate;
+  op.params = SsmConvParams{true};
+  op.src[0] = TensorView::contiguous(x->data(), DType::F32, {kChannels, kSeq});
+  op.src[1] = TensorView::contiguous(w->data(), DType::F32, {kWidth, kChannels});
+  op.src[3] = TensorView::contiguous(pool->data(), DType::F32, {kWidth - 1, kChannels, kSlots});
+  op.src[4] = TensorView::contiguous(ids->data(), DType::I32, {kSeq});
+  op.src[5] = TensorView::contiguous(dsts->data(), DType::I32, {kSeq});
+  op.dst = TensorView::contiguous(out->data(), DType::F32, {kChannels, kSeq});
+  op.dst2 = op.src[3];
+  ASSERT_TRUE(dev->supports_op(op));
+  struct Slots {
+    std::vector<int32_t> ids, dsts;
+    StatusCode want;
+  };
+  const Slots bad[] = {{{0, 3}, {1, 2}, StatusCode::kOutOfRange},
+                       {{0, 1}, {2, -1}, StatusCode::kOutOfRange},
+                       {{0, 1}, {2, 2}, StatusCode::kInvalidArgument}};
+  for (const Slots& b : bad) {
+    ASSERT_TRUE(ids->write(0, b.ids.data(), kSeq * 4).ok());
+    ASSERT_TRUE(dsts->write(0, b.dsts.data(), kSeq * 4).ok());
+    ASSERT_TRUE(dev->run(op).ok());
+    const Status st = dev->synchronize();
+    EXPECT_EQ(st.code(), b.want) << st.to_string();
+    std::vector<float> got(pool_bytes.size());
+    ASSERT_TRUE(pool->read(0, got.data(), got.size() * 4).ok());
+    EXPECT_EQ(got, pool_bytes);
+  }
+  // Destinations = ids: a repeated id is a destination used twice.
+  Op ids_only = op;
+  ids_only.src[5] = TensorView{};
+  const std::vector<int32_t> twice{1, 1};
+  ASSERT_TRUE(ids->write(0, twice.data(), kSeq * 4).ok());
+  ASSERT_TRUE(dev->run(ids_only).ok());
+  EXPECT_EQ(dev->synchronize().code(), StatusCode::kInvalidArgument);
+  // A good op after the errors: slot 2 receives slot 0's newest taps and x.
+  const std::vector<int32_t> good_ids{0, 1}, good_dsts{2, 0};
+  ASSERT_TRUE(ids->write(0, good_ids.data(), kSeq * 4).ok());
+  ASSERT_TRUE(dsts->write(0, good_dsts.data(), kSeq * 4).ok());
+  ASSERT_TRUE(dev->run(op).ok());
+  ASSERT_TRUE(dev->synchronize().ok());
+  std::vector<float> got(pool_bytes.size());
+  ASSERT_TRUE(pool->read(0, got.data(), got.size() * 4).ok());
+  const int64_t slot = (kWidth - 1) * kChannels;
+  for (int64_t c = 0; c < kChannels; ++c) {
+    const float* old0 = &pool_bytes[c * (kWidth - 1)];
+    const float* new2 = &got[2 * slot + c * (kWidth - 1)];
+    EXPECT_EQ(new2[0], old0[1]);
+    EXPECT_EQ(new2[1], old0[2]);
+    EXPECT_EQ(new2[2], 1.0f);
+  }
+}
+
 TEST(VulkanBackend, ForwardContextMovesOperandsOfOpsTheDeviceDeclines) {
   FOLIO_VULKAN_OR_SKIP(dev);
   auto ctx = model::ForwardContext::with_device(dev, 1);

@@ -150,6 +150,12 @@ void add_recurrent_cases(CaseList& cases, bool perf) {
       {128, 2, 4, 300, 1, HeadMap::kMod, true, true, -0.05f, 0.0f, 0.9f, 0.9f, " correlated-k"},
       {64, 1, 2, 200, 2, HeadMap::kDiv, false},
       {128, 2, 4, 130, 2, HeadMap::kDiv, true, false},  // the SIMD token-by-token kernels at long T
+      // Head dims off the usual powers of two (rows not a whole number of
+      // 16-byte groups: scalar loads and padded lanes in device kernels),
+      // and S = 256.
+      {100, 2, 4, 3, 2, HeadMap::kDiv},
+      {30, 1, 2, 5, 1, HeadMap::kMod},
+      {256, 1, 2, 4, 1, HeadMap::kMod},
   };
   for (const GdnSpec& sp : more) cases.push_back(gdn_case(sp));
   // Chunk edges (63, 64, 65) and several chunks with a partial last one.

@@ -33,6 +33,7 @@ const std::vector<KernelDef>& vulkan_kernels() {
     add_sort_kernels(t);
     add_matmul_kernels(t);
     add_attention_kernels(t);
+    add_recurrent_kernels(t);
     return t;
   }();
   return table;
@@ -379,6 +380,7 @@ class VulkanBackend::Impl {
       case 1: return out_of_range("vulkan: a kernel read an id / slot {} outside its table", static_cast<int32_t>(arg));
       case 2: return out_of_range("vulkan: attention: sequence index or kv_len {} out of range", static_cast<int32_t>(arg));
       case 3: return out_of_range("vulkan: attention: block-table entry {} out of range", static_cast<int32_t>(arg));
+      case 4: return invalid_argument("vulkan: destination slot {} used twice", static_cast<int32_t>(arg));
       default: return internal_error("vulkan: a kernel reported error {} ({})", code, arg);
     }
   }

@@ -20,6 +20,7 @@ layout(std430, binding = 1) buffer Errors {
 const uint ERR_ID_RANGE = 1u;     // an id / slot / index outside its table
 const uint ERR_SEQ_RANGE = 2u;    // attention: seq_idx or kv_len out of range
 const uint ERR_BLOCK_RANGE = 3u;  // attention: block-table entry out of range
+const uint ERR_DUP_SLOT = 4u;     // fused state ops: a destination slot used twice
 
 void report_error(uint code, uint arg) {
   if (atomicCompSwap(err_code, 0u, code) == 0u) err_arg = arg;

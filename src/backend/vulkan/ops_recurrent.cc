@@ -1,0 +1,309 @@
+// Recurrent ops of the hybrid models: the depthwise causal convolution and
+// the gated DeltaNet recurrence, plain and as fused decode steps on a state
+// pool. Semantics: op.h.
+//
+//   ssm_conv                ssm_conv.comp: one invocation per output.
+//   ssm_conv_update         state_slots_check.comp, then ssm_conv_update.comp
+//                           (shared arithmetic: ssm_conv.glsl).
+//   gated_delta_net         gated_delta_net.comp, token by token (the chunked
+//                           form that allow_chunked permits is not used).
+//   gated_delta_net_update  state_slots_check.comp, then gated_delta_net.comp
+//                           in its UPDATE mode: the same code and launch
+//                           shape as the plain op, so the fused step is
+//                           bit-identical to gather, plain op, scatter.
+// The fused ops' slot errors (an id or destination outside the pool, a
+// destination used twice) are found by the one-workgroup check dispatch;
+// the main dispatch then writes nothing. A GDN update with explicit
+// destination slots is declined (routing runs it on the CPU): a sequence
+// could read a slot another workgroup writes, and no dispatch can order all
+// reads of 64 KiB-per-head states before all writes without a scratch copy.
+// The conv update takes them: its state is K-1 floats per channel, so one
+// workgroup stages a block of channels of every sequence in shared memory
+// before writing any of them.
+//
+// Requirements checked by match(): F32 tensors and I32 ids with 4-byte
+// multiple strides (any layout otherwise; strides are honoured), widths up
+// to kMaxWidth, S_k up to kMaxKeyDim.
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/vulkan/kernels.h"
+
+namespace folio::vulkan {
+namespace {
+
+constexpr int64_t kMaxWidth = 32;       // conv kernel width: the shaders' window array
+constexpr uint32_t kConvGroup = 256;    // ssm_conv*.comp local size
+constexpr int64_t kStageFloats = 3072;  // ssm_conv_update.comp STAGED: 12 KiB of taps
+constexpr int64_t kMaxKeyDim = 512;     // gated_delta_net.comp: L * EPL
+constexpr uint32_t kGdnGroup = 64;      // gated_delta_net.comp local size
+
+bool fits_u32(int64_t v) {
+  return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX);
+}
+
+// A tensor the shaders read as 4-byte words through its strides.
+bool words_ok(const TensorView& t, DType want) {
+  if (t.dtype != want) return false;
+  for (int i = 0; i < kMaxDims; ++i) {
+    if (t.nb[i] % 4 != 0 || !fits_u32(t.ne[i])) return false;
+  }
+  return fits_u32(t.nelements());
+}
+
+bool opt_words_ok(const TensorView& t, DType want) {
+  return t.empty() || words_ok(t, want);
+}
+
+Status aligned4(const TensorDesc& d, const Op& op) {
+  if (d.off % 4 == 0) return Status();
+  return invalid_argument("{}: a 4-byte tensor at byte offset {}", op.describe(), d.off);
+}
+
+bool overlaps(const TensorView& a, const TensorView& b) {
+  const char* a0 = static_cast<const char*>(a.data);
+  const char* b0 = static_cast<const char*>(b.data);
+  return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();
+}
+
+bool same_view(const TensorView& a, const TensorView& b) {
+  return a.data == b.data && a.dtype == b.dtype && a.ne == b.ne && a.nb == b.nb;
+}
+
+// Explicit destination slots that differ from the ids; absent or equal to
+// the ids, destinations are the ids (then distinct, or an error).
+bool explicit_dst(const Op& op, int ids_src) {
+  const TensorView& d = op.src[ids_src + 1];
+  return !d.empty() && !same_view(d, op.src[ids_src]);
+}
+
+// ---- slot checks (both fused ops) -----------------------------------------
+
+struct SlotCheckParams {
+  TensorDesc ids, dst_slots;
+  uint32_t n_seq;
+  uint32_t n_slots;
+  uint32_t has_dst;
+};
+
+// Records state_slots_check.comp for the op's ids (src[ids_src]) and
+// destinations (src[ids_src + 1]) over a pool of n_slots.
+Status record_slot_check(Recorder& r, const Op& op, int ids_src, int64_t n_slots) {
+  const TensorView& ids = op.src[ids_src];
+  const TensorView dst = explicit_dst(op, ids_src) ? op.src[ids_src + 1] : TensorView{};
+  SlotCheckParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.ids, r.desc(ids));
+  FOLIO_ASSIGN_OR_RETURN(p.dst_slots, r.desc(dst));
+  FOLIO_RETURN_IF_ERROR(aligned4(p.ids, op));
+  FOLIO_RETURN_IF_ERROR(aligned4(p.dst_slots, op));
+  p.n_seq = static_cast<uint32_t>(ids.nelements());
+  p.n_slots = static_cast<uint32_t>(n_slots);
+  p.has_dst = dst.empty() ? 0 : 1;
+  return r.dispatch("state_slots_check", {}, &p, sizeof p, {ids, dst}, 1);
+}
+
+// ---- ssm_conv --------------------------------------------------------------
+
+struct SsmConvShaderParams {
+  TensorDesc x, w, bias, d;
+  uint32_t has_bias;
+  uint32_t silu;
+};
+
+bool match_ssm_conv(const Op& op, const DeviceCaps&) {
+  const TensorView &x = op.src[0], &w = op.src[1], &d = op.dst;
+  return words_ok(x, DType::F32) && words_ok(w, DType::F32) && words_ok(d, DType::F32) &&
+         opt_words_ok(op.src[2], DType::F32) && w.ne[0] <= kMaxWidth && w.ne[2] * w.ne[3] == 1 &&
+         x.ne[3] == 1 && d.ne[3] == 1;
+}
+
+Status record_ssm_conv(Recorder& r, const Op& op) {
+  const TensorView &x = op.src[0], &w = op.src[1], &bias = op.src[2];
+  SsmConvShaderParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
+  FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));
+  FOLIO_ASSIGN_OR_RETURN(p.bias, r.desc(bias));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  for (const TensorDesc* d : {&p.x, &p.w, &p.bias, &p.d}) FOLIO_RETURN_IF_ERROR(aligned4(*d, op));
+  p.has_bias = bias.empty() ? 0 : 1;
+  p.silu = op.p<SsmConvParams>().silu ? 1 : 0;
+  const uint64_t n = static_cast<uint64_t>(op.dst.nelements());
+  if (n == 0) return Status();
+  uint32_t gx, gy;
+  Recorder::split_groups((n + kConvGroup - 1) / kConvGroup, gx, gy);
+  return r.dispatch("ssm_conv", {static_cast<uint32_t>(w.ne[0])}, &p, sizeof p,
+                    {x, w, bias, op.dst}, gx, gy);
+}
+
+// ---- ssm_conv_update -------------------------------------------------------
+
+struct SsmConvUpdateShaderParams {
+  TensorDesc x, w, bias, pool, ids, dst_slots, d;
+  uint32_t has_bias;
+  uint32_t has_dst;
+  uint32_t silu;
+  uint32_t cb;
+};
+
+bool match_ssm_conv_update(const Op& op, const DeviceCaps&) {
+  const TensorView &x = op.src[0], &w = op.src[1], &pool = op.src[3];
+  if (!words_ok(x, DType::F32) || !words_ok(w, DType::F32) || !words_ok(pool, DType::F32) ||
+      !words_ok(op.dst, DType::F32) || !opt_words_ok(op.src[2], DType::F32) ||
+      !words_ok(op.src[4], DType::I32) || !opt_words_ok(op.src[5], DType::I32)) {
+    return false;
+  }
+  if (w.ne[0] > kMaxWidth) return false;
+  // Staged (explicit destinations): one channel of every sequence must fit.
+  return !explicit_dst(op, 4) || x.ne[1] * (w.ne[0] - 1) <= kStageFloats;
+}
+
+Status record_ssm_conv_update(Recorder& r, const Op& op) {
+  const TensorView &x = op.src[0], &w = op.src[1], &bias = op.src[2], &pool = op.src[3];
+  if (overlaps(op.dst, pool)) {
+    return invalid_argument("{}: dst overlaps the state pool", op.describe());
+  }
+  const bool staged = explicit_dst(op, 4);
+  const TensorView dst_slots = staged ? op.src[5] : TensorView{};
+  SsmConvUpdateShaderParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
+  FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));
+  FOLIO_ASSIGN_OR_RETURN(p.bias, r.desc(bias));
+  FOLIO_ASSIGN_OR_RETURN(p.pool, r.desc(pool));
+  FOLIO_ASSIGN_OR_RETURN(p.ids, r.desc(op.src[4]));
+  FOLIO_ASSIGN_OR_RETURN(p.dst_slots, r.desc(dst_slots));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  for (const TensorDesc* d : {&p.x, &p.w, &p.bias, &p.pool, &p.ids, &p.dst_slots, &p.d}) {
+    FOLIO_RETURN_IF_ERROR(aligned4(*d, op));
+  }
+  const int64_t width = w.ne[0], channels = w.ne[1], n_seq = x.ne[1];
+  if (n_seq == 0 || channels == 0) return Status();
+  FOLIO_RETURN_IF_ERROR(record_slot_check(r, op, 4, pool.ne[2]));
+  p.has_bias = bias.empty() ? 0 : 1;
+  p.has_dst = staged ? 1 : 0;
+  p.silu = op.p<SsmConvParams>().silu ? 1 : 0;
+  uint64_t groups;
+  uint32_t stage_floats = 1;
+  if (staged) {
+    const int64_t cb = std::max<int64_t>(1, kStageFloats / (n_seq * (width - 1)));
+    p.cb = static_cast<uint32_t>(std::min(cb, channels));
+    stage_floats = static_cast<uint32_t>(p.cb * n_seq * (width - 1));
+    groups = static_cast<uint64_t>((channels + p.cb - 1) / p.cb);
+  } else {
+    p.cb = 0;
+    groups = (static_cast<uint64_t>(channels * n_seq) + kConvGroup - 1) / kConvGroup;
+  }
+  uint32_t gx, gy;
+  Recorder::split_groups(groups, gx, gy);
+  return r.dispatch("ssm_conv_update",
+                    {static_cast<uint32_t>(width), staged ? 1u : 0u, stage_floats}, &p, sizeof p,
+                    {x, w, bias, pool, op.src[4], dst_slots, op.dst}, gx, gy);
+}
+
+// ---- gated_delta_net, gated_delta_net_update ------------------------------
+
+struct GdnShaderParams {
+  TensorDesc q, k, v, g, beta, state, ids, dst_slots, o, state_out;
+  uint32_t h_k;
+  uint32_t ratio;
+  uint32_t head_mod;
+  uint32_t l2_norm;
+  uint32_t has_dst;
+  uint32_t row_blocks;
+  float scale;
+  float eps;
+};
+
+// Lanes per state row and elements per lane for a key dim: 8 lanes (16
+// bytes apart: a row's 128-byte stretch per load) while each holds at most
+// 32 elements, 16 beyond. A function of S_k alone: the plain op and the
+// update launch the same shape for the same heads.
+void gdn_shape(int64_t s_k, uint32_t* lanes, uint32_t* epl) {
+  *lanes = s_k <= 256 ? 8 : 16;
+  const int64_t per = 4 * static_cast<int64_t>(*lanes);
+  *epl = static_cast<uint32_t>((s_k + per - 1) / per * 4);
+}
+
+bool match_gdn(const Op& op, const DeviceCaps& caps) {
+  const bool update = op.kind == OpKind::kGatedDeltaNetUpdate;
+  for (int i = 0; i < 6; ++i) {
+    if (!words_ok(op.src[i], DType::F32)) return false;
+  }
+  if (!words_ok(op.dst, DType::F32) || !words_ok(op.dst2, DType::F32)) return false;
+  if (update) {
+    if (!words_ok(op.src[6], DType::I32) || !opt_words_ok(op.src[7], DType::I32)) return false;
+    if (explicit_dst(op, 6)) return false;  // see the file comment
+  }
+  const int64_t s_k = op.src[0].ne[0];
+  return s_k >= 1 && s_k <= kMaxKeyDim && caps.max_workgroup_size >= kGdnGroup;
+}
+
+// 16-byte rows: a tensor the shader may read as vec4 (packed rows starting
+// on 16-byte boundaries).
+bool rows16(const TensorDesc& d) {
+  return d.nb[0] == 4 && d.off % 16 == 0 && d.nb[1] % 16 == 0 && d.nb[2] % 16 == 0 &&
+         d.nb[3] % 16 == 0;
+}
+
+Status record_gdn(Recorder& r, const Op& op) {
+  const bool update = op.kind == OpKind::kGatedDeltaNetUpdate;
+  const auto& gp = op.p<GatedDeltaNetParams>();
+  const TensorView &q = op.src[0], &v = op.src[2], &state = op.src[5];
+  if (update) {
+    if (overlaps(op.dst, state)) {
+      return invalid_argument("{}: dst overlaps the state pool", op.describe());
+    }
+  } else if (!same_view(op.dst2, state) && overlaps(op.dst2, state)) {
+    return invalid_argument("{}: state output overlaps the state input without aliasing it",
+                            op.describe());
+  }
+  const TensorView ids = update ? op.src[6] : TensorView{};
+  GdnShaderParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));
+  FOLIO_ASSIGN_OR_RETURN(p.k, r.desc(op.src[1]));
+  FOLIO_ASSIGN_OR_RETURN(p.v, r.desc(v));
+  FOLIO_ASSIGN_OR_RETURN(p.g, r.desc(op.src[3]));
+  FOLIO_ASSIGN_OR_RETURN(p.beta, r.desc(op.src[4]));
+  FOLIO_ASSIGN_OR_RETURN(p.state, r.desc(state));
+  FOLIO_ASSIGN_OR_RETURN(p.ids, r.desc(ids));
+  FOLIO_ASSIGN_OR_RETURN(p.o, r.desc(op.dst));
+  FOLIO_ASSIGN_OR_RETURN(p.state_out, r.desc(op.dst2));
+  for (const TensorDesc* d :
+       {&p.q, &p.k, &p.v, &p.g, &p.beta, &p.state, &p.ids, &p.o, &p.state_out}) {
+    FOLIO_RETURN_IF_ERROR(aligned4(*d, op));
+  }
+  const int64_t s_k = q.ne[0], h_k = q.ne[1], s_v = v.ne[0], h_v = v.ne[1], n_seq = v.ne[3];
+  if (op.dst.nelements() == 0) return Status();
+  if (update) FOLIO_RETURN_IF_ERROR(record_slot_check(r, op, 6, state.ne[3]));
+  uint32_t lanes, epl;
+  gdn_shape(s_k, &lanes, &epl);
+  const uint32_t rows = kGdnGroup / lanes;
+  p.h_k = static_cast<uint32_t>(h_k);
+  p.ratio = static_cast<uint32_t>(h_v / h_k);
+  p.head_mod = gp.head_map == HeadMap::kMod ? 1 : 0;
+  p.l2_norm = gp.l2_norm_qk ? 1 : 0;
+  p.has_dst = 0;  // explicit destinations are declined by match_gdn
+  p.row_blocks = static_cast<uint32_t>((s_v + rows - 1) / rows);
+  p.scale = gp.scale;
+  p.eps = gp.eps;
+  const uint32_t vec4 =
+      s_k % 4 == 0 && rows16(p.q) && rows16(p.k) && rows16(p.state) && rows16(p.state_out) ? 1 : 0;
+  uint32_t gx, gy;
+  Recorder::split_groups(static_cast<uint64_t>(p.row_blocks) * static_cast<uint64_t>(h_v) *
+                             static_cast<uint64_t>(n_seq),
+                         gx, gy);
+  return r.dispatch(
+      "gated_delta_net", {kGdnGroup, lanes, epl, update ? 1u : 0u, vec4}, &p, sizeof p,
+      {q, op.src[1], v, op.src[3], op.src[4], state, ids, TensorView{}, op.dst, op.dst2}, gx, gy);
+}
+
+}  // namespace
+
+void add_recurrent_kernels(std::vector<KernelDef>& out) {
+  out.push_back({"ssm_conv", OpKind::kSsmConv, match_ssm_conv, record_ssm_conv});
+  out.push_back(
+      {"ssm_conv_update", OpKind::kSsmConvUpdate, match_ssm_conv_update, record_ssm_conv_update});
+  out.push_back({"gated_delta_net", OpKind::kGatedDeltaNet, match_gdn, record_gdn});
+  out.push_back({"gated_delta_net_update", OpKind::kGatedDeltaNetUpdate, match_gdn, record_gdn});
+}
+
+}  // namespace folio::vulkan
