@@ -103,6 +103,27 @@ class Cli(unittest.TestCase):
         self.assertIn("out of device memory", p.stderr)
         self.assertIn("-ngl", p.stderr)
 
+    def test_hybrid_and_batch_on_device(self):
+        # A hybrid model (gated DeltaNet state on the device) and `folio
+        # batch` over the scheduler on the device: the CPU's greedy text.
+        hybrid = os.path.join(os.path.dirname(ARGS.model), "tiny-qwen35-f32.gguf")
+        cpu = folio("run", "-m", hybrid, "-p", "Hello", *GEN, check_rc=0).stdout
+        p = folio("run", "-m", hybrid, "-p", "Hello", *GEN, "--device", "vulkan", check_rc=0)
+        self.assertEqual(p.stdout, cpu)
+        self.assertIn("4 of 4 layers offloaded", p.stderr)
+        self.assertNotIn("runs on the CPU", p.stderr)
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("Hello\nThe sky is\nOnce upon a time\n")
+        try:
+            for model in (ARGS.model, hybrid):
+                want = folio("batch", "-m", model, "--prompts", f.name, *GEN, "-np", "3",
+                             check_rc=0).stdout
+                got = folio("batch", "-m", model, "--prompts", f.name, *GEN, "-np", "3",
+                            "--device", "vulkan", check_rc=0).stdout
+                self.assertEqual(got, want, model)
+        finally:
+            os.unlink(f.name)
+
     def test_no_vulkan_driver(self):
         # No driver: one line, the CPU path; an error only when a device is demanded.
         env = dict(os.environ, VK_DRIVER_FILES="/nonexistent.json",
