@@ -4,6 +4,10 @@ and weight type, for speed measurements where no real model file can be
 brought (a lent GPU machine has no network, and what travels there is
 small). The weights are valid blocks (finite scales, arbitrary quants), so
 every kernel does its real work; the text such a model writes is noise.
+It carries a sentencepiece-style ("llama") vocabulary: control tokens, the
+256 byte-fallback tokens, the letters and common English words with a
+leading "▁", then filler pieces up to --vocab, so servers (folio serve,
+llama-server) tokenize text prompts as for a real model.
 scripts/gen_random_llama.py makes statistically realistic weights and a real
 tokenizer (numpy, gguf, llama.cpp's quantizer, refdata's vocabulary) for
 side-by-side runs with llama.cpp; this one needs nothing but Python, for
@@ -46,6 +50,43 @@ def kv(key, value):
     if isinstance(value, float):
         return gguf_string(key) + struct.pack("<If", 6, value)
     return gguf_string(key) + struct.pack("<II", 4, value)
+
+
+def kv_array(key, elem_type, values):
+    """An array KV: elem_type 8 (string), 6 (f32) or 5 (i32)."""
+    out = gguf_string(key) + struct.pack("<IIQ", 9, elem_type, len(values))
+    if elem_type == 8:
+        return out + b"".join(gguf_string(v) for v in values)
+    return out + b"".join(struct.pack("<f" if elem_type == 6 else "<i", v) for v in values)
+
+
+WORDS = ("the of and to in is was that for on as with by he at from his an were are which this "
+         "be or has had not first one their its new after who they have her she two been other "
+         "when there all during into school time may years more most only over city some world "
+         "would where later up such used many can state about national out known university "
+         "hello sky once upon a time list fruits apple banana letter opened rain fell town").split()
+
+
+def vocab(n):
+    """(tokens, scores, types) of a sentencepiece vocabulary of n pieces."""
+    tokens, types = ["<unk>", "<s>", "</s>"], [2, 3, 3]
+    tokens += [f"<0x{b:02X}>" for b in range(256)]
+    types += [6] * 256
+    seen = set(tokens)
+    pieces = ["\u2581"] + ["\u2581" + w for w in WORDS] + [chr(c) for c in range(33, 127)]
+    pieces += ["\u2581" + chr(c) for c in range(97, 123)]
+    for piece in pieces:
+        if piece not in seen and len(tokens) < n:
+            seen.add(piece)
+            tokens.append(piece)
+            types.append(1)
+    i = 0
+    while len(tokens) < n:
+        tokens.append(f"\u2581w{i}")
+        types.append(1)
+        i += 1
+    scores = [0.0] * 259 + [-float(i) for i in range(n - 259)]
+    return tokens[:n], scores[:n], types[:n]
 
 
 def block_chunk(type_name, rng):
@@ -105,6 +146,12 @@ def main():
             kv("llama.attention.head_count_kv", a.kv_heads), kv("llama.vocab_size", a.vocab),
             kv("llama.rope.freq_base", 10000.0),
             kv("llama.attention.layer_norm_rms_epsilon", 1e-5)]
+    tokens, scores, types = vocab(a.vocab)
+    meta += [kv("tokenizer.ggml.model", "llama"), kv_array("tokenizer.ggml.tokens", 8, tokens),
+             kv_array("tokenizer.ggml.scores", 6, scores),
+             kv_array("tokenizer.ggml.token_type", 5, types),
+             kv("tokenizer.ggml.bos_token_id", 1), kv("tokenizer.ggml.eos_token_id", 2),
+             kv("tokenizer.ggml.unknown_token_id", 0)]
 
     infos, sizes, offset = [], [], 0
     for name, shape, t in tensors:

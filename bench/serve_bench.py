@@ -294,7 +294,8 @@ def start_folio(args, variant):
         cmd.append("--no-decode-first")
     elif variant != "default":
         cmd += variant.split()
-    cmd += args.folio_args
+    for a in args.folio_args:  # "--device vulkan" as one argument, or several
+        cmd += a.split()
     log_path = f"/tmp/serve_bench_folio_{port}.log"
     log = open(log_path, "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
