@@ -17,7 +17,8 @@ namespace folio::vulkan {
 namespace {
 
 // Shader dtype codes (flash_attn.comp, set_rows.comp).
-constexpr uint32_t kCodeF32 = 0, kCodeF16 = 1, kCodeBF16 = 2;
+constexpr uint32_t kCodeF32 = 0, kCodeF16 = 1, kCodeBF16 = 2, kCodeQ8_0 = 3;
+constexpr size_t kQ8Block = 34;  // bytes of a Q8_0 block: f16 d, int8 qs[32]
 
 bool dtype_code(DType t, uint32_t* code) {
   switch (t) {
@@ -30,13 +31,17 @@ bool dtype_code(DType t, uint32_t* code) {
     case DType::BF16:
       *code = kCodeBF16;
       return true;
+    case DType::Q8_0:
+      *code = kCodeQ8_0;
+      return true;
     default:
       return false;
   }
 }
 
+// Bytes of dim 0's unit (an element, or a Q8_0 block).
 size_t elem_bytes(DType t) {
-  return t == DType::F32 ? 4 : 2;
+  return t == DType::F32 ? 4 : t == DType::Q8_0 ? kQ8Block : 2;
 }
 
 // A tensor of 4-byte values the shaders index as uint / float arrays.
@@ -85,7 +90,8 @@ bool match_flash_attn(const Op& op, const DeviceCaps&) {
   const auto& p = op.p<AttentionParams>();
   const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2];
   uint32_t code;
-  if (!dtype_code(k.dtype, &code) || !dtype_code(v.dtype, &code)) return false;  // q8_0: CPU
+  if (!dtype_code(k.dtype, &code) || !dtype_code(v.dtype, &code)) return false;
+  if (k.dtype == DType::Q8_0 || v.dtype == DType::Q8_0) return false;  // q8_0: CPU
   // Packed K/V rows (read as words from the row start).
   if (k.nb[0] != elem_bytes(k.dtype) || v.nb[0] != elem_bytes(v.dtype)) return false;
   const int64_t d = q.ne[0], dv = v.ne[0];
@@ -179,13 +185,15 @@ struct SetRowsParams {
 bool match_set_rows(const Op& op, const DeviceCaps&) {
   const TensorView &rows = op.src[0], &slots = op.src[1], &table = op.dst;
   uint32_t code;
-  if (!dtype_code(table.dtype, &code)) return false;  // q8_0: CPU
+  if (!dtype_code(table.dtype, &code)) return false;
   if (!words_ok(rows, DType::F32) || !words_ok(slots, DType::I32)) return false;
   if (slots.ne[2] * slots.ne[3] != 1) return false;  // read flat through nb0, nb1
   if (table.ne[2] * table.ne[3] != 1 || table.ne[0] != rows.ne[0]) return false;
   if (table.dtype == DType::F32) return table.nb[0] % 4 == 0 && table.nb[1] % 4 == 0;
-  // Two-byte elements: packed rows, any even row offset.
-  return table.nb[0] == 2 && table.nb[1] % 2 == 0 && fits_u32(slots.nelements());
+  // Two-byte elements and Q8_0 blocks: packed rows, any even row offset.
+  if (table.dtype == DType::Q8_0 && table.ne[0] % 32 != 0) return false;
+  return table.nb[0] == elem_bytes(table.dtype) && table.nb[1] % 2 == 0 &&
+         fits_u32(slots.nelements());
 }
 
 Status record_set_rows(Recorder& r, const Op& op) {
@@ -195,7 +203,8 @@ Status record_set_rows(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.table, r.desc(op.dst));
   FOLIO_RETURN_IF_ERROR(aligned4(p.rows, op));
   FOLIO_RETURN_IF_ERROR(aligned4(p.slots, op));
-  if (p.table.off % elem_bytes(op.dst.dtype) != 0) {
+  const uint32_t align = op.dst.dtype == DType::F32 ? 4 : 2;  // Q8_0: its f16 scales
+  if (p.table.off % align != 0) {
     return invalid_argument("{}: table at byte offset {}", op.describe(), p.table.off);
   }
   p.n = static_cast<uint32_t>(op.src[1].nelements());
