@@ -4,8 +4,8 @@
 //
 // flash_attn: one workgroup of 256 invocations per (query token, head); the
 // visible keys are split across the workgroup in tiles of 64 (see the
-// shader). K/V of type F32, F16 or BF16 (Q8_0 runs on the CPU), head dims up
-// to 256. The layout is a run-time parameter, not a specialization, so the
+// shader). K/V of type F32, F16, BF16 or Q8_0 (K and V types independent;
+// Q8_0 head dims multiples of 32), head dims up to 256. The layout is a run-time parameter, not a specialization, so the
 // paged and contiguous forms of an op run one pipeline and give
 // byte-identical outputs.
 #include <algorithm>
@@ -91,11 +91,13 @@ bool match_flash_attn(const Op& op, const DeviceCaps&) {
   const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2];
   uint32_t code;
   if (!dtype_code(k.dtype, &code) || !dtype_code(v.dtype, &code)) return false;
-  if (k.dtype == DType::Q8_0 || v.dtype == DType::Q8_0) return false;  // q8_0: CPU
   // Packed K/V rows (read as words from the row start).
   if (k.nb[0] != elem_bytes(k.dtype) || v.nb[0] != elem_bytes(v.dtype)) return false;
   const int64_t d = q.ne[0], dv = v.ne[0];
   if (d < 1 || d > kFaMaxDim || dv < 1 || dv > kFaMaxDim || k.ne[0] != d) return false;
+  if ((k.dtype == DType::Q8_0 && d % 32 != 0) || (v.dtype == DType::Q8_0 && dv % 32 != 0)) {
+    return false;
+  }
   if (q.ne[3] != 1 || op.dst.ne[3] != 1) return false;
   if (!words_ok(q, DType::F32) || !words_ok(op.dst, DType::F32)) return false;
   for (int i = 3; i <= 5; ++i) {
@@ -153,8 +155,13 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   dtype_code(k.dtype, &kt);
   dtype_code(v.dtype, &vt);
   const uint32_t d = static_cast<uint32_t>(q.ne[0]), dv = static_cast<uint32_t>(v.ne[0]);
-  const uint32_t wk = kt == kCodeF32 ? d : (d + 1) / 2;  // 32-bit words per K row
-  const uint32_t wv = vt == kCodeF32 ? dv : (dv + 1) / 2;
+  // 32-bit words per row: one element (f32), two (f16, bf16) or four codes (q8_0) each.
+  auto words = [](uint32_t code, uint32_t n) {
+    const uint32_t per_word = code == kCodeF32 ? 1 : code == kCodeQ8_0 ? 4 : 2;
+    return (n + per_word - 1) / per_word;
+  };
+  const uint32_t wk = words(kt, d);
+  const uint32_t wv = words(vt, dv);
   const uint32_t kwpl = (wk + kFaLanes - 1) / kFaLanes;
   // Key slots for the values: as many as leave one invocation per V word, at most 8.
   uint32_t vs = 1;
@@ -162,12 +169,14 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   const uint32_t ct = kFaThreads / vs;
   const uint32_t vwpt = (wv + ct - 1) / ct;
 
-  // Rows that start on and fill whole 32-bit words are read as plain words.
-  auto word_rows = [](const TensorDesc& t, size_t row_bytes) {
+  // Rows that start on and fill whole 32-bit words are read as plain words
+  // (Q8_0 rows have their own reads and do not take part).
+  auto word_rows = [](const TensorDesc& t, const TensorView& view) {
+    if (view.dtype == DType::Q8_0) return true;
     return t.off % 4 == 0 && t.nb[1] % 4 == 0 && t.nb[2] % 4 == 0 && t.nb[3] % 4 == 0 &&
-           row_bytes % 4 == 0;
+           view.row_bytes() % 4 == 0;
   };
-  const uint32_t aligned = word_rows(p.k, k.row_bytes()) && word_rows(p.v, v.row_bytes()) ? 1 : 0;
+  const uint32_t aligned = word_rows(p.k, k) && word_rows(p.v, v) ? 1 : 0;
 
   uint32_t gx, gy;
   Recorder::split_groups(static_cast<uint64_t>(n_head) * static_cast<uint64_t>(n_tokens), gx, gy);
