@@ -48,8 +48,8 @@ struct AttnSpec {
   int gqa = 1;  // query heads per KV head
   DType kv = DType::F16;
   std::optional<DType> v_type;  // V's type when it differs from K's (kv)
-  std::vector<int> n_query;  // query tokens per sequence
-  std::vector<int> kv_len;   // valid K/V positions per sequence (queries included)
+  std::vector<int> n_query;     // query tokens per sequence
+  std::vector<int> kv_len;      // valid K/V positions per sequence (queries included)
   bool causal = true;
   int window = 0;
   float softcap = 0.0f;
@@ -389,6 +389,18 @@ void add_attention_cases(CaseList& cases) {
     specs.push_back(s);
     s = decode(96, 2, DType::BF16);
     s.v_type = DType::Q8_0;
+    specs.push_back(s);
+  }
+  {  // Split-K (device kernels that split few long rows): a contiguous cache
+     // of one piece beside paged caches of two; more pieces than partials,
+     // with a window starting deep inside the cache.
+    AttnSpec s = decode(128, 2, DType::F16);
+    s.n_query = {1, 1}, s.kv_len = {500, 37}, s.block_sizes = {64, 16}, s.sinks = true;
+    s.what = "one split-K piece or two";
+    specs.push_back(s);
+    s = decode(64, 2, DType::Q8_0);
+    s.n_query = {1}, s.kv_len = {33500}, s.window = 20000, s.block_sizes = {64};
+    s.with_sdpa = false, s.what = "more pieces than partials";
     specs.push_back(s);
   }
   for (const AttnSpec& s : specs) cases.push_back(attention_case(s));

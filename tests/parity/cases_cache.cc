@@ -78,7 +78,7 @@ void add_cache_cases(CaseList& cases) {
   struct Shape {
     DType type;
     int64_t n_cols, n_rows, n_slots;
-    bool duplicates = false;  // slots drawn with repeats: the last row wins
+    bool duplicates = false;   // slots drawn with repeats: the last row wins
     bool edge_values = false;  // q8_0: blocks of fill_q8_0_edge_blocks
   };
   const Shape shapes[] = {

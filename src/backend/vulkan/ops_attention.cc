@@ -5,9 +5,14 @@
 // flash_attn: one workgroup of 256 invocations per (query token, head); the
 // visible keys are split across the workgroup in tiles of 64 (see the
 // shader). K/V of type F32, F16, BF16 or Q8_0 (K and V types independent;
-// Q8_0 head dims multiples of 32), head dims up to 256. The layout is a run-time parameter, not a specialization, so the
-// paged and contiguous forms of an op run one pipeline and give
-// byte-identical outputs.
+// Q8_0 head dims multiples of 32), head dims up to 256. The layout is a
+// run-time parameter, not a specialization, so the paged and contiguous
+// forms of an op run one pipeline and give byte-identical outputs.
+// Few (token, head) pairs over a cache longer than one split (decode of a
+// small batch) take split-K: up to kFaMaxSplits workgroups per pair, each
+// over its pieces of kFaSplitKeys positions, partials in scratch memory,
+// then a combine pass; the shader explains why both layouts still agree
+// byte for byte whichever path each takes.
 #include <algorithm>
 
 #include "backend/vulkan/kernels.h"
@@ -67,6 +72,11 @@ Status aligned4(const TensorDesc& d, const Op& op) {
 constexpr uint32_t kFaThreads = 256;  // flash_attn.comp: NT
 constexpr uint32_t kFaLanes = 8;      // flash_attn.comp: TPK
 constexpr int64_t kFaMaxDim = 256;
+constexpr uint32_t kFaSplitKeys = 512;  // split-K piece: positions (a multiple of the tile, 64)
+constexpr uint32_t kFaMaxSplits = 64;   // flash_attn.comp: MAX_SPLITS
+// Split-K below this many (token, head) pairs: a GPU has room for several
+// workgroups per pair then.
+constexpr int64_t kFaSplitMaxWork = 128;
 
 struct FlashAttnParams {
   TensorDesc q, k, v, seq_idx, pos, kv_len, blocks, sinks, dst;
@@ -83,8 +93,11 @@ struct FlashAttnParams {
   float scale;
   float softcap;
   uint32_t has_sinks;
+  TensorDesc partials;
+  uint32_t n_split;
+  uint32_t split_len;
 };
-static_assert(sizeof(FlashAttnParams) == 9 * sizeof(TensorDesc) + 13 * 4);
+static_assert(sizeof(FlashAttnParams) == 10 * sizeof(TensorDesc) + 15 * 4);
 
 bool match_flash_attn(const Op& op, const DeviceCaps&) {
   const auto& p = op.p<AttentionParams>();
@@ -178,10 +191,28 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   };
   const uint32_t aligned = word_rows(p.k, k) && word_rows(p.v, v) ? 1 : 0;
 
+  const int64_t n_work = n_head * n_tokens;
   uint32_t gx, gy;
-  Recorder::split_groups(static_cast<uint64_t>(n_head) * static_cast<uint64_t>(n_tokens), gx, gy);
-  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned}, &p, sizeof p,
-                    {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst}, gx, gy);
+  Recorder::split_groups(static_cast<uint64_t>(n_work), gx, gy);
+  const int64_t pieces = (capacity + kFaSplitKeys - 1) / kFaSplitKeys;
+  if (n_work >= kFaSplitMaxWork || pieces <= 1) {
+    return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, 0}, &p, sizeof p,
+                      {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst, {}}, gx,
+                      gy);
+  }
+  // Split-K: partials [dv + 2, n_split, n_work] in scratch, then the combine.
+  const uint32_t n_split = static_cast<uint32_t>(std::min<int64_t>(pieces, kFaMaxSplits));
+  const size_t partial_bytes = static_cast<size_t>(n_work) * n_split * (dv + 2) * sizeof(float);
+  FOLIO_ASSIGN_OR_RETURN(const TensorView partials, r.scratch(partial_bytes));
+  FOLIO_ASSIGN_OR_RETURN(p.partials, r.desc(partials));
+  p.n_split = n_split;
+  p.split_len = kFaSplitKeys;
+  const std::initializer_list<TensorView> tensors = {q,         k,      v,     op.src[3], op.src[4],
+                                                     op.src[5], blocks, sinks, op.dst,    partials};
+  FOLIO_RETURN_IF_ERROR(r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, 1}, &p,
+                                   sizeof p, tensors, gx, gy, n_split));
+  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, 2}, &p, sizeof p,
+                    tensors, gx, gy);
 }
 
 // ---- set_rows --------------------------------------------------------------
