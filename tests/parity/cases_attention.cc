@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -46,8 +47,9 @@ struct AttnSpec {
   int n_kv_head = 2;
   int gqa = 1;  // query heads per KV head
   DType kv = DType::F16;
-  std::vector<int> n_query;  // query tokens per sequence
-  std::vector<int> kv_len;   // valid K/V positions per sequence (queries included)
+  std::optional<DType> v_type;  // V's type when it differs from K's (kv)
+  std::vector<int> n_query;     // query tokens per sequence
+  std::vector<int> kv_len;      // valid K/V positions per sequence (queries included)
   bool causal = true;
   int window = 0;
   float softcap = 0.0f;
@@ -137,6 +139,7 @@ Op paged_twin(OpCase& c, const Op& contig, int bs, const std::vector<int>& kv_le
 
 std::unique_ptr<OpCase> attention_case(const AttnSpec& sp) {
   const int d = sp.d, dv = sp.dv > 0 ? sp.dv : sp.d;
+  const DType vt = sp.v_type.value_or(sp.kv);
   const int n_head = sp.n_kv_head * sp.gqa;
   const int64_t n_seq = static_cast<int64_t>(sp.kv_len.size());
   const int n_tokens = std::accumulate(sp.n_query.begin(), sp.n_query.end(), 0);
@@ -145,14 +148,16 @@ std::unique_ptr<OpCase> attention_case(const AttnSpec& sp) {
   const bool prefill = *std::max_element(sp.n_query.begin(), sp.n_query.end()) > 1;
   std::string name =
       fmt::format("{} d{}{} h{}/{} {} {} ns{}{}{}", op_kind_name(sp.kind), d,
-                  dv != d ? fmt::format("v{}", dv) : "", n_head, sp.n_kv_head, dtype_name(sp.kv),
+                  dv != d ? fmt::format("v{}", dv) : "", n_head, sp.n_kv_head,
+                  vt != sp.kv ? fmt::format("{}/{}", dtype_name(sp.kv), dtype_name(vt))
+                              : std::string(dtype_name(sp.kv)),
                   prefill ? "prefill" : "decode", n_seq, sp.paged_main ? " paged" : "",
                   sp.what.empty() ? "" : " " + sp.what);
   auto c = std::make_unique<OpCase>(name);
 
   TensorView q = c->alloc(DType::F32, {d, n_head, n_tokens});
   TensorView k = c->alloc(sp.kv, {d, sp.n_kv_head, n_ctx, n_seq});
-  TensorView v = c->alloc(sp.kv, {dv, sp.n_kv_head, n_ctx, n_seq});
+  TensorView v = c->alloc(vt, {dv, sp.n_kv_head, n_ctx, n_seq});
   c->fill_uniform(q);
   c->fill_uniform(k);
   c->fill_uniform(v);
@@ -160,7 +165,7 @@ std::unique_ptr<OpCase> attention_case(const AttnSpec& sp) {
     for (int64_t p = sp.kv_len[s]; p < n_ctx; ++p) {
       for (int64_t h = 0; h < sp.n_kv_head; ++h) {
         poison_row(sp.kv, k.row<void>(h, p, s), d);
-        poison_row(sp.kv, v.row<void>(h, p, s), dv);
+        poison_row(vt, v.row<void>(h, p, s), dv);
       }
     }
   }
@@ -204,7 +209,7 @@ std::unique_ptr<OpCase> attention_case(const AttnSpec& sp) {
   const Op contig = op;
   std::vector<Op> paged;
   for (int bs : sp.block_sizes) paged.push_back(paged_twin(*c, contig, bs, sp.kv_len));
-  const double tol = kv_nmse_bound(sp.kv);
+  const double tol = std::max(kv_nmse_bound(sp.kv), kv_nmse_bound(vt));
   c->max_nmse = tol;
   for (size_t i = 0; i < paged.size(); ++i) {
     if (i == 0 && sp.paged_main) {
@@ -365,6 +370,37 @@ void add_attention_cases(CaseList& cases) {
     s = prefill(80, 2, DType::F32);
     s.n_query = {40}, s.kv_len = {2100}, s.softcap = 30.0f, s.window = 700;
     s.block_sizes = {64, 16}, s.with_sdpa = false, s.what = "long window softcap";
+    specs.push_back(s);
+  }
+  {  // Q8_0 through every block size the cache uses, rows that are not
+     // word-aligned (d 32: 34-byte rows), and K/V of different types.
+    AttnSpec s = decode(128, 2, DType::Q8_0);
+    s.n_query = {1, 1, 1}, s.kv_len = {70, 129, 3}, s.block_sizes = {8, 16, 32, 64};
+    s.what = "block sizes 8-64";
+    specs.push_back(s);
+    s = prefill(32, 2, DType::Q8_0);
+    s.block_sizes = {8, 16, 32, 64};
+    specs.push_back(s);
+    s = decode(128, 4, DType::Q8_0);
+    s.v_type = DType::F16, s.paged_main = true, s.sinks = true;
+    specs.push_back(s);
+    s = prefill(64, 2, DType::F16);
+    s.v_type = DType::Q8_0, s.dv = 96, s.window = 7;
+    specs.push_back(s);
+    s = decode(96, 2, DType::BF16);
+    s.v_type = DType::Q8_0;
+    specs.push_back(s);
+  }
+  {  // Split-K (device kernels that split few long rows): a contiguous cache
+     // of one piece beside paged caches of two; more pieces than partials,
+     // with a window starting deep inside the cache.
+    AttnSpec s = decode(128, 2, DType::F16);
+    s.n_query = {1, 1}, s.kv_len = {500, 37}, s.block_sizes = {64, 16}, s.sinks = true;
+    s.what = "one split-K piece or two";
+    specs.push_back(s);
+    s = decode(64, 2, DType::Q8_0);
+    s.n_query = {1}, s.kv_len = {33500}, s.window = 20000, s.block_sizes = {64};
+    s.with_sdpa = false, s.what = "more pieces than partials";
     specs.push_back(s);
   }
   for (const AttnSpec& s : specs) cases.push_back(attention_case(s));

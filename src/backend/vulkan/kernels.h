@@ -76,6 +76,11 @@ class Recorder {
   // if `t` is not in this device's memory, kUnsupported if its offsets or
   // strides exceed 32 bits.
   virtual Result<TensorDesc> desc(const TensorView& t) const = 0;
+  // Device memory for a kernel's intermediate results: an F32 view of
+  // ceil(bytes / 4) elements, contents undefined, for the dispatches the same
+  // record function records after this call (it stays valid until the
+  // backend next synchronizes; a later scratch() call may reuse it then).
+  virtual Result<TensorView> scratch(size_t bytes) = 0;
   // Splits `n` workgroups into (x, y) with x <= 65535.
   static void split_groups(uint64_t n, uint32_t& x, uint32_t& y);
 };

@@ -4,10 +4,15 @@
 //
 // flash_attn: one workgroup of 256 invocations per (query token, head); the
 // visible keys are split across the workgroup in tiles of 64 (see the
-// shader). K/V of type F32, F16 or BF16 (Q8_0 runs on the CPU), head dims up
-// to 256. The layout is a run-time parameter, not a specialization, so the
-// paged and contiguous forms of an op run one pipeline and give
-// byte-identical outputs.
+// shader). K/V of type F32, F16, BF16 or Q8_0 (K and V types independent;
+// Q8_0 head dims multiples of 32), head dims up to 256. The layout is a
+// run-time parameter, not a specialization, so the paged and contiguous
+// forms of an op run one pipeline and give byte-identical outputs.
+// Few (token, head) pairs over a cache longer than one split (decode of a
+// small batch) take split-K: up to kFaMaxSplits workgroups per pair, each
+// over its pieces of kFaSplitKeys positions, partials in scratch memory,
+// then a combine pass; the shader explains why both layouts still agree
+// byte for byte whichever path each takes.
 #include <algorithm>
 
 #include "backend/vulkan/kernels.h"
@@ -17,7 +22,8 @@ namespace folio::vulkan {
 namespace {
 
 // Shader dtype codes (flash_attn.comp, set_rows.comp).
-constexpr uint32_t kCodeF32 = 0, kCodeF16 = 1, kCodeBF16 = 2;
+constexpr uint32_t kCodeF32 = 0, kCodeF16 = 1, kCodeBF16 = 2, kCodeQ8_0 = 3;
+constexpr size_t kQ8Block = 34;  // bytes of a Q8_0 block: f16 d, int8 qs[32]
 
 bool dtype_code(DType t, uint32_t* code) {
   switch (t) {
@@ -30,13 +36,17 @@ bool dtype_code(DType t, uint32_t* code) {
     case DType::BF16:
       *code = kCodeBF16;
       return true;
+    case DType::Q8_0:
+      *code = kCodeQ8_0;
+      return true;
     default:
       return false;
   }
 }
 
+// Bytes of dim 0's unit (an element, or a Q8_0 block).
 size_t elem_bytes(DType t) {
-  return t == DType::F32 ? 4 : 2;
+  return t == DType::F32 ? 4 : t == DType::Q8_0 ? kQ8Block : 2;
 }
 
 // A tensor of 4-byte values the shaders index as uint / float arrays.
@@ -62,6 +72,11 @@ Status aligned4(const TensorDesc& d, const Op& op) {
 constexpr uint32_t kFaThreads = 256;  // flash_attn.comp: NT
 constexpr uint32_t kFaLanes = 8;      // flash_attn.comp: TPK
 constexpr int64_t kFaMaxDim = 256;
+constexpr uint32_t kFaSplitKeys = 512;  // split-K piece: positions (a multiple of the tile, 64)
+constexpr uint32_t kFaMaxSplits = 64;   // flash_attn.comp: MAX_SPLITS
+// Split-K below this many (token, head) pairs: a GPU has room for several
+// workgroups per pair then.
+constexpr int64_t kFaSplitMaxWork = 128;
 
 struct FlashAttnParams {
   TensorDesc q, k, v, seq_idx, pos, kv_len, blocks, sinks, dst;
@@ -78,18 +93,24 @@ struct FlashAttnParams {
   float scale;
   float softcap;
   uint32_t has_sinks;
+  TensorDesc partials;
+  uint32_t n_split;
+  uint32_t split_len;
 };
-static_assert(sizeof(FlashAttnParams) == 9 * sizeof(TensorDesc) + 13 * 4);
+static_assert(sizeof(FlashAttnParams) == 10 * sizeof(TensorDesc) + 15 * 4);
 
 bool match_flash_attn(const Op& op, const DeviceCaps&) {
   const auto& p = op.p<AttentionParams>();
   const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2];
   uint32_t code;
-  if (!dtype_code(k.dtype, &code) || !dtype_code(v.dtype, &code)) return false;  // q8_0: CPU
+  if (!dtype_code(k.dtype, &code) || !dtype_code(v.dtype, &code)) return false;
   // Packed K/V rows (read as words from the row start).
   if (k.nb[0] != elem_bytes(k.dtype) || v.nb[0] != elem_bytes(v.dtype)) return false;
   const int64_t d = q.ne[0], dv = v.ne[0];
   if (d < 1 || d > kFaMaxDim || dv < 1 || dv > kFaMaxDim || k.ne[0] != d) return false;
+  if ((k.dtype == DType::Q8_0 && d % 32 != 0) || (v.dtype == DType::Q8_0 && dv % 32 != 0)) {
+    return false;
+  }
   if (q.ne[3] != 1 || op.dst.ne[3] != 1) return false;
   if (!words_ok(q, DType::F32) || !words_ok(op.dst, DType::F32)) return false;
   for (int i = 3; i <= 5; ++i) {
@@ -147,8 +168,13 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   dtype_code(k.dtype, &kt);
   dtype_code(v.dtype, &vt);
   const uint32_t d = static_cast<uint32_t>(q.ne[0]), dv = static_cast<uint32_t>(v.ne[0]);
-  const uint32_t wk = kt == kCodeF32 ? d : (d + 1) / 2;  // 32-bit words per K row
-  const uint32_t wv = vt == kCodeF32 ? dv : (dv + 1) / 2;
+  // 32-bit words per row: one element (f32), two (f16, bf16) or four codes (q8_0) each.
+  auto words = [](uint32_t code, uint32_t n) {
+    const uint32_t per_word = code == kCodeF32 ? 1 : code == kCodeQ8_0 ? 4 : 2;
+    return (n + per_word - 1) / per_word;
+  };
+  const uint32_t wk = words(kt, d);
+  const uint32_t wv = words(vt, dv);
   const uint32_t kwpl = (wk + kFaLanes - 1) / kFaLanes;
   // Key slots for the values: as many as leave one invocation per V word, at most 8.
   uint32_t vs = 1;
@@ -156,17 +182,37 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   const uint32_t ct = kFaThreads / vs;
   const uint32_t vwpt = (wv + ct - 1) / ct;
 
-  // Rows that start on and fill whole 32-bit words are read as plain words.
-  auto word_rows = [](const TensorDesc& t, size_t row_bytes) {
+  // Rows that start on and fill whole 32-bit words are read as plain words
+  // (Q8_0 rows have their own reads and do not take part).
+  auto word_rows = [](const TensorDesc& t, const TensorView& view) {
+    if (view.dtype == DType::Q8_0) return true;
     return t.off % 4 == 0 && t.nb[1] % 4 == 0 && t.nb[2] % 4 == 0 && t.nb[3] % 4 == 0 &&
-           row_bytes % 4 == 0;
+           view.row_bytes() % 4 == 0;
   };
-  const uint32_t aligned = word_rows(p.k, k.row_bytes()) && word_rows(p.v, v.row_bytes()) ? 1 : 0;
+  const uint32_t aligned = word_rows(p.k, k) && word_rows(p.v, v) ? 1 : 0;
 
+  const int64_t n_work = n_head * n_tokens;
   uint32_t gx, gy;
-  Recorder::split_groups(static_cast<uint64_t>(n_head) * static_cast<uint64_t>(n_tokens), gx, gy);
-  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned}, &p, sizeof p,
-                    {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst}, gx, gy);
+  Recorder::split_groups(static_cast<uint64_t>(n_work), gx, gy);
+  const int64_t pieces = (capacity + kFaSplitKeys - 1) / kFaSplitKeys;
+  if (n_work >= kFaSplitMaxWork || pieces <= 1) {
+    return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, 0}, &p, sizeof p,
+                      {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst, {}}, gx,
+                      gy);
+  }
+  // Split-K: partials [dv + 2, n_split, n_work] in scratch, then the combine.
+  const uint32_t n_split = static_cast<uint32_t>(std::min<int64_t>(pieces, kFaMaxSplits));
+  const size_t partial_bytes = static_cast<size_t>(n_work) * n_split * (dv + 2) * sizeof(float);
+  FOLIO_ASSIGN_OR_RETURN(const TensorView partials, r.scratch(partial_bytes));
+  FOLIO_ASSIGN_OR_RETURN(p.partials, r.desc(partials));
+  p.n_split = n_split;
+  p.split_len = kFaSplitKeys;
+  const std::initializer_list<TensorView> tensors = {q,         k,      v,     op.src[3], op.src[4],
+                                                     op.src[5], blocks, sinks, op.dst,    partials};
+  FOLIO_RETURN_IF_ERROR(r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, 1}, &p,
+                                   sizeof p, tensors, gx, gy, n_split));
+  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, 2}, &p, sizeof p,
+                    tensors, gx, gy);
 }
 
 // ---- set_rows --------------------------------------------------------------
@@ -179,13 +225,15 @@ struct SetRowsParams {
 bool match_set_rows(const Op& op, const DeviceCaps&) {
   const TensorView &rows = op.src[0], &slots = op.src[1], &table = op.dst;
   uint32_t code;
-  if (!dtype_code(table.dtype, &code)) return false;  // q8_0: CPU
+  if (!dtype_code(table.dtype, &code)) return false;
   if (!words_ok(rows, DType::F32) || !words_ok(slots, DType::I32)) return false;
   if (slots.ne[2] * slots.ne[3] != 1) return false;  // read flat through nb0, nb1
   if (table.ne[2] * table.ne[3] != 1 || table.ne[0] != rows.ne[0]) return false;
   if (table.dtype == DType::F32) return table.nb[0] % 4 == 0 && table.nb[1] % 4 == 0;
-  // Two-byte elements: packed rows, any even row offset.
-  return table.nb[0] == 2 && table.nb[1] % 2 == 0 && fits_u32(slots.nelements());
+  // Two-byte elements and Q8_0 blocks: packed rows, any even row offset.
+  if (table.dtype == DType::Q8_0 && table.ne[0] % 32 != 0) return false;
+  return table.nb[0] == elem_bytes(table.dtype) && table.nb[1] % 2 == 0 &&
+         fits_u32(slots.nelements());
 }
 
 Status record_set_rows(Recorder& r, const Op& op) {
@@ -195,7 +243,8 @@ Status record_set_rows(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.table, r.desc(op.dst));
   FOLIO_RETURN_IF_ERROR(aligned4(p.rows, op));
   FOLIO_RETURN_IF_ERROR(aligned4(p.slots, op));
-  if (p.table.off % elem_bytes(op.dst.dtype) != 0) {
+  const uint32_t align = op.dst.dtype == DType::F32 ? 4 : 2;  // Q8_0: its f16 scales
+  if (p.table.off % align != 0) {
     return invalid_argument("{}: table at byte offset {}", op.describe(), p.table.off);
   }
   p.n = static_cast<uint32_t>(op.src[1].nelements());

@@ -142,6 +142,10 @@ class VulkanBackend::Impl {
   bool pending = false;  // commands recorded since the last barrier
   VkMem params, upload, readback, errors;
   size_t params_used = 0, upload_used = 0;
+  // Recorder::scratch: one device allocation handed out front to back and
+  // rewound by flush() (whatever used it before has then finished).
+  void* scratch_mem = nullptr;
+  size_t scratch_cap = 0, scratch_used = 0;
 
   explicit Impl(VulkanBackend& s) : self(s) {}
 
@@ -369,6 +373,7 @@ class VulkanBackend::Impl {
       sets_used = 0;
       params_used = 0;
       upload_used = 0;
+      scratch_used = 0;
       FOLIO_RETURN_IF_ERROR(s);
     }
     auto* word = static_cast<volatile uint32_t*>(errors.map);
@@ -458,6 +463,24 @@ class VulkanBackend::Impl {
     pending = true;
     if (++since_submit >= kDispatchesPerPiece) return submit_piece();
     return Status();
+  }
+
+  Result<TensorView> scratch(size_t n) {
+    n = align_up(std::max<size_t>(n, 4), 256);
+    if (scratch_used + n > scratch_cap) {
+      FOLIO_RETURN_IF_ERROR(flush());
+      if (n > scratch_cap) {
+        if (scratch_mem != nullptr) free(scratch_mem, scratch_cap);
+        scratch_mem = nullptr;
+        scratch_cap = 0;
+        const size_t cap = std::max<size_t>(n, size_t{1} << 20);
+        FOLIO_ASSIGN_OR_RETURN(scratch_mem, alloc(cap));
+        scratch_cap = cap;
+      }
+    }
+    void* p = static_cast<char*>(scratch_mem) + scratch_used;
+    scratch_used += n;
+    return TensorView::contiguous(p, DType::F32, {static_cast<int64_t>(n / 4)});
   }
 
   Result<TensorDesc> desc(const TensorView& t) const {
@@ -569,6 +592,7 @@ class RecorderImpl final : public Recorder {
     return impl_.dispatch(shader, spec, params, params_bytes, tensors, gx, gy, gz);
   }
   Result<TensorDesc> desc(const TensorView& t) const override { return impl_.desc(t); }
+  Result<TensorView> scratch(size_t bytes) override { return impl_.scratch(bytes); }
 
  private:
   VulkanBackend::Impl& impl_;

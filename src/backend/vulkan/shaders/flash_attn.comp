@@ -27,10 +27,28 @@
 // rows per workgroup, is bound by). Keys past the tile's end load the tile's
 // last visible row instead and are masked out of the max and the sums.
 //
-// K/V rows are read through 32-bit words (F16 / BF16: two elements a word);
+// K/V rows are read through 32-bit words (F16 / BF16: two elements a word;
+// Q8_0: four codes of a block, its "word" w being codes 4w .. 4w + 3, read
+// with the block's f16 scale and dequantized as the reference does, d * q);
 // only visible rows are read (rows at or past kv_len never), so whatever the
-// others hold cannot reach the output. Out-of-range seq_idx / kv_len / used
-// block-table entries are reported and give zeros for that token.
+// others hold cannot reach the output. K and V types are independent.
+// Out-of-range seq_idx / kv_len / used block-table entries are reported and
+// give zeros for that token.
+//
+// Split-K (SPLIT = 1, then SPLIT = 2), for batches with few (token, head)
+// pairs over long caches: key positions are cut into pieces at multiples of
+// split_len (a multiple of BC), and partial z of a pair (gl_WorkGroupID.z <
+// n_split <= MAX_SPLITS) takes the pieces z, z + MAX_SPLITS, ... in
+// ascending order, leaving its unnormalised accumulators, running max m and
+// denominator l in scratch (l = 0: no visible key). The combine pass (one
+// workgroup per pair) rescales the non-empty partials to their common max
+// and sums them in z order, then folds in the sink and divides. Which keys a
+// partial holds depends only on positions, never on the layout or on n_split
+// (partials past the cache are empty), and a single non-empty partial passes
+// through unchanged (its values are copied, not added to 0 or multiplied by
+// exp(0)), then meets the same sink and division code as the one-pass
+// kernel: contiguous and paged forms agree byte for byte whichever of the
+// two paths each takes.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -42,17 +60,20 @@ const uint R = 2u;     // keys per key group and tile
 const uint BC = KG * R;
 
 layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint KT = 0u;     // K dtype: 0 f32, 1 f16, 2 bf16
+layout(constant_id = 0) const uint KT = 0u;     // K dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0
 layout(constant_id = 1) const uint VT = 0u;     // V dtype, same codes
 layout(constant_id = 2) const uint D = 128u;    // K head dim
 layout(constant_id = 3) const uint DV = 128u;   // V head dim
 layout(constant_id = 4) const uint KWPL = 8u;   // K words per lane: ceil(words(D) / TPK)
 layout(constant_id = 5) const uint VS = 1u;     // key slots for the values
 layout(constant_id = 6) const uint VWPT = 1u;   // V words per invocation: ceil(words(DV) / CT)
-layout(constant_id = 7) const uint ALIGNED = 0u;  // 1: every K/V row starts on and fills whole words
+layout(constant_id = 7) const uint ALIGNED = 0u;  // 1: every non-q8_0 K/V row starts on and fills whole words
+layout(constant_id = 8) const uint SPLIT = 0u;    // 0: whole key range; 1: split-K partials; 2: combine
 
-const uint KEPW = KT == 0u ? 1u : 2u;  // elements per 32-bit word
-const uint VEPW = VT == 0u ? 1u : 2u;
+const uint KEPW = KT == 0u ? 1u : KT == 3u ? 4u : 2u;  // elements per 32-bit word
+const uint VEPW = VT == 0u ? 1u : VT == 3u ? 4u : 2u;
+const uint KE = KT == 3u ? 4u : 2u;  // register slots per word (q, accumulators)
+const uint VE = VT == 3u ? 4u : 2u;
 const uint WK = (D + KEPW - 1u) / KEPW;  // words per K row
 const uint WV = (DV + VEPW - 1u) / VEPW;
 const uint CT = NT / VS;
@@ -82,6 +103,9 @@ layout(std430, binding = 0) readonly buffer Params {
   float scale;
   float softcap;
   uint has_sinks;
+  Tensor partials;  // F32 scratch [DV + 2, n_split, n_tokens * n_head] (split-K): m, l, acc
+  uint n_split;     // split-K: partials per (token, head)
+  uint split_len;   // split-K: key positions per piece
 } p;
 layout(std430, binding = 2) readonly buffer Q { float q_f[]; };
 layout(std430, binding = 3) readonly buffer K { uint k_u[]; };
@@ -92,8 +116,13 @@ layout(std430, binding = 7) readonly buffer KvLen { int kvlen_i[]; };
 layout(std430, binding = 8) readonly buffer Blocks { int blocks_i[]; };
 layout(std430, binding = 9) readonly buffer Sinks { float sinks_f[]; };
 layout(std430, binding = 10) writeonly buffer Dst { float dst_f[]; };
+layout(std430, binding = 11) buffer Partials { float part_f[]; };
 
-shared float part[BC * TPK];  // lane partials of the scores; slot accumulators at the end
+const uint MAX_SPLITS = 64u;  // ops_attention.cc: kFaMaxSplits
+
+// Lane partials of the scores; the slots' accumulators at the end (VS > 1
+// means VWPT = 1: NT * VE floats).
+shared float part[VT == 3u ? NT * 4u : BC * TPK];
 shared vec4 sc[BC / 4u];      // the tile's scores (key j at sc[j / 4][j % 4])
 shared float slot_l[8];       // the slots' denominators
 shared uint bad_flag;
@@ -164,6 +193,20 @@ uint kv_row(Tensor t, uint s, uint kvh, uint pp) {
    : (dt == 0u || 2u * (w) + 1u < (n)) ? READ_U32(buf, (row) + 4u * (w))                  \
                                        : READ_U16(buf, (row) + 4u * (w)))
 
+// Q8_0 word w of a row at byte `row`: the codes 4w .. 4w + 3 (of block w / 8),
+// and the f16 bits of that block's scale.
+#define READ_Q8_WORD(buf, row, w) READ_U32(buf, (row) + 34u * ((w) >> 3) + 2u + 4u * ((w) & 7u))
+#define READ_Q8_SCALE(buf, row, w) READ_U16(buf, (row) + 34u * ((w) >> 3))
+
+// The four elements of a Q8_0 word: d * q as the reference dequantizes.
+vec4 decode_q8(uint bits, uint d16) {
+  const float d = unpackHalf2x16(d16).x;
+  const ivec4 q = ivec4(int(bits << 24) >> 24, int(bits << 16) >> 24, int(bits << 8) >> 24,
+                        int(bits) >> 24);
+  precise vec4 x = d * vec4(q);
+  return x;
+}
+
 // The elements (x, y) of a word read by READ_WORD (f32: x only).
 vec2 decode(uint dt, uint bits) {
   if (dt == 0u) return vec2(uintBitsToFloat(bits), 0.0);
@@ -171,11 +214,72 @@ vec2 decode(uint dt, uint bits) {
   return vec2(uintBitsToFloat(bits << 16), uintBitsToFloat(bits & 0xffff0000u));
 }
 
+// Split-K combine: one workgroup per (token, head), an invocation per output column.
+void combine(uint gid) {
+  const uint tok = gid / p.n_head;
+  const uint h = gid % p.n_head;
+  const uint out_row = p.dst.off + h * p.dst.nb1 + tok * p.dst.nb2;
+  const uint n_split = p.n_split;
+  const uint stride = DV + 2u;
+  const uint base = (p.partials.off >> 2) + gid * n_split * stride;
+  float m = NEG_INF;
+  uint n_full = 0u;
+  for (uint z = 0u; z < n_split; ++z) {
+    if (part_f[base + z * stride + 1u] > 0.0) {
+      m = max(m, part_f[base + z * stride]);
+      ++n_full;
+    }
+  }
+  for (uint c = gl_LocalInvocationID.x; c < DV; c += NT) {
+    if (n_full == 0u) {
+      dst_f[(out_row + c * p.dst.nb0) >> 2] = 0.0;
+      continue;
+    }
+    precise float acc = 0.0;
+    precise float l = 0.0;
+    bool first = true;
+    for (uint z = 0u; z < n_split; ++z) {
+      const uint at = base + z * stride;
+      const float lz = part_f[at + 1u];
+      if (!(lz > 0.0)) continue;
+      const float mz = part_f[at];
+      const float az = part_f[at + 2u + c];
+      if (mz == m) {
+        acc = first ? az : acc + az;
+        l = first ? lz : l + lz;
+      } else {
+        const float f = exp(mz - m);
+        acc = first ? az * f : acc + az * f;
+        l = first ? lz * f : l + lz * f;
+      }
+      first = false;
+    }
+    if (p.has_sinks != 0u) {
+      const float sink = sinks_f[flat_off(p.sinks, h) >> 2];
+      if (sink > m) {
+        const float ms = exp(m - sink);
+        acc *= ms;
+        l = l * ms + 1.0;
+      } else {
+        l += exp(sink - m);
+      }
+    }
+    precise float o = acc / l;
+    dst_f[(out_row + c * p.dst.nb0) >> 2] = o;
+  }
+}
+
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint gid = group_index();
   const uint n_work = p.n_tokens * p.n_head;
   if (gid >= n_work) return;
+  if (SPLIT == 2u) {
+    combine(gid);
+    return;
+  }
+  const uint zi = SPLIT == 1u ? gl_WorkGroupID.z : 0u;  // split-K: this partial
+  const uint part_at = (p.partials.off >> 2) + (gid * p.n_split + zi) * (DV + 2u);
   k_t = p.k;
   v_t = p.v;
   blocks_t = p.blocks;
@@ -187,7 +291,9 @@ void main() {
 
   // Every sequence's data is checked, also those no token of the batch uses
   // (the reference rejects the whole op then); report only.
-  for (uint s = gid; s < p.n_seq; s += n_work) checked_kv_len(s);
+  if (zi == 0u) {
+    for (uint s = gid; s < p.n_seq; s += n_work) checked_kv_len(s);
+  }
 
   const uint tok = gid / p.n_head;
   const uint h = gid % p.n_head;
@@ -214,8 +320,26 @@ void main() {
     }
   }
   const uint out_row = p.dst.off + h * p.dst.nb1 + tok * p.dst.nb2;
+  // The keys are visited in pieces [sb, sb + plen), sb = sb0, sb0 + pstride,
+  // ... below ke (one piece, [kb, ke), without split-K).
+  uint sb0 = kb;
+  uint plen = 0xffffffffu;
+  uint pstride = 0xffffffffu;
+  if (SPLIT == 1u) {
+    plen = p.split_len;
+    pstride = MAX_SPLITS * plen;
+    sb0 = zi * plen;
+    // The first of this partial's pieces that ends past kb.
+    if (kb >= sb0 + plen) sb0 += (kb - sb0) / pstride * pstride;
+    if (kb >= sb0 + plen) sb0 += pstride;
+    if (sb0 >= ke) ke = kb;  // no visible key in this partial
+  }
   if (ke <= kb) {
-    for (uint c = tid; c < DV; c += NT) dst_f[(out_row + c * p.dst.nb0) >> 2] = 0.0;
+    if (SPLIT == 1u) {
+      if (tid == 0u) part_f[part_at + 1u] = 0.0;
+    } else {
+      for (uint c = tid; c < DV; c += NT) dst_f[(out_row + c * p.dst.nb0) >> 2] = 0.0;
+    }
     return;
   }
 
@@ -226,90 +350,126 @@ void main() {
   const uint ct = tid % CT;
 
   // This lane's slice of q: the elements of K words lane, lane + TPK, ...
-  float qr[2 * KWPL];
+  float qr[KE * KWPL];
   const uint q_row = p.q.off + h * p.q.nb1 + tok * p.q.nb2;
   for (uint i = 0u; i < KWPL; ++i) {
-    for (uint e = 0u; e < 2u; ++e) {
+    for (uint e = 0u; e < KE; ++e) {
       const uint d = (lane + TPK * i) * KEPW + e;
-      qr[2u * i + e] = (e < KEPW && d < D) ? q_f[(q_row + d * p.q.nb0) >> 2] : 0.0;
+      qr[KE * i + e] = (e < KEPW && d < D) ? q_f[(q_row + d * p.q.nb0) >> 2] : 0.0;
     }
   }
 
-  precise float acc[2 * VWPT];
-  for (uint c = 0u; c < 2u * VWPT; ++c) acc[c] = 0.0;
+  precise float acc[VE * VWPT];
+  for (uint c = 0u; c < VE * VWPT; ++c) acc[c] = 0.0;
   float m = 0.0;          // running max (set by the first tile)
   precise float l = 0.0;  // this slot's denominator
 
-  for (uint t0 = kb; t0 < ke; t0 += BC) {
-    const uint nv = min(BC, ke - t0);
-    // Loads first, arithmetic after: no load waits behind a branch or a
-    // product. Keys past the tile's end load the tile's last row instead (a
-    // visible row, so always inside the tensor) and are masked below.
-    // This invocation's V words of the tile.
-    uint vb[KPS * VWPT];
-    for (uint mi = 0u; mi < KPS; ++mi) {
-      const uint row = kv_row(v_t, s, kvh, t0 + min(slot + VS * mi, nv - 1u));
-      for (uint i = 0u; i < VWPT; ++i) {
-        vb[mi * VWPT + i] = READ_WORD(v_u, VT, row, min(ct + CT * i, WV - 1u), DV);
-      }
-    }
-    // This lane's K words of its R keys.
-    uint kw[R * KWPL];
-    for (uint r = 0u; r < R; ++r) {
-      const uint row = kv_row(k_t, s, kvh, t0 + min(kgrp + KG * r, nv - 1u));
-      for (uint i = 0u; i < KWPL; ++i) {
-        kw[r * KWPL + i] = READ_WORD(k_u, KT, row, min(lane + TPK * i, WK - 1u), D);
-      }
-    }
-    // Scores: lane partials.
-    for (uint r = 0u; r < R; ++r) {
-      precise float dot = 0.0;
-      for (uint i = 0u; i < KWPL; ++i) {
-        if (lane + TPK * i < WK) {
-          const vec2 kv = decode(KT, kw[r * KWPL + i]);
-          dot += qr[2u * i] * kv.x;
-          if (KEPW == 2u) dot += qr[2u * i + 1u] * kv.y;
-        }
-      }
-      part[(kgrp + KG * r) * TPK + lane] = dot;
-    }
-    barrier();
-    if (tid < BC) {
-      precise float score = NEG_INF;  // keys past the tile's end: no effect on the max
-      if (tid < nv) {
-        precise float sum = 0.0;
-        for (uint i = 0u; i < TPK; ++i) sum += part[tid * TPK + i];
-        score = sum * scale;
-        if (softcap > 0.0) {
-          // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
-          // exp-based tanh implementations away from inf / inf.
-          score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
-        }
-      }
-      sc[tid >> 2][tid & 3u] = score;
-    }
-    barrier();
-
-    // Online softmax: the same running max in every invocation. The loops
-    // have fixed trip counts (they unroll, and their shared-memory reads
-    // overlap); keys past the tile's end are masked, never weighted by 0.
-    vec4 m4 = sc[0];
-    for (uint i = 1u; i < BC / 4u; ++i) m4 = max(m4, sc[i]);
-    const float mt = max(max(m4.x, m4.y), max(m4.z, m4.w));
-    const float mn = t0 == kb ? mt : max(m, mt);
-    const float ms = t0 == kb ? 0.0 : exp(m - mn);
-    l = l * ms;
-    for (uint c = 0u; c < 2u * VWPT; ++c) acc[c] *= ms;
-    m = mn;
-    for (uint mi = 0u; mi < KPS; ++mi) {
-      const uint j = slot + VS * mi;
-      if (j < nv) {
-        const float wgt = exp(sc[j >> 2][j & 3u] - mn);
-        l += wgt;
+  bool first = true;  // the first tile sets the running max
+  for (uint sb = sb0; sb < ke; sb = ke - sb <= pstride ? ke : sb + pstride) {
+    const uint rb = max(kb, sb);
+    const uint re = ke - sb <= plen ? ke : sb + plen;
+    for (uint t0 = rb; t0 < re; t0 += BC) {
+      const uint nv = min(BC, re - t0);
+      // Loads first, arithmetic after: no load waits behind a branch or a
+      // product. Keys past the tile's end load the tile's last row instead (a
+      // visible row, so always inside the tensor) and are masked below.
+      // This invocation's V words of the tile.
+      uint vb[KPS * VWPT];
+      uint vd[KPS * VWPT];  // q8_0: the words' block scales
+      for (uint mi = 0u; mi < KPS; ++mi) {
+        const uint row = kv_row(v_t, s, kvh, t0 + min(slot + VS * mi, nv - 1u));
         for (uint i = 0u; i < VWPT; ++i) {
-          const vec2 vv = decode(VT, vb[mi * VWPT + i]);
-          acc[2u * i] += wgt * vv.x;
-          if (VEPW == 2u) acc[2u * i + 1u] += wgt * vv.y;
+          const uint w = min(ct + CT * i, WV - 1u);
+          if (VT == 3u) {
+            vb[mi * VWPT + i] = READ_Q8_WORD(v_u, row, w);
+            vd[mi * VWPT + i] = READ_Q8_SCALE(v_u, row, w);
+          } else {
+            vb[mi * VWPT + i] = READ_WORD(v_u, VT, row, w, DV);
+          }
+        }
+      }
+      // This lane's K words of its R keys.
+      uint kw[R * KWPL];
+      uint kd[R * KWPL];  // q8_0: the words' block scales
+      for (uint r = 0u; r < R; ++r) {
+        const uint row = kv_row(k_t, s, kvh, t0 + min(kgrp + KG * r, nv - 1u));
+        for (uint i = 0u; i < KWPL; ++i) {
+          const uint w = min(lane + TPK * i, WK - 1u);
+          if (KT == 3u) {
+            kw[r * KWPL + i] = READ_Q8_WORD(k_u, row, w);
+            kd[r * KWPL + i] = READ_Q8_SCALE(k_u, row, w);
+          } else {
+            kw[r * KWPL + i] = READ_WORD(k_u, KT, row, w, D);
+          }
+        }
+      }
+      // Scores: lane partials.
+      for (uint r = 0u; r < R; ++r) {
+        precise float dot = 0.0;
+        for (uint i = 0u; i < KWPL; ++i) {
+          if (lane + TPK * i < WK) {
+            if (KT == 3u) {
+              const vec4 kv = decode_q8(kw[r * KWPL + i], kd[r * KWPL + i]);
+              dot += qr[4u * i] * kv.x;
+              dot += qr[4u * i + 1u] * kv.y;
+              dot += qr[4u * i + 2u] * kv.z;
+              dot += qr[4u * i + 3u] * kv.w;
+            } else {
+              const vec2 kv = decode(KT, kw[r * KWPL + i]);
+              dot += qr[2u * i] * kv.x;
+              if (KEPW == 2u) dot += qr[2u * i + 1u] * kv.y;
+            }
+          }
+        }
+        part[(kgrp + KG * r) * TPK + lane] = dot;
+      }
+      barrier();
+      if (tid < BC) {
+        precise float score = NEG_INF;  // keys past the tile's end: no effect on the max
+        if (tid < nv) {
+          precise float sum = 0.0;
+          for (uint i = 0u; i < TPK; ++i) sum += part[tid * TPK + i];
+          score = sum * scale;
+          if (softcap > 0.0) {
+            // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
+            // exp-based tanh implementations away from inf / inf.
+            score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
+          }
+        }
+        sc[tid >> 2][tid & 3u] = score;
+      }
+      barrier();
+
+      // Online softmax: the same running max in every invocation. The loops
+      // have fixed trip counts (they unroll, and their shared-memory reads
+      // overlap); keys past the tile's end are masked, never weighted by 0.
+      vec4 m4 = sc[0];
+      for (uint i = 1u; i < BC / 4u; ++i) m4 = max(m4, sc[i]);
+      const float mt = max(max(m4.x, m4.y), max(m4.z, m4.w));
+      const float mn = first ? mt : max(m, mt);
+      const float ms = first ? 0.0 : exp(m - mn);
+      first = false;
+      l = l * ms;
+      for (uint c = 0u; c < VE * VWPT; ++c) acc[c] *= ms;
+      m = mn;
+      for (uint mi = 0u; mi < KPS; ++mi) {
+        const uint j = slot + VS * mi;
+        if (j < nv) {
+          const float wgt = exp(sc[j >> 2][j & 3u] - mn);
+          l += wgt;
+          for (uint i = 0u; i < VWPT; ++i) {
+            if (VT == 3u) {
+              const vec4 vv = decode_q8(vb[mi * VWPT + i], vd[mi * VWPT + i]);
+              acc[4u * i] += wgt * vv.x;
+              acc[4u * i + 1u] += wgt * vv.y;
+              acc[4u * i + 2u] += wgt * vv.z;
+              acc[4u * i + 3u] += wgt * vv.w;
+            } else {
+              const vec2 vv = decode(VT, vb[mi * VWPT + i]);
+              acc[2u * i] += wgt * vv.x;
+              if (VEPW == 2u) acc[2u * i + 1u] += wgt * vv.y;
+            }
+          }
         }
       }
     }
@@ -318,22 +478,35 @@ void main() {
   // Sum the slots' accumulators and denominators (slot order), fold in the
   // sink, divide.
   if (VS > 1u) {
-    for (uint c = 0u; c < 2u * VWPT; ++c) part[tid * 2u * VWPT + c] = acc[c];
+    for (uint c = 0u; c < VE * VWPT; ++c) part[tid * VE * VWPT + c] = acc[c];
     if (ct == 0u) slot_l[slot] = l;
     barrier();
     if (slot == 0u) {
       for (uint v = 1u; v < VS; ++v) {
-        for (uint c = 0u; c < 2u * VWPT; ++c) acc[c] += part[(v * CT + ct) * 2u * VWPT + c];
+        for (uint c = 0u; c < VE * VWPT; ++c) acc[c] += part[(v * CT + ct) * VE * VWPT + c];
         l += slot_l[v];
       }
     }
   }
   if (slot != 0u) return;
+  if (SPLIT == 1u) {
+    if (tid == 0u) {
+      part_f[part_at] = m;
+      part_f[part_at + 1u] = l;
+    }
+    for (uint i = 0u; i < VWPT; ++i) {
+      for (uint e = 0u; e < VEPW; ++e) {
+        const uint c = (ct + CT * i) * VEPW + e;
+        if (c < DV) part_f[part_at + 2u + c] = acc[VE * i + e];
+      }
+    }
+    return;
+  }
   if (p.has_sinks != 0u) {
     const float sink = sinks_f[flat_off(p.sinks, h) >> 2];
     if (sink > m) {
       const float ms = exp(m - sink);
-      for (uint c = 0u; c < 2u * VWPT; ++c) acc[c] *= ms;
+      for (uint c = 0u; c < VE * VWPT; ++c) acc[c] *= ms;
       l = l * ms + 1.0;
     } else {
       l += exp(sink - m);
@@ -343,7 +516,7 @@ void main() {
     for (uint e = 0u; e < VEPW; ++e) {
       const uint c = (ct + CT * i) * VEPW + e;
       if (c < DV) {
-        precise float o = acc[2u * i + e] / l;
+        precise float o = acc[VE * i + e] / l;
         dst_f[(out_row + c * p.dst.nb0) >> 2] = o;
       }
     }
