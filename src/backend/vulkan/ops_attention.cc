@@ -14,6 +14,8 @@
 // then a combine pass; the shader explains why both layouts still agree
 // byte for byte whichever path each takes.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "backend/vulkan/kernels.h"
 #include "core/status.h"
@@ -77,6 +79,15 @@ constexpr uint32_t kFaMaxSplits = 64;   // flash_attn.comp: MAX_SPLITS
 // Split-K below this many (token, head) pairs: a GPU has room for several
 // workgroups per pair then.
 constexpr int64_t kFaSplitMaxWork = 128;
+
+// FOLIO_VULKAN_SPLIT_K=0 turns split-K off (to time its effect on a device).
+bool split_k_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("FOLIO_VULKAN_SPLIT_K");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  return on;
+}
 
 struct FlashAttnParams {
   TensorDesc q, k, v, seq_idx, pos, kv_len, blocks, sinks, dst;
@@ -195,7 +206,7 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   uint32_t gx, gy;
   Recorder::split_groups(static_cast<uint64_t>(n_work), gx, gy);
   const int64_t pieces = (capacity + kFaSplitKeys - 1) / kFaSplitKeys;
-  if (n_work >= kFaSplitMaxWork || pieces <= 1) {
+  if (n_work >= kFaSplitMaxWork || pieces <= 1 || !split_k_enabled()) {
     return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, 0}, &p, sizeof p,
                       {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst, {}}, gx,
                       gy);
