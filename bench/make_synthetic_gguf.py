@@ -16,12 +16,14 @@ machines that have nothing else.
   make_synthetic_gguf.py OUT.gguf --type q4_0 [--embd 2048 --layers 22
       --heads 32 --kv-heads 4 --ff 5632 --vocab 32000]   (TinyLlama 1.1B's shape)
 
-Standard library only.
+Standard library only (and serve_bench.py beside it, for its word list).
 """
 
 import argparse
+import os
 import random
 import struct
+import sys
 
 # ggml type id, block elements, block bytes, byte offsets of fp16 scales in a block.
 TYPES = {
@@ -60,11 +62,10 @@ def kv_array(key, elem_type, values):
     return out + b"".join(struct.pack("<f" if elem_type == 6 else "<i", v) for v in values)
 
 
-WORDS = ("the of and to in is was that for on as with by he at from his an were are which this "
-         "be or has had not first one their its new after who they have her she two been other "
-         "when there all during into school time may years more most only over city some world "
-         "would where later up such used many can state about national out known university "
-         "hello sky once upon a time list fruits apple banana letter opened rain fell town").split()
+# Whole-word pieces: the words bench/serve_bench.py builds its prompts from,
+# so a prompt costs about one token per word, as with a real vocabulary.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_bench import WORDS  # noqa: E402
 
 
 def vocab(n):
@@ -73,8 +74,12 @@ def vocab(n):
     tokens += [f"<0x{b:02X}>" for b in range(256)]
     types += [6] * 256
     seen = set(tokens)
-    pieces = ["\u2581"] + ["\u2581" + w for w in WORDS] + [chr(c) for c in range(33, 127)]
-    pieces += ["\u2581" + chr(c) for c in range(97, 123)]
+    # Single characters, then every prefix of each "▁word": sentencepiece
+    # merges adjacent pieces only into pieces the vocabulary holds, so a word
+    # forms one merge at a time from the left.
+    pieces = ["\u2581"] + [chr(c) for c in range(33, 127)]
+    for w in WORDS:
+        pieces += ["\u2581" + w[:i] for i in range(1, len(w) + 1)]
     for piece in pieces:
         if piece not in seen and len(tokens) < n:
             seen.add(piece)
