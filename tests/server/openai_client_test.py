@@ -36,7 +36,8 @@ SERVER = None  # (process, base_url, model id)
 def start_server():
     proc = subprocess.Popen(
         [ARGS.folio, "--log-level", "warn", "serve", "-m", ARGS.model, "--port", "0",
-         "--max-seqs", "4", "--kv-type", "f32", "-t", "2", "--api-key", API_KEY, "--alias", "tiny"],
+         "--max-seqs", "4", "--kv-type", "f32", "-t", "2", "--api-key", API_KEY, "--alias", "tiny",
+         *ARGS.serve_arg],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     port = None
     deadline = time.time() + 30
@@ -266,6 +267,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--folio", required=True)
     parser.add_argument("--model", required=True)
+    parser.add_argument("--serve-arg", action="append", default=[],
+                        help="an extra `folio serve` argument (repeatable), e.g. --device")
     ARGS, rest = parser.parse_known_args()
     prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
     sys.exit(0 if prog.result.wasSuccessful() else 1)
