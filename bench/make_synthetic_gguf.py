@@ -15,6 +15,9 @@ machines that have nothing else.
 
   make_synthetic_gguf.py OUT.gguf --type q4_0 [--embd 2048 --layers 22
       --heads 32 --kv-heads 4 --ff 5632 --vocab 32000]   (TinyLlama 1.1B's shape)
+  make_synthetic_gguf.py OUT.gguf --arch qwen35 --type q8_0   (a hybrid:
+      gated DeltaNet layers and every 4th layer gated attention; defaults
+      give a 0.6B model of Qwen3.5 0.8B's layer shapes with a 32k vocab)
 
 Standard library only (and serve_bench.py beside it, for its word list).
 """
@@ -121,7 +124,15 @@ def main():
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--arch", default="llama", choices=["llama", "qwen35"])
+    ap.add_argument("--head-dim", type=int, default=0, help="qwen35: attention head dim")
+    ap.add_argument("--ssm-state", type=int, default=128, help="qwen35: DeltaNet head dim S")
+    ap.add_argument("--ssm-k-heads", type=int, default=16, help="qwen35: DeltaNet key heads")
+    ap.add_argument("--ssm-v-heads", type=int, default=16, help="qwen35: DeltaNet value heads")
+    ap.add_argument("--attn-interval", type=int, default=4, help="qwen35: every Nth layer attends")
     a = ap.parse_args()
+    if a.arch == "qwen35":
+        return write_qwen35(a, ap)
     head_dim = a.embd // a.heads
     elems = TYPES[a.type][1]
     for name, n in (("--embd", a.embd), ("--ff", a.ff)):
@@ -151,13 +162,85 @@ def main():
             kv("llama.attention.head_count_kv", a.kv_heads), kv("llama.vocab_size", a.vocab),
             kv("llama.rope.freq_base", 10000.0),
             kv("llama.attention.layer_norm_rms_epsilon", 1e-5)]
-    tokens, scores, types = vocab(a.vocab)
-    meta += [kv("tokenizer.ggml.model", "llama"), kv_array("tokenizer.ggml.tokens", 8, tokens),
-             kv_array("tokenizer.ggml.scores", 6, scores),
-             kv_array("tokenizer.ggml.token_type", 5, types),
-             kv("tokenizer.ggml.bos_token_id", 1), kv("tokenizer.ggml.eos_token_id", 2),
-             kv("tokenizer.ggml.unknown_token_id", 0)]
+    meta += tokenizer_meta(a.vocab)
 
+    write_file(a, tensors, meta, "llama")
+
+
+def tokenizer_meta(n_vocab):
+    tokens, scores, types = vocab(n_vocab)
+    return [kv("tokenizer.ggml.model", "llama"), kv_array("tokenizer.ggml.tokens", 8, tokens),
+            kv_array("tokenizer.ggml.scores", 6, scores),
+            kv_array("tokenizer.ggml.token_type", 5, types),
+            kv("tokenizer.ggml.bos_token_id", 1), kv("tokenizer.ggml.eos_token_id", 2),
+            kv("tokenizer.ggml.unknown_token_id", 0)]
+
+
+def write_qwen35(a, ap):
+    """qwen35 (Qwen3.5): gated DeltaNet layers; layer i attends when (i + 1) %
+    attn_interval == 0 (gated attention: q and its gate from one projection,
+    q/k RMS norms, partial multi-section rope)."""
+    if a.embd == 2048 and a.layers == 22 and a.heads == 32 and a.ff == 5632:  # untouched defaults
+        a.embd, a.layers, a.heads, a.kv_heads, a.ff = 1024, 24, 8, 2, 3584
+    hd = a.head_dim or 256
+    s, hk, hv = a.ssm_state, a.ssm_k_heads, a.ssm_v_heads
+    if hv % hk:
+        ap.error("--ssm-v-heads must be a multiple of --ssm-k-heads")
+    inner = hv * s
+    conv = 2 * hk * s + inner
+    elems = TYPES[a.type][1]
+    for name, n in (("--embd", a.embd), ("--ff", a.ff), ("DeltaNet inner size", inner),
+                    ("heads x head dim", a.heads * hd)):
+        if n % elems:
+            ap.error(f"{name} {n} is not a multiple of {a.type}'s block of {elems}")
+    t = a.type
+    tensors = [("token_embd.weight", [a.embd, a.vocab], t),
+               ("output_norm.weight", [a.embd], "f32"),
+               ("output.weight", [a.embd, a.vocab], t)]
+    for i in range(a.layers):
+        p = f"blk.{i}."
+        tensors += [(p + "attn_norm.weight", [a.embd], "f32"),
+                    (p + "post_attention_norm.weight", [a.embd], "f32")]
+        if (i + 1) % a.attn_interval == 0:
+            tensors += [(p + "attn_q.weight", [a.embd, 2 * a.heads * hd], t),
+                        (p + "attn_k.weight", [a.embd, a.kv_heads * hd], t),
+                        (p + "attn_v.weight", [a.embd, a.kv_heads * hd], t),
+                        (p + "attn_output.weight", [a.heads * hd, a.embd], t),
+                        (p + "attn_q_norm.weight", [hd], "f32"),
+                        (p + "attn_k_norm.weight", [hd], "f32")]
+        else:
+            tensors += [(p + "attn_qkv.weight", [a.embd, conv], t),
+                        (p + "attn_gate.weight", [a.embd, inner], t),
+                        (p + "ssm_conv1d.weight", [4, conv], "f32"),
+                        (p + "ssm_dt.bias", [hv], "f32"),
+                        (p + "ssm_a", [hv], "f32"),
+                        (p + "ssm_beta.weight", [a.embd, hv], t if hv % elems == 0 else "f32"),
+                        (p + "ssm_alpha.weight", [a.embd, hv], t if hv % elems == 0 else "f32"),
+                        (p + "ssm_norm.weight", [s], "f32"),
+                        (p + "ssm_out.weight", [inner, a.embd], t)]
+        tensors += [(p + "ffn_gate.weight", [a.embd, a.ff], t),
+                    (p + "ffn_up.weight", [a.embd, a.ff], t),
+                    (p + "ffn_down.weight", [a.ff, a.embd], t)]
+    q = "qwen35."
+    rot = hd // 4
+    meta = [kv("general.architecture", "qwen35"), kv("general.name", f"synthetic-qwen35-{t}"),
+            kv("general.alignment", ALIGN), kv(q + "context_length", a.ctx),
+            kv(q + "embedding_length", a.embd), kv(q + "block_count", a.layers),
+            kv(q + "feed_forward_length", a.ff), kv(q + "attention.head_count", a.heads),
+            kv(q + "attention.head_count_kv", a.kv_heads), kv(q + "attention.key_length", hd),
+            kv(q + "attention.value_length", hd), kv(q + "rope.dimension_count", rot),
+            kv(q + "rope.freq_base", 10000000.0),
+            kv(q + "attention.layer_norm_rms_epsilon", 1e-6), kv(q + "ssm.conv_kernel", 4),
+            kv(q + "ssm.state_size", s), kv(q + "ssm.group_count", hk),
+            kv(q + "ssm.time_step_rank", hv), kv(q + "ssm.inner_size", inner),
+            kv(q + "full_attention_interval", a.attn_interval),
+            kv_array(q + "rope.dimension_sections", 5,
+                     [rot // 2 - 2 * (rot // 6), rot // 6, rot // 6, 0]),
+            kv(q + "vocab_size", a.vocab)]
+    write_file(a, tensors, meta + tokenizer_meta(a.vocab), "qwen35")
+
+
+def write_file(a, tensors, meta, arch):
     infos, sizes, offset = [], [], 0
     for name, shape, t in tensors:
         type_id, belems, bbytes, _ = TYPES[t]
@@ -186,7 +269,7 @@ def main():
                 f.write(chunk[:min(left, len(chunk))])
                 left -= min(left, len(chunk))
             f.write(b"\0" * ((-size) % ALIGN))
-    print(f"{a.out}: llama, {a.layers} layers, n_embd {a.embd}, {a.type}, {offset / 2**20:.0f} MiB")
+    print(f"{a.out}: {arch}, {a.layers} layers, n_embd {a.embd}, {a.type}, {offset / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":
