@@ -50,7 +50,10 @@ if ((sanitizers)); then
   for s in "${asan_suites[@]}"; do asan_targets+=("folio_${s}_tests"); done
   cmake --build build-asan -j"$jobs" --target "${asan_targets[@]}"
   asan_regex=$(IFS='|'; echo "${asan_suites[*]}")
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  # The engine, server and cli suites also run on the Vulkan device (lavapipe):
+  # the leaks lavapipe itself keeps are suppressed (tests/lsan.supp).
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan -j"$jobs" --output-on-failure --timeout 900 --no-tests=error \
       -L "^($asan_regex)\$" --output-junit junit.xml
   # The Vulkan runtime's host code (device memory, transfers, recording,
