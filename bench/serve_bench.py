@@ -325,9 +325,10 @@ def start_llamacpp(args):
     cmd = [args.llamacpp_python, "-c", LLAMACPP_LAUNCHER, "--model", args.model_file,
            "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(args.threads),
            "--n_threads_batch", str(args.threads), "--n_ctx", str(args.ctx_size)]
-    log = open(f"/tmp/serve_bench_llamacpp_{port}.log", "w")
+    log_path = f"/tmp/serve_bench_llamacpp_{port}.log"
+    log = open(log_path, "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    return proc, f"http://127.0.0.1:{port}", " ".join(cmd)
+    return proc, f"http://127.0.0.1:{port}", " ".join(cmd), log_path
 
 
 def start_llama_server(args):
@@ -413,45 +414,28 @@ def main():
         res, wall, b, a = run_load(args.base_url, args.model, prompts, args.clients, args.max_tokens,
                                    args.api_key, args.timeout)
         rows.append(summarize(args.base_url, res, wall, b, a))
-    if args.folio:
-        for variant in args.folio_variants.split(","):
-            proc, url, cmd, log_path = start_folio(args, variant)
-            try:
-                print(f"# folio ({variant}): {cmd}")
-                wait_ready(url, proc)
-                # warmup
-                run_load(url, args.model, prompts[:1], 1, 4, args.api_key, args.timeout)
-                res, wall, b, a = run_load(url, args.model, prompts, args.clients, args.max_tokens,
-                                           args.api_key, args.timeout)
-                rows.append(summarize(f"folio {variant}", res, wall, b, a))
-            finally:
-                stop(proc)
-            for line in kv_lines(log_path):
-                print(f"#   folio log: {line}")
-    if args.llamacpp_python:
-        proc, url, cmd = start_llamacpp(args)
+    def measure(label, started, log_name):
+        """Waits for a started server, warms it up, runs the load, stops it."""
+        proc, url, cmd, log_path = started
         try:
-            print(f"# llama.cpp (llama-cpp-python server): {cmd}")
+            print(f"# {label}: {cmd}")
             wait_ready(url, proc)
-            run_load(url, args.model, prompts[:1], 1, 4, args.api_key, args.timeout)
+            run_load(url, args.model, prompts[:1], 1, 4, args.api_key, args.timeout)  # warmup
             res, wall, b, a = run_load(url, args.model, prompts, args.clients, args.max_tokens,
                                        args.api_key, args.timeout)
-            rows.append(summarize("llama.cpp (python server)", res, wall, b, a))
-        finally:
-            stop(proc)
-    if args.llama_server:
-        proc, url, cmd, log_path = start_llama_server(args)
-        try:
-            print(f"# llama.cpp (llama-server): {cmd}")
-            wait_ready(url, proc)
-            run_load(url, args.model, prompts[:1], 1, 4, args.api_key, args.timeout)
-            res, wall, b, a = run_load(url, args.model, prompts, args.clients, args.max_tokens,
-                                       args.api_key, args.timeout)
-            rows.append(summarize("llama.cpp (llama-server)", res, wall, b, a))
+            rows.append(summarize(label, res, wall, b, a))
         finally:
             stop(proc)
         for line in kv_lines(log_path):
-            print(f"#   llama-server log: {line}")
+            print(f"#   {log_name} log: {line}")
+
+    if args.folio:
+        for variant in args.folio_variants.split(","):
+            measure(f"folio {variant}", start_folio(args, variant), "folio")
+    if args.llamacpp_python:
+        measure("llama.cpp (python server)", start_llamacpp(args), "llama-cpp-python")
+    if args.llama_server:
+        measure("llama.cpp (llama-server)", start_llama_server(args), "llama-server")
     print_table(rows)
     if len(rows) >= 2 and rows[-1]["server"].startswith("llama.cpp"):
         ref = rows[-1]
