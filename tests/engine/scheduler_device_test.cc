@@ -69,22 +69,10 @@ class SchedulerDeviceTest : public testing_sched::SchedulerFixture,
   }
 
   SoloRun solo_on_device(const std::vector<int32_t>& prompt, const SamplingParams& params) {
-    SoloRun out;
     auto cache = device_cache(0, 1, 1);
     EXPECT_TRUE(cache.ok()) << cache.status().to_string();
-    if (!cache.ok()) return out;
-    Generator gen(*model_, *tok_, *solo_ctx_, **cache);
-    GenerateOptions go;
-    go.n_predict = -1;
-    auto r = gen.generate(prompt, params, go, [&](std::string_view s) {
-      out.text += s;
-      return true;
-    });
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    if (!r.ok()) return out;
-    out.tokens = r->tokens;
-    out.stop = r->stop;
-    return out;
+    if (!cache.ok()) return {};
+    return solo_in(**cache, prompt, params);
   }
 
   cache::CacheAllocator alloc_;

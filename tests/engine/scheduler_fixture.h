@@ -123,10 +123,16 @@ class SchedulerFixture : public ::testing::Test {
   // A solo Generator run of `prompt` (its own cache and context).
   SoloRun solo(const std::vector<int32_t>& prompt, const SamplingParams& params,
                int64_t n_ctx = 256) {
-    SoloRun out;
     auto cache = make_cache(0, 1, n_ctx);
-    if (cache == nullptr) return out;
-    Generator gen(*model_, *tok_, *solo_ctx_, *cache);
+    if (cache == nullptr) return {};
+    return solo_in(*cache, prompt, params);
+  }
+
+  // A solo Generator run of `prompt` in `cache` (which holds nothing else).
+  SoloRun solo_in(cache::KvCache& cache, const std::vector<int32_t>& prompt,
+                  const SamplingParams& params) {
+    SoloRun out;
+    Generator gen(*model_, *tok_, *solo_ctx_, cache);
     GenerateOptions go;
     go.n_predict = -1;  // params.max_tokens decides
     auto r = gen.generate(prompt, params, go, [&](std::string_view s) {

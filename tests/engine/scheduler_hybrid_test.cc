@@ -26,24 +26,12 @@ class SchedulerHybridTest : public SchedulerFixture {
 
   // Solo run on the model's own (contiguous hybrid) cache.
   SoloRun solo_hybrid(const std::vector<int32_t>& prompt, const SamplingParams& params) {
-    SoloRun out;
     cache::KvCacheOptions co;
     co.n_ctx = 256;
     auto cache = model_->make_cache(co);
     EXPECT_TRUE(cache.ok()) << cache.status().to_string();
-    if (!cache.ok()) return out;
-    Generator gen(*model_, *tok_, *solo_ctx_, **cache);
-    GenerateOptions go;
-    go.n_predict = -1;
-    auto r = gen.generate(prompt, params, go, [&](std::string_view s) {
-      out.text += s;
-      return true;
-    });
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    if (!r.ok()) return out;
-    out.tokens = r->tokens;
-    out.stop = r->stop;
-    return out;
+    if (!cache.ok()) return {};
+    return solo_in(**cache, prompt, params);
   }
 };
 
