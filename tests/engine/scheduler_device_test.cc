@@ -1,7 +1,8 @@
 // The scheduler with every layer, the KV cache and (for hybrid models) the
 // recurrent-state pool on the Vulkan device (lavapipe on CI machines):
 // concurrent requests give exactly the tokens of solo runs on the same
-// device, also when a small pool forces preemption, prefixes are shared, and
+// device, also when a small pool forces preemption, prefixes are shared,
+// choices of one request share its blocks (copy-on-write on the device), and
 // no block leaks. The scheduler is host-side: only where the memory lives
 // changes.
 #include <gtest/gtest.h>
@@ -110,11 +111,30 @@ TEST_P(SchedulerDeviceTest, ConcurrentRequestsEqualSoloRunsAndNothingLeaks) {
     req.params = params;
     ASSERT_TRUE(sched.submit(req, got.back()->callbacks()).ok());
   }
+  // Two choices sharing one prompt's blocks: the first decode write into the
+  // shared partial block copies it on the device (copy-on-write), and a
+  // hybrid model forks the recurrent state; greedy, both equal the solo run.
+  const std::vector<int32_t>& forked = ps[kRequests];
+  const SoloRun want_forked = solo_on_device(forked, params);
+  Collected two(2);
+  {
+    GenerationRequest req;
+    req.prompt = forked;
+    req.params = params;
+    req.n = 2;
+    ASSERT_TRUE(sched.submit(req, two.callbacks()).ok());
+  }
   sched.wait_idle();
   for (size_t i = 0; i < kRequests; ++i) {
     std::lock_guard<std::mutex> lock(got[i]->mu);
     EXPECT_TRUE(got[i]->result.status.ok()) << got[i]->result.status.to_string();
     expect_equal(*got[i], want[i], 0, "prompt " + std::to_string(i));
+  }
+  {
+    std::lock_guard<std::mutex> lock(two.mu);
+    EXPECT_TRUE(two.result.status.ok()) << two.result.status.to_string();
+    expect_equal(two, want_forked, 0, "n = 2, choice 0");
+    expect_equal(two, want_forked, 1, "n = 2, choice 1");
   }
   const ServingMetrics::Snapshot m = sched.metrics();
   if (dc.n_blocks < 40) EXPECT_GT(m.preemptions, 0u);
