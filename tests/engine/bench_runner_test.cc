@@ -87,10 +87,11 @@ TEST(BenchModel, InfoOfTiedModel) {
   expect_model_info("tiny-qwen3-f32.gguf", true);
 }
 
-class BenchRunnerTest : public ::testing::Test {
+// A dense model and a hybrid one (DeltaNet state slots beside the paged KV).
+class BenchRunnerTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    auto m = model::Model::load(kModels + "tiny-llama-f32.gguf");
+    auto m = model::Model::load(kModels + GetParam());
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     model_ = std::move(m).value();
     ctx_ = model::ForwardContext::cpu(2);
@@ -105,7 +106,7 @@ class BenchRunnerTest : public ::testing::Test {
   BenchOptions options_;
 };
 
-TEST_F(BenchRunnerTest, RunsEveryTestAndFreesTheCache) {
+TEST_P(BenchRunnerTest, RunsEveryTestAndFreesTheCache) {
   const std::vector<int64_t> p = {12};
   const std::vector<int64_t> n = {4};
   const std::vector<int> s = {1, 3};
@@ -136,7 +137,7 @@ TEST_F(BenchRunnerTest, RunsEveryTestAndFreesTheCache) {
   EXPECT_FALSE((*runner)->run(BenchTest{13, 0, 1}).ok());
 }
 
-TEST_F(BenchRunnerTest, RejectsBadOptions) {
+TEST_P(BenchRunnerTest, RejectsBadOptions) {
   const std::vector<BenchTest> tests = {BenchTest{8, 0, 1}};
   BenchOptions o = options_;
   o.repetitions = 0;
@@ -148,6 +149,14 @@ TEST_F(BenchRunnerTest, RejectsBadOptions) {
   const std::vector<BenchTest> bad = {BenchTest{8, 4, 1}};  // both pp and tg
   EXPECT_FALSE(BenchRunner::create(*model_, *ctx_, bad, options_).ok());
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, BenchRunnerTest,
+                         ::testing::Values("tiny-llama-f32.gguf", "tiny-qwen35-f32.gguf"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param).find("qwen35") != std::string::npos
+                                      ? std::string("hybrid")
+                                      : std::string("dense");
+                         });
 
 BenchRecord sample_record(const BenchTest& t) {
   BenchRecord r;
