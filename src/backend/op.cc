@@ -83,26 +83,23 @@ struct Checker {
   bool type(const TensorView& t, DType d, const char* what) {
     return t.dtype == d || fail(fmt::format("{} must be {}, got {}", what, dtype_name(d), dtype_name(t.dtype)));
   }
-  bool dims(const TensorView& t, const char* what) {
+  // Non-negative dims and contiguous rows of whole blocks; with `strided`
+  // (kCpy's operands, the one op whose rows may be strided, e.g. a
+  // transpose) any stride that is a multiple of the element size instead.
+  bool dims(const TensorView& t, const char* what, bool strided = false) {
     for (int i = 0; i < kMaxDims; ++i) {
       if (t.ne[i] < 0) return fail(fmt::format("{} has negative dim {}", what, i));
+      if (strided && t.nb[i] % type_size(t.dtype) != 0) {
+        return fail(fmt::format("{} stride {} is not a multiple of the element size", what, i));
+      }
     }
+    if (strided) return true;
     if (t.ne[0] % block_size(t.dtype) != 0) {
       return fail(fmt::format("{} ne0 {} not a multiple of {} block size {}", what, t.ne[0],
                               dtype_name(t.dtype), block_size(t.dtype)));
     }
     if (t.nelements() > 0 && t.nb[0] != type_size(t.dtype)) {
       return fail(fmt::format("{} rows must be contiguous", what));
-    }
-    return true;
-  }
-  // kCpy's operands: any element stride, a multiple of the element size.
-  bool strided_dims(const TensorView& t, const char* what) {
-    for (int i = 0; i < kMaxDims; ++i) {
-      if (t.ne[i] < 0) return fail(fmt::format("{} has negative dim {}", what, i));
-      if (t.nb[i] % type_size(t.dtype) != 0) {
-        return fail(fmt::format("{} stride {} is not a multiple of the element size", what, i));
-      }
     }
     return true;
   }
@@ -135,14 +132,6 @@ bool check_slot_ids(Checker& c, const TensorView& ids, const TensorView& dst_slo
                                 c.eq(dst_slots.nelements(), n_seq, "destination slots length")));
 }
 
-// Whether the byte ranges two views span intersect (conservative for
-// interleaved strided views).
-bool views_overlap(const TensorView& a, const TensorView& b) {
-  const auto* a0 = static_cast<const char*>(a.data);
-  const auto* b0 = static_cast<const char*>(b.data);
-  return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();
-}
-
 bool check_ssm_conv_update(Checker& c, const Op& op) {
   const TensorView &x = op.src[0], &w = op.src[1], &bias = op.src[2], &pool = op.src[3];
   if (!c.has(x, "x") || !c.has(w, "weight") || !c.has(pool, "state pool") ||
@@ -162,7 +151,8 @@ bool check_ssm_conv_update(Checker& c, const Op& op) {
          check_slot_ids(c, op.src[4], op.src[5], n_seq) && c.eq(op.dst.ne[0], ch, "dst channels") &&
          c.eq(op.dst.ne[1], n_seq, "dst sequences") &&
          c.eq(op.dst.ne[2] * op.dst.ne[3], 1, "dst must be 2-D") &&
-         c.has(op.dst2, "state output (the pool)") && c.same_view(op.dst2, pool, "state output");
+         c.has(op.dst2, "state output (the pool)") && c.same_view(op.dst2, pool, "state output") &&
+         (!op.dst.overlaps(pool) || c.fail("dst overlaps the state pool"));
 }
 
 bool check_gated_delta_net_update(Checker& c, const Op& op) {
@@ -184,7 +174,8 @@ bool check_gated_delta_net_update(Checker& c, const Op& op) {
          check_slot_ids(c, op.src[6], op.src[7], ns) && c.eq(d.ne[0], sv, "dst S_v") &&
          c.eq(d.ne[1], hv, "dst heads") && c.eq(d.ne[2], 1, "dst tokens") &&
          c.eq(d.ne[3], ns, "dst sequences") && c.has(op.dst2, "state output (the pool)") &&
-         c.same_view(op.dst2, pool, "state output");
+         c.same_view(op.dst2, pool, "state output") &&
+         (!d.overlaps(pool) || c.fail("dst overlaps the state pool"));
 }
 
 bool is_kv_type(DType t) {
@@ -260,14 +251,11 @@ bool check(Checker& c, const Op& op) {
   const TensorView& s0 = op.src[0];
   const TensorView& s1 = op.src[1];
   const TensorView& d = op.dst;
-  if (op.kind == OpKind::kCpy) {  // the one op whose rows may be strided (a transpose)
-    if (!c.has(s0, "input") || !c.has(d, "dst")) return false;
-    if (!c.strided_dims(s0, "input") || !c.strided_dims(d, "dst")) return false;
+  const bool strided = op.kind == OpKind::kCpy;
+  for (int i = 0; i < kMaxSrc; ++i) {
+    if (!op.src[i].empty() && !c.dims(op.src[i], "src", strided)) return false;
   }
-  for (int i = 0; i < kMaxSrc && op.kind != OpKind::kCpy; ++i) {
-    if (!op.src[i].empty() && !c.dims(op.src[i], "src")) return false;
-  }
-  if (!c.has(d, "dst") || (op.kind != OpKind::kCpy && !c.dims(d, "dst"))) return false;
+  if (!c.has(d, "dst") || !c.dims(d, "dst", strided)) return false;
   switch (op.kind) {
     case OpKind::kGetRows:
       return c.has(s0, "table") && c.has(s1, "ids") && c.weight_type(s0, "table") &&
@@ -385,7 +373,11 @@ bool check(Checker& c, const Op& op) {
              c.eq(st.ne[3], ns, "state sequences") && c.has(op.dst2, "state output") &&
              c.shape_eq(op.dst2, st, "state output") && c.eq(d.ne[0], sv, "dst S_v") &&
              c.eq(d.ne[1], hv, "dst heads") && c.eq(d.ne[2], t, "dst tokens") &&
-             c.eq(d.ne[3], ns, "dst sequences");
+             c.eq(d.ne[3], ns, "dst sequences") &&
+             // In place is the very same view; any other overlap would let
+             // one head's write reach another head's unread state.
+             ((op.dst2.data == st.data && op.dst2.nb == st.nb) || !op.dst2.overlaps(st) ||
+              c.fail("state output overlaps the state input without aliasing it"));
     }
     case OpKind::kSetRows:
       return c.has(s0, "rows") && c.has(s1, "slots") && c.type(s0, DType::F32, "rows") &&
@@ -403,7 +395,7 @@ bool check(Checker& c, const Op& op) {
       return c.has(s0, "input") &&
              ((s0.dtype == DType::F32 || s0.dtype == DType::I32) || c.fail("cpy: f32 or i32 only")) &&
              c.type(d, s0.dtype, "dst") && c.shape_eq(d, s0, "dst") &&
-             (!views_overlap(s0, d) || c.fail("cpy: input and output overlap"));
+             (!s0.overlaps(d) || c.fail("cpy: input and output overlap"));
     case OpKind::kCount: break;
   }
   return c.fail("unknown op kind");

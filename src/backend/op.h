@@ -127,7 +127,7 @@ enum class OpKind : int {
   // shape and strides); slots not written keep their bytes. Run-time errors,
   // checked before anything is written: an id or destination slot outside
   // [0, n_slots) (OutOfRange), a destination slot used twice
-  // (InvalidArgument), dst overlapping the pool (InvalidArgument).
+  // (InvalidArgument); dst overlapping the pool is invalid (validate_op).
   //
   // Conv update (SsmConvParams): src0 x F32 [channels, n_seq] (the new input
   // of each sequence), src1 weight F32 [K, channels] (K >= 2), optional src2

@@ -32,6 +32,12 @@ size_t TensorView::span_bytes() const {
   return last;
 }
 
+bool TensorView::overlaps(const TensorView& other) const {
+  const char* a = static_cast<const char*>(data);
+  const char* b = static_cast<const char*>(other.data);
+  return a < b + other.span_bytes() && b < a + span_bytes();
+}
+
 bool TensorView::is_contiguous() const {
   if (nb[0] != type_size(dtype)) return false;
   size_t expect = row_size(dtype, ne[0]);

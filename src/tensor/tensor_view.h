@@ -35,6 +35,9 @@ struct TensorView {
   size_t row_bytes() const { return row_size(dtype, ne[0]); }
   // Bytes spanned from data to one past the last element (for bounds checks).
   size_t span_bytes() const;
+  // Whether the byte ranges this view and `other` span intersect
+  // (conservative for interleaved strided views).
+  bool overlaps(const TensorView& other) const;
   // Bytes a contiguous tensor of this shape occupies.
   size_t nbytes_contiguous() const { return row_bytes() * static_cast<size_t>(nrows()); }
   bool is_contiguous() const;

@@ -333,9 +333,10 @@ TEST(FusedConvUpdate, Validation) {
   o = cu.op();
   o.src[4].dtype = DType::F32;
   EXPECT_FALSE(validate_op(o).ok());
-  // dst inside the pool: a run-time error (the pool is an output).
+  // dst inside the pool: invalid, and so refused before anything runs.
   o = cu.op();
   o.dst.data = cu.pool.data();
+  EXPECT_FALSE(validate_op(o).ok());
   EXPECT_EQ(backends()[0].backend->run(o).code(), StatusCode::kInvalidArgument);
 }
 
@@ -517,6 +518,9 @@ TEST(FusedGatedDeltaNetUpdate, Validation) {
   o = gu.op();
   o.src[5].ne[2] = gu.hv + 1;  // pool heads
   o.dst2 = o.src[5];
+  EXPECT_FALSE(validate_op(o).ok());
+  o = gu.op();
+  o.dst.data = gu.pool.data();  // dst inside the pool
   EXPECT_FALSE(validate_op(o).ok());
 }
 

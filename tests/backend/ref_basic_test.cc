@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -411,6 +412,31 @@ TEST(RefSort, NanOrdersBelowEverything) {
   ASSERT_TRUE(
       run_ref(unary_like(OpKind::kArgsort, x, all, ArgsortParams{false}), "argsort.ref").ok());
   EXPECT_EQ(all.ints(), (std::vector<int32_t>{0, 3, 1, 2}));
+}
+
+TEST(RefCpy, TransposesBitForBitAndRefusesOverlap) {
+  // x [3, 2] into the transposing view of d [2, 3]: d[j, i] = x[i, j].
+  std::vector<float> x = {1.0f, -0.0f, std::numeric_limits<float>::quiet_NaN(), 4.0f, 5.0f, 6.0f};
+  std::vector<float> d(6, 0.0f);
+  Op op;
+  op.kind = OpKind::kCpy;
+  op.src[0] = TensorView::contiguous(x.data(), DType::F32, {3, 2});
+  op.dst = TensorView::contiguous(d.data(), DType::F32, {3, 2});
+  op.dst.nb = {2 * sizeof(float), sizeof(float), 6 * sizeof(float), 6 * sizeof(float)};
+  ASSERT_TRUE(run_ref(op, "cpy.ref").ok());
+  const std::vector<float> want = {1.0f, 4.0f, -0.0f, 5.0f, x[2], 6.0f};
+  EXPECT_EQ(std::memcmp(d.data(), want.data(), sizeof(float) * 6), 0);
+  // Input and output sharing bytes: invalid, nothing runs.
+  Op bad = op;
+  bad.dst.data = x.data() + 1;
+  bad.dst.nb = op.src[0].nb;
+  bad.dst.ne = {3, 1, 1, 1};
+  bad.src[0].ne = {3, 1, 1, 1};
+  EXPECT_EQ(validate_op(bad).code(), StatusCode::kInvalidArgument);
+  // Strides that are not whole elements are refused.
+  bad = op;
+  bad.dst.nb[0] = 2;
+  EXPECT_EQ(validate_op(bad).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -19,12 +19,6 @@ constexpr int64_t kGroupBytes = 4 << 20;
 constexpr int64_t kMaxGroup = 16;
 constexpr double kMinLogFactor = -80.0;  // decay factors below e^-80 are flushed to 0
 
-bool overlaps(const TensorView& a, const TensorView& b) {
-  const char* a0 = static_cast<const char*>(a.data);
-  const char* b0 = static_cast<const char*>(b.data);
-  return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();
-}
-
 // 64-byte aligned float arrays carved from one allocation (each take rounds
 // up to 16 floats: the sizes below count 16 extra per array).
 class Arena {
@@ -345,12 +339,6 @@ bool supports_gated_delta_net_chunked(const Op& op) {
 }
 
 Status run_gdn_chunked(const Op& op, const KernelContext& ctx, const GdnChunkOps& ops) {
-  const TensorView &state = op.src[5], &state_out = op.dst2;
-  const bool same_view = state_out.data == state.data && state_out.nb == state.nb;
-  if (!same_view && overlaps(state, state_out)) {
-    return invalid_argument("{}: state output overlaps the state input without aliasing it",
-                            op.describe());
-  }
   const int64_t sk = op.src[0].ne[0], n_seq = op.src[0].ne[3];
   const int64_t sv = op.src[2].ne[0], hv = op.src[2].ne[1];
   FOLIO_CHECK(sk % ops.n_multiple == 0 && sv % ops.n_multiple == 0);

@@ -12,12 +12,6 @@ int32_t flat_i32(const TensorView& t, int64_t e) {
   return *t.at<const int32_t>(i0, r % t.ne[1], (r / t.ne[1]) % t.ne[2], r / (t.ne[1] * t.ne[2]));
 }
 
-bool overlaps(const TensorView& a, const TensorView& b) {
-  const char* a0 = static_cast<const char*>(a.data);
-  const char* b0 = static_cast<const char*>(b.data);
-  return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();
-}
-
 TensorView slot_of(const TensorView& pool, int slot_dim, int64_t slot) {
   TensorView v = pool;
   v.data = static_cast<char*>(pool.data) + slot * static_cast<int64_t>(pool.nb[slot_dim]);
@@ -33,9 +27,6 @@ Result<StateSlots> StateSlots::prepare(const Op& op, int pool_src, int slot_dim)
   const TensorView& dst_ids = op.src[pool_src + 2].empty() ? ids : op.src[pool_src + 2];
   const int64_t n_slots = pool.ne[slot_dim];
   const int64_t n_seq = ids.nelements();
-  if (overlaps(op.dst, pool)) {
-    return invalid_argument("{}: dst overlaps the state pool", op.describe());
-  }
   StateSlots p;
   p.src_slot_.resize(static_cast<size_t>(n_seq));
   p.dst_slot_.resize(static_cast<size_t>(n_seq));

@@ -37,8 +37,8 @@ class StateSlots {
   // `pool` is op.src[pool_src] with its slot index in dimension slot_dim;
   // ids / dst_slots are op.src[pool_src + 1] / op.src[pool_src + 2] (the
   // latter may be empty). Errors: an id or destination slot outside
-  // [0, n_slots) (OutOfRange), a destination slot used twice, op.dst
-  // overlapping the pool (InvalidArgument).
+  // [0, n_slots) (OutOfRange), a destination slot used twice
+  // (InvalidArgument). validate_op has refused op.dst overlapping the pool.
   static Result<StateSlots> prepare(const Op& op, int pool_src, int slot_dim);
 
   int64_t n_seq() const { return static_cast<int64_t>(src_.size()); }
