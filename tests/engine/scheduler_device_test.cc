@@ -137,7 +137,9 @@ TEST_P(SchedulerDeviceTest, ConcurrentRequestsEqualSoloRunsAndNothingLeaks) {
     expect_equal(two, want_forked, 1, "n = 2, choice 1");
   }
   const ServingMetrics::Snapshot m = sched.metrics();
-  if (dc.n_blocks < 40) EXPECT_GT(m.preemptions, 0u);
+  if (dc.n_blocks < 40) {
+    EXPECT_GT(m.preemptions, 0u);
+  }
   EXPECT_GT(m.prefix_hit_tokens, 0u);  // the shared prefix
   ASSERT_NE(cache.block_manager(), nullptr);
   EXPECT_EQ(cache.block_manager()->pool().n_used(), 0);

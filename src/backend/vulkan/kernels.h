@@ -85,6 +85,17 @@ class Recorder {
   static void split_groups(uint64_t n, uint32_t& x, uint32_t& y);
 };
 
+// Whether `v` fits the shaders' 32-bit counters and offsets.
+inline bool fits_u32(int64_t v) {
+  return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX);
+}
+
+// A tensor the shader reads as 4-byte words must start on a word.
+inline Status aligned4(const TensorDesc& d, const Op& op) {
+  if (d.off % 4 == 0) return Status();
+  return invalid_argument("{}: a 4-byte tensor at byte offset {}", op.describe(), d.off);
+}
+
 // One kernel: ops of `kind` for which match() is true.
 struct KernelDef {
   const char* name;  // "mul_mat.q4_K.matvec": shows in profiles and the parity harness

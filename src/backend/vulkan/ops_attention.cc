@@ -60,15 +60,6 @@ bool words_ok(const TensorView& t, DType want) {
   return true;
 }
 
-bool fits_u32(int64_t v) {
-  return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX);
-}
-
-Status aligned4(const TensorDesc& d, const Op& op) {
-  if (d.off % 4 == 0) return Status();
-  return invalid_argument("{}: a 4-byte tensor at byte offset {}", op.describe(), d.off);
-}
-
 // ---- flash attention -------------------------------------------------------
 
 constexpr uint32_t kFaThreads = 256;  // flash_attn.comp: NT

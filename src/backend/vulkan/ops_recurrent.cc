@@ -38,10 +38,6 @@ constexpr int64_t kStageFloats = 3072;  // ssm_conv_update.comp STAGED: 12 KiB o
 constexpr int64_t kMaxKeyDim = 512;     // gated_delta_net.comp: L * EPL
 constexpr uint32_t kGdnGroup = 64;      // gated_delta_net.comp local size
 
-bool fits_u32(int64_t v) {
-  return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX);
-}
-
 // A tensor the shaders read as 4-byte words through its strides.
 bool words_ok(const TensorView& t, DType want) {
   if (t.dtype != want) return false;
@@ -53,17 +49,6 @@ bool words_ok(const TensorView& t, DType want) {
 
 bool opt_words_ok(const TensorView& t, DType want) {
   return t.empty() || words_ok(t, want);
-}
-
-Status aligned4(const TensorDesc& d, const Op& op) {
-  if (d.off % 4 == 0) return Status();
-  return invalid_argument("{}: a 4-byte tensor at byte offset {}", op.describe(), d.off);
-}
-
-bool overlaps(const TensorView& a, const TensorView& b) {
-  const char* a0 = static_cast<const char*>(a.data);
-  const char* b0 = static_cast<const char*>(b.data);
-  return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();
 }
 
 bool same_view(const TensorView& a, const TensorView& b) {
@@ -159,9 +144,6 @@ bool match_ssm_conv_update(const Op& op, const DeviceCaps&) {
 
 Status record_ssm_conv_update(Recorder& r, const Op& op) {
   const TensorView &x = op.src[0], &w = op.src[1], &bias = op.src[2], &pool = op.src[3];
-  if (overlaps(op.dst, pool)) {
-    return invalid_argument("{}: dst overlaps the state pool", op.describe());
-  }
   const bool staged = explicit_dst(op, 4);
   const TensorView dst_slots = staged ? op.src[5] : TensorView{};
   SsmConvUpdateShaderParams p{};
@@ -248,14 +230,6 @@ Status record_gdn(Recorder& r, const Op& op) {
   const bool update = op.kind == OpKind::kGatedDeltaNetUpdate;
   const auto& gp = op.p<GatedDeltaNetParams>();
   const TensorView &q = op.src[0], &v = op.src[2], &state = op.src[5];
-  if (update) {
-    if (overlaps(op.dst, state)) {
-      return invalid_argument("{}: dst overlaps the state pool", op.describe());
-    }
-  } else if (!same_view(op.dst2, state) && overlaps(op.dst2, state)) {
-    return invalid_argument("{}: state output overlaps the state input without aliasing it",
-                            op.describe());
-  }
   const TensorView ids = update ? op.src[6] : TensorView{};
   GdnShaderParams p{};
   FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));

@@ -34,7 +34,6 @@
 // with strided copies (kCpy) on whichever backend holds the pools.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "backend/backend.h"
 #include "model/blocks/hybrid.h"
@@ -230,15 +229,17 @@ void DeltaNetLayer::copy_taps(int32_t src, int32_t dst) {
 TensorView DeltaNetLayer::conv_plain(int64_t r0, int64_t t, std::span<const int32_t> slots) {
   const auto n = static_cast<int64_t>(slots.size());
   const int64_t width = taps_ + t;
-  const TensorView win = ctx_.tensor_near(qkv_, DType::F32, {width, c_, n, 1});  // [K - 1 + t, C, n]
+  const TensorView win =
+      ctx_.tensor_near(qkv_, DType::F32, {width, c_, n, 1});  // [K - 1 + t, C, n]
   // Each sequence's taps, then its inputs transposed to time-major.
-  for (int64_t s = 0; s < n; ++s) ctx_.cpy(taps_of(slots[static_cast<size_t>(s)]), window_taps(win, s, 0));
+  for (int64_t s = 0; s < n; ++s)
+    ctx_.cpy(taps_of(slots[static_cast<size_t>(s)]), window_taps(win, s, 0));
   const size_t row = static_cast<size_t>(c_) * kF;
   const size_t wrow = static_cast<size_t>(width) * kF;
-  ctx_.cpy(view_of(qkv_, static_cast<size_t>(r0) * row, {c_, t, n, 1},
-                   {kF, row, row * t, row * t * n}),
-           view_of(win, static_cast<size_t>(taps_) * kF, {c_, t, n, 1},
-                   {wrow, kF, wrow * c_, wrow * c_ * n}));
+  ctx_.cpy(
+      view_of(qkv_, static_cast<size_t>(r0) * row, {c_, t, n, 1}, {kF, row, row * t, row * t * n}),
+      view_of(win, static_cast<size_t>(taps_) * kF, {c_, t, n, 1},
+              {wrow, kF, wrow * c_, wrow * c_ * n}));
   Op op;
   op.kind = OpKind::kSsmConv;
   op.src[0] = win;
@@ -248,7 +249,8 @@ TensorView DeltaNetLayer::conv_plain(int64_t r0, int64_t t, std::span<const int3
   op.params = SsmConvParams{true};
   ctx_.run(op);
   // The new taps: the last K - 1 window entries of each channel.
-  for (int64_t s = 0; s < n; ++s) ctx_.cpy(window_taps(win, s, t), taps_of(slots[static_cast<size_t>(s)]));
+  for (int64_t s = 0; s < n; ++s)
+    ctx_.cpy(window_taps(win, s, t), taps_of(slots[static_cast<size_t>(s)]));
   return win;
 }
 
