@@ -81,7 +81,17 @@ std::vector<std::string> names(const std::vector<const BufferType*>& list) {
 TEST(PackedBufferTypes, PriorityListFollowsTheIsa) {
   using V = std::vector<std::string>;
   EXPECT_EQ(names(cpu_weight_buffer_types(Isa::kScalar)), V{"CPU"});
-  EXPECT_EQ(names(cpu_weight_buffer_types(Isa::kAvx2)), V{"CPU"});
+  const CpuFeatures& f = cpu_features();
+  if (static_cast<int>(active_isa()) >= static_cast<int>(Isa::kAvx2) && f.avx2 && f.fma &&
+      f.f16c) {
+    // The AVX2 panels read every packed layout.
+    const auto l = cpu_weight_buffer_types(Isa::kAvx2);
+    EXPECT_EQ(names(l), (V{"CPU_REPACK", "CPU"}));
+    EXPECT_TRUE(l[0]->supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
+    EXPECT_TRUE(l[0]->supports_weight(use(DType::Q6_K, {256, 32, 1, 1})));
+  } else {
+    EXPECT_EQ(names(cpu_weight_buffer_types(Isa::kAvx2)), V{"CPU"});
+  }
   EXPECT_EQ(names(cpu_weight_buffer_types(Isa::kAmx, false)), V{"CPU"});
   const Isa top = active_isa();
   const bool vnni =
@@ -103,6 +113,21 @@ TEST(PackedBufferTypes, PriorityListFollowsTheIsa) {
   } else {
     EXPECT_NE(cpu_weight_buffer_note(Isa::kAmx).find("AMX not offered"), std::string::npos);
   }
+}
+
+bool has_vnni() {
+  return static_cast<int>(active_isa()) >= static_cast<int>(Isa::kAvx512) &&
+         cpu_features().avx512vnni;
+}
+
+// The tiers with panel kernels on this machine: AVX2 (+ FMA, F16C), AVX-512 VNNI.
+std::vector<Isa> packed_isas() {
+  std::vector<Isa> isas;
+  const CpuFeatures& f = cpu_features();
+  if (static_cast<int>(active_isa()) >= static_cast<int>(Isa::kAvx2) && f.avx2 && f.fma && f.f16c)
+    isas.push_back(Isa::kAvx2);
+  if (has_vnni()) isas.push_back(Isa::kAvx512);
+  return isas;
 }
 
 // A quantized weight [k, n], its packed copy and random activations [k, m].
@@ -162,7 +187,9 @@ TEST(PackedKernels, RoutedOnlyToKernelsThatReadTheLayout) {
   CpuBackend ref(CpuBackendOptions{Isa::kScalar, true, nullptr});
   CpuBackend avx2(CpuBackendOptions{Isa::kAvx2, false, nullptr});
   EXPECT_EQ(ref.kernel_name(op), "mul_mat.packed.ref");
-  EXPECT_EQ(avx2.kernel_name(op), "mul_mat.packed.ref");  // no packed kernel below AVX-512
+  if (!packed_isas().empty() && packed_isas()[0] == Isa::kAvx2) {
+    EXPECT_EQ(avx2.kernel_name(op), "mul_mat.q4_0x16.avx2");
+  }
   // A packed table is never read by get_rows (nor by any other plain kernel).
   Op gr;
   gr.kind = OpKind::kGetRows;
@@ -176,10 +203,6 @@ TEST(PackedKernels, RoutedOnlyToKernelsThatReadTheLayout) {
   EXPECT_EQ(CpuBackend().run(gr).code(), StatusCode::kUnsupported);
 }
 
-bool has_vnni() {
-  return static_cast<int>(active_isa()) >= static_cast<int>(Isa::kAvx512) &&
-         cpu_features().avx512vnni;
-}
 
 double nmse(const std::vector<float>& a, const std::vector<float>& b) {
   double e = 0, r = 0;
@@ -191,20 +214,39 @@ double nmse(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 TEST(PackedKernels, MatchThePlainSimdKernels) {
+  if (packed_isas().empty()) GTEST_SKIP() << "hardware: no AVX2";
+  for (Isa isa : packed_isas()) {
+    CpuBackend b(CpuBackendOptions{isa, false, nullptr});
+    for (DType t : kSources) {
+      for (int64_t m : {1, 2, 5, 9}) {  // decode (1, 2 rows), a tile and its remainder
+        Problem p(t, 512, 37, m, 7);
+        const std::vector<float> plain = p.run(b, false, 0, p.m), packed = p.run(b, true, 0, p.m);
+        EXPECT_LE(nmse(packed, plain), 1e-10) << dtype_name(t) << " " << isa_name(isa) << " m " << m;
+      }
+    }
+  }
+}
+
+// The AVX2 panels compute the AVX-512 panels' integers with the same float
+// steps: the same bits, in prefill tiles and in decode.
+TEST(PackedKernels, Avx2PanelsGiveTheBitsOfTheAvx512Panels) {
   if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
-  CpuBackend b(CpuBackendOptions{Isa::kAvx512, false, nullptr});
+  CpuBackend avx2(CpuBackendOptions{Isa::kAvx2, false, nullptr});
+  CpuBackend avx512(CpuBackendOptions{Isa::kAvx512, false, nullptr});
   for (DType t : kSources) {
-    Problem p(t, 512, 37, 5, 7);
-    const std::vector<float> plain = p.run(b, false, 0, p.m), packed = p.run(b, true, 0, p.m);
-    EXPECT_LE(nmse(packed, plain), 1e-10) << dtype_name(t);
+    for (int64_t m : {1, 2, 13}) {
+      Problem p(t, 512, 37, m, 5);
+      const std::vector<float> a = p.run(avx2, true, 0, m), b = p.run(avx512, true, 0, m);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t) << " m " << m;
+    }
   }
 }
 
 // Each activation row's outputs are the same bits whatever the batch around
 // it (1 row, 16-row AMX groups, leftovers), on every packed tier.
 TEST(PackedKernels, RowsIndependentOfTheBatch) {
-  if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
-  std::vector<Isa> isas{Isa::kAvx512};
+  if (packed_isas().empty()) GTEST_SKIP() << "hardware: no AVX2";
+  std::vector<Isa> isas = packed_isas();
   if (active_isa() == Isa::kAmx) isas.push_back(Isa::kAmx);
   for (DType t : kSources) {
     Problem p(t, 256, 85, 40, 11);  // 6 panels: decode calls of 4 and 2 (5 rows)
@@ -227,40 +269,50 @@ TEST(PackedKernels, RowsIndependentOfTheBatch) {
   }
 }
 
-// The Q4_K / Q5_K panels scale i16 partial sums (half and quarter groups):
-// with every code at its maximum, every scale 63 and activations at +-1
-// (quants +-127) those sums reach their bound and must stay exact.
+// The K-quant panels add i16 partial sums (AVX2: up to 8 vpmaddubsw pairs
+// for Q4_K, 4 for Q5_K, 2 for Q6_K; AVX-512: half and quarter groups) and
+// scale them: with every code at its maximum, every scale at its largest
+// magnitude (Q4_K / Q5_K 63, Q6_K -1 x code - 32 = 31) and activations at
+// +-1 (quants -128 and +127) those sums reach their bound and must stay exact.
 TEST(PackedKernels, KQuantExtremeCodesStayExact) {
-  if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
-  CpuBackend b(CpuBackendOptions{Isa::kAvx512, false, nullptr});
-  for (DType t : {DType::Q4_K, DType::Q5_K}) {
-    const int64_t k = 512, n = 16, m = 9;  // a tile of 8 activation rows and 1 more
-    const size_t row = row_size(t, k);
-    std::vector<uint8_t> plain(row * n, 0xFF);  // scales, mins 63; codes 15 / 31
-    const uint16_t d = f32_to_f16(1.0f / 64), dmin = 0;
-    for (size_t blk = 0; blk < plain.size(); blk += type_size(t)) {
-      std::memcpy(&plain[blk], &d, 2);
-      std::memcpy(&plain[blk + 2], &dmin, 2);
-    }
-    const WeightUse u{"w", t, {k, n, 1, 1}, OpKind::kMulMat};
-    const PackedBufferType& type = repack_buffer_type(true);
-    AlignedPtr packed = aligned_alloc_bytes(type.weight_bytes(u));
-    ASSERT_TRUE(type.store_weight(u, plain.data(), plain.size(), packed.get()).ok());
-    std::vector<float> x(static_cast<size_t>(k * m));
-    for (int64_t c = 0; c < m; ++c)
-      for (int64_t i = 0; i < k; ++i) x[c * k + i] = c % 2 == 0 ? -1.0f : 1.0f;
-    std::vector<float> y(static_cast<size_t>(n * m));
-    Op op;
-    op.kind = OpKind::kMulMat;
-    op.src[0] = type.weight_view(u, packed.get());
-    op.src[1] = TensorView::contiguous(x.data(), DType::F32, {k, m});
-    op.dst = TensorView::contiguous(y.data(), DType::F32, {n, m});
-    ASSERT_TRUE(b.run(op).ok());
-    const float code = t == DType::Q4_K ? 15.0f : 31.0f;
-    for (int64_t c = 0; c < m; ++c) {
-      const float want = (c % 2 == 0 ? -1.0f : 1.0f) * k * 63 * code / 64;
-      for (int64_t r = 0; r < n; ++r)
-        EXPECT_NEAR(y[c * n + r], want, 1e-5 * std::fabs(want)) << dtype_name(t) << " " << c;
+  if (packed_isas().empty()) GTEST_SKIP() << "hardware: no AVX2";
+  for (Isa isa : packed_isas()) {
+    CpuBackend b(CpuBackendOptions{isa, false, nullptr});
+    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+      const int64_t k = 512, n = 16, m = 9;  // a tile of 8 activation rows and 1 more
+      const size_t row = row_size(t, k);
+      std::vector<uint8_t> plain(row * n, 0xFF);  // scales, mins 63 (Q6_K: -1); codes 15 / 31 / 63
+      const uint16_t d = f32_to_f16(1.0f / 64), dmin = 0;
+      for (size_t blk = 0; blk < plain.size(); blk += type_size(t)) {
+        if (t == DType::Q6_K) {
+          std::memcpy(&plain[blk + type_size(t) - 2], &d, 2);  // d follows ql, qh, scales
+        } else {
+          std::memcpy(&plain[blk], &d, 2);
+          std::memcpy(&plain[blk + 2], &dmin, 2);
+        }
+      }
+      const WeightUse u{"w", t, {k, n, 1, 1}, OpKind::kMulMat};
+      const PackedBufferType& type = repack_buffer_type(true);
+      AlignedPtr packed = aligned_alloc_bytes(type.weight_bytes(u));
+      ASSERT_TRUE(type.store_weight(u, plain.data(), plain.size(), packed.get()).ok());
+      std::vector<float> x(static_cast<size_t>(k * m));
+      for (int64_t c = 0; c < m; ++c)
+        for (int64_t i = 0; i < k; ++i) x[c * k + i] = c % 2 == 0 ? -1.0f : 1.0f;
+      std::vector<float> y(static_cast<size_t>(n * m));
+      Op op;
+      op.kind = OpKind::kMulMat;
+      op.src[0] = type.weight_view(u, packed.get());
+      op.src[1] = TensorView::contiguous(x.data(), DType::F32, {k, m});
+      op.dst = TensorView::contiguous(y.data(), DType::F32, {n, m});
+      ASSERT_TRUE(b.run(op).ok());
+      const float value = t == DType::Q4_K ? 63.0f * 15 : t == DType::Q5_K ? 63.0f * 31 : -31.0f;
+      for (int64_t c = 0; c < m; ++c) {
+        const float want = (c % 2 == 0 ? -1.0f : 1.0f) * k * value / 64;
+        for (int64_t r = 0; r < n; ++r) {
+          EXPECT_NEAR(y[c * n + r], want, 1e-5 * std::fabs(want))
+              << dtype_name(t) << " " << isa_name(isa) << " " << c;
+        }
+      }
     }
   }
 }
@@ -285,7 +337,7 @@ TEST(PackedKernels, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
   op.src[2] = TensorView::contiguous(ids.data(), DType::I32, {n_used, n_tok});
   op.dst = TensorView::contiguous(y.data(), DType::F32, {n, n_used, n_tok});
   std::vector<Isa> isas{Isa::kScalar};
-  if (has_vnni()) isas.push_back(Isa::kAvx512);
+  for (Isa isa : packed_isas()) isas.push_back(isa);
   if (active_isa() == Isa::kAmx) isas.push_back(Isa::kAmx);
   for (Isa isa : isas) {
     const Status s = CpuBackend(CpuBackendOptions{isa, false, nullptr}).run(op);

@@ -26,6 +26,12 @@ bool vnni_usable(Isa isa) {
   return static_cast<int>(isa) >= static_cast<int>(Isa::kAvx512) && cpu_features().avx512vnni;
 }
 
+// The AVX2 panels (vpmaddubsw on half panels) read the same layouts.
+bool avx2_usable(Isa isa) {
+  const CpuFeatures& f = cpu_features();
+  return static_cast<int>(isa) >= static_cast<int>(Isa::kAvx2) && f.avx2 && f.fma && f.f16c;
+}
+
 }  // namespace
 
 size_t PackedBufferType::alignment() const {
@@ -96,7 +102,7 @@ std::vector<const BufferType*> cpu_weight_buffer_types(Isa max_isa, bool repack)
   if (repack) {
     const bool amx = amx_usable(isa);
     if (amx) list.push_back(&amx_buffer_type());
-    if (vnni_usable(isa)) list.push_back(&repack_buffer_type(!amx));
+    if (vnni_usable(isa) || avx2_usable(isa)) list.push_back(&repack_buffer_type(!amx));
   }
   list.push_back(&host_buffer_type());
   return list;
@@ -121,7 +127,7 @@ std::string cpu_weight_buffer_note(Isa max_isa, bool repack) {
     } else {
       s += " (AMX not offered: no AMX-INT8 on this CPU)";
     }
-    if (!vnni_usable(isa)) s += " (no repacked layouts below AVX-512 VNNI)";
+    if (!vnni_usable(isa) && !avx2_usable(isa)) s += " (no repacked layouts below AVX2)";
   }
   return s;
 }

@@ -95,14 +95,9 @@ FOLIO_INLINE_AVX2 __m256i nibbles(const uint8_t* qs) {
 
 // Byte e = 0x10 where bit e of the little-endian u32 at qh is set, else 0.
 FOLIO_INLINE_AVX2 __m256i fifth_bits(const uint8_t* qh) {
-  int32_t bits;
+  uint32_t bits;
   std::memcpy(&bits, qh, 4);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(bits), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2,
-                                                2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit),
-                          _mm256_set1_epi8(0x10));
+  return avx2::bit_bytes(bits, 0x10);
 }
 
 // f32(*h) in 8 lanes: a broadcast load of the f16 bits, one conversion.

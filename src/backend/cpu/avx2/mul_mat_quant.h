@@ -27,6 +27,18 @@ FOLIO_INLINE_AVX2 float half_to_float(const void* p) {
   return _cvtsh_ss(h);
 }
 
+// Byte e (0..31) = `value` where bit e of `bits` is set, else 0: a byte
+// shuffle spreads byte e / 8 of the word to byte e, then bit e % 8 is tested.
+FOLIO_INLINE_AVX2 __m256i bit_bytes(uint32_t bits, char value) {
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int32_t>(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                       3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit),
+                          _mm256_set1_epi8(value));
+}
+
 // out(r, c) = sum of the 8 lanes of acc[r][c].
 template <int R, int C>
 FOLIO_INLINE_AVX2 void store_tile(__m256 (&acc)[R][C], float* out, size_t out_stride) {

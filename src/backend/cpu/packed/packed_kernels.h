@@ -26,6 +26,16 @@ MultiPanelFn kquant_decode_avx512(DType packed);
 Status mul_mat_packed_avx512(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_avx512(const Op& op, const KernelContext& ctx);
 
+// avx2/packed_legacy.cc and avx2/packed_kquant.cc: AVX2 panel and decode
+// functions for the same six layouts (half panels of 8 rows per register,
+// vpmaddubsw in place of vpdpbusd), bit-identical to the AVX-512 ones.
+PanelFn legacy_panel_avx2(DType packed);
+PanelFn kquant_panel_avx2(DType packed);
+MultiPanelFn legacy_decode_avx2(DType packed);
+MultiPanelFn kquant_decode_avx2(DType packed);
+Status mul_mat_packed_avx2(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_packed_avx2(const Op& op, const KernelContext& ctx);
+
 // amx/mul_mat_amx.cc: AMX tile panels for the 32-element layouts: groups of
 // 16 activation rows through TDPBSUD tiles, the rest through the AVX-512
 // panel, with bit-identical results (the same integer block dots, the same

@@ -19,6 +19,12 @@ bool packed_is_with_vnni(const Op& op) {
   return op.src[0].dtype == P && quant::is_packed_view(op.src[0]) && cpu_features().avx512vnni;
 }
 
+template <DType P>
+bool packed_is_with_avx2(const Op& op) {
+  const CpuFeatures& f = cpu_features();
+  return op.src[0].dtype == P && quant::is_packed_view(op.src[0]) && f.avx2 && f.fma && f.f16c;
+}
+
 // mul_mat: a batch worth tiles of 16 rows; mul_mat_id: any (expert groups
 // vary, the panel sends groups under 16 rows to the AVX-512 path).
 template <DType P>
@@ -34,6 +40,23 @@ void register_packed_kernels(KernelTable& t) {
          mul_mat_packed_ref, true});
   t.add({OpKind::kMulMatId, KernelTier::kRef, "mul_mat_id.packed.ref", supports_packed_ref,
          mul_mat_id_packed_ref, true});
+  const struct {
+    const char* mul_mat;
+    const char* mul_mat_id;
+    KernelSupportsFn supports;
+  } avx2[] = {
+      {"mul_mat.q4_0x16.avx2", "mul_mat_id.q4_0x16.avx2", packed_is_with_avx2<DType::Q4_0_X16>},
+      {"mul_mat.q5_0x16.avx2", "mul_mat_id.q5_0x16.avx2", packed_is_with_avx2<DType::Q5_0_X16>},
+      {"mul_mat.q8_0x16.avx2", "mul_mat_id.q8_0x16.avx2", packed_is_with_avx2<DType::Q8_0_X16>},
+      {"mul_mat.q4_Kx16.avx2", "mul_mat_id.q4_Kx16.avx2", packed_is_with_avx2<DType::Q4_K_X16>},
+      {"mul_mat.q5_Kx16.avx2", "mul_mat_id.q5_Kx16.avx2", packed_is_with_avx2<DType::Q5_K_X16>},
+      {"mul_mat.q6_Kx16.avx2", "mul_mat_id.q6_Kx16.avx2", packed_is_with_avx2<DType::Q6_K_X16>},
+  };
+  for (const auto& k : avx2) {
+    t.add({OpKind::kMulMat, KernelTier::kAvx2, k.mul_mat, k.supports, mul_mat_packed_avx2, true});
+    t.add({OpKind::kMulMatId, KernelTier::kAvx2, k.mul_mat_id, k.supports, mul_mat_id_packed_avx2,
+           true});
+  }
   const struct {
     const char* mul_mat;
     const char* mul_mat_id;

@@ -1,0 +1,261 @@
+// AVX2 panels for the packed 32-element layouts Q4_0_X16, Q5_0_X16 and
+// Q8_0_X16 (quant/repack.h) x Q8Row32 activation rows: the layouts the
+// AVX-512 VNNI and AMX kernels read, so one packed copy serves every tier.
+//
+// A ymm holds 8 lanes, so a 16-row panel is read as two halves: half h of
+// VNNI row r (32 bytes) has, in i32 lane n, the 4 codes of panel row 8h + n
+// for elements 4r .. 4r + 3. Without vpdpbusd, vpmaddubsw with the
+// activation's 4 quants of those elements broadcast to every lane gives two
+// i16 pair sums per lane, and vpmaddwd with ones the lane's i32:
+//   Q4_0 (codes <= 15): the 8 VNNI rows' pair sums add up in i16 (|sum| <=
+//        8 * 2 * 15 * 127 < 2^15), one vpmaddwd per block;
+//   Q5_0 (codes <= 31): two sums of 4 VNNI rows (<= 4 * 2 * 31 * 127),
+//        two vpmaddwd;
+//   Q8_0: the codes (q + 128) do not fit vpmaddubsw's unsigned operand
+//        with a non-saturating product, so the signed quant q multiplies
+//        as |q| x (x carrying q's sign) (|pair| <= 2 * 128 * 127 < 2^15),
+//        one vpmaddwd per VNNI row.
+// The offset (8, 16; Q8_0 works on q itself) comes off as offset * (the
+// block's activation quant sum), so each block gives the 16 rows' exact
+// integer dots, then per block
+//   acc += float(isum) * (d_w * d_x)
+// with the same integers and the same float steps as the AVX-512 and AMX
+// panels: all three tiers give the same bits. Prefill tile: 8 rows (half a
+// panel) x up to 4 activation rows in registers; decode (one or two
+// activation rows) reads 4 panels at once (packed_decode.h), prefetching
+// about 3 KB ahead in each stream.
+#include <cstring>
+
+#include "backend/cpu/avx2/kernels.h"
+#include "backend/cpu/avx2/mul_mat_quant.h"
+#include "backend/cpu/avx2/packed_decode.h"
+#include "backend/cpu/avx2/simd.h"
+#include "backend/cpu/packed/packed_kernels.h"
+#include "core/target.h"
+#include "quant/blocks.h"
+#include "quant/repack.h"
+
+namespace folio::cpu {
+
+namespace {
+
+using avx2::store_rows;
+
+template <DType P>
+constexpr int32_t kLegacyOffset = P == DType::Q4_0_X16 ? 8 : P == DType::Q5_0_X16 ? 16 : 0;
+
+// The 8 VNNI rows of half h of panel block `blk`: unsigned codes (Q4_0,
+// Q5_0) or signed quants (Q8_0).
+template <DType P>
+FOLIO_INLINE_AVX2 void unpack_half(const uint8_t* blk, int h, __m256i (&w)[8]) {
+  const uint8_t* base = blk + 32 * h;
+  if constexpr (P == DType::Q8_0_X16) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    for (int r = 0; r < 8; ++r) {
+      w[r] = _mm256_xor_si256(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 64 * r)), flip);
+    }
+  } else {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int r = 0; r < 4; ++r) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 64 * r));
+      w[r] = _mm256_and_si256(v, m4);
+      w[r + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    }
+    if constexpr (P == DType::Q5_0_X16) {
+      for (int r = 0; r < 8; ++r) {
+        uint32_t bits;
+        std::memcpy(&bits, blk + 256 + 8 * r + 4 * h, 4);
+        w[r] = _mm256_or_si256(w[r], avx2::bit_bytes(bits, 0x10));
+      }
+    }
+  }
+}
+
+FOLIO_INLINE_AVX2 __m256i bcast4(const int8_t* q) {
+  int32_t v;
+  std::memcpy(&v, q, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// acc += float(the 8 rows' exact block dots with activation row x) *
+// (d_w * d_x), for the unpacked half block w and activation block b.
+template <DType P>
+FOLIO_INLINE_AVX2 __m256 block_step(__m256 acc, const __m256i (&w)[8], __m256 dw,
+                                    const Q8Row32& x, int64_t b) {
+  const int8_t* q = x.qs + b * quant::kQK;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i isum;
+  if constexpr (P == DType::Q8_0_X16) {
+    isum = _mm256_setzero_si256();
+    for (int r = 0; r < 8; ++r) {
+      const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w[r], w[r]),
+                                                 _mm256_sign_epi8(bcast4(q + 4 * r), w[r]));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs, ones));
+    }
+  } else if constexpr (P == DType::Q4_0_X16) {
+    __m256i s = _mm256_maddubs_epi16(w[0], bcast4(q));
+    for (int r = 1; r < 8; ++r) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w[r], bcast4(q + 4 * r)));
+    isum = _mm256_madd_epi16(s, ones);
+  } else {
+    __m256i s0 = _mm256_maddubs_epi16(w[0], bcast4(q));
+    __m256i s1 = _mm256_maddubs_epi16(w[4], bcast4(q + 16));
+    for (int r = 1; r < 4; ++r) {
+      s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(w[r], bcast4(q + 4 * r)));
+      s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(w[r + 4], bcast4(q + 16 + 4 * r)));
+    }
+    isum = _mm256_add_epi32(_mm256_madd_epi16(s0, ones), _mm256_madd_epi16(s1, ones));
+  }
+  if constexpr (kLegacyOffset<P> != 0) {
+    isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(kLegacyOffset<P> * x.sum[b]));
+  }
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(x.d[b])), acc);
+}
+
+// The 8 f16 row scales of half h of panel block `blk`, widened.
+template <DType P>
+FOLIO_INLINE_AVX2 __m256 half_scales(const uint8_t* blk, int h) {
+  return _mm256_cvtph_ps(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + quant::x16_code_bytes(P) + 16 * h)));
+}
+
+// Blocks to read ahead in a stream: about 3 KB.
+template <DType P>
+constexpr int64_t kPrefetchBlocks = 3072 / quant::x16_block_bytes(P);
+
+// C activation rows x half h of the panel (rows 8h .. 8h + rows - 1).
+template <DType P, int C>
+FOLIO_TARGET_AVX2 void legacy_cols(int64_t k, const uint8_t* panel, int h, int rows,
+                                   const uint8_t* x, size_t xs, float* out, size_t os) {
+  constexpr size_t kBlk = quant::x16_block_bytes(P);
+  const int64_t nb = k / quant::kQK;
+  Q8Row32 xr[C];
+  __m256 acc[C];
+  for (int c = 0; c < C; ++c) {
+    xr[c] = q8row32(x + c * xs, k);
+    acc[c] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = panel + b * kBlk;
+    __m256i w[8];
+    unpack_half<P>(blk, h, w);
+    const __m256 dw = half_scales<P>(blk, h);
+    for (int c = 0; c < C; ++c) acc[c] = block_step<P>(acc[c], w, dw, xr[c], b);
+  }
+  for (int c = 0; c < C; ++c) {
+    store_rows(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os) + 8 * h, acc[c],
+               rows);
+  }
+}
+
+// Decode: C (<= 2) activation rows x NP consecutive panels, NP weight
+// streams at once, each output with the steps of legacy_cols.
+template <DType P>
+struct LegacyMulti {
+  template <int NP, int C>
+  FOLIO_TARGET_AVX2 static void run(int64_t k, const uint8_t* panels, size_t pb, const uint8_t* x,
+                                    size_t xs, float* out, size_t os, int nr_last) {
+    constexpr size_t kBlk = quant::x16_block_bytes(P);
+    const int64_t nb = k / quant::kQK;
+    Q8Row32 xr[C];
+    __m256 acc[NP][2][C];
+    for (int c = 0; c < C; ++c) {
+      xr[c] = q8row32(x + c * xs, k);
+      for (int i = 0; i < NP; ++i) acc[i][0][c] = acc[i][1][c] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int i = 0; i < NP; ++i) {
+        const uint8_t* blk = panels + i * pb + b * kBlk;
+        avx2::prefetch_span<kBlk>(blk + kPrefetchBlocks<P> * kBlk);
+        for (int h = 0; h < 2; ++h) {
+          __m256i w[8];
+          unpack_half<P>(blk, h, w);
+          const __m256 dw = half_scales<P>(blk, h);
+          for (int c = 0; c < C; ++c) acc[i][h][c] = block_step<P>(acc[i][h][c], w, dw, xr[c], b);
+        }
+      }
+    }
+    avx2::store_panels<NP, C>(acc, out, os, nr_last);
+  }
+};
+
+template <DType P>
+FOLIO_TARGET_AVX2 void legacy_panel(int64_t k, const void* panel, const void* x, size_t xs, int nc,
+                                    int nr, float* out, size_t os) {
+  const auto* p = static_cast<const uint8_t*>(panel);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  auto* ob = reinterpret_cast<uint8_t*>(out);
+  for (int h = 0; h < 2; ++h) {
+    const int rows = nr - 8 * h;
+    if (rows <= 0) break;
+    int c = 0;
+    for (; c + 4 <= nc; c += 4) {
+      legacy_cols<P, 4>(k, p, h, rows, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os);
+    }
+    const auto* xc = xb + c * xs;
+    auto* oc = reinterpret_cast<float*>(ob + c * os);
+    switch (nc - c) {
+      case 3:
+        legacy_cols<P, 3>(k, p, h, rows, xc, xs, oc, os);
+        break;
+      case 2:
+        legacy_cols<P, 2>(k, p, h, rows, xc, xs, oc, os);
+        break;
+      case 1:
+        legacy_cols<P, 1>(k, p, h, rows, xc, xs, oc, os);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+PanelFn legacy_panel_avx2(DType packed) {
+  switch (packed) {
+    case DType::Q4_0_X16:
+      return &legacy_panel<DType::Q4_0_X16>;
+    case DType::Q5_0_X16:
+      return &legacy_panel<DType::Q5_0_X16>;
+    case DType::Q8_0_X16:
+      return &legacy_panel<DType::Q8_0_X16>;
+    default:
+      return nullptr;
+  }
+}
+
+MultiPanelFn legacy_decode_avx2(DType packed) {
+  switch (packed) {
+    case DType::Q4_0_X16:
+      return &avx2::decode_panels<LegacyMulti<DType::Q4_0_X16>>;
+    case DType::Q5_0_X16:
+      return &avx2::decode_panels<LegacyMulti<DType::Q5_0_X16>>;
+    case DType::Q8_0_X16:
+      return &avx2::decode_panels<LegacyMulti<DType::Q8_0_X16>>;
+    default:
+      return nullptr;
+  }
+}
+
+namespace {
+
+PackedSpec spec_for(DType packed) {
+  if (PanelFn f = legacy_panel_avx2(packed)) {
+    return {ActFormat::kQ8_0, f, legacy_decode_avx2(packed), &quantize_act_q8_0_avx2};
+  }
+  return {ActFormat::kQ8_K, kquant_panel_avx2(packed), kquant_decode_avx2(packed),
+          &quantize_act_q8_k_avx2};
+}
+
+}  // namespace
+
+Status mul_mat_packed_avx2(const Op& op, const KernelContext& ctx) {
+  return packed_mul_mat(op, ctx, spec_for(op.src[0].dtype));
+}
+
+Status mul_mat_id_packed_avx2(const Op& op, const KernelContext& ctx) {
+  return packed_mul_mat_id(op, ctx, spec_for(op.src[0].dtype));
+}
+
+}  // namespace folio::cpu
