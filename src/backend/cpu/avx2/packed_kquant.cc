@@ -20,7 +20,8 @@
 // The integers are the AVX-512 panels' (packed_kquant.cc there) and so are
 // the float steps, once per super-block in K order: the tiers give the same
 // bits, and no result depends on the batch or the thread count. Prefill
-// tile: 8 rows x up to 4 activation rows; decode: 4 panels at once.
+// tile: 8 rows x up to 4 activation rows; decode: a panel at a time
+// (packed_decode.h).
 #include <cstring>
 
 #include "backend/cpu/avx2/packed_decode.h"
@@ -82,14 +83,26 @@ constexpr size_t kSuperBytes = P == DType::Q4_K_X16   ? quant::kQ4KxBytes
                                : P == DType::Q5_K_X16 ? quant::kQ5KxBytes
                                                       : quant::kQ6KxBytes;
 
+// Prefetches the j-th eighth of the super-block at pf (decode streams:
+// spread over the group steps, a burst of a whole super-block's lines would
+// queue behind itself); nothing when pf is nullptr.
+template <DType P>
+FOLIO_INLINE_AVX2 void prefetch_eighth(const uint8_t* pf, int j) {
+  if (pf == nullptr) return;
+  constexpr size_t kPart = kSuperBytes<P> / 8;
+  for (size_t off = 0; off < kPart; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(pf + j * kPart + off), _MM_HINT_T0);
+}
+
 // One super-block `s` of half h x C activation rows: acc[c] gets the
-// super-block's float steps (Q4_K / Q5_K).
+// super-block's float steps (Q4_K / Q5_K); pf: see prefetch_eighth.
 template <DType P, int C>
 FOLIO_INLINE_AVX2 void k4_superblock(const uint8_t* s, int h, const BlockQ8_K* const (&xb)[C],
-                                     __m256 (&acc)[C]) {
+                                     __m256 (&acc)[C], const uint8_t* pf) {
   __m256i isum[C];
   for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
   for (int j = 0; j < 8; ++j) {
+    prefetch_eighth<P>(pf, j);
     __m256i w[8];
     if constexpr (P == DType::Q4_K_X16) {
       nibble_rows(s + quant::kQ4KxCodes + 256 * j, h, w);
@@ -166,10 +179,11 @@ FOLIO_INLINE_AVX2 void q6_codes(const uint8_t* s, int g, int h, __m256i (&w)[8])
 // One Q6_K_X16 super-block `s` of half h x C activation rows.
 template <int C>
 FOLIO_INLINE_AVX2 void q6_superblock(const uint8_t* s, int h, const BlockQ8_K* const (&xb)[C],
-                                     __m256 (&acc)[C]) {
+                                     __m256 (&acc)[C], const uint8_t* pf) {
   __m256i isum[C], bias[C];
   for (int c = 0; c < C; ++c) isum[c] = bias[c] = _mm256_setzero_si256();
   for (int g = 0; g < 8; ++g) {
+    prefetch_eighth<DType::Q6_K_X16>(pf, g);
     __m256i w[8];
     q6_codes(s, g, h, w);
     // Signed scales of sub-blocks 2g and 2g + 1, one per row.
@@ -206,11 +220,11 @@ FOLIO_INLINE_AVX2 void q6_superblock(const uint8_t* s, int h, const BlockQ8_K* c
 
 template <DType P, int C>
 FOLIO_INLINE_AVX2 void superblock(const uint8_t* s, int h, const BlockQ8_K* const (&xb)[C],
-                                  __m256 (&acc)[C]) {
+                                  __m256 (&acc)[C], const uint8_t* pf = nullptr) {
   if constexpr (P == DType::Q6_K_X16) {
-    q6_superblock<C>(s, h, xb, acc);
+    q6_superblock<C>(s, h, xb, acc, pf);
   } else {
-    k4_superblock<P, C>(s, h, xb, acc);
+    k4_superblock<P, C>(s, h, xb, acc, pf);
   }
 }
 
@@ -236,32 +250,34 @@ FOLIO_TARGET_AVX2 void kquant_cols(int64_t k, const uint8_t* panel, int h, int r
   }
 }
 
-// Decode: C (<= 2) activation rows x NP consecutive panels, NP weight
-// streams at once, each super-block read ahead two in its stream.
+// Decode: C (<= 2) activation rows x one panel, each super-block read
+// ahead two in the panel's stream (an eighth per group step; past the
+// panel's end this reads the next panel).
 template <DType P>
-struct KQuantMulti {
-  template <int NP, int C>
-  FOLIO_TARGET_AVX2 static void run(int64_t k, const uint8_t* panels, size_t pb, const uint8_t* x,
-                                    size_t xs, float* out, size_t os, int nr_last) {
+struct KQuantDecode {
+  template <int C>
+  FOLIO_TARGET_AVX2 static void run(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
+                                    float* out, size_t os, int nr) {
     constexpr size_t kBytes = kSuperBytes<P>;
     const int64_t nsb = k / kQKK;
     const BlockQ8_K* xr[C];
-    __m256 acc[NP][2][C];
+    __m256 acc[2][C];
     for (int c = 0; c < C; ++c) {
       xr[c] = reinterpret_cast<const BlockQ8_K*>(x + c * xs);
-      for (int i = 0; i < NP; ++i) acc[i][0][c] = acc[i][1][c] = _mm256_setzero_ps();
+      acc[0][c] = acc[1][c] = _mm256_setzero_ps();
     }
     for (int64_t sb = 0; sb < nsb; ++sb) {
       const BlockQ8_K* xb[C];
       for (int c = 0; c < C; ++c) xb[c] = xr[c] + sb;
-      for (int i = 0; i < NP; ++i) {
-        const uint8_t* s = panels + i * pb + sb * kBytes;
-        avx2::prefetch_span<kBytes>(s + 2 * kBytes);
-        superblock<P, C>(s, 0, xb, acc[i][0]);
-        superblock<P, C>(s, 1, xb, acc[i][1]);
-      }
+      const uint8_t* s = panel + sb * kBytes;
+      superblock<P, C>(s, 0, xb, acc[0], s + 2 * kBytes);
+      superblock<P, C>(s, 1, xb, acc[1]);
     }
-    avx2::store_panels<NP, C>(acc, out, os, nr_last);
+    for (int c = 0; c < C; ++c) {
+      auto* o = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os);
+      store_rows(o, acc[0][c], nr);
+      store_rows(o + 8, acc[1][c], nr - 8);
+    }
   }
 };
 
@@ -320,11 +336,11 @@ PanelFn kquant_panel_avx2(DType packed) {
 MultiPanelFn kquant_decode_avx2(DType packed) {
   switch (packed) {
     case DType::Q4_K_X16:
-      return &avx2::decode_panels<KQuantMulti<DType::Q4_K_X16>>;
+      return &avx2::decode_panels<KQuantDecode<DType::Q4_K_X16>>;
     case DType::Q5_K_X16:
-      return &avx2::decode_panels<KQuantMulti<DType::Q5_K_X16>>;
+      return &avx2::decode_panels<KQuantDecode<DType::Q5_K_X16>>;
     case DType::Q6_K_X16:
-      return &avx2::decode_panels<KQuantMulti<DType::Q6_K_X16>>;
+      return &avx2::decode_panels<KQuantDecode<DType::Q6_K_X16>>;
     default:
       return nullptr;
   }

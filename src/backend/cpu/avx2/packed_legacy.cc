@@ -22,8 +22,8 @@
 // with the same integers and the same float steps as the AVX-512 and AMX
 // panels: all three tiers give the same bits. Prefill tile: 8 rows (half a
 // panel) x up to 4 activation rows in registers; decode (one or two
-// activation rows) reads 4 panels at once (packed_decode.h), prefetching
-// about 3 KB ahead in each stream.
+// activation rows) takes a panel at a time (packed_decode.h), prefetching
+// about 3 KB ahead in its stream.
 #include <cstring>
 
 #include "backend/cpu/avx2/kernels.h"
@@ -148,34 +148,36 @@ FOLIO_TARGET_AVX2 void legacy_cols(int64_t k, const uint8_t* panel, int h, int r
   }
 }
 
-// Decode: C (<= 2) activation rows x NP consecutive panels, NP weight
-// streams at once, each output with the steps of legacy_cols.
+// Decode: C (<= 2) activation rows x one panel, both halves per block,
+// each block reading about 3 KB ahead in the panel's stream.
 template <DType P>
-struct LegacyMulti {
-  template <int NP, int C>
-  FOLIO_TARGET_AVX2 static void run(int64_t k, const uint8_t* panels, size_t pb, const uint8_t* x,
-                                    size_t xs, float* out, size_t os, int nr_last) {
+struct LegacyDecode {
+  template <int C>
+  FOLIO_TARGET_AVX2 static void run(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
+                                    float* out, size_t os, int nr) {
     constexpr size_t kBlk = quant::x16_block_bytes(P);
     const int64_t nb = k / quant::kQK;
     Q8Row32 xr[C];
-    __m256 acc[NP][2][C];
+    __m256 acc[2][C];
     for (int c = 0; c < C; ++c) {
       xr[c] = q8row32(x + c * xs, k);
-      for (int i = 0; i < NP; ++i) acc[i][0][c] = acc[i][1][c] = _mm256_setzero_ps();
+      acc[0][c] = acc[1][c] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < nb; ++b) {
-      for (int i = 0; i < NP; ++i) {
-        const uint8_t* blk = panels + i * pb + b * kBlk;
-        avx2::prefetch_span<kBlk>(blk + kPrefetchBlocks<P> * kBlk);
-        for (int h = 0; h < 2; ++h) {
-          __m256i w[8];
-          unpack_half<P>(blk, h, w);
-          const __m256 dw = half_scales<P>(blk, h);
-          for (int c = 0; c < C; ++c) acc[i][h][c] = block_step<P>(acc[i][h][c], w, dw, xr[c], b);
-        }
+      const uint8_t* blk = panel + b * kBlk;
+      avx2::prefetch_span<kBlk>(blk + kPrefetchBlocks<P> * kBlk);
+      for (int h = 0; h < 2; ++h) {
+        __m256i w[8];
+        unpack_half<P>(blk, h, w);
+        const __m256 dw = half_scales<P>(blk, h);
+        for (int c = 0; c < C; ++c) acc[h][c] = block_step<P>(acc[h][c], w, dw, xr[c], b);
       }
     }
-    avx2::store_panels<NP, C>(acc, out, os, nr_last);
+    for (int c = 0; c < C; ++c) {
+      auto* o = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os);
+      store_rows(o, acc[0][c], nr);
+      store_rows(o + 8, acc[1][c], nr - 8);
+    }
   }
 };
 
@@ -228,11 +230,11 @@ PanelFn legacy_panel_avx2(DType packed) {
 MultiPanelFn legacy_decode_avx2(DType packed) {
   switch (packed) {
     case DType::Q4_0_X16:
-      return &avx2::decode_panels<LegacyMulti<DType::Q4_0_X16>>;
+      return &avx2::decode_panels<LegacyDecode<DType::Q4_0_X16>>;
     case DType::Q5_0_X16:
-      return &avx2::decode_panels<LegacyMulti<DType::Q5_0_X16>>;
+      return &avx2::decode_panels<LegacyDecode<DType::Q5_0_X16>>;
     case DType::Q8_0_X16:
-      return &avx2::decode_panels<LegacyMulti<DType::Q8_0_X16>>;
+      return &avx2::decode_panels<LegacyDecode<DType::Q8_0_X16>>;
     default:
       return nullptr;
   }
