@@ -9,12 +9,13 @@
 namespace folio::cpu {
 
 // mul_mat_float.cc / mul_mat_quant.cc: the tile spec for a weight type
-// (F32, F16, BF16 / every quantized type below; CHECKs the type).
+// (F32, F16, BF16 / every quantized type below; CHECKs the type); F16 /
+// BF16 with many activation rows get a panel.
 // quant_mul_mat_spec_avx2 covers the 32-element blocks (Q8_0, Q4_0, Q4_1,
 // Q5_0, Q5_1, IQ4_NL) and forwards the super-block types to
 // kquant_mul_mat_spec_avx2 (mul_mat_kquant.cc: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
 // IQ4_XS).
-MatMulSpec float_mul_mat_spec_avx2(DType w);
+MatMulSpec float_mul_mat_spec_avx2(DType w, int64_t m);  // m: activation rows of the op
 MatMulSpec quant_mul_mat_spec_avx2(DType w);
 MatMulSpec kquant_mul_mat_spec_avx2(DType w);
 

@@ -8,19 +8,20 @@ namespace folio::cpu {
 
 namespace {
 
-MatMulSpec spec_for(DType w) {
+MatMulSpec spec_for(DType w, int64_t m) {
   const bool is_float = w == DType::F32 || w == DType::F16 || w == DType::BF16;
-  return is_float ? float_mul_mat_spec_avx2(w) : quant_mul_mat_spec_avx2(w);
+  return is_float ? float_mul_mat_spec_avx2(w, m) : quant_mul_mat_spec_avx2(w);
 }
 
 }  // namespace
 
 Status mul_mat_avx2(const Op& op, const KernelContext& ctx) {
-  return mul_mat_tiled(op, ctx, spec_for(op.src[0].dtype));
+  return mul_mat_tiled(op, ctx, spec_for(op.src[0].dtype, op.src[1].ne[1]));
 }
 
 Status mul_mat_id_avx2(const Op& op, const KernelContext& ctx) {
-  return mul_mat_id_tiled(op, ctx, spec_for(op.src[0].dtype));
+  // Few tokens meet each expert (and how many varies): the plain tile.
+  return mul_mat_id_tiled(op, ctx, spec_for(op.src[0].dtype, 1));
 }
 
 }  // namespace folio::cpu

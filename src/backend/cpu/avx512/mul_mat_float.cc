@@ -16,13 +16,10 @@
 //     lost to it).
 //   panel (F16 / BF16, M >= 16): the wide tile widens each weight vector
 //     once per column tile that meets it. Here the driver hands over a
-//     thread's whole row range and the kernel widens each strip of 6 weight
-//     rows once per 512-element K chunk into an L1 scratch (the chunk's first
-//     column tile widens while it computes; the second prefetches the next
-//     chunk); the other column tiles read f32 weights from L1. Accumulators
-//     are carried across chunks in a small scratch (a zmm stored and
-//     reloaded keeps its FMA order), and activation rows go in blocks of
-//     about 1 MiB (L2). Single core, random 1.1B shapes: 1.10-1.20x the wide
+//     thread's whole row range and the strip driver (scalar/
+//     float_strip_panel.h) widens each strip of 6 weight rows once per
+//     512-element K chunk into an L1 scratch that tiles of 4 activation rows
+//     read. Single core, random 1.1B shapes: 1.10-1.20x the wide
 //     tile at M = 16 / 32 / 512; at M = 8 the extra store per widened vector
 //     ate the gain, so M < 16 keeps the wide tile. Widening inside a loop
 //     that also prefetches ran ~1.6x slower than either alone, hence the
@@ -37,6 +34,7 @@
 
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/avx512/simd.h"
+#include "backend/cpu/scalar/float_strip_panel.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
 #include "core/check.h"
 #include "core/target.h"
@@ -51,17 +49,11 @@ constexpr int kWideRows = 6;
 constexpr int kWideCols = 4;
 constexpr int64_t kWideMinRows = 8;    // activation rows from which the wide tile is used
 constexpr int64_t kPanelMinRows = 16;  // ... and the panel path (F16 / BF16)
-// Panel path: strips of kPanelRows weight rows widened kChunk elements at a
-// time (12 KiB of f32, L1-resident) and met by tiles of kPanelCols
-// activation rows; the activation rows are taken in blocks of about
-// kXBlockBytes (L2), at most kMaxBlockCols (the accumulator scratch). Chunks
-// of 256 or 1024 and blocks of 256 KiB - 2 MiB measured no better.
+// Panel path (scalar/float_strip_panel.h): strips of kPanelRows weight rows
+// widened kStripChunk elements at a time (12 KiB of f32, L1-resident) and
+// met by tiles of kPanelCols activation rows.
 constexpr int kPanelRows = 6;
 constexpr int kPanelCols = 4;
-constexpr int64_t kChunk = 512;
-constexpr int64_t kPitch = kChunk + 16;  // floats between widened rows
-constexpr size_t kXBlockBytes = 1 << 20;
-constexpr int64_t kMaxBlockCols = 128;
 
 template <DType WT>
 FOLIO_TARGET_AVX512 inline __m512 load_w(const void* row, int64_t i) {
@@ -158,38 +150,10 @@ FOLIO_TARGET_AVX512 void float_tile_wide(int64_t k, const void* w, size_t w_stri
 
 // --- Panel path (F16 / BF16, M >= 16): weights widened once per strip -----
 
-// One tile of the panel: R weight rows x C activation rows over one K chunk
-// of kk elements. The chunk's first column tile reads the weights from
-// memory, widens them for its own FMAs and stores them to wb (zero-padding
-// the last partial vector, as the masked load gives); the other tiles read
-// wb, and the second one prefetches the span at pf (the strip's next chunk,
-// or the next strip's first one). Accumulators start at zero (first chunk)
-// or from acc[(r * C + c) * 16]; they go back there, or (last chunk) are
-// reduced into out. The FMAs per accumulator are those of
-// float_tile in the same order, so every output is bit-identical to it.
-struct StripArgs {
-  int64_t kk;               // elements in this chunk
-  bool first, last;         // first / last chunk of K
-  const unsigned char* w;   // weight row 0 at the chunk's first element (widening tiles)
-  size_t w_stride;          // bytes between weight rows
-  const unsigned char* pf;  // prefetch target for row 0 (prefetching tiles)
-  float* wb;                // [R][kPitch] widened chunk
-  const float* x;           // activation row 0 at the chunk's first element
-  size_t x_stride;          // bytes between activation rows
-  float* acc;               // [R][C][16] carried accumulators
-  float* out;               // out(0, 0) (last chunk only)
-  size_t out_stride;        // bytes between output rows
-};
-
-// What a strip tile does with the weights besides its FMAs.
-enum class StripMode : int {
-  kRead,           // reads the widened chunk from wb
-  kReadPrefetch,   // ... and prefetches the span at pf
-  kWiden,          // widens the chunk from memory and stores it to wb
-  kWidenPrefetch,  // ... and prefetches (only when a block has one tile:
-                   // stores and prefetches in one loop run much slower)
-};
-
+// A strip tile (scalar/float_strip_panel.h): the widening tile zero-pads
+// the last partial vector, as the masked load gives. The FMAs per
+// accumulator are those of float_tile in the same order, so every output is
+// bit-identical to it.
 template <DType WT, int R, int C, StripMode Mode>
 FOLIO_TARGET_AVX512 void strip_tile(const StripArgs& a) {
   constexpr bool kWidens = Mode == StripMode::kWiden || Mode == StripMode::kWidenPrefetch;
@@ -223,9 +187,9 @@ FOLIO_TARGET_AVX512 void strip_tile(const StripArgs& a) {
       if constexpr (kPrefetches) avx512::prefetch_span<16 * kElem>(pf + r * ws + i * kElem);
       if constexpr (kWidens) {
         wv = load_w<WT>(w + r * ws, i);
-        _mm512_store_ps(wb + r * kPitch + i, wv);
+        _mm512_store_ps(wb + r * kStripPitch + i, wv);
       } else {
-        wv = _mm512_load_ps(wb + r * kPitch + i);
+        wv = _mm512_load_ps(wb + r * kStripPitch + i);
       }
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, xv[c], acc[r][c]);
     }
@@ -238,9 +202,9 @@ FOLIO_TARGET_AVX512 void strip_tile(const StripArgs& a) {
       __m512 wv;
       if constexpr (kWidens) {
         wv = load_w_masked<WT>(w + r * ws, i, mask);
-        _mm512_store_ps(wb + r * kPitch + i, wv);
+        _mm512_store_ps(wb + r * kStripPitch + i, wv);
       } else {
-        wv = _mm512_load_ps(wb + r * kPitch + i);
+        wv = _mm512_load_ps(wb + r * kStripPitch + i);
       }
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, xv[c], acc[r][c]);
     }
@@ -260,8 +224,6 @@ FOLIO_TARGET_AVX512 void strip_tile(const StripArgs& a) {
   }
 }
 
-using StripTileFn = void (*)(const StripArgs&);
-
 // kFns[mode][c - 1] for R rows.
 template <DType WT, int R>
 struct StripRow {
@@ -276,63 +238,20 @@ struct StripRow {
 };
 
 template <DType WT>
-FOLIO_TARGET_AVX512 void float_panel(int64_t k, const void* w, size_t w_stride, int64_t nr,
-                                     const void* x, size_t x_stride, int64_t nc, float* out,
-                                     size_t out_stride) {
+StripTileFn strip_tile_for(int r, StripMode mode, int c) {
   using Row = const std::array<StripTileFn, kPanelCols>*;
   static constexpr Row kTable[kPanelRows] = {StripRow<WT, 1>::kFns, StripRow<WT, 2>::kFns,
                                              StripRow<WT, 3>::kFns, StripRow<WT, 4>::kFns,
                                              StripRow<WT, 5>::kFns, StripRow<WT, 6>::kFns};
-  auto* out_bytes = reinterpret_cast<unsigned char*>(out);
-  if (k == 0) {
-    for (int64_t c = 0; c < nc; ++c) {
-      float* o = reinterpret_cast<float*>(out_bytes + c * out_stride);
-      for (int64_t r = 0; r < nr; ++r) o[r] = 0.0f;
-    }
-    return;
-  }
-  alignas(64) float wbuf[kPanelRows * kPitch];                 // one strip chunk, widened
-  alignas(64) float acc_buf[kMaxBlockCols * kPanelRows * 16];  // [col][row][16] accumulators
-  const int64_t block = std::clamp<int64_t>(
-      static_cast<int64_t>(kXBlockBytes / (static_cast<size_t>(k) * 4)) / kPanelCols * kPanelCols,
-      kPanelCols, kMaxBlockCols);
-  const auto* wp = static_cast<const unsigned char*>(w);
-  const auto* xp = static_cast<const unsigned char*>(x);
-  constexpr size_t kElem = WT == DType::F32 ? 4 : 2;
-  StripArgs a;
-  a.w_stride = w_stride;
-  a.wb = wbuf;
-  a.x_stride = x_stride;
-  a.out_stride = out_stride;
-  for (int64_t cb = 0; cb < nc; cb += block) {
-    const int64_t ce = std::min(nc, cb + block);
-    for (int64_t r0 = 0; r0 < nr; r0 += kPanelRows) {
-      const int rr = static_cast<int>(std::min<int64_t>(kPanelRows, nr - r0));
-      const unsigned char* strip = wp + r0 * w_stride;
-      const Row fns = kTable[rr - 1];
-      for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
-        a.kk = std::min<int64_t>(kChunk, k - k0);
-        a.first = k0 == 0;
-        a.last = k0 + a.kk == k;
-        a.w = strip + k0 * kElem;
-        a.pf = a.last ? strip + kPanelRows * w_stride : a.w + kChunk * kElem;
-        for (int64_t c0 = cb; c0 < ce; c0 += kPanelCols) {
-          const int cc = static_cast<int>(std::min<int64_t>(kPanelCols, ce - c0));
-          a.x = reinterpret_cast<const float*>(xp + c0 * x_stride) + k0;
-          a.acc = acc_buf + (c0 - cb) * kPanelRows * 16;
-          a.out = reinterpret_cast<float*>(out_bytes + c0 * out_stride) + r0;
-          // The first tile widens the chunk, the second prefetches the next.
-          StripMode mode = StripMode::kRead;
-          if (c0 == cb) {
-            mode = ce - cb > kPanelCols ? StripMode::kWiden : StripMode::kWidenPrefetch;
-          } else if (c0 == cb + kPanelCols) {
-            mode = StripMode::kReadPrefetch;
-          }
-          fns[static_cast<int>(mode)][cc - 1](a);
-        }
-      }
-    }
-  }
+  return kTable[r - 1][static_cast<int>(mode)][c - 1];
+}
+
+template <DType WT>
+void float_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, const void* x,
+                 size_t x_stride, int64_t nc, float* out, size_t out_stride) {
+  static constexpr StripShape kShape{kPanelRows, kPanelCols, 16, &strip_tile_for<WT>};
+  run_float_strips(kShape, WT == DType::F32 ? 4 : 2, k, w, w_stride, nr, x, x_stride, nc, out,
+                   out_stride);
 }
 
 template <DType WT>
