@@ -36,6 +36,14 @@ its decode speed.
 models/random-llama-1b-q4_0.gguf,models/random-llama-1b-q4_k_m.gguf,\\
 models/gemma-3-270m-q4_k_m.gguf
 
+With --llama-bin DIR, llama.cpp runs as users run it instead: its own
+llama-bench (pp, tg) and llama-batched-bench (tgNxS: -npp 1 -ntg N -npl S,
+S_TG) from a build at its default settings (native flags, OpenMP, runtime
+repacking, flash attention off), outside this repository:
+
+  python3 bench/compare_llamacpp.py -t 2 -r 3 --llama-bin ~/llama.cpp/build/bin \\
+      -m /tmp/q4_0.gguf,/tmp/q8_0.gguf
+
 Default models: those five (scripts/gen_random_llama.py writes the 1B files).
 --json-out FILE also writes every measurement as JSON lines.
 """
@@ -234,18 +242,78 @@ def run_llama(a, model, tests):
     return rows, p.returncode
 
 
+def run_llama_bins(a, model, tests):
+    """llama.cpp's own benchmark programs from a build at its default
+    settings (--llama-bin DIR): llama-bench for pp / tg (its JSON lines:
+    avg_ts, stddev_ts over -r runs), llama-batched-bench for the batched
+    tests (-npp 1 -ntg N -npl S: S_TG = S * N / decode time, one run per
+    invocation, so it runs -r times)."""
+    rows = []
+    bench = os.path.join(a.llama_bin, "llama-bench")
+    single = [t for t in tests if t["n_seqs"] == 1]
+    for t in single:
+        cmd = [bench, "-m", model, "-t", str(a.threads), "-r", str(a.reps), "-o", "jsonl",
+               "-p", str(t["n_prompt"]), "-n", str(t["n_gen"]), "-ub", str(a.ubatch)]
+        log("llama.cpp: " + " ".join(cmd))
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0:
+            log(f"llama-bench failed ({p.returncode}):\n{p.stderr[-3000:]}")
+            continue
+        for line in p.stdout.splitlines():
+            if not line.startswith("{"):
+                continue
+            r = json.loads(line)
+            if r.get("n_prompt") == t["n_prompt"] and r.get("n_gen") == t["n_gen"]:
+                rows.append({"test": t["test"], "tokens_per_s": r["avg_ts"], "stddev": r["stddev_ts"],
+                             "samples_ts": r.get("samples_ts", [])})
+    batched = os.path.join(a.llama_bin, "llama-batched-bench")
+    for t in tests:
+        if t["n_seqs"] == 1:
+            continue
+        s, n = t["n_seqs"], t["n_gen"]
+        cmd = [batched, "-m", model, "-t", str(a.threads), "-c", str(s * (n + 1) + 64),
+               "-b", "2048", "-ub", str(a.ubatch), "-npp", "1", "-ntg", str(n), "-npl", str(s),
+               "--output-format", "jsonl"]
+        log("llama.cpp: " + " ".join(cmd) + f"  (x{a.reps})")
+        samples = []
+        for _ in range(a.reps):
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("{")]
+            if p.returncode != 0 or not lines:
+                log(f"llama-batched-bench failed ({p.returncode}):\n{p.stderr[-3000:]}")
+                break
+            samples.append(json.loads(lines[-1])["speed_tg"])
+        if samples:
+            m, sd = mean_sd(samples)
+            rows.append({"test": t["test"], "tokens_per_s": m, "stddev": sd, "samples_ts": samples})
+    return rows, 0
+
+
+def cpu_model():
+    """The CPU's model name and its SIMD flags of interest (Linux /proc/cpuinfo)."""
+    name, flags = platform.processor() or "?", set()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name") and name in ("?", "", platform.processor()):
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    wanted = ["avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512_vnni", "avx512_bf16",
+              "amx_int8", "amx_bf16"]
+    return f"{name} ({' '.join(f for f in wanted if f in flags) or 'no AVX2'})"
+
+
 def target_for(test, model_type):
-    """The target ratio for a test on a model type, or None."""
-    ftype = model_type.split()[-1] if model_type else ""
+    """The target ratio for a test (issue 14's, for every weight type): prefill
+    1.3x, single-sequence decode 1.1x, batched decode 1.3x."""
     if test.startswith("pp"):
-        if ftype in ("Q4_0", "Q8_0"):
-            return 1.5
-        if "_K" in ftype:
-            return 1.2
-        return None
+        return 1.3
     if "x" in test:
         return 1.3
-    return 1.0
+    return 1.1
 
 
 def fmt_ts(r):
@@ -271,6 +339,9 @@ def main():
                     help="let llama.cpp use its AMX / repack buffers (segfaulted here)")
     ap.add_argument("--omp-wait-policy", default="", help="OMP_WAIT_POLICY for llama.cpp ('' keeps its default)")
     ap.add_argument("--skip-llama", action="store_true")
+    ap.add_argument("--llama-bin", default="",
+                    help="directory with llama-bench and llama-batched-bench (llama.cpp built from "
+                         "source at its default settings): run those instead of llama-cpp-python")
     ap.add_argument("--json-out", default="")
     # worker mode
     ap.add_argument("--llama-worker", action="store_true", help=argparse.SUPPRESS)
@@ -323,7 +394,9 @@ def main():
         tests += [{"test": test_name(0, a.batched_gen, s), "n_prompt": 0, "n_gen": a.batched_gen,
                    "n_seqs": s} for s in seqs]
         l_rows = []
-        if not a.skip_llama:
+        if a.llama_bin:
+            l_rows, _ = run_llama_bins(a, m, tests)
+        elif not a.skip_llama:
             l_rows, _ = run_llama(a, m, tests)
         f_by = {r["test"]: r for r in f_rows}
         l_by = {r["test"]: r for r in l_rows}
@@ -338,18 +411,22 @@ def main():
                              stdout=subprocess.PIPE, text=True).stdout.strip()
     except OSError:
         rev = "?"
-    try:
-        import llama_cpp
-        llama_version = llama_cpp.__version__
-    except ImportError:
-        llama_version = "not installed"
+    if a.llama_bin:
+        peer = (f"llama.cpp's llama-bench / llama-batched-bench from {a.llama_bin} "
+                f"(its default settings)")
+    else:
+        try:
+            import llama_cpp
+            llama_version = llama_cpp.__version__
+        except ImportError:
+            llama_version = "not installed"
+        peer = (f"llama.cpp via llama-cpp-python {llama_version} (use_extra_bufts="
+                f"{a.llama_extra_bufts}, flash_attn={a.llama_fa}, "
+                f"OMP_WAIT_POLICY={a.omp_wait_policy or 'default'})")
 
     built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(a.folio)))
-    print(f"{started}, {platform.node()}, {os.cpu_count()} CPUs, {a.threads} threads, "
-          f"{a.reps} repetitions; folio {a.folio} built {built} (HEAD now {rev}), "
-          f"llama.cpp via llama-cpp-python "
-          f"{llama_version} (use_extra_bufts={a.llama_extra_bufts}, flash_attn={a.llama_fa}, "
-          f"OMP_WAIT_POLICY={a.omp_wait_policy or 'default'})")
+    print(f"{started}, {platform.node()}, {cpu_model()}, {os.cpu_count()} CPUs, {a.threads} threads, "
+          f"{a.reps} repetitions; folio {a.folio} built {built} (HEAD now {rev}), {peer}")
     print(f"load average before: {load_before}; after: {load_after}")
     if mem_rows:
         r0 = mem_rows[0]

@@ -2,7 +2,8 @@
 //
 // ssm_conv: widths 3 and 4, 256 and 3328 channels (Qwen3-Next conv dims are
 // of this order), 1 and 4 sequences, with and without bias / SiLU, decode
-// (T = 1) and short prefill. gated_delta_net: S_k = S_v in {64, 128}, fewer
+// (T = 1) and short prefill; then longer prefills (T 8 .. 64, widths 2 .. 8,
+// channel counts with remainders). gated_delta_net: S_k = S_v in {64, 128}, fewer
 // key heads than value heads under both head maps, T in {1, 7}, 1 and 3
 // sequences, state updated in place (dst2 aliasing src5) with an equivalent
 // that writes the state to a separate tensor, bit for bit; then long
@@ -129,6 +130,13 @@ void add_recurrent_cases(CaseList& cases, bool perf) {
       }
     }
   }
+  // Prefill: whole 8-token tiles and a remainder (T = 19, 64), channels
+  // with a remainder past the 8- and 16-channel SIMD blocks (259), width 8
+  // (the widest window the SIMD kernels take, reading 7 steps past a tile).
+  cases.push_back(ssm_conv_case(4, 259, 2, 19, true, true));
+  cases.push_back(ssm_conv_case(4, 1024, 1, 64, false, true));
+  cases.push_back(ssm_conv_case(8, 264, 1, 21, true, false));
+  cases.push_back(ssm_conv_case(2, 24, 3, 8, false, false));
   // gated_delta_net: state sizes x head maps x T x sequences.
   for (int s_dim : {64, 128}) {
     for (HeadMap map : {HeadMap::kDiv, HeadMap::kMod}) {

@@ -1,6 +1,7 @@
-// AVX2 kernels of the recurrent ops, plain and fused decode forms, all
-// bit-identical to their tier-kRef references (see each file's comment)
-// except the chunked gated DeltaNet for long prefills.
+// AVX2 kernels of the recurrent ops (gated DeltaNet, depthwise conv), plain
+// and fused decode forms, all bit-identical to their tier-kRef references
+// (see each file's comment) except the chunked gated DeltaNet for long
+// prefills.
 // Entry points are plain functions; register_avx2.cc takes their addresses.
 #pragma once
 
@@ -19,5 +20,12 @@ Status gated_delta_net_update_avx2(const Op& op, const KernelContext& ctx);
 // S_v multiples of 8.
 bool supports_gated_delta_net_chunked_avx2(const Op& op);
 Status gated_delta_net_chunked_avx2(const Op& op, const KernelContext& ctx);
+
+// ssm_conv.cc: kSsmConv (any T) and kSsmConvUpdate, bit-identical to the
+// references; K <= 8, weights and bias contiguous, channels innermost.
+bool supports_ssm_conv_avx2(const Op& op);
+bool supports_ssm_conv_update_avx2(const Op& op);
+Status ssm_conv_avx2(const Op& op, const KernelContext& ctx);
+Status ssm_conv_update_avx2(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu
