@@ -1,6 +1,7 @@
 // Portable optimised kernels (tier kScalar, no intrinsics): registered here,
 // implemented under scalar/. They run where no SIMD tier applies and are the
 // structure reference for the SIMD versions of the same kernels.
+#include "backend/cpu/scalar/cpy_tiled.h"
 #include "backend/cpu/scalar/flash_attn_tiled.h"
 #include "backend/cpu/scalar/gdn_chunked.h"
 
@@ -8,6 +9,7 @@ namespace folio {
 
 void register_scalar_kernels(KernelTable& t) {
   using namespace cpu;
+  t.add({OpKind::kCpy, KernelTier::kScalar, "cpy.tiled", nullptr, cpy_tiled});
   t.add({OpKind::kFlashAttn, KernelTier::kScalar, "flash_attn.scalar", nullptr, flash_attn_scalar});
   // Long sequences only (T >= 64, params.allow_chunked); the rest keep the
   // bit-identical reference.
