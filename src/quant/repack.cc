@@ -28,6 +28,12 @@ void q4_0_block(const uint8_t* c, uint16_t d, BlockQ4_0* b) {
   for (int e = 0; e < 16; ++e) b->qs[e] = static_cast<uint8_t>(c[e] | c[e + 16] << 4);
 }
 
+void q4_1_block(const uint8_t* c, uint16_t d, uint16_t m, BlockQ4_1* b) {
+  b->d = d;
+  b->m = m;
+  for (int e = 0; e < 16; ++e) b->qs[e] = static_cast<uint8_t>(c[e] | c[e + 16] << 4);
+}
+
 void q5_0_block(const uint8_t* c, uint16_t d, BlockQ5_0* b) {
   b->d = d;
   uint32_t qh = 0;
@@ -114,6 +120,8 @@ std::optional<DType> packed_type_for(DType source) {
   switch (source) {
     case DType::Q4_0:
       return DType::Q4_0_X16;
+    case DType::Q4_1:
+      return DType::Q4_1_X16;
     case DType::Q5_0:
       return DType::Q5_0_X16;
     case DType::Q8_0:
@@ -181,7 +189,7 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
       const size_t blk = x16_block_bytes(packed), code_bytes = x16_code_bytes(packed);
       for (int64_t b = 0; b < k / kQK; ++b) {
         uint8_t* dstb = panel + b * blk;
-        uint16_t d[kPanelRows] = {};
+        uint16_t d[kPanelRows] = {}, m[kPanelRows] = {};
         for (int r = 0; r < rows; ++r) {
           const uint8_t* g = block_of(r, b);
           uint32_t w[8];
@@ -198,6 +206,11 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
             const auto* q = reinterpret_cast<const BlockQ4_0*>(g);
             qs = q->qs;
             d[r] = q->d;
+          } else if (source == DType::Q4_1) {
+            const auto* q = reinterpret_cast<const BlockQ4_1*>(g);
+            qs = q->qs;
+            d[r] = q->d;
+            m[r] = q->m;
           } else {
             const auto* q = reinterpret_cast<const BlockQ5_0*>(g);
             qs = q->qs;
@@ -214,6 +227,7 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
           for (int i = 0; i < 4; ++i) std::memcpy(dstb + i * 64 + r * 4, &w[i], 4);
         }
         std::memcpy(dstb + code_bytes, d, sizeof(d));
+        if (source == DType::Q4_1) std::memcpy(dstb + code_bytes + sizeof(d), m, sizeof(m));
       }
     } else if (source == DType::Q4_K) {
       for (int64_t sb = 0; sb < k / kQKK; ++sb) {
@@ -310,6 +324,10 @@ void unpack_row(DType packed, const void* matrix, int64_t k, int64_t row, void* 
       uint8_t* g = out + b * type_size(source);
       if (source == DType::Q4_0) {
         q4_0_block(c, d, reinterpret_cast<BlockQ4_0*>(g));
+      } else if (source == DType::Q4_1) {
+        uint16_t m;
+        std::memcpy(&m, s + code_bytes + 2 * kPanelRows + 2 * n, 2);
+        q4_1_block(c, d, m, reinterpret_cast<BlockQ4_1*>(g));
       } else if (source == DType::Q5_0) {
         q5_0_block(c, d, reinterpret_cast<BlockQ5_0*>(g));
       } else {

@@ -22,6 +22,7 @@
 //   Q4_0_X16  [nibbles 256][f16 d x 16]                               288 B / 32
 //   Q5_0_X16  [nibbles 256][bit 4 plane 64][f16 d x 16]               352 B / 32
 //   Q8_0_X16  [codes q + 128: 512][f16 d x 16]                        544 B / 32
+//   Q4_1_X16  [nibbles 256][f16 d x 16][f16 m x 16]                   320 B / 32
 //   Q4_K_X16  [f16 d x 16][f16 dmin x 16][u8 scale [8][16]]
 //             [u8 min [4][16][2] (mins 2i, 2i+1 of a row side by side)]
 //             [8 groups x nibbles 256]                                2368 B / 256
@@ -52,10 +53,13 @@ std::optional<DType> packed_type_for(DType source);
 // Legacy (32-element block) layouts: bytes of one block's codes and of a
 // whole panel block (codes + 16 f16 scales).
 constexpr size_t x16_code_bytes(DType packed) {
-  return packed == DType::Q4_0_X16 ? 256 : packed == DType::Q5_0_X16 ? 320 : 512;
+  return packed == DType::Q4_0_X16 || packed == DType::Q4_1_X16 ? 256
+         : packed == DType::Q5_0_X16                          ? 320
+                                                              : 512;
 }
+// Q4_1_X16: the 16 f16 minimums follow the 16 scales.
 constexpr size_t x16_block_bytes(DType packed) {
-  return x16_code_bytes(packed) + 2 * kPanelRows;
+  return x16_code_bytes(packed) + 2 * kPanelRows * (packed == DType::Q4_1_X16 ? 2 : 1);
 }
 
 // Q4_K_X16 super-block parts (byte offsets inside a panel super-block).

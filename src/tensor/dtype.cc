@@ -74,6 +74,7 @@ constexpr std::array<PackedEntry, kPackedDTypeLimit - kPackedDTypeBase> kPacked{
     {DType::Q4_K, {"q4_Kx16", kQKK, 2 + 2 + 16 + 128, true, true}},
     {DType::Q6_K, {"q6_Kx16", kQKK, 128 + 64 + 16 + 2, true, true}},
     {DType::Q5_K, {"q5_Kx16", kQKK, 2 + 2 + 16 + 32 + 128, true, true}},
+    {DType::Q4_1, {"q4_1x16", kQK, 2 + 2 + 16, true, true}},
 }};
 
 }  // namespace

@@ -59,11 +59,12 @@ enum class DType : uint32_t {
   Q4_K_X16 = 67,
   Q6_K_X16 = 68,
   Q5_K_X16 = 69,
+  Q4_1_X16 = 70,
 };
 
 inline constexpr uint32_t kDTypeIdLimit = 40;  // GGUF ids are < this
 inline constexpr uint32_t kPackedDTypeBase = 64;
-inline constexpr uint32_t kPackedDTypeLimit = 70;  // packed ids are in [base, limit)
+inline constexpr uint32_t kPackedDTypeLimit = 71;  // packed ids are in [base, limit)
 
 struct DTypeTraits {
   const char* name;     // GGUF/ggml name: "f32", "q4_K", ...

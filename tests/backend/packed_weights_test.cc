@@ -40,6 +40,9 @@ TEST(PackedBufferTypes, AcceptOnlyMulMatWeightsOfTheirFormats) {
   EXPECT_TRUE(rep.supports_weight(use(DType::Q5_K, {2048, 640, 1, 1})));
   EXPECT_TRUE(rep.supports_weight(use(DType::Q6_K, {2048, 640, 1, 1})));
   EXPECT_FALSE(amx.supports_weight(use(DType::Q5_K, {256, 32, 1, 1})));
+  // Q4_1 has no AMX panel: the repacked type holds it beside the K-quants.
+  EXPECT_FALSE(amx.supports_weight(use(DType::Q4_1, {256, 32, 1, 1})));
+  EXPECT_TRUE(rep.supports_weight(use(DType::Q4_1, {256, 32, 1, 1})));
   EXPECT_FALSE(rep.supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
   EXPECT_TRUE(repack_buffer_type(true).supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
   for (const PackedBufferType* t : {&amx, &repack_buffer_type(true)}) {
@@ -48,7 +51,7 @@ TEST(PackedBufferTypes, AcceptOnlyMulMatWeightsOfTheirFormats) {
     EXPECT_FALSE(t->supports_weight(use(DType::F16, {256, 32, 1, 1})));
     EXPECT_FALSE(t->supports_weight(use(DType::F32, {256, 1, 1, 1}, OpKind::kRmsNorm)));
     EXPECT_FALSE(t->supports_weight(use(DType::Q8_0, {640, 1000, 1, 1}, OpKind::kGetRows)));
-    EXPECT_FALSE(t->supports_weight(use(DType::Q4_1, {256, 32, 1, 1})));
+    EXPECT_FALSE(t->supports_weight(use(DType::Q5_1, {256, 32, 1, 1})));
     EXPECT_FALSE(t->supports_weight(use(DType::Q4_0, {256, 32, 2, 2}, OpKind::kMulMatId)));
   }
   // Sizes: whole panels of 16 rows.
@@ -173,7 +176,7 @@ struct Problem {
   }
 };
 
-constexpr DType kSources[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0,
+constexpr DType kSources[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0,
                               DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 TEST(PackedKernels, RoutedOnlyToKernelsThatReadTheLayout) {

@@ -38,7 +38,7 @@
 namespace folio::parity {
 namespace {
 
-constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0,
+constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0,
                                     DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 std::unique_ptr<OpCase> new_case(std::string name, OpKind kind) {

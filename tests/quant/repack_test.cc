@@ -16,7 +16,7 @@
 namespace folio::quant {
 namespace {
 
-constexpr DType kSources[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0,
+constexpr DType kSources[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0,
                               DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
@@ -39,10 +39,11 @@ TEST(Repack, PackedTypesAndTraits) {
     EXPECT_FALSE(has_dequantize(*p));
   }
   EXPECT_FALSE(packed_type_for(DType::F32).has_value());
-  EXPECT_FALSE(packed_type_for(DType::Q4_1).has_value());
+  EXPECT_FALSE(packed_type_for(DType::Q5_1).has_value());
   // Same bytes as GGUF per row (Q4_K, Q5_K: unpacked 6-bit scales and mins, +4).
   EXPECT_EQ(type_size(DType::Q4_0_X16), type_size(DType::Q4_0));
   EXPECT_EQ(type_size(DType::Q5_0_X16), type_size(DType::Q5_0));
+  EXPECT_EQ(type_size(DType::Q4_1_X16), type_size(DType::Q4_1));
   EXPECT_EQ(type_size(DType::Q8_0_X16), type_size(DType::Q8_0));
   EXPECT_EQ(type_size(DType::Q4_K_X16), type_size(DType::Q4_K) + 4);
   EXPECT_EQ(type_size(DType::Q5_K_X16), type_size(DType::Q5_K) + 4);

@@ -90,9 +90,12 @@ const PackedBufferType& amx_buffer_type() {
 }
 
 const PackedBufferType& repack_buffer_type(bool with_legacy) {
-  static const PackedBufferType kKQuants("CPU_REPACK", {DType::Q4_K, DType::Q5_K, DType::Q6_K});
-  static const PackedBufferType kAll(
-      "CPU_REPACK", {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q5_0, DType::Q8_0});
+  // Q4_1 has no AMX panel: it stays here beside the K-quants.
+  static const PackedBufferType kKQuants("CPU_REPACK",
+                                         {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_1});
+  static const PackedBufferType kAll("CPU_REPACK", {DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                                                    DType::Q4_1, DType::Q4_0, DType::Q5_0,
+                                                    DType::Q8_0});
   return with_legacy ? kAll : kKQuants;
 }
 

@@ -50,7 +50,8 @@ class PackedBufferType final : public BufferType {
 // The weight placement list for CPU kernels up to `max_isa` (capped by the
 // machine: active_isa()): AMX -> CPU_REPACK -> CPU, each packed type only
 // where its kernels can run (AMX: tiles granted by the OS; CPU_REPACK:
-// AVX-512 with VNNI). repack = false (--no-repack): plain CPU only.
+// AVX2 + FMA + F16C, or AVX-512 with VNNI). repack = false (--no-repack):
+// plain CPU only.
 std::vector<const BufferType*> cpu_weight_buffer_types(Isa max_isa, bool repack = true);
 
 // One line on what the list holds and why packed types are missing, for the
@@ -60,6 +61,8 @@ std::string cpu_weight_buffer_note(Isa max_isa, bool repack = true);
 
 // The packed types themselves (tests place single weights through them).
 const PackedBufferType& amx_buffer_type();
+// CPU_REPACK: K-quants and Q4_1, plus (with_legacy: no AMX type before it)
+// Q4_0, Q5_0 and Q8_0.
 const PackedBufferType& repack_buffer_type(bool with_legacy);
 
 }  // namespace folio

@@ -1,14 +1,15 @@
-// AVX2 panels for the packed 32-element layouts Q4_0_X16, Q5_0_X16 and
-// Q8_0_X16 (quant/repack.h) x Q8Row32 activation rows: the layouts the
-// AVX-512 VNNI and AMX kernels read, so one packed copy serves every tier.
+// AVX2 panels for the packed 32-element layouts Q4_0_X16, Q4_1_X16,
+// Q5_0_X16 and Q8_0_X16 (quant/repack.h) x Q8Row32 activation rows: the
+// layouts the AVX-512 VNNI and AMX kernels read, so one packed copy serves
+// every tier (Q4_1_X16 has AVX2 panels only; AVX-512 machines run them).
 //
 // A ymm holds 8 lanes, so a 16-row panel is read as two halves: half h of
 // VNNI row r (32 bytes) has, in i32 lane n, the 4 codes of panel row 8h + n
 // for elements 4r .. 4r + 3. Without vpdpbusd, vpmaddubsw with the
 // activation's 4 quants of those elements broadcast to every lane gives two
 // i16 pair sums per lane, and vpmaddwd with ones the lane's i32:
-//   Q4_0 (codes <= 15): the 8 VNNI rows' pair sums add up in i16 (|sum| <=
-//        8 * 2 * 15 * 127 < 2^15), one vpmaddwd per block;
+//   Q4_0, Q4_1 (codes <= 15): the 8 VNNI rows' pair sums add up in i16
+//        (|sum| <= 8 * 2 * 15 * 127 < 2^15), one vpmaddwd per block;
 //   Q5_0 (codes <= 31): two sums of 4 VNNI rows (<= 4 * 2 * 31 * 127),
 //        two vpmaddwd;
 //   Q8_0: the codes (q + 128) do not fit vpmaddubsw's unsigned operand
@@ -20,7 +21,9 @@
 // integer dots, then per block
 //   acc += float(isum) * (d_w * d_x)
 // with the same integers and the same float steps as the AVX-512 and AMX
-// panels: all three tiers give the same bits. Prefill tile: 8 rows (half a
+// panels: all three tiers give the same bits. Q4_1's minimum adds
+//   acc += m_w * (d_x * sum of the block's activation quants)
+// (the exact integer sum, as the plain kernel). Prefill tile: 8 rows (half a
 // panel) x up to 4 activation rows in registers; decode (one or two
 // activation rows) takes a panel at a time (packed_decode.h), prefetching
 // about 3 KB ahead in its stream.
@@ -43,6 +46,8 @@ using avx2::store_rows;
 
 template <DType P>
 constexpr int32_t kLegacyOffset = P == DType::Q4_0_X16 ? 8 : P == DType::Q5_0_X16 ? 16 : 0;
+template <DType P>
+constexpr bool kHasMin = P == DType::Q4_1_X16;
 
 // The 8 VNNI rows of half h of panel block `blk`: unsigned codes (Q4_0,
 // Q5_0) or signed quants (Q8_0).
@@ -79,9 +84,10 @@ FOLIO_INLINE_AVX2 __m256i bcast4(const int8_t* q) {
 }
 
 // acc += float(the 8 rows' exact block dots with activation row x) *
-// (d_w * d_x), for the unpacked half block w and activation block b.
+// (d_w * d_x) [Q4_1: then acc += m_w * (d_x * sum of x's block quants)],
+// for the unpacked half block w and activation block b.
 template <DType P>
-FOLIO_INLINE_AVX2 __m256 block_step(__m256 acc, const __m256i (&w)[8], __m256 dw,
+FOLIO_INLINE_AVX2 __m256 block_step(__m256 acc, const __m256i (&w)[8], __m256 dw, __m256 mw,
                                     const Q8Row32& x, int64_t b) {
   const int8_t* q = x.qs + b * quant::kQK;
   const __m256i ones = _mm256_set1_epi16(1);
@@ -93,7 +99,7 @@ FOLIO_INLINE_AVX2 __m256 block_step(__m256 acc, const __m256i (&w)[8], __m256 dw
                                                  _mm256_sign_epi8(bcast4(q + 4 * r), w[r]));
       isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs, ones));
     }
-  } else if constexpr (P == DType::Q4_0_X16) {
+  } else if constexpr (P == DType::Q4_0_X16 || P == DType::Q4_1_X16) {
     __m256i s = _mm256_maddubs_epi16(w[0], bcast4(q));
     for (int r = 1; r < 8; ++r) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w[r], bcast4(q + 4 * r)));
     isum = _mm256_madd_epi16(s, ones);
@@ -109,7 +115,11 @@ FOLIO_INLINE_AVX2 __m256 block_step(__m256 acc, const __m256i (&w)[8], __m256 dw
   if constexpr (kLegacyOffset<P> != 0) {
     isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(kLegacyOffset<P> * x.sum[b]));
   }
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(x.d[b])), acc);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(x.d[b])), acc);
+  if constexpr (kHasMin<P>) {
+    acc = _mm256_fmadd_ps(mw, _mm256_set1_ps(x.d[b] * static_cast<float>(x.sum[b])), acc);
+  }
+  return acc;
 }
 
 // The 8 f16 row scales of half h of panel block `blk`, widened.
@@ -117,6 +127,17 @@ template <DType P>
 FOLIO_INLINE_AVX2 __m256 half_scales(const uint8_t* blk, int h) {
   return _mm256_cvtph_ps(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + quant::x16_code_bytes(P) + 16 * h)));
+}
+
+// Q4_1_X16: the 8 f16 row minimums of half h, widened (zero for the others).
+template <DType P>
+FOLIO_INLINE_AVX2 __m256 half_mins(const uint8_t* blk, int h) {
+  if constexpr (kHasMin<P>) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(blk + quant::x16_code_bytes(P) + 32 + 16 * h)));
+  } else {
+    return _mm256_setzero_ps();
+  }
 }
 
 // Blocks to read ahead in a stream: about 3 KB.
@@ -139,8 +160,8 @@ FOLIO_TARGET_AVX2 void legacy_cols(int64_t k, const uint8_t* panel, int h, int r
     const uint8_t* blk = panel + b * kBlk;
     __m256i w[8];
     unpack_half<P>(blk, h, w);
-    const __m256 dw = half_scales<P>(blk, h);
-    for (int c = 0; c < C; ++c) acc[c] = block_step<P>(acc[c], w, dw, xr[c], b);
+    const __m256 dw = half_scales<P>(blk, h), mw = half_mins<P>(blk, h);
+    for (int c = 0; c < C; ++c) acc[c] = block_step<P>(acc[c], w, dw, mw, xr[c], b);
   }
   for (int c = 0; c < C; ++c) {
     store_rows(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os) + 8 * h, acc[c],
@@ -169,8 +190,8 @@ struct LegacyDecode {
       for (int h = 0; h < 2; ++h) {
         __m256i w[8];
         unpack_half<P>(blk, h, w);
-        const __m256 dw = half_scales<P>(blk, h);
-        for (int c = 0; c < C; ++c) acc[h][c] = block_step<P>(acc[h][c], w, dw, xr[c], b);
+        const __m256 dw = half_scales<P>(blk, h), mw = half_mins<P>(blk, h);
+        for (int c = 0; c < C; ++c) acc[h][c] = block_step<P>(acc[h][c], w, dw, mw, xr[c], b);
       }
     }
     for (int c = 0; c < C; ++c) {
@@ -218,6 +239,8 @@ PanelFn legacy_panel_avx2(DType packed) {
   switch (packed) {
     case DType::Q4_0_X16:
       return &legacy_panel<DType::Q4_0_X16>;
+    case DType::Q4_1_X16:
+      return &legacy_panel<DType::Q4_1_X16>;
     case DType::Q5_0_X16:
       return &legacy_panel<DType::Q5_0_X16>;
     case DType::Q8_0_X16:
@@ -231,6 +254,8 @@ MultiPanelFn legacy_decode_avx2(DType packed) {
   switch (packed) {
     case DType::Q4_0_X16:
       return &avx2::decode_panels<LegacyDecode<DType::Q4_0_X16>>;
+    case DType::Q4_1_X16:
+      return &avx2::decode_panels<LegacyDecode<DType::Q4_1_X16>>;
     case DType::Q5_0_X16:
       return &avx2::decode_panels<LegacyDecode<DType::Q5_0_X16>>;
     case DType::Q8_0_X16:

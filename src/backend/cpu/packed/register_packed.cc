@@ -46,6 +46,7 @@ void register_packed_kernels(KernelTable& t) {
     KernelSupportsFn supports;
   } avx2[] = {
       {"mul_mat.q4_0x16.avx2", "mul_mat_id.q4_0x16.avx2", packed_is_with_avx2<DType::Q4_0_X16>},
+      {"mul_mat.q4_1x16.avx2", "mul_mat_id.q4_1x16.avx2", packed_is_with_avx2<DType::Q4_1_X16>},
       {"mul_mat.q5_0x16.avx2", "mul_mat_id.q5_0x16.avx2", packed_is_with_avx2<DType::Q5_0_X16>},
       {"mul_mat.q8_0x16.avx2", "mul_mat_id.q8_0x16.avx2", packed_is_with_avx2<DType::Q8_0_X16>},
       {"mul_mat.q4_Kx16.avx2", "mul_mat_id.q4_Kx16.avx2", packed_is_with_avx2<DType::Q4_K_X16>},
