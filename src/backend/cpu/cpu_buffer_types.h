@@ -3,8 +3,9 @@
 //   AMX         Q4_0, Q5_0, Q8_0 in the packed x16 layouts (quant/repack.h):
 //               AMX tile kernels for batches of 16+ rows, AVX-512 VNNI
 //               panels on the same bytes for decode.
-//   CPU_REPACK  Q4_K, Q6_K (and, without AMX, Q4_0 / Q5_0 / Q8_0) in the
-//               same x16 layouts, for the AVX-512 VNNI panels.
+//   CPU_REPACK  Q4_K, Q5_K, Q6_K, Q4_1 (and, without AMX, Q4_0 / Q5_0 /
+//               Q8_0) in the same x16 layouts, for the AVX-512 VNNI panels
+//               and the AVX2 panels (AVX2 machines repack too).
 //   CPU         everything else, mapped from the file as it is.
 //
 // A packed type accepts a weight only when a kernel of this machine reads

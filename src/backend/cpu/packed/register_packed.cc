@@ -3,7 +3,8 @@
 // One entry per packed type and tier (its own name, so the parity harness
 // and perf mode list them apart). The AMX entries take mul_mat ops of at
 // least 16 activation rows; smaller batches (decode) go to the AVX-512 VNNI
-// panels on the same layout.
+// panels on the same layout. The AVX2 entries read every layout (Q4_1_X16
+// only them, on AVX-512 machines too).
 #include "backend/cpu/packed/packed_kernels.h"
 #include "core/cpu_features.h"
 #include "quant/repack.h"
