@@ -27,6 +27,7 @@
 #include "backend/cpu/avx2/recurrent_kernels.h"
 #include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/scalar/ssm_conv_channel.h"
 #include "backend/cpu/scalar/state_slots.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction (the reference has none)
 
@@ -34,10 +35,6 @@ namespace folio::cpu {
 namespace {
 
 constexpr int kMaxK = 8;
-
-float silu(float x) {
-  return x / (1.0f + std::exp(-x));
-}
 
 // What both ops share: weights, bias, activation.
 struct Conv {
@@ -53,13 +50,13 @@ Conv make_conv(const Op& op) {
           op.p<SsmConvParams>().silu, static_cast<int>(op.src[1].ne[0])};
 }
 
+float bias_of(const Conv& cv, int64_t c) {
+  return cv.bias != nullptr ? cv.bias[c] : 0.0f;
+}
+
 // One channel the reference's way: window win[0..K).
 float conv_scalar(const Conv& cv, const float* win, int64_t c) {
-  const float* wc = cv.w + c * cv.k;
-  float sum = 0.0f;
-  for (int j = 0; j < cv.k; ++j) sum += win[j] * wc[j];
-  sum += cv.bias != nullptr ? cv.bias[c] : 0.0f;
-  return cv.act ? silu(sum) : sum;
+  return ssm_conv_channel(win, cv.w + c * cv.k, cv.k, bias_of(cv, c), cv.act);
 }
 
 // Weight vectors of the 8 channels from c0 (wv[j] lane l = w[j] of channel
@@ -85,7 +82,7 @@ FOLIO_INLINE_AVX2 __m256 dot_window(const __m256* win, const __m256 (&wv)[kMaxK]
 FOLIO_INLINE_AVX2 void store_out(float* dst, __m256 sum, bool act) {
   _mm256_storeu_ps(dst, sum);
   if (act) {
-    for (int l = 0; l < 8; ++l) dst[l] = silu(dst[l]);
+    for (int l = 0; l < 8; ++l) dst[l] = ssm_conv_silu(dst[l]);
   }
 }
 
@@ -215,15 +212,11 @@ Status ssm_conv_update_avx2(const Op& op, const KernelContext& ctx) {
   const int64_t channels = x.ne[0], n_seq = x.ne[1], n_blocks = channels / 8;
   run_range(ctx, n_blocks, channels * n_seq * cv.k >= kMinParallelElements,
             [&](int64_t b0, int64_t b1) { update_blocks(cv, x, slots, dst, b0, b1); });
-  float win[kMaxK];
   for (int64_t s = 0; s < n_seq; ++s) {
     for (int64_t c = n_blocks * 8; c < channels; ++c) {
-      const float* from = slots.src(s).row<const float>(c);
-      for (int j = 0; j + 1 < cv.k; ++j) win[j] = from[j];
-      win[cv.k - 1] = *x.at<const float>(c, s);
-      *dst.at<float>(c, s) = conv_scalar(cv, win, c);
-      float* to = slots.dst(s).row<float>(c);
-      for (int j = 0; j + 1 < cv.k; ++j) to[j] = win[j + 1];
+      *dst.at<float>(c, s) = ssm_conv_update_channel(
+          slots.src(s).row<const float>(c), *x.at<const float>(c, s), cv.w + c * cv.k, cv.k,
+          bias_of(cv, c), cv.act, slots.dst(s).row<float>(c));
     }
   }
   return Status();

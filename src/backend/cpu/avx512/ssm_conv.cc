@@ -24,6 +24,7 @@
 #include "backend/cpu/avx512/recurrent_kernels.h"
 #include "backend/cpu/avx512/simd.h"
 #include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/scalar/ssm_conv_channel.h"
 #include "backend/cpu/scalar/state_slots.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction (the reference has none)
 
@@ -91,15 +92,11 @@ FOLIO_INLINE_AVX512 __m512 join(const Tables& t, const __m512* c, int o) {
   return r;
 }
 
-float silu(float x) {
-  return x / (1.0f + std::exp(-x));
-}
-
 // Stores 16 outputs, SiLU (scalar, the reference's expression) if asked.
 FOLIO_INLINE_AVX512 void store_out(float* dst, __m512 sum, bool act) {
   _mm512_storeu_ps(dst, sum);
   if (act) {
-    for (int l = 0; l < 16; ++l) dst[l] = silu(dst[l]);
+    for (int l = 0; l < 16; ++l) dst[l] = ssm_conv_silu(dst[l]);
   }
 }
 
@@ -204,13 +201,13 @@ Width width_of(int k) {
   return kWidths[k - 2];
 }
 
+float bias_of(const Conv& cv, int64_t c) {
+  return cv.bias != nullptr ? cv.bias[c] : 0.0f;
+}
+
 // One channel the reference's way (remainder channels): window win[0..K).
 float conv_scalar(const Conv& cv, const float* win, int64_t c) {
-  const float* wc = cv.w->row<const float>(c);
-  float sum = 0.0f;
-  for (int j = 0; j < cv.k; ++j) sum += win[j] * wc[j];
-  sum += cv.bias != nullptr ? cv.bias[c] : 0.0f;
-  return cv.act ? silu(sum) : sum;
+  return ssm_conv_channel(win, cv.w->row<const float>(c), cv.k, bias_of(cv, c), cv.act);
 }
 
 Conv make_conv(const Op& op) {
@@ -270,15 +267,11 @@ Status ssm_conv_update_avx512(const Op& op, const KernelContext& ctx) {
             [&, update = width_of(cv.k).update](int64_t b0, int64_t b1) {
               update(cv, tt, x, slots, dst, b0, b1);
             });
-  float win[kMaxStride];
   for (int64_t s = 0; s < n_seq; ++s) {
     for (int64_t c = n_blocks * 16; c < channels; ++c) {
-      const float* from = slots.src(s).row<const float>(c);
-      for (int j = 0; j + 1 < cv.k; ++j) win[j] = from[j];
-      win[cv.k - 1] = *x.at<const float>(c, s);
-      *dst.at<float>(c, s) = conv_scalar(cv, win, c);
-      float* to = slots.dst(s).row<float>(c);
-      for (int j = 0; j + 1 < cv.k; ++j) to[j] = win[j + 1];
+      *dst.at<float>(c, s) = ssm_conv_update_channel(
+          slots.src(s).row<const float>(c), *x.at<const float>(c, s), cv.w->row<const float>(c),
+          cv.k, bias_of(cv, c), cv.act, slots.dst(s).row<float>(c));
     }
   }
   return Status();
