@@ -22,12 +22,10 @@ Isa effective_isa(Isa max_isa) {
 bool amx_usable(Isa isa) {
   return isa == Isa::kAmx && cpu_features().amx_int8;
 }
-bool vnni_usable(Isa isa) {
-  return static_cast<int>(isa) >= static_cast<int>(Isa::kAvx512) && cpu_features().avx512vnni;
-}
-
-// The AVX2 panels (vpmaddubsw on half panels) read the same layouts.
-bool avx2_usable(Isa isa) {
+// Packed panels run from AVX2 up: the AVX2 panels (vpmaddubsw on half
+// panels) read every packed layout, and every AVX-512 CPU has AVX2, FMA and
+// F16C (the AVX-512 VNNI panels take over where VNNI is there).
+bool panels_usable(Isa isa) {
   const CpuFeatures& f = cpu_features();
   return static_cast<int>(isa) >= static_cast<int>(Isa::kAvx2) && f.avx2 && f.fma && f.f16c;
 }
@@ -93,9 +91,9 @@ const PackedBufferType& repack_buffer_type(bool with_legacy) {
   // Q4_1 has no AMX panel: it stays here beside the K-quants.
   static const PackedBufferType kKQuants("CPU_REPACK",
                                          {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_1});
-  static const PackedBufferType kAll("CPU_REPACK", {DType::Q4_K, DType::Q5_K, DType::Q6_K,
-                                                    DType::Q4_1, DType::Q4_0, DType::Q5_0,
-                                                    DType::Q8_0});
+  static const PackedBufferType kAll(
+      "CPU_REPACK",
+      {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_1, DType::Q4_0, DType::Q5_0, DType::Q8_0});
   return with_legacy ? kAll : kKQuants;
 }
 
@@ -105,7 +103,7 @@ std::vector<const BufferType*> cpu_weight_buffer_types(Isa max_isa, bool repack)
   if (repack) {
     const bool amx = amx_usable(isa);
     if (amx) list.push_back(&amx_buffer_type());
-    if (vnni_usable(isa) || avx2_usable(isa)) list.push_back(&repack_buffer_type(!amx));
+    if (panels_usable(isa)) list.push_back(&repack_buffer_type(!amx));
   }
   list.push_back(&host_buffer_type());
   return list;
@@ -130,7 +128,7 @@ std::string cpu_weight_buffer_note(Isa max_isa, bool repack) {
     } else {
       s += " (AMX not offered: no AMX-INT8 on this CPU)";
     }
-    if (!vnni_usable(isa) && !avx2_usable(isa)) s += " (no repacked layouts below AVX2)";
+    if (!panels_usable(isa)) s += " (no repacked layouts below AVX2)";
   }
   return s;
 }

@@ -17,7 +17,6 @@
 // Each output is one accumulator (K ascending, then hsum, then the tail), in
 // the tile and the panel alike, so its value depends neither on the shape
 // or M (the batch composition) nor on the thread count.
-#include <array>
 #include <cmath>
 
 #include "backend/cpu/avx2/kernels.h"
@@ -181,30 +180,21 @@ FOLIO_TARGET_AVX2 void strip_tile(const StripArgs& a) {
   }
 }
 
-// kFns[mode][c - 1] for R rows.
-template <DType WT, int R>
-struct StripRow {
-  template <StripMode M>
-  static constexpr std::array<StripTileFn, kPanelCols> fns() {
-    return {strip_tile<WT, R, 1, M>, strip_tile<WT, R, 2, M>, strip_tile<WT, R, 3, M>};
-  }
-  static constexpr std::array<StripTileFn, kPanelCols> kFns[4] = {
-      fns<StripMode::kRead>(), fns<StripMode::kReadPrefetch>(), fns<StripMode::kWiden>(),
-      fns<StripMode::kWidenPrefetch>()};
-};
-
+// The strip tiles of one weight type, as strip_tile_table wants them.
 template <DType WT>
-StripTileFn strip_tile_for(int r, StripMode mode, int c) {
-  using Row = const std::array<StripTileFn, kPanelCols>*;
-  static constexpr Row kTable[kPanelRows] = {StripRow<WT, 1>::kFns, StripRow<WT, 2>::kFns,
-                                             StripRow<WT, 3>::kFns, StripRow<WT, 4>::kFns};
-  return kTable[r - 1][static_cast<int>(mode)][c - 1];
-}
+struct StripTiles {
+  template <int R, int C, StripMode M>
+  struct Tile {
+    static constexpr StripTileFn fn = &strip_tile<WT, R, C, M>;
+  };
+};
 
 template <DType WT>
 void float_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, const void* x,
                  size_t x_stride, int64_t nc, float* out, size_t out_stride) {
-  static constexpr StripShape kShape{kPanelRows, kPanelCols, 8, &strip_tile_for<WT>};
+  static constexpr StripShape kShape{
+      kPanelRows, kPanelCols, 8,
+      &strip_tile_table<StripTiles<WT>::template Tile, kPanelRows, kPanelCols>};
   run_float_strips(kShape, WT == DType::F32 ? 4 : 2, k, w, w_stride, nr, x, x_stride, nc, out,
                    out_stride);
 }

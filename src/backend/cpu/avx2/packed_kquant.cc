@@ -21,12 +21,12 @@
 // the float steps, once per super-block in K order: the tiers give the same
 // bits, and no result depends on the batch or the thread count. Prefill
 // tile: 8 rows x up to 4 activation rows; decode: a panel at a time
-// (packed_decode.h).
+// (packed_panel.h).
 #include <cstring>
 
-#include "backend/cpu/avx2/packed_decode.h"
-#include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/avx2/mul_mat_quant.h"
+#include "backend/cpu/avx2/packed_panel.h"
+#include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/packed/packed_kernels.h"
 #include "core/target.h"
 #include "quant/blocks.h"
@@ -36,15 +36,10 @@ namespace folio::cpu {
 
 namespace {
 
+using avx2::bcast4;
 using avx2::store_rows;
 using quant::BlockQ8_K;
 using quant::kQKK;
-
-FOLIO_INLINE_AVX2 __m256i bcast4(const int8_t* q) {
-  int32_t v;
-  std::memcpy(&v, q, 4);
-  return _mm256_set1_epi32(v);
-}
 
 FOLIO_INLINE_AVX2 __m256i load32(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -213,8 +208,8 @@ FOLIO_INLINE_AVX2 void q6_superblock(const uint8_t* s, int h, const BlockQ8_K* c
   const __m256 d = half8(s + quant::kQ6KxD + 16 * h);
   for (int c = 0; c < C; ++c) {
     const __m256i total = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(bias[c], 5));
-    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total),
-                             _mm256_mul_ps(d, _mm256_set1_ps(xb[c]->d)), acc[c]);
+    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(d, _mm256_set1_ps(xb[c]->d)),
+                             acc[c]);
   }
 }
 
@@ -228,33 +223,35 @@ FOLIO_INLINE_AVX2 void superblock(const uint8_t* s, int h, const BlockQ8_K* cons
   }
 }
 
-// C activation rows x half h of the panel (rows 8h .. 8h + rows - 1).
-template <DType P, int C>
-FOLIO_TARGET_AVX2 void kquant_cols(int64_t k, const uint8_t* panel, int h, int rows,
-                                   const uint8_t* x, size_t xs, float* out, size_t os) {
-  const int64_t nsb = k / kQKK;
-  const BlockQ8_K* xr[C];
-  __m256 acc[C];
-  for (int c = 0; c < C; ++c) {
-    xr[c] = reinterpret_cast<const BlockQ8_K*>(x + c * xs);
-    acc[c] = _mm256_setzero_ps();
-  }
-  for (int64_t sb = 0; sb < nsb; ++sb) {
-    const BlockQ8_K* xb[C];
-    for (int c = 0; c < C; ++c) xb[c] = xr[c] + sb;
-    superblock<P, C>(panel + sb * kSuperBytes<P>, h, xb, acc);
-  }
-  for (int c = 0; c < C; ++c) {
-    store_rows(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os) + 8 * h, acc[c],
-               rows);
-  }
-}
-
-// Decode: C (<= 2) activation rows x one panel, each super-block read
-// ahead two in the panel's stream (an eighth per group step; past the
-// panel's end this reads the next panel).
+// The family (packed_panel.h): prefill tiles of up to 4 activation rows x
+// half a panel, and decode of one or two rows x a whole panel, each
+// super-block read ahead two in the panel's stream (an eighth per group
+// step; past the panel's end this reads the next panel).
 template <DType P>
-struct KQuantDecode {
+struct KQuant {
+  static constexpr int kCols = 4;
+
+  template <int C>
+  FOLIO_TARGET_AVX2 static void cols(int64_t k, const uint8_t* panel, int h, int rows,
+                                     const uint8_t* x, size_t xs, float* out, size_t os) {
+    const int64_t nsb = k / kQKK;
+    const BlockQ8_K* xr[C];
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) {
+      xr[c] = reinterpret_cast<const BlockQ8_K*>(x + c * xs);
+      acc[c] = _mm256_setzero_ps();
+    }
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const BlockQ8_K* xb[C];
+      for (int c = 0; c < C; ++c) xb[c] = xr[c] + sb;
+      superblock<P, C>(panel + sb * kSuperBytes<P>, h, xb, acc);
+    }
+    for (int c = 0; c < C; ++c) {
+      store_rows(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os) + 8 * h, acc[c],
+                 rows);
+    }
+  }
+
   template <int C>
   FOLIO_TARGET_AVX2 static void run(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
                                     float* out, size_t os, int nr) {
@@ -273,61 +270,20 @@ struct KQuantDecode {
       superblock<P, C>(s, 0, xb, acc[0], s + 2 * kBytes);
       superblock<P, C>(s, 1, xb, acc[1]);
     }
-    for (int c = 0; c < C; ++c) {
-      auto* o = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os);
-      store_rows(o, acc[0][c], nr);
-      store_rows(o + 8, acc[1][c], nr - 8);
-    }
+    avx2::store_halves<C>(acc, out, os, nr);
   }
 };
-
-// Activation rows per register tile.
-constexpr int kCols = 4;
-
-// The last `rest` (< C) activation rows.
-template <DType P, int C>
-FOLIO_INLINE_AVX2 void tail_cols(int rest, int64_t k, const uint8_t* panel, int h, int rows,
-                                 const uint8_t* x, size_t xs, float* out, size_t os) {
-  if constexpr (C > 1) {
-    if (rest == C - 1) {
-      kquant_cols<P, C - 1>(k, panel, h, rows, x, xs, out, os);
-    } else {
-      tail_cols<P, C - 1>(rest, k, panel, h, rows, x, xs, out, os);
-    }
-  }
-}
-
-template <DType P>
-FOLIO_TARGET_AVX2 void kquant_panel(int64_t k, const void* panel, const void* x, size_t xs, int nc,
-                                    int nr, float* out, size_t os) {
-  constexpr int C = kCols;
-  const auto* p = static_cast<const uint8_t*>(panel);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  auto* ob = reinterpret_cast<uint8_t*>(out);
-  for (int h = 0; h < 2; ++h) {
-    const int rows = nr - 8 * h;
-    if (rows <= 0) break;
-    int c = 0;
-    for (; c + C <= nc; c += C) {
-      kquant_cols<P, C>(k, p, h, rows, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os);
-    }
-    if (c < nc) {
-      tail_cols<P, C>(nc - c, k, p, h, rows, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os),
-                      os);
-    }
-  }
-}
 
 }  // namespace
 
 PanelFn kquant_panel_avx2(DType packed) {
   switch (packed) {
     case DType::Q4_K_X16:
-      return &kquant_panel<DType::Q4_K_X16>;
+      return &avx2::panel_cols<KQuant<DType::Q4_K_X16>>;
     case DType::Q5_K_X16:
-      return &kquant_panel<DType::Q5_K_X16>;
+      return &avx2::panel_cols<KQuant<DType::Q5_K_X16>>;
     case DType::Q6_K_X16:
-      return &kquant_panel<DType::Q6_K_X16>;
+      return &avx2::panel_cols<KQuant<DType::Q6_K_X16>>;
     default:
       return nullptr;
   }
@@ -336,11 +292,11 @@ PanelFn kquant_panel_avx2(DType packed) {
 MultiPanelFn kquant_decode_avx2(DType packed) {
   switch (packed) {
     case DType::Q4_K_X16:
-      return &avx2::decode_panels<KQuantDecode<DType::Q4_K_X16>>;
+      return &avx2::decode_panels<KQuant<DType::Q4_K_X16>>;
     case DType::Q5_K_X16:
-      return &avx2::decode_panels<KQuantDecode<DType::Q5_K_X16>>;
+      return &avx2::decode_panels<KQuant<DType::Q5_K_X16>>;
     case DType::Q6_K_X16:
-      return &avx2::decode_panels<KQuantDecode<DType::Q6_K_X16>>;
+      return &avx2::decode_panels<KQuant<DType::Q6_K_X16>>;
     default:
       return nullptr;
   }

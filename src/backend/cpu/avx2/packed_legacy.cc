@@ -25,13 +25,13 @@
 //   acc += m_w * (d_x * sum of the block's activation quants)
 // (the exact integer sum, as the plain kernel). Prefill tile: 8 rows (half a
 // panel) x up to 4 activation rows in registers; decode (one or two
-// activation rows) takes a panel at a time (packed_decode.h), prefetching
+// activation rows) takes a panel at a time (packed_panel.h), prefetching
 // about 3 KB ahead in its stream.
 #include <cstring>
 
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/avx2/mul_mat_quant.h"
-#include "backend/cpu/avx2/packed_decode.h"
+#include "backend/cpu/avx2/packed_panel.h"
 #include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/packed/packed_kernels.h"
 #include "core/target.h"
@@ -42,10 +42,13 @@ namespace folio::cpu {
 
 namespace {
 
+using avx2::bcast4;
 using avx2::store_rows;
 
 template <DType P>
-constexpr int32_t kLegacyOffset = P == DType::Q4_0_X16 ? 8 : P == DType::Q5_0_X16 ? 16 : 0;
+constexpr int32_t kLegacyOffset = P == DType::Q4_0_X16   ? 8
+                                  : P == DType::Q5_0_X16 ? 16
+                                                         : 0;
 template <DType P>
 constexpr bool kHasMin = P == DType::Q4_1_X16;
 
@@ -57,8 +60,8 @@ FOLIO_INLINE_AVX2 void unpack_half(const uint8_t* blk, int h, __m256i (&w)[8]) {
   if constexpr (P == DType::Q8_0_X16) {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
     for (int r = 0; r < 8; ++r) {
-      w[r] = _mm256_xor_si256(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 64 * r)), flip);
+      w[r] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 64 * r)),
+                              flip);
     }
   } else {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -75,12 +78,6 @@ FOLIO_INLINE_AVX2 void unpack_half(const uint8_t* blk, int h, __m256i (&w)[8]) {
       }
     }
   }
-}
-
-FOLIO_INLINE_AVX2 __m256i bcast4(const int8_t* q) {
-  int32_t v;
-  std::memcpy(&v, q, 4);
-  return _mm256_set1_epi32(v);
 }
 
 // acc += float(the 8 rows' exact block dots with activation row x) *
@@ -101,7 +98,8 @@ FOLIO_INLINE_AVX2 __m256 block_step(__m256 acc, const __m256i (&w)[8], __m256 dw
     }
   } else if constexpr (P == DType::Q4_0_X16 || P == DType::Q4_1_X16) {
     __m256i s = _mm256_maddubs_epi16(w[0], bcast4(q));
-    for (int r = 1; r < 8; ++r) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w[r], bcast4(q + 4 * r)));
+    for (int r = 1; r < 8; ++r)
+      s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w[r], bcast4(q + 4 * r)));
     isum = _mm256_madd_epi16(s, ones);
   } else {
     __m256i s0 = _mm256_maddubs_epi16(w[0], bcast4(q));
@@ -144,35 +142,37 @@ FOLIO_INLINE_AVX2 __m256 half_mins(const uint8_t* blk, int h) {
 template <DType P>
 constexpr int64_t kPrefetchBlocks = 3072 / quant::x16_block_bytes(P);
 
-// C activation rows x half h of the panel (rows 8h .. 8h + rows - 1).
-template <DType P, int C>
-FOLIO_TARGET_AVX2 void legacy_cols(int64_t k, const uint8_t* panel, int h, int rows,
-                                   const uint8_t* x, size_t xs, float* out, size_t os) {
-  constexpr size_t kBlk = quant::x16_block_bytes(P);
-  const int64_t nb = k / quant::kQK;
-  Q8Row32 xr[C];
-  __m256 acc[C];
-  for (int c = 0; c < C; ++c) {
-    xr[c] = q8row32(x + c * xs, k);
-    acc[c] = _mm256_setzero_ps();
-  }
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = panel + b * kBlk;
-    __m256i w[8];
-    unpack_half<P>(blk, h, w);
-    const __m256 dw = half_scales<P>(blk, h), mw = half_mins<P>(blk, h);
-    for (int c = 0; c < C; ++c) acc[c] = block_step<P>(acc[c], w, dw, mw, xr[c], b);
-  }
-  for (int c = 0; c < C; ++c) {
-    store_rows(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os) + 8 * h, acc[c],
-               rows);
-  }
-}
-
-// Decode: C (<= 2) activation rows x one panel, both halves per block,
-// each block reading about 3 KB ahead in the panel's stream.
+// The family (packed_panel.h): prefill tiles of up to 4 activation rows x
+// half a panel, and decode of one or two rows x a whole panel, both halves
+// per block, each block reading about 3 KB ahead in the panel's stream.
 template <DType P>
-struct LegacyDecode {
+struct Legacy {
+  static constexpr int kCols = 4;
+
+  template <int C>
+  FOLIO_TARGET_AVX2 static void cols(int64_t k, const uint8_t* panel, int h, int rows,
+                                     const uint8_t* x, size_t xs, float* out, size_t os) {
+    constexpr size_t kBlk = quant::x16_block_bytes(P);
+    const int64_t nb = k / quant::kQK;
+    Q8Row32 xr[C];
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) {
+      xr[c] = q8row32(x + c * xs, k);
+      acc[c] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = panel + b * kBlk;
+      __m256i w[8];
+      unpack_half<P>(blk, h, w);
+      const __m256 dw = half_scales<P>(blk, h), mw = half_mins<P>(blk, h);
+      for (int c = 0; c < C; ++c) acc[c] = block_step<P>(acc[c], w, dw, mw, xr[c], b);
+    }
+    for (int c = 0; c < C; ++c) {
+      store_rows(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os) + 8 * h, acc[c],
+                 rows);
+    }
+  }
+
   template <int C>
   FOLIO_TARGET_AVX2 static void run(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
                                     float* out, size_t os, int nr) {
@@ -194,57 +194,22 @@ struct LegacyDecode {
         for (int c = 0; c < C; ++c) acc[h][c] = block_step<P>(acc[h][c], w, dw, mw, xr[c], b);
       }
     }
-    for (int c = 0; c < C; ++c) {
-      auto* o = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os);
-      store_rows(o, acc[0][c], nr);
-      store_rows(o + 8, acc[1][c], nr - 8);
-    }
+    avx2::store_halves<C>(acc, out, os, nr);
   }
 };
-
-template <DType P>
-FOLIO_TARGET_AVX2 void legacy_panel(int64_t k, const void* panel, const void* x, size_t xs, int nc,
-                                    int nr, float* out, size_t os) {
-  const auto* p = static_cast<const uint8_t*>(panel);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  auto* ob = reinterpret_cast<uint8_t*>(out);
-  for (int h = 0; h < 2; ++h) {
-    const int rows = nr - 8 * h;
-    if (rows <= 0) break;
-    int c = 0;
-    for (; c + 4 <= nc; c += 4) {
-      legacy_cols<P, 4>(k, p, h, rows, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os);
-    }
-    const auto* xc = xb + c * xs;
-    auto* oc = reinterpret_cast<float*>(ob + c * os);
-    switch (nc - c) {
-      case 3:
-        legacy_cols<P, 3>(k, p, h, rows, xc, xs, oc, os);
-        break;
-      case 2:
-        legacy_cols<P, 2>(k, p, h, rows, xc, xs, oc, os);
-        break;
-      case 1:
-        legacy_cols<P, 1>(k, p, h, rows, xc, xs, oc, os);
-        break;
-      default:
-        break;
-    }
-  }
-}
 
 }  // namespace
 
 PanelFn legacy_panel_avx2(DType packed) {
   switch (packed) {
     case DType::Q4_0_X16:
-      return &legacy_panel<DType::Q4_0_X16>;
+      return &avx2::panel_cols<Legacy<DType::Q4_0_X16>>;
     case DType::Q4_1_X16:
-      return &legacy_panel<DType::Q4_1_X16>;
+      return &avx2::panel_cols<Legacy<DType::Q4_1_X16>>;
     case DType::Q5_0_X16:
-      return &legacy_panel<DType::Q5_0_X16>;
+      return &avx2::panel_cols<Legacy<DType::Q5_0_X16>>;
     case DType::Q8_0_X16:
-      return &legacy_panel<DType::Q8_0_X16>;
+      return &avx2::panel_cols<Legacy<DType::Q8_0_X16>>;
     default:
       return nullptr;
   }
@@ -253,13 +218,13 @@ PanelFn legacy_panel_avx2(DType packed) {
 MultiPanelFn legacy_decode_avx2(DType packed) {
   switch (packed) {
     case DType::Q4_0_X16:
-      return &avx2::decode_panels<LegacyDecode<DType::Q4_0_X16>>;
+      return &avx2::decode_panels<Legacy<DType::Q4_0_X16>>;
     case DType::Q4_1_X16:
-      return &avx2::decode_panels<LegacyDecode<DType::Q4_1_X16>>;
+      return &avx2::decode_panels<Legacy<DType::Q4_1_X16>>;
     case DType::Q5_0_X16:
-      return &avx2::decode_panels<LegacyDecode<DType::Q5_0_X16>>;
+      return &avx2::decode_panels<Legacy<DType::Q5_0_X16>>;
     case DType::Q8_0_X16:
-      return &avx2::decode_panels<LegacyDecode<DType::Q8_0_X16>>;
+      return &avx2::decode_panels<Legacy<DType::Q8_0_X16>>;
     default:
       return nullptr;
   }

@@ -137,7 +137,8 @@ FOLIO_TARGET_AVX2 void plain_blocks(const Conv& cv, const TensorView& x, const T
         }
       }
       for (int64_t t = t0; t < n_t; ++t) {
-        for (int l = 0; l < 8; ++l) *dst.at<float>(c0 + l, t, s) = conv_scalar(cv, xr[l] + t, c0 + l);
+        for (int l = 0; l < 8; ++l)
+          *dst.at<float>(c0 + l, t, s) = conv_scalar(cv, xr[l] + t, c0 + l);
       }
     }
   }

@@ -20,8 +20,10 @@
 // composition or the thread count.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace folio::cpu {
 
@@ -66,6 +68,22 @@ struct StripShape {
   // The tile for r <= rows weight rows, c <= cols activation rows.
   StripTileFn (*tile)(int r, StripMode mode, int c);
 };
+
+namespace strip_detail {
+template <template <int, int, StripMode> class Tile, int Cols, int... I>
+constexpr std::array<StripTileFn, sizeof...(I)> table(std::integer_sequence<int, I...>) {
+  return {Tile<I / (4 * Cols) + 1, I % Cols + 1, static_cast<StripMode>(I / Cols % 4)>::fn...};
+}
+}  // namespace strip_detail
+
+// A StripShape::tile over a tier's strip tiles: Tile<R, C, M>::fn for
+// 1 <= R <= Rows, 1 <= C <= Cols and every mode, in one table.
+template <template <int, int, StripMode> class Tile, int Rows, int Cols>
+StripTileFn strip_tile_table(int r, StripMode mode, int c) {
+  static constexpr std::array<StripTileFn, Rows* 4 * Cols> kFns =
+      strip_detail::table<Tile, Cols>(std::make_integer_sequence<int, Rows * 4 * Cols>{});
+  return kFns[static_cast<size_t>(((r - 1) * 4 + static_cast<int>(mode)) * Cols + (c - 1))];
+}
 
 // out(c, r) = dot(W row r, X row c) for r < nr, c < nc (DotPanelFn
 // addressing); elem_bytes: bytes per weight element. k == 0 writes zeros.
