@@ -13,6 +13,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#define FOLIO_ARM64_LINUX 1
+#endif
 
 namespace folio {
 
@@ -78,10 +82,23 @@ CpuFeatures detect() {
     f.amx_denied = true;
   }
 #endif
+#if FOLIO_ARM64_LINUX
+  // Bit numbers from the Linux arm64 uapi (asm/hwcap.h), spelled out so the
+  // build does not depend on the kernel headers' age.
+  const unsigned long hw = getauxval(AT_HWCAP);
+  const unsigned long hw2 = getauxval(AT_HWCAP2);
+  f.neon = (hw >> 1) & 1;                     // HWCAP_ASIMD
+  f.fp16 = ((hw >> 9) & 1) && ((hw >> 10) & 1);  // HWCAP_FPHP, HWCAP_ASIMDHP
+  f.dotprod = (hw >> 20) & 1;                 // HWCAP_ASIMDDP
+  f.sve = (hw >> 22) & 1;                     // HWCAP_SVE
+  f.i8mm = (hw2 >> 13) & 1;                   // HWCAP2_I8MM
+#elif defined(__aarch64__)
+  f.neon = true;  // Advanced SIMD is part of every AArch64 profile used here
+#endif
   return f;
 }
 
-Isa g_limit = Isa::kAmx;
+Isa g_limit = Isa::kAmx;  // the top of both ladders: no limit
 bool g_limit_from_env_done = false;
 
 void apply_env_limit() {
@@ -92,7 +109,7 @@ void apply_env_limit() {
     if (parse_isa(e, &isa)) {
       g_limit = isa;
     } else {
-      std::fprintf(stderr, "folio: ignoring FOLIO_ISA=%s (expected scalar|avx2|avx512|amx)\n", e);
+      std::fprintf(stderr, "folio: ignoring FOLIO_ISA=%s (expected scalar|neon|neon_dotprod|avx2|avx512|amx)\n", e);
     }
   }
 }
@@ -121,6 +138,11 @@ std::string CpuFeatures::to_string() const {
   add(amx_tile, "AMX_TILE");
   add(amx_int8, "AMX_INT8");
   add(amx_bf16, "AMX_BF16");
+  add(neon, "NEON");
+  add(fp16, "FP16");
+  add(dotprod, "DOTPROD");
+  add(i8mm, "I8MM");
+  add(sve, "SVE");
   return s.empty() ? std::string("none") : s;
 }
 
@@ -132,6 +154,8 @@ const CpuFeatures& cpu_features() {
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";
+    case Isa::kNeon: return "neon";
+    case Isa::kNeonDotprod: return "neon_dotprod";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
     case Isa::kAmx: return "amx";
@@ -140,7 +164,7 @@ const char* isa_name(Isa isa) {
 }
 
 bool parse_isa(const std::string& s, Isa* out) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+  for (Isa isa : {Isa::kScalar, Isa::kNeon, Isa::kNeonDotprod, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
     if (s == isa_name(isa)) {
       *out = isa;
       return true;
@@ -151,10 +175,24 @@ bool parse_isa(const std::string& s, Isa* out) {
 
 Isa detected_isa() {
   const CpuFeatures& f = cpu_features();
+#if defined(__aarch64__)
+  if (!f.neon) return Isa::kScalar;
+  return f.dotprod ? Isa::kNeonDotprod : Isa::kNeon;
+#endif
   if (!(f.avx2 && f.fma && f.f16c)) return Isa::kScalar;
   if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) return Isa::kAvx2;
   if (!(f.amx_tile && f.amx_int8)) return Isa::kAvx512;
   return Isa::kAmx;
+}
+
+std::vector<Isa> isa_ladder(Isa top) {
+  std::vector<Isa> v{Isa::kScalar};
+  const bool arm = top == Isa::kNeon || top == Isa::kNeonDotprod;
+  for (Isa isa : {Isa::kNeon, Isa::kNeonDotprod, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+    const bool isa_arm = isa == Isa::kNeon || isa == Isa::kNeonDotprod;
+    if (isa_arm == arm && isa <= top) v.push_back(isa);
+  }
+  return v;
 }
 
 Isa active_isa() {

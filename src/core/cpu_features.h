@@ -1,9 +1,12 @@
-// CPU feature detection (CPUID + XGETBV, and the Linux AMX permission request)
-// and the ISA level that kernel dispatch uses. One binary runs on scalar-only,
-// AVX2 and AVX-512 machines: kernels are chosen from these flags at startup.
+// CPU feature detection (x86: CPUID + XGETBV, and the Linux AMX permission
+// request; 64-bit ARM: the kernel's HWCAP bits) and the ISA level that kernel
+// dispatch uses. One binary runs on scalar-only, AVX2 and AVX-512 machines
+// (x86) or on any ARMv8 machine, with or without the dot-product
+// instructions: kernels are chosen from these flags at startup.
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace folio {
 
@@ -27,18 +30,33 @@ struct CpuFeatures {
   // ARCH_REQ_XCOMP_PERM failed): the amx_* flags above are then false.
   bool amx_denied = false;
 
+  // 64-bit ARM (getauxval(AT_HWCAP / AT_HWCAP2)).
+  bool neon = false;     // Advanced SIMD (every ARMv8-A Linux machine)
+  bool fp16 = false;     // half-precision arithmetic (FEAT_FP16)
+  bool dotprod = false;  // SDOT / UDOT (ARMv8.2+ optional, ARMv8.4 mandatory)
+  bool i8mm = false;     // SMMLA / USMMLA (ARMv8.6)
+  bool sve = false;
+
   std::string to_string() const;
 };
 
 // What the hardware and OS offer (cached after the first call).
 const CpuFeatures& cpu_features();
 
-// Kernel ISA tiers, ordered: a higher tier implies every lower one.
+// Kernel ISA tiers. Each architecture has a ladder on which a higher tier
+// implies every lower one: scalar < neon < neon_dotprod (64-bit ARM),
+// scalar < avx2 < avx512 < amx (x86). The ARM ladder sits numerically below
+// the x86 one, so the comparisons and min() written for one ladder give the
+// right answer on a machine of the other: an ARM machine is never ">= avx2",
+// and a limit naming the other architecture's tier never raises a machine
+// above its own (on x86, "neon" selects no SIMD kernel, since none is built).
 enum class Isa : int {
   kScalar = 0,
-  kAvx2 = 1,     // AVX2 + FMA + F16C
-  kAvx512 = 2,   // AVX-512 F/BW/VL/DQ (+VNNI when present)
-  kAmx = 3,      // AVX-512 tier + AMX tiles (int8/bf16)
+  kNeon = 1,         // ARMv8 Advanced SIMD (FP32 FMA, FP16 conversions)
+  kNeonDotprod = 2,  // + SDOT/UDOT
+  kAvx2 = 3,         // AVX2 + FMA + F16C
+  kAvx512 = 4,       // AVX-512 F/BW/VL/DQ (+VNNI when present)
+  kAmx = 5,          // AVX-512 tier + AMX tiles (int8/bf16)
 };
 
 const char* isa_name(Isa isa);
@@ -47,9 +65,12 @@ bool parse_isa(const std::string& s, Isa* out);
 // Highest tier this machine supports.
 Isa detected_isa();
 
+// The tiers of top's ladder from scalar up to top, lowest first.
+std::vector<Isa> isa_ladder(Isa top);
+
 // Highest tier kernels may use: min(detected, limit). The limit comes from
 // `--isa` on the command line or the documented FOLIO_ISA environment
-// variable (scalar|avx2|avx512|amx), e.g. to test the scalar path on a big CPU.
+// variable (scalar|neon|neon_dotprod|avx2|avx512|amx), e.g. to test the scalar path on a big CPU.
 Isa active_isa();
 void set_isa_limit(Isa limit);
 

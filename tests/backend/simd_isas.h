@@ -1,5 +1,6 @@
-// The SIMD kernel tiers this machine can run (AVX2, AVX-512), lowest first:
-// the SIMD kernel tests run each case on every one of them.
+// The x86 SIMD kernel tiers this machine can run (AVX2, AVX-512), lowest
+// first: the SIMD kernel tests run each case on every one of them (none on
+// ARM, whose tiers the parity harness checks).
 #pragma once
 
 #include <vector>

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace folio {
 namespace {
 
@@ -16,6 +18,11 @@ TEST(CpuFeatures, TiersAreConsistent) {
   }
   if (d >= Isa::kAmx) {
     EXPECT_TRUE(f.amx_tile && f.amx_int8);
+  }
+  if (d == Isa::kNeon || d == Isa::kNeonDotprod) {
+    EXPECT_TRUE(f.neon);
+    EXPECT_EQ(d == Isa::kNeonDotprod, f.dotprod);
+    EXPECT_FALSE(f.avx2);
   }
   EXPECT_FALSE(f.to_string().empty());
 }
@@ -33,7 +40,21 @@ TEST(CpuFeatures, ParsesIsaNames) {
   Isa isa;
   EXPECT_TRUE(parse_isa("avx2", &isa));
   EXPECT_EQ(isa, Isa::kAvx2);
+  EXPECT_TRUE(parse_isa("neon_dotprod", &isa));
+  EXPECT_EQ(isa, Isa::kNeonDotprod);
   EXPECT_FALSE(parse_isa("sse9", &isa));
+}
+
+// Each architecture's ladder starts at scalar and holds only its own tiers.
+TEST(CpuFeatures, LaddersPerArchitecture) {
+  EXPECT_EQ(isa_ladder(Isa::kAmx),
+            (std::vector<Isa>{Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}));
+  EXPECT_EQ(isa_ladder(Isa::kAvx2), (std::vector<Isa>{Isa::kScalar, Isa::kAvx2}));
+  EXPECT_EQ(isa_ladder(Isa::kNeonDotprod),
+            (std::vector<Isa>{Isa::kScalar, Isa::kNeon, Isa::kNeonDotprod}));
+  EXPECT_EQ(isa_ladder(Isa::kScalar), (std::vector<Isa>{Isa::kScalar}));
+  const std::vector<Isa> here = isa_ladder(detected_isa());
+  EXPECT_EQ(here.back(), detected_isa());
 }
 
 }  // namespace

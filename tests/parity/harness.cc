@@ -123,13 +123,13 @@ class ThreadedCpuBackend final : public Backend {
 std::vector<std::unique_ptr<Backend>> make_backends() {
   std::vector<std::unique_ptr<Backend>> b;
   b.push_back(std::make_unique<CpuBackend>(CpuBackendOptions{Isa::kScalar, true, nullptr}));
-  const int top = static_cast<int>(active_isa());
-  for (int isa = 0; isa <= top; ++isa) {
-    b.push_back(std::make_unique<CpuBackend>(CpuBackendOptions{static_cast<Isa>(isa), false, nullptr}));
+  const Isa top = active_isa();
+  for (Isa isa : isa_ladder(top)) {
+    b.push_back(std::make_unique<CpuBackend>(CpuBackendOptions{isa, false, nullptr}));
   }
   // Two threads: enough to split every parallel kernel, cheap on small machines.
   static ThreadPool pool(2);
-  b.push_back(std::make_unique<ThreadedCpuBackend>(static_cast<Isa>(top), &pool));
+  b.push_back(std::make_unique<ThreadedCpuBackend>(top, &pool));
   return b;
 }
 

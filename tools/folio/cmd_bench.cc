@@ -15,6 +15,7 @@
 // count; engine/mem_bandwidth.h); without -m that is all it does. With a
 // bandwidth (--mem or --bw), tg rows also show the weight bytes a decode
 // token reads and tg speed as a fraction of bandwidth / those bytes.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -126,8 +127,9 @@ Status validate(const BenchFlags& f) {
   for (const std::string& name : f.isas) {
     Isa isa;
     if (!parse_isa(name, &isa))
-      return invalid_argument("--isa: '{}' is not scalar|avx2|avx512|amx", name);
-    if (static_cast<int>(isa) > static_cast<int>(detected_isa())) {
+      return invalid_argument("--isa: '{}' is not scalar|neon|neon_dotprod|avx2|avx512|amx", name);
+    const std::vector<Isa> ladder = isa_ladder(detected_isa());
+    if (std::find(ladder.begin(), ladder.end(), isa) == ladder.end()) {
       return unsupported("--isa: this CPU does not support {} (best: {})", name,
                          isa_name(detected_isa()));
     }
@@ -289,7 +291,7 @@ void register_bench_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--kv-type", flags.kv_types, "KV cache types: f32|f16|bf16|q8_0, comma list")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--isa", flags.isas, "kernel ISA limits: scalar|avx2|avx512|amx, comma list")
+  cmd->add_option("--isa", flags.isas, "kernel ISA limits: scalar|neon|neon_dotprod|avx2|avx512|amx, comma list")
       ->delimiter(',');
   cmd->add_option("-b,--batch-size", flags.batch_sizes,
                   "logical batch sizes; a prefill forward takes min(b, ub) tokens")

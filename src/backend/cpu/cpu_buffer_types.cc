@@ -27,7 +27,7 @@ bool amx_usable(Isa isa) {
 // F16C (the AVX-512 VNNI panels take over where VNNI is there).
 bool panels_usable(Isa isa) {
   const CpuFeatures& f = cpu_features();
-  return static_cast<int>(isa) >= static_cast<int>(Isa::kAvx2) && f.avx2 && f.fma && f.f16c;
+  return isa >= Isa::kAvx2 && f.avx2 && f.fma && f.f16c;
 }
 
 }  // namespace

@@ -5,6 +5,8 @@ namespace folio {
 KernelTier max_tier_for(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return KernelTier::kScalar;
+    case Isa::kNeon: return KernelTier::kNeon;
+    case Isa::kNeonDotprod: return KernelTier::kNeonDotprod;
     case Isa::kAvx2: return KernelTier::kAvx2;
     case Isa::kAvx512: return KernelTier::kAvx512;
     case Isa::kAmx: return KernelTier::kAmx;
@@ -42,8 +44,12 @@ const KernelTable& cpu_kernels() {
     register_ref_kernels_cache(t);
     register_ref_kernels_fused(t);
     register_scalar_kernels(t);
+#if defined(__x86_64__)
     register_avx2_kernels(t);
     register_avx512_kernels(t);
+#elif defined(__aarch64__)
+    register_neon_kernels(t);
+#endif
     register_packed_kernels(t);
     return t;
   }();

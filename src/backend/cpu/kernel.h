@@ -25,9 +25,13 @@ struct KernelContext {
 enum class KernelTier : int {
   kRef = 0,     // scalar reference: obviously correct, the parity baseline
   kScalar = 1,  // portable but optimised (tiling, blocking), no intrinsics
-  kAvx2 = 2,
-  kAvx512 = 3,
-  kAmx = 4,
+  // One architecture's tiers are built into a binary (64-bit ARM: neon/;
+  // x86: avx2/, avx512/, amx/), ordered like Isa.
+  kNeon = 2,
+  kNeonDotprod = 3,
+  kAvx2 = 4,
+  kAvx512 = 5,
+  kAmx = 6,
 };
 
 // Highest kernel tier allowed for an ISA tier.
@@ -75,6 +79,7 @@ void register_ref_kernels_fused(KernelTable& t);      // ref/: fused *_update de
 void register_scalar_kernels(KernelTable& t);         // scalar/ (portable optimised tier)
 void register_avx2_kernels(KernelTable& t);           // avx2/
 void register_avx512_kernels(KernelTable& t);         // avx512/
+void register_neon_kernels(KernelTable& t);           // neon/ (64-bit ARM)
 void register_packed_kernels(KernelTable& t);         // packed/, avx512/packed_*, amx/:
                                                       // kernels on packed weight layouts
 

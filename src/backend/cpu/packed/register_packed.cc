@@ -11,6 +11,7 @@
 
 namespace folio {
 
+#if defined(__x86_64__)
 namespace {
 
 using namespace cpu;
@@ -35,12 +36,18 @@ bool packed_is_with_amx(const Op& op) {
 }
 
 }  // namespace
+#endif
 
+// The x86 panels (the packed layouts are repacked for them only; on other
+// architectures weights stay plain and only the reference reads a packed
+// view, e.g. one a test builds).
 void register_packed_kernels(KernelTable& t) {
+  using namespace cpu;
   t.add({OpKind::kMulMat, KernelTier::kRef, "mul_mat.packed.ref", supports_packed_ref,
          mul_mat_packed_ref, true});
   t.add({OpKind::kMulMatId, KernelTier::kRef, "mul_mat_id.packed.ref", supports_packed_ref,
          mul_mat_id_packed_ref, true});
+#if defined(__x86_64__)
   const struct {
     const char* mul_mat;
     const char* mul_mat_id;
@@ -91,6 +98,7 @@ void register_packed_kernels(KernelTable& t) {
     t.add({OpKind::kMulMatId, KernelTier::kAmx, k.mul_mat_id, k.supports, mul_mat_id_packed_amx,
            true});
   }
+#endif
 }
 
 }  // namespace folio
