@@ -5,13 +5,13 @@
 // Two passes per row: the sum of squares in two 16-lane f32 FMA accumulators
 // (masked tail), the inverse root in double (one rounding), then the scaled
 // (and weighted) row. Each element is read before its own output is written,
-// so dst / dst2 may alias the inputs. Rows are split across the thread pool.
+// so dst / dst2 may alias the inputs. Rows: scalar/row_drivers.h.
 #include <cmath>
 #include <cstdint>
 
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/avx512/simd.h"
-#include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/scalar/row_drivers.h"
 
 namespace folio::cpu {
 
@@ -59,49 +59,14 @@ FOLIO_TARGET_AVX512 void scale_row(const float* x, float inv, const float* w, fl
   }
 }
 
-template <typename T>
-T* flat_row(const TensorView& t, int64_t r) {
-  return t.row<T>(r % t.ne[1], (r / t.ne[1]) % t.ne[2], r / (t.ne[1] * t.ne[2]));
-}
-
-float inverse_rms(float sum_sq, int64_t n, float eps) {
-  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(sum_sq) / static_cast<double>(n) +
-                                            static_cast<double>(eps)));
-}
-
 }  // namespace
 
 Status rms_norm_avx512(const Op& op, const KernelContext& ctx) {
-  const float eps = op.p<RmsNormParams>().eps;
-  const TensorView& x = op.src[0];  // [ne0, rows...]
-  const float* w =
-      op.src[1].empty() ? nullptr : static_cast<const float*>(op.src[1].data);  // [ne0]
-  const int64_t n = x.ne[0];
-  run_range(ctx, x.nrows(), x.nelements() >= kMinParallelElements, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = flat_row<const float>(x, r);
-      scale_row(xr, inverse_rms(sum_squares(xr, nullptr, nullptr, n), n, eps), w,
-                flat_row<float>(op.dst, r), n);
-    }
-  });
-  return Status();
+  return rms_norm_rows(op, ctx, {sum_squares, scale_row});
 }
 
 Status add_rms_norm_avx512(const Op& op, const KernelContext& ctx) {
-  const float eps = op.p<RmsNormParams>().eps;
-  const TensorView& a = op.src[0];  // [ne0, rows...]
-  const TensorView& b = op.src[1];  // like a
-  const float* w =
-      op.src[2].empty() ? nullptr : static_cast<const float*>(op.src[2].data);  // [ne0]
-  const int64_t n = a.ne[0];
-  run_range(ctx, a.nrows(), a.nelements() >= kMinParallelElements, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      float* s = flat_row<float>(op.dst2, r);
-      const float sum = sum_squares(flat_row<const float>(a, r), flat_row<const float>(b, r), s, n);
-      scale_row(s, inverse_rms(sum, n, eps), w, flat_row<float>(op.dst, r), n);
-    }
-  });
-  return Status();
+  return add_rms_norm_rows(op, ctx, {sum_squares, scale_row});
 }
 
 }  // namespace folio::cpu

@@ -6,15 +6,15 @@
 // e = exp(v - max) written to dst while summing (v recomputed from x and the
 // mask, one FMA, so dst may alias x); then dst *= 1 / sum. exp is the 2-ulp
 // vector exp of simd.h (-inf -> exact 0). A row with nothing visible (max
-// = -inf) becomes all zeros, as in the reference. Rows are split across the
-// thread pool.
+// = -inf) becomes all zeros, as in the reference. The rows and the thread split
+// are scalar/row_drivers.h's.
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/avx512/simd.h"
-#include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/scalar/row_drivers.h"
 
 namespace folio::cpu {
 
@@ -65,20 +65,7 @@ FOLIO_TARGET_AVX512 void softmax_row(const float* x, const float* mask, float sc
 }  // namespace
 
 Status soft_max_avx512(const Op& op, const KernelContext& ctx) {
-  const float scale = op.p<SoftMaxParams>().scale;
-  const TensorView& x = op.src[0];     // [ne0, ne1, ne2, ne3]
-  const TensorView& mask = op.src[1];  // optional [ne0, ne1, m2, m3]
-  const int64_t ne1 = x.ne[1], ne2 = x.ne[2];
-  run_range(ctx, x.nrows(), x.nelements() >= kMinParallelElementsExp, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
-      const float* mr =
-          mask.empty() ? nullptr : mask.row<const float>(i1, i2 % mask.ne[2], i3 % mask.ne[3]);
-      softmax_row(x.row<const float>(i1, i2, i3), mr, scale, op.dst.row<float>(i1, i2, i3),
-                  x.ne[0]);
-    }
-  });
-  return Status();
+  return soft_max_rows(op, ctx, softmax_row);
 }
 
 }  // namespace folio::cpu
