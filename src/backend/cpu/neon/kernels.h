@@ -1,0 +1,44 @@
+// NEON kernel entry points (64-bit ARM): the neon tier (ARMv8 Advanced
+// SIMD) and the neon_dotprod tier (+ SDOT), registered by register_neon.cc.
+// Both tiers share these functions; a flag or the tier's entry point picks
+// the byte dot product (neon/simd.h), which changes no result bit.
+#pragma once
+
+#include "backend/cpu/kernel.h"
+#include "backend/cpu/scalar/mul_mat_tiled.h"
+
+namespace folio::cpu {
+
+// mul_mat_quant.cc: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL (x Q8_0 rows) and
+// Q4_K, Q5_K, Q6_K (x Q8_K super-blocks).
+bool neon_quant_weight(DType w);
+MatMulSpec quant_mul_mat_spec_neon(DType w, bool dotprod);
+
+// mul_mat_float.cc: F32, F16, BF16 weights x F32 activations; Q2_K, Q3_K,
+// IQ4_XS dequantized per block (no integer tile).
+MatMulSpec float_mul_mat_spec_neon(DType w);
+
+// mul_mat.cc: every weight type above (the tier's byte dot product).
+Status mul_mat_neon(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_neon(const Op& op, const KernelContext& ctx);
+Status mul_mat_neon_dotprod(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_neon_dotprod(const Op& op, const KernelContext& ctx);
+
+// norm.cc
+Status rms_norm_neon(const Op& op, const KernelContext& ctx);
+Status add_rms_norm_neon(const Op& op, const KernelContext& ctx);
+
+// softmax.cc
+Status soft_max_neon(const Op& op, const KernelContext& ctx);
+
+// flash_attn.cc: every valid kFlashAttn op with f32 / f16 / q8_0 K and V
+// (tiles of scalar/flash_attn_tiled.h).
+Status flash_attn_neon(const Op& op, const KernelContext& ctx);
+
+// gated_delta_net.cc: kGatedDeltaNet and kGatedDeltaNetUpdate (one
+// function for both) with S_k and S_v multiples of 4, bit-identical to the
+// references.
+bool supports_gated_delta_net_neon(const Op& op);
+Status gated_delta_net_neon(const Op& op, const KernelContext& ctx);
+
+}  // namespace folio::cpu

@@ -1,0 +1,51 @@
+// NEON kernels (64-bit ARM): registered here, implemented one file per op
+// family under neon/. Two tiers: neon (ARMv8 Advanced SIMD) and
+// neon_dotprod (+ SDOT), which differ only in the byte dot product of the
+// quantized mul_mat tiles (same results); every other kernel is the neon
+// tier's and serves both. Q2_K, Q3_K and IQ4_XS weights meet F32
+// activations through a dequantizing tile ("mul_mat.float.neon"); ops
+// without a NEON kernel run on the portable tier or the reference.
+#include "backend/cpu/neon/kernels.h"
+#include "backend/cpu/scalar/supports.h"
+
+namespace folio {
+
+namespace {
+
+bool neon_float_weight(const Op& op) {
+  const DType w = op.src[0].dtype;
+  return w == DType::F32 || w == DType::F16 || w == DType::BF16 || w == DType::Q2_K ||
+         w == DType::Q3_K || w == DType::IQ4_XS;
+}
+
+bool neon_quant_weight_op(const Op& op) {
+  return cpu::neon_quant_weight(op.src[0].dtype);
+}
+
+}  // namespace
+
+void register_neon_kernels(KernelTable& t) {
+  using namespace cpu;
+  constexpr KernelTier kNeon = KernelTier::kNeon;
+  constexpr KernelTier kDot = KernelTier::kNeonDotprod;
+  t.add({OpKind::kMulMat, kNeon, "mul_mat.float.neon", neon_float_weight, mul_mat_neon});
+  t.add({OpKind::kMulMatId, kNeon, "mul_mat_id.float.neon", neon_float_weight, mul_mat_id_neon});
+  t.add({OpKind::kMulMat, kNeon, "mul_mat.quant.neon", neon_quant_weight_op, mul_mat_neon});
+  t.add({OpKind::kMulMatId, kNeon, "mul_mat_id.quant.neon", neon_quant_weight_op,
+         mul_mat_id_neon});
+  t.add({OpKind::kMulMat, kDot, "mul_mat.quant.neon_dotprod", neon_quant_weight_op,
+         mul_mat_neon_dotprod});
+  t.add({OpKind::kMulMatId, kDot, "mul_mat_id.quant.neon_dotprod", neon_quant_weight_op,
+         mul_mat_id_neon_dotprod});
+  t.add({OpKind::kRmsNorm, kNeon, "rms_norm.neon", supports_rms_norm_simd, rms_norm_neon});
+  t.add({OpKind::kAddRmsNorm, kNeon, "add_rms_norm.neon", supports_add_rms_norm_simd,
+         add_rms_norm_neon});
+  t.add({OpKind::kSoftMax, kNeon, "soft_max.neon", supports_soft_max_simd, soft_max_neon});
+  t.add({OpKind::kGatedDeltaNet, kNeon, "gated_delta_net.neon", supports_gated_delta_net_neon,
+         gated_delta_net_neon});
+  t.add({OpKind::kGatedDeltaNetUpdate, kNeon, "gated_delta_net_update.neon",
+         supports_gated_delta_net_neon, gated_delta_net_neon});
+  t.add({OpKind::kFlashAttn, kNeon, "flash_attn.neon", supports_flash_attn_simd, flash_attn_neon});
+}
+
+}  // namespace folio
