@@ -37,6 +37,7 @@ APT_PACKAGES=(
   libvulkan-dev glslc               # the Vulkan backend: headers, loader, shader compiler
   mesa-vulkan-drivers vulkan-tools  # lavapipe (Vulkan on the CPU: the tests' device), vulkaninfo
   python3 python3-venv python3-pip
+  g++-aarch64-linux-gnu qemu-user googletest  # the ARM tiers: cross build, run under emulation
 )
 
 missing=()

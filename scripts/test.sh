@@ -8,7 +8,9 @@
 #   3. Sanitizers: ASan + UBSan over the unit tests and the Vulkan runtime's
 #      tests (build-asan/), TSan over the scheduler and server tests
 #      (build-tsan/).
-#   4. A summary: a test may skip only for hardware this CPU lacks (another
+#   4. The 64-bit ARM tiers (scripts/test-arm.sh): a cross build run under
+#      qemu-user (build-arm/; setup.sh installs the aarch64 toolchain and qemu).
+#   5. A summary: a test may skip only for hardware this CPU lacks (another
 #      kernel tier); those tiers are listed. Any other skip fails the run.
 #
 #   scripts/test.sh                   everything above
@@ -82,4 +84,7 @@ fi
 
 junits=(build/junit.xml)
 ((sanitizers)) && junits+=(build-asan/junit.xml build-asan/junit-vulkan.xml build-tsan/junit.xml)
+echo "test: the ARM tiers (cross build, qemu-user)"
+scripts/test-arm.sh
+junits+=(build-arm/junit-*.xml)
 python3 scripts/test_summary.py --folio build/folio --seconds $((SECONDS - start)) "${junits[@]}"

@@ -33,7 +33,7 @@ Result<std::vector<DeviceDescription>> list_devices(const std::string& api) {
 
 Result<std::unique_ptr<Backend>> open_device(const std::string& spec) {
   std::string api = spec;
-  int index = -1;
+  [[maybe_unused]] int index = -1;  // read by the Vulkan build only
   if (const size_t colon = spec.find(':'); colon != std::string::npos) {
     api = spec.substr(0, colon);
     const std::string n = spec.substr(colon + 1);
