@@ -49,14 +49,14 @@ run() {  # run CPU NAME BINARY [GTEST ARGS...]
 # paged prefills: minutes each under emulation) and the packed x16 layouts
 # (x86 panels only: on ARM they meet the reference alone).
 p=Ops/Parity.MatchesReference/
-parity_ops="$p*_mul_mat_*:$p*_flash_attn_*:$p*_gated_delta_net_*:$p*_rms_norm_*:$p*_soft_max_*"
+parity_ops="$p*_mul_mat_*:$p*_rope_*:$p*_flash_attn_*:$p*_gated_delta_net_*:$p*_rms_norm_*:$p*_soft_max_*"
 parity_big='*x16*:*K_4096*:*K_33100*:*prompt_512*:*after_prefix*:*_t1000_*:*_t500_*:*_t300_*'
 parity_big+=':*_t200_*:*_t130_*:*decode_ns8_long*:*long_window_softcap*:*long_split_k*'
 # Model tests: the logits / greedy parity with llama.cpp on the tiny models.
 model_parity='F32Kv/*Parity.*'
 
 run max core folio_core_tests
-run max neon folio_backend_tests --gtest_filter='NeonTiers.*'
+run max neon folio_backend_tests --gtest_filter='NeonTiers.*:RopeTables.*'
 if ((full)); then
   run max parity folio_parity_tests --gtest_filter='Ops/*'
   run max model folio_model_tests --gtest_filter='-*Vulkan*:Vulkan/*'
@@ -64,5 +64,5 @@ else
   run max parity folio_parity_tests --gtest_filter="$parity_ops:-$parity_big"
   run max model folio_model_tests --gtest_filter="$model_parity"
 fi
-run cortex-a72 neon-a72 folio_backend_tests --gtest_filter='NeonTiers.*'
+run cortex-a72 neon-a72 folio_backend_tests --gtest_filter='NeonTiers.*:RopeTables.*'
 run cortex-a72 core-a72 folio_core_tests --gtest_filter='CpuFeatures*'

@@ -4,6 +4,7 @@
 // handles (the validated op's dtypes and variants).
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/avx2/recurrent_kernels.h"
+#include "backend/cpu/scalar/rope_tables.h"
 #include "backend/cpu/scalar/supports.h"
 
 namespace folio {
@@ -46,6 +47,7 @@ void register_avx2_kernels(KernelTable& t) {
   t.add({OpKind::kRmsNorm, kTier, "rms_norm.avx2", supports_rms_norm_simd, rms_norm_avx2});
   t.add({OpKind::kAddRmsNorm, kTier, "add_rms_norm.avx2", supports_add_rms_norm_simd,
          add_rms_norm_avx2});
+  t.add({OpKind::kRope, kTier, "rope.avx2", supports_rope_tables, rope_avx2});
   t.add({OpKind::kSoftMax, kTier, "soft_max.avx2", supports_soft_max_simd, soft_max_avx2});
   // Chunked form first: it takes long sequences (T >= 256, allow_chunked);
   // the bit-identical token-by-token kernel takes the rest.

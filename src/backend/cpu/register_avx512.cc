@@ -5,6 +5,7 @@
 // AVX512_VNNI, and without it the AVX2 kernels take over).
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/avx512/recurrent_kernels.h"
+#include "backend/cpu/scalar/rope_tables.h"
 #include "backend/cpu/scalar/supports.h"
 #include "core/cpu_features.h"
 
@@ -58,7 +59,7 @@ void register_avx512_kernels(KernelTable& t) {
   t.add({OpKind::kAddRmsNorm, kTier, "add_rms_norm.avx512", supports_add_rms_norm_simd,
          add_rms_norm_avx512});
   t.add({OpKind::kSoftMax, kTier, "soft_max.avx512", supports_soft_max_simd, soft_max_avx512});
-  t.add({OpKind::kRope, kTier, "rope.avx512", supports_rope_avx512, rope_avx512});
+  t.add({OpKind::kRope, kTier, "rope.avx512", supports_rope_tables, rope_avx512});
   t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx512", supports_ssm_conv_avx512, ssm_conv_avx512});
   t.add({OpKind::kSsmConvUpdate, kTier, "ssm_conv_update.avx512", supports_ssm_conv_update_avx512,
          ssm_conv_update_avx512});

@@ -6,6 +6,7 @@
 // activations through a dequantizing tile ("mul_mat.float.neon"); ops
 // without a NEON kernel run on the portable tier or the reference.
 #include "backend/cpu/neon/kernels.h"
+#include "backend/cpu/scalar/rope_tables.h"
 #include "backend/cpu/scalar/supports.h"
 
 namespace folio {
@@ -40,6 +41,7 @@ void register_neon_kernels(KernelTable& t) {
   t.add({OpKind::kRmsNorm, kNeon, "rms_norm.neon", supports_rms_norm_simd, rms_norm_neon});
   t.add({OpKind::kAddRmsNorm, kNeon, "add_rms_norm.neon", supports_add_rms_norm_simd,
          add_rms_norm_neon});
+  t.add({OpKind::kRope, kNeon, "rope.neon", supports_rope_tables, rope_neon});
   t.add({OpKind::kSoftMax, kNeon, "soft_max.neon", supports_soft_max_simd, soft_max_neon});
   t.add({OpKind::kGatedDeltaNet, kNeon, "gated_delta_net.neon", supports_gated_delta_net_neon,
          gated_delta_net_neon});

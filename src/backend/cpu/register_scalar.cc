@@ -4,6 +4,7 @@
 #include "backend/cpu/scalar/cpy_tiled.h"
 #include "backend/cpu/scalar/flash_attn_tiled.h"
 #include "backend/cpu/scalar/gdn_chunked.h"
+#include "backend/cpu/scalar/rope_tables.h"
 
 namespace folio {
 
@@ -11,6 +12,9 @@ void register_scalar_kernels(KernelTable& t) {
   using namespace cpu;
   t.add({OpKind::kCpy, KernelTier::kScalar, "cpy.tiled", nullptr, cpy_tiled});
   t.add({OpKind::kFlashAttn, KernelTier::kScalar, "flash_attn.scalar", nullptr, flash_attn_scalar});
+  // Normal / neox modes: the reference's arithmetic with memoised angle tables.
+  t.add({OpKind::kRope, KernelTier::kScalar, "rope.tables", supports_rope_tables,
+         rope_tables_scalar});
   // Long sequences only (T >= 64, params.allow_chunked); the rest keep the
   // bit-identical reference.
   t.add({OpKind::kGatedDeltaNet, KernelTier::kScalar, "gated_delta_net.chunked.scalar",

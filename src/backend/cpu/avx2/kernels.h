@@ -42,6 +42,9 @@ Status add_rms_norm_avx2(const Op& op, const KernelContext& ctx);
 // softmax.cc
 Status soft_max_avx2(const Op& op, const KernelContext& ctx);
 
+// rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
+Status rope_avx2(const Op& op, const KernelContext& ctx);
+
 // flash_attn.cc: every valid kFlashAttn op (tiles of scalar/flash_attn_tiled.h).
 Status flash_attn_avx2(const Op& op, const KernelContext& ctx);
 

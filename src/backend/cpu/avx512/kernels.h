@@ -44,9 +44,7 @@ Status add_rms_norm_avx512(const Op& op, const KernelContext& ctx);
 // softmax.cc
 Status soft_max_avx512(const Op& op, const KernelContext& ctx);
 
-// rope.cc: normal and neox modes (multi-section modes stay with the
-// reference), bit-identical to the reference.
-bool supports_rope_avx512(const Op& op);
+// rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
 Status rope_avx512(const Op& op, const KernelContext& ctx);
 
 // flash_attn.cc: every valid kFlashAttn op (tiles of scalar/flash_attn_tiled.h).

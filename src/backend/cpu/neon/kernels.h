@@ -31,6 +31,9 @@ Status add_rms_norm_neon(const Op& op, const KernelContext& ctx);
 // softmax.cc
 Status soft_max_neon(const Op& op, const KernelContext& ctx);
 
+// rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
+Status rope_neon(const Op& op, const KernelContext& ctx);
+
 // flash_attn.cc: every valid kFlashAttn op with f32 / f16 / q8_0 K and V
 // (tiles of scalar/flash_attn_tiled.h).
 Status flash_attn_neon(const Op& op, const KernelContext& ctx);

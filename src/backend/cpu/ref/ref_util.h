@@ -62,6 +62,12 @@ Status argsort(const Op& op, const KernelContext& ctx);       // sort.cc
 // tanh approximation; softplus follows ggml: x for x > 20, else log(1 + e^x).
 double unary_value(UnaryKind kind, double x);
 
+// The angle of rope pair i at position pos (rope.cc): pos * base^(-2i / n_dims)
+// [/ freq_factor], times freq_scale, mixed with the unscaled angle by YaRN's
+// ramp over corr (rope_yarn_corr_dims) when ext_factor != 0; in double.
+double rope_theta(const RopeParams& p, double pos, int64_t i, const float* freq_factor,
+                  const float corr[2]);
+
 // ggml's YaRN correction range (rope.cc), exposed for tests: dims[0] = start,
 // dims[1] = end pair-dimension of the extrapolation ramp.
 void rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast,

@@ -74,6 +74,19 @@ void rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta
   dims[1] = std::min(static_cast<float>(n_dims - 1), end);
 }
 
+double rope_theta(const RopeParams& p, double pos, int64_t i, const float* freq_factor,
+                  const float corr[2]) {
+  double theta_extrap =
+      pos * std::pow(static_cast<double>(p.freq_base), -2.0 * static_cast<double>(i) / p.n_dims);
+  if (freq_factor != nullptr) theta_extrap /= *freq_factor;
+  const double theta_interp = static_cast<double>(p.freq_scale) * theta_extrap;
+  if (p.ext_factor == 0.0f) return theta_interp;
+  const double y = (static_cast<double>(i) - corr[0]) /
+                   std::max(0.001, static_cast<double>(corr[1]) - corr[0]);
+  const double mix = (1.0 - std::min(1.0, std::max(0.0, y))) * p.ext_factor;
+  return theta_interp * (1.0 - mix) + theta_extrap * mix;
+}
+
 Status rope(const Op& op, const KernelContext& /*ctx*/) {
   const auto& p = op.p<RopeParams>();
   const TensorView& x = op.src[0];    // [head_dim, n_head, n_tokens, ne3]
@@ -100,17 +113,8 @@ Status rope(const Op& op, const KernelContext& /*ctx*/) {
     for (int64_t i = 0; i < half; ++i) {
       const int sec = multi ? section_of(p.mode, p.sections, i) : 0;
       const double ps = elem<int32_t>(pos, sec * n_tok + t);
-      double theta_extrap =
-          ps * std::pow(static_cast<double>(p.freq_base), -2.0 * static_cast<double>(i) / p.n_dims);
-      if (!ff.empty()) theta_extrap /= elem<float>(ff, i);
-      const double theta_interp = static_cast<double>(p.freq_scale) * theta_extrap;
-      double theta = theta_interp;
-      if (p.ext_factor != 0.0f) {
-        const double y = (static_cast<double>(i) - corr[0]) /
-                         std::max(0.001, static_cast<double>(corr[1]) - corr[0]);
-        const double mix = (1.0 - std::min(1.0, std::max(0.0, y))) * p.ext_factor;
-        theta = theta_interp * (1.0 - mix) + theta_extrap * mix;
-      }
+      const float f = ff.empty() ? 0.0f : elem<float>(ff, i);
+      const double theta = rope_theta(p, ps, i, ff.empty() ? nullptr : &f, corr);
       cos_t[i] = std::cos(theta) * mscale;
       sin_t[i] = std::sin(theta) * mscale;
     }

@@ -1,8 +1,10 @@
-// rope.avx512 gives the reference's bytes exactly (same double arithmetic),
-// in the normal and neox modes, with partial rotation, freq factors and
-// YaRN, also in place; and its memo of angle tables never serves a table
-// for other inputs: positions or freq factor values changed in the same
-// buffers between calls still give the reference's result.
+// The rope kernels on memoised tables (scalar/rope_tables.h: rope.tables,
+// rope.avx2, rope.avx512, rope.neon; every tier of this machine's ladder)
+// give the reference's bytes exactly (same double arithmetic), in the
+// normal and neox modes, with partial rotation, freq factors and YaRN, also
+// in place; and the memo of angle tables never serves a table for other
+// inputs: positions or freq factor values changed in the same buffers
+// between calls still give the reference's result.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -84,15 +86,26 @@ class RopeRun {
   RopeParams params_;
 };
 
+// The kernel each tier runs rope with.
+std::string rope_kernel_of(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "rope.tables";
+    case Isa::kNeon:
+    case Isa::kNeonDotprod: return "rope.neon";
+    case Isa::kAvx2: return "rope.avx2";
+    case Isa::kAvx512:
+    case Isa::kAmx: return "rope.avx512";
+  }
+  return "";
+}
+
 bool same_bytes(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
-TEST(RopeSimd, SameBytesAsTheReference) {
-  if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "hardware: no AVX-512 on this machine (or FOLIO_ISA)";
+TEST(RopeTables, SameBytesAsTheReference) {
   CpuBackend ref(CpuBackendOptions{Isa::kScalar, true, nullptr});
   ThreadPool pool(2);
-  CpuBackend simd(CpuBackendOptions{Isa::kAvx512, false, &pool});
   const RopeCase cases[] = {
       {RopeMode::kNeox, 256, 256, 4, 1, false, 0.0f},   // gemma-like decode
       {RopeMode::kNeox, 128, 128, 8, 67, false, 0.0f},  // prefill (parallel rows)
@@ -100,29 +113,33 @@ TEST(RopeSimd, SameBytesAsTheReference) {
       {RopeMode::kNormal, 80, 52, 2, 3, true, 0.0f},    // partial, tail pairs, freq factors
       {RopeMode::kNeox, 96, 36, 2, 4, true, 1.0f},      // YaRN, tail pairs
   };
-  for (const RopeCase& c : cases) {
-    RopeRun r(c, 3);
-    EXPECT_EQ(r.kernel(simd), "rope.avx512");
-    const std::vector<float> want = r.run(ref);
-    EXPECT_TRUE(same_bytes(r.run(simd), want))
-        << "mode " << static_cast<int>(c.mode) << " n_dims " << c.n_dims;
-    EXPECT_TRUE(same_bytes(r.run(simd, /*in_place=*/true), want)) << "in place";
-    // Again: now from the memo.
-    EXPECT_TRUE(same_bytes(r.run(simd), want)) << "memoised table";
+  for (Isa isa : isa_ladder(active_isa())) {
+    CpuBackend simd(CpuBackendOptions{isa, false, &pool});
+    for (const RopeCase& c : cases) {
+      RopeRun r(c, 3);
+      EXPECT_EQ(r.kernel(simd), rope_kernel_of(isa));
+      const std::vector<float> want = r.run(ref);
+      EXPECT_TRUE(same_bytes(r.run(simd), want))
+          << isa_name(isa) << " mode " << static_cast<int>(c.mode) << " n_dims " << c.n_dims;
+      EXPECT_TRUE(same_bytes(r.run(simd, /*in_place=*/true), want)) << isa_name(isa) << " in place";
+      // Again: now from the memo.
+      EXPECT_TRUE(same_bytes(r.run(simd), want)) << isa_name(isa) << " memoised table";
+    }
   }
 }
 
-TEST(RopeSimd, MemoFollowsChangedPositionsAndFreqFactors) {
-  if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "hardware: no AVX-512 on this machine (or FOLIO_ISA)";
+TEST(RopeTables, MemoFollowsChangedPositionsAndFreqFactors) {
   CpuBackend ref(CpuBackendOptions{Isa::kScalar, true, nullptr});
-  CpuBackend simd(CpuBackendOptions{Isa::kAvx512, false, nullptr});
-  RopeRun r({RopeMode::kNeox, 64, 64, 2, 3, true, 0.0f}, 9);
-  for (int step = 0; step < 6; ++step) {
-    // Same buffers, new contents: positions advance (decode), and every
-    // other step the freq factors change.
-    for (int32_t& p : r.positions()) p += 1;
-    if (step % 2 == 1) r.freq_factors()[step] *= 1.5f;
-    EXPECT_TRUE(same_bytes(r.run(simd), r.run(ref))) << "step " << step;
+  for (Isa isa : isa_ladder(active_isa())) {
+    CpuBackend simd(CpuBackendOptions{isa, false, nullptr});
+    RopeRun r({RopeMode::kNeox, 64, 64, 2, 3, true, 0.0f}, 9);
+    for (int step = 0; step < 6; ++step) {
+      // Same buffers, new contents: positions advance (decode), and every
+      // other step the freq factors change.
+      for (int32_t& p : r.positions()) p += 1;
+      if (step % 2 == 1) r.freq_factors()[step] *= 1.5f;
+      EXPECT_TRUE(same_bytes(r.run(simd), r.run(ref))) << isa_name(isa) << " step " << step;
+    }
   }
 }
 
