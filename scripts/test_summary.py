@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Closing summary of scripts/test.sh, read from ctest's JUnit files.
+"""Closing summary of scripts/test.sh, read from ctest's JUnit files and
+gtest's XML files (scripts/test-arm.sh).
 
 A test may skip only for hardware this CPU lacks: its GTEST_SKIP message
 starts with "hardware:" (another kernel tier, AVX-512 or AMX on an AVX2
@@ -25,8 +26,10 @@ def skip_reason(case):
     for tag in ("skipped", "system-out"):
         for el in case.iter(tag):
             text += (el.get("message") or "") + "\n" + (el.text or "") + "\n"
-    # gtest prints "file:line: Skipped" and the message on the next line.
-    m = re.search(r"Skipped\s*\n(.+)", text)
+    # ctest's JUnit: gtest prints "file:line: Skipped" and the message on
+    # the next line. gtest's own XML (scripts/test-arm.sh): "file:line" then
+    # the message.
+    m = re.search(r"Skipped\s*\n(.+)", text) or re.search(r"^\S+:\d+\s*\n(.+)", text)
     return m.group(1).strip() if m else ""
 
 
