@@ -15,8 +15,8 @@
 # them). scripts/test.sh runs this when the tools are installed.
 #
 #   scripts/test-arm.sh          the selection above (a few minutes)
-#   scripts/test-arm.sh --full   every parity case and every model test
-#                                (about half an hour under emulation)
+#   scripts/test-arm.sh --full   every parity case (about 6 minutes under
+#                                emulation) and every model test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
