@@ -4,12 +4,16 @@
 // harness compares both tiers with the reference.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/neon/kernels.h"
+#include "backend/cpu/scalar/mul_mat_tiled.h"
 #include "core/aligned.h"
 #include "core/cpu_features.h"
 #include "quant/quant.h"
@@ -124,6 +128,45 @@ TEST(NeonTiers, DotprodTierGivesTheBitsOfTheNeonTier) {
       ASSERT_TRUE(dot.run(p.op(b, 0, m)).ok());
       EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t) << " m " << m;
       EXPECT_EQ(0, std::memcmp(b.data(), all.data(), b.size() * 4)) << dtype_name(t) << " m " << m;
+    }
+  }
+}
+
+// The NEON activation quantizers write the reference's bytes: random rows,
+// rows with exact .5 ties, zero blocks, a NaN, an infinity, a lone maximum
+// of either sign.
+TEST(NeonTiers, ActivationQuantizersGiveTheReferenceBytes) {
+  constexpr int64_t k = 1024;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-3, 3);
+  for (int variant = 0; variant < 8; ++variant) {
+    std::vector<float> x(k);
+    for (float& v : x) v = u(rng);
+    if (variant == 1) {
+      for (int64_t i = 0; i < k; ++i) x[i] = 0.5f * static_cast<float>(i % 255 - 127);  // ties
+    }
+    if (variant == 2) std::fill(x.begin(), x.begin() + 300, 0.0f);  // zero blocks
+    if (variant == 3) x[5] = std::numeric_limits<float>::quiet_NaN();
+    if (variant == 4) x[40] = std::numeric_limits<float>::infinity();
+    if (variant == 5) x[300] = -50.0f;
+    if (variant == 6) {
+      x[700] = 50.0f;
+      x[701] = -50.0f;  // a tie for the maximum magnitude: the first wins
+    }
+    if (variant == 7) {
+      for (float& v : x) v *= 1e-30f;  // tiny scales
+    }
+    for (cpu::ActFormat f : {cpu::ActFormat::kQ8_0, cpu::ActFormat::kQ8_K}) {
+      const size_t bytes = cpu::act_row_bytes(f, k);
+      std::vector<unsigned char> want(bytes, 0xAA), got(bytes, 0xAA);
+      cpu::convert_act_row(f, x.data(), want.data(), k);
+      if (f == cpu::ActFormat::kQ8_0) {
+        cpu::quantize_act_q8_0_neon(x.data(), got.data(), k);
+      } else {
+        cpu::quantize_act_q8_k_neon(x.data(), got.data(), k);
+      }
+      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), bytes))
+          << "variant " << variant << (f == cpu::ActFormat::kQ8_0 ? " q8_0" : " q8_K");
     }
   }
 }

@@ -14,6 +14,11 @@ namespace folio::cpu {
 bool neon_quant_weight(DType w);
 MatMulSpec quant_mul_mat_spec_neon(DType w, bool dotprod);
 
+// quantize_act.cc: activation rows for the integer tiles, bit-identical to
+// the reference (mul_mat_tiled.h convert_act_row): Q8Row32 / BlockQ8_K.
+void quantize_act_q8_0_neon(const float* x, void* dst, int64_t k);
+void quantize_act_q8_k_neon(const float* x, void* dst, int64_t k);
+
 // mul_mat_float.cc: F32, F16, BF16 weights x F32 activations; Q2_K, Q3_K,
 // IQ4_XS dequantized per block (no integer tile).
 MatMulSpec float_mul_mat_spec_neon(DType w);

@@ -1,7 +1,7 @@
 // NEON mul_mat tiles for quantized weights x F32 activations quantized once
 // per op (mul_mat_tiled): Q8_0 rows (Q8Row32) for the 32-element blocks
 // (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), Q8_K super-blocks for the K-quants
-// (Q4_K, Q5_K, Q6_K). Other weight types stay on the portable tier.
+// (Q4_K, Q5_K, Q6_K), activations quantized by neon/quantize_act.cc.
 //
 // Every weight code becomes a signed byte before it meets the activation
 // quants, so one signed byte dot product serves all formats:
@@ -354,8 +354,12 @@ DotTileFn kquant_tile_for(DType w) {
 
 template <class D>
 MatMulSpec quant_spec(DType w) {
-  if (DotTileFn t = legacy_tile_for<D>(w)) return {ActFormat::kQ8_0, kTileRows, kTileCols, t};
-  if (DotTileFn t = kquant_tile_for<D>(w)) return {ActFormat::kQ8_K, kTileRows, kTileCols, t};
+  if (DotTileFn t = legacy_tile_for<D>(w)) {
+    return {ActFormat::kQ8_0, kTileRows, kTileCols, t, &quantize_act_q8_0_neon};
+  }
+  if (DotTileFn t = kquant_tile_for<D>(w)) {
+    return {ActFormat::kQ8_K, kTileRows, kTileCols, t, &quantize_act_q8_k_neon};
+  }
   FOLIO_CHECK_MSG(false, "no neon quantized mul_mat tile for {}", dtype_name(w));
   return {};
 }
