@@ -9,7 +9,8 @@
 //          across lanes.
 // softmax  4-lane groups of [jb, je), the tail through a -inf padded
 //          vector; p = exp(x - m) by neon::exp; the sum in 4 lanes.
-// pv       acc * ms, then p_j v_j for j ascending, 4 columns at a time.
+// pv       acc * ms, then p_j v_j for j ascending, 4 columns at a time;
+//          f32 V rows read in place, others converted once per key.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -141,19 +142,28 @@ void pv_neon(const float* p, int ldp, const float* ms, int n_rows, int jb, int j
     for (; c + 4 <= ldv; c += 4) vst1q_f32(a + c, vmulq_f32(vld1q_f32(a + c), f));
     for (; c < ldv; ++c) a[c] *= ms[r];
   }
-  // Every V row through the zero-padded buffer (a cache row holds only dv).
-  float* vr = row_buffer(ldv);
+  // f32 V rows are read in place (a cache row holds only dv floats: the
+  // columns past it take a zero, as from a padded buffer); f16 / q8_0 rows
+  // are converted once per key into the zero-padded buffer.
+  float* buf = dtype == DType::F32 ? nullptr : row_buffer(ldv);
   for (int j = jb; j < je; ++j) {
-    convert_row(dtype, v[j], dv, vr, ldv);
+    const float* vr = static_cast<const float*>(v[j]);
+    int64_t valid = dv;
+    if (buf != nullptr) {
+      convert_row(dtype, v[j], dv, buf, ldv);
+      vr = buf;
+      valid = ldv;
+    }
     for (int r = 0; r < n_rows; ++r) {
       float* a = acc + r * lda;
       const float pj = p[r * ldp + j];
       const float32x4_t pv = vdupq_n_f32(pj);
       int64_t c = 0;
-      for (; c + 4 <= ldv; c += 4) {
+      for (; c + 4 <= valid; c += 4) {
         vst1q_f32(a + c, vfmaq_f32(vld1q_f32(a + c), pv, vld1q_f32(vr + c)));
       }
-      for (; c < ldv; ++c) a[c] = std::fma(pj, vr[c], a[c]);
+      for (; c < valid; ++c) a[c] = std::fma(pj, vr[c], a[c]);
+      for (; c < ldv; ++c) a[c] = std::fma(pj, 0.0f, a[c]);
     }
   }
 }
