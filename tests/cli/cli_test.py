@@ -51,6 +51,19 @@ class Cli(unittest.TestCase):
             self.assertIn(name, p.stderr, flags)
             self.assertNotIn("cannot open", p.stderr, flags)  # never got to the model
 
+    def test_bench_isa_names_are_checked(self):
+        # An unknown tier, and a tier of the other architecture's ladder: a
+        # clear error before any work, never a crash or a silent scalar run.
+        info = folio("info", check_rc=0).stdout
+        other = "avx2" if "neon" in info.split("active isa")[1].split("\n")[0] else "neon"
+        model = ARGS.model
+        p = folio("bench", "-m", model, "--isa", "sse9", "-p", "8", "-n", "4", "-r", "1")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("'sse9' is not scalar|neon|neon_dotprod|avx2|avx512|amx", p.stderr)
+        p = folio("bench", "-m", model, "--isa", other, "-p", "8", "-n", "4", "-r", "1")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"this CPU does not support {other}", p.stderr)
+
     def test_a_missing_model_is_the_only_error_line(self):
         p = folio("run", "-m", "/nonexistent/model.gguf", "-p", "x")
         self.assertEqual(p.returncode, 1)
