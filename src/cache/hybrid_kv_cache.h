@@ -130,6 +130,11 @@ class HybridKvCache final : public KvCache {
   bool paged() const override { return attn_->paged(); }
   int block_size() const override { return attn_->block_size(); }
   const KvCacheManager* block_manager() const override { return attn_->block_manager(); }
+  // The attention part's, when a sequence can also get a recurrent-state
+  // slot (StatePool::create makes at least one; checked all the same).
+  int64_t token_capacity() const override {
+    return pool_.n_slots() > 0 ? attn_->token_capacity() : 0;
+  }
 
   TensorView conv_state(int layer) const override;
   TensorView ssm_state(int layer) const override;

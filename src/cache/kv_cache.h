@@ -198,6 +198,18 @@ class KvCache {
   // of a prompt's cached prefix) for schedulers and metrics; nullptr when
   // the cache has no block pool.
   virtual const KvCacheManager* block_manager() const { return nullptr; }
+  // Positions the cache's memory can hold for one sequence while it holds
+  // nothing else: with a block pool, its usable blocks x block_size (the
+  // null block excluded); otherwise n_ctx (one fixed slot per sequence); 0
+  // when no sequence fits at all (a hybrid cache without a recurrent-state
+  // slot). A sequence is also limited to n_ctx() positions. The scheduler
+  // refuses requests that could never fit (Scheduler::submit); the commands
+  // refuse a pool smaller than one full context. Fixed once the cache is
+  // built.
+  virtual int64_t token_capacity() const {
+    const KvCacheManager* m = block_manager();
+    return m != nullptr ? int64_t{m->pool().n_usable()} * m->block_size() : n_ctx();
+  }
 
   // --- recurrent state (hybrid caches, cache/hybrid_kv_cache.h) -------------
   // Gated DeltaNet layer `layer`'s state pools, indexed by the slots of

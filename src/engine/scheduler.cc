@@ -58,7 +58,7 @@ struct Scheduler::Impl {
 
   Impl(const model::Model& m, const tokenizer::Tokenizer& t, model::ForwardContext& c,
        cache::KvCache& k, const SchedulerOptions& o)
-      : model(m), tok(t), ctx(c), cache(k), options(o) {}
+      : model(m), tok(t), ctx(c), cache(k), options(o), kv_capacity(k.token_capacity()) {}
 
   // --- any thread (under mu) ---------------------------------------------------
   const model::Model& model;
@@ -66,6 +66,7 @@ struct Scheduler::Impl {
   model::ForwardContext& ctx;
   cache::KvCache& cache;
   const SchedulerOptions options;
+  const int64_t kv_capacity;  // positions of one sequence alone (KvCache::token_capacity)
   ServingMetrics metrics;
 
   mutable std::mutex mu;
@@ -177,6 +178,7 @@ struct Scheduler::Impl {
     bool cancelled = false;
     for (auto& c : r->choices) {
       c->result.n_generated = c->state.n_generated;
+      c->result.kept_tokens = c->state.kept_tokens();
       res.completion_tokens += c->state.n_generated;
       cancelled |= c->result.stop == StopReason::kCancelled;
       res.choices.push_back(c->result);
@@ -379,6 +381,7 @@ struct Scheduler::Impl {
         ev.choice = c->index;
         ev.token = std::move(*st);
         ev.text = std::move(acc.text);
+        ev.kept_tokens = c->state.kept_tokens();
         r->callbacks.on_token(ev);
       }
     }
@@ -674,6 +677,37 @@ Result<uint64_t> Scheduler::submit(GenerationRequest request, RequestCallbacks c
   if (request.params.max_tokens > 0 && n_prompt + request.params.max_tokens > n_ctx) {
     return out_of_range("prompt of {} tokens plus max_tokens {} exceeds the context of {} tokens",
                         n_prompt, request.params.max_tokens, n_ctx);
+  }
+  // A request the KV cache could never hold, even alone, is refused here
+  // rather than failing (or stopping short as "length") once running. A
+  // choice's sequence holds at most its prompt and every generated token
+  // but the last (sampled from the one before it, never fed back): prompt +
+  // max_tokens - 1 positions, n_ctx - 1 when max_tokens is unset (generation
+  // stops when the context is full). The choices of a request need not run
+  // at once (choices beyond max_seqs wait, and the pool preempts siblings
+  // like any other sequence), so one sequence alone must fit. Alone, a
+  // sequence takes exactly ceil(positions / block_size) blocks: it writes
+  // only into its own last block, so nothing is copied on write.
+  const int64_t max_tokens =
+      request.params.max_tokens < 0 ? n_ctx - n_prompt : request.params.max_tokens;
+  if (max_tokens > 0 && n_prompt + max_tokens - 1 > impl_->kv_capacity) {
+    if (n_prompt > impl_->kv_capacity) {
+      return invalid_argument(
+          "prompt of {} tokens does not fit the KV cache, which holds {} tokens of one sequence",
+          n_prompt, impl_->kv_capacity);
+    }
+    const int64_t need = n_prompt + max_tokens - 1;
+    const int64_t most = impl_->kv_capacity - n_prompt + 1;
+    if (request.params.max_tokens < 0) {
+      return invalid_argument(
+          "prompt of {} tokens, generating up to the context of {} tokens, needs {} KV cache "
+          "positions for one sequence, but the KV cache holds {}: set max_tokens to at most {}",
+          n_prompt, n_ctx, need, impl_->kv_capacity, most);
+    }
+    return invalid_argument(
+        "prompt of {} tokens plus max_tokens {} needs {} KV cache positions for one sequence, "
+        "but the KV cache holds {}: set max_tokens to at most {}",
+        n_prompt, max_tokens, need, impl_->kv_capacity, most);
   }
 
   auto r = std::make_unique<Impl::Request>();

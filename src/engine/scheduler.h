@@ -41,9 +41,11 @@
 // request of the batch is run alone once more, and those that fail again
 // end with the status (on_done; their unfinished choices read kCancelled);
 // the others continue. A sampling error fails its request.
-// A sequence that does not fit the pool even alone ends kContextFull while
-// generating, or fails with kResourceExhausted while filling its prompt.
-// The scheduler keeps serving the others.
+// submit() refuses a request whose sequences could not fit the KV cache even
+// alone (KvCache::token_capacity). Should one still not fit while running
+// alone (a safety net: the check is exact for the caches here), it ends
+// kContextFull while generating, or fails with kResourceExhausted while
+// filling its prompt. The scheduler keeps serving the others.
 //
 // Step composition is the pure function compose_step (engine/step_plan.h);
 // per-sequence sampling / text / stop state is SequenceState
@@ -100,11 +102,26 @@ struct TokenEvent {
   int choice = 0;
   SampledToken token;  // id, and logprobs when params.logprobs
   std::string text;    // text that became final with this token (may be empty)
+  // This choice's tokens so far (this one included) known to be part of the
+  // output: the first kept_tokens of them have their text start in text
+  // already delivered, so no stop string can cut them any more
+  // (TextStream::kept_tokens). The others may still be dropped; the final
+  // count is ChoiceResult::kept_tokens. Non-decreasing over a choice's events.
+  int64_t kept_tokens = 0;
 };
 
 struct ChoiceResult {
   StopReason stop = StopReason::kLength;
+  // Tokens sampled and delivered by on_token (end-of-generation tokens not
+  // included). Usage counts all of them.
   int64_t n_generated = 0;
+  // The first kept_tokens of them make the output: those whose text starts
+  // before the stop string's cut (a token straddling it is kept; tokens
+  // wholly at or after it are not). n_generated when the choice ended for
+  // any other reason than a stop string (end of generation, length, full
+  // context); for a cancelled choice, the tokens whose text was delivered.
+  // Logprobs of the output list these tokens only.
+  int64_t kept_tokens = 0;
   std::string tail;  // final text not yet delivered by on_token (held-back bytes)
 };
 
@@ -143,6 +160,9 @@ class Scheduler {
   // kInvalidArgument for bad parameters (SamplingParams::validate, n outside
   // [1, 16], empty prompt, token ids outside the vocabulary), kOutOfRange when the prompt leaves no
   // room in n_ctx or prompt + max_tokens exceeds it (the server's 413 names both numbers),
+  // kInvalidArgument (the server's 400) when one of its sequences could never fit the KV
+  // cache even alone: prompt + max_tokens - 1 positions (max_tokens unset: up to n_ctx - 1)
+  // beyond KvCache::token_capacity(); the message says the most max_tokens that fits.
   // kResourceExhausted when the waiting queue is full or the scheduler is
   // stopping. Returns the request id. max_tokens == 0: on_done comes at once
   // (kLength, nothing generated).

@@ -61,6 +61,10 @@ class SequenceState {
   // Generation ended for `*stop` (not a stop string): returns the held-back
   // text; *stop becomes kStopString when that tail completes a stop string.
   std::string finish(StopReason* stop);
+  // Generated tokens known to be part of the output (TextStream::kept_tokens):
+  // all of them once finished without a stop string, those before the cut
+  // after one.
+  int64_t kept_tokens() const { return text_.kept_tokens(); }
 
   // Adds tokens [held, held + n) at their positions to `batch` as cache
   // sequence `seq`; the last one wants logits when it is the last known

@@ -175,6 +175,14 @@ bool known_role(const std::string& r) {
          r == "function";
 }
 
+// Roles whose messages must carry content (OpenAI's schema; vLLM validates
+// the same). An assistant message may leave it null when it makes tool
+// calls, and so may the legacy function role; a template would otherwise
+// render a null content as the text "None".
+bool content_required(const std::string& r) {
+  return r == "system" || r == "developer" || r == "user" || r == "tool";
+}
+
 // Validates chat messages and normalises them for the template: content
 // part lists become one string (text parts joined by "\n"), "developer"
 // becomes "system", tool-call arguments sent as JSON strings become objects
@@ -194,17 +202,22 @@ bool parse_messages(Fields& f, OpenAiRequest* out) {
     if (role == msg.end() || !role->is_string()) {
       return f.fail("messages", where + ".role must be a string");
     }
-    std::string r = role->get<std::string>();
+    const std::string r = role->get<std::string>();
     if (!known_role(r)) {
       return f.fail("messages", fmt::format("{}.role '{}' is not one of system, developer, user, "
                                             "assistant, tool, function",
                                             where, r));
     }
-    if (r == "developer") r = "system";
     Json norm = msg;
-    norm["role"] = r;
+    norm["role"] = r == "developer" ? "system" : r;
     auto content = msg.find("content");
     if (content == msg.end() || content->is_null()) {
+      if (content_required(r)) {
+        const char* what = content == msg.end() ? "but it is missing" : "got null";
+        return f.fail("messages", fmt::format("{}.content must be a string or a list of parts in "
+                                              "a '{}' message, {}",
+                                              where, r, what));
+      }
       norm["content"] = nullptr;
     } else if (content->is_array()) {
       std::string text;
@@ -381,10 +394,23 @@ bool parse_json_body(const std::string& body, Json* out, ApiError* error) {
       --depth;
     }
   }
+  // The parser's messages quote the token at fault, which may be most of
+  // the body (a 1 MB number): keep them readable.
+  auto what = [](const Json::exception& e) {
+    std::string w = e.what();
+    if (w.size() > 200) w = w.substr(0, 197) + "...";
+    return w;
+  };
   try {
     *out = Json::parse(body);
   } catch (const Json::parse_error& e) {
-    *error = bad_request(fmt::format("malformed JSON in the request body: {}", e.what()));
+    *error = bad_request(fmt::format("malformed JSON in the request body: {}", what(e)));
+    return false;
+  } catch (const Json::exception& e) {
+    // Input the grammar accepts but a value cannot hold, e.g. a number
+    // beyond a double's range (1e309: out_of_range 406). Any other
+    // exception of the parser is the body's fault too.
+    *error = bad_request(fmt::format("invalid JSON in the request body: {}", what(e)));
     return false;
   }
   if (!out->is_object()) {

@@ -19,6 +19,8 @@
 //   response_format (only {"type": "text"}), tools / tool_choice (tools are
 //   rendered by the chat template; tool calls are not parsed from the
 //   output), chat_template_kwargs, add_generation_prompt.
+// A chat message's content is a string or a list of text parts; it may be
+// null (or absent) only in assistant (tool calls) and function messages.
 #pragma once
 
 #include <cstdint>
@@ -72,7 +74,9 @@ struct OpenAiRequest {
 bool parse_openai_request(const Json& body, ApiKind kind, OpenAiRequest* out, ApiError* error);
 
 // Parses a body as a JSON object: 400 "malformed JSON" with the parser's
-// position, or for nesting deeper than kMaxJsonDepth.
+// position, 400 for a value JSON allows but a double cannot hold (a number
+// such as 1e309, anywhere in the body), or for nesting deeper than
+// kMaxJsonDepth. Never throws.
 bool parse_json_body(const std::string& body, Json* out, ApiError* error);
 
 }  // namespace folio::server

@@ -149,8 +149,12 @@ Json response_body(const ResponseContext& ctx, std::span<const ChoiceOutput> cho
     const ChoiceOutput& c = choices[i];
     Json lp = nullptr;
     if (with_logprobs) {
+      std::span<const SampledToken> kept = c.tokens;
+      if (c.kept_tokens >= 0 && static_cast<size_t>(c.kept_tokens) < kept.size()) {
+        kept = kept.first(static_cast<size_t>(c.kept_tokens));
+      }
       int64_t offset = c.text_offset_base;
-      lp = logprobs_json(ctx.kind, tok, c.tokens, &offset);
+      lp = logprobs_json(ctx.kind, tok, kept, &offset);
     }
     Json choice = Json::object();
     if (ctx.kind == ApiKind::kCompletion) {

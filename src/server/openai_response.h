@@ -52,8 +52,12 @@ struct Usage {
 struct ChoiceOutput {
   std::string text;                  // with the echoed prompt first when echo
   std::vector<SampledToken> tokens;  // generated tokens (used for logprobs)
-  int64_t text_offset_base = 0;      // completions logprobs: bytes before the first token
-  std::string finish_reason;         // "stop" | "length"
+  // Logprobs list tokens[0, kept_tokens) only: the engine's
+  // ChoiceResult::kept_tokens, which leaves out the tokens whose text lies
+  // wholly at or after a stop string. -1 (or more than tokens.size()): all.
+  int64_t kept_tokens = -1;
+  int64_t text_offset_base = 0;  // completions logprobs: bytes before the first token
+  std::string finish_reason;     // "stop" | "length"
 };
 
 // "stop" for end of generation and stop strings, "length" otherwise.
@@ -68,7 +72,8 @@ Json usage_json(const Usage& u);
 Json logprobs_json(ApiKind kind, const tokenizer::Tokenizer& tok,
                    std::span<const SampledToken> tokens, int64_t* text_offset);
 
-// The whole non-streaming body. `with_logprobs`: the request asked for them.
+// The whole non-streaming body. `with_logprobs`: the request asked for them
+// (each choice's first kept_tokens tokens).
 Json response_body(const ResponseContext& ctx, std::span<const ChoiceOutput> choices,
                    const Usage& usage, const tokenizer::Tokenizer& tok, bool with_logprobs);
 

@@ -1,7 +1,8 @@
 // The KV caches on their own, built from hand-written geometries:
 // create_kv_cache's choice, option checks and pool sizing, plan() of the
 // paged cache (sequence numbering, block tables, shortage), recurrent state
-// of the hybrid cache, and the one-line summaries.
+// of the hybrid cache, what one sequence alone can hold (token_capacity),
+// and the one-line summaries.
 #include "cache/kv_cache.h"
 
 #include <gtest/gtest.h>
@@ -246,6 +247,27 @@ TEST(PagedKvCache, OptionsAndSizing) {
   EXPECT_EQ(PagedKvCache::create(g, o).status().code(), StatusCode::kInvalidArgument);
   o.n_blocks = 2;
   EXPECT_TRUE(PagedKvCache::create(g, o).ok());
+}
+
+// What one sequence alone can hold: the usable blocks of a pool (the null
+// block excluded), a contiguous slot's n_ctx, a hybrid cache's attention part.
+TEST(KvCache, TokenCapacityOfOneSequence) {
+  Result<std::unique_ptr<KvCache>> c =
+      create_kv_cache(attention_geometry(1), paged_options(5, 8, 0));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ((*c)->token_capacity(), 4 * 8);
+  EXPECT_EQ((*c)->n_ctx(), 256);  // the context does not limit the pool's figure
+  KvCacheOptions o;
+  o.n_ctx = 64;
+  o.n_seq = 2;
+  c = create_kv_cache(attention_geometry(1), o);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ((*c)->token_capacity(), 64);
+  KvCacheOptions h = paged_options(7, 16, 0);
+  h.max_seqs = 1;
+  c = create_kv_cache(hybrid_geometry(), h);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ((*c)->token_capacity(), 6 * 16);
 }
 
 TEST(KvCache, SummaryNamesWhatTheCacheHolds) {

@@ -2,8 +2,9 @@
 """The `folio` command as a user meets it: usage and --version, flags
 checked before any model loads (errors name the flag), --log-level anywhere
 and honoured by the loading lines, warnings for accepted-but-inert llama.cpp
-flags, prompts from -p (escapes), -f and stdin, `run -cnv` as chat, and
-`batch` keeping line numbers.
+flags, prompts from -p (escapes), -f and stdin, `run -cnv` as chat,
+`batch` keeping line numbers, and a KV pool smaller than one context refused
+at startup.
 
 Usage: cli_test.py --folio build/folio --model tiny-llama-f32.gguf
 Standard library only.
@@ -178,6 +179,30 @@ class Cli(unittest.TestCase):
         p = folio("run", "-m", ARGS.model, "-cnv", "-p", "You are terse.", "-n", "4", "--temp",
                   "0", "-t", "1", stdin="/exit\n", check_rc=0)
         self.assertIn("chat", p.stderr)
+
+    def test_kv_pool_must_hold_one_context(self):
+        # A pool smaller than one full context is refused at startup by every
+        # command that generates (serve and batch build a scheduler), saying
+        # what it holds and what would do. Blocks of 16: 15 usable hold 240.
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("Hello\n")
+        try:
+            for cmd in (["run", "-p", "Hello", *GEN], ["batch", "--prompts", f.name, *GEN],
+                        ["serve", "--port", "0", "-t", "1"]):
+                p = folio(cmd[0], "-m", ARGS.model, *cmd[1:], "-c", "256", "--kv-blocks", "16")
+                self.assertEqual(p.returncode, 1, cmd)
+                self.assertIn("the KV pool holds 240 tokens (15 usable blocks of 16), less than "
+                              "one full context of 256 tokens", p.stderr, cmd)
+                self.assertIn("use a smaller -c (at most 240)", p.stderr, cmd)
+                self.assertIn("--kv-blocks 17", p.stderr, cmd)
+                self.assertIn("--kv-memory", p.stderr, cmd)
+                self.assertNotIn("ready", p.stderr, cmd)
+        finally:
+            os.unlink(f.name)
+        # Exactly one context (16 usable blocks) is enough.
+        p = folio("run", "-m", ARGS.model, "-p", "Hello", *GEN, "-c", "256", "--kv-blocks", "17",
+                  check_rc=0)
+        self.assertNotEqual(p.stdout.strip(), "")
 
     def test_batch_keeps_line_numbers(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:

@@ -1,9 +1,12 @@
 // Scheduler control paths: cancel (running and queued) frees every block and
-// reports kCancelled; submit() errors; a failing forward fails only the
-// request it belongs to (through a KvCache wrapper, which also shows the
-// scheduler needs only the generic interface); a sampling error fails its
-// request; stop() ends everything; submits, cancels and metric reads from
-// several threads at once (run under TSan too).
+// reports kCancelled; submit() errors, among them a request the KV pool
+// could never hold (one that exactly fits runs to its end); a failing
+// forward fails only the request it belongs to (through a KvCache wrapper,
+// which also shows the scheduler needs only the generic interface); a
+// sampling error fails its request; stop() ends everything; submits,
+// cancels and metric reads from several threads at once (run under TSan
+// too).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -212,6 +215,129 @@ TEST_F(SchedulerControlTest, SubmitErrors) {
   EXPECT_EQ(callbacks, 2);
   EXPECT_EQ(code(ok), StatusCode::kResourceExhausted);
   EXPECT_EQ(sched.metrics().requests_cancelled, 2u);
+}
+
+// A request whose sequence could never fit the KV pool, even alone, is
+// refused at submit (kInvalidArgument: the server's 400), counting prompt +
+// max_tokens - 1 positions (the last token is never fed back), or n_ctx - 1
+// when max_tokens is unset. 4 usable blocks of 8 hold 32 positions.
+TEST_F(SchedulerControlTest, SubmitRefusesWhatThePoolCanNeverHold) {
+  auto cache = make_cache(4 + 1);
+  ASSERT_NE(cache, nullptr);
+  ASSERT_EQ(cache->token_capacity(), 32);
+  Scheduler sched(*model_, *tok_, *ctx_, *cache, SchedulerOptions{});
+  const std::vector<int32_t> prompt = prompts()[1];
+  const auto n_prompt = static_cast<int32_t>(prompt.size());
+  RequestCallbacks cb;  // never started: accepted requests just wait
+  GenerationRequest req;
+  req.prompt = prompt;
+  req.params = greedy_;
+
+  req.params.max_tokens = 34 - n_prompt;  // 33 positions
+  Result<uint64_t> r = sched.submit(req, cb);
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  const std::string& msg = r.status().message();
+  EXPECT_NE(msg.find("needs 33 KV cache positions"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("holds 32"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(fmt::format("at most {}", 33 - n_prompt)), std::string::npos) << msg;
+  // n > 1 asks for no more: the choices need not run at once.
+  req.params.max_tokens = 33 - n_prompt;
+  req.n = 4;
+  EXPECT_TRUE(sched.submit(req, cb).ok());
+  req.n = 1;
+  // Unset max_tokens: up to the context (256), 255 positions.
+  req.params.max_tokens = -1;
+  r = sched.submit(req, cb);
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("needs 255"), std::string::npos) << r.status().message();
+  // A prompt of 33 tokens does not fit at all; 32 tokens and one more do.
+  req.prompt.assign(33, prompt[1]);
+  req.params.max_tokens = 1;
+  r = sched.submit(req, cb);
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("prompt of 33 tokens does not fit the KV cache"),
+            std::string::npos)
+      << r.status().message();
+  req.prompt.assign(32, prompt[1]);
+  EXPECT_TRUE(sched.submit(req, cb).ok());
+  // Nothing to generate: nothing to hold.
+  req.prompt.assign(100, prompt[1]);
+  req.params.max_tokens = 0;
+  EXPECT_TRUE(sched.submit(req, cb).ok());
+  // The context check comes first (413).
+  req.params.max_tokens = 200;
+  EXPECT_EQ(sched.submit(req, cb).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(sched.metrics().requests_total, 3u);
+}
+
+// A request that exactly fits the pool runs to its end with the tokens of a
+// solo run: prompt + max_tokens - 1 = 32 positions in 4 blocks of 8; unset
+// max_tokens with a context of 33 fills the context (n_ctx - 1 = 32
+// positions held); n = 2 choices that cannot both be held at once still
+// finish (the pool preempts one, which resumes afterwards).
+TEST_F(SchedulerControlTest, RequestThatExactlyFitsThePoolCompletes) {
+  const std::vector<int32_t> prompt = prompts()[1];
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  ASSERT_LT(n_prompt, 8);  // so that two choices need more than 4 blocks
+  // Solo reference runs to the end, end-of-generation ignored.
+  auto solo_tokens = [&](int64_t n_ctx, int64_t n_predict) {
+    auto c = make_cache(0, 1, n_ctx);
+    Generator gen(*model_, *tok_, *solo_ctx_, *c);
+    GenerateOptions go;
+    go.n_predict = n_predict;
+    go.ignore_eos = true;
+    auto r = gen.generate(prompt, greedy_, go, [](std::string_view) { return true; });
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? r->tokens : std::vector<int32_t>{};
+  };
+
+  struct Case {
+    int64_t n_ctx;
+    int32_t max_tokens;
+    int n;
+    StopReason stop;
+  };
+  const Case cases[] = {
+      {256, static_cast<int32_t>(33 - n_prompt), 1, StopReason::kLength},
+      {33, -1, 1, StopReason::kContextFull},
+      {256, static_cast<int32_t>(33 - n_prompt), 2, StopReason::kLength},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(fmt::format("n_ctx {}, max_tokens {}, n {}", k.n_ctx, k.max_tokens, k.n));
+    auto cache = make_cache(4 + 1, 0, k.n_ctx);
+    ASSERT_NE(cache, nullptr);
+    const std::vector<int32_t> want = solo_tokens(k.n_ctx, 33 - n_prompt);
+    ASSERT_EQ(static_cast<int64_t>(want.size()), 33 - n_prompt);
+    SchedulerOptions so;
+    so.max_seqs = 4;
+    Scheduler sched(*model_, *tok_, *ctx_, *cache, so);
+    ASSERT_TRUE(sched.start().ok());
+    Collected got(k.n);
+    GenerationRequest req;
+    req.prompt = prompt;
+    req.params = greedy_;
+    req.params.max_tokens = k.max_tokens;
+    req.n = k.n;
+    req.ignore_eos = true;
+    auto id = sched.submit(req, got.callbacks());
+    ASSERT_TRUE(id.ok()) << id.status().to_string();
+    sched.wait_idle();
+    std::lock_guard<std::mutex> lock(got.mu);
+    EXPECT_TRUE(got.result.status.ok()) << got.result.status.to_string();
+    ASSERT_EQ(got.result.choices.size(), static_cast<size_t>(k.n));
+    for (int c = 0; c < k.n; ++c) {
+      EXPECT_EQ(got.result.choices[static_cast<size_t>(c)].stop, k.stop) << "choice " << c;
+      EXPECT_EQ(got.tokens[static_cast<size_t>(c)], want) << "choice " << c;
+    }
+    const ServingMetrics::Snapshot m = sched.metrics();
+    if (k.n > 1) {
+      EXPECT_GT(m.preemptions, 0u);  // the two choices never fit at once
+    }
+    EXPECT_EQ(m.requests_failed, 0u);
+    EXPECT_EQ(cache->manager().peak_used(), 4);
+    EXPECT_EQ(cache->manager().pool().n_used(), 0);
+    EXPECT_TRUE(cache->check_invariants().ok());
+  }
 }
 
 TEST_F(SchedulerControlTest, MaxTokensZeroEndsAtOnce) {

@@ -3,7 +3,8 @@
 // greedy Generator runs (llama and qwen3); a small pool forces preemptions
 // with the same outputs and no leaked block; n > 1 choices prefill once and
 // equal solo runs (greedy, and seeded sampling with seed + choice index);
-// priorities order admission; the metrics add up.
+// priorities order admission; a stop string keeps the tokens whose text
+// starts before it (kept_tokens); the metrics add up.
 #include "engine/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -247,6 +248,121 @@ TEST_F(SchedulerTest, PriorityOrdersAdmission) {
     std::lock_guard<std::mutex> lock(got[static_cast<size_t>(i)]->mu);
     EXPECT_EQ(got[static_cast<size_t>(i)]->first_event, expected[i]) << "request " << i;
   }
+}
+
+// A stop string cuts the output: ChoiceResult::kept_tokens counts the tokens
+// whose text starts before the cut (a token straddling it is kept, the ones
+// after it are not), for every choice; TokenEvent::kept_tokens grows to it.
+// Without a stop every generated token is kept.
+TEST_F(SchedulerTest, StopStringKeepsTheTokensBeforeTheCut) {
+  auto cache = make_cache(4 * 32 + 1);
+  ASSERT_NE(cache, nullptr);
+  Scheduler sched(*model_, *tok_, *ctx_, *cache, SchedulerOptions{});
+  ASSERT_TRUE(sched.start().ok());
+  const std::vector<int32_t> prompt = prompts()[1];
+
+  struct Got {
+    std::mutex mu;
+    std::vector<std::vector<int32_t>> tokens = std::vector<std::vector<int32_t>>(2);
+    // [choice] TokenEvent::kept_tokens of each event
+    std::vector<std::vector<int64_t>> kept = std::vector<std::vector<int64_t>>(2);
+    std::vector<std::string> text = std::vector<std::string>(2);
+    std::vector<std::string> pieces;  // choice 0: each event's text
+    RequestResult result;
+  };
+  auto run = [&](std::vector<std::string> stops, int n, Got* got) {
+    GenerationRequest req;
+    req.prompt = prompt;
+    req.params = greedy_;
+    req.params.max_tokens = 24;
+    req.params.logprobs = true;
+    req.params.stop = std::move(stops);
+    req.n = n;
+    req.ignore_eos = true;
+    RequestCallbacks cb;
+    cb.on_token = [got](const TokenEvent& ev) {
+      std::lock_guard<std::mutex> lock(got->mu);
+      const auto c = static_cast<size_t>(ev.choice);
+      got->tokens[c].push_back(ev.token.token);
+      got->kept[c].push_back(ev.kept_tokens);
+      got->text[c] += ev.text;
+      if (c == 0) got->pieces.push_back(ev.text);
+    };
+    cb.on_done = [got](const RequestResult& r) {
+      std::lock_guard<std::mutex> lock(got->mu);
+      got->result = r;
+      for (size_t c = 0; c < r.choices.size(); ++c) got->text[c] += r.choices[c].tail;
+    };
+    ASSERT_TRUE(sched.submit(req, cb).ok());
+    sched.wait_idle();
+  };
+
+  Got plain;
+  run({}, 1, &plain);
+  ASSERT_EQ(plain.result.choices.size(), 1u);
+  EXPECT_EQ(plain.result.choices[0].stop, StopReason::kLength);
+  EXPECT_EQ(plain.result.choices[0].kept_tokens, 24);
+  // Where each token's text starts in the output: the text released before
+  // its event (no stop string: every event releases its token's text).
+  const std::string& joined = plain.text[0];
+  ASSERT_EQ(plain.pieces.size(), 24u);
+  std::vector<size_t> start;
+  size_t at = 0;
+  for (const std::string& p : plain.pieces) {
+    start.push_back(at);
+    at += p.size();
+  }
+  auto ascii = [](const std::string& p) {
+    for (char ch : p) {
+      if (static_cast<unsigned char>(ch) >= 0x80) return false;
+    }
+    return !p.empty();
+  };
+  // A token j of two or more ASCII bytes followed by another, such that a
+  // stop string starting at j's second byte first occurs there.
+  size_t j = 0;
+  std::string inside, on_start;
+  for (size_t k = 1; k + 1 < plain.pieces.size() && inside.empty(); ++k) {
+    const std::string& pk = plain.pieces[k];
+    const std::string& next = plain.pieces[k + 1];
+    if (pk.size() < 2 || !ascii(pk) || !ascii(next)) continue;
+    const std::string a = pk.substr(1) + next;
+    const std::string b = pk + next;
+    if (joined.find(a) == start[k] + 1 && joined.find(b) == start[k]) {
+      j = k;
+      inside = a;
+      on_start = b;
+    }
+  }
+  ASSERT_FALSE(inside.empty()) << "no token to cut inside in: " << joined;
+
+  Got cut_inside;
+  run({inside}, 2, &cut_inside);
+  ASSERT_EQ(cut_inside.result.choices.size(), 2u);
+  for (size_t c = 0; c < 2; ++c) {
+    const ChoiceResult& r = cut_inside.result.choices[c];
+    EXPECT_EQ(r.stop, StopReason::kStopString) << "choice " << c;
+    EXPECT_EQ(r.n_generated, static_cast<int64_t>(j) + 2) << "choice " << c;  // j + 1 completes it
+    EXPECT_EQ(r.kept_tokens, static_cast<int64_t>(j) + 1) << "choice " << c;  // j straddles the cut
+    EXPECT_EQ(cut_inside.text[c], joined.substr(0, start[j] + 1)) << "choice " << c;
+    ASSERT_EQ(cut_inside.kept[c].size(), j + 2);
+    EXPECT_EQ(cut_inside.kept[c].back(), static_cast<int64_t>(j) + 1);
+    for (size_t e = 0; e < cut_inside.kept[c].size(); ++e) {
+      EXPECT_LE(cut_inside.kept[c][e], static_cast<int64_t>(e) + 1);
+      if (e > 0) {
+        EXPECT_GE(cut_inside.kept[c][e], cut_inside.kept[c][e - 1]);
+      }
+    }
+  }
+
+  Got cut_on_start;
+  run({on_start}, 1, &cut_on_start);
+  ASSERT_EQ(cut_on_start.result.choices.size(), 1u);
+  EXPECT_EQ(cut_on_start.result.choices[0].stop, StopReason::kStopString);
+  EXPECT_EQ(cut_on_start.result.choices[0].n_generated, static_cast<int64_t>(j) + 2);
+  EXPECT_EQ(cut_on_start.result.choices[0].kept_tokens, static_cast<int64_t>(j));
+  EXPECT_EQ(cut_on_start.text[0], joined.substr(0, start[j]));
+  EXPECT_EQ(cache->manager().pool().n_used(), 0);
 }
 
 TEST_F(SchedulerTest, MetricsAddUp) {

@@ -173,6 +173,41 @@ TEST(OpenAiRequest, BadMessagesName400) {
   }
 }
 
+// OpenAI's schema requires content in system, developer, user and tool
+// messages; a null one would reach the template and render as "None".
+TEST(OpenAiRequest, NullContentOnlyInAssistantMessages) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"messages": [{"role": "user", "content": null}]})", "messages[0].content"},
+      {R"({"messages": [{"role": "user"}]})", "missing"},
+      {R"({"messages": [{"role": "system", "content": "s"}, {"role": "system", "content": null}]})",
+       "messages[1].content"},
+      {R"({"messages": [{"role": "developer", "content": null}]})", "'developer'"},
+      {R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": null,
+           "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f"}}]},
+          {"role": "tool", "tool_call_id": "c1", "content": null}]})",
+       "messages[2].content"},
+  };
+  for (const auto& [body, says] : cases) {
+    ApiError e = parse_error(body, kChat);
+    EXPECT_EQ(e.http_status, 400) << body;
+    EXPECT_EQ(e.param, "messages") << body;
+    EXPECT_NE(e.message.find(says), std::string::npos) << body << ": " << e.message;
+  }
+  ApiError e = parse_error(R"({"messages": [{"role": "user", "content": null}]})", kChat);
+  EXPECT_NE(e.message.find("'user'"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("null"), std::string::npos) << e.message;
+
+  // Assistant messages may leave it null (or out), with or without tool calls.
+  OpenAiRequest r = parse_ok(R"({"messages": [{"role": "user", "content": "q"},
+      {"role": "assistant", "content": null}, {"role": "assistant"},
+      {"role": "user", "content": []}]})",
+                             kChat);
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_TRUE(r.messages[1]["content"].is_null());
+  EXPECT_TRUE(r.messages[2]["content"].is_null());
+  EXPECT_EQ(r.messages[3]["content"], "");
+}
+
 TEST(OpenAiRequest, EveryBadValueIsA400NamingItsField) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"prompt": "p", "temperature": "hot"})", "temperature"},
@@ -232,6 +267,33 @@ TEST(OpenAiRequest, MalformedJsonIs400) {
   EXPECT_FALSE(parse_json_body("[1, 2]", &j, &err));
   EXPECT_EQ(err.http_status, 400);
   EXPECT_FALSE(parse_json_body("", &j, &err));
+}
+
+// A number beyond a double's range is valid JSON grammar that the parser
+// cannot hold (nlohmann::json throws out_of_range 406): a 400, wherever it is.
+TEST(OpenAiRequest, NumberOverflowingADoubleIs400) {
+  for (const std::string& body : std::vector<std::string>{
+           R"({"prompt": "x", "max_tokens": 1e309})",
+           R"({"prompt": "x", "temperature": -1e309})",
+           R"({"prompt": "x", "logit_bias": {"5": 1E+400}})",
+           R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function",
+               "function": {"name": "f", "parameters": {"maximum": [1, 2e999]}}}]})",
+           "{\"prompt\": \"x\", \"n\": 1" + std::string(400, '0') + "}",
+       }) {
+    Json j;
+    ApiError err;
+    EXPECT_FALSE(parse_json_body(body, &j, &err)) << body;
+    EXPECT_EQ(err.http_status, 400) << body;
+    EXPECT_EQ(err.type, "invalid_request_error") << body;
+    EXPECT_NE(err.message.find("request body"), std::string::npos) << err.message;
+    EXPECT_NE(err.body().find("\"error\""), std::string::npos);
+    EXPECT_LE(err.message.size(), 260u);  // the quoted number is cut short
+  }
+  // Tiny magnitudes round to zero; that is no error.
+  Json j;
+  ApiError err;
+  EXPECT_TRUE(parse_json_body(R"({"prompt": "x", "temperature": 1e-400})", &j, &err))
+      << err.message;
 }
 
 TEST(OpenAiRequest, DeepNestingIsRefusedBeforeParsing) {

@@ -98,6 +98,44 @@ TEST_F(OpenAiResponseTest, CompletionLogprobsAdvanceTextOffset) {
   EXPECT_EQ(offset, 4 + static_cast<int64_t>(b.size()));
 }
 
+// A choice cut at a stop string lists the logprobs of its first kept_tokens
+// tokens only (the engine's ChoiceResult::kept_tokens); -1 lists them all.
+TEST_F(OpenAiResponseTest, LogprobsListOnlyTheKeptTokens) {
+  ChoiceOutput c;
+  c.text = "ab";  // "abc" generated, stop "c": the token "c" lies after the cut
+  c.tokens = {token("a", -0.5f), token("b", -1.0f), token("c", -1.5f)};
+  c.finish_reason = "stop";
+  c.text_offset_base = 2;
+  for (const int64_t kept : {int64_t{-1}, int64_t{0}, int64_t{2}, int64_t{3}, int64_t{7}}) {
+    c.kept_tokens = kept;
+    const size_t want = kept < 0 || kept > 3 ? 3 : static_cast<size_t>(kept);
+    Json j = response_body(ctx(ApiKind::kCompletion), std::vector<ChoiceOutput>{c}, Usage{}, *tok_,
+                           true);
+    const Json& lp = j["choices"][0]["logprobs"];
+    ASSERT_EQ(lp["tokens"].size(), want) << "kept " << kept;
+    ASSERT_EQ(lp["token_logprobs"].size(), want) << "kept " << kept;
+    ASSERT_EQ(lp["top_logprobs"].size(), want) << "kept " << kept;
+    ASSERT_EQ(lp["text_offset"].size(), want) << "kept " << kept;
+    if (want >= 2) {
+      EXPECT_EQ(lp["tokens"][1], "b");
+      EXPECT_EQ(lp["token_logprobs"][1], -1.0);
+      EXPECT_EQ(lp["text_offset"][1], 3);
+    }
+    EXPECT_EQ(j["choices"][0]["text"], "ab");
+    Json chat =
+        response_body(ctx(ApiKind::kChat), std::vector<ChoiceOutput>{c}, Usage{}, *tok_, true);
+    EXPECT_EQ(chat["choices"][0]["logprobs"]["content"].size(), want) << "kept " << kept;
+  }
+  c.kept_tokens = 2;
+  Json chat =
+      response_body(ctx(ApiKind::kChat), std::vector<ChoiceOutput>{c}, Usage{}, *tok_, true);
+  EXPECT_EQ(chat["choices"][0]["logprobs"]["content"][1]["token"], "b");
+  // Without logprobs asked for, nothing is listed whatever the count.
+  EXPECT_TRUE(response_body(ctx(ApiKind::kChat), std::vector<ChoiceOutput>{c}, Usage{}, *tok_,
+                            false)["choices"][0]["logprobs"]
+                  .is_null());
+}
+
 // A token holding part of a character is written "bytes:\\xNN", as OpenAI
 // does, and its bytes are exact.
 TEST_F(OpenAiResponseTest, PartialCharacterTokens) {

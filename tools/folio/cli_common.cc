@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "backend/cpu/cpu_buffer_types.h"
+#include "cache/block_table.h"
+#include "cache/kv_sizing.h"
 #include "core/cpu_features.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -78,9 +80,11 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
           "a power of 2 in [8, 128]"))
       ->capture_default_str();
   CLI::Option* blocks =
-      cmd->add_option("--kv-blocks", f->kv_blocks, "KV pool size in blocks (0: the context)")
+      cmd->add_option("--kv-blocks", f->kv_blocks,
+                      "KV pool size in blocks, the null block included (0: the context); at "
+                      "least one full context")
           ->check(at_least(0));
-  cmd->add_option("--kv-memory", f->kv_memory_mib, "KV pool size in MiB")
+  cmd->add_option("--kv-memory", f->kv_memory_mib, "KV pool size in MiB; at least one full context")
       ->check(at_least(0))
       ->excludes(blocks);
   cmd->add_flag("--no-repack", f->no_repack,
@@ -220,6 +224,36 @@ Result<std::unique_ptr<model::Model>> load_on_device(const std::string& path,
 
 namespace {
 
+// Every command lets one sequence grow to the whole context (-c), so the
+// KV pool must hold n_ctx positions of one sequence, and a hybrid model's
+// recurrent-state pool a slot for it (KvCache::token_capacity). A smaller
+// pool would stop a sequence short ("length") or fail a request the server
+// had accepted: it is refused before anything runs, naming sizes that do.
+Status check_pool_holds_context(const model::Model& model, const cache::KvCache& cache,
+                                int64_t n_ctx) {
+  const int64_t capacity = cache.token_capacity();
+  if (capacity >= n_ctx) return Status();
+  const cache::KvCacheManager* blocks = cache.block_manager();
+  if (capacity <= 0 || blocks == nullptr) {
+    return invalid_argument("the KV cache ({}) cannot hold one sequence of the context of {} "
+                            "tokens; use a smaller -c or a larger --kv-blocks / --kv-memory",
+                            cache.summary(), n_ctx);
+  }
+  const int32_t bs = blocks->block_size();
+  const int64_t want_blocks = int64_t{cache::blocks_for(n_ctx, bs)} + 1;  // + the null block
+  std::string want_memory;
+  const Result<size_t> block_bytes = cache::kv_block_bytes(
+      model.config().cache_geometry().attention_shapes(), cache.type(), bs);
+  if (block_bytes.ok()) {
+    const int64_t bytes = want_blocks * static_cast<int64_t>(*block_bytes);
+    want_memory = fmt::format(" or --kv-memory {}", (bytes + (int64_t{1} << 20) - 1) >> 20);
+  }
+  return invalid_argument(
+      "the KV pool holds {} tokens ({} usable blocks of {}), less than one full context of {} "
+      "tokens: use a smaller -c (at most {}) or a larger pool (--kv-blocks {}{})",
+      capacity, blocks->pool().n_usable(), bs, n_ctx, capacity, want_blocks, want_memory);
+}
+
 // n_seq: sequences created up front. n_parallel > 0: without --kv-blocks /
 // --kv-memory, a pool of n_parallel contexts (instead of n_seq's).
 Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
@@ -263,6 +297,7 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
                               lm.device->name(), cache.status().message());
   }
   if (!cache.ok()) return cache.status().with_context("KV cache");
+  FOLIO_RETURN_IF_ERROR(check_pool_holds_context(*lm.model, **cache, co.n_ctx));
   if (std::FILE* log = info_log()) {
     std::fprintf(log, "folio: context %lld tokens, KV cache %s, %s, %d threads\n",
                  static_cast<long long>(co.n_ctx), dtype_name(co.type),

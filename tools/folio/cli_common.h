@@ -38,6 +38,7 @@ struct ModelFlags {
   int kv_block_size = 16;        // --kv-block-size: paged KV block, 8..128, a power of two
   int32_t kv_blocks = 0;         // --kv-blocks: pool size in blocks (0: sized for the context)
   int64_t kv_memory_mib = 0;     // --kv-memory: pool size in MiB (excludes --kv-blocks)
+                                 // Either must hold one full context (checked at load).
   bool no_repack = false;        // --no-repack: weights stay in their GGUF layout (mapped)
   bool no_mmap = false;          // --no-mmap: read the file into memory instead of mapping it
   bool mlock = false;            // --mlock: keep the weights in RAM (no swapping out)
@@ -99,7 +100,10 @@ struct LoadedModel {
 
 // Loads the model (progress and buffers on info_log()), its tokenizer, a
 // forward context (the --device, then the CPU) and a paged KV cache holding
-// sequence 0 (in the device's memory when layers are offloaded).
+// sequence 0 (in the device's memory when layers are offloaded). A KV pool
+// (--kv-blocks / --kv-memory) that cannot hold one full context of one
+// sequence is an error (kInvalidArgument) naming what it holds and the -c,
+// --kv-blocks and --kv-memory values that would do.
 Result<LoadedModel> load_for_generation(const ModelFlags& flags);
 // The same with a paged KV cache (cache::PagedKvCache) holding no sequence,
 // its pool sized for n_parallel contexts unless --kv-blocks / --kv-memory say.
