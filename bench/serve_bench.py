@@ -193,10 +193,70 @@ def metric(m: dict, *needles):
     return None
 
 
+class Hostile:
+    """--slow-clients: connections that trickle a request head (one header
+    line every 2 s, never finishing it), and a prober timing GET /health
+    every 100 ms while the load runs."""
+
+    def __init__(self, base: urllib.parse.ParseResult, slow_clients: int):
+        self.base = base
+        self.socks = []
+        for _ in range(slow_clients):
+            try:
+                s = socket.create_connection((base.hostname, base.port), timeout=5)
+                s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+                self.socks.append(s)
+            except OSError:
+                break
+        self.health_ms = []
+        self.health_failed = 0
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self._trickle, daemon=True),
+                        threading.Thread(target=self._probe, daemon=True)]
+        for t in self.threads:
+            t.start()
+
+    def _trickle(self):
+        line = 0
+        while not self.stop.wait(2.0):
+            for s in self.socks:
+                try:
+                    s.sendall(f"X-Slow-{line}: 1\r\n".encode())
+                except OSError:
+                    pass
+            line += 1
+
+    def _probe(self):
+        while not self.stop.wait(0.1):
+            t0 = time.perf_counter()
+            try:
+                conn = http.client.HTTPConnection(self.base.hostname, self.base.port, timeout=60)
+                conn.request("GET", "/health")
+                ok = conn.getresponse().status == 200
+                conn.close()
+            except OSError:
+                ok = False
+            if ok:
+                self.health_ms.append((time.perf_counter() - t0) * 1e3)
+            else:
+                self.health_failed += 1
+
+    def finish(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join()
+        for s in self.socks:
+            s.close()
+        return {"slow_clients": len(self.socks), "health_p50_ms": pct(self.health_ms, 0.5),
+                "health_max_ms": max(self.health_ms) if self.health_ms else float("nan"),
+                "health_failed": self.health_failed}
+
+
 def run_load(base_url: str, model: str, prompts, clients: int, max_tokens: int,
-             api_key: str | None, timeout: float):
+             api_key: str | None, timeout: float, slow_clients: int = 0):
     base = urllib.parse.urlparse(base_url)
     before = scrape_metrics(base)
+    hostile = Hostile(base, slow_clients) if slow_clients > 0 else None
     results = [None] * len(prompts)
     next_idx = [0]
     lock = threading.Lock()
@@ -220,6 +280,8 @@ def run_load(base_url: str, model: str, prompts, clients: int, max_tokens: int,
         t.join()
     wall = time.perf_counter() - t0
     sys.stderr.write("\n")
+    if hostile:
+        before["hostile"] = hostile.finish()
     after = scrape_metrics(base)
     return results, wall, before, after
 
@@ -250,6 +312,7 @@ def summarize(name, results, wall, before, after):
     h1 = metric(after, "prefix", "hit")
     if None not in (q0, q1, h0, h1) and q1 > q0:
         row["prefix_hit_rate"] = (h1 - h0) / (q1 - q0)
+    row.update(before.get("hostile", {}))
     errors = sorted({r.error for r in results if not r.ok})
     if errors:
         row["errors"] = errors[:3]
@@ -368,6 +431,8 @@ def print_table(rows):
     cols = ["server", "requests", "failed", "req_per_s", "out_tok_per_s", "ttft_p50_ms",
             "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms", "e2e_p50_s",
             "prefix_hit_rate"]
+    if any("slow_clients" in r for r in rows):
+        cols += ["slow_clients", "health_p50_ms", "health_max_ms", "health_failed"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
@@ -402,6 +467,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", action="store_true", help="also print one JSON line per run")
+    ap.add_argument("--slow-clients", type=int, default=0,
+                    help="also hold this many connections trickling a request head (a header "
+                         "line every 2 s) and time GET /health every 100 ms during the load")
     args = ap.parse_args()
 
     prompts = make_prompts(args.requests, args.min_words, args.max_words, args.shared_prefix, args.seed)
@@ -412,7 +480,7 @@ def main():
     rows = []
     if args.base_url:
         res, wall, b, a = run_load(args.base_url, args.model, prompts, args.clients, args.max_tokens,
-                                   args.api_key, args.timeout)
+                                   args.api_key, args.timeout, args.slow_clients)
         rows.append(summarize(args.base_url, res, wall, b, a))
     def measure(label, started, log_name):
         """Waits for a started server, warms it up, runs the load, stops it."""
@@ -422,7 +490,7 @@ def main():
             wait_ready(url, proc)
             run_load(url, args.model, prompts[:1], 1, 4, args.api_key, args.timeout)  # warmup
             res, wall, b, a = run_load(url, args.model, prompts, args.clients, args.max_tokens,
-                                       args.api_key, args.timeout)
+                                       args.api_key, args.timeout, args.slow_clients)
             rows.append(summarize(label, res, wall, b, a))
         finally:
             stop(proc)

@@ -33,11 +33,13 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libxxhash-dev
+  libboost-dev                      # Beast / Asio: the HTTP server
   libedit-dev                       # line editing in `folio chat`
   libvulkan-dev glslc               # the Vulkan backend: headers, loader, shader compiler
   mesa-vulkan-drivers vulkan-tools  # lavapipe (Vulkan on the CPU: the tests' device), vulkaninfo
   python3 python3-venv python3-pip
   g++-aarch64-linux-gnu qemu-user googletest  # the ARM tiers: cross build, run under emulation
+  chromium                          # headless: the web chat page's test
 )
 
 missing=()

@@ -15,6 +15,13 @@ std::string ApiError::body() const {
   return dump_json(to_json());
 }
 
+HttpReply ApiError::reply() const {
+  HttpReply r;
+  r.status = http_status;
+  r.body = body();
+  return r;
+}
+
 ApiError bad_request(std::string message, std::string param) {
   ApiError e;
   e.http_status = 400;

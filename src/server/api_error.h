@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "server/http_message.h"
 
 namespace folio::server {
 
@@ -25,6 +26,8 @@ struct ApiError {
   Json to_json() const;
   // The JSON text of to_json().
   std::string body() const;
+  // The whole answer: http_status, application/json, body().
+  HttpReply reply() const;
 };
 
 ApiError bad_request(std::string message, std::string param = "");

@@ -1,12 +1,11 @@
 // EventQueue: hands one HTTP request's generation events from the
-// scheduler's step thread to the connection thread that writes them.
-// push() only takes a mutex for a vector append and a notify, so scheduler
-// callbacks never block on a slow client; the connection thread takes
-// everything queued at once.
+// scheduler's step thread to the connection that writes them. push() takes
+// a mutex for a vector append and a call of the waker (which only posts to
+// the connection's executor), so scheduler callbacks never block on a slow
+// client; the connection takes everything queued at once.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -24,27 +23,31 @@ struct RequestEvent {
 class EventQueue {
  public:
   void push(RequestEvent e) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      events_.push_back(std::move(e));
-    }
-    cv_.notify_one();
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(e));
+    // Under the lock: once set_waker({}) has returned, no call is running.
+    if (wake_) wake_();
   }
 
-  // Waits up to `timeout` for events; moves every queued one into *out
-  // (cleared first). False when none came.
-  bool wait_take(std::vector<RequestEvent>* out, std::chrono::milliseconds timeout) {
+  // Called after each push from then on (and once now if events wait).
+  // An empty function detaches.
+  void set_waker(std::function<void()> wake) {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_ = std::move(wake);
+    if (wake_ && !events_.empty()) wake_();
+  }
+
+  // Moves every queued event into *out (cleared first).
+  void take(std::vector<RequestEvent>* out) {
     out->clear();
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, timeout, [&] { return !events_.empty(); });
+    std::lock_guard<std::mutex> lock(mu_);
     out->swap(events_);
-    return !out->empty();
   }
 
  private:
   std::mutex mu_;
-  std::condition_variable cv_;
   std::vector<RequestEvent> events_;
+  std::function<void()> wake_;
 };
 
 }  // namespace folio::server

@@ -1,16 +1,20 @@
 // POST /v1/completions and /v1/chat/completions: parse and validate the
 // body, render / tokenize the prompts, submit one GenerationRequest per
-// prompt (its n choices share the prompt's blocks), then write the answer
-// from the request's EventQueue on the connection thread, chunked:
-//   streaming      one SSE chunk per token event (finish_reason on the
-//                  choice's last content chunk when the end is already
-//                  known, else on a final chunk with the held-back tail or
-//                  an empty delta), the usage chunk, `data: [DONE]`;
-//   non-streaming  one JSON body when every choice has finished.
-// Between events the connection checks its socket; a client that left gets
-// its requests cancelled (blocks freed before the scheduler's next step).
+// prompt (its n choices share the prompt's blocks), and hand the transport
+// a GenerationReply that turns the request's events into the answer:
+//   streaming      head and the first chunks at the first event (or the
+//                  failure's status if the request failed before it), one
+//                  SSE chunk per token event (finish_reason on the choice's
+//                  last content chunk when the end is already known, else on
+//                  a final chunk with the held-back tail or an empty delta),
+//                  the usage chunk, `data: [DONE]`;
+//   non-streaming  one JSON body when every choice has finished, or the
+//                  failure's status and error body.
+// A client that leaves gets its requests cancelled (blocks freed before the
+// scheduler's next step).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -30,38 +34,6 @@ struct Submission {
   std::string echo_text;
 };
 
-// Everything one HTTP generation request keeps between the handler and its
-// content provider (owned through a shared_ptr by the provider and the
-// releaser; the scheduler's callbacks only hold the queue).
-struct Job {
-  GenerationService* service = nullptr;
-  const tokenizer::Tokenizer* tok = nullptr;
-  std::shared_ptr<EventQueue> queue = std::make_shared<EventQueue>();
-  std::vector<uint64_t> ids;  // accepted submissions
-  ResponseContext ctx;
-  bool stream = false;
-  bool echo = false;
-  int logprobs = -1;
-  int n = 1;
-  int n_subs = 0;
-  std::vector<std::string> echo_texts;  // [n_subs]
-  std::chrono::milliseconds poll{50};
-
-  // Connection-thread state.
-  bool started = false;
-  bool finished = false;  // every submission reported done (or the job failed)
-  int done_subs = 0;
-  std::vector<ChoiceOutput> outputs;  // [n_subs * n]
-  std::vector<int64_t> offsets;       // [n_subs * n] streaming logprobs text offsets
-  Usage usage;
-  std::optional<ApiError> failure;
-  std::vector<RequestEvent> events;  // scratch
-
-  void cancel_all() {
-    for (uint64_t id : ids) service->cancel(id);
-  }
-};
-
 // An engine-side end that is not a normal finish.
 std::optional<ApiError> failure_of(const RequestResult& r) {
   if (!r.status.ok()) return api_error_from_status(r.status);
@@ -73,59 +45,6 @@ std::optional<ApiError> failure_of(const RequestResult& r) {
   return std::nullopt;
 }
 
-void count_usage(Job& job, const RequestResult& r) {
-  job.usage.prompt_tokens += r.prompt_tokens;
-  job.usage.cached_tokens += r.cached_prompt_tokens;
-  job.usage.completion_tokens += r.completion_tokens;
-}
-
-// --- non-streaming -----------------------------------------------------------
-
-void collect(Job& job, const RequestEvent& e) {
-  if (!e.done) {
-    ChoiceOutput& out = job.outputs[e.sub * job.n + e.token.choice];
-    out.text += e.token.text;
-    if (job.logprobs >= 0) out.tokens.push_back(e.token.token);
-    return;
-  }
-  ++job.done_subs;
-  if (auto f = failure_of(e.result); f && !job.failure) job.failure = std::move(f);
-  count_usage(job, e.result);
-  for (size_t c = 0; c < e.result.choices.size() && static_cast<int>(c) < job.n; ++c) {
-    ChoiceOutput& out = job.outputs[e.sub * job.n + c];
-    out.text += e.result.choices[c].tail;
-    out.finish_reason = finish_reason_name(e.result.choices[c].stop);
-  }
-}
-
-bool provide_body(Job& job, httplib::DataSink& sink) {
-  if (!job.queue->wait_take(&job.events, job.poll)) {
-    if (!sink.is_writable()) {
-      job.cancel_all();
-      return false;
-    }
-    return true;
-  }
-  for (const RequestEvent& e : job.events) collect(job, e);
-  if (job.done_subs < job.n_subs && !job.failure) return true;
-  job.finished = true;
-  if (job.failure) {
-    // The status line (200) is gone already; the body says what happened.
-    job.cancel_all();
-    const std::string body = job.failure->body();
-    sink.write(body.data(), body.size());
-    sink.done();
-    return true;
-  }
-  const Json j = response_body(job.ctx, job.outputs, job.usage, *job.tok, job.logprobs >= 0);
-  const std::string body = dump_json(j);
-  if (!sink.write(body.data(), body.size())) return false;
-  sink.done();
-  return true;
-}
-
-// --- streaming ---------------------------------------------------------------
-
 // The chunk being held so that a done event right behind it can carry
 // finish_reason in it.
 struct PendingChunk {
@@ -134,100 +53,214 @@ struct PendingChunk {
   Json logprobs;
 };
 
-void emit(Job& job, std::string* out, int index, bool role, std::string_view text, Json logprobs,
-          const char* finish) {
-  *out += sse_event(stream_chunk(job.ctx, index, role, text, std::move(logprobs), finish));
-}
+// One HTTP generation request: its submissions' events in, the answer out.
+// Built on a worker thread; after that, poll() and cancel() run on the
+// connection's executor and the scheduler's callbacks only touch `queue`.
+class GenerationReply final : public AsyncReply {
+ public:
+  GenerationService* service = nullptr;
+  const tokenizer::Tokenizer* tok = nullptr;
+  std::shared_ptr<EventQueue> queue = std::make_shared<EventQueue>();
+  std::vector<uint64_t> ids;  // accepted submissions
+  ResponseContext ctx;
+  bool stream = false;
+  bool echo = false;
+  int logprobs = -1;
+  int n = 1;
+  int n_subs = 0;
+  std::vector<std::string> echo_texts;  // [n_subs]
+  std::vector<ChoiceOutput> outputs;    // [n_subs * n] non-streaming
+  std::vector<int64_t> offsets;         // [n_subs * n] streaming logprobs text offsets
 
-void flush_pending(Job& job, std::optional<PendingChunk>* pending, std::string* out,
-                   const char* finish = nullptr) {
-  if (!*pending) return;
-  emit(job, out, (*pending)->index, false, (*pending)->text, std::move((*pending)->logprobs),
-       finish);
-  pending->reset();
-}
+  void cancel_all() {
+    for (uint64_t id : ids) service->cancel(id);
+  }
 
-std::string format_events(Job& job) {
-  std::string out;
-  std::optional<PendingChunk> pending;
-  for (RequestEvent& e : job.events) {
+  void set_waker(std::function<void()> wake) override { queue->set_waker(std::move(wake)); }
+
+  void cancel() override {
+    if (ended_) return;
+    ended_ = true;
+    cancel_all();
+  }
+
+  Progress poll() override {
+    Progress p;
+    if (ended_) return p;
+    queue->take(&events_);
+    return stream ? poll_stream() : poll_body();
+  }
+
+ private:
+  // --- non-streaming -------------------------------------------------------
+
+  void collect(const RequestEvent& e) {
     if (!e.done) {
-      const int index = e.sub * job.n + e.token.choice;
-      Json lp = nullptr;
-      if (job.logprobs >= 0) {
-        lp = logprobs_json(job.ctx.kind, *job.tok, std::span<const SampledToken>(&e.token.token, 1),
-                           &job.offsets[index]);
-      }
-      if (e.token.text.empty() && lp.is_null()) continue;  // text held back, nothing to say
-      flush_pending(job, &pending, &out);
-      pending = PendingChunk{index, std::move(e.token.text), std::move(lp)};
-      continue;
+      ChoiceOutput& out = outputs[e.sub * n + e.token.choice];
+      out.text += e.token.text;
+      if (logprobs >= 0) out.tokens.push_back(e.token.token);
+      return;
     }
-    ++job.done_subs;
-    count_usage(job, e.result);
-    if (auto f = failure_of(e.result)) {
-      flush_pending(job, &pending, &out);
-      out += sse_event(f->to_json());
-      if (!job.failure) job.failure = std::move(f);
-      continue;
-    }
-    for (size_t c = 0; c < e.result.choices.size() && static_cast<int>(c) < job.n; ++c) {
-      const ChoiceResult& r = e.result.choices[c];
-      const int index = e.sub * job.n + static_cast<int>(c);
-      const char* finish = finish_reason_name(r.stop);
-      if (pending && pending->index == index && r.tail.empty()) {
-        flush_pending(job, &pending, &out, finish);
-      } else {
-        flush_pending(job, &pending, &out);
-        emit(job, &out, index, false, r.tail, nullptr, finish);
-      }
+    ++done_subs_;
+    if (auto f = failure_of(e.result); f && !failure_) failure_ = std::move(f);
+    count_usage(e.result);
+    for (size_t c = 0; c < e.result.choices.size() && static_cast<int>(c) < n; ++c) {
+      ChoiceOutput& out = outputs[e.sub * n + c];
+      out.text += e.result.choices[c].tail;
+      out.kept_tokens = e.result.choices[c].kept_tokens;
+      out.finish_reason = finish_reason_name(e.result.choices[c].stop);
     }
   }
-  flush_pending(job, &pending, &out);
-  return out;
-}
 
-bool provide_stream(Job& job, httplib::DataSink& sink) {
-  if (!job.started) {
-    job.started = true;
-    std::string out;
-    for (int s = 0; s < job.n_subs; ++s) {
-      for (int c = 0; c < job.n; ++c) {
-        const int index = s * job.n + c;
-        if (job.ctx.kind == ApiKind::kChat) {
-          emit(job, &out, index, /*role=*/true, "", nullptr, nullptr);
-        } else if (job.echo && !job.echo_texts[s].empty()) {
-          emit(job, &out, index, false, job.echo_texts[s], nullptr, nullptr);
+  Progress poll_body() {
+    Progress p;
+    for (const RequestEvent& e : events_) collect(e);
+    if (done_subs_ < n_subs && !failure_) return p;
+    if (failure_) return fail(*failure_);
+    ended_ = true;
+    p.head = true;
+    p.finished = true;
+    p.status = 200;
+    p.content_type = "application/json";
+    p.data = dump_json(response_body(ctx, outputs, usage_, *tok, logprobs >= 0));
+    return p;
+  }
+
+  // The request failed before any of its answer went out: the failure's
+  // own status and error body; the other submissions are cancelled.
+  Progress fail(const ApiError& e) {
+    Progress p;
+    cancel_all();
+    ended_ = true;
+    p.head = true;
+    p.finished = true;
+    p.status = e.http_status;
+    p.content_type = "application/json";
+    p.data = e.body();
+    return p;
+  }
+
+  void count_usage(const RequestResult& r) {
+    usage_.prompt_tokens += r.prompt_tokens;
+    usage_.cached_tokens += r.cached_prompt_tokens;
+    usage_.completion_tokens += r.completion_tokens;
+  }
+
+  // --- streaming -----------------------------------------------------------
+
+  Progress poll_stream() {
+    Progress p;
+    if (!head_) {
+      if (events_.empty()) return p;  // the head waits for the outcome to start
+      if (events_.front().done) {
+        if (auto f = failure_of(events_.front().result)) return fail(*f);
+      }
+      head_ = true;
+      held_.resize(static_cast<size_t>(n_subs * n));
+      emitted_.assign(static_cast<size_t>(n_subs * n), 0);
+      p.head = true;
+      p.streaming = true;
+      p.status = 200;
+      p.content_type = "text/event-stream";
+      p.headers.emplace_back("Cache-Control", "no-cache");
+      for (int s = 0; s < n_subs; ++s) {
+        for (int c = 0; c < n; ++c) {
+          const int index = s * n + c;
+          if (ctx.kind == ApiKind::kChat) {
+            emit(&p.data, index, /*role=*/true, "", nullptr, nullptr);
+          } else if (echo && !echo_texts[s].empty()) {
+            emit(&p.data, index, false, echo_texts[s], nullptr, nullptr);
+          }
         }
       }
     }
-    if (!out.empty() && !sink.write(out.data(), out.size())) {
-      job.cancel_all();
-      return false;
+    p.data += format_events();
+    if (done_subs_ == n_subs) {
+      ended_ = true;
+      p.finished = true;
+      if (ctx.include_usage) p.data += sse_event(usage_chunk(ctx, usage_));
+      p.data += kSseDone;
     }
-    return true;
+    return p;
   }
-  if (!job.queue->wait_take(&job.events, job.poll)) {
-    if (!sink.is_writable()) {
-      job.cancel_all();
-      return false;
+
+  void emit(std::string* out, int index, bool role, std::string_view text, Json lp,
+            const char* finish) {
+    *out += sse_event(stream_chunk(ctx, index, role, text, std::move(lp), finish));
+  }
+
+  void flush_pending(std::string* out, const char* finish = nullptr) {
+    if (!pending_) return;
+    emit(out, pending_->index, false, pending_->text, std::move(pending_->logprobs), finish);
+    pending_.reset();
+  }
+
+  // Logprobs of choice `index`'s held tokens up to `kept` of its tokens in
+  // all (null when there are none): tokens go out once the engine knows no
+  // stop string can cut them, and the ones it cuts never do.
+  Json release_logprobs(int index, int64_t kept) {
+    std::vector<SampledToken>& held = held_[index];
+    const int64_t n_out =
+        std::clamp<int64_t>(kept - emitted_[index], 0, static_cast<int64_t>(held.size()));
+    if (n_out == 0) return nullptr;
+    Json lp = logprobs_json(ctx.kind, *tok,
+                            std::span<const SampledToken>(held.data(), static_cast<size_t>(n_out)),
+                            &offsets[index]);
+    held.erase(held.begin(), held.begin() + n_out);
+    emitted_[index] += n_out;
+    return lp;
+  }
+
+  std::string format_events() {
+    std::string out;
+    for (RequestEvent& e : events_) {
+      if (!e.done) {
+        const int index = e.sub * n + e.token.choice;
+        Json lp = nullptr;
+        if (logprobs >= 0) {
+          held_[index].push_back(e.token.token);
+          lp = release_logprobs(index, e.token.kept_tokens);
+        }
+        if (e.token.text.empty() && lp.is_null()) continue;  // nothing to say yet
+        flush_pending(&out);
+        pending_ = PendingChunk{index, std::move(e.token.text), std::move(lp)};
+        continue;
+      }
+      ++done_subs_;
+      count_usage(e.result);
+      if (auto f = failure_of(e.result)) {
+        flush_pending(&out);
+        out += sse_event(f->to_json());
+        continue;
+      }
+      for (size_t c = 0; c < e.result.choices.size() && static_cast<int>(c) < n; ++c) {
+        const ChoiceResult& r = e.result.choices[c];
+        const int index = e.sub * n + static_cast<int>(c);
+        const char* finish = finish_reason_name(r.stop);
+        Json lp = logprobs >= 0 ? release_logprobs(index, r.kept_tokens) : Json(nullptr);
+        held_[index].clear();
+        if (pending_ && pending_->index == index && r.tail.empty() && lp.is_null()) {
+          flush_pending(&out, finish);
+        } else {
+          flush_pending(&out);
+          emit(&out, index, false, r.tail, std::move(lp), finish);
+        }
+      }
     }
-    return true;
+    flush_pending(&out);
+    return out;
   }
-  std::string out = format_events(job);
-  const bool all_done = job.done_subs == job.n_subs;
-  if (all_done) {
-    job.finished = true;
-    if (job.ctx.include_usage) out += sse_event(usage_chunk(job.ctx, job.usage));
-    out += kSseDone;
-  }
-  if (!out.empty() && !sink.write(out.data(), out.size())) {
-    job.cancel_all();
-    return false;
-  }
-  if (all_done) sink.done();
-  return true;
-}
+
+  bool ended_ = false;  // finished or cancelled: poll() has nothing more
+  bool head_ = false;   // streaming: the head went out
+  int done_subs_ = 0;
+  Usage usage_;
+  std::optional<ApiError> failure_;
+  std::vector<RequestEvent> events_;             // scratch
+  std::optional<PendingChunk> pending_;          // streaming
+  std::vector<std::vector<SampledToken>> held_;  // [n_subs * n] streaming, logprobs not yet out
+  std::vector<int64_t> emitted_;                 // [n_subs * n] streaming, tokens whose logprobs went out
+};
 
 // --- request preparation -----------------------------------------------------
 
@@ -306,26 +339,25 @@ bool prepare_submissions(const ServedModel& m, const OpenAiRequest& r,
 
 }  // namespace
 
-void handle_generation(const ServedModel& m, const ServerOptions& options, ApiKind kind,
-                       const std::string& body, httplib::Response& res) {
+RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::string& body) {
   Json j;
   ApiError err;
-  if (!parse_json_body(body, &j, &err)) return send_error(res, err);
+  if (!parse_json_body(body, &j, &err)) return err.reply();
   OpenAiRequest r;
-  if (!parse_openai_request(j, kind, &r, &err)) return send_error(res, err);
+  if (!parse_openai_request(j, kind, &r, &err)) return err.reply();
   if (!r.model.empty() && r.model != m.id) {
-    return send_error(res, not_found_error(fmt::format("The model '{}' does not exist; this "
-                                                       "server serves '{}'",
-                                                       r.model, m.id),
-                                           "model_not_found"));
+    return not_found_error(
+               fmt::format("The model '{}' does not exist; this server serves '{}'", r.model, m.id),
+               "model_not_found")
+        .reply();
   }
   if (Status s = r.params.validate(m.n_vocab); !s.ok()) {
-    return send_error(res, bad_request(s.message()));
+    return bad_request(s.message()).reply();
   }
   std::vector<Submission> subs;
-  if (!prepare_submissions(m, r, &subs, &err)) return send_error(res, err);
+  if (!prepare_submissions(m, r, &subs, &err)) return err.reply();
 
-  auto job = std::make_shared<Job>();
+  auto job = std::make_shared<GenerationReply>();
   job->service = m.service;
   job->tok = m.tokenizer;
   job->ctx.kind = kind;
@@ -338,7 +370,6 @@ void handle_generation(const ServedModel& m, const ServerOptions& options, ApiKi
   job->logprobs = r.logprobs;
   job->n = r.n;
   job->n_subs = static_cast<int>(subs.size());
-  job->poll = options.poll_interval;
   job->outputs.resize(subs.size() * r.n);
   job->offsets.assign(subs.size() * r.n, 0);
   for (size_t s = 0; s < subs.size(); ++s) {
@@ -393,25 +424,12 @@ void handle_generation(const ServedModel& m, const ServerOptions& options, ApiKi
     Result<uint64_t> id = m.service->submit(std::move(g), std::move(cb));
     if (!id.ok()) {
       job->cancel_all();
-      return send_error(res, api_error_from_status(id.status()));
+      return api_error_from_status(id.status()).reply();
     }
     job->ids.push_back(*id);
   }
 
-  auto releaser = [job](bool /*success*/) {
-    // Also on a clean return: a server stopping ends the provider loop early.
-    if (!job->finished) job->cancel_all();
-  };
-  if (r.stream) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [job](size_t, httplib::DataSink& sink) { return provide_stream(*job, sink); }, releaser);
-  } else {
-    res.set_chunked_content_provider(
-        "application/json",
-        [job](size_t, httplib::DataSink& sink) { return provide_body(*job, sink); }, releaser);
-  }
+  return std::shared_ptr<AsyncReply>(std::move(job));
 }
 
 }  // namespace folio::server

@@ -1,25 +1,23 @@
 #include "server/http_server.h"
 
-#include <csignal>
 #include <ctime>
+#include <functional>
 #include <mutex>
-#include <thread>
+#include <optional>
 
 #include "core/log.h"
 #include "server/openai_request.h"
 #include "server/prometheus.h"
 #include "server/routes.h"
+#include "server/web_page.h"
 
 namespace folio::server {
 
-void send_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.http_status;
-  res.set_content(e.body(), "application/json");
-}
-
-void send_json(httplib::Response& res, int status, const Json& j) {
-  res.status = status;
-  res.set_content(dump_json(j), "application/json");
+HttpReply json_reply(int status, const Json& j) {
+  HttpReply r;
+  r.status = status;
+  r.body = dump_json(j);
+  return r;
 }
 
 namespace {
@@ -33,16 +31,74 @@ bool same_secret(std::string_view given, std::string_view key) {
   return diff == 0;
 }
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX-decodes a path segment; nullopt when an escape is malformed.
+std::optional<std::string> percent_decode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    const int hi = i + 1 < s.size() ? hex_digit(s[i + 1]) : -1;
+    const int lo = i + 2 < s.size() ? hex_digit(s[i + 2]) : -1;
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+constexpr std::string_view kModelPrefix = "/v1/models/";
+
+enum class Route {
+  kChatPage,  // GET /: the web chat page
+  kHealth,
+  kModels,
+  kModel,  // /v1/models/{id}
+  kMetrics,
+  kCompletions,
+  kChatCompletions,
+  kTokenize,
+  kDetokenize,
+};
+
+struct RouteInfo {
+  Route route;
+  const char* method;
+  bool heavy;
+};
+
+std::optional<RouteInfo> find_route(std::string_view path) {
+  if (path == "/" || path == "/index.html") return RouteInfo{Route::kChatPage, "GET", false};
+  if (path == "/health") return RouteInfo{Route::kHealth, "GET", false};
+  if (path == "/v1/models" || path == "/models") return RouteInfo{Route::kModels, "GET", false};
+  if (path.size() > kModelPrefix.size() && path.substr(0, kModelPrefix.size()) == kModelPrefix) {
+    return RouteInfo{Route::kModel, "GET", false};
+  }
+  if (path == "/metrics") return RouteInfo{Route::kMetrics, "GET", false};
+  if (path == "/v1/completions" || path == "/completions") {
+    return RouteInfo{Route::kCompletions, "POST", true};
+  }
+  if (path == "/v1/chat/completions" || path == "/chat/completions") {
+    return RouteInfo{Route::kChatCompletions, "POST", true};
+  }
+  if (path == "/tokenize") return RouteInfo{Route::kTokenize, "POST", true};
+  if (path == "/detokenize") return RouteInfo{Route::kDetokenize, "POST", true};
+  return std::nullopt;
+}
+
 }  // namespace
 
-struct HttpServer::Impl {
+struct HttpServer::Impl final : HttpHandler {
   ServerOptions options;
-  httplib::Server http;
-  std::thread listener;
-  std::atomic<bool> listening_done{false};
-  std::atomic<bool> started{false};
-  int port = -1;
-  std::mutex stop_mu;
+  std::unique_ptr<HttpTransport> transport;
 
   mutable std::mutex model_mu;
   std::shared_ptr<const ServedModel> model;
@@ -53,158 +109,123 @@ struct HttpServer::Impl {
     return model;
   }
 
-  // The model, or a 503 answer while it loads.
-  std::shared_ptr<const ServedModel> model_or_503(httplib::Response& res) const {
+  bool authorized(const HttpRequest& r) const {
+    if (options.api_key.empty()) return true;
+    const std::string_view auth = r.header("Authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    return auth.size() > kBearer.size() && auth.substr(0, kBearer.size()) == kBearer &&
+           same_secret(auth.substr(kBearer.size()), options.api_key);
+  }
+
+  std::unique_ptr<HttpReply> screen(const HttpRequest& r) override {
+    const std::optional<RouteInfo> info = find_route(r.path);
+    if (!info) {
+      return std::make_unique<HttpReply>(
+          not_found_error(fmt::format("Invalid URL ({} {})", r.method, r.path), "unknown_url")
+              .reply());
+    }
+    if (r.method != info->method) {
+      ApiError e = bad_request(
+          fmt::format("method {} is not allowed on {} (use {})", r.method, r.path, info->method));
+      e.http_status = 405;
+      e.code = "method_not_allowed";
+      auto reply = std::make_unique<HttpReply>(e.reply());
+      reply->headers.emplace_back("Allow", info->method);
+      return reply;
+    }
+    // The page and /health need no key: the page asks for it.
+    if (info->route == Route::kHealth || info->route == Route::kChatPage) return nullptr;
+    if (!authorized(r)) return std::make_unique<HttpReply>(unauthorized_error().reply());
+    if (!current_model()) {
+      return std::make_unique<HttpReply>(unavailable_error("loading model").reply());
+    }
+    return nullptr;
+  }
+
+  bool is_heavy(const HttpRequest& r) const override {
+    const std::optional<RouteInfo> info = find_route(r.path);
+    return info && info->heavy;
+  }
+
+  Json model_entry(const ServedModel& m) const {
+    Json entry = Json::object();
+    entry["id"] = m.id;
+    entry["object"] = "model";
+    entry["created"] = created;
+    entry["owned_by"] = "folio";
+    entry["max_model_len"] = m.n_ctx;
+    return entry;
+  }
+
+  RouteResult handle(const HttpRequest& r) override {
+    const std::optional<RouteInfo> info = find_route(r.path);
+    if (!info) return not_found_error("unknown route", "unknown_url").reply();
+    if (info->route == Route::kChatPage) {
+      HttpReply page;
+      page.content_type = "text/html; charset=utf-8";
+      page.body = std::string(chat_page_html());
+      page.headers.emplace_back("Cache-Control", "no-cache");
+      return page;
+    }
+    if (info->route == Route::kHealth) {
+      return current_model() ? json_reply(200, Json{{"status", "ok"}})
+                             : json_reply(503, Json{{"status", "loading model"}});
+    }
     auto m = current_model();
-    if (!m) send_error(res, unavailable_error("loading model"));
-    return m;
-  }
-
-  // Reads a POST body within the size limit (chunked bodies included).
-  bool read_body(const httplib::Request& req, httplib::Response& res,
-                 const httplib::ContentReader& reader, std::string* body) {
-    bool too_large = false;
-    const bool ok = reader([&](const char* data, size_t n) {
-      if (body->size() + n > options.max_body_bytes) {
-        too_large = true;
-        return false;
+    if (!m) return unavailable_error("loading model").reply();
+    switch (info->route) {
+      case Route::kModels:
+        return json_reply(200, Json{{"object", "list"}, {"data", Json::array({model_entry(*m)})}});
+      case Route::kModel: {
+        const std::optional<std::string> id = percent_decode(r.path.substr(kModelPrefix.size()));
+        if (!id) return bad_request("malformed %-escape in the model id").reply();
+        if (*id != m->id) {
+          return not_found_error(
+                     fmt::format("The model '{}' does not exist; this server serves '{}'", *id,
+                                 m->id),
+                     "model_not_found")
+              .reply();
+        }
+        return json_reply(200, model_entry(*m));
       }
-      body->append(data, n);
-      return true;
-    });
-    if (too_large || res.status == 413) {
-      send_error(res, too_large_error(fmt::format("the request body is larger than the limit of "
-                                                  "{} bytes",
-                                                  options.max_body_bytes),
-                                      "body_too_large"));
-      res.set_header("Connection", "close");
-      return false;
-    }
-    if (!ok) {
-      send_error(res, bad_request("could not read the request body"));
-      return false;
-    }
-    return true;
-  }
-
-  void post(const std::string& path,
-            std::function<void(const ServedModel&, const std::string&, httplib::Response&)> fn) {
-    http.Post(path, [this, fn](const httplib::Request& req, httplib::Response& res,
-                               const httplib::ContentReader& reader) {
-      std::string body;
-      if (!read_body(req, res, reader, &body)) return;
-      auto m = model_or_503(res);
-      if (!m) return;
-      fn(*m, body, res);
-    });
-  }
-
-  void install_routes() {
-    http.new_task_queue = [n = options.http_threads] {
-      return new httplib::ThreadPool(static_cast<size_t>(n));
-    };
-    http.set_payload_max_length(options.max_body_bytes);
-    http.set_keep_alive_max_count(100);
-    // Responses go out in several writes (headers, then chunks): without
-    // this, Nagle's algorithm and delayed ACKs add ~40 ms per answer and
-    // per streamed token.
-    http.set_tcp_nodelay(true);
-
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (options.api_key.empty() || req.path == "/health")
-        return httplib::Server::HandlerResponse::Unhandled;
-      const std::string auth = req.get_header_value("Authorization");
-      constexpr std::string_view kBearer = "Bearer ";
-      const bool ok = auth.size() > kBearer.size() &&
-                      auth.compare(0, kBearer.size(), kBearer) == 0 &&
-                      same_secret(std::string_view(auth).substr(kBearer.size()), options.api_key);
-      if (ok) return httplib::Server::HandlerResponse::Unhandled;
-      send_error(res, unauthorized_error());
-      return httplib::Server::HandlerResponse::Handled;
-    });
-
-    // Answers httplib produced itself (unknown route, oversized body, bad
-    // request line) get OpenAI-shaped bodies too.
-    http.set_error_handler(httplib::Server::HandlerWithResponse(
-        [](const httplib::Request& req, httplib::Response& res) {
-          if (!res.body.empty() || res.content_length_ > 0)
-            return httplib::Server::HandlerResponse::Unhandled;
-          ApiError e;
-          if (res.status == 404) {
-            e = not_found_error(fmt::format("Invalid URL ({} {})", req.method, req.path),
-                                "unknown_url");
-          } else if (res.status == 413) {
-            e = too_large_error("the request is too large", "body_too_large");
-          } else if (res.status >= 500) {
-            e = internal_server_error("internal error");
-            e.http_status = res.status;
-          } else {
-            e = bad_request(fmt::format("bad request ({})", res.status));
-            e.http_status = res.status;
-          }
-          send_error(res, e);
-          return httplib::Server::HandlerResponse::Handled;
-        }));
-    http.set_exception_handler(
-        [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-          std::string what = "unknown exception";
-          try {
-            if (ep) std::rethrow_exception(ep);
-          } catch (const std::exception& e) {
-            what = e.what();
-          } catch (...) {
-          }
-          FOLIO_LOG_ERROR("server: {} {}: {}", req.method, req.path, what);
-          send_error(res, internal_server_error(fmt::format("internal error: {}", what)));
-        });
-    http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-      FOLIO_LOG_DEBUG("server: {} {} -> {}", req.method, req.path, res.status);
-    });
-
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      if (current_model()) {
-        send_json(res, 200, Json{{"status", "ok"}});
-      } else {
-        send_json(res, 503, Json{{"status", "loading model"}});
+      case Route::kMetrics: {
+        HttpReply reply;
+        reply.content_type = std::string(kPrometheusContentType);
+        reply.body = render_prometheus(m->service->metrics(), m->id);
+        return reply;
       }
-    });
-    auto models = [this](const httplib::Request&, httplib::Response& res) {
-      auto m = model_or_503(res);
-      if (!m) return;
-      Json entry = Json::object();
-      entry["id"] = m->id;
-      entry["object"] = "model";
-      entry["created"] = created;
-      entry["owned_by"] = "folio";
-      entry["max_model_len"] = m->n_ctx;
-      send_json(res, 200, Json{{"object", "list"}, {"data", Json::array({entry})}});
-    };
-    http.Get("/v1/models", models);
-    http.Get("/models", models);
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      auto m = model_or_503(res);
-      if (!m) return;
-      res.set_content(render_prometheus(m->service->metrics(), m->id),
-                      std::string(kPrometheusContentType));
-    });
-    for (const char* prefix : {"/v1", ""}) {
-      post(std::string(prefix) + "/completions",
-           [this](const ServedModel& m, const std::string& body, httplib::Response& res) {
-             handle_generation(m, options, ApiKind::kCompletion, body, res);
-           });
-      post(std::string(prefix) + "/chat/completions",
-           [this](const ServedModel& m, const std::string& body, httplib::Response& res) {
-             handle_generation(m, options, ApiKind::kChat, body, res);
-           });
+      case Route::kCompletions:
+        return handle_generation(*m, ApiKind::kCompletion, r.body);
+      case Route::kChatCompletions:
+        return handle_generation(*m, ApiKind::kChat, r.body);
+      case Route::kTokenize:
+        return handle_tokenize(*m, r.body);
+      case Route::kDetokenize:
+        return handle_detokenize(*m, r.body);
+      case Route::kHealth:
+      case Route::kChatPage:
+        break;
     }
-    post("/tokenize", handle_tokenize);
-    post("/detokenize", handle_detokenize);
+    return internal_server_error("unrouted request").reply();
   }
 };
 
 HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
-  impl_->install_routes();
+  const ServerOptions& o = impl_->options;
+  TransportOptions t;
+  t.host = o.host;
+  t.port = o.port;
+  t.io_threads = o.io_threads;
+  t.worker_threads = o.http_threads;
+  t.max_connections = o.max_connections;
+  t.max_connections_per_client = o.max_connections_per_client;
+  t.header_timeout = o.header_timeout;
+  t.idle_timeout = o.idle_timeout;
+  t.body_timeout = o.body_timeout;
+  t.write_timeout = o.write_timeout;
+  t.max_body_bytes = o.max_body_bytes;
+  impl_->transport = std::make_unique<HttpTransport>(t, *impl_);
 }
 
 HttpServer::~HttpServer() {
@@ -212,41 +233,15 @@ HttpServer::~HttpServer() {
 }
 
 Result<int> HttpServer::start() {
-  Impl& s = *impl_;
-  if (s.started.exchange(true)) return invalid_argument("server already started");
-  if (s.options.http_threads < 1) {
-    return invalid_argument("http threads must be >= 1, got {}", s.options.http_threads);
-  }
-  // A client that disconnects mid-write must not kill the process.
-  std::signal(SIGPIPE, SIG_IGN);
-  if (s.options.port == 0) {
-    s.port = s.http.bind_to_any_port(s.options.host);
-    if (s.port <= 0) return io_error("cannot bind {}:<any port>", s.options.host);
-  } else {
-    if (s.options.port < 0 || s.options.port > 65535) {
-      return invalid_argument("port must be in [0, 65535], got {}", s.options.port);
-    }
-    if (!s.http.bind_to_port(s.options.host, s.options.port)) {
-      return io_error("cannot bind {}:{} (in use, or a bad address)", s.options.host,
-                      s.options.port);
-    }
-    s.port = s.options.port;
-  }
-  s.listener = std::thread([&s] {
-    s.http.listen_after_bind();
-    s.listening_done = true;
-  });
-  return s.port;
+  return impl_->transport->start();
+}
+
+bool HttpServer::drain(std::chrono::milliseconds deadline) {
+  return impl_->transport->drain(deadline);
 }
 
 void HttpServer::stop() {
-  Impl& s = *impl_;
-  std::lock_guard<std::mutex> lock(s.stop_mu);
-  if (!s.listener.joinable()) return;
-  // stop() before the listening loop runs would be lost: wait for it.
-  while (!s.http.is_running() && !s.listening_done) std::this_thread::yield();
-  s.http.stop();
-  s.listener.join();
+  impl_->transport->stop();
 }
 
 void HttpServer::set_model(const ServedModel& model) {
@@ -258,10 +253,13 @@ bool HttpServer::ready() const {
   return impl_->current_model() != nullptr;
 }
 int HttpServer::port() const {
-  return impl_->port;
+  return impl_->transport->port();
 }
 const ServerOptions& HttpServer::options() const {
   return impl_->options;
+}
+TransportStats HttpServer::transport_stats() const {
+  return impl_->transport->stats();
 }
 
 }  // namespace folio::server

@@ -1,21 +1,25 @@
-// HttpServer: folio's OpenAI-compatible HTTP API over one GenerationService.
+// HttpServer: folio's OpenAI-compatible HTTP API over one GenerationService,
+// served by HttpTransport (event-driven HTTP/1.1 on Boost.Beast).
 //
-// Routes (cpp-httplib; each connection is served by a thread of its pool):
+// Routes:
+//   GET  /              the web chat page (web/chat.html; no API key needed)
 //   POST /v1/completions, /v1/chat/completions   (also without /v1)
-//   GET  /v1/models (also /models), /health, /metrics
+//   GET  /v1/models (also /models), /v1/models/{id}, /health, /metrics
 //   POST /tokenize {"content", "add_special"?, "parse_special"?} -> {"tokens"}
 //   POST /detokenize {"tokens"} -> {"content"}
-// The server answers from start() on; until set_model() every route but
-// /health answers 503 "loading model" and /health 503 {"status": "loading
-// model"}, afterwards 200 {"status": "ok"}.
+// An unknown path gets 404, a known one with another method 405 (with
+// Allow). The server answers from start() on; until set_model() every route
+// but /health answers 503 "loading model" and /health 503 {"status":
+// "loading model"}, afterwards 200 {"status": "ok"}.
 //
-// With an API key every route but /health needs `Authorization: Bearer KEY`
+// With an API key every route but / and /health needs `Authorization: Bearer KEY`
 // (401 otherwise). Request bodies over max_body_bytes get 413.
 //
-// Generation answers are written with chunked transfer encoding, streaming
-// (SSE) or not: the connection thread waits for the request's events and
-// checks the socket between them, so a client that goes away cancels its
-// request (GenerationService::cancel) within poll_interval.
+// A generation answer's status is sent once its outcome is known: a
+// non-streaming request that fails gets its 4xx / 5xx with the OpenAI error
+// body, and so does a streaming one that fails before its first token;
+// after that a failure is an SSE error event. A client that closes its
+// connection gets its requests cancelled (GenerationService::cancel).
 #pragma once
 
 #include <chrono>
@@ -25,6 +29,7 @@
 
 #include "core/status.h"
 #include "server/generation_service.h"
+#include "server/http_transport.h"
 
 namespace folio::server {
 
@@ -32,13 +37,19 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;      // 0: any free port (start() returns it)
   std::string api_key;  // "": no authentication
-  // Connection threads: each open connection (a streaming request holds
-  // one for its whole life) takes one; more connections wait.
-  int http_threads = 64;
+  // Threads that run the event loop (sockets, timers): connections, idle
+  // or streaming, take none of their own.
+  int io_threads = 1;
+  // Threads that prepare generation / tokenize requests (JSON, chat
+  // template, tokenizer) off the event loop.
+  int http_threads = 4;
+  int max_connections = 4096;
+  int max_connections_per_client = 1024;
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{30'000};
+  std::chrono::milliseconds body_timeout{60'000};
+  std::chrono::milliseconds write_timeout{30'000};
   size_t max_body_bytes = size_t{16} << 20;
-  // How often a connection waiting for tokens checks that its client is
-  // still there.
-  std::chrono::milliseconds poll_interval{50};
 };
 
 class HttpServer {
@@ -48,10 +59,14 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds host:port and serves on a background thread. Returns the port.
+  // Binds host:port (an address in use is an error) and serves on
+  // background threads. Returns the port.
   Result<int> start();
-  // Stops accepting, ends every connection (their requests are cancelled)
-  // and joins the threads. Idempotent. Call before the model goes away.
+  // Stops accepting, closes idle connections and waits up to `deadline`
+  // for the answers in progress. True when all finished.
+  bool drain(std::chrono::milliseconds deadline);
+  // Ends every connection (their requests are cancelled) and joins the
+  // threads. Idempotent. Call before the model goes away.
   void stop();
 
   // Makes the model routes live. Once; everything in `model` is borrowed
@@ -60,6 +75,7 @@ class HttpServer {
   bool ready() const;
   int port() const;
   const ServerOptions& options() const;
+  TransportStats transport_stats() const;
 
  private:
   struct Impl;

@@ -10,13 +10,13 @@
 
 namespace folio::server {
 
-void handle_tokenize(const ServedModel& m, const std::string& body, httplib::Response& res) {
+HttpReply handle_tokenize(const ServedModel& m, const std::string& body) {
   Json j;
   ApiError err;
-  if (!parse_json_body(body, &j, &err)) return send_error(res, err);
+  if (!parse_json_body(body, &j, &err)) return err.reply();
   auto content = j.find("content");
   if (content == j.end() || !content->is_string()) {
-    return send_error(res, bad_request("'content' must be a string", "content"));
+    return bad_request("'content' must be a string", "content").reply();
   }
   tokenizer::TokenizeOptions to;
   to.add_special = false;  // llama.cpp's server defaults
@@ -25,35 +25,35 @@ void handle_tokenize(const ServedModel& m, const std::string& body, httplib::Res
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
     if (!it->is_boolean()) {
-      return send_error(res, bad_request(fmt::format("'{}' must be a boolean", key), key));
+      return bad_request(fmt::format("'{}' must be a boolean", key), key).reply();
     }
     (std::string_view(key) == "add_special" ? to.add_special : to.parse_special) = it->get<bool>();
   }
-  send_json(res, 200, Json{{"tokens", m.tokenizer->tokenize(content->get<std::string>(), to)}});
+  return json_reply(200, Json{{"tokens", m.tokenizer->tokenize(content->get<std::string>(), to)}});
 }
 
-void handle_detokenize(const ServedModel& m, const std::string& body, httplib::Response& res) {
+HttpReply handle_detokenize(const ServedModel& m, const std::string& body) {
   Json j;
   ApiError err;
-  if (!parse_json_body(body, &j, &err)) return send_error(res, err);
+  if (!parse_json_body(body, &j, &err)) return err.reply();
   auto tokens = j.find("tokens");
   if (tokens == j.end() || !tokens->is_array()) {
-    return send_error(res, bad_request("'tokens' must be a list of token ids", "tokens"));
+    return bad_request("'tokens' must be a list of token ids", "tokens").reply();
   }
   std::vector<int32_t> ids;
   for (const Json& t : *tokens) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
         !m.tokenizer->vocab().valid(
             static_cast<int32_t>(std::min<int64_t>(t.get<int64_t>(), INT32_MAX)))) {
-      return send_error(res, bad_request(fmt::format("token {} is not in the vocabulary [0, {})",
+      return bad_request(fmt::format("token {} is not in the vocabulary [0, {})",
                                                      dump_json(t), m.tokenizer->vocab().size()),
-                                         "tokens"));
+                                         "tokens").reply();
     }
     ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
   }
   tokenizer::DetokenizeOptions o;
   o.render_special = true;  // llama.cpp's /detokenize prints control tokens
-  send_json(res, 200, Json{{"content", m.tokenizer->detokenize(ids, o)}});
+  return json_reply(200, Json{{"content", m.tokenizer->detokenize(ids, o)}});
 }
 
 }  // namespace folio::server

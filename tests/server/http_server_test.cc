@@ -27,7 +27,6 @@ class HttpServerTest : public ::testing::Test {
   void start(ServerOptions o = {}) {
     o.host = "127.0.0.1";
     o.port = 0;
-    o.poll_interval = std::chrono::milliseconds(10);
     server_ = std::make_unique<HttpServer>(o);
     auto port = server_->start();
     ASSERT_TRUE(port.ok()) << port.status().to_string();

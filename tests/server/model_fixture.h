@@ -80,7 +80,6 @@ class ServingStack {
     hs.host = "127.0.0.1";
     hs.port = 0;
     hs.api_key = o.api_key;
-    hs.poll_interval = std::chrono::milliseconds(10);
     http_ = std::make_unique<HttpServer>(hs);
     auto port = http_->start();
     EXPECT_TRUE(port.ok()) << port.status().to_string();

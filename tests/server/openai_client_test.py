@@ -4,7 +4,9 @@
 Starts `folio serve` on a free loopback port with the tiny reference model
 and an API key, then checks chat and completions, streaming and not: text,
 finish reasons, usage, stop strings, n > 1, logprobs, and the errors the
-client maps to exceptions (400, 401, 404).
+client maps to exceptions (400, 401, 404). Also on servers of their own:
+SIGTERM with trickling clients, a port in use, and the web chat page at /
+in headless Chromium (its DOM against the API's answer, and a screenshot).
 
 Usage: openai_client_test.py --folio build/folio --model MODEL.gguf
 Exit status: 0 pass, 1 fail (also when the openai package is missing:
@@ -12,14 +14,20 @@ scripts/setup.sh installs it into .venv, which ctest uses).
 """
 
 import argparse
+import html.parser
 import json
 import re
+import signal
+import socket
 import subprocess
 import sys
 import time
+import tempfile
 import unittest
 import urllib.error
+import urllib.parse
 import urllib.request
+import zlib
 
 try:
     import openai
@@ -33,10 +41,11 @@ ARGS = None
 SERVER = None  # (process, base_url, model id)
 
 
-def start_server():
+def start_server(api_key=API_KEY):
+    key_args = ["--api-key", api_key] if api_key else []
     proc = subprocess.Popen(
         [ARGS.folio, "--log-level", "warn", "serve", "-m", ARGS.model, "--port", "0",
-         "--max-seqs", "4", "--kv-type", "f32", "-t", "2", "--api-key", API_KEY, "--alias", "tiny",
+         "--max-seqs", "4", "--kv-type", "f32", "-t", "2", *key_args, "--alias", "tiny",
          *ARGS.serve_arg],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     port = None
@@ -83,6 +92,7 @@ def tearDownModule():
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+    proc.stderr.close()
 
 
 CLIENTS = {}
@@ -112,6 +122,11 @@ class ModelsTest(unittest.TestCase):
     def test_list(self):
         models = client().models.list()
         self.assertEqual([m.id for m in models.data], ["tiny"])
+
+    def test_retrieve(self):
+        self.assertEqual(client().models.retrieve("tiny").id, "tiny")
+        with self.assertRaises(openai.NotFoundError):
+            client().models.retrieve("gpt-17")
 
 
 class ChatTest(unittest.TestCase):
@@ -260,6 +275,162 @@ class ErrorsTest(unittest.TestCase):
         with self.assertRaises(openai.APIStatusError) as e:
             client().completions.create(model="tiny", prompt="word " * 600, max_tokens=1)
         self.assertEqual(e.exception.status_code, 413)
+
+
+class ProcessTest(unittest.TestCase):
+    """Signals and ports, each on a `folio serve` of its own."""
+
+    def test_sigterm_is_bounded_with_trickling_clients(self):
+        proc, base = start_server()
+        port = int(base.rsplit(":", 1)[1])
+        tricklers = []
+        for _ in range(10):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+            tricklers.append(s)
+        time.sleep(0.2)
+        t0 = time.time()
+        proc.send_signal(signal.SIGTERM)
+        for i, s in enumerate(tricklers):  # keep trickling while it stops
+            try:
+                s.sendall(f"X-Slow-{i}: 1\r\n".encode())
+            except OSError:
+                pass
+        try:
+            code = proc.wait(timeout=8)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            self.fail("folio serve did not exit within 8 s of SIGTERM")
+        proc.stderr.close()
+        self.assertEqual(code, 0)
+        self.assertLess(time.time() - t0, 5.0)
+        for s in tricklers:
+            s.close()
+
+    def test_port_in_use_fails_clearly(self):
+        port = int(SERVER[1].rsplit(":", 1)[1])
+        r = subprocess.run([ARGS.folio, "serve", "-m", ARGS.model, "--port", str(port)],
+                           capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("already in use", r.stderr)
+
+
+def read_png(path):
+    """(width, height, rows of (r, g, b) tuples) of an 8-bit RGB / RGBA PNG."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        n = int.from_bytes(data[pos:pos + 4], "big")
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+        if kind == b"IHDR":
+            width, height = int.from_bytes(body[0:4], "big"), int.from_bytes(body[4:8], "big")
+            depth, color = body[8], body[9]
+            assert depth == 8 and color in (2, 6), f"unsupported PNG (depth {depth}, color {color})"
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[x * bpp:x * bpp + 3]) for x in range(width)])
+        prev = line
+    return width, height, rows
+
+
+class BubbleText(html.parser.HTMLParser):
+    """The text of each `.msg` element of a dumped DOM, without its .stats."""
+
+    def __init__(self):
+        super().__init__()
+        self.msgs, self.depth, self.skip = [], 0, 0
+
+    def handle_starttag(self, tag, attrs):
+        cls = dict(attrs).get("class") or ""
+        if self.depth:
+            self.depth += 1
+            if "stats" in cls.split():
+                self.skip = self.depth
+        elif "msg" in cls.split():
+            self.msgs.append({"class": cls, "finish": dict(attrs).get("data-finish"), "text": ""})
+            self.depth = 1
+
+    def handle_endtag(self, tag):
+        if self.depth:
+            if self.skip == self.depth:
+                self.skip = 0
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth and not self.skip:
+            self.msgs[-1]["text"] += data
+
+
+class WebChatPageTest(unittest.TestCase):
+    """GET / in headless Chromium (Debian's chromium): the page sends
+    ?prompt=, streams the reply, and shows what the API answers."""
+
+    CHROMIUM = ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                "--window-size=900,700", "--virtual-time-budget=20000"]
+
+    def test_page_streams_the_api_answer(self):
+        proc, base = start_server(api_key=None)
+        try:
+            prompt = "Tell me a story."
+            query = urllib.parse.urlencode({"prompt": prompt, "temperature": 0, "max_tokens": 8})
+            url = f"{base}/?{query}"
+            dom = subprocess.run(self.CHROMIUM + ["--dump-dom", url], capture_output=True,
+                                 text=True, timeout=120).stdout
+            parser = BubbleText()
+            parser.feed(dom)
+            self.assertEqual([m["class"] for m in parser.msgs], ["msg user", "msg assistant"], dom)
+            self.assertEqual(parser.msgs[0]["text"], prompt)
+            req = urllib.request.Request(
+                base + "/v1/chat/completions",
+                data=json.dumps({"messages": [{"role": "user", "content": prompt}],
+                                 "temperature": 0, "max_tokens": 8}).encode(),
+                headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=30) as r:
+                expected = json.loads(r.read())["choices"][0]
+            self.assertEqual(parser.msgs[1]["text"], expected["message"]["content"])
+            self.assertEqual(parser.msgs[1]["finish"], expected["finish_reason"])
+
+            with tempfile.TemporaryDirectory() as tmp:
+                png = f"{tmp}/chat.png"
+                subprocess.run(self.CHROMIUM + [f"--screenshot={png}", url], capture_output=True,
+                               timeout=120, check=True)
+                width, height, rows = read_png(png)
+            self.assertEqual((width, height), (900, 700))
+            # The user's bubble (#2f5fd0) in the conversation's top right,
+            # and the reply's white bubble below it on the grey background.
+            def count(color, x0, x1, y0, y1):
+                return sum(1 for y in range(y0, y1) for x in range(x0, x1)
+                           if all(abs(a - b) <= 8 for a, b in zip(rows[y][x], color)))
+            self.assertGreater(count((0x2f, 0x5f, 0xd0), 450, 900, 60, 200), 300)
+            self.assertGreater(count((255, 255, 255), 0, 450, 100, 300), 300)
+            self.assertGreater(count((0xf6, 0xf7, 0xf9), 0, 900, 300, 600), 100000)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+            proc.stderr.close()
 
 
 def main():

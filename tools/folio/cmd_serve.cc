@@ -2,7 +2,10 @@
 // OpenAI-compatible HTTP server (src/server) over the continuous-batching
 // scheduler (engine/scheduler.h). The port answers at once; the model loads
 // in the background (/health: 503 until it is ready). SIGINT / SIGTERM stop
-// the server: open connections end, their requests are cancelled.
+// the server gracefully: it stops accepting, closes idle connections and
+// lets the answers in progress finish for up to --shutdown-timeout seconds;
+// then what is left is cancelled (streams end with an error event, other
+// answers get 503) and the process exits.
 //
 // Flags follow llama.cpp's server where one exists: -np / --parallel for
 // --max-seqs, -b (tokens per step), -ub (micro-batch), -c, -t, --alias,
@@ -10,6 +13,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -41,7 +45,12 @@ struct ServeFlags {
   std::string api_key;
   std::string alias;
   std::string chat_template_file;
-  int http_threads = 0;  // 0: max(64, 4 * max_seqs)
+  int http_threads = 4;
+  int max_connections = 4096;
+  int max_connections_per_client = 1024;
+  double header_timeout_s = 10;
+  double idle_timeout_s = 30;
+  double shutdown_timeout_s = 10;
   int64_t max_body_mib = 16;
 };
 
@@ -133,15 +142,20 @@ int serve(const ServeFlags& f) {
   so.host = f.host;
   so.port = f.port;
   so.api_key = f.api_key;
-  so.http_threads = f.http_threads > 0 ? f.http_threads : std::max(64, 4 * f.max_seqs);
+  so.http_threads = f.http_threads;
+  so.max_connections = f.max_connections;
+  so.max_connections_per_client = f.max_connections_per_client;
+  so.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.header_timeout_s * 1000));
+  so.idle_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.idle_timeout_s * 1000));
   so.max_body_bytes = static_cast<size_t>(f.max_body_mib) << 20;
   server::HttpServer http(so);
   Result<int> port = http.start();
   if (!port.ok()) return fail(port.status().message());
   std::fprintf(stderr,
-               "folio serve: listening on http://%s:%d (model '%s' loading), %d connection "
-               "threads, API key %s, body limit %lld MiB\n",
-               f.host.c_str(), *port, model_id(f).c_str(), so.http_threads,
+               "folio serve: listening on http://%s:%d (model '%s' loading), %d request "
+               "threads, up to %d connections (%d per client), API key %s, body limit %lld MiB\n",
+               f.host.c_str(), *port, model_id(f).c_str(), so.http_threads, so.max_connections,
+               so.max_connections_per_client,
                f.api_key.empty() ? "off" : "required", static_cast<long long>(f.max_body_mib));
   std::fprintf(stderr,
                "folio serve: loading %s (ctx-size %lld, kv-type %s, kv-block-size %d, kv-blocks "
@@ -165,10 +179,20 @@ int serve(const ServeFlags& f) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   loader.join();
-  if (load_status.ok()) std::fprintf(stderr, "folio serve: stopping (signal %d)\n", sig);
-  // Scheduler first: open streams end with an error event saying the
-  // server is stopping (rather than a cut connection), new requests get 503.
+  if (load_status.ok()) {
+    std::fprintf(stderr,
+                 "folio serve: stopping (signal %d): finishing the answers in progress (up to "
+                 "%g s)\n",
+                 sig, f.shutdown_timeout_s);
+  }
+  const auto deadline =
+      std::chrono::milliseconds(static_cast<int64_t>(f.shutdown_timeout_s * 1000));
+  const bool drained = http.drain(deadline);
+  // Then the scheduler: what is left is cancelled, so open streams end with
+  // an error event saying the server is stopping and other answers get 503
+  // (rather than a cut connection); a short second drain lets them go out.
   if (engine.scheduler) engine.scheduler->stop();
+  if (!drained) http.drain(std::chrono::seconds(1));
   http.stop();
   if (!load_status.ok()) return fail(load_status.message());
   return 0;
@@ -202,8 +226,30 @@ void register_serve_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--chat-template-file", f.chat_template_file,
                   "Jinja chat template to use instead of the model's");
   cmd->add_option("--http-threads", f.http_threads,
-                  "connection threads (0: max(64, 4 x max-seqs))")
-      ->check(CLI::NonNegativeNumber);
+                  "threads that prepare requests (JSON, chat template, tokenizer); connections "
+                  "take no thread")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--max-connections", f.max_connections,
+                  "open connections at most; more get 503")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--max-connections-per-client", f.max_connections_per_client,
+                  "open connections from one address at most; more get 503")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--header-timeout", f.header_timeout_s,
+                  "seconds a new connection has to send its request head")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", f.idle_timeout_s,
+                  "seconds a kept-alive connection may wait for its next request")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--shutdown-timeout", f.shutdown_timeout_s,
+                  "seconds SIGTERM / SIGINT wait for the answers in progress")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   cmd->add_option("--max-body-mib", f.max_body_mib, "request body limit in MiB")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
