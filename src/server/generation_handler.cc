@@ -71,6 +71,10 @@ class GenerationReply final : public AsyncReply {
   std::vector<std::string> echo_texts;  // [n_subs]
   std::vector<ChoiceOutput> outputs;    // [n_subs * n] non-streaming
   std::vector<int64_t> offsets;         // [n_subs * n] streaming logprobs text offsets
+  // Chat with tools: calls are parsed out of the output in this format.
+  ToolCallFormat tool_format = ToolCallFormat::kNone;
+  Json tools;
+  bool parallel_tool_calls = true;
 
   void cancel_all() {
     for (uint64_t id : ids) service->cancel(id);
@@ -117,6 +121,15 @@ class GenerationReply final : public AsyncReply {
     for (const RequestEvent& e : events_) collect(e);
     if (done_subs_ < n_subs && !failure_) return p;
     if (failure_) return fail(*failure_);
+    if (tool_format != ToolCallFormat::kNone) {
+      for (ChoiceOutput& out : outputs) {
+        std::string content;
+        ToolCallParser::parse_all(tool_format, &tools, out.text, &content, &out.tool_calls);
+        if (!parallel_tool_calls && out.tool_calls.size() > 1) out.tool_calls.resize(1);
+        out.text = std::move(content);
+        if (!out.tool_calls.empty()) out.finish_reason = "tool_calls";
+      }
+    }
     ended_ = true;
     p.head = true;
     p.finished = true;
@@ -158,6 +171,10 @@ class GenerationReply final : public AsyncReply {
       head_ = true;
       held_.resize(static_cast<size_t>(n_subs * n));
       emitted_.assign(static_cast<size_t>(n_subs * n), 0);
+      if (tool_format != ToolCallFormat::kNone) {
+        parsers_.assign(static_cast<size_t>(n_subs * n), ToolCallParser(tool_format, &tools));
+        n_calls_.assign(static_cast<size_t>(n_subs * n), 0);
+      }
       p.head = true;
       p.streaming = true;
       p.status = 200;
@@ -195,6 +212,15 @@ class GenerationReply final : public AsyncReply {
     pending_.reset();
   }
 
+  // Tool calls of choice `index` as one chunk (past the first with
+  // parallel_tool_calls false: dropped).
+  void emit_calls(std::string* out, int index, std::vector<ParsedToolCall> calls) {
+    if (!parallel_tool_calls) calls.resize(std::min<size_t>(calls.size(), n_calls_[index] == 0));
+    if (calls.empty()) return;
+    *out += sse_event(tool_calls_chunk(ctx, index, calls, n_calls_[index]));
+    n_calls_[index] += static_cast<int>(calls.size());
+  }
+
   // Logprobs of choice `index`'s held tokens up to `kept` of its tokens in
   // all (null when there are none): tokens go out once the engine knows no
   // stop string can cut them, and the ones it cuts never do.
@@ -221,9 +247,20 @@ class GenerationReply final : public AsyncReply {
           held_[index].push_back(e.token.token);
           lp = release_logprobs(index, e.token.kept_tokens);
         }
-        if (e.token.text.empty() && lp.is_null()) continue;  // nothing to say yet
+        std::string text = std::move(e.token.text);
+        if (!parsers_.empty()) {
+          std::string content;
+          std::vector<ParsedToolCall> calls;
+          parsers_[index].feed(text, &content, &calls);
+          text = std::move(content);
+          if (!calls.empty()) {
+            flush_pending(&out);
+            emit_calls(&out, index, std::move(calls));
+          }
+        }
+        if (text.empty() && lp.is_null()) continue;  // nothing to say yet
         flush_pending(&out);
-        pending_ = PendingChunk{index, std::move(e.token.text), std::move(lp)};
+        pending_ = PendingChunk{index, std::move(text), std::move(lp)};
         continue;
       }
       ++done_subs_;
@@ -239,11 +276,26 @@ class GenerationReply final : public AsyncReply {
         const char* finish = finish_reason_name(r.stop);
         Json lp = logprobs >= 0 ? release_logprobs(index, r.kept_tokens) : Json(nullptr);
         held_[index].clear();
-        if (pending_ && pending_->index == index && r.tail.empty() && lp.is_null()) {
+        std::string tail = r.tail;
+        if (!parsers_.empty()) {
+          std::string content;
+          std::vector<ParsedToolCall> calls;
+          parsers_[index].feed(tail, &content, &calls);
+          parsers_[index].finish(&content, &calls);
+          tail = std::move(content);
+          if (!calls.empty() || !tail.empty() || !lp.is_null()) {
+            flush_pending(&out);
+            if (!tail.empty() || !lp.is_null()) emit(&out, index, false, tail, std::move(lp), nullptr);
+            emit_calls(&out, index, std::move(calls));
+            tail.clear();
+          }
+          if (n_calls_[index] > 0) finish = "tool_calls";
+        }
+        if (pending_ && pending_->index == index && tail.empty() && lp.is_null()) {
           flush_pending(&out, finish);
         } else {
           flush_pending(&out);
-          emit(&out, index, false, r.tail, std::move(lp), finish);
+          emit(&out, index, false, tail, std::move(lp), finish);
         }
       }
     }
@@ -260,6 +312,8 @@ class GenerationReply final : public AsyncReply {
   std::optional<PendingChunk> pending_;          // streaming
   std::vector<std::vector<SampledToken>> held_;  // [n_subs * n] streaming, logprobs not yet out
   std::vector<int64_t> emitted_;                 // [n_subs * n] streaming, tokens whose logprobs went out
+  std::vector<ToolCallParser> parsers_;          // [n_subs * n] streaming with tool calls
+  std::vector<int> n_calls_;                     // [n_subs * n] streaming, calls sent
 };
 
 // --- request preparation -----------------------------------------------------
@@ -366,6 +420,25 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
   job->ctx.model = m.id;
   job->ctx.include_usage = r.stream && r.include_usage;
   job->stream = r.stream;
+  if (kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty()) {
+    job->tool_format = detect_tool_call_format(m.chat_template->source());
+    const ToolChoiceMode mode = r.tool_choice.mode;
+    if ((mode == ToolChoiceMode::kRequired || mode == ToolChoiceMode::kNamed) &&
+        job->tool_format == ToolCallFormat::kNone) {
+      return bad_request("tool_choice requires a tool call, but this model's chat template shows "
+                         "no tool-call format folio can parse",
+                         "tool_choice")
+          .reply();
+    }
+    if (mode == ToolChoiceMode::kRequired || mode == ToolChoiceMode::kNamed) {
+      return bad_request("tool_choice 'required' and a named function are not supported yet "
+                         "(they need grammar-constrained sampling)",
+                         "tool_choice")
+          .reply();
+    }
+    job->tools = r.tools;
+    job->parallel_tool_calls = r.parallel_tool_calls;
+  }
   job->echo = r.echo;
   job->logprobs = r.logprobs;
   job->n = r.n;
@@ -405,6 +478,8 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
     g.n = r.n;
     g.priority = r.priority;
     g.ignore_eos = r.ignore_eos;
+    // The format's markers are control tokens: the text must show them.
+    g.render_special = tool_call_markers_are_special(job->tool_format);
     std::shared_ptr<EventQueue> queue = job->queue;
     const int sub = static_cast<int>(s);
     RequestCallbacks cb;

@@ -420,6 +420,62 @@ bool parse_json_body(const std::string& body, Json* out, ApiError* error) {
   return true;
 }
 
+namespace {
+
+// tool_choice: "none" | "auto" | "required" | {"type": "function",
+// "function": {"name": N}} with N one of the tools; parallel_tool_calls.
+bool parse_tool_choice(Fields& f, OpenAiRequest* out) {
+  if (!f.read_bool("parallel_tool_calls", &out->parallel_tool_calls)) return false;
+  const Json* c = f.get("tool_choice");
+  if (c == nullptr) return true;
+  ToolChoice& tc = out->tool_choice;
+  if (c->is_string()) {
+    const std::string mode = c->get<std::string>();
+    if (mode == "none") {
+      tc.mode = ToolChoiceMode::kNone;
+    } else if (mode == "auto") {
+      tc.mode = ToolChoiceMode::kAuto;
+    } else if (mode == "required") {
+      tc.mode = ToolChoiceMode::kRequired;
+    } else {
+      return f.fail("tool_choice", fmt::format("'tool_choice' must be 'none', 'auto', 'required' "
+                                               "or a function, got '{}'",
+                                               mode));
+    }
+  } else if (c->is_object()) {
+    auto type = c->find("type");
+    auto fn = c->find("function");
+    if (type == c->end() || *type != "function" || fn == c->end() || !fn->is_object() ||
+        !fn->contains("name") || !(*fn)["name"].is_string()) {
+      return f.fail("tool_choice", "'tool_choice' as an object must be {\"type\": \"function\", "
+                                   "\"function\": {\"name\": ...}}");
+    }
+    tc.mode = ToolChoiceMode::kNamed;
+    tc.name = (*fn)["name"].get<std::string>();
+  } else {
+    return f.fail("tool_choice", "'tool_choice' must be a string or an object");
+  }
+  if (tc.mode == ToolChoiceMode::kNone) {
+    out->tools = nullptr;  // the model is not told about tools it may not call
+    return true;
+  }
+  const bool has_tools = out->tools.is_array() && !out->tools.empty();
+  if ((tc.mode == ToolChoiceMode::kRequired || tc.mode == ToolChoiceMode::kNamed) && !has_tools) {
+    return f.fail("tool_choice", "'tool_choice' requires a tool call but no 'tools' were given");
+  }
+  if (tc.mode == ToolChoiceMode::kNamed) {
+    for (const Json& t : out->tools) {
+      const Json* fn = t.is_object() && t.contains("function") ? &t["function"] : &t;
+      if (fn->is_object() && fn->value("name", "") == tc.name) return true;
+    }
+    return f.fail("tool_choice",
+                  fmt::format("'tool_choice' names '{}', which is not one of the tools", tc.name));
+  }
+  return true;
+}
+
+}  // namespace
+
 bool parse_openai_request(const Json& body, ApiKind kind, OpenAiRequest* out, ApiError* error) {
   *out = OpenAiRequest{};
   out->kind = kind;
@@ -441,9 +497,7 @@ bool parse_openai_request(const Json& body, ApiKind kind, OpenAiRequest* out, Ap
       if (!t->is_array()) return f.fail("tools", "'tools' must be a list of tool definitions");
       out->tools = *t;
     }
-    if (const Json* c = f.get("tool_choice"); c != nullptr && c->is_string() && *c == "none") {
-      out->tools = nullptr;  // the model is not told about tools it may not call
-    }
+    if (!parse_tool_choice(f, out)) return false;
     if (!f.read_bool("add_generation_prompt", &out->add_generation_prompt)) return false;
     if (const Json* k = f.get("chat_template_kwargs"); k != nullptr) {
       if (!k->is_object())

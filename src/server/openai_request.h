@@ -16,9 +16,12 @@
 //   bias in [-100, 100]), echo (completions), stream, stream_options
 //   {include_usage}, user (ignored), priority (folio: higher runs first),
 //   ignore_eos, best_of (must equal n), suffix (must be empty),
-//   response_format (only {"type": "text"}), tools / tool_choice (tools are
-//   rendered by the chat template; tool calls are not parsed from the
-//   output), chat_template_kwargs, add_generation_prompt.
+//   response_format (only {"type": "text"}), tools (rendered by the chat
+//   template; calls in the output are parsed into tool_calls in the format
+//   the template teaches, server/tool_calls.h), tool_choice ("none", "auto",
+//   "required" or {"type": "function", "function": {"name"}}; the named
+//   function must be one of the tools), parallel_tool_calls,
+//   chat_template_kwargs, add_generation_prompt.
 // A chat message's content is a string or a list of text parts; it may be
 // null (or absent) only in assistant (tool calls) and function messages.
 #pragma once
@@ -47,12 +50,21 @@ struct PromptInput {
   std::vector<int32_t> tokens;
 };
 
+enum class ToolChoiceMode { kAuto, kNone, kRequired, kNamed };
+
+struct ToolChoice {
+  ToolChoiceMode mode = ToolChoiceMode::kAuto;
+  std::string name;  // kNamed
+};
+
 struct OpenAiRequest {
   ApiKind kind = ApiKind::kCompletion;
   std::string model;                 // as sent; "" when absent
   std::vector<PromptInput> prompts;  // completions: 1..kMaxPrompts
   Json messages;                     // chat: non-empty list of message objects
-  Json tools;                        // chat: null or a list
+  Json tools;                        // chat: null or a list (null with tool_choice "none")
+  ToolChoice tool_choice;            // chat
+  bool parallel_tool_calls = true;   // false: at most one call per answer
   Json chat_template_kwargs = Json::object();
   bool add_generation_prompt = true;
   // OpenAI defaults; max_tokens -1 = until the context is full (the handler

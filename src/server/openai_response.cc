@@ -141,6 +141,29 @@ Json logprobs_json(ApiKind kind, const tokenizer::Tokenizer& tok,
   return j;
 }
 
+std::string tool_call_id(const ParsedToolCall& call) {
+  if (!call.id.empty()) return call.id;
+  static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id += kAlnum[rng() % (sizeof(kAlnum) - 1)];
+  return id;
+}
+
+namespace {
+
+// {"index"? (streaming), "id", "type": "function", "function": {"name", "arguments"}}
+Json tool_call_json(const ParsedToolCall& call, int index) {
+  Json j = Json::object();
+  if (index >= 0) j["index"] = index;
+  j["id"] = tool_call_id(call);
+  j["type"] = "function";
+  j["function"] = Json{{"name", call.name}, {"arguments", call.arguments}};
+  return j;
+}
+
+}  // namespace
+
 Json response_body(const ResponseContext& ctx, std::span<const ChoiceOutput> choices,
                    const Usage& usage, const tokenizer::Tokenizer& tok, bool with_logprobs) {
   Json j = header(ctx, /*chunk=*/false);
@@ -164,7 +187,14 @@ Json response_body(const ResponseContext& ctx, std::span<const ChoiceOutput> cho
       choice["finish_reason"] = c.finish_reason;
     } else {
       choice["index"] = i;
-      choice["message"] = Json{{"role", "assistant"}, {"content", c.text}};
+      Json message = Json{{"role", "assistant"}, {"content", c.text}};
+      if (!c.tool_calls.empty()) {
+        if (c.text.find_first_not_of(" \n\t\r") == std::string::npos) message["content"] = nullptr;
+        Json calls = Json::array();
+        for (const ParsedToolCall& t : c.tool_calls) calls.push_back(tool_call_json(t, -1));
+        message["tool_calls"] = std::move(calls);
+      }
+      choice["message"] = std::move(message);
       choice["logprobs"] = std::move(lp);
       choice["finish_reason"] = c.finish_reason;
     }
@@ -191,6 +221,23 @@ Json stream_chunk(const ResponseContext& ctx, int index, bool role, std::string_
   }
   choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = finish_reason != nullptr ? Json(finish_reason) : Json(nullptr);
+  j["choices"] = Json::array({std::move(choice)});
+  if (ctx.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+Json tool_calls_chunk(const ResponseContext& ctx, int index, std::span<const ParsedToolCall> calls,
+                      int first) {
+  Json j = header(ctx, /*chunk=*/true);
+  Json list = Json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    list.push_back(tool_call_json(calls[i], first + static_cast<int>(i)));
+  }
+  Json choice = Json::object();
+  choice["index"] = index;
+  choice["delta"] = Json{{"tool_calls", std::move(list)}};
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = nullptr;
   j["choices"] = Json::array({std::move(choice)});
   if (ctx.include_usage) j["usage"] = nullptr;
   return j;

@@ -29,6 +29,7 @@
 #include "engine/sampler.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace folio::server {
@@ -57,7 +58,10 @@ struct ChoiceOutput {
   // wholly at or after a stop string. -1 (or more than tokens.size()): all.
   int64_t kept_tokens = -1;
   int64_t text_offset_base = 0;  // completions logprobs: bytes before the first token
-  std::string finish_reason;     // "stop" | "length"
+  std::string finish_reason;     // "stop" | "length" | "tool_calls"
+  // Chat: calls parsed out of the output (text then holds the rest; an
+  // empty rest is sent as null content).
+  std::vector<ParsedToolCall> tool_calls;
 };
 
 // "stop" for end of generation and stop strings, "length" otherwise.
@@ -83,6 +87,13 @@ Json response_body(const ResponseContext& ctx, std::span<const ChoiceOutput> cho
 // nullptr while the choice is running.
 Json stream_chunk(const ResponseContext& ctx, int index, bool role, std::string_view text,
                   Json logprobs, const char* finish_reason);
+// A chunk with tool calls of choice `index`: delta {"tool_calls": [{"index":
+// first + i, "id", "type": "function", "function": {"name", "arguments"}}]}.
+Json tool_calls_chunk(const ResponseContext& ctx, int index, std::span<const ParsedToolCall> calls,
+                      int first);
+// An OpenAI tool call id: the model's own, else "call_" and 24 random
+// alphanumerics.
+std::string tool_call_id(const ParsedToolCall& call);
 // The last chunk with stream_options.include_usage.
 Json usage_chunk(const ResponseContext& ctx, const Usage& usage);
 

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "test_client.h"
 
 namespace folio::server {
@@ -368,6 +371,122 @@ TEST_F(HttpServerTest, StopEndsOpenStreams) {
   client.join();
   EXPECT_FALSE(a.done);
   EXPECT_TRUE(service_.wait_cancelled(s.id));
+}
+
+}  // namespace
+}  // namespace folio::server
+
+namespace folio::server {
+namespace {
+
+// Tool calls in the format of the model's template (Qwen 2.5: hermes),
+// streamed and not, with the scripted engine writing the model's text.
+class ToolCallServerTest : public HttpServerTest {
+ protected:
+  void SetUp() override {
+    HttpServerTest::SetUp();
+    std::ifstream f(std::string(FOLIO_REFDATA_DIR) + "/templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    auto t = tokenizer::ChatTemplate::parse(ss.str(), "", "<|im_end|>");
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    tmpl_ = std::make_unique<tokenizer::ChatTemplate>(std::move(t).value());
+  }
+
+  // Writes the model's answer in pieces that split the markers.
+  void answer(ScriptedService::Submitted& s) {
+    for (const char* piece : {"Checking.", "<tool_", "call>\n{\"name\": \"get_weather\", ",
+                              "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>",
+                              "{\"name\": \"get_time\", \"arguments\": {}}</tool_call>"}) {
+      s.callbacks.on_token(testing::token_event(0, 5, piece));
+    }
+    RequestResult r;
+    r.choices.resize(1);
+    r.choices[0].stop = StopReason::kEndOfGeneration;
+    s.callbacks.on_done(r);
+  }
+
+  static constexpr const char* kRequest = R"({"messages": [{"role": "user", "content": "hi"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "parameters":
+      {"type": "object", "properties": {"city": {"type": "string"}}}}},
+      {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}])";
+};
+
+TEST_F(ToolCallServerTest, NonStreaming) {
+  start();
+  serve_model(/*n_ctx=*/2048);
+  HttpAnswer a;
+  std::thread client(
+      [&] { a = testing::post(port_, "/v1/chat/completions", std::string(kRequest) + "}"); });
+  ScriptedService::Submitted s;
+  if (!service_.wait_submitted(0, &s)) {
+    client.join();
+    FAIL() << "not submitted: " << a.status << " " << a.body;
+  }
+  // The template told the model about the tools.
+  EXPECT_NE(tok_->detokenize(s.request.prompt, {.render_special = true}).find("get_weather"),
+            std::string::npos);
+  answer(s);
+  client.join();
+  ASSERT_EQ(a.status, 200) << a.body;
+  const Json c = testing::json_of(a)["choices"][0];
+  EXPECT_EQ(c["finish_reason"], "tool_calls");
+  EXPECT_EQ(c["message"]["content"], "Checking.\n");
+  ASSERT_EQ(c["message"]["tool_calls"].size(), 2u);
+  const Json& call = c["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(call["function"]["arguments"], R"({"city":"Paris"})");
+  EXPECT_FALSE(call.contains("index"));
+  EXPECT_EQ(c["message"]["tool_calls"][1]["function"]["name"], "get_time");
+}
+
+TEST_F(ToolCallServerTest, StreamingAndOneCallAtMost) {
+  start();
+  serve_model(/*n_ctx=*/2048);
+  HttpAnswer a;
+  std::thread client([&] {
+    a = testing::post(port_, "/v1/chat/completions",
+                      std::string(kRequest) + R"(, "stream": true, "parallel_tool_calls": false})");
+  });
+  ScriptedService::Submitted s;
+  if (!service_.wait_submitted(0, &s)) {
+    client.join();
+    FAIL() << "not submitted: " << a.status << " " << a.body;
+  }
+  answer(s);
+  client.join();
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_TRUE(a.done);
+  EXPECT_EQ(testing::streamed_text(a), "Checking.\n");
+  EXPECT_EQ(testing::streamed_finish(a), "tool_calls");
+  std::vector<Json> calls;
+  for (const Json& e : a.events) {
+    const Json& d = e["choices"][0]["delta"];
+    if (d.contains("tool_calls")) {
+      for (const Json& c : d["tool_calls"]) calls.push_back(c);
+    }
+  }
+  ASSERT_EQ(calls.size(), 1u) << a.body;
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(calls[0]["function"]["arguments"], R"({"city":"Paris"})");
+}
+
+TEST_F(ToolCallServerTest, ToolChoiceIsValidated) {
+  start();
+  serve_model(/*n_ctx=*/2048);
+  const std::string base(kRequest);
+  auto a = testing::post(port_, "/v1/chat/completions",
+                         base + R"(, "tool_choice": {"type": "function", "function": {"name": "nope"}}})");
+  expect_error(a, 400, "tool_choice");
+  a = testing::post(port_, "/v1/chat/completions",
+                    R"({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"})");
+  expect_error(a, 400, "tool_choice");
+  a = testing::post(port_, "/v1/chat/completions", base + R"(, "tool_choice": "sometimes"})");
+  expect_error(a, 400, "tool_choice");
+  EXPECT_EQ(service_.n_submitted(), 0u);
 }
 
 }  // namespace

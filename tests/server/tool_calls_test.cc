@@ -1,0 +1,236 @@
+// Tool-call parsing: format detection on real templates, each format's
+// parser (whole and fed piece by piece), and the round trip through the
+// model's own template: an assistant turn with tool calls rendered by the
+// template parses back into the same calls.
+#include "server/tool_calls.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include "tokenizer/chat_template.h"
+
+namespace folio::server {
+namespace {
+
+const std::string kTemplates = std::string(FOLIO_REFDATA_DIR) + "/templates";
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Parsed {
+  std::string content;
+  std::vector<ParsedToolCall> calls;
+};
+
+Parsed parse_whole(ToolCallFormat f, std::string_view text, const Json* tools = nullptr) {
+  Parsed p;
+  ToolCallParser::parse_all(f, tools, text, &p.content, &p.calls);
+  return p;
+}
+
+// Fed one byte at a time: what a stream of single-character tokens gives.
+Parsed parse_bytes(ToolCallFormat f, std::string_view text, const Json* tools = nullptr) {
+  Parsed p;
+  ToolCallParser parser(f, tools);
+  for (char c : text) parser.feed(std::string_view(&c, 1), &p.content, &p.calls);
+  parser.finish(&p.content, &p.calls);
+  return p;
+}
+
+std::string_view trim_for_test(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+void expect_same(const Parsed& a, const Parsed& b) {
+  EXPECT_EQ(a.content, b.content);
+  ASSERT_EQ(a.calls.size(), b.calls.size());
+  for (size_t i = 0; i < a.calls.size(); ++i) {
+    EXPECT_EQ(a.calls[i].name, b.calls[i].name);
+    EXPECT_EQ(a.calls[i].arguments, b.calls[i].arguments);
+    EXPECT_EQ(a.calls[i].id, b.calls[i].id);
+  }
+}
+
+// Both ways, and they agree.
+Parsed parse(ToolCallFormat f, std::string_view text, const Json* tools = nullptr) {
+  Parsed whole = parse_whole(f, text, tools);
+  expect_same(whole, parse_bytes(f, text, tools));
+  return whole;
+}
+
+TEST(ToolCalls, FormatsOfRealTemplates) {
+  const std::pair<const char*, ToolCallFormat> cases[] = {
+      {"Qwen-Qwen2.5-7B-Instruct", ToolCallFormat::kHermes},
+      {"Qwen-Qwen3-0.6B", ToolCallFormat::kHermes},
+      {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", ToolCallFormat::kHermes},
+      {"Qwen3.5-4B", ToolCallFormat::kQwenXml},
+      {"Qwen3-Coder", ToolCallFormat::kQwenXml},
+      {"meta-llama-Llama-3.1-8B-Instruct", ToolCallFormat::kLlama3},
+      {"meta-llama-Llama-3.2-3B-Instruct", ToolCallFormat::kLlama3},
+      {"meta-llama-Llama-3.3-70B-Instruct", ToolCallFormat::kLlama3},
+      {"mistralai-Mistral-Nemo-Instruct-2407", ToolCallFormat::kMistral},
+      {"Mistral-Small-3.2-24B-Instruct-2506", ToolCallFormat::kMistral},
+      {"unsloth-mistral-Devstral-Small-2507", ToolCallFormat::kMistral},
+      {"google-gemma-2-2b-it", ToolCallFormat::kNone},
+  };
+  for (const auto& [name, format] : cases) {
+    const std::string src = read_file(kTemplates + "/" + name + ".jinja");
+    ASSERT_FALSE(src.empty()) << name;
+    EXPECT_EQ(tool_call_format_name(detect_tool_call_format(src)), tool_call_format_name(format))
+        << name;
+  }
+}
+
+TEST(ToolCalls, Hermes) {
+  const auto f = ToolCallFormat::kHermes;
+  Parsed p = parse(f,
+                   "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                   "{\"city\": \"Paris\", \"days\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": "
+                   "\"get_time\", \"arguments\": {}}\n</tool_call>");
+  EXPECT_EQ(p.content, "Let me check.\n\n");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris","days":2})");
+  EXPECT_EQ(p.calls[1].name, "get_time");
+  EXPECT_EQ(p.calls[1].arguments, "{}");
+  // Arguments sent as a JSON string; no closing tag at the end of output.
+  p = parse(f, "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"x\\\": 1}\"}");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"x":1})");
+  EXPECT_EQ(p.content, "");
+  // Not calls: text that only looks like the tag, bad JSON, no name.
+  for (const char* text : {"a <tool_c and more", "x <tool_call>{\"name\": </tool_call> y",
+                           "<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"na"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+  // Content is released as soon as it cannot start a tag.
+  ToolCallParser parser(f);
+  std::string content;
+  std::vector<ParsedToolCall> calls;
+  parser.feed("Hello <tool", &content, &calls);
+  EXPECT_EQ(content, "Hello ");
+  parser.feed("box>", &content, &calls);
+  EXPECT_EQ(content, "Hello <toolbox>");
+}
+
+TEST(ToolCalls, QwenXmlUsesTheSchemaTypes) {
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "search",
+      "parameters": {"type": "object", "properties": {"query": {"type": "string"},
+      "limit": {"type": "integer"}, "zip": {"type": "string"}, "opts": {"type": "object"}}}}}])");
+  Parsed p = parse(ToolCallFormat::kQwenXml,
+                   "Searching.\n<tool_call>\n<function=search>\n<parameter=query>\nfolio "
+                   "engine\nwith two lines\n</parameter>\n<parameter=limit>\n5\n</parameter>\n"
+                   "<parameter=zip>\n01234\n</parameter>\n<parameter=opts>\n{\"a\": [1, 2]}\n"
+                   "</parameter>\n</function>\n</tool_call>",
+                   &tools);
+  EXPECT_EQ(p.content, "Searching.\n");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "search");
+  EXPECT_EQ(p.calls[0].arguments,
+            R"({"query":"folio engine\nwith two lines","limit":5,"zip":"01234","opts":{"a":[1,2]}})");
+  p = parse(ToolCallFormat::kQwenXml, "<tool_call>\n<function=f>\n<parameter=x>\n1\n</tool_call>");
+  EXPECT_TRUE(p.calls.empty());
+}
+
+TEST(ToolCalls, Llama3) {
+  const auto f = ToolCallFormat::kLlama3;
+  Parsed p = parse(f, "  {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
+  EXPECT_EQ(p.content, "");
+  p = parse(f, "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", "
+               "\"arguments\": {\"k\": true}}");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[1].name, "b");
+  EXPECT_EQ(p.calls[1].arguments, R"({"k":true})");
+  for (const char* text : {"The answer is {\"name\": 1}", "{\"not\": \"a call\"}",
+                           "{\"name\": \"f\", \"parameters\": {}} and then text", "<|python"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+TEST(ToolCalls, Mistral) {
+  const auto f = ToolCallFormat::kMistral;
+  Parsed p = parse(f, "Sure.[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}, \"id\": "
+                      "\"abcDEF123\"}, {\"name\": \"g\", \"arguments\": {}}]");
+  EXPECT_EQ(p.content, "Sure.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].id, "abcDEF123");
+  EXPECT_EQ(p.calls[1].name, "g");
+  p = parse(f, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Rome\"}[TOOL_CALLS]now[CALL_ID]"
+               "x1y2z3w4v[ARGS]{}");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Rome"})");
+  EXPECT_EQ(p.calls[1].id, "x1y2z3w4v");
+  for (const char* text : {"[TOOL_CALLS]oops", "[TOOL_CALLS][{\"name\": 3}]", "[TOOL_CA"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+// An assistant turn with tool calls, rendered by the model's own template,
+// parses back into the same calls.
+TEST(ToolCalls, RoundTripThroughTheTemplates) {
+  const tokenizer::OrderedJson tools = tokenizer::OrderedJson::parse(R"([{"type": "function",
+      "function": {"name": "get_weather", "description": "Weather in a city",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+      "days": {"type": "integer"}}, "required": ["city"]}}}])");
+  const tokenizer::OrderedJson user = {{"role", "user"}, {"content", "Weather in Paris?"}};
+  const tokenizer::OrderedJson call = tokenizer::OrderedJson::parse(R"({"role": "assistant",
+      "content": null, "tool_calls": [{"id": "abcDEF123", "type": "function", "function":
+      {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}}]})");
+  const char* names[] = {"Qwen-Qwen2.5-7B-Instruct", "Qwen3.5-4B", "Qwen3-Coder",
+                         "NousResearch-Hermes-3-Llama-3.1-8B-tool_use",
+                         "meta-llama-Llama-3.1-8B-Instruct", "meta-llama-Llama-3.2-3B-Instruct",
+                         "mistralai-Mistral-Nemo-Instruct-2407"};
+  for (const char* name : names) {
+    SCOPED_TRACE(name);
+    const std::string src = read_file(kTemplates + "/" + name + ".jinja");
+    auto t = tokenizer::ChatTemplate::parse(src, "<s>", "</s>");
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    tokenizer::ChatTemplateOptions o;
+    o.tools = tools;
+    o.add_generation_prompt = true;
+    auto prefix = t->apply_json(tokenizer::OrderedJson::array({user}), o);
+    o.add_generation_prompt = false;
+    auto full = t->apply_json(tokenizer::OrderedJson::array({user, call}), o);
+    ASSERT_TRUE(prefix.ok()) << prefix.status().to_string();
+    ASSERT_TRUE(full.ok()) << full.status().to_string();
+    ASSERT_EQ(full->rfind(*prefix, 0), 0u) << *prefix << "\n---\n" << *full;
+    std::string turn = full->substr(prefix->size());
+    for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>"}) {
+      if (const size_t at = turn.rfind(end); at != std::string::npos) turn.erase(at);
+    }
+    // Thinking templates open <think> in the generation prompt and close an
+    // empty one in history: that is reasoning, not tool-call text.
+    if (const size_t think = turn.find("</think>"); think != std::string::npos) {
+      turn.erase(0, think + 8);
+    }
+    const ToolCallFormat f = detect_tool_call_format(src);
+    const Json tool_defs = Json::parse(tools.dump());
+    Parsed p = parse(f, turn, &tool_defs);
+    ASSERT_EQ(p.calls.size(), 1u) << "rendered turn: " << turn;
+    EXPECT_EQ(p.calls[0].name, "get_weather");
+    EXPECT_EQ(nlohmann::json::parse(p.calls[0].arguments),
+              nlohmann::json::parse(R"({"city": "Paris", "days": 3})"));
+    EXPECT_EQ(std::string(trim_for_test(p.content)), "") << turn;
+  }
+}
+
+}  // namespace
+}  // namespace folio::server
