@@ -191,7 +191,8 @@ struct HttpServer::Impl final : HttpHandler {
       case Route::kMetrics: {
         HttpReply reply;
         reply.content_type = std::string(kPrometheusContentType);
-        reply.body = render_prometheus(m->service->metrics(), m->id);
+        const TransportStats http = transport->stats();
+        reply.body = render_prometheus(m->service->metrics(), m->id, &http);
         return reply;
       }
       case Route::kCompletions:

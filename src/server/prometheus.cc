@@ -93,7 +93,8 @@ std::string prometheus_number(double v) {
   return fmt::format("{}", v);
 }
 
-std::string render_prometheus(const ServingMetrics::Snapshot& s, std::string_view model) {
+std::string render_prometheus(const ServingMetrics::Snapshot& s, std::string_view model,
+                              const TransportStats* http) {
   Writer w(model);
   w.gauge("num_requests_running", static_cast<double>(s.requests_running),
           "Requests whose sequences are in the running batch.");
@@ -131,6 +132,16 @@ std::string render_prometheus(const ServingMetrics::Snapshot& s, std::string_vie
   w.histogram("e2e_request_latency_seconds", s.e2e, "Time from submission to the end.");
   w.histogram("step_duration_seconds", s.step_time, "Duration of one step (forward + sampling).");
   w.histogram("step_batch_tokens", s.batch_tokens, "Tokens in one step's batch.");
+  if (http != nullptr) {
+    w.gauge("http_connections_open", static_cast<double>(http->open_connections),
+            "Open HTTP connections (idle, reading, answering).");
+    w.counter("http_connections_total", static_cast<double>(http->accepted_total),
+              "HTTP connections accepted (rejected ones included).");
+    w.counter("http_connections_rejected_total", static_cast<double>(http->rejected_total),
+              "HTTP connections answered 503 for being over a connection limit.");
+    w.counter("http_requests_total", static_cast<double>(http->requests_total),
+              "HTTP request heads read.");
+  }
   return w.take();
 }
 

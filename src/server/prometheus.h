@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "engine/serving_metrics.h"
+#include "server/http_transport.h"
 
 namespace folio::server {
 
@@ -16,7 +17,9 @@ inline constexpr std::string_view kPrometheusContentType =
     "text/plain; version=0.0.4; charset=utf-8";
 
 // `model` labels every sample (model_name="..."); "" leaves labels out.
-std::string render_prometheus(const ServingMetrics::Snapshot& s, std::string_view model = "");
+// `http`, when given, adds the HTTP layer's connection counts.
+std::string render_prometheus(const ServingMetrics::Snapshot& s, std::string_view model = "",
+                              const TransportStats* http = nullptr);
 
 // A sample value as Prometheus writes it: integers without a point, +Inf,
 // -Inf, NaN.

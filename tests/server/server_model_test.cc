@@ -260,6 +260,12 @@ TEST(ServerModel, Metrics) {
   EXPECT_GE(std::stoi(hit[1]), 2);
   EXPECT_NE(m.body.find("folio:time_to_first_token_seconds_count{model_name=\"tiny\"} 2\n"),
             std::string::npos);
+  // The HTTP layer: this request's connection is open; three heads read.
+  EXPECT_NE(m.body.find("folio:http_connections_open{model_name=\"tiny\"} 1\n"), std::string::npos)
+      << m.body;
+  EXPECT_NE(m.body.find("folio:http_requests_total{model_name=\"tiny\"} 3\n"), std::string::npos);
+  EXPECT_NE(m.body.find("folio:http_connections_rejected_total{model_name=\"tiny\"} 0\n"),
+            std::string::npos);
 }
 
 TEST(ServerModel, DisconnectMidStreamFreesBlocks) {
