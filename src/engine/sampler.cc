@@ -183,7 +183,8 @@ void Sampler::reset() {
   rng_.seed(seed_);
 }
 
-Result<int32_t> Sampler::prepare(std::span<const float> logits, SamplerWorkspace& ws) const {
+Result<int32_t> Sampler::prepare(std::span<const float> logits, SamplerWorkspace& ws,
+                                 const std::vector<uint64_t>* allowed) const {
   if (logits.size() != static_cast<size_t>(n_vocab_)) {
     return invalid_argument("logits row has {} entries, the vocabulary has {}", logits.size(),
                             n_vocab_);
@@ -207,6 +208,14 @@ Result<int32_t> Sampler::prepare(std::span<const float> logits, SamplerWorkspace
     }
   }
 
+  if (allowed != nullptr) {
+    const size_t words = allowed->size();
+    for (int32_t i = 0; i < n_vocab_; ++i) {
+      const size_t w = static_cast<size_t>(i) >> 6;
+      if (w >= words || !(((*allowed)[w] >> (i & 63)) & 1)) l[i] = -INFINITY;
+    }
+  }
+
   int32_t best = 0;
   float best_logit = l[0];
   for (int32_t i = 1; i < n_vocab_; ++i) {
@@ -217,7 +226,8 @@ Result<int32_t> Sampler::prepare(std::span<const float> logits, SamplerWorkspace
   }
   if (best_logit == -INFINITY) {
     return invalid_argument(
-        "no token can be sampled: every logit is -inf or NaN after logit_bias and penalties");
+        "no token can be sampled: every logit is -inf or NaN after logit_bias, penalties{}",
+        allowed != nullptr ? " and the grammar" : "");
   }
   return best;
 }
@@ -278,8 +288,9 @@ double Sampler::truncate(SamplerWorkspace& ws, float max_logit) const {
   return total;
 }
 
-Result<SampledToken> Sampler::sample(std::span<const float> logits, SamplerWorkspace& ws) {
-  FOLIO_ASSIGN_OR_RETURN(const int32_t best, prepare(logits, ws));
+Result<SampledToken> Sampler::sample(std::span<const float> logits, SamplerWorkspace& ws,
+                                     const std::vector<uint64_t>* allowed) {
+  FOLIO_ASSIGN_OR_RETURN(const int32_t best, prepare(logits, ws, allowed));
   SampledToken out;
   out.token = best;
   if (!is_greedy()) {

@@ -91,7 +91,11 @@ class Sampler {
   // sequence; read, not modified). Does not accept() it. Errors when the
   // row's size is wrong or no token has a finite logit (e.g. everything
   // banned by logit_bias). NaN logits count as -inf.
-  Result<SampledToken> sample(std::span<const float> logits, SamplerWorkspace& ws);
+  // `allowed` (grammar-constrained sampling): a bitmask over token ids
+  // (bit id % 64 of word id / 64); tokens outside it, or past its end, get
+  // -inf before every other stage. Null: no constraint.
+  Result<SampledToken> sample(std::span<const float> logits, SamplerWorkspace& ws,
+                              const std::vector<uint64_t>* allowed = nullptr);
 
   // The distribution the draw would use for this row (after every stage,
   // temperature included), normalised, most likely first (ties: lower id).
@@ -118,7 +122,8 @@ class Sampler {
 
   // ws.logits_ = logits + bias, then penalties. Returns the argmax (ties to
   // the lowest id) or an error when every logit is -inf.
-  Result<int32_t> prepare(std::span<const float> logits, SamplerWorkspace& ws) const;
+  Result<int32_t> prepare(std::span<const float> logits, SamplerWorkspace& ws,
+                          const std::vector<uint64_t>* allowed = nullptr) const;
   // Stages 4-7 on ws.logits_: ws.cand_ holds the surviving tokens with
   // unnormalised weights at the sampling temperature; returns their sum.
   double truncate(SamplerWorkspace& ws, float max_logit) const;

@@ -67,6 +67,10 @@ struct Scheduler::Impl {
   cache::KvCache& cache;
   const SchedulerOptions options;
   const int64_t kv_capacity;  // positions of one sequence alone (KvCache::token_capacity)
+  // The vocabulary's byte trie for grammar-constrained requests, built by
+  // the first one (any submitting thread).
+  std::mutex trie_mu;
+  std::shared_ptr<const grammar::VocabTrie> trie;
   ServingMetrics metrics;
 
   mutable std::mutex mu;
@@ -725,6 +729,19 @@ Result<uint64_t> Scheduler::submit(GenerationRequest request, RequestCallbacks c
         std::make_unique<Impl::Choice>(r.get(), i,
                                        SequenceState(prompt, std::move(s), &impl_->tok,
                                                      request.render_special, request.params.stop)));
+  }
+  if (request.grammar) {
+    std::shared_ptr<const grammar::VocabTrie> trie;
+    {
+      std::lock_guard<std::mutex> lock(impl_->trie_mu);
+      if (!impl_->trie) {
+        FOLIO_ASSIGN_OR_RETURN(impl_->trie, build_vocab_trie(impl_->tok));
+      }
+      trie = impl_->trie;
+    }
+    for (auto& c : r->choices) {
+      c->state.constrain(std::make_unique<GrammarConstraint>(request.grammar, trie));
+    }
   }
   r->forked = request.n == 1;
 

@@ -67,6 +67,7 @@
 #include "cache/kv_cache.h"
 #include "core/status.h"
 #include "engine/generator.h"
+#include "grammar/compiled_grammar.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
 #include "engine/serving_metrics.h"
@@ -95,6 +96,9 @@ struct GenerationRequest {
   int priority = 0;             // higher is admitted first and preempted last
   bool ignore_eos = false;
   bool render_special = false;
+  // Non-null: every choice's output follows this grammar (structured
+  // outputs); end-of-generation tokens only where it is complete.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 // One generated token of one choice.

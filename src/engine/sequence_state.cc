@@ -16,14 +16,21 @@ SequenceState::SequenceState(std::vector<int32_t> prompt, Sampler sampler,
 }
 
 Result<SampledToken> SequenceState::sample(const float* logits_row, SamplerWorkspace& ws) {
+  if (grammar_) grammar_->fill_mask(&mask_);
   return sampler_.sample(
-      std::span<const float>(logits_row, static_cast<size_t>(sampler_.n_vocab())), ws);
+      std::span<const float>(logits_row, static_cast<size_t>(sampler_.n_vocab())), ws,
+      grammar_ ? &mask_ : nullptr);
 }
 
 AcceptedToken SequenceState::accept(int32_t id, const tokenizer::Vocab& vocab,
                                     const GenerationLimits& limits) {
   AcceptedToken out;
   if (!limits.ignore_eos && vocab.is_eog(id)) {
+    out.stop = StopReason::kEndOfGeneration;
+    return out;
+  }
+  if (grammar_ && !grammar_->accept(id)) {
+    // Only a token outside the grammar's mask can get here (a sampler bug).
     out.stop = StopReason::kEndOfGeneration;
     return out;
   }

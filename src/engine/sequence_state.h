@@ -17,12 +17,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cache/batch.h"
 #include "engine/generator.h"
+#include "engine/grammar_constraint.h"
 #include "engine/sampler.h"
 #include "engine/text_stream.h"
 #include "tokenizer/tokenizer.h"
@@ -50,6 +52,10 @@ class SequenceState {
   // `tok` must outlive this.
   SequenceState(std::vector<int32_t> prompt, Sampler sampler, const tokenizer::Tokenizer* tok,
                 bool render_special, std::vector<std::string> stops);
+
+  // From now on the output must follow this grammar: sample() draws only
+  // tokens it allows, accept() advances it.
+  void constrain(std::unique_ptr<GrammarConstraint> grammar) { grammar_ = std::move(grammar); }
 
   // Runs the sampler on this sequence's logits row ([n_vocab]).
   Result<SampledToken> sample(const float* logits_row, SamplerWorkspace& ws);
@@ -95,6 +101,8 @@ class SequenceState {
  private:
   Sampler sampler_;
   TextStream text_;
+  std::unique_ptr<GrammarConstraint> grammar_;  // null: unconstrained
+  std::vector<uint64_t> mask_;                  // grammar_'s allowed tokens, scratch
 };
 
 // Length of the common prefix of two token lists.

@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "server/event_queue.h"
 #include "server/openai_response.h"
+#include "server/output_grammar.h"
 #include "server/routes.h"
 
 namespace folio::server {
@@ -411,6 +412,15 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
   std::vector<Submission> subs;
   if (!prepare_submissions(m, r, &subs, &err)) return err.reply();
 
+  // The grammar the output follows (structured outputs, a required tool
+  // call); compiled once here, shared by every choice.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  const ToolCallFormat tool_format =
+      kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty()
+          ? detect_tool_call_format(m.chat_template->source())
+          : ToolCallFormat::kNone;
+  if (!output_grammar(r, tool_format, &grammar, &err)) return err.reply();
+
   auto job = std::make_shared<GenerationReply>();
   job->service = m.service;
   job->tok = m.tokenizer;
@@ -421,21 +431,7 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
   job->ctx.include_usage = r.stream && r.include_usage;
   job->stream = r.stream;
   if (kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty()) {
-    job->tool_format = detect_tool_call_format(m.chat_template->source());
-    const ToolChoiceMode mode = r.tool_choice.mode;
-    if ((mode == ToolChoiceMode::kRequired || mode == ToolChoiceMode::kNamed) &&
-        job->tool_format == ToolCallFormat::kNone) {
-      return bad_request("tool_choice requires a tool call, but this model's chat template shows "
-                         "no tool-call format folio can parse",
-                         "tool_choice")
-          .reply();
-    }
-    if (mode == ToolChoiceMode::kRequired || mode == ToolChoiceMode::kNamed) {
-      return bad_request("tool_choice 'required' and a named function are not supported yet "
-                         "(they need grammar-constrained sampling)",
-                         "tool_choice")
-          .reply();
-    }
+    job->tool_format = tool_format;
     job->tools = r.tools;
     job->parallel_tool_calls = r.parallel_tool_calls;
   }
@@ -480,6 +476,7 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
     g.ignore_eos = r.ignore_eos;
     // The format's markers are control tokens: the text must show them.
     g.render_special = tool_call_markers_are_special(job->tool_format);
+    g.grammar = grammar;
     std::shared_ptr<EventQueue> queue = job->queue;
     const int sub = static_cast<int>(s);
     RequestCallbacks cb;

@@ -476,6 +476,70 @@ bool parse_tool_choice(Fields& f, OpenAiRequest* out) {
 
 }  // namespace
 
+namespace {
+
+// response_format (OpenAI: text, json_object, json_schema {name, schema,
+// strict}), llama-server's json_schema and grammar (GBNF): at most one.
+bool parse_output_constraint(Fields& f, OpenAiRequest* out) {
+  int given = 0;
+  if (const Json* rf = f.get("response_format"); rf != nullptr) {
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
+      return f.fail("response_format", "'response_format' must be an object with a 'type'");
+    }
+    const std::string type = (*rf)["type"].get<std::string>();
+    if (type == "json_object") {
+      out->output.kind = OutputConstraint::Kind::kJsonObject;
+      ++given;
+    } else if (type == "json_schema") {
+      auto js = rf->find("json_schema");
+      if (js == rf->end() || !js->is_object() || !js->contains("schema")) {
+        return f.fail("response_format", "'response_format' of type json_schema needs "
+                                         "'json_schema': {\"name\", \"schema\"}");
+      }
+      const Json& schema = (*js)["schema"];
+      if (!schema.is_object() && !schema.is_boolean()) {
+        return f.fail("response_format", "'response_format.json_schema.schema' must be a JSON "
+                                         "Schema object");
+      }
+      out->output.kind = OutputConstraint::Kind::kJsonSchema;
+      out->output.schema = schema;
+      ++given;
+    } else if (type != "text") {
+      return f.fail("response_format",
+                    fmt::format("'response_format' type must be text, json_object or "
+                                "json_schema, got '{}'",
+                                type));
+    }
+  }
+  if (const Json* js = f.get("json_schema"); js != nullptr) {
+    if (!js->is_object() && !js->is_boolean()) {
+      return f.fail("json_schema", "'json_schema' must be a JSON Schema object");
+    }
+    out->output.kind = OutputConstraint::Kind::kJsonSchema;
+    out->output.schema = *js;
+    ++given;
+  }
+  if (const Json* g = f.get("grammar"); g != nullptr) {
+    if (!g->is_string()) return f.fail("grammar", "'grammar' must be a string (GBNF)");
+    if (!g->get<std::string>().empty()) {
+      out->output.kind = OutputConstraint::Kind::kGrammar;
+      out->output.grammar = g->get<std::string>();
+      ++given;
+    }
+  }
+  if (given > 1) {
+    return f.fail("response_format",
+                  "give at most one of 'response_format' (json), 'json_schema' and 'grammar'");
+  }
+  if (given == 1 && out->ignore_eos) {
+    return f.fail("ignore_eos", "'ignore_eos' cannot be combined with a grammar or JSON output: "
+                                "the grammar decides where the output ends");
+  }
+  return true;
+}
+
+}  // namespace
+
 bool parse_openai_request(const Json& body, ApiKind kind, OpenAiRequest* out, ApiError* error) {
   *out = OpenAiRequest{};
   out->kind = kind;
@@ -528,14 +592,7 @@ bool parse_openai_request(const Json& body, ApiKind kind, OpenAiRequest* out, Ap
     }
   }
   if (!f.read_bool("ignore_eos", &out->ignore_eos)) return false;
-  if (const Json* rf = f.get("response_format"); rf != nullptr) {
-    const bool text = rf->is_object() && rf->contains("type") && (*rf)["type"] == "text";
-    if (!text) {
-      return f.fail("response_format",
-                    "'response_format' other than {\"type\": \"text\"} is not "
-                    "supported");
-    }
-  }
+  if (!parse_output_constraint(f, out)) return false;
   if (kind == ApiKind::kCompletion && out->echo && out->logprobs >= 0) {
     return f.fail("echo", "'echo' together with 'logprobs' (prompt logprobs) is not supported");
   }

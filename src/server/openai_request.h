@@ -16,7 +16,11 @@
 //   bias in [-100, 100]), echo (completions), stream, stream_options
 //   {include_usage}, user (ignored), priority (folio: higher runs first),
 //   ignore_eos, best_of (must equal n), suffix (must be empty),
-//   response_format (only {"type": "text"}), tools (rendered by the chat
+//   response_format ({"type": "text" | "json_object"} or {"type":
+//   "json_schema", "json_schema": {"name", "schema", "strict"}}),
+//   json_schema (llama-server: a schema), grammar (llama-server: GBNF) --
+//   at most one of the three; the output is then sampled under the
+//   grammar (grammar/), tools (rendered by the chat
 //   template; calls in the output are parsed into tool_calls in the format
 //   the template teaches, server/tool_calls.h), tool_choice ("none", "auto",
 //   "required" or {"type": "function", "function": {"name"}}; the named
@@ -57,6 +61,14 @@ struct ToolChoice {
   std::string name;  // kNamed
 };
 
+// What the output must follow (sampled under a grammar), besides tool_choice.
+struct OutputConstraint {
+  enum class Kind { kNone, kJsonObject, kJsonSchema, kGrammar };
+  Kind kind = Kind::kNone;
+  Json schema;          // kJsonSchema
+  std::string grammar;  // kGrammar: GBNF text
+};
+
 struct OpenAiRequest {
   ApiKind kind = ApiKind::kCompletion;
   std::string model;                 // as sent; "" when absent
@@ -65,6 +77,7 @@ struct OpenAiRequest {
   Json tools;                        // chat: null or a list (null with tool_choice "none")
   ToolChoice tool_choice;            // chat
   bool parallel_tool_calls = true;   // false: at most one call per answer
+  OutputConstraint output;
   Json chat_template_kwargs = Json::object();
   bool add_generation_prompt = true;
   // OpenAI defaults; max_tokens -1 = until the context is full (the handler

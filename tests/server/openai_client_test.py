@@ -4,7 +4,11 @@
 Starts `folio serve` on a free loopback port with the tiny reference model
 and an API key, then checks chat and completions, streaming and not: text,
 finish reasons, usage, stop strings, n > 1, logprobs, and the errors the
-client maps to exceptions (400, 401, 404). Also on servers of their own:
+client maps to exceptions (400, 401, 404). Structured outputs: every schema
+of the grammar corpus (tests/grammar/schemas) as response_format, the
+answers validated by the `jsonschema` package; json_object; GBNF grammars.
+Tool calls enforced by tool_choice (named, required) on a server with a
+Qwen 2.5 template, parsed by the client. Also on servers of their own:
 SIGTERM with trickling clients, a port in use, and the web chat page at /
 in headless Chromium (its DOM against the API's answer, and a screenshot).
 
@@ -14,7 +18,9 @@ scripts/setup.sh installs it into .venv, which ctest uses).
 """
 
 import argparse
+import glob
 import html.parser
+import os
 import json
 import re
 import signal
@@ -30,9 +36,11 @@ import urllib.request
 import zlib
 
 try:
+    import jsonschema
     import openai
 except ImportError:
-    print("openai_client_test: the 'openai' package is not installed; run scripts/setup.sh "
+    print("openai_client_test: the 'openai' or 'jsonschema' package is not installed; run "
+          "scripts/setup.sh "
           "(it creates .venv with it) and configure the build again")
     sys.exit(1)
 
@@ -41,8 +49,9 @@ ARGS = None
 SERVER = None  # (process, base_url, model id)
 
 
-def start_server(api_key=API_KEY):
+def start_server(api_key=API_KEY, extra=()):
     key_args = ["--api-key", api_key] if api_key else []
+    key_args += list(extra)
     proc = subprocess.Popen(
         [ARGS.folio, "--log-level", "warn", "serve", "-m", ARGS.model, "--port", "0",
          "--max-seqs", "4", "--kv-type", "f32", "-t", "2", *key_args, "--alias", "tiny",
@@ -275,6 +284,165 @@ class ErrorsTest(unittest.TestCase):
         with self.assertRaises(openai.APIStatusError) as e:
             client().completions.create(model="tiny", prompt="word " * 600, max_tokens=1)
         self.assertEqual(e.exception.status_code, 413)
+
+
+SCHEMAS = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                         "grammar", "schemas", "*.json")))
+
+
+def schema_validator(schema):
+    """The oracle: jsonschema's validator for the schema's draft, with the
+    format checkers (date, time, date-time, uuid) on."""
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+class StructuredOutputTest(unittest.TestCase):
+    def test_json_schema_corpus(self):
+        self.assertGreaterEqual(len(SCHEMAS), 25)
+        finished = 0
+        for i, path in enumerate(SCHEMAS):
+            with open(path) as f:
+                schema = json.load(f)["schema"]
+            with self.subTest(schema=os.path.basename(path)):
+                # A random model may write a string that never ends: a few
+                # seeds, and what does end must validate.
+                for seed in (1, 2, 3):
+                    kw = dict(model="tiny", max_tokens=500, temperature=0.8, seed=seed,
+                              messages=[{"role": "user", "content": "JSON, please."}],
+                              response_format={"type": "json_schema",
+                                               "json_schema": {"name": "s", "schema": schema}})
+                    if (i + seed) % 2:
+                        r = client().chat.completions.create(**kw)
+                        text, finish = r.choices[0].message.content, r.choices[0].finish_reason
+                    else:
+                        text, finish = "", None
+                        for chunk in client().chat.completions.create(stream=True, **kw):
+                            for c in chunk.choices:
+                                text += c.delta.content or ""
+                                finish = c.finish_reason or finish
+                    if finish == "stop":
+                        schema_validator(schema).validate(json.loads(text))
+                        finished += 1
+                        break
+                    self.assertEqual(finish, "length")
+        self.assertGreaterEqual(finished, len(SCHEMAS) * 8 // 10)
+
+    def test_json_object(self):
+        for seed in range(4):
+            r = client().chat.completions.create(
+                model="tiny", messages=MESSAGES, max_tokens=300, temperature=0.7, seed=seed,
+                response_format={"type": "json_object"})
+            if r.choices[0].finish_reason == "stop":
+                self.assertIsInstance(json.loads(r.choices[0].message.content), dict)
+
+    def test_gbnf_grammar_on_completions(self):
+        for seed in range(6):
+            r = client().completions.create(
+                model="tiny", prompt="Answer:", max_tokens=20, temperature=1.0, seed=seed,
+                extra_body={"grammar": 'root ::= ("yes" | "no") ("!" | "")'})
+            self.assertIn(r.choices[0].text, ["yes", "no", "yes!", "no!"])
+            self.assertEqual(r.choices[0].finish_reason, "stop")
+
+    def test_bad_schema_and_grammar_are_400(self):
+        with self.assertRaises(openai.BadRequestError) as e:
+            client().chat.completions.create(
+                model="tiny", messages=MESSAGES,
+                response_format={"type": "json_schema", "json_schema": {
+                    "name": "s", "schema": {"type": "object", "patternProperties": {"a": {}}}}})
+        self.assertEqual(e.exception.body["param"], "response_format")
+        with self.assertRaises(openai.BadRequestError) as e:
+            client().completions.create(model="tiny", prompt="x",
+                                        extra_body={"grammar": "root ::= undefined-rule"})
+        self.assertEqual(e.exception.body["param"], "grammar")
+
+
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather in a city",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "maxLength": 12},
+        "unit": {"enum": ["c", "f"]}}, "required": ["city", "unit"],
+        "additionalProperties": False}}},
+    {"type": "function", "function": {
+        "name": "add", "parameters": {"type": "object", "properties": {
+            "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}]
+
+
+# A short ChatML template that teaches hermes tool calls (<tool_call>): the
+# tiny model's 512-token context has no room for Qwen's long tool prompt.
+HERMES_TEMPLATE = """{%- if tools %}<|im_start|>system
+Tools:{% for t in tools %} {{ t.function.name }}{% endfor %}. Call one as
+<tool_call>{"name": ..., "arguments": {...}}</tool_call><|im_end|>
+{% endif %}{%- for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}"""
+
+
+class ToolCallTest(unittest.TestCase):
+    """A server with a hermes tool-call template: tool_choice forces the
+    tiny model's output into a call the client parses."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        template = os.path.join(cls.tmp.name, "hermes.jinja")
+        with open(template, "w") as f:
+            f.write(HERMES_TEMPLATE)
+        cls.proc, base = start_server(api_key=None, extra=("--chat-template-file", template))
+        cls.client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0,
+                                   timeout=60)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.proc.terminate()
+        cls.proc.wait(timeout=10)
+        cls.proc.stderr.close()
+        cls.tmp.cleanup()
+
+    def check_call(self, call):
+        params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+        self.assertEqual(call.type, "function")
+        self.assertTrue(call.id.startswith("call_"))
+        schema_validator(params[call.function.name]).validate(json.loads(call.function.arguments))
+
+    def test_named_function(self):
+        for seed in range(3):
+            r = self.client.chat.completions.create(
+                model="tiny", messages=[{"role": "user", "content": "Weather in Oslo?"}],
+                tools=TOOLS, max_tokens=200, temperature=0.8, seed=seed,
+                tool_choice={"type": "function", "function": {"name": "get_weather"}})
+            c = r.choices[0]
+            if c.finish_reason == "length":
+                continue
+            self.assertEqual(c.finish_reason, "tool_calls")
+            self.assertGreaterEqual(len(c.message.tool_calls), 1)
+            for call in c.message.tool_calls:
+                self.assertEqual(call.function.name, "get_weather")
+                self.check_call(call)
+            return
+        self.fail("no seed finished a call within max_tokens")
+
+    def test_required_streamed_single_call(self):
+        for seed in range(3):
+            stream = self.client.chat.completions.create(
+                model="tiny", messages=[{"role": "user", "content": "Add 2 and 3."}],
+                tools=TOOLS, max_tokens=200, temperature=0.8, seed=seed, stream=True,
+                tool_choice="required", parallel_tool_calls=False)
+            calls, finish = {}, None
+            for chunk in stream:
+                for c in chunk.choices:
+                    for d in c.delta.tool_calls or []:
+                        calls[d.index] = d
+                    finish = c.finish_reason or finish
+            if finish == "length":
+                continue
+            self.assertEqual(finish, "tool_calls")
+            self.assertEqual(list(calls), [0])
+            self.check_call(calls[0])
+            return
+        self.fail("no seed finished a call within max_tokens")
 
 
 class ProcessTest(unittest.TestCase):

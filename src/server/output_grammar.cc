@@ -1,0 +1,168 @@
+#include "server/output_grammar.h"
+
+#include <fmt/format.h>
+
+#include "grammar/gbnf_parser.h"
+#include "grammar/json_schema_to_gbnf.h"
+
+namespace folio::server {
+
+namespace {
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_';
+}
+
+// The schema of one call of `tool` as the format writes it: {"name": N,
+// <args_key>: parameters}.
+Json call_schema(const Json& tool, const char* args_key) {
+  const Json& fn = tool.is_object() && tool.contains("function") ? tool["function"] : tool;
+  Json params = fn.is_object() && fn.contains("parameters") ? fn["parameters"]
+                                                            : Json{{"type", "object"}};
+  Json props = Json::object();
+  props["name"] = Json{{"const", fn.value("name", "")}};
+  props[args_key] = std::move(params);
+  return Json{{"type", "object"},
+              {"properties", std::move(props)},
+              {"required", Json::array({"name", args_key})},
+              {"additionalProperties", false}};
+}
+
+const Json* find_tool(const Json& tools, const std::string& name) {
+  for (const Json& t : tools) {
+    const Json& fn = t.is_object() && t.contains("function") ? t["function"] : t;
+    if (fn.is_object() && fn.value("name", "") == name) return &t;
+  }
+  return nullptr;
+}
+
+// GBNF for the tool call(s) tool_choice demands.
+bool tool_call_gbnf(const OpenAiRequest& r, ToolCallFormat format, std::string* out,
+                    ApiError* error) {
+  if (format != ToolCallFormat::kHermes && format != ToolCallFormat::kLlama3) {
+    *error = bad_request(fmt::format("tool_choice '{}' cannot be enforced for this model's "
+                                     "tool-call format ({}): use 'auto'",
+                                     r.tool_choice.mode == ToolChoiceMode::kRequired
+                                         ? "required"
+                                         : r.tool_choice.name,
+                                     tool_call_format_name(format)),
+                         "tool_choice");
+    return false;
+  }
+  const char* args_key = format == ToolCallFormat::kLlama3 ? "parameters" : "arguments";
+  Json schema;
+  if (r.tool_choice.mode == ToolChoiceMode::kNamed) {
+    const Json* t = find_tool(r.tools, r.tool_choice.name);
+    if (t == nullptr) {
+      *error = bad_request(fmt::format("no tool named '{}'", r.tool_choice.name), "tool_choice");
+      return false;
+    }
+    schema = call_schema(*t, args_key);
+  } else {
+    Json any = Json::array();
+    for (const Json& t : r.tools) any.push_back(call_schema(t, args_key));
+    schema = any.size() == 1 ? any[0] : Json{{"anyOf", std::move(any)}};
+  }
+  Result<std::string> call = grammar::json_schema_to_gbnf(schema);
+  if (!call.ok()) {
+    *error = bad_request(fmt::format("a tool's parameters cannot be enforced: {}",
+                                     call.status().message()),
+                         "tools");
+    return false;
+  }
+  std::string g = rename_gbnf_rule(*call, "root", "folio-tool-call");
+  const bool many = r.parallel_tool_calls;
+  if (format == ToolCallFormat::kHermes) {
+    g += many ? "root ::= folio-tool-block (\"\\n\" folio-tool-block)*\n"
+              : "root ::= folio-tool-block\n";
+    g += "folio-tool-block ::= \"<tool_call>\\n\" folio-tool-call \"\\n</tool_call>\"\n";
+  } else {
+    g += many ? "root ::= folio-tool-call (\"; \" folio-tool-call)*\n"
+              : "root ::= folio-tool-call\n";
+  }
+  *out = std::move(g);
+  return true;
+}
+
+}  // namespace
+
+std::string rename_gbnf_rule(std::string_view gbnf, std::string_view from, std::string_view to) {
+  std::string out;
+  out.reserve(gbnf.size());
+  size_t i = 0;
+  while (i < gbnf.size()) {
+    const char c = gbnf[i];
+    if (c == '"' || c == '[') {  // a literal or a class, with escapes
+      const char close = c == '"' ? '"' : ']';
+      size_t j = i + 1;
+      while (j < gbnf.size() && gbnf[j] != close) j += gbnf[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, gbnf.size());
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else if (c == '#') {  // a comment, to the end of the line
+      size_t j = gbnf.find('\n', i);
+      if (j == std::string_view::npos) j = gbnf.size();
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else if (is_name_char(c)) {
+      size_t j = i;
+      while (j < gbnf.size() && is_name_char(gbnf[j])) ++j;
+      const std::string_view word = gbnf.substr(i, j - i);
+      out.append(word == from ? to : word);
+      i = j;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+bool output_grammar(const OpenAiRequest& r, ToolCallFormat format,
+                    std::shared_ptr<const grammar::CompiledGrammar>* out, ApiError* error) {
+  out->reset();
+  std::string gbnf;
+  const char* param = "response_format";
+  const bool tool_forced = r.kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty() &&
+                           (r.tool_choice.mode == ToolChoiceMode::kRequired ||
+                            r.tool_choice.mode == ToolChoiceMode::kNamed);
+  if (tool_forced && r.output.kind != OutputConstraint::Kind::kNone) {
+    *error = bad_request("tool_choice 'required' or a named function cannot be combined with "
+                         "response_format, json_schema or grammar",
+                         "tool_choice");
+    return false;
+  }
+  switch (r.output.kind) {
+    case OutputConstraint::Kind::kNone:
+      if (!tool_forced) return true;
+      param = "tool_choice";
+      if (!tool_call_gbnf(r, format, &gbnf, error)) return false;
+      break;
+    case OutputConstraint::Kind::kJsonObject:
+      gbnf = grammar::json_object_gbnf();
+      break;
+    case OutputConstraint::Kind::kJsonSchema: {
+      Result<std::string> g = grammar::json_schema_to_gbnf(r.output.schema);
+      if (!g.ok()) {
+        *error = bad_request(std::string(g.status().message()), param);
+        return false;
+      }
+      gbnf = std::move(g).value();
+      break;
+    }
+    case OutputConstraint::Kind::kGrammar:
+      param = "grammar";
+      gbnf = r.output.grammar;
+      break;
+  }
+  Result<std::shared_ptr<const grammar::CompiledGrammar>> compiled = grammar::compile_gbnf(gbnf);
+  if (!compiled.ok()) {
+    *error = bad_request(std::string(compiled.status().message()), param);
+    return false;
+  }
+  *out = std::move(compiled).value();
+  return true;
+}
+
+}  // namespace folio::server

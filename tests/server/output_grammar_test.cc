@@ -1,0 +1,109 @@
+// The grammars behind response_format, grammar and tool_choice: what they
+// accept, and the 400s naming the field at fault.
+#include "server/output_grammar.h"
+
+#include <gtest/gtest.h>
+
+#include "grammar/grammar_matcher.h"
+
+namespace folio::server {
+namespace {
+
+bool accepts(const std::shared_ptr<const grammar::CompiledGrammar>& g, std::string_view text) {
+  grammar::GrammarMatcher m(g);
+  return m.accept_bytes(text) && m.is_accepting();
+}
+
+OpenAiRequest chat_request(const char* body) {
+  OpenAiRequest r;
+  ApiError err;
+  EXPECT_TRUE(parse_openai_request(Json::parse(body), ApiKind::kChat, &r, &err)) << err.message;
+  return r;
+}
+
+TEST(OutputGrammar, RenameTouchesOnlyTheRule) {
+  EXPECT_EQ(rename_gbnf_rule("root ::= \"root\" [root] item # root\nitem ::= root-x | root\n",
+                             "root", "doc"),
+            "doc ::= \"root\" [root] item # root\nitem ::= root-x | doc\n");
+  EXPECT_EQ(rename_gbnf_rule(R"(root ::= "a\"root" root)", "root", "r"), R"(r ::= "a\"root" r)");
+}
+
+TEST(OutputGrammar, ResponseFormats) {
+  std::shared_ptr<const grammar::CompiledGrammar> g;
+  ApiError err;
+  OpenAiRequest r = chat_request(R"({"messages": [{"role": "user", "content": "x"}]})");
+  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kNone, &g, &err));
+  EXPECT_EQ(g, nullptr);
+
+  r = chat_request(R"({"messages": [{"role": "user", "content": "x"}],
+      "response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kNone, &g, &err)) << err.message;
+  EXPECT_TRUE(accepts(g, R"({"a": [1, true]})"));
+  EXPECT_FALSE(accepts(g, "[1]"));
+
+  r = chat_request(R"({"messages": [{"role": "user", "content": "x"}],
+      "response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema":
+      {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}}})");
+  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kNone, &g, &err)) << err.message;
+  EXPECT_TRUE(accepts(g, R"({"n": 12})"));
+  EXPECT_FALSE(accepts(g, R"({"n": "12"})"));
+
+  r = chat_request(R"({"messages": [{"role": "user", "content": "x"}],
+      "response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema":
+      {"type": "object", "patternProperties": {"a": {}}}}}})");
+  EXPECT_FALSE(output_grammar(r, ToolCallFormat::kNone, &g, &err));
+  EXPECT_EQ(err.param, "response_format");
+
+  r = chat_request(R"({"messages": [{"role": "user", "content": "x"}], "grammar": "root ::= x"})");
+  EXPECT_FALSE(output_grammar(r, ToolCallFormat::kNone, &g, &err));
+  EXPECT_EQ(err.param, "grammar");
+  EXPECT_NE(err.message.find("line 1"), std::string::npos) << err.message;
+}
+
+TEST(OutputGrammar, ParsingRefusesConflicts) {
+  OpenAiRequest r;
+  ApiError err;
+  EXPECT_FALSE(parse_openai_request(
+      Json::parse(R"({"prompt": "x", "grammar": "root ::= \"a\"", "json_schema": {}})"),
+      ApiKind::kCompletion, &r, &err));
+  EXPECT_FALSE(parse_openai_request(
+      Json::parse(R"({"prompt": "x", "grammar": "root ::= \"a\"", "ignore_eos": true})"),
+      ApiKind::kCompletion, &r, &err));
+  EXPECT_EQ(err.param, "ignore_eos");
+  EXPECT_FALSE(parse_openai_request(
+      Json::parse(R"({"prompt": "x", "response_format": {"type": "yaml"}})"), ApiKind::kCompletion,
+      &r, &err));
+  EXPECT_EQ(err.param, "response_format");
+}
+
+TEST(OutputGrammar, ToolChoiceForcesACallInTheTemplatesFormat) {
+  const char* body = R"({"messages": [{"role": "user", "content": "x"}],
+      "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+      "properties": {"a": {"type": "integer"}}, "required": ["a"]}}},
+      {"type": "function", "function": {"name": "g"}}], "tool_choice": "required"})";
+  OpenAiRequest r = chat_request(body);
+  std::shared_ptr<const grammar::CompiledGrammar> g;
+  ApiError err;
+  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kHermes, &g, &err)) << err.message;
+  EXPECT_TRUE(accepts(g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 3}}\n</tool_call>"));
+  EXPECT_TRUE(accepts(g, "<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>\n"
+                         "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>"));
+  EXPECT_FALSE(accepts(g, "<tool_call>\n{\"name\": \"h\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(accepts(g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(accepts(g, "Sure! <tool_call>"));
+
+  r.tool_choice = {ToolChoiceMode::kNamed, "f"};
+  r.parallel_tool_calls = false;
+  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kLlama3, &g, &err)) << err.message;
+  EXPECT_TRUE(accepts(g, R"({"name": "f", "parameters": {"a": 3}})"));
+  EXPECT_FALSE(accepts(g, R"({"name": "g", "parameters": {}})"));
+  EXPECT_FALSE(accepts(g, R"({"name": "f", "parameters": {"a": 3}}; {"name": "f", "parameters": {"a": 3}})"));
+
+  EXPECT_FALSE(output_grammar(r, ToolCallFormat::kMistral, &g, &err));
+  EXPECT_EQ(err.param, "tool_choice");
+  EXPECT_FALSE(output_grammar(r, ToolCallFormat::kNone, &g, &err));
+  EXPECT_EQ(err.param, "tool_choice");
+}
+
+}  // namespace
+}  // namespace folio::server
