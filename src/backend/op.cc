@@ -15,6 +15,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kRmsNorm: return "rms_norm";
     case OpKind::kAddRmsNorm: return "add_rms_norm";
     case OpKind::kL2Norm: return "l2_norm";
+    case OpKind::kNorm: return "norm";
     case OpKind::kRope: return "rope";
     case OpKind::kSoftMax: return "soft_max";
     case OpKind::kUnary: return "unary";
@@ -228,7 +229,8 @@ bool params_match(const Op& op) {
     case OpKind::kScale: return std::holds_alternative<ScaleParams>(op.params);
     case OpKind::kRmsNorm:
     case OpKind::kAddRmsNorm: return std::holds_alternative<RmsNormParams>(op.params);
-    case OpKind::kL2Norm: return std::holds_alternative<NormParams>(op.params);
+    case OpKind::kL2Norm:
+    case OpKind::kNorm: return std::holds_alternative<NormParams>(op.params);
     case OpKind::kRope: return std::holds_alternative<RopeParams>(op.params);
     case OpKind::kSoftMax: return std::holds_alternative<SoftMaxParams>(op.params);
     case OpKind::kUnary: return std::holds_alternative<UnaryParams>(op.params);
@@ -299,6 +301,12 @@ bool check(Checker& c, const Op& op) {
       return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.type(d, DType::F32, "dst") &&
              c.shape_eq(d, s0, "dst") &&
              (s1.empty() || (c.type(s1, DType::F32, "weight") && c.eq(s1.nelements(), s0.ne[0], "weight length")));
+    case OpKind::kNorm:
+      return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.type(d, DType::F32, "dst") &&
+             c.shape_eq(d, s0, "dst") &&
+             (s1.empty() || (c.type(s1, DType::F32, "weight") && c.eq(s1.nelements(), s0.ne[0], "weight length"))) &&
+             (op.src[2].empty() || (c.type(op.src[2], DType::F32, "bias") &&
+                                    c.eq(op.src[2].nelements(), s0.ne[0], "bias length")));
     case OpKind::kAddRmsNorm:
       return c.has(s0, "a") && c.has(s1, "b") && c.has(op.dst2, "sum output") &&
              c.type(s0, DType::F32, "a") && c.type(s1, DType::F32, "b") && c.shape_eq(s0, s1, "a/b") &&

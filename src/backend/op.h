@@ -44,6 +44,11 @@ enum class OpKind : int {
   kAddRmsNorm,
   // dst = src0 / max(sqrt(sum src0^2 over dim 0), eps). (NormParams)
   kL2Norm,
+  // Layer norm (ggml_norm, then the affine part): per row (dim 0),
+  // dst = (src0 - mean) / sqrt(var + eps) [* src1 weight F32 [ne0]]
+  // [+ src2 bias F32 [ne0]], var the biased variance mean((src0 - mean)^2).
+  // (NormParams)
+  kNorm,
   // Rotary embedding (RopeParams). src0 x F32 [head_dim, n_head, n_tokens],
   // src1 positions I32 [n_tokens] (or [4 * n_tokens] for multi-section modes:
   // section s of token t at pos[s * n_tokens + t]), optional src2 freq

@@ -76,6 +76,12 @@ Result<RopeScaling> parse_scaling(std::string_view s, const std::string& key) {
       "model: key '{}': rope scaling type '{}' is not supported (none, linear, yarn)", key, s);
 }
 
+// The key of the family's norm epsilon.
+std::string norm_eps_key(const ModelConfig& c) {
+  const bool encoder = c.family != nullptr && c.family->encoder;
+  return arch_key(c, encoder ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon");
+}
+
 // The keys every family shares (llama.cpp's llama_model::load_hparams).
 Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
   FOLIO_ASSIGN_OR_RETURN(c.n_ctx_train, require_int(f, arch_key(c, "context_length")));
@@ -130,7 +136,9 @@ Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
   FOLIO_RETURN_IF_ERROR(
       positive(arch_key(c, "attention.value_length").c_str(), c.head_dim_v, 1 << 16));
 
-  const std::string eps_key = arch_key(c, "attention.layer_norm_rms_epsilon");
+  // Decoders normalise with RMS norm, encoders with layer norm: each family
+  // has its own epsilon key (llama.cpp requires the one it uses).
+  const std::string eps_key = norm_eps_key(c);
   if (!f.has(eps_key)) return not_found("model: missing required key '{}'", eps_key);
   FOLIO_ASSIGN_OR_RETURN(c.norm_eps, optional_float(f, eps_key, 0.0f));
   FOLIO_ASSIGN_OR_RETURN(c.attn_scale, optional_float(f, arch_key(c, "attention.scale"), 0.0f));
@@ -241,6 +249,22 @@ Status validate_ssm(const ModelConfig& c) {
 
 }  // namespace
 
+const char* pooling_type_name(PoolingType p) {
+  switch (p) {
+    case PoolingType::kNone:
+      return "none";
+    case PoolingType::kMean:
+      return "mean";
+    case PoolingType::kCls:
+      return "cls";
+    case PoolingType::kLast:
+      return "last";
+    case PoolingType::kRank:
+      return "rank";
+  }
+  return "?";
+}
+
 const char* rope_scaling_name(RopeScaling s) {
   switch (s) {
     case RopeScaling::kNone:
@@ -255,6 +279,10 @@ const char* rope_scaling_name(RopeScaling s) {
 
 std::string arch_key(const ModelConfig& cfg, const char* suffix) {
   return fmt::format("{}.{}", cfg.arch, suffix);
+}
+
+bool ModelConfig::is_embedding() const {
+  return family != nullptr && family->encoder;
 }
 
 bool ModelConfig::is_hybrid() const {
@@ -306,8 +334,7 @@ Status validate_config(const ModelConfig& c) {
   FOLIO_RETURN_IF_ERROR(positive("context_length", c.n_ctx_train, int64_t{1} << 31));
   FOLIO_RETURN_IF_ERROR(positive("head_dim_k (attention.key_length)", c.head_dim_k, 1 << 16));
   FOLIO_RETURN_IF_ERROR(positive("head_dim_v (attention.value_length)", c.head_dim_v, 1 << 16));
-  FOLIO_RETURN_IF_ERROR(
-      positive_float(arch_key(c, "attention.layer_norm_rms_epsilon").c_str(), c.norm_eps));
+  FOLIO_RETURN_IF_ERROR(positive_float(norm_eps_key(c).c_str(), c.norm_eps));
   FOLIO_RETURN_IF_ERROR(positive_float(arch_key(c, "rope.freq_base").c_str(), c.rope.freq_base));
   FOLIO_RETURN_IF_ERROR(
       positive_float(arch_key(c, "rope.freq_base_swa").c_str(), c.rope.freq_base_swa));
@@ -375,7 +402,8 @@ std::string ModelConfig::summary() const {
   } else {
     s += fmt::format(", n_ff {}", n_ff[0]);
   }
-  s += fmt::format(", rope base {:g}", rope.freq_base);
+  s += learned_pos ? std::string(", learned positions")
+                   : fmt::format(", rope base {:g}", rope.freq_base);
   if (rope.scaling != RopeScaling::kNone) {
     s += fmt::format(" ({} x{:g})", rope_scaling_name(rope.scaling), rope.scaling_factor);
   }
@@ -388,6 +416,10 @@ std::string ModelConfig::summary() const {
                      ssm.n_k_heads, ssm.n_v_heads, ssm.d_state);
   }
   if (n_ff_shexp > 0) s += fmt::format(", shared expert n_ff {}", n_ff_shexp);
+  if (is_embedding()) {
+    s += fmt::format(", {}embedding model (pooling {})", causal_attn ? "causal " : "",
+                     pooling_type_name(pooling));
+  }
   return s + fmt::format(", n_ctx_train {}", n_ctx_train);
 }
 

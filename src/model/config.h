@@ -31,6 +31,13 @@ enum class BiasMode : int { kNone, kOptional, kRequired };
 
 enum class ExpertGating : int { kSoftmax, kSigmoid };
 
+// How an embedding model turns its token vectors into one vector per input
+// (`<arch>.pooling_type`, llama.cpp's values): none (a vector per token),
+// the mean of the tokens, the first token (BERT's [CLS]) or the last one.
+// kRank (a reranker's classification head) is read but not supported.
+enum class PoolingType : int { kNone = 0, kMean = 1, kCls = 2, kLast = 3, kRank = 4 };
+const char* pooling_type_name(PoolingType p);
+
 struct RopeConfig {
   RopeMode mode = RopeMode::kNormal;
   int n_dims = 0;              // rotated dims per head (rope.dimension_count)
@@ -123,6 +130,14 @@ struct ModelConfig {
   int64_t n_ff_shexp =
       0;  // shared expert width (0: none); gated by sigmoid(ffn_gate_inp_shexp . x)
 
+  // Embedding models (the encoder families bert, nomic-bert: ArchFamily::encoder).
+  bool causal_attn = true;  // attention.causal; false: a token sees its whole sequence
+  PoolingType pooling = PoolingType::kNone;  // pooling_type
+  int64_t n_token_types = 0;  // tokenizer.ggml.token_type_count: rows of token_types.weight
+  bool learned_pos = false;   // absolute positions from position_embd.weight, no rope (bert)
+  bool fused_qkv = false;     // q, k, v from one attn_qkv.weight (nomic-bert)
+  bool ffn_gated = true;      // false: down(gelu(up x + b) + b) with biases, no ffn_gate (bert)
+
   int n_head_of(int layer) const { return n_head[static_cast<size_t>(layer)]; }
   int n_head_kv_of(int layer) const { return n_head_kv[static_cast<size_t>(layer)]; }
   bool is_swa(int layer) const { return n_swa > 0 && swa_layers[static_cast<size_t>(layer)] != 0; }
@@ -132,6 +147,9 @@ struct ModelConfig {
   }
   // Any gated DeltaNet layer: the model needs a hybrid cache (cache/hybrid_kv_cache.h).
   bool is_hybrid() const;
+  // An encoder family: its forward yields the final hidden states (for
+  // pooling into embeddings), not logits; it has no LM head.
+  bool is_embedding() const;
   // What the KV cache holds for this model: K/V shapes of the attention
   // layers, recurrent state shapes of the gated DeltaNet layers.
   cache::KvGeometry cache_geometry() const;

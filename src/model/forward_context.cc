@@ -514,6 +514,17 @@ void ForwardContext::add_rms_norm(const TensorView& a, const TensorView& b, cons
   run(op);
 }
 
+TensorView ForwardContext::norm(const TensorView& x, const TensorView& w, const TensorView& b,
+                                float eps, TensorView dst) {
+  Op op;
+  op.kind = OpKind::kNorm;
+  op.src[0] = x;
+  op.src[1] = w;
+  op.src[2] = b;
+  op.params = NormParams{eps};
+  return run_into(op, dst, DType::F32, x.ne);
+}
+
 TensorView ForwardContext::rope(const TensorView& x, const TensorView& pos, const RopeParams& p,
                                 const TensorView& freq_factors) {
   Op op;

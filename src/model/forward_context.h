@@ -126,6 +126,9 @@ class ForwardContext {
   // sum = a + b; norm = rms_norm(sum) * w. Both outputs given (may alias a/b).
   void add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& w, float eps,
                     const TensorView& sum, const TensorView& norm);
+  // Layer norm over dim 0: (x - mean) / sqrt(var + eps) [* w] [+ b] (kNorm).
+  TensorView norm(const TensorView& x, const TensorView& w, const TensorView& b, float eps,
+                  TensorView dst = {});
   TensorView rope(const TensorView& x, const TensorView& pos, const RopeParams& p,
                   const TensorView& freq_factors = {});
   TensorView soft_max(const TensorView& x, float scale = 1.0f);

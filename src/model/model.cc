@@ -17,6 +17,37 @@ Result<std::unique_ptr<cache::KvCache>> Model::make_cache(
 
 Result<TensorView> Model::forward(const cache::Batch& batch, cache::KvCache& cache,
                                   ForwardContext& ctx) const {
+  if (config_.is_embedding()) {
+    return unsupported(
+        "forward: '{}' is an embedding model: it has no LM head to generate text with "
+        "(compute embeddings instead)",
+        config_.arch);
+  }
+  return run(batch, cache, ctx, config_.n_vocab);
+}
+
+Result<TensorView> Model::embed(const cache::Batch& batch, cache::KvCache& cache,
+                                ForwardContext& ctx) const {
+  if (!config_.is_embedding()) {
+    return unsupported("embed: '{}' is not an embedding model (folio computes embeddings with {})",
+                       config_.arch, "bert, nomic-bert");
+  }
+  if (!config_.causal_attn) {
+    // Earlier tokens would not see this batch's: a sequence comes whole.
+    for (int32_t seq : batch.seq_idx) {
+      if (cache.has_sequence(seq) && cache.seq_len(seq) > 0) {
+        return invalid_argument(
+            "embed: sequence {} already holds {} positions; with non-causal attention a "
+            "sequence is fed whole in one batch",
+            seq, cache.seq_len(seq));
+      }
+    }
+  }
+  return run(batch, cache, ctx, config_.n_embd);
+}
+
+Result<TensorView> Model::run(const cache::Batch& batch, cache::KvCache& cache, ForwardContext& ctx,
+                              int64_t width) const {
   const int64_t n = batch.size();
   if (n == 0) return invalid_argument("forward: empty batch");
   if (batch.pos.size() != batch.tokens.size() || batch.seq_idx.size() != batch.tokens.size() ||
@@ -66,18 +97,18 @@ Result<TensorView> Model::forward(const cache::Batch& batch, cache::KvCache& cac
   if (out_ids.empty()) out_ids.push_back(0);
   in.out_ids = ctx.upload_i32(out_ids);
   in.out_ids.ne[0] = in.n_outputs;
-  TensorView logits = config_.family->forward(config_, weights_, in, cache, ctx);
-  // The one wait of a step on a device: the logits rows come back (or, with
+  TensorView out = config_.family->forward(config_, weights_, in, cache, ctx);
+  // The one wait of a step on a device: the output rows come back (or, with
   // none to sample, the work is run to its end so kernel errors surface).
-  Result<TensorView> host_logits = in.n_outputs > 0 ? ctx.to_host(logits) : Result<TensorView>(logits);
+  Result<TensorView> host_out = in.n_outputs > 0 ? ctx.to_host(out) : Result<TensorView>(out);
   if (in.n_outputs == 0) (void)ctx.sync();
   if (!ctx.ok()) {
     cache.discard(plan);
     return ctx.status();
   }
   cache.apply(plan);
-  if (in.n_outputs == 0) return TensorView::contiguous(nullptr, DType::F32, {config_.n_vocab, 0});
-  return *host_logits;
+  if (in.n_outputs == 0) return TensorView::contiguous(nullptr, DType::F32, {width, 0});
+  return *host_out;
 }
 
 }  // namespace folio::model

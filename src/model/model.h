@@ -78,8 +78,20 @@ class Model {
   // (no data when there are none). The view lives in ctx's arena until ctx's
   // next forward. The cache's plan is applied only on success; on error the
   // cache's sequences are unchanged.
+  // Embedding models (config().is_embedding()) have no logits: kUnsupported.
   Result<TensorView> forward(const cache::Batch& batch, cache::KvCache& cache,
                              ForwardContext& ctx) const;
+
+  // The encoder of an embedding model (bert, nomic-bert): runs `batch` like
+  // forward() and returns the final hidden states F32 [n_embd, n_outputs] of
+  // the flagged tokens in batch order (host memory, in ctx's arena until its
+  // next forward). With non-causal attention each sequence must be fed whole
+  // in one batch (a token sees the keys its sequence holds after the batch):
+  // a sequence of the batch that already holds positions is
+  // kInvalidArgument. Pooling and normalisation are the caller's
+  // (engine/embedder.h). Generative models: kUnsupported.
+  Result<TensorView> embed(const cache::Batch& batch, cache::KvCache& cache,
+                           ForwardContext& ctx) const;
 
   // A KV cache sized for this model (cache::create_kv_cache over
   // config().cache_geometry()): contiguous or paged as options.storage says;
@@ -89,6 +101,10 @@ class Model {
  private:
   explicit Model(gguf::GgufFile file) : file_(std::move(file)) {}
   Status load_weights(const LoadOptions& options);
+  // forward() and embed(): the family's forward over `batch`; its output rows
+  // are `width` wide (n_vocab or n_embd).
+  Result<TensorView> run(const cache::Batch& batch, cache::KvCache& cache, ForwardContext& ctx,
+                         int64_t width) const;
 
   gguf::GgufFile file_;
   ModelConfig config_;

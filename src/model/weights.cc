@@ -41,6 +41,76 @@ Status visit_ssm_tensors(const ModelConfig& cfg, int il, LayerWeights& l,
   return add("ssm_out.weight", shape(s.d_inner, e), OpKind::kMulMat, &l.ssm_out);
 }
 
+// The tensors of an encoder (bert, nomic-bert: llama.cpp's names). Every
+// layer: attention (separate q/k/v with biases, or one attn_qkv), output
+// projection, layer norm, FFN (up/down with biases, or gated), layer norm.
+Status visit_encoder_tensors(const ModelConfig& cfg, ModelWeights& w, const TensorVisitor& visit) {
+  const int64_t e = cfg.n_embd, dk = cfg.head_dim_k, dv = cfg.head_dim_v;
+  auto add = [&](std::string name, std::array<int64_t, kMaxDims> ne, bool required, OpKind consumer,
+                 TensorView* view) {
+    return visit(TensorSpec{std::move(name), ne, required, consumer, view, nullptr});
+  };
+  FOLIO_RETURN_IF_ERROR(
+      add("token_embd.weight", shape(e, cfg.n_vocab), true, OpKind::kGetRows, &w.token_embd));
+  FOLIO_RETURN_IF_ERROR(add("token_types.weight", shape(e, cfg.n_token_types), true,
+                            OpKind::kGetRows, &w.token_types));
+  if (cfg.learned_pos) {
+    FOLIO_RETURN_IF_ERROR(add("position_embd.weight", shape(e, cfg.n_ctx_train), true,
+                              OpKind::kGetRows, &w.pos_embd));
+  }
+  FOLIO_RETURN_IF_ERROR(
+      add("token_embd_norm.weight", shape(e), true, OpKind::kNorm, &w.token_embd_norm));
+  FOLIO_RETURN_IF_ERROR(
+      add("token_embd_norm.bias", shape(e), true, OpKind::kNorm, &w.token_embd_norm_b));
+  for (int il = 0; il < cfg.n_layer; ++il) {
+    LayerWeights& l = w.layers[static_cast<size_t>(il)];
+    const int64_t hq = cfg.n_head_of(il), hkv = cfg.n_head_kv_of(il);
+    const int64_t f = cfg.n_ff[static_cast<size_t>(il)];
+    auto n = [il](const char* base) { return fmt::format("blk.{}.{}", il, base); };
+    if (cfg.fused_qkv) {
+      FOLIO_RETURN_IF_ERROR(add(n("attn_qkv.weight"), shape(e, hq * dk + hkv * (dk + dv)), true,
+                                OpKind::kMulMat, &l.wqkv));
+    } else {
+      FOLIO_RETURN_IF_ERROR(add(n("attn_q.weight"), shape(e, hq * dk), true, OpKind::kMulMat, &l.wq));
+      FOLIO_RETURN_IF_ERROR(add(n("attn_k.weight"), shape(e, hkv * dk), true, OpKind::kMulMat, &l.wk));
+      FOLIO_RETURN_IF_ERROR(add(n("attn_v.weight"), shape(e, hkv * dv), true, OpKind::kMulMat, &l.wv));
+    }
+    if (cfg.qkv_bias != BiasMode::kNone) {
+      const bool req = cfg.qkv_bias == BiasMode::kRequired;
+      FOLIO_RETURN_IF_ERROR(add(n("attn_q.bias"), shape(hq * dk), req, OpKind::kAdd, &l.bq));
+      FOLIO_RETURN_IF_ERROR(add(n("attn_k.bias"), shape(hkv * dk), req, OpKind::kAdd, &l.bk));
+      FOLIO_RETURN_IF_ERROR(add(n("attn_v.bias"), shape(hkv * dv), req, OpKind::kAdd, &l.bv));
+    }
+    FOLIO_RETURN_IF_ERROR(
+        add(n("attn_output.weight"), shape(hq * dv, e), true, OpKind::kMulMat, &l.wo));
+    if (cfg.out_bias != BiasMode::kNone) {
+      FOLIO_RETURN_IF_ERROR(add(n("attn_output.bias"), shape(e),
+                                cfg.out_bias == BiasMode::kRequired, OpKind::kAdd, &l.bo));
+    }
+    FOLIO_RETURN_IF_ERROR(
+        add(n("attn_output_norm.weight"), shape(e), true, OpKind::kNorm, &l.attn_out_norm));
+    FOLIO_RETURN_IF_ERROR(
+        add(n("attn_output_norm.bias"), shape(e), true, OpKind::kNorm, &l.attn_out_norm_b));
+    FOLIO_RETURN_IF_ERROR(add(n("ffn_up.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_up));
+    if (cfg.ffn_gated) {
+      FOLIO_RETURN_IF_ERROR(
+          add(n("ffn_gate.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_gate));
+    } else {
+      FOLIO_RETURN_IF_ERROR(add(n("ffn_up.bias"), shape(f), true, OpKind::kAdd, &l.ffn_up_b));
+    }
+    FOLIO_RETURN_IF_ERROR(
+        add(n("ffn_down.weight"), shape(f, e), true, OpKind::kMulMat, &l.ffn_down));
+    if (!cfg.ffn_gated) {
+      FOLIO_RETURN_IF_ERROR(add(n("ffn_down.bias"), shape(e), true, OpKind::kAdd, &l.ffn_down_b));
+    }
+    FOLIO_RETURN_IF_ERROR(
+        add(n("layer_output_norm.weight"), shape(e), true, OpKind::kNorm, &l.layer_out_norm));
+    FOLIO_RETURN_IF_ERROR(
+        add(n("layer_output_norm.bias"), shape(e), true, OpKind::kNorm, &l.layer_out_norm_b));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisitor& visit) {
@@ -50,6 +120,7 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
                  TensorView* view, const char* fallback = nullptr) {
     return visit(TensorSpec{std::move(name), ne, required, consumer, view, fallback});
   };
+  if (cfg.is_embedding()) return visit_encoder_tensors(cfg, w, visit);
 
   FOLIO_RETURN_IF_ERROR(
       add("token_embd.weight", shape(e, cfg.n_vocab), true, OpKind::kGetRows, &w.token_embd));

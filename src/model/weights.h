@@ -60,6 +60,14 @@ struct LayerWeights {
   TensorView ssm_alpha;   // [E, Hv]
   TensorView ssm_norm;    // [S]          gated RMS norm of the output (no +1 offset)
   TensorView ssm_out;     // [Hv * S, E]
+  // Post-norm encoder layers (bert, nomic-bert): layer norms with biases.
+  TensorView wqkv;              // [E, Hq * Dk + 2 * Hkv * Dk] nomic-bert: q, k, v in one
+  TensorView attn_out_norm;     // [E]  after the attention residual
+  TensorView attn_out_norm_b;   // [E]
+  TensorView ffn_up_b;          // [F]  bert
+  TensorView ffn_down_b;        // [E]  bert
+  TensorView layer_out_norm;    // [E]  after the FFN residual
+  TensorView layer_out_norm_b;  // [E]
 };
 
 struct ModelWeights {
@@ -67,6 +75,11 @@ struct ModelWeights {
   TensorView rope_freqs;   // [n_rot / 2]  optional per-pair frequency divisors (llama 3.1)
   TensorView output_norm;  // [E]
   TensorView output;       // [E, n_vocab] (the token_embd data when tied)
+  // Encoders (bert, nomic-bert; no output_norm / output).
+  TensorView token_types;        // [E, n_token_types] segment embeddings (row 0 is used)
+  TensorView pos_embd;           // [E, n_ctx_train]   bert: learned absolute positions
+  TensorView token_embd_norm;    // [E]  layer norm of the summed embeddings
+  TensorView token_embd_norm_b;  // [E]
   std::vector<LayerWeights> layers;
 };
 

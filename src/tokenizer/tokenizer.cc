@@ -6,6 +6,7 @@
 #include "tokenizer/spm.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab_gguf.h"
+#include "tokenizer/wpm.h"
 
 namespace folio::tokenizer {
 
@@ -77,6 +78,9 @@ void Tokenizer::encode_text(std::string_view text, bool after_special,
       for (std::string_view piece : pieces) bpe_encode(vocab_, piece, &scratch, out);
       return;
     }
+    case VocabModel::kWpm:
+      wpm_encode(vocab_, text, out);
+      return;
   }
 }
 
@@ -97,6 +101,7 @@ std::vector<TokenId> Tokenizer::tokenize(std::string_view text, const TokenizeOp
     }
   }
   if (opts.add_special && vocab_.add_eos()) out.push_back(vocab_.eos());
+  if (opts.add_special && vocab_.add_sep()) out.push_back(vocab_.sep());
   return out;
 }
 

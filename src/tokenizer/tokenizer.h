@@ -5,8 +5,11 @@
 //   llama (SPM)  " " prefix at the start and after a special token when
 //                add_space_prefix, spaces -> U+2581, spm_encode;
 //   gpt2         pre-tokenizer regex pieces, byte-level BPE per piece;
-//   gemma4       spaces -> U+2581, pieces split at newlines, BPE per piece.
-// BOS / EOS are added when the options and the vocabulary ask for them.
+//   gemma4       spaces -> U+2581, pieces split at newlines, BPE per piece;
+//   bert         WordPiece (wpm.h): normalised, lowercased words cut into
+//                the longest pieces.
+// BOS / EOS are added when the options and the vocabulary ask for them
+// (WordPiece: [CLS] first, [SEP] last).
 // Any byte string is accepted: invalid UTF-8 bytes pass through byte-level
 // BPE as bytes and through SPM / gemma4 as <0xXX> byte tokens (unk if the
 // vocabulary has none), so detokenize() gives the bytes back.
@@ -17,7 +20,9 @@
 // optionally the space-prefix strip and Hugging Face's space clean-up.
 //
 // Round trip: detokenize(tokenize(s)) == s (with the default options) for
-// every refdata string and almost every byte string, valid UTF-8 or not.
+// every refdata string and almost every byte string, valid UTF-8 or not,
+// except with WordPiece, which normalises (lowercase, no accents, no
+// controls) and spells spaces only between words.
 // Exceptions: U+2581 in SPM / gemma4 input comes back as a space; with
 // parse_special, SPM puts a space after each special token; characters an
 // SPM / gemma4 vocabulary can neither spell nor byte-encode become unk; bytes

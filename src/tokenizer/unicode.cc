@@ -11,6 +11,10 @@ extern const uint32_t kClassRuns[];
 extern const size_t kClassRunCount;
 extern const uint32_t kWhiteSpace[][2];
 extern const size_t kWhiteSpaceCount;
+extern const uint32_t kLowercase[][2];
+extern const size_t kLowercaseCount;
+extern const uint32_t kNfdFirst[][3];
+extern const size_t kNfdFirstCount;
 }  // namespace detail
 
 namespace {
@@ -72,6 +76,25 @@ bool is_whitespace(uint32_t cp) {
     if (cp <= detail::kWhiteSpace[i][1]) return true;
   }
   return false;
+}
+
+uint32_t to_lower(uint32_t cp) {
+  if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + ('a' - 'A') : cp;
+  const auto* end = detail::kLowercase + detail::kLowercaseCount;
+  const auto* it = std::lower_bound(detail::kLowercase, end, cp,
+                                    [](const uint32_t (&e)[2], uint32_t c) { return e[0] < c; });
+  return it != end && (*it)[0] == cp ? (*it)[1] : cp;
+}
+
+uint32_t nfd_first(uint32_t cp) {
+  if (cp < 0xC0) return cp;  // nothing below U+00C0 decomposes
+  const auto* end = detail::kNfdFirst + detail::kNfdFirstCount;
+  // The last range starting at or before cp.
+  const auto* it = std::upper_bound(detail::kNfdFirst, end, cp,
+                                    [](uint32_t c, const uint32_t (&e)[3]) { return c < e[0]; });
+  if (it == detail::kNfdFirst) return cp;
+  --it;
+  return cp <= (*it)[1] ? (*it)[2] : cp;
 }
 
 const char* unicode_version() {

@@ -1,8 +1,10 @@
 // Unicode helpers for the tokenizers: UTF-8 decoding that never fails (an
 // invalid byte decodes as one pseudo code point), encoding, and the character
 // classes the pre-tokenizer regexes use (\p{L}, \p{M}, \p{N}, \p{P}, \p{S},
-// \p{Z}, \s). The class tables are generated from Python's unicodedata by
-// scripts/gen_unicode_tables.py into unicode_tables.cc.
+// \p{Z}, \s), lowercase and the first code point of a decomposition. The
+// tables are generated from Python's unicodedata by
+// scripts/gen_unicode_tables.py into unicode_tables.cc and
+// unicode_norm_tables.cc.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +35,13 @@ inline constexpr uint32_t kReplacementChar = 0xFFFD;
 CharClass char_class(uint32_t cp);
 // Unicode White_Space (what \s matches).
 bool is_whitespace(uint32_t cp);
+// The simple lowercase mapping (UnicodeData.txt); cp itself when it has none.
+uint32_t to_lower(uint32_t cp);
+// The first code point of cp's canonical decomposition (NFD); cp itself when
+// it has none: U+00E9 (e acute) -> 'e'. Precomposed letters lose their
+// accents this way, as in llama.cpp's WordPiece normaliser; combining marks
+// that stand alone stay.
+uint32_t nfd_first(uint32_t cp);
 // Unicode version of the tables ("14.0.0").
 const char* unicode_version();
 

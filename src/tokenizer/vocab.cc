@@ -97,12 +97,20 @@ Status Vocab::build(const VocabSpec& spec) {
     ignore_merges_ = pre_info.ignore_merges;
     clean_spaces_ = pre_info.clean_spaces;
     add_space_prefix_ = false;
+  } else if (spec.model == "bert") {
+    model_ = VocabModel::kWpm;
+    pre_ = PreTokenizer::kNone;
+    pre_name_ = std::string(spec.pre.value_or(""));
+    add_bos_ = true;  // [CLS]
+    add_sep_ = true;
+    add_space_prefix_ = false;
+    clean_spaces_ = true;
   } else if (spec.model.empty()) {
     return invalid_argument("tokenizer: tokenizer.ggml.model is empty");
   } else {
     return unsupported(
         "tokenizer: unsupported tokenizer.ggml.model '{}' (folio reads llama, "
-        "gpt2, gemma4)",
+        "gpt2, gemma4, bert)",
         spec.model);
   }
 
@@ -143,6 +151,7 @@ Status Vocab::build(const VocabSpec& spec) {
     offsets_[i] = static_cast<uint32_t>(blob_.size());
     blob_ += t;
     offsets_[i + 1] = static_cast<uint32_t>(blob_.size());
+    max_token_bytes_ = std::max(max_token_bytes_, t.size());
     if (spec.token_types.empty()) {
       types_[i] = TokenType::kNormal;
     } else {
@@ -216,7 +225,8 @@ void Vocab::set_strip_flags(std::string_view name) {
 }
 
 Status Vocab::build_merges(const VocabSpec& spec) {
-  if (model_ == VocabModel::kSpm) return Status();  // SPM merges by score
+  // SPM merges by score; WordPiece has no merges.
+  if (model_ == VocabModel::kSpm || model_ == VocabModel::kWpm) return Status();
   if (!spec.has_merges) {
     return invalid_argument("tokenizer: tokenizer.ggml.merges is missing (required for model '{}')",
                             spec.model);
@@ -263,6 +273,14 @@ Status Vocab::set_special_ids(const VocabSpec& spec) {
     if (n > 1) bos_ = 1;
     if (n > 2) eos_ = 2;
     unk_ = 0;
+  } else if (model_ == VocabModel::kWpm) {
+    // llama.cpp's defaults for WordPiece files: BERT's vocabulary layout
+    // ([PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103).
+    pad_ = 0;
+    if (n > 100) unk_ = 100;
+    if (n > 101) bos_ = 101;
+    if (n > 102) sep_ = 102;
+    if (n > 103) mask_ = 103;
   }
   struct Field {
     const char* key;
@@ -291,6 +309,19 @@ Status Vocab::set_special_ids(const VocabSpec& spec) {
   if (spec.add_eos.has_value()) add_eos_ = *spec.add_eos;
   if (spec.add_space_prefix.has_value()) add_space_prefix_ = *spec.add_space_prefix;
   if (model_ == VocabModel::kBpeSpm) add_bos_ = true;  // Gemma 4 always starts with <bos>
+  if (model_ == VocabModel::kWpm) {
+    // [CLS] text [SEP] whatever the flags say (llama.cpp); words no piece
+    // spells become the unknown token.
+    add_bos_ = true;
+    add_eos_ = false;
+    if (bos_ == kNoToken || sep_ == kNoToken || unk_ == kNoToken) {
+      return invalid_argument(
+          "tokenizer: a WordPiece (bert) vocabulary needs [CLS], [SEP] and [UNK] ids "
+          "(tokenizer.ggml.bos_token_id, seperator_token_id, unknown_token_id; default 101, "
+          "102, 100) inside its {} tokens",
+          n);
+    }
+  }
   if (add_bos_ && bos_ == kNoToken) {
     return invalid_argument(
         "tokenizer: tokenizer.ggml.add_bos_token is true but no tokenizer.ggml.bos_token_id");

@@ -12,6 +12,9 @@
 //            merges by rank (GPT-2, Llama 3, Qwen, DeepSeek, StarCoder, ...).
 //   "gemma4" BPE merges by rank over raw UTF-8 with spaces as U+2581, pieces
 //            split at newlines, byte fallback to <0xXX> tokens (Gemma 4).
+//   "bert"   WordPiece (wpm.h): lowercased words cut greedily into the
+//            longest pieces, word-initial pieces stored with a U+2581 prefix;
+//            [CLS] text [SEP] (BERT and the embedding models built on it).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +48,7 @@ enum class VocabModel {
   kSpm,     // "llama"
   kBpe,     // "gpt2"
   kBpeSpm,  // "gemma4"
+  kWpm,     // "bert"
 };
 
 // The fields of a vocabulary as stored in GGUF. Views: the spec does not own
@@ -134,6 +138,11 @@ class Vocab {
 
   bool add_bos() const { return add_bos_; }
   bool add_eos() const { return add_eos_; }
+  // WordPiece: the separator ([SEP]) ends every tokenized text that gets
+  // special tokens (whatever add_eos says, as llama.cpp).
+  bool add_sep() const { return add_sep_; }
+  // Bytes of the longest token text.
+  size_t max_token_bytes() const { return max_token_bytes_; }
   // SPM: a space is put before the text (and before text after a special
   // token), and detokenization removes it again.
   bool add_space_prefix() const { return add_space_prefix_; }
@@ -180,7 +189,9 @@ class Vocab {
   TokenId unk_ = kNoToken, pad_ = kNoToken, sep_ = kNoToken, mask_ = kNoToken;
   bool add_bos_ = false;
   bool add_eos_ = false;
+  bool add_sep_ = false;
   bool add_space_prefix_ = false;
+  size_t max_token_bytes_ = 0;
   bool ignore_merges_ = false;
   bool clean_spaces_ = false;
 };

@@ -281,6 +281,34 @@ TEST(RefNorm, L2Norm) {
   EXPECT_EQ(d.f()[3], 0.0f);
 }
 
+TEST(RefNorm, LayerNormHandExample) {
+  // Rows [1 2 3 4] (mean 2.5, variance 1.25) and [5 5 5 5] (variance 0: stays
+  // 0, then the bias), shape [4, 2].
+  Tensor x(DType::F32, {4, 2}), w(DType::F32, {4}), b(DType::F32, {4}), d(DType::F32, {4, 2});
+  set_f32(x, {1, 2, 3, 4, 5, 5, 5, 5});
+  const float eps = 0.75f;
+  ASSERT_TRUE(run_ref(unary_like(OpKind::kNorm, x, d, NormParams{eps}), "norm.ref").ok());
+  const double s = 1.0 / std::sqrt(1.25 + 0.75);  // = 1/sqrt(2)
+  const double centered[4] = {-1.5, -0.5, 0.5, 1.5};
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(d.f()[i], static_cast<float>(centered[i] * s));
+  for (int i = 4; i < 8; ++i) EXPECT_EQ(d.f()[i], 0.0f);
+  set_f32(w, {1, -1, 2, 0});
+  set_f32(b, {0.5f, 0, -1, 3});
+  Op op = unary_like(OpKind::kNorm, x, d, NormParams{eps});
+  op.src[1] = w.v;
+  op.src[2] = b.v;
+  ASSERT_TRUE(run_ref(op, "norm.ref").ok());
+  EXPECT_FLOAT_EQ(d.f()[0], static_cast<float>(-1.5 * s + 0.5));
+  EXPECT_FLOAT_EQ(d.f()[1], static_cast<float>(0.5 * s));
+  EXPECT_FLOAT_EQ(d.f()[2], static_cast<float>(1.0 * s - 1.0));
+  EXPECT_EQ(d.f()[3], 3.0f);
+  EXPECT_EQ(d.floats()[4], 0.5f);  // constant row: only the bias
+  // In place: dst may be the input.
+  Op in_place = unary_like(OpKind::kNorm, x, x, NormParams{eps});
+  ASSERT_TRUE(run_ref(in_place, "norm.ref").ok());
+  EXPECT_FLOAT_EQ(x.f()[3], static_cast<float>(1.5 * s));
+}
+
 // ---------------------------------------------------------------------------
 // soft_max
 

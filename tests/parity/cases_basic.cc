@@ -485,6 +485,18 @@ void add_norms(CaseList& cases) {
       c->op.dst = c->alloc(DType::F32, s.ne);
       cases.push_back(std::move(c));
     }
+    {
+      auto c = new_case("norm " + shape, OpKind::kNorm, NormParams{1e-12f});
+      c->op.src[0] = strided_f32(*c, s.ne, s.pad, -2, 2);
+      if (s.weight) {  // layer norm's affine part: weight and bias
+        c->op.src[1] = c->alloc(DType::F32, {s.ne[0]});
+        c->fill_uniform(c->op.src[1], 0.5f, 1.5f);
+        c->op.src[2] = c->alloc(DType::F32, {s.ne[0]});
+        c->fill_uniform(c->op.src[2], -1.0f, 1.0f);
+      }
+      c->op.dst = c->alloc(DType::F32, s.ne);
+      cases.push_back(std::move(c));
+    }
   }
   {
     // In place (the residual stream): the sum overwrites a, the norm b.

@@ -1,6 +1,7 @@
 // Architecture registry: the one place that maps a GGUF `general.architecture`
 // name to the functions of its family. Each family file (llama.cc, qwen.cc,
-// gemma3.cc, qwen3next.cc) defines its entries; nothing else branches on the architecture.
+// gemma3.cc, qwen3next.cc, bert.cc) defines its entries; nothing else branches
+// on the architecture.
 //
 //   configure  reads the family's own keys and sets its traits on the config
 //              (rope mode, biases, q/k norm, post norms, sliding-window
@@ -34,8 +35,13 @@ struct ArchFamily {
   Status (*configure)(const gguf::GgufFile& file, ModelConfig& cfg);
   // Returns the logits F32 [n_vocab, n_out] (empty when n_out == 0); errors
   // are recorded in ctx (sticky) and returned by the caller.
+  // Encoder families (bert, nomic-bert) return the final hidden states F32
+  // [n_embd, n_out] instead.
   TensorView (*forward)(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
                         cache::KvCache& cache, ForwardContext& ctx);
+  // An encoder (embedding model): LayerNorm epsilon key
+  // (attention.layer_norm_epsilon), no LM head, forward as above.
+  bool encoder = false;
 };
 
 // The family of `arch`, or nullptr.
@@ -48,5 +54,6 @@ std::span<const ArchFamily> llama_archs();
 std::span<const ArchFamily> qwen_archs();
 std::span<const ArchFamily> gemma3_archs();
 std::span<const ArchFamily> qwen3next_archs();  // qwen3next, qwen35, qwen35moe (hybrid)
+std::span<const ArchFamily> bert_archs();       // bert, nomic-bert (encoders: embeddings)
 
 }  // namespace folio::model

@@ -3,12 +3,29 @@
 //
 // K/V of the batch reach the cache before the attention op reads it, so a
 // token attends to the earlier tokens of its own batch through the cache like
-// to those of earlier batches (one code path for prefill and decode). The
+// to those of earlier batches (one code path for prefill and decode).
+// Non-causal attention (encoders, cfg.causal_attn false) is the same op
+// without the p <= pos limit: a token sees every key its sequence holds after
+// the batch, so an encoder feeds each sequence whole in one batch. The
 // q.k scale is applied inside flash attention (llama.cpp scales q first for
 // gemma3; the two differ by float rounding only).
 #include "model/blocks/blocks.h"
 
 namespace folio::model {
+
+namespace {
+
+// Columns [c0, c0 + n) of every row of t [C, T] as a contiguous [n, T] copy.
+TensorView copy_columns(ForwardContext& ctx, const TensorView& t, int64_t c0, int64_t n) {
+  TensorView src = t;
+  if (src.data != nullptr) src.data = static_cast<char*>(src.data) + c0 * t.nb[0];
+  src.ne[0] = n;
+  const TensorView dst = ctx.f32(n, t.ne[1]);
+  ctx.cpy(src, dst);
+  return dst;
+}
+
+}  // namespace
 
 TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                           int il, const TensorView& x, const ForwardInputs& in,
@@ -18,9 +35,17 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   const int64_t hq = cfg.n_head_of(il), hkv = cfg.n_head_kv_of(il);
   const int64_t dk = cfg.head_dim_k, dv = cfg.head_dim_v;
 
-  TensorView q = ctx.mul_mat(l.wq, x);  // [Hq * Dk, T]
-  TensorView k = ctx.mul_mat(l.wk, x);  // [Hkv * Dk, T]
-  TensorView v = ctx.mul_mat(l.wv, x);  // [Hkv * Dv, T]
+  TensorView q, k, v;
+  if (!l.wqkv.empty()) {  // one projection [Hq * Dk + Hkv * (Dk + Dv), T], split
+    const TensorView qkv = ctx.mul_mat(l.wqkv, x);
+    q = copy_columns(ctx, qkv, 0, hq * dk);
+    k = copy_columns(ctx, qkv, hq * dk, hkv * dk);
+    v = copy_columns(ctx, qkv, (hq + hkv) * dk, hkv * dv);
+  } else {
+    q = ctx.mul_mat(l.wq, x);  // [Hq * Dk, T]
+    k = ctx.mul_mat(l.wk, x);  // [Hkv * Dk, T]
+    v = ctx.mul_mat(l.wv, x);  // [Hkv * Dv, T]
+  }
   if (!l.bq.empty()) ctx.add(q, l.bq, q);
   if (!l.bk.empty()) ctx.add(k, l.bk, k);
   if (!l.bv.empty()) ctx.add(v, l.bv, v);
@@ -31,9 +56,11 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
     ctx.rms_norm(q, l.attn_q_norm, cfg.norm_eps, q);
     ctx.rms_norm(k, l.attn_k_norm, cfg.norm_eps, k);
   }
-  const RopeParams rp = cfg.rope_params(il);
-  q = ctx.rope(q, in.pos, rp, w.rope_freqs);
-  k = ctx.rope(k, in.pos, rp, w.rope_freqs);
+  if (!cfg.learned_pos) {  // else the positions are in the embeddings (bert)
+    const RopeParams rp = cfg.rope_params(il);
+    q = ctx.rope(q, in.pos, rp, w.rope_freqs);
+    k = ctx.rope(k, in.pos, rp, w.rope_freqs);
+  }
 
   const TensorView o = attend_through_cache(ctx, cfg, il, q, k, v, in, cache);  // [Dv, Hq, T]
   TensorView out = ctx.mul_mat(l.wo, reshape(o, {dv * hq, t, 1, 1}));           // [E, T]
@@ -51,7 +78,7 @@ TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int
   AttentionParams ap;
   ap.scale = cfg.kq_scale();
   ap.softcap = cfg.attn_softcap;
-  ap.causal = true;
+  ap.causal = cfg.causal_attn;  // encoders: every key of the sequence (all in this batch)
   ap.window = cfg.is_swa(il) ? cfg.n_swa : 0;
   ap.layout = cache.paged() ? KvLayout::kPaged : KvLayout::kContiguous;
   ap.block_size = cache.block_size();

@@ -14,10 +14,11 @@ namespace folio::model {
 
 // attention.cc ---------------------------------------------------------------
 // Self-attention of layer `il` over the batch. x: normalised input [E, T].
-// q/k/v projections (+ biases), q/k RMS norms (cfg.qk_norm), rope, new K/V
-// rows written to the cache through the slot mapping (kSetRows), one
-// flash-attention op over the cache (causal, sliding window on SWA layers),
-// output projection (+ bias). Returns [E, T].
+// q/k/v projections (separate or one fused attn_qkv, + biases), q/k RMS norms
+// (cfg.qk_norm), rope (unless cfg.learned_pos), new K/V rows written to the
+// cache through the slot mapping (kSetRows), one flash-attention op over the
+// cache (causal unless cfg.causal_attn is false, sliding window on SWA
+// layers), output projection (+ bias). Returns [E, T].
 TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                           int il, const TensorView& x, const ForwardInputs& in,
                           cache::KvCache& cache);
@@ -25,8 +26,9 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
 // The part of an attention block after its projections, shared by
 // self_attention and the hybrids' gated_attention: writes the batch's K
 // ([Dk, Hkv, T], roped) and V ([Dv * Hkv, T]) rows to layer il's cache,
-// then one causal flash-attention op of q ([Dk, Hq, T], roped) over the
-// cache (sliding window on SWA layers). Returns [Dv, Hq, T].
+// then one flash-attention op of q ([Dk, Hq, T], roped) over the cache
+// (causal as cfg.causal_attn; sliding window on SWA layers). Returns
+// [Dv, Hq, T].
 TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int il,
                                 const TensorView& q, const TensorView& k, const TensorView& v,
                                 const ForwardInputs& in, cache::KvCache& cache);
@@ -53,6 +55,16 @@ TensorView gather_outputs(ForwardContext& ctx, const TensorView& t, const Forwar
 // Final norm, LM head and soft-capping: hidden [E, n_out] -> logits [n_vocab, n_out].
 TensorView output_logits(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                          const TensorView& hidden);
+
+// encoder.cc -----------------------------------------------------------------
+// The post-norm encoder of bert and nomic-bert (embedding models):
+//   x = layer_norm(tok_embd[t] + token_types[0] (+ pos_embd[p]))
+//   per layer: x = layer_norm(x + attention(x)); x = layer_norm(x + ffn(x))
+// with non-causal attention (cfg.causal_attn) and the FFN down(gelu(up x +
+// b) + b) (bert) or the gated SwiGLU (nomic-bert). Returns the final hidden
+// states of the output rows [E, n_out] (empty if n_out == 0); no LM head.
+TensorView post_norm_encoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
+                             cache::KvCache& cache, ForwardContext& ctx);
 
 // decoder.cc -----------------------------------------------------------------
 // The pre-norm decoder shared by llama and the qwen family:

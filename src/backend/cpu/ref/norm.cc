@@ -4,6 +4,9 @@
 //                 The norm reads the rounded sum, exactly what dst2 holds, so
 //                 the fused op equals add followed by rms_norm.
 //   l2_norm:      y = x / max(sqrt(sum(x^2)), eps)
+//   norm:         y = (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* w] [+ b]
+//                 (layer norm; the mean is subtracted in double, so the
+//                 variance is the two-pass one)
 // Each output element is computed in double and rounded once. Rows are read
 // into a scratch row before anything is written, so dst / dst2 may alias the
 // inputs (in-place residual update).
@@ -77,6 +80,35 @@ Status l2_norm(const Op& op, const KernelContext& /*ctx*/) {
     v.assign(xr, xr + ne0);
     const double inv = 1.0 / std::max(std::sqrt(sum_squares(v)), eps);
     write_scaled(v, inv, TensorView{}, row_ptr<float>(op.dst, r));
+  }
+  return Status();
+}
+
+Status norm(const Op& op, const KernelContext& /*ctx*/) {
+  const double eps = op.p<NormParams>().eps;
+  const TensorView& x = op.src[0];  // [ne0, rows...]
+  const TensorView& w = op.src[1];  // optional F32 [ne0]
+  const TensorView& b = op.src[2];  // optional F32 [ne0]
+  const int64_t ne0 = x.ne[0];
+  std::vector<double> v(static_cast<size_t>(ne0));
+  for (int64_t r = 0; r < x.nrows(); ++r) {
+    const float* xr = row_ptr<const float>(x, r);
+    double mean = 0.0;
+    for (int64_t i = 0; i < ne0; ++i) mean += xr[i];
+    mean /= static_cast<double>(ne0);
+    double var = 0.0;
+    for (int64_t i = 0; i < ne0; ++i) {
+      v[static_cast<size_t>(i)] = xr[i] - mean;
+      var += v[static_cast<size_t>(i)] * v[static_cast<size_t>(i)];
+    }
+    const double inv = 1.0 / std::sqrt(var / static_cast<double>(ne0) + eps);
+    float* y = row_ptr<float>(op.dst, r);  // may alias x: x was read above
+    for (int64_t i = 0; i < ne0; ++i) {
+      double o = v[static_cast<size_t>(i)] * inv;
+      if (!w.empty()) o *= elem<float>(w, i);
+      if (!b.empty()) o += elem<float>(b, i);
+      y[i] = static_cast<float>(o);
+    }
   }
   return Status();
 }

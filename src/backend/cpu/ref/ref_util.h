@@ -51,6 +51,7 @@ Status cpy(const Op& op, const KernelContext& ctx);           // cpy.cc
 Status rms_norm(const Op& op, const KernelContext& ctx);      // norm.cc
 Status add_rms_norm(const Op& op, const KernelContext& ctx);  // norm.cc
 Status l2_norm(const Op& op, const KernelContext& ctx);       // norm.cc
+Status norm(const Op& op, const KernelContext& ctx);          // norm.cc
 Status rope(const Op& op, const KernelContext& ctx);          // rope.cc
 Status soft_max(const Op& op, const KernelContext& ctx);      // softmax.cc
 Status unary(const Op& op, const KernelContext& ctx);         // unary.cc

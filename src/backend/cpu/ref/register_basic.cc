@@ -42,6 +42,7 @@ void register_ref_kernels_basic(KernelTable& t) {
   t.add({OpKind::kRmsNorm, kRef, "rms_norm.ref", nullptr, ref::rms_norm});
   t.add({OpKind::kAddRmsNorm, kRef, "add_rms_norm.ref", supports_add_rms_norm, ref::add_rms_norm});
   t.add({OpKind::kL2Norm, kRef, "l2_norm.ref", nullptr, ref::l2_norm});
+  t.add({OpKind::kNorm, kRef, "norm.ref", nullptr, ref::norm});
   t.add({OpKind::kRope, kRef, "rope.ref", supports_rope, ref::rope});
   t.add({OpKind::kSoftMax, kRef, "soft_max.ref", supports_soft_max, ref::soft_max});
   t.add({OpKind::kUnary, kRef, "unary.ref", nullptr, ref::unary});
