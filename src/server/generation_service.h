@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "engine/embedder.h"
 #include "engine/scheduler.h"
 #include "engine/serving_metrics.h"
 #include "tokenizer/chat_template.h"
@@ -43,7 +44,8 @@ struct ServedModel {
   int32_t n_vocab = 0;  // the model's logits width (logit_bias / token id checks)
   const tokenizer::Tokenizer* tokenizer = nullptr;
   const tokenizer::ChatTemplate* chat_template = nullptr;
-  GenerationService* service = nullptr;
+  GenerationService* service = nullptr;  // null for an embedding model
+  Embedder* embedder = nullptr;          // embedding models only: /v1/embeddings
 };
 
 }  // namespace folio::server

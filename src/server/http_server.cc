@@ -67,6 +67,7 @@ enum class Route {
   kChatCompletions,
   kTokenize,
   kDetokenize,
+  kEmbeddings,
 };
 
 struct RouteInfo {
@@ -88,6 +89,9 @@ std::optional<RouteInfo> find_route(std::string_view path) {
   }
   if (path == "/v1/chat/completions" || path == "/chat/completions") {
     return RouteInfo{Route::kChatCompletions, "POST", true};
+  }
+  if (path == "/v1/embeddings" || path == "/embeddings") {
+    return RouteInfo{Route::kEmbeddings, "POST", true};
   }
   if (path == "/tokenize") return RouteInfo{Route::kTokenize, "POST", true};
   if (path == "/detokenize") return RouteInfo{Route::kDetokenize, "POST", true};
@@ -192,13 +196,25 @@ struct HttpServer::Impl final : HttpHandler {
         HttpReply reply;
         reply.content_type = std::string(kPrometheusContentType);
         const TransportStats http = transport->stats();
-        reply.body = render_prometheus(m->service->metrics(), m->id, &http);
+        reply.body = render_prometheus(
+            m->service != nullptr ? m->service->metrics() : ServingMetrics().snapshot(), m->id,
+            &http);
         return reply;
       }
       case Route::kCompletions:
-        return handle_generation(*m, ApiKind::kCompletion, r.body);
       case Route::kChatCompletions:
-        return handle_generation(*m, ApiKind::kChat, r.body);
+        if (m->service == nullptr) {
+          return bad_request(fmt::format("the model '{}' is an embedding model: it answers "
+                                         "/v1/embeddings, not completions",
+                                         m->id),
+                             "model")
+              .reply();
+        }
+        return handle_generation(
+            *m, info->route == Route::kChatCompletions ? ApiKind::kChat : ApiKind::kCompletion,
+            r.body);
+      case Route::kEmbeddings:
+        return handle_embeddings(*m, r.body);
       case Route::kTokenize:
         return handle_tokenize(*m, r.body);
       case Route::kDetokenize:

@@ -4,6 +4,7 @@
 // Routes:
 //   GET  /              the web chat page (web/chat.html; no API key needed)
 //   POST /v1/completions, /v1/chat/completions   (also without /v1)
+//   POST /v1/embeddings (also without /v1)         embedding models
 //   GET  /v1/models (also /models), /v1/models/{id}, /health, /metrics
 //   POST /tokenize {"content", "add_special"?, "parse_special"?} -> {"tokens"}
 //   POST /detokenize {"tokens"} -> {"content"}

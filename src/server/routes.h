@@ -16,6 +16,8 @@ HttpReply json_reply(int status, const Json& j);
 // POST /v1/completions and /v1/chat/completions with the body read: an
 // error reply, or the AsyncReply that writes the answer as it is produced.
 RouteResult handle_generation(const ServedModel& model, ApiKind kind, const std::string& body);
+// POST /v1/embeddings (models with an Embedder).
+HttpReply handle_embeddings(const ServedModel& model, const std::string& body);
 // POST /tokenize and /detokenize.
 HttpReply handle_tokenize(const ServedModel& model, const std::string& body);
 HttpReply handle_detokenize(const ServedModel& model, const std::string& body);

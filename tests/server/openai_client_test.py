@@ -445,6 +445,79 @@ class ToolCallTest(unittest.TestCase):
         self.fail("no seed finished a call within max_tokens")
 
 
+class EmbeddingsTest(unittest.TestCase):
+    """/v1/embeddings on the tiny random-weight BERT (tests/engine/refdata):
+    the vectors the openai client gets (base64 by default, and float) are
+    llama.cpp's (llama-embedding, mean pooling, L2-normalised)."""
+
+    @classmethod
+    def setUpClass(cls):
+        refdata = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine",
+                               "refdata")
+        with open(os.path.join(refdata, "tiny-bert.json")) as f:
+            cls.ref = json.load(f)
+        proc = subprocess.Popen(
+            [ARGS.folio, "--log-level", "warn", "serve", "-m",
+             os.path.join(refdata, "tiny-bert-f32.gguf"), "--port", "0", "-t", "2",
+             "--alias", "bert", *ARGS.serve_arg],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        cls.proc = proc
+        base = None
+        deadline = time.time() + 30
+        while base is None and time.time() < deadline:
+            line = proc.stderr.readline()
+            m = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+            if m:
+                base = m.group(1)
+        assert base, "folio serve did not report its port"
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.HTTPError, urllib.error.URLError):
+                time.sleep(0.05)
+        cls.client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.proc.terminate()
+        cls.proc.wait(timeout=10)
+        cls.proc.stderr.close()
+
+    def test_vectors_match_llama_cpp(self):
+        texts = [e["text"] for e in self.ref["embed"]]
+        want = self.ref["embeddings"]["mean"]["normalized"]
+        # The client asks for base64 unless told otherwise, and decodes it.
+        for kw in ({}, {"encoding_format": "float"}):
+            r = self.client.embeddings.create(model="bert", input=texts, **kw)
+            self.assertEqual([d.index for d in r.data], list(range(len(texts))))
+            self.assertEqual(r.usage.prompt_tokens, sum(len(e["tokens"]) for e in self.ref["embed"]))
+            for d, w in zip(r.data, want):
+                self.assertEqual(len(d.embedding), len(w))
+                self.assertLess(max(abs(a - b) for a, b in zip(d.embedding, w)), 1e-4)
+        # Token ids in, one input alone: the same vector.
+        r = self.client.embeddings.create(model="bert", input=self.ref["embed"][1]["tokens"])
+        self.assertLess(max(abs(a - b) for a, b in zip(r.data[0].embedding, want[1])), 1e-4)
+
+    def test_errors(self):
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.embeddings.create(model="bert", input=[])
+        self.assertEqual(e.exception.body["param"], "input")
+        with self.assertRaises(openai.APIStatusError) as e:
+            self.client.embeddings.create(model="bert", input="word " * 200)
+        self.assertEqual(e.exception.status_code, 413)
+        with self.assertRaises(openai.BadRequestError):
+            self.client.embeddings.create(model="bert", input="x", dimensions=8)
+        with self.assertRaises(openai.BadRequestError):
+            self.client.chat.completions.create(model="bert", messages=MESSAGES)
+        # A generative model has no embeddings.
+        with self.assertRaises(openai.BadRequestError) as e:
+            client().embeddings.create(model="tiny", input="x")
+        self.assertEqual(e.exception.body["param"], "model")
+
+
 class ProcessTest(unittest.TestCase):
     """Signals and ports, each on a `folio serve` of its own."""
 

@@ -26,6 +26,7 @@
 #include "cache/kv_cache_manager.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "engine/embedder.h"
 #include "engine/scheduler.h"
 #include "server/generation_service.h"
 #include "server/http_server.h"
@@ -71,10 +72,35 @@ struct Engine {
   std::unique_ptr<tokenizer::ChatTemplate> chat_template;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<server::SchedulerService> service;
+  std::unique_ptr<Embedder> embedder;  // embedding models (no scheduler)
 };
+
+// An embedding model answers /v1/embeddings (and /tokenize) only.
+Status load_embedder(const ServeFlags& f, Engine* e, server::HttpServer* http) {
+  EmbedderOptions eo;
+  eo.n_threads = e->lm.ctx->n_threads();
+  eo.max_batch_tokens = f.model.batch_size;
+  FOLIO_ASSIGN_OR_RETURN(e->embedder, Embedder::create(*e->lm.model, *e->lm.tokenizer, eo));
+  std::fprintf(stderr,
+               "folio serve: effective configuration: embedding model '%s' (%s pooling, %lld "
+               "dimensions, %lld-token inputs at most), threads %d, batch-size %lld\n",
+               model_id(f).c_str(), model::pooling_type_name(e->embedder->pooling()),
+               static_cast<long long>(e->embedder->n_embd()),
+               static_cast<long long>(e->embedder->n_ctx_train()), eo.n_threads,
+               static_cast<long long>(eo.max_batch_tokens));
+  server::ServedModel m;
+  m.id = model_id(f);
+  m.n_ctx = e->embedder->n_ctx_train();
+  m.n_vocab = static_cast<int32_t>(e->lm.model->config().n_vocab);
+  m.tokenizer = e->lm.tokenizer.get();
+  m.embedder = e->embedder.get();
+  http->set_model(m);
+  return Status();
+}
 
 Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http) {
   FOLIO_ASSIGN_OR_RETURN(e->lm, load_for_batch(f.model, f.max_seqs));
+  if (e->lm.model->config().is_embedding()) return load_embedder(f, e, http);
   if (!f.chat_template_file.empty()) {
     std::ifstream in(f.chat_template_file);
     if (!in) return not_found("cannot open --chat-template-file '{}'", f.chat_template_file);
