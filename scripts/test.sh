@@ -43,13 +43,14 @@ if ((sanitizers)); then
   # Unit tests: every layer's suite but the compute-heavy model, backend and
   # parity ones (their kernels are the same code the Release run checks
   # against the scalar reference; under ASan they would take most of CI's time).
-  asan_suites=(core tensor cache quant gguf tokenizer jinja engine server cli)
+  asan_suites=(core tensor cache quant gguf tokenizer jinja grammar engine server cli)
   echo "test: ASan + UBSan build (${asan_suites[*]})"
   # -O0 -g1: a quarter of -O2 -g's compile time, line numbers in reports.
   scripts/configure.sh build-asan Debug -DFOLIO_SANITIZE=address,undefined \
     -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1"
   asan_targets=()
   for s in "${asan_suites[@]}"; do asan_targets+=("folio_${s}_tests"); done
+  asan_targets+=(folio-grammar-walk)  # the grammar label's corpus test runs it
   cmake --build build-asan -j"$jobs" --target "${asan_targets[@]}"
   asan_regex=$(IFS='|'; echo "${asan_suites[*]}")
   # The engine, server and cli suites also run on the Vulkan device (lavapipe):

@@ -11,8 +11,8 @@
 //
 // accept_bytes() is all or nothing: on false the state is unchanged (the
 // matcher never goes dead; a dead end is a state whose mask is empty).
-// Copying a matcher copies its state (one vector and a few words) and shares
-// the compiled grammar: clone freely to try alternatives.
+// Copying a matcher copies its state (two small vectors and a few words) and
+// shares the compiled grammar: clone freely to try alternatives.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +33,9 @@ class GrammarMatcher {
   explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar);
 
   // Reads `bytes`; true if the text so far is still a prefix of some
-  // sentence. On false nothing changes. An empty string is accepted.
+  // sentence (as far as the grammar's rules can be completed: a rule with no
+  // finite derivation is not detected). On false nothing changes. An empty
+  // string is accepted.
   [[nodiscard]] bool accept_bytes(std::string_view bytes);
 
   // Token-level: an end-of-generation token (vocab.is_eog) is accepted when

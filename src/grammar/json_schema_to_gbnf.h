@@ -2,10 +2,13 @@
 // (json_schema, json_object) and llama-server's json_schema field.
 //
 // The grammar generates JSON text that validates against the schema; it may
-// generate a subset of the valid documents (a bounded number of digits,
-// no duplicate keys, one spelling of each escape in keys, bounded
-// whitespace), never more. A schema the converter cannot enforce is an
-// error rather than a grammar that lets invalid output through.
+// generate a subset of the valid documents, never more: numbers of at most
+// 16 integer and 16 fraction digits (no exponent where bounds are given),
+// no lone surrogate escapes, no duplicate keys, one spelling per character
+// in keys while they could still equal a listed property, dates in years
+// 1000-9999 with February up to the 28th, members in schema order, bounded
+// whitespace. A schema the converter cannot enforce is an error rather than
+// a grammar that lets invalid output through.
 //
 // Supported:
 //   type (one or a list; inferred from the keywords when absent), const,
@@ -29,8 +32,9 @@
 //   else, dependent*, contains, patternProperties, propertyNames,
 //   unevaluated*, multipleOf, min/maxProperties, uniqueItems: true, formats
 //   other than the four, pattern with minLength / maxLength, bounds above
-//   10000 (lengths, item counts), non-integer bounds on numbers, remote
-//   $refs, false schemas that must be generated, unsatisfiable combinations.
+//   10000 (lengths, item counts), non-integer bounds on numbers, const /
+//   enum beside other constraints, remote $refs, false schemas that must be
+//   generated, unsatisfiable combinations, schemas nested over 100 deep.
 //
 // Whitespace: at most one blank, or a newline and up to 24 blanks/tabs,
 // around punctuation (`ws`); none before the value or after it.
