@@ -2,9 +2,8 @@
 // body, render / tokenize the prompts, submit one GenerationRequest per
 // prompt (its n choices share the prompt's blocks), and hand the transport
 // a GenerationReply that turns the request's events into the answer:
-//   streaming      head and the first chunks at the first event (or the
-//                  failure's status if the request failed before it), one
-//                  SSE chunk per token event (finish_reason on the choice's
+//   streaming      head (200) and the first chunks at once, one SSE chunk
+//                  per token event (finish_reason on the choice's
 //                  last content chunk when the end is already known, else on
 //                  a final chunk with the held-back tail or an empty delta),
 //                  the usage chunk, `data: [DONE]`;
@@ -165,10 +164,9 @@ class GenerationReply final : public AsyncReply {
   Progress poll_stream() {
     Progress p;
     if (!head_) {
-      if (events_.empty()) return p;  // the head waits for the outcome to start
-      if (events_.front().done) {
-        if (auto f = failure_of(events_.front().result)) return fail(*f);
-      }
+      // The head goes out at once, as every OpenAI-style server sends it:
+      // a client with a read timeout sees the stream open while its
+      // request waits for a slot. A failure from here on is an error event.
       head_ = true;
       held_.resize(static_cast<size_t>(n_subs * n));
       emitted_.assign(static_cast<size_t>(n_subs * n), 0);

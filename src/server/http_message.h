@@ -37,8 +37,8 @@ struct HttpReply {
 
 // A reply produced over time, pulled by the transport on the connection's
 // executor each time the producer wakes it. Its head (status, type) may come
-// only once the outcome is known, so a request that fails before producing
-// anything gets an honest status rather than a 200 with an error inside.
+// only once the outcome is known (a non-streaming generation), so a request
+// that fails gets an honest status rather than a 200 with an error inside.
 class AsyncReply {
  public:
   virtual ~AsyncReply() = default;

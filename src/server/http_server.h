@@ -16,10 +16,11 @@
 // With an API key every route but / and /health needs `Authorization: Bearer KEY`
 // (401 otherwise). Request bodies over max_body_bytes get 413.
 //
-// A generation answer's status is sent once its outcome is known: a
-// non-streaming request that fails gets its 4xx / 5xx with the OpenAI error
-// body, and so does a streaming one that fails before its first token;
-// after that a failure is an SSE error event. A client that closes its
+// A non-streaming generation answer's status is sent once its outcome is
+// known: a request that fails after it was accepted gets its 4xx / 5xx with
+// the OpenAI error body. A stream answers 200 at once (errors found before
+// it is accepted still get their status); a later failure is an SSE error
+// event. A client that closes its
 // connection gets its requests cancelled (GenerationService::cancel).
 #pragma once
 

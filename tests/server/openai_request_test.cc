@@ -238,7 +238,7 @@ TEST(OpenAiRequest, EveryBadValueIsA400NamingItsField) {
       {R"({"prompt": "p", "best_of": 2})", "best_of"},
       {R"({"prompt": "p", "priority": 1.5})", "priority"},
       {R"({"prompt": "p", "model": 3})", "model"},
-      {R"({"prompt": "p", "response_format": {"type": "json_object"}})", "response_format"},
+      {R"({"prompt": "p", "response_format": {"type": "yaml"}})", "response_format"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "max_tokens"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})", "tools"},
   };

@@ -32,7 +32,7 @@ struct HttpAnswer {
 inline HttpAnswer post(int port, const std::string& path, const std::string& body,
                        const std::string& api_key = "", int drop_after = -1) {
   httplib::Client cli("127.0.0.1", port);
-  cli.set_read_timeout(30, 0);
+  cli.set_read_timeout(300, 0);  // sanitizer builds run a loaded server slowly
   httplib::Request req;
   req.method = "POST";
   req.path = path;
