@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema_to_gbnf.h"
 
@@ -13,6 +15,125 @@ bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '_';
 }
+
+
+// Rewrites every rule name of `gbnf` (the identifiers outside literals,
+// classes and comments) with `rename`.
+template <class Rename>
+std::string rewrite_gbnf_names(std::string_view gbnf, Rename rename) {
+  std::string out;
+  out.reserve(gbnf.size());
+  size_t i = 0;
+  while (i < gbnf.size()) {
+    const char c = gbnf[i];
+    if (c == '"' || c == '[') {  // a literal or a class, with escapes
+      const char close = c == '"' ? '"' : ']';
+      size_t j = i + 1;
+      while (j < gbnf.size() && gbnf[j] != close) j += gbnf[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, gbnf.size());
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else if (c == '{') {  // repetition bounds {m,n}
+      size_t j = gbnf.find('}', i);
+      j = j == std::string_view::npos ? gbnf.size() : j + 1;
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else if (c == '#') {  // a comment, to the end of the line
+      size_t j = gbnf.find('\n', i);
+      if (j == std::string_view::npos) j = gbnf.size();
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else if (is_name_char(c)) {
+      size_t j = i;
+      while (j < gbnf.size() && is_name_char(gbnf[j])) ++j;
+      out.append(rename(gbnf.substr(i, j - i)));
+      i = j;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+// GBNF string literal of `s`.
+std::string gbnf_literal(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// qwen_xml: <tool_call>\n<function=N>\n(<parameter=P>\nvalue\n</parameter>\n)*
+// </function>\n</tool_call>, parameters in schema order (required ones
+// always, the others optional); a string value is text without "</", any
+// other value the JSON its schema allows.
+bool qwen_xml_gbnf(const OpenAiRequest& r, std::string* out, ApiError* error) {
+  std::string g;
+  std::vector<std::string> functions;
+  int n_rules = 0;
+  for (const Json& t : r.tools) {
+    const Json& fn = t.is_object() && t.contains("function") ? t["function"] : t;
+    const std::string name = fn.value("name", "");
+    if (r.tool_choice.mode == ToolChoiceMode::kNamed && name != r.tool_choice.name) continue;
+    const std::string fn_rule = fmt::format("folio-fn{}", functions.size());
+    std::string body = fmt::format("{} ::= {}", fn_rule, gbnf_literal("<function=" + name + ">\n"));
+    const Json params = fn.is_object() && fn.contains("parameters") ? fn["parameters"] : Json::object();
+    const Json props = params.is_object() && params.contains("properties") ? params["properties"]
+                                                                          : Json::object();
+    std::set<std::string> required;
+    if (params.is_object() && params.contains("required") && params["required"].is_array()) {
+      for (const Json& k : params["required"]) {
+        if (k.is_string()) required.insert(k.get<std::string>());
+      }
+    }
+    for (const auto& [key, sub] : props.items()) {
+      const std::string value_rule = fmt::format("folio-v{}", n_rules++);
+      if (sub.is_object() && sub.value("type", "") == "string" && sub.size() <= 3 &&
+          !sub.contains("enum") && !sub.contains("const") && !sub.contains("pattern") &&
+          !sub.contains("format") && !sub.contains("minLength") && !sub.contains("maxLength")) {
+        g += fmt::format("{} ::= ([^<] | \"<\" [^/])*\n", value_rule);
+      } else {
+        Result<std::string> v = grammar::json_schema_to_gbnf(sub);
+        if (!v.ok()) {
+          *error = bad_request(fmt::format("parameter '{}' of '{}' cannot be enforced: {}", key,
+                                           name, v.status().message()),
+                               "tools");
+          return false;
+        }
+        g += rewrite_gbnf_names(*v, [&](std::string_view w) {
+          return w == "root" ? value_rule : value_rule + "-" + std::string(w);
+        });
+      }
+      const std::string item = fmt::format("{} {} {}", gbnf_literal("<parameter=" + key + ">\n"),
+                                           value_rule, gbnf_literal("\n</parameter>\n"));
+      body += required.count(key) ? " " + item : " (" + item + ")?";
+    }
+    body += " " + gbnf_literal("</function>\n") + "\n";
+    g += body;
+    functions.push_back(fn_rule);
+  }
+  if (functions.empty()) {
+    *error = bad_request(fmt::format("no tool named '{}'", r.tool_choice.name), "tool_choice");
+    return false;
+  }
+  std::string any;
+  for (const std::string& f : functions) any += (any.empty() ? "" : " | ") + f;
+  g += fmt::format("folio-tool-block ::= \"<tool_call>\\n\" ({}) \"</tool_call>\"\n", any);
+  g += r.parallel_tool_calls ? "root ::= folio-tool-block (\"\\n\" folio-tool-block)*\n"
+                             : "root ::= folio-tool-block\n";
+  *out = std::move(g);
+  return true;
+}
+
 
 // The schema of one call of `tool` as the format writes it: {"name": N,
 // <args_key>: parameters}.
@@ -40,6 +161,7 @@ const Json* find_tool(const Json& tools, const std::string& name) {
 // GBNF for the tool call(s) tool_choice demands.
 bool tool_call_gbnf(const OpenAiRequest& r, ToolCallFormat format, std::string* out,
                     ApiError* error) {
+  if (format == ToolCallFormat::kQwenXml) return qwen_xml_gbnf(r, out, error);
   if (format != ToolCallFormat::kHermes && format != ToolCallFormat::kLlama3) {
     *error = bad_request(fmt::format("tool_choice '{}' cannot be enforced for this model's "
                                      "tool-call format ({}): use 'auto'",
@@ -87,36 +209,9 @@ bool tool_call_gbnf(const OpenAiRequest& r, ToolCallFormat format, std::string* 
 
 }  // namespace
 
+
 std::string rename_gbnf_rule(std::string_view gbnf, std::string_view from, std::string_view to) {
-  std::string out;
-  out.reserve(gbnf.size());
-  size_t i = 0;
-  while (i < gbnf.size()) {
-    const char c = gbnf[i];
-    if (c == '"' || c == '[') {  // a literal or a class, with escapes
-      const char close = c == '"' ? '"' : ']';
-      size_t j = i + 1;
-      while (j < gbnf.size() && gbnf[j] != close) j += gbnf[j] == '\\' ? 2 : 1;
-      j = std::min(j + 1, gbnf.size());
-      out.append(gbnf.substr(i, j - i));
-      i = j;
-    } else if (c == '#') {  // a comment, to the end of the line
-      size_t j = gbnf.find('\n', i);
-      if (j == std::string_view::npos) j = gbnf.size();
-      out.append(gbnf.substr(i, j - i));
-      i = j;
-    } else if (is_name_char(c)) {
-      size_t j = i;
-      while (j < gbnf.size() && is_name_char(gbnf[j])) ++j;
-      const std::string_view word = gbnf.substr(i, j - i);
-      out.append(word == from ? to : word);
-      i = j;
-    } else {
-      out += c;
-      ++i;
-    }
-  }
-  return out;
+  return rewrite_gbnf_names(gbnf, [&](std::string_view w) { return std::string(w == from ? to : w); });
 }
 
 bool output_grammar(const OpenAiRequest& r, ToolCallFormat format,

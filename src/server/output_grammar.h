@@ -2,8 +2,8 @@
 // response_format json_object / json_schema, llama-server's json_schema and
 // grammar (GBNF), or the tool call that tool_choice "required" or a named
 // function demands (in the format the model's template teaches: hermes
-// <tool_call>{...}</tool_call> or llama3 JSON; the call's arguments follow
-// the tool's parameters schema).
+// <tool_call>{...}</tool_call>, qwen_xml <function=..><parameter=..> or
+// llama3 JSON; the call's arguments follow the tool's parameters schema).
 #pragma once
 
 #include <memory>

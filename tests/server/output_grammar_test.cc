@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "grammar/grammar_matcher.h"
+#include "server/tool_calls.h"
 
 namespace folio::server {
 namespace {
@@ -26,6 +27,7 @@ TEST(OutputGrammar, RenameTouchesOnlyTheRule) {
                              "root", "doc"),
             "doc ::= \"root\" [root] item # root\nitem ::= root-x | doc\n");
   EXPECT_EQ(rename_gbnf_rule(R"(root ::= "a\"root" root)", "root", "r"), R"(r ::= "a\"root" r)");
+  EXPECT_EQ(rename_gbnf_rule("root ::= x{0,3} root{2}", "root", "r"), "r ::= x{0,3} r{2}");
 }
 
 TEST(OutputGrammar, ResponseFormats) {
@@ -103,6 +105,42 @@ TEST(OutputGrammar, ToolChoiceForcesACallInTheTemplatesFormat) {
   EXPECT_EQ(err.param, "tool_choice");
   EXPECT_FALSE(output_grammar(r, ToolCallFormat::kNone, &g, &err));
   EXPECT_EQ(err.param, "tool_choice");
+}
+
+TEST(OutputGrammar, ToolChoiceInQwenXml) {
+  const char* body = R"({"messages": [{"role": "user", "content": "x"}],
+      "tools": [{"type": "function", "function": {"name": "search", "parameters": {"type":
+      "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer",
+      "minimum": 1, "maximum": 50}, "tags": {"type": "array", "items": {"enum": ["a", "b"]}}},
+      "required": ["query", "limit"]}}}, {"type": "function", "function": {"name": "now"}}],
+      "tool_choice": {"type": "function", "function": {"name": "search"}}})";
+  OpenAiRequest r = chat_request(body);
+  std::shared_ptr<const grammar::CompiledGrammar> g;
+  ApiError err;
+  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kQwenXml, &g, &err)) << err.message;
+  const std::string call =
+      "<tool_call>\n<function=search>\n<parameter=query>\nfolio <b> engine\n</parameter>\n"
+      "<parameter=limit>\n7\n</parameter>\n<parameter=tags>\n[\"a\", \"b\"]\n</parameter>\n"
+      "</function>\n</tool_call>";
+  ASSERT_TRUE(accepts(g, call));
+  // What the grammar lets through, the parser reads back, typed.
+  std::string content;
+  std::vector<ParsedToolCall> calls;
+  ToolCallParser::parse_all(ToolCallFormat::kQwenXml, &r.tools, call, &content, &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].arguments, R"({"query":"folio <b> engine","limit":7,"tags":["a","b"]})");
+  // Optional parameters may be left out; required ones may not; bounds hold.
+  EXPECT_TRUE(accepts(g, "<tool_call>\n<function=search>\n<parameter=query>\nq\n</parameter>\n"
+                         "<parameter=limit>\n50\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(accepts(g, "<tool_call>\n<function=search>\n<parameter=query>\nq\n</parameter>\n"
+                          "</function>\n</tool_call>"));
+  EXPECT_FALSE(accepts(g, "<tool_call>\n<function=search>\n<parameter=query>\nq\n</parameter>\n"
+                          "<parameter=limit>\n51\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(accepts(g, "<tool_call>\n<function=now>\n</function>\n</tool_call>"));
+  // "required": any tool, and one that takes no parameters.
+  r.tool_choice = {ToolChoiceMode::kRequired, ""};
+  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kQwenXml, &g, &err)) << err.message;
+  EXPECT_TRUE(accepts(g, "<tool_call>\n<function=now>\n</function>\n</tool_call>"));
 }
 
 }  // namespace
