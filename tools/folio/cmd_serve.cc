@@ -80,6 +80,7 @@ Status load_embedder(const ServeFlags& f, Engine* e, server::HttpServer* http) {
   EmbedderOptions eo;
   eo.n_threads = e->lm.ctx->n_threads();
   eo.max_batch_tokens = f.model.batch_size;
+  eo.device = e->lm.device.get();  // where --device put the weights, or null
   FOLIO_ASSIGN_OR_RETURN(e->embedder, Embedder::create(*e->lm.model, *e->lm.tokenizer, eo));
   std::fprintf(stderr,
                "folio serve: effective configuration: embedding model '%s' (%s pooling, %lld "
