@@ -48,7 +48,7 @@ class BlockTable {
   }
 
  private:
-  std::vector<BlockId> ids_;  // [n_logical_blocks] physical ids, never kNullBlock
+  std::vector<BlockId> ids_;  // [n_logical_blocks] physical ids (kNullBlock: dropped out of a window)
 };
 
 // Blocks needed to hold `n_tokens` positions.

@@ -130,6 +130,12 @@ class HybridKvCache final : public KvCache {
   bool paged() const override { return attn_->paged(); }
   int block_size() const override { return attn_->block_size(); }
   const KvCacheManager* block_manager() const override { return attn_->block_manager(); }
+  const KvCacheManager* windowed_manager(int g) const override {
+    return attn_->windowed_manager(g);
+  }
+  size_t pool_block_bytes() const override { return attn_->pool_block_bytes(); }
+  size_t windowed_bytes() const override { return attn_->windowed_bytes(); }
+  int kv_group(int layer) const override { return attn_->kv_group(attn_layer(layer)); }
   // The attention part's, when a sequence can also get a recurrent-state
   // slot (StatePool::create makes at least one; checked all the same).
   int64_t token_capacity() const override {

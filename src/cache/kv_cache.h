@@ -100,6 +100,18 @@ struct RecurrentPlan {
   }
 };
 
+// The pages of one more group of layers of a paged cache (the layers of one
+// sliding window: see PagedKvCache), laid out as KvPlan's own fields are for
+// the main group. Their slots and block tables differ from the main group's;
+// the batch's attention sequences, seq_idx and kv_len are the same.
+struct KvPagePlan {
+  int32_t window = 0;           // the group's sliding window (tokens)
+  std::vector<int32_t> slots;   // [n_tokens] table row of each token's K/V
+  std::vector<int32_t> block_table;  // [n_attn_seq][max_blocks], kNullBlock padding
+  int32_t max_blocks = 0;
+  CachePlan pages;
+};
+
 // What a batch does to the cache; filled by plan() (vectors are reused).
 // "Attention sequences" are the sequences the attention op sees, numbered
 // 0..n-1: the cache's slots (contiguous) or the batch's sequences in order of
@@ -118,6 +130,9 @@ struct KvPlan {
   // kResourceExhausted for lack of memory, pages.n_missing_blocks says how
   // many blocks are short (a scheduler preempts that much).
   CachePlan pages;
+  // Paged caches with sliding-window layers: the pages of each further layer
+  // group (KvCache::kv_group(layer) - 1 indexes it); empty otherwise.
+  std::vector<KvPagePlan> windowed;
   // Hybrid caches: the recurrent layers' work (empty otherwise).
   RecurrentPlan recurrent;
 };
@@ -194,10 +209,28 @@ class KvCache {
   virtual TensorView v_view(int layer) const = 0;
   virtual bool paged() const = 0;
   virtual int block_size() const { return 16; }  // paged layouts: positions per block
+  // Which pages hold layer `layer`: 0, the plan's own slots and block table;
+  // g > 0, KvPlan::windowed[g - 1] (sliding-window layers of a paged cache).
+  virtual int kv_group(int layer) const {
+    (void)layer;
+    return 0;
+  }
   // Block bookkeeping of a paged cache (free / used / cached blocks, lookup
   // of a prompt's cached prefix) for schedulers and metrics; nullptr when
-  // the cache has no block pool.
+  // the cache has no block pool. With sliding-window layers in pages of
+  // their own, the main group's (the full-attention layers'): the windowed
+  // pages are sized never to be the tighter limit (PagedKvCache).
+  // windowed_manager() gives the others, for gauges.
   virtual const KvCacheManager* block_manager() const { return nullptr; }
+  // Bytes of one block of block_manager()'s pool (its layers, K and V), and
+  // of the windowed groups' pages together; 0 without them.
+  virtual size_t pool_block_bytes() const { return 0; }
+  virtual size_t windowed_bytes() const { return 0; }
+  // Group g's bookkeeping (1 <= g, see kv_group); nullptr past the last.
+  virtual const KvCacheManager* windowed_manager(int g) const {
+    (void)g;
+    return nullptr;
+  }
   // Positions the cache's memory can hold for one sequence while it holds
   // nothing else: with a block pool, its usable blocks x block_size (the
   // null block excluded); otherwise n_ctx (one fixed slot per sequence); 0
@@ -241,6 +274,10 @@ struct KvCacheOptions {
 
   // Paged storage.
   int32_t block_size = kDefaultBlockSize;  // power of two in [8, 128]
+  // Most tokens one forward adds, all sequences together (a scheduler's step
+  // budget); 0: n_ctx. With max_seqs it sizes the pages of sliding-window
+  // layers (PagedKvCache).
+  int64_t max_step_tokens = 0;
   // Pool size, at most one of the two (--kv-blocks / --kv-memory):
   int32_t n_blocks = 0;    // physical blocks, the null block included
   int64_t memory_mib = 0;  // as many blocks as fit this many MiB (kv_blocks_for_budget)
@@ -248,10 +285,11 @@ struct KvCacheOptions {
   bool prefix_caching = true;
   uint64_t hash_seed = 0;  // 0: reproducible prefix hashes
 
+  // Live sequences at most, for recurrent state slots and the pages of
+  // sliding-window layers: at least n_seq (0: n_seq, at least 1). A paged
+  // cache with either refuses a new sequence (kResourceExhausted) when
+  // max_seqs are live; a contiguous one has exactly n_seq.
   // Recurrent state (geometries with recurrent layers).
-  // State slots for live sequences: at least n_seq (0: n_seq, at least 1). A
-  // paged cache refuses a new sequence (kResourceExhausted) when every slot
-  // is held; a contiguous one has exactly n_seq.
   int max_seqs = 0;
   // Extra state slots for prefix checkpoints (paged storage with prefix
   // caching only; 0: hybrid prefix caching off); -1: 2 * max_seqs + 2, at

@@ -30,6 +30,9 @@ void CachePlan::clear() {
 }
 
 Result<KvCacheManager> KvCacheManager::create(const KvCacheManagerOptions& options) {
+  if (options.window < 0) {
+    return invalid_argument("kv cache manager: sliding window {} < 0", options.window);
+  }
   FOLIO_ASSIGN_OR_RETURN(BlockPool pool, BlockPool::create(options.n_blocks, options.block_size));
   return KvCacheManager(std::move(pool), options);
 }
@@ -37,7 +40,23 @@ Result<KvCacheManager> KvCacheManager::create(const KvCacheManagerOptions& optio
 KvCacheManager::KvCacheManager(BlockPool pool, const KvCacheManagerOptions& options)
     : pool_(std::move(pool)),
       hasher_(options.extra_key, options.hash_seed),
-      prefix_caching_(options.enable_prefix_caching) {}
+      prefix_caching_(options.enable_prefix_caching),
+      window_(options.window) {}
+
+int32_t KvCacheManager::window_start_block(int64_t len) const {
+  if (window_ == 0 || len < window_) return 0;
+  return static_cast<int32_t>((len - window_ + 1) / block_size());
+}
+
+void KvCacheManager::drop_out_of_window(Sequence& s) {
+  const int32_t n = droppable(static_cast<int64_t>(s.tokens.size()), s.table.size());
+  // Oldest first: released hashed blocks join the free queue's LRU tail in
+  // the order a later prefix would need them least.
+  for (; s.n_dropped < n; ++s.n_dropped) {
+    pool_.release(s.table[s.n_dropped]);
+    s.table.set(s.n_dropped, kNullBlock);
+  }
+}
 
 bool KvCacheManager::is_live(SeqId seq) const {
   return seq >= 0 && static_cast<size_t>(seq) < seqs_.size() &&
@@ -85,16 +104,17 @@ Result<SeqId> KvCacheManager::fork(SeqId parent) {
   Sequence& c = seqs_[static_cast<size_t>(child)];
   c.root = p.root;
   c.table = p.table;
+  c.n_dropped = p.n_dropped;
   c.tokens = p.tokens;
   c.hashes = p.hashes;
-  for (const BlockId b : c.table.ids()) pool_.touch(b);
+  for (const BlockId b : held(c)) pool_.touch(b);
   return child;
 }
 
 Status KvCacheManager::free_sequence(SeqId seq) {
   FOLIO_RETURN_IF_ERROR(check_live(seq, "free_sequence"));
   Sequence& s = seqs_[static_cast<size_t>(seq)];
-  pool_.release_reverse(s.table.ids());
+  pool_.release_reverse(held(s));
   s = Sequence{};
   free_ids_.push_back(seq);
   --n_live_;
@@ -109,10 +129,17 @@ Status KvCacheManager::truncate(SeqId seq, int64_t len) {
   if (len < 0 || len > old_len) {
     return out_of_range("truncate: length {} outside [0, {}] for sequence {}", len, old_len, seq);
   }
+  if (truncation_point(seq, len) != len) {
+    return invalid_argument(
+        "truncate: sequence {} no longer holds the sliding window (the {} positions) before "
+        "position {}",
+        seq, window_, len);
+  }
   const int32_t bs = block_size();
   const int32_t keep = blocks_for(len, bs);
-  pool_.release_reverse(s.table.ids().subspan(static_cast<size_t>(keep)));
+  pool_.release_reverse(s.table.ids().subspan(static_cast<size_t>(std::max(keep, s.n_dropped))));
   s.table.resize(keep);
+  s.n_dropped = std::min(s.n_dropped, droppable(len, keep));  // 0 when len == 0
   s.tokens.resize(static_cast<size_t>(len));
   if (prefix_caching_) s.hashes.resize(static_cast<size_t>(len / bs));
   // A kept block that becomes partial will be overwritten from offset len % bs:
@@ -122,25 +149,53 @@ Status KvCacheManager::truncate(SeqId seq, int64_t len) {
   return Status();
 }
 
+int64_t KvCacheManager::truncation_point(SeqId seq, int64_t len) const {
+  const Sequence& s = live(seq);
+  FOLIO_CHECK(len >= 0 && len <= static_cast<int64_t>(s.tokens.size()));
+  if (len == 0 || s.n_dropped <= droppable(len, blocks_for(len, block_size()))) return len;
+  return 0;  // a shorter length needs even earlier blocks
+}
+
 PrefixHit KvCacheManager::lookup(SeqId seq, std::span<const int32_t> tokens,
-                                 bool leave_last_token) const {
+                                 bool leave_last_token, int64_t max_tokens) const {
   const Sequence& s = live(seq);
   PrefixHit hit;
   if (!prefix_caching_) return hit;
   const int32_t bs = block_size();
-  int64_t usable = static_cast<int64_t>(tokens.size());
-  if (leave_last_token && usable > 0) --usable;
+  int64_t usable = std::min(static_cast<int64_t>(tokens.size()), std::max<int64_t>(max_tokens, 0));
+  if (leave_last_token && usable == static_cast<int64_t>(tokens.size()) && usable > 0) --usable;
   const int64_t n_full = usable / bs;
   BlockHash parent = s.root;
+  if (window_ == 0) {
+    for (int64_t i = 0; i < n_full; ++i) {
+      const BlockHash h = hasher_.chain(
+          parent, tokens.subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs)));
+      const BlockId b = pool_.find(h);
+      if (b == kNullBlock) break;
+      hit.blocks.push_back(b);
+      parent = h;
+    }
+    hit.n_tokens = static_cast<int64_t>(hit.blocks.size()) * bs;
+    return hit;
+  }
+  // With a window, k blocks are a hit when blocks [droppable(k * bs, k), k)
+  // are all cached; `run` counts the cached blocks ending at block i.
+  std::vector<BlockId> found(static_cast<size_t>(n_full), kNullBlock);
+  int64_t best = 0;
+  int64_t run = 0;
   for (int64_t i = 0; i < n_full; ++i) {
     const BlockHash h =
         hasher_.chain(parent, tokens.subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs)));
-    const BlockId b = pool_.find(h);
-    if (b == kNullBlock) break;
-    hit.blocks.push_back(b);
+    found[static_cast<size_t>(i)] = pool_.find(h);
+    run = found[static_cast<size_t>(i)] == kNullBlock ? 0 : run + 1;
+    const int64_t k = i + 1;
+    if (run >= k - droppable(k * bs, static_cast<int32_t>(k))) best = k;
     parent = h;
   }
-  hit.n_tokens = static_cast<int64_t>(hit.blocks.size()) * bs;
+  const int32_t skip = droppable(best * bs, static_cast<int32_t>(best));
+  hit.blocks.assign(found.begin(), found.begin() + best);
+  std::fill(hit.blocks.begin(), hit.blocks.begin() + skip, kNullBlock);
+  hit.n_tokens = best * bs;
   return hit;
 }
 
@@ -197,9 +252,16 @@ Status KvCacheManager::plan(std::span<const SeqAppend> batch, CachePlan& out) co
   for (size_t i = 0; i < batch.size(); ++i) {
     const SeqAppend& a = batch[i];
     BlockHash parent = seqs_[static_cast<size_t>(a.seq)].root;
-    for (int64_t k = 0; k < a.n_cached / bs; ++k) {
+    const auto n_cached_blocks = static_cast<int32_t>(a.n_cached / bs);
+    const int32_t skip = droppable(a.n_cached, n_cached_blocks);
+    for (int64_t k = 0; k < n_cached_blocks; ++k) {
       const BlockHash h = hasher_.chain(
           parent, a.tokens.subspan(static_cast<size_t>(k * bs), static_cast<size_t>(bs)));
+      parent = h;
+      if (k < skip) {  // before the window: taken as a dropped entry
+        cached.push_back(kNullBlock);
+        continue;
+      }
       const BlockId b = pool_.find(h);
       if (b == kNullBlock) {
         out.clear();
@@ -212,7 +274,6 @@ Status KvCacheManager::plan(std::span<const SeqAppend> batch, CachePlan& out) co
       if (d == 0 && pool_.ref(b) == 0) ++n_revived;
       ++d;
       cached.push_back(b);
-      parent = h;
     }
   }
 
@@ -334,7 +395,9 @@ void KvCacheManager::apply(const CachePlan& plan) {
   };
   // 1. Cached blocks first: they must not be popped below.
   for (const SeqStep& st : plan.seqs) {
-    for (int32_t k = 0; k < st.n_cached_blocks; ++k) pool_.touch(tail(st, k));
+    for (int32_t k = 0; k < st.n_cached_blocks; ++k) {
+      if (tail(st, k) != kNullBlock) pool_.touch(tail(st, k));
+    }
   }
   // 2. New blocks, in the order plan() simulated.
   for (const SeqStep& st : plan.seqs) {
@@ -355,24 +418,29 @@ void KvCacheManager::apply(const CachePlan& plan) {
     if (st.unregister_last) pool_.unregister(s.table.back());
     s.table.resize(st.keep);
     for (int32_t k = 0; k < st.tail_count; ++k) s.table.push_back(tail(st, k));
+    if (st.n_cached_blocks > 0) s.n_dropped = droppable(st.n_cached, st.n_cached_blocks);
     const auto tok = std::span<const int32_t>(plan.tokens)
                          .subspan(static_cast<size_t>(st.token_begin),
                                   static_cast<size_t>(st.len_after - st.len_before));
     s.tokens.insert(s.tokens.end(), tok.begin(), tok.end());
-    if (!prefix_caching_) continue;
-    const auto n_full = static_cast<size_t>(st.len_after / bs);
-    for (size_t b = s.hashes.size(); b < n_full; ++b) {
-      const BlockHash h =
-          hasher_.chain(parent_of(s, b), std::span<const int32_t>(s.tokens).subspan(
-                                             b * static_cast<size_t>(bs), static_cast<size_t>(bs)));
-      s.hashes.push_back(h);
-      const BlockId id = s.table[static_cast<int32_t>(b)];
-      if (pool_.is_hashed(id)) {
-        FOLIO_CHECK_MSG(pool_.hash(id) == h, "cached block {} holds another prefix", id);
-      } else {
-        pool_.register_hash(id, h);  // false: another block holds this prefix; keep ours
+    if (prefix_caching_) {
+      const auto n_full = static_cast<size_t>(st.len_after / bs);
+      for (size_t b = s.hashes.size(); b < n_full; ++b) {
+        const BlockHash h = hasher_.chain(
+            parent_of(s, b), std::span<const int32_t>(s.tokens).subspan(
+                                 b * static_cast<size_t>(bs), static_cast<size_t>(bs)));
+        s.hashes.push_back(h);
+        const BlockId id = s.table[static_cast<int32_t>(b)];
+        if (id == kNullBlock) continue;  // a cached prefix's block before the window
+        if (pool_.is_hashed(id)) {
+          FOLIO_CHECK_MSG(pool_.hash(id) == h, "cached block {} holds another prefix", id);
+        } else {
+          pool_.register_hash(id, h);  // false: another block holds this prefix; keep ours
+        }
       }
     }
+    // After registration: a block leaving the window stays cached.
+    drop_out_of_window(s);
   }
   note_usage();
   ++epoch_;
@@ -387,7 +455,7 @@ void KvCacheManager::discard(const CachePlan& plan) {
     for (int32_t k = 0; k < st.tail_count; ++k) {
       const bool cached = k >= (st.cow ? 1 : 0) && k < (st.cow ? 1 : 0) + st.n_cached_blocks;
       const BlockId b = plan.blocks[static_cast<size_t>(st.tail_begin + k)];
-      if (!cached && pool_.is_free(b)) pool_.unregister(b);
+      if (!cached && b != kNullBlock && pool_.is_free(b)) pool_.unregister(b);
     }
   }
   ++epoch_;
@@ -427,8 +495,17 @@ Status KvCacheManager::check_invariants() const {
       return internal_error("sequence {}: {} chain hashes for {} full blocks", id, s.hashes.size(),
                             n_full);
     }
+    // Every block out of the window is released (memory follows the window).
+    if (s.n_dropped != droppable(len, s.table.size())) {
+      return internal_error("sequence {}: {} blocks dropped of {} ({} positions, window {})", id,
+                            s.n_dropped, s.table.size(), len, window_);
+    }
     for (int32_t k = 0; k < s.table.size(); ++k) {
       const BlockId b = s.table[k];
+      if (k < s.n_dropped) {
+        if (b != kNullBlock) return internal_error("sequence {}: dropped entry {} holds {}", id, k, b);
+        continue;
+      }
       if (b <= kNullBlock || b >= pool_.n_blocks())
         return internal_error("sequence {}: block {}", id, b);
       ++refs[static_cast<size_t>(b)];

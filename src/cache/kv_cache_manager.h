@@ -51,6 +51,23 @@
 //   - Token ids of every sequence are kept (4 bytes a position) to hash blocks
 //     as they fill and after truncation.
 //
+// Sliding window (options.window = W > 0, the pages of sliding-window layers):
+// a token at position p attends to positions (p - W, p], so once a sequence
+// holds len positions no later token reads a block that ends at or before
+// position len - W. apply() releases those blocks (never the last one) and
+// leaves kNullBlock in their table entries ("dropped"; the attention kernels
+// never read a position outside the window, so they never read these
+// entries). A released block keeps its hash: it is still the K/V of its
+// prefix and serves later lookups until the free queue evicts it. Hence:
+//   - lookup() needs only the blocks a continuation reads: a hit of n tokens
+//     needs every block from window_start_block(n) up to n present, not the
+//     blocks before it (which the taking sequence gets as dropped entries).
+//     The valid hit lengths are not downward closed, so lookup() scans them
+//     all and returns the longest.
+//   - truncate(len) needs the window before len: len == 0 or no dropped
+//     block at or after window_start_block(len) (truncation_point()).
+// Memory per sequence is bounded by the window plus the tokens of one step.
+//
 // Costs: plan/apply O(tokens + blocks of the batch), lookup O(prefix blocks),
 // truncate/free O(blocks released), fork O(length of the parent).
 //
@@ -60,6 +77,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -83,6 +101,8 @@ struct KvCacheManagerOptions {
   // are shared only between sequences whose extra key and salt match.
   std::string extra_key;
   uint64_t hash_seed = 0;  // 0: reproducible hashes; a server may pass a random value
+  // Sliding window in tokens (see above); 0: full attention, nothing dropped.
+  int32_t window = 0;
 };
 
 // One sequence's share of a batch.
@@ -152,6 +172,10 @@ class KvCacheManager {
   const BlockPool& pool() const { return pool_; }
   int32_t block_size() const { return pool_.block_size(); }
   bool prefix_caching() const { return prefix_caching_; }
+  int32_t window() const { return window_; }
+  // The first logical block a token at position >= len may read: 0 without
+  // a window, else block (len - W + 1) / block_size.
+  int32_t window_start_block(int64_t len) const;
   // Most blocks in use at once since creation.
   int32_t peak_used() const { return peak_used_; }
 
@@ -173,10 +197,17 @@ class KvCacheManager {
   const BlockTable& block_table(SeqId seq) const { return live(seq).table; }
   std::span<const int32_t> tokens(SeqId seq) const { return live(seq).tokens; }
 
-  // Cached full blocks for `tokens` read from position 0 with `seq`'s salt;
-  // stops at the first miss. leave_last_token: never count the block holding
-  // the last token (at least one token must be computed to get logits).
-  PrefixHit lookup(SeqId seq, std::span<const int32_t> tokens, bool leave_last_token = true) const;
+  // Largest length <= len (len <= seq_len) that truncate() accepts: len,
+  // or 0 when a window before len was dropped.
+  int64_t truncation_point(SeqId seq, int64_t len) const;
+
+  // Cached full blocks for `tokens` read from position 0 with `seq`'s salt,
+  // at most max_tokens of them; without a window it stops at the first miss
+  // (with one, see above; hit.blocks holds kNullBlock for the blocks before
+  // the window). leave_last_token: never count the block holding the last
+  // token (at least one token must be computed to get logits).
+  PrefixHit lookup(SeqId seq, std::span<const int32_t> tokens, bool leave_last_token = true,
+                   int64_t max_tokens = std::numeric_limits<int64_t>::max()) const;
 
   // Plans `batch` (one entry per sequence at most). Invalid input is an error
   // and fills nothing; a batch that does not fit is OK with
@@ -211,7 +242,8 @@ class KvCacheManager {
   struct Sequence {
     bool live = false;
     BlockHash root;  // parent hash of block 0 (extra key + salt)
-    BlockTable table;
+    BlockTable table;               // entries [0, n_dropped) are kNullBlock
+    int32_t n_dropped = 0;          // leading blocks released out of the window
     std::vector<int32_t> tokens;    // [len] token id of each position held
     std::vector<BlockHash> hashes;  // [len / block_size] chain hash of each full block
   };
@@ -224,10 +256,21 @@ class KvCacheManager {
     return block == 0 ? s.root : s.hashes[block - 1];
   }
   void note_usage() { peak_used_ = std::max(peak_used_, pool_.n_used()); }
+  // Blocks the sequence holds (its table without the dropped entries).
+  static std::span<const BlockId> held(const Sequence& s) {
+    return s.table.ids().subspan(static_cast<size_t>(s.n_dropped));
+  }
+  // Leading blocks a sequence of len positions in `n_table` blocks may drop.
+  int32_t droppable(int64_t len, int32_t n_table) const {
+    return n_table == 0 ? 0 : std::min(window_start_block(len), n_table - 1);
+  }
+  // Releases the blocks of `s` that fell out of the window.
+  void drop_out_of_window(Sequence& s);
 
   BlockPool pool_;
   BlockHasher hasher_;
   bool prefix_caching_ = true;
+  int32_t window_ = 0;
   std::vector<Sequence> seqs_;   // indexed by SeqId
   std::vector<SeqId> free_ids_;  // dead ids, reused last-freed first
   int32_t n_live_ = 0;

@@ -22,6 +22,9 @@ struct KvLayerShape {
   int32_t n_kv_head = 0;
   int32_t head_dim_k = 0;
   int32_t head_dim_v = 0;
+  // Sliding-window attention: a token sees the last `window` positions
+  // (itself included); 0: every earlier position (full attention).
+  int32_t window = 0;
 };
 
 // KV types the paged cache stores: F32, F16, BF16, Q8_0.

@@ -29,6 +29,24 @@
 // kResourceExhausted and plan.pages.n_missing_blocks; nothing changes (a
 // scheduler preempts and plans again).
 //
+// Sliding-window layers (KvLayerShape::window > 0, smaller than n_ctx) keep
+// their K/V in pages of their own: one group of layers per window size,
+// each with its own KvCacheManager (window set: blocks that leave the
+// window return to its pool) and storage; the full-attention layers form
+// the main group (group 0; without any, the first window's layers). The
+// managers run in lockstep: every sequence exists in each with the same id
+// and tokens, and plan() plans the batch in each (KvPlan::windowed holds
+// the further groups' slots and block tables). A prefix hit is the longest
+// one every group can serve (a windowed group needs only the blocks of the
+// window before the hit). The main group's pool is sized as options say
+// (n_blocks, memory_mib, or n_seq contexts; a memory budget pays for the
+// windowed pages first); a windowed group's holds, for each of max_seqs
+// sequences, its window plus three blocks (the partial block, rounding,
+// a copy-on-write copy), plus the blocks of one step's max_step_tokens,
+// so it is never the tighter limit while max_seqs sequences live (more
+// are refused). Gemma 3 (5 of 6 layers windowed, 512 tokens) at a 32k
+// context thus holds about a sixth of the K/V a full cache would.
+//
 // K/V types: f32, f16, bf16 and q8_0 — whatever kFlashAttn reads
 // (backend/op.h); bf16 rows are converted by the portable tiled kernel.
 //
@@ -50,7 +68,7 @@ namespace folio::cache {
 
 class PagedKvCache final : public KvCache {
  public:
-  // Sizes the pool, allocates K/V for every layer of `geometry` (attention
+  // Sizes the pools, allocates K/V for every layer of `geometry` (attention
   // layers only; host memory, zeroed) and creates options.n_seq empty
   // sequences (n_seq may be 0 here).
   static Result<std::unique_ptr<PagedKvCache>> create(const KvGeometry& geometry,
@@ -59,16 +77,17 @@ class PagedKvCache final : public KvCache {
   int n_layer() const override { return static_cast<int>(layers_.size()); }
   int64_t n_ctx() const override { return n_ctx_; }
   DType type() const override { return type_; }
-  size_t bytes() const override { return buffer_ == nullptr ? 0 : buffer_->size(); }
+  size_t bytes() const override;
   std::string summary() const override;
 
-  bool has_sequence(int seq) const override { return manager_.is_live(seq); }
-  int64_t seq_len(int seq) const override { return manager_.seq_len(seq); }
+  bool has_sequence(int seq) const override { return manager().is_live(seq); }
+  int64_t seq_len(int seq) const override { return manager().seq_len(seq); }
   Result<int> add_sequence() override;
   Result<int> fork_sequence(int parent) override;
   Status remove_sequence(int seq) override;
   Result<int64_t> take_cached_prefix(int seq, std::span<const int32_t> prompt) override;
   Status truncate(int seq, int64_t len) override;
+  int64_t truncation_point(int seq, int64_t len) const override;
   void clear() override;
 
   Status plan(const Batch& batch, KvPlan& plan) const override;
@@ -81,30 +100,49 @@ class PagedKvCache final : public KvCache {
   TensorView k_view(int layer) const override { return layers_[static_cast<size_t>(layer)].k; }
   TensorView v_view(int layer) const override { return layers_[static_cast<size_t>(layer)].v; }
   bool paged() const override { return true; }
-  int block_size() const override { return manager_.block_size(); }
+  int block_size() const override { return manager().block_size(); }
+  int kv_group(int layer) const override { return layers_[static_cast<size_t>(layer)].group; }
 
   // Block bookkeeping for schedulers and metrics (pool(): free, used and
-  // cached blocks; peak_used(); lookup() of a prompt without taking it).
-  const KvCacheManager& manager() const { return manager_; }
-  const KvCacheManager* block_manager() const override { return &manager_; }
-  int32_t n_blocks() const { return manager_.pool().n_blocks(); }
-  size_t block_bytes() const { return block_bytes_; }  // one block, all layers, K and V
-  // When no block is in use: free queue back to ascending ids.
-  [[nodiscard]] bool defrag() { return manager_.defrag(); }
-  Status check_invariants() const { return manager_.check_invariants(); }
+  // cached blocks; peak_used(); lookup() of a prompt without taking it):
+  // the main group's, and group g's (0 <= g < n_groups()).
+  const KvCacheManager& manager() const { return groups_[0].manager; }
+  const KvCacheManager& manager(int g) const { return groups_[static_cast<size_t>(g)].manager; }
+  const KvCacheManager* block_manager() const override { return &manager(); }
+  const KvCacheManager* windowed_manager(int g) const override {
+    return g >= 1 && g < n_groups() ? &manager(g) : nullptr;
+  }
+  int n_groups() const { return static_cast<int>(groups_.size()); }
+  int32_t n_blocks() const { return manager().pool().n_blocks(); }
+  // One block of the main group, all its layers, K and V.
+  size_t block_bytes() const { return groups_[0].block_bytes; }
+  size_t pool_block_bytes() const override { return block_bytes(); }
+  size_t windowed_bytes() const override;
+  // When no block is in use: free queues back to ascending ids.
+  [[nodiscard]] bool defrag();
+  // Every group's invariants, and that they hold the same sequences.
+  Status check_invariants() const;
 
  private:
   struct Layer {
-    TensorView k;  // [Dk, n_kv_head, block_size, n_blocks]
-    TensorView v;  // [Dv, n_kv_head, block_size, n_blocks]
+    TensorView k;  // [Dk, n_kv_head, block_size, n_blocks of its group]
+    TensorView v;  // [Dv, n_kv_head, block_size, n_blocks of its group]
+    int group = 0;
   };
-  explicit PagedKvCache(KvCacheManager manager) : manager_(std::move(manager)) {}
+  struct Group {
+    KvCacheManager manager;
+    std::vector<int> layers;  // cache layers whose K/V these pages hold
+    size_t block_bytes = 0;   // one block, these layers, K and V
+    std::unique_ptr<Buffer> buffer;
+  };
+  PagedKvCache() = default;
+  // The longest prefix of `prompt` every group holds (full blocks).
+  int64_t common_prefix_hit(int seq, std::span<const int32_t> prompt) const;
 
-  KvCacheManager manager_;
+  std::vector<Group> groups_;  // [0]: the main group
   int64_t n_ctx_ = 0;
   DType type_ = DType::F16;
-  size_t block_bytes_ = 0;
-  std::unique_ptr<Buffer> buffer_;
+  int max_seqs_ = 0;  // live sequences at most (windowed groups; 0: unbounded)
   std::vector<Layer> layers_;
 };
 

@@ -529,6 +529,7 @@ struct Scheduler::Impl {
   struct BlockGauges {
     int64_t total = 0, used = 0, free = 0, cached = 0;
     double usage = 0;
+    int64_t window_total = 0, window_used = 0;  // sliding-window layers' pages
   };
   BlockGauges block_gauges() const {
     BlockGauges g;
@@ -540,6 +541,10 @@ struct Scheduler::Impl {
       for (cache::BlockId b = pool.front(); b != cache::kNullBlock; b = pool.next(b))
         g.cached += pool.is_hashed(b) ? 1 : 0;
       g.usage = g.total > 0 ? static_cast<double>(g.used) / static_cast<double>(g.total) : 0.0;
+    }
+    for (int k = 1; const cache::KvCacheManager* w = cache.windowed_manager(k); ++k) {
+      g.window_total += w->pool().n_usable();
+      g.window_used += w->pool().n_used();
     }
     return g;
   }
@@ -565,6 +570,8 @@ struct Scheduler::Impl {
       m.kv_blocks_free = g.free;
       m.kv_blocks_cached = g.cached;
       m.kv_usage = g.usage;
+      m.kv_window_blocks_total = g.window_total;
+      m.kv_window_blocks_used = g.window_used;
     });
   }
 

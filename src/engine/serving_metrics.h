@@ -49,6 +49,9 @@ class ServingMetrics {
     int64_t kv_blocks_free = 0;    // not referenced (includes cached)
     int64_t kv_blocks_cached = 0;  // free but holding a registered prefix hash
     double kv_usage = 0;           // used / total, in [0, 1]
+    // Pages of sliding-window layers (their own pools; 0 without such layers).
+    int64_t kv_window_blocks_total = 0;
+    int64_t kv_window_blocks_used = 0;
     // counters
     uint64_t requests_total = 0;         // accepted by submit()
     uint64_t requests_finished = 0;      // on_done delivered (any reason)

@@ -302,7 +302,7 @@ cache::KvGeometry ModelConfig::cache_geometry() const {
       layer.state = {ssm.d_conv - 1, ssm.conv_channels(), ssm.d_state, ssm.n_v_heads};
     } else {
       layer.kv = {n_head_kv_of(l), static_cast<int32_t>(head_dim_k),
-                  static_cast<int32_t>(head_dim_v)};
+                  static_cast<int32_t>(head_dim_v), is_swa(l) ? n_swa : 0};
     }
     g.layers.push_back(layer);
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tensor/tensor_view.h"
 
@@ -12,6 +13,12 @@ struct KvPlan;
 }  // namespace folio::cache
 
 namespace folio::model {
+
+// The pages of one further layer group of the cache (KvPlan::windowed).
+struct KvPageInputs {
+  TensorView slots;        // I32 [T] K/V table row of each token in the group's pages
+  TensorView block_table;  // I32 [max_blocks, n_seq]
+};
 
 struct ForwardInputs {
   int64_t n_tokens = 0;      // T
@@ -23,6 +30,9 @@ struct ForwardInputs {
   TensorView slots;          // I32 [T] K/V table row of each token (slot mapping)
   TensorView kv_len;         // I32 [n_seq] K/V positions per attention sequence after this batch
   TensorView block_table;    // I32 [max_blocks, n_seq] (paged caches) or empty
+  // Sliding-window layers with pages of their own: KvCache::kv_group(layer)
+  // g > 0 reads windowed[g - 1] instead of slots / block_table.
+  std::vector<KvPageInputs> windowed;
   TensorView out_ids;        // I32 [n_outputs] batch rows whose logits are wanted, in order
   // The cache's plan of this batch (host data; hybrid models read its
   // recurrent part: per-sequence token runs, state slots, checkpoints).

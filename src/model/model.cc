@@ -86,6 +86,13 @@ Result<TensorView> Model::run(const cache::Batch& batch, cache::KvCache& cache, 
     in.block_table = reshape(ctx.upload_i32(plan.block_table),
                              {plan.max_blocks, static_cast<int64_t>(plan.kv_len.size()), 1, 1});
   }
+  in.windowed.clear();
+  for (const cache::KvPagePlan& w : plan.windowed) {
+    in.windowed.push_back(
+        {ctx.upload_i32(w.slots),
+         reshape(ctx.upload_i32(w.block_table),
+                 {w.max_blocks, static_cast<int64_t>(plan.kv_len.size()), 1, 1})});
+  }
   in.plan = &plan;
   in.n_outputs = batch.n_outputs();
   in.all_outputs = in.n_outputs == n;

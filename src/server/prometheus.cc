@@ -109,6 +109,10 @@ std::string render_prometheus(const ServingMetrics::Snapshot& s, std::string_vie
   w.gauge("kv_cache_blocks_cached", static_cast<double>(s.kv_blocks_cached),
           "Free KV cache blocks still holding a reusable prefix.");
   w.gauge("kv_cache_usage_perc", s.kv_usage, "Fraction of KV cache blocks in use (0 to 1).");
+  w.gauge("kv_cache_window_blocks_total", static_cast<double>(s.kv_window_blocks_total),
+          "Usable blocks of the sliding-window layers' pages (0: no such layers).");
+  w.gauge("kv_cache_window_blocks_used", static_cast<double>(s.kv_window_blocks_used),
+          "Blocks of the sliding-window layers' pages holding positions still in a window.");
   w.counter("requests_total", static_cast<double>(s.requests_total), "Requests accepted.");
   w.counter("requests_finished_total", static_cast<double>(s.requests_finished),
             "Requests finished for any reason.");

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -584,6 +585,109 @@ TEST(KvCacheManager, DiscardForgetsOverwrittenCachedBlocks) {
   EXPECT_EQ(std::to_string(h.manager().seq_len(b)), lens_before);
   EXPECT_EQ(h.pool().n_free(), 3);
   EXPECT_CONSISTENT(h);
+}
+
+// --- sliding window -----------------------------------------------------------
+
+KvCacheManagerOptions windowed(int32_t n_blocks, int32_t block_size, int32_t window) {
+  KvCacheManagerOptions o = options(n_blocks, block_size);
+  o.window = window;
+  return o;
+}
+
+// Window 20, blocks of 8: a token at position p reads (p - 20, p]. After 48
+// positions the next token (48) reads 29..48, so blocks 0..2 (positions
+// 0..23) are released and block 3 (24..31) is kept.
+TEST(KvCacheManager, WindowReleasesBlocksTheNextTokenCannotSee) {
+  Harness h(windowed(12, 8, 20));
+  const SeqId s = h.create();
+  h.step({{s, iota_tokens(48)}});
+  EXPECT_CONSISTENT(h);
+  const BlockTable& t = h.manager().block_table(s);
+  ASSERT_EQ(t.size(), 6);
+  for (int32_t k = 0; k < 3; ++k) EXPECT_EQ(t[k], kNullBlock) << k;
+  for (int32_t k = 3; k < 6; ++k) EXPECT_NE(t[k], kNullBlock) << k;
+  EXPECT_EQ(h.pool().n_used(), 3);
+  // The released blocks stay cached (their K/V is still that prefix's).
+  EXPECT_EQ(h.pool().n_cached(), 6);
+  // Decoding keeps the sequence within its window: at most 4 blocks held.
+  for (int32_t i = 0; i < 80; ++i) {
+    h.step({{s, iota_tokens(1, 48 + i)}});
+    EXPECT_LE(h.pool().n_used(), 4);
+    EXPECT_CONSISTENT(h);
+  }
+  ASSERT_EQ(h.manager().seq_len(s), 128);
+  // Truncation needs the window before the new length: blocks 0..12 are
+  // gone, so a length must read from block 13 (position 104) on: 124
+  // (reads 105..123) keeps it, 100 does not.
+  EXPECT_EQ(h.manager().truncation_point(s, 124), 124);
+  EXPECT_EQ(h.manager().truncation_point(s, 100), 0);
+  EXPECT_EQ(h.manager().truncate(s, 100).code(), StatusCode::kInvalidArgument);
+  EXPECT_CONSISTENT(h);
+  h.truncate(s, 124);
+  EXPECT_CONSISTENT(h);
+  h.truncate(s, 0);
+  EXPECT_CONSISTENT(h);
+  h.free(s);
+  EXPECT_TRUE(h.pool().idle());
+}
+
+// A hit needs only the blocks the window before it covers: after the early
+// blocks of a prefix are evicted, a new sequence still takes the prefix, and
+// gets dropped entries for the blocks it does not need.
+TEST(KvCacheManager, WindowedPrefixHitNeedsOnlyTheWindow) {
+  Harness h(windowed(10, 8, 12));
+  const std::vector<int32_t> prompt = iota_tokens(65, 100);  // 8 full blocks + 1 token
+  const SeqId a = h.create();
+  h.step({{a, prompt}});  // all 9 usable blocks; blocks 0..5 leave the window at once
+  h.free(a);
+  EXPECT_EQ(h.pool().n_cached(), 8);
+  // Another sequence's 3 blocks evict the prefix's two oldest (0 and 1).
+  const SeqId other = h.create();
+  h.step({{other, iota_tokens(24, 900)}});
+  EXPECT_CONSISTENT(h);
+
+  const SeqId b = h.create();
+  const PrefixHit hit = h.manager().lookup(b, prompt);
+  ASSERT_EQ(hit.n_tokens, 64);
+  // The next position (64) reads 53..64: only blocks 6 and 7 are needed.
+  ASSERT_EQ(hit.blocks.size(), 8u);
+  for (size_t k = 0; k < 6; ++k) EXPECT_EQ(hit.blocks[k], kNullBlock) << k;
+  EXPECT_NE(hit.blocks[6], kNullBlock);
+  EXPECT_NE(hit.blocks[7], kNullBlock);
+  // Under a limit, the longest hit within it: 16 and 24 tokens would need
+  // the evicted blocks 0 or 1; 32 needs blocks 2 and 3 only.
+  EXPECT_EQ(h.manager().lookup(b, prompt, true, 16).n_tokens, 0);
+  EXPECT_EQ(h.manager().lookup(b, prompt, true, 24).n_tokens, 0);
+  EXPECT_EQ(h.manager().lookup(b, prompt, true, 32).n_tokens, 32);
+  EXPECT_EQ(h.manager().lookup(b, prompt, true, 60).n_tokens, 56);
+  h.step({{b, prompt, hit.n_tokens}});
+  EXPECT_CONSISTENT(h);
+  EXPECT_EQ(h.manager().seq_len(b), 65);
+
+  // Once the window's blocks are evicted too, there is no hit.
+  h.free(b);
+  h.free(other);
+  const SeqId c = h.create();
+  h.step({{c, iota_tokens(72, 500)}});  // every usable block
+  EXPECT_EQ(h.manager().lookup(c, prompt).n_tokens, 0);
+  EXPECT_CONSISTENT(h);
+}
+
+TEST(KvCacheManager, ForkOfAWindowedSequenceSharesOnlyTheHeldBlocks) {
+  Harness h(windowed(16, 8, 10));
+  const SeqId a = h.create();
+  h.step({{a, iota_tokens(60)}});
+  const int32_t used = h.pool().n_used();
+  EXPECT_EQ(used, 2);
+  const SeqId b = h.fork(a);
+  EXPECT_EQ(h.pool().n_used(), used);
+  EXPECT_CONSISTENT(h);
+  h.step({{a, iota_tokens(3, 7)}, {b, iota_tokens(5, 60)}});  // copy-on-write of the shared tail
+  EXPECT_CONSISTENT(h);
+  h.free(a);
+  h.free(b);
+  EXPECT_TRUE(h.pool().idle());
 }
 
 TEST(KvCacheManagerDeathTest, ApplyRejectsAStalePlan) {

@@ -7,6 +7,9 @@
 // hashed blocks agree, cached contents never change, every sequence reads its
 // own K/V. Plans that do not fit must leave the state bit-for-bit unchanged.
 // Seeded and deterministic; small pools so eviction and shortage are common.
+// Windowed runs (a sliding window of W tokens): blocks leave the window as
+// sequences grow, cached prefixes need only the window before the hit, and
+// truncation goes to truncation_point().
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +31,7 @@ struct Config {
   int32_t block_size;
   bool caching;
   int32_t n_ops;
+  int32_t window = 0;
 };
 
 class RandomRun {
@@ -78,6 +82,7 @@ class RandomRun {
     o.block_size = c.block_size;
     o.enable_prefix_caching = c.caching;
     o.extra_key = "random-model";
+    o.window = c.window;
     return o;
   }
 
@@ -114,8 +119,21 @@ class RandomRun {
       const PrefixHit hit = h_.manager().lookup(s, prompt, rng_() % 2 == 0);
       EXPECT_EQ(hit.n_tokens % c_.block_size, 0);
       EXPECT_EQ(hit.blocks.size(), static_cast<size_t>(hit.n_tokens / c_.block_size));
-      const int64_t n_cached =
-          c_.block_size * static_cast<int64_t>(rng_() % (hit.blocks.size() + 1));
+      // Without a window any prefix of a hit is one; with a window only what
+      // lookup() returns for a shorter limit.
+      int64_t n_cached = c_.block_size * static_cast<int64_t>(rng_() % (hit.blocks.size() + 1));
+      if (c_.window > 0) {
+        const PrefixHit part = h_.manager().lookup(s, prompt, true, n_cached);
+        EXPECT_LE(part.n_tokens, n_cached);
+        for (size_t k = 0; k < part.blocks.size(); ++k) {
+          const bool before_window =
+              static_cast<int64_t>(k + 1) * c_.block_size <= part.n_tokens - c_.window + 1 &&
+              k + 1 < part.blocks.size();
+          EXPECT_EQ(part.blocks[k] == kNullBlock, before_window) << k;
+        }
+        n_cached = part.n_tokens;
+        counters_.windowed_hits += n_cached > 0 ? 1 : 0;
+      }
       const size_t n = static_cast<size_t>(n_cached) +
                        rng_() % (prompt.size() - static_cast<size_t>(n_cached) + 1);
       prompt.resize(n);  // a first chunk of the prompt
@@ -151,8 +169,13 @@ class RandomRun {
       srcs.erase(std::unique(srcs.begin(), srcs.end()), srcs.end());
       const auto released =
           std::count_if(srcs.begin(), srcs.end(), [&](BlockId b) { return h_.pool().is_free(b); });
-      EXPECT_EQ(h_.pool().n_free(),
-                free_before - done.n_blocks_needed + static_cast<int32_t>(released));
+      // With a window, blocks leaving it may be released too.
+      const int32_t want = free_before - done.n_blocks_needed + static_cast<int32_t>(released);
+      if (c_.window == 0) {
+        EXPECT_EQ(h_.pool().n_free(), want);
+      } else {
+        EXPECT_GE(h_.pool().n_free(), want);
+      }
     }
   }
 
@@ -160,7 +183,14 @@ class RandomRun {
     if (h_.refs().empty()) return;
     const SeqId s = pick();
     const int64_t len = h_.manager().seq_len(s);
-    h_.truncate(s, static_cast<int64_t>(rng_() % static_cast<uint64_t>(len + 1)));
+    const auto want = static_cast<int64_t>(rng_() % static_cast<uint64_t>(len + 1));
+    const int64_t point = h_.manager().truncation_point(s, want);
+    if (point != want) {
+      EXPECT_EQ(point, 0);
+      EXPECT_FALSE(h_.manager().truncate(s, want).ok());
+      ++counters_.refused_truncations;
+    }
+    h_.truncate(s, point);
   }
   void fork() {
     if (h_.refs().empty() || h_.refs().size() >= 12) return;
@@ -195,14 +225,16 @@ class RandomRun {
 
   struct Counters {
     int64_t cached_tokens = 0, short_plans = 0, copies = 0, discards = 0, forks = 0, defrags = 0;
+    int64_t windowed_hits = 0, refused_truncations = 0;
     void print(uint32_t seed) const {
       // Makes the coverage of a run visible in the test log.
       std::printf(
           "seed %u: cached tokens %lld, short plans %lld, copies %lld, discards %lld, "
-          "forks %lld, defrags %lld\n",
+          "forks %lld, defrags %lld, windowed hits %lld, refused truncations %lld\n",
           seed, static_cast<long long>(cached_tokens), static_cast<long long>(short_plans),
           static_cast<long long>(copies), static_cast<long long>(discards),
-          static_cast<long long>(forks), static_cast<long long>(defrags));
+          static_cast<long long>(forks), static_cast<long long>(defrags),
+          static_cast<long long>(windowed_hits), static_cast<long long>(refused_truncations));
     }
   };
 
@@ -232,6 +264,27 @@ TEST(KvCacheManagerRandom, MatchesTheReferenceModel) {
   }
   // The runs must have exercised the interesting paths.
   EXPECT_GT(cached, 0);
+  EXPECT_GT(copies, 0);
+  EXPECT_GT(short_plans, 0);
+}
+
+TEST(KvCacheManagerRandom, SlidingWindowMatchesTheReferenceModel) {
+  const std::vector<Config> configs = {
+      {11, 24, 8, true, 2500, 5},  {12, 40, 16, true, 2500, 20}, {13, 16, 8, true, 2500, 1},
+      {14, 33, 8, false, 1500, 12}, {15, 30, 8, true, 2500, 9},   {16, 64, 16, true, 2000, 40},
+  };
+  int64_t hits = 0, refused = 0, copies = 0, short_plans = 0;
+  for (const Config& c : configs) {
+    RandomRun run(c);
+    run.run();
+    if (::testing::Test::HasFatalFailure()) return;
+    hits += run.counters().windowed_hits;
+    refused += run.counters().refused_truncations;
+    copies += run.counters().copies;
+    short_plans += run.counters().short_plans;
+  }
+  EXPECT_GT(hits, 0);
+  EXPECT_GT(refused, 0);
   EXPECT_GT(copies, 0);
   EXPECT_GT(short_plans, 0);
 }

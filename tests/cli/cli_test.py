@@ -12,6 +12,7 @@ Standard library only.
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -203,6 +204,26 @@ class Cli(unittest.TestCase):
         p = folio("run", "-m", ARGS.model, "-p", "Hello", *GEN, "-c", "256", "--kv-blocks", "17",
                   check_rc=0)
         self.assertNotEqual(p.stdout.strip(), "")
+
+    def test_kv_memory_suggestion_pays_for_the_windows(self):
+        # At -c 4096 Gemma 3's local layers (window 512) get pages of their own;
+        # the --kv-memory a refusal suggests covers them and one full context
+        # of the global layers, exactly: it starts, one MiB less does not.
+        gemma = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models",
+                             "gemma-3-270m-q4_k_m.gguf")
+        self.assertTrue(os.path.exists(gemma), "the default model is missing: scripts/setup.sh")
+        p = folio("run", "-m", gemma, "-p", "Hello", *GEN, "-c", "4096", "--kv-blocks", "16")
+        self.assertEqual(p.returncode, 1)
+        m = re.search(r"--kv-memory (\d+)\)", p.stderr)
+        self.assertIsNotNone(m, p.stderr)
+        mib = int(m.group(1))
+        p = folio("run", "-m", gemma, "-p", "Hello", *GEN, "-c", "4096", "--kv-memory",
+                  str(mib), check_rc=0)
+        self.assertIn("sliding-window (512 tokens) layers", p.stderr)
+        p = folio("run", "-m", gemma, "-p", "Hello", *GEN, "-c", "4096", "--kv-memory",
+                  str(mib - 1))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("less than one full context of 4096 tokens", p.stderr)
 
     def test_batch_keeps_line_numbers(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:

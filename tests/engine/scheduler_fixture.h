@@ -71,8 +71,9 @@ struct SoloRun {
 
 class SchedulerFixture : public ::testing::Test {
  protected:
+  // `file` in the shared refdata's models, or a path.
   void load(const std::string& file) {
-    auto m = model::Model::load(kModels + file);
+    auto m = model::Model::load(file.find('/') == std::string::npos ? kModels + file : file);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     model_ = std::move(m).value();
     auto t = tokenizer::Tokenizer::from_gguf(model_->file());
@@ -115,6 +116,8 @@ class SchedulerFixture : public ::testing::Test {
     o.n_ctx = n_ctx;
     o.n_blocks = n_blocks;
     o.n_seq = n_seq;
+    o.max_seqs = 8;           // sliding-window layers' pages: windows of this many sequences
+    o.max_step_tokens = 128;  // and steps this long
     auto c = cache::PagedKvCache::create(model_->config().cache_geometry(), o);
     EXPECT_TRUE(c.ok()) << c.status().to_string();
     return c.ok() ? std::move(c).value() : nullptr;

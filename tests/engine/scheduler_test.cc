@@ -102,6 +102,45 @@ TEST_F(SchedulerTest, Qwen3StaggeredRequestsEqualSoloRuns) {
   EXPECT_TRUE(cache->check_invariants().ok());
 }
 
+// Gemma 3 (5 of 6 layers with a 16-token window, blocks of 8): the windowed
+// layers' pages drop blocks as sequences grow, the shared 40-token prefix
+// is still taken from the cache (only the window before the hit is
+// needed), and every request equals its solo run.
+TEST_F(SchedulerTest, SlidingWindowPagesEqualSoloRuns) {
+  load(std::string(FOLIO_SOURCE_DIR) + "/tests/model/refdata/tiny-gemma3-f32.gguf");
+  auto cache = make_cache(4 * 32 + 1);
+  ASSERT_NE(cache, nullptr);
+  ASSERT_EQ(cache->n_groups(), 2);
+  SchedulerOptions so;
+  so.max_seqs = 4;
+  so.max_batch_tokens = 48;
+  so.ubatch = 16;
+  run_staggered(*cache, so, 24);
+  const ServingMetrics::Snapshot& m = last_metrics_;
+  EXPECT_GT(m.prefix_hit_tokens, 0u);
+  EXPECT_GT(m.kv_window_blocks_total, 0);
+  EXPECT_EQ(m.kv_window_blocks_used, 0);
+  // The windows held at most max_seqs windows plus a step at once.
+  EXPECT_LE(cache->manager(1).peak_used(), cache->manager(1).pool().n_usable());
+  EXPECT_LT(cache->manager(1).peak_used(), cache->manager().peak_used());
+  EXPECT_TRUE(cache->check_invariants().ok());
+}
+
+TEST_F(SchedulerTest, SlidingWindowPagesWithASmallPoolPreemptAndStillMatch) {
+  load(std::string(FOLIO_SOURCE_DIR) + "/tests/model/refdata/tiny-gemma3-f32.gguf");
+  auto cache = make_cache(19);
+  ASSERT_NE(cache, nullptr);
+  SchedulerOptions so;
+  so.max_seqs = 3;
+  so.max_batch_tokens = 64;
+  so.ubatch = 32;
+  so.chunk_cap = 32;
+  run_staggered(*cache, so, 24);
+  EXPECT_GT(last_metrics_.preemptions, 0u);
+  EXPECT_EQ(last_metrics_.requests_failed, 0u);
+  EXPECT_TRUE(cache->check_invariants().ok());
+}
+
 TEST_F(SchedulerTest, SmallPoolPreemptsAndStillMatches) {
   auto cache = make_cache(19);  // 18 usable blocks of 8; one long sequence needs up to 16
   ASSERT_NE(cache, nullptr);

@@ -62,6 +62,40 @@ TEST(Gemma270m, LoadsAndPredictsParis) {
   EXPECT_EQ(argmax(logits->data() + 5 * nv, nv), 506);  // " the" (then " capital of ... France")
 }
 
+// At a long context the sliding-window layers hold only their windows: 3
+// global layers pay for 32768 positions, the 15 local ones for the windows
+// of 4 sequences plus one step (llama.cpp: 96 MiB + 37.5 MiB for 4 slots,
+// with f16 K/V; a cache without windows: 576 MiB).
+TEST(Gemma270m, SlidingWindowLayersHoldOnlyTheirWindows) {
+  if (!file_exists(gemma_path())) FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
+  Result<std::unique_ptr<Model>> model = Model::load(gemma_path());
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const ModelConfig& c = (*model)->config();
+  cache::KvCacheOptions o;
+  o.n_ctx = 32768;
+  o.n_seq = 1;
+  o.type = DType::F16;
+  o.storage = cache::KvStorage::kPaged;
+  o.max_seqs = 4;
+  o.max_step_tokens = 2048;
+  auto kv = (*model)->make_cache(o);
+  ASSERT_TRUE(kv.ok()) << kv.status().to_string();
+  int n_global = 0, n_local = 0;
+  for (int il = 0; il < c.n_layer; ++il) (c.is_swa(il) ? n_local : n_global) += 1;
+  ASSERT_EQ(n_global, 3);
+  ASSERT_EQ(n_local, 15);
+  // K and V rows of one position, one layer: 1 KV head of 256 dims, f16.
+  const size_t row = 2 * 256 * 2;
+  const size_t global = size_t{32768 / 16 + 1} * 16 * n_global * row;
+  const size_t local = size_t{4 * (32 + 3) + 2048 / 16 + 1} * 16 * n_local * row;
+  EXPECT_EQ((*kv)->bytes(), global + local);
+  EXPECT_EQ(global, size_t{96} * 1024 * 1024 + 16 * 3 * row);  // 96 MiB and the null block
+  EXPECT_LT(local, size_t{64} * 1024 * 1024);
+  EXPECT_EQ((*kv)->token_capacity(), 32768);
+  EXPECT_NE((*kv)->summary().find("sliding-window (512 tokens)"), std::string::npos)
+      << (*kv)->summary();
+}
+
 TEST(Gemma270m, GreedyMatchesLlamaCpp) {
   if (!file_exists(gemma_path())) FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
   const std::string ref_path = local_refdata_dir() + "/gemma3-270m.json";

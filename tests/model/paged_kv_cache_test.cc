@@ -43,10 +43,20 @@ std::unique_ptr<cache::PagedKvCache> paged(const Model& m, DType kv, int32_t n_b
   o.n_blocks = n_blocks;
   o.n_ctx = 256;
   o.n_seq = n_seq;
+  o.max_seqs = 8;           // sliding-window pages hold this many sequences' windows
+  o.max_step_tokens = 256;  // and a step this long
   Result<std::unique_ptr<cache::PagedKvCache>> c =
       cache::PagedKvCache::create(m.config().cache_geometry(), o);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
-  return c.ok() ? std::move(c).value() : nullptr;
+  if (!c.ok()) return nullptr;
+  // The null block pads block tables and stands for blocks dropped out of a
+  // window: no kernel may read it. NaN there would reach the logits.
+  for (int il = 0; il < (*c)->n_layer(); ++il) {
+    for (const TensorView& t : {(*c)->k_view(il), (*c)->v_view(il)}) {
+      std::memset(t.data, 0xff, static_cast<size_t>(t.nb[3]));
+    }
+  }
+  return std::move(c).value();
 }
 
 std::vector<int32_t> tokens_of(int64_t n_vocab, int n, int salt) {

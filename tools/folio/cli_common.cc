@@ -229,8 +229,7 @@ namespace {
 // recurrent-state pool a slot for it (KvCache::token_capacity). A smaller
 // pool would stop a sequence short ("length") or fail a request the server
 // had accepted: it is refused before anything runs, naming sizes that do.
-Status check_pool_holds_context(const model::Model& model, const cache::KvCache& cache,
-                                int64_t n_ctx) {
+Status check_pool_holds_context(const cache::KvCache& cache, int64_t n_ctx) {
   const int64_t capacity = cache.token_capacity();
   if (capacity >= n_ctx) return Status();
   const cache::KvCacheManager* blocks = cache.block_manager();
@@ -242,11 +241,13 @@ Status check_pool_holds_context(const model::Model& model, const cache::KvCache&
   const int32_t bs = blocks->block_size();
   const int64_t want_blocks = int64_t{cache::blocks_for(n_ctx, bs)} + 1;  // + the null block
   std::string want_memory;
-  const Result<size_t> block_bytes = cache::kv_block_bytes(
-      model.config().cache_geometry().attention_shapes(), cache.type(), bs);
-  if (block_bytes.ok()) {
-    const int64_t bytes = want_blocks * static_cast<int64_t>(*block_bytes);
-    want_memory = fmt::format(" or --kv-memory {}", (bytes + (int64_t{1} << 20) - 1) >> 20);
+  if (const size_t block_bytes = cache.pool_block_bytes(); block_bytes > 0) {
+    // The sliding-window layers' pages are paid for first (whole MiB).
+    const int64_t windowed_mib =
+        static_cast<int64_t>((cache.windowed_bytes() + (size_t{1} << 20) - 1) >> 20);
+    const int64_t bytes = want_blocks * static_cast<int64_t>(block_bytes);
+    want_memory = fmt::format(" or --kv-memory {}",
+                              windowed_mib + ((bytes + (int64_t{1} << 20) - 1) >> 20));
   }
   return invalid_argument(
       "the KV pool holds {} tokens ({} usable blocks of {}), less than one full context of {} "
@@ -284,6 +285,7 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
   co.type = *kv;
   co.storage = cache::KvStorage::kPaged;
   co.block_size = f.kv_block_size;
+  co.max_step_tokens = f.batch_size;  // sizes the sliding-window layers' pages
   co.n_blocks = f.kv_blocks;
   co.memory_mib = f.kv_memory_mib;
   if (n_parallel > 0 && f.kv_blocks == 0 && f.kv_memory_mib == 0 && f.kv_block_size > 0) {
@@ -297,7 +299,7 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
                               lm.device->name(), cache.status().message());
   }
   if (!cache.ok()) return cache.status().with_context("KV cache");
-  FOLIO_RETURN_IF_ERROR(check_pool_holds_context(*lm.model, **cache, co.n_ctx));
+  FOLIO_RETURN_IF_ERROR(check_pool_holds_context(**cache, co.n_ctx));
   if (std::FILE* log = info_log()) {
     std::fprintf(log, "folio: context %lld tokens, KV cache %s, %s, %d threads\n",
                  static_cast<long long>(co.n_ctx), dtype_name(co.type),

@@ -72,8 +72,11 @@ TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int
                                 const TensorView& q, const TensorView& k, const TensorView& v,
                                 const ForwardInputs& in, cache::KvCache& cache) {
   const int64_t t = k.ne[2];
-  ctx.set_rows(cache.k_table(il), reshape(k, {k.ne[0] * k.ne[1], t, 1, 1}), in.slots);
-  ctx.set_rows(cache.v_table(il), v, in.slots);
+  const int group = cache.kv_group(il);
+  const TensorView& slots = group == 0 ? in.slots : in.windowed[group - 1].slots;
+  const TensorView& block_table = group == 0 ? in.block_table : in.windowed[group - 1].block_table;
+  ctx.set_rows(cache.k_table(il), reshape(k, {k.ne[0] * k.ne[1], t, 1, 1}), slots);
+  ctx.set_rows(cache.v_table(il), v, slots);
 
   AttentionParams ap;
   ap.scale = cfg.kq_scale();
@@ -83,7 +86,7 @@ TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int
   ap.layout = cache.paged() ? KvLayout::kPaged : KvLayout::kContiguous;
   ap.block_size = cache.block_size();
   return ctx.flash_attn(q, cache.k_view(il), cache.v_view(il), in.seq_idx, in.pos, in.kv_len,
-                        in.block_table, ap);  // [Dv, Hq, T]
+                        block_table, ap);  // [Dv, Hq, T]
 }
 
 }  // namespace folio::model
