@@ -7,6 +7,8 @@
 // changes.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "cache/kv_cache.h"
 #include "engine/scheduler.h"
 #include "scheduler_fixture.h"
@@ -19,10 +21,20 @@ using testing_sched::Collected;
 using testing_sched::SoloRun;
 
 struct DeviceCase {
-  const char* file;
+  const char* file;   // in the shared refdata's models, or under tests/model/refdata
   int32_t n_blocks;   // the scheduler's pool (blocks of 8)
   int64_t chunk_cap;  // prefill chunk cap
+  // Solo runs on a contiguous cache: the paged one must then give the same
+  // bits (sliding-window pages dropping blocks included).
+  bool solo_contiguous = false;
 };
+
+std::string model_path(const char* file) {
+  const std::string shared = testing_sched::kModels + file;
+  return std::filesystem::exists(shared)
+             ? shared
+             : std::string(FOLIO_SOURCE_DIR) + "/tests/model/refdata/" + file;
+}
 
 std::string case_name(const ::testing::TestParamInfo<DeviceCase>& info) {
   std::string s = std::string(info.param.file) + "_blocks" + std::to_string(info.param.n_blocks) +
@@ -42,7 +54,7 @@ class SchedulerDeviceTest : public testing_sched::SchedulerFixture,
   void load_on(Backend* device) {
     model::LoadOptions lo;
     lo.offload_type = &device->default_buffer_type();
-    auto m = model::Model::load(testing_sched::kModels + GetParam().file, lo);
+    auto m = model::Model::load(model_path(GetParam().file), lo);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     model_ = std::move(m).value();
     auto t = tokenizer::Tokenizer::from_gguf(model_->file());
@@ -55,22 +67,23 @@ class SchedulerDeviceTest : public testing_sched::SchedulerFixture,
     alloc_ = [type](size_t bytes) { return type->alloc(bytes); };
   }
 
-  Result<std::unique_ptr<cache::KvCache>> device_cache(int32_t n_blocks, int max_seqs,
-                                                      int n_seq) {
+  Result<std::unique_ptr<cache::KvCache>> device_cache(int32_t n_blocks, int max_seqs, int n_seq,
+                                                      bool contiguous = false) {
     cache::KvCacheOptions o;
-    o.storage = cache::KvStorage::kPaged;
+    o.storage = contiguous ? cache::KvStorage::kContiguous : cache::KvStorage::kPaged;
     o.type = DType::F32;
     o.block_size = 8;
     o.n_ctx = 256;
     o.n_blocks = n_blocks;
     o.n_seq = n_seq;
     o.max_seqs = max_seqs;
+    o.max_step_tokens = 256;
     o.alloc = alloc_;
     return model_->make_cache(o);
   }
 
   SoloRun solo_on_device(const std::vector<int32_t>& prompt, const SamplingParams& params) {
-    auto cache = device_cache(0, 1, 1);
+    auto cache = device_cache(0, 1, 1, GetParam().solo_contiguous);
     EXPECT_TRUE(cache.ok()) << cache.status().to_string();
     if (!cache.ok()) return {};
     return solo_in(**cache, prompt, params);
@@ -149,12 +162,14 @@ TEST_P(SchedulerDeviceTest, ConcurrentRequestsEqualSoloRunsAndNothingLeaks) {
 
 // Dense (tiny llama) and hybrid (tiny qwen35: DeltaNet state and prefix
 // checkpoints on the device); a roomy pool with whole prompts, and a pool of
-// 19 blocks of 8 with chunked prefill, which preempts.
+// 19 blocks of 8 with chunked prefill, which preempts; Gemma 3 (sliding-window
+// layers in pages of their own) against solo runs on a contiguous cache.
 INSTANTIATE_TEST_SUITE_P(Vulkan, SchedulerDeviceTest,
                          ::testing::Values(DeviceCase{"tiny-llama-f32.gguf", 4 * 32 + 1, 256},
                                            DeviceCase{"tiny-llama-f32.gguf", 19, 16},
                                            DeviceCase{"tiny-qwen35-f32.gguf", 4 * 32 + 1, 256},
-                                           DeviceCase{"tiny-qwen35-f32.gguf", 19, 16}),
+                                           DeviceCase{"tiny-qwen35-f32.gguf", 19, 16},
+                                           DeviceCase{"tiny-gemma3-f32.gguf", 19, 16, true}),
                          case_name);
 
 }  // namespace
