@@ -59,7 +59,8 @@ std::string gemma_path() {
 }
 
 TEST(Gemma270m, LoadsAndPredictsParis) {
-  if (!file_exists(gemma_path())) FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
+  if (!file_exists(gemma_path()))
+    FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
   Result<std::unique_ptr<Model>> model = Model::load(gemma_path());
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;
@@ -80,7 +81,8 @@ TEST(Gemma270m, LoadsAndPredictsParis) {
 }
 
 TEST(Gemma270m, MatchesLlamaCpp) {
-  if (!file_exists(gemma_path())) FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
+  if (!file_exists(gemma_path()))
+    FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
   const std::string greedy_path = local_refdata_dir() + "/gemma3-270m.json";
   const std::string logits_path = local_refdata_dir() + "/gemma3-270m.logits.json";
   for (const std::string& f : {greedy_path, logits_path}) {

@@ -97,14 +97,15 @@ void expect_llamacpp_parity(const Model& m, const nlohmann::json& prompts,
         if (!diverged) ++matched;
       } else {
         if (!diverged) {
-          std::printf("[ %s ] %s: first differs at step %zu: folio %d, llama.cpp %d (llama.cpp margin %.4g)\n",
-                      tag, name.c_str(), i, top, gen[i], margins[i]);
+          std::printf(
+              "[ %s ] %s: first differs at step %zu: folio %d, llama.cpp %d (llama.cpp margin "
+              "%.4g)\n",
+              tag, name.c_str(), i, top, gen[i], margins[i]);
         }
         diverged = true;
         max_flip = std::max(max_flip, margins[i]);
-        EXPECT_LT(margins[i], limits.flip_margin)
-            << name << " step " << i << ": folio's argmax " << top << ", llama.cpp's confident "
-            << gen[i];
+        EXPECT_LT(margins[i], limits.flip_margin) << name << " step " << i << ": folio's argmax "
+                                                  << top << ", llama.cpp's confident " << gen[i];
       }
       if (auto it = by_step.find(i); it != by_step.end()) {
         mine.merge(compare_record(row.data(), nv, sample_ids, *it->second));
@@ -114,19 +115,20 @@ void expect_llamacpp_parity(const Model& m, const nlohmann::json& prompts,
       ASSERT_TRUE(next.ok()) << next.status().to_string();
       row = std::move(next).value();
     }
-    std::printf("[ %s ] %s: greedy %zu/%zu equal to llama.cpp's%s, %zu/%zu steps agree (largest "
-                "margin among the others %.4g); logits at %zu steps: max |d| %.4f, rms %.4f\n",
-                tag, name.c_str(), matched, gen.size(), diverged ? " (then diverges)" : "", agree,
-                gen.size(), max_flip, by_step.size(), mine.max_abs, mine.rms());
+    std::printf(
+        "[ %s ] %s: greedy %zu/%zu equal to llama.cpp's%s, %zu/%zu steps agree (largest "
+        "margin among the others %.4g); logits at %zu steps: max |d| %.4f, rms %.4f\n",
+        tag, name.c_str(), matched, gen.size(), diverged ? " (then diverges)" : "", agree,
+        gen.size(), max_flip, by_step.size(), mine.max_abs, mine.rms());
     full += matched == gen.size();
     total_agree += agree;
     total_steps += gen.size();
     all.merge(mine);
   }
-  std::printf("[ %s ] all prompts: %d fully equal, %zu/%zu steps agree; logits (%lld values) "
-              "max |d| %.4f, rms %.4f\n",
-              tag, full, total_agree, total_steps, static_cast<long long>(all.n), all.max_abs,
-              all.rms());
+  std::printf(
+      "[ %s ] all prompts: %d fully equal, %zu/%zu steps agree; logits (%lld values) "
+      "max |d| %.4f, rms %.4f\n",
+      tag, full, total_agree, total_steps, static_cast<long long>(all.n), all.max_abs, all.rms());
   EXPECT_GE(full, limits.min_full_prompts) << "prompts whose greedy tokens all equal llama.cpp's";
   EXPECT_GE(static_cast<double>(total_agree), limits.min_step_agreement * total_steps)
       << "teacher-forced steps whose argmax equals llama.cpp's token";

@@ -25,11 +25,11 @@
 namespace folio::model::testing {
 
 struct ParityLimits {
-  float flip_margin = 0.5f;   // logits
-  int min_full_prompts = 0;   // prompts whose greedy tokens all equal llama.cpp's
+  float flip_margin = 0.5f;       // logits
+  int min_full_prompts = 0;       // prompts whose greedy tokens all equal llama.cpp's
   double min_step_agreement = 0;  // fraction of steps whose argmax equals llama.cpp's token
-  float logit_max_abs = 0.f;  // bound on max |folio - llama.cpp| over the records
-  float logit_rms = 0.f;      // bound on the rms of those differences
+  float logit_max_abs = 0.f;      // bound on max |folio - llama.cpp| over the records
+  float logit_rms = 0.f;          // bound on the rms of those differences
 };
 
 // `prompts`: [{name, prompt_tokens, gen_tokens, step_margins}]; `logits`:

@@ -50,7 +50,8 @@ std::string smollm2_path() {
 }
 
 TEST(SmolLM2, Loads) {
-  if (!file_exists(smollm2_path())) FAIL() << smollm2_path() << ": " << folio::testing::kChatModelHint;
+  if (!file_exists(smollm2_path()))
+    FAIL() << smollm2_path() << ": " << folio::testing::kChatModelHint;
   Result<std::unique_ptr<Model>> model = Model::load(smollm2_path());
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const ModelConfig& c = (*model)->config();
@@ -65,7 +66,8 @@ TEST(SmolLM2, Loads) {
 }
 
 TEST(SmolLM2, MatchesLlamaCpp) {
-  if (!file_exists(smollm2_path())) FAIL() << smollm2_path() << ": " << folio::testing::kChatModelHint;
+  if (!file_exists(smollm2_path()))
+    FAIL() << smollm2_path() << ": " << folio::testing::kChatModelHint;
   const std::string ref_path = local_refdata_dir() + "/smollm2-135m.json";
   if (!file_exists(ref_path)) FAIL() << "reference file missing: " << ref_path;
   std::ifstream in(ref_path);
