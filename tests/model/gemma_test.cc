@@ -5,22 +5,34 @@
 //
 // - Sanity: a few tokens through `forward`, finite logits, llama.cpp's first
 //   greedy token.
-// - Greedy parity: for every prompt of tests/model/refdata/gemma3-270m.json
-//   (llama.cpp's 64 greedy tokens, its plain CPU path), folio's greedy
-//   continuation token by token (prompt ids from the file; no tokenizer).
+// - Parity (real_model_parity.h), teacher-forced on llama.cpp's tokens:
+//   greedy tokens from tests/model/refdata/gemma3-270m.json (llama.cpp's 64
+//   greedy tokens for 6 prompts, its plain CPU path; scripts/gen_gemma_ref.py)
+//   and logits from gemma3-270m.logits.json (llama.cpp's rows at 8 steps of
+//   each prompt on the same tokens: 16 top ids + 48 sampled ids a row;
+//   scripts/gen_real_model_refs.py).
 //   Quantized weights: llama.cpp quantizes activations to q8 in its dot
 //   products and rounds GELU through an fp16 table; folio's kernels differ in
-//   such details (its reference kernels are exact, its AVX-512 ones quantize
-//   activations to q8_0 / q8_K). Measured on the first prompt: folio with
-//   exact kernels equals an independent float64 NumPy forward (max |d| <
+//   such details (its reference kernels are exact, its AVX2 / AVX-512 ones
+//   quantize activations to q8_0 / q8_K). Measured on the first prompt: folio
+//   with exact kernels equals an independent float64 NumPy forward (max |d| <
 //   5e-4), while llama.cpp sits 0.12-0.25 rms (up to ~1.2 max) away from it,
 //   and folio's q8 path as far again in other directions: greedy steps whose
-//   top-2 margin is below a few tenths may flip. So the test prints matches,
-//   the first divergence and its margin, and fails on a divergence at a step
-//   whose llama.cpp margin exceeds kFlipMargin, or when fewer than
-//   kMinFullPrompts prompts match all 64 tokens. (Today 5 of 6 match fully;
-//   with q8_0 activations for the Q5_0 weights, as llama.cpp does, 3 of 6
-//   do, each divergence at a margin of 0.05-0.12: chance, not a defect.)
+//   top-2 margin is below a few tenths may flip. A step fails when its
+//   llama.cpp margin exceeds the flip margin (0.5); at least 3 prompts must match all
+//   64 tokens (with q8_0 activations for the Q5_0 weights, as llama.cpp does,
+//   3 of 6 do, each divergence at a margin of 0.05-0.12: chance, not a
+//   defect).
+//   Logits, measured (this test's printout; AMD EPYC, AVX2, the reference
+//   from llama.cpp's AVX2 build, whose argmax picks 378 of the 384 tokens the
+//   AMX machine's build of gemma3-270m.json chose):
+//     folio's tier     max |d|  rms    steps agreeing  fully equal prompts
+//     avx2 (q8 acts)    1.22    0.312     377/384            4
+//     scalar (exact)    1.48    0.342     378/384            4
+//   (the largest llama.cpp margin at a differing step: 0.33, avx2).
+//   Over whole rows (`folio logits --batch 1`): max 3.4, rms 0.33, rows of
+//   std 4-5. The bounds leave about 20% over the worst tier measured, for
+//   the AVX-512 and AMX tiers this machine cannot run.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -29,20 +41,26 @@
 #include <nlohmann/json.hpp>
 
 #include "default_model.h"
+#include "real_model_parity.h"
 #include "test_util.h"
 
 namespace folio::model::testing {
 namespace {
 
-constexpr float kFlipMargin = 0.5f;  // logits; see the header comment
-constexpr int kMinFullPrompts = 3;   // of the 6 prompts
+// See the header comment.
+constexpr ParityLimits kLimits{.flip_margin = 0.5f,
+                               .min_full_prompts = 3,  // of the 6 prompts
+                               .min_step_agreement = 0.95,
+                               .logit_max_abs = 1.75f,
+                               .logit_rms = 0.4f};
 
 std::string gemma_path() {
   return folio::testing::default_model_path();
 }
 
 TEST(Gemma270m, LoadsAndPredictsParis) {
-  if (!file_exists(gemma_path())) FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
+  if (!file_exists(gemma_path()))
+    FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
   Result<std::unique_ptr<Model>> model = Model::load(gemma_path());
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;
@@ -96,54 +114,23 @@ TEST(Gemma270m, SlidingWindowLayersHoldOnlyTheirWindows) {
       << (*kv)->summary();
 }
 
-TEST(Gemma270m, GreedyMatchesLlamaCpp) {
-  if (!file_exists(gemma_path())) FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
-  const std::string ref_path = local_refdata_dir() + "/gemma3-270m.json";
-  if (!file_exists(ref_path)) FAIL() << "reference file missing: " << ref_path;
-  std::ifstream in(ref_path);
-  const nlohmann::json ref = nlohmann::json::parse(in);
-  const nlohmann::json& path = ref["paths"][ref["primary_path"].get<std::string>()];
+TEST(Gemma270m, MatchesLlamaCpp) {
+  if (!file_exists(gemma_path()))
+    FAIL() << gemma_path() << ": " << folio::testing::kDefaultModelHint;
+  const std::string greedy_path = local_refdata_dir() + "/gemma3-270m.json";
+  const std::string logits_path = local_refdata_dir() + "/gemma3-270m.logits.json";
+  for (const std::string& f : {greedy_path, logits_path}) {
+    if (!file_exists(f)) FAIL() << "reference file missing: " << f;
+  }
+  std::ifstream greedy_in(greedy_path);
+  const nlohmann::json greedy = nlohmann::json::parse(greedy_in);
+  std::ifstream logits_in(logits_path);
+  const nlohmann::json logits = nlohmann::json::parse(logits_in);
 
   Result<std::unique_ptr<Model>> model = Model::load(gemma_path());
   ASSERT_TRUE(model.ok()) << model.status().to_string();
-  const Model& m = **model;
-  const int64_t nv = m.config().n_vocab;
-  auto ctx = ForwardContext::cpu(2);
-  int full = 0;
-  for (const nlohmann::json& p : path["prompts"]) {
-    const auto prompt = p["prompt_tokens"].get<std::vector<int32_t>>();
-    const auto gen = p["gen_tokens"].get<std::vector<int32_t>>();
-    const auto margins = p["step_margins"].get<std::vector<float>>();
-    auto cache = m.make_cache({static_cast<int64_t>(prompt.size() + gen.size()), 1, DType::F32});
-    ASSERT_TRUE(cache.ok());
-    Result<std::vector<float>> pre = eval_all(m, **cache, *ctx, prompt);
-    ASSERT_TRUE(pre.ok()) << pre.status().to_string();
-    std::vector<float> last(pre->end() - nv, pre->end());
-    size_t matched = 0;
-    int first_div = -1;
-    for (size_t i = 0; i < gen.size(); ++i) {
-      const int32_t mine = argmax(last.data(), nv);
-      if (mine != gen[i]) {
-        first_div = static_cast<int>(i);
-        std::printf(
-            "[ gemma ] %s: diverges at step %zu: folio %d, llama.cpp %d (llama.cpp margin %.4g)\n",
-            p["name"].get<std::string>().c_str(), i, mine, gen[i], margins[i]);
-        EXPECT_LT(margins[i], kFlipMargin)
-            << p["name"] << " step " << i << ": a confident token differs";
-        break;
-      }
-      ++matched;
-      if (i + 1 == gen.size()) break;
-      Result<std::vector<float>> row = eval_one(m, **cache, *ctx, gen[i]);
-      ASSERT_TRUE(row.ok()) << row.status().to_string();
-      last = std::move(row).value();
-    }
-    std::printf("[ gemma ] %s: %zu/%zu greedy tokens equal to llama.cpp%s\n",
-                p["name"].get<std::string>().c_str(), matched, gen.size(),
-                first_div < 0 ? "" : " (then diverges)");
-    full += matched == gen.size();
-  }
-  EXPECT_GE(full, kMinFullPrompts) << "prompts whose 64 greedy tokens all equal llama.cpp's";
+  const nlohmann::json& path = greedy["paths"][greedy["primary_path"].get<std::string>()];
+  expect_llamacpp_parity(**model, path["prompts"], logits, kLimits, "gemma");
 }
 
 }  // namespace
