@@ -38,8 +38,8 @@ namespace folio::quant {
 
 static_assert(std::endian::native == std::endian::little, "GGUF blocks are little-endian");
 
-inline constexpr int kQK = 32;    // elements in a legacy / IQ4_NL block
-inline constexpr int kQKK = 256;  // elements in a K-quant / IQ4_XS super-block
+inline constexpr int kQK = 32;     // elements in a legacy / IQ4_NL block
+inline constexpr int kQKK = 256;   // elements in a K-quant / IQ4_XS super-block
 inline constexpr int kQKNV = 64;   // elements in an NVFP4 block
 inline constexpr int kNVSub = 16;  // elements per NVFP4 scale
 
@@ -122,8 +122,9 @@ struct BlockMXFP4 {
   uint8_t e;            // E8M0 shared exponent: value = e8m0_half(e) * kFP4Values[q]
   uint8_t qs[kQK / 2];  // 4-bit E2M1 codes
 };
+// value = ue4m3_half(d[s]) * kFP4Values[q] for element e of sub-block s = e / 16.
 struct BlockNVFP4 {
-  uint8_t d[kQKNV / kNVSub];  // UE4M3 scale per 16 elements: value = ue4m3_half(d[s]) * kFP4Values[q]
+  uint8_t d[kQKNV / kNVSub];  // UE4M3 scale per 16 elements
   uint8_t qs[kQKNV / 2];      // 4-bit E2M1 codes, 8 bytes per sub-block
 };
 
@@ -169,10 +170,11 @@ constexpr float e8m0_half_to_f32(uint8_t e) {
 constexpr float ue4m3_half_to_f32(uint8_t x) {
   if (x == 0 || x == 0x7F) return 0.0f;
   const int exp = (x >> 3) & 0xF, man = x & 7;
-  if (exp == 0) return static_cast<float>(man) * std::bit_cast<float>(uint32_t{117} << 23);  // 2^-10
+  constexpr float kTwoToMinus10 = std::bit_cast<float>(uint32_t{117} << 23);
+  if (exp == 0) return static_cast<float>(man) * kTwoToMinus10;
   // (1 + man / 8) * 2^(exp - 7) / 2 = (8 + man) * 2^(exp - 11), exact.
-  return static_cast<float>(8 + man) * std::bit_cast<float>(static_cast<uint32_t>(exp - 11 + 127)
-                                                            << 23);
+  return static_cast<float>(8 + man) *
+         std::bit_cast<float>(static_cast<uint32_t>(exp - 11 + 127) << 23);
 }
 
 // Both decoders as 256-entry tables, for kernels that look scales up.

@@ -107,7 +107,8 @@ void quantize_mxfp4(const float* src, void* dst, int64_t n) {
     }
     const float d = e8m0_half_to_f32(b.e);
     for (int j = 0; j < kQK / 2; ++j) {
-      b.qs[j] = static_cast<uint8_t>(nearest_fp4(src[j], d) | nearest_fp4(src[j + kQK / 2], d) << 4);
+      b.qs[j] =
+          static_cast<uint8_t>(nearest_fp4(src[j], d) | nearest_fp4(src[j + kQK / 2], d) << 4);
     }
     store_block(dst, i, b);
   }
@@ -121,8 +122,8 @@ void quantize_nvfp4(const float* src, void* dst, int64_t n) {
       const float d = ue4m3_half_to_f32(b.d[s]);
       uint8_t* qs = b.qs + s * (kNVSub / 2);
       for (int j = 0; j < kNVSub / 2; ++j) {
-        qs[j] = static_cast<uint8_t>(nearest_fp4(src[j], d) | nearest_fp4(src[j + kNVSub / 2], d)
-                                                                   << 4);
+        qs[j] =
+            static_cast<uint8_t>(nearest_fp4(src[j], d) | nearest_fp4(src[j + kNVSub / 2], d) << 4);
       }
     }
     store_block(dst, i, b);

@@ -153,10 +153,9 @@ TEST(QuantTables, EverySupportedTypeDequantizes) {
 }
 
 TEST(QuantTables, QuantizeList) {
-  for (DType t :
-       {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-        DType::Q8_0, DType::Q8_1, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K,
-        DType::MXFP4, DType::NVFP4}) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                  DType::Q5_1, DType::Q8_0, DType::Q8_1, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                  DType::Q8_K, DType::MXFP4, DType::NVFP4}) {
     EXPECT_TRUE(has_quantize(t)) << dtype_name(t);
   }
   for (DType t :
@@ -176,10 +175,12 @@ struct Bound {
 // Bounds are ~1.3x the measured NMSE of these exact inputs: a quantizer that
 // loses precision (wrong rounding, a skipped scale search) trips them.
 constexpr Bound kBounds[] = {
-    {DType::F16, 6e-8, 7e-8},      {DType::BF16, 3.8e-6, 4.3e-6}, {DType::Q4_0, 9.6e-3, 2e-2},
-    {DType::Q4_1, 8e-3, 1.85e-2},  {DType::Q5_0, 2.5e-3, 8.6e-3}, {DType::Q5_1, 1.9e-3, 4.3e-3},
-    {DType::Q8_0, 3.7e-5, 2.1e-4}, {DType::Q8_1, 3.7e-5, 2.1e-4}, {DType::Q4_K, 6.7e-3, 1.22e-2},
-    {DType::Q5_K, 1.7e-3, 4e-3},   {DType::Q6_K, 4.2e-4, 1.5e-3}, {DType::Q8_K, 6.3e-5, 1.36e-3},
+    {DType::F16, 6e-8, 7e-8},         {DType::BF16, 3.8e-6, 4.3e-6},
+    {DType::Q4_0, 9.6e-3, 2e-2},      {DType::Q4_1, 8e-3, 1.85e-2},
+    {DType::Q5_0, 2.5e-3, 8.6e-3},    {DType::Q5_1, 1.9e-3, 4.3e-3},
+    {DType::Q8_0, 3.7e-5, 2.1e-4},    {DType::Q8_1, 3.7e-5, 2.1e-4},
+    {DType::Q4_K, 6.7e-3, 1.22e-2},   {DType::Q5_K, 1.7e-3, 4e-3},
+    {DType::Q6_K, 4.2e-4, 1.5e-3},    {DType::Q8_K, 6.3e-5, 1.36e-3},
     {DType::MXFP4, 2.75e-2, 3.95e-2}, {DType::NVFP4, 1.38e-2, 8.1e-3},
 };
 
@@ -236,7 +237,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantRoundTrip, ::testing::ValuesIn(kBounds),
 // --------------------------------------------------------------- edge cases
 
 std::vector<DType> quantizable_blocks() {
-  return {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q8_1,
+  return {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,  DType::Q8_1,
           DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::MXFP4, DType::NVFP4};
 }
 
@@ -308,10 +309,10 @@ TEST(QuantEdge, Fp4ScalesAndTies) {
   EXPECT_EQ(ue4m3_half_to_f32(0x01), std::ldexp(1.0f, -10));  // subnormal 2^-9, halved
   EXPECT_EQ(ue4m3_half_to_f32(0x07), 7 * std::ldexp(1.0f, -10));
   EXPECT_EQ(ue4m3_half_to_f32(0x08), std::ldexp(1.0f, -7));  // 2^-6, halved
-  EXPECT_EQ(ue4m3_half_to_f32(0x38), 0.5f);                   // 1.0
-  EXPECT_EQ(ue4m3_half_to_f32(0x7E), 224.0f);                 // 448, the largest
-  EXPECT_EQ(ue4m3_half_to_f32(0x7F), 0.0f);                   // NaN
-  EXPECT_EQ(ue4m3_half_to_f32(0x80), 0.0f);                   // sign bit ignored
+  EXPECT_EQ(ue4m3_half_to_f32(0x38), 0.5f);                  // 1.0
+  EXPECT_EQ(ue4m3_half_to_f32(0x7E), 224.0f);                // 448, the largest
+  EXPECT_EQ(ue4m3_half_to_f32(0x7F), 0.0f);                  // NaN
+  EXPECT_EQ(ue4m3_half_to_f32(0x80), 0.0f);                  // sign bit ignored
   EXPECT_EQ(ue4m3_half_to_f32(0xB8), 0.5f);
   EXPECT_EQ(ue4m3_half_to_f32(0xFF), 240.0f);
   for (int i = 0; i < 256; ++i) {
