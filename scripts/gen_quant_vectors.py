@@ -10,8 +10,10 @@ Producers (independent of folio):
   ggml-<ver>  libggml-base from llama-cpp-python, through ctypes:
               quantize_row_<type>_ref (checked equal to ggml_quantize_chunk
               without imatrix) and dequantize_row_<type>. Optional: set
-              FOLIO_GGML_LIB=/path/libggml-base.so or install llama-cpp-python
-              in the running interpreter. Without it those files are skipped.
+              FOLIO_GGML_LIB=/path/libggml-base.so (and FOLIO_GGML_TOOL=<name>
+              to name its version in MANIFEST.txt) or install llama-cpp-python
+              in the running interpreter. Without it those files are kept as
+              committed.
   numpy       a one-line formula, only where neither tool has the function
               (Q8_1 dequantize: d * qs).
 
@@ -134,6 +136,47 @@ def make_ties(rng) -> np.ndarray:
     return np.concatenate(b)
 
 
+def fp4_edges() -> dict[str, np.ndarray]:
+    """Rows of MXFP4 / NVFP4 rounding edges:
+      fp4_edges_mx, per 32-element block: a maximum just below a power of
+        two (log2f rounds it up to the integer for large exponents), values
+        exactly halfway between two E2M1 levels under the block's scale
+        (ties go to the lower code) and exact levels of both signs.
+      fp4_edges_nv, per 16-element sub-block: amax / 6 exactly halfway
+        between two UE4M3 mantissas (the scale rounds up), in the UE4M3
+        subnormal range or above 448 (clamped), then level midpoints and
+        levels under the decoded scale."""
+    rng = np.random.default_rng(0xF4)
+    f = np.float32
+    half_levels = np.array([0.5, 1.5, 2.5, 3.5, 5, 7, 10], dtype=f)  # midpoints of 0,1,2,3,4,6,8,12
+    levels = np.array([0, 1, 2, 3, 4, 6, 8, 12], dtype=f)
+
+    def fill(amax, d, n):
+        mids = half_levels[half_levels * d < amax]
+        return np.concatenate([[amax], rng.choice(mids, n // 2) * d * rng.choice([-1, 1], n // 2),
+                               rng.choice(levels, n - 1 - n // 2) * d * rng.choice([-1, 1], n - 1 - n // 2)])
+
+    mx = []
+    for k in (-3, 0, 1, 5, 10, 20, 40, 100):
+        amax = np.nextafter(f(2.0) ** k, f(0))
+        d = mxfp4_half(int(np.floor(np.log2(amax)) - 2 + 127))
+        mx.append(fill(amax, d, 32))
+    nv = []
+    scales = [(1 + 1 / 16) * 2.0**-3, (1 + 15 / 16) * 2.0**2, 3 * 2.0**-10, 2.5 * 2.0**-9,
+              (1 + 7 / 16) * 2.0**8, 500.0, (1 + 3 / 16) * 2.0**-6, 0.75 * 2.0**-9,
+              1.0, 0.25, (1 + 5 / 16) * 2.0**0, 2.0**-12, 6.0, 447.0, 449.0, (1 + 9 / 16) * 2.0**-1]
+    for x in scales:
+        amax = f(6 * x)
+        ue = quants.NVFP4.fp32_to_ue4m3(np.array([amax / f(6)], dtype=f))
+        d = float(quants.NVFP4.ue4m3_to_fp32(ue)[0])
+        nv.append(fill(amax, d, 16))
+    return {"fp4_edges_mx": np.concatenate(mx).astype(f), "fp4_edges_nv": np.concatenate(nv).astype(f)}
+
+
+def mxfp4_half(e: int) -> float:
+    return float(quants.MXFP4.e8m0_to_fp32_half(np.array([e], dtype=np.uint8))[0])
+
+
 def float_specials(signaling: bool) -> np.ndarray:
     """F16 / BF16 conversion edges, padded to a row with random values."""
     bits = [0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7FC02000, 0x7FFFFFFF,
@@ -179,7 +222,7 @@ class Ggml:
             import llama_cpp  # noqa: F401
             self.tool = f"ggml-llama-cpp-python-{metadata.version('llama-cpp-python')}"
         except Exception:
-            self.tool = "ggml"
+            self.tool = os.environ.get("FOLIO_GGML_TOOL", "ggml")
         L = self.lib
         L.ggml_quantize_chunk.restype = ctypes.c_size_t
         L.ggml_quantize_chunk.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
@@ -362,12 +405,37 @@ def main() -> int:
     else:
         print(f"warning: no libggml-base: kept {len(kept)} committed ggml files, not regenerated")
 
+    # -------- FP4: MXFP4 quantize in the gguf package (and ggml), NVFP4 in ggml only.
+    # Every row plus fp4_edges (level ties, log2f and UE4M3 rounding edges).
+    edges = fp4_edges()
+    fp4_names = names + list(edges)
+    xf = np.stack([rows[n] for n in names] + list(edges.values()))
+    q = quants.quantize(xf, T.MXFP4)
+    dq = quants.dequantize(q, T.MXFP4)
+    w.write("mxfp4.quantize.gguf.bin", T.MXFP4, OP_QUANTIZE, xf.shape[0], ROW, [xf, q, dq.reshape(xf.shape)],
+            GGUF_TOOL, GGUF_TOOL, f"rows={','.join(fp4_names)}")
+    if ggml:
+        for t in (T.MXFP4, T.NVFP4):
+            assert ggml.type_size(t) == SIZES[t][1], t.name
+            qg = ggml.quantize_ref(t, xf)
+            assert np.array_equal(qg, ggml.quantize_chunk(t, xf)), t.name
+            if t == T.MXFP4:
+                qa = quants.quantize(xf, t).reshape(len(fp4_names), -1)
+                diff = [fp4_names[i] for i in range(len(fp4_names))
+                        if not np.array_equal(qa[i], qg.reshape(len(fp4_names), -1)[i])]
+                findings.append(f"{t.name}: gguf vs ggml quantize differ on rows {diff or 'none'}")
+                continue
+            dq = quants.dequantize(qg.reshape(xf.shape[0], -1), t)
+            assert bits_equal(dq.ravel(), ggml.dequantize(t, qg)), t.name
+            w.write(f"{t.name.lower()}.quantize.ggml.bin", t, OP_QUANTIZE, xf.shape[0], ROW,
+                    [xf, qg, dq.reshape(xf.shape)], ggml.tool, GGUF_TOOL, f"rows={','.join(fp4_names)}")
+
     # -------- dequantize of random blocks, every type with a dequantizer
     rng = np.random.default_rng(0xB10C)
     for t in (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K,
-              T.Q6_K, T.Q8_K, T.IQ4_NL, T.IQ4_XS):
+              T.Q6_K, T.Q8_K, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.NVFP4):
         block, size = SIZES[t]
-        n_blocks = 2048 // block if block == 32 else 12
+        n_blocks = 2048 // block if block <= 64 else 12
         data = random_blocks(t, n_blocks, rng)
         if t == T.Q8_1:
             d = data[:, 0:2].copy().view(np.float16).astype(np.float32)

@@ -160,6 +160,8 @@ const char* file_type_name(uint32_t file_type) {
       return "TQ2_0";
     case 38:
       return "MXFP4_MOE";
+    case 39:
+      return "NVFP4";
     default:
       return "";
   }

@@ -23,8 +23,14 @@
 //   IQ4_XS per 32-element group g: nibbles of qs[16g .. 16g+15] (low first),
 //          mapped through kIQ4NLValues; 6-bit scale = scales_l nibble g |
 //          (scales_h >> 2g & 3) << 4, minus 32.
+//   MXFP4  as Q4_0 (e < 16: low nibble of qs[e], else high nibble of
+//          qs[e-16]); codes are E2M1 values through kFP4Values.
+//   NVFP4  64 elements in 4 sub-blocks of 16 (s = e / 16, j = e % 16): low
+//          nibble of qs[8s + j] for j < 8, high nibble of qs[8s + j - 8]
+//          otherwise; codes through kFP4Values, scale d[s] (UE4M3).
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstdint>
 
@@ -32,8 +38,10 @@ namespace folio::quant {
 
 static_assert(std::endian::native == std::endian::little, "GGUF blocks are little-endian");
 
-inline constexpr int kQK = 32;    // elements in a legacy / IQ4_NL block
-inline constexpr int kQKK = 256;  // elements in a K-quant / IQ4_XS super-block
+inline constexpr int kQK = 32;     // elements in a legacy / IQ4_NL block
+inline constexpr int kQKK = 256;   // elements in a K-quant / IQ4_XS super-block
+inline constexpr int kQKNV = 64;   // elements in an NVFP4 block
+inline constexpr int kNVSub = 16;  // elements per NVFP4 scale
 
 struct BlockQ4_0 {
   uint16_t d;           // f16 scale
@@ -110,6 +118,15 @@ struct BlockIQ4_XS {
   uint8_t scales_l[kQKK / 64];
   uint8_t qs[kQKK / 2];
 };
+struct BlockMXFP4 {
+  uint8_t e;            // E8M0 shared exponent: value = e8m0_half(e) * kFP4Values[q]
+  uint8_t qs[kQK / 2];  // 4-bit E2M1 codes
+};
+// value = ue4m3_half(d[s]) * kFP4Values[q] for element e of sub-block s = e / 16.
+struct BlockNVFP4 {
+  uint8_t d[kQKNV / kNVSub];  // UE4M3 scale per 16 elements
+  uint8_t qs[kQKNV / 2];      // 4-bit E2M1 codes, 8 bytes per sub-block
+};
 
 // Sizes are GGUF format facts; tests/quant also checks them against
 // traits(DType).type_size.
@@ -127,10 +144,50 @@ static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockMXFP4) == 17);
+static_assert(sizeof(BlockNVFP4) == 36);
 
 // The 16 non-linear levels of IQ4_NL and IQ4_XS.
 inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
+
+// The 16 E2M1 (FP4) values of MXFP4 and NVFP4, doubled so they are integers:
+// code bit 3 is the sign, bits 0-2 index {0, 0.5, 1, 1.5, 2, 3, 4, 6}. The
+// scale decoders below return half the scale, which undoes the doubling.
+inline constexpr int8_t kFP4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// Half of the E8M0 scale 2^(e - 127), i.e. 2^(e - 128); e = 0 and 1 give the
+// subnormals 2^-128 and 2^-127. 255 (NaN in the OCP spec) decodes as 2^127,
+// as ggml does.
+constexpr float e8m0_half_to_f32(uint8_t e) {
+  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+  return std::bit_cast<float>(bits);
+}
+
+// Half of the unsigned E4M3 scale (4 exponent bits, bias 7, 3 mantissa bits,
+// exponent 0 subnormal). Bit 7 is ignored, except that 0x7F itself (the
+// E4M3 NaN) decodes as 0 while 0xFF gives 240, as ggml does.
+constexpr float ue4m3_half_to_f32(uint8_t x) {
+  if (x == 0 || x == 0x7F) return 0.0f;
+  const int exp = (x >> 3) & 0xF, man = x & 7;
+  constexpr float kTwoToMinus10 = std::bit_cast<float>(uint32_t{117} << 23);
+  if (exp == 0) return static_cast<float>(man) * kTwoToMinus10;
+  // (1 + man / 8) * 2^(exp - 7) / 2 = (8 + man) * 2^(exp - 11), exact.
+  return static_cast<float>(8 + man) *
+         std::bit_cast<float>(static_cast<uint32_t>(exp - 11 + 127) << 23);
+}
+
+// Both decoders as 256-entry tables, for kernels that look scales up.
+inline constexpr auto kE8M0Half = [] {
+  std::array<float, 256> t{};
+  for (int i = 0; i < 256; ++i) t[i] = e8m0_half_to_f32(static_cast<uint8_t>(i));
+  return t;
+}();
+inline constexpr auto kUE4M3Half = [] {
+  std::array<float, 256> t{};
+  for (int i = 0; i < 256; ++i) t[i] = ue4m3_half_to_f32(static_cast<uint8_t>(i));
+  return t;
+}();
 
 // Q4_K / Q5_K scale packing: 8 pairs of 6-bit (scale, min) in 12 bytes.
 //   bytes 0-3:  scale j (j < 4) in bits 0-5, bits 6-7 = high 2 bits of scale j+4

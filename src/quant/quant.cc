@@ -56,6 +56,10 @@ RowFns row_fns(DType type) {
       return {ref::dequantize_iq4_nl, nullptr};
     case DType::IQ4_XS:
       return {ref::dequantize_iq4_xs, nullptr};
+    case DType::MXFP4:
+      return {ref::dequantize_mxfp4, ref::quantize_mxfp4};
+    case DType::NVFP4:
+      return {ref::dequantize_nvfp4, ref::quantize_nvfp4};
     default:
       return {};
   }

@@ -14,11 +14,12 @@
 
 namespace folio::quant {
 
-// True for every DType with traits(t).supported (F32, F16, BF16, Q4_0 ... IQ4_XS),
-// plus the activation format Q8_1.
+// True for every DType with traits(t).supported (F32, F16, BF16, Q4_0 ... IQ4_XS,
+// MXFP4, NVFP4), plus the activation format Q8_1.
 bool has_dequantize(DType type);
 // True where quantize_row_ref is implemented: F32, F16, BF16, Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0, Q8_1, Q4_K, Q5_K, Q6_K, Q8_K (the list is row_fns() in quant.cc).
+// Q5_1, Q8_0, Q8_1, Q4_K, Q5_K, Q6_K, Q8_K, MXFP4, NVFP4 (the list is row_fns()
+// in quant.cc).
 // Q2_K, Q3_K, IQ4_NL and IQ4_XS are dequantize-only.
 bool has_quantize(DType type);
 

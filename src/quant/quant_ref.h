@@ -52,6 +52,12 @@ void quantize_q8_k(const float* src, void* dst, int64_t n);
 void dequantize_iq4_nl(const void* src, float* dst, int64_t n);
 void dequantize_iq4_xs(const void* src, float* dst, int64_t n);
 
+// FP4 (E2M1) codes with power-of-two (MXFP4) or UE4M3 (NVFP4) scales.
+void dequantize_mxfp4(const void* src, float* dst, int64_t n);
+void dequantize_nvfp4(const void* src, float* dst, int64_t n);
+void quantize_mxfp4(const float* src, void* dst, int64_t n);
+void quantize_nvfp4(const float* src, void* dst, int64_t n);
+
 // Block i of an unaligned packed row, by value (memcpy: no alignment or
 // aliasing assumptions about the caller's buffer).
 template <typename Block>

@@ -11,6 +11,7 @@ namespace {
 
 constexpr int64_t kQK = 32;    // legacy block
 constexpr int64_t kQKK = 256;  // K-quant super-block
+constexpr int64_t kQKNV = 64;  // NVFP4 block (4 scales of 16 elements)
 
 struct Entry {
   bool known;
@@ -55,7 +56,8 @@ constexpr std::array<Entry, kDTypeIdLimit> make_table() {
   // tq1_0: qs[(256 - 4*256/64)/5] = 48, qh[256/64] = 4, d = 2.
   set(DType::TQ1_0, "tq1_0", kQKK, 48 + 4 + 2, true, false);
   set(DType::TQ2_0, "tq2_0", kQKK, 2 + 64, true, false);
-  set(DType::MXFP4, "mxfp4", kQK, 1 + 16, true, false);
+  set(DType::MXFP4, "mxfp4", kQK, 1 + 16, true, true);
+  set(DType::NVFP4, "nvfp4", kQKNV, 4 + 32, true, true);
   return a;
 }
 

@@ -47,6 +47,7 @@ enum class DType : uint32_t {
   TQ1_0 = 34,
   TQ2_0 = 35,
   MXFP4 = 39,
+  NVFP4 = 40,
   // Packed weight layouts: folio-internal, never in a GGUF file (ids from
   // kPackedDTypeBase on, outside every GGUF id). A packed buffer type's
   // store_weight writes them (backend/cpu/cpu_buffer_types.h); only kernels
@@ -62,7 +63,7 @@ enum class DType : uint32_t {
   Q4_1_X16 = 70,
 };
 
-inline constexpr uint32_t kDTypeIdLimit = 40;  // GGUF ids are < this
+inline constexpr uint32_t kDTypeIdLimit = 41;  // GGUF ids are < this
 inline constexpr uint32_t kPackedDTypeBase = 64;
 inline constexpr uint32_t kPackedDTypeLimit = 71;  // packed ids are in [base, limit)
 

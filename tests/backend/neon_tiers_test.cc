@@ -56,8 +56,8 @@ struct Problem {
 
 // The NEON-tiled types with a reference quantizer (IQ4_NL has none: the
 // parity harness covers it with random codes).
-constexpr DType kQuant[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                            DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kQuant[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,  DType::Q5_1,
+                            DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4, DType::NVFP4};
 
 TEST(NeonTiers, DetectedFromHwcap) {
   const CpuFeatures& f = cpu_features();

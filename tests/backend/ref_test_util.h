@@ -104,10 +104,10 @@ inline void fill_weight(const Tensor& t, std::mt19937& rng) {
 }
 
 // Every weight dtype folio computes with.
-inline constexpr DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16,   DType::Q4_0,
-                                         DType::Q4_1, DType::Q5_0, DType::Q5_1,   DType::Q8_0,
-                                         DType::Q2_K, DType::Q3_K, DType::Q4_K,   DType::Q5_K,
-                                         DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS};
+inline constexpr DType kWeightTypes[] = {
+    DType::F32,  DType::F16,  DType::BF16,   DType::Q4_0,   DType::Q4_1,  DType::Q5_0,
+    DType::Q5_1, DType::Q8_0, DType::Q2_K,   DType::Q3_K,   DType::Q4_K,  DType::Q5_K,
+    DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::NVFP4};
 
 // Op builders over owned tensors (params NoParams unless given).
 inline Op make_op(OpKind kind, std::initializer_list<const Tensor*> srcs, const Tensor& dst,

@@ -1,13 +1,14 @@
 // SIMD mul_mat / mul_mat_id kernels (avx2/, avx512/) for the weight types
-// beyond simd_mul_mat_test.cc: Q4_1, Q5_0, Q5_1, IQ4_NL (Q8_0 activation
-// rows) and Q2_K, Q3_K, Q5_K, IQ4_XS (Q8_K activations).
+// beyond simd_mul_mat_test.cc: Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, NVFP4 (Q8_0
+// activation rows) and Q2_K, Q3_K, Q5_K, IQ4_XS (Q8_K activations).
 //
 // The expectation is independent of the kernels: reference-dequantized
 // weights times the activations *as the kernel sees them* (rounded through
 // the reference Q8_0 / Q8_K quantizer), summed in double. The integer paths
 // are exact, so the bound is a float-rounding one (1e-5 of sum |w x|): one
 // wrong code, bit, scale, minimum or offset in a block is far above it.
-// Weights are random bytes with finite half scales, so every code, fifth /
+// Weights are random bytes with finite half scales (FP4: E8M0 exponents /
+// UE4M3 scales of ordinary size, any UE4M3 byte), so every code, fifth /
 // high bit, packed 6-bit scale and minimum value occurs (more than the
 // quantizers produce); extreme rows (all bits set / clear against constant
 // activations, i.e. the largest products) check that no i16 step saturates.
@@ -35,11 +36,21 @@
 namespace folio {
 namespace {
 
-const DType kTypes[] = {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL,
-                        DType::Q2_K, DType::Q3_K, DType::Q5_K, DType::IQ4_XS};
+const DType kTypes[] = {DType::Q4_1, DType::Q5_0, DType::Q5_1,   DType::IQ4_NL, DType::Q2_K,
+                        DType::Q3_K, DType::Q5_K, DType::IQ4_XS, DType::MXFP4,  DType::NVFP4};
 
 bool super_block(DType t) {
   return block_size(t) == quant::kQKK;
+}
+
+bool fp4(DType t) {
+  return t == DType::MXFP4 || t == DType::NVFP4;
+}
+
+// A row length of a few blocks of t (3 for 32-element blocks, 2 for NVFP4,
+// 2 super-blocks).
+int64_t short_k(DType t) {
+  return super_block(t) ? 512 : t == DType::NVFP4 ? 128 : 96;
 }
 
 // The activation format the kernels quantize to for weight type t.
@@ -84,6 +95,16 @@ void fill_blocks(DType t, uint8_t* bytes, size_t n, int fill, std::mt19937& rng)
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> scale(0.002f, 0.03f), sign(-1.0f, 1.0f);
   for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>(fill < 0 ? byte(rng) : fill);
+  if (fp4(t)) {
+    // MXFP4: exponents 2^-12 .. 2^-2 (half-scales); NVFP4: any scale byte
+    // (at most 240), 0x7F (a zero scale) included.
+    std::uniform_int_distribution<int> e(115, 125);
+    for (size_t b = 0; b < n / type_size(t); ++b) {
+      uint8_t* blk = bytes + b * type_size(t);
+      if (t == DType::MXFP4) blk[offsetof(quant::BlockMXFP4, e)] = static_cast<uint8_t>(e(rng));
+    }
+    return;
+  }
   const auto [d_at, m_at] = half_fields(t);
   for (size_t b = 0; b < n / type_size(t); ++b) {
     uint8_t* blk = bytes + b * type_size(t);
@@ -169,15 +190,20 @@ std::string lower(std::string s) {
 // The SIMD tiers this machine can run, within the active limit (FOLIO_ISA).
 using backend_testing::simd_isas;
 
-// The integer-dot kernels need VNNI at the AVX-512 tier, else AVX2 runs them.
+// The integer-dot kernels need VNNI at the AVX-512 tier, else AVX2 runs them;
+// the FP4 types have AVX2 kernels only (they serve the AVX-512 tier too).
 std::string kernel_for(const char* op, DType wt, Isa isa) {
-  const bool avx512 = isa >= Isa::kAvx512 && cpu_features().avx512vnni;
+  const bool avx512 = isa >= Isa::kAvx512 && cpu_features().avx512vnni && !fp4(wt);
   return std::string(op) + "." + dtype_name(wt) + (avx512 ? ".avx512" : ".avx2");
 }
 
 std::vector<Shape> shapes_for(DType t) {
   if (super_block(t)) {
     return {{256, 1, 1}, {768, 7, 3}, {512, 9, 5, 2, 1}, {256, 5, 4, 2, 2, 24}, {1280, 3, 1}};
+  }
+  if (t == DType::NVFP4) {
+    return {{64, 1, 1},           {192, 7, 3}, {256, 9, 5, 2, 1},
+            {320, 5, 4, 2, 2, 8}, {64, 13, 1}, {640, 6, 1, 1, 1, 0}};
   }
   return {{32, 1, 1},           {96, 7, 3},  {256, 9, 5, 2, 1},
           {160, 5, 4, 2, 2, 8}, {64, 13, 1}, {640, 6, 1, 1, 1, 0}};
@@ -222,7 +248,7 @@ TEST_P(SimdMulMatMore, MatchesDoublePrecisionDot) {
 TEST_P(SimdMulMatMore, ExtremeCodesDoNotSaturate) {
   const DType wt = GetParam();
   if (simd_isas().empty()) GTEST_SKIP() << "hardware: no AVX2 on this machine (or FOLIO_ISA=scalar)";
-  const Shape s{super_block(wt) ? 512 : 96, 5, 3};
+  const Shape s{short_k(wt), 5, 3};
   for (Isa isa : simd_isas()) {
     CpuBackend backend(CpuBackendOptions{isa, false, nullptr});
     for (int fill : {0x00, 0xFF, 0x88}) {
@@ -297,7 +323,7 @@ TEST(SimdMulMatMoreId, MatchesPerExpertDoublePrecisionDot) {
   const int64_t n = 6, n_exp = 5, n_used = 3, n_tok = 4;
   for (Isa isa : simd_isas()) {
     for (DType wt : kTypes) {
-      const int64_t k = super_block(wt) ? 512 : 96;
+      const int64_t k = short_k(wt);
       MatMulIdOp mm(wt, k, n, n_exp, n_used, n_tok);
       CpuBackend backend(CpuBackendOptions{isa, false, nullptr});
       ASSERT_EQ(backend.kernel_name(mm.op), kernel_for("mul_mat_id", wt, isa));

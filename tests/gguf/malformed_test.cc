@@ -279,7 +279,8 @@ TEST(GgufMalformed, BlockSizeAndTypeId) {
   EXPECT_EQ(parse_error(blk.span()),
             "gguf: tensor 'q' (tensor info 0 at offset 24): shape [33, 2]: ne[0] = 33 is not a "
             "multiple of the q4_0 block size 32");
-  for (uint32_t id : {4u, 31u, 40u, 0xFFFFFFFFu}) {
+  // 41: the first id past folio's table (kDTypeIdLimit).
+  for (uint32_t id : {4u, 31u, 41u, 0xFFFFFFFFu}) {
     Bytes t;
     t.header(1, 0).tensor("t", {32}, id, 0).zeros(128);
     EXPECT_EQ(

@@ -119,10 +119,13 @@ TEST(QuantBlocks, StructSizesMatchDTypeTraits) {
   EXPECT_EQ(sizeof(BlockQ8_K), type_size(DType::Q8_K));
   EXPECT_EQ(sizeof(BlockIQ4_NL), type_size(DType::IQ4_NL));
   EXPECT_EQ(sizeof(BlockIQ4_XS), type_size(DType::IQ4_XS));
+  EXPECT_EQ(sizeof(BlockMXFP4), type_size(DType::MXFP4));
+  EXPECT_EQ(sizeof(BlockNVFP4), type_size(DType::NVFP4));
   for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q8_1,
-                  DType::IQ4_NL}) {
+                  DType::IQ4_NL, DType::MXFP4}) {
     EXPECT_EQ(block_size(t), kQK) << dtype_name(t);
   }
+  EXPECT_EQ(block_size(DType::NVFP4), kQKNV);
   for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K,
                   DType::IQ4_XS}) {
     EXPECT_EQ(block_size(t), kQKK) << dtype_name(t);
@@ -150,9 +153,9 @@ TEST(QuantTables, EverySupportedTypeDequantizes) {
 }
 
 TEST(QuantTables, QuantizeList) {
-  for (DType t :
-       {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-        DType::Q8_0, DType::Q8_1, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K}) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                  DType::Q5_1, DType::Q8_0, DType::Q8_1, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                  DType::Q8_K, DType::MXFP4, DType::NVFP4}) {
     EXPECT_TRUE(has_quantize(t)) << dtype_name(t);
   }
   for (DType t :
@@ -172,10 +175,13 @@ struct Bound {
 // Bounds are ~1.3x the measured NMSE of these exact inputs: a quantizer that
 // loses precision (wrong rounding, a skipped scale search) trips them.
 constexpr Bound kBounds[] = {
-    {DType::F16, 6e-8, 7e-8},      {DType::BF16, 3.8e-6, 4.3e-6}, {DType::Q4_0, 9.6e-3, 2e-2},
-    {DType::Q4_1, 8e-3, 1.85e-2},  {DType::Q5_0, 2.5e-3, 8.6e-3}, {DType::Q5_1, 1.9e-3, 4.3e-3},
-    {DType::Q8_0, 3.7e-5, 2.1e-4}, {DType::Q8_1, 3.7e-5, 2.1e-4}, {DType::Q4_K, 6.7e-3, 1.22e-2},
-    {DType::Q5_K, 1.7e-3, 4e-3},   {DType::Q6_K, 4.2e-4, 1.5e-3}, {DType::Q8_K, 6.3e-5, 1.36e-3},
+    {DType::F16, 6e-8, 7e-8},         {DType::BF16, 3.8e-6, 4.3e-6},
+    {DType::Q4_0, 9.6e-3, 2e-2},      {DType::Q4_1, 8e-3, 1.85e-2},
+    {DType::Q5_0, 2.5e-3, 8.6e-3},    {DType::Q5_1, 1.9e-3, 4.3e-3},
+    {DType::Q8_0, 3.7e-5, 2.1e-4},    {DType::Q8_1, 3.7e-5, 2.1e-4},
+    {DType::Q4_K, 6.7e-3, 1.22e-2},   {DType::Q5_K, 1.7e-3, 4e-3},
+    {DType::Q6_K, 4.2e-4, 1.5e-3},    {DType::Q8_K, 6.3e-5, 1.36e-3},
+    {DType::MXFP4, 2.75e-2, 3.95e-2}, {DType::NVFP4, 1.38e-2, 8.1e-3},
 };
 
 void PrintTo(const Bound& b, std::ostream* os) {
@@ -231,8 +237,8 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantRoundTrip, ::testing::ValuesIn(kBounds),
 // --------------------------------------------------------------- edge cases
 
 std::vector<DType> quantizable_blocks() {
-  return {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-          DType::Q8_1, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K};
+  return {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,  DType::Q8_1,
+          DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::MXFP4, DType::NVFP4};
 }
 
 TEST(QuantEdge, ZeroAndNegativeZeroRowsGiveZeros) {
@@ -291,6 +297,64 @@ TEST(QuantEdge, RoundingTies) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(q4.qs[i] & 0xF, want[i]) << i;
 }
 
+// FP4 scale decoding (ggml's conventions: half the scale, so that the
+// doubled E2M1 table gives the true values) and level ties.
+TEST(QuantEdge, Fp4ScalesAndTies) {
+  EXPECT_EQ(bits(e8m0_half_to_f32(0)), 0x00200000u);  // 2^-128, subnormal
+  EXPECT_EQ(bits(e8m0_half_to_f32(1)), 0x00400000u);  // 2^-127
+  EXPECT_EQ(e8m0_half_to_f32(2), std::ldexp(1.0f, -126));
+  EXPECT_EQ(e8m0_half_to_f32(127), 0.5f);
+  EXPECT_EQ(e8m0_half_to_f32(255), std::ldexp(1.0f, 127));
+  EXPECT_EQ(ue4m3_half_to_f32(0x00), 0.0f);
+  EXPECT_EQ(ue4m3_half_to_f32(0x01), std::ldexp(1.0f, -10));  // subnormal 2^-9, halved
+  EXPECT_EQ(ue4m3_half_to_f32(0x07), 7 * std::ldexp(1.0f, -10));
+  EXPECT_EQ(ue4m3_half_to_f32(0x08), std::ldexp(1.0f, -7));  // 2^-6, halved
+  EXPECT_EQ(ue4m3_half_to_f32(0x38), 0.5f);                  // 1.0
+  EXPECT_EQ(ue4m3_half_to_f32(0x7E), 224.0f);                // 448, the largest
+  EXPECT_EQ(ue4m3_half_to_f32(0x7F), 0.0f);                  // NaN
+  EXPECT_EQ(ue4m3_half_to_f32(0x80), 0.0f);                  // sign bit ignored
+  EXPECT_EQ(ue4m3_half_to_f32(0xB8), 0.5f);
+  EXPECT_EQ(ue4m3_half_to_f32(0xFF), 240.0f);
+  for (int i = 0; i < 256; ++i) {
+    EXPECT_EQ(bits(kE8M0Half[i]), bits(e8m0_half_to_f32(static_cast<uint8_t>(i))));
+    EXPECT_EQ(bits(kUE4M3Half[i]), bits(ue4m3_half_to_f32(static_cast<uint8_t>(i))));
+  }
+
+  // amax 12: e = floor(log2 12) - 2 + 127 = 128, half scale 1, levels = kFP4Values.
+  std::vector<float> x(kQK, 0.0f);
+  const float vals[] = {12.0f, 0.5f, -0.5f, 5.0f, -5.0f, 10.0f, -0.0f, 2.9f, -7.0f, 13.0f};
+  std::copy(std::begin(vals), std::end(vals), x.begin());
+  BlockMXFP4 mx;
+  ref::quantize_mxfp4(x.data(), &mx, kQK);
+  EXPECT_EQ(mx.e, 128);
+  const int want[] = {7, 0, 0, 4, 12, 6, 0, 3, 13, 7};  // ties: the lower code
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(mx.qs[i] & 0xF, want[i]) << i;
+
+  // NVFP4: sub-block maxima 6 (scale 1.0 = 0x38), 6.375 (6.375 / 6 = 1.0625,
+  // halfway between mantissas 0 and 1: rounds up to 1.125 = 0x39), 0, and
+  // 3000 (500, clamped to 448 = 0x7E).
+  std::vector<float> y(kQKNV, 0.0f);
+  y[0] = 6.0f;
+  y[1] = 0.25f;  // halfway between levels 0 and 0.5: code 0
+  y[16] = -6.375f;
+  y[48] = 3000.0f;
+  BlockNVFP4 nv;
+  ref::quantize_nvfp4(y.data(), &nv, kQKNV);
+  EXPECT_EQ(nv.d[0], 0x38);
+  EXPECT_EQ(nv.d[1], 0x39);
+  EXPECT_EQ(nv.d[2], 0x00);
+  EXPECT_EQ(nv.d[3], 0x7E);
+  EXPECT_EQ(nv.qs[0] & 0xF, 7);
+  EXPECT_EQ(nv.qs[1] & 0xF, 0);
+  EXPECT_EQ(nv.qs[8] & 0xF, 15);  // -6.375 -> -6 * 1.125 = -6.75, code 15 (-12 doubled)
+  EXPECT_EQ(nv.qs[24] & 0xF, 7);
+  std::vector<float> back(kQKNV);
+  ref::dequantize_nvfp4(&nv, back.data(), kQKNV);
+  EXPECT_EQ(back[0], 6.0f);
+  EXPECT_EQ(back[16], -6.75f);
+  EXPECT_EQ(back[48], 2688.0f);  // 448 * 6
+}
+
 TEST(QuantEdge, Q8KBlockSumsAndQ8_1Sum) {
   const int64_t n = 4 * kQKK;
   const auto x = make_input(Dist::kGauss, n, 7);
@@ -329,7 +393,8 @@ TEST(QuantEdge, NonFiniteInputDoesNotCrash) {
     rows.emplace_back(static_cast<size_t>(n), special);
   }
   for (DType t : {DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                  DType::Q8_0, DType::Q8_1, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K}) {
+                  DType::Q8_0, DType::Q8_1, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K,
+                  DType::MXFP4, DType::NVFP4}) {
     for (const auto& x : rows) {
       const auto y = dequantized(t, quantized(t, x), n);
       EXPECT_EQ(static_cast<int64_t>(y.size()), n);

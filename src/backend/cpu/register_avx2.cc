@@ -34,6 +34,8 @@ void register_avx2_kernels(KernelTable& t) {
       {"mul_mat.q3_K.avx2", "mul_mat_id.q3_K.avx2", mul_mat_weight_is<DType::Q3_K>},
       {"mul_mat.q5_K.avx2", "mul_mat_id.q5_K.avx2", mul_mat_weight_is<DType::Q5_K>},
       {"mul_mat.iq4_xs.avx2", "mul_mat_id.iq4_xs.avx2", mul_mat_weight_is<DType::IQ4_XS>},
+      {"mul_mat.mxfp4.avx2", "mul_mat_id.mxfp4.avx2", mul_mat_weight_is<DType::MXFP4>},
+      {"mul_mat.nvfp4.avx2", "mul_mat_id.nvfp4.avx2", mul_mat_weight_is<DType::NVFP4>},
   };
   for (const auto& w : weights) {
     t.add({OpKind::kMulMat, kTier, w.mul_mat, w.supports, mul_mat_avx2});

@@ -45,6 +45,7 @@ void register_avx512_kernels(KernelTable& t) {
       {"mul_mat.q3_K.avx512", "mul_mat_id.q3_K.avx512", weight_is_with_vnni<DType::Q3_K>},
       {"mul_mat.q5_K.avx512", "mul_mat_id.q5_K.avx512", weight_is_with_vnni<DType::Q5_K>},
       {"mul_mat.iq4_xs.avx512", "mul_mat_id.iq4_xs.avx512", weight_is_with_vnni<DType::IQ4_XS>},
+      // MXFP4 / NVFP4 have no tile at this tier: the AVX2 ones serve it.
   };
   for (const auto& w : weights) {
     t.add({OpKind::kMulMat, kTier, w.mul_mat, w.supports, mul_mat_avx512});

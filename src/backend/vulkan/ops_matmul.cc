@@ -1,7 +1,7 @@
 // Matrix kernels: get_rows, mul_mat, mul_mat_id on weights of every plain
 // GGUF format folio computes with (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q2_K ... Q8_K, IQ4_NL, IQ4_XS; dequantization in shaders/dequant.glsl,
-// the DType id passed as spec constant 0). Packed layouts (Q4_0_X16 ...) are
+// Q8_0, Q2_K ... Q8_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4; dequantization in
+// shaders/dequant.glsl, the DType id passed as spec constant 0). Packed layouts (Q4_0_X16 ...) are
 // the CPU's: declined.
 //
 //   get_rows.comp     one thread per 8 elements of an output row.
@@ -54,6 +54,8 @@ bool vk_weight_type(DType t) {
     case DType::Q8_K:
     case DType::IQ4_NL:
     case DType::IQ4_XS:
+    case DType::MXFP4:
+    case DType::NVFP4:
       return true;
     default:
       return false;

@@ -14,10 +14,12 @@ namespace folio::cpu {
 // quant_mul_mat_spec_avx2 covers the 32-element blocks (Q8_0, Q4_0, Q4_1,
 // Q5_0, Q5_1, IQ4_NL) and forwards the super-block types to
 // kquant_mul_mat_spec_avx2 (mul_mat_kquant.cc: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
-// IQ4_XS).
+// IQ4_XS) and the FP4 types to fp4_mul_mat_spec_avx2 (mul_mat_fp4.cc:
+// MXFP4, NVFP4).
 MatMulSpec float_mul_mat_spec_avx2(DType w, int64_t m);  // m: activation rows of the op
 MatMulSpec quant_mul_mat_spec_avx2(DType w);
 MatMulSpec kquant_mul_mat_spec_avx2(DType w);
+MatMulSpec fp4_mul_mat_spec_avx2(DType w);
 
 // mul_mat.cc: every weight type above.
 Status mul_mat_avx2(const Op& op, const KernelContext& ctx);

@@ -245,6 +245,9 @@ MatMulSpec quant_mul_mat_spec_avx2(DType w) {
       return legacy_spec(&q5_1_tile_any);
     case DType::IQ4_NL:
       return legacy_spec(&iq4_nl_tile_any);
+    case DType::MXFP4:
+    case DType::NVFP4:
+      return fp4_mul_mat_spec_avx2(w);
     default:
       return kquant_mul_mat_spec_avx2(w);
   }

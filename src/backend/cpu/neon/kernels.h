@@ -9,8 +9,8 @@
 
 namespace folio::cpu {
 
-// mul_mat_quant.cc: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL (x Q8_0 rows) and
-// Q4_K, Q5_K, Q6_K (x Q8_K super-blocks).
+// mul_mat_quant.cc: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, NVFP4 (x Q8_0
+// rows) and Q4_K, Q5_K, Q6_K (x Q8_K super-blocks).
 bool neon_quant_weight(DType w);
 MatMulSpec quant_mul_mat_spec_neon(DType w, bool dotprod);
 

@@ -1,18 +1,22 @@
 // NEON mul_mat tiles for quantized weights x F32 activations quantized once
 // per op (mul_mat_tiled): Q8_0 rows (Q8Row32) for the 32-element blocks
-// (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), Q8_K super-blocks for the K-quants
+// (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, and the FP4 formats MXFP4 and NVFP4),
+// Q8_K super-blocks for the K-quants
 // (Q4_K, Q5_K, Q6_K), activations quantized by neon/quantize_act.cc.
 //
 // Every weight code becomes a signed byte before it meets the activation
 // quants, so one signed byte dot product serves all formats:
 //   Q4_0 nibble - 8, Q5_0 (nibble | fifth bit << 4) - 16, Q8_0 as stored,
-//   IQ4_NL levels by a table lookup (TBL), Q4_1 / Q5_1 / Q4_K / Q5_K codes
+//   IQ4_NL levels and FP4 levels (kFP4Values, twice the E2M1 values) by a
+//   table lookup (TBL), Q4_1 / Q5_1 / Q4_K / Q5_K codes
 //   as they are (0..31), Q6_K code - 32 (so no offset term is needed).
 // The byte dot product is SDOT on the neon_dotprod tier and SMULL + SADALP
 // on the neon tier (neon/simd.h); the integer result of every block (or
 // sub-block group) is the exact dot product either way, so both tiers give
 // the same bits. Per block, one f32 multiply-add applies the scales:
 //   32-element blocks: acc += isum * (dw * dx)   [+ mw * (dx * sum(x))]
+//   MXFP4: dw = kE8M0Half[e]; NVFP4, per 16-element sub-block of the 32
+//   activation elements: acc += isum_s * (kUE4M3Half[d[s]] * dx)
 //   K-quants, per super-block: acc += isum * (d * dx)   [- msum * (dmin * dx)]
 // where isum / msum are exact integer sums of scale * sub-block dot and of
 // min * (activation sums of the sub-block). Tile: 2 weight rows x 2
@@ -190,6 +194,66 @@ struct LegacyTile {
   };
 };
 
+// ------------------------------------------------------------- FP4 blocks
+
+// MXFP4: a 32-element block per activation block. NVFP4: half h of a
+// 64-element block per activation block, sub-blocks 2h and 2h + 1, each the
+// low nibbles of its 8 bytes then the high nibbles.
+template <class D, DType WT>
+struct Fp4Tile {
+  template <int R, int C>
+  struct Shape {
+    static void run(int64_t k, const void* w, size_t w_stride, const void* x, size_t x_stride,
+                    float* out, size_t out_stride) {
+      const unsigned char* wr[R];
+      Q8Row32 xr[C];
+      for (int r = 0; r < R; ++r) wr[r] = static_cast<const unsigned char*>(w) + r * w_stride;
+      for (int c = 0; c < C; ++c) {
+        xr[c] = q8row32(static_cast<const unsigned char*>(x) + c * x_stride, k);
+      }
+      const int8x16_t table = vld1q_s8(quant::kFP4Values);
+      const uint8x16_t m4 = vdupq_n_u8(0x0F);
+      float acc[R][C] = {};
+      for (int64_t b = 0; b < k / kQK; ++b) {
+        int8x16_t x0[C], x1[C];
+        for (int c = 0; c < C; ++c) {
+          x0[c] = vld1q_s8(xr[c].qs + b * kQK);
+          x1[c] = vld1q_s8(xr[c].qs + b * kQK + 16);
+        }
+        for (int r = 0; r < R; ++r) {
+          if constexpr (WT == DType::MXFP4) {
+            const auto* blk = reinterpret_cast<const quant::BlockMXFP4*>(wr[r]) + b;
+            const uint8x16_t q = vld1q_u8(blk->qs);
+            const int8x16_t w0 = vqtbl1q_s8(table, vandq_u8(q, m4));
+            const int8x16_t w1 = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
+            const float dw = quant::kE8M0Half[blk->e];
+            for (int c = 0; c < C; ++c) {
+              const int32_t isum = dot32<D>(w0, w1, x0[c], x1[c]);
+              acc[r][c] = std::fma(static_cast<float>(isum), dw * xr[c].d[b], acc[r][c]);
+            }
+          } else {
+            static_assert(WT == DType::NVFP4);
+            const auto* blk = reinterpret_cast<const quant::BlockNVFP4*>(wr[r]) + b / 2;
+            const int h = static_cast<int>(b & 1);
+            const uint8x16_t q = vld1q_u8(blk->qs + 16 * h);
+            const uint8x16_t lo = vandq_u8(q, m4), hi = vshrq_n_u8(q, 4);
+            const int8x16_t w0 = vqtbl1q_s8(table, vcombine_u8(vget_low_u8(lo), vget_low_u8(hi)));
+            const int8x16_t w1 = vqtbl1q_s8(table, vcombine_u8(vget_high_u8(lo), vget_high_u8(hi)));
+            const float d0 = quant::kUE4M3Half[blk->d[2 * h]];
+            const float d1 = quant::kUE4M3Half[blk->d[2 * h + 1]];
+            for (int c = 0; c < C; ++c) {
+              const float dx = xr[c].d[b];
+              acc[r][c] = std::fma(static_cast<float>(dot16<D>(w0, x0[c])), d0 * dx, acc[r][c]);
+              acc[r][c] = std::fma(static_cast<float>(dot16<D>(w1, x1[c])), d1 * dx, acc[r][c]);
+            }
+          }
+        }
+      }
+      store<R, C>(acc, out, out_stride);
+    }
+  };
+};
+
 // ---------------------------------------------------------------- K-quants
 
 template <int R, int C, typename Block>
@@ -338,6 +402,8 @@ DotTileFn legacy_tile_for(DType w) {
     case DType::Q5_0: return &tile_any<LegacyTile<D, DType::Q5_0>::template Shape>;
     case DType::Q5_1: return &tile_any<LegacyTile<D, DType::Q5_1>::template Shape>;
     case DType::IQ4_NL: return &tile_any<LegacyTile<D, DType::IQ4_NL>::template Shape>;
+    case DType::MXFP4: return &tile_any<Fp4Tile<D, DType::MXFP4>::template Shape>;
+    case DType::NVFP4: return &tile_any<Fp4Tile<D, DType::NVFP4>::template Shape>;
     default: return nullptr;
   }
 }

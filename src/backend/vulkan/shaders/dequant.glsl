@@ -32,6 +32,8 @@ const uint T_Q8_K = 15u;
 const uint T_IQ4_NL = 20u;
 const uint T_IQ4_XS = 23u;
 const uint T_BF16 = 30u;
+const uint T_MXFP4 = 39u;
+const uint T_NVFP4 = 40u;
 
 // 16 bits at byte b (any alignment).
 uint wq_u16(uint b) {
@@ -216,6 +218,49 @@ void dq_iq4_nl(uint rb, uint c, out vec4 lo, out vec4 hi) {
   hi *= d;
 }
 
+// FP4 (E2M1) codes, doubled as in kFP4Values (src/quant/blocks.h); the
+// scales below are halved to match, so half_scale * level is the value
+// (one exact product: <= 4 significant bits times a power of two or a
+// 4-bit UE4M3 mantissa).
+const float kFP4Levels[16] = float[16](0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 0.0, -1.0, -2.0,
+                                       -3.0, -4.0, -6.0, -8.0, -12.0);
+
+void fp4_levels(uvec2 q, out vec4 lo, out vec4 hi) {
+  lo = vec4(kFP4Levels[q.x & 15u], kFP4Levels[(q.x >> 8u) & 15u], kFP4Levels[(q.x >> 16u) & 15u],
+            kFP4Levels[(q.x >> 24u) & 15u]);
+  hi = vec4(kFP4Levels[q.y & 15u], kFP4Levels[(q.y >> 8u) & 15u], kFP4Levels[(q.y >> 16u) & 15u],
+            kFP4Levels[(q.y >> 24u) & 15u]);
+}
+
+// MXFP4 (17 bytes): e (E8M0), qs[16] as Q4_0; 2^(e - 128) * level[q]
+// (e = 0, 1: the subnormals 2^-128, 2^-127).
+void dq_mxfp4(uint rb, uint c, out vec4 lo, out vec4 hi) {
+  const uint bb = rb + (c >> 2u) * 17u;
+  const uint j = c & 3u;
+  const uint e = wq_u8(bb);
+  const float d = uintBitsToFloat(e < 2u ? 0x00200000u << e : (e - 1u) << 23u);
+  fp4_levels((wq_u64(bb + 1u + (j & 1u) * 8u) >> ((j >> 1u) * 4u)) & 0x0f0f0f0fu, lo, hi);
+  lo *= d;
+  hi *= d;
+}
+
+// NVFP4 (36 bytes, 64 elements): d[4] (UE4M3 per 16 elements), qs[32]; chunk
+// c is half c % 2 of sub-block s = (c / 2) % 4: the low (first half) or high
+// nibbles of qs[8s .. 8s+7]. Half scale: 0 for 0x00 and 0x7F; exponent
+// field 0: mantissa * 2^-10; else (8 + mantissa) * 2^(exponent - 11).
+void dq_nvfp4(uint rb, uint c, out vec4 lo, out vec4 hi) {
+  const uint bb = rb + (c >> 3u) * 36u;
+  const uint s = (c >> 1u) & 3u;
+  const uint x = wq_u8(bb + s);
+  const uint ex = (x >> 3u) & 15u, man = x & 7u;
+  float d = ex == 0u ? float(man) * uintBitsToFloat(117u << 23u)
+                     : float(8u + man) * uintBitsToFloat((ex + 116u) << 23u);
+  if (x == 0x7fu) d = 0.0;
+  fp4_levels((wq_u64(bb + 4u + 8u * s) >> ((c & 1u) * 4u)) & 0x0f0f0f0fu, lo, hi);
+  lo *= d;
+  hi *= d;
+}
+
 // ------------------------------------------------- 256-element super-blocks
 // Chunk c: super-block c / 32, group g = (c / 4) % 8 (elements 32g .. 32g+31
 // of the super-block), part j = c % 4 (elements 32g + 8j .. 32g + 8j + 7).
@@ -364,6 +409,8 @@ void dequant8(uint type, uint rb, uint c, uint ne0, out vec4 lo, out vec4 hi) {
     case T_Q8_K: dq_q8_k(rb, c, lo, hi); break;
     case T_IQ4_NL: dq_iq4_nl(rb, c, lo, hi); break;
     case T_IQ4_XS: dq_iq4_xs(rb, c, lo, hi); break;
+    case T_MXFP4: dq_mxfp4(rb, c, lo, hi); break;
+    case T_NVFP4: dq_nvfp4(rb, c, lo, hi); break;
     default: lo = vec4(0.0); hi = vec4(0.0); break;
   }
 }
