@@ -18,8 +18,9 @@ Other modes:
   --selfcheck  recompute every written model's prefill logits with an
                independent float64 NumPy forward pass that follows the
                hyperparameter semantics documented in tests/model/refdata/README.md
-               (rope scaling, sliding window layer pattern, ...) and print
-               max |diff| against llama.cpp's.
+               (rope scaling, sliding window layer pattern, gpt-oss sinks,
+               biases, gating and swiglu_oai, ...) and print max |diff|
+               against llama.cpp's.
 
 Usage (from the repository root):
   /tmp/venvtest/bin/python scripts/gen_model_refs.py            # models + refs
@@ -98,6 +99,19 @@ MODELS: list[dict] = [
          n_embd=128, n_head=4, n_head_kv=4, head_dim=32, n_ff=256,
          rope_base=500000.0, eps=1e-6, tied=False, rope="norm",
          notes="n_head_kv = n_head (no GQA), rope base 500000, eps 1e-6"),
+    # gpt-oss as the released files: biases on q/k/v/o, router and experts,
+    # attention sinks, sliding window on even layers (no pattern key: period
+    # 2), YaRN on every layer (factor 32 from 4096, rope base 150000),
+    # swiglu_oai experts, the o200k pre-tokenizer. Expert gate/up weights are
+    # scaled so that swiglu_oai's clamps at +-7 are reached.
+    dict(name="tiny-gpt-oss", arch="gpt-oss", seed=3001, n_layer=2, n_embd=128,
+         n_head=4, n_head_kv=2, head_dim=64, n_ff=64, n_expert=4, n_expert_used=2,
+         n_ff_exp=64, rope_base=150000.0, rope_base_swa=150000.0, n_swa=16, swa_period=2,
+         swa_rope_scaled=True, eps=1e-5, tied=False, rope="neox", qkv_bias=True,
+         n_ctx_train=131072, rope_scaling=dict(type="yarn", factor=32.0, orig_ctx=4096),
+         expert_scale=4.0, tokenizer_pre="gpt-4o",
+         notes="gpt-oss: sinks, sliding window 16 on layer 0, YaRN x32, "
+               "4 experts top-2 with biases, swiglu_oai, pre-tokenizer gpt-4o"),
 ]
 
 # --------------------------------------------------------------------------
@@ -109,6 +123,7 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
     """Returns name -> float32 array (NumPy shape = reversed ggml shape)."""
     rng = np.random.default_rng(spec["seed"])
     E, H, KV, D = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
+    gptoss = spec["arch"] == "gpt-oss"
 
     def lin(n_out, n_in):  # [n_out, n_in] = ggml [n_in, n_out]
         return rng.standard_normal((n_out, n_in)) / math.sqrt(n_in)
@@ -135,15 +150,27 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
             t[p + "attn_q_norm.weight"] = norm(D)
             t[p + "attn_k_norm.weight"] = norm(D)
         t[p + "attn_output.weight"] = lin(E, H * D)
+        if gptoss:
+            t[p + "attn_output.bias"] = 0.5 * rng.standard_normal(E)
+            # Sink logits around the typical row maximum, so the sink takes a
+            # visible share of the softmax.
+            t[p + "attn_sinks.weight"] = 1.0 + rng.standard_normal(H)
         if spec["arch"] == "gemma3":
             t[p + "post_attention_norm.weight"] = spec["post_norm_scale"] * norm(E)
-        t[p + "ffn_norm.weight"] = norm(E)
+        # gpt-oss names its pre-FFN norm post_attention_norm.
+        t[p + ("post_attention_norm.weight" if gptoss else "ffn_norm.weight")] = norm(E)
         if "n_expert" in spec:
             X, F = spec["n_expert"], spec["n_ff_exp"]
+            xs = spec.get("expert_scale", 1.0)
             t[p + "ffn_gate_inp.weight"] = 2.0 * lin(X, E)
-            t[p + "ffn_gate_exps.weight"] = rng.standard_normal((X, F, E)) / math.sqrt(E)
-            t[p + "ffn_up_exps.weight"] = rng.standard_normal((X, F, E)) / math.sqrt(E)
+            t[p + "ffn_gate_exps.weight"] = xs * rng.standard_normal((X, F, E)) / math.sqrt(E)
+            t[p + "ffn_up_exps.weight"] = xs * rng.standard_normal((X, F, E)) / math.sqrt(E)
             t[p + "ffn_down_exps.weight"] = rng.standard_normal((X, E, F)) / math.sqrt(F)
+            if gptoss:  # NumPy shape [X, F] = ggml [F, X]: row e is expert e's bias
+                t[p + "ffn_gate_inp.bias"] = 0.5 * rng.standard_normal(X)
+                t[p + "ffn_gate_exps.bias"] = 0.5 * rng.standard_normal((X, F))
+                t[p + "ffn_up_exps.bias"] = 0.5 * rng.standard_normal((X, F))
+                t[p + "ffn_down_exps.bias"] = 0.5 * rng.standard_normal((X, E))
         else:
             F = spec["n_ff"]
             t[p + "ffn_gate.weight"] = lin(F, E)
@@ -154,14 +181,16 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
     return {k: v.astype(np.float32) for k, v in t.items()}
 
 
-def copy_tokenizer(w: gguf.GGUFWriter) -> None:
+def copy_tokenizer(w: gguf.GGUFWriter, pre: str | None = None) -> None:
+    """Copies the tokenizer keys; `pre` replaces tokenizer.ggml.pre."""
     r = gguf.GGUFReader(str(TOKENIZER_SOURCE))
     for key, field in r.fields.items():
         if not key.startswith("tokenizer."):
             continue
         vtype = field.types[0]
         sub = field.types[1] if vtype == gguf.GGUFValueType.ARRAY else None
-        w.add_key_value(key, field.contents(), vtype, sub)
+        value = pre if key == "tokenizer.ggml.pre" and pre is not None else field.contents()
+        w.add_key_value(key, value, vtype, sub)
 
 
 def write_model(spec: dict, path: Path) -> None:
@@ -198,7 +227,7 @@ def write_model(spec: dict, path: Path) -> None:
         if "orig_ctx" in rs:
             w.add_rope_scaling_orig_ctx_len(rs["orig_ctx"])
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    copy_tokenizer(w)
+    copy_tokenizer(w, spec.get("tokenizer_pre"))
     w.add_vocab_size(N_VOCAB)
     for name, arr in make_tensors(spec).items():
         w.add_tensor(name, arr)
@@ -313,9 +342,16 @@ def case_inputs(case: str) -> tuple[bytes, list[int]]:
     return text, ids
 
 
-def write_case(out: Path, name: str, case: str, model_path: Path) -> None:
+def write_case(out: Path, name: str, case: str, model_path: Path, own_pre: bool = False) -> None:
     text, ids = case_inputs(case)
-    if llama_tokenize(model_path, text) != ids:
+    if own_pre:
+        # Another pre-tokenizer than the shared refdata's qwen2: its ids are
+        # llama.cpp's tokenization of the prompt with this file's vocabulary.
+        own = llama_tokenize(model_path, text)
+        print(f"  {name}.{case}: own pre-tokenizer, {len(own)} ids "
+              f"({'same as' if own == ids else 'differ from'} the shared refdata's)")
+        ids = own
+    elif llama_tokenize(model_path, text) != ids:
         raise RuntimeError("llama.cpp tokenizes the prompt differently from the shared refdata")
     prefill, gen, decode, gen_text = llama_reference(model_path, ids, CASES[case])
     base = out / f"{name}.{case}"
@@ -383,7 +419,8 @@ def rope_angles(spec, n_pos, layer):
     i = np.arange(D // 2, dtype=np.float64)[None, :]
     theta_ext = pos * base ** (-2.0 * i / D)
     rs = spec.get("rope_scaling")
-    if not rs or (spec.get("n_swa") and is_swa_layer(spec, layer)):
+    swa_unscaled = spec.get("n_swa") and is_swa_layer(spec, layer) and not spec.get("swa_rope_scaled")
+    if not rs or swa_unscaled:
         return theta_ext, 1.0
     scale = 1.0 / rs["factor"]
     if rs["type"] == "linear":
@@ -421,10 +458,17 @@ def is_swa_layer(spec, layer):
     return (layer + 1) % spec["swa_period"] != 0
 
 
+def swiglu_oai(g, u, alpha=1.702, limit=7.0):
+    g = np.minimum(g, limit)
+    u = np.clip(u, -limit, limit)
+    return g / (1.0 + np.exp(-alpha * g)) * (u + 1.0)
+
+
 def reference_forward(spec, t, ids, gelu):
     t = {k: v.astype(np.float64) for k, v in t.items()}
     n, E, H, KV, D = len(ids), spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
     eps, gemma = spec["eps"], spec["arch"] == "gemma3"
+    gptoss = spec["arch"] == "gpt-oss"
     x = t["token_embd.weight"][ids]
     if gemma:
         x = x * np.float64(np.float32(math.sqrt(E)))
@@ -452,14 +496,39 @@ def reference_forward(spec, t, ids, gelu):
             kh = hh // (H // KV)
             s = (q[:, hh] @ k[:, kh].T) / math.sqrt(D)
             s[mask] = -np.inf
+            if gptoss:  # the sink logit joins the denominator, with no value row
+                sink = t[p + "attn_sinks.weight"][hh]
+                m = np.maximum(s.max(axis=1, keepdims=True), sink)
+                e = np.exp(s - m)
+                att[:, hh] = (e @ v[:, kh]) / (e.sum(axis=1, keepdims=True) + np.exp(sink - m))
+                continue
             s = np.exp(s - s.max(axis=1, keepdims=True))
             att[:, hh] = (s / s.sum(axis=1, keepdims=True)) @ v[:, kh]
         o = att.reshape(n, H * D) @ t[p + "attn_output.weight"].T
+        if gptoss:
+            o = o + t[p + "attn_output.bias"]
         if gemma:
             o = rms_norm(o, t[p + "post_attention_norm.weight"], eps)
         x = x + o
-        h = rms_norm(x, t[p + "ffn_norm.weight"], eps)
-        if "n_expert" in spec:
+        h = rms_norm(x, t[p + ("post_attention_norm.weight" if gptoss else "ffn_norm.weight")], eps)
+        if gptoss:
+            # Router logits + bias; top-k by logit; softmax over the k chosen.
+            logits = h @ t[p + "ffn_gate_inp.weight"].T + t[p + "ffn_gate_inp.bias"]
+            order = np.argsort(-logits, axis=1)
+            srt = np.take_along_axis(logits, order, axis=1)
+            k_used = spec["n_expert_used"]
+            min_margin = min(min_margin, float((srt[:, k_used - 1] - srt[:, k_used]).min()))
+            f = np.zeros_like(x)
+            for r in range(n):
+                sel = order[r, :k_used]
+                wts = np.exp(logits[r, sel] - logits[r, sel].max())
+                wts /= wts.sum()
+                for e, wgt in zip(sel, wts):
+                    g = t[p + "ffn_gate_exps.weight"][e] @ h[r] + t[p + "ffn_gate_exps.bias"][e]
+                    u = t[p + "ffn_up_exps.weight"][e] @ h[r] + t[p + "ffn_up_exps.bias"][e]
+                    f[r] += wgt * (t[p + "ffn_down_exps.weight"][e] @ swiglu_oai(g, u)
+                                   + t[p + "ffn_down_exps.bias"][e])
+        elif "n_expert" in spec:
             logits = h @ t[p + "ffn_gate_inp.weight"].T
             prob = np.exp(logits - logits.max(axis=1, keepdims=True))
             prob /= prob.sum(axis=1, keepdims=True)
@@ -537,7 +606,7 @@ def main() -> int:
         write_model(spec, path)
         print(f"{path.name}: {path.stat().st_size} bytes ({spec['notes']})")
         for case in CASES:
-            write_case(args.out, spec["name"], case, path)
+            write_case(args.out, spec["name"], case, path, "tokenizer_pre" in spec)
     return 0
 
 

@@ -233,6 +233,10 @@ def conversations():
           m(a, "Now searching.", tool_calls=[SEARCH_CALL], reasoning_content="Need a café."),
           m("tool", "[\"Café de Flore\"]", tool_call_id="call_2", name="search_web"),
           m(a, "Café de Flore, 21 °C."), m(u, "Great.")], TOOLS, {}),
+        # gpt-oss's harmony template: its built-in tools (browser, python)
+        # beside function tools, and a model identity line.
+        ("builtin_tools", [m(u, "Look up today's news.")], TOOLS,
+         {"builtin_tools": ["browser", "python"], "model_identity": "You are a tiny test model."}),
         ("documents", [m(u, "Summarise the documents.")], None,
          {"documents": [{"title": "Doc A", "text": "Paris is the capital of France."},
                         {"title": "Doc B", "text": "Café culture\nis old."}]}),

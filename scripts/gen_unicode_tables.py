@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Generates src/tokenizer/unicode_tables.cc: the Unicode character classes the
-pre-tokenizers need (\\p{L}, \\p{M}, \\p{N}, \\p{P}, \\p{S}, \\p{Z}, \\s);
+pre-tokenizers need (\\p{L}, \\p{M}, \\p{N}, \\p{P}, \\p{S}, \\p{Z}, \\s, and
+the letter cases Lu / Lt versus Ll that the gpt-4o regex tells apart);
 and src/tokenizer/unicode_norm_tables.cc: the simple lowercase mapping and
 the first code point of each canonical decomposition (NFD), which the
 WordPiece (BERT) normaliser uses as llama.cpp does.
@@ -20,6 +21,8 @@ unicodedata.normalize("NFD", c), grouped into ranges of equal result.
 
 Output: one sorted array of runs. Entry i packs (first code point << 8) |
 class; the run covers code points up to the next entry's first code point - 1.
+The letter cases are runs of the same form: 1 for Lu and Lt (upper and title
+case), 2 for Ll (lower case), 0 for everything else.
 Lookup is a binary search (code points >= 0x80; ASCII uses a direct table
 built from the same data).
 """
@@ -71,6 +74,23 @@ def build_runs():
     return runs
 
 
+# Letter case runs; the values must match enum class LetterCase in unicode.h.
+def letter_case(cp):
+    cat = unicodedata.category(chr(cp))
+    return 1 if cat in ("Lu", "Lt") else 2 if cat == "Ll" else 0
+
+
+def build_case_runs():
+    runs = []
+    prev = None
+    for cp in range(MAX_CP + 1):
+        c = letter_case(cp)
+        if c != prev:
+            runs.append((cp, c))
+            prev = c
+    return runs
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out_path = os.path.join(root, "src", "tokenizer", "unicode_tables.cc")
@@ -105,6 +125,20 @@ def main():
         lines.append("    {0x%04x, 0x%04x}," % (lo, hi))
     lines.append("};")
     lines.append("extern const size_t kWhiteSpaceCount = sizeof(kWhiteSpace) / sizeof(kWhiteSpace[0]);")
+    lines.append("")
+    case_runs = build_case_runs()
+    lines.append("// kCaseRuns[i] = (first code point << 8) | LetterCase, runs as kClassRuns.")
+    lines.append("extern const uint32_t kCaseRuns[] = {")
+    row = []
+    for cp, c in case_runs:
+        row.append("0x%08x," % ((cp << 8) | c))
+        if len(row) == 8:
+            lines.append("    " + " ".join(row))
+            row = []
+    if row:
+        lines.append("    " + " ".join(row))
+    lines.append("};")
+    lines.append("extern const size_t kCaseRunCount = sizeof(kCaseRuns) / sizeof(kCaseRuns[0]);")
     lines.append("")
     lines.append("}  // namespace folio::tokenizer::detail")
     with open(out_path, "w", encoding="utf-8") as f:

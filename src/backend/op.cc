@@ -1,5 +1,7 @@
 #include "backend/op.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace folio {
@@ -339,6 +341,11 @@ bool check(Checker& c, const Op& op) {
                              c.eq(s1.ne[1], s0.ne[1], "mask ne1")));
     case OpKind::kGlu:
       if (!c.has(s0, "gate") || !c.type(s0, DType::F32, "gate") || !c.type(d, DType::F32, "dst")) return false;
+      if (op.p<GluParams>().kind == GluKind::kSwiGluOai &&
+          (!std::isfinite(op.p<GluParams>().alpha) || !(op.p<GluParams>().limit >= 0.0f) ||
+           !std::isfinite(op.p<GluParams>().limit))) {
+        return c.fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
+      }
       if (!s1.empty()) {
         return c.type(s1, DType::F32, "up") && c.shape_eq(s0, s1, "gate/up") && c.shape_eq(d, s0, "dst");
       }

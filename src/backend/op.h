@@ -62,7 +62,8 @@ enum class OpKind : int {
   kSoftMax,
   // Element-wise unary, F32 -> F32 (UnaryParams: silu, gelu, sigmoid, ...).
   kUnary,
-  // Gated linear unit (GluParams): dst = act(gate) * up. With src1: gate =
+  // Gated linear unit (GluParams): dst = act(gate) * up (kSwiGluOai: the
+  // clamped form defined at GluKind). With src1: gate =
   // src0, up = src1, same shapes. Without src1: src0 [2 * n, ...] holds gate in
   // the first half of each row and up in the second (swapped if params.swapped;
   // ignored with src1); dst [n, ...].
@@ -168,7 +169,15 @@ const char* op_kind_name(OpKind kind);
 enum class UnaryKind : int { kSilu, kGelu /* tanh approximation */, kGeluErf, kSigmoid, kSoftplus, kExp, kTanh, kRelu, kNeg };
 const char* unary_kind_name(UnaryKind kind);
 
-enum class GluKind : int { kSwiGlu /* silu(gate) * up */, kGeGlu /* gelu_tanh(gate) * up */, kGeGluErf };
+// kSwiGluOai (gpt-oss, ggml's swiglu_oai), with a = GluParams::alpha and
+// L = GluParams::limit: g = min(gate, L), u = clamp(up, -L, L),
+//   dst = g / (1 + e^(-a g)) * (u + 1).
+enum class GluKind : int {
+  kSwiGlu /* silu(gate) * up */,
+  kGeGlu /* gelu_tanh(gate) * up */,
+  kGeGluErf,
+  kSwiGluOai,
+};
 
 enum class RopeMode : int {
   kNormal,  // rotate adjacent pairs (x[2i], x[2i+1])  (llama)
@@ -221,6 +230,8 @@ struct UnaryParams {
 struct GluParams {
   GluKind kind = GluKind::kSwiGlu;
   bool swapped = false;  // single-tensor form: up first, then gate
+  float alpha = 1.702f;  // kSwiGluOai only: sigmoid slope
+  float limit = 7.0f;    // kSwiGluOai only: clamp of gate (above) and up (both sides)
 };
 
 struct TopKParams {

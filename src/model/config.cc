@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <cmath>
+#include <optional>
 
 #include "model/arch/arch.h"
 
@@ -198,11 +199,13 @@ Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
   c.moe.n_expert = static_cast<int>(n_expert);
   c.moe.n_expert_used = static_cast<int>(n_used);
   FOLIO_ASSIGN_OR_RETURN(int64_t gating, optional_int(f, arch_key(c, "expert_gating_func"), 1));
-  if (gating != 1 && gating != 2) {
-    return unsupported("model: key '{}' = {} (expected 1 softmax or 2 sigmoid)",
+  if (gating < 1 || gating > 3) {
+    return unsupported("model: key '{}' = {} (expected 1 softmax, 2 sigmoid or 3 softmax_weight)",
                        arch_key(c, "expert_gating_func"), gating);
   }
-  c.moe.gating = gating == 2 ? ExpertGating::kSigmoid : ExpertGating::kSoftmax;
+  c.moe.gating = gating == 2   ? ExpertGating::kSigmoid
+                 : gating == 3 ? ExpertGating::kSoftmaxWeight
+                               : ExpertGating::kSoftmax;
 
   FOLIO_ASSIGN_OR_RETURN(c.final_softcap,
                          optional_float(f, arch_key(c, "final_logit_softcapping"), 0.0f));
@@ -329,6 +332,57 @@ RopeParams ModelConfig::rope_params(int layer) const {
   return p;
 }
 
+Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& c, int64_t default_period,
+                       bool required) {
+  const std::string window_key = arch_key(c, "attention.sliding_window");
+  if (required && !f.has(window_key))
+    return not_found("model: missing required key '{}'", window_key);
+  if (f.has(window_key)) {
+    Result<int64_t> window = f.get_i64(window_key);
+    if (!window.ok() || *window < 0 || *window > (int64_t{1} << 30)) {
+      return invalid_argument("model: key '{}' must be an integer in [0, 2^30]", window_key);
+    }
+    c.n_swa = static_cast<int>(*window);
+    if (required && c.n_swa == 0) {
+      return invalid_argument("model: key '{}' must be positive", window_key);
+    }
+  }
+  if (c.n_swa == 0) return Status();
+
+  const std::string pattern_key = arch_key(c, "attention.sliding_window_pattern");
+  const gguf::Value* v = f.find(pattern_key);
+  if (v != nullptr && v->array() != nullptr) {
+    const gguf::Array& a = *v->array();
+    if (a.size() != static_cast<size_t>(c.n_layer)) {
+      return invalid_argument("model: key '{}' has {} values, expected one per layer ({})",
+                              pattern_key, a.size(), c.n_layer);
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (const std::vector<uint8_t>* b = a.bools()) {
+        c.swa_layers[i] = (*b)[i];
+      } else if (std::optional<int64_t> x = a.int_at(i)) {
+        c.swa_layers[i] = *x != 0;
+      } else {
+        return invalid_argument("model: key '{}' must hold bools or integers", pattern_key);
+      }
+    }
+  } else {
+    int64_t period = default_period;
+    if (v != nullptr) {
+      Result<int64_t> p = f.get_i64(pattern_key);
+      if (!p.ok() || *p < 0 || *p > (1 << 16)) {
+        return invalid_argument("model: key '{}' must be an integer period in [0, 65536]",
+                                pattern_key);
+      }
+      period = *p;
+    }
+    for (int il = 0; il < c.n_layer; ++il) {
+      c.swa_layers[static_cast<size_t>(il)] = period == 0 || il % period < period - 1;
+    }
+  }
+  return Status();
+}
+
 Status validate_config(const ModelConfig& c) {
   FOLIO_RETURN_IF_ERROR(positive("n_vocab", c.n_vocab, int64_t{1} << 31));
   FOLIO_RETURN_IF_ERROR(positive("context_length", c.n_ctx_train, int64_t{1} << 31));
@@ -409,6 +463,7 @@ std::string ModelConfig::summary() const {
   }
   if (n_swa > 0) s += fmt::format(", sliding window {} (base {:g})", n_swa, rope.freq_base_swa);
   if (final_softcap > 0.0f) s += fmt::format(", final softcap {:g}", final_softcap);
+  if (attn_sinks) s += ", attention sinks";
   if (is_hybrid()) {
     int n_rec = 0;
     for (int l = 0; l < n_layer; ++l) n_rec += is_recurrent(l) ? 1 : 0;

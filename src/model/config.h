@@ -29,7 +29,10 @@ const char* rope_scaling_name(RopeScaling s);
 // How a layer's query/key/value/output projections may carry biases.
 enum class BiasMode : int { kNone, kOptional, kRequired };
 
-enum class ExpertGating : int { kSoftmax, kSigmoid };
+// How router logits become expert weights: softmax (or sigmoid) over all
+// experts, top-k by probability; or kSoftmaxWeight (gpt-oss): top-k by logit,
+// then a softmax over the k chosen logits.
+enum class ExpertGating : int { kSoftmax, kSigmoid, kSoftmaxWeight };
 
 // How an embedding model turns its token vectors into one vector per input
 // (`<arch>.pooling_type`, llama.cpp's values): none (a vector per token),
@@ -65,6 +68,7 @@ struct MoeConfig {
   int64_t n_ff_exp = 0;       // expert_feed_forward_length
   bool norm_weights = false;  // renormalise the top-k gate weights to sum 1
   ExpertGating gating = ExpertGating::kSoftmax;
+  bool biases = false;  // router bias and per-expert gate/up/down biases (gpt-oss)
 };
 
 // Gated DeltaNet layers of the hybrid models (qwen3next, qwen35, qwen35moe;
@@ -119,6 +123,7 @@ struct ModelConfig {
   bool qk_norm = false;                 // attn_{q,k}_norm.weight, RMS over head_dim
   bool post_norms = false;              // post_attention_norm / post_ffw_norm (gemma)
   bool rope_freq_factors = false;       // optional rope_freqs.weight (llama 3.1)
+  bool attn_sinks = false;              // attn_sinks.weight: per-head softmax logit (gpt-oss)
   GluKind ffn_glu = GluKind::kSwiGlu;   // dense and expert FFN activation
 
   // Hybrid models (qwen3next, qwen35*): gated DeltaNet layers beside
@@ -166,6 +171,14 @@ struct ModelConfig {
 
 // Helpers shared by the family files (model/arch/*.cc): `<arch>.<suffix>`.
 std::string arch_key(const ModelConfig& cfg, const char* suffix);
+// The sliding-window layout (gemma3, gpt-oss): cfg.n_swa from
+// `attention.sliding_window` (absent or 0: no sliding window; `required`:
+// absent is an error) and cfg.swa_layers from
+// `attention.sliding_window_pattern`: one flag per layer (an array), or a
+// period P (default `default_period`) that makes layer il local unless
+// il % P == P - 1 (P = 0: every layer local), as llama.cpp's set_swa_pattern.
+Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& cfg, int64_t default_period,
+                       bool required);
 // Validates the derived config (called by from_gguf after the family hook).
 Status validate_config(const ModelConfig& cfg);
 

@@ -582,7 +582,7 @@ void ForwardContext::set_rows(const TensorView& table, const TensorView& rows,
 TensorView ForwardContext::flash_attn(const TensorView& q, const TensorView& k, const TensorView& v,
                                       const TensorView& seq_idx, const TensorView& pos,
                                       const TensorView& kv_len, const TensorView& block_table,
-                                      const AttentionParams& p) {
+                                      const AttentionParams& p, const TensorView& sinks) {
   Op op;
   op.kind = OpKind::kFlashAttn;
   op.src[0] = q;
@@ -592,6 +592,7 @@ TensorView ForwardContext::flash_attn(const TensorView& q, const TensorView& k, 
   op.src[4] = pos;
   op.src[5] = kv_len;
   op.src[6] = block_table;
+  op.src[7] = sinks;
   op.params = p;
   return run_new(op, DType::F32, {v.ne[0], q.ne[1], q.ne[2], 1});
 }

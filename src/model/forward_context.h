@@ -133,13 +133,15 @@ class ForwardContext {
                   const TensorView& freq_factors = {});
   TensorView soft_max(const TensorView& x, float scale = 1.0f);
   TensorView unary(const TensorView& x, UnaryKind kind, TensorView dst = {});
-  TensorView glu(const TensorView& gate, const TensorView& up, GluKind kind);
+  TensorView glu(const TensorView& gate, const TensorView& up, GluKind kind);  // default GluParams
   TensorView top_k(const TensorView& x, int k);
   void set_rows(const TensorView& table, const TensorView& rows, const TensorView& slots);
-  // q [D, Hq, T]; k/v cache views; metadata I32. Returns [Dv, Hq, T].
+  // q [D, Hq, T]; k/v cache views; metadata I32; optional per-head sink
+  // logits F32 [Hq]. Returns [Dv, Hq, T].
   TensorView flash_attn(const TensorView& q, const TensorView& k, const TensorView& v,
                         const TensorView& seq_idx, const TensorView& pos, const TensorView& kv_len,
-                        const TensorView& block_table, const AttentionParams& p);
+                        const TensorView& block_table, const AttentionParams& p,
+                        const TensorView& sinks = {});
 
   // Runs a prepared op (skipped after an error).
   void run(const Op& op);

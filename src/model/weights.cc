@@ -163,6 +163,10 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
         FOLIO_RETURN_IF_ERROR(add(n("attn_output.bias"), shape(e),
                                   cfg.out_bias == BiasMode::kRequired, OpKind::kAdd, &l.bo));
       }
+      if (cfg.attn_sinks) {
+        FOLIO_RETURN_IF_ERROR(
+            add(n("attn_sinks.weight"), shape(hq), true, OpKind::kFlashAttn, &l.attn_sinks));
+      }
       if (cfg.qk_norm) {
         FOLIO_RETURN_IF_ERROR(
             add(n("attn_q_norm.weight"), shape(dk), true, OpKind::kRmsNorm, &l.attn_q_norm));
@@ -187,6 +191,16 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
           add(n("ffn_up_exps.weight"), shape(e, fx, x), true, OpKind::kMulMatId, &l.ffn_up_exps));
       FOLIO_RETURN_IF_ERROR(add(n("ffn_down_exps.weight"), shape(fx, e, x), true, OpKind::kMulMatId,
                                 &l.ffn_down_exps));
+      if (cfg.moe.biases) {  // expert biases are gathered by expert id (get_rows)
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_gate_inp.bias"), shape(x), true, OpKind::kAdd, &l.ffn_gate_inp_b));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_gate_exps.bias"), shape(fx, x), true, OpKind::kGetRows, &l.ffn_gate_exps_b));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_up_exps.bias"), shape(fx, x), true, OpKind::kGetRows, &l.ffn_up_exps_b));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_down_exps.bias"), shape(e, x), true, OpKind::kGetRows, &l.ffn_down_exps_b));
+      }
       if (cfg.n_ff_shexp > 0) {
         const int64_t fs = cfg.n_ff_shexp;
         FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_inp_shexp.weight"), shape(e), true, OpKind::kMulMat,

@@ -30,6 +30,7 @@ struct LayerWeights {
   TensorView bv;              // [Hkv * Dv]
   TensorView wo;              // [Hq * Dv, E]
   TensorView bo;              // [E]          optional
+  TensorView attn_sinks;      // [Hq]         gpt-oss: per-head sink logit
   TensorView attn_q_norm;     // [Dk]         qwen3, gemma3
   TensorView attn_k_norm;     // [Dk]
   TensorView attn_post_norm;  // [E]          gemma3
@@ -42,6 +43,11 @@ struct LayerWeights {
   TensorView ffn_gate_exps;   // [E, Fx, X]
   TensorView ffn_up_exps;     // [E, Fx, X]
   TensorView ffn_down_exps;   // [Fx, E, X]
+  // Router and expert biases (gpt-oss).
+  TensorView ffn_gate_inp_b;   // [X]
+  TensorView ffn_gate_exps_b;  // [Fx, X]  row e: expert e's bias
+  TensorView ffn_up_exps_b;    // [Fx, X]
+  TensorView ffn_down_exps_b;  // [E, X]
   // Shared expert (qwen3next, qwen35moe), Fs = n_ff_shexp.
   TensorView ffn_gate_inp_shexp;  // [E]     its sigmoid gate
   TensorView ffn_gate_shexp;      // [E, Fs]

@@ -107,6 +107,78 @@ size_t match_llama3_family(const DecodedText& t, size_t i, size_t e) {
   return match_space_run(t, i, e);
 }
 
+// --- gpt-4o (o200k) -----------------------------------------------------------
+//   [^\r\n\p{L}\p{N}]?UPPER*LOWER+CONTRACTION?|[^\r\n\p{L}\p{N}]?UPPER+LOWER*CONTRACTION?|
+//   \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// UPPER = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], LOWER = [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+// (Lm, Lo and marks are in both), CONTRACTION = (?i:'s|'t|'re|'ve|'m|'ll|'d)
+// with ASCII case folding.
+
+bool o200k_upper(const DecodedText& t, size_t k) {
+  if (has(t, k, kCpMark)) return true;
+  return has(t, k, kCpLetter) && letter_case(t.cps[k]) != LetterCase::kLower;
+}
+
+bool o200k_lower(const DecodedText& t, size_t k) {
+  if (has(t, k, kCpMark)) return true;
+  return has(t, k, kCpLetter) && letter_case(t.cps[k]) != LetterCase::kUpper;
+}
+
+template <bool (*kIn)(const DecodedText&, size_t)>
+size_t o200k_run(const DecodedText& t, size_t i, size_t e) {
+  while (i < e && kIn(t, i)) ++i;
+  return i;
+}
+
+// The end of CONTRACTION? at `end` (greedy: taken when it matches).
+size_t o200k_contraction(const DecodedText& t, size_t end, size_t e) {
+  return end < e ? end + match_contraction(t, end, e, /*ci=*/true) : end;
+}
+
+// UPPER*LOWER+CONTRACTION? from s: the end of the match, or 0. UPPER* is
+// greedy and gives back one code point at a time until LOWER+ can start (at
+// a LOWER code point), so the first success is the latest such start.
+size_t o200k_upper_lower(const DecodedText& t, size_t s, size_t e) {
+  const size_t u_end = o200k_run<o200k_upper>(t, s, e);
+  for (size_t j = u_end + 1; j-- > s;) {
+    if (j < e && o200k_lower(t, j)) return o200k_contraction(t, o200k_run<o200k_lower>(t, j, e), e);
+  }
+  return 0;
+}
+
+// UPPER+LOWER*CONTRACTION? from s: the end of the match, or 0.
+size_t o200k_upper_then_lower(const DecodedText& t, size_t s, size_t e) {
+  const size_t u_end = o200k_run<o200k_upper>(t, s, e);
+  if (u_end == s) return 0;
+  return o200k_contraction(t, o200k_run<o200k_lower>(t, u_end, e), e);
+}
+
+size_t match_o200k(const DecodedText& t, size_t i, size_t e) {
+  // The two letter alternatives in order, each with the optional
+  // [^\r\n\p{L}\p{N}] prefix tried first.
+  const bool prefix = !has(t, i, kCpNewline | kCpLetter | kCpNumber) && i + 1 < e;
+  for (auto alt : {o200k_upper_lower, o200k_upper_then_lower}) {
+    if (prefix) {
+      if (size_t end = alt(t, i + 1, e)) return end - i;
+    }
+    if (size_t end = alt(t, i, e)) return end - i;
+  }
+  if (has(t, i, kCpNumber)) return std::min<size_t>(run_of(t, i, e, kCpNumber) - i, 3);
+  constexpr uint8_t kNotOther = kCpLetter | kCpNumber | kCpSpace;
+  const size_t k = (t.cps[i] == ' ' && i + 1 < e && !has(t, i + 1, kNotOther)) ? i + 1 : i;
+  if (!has(t, k, kNotOther)) {
+    size_t end = run_without(t, k, e, kNotOther);
+    while (end < e && (has(t, end, kCpNewline) || t.cps[end] == '/')) ++end;
+    return end - i;
+  }
+  // \s*[\r\n]+ : up to and including the last newline of the space run.
+  const size_t k_end = run_of(t, i, e, kCpSpace);
+  for (size_t p = k_end; p > i; --p) {
+    if (has(t, p - 1, kCpNewline)) return p - i;
+  }
+  return match_space_run(t, i, e);
+}
+
 // [\p{P}\$\+<=>\^~\|`]+ (falcon) and [\p{P}\$\+<=>\^~\|]+ (default): the
 // ASCII symbols Hugging Face's Punctuation pre-tokenizer also counts.
 template <bool kBacktick>
@@ -226,6 +298,7 @@ constexpr Matcher kDeepseekSteps[] = {
     match_numbers,
 };
 constexpr Matcher kNewlineSteps[] = {match_line_or_newlines};
+constexpr Matcher kGpt4oSteps[] = {match_o200k};
 
 Sequence sequence_for(PreTokenizer kind) {
   switch (kind) {
@@ -249,6 +322,8 @@ Sequence sequence_for(PreTokenizer kind) {
       return {kDeepseekSteps, std::size(kDeepseekSteps)};
     case PreTokenizer::kNewlines:
       return {kNewlineSteps, std::size(kNewlineSteps)};
+    case PreTokenizer::kGpt4o:
+      return {kGpt4oSteps, std::size(kGpt4oSteps)};
   }
   return {nullptr, 0};
 }
@@ -317,6 +392,8 @@ constexpr NameEntry kNames[] = {
     {"smollm", info(PreTokenizer::kStarcoder, false, false, false)},
     {"falcon", info(PreTokenizer::kFalcon)},
     {"deepseek-llm", info(PreTokenizer::kDeepseekLlm, false, false, false)},
+    {"gpt-4o", info(PreTokenizer::kGpt4o, false, false, false)},
+    {"llama4", info(PreTokenizer::kGpt4o, false, false, false)},
 };
 
 }  // namespace

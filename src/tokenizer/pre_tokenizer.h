@@ -19,6 +19,13 @@
 //   deepseek-llm  [\r\n], \s?[cased letters]+, \s?[ASCII/fullwidth punct]+, \s+$,
 //             [CJK]+, \p{N}+
 //   newlines  [^\n]+|[\n]+ (Gemma 4: BPE over the whole line)
+//   gpt4o     [^\r\n\p{L}\p{N}]?UPPER*LOWER+C?|[^\r\n\p{L}\p{N}]?UPPER+LOWER*C?|
+//             \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//             with UPPER = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], LOWER =
+//             [\p{Ll}\p{Lm}\p{Lo}\p{M}], C = (?i:'s|'t|'re|'ve|'m|'ll|'d)
+//             (o200k: gpt-4o, gpt-oss, llama4). llama.cpp rewrites UPPER as
+//             "a letter other than a-z" and LOWER as "a letter other than
+//             A-Z" (no marks); the two agree on ASCII text.
 #pragma once
 
 #include <string_view>
@@ -39,6 +46,7 @@ enum class PreTokenizer {
   kFalcon,
   kDeepseekLlm,
   kNewlines,
+  kGpt4o,
 };
 
 // What a `tokenizer.ggml.pre` name implies: its regex family and the defaults

@@ -15,6 +15,8 @@ extern const uint32_t kLowercase[][2];
 extern const size_t kLowercaseCount;
 extern const uint32_t kNfdFirst[][3];
 extern const size_t kNfdFirstCount;
+extern const uint32_t kCaseRuns[];
+extern const size_t kCaseRunCount;
 }  // namespace detail
 
 namespace {
@@ -68,6 +70,19 @@ const std::array<uint8_t, 256>& latin1_flags() {
 
 CharClass char_class(uint32_t cp) {
   return lookup_class(cp);
+}
+
+LetterCase letter_case(uint32_t cp) {
+  if (cp < 0x80) {
+    return cp >= 'A' && cp <= 'Z'   ? LetterCase::kUpper
+           : cp >= 'a' && cp <= 'z' ? LetterCase::kLower
+                                    : LetterCase::kNone;
+  }
+  if (cp > 0x10FFFF) return LetterCase::kNone;
+  const uint32_t key = (cp << 8) | 0xFF;
+  const uint32_t* end = detail::kCaseRuns + detail::kCaseRunCount;
+  const uint32_t* it = std::upper_bound(detail::kCaseRuns, end, key);
+  return static_cast<LetterCase>(it[-1] & 0xFF);
 }
 
 bool is_whitespace(uint32_t cp) {

@@ -33,6 +33,11 @@ inline constexpr uint32_t kInvalidByteBase = 0x110000;
 inline constexpr uint32_t kReplacementChar = 0xFFFD;
 
 CharClass char_class(uint32_t cp);
+
+// The case of a letter, as the general categories tell it: Lu and Lt (upper
+// and title case), Ll (lower case); kNone for Lm, Lo and every non-letter.
+enum class LetterCase : uint8_t { kNone = 0, kUpper = 1, kLower = 2 };
+LetterCase letter_case(uint32_t cp);
 // Unicode White_Space (what \s matches).
 bool is_whitespace(uint32_t cp);
 // The simple lowercase mapping (UnicodeData.txt); cp itself when it has none.

@@ -414,6 +414,33 @@ TEST(RefGlu, SplitAndFusedForms) {
   EXPECT_FLOAT_EQ(d.f()[0], 0.8413447461f * 2);
 }
 
+// swiglu_oai: gate clamped above at the limit only, up on both sides, then
+// g * sigmoid(alpha g) * (u + 1).
+TEST(RefGlu, SwiGluOaiClamps) {
+  const std::vector<float> g = {1.0f, 9.0f, -9.0f, 2.0f}, u = {0.5f, 1.0f, 3.0f, -8.0f};
+  Tensor gate(DType::F32, {4}), up(DType::F32, {4}), d(DType::F32, {4});
+  set_f32(gate, g);
+  set_f32(up, u);
+  Op op = binary_op(OpKind::kGlu, gate, up, d);
+  op.params = GluParams{GluKind::kSwiGluOai, false};  // alpha 1.702, limit 7
+  ASSERT_TRUE(run_ref(op, "glu.ref").ok());
+  auto f = [](double gv, double uv) { return gv / (1 + std::exp(-1.702 * gv)) * (uv + 1); };
+  EXPECT_FLOAT_EQ(d.f()[0], static_cast<float>(f(1.0, 0.5)));
+  EXPECT_FLOAT_EQ(d.f()[1], static_cast<float>(f(7.0, 1.0)));   // gate 9 -> 7
+  EXPECT_FLOAT_EQ(d.f()[2], static_cast<float>(f(-9.0, 3.0)));  // no lower clamp on gate
+  EXPECT_FLOAT_EQ(d.f()[3], static_cast<float>(f(2.0, -7.0)));  // up -8 -> -7
+  GluParams other{GluKind::kSwiGluOai, false};
+  other.alpha = 1.0f;
+  other.limit = 0.5f;
+  op.params = other;
+  ASSERT_TRUE(run_ref(op, "glu.ref").ok());
+  EXPECT_FLOAT_EQ(d.f()[0], static_cast<float>(0.5 / (1 + std::exp(-0.5)) * 1.5));
+  // A negative limit is invalid.
+  other.limit = -1.0f;
+  op.params = other;
+  EXPECT_FALSE(validate_op(op).ok());
+}
+
 // ---------------------------------------------------------------------------
 // top_k / argsort
 

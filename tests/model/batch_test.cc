@@ -117,6 +117,9 @@ TEST(MultiSequenceBatch, Qwen3MoeExactlyAsAlone) {
 TEST(MultiSequenceBatch, Gemma3SlidingWindowExactlyAsAlone) {
   check_model(local_refdata_dir() + "/tiny-gemma3-f32.gguf");
 }
+TEST(MultiSequenceBatch, GptOssSinksSlidingWindowExactlyAsAlone) {
+  check_model(local_refdata_dir() + "/tiny-gpt-oss-f32.gguf");
+}
 
 }  // namespace
 }  // namespace folio::model::testing

@@ -139,6 +139,50 @@ TEST(ModelLoad, Qwen2NeedsItsBiases) {
   EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "missing required tensor 'blk.0.attn_q.bias'");
 }
 
+// gpt-oss requires experts, a sliding window and its biases and sinks.
+TEST(ModelLoad, GptOssNeedsExpertsWindowBiasesAndSinks) {
+  SyntheticModel s = SyntheticModel::llama();
+  std::vector<std::pair<std::string, gguf::Value>> renamed;
+  for (auto& [k, v] : s.metadata) {
+    renamed.emplace_back(k.rfind("llama.", 0) == 0 ? "gpt-oss." + k.substr(6) : k, v);
+  }
+  s.metadata = renamed;
+  s.set("general.architecture", "gpt-oss");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "missing required key 'gpt-oss.expert_count'");
+  s.set("gpt-oss.expert_count", uint32_t{4});
+  s.set("gpt-oss.expert_used_count", uint32_t{2});
+  s.set("gpt-oss.expert_feed_forward_length", uint32_t{32});
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound,
+                    "missing required key 'gpt-oss.attention.sliding_window'");
+  s.set("gpt-oss.attention.sliding_window", uint32_t{0});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument,
+                    "'gpt-oss.attention.sliding_window' must be positive");
+  s.set("gpt-oss.attention.sliding_window", uint32_t{8});
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "missing required tensor 'blk.0.attn_output.bias'");
+}
+
+// The released layout, read from the tiny file: layer 0 slides, layer 1 is
+// global, both with the same (YaRN) rope scaling.
+TEST(ModelLoad, GptOssTraits) {
+  Result<std::unique_ptr<Model>> m = Model::load(local_refdata_dir() + "/tiny-gpt-oss-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const ModelConfig& c = (*m)->config();
+  EXPECT_TRUE(c.attn_sinks);
+  EXPECT_TRUE(c.moe.biases);
+  EXPECT_EQ(c.moe.gating, ExpertGating::kSoftmaxWeight);
+  EXPECT_EQ(c.ffn_glu, GluKind::kSwiGluOai);
+  EXPECT_EQ(c.n_swa, 16);
+  EXPECT_TRUE(c.is_swa(0));
+  EXPECT_FALSE(c.is_swa(1));
+  EXPECT_EQ(c.rope.scaling, RopeScaling::kYarn);
+  EXPECT_EQ(c.rope_params(0).freq_scale, c.rope_params(1).freq_scale);
+  EXPECT_FLOAT_EQ(c.rope_params(0).freq_scale, 1.0f / 32.0f);
+  EXPECT_EQ(c.rope_params(0).freq_base, c.rope_params(1).freq_base);
+  EXPECT_FLOAT_EQ(c.kq_scale(), 0.125f);
+  EXPECT_FALSE((*m)->weights().layers[1].attn_sinks.empty());
+  EXPECT_FALSE((*m)->weights().layers[1].ffn_down_exps_b.empty());
+}
+
 TEST(ModelLoad, UnreadableFileNamesThePath) {
   Result<std::unique_ptr<Model>> m = Model::load("/nonexistent/dir/model.gguf");
   ASSERT_FALSE(m.ok());

@@ -134,8 +134,9 @@ std::vector<ModelCase> model_cases() {
   for (const char* n : {"tiny-llama", "tiny-qwen3"}) {
     v.push_back({shared_models_dir() + "/" + n + "-f32.gguf", n});
   }
-  for (const char* n : {"tiny-qwen2", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma3-swa2-softcap",
-                        "tiny-llama-rope-linear", "tiny-llama-yarn", "tiny-llama-mha"}) {
+  for (const char* n :
+       {"tiny-qwen2", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma3-swa2-softcap",
+        "tiny-llama-rope-linear", "tiny-llama-yarn", "tiny-llama-mha", "tiny-gpt-oss"}) {
     v.push_back({local_refdata_dir() + "/" + n + "-f32.gguf", n});
   }
   return v;

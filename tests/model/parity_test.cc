@@ -1,6 +1,6 @@
 // llama.cpp parity on tiny random-weight F32 models (shared refdata:
-// tiny-llama, tiny-qwen3; this suite's refdata: qwen2, qwen3moe, gemma3 and
-// llama rope-scaling variants). For each model and case:
+// tiny-llama, tiny-qwen3; this suite's refdata: qwen2, qwen3moe, gemma3,
+// llama rope-scaling variants and gpt-oss). For each model and case:
 //   - prefill: the prompt as one batch from position 0, logits of every
 //     position vs M.C.prefill.npy;
 //   - decode: the reference continuation fed one token at a time through the
@@ -16,7 +16,8 @@
 // 2.8e-3 on tiny-llama and 3.1e-3 on tiny-qwen3 long; 1.3e-2 decode). folio's
 // f16 cache lands at the same 2-3e-3 (rounding K/V to f16 dominates), so the
 // gate is 4e-3 prefill (gemma3 8e-3: the f16 spread plus its GELU-table
-// allowance) and 1.3e-2 decode, and every greedy token must still match.
+// allowance; gpt-oss its own measured spread, below) and 1.3e-2 decode, and
+// every greedy token must still match.
 // Q8_0 KV cache: see q8_params() below.
 // Every case runs on both caches: contiguous and paged (blocks of 16 in a
 // pool sized for the sequence); their logits are bit-identical
@@ -39,8 +40,9 @@ struct RefModel {
 std::vector<RefModel> ref_models() {
   std::vector<RefModel> v;
   for (const char* n : {"tiny-llama", "tiny-qwen3"}) v.push_back({n, shared_models_dir()});
-  for (const char* n : {"tiny-qwen2", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma3-swa2-softcap",
-                        "tiny-llama-rope-linear", "tiny-llama-yarn", "tiny-llama-mha"}) {
+  for (const char* n :
+       {"tiny-qwen2", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma3-swa2-softcap",
+        "tiny-llama-rope-linear", "tiny-llama-yarn", "tiny-llama-mha", "tiny-gpt-oss"}) {
     v.push_back({n, local_refdata_dir()});
   }
   return v;
@@ -116,6 +118,14 @@ TEST_P(RefParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   const bool f16 = p.kv != DType::F32;
   float tol_prefill = f16 ? (gemma ? 8e-3f : 4e-3f) : (gemma ? 5e-3f : 1e-3f);
   float tol_decode = f16 ? 1.3e-2f : (gemma ? 5e-3f : 1e-3f);
+  if (f16 && m.config().arch == "gpt-oss") {
+    // llama.cpp's own f16-KV + flash-attention run moves this model's logits
+    // further (measured against its F32 run: 1.30e-2 prefill, 1.84e-2
+    // decode; the larger activations of its scaled experts and biases make
+    // f16 K/V rounding count more); folio's f16 cache lands at 1.2e-2.
+    tol_prefill = 1.3e-2f;
+    tol_decode = 1.9e-2f;
+  }
   if (p.kv == DType::Q8_0) tol_prefill = tol_decode = 0.25f;
 
   auto ctx = ForwardContext::with_device(device, 2);
@@ -133,11 +143,12 @@ INSTANTIATE_TEST_SUITE_P(F16Kv, RefParity, ::testing::ValuesIn(params(DType::F16
 // for quantized V): K/V rounded to 8 bits per 32-element block moves the
 // logits by 0.04-0.1 on these models (measured), well inside 0.25, and every
 // greedy token stays. Dense models only: in qwen3moe a router margin of 1e-4
-// lets one token pick another expert, a legitimate jump of ~2.6.
+// lets one token pick another expert, a legitimate jump of ~2.6 (gpt-oss,
+// also routed, is left out for the same reason).
 std::vector<Param> q8_params() {
   std::vector<Param> v;
   for (const Param& p : params(DType::Q8_0)) {
-    if (p.model.name != "tiny-qwen3moe") v.push_back(p);
+    if (p.model.name != "tiny-qwen3moe" && p.model.name != "tiny-gpt-oss") v.push_back(p);
   }
   return v;
 }

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "core/check.h"
 #include "core/fp16.h"
@@ -725,8 +726,10 @@ void add_unary(CaseList& cases) {
 }
 
 void add_glu(CaseList& cases) {
-  const std::pair<GluKind, const char*> kinds[] = {
-      {GluKind::kSwiGlu, "swiglu"}, {GluKind::kGeGlu, "geglu"}, {GluKind::kGeGluErf, "geglu_erf"}};
+  const std::pair<GluKind, const char*> kinds[] = {{GluKind::kSwiGlu, "swiglu"},
+                                                   {GluKind::kGeGlu, "geglu"},
+                                                   {GluKind::kGeGluErf, "geglu_erf"},
+                                                   {GluKind::kSwiGluOai, "swiglu_oai"}};
   for (const auto& [kind, name] : kinds) {
     const double nmse = kind == GluKind::kGeGlu ? 1e-6 : 1e-7;
     {
@@ -749,6 +752,23 @@ void add_glu(CaseList& cases) {
       c->max_nmse = nmse;
       cases.push_back(std::move(c));
     }
+  }
+  // swiglu_oai across its clamps (gate above 7, up beyond +-7), with gpt-oss's
+  // alpha 1.702 and another alpha / limit pair.
+  for (const auto& [alpha, limit] : {std::pair{1.702f, 7.0f}, std::pair{0.5f, 3.0f}}) {
+    GluParams gp{GluKind::kSwiGluOai, false};
+    gp.alpha = alpha;
+    gp.limit = limit;
+    auto c = new_case(
+        fmt::format("glu swiglu_oai split [517, 6] in [-12, 12] alpha {} limit {}", alpha, limit),
+        OpKind::kGlu, gp);
+    c->op.src[0] = c->alloc(DType::F32, {517, 6});
+    c->fill_uniform(c->op.src[0], -12, 12);
+    c->op.src[1] = c->alloc(DType::F32, {517, 6});
+    c->fill_uniform(c->op.src[1], -12, 12);
+    c->op.dst = c->alloc(DType::F32, {517, 6});
+    c->max_nmse = 1e-7;
+    cases.push_back(std::move(c));
   }
 }
 

@@ -90,6 +90,41 @@ TEST(PreTokenizer, Newlines) {
   EXPECT_EQ(split(PreTokenizer::kNone, "a b\n"), (V{"a b\n"}));
 }
 
+// o200k (gpt-4o, gpt-oss): case-aware letter runs with the contraction
+// attached, numbers in threes, '/' joins the trailing newlines of a
+// punctuation run.
+TEST(PreTokenizer, Gpt4o) {
+  const auto k = PreTokenizer::kGpt4o;
+  EXPECT_EQ(split(k, "Hello world"), (V{"Hello", " world"}));
+  // UPPER*LOWER+: a new word starts at each upper-case letter after a lower one.
+  EXPECT_EQ(split(k, "HelloWorld camelCase"), (V{"Hello", "World", " camel", "Case"}));
+  EXPECT_EQ(split(k, "HTTPServer"), (V{"HTTPServer"}));
+  // UPPER+LOWER*: all capitals, with the contraction (any case) attached.
+  EXPECT_EQ(split(k, "ABC def"), (V{"ABC", " def"}));
+  EXPECT_EQ(split(k, "I'M DON'T don't"), (V{"I'M", " DON'T", " don't"}));
+  EXPECT_EQ(split(k, "they're we'VE"), (V{"they're", " we'VE"}));
+  // A lone apostrophe-s is a prefix and a letter run.
+  EXPECT_EQ(split(k, "x 's"), (V{"x", " '", "s"}));
+  EXPECT_EQ(split(k, "1234567"), (V{"123", "456", "7"}));
+  // [^\r\n\p{L}\p{N}]? prefix: one non-letter before a letter run.
+  EXPECT_EQ(split(k, "(hello) $x a/b"), (V{"(hello", ")", " $", "x", " a", "/b"}));
+  EXPECT_EQ(split(k, "x;\n\ny"), (V{"x", ";\n\n", "y"}));
+  EXPECT_EQ(split(k, "1/2 !!//\nz"), (V{"1", "/", "2", " !!//\n", "z"}));
+  EXPECT_EQ(split(k, "  \n  \n x"), (V{"  \n  \n", " x"}));
+  EXPECT_EQ(split(k, "end  "), (V{"end", "  "}));
+  // Non-ASCII: the general categories decide (llama.cpp's rewritten regex
+  // would keep "a\xC3\x89" together). U+00C9 is Lu.
+  EXPECT_EQ(split(k,
+                  "\xC3\x89"
+                  "a a\xC3\x89"),
+            (V{"\xC3\x89"
+               "a",
+               " a", "\xC3\x89"}));
+  // Marks join either class: e + U+0301 is one run; Lo (CJK) too.
+  EXPECT_EQ(split(k, "e\xCC\x81t\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87"),
+            (V{"e\xCC\x81t\xC3\xA9", " \xE4\xB8\xAD\xE6\x96\x87"}));
+}
+
 TEST(PreTokenizer, Names) {
   PreTokenizerInfo info;
   ASSERT_TRUE(pre_tokenizer_from_name("llama-bpe", &info));
@@ -99,6 +134,10 @@ TEST(PreTokenizer, Names) {
   ASSERT_TRUE(pre_tokenizer_from_name("qwen2", &info));
   EXPECT_EQ(info.kind, PreTokenizer::kQwen2);
   EXPECT_FALSE(info.clean_spaces);
+  ASSERT_TRUE(pre_tokenizer_from_name("gpt-4o", &info));
+  EXPECT_EQ(info.kind, PreTokenizer::kGpt4o);
+  EXPECT_FALSE(info.clean_spaces);
+  EXPECT_FALSE(info.ignore_merges);
   ASSERT_TRUE(pre_tokenizer_from_name("gpt-2", &info));
   EXPECT_EQ(info.kind, PreTokenizer::kGpt2);
   EXPECT_FALSE(pre_tokenizer_from_name("no-such-tokenizer", &info));

@@ -147,5 +147,35 @@ INSTANTIATE_TEST_SUITE_P(Tokenizer, RefdataPrompt,
                            return s;
                          });
 
+// tests/model/refdata/tiny-gpt-oss: the shared prompts tokenized with the
+// o200k pre-tokenizer ("gpt-4o") equal llama.cpp's ids.
+class LocalRefdataPrompt : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
+
+TEST_P(LocalRefdataPrompt, MatchesPromptTokens) {
+  const auto [model, kase] = GetParam();
+  const std::string base = std::string(FOLIO_SOURCE_DIR) + "/tests/model/refdata/" + model;
+  const std::string gguf = base + "-f32.gguf";
+  if (!file_exists(gguf)) FAIL() << "missing " << gguf;
+  const Tokenizer* tok = cached_tokenizer(gguf);
+  ASSERT_NE(tok, nullptr);
+  const std::string text = read_file(base + "." + kase + ".prompt.txt");
+  const std::vector<TokenId> want = parse_ids(read_file(base + "." + kase + ".prompt_tokens.txt"));
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(tok->tokenize(text, {.add_special = false}), want);
+  EXPECT_EQ(tok->detokenize(want), text);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizer, LocalRefdataPrompt,
+                         ::testing::Combine(::testing::Values("tiny-gpt-oss"),
+                                            ::testing::Values("short", "long")),
+                         [](const auto& info) {
+                           std::string s =
+                               std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+                           for (char& c : s) {
+                             if (c == '-') c = '_';
+                           }
+                           return s;
+                         });
+
 }  // namespace
 }  // namespace folio::tokenizer

@@ -4,8 +4,9 @@
 //   scale       scale.comp: fma(x, scale, bias), one rounding as the reference
 //   cpy         cpy.comp: strided copy of 4-byte words
 //   unary       unary.comp: the UnaryKind is a spec constant
-//   glu         glu.comp: act(gate) * up; the fused single-tensor form is
-//               described to the shader as two tensors (the row halves)
+//   glu         glu.comp: act(gate) * up, or swiglu_oai; the fused
+//               single-tensor form is described to the shader as two tensors
+//               (the row halves)
 #include <cstdint>
 #include <utility>
 
@@ -133,21 +134,29 @@ Status record_unary(Recorder& r, const Op& op) {
 
 // ---- glu
 
-UnaryKind glu_act(GluKind k) {
+// glu.comp's spec constant: the activation code of act(gate) * up, or its
+// own code for swiglu_oai.
+constexpr uint32_t kGluSwiGluOai = 100;
+
+uint32_t glu_code(GluKind k) {
   switch (k) {
     case GluKind::kSwiGlu:
-      return UnaryKind::kSilu;
+      return act_code(UnaryKind::kSilu);
     case GluKind::kGeGlu:
-      return UnaryKind::kGelu;
+      return act_code(UnaryKind::kGelu);
     case GluKind::kGeGluErf:
-      return UnaryKind::kGeluErf;
+      return act_code(UnaryKind::kGeluErf);
+    case GluKind::kSwiGluOai:
+      return kGluSwiGluOai;
   }
   FOLIO_CHECK_MSG(false, "unknown glu kind {}", static_cast<int>(k));
-  return UnaryKind::kSilu;
+  return 0;
 }
 
 struct GluShaderParams {
   TensorDesc g, u, d;
+  float alpha = 0.0f;  // swiglu_oai only
+  float limit = 0.0f;
 };
 
 bool match_glu(const Op& op, const DeviceCaps&) {
@@ -157,6 +166,8 @@ bool match_glu(const Op& op, const DeviceCaps&) {
 Status record_glu(Recorder& r, const Op& op) {
   const auto& gp = op.p<GluParams>();
   GluShaderParams p;
+  p.alpha = gp.alpha;
+  p.limit = gp.limit;
   FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
   const bool fused = op.src[1].empty();
   if (!fused) {
@@ -173,8 +184,8 @@ Status record_glu(Recorder& r, const Op& op) {
     if (gp.swapped) std::swap(p.g, p.u);
   }
   const TensorView& up = fused ? op.src[0] : op.src[1];
-  return dispatch_per_element(r, "glu", {act_code(glu_act(gp.kind))}, &p, sizeof p,
-                              {op.src[0], up, op.dst}, op.dst);
+  return dispatch_per_element(r, "glu", {glu_code(gp.kind)}, &p, sizeof p, {op.src[0], up, op.dst},
+                              op.dst);
 }
 
 }  // namespace

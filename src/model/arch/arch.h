@@ -1,6 +1,6 @@
 // Architecture registry: the one place that maps a GGUF `general.architecture`
 // name to the functions of its family. Each family file (llama.cc, qwen.cc,
-// gemma3.cc, qwen3next.cc, bert.cc) defines its entries; nothing else branches
+// gemma3.cc, qwen3next.cc, gpt_oss.cc, bert.cc) defines its entries; nothing else branches
 // on the architecture.
 //
 //   configure  reads the family's own keys and sets its traits on the config
@@ -54,6 +54,7 @@ std::span<const ArchFamily> llama_archs();
 std::span<const ArchFamily> qwen_archs();
 std::span<const ArchFamily> gemma3_archs();
 std::span<const ArchFamily> qwen3next_archs();  // qwen3next, qwen35, qwen35moe (hybrid)
+std::span<const ArchFamily> gpt_oss_archs();    // gpt-oss
 std::span<const ArchFamily> bert_archs();       // bert, nomic-bert (encoders: embeddings)
 
 }  // namespace folio::model

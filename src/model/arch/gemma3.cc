@@ -21,48 +21,9 @@ namespace folio::model {
 
 namespace {
 
-Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& c) {
-  const std::string window_key = arch_key(c, "attention.sliding_window");
-  if (f.has(window_key)) {
-    Result<int64_t> window = f.get_i64(window_key);
-    if (!window.ok() || *window < 0 || *window > (int64_t{1} << 30)) {
-      return invalid_argument("model: key '{}' must be an integer in [0, 2^30]", window_key);
-    }
-    c.n_swa = static_cast<int>(*window);
-  }
+// Gemma's rope on local layers: rope.freq_base_swa (default 10000), never scaled.
+Status read_swa_rope(const gguf::GgufFile& f, ModelConfig& c) {
   if (c.n_swa == 0) return Status();
-
-  const std::string pattern_key = arch_key(c, "attention.sliding_window_pattern");
-  const gguf::Value* v = f.find(pattern_key);
-  if (v != nullptr && v->array() != nullptr) {
-    const gguf::Array& a = *v->array();
-    if (a.size() != static_cast<size_t>(c.n_layer)) {
-      return invalid_argument("model: key '{}' has {} values, expected one per layer ({})",
-                              pattern_key, a.size(), c.n_layer);
-    }
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (const std::vector<uint8_t>* b = a.bools()) {
-        c.swa_layers[i] = (*b)[i];
-      } else if (std::optional<int64_t> x = a.int_at(i)) {
-        c.swa_layers[i] = *x != 0;
-      } else {
-        return invalid_argument("model: key '{}' must hold bools or integers", pattern_key);
-      }
-    }
-  } else {
-    int64_t period = 6;
-    if (v != nullptr) {
-      Result<int64_t> p = f.get_i64(pattern_key);
-      if (!p.ok() || *p < 0 || *p > (1 << 16)) {
-        return invalid_argument("model: key '{}' must be an integer period in [0, 65536]",
-                                pattern_key);
-      }
-      period = *p;
-    }
-    for (int il = 0; il < c.n_layer; ++il) {
-      c.swa_layers[static_cast<size_t>(il)] = period == 0 || il % period < period - 1;
-    }
-  }
   const std::string base_key = arch_key(c, "rope.freq_base_swa");
   Result<float> base = f.get_f32(base_key, 10000.0f);
   if (!base.ok()) return invalid_argument("model: key '{}': {}", base_key, base.status().message());
@@ -80,7 +41,8 @@ Status configure_gemma3(const gguf::GgufFile& file, ModelConfig& c) {
   c.moe = MoeConfig{};
   c.attn_scale = c.n_layer == 62 ? 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head[0]))
                                  : 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
-  return read_swa_layout(file, c);
+  FOLIO_RETURN_IF_ERROR(read_swa_layout(file, c, /*default_period=*/6, /*required=*/false));
+  return read_swa_rope(file, c);
 }
 
 // Like pre_norm_decoder, with the two post norms:

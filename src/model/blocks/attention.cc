@@ -8,7 +8,9 @@
 // without the p <= pos limit: a token sees every key its sequence holds after
 // the batch, so an encoder feeds each sequence whole in one batch. The
 // q.k scale is applied inside flash attention (llama.cpp scales q first for
-// gemma3; the two differ by float rounding only).
+// gemma3; the two differ by float rounding only). A layer's attention sinks
+// (gpt-oss: one logit per query head, in the softmax denominator only) go to
+// the same op.
 #include "model/blocks/blocks.h"
 
 namespace folio::model {
@@ -62,7 +64,8 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
     k = ctx.rope(k, in.pos, rp, w.rope_freqs);
   }
 
-  const TensorView o = attend_through_cache(ctx, cfg, il, q, k, v, in, cache);  // [Dv, Hq, T]
+  const TensorView o =
+      attend_through_cache(ctx, cfg, il, q, k, v, in, cache, l.attn_sinks);     // [Dv, Hq, T]
   TensorView out = ctx.mul_mat(l.wo, reshape(o, {dv * hq, t, 1, 1}));           // [E, T]
   if (!l.bo.empty()) ctx.add(out, l.bo, out);
   return out;
@@ -70,7 +73,8 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
 
 TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int il,
                                 const TensorView& q, const TensorView& k, const TensorView& v,
-                                const ForwardInputs& in, cache::KvCache& cache) {
+                                const ForwardInputs& in, cache::KvCache& cache,
+                                const TensorView& sinks) {
   const int64_t t = k.ne[2];
   const int group = cache.kv_group(il);
   const TensorView& slots = group == 0 ? in.slots : in.windowed[group - 1].slots;
@@ -86,7 +90,7 @@ TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int
   ap.layout = cache.paged() ? KvLayout::kPaged : KvLayout::kContiguous;
   ap.block_size = cache.block_size();
   return ctx.flash_attn(q, cache.k_view(il), cache.v_view(il), in.seq_idx, in.pos, in.kv_len,
-                        block_table, ap);  // [Dv, Hq, T]
+                        block_table, ap, sinks);  // [Dv, Hq, T]
 }
 
 }  // namespace folio::model

@@ -18,7 +18,8 @@ namespace folio::model {
 // (cfg.qk_norm), rope (unless cfg.learned_pos), new K/V rows written to the
 // cache through the slot mapping (kSetRows), one flash-attention op over the
 // cache (causal unless cfg.causal_attn is false, sliding window on SWA
-// layers), output projection (+ bias). Returns [E, T].
+// layers, the layer's attn_sinks when the model has them), output
+// projection (+ bias). Returns [E, T].
 TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                           int il, const TensorView& x, const ForwardInputs& in,
                           cache::KvCache& cache);
@@ -27,11 +28,12 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
 // self_attention and the hybrids' gated_attention: writes the batch's K
 // ([Dk, Hkv, T], roped) and V ([Dv * Hkv, T]) rows to layer il's cache,
 // then one flash-attention op of q ([Dk, Hq, T], roped) over the cache
-// (causal as cfg.causal_attn; sliding window on SWA layers). Returns
-// [Dv, Hq, T].
+// (causal as cfg.causal_attn; sliding window on SWA layers; `sinks`: the
+// optional per-head sink logits F32 [Hq]). Returns [Dv, Hq, T].
 TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int il,
                                 const TensorView& q, const TensorView& k, const TensorView& v,
-                                const ForwardInputs& in, cache::KvCache& cache);
+                                const ForwardInputs& in, cache::KvCache& cache,
+                                const TensorView& sinks = {});
 
 // ffn.cc ---------------------------------------------------------------------
 // Dense gated FFN: down(act(gate(x)) * up(x)), act = cfg.ffn_glu. x [E, n] -> [E, n].
@@ -39,9 +41,11 @@ TensorView dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWei
                      const TensorView& x);
 
 // moe.cc ---------------------------------------------------------------------
-// Mixture of experts: router softmax (or sigmoid), top-k experts per token,
-// optional renormalisation of the k weights, gated expert FFNs through
-// kMulMatId, weighted sum over the k experts. x [E, n] (contiguous) -> [E, n].
+// Mixture of experts: router (+ bias) softmax or sigmoid, top-k experts per
+// token, optional renormalisation of the k weights (or top-k by logit and a
+// softmax over the k: ExpertGating::kSoftmaxWeight), gated expert FFNs
+// through kMulMatId (+ per-expert biases when cfg.moe.biases), weighted sum
+// over the k experts. x [E, n] (contiguous) -> [E, n].
 TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
                    const TensorView& x);
 

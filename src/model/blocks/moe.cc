@@ -2,11 +2,15 @@
 // router logits / probabilities [X, n], chosen experts I32 [k, n], their
 // weights [1, k, n], expert activations [Fx, k, n], expert outputs [E, k, n].
 //
-// Order of operations follows llama.cpp's build_moe_ffn: probabilities from
-// the router (softmax or sigmoid), top-k by probability, weights = the chosen
-// probabilities, optionally divided by their sum (clamped below at 2^-14),
-// expert outputs scaled by their weight and summed in rank order
-// (out = e0 + e1 + ...).
+// Order of operations follows llama.cpp's build_moe_ffn: router logits (+
+// the router bias), probabilities from them (softmax or sigmoid; with
+// kSoftmaxWeight the logits themselves), top-k by probability, weights = the
+// chosen probabilities (kSoftmaxWeight: a softmax over the k chosen logits),
+// optionally divided by their sum (clamped below at 2^-14), expert outputs
+// scaled by their weight and summed in rank order (out = e0 + e1 + ...).
+// Expert biases (cfg.moe.biases) are rows of [F, X] tables gathered by the
+// chosen ids (get_rows) and added to the gate, up and down outputs, as
+// ggml's add_id does.
 //
 // The k weights per token are gathered on the host from the probabilities
 // (n * k floats): the op set has no per-row gather of single elements. On a
@@ -58,22 +62,37 @@ TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeigh
   const int64_t e = x.ne[0], n = x.ne[1];
   const int k = cfg.moe.n_expert_used;
 
+  const ExpertGating gating = cfg.moe.gating;
   const TensorView logits = ctx.mul_mat(l.ffn_gate_inp, x);  // [X, n]
-  const TensorView probs = cfg.moe.gating == ExpertGating::kSigmoid
-                               ? ctx.unary(logits, UnaryKind::kSigmoid)
-                               : ctx.soft_max(logits);  // [X, n]
-  const TensorView ids = ctx.top_k(probs, k);           // I32 [k, n]
+  if (!l.ffn_gate_inp_b.empty()) ctx.add(logits, l.ffn_gate_inp_b, logits);
+  const TensorView probs = gating == ExpertGating::kSigmoid ? ctx.unary(logits, UnaryKind::kSigmoid)
+                           : gating == ExpertGating::kSoftmax ? ctx.soft_max(logits)
+                                                              : logits;  // [X, n]
+  const TensorView ids = ctx.top_k(probs, k);                            // I32 [k, n]
   const Result<TensorView> probs_host = ctx.to_host(probs);
   const Result<TensorView> ids_host = ctx.to_host(ids);
-  const TensorView weights = ctx.f32(1, k, n);          // [1, k, n]
+  TensorView weights = ctx.f32(1, k, n);  // [1, k, n]
   if (!ctx.ok()) return ctx.f32(e, n);
-  gather_weights(*probs_host, *ids_host, cfg.moe.norm_weights, weights);
+  const bool softmax_weight = gating == ExpertGating::kSoftmaxWeight;
+  gather_weights(*probs_host, *ids_host, cfg.moe.norm_weights && !softmax_weight, weights);
+  if (softmax_weight) {  // the k chosen logits -> softmax (sums to 1: no renormalisation)
+    weights = reshape(ctx.soft_max(reshape(weights, {k, n, 1, 1})), {1, k, n, 1});
+  }
 
+  // Adds expert ids[u, t]'s bias row to t [F, k, n] (bias table [F, X]).
+  auto add_expert_bias = [&](const TensorView& t, const TensorView& bias) {
+    if (bias.empty()) return;
+    const TensorView rows = ctx.get_rows(bias, ids);  // [F, k * n] in (u, t) order
+    ctx.add(t, reshape(rows, {t.ne[0], k, n, 1}), t);
+  };
   const TensorView x3 = reshape(x, {e, 1, n, 1});
-  const TensorView up = ctx.mul_mat_id(l.ffn_up_exps, x3, ids);        // [Fx, k, n]
-  const TensorView gate = ctx.mul_mat_id(l.ffn_gate_exps, x3, ids);    // [Fx, k, n]
+  const TensorView up = ctx.mul_mat_id(l.ffn_up_exps, x3, ids);  // [Fx, k, n]
+  add_expert_bias(up, l.ffn_up_exps_b);
+  const TensorView gate = ctx.mul_mat_id(l.ffn_gate_exps, x3, ids);  // [Fx, k, n]
+  add_expert_bias(gate, l.ffn_gate_exps_b);
   const TensorView h = ctx.glu(gate, up, cfg.ffn_glu);                 // [Fx, k, n]
   const TensorView experts = ctx.mul_mat_id(l.ffn_down_exps, h, ids);  // [E, k, n]
+  add_expert_bias(experts, l.ffn_down_exps_b);
   ctx.mul(experts, weights, experts);
 
   if (k == 1) return ctx.scale(expert_slice(experts, 0), 1.0f);  // contiguous copy

@@ -1,6 +1,6 @@
 // AVX2 element-wise kernels: add / mul (src1 broadcast by modulo, as in
 // op.h), scale, the unary ops silu / gelu (tanh form) / sigmoid / exp and
-// the gated units swiglu / geglu.
+// the gated units swiglu / geglu / swiglu_oai.
 //
 // Layout: rows (dim 0) contiguous, every other dim through nb[] strides, so
 // views and in-place use (dst == src0) work. 8 lanes per step, the row tail
@@ -132,6 +132,32 @@ FOLIO_TARGET_AVX2 void act_span(const float* g, const float* u, float* y, int64_
 
 using ActSpanFn = void (*)(const float*, const float*, float*, int64_t);
 
+// swiglu_oai (op.h): min(g, L) / (1 + e^(-a min(g, L))) * (clamp(u, -L, L) + 1).
+// min/max take the input as their second operand, so a NaN input stays NaN
+// as in the scalar std::min / std::clamp.
+FOLIO_INLINE_AVX2 __m256 swiglu_oai8(__m256 g, __m256 u, __m256 alpha, __m256 limit) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 x = _mm256_min_ps(limit, g);
+  const __m256 y =
+      _mm256_max_ps(_mm256_sub_ps(_mm256_setzero_ps(), limit), _mm256_min_ps(limit, u));
+  const __m256 e = avx2::exp(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), alpha), x));
+  return _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), _mm256_add_ps(y, one));
+}
+
+FOLIO_TARGET_AVX2 void swiglu_oai_span(const float* g, const float* u, float* y, int64_t n,
+                                       float alpha, float limit) {
+  const __m256 a = _mm256_set1_ps(alpha), l = _mm256_set1_ps(limit);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, swiglu_oai8(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i), a, l));
+  }
+  if (i < n) {
+    const __m256i m = avx2::lanes(n - i);
+    _mm256_maskstore_ps(
+        y + i, m, swiglu_oai8(_mm256_maskload_ps(g + i, m), _mm256_maskload_ps(u + i, m), a, l));
+  }
+}
+
 ActSpanFn act_span_for(Act a) {
   switch (a) {
     case Act::kSilu:
@@ -205,7 +231,11 @@ Status glu_avx2(const Op& op, const KernelContext& ctx) {
         gate = p.swapped ? row + n : row;
         up = p.swapped ? row : row + n;
       }
-      fn(gate, up, flat_row<float>(d, r), n);
+      if (p.kind == GluKind::kSwiGluOai) {
+        swiglu_oai_span(gate, up, flat_row<float>(d, r), n, p.alpha, p.limit);
+      } else {
+        fn(gate, up, flat_row<float>(d, r), n);
+      }
     }
   });
   return Status();

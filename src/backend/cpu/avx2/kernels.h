@@ -35,7 +35,7 @@ Status add_avx2(const Op& op, const KernelContext& ctx);
 Status mul_avx2(const Op& op, const KernelContext& ctx);
 Status scale_avx2(const Op& op, const KernelContext& ctx);
 Status unary_avx2(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
-Status glu_avx2(const Op& op, const KernelContext& ctx);    // swiglu, geglu
+Status glu_avx2(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
 
 // norm.cc
 Status rms_norm_avx2(const Op& op, const KernelContext& ctx);

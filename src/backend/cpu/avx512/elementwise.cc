@@ -1,6 +1,6 @@
 // AVX-512 element-wise kernels: add / mul (src1 broadcast by modulo, as in
 // op.h), scale, the unary ops silu / gelu (tanh form) / sigmoid / exp and
-// the gated units swiglu / geglu.
+// the gated units swiglu / geglu / swiglu_oai.
 //
 // Layout: rows (dim 0) contiguous, every other dim through nb[] strides, so
 // views and in-place use (dst == src0) work. 16 lanes per step, the row tail
@@ -138,6 +138,33 @@ FOLIO_TARGET_AVX512 void act_span(const float* g, const float* u, float* y, int6
 
 using ActSpanFn = void (*)(const float*, const float*, float*, int64_t);
 
+// swiglu_oai (op.h): min(g, L) / (1 + e^(-a min(g, L))) * (clamp(u, -L, L) + 1).
+// min/max take the input as their second operand, so a NaN input stays NaN
+// as in the scalar std::min / std::clamp.
+FOLIO_INLINE_AVX512 __m512 swiglu_oai16(__m512 g, __m512 u, __m512 alpha, __m512 limit) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 x = _mm512_min_ps(limit, g);
+  const __m512 y =
+      _mm512_max_ps(_mm512_sub_ps(_mm512_setzero_ps(), limit), _mm512_min_ps(limit, u));
+  const __m512 e = avx512::exp(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), alpha), x));
+  return _mm512_mul_ps(_mm512_div_ps(x, _mm512_add_ps(one, e)), _mm512_add_ps(y, one));
+}
+
+FOLIO_TARGET_AVX512 void swiglu_oai_span(const float* g, const float* u, float* y, int64_t n,
+                                         float alpha, float limit) {
+  const __m512 a = _mm512_set1_ps(alpha), l = _mm512_set1_ps(limit);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(y + i, swiglu_oai16(_mm512_loadu_ps(g + i), _mm512_loadu_ps(u + i), a, l));
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(
+        y + i, m,
+        swiglu_oai16(_mm512_maskz_loadu_ps(m, g + i), _mm512_maskz_loadu_ps(m, u + i), a, l));
+  }
+}
+
 ActSpanFn act_span_for(Act a) {
   switch (a) {
     case Act::kSilu:
@@ -211,7 +238,11 @@ Status glu_avx512(const Op& op, const KernelContext& ctx) {
         gate = p.swapped ? row + n : row;
         up = p.swapped ? row : row + n;
       }
-      fn(gate, up, flat_row<float>(d, r), n);
+      if (p.kind == GluKind::kSwiGluOai) {
+        swiglu_oai_span(gate, up, flat_row<float>(d, r), n, p.alpha, p.limit);
+      } else {
+        fn(gate, up, flat_row<float>(d, r), n);
+      }
     }
   });
   return Status();

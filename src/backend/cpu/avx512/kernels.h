@@ -35,7 +35,7 @@ Status add_avx512(const Op& op, const KernelContext& ctx);
 Status mul_avx512(const Op& op, const KernelContext& ctx);
 Status scale_avx512(const Op& op, const KernelContext& ctx);
 Status unary_avx512(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
-Status glu_avx512(const Op& op, const KernelContext& ctx);    // swiglu, geglu
+Status glu_avx512(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
 
 // norm.cc
 Status rms_norm_avx512(const Op& op, const KernelContext& ctx);

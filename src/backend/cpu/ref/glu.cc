@@ -1,11 +1,15 @@
 // Gated linear unit reference: dst = act(gate) * up, act = silu (swiglu),
 // gelu tanh-approximation (geglu) or gelu erf (geglu_erf), computed in double
-// and rounded once.
+// and rounded once. swiglu_oai clamps first (in float, exact), then
+// g / (1 + e^(-alpha g)) * (u + 1) in double, rounded once.
 //   two tensors: gate = src0, up = src1 (same shape as dst); `swapped` is
 //                ignored (it only names the half order of the fused form).
 //   one tensor:  src0 [2n, rows...]: gate = first half of each row, up =
 //                second half; swapped: up first, gate second. dst [n, rows...];
 //                row r of dst pairs with row r of src0 (flat row order).
+#include <algorithm>
+#include <cmath>
+
 #include "backend/cpu/ref/ref_util.h"
 
 namespace folio::ref {
@@ -19,8 +23,16 @@ UnaryKind act_of(GluKind k) {
       return UnaryKind::kGelu;
     case GluKind::kGeGluErf:
       return UnaryKind::kGeluErf;
+    case GluKind::kSwiGluOai:
+      break;  // its own formula (swiglu_oai below)
   }
   return UnaryKind::kSilu;
+}
+
+double swiglu_oai(float gate, float up, float alpha, float limit) {
+  const double g = std::min(gate, limit);
+  const double u = std::clamp(up, -limit, limit);
+  return g / (1.0 + std::exp(-static_cast<double>(alpha) * g)) * (u + 1.0);
 }
 
 }  // namespace
@@ -44,6 +56,12 @@ Status glu(const Op& op, const KernelContext& /*ctx*/) {
       up = p.swapped ? row : row + n;
     }
     float* dr = row_ptr<float>(d, r);
+    if (p.kind == GluKind::kSwiGluOai) {
+      for (int64_t i = 0; i < n; ++i) {
+        dr[i] = static_cast<float>(swiglu_oai(gate[i], up[i], p.alpha, p.limit));
+      }
+      continue;
+    }
     for (int64_t i = 0; i < n; ++i) {
       dr[i] = static_cast<float>(unary_value(act, gate[i]) * static_cast<double>(up[i]));
     }

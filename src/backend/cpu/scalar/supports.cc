@@ -18,7 +18,7 @@ bool supports_unary_simd(const Op& op) {
 
 bool supports_glu_simd(const Op& op) {
   const GluKind k = op.p<GluParams>().kind;
-  return (k == GluKind::kSwiGlu || k == GluKind::kGeGlu) &&
+  return (k == GluKind::kSwiGlu || k == GluKind::kGeGlu || k == GluKind::kSwiGluOai) &&
          (op.src[1].empty() || op.src[1].dtype == DType::F32);
 }
 

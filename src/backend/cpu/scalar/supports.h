@@ -14,7 +14,7 @@ bool mul_mat_weight_is(const Op& op) {
 }
 
 bool supports_unary_simd(const Op& op);         // silu, gelu (tanh), sigmoid, exp
-bool supports_glu_simd(const Op& op);           // swiglu, geglu (tanh)
+bool supports_glu_simd(const Op& op);           // swiglu, geglu (tanh), swiglu_oai
 bool supports_rms_norm_simd(const Op& op);      // weight absent or one F32 row of ne0
 bool supports_add_rms_norm_simd(const Op& op);  // F32 outputs, weight as above
 bool supports_soft_max_simd(const Op& op);      // F32 output
