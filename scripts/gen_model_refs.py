@@ -112,6 +112,18 @@ MODELS: list[dict] = [
          expert_scale=4.0, tokenizer_pre="gpt-4o",
          notes="gpt-oss: sinks, sliding window 16 on layer 0, YaRN x32, "
                "4 experts top-2 with biases, swiglu_oai, pre-tokenizer gpt-4o"),
+    # Phi-3 / Phi-3.5 as converted: fused attn_qkv and gate+up ffn_up, neox
+    # rope, LongRoPE factors (the long ones: the references' context 512
+    # exceeds the original 256) and the rope magnitude attn_factor.
+    dict(name="tiny-phi3", arch="phi3", seed=4001, n_layer=2, n_embd=128,
+         n_head=4, n_head_kv=2, head_dim=32, n_ff=192, rope_base=10000.0,
+         eps=1e-5, tied=False, rope="neox", n_ctx_train=4096,
+         longrope=dict(orig_ctx=256, attn_factor=1.19),
+         # A name with "phi3" in it makes llama.cpp look up Phi-3's special
+         # tokens (<|end|>, ...), which the tiny vocabulary lacks.
+         general_name="tiny-p3",
+         notes="phi3: fused qkv and gate/up, LongRoPE long factors (context 512 > "
+               "original 256), rope.scaling.attn_factor 1.19"),
 ]
 
 # --------------------------------------------------------------------------
@@ -124,6 +136,7 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(spec["seed"])
     E, H, KV, D = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
     gptoss = spec["arch"] == "gpt-oss"
+    phi3 = spec["arch"] == "phi3"
 
     def lin(n_out, n_in):  # [n_out, n_in] = ggml [n_in, n_out]
         return rng.standard_normal((n_out, n_in)) / math.sqrt(n_in)
@@ -136,6 +149,9 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
     t["output_norm.weight"] = norm(E)
     if not spec["tied"]:
         t["output.weight"] = lin(N_VOCAB, E) * 3.0
+    if phi3:  # per-pair frequency divisors
+        t["rope_factors_long.weight"] = 1.0 + 3.0 * rng.random(D // 2)
+        t["rope_factors_short.weight"] = 1.0 + 0.5 * rng.random(D // 2)
     for i in range(spec["n_layer"]):
         p = f"blk.{i}."
         t[p + "attn_norm.weight"] = norm(E)
@@ -178,6 +194,10 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
             t[p + "ffn_down.weight"] = lin(E, F)
         if spec["arch"] == "gemma3":
             t[p + "post_ffw_norm.weight"] = spec["post_norm_scale"] * norm(E)
+        if phi3:  # one projection for q, k, v; one for gate then up
+            t[p + "attn_qkv.weight"] = np.concatenate(
+                [t.pop(p + "attn_q.weight"), t.pop(p + "attn_k.weight"), t.pop(p + "attn_v.weight")])
+            t[p + "ffn_up.weight"] = np.concatenate([t.pop(p + "ffn_gate.weight"), t[p + "ffn_up.weight"]])
     return {k: v.astype(np.float32) for k, v in t.items()}
 
 
@@ -196,7 +216,7 @@ def copy_tokenizer(w: gguf.GGUFWriter, pre: str | None = None) -> None:
 def write_model(spec: dict, path: Path) -> None:
     a = spec["arch"]
     w = gguf.GGUFWriter(str(path), a)
-    w.add_name(spec["name"])
+    w.add_name(spec.get("general_name", spec["name"]))
     w.add_context_length(spec.get("n_ctx_train", N_CTX))
     w.add_embedding_length(spec["n_embd"])
     w.add_block_count(spec["n_layer"])
@@ -220,6 +240,10 @@ def write_model(spec: dict, path: Path) -> None:
         w.add_rope_freq_base_swa(spec["rope_base_swa"])
     if "final_softcap" in spec:
         w.add_final_logit_softcapping(spec["final_softcap"])
+    lr = spec.get("longrope")
+    if lr:
+        w.add_rope_scaling_orig_ctx_len(lr["orig_ctx"])
+        w.add_rope_scaling_attn_factors(lr["attn_factor"])
     rs = spec.get("rope_scaling")
     if rs:
         w.add_rope_scaling_type(gguf.RopeScalingType(rs["type"]))
@@ -418,6 +442,10 @@ def rope_angles(spec, n_pos, layer):
     pos = np.arange(n_pos, dtype=np.float64)[:, None]
     i = np.arange(D // 2, dtype=np.float64)[None, :]
     theta_ext = pos * base ** (-2.0 * i / D)
+    lr = spec.get("longrope")
+    if lr:  # long factors: the references' context exceeds the original one
+        f = spec["_tensors"]["rope_factors_long.weight"].astype(np.float64)
+        return theta_ext / f[None, :], lr["attn_factor"]
     rs = spec.get("rope_scaling")
     swa_unscaled = spec.get("n_swa") and is_swa_layer(spec, layer) and not spec.get("swa_rope_scaled")
     if not rs or swa_unscaled:
@@ -469,6 +497,18 @@ def reference_forward(spec, t, ids, gelu):
     n, E, H, KV, D = len(ids), spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
     eps, gemma = spec["eps"], spec["arch"] == "gemma3"
     gptoss = spec["arch"] == "gpt-oss"
+    if spec["arch"] == "phi3":  # split the fused projections
+        t = dict(t)
+        spec = dict(spec, _tensors=t)
+        F = spec["n_ff"]
+        for l in range(spec["n_layer"]):
+            p = f"blk.{l}."
+            qkv = t.pop(p + "attn_qkv.weight")
+            t[p + "attn_q.weight"] = qkv[: H * D]
+            t[p + "attn_k.weight"] = qkv[H * D: (H + KV) * D]
+            t[p + "attn_v.weight"] = qkv[(H + KV) * D:]
+            gu = t[p + "ffn_up.weight"]
+            t[p + "ffn_gate.weight"], t[p + "ffn_up.weight"] = gu[:F], gu[F:]
     x = t["token_embd.weight"][ids]
     if gemma:
         x = x * np.float64(np.float32(math.sqrt(E)))

@@ -180,6 +180,11 @@ Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
       r.ext_factor, optional_float(f, arch_key(c, "rope.scaling.yarn_ext_factor"), ext_default));
   FOLIO_ASSIGN_OR_RETURN(r.attn_factor,
                          optional_float(f, arch_key(c, "rope.scaling.yarn_attn_factor"), 1.0f));
+  // A rope magnitude beside YaRN's (LongRoPE's sqrt(1 + ln(s) / ln(n_orig)), phi3).
+  FOLIO_ASSIGN_OR_RETURN(const float rope_attn_factor,
+                         optional_float(f, arch_key(c, "rope.scaling.attn_factor"), 1.0f));
+  FOLIO_RETURN_IF_ERROR(positive_float("rope.scaling.attn_factor", rope_attn_factor));
+  r.attn_factor *= rope_attn_factor;
   FOLIO_ASSIGN_OR_RETURN(r.beta_fast,
                          optional_float(f, arch_key(c, "rope.scaling.yarn_beta_fast"), 32.0f));
   FOLIO_ASSIGN_OR_RETURN(r.beta_slow,

@@ -124,6 +124,10 @@ struct ModelConfig {
   bool post_norms = false;              // post_attention_norm / post_ffw_norm (gemma)
   bool rope_freq_factors = false;       // optional rope_freqs.weight (llama 3.1)
   bool attn_sinks = false;              // attn_sinks.weight: per-head softmax logit (gpt-oss)
+  // Optional rope_factors_long / _short.weight (LongRoPE, phi3): the long ones
+  // when the cache's n_ctx exceeds rope.n_ctx_orig.
+  bool rope_long_short = false;
+  bool ffn_fused_gate_up = false;       // ffn_up.weight [E, 2F] holds gate then up (phi3)
   GluKind ffn_glu = GluKind::kSwiGlu;   // dense and expert FFN activation
 
   // Hybrid models (qwen3next, qwen35*): gated DeltaNet layers beside
@@ -140,7 +144,7 @@ struct ModelConfig {
   PoolingType pooling = PoolingType::kNone;  // pooling_type
   int64_t n_token_types = 0;  // tokenizer.ggml.token_type_count: rows of token_types.weight
   bool learned_pos = false;   // absolute positions from position_embd.weight, no rope (bert)
-  bool fused_qkv = false;     // q, k, v from one attn_qkv.weight (nomic-bert)
+  bool fused_qkv = false;     // q, k, v from one attn_qkv.weight (nomic-bert, phi3)
   bool ffn_gated = true;      // false: down(gelu(up x + b) + b) with biases, no ffn_gate (bert)
 
   int n_head_of(int layer) const { return n_head[static_cast<size_t>(layer)]; }

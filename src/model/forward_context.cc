@@ -558,7 +558,9 @@ TensorView ForwardContext::glu(const TensorView& gate, const TensorView& up, Glu
   op.src[0] = gate;
   op.src[1] = up;
   op.params = GluParams{kind, false};
-  return run_new(op, DType::F32, gate.ne);
+  auto ne = gate.ne;
+  if (up.empty()) ne[0] /= 2;  // gate and up as the halves of one row
+  return run_new(op, DType::F32, ne);
 }
 
 TensorView ForwardContext::top_k(const TensorView& x, int k) {

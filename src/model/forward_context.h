@@ -133,6 +133,7 @@ class ForwardContext {
                   const TensorView& freq_factors = {});
   TensorView soft_max(const TensorView& x, float scale = 1.0f);
   TensorView unary(const TensorView& x, UnaryKind kind, TensorView dst = {});
+  // gate, up [F, n] -> [F, n]; up empty: gate [2F, n] holds gate then up.
   TensorView glu(const TensorView& gate, const TensorView& up, GluKind kind);  // default GluParams
   TensorView top_k(const TensorView& x, int k);
   void set_rows(const TensorView& table, const TensorView& rows, const TensorView& slots);

@@ -128,6 +128,12 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
     FOLIO_RETURN_IF_ERROR(
         add("rope_freqs.weight", shape(cfg.rope.n_dims / 2), false, OpKind::kRope, &w.rope_freqs));
   }
+  if (cfg.rope_long_short) {
+    FOLIO_RETURN_IF_ERROR(add("rope_factors_long.weight", shape(cfg.rope.n_dims / 2), false,
+                              OpKind::kRope, &w.rope_long));
+    FOLIO_RETURN_IF_ERROR(add("rope_factors_short.weight", shape(cfg.rope.n_dims / 2), false,
+                              OpKind::kRope, &w.rope_short));
+  }
   FOLIO_RETURN_IF_ERROR(
       add("output_norm.weight", shape(e), true, OpKind::kRmsNorm, &w.output_norm));
   FOLIO_RETURN_IF_ERROR(add("output.weight", shape(e, cfg.n_vocab), false, OpKind::kMulMat,
@@ -143,13 +149,18 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
     if (cfg.is_recurrent(il)) {
       FOLIO_RETURN_IF_ERROR(visit_ssm_tensors(cfg, il, l, visit));
     } else {
-      FOLIO_RETURN_IF_ERROR(add(n("attn_q.weight"),
-                                shape(e, hq * dk * (cfg.attn_output_gate ? 2 : 1)), true,
-                                OpKind::kMulMat, &l.wq));
-      FOLIO_RETURN_IF_ERROR(
-          add(n("attn_k.weight"), shape(e, hkv * dk), true, OpKind::kMulMat, &l.wk));
-      FOLIO_RETURN_IF_ERROR(
-          add(n("attn_v.weight"), shape(e, hkv * dv), true, OpKind::kMulMat, &l.wv));
+      if (cfg.fused_qkv) {
+        FOLIO_RETURN_IF_ERROR(add(n("attn_qkv.weight"), shape(e, hq * dk + hkv * (dk + dv)), true,
+                                  OpKind::kMulMat, &l.wqkv));
+      } else {
+        FOLIO_RETURN_IF_ERROR(add(n("attn_q.weight"),
+                                  shape(e, hq * dk * (cfg.attn_output_gate ? 2 : 1)), true,
+                                  OpKind::kMulMat, &l.wq));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("attn_k.weight"), shape(e, hkv * dk), true, OpKind::kMulMat, &l.wk));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("attn_v.weight"), shape(e, hkv * dv), true, OpKind::kMulMat, &l.wv));
+      }
       if (cfg.qkv_bias != BiasMode::kNone) {
         FOLIO_RETURN_IF_ERROR(add(n("attn_q.bias"), shape(hq * dk), bias_req, OpKind::kAdd, &l.bq));
         FOLIO_RETURN_IF_ERROR(
@@ -214,9 +225,15 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
       }
     } else {
       const int64_t f = cfg.n_ff[static_cast<size_t>(il)];
-      FOLIO_RETURN_IF_ERROR(
-          add(n("ffn_gate.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_gate));
-      FOLIO_RETURN_IF_ERROR(add(n("ffn_up.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_up));
+      if (cfg.ffn_fused_gate_up) {
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_up.weight"), shape(e, 2 * f), true, OpKind::kMulMat, &l.ffn_up));
+      } else {
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_gate.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_gate));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_up.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_up));
+      }
       FOLIO_RETURN_IF_ERROR(
           add(n("ffn_down.weight"), shape(f, e), true, OpKind::kMulMat, &l.ffn_down));
     }

@@ -79,6 +79,8 @@ struct LayerWeights {
 struct ModelWeights {
   TensorView token_embd;   // [E, n_vocab]
   TensorView rope_freqs;   // [n_rot / 2]  optional per-pair frequency divisors (llama 3.1)
+  TensorView rope_long;    // [n_rot / 2]  LongRoPE divisors beyond the original context (phi3)
+  TensorView rope_short;   // [n_rot / 2]  LongRoPE divisors within it
   TensorView output_norm;  // [E]
   TensorView output;       // [E, n_vocab] (the token_embd data when tied)
   // Encoders (bert, nomic-bert; no output_norm / output).

@@ -60,8 +60,13 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   }
   if (!cfg.learned_pos) {  // else the positions are in the embeddings (bert)
     const RopeParams rp = cfg.rope_params(il);
-    q = ctx.rope(q, in.pos, rp, w.rope_freqs);
-    k = ctx.rope(k, in.pos, rp, w.rope_freqs);
+    // LongRoPE: the long divisors when a sequence may outgrow the original context.
+    const TensorView& factors = !w.rope_freqs.empty() ? w.rope_freqs
+                                : cache.n_ctx() > cfg.rope.n_ctx_orig && !w.rope_long.empty()
+                                    ? w.rope_long
+                                    : w.rope_short;
+    q = ctx.rope(q, in.pos, rp, factors);
+    k = ctx.rope(k, in.pos, rp, factors);
   }
 
   const TensorView o =
