@@ -26,13 +26,12 @@ Standard library only.
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
-import time
 import unittest
-import urllib.error
 import urllib.request
+
+import serve_process  # beside this file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MIN_MARGIN = 0.6  # logits; see the docstring
@@ -43,36 +42,9 @@ SERVER = None  # (process, base url)
 
 
 def start_server():
-    proc = subprocess.Popen(
+    return serve_process.start(
         [ARGS.folio, "--log-level", "warn", "serve", "-m", ARGS.model, "--port", "0",
-         "--max-seqs", "2", "--kv-type", "f32", "-t", "2", "-c", "1024"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    port = None
-    while port is None and time.time() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-    if port is None:
-        proc.kill()
-        raise RuntimeError("folio serve did not report its port")
-    base = f"http://127.0.0.1:{port}"
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, base
-        except urllib.error.HTTPError as e:
-            if e.code != 503:
-                raise
-        except urllib.error.URLError:
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("folio serve did not become ready")
+         "--max-seqs", "2", "--kv-type", "f32", "-t", "2", "-c", "1024"], timeout=60)
 
 
 def setUpModule():
@@ -81,13 +53,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    proc = SERVER[0]
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    proc.stderr.close()
+    serve_process.stop(SERVER[0])
 
 
 def chat_completion(messages, max_tokens):

@@ -45,6 +45,8 @@ except ImportError:
           "(it creates .venv with it) and configure the build again")
     sys.exit(1)
 
+import serve_process  # noqa: E402  (beside this file)
+
 API_KEY = "folio-test-key"
 ARGS = None
 SERVER = None  # (process, base_url, model id)
@@ -53,37 +55,10 @@ SERVER = None  # (process, base_url, model id)
 def start_server(api_key=API_KEY, extra=()):
     key_args = ["--api-key", api_key] if api_key else []
     key_args += list(extra)
-    proc = subprocess.Popen(
+    return serve_process.start(
         [ARGS.folio, "--log-level", "warn", "serve", "-m", ARGS.model, "--port", "0",
          "--max-seqs", "4", "--kv-type", "f32", "-t", "2", *key_args, "--alias", "tiny",
-         *ARGS.serve_arg],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    port = None
-    deadline = time.time() + 30
-    while port is None and time.time() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-    if port is None:
-        proc.kill()
-        raise RuntimeError("folio serve did not report its port")
-    base = f"http://127.0.0.1:{port}"
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, base
-        except urllib.error.HTTPError as e:
-            if e.code != 503:
-                raise
-        except urllib.error.URLError:
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("folio serve did not become ready")
+         *ARGS.serve_arg])
 
 
 def setUpModule():
@@ -96,13 +71,7 @@ def tearDownModule():
     # keep-alive timeout: close them first.
     for c in CLIENTS.values():
         c.close()
-    proc = SERVER[0]
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    proc.stderr.close()
+    serve_process.stop(SERVER[0])
 
 
 CLIENTS = {}
