@@ -104,43 +104,9 @@ std::vector<Param> params() {
   return v;
 }
 
-std::vector<int32_t> prompt(int64_t n_vocab) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < 20; ++i) p.push_back(static_cast<int32_t>((i * 53 + 7) % n_vocab));
-  return p;
-}
-
-// Logits of the prompt (one batch) and of teacher-forced decode steps.
+// Logits of the layout prompt and four decode steps.
 std::vector<std::vector<float>> run_logits(const Model& m, ForwardContext& ctx) {
-  const int64_t nv = m.config().n_vocab;
-  const std::vector<int32_t> p = prompt(nv);
-  std::vector<std::vector<float>> rows;
-  auto cache = m.make_cache({64, 1, DType::F32});
-  EXPECT_TRUE(cache.ok());
-  if (!cache.ok()) return rows;
-  Result<std::vector<float>> pre = eval_all(m, **cache, ctx, p);
-  EXPECT_TRUE(pre.ok()) << pre.status().to_string();
-  if (!pre.ok()) return rows;
-  for (size_t i = 0; i < p.size(); ++i) {
-    rows.emplace_back(pre->begin() + static_cast<int64_t>(i) * nv,
-                      pre->begin() + static_cast<int64_t>(i + 1) * nv);
-  }
-  for (int32_t t : {3, 77, 5, 120}) {
-    Result<std::vector<float>> r = eval_one(m, **cache, ctx, t % static_cast<int32_t>(nv));
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    if (r.ok()) rows.push_back(*r);
-  }
-  return rows;
-}
-
-float worst_diff(const std::vector<std::vector<float>>& a,
-                 const std::vector<std::vector<float>>& b) {
-  float worst = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    worst =
-        std::max(worst, max_abs_diff(a[i].data(), b[i].data(), static_cast<int64_t>(a[i].size())));
-  }
-  return worst;
+  return prompt_and_decode_logits(m, ctx, layout_test_prompt(m.config().n_vocab));
 }
 
 float max_abs(const std::vector<std::vector<float>>& a) {
@@ -206,7 +172,7 @@ TEST_P(Fp4Model, OptimisedLogitsCloseToReference) {
   const float scale = max_abs(ref);
   // Q8_0 activations against the double-precision reference: measured
   // 0.7 - 0.9 % of the largest logit on these models.
-  const float d = worst_diff(opt, ref);
+  const float d = worst_row_diff(opt, ref);
   EXPECT_LE(d, 2e-2f * scale) << "optimised vs reference, max |logit| " << scale;
   // The quantized FFN moves the logits away from the F32 model's by about
   // what the weights' own quantization error suggests (weights NMSE: MXFP4

@@ -115,11 +115,6 @@ std::vector<std::string> model_paths() {
           local_refdata_dir() + "/tiny-qwen3moe-f32.gguf"};
 }
 
-std::vector<int32_t> prompt(int64_t n_vocab) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < 20; ++i) p.push_back(static_cast<int32_t>((i * 53 + 7) % n_vocab));
-  return p;
-}
 
 class PackedModel : public ::testing::TestWithParam<std::string> {};
 
@@ -146,37 +141,8 @@ TEST_P(PackedModel, PlacementKeepsF32AndEmbeddingsPlain) {
   EXPECT_FALSE(is_packed(l.packed->weights().token_embd.dtype));
 }
 
-// Logits of the prompt (one batch) and of teacher-forced decode steps.
 std::vector<std::vector<float>> run_logits(const Model& m, ForwardContext& ctx) {
-  const int64_t nv = m.config().n_vocab;
-  const std::vector<int32_t> p = prompt(nv);
-  std::vector<std::vector<float>> rows;
-  auto cache = m.make_cache({64, 1, DType::F32});
-  EXPECT_TRUE(cache.ok());
-  if (!cache.ok()) return rows;
-  Result<std::vector<float>> pre = eval_all(m, **cache, ctx, p);
-  EXPECT_TRUE(pre.ok()) << pre.status().to_string();
-  if (!pre.ok()) return rows;
-  for (size_t i = 0; i < p.size(); ++i) {
-    rows.emplace_back(pre->begin() + static_cast<int64_t>(i) * nv,
-                      pre->begin() + static_cast<int64_t>(i + 1) * nv);
-  }
-  for (int32_t t : {3, 77, 5, 120}) {
-    Result<std::vector<float>> r = eval_one(m, **cache, ctx, t % static_cast<int32_t>(nv));
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    if (r.ok()) rows.push_back(*r);
-  }
-  return rows;
-}
-
-float worst_diff(const std::vector<std::vector<float>>& a,
-                 const std::vector<std::vector<float>>& b) {
-  float worst = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    worst =
-        std::max(worst, max_abs_diff(a[i].data(), b[i].data(), static_cast<int64_t>(a[i].size())));
-  }
-  return worst;
+  return prompt_and_decode_logits(m, ctx, layout_test_prompt(m.config().n_vocab));
 }
 
 TEST_P(PackedModel, LogitsMatchThePlainLoad) {
@@ -201,8 +167,8 @@ TEST_P(PackedModel, LogitsMatchThePlainLoad) {
   // plain AVX-512 kernels than the plain AVX2 kernels are (a different
   // float rounding order can flip one activation quant: tiny-gemma3 moves
   // by 3.7e-2 either way, the others by 1e-6).
-  const float e_plain = worst_diff(plain, ref), e_packed = worst_diff(packed, ref);
-  const float spread = worst_diff(plain_avx2, plain), d = worst_diff(packed, plain);
+  const float e_plain = worst_row_diff(plain, ref), e_packed = worst_row_diff(packed, ref);
+  const float spread = worst_row_diff(plain_avx2, plain), d = worst_row_diff(packed, plain);
   EXPECT_LE(e_packed, 1.1f * e_plain + 1e-4f * scale) << "max |logit| " << scale;
   EXPECT_LE(d, std::max(2 * spread, 1e-4f * scale))
       << "packed vs plain " << d << ", plain avx2 vs avx512 " << spread;
@@ -215,7 +181,7 @@ TEST_P(PackedModel, BatchAndTokenByTokenGiveTheSameBits) {
   ASSERT_TRUE(l.packed != nullptr);
   const Model& m = *l.packed;
   const int64_t nv = m.config().n_vocab;
-  const std::vector<int32_t> p = prompt(nv);
+  const std::vector<int32_t> p = layout_test_prompt(nv);
   auto ctx = ForwardContext::cpu(2);
   auto batch_cache = m.make_cache({64, 1, DType::F32});
   auto step_cache = m.make_cache({64, 1, DType::F32});

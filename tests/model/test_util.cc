@@ -1,6 +1,8 @@
 #include "test_util.h"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -112,6 +114,44 @@ Result<std::vector<float>> eval_all(const Model& m, cache::KvCache& cache, Forwa
 Result<std::vector<float>> eval_one(const Model& m, cache::KvCache& cache, ForwardContext& ctx,
                                     int32_t token, int seq) {
   return eval_all(m, cache, ctx, {token}, seq);
+}
+
+std::vector<int32_t> layout_test_prompt(int64_t n_vocab) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < 20; ++i) p.push_back(static_cast<int32_t>((i * 53 + 7) % n_vocab));
+  return p;
+}
+
+std::vector<std::vector<float>> prompt_and_decode_logits(const Model& m, ForwardContext& ctx,
+                                                         const std::vector<int32_t>& prompt) {
+  const int64_t nv = m.config().n_vocab;
+  std::vector<std::vector<float>> rows;
+  auto cache = m.make_cache({64, 1, DType::F32});
+  EXPECT_TRUE(cache.ok());
+  if (!cache.ok()) return rows;
+  Result<std::vector<float>> pre = eval_all(m, **cache, ctx, prompt);
+  EXPECT_TRUE(pre.ok()) << pre.status().to_string();
+  if (!pre.ok()) return rows;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    rows.emplace_back(pre->begin() + static_cast<int64_t>(i) * nv,
+                      pre->begin() + static_cast<int64_t>(i + 1) * nv);
+  }
+  for (int32_t t : {3, 77, 5, 120}) {
+    Result<std::vector<float>> r = eval_one(m, **cache, ctx, t % static_cast<int32_t>(nv));
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    if (r.ok()) rows.push_back(*r);
+  }
+  return rows;
+}
+
+float worst_row_diff(const std::vector<std::vector<float>>& a,
+                     const std::vector<std::vector<float>>& b) {
+  float worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    worst =
+        std::max(worst, max_abs_diff(a[i].data(), b[i].data(), static_cast<int64_t>(a[i].size())));
+  }
+  return worst;
 }
 
 }  // namespace folio::model::testing

@@ -47,4 +47,14 @@ Result<std::vector<float>> eval_all(const Model& m, cache::KvCache& cache, Forwa
 Result<std::vector<float>> eval_one(const Model& m, cache::KvCache& cache, ForwardContext& ctx,
                                     int32_t token, int seq = 0);
 
+// A fixed 20-token prompt over the vocabulary, for weight-layout tests.
+std::vector<int32_t> layout_test_prompt(int64_t n_vocab);
+// Logits of `prompt` (one batch, a fresh contiguous F32 cache) and of four
+// teacher-forced decode steps after it; failures are test failures.
+std::vector<std::vector<float>> prompt_and_decode_logits(const Model& m, ForwardContext& ctx,
+                                                         const std::vector<int32_t>& prompt);
+// The largest max_abs_diff over paired rows.
+float worst_row_diff(const std::vector<std::vector<float>>& a,
+                     const std::vector<std::vector<float>>& b);
+
 }  // namespace folio::model::testing
