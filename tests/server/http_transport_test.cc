@@ -110,9 +110,12 @@ TEST_F(HttpTransportTest, HundredsOfSlowConnectionsCostOtherClientsNothing) {
   stop = true;
   trickler.join();
   std::sort(ms.begin(), ms.end());
-  // A thread per connection would queue /health behind the slow heads.
-  EXPECT_LT(ms[ms.size() / 2], 50.0) << "median /health ms";
-  EXPECT_LT(ms.back(), 1000.0) << "worst /health ms";
+  // A thread per connection (or a pool of them) would queue /health behind
+  // the slow heads until their 10 s header deadline. The bounds are far
+  // below that but loose: the test also runs under TSan, beside other tests
+  // on a 2-core machine (seen there: median 69 ms, worst 1.8 s; 3 ms alone).
+  EXPECT_LT(ms[ms.size() / 2], 250.0) << "median /health ms";
+  EXPECT_LT(ms.back(), 5000.0) << "worst /health ms";
   EXPECT_GE(server_->transport_stats().open_connections, 300);
 }
 
