@@ -28,8 +28,13 @@ for a in "$@"; do
 done
 jobs=$(nproc)
 start=$SECONDS
+# Wall time of each step, printed before the summary: what CI's time goes to.
+timings=()
+lap=$SECONDS
+mark() { timings+=("$(printf '%5d s  %s' $((SECONDS - lap)) "$1")"); lap=$SECONDS; }
 
 scripts/setup.sh --no-build
+mark "setup"
 # setup.sh installs lavapipe, so the Vulkan tests must find a device here:
 # a missing one fails them instead of skipping.
 export FOLIO_REQUIRE_VULKAN=1
@@ -37,8 +42,10 @@ export FOLIO_REQUIRE_VULKAN=1
 echo "test: release build"
 scripts/configure.sh build Release
 cmake --build build -j"$jobs"
+mark "release build"
 ctest --test-dir build -j"$jobs" --output-on-failure --timeout 900 --no-tests=error \
   --output-junit junit.xml
+mark "release tests"
 
 if ((sanitizers)); then
   # Unit tests: every layer's suite but the compute-heavy model, backend and
@@ -53,6 +60,7 @@ if ((sanitizers)); then
   for s in "${asan_suites[@]}"; do asan_targets+=("folio_${s}_tests"); done
   asan_targets+=(folio-grammar-walk)  # the grammar label's corpus test runs it
   cmake --build build-asan -j"$jobs" --target "${asan_targets[@]}"
+  mark "asan build (unit suites)"
   asan_regex=$(IFS='|'; echo "${asan_suites[*]}")
   # The engine, server and cli suites also run on the Vulkan device (lavapipe):
   # the leaks lavapipe itself keeps are suppressed (tests/lsan.supp).
@@ -60,27 +68,35 @@ if ((sanitizers)); then
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan -j"$jobs" --output-on-failure --timeout 900 --no-tests=error \
       -L "^($asan_regex)\$" --output-junit junit.xml
+  mark "asan tests (unit suites)"
   # The Vulkan runtime's host code (device memory, transfers, recording,
   # kernel-reported errors, the forward context's transfers) on lavapipe;
   # the leaks lavapipe itself keeps are suppressed (tests/lsan.supp).
   echo "test: ASan + UBSan over the Vulkan runtime"
   cmake --build build-asan -j"$jobs" --target folio_backend_tests
+  mark "asan build (backend tests)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure --timeout 900 --no-tests=error \
       -R '^VulkanBackend\.' --output-junit junit-vulkan.xml
+  mark "asan tests (Vulkan runtime)"
 
   echo "test: TSan build (scheduler and server)"
   scripts/configure.sh build-tsan Debug -DFOLIO_SANITIZE=thread -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1"
   cmake --build build-tsan -j"$jobs" --target folio_engine_tests folio_server_tests
+  mark "tsan build"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp \
     ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 900 --no-tests=error \
       -R '^(Scheduler|Http|Server|ToolCall)' --output-junit junit.xml
+  mark "tsan tests"
 fi
 
 junits=(build/junit.xml)
 ((sanitizers)) && junits+=(build-asan/junit.xml build-asan/junit-vulkan.xml build-tsan/junit.xml)
 echo "test: the ARM tiers (cross build, qemu-user)"
 scripts/test-arm.sh
+mark "arm build and tests"
 junits+=(build-arm/junit-*.xml)
+echo "test: time per step"
+printf '  %s\n' "${timings[@]}"
 python3 scripts/test_summary.py --folio build/folio --seconds $((SECONDS - start)) "${junits[@]}"
