@@ -62,7 +62,7 @@ if ((venv)); then
     echo "setup: creating .venv"
     python3 -m venv .venv
   fi
-  if ! .venv/bin/python -c "import gguf, numpy, openai, jsonschema, rfc3339_validator" 2>/dev/null; then
+  if ! .venv/bin/python -c "import gguf, numpy, openai, jsonschema, rfc3339_validator, prometheus_client" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
   fi
   if ((oracles)) && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then

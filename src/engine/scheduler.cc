@@ -180,11 +180,19 @@ struct Scheduler::Impl {
     res.completion_tokens = 0;
     res.choices.clear();
     bool cancelled = false;
+    uint64_t stopped = 0, length = 0, aborted = 0;
     for (auto& c : r->choices) {
       c->result.n_generated = c->state.n_generated;
       c->result.kept_tokens = c->state.kept_tokens();
       res.completion_tokens += c->state.n_generated;
       cancelled |= c->result.stop == StopReason::kCancelled;
+      switch (c->result.stop) {
+        case StopReason::kEndOfGeneration:
+        case StopReason::kStopString: ++stopped; break;
+        case StopReason::kLength:
+        case StopReason::kContextFull: ++length; break;
+        case StopReason::kCancelled: ++aborted; break;
+      }
       res.choices.push_back(c->result);
     }
     const double e2e = seconds_between(r->submitted, Clock::now());
@@ -192,10 +200,15 @@ struct Scheduler::Impl {
       ++m.requests_finished;
       if (!res.status.ok()) {
         ++m.requests_failed;
-      } else if (cancelled) {
-        ++m.requests_cancelled;
+      } else {
+        if (cancelled) ++m.requests_cancelled;
+        m.choices_stopped += stopped;
+        m.choices_length += length;
+        m.choices_aborted += aborted;
       }
       m.e2e.observe(e2e);
+      m.request_prompt.observe(static_cast<double>(res.prompt_tokens));
+      m.request_generation.observe(static_cast<double>(res.completion_tokens));
     });
     if (r->callbacks.on_done) r->callbacks.on_done(res);
     auto it = live.find(r->id);
@@ -373,7 +386,10 @@ struct Scheduler::Impl {
     r->first_token = true;
     const bool itl = acc.kept && c->has_token;
     metrics.update([&](ServingMetrics::Snapshot& m) {
-      if (ttft) m.ttft.observe(seconds_between(r->submitted, now));
+      if (ttft) {
+        m.ttft.observe(seconds_between(r->submitted, now));
+        m.request_prompt_tokens += c->state.n_prompt;
+      }
       if (itl) m.itl.observe(seconds_between(c->last_token, now));
       if (acc.kept) ++m.generated_tokens;
     });
@@ -530,6 +546,7 @@ struct Scheduler::Impl {
     int64_t total = 0, used = 0, free = 0, cached = 0;
     double usage = 0;
     int64_t window_total = 0, window_used = 0;  // sliding-window layers' pages
+    int64_t block_size = 0;
   };
   BlockGauges block_gauges() const {
     BlockGauges g;
@@ -541,6 +558,7 @@ struct Scheduler::Impl {
       for (cache::BlockId b = pool.front(); b != cache::kNullBlock; b = pool.next(b))
         g.cached += pool.is_hashed(b) ? 1 : 0;
       g.usage = g.total > 0 ? static_cast<double>(g.used) / static_cast<double>(g.total) : 0.0;
+      g.block_size = cache.block_size();
     }
     for (int k = 1; const cache::KvCacheManager* w = cache.windowed_manager(k); ++k) {
       g.window_total += w->pool().n_usable();
@@ -572,6 +590,7 @@ struct Scheduler::Impl {
       m.kv_usage = g.usage;
       m.kv_window_blocks_total = g.window_total;
       m.kv_window_blocks_used = g.window_used;
+      m.kv_block_size = g.block_size;
     });
   }
 

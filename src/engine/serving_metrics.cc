@@ -41,6 +41,8 @@ ServingMetrics::ServingMetrics() {
   state_.e2e = Histogram(latency_buckets());
   state_.step_time = Histogram(latency_buckets());
   state_.batch_tokens = Histogram(token_buckets());
+  state_.request_prompt = Histogram(token_buckets());
+  state_.request_generation = Histogram(token_buckets());
 }
 
 std::vector<double> ServingMetrics::latency_buckets() {

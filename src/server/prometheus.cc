@@ -6,6 +6,13 @@
 
 namespace folio::server {
 
+std::string prometheus_number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<int64_t>(v));
+  return fmt::format("{}", v);
+}
+
 namespace {
 
 // Label values escape backslash, double quote and newline.
@@ -27,16 +34,16 @@ std::string escape_label(std::string_view v) {
 
 class Writer {
  public:
-  explicit Writer(std::string_view model)
-      : labels_(model.empty() ? std::string()
-                              : fmt::format("model_name=\"{}\"", escape_label(model))) {}
+  // `prefix` ("folio:", "vllm:") starts every name; `labels` (already
+  // rendered, e.g. model_name="m") go on every sample.
+  Writer(std::string_view prefix, std::string labels) : prefix_(prefix), labels_(std::move(labels)) {}
 
   void family(std::string_view name, std::string_view type, std::string_view help) {
-    out_ += fmt::format("# HELP folio:{} {}\n# TYPE folio:{} {}\n", name, help, name, type);
+    out_ += fmt::format("# HELP {}{} {}\n# TYPE {}{} {}\n", prefix_, name, help, prefix_, name, type);
   }
 
   void sample(std::string_view name, double v, std::string_view extra_label = "") {
-    out_ += "folio:";
+    out_ += prefix_;
     out_ += name;
     if (!labels_.empty() || !extra_label.empty()) {
       out_ += '{';
@@ -80,22 +87,72 @@ class Writer {
   std::string take() { return std::move(out_); }
 
  private:
+  std::string_view prefix_;
   std::string labels_;
   std::string out_;
 };
 
-}  // namespace
-
-std::string prometheus_number(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<int64_t>(v));
-  return fmt::format("{}", v);
+// The families routers and dashboards built for vLLM read by name, with
+// vLLM's names, types, labels (model_name, engine) and meanings
+// (vllm/v1/metrics/loggers.py). Counters carry the _total suffix that
+// prometheus_client adds. The histograms share folio's buckets.
+std::string render_vllm_families(const ServingMetrics::Snapshot& s,
+                                 const std::string& model_label) {
+  Writer w("vllm:", model_label.empty() ? std::string("engine=\"0\"")
+                                        : model_label + ",engine=\"0\"");
+  w.gauge("num_requests_running", static_cast<double>(s.requests_running),
+          "Number of requests in model execution batches.");
+  w.gauge("num_requests_waiting", static_cast<double>(s.requests_waiting),
+          "Number of requests waiting to be processed.");
+  w.gauge("kv_cache_usage_perc", s.kv_usage, "KV-cache usage. 1 means 100 percent usage.");
+  w.gauge("gpu_cache_usage_perc", s.kv_usage,
+          "KV-cache usage. 1 means 100 percent usage. DEPRECATED: use vllm:kv_cache_usage_perc.");
+  w.counter("prefix_cache_queries_total", static_cast<double>(s.prefix_queried_tokens),
+            "Prefix cache queries, in terms of number of queried tokens.");
+  w.counter("prefix_cache_hits_total", static_cast<double>(s.prefix_hit_tokens),
+            "Prefix cache hits, in terms of number of cached tokens.");
+  w.counter("num_preemptions_total", static_cast<double>(s.preemptions),
+            "Cumulative number of preemption from the engine.");
+  w.counter("prompt_tokens_total", static_cast<double>(s.request_prompt_tokens),
+            "Number of prefill tokens processed.");
+  w.counter("generation_tokens_total", static_cast<double>(s.generated_tokens),
+            "Number of generation tokens processed.");
+  w.family("request_success_total", "counter", "Count of successfully processed requests.");
+  w.sample("request_success_total", static_cast<double>(s.choices_stopped),
+           "finished_reason=\"stop\"");
+  w.sample("request_success_total", static_cast<double>(s.choices_length),
+           "finished_reason=\"length\"");
+  w.sample("request_success_total", static_cast<double>(s.choices_aborted),
+           "finished_reason=\"abort\"");
+  w.sample("request_success_total", static_cast<double>(s.requests_failed),
+           "finished_reason=\"error\"");
+  w.histogram("time_to_first_token_seconds", s.ttft, "Histogram of time to first token in seconds.");
+  w.histogram("inter_token_latency_seconds", s.itl, "Histogram of inter-token latency in seconds.");
+  w.histogram("time_per_output_token_seconds", s.itl,
+              "Histogram of time per output token in seconds.");
+  w.histogram("e2e_request_latency_seconds", s.e2e,
+              "Histogram of e2e request latency in seconds.");
+  w.histogram("request_prompt_tokens", s.request_prompt, "Number of prefill tokens processed.");
+  w.histogram("request_generation_tokens", s.request_generation,
+              "Number of generation tokens processed.");
+  w.histogram("iteration_tokens_total", s.batch_tokens,
+              "Histogram of number of tokens per engine_step.");
+  // An info metric as vLLM writes it: a gauge fixed at 1 whose labels carry
+  // the cache configuration.
+  w.family("cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
+  w.sample("cache_config_info", 1,
+           fmt::format("block_size=\"{}\",num_gpu_blocks=\"{}\",enable_prefix_caching=\"{}\"",
+                       s.kv_block_size, s.kv_blocks_total, s.kv_block_size > 0 ? "True" : "False"));
+  return w.take();
 }
+
+}  // namespace
 
 std::string render_prometheus(const ServingMetrics::Snapshot& s, std::string_view model,
                               const TransportStats* http) {
-  Writer w(model);
+  const std::string model_label =
+      model.empty() ? std::string() : fmt::format("model_name=\"{}\"", escape_label(model));
+  Writer w("folio:", model_label);
   w.gauge("num_requests_running", static_cast<double>(s.requests_running),
           "Requests whose sequences are in the running batch.");
   w.gauge("num_requests_waiting", static_cast<double>(s.requests_waiting),
@@ -146,7 +203,7 @@ std::string render_prometheus(const ServingMetrics::Snapshot& s, std::string_vie
     w.counter("http_requests_total", static_cast<double>(http->requests_total),
               "HTTP request heads read.");
   }
-  return w.take();
+  return w.take() + render_vllm_families(s, model_label);
 }
 
 }  // namespace folio::server

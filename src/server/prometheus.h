@@ -1,8 +1,9 @@
 // /metrics: ServingMetrics::Snapshot in the Prometheus text exposition
-// format 0.0.4. Every family has "# HELP" and "# TYPE" lines; names carry the
-// "folio:" prefix (vLLM's "vllm:" convention), counters end in _total,
-// histograms have cumulative _bucket{le="..."} lines ending with le="+Inf",
-// then _sum and _count.
+// format 0.0.4. Every family has "# HELP" and "# TYPE" lines; folio's names
+// carry the "folio:" prefix, and the families routers built for vLLM read
+// follow with vLLM's "vllm:" names, labels and meanings. Counters end in
+// _total, histograms have cumulative _bucket{le="..."} lines ending with
+// le="+Inf", then _sum and _count.
 #pragma once
 
 #include <string>

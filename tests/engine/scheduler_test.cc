@@ -463,6 +463,14 @@ TEST_F(SchedulerTest, MetricsAddUp) {
   EXPECT_GT(m.kv_blocks_cached, 0);
   EXPECT_EQ(m.kv_blocks_cached, cache->manager().pool().n_cached());  // none in use
   EXPECT_DOUBLE_EQ(m.kv_usage, 0.0);
+  EXPECT_EQ(m.kv_block_size, cache->block_size());
+  // vLLM's counts: whole prompts (hits included), finished choices by reason.
+  EXPECT_EQ(m.request_prompt_tokens, prompt_sum);
+  EXPECT_EQ(m.request_prompt.count(), 6u);
+  EXPECT_DOUBLE_EQ(m.request_prompt.sum(), static_cast<double>(prompt_sum));
+  EXPECT_DOUBLE_EQ(m.request_generation.sum(), static_cast<double>(completion));
+  EXPECT_EQ(m.choices_length, 6u);
+  EXPECT_EQ(m.choices_stopped + m.choices_aborted, 0u);
 }
 
 }  // namespace

@@ -10,8 +10,10 @@ answers validated by the `jsonschema` package; json_object; GBNF grammars.
 Tool calls enforced by tool_choice (named, required) on a server with a
 hermes template, parsed by the client. With --serve-arg (a device run) the
 host-side classes (HOST_ONLY) are left to the plain run. Also on servers of their own:
-SIGTERM with trickling clients, a port in use, and the web chat page at /
-in headless Chromium (its DOM against the API's answer, and a screenshot).
+SIGTERM with trickling clients, a port in use, the web chat page at /
+in headless Chromium (its DOM against the API's answer, and a screenshot), and
+/metrics' vLLM-named series read by prometheus_client's parser (what
+Prometheus-fed routers and dashboards see) against the API's usage.
 
 Usage: openai_client_test.py --folio build/folio --model MODEL.gguf
 Exit status: 0 pass, 1 fail (also when the openai package is missing:
@@ -39,10 +41,11 @@ import zlib
 try:
     import jsonschema
     import openai
+    from prometheus_client.parser import text_string_to_metric_families
 except ImportError:
-    print("openai_client_test: the 'openai' or 'jsonschema' package is not installed; run "
-          "scripts/setup.sh "
-          "(it creates .venv with it) and configure the build again")
+    print("openai_client_test: the 'openai', 'jsonschema' or 'prometheus_client' package is not "
+          "installed; run scripts/setup.sh (it creates .venv with them) and configure the build "
+          "again")
     sys.exit(1)
 
 import serve_process  # noqa: E402  (beside this file)
@@ -644,9 +647,91 @@ class WebChatPageTest(unittest.TestCase):
             proc.stderr.close()
 
 
+class VllmMetricsTest(unittest.TestCase):
+    """/metrics on a server of its own, parsed by prometheus_client: the
+    series vLLM-built routers read by name, with vLLM's types and labels,
+    add up to what the API answered."""
+
+    def scrape(self, base):
+        with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+            self.assertTrue(r.headers["Content-Type"].startswith("text/plain; version=0.0.4"))
+            text = r.read().decode()
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        samples = {}
+        for f in families.values():
+            for smp in f.samples:
+                if smp.name.startswith("vllm:"):
+                    labels = dict(smp.labels)
+                    if "le" not in labels:
+                        self.assertEqual(labels.pop("model_name"), "tiny", smp)
+                        self.assertEqual(labels.pop("engine"), "0", smp)
+                    samples[(smp.name, tuple(sorted(labels.items())))] = smp.value
+        return families, samples
+
+    def test_vllm_series_add_up(self):
+        proc, base = start_server(api_key=None)
+        try:
+            c = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=30)
+            prompt = "The quick brown fox jumps over the lazy dog. " * 6
+            usages, reasons = [], []
+            for i in range(3):  # the same prompt: the second and third hit the prefix cache
+                r = c.completions.create(model="tiny", prompt=prompt, max_tokens=4 + i,
+                                         temperature=0)
+                usages.append(r.usage)
+                reasons.append(r.choices[0].finish_reason)
+            r = c.completions.create(model="tiny", prompt="Hello", max_tokens=16, temperature=0,
+                                     n=2, stop=[" ", "e", "a", "o", "i"])
+            usages.append(r.usage)
+            reasons += [ch.finish_reason for ch in r.choices]
+            c.close()
+            families, v = self.scrape(base)
+        finally:
+            serve_process.stop(proc)
+
+        types = {"vllm:num_requests_running": "gauge", "vllm:num_requests_waiting": "gauge",
+                 "vllm:kv_cache_usage_perc": "gauge", "vllm:prefix_cache_queries": "counter",
+                 "vllm:prefix_cache_hits": "counter", "vllm:prompt_tokens": "counter",
+                 "vllm:generation_tokens": "counter", "vllm:request_success": "counter",
+                 "vllm:num_preemptions": "counter", "vllm:cache_config_info": "gauge",
+                 "vllm:time_to_first_token_seconds": "histogram",
+                 "vllm:inter_token_latency_seconds": "histogram",
+                 "vllm:e2e_request_latency_seconds": "histogram",
+                 "vllm:request_prompt_tokens": "histogram",
+                 "vllm:request_generation_tokens": "histogram"}
+        for name, kind in types.items():
+            self.assertIn(name, families)
+            self.assertEqual(families[name].type, kind, name)
+        self.assertEqual(v[("vllm:num_requests_running", ())], 0)
+        self.assertEqual(v[("vllm:num_requests_waiting", ())], 0)
+        self.assertTrue(0 <= v[("vllm:kv_cache_usage_perc", ())] <= 1)
+        prompt_tokens = sum(u.prompt_tokens for u in usages)
+        completion_tokens = sum(u.completion_tokens for u in usages)
+        self.assertEqual(v[("vllm:prompt_tokens_total", ())], prompt_tokens)
+        self.assertEqual(v[("vllm:generation_tokens_total", ())], completion_tokens)
+        self.assertEqual(v[("vllm:request_prompt_tokens_sum", ())], prompt_tokens)
+        self.assertEqual(v[("vllm:request_generation_tokens_sum", ())], completion_tokens)
+        self.assertEqual(v[("vllm:request_prompt_tokens_count", ())], 4)
+        self.assertEqual(v[("vllm:e2e_request_latency_seconds_count", ())], 4)
+        self.assertEqual(v[("vllm:time_to_first_token_seconds_count", ())], 4)
+        # Every admission looks its whole prompt up (n = 2 admits two choices);
+        # the repeated prompt's full blocks hit.
+        self.assertGreaterEqual(v[("vllm:prefix_cache_queries_total", ())], prompt_tokens)
+        self.assertGreater(v[("vllm:prefix_cache_hits_total", ())], 0)
+        self.assertEqual(v[("vllm:num_preemptions_total", ())], 0)
+        for reason in ("stop", "length", "abort", "error"):
+            want = sum(1 for x in reasons if x == reason)
+            self.assertEqual(v[("vllm:request_success_total", (("finished_reason", reason),))],
+                             want, reason)
+        info = [k for k in v if k[0] == "vllm:cache_config_info"]
+        self.assertEqual(len(info), 1)
+        self.assertIn(("block_size", "16"), info[0][1])
+        self.assertIn(("enable_prefix_caching", "True"), info[0][1])
+
+
 # Host-side features (grammar masks, tool-call parsing, the page, signals):
 # a --serve-arg (device) run leaves them to the plain run.
-HOST_ONLY = {"StructuredOutputTest", "ToolCallTest", "WebChatPageTest", "ProcessTest"}
+HOST_ONLY = {"StructuredOutputTest", "ToolCallTest", "WebChatPageTest", "ProcessTest",
+             "VllmMetricsTest"}
 
 
 def load_tests(loader, tests, pattern):

@@ -85,9 +85,9 @@ TEST(Prometheus, WholeRenderingParses) {
   const std::string text = render_prometheus(sample_snapshot(), "tiny");
   ASSERT_FALSE(text.empty());
   ASSERT_EQ(text.back(), '\n');
-  const std::regex sample_re(R"(^(folio:[a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$)");
-  const std::regex help_re(R"(^# HELP (folio:[a-zA-Z0-9_:]+) .+$)");
-  const std::regex type_re(R"(^# TYPE (folio:[a-zA-Z0-9_:]+) (gauge|counter|histogram)$)");
+  const std::regex sample_re(R"(^((folio|vllm):[a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$)");
+  const std::regex help_re(R"(^# HELP ((folio|vllm):[a-zA-Z0-9_:]+) .+$)");
+  const std::regex type_re(R"(^# TYPE ((folio|vllm):[a-zA-Z0-9_:]+) (gauge|counter|histogram)$)");
   std::map<std::string, std::string> types;
   std::map<std::string, double> last_bucket;
   std::map<std::string, double> inf_bucket, counts;
@@ -99,13 +99,13 @@ TEST(Prometheus, WholeRenderingParses) {
     if (std::regex_match(line, m, help_re)) continue;
     if (std::regex_match(line, m, type_re)) {
       EXPECT_EQ(types.count(m[1]), 0u) << "family declared twice: " << m[1];
-      types[m[1]] = m[2];
+      types[m[1]] = m[3];
       continue;
     }
     ASSERT_TRUE(std::regex_match(line, m, sample_re)) << "bad line: " << line;
     ++samples;
     std::string name = m[1];
-    const double value = std::stod(m[3]);
+    const double value = std::stod(m[4]);
     std::string family = name;
     for (const char* suffix : {"_bucket", "_sum", "_count"}) {
       const std::string s = suffix;
@@ -133,7 +133,50 @@ TEST(Prometheus, WholeRenderingParses) {
     ASSERT_TRUE(inf_bucket.count(family)) << family;
     EXPECT_EQ(inf_bucket[family], counts[family]) << family;
   }
-  EXPECT_EQ(histograms, 5);
+  EXPECT_EQ(histograms, 5 + 7);  // folio's and vLLM's
+}
+
+// The vLLM-named families: vLLM's labels (model_name, engine), finished
+// requests by reason, prompt tokens counted as vLLM does (hits included), the
+// cache configuration as an info gauge.
+TEST(Prometheus, VllmFamilies) {
+  ServingMetrics metrics;
+  metrics.update([](ServingMetrics::Snapshot& s) {
+    s.requests_running = 2;
+    s.requests_waiting = 5;
+    s.kv_usage = 0.5;
+    s.kv_blocks_total = 64;
+    s.kv_block_size = 16;
+    s.prompt_tokens = 10;  // computed after hits
+    s.request_prompt_tokens = 40;
+    s.prefix_queried_tokens = 40;
+    s.prefix_hit_tokens = 30;
+    s.choices_stopped = 3;
+    s.choices_length = 2;
+    s.choices_aborted = 1;
+    s.requests_failed = 4;
+    s.ttft.observe(0.02);
+  });
+  const std::string text = render_prometheus(metrics.snapshot(), "m");
+  const std::string l = "{model_name=\"m\",engine=\"0\"";
+  for (const std::string& want :
+       {"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running" + l + "} 2\n",
+        "vllm:num_requests_waiting" + l + "} 5\n", "vllm:kv_cache_usage_perc" + l + "} 0.5\n",
+        "# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total" + l + "} 40\n",
+        "vllm:prefix_cache_queries_total" + l + "} 40\n",
+        "vllm:prefix_cache_hits_total" + l + "} 30\n",
+        "vllm:request_success_total" + l + ",finished_reason=\"stop\"} 3\n",
+        "vllm:request_success_total" + l + ",finished_reason=\"length\"} 2\n",
+        "vllm:request_success_total" + l + ",finished_reason=\"abort\"} 1\n",
+        "vllm:request_success_total" + l + ",finished_reason=\"error\"} 4\n",
+        "vllm:time_to_first_token_seconds_bucket" + l + ",le=\"0.025\"} 1\n",
+        "vllm:cache_config_info" + l +
+            ",block_size=\"16\",num_gpu_blocks=\"64\",enable_prefix_caching=\"True\"} 1\n"}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want;
+  }
+  // Without a model name the engine label stays.
+  EXPECT_NE(render_prometheus(metrics.snapshot()).find("vllm:num_requests_running{engine=\"0\"} 2\n"),
+            std::string::npos);
 }
 
 TEST(Prometheus, Numbers) {

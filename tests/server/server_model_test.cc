@@ -295,6 +295,7 @@ TEST(ServerModel, DisconnectMidStreamFreesBlocks) {
     EXPECT_EQ(stack.used_blocks_when_idle(), 0);
   }
   EXPECT_EQ(stack.scheduler().metrics().requests_cancelled, 2u);
+  EXPECT_EQ(stack.scheduler().metrics().choices_aborted, 2u);  // vllm:request_success{abort}
 }
 
 }  // namespace
