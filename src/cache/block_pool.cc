@@ -95,6 +95,7 @@ void BlockPool::queue_push(BlockId id) {
 }
 
 void BlockPool::evict(BlockId id) {
+  events_.removed(hash_[index(id)]);
   map_.erase(hash_[index(id)]);
   hashed_[index(id)] = 0;
   hash_[index(id)] = BlockHash{};
@@ -153,7 +154,11 @@ void BlockPool::unregister(BlockId id) {
 }
 
 void BlockPool::clear_cache() {
+  const bool logging = events_.enabled();
+  events_.set_enabled(false);
   for (BlockId id = 1; id < n_blocks_; ++id) unregister(id);
+  events_.set_enabled(logging);
+  events_.all_cleared();
 }
 
 bool BlockPool::defrag() {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "cache/block_hash.h"
+#include "cache/kv_events.h"
 #include "core/check.h"
 #include "core/status.h"
 
@@ -97,8 +98,14 @@ class BlockPool {
   // Drops the registration of `id` (no-op when unhashed). A free block moves
   // to the unhashed segment of the free queue.
   void unregister(BlockId id);
-  // Drops every registration (reset of the prefix cache).
+  // Drops every registration (reset of the prefix cache): one all-cleared
+  // event instead of a removal each.
   void clear_cache();
+
+  // Hashes dropped (evicted, unregistered, cleared) are recorded here when
+  // it is enabled; the manager adds what it registers.
+  KvEventLog& events() { return events_; }
+  const KvEventLog& events() const { return events_; }
 
   // When idle, rebuilds the free queue in ascending id order (unhashed blocks
   // first, then hashed ones: cached hashes survive, but their LRU order is
@@ -138,6 +145,7 @@ class BlockPool {
   std::vector<int32_t> next_;    // [n_blocks + 1]
   int32_t first_hashed_ = 0;     // first hashed block in the queue, or the sentinel
   std::unordered_map<BlockHash, BlockId, BlockHashHasher> map_;
+  KvEventLog events_;
 };
 
 }  // namespace folio::cache

@@ -435,7 +435,12 @@ void KvCacheManager::apply(const CachePlan& plan) {
         if (pool_.is_hashed(id)) {
           FOLIO_CHECK_MSG(pool_.hash(id) == h, "cached block {} holds another prefix", id);
         } else {
-          pool_.register_hash(id, h);  // false: another block holds this prefix; keep ours
+          // false: another block holds this prefix; keep ours.
+          if (pool_.register_hash(id, h)) {
+            pool_.events().stored(b > 0, parent_of(s, b), h,
+                                  std::span<const int32_t>(s.tokens).subspan(
+                                      b * static_cast<size_t>(bs), static_cast<size_t>(bs)));
+          }
         }
       }
     }

@@ -170,6 +170,8 @@ class KvCacheManager {
   static Result<KvCacheManager> create(const KvCacheManagerOptions& options);
 
   const BlockPool& pool() const { return pool_; }
+  // The prefix cache's changes (see cache/kv_events.h); off until enabled.
+  KvEventLog& events() { return pool_.events(); }
   int32_t block_size() const { return pool_.block_size(); }
   bool prefix_caching() const { return prefix_caching_; }
   int32_t window() const { return window_; }

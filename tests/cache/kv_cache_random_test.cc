@@ -10,11 +10,17 @@
 // Windowed runs (a sliding window of W tokens): blocks leave the window as
 // sequences grow, cached prefixes need only the window before the hit, and
 // truncation goes to truncation_point().
+// Every run also replays the manager's KV events (cache/kv_events.h) as a
+// router would: after every operation the replayed set of stored hashes
+// equals the pool's registered hashes, every stored block's hash is the chain
+// of its parent and its token ids, and no event stores a hash twice or
+// removes one it never stored.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "cache/harness.h"
@@ -44,6 +50,7 @@ class RandomRun {
       for (int32_t& t : stem) t = static_cast<int32_t>(rng_() % 3);
       stems_.push_back(std::move(stem));
     }
+    h_.manager().events().set_enabled(true);
   }
 
   void run() {
@@ -66,6 +73,7 @@ class RandomRun {
       const std::string err = h_.check();
       ASSERT_EQ(err, "") << "seed " << c_.seed << " op " << op << " (" << r << ")\n"
                          << h_.manager().debug_dump();
+      ASSERT_NO_FATAL_FAILURE(replay_events()) << "seed " << c_.seed << " op " << op;
     }
     while (!h_.refs().empty()) h_.free(h_.refs().begin()->first);
     EXPECT_TRUE(h_.pool().idle());
@@ -200,6 +208,48 @@ class RandomRun {
   void free_one() {
     if (!h_.refs().empty()) h_.free(pick());
   }
+
+  // Applies the events since the last call to the router's view and compares
+  // it with the pool.
+  void replay_events() {
+    const int32_t bs = c_.block_size;
+    for (const KvEvent& e : h_.manager().events().take()) {
+      switch (e.kind) {
+        case KvEvent::Kind::kStored: {
+          ASSERT_EQ(e.tokens.size(), e.hashes.size() * static_cast<size_t>(bs));
+          BlockHash parent = e.has_parent ? e.parent : hasher_.root();
+          for (size_t i = 0; i < e.hashes.size(); ++i) {
+            const auto tokens = std::span<const int32_t>(e.tokens).subspan(
+                i * static_cast<size_t>(bs), static_cast<size_t>(bs));
+            BlockHash h = hasher_.chain(parent, tokens);
+            // A first block of a salted sequence chains from the salted root.
+            if (h != e.hashes[i] && i == 0 && !e.has_parent)
+              h = hasher_.chain(hasher_.salted_root("salt"), tokens);
+            ASSERT_EQ(h, e.hashes[i]) << "stored hash is not the chain of its tokens";
+            ASSERT_TRUE(stored_.insert(h).second) << "stored twice: " << to_string(h);
+            parent = h;
+          }
+          ++counters_.stored_events;
+          break;
+        }
+        case KvEvent::Kind::kRemoved:
+          for (const BlockHash& h : e.hashes) {
+            ASSERT_EQ(stored_.erase(h), 1u) << "removed but never stored: " << to_string(h);
+          }
+          ++counters_.removed_events;
+          break;
+        case KvEvent::Kind::kAllCleared:
+          stored_.clear();
+          break;
+      }
+    }
+    std::unordered_set<BlockHash, BlockHashHasher> pool;
+    for (BlockId b = 1; b < h_.pool().n_blocks(); ++b) {
+      if (h_.pool().is_hashed(b)) pool.insert(h_.pool().hash(b));
+    }
+    ASSERT_EQ(stored_.size(), pool.size());
+    for (const BlockHash& h : pool) ASSERT_TRUE(stored_.count(h)) << "never stored: " << to_string(h);
+  }
   void defrag() {
     if (rng_() % 3 == 0) {  // the engine went idle: every sequence ended
       while (!h_.refs().empty()) h_.free(h_.refs().begin()->first);
@@ -225,16 +275,18 @@ class RandomRun {
 
   struct Counters {
     int64_t cached_tokens = 0, short_plans = 0, copies = 0, discards = 0, forks = 0, defrags = 0;
-    int64_t windowed_hits = 0, refused_truncations = 0;
+    int64_t windowed_hits = 0, refused_truncations = 0, stored_events = 0, removed_events = 0;
     void print(uint32_t seed) const {
       // Makes the coverage of a run visible in the test log.
       std::printf(
           "seed %u: cached tokens %lld, short plans %lld, copies %lld, discards %lld, "
-          "forks %lld, defrags %lld, windowed hits %lld, refused truncations %lld\n",
+          "forks %lld, defrags %lld, windowed hits %lld, refused truncations %lld, "
+          "stored events %lld, removed events %lld\n",
           seed, static_cast<long long>(cached_tokens), static_cast<long long>(short_plans),
           static_cast<long long>(copies), static_cast<long long>(discards),
           static_cast<long long>(forks), static_cast<long long>(defrags),
-          static_cast<long long>(windowed_hits), static_cast<long long>(refused_truncations));
+          static_cast<long long>(windowed_hits), static_cast<long long>(refused_truncations),
+          static_cast<long long>(stored_events), static_cast<long long>(removed_events));
     }
   };
 
@@ -243,6 +295,8 @@ class RandomRun {
   std::mt19937 rng_;
   std::vector<std::vector<int32_t>> stems_;
   Counters counters_;
+  BlockHasher hasher_{"random-model"};  // the manager's extra key, seed 0
+  std::unordered_set<BlockHash, BlockHashHasher> stored_;  // the router's view
 
  public:
   const Counters& counters() const { return counters_; }
@@ -253,7 +307,7 @@ TEST(KvCacheManagerRandom, MatchesTheReferenceModel) {
       {1, 24, 8, true, 2500},  {2, 40, 16, true, 2500}, {3, 12, 8, true, 2500},
       {4, 33, 8, false, 1500}, {5, 64, 32, true, 1500}, {6, 20, 16, true, 2500},
   };
-  int64_t cached = 0, copies = 0, short_plans = 0;
+  int64_t cached = 0, copies = 0, short_plans = 0, stored = 0, removed = 0;
   for (const Config& c : configs) {
     RandomRun run(c);
     run.run();
@@ -261,8 +315,12 @@ TEST(KvCacheManagerRandom, MatchesTheReferenceModel) {
     cached += run.counters().cached_tokens;
     copies += run.counters().copies;
     short_plans += run.counters().short_plans;
+    stored += run.counters().stored_events;
+    removed += run.counters().removed_events;
   }
   // The runs must have exercised the interesting paths.
+  EXPECT_GT(stored, 0);
+  EXPECT_GT(removed, 0);
   EXPECT_GT(cached, 0);
   EXPECT_GT(copies, 0);
   EXPECT_GT(short_plans, 0);
