@@ -36,6 +36,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libxxhash-dev
   libboost-dev                      # Beast / Asio: the HTTP server
+  libzmq3-dev libmsgpack-cxx-dev    # KV-cache events for routers (ZMQ PUB, msgpack)
   libedit-dev                       # line editing in `folio chat`
   libvulkan-dev glslc               # the Vulkan backend: headers, loader, shader compiler
   mesa-vulkan-drivers vulkan-tools  # lavapipe (Vulkan on the CPU: the tests' device), vulkaninfo
@@ -62,7 +63,7 @@ if ((venv)); then
     echo "setup: creating .venv"
     python3 -m venv .venv
   fi
-  if ! .venv/bin/python -c "import gguf, numpy, openai, jsonschema, rfc3339_validator, prometheus_client" 2>/dev/null; then
+  if ! .venv/bin/python -c "import gguf, numpy, openai, jsonschema, rfc3339_validator, prometheus_client, zmq, msgpack" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
   fi
   if ((oracles)) && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then

@@ -130,6 +130,7 @@ class HybridKvCache final : public KvCache {
   bool paged() const override { return attn_->paged(); }
   int block_size() const override { return attn_->block_size(); }
   const KvCacheManager* block_manager() const override { return attn_->block_manager(); }
+  KvEventLog* kv_events() override { return attn_->kv_events(); }
   const KvCacheManager* windowed_manager(int g) const override {
     return attn_->windowed_manager(g);
   }

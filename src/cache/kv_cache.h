@@ -42,6 +42,7 @@
 #include "cache/batch.h"
 #include "cache/block_hash.h"
 #include "cache/kv_cache_manager.h"
+#include "cache/kv_events.h"
 #include "cache/kv_geometry.h"
 #include "core/status.h"
 #include "tensor/dtype.h"
@@ -222,6 +223,9 @@ class KvCache {
   // pages are sized never to be the tighter limit (PagedKvCache).
   // windowed_manager() gives the others, for gauges.
   virtual const KvCacheManager* block_manager() const { return nullptr; }
+  // block_manager()'s record of the prefix cache's changes (KV events for
+  // routers, cache/kv_events.h); nullptr without a block pool.
+  virtual KvEventLog* kv_events() { return nullptr; }
   // Bytes of one block of block_manager()'s pool (its layers, K and V), and
   // of the windowed groups' pages together; 0 without them.
   virtual size_t pool_block_bytes() const { return 0; }

@@ -109,6 +109,7 @@ class PagedKvCache final : public KvCache {
   const KvCacheManager& manager() const { return groups_[0].manager; }
   const KvCacheManager& manager(int g) const { return groups_[static_cast<size_t>(g)].manager; }
   const KvCacheManager* block_manager() const override { return &manager(); }
+  KvEventLog* kv_events() override { return &groups_[0].manager.events(); }
   const KvCacheManager* windowed_manager(int g) const override {
     return g >= 1 && g < n_groups() ? &manager(g) : nullptr;
   }

@@ -72,6 +72,7 @@ struct Scheduler::Impl {
   std::mutex trie_mu;
   std::shared_ptr<const grammar::VocabTrie> trie;
   ServingMetrics metrics;
+  cache::KvEventLog* kv_log = nullptr;  // step thread: set when on_kv_events is
 
   mutable std::mutex mu;
   std::condition_variable wake;  // step thread: arrivals, cancels, stop
@@ -594,9 +595,22 @@ struct Scheduler::Impl {
     });
   }
 
+  // Hands the prefix cache's changes since the last call to on_kv_events.
+  void deliver_kv_events() {
+    if (kv_log == nullptr || kv_log->empty()) return;
+    options.on_kv_events(kv_log->take());
+  }
+
   void loop() {
     std::vector<std::unique_ptr<Request>> arrivals;
     std::vector<uint64_t> to_cancel;
+    if (options.on_kv_events) {
+      kv_log = cache.kv_events();
+      if (kv_log != nullptr) {  // delivered with the first step's events
+        kv_log->set_enabled(true);
+        kv_log->all_cleared();
+      }
+    }
     for (;;) {
       const BlockGauges blocks = block_gauges();
       {
@@ -617,9 +631,11 @@ struct Scheduler::Impl {
       for (uint64_t id : to_cancel) cancel_now(id);
       to_cancel.clear();
       if (!live.empty()) run_step();
+      deliver_kv_events();
       finished.clear();
     }
     shutdown();
+    deliver_kv_events();
   }
 
   // Every request still queued or running ends kCancelled.

@@ -87,6 +87,13 @@ struct SchedulerOptions {
   // Requests waiting beyond this make submit() fail with kResourceExhausted
   // (the server answers 503).
   int64_t max_waiting = 1024;
+  // Non-null (with a paged cache): the prefix cache's changes (KV events for
+  // routers, cache/kv_events.h), called on the scheduler thread with every
+  // step's events in order, after the step; the first call's first event is
+  // an all-cleared (the cache starts empty), so a subscriber that sees it
+  // knows the engine (re)started. Must not block: hand the events to another
+  // thread.
+  std::function<void(std::vector<cache::KvEvent>)> on_kv_events;
 };
 
 struct GenerationRequest {

@@ -392,6 +392,40 @@ bool prepare_submissions(const ServedModel& m, const OpenAiRequest& r,
 
 }  // namespace
 
+bool prompt_token_ids(const ServedModel& m, ApiKind kind, const Json& body,
+                      std::vector<std::vector<int32_t>>* out, ApiError* err) {
+  if (kind == ApiKind::kChat && m.chat_template == nullptr) {
+    *err = bad_request(
+        fmt::format("the model '{}' is an embedding model: it has no chat template", m.id),
+        "messages");
+    return false;
+  }
+  OpenAiRequest r;
+  if (!parse_openai_request(body, kind, &r, err)) return false;
+  if (!r.model.empty() && r.model != m.id) {
+    *err = not_found_error(
+        fmt::format("The model '{}' does not exist; this server serves '{}'", r.model, m.id),
+        "model_not_found");
+    return false;
+  }
+  std::vector<Submission> subs;
+  if (!prepare_submissions(m, r, &subs, err)) return false;
+  for (Submission& s : subs) out->push_back(std::move(s.tokens));
+  return true;
+}
+
+HttpReply handle_render(const ServedModel& m, ApiKind kind, const std::string& body) {
+  Json j;
+  ApiError err;
+  if (!parse_json_body(body, &j, &err)) return err.reply();
+  std::vector<std::vector<int32_t>> prompts;
+  if (!prompt_token_ids(m, kind, j, &prompts, &err)) return err.reply();
+  if (kind == ApiKind::kChat) return json_reply(200, Json{{"token_ids", prompts.front()}});
+  Json list = Json::array();
+  for (const auto& p : prompts) list.push_back(Json{{"token_ids", p}});
+  return json_reply(200, list);
+}
+
 RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::string& body) {
   Json j;
   ApiError err;

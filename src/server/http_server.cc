@@ -65,6 +65,8 @@ enum class Route {
   kMetrics,
   kCompletions,
   kChatCompletions,
+  kCompletionsRender,      // vLLM's prompt-ids-only twins of the two above
+  kChatCompletionsRender,
   kTokenize,
   kDetokenize,
   kEmbeddings,
@@ -89,6 +91,10 @@ std::optional<RouteInfo> find_route(std::string_view path) {
   }
   if (path == "/v1/chat/completions" || path == "/chat/completions") {
     return RouteInfo{Route::kChatCompletions, "POST", true};
+  }
+  if (path == "/v1/completions/render") return RouteInfo{Route::kCompletionsRender, "POST", true};
+  if (path == "/v1/chat/completions/render") {
+    return RouteInfo{Route::kChatCompletionsRender, "POST", true};
   }
   if (path == "/v1/embeddings" || path == "/embeddings") {
     return RouteInfo{Route::kEmbeddings, "POST", true};
@@ -213,6 +219,12 @@ struct HttpServer::Impl final : HttpHandler {
         return handle_generation(
             *m, info->route == Route::kChatCompletions ? ApiKind::kChat : ApiKind::kCompletion,
             r.body);
+      case Route::kCompletionsRender:
+      case Route::kChatCompletionsRender:
+        return handle_render(*m,
+                             info->route == Route::kChatCompletionsRender ? ApiKind::kChat
+                                                                          : ApiKind::kCompletion,
+                             r.body);
       case Route::kEmbeddings:
         return handle_embeddings(*m, r.body);
       case Route::kTokenize:

@@ -1,6 +1,10 @@
 // POST /tokenize and /detokenize, in llama.cpp's server shapes:
 //   {"content", "add_special"? (false), "parse_special"? (true)} -> {"tokens": [...]}
 //   {"tokens": [...]} -> {"content"} (control tokens rendered)
+// and /tokenize in vLLM's, the ids generation would be fed (what routers ask
+// replicas for):
+//   {"prompt": "..."} or {"messages": [...], "add_generation_prompt"? (true), ...}
+//     -> {"tokens": [...], "count", "max_model_len"}
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,6 +19,17 @@ HttpReply handle_tokenize(const ServedModel& m, const std::string& body) {
   ApiError err;
   if (!parse_json_body(body, &j, &err)) return err.reply();
   auto content = j.find("content");
+  if (content == j.end() && (j.contains("prompt") || j.contains("messages"))) {
+    const ApiKind kind = j.contains("messages") ? ApiKind::kChat : ApiKind::kCompletion;
+    if (kind == ApiKind::kCompletion && !j["prompt"].is_string()) {
+      return bad_request("'prompt' must be a string", "prompt").reply();
+    }
+    std::vector<std::vector<int32_t>> prompts;
+    if (!prompt_token_ids(m, kind, j, &prompts, &err)) return err.reply();
+    return json_reply(200, Json{{"tokens", prompts.front()},
+                                {"count", prompts.front().size()},
+                                {"max_model_len", m.n_ctx}});
+  }
   if (content == j.end() || !content->is_string()) {
     return bad_request("'content' must be a string", "content").reply();
   }

@@ -30,6 +30,7 @@
 #include "engine/scheduler.h"
 #include "server/generation_service.h"
 #include "server/http_server.h"
+#include "server/kv_event_publisher.h"
 
 namespace folio::tools {
 
@@ -53,6 +54,7 @@ struct ServeFlags {
   double idle_timeout_s = 30;
   double shutdown_timeout_s = 10;
   int64_t max_body_mib = 16;
+  std::string kv_events;  // ZMQ endpoint for KV-cache events, "" = off
 };
 
 int fail(const std::string& message) {
@@ -99,7 +101,9 @@ Status load_embedder(const ServeFlags& f, Engine* e, server::HttpServer* http) {
   return Status();
 }
 
-Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http) {
+// `events`, when given, receives the prefix cache's changes (--kv-events).
+Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http,
+                   server::KvEventPublisher* events) {
   FOLIO_ASSIGN_OR_RETURN(e->lm, load_for_batch(f.model, f.max_seqs));
   if (e->lm.model->config().is_embedding()) return load_embedder(f, e, http);
   if (!f.chat_template_file.empty()) {
@@ -127,6 +131,19 @@ Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http) {
   so.chunk_cap = f.chunk_cap;
   so.decode_first = !f.no_decode_first;
   so.max_waiting = f.max_waiting;
+  if (events != nullptr) {
+    if (e->lm.cache->kv_events() == nullptr) {
+      return invalid_argument("--kv-events needs a paged KV cache (this model's cache has no "
+                              "block pool)");
+    }
+    if (e->lm.cache->block_size() != events->block_size()) {
+      return internal_error("--kv-events: the cache's blocks hold {} tokens, the events say {}",
+                            e->lm.cache->block_size(), events->block_size());
+    }
+    so.on_kv_events = [events](std::vector<cache::KvEvent> ev) {
+      events->publish(std::move(ev));
+    };
+  }
   e->scheduler =
       std::make_unique<Scheduler>(*e->lm.model, *e->lm.tokenizer, *e->lm.ctx, *e->lm.cache, so);
   FOLIO_RETURN_IF_ERROR(e->scheduler->start());
@@ -193,10 +210,26 @@ int serve(const ServeFlags& f) {
                static_cast<long long>(f.model.batch_size),
                static_cast<long long>(f.model.ubatch_size));
 
+  // Before the engine, so that the scheduler's thread stops first.
+  std::unique_ptr<server::KvEventPublisher> events;
+  if (!f.kv_events.empty()) {
+    Result<std::unique_ptr<server::KvEventPublisher>> p =
+        server::KvEventPublisher::create(f.kv_events, f.model.kv_block_size);
+    if (!p.ok()) {
+      http.stop();
+      return fail(p.status().message());
+    }
+    events = std::move(p).value();
+    std::fprintf(stderr,
+                 "folio serve: KV-cache events on %s (ZMQ PUB, vLLM's msgpack batches, blocks "
+                 "of %d tokens)\n",
+                 f.kv_events.c_str(), f.model.kv_block_size);
+  }
+
   Engine engine;
   Status load_status;
   std::thread loader([&] {
-    load_status = load_engine(f, &engine, &http);
+    load_status = load_engine(f, &engine, &http, events.get());
     if (load_status.ok()) {
       std::fprintf(stderr, "folio serve: ready\n");
     } else {
@@ -280,6 +313,10 @@ void register_serve_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--max-body-mib", f.max_body_mib, "request body limit in MiB")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--kv-events", f.kv_events,
+                  "publish KV-cache events (blocks stored / removed, all cleared) in vLLM's "
+                  "format on a ZMQ PUB socket bound here, e.g. tcp://127.0.0.1:5557, for "
+                  "cache-aware routers");
   cmd->callback([selected] { *selected = [] { return serve(f); }; });
 }
 
