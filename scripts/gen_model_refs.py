@@ -124,6 +124,17 @@ MODELS: list[dict] = [
          general_name="tiny-p3",
          notes="phi3: fused qkv and gate/up, LongRoPE long factors (context 512 > "
                "original 256), rope.scaling.attn_factor 1.19"),
+    # Ministral 3 as converted: llama's layers, YaRN with the magnitude
+    # divisor yarn_log_multiplier (mscale_all_dim) and the llama-4-style
+    # attention temperature (floor period = the original context 64, so the
+    # long prompt crosses several periods), the tekken pre-tokenizer.
+    dict(name="tiny-mistral3", arch="mistral3", seed=5001, n_layer=2, n_embd=128,
+         n_head=4, n_head_kv=2, head_dim=32, n_ff=256, rope_base=1000000.0,
+         eps=1e-5, tied=False, rope="norm", n_ctx_train=1024,
+         rope_scaling=dict(type="yarn", factor=4.0, orig_ctx=64),
+         yarn_log_mul=0.6, attn_temp_scale=0.3, tokenizer_pre="tekken",
+         notes="mistral3: YaRN x4 from 64 with yarn_log_multiplier 0.6, "
+               "attention.temperature_scale 0.3, pre-tokenizer tekken"),
 ]
 
 # --------------------------------------------------------------------------
@@ -250,6 +261,10 @@ def write_model(spec: dict, path: Path) -> None:
         w.add_rope_scaling_factor(rs["factor"])
         if "orig_ctx" in rs:
             w.add_rope_scaling_orig_ctx_len(rs["orig_ctx"])
+    if "yarn_log_mul" in spec:
+        w.add_rope_scaling_yarn_log_mul(spec["yarn_log_mul"])
+    if "attn_temp_scale" in spec:
+        w.add_attn_temperature_scale(spec["attn_temp_scale"])
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     copy_tokenizer(w, spec.get("tokenizer_pre"))
     w.add_vocab_size(N_VOCAB)
@@ -464,7 +479,10 @@ def rope_angles(spec, n_pos, layer):
     y = (i - lo) / max(0.001, hi - lo)
     ramp = 1.0 - np.clip(y, 0.0, 1.0)  # 1: extrapolate (original), 0: interpolate
     theta = theta_ext * scale * (1.0 - ramp) + theta_ext * ramp
-    return theta, 1.0 + 0.1 * math.log(1.0 / scale)
+    mscale = 1.0 + 0.1 * math.log(1.0 / scale)
+    if "yarn_log_mul" in spec:  # mistral3: divided by 1 + 0.1 L ln(factor)
+        mscale /= 1.0 + 0.1 * spec["yarn_log_mul"] * math.log(rs["factor"])
+    return theta, mscale
 
 
 def apply_rope(x, theta, mscale, kind):
@@ -527,6 +545,9 @@ def reference_forward(spec, t, ids, gelu):
             k = rms_norm(k, t[p + "attn_k_norm.weight"], eps)
         theta, mscale = rope_angles(spec, n, l)
         q, k = apply_rope(q, theta, mscale, spec["rope"]), apply_rope(k, theta, mscale, spec["rope"])
+        if "attn_temp_scale" in spec:  # mistral3: q times 1 + beta ln(floor(p / n_orig) + 1)
+            p_floor = np.floor(np.arange(n) / spec["rope_scaling"]["orig_ctx"])
+            q = q * (1.0 + spec["attn_temp_scale"] * np.log(p_floor + 1.0))[:, None, None]
         qi, ki = np.arange(n)[:, None], np.arange(n)[None, :]
         mask = ki > qi
         if spec.get("n_swa") and is_swa_layer(spec, l):

@@ -128,6 +128,11 @@ struct ModelConfig {
   // when the cache's n_ctx exceeds rope.n_ctx_orig.
   bool rope_long_short = false;
   bool ffn_fused_gate_up = false;       // ffn_up.weight [E, 2F] holds gate then up (phi3)
+  // Llama-4-style attention temperature (attention.temperature_scale, mistral3):
+  // q of a token at position p is multiplied by
+  // 1 + attn_temp_scale * ln(floor(p / attn_temp_floor) + 1) (0: off).
+  float attn_temp_scale = 0.0f;
+  int64_t attn_temp_floor = 0;
   GluKind ffn_glu = GluKind::kSwiGlu;   // dense and expert FFN activation
 
   // Hybrid models (qwen3next, qwen35*): gated DeltaNet layers beside

@@ -1,6 +1,6 @@
 // llama.cpp parity on tiny random-weight F32 models (shared refdata:
 // tiny-llama, tiny-qwen3; this suite's refdata: qwen2, qwen3moe, gemma3,
-// llama rope-scaling variants, gpt-oss and phi3). For each model and case:
+// llama rope-scaling variants, gpt-oss, phi3 and mistral3). For each model and case:
 //   - prefill: the prompt as one batch from position 0, logits of every
 //     position vs M.C.prefill.npy;
 //   - decode: the reference continuation fed one token at a time through the
@@ -43,7 +43,7 @@ std::vector<RefModel> ref_models() {
   for (const char* n :
        {"tiny-qwen2", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma3-swa2-softcap",
         "tiny-llama-rope-linear", "tiny-llama-yarn", "tiny-llama-mha", "tiny-gpt-oss",
-        "tiny-phi3"}) {
+        "tiny-phi3", "tiny-mistral3"}) {
     v.push_back({n, local_refdata_dir()});
   }
   return v;
