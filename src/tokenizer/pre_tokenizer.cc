@@ -393,6 +393,7 @@ constexpr NameEntry kNames[] = {
     {"pixtral", info(PreTokenizer::kLlama3, true, true)},
     {"dbrx", info(PreTokenizer::kLlama3)},
     {"smaug-bpe", info(PreTokenizer::kLlama3)},
+    {"glm4", info(PreTokenizer::kLlama3, true)},  // chatglm4's regex is llama3's; no BOS
     {"qwen2", info(PreTokenizer::kQwen2, false, false, false)},
     {"deepseek-r1-qwen", info(PreTokenizer::kQwen2, false, false, false)},
     {"megrez", info(PreTokenizer::kQwen2)},
