@@ -123,6 +123,9 @@ TEST(MultiSequenceBatch, GptOssSinksSlidingWindowExactlyAsAlone) {
 TEST(MultiSequenceBatch, Mistral3TemperatureExactlyAsAlone) {
   check_model(local_refdata_dir() + "/tiny-mistral3-f32.gguf");
 }
+TEST(MultiSequenceBatch, Glm4MoeSharedExpertExactlyAsAlone) {
+  check_model(local_refdata_dir() + "/tiny-glm4moe-f32.gguf");
+}
 
 }  // namespace
 }  // namespace folio::model::testing
