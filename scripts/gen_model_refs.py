@@ -124,6 +124,29 @@ MODELS: list[dict] = [
          general_name="tiny-p3",
          notes="phi3: fused qkv and gate/up, LongRoPE long factors (context 512 > "
                "original 256), rope.scaling.attn_factor 1.19"),
+    # Ministral 3 as converted: llama's layers, YaRN with the magnitude
+    # divisor yarn_log_multiplier (mscale_all_dim) and the llama-4-style
+    # attention temperature (floor period = the original context 64, so the
+    # long prompt crosses several periods), the tekken pre-tokenizer.
+    dict(name="tiny-mistral3", arch="mistral3", seed=5001, n_layer=2, n_embd=128,
+         n_head=4, n_head_kv=2, head_dim=32, n_ff=256, rope_base=1000000.0,
+         eps=1e-5, tied=False, rope="norm", n_ctx_train=1024,
+         rope_scaling=dict(type="yarn", factor=4.0, orig_ctx=64),
+         yarn_log_mul=0.6, attn_temp_scale=0.3, tokenizer_pre="tekken",
+         notes="mistral3: YaRN x4 from 64 with yarn_log_multiplier 0.6, "
+               "attention.temperature_scale 0.3, pre-tokenizer tekken"),
+    # GLM-4.5 as converted: q/k/v biases, q/k norm, partial neox rope (half
+    # the head), pre-FFN norm post_attention_norm, layer 0 dense, then
+    # sigmoid-routed experts chosen with exp_probs_b, weights renormalised and
+    # scaled, one ungated shared expert; one MTP block after the main layers
+    # (block_count 4, nextn_predict_layers 1) that is loaded by neither.
+    dict(name="tiny-glm4moe", arch="glm4moe", seed=6004, n_layer=3, n_nextn=1, n_embd=128,
+         n_head=4, n_head_kv=2, head_dim=32, rope_dims=16, n_ff=192, n_expert=4,
+         n_expert_used=2, n_ff_exp=64, n_shared=1, n_dense_lead=1, weights_scale=2.5,
+         rope_base=1000000.0, eps=1e-5, tied=False, rope="neox", qkv_bias=True,
+         qk_norm=True, tokenizer_pre="glm4",
+         notes="glm4moe: partial rope 16/32, q/k/v bias, q/k norm, 1 dense lead layer, "
+               "sigmoid routing with exp_probs_b, norm + scale 2.5, shared expert, 1 MTP block"),
 ]
 
 # --------------------------------------------------------------------------
@@ -137,6 +160,7 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
     E, H, KV, D = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
     gptoss = spec["arch"] == "gpt-oss"
     phi3 = spec["arch"] == "phi3"
+    glm = spec["arch"] == "glm4moe"
 
     def lin(n_out, n_in):  # [n_out, n_in] = ggml [n_in, n_out]
         return rng.standard_normal((n_out, n_in)) / math.sqrt(n_in)
@@ -152,7 +176,7 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
     if phi3:  # per-pair frequency divisors
         t["rope_factors_long.weight"] = 1.0 + 3.0 * rng.random(D // 2)
         t["rope_factors_short.weight"] = 1.0 + 0.5 * rng.random(D // 2)
-    for i in range(spec["n_layer"]):
+    for i in range(spec["n_layer"] + spec.get("n_nextn", 0)):
         p = f"blk.{i}."
         t[p + "attn_norm.weight"] = norm(E)
         t[p + "attn_q.weight"] = lin(H * D, E)
@@ -173,9 +197,9 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
             t[p + "attn_sinks.weight"] = 1.0 + rng.standard_normal(H)
         if spec["arch"] == "gemma3":
             t[p + "post_attention_norm.weight"] = spec["post_norm_scale"] * norm(E)
-        # gpt-oss names its pre-FFN norm post_attention_norm.
-        t[p + ("post_attention_norm.weight" if gptoss else "ffn_norm.weight")] = norm(E)
-        if "n_expert" in spec:
+        # gpt-oss and glm4moe name their pre-FFN norm post_attention_norm.
+        t[p + ("post_attention_norm.weight" if gptoss or glm else "ffn_norm.weight")] = norm(E)
+        if "n_expert" in spec and i >= spec.get("n_dense_lead", 0):
             X, F = spec["n_expert"], spec["n_ff_exp"]
             xs = spec.get("expert_scale", 1.0)
             t[p + "ffn_gate_inp.weight"] = 2.0 * lin(X, E)
@@ -187,6 +211,12 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
                 t[p + "ffn_gate_exps.bias"] = 0.5 * rng.standard_normal((X, F))
                 t[p + "ffn_up_exps.bias"] = 0.5 * rng.standard_normal((X, F))
                 t[p + "ffn_down_exps.bias"] = 0.5 * rng.standard_normal((X, E))
+            if glm:  # selection bias; the shared expert(s), n_shared * F wide
+                t[p + "exp_probs_b.bias"] = 0.3 * rng.standard_normal(X)
+                S = spec["n_shared"] * F
+                t[p + "ffn_gate_shexp.weight"] = lin(S, E)
+                t[p + "ffn_up_shexp.weight"] = lin(S, E)
+                t[p + "ffn_down_shexp.weight"] = lin(E, S)
         else:
             F = spec["n_ff"]
             t[p + "ffn_gate.weight"] = lin(F, E)
@@ -194,6 +224,11 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
             t[p + "ffn_down.weight"] = lin(E, F)
         if spec["arch"] == "gemma3":
             t[p + "post_ffw_norm.weight"] = spec["post_norm_scale"] * norm(E)
+        if i >= spec["n_layer"]:  # an MTP block: its own input projection and norms
+            t[p + "nextn.eh_proj.weight"] = lin(E, 2 * E)
+            t[p + "nextn.enorm.weight"] = norm(E)
+            t[p + "nextn.hnorm.weight"] = norm(E)
+            t[p + "nextn.shared_head_norm.weight"] = norm(E)
         if phi3:  # one projection for q, k, v; one for gate then up
             t[p + "attn_qkv.weight"] = np.concatenate(
                 [t.pop(p + "attn_q.weight"), t.pop(p + "attn_k.weight"), t.pop(p + "attn_v.weight")])
@@ -219,14 +254,14 @@ def write_model(spec: dict, path: Path) -> None:
     w.add_name(spec.get("general_name", spec["name"]))
     w.add_context_length(spec.get("n_ctx_train", N_CTX))
     w.add_embedding_length(spec["n_embd"])
-    w.add_block_count(spec["n_layer"])
+    w.add_block_count(spec["n_layer"] + spec.get("n_nextn", 0))
     w.add_feed_forward_length(spec["n_ff"])
     w.add_head_count(spec["n_head"])
     w.add_head_count_kv(spec["n_head_kv"])
     w.add_key_length(spec["head_dim"])
     w.add_value_length(spec["head_dim"])
     if a != "gemma3":  # real Gemma 3 files carry no rope.dimension_count
-        w.add_rope_dimension_count(spec["head_dim"])
+        w.add_rope_dimension_count(spec.get("rope_dims", spec["head_dim"]))
     w.add_rope_freq_base(spec["rope_base"])
     w.add_layer_norm_rms_eps(spec["eps"])
     if "n_expert" in spec:
@@ -250,6 +285,17 @@ def write_model(spec: dict, path: Path) -> None:
         w.add_rope_scaling_factor(rs["factor"])
         if "orig_ctx" in rs:
             w.add_rope_scaling_orig_ctx_len(rs["orig_ctx"])
+    if "yarn_log_mul" in spec:
+        w.add_rope_scaling_yarn_log_mul(spec["yarn_log_mul"])
+    if "attn_temp_scale" in spec:
+        w.add_attn_temperature_scale(spec["attn_temp_scale"])
+    if a == "glm4moe":
+        w.add_expert_shared_count(spec["n_shared"])
+        w.add_leading_dense_block_count(spec["n_dense_lead"])
+        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        w.add_expert_weights_scale(spec["weights_scale"])
+        w.add_expert_weights_norm(True)
+        w.add_nextn_predict_layers(spec["n_nextn"])
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     copy_tokenizer(w, spec.get("tokenizer_pre"))
     w.add_vocab_size(N_VOCAB)
@@ -435,7 +481,7 @@ def gelu_fp16_table(x):
 
 def rope_angles(spec, n_pos, layer):
     """Returns (theta [n_pos, D/2], magnitude scale) for one layer."""
-    D = spec["head_dim"]
+    D = spec.get("rope_dims", spec["head_dim"])
     base = spec["rope_base"]
     if spec.get("n_swa") and is_swa_layer(spec, layer):
         base = spec["rope_base_swa"]
@@ -464,11 +510,17 @@ def rope_angles(spec, n_pos, layer):
     y = (i - lo) / max(0.001, hi - lo)
     ramp = 1.0 - np.clip(y, 0.0, 1.0)  # 1: extrapolate (original), 0: interpolate
     theta = theta_ext * scale * (1.0 - ramp) + theta_ext * ramp
-    return theta, 1.0 + 0.1 * math.log(1.0 / scale)
+    mscale = 1.0 + 0.1 * math.log(1.0 / scale)
+    if "yarn_log_mul" in spec:  # mistral3: divided by 1 + 0.1 L ln(factor)
+        mscale /= 1.0 + 0.1 * spec["yarn_log_mul"] * math.log(rs["factor"])
+    return theta, mscale
 
 
 def apply_rope(x, theta, mscale, kind):
-    # x [n, heads, D]
+    # x [n, heads, D]; theta [n, R/2] rotates the first R dims (partial rope)
+    r = 2 * theta.shape[-1]
+    if r < x.shape[-1]:
+        return np.concatenate([apply_rope(x[..., :r], theta, mscale, kind), x[..., r:]], axis=-1)
     c = (np.cos(theta) * mscale)[:, None, :]
     s = (np.sin(theta) * mscale)[:, None, :]
     if kind == "norm":  # adjacent pairs (2i, 2i+1)
@@ -497,6 +549,7 @@ def reference_forward(spec, t, ids, gelu):
     n, E, H, KV, D = len(ids), spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
     eps, gemma = spec["eps"], spec["arch"] == "gemma3"
     gptoss = spec["arch"] == "gpt-oss"
+    glm = spec["arch"] == "glm4moe"
     if spec["arch"] == "phi3":  # split the fused projections
         t = dict(t)
         spec = dict(spec, _tensors=t)
@@ -527,6 +580,9 @@ def reference_forward(spec, t, ids, gelu):
             k = rms_norm(k, t[p + "attn_k_norm.weight"], eps)
         theta, mscale = rope_angles(spec, n, l)
         q, k = apply_rope(q, theta, mscale, spec["rope"]), apply_rope(k, theta, mscale, spec["rope"])
+        if "attn_temp_scale" in spec:  # mistral3: q times 1 + beta ln(floor(p / n_orig) + 1)
+            p_floor = np.floor(np.arange(n) / spec["rope_scaling"]["orig_ctx"])
+            q = q * (1.0 + spec["attn_temp_scale"] * np.log(p_floor + 1.0))[:, None, None]
         qi, ki = np.arange(n)[:, None], np.arange(n)[None, :]
         mask = ki > qi
         if spec.get("n_swa") and is_swa_layer(spec, l):
@@ -550,8 +606,29 @@ def reference_forward(spec, t, ids, gelu):
         if gemma:
             o = rms_norm(o, t[p + "post_attention_norm.weight"], eps)
         x = x + o
-        h = rms_norm(x, t[p + ("post_attention_norm.weight" if gptoss else "ffn_norm.weight")], eps)
-        if gptoss:
+        h = rms_norm(x, t[p + ("post_attention_norm.weight" if gptoss or glm else "ffn_norm.weight")], eps)
+        if glm and l >= spec["n_dense_lead"]:
+            # Sigmoid router; top k by probability + exp_probs_b; weights the
+            # unbiased probabilities, renormalised, times the scale; plus the
+            # ungated shared expert.
+            prob = 1.0 / (1.0 + np.exp(-(h @ t[p + "ffn_gate_inp.weight"].T)))
+            sel_p = prob + t[p + "exp_probs_b.bias"]
+            order = np.argsort(-sel_p, axis=1)
+            srt = np.take_along_axis(sel_p, order, axis=1)
+            k_used = spec["n_expert_used"]
+            min_margin = min(min_margin, float((srt[:, k_used - 1] - srt[:, k_used]).min()))
+            f = np.zeros_like(x)
+            for r in range(n):
+                sel = order[r, :k_used]
+                wts = prob[r, sel] / prob[r, sel].sum() * spec["weights_scale"]
+                for e, wgt in zip(sel, wts):
+                    g = t[p + "ffn_gate_exps.weight"][e] @ h[r]
+                    u = t[p + "ffn_up_exps.weight"][e] @ h[r]
+                    f[r] += wgt * (t[p + "ffn_down_exps.weight"][e] @ (g / (1 + np.exp(-g)) * u))
+            g = h @ t[p + "ffn_gate_shexp.weight"].T
+            u = h @ t[p + "ffn_up_shexp.weight"].T
+            f = f + (g / (1 + np.exp(-g)) * u) @ t[p + "ffn_down_shexp.weight"].T
+        elif gptoss:
             # Router logits + bias; top-k by logit; softmax over the k chosen.
             logits = h @ t[p + "ffn_gate_inp.weight"].T + t[p + "ffn_gate_inp.bias"]
             order = np.argsort(-logits, axis=1)
@@ -568,7 +645,7 @@ def reference_forward(spec, t, ids, gelu):
                     u = t[p + "ffn_up_exps.weight"][e] @ h[r] + t[p + "ffn_up_exps.bias"][e]
                     f[r] += wgt * (t[p + "ffn_down_exps.weight"][e] @ swiglu_oai(g, u)
                                    + t[p + "ffn_down_exps.bias"][e])
-        elif "n_expert" in spec:
+        elif "n_expert" in spec and not glm:
             logits = h @ t[p + "ffn_gate_inp.weight"].T
             prob = np.exp(logits - logits.max(axis=1, keepdims=True))
             prob /= prob.sum(axis=1, keepdims=True)

@@ -337,6 +337,23 @@ RopeParams ModelConfig::rope_params(int layer) const {
   return p;
 }
 
+Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& c) {
+  FOLIO_ASSIGN_OR_RETURN(const int64_t nextn,
+                         optional_int(f, arch_key(c, "nextn_predict_layers"), 0));
+  if (nextn == 0) return Status();
+  if (nextn < 0 || nextn >= c.n_layer) {
+    return invalid_argument("model: '{}' = {} with {} blocks", arch_key(c, "nextn_predict_layers"),
+                            nextn, c.n_layer);
+  }
+  c.n_layer -= static_cast<int>(nextn);
+  const auto n = static_cast<size_t>(c.n_layer);
+  c.n_head.resize(n);
+  c.n_head_kv.resize(n);
+  c.n_ff.resize(n);
+  c.swa_layers.resize(n);
+  return Status();
+}
+
 Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& c, int64_t default_period,
                        bool required) {
   const std::string window_key = arch_key(c, "attention.sliding_window");

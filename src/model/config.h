@@ -69,6 +69,11 @@ struct MoeConfig {
   bool norm_weights = false;  // renormalise the top-k gate weights to sum 1
   ExpertGating gating = ExpertGating::kSoftmax;
   bool biases = false;  // router bias and per-expert gate/up/down biases (gpt-oss)
+  // exp_probs_b.bias [X] (glm4moe): added to the probabilities for choosing
+  // the top k only; the weights are the unbiased probabilities.
+  bool selection_bias = false;
+  float weights_scale = 1.0f;  // expert_weights_scale: the k weights times this (after norm)
+  int n_dense_lead = 0;        // leading_dense_block_count: layers before it have a dense FFN
 };
 
 // Gated DeltaNet layers of the hybrid models (qwen3next, qwen35, qwen35moe;
@@ -128,6 +133,11 @@ struct ModelConfig {
   // when the cache's n_ctx exceeds rope.n_ctx_orig.
   bool rope_long_short = false;
   bool ffn_fused_gate_up = false;       // ffn_up.weight [E, 2F] holds gate then up (phi3)
+  // Llama-4-style attention temperature (attention.temperature_scale, mistral3):
+  // q of a token at position p is multiplied by
+  // 1 + attn_temp_scale * ln(floor(p / attn_temp_floor) + 1) (0: off).
+  float attn_temp_scale = 0.0f;
+  int64_t attn_temp_floor = 0;
   GluKind ffn_glu = GluKind::kSwiGlu;   // dense and expert FFN activation
 
   // Hybrid models (qwen3next, qwen35*): gated DeltaNet layers beside
@@ -138,6 +148,7 @@ struct ModelConfig {
   bool ffn_norm_post_attention = false;  // the pre-FFN norm is named post_attention_norm
   int64_t n_ff_shexp =
       0;  // shared expert width (0: none); gated by sigmoid(ffn_gate_inp_shexp . x)
+  bool shexp_gated = true;  // false: the shared expert's output is added ungated (glm4moe)
 
   // Embedding models (the encoder families bert, nomic-bert: ArchFamily::encoder).
   bool causal_attn = true;  // attention.causal; false: a token sees its whole sequence
@@ -150,7 +161,7 @@ struct ModelConfig {
   int n_head_of(int layer) const { return n_head[static_cast<size_t>(layer)]; }
   int n_head_kv_of(int layer) const { return n_head_kv[static_cast<size_t>(layer)]; }
   bool is_swa(int layer) const { return n_swa > 0 && swa_layers[static_cast<size_t>(layer)] != 0; }
-  bool is_moe(int /*layer*/) const { return moe.n_expert > 0; }
+  bool is_moe(int layer) const { return moe.n_expert > 0 && layer >= moe.n_dense_lead; }
   bool is_recurrent(int layer) const {
     return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(layer)] != 0;
   }
@@ -183,6 +194,11 @@ std::string arch_key(const ModelConfig& cfg, const char* suffix);
 // il % P == P - 1 (P = 0: every layer local), as llama.cpp's set_swa_pattern.
 Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& cfg, int64_t default_period,
                        bool required);
+// Next-token-prediction (MTP) blocks that newer files append to block_count
+// (`nextn_predict_layers`, qwen3next, glm4moe): not part of the main forward,
+// so the config ends before them and their tensors stay unloaded (llama.cpp
+// skips them unless asked to load MTP).
+Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& cfg);
 // Validates the derived config (called by from_gguf after the family hook).
 Status validate_config(const ModelConfig& cfg);
 

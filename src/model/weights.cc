@@ -202,6 +202,10 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
           add(n("ffn_up_exps.weight"), shape(e, fx, x), true, OpKind::kMulMatId, &l.ffn_up_exps));
       FOLIO_RETURN_IF_ERROR(add(n("ffn_down_exps.weight"), shape(fx, e, x), true, OpKind::kMulMatId,
                                 &l.ffn_down_exps));
+      if (cfg.moe.selection_bias) {
+        FOLIO_RETURN_IF_ERROR(
+            add(n("exp_probs_b.bias"), shape(x), true, OpKind::kAdd, &l.ffn_exp_probs_b));
+      }
       if (cfg.moe.biases) {  // expert biases are gathered by expert id (get_rows)
         FOLIO_RETURN_IF_ERROR(
             add(n("ffn_gate_inp.bias"), shape(x), true, OpKind::kAdd, &l.ffn_gate_inp_b));
@@ -214,8 +218,10 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
       }
       if (cfg.n_ff_shexp > 0) {
         const int64_t fs = cfg.n_ff_shexp;
-        FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_inp_shexp.weight"), shape(e), true, OpKind::kMulMat,
-                                  &l.ffn_gate_inp_shexp));
+        if (cfg.shexp_gated) {
+          FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_inp_shexp.weight"), shape(e), true, OpKind::kMulMat,
+                                    &l.ffn_gate_inp_shexp));
+        }
         FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_shexp.weight"), shape(e, fs), true, OpKind::kMulMat,
                                   &l.ffn_gate_shexp));
         FOLIO_RETURN_IF_ERROR(

@@ -48,8 +48,9 @@ struct LayerWeights {
   TensorView ffn_gate_exps_b;  // [Fx, X]  row e: expert e's bias
   TensorView ffn_up_exps_b;    // [Fx, X]
   TensorView ffn_down_exps_b;  // [E, X]
+  TensorView ffn_exp_probs_b;  // [X]      expert selection bias (glm4moe)
   // Shared expert (qwen3next, qwen35moe), Fs = n_ff_shexp.
-  TensorView ffn_gate_inp_shexp;  // [E]     its sigmoid gate
+  TensorView ffn_gate_inp_shexp;  // [E]     its sigmoid gate (empty: ungated, glm4moe)
   TensorView ffn_gate_shexp;      // [E, Fs]
   TensorView ffn_up_shexp;        // [E, Fs]
   TensorView ffn_down_shexp;      // [Fs, E]

@@ -138,32 +138,42 @@ size_t o200k_contraction(const DecodedText& t, size_t end, size_t e) {
 // UPPER*LOWER+CONTRACTION? from s: the end of the match, or 0. UPPER* is
 // greedy and gives back one code point at a time until LOWER+ can start (at
 // a LOWER code point), so the first success is the latest such start.
+// Without kContractions (tekken) the CONTRACTION? part is absent.
+template <bool kContractions>
 size_t o200k_upper_lower(const DecodedText& t, size_t s, size_t e) {
   const size_t u_end = o200k_run<o200k_upper>(t, s, e);
   for (size_t j = u_end + 1; j-- > s;) {
-    if (j < e && o200k_lower(t, j)) return o200k_contraction(t, o200k_run<o200k_lower>(t, j, e), e);
+    if (j < e && o200k_lower(t, j)) {
+      const size_t end = o200k_run<o200k_lower>(t, j, e);
+      return kContractions ? o200k_contraction(t, end, e) : end;
+    }
   }
   return 0;
 }
 
 // UPPER+LOWER*CONTRACTION? from s: the end of the match, or 0.
+template <bool kContractions>
 size_t o200k_upper_then_lower(const DecodedText& t, size_t s, size_t e) {
   const size_t u_end = o200k_run<o200k_upper>(t, s, e);
   if (u_end == s) return 0;
-  return o200k_contraction(t, o200k_run<o200k_lower>(t, u_end, e), e);
+  const size_t end = o200k_run<o200k_lower>(t, u_end, e);
+  return kContractions ? o200k_contraction(t, end, e) : end;
 }
 
-size_t match_o200k(const DecodedText& t, size_t i, size_t e) {
+// The o200k regex; tekken (Mistral's, tokenizer.ggml.pre "tekken") is the same
+// without the contractions and with \p{N} (one digit) for \p{N}{1,3}.
+template <bool kContractions, size_t kMaxDigits>
+size_t match_o200k_family(const DecodedText& t, size_t i, size_t e) {
   // The two letter alternatives in order, each with the optional
   // [^\r\n\p{L}\p{N}] prefix tried first.
   const bool prefix = !has(t, i, kCpNewline | kCpLetter | kCpNumber) && i + 1 < e;
-  for (auto alt : {o200k_upper_lower, o200k_upper_then_lower}) {
+  for (auto alt : {o200k_upper_lower<kContractions>, o200k_upper_then_lower<kContractions>}) {
     if (prefix) {
       if (size_t end = alt(t, i + 1, e)) return end - i;
     }
     if (size_t end = alt(t, i, e)) return end - i;
   }
-  if (has(t, i, kCpNumber)) return std::min<size_t>(run_of(t, i, e, kCpNumber) - i, 3);
+  if (has(t, i, kCpNumber)) return std::min<size_t>(run_of(t, i, e, kCpNumber) - i, kMaxDigits);
   constexpr uint8_t kNotOther = kCpLetter | kCpNumber | kCpSpace;
   const size_t k = (t.cps[i] == ' ' && i + 1 < e && !has(t, i + 1, kNotOther)) ? i + 1 : i;
   if (!has(t, k, kNotOther)) {
@@ -298,7 +308,8 @@ constexpr Matcher kDeepseekSteps[] = {
     match_numbers,
 };
 constexpr Matcher kNewlineSteps[] = {match_line_or_newlines};
-constexpr Matcher kGpt4oSteps[] = {match_o200k};
+constexpr Matcher kGpt4oSteps[] = {match_o200k_family<true, 3>};
+constexpr Matcher kTekkenSteps[] = {match_o200k_family<false, 1>};
 
 Sequence sequence_for(PreTokenizer kind) {
   switch (kind) {
@@ -324,6 +335,8 @@ Sequence sequence_for(PreTokenizer kind) {
       return {kNewlineSteps, std::size(kNewlineSteps)};
     case PreTokenizer::kGpt4o:
       return {kGpt4oSteps, std::size(kGpt4oSteps)};
+    case PreTokenizer::kTekken:
+      return {kTekkenSteps, std::size(kTekkenSteps)};
   }
   return {nullptr, 0};
 }
@@ -380,6 +393,7 @@ constexpr NameEntry kNames[] = {
     {"pixtral", info(PreTokenizer::kLlama3, true, true)},
     {"dbrx", info(PreTokenizer::kLlama3)},
     {"smaug-bpe", info(PreTokenizer::kLlama3)},
+    {"glm4", info(PreTokenizer::kLlama3, true)},  // chatglm4's regex is llama3's; no BOS
     {"qwen2", info(PreTokenizer::kQwen2, false, false, false)},
     {"deepseek-r1-qwen", info(PreTokenizer::kQwen2, false, false, false)},
     {"megrez", info(PreTokenizer::kQwen2)},
@@ -394,6 +408,7 @@ constexpr NameEntry kNames[] = {
     {"deepseek-llm", info(PreTokenizer::kDeepseekLlm, false, false, false)},
     {"gpt-4o", info(PreTokenizer::kGpt4o, false, false, false)},
     {"llama4", info(PreTokenizer::kGpt4o, false, false, false)},
+    {"tekken", info(PreTokenizer::kTekken, true, true, false)},
 };
 
 }  // namespace

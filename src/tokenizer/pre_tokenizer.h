@@ -47,6 +47,7 @@ enum class PreTokenizer {
   kDeepseekLlm,
   kNewlines,
   kGpt4o,
+  kTekken,  // o200k's letter classes, no contractions, single digits (Mistral)
 };
 
 // What a `tokenizer.ggml.pre` name implies: its regex family and the defaults

@@ -120,6 +120,12 @@ TEST(MultiSequenceBatch, Gemma3SlidingWindowExactlyAsAlone) {
 TEST(MultiSequenceBatch, GptOssSinksSlidingWindowExactlyAsAlone) {
   check_model(local_refdata_dir() + "/tiny-gpt-oss-f32.gguf");
 }
+TEST(MultiSequenceBatch, Mistral3TemperatureExactlyAsAlone) {
+  check_model(local_refdata_dir() + "/tiny-mistral3-f32.gguf");
+}
+TEST(MultiSequenceBatch, Glm4MoeSharedExpertExactlyAsAlone) {
+  check_model(local_refdata_dir() + "/tiny-glm4moe-f32.gguf");
+}
 
 }  // namespace
 }  // namespace folio::model::testing

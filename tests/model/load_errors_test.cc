@@ -183,6 +183,51 @@ TEST(ModelLoad, GptOssTraits) {
   EXPECT_FALSE((*m)->weights().layers[1].ffn_down_exps_b.empty());
 }
 
+// glm4moe requires experts and the shared-expert count; expert groups are refused.
+TEST(ModelLoad, Glm4MoeNeedsExpertsAndRefusesGroups) {
+  SyntheticModel s = SyntheticModel::llama();
+  std::vector<std::pair<std::string, gguf::Value>> renamed;
+  for (auto& [k, v] : s.metadata) {
+    renamed.emplace_back(k.rfind("llama.", 0) == 0 ? "glm4moe." + k.substr(6) : k, v);
+  }
+  s.metadata = renamed;
+  s.set("general.architecture", "glm4moe");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'glm4moe.expert_count'");
+  s.set("glm4moe.expert_count", uint32_t{4});
+  s.set("glm4moe.expert_used_count", uint32_t{2});
+  s.set("glm4moe.expert_feed_forward_length", uint32_t{32});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "'glm4moe.expert_shared_count'");
+  s.set("glm4moe.expert_shared_count", uint32_t{1});
+  s.set("glm4moe.expert_group_count", uint32_t{2});
+  EXPECT_LOAD_ERROR(s, StatusCode::kUnsupported, "expert groups are not supported");
+}
+
+// The tiny file: the MTP block is dropped, layer 0 is dense, routing and the
+// shared expert as GLM-4.5's.
+TEST(ModelLoad, Glm4MoeTraits) {
+  Result<std::unique_ptr<Model>> m = Model::load(local_refdata_dir() + "/tiny-glm4moe-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const ModelConfig& c = (*m)->config();
+  EXPECT_EQ(c.n_layer, 3);
+  EXPECT_FALSE(c.is_moe(0));
+  EXPECT_TRUE(c.is_moe(1));
+  EXPECT_EQ(c.moe.gating, ExpertGating::kSigmoid);
+  EXPECT_TRUE(c.moe.selection_bias);
+  EXPECT_TRUE(c.moe.norm_weights);
+  EXPECT_FLOAT_EQ(c.moe.weights_scale, 2.5f);
+  EXPECT_EQ(c.n_ff_shexp, 64);
+  EXPECT_FALSE(c.shexp_gated);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.rope.n_dims, 16);
+  const auto& layers = (*m)->weights().layers;
+  ASSERT_EQ(layers.size(), 3u);
+  EXPECT_FALSE(layers[0].ffn_gate.empty());
+  EXPECT_TRUE(layers[0].ffn_gate_inp.empty());
+  EXPECT_FALSE(layers[1].ffn_exp_probs_b.empty());
+  EXPECT_TRUE(layers[1].ffn_gate_inp_shexp.empty());
+  EXPECT_FALSE(layers[1].bq.empty());
+}
+
 TEST(ModelLoad, UnreadableFileNamesThePath) {
   Result<std::unique_ptr<Model>> m = Model::load("/nonexistent/dir/model.gguf");
   ASSERT_FALSE(m.ok());

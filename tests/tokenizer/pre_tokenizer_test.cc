@@ -125,6 +125,17 @@ TEST(PreTokenizer, Gpt4o) {
             (V{"e\xCC\x81t\xC3\xA9", " \xE4\xB8\xAD\xE6\x96\x87"}));
 }
 
+// tekken (Mistral): o200k's letter classes without contractions, one digit
+// per piece.
+TEST(PreTokenizer, Tekken) {
+  const auto k = PreTokenizer::kTekken;
+  EXPECT_EQ(split(k, "HelloWorld camelCase"), (V{"Hello", "World", " camel", "Case"}));
+  EXPECT_EQ(split(k, "I'M don't"), (V{"I", "'M", " don", "'t"}));
+  EXPECT_EQ(split(k, "x 2024"), (V{"x", " ", "2", "0", "2", "4"}));
+  EXPECT_EQ(split(k, "1/2 !!//\nz"), (V{"1", "/", "2", " !!//\n", "z"}));
+  EXPECT_EQ(split(k, "end  "), (V{"end", "  "}));
+}
+
 TEST(PreTokenizer, Names) {
   PreTokenizerInfo info;
   ASSERT_TRUE(pre_tokenizer_from_name("llama-bpe", &info));
@@ -134,6 +145,16 @@ TEST(PreTokenizer, Names) {
   ASSERT_TRUE(pre_tokenizer_from_name("qwen2", &info));
   EXPECT_EQ(info.kind, PreTokenizer::kQwen2);
   EXPECT_FALSE(info.clean_spaces);
+  ASSERT_TRUE(pre_tokenizer_from_name("tekken", &info));
+  EXPECT_EQ(info.kind, PreTokenizer::kTekken);
+  EXPECT_TRUE(info.ignore_merges);
+  EXPECT_TRUE(info.add_bos);
+  EXPECT_FALSE(info.clean_spaces);
+  ASSERT_TRUE(pre_tokenizer_from_name("glm4", &info));
+  EXPECT_EQ(info.kind, PreTokenizer::kLlama3);
+  EXPECT_TRUE(info.ignore_merges);
+  EXPECT_FALSE(info.add_bos);
+  EXPECT_TRUE(info.clean_spaces);
   ASSERT_TRUE(pre_tokenizer_from_name("gpt-4o", &info));
   EXPECT_EQ(info.kind, PreTokenizer::kGpt4o);
   EXPECT_FALSE(info.clean_spaces);

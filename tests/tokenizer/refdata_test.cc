@@ -147,8 +147,9 @@ INSTANTIATE_TEST_SUITE_P(Tokenizer, RefdataPrompt,
                            return s;
                          });
 
-// tests/model/refdata/tiny-gpt-oss: the shared prompts tokenized with the
-// o200k pre-tokenizer ("gpt-4o") equal llama.cpp's ids.
+// tests/model/refdata/tiny-gpt-oss, tiny-mistral3, tiny-glm4moe: the shared
+// prompts tokenized with the o200k ("gpt-4o"), tekken and glm4 pre-tokenizers
+// equal llama.cpp's ids.
 class LocalRefdataPrompt : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
 
 TEST_P(LocalRefdataPrompt, MatchesPromptTokens) {
@@ -166,7 +167,7 @@ TEST_P(LocalRefdataPrompt, MatchesPromptTokens) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizer, LocalRefdataPrompt,
-                         ::testing::Combine(::testing::Values("tiny-gpt-oss"),
+                         ::testing::Combine(::testing::Values("tiny-gpt-oss", "tiny-mistral3", "tiny-glm4moe"),
                                             ::testing::Values("short", "long")),
                          [](const auto& info) {
                            std::string s =

@@ -49,22 +49,6 @@ Result<int64_t> int_key(const gguf::GgufFile& f, const ModelConfig& c, const cha
   return r;
 }
 
-Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& c) {
-  FOLIO_ASSIGN_OR_RETURN(const int64_t nextn, int_key(f, c, "nextn_predict_layers", 0));
-  if (nextn == 0) return Status();
-  if (nextn < 0 || nextn >= c.n_layer) {
-    return invalid_argument("model: '{}' = {} with {} blocks", arch_key(c, "nextn_predict_layers"),
-                            nextn, c.n_layer);
-  }
-  c.n_layer -= static_cast<int>(nextn);
-  const auto n = static_cast<size_t>(c.n_layer);
-  c.n_head.resize(n);
-  c.n_head_kv.resize(n);
-  c.n_ff.resize(n);
-  c.swa_layers.resize(n);
-  return Status();
-}
-
 Status read_recurrent_layers(const gguf::GgufFile& f, ModelConfig& c) {
   const auto n = static_cast<size_t>(c.n_layer);
   c.recurrent_layers.assign(n, 0);

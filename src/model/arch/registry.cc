@@ -8,9 +8,13 @@ namespace folio::model {
 
 namespace {
 
-std::array<std::span<const ArchFamily>, 7> families() {
-  return {llama_archs(),     qwen_archs(),    gemma3_archs(), qwen3next_archs(),
-          gpt_oss_archs(),   bert_archs(),    phi3_archs()};
+std::array<std::span<const ArchFamily>, 9> families() {
+  return {
+      llama_archs(),     qwen_archs(),    gemma3_archs(), qwen3next_archs(),
+      gpt_oss_archs(),   bert_archs(),    phi3_archs(),
+      mistral3_archs(),
+      glm4moe_archs(),
+  };
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 // gemma3; the two differ by float rounding only). A layer's attention sinks
 // (gpt-oss: one logit per query head, in the softmax denominator only) go to
 // the same op.
+#include <cmath>
+
 #include "model/blocks/blocks.h"
 
 namespace folio::model {
@@ -25,6 +27,24 @@ TensorView copy_columns(ForwardContext& ctx, const TensorView& t, int64_t c0, in
   const TensorView dst = ctx.f32(n, t.ne[1]);
   ctx.cpy(src, dst);
   return dst;
+}
+
+// q [Dk, Hq, T] times the per-token temperature [1, 1, T] of mistral3
+// (ModelConfig::attn_temp_scale), in place. The factors come from the
+// positions on the host (as float: llama.cpp's values).
+TensorView scale_by_temperature(ForwardContext& ctx, const ModelConfig& cfg, const TensorView& q,
+                                const ForwardInputs& in) {
+  const int64_t t = q.ne[2];
+  const TensorView temp = ctx.f32(1, 1, t);
+  if (!ctx.ok()) return q;
+  const auto* pos = static_cast<const int32_t*>(in.pos.data);
+  auto* out = static_cast<float*>(temp.data);
+  for (int64_t i = 0; i < t; ++i) {
+    const float floor_pos =
+        std::floor(static_cast<float>(pos[i]) / static_cast<float>(cfg.attn_temp_floor));
+    out[i] = static_cast<float>(std::log(floor_pos + 1.0) * cfg.attn_temp_scale + 1.0);
+  }
+  return ctx.mul(q, temp, q);
 }
 
 }  // namespace
@@ -68,10 +88,11 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
     q = ctx.rope(q, in.pos, rp, factors);
     k = ctx.rope(k, in.pos, rp, factors);
   }
+  if (cfg.attn_temp_scale != 0.0f) q = scale_by_temperature(ctx, cfg, q, in);
 
   const TensorView o =
-      attend_through_cache(ctx, cfg, il, q, k, v, in, cache, l.attn_sinks);     // [Dv, Hq, T]
-  TensorView out = ctx.mul_mat(l.wo, reshape(o, {dv * hq, t, 1, 1}));           // [E, T]
+      attend_through_cache(ctx, cfg, il, q, k, v, in, cache, l.attn_sinks);  // [Dv, Hq, T]
+  TensorView out = ctx.mul_mat(l.wo, reshape(o, {dv * hq, t, 1, 1}));        // [E, T]
   if (!l.bo.empty()) ctx.add(out, l.bo, out);
   return out;
 }

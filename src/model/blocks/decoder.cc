@@ -1,11 +1,12 @@
 // The pre-norm decoder of llama and the qwen family. Per layer:
 //   a = attention(h);  x += a;  h = rms_norm(x) * ffn_norm       (fused op)
-//   f = ffn(h) or moe(h); x += f; h = rms_norm(x) * next attn_norm (fused op)
+//   f = ffn(h) or moe(h) [+ shared expert]; x += f; h = rms_norm(x) * next attn_norm (fused op)
 // x (the residual stream) and h live outside the per-layer arena marks, so
 // each layer's temporaries are freed when it ends. In the last layer only the
 // output rows go through the FFN (rows are independent, so this changes no
 // value) and the output head.
 #include "model/blocks/blocks.h"
+#include "model/blocks/hybrid.h"
 
 namespace folio::model {
 
@@ -30,7 +31,8 @@ TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const
       h = ctx.f32_near(l.ffn_norm, e, in.n_outputs);
     }
     ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
-    const TensorView f = cfg.is_moe(il) ? moe_ffn(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
+    const TensorView f =
+        cfg.is_moe(il) ? moe_with_shared_expert(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
     if (last) {
       ctx.add(x, f, x);
     } else {

@@ -47,7 +47,8 @@ TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mo
 
 // shared_expert.cc ---------------------------------------------------------
 // Routed experts plus the shared expert scaled by sigmoid(gate_inp_shexp .
-// x): moe_ffn(x) + sigmoid(w . x) * down(silu(gate(x)) * up(x)).
+// x): moe_ffn(x) + sigmoid(w . x) * down(silu(gate(x)) * up(x)); without
+// that gate (glm4moe) moe_ffn(x) + down(silu(gate(x)) * up(x)).
 // x [E, n] -> [E, n]. Without a shared expert, moe_ffn(x).
 TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
                                   const LayerWeights& l, const TensorView& x);

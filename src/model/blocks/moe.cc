@@ -4,10 +4,12 @@
 //
 // Order of operations follows llama.cpp's build_moe_ffn: router logits (+
 // the router bias), probabilities from them (softmax or sigmoid; with
-// kSoftmaxWeight the logits themselves), top-k by probability, weights = the
-// chosen probabilities (kSoftmaxWeight: a softmax over the k chosen logits),
-// optionally divided by their sum (clamped below at 2^-14), expert outputs
-// scaled by their weight and summed in rank order (out = e0 + e1 + ...).
+// kSoftmaxWeight the logits themselves), top-k by probability (plus the
+// selection bias exp_probs_b where there is one: it picks the experts but is
+// not part of their weights), weights = the chosen probabilities
+// (kSoftmaxWeight: a softmax over the k chosen logits), optionally divided by
+// their sum (clamped below at 2^-14), times expert_weights_scale, expert
+// outputs scaled by their weight and summed in rank order (out = e0 + e1 + ...).
 // Expert biases (cfg.moe.biases) are rows of [F, X] tables gathered by the
 // chosen ids (get_rows) and added to the gate, up and down outputs, as
 // ggml's add_id does.
@@ -25,8 +27,8 @@ namespace folio::model {
 
 namespace {
 
-// weights[u, t] = probs[ids[u, t], t], renormalised when `norm`.
-void gather_weights(const TensorView& probs, const TensorView& ids, bool norm,
+// weights[u, t] = probs[ids[u, t], t], renormalised when `norm`, times `scale`.
+void gather_weights(const TensorView& probs, const TensorView& ids, bool norm, float scale,
                     const TensorView& weights) {
   const int64_t k = ids.ne[0], n = ids.ne[1];
   for (int64_t t = 0; t < n; ++t) {
@@ -41,6 +43,9 @@ void gather_weights(const TensorView& probs, const TensorView& ids, bool norm,
     if (norm) {
       const float s = std::max(static_cast<float>(sum), 6.103515625e-5f);
       for (int64_t u = 0; u < k; ++u) wt[u] = wt[u] / s;
+    }
+    if (scale != 1.0f) {
+      for (int64_t u = 0; u < k; ++u) wt[u] *= scale;
     }
   }
 }
@@ -68,13 +73,16 @@ TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeigh
   const TensorView probs = gating == ExpertGating::kSigmoid ? ctx.unary(logits, UnaryKind::kSigmoid)
                            : gating == ExpertGating::kSoftmax ? ctx.soft_max(logits)
                                                               : logits;  // [X, n]
-  const TensorView ids = ctx.top_k(probs, k);                            // I32 [k, n]
+  const TensorView selection =
+      l.ffn_exp_probs_b.empty() ? probs : ctx.add(probs, l.ffn_exp_probs_b);  // [X, n]
+  const TensorView ids = ctx.top_k(selection, k);                             // I32 [k, n]
   const Result<TensorView> probs_host = ctx.to_host(probs);
   const Result<TensorView> ids_host = ctx.to_host(ids);
   TensorView weights = ctx.f32(1, k, n);  // [1, k, n]
   if (!ctx.ok()) return ctx.f32(e, n);
   const bool softmax_weight = gating == ExpertGating::kSoftmaxWeight;
-  gather_weights(*probs_host, *ids_host, cfg.moe.norm_weights && !softmax_weight, weights);
+  gather_weights(*probs_host, *ids_host, cfg.moe.norm_weights && !softmax_weight,
+                 softmax_weight ? 1.0f : cfg.moe.weights_scale, weights);
   if (softmax_weight) {  // the k chosen logits -> softmax (sums to 1: no renormalisation)
     weights = reshape(ctx.soft_max(reshape(weights, {k, n, 1, 1})), {1, k, n, 1});
   }

@@ -1,0 +1,96 @@
+// glm4moe: GLM-4.5, GLM-4.5-Air, GLM-4.6, GLM-4.7 (llama.cpp's glm4moe hparams
+// and graph). A pre-norm decoder with
+//   - q/k/v biases (optional, as llama.cpp loads them), no output bias;
+//     attn_q_norm / attn_k_norm (RMS over each head) where the file has them
+//     (GLM-4.5 355B);
+//   - neox rope over rope.dimension_count dims (half the head: partial rope);
+//     rope.dimension_sections (vision files) would select multi-section rope,
+//     which for text positions equals the neox rope run here;
+//   - the pre-FFN norm stored as post_attention_norm;
+//   - the first leading_dense_block_count layers with a dense SwiGLU FFN
+//     (feed_forward_length), the rest with routed experts: sigmoid router
+//     (expert_gating_func, default sigmoid), top k chosen by probability plus
+//     exp_probs_b.bias, weights = the unbiased probabilities, renormalised
+//     when expert_weights_norm, times expert_weights_scale (the routed
+//     scaling factor); plus expert_shared_count ungated shared experts of
+//     width expert_shared_count * expert_feed_forward_length, added to the
+//     routed output;
+//   - nextn_predict_layers MTP blocks at the end of block_count are not run
+//     and not loaded (llama.cpp skips them unless asked to load MTP).
+// Expert groups (expert_group_count > 1) are not used by GLM and refused.
+#include "model/arch/arch.h"
+#include "model/blocks/blocks.h"
+#include "model/config.h"
+
+namespace folio::model {
+
+namespace {
+
+Result<int64_t> int_key(const gguf::GgufFile& f, const ModelConfig& c, const char* suffix,
+                        int64_t fallback) {
+  const std::string key = arch_key(c, suffix);
+  if (!f.has(key)) return fallback;
+  Result<int64_t> r = f.get_i64(key);
+  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
+  return r;
+}
+
+Status configure_glm4moe(const gguf::GgufFile& f, ModelConfig& c) {
+  FOLIO_RETURN_IF_ERROR(drop_nextn_layers(f, c));
+  c.rope.mode = RopeMode::kNeox;
+  c.qkv_bias = BiasMode::kOptional;
+  c.out_bias = BiasMode::kNone;
+  c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  c.ffn_norm_post_attention = true;
+  c.ffn_glu = GluKind::kSwiGlu;
+  c.final_softcap = 0.0f;
+
+  MoeConfig& m = c.moe;
+  if (m.n_expert <= 0 || m.n_expert_used <= 0) {
+    return not_found("model: '{}' and '{}' must be positive ({} is a mixture-of-experts model)",
+                     arch_key(c, "expert_count"), arch_key(c, "expert_used_count"), c.arch);
+  }
+  if (!f.has(arch_key(c, "expert_gating_func"))) m.gating = ExpertGating::kSigmoid;
+  m.selection_bias = true;
+  const std::string norm_key = arch_key(c, "expert_weights_norm");
+  Result<bool> norm = f.get_bool(norm_key, false);
+  if (!norm.ok()) return invalid_argument("model: key '{}': {}", norm_key, norm.status().message());
+  m.norm_weights = *norm;
+  const std::string scale_key = arch_key(c, "expert_weights_scale");
+  Result<float> scale = f.get_f32(scale_key, 0.0f);
+  if (!scale.ok())
+    return invalid_argument("model: key '{}': {}", scale_key, scale.status().message());
+  m.weights_scale = *scale == 0.0f ? 1.0f : *scale;  // llama.cpp: 0 or 1 leave the weights
+  FOLIO_ASSIGN_OR_RETURN(const int64_t groups, int_key(f, c, "expert_group_count", 0));
+  if (groups > 1) {
+    return unsupported("model: '{}' = {}: expert groups are not supported",
+                       arch_key(c, "expert_group_count"), groups);
+  }
+  FOLIO_ASSIGN_OR_RETURN(const int64_t lead, int_key(f, c, "leading_dense_block_count", 0));
+  if (lead < 0 || lead > c.n_layer) {
+    return invalid_argument("model: '{}' = {} with {} layers",
+                            arch_key(c, "leading_dense_block_count"), lead, c.n_layer);
+  }
+  m.n_dense_lead = static_cast<int>(lead);
+  if (m.n_ff_exp == 0 && !c.n_ff.empty()) m.n_ff_exp = c.n_ff[0] / m.n_expert_used;
+  FOLIO_ASSIGN_OR_RETURN(const int64_t shared, int_key(f, c, "expert_shared_count", -1));
+  if (shared < 0 || shared > 64) {
+    return invalid_argument("model: '{}' = {} (required, 0..64)",
+                            arch_key(c, "expert_shared_count"), shared);
+  }
+  c.n_ff_shexp = shared * m.n_ff_exp;
+  c.shexp_gated = false;
+  return Status();
+}
+
+constexpr ArchFamily kGlm4Moe[] = {
+    {"glm4moe", configure_glm4moe, pre_norm_decoder},
+};
+
+}  // namespace
+
+std::span<const ArchFamily> glm4moe_archs() {
+  return kGlm4Moe;
+}
+
+}  // namespace folio::model
