@@ -6,7 +6,7 @@
 //     of the geometry is layer attn_index(il) of the part);
 //   - recurrent storage for the gated DeltaNet layers, per layer
 //       conv taps   F32 [K - 1, channels, n_slots]
-//       state       F32 [S_k, S_v, H_v, n_slots]
+//       state       F32 [S_k, S_v, H_v, n_slots] (Mamba-2: [d_state, head dim, heads])
 //     (conv_state / ssm_state), one slot per live sequence handed out by a
 //     StatePool. Layers choose which part they use: attention layers
 //     read k_table / k_view / ..., recurrent layers the state pools through

@@ -1,7 +1,8 @@
 // Mixture of experts with a gated shared expert (qwen3next, qwen35moe), as
 // llama.cpp's qwen3next build_layer_ffn: the routed experts (moe_ffn), plus
 // the shared expert's dense SiLU-gated FFN scaled per token by
-// sigmoid(ffn_gate_inp_shexp . x). Shapes: x [E, n]; shared hidden [Fs, n];
+// sigmoid(ffn_gate_inp_shexp . x) (added ungated when !cfg.shexp_gated:
+// granitehybrid). Shapes: x [E, n]; shared hidden [Fs, n];
 // gate [1, n] broadcast over the E rows.
 #include "model/blocks/blocks.h"
 #include "model/blocks/hybrid.h"
@@ -16,9 +17,11 @@ TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
   const TensorView up = ctx.mul_mat(l.ffn_up_shexp, x);        // [Fs, n]
   const TensorView h = ctx.glu(gate, up, cfg.ffn_glu);         // [Fs, n]
   const TensorView shared = ctx.mul_mat(l.ffn_down_shexp, h);  // [E, n]
-  TensorView g = ctx.mul_mat(l.ffn_gate_inp_shexp, x);         // weight [E] = [E, 1] -> [1, n]
-  ctx.unary(g, UnaryKind::kSigmoid, g);
-  ctx.mul(shared, g, shared);
+  if (cfg.shexp_gated) {
+    TensorView g = ctx.mul_mat(l.ffn_gate_inp_shexp, x);  // weight [E] = [E, 1] -> [1, n]
+    ctx.unary(g, UnaryKind::kSigmoid, g);
+    ctx.mul(shared, g, shared);
+  }
   ctx.add(out, shared, out);
   return out;
 }
