@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes tiny random-weight hybrid GGUF models and llama.cpp's reference logits.
 
-tiny-qwen35moe and tiny-granitehybrid (described at GRANITE below);
+tiny-qwen35moe, tiny-granitehybrid and tiny-granitehybrid-moe (described at
+GRANITE and GRANITE_MOE below);
 --only NAME regenerates one of them.
 
 The shared refdata covers the hybrid architectures qwen3next (MoE + shared
@@ -185,9 +186,19 @@ def make_granite_tensors(spec: dict) -> dict[str, np.ndarray]:
             t[p + "attn_k.weight"] = lin(KV * D, E)
             t[p + "attn_v.weight"] = lin(KV * D, E)
             t[p + "attn_output.weight"] = lin(E, H * D)
-        t[p + "ffn_gate.weight"] = lin(F, E)
-        t[p + "ffn_up.weight"] = lin(F, E)
-        t[p + "ffn_down.weight"] = lin(E, F)
+        if spec.get("n_expert"):
+            X, FS = spec["n_expert"], spec["n_ff_shexp"]
+            t[p + "ffn_gate_inp.weight"] = 2.0 * lin(X, E)
+            t[p + "ffn_gate_exps.weight"] = rng.standard_normal((X, F, E)) / math.sqrt(E)
+            t[p + "ffn_up_exps.weight"] = rng.standard_normal((X, F, E)) / math.sqrt(E)
+            t[p + "ffn_down_exps.weight"] = rng.standard_normal((X, E, F)) / math.sqrt(F)
+            t[p + "ffn_gate_shexp.weight"] = lin(FS, E)
+            t[p + "ffn_up_shexp.weight"] = lin(FS, E)
+            t[p + "ffn_down_shexp.weight"] = lin(E, FS)
+        else:
+            t[p + "ffn_gate.weight"] = lin(F, E)
+            t[p + "ffn_up.weight"] = lin(F, E)
+            t[p + "ffn_down.weight"] = lin(E, F)
     return {k: v.astype(np.float32) for k, v in t.items()}
 
 
@@ -216,6 +227,10 @@ def write_granite_model(spec: dict, path: Path) -> None:
     w.add_float32(f"{a}.residual_scale", spec["residual_scale"])
     w.add_float32(f"{a}.attention.scale", spec["attention_scale"])
     w.add_float32(f"{a}.logit_scale", spec["logit_scale"])
+    if spec.get("n_expert"):
+        w.add_uint32(f"{a}.expert_count", spec["n_expert"])
+        w.add_uint32(f"{a}.expert_used_count", spec["n_expert_used"])
+        w.add_uint32(f"{a}.expert_shared_feed_forward_length", spec["n_ff_shexp"])
     g.copy_tokenizer(w)
     w.add_vocab_size(g.N_VOCAB)
     for name, arr in make_granite_tensors(spec).items():
@@ -226,7 +241,15 @@ def write_granite_model(spec: dict, path: Path) -> None:
     w.close()
 
 
-MODELS = {SPEC["name"]: (SPEC, write_model), GRANITE["name"]: (GRANITE, write_granite_model)}
+# Granite 4.0 H-Tiny / -Small style: the same layers with routed experts (4,
+# top-2, softmax, weights renormalised; each expert of feed_forward_length
+# 64, as llama.cpp sizes granite experts) and an ungated shared expert of
+# width 96 in every layer.
+GRANITE_MOE = dict(GRANITE, name="tiny-granitehybrid-moe", seed=4003, n_ff=64, n_expert=4,
+                   n_expert_used=2, n_ff_shexp=96)
+
+MODELS = {SPEC["name"]: (SPEC, write_model), GRANITE["name"]: (GRANITE, write_granite_model),
+          GRANITE_MOE["name"]: (GRANITE_MOE, write_granite_model)}
 
 
 def main() -> int:

@@ -469,8 +469,11 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
 }
 
 std::string ModelConfig::summary() const {
+  int first_attn = 0;  // heads of the first attention layer (hybrids start with recurrent ones)
+  while (first_attn + 1 < n_layer && is_recurrent(first_attn)) ++first_attn;
   std::string s = fmt::format("{}: {} layers, n_embd {}, n_vocab {}, heads {}/{}, head_dim {}",
-                              arch, n_layer, n_embd, n_vocab, n_head[0], n_head_kv[0], head_dim_k);
+                              arch, n_layer, n_embd, n_vocab, n_head_of(first_attn),
+                              n_head_kv_of(first_attn), head_dim_k);
   if (moe.n_expert > 0) {
     s += fmt::format(", experts {} (top {}, n_ff {})", moe.n_expert, moe.n_expert_used,
                      moe.n_ff_exp);

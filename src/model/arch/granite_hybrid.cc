@@ -93,7 +93,9 @@ Status configure_granite_hybrid(const gguf::GgufFile& f, ModelConfig& c) {
   if (c.moe.n_expert > 0) {
     c.moe.norm_weights = true;
     c.moe.gating = ExpertGating::kSoftmax;
-    if (c.moe.n_ff_exp == 0 && !c.n_ff.empty()) c.moe.n_ff_exp = c.n_ff[0];
+    // llama.cpp sizes granite experts by feed_forward_length (the converter
+    // writes the per-expert width there).
+    if (!c.n_ff.empty()) c.moe.n_ff_exp = c.n_ff[0];
     const std::string key = arch_key(c, "expert_shared_feed_forward_length");
     if (f.has(key)) {
       Result<int64_t> fs = f.get_i64(key);
