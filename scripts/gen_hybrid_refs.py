@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Writes a tiny random-weight qwen35moe GGUF model and llama.cpp's reference logits.
+"""Writes tiny random-weight hybrid GGUF models and llama.cpp's reference logits.
+
+tiny-qwen35moe, tiny-granitehybrid and tiny-granitehybrid-moe (described at
+GRANITE and GRANITE_MOE below);
+--only NAME regenerates one of them.
 
 The shared refdata covers the hybrid architectures qwen3next (MoE + shared
 expert, ssm_ba, value head h -> key head h / r) and qwen35 (dense, separate
@@ -20,12 +24,13 @@ llama.cpp through llama-cpp-python, CPU, 2 threads, F32 KV, no flash
 attention, one ubatch of 512).
 
 Usage (from the repository root):
-  /tmp/venvtest/bin/python scripts/gen_hybrid_refs.py
+  /tmp/venvtest/bin/python scripts/gen_hybrid_refs.py [--only tiny-granitehybrid]
 Needs: numpy, gguf (0.19), llama-cpp-python (0.3.36 was used).
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 from pathlib import Path
@@ -133,14 +138,135 @@ def write_model(spec: dict, path: Path) -> None:
     w.close()
 
 
+# granitehybrid (Granite 4.0 H): Mamba-2 layers 0 and 2, attention layers 1
+# and 3 (head_count_kv 0 marks the Mamba-2 ones), d_inner = 2 * n_embd as
+# llama.cpp requires, 8 heads of 32 channels in 2 groups of state size 16,
+# conv width 4 with a bias, no rope (rope.scaling.finetuned false, as the
+# converter writes for the Granite 4.0 H models), dense SiLU FFN and the
+# Granite multipliers (embedding 12, residual 0.22, attention 1/16, logits 4).
+GRANITE = dict(name="tiny-granitehybrid", arch="granitehybrid", seed=4001, n_layer=4,
+               n_embd=128, n_head=4, n_head_kv=2, head_dim=32, eps=1e-5, attn_layers=[1, 3],
+               conv=4, state=16, groups=2, heads=8, d_inner=256, n_ff=192,
+               embedding_scale=12.0, residual_scale=0.22, attention_scale=0.0625,
+               logit_scale=4.0)
+
+
+def make_granite_tensors(spec: dict) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(spec["seed"])
+    E, H, KV, D = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
+    N, G, NH, DI, K = spec["state"], spec["groups"], spec["heads"], spec["d_inner"], spec["conv"]
+    C = DI + 2 * G * N
+    F = spec["n_ff"]
+
+    def lin(n_out, n_in):  # [n_out, n_in] = ggml [n_in, n_out]
+        return rng.standard_normal((n_out, n_in)) / math.sqrt(n_in)
+
+    def norm(n):
+        return 1.0 + 0.1 * rng.standard_normal(n)
+
+    t: dict[str, np.ndarray] = {}
+    t["token_embd.weight"] = rng.standard_normal((g.N_VOCAB, E)) * 0.1
+    t["output_norm.weight"] = norm(E)
+    t["output.weight"] = lin(g.N_VOCAB, E) * 12.0
+    for i in range(spec["n_layer"]):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"] = norm(E)
+        t[p + "ffn_norm.weight"] = norm(E)
+        if i not in spec["attn_layers"]:
+            t[p + "ssm_in.weight"] = lin(2 * DI + 2 * G * N + NH, E)
+            t[p + "ssm_conv1d.weight"] = 0.5 * rng.standard_normal((C, K))
+            t[p + "ssm_conv1d.bias"] = 0.1 * rng.standard_normal(C)
+            t[p + "ssm_dt.bias"] = -2.7 + 0.9 * rng.standard_normal(NH)
+            t[p + "ssm_a"] = -np.exp(rng.uniform(-0.6, 1.35, (NH, 1)))
+            t[p + "ssm_d"] = 1.0 + 0.1 * rng.standard_normal((NH, 1))
+            t[p + "ssm_norm.weight"] = norm(DI).reshape(G, DI // G)
+            t[p + "ssm_out.weight"] = lin(E, DI)
+        else:
+            t[p + "attn_q.weight"] = lin(H * D, E)
+            t[p + "attn_k.weight"] = lin(KV * D, E)
+            t[p + "attn_v.weight"] = lin(KV * D, E)
+            t[p + "attn_output.weight"] = lin(E, H * D)
+        if spec.get("n_expert"):
+            X, FS = spec["n_expert"], spec["n_ff_shexp"]
+            t[p + "ffn_gate_inp.weight"] = 2.0 * lin(X, E)
+            t[p + "ffn_gate_exps.weight"] = rng.standard_normal((X, F, E)) / math.sqrt(E)
+            t[p + "ffn_up_exps.weight"] = rng.standard_normal((X, F, E)) / math.sqrt(E)
+            t[p + "ffn_down_exps.weight"] = rng.standard_normal((X, E, F)) / math.sqrt(F)
+            t[p + "ffn_gate_shexp.weight"] = lin(FS, E)
+            t[p + "ffn_up_shexp.weight"] = lin(FS, E)
+            t[p + "ffn_down_shexp.weight"] = lin(E, FS)
+        else:
+            t[p + "ffn_gate.weight"] = lin(F, E)
+            t[p + "ffn_up.weight"] = lin(F, E)
+            t[p + "ffn_down.weight"] = lin(E, F)
+    return {k: v.astype(np.float32) for k, v in t.items()}
+
+
+def write_granite_model(spec: dict, path: Path) -> None:
+    a = spec["arch"]
+    w = gguf.GGUFWriter(str(path), a)
+    w.add_name(spec["name"])
+    w.add_context_length(g.N_CTX)
+    w.add_embedding_length(spec["n_embd"])
+    w.add_block_count(spec["n_layer"])
+    w.add_feed_forward_length(spec["n_ff"])
+    w.add_head_count(spec["n_head"])
+    w.add_head_count_kv([spec["n_head_kv"] if i in spec["attn_layers"] else 0
+                         for i in range(spec["n_layer"])])
+    w.add_key_length(spec["head_dim"])
+    w.add_value_length(spec["head_dim"])
+    w.add_layer_norm_rms_eps(spec["eps"])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_uint32(f"{a}.ssm.conv_kernel", spec["conv"])
+    w.add_uint32(f"{a}.ssm.state_size", spec["state"])
+    w.add_uint32(f"{a}.ssm.group_count", spec["groups"])
+    w.add_uint32(f"{a}.ssm.time_step_rank", spec["heads"])
+    w.add_uint32(f"{a}.ssm.inner_size", spec["d_inner"])
+    w.add_bool(f"{a}.rope.scaling.finetuned", False)
+    w.add_float32(f"{a}.embedding_scale", spec["embedding_scale"])
+    w.add_float32(f"{a}.residual_scale", spec["residual_scale"])
+    w.add_float32(f"{a}.attention.scale", spec["attention_scale"])
+    w.add_float32(f"{a}.logit_scale", spec["logit_scale"])
+    if spec.get("n_expert"):
+        w.add_uint32(f"{a}.expert_count", spec["n_expert"])
+        w.add_uint32(f"{a}.expert_used_count", spec["n_expert_used"])
+        w.add_uint32(f"{a}.expert_shared_feed_forward_length", spec["n_ff_shexp"])
+    g.copy_tokenizer(w)
+    w.add_vocab_size(g.N_VOCAB)
+    for name, arr in make_granite_tensors(spec).items():
+        w.add_tensor(name, arr)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+# Granite 4.0 H-Tiny / -Small style: the same layers with routed experts (4,
+# top-2, softmax, weights renormalised; each expert of feed_forward_length
+# 64, as llama.cpp sizes granite experts) and an ungated shared expert of
+# width 96 in every layer.
+GRANITE_MOE = dict(GRANITE, name="tiny-granitehybrid-moe", seed=4003, n_ff=64, n_expert=4,
+                   n_expert_used=2, n_ff_shexp=96)
+
+MODELS = {SPEC["name"]: (SPEC, write_model), GRANITE["name"]: (GRANITE, write_granite_model),
+          GRANITE_MOE["name"]: (GRANITE_MOE, write_granite_model)}
+
+
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="*", help="model names to (re)generate (default: all)")
+    args = ap.parse_args()
     out = g.OUT_DIR
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{SPEC['name']}-f32.gguf"
-    write_model(SPEC, path)
-    print(f"{path.name}: {path.stat().st_size} bytes")
-    for case in g.CASES:
-        g.write_case(out, SPEC["name"], case, path)
+    for name, (spec, writer) in MODELS.items():
+        if args.only and name not in args.only:
+            continue
+        path = out / f"{name}-f32.gguf"
+        writer(spec, path)
+        print(f"{path.name}: {path.stat().st_size} bytes")
+        for case in g.CASES:
+            g.write_case(out, name, case, path)
     return 0
 
 

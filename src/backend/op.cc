@@ -28,6 +28,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kSdpa: return "sdpa";
     case OpKind::kSsmConv: return "ssm_conv";
     case OpKind::kGatedDeltaNet: return "gated_delta_net";
+    case OpKind::kSsmScan: return "ssm_scan";
     case OpKind::kSetRows: return "set_rows";
     case OpKind::kSsmConvUpdate: return "ssm_conv_update";
     case OpKind::kGatedDeltaNetUpdate: return "gated_delta_net_update";
@@ -393,6 +394,30 @@ bool check(Checker& c, const Op& op) {
              // one head's write reach another head's unread state.
              ((op.dst2.data == st.data && op.dst2.nb == st.nb) || !op.dst2.overlaps(st) ||
               c.fail("state output overlaps the state input without aliasing it"));
+    }
+    case OpKind::kSsmScan: {
+      const TensorView &x = op.src[0], &dt = op.src[1], &a = op.src[2], &b = op.src[3],
+                       &cc = op.src[4], &st = op.src[5];
+      for (int i = 0; i < 6; ++i) {
+        if (!c.has(op.src[i], "input") || !c.type(op.src[i], DType::F32, "input")) return false;
+      }
+      if (!c.type(d, DType::F32, "dst") || !c.has(op.dst2, "state output") ||
+          !c.type(op.dst2, DType::F32, "state output")) {
+        return false;
+      }
+      const int64_t p = x.ne[0], h = x.ne[1], t = x.ne[2], ns = x.ne[3];
+      const int64_t n = st.ne[0];
+      return c.eq(dt.ne[0], h, "dt heads") && c.eq(dt.ne[1], t, "dt tokens") &&
+             c.eq(dt.ne[2], ns, "dt sequences") && c.eq(dt.ne[3], 1, "dt ne3") &&
+             c.eq(a.nelements(), h, "A length") && c.eq(b.ne[0], n, "B state size") &&
+             c.divides(b.ne[1], h, "groups vs heads") && c.eq(b.ne[2], t, "B tokens") &&
+             c.eq(b.ne[3], ns, "B sequences") && c.shape_eq(cc, b, "C") &&
+             c.eq(st.ne[1], p, "state rows") && c.eq(st.ne[2], h, "state heads") &&
+             c.eq(st.ne[3], ns, "state sequences") && c.shape_eq(op.dst2, st, "state output") &&
+             c.shape_eq(d, x, "dst") && (op.dst2.nb[0] == sizeof(float) || c.fail("ssm_scan: state output rows must be contiguous")) &&
+             ((op.dst2.data == st.data && op.dst2.nb == st.nb) || !op.dst2.overlaps(st) ||
+              c.fail("state output overlaps the state input without aliasing it")) &&
+             (!d.overlaps(st) || c.fail("dst overlaps the state"));
     }
     case OpKind::kSetRows:
       return c.has(s0, "rows") && c.has(s1, "slots") && c.type(s0, DType::F32, "rows") &&

@@ -110,6 +110,23 @@ enum class OpKind : int {
   // ops, or allow_chunked = false, use the token-by-token form (bit-identical
   // to the reference on the CPU backend at every tier).
   kGatedDeltaNet,
+  // Mamba-2 selective scan (NoParams; ggml's ssm_scan with a scalar A per
+  // head). src0 x F32 [P, H, T, n_seq], src1 dt F32 [H, T, n_seq] (the time
+  // step before softplus, its bias already added), src2 A F32 with H values
+  // (read flat: [1, H] in GGUF files), src3 B and src4 C F32 [N, G, T, n_seq]
+  // (G groups dividing H: head h reads group h / (H / G)), src5 state_in F32
+  // [N, P, H, n_seq] (row p of head h holds the N state values of channel p).
+  // dst y F32 [P, H, T, n_seq], dst2 state_out like src5 (may alias src5
+  // exactly; any other overlap is an error). Dim 0 of every tensor is
+  // contiguous; the other strides are free (x, B, C are views of one conv
+  // output). Per sequence, head h, token t, all in f32:
+  //   sp = dt > 20 ? dt : logf(1 + expf(dt));  dA = expf(sp * A[h]);
+  //   per row p: xdt = x[p] * sp; acc = 0; for i ascending:
+  //     S[p, i] = S[p, i] * dA + B[i] * xdt;  acc += S[p, i] * C[i];
+  //   y[p] = acc   (no a*b+c contraction anywhere).
+  // The D skip (y + x * D) and the z gate stay outside the op, as in
+  // llama.cpp's graph. Every CPU kernel is bit-identical to the reference.
+  kSsmScan,
   // Scatter rows into a table, converting: src0 F32 rows [n_cols, n], src1
   // slots I32 [n]; dst table [n_cols, n_slots] of F32, F16, BF16 or Q8_0
   // (quantized per row with the reference quantizer); dst[:, slots[i]] =

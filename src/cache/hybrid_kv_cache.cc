@@ -44,10 +44,11 @@ Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& g
     const LayerGeometry& g = geometry.layers[l];
     if (g.recurrent) {
       const RecurrentShape& r = g.state;
-      if (r.conv_taps < 1 || r.conv_channels < 1 || r.head_dim < 1 || r.n_heads < 1) {
+      if (r.conv_taps < 1 || r.conv_channels < 1 || r.head_dim < 1 || r.n_heads < 1 ||
+          r.value_dim < 0) {
         return invalid_argument(
             "hybrid kv cache: layer {} has recurrent state [{}, {}] / [{}, {}, {}]", l, r.conv_taps,
-            r.conv_channels, r.head_dim, r.head_dim, r.n_heads);
+            r.conv_channels, r.head_dim, r.state_rows(), r.n_heads);
       }
       rec_index[l] = static_cast<int>(rec_shapes.size());
       rec_shapes.push_back(r);
@@ -105,7 +106,7 @@ Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& g
     layer.conv = TensorView::contiguous(base + conv_off[i], DType::F32,
                                         {r.conv_taps, r.conv_channels, slots, 1});
     layer.ssm = TensorView::contiguous(base + ssm_off[i], DType::F32,
-                                       {r.head_dim, r.head_dim, r.n_heads, slots});
+                                       {r.head_dim, r.state_rows(), r.n_heads, slots});
     c->layers_.push_back(layer);
   }
   for (int seq = 0; seq < n_initial; ++seq) FOLIO_RETURN_IF_ERROR(c->claim(seq));

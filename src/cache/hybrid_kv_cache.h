@@ -1,12 +1,13 @@
 // HybridKvCache: the cache of a hybrid model (qwen3next, qwen35, qwen35moe:
-// gated DeltaNet layers beside full-attention layers; DESIGN.md point 4), for
+// gated DeltaNet layers, granitehybrid: Mamba-2 layers, beside
+// full-attention layers; DESIGN.md point 4), for
 // geometries with recurrent layers, by composition:
 //   - an attention part, a PagedKvCache or a ContiguousKvCache
 //     (options.storage), holding K/V of the attention layers only (layer il
 //     of the geometry is layer attn_index(il) of the part);
-//   - recurrent storage for the gated DeltaNet layers, per layer
+//   - recurrent storage for the recurrent layers, per layer
 //       conv taps   F32 [K - 1, channels, n_slots]
-//       state       F32 [S_k, S_v, H_v, n_slots]
+//       state       F32 [S_k, S_v, H_v, n_slots] (Mamba-2: [d_state, head dim, heads])
 //     (conv_state / ssm_state), one slot per live sequence handed out by a
 //     StatePool. Layers choose which part they use: attention layers
 //     read k_table / k_view / ..., recurrent layers the state pools through

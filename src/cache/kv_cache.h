@@ -249,12 +249,13 @@ class KvCache {
   }
 
   // --- recurrent state (hybrid caches, cache/hybrid_kv_cache.h) -------------
-  // Gated DeltaNet layer `layer`'s state pools, indexed by the slots of
+  // Recurrent layer `layer`'s state pools, indexed by the slots of
   // KvPlan::recurrent (empty views for caches and layers without them):
   // conv taps F32 [K - 1, channels, n_slots] (per channel the K - 1 most
   // recent inputs, oldest first) and the DeltaNet state F32 [S_k, S_v, H_v,
-  // n_slots] (row v of head h holds S[v, :]), as the fused decode ops read
-  // them (backend/op.h, kSsmConvUpdate / kGatedDeltaNetUpdate).
+  // n_slots] (row v of head h holds S[v, :]; Mamba-2: [d_state, head dim,
+  // heads, n_slots]), as the ops read them (backend/op.h, kSsmConvUpdate /
+  // kGatedDeltaNetUpdate / kSsmScan).
   virtual TensorView conv_state(int layer) const {
     (void)layer;
     return {};

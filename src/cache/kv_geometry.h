@@ -3,10 +3,13 @@
 // cache sizes its storage from it and never sees the model.
 //
 // An attention layer holds K/V rows of n_kv_head heads (cache::KvLayerShape);
-// a recurrent (gated DeltaNet) layer holds, per sequence, its conv taps
+// a recurrent layer (gated DeltaNet, Mamba-2) holds, per sequence, its conv
+// taps
 //   F32 [conv_taps, conv_channels]
-// and its DeltaNet state
-//   F32 [head_dim, head_dim, n_heads].
+// and its recurrent state
+//   F32 [head_dim, state_rows(), n_heads]
+// (DeltaNet: S x S per head; Mamba-2: head_dim = d_state values for each of
+// the head's value_dim channels).
 #pragma once
 
 #include <cstddef>
@@ -18,18 +21,21 @@
 
 namespace folio::cache {
 
-// Recurrent state of one gated DeltaNet layer for one sequence.
+// Recurrent state of one recurrent layer for one sequence.
 struct RecurrentShape {
   int64_t conv_taps = 0;      // K - 1: the conv's most recent inputs kept per channel
   int64_t conv_channels = 0;  // C
-  int64_t head_dim = 0;       // S: key and value head dim (the state is S x S per head)
+  int64_t head_dim = 0;       // S: key head dim (DeltaNet), d_state (Mamba-2): values per row
   int64_t n_heads = 0;        // H_v
+  int64_t value_dim = 0;      // rows per head; 0: head_dim (DeltaNet's square state)
+
+  int64_t state_rows() const { return value_dim > 0 ? value_dim : head_dim; }
 
   size_t conv_bytes() const {
     return static_cast<size_t>(conv_taps * conv_channels) * sizeof(float);
   }
   size_t state_bytes() const {
-    return static_cast<size_t>(head_dim * head_dim * n_heads) * sizeof(float);
+    return static_cast<size_t>(head_dim * state_rows() * n_heads) * sizeof(float);
   }
 };
 

@@ -1,6 +1,6 @@
-// StatePool: the recurrent-state slots of a hybrid model (gated DeltaNet
-// layers), as bookkeeping only. A slot names one copy of the whole recurrent
-// state, every recurrent layer's conv taps and DeltaNet state; the memory
+// StatePool: the recurrent-state slots of a hybrid model (gated DeltaNet or
+// Mamba-2 layers), as bookkeeping only. A slot names one copy of the whole
+// recurrent state, every recurrent layer's conv taps and state; the memory
 // lives in HybridKvCache (cache/hybrid_kv_cache.h), indexed by slot
 // (DESIGN.md point 4).
 //

@@ -120,8 +120,10 @@ Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
       return invalid_argument("model: key '{}' = {} (layer {}) is out of range", key, heads[i], i);
     }
     c.n_head[i] = static_cast<int>(heads[i]);
+    // 0 marks a recurrent layer in hybrid files (granitehybrid); attention
+    // layers are checked for a positive value in validate_config.
     const int64_t kv = heads_kv[i] < 0 ? heads[i] : heads_kv[i];
-    if (kv <= 0 || heads[i] % kv != 0) {
+    if (kv < 0 || (kv > 0 && heads[i] % kv != 0)) {
       return invalid_argument("model: key '{}' = {} (layer {}) must be positive and divide {} = {}",
                               arch_key(c, "attention.head_count_kv"), kv, i, key, heads[i]);
     }
@@ -239,7 +241,13 @@ Status validate_ssm(const ModelConfig& c) {
                             arch_key(c, "ssm.time_step_rank"), s.n_v_heads,
                             arch_key(c, "ssm.group_count"), s.n_k_heads);
   }
-  if (s.d_inner != int64_t{s.n_v_heads} * s.d_state) {
+  if (s.kind == SsmKind::kMamba2) {
+    if (s.d_inner % s.n_v_heads != 0) {
+      return invalid_argument("model: '{}' = {} is not a multiple of '{}' = {}",
+                              arch_key(c, "ssm.inner_size"), s.d_inner,
+                              arch_key(c, "ssm.time_step_rank"), s.n_v_heads);
+    }
+  } else if (s.d_inner != int64_t{s.n_v_heads} * s.d_state) {
     return invalid_argument(
         "model: '{}' = {} must equal '{}' * '{}' = {} (key and value heads share the state size)",
         arch_key(c, "ssm.inner_size"), s.d_inner, arch_key(c, "ssm.time_step_rank"),
@@ -307,7 +315,8 @@ cache::KvGeometry ModelConfig::cache_geometry() const {
     cache::LayerGeometry layer;
     if (is_recurrent(l)) {
       layer.recurrent = true;
-      layer.state = {ssm.d_conv - 1, ssm.conv_channels(), ssm.d_state, ssm.n_v_heads};
+      layer.state = {ssm.d_conv - 1, ssm.conv_channels(), ssm.d_state, ssm.n_v_heads,
+                     ssm.kind == SsmKind::kMamba2 ? ssm.head_v_dim() : 0};
     } else {
       layer.kv = {n_head_kv_of(l), static_cast<int32_t>(head_dim_k),
                   static_cast<int32_t>(head_dim_v), is_swa(l) ? n_swa : 0};
@@ -431,6 +440,13 @@ Status validate_config(const ModelConfig& c) {
                               arch_key(c, "feed_forward_length"), ff, l);
     }
   }
+  for (int l = 0; l < c.n_layer; ++l) {
+    if (!c.is_recurrent(l) && c.n_head_kv_of(l) <= 0) {
+      return invalid_argument("model: '{}' = {} (layer {}) must be positive and divide {} = {}",
+                              arch_key(c, "attention.head_count_kv"), c.n_head_kv_of(l), l,
+                              arch_key(c, "attention.head_count"), c.n_head_of(l));
+    }
+  }
   if (c.is_hybrid()) FOLIO_RETURN_IF_ERROR(validate_ssm(c));
   if (c.attn_output_gate && c.head_dim_k != c.head_dim_v) {
     return invalid_argument("model: gated attention needs equal key and value head dims ({} / {})",
@@ -470,8 +486,11 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
 }
 
 std::string ModelConfig::summary() const {
+  int first_attn = 0;  // heads of the first attention layer (hybrids start with recurrent ones)
+  while (first_attn + 1 < n_layer && is_recurrent(first_attn)) ++first_attn;
   std::string s = fmt::format("{}: {} layers, n_embd {}, n_vocab {}, heads {}/{}, head_dim {}",
-                              arch, n_layer, n_embd, n_vocab, n_head[0], n_head_kv[0], head_dim_k);
+                              arch, n_layer, n_embd, n_vocab, n_head_of(first_attn),
+                              n_head_kv_of(first_attn), head_dim_k);
   if (moe.n_expert > 0) {
     s += fmt::format(", experts {} (top {}, n_ff {})", moe.n_expert, moe.n_expert_used,
                      moe.n_ff_exp);
@@ -489,8 +508,13 @@ std::string ModelConfig::summary() const {
   if (is_hybrid()) {
     int n_rec = 0;
     for (int l = 0; l < n_layer; ++l) n_rec += is_recurrent(l) ? 1 : 0;
-    s += fmt::format(", {} gated DeltaNet layers (conv {}, heads {}/{} x {})", n_rec, ssm.d_conv,
-                     ssm.n_k_heads, ssm.n_v_heads, ssm.d_state);
+    if (ssm.kind == SsmKind::kMamba2) {
+      s += fmt::format(", {} Mamba-2 layers (conv {}, {} heads x {}, {} groups, state {})", n_rec,
+                       ssm.d_conv, ssm.n_v_heads, ssm.head_v_dim(), ssm.n_k_heads, ssm.d_state);
+    } else {
+      s += fmt::format(", {} gated DeltaNet layers (conv {}, heads {}/{} x {})", n_rec, ssm.d_conv,
+                       ssm.n_k_heads, ssm.n_v_heads, ssm.d_state);
+    }
   }
   if (n_ff_shexp > 0) s += fmt::format(", shared expert n_ff {}", n_ff_shexp);
   if (is_embedding()) {

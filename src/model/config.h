@@ -76,11 +76,24 @@ struct MoeConfig {
   int n_dense_lead = 0;        // leading_dense_block_count: layers before it have a dense FFN
 };
 
-// Gated DeltaNet layers of the hybrid models (qwen3next, qwen35, qwen35moe;
-// llama.cpp's ssm.* keys). Key heads H_k = group_count, value heads H_v =
-// time_step_rank, both of head dim S = state_size; inner_size = H_v * S.
-// The conv runs over the q, k and v channels: C = 2 * H_k * S + H_v * S.
+// Which recurrent mixer the hybrid model's recurrent layers run.
+enum class SsmKind : int {
+  kGatedDeltaNet,  // qwen3next, qwen35, qwen35moe
+  kMamba2,         // granitehybrid
+};
+
+// Recurrent layers of the hybrid models (llama.cpp's ssm.* keys).
+// Gated DeltaNet (qwen3next, qwen35, qwen35moe): key heads H_k =
+// group_count, value heads H_v = time_step_rank, both of head dim S =
+// state_size; inner_size = H_v * S. The conv runs over the q, k and v
+// channels: C = 2 * H_k * S + H_v * S.
+// Mamba-2 (granitehybrid): G = group_count groups of B and C, each of N =
+// state_size values; H = time_step_rank heads of P = inner_size / H
+// channels; the conv runs over x, B and C: C = inner_size + 2 * G * N (the
+// same formula with H_k = G, S = N). The state of a head is N values per
+// channel: [N, P, H].
 struct SsmConfig {
+  SsmKind kind = SsmKind::kGatedDeltaNet;
   int d_conv = 0;                    // ssm.conv_kernel: conv width K (K - 1 cached taps)
   int64_t d_state = 0;               // ssm.state_size: S (key and value head dim)
   int64_t d_inner = 0;               // ssm.inner_size: H_v * S
@@ -91,7 +104,7 @@ struct SsmConfig {
   bool fused_qkvz =
       false;  // legacy qwen3next files: one ssm_in tensor instead of attn_qkv + attn_gate
 
-  int64_t head_v_dim() const { return n_v_heads > 0 ? d_inner / n_v_heads : 0; }
+  int64_t head_v_dim() const { return n_v_heads > 0 ? d_inner / n_v_heads : 0; }  // S or P
   int64_t conv_channels() const { return 2 * n_k_heads * d_state + d_inner; }
 };
 
@@ -118,6 +131,11 @@ struct ModelConfig {
   std::vector<uint8_t> swa_layers;  // [n_layer] 1: sliding-window layer
 
   float embd_scale = 1.0f;     // token embeddings are multiplied by this (gemma: sqrt(n_embd))
+  // Granite multipliers: each block's output is scaled by residual_scale
+  // before its residual add; logits are multiplied by 1 / logit_scale.
+  float residual_scale = 1.0f;
+  float logit_scale = 1.0f;
+  bool attn_rope = true;  // false: attention layers take no rotary embedding (granitehybrid)
   float attn_scale = 0.0f;     // q.k scale (0 -> 1/sqrt(head_dim_k))
   float attn_softcap = 0.0f;   // attention logit soft-capping (0: off)
   float final_softcap = 0.0f;  // final logit soft-capping (0: off)
@@ -148,7 +166,8 @@ struct ModelConfig {
   bool ffn_norm_post_attention = false;  // the pre-FFN norm is named post_attention_norm
   int64_t n_ff_shexp =
       0;  // shared expert width (0: none); gated by sigmoid(ffn_gate_inp_shexp . x)
-  bool shexp_gated = true;  // false: the shared expert's output is added ungated (glm4moe)
+  // false: the shared expert's output is added ungated (glm4moe, granitehybrid)
+  bool shexp_gated = true;
 
   // Embedding models (the encoder families bert, nomic-bert: ArchFamily::encoder).
   bool causal_attn = true;  // attention.causal; false: a token sees its whole sequence

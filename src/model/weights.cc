@@ -10,6 +10,31 @@ std::array<int64_t, kMaxDims> shape(int64_t a, int64_t b = 1, int64_t c = 1) {
   return {a, b, c, 1};
 }
 
+// The tensors of a Mamba-2 layer (granitehybrid; see SsmConfig).
+Status visit_mamba2_tensors(const ModelConfig& cfg, int il, LayerWeights& l,
+                            const TensorVisitor& visit) {
+  const SsmConfig& s = cfg.ssm;
+  const int64_t e = cfg.n_embd, c = s.conv_channels(), h = s.n_v_heads;
+  auto add = [&](const char* base, std::array<int64_t, kMaxDims> ne, bool required,
+                 OpKind consumer, TensorView* view) {
+    return visit(
+        TensorSpec{fmt::format("blk.{}.{}", il, base), ne, required, consumer, view, nullptr});
+  };
+  FOLIO_RETURN_IF_ERROR(
+      add("ssm_in.weight", shape(e, 2 * s.d_inner + 2 * s.n_k_heads * s.d_state + h), true,
+          OpKind::kMulMat, &l.ssm_in));
+  FOLIO_RETURN_IF_ERROR(
+      add("ssm_conv1d.weight", shape(s.d_conv, c), true, OpKind::kSsmConv, &l.ssm_conv1d));
+  FOLIO_RETURN_IF_ERROR(
+      add("ssm_conv1d.bias", shape(c), false, OpKind::kSsmConv, &l.ssm_conv1d_b));
+  FOLIO_RETURN_IF_ERROR(add("ssm_dt.bias", shape(h), true, OpKind::kAdd, &l.ssm_dt));
+  FOLIO_RETURN_IF_ERROR(add("ssm_a", shape(1, h), true, OpKind::kSsmScan, &l.ssm_a));
+  FOLIO_RETURN_IF_ERROR(add("ssm_d", shape(1, h), true, OpKind::kMul, &l.ssm_d));
+  FOLIO_RETURN_IF_ERROR(add("ssm_norm.weight", shape(s.d_inner / s.n_k_heads, s.n_k_heads), true,
+                            OpKind::kMul, &l.ssm_norm));
+  return add("ssm_out.weight", shape(s.d_inner, e), true, OpKind::kMulMat, &l.ssm_out);
+}
+
 // The tensors of a gated DeltaNet layer (hybrid models; see SsmConfig).
 Status visit_ssm_tensors(const ModelConfig& cfg, int il, LayerWeights& l,
                          const TensorVisitor& visit) {
@@ -147,7 +172,8 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
     FOLIO_RETURN_IF_ERROR(
         add(n("attn_norm.weight"), shape(e), true, OpKind::kRmsNorm, &l.attn_norm));
     if (cfg.is_recurrent(il)) {
-      FOLIO_RETURN_IF_ERROR(visit_ssm_tensors(cfg, il, l, visit));
+      FOLIO_RETURN_IF_ERROR(cfg.ssm.kind == SsmKind::kMamba2 ? visit_mamba2_tensors(cfg, il, l, visit)
+                                                             : visit_ssm_tensors(cfg, il, l, visit));
     } else {
       if (cfg.fused_qkv) {
         FOLIO_RETURN_IF_ERROR(add(n("attn_qkv.weight"), shape(e, hq * dk + hkv * (dk + dv)), true,
@@ -219,8 +245,8 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
       if (cfg.n_ff_shexp > 0) {
         const int64_t fs = cfg.n_ff_shexp;
         if (cfg.shexp_gated) {
-          FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_inp_shexp.weight"), shape(e), true, OpKind::kMulMat,
-                                    &l.ffn_gate_inp_shexp));
+          FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_inp_shexp.weight"), shape(e), true,
+                                    OpKind::kMulMat, &l.ffn_gate_inp_shexp));
         }
         FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_shexp.weight"), shape(e, fs), true, OpKind::kMulMat,
                                   &l.ffn_gate_shexp));

@@ -58,7 +58,8 @@ struct LayerWeights {
   // dim S, C = 2 * Hk * S + Hv * S conv channels, K = conv width.
   TensorView ssm_qkv;     // [E, C]       attn_qkv: q, k, v before the conv
   TensorView ssm_gate;    // [E, Hv * S]  attn_gate: z of the gated output norm
-  TensorView ssm_in;      // [E, C + Hv * S] legacy qwen3next: q, k, v, z grouped per key head
+  TensorView ssm_in;      // [E, C + Hv * S] legacy qwen3next: q, k, v, z grouped per key head;
+                          // Mamba-2: see below
   TensorView ssm_conv1d;  // [K, C]
   TensorView ssm_dt;      // [Hv]         time-step bias
   TensorView ssm_a;       // [Hv]         -exp(A_log)
@@ -67,6 +68,11 @@ struct LayerWeights {
   TensorView ssm_alpha;   // [E, Hv]
   TensorView ssm_norm;    // [S]          gated RMS norm of the output (no +1 offset)
   TensorView ssm_out;     // [Hv * S, E]
+  // Mamba-2 layers (granitehybrid): ssm_in [E, 2 d_inner + C + H] yields z,
+  // xBC and dt; ssm_conv1d [K, C], ssm_dt and ssm_a [H] (ssm_a stored [1, H]),
+  // ssm_norm [d_inner / G, G], ssm_out [d_inner, E] as above, and:
+  TensorView ssm_conv1d_b;  // [C]  conv bias (optional)
+  TensorView ssm_d;         // [1, H] skip: y += x * D per head
   // Post-norm encoder layers (bert, nomic-bert): layer norms with biases.
   TensorView wqkv;              // [E, Hq * Dk + 2 * Hkv * Dk] nomic-bert: q, k, v in one
   TensorView attn_out_norm;     // [E]  after the attention residual

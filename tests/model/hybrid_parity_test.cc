@@ -1,7 +1,9 @@
 // llama.cpp parity of the hybrid models (gated DeltaNet + gated attention):
 // the shared refdata's tiny-qwen3next (MoE + shared expert, ssm_ba, kDiv
 // head map) and tiny-qwen35 (dense, ssm_beta / ssm_alpha, kMod head map,
-// multi-section rope), plus this suite's tiny-qwen35moe when present. Same
+// multi-section rope), plus this suite's tiny-qwen35moe and
+// tiny-granitehybrid(-moe) (Mamba-2 layers, Granite multipliers; dense FFN,
+// or experts with an ungated shared expert). Same
 // protocol as parity_test.cc: the prompt as one batch (prefill logits of
 // every position), then the reference continuation fed one token at a time
 // (teacher forcing: decode logits, and folio's argmax at every step equals
@@ -47,7 +49,9 @@ std::vector<Param> params(DType kv) {
   std::vector<Param> v;
   const std::pair<const char*, std::string> models[] = {{"tiny-qwen3next", shared_models_dir()},
                                                         {"tiny-qwen35", shared_models_dir()},
-                                                        {"tiny-qwen35moe", local_refdata_dir()}};
+                                                        {"tiny-qwen35moe", local_refdata_dir()},
+                                                        {"tiny-granitehybrid", local_refdata_dir()},
+                                                        {"tiny-granitehybrid-moe", local_refdata_dir()}};
   for (const auto& [name, dir] : models) {
     for (const char* c : {"short", "long"}) {
       for (bool paged : {false, true}) v.push_back({name, dir, c, kv, paged});

@@ -9,7 +9,8 @@
 // that writes the state to a separate tensor, bit for bit; then long
 // sequences (T 63 .. 1000), where the chunked kernels take over, within
 // cpu::kGdnChunkMaxNmse of the reference; perf-only 2048-token prefills
-// (chunked vs token by token).
+// (chunked vs token by token). ssm_scan (Mamba-2): head and group shapes,
+// decode and prefill, in place and to a separate state, bit for bit.
 #include <cmath>
 
 #include <fmt/format.h>
@@ -115,6 +116,57 @@ std::unique_ptr<OpCase> gdn_case(const GdnSpec& sp) {
   return c;
 }
 
+
+// One ssm_scan case (Mamba-2): P rows of N state values per head, H heads in
+// G groups. x, B, C are views of one [P H + 2 N G, T, n_seq] conv output as
+// in the model; dt spans softplus's linear branch (> 20) too.
+std::unique_ptr<OpCase> ssm_scan_case(int p_dim, int n_state, int n_head, int n_group, int n_t,
+                                      int n_seq, bool in_place) {
+  auto c = std::make_unique<OpCase>(fmt::format("ssm_scan p{} n{} h{} g{} t{} ns{}{}", p_dim,
+                                                n_state, n_head, n_group, n_t, n_seq,
+                                                in_place ? " in-place" : ""));
+  Op& op = c->op;
+  op.kind = OpKind::kSsmScan;
+  const int64_t width = int64_t{p_dim} * n_head + 2 * int64_t{n_state} * n_group;
+  const TensorView xbc = c->alloc(DType::F32, {width, n_t, n_seq});
+  c->fill_uniform(xbc, -1.0f, 1.0f);
+  const size_t f = sizeof(float), row = static_cast<size_t>(width) * f;
+  auto view = [&](int64_t off, int64_t ne0, int64_t ne1) {
+    TensorView v = xbc;
+    v.data = static_cast<char*>(xbc.data) + off * f;
+    v.ne = {ne0, ne1, n_t, n_seq};
+    v.nb = {f, ne0 * f, row, row * n_t};
+    return v;
+  };
+  const TensorView x = view(0, p_dim, n_head);
+  const TensorView b = view(int64_t{p_dim} * n_head, n_state, n_group);
+  const TensorView cc = view(int64_t{p_dim} * n_head + int64_t{n_state} * n_group, n_state, n_group);
+  const TensorView dt = c->alloc(DType::F32, {n_head, n_t, n_seq});
+  c->fill_uniform(dt, -4.0f, 22.0f);
+  const TensorView a = c->alloc(DType::F32, {1, n_head});
+  c->fill_uniform(a, -2.0f, -0.01f);  // -exp(A_log)
+  const TensorView state = c->alloc(DType::F32, {n_state, p_dim, n_head, n_seq});
+  c->fill_uniform(state, -0.5f, 0.5f);
+  op.src = {x, dt, a, b, cc, state, TensorView{}, TensorView{}};
+  op.dst = c->alloc(DType::F32, {p_dim, n_head, n_t, n_seq});
+  op.dst2 = in_place ? state : c->alloc(DType::F32, {n_state, p_dim, n_head, n_seq});
+  c->in_place = in_place;
+  c->exact = true;  // every CPU kernel: the reference's operations in its order
+  c->exact_on_host_only = true;  // devices: their own exp and log
+  c->max_nmse = 1e-10;
+  if (in_place) {
+    Op separate = op;
+    separate.dst2 = c->alloc(DType::F32, {n_state, p_dim, n_head, n_seq});
+    c->equivalents.push_back({"state to a separate tensor", separate, true});
+  }
+  const double cells = static_cast<double>(p_dim) * n_state * n_head * n_t * n_seq;
+  c->flops = 5.0 * cells;
+  c->bytes = 2.0 * static_cast<double>(state.nbytes_contiguous()) +
+             static_cast<double>(xbc.nbytes_contiguous() + op.dst.nbytes_contiguous());
+  c->tokens = static_cast<double>(n_t) * n_seq;
+  return c;
+}
+
 }  // namespace
 
 void add_recurrent_cases(CaseList& cases, bool perf) {
@@ -172,6 +224,20 @@ void add_recurrent_cases(CaseList& cases, bool perf) {
       const HeadMap map = (n_t + s_dim / 64) % 2 == 0 ? HeadMap::kDiv : HeadMap::kMod;
       cases.push_back(gdn_case({s_dim, 2, 4, n_t, 2, map}));
     }
+  }
+  // ssm_scan: Granite-4.0-H-like heads (P 64, N 128, 1 group), several
+  // groups, P with a partial 4-block group (24, 40), decode and prefill.
+  // {P, N, H, G, T, n_seq, in_place}
+  const struct {
+    int p, n, h, g, t, ns;
+    bool in_place;
+  } scans[] = {
+      {64, 128, 4, 1, 1, 1, true},  {64, 128, 4, 1, 9, 2, true}, {64, 16, 8, 2, 1, 3, true},
+      {32, 64, 6, 3, 33, 1, false}, {24, 8, 2, 1, 5, 2, true},   {40, 32, 4, 4, 17, 1, true},
+      {16, 128, 2, 2, 130, 1, true}, {12, 16, 2, 1, 3, 1, true},  // P % 8 != 0: reference only
+  };
+  for (const auto& sc : scans) {
+    cases.push_back(ssm_scan_case(sc.p, sc.n, sc.h, sc.g, sc.t, sc.ns, sc.in_place));
   }
   // A 2048-token prefill with 16 heads of 128 (Qwen3.5-like), chunked and
   // token by token: perf mode only (the reference takes seconds, the inputs

@@ -1,6 +1,6 @@
-// Recurrent ops of the hybrid models: the depthwise causal convolution and
-// the gated DeltaNet recurrence, plain and as fused decode steps on a state
-// pool. Semantics: op.h.
+// Recurrent ops of the hybrid models: the depthwise causal convolution, the
+// gated DeltaNet recurrence, plain and as fused decode steps on a state
+// pool, and the Mamba-2 selective scan. Semantics: op.h.
 //
 //   ssm_conv                ssm_conv.comp: one invocation per output.
 //   ssm_conv_update         state_slots_check.comp, then ssm_conv_update.comp
@@ -11,6 +11,8 @@
 //                           in its UPDATE mode: the same code and launch
 //                           shape as the plain op, so the fused step is
 //                           bit-identical to gather, plain op, scatter.
+//   ssm_scan                ssm_scan.comp: one invocation per state row (Mamba-2;
+//                           no fused update: decode gathers and scatters).
 // The fused ops' slot errors (an id or destination outside the pool, a
 // destination used twice) are found by the one-workgroup check dispatch;
 // the main dispatch then writes nothing. A GDN update with explicit
@@ -37,6 +39,8 @@ constexpr uint32_t kConvGroup = 256;    // ssm_conv*.comp local size
 constexpr int64_t kStageFloats = 3072;  // ssm_conv_update.comp STAGED: 12 KiB of taps
 constexpr int64_t kMaxKeyDim = 512;     // gated_delta_net.comp: L * EPL
 constexpr uint32_t kGdnGroup = 64;      // gated_delta_net.comp local size
+constexpr int64_t kMaxScanState = 256;  // ssm_scan.comp: N state values in registers
+constexpr uint32_t kScanGroup = 64;     // ssm_scan.comp local size
 
 // A tensor the shaders read as 4-byte words through its strides.
 bool words_ok(const TensorView& t, DType want) {
@@ -270,6 +274,46 @@ Status record_gdn(Recorder& r, const Op& op) {
       {q, op.src[1], v, op.src[3], op.src[4], state, ids, TensorView{}, op.dst, op.dst2}, gx, gy);
 }
 
+// ---- ssm_scan ----------------------------------------------------------------
+
+struct SsmScanShaderParams {
+  TensorDesc x, dt, a, b, c, state, y, state_out;
+  uint32_t heads_per_group;
+};
+
+bool match_ssm_scan(const Op& op, const DeviceCaps&) {
+  for (int i = 0; i < 6; ++i) {
+    if (!words_ok(op.src[i], DType::F32)) return false;
+  }
+  // B and C rows are read contiguously; N values per row live in registers.
+  return words_ok(op.dst, DType::F32) && words_ok(op.dst2, DType::F32) &&
+         op.src[3].nb[0] == 4 && op.src[4].nb[0] == 4 && op.src[5].ne[0] <= kMaxScanState;
+}
+
+Status record_ssm_scan(Recorder& r, const Op& op) {
+  const TensorView& x = op.src[0];
+  SsmScanShaderParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
+  FOLIO_ASSIGN_OR_RETURN(p.dt, r.desc(op.src[1]));
+  FOLIO_ASSIGN_OR_RETURN(p.a, r.desc(op.src[2]));
+  FOLIO_ASSIGN_OR_RETURN(p.b, r.desc(op.src[3]));
+  FOLIO_ASSIGN_OR_RETURN(p.c, r.desc(op.src[4]));
+  FOLIO_ASSIGN_OR_RETURN(p.state, r.desc(op.src[5]));
+  FOLIO_ASSIGN_OR_RETURN(p.y, r.desc(op.dst));
+  FOLIO_ASSIGN_OR_RETURN(p.state_out, r.desc(op.dst2));
+  for (const TensorDesc* d : {&p.x, &p.dt, &p.a, &p.b, &p.c, &p.state, &p.y, &p.state_out}) {
+    FOLIO_RETURN_IF_ERROR(aligned4(*d, op));
+  }
+  p.heads_per_group = static_cast<uint32_t>(x.ne[1] / op.src[3].ne[1]);
+  const uint64_t rows = static_cast<uint64_t>(x.ne[0] * x.ne[1] * x.ne[3]);
+  if (rows == 0 || x.ne[2] == 0) return Status();
+  uint32_t gx, gy;
+  Recorder::split_groups((rows + kScanGroup - 1) / kScanGroup, gx, gy);
+  return r.dispatch("ssm_scan", {static_cast<uint32_t>(op.src[5].ne[0])}, &p, sizeof p,
+                    {x, op.src[1], op.src[2], op.src[3], op.src[4], op.src[5], op.dst, op.dst2},
+                    gx, gy);
+}
+
 }  // namespace
 
 void add_recurrent_kernels(std::vector<KernelDef>& out) {
@@ -278,6 +322,7 @@ void add_recurrent_kernels(std::vector<KernelDef>& out) {
       {"ssm_conv_update", OpKind::kSsmConvUpdate, match_ssm_conv_update, record_ssm_conv_update});
   out.push_back({"gated_delta_net", OpKind::kGatedDeltaNet, match_gdn, record_gdn});
   out.push_back({"gated_delta_net_update", OpKind::kGatedDeltaNetUpdate, match_gdn, record_gdn});
+  out.push_back({"ssm_scan", OpKind::kSsmScan, match_ssm_scan, record_ssm_scan});
 }
 
 }  // namespace folio::vulkan

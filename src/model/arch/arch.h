@@ -56,6 +56,7 @@ std::span<const ArchFamily> gemma3_archs();
 std::span<const ArchFamily> qwen3next_archs();  // qwen3next, qwen35, qwen35moe (hybrid)
 std::span<const ArchFamily> gpt_oss_archs();    // gpt-oss
 std::span<const ArchFamily> bert_archs();       // bert, nomic-bert (encoders: embeddings)
+std::span<const ArchFamily> granite_hybrid_archs();
 std::span<const ArchFamily> phi3_archs();
 std::span<const ArchFamily> mistral3_archs();  // mistral3 (Mistral Small 3, Ministral 3)
 std::span<const ArchFamily> glm4moe_archs();   // glm4moe (GLM-4.5 / 4.6 / 4.7)

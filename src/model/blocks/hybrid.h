@@ -1,6 +1,7 @@
-// Building blocks of the hybrid models (qwen3next, qwen35, qwen35moe;
-// model/arch/qwen3next.cc): the gated DeltaNet layer, gated full attention
-// and the gated shared expert. Shapes use ggml order (E = n_embd, T =
+// Building blocks of the hybrid models (qwen3next, qwen35, qwen35moe:
+// model/arch/qwen3next.cc; granitehybrid: model/arch/granite_hybrid.cc): the
+// gated DeltaNet and Mamba-2 layers, gated full attention and the gated
+// shared expert. Shapes use ggml order (E = n_embd, T =
 // tokens in the batch); errors are sticky in the context.
 #pragma once
 
@@ -36,6 +37,17 @@ TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const La
                            int il, const TensorView& x, const RecurrentInputs& ri,
                            cache::KvCache& cache);
 
+// mamba2.cc ------------------------------------------------------------------
+// Mamba-2 layer `il` (llama.cpp's build_mamba2_layer). x: the normalised
+// input [E, T]. Per token: [z, xBC, dt] = W_in x; a causal depthwise conv
+// (+ bias, SiLU) over xBC continuing each sequence's cached taps; the
+// selective scan (kSsmScan) of x with dt + dt_bias, A, B, C on each
+// sequence's state; y = (y + x D) * silu(z), grouped RMS norm * ssm_norm;
+// out = W_out y. State, taps and checkpoints as gated_delta_net. Returns
+// [E, T] in batch order.
+TensorView mamba2(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
+                  const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache);
+
 // gated_attention.cc -------------------------------------------------------
 // Full attention with an output gate (qwen3next family): attn_q yields, per
 // head, the query and a gate; per-head RMS norm of q and k, partial rope,
@@ -48,7 +60,8 @@ TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mo
 // shared_expert.cc ---------------------------------------------------------
 // Routed experts plus the shared expert scaled by sigmoid(gate_inp_shexp .
 // x): moe_ffn(x) + sigmoid(w . x) * down(silu(gate(x)) * up(x)); without
-// that gate (glm4moe) moe_ffn(x) + down(silu(gate(x)) * up(x)).
+// that gate (!cfg.shexp_gated: glm4moe, granitehybrid)
+// moe_ffn(x) + down(silu(gate(x)) * up(x)).
 // x [E, n] -> [E, n]. Without a shared expert, moe_ffn(x).
 TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
                                   const LayerWeights& l, const TensorView& x);

@@ -1,5 +1,6 @@
 // Model input and output: token embeddings, the gather of output rows and
-// the LM head with optional final soft-capping (cap * tanh(logits / cap),
+// the LM head with optional logit scaling (granite: times 1 / logit_scale)
+// and final soft-capping (cap * tanh(logits / cap),
 // as three ops like llama.cpp).
 #include "model/blocks/blocks.h"
 
@@ -21,6 +22,7 @@ TensorView output_logits(ForwardContext& ctx, const ModelConfig& cfg, const Mode
                          const TensorView& hidden) {
   const TensorView h = ctx.rms_norm(hidden, w.output_norm, cfg.norm_eps);
   TensorView logits = ctx.mul_mat(w.output, h);  // [n_vocab, n_out]
+  if (cfg.logit_scale != 1.0f) ctx.scale(logits, 1.0f / cfg.logit_scale, 0.0f, logits);
   if (cfg.final_softcap > 0.0f) {
     ctx.scale(logits, 1.0f / cfg.final_softcap, 0.0f, logits);
     ctx.unary(logits, UnaryKind::kTanh, logits);

@@ -1,9 +1,10 @@
 // Mixture of experts with a shared expert (qwen3next, qwen35moe, glm4moe), as
 // llama.cpp's qwen3next build_layer_ffn: the routed experts (moe_ffn), plus
 // the shared expert's dense SiLU-gated FFN, scaled per token by
-// sigmoid(ffn_gate_inp_shexp . x) where that gate exists (glm4moe has none:
-// the shared output is added as is). Shapes: x [E, n]; shared hidden
-// [Fs, n]; gate [1, n] broadcast over the E rows.
+// sigmoid(ffn_gate_inp_shexp . x) where that gate exists (cfg.shexp_gated;
+// glm4moe and granitehybrid have none: the shared output is added as is).
+// Shapes: x [E, n]; shared hidden [Fs, n]; gate [1, n] broadcast over the E
+// rows.
 #include "model/blocks/blocks.h"
 #include "model/blocks/hybrid.h"
 
@@ -17,7 +18,7 @@ TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
   const TensorView up = ctx.mul_mat(l.ffn_up_shexp, x);        // [Fs, n]
   const TensorView h = ctx.glu(gate, up, cfg.ffn_glu);         // [Fs, n]
   const TensorView shared = ctx.mul_mat(l.ffn_down_shexp, h);  // [E, n]
-  if (!l.ffn_gate_inp_shexp.empty()) {
+  if (cfg.shexp_gated) {
     TensorView g = ctx.mul_mat(l.ffn_gate_inp_shexp, x);  // weight [E] = [E, 1] -> [1, n]
     ctx.unary(g, UnaryKind::kSigmoid, g);
     ctx.mul(shared, g, shared);

@@ -1,0 +1,73 @@
+// Reference Mamba-2 selective scan (kSsmScan, tier kRef): the definition the
+// SIMD kernels are checked against, bit for bit.
+//
+//   x      [P, H, T, n_seq]       dt [H, T, n_seq]      A [H] (read flat)
+//   B, C   [N, G, T, n_seq]       head h reads group h / (H / G)
+//   state  [N, P, H, n_seq]: row p of head h holds S[p, 0..N)
+//   y      [P, H, T, n_seq]       state_out like state (may alias it)
+//
+// Per (sequence, head) the state is loaded into a local copy first, so
+// state_out may alias state_in. Per token, in f32 (scalar/ssm_scan_step.h
+// for sp and dA):
+//   sp = softplus(dt);  dA = exp(sp * A[h]);
+//   per row p: xdt = x[p] * sp; acc = 0.0f; for i = 0 .. N-1:
+//     S[p, i] = S[p, i] * dA + B[i] * xdt;  acc += S[p, i] * C[i];
+//   y[p] = acc.
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/kernel.h"
+#include "backend/cpu/scalar/ssm_scan_step.h"
+#include "quant/strict_fp.h"  // last: no a*b+c contraction in the reference
+
+namespace folio::recurrent_ref {
+
+Status ssm_scan_ref(const Op& op, const KernelContext& ctx) {
+  (void)ctx;
+  const TensorView &x = op.src[0], &dt = op.src[1], &a = op.src[2];
+  const TensorView &b = op.src[3], &c = op.src[4], &state = op.src[5];
+  const TensorView &y = op.dst, &state_out = op.dst2;
+  const int64_t p_dim = x.ne[0], n_head = x.ne[1], n_t = x.ne[2], n_seq = x.ne[3];
+  const int64_t n = state.ne[0], heads_per_group = n_head / b.ne[1];
+  const size_t row_bytes = static_cast<size_t>(n) * sizeof(float);
+  // A holds H values in any shape; read it flat.
+  auto a_at = [&](int64_t h) -> float {
+    const int64_t i0 = h % a.ne[0];
+    const int64_t i1 = (h / a.ne[0]) % a.ne[1];
+    const int64_t i2 = (h / (a.ne[0] * a.ne[1])) % a.ne[2];
+    const int64_t i3 = h / (a.ne[0] * a.ne[1] * a.ne[2]);
+    return *a.at<const float>(i0, i1, i2, i3);
+  };
+
+  std::vector<float> st(static_cast<size_t>(n * p_dim));  // S[p, i] at p * n + i
+  for (int64_t s = 0; s < n_seq; ++s) {
+    for (int64_t h = 0; h < n_head; ++h) {
+      const int64_t g = h / heads_per_group;
+      for (int64_t r = 0; r < p_dim; ++r)
+        std::memcpy(&st[r * n], state.row<const float>(r, h, s), row_bytes);
+      for (int64_t t = 0; t < n_t; ++t) {
+        const float sp = cpu::ssm_scan_softplus(*dt.at<const float>(h, t, s));
+        const float da = cpu::ssm_scan_decay(sp, a_at(h));
+        const float* xt = x.row<const float>(h, t, s);
+        const float* bt = b.row<const float>(g, t, s);
+        const float* ct = c.row<const float>(g, t, s);
+        float* yt = y.row<float>(h, t, s);
+        for (int64_t r = 0; r < p_dim; ++r) {
+          float* row = &st[r * n];
+          const float xdt = xt[r] * sp;
+          float acc = 0.0f;
+          for (int64_t i = 0; i < n; ++i) {
+            row[i] = row[i] * da + bt[i] * xdt;
+            acc += row[i] * ct[i];
+          }
+          yt[r] = acc;
+        }
+      }
+      for (int64_t r = 0; r < p_dim; ++r)
+        std::memcpy(state_out.row<float>(r, h, s), &st[r * n], row_bytes);
+    }
+  }
+  return Status();
+}
+
+}  // namespace folio::recurrent_ref

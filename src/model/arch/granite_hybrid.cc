@@ -1,0 +1,165 @@
+// granitehybrid (IBM Granite 4.0 H): Mamba-2 layers beside full-attention
+// layers, with the Granite multipliers (llama.cpp's granite-hybrid.cpp).
+//   - layer i is a Mamba-2 layer when attention.head_count_kv[i] == 0;
+//   - attention layers: q, k, v (optional biases), no rotary embedding unless
+//     rope.scaling.finetuned is true (the converter writes false for the
+//     Granite 4.0 H models), q.k scaled by attention.scale (default
+//     1/sqrt(head_dim)), optional output bias;
+//   - token embeddings times embedding_scale, every block's output times
+//     residual_scale before its residual add, logits times 1 / logit_scale
+//     (each 1 when absent);
+//   - FFN: dense SiLU-gated, or routed experts (softmax, top-k weights
+//     renormalised) plus an ungated shared expert when
+//     expert_shared_feed_forward_length > 0.
+//
+// Decoder, per layer (pre-norm):
+//   h = rms_norm(x) * attn_norm; x += residual_scale * (mamba2(h) or attention(h));
+//   h = rms_norm(x) * ffn_norm;  x += residual_scale * ffn(h)
+// then output_norm, the LM head and the logit scale.
+#include <cmath>
+
+#include "model/arch/arch.h"
+#include "model/blocks/blocks.h"
+#include "model/blocks/hybrid.h"
+
+namespace folio::model {
+
+namespace {
+
+Result<int64_t> required_int(const gguf::GgufFile& f, const ModelConfig& c, const char* suffix) {
+  const std::string key = arch_key(c, suffix);
+  if (!f.has(key)) return not_found("model: missing required key '{}'", key);
+  Result<int64_t> r = f.get_i64(key);
+  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
+  return r;
+}
+
+// A Granite multiplier: absent or 0 means 1 (llama.cpp applies none).
+Result<float> multiplier(const gguf::GgufFile& f, const ModelConfig& c, const char* suffix) {
+  const std::string key = arch_key(c, suffix);
+  if (!f.has(key)) return 1.0f;
+  Result<double> v = f.get_f64(key);
+  if (!v.ok()) return invalid_argument("model: key '{}': {}", key, v.status().message());
+  if (!std::isfinite(*v) || *v < 0.0) {
+    return invalid_argument("model: key '{}' = {} must be finite and >= 0", key, *v);
+  }
+  return *v == 0.0 ? 1.0f : static_cast<float>(*v);
+}
+
+Status configure_granite_hybrid(const gguf::GgufFile& f, ModelConfig& c) {
+  SsmConfig& s = c.ssm;
+  s.kind = SsmKind::kMamba2;
+  FOLIO_ASSIGN_OR_RETURN(const int64_t conv, required_int(f, c, "ssm.conv_kernel"));
+  FOLIO_ASSIGN_OR_RETURN(s.d_state, required_int(f, c, "ssm.state_size"));
+  FOLIO_ASSIGN_OR_RETURN(s.d_inner, required_int(f, c, "ssm.inner_size"));
+  FOLIO_ASSIGN_OR_RETURN(const int64_t groups, required_int(f, c, "ssm.group_count"));
+  FOLIO_ASSIGN_OR_RETURN(const int64_t heads, required_int(f, c, "ssm.time_step_rank"));
+  for (const auto& [v, name] :
+       {std::pair{conv, "ssm.conv_kernel"}, std::pair{groups, "ssm.group_count"},
+        std::pair{heads, "ssm.time_step_rank"}}) {
+    if (v <= 0 || v > (1 << 16)) {
+      return invalid_argument("model: '{}' = {} is out of range", arch_key(c, name), v);
+    }
+  }
+  s.d_conv = static_cast<int>(conv);
+  s.n_k_heads = static_cast<int>(groups);
+  s.n_v_heads = static_cast<int>(heads);
+  if (s.d_inner % s.n_k_heads != 0) {
+    return invalid_argument("model: '{}' = {} is not a multiple of '{}' = {}",
+                            arch_key(c, "ssm.inner_size"), s.d_inner,
+                            arch_key(c, "ssm.group_count"), s.n_k_heads);
+  }
+  // A layer is a Mamba-2 layer exactly when its head_count_kv is 0.
+  c.recurrent_layers.assign(static_cast<size_t>(c.n_layer), 0);
+  for (int l = 0; l < c.n_layer; ++l) {
+    c.recurrent_layers[static_cast<size_t>(l)] = c.n_head_kv_of(l) == 0 ? 1 : 0;
+  }
+
+  Result<bool> rope = f.get_bool(arch_key(c, "rope.scaling.finetuned"), true);
+  if (!rope.ok()) {
+    return invalid_argument("model: key '{}': {}", arch_key(c, "rope.scaling.finetuned"),
+                            rope.status().message());
+  }
+  c.attn_rope = *rope;
+  c.rope.mode = RopeMode::kNormal;
+  c.qkv_bias = BiasMode::kOptional;
+  c.out_bias = BiasMode::kOptional;
+  c.ffn_glu = GluKind::kSwiGlu;
+  c.final_softcap = 0.0f;
+  FOLIO_ASSIGN_OR_RETURN(c.embd_scale, multiplier(f, c, "embedding_scale"));
+  FOLIO_ASSIGN_OR_RETURN(c.residual_scale, multiplier(f, c, "residual_scale"));
+  FOLIO_ASSIGN_OR_RETURN(c.logit_scale, multiplier(f, c, "logit_scale"));
+
+  if (c.moe.n_expert > 0) {
+    c.moe.norm_weights = true;
+    c.moe.gating = ExpertGating::kSoftmax;
+    // llama.cpp sizes granite experts by feed_forward_length (the converter
+    // writes the per-expert width there).
+    if (!c.n_ff.empty()) c.moe.n_ff_exp = c.n_ff[0];
+    const std::string key = arch_key(c, "expert_shared_feed_forward_length");
+    if (f.has(key)) {
+      Result<int64_t> fs = f.get_i64(key);
+      if (!fs.ok() || *fs < 0) return invalid_argument("model: key '{}' is invalid", key);
+      c.n_ff_shexp = *fs;
+    }
+    c.shexp_gated = false;
+  }
+  return Status();
+}
+
+TensorView granite_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
+                       const TensorView& h) {
+  return cfg.is_moe(0) ? moe_with_shared_expert(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
+}
+
+// The decoder (see the file comment). x (the residual stream) and h live
+// outside the per-layer arena marks; in the last layer only the output rows
+// go through the FFN and the head.
+TensorView granite_hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w,
+                                  const ForwardInputs& in, cache::KvCache& cache,
+                                  ForwardContext& ctx) {
+  const int64_t e = cfg.n_embd, t = in.n_tokens;
+  const float eps = cfg.norm_eps, rs = cfg.residual_scale;
+  const RecurrentInputs ri = upload_recurrent_inputs(ctx, in);
+  TensorView x = embed_tokens(ctx, cfg, w, in);              // [E, T] residual stream
+  TensorView h = ctx.f32_near(w.layers[0].attn_norm, e, t);  // [E, T] normalised block input
+  ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
+  for (int il = 0; il < cfg.n_layer; ++il) {
+    const LayerWeights& l = w.layers[static_cast<size_t>(il)];
+    const bool last = il + 1 == cfg.n_layer;
+    x = ctx.place_near(x, l.attn_norm);  // where offloaded layers begin (outside the mark)
+    h = ctx.place_near(h, l.attn_norm);
+    const ForwardContext::Mark mark = ctx.mark();
+    TensorView a = cfg.is_recurrent(il) ? mamba2(ctx, cfg, l, il, h, ri, cache)
+                                        : self_attention(ctx, cfg, w, il, h, in, cache);
+    if (last) {
+      if (in.n_outputs == 0) return {};
+      x = gather_outputs(ctx, x, in);
+      a = gather_outputs(ctx, a, in);
+      h = ctx.f32_near(l.ffn_norm, e, in.n_outputs);
+    }
+    if (rs != 1.0f) ctx.scale(a, rs, 0.0f, a);
+    ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
+    const TensorView f = granite_ffn(ctx, cfg, l, h);
+    if (rs != 1.0f) ctx.scale(f, rs, 0.0f, f);
+    if (last) {
+      ctx.add(x, f, x);
+    } else {
+      ctx.add_rms_norm(x, f, w.layers[static_cast<size_t>(il) + 1].attn_norm, eps, x, h);
+      ctx.release(mark);
+    }
+  }
+  return output_logits(ctx, cfg, w, x);
+}
+
+constexpr ArchFamily kGraniteHybrid[] = {
+    {"granitehybrid", configure_granite_hybrid, granite_hybrid_decoder},
+};
+
+}  // namespace
+
+std::span<const ArchFamily> granite_hybrid_archs() {
+  return kGraniteHybrid;
+}
+
+}  // namespace folio::model
