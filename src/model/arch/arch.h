@@ -57,5 +57,6 @@ std::span<const ArchFamily> qwen3next_archs();  // qwen3next, qwen35, qwen35moe 
 std::span<const ArchFamily> gpt_oss_archs();    // gpt-oss
 std::span<const ArchFamily> bert_archs();       // bert, nomic-bert (encoders: embeddings)
 std::span<const ArchFamily> phi3_archs();
+std::span<const ArchFamily> gemma4_archs();  // gemma4 (dense; per-layer inputs, shared KV)
 
 }  // namespace folio::model

@@ -8,9 +8,9 @@ namespace folio::model {
 
 namespace {
 
-std::array<std::span<const ArchFamily>, 7> families() {
+std::array<std::span<const ArchFamily>, 8> families() {
   return {llama_archs(),     qwen_archs(),    gemma3_archs(), qwen3next_archs(),
-          gpt_oss_archs(),   bert_archs(),    phi3_archs()};
+          gpt_oss_archs(),   bert_archs(),    phi3_archs(),   gemma4_archs()};
 }
 
 }  // namespace
