@@ -468,6 +468,8 @@ std::string ModelConfig::summary() const {
   }
   if (n_swa > 0) s += fmt::format(", sliding window {} (base {:g})", n_swa, rope.freq_base_swa);
   if (final_softcap > 0.0f) s += fmt::format(", final softcap {:g}", final_softcap);
+  if (n_kv_shared > 0) s += fmt::format(", last {} layers share earlier layers' K/V", n_kv_shared);
+  if (n_embd_per_layer > 0) s += fmt::format(", per-layer inputs of {}", n_embd_per_layer);
   if (attn_sinks) s += ", attention sinks";
   if (is_hybrid()) {
     int n_rec = 0;

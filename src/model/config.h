@@ -157,9 +157,9 @@ struct ModelConfig {
   // and hold no cache: they attend over the K/V of an earlier layer
   // (kv_source). The cache holds the first n_layer - n_kv_shared layers only.
   int n_kv_shared = 0;
-  bool attn_v_optional = false;   // attn_v.weight may be absent: V comes from the k projection
-  bool layer_out_scale = false;   // optional layer_output_scale.weight [1] scales each layer's output
-  int64_t n_embd_per_layer = 0;   // embedding_length_per_layer_input P (0: no per-layer inputs)
+  bool attn_v_optional = false;  // attn_v.weight may be absent: V comes from the k projection
+  bool layer_out_scale = false;  // optional layer_output_scale.weight [1]: layer output scale
+  int64_t n_embd_per_layer = 0;  // embedding_length_per_layer_input P (0: no per-layer inputs)
 
   int n_head_of(int layer) const { return n_head[static_cast<size_t>(layer)]; }
   int n_head_kv_of(int layer) const { return n_head_kv[static_cast<size_t>(layer)]; }

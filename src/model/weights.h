@@ -75,10 +75,10 @@ struct LayerWeights {
   TensorView layer_out_norm;    // [E]  after the FFN residual
   TensorView layer_out_norm_b;  // [E]
   // Gemma 4 (P = n_embd_per_layer).
-  TensorView out_scale;      // [1]     layer_output_scale: the layer's output times this
-  TensorView pl_inp_gate;    // [E, P]  inp_gate: per-layer input gate
-  TensorView pl_proj;        // [P, E]  proj
-  TensorView pl_post_norm;   // [E]     post_norm
+  TensorView out_scale;     // [1]     layer_output_scale: the layer's output times this
+  TensorView pl_inp_gate;   // [E, P]  inp_gate: per-layer input gate
+  TensorView pl_proj;       // [P, E]  proj
+  TensorView pl_post_norm;  // [E]     post_norm
 };
 
 struct ModelWeights {

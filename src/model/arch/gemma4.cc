@@ -86,8 +86,7 @@ Status configure_gemma4(const gguf::GgufFile& f, ModelConfig& c) {
   c.rope.freq_base_swa = *base;
   c.rope.freq_scale_swa = 1.0f;
 
-  FOLIO_ASSIGN_OR_RETURN(c.n_embd_per_layer,
-                         get_int("embedding_length_per_layer_input", true, 0));
+  FOLIO_ASSIGN_OR_RETURN(c.n_embd_per_layer, get_int("embedding_length_per_layer_input", true, 0));
   if (c.n_embd_per_layer < 0 || c.n_embd_per_layer > (1 << 16)) {
     return invalid_argument("model: '{}' = {} is out of range",
                             arch_key(c, "embedding_length_per_layer_input"), c.n_embd_per_layer);

@@ -100,8 +100,8 @@ TensorView attend_cached(ForwardContext& ctx, const ModelConfig& cfg, int il, in
   ap.window = cfg.is_swa(il) ? cfg.n_swa : 0;
   ap.layout = cache.paged() ? KvLayout::kPaged : KvLayout::kContiguous;
   ap.block_size = cache.block_size();
-  return ctx.flash_attn(q, cache.k_view(cache_layer), cache.v_view(cache_layer), in.seq_idx,
-                        in.pos, in.kv_len, block_table, ap, sinks);  // [Dv, Hq, T]
+  return ctx.flash_attn(q, cache.k_view(cache_layer), cache.v_view(cache_layer), in.seq_idx, in.pos,
+                        in.kv_len, block_table, ap, sinks);  // [Dv, Hq, T]
 }
 
 }  // namespace folio::model
