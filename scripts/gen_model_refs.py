@@ -147,6 +147,22 @@ MODELS: list[dict] = [
          qk_norm=True, tokenizer_pre="glm4",
          notes="glm4moe: partial rope 16/32, q/k/v bias, q/k norm, 1 dense lead layer, "
                "sigmoid routing with exp_probs_b, norm + scale 2.5, shared expert, 1 MTP block"),
+    # Gemma 4 E2B/E4B shape: sliding-window layers (head dim 32, 2 KV heads,
+    # rope base 10000) between full-attention layers (head dim 64, 1 KV head,
+    # proportional rope: rope_freqs 1 on the first 8 pairs, 1e30 on the rest;
+    # no attn_v: V from the k projection); the last 2 layers share the K/V of
+    # layers 2 and 3 and carry no attn_k/attn_v/attn_k_norm; per-layer inputs
+    # of width 16; double-wide FFN on the shared layers; layer_output_scale;
+    # final softcap 30.
+    dict(name="tiny-gemma4", arch="gemma4", seed=5006, post_norm_scale=2.0, n_layer=6,
+         n_embd=128, n_head=4, n_head_kv=[2, 1, 2, 1, 2, 1], head_dim=64, head_dim_swa=32,
+         n_ff=[128, 128, 128, 128, 256, 256], swa_pattern=[True, False, True, False, True, False],
+         n_swa=16, rope_base=1000000.0, rope_base_swa=10000.0, rope_partial_full=0.25,
+         n_embd_per_layer=16, shared_kv_layers=2, final_softcap=30.0, eps=1e-6, tied=True,
+         embd_std=0.12,
+         qk_norm=True, rope="neox",
+         notes="gemma4: per-layer inputs, shared KV (layers 4, 5 read 2, 3), sliding window 16 "
+               "with head dim 32, proportional rope on full layers, k as v on full layers"),
 ]
 
 # --------------------------------------------------------------------------
@@ -156,6 +172,8 @@ MODELS: list[dict] = [
 
 def make_tensors(spec: dict) -> dict[str, np.ndarray]:
     """Returns name -> float32 array (NumPy shape = reversed ggml shape)."""
+    if spec["arch"] == "gemma4":
+        return make_gemma4_tensors(spec)
     rng = np.random.default_rng(spec["seed"])
     E, H, KV, D = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
     gptoss = spec["arch"] == "gpt-oss"
@@ -236,6 +254,65 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
     return {k: v.astype(np.float32) for k, v in t.items()}
 
 
+def gemma4_layer(spec: dict, i: int) -> tuple[bool, int, int, int, bool]:
+    """(sliding window, KV heads, head dim, FFN width, owns K/V) of layer i."""
+    swa = spec["swa_pattern"][i]
+    return (swa, spec["n_head_kv"][i], spec["head_dim_swa"] if swa else spec["head_dim"],
+            spec["n_ff"][i], i < spec["n_layer"] - spec["shared_kv_layers"])
+
+
+def gemma4_rope_freqs(spec: dict) -> np.ndarray:
+    D = spec["head_dim"]
+    n_rot = int(D * spec["rope_partial_full"] / 2)
+    return np.array([1.0] * n_rot + [1e30] * (D // 2 - n_rot))
+
+
+def make_gemma4_tensors(spec: dict) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(spec["seed"])
+    E, H, L, P = spec["n_embd"], spec["n_head"], spec["n_layer"], spec["n_embd_per_layer"]
+
+    def lin(n_out, n_in):
+        return rng.standard_normal((n_out, n_in)) / math.sqrt(n_in)
+
+    def norm(n):
+        return 1.0 + 0.1 * rng.standard_normal(n)
+
+    t: dict[str, np.ndarray] = {}
+    t["token_embd.weight"] = rng.standard_normal((N_VOCAB, E)) * spec["embd_std"]
+    t["output_norm.weight"] = norm(E)
+    t["rope_freqs.weight"] = gemma4_rope_freqs(spec)
+    t["per_layer_token_embd.weight"] = rng.standard_normal((N_VOCAB, P * L))
+    t["per_layer_model_proj.weight"] = lin(P * L, E)
+    t["per_layer_proj_norm.weight"] = norm(P)
+    for i in range(L):
+        swa, KV, D, F, has_kv = gemma4_layer(spec, i)
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"] = norm(E)
+        t[p + "attn_q.weight"] = lin(H * D, E)
+        # Attention scale 1: q/k norm weights ~D^-1/4 keep q.k at std ~1.5 (a
+        # softmax this tiny model's GELU rounding does not swing).
+        t[p + "attn_q_norm.weight"] = norm(D) * (1.5 / math.sqrt(D)) ** 0.5
+        if has_kv:
+            t[p + "attn_k.weight"] = lin(KV * D, E)
+            t[p + "attn_k_norm.weight"] = norm(D) * (1.5 / math.sqrt(D)) ** 0.5
+            if swa:  # full-attention layers: V from the k projection
+                t[p + "attn_v.weight"] = lin(KV * D, E)
+        t[p + "attn_output.weight"] = lin(E, H * D)
+        t[p + "post_attention_norm.weight"] = spec["post_norm_scale"] * norm(E)
+        t[p + "ffn_norm.weight"] = norm(E)
+        t[p + "ffn_gate.weight"] = lin(F, E)
+        t[p + "ffn_up.weight"] = lin(F, E)
+        t[p + "ffn_down.weight"] = lin(E, F)
+        t[p + "post_ffw_norm.weight"] = spec["post_norm_scale"] * norm(E)
+        # The gate reads the raw residual (RMS ~3): x0.3 keeps its GELU inputs
+        # near N(0, 1), where ggml's fp16 GELU table is closest to the exact one.
+        t[p + "inp_gate.weight"] = 0.3 * lin(P, E)
+        t[p + "proj.weight"] = lin(E, P)
+        t[p + "post_norm.weight"] = norm(E)
+        t[p + "layer_output_scale.weight"] = 0.5 + 0.5 * rng.random(1)
+    return {k: v.astype(np.float32) for k, v in t.items()}
+
+
 def copy_tokenizer(w: gguf.GGUFWriter, pre: str | None = None) -> None:
     """Copies the tokenizer keys; `pre` replaces tokenizer.ggml.pre."""
     r = gguf.GGUFReader(str(TOKENIZER_SOURCE))
@@ -275,6 +352,14 @@ def write_model(spec: dict, path: Path) -> None:
         w.add_rope_freq_base_swa(spec["rope_base_swa"])
     if "final_softcap" in spec:
         w.add_final_logit_softcapping(spec["final_softcap"])
+    if a == "gemma4":
+        w.add_key_length_swa(spec["head_dim_swa"])
+        w.add_value_length_swa(spec["head_dim_swa"])
+        w.add_rope_dimension_count_swa(spec["head_dim_swa"])
+        w.add_rope_freq_base_swa(spec["rope_base_swa"])
+        w.add_sliding_window_pattern(spec["swa_pattern"])
+        w.add_shared_kv_layers(spec["shared_kv_layers"])
+        w.add_embedding_length_per_layer_input(spec["n_embd_per_layer"])
     lr = spec.get("longrope")
     if lr:
         w.add_rope_scaling_orig_ctx_len(lr["orig_ctx"])
@@ -544,8 +629,66 @@ def swiglu_oai(g, u, alpha=1.702, limit=7.0):
     return g / (1.0 + np.exp(-alpha * g)) * (u + 1.0)
 
 
+def gemma4_reference_forward(spec, t, ids, gelu):
+    """Gemma 4 (README: tiny-gemma4): per-layer inputs, shared KV, V = rms_norm(v or k)."""
+    n, E, H, L, P = len(ids), spec["n_embd"], spec["n_head"], spec["n_layer"], spec["n_embd_per_layer"]
+    eps = spec["eps"]
+    x = t["token_embd.weight"][ids] * np.float64(np.float32(math.sqrt(E)))
+    pe = t["per_layer_token_embd.weight"][ids].reshape(n, L, P) * math.sqrt(P)
+    pp = (x @ t["per_layer_model_proj.weight"].T / math.sqrt(E)).reshape(n, L, P)
+    pl = (rms_norm(pp, t["per_layer_proj_norm.weight"], eps) + pe) / math.sqrt(2.0)  # [n, L, P]
+    n_kv = L - spec["shared_kv_layers"]
+    kv_of: dict[int, tuple] = {}
+    pos = np.arange(n, dtype=np.float64)[:, None]
+    for l in range(L):
+        swa, KV, D, F, has_kv = gemma4_layer(spec, l)
+        p = f"blk.{l}."
+        i = np.arange(D // 2, dtype=np.float64)[None, :]
+        if swa:
+            theta = pos * spec["rope_base_swa"] ** (-2.0 * i / D)
+        else:
+            theta = pos * spec["rope_base"] ** (-2.0 * i / D) / gemma4_rope_freqs(spec)[None, :]
+        h = rms_norm(x, t[p + "attn_norm.weight"], eps)
+        q = rms_norm((h @ t[p + "attn_q.weight"].T).reshape(n, H, D), t[p + "attn_q_norm.weight"], eps)
+        q = apply_rope(q, theta, 1.0, "neox")
+        if has_kv:
+            kr = (h @ t[p + "attn_k.weight"].T).reshape(n, KV, D)
+            vr = (h @ t[p + "attn_v.weight"].T).reshape(n, KV, D) if p + "attn_v.weight" in t else kr
+            v = rms_norm(vr, 1.0, eps)
+            k = apply_rope(rms_norm(kr, t[p + "attn_k_norm.weight"], eps), theta, 1.0, "neox")
+            kv_of[l] = (k, v)
+        else:
+            k, v = kv_of[n_kv - (2 if swa else 1)]
+        qi, ki = np.arange(n)[:, None], np.arange(n)[None, :]
+        mask = ki > qi
+        if swa:
+            mask |= (qi - ki) >= spec["n_swa"]
+        att = np.empty((n, H, D))
+        for hh in range(H):
+            kh = hh // (H // KV)
+            sc = q[:, hh] @ k[:, kh].T  # attention scale 1
+            sc[mask] = -np.inf
+            sc = np.exp(sc - sc.max(axis=1, keepdims=True))
+            att[:, hh] = (sc / sc.sum(axis=1, keepdims=True)) @ v[:, kh]
+        o = rms_norm(att.reshape(n, H * D) @ t[p + "attn_output.weight"].T,
+                     t[p + "post_attention_norm.weight"], eps)
+        x = x + o
+        h = rms_norm(x, t[p + "ffn_norm.weight"], eps)
+        f = (gelu(h @ t[p + "ffn_gate.weight"].T) * (h @ t[p + "ffn_up.weight"].T)) @ t[p + "ffn_down.weight"].T
+        x = x + rms_norm(f, t[p + "post_ffw_norm.weight"], eps)
+        g = gelu(x @ t[p + "inp_gate.weight"].T) * pl[:, l]
+        x = x + rms_norm(g @ t[p + "proj.weight"].T, t[p + "post_norm.weight"], eps)
+        x = x * t[p + "layer_output_scale.weight"][0]
+    x = rms_norm(x, t["output_norm.weight"], eps)
+    logits = x @ t["token_embd.weight"].T
+    c = spec["final_softcap"]
+    return c * np.tanh(logits / c), math.inf
+
+
 def reference_forward(spec, t, ids, gelu):
     t = {k: v.astype(np.float64) for k, v in t.items()}
+    if spec["arch"] == "gemma4":
+        return gemma4_reference_forward(spec, t, ids, gelu)
     n, E, H, KV, D = len(ids), spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
     eps, gemma = spec["eps"], spec["arch"] == "gemma3"
     gptoss = spec["arch"] == "gpt-oss"
@@ -688,7 +831,7 @@ def selfcheck(out: Path) -> int:
             ids = read_ids(out / f"{spec['name']}.{case}.prompt_tokens.txt")
             ref = np.load(out / f"{spec['name']}.{case}.prefill.npy")
             variants = [("gelu tanh", gelu_tanh)]
-            if spec["arch"] == "gemma3":
+            if spec["arch"] in ("gemma3", "gemma4"):
                 variants.append(("gelu fp16 table", gelu_fp16_table))
             for label, gelu in variants:
                 got, margin = reference_forward(spec, t, ids, gelu)
@@ -697,10 +840,11 @@ def selfcheck(out: Path) -> int:
                     # ggml's fp16 GELU table makes gemma3 logits jitter by ~1e-3
                     # (inputs near an fp16 rounding boundary flip), so gemma3
                     # gets a looser bound; everything else agrees to ~1e-5.
-                    worst = max(worst, d / (5e-3 if spec["arch"] == "gemma3" else 1e-4))
+                    gemma = spec["arch"] in ("gemma3", "gemma4")
+                    worst = max(worst, d / (5e-3 if gemma else 1e-4))
                 extra = f", min top-k routing margin {margin:.3g}" if margin < math.inf else ""
                 print(f"{spec['name']}.{case} [{label}]: max|numpy f64 - llama.cpp| {d:.3g}{extra}")
-    print(f"worst diff / bound {worst:.3g} (bound 5e-3 for gemma3, 1e-4 otherwise)")
+    print(f"worst diff / bound {worst:.3g} (bound 5e-3 for gemma3/gemma4, 1e-4 otherwise)")
     return 0 if worst < 1.0 else 1
 
 

@@ -15,10 +15,13 @@
 #   scripts/setup.sh --oracles    also pip-install llama-cpp-python (compiles
 #                                 llama.cpp: slow; only for regenerating
 #                                 reference vectors, never needed by tests)
+#   scripts/setup.sh --router     also pip-install vllm-router (the router
+#                                 scripts/bench_router.py puts in front of
+#                                 folio replicas; not needed by tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-deps_only=0 venv=1 oracles=0 model=1 build=1
+deps_only=0 venv=1 oracles=0 router=0 model=1 build=1
 for a in "$@"; do
   case "$a" in
     --deps-only) deps_only=1 ;;
@@ -26,6 +29,7 @@ for a in "$@"; do
     --no-venv) venv=0; model=0 ;;
     --no-model) model=0 ;;
     --oracles) oracles=1 ;;
+    --router) router=1 ;;
     *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -69,6 +73,10 @@ if ((venv)); then
   if ((oracles)) && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
     echo "setup: building llama-cpp-python (slow)"
     .venv/bin/pip install -q --disable-pip-version-check llama-cpp-python
+  fi
+  if ((router)) && [ ! -x .venv/bin/vllm-router ]; then
+    echo "setup: installing vllm-router"
+    .venv/bin/pip install -q --disable-pip-version-check vllm-router==0.1.17
   fi
 fi
 

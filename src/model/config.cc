@@ -311,15 +311,15 @@ bool ModelConfig::is_hybrid() const {
 cache::KvGeometry ModelConfig::cache_geometry() const {
   cache::KvGeometry g;
   g.name = arch;
-  for (int l = 0; l < n_layer; ++l) {
+  for (int l = 0; l < n_layer_kv(); ++l) {
     cache::LayerGeometry layer;
     if (is_recurrent(l)) {
       layer.recurrent = true;
       layer.state = {ssm.d_conv - 1, ssm.conv_channels(), ssm.d_state, ssm.n_v_heads,
                      ssm.kind == SsmKind::kMamba2 ? ssm.head_v_dim() : 0};
     } else {
-      layer.kv = {n_head_kv_of(l), static_cast<int32_t>(head_dim_k),
-                  static_cast<int32_t>(head_dim_v), is_swa(l) ? n_swa : 0};
+      layer.kv = {n_head_kv_of(l), static_cast<int32_t>(head_dim_k_of(l)),
+                  static_cast<int32_t>(head_dim_v_of(l)), is_swa(l) ? n_swa : 0};
     }
     g.layers.push_back(layer);
   }
@@ -333,8 +333,8 @@ float ModelConfig::kq_scale() const {
 RopeParams ModelConfig::rope_params(int layer) const {
   RopeParams p;
   p.mode = rope.mode;
-  p.n_dims = rope.n_dims;
   const bool swa = is_swa(layer);
+  p.n_dims = swa && rope.n_dims_swa > 0 ? rope.n_dims_swa : rope.n_dims;
   p.freq_base = swa ? rope.freq_base_swa : rope.freq_base;
   p.freq_scale = swa ? rope.freq_scale_swa : 1.0f / rope.scaling_factor;
   p.ext_factor = rope.ext_factor;
@@ -504,6 +504,8 @@ std::string ModelConfig::summary() const {
   }
   if (n_swa > 0) s += fmt::format(", sliding window {} (base {:g})", n_swa, rope.freq_base_swa);
   if (final_softcap > 0.0f) s += fmt::format(", final softcap {:g}", final_softcap);
+  if (n_kv_shared > 0) s += fmt::format(", last {} layers share earlier layers' K/V", n_kv_shared);
+  if (n_embd_per_layer > 0) s += fmt::format(", per-layer inputs of {}", n_embd_per_layer);
   if (attn_sinks) s += ", attention sinks";
   if (is_hybrid()) {
     int n_rec = 0;

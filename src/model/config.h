@@ -44,6 +44,7 @@ const char* pooling_type_name(PoolingType p);
 struct RopeConfig {
   RopeMode mode = RopeMode::kNormal;
   int n_dims = 0;              // rotated dims per head (rope.dimension_count)
+  int n_dims_swa = 0;          // on sliding-window layers (gemma4: rope.dimension_count_swa)
   float freq_base = 10000.0f;  // rope.freq_base
   float freq_base_swa =
       10000.0f;                 // sliding-window layers (gemma3: rope.freq_base_swa, default 1e4)
@@ -121,6 +122,10 @@ struct ModelConfig {
   std::vector<int64_t> n_ff;   // [n_layer] dense FFN width (0 where unused)
   int64_t head_dim_k = 0;      // attention.key_length (default n_embd / n_head)
   int64_t head_dim_v = 0;      // attention.value_length
+  // Sliding-window layers' head dims (gemma4: attention.key_length_swa /
+  // value_length_swa); 0: the same as head_dim_k / head_dim_v.
+  int64_t head_dim_k_swa = 0;
+  int64_t head_dim_v_swa = 0;
   float norm_eps = 1e-5f;      // attention.layer_norm_rms_epsilon
 
   RopeConfig rope;
@@ -177,9 +182,34 @@ struct ModelConfig {
   bool fused_qkv = false;     // q, k, v from one attn_qkv.weight (nomic-bert, phi3)
   bool ffn_gated = true;      // false: down(gelu(up x + b) + b) with biases, no ffn_gate (bert)
 
+  // Gemma 4.
+  // The last n_kv_shared layers (attention.shared_kv_layers) compute no K/V
+  // and hold no cache: they attend over the K/V of an earlier layer
+  // (kv_source). The cache holds the first n_layer - n_kv_shared layers only.
+  int n_kv_shared = 0;
+  bool attn_v_optional = false;  // attn_v.weight may be absent: V comes from the k projection
+  bool layer_out_scale = false;  // optional layer_output_scale.weight [1]: layer output scale
+  int64_t n_embd_per_layer = 0;  // embedding_length_per_layer_input P (0: no per-layer inputs)
+
   int n_head_of(int layer) const { return n_head[static_cast<size_t>(layer)]; }
   int n_head_kv_of(int layer) const { return n_head_kv[static_cast<size_t>(layer)]; }
   bool is_swa(int layer) const { return n_swa > 0 && swa_layers[static_cast<size_t>(layer)] != 0; }
+  int64_t head_dim_k_of(int layer) const {
+    return is_swa(layer) && head_dim_k_swa > 0 ? head_dim_k_swa : head_dim_k;
+  }
+  int64_t head_dim_v_of(int layer) const {
+    return is_swa(layer) && head_dim_v_swa > 0 ? head_dim_v_swa : head_dim_v;
+  }
+  // Layers that own K/V (and cache storage): the first n_layer - n_kv_shared.
+  int n_layer_kv() const { return n_layer - n_kv_shared; }
+  bool has_kv(int layer) const { return layer < n_layer_kv(); }
+  // The cache layer whose K/V `layer` attends over: itself, or for a shared
+  // layer the last KV layer of its kind (llama.cpp's reuse rule: n_layer_kv - 2
+  // for sliding-window layers, n_layer_kv - 1 for full-attention layers).
+  int kv_source(int layer) const {
+    if (has_kv(layer)) return layer;
+    return n_layer_kv() - (is_swa(layer) ? 2 : 1);
+  }
   bool is_moe(int layer) const { return moe.n_expert > 0 && layer >= moe.n_dense_lead; }
   bool is_recurrent(int layer) const {
     return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(layer)] != 0;

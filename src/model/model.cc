@@ -66,9 +66,9 @@ Result<TensorView> Model::run(const cache::Batch& batch, cache::KvCache& cache, 
           config_.n_vocab);
     }
   }
-  if (cache.n_layer() != config_.n_layer) {
+  if (cache.n_layer() != config_.n_layer_kv()) {
     return invalid_argument("forward: KV cache has {} layers, the model {}", cache.n_layer(),
-                            config_.n_layer);
+                            config_.n_layer_kv());
   }
   cache::KvPlan& plan = ctx.kv_plan();
   FOLIO_RETURN_IF_ERROR(cache.plan(batch, plan));

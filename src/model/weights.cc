@@ -139,7 +139,7 @@ Status visit_encoder_tensors(const ModelConfig& cfg, ModelWeights& w, const Tens
 }  // namespace
 
 Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisitor& visit) {
-  const int64_t e = cfg.n_embd, dk = cfg.head_dim_k, dv = cfg.head_dim_v;
+  const int64_t e = cfg.n_embd;
   w.layers.resize(static_cast<size_t>(cfg.n_layer));
   auto add = [&](std::string name, std::array<int64_t, kMaxDims> ne, bool required, OpKind consumer,
                  TensorView* view, const char* fallback = nullptr) {
@@ -163,10 +163,22 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
       add("output_norm.weight", shape(e), true, OpKind::kRmsNorm, &w.output_norm));
   FOLIO_RETURN_IF_ERROR(add("output.weight", shape(e, cfg.n_vocab), false, OpKind::kMulMat,
                             &w.output, "token_embd.weight"));
+  const int64_t pl = cfg.n_embd_per_layer;
+  if (pl > 0) {
+    FOLIO_RETURN_IF_ERROR(add("per_layer_token_embd.weight", shape(pl * cfg.n_layer, cfg.n_vocab),
+                              true, OpKind::kGetRows, &w.per_layer_tok_embd));
+    FOLIO_RETURN_IF_ERROR(add("per_layer_model_proj.weight", shape(e, pl * cfg.n_layer), true,
+                              OpKind::kMulMat, &w.per_layer_model_proj));
+    FOLIO_RETURN_IF_ERROR(add("per_layer_proj_norm.weight", shape(pl), true, OpKind::kRmsNorm,
+                              &w.per_layer_proj_norm));
+  }
 
   for (int il = 0; il < cfg.n_layer; ++il) {
     LayerWeights& l = w.layers[static_cast<size_t>(il)];
     const int64_t hq = cfg.n_head_of(il), hkv = cfg.n_head_kv_of(il);
+    const int64_t dk = cfg.head_dim_k_of(il), dv = cfg.head_dim_v_of(il);
+    // Shared-KV layers (gemma4) compute no K/V: their k/v weights may be absent.
+    const bool kv_req = cfg.has_kv(il);
     auto n = [il](const char* base) { return fmt::format("blk.{}.{}", il, base); };
     const bool bias_req = cfg.qkv_bias == BiasMode::kRequired;
     FOLIO_RETURN_IF_ERROR(
@@ -183,9 +195,9 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
                                   shape(e, hq * dk * (cfg.attn_output_gate ? 2 : 1)), true,
                                   OpKind::kMulMat, &l.wq));
         FOLIO_RETURN_IF_ERROR(
-            add(n("attn_k.weight"), shape(e, hkv * dk), true, OpKind::kMulMat, &l.wk));
-        FOLIO_RETURN_IF_ERROR(
-            add(n("attn_v.weight"), shape(e, hkv * dv), true, OpKind::kMulMat, &l.wv));
+            add(n("attn_k.weight"), shape(e, hkv * dk), kv_req, OpKind::kMulMat, &l.wk));
+        FOLIO_RETURN_IF_ERROR(add(n("attn_v.weight"), shape(e, hkv * dv),
+                                  kv_req && !cfg.attn_v_optional, OpKind::kMulMat, &l.wv));
       }
       if (cfg.qkv_bias != BiasMode::kNone) {
         FOLIO_RETURN_IF_ERROR(add(n("attn_q.bias"), shape(hq * dk), bias_req, OpKind::kAdd, &l.bq));
@@ -208,7 +220,7 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
         FOLIO_RETURN_IF_ERROR(
             add(n("attn_q_norm.weight"), shape(dk), true, OpKind::kRmsNorm, &l.attn_q_norm));
         FOLIO_RETURN_IF_ERROR(
-            add(n("attn_k_norm.weight"), shape(dk), true, OpKind::kRmsNorm, &l.attn_k_norm));
+            add(n("attn_k_norm.weight"), shape(dk), kv_req, OpKind::kRmsNorm, &l.attn_k_norm));
       }
       if (cfg.post_norms) {
         FOLIO_RETURN_IF_ERROR(add(n("post_attention_norm.weight"), shape(e), true, OpKind::kRmsNorm,
@@ -272,6 +284,17 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
     if (cfg.post_norms) {
       FOLIO_RETURN_IF_ERROR(
           add(n("post_ffw_norm.weight"), shape(e), true, OpKind::kRmsNorm, &l.ffn_post_norm));
+    }
+    if (pl > 0) {
+      FOLIO_RETURN_IF_ERROR(
+          add(n("inp_gate.weight"), shape(e, pl), true, OpKind::kMulMat, &l.pl_inp_gate));
+      FOLIO_RETURN_IF_ERROR(add(n("proj.weight"), shape(pl, e), true, OpKind::kMulMat, &l.pl_proj));
+      FOLIO_RETURN_IF_ERROR(
+          add(n("post_norm.weight"), shape(e), true, OpKind::kRmsNorm, &l.pl_post_norm));
+    }
+    if (cfg.layer_out_scale) {
+      FOLIO_RETURN_IF_ERROR(
+          add(n("layer_output_scale.weight"), shape(1), false, OpKind::kMul, &l.out_scale));
     }
   }
   return Status();

@@ -81,6 +81,11 @@ struct LayerWeights {
   TensorView ffn_down_b;        // [E]  bert
   TensorView layer_out_norm;    // [E]  after the FFN residual
   TensorView layer_out_norm_b;  // [E]
+  // Gemma 4 (P = n_embd_per_layer).
+  TensorView out_scale;     // [1]     layer_output_scale: the layer's output times this
+  TensorView pl_inp_gate;   // [E, P]  inp_gate: per-layer input gate
+  TensorView pl_proj;       // [P, E]  proj
+  TensorView pl_post_norm;  // [E]     post_norm
 };
 
 struct ModelWeights {
@@ -95,6 +100,10 @@ struct ModelWeights {
   TensorView pos_embd;           // [E, n_ctx_train]   bert: learned absolute positions
   TensorView token_embd_norm;    // [E]  layer norm of the summed embeddings
   TensorView token_embd_norm_b;  // [E]
+  // Gemma 4 per-layer inputs (P = n_embd_per_layer, L = n_layer).
+  TensorView per_layer_tok_embd;    // [P * L, n_vocab]
+  TensorView per_layer_model_proj;  // [E, P * L]
+  TensorView per_layer_proj_norm;   // [P]
   std::vector<LayerWeights> layers;
 };
 

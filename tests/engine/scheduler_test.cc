@@ -126,6 +126,25 @@ TEST_F(SchedulerTest, SlidingWindowPagesEqualSoloRuns) {
   EXPECT_TRUE(cache->check_invariants().ok());
 }
 
+// Gemma 4 (tiny-gemma4: sliding-window and full-attention layers, the last
+// two reading the K/V of layers 2 and 3, per-layer inputs): the cache holds
+// the 4 owning layers in two page groups, and every request of a staggered,
+// prefix-sharing workload equals its solo run.
+TEST_F(SchedulerTest, SharedKvLayersEqualSoloRuns) {
+  load(std::string(FOLIO_SOURCE_DIR) + "/tests/model/refdata/tiny-gemma4-f32.gguf");
+  auto cache = make_cache(4 * 32 + 1);
+  ASSERT_NE(cache, nullptr);
+  EXPECT_EQ(cache->n_layer(), 4);
+  ASSERT_EQ(cache->n_groups(), 2);
+  SchedulerOptions so;
+  so.max_seqs = 4;
+  so.max_batch_tokens = 48;
+  so.ubatch = 16;
+  run_staggered(*cache, so, 24);
+  EXPECT_GT(last_metrics_.prefix_hit_tokens, 0u);
+  EXPECT_TRUE(cache->check_invariants().ok());
+}
+
 TEST_F(SchedulerTest, SlidingWindowPagesWithASmallPoolPreemptAndStillMatch) {
   load(std::string(FOLIO_SOURCE_DIR) + "/tests/model/refdata/tiny-gemma3-f32.gguf");
   auto cache = make_cache(19);

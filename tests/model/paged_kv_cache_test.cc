@@ -137,7 +137,7 @@ std::vector<ModelCase> model_cases() {
   for (const char* n :
        {"tiny-qwen2", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma3-swa2-softcap",
         "tiny-llama-rope-linear", "tiny-llama-yarn", "tiny-llama-mha", "tiny-gpt-oss",
-                        "tiny-phi3", "tiny-mistral3", "tiny-glm4moe"}) {
+                        "tiny-phi3", "tiny-mistral3", "tiny-glm4moe", "tiny-gemma4"}) {
     v.push_back({local_refdata_dir() + "/" + n + "-f32.gguf", n});
   }
   return v;
@@ -331,8 +331,9 @@ INSTANTIATE_TEST_SUITE_P(
                       PrefixParam{local_refdata_dir() + "/tiny-gemma3-f32.gguf", DType::F32},
                       PrefixParam{local_refdata_dir() + "/tiny-gemma3-f32.gguf", DType::F16}),
     [](const ::testing::TestParamInfo<PrefixParam>& info) {
-      return std::string(info.param.model.find("gemma") != std::string::npos ? "gemma3" : "llama") +
-             "_" + dtype_name(info.param.kv);
+      const std::string file = info.param.model.substr(info.param.model.rfind('/') + 1);
+      return std::string(file.find("gemma") != std::string::npos ? "gemma3" : "llama") + "_" +
+             dtype_name(info.param.kv);
     });
 
 // --- batches of many sequences ----------------------------------------------

@@ -55,7 +55,7 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   const LayerWeights& l = w.layers[static_cast<size_t>(il)];
   const int64_t t = x.ne[1];
   const int64_t hq = cfg.n_head_of(il), hkv = cfg.n_head_kv_of(il);
-  const int64_t dk = cfg.head_dim_k, dv = cfg.head_dim_v;
+  const int64_t dk = cfg.head_dim_k_of(il), dv = cfg.head_dim_v_of(il);
 
   TensorView q, k, v;
   if (!l.wqkv.empty()) {  // one projection [Hq * Dk + Hkv * (Dk + Dv), T], split
@@ -105,10 +105,16 @@ TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int
   const int64_t t = k.ne[2];
   const int group = cache.kv_group(il);
   const TensorView& slots = group == 0 ? in.slots : in.windowed[group - 1].slots;
-  const TensorView& block_table = group == 0 ? in.block_table : in.windowed[group - 1].block_table;
   ctx.set_rows(cache.k_table(il), reshape(k, {k.ne[0] * k.ne[1], t, 1, 1}), slots);
   ctx.set_rows(cache.v_table(il), v, slots);
+  return attend_cached(ctx, cfg, il, il, q, in, cache, sinks);
+}
 
+TensorView attend_cached(ForwardContext& ctx, const ModelConfig& cfg, int il, int cache_layer,
+                         const TensorView& q, const ForwardInputs& in, cache::KvCache& cache,
+                         const TensorView& sinks) {
+  const int group = cache.kv_group(cache_layer);
+  const TensorView& block_table = group == 0 ? in.block_table : in.windowed[group - 1].block_table;
   AttentionParams ap;
   ap.scale = cfg.kq_scale();
   ap.softcap = cfg.attn_softcap;
@@ -116,8 +122,8 @@ TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int
   ap.window = cfg.is_swa(il) ? cfg.n_swa : 0;
   ap.layout = cache.paged() ? KvLayout::kPaged : KvLayout::kContiguous;
   ap.block_size = cache.block_size();
-  return ctx.flash_attn(q, cache.k_view(il), cache.v_view(il), in.seq_idx, in.pos, in.kv_len,
-                        block_table, ap, sinks);  // [Dv, Hq, T]
+  return ctx.flash_attn(q, cache.k_view(cache_layer), cache.v_view(cache_layer), in.seq_idx, in.pos,
+                        in.kv_len, block_table, ap, sinks);  // [Dv, Hq, T]
 }
 
 }  // namespace folio::model

@@ -34,6 +34,14 @@ TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int
                                 const TensorView& q, const TensorView& k, const TensorView& v,
                                 const ForwardInputs& in, cache::KvCache& cache,
                                 const TensorView& sinks = {});
+// The flash-attention op alone: layer il's queries q ([Dk, Hq, T], roped)
+// over the K/V cache layer `cache_layer` as it holds them (nothing written;
+// window and scale of layer il). attend_through_cache is the write, then
+// this with cache_layer = il; gemma4's shared-KV layers read an earlier
+// layer's cache this way. Returns [Dv, Hq, T].
+TensorView attend_cached(ForwardContext& ctx, const ModelConfig& cfg, int il, int cache_layer,
+                         const TensorView& q, const ForwardInputs& in, cache::KvCache& cache,
+                         const TensorView& sinks = {});
 
 // ffn.cc ---------------------------------------------------------------------
 // Dense gated FFN: down(act(gate(x)) * up(x)), act = cfg.ffn_glu. x [E, n] -> [E, n].
