@@ -258,21 +258,29 @@ def fault_check(args):
         req = urllib.request.Request(router.url + "/v1/chat/completions",
                                      data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
-        got, outcome = 0, "stream ended normally"
+        got, done, finish = 0, False, None
         t_kill = None
+        outcome = None
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:
                 for raw in resp:
                     if raw.startswith(b"data: {"):
                         got += 1
+                        for c in json.loads(raw[6:]).get("choices", []):
+                            finish = c.get("finish_reason") or finish
+                    done |= raw.strip() == b"data: [DONE]"
                     if got == 5 and t_kill is None:
                         victim.kill()
                         t_kill = time.time()
         except Exception as e:  # noqa: BLE001  (any clean error is the point)
             outcome = f"client error: {type(e).__name__}: {str(e)[:80]}"
+        if outcome is None:
+            outcome = ("the stream completed ([DONE])" if done else
+                       f"the stream was cut: no [DONE], finish_reason {finish}")
         waited = time.time() - t_kill if t_kill else float("nan")
         report.append(f"- killed the replica streaming the answer after {got} chunks: "
                       f"{outcome}, {waited:.2f} s after the kill (bound: 10 s)")
+        print(report[-1], file=sys.stderr)
         if not (waited < 10):
             raise SystemExit("fault check: the client waited too long")
         ok = 0
@@ -280,16 +288,21 @@ def fault_check(args):
             ttft, text, n = stream_chat(router.url, [{"role": "user", "content": f"Hello {i}"}], 4)
             ok += n > 0
         report.append(f"- with the replica down: {ok} of 4 new requests answered")
+        print(report[-1], file=sys.stderr)
         if ok != 4:
             raise SystemExit("fault check: requests failed with one replica down")
         victim.start()  # same HTTP and event ports: its event stream starts over at 0
         time.sleep(3)  # two health checks (1 s) bring it back
         before = metrics(victim.url).get("vllm:request_success_total", 0)
-        for i in range(6):
-            stream_chat(router.url, [{"role": "user", "content": f"Again {i}"}], 4)
+        # At once: kv_aware breaks equal costs by worker order, so only load
+        # (requests in flight) spreads requests without a cached prefix.
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            list(pool.map(lambda i: stream_chat(
+                router.url, [{"role": "user", "content": f"Again {i}: " + " ".join(WORDS)}], 16),
+                range(6)))
         after = metrics(victim.url).get("vllm:request_success_total", 0)
         report.append(f"- after restarting it on the same ports: it served {after - before:.0f} "
-                      f"of 6 new requests")
+                      f"of 6 new concurrent requests")
         if after - before == 0:
             raise SystemExit("fault check: the restarted replica got no requests")
     finally:
