@@ -74,6 +74,13 @@ void KvEventPublisher::publish(std::vector<cache::KvEvent> events) {
   wake_.notify_one();
 }
 
+std::string KvEventPublisher::bound_endpoint() const {
+  std::array<char, 256> buf{};
+  size_t size = buf.size();
+  if (zmq_getsockopt(socket_, ZMQ_LAST_ENDPOINT, buf.data(), &size) != 0) return endpoint_;
+  return std::string(buf.data());
+}
+
 uint64_t KvEventPublisher::batches_sent() const {
   std::lock_guard<std::mutex> lock(mu_);
   return seq_;

@@ -43,6 +43,8 @@ class KvEventPublisher {
   void publish(std::vector<cache::KvEvent> events);
 
   const std::string& endpoint() const { return endpoint_; }
+  // The address actually bound (tcp://127.0.0.1:* binds a free port).
+  std::string bound_endpoint() const;
   int32_t block_size() const { return block_size_; }
   uint64_t batches_sent() const;
 
