@@ -684,7 +684,14 @@ class VllmMetricsTest(unittest.TestCase):
             usages.append(r.usage)
             reasons += [ch.finish_reason for ch in r.choices]
             c.close()
-            families, v = self.scrape(base)
+            # The gauges follow the scheduler's next loop after the last
+            # answer went out: wait for it.
+            deadline = time.time() + 10
+            while True:
+                families, v = self.scrape(base)
+                if v[("vllm:num_requests_running", ())] == 0 or time.time() > deadline:
+                    break
+                time.sleep(0.02)
         finally:
             serve_process.stop(proc)
 
