@@ -25,8 +25,8 @@ namespace folio::cache {
 struct RecurrentShape {
   int64_t conv_taps = 0;      // K - 1: the conv's most recent inputs kept per channel
   int64_t conv_channels = 0;  // C
-  int64_t head_dim = 0;  // S: key head dim (DeltaNet), d_state (Mamba-2): values per row; 0: no state
-  int64_t n_heads = 0;   // H_v; 0: no state (conv taps only)
+  int64_t head_dim = 0;       // S (DeltaNet), d_state (Mamba-2): values per row; 0: no state
+  int64_t n_heads = 0;        // H_v; 0: no state (conv taps only)
   int64_t value_dim = 0;      // rows per head; 0: head_dim (DeltaNet's square state)
 
   int64_t state_rows() const { return value_dim > 0 ? value_dim : head_dim; }
