@@ -48,6 +48,15 @@ TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const La
 TensorView mamba2(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
                   const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache);
 
+// short_conv.cc --------------------------------------------------------------
+// LFM2's short-conv layer `il` (llama.cpp's lfm2 shortconv block). x: the
+// normalised input [E, T]. Per token: [B, C, x] = W_in x (3 E); a causal
+// depthwise conv (no bias, no activation) over B * x continuing each
+// sequence's cached taps; out = W_out (C * conv). Taps and checkpoints as
+// gated_delta_net (no state matrix). Returns [E, T] in batch order.
+TensorView short_conv(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
+                      const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache);
+
 // gated_attention.cc -------------------------------------------------------
 // Full attention with an output gate (qwen3next family): attn_q yields, per
 // head, the query and a gate; per-head RMS norm of q and k, partial rope,
