@@ -80,6 +80,7 @@ struct MoeConfig {
 enum class SsmKind : int {
   kGatedDeltaNet,  // qwen3next, qwen35, qwen35moe
   kMamba2,         // granitehybrid
+  kShortConv,      // lfm2: a gated conv, no state matrix
 };
 
 // Recurrent layers of the hybrid models (llama.cpp's ssm.* keys).
@@ -92,6 +93,8 @@ enum class SsmKind : int {
 // channels; the conv runs over x, B and C: C = inner_size + 2 * G * N (the
 // same formula with H_k = G, S = N). The state of a head is N values per
 // channel: [N, P, H].
+// Short conv (lfm2): the conv runs over n_embd channels (d_inner = n_embd,
+// no heads, no state: C = d_inner), d_conv = shortconv.l_cache.
 struct SsmConfig {
   SsmKind kind = SsmKind::kGatedDeltaNet;
   int d_conv = 0;                    // ssm.conv_kernel: conv width K (K - 1 cached taps)
@@ -168,6 +171,8 @@ struct ModelConfig {
       0;  // shared expert width (0: none); gated by sigmoid(ffn_gate_inp_shexp . x)
   // false: the shared expert's output is added ungated (glm4moe, granitehybrid)
   bool shexp_gated = true;
+  // The final norm is stored as token_embd_norm.weight (lfm2), not output_norm.weight.
+  bool output_norm_as_token_embd_norm = false;
 
   // Embedding models (the encoder families bert, nomic-bert: ArchFamily::encoder).
   bool causal_attn = true;  // attention.causal; false: a token sees its whole sequence

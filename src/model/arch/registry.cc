@@ -8,13 +8,14 @@ namespace folio::model {
 
 namespace {
 
-std::array<std::span<const ArchFamily>, 10> families() {
+std::array<std::span<const ArchFamily>, 11> families() {
   return {
       llama_archs(),     qwen_archs(),    gemma3_archs(), qwen3next_archs(),
       gpt_oss_archs(),   bert_archs(),    phi3_archs(),
       mistral3_archs(),
       glm4moe_archs(),
       granite_hybrid_archs(),
+      lfm2_archs(),
   };
 }
 
