@@ -252,12 +252,14 @@ GRANITE_MOE = dict(GRANITE, name="tiny-granitehybrid-moe", seed=4003, n_ff=64, n
 # lfm2 (Liquid LFM2): short-conv layers 0, 2 and 4, attention layers 1 and 3
 # (head_count_kv 0 marks the short-conv ones; the last layer is a short-conv
 # one), conv width (shortconv.l_cache) 3 as in the released models, q/k RMS
-# norms, neox rope, dense SiLU FFN, the final norm stored as token_embd_norm
-# and the LM head tied to the token embeddings (no output.weight), the
-# tokenizer's pre-tokenizer named "lfm2".
+# norms, neox rope, a sliding window of 96 tokens on both attention layers
+# (attention.sliding_window, as the LFM2.5 audio tokenizer's files carry; the
+# long case runs past it), dense SiLU FFN, the final norm stored as
+# token_embd_norm and the LM head tied to the token embeddings (no
+# output.weight), the tokenizer's pre-tokenizer named "lfm2".
 LFM2 = dict(name="tiny-lfm2", arch="lfm2", seed=5001, n_layer=5, n_embd=128, n_head=4,
             n_head_kv=2, head_dim=32, eps=1e-5, rope_base=1000000.0, attn_layers=[1, 3],
-            l_cache=3, n_ff=192, embd_std=0.3)
+            l_cache=3, n_ff=192, embd_std=0.3, sliding_window=96)
 
 
 def make_lfm2_tensors(spec: dict) -> dict[str, np.ndarray]:
@@ -319,6 +321,8 @@ def write_lfm2_model(spec: dict, path: Path) -> None:
     w.add_rope_freq_base(spec["rope_base"])
     w.add_layer_norm_rms_eps(spec["eps"])
     w.add_shortconv_l_cache(spec["l_cache"])
+    if spec.get("sliding_window"):
+        w.add_sliding_window(spec["sliding_window"])
     if spec.get("n_expert"):
         w.add_uint32(f"{a}.expert_count", spec["n_expert"])
         w.add_uint32(f"{a}.expert_used_count", spec["n_expert_used"])
@@ -339,7 +343,9 @@ def write_lfm2_model(spec: dict, path: Path) -> None:
 # lfm2moe (LFM2-8B-A1B style): tiny-lfm2's layers, the first 2 with the
 # dense FFN (leading_dense_block_count), layers 2-4 with 4 routed experts
 # (top 2, sigmoid router, selection bias exp_probs_b 0.5 N, weights
-# renormalised) of expert_feed_forward_length 64.
+# renormalised) of expert_feed_forward_length 64. The file keeps tiny-lfm2's
+# attention.sliding_window 96, which llama.cpp ignores for lfm2moe (full
+# attention throughout), as folio must.
 LFM2_MOE = dict(LFM2, name="tiny-lfm2moe", arch="lfm2moe", seed=5003, n_expert=4,
                 n_expert_used=2, n_ff_exp=64, n_dense=2)
 

@@ -5,8 +5,9 @@
 // tiny-granitehybrid(-moe) (Mamba-2 layers, Granite multipliers; dense FFN,
 // or experts with an ungated shared expert) and tiny-lfm2 / tiny-lfm2moe
 // (LFM2's short-conv layers: conv taps only, no state matrix; q/k norms,
-// tied head; dense FFN, or leading dense layers then sigmoid-routed experts
-// with a selection bias). Same
+// tied head; a sliding window on tiny-lfm2's attention layers; dense FFN,
+// or leading dense layers then sigmoid-routed experts with a selection
+// bias). Same
 // protocol as parity_test.cc: the prompt as one batch (prefill logits of
 // every position), then the reference continuation fed one token at a time
 // (teacher forcing: decode logits, and folio's argmax at every step equals
@@ -104,9 +105,9 @@ TEST_P(HybridParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   const bool f16 = p.kv != DType::F32;
   // The LFM2 models' F16-KV prefill bound is wider: llama.cpp's own f16-KV +
   // flash-attention run differs from its F32 reference by 7.5e-3 / 8.0e-3
-  // (prefill) and 1.4e-2 / 7.9e-3 (decode) on tiny-lfm2 / tiny-lfm2moe
+  // (prefill) and 1.0e-2 / 7.9e-3 (decode) on tiny-lfm2 / tiny-lfm2moe
   // (q/k-normed heads, tied head); folio's F16 KV measures 5.4e-3 / 4.4e-3
-  // prefill, 2.4e-3 / 3.2e-3 decode.
+  // prefill, 2.9e-3 / 3.2e-3 decode.
   const bool lfm2 = p.name.rfind("tiny-lfm2", 0) == 0;
   const float tol_prefill = f16 ? (lfm2 ? 8e-3f : 4e-3f) : 1e-3f;
   const float tol_decode = f16 ? 1.3e-2f : 1e-3f;

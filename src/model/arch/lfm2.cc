@@ -4,8 +4,9 @@
 //   - layer i is a short-conv layer when attention.head_count_kv[i] == 0
 //     (model/blocks/short_conv.cc, conv width shortconv.l_cache);
 //   - attention layers: q, k, v, output without biases, RMS-normalised q and
-//     k per head, neox rope, q.k scaled by 1/sqrt(head_dim); with
-//     attention.sliding_window > 0 every attention layer uses that window;
+//     k per head, neox rope, q.k scaled by 1/sqrt(head_dim); lfm2 with
+//     attention.sliding_window > 0: every attention layer uses that window
+//     (lfm2moe ignores the key, as llama.cpp does);
 //   - lfm2: dense SiLU-gated FFN in every layer; lfm2moe: dense in the first
 //     leading_dense_block_count layers, then routed experts (router gating
 //     by expert_gating_func, sigmoid as converted; top k chosen on the
@@ -26,7 +27,7 @@ namespace folio::model {
 
 namespace {
 
-Status configure_short_conv_hybrid(const gguf::GgufFile& f, ModelConfig& c) {
+Status configure_short_conv_hybrid(const gguf::GgufFile& f, ModelConfig& c, bool swa) {
   SsmConfig& s = c.ssm;
   s.kind = SsmKind::kShortConv;
   const std::string key = arch_key(c, "shortconv.l_cache");
@@ -45,9 +46,10 @@ Status configure_short_conv_hybrid(const gguf::GgufFile& f, ModelConfig& c) {
   for (int l = 0; l < c.n_layer; ++l) {
     c.recurrent_layers[static_cast<size_t>(l)] = c.n_head_kv_of(l) == 0 ? 1 : 0;
   }
-  // A sliding window applies to every attention layer (period 0: all layers;
-  // the short-conv layers hold no K/V).
-  FOLIO_RETURN_IF_ERROR(read_swa_layout(f, c, 0, false));
+  // lfm2: a sliding window applies to every attention layer (period 0: all
+  // layers; the short-conv layers hold no K/V). lfm2moe ignores the key, as
+  // llama.cpp does.
+  if (swa) FOLIO_RETURN_IF_ERROR(read_swa_layout(f, c, 0, false));
 
   c.rope.mode = RopeMode::kNeox;
   c.qk_norm = true;
@@ -61,13 +63,13 @@ Status configure_short_conv_hybrid(const gguf::GgufFile& f, ModelConfig& c) {
 }
 
 Status configure_lfm2(const gguf::GgufFile& f, ModelConfig& c) {
-  FOLIO_RETURN_IF_ERROR(configure_short_conv_hybrid(f, c));
+  FOLIO_RETURN_IF_ERROR(configure_short_conv_hybrid(f, c, /*swa=*/true));
   c.moe = MoeConfig{};
   return Status();
 }
 
 Status configure_lfm2moe(const gguf::GgufFile& f, ModelConfig& c) {
-  FOLIO_RETURN_IF_ERROR(configure_short_conv_hybrid(f, c));
+  FOLIO_RETURN_IF_ERROR(configure_short_conv_hybrid(f, c, /*swa=*/false));
   MoeConfig& m = c.moe;
   if (m.n_expert <= 0 || m.n_expert_used <= 0 || m.n_ff_exp <= 0) {
     return not_found(
