@@ -161,10 +161,10 @@ struct ModelConfig {
   int64_t attn_temp_floor = 0;
   GluKind ffn_glu = GluKind::kSwiGlu;   // dense and expert FFN activation
 
-  // Hybrid models (qwen3next, qwen35*): gated DeltaNet layers beside
-  // full-attention layers.
+  // Hybrid models (qwen3next, qwen35*, granitehybrid, lfm2*): recurrent
+  // layers (gated DeltaNet, Mamba-2, short conv) beside full-attention layers.
   SsmConfig ssm;
-  std::vector<uint8_t> recurrent_layers;  // [n_layer] 1: gated DeltaNet layer (empty: none)
+  std::vector<uint8_t> recurrent_layers;  // [n_layer] 1: recurrent layer (empty: none)
   bool attn_output_gate = false;  // attn_q yields [query, gate] per head; out *= sigmoid(gate)
   bool ffn_norm_post_attention = false;  // the pre-FFN norm is named post_attention_norm
   int64_t n_ff_shexp =
@@ -189,13 +189,13 @@ struct ModelConfig {
   bool is_recurrent(int layer) const {
     return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(layer)] != 0;
   }
-  // Any gated DeltaNet layer: the model needs a hybrid cache (cache/hybrid_kv_cache.h).
+  // Any recurrent layer: the model needs a hybrid cache (cache/hybrid_kv_cache.h).
   bool is_hybrid() const;
   // An encoder family: its forward yields the final hidden states (for
   // pooling into embeddings), not logits; it has no LM head.
   bool is_embedding() const;
   // What the KV cache holds for this model: K/V shapes of the attention
-  // layers, recurrent state shapes of the gated DeltaNet layers.
+  // layers, recurrent state shapes of the recurrent layers.
   cache::KvGeometry cache_geometry() const;
   float kq_scale() const;
   // Rope parameters of one layer (base and scale differ on sliding-window layers).

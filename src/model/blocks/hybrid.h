@@ -1,8 +1,9 @@
 // Building blocks of the hybrid models (qwen3next, qwen35, qwen35moe:
-// model/arch/qwen3next.cc; granitehybrid: model/arch/granite_hybrid.cc): the
-// gated DeltaNet and Mamba-2 layers, gated full attention and the gated
-// shared expert. Shapes use ggml order (E = n_embd, T =
-// tokens in the batch); errors are sticky in the context.
+// model/arch/qwen3next.cc; granitehybrid: model/arch/granite_hybrid.cc;
+// lfm2, lfm2moe: model/arch/lfm2.cc): the gated DeltaNet, Mamba-2 and
+// short-conv layers, gated full attention and the gated shared expert.
+// Shapes use ggml order (E = n_embd, T = tokens in the batch); errors are
+// sticky in the context.
 #pragma once
 
 #include "cache/kv_cache.h"
