@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes tiny random-weight hybrid GGUF models and llama.cpp's reference logits.
 
-tiny-qwen35moe, tiny-granitehybrid and tiny-granitehybrid-moe (described at
-GRANITE and GRANITE_MOE below);
+tiny-qwen35moe, tiny-granitehybrid, tiny-granitehybrid-moe, tiny-lfm2 and
+tiny-lfm2moe (described at GRANITE, GRANITE_MOE, LFM2 and LFM2_MOE below);
 --only NAME regenerates one of them.
 
 The shared refdata covers the hybrid architectures qwen3next (MoE + shared
@@ -65,7 +65,7 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
         return 1.0 + 0.1 * rng.standard_normal(n)
 
     t: dict[str, np.ndarray] = {}
-    t["token_embd.weight"] = rng.standard_normal((g.N_VOCAB, E))
+    t["token_embd.weight"] = spec["embd_std"] * rng.standard_normal((g.N_VOCAB, E))
     t["output_norm.weight"] = norm(E)
     t["output.weight"] = lin(g.N_VOCAB, E) * 3.0
     for i in range(spec["n_layer"]):
@@ -248,8 +248,110 @@ def write_granite_model(spec: dict, path: Path) -> None:
 GRANITE_MOE = dict(GRANITE, name="tiny-granitehybrid-moe", seed=4003, n_ff=64, n_expert=4,
                    n_expert_used=2, n_ff_shexp=96)
 
+
+# lfm2 (Liquid LFM2): short-conv layers 0, 2 and 4, attention layers 1 and 3
+# (head_count_kv 0 marks the short-conv ones; the last layer is a short-conv
+# one), conv width (shortconv.l_cache) 3 as in the released models, q/k RMS
+# norms, neox rope, a sliding window of 96 tokens on both attention layers
+# (attention.sliding_window, as the LFM2.5 audio tokenizer's files carry; the
+# long case runs past it), dense SiLU FFN, the final norm stored as
+# token_embd_norm and the LM head tied to the token embeddings (no
+# output.weight), the tokenizer's pre-tokenizer named "lfm2".
+LFM2 = dict(name="tiny-lfm2", arch="lfm2", seed=5001, n_layer=5, n_embd=128, n_head=4,
+            n_head_kv=2, head_dim=32, eps=1e-5, rope_base=1000000.0, attn_layers=[1, 3],
+            l_cache=3, n_ff=192, embd_std=0.3, sliding_window=96)
+
+
+def make_lfm2_tensors(spec: dict) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(spec["seed"])
+    E, H, KV, D = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
+    K, F = spec["l_cache"], spec["n_ff"]
+
+    def lin(n_out, n_in):  # [n_out, n_in] = ggml [n_in, n_out]
+        return rng.standard_normal((n_out, n_in)) / math.sqrt(n_in)
+
+    def norm(n):
+        return 1.0 + 0.1 * rng.standard_normal(n)
+
+    t: dict[str, np.ndarray] = {}
+    t["token_embd.weight"] = spec["embd_std"] * rng.standard_normal((g.N_VOCAB, E))
+    t["token_embd_norm.weight"] = norm(E)
+    for i in range(spec["n_layer"]):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"] = norm(E)
+        t[p + "ffn_norm.weight"] = norm(E)
+        if i not in spec["attn_layers"]:
+            t[p + "shortconv.in_proj.weight"] = lin(3 * E, E)
+            t[p + "shortconv.conv.weight"] = 0.5 * rng.standard_normal((E, K))
+            t[p + "shortconv.out_proj.weight"] = lin(E, E)
+        else:
+            t[p + "attn_q.weight"] = lin(H * D, E)
+            t[p + "attn_k.weight"] = lin(KV * D, E)
+            t[p + "attn_v.weight"] = lin(KV * D, E)
+            t[p + "attn_q_norm.weight"] = norm(D)
+            t[p + "attn_k_norm.weight"] = norm(D)
+            t[p + "attn_output.weight"] = lin(E, H * D)
+        if spec.get("n_expert") and i >= spec["n_dense"]:
+            X, FX = spec["n_expert"], spec["n_ff_exp"]
+            t[p + "ffn_gate_inp.weight"] = 2.0 * lin(X, E)
+            t[p + "exp_probs_b.bias"] = 0.5 * rng.standard_normal(X)
+            t[p + "ffn_gate_exps.weight"] = rng.standard_normal((X, FX, E)) / math.sqrt(E)
+            t[p + "ffn_up_exps.weight"] = rng.standard_normal((X, FX, E)) / math.sqrt(E)
+            t[p + "ffn_down_exps.weight"] = rng.standard_normal((X, E, FX)) / math.sqrt(FX)
+        else:
+            t[p + "ffn_gate.weight"] = lin(F, E)
+            t[p + "ffn_up.weight"] = lin(F, E)
+            t[p + "ffn_down.weight"] = lin(E, F)
+    return {k: v.astype(np.float32) for k, v in t.items()}
+
+
+def write_lfm2_model(spec: dict, path: Path) -> None:
+    a = spec["arch"]
+    w = gguf.GGUFWriter(str(path), a)
+    w.add_name(spec["name"])
+    w.add_context_length(g.N_CTX)
+    w.add_embedding_length(spec["n_embd"])
+    w.add_block_count(spec["n_layer"])
+    w.add_feed_forward_length(spec["n_ff"])
+    w.add_head_count(spec["n_head"])
+    w.add_head_count_kv([spec["n_head_kv"] if i in spec["attn_layers"] else 0
+                         for i in range(spec["n_layer"])])
+    w.add_key_length(spec["head_dim"])
+    w.add_value_length(spec["head_dim"])
+    w.add_rope_freq_base(spec["rope_base"])
+    w.add_layer_norm_rms_eps(spec["eps"])
+    w.add_shortconv_l_cache(spec["l_cache"])
+    if spec.get("sliding_window"):
+        w.add_sliding_window(spec["sliding_window"])
+    if spec.get("n_expert"):
+        w.add_uint32(f"{a}.expert_count", spec["n_expert"])
+        w.add_uint32(f"{a}.expert_used_count", spec["n_expert_used"])
+        w.add_uint32(f"{a}.expert_feed_forward_length", spec["n_ff_exp"])
+        w.add_uint32(f"{a}.leading_dense_block_count", spec["n_dense"])
+        w.add_uint32(f"{a}.expert_gating_func", 2)  # sigmoid, as the converter writes
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    g.copy_tokenizer(w, pre="lfm2")
+    w.add_vocab_size(g.N_VOCAB)
+    for name, arr in make_lfm2_tensors(spec).items():
+        w.add_tensor(name, arr)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+# lfm2moe (LFM2-8B-A1B style): tiny-lfm2's layers, the first 2 with the
+# dense FFN (leading_dense_block_count), layers 2-4 with 4 routed experts
+# (top 2, sigmoid router, selection bias exp_probs_b 0.5 N, weights
+# renormalised) of expert_feed_forward_length 64. The file keeps tiny-lfm2's
+# attention.sliding_window 96, which llama.cpp ignores for lfm2moe (full
+# attention throughout), as folio must.
+LFM2_MOE = dict(LFM2, name="tiny-lfm2moe", arch="lfm2moe", seed=5003, n_expert=4,
+                n_expert_used=2, n_ff_exp=64, n_dense=2)
+
 MODELS = {SPEC["name"]: (SPEC, write_model), GRANITE["name"]: (GRANITE, write_granite_model),
-          GRANITE_MOE["name"]: (GRANITE_MOE, write_granite_model)}
+          GRANITE_MOE["name"]: (GRANITE_MOE, write_granite_model),
+          LFM2["name"]: (LFM2, write_lfm2_model), LFM2_MOE["name"]: (LFM2_MOE, write_lfm2_model)}
 
 
 def main() -> int:

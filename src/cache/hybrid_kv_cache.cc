@@ -44,8 +44,10 @@ Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& g
     const LayerGeometry& g = geometry.layers[l];
     if (g.recurrent) {
       const RecurrentShape& r = g.state;
-      if (r.conv_taps < 1 || r.conv_channels < 1 || r.head_dim < 1 || r.n_heads < 1 ||
-          r.value_dim < 0) {
+      // No state at all (head_dim and n_heads 0) is a conv-only layer.
+      const bool no_state = r.head_dim == 0 && r.n_heads == 0 && r.value_dim == 0;
+      if (r.conv_taps < 1 || r.conv_channels < 1 || r.value_dim < 0 ||
+          (!no_state && (r.head_dim < 1 || r.n_heads < 1))) {
         return invalid_argument(
             "hybrid kv cache: layer {} has recurrent state [{}, {}] / [{}, {}, {}]", l, r.conv_taps,
             r.conv_channels, r.head_dim, r.state_rows(), r.n_heads);
@@ -105,8 +107,10 @@ Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& g
     Layer layer;
     layer.conv = TensorView::contiguous(base + conv_off[i], DType::F32,
                                         {r.conv_taps, r.conv_channels, slots, 1});
-    layer.ssm = TensorView::contiguous(base + ssm_off[i], DType::F32,
-                                       {r.head_dim, r.state_rows(), r.n_heads, slots});
+    if (r.has_state()) {  // conv-only layers keep an empty state view
+      layer.ssm = TensorView::contiguous(base + ssm_off[i], DType::F32,
+                                         {r.head_dim, r.state_rows(), r.n_heads, slots});
+    }
     c->layers_.push_back(layer);
   }
   for (int seq = 0; seq < n_initial; ++seq) FOLIO_RETURN_IF_ERROR(c->claim(seq));
@@ -174,14 +178,16 @@ void HybridKvCache::copy_slot(int32_t src, int32_t dst) {
   if (src == dst) return;
   for (const Layer& l : layers_) {
     copy_in_buffer(*buffer_, l.conv.row(0, dst), l.conv.row(0, src), l.conv.nb[2]);
-    copy_in_buffer(*buffer_, l.ssm.row(0, 0, dst), l.ssm.row(0, 0, src), l.ssm.nb[3]);
+    if (!l.ssm.empty()) {
+      copy_in_buffer(*buffer_, l.ssm.row(0, 0, dst), l.ssm.row(0, 0, src), l.ssm.nb[3]);
+    }
   }
 }
 
 void HybridKvCache::zero_slot(int32_t slot) {
   for (const Layer& l : layers_) {
     zero_in_buffer(*buffer_, l.conv.row(0, slot), l.conv.nb[2]);
-    zero_in_buffer(*buffer_, l.ssm.row(0, 0, slot), l.ssm.nb[3]);
+    if (!l.ssm.empty()) zero_in_buffer(*buffer_, l.ssm.row(0, 0, slot), l.ssm.nb[3]);
   }
 }
 

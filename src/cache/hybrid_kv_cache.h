@@ -160,7 +160,7 @@ class HybridKvCache final : public KvCache {
  private:
   struct Layer {
     TensorView conv;  // [K - 1, channels, n_slots]
-    TensorView ssm;   // [S_k, S_v, H_v, n_slots]
+    TensorView ssm;   // [S_k, S_v, H_v, n_slots]; empty for conv-only layers (short conv)
   };
   struct Seq {
     int32_t slot = -1;   // -1: not a live sequence

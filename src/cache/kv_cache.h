@@ -254,8 +254,9 @@ class KvCache {
   // conv taps F32 [K - 1, channels, n_slots] (per channel the K - 1 most
   // recent inputs, oldest first) and the DeltaNet state F32 [S_k, S_v, H_v,
   // n_slots] (row v of head h holds S[v, :]; Mamba-2: [d_state, head dim,
-  // heads, n_slots]), as the ops read them (backend/op.h, kSsmConvUpdate /
-  // kGatedDeltaNetUpdate / kSsmScan).
+  // heads, n_slots]; LFM2's short-conv layers: none, an empty view), as the
+  // ops read them (backend/op.h, kSsmConvUpdate / kGatedDeltaNetUpdate /
+  // kSsmScan).
   virtual TensorView conv_state(int layer) const {
     (void)layer;
     return {};

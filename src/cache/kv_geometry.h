@@ -3,13 +3,13 @@
 // cache sizes its storage from it and never sees the model.
 //
 // An attention layer holds K/V rows of n_kv_head heads (cache::KvLayerShape);
-// a recurrent layer (gated DeltaNet, Mamba-2) holds, per sequence, its conv
-// taps
+// a recurrent layer (gated DeltaNet, Mamba-2, LFM2 short conv) holds, per
+// sequence, its conv taps
 //   F32 [conv_taps, conv_channels]
 // and its recurrent state
 //   F32 [head_dim, state_rows(), n_heads]
 // (DeltaNet: S x S per head; Mamba-2: head_dim = d_state values for each of
-// the head's value_dim channels).
+// the head's value_dim channels; short conv: none, head_dim = n_heads = 0).
 #pragma once
 
 #include <cstddef>
@@ -25,11 +25,12 @@ namespace folio::cache {
 struct RecurrentShape {
   int64_t conv_taps = 0;      // K - 1: the conv's most recent inputs kept per channel
   int64_t conv_channels = 0;  // C
-  int64_t head_dim = 0;       // S: key head dim (DeltaNet), d_state (Mamba-2): values per row
-  int64_t n_heads = 0;        // H_v
+  int64_t head_dim = 0;       // S (DeltaNet), d_state (Mamba-2): values per row; 0: no state
+  int64_t n_heads = 0;        // H_v; 0: no state (conv taps only)
   int64_t value_dim = 0;      // rows per head; 0: head_dim (DeltaNet's square state)
 
   int64_t state_rows() const { return value_dim > 0 ? value_dim : head_dim; }
+  bool has_state() const { return head_dim > 0 && n_heads > 0; }
 
   size_t conv_bytes() const {
     return static_cast<size_t>(conv_taps * conv_channels) * sizeof(float);

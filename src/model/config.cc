@@ -227,10 +227,25 @@ Status validate_ssm(const ModelConfig& c) {
     return invalid_argument("model: {} recurrent-layer flags for {} layers",
                             c.recurrent_layers.size(), c.n_layer);
   }
-  FOLIO_RETURN_IF_ERROR(positive(arch_key(c, "ssm.conv_kernel").c_str(), s.d_conv, 64));
+  bool any_attention = false;
+  for (int l = 0; l < c.n_layer; ++l) any_attention |= !c.is_recurrent(l);
+  if (!any_attention) {
+    return unsupported(
+        "model: every layer is a recurrent layer; hybrid models need at least one attention "
+        "layer");
+  }
+  const std::string conv_key = s.kind == SsmKind::kShortConv ? arch_key(c, "shortconv.l_cache")
+                                                             : arch_key(c, "ssm.conv_kernel");
+  FOLIO_RETURN_IF_ERROR(positive(conv_key.c_str(), s.d_conv, 64));
   if (s.d_conv < 2) {
-    return invalid_argument("model: '{}' = {} must be at least 2", arch_key(c, "ssm.conv_kernel"),
-                            s.d_conv);
+    return invalid_argument("model: '{}' = {} must be at least 2", conv_key, s.d_conv);
+  }
+  if (s.kind == SsmKind::kShortConv) {
+    if (s.d_inner != c.n_embd || s.conv_channels() != c.n_embd) {
+      return invalid_argument("model: short-conv layers need {} conv channels (n_embd), not {}",
+                              c.n_embd, s.conv_channels());
+    }
+    return Status();
   }
   FOLIO_RETURN_IF_ERROR(positive(arch_key(c, "ssm.state_size").c_str(), s.d_state, 1 << 12));
   FOLIO_RETURN_IF_ERROR(positive(arch_key(c, "ssm.group_count").c_str(), s.n_k_heads, 1 << 12));
@@ -252,13 +267,6 @@ Status validate_ssm(const ModelConfig& c) {
         "model: '{}' = {} must equal '{}' * '{}' = {} (key and value heads share the state size)",
         arch_key(c, "ssm.inner_size"), s.d_inner, arch_key(c, "ssm.time_step_rank"),
         arch_key(c, "ssm.state_size"), int64_t{s.n_v_heads} * s.d_state);
-  }
-  bool any_attention = false;
-  for (int l = 0; l < c.n_layer; ++l) any_attention |= !c.is_recurrent(l);
-  if (!any_attention) {
-    return unsupported(
-        "model: every layer is a gated DeltaNet layer; hybrid models need at least "
-        "one attention layer");
   }
   return Status();
 }
@@ -315,8 +323,12 @@ cache::KvGeometry ModelConfig::cache_geometry() const {
     cache::LayerGeometry layer;
     if (is_recurrent(l)) {
       layer.recurrent = true;
-      layer.state = {ssm.d_conv - 1, ssm.conv_channels(), ssm.d_state, ssm.n_v_heads,
-                     ssm.kind == SsmKind::kMamba2 ? ssm.head_v_dim() : 0};
+      if (ssm.kind == SsmKind::kShortConv) {  // conv taps only
+        layer.state = {ssm.d_conv - 1, ssm.conv_channels(), 0, 0, 0};
+      } else {
+        layer.state = {ssm.d_conv - 1, ssm.conv_channels(), ssm.d_state, ssm.n_v_heads,
+                       ssm.kind == SsmKind::kMamba2 ? ssm.head_v_dim() : 0};
+      }
     } else {
       layer.kv = {n_head_kv_of(l), static_cast<int32_t>(head_dim_k_of(l)),
                   static_cast<int32_t>(head_dim_v_of(l)), is_swa(l) ? n_swa : 0};
@@ -510,7 +522,9 @@ std::string ModelConfig::summary() const {
   if (is_hybrid()) {
     int n_rec = 0;
     for (int l = 0; l < n_layer; ++l) n_rec += is_recurrent(l) ? 1 : 0;
-    if (ssm.kind == SsmKind::kMamba2) {
+    if (ssm.kind == SsmKind::kShortConv) {
+      s += fmt::format(", {} short-conv layers (conv {})", n_rec, ssm.d_conv);
+    } else if (ssm.kind == SsmKind::kMamba2) {
       s += fmt::format(", {} Mamba-2 layers (conv {}, {} heads x {}, {} groups, state {})", n_rec,
                        ssm.d_conv, ssm.n_v_heads, ssm.head_v_dim(), ssm.n_k_heads, ssm.d_state);
     } else {

@@ -81,6 +81,7 @@ struct MoeConfig {
 enum class SsmKind : int {
   kGatedDeltaNet,  // qwen3next, qwen35, qwen35moe
   kMamba2,         // granitehybrid
+  kShortConv,      // lfm2: a gated conv, no state matrix
 };
 
 // Recurrent layers of the hybrid models (llama.cpp's ssm.* keys).
@@ -93,6 +94,8 @@ enum class SsmKind : int {
 // channels; the conv runs over x, B and C: C = inner_size + 2 * G * N (the
 // same formula with H_k = G, S = N). The state of a head is N values per
 // channel: [N, P, H].
+// Short conv (lfm2): the conv runs over n_embd channels (d_inner = n_embd,
+// no heads, no state: C = d_inner), d_conv = shortconv.l_cache.
 struct SsmConfig {
   SsmKind kind = SsmKind::kGatedDeltaNet;
   int d_conv = 0;                    // ssm.conv_kernel: conv width K (K - 1 cached taps)
@@ -163,16 +166,18 @@ struct ModelConfig {
   int64_t attn_temp_floor = 0;
   GluKind ffn_glu = GluKind::kSwiGlu;   // dense and expert FFN activation
 
-  // Hybrid models (qwen3next, qwen35*): gated DeltaNet layers beside
-  // full-attention layers.
+  // Hybrid models (qwen3next, qwen35*, granitehybrid, lfm2*): recurrent
+  // layers (gated DeltaNet, Mamba-2, short conv) beside full-attention layers.
   SsmConfig ssm;
-  std::vector<uint8_t> recurrent_layers;  // [n_layer] 1: gated DeltaNet layer (empty: none)
+  std::vector<uint8_t> recurrent_layers;  // [n_layer] 1: recurrent layer (empty: none)
   bool attn_output_gate = false;  // attn_q yields [query, gate] per head; out *= sigmoid(gate)
   bool ffn_norm_post_attention = false;  // the pre-FFN norm is named post_attention_norm
   int64_t n_ff_shexp =
       0;  // shared expert width (0: none); gated by sigmoid(ffn_gate_inp_shexp . x)
   // false: the shared expert's output is added ungated (glm4moe, granitehybrid)
   bool shexp_gated = true;
+  // The final norm is stored as token_embd_norm.weight (lfm2), not output_norm.weight.
+  bool output_norm_as_token_embd_norm = false;
 
   // Embedding models (the encoder families bert, nomic-bert: ArchFamily::encoder).
   bool causal_attn = true;  // attention.causal; false: a token sees its whole sequence
@@ -214,13 +219,13 @@ struct ModelConfig {
   bool is_recurrent(int layer) const {
     return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(layer)] != 0;
   }
-  // Any gated DeltaNet layer: the model needs a hybrid cache (cache/hybrid_kv_cache.h).
+  // Any recurrent layer: the model needs a hybrid cache (cache/hybrid_kv_cache.h).
   bool is_hybrid() const;
   // An encoder family: its forward yields the final hidden states (for
   // pooling into embeddings), not logits; it has no LM head.
   bool is_embedding() const;
   // What the KV cache holds for this model: K/V shapes of the attention
-  // layers, recurrent state shapes of the gated DeltaNet layers.
+  // layers, recurrent state shapes of the recurrent layers.
   cache::KvGeometry cache_geometry() const;
   float kq_scale() const;
   // Rope parameters of one layer (base and scale differ on sliding-window layers).

@@ -35,6 +35,21 @@ Status visit_mamba2_tensors(const ModelConfig& cfg, int il, LayerWeights& l,
   return add("ssm_out.weight", shape(s.d_inner, e), true, OpKind::kMulMat, &l.ssm_out);
 }
 
+// The tensors of a short-conv layer (lfm2): in_proj yields B, C and x.
+Status visit_short_conv_tensors(const ModelConfig& cfg, int il, LayerWeights& l,
+                                const TensorVisitor& visit) {
+  const int64_t e = cfg.n_embd;
+  auto add = [&](const char* base, std::array<int64_t, kMaxDims> ne, OpKind consumer,
+                 TensorView* view) {
+    return visit(TensorSpec{fmt::format("blk.{}.{}", il, base), ne, true, consumer, view, nullptr});
+  };
+  FOLIO_RETURN_IF_ERROR(
+      add("shortconv.in_proj.weight", shape(e, 3 * e), OpKind::kMulMat, &l.ssm_in));
+  FOLIO_RETURN_IF_ERROR(
+      add("shortconv.conv.weight", shape(cfg.ssm.d_conv, e), OpKind::kSsmConv, &l.ssm_conv1d));
+  return add("shortconv.out_proj.weight", shape(e, e), OpKind::kMulMat, &l.ssm_out);
+}
+
 // The tensors of a gated DeltaNet layer (hybrid models; see SsmConfig).
 Status visit_ssm_tensors(const ModelConfig& cfg, int il, LayerWeights& l,
                          const TensorVisitor& visit) {
@@ -160,7 +175,8 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
                               OpKind::kRope, &w.rope_short));
   }
   FOLIO_RETURN_IF_ERROR(
-      add("output_norm.weight", shape(e), true, OpKind::kRmsNorm, &w.output_norm));
+      add(cfg.output_norm_as_token_embd_norm ? "token_embd_norm.weight" : "output_norm.weight",
+          shape(e), true, OpKind::kRmsNorm, &w.output_norm));
   FOLIO_RETURN_IF_ERROR(add("output.weight", shape(e, cfg.n_vocab), false, OpKind::kMulMat,
                             &w.output, "token_embd.weight"));
   const int64_t pl = cfg.n_embd_per_layer;
@@ -184,8 +200,17 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
     FOLIO_RETURN_IF_ERROR(
         add(n("attn_norm.weight"), shape(e), true, OpKind::kRmsNorm, &l.attn_norm));
     if (cfg.is_recurrent(il)) {
-      FOLIO_RETURN_IF_ERROR(cfg.ssm.kind == SsmKind::kMamba2 ? visit_mamba2_tensors(cfg, il, l, visit)
-                                                             : visit_ssm_tensors(cfg, il, l, visit));
+      switch (cfg.ssm.kind) {
+        case SsmKind::kMamba2:
+          FOLIO_RETURN_IF_ERROR(visit_mamba2_tensors(cfg, il, l, visit));
+          break;
+        case SsmKind::kShortConv:
+          FOLIO_RETURN_IF_ERROR(visit_short_conv_tensors(cfg, il, l, visit));
+          break;
+        case SsmKind::kGatedDeltaNet:
+          FOLIO_RETURN_IF_ERROR(visit_ssm_tensors(cfg, il, l, visit));
+          break;
+      }
     } else {
       if (cfg.fused_qkv) {
         FOLIO_RETURN_IF_ERROR(add(n("attn_qkv.weight"), shape(e, hq * dk + hkv * (dk + dv)), true,

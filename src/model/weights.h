@@ -73,6 +73,8 @@ struct LayerWeights {
   // ssm_norm [d_inner / G, G], ssm_out [d_inner, E] as above, and:
   TensorView ssm_conv1d_b;  // [C]  conv bias (optional)
   TensorView ssm_d;         // [1, H] skip: y += x * D per head
+  // Short-conv layers (lfm2): ssm_in [E, 3 E] (shortconv.in_proj: B, C, x),
+  // ssm_conv1d [K, E] (shortconv.conv), ssm_out [E, E] (shortconv.out_proj).
   // Post-norm encoder layers (bert, nomic-bert): layer norms with biases.
   TensorView wqkv;              // [E, Hq * Dk + 2 * Hkv * Dk] nomic-bert: q, k, v in one
   TensorView attn_out_norm;     // [E]  after the attention residual

@@ -391,6 +391,7 @@ constexpr NameEntry kNames[] = {
     {"llama-bpe", info(PreTokenizer::kLlama3, true, true)},
     {"falcon3", info(PreTokenizer::kLlama3, true, true)},
     {"pixtral", info(PreTokenizer::kLlama3, true, true)},
+    {"lfm2", info(PreTokenizer::kLlama3, true, true)},
     {"dbrx", info(PreTokenizer::kLlama3)},
     {"smaug-bpe", info(PreTokenizer::kLlama3)},
     {"glm4", info(PreTokenizer::kLlama3, true)},  // chatglm4's regex is llama3's; no BOS

@@ -140,6 +140,27 @@ TEST(HybridKvCache, StateSlotsFollowTheGeometry) {
   EXPECT_EQ((*c)->state_pool().n_slots(), 3);
 }
 
+TEST(HybridKvCache, ConvOnlyLayersHoldTapsAndNoState) {
+  KvGeometry g = hybrid_geometry();
+  g.layers[1].state = {2, 24, 0, 0};  // conv taps only (LFM2's short conv)
+  KvCacheOptions o = paged_options(16, 8, 0);
+  o.max_seqs = 2;
+  o.max_checkpoints = 1;
+  Result<std::unique_ptr<HybridKvCache>> c = HybridKvCache::create(g, o);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  const HybridKvCache& h = **c;
+  EXPECT_EQ(h.conv_state(1).ne, (std::array<int64_t, kMaxDims>{2, 24, 3, 1}));
+  EXPECT_TRUE(h.ssm_state(1).empty());
+  EXPECT_FALSE(h.ssm_state(0).empty());
+  const size_t slot = 2 * (3 * 40 + 8 * 8 * 2) * sizeof(float) + 2 * 24 * sizeof(float);
+  EXPECT_EQ(h.stats().slot_bytes, slot);
+  // Half a state (head_dim without heads, or heads without head_dim) is no geometry.
+  g.layers[1].state = {2, 24, 4, 0};
+  EXPECT_EQ(HybridKvCache::create(g, o).status().code(), StatusCode::kInvalidArgument);
+  g.layers[1].state = {2, 24, 0, 3};
+  EXPECT_EQ(HybridKvCache::create(g, o).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(PagedKvCache, PlanGroupsSequencesAndNumbersThemForAttention) {
   Result<std::unique_ptr<PagedKvCache>> made =
       PagedKvCache::create(attention_geometry(2), paged_options(16, 8, /*n_seq=*/3));

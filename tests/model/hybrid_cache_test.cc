@@ -194,6 +194,10 @@ TEST_P(HybridModels, FusedDecodeEqualsUnfusedBitForBit) {
     for (const Stream& s : a) {
       for (auto view : {&cache::KvCache::conv_state, &cache::KvCache::ssm_state}) {
         const TensorView p1 = (c1.get()->*view)(il), p2 = (c2.get()->*view)(il);
+        if (view == &cache::KvCache::ssm_state && p1.empty()) {  // conv-only layer (short conv)
+          EXPECT_TRUE(p2.empty());
+          continue;
+        }
         const size_t stride = p1.nb[p1.ne[3] > 1 ? 3 : 2];
         EXPECT_EQ(0, std::memcmp(static_cast<char*>(p1.data) + c1->slot_of(s.seq) * stride,
                                  static_cast<char*>(p2.data) + c2->slot_of(s.seq) * stride, stride))
@@ -218,7 +222,8 @@ TEST_P(HybridModels, PagedAttentionEqualsContiguous) {
 
 INSTANTIATE_TEST_SUITE_P(Refdata, HybridModels,
                          ::testing::Values("tiny-qwen3next", "tiny-qwen35", "tiny-qwen35moe",
-                                           "tiny-granitehybrid", "tiny-granitehybrid-moe"),
+                                           "tiny-granitehybrid", "tiny-granitehybrid-moe",
+                                           "tiny-lfm2", "tiny-lfm2moe"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) {

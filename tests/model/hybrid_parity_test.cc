@@ -3,7 +3,11 @@
 // head map) and tiny-qwen35 (dense, ssm_beta / ssm_alpha, kMod head map,
 // multi-section rope), plus this suite's tiny-qwen35moe and
 // tiny-granitehybrid(-moe) (Mamba-2 layers, Granite multipliers; dense FFN,
-// or experts with an ungated shared expert). Same
+// or experts with an ungated shared expert) and tiny-lfm2 / tiny-lfm2moe
+// (LFM2's short-conv layers: conv taps only, no state matrix; q/k norms,
+// tied head; a sliding window on tiny-lfm2's attention layers; dense FFN,
+// or leading dense layers then sigmoid-routed experts with a selection
+// bias). Same
 // protocol as parity_test.cc: the prompt as one batch (prefill logits of
 // every position), then the reference continuation fed one token at a time
 // (teacher forcing: decode logits, and folio's argmax at every step equals
@@ -11,7 +15,8 @@
 //
 // Tolerances as the dense models' (shared refdata README): F32 KV 1e-3 max
 // |Δlogit| (measured ~1e-5); F16 KV 4e-3 prefill / 1.3e-2 decode (the
-// spread of llama.cpp's own f16-KV + flash-attention variant); every greedy
+// spread of llama.cpp's own f16-KV + flash-attention variant; the LFM2
+// models' prefill 8e-3, see below); every greedy
 // token must match. Each case runs with a paged and a contiguous attention
 // part (their logits are bit-identical: hybrid_cache_test.cc).
 // The Vulkan instantiation runs every layer, the recurrent-state pool and the
@@ -51,7 +56,9 @@ std::vector<Param> params(DType kv) {
                                                         {"tiny-qwen35", shared_models_dir()},
                                                         {"tiny-qwen35moe", local_refdata_dir()},
                                                         {"tiny-granitehybrid", local_refdata_dir()},
-                                                        {"tiny-granitehybrid-moe", local_refdata_dir()}};
+                                                        {"tiny-granitehybrid-moe", local_refdata_dir()},
+                                                        {"tiny-lfm2", local_refdata_dir()},
+                                                        {"tiny-lfm2moe", local_refdata_dir()}};
   for (const auto& [name, dir] : models) {
     for (const char* c : {"short", "long"}) {
       for (bool paged : {false, true}) v.push_back({name, dir, c, kv, paged});
@@ -96,7 +103,13 @@ TEST_P(HybridParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   const Model& m = **model;
   ASSERT_TRUE(m.config().is_hybrid());
   const bool f16 = p.kv != DType::F32;
-  const float tol_prefill = f16 ? 4e-3f : 1e-3f;
+  // The LFM2 models' F16-KV prefill bound is wider: llama.cpp's own f16-KV +
+  // flash-attention run differs from its F32 reference by 7.5e-3 / 8.0e-3
+  // (prefill) and 1.0e-2 / 7.9e-3 (decode) on tiny-lfm2 / tiny-lfm2moe
+  // (q/k-normed heads, tied head); folio's F16 KV measures 5.4e-3 / 4.4e-3
+  // prefill, 2.9e-3 / 3.2e-3 decode.
+  const bool lfm2 = p.name.rfind("tiny-lfm2", 0) == 0;
+  const float tol_prefill = f16 ? (lfm2 ? 8e-3f : 4e-3f) : 1e-3f;
   const float tol_decode = f16 ? 1.3e-2f : 1e-3f;
 
   auto ctx = ForwardContext::with_device(device, 2);

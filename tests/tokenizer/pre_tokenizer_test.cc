@@ -155,6 +155,11 @@ TEST(PreTokenizer, Names) {
   EXPECT_TRUE(info.ignore_merges);
   EXPECT_FALSE(info.add_bos);
   EXPECT_TRUE(info.clean_spaces);
+  ASSERT_TRUE(pre_tokenizer_from_name("lfm2", &info));  // llama.cpp: llama3's regex, BOS
+  EXPECT_EQ(info.kind, PreTokenizer::kLlama3);
+  EXPECT_TRUE(info.ignore_merges);
+  EXPECT_TRUE(info.add_bos);
+  EXPECT_TRUE(info.clean_spaces);
   ASSERT_TRUE(pre_tokenizer_from_name("gpt-4o", &info));
   EXPECT_EQ(info.kind, PreTokenizer::kGpt4o);
   EXPECT_FALSE(info.clean_spaces);

@@ -147,9 +147,9 @@ INSTANTIATE_TEST_SUITE_P(Tokenizer, RefdataPrompt,
                            return s;
                          });
 
-// tests/model/refdata/tiny-gpt-oss, tiny-mistral3, tiny-glm4moe: the shared
-// prompts tokenized with the o200k ("gpt-4o"), tekken and glm4 pre-tokenizers
-// equal llama.cpp's ids.
+// tests/model/refdata/tiny-gpt-oss, tiny-mistral3, tiny-glm4moe, tiny-lfm2:
+// the shared prompts tokenized with the o200k ("gpt-4o"), tekken, glm4 and
+// lfm2 pre-tokenizers equal llama.cpp's ids.
 class LocalRefdataPrompt : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
 
 TEST_P(LocalRefdataPrompt, MatchesPromptTokens) {
@@ -167,7 +167,8 @@ TEST_P(LocalRefdataPrompt, MatchesPromptTokens) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizer, LocalRefdataPrompt,
-                         ::testing::Combine(::testing::Values("tiny-gpt-oss", "tiny-mistral3", "tiny-glm4moe"),
+                         ::testing::Combine(::testing::Values("tiny-gpt-oss", "tiny-mistral3",
+                                                              "tiny-glm4moe", "tiny-lfm2"),
                                             ::testing::Values("short", "long")),
                          [](const auto& info) {
                            std::string s =

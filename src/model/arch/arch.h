@@ -61,5 +61,6 @@ std::span<const ArchFamily> phi3_archs();
 std::span<const ArchFamily> mistral3_archs();  // mistral3 (Mistral Small 3, Ministral 3)
 std::span<const ArchFamily> glm4moe_archs();   // glm4moe (GLM-4.5 / 4.6 / 4.7)
 std::span<const ArchFamily> gemma4_archs();  // gemma4 (dense; per-layer inputs, shared KV)
+std::span<const ArchFamily> lfm2_archs();      // lfm2, lfm2moe (Liquid LFM2: short-conv hybrids)
 
 }  // namespace folio::model

@@ -8,7 +8,7 @@ namespace folio::model {
 
 namespace {
 
-std::array<std::span<const ArchFamily>, 11> families() {
+std::array<std::span<const ArchFamily>, 12> families() {
   return {
       llama_archs(),     qwen_archs(),    gemma3_archs(), qwen3next_archs(),
       gpt_oss_archs(),   bert_archs(),    phi3_archs(),
@@ -16,6 +16,7 @@ std::array<std::span<const ArchFamily>, 11> families() {
       glm4moe_archs(),
       granite_hybrid_archs(),
       gemma4_archs(),
+      lfm2_archs(),
   };
 }
 

@@ -1,8 +1,9 @@
 // Building blocks of the hybrid models (qwen3next, qwen35, qwen35moe:
-// model/arch/qwen3next.cc; granitehybrid: model/arch/granite_hybrid.cc): the
-// gated DeltaNet and Mamba-2 layers, gated full attention and the gated
-// shared expert. Shapes use ggml order (E = n_embd, T =
-// tokens in the batch); errors are sticky in the context.
+// model/arch/qwen3next.cc; granitehybrid: model/arch/granite_hybrid.cc;
+// lfm2, lfm2moe: model/arch/lfm2.cc): the gated DeltaNet, Mamba-2 and
+// short-conv layers, gated full attention and the gated shared expert.
+// Shapes use ggml order (E = n_embd, T = tokens in the batch); errors are
+// sticky in the context.
 #pragma once
 
 #include "cache/kv_cache.h"
@@ -47,6 +48,15 @@ TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const La
 // [E, T] in batch order.
 TensorView mamba2(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
                   const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache);
+
+// short_conv.cc --------------------------------------------------------------
+// LFM2's short-conv layer `il` (llama.cpp's lfm2 shortconv block). x: the
+// normalised input [E, T]. Per token: [B, C, x] = W_in x (3 E); a causal
+// depthwise conv (no bias, no activation) over B * x continuing each
+// sequence's cached taps; out = W_out (C * conv). Taps and checkpoints as
+// gated_delta_net (no state matrix). Returns [E, T] in batch order.
+TensorView short_conv(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
+                      const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache);
 
 // gated_attention.cc -------------------------------------------------------
 // Full attention with an output gate (qwen3next family): attn_q yields, per

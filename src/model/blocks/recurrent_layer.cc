@@ -25,7 +25,8 @@ TensorView view_of(const TensorView& t, size_t off, std::array<int64_t, kMaxDims
 }
 
 RecurrentLayer::RecurrentLayer(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
-                               int il, const RecurrentInputs& ri, cache::KvCache& cache)
+                               int il, const RecurrentInputs& ri, cache::KvCache& cache,
+                               bool conv_silu)
     : ctx_(ctx),
       cfg_(cfg),
       l_(l),
@@ -34,7 +35,8 @@ RecurrentLayer::RecurrentLayer(ForwardContext& ctx, const ModelConfig& cfg, cons
       conv_pool_(cache.conv_state(il)),
       ssm_pool_(cache.ssm_state(il)),
       c_(cfg.ssm.conv_channels()),
-      taps_(cfg.ssm.d_conv - 1) {}
+      taps_(cfg.ssm.d_conv - 1),
+      conv_silu_(conv_silu) {}
 
 TensorView RecurrentLayer::state_of(int32_t slot) const {
   return view_of(ssm_pool_, static_cast<size_t>(slot) * ssm_pool_.nb[3],
@@ -52,6 +54,7 @@ TensorView RecurrentLayer::window_taps(const TensorView& win, int64_t s, int64_t
 }
 
 void RecurrentLayer::copy_state(int32_t src, int32_t dst) {
+  if (ssm_pool_.empty()) return;  // conv-only layer
   ctx_.cpy(state_of(src), state_of(dst));
 }
 
@@ -80,7 +83,7 @@ TensorView RecurrentLayer::conv_plain(int64_t r0, int64_t t, std::span<const int
   op.src[2] = l_.ssm_conv1d_b;  // empty without a bias
   op.dst = view_of(conv_out_, static_cast<size_t>(r0) * row, {c_, t, n, 1},
                    {kF, row, row * t, row * t * n});
-  op.params = SsmConvParams{true};
+  op.params = SsmConvParams{conv_silu_};
   ctx_.run(op);
   // The new taps: the last K - 1 window entries of each channel.
   for (int64_t s = 0; s < n; ++s)
@@ -102,12 +105,12 @@ void RecurrentLayer::decode_run(size_t a, size_t b) {
   conv.src[4] = ids;
   conv.dst = slice_rows(conv_out_, r0, n);  // [C, n]
   conv.dst2 = conv_pool_;
-  conv.params = SsmConvParams{true};
+  conv.params = SsmConvParams{conv_silu_};
   if (!ctx_.run_if_supported(conv)) {
     (void)conv_plain(r0, 1, std::span<const int32_t>(rp_.slots).subspan(a, b - a));
   }
 
-  if (!scan_fused(r0, n, ids)) {
+  if (!ssm_pool_.empty() && !scan_fused(r0, n, ids)) {
     const std::array<int64_t, kMaxDims>& pe = ssm_pool_.ne;
     const TensorView table = reshape(ssm_pool_, {pe[0] * pe[1] * pe[2], pe[3], 1, 1});
     const TensorView st = ctx_.get_rows(table, ids);  // [S0 * S1 * H, n]
@@ -135,7 +138,7 @@ void RecurrentLayer::prefill_step(size_t i) {
     const cache::StateCheckpoint* cp =
         k < st.n_ckpt ? &rp_.checkpoints[static_cast<size_t>(st.ckpt_begin + k)] : nullptr;
     const int32_t end = cp != nullptr ? cp->after : st.n_tokens;
-    if (end > done) scan_plain(st.row_begin + done, end - done, 1, state);
+    if (end > done && !ssm_pool_.empty()) scan_plain(st.row_begin + done, end - done, 1, state);
     done = end;
     if (cp == nullptr || !ctx_.ok()) continue;
     copy_state(slot, cp->slot);

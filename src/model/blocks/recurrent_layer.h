@@ -1,10 +1,13 @@
 // RecurrentLayer: what the recurrent layers of the hybrid models share (the
-// gated DeltaNet layer, gated_delta_net.cc; the Mamba-2 layer, mamba2.cc):
-// a causal depthwise conv (+ optional bias, SiLU) over C channels of the
-// projected input, continuing each sequence's cached taps, then a scan that
-// carries each sequence's state, both in the cache's state pools (the slots
-// of the batch's recurrent plan), with the plan's prefix checkpoints saved
-// on the way. A mixer supplies the projections, the scan and the output.
+// gated DeltaNet layer, gated_delta_net.cc; the Mamba-2 layer, mamba2.cc;
+// LFM2's short conv, short_conv.cc): a causal depthwise conv (+ optional
+// bias, optional SiLU) over C channels of the projected input, continuing
+// each sequence's cached taps, then a scan that carries each sequence's
+// state, both in the cache's state pools (the slots of the batch's recurrent
+// plan), with the plan's prefix checkpoints saved on the way. A mixer
+// supplies the projections, the scan and the output. A layer without a state
+// pool (the cache's ssm_state view is empty: short conv) has no scan; only
+// its taps are carried and checkpointed.
 //
 // Recurrent order: the plan's steps (one per sequence, in order of first
 // appearance) each own consecutive rows. When the batch interleaves a
@@ -42,8 +45,9 @@ TensorView view_of(const TensorView& t, size_t off, std::array<int64_t, kMaxDims
 
 class RecurrentLayer {
  public:
+  // conv_silu: SiLU after the conv (DeltaNet, Mamba-2; not short conv).
   RecurrentLayer(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
-                 const RecurrentInputs& ri, cache::KvCache& cache);
+                 const RecurrentInputs& ri, cache::KvCache& cache, bool conv_silu = true);
   virtual ~RecurrentLayer() = default;
 
   // x: the normalised input [E, T] (batch order) -> [E, T] (batch order).
@@ -71,10 +75,11 @@ class RecurrentLayer {
   const RecurrentInputs& ri_;
   const cache::RecurrentPlan& rp_;
   TensorView conv_pool_;  // [K - 1, C, n_slots]
-  TensorView ssm_pool_;   // [S0, S1, H, n_slots] (the mixer's state shape)
+  TensorView ssm_pool_;   // [S0, S1, H, n_slots] (the mixer's state shape); empty: no state
   const int64_t c_, taps_;
+  const bool conv_silu_;
   TensorView conv_in_;   // [C, T] conv input, recurrent order
-  TensorView conv_out_;  // [C, T] conv output (SiLU applied)
+  TensorView conv_out_;  // [C, T] conv output (SiLU applied when conv_silu_)
 
  private:
   void decode_run(size_t a, size_t b);

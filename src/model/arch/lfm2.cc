@@ -1,0 +1,144 @@
+// lfm2 (Liquid LFM2) and lfm2moe (LFM2-8B-A1B, LFM2-24B-A2B): short-conv
+// layers beside full-attention layers (llama.cpp's lfm2.cpp, whose graph
+// lfm2moe shares).
+//   - layer i is a short-conv layer when attention.head_count_kv[i] == 0
+//     (model/blocks/short_conv.cc, conv width shortconv.l_cache);
+//   - attention layers: q, k, v, output without biases, RMS-normalised q and
+//     k per head, neox rope, q.k scaled by 1/sqrt(head_dim); lfm2 with
+//     attention.sliding_window > 0: every attention layer uses that window
+//     (lfm2moe ignores the key, as llama.cpp does);
+//   - lfm2: dense SiLU-gated FFN in every layer; lfm2moe: dense in the first
+//     leading_dense_block_count layers, then routed experts (router gating
+//     by expert_gating_func, sigmoid as converted; top k chosen on the
+//     probabilities + exp_probs_b, weighted by the probabilities,
+//     renormalised; no shared expert, no weight scale);
+//   - the final norm is stored as token_embd_norm.weight; the LM head is
+//     output.weight or the tied token embeddings.
+//
+// Decoder, per layer (pre-norm):
+//   h = rms_norm(x) * attn_norm; x += short_conv(h) or attention(h);
+//   h = rms_norm(x) * ffn_norm;  x += ffn(h)   (dense or experts)
+// then the final norm and the LM head.
+#include "model/arch/arch.h"
+#include "model/blocks/blocks.h"
+#include "model/blocks/hybrid.h"
+
+namespace folio::model {
+
+namespace {
+
+Status configure_short_conv_hybrid(const gguf::GgufFile& f, ModelConfig& c, bool swa) {
+  SsmConfig& s = c.ssm;
+  s.kind = SsmKind::kShortConv;
+  const std::string key = arch_key(c, "shortconv.l_cache");
+  if (!f.has(key)) return not_found("model: missing required key '{}'", key);
+  Result<int64_t> l_cache = f.get_i64(key);
+  if (!l_cache.ok() || *l_cache < 2 || *l_cache > 64) {
+    return invalid_argument("model: key '{}' must be an integer in [2, 64]", key);
+  }
+  s.d_conv = static_cast<int>(*l_cache);
+  s.d_inner = c.n_embd;  // conv channels: n_embd (no heads, no state)
+  s.d_state = 0;
+  s.n_k_heads = 0;
+  s.n_v_heads = 0;
+  // A layer is a short-conv layer exactly when its head_count_kv is 0.
+  c.recurrent_layers.assign(static_cast<size_t>(c.n_layer), 0);
+  for (int l = 0; l < c.n_layer; ++l) {
+    c.recurrent_layers[static_cast<size_t>(l)] = c.n_head_kv_of(l) == 0 ? 1 : 0;
+  }
+  // lfm2: a sliding window applies to every attention layer (period 0: all
+  // layers; the short-conv layers hold no K/V). lfm2moe ignores the key, as
+  // llama.cpp does.
+  if (swa) FOLIO_RETURN_IF_ERROR(read_swa_layout(f, c, 0, false));
+
+  c.rope.mode = RopeMode::kNeox;
+  c.qk_norm = true;
+  c.qkv_bias = BiasMode::kNone;
+  c.out_bias = BiasMode::kNone;
+  c.ffn_glu = GluKind::kSwiGlu;
+  c.attn_scale = 0.0f;
+  c.final_softcap = 0.0f;
+  c.output_norm_as_token_embd_norm = true;
+  return Status();
+}
+
+Status configure_lfm2(const gguf::GgufFile& f, ModelConfig& c) {
+  FOLIO_RETURN_IF_ERROR(configure_short_conv_hybrid(f, c, /*swa=*/true));
+  c.moe = MoeConfig{};
+  return Status();
+}
+
+Status configure_lfm2moe(const gguf::GgufFile& f, ModelConfig& c) {
+  FOLIO_RETURN_IF_ERROR(configure_short_conv_hybrid(f, c, /*swa=*/false));
+  MoeConfig& m = c.moe;
+  if (m.n_expert <= 0 || m.n_expert_used <= 0 || m.n_ff_exp <= 0) {
+    return not_found(
+        "model: '{}', '{}' and '{}' must be positive ({} is a mixture-of-experts model)",
+        arch_key(c, "expert_count"), arch_key(c, "expert_used_count"),
+        arch_key(c, "expert_feed_forward_length"), c.arch);
+  }
+  const std::string gating_key = arch_key(c, "expert_gating_func");
+  if (!f.has(gating_key)) return not_found("model: missing required key '{}'", gating_key);
+  m.selection_bias = true;  // exp_probs_b
+  m.norm_weights = true;
+  m.weights_scale = 1.0f;
+  const std::string lead_key = arch_key(c, "leading_dense_block_count");
+  if (f.has(lead_key)) {
+    Result<int64_t> lead = f.get_i64(lead_key);
+    if (!lead.ok() || *lead < 0 || *lead > c.n_layer) {
+      return invalid_argument("model: key '{}' must be an integer in [0, {}]", lead_key, c.n_layer);
+    }
+    m.n_dense_lead = static_cast<int>(*lead);
+  }
+  return Status();
+}
+
+// The decoder (see the file comment). x (the residual stream) and h live
+// outside the per-layer arena marks; in the last layer only the output rows
+// go through the FFN and the head.
+TensorView lfm2_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
+                        cache::KvCache& cache, ForwardContext& ctx) {
+  const int64_t e = cfg.n_embd, t = in.n_tokens;
+  const float eps = cfg.norm_eps;
+  const RecurrentInputs ri = upload_recurrent_inputs(ctx, in);
+  TensorView x = embed_tokens(ctx, cfg, w, in);              // [E, T] residual stream
+  TensorView h = ctx.f32_near(w.layers[0].attn_norm, e, t);  // [E, T] normalised block input
+  ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
+  for (int il = 0; il < cfg.n_layer; ++il) {
+    const LayerWeights& l = w.layers[static_cast<size_t>(il)];
+    const bool last = il + 1 == cfg.n_layer;
+    x = ctx.place_near(x, l.attn_norm);  // where offloaded layers begin (outside the mark)
+    h = ctx.place_near(h, l.attn_norm);
+    const ForwardContext::Mark mark = ctx.mark();
+    TensorView a = cfg.is_recurrent(il) ? short_conv(ctx, cfg, l, il, h, ri, cache)
+                                        : self_attention(ctx, cfg, w, il, h, in, cache);
+    if (last) {
+      if (in.n_outputs == 0) return {};
+      x = gather_outputs(ctx, x, in);
+      a = gather_outputs(ctx, a, in);
+      h = ctx.f32_near(l.ffn_norm, e, in.n_outputs);
+    }
+    ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
+    const TensorView f = cfg.is_moe(il) ? moe_ffn(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
+    if (last) {
+      ctx.add(x, f, x);
+    } else {
+      ctx.add_rms_norm(x, f, w.layers[static_cast<size_t>(il) + 1].attn_norm, eps, x, h);
+      ctx.release(mark);
+    }
+  }
+  return output_logits(ctx, cfg, w, x);
+}
+
+constexpr ArchFamily kLfm2[] = {
+    {"lfm2", configure_lfm2, lfm2_decoder},
+    {"lfm2moe", configure_lfm2moe, lfm2_decoder},
+};
+
+}  // namespace
+
+std::span<const ArchFamily> lfm2_archs() {
+  return kLfm2;
+}
+
+}  // namespace folio::model
