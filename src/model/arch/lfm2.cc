@@ -93,41 +93,16 @@ Status configure_lfm2moe(const gguf::GgufFile& f, ModelConfig& c) {
   return Status();
 }
 
-// The decoder (see the file comment). x (the residual stream) and h live
-// outside the per-layer arena marks; in the last layer only the output rows
-// go through the FFN and the head.
+// The family's layers for the shared hybrid decoder (see the file comment).
+TensorView lfm2_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
+                    const TensorView& h) {
+  return cfg.is_moe(il) ? moe_ffn(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
+}
+
 TensorView lfm2_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
                         cache::KvCache& cache, ForwardContext& ctx) {
-  const int64_t e = cfg.n_embd, t = in.n_tokens;
-  const float eps = cfg.norm_eps;
-  const RecurrentInputs ri = upload_recurrent_inputs(ctx, in);
-  TensorView x = embed_tokens(ctx, cfg, w, in);              // [E, T] residual stream
-  TensorView h = ctx.f32_near(w.layers[0].attn_norm, e, t);  // [E, T] normalised block input
-  ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
-  for (int il = 0; il < cfg.n_layer; ++il) {
-    const LayerWeights& l = w.layers[static_cast<size_t>(il)];
-    const bool last = il + 1 == cfg.n_layer;
-    x = ctx.place_near(x, l.attn_norm);  // where offloaded layers begin (outside the mark)
-    h = ctx.place_near(h, l.attn_norm);
-    const ForwardContext::Mark mark = ctx.mark();
-    TensorView a = cfg.is_recurrent(il) ? short_conv(ctx, cfg, l, il, h, ri, cache)
-                                        : self_attention(ctx, cfg, w, il, h, in, cache);
-    if (last) {
-      if (in.n_outputs == 0) return {};
-      x = gather_outputs(ctx, x, in);
-      a = gather_outputs(ctx, a, in);
-      h = ctx.f32_near(l.ffn_norm, e, in.n_outputs);
-    }
-    ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
-    const TensorView f = cfg.is_moe(il) ? moe_ffn(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
-    if (last) {
-      ctx.add(x, f, x);
-    } else {
-      ctx.add_rms_norm(x, f, w.layers[static_cast<size_t>(il) + 1].attn_norm, eps, x, h);
-      ctx.release(mark);
-    }
-  }
-  return output_logits(ctx, cfg, w, x);
+  return hybrid_decoder(cfg, w, in, cache, ctx,
+                        HybridLayers{short_conv, self_attention, lfm2_ffn});
 }
 
 constexpr ArchFamily kLfm2[] = {

@@ -76,4 +76,24 @@ TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mo
 TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
                                   const LayerWeights& l, const TensorView& x);
 
+// hybrid_decoder.cc ----------------------------------------------------------
+// The pre-norm decoder the hybrid families share (qwen3next / qwen35,
+// granitehybrid, lfm2): per layer, a = the layer's mixer on rms_norm(x)
+// (`recurrent` where cfg.is_recurrent(il), else `attention`), x += rs * a,
+// x += rs * ffn(rms_norm(x)), with rs = cfg.residual_scale (1 but for
+// Granite) and each norm fused with the add before it. x (the residual
+// stream) and h live outside the per-layer arena marks; in the last layer
+// only the output rows go through the FFN and the head. Returns the logits
+// [n_vocab, n_outputs].
+struct HybridLayers {
+  TensorView (*recurrent)(ForwardContext&, const ModelConfig&, const LayerWeights&, int il,
+                          const TensorView&, const RecurrentInputs&, cache::KvCache&);
+  TensorView (*attention)(ForwardContext&, const ModelConfig&, const ModelWeights&, int il,
+                          const TensorView&, const ForwardInputs&, cache::KvCache&);
+  TensorView (*ffn)(ForwardContext&, const ModelConfig&, const LayerWeights&, int il,
+                    const TensorView&);
+};
+TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
+                          cache::KvCache& cache, ForwardContext& ctx, const HybridLayers& parts);
+
 }  // namespace folio::model

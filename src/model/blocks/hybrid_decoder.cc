@@ -1,0 +1,42 @@
+#include "model/blocks/blocks.h"
+#include "model/blocks/hybrid.h"
+
+namespace folio::model {
+
+TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
+                          cache::KvCache& cache, ForwardContext& ctx, const HybridLayers& parts) {
+  const int64_t e = cfg.n_embd, t = in.n_tokens;
+  const float eps = cfg.norm_eps, rs = cfg.residual_scale;
+  const RecurrentInputs ri = upload_recurrent_inputs(ctx, in);
+  TensorView x = embed_tokens(ctx, cfg, w, in);              // [E, T] residual stream
+  TensorView h = ctx.f32_near(w.layers[0].attn_norm, e, t);  // [E, T] normalised block input
+  ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
+  for (int il = 0; il < cfg.n_layer; ++il) {
+    const LayerWeights& l = w.layers[static_cast<size_t>(il)];
+    const bool last = il + 1 == cfg.n_layer;
+    x = ctx.place_near(x, l.attn_norm);  // where offloaded layers begin (outside the mark)
+    h = ctx.place_near(h, l.attn_norm);
+    const ForwardContext::Mark mark = ctx.mark();
+    TensorView a = cfg.is_recurrent(il) ? parts.recurrent(ctx, cfg, l, il, h, ri, cache)
+                                        : parts.attention(ctx, cfg, w, il, h, in, cache);
+    if (last) {
+      if (in.n_outputs == 0) return {};
+      x = gather_outputs(ctx, x, in);
+      a = gather_outputs(ctx, a, in);
+      h = ctx.f32_near(l.ffn_norm, e, in.n_outputs);
+    }
+    if (rs != 1.0f) ctx.scale(a, rs, 0.0f, a);
+    ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
+    const TensorView f = parts.ffn(ctx, cfg, l, il, h);
+    if (rs != 1.0f) ctx.scale(f, rs, 0.0f, f);
+    if (last) {
+      ctx.add(x, f, x);
+    } else {
+      ctx.add_rms_norm(x, f, w.layers[static_cast<size_t>(il) + 1].attn_norm, eps, x, h);
+      ctx.release(mark);
+    }
+  }
+  return output_logits(ctx, cfg, w, x);
+}
+
+}  // namespace folio::model
