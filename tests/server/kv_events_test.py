@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 try:
@@ -244,6 +245,19 @@ def main():
         if post(base, "/tokenize", {"prompt": stems[1]})["tokens"] != \
                 post(base, "/v1/completions/render", {"prompt": stems[1]})[0]["token_ids"]:
             fail("/tokenize and /v1/completions/render disagree")
+        # Bad requests to them are clear errors (and the server keeps serving).
+        for path, body, code in [("/v1/completions/render", {"prompt": "x", "model": "nope"}, 404),
+                                 ("/v1/chat/completions/render", {"messages": "x"}, 400),
+                                 ("/v1/completions/render", {"prompt": 5}, 400),
+                                 ("/tokenize", {"prompt": ["a", "b"]}, 400),
+                                 ("/tokenize", {"messages": [{"role": 1}]}, 400)]:
+            try:
+                post(base, path, body)
+                fail(f"{path} {body} was answered 200")
+            except urllib.error.HTTPError as e:
+                err = json.loads(e.read())
+                if e.code != code or not err.get("error", {}).get("message"):
+                    fail(f"{path} {body}: {e.code} {err}")
         # A second server cannot bind the endpoint: it says so and exits.
         clash = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if clash.returncode == 0 or "--kv-events: cannot bind" not in clash.stderr:
