@@ -57,12 +57,23 @@ model_parity='F32Kv/*Parity.*'
 
 run max core folio_core_tests
 run max neon folio_backend_tests --gtest_filter='NeonTiers.*:RopeTables.*'
+# The parity harness and the model tests are a minute or more each under
+# emulation, one core each: they run side by side, each one's output kept
+# whole and printed after it.
 if ((full)); then
-  run max parity folio_parity_tests --gtest_filter='Ops/*'
-  run max model folio_model_tests --gtest_filter='-*Vulkan*:Vulkan/*'
+  parity_filter='Ops/*' model_filter='-*Vulkan*:Vulkan/*'
 else
-  run max parity folio_parity_tests --gtest_filter="$parity_ops:-$parity_big"
-  run max model folio_model_tests --gtest_filter="$model_parity"
+  parity_filter="$parity_ops:-$parity_big" model_filter="$model_parity"
 fi
+run max parity folio_parity_tests --gtest_filter="$parity_filter" >build-arm/parity.log 2>&1 &
+parity_pid=$!
+run max model folio_model_tests --gtest_filter="$model_filter" >build-arm/model.log 2>&1 &
+model_pid=$!
+status=0
+wait $parity_pid || status=$?
+cat build-arm/parity.log
+wait $model_pid || status=$?
+cat build-arm/model.log
+((status == 0)) || { echo "test-arm: the parity or model tests failed under emulation" >&2; exit 1; }
 run cortex-a72 neon-a72 folio_backend_tests --gtest_filter='NeonTiers.*:RopeTables.*'
 run cortex-a72 core-a72 folio_core_tests --gtest_filter='CpuFeatures*'

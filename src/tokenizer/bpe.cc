@@ -10,7 +10,7 @@ namespace folio::tokenizer {
 namespace {
 
 // Heap order: lowest rank first, then leftmost.
-bool worse(const BpeScratch::Pair& a, const BpeScratch::Pair& b) {
+bool bpe_worse(const BpeScratch::Pair& a, const BpeScratch::Pair& b) {
   return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
 }
 
@@ -24,7 +24,7 @@ void push_pair(const Vocab& vocab, BpeScratch* s, int32_t left) {
   const PairIndex::Entry* m = vocab.find_merge(l, r);
   if (m == nullptr) return;
   s->heap.push_back({m->rank, left, l, r});
-  std::push_heap(s->heap.begin(), s->heap.end(), worse);
+  std::push_heap(s->heap.begin(), s->heap.end(), bpe_worse);
 }
 
 }  // namespace
@@ -83,7 +83,7 @@ void bpe_encode(const Vocab& vocab, std::string_view piece, BpeScratch* s,
   for (int32_t i = 0; i + 1 < static_cast<int32_t>(syms.size()); ++i) push_pair(vocab, s, i);
 
   while (!s->heap.empty()) {
-    std::pop_heap(s->heap.begin(), s->heap.end(), worse);
+    std::pop_heap(s->heap.begin(), s->heap.end(), bpe_worse);
     const BpeScratch::Pair p = s->heap.back();
     s->heap.pop_back();
     BpeScratch::Symbol& left = syms[p.left];

@@ -10,7 +10,7 @@ namespace folio::tokenizer {
 namespace {
 
 // Heap order: highest score first, then leftmost.
-bool worse(const SpmScratch::Pair& a, const SpmScratch::Pair& b) {
+bool spm_worse(const SpmScratch::Pair& a, const SpmScratch::Pair& b) {
   return a.score < b.score || (a.score == b.score && a.left > b.left);
 }
 
@@ -32,7 +32,7 @@ void push_pair(const Vocab& vocab, std::string_view text, SpmScratch* s, int32_t
   const TokenId id = mergeable(vocab, text.substr(begin, end - begin));
   if (id == kNoToken) return;
   s->heap.push_back({vocab.score(id), left, right, end - begin});
-  std::push_heap(s->heap.begin(), s->heap.end(), worse);
+  std::push_heap(s->heap.begin(), s->heap.end(), spm_worse);
 }
 
 }  // namespace
@@ -53,7 +53,7 @@ void spm_encode(const Vocab& vocab, std::string_view text, SpmScratch* s,
   for (int32_t i = 0; i + 1 < static_cast<int32_t>(syms.size()); ++i) push_pair(vocab, text, s, i);
 
   while (!s->heap.empty()) {
-    std::pop_heap(s->heap.begin(), s->heap.end(), worse);
+    std::pop_heap(s->heap.begin(), s->heap.end(), spm_worse);
     const SpmScratch::Pair p = s->heap.back();
     s->heap.pop_back();
     SpmScratch::Symbol& left = syms[p.left];

@@ -20,7 +20,7 @@
 #include "core/thread_pool.h"
 
 namespace folio {
-namespace {
+namespace fused_recurrent_test {
 
 struct NamedBackend {
   std::string name;

@@ -20,7 +20,7 @@
 #include "core/thread_pool.h"
 
 namespace folio {
-namespace {
+namespace gdn_chunked_test {
 
 std::vector<float> random_vec(size_t n, float lo, float hi, std::mt19937& rng) {
   std::uniform_real_distribution<float> d(lo, hi);

@@ -21,7 +21,7 @@
 #include "simd_isas.h"
 
 namespace folio {
-namespace {
+namespace mul_mat_batch_test {
 
 const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                         DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,

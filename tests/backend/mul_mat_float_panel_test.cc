@@ -21,7 +21,7 @@
 #include "simd_isas.h"
 
 namespace folio {
-namespace {
+namespace mul_mat_float_panel_test {
 
 using backend_testing::simd_isas;
 

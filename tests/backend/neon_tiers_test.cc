@@ -19,7 +19,7 @@
 #include "quant/quant.h"
 
 namespace folio {
-namespace {
+namespace neon_tiers_test {
 
 bool has_dotprod() { return active_isa() == Isa::kNeonDotprod; }
 

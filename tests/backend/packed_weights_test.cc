@@ -23,7 +23,7 @@
 #include "quant/repack.h"
 
 namespace folio {
-namespace {
+namespace packed_weights_test {
 
 WeightUse use(DType t, std::array<int64_t, kMaxDims> ne, OpKind consumer = OpKind::kMulMat) {
   return WeightUse{"w", t, ne, consumer};

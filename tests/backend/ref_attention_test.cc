@@ -15,7 +15,7 @@
 #include "quant/quant.h"
 
 namespace folio {
-namespace {
+namespace ref_attention_test {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 

@@ -13,7 +13,7 @@
 #include "backend/ref_test_util.h"
 
 namespace folio::reftest {
-namespace {
+namespace ref_basic_test {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 

@@ -12,7 +12,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 namespace folio {
-namespace {
+namespace ref_recurrent_test {
 
 Status run_ref(const Op& op) {
   CpuBackend ref(CpuBackendOptions{Isa::kScalar, true, nullptr});

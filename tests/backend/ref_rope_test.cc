@@ -12,7 +12,7 @@
 #include "backend/ref_test_util.h"
 
 namespace folio::reftest {
-namespace {
+namespace ref_rope_test {
 
 bool is_multi(RopeMode m) {
   return m == RopeMode::kMrope || m == RopeMode::kImrope;

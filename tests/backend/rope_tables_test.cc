@@ -17,7 +17,7 @@
 #include "core/thread_pool.h"
 
 namespace folio {
-namespace {
+namespace rope_tables_test {
 
 struct RopeCase {
   RopeMode mode;

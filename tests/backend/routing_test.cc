@@ -6,7 +6,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 namespace folio {
-namespace {
+namespace routing_test {
 
 // A backend that accepts only ops of one kind, counting selections and runs.
 class FakeBackend final : public Backend {

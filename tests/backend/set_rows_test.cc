@@ -6,7 +6,7 @@
 #include "core/fp16.h"
 
 namespace folio {
-namespace {
+namespace set_rows_test {
 
 struct SetRowsFixture {
   std::vector<float> rows;

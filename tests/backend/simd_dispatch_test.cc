@@ -13,7 +13,7 @@
 #include "quant/quant.h"
 
 namespace folio {
-namespace {
+namespace simd_dispatch_test {
 
 // Sets the process-wide ISA limit for one scope.
 class IsaLimit {

@@ -20,7 +20,7 @@
 #include "core/thread_pool.h"
 
 namespace folio {
-namespace {
+namespace simd_elementwise_test {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();

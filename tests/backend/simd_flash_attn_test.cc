@@ -30,7 +30,7 @@
 #include "quant/quant.h"
 
 namespace folio {
-namespace {
+namespace simd_flash_attn_test {
 
 // NaN in every element of a packed row (f32 / f16 values, q8_0 scales).
 void poison_row(DType t, uint8_t* row, int64_t n) {

@@ -34,7 +34,7 @@
 #include "simd_isas.h"
 
 namespace folio {
-namespace {
+namespace simd_mul_mat_more_test {
 
 const DType kTypes[] = {DType::Q4_1, DType::Q5_0, DType::Q5_1,   DType::IQ4_NL, DType::Q2_K,
                         DType::Q3_K, DType::Q5_K, DType::IQ4_XS, DType::MXFP4,  DType::NVFP4};

@@ -28,7 +28,7 @@
 #include "simd_isas.h"
 
 namespace folio {
-namespace {
+namespace simd_mul_mat_test {
 
 struct Shape {
   int64_t k, n, m;

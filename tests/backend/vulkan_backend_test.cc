@@ -14,7 +14,7 @@
 #include "vulkan_test_device.h"
 
 namespace folio {
-namespace {
+namespace vulkan_backend_test {
 
 std::unique_ptr<Buffer> alloc(Backend& dev, size_t bytes) {
   Result<std::unique_ptr<Buffer>> b = dev.default_buffer_type().alloc(bytes);

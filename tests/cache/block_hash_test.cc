@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace folio::cache {
-namespace {
+namespace block_hash_test {
 
 std::vector<int32_t> tokens(int32_t n, int32_t first) {
   std::vector<int32_t> t(static_cast<size_t>(n));

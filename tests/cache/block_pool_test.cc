@@ -5,7 +5,7 @@
 #include <vector>
 
 namespace folio::cache {
-namespace {
+namespace block_pool_test {
 
 BlockHash h(uint64_t v) {
   return BlockHash{v, ~v};

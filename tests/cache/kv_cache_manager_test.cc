@@ -15,7 +15,7 @@
 #include "cache/harness.h"
 
 namespace folio::cache {
-namespace {
+namespace kv_cache_manager_test {
 
 using cachetest::Harness;
 

@@ -27,7 +27,7 @@
 #include "cache/kv_cache_manager.h"
 
 namespace folio::cache {
-namespace {
+namespace kv_cache_random_test {
 
 using cachetest::Harness;
 

@@ -15,7 +15,7 @@
 #include "cache/paged_kv_cache.h"
 
 namespace folio::cache {
-namespace {
+namespace kv_cache_test {
 
 // `n_layer` attention layers of 2 KV heads of 32 (K) / 64 (V).
 KvGeometry attention_geometry(int n_layer) {

@@ -11,7 +11,7 @@
 #include "cache/kv_cache_manager.h"
 
 namespace folio::cache {
-namespace {
+namespace kv_events_test {
 
 BlockHash hash_of(uint64_t v) { return BlockHash{v, ~v}; }
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 namespace folio::cache {
-namespace {
+namespace kv_sizing_test {
 
 TEST(KvSizing, BlockBytesSumLayersKAndV) {
   // Llama-3-8B-like: 32 layers, 8 KV heads of 128.

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace folio::cache {
-namespace {
+namespace state_pool_test {
 
 BlockHash h(uint64_t v) {
   return BlockHash{v, ~v};

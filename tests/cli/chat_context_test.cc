@@ -5,7 +5,7 @@
 #include <vector>
 
 namespace folio::tools {
-namespace {
+namespace chat_context_test {
 
 // A conversation as token counts: `fixed` for the system prompt, template
 // framing and the last user message, plus one count per user/assistant pair.

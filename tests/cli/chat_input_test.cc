@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace folio::tools {
-namespace {
+namespace chat_input_test {
 
 // Feeds lines; returns the inputs completed, in order.
 std::vector<InputAssembler::Input> feed(InputAssembler& a, const std::vector<std::string>& lines) {

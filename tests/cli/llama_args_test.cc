@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace folio::tools {
-namespace {
+namespace llama_args_test {
 
 using Args = std::vector<std::string>;
 

@@ -6,7 +6,7 @@
 #include <fstream>
 
 namespace folio::tools {
-namespace {
+namespace prompt_text_test {
 
 TEST(ProcessEscapes, NamedHexAndUnknown) {
   EXPECT_EQ(process_escapes(R"(a\nb\tc\\d\"e\'f)"), "a\nb\tc\\d\"e'f");

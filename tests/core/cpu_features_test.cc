@@ -5,7 +5,7 @@
 #include <vector>
 
 namespace folio {
-namespace {
+namespace cpu_features_test {
 
 TEST(CpuFeatures, TiersAreConsistent) {
   const CpuFeatures& f = cpu_features();

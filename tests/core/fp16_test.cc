@@ -6,7 +6,7 @@
 #include <limits>
 
 namespace folio {
-namespace {
+namespace fp16_test {
 
 // Every half value survives f16 -> f32 -> f16 (NaNs keep NaN-ness).
 TEST(Fp16, RoundTripsAllHalfs) {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace folio {
-namespace {
+namespace status_test {
 
 Result<int> parse_positive(int v) {
   if (v <= 0) return invalid_argument("value {} is not positive", v);

@@ -13,7 +13,7 @@
 #include <vector>
 
 namespace folio {
-namespace {
+namespace thread_pool_test {
 
 // Runs `jobs` parallel_for calls of varying sizes; checks coverage and that
 // each chunk ran on the thread index the split gives it.

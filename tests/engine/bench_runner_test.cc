@@ -11,11 +11,12 @@
 #include "core/thread_pool.h"
 #include "engine/bench_report.h"
 #include "engine/mem_bandwidth.h"
+#include "scheduler_fixture.h"
 
 namespace folio {
-namespace {
+namespace bench_runner_test {
 
-const std::string kModels = std::string(FOLIO_REFDATA_DIR) + "/models/";
+using testing_sched::kModels;
 
 TEST(BenchTest, NamesFollowLlamaBench) {
   EXPECT_EQ((BenchTest{512, 0, 1}).name(), "pp512");

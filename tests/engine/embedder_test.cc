@@ -17,7 +17,7 @@
 #include "gguf/gguf_writer.h"
 
 namespace folio {
-namespace {
+namespace embedder_test {
 
 using nlohmann::json;
 using Inputs = std::vector<std::vector<int32_t>>;

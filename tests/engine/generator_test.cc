@@ -9,11 +9,12 @@
 #include <sstream>
 
 #include "tokenizer/stream_detokenizer.h"
+#include "scheduler_fixture.h"
 
 namespace folio {
-namespace {
+namespace generator_test {
 
-const std::string kModels = std::string(FOLIO_REFDATA_DIR) + "/models/";
+using testing_sched::kModels;
 
 std::vector<int32_t> read_ids(const std::string& path) {
   std::ifstream f(path);

@@ -12,7 +12,7 @@
 #include "scheduler_fixture.h"
 
 namespace folio {
-namespace {
+namespace offline_batch_test {
 
 using testing_sched::SchedulerFixture;
 using testing_sched::SoloRun;

@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace folio {
-namespace {
+namespace penalty_window_test {
 
 TEST(PenaltyWindow, BoundedKeepsTheLastN) {
   PenaltyWindow w(3);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "sampler_test_util.h"
 
 // The timing bound holds only for optimised builds without sanitizers.
 #if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -24,7 +25,10 @@
 #endif
 
 namespace folio {
-namespace {
+namespace sampler_draw_test {
+
+using sampler_testing::make_sampler;
+using sampler_testing::random_row;
 
 SamplingParams plain(float temperature, uint64_t seed) {
   SamplingParams p;
@@ -36,25 +40,13 @@ SamplingParams plain(float temperature, uint64_t seed) {
   return p;
 }
 
-Sampler make(const SamplingParams& p, int32_t n_vocab) {
-  auto s = Sampler::create(p, n_vocab);
-  EXPECT_TRUE(s.ok()) << s.status().to_string();
-  return std::move(s).value();
-}
 
-std::vector<float> random_row(int32_t n, uint32_t seed, float scale = 2.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 // 100 tokens, each from its own logits row (a fake model).
 std::vector<int32_t> run(Sampler& s, SamplerWorkspace& ws, int32_t n_vocab) {
   std::vector<int32_t> out;
   for (uint32_t step = 0; step < 100; ++step) {
-    const auto r = s.sample(random_row(n_vocab, 1000 + step), ws);
+    const auto r = s.sample(random_row(n_vocab, 1000 + step, 2.0f), ws);
     EXPECT_TRUE(r.ok());
     out.push_back(r->token);
     s.accept(r->token);
@@ -73,8 +65,8 @@ SamplingParams typical(uint64_t seed) {
 TEST(SamplerDraw, SameSeedSameTokens) {
   SamplerWorkspace ws;
   for (const SamplingParams& p : {plain(1.0f, 7), typical(7)}) {
-    Sampler a = make(p, 2000);
-    Sampler b = make(p, 2000);
+    Sampler a = make_sampler(p, 2000);
+    Sampler b = make_sampler(p, 2000);
     const auto ta = run(a, ws, 2000);
     EXPECT_EQ(ta, run(b, ws, 2000));
     // reset() replays the same sequence.
@@ -85,8 +77,8 @@ TEST(SamplerDraw, SameSeedSameTokens) {
 
 TEST(SamplerDraw, DifferentSeedsDiffer) {
   SamplerWorkspace ws;
-  Sampler a = make(typical(1), 2000);
-  Sampler b = make(typical(2), 2000);
+  Sampler a = make_sampler(typical(1), 2000);
+  Sampler b = make_sampler(typical(2), 2000);
   const auto ta = run(a, ws, 2000);
   const auto tb = run(b, ws, 2000);
   int differ = 0;
@@ -98,17 +90,17 @@ TEST(SamplerDraw, SequencesAreIndependent) {
   // A's tokens do not depend on other samplers drawing in between, nor on the
   // workspace they share.
   SamplerWorkspace ws;
-  Sampler alone = make(typical(99), 2000);
+  Sampler alone = make_sampler(typical(99), 2000);
   const auto want = run(alone, ws, 2000);
 
-  Sampler a = make(typical(99), 2000);
-  Sampler other = make(typical(99), 2000);  // even the same seed
-  Sampler third = make(plain(1.0f, 5), 2000);
+  Sampler a = make_sampler(typical(99), 2000);
+  Sampler other = make_sampler(typical(99), 2000);  // even the same seed
+  Sampler third = make_sampler(plain(1.0f, 5), 2000);
   std::vector<int32_t> got;
   for (uint32_t step = 0; step < 100; ++step) {
-    const auto row = random_row(2000, 1000 + step);
+    const auto row = random_row(2000, 1000 + step, 2.0f);
     for (int k = 0; k < 3; ++k) {
-      ASSERT_TRUE(other.sample(random_row(2000, 7 * step + k), ws).ok());
+      ASSERT_TRUE(other.sample(random_row(2000, 7 * step + k, 2.0f), ws).ok());
       ASSERT_TRUE(third.sample(row, ws).ok());
     }
     const auto r = a.sample(row, ws);
@@ -122,13 +114,13 @@ TEST(SamplerDraw, SequencesAreIndependent) {
 TEST(SamplerDraw, UnsetSeedIsRandomAndReported) {
   SamplingParams p = plain(1.0f, 0);
   p.seed.reset();
-  Sampler a = make(p, 100);
-  Sampler b = make(p, 100);
+  Sampler a = make_sampler(p, 100);
+  Sampler b = make_sampler(p, 100);
   EXPECT_NE(a.seed(), b.seed());  // 2^-64 chance of a false failure
   // The reported seed reproduces the run.
   SamplingParams q = p;
   q.seed = a.seed();
-  Sampler a2 = make(q, 100);
+  Sampler a2 = make_sampler(q, 100);
   SamplerWorkspace ws;
   EXPECT_EQ(run(a, ws, 100), run(a2, ws, 100));
 }
@@ -176,7 +168,7 @@ TEST(SamplerDraw, FrequenciesMatchSoftmax) {
   const std::vector<float> row = {1.0f, 0.5f, 2.0f, -1.0f, 0.0f, 1.5f, -0.5f, 0.2f, 3.0f, -2.0f};
   const int64_t n = 200000;
   for (uint64_t seed : {1u, 2u, 3u}) {
-    Sampler s = make(plain(1.0f, seed), 10);
+    Sampler s = make_sampler(plain(1.0f, seed), 10);
     const auto counts = histogram(s, row, n);
     const double chi2 = chi_square(counts, softmax(row, 1.0), n);
     EXPECT_LT(chi2, kChi2Bound9Dof) << "seed " << seed;
@@ -190,7 +182,7 @@ TEST(SamplerDraw, FrequenciesMatchAfterTruncationAndTemperature) {
   SamplingParams p = plain(0.7f, 11);
   p.top_k = 4;  // ids 8, 2, 5, 0
   const int64_t n = 100000;
-  Sampler s = make(p, 10);
+  Sampler s = make_sampler(p, 10);
   const auto counts = histogram(s, row, n);
   std::vector<float> kept(row.size(), -INFINITY);
   for (int32_t i : {8, 2, 5, 0}) kept[static_cast<size_t>(i)] = row[static_cast<size_t>(i)];
@@ -239,7 +231,7 @@ TEST(SamplerPerf, LargeVocabularyStep) {
   }
   SamplerWorkspace ws;
   for (const Config& c : configs) {
-    Sampler s = make(c.params, n);
+    Sampler s = make_sampler(c.params, n);
     s.accept(std::vector<int32_t>{1, 2, 3, 4, 5});
     ASSERT_TRUE(s.sample(rows[0], ws).ok());  // warm the workspace
     std::vector<double> ms;

@@ -13,8 +13,13 @@
 #include <set>
 #include <vector>
 
+#include "sampler_test_util.h"
+
 namespace folio {
-namespace {
+namespace sampler_test {
+
+using sampler_testing::make_sampler;
+using sampler_testing::random_row;
 
 // Only the stages a test names: everything else off.
 SamplingParams plain(float temperature = 1.0f) {
@@ -27,19 +32,7 @@ SamplingParams plain(float temperature = 1.0f) {
   return p;
 }
 
-Sampler make(const SamplingParams& p, int32_t n_vocab) {
-  auto s = Sampler::create(p, n_vocab);
-  EXPECT_TRUE(s.ok()) << s.status().to_string();
-  return std::move(s).value();
-}
 
-std::vector<float> random_row(int32_t n, uint32_t seed, float scale = 3.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 // Logits whose softmax is exactly `probs`.
 std::vector<float> logits_of(const std::vector<double>& probs) {
@@ -83,9 +76,9 @@ void expect_probs(const std::vector<TokenProb>& d, const std::map<int32_t, doubl
 
 TEST(Sampler, GreedyPicksArgmax) {
   for (uint32_t seed = 0; seed < 20; ++seed) {
-    const auto row = random_row(1000, seed);
+    const auto row = random_row(1000, seed, 3.0f);
     const auto want = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-    Sampler s = make(plain(0.0f), 1000);
+    Sampler s = make_sampler(plain(0.0f), 1000);
     SamplerWorkspace ws;
     auto r = s.sample(row, ws);
     ASSERT_TRUE(r.ok());
@@ -94,14 +87,14 @@ TEST(Sampler, GreedyPicksArgmax) {
 }
 
 TEST(Sampler, GreedyTiesGoToLowestId) {
-  Sampler s = make(plain(0.0f), 5);
+  Sampler s = make_sampler(plain(0.0f), 5);
   SamplerWorkspace ws;
   const std::vector<float> row = {1.0f, 3.0f, 2.0f, 3.0f, 3.0f};
   EXPECT_EQ(s.sample(row, ws)->token, 1);
   // The same through top_k = 1 at a high temperature.
   SamplingParams p = plain(5.0f);
   p.top_k = 1;
-  Sampler k1 = make(p, 5);
+  Sampler k1 = make_sampler(p, 5);
   EXPECT_EQ(k1.sample(row, ws)->token, 1);
 }
 
@@ -110,9 +103,9 @@ TEST(Sampler, GreedyIgnoresTruncationSettings) {
   p.top_k = 3;
   p.top_p = 0.1f;
   p.min_p = 0.9f;
-  Sampler s = make(p, 1000);
+  Sampler s = make_sampler(p, 1000);
   SamplerWorkspace ws;
-  const auto row = random_row(1000, 7);
+  const auto row = random_row(1000, 7, 3.0f);
   const auto want = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
   EXPECT_EQ(s.sample(row, ws)->token, want);
 }
@@ -122,33 +115,33 @@ TEST(Sampler, TopK1EqualsGreedyAtAnyTemperature) {
     SamplingParams p = plain(temp);
     p.top_k = 1;
     p.top_p = 0.9f;  // must not matter
-    Sampler k1 = make(p, 500);
-    Sampler greedy = make(plain(0.0f), 500);
+    Sampler k1 = make_sampler(p, 500);
+    Sampler greedy = make_sampler(plain(0.0f), 500);
     SamplerWorkspace ws;
     for (uint32_t i = 0; i < 50; ++i) {
-      const auto row = random_row(500, 100 + i);
+      const auto row = random_row(500, 100 + i, 3.0f);
       EXPECT_EQ(k1.sample(row, ws)->token, greedy.sample(row, ws)->token) << "temp " << temp;
     }
   }
 }
 
 TEST(Sampler, NoTruncationKeepsEveryFiniteToken) {
-  const auto row = random_row(300, 3);
-  Sampler s = make(plain(1.0f), 300);
+  const auto row = random_row(300, 3, 3.0f);
+  Sampler s = make_sampler(plain(1.0f), 300);
   std::set<int32_t> all;
   for (int32_t i = 0; i < 300; ++i) all.insert(i);
   expect_probs(dist(s, row), softmax_over(row, all));
 }
 
 TEST(Sampler, TopKKeepsTheKBest) {
-  const auto row = random_row(1000, 11);
+  const auto row = random_row(1000, 11, 3.0f);
   std::vector<int32_t> order(1000);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
   for (int32_t k : {1, 2, 5, 40, 999, 1000, 5000}) {
     SamplingParams p = plain(1.0f);
     p.top_k = k;
-    Sampler s = make(p, 1000);
+    Sampler s = make_sampler(p, 1000);
     const std::set<int32_t> want(order.begin(), order.begin() + std::min(k, 1000));
     const auto d = dist(s, row);
     EXPECT_EQ(ids(d), want) << "k " << k;
@@ -159,7 +152,7 @@ TEST(Sampler, TopKKeepsTheKBest) {
 TEST(Sampler, TopKTiesAtTheBoundaryKeepLowerIds) {
   SamplingParams p = plain(1.0f);
   p.top_k = 2;
-  Sampler s = make(p, 6);
+  Sampler s = make_sampler(p, 6);
   const std::vector<float> row = {1.0f, 4.0f, 5.0f, 4.0f, 4.0f, 0.0f};
   EXPECT_EQ(ids(dist(s, row)), (std::set<int32_t>{1, 2}));
 }
@@ -169,7 +162,7 @@ TEST(Sampler, TopKOnLargeRowsWithTiesAndMaskedTokens) {
   // banned (-inf) tokens: the k best by (logit desc, id asc).
   const int32_t n = 50000;
   for (uint32_t seed = 0; seed < 4; ++seed) {
-    auto row = random_row(n, 900 + seed);
+    auto row = random_row(n, 900 + seed, 3.0f);
     for (float& x : row) x = std::round(x * 2.0f) / 2.0f;
     for (int32_t i = 0; i < n; i += 97) row[static_cast<size_t>(i)] = -1e30f;
     for (int32_t i = 5; i < n; i += 101) row[static_cast<size_t>(i)] = -INFINITY;
@@ -180,7 +173,7 @@ TEST(Sampler, TopKOnLargeRowsWithTiesAndMaskedTokens) {
     for (int32_t k : {1, 7, 40, 333, 4000}) {
       SamplingParams p = plain(1.0f);
       p.top_k = k;
-      Sampler s = make(p, n);
+      Sampler s = make_sampler(p, n);
       const std::set<int32_t> want(order.begin(), order.begin() + k);
       EXPECT_EQ(ids(dist(s, row)), want) << "seed " << seed << " k " << k;
     }
@@ -216,7 +209,7 @@ TEST(Sampler, TopPKeepsSmallestSetReachingP) {
       SamplingParams p = plain(1.0f);
       p.top_k = top_k;
       p.top_p = c.top_p;
-      Sampler s = make(p, 1004);
+      Sampler s = make_sampler(p, 1004);
       const auto row = four_level_row(1000);
       const auto d = dist(s, row);
       EXPECT_EQ(ids(d), c.want) << "top_p " << c.top_p << " top_k " << top_k;
@@ -231,10 +224,10 @@ TEST(Sampler, TopPIsNormalisedOverWhatTopKKept) {
   const auto row = logits_of({0.4, 0.3, 0.2, 0.1});
   SamplingParams p = plain(1.0f);
   p.top_p = 0.5f;
-  Sampler alone = make(p, 4);
+  Sampler alone = make_sampler(p, 4);
   EXPECT_EQ(ids(dist(alone, row)), (std::set<int32_t>{0, 1}));
   p.top_k = 2;
-  Sampler after_k = make(p, 4);
+  Sampler after_k = make_sampler(p, 4);
   EXPECT_EQ(ids(dist(after_k, row)), (std::set<int32_t>{0}));
 }
 
@@ -264,7 +257,7 @@ TEST(Sampler, BucketedTopPMatchesFullSortReference) {
     for (float top_p : {0.05f, 0.5f, 0.9f, 0.99f}) {
       SamplingParams p = plain(1.0f);
       p.top_p = top_p;
-      Sampler s = make(p, 20000);
+      Sampler s = make_sampler(p, 20000);
       EXPECT_EQ(ids(dist(s, row)), reference_top_p(row, top_p))
           << "seed " << seed << " top_p " << top_p;
     }
@@ -274,7 +267,7 @@ TEST(Sampler, BucketedTopPMatchesFullSortReference) {
 TEST(Sampler, TopPWithAllEqualLogitsKeepsLowestIds) {
   SamplingParams p = plain(1.0f);
   p.top_p = 0.35f;  // 4 of 10 equal tokens: 0.3 < 0.35 <= 0.4
-  Sampler s = make(p, 10);
+  Sampler s = make_sampler(p, 10);
   const std::vector<float> row(10, 2.0f);
   EXPECT_EQ(ids(dist(s, row)), (std::set<int32_t>{0, 1, 2, 3}));
 }
@@ -292,7 +285,7 @@ TEST(Sampler, MinPKeepsTokensAboveFractionOfMax) {
                                          {1.0f, {2}}}) {
     SamplingParams p = plain(1.0f);
     p.min_p = c.min_p;
-    Sampler s = make(p, 104);
+    Sampler s = make_sampler(p, 104);
     const auto d = dist(s, row);
     EXPECT_EQ(ids(d), c.want) << "min_p " << c.min_p;
     expect_probs(d, softmax_over(row, c.want));
@@ -304,14 +297,14 @@ TEST(Sampler, MinPAndTopPKeepTheIntersection) {
   SamplingParams p = plain(1.0f);
   p.top_p = 0.8f;  // alone: {2, 0, 3}
   p.min_p = 0.4f;  // alone: {2, 0}
-  Sampler a = make(p, 104);
+  Sampler a = make_sampler(p, 104);
   EXPECT_EQ(ids(dist(a, row)), (std::set<int32_t>{2, 0}));
   p.top_p = 0.6f;   // alone: {2, 0}
   p.min_p = 0.25f;  // alone: {2, 0, 3}
-  Sampler b = make(p, 104);
+  Sampler b = make_sampler(p, 104);
   EXPECT_EQ(ids(dist(b, row)), (std::set<int32_t>{2, 0}));
   p.top_k = 4;  // the sorted path agrees
-  Sampler c = make(p, 104);
+  Sampler c = make_sampler(p, 104);
   EXPECT_EQ(ids(dist(c, row)), (std::set<int32_t>{2, 0}));
   // top_p's mass is normalised before min_p filters: 0.5 < 0.55 needs two
   // tokens (renormalised over min_p's {0.5, 0.25}, 0.67 would need only one).
@@ -319,7 +312,7 @@ TEST(Sampler, MinPAndTopPKeepTheIntersection) {
     p.top_k = top_k;
     p.top_p = 0.55f;
     p.min_p = 0.4f;
-    Sampler d = make(p, 104);
+    Sampler d = make_sampler(p, 104);
     EXPECT_EQ(ids(dist(d, row)), (std::set<int32_t>{2, 0})) << "top_k " << top_k;
   }
 }
@@ -330,11 +323,11 @@ TEST(Sampler, TemperatureAppliesAfterTruncation) {
   const auto row = four_level_row(0);
   SamplingParams p = plain(3.0f);
   p.top_p = 0.6f;
-  Sampler s = make(p, 4);
+  Sampler s = make_sampler(p, 4);
   const std::set<int32_t> want = {2, 0};
   expect_probs(dist(s, row), softmax_over(row, want, 3.0));
   // And without truncation the probabilities are softmax(logits / T).
-  Sampler t = make(plain(0.5f), 4);
+  Sampler t = make_sampler(plain(0.5f), 4);
   expect_probs(dist(t, row), softmax_over(row, {0, 1, 2, 3}, 0.5));
 }
 
@@ -342,17 +335,17 @@ TEST(Sampler, LogitBiasShiftsAndBans) {
   const std::vector<float> row = {1.0f, 2.0f, 3.0f, 0.0f};
   SamplingParams p = plain(0.0f);
   p.logit_bias = {{2, -INFINITY}, {3, 1.5f}};
-  Sampler greedy = make(p, 4);
+  Sampler greedy = make_sampler(p, 4);
   SamplerWorkspace ws;
   EXPECT_EQ(greedy.sample(row, ws)->token, 1);
   p.logit_bias = {{2, -INFINITY}, {3, 2.5f}};
-  Sampler greedy2 = make(p, 4);
+  Sampler greedy2 = make_sampler(p, 4);
   EXPECT_EQ(greedy2.sample(row, ws)->token, 3);
 
   // Biased probabilities at temperature 1.
   p.temperature = 1.0f;
   p.logit_bias = {{0, 2.0f}};
-  Sampler s = make(p, 4);
+  Sampler s = make_sampler(p, 4);
   const std::vector<float> biased = {3.0f, 2.0f, 3.0f, 0.0f};
   expect_probs(dist(s, row), softmax_over(biased, {0, 1, 2, 3}));
 }
@@ -363,7 +356,7 @@ TEST(Sampler, BannedTokenIsNeverSampled) {
   row[7] = 10.0f;  // by far the most likely, then banned
   SamplingParams p = plain(1.5f);
   p.logit_bias = {{7, -INFINITY}};
-  Sampler s = make(p, n);
+  Sampler s = make_sampler(p, n);
   SamplerWorkspace ws;
   std::set<int32_t> seen;
   for (int i = 0; i < 5000; ++i) {
@@ -378,14 +371,14 @@ TEST(Sampler, BannedTokenIsNeverSampled) {
 TEST(Sampler, EverythingBannedIsAnError) {
   SamplingParams p = plain(1.0f);
   p.logit_bias = {{0, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}};
-  Sampler s = make(p, 3);
+  Sampler s = make_sampler(p, 3);
   SamplerWorkspace ws;
   const std::vector<float> row = {1.0f, 2.0f, 3.0f};
   auto r = s.sample(row, ws);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   // NaN rows too: NaN counts as -inf.
-  Sampler plain_s = make(plain(0.0f), 3);
+  Sampler plain_s = make_sampler(plain(0.0f), 3);
   const std::vector<float> nan_row(3, NAN);
   EXPECT_FALSE(plain_s.sample(nan_row, ws).ok());
   const std::vector<float> some_nan = {NAN, 1.0f, NAN};
@@ -393,7 +386,7 @@ TEST(Sampler, EverythingBannedIsAnError) {
 }
 
 TEST(Sampler, WrongRowSizeIsAnError) {
-  Sampler s = make(plain(1.0f), 10);
+  Sampler s = make_sampler(plain(1.0f), 10);
   SamplerWorkspace ws;
   const std::vector<float> row(9, 0.0f);
   EXPECT_FALSE(s.sample(row, ws).ok());
@@ -407,7 +400,7 @@ TEST(Sampler, PenaltiesOnHandMadeRow) {
   p.repetition_penalty = 2.0f;
   p.presence_penalty = 0.5f;
   p.frequency_penalty = 0.25f;
-  Sampler s = make(p, 4);
+  Sampler s = make_sampler(p, 4);
   s.accept(std::vector<int32_t>{0, 1, 1});
   // token 0: 2 / 2 = 1, minus 0.25 * 1 + 0.5 -> 0.25
   // token 1: -1 * 2 = -2, minus 0.25 * 2 + 0.5 -> -3
@@ -419,7 +412,7 @@ TEST(Sampler, RepetitionPenaltyAloneChangesGreedyChoice) {
   const std::vector<float> row = {4.0f, 3.0f, -2.0f};
   SamplingParams p = plain(0.0f);
   p.repetition_penalty = 1.5f;
-  Sampler s = make(p, 3);
+  Sampler s = make_sampler(p, 3);
   SamplerWorkspace ws;
   EXPECT_EQ(s.sample(row, ws)->token, 0);
   s.accept(0);  // 4 / 1.5 = 2.67 < 3
@@ -432,7 +425,7 @@ TEST(Sampler, PenaltyWindowLimitsWhatCounts) {
     SamplingParams p = plain(1.0f);
     p.presence_penalty = 1.0f;
     p.penalty_last_n = last_n;
-    Sampler s = make(p, 4);
+    Sampler s = make_sampler(p, 4);
     s.accept(std::vector<int32_t>{0, 1, 1, 2});
     std::vector<float> want = row;
     if (last_n == -1) {
@@ -454,7 +447,7 @@ TEST(Sampler, BiasComesBeforePenalties) {
   SamplingParams p = plain(1.0f);
   p.logit_bias = {{0, 3.0f}};
   p.repetition_penalty = 2.0f;
-  Sampler s = make(p, 2);
+  Sampler s = make_sampler(p, 2);
   s.accept(0);
   expect_probs(dist(s, row), softmax_over({2.0f, 0.0f}, {0, 1}));
 }
@@ -472,7 +465,7 @@ std::vector<double> log_softmax(const std::vector<float>& row) {
 
 TEST(Sampler, LogprobsEqualLogSoftmax) {
   const int32_t n = 4000;
-  const auto row = random_row(n, 77);
+  const auto row = random_row(n, 77, 3.0f);
   const auto want = log_softmax(row);
   std::vector<int32_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
@@ -483,7 +476,7 @@ TEST(Sampler, LogprobsEqualLogSoftmax) {
   p.top_k = 5;
   p.logprobs = true;
   p.top_logprobs = 20;
-  Sampler s = make(p, n);
+  Sampler s = make_sampler(p, n);
   SamplerWorkspace ws;
   for (int i = 0; i < 20; ++i) {
     const auto r = s.sample(row, ws);
@@ -504,7 +497,7 @@ TEST(Sampler, LogprobsSeeBiasAndPenaltiesAndSkipBannedTokens) {
   p.frequency_penalty = 1.0f;
   p.logprobs = true;
   p.top_logprobs = 4;
-  Sampler s = make(p, 4);
+  Sampler s = make_sampler(p, 4);
   s.accept(3);
   SamplerWorkspace ws;
   const auto r = s.sample(row, ws);
@@ -521,9 +514,9 @@ TEST(Sampler, LogprobsSeeBiasAndPenaltiesAndSkipBannedTokens) {
 }
 
 TEST(Sampler, NoLogprobsUnlessAsked) {
-  Sampler s = make(plain(1.0f), 10);
+  Sampler s = make_sampler(plain(1.0f), 10);
   SamplerWorkspace ws;
-  const auto r = s.sample(random_row(10, 1), ws);
+  const auto r = s.sample(random_row(10, 1, 3.0f), ws);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->top_logprobs.empty());
 }

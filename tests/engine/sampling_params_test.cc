@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace folio {
-namespace {
+namespace sampling_params_test {
 
 TEST(SamplingParams, DefaultsAreValid) {
   SamplingParams p;

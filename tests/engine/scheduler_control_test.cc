@@ -17,7 +17,7 @@
 #include "scheduler_fixture.h"
 
 namespace folio {
-namespace {
+namespace scheduler_control_test {
 
 using testing_sched::Collected;
 using testing_sched::SchedulerFixture;

@@ -15,7 +15,7 @@
 #include "vulkan_test_device.h"
 
 namespace folio {
-namespace {
+namespace scheduler_device_test {
 
 using testing_sched::Collected;
 using testing_sched::SoloRun;

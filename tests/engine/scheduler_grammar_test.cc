@@ -9,7 +9,7 @@
 #include "scheduler_fixture.h"
 
 namespace folio {
-namespace {
+namespace scheduler_grammar_test {
 
 using testing_sched::Collected;
 using testing_sched::SchedulerFixture;

@@ -14,7 +14,7 @@
 #include "scheduler_fixture.h"
 
 namespace folio {
-namespace {
+namespace scheduler_hybrid_test {
 
 using testing_sched::Collected;
 using testing_sched::SchedulerFixture;

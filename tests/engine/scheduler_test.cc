@@ -12,7 +12,7 @@
 #include "scheduler_fixture.h"
 
 namespace folio {
-namespace {
+namespace scheduler_test {
 
 using testing_sched::Collected;
 using testing_sched::SchedulerFixture;

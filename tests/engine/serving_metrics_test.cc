@@ -8,7 +8,7 @@
 #include <thread>
 
 namespace folio {
-namespace {
+namespace serving_metrics_test {
 
 TEST(HistogramTest, BucketsAreUpperInclusiveWithOverflow) {
   Histogram h({1, 2, 4});

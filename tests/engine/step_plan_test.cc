@@ -8,7 +8,7 @@
 #include <random>
 
 namespace folio {
-namespace {
+namespace step_plan_test {
 
 StepSequence dec(int64_t held) {
   return {held, held + 1, true};

@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace folio {
-namespace {
+namespace stop_matcher_test {
 
 struct Fed {
   std::vector<std::string> emitted;  // what each feed released

@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace folio {
-namespace {
+namespace text_stream_test {
 
 const std::string kModel = std::string(FOLIO_REFDATA_DIR) + "/models/tiny-llama-f32.gguf";
 

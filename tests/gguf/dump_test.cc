@@ -6,7 +6,7 @@
 #include "gguf_test_util.h"
 
 namespace folio::gguf {
-namespace {
+namespace dump_test {
 
 TEST(GgufDump, FormatsScalarsAndStrings) {
   EXPECT_EQ(format_value(Value(uint8_t{200})), "200");

@@ -11,7 +11,7 @@
 #include "gguf_test_util.h"
 
 namespace folio::gguf {
-namespace {
+namespace malformed_test {
 
 namespace fs = std::filesystem;
 using testing::Bytes;

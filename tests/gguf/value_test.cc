@@ -7,7 +7,7 @@
 #include <limits>
 
 namespace folio::gguf {
-namespace {
+namespace value_test {
 
 TEST(GgufValue, ConstructorsPickTheGgufType) {
   EXPECT_EQ(Value(5).type(), ValueType::kI32);

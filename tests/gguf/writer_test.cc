@@ -14,7 +14,7 @@
 #include "gguf_test_util.h"
 
 namespace folio::gguf {
-namespace {
+namespace writer_test {
 
 namespace fs = std::filesystem;
 using testing::small_writer;

@@ -12,7 +12,7 @@
 #include "grammar/grammar_matcher.h"
 
 namespace folio::grammar {
-namespace {
+namespace gbnf_parser_test {
 
 // Accepts `text` completely with a fresh matcher for `gbnf`.
 bool matches(const std::string& gbnf, const std::string& text) {

@@ -10,7 +10,7 @@
 #include "grammar/vocab_trie.h"
 
 namespace folio::grammar {
-namespace {
+namespace grammar_matcher_test {
 
 std::shared_ptr<const CompiledGrammar> compile(const std::string& gbnf) {
   Result<std::shared_ptr<const CompiledGrammar>> g = compile_gbnf(gbnf);

@@ -22,7 +22,7 @@
 #include "walk_util.h"
 
 namespace folio::grammar {
-namespace {
+namespace json_schema_test {
 
 using Json = nlohmann::ordered_json;
 

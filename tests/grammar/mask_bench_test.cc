@@ -22,7 +22,7 @@
 #include "grammar/token_masker.h"
 
 namespace folio::grammar {
-namespace {
+namespace mask_bench_test {
 
 using Clock = std::chrono::steady_clock;
 

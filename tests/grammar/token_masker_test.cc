@@ -16,7 +16,7 @@
 #include "walk_util.h"
 
 namespace folio::grammar {
-namespace {
+namespace token_masker_test {
 
 using testing::gemma_vocab;
 using testing::synthetic_vocab;
@@ -76,7 +76,7 @@ std::shared_ptr<const VocabTrie> small_vocab() {
 const char* const kGreek = R"g(
 root ::= ( [α-ω]+ | [Ա-Ֆ]+ "😀" | "é"{2} | [^a-z"]{1,3} "." )+ "!"?
 )g";
-const char* const kArith = R"g(
+const char* const kSignedArith = R"g(
 root ::= expr
 expr ::= term (("+" | "-") term)*
 term ::= factor (("*" | "/") factor)*
@@ -85,7 +85,7 @@ factor ::= "-"? [0-9]+ ("." [0-9]+)? | "(" expr ")"
 
 TEST(TokenMasker, MatchesBruteForceOnSmallVocab) {
   auto vocab = small_vocab();
-  std::vector<std::string> grammars = {json_value_gbnf(), kGreek, kArith,
+  std::vector<std::string> grammars = {json_value_gbnf(), kGreek, kSignedArith,
                                        "root ::= . . [^\\x00-\\x7F]* \"x\"",
                                        "root ::= \"a\" | \"ab\" | \"abc\" ( \"d\" | [^d] )*"};
   std::mt19937_64 rng(7);

@@ -12,7 +12,7 @@
 #include "test_util.h"
 
 namespace folio::jinja {
-namespace {
+namespace fuzz_test {
 
 using Json = nlohmann::ordered_json;
 

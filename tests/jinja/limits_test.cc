@@ -9,7 +9,7 @@
 #include "test_util.h"
 
 namespace folio::jinja {
-namespace {
+namespace limits_test {
 
 using Json = nlohmann::ordered_json;
 

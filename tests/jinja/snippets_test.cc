@@ -9,7 +9,7 @@
 #include "test_util.h"
 
 namespace folio::jinja {
-namespace {
+namespace snippets_test {
 
 using Json = nlohmann::ordered_json;
 

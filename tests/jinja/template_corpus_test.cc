@@ -12,7 +12,7 @@
 #include "test_util.h"
 
 namespace folio::jinja {
-namespace {
+namespace template_corpus_test {
 
 using testing::data_dir;
 using testing::read_file;

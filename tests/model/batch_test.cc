@@ -14,7 +14,7 @@
 #include "test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace batch_test {
 
 struct Run {
   std::vector<std::vector<float>> rows;  // logits per evaluated token, in feed order

@@ -8,7 +8,7 @@
 #include "hybrid_test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace forward_routing_test {
 
 // Delegates to `inner`, counting kernel selections and runs per op kind.
 class CountingBackend final : public Backend {

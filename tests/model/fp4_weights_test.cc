@@ -30,7 +30,7 @@
 #include "test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace fp4_weights_test {
 
 bool is_ffn_matrix(const gguf::TensorInfo& t) {
   const std::string& n = t.name;

@@ -12,7 +12,7 @@
 #include "test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace gemma4_test {
 
 std::unique_ptr<Model> load_tiny_gemma4() {
   Result<std::unique_ptr<Model>> m = Model::load(local_refdata_dir() + "/tiny-gemma4-f32.gguf");

@@ -45,7 +45,7 @@
 #include "test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace gemma_test {
 
 // See the header comment.
 constexpr ParityLimits kLimits{.flip_margin = 0.5f,

@@ -22,7 +22,7 @@
 #include "hybrid_test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace hybrid_cache_test {
 
 std::unique_ptr<Model> load(const std::string& name) {
   return load_hybrid(name);

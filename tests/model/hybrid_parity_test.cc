@@ -29,7 +29,7 @@
 #include "vulkan_test_device.h"
 
 namespace folio::model::testing {
-namespace {
+namespace hybrid_parity_test {
 
 struct Param {
   std::string name;  // file stem: <name>-f32.gguf, <name>.<case>.*

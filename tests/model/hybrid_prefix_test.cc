@@ -12,7 +12,7 @@
 #include "hybrid_test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace hybrid_prefix_test {
 
 struct Admitted {
   int seq = -1;

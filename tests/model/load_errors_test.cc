@@ -8,7 +8,7 @@
 #include "test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace load_errors_test {
 
 Status load(const SyntheticModel& s) {
   Result<gguf::GgufFile> f = s.build();

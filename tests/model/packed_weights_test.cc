@@ -28,7 +28,7 @@
 #include "test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace packed_weights_test {
 
 bool ends_with(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);

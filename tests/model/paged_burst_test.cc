@@ -23,7 +23,7 @@
 #include "test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace paged_burst_test {
 
 struct Request {
   std::vector<int32_t> prompt;  // tokens given to it (a fork's include its parent's)

@@ -25,7 +25,7 @@
 #include "test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace paged_kv_cache_test {
 
 using Rows = std::vector<std::vector<float>>;  // logits per position
 

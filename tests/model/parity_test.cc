@@ -31,7 +31,7 @@
 #include "vulkan_test_device.h"
 
 namespace folio::model::testing {
-namespace {
+namespace parity_test {
 
 struct RefModel {
   std::string name;  // file stem: <name>-f32.gguf, <name>.<case>.*

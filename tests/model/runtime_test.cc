@@ -16,7 +16,7 @@
 #include "test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace runtime_test {
 
 std::unique_ptr<Model> synthetic(const SyntheticModel& s = SyntheticModel::llama()) {
   Result<gguf::GgufFile> f = s.build();

@@ -36,7 +36,7 @@
 #include "test_util.h"
 
 namespace folio::model::testing {
-namespace {
+namespace smollm2_test {
 
 // See the header comment.
 constexpr ParityLimits kLimits{.flip_margin = 0.5f,

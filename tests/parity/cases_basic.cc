@@ -38,13 +38,6 @@ constexpr DType kWeightTypes[] = {
     DType::Q5_1, DType::Q8_0, DType::Q2_K,   DType::Q3_K,   DType::Q4_K,  DType::Q5_K,
     DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::NVFP4};
 
-std::unique_ptr<OpCase> new_case(std::string name, OpKind kind, OpParams params = NoParams{}) {
-  auto c = std::make_unique<OpCase>(std::move(name));
-  c->op.kind = kind;
-  c->op.params = params;
-  return c;
-}
-
 // Fills a weight tensor: through the reference quantizer where the type has
 // one (OpCase::fill_uniform), else random bytes with each block's half
 // scales replaced by small finite values (q2_K, q3_K, iq4_nl, iq4_xs).

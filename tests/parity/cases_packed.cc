@@ -41,12 +41,6 @@ namespace {
 constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0,
                                     DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-std::unique_ptr<OpCase> new_case(std::string name, OpKind kind) {
-  auto c = std::make_unique<OpCase>(std::move(name));
-  c->op.kind = kind;
-  return c;
-}
-
 // The buffer type that holds `source` on a machine with AMX (the layouts do
 // not depend on the type: both store the same bytes).
 const PackedBufferType& holder(DType source) {
@@ -108,7 +102,7 @@ TensorView filled_f32(OpCase& c, std::array<int64_t, kMaxDims> ne, int64_t pad =
   return t;
 }
 
-void add_mul_mat(CaseList& cases, DType src, int64_t k, int64_t n, int64_t m,
+void add_packed_mul_mat(CaseList& cases, DType src, int64_t k, int64_t n, int64_t m,
                  std::array<int64_t, 2> wb = {1, 1}, std::array<int64_t, 2> xb = {1, 1},
                  int64_t x_pad = 0) {
   const DType packed = *quant::packed_type_for(src);
@@ -135,7 +129,7 @@ void add_mul_mat(CaseList& cases, DType src, int64_t k, int64_t n, int64_t m,
   cases.push_back(std::move(c));
 }
 
-void add_mul_mat_id(CaseList& cases, DType src, int64_t n_tok) {
+void add_packed_mul_mat_id(CaseList& cases, DType src, int64_t n_tok) {
   const DType packed = *quant::packed_type_for(src);
   const int64_t k = 512, n = 21, n_exp = 6, n_used = 3;
   auto c = new_case(fmt::format("mul_mat_id {} K={} N={} E={} used={} T={}", dtype_name(packed), k,
@@ -187,27 +181,27 @@ void add_perf(CaseList& cases, DType src, int64_t k, int64_t n, int64_t m) {
 void add_packed_cases(CaseList& cases, bool perf) {
   for (DType src : kPackedSources) {
     const int64_t k = block_size(src) == quant::kQKK ? 512 : 256;
-    for (int64_t m : {1, 2, 3, 16, 17, 64}) add_mul_mat(cases, src, k, 37, m);
-    add_mul_mat(cases, src, k, 16, 512);
-    add_mul_mat_id(cases, src, 1);  // decode: one token per expert
-    add_mul_mat_id(cases, src, 2);  // decode: one or two tokens per expert
-    add_mul_mat_id(cases, src, 5);
-    add_mul_mat_id(cases, src, 40);  // 120 pairs over 6 experts: groups of 16+
+    for (int64_t m : {1, 2, 3, 16, 17, 64}) add_packed_mul_mat(cases, src, k, 37, m);
+    add_packed_mul_mat(cases, src, k, 16, 512);
+    add_packed_mul_mat_id(cases, src, 1);  // decode: one token per expert
+    add_packed_mul_mat_id(cases, src, 2);  // decode: one or two tokens per expert
+    add_packed_mul_mat_id(cases, src, 5);
+    add_packed_mul_mat_id(cases, src, 40);  // 120 pairs over 6 experts: groups of 16+
   }
   // A single 32-element block per row, and Gemma 3 270M decode / prefill
   // widths (ffn gate / up 640 -> 2048, down 2048 -> 640).
   for (DType src : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
-    add_mul_mat(cases, src, 32, 9, 18);
-    add_mul_mat(cases, src, 640, 2048, 1);
+    add_packed_mul_mat(cases, src, 32, 9, 18);
+    add_packed_mul_mat(cases, src, 640, 2048, 1);
   }
-  for (DType src : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) add_mul_mat(cases, src, 2048, 640, 1);
-  add_mul_mat(cases, DType::Q5_0, 640, 256, 64);
-  add_mul_mat(cases, DType::Q4_K, 1024, 256, 64);
-  add_mul_mat(cases, DType::Q5_K, 1024, 256, 64);
+  for (DType src : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) add_packed_mul_mat(cases, src, 2048, 640, 1);
+  add_packed_mul_mat(cases, DType::Q5_0, 640, 256, 64);
+  add_packed_mul_mat(cases, DType::Q4_K, 1024, 256, 64);
+  add_packed_mul_mat(cases, DType::Q5_K, 1024, 256, 64);
   // Batch broadcast and padded activation rows.
   for (DType src : {DType::Q8_0, DType::Q4_K}) {
-    add_mul_mat(cases, src, 256, 12, 20, {2, 1}, {6, 2});
-    add_mul_mat(cases, src, 256, 21, 17, {1, 1}, {1, 1}, 64);
+    add_packed_mul_mat(cases, src, 256, 12, 20, {2, 1}, {6, 2});
+    add_packed_mul_mat(cases, src, 256, 21, 17, {1, 1}, {1, 1}, 64);
   }
   if (!perf) return;
   for (DType src : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {

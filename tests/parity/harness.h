@@ -82,6 +82,15 @@ class OpCase {
 
 using CaseList = std::vector<std::unique_ptr<OpCase>>;
 
+// A case of one op kind with its parameters, its tensors still to be added.
+inline std::unique_ptr<OpCase> new_case(std::string name, OpKind kind,
+                                        OpParams params = NoParams{}) {
+  auto c = std::make_unique<OpCase>(std::move(name));
+  c->op.kind = kind;
+  c->op.params = params;
+  return c;
+}
+
 // Case groups (one file each).
 void add_basic_cases(CaseList& cases);      // cases_basic.cc
 void add_attention_cases(CaseList& cases);  // cases_attention.cc

@@ -7,7 +7,7 @@
 #include "vulkan_test_device.h"
 
 namespace folio::parity {
-namespace {
+namespace parity_test {
 
 CaseList& cases() {
   static CaseList c = all_cases();

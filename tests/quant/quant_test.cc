@@ -17,7 +17,7 @@
 #include "quant/quant_ref.h"
 
 namespace folio::quant {
-namespace {
+namespace quant_test {
 
 // splitmix64 + Box-Muller: inputs that do not depend on the standard
 // library's distribution implementations.

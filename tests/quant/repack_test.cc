@@ -14,7 +14,7 @@
 #include "quant/quant.h"
 
 namespace folio::quant {
-namespace {
+namespace repack_test {
 
 constexpr DType kSources[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0,
                               DType::Q4_K, DType::Q5_K, DType::Q6_K};

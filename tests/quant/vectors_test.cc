@@ -18,7 +18,7 @@
 #include "quant/quant.h"
 
 namespace folio::quant {
-namespace {
+namespace vectors_test {
 
 const std::string kVectorDir = std::string(FOLIO_SOURCE_DIR) + "/tests/quant/vectors/";
 
@@ -109,7 +109,7 @@ std::vector<float> as_floats(const std::vector<uint8_t>& bytes) {
   return f;
 }
 
-uint32_t bits(float f) {
+uint32_t float_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
@@ -120,14 +120,14 @@ int count_float_mismatches(const std::vector<float>& got, const std::vector<floa
                            int64_t n_per_row, const std::vector<std::string>& row_names) {
   int bad = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    if (bits(got[i]) == bits(want[i])) continue;
+    if (float_bits(got[i]) == float_bits(want[i])) continue;
     if (++bad <= 5) {
       const size_t row = i / static_cast<size_t>(n_per_row);
       ADD_FAILURE() << "element " << i << " (row " << row
                     << (row < row_names.size() ? " '" + row_names[row] + "'" : std::string())
                     << ", col " << i % static_cast<size_t>(n_per_row) << "): got " << got[i]
-                    << " (0x" << std::hex << bits(got[i]) << "), want " << want[i] << " (0x"
-                    << bits(want[i]) << ")" << std::dec;
+                    << " (0x" << std::hex << float_bits(got[i]) << "), want " << want[i] << " (0x"
+                    << float_bits(want[i]) << ")" << std::dec;
     }
   }
   return bad;

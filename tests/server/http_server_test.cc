@@ -11,7 +11,7 @@
 #include "test_client.h"
 
 namespace folio::server {
-namespace {
+namespace http_server_test {
 
 using testing::HttpAnswer;
 using testing::ScriptedService;
@@ -377,7 +377,7 @@ TEST_F(HttpServerTest, StopEndsOpenStreams) {
 }  // namespace folio::server
 
 namespace folio::server {
-namespace {
+namespace http_server_test {
 
 // Tool calls in the format of the model's template (Qwen 2.5: hermes),
 // streamed and not, with the scripted engine writing the model's text.

@@ -13,7 +13,7 @@
 #include "test_client.h"
 
 namespace folio::server {
-namespace {
+namespace http_transport_test {
 
 using namespace std::chrono_literals;
 using testing::RawConnection;

@@ -18,7 +18,7 @@
 #include <vector>
 
 namespace folio::server {
-namespace {
+namespace kv_event_publisher_test {
 
 struct Received {
   uint64_t seq = 0;

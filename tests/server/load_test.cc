@@ -14,7 +14,7 @@
 #include "model_fixture.h"
 
 namespace folio::server {
-namespace {
+namespace load_test {
 
 using testing::HttpAnswer;
 using testing::ServingStack;

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace folio::server {
-namespace {
+namespace openai_request_test {
 
 OpenAiRequest parse_ok(const std::string& body, ApiKind kind) {
   Json j;

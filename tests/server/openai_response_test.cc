@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace folio::server {
-namespace {
+namespace openai_response_test {
 
 const std::string kModel = std::string(FOLIO_REFDATA_DIR) + "/models/tiny-llama-f32.gguf";
 

@@ -8,7 +8,7 @@
 #include "server/tool_calls.h"
 
 namespace folio::server {
-namespace {
+namespace output_grammar_test {
 
 bool accepts(const std::shared_ptr<const grammar::CompiledGrammar>& g, std::string_view text) {
   grammar::GrammarMatcher m(g);

@@ -10,7 +10,7 @@
 #include <sstream>
 
 namespace folio::server {
-namespace {
+namespace prometheus_test {
 
 ServingMetrics::Snapshot sample_snapshot() {
   ServingMetrics metrics;

@@ -10,7 +10,7 @@
 #include "model_fixture.h"
 
 namespace folio::server {
-namespace {
+namespace server_model_test {
 
 using testing::HttpAnswer;
 using testing::ServingStack;

@@ -13,7 +13,7 @@
 #include "tokenizer/chat_template.h"
 
 namespace folio::server {
-namespace {
+namespace tool_calls_test {
 
 const std::string kTemplates = std::string(FOLIO_REFDATA_DIR) + "/templates";
 

@@ -5,7 +5,7 @@
 #include "tensor/tensor_view.h"
 
 namespace folio {
-namespace {
+namespace dtype_test {
 
 TEST(DType, TraitsOfRealFormats) {
   EXPECT_EQ(block_size(DType::Q4_0), 32);

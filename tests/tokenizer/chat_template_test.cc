@@ -13,14 +13,9 @@
 #include "tokenizer/tokenizer.h"
 
 namespace folio::tokenizer {
-namespace {
+namespace chat_template_test {
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing::read_file;
 
 const std::string kData = std::string(FOLIO_SOURCE_DIR) + "/tests/jinja/data";
 const std::string kTemplates = std::string(FOLIO_REFDATA_DIR) + "/templates";

@@ -17,7 +17,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace folio::tokenizer {
-namespace {
+namespace llamacpp_cases_test {
 
 using testing::cached_tokenizer;
 using testing::file_exists;

@@ -8,7 +8,7 @@
 #include "tokenizer/pre_tokenizer.h"
 
 namespace folio::tokenizer {
-namespace {
+namespace pre_tokenizer_test {
 
 std::vector<std::string> split(PreTokenizer kind, std::string_view text) {
   DecodedText scratch;

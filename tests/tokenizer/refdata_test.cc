@@ -16,7 +16,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace folio::tokenizer {
-namespace {
+namespace refdata_test {
 
 using testing::cached_tokenizer;
 using testing::file_exists;

@@ -9,7 +9,7 @@
 #include "tokenizer/stream_detokenizer.h"
 
 namespace folio::tokenizer {
-namespace {
+namespace stream_detokenizer_test {
 
 using testing::cached_tokenizer;
 using testing::refdata_path;

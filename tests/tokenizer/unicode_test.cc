@@ -8,7 +8,7 @@
 #include "tokenizer/unicode.h"
 
 namespace folio::tokenizer {
-namespace {
+namespace unicode_test {
 
 TEST(Unicode, Classes) {
   EXPECT_EQ(char_class('a'), CharClass::kLetter);

@@ -12,7 +12,7 @@
 #include "tokenizer/vocab_gguf.h"
 
 namespace folio::tokenizer {
-namespace {
+namespace vocab_test {
 
 using gguf::Array;
 using gguf::GgufFile;

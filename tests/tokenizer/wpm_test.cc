@@ -16,7 +16,7 @@
 #include "tokenizer/vocab_gguf.h"
 
 namespace folio::tokenizer {
-namespace {
+namespace wpm_test {
 
 using Ids = std::vector<TokenId>;
 constexpr const char* kSp = "\xE2\x96\x81";  // U+2581

@@ -43,7 +43,7 @@ constexpr int64_t kMaxScanState = 256;  // ssm_scan.comp: N state values in regi
 constexpr uint32_t kScanGroup = 64;     // ssm_scan.comp local size
 
 // A tensor the shaders read as 4-byte words through its strides.
-bool words_ok(const TensorView& t, DType want) {
+bool word_strides_fit(const TensorView& t, DType want) {
   if (t.dtype != want) return false;
   for (int i = 0; i < kMaxDims; ++i) {
     if (t.nb[i] % 4 != 0 || !fits_u32(t.ne[i])) return false;
@@ -51,8 +51,8 @@ bool words_ok(const TensorView& t, DType want) {
   return fits_u32(t.nelements());
 }
 
-bool opt_words_ok(const TensorView& t, DType want) {
-  return t.empty() || words_ok(t, want);
+bool opt_word_strides_fit(const TensorView& t, DType want) {
+  return t.empty() || word_strides_fit(t, want);
 }
 
 bool same_view(const TensorView& a, const TensorView& b) {
@@ -101,8 +101,8 @@ struct SsmConvShaderParams {
 
 bool match_ssm_conv(const Op& op, const DeviceCaps&) {
   const TensorView &x = op.src[0], &w = op.src[1], &d = op.dst;
-  return words_ok(x, DType::F32) && words_ok(w, DType::F32) && words_ok(d, DType::F32) &&
-         opt_words_ok(op.src[2], DType::F32) && w.ne[0] <= kMaxWidth && w.ne[2] * w.ne[3] == 1 &&
+  return word_strides_fit(x, DType::F32) && word_strides_fit(w, DType::F32) && word_strides_fit(d, DType::F32) &&
+         opt_word_strides_fit(op.src[2], DType::F32) && w.ne[0] <= kMaxWidth && w.ne[2] * w.ne[3] == 1 &&
          x.ne[3] == 1 && d.ne[3] == 1;
 }
 
@@ -136,9 +136,9 @@ struct SsmConvUpdateShaderParams {
 
 bool match_ssm_conv_update(const Op& op, const DeviceCaps&) {
   const TensorView &x = op.src[0], &w = op.src[1], &pool = op.src[3];
-  if (!words_ok(x, DType::F32) || !words_ok(w, DType::F32) || !words_ok(pool, DType::F32) ||
-      !words_ok(op.dst, DType::F32) || !opt_words_ok(op.src[2], DType::F32) ||
-      !words_ok(op.src[4], DType::I32) || !opt_words_ok(op.src[5], DType::I32)) {
+  if (!word_strides_fit(x, DType::F32) || !word_strides_fit(w, DType::F32) || !word_strides_fit(pool, DType::F32) ||
+      !word_strides_fit(op.dst, DType::F32) || !opt_word_strides_fit(op.src[2], DType::F32) ||
+      !word_strides_fit(op.src[4], DType::I32) || !opt_word_strides_fit(op.src[5], DType::I32)) {
     return false;
   }
   if (w.ne[0] > kMaxWidth) return false;
@@ -212,11 +212,11 @@ void gdn_shape(int64_t s_k, uint32_t* lanes, uint32_t* epl) {
 bool match_gdn(const Op& op, const DeviceCaps& caps) {
   const bool update = op.kind == OpKind::kGatedDeltaNetUpdate;
   for (int i = 0; i < 6; ++i) {
-    if (!words_ok(op.src[i], DType::F32)) return false;
+    if (!word_strides_fit(op.src[i], DType::F32)) return false;
   }
-  if (!words_ok(op.dst, DType::F32) || !words_ok(op.dst2, DType::F32)) return false;
+  if (!word_strides_fit(op.dst, DType::F32) || !word_strides_fit(op.dst2, DType::F32)) return false;
   if (update) {
-    if (!words_ok(op.src[6], DType::I32) || !opt_words_ok(op.src[7], DType::I32)) return false;
+    if (!word_strides_fit(op.src[6], DType::I32) || !opt_word_strides_fit(op.src[7], DType::I32)) return false;
     if (explicit_dst(op, 6)) return false;  // see the file comment
   }
   const int64_t s_k = op.src[0].ne[0];
@@ -283,10 +283,10 @@ struct SsmScanShaderParams {
 
 bool match_ssm_scan(const Op& op, const DeviceCaps&) {
   for (int i = 0; i < 6; ++i) {
-    if (!words_ok(op.src[i], DType::F32)) return false;
+    if (!word_strides_fit(op.src[i], DType::F32)) return false;
   }
   // B and C rows are read contiguously; N values per row live in registers.
-  return words_ok(op.dst, DType::F32) && words_ok(op.dst2, DType::F32) &&
+  return word_strides_fit(op.dst, DType::F32) && word_strides_fit(op.dst2, DType::F32) &&
          op.src[3].nb[0] == 4 && op.src[4].nb[0] == 4 && op.src[5].ne[0] <= kMaxScanState;
 }
 

@@ -72,7 +72,10 @@ Result<VkDescriptorSetLayout> PipelineCache::set_layout(uint32_t n_bindings,
 Result<const Pipeline*> PipelineCache::get(const char* shader, std::span<const uint32_t> spec,
                                            uint32_t min_bindings) {
   std::string key = std::string(shader) + "/" + std::to_string(min_bindings);
-  for (uint32_t v : spec) key += ":" + std::to_string(v);
+  for (uint32_t v : spec) {
+    key += ':';
+    key += std::to_string(v);
+  }
   std::lock_guard lock(mu_);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second.get();
 
