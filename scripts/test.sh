@@ -38,6 +38,10 @@ mark "setup"
 # setup.sh installs lavapipe, so the Vulkan tests must find a device here:
 # a missing one fails them instead of skipping.
 export FOLIO_REQUIRE_VULKAN=1
+# lavapipe compiles every pipeline with LLVM the first time a machine meets
+# it; without LLVM's optimisation passes it compiles in half the time and the
+# tests still run every shader (numerics are NIR's, the same either way).
+export GALLIVM_PERF=${GALLIVM_PERF:-nopt}
 
 echo "test: release build"
 scripts/configure.sh build Release

@@ -685,11 +685,15 @@ class VllmMetricsTest(unittest.TestCase):
             reasons += [ch.finish_reason for ch in r.choices]
             c.close()
             # The gauges follow the scheduler's next loop after the last
-            # answer went out: wait for it.
+            # answer went out (until then a request that finished within one
+            # step can still show as waiting, counted when it was submitted):
+            # wait for it.
             deadline = time.time() + 10
             while True:
                 families, v = self.scrape(base)
-                if v[("vllm:num_requests_running", ())] == 0 or time.time() > deadline:
+                idle = (v[("vllm:num_requests_running", ())] == 0
+                        and v[("vllm:num_requests_waiting", ())] == 0)
+                if idle or time.time() > deadline:
                     break
                 time.sleep(0.02)
         finally:
