@@ -32,6 +32,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kSetRows: return "set_rows";
     case OpKind::kSsmConvUpdate: return "ssm_conv_update";
     case OpKind::kGatedDeltaNetUpdate: return "gated_delta_net_update";
+    case OpKind::kSsmScanUpdate: return "ssm_scan_update";
     case OpKind::kCpy: return "cpy";
     case OpKind::kCount: break;
   }
@@ -178,6 +179,27 @@ bool check_gated_delta_net_update(Checker& c, const Op& op) {
          check_slot_ids(c, op.src[6], op.src[7], ns) && c.eq(d.ne[0], sv, "dst S_v") &&
          c.eq(d.ne[1], hv, "dst heads") && c.eq(d.ne[2], 1, "dst tokens") &&
          c.eq(d.ne[3], ns, "dst sequences") && c.has(op.dst2, "state output (the pool)") &&
+         c.same_view(op.dst2, pool, "state output") &&
+         (!d.overlaps(pool) || c.fail("dst overlaps the state pool"));
+}
+
+bool check_ssm_scan_update(Checker& c, const Op& op) {
+  const TensorView &x = op.src[0], &dt = op.src[1], &a = op.src[2], &b = op.src[3],
+                   &cc = op.src[4], &pool = op.src[5];
+  for (int i = 0; i < 6; ++i) {
+    if (!c.has(op.src[i], "input") || !c.type(op.src[i], DType::F32, "input")) return false;
+  }
+  if (!c.type(op.dst, DType::F32, "dst")) return false;
+  const int64_t p = x.ne[0], h = x.ne[1], ns = x.ne[3], n = pool.ne[0];
+  const TensorView& d = op.dst;
+  return c.eq(x.ne[2], 1, "tokens per sequence") && c.eq(dt.ne[0], h, "dt heads") &&
+         c.eq(dt.ne[1], 1, "dt tokens") && c.eq(dt.ne[2], ns, "dt sequences") &&
+         c.eq(dt.ne[3], 1, "dt ne3") && c.eq(a.nelements(), h, "A length") &&
+         c.eq(b.ne[0], n, "B state size") && c.divides(b.ne[1], h, "groups vs heads") &&
+         c.eq(b.ne[2], 1, "B tokens") && c.eq(b.ne[3], ns, "B sequences") &&
+         c.shape_eq(cc, b, "C") && c.eq(pool.ne[1], p, "state pool rows") &&
+         c.eq(pool.ne[2], h, "state pool heads") && check_slot_ids(c, op.src[6], op.src[7], ns) &&
+         c.shape_eq(d, x, "dst") && c.has(op.dst2, "state output (the pool)") &&
          c.same_view(op.dst2, pool, "state output") &&
          (!d.overlaps(pool) || c.fail("dst overlaps the state pool"));
 }
@@ -431,6 +453,8 @@ bool check(Checker& c, const Op& op) {
       return check_ssm_conv_update(c, op);
     case OpKind::kGatedDeltaNetUpdate:
       return check_gated_delta_net_update(c, op);
+    case OpKind::kSsmScanUpdate:
+      return check_ssm_scan_update(c, op);
     case OpKind::kCpy:
       return c.has(s0, "input") &&
              ((s0.dtype == DType::F32 || s0.dtype == DType::I32) || c.fail("cpy: f32 or i32 only")) &&

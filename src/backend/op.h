@@ -171,6 +171,13 @@ enum class OpKind : int {
   // kGatedDeltaNet's, on the state of slot ids[s]; the final state goes to
   // slot dst_slots[s].
   kGatedDeltaNetUpdate,
+  // Mamba-2 scan update (NoParams): src0..src4 x, dt, A, B, C exactly as
+  // kSsmScan with T = 1 (x [P, H, 1, n_seq], dt [H, 1, n_seq], A with H
+  // values, B and C [N, G, 1, n_seq]), src5 state pool F32 [N, P, H,
+  // n_slots], src6 ids I32 [n_seq], optional src7 dst_slots I32 [n_seq];
+  // dst y F32 [P, H, 1, n_seq], dst2 = src5. The step is kSsmScan's, on the
+  // state of slot ids[s]; the new state goes to slot dst_slots[s].
+  kSsmScanUpdate,
   // Strided copy: src0 and dst of one dtype, F32 or I32, same shape, any
   // strides that are multiples of 4 bytes (a transposing view included: the
   // only op whose rows need not be contiguous); dst[i] = src0[i], bit for bit.

@@ -256,7 +256,7 @@ class KvCache {
   // n_slots] (row v of head h holds S[v, :]; Mamba-2: [d_state, head dim,
   // heads, n_slots]; LFM2's short-conv layers: none, an empty view), as the
   // ops read them (backend/op.h, kSsmConvUpdate / kGatedDeltaNetUpdate /
-  // kSsmScan).
+  // kSsmScan / kSsmScanUpdate).
   virtual TensorView conv_state(int layer) const {
     (void)layer;
     return {};

@@ -267,14 +267,9 @@ void ForwardContext::release(const Mark& m) {
   for (size_t i = 0; i < arenas_.size(); ++i) arenas_[i]->release(m.at[i]);
 }
 
-RoutedOp ForwardContext::choose(const Op& op) const {
-  if (backends_.size() == 1) {
-    Backend* b = backends_[0];
-    const KernelHandle k = b->select_kernel(op);
-    return k == nullptr ? RoutedOp{} : RoutedOp{b, k};
-  }
-  // Home: the backend holding the first pinned operand (the output first: a
-  // KV table set_rows writes), else the first activation's.
+Backend* ForwardContext::home_of(const Op& op) const {
+  // The backend holding the first pinned operand (the output first: a KV
+  // table set_rows writes), else the first activation's.
   Backend* home = nullptr;
   auto consider = [&](const TensorView& t) {
     if (home == nullptr && t.data != nullptr && !in_arena(t.data)) home = owner_of(t.data);
@@ -289,6 +284,16 @@ RoutedOp ForwardContext::choose(const Op& op) const {
       }
     }
   }
+  return home;
+}
+
+RoutedOp ForwardContext::choose(const Op& op) const {
+  if (backends_.size() == 1) {
+    Backend* b = backends_[0];
+    const KernelHandle k = b->select_kernel(op);
+    return k == nullptr ? RoutedOp{} : RoutedOp{b, k};
+  }
+  Backend* home = home_of(op);
   if (home != nullptr) {
     if (const KernelHandle k = home->select_kernel(op); k != nullptr) return {home, k};
     if (!home->is_host()) note_fallback(*home, op);
@@ -315,7 +320,19 @@ bool ForwardContext::run_if_supported(const Op& op) {
   const Profile::Clock::time_point t0 =
       profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
   if (!validate_op(op).ok()) return false;
-  const RoutedOp route = choose(op);
+  // A device home must take it itself: on the CPU its pinned operands (a
+  // fused decode op's whole state pool) would be copied there and back on
+  // every call, which costs far more than the caller's other path on the
+  // device (e.g. a Mamba-2 decode on a device without a fused scan kernel).
+  RoutedOp route;
+  Backend* home = backends_.size() > 1 ? home_of(op) : nullptr;
+  if (home != nullptr && !home->is_host()) {
+    const KernelHandle k = home->select_kernel(op);
+    if (k == nullptr) return false;
+    route = {home, k};
+  } else {
+    route = choose(op);
+  }
   if (!route) return false;
   execute(route, op, t0);
   return true;

@@ -153,7 +153,9 @@ class ForwardContext {
   TensorView run_into(Op& op, const TensorView& dst, DType type, std::array<int64_t, kMaxDims> ne);
   // Runs `op` like run() if some backend selects a kernel for it and returns
   // true; returns false, recording nothing, when none does (the caller then
-  // takes another path, e.g. unfused ops).
+  // takes another path, e.g. unfused ops). An op whose home (see choose) is
+  // a device runs there or not at all: no CPU fallback that would copy,
+  // e.g., a whole state pool both ways.
   bool run_if_supported(const Op& op);
 
   // Number of ops run since construction (for tests and stats).
@@ -169,6 +171,9 @@ class ForwardContext {
   void execute(const RoutedOp& route, const Op& op, std::chrono::steady_clock::time_point t0);
   // The backend and kernel for `op` (see the header comment); does not validate.
   RoutedOp choose(const Op& op) const;
+  // Where `op` belongs: the owner of its first pinned operand (the output
+  // first), else of its first activation; nullptr when it has neither.
+  Backend* home_of(const Op& op) const;
   // Where `p` lives: the device backend that owns it, else the host backend.
   Backend* owner_of(const void* p) const;
   bool in_arena(const void* p) const;

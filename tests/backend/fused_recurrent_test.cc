@@ -1,5 +1,5 @@
-// The fused recurrent-state decode ops (kSsmConvUpdate, kGatedDeltaNetUpdate)
-// on every CPU kernel this machine runs (reference, AVX2, top ISA tier, top
+// The fused recurrent-state decode ops (kSsmConvUpdate, kGatedDeltaNetUpdate,
+// kSsmScanUpdate) on every CPU kernel this machine runs (reference, AVX2, top ISA tier, top
 // tier on two threads): hand-computed cases, the scratch rule (a sequence reading a
 // slot that another sequence writes in the same op sees the OLD state, in
 // both processing orders), run-time id errors that leave everything
@@ -522,6 +522,236 @@ TEST(FusedGatedDeltaNetUpdate, Validation) {
   o = gu.op();
   o.dst.data = gu.pool.data();  // dst inside the pool
   EXPECT_FALSE(validate_op(o).ok());
+}
+
+// ---------------------------------------------------------------------------
+// Mamba-2 scan update. x, B and C are strided views of one conv output
+// [P H + 2 N G, n_seq] (as in the model); the pool's rows may be padded.
+
+struct ScanUpdate {
+  int64_t p = 16, n = 8, h = 2, g = 1, n_seq = 3, n_slots = 5;
+  int64_t row_pad = 0;  // extra floats after every state row of the pool (a strided pool)
+  std::vector<float> xbc, dt, a, pool, out;
+  std::vector<int32_t> ids, dst_slots;
+
+  int64_t width() const { return p * h + 2 * n * g; }
+  int64_t row_stride() const { return n + row_pad; }
+  void fill(std::mt19937& rng) {
+    xbc = random_vec(static_cast<size_t>(width() * n_seq), -1, 1, rng);
+    dt = random_vec(static_cast<size_t>(h * n_seq), -4, 22, rng);  // softplus's both branches
+    a = random_vec(static_cast<size_t>(h), -2, -0.01f, rng);
+    pool = random_vec(static_cast<size_t>(row_stride() * p * h * n_slots), -0.5f, 0.5f, rng);
+    out.assign(static_cast<size_t>(p * h * n_seq), -7.0f);
+  }
+  // [ne0, ne1, 1, n_seq] at float offset `off` of each conv output row.
+  TensorView xbc_view(int64_t off, int64_t ne0, int64_t ne1) {
+    TensorView t = TensorView::contiguous(xbc.data() + off, DType::F32, {ne0, ne1, 1, n_seq});
+    const size_t f = sizeof(float), row = static_cast<size_t>(width()) * f;
+    t.nb = {f, static_cast<size_t>(ne0) * f, row, row};
+    return t;
+  }
+  TensorView pool_view() {
+    TensorView t = TensorView::contiguous(pool.data(), DType::F32, {n, p, h, n_slots});
+    const size_t row = static_cast<size_t>(row_stride()) * sizeof(float);
+    t.nb = {sizeof(float), row, row * static_cast<size_t>(p), row * static_cast<size_t>(p * h)};
+    return t;
+  }
+  Op op() {
+    Op o;
+    o.kind = OpKind::kSsmScanUpdate;
+    o.src[0] = xbc_view(0, p, h);
+    o.src[1] = view(dt, {h, 1, n_seq});
+    o.src[2] = view(a, {1, h});
+    o.src[3] = xbc_view(p * h, n, g);
+    o.src[4] = xbc_view(p * h + n * g, n, g);
+    o.src[5] = pool_view();
+    o.src[6] = view(ids);
+    if (!dst_slots.empty()) o.src[7] = view(dst_slots);
+    o.dst = view(out, {p, h, 1, n_seq});
+    o.dst2 = o.src[5];
+    return o;
+  }
+  float* row(int64_t slot, int64_t head, int64_t r) {
+    return &pool[static_cast<size_t>(((slot * h + head) * p + r) * row_stride())];
+  }
+
+  // The unfused path on `b`: gather the states by ids (memcpy), the plain
+  // kSsmScan with T = 1 in place, scatter to the destinations. Returns (out,
+  // pool after).
+  std::pair<std::vector<float>, std::vector<float>> unfused(Backend& b) {
+    std::vector<float> states(static_cast<size_t>(n * p * h * n_seq)), o(out.size());
+    for (int64_t s = 0; s < n_seq; ++s)
+      for (int64_t hh = 0; hh < h; ++hh)
+        for (int64_t r = 0; r < p; ++r)
+          std::memcpy(&states[static_cast<size_t>(((s * h + hh) * p + r) * n)], row(ids[s], hh, r),
+                      static_cast<size_t>(n) * sizeof(float));
+    Op plain = op();
+    plain.kind = OpKind::kSsmScan;
+    plain.src[5] = view(states, {n, p, h, n_seq});
+    plain.src[6] = plain.src[7] = TensorView{};
+    plain.dst = view(o, {p, h, 1, n_seq});
+    plain.dst2 = plain.src[5];
+    const std::vector<float> saved = pool;
+    EXPECT_TRUE(b.run(plain).ok());
+    std::vector<float> after = saved;
+    const std::vector<int32_t>& to = dst_slots.empty() ? ids : dst_slots;
+    for (int64_t s = 0; s < n_seq; ++s)
+      for (int64_t hh = 0; hh < h; ++hh)
+        for (int64_t r = 0; r < p; ++r)
+          std::memcpy(&after[static_cast<size_t>(((to[s] * h + hh) * p + r) * row_stride())],
+                      &states[static_cast<size_t>(((s * h + hh) * p + r) * n)],
+                      static_cast<size_t>(n) * sizeof(float));
+    return {o, after};
+  }
+};
+
+// dt = 21 takes softplus's linear branch (sp = 21) and A = 0 makes the
+// decay exp(0) = 1, so with integer inputs every value is exact:
+//   S'[r, i] = S[r, i] + B[i] * (x[r] * 21),  y[r] = sum_i S'[r, i] C[i].
+// Sequence 0 reads slot 1, which sequence 1 updates in place, and writes
+// slot 0: it must see slot 1's old state. P = 8: the SIMD kernels take it.
+TEST(FusedSsmScanUpdate, HandCase) {
+  for (auto& nb : backends()) {
+    SCOPED_TRACE(nb.name);
+    ScanUpdate su;
+    su.p = 8, su.n = 2, su.h = 1, su.g = 1, su.n_seq = 2, su.n_slots = 2;
+    std::mt19937 rng(1);
+    su.fill(rng);
+    su.dt = {21, 21};
+    su.a = {0};
+    for (int64_t s = 0; s < su.n_seq; ++s) {
+      float* r = &su.xbc[static_cast<size_t>(s * su.width())];
+      for (int64_t i = 0; i < su.p; ++i) r[i] = static_cast<float>(i % 3 - 1 + s);  // x
+      r[8] = 1, r[9] = -2;                                                          // B
+      r[10] = 3, r[11] = static_cast<float>(1 + s);                                 // C
+    }
+    for (int64_t slot = 0; slot < 2; ++slot)
+      for (int64_t r = 0; r < su.p; ++r)
+        for (int64_t i = 0; i < su.n; ++i)
+          su.row(slot, 0, r)[i] = static_cast<float>(slot * 10 + r - i);
+    const std::vector<float> old = su.pool;
+    su.ids = {1, 1};
+    su.dst_slots = {0, 1};
+    ASSERT_TRUE(nb.backend->run(su.op()).ok());
+    for (int64_t s = 0; s < su.n_seq; ++s) {
+      const float* r = &su.xbc[static_cast<size_t>(s * su.width())];
+      for (int64_t p = 0; p < su.p; ++p) {
+        float want_y = 0;
+        for (int64_t i = 0; i < su.n; ++i) {
+          const float prior = old[static_cast<size_t>((1 * su.p + p) * su.n + i)];  // slot 1
+          const float next = prior + r[8 + i] * (r[p] * 21);
+          want_y += next * r[10 + i];
+          EXPECT_EQ(su.row(su.dst_slots[static_cast<size_t>(s)], 0, p)[i], next)
+              << "sequence " << s << " row " << p << " i " << i;
+        }
+        EXPECT_EQ(su.out[static_cast<size_t>(s * su.p + p)], want_y) << "sequence " << s;
+      }
+    }
+  }
+}
+
+// Random inputs on a strided pool (padded rows) with crossing ids: the fused
+// op equals the unfused path (gather, kSsmScan with T = 1, scatter) on the
+// same backend, bit for bit, and the kernels of every tier agree. P a
+// multiple of 8 reaches the SIMD kernels (P = 40: a partial group of
+// blocks); P = 12 runs the reference on every tier. One group (G = 1) and
+// several (G = H and G = H / 2); destinations given or equal to the ids.
+TEST(FusedSsmScanUpdate, EqualsUnfusedPathOnEveryBackend) {
+  const struct {
+    int64_t p, n, h, g;
+    bool dst_slots;
+  } shapes[] = {{16, 16, 4, 2, true},
+                {64, 32, 2, 1, true},
+                {40, 8, 3, 3, true},
+                {12, 16, 2, 1, true},
+                {32, 16, 4, 1, false}};
+  for (const auto& sh : shapes) {
+    std::vector<float> first_out, first_pool;
+    for (auto& nb : backends()) {
+      SCOPED_TRACE(nb.name + " P " + std::to_string(sh.p) + " N " + std::to_string(sh.n) + " H " +
+                   std::to_string(sh.h) + " G " + std::to_string(sh.g));
+      ScanUpdate su;
+      su.p = sh.p, su.n = sh.n, su.h = sh.h, su.g = sh.g, su.n_seq = 4, su.n_slots = 6,
+      su.row_pad = 3;
+      std::mt19937 rng(static_cast<unsigned>(sh.p * 100 + sh.g));
+      su.fill(rng);
+      if (sh.dst_slots) {
+        su.ids = {
+            3, 3, 0,
+            5};  // seq 0 in place; 1 reads slot 3 (seq 0 writes it); 3 reads an unwritten slot
+        su.dst_slots = {3, 1, 0, 2};
+      } else {
+        su.ids = {4, 1, 0, 5};  // every sequence updates its own slot, not in slot order
+      }
+      const auto [want_out, want_pool] = su.unfused(*nb.backend);
+      ASSERT_TRUE(nb.backend->run(su.op()).ok());
+      EXPECT_EQ(su.out, want_out);
+      EXPECT_EQ(su.pool, want_pool);
+      if (sh.p % 8 == 0 && nb.name != "ref" && active_isa() >= Isa::kAvx2) {
+        EXPECT_EQ(nb.backend->kernel_name(su.op()).rfind("ssm_scan_update.avx2", 0), 0u)
+            << nb.backend->kernel_name(su.op());
+      }
+      if (first_out.empty()) {
+        first_out = su.out, first_pool = su.pool;
+      } else {
+        EXPECT_EQ(su.out, first_out) << "differs from the reference backend";
+        EXPECT_EQ(su.pool, first_pool) << "differs from the reference backend";
+      }
+    }
+  }
+}
+
+TEST(FusedSsmScanUpdate, BadIdsAreErrorsAndWriteNothing) {
+  for (auto& nb : backends()) {
+    SCOPED_TRACE(nb.name);
+    for (const auto& [ids, dst] :
+         std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>{
+             {{0, 9, 1}, {0, 1, 2}}, {{0, 1, 2}, {0, 1, -2}}, {{0, 1, 2}, {4, 1, 4}}}) {
+      ScanUpdate su;
+      std::mt19937 rng(3);
+      su.fill(rng);
+      su.ids = ids;
+      su.dst_slots = dst;
+      const std::vector<float> pool = su.pool, out = su.out;
+      Status st = nb.backend->run(su.op());
+      EXPECT_FALSE(st.ok());
+      EXPECT_EQ(su.pool, pool);
+      EXPECT_EQ(su.out, out);
+    }
+  }
+}
+
+TEST(FusedSsmScanUpdate, Validation) {
+  ScanUpdate su;
+  std::mt19937 rng(5);
+  su.fill(rng);
+  su.ids = {0, 1, 2};
+  EXPECT_TRUE(validate_op(su.op()).ok());
+  Op o = su.op();
+  o.dst2 = TensorView{};  // the pool must be named as the in-place output
+  EXPECT_FALSE(validate_op(o).ok());
+  o = su.op();
+  std::vector<float> other(su.pool.size());
+  o.dst2 = TensorView::contiguous(other.data(), DType::F32, o.src[5].ne);  // not the pool itself
+  EXPECT_FALSE(validate_op(o).ok());
+  o = su.op();
+  o.src[0].ne = {su.p, su.h, 3, 1};  // three tokens of one sequence: not a decode step
+  EXPECT_FALSE(validate_op(o).ok());
+  o = su.op();
+  o.src[6] = TensorView::contiguous(su.ids.data(), DType::I32, {2});  // too few ids
+  EXPECT_FALSE(validate_op(o).ok());
+  o = su.op();
+  o.src[5].ne[1] = su.p + 1;  // pool rows
+  o.dst2 = o.src[5];
+  EXPECT_FALSE(validate_op(o).ok());
+  o = su.op();
+  o.src[3].ne[1] = 3;  // groups must divide heads
+  o.src[4].ne[1] = 3;
+  EXPECT_FALSE(validate_op(o).ok());
+  o = su.op();
+  o.dst.data = su.pool.data();  // dst inside the pool: refused before anything runs
+  EXPECT_FALSE(validate_op(o).ok());
+  EXPECT_EQ(backends()[0].backend->run(o).code(), StatusCode::kInvalidArgument);
 }
 
 // ---------------------------------------------------------------------------

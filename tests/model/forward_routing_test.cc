@@ -6,6 +6,7 @@
 #include <map>
 
 #include "hybrid_test_util.h"
+#include "vulkan_test_device.h"
 
 namespace folio::model::testing {
 namespace forward_routing_test {
@@ -94,6 +95,68 @@ TEST(ForwardRouting, RefusedFusedOpsAreAskedOnceThenRunUnfused) {
   // Every other selection ran exactly one op.
   EXPECT_EQ(CountingBackend::total(counting.runs), ctx.ops_run());
   EXPECT_EQ(CountingBackend::total(counting.selections), ctx.ops_run() + 2 * fused);
+}
+
+// Granite's Mamba-2 layers decode with the fused conv and scan updates, one
+// of each per layer and decode forward; refused, the unfused path runs.
+TEST(ForwardRouting, MambaDecodeRunsTheFusedScanUpdate) {
+  auto m = load_hybrid("tiny-granitehybrid");
+  if (m == nullptr) FAIL() << "model missing";
+  const auto fused = static_cast<uint64_t>(3 * recurrent_layers(*m));
+  ASSERT_GT(fused, 0u);
+  {
+    CpuBackend cpu;
+    CountingBackend counting(&cpu);
+    ForwardContext ctx({&counting});
+    prefill_and_decode(*m, ctx);
+    EXPECT_EQ(CountingBackend::total(counting.runs), ctx.ops_run());
+    EXPECT_EQ(CountingBackend::of(counting.runs, OpKind::kSsmConvUpdate), fused);
+    EXPECT_EQ(CountingBackend::of(counting.runs, OpKind::kSsmScanUpdate), fused);
+  }
+  CpuBackend cpu;
+  RefusingBackend refusing(&cpu, {OpKind::kSsmScanUpdate});
+  CountingBackend counting(&refusing);
+  ForwardContext ctx({&counting});
+  prefill_and_decode(*m, ctx);
+  EXPECT_EQ(CountingBackend::of(counting.selections, OpKind::kSsmScanUpdate), fused);
+  EXPECT_EQ(CountingBackend::of(counting.runs, OpKind::kSsmScanUpdate), 0u);
+  EXPECT_EQ(CountingBackend::of(counting.runs, OpKind::kSsmConvUpdate), fused);
+  // Per layer and decode forward: a gather, a plain scan, a scatter.
+  EXPECT_EQ(CountingBackend::total(counting.selections), ctx.ops_run() + fused);
+}
+
+// A fused op whose state pool lives on a device that has no kernel for it
+// (Vulkan declines kSsmScanUpdate) is not sent to the CPU, the context's
+// other backend, which would copy the whole pool there and back per layer
+// and step: the Mamba-2 decode takes the unfused path on the device.
+TEST(ForwardRouting, FusedOpTheDeviceDeclinesIsNotRunOnTheCpu) {
+  FOLIO_VULKAN_OR_SKIP(vk);
+  LoadOptions lo;
+  lo.offload_type = &vk->default_buffer_type();
+  lo.offload_layers = -1;  // every layer and the head on the device
+  Result<std::unique_ptr<Model>> loaded = Model::load(hybrid_model_path("tiny-granitehybrid"), lo);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const Model& m = **loaded;
+  cache::KvCacheOptions o;  // one contiguous sequence (id 0), in device memory
+  o.n_ctx = 512;
+  o.max_checkpoints = 0;
+  const BufferType* type = &vk->default_buffer_type();
+  o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
+  Result<std::unique_ptr<cache::KvCache>> cache = m.make_cache(o);
+  ASSERT_TRUE(cache.ok()) << cache.status().to_string();
+
+  CpuBackend cpu;
+  CountingBackend host(&cpu);
+  ForwardContext ctx({vk, &host});
+  const std::vector<int32_t> t = test_tokens(15, 3, m.config().n_vocab);
+  ASSERT_TRUE(eval_all(m, **cache, ctx, {t.begin(), t.begin() + 12}, 0).ok());
+  for (int i = 12; i < 15; ++i) {
+    Result<std::vector<float>> logits = eval_one(m, **cache, ctx, t[i], 0);
+    ASSERT_TRUE(logits.ok()) << logits.status().to_string();
+  }
+  EXPECT_EQ(CountingBackend::of(host.selections, OpKind::kSsmScanUpdate), 0u);
+  EXPECT_EQ(CountingBackend::of(host.runs, OpKind::kSsmScanUpdate), 0u);
+  EXPECT_EQ(CountingBackend::of(host.runs, OpKind::kSsmScan), 0u);  // the plain scan: the device's
 }
 
 }  // namespace

@@ -57,7 +57,8 @@ class TestContexts {
   std::unique_ptr<ForwardContext> fused() { return make({}, false); }
   // The fused decode ops refused: gather -> plain op -> scatter.
   std::unique_ptr<ForwardContext> unfused() {
-    return make({OpKind::kSsmConvUpdate, OpKind::kGatedDeltaNetUpdate}, false);
+    return make({OpKind::kSsmConvUpdate, OpKind::kGatedDeltaNetUpdate, OpKind::kSsmScanUpdate},
+                false);
   }
   // Plain kGatedDeltaNet on the reference kernel (always token by token), so
   // results do not depend on how a prompt is split into ops; everything

@@ -1,16 +1,18 @@
 // Parity cases: the fused recurrent-state decode ops (kSsmConvUpdate,
-// kGatedDeltaNetUpdate). Every CPU kernel variant must match the reference
-// bit for bit (outputs and the whole state pool, which is the op's dst2),
-// device kernels within an NMSE of 1e-10 (their exp is not the host's), and
-// on every backend the fused op must equal, exactly, the unfused path built from
-// plain ops:
+// kGatedDeltaNetUpdate, kSsmScanUpdate). Every CPU kernel variant must match
+// the reference bit for bit (outputs and the whole state pool, which is the
+// op's dst2), device kernels within an NMSE of 1e-10 (their exp is not the
+// host's), and on every backend the fused op must equal, exactly, the
+// unfused path built from plain ops:
 //   conv: get_rows gathers each sequence's taps (one row of K-1 taps per
 //         channel) and its new input into a [K, channels, n_seq] window
 //         tensor, ssm_conv runs on it, set_rows scatters the shifted taps
 //         (window[1..K-1], packed by an identity get_rows) to the
 //         destination slots;
 //   GDN:  get_rows gathers whole slots (one flattened row each), the plain
-//         gated_delta_net updates them in place, set_rows scatters them back.
+//         gated_delta_net updates them in place, set_rows scatters them back;
+//   scan: likewise with the plain ssm_scan (Mamba-2) at T = 1 (no device
+//         kernel yet: the Vulkan backend declines the fused op).
 // Gather-all-then-scatter-all is exactly the "read the old state" semantics
 // that the fused ops promise. Slot ids are shuffled and mix identity
 // sequences (reading their own slot in place) with sequences that read
@@ -253,6 +255,84 @@ std::unique_ptr<OpCase> gdn_update_case(int s_dim, int h_k, int h_v, int n_seq, 
   return c;
 }
 
+// Mamba-2: P rows of N state values per head, H heads in G groups. x, B, C
+// are views of one [P H + 2 N G, 1, n_seq] conv output as in the model; dt
+// spans softplus's linear branch (> 20) too.
+std::unique_ptr<OpCase> scan_update_case(int p_dim, int n_state, int n_head, int n_group, int n_seq,
+                                         bool first_identity, bool dst_slots = true) {
+  auto c =
+      std::make_unique<OpCase>(fmt::format("ssm_scan_update p{} n{} h{} g{} ns{}{}", p_dim, n_state,
+                                           n_head, n_group, n_seq, dst_slots ? "" : " ids-only"));
+  const int n_slots = n_seq + n_seq / 2 + 2;
+  std::vector<int32_t> ids, dst;
+  make_slots(*c, n_seq, n_slots, first_identity, &ids, &dst);
+  if (!dst_slots) ids = dst;
+
+  Op& op = c->op;
+  op.kind = OpKind::kSsmScanUpdate;
+  const int64_t width = int64_t{p_dim} * n_head + 2 * int64_t{n_state} * n_group;
+  const TensorView xbc = c->alloc(DType::F32, {width, 1, n_seq});
+  c->fill_uniform(xbc, -1.0f, 1.0f);
+  const size_t f = sizeof(float), row = static_cast<size_t>(width) * f;
+  auto view = [&](int64_t off, int64_t ne0, int64_t ne1) {
+    TensorView v = xbc;
+    v.data = static_cast<char*>(xbc.data) + off * f;
+    v.ne = {ne0, ne1, 1, n_seq};
+    v.nb = {f, ne0 * f, row, row};
+    return v;
+  };
+  const TensorView x = view(0, p_dim, n_head);
+  const TensorView b = view(int64_t{p_dim} * n_head, n_state, n_group);
+  const TensorView cc =
+      view(int64_t{p_dim} * n_head + int64_t{n_state} * n_group, n_state, n_group);
+  const TensorView dt = c->alloc(DType::F32, {n_head, 1, n_seq});
+  c->fill_uniform(dt, -4.0f, 22.0f);
+  const TensorView a = c->alloc(DType::F32, {1, n_head});
+  c->fill_uniform(a, -2.0f, -0.01f);  // -exp(A_log)
+  const TensorView pool = c->alloc(DType::F32, {n_state, p_dim, n_head, n_slots});
+  c->fill_uniform(pool, -0.5f, 0.5f);
+  op.src = {
+      x, dt, a, b, cc, pool, alloc_ints(*c, ids), dst_slots ? alloc_ints(*c, dst) : TensorView{}};
+  op.dst = c->alloc(DType::F32, {p_dim, n_head, 1, n_seq});
+  op.dst2 = pool;
+  c->exact = true;
+  c->exact_on_host_only = true;  // devices: their exp and log; fused == unfused still exact there
+  c->max_nmse = 1e-10;
+  c->in_place = false;  // perf: repeat the update on the evolving pool, as for GDN
+
+  // Unfused: gather whole slots (flattened rows), plain op in place, scatter.
+  const int64_t slot = int64_t{n_state} * p_dim * n_head;
+  const TensorView pool_rows = pool.reshape({slot, n_slots});
+  TensorView states = c->alloc(DType::F32, {slot, n_seq});
+  Op gather;
+  gather.kind = OpKind::kGetRows;
+  gather.src[0] = pool_rows;
+  gather.src[1] = op.src[6];
+  gather.dst = states;
+  Op plain = op;
+  plain.kind = OpKind::kSsmScan;
+  plain.src[5] = states.reshape({n_state, p_dim, n_head, n_seq});
+  plain.src[6] = plain.src[7] = TensorView{};
+  plain.dst = c->alloc(DType::F32, {p_dim, n_head, 1, n_seq});
+  plain.dst2 = plain.src[5];
+  Op scatter;
+  scatter.kind = OpKind::kSetRows;
+  scatter.src[0] = states;
+  scatter.src[1] = dst_slots ? op.src[7] : op.src[6];
+  scatter.dst = pool_rows;
+  Equivalent unfused{"unfused: get_rows, ssm_scan, set_rows", Op{}, true};
+  unfused.op.dst = plain.dst;
+  unfused.op.dst2 = pool;
+  unfused.steps = {gather, plain, scatter};
+  c->equivalents.push_back(std::move(unfused));
+
+  const double cells = static_cast<double>(p_dim) * n_state * n_head * n_seq;
+  c->flops = 5.0 * cells;
+  c->bytes = 2.0 * cells * sizeof(float) +
+             static_cast<double>(xbc.nbytes_contiguous() + op.dst.nbytes_contiguous());
+  return c;
+}
+
 }  // namespace
 
 void add_fused_cases(CaseList& cases) {
@@ -283,6 +363,25 @@ void add_fused_cases(CaseList& cases) {
   // that decline explicit destination slots run these.
   cases.push_back(gdn_update_case(128, 2, 4, 32, HeadMap::kMod, true, true, /*dst_slots=*/false));
   cases.push_back(gdn_update_case(128, 16, 32, 3, HeadMap::kDiv, true, true, /*dst_slots=*/false));
+  // Mamba-2 scan update: Granite-4.0-H-like heads (P 64, N 128, one group)
+  // at decode batch sizes, several groups (G = H, G = H / 3), P with a
+  // partial 4-block group (40) and P % 8 != 0 (12: the reference on every
+  // tier); the last two with destinations = ids (the model's decode path).
+  // {P, N, H, G, n_seq, first_identity, dst_slots}
+  const struct {
+    int p, n, h, g, ns;
+    bool first_identity, dst_slots;
+  } scans[] = {
+      {64, 128, 8, 1, 1, true, true},  {64, 128, 8, 1, 4, false, true},
+      {64, 128, 8, 1, 32, true, true}, {64, 16, 6, 6, 5, false, true},
+      {32, 64, 6, 2, 3, true, true},   {40, 32, 4, 4, 3, false, true},
+      {12, 16, 2, 1, 3, true, true},   {64, 128, 8, 1, 16, true, false},
+      {16, 32, 4, 2, 3, true, false},
+  };
+  for (const auto& sc : scans) {
+    cases.push_back(
+        scan_update_case(sc.p, sc.n, sc.h, sc.g, sc.ns, sc.first_identity, sc.dst_slots));
+  }
 }
 
 }  // namespace folio::parity

@@ -60,6 +60,8 @@ void register_avx2_kernels(KernelTable& t) {
   t.add({OpKind::kGatedDeltaNetUpdate, kTier, "gated_delta_net_update.avx2",
          supports_gated_delta_net_avx2, gated_delta_net_update_avx2});
   t.add({OpKind::kSsmScan, kTier, "ssm_scan.avx2", supports_ssm_scan_avx2, ssm_scan_avx2});
+  t.add({OpKind::kSsmScanUpdate, kTier, "ssm_scan_update.avx2", supports_ssm_scan_avx2,
+         ssm_scan_update_avx2});
   t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx2", supports_ssm_conv_avx2, ssm_conv_avx2});
   t.add({OpKind::kSsmConvUpdate, kTier, "ssm_conv_update.avx2", supports_ssm_conv_update_avx2,
          ssm_conv_update_avx2});

@@ -11,8 +11,12 @@
 //                           in its UPDATE mode: the same code and launch
 //                           shape as the plain op, so the fused step is
 //                           bit-identical to gather, plain op, scatter.
-//   ssm_scan                ssm_scan.comp: one invocation per state row (Mamba-2;
-//                           no fused update: decode gathers and scatters).
+//   ssm_scan                ssm_scan.comp: one invocation per state row (Mamba-2).
+//   ssm_scan_update         none: declined, so the Mamba-2 layer's decode
+//                           gathers the states (get_rows), runs ssm_scan
+//                           and scatters them (set_rows) on the device
+//                           (ForwardContext::run_if_supported does not send
+//                           a device's fused op to the CPU).
 // The fused ops' slot errors (an id or destination outside the pool, a
 // destination used twice) are found by the one-workgroup check dispatch;
 // the main dispatch then writes nothing. A GDN update with explicit

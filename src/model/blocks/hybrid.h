@@ -42,10 +42,10 @@ TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const La
 // Mamba-2 layer `il` (llama.cpp's build_mamba2_layer). x: the normalised
 // input [E, T]. Per token: [z, xBC, dt] = W_in x; a causal depthwise conv
 // (+ bias, SiLU) over xBC continuing each sequence's cached taps; the
-// selective scan (kSsmScan) of x with dt + dt_bias, A, B, C on each
-// sequence's state; y = (y + x D) * silu(z), grouped RMS norm * ssm_norm;
-// out = W_out y. State, taps and checkpoints as gated_delta_net. Returns
-// [E, T] in batch order.
+// selective scan (kSsmScan; decode: the fused kSsmScanUpdate) of x with
+// dt + dt_bias, A, B, C on each sequence's state; y = (y + x D) * silu(z),
+// grouped RMS norm * ssm_norm; out = W_out y. State, taps and checkpoints
+// as gated_delta_net. Returns [E, T] in batch order.
 TensorView mamba2(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
                   const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache);
 

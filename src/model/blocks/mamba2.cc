@@ -9,15 +9,19 @@
 //   conv (+ conv bias, SiLU) -> conv_out [C, T]; x, B, C are strided views
 //         of conv_out: x [P, H, t, n], B and C [N, G, t, n]
 //   dt + dt_bias -> kSsmScan (softplus, exp(dt A), the selective scan on the
-//         state [N, P, H]) -> y [P, H, T]
+//         state [N, P, H]; decode: kSsmScanUpdate on the pool) -> y [P, H, T]
 //   y += x * D;  y *= silu(z);  y = rms_norm per group of d_inner / G
 //   channels * ssm_norm [d_inner / G, G];  out = W_out y [E, T] (batch order)
 // exactly the order of llama.cpp's graph.
 //
 // The conv, the state pools, decode runs, prefill steps and checkpoints are
-// RecurrentLayer's (recurrent_layer.h). Decode runs gather the states by
-// slot (kGetRows), run the plain kSsmScan with T = 1 and scatter them back
-// (kSetRows): there is no fused scan update op.
+// RecurrentLayer's (recurrent_layer.h). Decode runs use the fused
+// kSsmScanUpdate (the state read from and written back to each sequence's
+// pool slot in place) where a backend runs it (a device holding the layer
+// must run it itself: ForwardContext::run_if_supported); elsewhere (the
+// Vulkan device has no shader for it) they gather the states by slot
+// (kGetRows), run the plain kSsmScan with T = 1 and scatter them back
+// (kSetRows), bit for bit the same.
 #include "model/blocks/recurrent_layer.h"
 
 namespace folio::model {
@@ -38,8 +42,11 @@ class Mamba2Layer final : public RecurrentLayer {
  private:
   void project(const TensorView& xs) override;
   void scan_plain(int64_t r0, int64_t t, int64_t n, const TensorView& state) override;
-  bool scan_fused(int64_t, int64_t, const TensorView&) override { return false; }
+  bool scan_fused(int64_t r0, int64_t n, const TensorView& ids) override;
   TensorView output() override;
+  // kind (kSsmScan / kSsmScanUpdate) over rows r0 .. r0 + t * n: x, dt, A, B,
+  // C and y set; the state operands are the caller's.
+  Op scan_op(OpKind kind, int64_t r0, int64_t t, int64_t n) const;
 
   const int64_t h_, p_, g_, n_, d_inner_;
   TensorView zxbcdt_;  // [2 d_inner + 2 G N + H, T] the input projection
@@ -62,27 +69,40 @@ void Mamba2Layer::project(const TensorView& xs) {
   y_ = ctx_.tensor_near(zxbcdt_, DType::F32, {p_, h_, t, 1});
 }
 
-void Mamba2Layer::scan_plain(int64_t r0, int64_t t, int64_t n, const TensorView& state) {
+Op Mamba2Layer::scan_op(OpKind kind, int64_t r0, int64_t t, int64_t n) const {
   // Rows r0 .. r0 + t * n of conv_out / dt / y as [.., t, n].
   const size_t row = static_cast<size_t>(c_) * kF;
   const size_t at = static_cast<size_t>(r0) * row;
   const size_t hrow = static_cast<size_t>(h_) * kF;
   const size_t yrow = static_cast<size_t>(d_inner_) * kF;
   Op op;
-  op.kind = OpKind::kSsmScan;
+  op.kind = kind;
   op.src[0] = view_of(conv_out_, at, {p_, h_, t, n}, {kF, p_ * kF, row, row * t});
   op.src[1] = view_of(dt_, static_cast<size_t>(r0) * hrow, {h_, t, n, 1},
                       {kF, hrow, hrow * t, hrow * t * n});
   op.src[2] = l_.ssm_a;
   op.src[3] = view_of(conv_out_, at + static_cast<size_t>(d_inner_) * kF, {n_, g_, t, n},
                       {kF, n_ * kF, row, row * t});
-  op.src[4] = view_of(conv_out_, at + static_cast<size_t>(d_inner_ + g_ * n_) * kF,
-                      {n_, g_, t, n}, {kF, n_ * kF, row, row * t});
-  op.src[5] = state;  // [N, P, H, n], updated in place
+  op.src[4] = view_of(conv_out_, at + static_cast<size_t>(d_inner_ + g_ * n_) * kF, {n_, g_, t, n},
+                      {kF, n_ * kF, row, row * t});
   op.dst = view_of(y_, static_cast<size_t>(r0) * yrow, {p_, h_, t, n},
                    {kF, p_ * kF, yrow, yrow * t});
+  return op;
+}
+
+void Mamba2Layer::scan_plain(int64_t r0, int64_t t, int64_t n, const TensorView& state) {
+  Op op = scan_op(OpKind::kSsmScan, r0, t, n);
+  op.src[5] = state;  // [N, P, H, n], updated in place
   op.dst2 = state;
   ctx_.run(op);
+}
+
+bool Mamba2Layer::scan_fused(int64_t r0, int64_t n, const TensorView& ids) {
+  Op op = scan_op(OpKind::kSsmScanUpdate, r0, 1, n);
+  op.src[5] = ssm_pool_;  // [N, P, H, n_slots]: the slots of ids, updated in place
+  op.src[6] = ids;
+  op.dst2 = ssm_pool_;
+  return ctx_.run_if_supported(op);
 }
 
 TensorView Mamba2Layer::output() {

@@ -1,7 +1,7 @@
-// AVX2 kernels of the recurrent ops (gated DeltaNet, depthwise conv), plain
-// and fused decode forms, all bit-identical to their tier-kRef references
-// (see each file's comment) except the chunked gated DeltaNet for long
-// prefills.
+// AVX2 kernels of the recurrent ops (gated DeltaNet, depthwise conv, Mamba-2
+// scan), plain and fused decode forms, all bit-identical to their tier-kRef
+// references (see each file's comment) except the chunked gated DeltaNet for
+// long prefills.
 // Entry points are plain functions; register_avx2.cc takes their addresses.
 #pragma once
 
@@ -28,9 +28,10 @@ bool supports_ssm_conv_update_avx2(const Op& op);
 Status ssm_conv_avx2(const Op& op, const KernelContext& ctx);
 Status ssm_conv_update_avx2(const Op& op, const KernelContext& ctx);
 
-// ssm_scan.cc: kSsmScan (Mamba-2) with P (rows per head) a multiple of 8,
-// bit-identical to the reference.
+// ssm_scan.cc: kSsmScan (Mamba-2) and kSsmScanUpdate with P (rows per head)
+// a multiple of 8, bit-identical to the references.
 bool supports_ssm_scan_avx2(const Op& op);
 Status ssm_scan_avx2(const Op& op, const KernelContext& ctx);
+Status ssm_scan_update_avx2(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

@@ -1,5 +1,10 @@
-// AVX2 Mamba-2 selective scan (kSsmScan), bit-identical to the reference
-// (ref/ssm_scan.cc).
+// AVX2 Mamba-2 selective scan (kSsmScan) and its fused decode step on a
+// state pool (kSsmScanUpdate), bit-identical to the references
+// (ref/ssm_scan.cc, ref/ssm_scan_update.cc). One driver serves both: the
+// update is the plain scan with T = 1 whose prior state of sequence s is a
+// pool slot (ids[s]; scalar/state_slots.h resolves it, scratch rule
+// included) and whose new state goes to slot dst_slots[s]; only those
+// per-sequence state views differ.
 //
 // Every state row S[p, :] of a head evolves on its own (it only meets the
 // token's shared B, C and the row's x), so lanes are 8 rows of one head:
@@ -13,8 +18,9 @@
 //   xdt = x * sp;  S[:, i] = S[:, i] * dA + B[i] * xdt;  acc += S[:, i] * C[i]
 // one mul and one add per step, no FMA (contraction is off in this file).
 // A group reads all its rows before it writes any and groups are disjoint:
-// in-place updates (state_out aliasing state) are safe. Items are split
-// across the thread pool; P must be a multiple of 8.
+// in-place updates (state_out aliasing state, or a slot updated in place)
+// are safe. Items are split across the thread pool; P must be a multiple
+// of 8.
 #include <algorithm>
 #include <vector>
 
@@ -22,6 +28,7 @@
 #include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/scalar/parallel.h"
 #include "backend/cpu/scalar/ssm_scan_step.h"
+#include "backend/cpu/scalar/state_slots.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction (the reference has none)
 
 namespace folio::cpu {
@@ -31,9 +38,10 @@ constexpr int kLanes = 8;
 constexpr int kMaxBlocks = 4;
 
 struct ScanGroup {
-  const TensorView* op_src;  // the op's inputs (x, dt, A, B, C, state)
+  const TensorView* op_src;  // the op's inputs (x, dt, A, B, C, ...)
   const TensorView* y;
-  const TensorView* state_out;
+  const TensorView* from;  // [N, P, H, 1] prior state of this sequence
+  const TensorView* to;    // [N, P, H, 1] where its new state goes
   int64_t seq, head, group, row0;
   int blocks;
   const float* sp;  // [T] softplus(dt) of this head
@@ -45,11 +53,10 @@ template <int G>
 FOLIO_TARGET_AVX2 void scan_group(const ScanGroup& w) {
   constexpr int kW = kLanes * G;
   const TensorView &x = w.op_src[0], &b = w.op_src[3], &c = w.op_src[4];
-  const TensorView& state = w.op_src[5];
-  const int64_t n = state.ne[0], n_t = x.ne[2];
+  const int64_t n = w.from->ne[0], n_t = x.ne[2];
   float* tb = w.tbuf;
   for (int r = 0; r < kW; ++r) {  // transpose the rows in: tb[i * kW + r]
-    const float* row = state.row<const float>(w.row0 + r, w.head, w.seq);
+    const float* row = w.from->row<const float>(w.row0 + r, w.head);
     for (int64_t i = 0; i < n; ++i) tb[i * kW + r] = row[i];
   }
   for (int64_t t = 0; t < n_t; ++t) {
@@ -78,26 +85,23 @@ FOLIO_TARGET_AVX2 void scan_group(const ScanGroup& w) {
     for (int g = 0; g < G; ++g) _mm256_storeu_ps(yt + g * kLanes, acc[g]);
   }
   for (int r = 0; r < kW; ++r) {  // and back out
-    float* row = w.state_out->row<float>(w.row0 + r, w.head, w.seq);
+    float* row = w.to->row<float>(w.row0 + r, w.head);
     for (int64_t i = 0; i < n; ++i) row[i] = tb[i * kW + r];
   }
 }
 
-float a_flat(const TensorView& a, int64_t h) {
-  const int64_t i0 = h % a.ne[0];
-  const int64_t i1 = (h / a.ne[0]) % a.ne[1];
-  const int64_t i2 = (h / (a.ne[0] * a.ne[1])) % a.ne[2];
-  const int64_t i3 = h / (a.ne[0] * a.ne[1] * a.ne[2]);
-  return *a.at<const float>(i0, i1, i2, i3);
+// Sequence s of a 4-D state view as a one-sequence view.
+TensorView ssm_scan_sequence_of(const TensorView& t, int64_t s) {
+  TensorView v = t;
+  v.data = t.row<char>(0, 0, s);
+  v.ne[3] = 1;
+  return v;
 }
 
-}  // namespace
-
-bool supports_ssm_scan_avx2(const Op& op) {
-  return op.src[0].ne[0] % kLanes == 0;
-}
-
-Status ssm_scan_avx2(const Op& op, const KernelContext& ctx) {
+// The scan of every sequence from its prior state from[s] to to[s] (views
+// [N, P, H, 1]); x, dt, A, B, C, y as kSsmScan's (kSsmScanUpdate: T = 1).
+Status run_ssm_scan_avx2(const Op& op, const KernelContext& ctx,
+                         const std::vector<TensorView>& from, const std::vector<TensorView>& to) {
   const TensorView &x = op.src[0], &dt = op.src[1], &a = op.src[2], &b = op.src[3];
   const int64_t p_dim = x.ne[0], n_head = x.ne[1], n_t = x.ne[2], n_seq = x.ne[3];
   const int64_t n = op.src[5].ne[0], heads_per_group = n_head / b.ne[1];
@@ -108,7 +112,7 @@ Status ssm_scan_avx2(const Op& op, const KernelContext& ctx) {
   std::vector<float> da(sp.size());
   for (int64_t s = 0; s < n_seq; ++s) {
     for (int64_t h = 0; h < n_head; ++h) {
-      const float ah = a_flat(a, h);
+      const float ah = ssm_scan_a(a, h);
       for (int64_t t = 0; t < n_t; ++t) {
         const size_t k = static_cast<size_t>((s * n_head + h) * n_t + t);
         sp[k] = ssm_scan_softplus(*dt.at<const float>(h, t, s));
@@ -127,8 +131,18 @@ Status ssm_scan_avx2(const Op& op, const KernelContext& ctx) {
       const int64_t first = grp * kMaxBlocks;
       const int bl = static_cast<int>(std::min<int64_t>(kMaxBlocks, blocks - first));
       const size_t k = static_cast<size_t>((s * n_head + h) * n_t);
-      const ScanGroup w{op.src.data(), &op.dst,          &op.dst2, s,         h,
-                        h / heads_per_group, first * kLanes, bl, &sp[k], &da[k], tbuf.data()};
+      const ScanGroup w{op.src.data(),
+                        &op.dst,
+                        &from[static_cast<size_t>(s)],
+                        &to[static_cast<size_t>(s)],
+                        s,
+                        h,
+                        h / heads_per_group,
+                        first * kLanes,
+                        bl,
+                        &sp[k],
+                        &da[k],
+                        tbuf.data()};
       switch (bl) {
         case 1: scan_group<1>(w); break;
         case 2: scan_group<2>(w); break;
@@ -138,6 +152,32 @@ Status ssm_scan_avx2(const Op& op, const KernelContext& ctx) {
     }
   });
   return Status();
+}
+
+}  // namespace
+
+bool supports_ssm_scan_avx2(const Op& op) {
+  return op.src[0].ne[0] % kLanes == 0;
+}
+
+Status ssm_scan_avx2(const Op& op, const KernelContext& ctx) {
+  const TensorView &state = op.src[5], &state_out = op.dst2;  // the same view or disjoint
+  std::vector<TensorView> from, to;
+  for (int64_t s = 0; s < op.src[0].ne[3]; ++s) {
+    from.push_back(ssm_scan_sequence_of(state, s));
+    to.push_back(ssm_scan_sequence_of(state_out, s));
+  }
+  return run_ssm_scan_avx2(op, ctx, from, to);
+}
+
+Status ssm_scan_update_avx2(const Op& op, const KernelContext& ctx) {
+  FOLIO_ASSIGN_OR_RETURN(StateSlots slots, StateSlots::prepare(op, 5, 3));
+  std::vector<TensorView> from, to;
+  for (int64_t s = 0; s < slots.n_seq(); ++s) {
+    from.push_back(slots.src(s));
+    to.push_back(slots.dst(s));
+  }
+  return run_ssm_scan_avx2(op, ctx, from, to);
 }
 
 }  // namespace folio::cpu

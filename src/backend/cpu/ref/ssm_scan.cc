@@ -30,14 +30,6 @@ Status ssm_scan_ref(const Op& op, const KernelContext& ctx) {
   const int64_t p_dim = x.ne[0], n_head = x.ne[1], n_t = x.ne[2], n_seq = x.ne[3];
   const int64_t n = state.ne[0], heads_per_group = n_head / b.ne[1];
   const size_t row_bytes = static_cast<size_t>(n) * sizeof(float);
-  // A holds H values in any shape; read it flat.
-  auto a_at = [&](int64_t h) -> float {
-    const int64_t i0 = h % a.ne[0];
-    const int64_t i1 = (h / a.ne[0]) % a.ne[1];
-    const int64_t i2 = (h / (a.ne[0] * a.ne[1])) % a.ne[2];
-    const int64_t i3 = h / (a.ne[0] * a.ne[1] * a.ne[2]);
-    return *a.at<const float>(i0, i1, i2, i3);
-  };
 
   std::vector<float> st(static_cast<size_t>(n * p_dim));  // S[p, i] at p * n + i
   for (int64_t s = 0; s < n_seq; ++s) {
@@ -47,7 +39,7 @@ Status ssm_scan_ref(const Op& op, const KernelContext& ctx) {
         std::memcpy(&st[r * n], state.row<const float>(r, h, s), row_bytes);
       for (int64_t t = 0; t < n_t; ++t) {
         const float sp = cpu::ssm_scan_softplus(*dt.at<const float>(h, t, s));
-        const float da = cpu::ssm_scan_decay(sp, a_at(h));
+        const float da = cpu::ssm_scan_decay(sp, cpu::ssm_scan_a(a, h));
         const float* xt = x.row<const float>(h, t, s);
         const float* bt = b.row<const float>(g, t, s);
         const float* ct = c.row<const float>(g, t, s);

@@ -1,7 +1,7 @@
 // Slot handling of the fused recurrent-state decode ops (kSsmConvUpdate,
-// kGatedDeltaNetUpdate; semantics in backend/op.h), shared by every tier's
-// kernels so that they all apply the same run-time checks and the same
-// identity / scratch rule:
+// kGatedDeltaNetUpdate, kSsmScanUpdate; semantics in backend/op.h), shared
+// by every tier's kernels so that they all apply the same run-time checks
+// and the same identity / scratch rule:
 //   - sequence s reads the prior state of pool slot ids[s] and writes its new
 //     state to slot dst_slots[s];
 //   - where ids[s] == dst_slots[s] the kernel reads the slot in place (it
