@@ -183,23 +183,31 @@ bool check_gated_delta_net_update(Checker& c, const Op& op) {
          (!d.overlaps(pool) || c.fail("dst overlaps the state pool"));
 }
 
-bool check_ssm_scan_update(Checker& c, const Op& op) {
+// dt, A, B and C of kSsmScan / kSsmScanUpdate against x [P, H, T, n_seq]
+// and the state size n.
+bool check_ssm_scan_operands(Checker& c, const Op& op, int64_t n) {
   const TensorView &x = op.src[0], &dt = op.src[1], &a = op.src[2], &b = op.src[3],
-                   &cc = op.src[4], &pool = op.src[5];
+                   &cc = op.src[4];
+  const int64_t h = x.ne[1], t = x.ne[2], ns = x.ne[3];
+  return c.eq(dt.ne[0], h, "dt heads") && c.eq(dt.ne[1], t, "dt tokens") &&
+         c.eq(dt.ne[2], ns, "dt sequences") && c.eq(dt.ne[3], 1, "dt ne3") &&
+         c.eq(a.nelements(), h, "A length") && c.eq(b.ne[0], n, "B state size") &&
+         c.divides(b.ne[1], h, "groups vs heads") && c.eq(b.ne[2], t, "B tokens") &&
+         c.eq(b.ne[3], ns, "B sequences") && c.shape_eq(cc, b, "C");
+}
+
+bool check_ssm_scan_update(Checker& c, const Op& op) {
+  const TensorView &x = op.src[0], &pool = op.src[5];
   for (int i = 0; i < 6; ++i) {
     if (!c.has(op.src[i], "input") || !c.type(op.src[i], DType::F32, "input")) return false;
   }
   if (!c.type(op.dst, DType::F32, "dst")) return false;
   const int64_t p = x.ne[0], h = x.ne[1], ns = x.ne[3], n = pool.ne[0];
   const TensorView& d = op.dst;
-  return c.eq(x.ne[2], 1, "tokens per sequence") && c.eq(dt.ne[0], h, "dt heads") &&
-         c.eq(dt.ne[1], 1, "dt tokens") && c.eq(dt.ne[2], ns, "dt sequences") &&
-         c.eq(dt.ne[3], 1, "dt ne3") && c.eq(a.nelements(), h, "A length") &&
-         c.eq(b.ne[0], n, "B state size") && c.divides(b.ne[1], h, "groups vs heads") &&
-         c.eq(b.ne[2], 1, "B tokens") && c.eq(b.ne[3], ns, "B sequences") &&
-         c.shape_eq(cc, b, "C") && c.eq(pool.ne[1], p, "state pool rows") &&
-         c.eq(pool.ne[2], h, "state pool heads") && check_slot_ids(c, op.src[6], op.src[7], ns) &&
-         c.shape_eq(d, x, "dst") && c.has(op.dst2, "state output (the pool)") &&
+  return c.eq(x.ne[2], 1, "tokens per sequence") && check_ssm_scan_operands(c, op, n) &&
+         c.eq(pool.ne[1], p, "state pool rows") && c.eq(pool.ne[2], h, "state pool heads") &&
+         check_slot_ids(c, op.src[6], op.src[7], ns) && c.shape_eq(d, x, "dst") &&
+         c.has(op.dst2, "state output (the pool)") &&
          c.same_view(op.dst2, pool, "state output") &&
          (!d.overlaps(pool) || c.fail("dst overlaps the state pool"));
 }
@@ -418,8 +426,7 @@ bool check(Checker& c, const Op& op) {
               c.fail("state output overlaps the state input without aliasing it"));
     }
     case OpKind::kSsmScan: {
-      const TensorView &x = op.src[0], &dt = op.src[1], &a = op.src[2], &b = op.src[3],
-                       &cc = op.src[4], &st = op.src[5];
+      const TensorView &x = op.src[0], &st = op.src[5];
       for (int i = 0; i < 6; ++i) {
         if (!c.has(op.src[i], "input") || !c.type(op.src[i], DType::F32, "input")) return false;
       }
@@ -427,14 +434,8 @@ bool check(Checker& c, const Op& op) {
           !c.type(op.dst2, DType::F32, "state output")) {
         return false;
       }
-      const int64_t p = x.ne[0], h = x.ne[1], t = x.ne[2], ns = x.ne[3];
-      const int64_t n = st.ne[0];
-      return c.eq(dt.ne[0], h, "dt heads") && c.eq(dt.ne[1], t, "dt tokens") &&
-             c.eq(dt.ne[2], ns, "dt sequences") && c.eq(dt.ne[3], 1, "dt ne3") &&
-             c.eq(a.nelements(), h, "A length") && c.eq(b.ne[0], n, "B state size") &&
-             c.divides(b.ne[1], h, "groups vs heads") && c.eq(b.ne[2], t, "B tokens") &&
-             c.eq(b.ne[3], ns, "B sequences") && c.shape_eq(cc, b, "C") &&
-             c.eq(st.ne[1], p, "state rows") && c.eq(st.ne[2], h, "state heads") &&
+      const int64_t p = x.ne[0], h = x.ne[1], ns = x.ne[3];
+      return check_ssm_scan_operands(c, op, st.ne[0]) && c.eq(st.ne[1], p, "state rows") && c.eq(st.ne[2], h, "state heads") &&
              c.eq(st.ne[3], ns, "state sequences") && c.shape_eq(op.dst2, st, "state output") &&
              c.shape_eq(d, x, "dst") && (op.dst2.nb[0] == sizeof(float) || c.fail("ssm_scan: state output rows must be contiguous")) &&
              ((op.dst2.data == st.data && op.dst2.nb == st.nb) || !op.dst2.overlaps(st) ||

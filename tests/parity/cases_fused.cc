@@ -84,6 +84,41 @@ TensorView alloc_ints(OpCase& c, const std::vector<int32_t>& v) {
   return t;
 }
 
+// The unfused form of a fused state update (pool src[5] [.., .., .., slots],
+// ids src[6], destination slots src[7] or none), as its equivalent: gather
+// whole slots (flattened rows), the plain op `plain_kind` in place on the
+// gathered states, scatter to the destinations.
+void add_unfused_equivalent(OpCase& c, OpKind plain_kind) {
+  const Op& op = c.op;
+  const TensorView& pool = op.src[5];
+  const int64_t n_seq = op.src[6].ne[0], n_slots = pool.ne[3];
+  const int64_t slot = pool.ne[0] * pool.ne[1] * pool.ne[2];
+  const TensorView pool_rows = pool.reshape({slot, n_slots});
+  TensorView states = c.alloc(DType::F32, {slot, n_seq});
+  Op gather;
+  gather.kind = OpKind::kGetRows;
+  gather.src[0] = pool_rows;
+  gather.src[1] = op.src[6];
+  gather.dst = states;
+  Op plain = op;
+  plain.kind = plain_kind;
+  plain.src[5] = states.reshape({pool.ne[0], pool.ne[1], pool.ne[2], n_seq});
+  plain.src[6] = plain.src[7] = TensorView{};
+  plain.dst = c.alloc(DType::F32, {op.dst.ne[0], op.dst.ne[1], op.dst.ne[2], op.dst.ne[3]});
+  plain.dst2 = plain.src[5];
+  Op scatter;
+  scatter.kind = OpKind::kSetRows;
+  scatter.src[0] = states;
+  scatter.src[1] = op.src[7].empty() ? op.src[6] : op.src[7];
+  scatter.dst = pool_rows;
+  Equivalent unfused{fmt::format("unfused: get_rows, {}, set_rows", op_kind_name(plain_kind)),
+                     Op{}, true};
+  unfused.op.dst = plain.dst;
+  unfused.op.dst2 = pool;
+  unfused.steps = {gather, plain, scatter};
+  c.equivalents.push_back(std::move(unfused));
+}
+
 // dst_slots: false = omitted (destinations = ids, which are then distinct).
 std::unique_ptr<OpCase> conv_update_case(int width, int channels, int n_seq, bool bias, bool silu,
                                          bool first_identity, bool dst_slots = true) {
@@ -222,31 +257,7 @@ std::unique_ptr<OpCase> gdn_update_case(int s_dim, int h_k, int h_v, int n_seq, 
   c->in_place =
       false;  // perf: repeat the update on the evolving (bounded) pool; no 10+ MB restore per run
 
-  // Unfused: gather whole slots (flattened rows), plain op in place, scatter.
-  const int64_t slot = static_cast<int64_t>(s_dim) * s_dim * h_v;
-  const TensorView pool_rows = pool.reshape({slot, n_slots});
-  TensorView states = c->alloc(DType::F32, {slot, n_seq});
-  Op gather;
-  gather.kind = OpKind::kGetRows;
-  gather.src[0] = pool_rows;
-  gather.src[1] = op.src[6];
-  gather.dst = states;
-  Op plain = op;
-  plain.kind = OpKind::kGatedDeltaNet;
-  plain.src[5] = states.reshape({s_dim, s_dim, h_v, n_seq});
-  plain.src[6] = plain.src[7] = TensorView{};
-  plain.dst = c->alloc(DType::F32, {s_dim, h_v, 1, n_seq});
-  plain.dst2 = plain.src[5];
-  Op scatter;
-  scatter.kind = OpKind::kSetRows;
-  scatter.src[0] = states;
-  scatter.src[1] = dst_slots ? op.src[7] : op.src[6];
-  scatter.dst = pool_rows;
-  Equivalent unfused{"unfused: get_rows, gated_delta_net, set_rows", Op{}, true};
-  unfused.op.dst = plain.dst;
-  unfused.op.dst2 = pool;
-  unfused.steps = {gather, plain, scatter};
-  c->equivalents.push_back(std::move(unfused));
+  add_unfused_equivalent(*c, OpKind::kGatedDeltaNet);
 
   const double sq = static_cast<double>(s_dim) * s_dim;
   c->flops = 7.0 * sq * h_v * n_seq;
@@ -300,31 +311,7 @@ std::unique_ptr<OpCase> scan_update_case(int p_dim, int n_state, int n_head, int
   c->max_nmse = 1e-10;
   c->in_place = false;  // perf: repeat the update on the evolving pool, as for GDN
 
-  // Unfused: gather whole slots (flattened rows), plain op in place, scatter.
-  const int64_t slot = int64_t{n_state} * p_dim * n_head;
-  const TensorView pool_rows = pool.reshape({slot, n_slots});
-  TensorView states = c->alloc(DType::F32, {slot, n_seq});
-  Op gather;
-  gather.kind = OpKind::kGetRows;
-  gather.src[0] = pool_rows;
-  gather.src[1] = op.src[6];
-  gather.dst = states;
-  Op plain = op;
-  plain.kind = OpKind::kSsmScan;
-  plain.src[5] = states.reshape({n_state, p_dim, n_head, n_seq});
-  plain.src[6] = plain.src[7] = TensorView{};
-  plain.dst = c->alloc(DType::F32, {p_dim, n_head, 1, n_seq});
-  plain.dst2 = plain.src[5];
-  Op scatter;
-  scatter.kind = OpKind::kSetRows;
-  scatter.src[0] = states;
-  scatter.src[1] = dst_slots ? op.src[7] : op.src[6];
-  scatter.dst = pool_rows;
-  Equivalent unfused{"unfused: get_rows, ssm_scan, set_rows", Op{}, true};
-  unfused.op.dst = plain.dst;
-  unfused.op.dst2 = pool;
-  unfused.steps = {gather, plain, scatter};
-  c->equivalents.push_back(std::move(unfused));
+  add_unfused_equivalent(*c, OpKind::kSsmScan);
 
   const double cells = static_cast<double>(p_dim) * n_state * n_head * n_seq;
   c->flops = 5.0 * cells;
