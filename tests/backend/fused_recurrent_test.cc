@@ -8,6 +8,7 @@
 // (tests/parity/cases_fused.cc) covers the realistic shapes.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -343,6 +344,45 @@ TEST(FusedConvUpdate, Validation) {
 // ---------------------------------------------------------------------------
 // Gated DeltaNet update.
 
+// The unfused path of a fused state update `fused` on `b`: gather each
+// sequence's state (`shape` [row length, rows per head, heads, n_seq]; a
+// pool row every `row_stride` floats) by ids (memcpy), run the plain op
+// `plain_kind` in place on the gathered states, scatter them to the
+// destinations (dst_slots, else ids). Returns (out, pool after).
+std::pair<std::vector<float>, std::vector<float>> unfused_state_update(
+    Backend& b, const Op& fused, OpKind plain_kind, const std::vector<float>& pool,
+    const std::vector<int32_t>& ids, const std::vector<int32_t>& dst_slots,
+    std::array<int64_t, 4> shape, int64_t row_stride) {
+  const auto [len, rows, heads, n_seq] = shape;
+  auto state_row = [&](int64_t s, int64_t h, int64_t r) {
+    return static_cast<size_t>(((s * heads + h) * rows + r) * len);
+  };
+  auto pool_row = [&](int64_t slot, int64_t h, int64_t r) {
+    return static_cast<size_t>(((slot * heads + h) * rows + r) * row_stride);
+  };
+  const size_t row_bytes = static_cast<size_t>(len) * sizeof(float);
+  std::vector<float> states(static_cast<size_t>(len * rows * heads * n_seq));
+  std::vector<float> o(static_cast<size_t>(fused.dst.nelements()));
+  for (int64_t s = 0; s < n_seq; ++s)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(&states[state_row(s, h, r)], &pool[pool_row(ids[s], h, r)], row_bytes);
+  Op plain = fused;
+  plain.kind = plain_kind;
+  plain.src[5] = view(states, {len, rows, heads, n_seq});
+  plain.src[6] = plain.src[7] = TensorView{};
+  plain.dst = view(o, {fused.dst.ne[0], fused.dst.ne[1], fused.dst.ne[2], fused.dst.ne[3]});
+  plain.dst2 = plain.src[5];
+  EXPECT_TRUE(b.run(plain).ok());
+  std::vector<float> after = pool;
+  const std::vector<int32_t>& to = dst_slots.empty() ? ids : dst_slots;
+  for (int64_t s = 0; s < n_seq; ++s)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(&after[pool_row(to[s], h, r)], &states[state_row(s, h, r)], row_bytes);
+  return {o, after};
+}
+
 struct GdnUpdate {
   int64_t sk = 16, sv = 16, hk = 1, hv = 2, n_seq = 3, n_slots = 5;
   int64_t row_pad = 0;  // extra floats after every state row of the pool (a strided pool)
@@ -387,32 +427,10 @@ struct GdnUpdate {
     return &pool[static_cast<size_t>(((slot * hv + h) * sv + r) * row_stride())];
   }
 
-  // The unfused path on `b`: gather the states by ids (memcpy), the plain
-  // op, scatter to the destinations. Returns (out, pool after).
+  // The unfused path on `b` (unfused_state_update): returns (out, pool after).
   std::pair<std::vector<float>, std::vector<float>> unfused(Backend& b) {
-    std::vector<float> states(static_cast<size_t>(sk * sv * hv * n_seq)), o(out.size());
-    for (int64_t s = 0; s < n_seq; ++s)
-      for (int64_t h = 0; h < hv; ++h)
-        for (int64_t r = 0; r < sv; ++r)
-          std::memcpy(&states[static_cast<size_t>(((s * hv + h) * sv + r) * sk)], row(ids[s], h, r),
-                      static_cast<size_t>(sk) * sizeof(float));
-    Op plain = op();
-    plain.kind = OpKind::kGatedDeltaNet;
-    plain.src[5] = view(states, {sk, sv, hv, n_seq});
-    plain.src[6] = plain.src[7] = TensorView{};
-    plain.dst = view(o, {sv, hv, 1, n_seq});
-    plain.dst2 = plain.src[5];
-    const std::vector<float> saved = pool;
-    EXPECT_TRUE(b.run(plain).ok());
-    std::vector<float> after = saved;
-    const std::vector<int32_t>& to = dst_slots.empty() ? ids : dst_slots;
-    for (int64_t s = 0; s < n_seq; ++s)
-      for (int64_t h = 0; h < hv; ++h)
-        for (int64_t r = 0; r < sv; ++r)
-          std::memcpy(&after[static_cast<size_t>(((to[s] * hv + h) * sv + r) * row_stride())],
-                      &states[static_cast<size_t>(((s * hv + h) * sv + r) * sk)],
-                      static_cast<size_t>(sk) * sizeof(float));
-    return {o, after};
+    return unfused_state_update(b, op(), OpKind::kGatedDeltaNet, pool, ids, dst_slots,
+                                {sk, sv, hv, n_seq}, row_stride());
   }
 };
 
@@ -575,33 +593,11 @@ struct ScanUpdate {
     return &pool[static_cast<size_t>(((slot * h + head) * p + r) * row_stride())];
   }
 
-  // The unfused path on `b`: gather the states by ids (memcpy), the plain
-  // kSsmScan with T = 1 in place, scatter to the destinations. Returns (out,
-  // pool after).
+  // The unfused path on `b` (unfused_state_update, the plain kSsmScan with
+  // T = 1): returns (out, pool after).
   std::pair<std::vector<float>, std::vector<float>> unfused(Backend& b) {
-    std::vector<float> states(static_cast<size_t>(n * p * h * n_seq)), o(out.size());
-    for (int64_t s = 0; s < n_seq; ++s)
-      for (int64_t hh = 0; hh < h; ++hh)
-        for (int64_t r = 0; r < p; ++r)
-          std::memcpy(&states[static_cast<size_t>(((s * h + hh) * p + r) * n)], row(ids[s], hh, r),
-                      static_cast<size_t>(n) * sizeof(float));
-    Op plain = op();
-    plain.kind = OpKind::kSsmScan;
-    plain.src[5] = view(states, {n, p, h, n_seq});
-    plain.src[6] = plain.src[7] = TensorView{};
-    plain.dst = view(o, {p, h, 1, n_seq});
-    plain.dst2 = plain.src[5];
-    const std::vector<float> saved = pool;
-    EXPECT_TRUE(b.run(plain).ok());
-    std::vector<float> after = saved;
-    const std::vector<int32_t>& to = dst_slots.empty() ? ids : dst_slots;
-    for (int64_t s = 0; s < n_seq; ++s)
-      for (int64_t hh = 0; hh < h; ++hh)
-        for (int64_t r = 0; r < p; ++r)
-          std::memcpy(&after[static_cast<size_t>(((to[s] * h + hh) * p + r) * row_stride())],
-                      &states[static_cast<size_t>(((s * h + hh) * p + r) * n)],
-                      static_cast<size_t>(n) * sizeof(float));
-    return {o, after};
+    return unfused_state_update(b, op(), OpKind::kSsmScan, pool, ids, dst_slots, {n, p, h, n_seq},
+                                row_stride());
   }
 };
 
