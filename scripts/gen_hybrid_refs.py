@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes tiny random-weight hybrid GGUF models and llama.cpp's reference logits.
 
-tiny-qwen35moe, tiny-granitehybrid, tiny-granitehybrid-moe, tiny-lfm2 and
-tiny-lfm2moe (described at GRANITE, GRANITE_MOE, LFM2 and LFM2_MOE below);
+tiny-qwen35moe, tiny-granitehybrid, tiny-granitehybrid-moe, tiny-lfm2,
+tiny-lfm2moe, tiny-nemotron-h and tiny-nemotron-h-moe (described at GRANITE,
+GRANITE_MOE, LFM2, LFM2_MOE, NEMOTRON and NEMOTRON_MOE below);
 --only NAME regenerates one of them.
 
 The shared refdata covers the hybrid architectures qwen3next (MoE + shared
@@ -349,9 +350,136 @@ def write_lfm2_model(spec: dict, path: Path) -> None:
 LFM2_MOE = dict(LFM2, name="tiny-lfm2moe", arch="lfm2moe", seed=5003, n_expert=4,
                 n_expert_used=2, n_ff_exp=64, n_dense=2)
 
+# nemotron_h (Nemotron-H / Nemotron Nano 2): one block per layer by the
+# pattern M (Mamba-2: head_count_kv 0 and feed_forward_length 0), * (attention:
+# feed_forward_length 0) and - (a relu^2 FFN alone: feed_forward_length > 0),
+# here "M-M*M-": the last layer an FFN, the one attention layer at 3 (4 heads /
+# 2 KV heads of 32, no rope at all, scale 1/sqrt(32)). Mamba-2 mixers as
+# tiny-granitehybrid's (8 heads of 32 channels, 2 groups, state 16, conv 4
+# with a bias); the first FFN layer carries the optional ffn_up / ffn_down
+# biases (std 0.3), the last none, as the released files. Only
+# attention.layer_norm_epsilon (1e-5) is written: llama.cpp's RMS norms fall
+# back to it.
+NEMOTRON = dict(name="tiny-nemotron-h", arch="nemotron_h", seed=7001, pattern="M-M*M-",
+                n_embd=128, n_head=4, n_head_kv=2, head_dim=32, eps=1e-5, conv=4, state=16,
+                groups=2, heads=8, d_inner=256, n_ff=192, ffn_bias_layers=[1])
+
+
+def make_nemotron_tensors(spec: dict) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(spec["seed"])
+    E, H, KV, D = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
+    N, G, NH, DI, K = spec["state"], spec["groups"], spec["heads"], spec["d_inner"], spec["conv"]
+    C = DI + 2 * G * N
+    F = spec["n_ff"]
+
+    def lin(n_out, n_in):  # [n_out, n_in] = ggml [n_in, n_out]
+        return rng.standard_normal((n_out, n_in)) / math.sqrt(n_in)
+
+    def norm(n):
+        return 1.0 + 0.1 * rng.standard_normal(n)
+
+    t: dict[str, np.ndarray] = {}
+    t["token_embd.weight"] = rng.standard_normal((g.N_VOCAB, E))
+    t["output_norm.weight"] = norm(E)
+    t["output.weight"] = lin(g.N_VOCAB, E) * 3.0
+    for i, kind in enumerate(spec["pattern"]):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"] = norm(E)
+        if kind == "M":
+            t[p + "ssm_in.weight"] = lin(2 * DI + 2 * G * N + NH, E)
+            t[p + "ssm_conv1d.weight"] = 0.5 * rng.standard_normal((C, K))
+            t[p + "ssm_conv1d.bias"] = 0.1 * rng.standard_normal(C)
+            t[p + "ssm_dt.bias"] = -2.7 + 0.9 * rng.standard_normal(NH)
+            t[p + "ssm_a"] = -np.exp(rng.uniform(-0.6, 1.35, (NH, 1)))
+            t[p + "ssm_d"] = 1.0 + 0.1 * rng.standard_normal((NH, 1))
+            t[p + "ssm_norm.weight"] = norm(DI).reshape(G, DI // G)
+            t[p + "ssm_out.weight"] = lin(E, DI)
+        elif kind == "*":
+            t[p + "attn_q.weight"] = lin(H * D, E)
+            t[p + "attn_k.weight"] = lin(KV * D, E)
+            t[p + "attn_v.weight"] = lin(KV * D, E)
+            t[p + "attn_output.weight"] = lin(E, H * D)
+        elif kind == "-":
+            t[p + "ffn_up.weight"] = lin(F, E)
+            t[p + "ffn_down.weight"] = lin(E, F) * 0.5
+            if i in spec["ffn_bias_layers"]:
+                t[p + "ffn_up.bias"] = 0.3 * rng.standard_normal(F)
+                t[p + "ffn_down.bias"] = 0.3 * rng.standard_normal(E)
+        else:  # "E": routed relu^2 experts (latent width L) and the shared expert
+            X, FX, FS = spec["n_expert"], spec["n_ff_exp"], spec["n_ff_shexp"]
+            L = spec.get("latent") or E
+            t[p + "ffn_gate_inp.weight"] = 2.0 * lin(X, E)
+            t[p + "exp_probs_b.bias"] = 0.5 * rng.standard_normal(X)
+            if spec.get("latent"):
+                t[p + "ffn_latent_down.weight"] = lin(L, E)
+                t[p + "ffn_latent_up.weight"] = lin(E, L)
+            t[p + "ffn_up_exps.weight"] = rng.standard_normal((X, FX, L)) / math.sqrt(L)
+            t[p + "ffn_down_exps.weight"] = 0.5 * rng.standard_normal((X, L, FX)) / math.sqrt(FX)
+            t[p + "ffn_up_shexp.weight"] = lin(FS, E)
+            t[p + "ffn_down_shexp.weight"] = lin(E, FS) * 0.5
+    return {k: v.astype(np.float32) for k, v in t.items()}
+
+
+def write_nemotron_model(spec: dict, path: Path) -> None:
+    a, pattern = spec["arch"], spec["pattern"]
+    ff = spec.get("n_ff_exp") or spec["n_ff"]
+    w = gguf.GGUFWriter(str(path), a)
+    w.add_name(spec["name"])
+    w.add_context_length(g.N_CTX)
+    w.add_embedding_length(spec["n_embd"])
+    w.add_block_count(len(pattern))
+    w.add_feed_forward_length([ff if k in "-E" else 0 for k in pattern])
+    w.add_head_count(spec["n_head"])
+    w.add_head_count_kv([spec["n_head_kv"] if k == "*" else 0 for k in pattern])
+    w.add_key_length(spec["head_dim"])
+    w.add_value_length(spec["head_dim"])
+    w.add_layer_norm_eps(spec["eps"])
+    if spec.get("rms_eps"):
+        w.add_layer_norm_rms_eps(spec["rms_eps"])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_uint32(f"{a}.ssm.conv_kernel", spec["conv"])
+    w.add_uint32(f"{a}.ssm.state_size", spec["state"])
+    w.add_uint32(f"{a}.ssm.group_count", spec["groups"])
+    w.add_uint32(f"{a}.ssm.time_step_rank", spec["heads"])
+    w.add_uint32(f"{a}.ssm.inner_size", spec["d_inner"])
+    if spec.get("n_expert"):
+        w.add_expert_count(spec["n_expert"])
+        w.add_expert_used_count(spec["n_expert_used"])
+        w.add_expert_feed_forward_length(spec["n_ff_exp"])
+        w.add_expert_shared_feed_forward_length(spec["n_ff_shexp"])
+        w.add_expert_shared_count(1)
+        w.add_expert_weights_norm(True)
+        w.add_expert_weights_scale(spec["weights_scale"])
+        w.add_expert_group_count(1)
+        if spec.get("latent"):
+            w.add_moe_latent_size(spec["latent"])
+    g.copy_tokenizer(w)
+    w.add_vocab_size(g.N_VOCAB)
+    for name, arr in make_nemotron_tensors(spec).items():
+        w.add_tensor(name, arr)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+# nemotron_h_moe (Nemotron 3 Nano / Super style): pattern "ME*MEM" (the last
+# layer a Mamba-2 mixer), each E layer 4 routed relu^2 experts (top 2, no
+# gate, sigmoid router, selection bias exp_probs_b 0.5 N, weights
+# renormalised then times 2.5) of width 64 in a latent space of 64
+# (moe_latent_size, ffn_latent_down / _up: Nemotron 3 Super), plus an ungated
+# relu^2 shared expert of width 96 on n_embd. Both epsilon keys are written
+# (layer_norm_epsilon 1e-4, layer_norm_rms_epsilon 1e-5): the RMS one wins.
+NEMOTRON_MOE = dict(NEMOTRON, name="tiny-nemotron-h-moe", arch="nemotron_h_moe", seed=7003,
+                    pattern="ME*MEM", eps=1e-4, rms_eps=1e-5, n_expert=4, n_expert_used=2,
+                    n_ff_exp=64, n_ff_shexp=96, weights_scale=2.5, latent=64,
+                    ffn_bias_layers=[])
+
 MODELS = {SPEC["name"]: (SPEC, write_model), GRANITE["name"]: (GRANITE, write_granite_model),
           GRANITE_MOE["name"]: (GRANITE_MOE, write_granite_model),
-          LFM2["name"]: (LFM2, write_lfm2_model), LFM2_MOE["name"]: (LFM2_MOE, write_lfm2_model)}
+          LFM2["name"]: (LFM2, write_lfm2_model), LFM2_MOE["name"]: (LFM2_MOE, write_lfm2_model),
+          NEMOTRON["name"]: (NEMOTRON, write_nemotron_model),
+          NEMOTRON_MOE["name"]: (NEMOTRON_MOE, write_nemotron_model)}
 
 
 def main() -> int:

@@ -26,7 +26,8 @@ struct Candidate {
 
 Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& geometry,
                                                              const KvCacheOptions& o) {
-  if (!geometry.hybrid()) {
+  if (std::none_of(geometry.layers.begin(), geometry.layers.end(),
+                   [](const LayerGeometry& l) { return l.recurrent; })) {
     return invalid_argument("hybrid kv cache: {} has no recurrent layers", geometry.name);
   }
   if (o.max_seqs < 0 || o.max_seqs > (1 << 16) || o.max_checkpoints < -1 ||
@@ -54,6 +55,8 @@ Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& g
       }
       rec_index[l] = static_cast<int>(rec_shapes.size());
       rec_shapes.push_back(r);
+    } else if (g.stateless) {
+      continue;  // an FFN-only layer: nothing to hold
     } else {
       attn_index[l] = attn_geometry.n_layer();
       attn_geometry.layers.push_back(g);

@@ -44,6 +44,9 @@ struct LayerGeometry {
   bool recurrent = false;
   KvLayerShape kv;       // attention layers
   RecurrentShape state;  // recurrent layers
+  // Neither K/V nor recurrent state: an FFN-only layer (nemotron_h). Only the
+  // hybrid cache maps such layers (to nothing).
+  bool stateless = false;
 };
 
 struct KvGeometry {
@@ -51,10 +54,11 @@ struct KvGeometry {
   std::vector<LayerGeometry> layers;  // [n_layer]
 
   int n_layer() const { return static_cast<int>(layers.size()); }
-  // Any recurrent layer: the cache must be hybrid.
+  // Any recurrent or stateless layer: the cache must be hybrid (it maps
+  // model layers to its attention and recurrent parts).
   bool hybrid() const {
     for (const LayerGeometry& l : layers) {
-      if (l.recurrent) return true;
+      if (l.recurrent || l.stateless) return true;
     }
     return false;
   }
@@ -62,7 +66,7 @@ struct KvGeometry {
   std::vector<KvLayerShape> attention_shapes() const {
     std::vector<KvLayerShape> shapes;
     for (const LayerGeometry& l : layers) {
-      if (!l.recurrent) shapes.push_back(l.kv);
+      if (!l.recurrent && !l.stateless) shapes.push_back(l.kv);
     }
     return shapes;
   }

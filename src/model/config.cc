@@ -79,6 +79,9 @@ Result<RopeScaling> parse_scaling(std::string_view s, const std::string& key) {
 
 // The key of the family's norm epsilon.
 std::string norm_eps_key(const ModelConfig& c) {
+  if (c.family != nullptr && c.family->norm_eps_key != nullptr) {
+    return arch_key(c, c.family->norm_eps_key);
+  }
   const bool encoder = c.family != nullptr && c.family->encoder;
   return arch_key(c, encoder ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon");
 }
@@ -228,7 +231,7 @@ Status validate_ssm(const ModelConfig& c) {
                             c.recurrent_layers.size(), c.n_layer);
   }
   bool any_attention = false;
-  for (int l = 0; l < c.n_layer; ++l) any_attention |= !c.is_recurrent(l);
+  for (int l = 0; l < c.n_layer; ++l) any_attention |= c.has_attention(l);
   if (!any_attention) {
     return unsupported(
         "model: every layer is a recurrent layer; hybrid models need at least one attention "
@@ -321,7 +324,9 @@ cache::KvGeometry ModelConfig::cache_geometry() const {
   g.name = arch;
   for (int l = 0; l < n_layer_kv(); ++l) {
     cache::LayerGeometry layer;
-    if (is_recurrent(l)) {
+    if (!has_attention(l) && !is_recurrent(l)) {
+      layer.stateless = true;
+    } else if (is_recurrent(l)) {
       layer.recurrent = true;
       if (ssm.kind == SsmKind::kShortConv) {  // conv taps only
         layer.state = {ssm.d_conv - 1, ssm.conv_channels(), 0, 0, 0};
@@ -372,6 +377,33 @@ Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& c) {
   c.n_head_kv.resize(n);
   c.n_ff.resize(n);
   c.swa_layers.resize(n);
+  return Status();
+}
+
+Status read_mamba2_ssm(const gguf::GgufFile& f, ModelConfig& c) {
+  SsmConfig& s = c.ssm;
+  s.kind = SsmKind::kMamba2;
+  FOLIO_ASSIGN_OR_RETURN(const int64_t conv, require_int(f, arch_key(c, "ssm.conv_kernel")));
+  FOLIO_ASSIGN_OR_RETURN(s.d_state, require_int(f, arch_key(c, "ssm.state_size")));
+  FOLIO_ASSIGN_OR_RETURN(s.d_inner, require_int(f, arch_key(c, "ssm.inner_size")));
+  FOLIO_ASSIGN_OR_RETURN(const int64_t groups, require_int(f, arch_key(c, "ssm.group_count")));
+  FOLIO_ASSIGN_OR_RETURN(const int64_t heads, require_int(f, arch_key(c, "ssm.time_step_rank")));
+  for (const auto& [v, name] :
+       {std::pair{conv, "ssm.conv_kernel"}, std::pair{groups, "ssm.group_count"},
+        std::pair{heads, "ssm.time_step_rank"}}) {
+    if (v <= 0 || v > (1 << 16)) {
+      return invalid_argument("model: '{}' = {} is out of range", arch_key(c, name), v);
+    }
+  }
+  s.d_conv = static_cast<int>(conv);
+  s.n_k_heads = static_cast<int>(groups);
+  s.n_v_heads = static_cast<int>(heads);
+  if (s.d_inner % s.n_k_heads != 0 || s.d_inner % s.n_v_heads != 0) {
+    return invalid_argument("model: '{}' = {} is not a multiple of '{}' = {} and '{}' = {}",
+                            arch_key(c, "ssm.inner_size"), s.d_inner,
+                            arch_key(c, "ssm.group_count"), s.n_k_heads,
+                            arch_key(c, "ssm.time_step_rank"), s.n_v_heads);
+  }
   return Status();
 }
 
@@ -445,7 +477,7 @@ Status validate_config(const ModelConfig& c) {
   }
   if (c.n_swa < 0) return invalid_argument("model: sliding window {} is negative", c.n_swa);
   for (int l = 0; l < c.n_layer; ++l) {
-    if (c.is_moe(l)) continue;
+    if (c.is_moe(l) || !c.has_ffn(l)) continue;
     const int64_t ff = c.n_ff[static_cast<size_t>(l)];
     if (ff <= 0 || ff > kMaxDim) {
       return invalid_argument("model: '{}' = {} (layer {}) must be positive for a dense FFN",
@@ -453,7 +485,7 @@ Status validate_config(const ModelConfig& c) {
     }
   }
   for (int l = 0; l < c.n_layer; ++l) {
-    if (!c.is_recurrent(l) && c.n_head_kv_of(l) <= 0) {
+    if (c.has_attention(l) && c.n_head_kv_of(l) <= 0) {
       return invalid_argument("model: '{}' = {} (layer {}) must be positive and divide {} = {}",
                               arch_key(c, "attention.head_count_kv"), c.n_head_kv_of(l), l,
                               arch_key(c, "attention.head_count"), c.n_head_of(l));
@@ -499,7 +531,7 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
 
 std::string ModelConfig::summary() const {
   int first_attn = 0;  // heads of the first attention layer (hybrids start with recurrent ones)
-  while (first_attn + 1 < n_layer && is_recurrent(first_attn)) ++first_attn;
+  while (first_attn + 1 < n_layer && !has_attention(first_attn)) ++first_attn;
   std::string s = fmt::format("{}: {} layers, n_embd {}, n_vocab {}, heads {}/{}, head_dim {}",
                               arch, n_layer, n_embd, n_vocab, n_head_of(first_attn),
                               n_head_kv_of(first_attn), head_dim_k);
@@ -507,10 +539,13 @@ std::string ModelConfig::summary() const {
     s += fmt::format(", experts {} (top {}, n_ff {})", moe.n_expert, moe.n_expert_used,
                      moe.n_ff_exp);
   } else {
-    s += fmt::format(", n_ff {}", n_ff[0]);
+    int first_ffn = 0;  // single-block layers: the first layer that runs an FFN
+    while (first_ffn + 1 < n_layer && !has_ffn(first_ffn)) ++first_ffn;
+    s += fmt::format(", n_ff {}", n_ff[static_cast<size_t>(first_ffn)]);
   }
   s += learned_pos ? std::string(", learned positions")
-                   : fmt::format(", rope base {:g}", rope.freq_base);
+       : !attn_rope ? std::string(", no rope")
+                    : fmt::format(", rope base {:g}", rope.freq_base);
   if (rope.scaling != RopeScaling::kNone) {
     s += fmt::format(" ({} x{:g})", rope_scaling_name(rope.scaling), rope.scaling_factor);
   }
@@ -533,6 +568,14 @@ std::string ModelConfig::summary() const {
     }
   }
   if (n_ff_shexp > 0) s += fmt::format(", shared expert n_ff {}", n_ff_shexp);
+  if (single_block_layers) {
+    int n_attn = 0, n_ffn = 0;
+    for (int l = 0; l < n_layer; ++l) {
+      n_attn += has_attention(l) ? 1 : 0;
+      n_ffn += has_ffn(l) ? 1 : 0;
+    }
+    s += fmt::format(", {} attention and {} FFN layers (one block each)", n_attn, n_ffn);
+  }
   if (is_embedding()) {
     s += fmt::format(", {}embedding model (pooling {})", causal_attn ? "causal " : "",
                      pooling_type_name(pooling));

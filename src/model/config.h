@@ -80,7 +80,7 @@ struct MoeConfig {
 // Which recurrent mixer the hybrid model's recurrent layers run.
 enum class SsmKind : int {
   kGatedDeltaNet,  // qwen3next, qwen35, qwen35moe
-  kMamba2,         // granitehybrid
+  kMamba2,         // granitehybrid, nemotron_h, nemotron_h_moe
   kShortConv,      // lfm2: a gated conv, no state matrix
 };
 
@@ -187,6 +187,24 @@ struct ModelConfig {
   bool fused_qkv = false;     // q, k, v from one attn_qkv.weight (nomic-bert, phi3)
   bool ffn_gated = true;      // false: down(gelu(up x + b) + b) with biases, no ffn_gate (bert)
 
+  // Single-block layers (nemotron_h): each layer is one pre-norm block,
+  // x += block(rms_norm(x) * attn_norm), and the block is a recurrent mixer,
+  // attention (feed_forward_length 0) or an FFN alone (feed_forward_length >
+  // 0); no ffn_norm. See has_attention / has_ffn.
+  bool single_block_layers = false;
+  // The dense FFN, the experts and the shared expert have no gate: down(relu(up x + b)^2 + b)
+  // with optional biases (nemotron_h).
+  bool ffn_relu_sqr = false;
+  // Routed experts work in a latent width (moe_latent_size, Nemotron 3 Super):
+  // optional ffn_latent_down [E, L] before them and ffn_latent_up [L, E]
+  // after; 0: the experts read and write n_embd.
+  int64_t moe_latent = 0;
+  // Gemma 4 26B-A4B: every MoE layer also runs the dense FFN; the two
+  // branches are summed (see model/arch/gemma4.cc), with the router on its
+  // own input (LayerWeights::ffn_gate_inp_s).
+  bool moe_with_dense_ffn = false;
+  bool moe_gate_up_fused = false;  // experts' gate and up in one ffn_gate_up_exps table
+
   // Gemma 4.
   // The last n_kv_shared layers (attention.shared_kv_layers) compute no K/V
   // and hold no cache: they attend over the K/V of an earlier layer
@@ -215,9 +233,22 @@ struct ModelConfig {
     if (has_kv(layer)) return layer;
     return n_layer_kv() - (is_swa(layer) ? 2 : 1);
   }
-  bool is_moe(int layer) const { return moe.n_expert > 0 && layer >= moe.n_dense_lead; }
   bool is_recurrent(int layer) const {
     return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(layer)] != 0;
+  }
+  // Whether a layer runs attention (and so owns K/V rows in the cache) and
+  // whether it runs an FFN: every layer does both, but recurrent layers have
+  // no attention, and single-block layers run one of the two.
+  bool has_attention(int layer) const {
+    return !is_recurrent(layer) &&
+           (!single_block_layers || n_ff[static_cast<size_t>(layer)] == 0);
+  }
+  bool has_ffn(int layer) const {
+    return !single_block_layers ||
+           (!is_recurrent(layer) && n_ff[static_cast<size_t>(layer)] > 0);
+  }
+  bool is_moe(int layer) const {
+    return moe.n_expert > 0 && layer >= moe.n_dense_lead && has_ffn(layer);
   }
   // Any recurrent layer: the model needs a hybrid cache (cache/hybrid_kv_cache.h).
   bool is_hybrid() const;
@@ -253,6 +284,10 @@ Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& cfg, int64_t defaul
 // so the config ends before them and their tensors stay unloaded (llama.cpp
 // skips them unless asked to load MTP).
 Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& cfg);
+// The Mamba-2 mixer's keys (granitehybrid, nemotron_h): ssm.conv_kernel,
+// state_size, inner_size, group_count and time_step_rank, all required, into
+// cfg.ssm (kind kMamba2); inner_size must split into the groups and heads.
+Status read_mamba2_ssm(const gguf::GgufFile& f, ModelConfig& cfg);
 // Validates the derived config (called by from_gguf after the family hook).
 Status validate_config(const ModelConfig& cfg);
 

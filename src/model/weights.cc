@@ -211,7 +211,7 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
           FOLIO_RETURN_IF_ERROR(visit_ssm_tensors(cfg, il, l, visit));
           break;
       }
-    } else {
+    } else if (cfg.has_attention(il)) {
       if (cfg.fused_qkv) {
         FOLIO_RETURN_IF_ERROR(add(n("attn_qkv.weight"), shape(e, hq * dk + hkv * (dk + dv)), true,
                                   OpKind::kMulMat, &l.wqkv));
@@ -252,19 +252,57 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
                                   &l.attn_post_norm));
       }
     }
-    FOLIO_RETURN_IF_ERROR(
-        add(n(cfg.ffn_norm_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight"),
-            shape(e), true, OpKind::kRmsNorm, &l.ffn_norm));
-    if (cfg.is_moe(il)) {
+    if (!cfg.single_block_layers) {
+      FOLIO_RETURN_IF_ERROR(
+          add(n(cfg.ffn_norm_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight"),
+              shape(e), true, OpKind::kRmsNorm, &l.ffn_norm));
+    }
+    const bool gated = !cfg.ffn_relu_sqr;  // relu^2 FFNs have no gate
+    if (!cfg.has_ffn(il)) {
+      // A single-block mixer layer: no FFN.
+    } else if (cfg.is_moe(il)) {
       const int64_t x = cfg.moe.n_expert, fx = cfg.moe.n_ff_exp;
+      const int64_t ex = cfg.moe_latent > 0 ? cfg.moe_latent : e;  // experts' input width
       FOLIO_RETURN_IF_ERROR(
           add(n("ffn_gate_inp.weight"), shape(e, x), true, OpKind::kMulMat, &l.ffn_gate_inp));
-      FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_exps.weight"), shape(e, fx, x), true, OpKind::kMulMatId,
-                                &l.ffn_gate_exps));
-      FOLIO_RETURN_IF_ERROR(
-          add(n("ffn_up_exps.weight"), shape(e, fx, x), true, OpKind::kMulMatId, &l.ffn_up_exps));
-      FOLIO_RETURN_IF_ERROR(add(n("ffn_down_exps.weight"), shape(fx, e, x), true, OpKind::kMulMatId,
-                                &l.ffn_down_exps));
+      if (cfg.moe_latent > 0) {
+        FOLIO_RETURN_IF_ERROR(add(n("ffn_latent_down.weight"), shape(e, ex), true, OpKind::kMulMat,
+                                  &l.ffn_latent_down));
+        FOLIO_RETURN_IF_ERROR(add(n("ffn_latent_up.weight"), shape(ex, e), true, OpKind::kMulMat,
+                                  &l.ffn_latent_up));
+      }
+      if (cfg.moe_gate_up_fused) {
+        FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_up_exps.weight"), shape(ex, 2 * fx, x), true,
+                                  OpKind::kMulMatId, &l.ffn_gate_up_exps));
+      } else {
+        if (gated) {
+          FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_exps.weight"), shape(ex, fx, x), true,
+                                    OpKind::kMulMatId, &l.ffn_gate_exps));
+        }
+        FOLIO_RETURN_IF_ERROR(add(n("ffn_up_exps.weight"), shape(ex, fx, x), true,
+                                  OpKind::kMulMatId, &l.ffn_up_exps));
+      }
+      FOLIO_RETURN_IF_ERROR(add(n("ffn_down_exps.weight"), shape(fx, ex, x), true,
+                                OpKind::kMulMatId, &l.ffn_down_exps));
+      if (cfg.moe_with_dense_ffn) {
+        const int64_t f = cfg.n_ff[static_cast<size_t>(il)];
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_down_exps.scale"), shape(x), false, OpKind::kMul, &l.ffn_down_exps_s));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_gate_inp.scale"), shape(e), true, OpKind::kMul, &l.ffn_gate_inp_s));
+        FOLIO_RETURN_IF_ERROR(add(n("pre_ffw_norm_2.weight"), shape(e), true, OpKind::kRmsNorm,
+                                  &l.ffn_pre_norm_2));
+        FOLIO_RETURN_IF_ERROR(add(n("post_ffw_norm_1.weight"), shape(e), true, OpKind::kRmsNorm,
+                                  &l.ffn_post_norm_1));
+        FOLIO_RETURN_IF_ERROR(add(n("post_ffw_norm_2.weight"), shape(e), true, OpKind::kRmsNorm,
+                                  &l.ffn_post_norm_2));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_gate.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_gate));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_up.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_up));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_down.weight"), shape(f, e), true, OpKind::kMulMat, &l.ffn_down));
+      }
       if (cfg.moe.selection_bias) {
         FOLIO_RETURN_IF_ERROR(
             add(n("exp_probs_b.bias"), shape(x), true, OpKind::kAdd, &l.ffn_exp_probs_b));
@@ -285,8 +323,10 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
           FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_inp_shexp.weight"), shape(e), true,
                                     OpKind::kMulMat, &l.ffn_gate_inp_shexp));
         }
-        FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_shexp.weight"), shape(e, fs), true, OpKind::kMulMat,
-                                  &l.ffn_gate_shexp));
+        if (gated) {
+          FOLIO_RETURN_IF_ERROR(add(n("ffn_gate_shexp.weight"), shape(e, fs), true,
+                                    OpKind::kMulMat, &l.ffn_gate_shexp));
+        }
         FOLIO_RETURN_IF_ERROR(
             add(n("ffn_up_shexp.weight"), shape(e, fs), true, OpKind::kMulMat, &l.ffn_up_shexp));
         FOLIO_RETURN_IF_ERROR(add(n("ffn_down_shexp.weight"), shape(fs, e), true, OpKind::kMulMat,
@@ -297,6 +337,12 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
       if (cfg.ffn_fused_gate_up) {
         FOLIO_RETURN_IF_ERROR(
             add(n("ffn_up.weight"), shape(e, 2 * f), true, OpKind::kMulMat, &l.ffn_up));
+      } else if (!gated) {
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_up.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_up));
+        FOLIO_RETURN_IF_ERROR(add(n("ffn_up.bias"), shape(f), false, OpKind::kAdd, &l.ffn_up_b));
+        FOLIO_RETURN_IF_ERROR(
+            add(n("ffn_down.bias"), shape(e), false, OpKind::kAdd, &l.ffn_down_b));
       } else {
         FOLIO_RETURN_IF_ERROR(
             add(n("ffn_gate.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_gate));

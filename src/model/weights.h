@@ -40,7 +40,8 @@ struct LayerWeights {
   TensorView ffn_down;        // [F, E]
   TensorView ffn_post_norm;   // [E]          gemma3
   TensorView ffn_gate_inp;    // [E, X]       MoE router
-  TensorView ffn_gate_exps;   // [E, Fx, X]
+  TensorView ffn_gate_exps;   // [E, Fx, X]   absent when cfg.ffn_relu_sqr or fused below
+  TensorView ffn_gate_up_exps;  // [E, 2 Fx, X] gate then up in one table (cfg.moe_gate_up_fused)
   TensorView ffn_up_exps;     // [E, Fx, X]
   TensorView ffn_down_exps;   // [Fx, E, X]
   // Router and expert biases (gpt-oss).
@@ -49,9 +50,21 @@ struct LayerWeights {
   TensorView ffn_up_exps_b;    // [Fx, X]
   TensorView ffn_down_exps_b;  // [E, X]
   TensorView ffn_exp_probs_b;  // [X]      expert selection bias (glm4moe)
+  TensorView ffn_down_exps_s;  // [X]      optional per-expert scale of the down output (gemma4)
+  // Gemma 4 MoE layers (cfg.moe_with_dense_ffn): the router reads
+  // rms_norm(x) / sqrt(E) * ffn_gate_inp_s; the experts' input and both
+  // branches' outputs have their own norms.
+  TensorView ffn_gate_inp_s;   // [E]
+  TensorView ffn_pre_norm_2;   // [E]      the experts' input norm
+  TensorView ffn_post_norm_1;  // [E]      the dense FFN's output norm
+  TensorView ffn_post_norm_2;  // [E]      the experts' output norm
+  // Latent experts (cfg.moe_latent = L > 0, Nemotron 3 Super): the expert
+  // tables above then read and write L, not E.
+  TensorView ffn_latent_down;  // [E, L]   x -> the experts' input
+  TensorView ffn_latent_up;    // [L, E]   their weighted sum -> E
   // Shared expert (qwen3next, qwen35moe), Fs = n_ff_shexp.
   TensorView ffn_gate_inp_shexp;  // [E]     its sigmoid gate (empty: ungated, glm4moe)
-  TensorView ffn_gate_shexp;      // [E, Fs]
+  TensorView ffn_gate_shexp;      // [E, Fs]  absent when cfg.ffn_relu_sqr
   TensorView ffn_up_shexp;        // [E, Fs]
   TensorView ffn_down_shexp;      // [Fs, E]
   // Gated DeltaNet layers (hybrid models). Hk/Hv = key/value heads of head
@@ -79,8 +92,8 @@ struct LayerWeights {
   TensorView wqkv;              // [E, Hq * Dk + 2 * Hkv * Dk] nomic-bert: q, k, v in one
   TensorView attn_out_norm;     // [E]  after the attention residual
   TensorView attn_out_norm_b;   // [E]
-  TensorView ffn_up_b;          // [F]  bert
-  TensorView ffn_down_b;        // [E]  bert
+  TensorView ffn_up_b;          // [F]  bert; optional for nemotron_h
+  TensorView ffn_down_b;        // [E]  bert; optional for nemotron_h
   TensorView layer_out_norm;    // [E]  after the FFN residual
   TensorView layer_out_norm_b;  // [E]
   // Gemma 4 (P = n_embd_per_layer).

@@ -140,6 +140,41 @@ TEST(HybridKvCache, StateSlotsFollowTheGeometry) {
   EXPECT_EQ((*c)->state_pool().n_slots(), 3);
 }
 
+// An FFN-only layer (nemotron_h) holds nothing: no K/V in the attention part,
+// no state in the pool; the attention caches refuse such a geometry (they map
+// layers one to one), and the hybrid cache still needs a recurrent layer.
+TEST(HybridKvCache, StatelessLayersHoldNothing) {
+  KvGeometry g = attention_geometry(5);
+  g.layers[0].recurrent = true;
+  g.layers[0].state = {3, 40, 8, 2};
+  g.layers[1].stateless = true;
+  g.layers[4].stateless = true;
+  for (KvStorage storage : {KvStorage::kPaged, KvStorage::kContiguous}) {
+    KvCacheOptions o = paged_options(16, 8, 1);
+    o.storage = storage;
+    Result<std::unique_ptr<KvCache>> c = create_kv_cache(g, o);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    const auto* h = dynamic_cast<HybridKvCache*>(c->get());
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->n_layer(), 5);
+    EXPECT_EQ(h->attention().n_layer(), 2);  // layers 2 and 3
+    EXPECT_FALSE(h->k_view(2).empty());
+    EXPECT_FALSE(h->k_view(3).empty());
+    EXPECT_TRUE(h->conv_state(1).empty());
+    EXPECT_TRUE(h->ssm_state(4).empty());
+    EXPECT_FALSE(h->ssm_state(0).empty());
+    EXPECT_EQ(h->stats().slot_bytes, (3 * 40 + 8 * 8 * 2) * sizeof(float));
+  }
+  KvGeometry no_recurrent = attention_geometry(3);
+  no_recurrent.layers[1].stateless = true;
+  EXPECT_EQ(ContiguousKvCache::create(no_recurrent, KvCacheOptions{}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(PagedKvCache::create(no_recurrent, paged_options(16, 8, 1)).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(HybridKvCache::create(no_recurrent, KvCacheOptions{}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST(HybridKvCache, ConvOnlyLayersHoldTapsAndNoState) {
   KvGeometry g = hybrid_geometry();
   g.layers[1].state = {2, 24, 0, 0};  // conv taps only (LFM2's short conv)

@@ -223,7 +223,8 @@ TEST_P(HybridModels, PagedAttentionEqualsContiguous) {
 INSTANTIATE_TEST_SUITE_P(Refdata, HybridModels,
                          ::testing::Values("tiny-qwen3next", "tiny-qwen35", "tiny-qwen35moe",
                                            "tiny-granitehybrid", "tiny-granitehybrid-moe",
-                                           "tiny-lfm2", "tiny-lfm2moe"),
+                                           "tiny-lfm2", "tiny-lfm2moe", "tiny-nemotron-h",
+                                           "tiny-nemotron-h-moe"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) {

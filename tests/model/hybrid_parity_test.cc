@@ -7,7 +7,9 @@
 // (LFM2's short-conv layers: conv taps only, no state matrix; q/k norms,
 // tied head; a sliding window on tiny-lfm2's attention layers; dense FFN,
 // or leading dense layers then sigmoid-routed experts with a selection
-// bias). Same
+// bias) and tiny-nemotron-h / tiny-nemotron-h-moe (one block per layer:
+// Mamba-2, rope-less attention or a relu^2 FFN alone; relu^2 latent experts
+// and shared expert). Same
 // protocol as parity_test.cc: the prompt as one batch (prefill logits of
 // every position), then the reference continuation fed one token at a time
 // (teacher forcing: decode logits, and folio's argmax at every step equals
@@ -58,7 +60,9 @@ std::vector<Param> params(DType kv) {
                                                         {"tiny-granitehybrid", local_refdata_dir()},
                                                         {"tiny-granitehybrid-moe", local_refdata_dir()},
                                                         {"tiny-lfm2", local_refdata_dir()},
-                                                        {"tiny-lfm2moe", local_refdata_dir()}};
+                                                        {"tiny-lfm2moe", local_refdata_dir()},
+                                                        {"tiny-nemotron-h", local_refdata_dir()},
+                                                        {"tiny-nemotron-h-moe", local_refdata_dir()}};
   for (const auto& [name, dir] : models) {
     for (const char* c : {"short", "long"}) {
       for (bool paged : {false, true}) v.push_back({name, dir, c, kv, paged});

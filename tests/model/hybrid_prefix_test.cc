@@ -132,7 +132,8 @@ TEST_P(HybridPrefix, NextTurnResumesFromDecodeCheckpoint) {
 INSTANTIATE_TEST_SUITE_P(Refdata, HybridPrefix,
                          ::testing::Values("tiny-qwen3next", "tiny-qwen35", "tiny-qwen35moe",
                                            "tiny-granitehybrid", "tiny-granitehybrid-moe",
-                                           "tiny-lfm2", "tiny-lfm2moe"),
+                                           "tiny-lfm2", "tiny-lfm2moe", "tiny-nemotron-h",
+                                           "tiny-nemotron-h-moe"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s) {

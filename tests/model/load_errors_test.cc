@@ -228,6 +228,85 @@ TEST(ModelLoad, Glm4MoeTraits) {
   EXPECT_FALSE(layers[1].bq.empty());
 }
 
+// nemotron_h: one block per layer by the per-layer keys ("M-M*M-"), the
+// RMS norms on attention.layer_norm_epsilon (the only epsilon key of the
+// file), no rope, relu^2 FFNs; the FFN layers hold nothing in the cache.
+TEST(ModelLoad, NemotronHLayerKinds) {
+  Result<std::unique_ptr<Model>> m = Model::load(local_refdata_dir() + "/tiny-nemotron-h-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const ModelConfig& c = (*m)->config();
+  ASSERT_EQ(c.n_layer, 6);
+  const std::string pattern = "M-M*M-";
+  for (int l = 0; l < c.n_layer; ++l) {
+    const char kind = pattern[static_cast<size_t>(l)];
+    EXPECT_EQ(c.is_recurrent(l), kind == 'M') << l;
+    EXPECT_EQ(c.has_attention(l), kind == '*') << l;
+    EXPECT_EQ(c.has_ffn(l), kind == '-') << l;
+    const cache::LayerGeometry g = c.cache_geometry().layers[static_cast<size_t>(l)];
+    EXPECT_EQ(g.stateless, kind == '-') << l;
+    EXPECT_EQ(g.recurrent, kind == 'M') << l;
+  }
+  EXPECT_FLOAT_EQ(c.norm_eps, 1e-5f);
+  EXPECT_FALSE(c.attn_rope);
+  EXPECT_TRUE(c.ffn_relu_sqr);
+  EXPECT_EQ(c.cache_geometry().attention_shapes().size(), 1u);
+  const auto& layers = (*m)->weights().layers;
+  EXPECT_TRUE(layers[1].ffn_gate.empty());
+  EXPECT_FALSE(layers[1].ffn_up_b.empty());
+  EXPECT_TRUE(layers[5].ffn_up_b.empty());
+  EXPECT_TRUE(layers[1].ffn_norm.empty());
+  EXPECT_TRUE(layers[3].ffn_up.empty());
+}
+
+// nemotron_h_moe: the RMS epsilon key wins over layer_norm_epsilon; sigmoid
+// routing with the selection bias, weights renormalised and scaled; latent
+// experts without a gate; an ungated shared expert.
+TEST(ModelLoad, NemotronHMoeTraits) {
+  Result<std::unique_ptr<Model>> m =
+      Model::load(local_refdata_dir() + "/tiny-nemotron-h-moe-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const ModelConfig& c = (*m)->config();
+  EXPECT_FLOAT_EQ(c.norm_eps, 1e-5f);
+  EXPECT_TRUE(c.is_moe(1));
+  EXPECT_FALSE(c.is_moe(0));
+  EXPECT_FALSE(c.is_moe(2));
+  EXPECT_EQ(c.moe.gating, ExpertGating::kSigmoid);
+  EXPECT_TRUE(c.moe.selection_bias);
+  EXPECT_TRUE(c.moe.norm_weights);
+  EXPECT_FLOAT_EQ(c.moe.weights_scale, 2.5f);
+  EXPECT_EQ(c.moe.n_ff_exp, 64);
+  EXPECT_EQ(c.moe_latent, 64);
+  EXPECT_EQ(c.n_ff_shexp, 96);
+  EXPECT_FALSE(c.shexp_gated);
+  const LayerWeights& l = (*m)->weights().layers[1];
+  EXPECT_TRUE(l.ffn_gate_exps.empty());
+  EXPECT_TRUE(l.ffn_gate_shexp.empty());
+  EXPECT_EQ(l.ffn_up_exps.ne[0], 64);
+  EXPECT_FALSE(l.ffn_latent_down.empty());
+}
+
+// nemotron_h requires its epsilon key; nemotron_h_moe requires experts.
+TEST(ModelLoad, NemotronHNeedsItsKeys) {
+  SyntheticModel s = SyntheticModel::llama();
+  std::vector<std::pair<std::string, gguf::Value>> renamed;
+  for (auto& [k, v] : s.metadata) {
+    renamed.emplace_back(k.rfind("llama.", 0) == 0 ? "nemotron_h_moe." + k.substr(6) : k, v);
+  }
+  s.metadata = renamed;
+  s.set("general.architecture", "nemotron_h_moe");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'nemotron_h_moe.attention.layer_norm_epsilon'");
+  s.set("nemotron_h_moe.attention.layer_norm_epsilon", 1e-5f);
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'nemotron_h_moe.ssm.conv_kernel'");
+  for (const char* k : {"ssm.conv_kernel", "ssm.state_size", "ssm.group_count"}) {
+    s.set(std::string("nemotron_h_moe.") + k, uint32_t{4});
+  }
+  s.set("nemotron_h_moe.ssm.inner_size", uint32_t{64});
+  s.set("nemotron_h_moe.ssm.time_step_rank", uint32_t{3});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "is not a multiple of");
+  s.set("nemotron_h_moe.ssm.time_step_rank", uint32_t{4});
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'nemotron_h_moe.expert_count'");
+}
+
 TEST(ModelLoad, UnreadableFileNamesThePath) {
   Result<std::unique_ptr<Model>> m = Model::load("/nonexistent/dir/model.gguf");
   ASSERT_FALSE(m.ok());

@@ -42,6 +42,9 @@ struct ArchFamily {
   // An encoder (embedding model): LayerNorm epsilon key
   // (attention.layer_norm_epsilon), no LM head, forward as above.
   bool encoder = false;
+  // The norm epsilon's key when it is neither of those (nemotron_h:
+  // attention.layer_norm_epsilon for its RMS norms); nullptr: as above.
+  const char* norm_eps_key = nullptr;
 };
 
 // The family of `arch`, or nullptr.
@@ -62,5 +65,6 @@ std::span<const ArchFamily> mistral3_archs();  // mistral3 (Mistral Small 3, Min
 std::span<const ArchFamily> glm4moe_archs();   // glm4moe (GLM-4.5 / 4.6 / 4.7)
 std::span<const ArchFamily> gemma4_archs();  // gemma4 (dense; per-layer inputs, shared KV)
 std::span<const ArchFamily> lfm2_archs();      // lfm2, lfm2moe (Liquid LFM2: short-conv hybrids)
+std::span<const ArchFamily> nemotron_h_archs();  // nemotron_h, nemotron_h_moe (Mamba-2 hybrids)
 
 }  // namespace folio::model

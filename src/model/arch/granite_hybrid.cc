@@ -26,14 +26,6 @@ namespace folio::model {
 
 namespace {
 
-Result<int64_t> required_int(const gguf::GgufFile& f, const ModelConfig& c, const char* suffix) {
-  const std::string key = arch_key(c, suffix);
-  if (!f.has(key)) return not_found("model: missing required key '{}'", key);
-  Result<int64_t> r = f.get_i64(key);
-  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
-  return r;
-}
-
 // A Granite multiplier: absent or 0 means 1 (llama.cpp applies none).
 Result<float> multiplier(const gguf::GgufFile& f, const ModelConfig& c, const char* suffix) {
   const std::string key = arch_key(c, suffix);
@@ -47,28 +39,7 @@ Result<float> multiplier(const gguf::GgufFile& f, const ModelConfig& c, const ch
 }
 
 Status configure_granite_hybrid(const gguf::GgufFile& f, ModelConfig& c) {
-  SsmConfig& s = c.ssm;
-  s.kind = SsmKind::kMamba2;
-  FOLIO_ASSIGN_OR_RETURN(const int64_t conv, required_int(f, c, "ssm.conv_kernel"));
-  FOLIO_ASSIGN_OR_RETURN(s.d_state, required_int(f, c, "ssm.state_size"));
-  FOLIO_ASSIGN_OR_RETURN(s.d_inner, required_int(f, c, "ssm.inner_size"));
-  FOLIO_ASSIGN_OR_RETURN(const int64_t groups, required_int(f, c, "ssm.group_count"));
-  FOLIO_ASSIGN_OR_RETURN(const int64_t heads, required_int(f, c, "ssm.time_step_rank"));
-  for (const auto& [v, name] :
-       {std::pair{conv, "ssm.conv_kernel"}, std::pair{groups, "ssm.group_count"},
-        std::pair{heads, "ssm.time_step_rank"}}) {
-    if (v <= 0 || v > (1 << 16)) {
-      return invalid_argument("model: '{}' = {} is out of range", arch_key(c, name), v);
-    }
-  }
-  s.d_conv = static_cast<int>(conv);
-  s.n_k_heads = static_cast<int>(groups);
-  s.n_v_heads = static_cast<int>(heads);
-  if (s.d_inner % s.n_k_heads != 0) {
-    return invalid_argument("model: '{}' = {} is not a multiple of '{}' = {}",
-                            arch_key(c, "ssm.inner_size"), s.d_inner,
-                            arch_key(c, "ssm.group_count"), s.n_k_heads);
-  }
+  FOLIO_RETURN_IF_ERROR(read_mamba2_ssm(f, c));
   // A layer is a Mamba-2 layer exactly when its head_count_kv is 0.
   c.recurrent_layers.assign(static_cast<size_t>(c.n_layer), 0);
   for (int l = 0; l < c.n_layer; ++l) {

@@ -8,7 +8,7 @@ namespace folio::model {
 
 namespace {
 
-std::array<std::span<const ArchFamily>, 12> families() {
+std::array<std::span<const ArchFamily>, 13> families() {
   return {
       llama_archs(),     qwen_archs(),    gemma3_archs(), qwen3next_archs(),
       gpt_oss_archs(),   bert_archs(),    phi3_archs(),
@@ -17,6 +17,7 @@ std::array<std::span<const ArchFamily>, 12> families() {
       granite_hybrid_archs(),
       gemma4_archs(),
       lfm2_archs(),
+      nemotron_h_archs(),
   };
 }
 

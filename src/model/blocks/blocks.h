@@ -44,9 +44,16 @@ TensorView attend_cached(ForwardContext& ctx, const ModelConfig& cfg, int il, in
                          const TensorView& sinks = {});
 
 // ffn.cc ---------------------------------------------------------------------
-// Dense gated FFN: down(act(gate(x)) * up(x)), act = cfg.ffn_glu. x [E, n] -> [E, n].
+// Dense gated FFN: down(act(gate(x)) * up(x)), act = cfg.ffn_glu; ungated
+// when cfg.ffn_relu_sqr: down(relu(up x + b)^2) + b. x [E, n] -> [E, n].
 TensorView dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
                      const TensorView& x);
+// The FFN's activation of the up (and gate) projections, for dense, expert
+// and shared-expert FFNs alike: the GLU cfg.ffn_glu of gate and up, or
+// relu(up)^2 (cfg.ffn_relu_sqr, gate empty; computed in up's place).
+// [F, ...] -> [F, ...].
+TensorView ffn_activation(ForwardContext& ctx, const ModelConfig& cfg, const TensorView& gate,
+                          const TensorView& up);
 
 // moe.cc ---------------------------------------------------------------------
 // Mixture of experts: router (+ bias) softmax or sigmoid, top-k experts per
@@ -54,8 +61,12 @@ TensorView dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWei
 // softmax over the k: ExpertGating::kSoftmaxWeight), gated expert FFNs
 // through kMulMatId (+ per-expert biases when cfg.moe.biases), weighted sum
 // over the k experts. x [E, n] (contiguous) -> [E, n].
+// `router_logits` [X, n]: the router's output when the model computes it
+// from another input (gemma4); empty: ffn_gate_inp x. Fused gate/up expert
+// tables (ffn_gate_up_exps) and a per-expert down scale (ffn_down_exps_s)
+// are used where the layer has them.
 TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
-                   const TensorView& x);
+                   const TensorView& x, const TensorView& router_logits = {});
 
 // io.cc ----------------------------------------------------------------------
 // Token embeddings [E, T] (get_rows, times cfg.embd_scale when != 1).

@@ -1,12 +1,28 @@
-// Dense gated FFN: x [E, n] -> gate, up [F, n] -> act(gate) * up [F, n] ->
+// Dense FFN: x [E, n] -> gate, up [F, n] -> act(gate) * up [F, n] ->
 // down [E, n]. act is SiLU (llama, qwen) or tanh-GELU (gemma). With gate and
 // up in one matrix (phi3), one product [2F, n] whose halves the GLU reads.
+// Ungated (cfg.ffn_relu_sqr, nemotron_h): up [F, n] (+ bias) -> relu(up)^2 ->
+// down [E, n] (+ bias).
 #include "model/blocks/blocks.h"
 
 namespace folio::model {
 
+TensorView ffn_activation(ForwardContext& ctx, const ModelConfig& cfg, const TensorView& gate,
+                          const TensorView& up) {
+  if (!cfg.ffn_relu_sqr) return ctx.glu(gate, up, cfg.ffn_glu);
+  const TensorView h = ctx.unary(up, UnaryKind::kRelu);  // ggml's relu then sqr: x * x
+  return ctx.mul(h, h, h);
+}
+
 TensorView dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
                      const TensorView& x) {
+  if (cfg.ffn_relu_sqr) {
+    const TensorView up = ctx.mul_mat(l.ffn_up, x);  // [F, n]
+    if (!l.ffn_up_b.empty()) ctx.add(up, l.ffn_up_b, up);
+    const TensorView down = ctx.mul_mat(l.ffn_down, ffn_activation(ctx, cfg, {}, up));  // [E, n]
+    if (!l.ffn_down_b.empty()) ctx.add(down, l.ffn_down_b, down);
+    return down;
+  }
   if (l.ffn_gate.empty()) {
     const TensorView gate_up = ctx.mul_mat(l.ffn_up, x);            // [2F, n]
     const TensorView h = ctx.glu(gate_up, TensorView{}, cfg.ffn_glu);  // [F, n]

@@ -1,6 +1,8 @@
 // Mixture-of-experts FFN (qwen3moe, Mixtral-style llama). Shapes: x [E, n],
 // router logits / probabilities [X, n], chosen experts I32 [k, n], their
-// weights [1, k, n], expert activations [Fx, k, n], expert outputs [E, k, n].
+// weights [1, k, n], expert activations [Fx, k, n], expert outputs [E, k, n]
+// (latent experts, Nemotron 3 Super: inputs [L, n] = ffn_latent_down x,
+// outputs [L, k, n], their sum taken back to [E, n] by ffn_latent_up).
 //
 // Order of operations follows llama.cpp's build_moe_ffn: router logits (+
 // the router bias), probabilities from them (softmax or sigmoid; with
@@ -63,12 +65,13 @@ TensorView expert_slice(const TensorView& e, int64_t u) {
 }  // namespace
 
 TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
-                   const TensorView& x) {
-  const int64_t e = x.ne[0], n = x.ne[1];
+                   const TensorView& x, const TensorView& router_logits) {
+  const int64_t n = x.ne[1];
   const int k = cfg.moe.n_expert_used;
 
   const ExpertGating gating = cfg.moe.gating;
-  const TensorView logits = ctx.mul_mat(l.ffn_gate_inp, x);  // [X, n]
+  const TensorView logits =
+      router_logits.empty() ? ctx.mul_mat(l.ffn_gate_inp, x) : router_logits;  // [X, n]
   if (!l.ffn_gate_inp_b.empty()) ctx.add(logits, l.ffn_gate_inp_b, logits);
   const TensorView probs = gating == ExpertGating::kSigmoid ? ctx.unary(logits, UnaryKind::kSigmoid)
                            : gating == ExpertGating::kSoftmax ? ctx.soft_max(logits)
@@ -79,7 +82,7 @@ TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeigh
   const Result<TensorView> probs_host = ctx.to_host(probs);
   const Result<TensorView> ids_host = ctx.to_host(ids);
   TensorView weights = ctx.f32(1, k, n);  // [1, k, n]
-  if (!ctx.ok()) return ctx.f32(e, n);
+  if (!ctx.ok()) return ctx.f32(x.ne[0], n);
   const bool softmax_weight = gating == ExpertGating::kSoftmaxWeight;
   gather_weights(*probs_host, *ids_host, cfg.moe.norm_weights && !softmax_weight,
                  softmax_weight ? 1.0f : cfg.moe.weights_scale, weights);
@@ -93,20 +96,39 @@ TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeigh
     const TensorView rows = ctx.get_rows(bias, ids);  // [F, k * n] in (u, t) order
     ctx.add(t, reshape(rows, {t.ne[0], k, n, 1}), t);
   };
-  const TensorView x3 = reshape(x, {e, 1, n, 1});
-  const TensorView up = ctx.mul_mat_id(l.ffn_up_exps, x3, ids);  // [Fx, k, n]
-  add_expert_bias(up, l.ffn_up_exps_b);
-  const TensorView gate = ctx.mul_mat_id(l.ffn_gate_exps, x3, ids);  // [Fx, k, n]
-  add_expert_bias(gate, l.ffn_gate_exps_b);
-  const TensorView h = ctx.glu(gate, up, cfg.ffn_glu);                 // [Fx, k, n]
-  const TensorView experts = ctx.mul_mat_id(l.ffn_down_exps, h, ids);  // [E, k, n]
+  // Latent experts read L = ffn_latent_down's width instead of E.
+  const TensorView xe = l.ffn_latent_down.empty() ? x : ctx.mul_mat(l.ffn_latent_down, x);
+  const int64_t ex = xe.ne[0];
+  const TensorView x3 = reshape(xe, {ex, 1, n, 1});
+  TensorView h;  // [Fx, k, n]
+  if (!l.ffn_gate_up_exps.empty()) {  // [2 Fx, k, n]: the GLU reads gate then up
+    h = ctx.glu(ctx.mul_mat_id(l.ffn_gate_up_exps, x3, ids), TensorView{}, cfg.ffn_glu);
+  } else {
+    const TensorView up = ctx.mul_mat_id(l.ffn_up_exps, x3, ids);  // [Fx, k, n]
+    add_expert_bias(up, l.ffn_up_exps_b);
+    TensorView gate;  // [Fx, k, n]; none for relu^2 experts
+    if (!l.ffn_gate_exps.empty()) {
+      gate = ctx.mul_mat_id(l.ffn_gate_exps, x3, ids);
+      add_expert_bias(gate, l.ffn_gate_exps_b);
+    }
+    h = ffn_activation(ctx, cfg, gate, up);
+  }
+  const TensorView experts = ctx.mul_mat_id(l.ffn_down_exps, h, ids);  // [ex, k, n]
+  if (!l.ffn_down_exps_s.empty()) {  // expert ids[u, t]'s scale: a [1, X] table's rows
+    const TensorView s = ctx.get_rows(reshape(l.ffn_down_exps_s, {1, cfg.moe.n_expert, 1, 1}), ids);
+    ctx.mul(experts, reshape(s, {1, k, n, 1}), experts);
+  }
   add_expert_bias(experts, l.ffn_down_exps_b);
   ctx.mul(experts, weights, experts);
 
-  if (k == 1) return ctx.scale(expert_slice(experts, 0), 1.0f);  // contiguous copy
-  TensorView out = ctx.add(expert_slice(experts, 0), expert_slice(experts, 1));
-  for (int u = 2; u < k; ++u) ctx.add(out, expert_slice(experts, u), out);
-  return out;
+  TensorView out;  // [ex, n]
+  if (k == 1) {
+    out = ctx.scale(expert_slice(experts, 0), 1.0f);  // contiguous copy
+  } else {
+    out = ctx.add(expert_slice(experts, 0), expert_slice(experts, 1));
+    for (int u = 2; u < k; ++u) ctx.add(out, expert_slice(experts, u), out);
+  }
+  return l.ffn_latent_up.empty() ? out : ctx.mul_mat(l.ffn_latent_up, out);  // [E, n]
 }
 
 }  // namespace folio::model

@@ -1,6 +1,7 @@
 // Mixture of experts with a shared expert (qwen3next, qwen35moe, glm4moe), as
 // llama.cpp's qwen3next build_layer_ffn: the routed experts (moe_ffn), plus
-// the shared expert's dense SiLU-gated FFN, scaled per token by
+// the shared expert's dense FFN (SiLU-gated; relu^2 and ungated for
+// nemotron_h_moe: cfg.ffn_relu_sqr), scaled per token by
 // sigmoid(ffn_gate_inp_shexp . x) where that gate exists (cfg.shexp_gated;
 // glm4moe and granitehybrid have none: the shared output is added as is).
 // Shapes: x [E, n]; shared hidden [Fs, n]; gate [1, n] broadcast over the E
@@ -14,9 +15,10 @@ TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
                                   const LayerWeights& l, const TensorView& x) {
   TensorView out = moe_ffn(ctx, cfg, l, x);  // [E, n]
   if (cfg.n_ff_shexp <= 0) return out;
-  const TensorView gate = ctx.mul_mat(l.ffn_gate_shexp, x);    // [Fs, n]
-  const TensorView up = ctx.mul_mat(l.ffn_up_shexp, x);        // [Fs, n]
-  const TensorView h = ctx.glu(gate, up, cfg.ffn_glu);         // [Fs, n]
+  const TensorView gate =
+      l.ffn_gate_shexp.empty() ? TensorView{} : ctx.mul_mat(l.ffn_gate_shexp, x);  // [Fs, n]
+  const TensorView up = ctx.mul_mat(l.ffn_up_shexp, x);                           // [Fs, n]
+  const TensorView h = ffn_activation(ctx, cfg, gate, up);                        // [Fs, n]
   const TensorView shared = ctx.mul_mat(l.ffn_down_shexp, h);  // [E, n]
   if (cfg.shexp_gated) {
     TensorView g = ctx.mul_mat(l.ffn_gate_inp_shexp, x);  // weight [E] = [E, 1] -> [1, n]
