@@ -163,6 +163,20 @@ MODELS: list[dict] = [
          qk_norm=True, rope="neox",
          notes="gemma4: per-layer inputs, shared KV (layers 4, 5 read 2, 3), sliding window 16 "
                "with head dim 32, proportional rope on full layers, k as v on full layers"),
+    # Gemma 4 26B-A4B shape: no per-layer inputs, no shared KV; every layer
+    # runs its dense GELU FFN beside 4 routed experts (top 2, softmax, weights
+    # renormalised) whose gate and up share one ffn_gate_up_exps table, with
+    # the router on rms_norm(x) / sqrt(E) * ffn_gate_inp.scale, the experts'
+    # own input and output norms, the dense branch's post_ffw_norm_1 and a
+    # per-expert output scale ffn_down_exps.scale.
+    dict(name="tiny-gemma4-moe", arch="gemma4", seed=5020, post_norm_scale=2.0, n_layer=4,
+         n_embd=128, n_head=4, n_head_kv=[2, 1, 2, 1], head_dim=64, head_dim_swa=32,
+         n_ff=[96, 96, 96, 96], swa_pattern=[True, False, True, False],
+         n_swa=16, rope_base=1000000.0, rope_base_swa=10000.0, rope_partial_full=0.25,
+         n_embd_per_layer=0, shared_kv_layers=0, final_softcap=30.0, eps=1e-6, tied=False,
+         embd_std=0.2, qk_norm=True, rope="neox", n_expert=4, n_expert_used=2, n_ff_exp=64,
+         notes="gemma4 26B-A4B: dense FFN beside routed GELU experts (fused gate/up, "
+               "per-expert scale), router on its own normalised input"),
 ]
 
 # --------------------------------------------------------------------------
@@ -281,9 +295,12 @@ def make_gemma4_tensors(spec: dict) -> dict[str, np.ndarray]:
     t["token_embd.weight"] = rng.standard_normal((N_VOCAB, E)) * spec["embd_std"]
     t["output_norm.weight"] = norm(E)
     t["rope_freqs.weight"] = gemma4_rope_freqs(spec)
-    t["per_layer_token_embd.weight"] = rng.standard_normal((N_VOCAB, P * L))
-    t["per_layer_model_proj.weight"] = lin(P * L, E)
-    t["per_layer_proj_norm.weight"] = norm(P)
+    if not spec.get("tied"):
+        t["output.weight"] = lin(N_VOCAB, E) * 3.0
+    if P > 0:
+        t["per_layer_token_embd.weight"] = rng.standard_normal((N_VOCAB, P * L))
+        t["per_layer_model_proj.weight"] = lin(P * L, E)
+        t["per_layer_proj_norm.weight"] = norm(P)
     for i in range(L):
         swa, KV, D, F, has_kv = gemma4_layer(spec, i)
         p = f"blk.{i}."
@@ -304,11 +321,24 @@ def make_gemma4_tensors(spec: dict) -> dict[str, np.ndarray]:
         t[p + "ffn_up.weight"] = lin(F, E)
         t[p + "ffn_down.weight"] = lin(E, F)
         t[p + "post_ffw_norm.weight"] = spec["post_norm_scale"] * norm(E)
-        # The gate reads the raw residual (RMS ~3): x0.3 keeps its GELU inputs
-        # near N(0, 1), where ggml's fp16 GELU table is closest to the exact one.
-        t[p + "inp_gate.weight"] = 0.3 * lin(P, E)
-        t[p + "proj.weight"] = lin(E, P)
-        t[p + "post_norm.weight"] = norm(E)
+        if spec.get("n_expert"):
+            X, FX = spec["n_expert"], spec["n_ff_exp"]
+            # The router reads rms_norm(x) / sqrt(E): x2 sqrt(E) gives its
+            # logits std ~2, so top-k choices are rarely near-ties.
+            t[p + "ffn_gate_inp.weight"] = 2.0 * math.sqrt(E) * lin(X, E)
+            t[p + "ffn_gate_inp.scale"] = norm(E)
+            t[p + "pre_ffw_norm_2.weight"] = norm(E)
+            t[p + "post_ffw_norm_1.weight"] = norm(E)
+            t[p + "post_ffw_norm_2.weight"] = norm(E)
+            t[p + "ffn_gate_up_exps.weight"] = rng.standard_normal((X, 2 * FX, E)) / math.sqrt(E)
+            t[p + "ffn_down_exps.weight"] = rng.standard_normal((X, E, FX)) / math.sqrt(FX)
+            t[p + "ffn_down_exps.scale"] = 0.5 + rng.random(X)
+        if P > 0:
+            # The gate reads the raw residual (RMS ~3): x0.3 keeps its GELU inputs
+            # near N(0, 1), where ggml's fp16 GELU table is closest to the exact one.
+            t[p + "inp_gate.weight"] = 0.3 * lin(P, E)
+            t[p + "proj.weight"] = lin(E, P)
+            t[p + "post_norm.weight"] = norm(E)
         t[p + "layer_output_scale.weight"] = 0.5 + 0.5 * rng.random(1)
     return {k: v.astype(np.float32) for k, v in t.items()}
 
@@ -634,9 +664,11 @@ def gemma4_reference_forward(spec, t, ids, gelu):
     n, E, H, L, P = len(ids), spec["n_embd"], spec["n_head"], spec["n_layer"], spec["n_embd_per_layer"]
     eps = spec["eps"]
     x = t["token_embd.weight"][ids] * np.float64(np.float32(math.sqrt(E)))
-    pe = t["per_layer_token_embd.weight"][ids].reshape(n, L, P) * math.sqrt(P)
-    pp = (x @ t["per_layer_model_proj.weight"].T / math.sqrt(E)).reshape(n, L, P)
-    pl = (rms_norm(pp, t["per_layer_proj_norm.weight"], eps) + pe) / math.sqrt(2.0)  # [n, L, P]
+    if P > 0:
+        pe = t["per_layer_token_embd.weight"][ids].reshape(n, L, P) * math.sqrt(P)
+        pp = (x @ t["per_layer_model_proj.weight"].T / math.sqrt(E)).reshape(n, L, P)
+        pl = (rms_norm(pp, t["per_layer_proj_norm.weight"], eps) + pe) / math.sqrt(2.0)  # [n, L, P]
+    min_margin = math.inf
     n_kv = L - spec["shared_kv_layers"]
     kv_of: dict[int, tuple] = {}
     pos = np.arange(n, dtype=np.float64)[:, None]
@@ -675,14 +707,35 @@ def gemma4_reference_forward(spec, t, ids, gelu):
         x = x + o
         h = rms_norm(x, t[p + "ffn_norm.weight"], eps)
         f = (gelu(h @ t[p + "ffn_gate.weight"].T) * (h @ t[p + "ffn_up.weight"].T)) @ t[p + "ffn_down.weight"].T
+        if spec.get("n_expert"):  # 26B-A4B: routed experts beside the dense FFN
+            f = rms_norm(f, t[p + "post_ffw_norm_1.weight"], eps)
+            r = rms_norm(x, 1.0, eps) / math.sqrt(E) * t[p + "ffn_gate_inp.scale"]
+            logits = r @ t[p + "ffn_gate_inp.weight"].T  # [n, X]
+            probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+            probs /= probs.sum(axis=1, keepdims=True)
+            k, FX = spec["n_expert_used"], spec["n_ff_exp"]
+            he = rms_norm(x, t[p + "pre_ffw_norm_2.weight"], eps)
+            moe = np.zeros_like(x)
+            for tok in range(n):
+                order = np.argsort(-probs[tok])
+                min_margin = min(min_margin, probs[tok, order[k - 1]] - probs[tok, order[k]])
+                chosen = order[:k]
+                wsum = probs[tok, chosen].sum()
+                for e_id in chosen:
+                    gu = t[p + "ffn_gate_up_exps.weight"][e_id] @ he[tok]  # [2 FX]: gate, up
+                    y = t[p + "ffn_down_exps.weight"][e_id] @ (gelu(gu[:FX]) * gu[FX:])
+                    y = y * t[p + "ffn_down_exps.scale"][e_id]
+                    moe[tok] += y * probs[tok, e_id] / wsum
+            f = f + rms_norm(moe, t[p + "post_ffw_norm_2.weight"], eps)
         x = x + rms_norm(f, t[p + "post_ffw_norm.weight"], eps)
-        g = gelu(x @ t[p + "inp_gate.weight"].T) * pl[:, l]
-        x = x + rms_norm(g @ t[p + "proj.weight"].T, t[p + "post_norm.weight"], eps)
+        if P > 0:
+            g = gelu(x @ t[p + "inp_gate.weight"].T) * pl[:, l]
+            x = x + rms_norm(g @ t[p + "proj.weight"].T, t[p + "post_norm.weight"], eps)
         x = x * t[p + "layer_output_scale.weight"][0]
     x = rms_norm(x, t["output_norm.weight"], eps)
-    logits = x @ t["token_embd.weight"].T
+    logits = x @ t.get("output.weight", t["token_embd.weight"]).T
     c = spec["final_softcap"]
-    return c * np.tanh(logits / c), math.inf
+    return c * np.tanh(logits / c), min_margin
 
 
 def reference_forward(spec, t, ids, gelu):

@@ -56,6 +56,33 @@ TEST(Gemma4, LayerLayoutAndSharedKvSources) {
   }
 }
 
+// The 26B-A4B shape on tiny-gemma4-moe: every layer routed beside its
+// dense FFN, softmax routing with renormalised weights, the fused gate/up
+// expert table and the per-expert scale, no per-layer inputs.
+TEST(Gemma4, MixtureOfExpertsBesideTheDenseFfn) {
+  Result<std::unique_ptr<Model>> m =
+      Model::load(local_refdata_dir() + "/tiny-gemma4-moe-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const ModelConfig& c = (*m)->config();
+  EXPECT_TRUE(c.moe_with_dense_ffn);
+  EXPECT_TRUE(c.moe_gate_up_fused);
+  EXPECT_EQ(c.moe.gating, ExpertGating::kSoftmax);
+  EXPECT_TRUE(c.moe.norm_weights);
+  EXPECT_EQ(c.moe.n_expert, 4);
+  EXPECT_EQ(c.moe.n_expert_used, 2);
+  EXPECT_EQ(c.n_embd_per_layer, 0);
+  for (int il = 0; il < c.n_layer; ++il) {
+    EXPECT_TRUE(c.is_moe(il)) << il;
+    const LayerWeights& l = (*m)->weights().layers[static_cast<size_t>(il)];
+    EXPECT_FALSE(l.ffn_gate.empty()) << il;  // the dense branch
+    EXPECT_FALSE(l.ffn_gate_up_exps.empty()) << il;
+    EXPECT_TRUE(l.ffn_gate_exps.empty()) << il;
+    EXPECT_FALSE(l.ffn_down_exps_s.empty()) << il;
+    EXPECT_FALSE(l.ffn_gate_inp_s.empty()) << il;
+    EXPECT_FALSE(l.ffn_post_norm_2.empty()) << il;
+  }
+}
+
 TEST(Gemma4, SharedLayersHoldNoCacheStorage) {
   auto m = load_tiny_gemma4();
   ASSERT_NE(m, nullptr);

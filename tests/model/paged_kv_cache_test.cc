@@ -137,7 +137,8 @@ std::vector<ModelCase> model_cases() {
   for (const char* n :
        {"tiny-qwen2", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma3-swa2-softcap",
         "tiny-llama-rope-linear", "tiny-llama-yarn", "tiny-llama-mha", "tiny-gpt-oss",
-                        "tiny-phi3", "tiny-mistral3", "tiny-glm4moe", "tiny-gemma4"}) {
+                        "tiny-phi3", "tiny-mistral3", "tiny-glm4moe", "tiny-gemma4",
+                        "tiny-gemma4-moe"}) {
     v.push_back({local_refdata_dir() + "/" + n + "-f32.gguf", n});
   }
   return v;

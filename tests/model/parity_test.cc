@@ -44,7 +44,7 @@ std::vector<RefModel> ref_models() {
   for (const char* n :
        {"tiny-qwen2", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma3-swa2-softcap",
         "tiny-llama-rope-linear", "tiny-llama-yarn", "tiny-llama-mha", "tiny-gpt-oss",
-        "tiny-phi3", "tiny-mistral3", "tiny-glm4moe", "tiny-gemma4"}) {
+        "tiny-phi3", "tiny-mistral3", "tiny-glm4moe", "tiny-gemma4", "tiny-gemma4-moe"}) {
     v.push_back({n, local_refdata_dir()});
   }
   return v;
@@ -136,6 +136,15 @@ TEST_P(RefParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
     // (scripts/gen_model_refs.py --selfcheck). Greedy margins are >= 0.07.
     tol_prefill = f16 ? 1.5e-2f : 1e-2f;
     tol_decode = f16 ? 1.3e-2f : 1e-2f;
+    if (f16 && m.config().moe.n_expert > 0) {
+      // tiny-gemma4-moe: three GELU branches per layer and an expert mix.
+      // llama.cpp's own f16-KV + flash-attention run sits 2.1e-2 / 1.8e-2
+      // (short / long prefill) and 2.7e-2 / 4.1e-2 (decode) from its F32
+      // reference; folio's f16 cache measures 1.0e-2 / 1.8e-2 and 1.6e-2 /
+      // 1.1e-2.
+      tol_prefill = 2.2e-2f;
+      tol_decode = 2.5e-2f;
+    }
   }
   if (p.kv == DType::Q8_0) tol_prefill = tol_decode = 0.25f;
 
@@ -155,12 +164,12 @@ INSTANTIATE_TEST_SUITE_P(F16Kv, RefParity, ::testing::ValuesIn(params(DType::F16
 // logits by 0.04-0.1 on these models (measured), well inside 0.25, and every
 // greedy token stays. Dense models only: in qwen3moe a router margin of 1e-4
 // lets one token pick another expert, a legitimate jump of ~2.6 (gpt-oss,
-// and glm4moe, also routed, are left out for the same reason).
+// glm4moe and gemma4-moe, also routed, are left out for the same reason).
 std::vector<Param> q8_params() {
   std::vector<Param> v;
   for (const Param& p : params(DType::Q8_0)) {
     if (p.model.name != "tiny-qwen3moe" && p.model.name != "tiny-gpt-oss" &&
-        p.model.name != "tiny-glm4moe") {
+        p.model.name != "tiny-glm4moe" && p.model.name != "tiny-gemma4-moe") {
       v.push_back(p);
     }
   }

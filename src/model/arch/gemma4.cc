@@ -21,8 +21,16 @@
 //     and after each layer's FFN residual
 //       x += post_norm(proj(gelu(inp_gate x) * pl[:, il, :]));
 //   - optional layer_output_scale.weight: the layer's output times it;
-//   - optional final_logit_softcapping.
-// Mixture-of-experts files (26B-A4B: expert_count > 0) are refused by name.
+//   - optional final_logit_softcapping;
+//   - mixture of experts (26B-A4B: expert_count > 0, every layer with
+//     ffn_gate_inp): beside the dense FFN, which then ends in post_ffw_norm_1,
+//       router logits = ffn_gate_inp (rms_norm(x) / sqrt(E) * ffn_gate_inp.scale)
+//       experts       = post_ffw_norm_2(moe(rms_norm(x) * pre_ffw_norm_2))
+//     with softmax routing, the top k weights renormalised, GELU-gated
+//     experts (ffn_gate_up_exps, or ffn_gate_exps and ffn_up_exps) and the
+//     optional per-expert scale ffn_down_exps.scale on their outputs; the two
+//     branches are summed before post_ffw_norm. x is the residual after
+//     attention.
 #include <cmath>
 
 #include "model/arch/arch.h"
@@ -31,6 +39,30 @@
 namespace folio::model {
 
 namespace {
+
+// The 26B-A4B mixture of experts (see the file comment).
+Status configure_gemma4_moe(const gguf::GgufFile& f, ModelConfig& c) {
+  MoeConfig& m = c.moe;
+  if (m.n_expert_used <= 0 || m.n_expert_used > m.n_expert) {
+    return invalid_argument("model: '{}' = {} must be in [1, '{}' = {}]",
+                            arch_key(c, "expert_used_count"), m.n_expert_used,
+                            arch_key(c, "expert_count"), m.n_expert);
+  }
+  m.gating = ExpertGating::kSoftmax;
+  m.norm_weights = true;
+  m.weights_scale = 1.0f;
+  m.n_dense_lead = 0;
+  for (int il = 0; il < c.n_layer; ++il) {
+    if (f.find_tensor(fmt::format("blk.{}.ffn_gate_inp.weight", il)) == nullptr) {
+      return unsupported("model: gemma4 layer {} has no ffn_gate_inp.weight: a mixture of experts "
+                         "with dense layers between is not supported",
+                         il);
+    }
+  }
+  c.moe_with_dense_ffn = true;
+  c.moe_gate_up_fused = f.find_tensor("blk.0.ffn_gate_up_exps.weight") != nullptr;
+  return Status();
+}
 
 Status configure_gemma4(const gguf::GgufFile& f, ModelConfig& c) {
   c.rope.mode = RopeMode::kNeox;
@@ -42,11 +74,7 @@ Status configure_gemma4(const gguf::GgufFile& f, ModelConfig& c) {
   c.rope_freq_factors = true;
   c.attn_v_optional = true;
   c.layer_out_scale = true;
-  if (c.moe.n_expert > 0) {
-    return unsupported(
-        "model: gemma4 mixture-of-experts files (expert_count {}) are not supported yet",
-        c.moe.n_expert);
-  }
+  if (c.moe.n_expert > 0) FOLIO_RETURN_IF_ERROR(configure_gemma4_moe(f, c));
   const std::string pattern_key = arch_key(c, "attention.sliding_window_pattern");
   const gguf::Value* pattern = f.find(pattern_key);
   if (pattern == nullptr || pattern->array() == nullptr) {
@@ -145,6 +173,23 @@ TensorView gemma4_attention(ForwardContext& ctx, const ModelConfig& cfg, const M
   return ctx.mul_mat(l.wo, reshape(o, {d * hq, t, 1, 1}));  // [E, T]
 }
 
+// A mixture-of-experts layer's FFN (see the file comment): x [E, n] the
+// residual after attention, hf its ffn_norm -> the two branches' sum [E, n].
+TensorView gemma4_moe_block(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
+                            const TensorView& x, const TensorView& hf) {
+  const float eps = cfg.norm_eps;
+  const TensorView mlp = dense_ffn(ctx, cfg, l, hf);  // [E, n]
+  ctx.rms_norm(mlp, l.ffn_post_norm_1, eps, mlp);
+  const TensorView router_in = ctx.rms_norm(x, TensorView{}, eps);  // [E, n]
+  ctx.scale(router_in, 1.0f / std::sqrt(static_cast<float>(cfg.n_embd)), 0.0f, router_in);
+  ctx.mul(router_in, l.ffn_gate_inp_s, router_in);
+  const TensorView logits = ctx.mul_mat(l.ffn_gate_inp, router_in);  // [X, n]
+  const TensorView experts =
+      moe_ffn(ctx, cfg, l, ctx.rms_norm(x, l.ffn_pre_norm_2, eps), logits);  // [E, n]
+  ctx.rms_norm(experts, l.ffn_post_norm_2, eps, experts);
+  return ctx.add(mlp, experts);
+}
+
 // The per-layer inputs of every layer, [P, T, L] (layer il: the [P, T]
 // slice il), from the scaled token embeddings x [E, T].
 TensorView per_layer_inputs(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
@@ -195,7 +240,8 @@ TensorView forward_gemma4(const ModelConfig& cfg, const ModelWeights& w, const F
     const int64_t n = x.ne[1];
     const TensorView hf = ctx.f32_near(l.ffn_norm, e, n);
     ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, hf);
-    const TensorView f = dense_ffn(ctx, cfg, l, hf);
+    const TensorView f = cfg.is_moe(il) ? gemma4_moe_block(ctx, cfg, l, x, hf)
+                                         : dense_ffn(ctx, cfg, l, hf);
     ctx.rms_norm(f, l.ffn_post_norm, eps, f);
     ctx.add(x, f, x);
     if (p > 0) {
