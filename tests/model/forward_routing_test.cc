@@ -125,11 +125,11 @@ TEST(ForwardRouting, MambaDecodeRunsTheFusedScanUpdate) {
   EXPECT_EQ(CountingBackend::total(counting.selections), ctx.ops_run() + fused);
 }
 
-// A fused op whose state pool lives on a device that has no kernel for it
-// (Vulkan declines kSsmScanUpdate) is not sent to the CPU, the context's
-// other backend, which would copy the whole pool there and back per layer
-// and step: the Mamba-2 decode takes the unfused path on the device.
-TEST(ForwardRouting, FusedOpTheDeviceDeclinesIsNotRunOnTheCpu) {
+// A fused op whose state pool lives on a device runs there (or, where the
+// device declines it, the unfused path runs there): never on the CPU, the
+// context's other backend, which would copy the whole pool there and back
+// per layer and step. The Mamba-2 decode's scan stays on the device.
+TEST(ForwardRouting, FusedMamba2DecodeStaysOnTheDevice) {
   FOLIO_VULKAN_OR_SKIP(vk);
   LoadOptions lo;
   lo.offload_type = &vk->default_buffer_type();

@@ -11,8 +11,8 @@
 //         destination slots;
 //   GDN:  get_rows gathers whole slots (one flattened row each), the plain
 //         gated_delta_net updates them in place, set_rows scatters them back;
-//   scan: likewise with the plain ssm_scan (Mamba-2) at T = 1 (no device
-//         kernel yet: the Vulkan backend declines the fused op).
+//   scan: likewise with the plain ssm_scan (Mamba-2) at T = 1 (the Vulkan
+//         kernel declines explicit destination slots, as for GDN).
 // Gather-all-then-scatter-all is exactly the "read the old state" semantics
 // that the fused ops promise. Slot ids are shuffled and mix identity
 // sequences (reading their own slot in place) with sequences that read

@@ -12,14 +12,16 @@
 //                           shape as the plain op, so the fused step is
 //                           bit-identical to gather, plain op, scatter.
 //   ssm_scan                ssm_scan.comp: one invocation per state row (Mamba-2).
-//   ssm_scan_update         none: declined, so the Mamba-2 layer's decode
-//                           gathers the states (get_rows), runs ssm_scan
-//                           and scatters them (set_rows) on the device
-//                           (ForwardContext::run_if_supported does not send
-//                           a device's fused op to the CPU).
+//   ssm_scan_update         state_slots_check.comp, then ssm_scan.comp in its
+//                           UPDATE mode (bit-identical to gather, plain
+//                           scan, scatter). Explicit destination slots are
+//                           declined as for the GDN update; the Mamba-2
+//                           layer then gathers, scans and scatters on the
+//                           device (ForwardContext::run_if_supported does
+//                           not send a device's fused op to the CPU).
 // The fused ops' slot errors (an id or destination outside the pool, a
 // destination used twice) are found by the one-workgroup check dispatch;
-// the main dispatch then writes nothing. A GDN update with explicit
+// the main dispatch then writes nothing. A GDN or scan update with explicit
 // destination slots is declined (routing runs it on the CPU): a sequence
 // could read a slot another workgroup writes, and no dispatch can order all
 // reads of 64 KiB-per-head states before all writes without a scratch copy.
@@ -281,7 +283,7 @@ Status record_gdn(Recorder& r, const Op& op) {
 // ---- ssm_scan ----------------------------------------------------------------
 
 struct SsmScanShaderParams {
-  TensorDesc x, dt, a, b, c, state, y, state_out;
+  TensorDesc x, dt, a, b, c, state, y, state_out, ids;
   uint32_t heads_per_group;
 };
 
@@ -289,13 +291,21 @@ bool match_ssm_scan(const Op& op, const DeviceCaps&) {
   for (int i = 0; i < 6; ++i) {
     if (!word_strides_fit(op.src[i], DType::F32)) return false;
   }
+  if (op.kind == OpKind::kSsmScanUpdate) {
+    if (!word_strides_fit(op.src[6], DType::I32) || !opt_word_strides_fit(op.src[7], DType::I32)) {
+      return false;
+    }
+    if (explicit_dst(op, 6)) return false;  // see the file comment
+  }
   // B and C rows are read contiguously; N values per row live in registers.
   return word_strides_fit(op.dst, DType::F32) && word_strides_fit(op.dst2, DType::F32) &&
          op.src[3].nb[0] == 4 && op.src[4].nb[0] == 4 && op.src[5].ne[0] <= kMaxScanState;
 }
 
 Status record_ssm_scan(Recorder& r, const Op& op) {
+  const bool update = op.kind == OpKind::kSsmScanUpdate;
   const TensorView& x = op.src[0];
+  const TensorView ids = update ? op.src[6] : TensorView{};
   SsmScanShaderParams p{};
   FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
   FOLIO_ASSIGN_OR_RETURN(p.dt, r.desc(op.src[1]));
@@ -305,16 +315,21 @@ Status record_ssm_scan(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.state, r.desc(op.src[5]));
   FOLIO_ASSIGN_OR_RETURN(p.y, r.desc(op.dst));
   FOLIO_ASSIGN_OR_RETURN(p.state_out, r.desc(op.dst2));
-  for (const TensorDesc* d : {&p.x, &p.dt, &p.a, &p.b, &p.c, &p.state, &p.y, &p.state_out}) {
+  FOLIO_ASSIGN_OR_RETURN(p.ids, r.desc(ids));
+  for (const TensorDesc* d :
+       {&p.x, &p.dt, &p.a, &p.b, &p.c, &p.state, &p.y, &p.state_out, &p.ids}) {
     FOLIO_RETURN_IF_ERROR(aligned4(*d, op));
   }
   p.heads_per_group = static_cast<uint32_t>(x.ne[1] / op.src[3].ne[1]);
   const uint64_t rows = static_cast<uint64_t>(x.ne[0] * x.ne[1] * x.ne[3]);
   if (rows == 0 || x.ne[2] == 0) return Status();
+  if (update) FOLIO_RETURN_IF_ERROR(record_slot_check(r, op, 6, op.src[5].ne[3]));
   uint32_t gx, gy;
   Recorder::split_groups((rows + kScanGroup - 1) / kScanGroup, gx, gy);
-  return r.dispatch("ssm_scan", {static_cast<uint32_t>(op.src[5].ne[0])}, &p, sizeof p,
-                    {x, op.src[1], op.src[2], op.src[3], op.src[4], op.src[5], op.dst, op.dst2},
+  return r.dispatch("ssm_scan", {static_cast<uint32_t>(op.src[5].ne[0]), update ? 1u : 0u}, &p,
+                    sizeof p,
+                    {x, op.src[1], op.src[2], op.src[3], op.src[4], op.src[5], op.dst, op.dst2,
+                     ids},
                     gx, gy);
 }
 
@@ -327,6 +342,7 @@ void add_recurrent_kernels(std::vector<KernelDef>& out) {
   out.push_back({"gated_delta_net", OpKind::kGatedDeltaNet, match_gdn, record_gdn});
   out.push_back({"gated_delta_net_update", OpKind::kGatedDeltaNetUpdate, match_gdn, record_gdn});
   out.push_back({"ssm_scan", OpKind::kSsmScan, match_ssm_scan, record_ssm_scan});
+  out.push_back({"ssm_scan_update", OpKind::kSsmScanUpdate, match_ssm_scan, record_ssm_scan});
 }
 
 }  // namespace folio::vulkan

@@ -8,6 +8,12 @@
 // exp and log are the device's, so results are close to the CPU's, not
 // bit-identical. Each invocation reads its state values before it writes
 // them and no two share one: state_out may alias the state (in place).
+// kSsmScanUpdate (UPDATE = 1): one token per sequence, the state read from
+// and written back to pool slot ids[s] (state and state_out: the pool
+// [N, P, H, n_slots]); the same code, so the fused step is bit-identical
+// to gather, plain scan, scatter. Explicit destination slots are declined
+// by the host (a sequence could read a slot another invocation writes).
+// Slot errors: state_slots_check.comp runs first and this writes nothing.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -15,6 +21,7 @@
 
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint N = 16u;  // state values per row (d_state)
+layout(constant_id = 1) const uint UPDATE = 0u;
 
 layout(std430, binding = 0) readonly buffer Params {
   Tensor x;          // F32 [P, H, T, n_seq]
@@ -22,9 +29,10 @@ layout(std430, binding = 0) readonly buffer Params {
   Tensor a;          // F32, H elements in any shape
   Tensor b;          // F32 [N, G, T, n_seq]
   Tensor c;          // F32 [N, G, T, n_seq]
-  Tensor state;      // F32 [N, P, H, n_seq]
+  Tensor state;      // F32 [N, P, H, n_seq]; UPDATE: the pool [N, P, H, n_slots]
   Tensor y;          // F32 [P, H, T, n_seq]
   Tensor state_out;  // like state (may be the same view)
+  Tensor ids;        // UPDATE: I32, n_seq elements
   uint heads_per_group;
 } p;
 layout(std430, binding = 2) readonly buffer X { float x_f[]; };
@@ -35,8 +43,10 @@ layout(std430, binding = 6) readonly buffer C { float c_f[]; };
 layout(std430, binding = 7) readonly buffer State { float st_f[]; };
 layout(std430, binding = 8) writeonly buffer Y { float y_f[]; };
 layout(std430, binding = 9) writeonly buffer StateOut { float so_f[]; };
+layout(std430, binding = 10) readonly buffer Ids { int ids_i[]; };
 
 void main() {
+  if (UPDATE != 0u && err_code != 0u) return;  // a slot check (or an earlier kernel) failed
   const Tensor x = p.x;
   const uint n_p = x.ne0, n_h = x.ne1, n_t = x.ne2, n_s = x.ne3;
   const uint e = group_index() * 64u + gl_LocalInvocationID.x;
@@ -50,8 +60,14 @@ void main() {
   const Tensor b = p.b;
   const Tensor c = p.c;
   const Tensor y = p.y;
+  uint slot = s;  // the state's sequence index, or its pool slot
+  if (UPDATE != 0u) {
+    const int id = ids_i[flat_elem_off(p.ids, s) >> 2];
+    if (id < 0 || uint(id) >= st.ne3) return;  // reported by the check
+    slot = uint(id);
+  }
   float v[N];
-  for (uint i = 0u; i < N; ++i) v[i] = st_f[elem_off(st, i, r, h, s) >> 2];
+  for (uint i = 0u; i < N; ++i) v[i] = st_f[elem_off(st, i, r, h, slot) >> 2];
   const float a_h = a_f[flat_elem_off(p.a, h) >> 2];
   for (uint t = 0u; t < n_t; ++t) {
     const float d = dt_f[elem_off(dt, h, t, s, 0u) >> 2];
@@ -70,5 +86,5 @@ void main() {
     y_f[elem_off(y, r, h, t, s) >> 2] = acc;
   }
   const Tensor so = p.state_out;
-  for (uint i = 0u; i < N; ++i) so_f[elem_off(so, i, r, h, s) >> 2] = v[i];
+  for (uint i = 0u; i < N; ++i) so_f[elem_off(so, i, r, h, slot) >> 2] = v[i];
 }
