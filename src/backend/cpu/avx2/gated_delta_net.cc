@@ -20,31 +20,12 @@
 // updates are safe.
 #include "backend/cpu/avx2/recurrent_kernels.h"
 #include "backend/cpu/avx2/simd.h"
+#include "backend/cpu/avx2/transpose.h"
 #include "backend/cpu/scalar/gdn_blocked.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction (the reference has none)
 
 namespace folio::cpu {
 namespace {
-
-// r[i] holds row i on entry and column i on exit (pure data movement).
-FOLIO_INLINE_AVX2 void transpose8(__m256 r[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  // u[4 q + e]: per 128-bit lane L, rows 4q..4q+3 of column 4L + e.
-  for (int q = 0; q < 2; ++q) {
-    u[4 * q + 0] = _mm256_shuffle_ps(t[4 * q], t[4 * q + 2], 0x44);
-    u[4 * q + 1] = _mm256_shuffle_ps(t[4 * q], t[4 * q + 2], 0xEE);
-    u[4 * q + 2] = _mm256_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0x44);
-    u[4 * q + 3] = _mm256_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0xEE);
-  }
-  for (int e = 0; e < 4; ++e) {
-    r[e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x20);      // column e
-    r[4 + e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x31);  // column 4 + e
-  }
-}
 
 template <int G>
 FOLIO_TARGET_AVX2 void run_group(const GdnRows& a) {
@@ -68,7 +49,7 @@ FOLIO_TARGET_AVX2 void run_group(const GdnRows& a) {
             r[j] = _mm256_loadu_ps(
                 reinterpret_cast<const float*>(a.src + (kL * g + j) * a.src_stride) + i0);
           }
-          transpose8(r);
+          avx2::transpose8(r);
           for (int j = 0; j < kL; ++j) {
             const __m256 c = _mm256_mul_ps(r[j], decay);
             _mm256_store_ps(tb + (i0 + j) * kW + kL * g, c);
@@ -105,7 +86,7 @@ FOLIO_TARGET_AVX2 void run_group(const GdnRows& a) {
             o[g] = _mm256_add_ps(o[g], _mm256_mul_ps(c, _mm256_set1_ps(q[i0 + j])));
             r[j] = c;
           }
-          transpose8(r);
+          avx2::transpose8(r);
           for (int j = 0; j < kL; ++j) {
             _mm256_storeu_ps(reinterpret_cast<float*>(a.dst + (kL * g + j) * a.dst_stride) + i0,
                              r[j]);

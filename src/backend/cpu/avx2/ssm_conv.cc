@@ -26,6 +26,7 @@
 
 #include "backend/cpu/avx2/recurrent_kernels.h"
 #include "backend/cpu/avx2/simd.h"
+#include "backend/cpu/avx2/transpose.h"
 #include "backend/cpu/scalar/parallel.h"
 #include "backend/cpu/scalar/ssm_conv_channel.h"
 #include "backend/cpu/scalar/state_slots.h"
@@ -86,26 +87,6 @@ FOLIO_INLINE_AVX2 void store_out(float* dst, __m256 sum, bool act) {
   }
 }
 
-// r[i] lane l <- r[l] lane i.
-FOLIO_INLINE_AVX2 void transpose8(__m256 (&r)[8]) {
-  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
-
 // Plain op over channel blocks [b0, b1) of every sequence.
 FOLIO_TARGET_AVX2 void plain_blocks(const Conv& cv, const TensorView& x, const TensorView& dst,
                                     int64_t b0, int64_t b1) {
@@ -126,8 +107,8 @@ FOLIO_TARGET_AVX2 void plain_blocks(const Conv& cv, const TensorView& x, const T
           lo[l] = _mm256_loadu_ps(xr[l] + t0);
           hi[l] = _mm256_maskload_ps(xr[l] + t0 + 8, more);
         }
-        transpose8(lo);
-        transpose8(hi);
+        avx2::transpose8(lo);
+        avx2::transpose8(hi);
         for (int i = 0; i < 8; ++i) {
           v[i] = lo[i];
           v[i + 8] = hi[i];

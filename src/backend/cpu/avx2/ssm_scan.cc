@@ -12,8 +12,10 @@
 // reference's sequential order, and the update is element-wise. A work item
 // is a group of up to 4 blocks of 8 rows (independent accumulator chains
 // hide the add latency) of one head of one sequence; its state lives in
-// tbuf[i][8 G] (lanes = rows) across all the tokens: loaded (transposed)
-// from the prior state before the first token, stored back after the last.
+// tbuf[i][8 G] (lanes = rows) across all the tokens: loaded from the prior
+// state before the first token and stored back after the last, transposed
+// in 8 x 8 register tiles (at T = 1, a decode step, a scalar transpose cost
+// as much as the scan).
 // Per token, with the reference's scalars (scalar/ssm_scan_step.h):
 //   xdt = x * sp;  S[:, i] = S[:, i] * dA + B[i] * xdt;  acc += S[:, i] * C[i]
 // one mul and one add per step, no FMA (contraction is off in this file).
@@ -26,6 +28,7 @@
 
 #include "backend/cpu/avx2/recurrent_kernels.h"
 #include "backend/cpu/avx2/simd.h"
+#include "backend/cpu/avx2/transpose.h"
 #include "backend/cpu/scalar/parallel.h"
 #include "backend/cpu/scalar/ssm_scan_step.h"
 #include "backend/cpu/scalar/state_slots.h"
@@ -55,9 +58,21 @@ FOLIO_TARGET_AVX2 void scan_group(const ScanGroup& w) {
   const TensorView &x = w.op_src[0], &b = w.op_src[3], &c = w.op_src[4];
   const int64_t n = w.from->ne[0], n_t = x.ne[2];
   float* tb = w.tbuf;
-  for (int r = 0; r < kW; ++r) {  // transpose the rows in: tb[i * kW + r]
-    const float* row = w.from->row<const float>(w.row0 + r, w.head);
-    for (int64_t i = 0; i < n; ++i) tb[i * kW + r] = row[i];
+  const int64_t n8 = n / kLanes * kLanes;
+  for (int g = 0; g < G; ++g) {  // transpose the rows in: tb[i * kW + r], 8 x 8 tiles
+    const float* rows[kLanes];
+    for (int j = 0; j < kLanes; ++j) {
+      rows[j] = w.from->row<const float>(w.row0 + g * kLanes + j, w.head);
+    }
+    for (int64_t i0 = 0; i0 < n8; i0 += kLanes) {
+      __m256 r[kLanes];
+      for (int j = 0; j < kLanes; ++j) r[j] = _mm256_loadu_ps(rows[j] + i0);
+      avx2::transpose8(r);  // r[k]: value i0 + k of the 8 rows
+      for (int k = 0; k < kLanes; ++k) _mm256_storeu_ps(tb + (i0 + k) * kW + g * kLanes, r[k]);
+    }
+    for (int64_t i = n8; i < n; ++i) {
+      for (int j = 0; j < kLanes; ++j) tb[i * kW + g * kLanes + j] = rows[j][i];
+    }
   }
   for (int64_t t = 0; t < n_t; ++t) {
     const float* xt = x.row<const float>(w.head, t, w.seq) + w.row0;
@@ -84,9 +99,18 @@ FOLIO_TARGET_AVX2 void scan_group(const ScanGroup& w) {
     float* yt = w.y->row<float>(w.head, t, w.seq) + w.row0;
     for (int g = 0; g < G; ++g) _mm256_storeu_ps(yt + g * kLanes, acc[g]);
   }
-  for (int r = 0; r < kW; ++r) {  // and back out
-    float* row = w.to->row<float>(w.row0 + r, w.head);
-    for (int64_t i = 0; i < n; ++i) row[i] = tb[i * kW + r];
+  for (int g = 0; g < G; ++g) {  // and back out
+    float* rows[kLanes];
+    for (int j = 0; j < kLanes; ++j) rows[j] = w.to->row<float>(w.row0 + g * kLanes + j, w.head);
+    for (int64_t i0 = 0; i0 < n8; i0 += kLanes) {
+      __m256 r[kLanes];
+      for (int k = 0; k < kLanes; ++k) r[k] = _mm256_loadu_ps(tb + (i0 + k) * kW + g * kLanes);
+      avx2::transpose8(r);  // r[j]: values i0..i0+7 of row j
+      for (int j = 0; j < kLanes; ++j) _mm256_storeu_ps(rows[j] + i0, r[j]);
+    }
+    for (int64_t i = n8; i < n; ++i) {
+      for (int j = 0; j < kLanes; ++j) rows[j][i] = tb[i * kW + g * kLanes + j];
+    }
   }
 }
 
