@@ -38,6 +38,11 @@ void register_neon_kernels(KernelTable& t) {
          mul_mat_neon_dotprod});
   t.add({OpKind::kMulMatId, kDot, "mul_mat_id.quant.neon_dotprod", neon_quant_weight_op,
          mul_mat_id_neon_dotprod});
+  t.add({OpKind::kAdd, kNeon, "add.neon", nullptr, add_neon});
+  t.add({OpKind::kMul, kNeon, "mul.neon", nullptr, mul_neon});
+  t.add({OpKind::kScale, kNeon, "scale.neon", nullptr, scale_neon});
+  t.add({OpKind::kUnary, kNeon, "unary.neon", supports_unary_simd, unary_neon});
+  t.add({OpKind::kGlu, kNeon, "glu.neon", supports_glu_simd, glu_neon});
   t.add({OpKind::kRmsNorm, kNeon, "rms_norm.neon", supports_rms_norm_simd, rms_norm_neon});
   t.add({OpKind::kAddRmsNorm, kNeon, "add_rms_norm.neon", supports_add_rms_norm_simd,
          add_rms_norm_neon});
@@ -48,6 +53,9 @@ void register_neon_kernels(KernelTable& t) {
   t.add({OpKind::kGatedDeltaNetUpdate, kNeon, "gated_delta_net_update.neon",
          supports_gated_delta_net_neon, gated_delta_net_neon});
   t.add({OpKind::kFlashAttn, kNeon, "flash_attn.neon", supports_flash_attn_simd, flash_attn_neon});
+  t.add({OpKind::kSsmScan, kNeon, "ssm_scan.neon", supports_ssm_scan_neon, ssm_scan_neon});
+  t.add({OpKind::kSsmScanUpdate, kNeon, "ssm_scan_update.neon", supports_ssm_scan_neon,
+         ssm_scan_update_neon});
 }
 
 }  // namespace folio

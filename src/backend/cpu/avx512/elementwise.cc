@@ -5,7 +5,7 @@
 // Layout: rows (dim 0) contiguous, every other dim through nb[] strides, so
 // views and in-place use (dst == src0) work. 16 lanes per step, the row tail
 // through masked loads / stores. Rows are independent and split across the
-// thread pool for large tensors.
+// thread pool for large tensors (scalar/row_drivers.h).
 //
 // Accuracy: add / mul / scale are one IEEE operation per element (add and mul
 // are bit-identical to the reference). The activations use the vector exp of
@@ -19,7 +19,7 @@
 
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/avx512/simd.h"
-#include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/scalar/row_drivers.h"
 
 namespace folio::cpu {
 
@@ -61,28 +61,6 @@ FOLIO_TARGET_AVX512 void binary_scalar(const float* a, float s, float* d, int64_
     const __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(d + i, m, binary_op<kMul>(_mm512_maskz_loadu_ps(m, a + i), sv));
   }
-}
-
-template <bool kMul>
-Status binary(const Op& op, const KernelContext& ctx) {
-  const TensorView& a = op.src[0];  // [ne0, ne1, ne2, ne3]
-  const TensorView& b = op.src[1];  // each dim divides a's
-  const TensorView& d = op.dst;     // like a
-  const int64_t ne0 = a.ne[0], nb0 = b.ne[0];
-  run_range(ctx, a.nrows(), a.nelements() >= kMinParallelElements, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2], i3 = r / (a.ne[1] * a.ne[2]);
-      const float* ar = a.row<const float>(i1, i2, i3);
-      const float* br = b.row<const float>(i1 % b.ne[1], i2 % b.ne[2], i3 % b.ne[3]);
-      float* dr = d.row<float>(i1, i2, i3);
-      if (nb0 == 1) {
-        binary_scalar<kMul>(ar, br[0], dr, ne0);
-      } else {
-        for (int64_t i = 0; i < ne0; i += nb0) binary_span<kMul>(ar + i, br, dr + i, nb0);
-      }
-    }
-  });
-  return Status();
 }
 
 FOLIO_TARGET_AVX512 void scale_span(const float* x, float s, float bias, float* y, int64_t n) {
@@ -136,8 +114,6 @@ FOLIO_TARGET_AVX512 void act_span(const float* g, const float* u, float* y, int6
   }
 }
 
-using ActSpanFn = void (*)(const float*, const float*, float*, int64_t);
-
 // swiglu_oai (op.h): min(g, L) / (1 + e^(-a min(g, L))) * (clamp(u, -L, L) + 1).
 // min/max take the input as their second operand, so a NaN input stays NaN
 // as in the scalar std::min / std::clamp.
@@ -165,87 +141,28 @@ FOLIO_TARGET_AVX512 void swiglu_oai_span(const float* g, const float* u, float* 
   }
 }
 
-ActSpanFn act_span_for(Act a) {
-  switch (a) {
-    case Act::kSilu:
-      return act_span<Act::kSilu>;
-    case Act::kGelu:
-      return act_span<Act::kGelu>;
-    case Act::kSigmoid:
-      return act_span<Act::kSigmoid>;
-    case Act::kExp:
-      return act_span<Act::kExp>;
-  }
-  return act_span<Act::kSilu>;
-}
-
-// Flat row r of t.
-template <typename T>
-T* flat_row(const TensorView& t, int64_t r) {
-  return t.row<T>(r % t.ne[1], (r / t.ne[1]) % t.ne[2], r / (t.ne[1] * t.ne[2]));
-}
+constexpr ElementwiseSpanFns kFns{
+    binary_span<false>,   binary_span<true>,    binary_scalar<false>, binary_scalar<true>,
+    scale_span,           act_span<Act::kSilu>, act_span<Act::kGelu>, act_span<Act::kSigmoid>,
+    act_span<Act::kExp>,  swiglu_oai_span,
+};
 
 }  // namespace
 
 Status add_avx512(const Op& op, const KernelContext& ctx) {
-  return binary<false>(op, ctx);
+  return add_rows(op, ctx, kFns);
 }
 Status mul_avx512(const Op& op, const KernelContext& ctx) {
-  return binary<true>(op, ctx);
+  return mul_rows(op, ctx, kFns);
 }
-
 Status scale_avx512(const Op& op, const KernelContext& ctx) {
-  const auto& p = op.p<ScaleParams>();
-  const TensorView& x = op.src[0];
-  run_range(ctx, x.nrows(), x.nelements() >= kMinParallelElements, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      scale_span(flat_row<const float>(x, r), p.scale, p.bias, flat_row<float>(op.dst, r), x.ne[0]);
-    }
-  });
-  return Status();
+  return scale_rows(op, ctx, kFns);
 }
-
 Status unary_avx512(const Op& op, const KernelContext& ctx) {
-  const UnaryKind kind = op.p<UnaryParams>().kind;
-  const ActSpanFn fn = act_span_for(kind == UnaryKind::kSilu      ? Act::kSilu
-                                    : kind == UnaryKind::kGelu    ? Act::kGelu
-                                    : kind == UnaryKind::kSigmoid ? Act::kSigmoid
-                                                                  : Act::kExp);
-  const TensorView& x = op.src[0];
-  run_range(ctx, x.nrows(), x.nelements() >= kMinParallelElementsExp, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      fn(flat_row<const float>(x, r), nullptr, flat_row<float>(op.dst, r), x.ne[0]);
-  });
-  return Status();
+  return unary_rows(op, ctx, kFns);
 }
-
 Status glu_avx512(const Op& op, const KernelContext& ctx) {
-  const auto& p = op.p<GluParams>();
-  const ActSpanFn fn = act_span_for(p.kind == GluKind::kSwiGlu ? Act::kSilu : Act::kGelu);
-  const TensorView& s0 = op.src[0];
-  const TensorView& s1 = op.src[1];
-  const TensorView& d = op.dst;  // [n, rows...]
-  const int64_t n = d.ne[0];
-  run_range(ctx, d.nrows(), d.nelements() >= kMinParallelElementsExp, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* gate;
-      const float* up;
-      if (!s1.empty()) {
-        gate = flat_row<const float>(s0, r);
-        up = flat_row<const float>(s1, r);
-      } else {
-        const float* row = flat_row<const float>(s0, r);
-        gate = p.swapped ? row + n : row;
-        up = p.swapped ? row : row + n;
-      }
-      if (p.kind == GluKind::kSwiGluOai) {
-        swiglu_oai_span(gate, up, flat_row<float>(d, r), n, p.alpha, p.limit);
-      } else {
-        fn(gate, up, flat_row<float>(d, r), n);
-      }
-    }
-  });
-  return Status();
+  return glu_rows(op, ctx, kFns);
 }
 
 }  // namespace folio::cpu

@@ -21,16 +21,6 @@
 namespace folio::cpu {
 namespace {
 
-// r[i] holds row i on entry and column i on exit.
-FOLIO_INLINE_NEON void transpose4(float32x4_t r[4]) {
-  const float32x4_t t0 = vtrn1q_f32(r[0], r[1]), t1 = vtrn2q_f32(r[0], r[1]);
-  const float32x4_t t2 = vtrn1q_f32(r[2], r[3]), t3 = vtrn2q_f32(r[2], r[3]);
-  r[0] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
-  r[1] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
-  r[2] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
-  r[3] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
-}
-
 template <int G>
 void run_group(const GdnRows& a) {
   constexpr int kL = 4;           // lanes = rows per block
@@ -51,7 +41,7 @@ void run_group(const GdnRows& a) {
             r[j] = vld1q_f32(reinterpret_cast<const float*>(a.src + (kL * g + j) * a.src_stride) +
                              i0);
           }
-          transpose4(r);
+          neon::transpose4(r);
           for (int j = 0; j < kL; ++j) {
             const float32x4_t c = vmulq_f32(r[j], decay);
             vst1q_f32(tb + (i0 + j) * kW + kL * g, c);
@@ -85,7 +75,7 @@ void run_group(const GdnRows& a) {
             o[g] = vaddq_f32(o[g], vmulq_f32(c, vdupq_n_f32(q[i0 + j])));
             r[j] = c;
           }
-          transpose4(r);
+          neon::transpose4(r);
           for (int j = 0; j < kL; ++j) {
             vst1q_f32(reinterpret_cast<float*>(a.dst + (kL * g + j) * a.dst_stride) + i0, r[j]);
           }

@@ -29,6 +29,13 @@ Status mul_mat_id_neon(const Op& op, const KernelContext& ctx);
 Status mul_mat_neon_dotprod(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_neon_dotprod(const Op& op, const KernelContext& ctx);
 
+// elementwise.cc
+Status add_neon(const Op& op, const KernelContext& ctx);
+Status mul_neon(const Op& op, const KernelContext& ctx);
+Status scale_neon(const Op& op, const KernelContext& ctx);
+Status unary_neon(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
+Status glu_neon(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
+
 // norm.cc
 Status rms_norm_neon(const Op& op, const KernelContext& ctx);
 Status add_rms_norm_neon(const Op& op, const KernelContext& ctx);
@@ -48,5 +55,11 @@ Status flash_attn_neon(const Op& op, const KernelContext& ctx);
 // references.
 bool supports_gated_delta_net_neon(const Op& op);
 Status gated_delta_net_neon(const Op& op, const KernelContext& ctx);
+
+// ssm_scan.cc: kSsmScan (Mamba-2) and kSsmScanUpdate with P (rows per head)
+// a multiple of 4, bit-identical to the references.
+bool supports_ssm_scan_neon(const Op& op);
+Status ssm_scan_neon(const Op& op, const KernelContext& ctx);
+Status ssm_scan_update_neon(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

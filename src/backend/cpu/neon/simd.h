@@ -87,4 +87,16 @@ FOLIO_INLINE_NEON float32x4_t exp(float32x4_t x) {
       vandq_u32(vreinterpretq_u32_f32(vmulq_f32(vmulq_f32(p, s1), s2)), live));
 }
 
+// 4 x 4 f32 transpose (pure data movement), for kernels whose lanes are
+// rows that must keep each row's reduction order (gated DeltaNet, the
+// Mamba-2 scan): r[i] holds row i on entry and column i on exit.
+FOLIO_INLINE_NEON void transpose4(float32x4_t r[4]) {
+  const float32x4_t t0 = vtrn1q_f32(r[0], r[1]), t1 = vtrn2q_f32(r[0], r[1]);
+  const float32x4_t t2 = vtrn1q_f32(r[2], r[3]), t3 = vtrn2q_f32(r[2], r[3]);
+  r[0] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+  r[1] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+  r[2] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+  r[3] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+}
+
 }  // namespace folio::cpu::neon
