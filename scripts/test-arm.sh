@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# The 64-bit ARM kernel tiers (neon, neon_dotprod), cross-built with
+# The 64-bit ARM kernel tiers (neon, neon_dotprod, neon_i8mm), cross-built with
 # Debian's aarch64 toolchain and run under qemu-user (scripts/qemu-aarch64.sh
 # with the cross toolchain's libraries):
 #   1. build-arm/: a Release cross build (cmake/toolchain-aarch64-linux-gnu.cmake)
 #      of the core, backend, model and parity test binaries;
-#   2. on qemu's "max" CPU (NEON, dotprod, i8mm: both NEON tiers): the core
+#   2. on qemu's "max" CPU (NEON, dotprod, i8mm: every NEON tier): the core
 #      tests, the NEON tier tests, the parity harness on the ops with NEON
-#      kernels (each case on the reference, scalar, neon and neon_dotprod
-#      tiers and on two threads), and the tiny models' logits and greedy
+#      kernels (each case on the reference, scalar, neon, neon_dotprod and
+#      neon_i8mm tiers and on two threads), and the tiny models' logits and greedy
 #      continuations against llama.cpp's;
 #   3. on "cortex-a72" (NEON without dotprod): detection, routing and the
-#      neon tier alone (an SDOT there would be an illegal instruction).
+#      neon tier alone (an SDOT or SMMLA there would be an illegal instruction).
 # Writes gtest XML files build-arm/junit-*.xml (scripts/test_summary.py reads
 # them). scripts/test.sh runs this when the tools are installed.
 #

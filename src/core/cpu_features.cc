@@ -109,7 +109,7 @@ void apply_env_limit() {
     if (parse_isa(e, &isa)) {
       g_limit = isa;
     } else {
-      std::fprintf(stderr, "folio: ignoring FOLIO_ISA=%s (expected scalar|neon|neon_dotprod|avx2|avx512|amx)\n", e);
+      std::fprintf(stderr, "folio: ignoring FOLIO_ISA=%s (expected scalar|neon|neon_dotprod|neon_i8mm|avx2|avx512|amx)\n", e);
     }
   }
 }
@@ -156,6 +156,7 @@ const char* isa_name(Isa isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kNeon: return "neon";
     case Isa::kNeonDotprod: return "neon_dotprod";
+    case Isa::kNeonI8mm: return "neon_i8mm";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
     case Isa::kAmx: return "amx";
@@ -164,7 +165,8 @@ const char* isa_name(Isa isa) {
 }
 
 bool parse_isa(const std::string& s, Isa* out) {
-  for (Isa isa : {Isa::kScalar, Isa::kNeon, Isa::kNeonDotprod, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+  for (Isa isa : {Isa::kScalar, Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm, Isa::kAvx2,
+                  Isa::kAvx512, Isa::kAmx}) {
     if (s == isa_name(isa)) {
       *out = isa;
       return true;
@@ -177,7 +179,8 @@ Isa detected_isa() {
   const CpuFeatures& f = cpu_features();
 #if defined(__aarch64__)
   if (!f.neon) return Isa::kScalar;
-  return f.dotprod ? Isa::kNeonDotprod : Isa::kNeon;
+  if (!f.dotprod) return Isa::kNeon;
+  return f.i8mm ? Isa::kNeonI8mm : Isa::kNeonDotprod;
 #endif
   if (!(f.avx2 && f.fma && f.f16c)) return Isa::kScalar;
   if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) return Isa::kAvx2;
@@ -187,9 +190,13 @@ Isa detected_isa() {
 
 std::vector<Isa> isa_ladder(Isa top) {
   std::vector<Isa> v{Isa::kScalar};
-  const bool arm = top == Isa::kNeon || top == Isa::kNeonDotprod;
-  for (Isa isa : {Isa::kNeon, Isa::kNeonDotprod, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
-    const bool isa_arm = isa == Isa::kNeon || isa == Isa::kNeonDotprod;
+  auto is_arm = [](Isa i) {
+    return i == Isa::kNeon || i == Isa::kNeonDotprod || i == Isa::kNeonI8mm;
+  };
+  const bool arm = is_arm(top);
+  for (Isa isa :
+       {Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+    const bool isa_arm = is_arm(isa);
     if (isa_arm == arm && isa <= top) v.push_back(isa);
   }
   return v;

@@ -44,7 +44,7 @@ struct CpuFeatures {
 const CpuFeatures& cpu_features();
 
 // Kernel ISA tiers. Each architecture has a ladder on which a higher tier
-// implies every lower one: scalar < neon < neon_dotprod (64-bit ARM),
+// implies every lower one: scalar < neon < neon_dotprod < neon_i8mm (64-bit ARM),
 // scalar < avx2 < avx512 < amx (x86). The ARM ladder sits numerically below
 // the x86 one, so the comparisons and min() written for one ladder give the
 // right answer on a machine of the other: an ARM machine is never ">= avx2",
@@ -54,9 +54,10 @@ enum class Isa : int {
   kScalar = 0,
   kNeon = 1,         // ARMv8 Advanced SIMD (FP32 FMA, FP16 conversions)
   kNeonDotprod = 2,  // + SDOT/UDOT
-  kAvx2 = 3,         // AVX2 + FMA + F16C
-  kAvx512 = 4,       // AVX-512 F/BW/VL/DQ (+VNNI when present)
-  kAmx = 5,          // AVX-512 tier + AMX tiles (int8/bf16)
+  kNeonI8mm = 3,     // + SMMLA (FEAT_I8MM; the CPU has SDOT too)
+  kAvx2 = 4,         // AVX2 + FMA + F16C
+  kAvx512 = 5,       // AVX-512 F/BW/VL/DQ (+VNNI when present)
+  kAmx = 6,          // AVX-512 tier + AMX tiles (int8/bf16)
 };
 
 const char* isa_name(Isa isa);
@@ -70,7 +71,7 @@ std::vector<Isa> isa_ladder(Isa top);
 
 // Highest tier kernels may use: min(detected, limit). The limit comes from
 // `--isa` on the command line or the documented FOLIO_ISA environment
-// variable (scalar|neon|neon_dotprod|avx2|avx512|amx), e.g. to test the scalar path on a big CPU.
+// variable (scalar|neon|neon_dotprod|neon_i8mm|avx2|avx512|amx), e.g. to test the scalar path on a big CPU.
 Isa active_isa();
 void set_isa_limit(Isa limit);
 

@@ -21,7 +21,11 @@
 namespace folio {
 namespace neon_tiers_test {
 
-bool has_dotprod() { return active_isa() == Isa::kNeonDotprod; }
+bool has_dotprod() {
+  const Isa a = active_isa();
+  return a == Isa::kNeonDotprod || a == Isa::kNeonI8mm;
+}
+bool has_i8mm() { return active_isa() == Isa::kNeonI8mm; }
 
 struct Problem {
   DType t;
@@ -62,7 +66,8 @@ constexpr DType kQuant[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, 
 TEST(NeonTiers, DetectedFromHwcap) {
   const CpuFeatures& f = cpu_features();
   EXPECT_TRUE(f.neon) << f.to_string();
-  EXPECT_EQ(detected_isa(), f.dotprod ? Isa::kNeonDotprod : Isa::kNeon) << f.to_string();
+  const Isa want = !f.dotprod ? Isa::kNeon : f.i8mm ? Isa::kNeonI8mm : Isa::kNeonDotprod;
+  EXPECT_EQ(detected_isa(), want) << f.to_string();
   EXPECT_FALSE(f.avx2);
   // An ARM machine is on no rung of the x86 ladder.
   EXPECT_LT(active_isa(), Isa::kAvx2);
@@ -89,6 +94,10 @@ TEST(NeonTiers, RoutesEachOpToItsTier) {
   Problem q4(DType::Q4_0, 64, 4, 1, 1);
   EXPECT_EQ(dot.kernel_name(q4.op(y, 0, 1)), "mul_mat.quant.neon_dotprod");
   EXPECT_EQ(dot.kernel_name(f16.op(y, 0, 1)), "mul_mat.float.neon");
+  if (!has_i8mm()) return;
+  CpuBackend mmla(CpuBackendOptions{Isa::kNeonI8mm, false, nullptr});
+  EXPECT_EQ(mmla.kernel_name(q4.op(y, 0, 1)), "mul_mat.quant.neon_i8mm");
+  EXPECT_EQ(mmla.kernel_name(f16.op(y, 0, 1)), "mul_mat.float.neon");
 }
 
 // The neon tier runs on a CPU without the dot-product instructions (the
@@ -128,6 +137,30 @@ TEST(NeonTiers, DotprodTierGivesTheBitsOfTheNeonTier) {
       ASSERT_TRUE(dot.run(p.op(b, 0, m)).ok());
       EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t) << " m " << m;
       EXPECT_EQ(0, std::memcmp(b.data(), all.data(), b.size() * 4)) << dtype_name(t) << " m " << m;
+    }
+  }
+}
+
+// SMMLA gives the integers SDOT gives: the i8mm tier's outputs are the
+// dotprod tier's bits, for full 2 x 2 tiles (m even), a lone activation row
+// and odd weight row counts (the tiles without SMMLA), in mul_mat and in
+// mul_mat_id (whose expert groups tile the same way).
+TEST(NeonTiers, I8mmTierGivesTheBitsOfTheDotprodTier) {
+  if (!has_i8mm()) GTEST_SKIP() << "hardware: no 8-bit matrix multiply (FEAT_I8MM)";
+  CpuBackend dot(CpuBackendOptions{Isa::kNeonDotprod, false, nullptr});
+  CpuBackend mmla(CpuBackendOptions{Isa::kNeonI8mm, false, nullptr});
+  for (DType t : kQuant) {
+    for (int64_t n : {int64_t{37}, int64_t{16}}) {
+      Problem p(t, 512, n, 13, 9);
+      for (int64_t m : {1, 2, 13}) {
+        std::vector<float> a, b;
+        ASSERT_TRUE(dot.run(p.op(a, 0, m)).ok());
+        const Op o = p.op(b, 0, m);
+        EXPECT_EQ(mmla.kernel_name(o), "mul_mat.quant.neon_i8mm");
+        ASSERT_TRUE(mmla.run(o).ok());
+        EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4))
+            << dtype_name(t) << " n " << n << " m " << m;
+      }
     }
   }
 }

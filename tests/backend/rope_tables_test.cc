@@ -91,7 +91,8 @@ std::string rope_kernel_of(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "rope.tables";
     case Isa::kNeon:
-    case Isa::kNeonDotprod: return "rope.neon";
+    case Isa::kNeonDotprod:
+    case Isa::kNeonI8mm: return "rope.neon";
     case Isa::kAvx2: return "rope.avx2";
     case Isa::kAvx512:
     case Isa::kAmx: return "rope.avx512";

@@ -19,9 +19,10 @@ TEST(CpuFeatures, TiersAreConsistent) {
   if (d >= Isa::kAmx) {
     EXPECT_TRUE(f.amx_tile && f.amx_int8);
   }
-  if (d == Isa::kNeon || d == Isa::kNeonDotprod) {
+  if (d == Isa::kNeon || d == Isa::kNeonDotprod || d == Isa::kNeonI8mm) {
     EXPECT_TRUE(f.neon);
-    EXPECT_EQ(d == Isa::kNeonDotprod, f.dotprod);
+    EXPECT_EQ(d != Isa::kNeon, f.dotprod);
+    EXPECT_EQ(d == Isa::kNeonI8mm, f.dotprod && f.i8mm);
     EXPECT_FALSE(f.avx2);
   }
   EXPECT_FALSE(f.to_string().empty());
@@ -42,6 +43,8 @@ TEST(CpuFeatures, ParsesIsaNames) {
   EXPECT_EQ(isa, Isa::kAvx2);
   EXPECT_TRUE(parse_isa("neon_dotprod", &isa));
   EXPECT_EQ(isa, Isa::kNeonDotprod);
+  EXPECT_TRUE(parse_isa("neon_i8mm", &isa));
+  EXPECT_EQ(isa, Isa::kNeonI8mm);
   EXPECT_FALSE(parse_isa("sse9", &isa));
 }
 
@@ -52,6 +55,8 @@ TEST(CpuFeatures, LaddersPerArchitecture) {
   EXPECT_EQ(isa_ladder(Isa::kAvx2), (std::vector<Isa>{Isa::kScalar, Isa::kAvx2}));
   EXPECT_EQ(isa_ladder(Isa::kNeonDotprod),
             (std::vector<Isa>{Isa::kScalar, Isa::kNeon, Isa::kNeonDotprod}));
+  EXPECT_EQ(isa_ladder(Isa::kNeonI8mm),
+            (std::vector<Isa>{Isa::kScalar, Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm}));
   EXPECT_EQ(isa_ladder(Isa::kScalar), (std::vector<Isa>{Isa::kScalar}));
   const std::vector<Isa> here = isa_ladder(detected_isa());
   EXPECT_EQ(here.back(), detected_isa());

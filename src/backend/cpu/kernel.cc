@@ -7,6 +7,7 @@ KernelTier max_tier_for(Isa isa) {
     case Isa::kScalar: return KernelTier::kScalar;
     case Isa::kNeon: return KernelTier::kNeon;
     case Isa::kNeonDotprod: return KernelTier::kNeonDotprod;
+    case Isa::kNeonI8mm: return KernelTier::kNeonI8mm;
     case Isa::kAvx2: return KernelTier::kAvx2;
     case Isa::kAvx512: return KernelTier::kAvx512;
     case Isa::kAmx: return KernelTier::kAmx;

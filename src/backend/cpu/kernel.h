@@ -29,9 +29,10 @@ enum class KernelTier : int {
   // x86: avx2/, avx512/, amx/), ordered like Isa.
   kNeon = 2,
   kNeonDotprod = 3,
-  kAvx2 = 4,
-  kAvx512 = 5,
-  kAmx = 6,
+  kNeonI8mm = 4,
+  kAvx2 = 5,
+  kAvx512 = 6,
+  kAmx = 7,
 };
 
 // Highest kernel tier allowed for an ISA tier.

@@ -1,8 +1,9 @@
 // NEON kernels (64-bit ARM): registered here, implemented one file per op
-// family under neon/. Two tiers: neon (ARMv8 Advanced SIMD) and
-// neon_dotprod (+ SDOT), which differ only in the byte dot product of the
+// family under neon/. Three tiers: neon (ARMv8 Advanced SIMD), neon_dotprod
+// (+ SDOT) and neon_i8mm (+ SMMLA: a full 2 x 2 tile's four byte dot
+// products at once), which differ only in the byte dot products of the
 // quantized mul_mat tiles (same results); every other kernel is the neon
-// tier's and serves both. Q2_K, Q3_K and IQ4_XS weights meet F32
+// tier's and serves all three. Q2_K, Q3_K and IQ4_XS weights meet F32
 // activations through a dequantizing tile ("mul_mat.float.neon"); ops
 // without a NEON kernel run on the portable tier or the reference.
 #include "backend/cpu/neon/kernels.h"
@@ -38,6 +39,11 @@ void register_neon_kernels(KernelTable& t) {
          mul_mat_neon_dotprod});
   t.add({OpKind::kMulMatId, kDot, "mul_mat_id.quant.neon_dotprod", neon_quant_weight_op,
          mul_mat_id_neon_dotprod});
+  constexpr KernelTier kMmla = KernelTier::kNeonI8mm;
+  t.add({OpKind::kMulMat, kMmla, "mul_mat.quant.neon_i8mm", neon_quant_weight_op,
+         mul_mat_neon_i8mm});
+  t.add({OpKind::kMulMatId, kMmla, "mul_mat_id.quant.neon_i8mm", neon_quant_weight_op,
+         mul_mat_id_neon_i8mm});
   t.add({OpKind::kAdd, kNeon, "add.neon", nullptr, add_neon});
   t.add({OpKind::kMul, kNeon, "mul.neon", nullptr, mul_neon});
   t.add({OpKind::kScale, kNeon, "scale.neon", nullptr, scale_neon});

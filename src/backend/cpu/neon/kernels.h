@@ -1,7 +1,8 @@
 // NEON kernel entry points (64-bit ARM): the neon tier (ARMv8 Advanced
-// SIMD) and the neon_dotprod tier (+ SDOT), registered by register_neon.cc.
-// Both tiers share these functions; a flag or the tier's entry point picks
-// the byte dot product (neon/simd.h), which changes no result bit.
+// SIMD), the neon_dotprod tier (+ SDOT) and the neon_i8mm tier (+ SMMLA),
+// registered by register_neon.cc. The tiers share these functions; the
+// tier's entry point picks the byte dot product (neon/simd.h), which
+// changes no result bit.
 #pragma once
 
 #include "backend/cpu/kernel.h"
@@ -12,7 +13,8 @@ namespace folio::cpu {
 // mul_mat_quant.cc: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, NVFP4 (x Q8_0
 // rows) and Q4_K, Q5_K, Q6_K (x Q8_K super-blocks).
 bool neon_quant_weight(DType w);
-MatMulSpec quant_mul_mat_spec_neon(DType w, bool dotprod);
+enum class NeonDot { kWiden, kSdot, kSmmla };  // WidenI8, SdotI8, MmlaI8 (neon/simd.h)
+MatMulSpec quant_mul_mat_spec_neon(DType w, NeonDot dot);
 
 // quantize_act.cc: activation rows for the integer tiles, bit-identical to
 // the reference (mul_mat_tiled.h convert_act_row): Q8Row32 / BlockQ8_K.
@@ -28,6 +30,8 @@ Status mul_mat_neon(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_neon(const Op& op, const KernelContext& ctx);
 Status mul_mat_neon_dotprod(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_neon_dotprod(const Op& op, const KernelContext& ctx);
+Status mul_mat_neon_i8mm(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_neon_i8mm(const Op& op, const KernelContext& ctx);
 
 // elementwise.cc
 Status add_neon(const Op& op, const KernelContext& ctx);

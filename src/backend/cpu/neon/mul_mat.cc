@@ -8,26 +8,34 @@ namespace folio::cpu {
 
 namespace {
 
-MatMulSpec spec_for(DType w, bool dotprod) {
-  return neon_quant_weight(w) ? quant_mul_mat_spec_neon(w, dotprod) : float_mul_mat_spec_neon(w);
+MatMulSpec spec_for(DType w, NeonDot dot) {
+  return neon_quant_weight(w) ? quant_mul_mat_spec_neon(w, dot) : float_mul_mat_spec_neon(w);
 }
 
 }  // namespace
 
 Status mul_mat_neon(const Op& op, const KernelContext& ctx) {
-  return mul_mat_tiled(op, ctx, spec_for(op.src[0].dtype, false));
+  return mul_mat_tiled(op, ctx, spec_for(op.src[0].dtype, NeonDot::kWiden));
 }
 
 Status mul_mat_id_neon(const Op& op, const KernelContext& ctx) {
-  return mul_mat_id_tiled(op, ctx, spec_for(op.src[0].dtype, false));
+  return mul_mat_id_tiled(op, ctx, spec_for(op.src[0].dtype, NeonDot::kWiden));
 }
 
 Status mul_mat_neon_dotprod(const Op& op, const KernelContext& ctx) {
-  return mul_mat_tiled(op, ctx, spec_for(op.src[0].dtype, true));
+  return mul_mat_tiled(op, ctx, spec_for(op.src[0].dtype, NeonDot::kSdot));
 }
 
 Status mul_mat_id_neon_dotprod(const Op& op, const KernelContext& ctx) {
-  return mul_mat_id_tiled(op, ctx, spec_for(op.src[0].dtype, true));
+  return mul_mat_id_tiled(op, ctx, spec_for(op.src[0].dtype, NeonDot::kSdot));
+}
+
+Status mul_mat_neon_i8mm(const Op& op, const KernelContext& ctx) {
+  return mul_mat_tiled(op, ctx, spec_for(op.src[0].dtype, NeonDot::kSmmla));
+}
+
+Status mul_mat_id_neon_i8mm(const Op& op, const KernelContext& ctx) {
+  return mul_mat_id_tiled(op, ctx, spec_for(op.src[0].dtype, NeonDot::kSmmla));
 }
 
 }  // namespace folio::cpu

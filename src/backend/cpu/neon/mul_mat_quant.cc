@@ -20,7 +20,9 @@
 //   K-quants, per super-block: acc += isum * (d * dx)   [- msum * (dmin * dx)]
 // where isum / msum are exact integer sums of scale * sub-block dot and of
 // min * (activation sums of the sub-block). Tile: 2 weight rows x 2
-// activation rows; each output's f32 order depends only on K.
+// activation rows; each output's f32 order depends only on K. On the
+// neon_i8mm tier a full 2 x 2 tile gets its four integer dot products from
+// SMMLA (MmlaI8::dot2x2): the same integers, so the same bits.
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -70,6 +72,24 @@ template <class D>
 FOLIO_INLINE_NEON int32_t dot16(int8x16_t a, int8x16_t b) {
   return vaddvq_s32(D::dot(vdupq_n_s32(0), a, b));
 }
+
+// A 2 x 2 tile through D::dot2x2 (the neon_i8mm tier): the weight rows'
+// and activation rows' n x 16 bytes, summed into isum[r][c] (+=).
+template <class D, int N>
+FOLIO_INLINE_NEON void dot_tile2x2(const int8x16_t (&w0)[N], const int8x16_t (&w1)[N],
+                                   const int8x16_t (&x0)[N], const int8x16_t (&x1)[N],
+                                   int32_t (&isum)[2][2]) {
+  int32x4_t s = vdupq_n_s32(0);
+  for (int i = 0; i < N; ++i) s = D::dot2x2(s, w0[i], w1[i], x0[i], x1[i]);
+  isum[0][0] += vgetq_lane_s32(s, 0);
+  isum[0][1] += vgetq_lane_s32(s, 1);
+  isum[1][0] += vgetq_lane_s32(s, 2);
+  isum[1][1] += vgetq_lane_s32(s, 3);
+}
+
+// Whether a tile of this shape takes the 2 x 2 path.
+template <class D, int R, int C>
+inline constexpr bool kTile2x2 = neon::kHasDot2x2<D> && R == 2 && C == 2;
 
 // ------------------------------------------------------- 32-element blocks
 
@@ -174,13 +194,25 @@ struct LegacyTile {
           x0[c] = vld1q_s8(xr[c].qs + b * kQK);
           x1[c] = vld1q_s8(xr[c].qs + b * kQK + 16);
         }
+        int32_t isums[R][C] = {};
+        if constexpr (kTile2x2<D, R, C>) {
+          int8x16_t c0[2], c1[2];
+          legacy_codes<WT>(wr[0][b], c0[0], c1[0]);
+          legacy_codes<WT>(wr[1][b], c0[1], c1[1]);
+          dot_tile2x2<D, 2>({c0[0], c1[0]}, {c0[1], c1[1]}, {x0[0], x1[0]}, {x0[1], x1[1]},
+                            isums);
+        } else {
+          for (int r = 0; r < R; ++r) {
+            int8x16_t w0, w1;
+            legacy_codes<WT>(wr[r][b], w0, w1);
+            for (int c = 0; c < C; ++c) isums[r][c] = dot32<D>(w0, w1, x0[c], x1[c]);
+          }
+        }
         for (int r = 0; r < R; ++r) {
           const Block& blk = wr[r][b];
-          int8x16_t w0, w1;
-          legacy_codes<WT>(blk, w0, w1);
           const float dw = half_to_float(&blk.d);
           for (int c = 0; c < C; ++c) {
-            const int32_t isum = dot32<D>(w0, w1, x0[c], x1[c]);
+            const int32_t isum = isums[r][c];
             acc[r][c] = std::fma(static_cast<float>(isum), dw * xr[c].d[b], acc[r][c]);
             if constexpr (L::kMin) {
               acc[r][c] = std::fma(half_to_float(&blk.m),
@@ -220,31 +252,65 @@ struct Fp4Tile {
           x0[c] = vld1q_s8(xr[c].qs + b * kQK);
           x1[c] = vld1q_s8(xr[c].qs + b * kQK + 16);
         }
-        for (int r = 0; r < R; ++r) {
+        // The codes of row r's block (MXFP4) or block half (NVFP4): 0-15, 16-31.
+        auto codes = [&](int r, int8x16_t& w0, int8x16_t& w1) {
           if constexpr (WT == DType::MXFP4) {
             const auto* blk = reinterpret_cast<const quant::BlockMXFP4*>(wr[r]) + b;
             const uint8x16_t q = vld1q_u8(blk->qs);
-            const int8x16_t w0 = vqtbl1q_s8(table, vandq_u8(q, m4));
-            const int8x16_t w1 = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
+            w0 = vqtbl1q_s8(table, vandq_u8(q, m4));
+            w1 = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
+          } else {
+            const auto* blk = reinterpret_cast<const quant::BlockNVFP4*>(wr[r]) + b / 2;
+            const uint8x16_t q = vld1q_u8(blk->qs + 16 * (b & 1));
+            const uint8x16_t lo = vandq_u8(q, m4), hi = vshrq_n_u8(q, 4);
+            w0 = vqtbl1q_s8(table, vcombine_u8(vget_low_u8(lo), vget_low_u8(hi)));
+            w1 = vqtbl1q_s8(table, vcombine_u8(vget_high_u8(lo), vget_high_u8(hi)));
+          }
+        };
+        // MXFP4: isum[0] the block's dot; NVFP4: isum[0] / isum[1] its two sub-blocks'.
+        int32_t isum[2][R][C] = {};
+        if constexpr (kTile2x2<D, R, C>) {
+          int8x16_t a0, a1, b0, b1;
+          codes(0, a0, a1);
+          codes(1, b0, b1);
+          if constexpr (WT == DType::MXFP4) {
+            dot_tile2x2<D, 2>({a0, a1}, {b0, b1}, {x0[0], x1[0]}, {x0[1], x1[1]}, isum[0]);
+          } else {
+            dot_tile2x2<D, 1>({a0}, {b0}, {x0[0]}, {x0[1]}, isum[0]);
+            dot_tile2x2<D, 1>({a1}, {b1}, {x1[0]}, {x1[1]}, isum[1]);
+          }
+        } else {
+          for (int r = 0; r < R; ++r) {
+            int8x16_t w0, w1;
+            codes(r, w0, w1);
+            for (int c = 0; c < C; ++c) {
+              if constexpr (WT == DType::MXFP4) {
+                isum[0][r][c] = dot32<D>(w0, w1, x0[c], x1[c]);
+              } else {
+                isum[0][r][c] = dot16<D>(w0, x0[c]);
+                isum[1][r][c] = dot16<D>(w1, x1[c]);
+              }
+            }
+          }
+        }
+        for (int r = 0; r < R; ++r) {
+          if constexpr (WT == DType::MXFP4) {
+            const auto* blk = reinterpret_cast<const quant::BlockMXFP4*>(wr[r]) + b;
             const float dw = quant::kE8M0Half[blk->e];
             for (int c = 0; c < C; ++c) {
-              const int32_t isum = dot32<D>(w0, w1, x0[c], x1[c]);
-              acc[r][c] = std::fma(static_cast<float>(isum), dw * xr[c].d[b], acc[r][c]);
+              acc[r][c] =
+                  std::fma(static_cast<float>(isum[0][r][c]), dw * xr[c].d[b], acc[r][c]);
             }
           } else {
             static_assert(WT == DType::NVFP4);
             const auto* blk = reinterpret_cast<const quant::BlockNVFP4*>(wr[r]) + b / 2;
             const int h = static_cast<int>(b & 1);
-            const uint8x16_t q = vld1q_u8(blk->qs + 16 * h);
-            const uint8x16_t lo = vandq_u8(q, m4), hi = vshrq_n_u8(q, 4);
-            const int8x16_t w0 = vqtbl1q_s8(table, vcombine_u8(vget_low_u8(lo), vget_low_u8(hi)));
-            const int8x16_t w1 = vqtbl1q_s8(table, vcombine_u8(vget_high_u8(lo), vget_high_u8(hi)));
             const float d0 = quant::kUE4M3Half[blk->d[2 * h]];
             const float d1 = quant::kUE4M3Half[blk->d[2 * h + 1]];
             for (int c = 0; c < C; ++c) {
               const float dx = xr[c].d[b];
-              acc[r][c] = std::fma(static_cast<float>(dot16<D>(w0, x0[c])), d0 * dx, acc[r][c]);
-              acc[r][c] = std::fma(static_cast<float>(dot16<D>(w1, x1[c])), d1 * dx, acc[r][c]);
+              acc[r][c] = std::fma(static_cast<float>(isum[0][r][c]), d0 * dx, acc[r][c]);
+              acc[r][c] = std::fma(static_cast<float>(isum[1][r][c]), d1 * dx, acc[r][c]);
             }
           }
         }
@@ -296,7 +362,8 @@ struct Q45KTile {
           for (int c = 0; c < C; ++c) {
             for (int i = 0; i < 4; ++i) xq[c][i] = vld1q_s8(t.x[c][sb].qs + 64 * j + 16 * i);
           }
-          for (int r = 0; r < R; ++r) {
+          // Row r's codes of groups 2j (lo) and 2j + 1 (hi), 32 each.
+          auto codes = [&](int r, int8x16_t (&lo)[2], int8x16_t (&hi)[2]) {
             const uint8_t* qs = t.w[r][sb].qs + 32 * j;
             const uint8x16_t q0 = vld1q_u8(qs), q1 = vld1q_u8(qs + 16);
             uint8x16_t lo0 = vandq_u8(q0, m4), lo1 = vandq_u8(q1, m4);
@@ -311,12 +378,31 @@ struct Q45KTile {
               hi0 = vorrq_u8(hi0, vandq_u8(vtstq_u8(h0, bh), m10));
               hi1 = vorrq_u8(hi1, vandq_u8(vtstq_u8(h1, bh), m10));
             }
+            lo[0] = vreinterpretq_s8_u8(lo0);
+            lo[1] = vreinterpretq_s8_u8(lo1);
+            hi[0] = vreinterpretq_s8_u8(hi0);
+            hi[1] = vreinterpretq_s8_u8(hi1);
+          };
+          int32_t dl[R][C] = {}, dh[R][C] = {};
+          if constexpr (kTile2x2<D, R, C>) {
+            int8x16_t lo0[2], hi0[2], lo1[2], hi1[2];
+            codes(0, lo0, hi0);
+            codes(1, lo1, hi1);
+            dot_tile2x2<D, 2>(lo0, lo1, {xq[0][0], xq[0][1]}, {xq[1][0], xq[1][1]}, dl);
+            dot_tile2x2<D, 2>(hi0, hi1, {xq[0][2], xq[0][3]}, {xq[1][2], xq[1][3]}, dh);
+          } else {
+            for (int r = 0; r < R; ++r) {
+              int8x16_t lo[2], hi[2];
+              codes(r, lo, hi);
+              for (int c = 0; c < C; ++c) {
+                dl[r][c] = dot32<D>(lo[0], lo[1], xq[c][0], xq[c][1]);
+                dh[r][c] = dot32<D>(hi[0], hi[1], xq[c][2], xq[c][3]);
+              }
+            }
+          }
+          for (int r = 0; r < R; ++r) {
             for (int c = 0; c < C; ++c) {
-              const int32_t dl = dot32<D>(vreinterpretq_s8_u8(lo0), vreinterpretq_s8_u8(lo1),
-                                          xq[c][0], xq[c][1]);
-              const int32_t dh = dot32<D>(vreinterpretq_s8_u8(hi0), vreinterpretq_s8_u8(hi1),
-                                          xq[c][2], xq[c][3]);
-              isum[r][c] += sc[r][2 * j] * dl + sc[r][2 * j + 1] * dh;
+              isum[r][c] += sc[r][2 * j] * dl[r][c] + sc[r][2 * j + 1] * dh[r][c];
             }
           }
         }
@@ -360,7 +446,8 @@ struct Q6KTile {
               x0[c] = vld1q_s8(t.x[c][sb].qs + 128 * h + 32 * q);
               x1[c] = vld1q_s8(t.x[c][sb].qs + 128 * h + 32 * q + 16);
             }
-            for (int r = 0; r < R; ++r) {
+            // Row r's codes of the quarter's two 16-element groups.
+            auto codes = [&](int r, int8x16_t& c0, int8x16_t& c1) {
               const quant::BlockQ6_K& b = t.w[r][sb];
               const uint8_t* ql = b.ql + 64 * h + 32 * (q & 1);
               const uint8x16_t l0 = vld1q_u8(ql), l1 = vld1q_u8(ql + 16);
@@ -371,12 +458,31 @@ struct Q6KTile {
               const int8x16_t sh = vdupq_n_s8(static_cast<int8_t>(4 - 2 * q));
               const uint8x16_t hb0 = vandq_u8(vshlq_u8(h0, sh), m30);
               const uint8x16_t hb1 = vandq_u8(vshlq_u8(h1, sh), m30);
-              const int8x16_t c0 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo0, hb0)), off);
-              const int8x16_t c1 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo1, hb1)), off);
-              const int g = 8 * h + 2 * q;
+              c0 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo0, hb0)), off);
+              c1 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo1, hb1)), off);
+            };
+            const int g = 8 * h + 2 * q;
+            int32_t d0[R][C] = {}, d1[R][C] = {};
+            if constexpr (kTile2x2<D, R, C>) {
+              int8x16_t a0, a1, b0, b1;
+              codes(0, a0, a1);
+              codes(1, b0, b1);
+              dot_tile2x2<D, 1>({a0}, {b0}, {x0[0]}, {x0[1]}, d0);
+              dot_tile2x2<D, 1>({a1}, {b1}, {x1[0]}, {x1[1]}, d1);
+            } else {
+              for (int r = 0; r < R; ++r) {
+                int8x16_t c0, c1;
+                codes(r, c0, c1);
+                for (int c = 0; c < C; ++c) {
+                  d0[r][c] = dot16<D>(c0, x0[c]);
+                  d1[r][c] = dot16<D>(c1, x1[c]);
+                }
+              }
+            }
+            for (int r = 0; r < R; ++r) {
+              const quant::BlockQ6_K& b = t.w[r][sb];
               for (int c = 0; c < C; ++c) {
-                isum[r][c] += b.scales[g] * dot16<D>(c0, x0[c]) +
-                              b.scales[g + 1] * dot16<D>(c1, x1[c]);
+                isum[r][c] += b.scales[g] * d0[r][c] + b.scales[g + 1] * d1[r][c];
               }
             }
           }
@@ -437,8 +543,12 @@ bool neon_quant_weight(DType w) {
          kquant_tile_for<neon::WidenI8>(w) != nullptr;
 }
 
-MatMulSpec quant_mul_mat_spec_neon(DType w, bool dotprod) {
-  return dotprod ? quant_spec<neon::SdotI8>(w) : quant_spec<neon::WidenI8>(w);
+MatMulSpec quant_mul_mat_spec_neon(DType w, NeonDot dot) {
+  switch (dot) {
+    case NeonDot::kSdot: return quant_spec<neon::SdotI8>(w);
+    case NeonDot::kSmmla: return quant_spec<neon::MmlaI8>(w);
+    default: return quant_spec<neon::WidenI8>(w);
+  }
 }
 
 }  // namespace folio::cpu

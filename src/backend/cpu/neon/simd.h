@@ -3,7 +3,8 @@
 // attribute; the one instruction beyond it, SDOT (FEAT_DotProd), is emitted
 // only by SdotI8 below, whose callers are chosen at run time (the
 // neon_dotprod tier), and written as inline assembly so that no function
-// needs a wider target than the baseline.
+// needs a wider target than the baseline; likewise SMMLA (FEAT_I8MM) in
+// MmlaI8, for the neon_i8mm tier.
 #pragma once
 
 #include <arm_neon.h>
@@ -59,6 +60,34 @@ struct WidenI8 {
     return vpadalq_s16(acc, p);
   }
 };
+
+// MmlaI8 (the neon_i8mm tier, FEAT_I8MM): dot as SdotI8 for single pairs,
+// and dot2x2 for a tile of two weight rows by two activation rows, two
+// SMMLA: acc += [w0.x0, w0.x1, w1.x0, w1.x1], the exact dot products of 16
+// signed bytes each (SMMLA multiplies a 2 x 8 by an 8 x 2 byte matrix, so
+// each operand interleaves the two rows' 8-byte halves). The tiles that use
+// it get the integers the other tiers get, hence the same bits.
+struct MmlaI8 : SdotI8 {
+  FOLIO_INLINE_NEON int32x4_t smmla(int32x4_t acc, int8x16_t a, int8x16_t b) {
+    __asm__(".arch armv8.6-a+i8mm\n\tsmmla %0.4s, %1.16b, %2.16b\n\t.arch armv8-a"
+            : "+w"(acc)
+            : "w"(a), "w"(b));
+    return acc;
+  }
+  FOLIO_INLINE_NEON int32x4_t dot2x2(int32x4_t acc, int8x16_t w0, int8x16_t w1, int8x16_t x0,
+                                     int8x16_t x1) {
+    const int64x2_t a0 = vreinterpretq_s64_s8(w0), a1 = vreinterpretq_s64_s8(w1);
+    const int64x2_t b0 = vreinterpretq_s64_s8(x0), b1 = vreinterpretq_s64_s8(x1);
+    acc = smmla(acc, vreinterpretq_s8_s64(vzip1q_s64(a0, a1)),
+                vreinterpretq_s8_s64(vzip1q_s64(b0, b1)));
+    return smmla(acc, vreinterpretq_s8_s64(vzip2q_s64(a0, a1)),
+                 vreinterpretq_s8_s64(vzip2q_s64(b0, b1)));
+  }
+};
+
+// Whether a dot policy has the 2 x 2 tile product.
+template <class D>
+inline constexpr bool kHasDot2x2 = requires(int32x4_t a, int8x16_t b) { D::dot2x2(a, b, b, b, b); };
 
 // exp(x) with the arithmetic of avx2::exp (simd.h there): Cody-Waite split
 // of ln2, degree-7 Taylor polynomial, 2^n as two normal power-of-two
