@@ -51,7 +51,7 @@ run() {  # run CPU NAME BINARY [GTEST ARGS...]
 p=Ops/Parity.MatchesReference/
 parity_ops="$p*_mul_mat_*:$p*_rope_*:$p*_flash_attn_*:$p*_gated_delta_net_*:$p*_rms_norm_*:$p*_soft_max_*"
 parity_ops+=":$p*_add_*:$p*_mul_1*:$p*_mul_3*:$p*_mul_6*:$p*_mul_strided*:$p*_scale_*:$p*_glu_*"
-parity_ops+=":$p*_unary_*:$p*_ssm_scan_*"
+parity_ops+=":$p*_unary_*:$p*_ssm_scan_*:$p*_ssm_conv_*"
 parity_big='*x16*:*K_4096*:*K_33100*:*prompt_512*:*after_prefix*:*_t1000_*:*_t500_*:*_t300_*'
 parity_big+=':*_t200_*:*_t130_*:*decode_ns8_long*:*long_window_softcap*:*long_split_k*'
 # Model tests: the logits / greedy parity with llama.cpp on the tiny models.

@@ -5,6 +5,7 @@
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/avx2/recurrent_kernels.h"
 #include "backend/cpu/scalar/rope_tables.h"
+#include "backend/cpu/scalar/ssm_conv_driver.h"
 #include "backend/cpu/scalar/supports.h"
 
 namespace folio {
@@ -62,8 +63,8 @@ void register_avx2_kernels(KernelTable& t) {
   t.add({OpKind::kSsmScan, kTier, "ssm_scan.avx2", supports_ssm_scan_avx2, ssm_scan_avx2});
   t.add({OpKind::kSsmScanUpdate, kTier, "ssm_scan_update.avx2", supports_ssm_scan_avx2,
          ssm_scan_update_avx2});
-  t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx2", supports_ssm_conv_avx2, ssm_conv_avx2});
-  t.add({OpKind::kSsmConvUpdate, kTier, "ssm_conv_update.avx2", supports_ssm_conv_update_avx2,
+  t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx2", supports_ssm_conv_blocked, ssm_conv_avx2});
+  t.add({OpKind::kSsmConvUpdate, kTier, "ssm_conv_update.avx2", supports_ssm_conv_update_blocked,
          ssm_conv_update_avx2});
   // bf16 K/V: the portable tiled kernel (flash_attn.scalar) converts those rows.
   t.add({OpKind::kFlashAttn, kTier, "flash_attn.avx2", supports_flash_attn_simd, flash_attn_avx2});

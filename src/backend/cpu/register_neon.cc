@@ -8,6 +8,7 @@
 // without a NEON kernel run on the portable tier or the reference.
 #include "backend/cpu/neon/kernels.h"
 #include "backend/cpu/scalar/rope_tables.h"
+#include "backend/cpu/scalar/ssm_conv_driver.h"
 #include "backend/cpu/scalar/supports.h"
 
 namespace folio {
@@ -59,6 +60,9 @@ void register_neon_kernels(KernelTable& t) {
   t.add({OpKind::kGatedDeltaNetUpdate, kNeon, "gated_delta_net_update.neon",
          supports_gated_delta_net_neon, gated_delta_net_neon});
   t.add({OpKind::kFlashAttn, kNeon, "flash_attn.neon", supports_flash_attn_simd, flash_attn_neon});
+  t.add({OpKind::kSsmConv, kNeon, "ssm_conv.neon", supports_ssm_conv_blocked, ssm_conv_neon});
+  t.add({OpKind::kSsmConvUpdate, kNeon, "ssm_conv_update.neon", supports_ssm_conv_update_blocked,
+         ssm_conv_update_neon});
   t.add({OpKind::kSsmScan, kNeon, "ssm_scan.neon", supports_ssm_scan_neon, ssm_scan_neon});
   t.add({OpKind::kSsmScanUpdate, kNeon, "ssm_scan_update.neon", supports_ssm_scan_neon,
          ssm_scan_update_neon});

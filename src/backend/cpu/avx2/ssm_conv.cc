@@ -18,51 +18,29 @@
 //     vector, channels innermost), then the shifted taps written back; a
 //     block is fully read before its destination records are written, so
 //     identity slots update in place.
-// Channel blocks are split across the thread pool; remainder channels
-// (channels % 8) and remainder tokens (T % 8) run the reference's scalar
-// code. K <= 8; weights and bias contiguous, channels innermost in dst.
+// Remainder tokens (T % 8) run the reference's scalar code; the thread
+// split, remainder channels (channels % 8) and the ops taken (K <= 8,
+// weights and bias contiguous, channels innermost in dst):
+// scalar/ssm_conv_driver.h.
 #include <cmath>
 #include <cstdint>
 
 #include "backend/cpu/avx2/recurrent_kernels.h"
 #include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/avx2/transpose.h"
-#include "backend/cpu/scalar/parallel.h"
 #include "backend/cpu/scalar/ssm_conv_channel.h"
-#include "backend/cpu/scalar/state_slots.h"
+#include "backend/cpu/scalar/ssm_conv_driver.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction (the reference has none)
 
 namespace folio::cpu {
 namespace {
 
-constexpr int kMaxK = 8;
-
-// What both ops share: weights, bias, activation.
-struct Conv {
-  const float* w;     // [K, channels], records of K contiguous
-  const float* bias;  // [channels] contiguous, or nullptr
-  bool act;
-  int k;
-};
-
-Conv make_conv(const Op& op) {
-  return {static_cast<const float*>(op.src[1].data),
-          op.src[2].empty() ? nullptr : static_cast<const float*>(op.src[2].data),
-          op.p<SsmConvParams>().silu, static_cast<int>(op.src[1].ne[0])};
-}
-
-float bias_of(const Conv& cv, int64_t c) {
-  return cv.bias != nullptr ? cv.bias[c] : 0.0f;
-}
-
-// One channel the reference's way: window win[0..K).
-float conv_scalar(const Conv& cv, const float* win, int64_t c) {
-  return ssm_conv_channel(win, cv.w + c * cv.k, cv.k, bias_of(cv, c), cv.act);
-}
+constexpr int kLanes = 8;
+constexpr int kMaxK = kSsmConvMaxK;
 
 // Weight vectors of the 8 channels from c0 (wv[j] lane l = w[j] of channel
 // c0 + l) and the bias vector.
-FOLIO_INLINE_AVX2 void load_weights(const Conv& cv, int64_t c0, __m256 (&wv)[kMaxK], __m256* bv) {
+FOLIO_INLINE_AVX2 void load_weights(const SsmConvWeights& cv, int64_t c0, __m256 (&wv)[kMaxK], __m256* bv) {
   alignas(32) float col[8];
   for (int j = 0; j < cv.k; ++j) {
     for (int l = 0; l < 8; ++l) col[l] = cv.w[(c0 + l) * cv.k + j];
@@ -88,7 +66,7 @@ FOLIO_INLINE_AVX2 void store_out(float* dst, __m256 sum, bool act) {
 }
 
 // Plain op over channel blocks [b0, b1) of every sequence.
-FOLIO_TARGET_AVX2 void plain_blocks(const Conv& cv, const TensorView& x, const TensorView& dst,
+FOLIO_TARGET_AVX2 void plain_blocks(const SsmConvWeights& cv, const TensorView& x, const TensorView& dst,
                                     int64_t b0, int64_t b1) {
   const int64_t n_t = dst.ne[1], n_seq = dst.ne[2], row_len = x.ne[0];
   __m256 wv[kMaxK], bv;
@@ -119,14 +97,16 @@ FOLIO_TARGET_AVX2 void plain_blocks(const Conv& cv, const TensorView& x, const T
       }
       for (int64_t t = t0; t < n_t; ++t) {
         for (int l = 0; l < 8; ++l)
-          *dst.at<float>(c0 + l, t, s) = conv_scalar(cv, xr[l] + t, c0 + l);
+          *dst.at<float>(c0 + l, t, s) =
+              ssm_conv_channel(xr[l] + t, cv.w + (c0 + l) * cv.k, cv.k,
+                               cv.bias != nullptr ? cv.bias[c0 + l] : 0.0f, cv.act);
       }
     }
   }
 }
 
 // Fused update over channel blocks [b0, b1) of every sequence.
-FOLIO_TARGET_AVX2 void update_blocks(const Conv& cv, const TensorView& x, const StateSlots& slots,
+FOLIO_TARGET_AVX2 void update_blocks(const SsmConvWeights& cv, const TensorView& x, const StateSlots& slots,
                                      const TensorView& dst, int64_t b0, int64_t b1) {
   const int taps = cv.k - 1;
   __m256 wv[kMaxK], bv, win[kMaxK];
@@ -152,56 +132,14 @@ FOLIO_TARGET_AVX2 void update_blocks(const Conv& cv, const TensorView& x, const 
   }
 }
 
-// Weights records of K floats, K in [2, 8]; bias contiguous.
-bool common_supported(const Op& op) {
-  const TensorView &w = op.src[1], &bias = op.src[2];
-  return w.ne[0] >= 2 && w.ne[0] <= kMaxK && w.is_contiguous() &&
-         (bias.empty() || bias.is_contiguous());
-}
-
 }  // namespace
 
-bool supports_ssm_conv_avx2(const Op& op) {
-  const TensorView &x = op.src[0], &dst = op.dst;  // [K-1+T, channels, n_seq], [channels, T, n_seq]
-  return common_supported(op) && x.nb[0] == sizeof(float) && dst.nb[0] == sizeof(float);
-}
-
-bool supports_ssm_conv_update_avx2(const Op& op) {
-  const TensorView &x = op.src[0], &pool = op.src[3], &dst = op.dst;
-  return common_supported(op) && x.nb[0] == sizeof(float) && dst.nb[0] == sizeof(float) &&
-         pool.nb[0] == sizeof(float);
-}
-
 Status ssm_conv_avx2(const Op& op, const KernelContext& ctx) {
-  const TensorView &x = op.src[0], &dst = op.dst;
-  const Conv cv = make_conv(op);
-  const int64_t channels = dst.ne[0], n_t = dst.ne[1], n_seq = dst.ne[2], n_blocks = channels / 8;
-  run_range(ctx, n_blocks, channels * n_t * n_seq * cv.k >= kMinParallelElements,
-            [&](int64_t b0, int64_t b1) { plain_blocks(cv, x, dst, b0, b1); });
-  for (int64_t s = 0; s < n_seq; ++s) {
-    for (int64_t c = n_blocks * 8; c < channels; ++c) {
-      const float* xc = x.row<const float>(c, s);
-      for (int64_t t = 0; t < n_t; ++t) *dst.at<float>(c, t, s) = conv_scalar(cv, xc + t, c);
-    }
-  }
-  return Status();
+  return ssm_conv_blocked(op, ctx, kLanes, plain_blocks);
 }
 
 Status ssm_conv_update_avx2(const Op& op, const KernelContext& ctx) {
-  const TensorView &x = op.src[0], &dst = op.dst;  // [channels, n_seq]
-  FOLIO_ASSIGN_OR_RETURN(StateSlots slots, StateSlots::prepare(op, 3, 2));
-  const Conv cv = make_conv(op);
-  const int64_t channels = x.ne[0], n_seq = x.ne[1], n_blocks = channels / 8;
-  run_range(ctx, n_blocks, channels * n_seq * cv.k >= kMinParallelElements,
-            [&](int64_t b0, int64_t b1) { update_blocks(cv, x, slots, dst, b0, b1); });
-  for (int64_t s = 0; s < n_seq; ++s) {
-    for (int64_t c = n_blocks * 8; c < channels; ++c) {
-      *dst.at<float>(c, s) = ssm_conv_update_channel(
-          slots.src(s).row<const float>(c), *x.at<const float>(c, s), cv.w + c * cv.k, cv.k,
-          bias_of(cv, c), cv.act, slots.dst(s).row<float>(c));
-    }
-  }
-  return Status();
+  return ssm_conv_update_blocked(op, ctx, kLanes, update_blocks);
 }
 
 }  // namespace folio::cpu
