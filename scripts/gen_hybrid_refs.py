@@ -129,14 +129,17 @@ def write_model(spec: dict, path: Path) -> None:
     w.add_uint32(f"{a}.expert_used_count", spec["n_expert_used"])
     w.add_uint32(f"{a}.expert_feed_forward_length", spec["n_ff_exp"])
     w.add_uint32(f"{a}.expert_shared_feed_forward_length", spec["n_ff_shexp"])
-    g.copy_tokenizer(w)
-    w.add_vocab_size(g.N_VOCAB)
-    for name, arr in make_tensors(spec).items():
-        w.add_tensor(name, arr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    g.finish_file(w, make_tensors(spec))
+
+
+def add_mamba2_keys(w: gguf.GGUFWriter, spec: dict) -> None:
+    """The Mamba-2 mixer's ssm.* keys (granitehybrid, nemotron_h)."""
+    a = spec["arch"]
+    w.add_uint32(f"{a}.ssm.conv_kernel", spec["conv"])
+    w.add_uint32(f"{a}.ssm.state_size", spec["state"])
+    w.add_uint32(f"{a}.ssm.group_count", spec["groups"])
+    w.add_uint32(f"{a}.ssm.time_step_rank", spec["heads"])
+    w.add_uint32(f"{a}.ssm.inner_size", spec["d_inner"])
 
 
 # granitehybrid (Granite 4.0 H): Mamba-2 layers 0 and 2, attention layers 1
@@ -218,11 +221,7 @@ def write_granite_model(spec: dict, path: Path) -> None:
     w.add_value_length(spec["head_dim"])
     w.add_layer_norm_rms_eps(spec["eps"])
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.add_uint32(f"{a}.ssm.conv_kernel", spec["conv"])
-    w.add_uint32(f"{a}.ssm.state_size", spec["state"])
-    w.add_uint32(f"{a}.ssm.group_count", spec["groups"])
-    w.add_uint32(f"{a}.ssm.time_step_rank", spec["heads"])
-    w.add_uint32(f"{a}.ssm.inner_size", spec["d_inner"])
+    add_mamba2_keys(w, spec)
     w.add_bool(f"{a}.rope.scaling.finetuned", False)
     w.add_float32(f"{a}.embedding_scale", spec["embedding_scale"])
     w.add_float32(f"{a}.residual_scale", spec["residual_scale"])
@@ -232,14 +231,7 @@ def write_granite_model(spec: dict, path: Path) -> None:
         w.add_uint32(f"{a}.expert_count", spec["n_expert"])
         w.add_uint32(f"{a}.expert_used_count", spec["n_expert_used"])
         w.add_uint32(f"{a}.expert_shared_feed_forward_length", spec["n_ff_shexp"])
-    g.copy_tokenizer(w)
-    w.add_vocab_size(g.N_VOCAB)
-    for name, arr in make_granite_tensors(spec).items():
-        w.add_tensor(name, arr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    g.finish_file(w, make_granite_tensors(spec))
 
 
 # Granite 4.0 H-Tiny / -Small style: the same layers with routed experts (4,
@@ -331,14 +323,7 @@ def write_lfm2_model(spec: dict, path: Path) -> None:
         w.add_uint32(f"{a}.leading_dense_block_count", spec["n_dense"])
         w.add_uint32(f"{a}.expert_gating_func", 2)  # sigmoid, as the converter writes
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    g.copy_tokenizer(w, pre="lfm2")
-    w.add_vocab_size(g.N_VOCAB)
-    for name, arr in make_lfm2_tensors(spec).items():
-        w.add_tensor(name, arr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    g.finish_file(w, make_lfm2_tensors(spec), pre="lfm2")
 
 
 # lfm2moe (LFM2-8B-A1B style): tiny-lfm2's layers, the first 2 with the
@@ -437,11 +422,7 @@ def write_nemotron_model(spec: dict, path: Path) -> None:
     if spec.get("rms_eps"):
         w.add_layer_norm_rms_eps(spec["rms_eps"])
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.add_uint32(f"{a}.ssm.conv_kernel", spec["conv"])
-    w.add_uint32(f"{a}.ssm.state_size", spec["state"])
-    w.add_uint32(f"{a}.ssm.group_count", spec["groups"])
-    w.add_uint32(f"{a}.ssm.time_step_rank", spec["heads"])
-    w.add_uint32(f"{a}.ssm.inner_size", spec["d_inner"])
+    add_mamba2_keys(w, spec)
     if spec.get("n_expert"):
         w.add_expert_count(spec["n_expert"])
         w.add_expert_used_count(spec["n_expert_used"])
@@ -453,14 +434,7 @@ def write_nemotron_model(spec: dict, path: Path) -> None:
         w.add_expert_group_count(1)
         if spec.get("latent"):
             w.add_moe_latent_size(spec["latent"])
-    g.copy_tokenizer(w)
-    w.add_vocab_size(g.N_VOCAB)
-    for name, arr in make_nemotron_tensors(spec).items():
-        w.add_tensor(name, arr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    g.finish_file(w, make_nemotron_tensors(spec))
 
 
 # nemotron_h_moe (Nemotron 3 Nano / Super style): pattern "ME*MEM" (the last

@@ -412,9 +412,15 @@ def write_model(spec: dict, path: Path) -> None:
         w.add_expert_weights_norm(True)
         w.add_nextn_predict_layers(spec["n_nextn"])
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    copy_tokenizer(w, spec.get("tokenizer_pre"))
+    finish_file(w, make_tensors(spec), spec.get("tokenizer_pre"))
+
+
+def finish_file(w: gguf.GGUFWriter, tensors: dict[str, np.ndarray], pre: str | None = None) -> None:
+    """The shared tokenizer (`pre` replacing its pre-tokenizer), the vocab size,
+    the tensors, and the file written and closed."""
+    copy_tokenizer(w, pre)
     w.add_vocab_size(N_VOCAB)
-    for name, arr in make_tensors(spec).items():
+    for name, arr in tensors.items():
         w.add_tensor(name, arr)
     w.write_header_to_file()
     w.write_kv_data_to_file()

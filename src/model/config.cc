@@ -380,6 +380,11 @@ Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& c) {
   return Status();
 }
 
+Result<int64_t> arch_int_or(const gguf::GgufFile& f, const ModelConfig& c, const char* suffix,
+                            int64_t fallback) {
+  return optional_int(f, arch_key(c, suffix), fallback);
+}
+
 Status read_mamba2_ssm(const gguf::GgufFile& f, ModelConfig& c) {
   SsmConfig& s = c.ssm;
   s.kind = SsmKind::kMamba2;

@@ -271,6 +271,10 @@ struct ModelConfig {
 
 // Helpers shared by the family files (model/arch/*.cc): `<arch>.<suffix>`.
 std::string arch_key(const ModelConfig& cfg, const char* suffix);
+// The integer key `<arch>.<suffix>`, `fallback` when it is absent; an error
+// naming the key when it is not an integer.
+Result<int64_t> arch_int_or(const gguf::GgufFile& f, const ModelConfig& cfg, const char* suffix,
+                            int64_t fallback);
 // The sliding-window layout (gemma3, gpt-oss): cfg.n_swa from
 // `attention.sliding_window` (absent or 0: no sliding window; `required`:
 // absent is an error) and cfg.swa_layers from

@@ -258,9 +258,7 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
               shape(e), true, OpKind::kRmsNorm, &l.ffn_norm));
     }
     const bool gated = !cfg.ffn_relu_sqr;  // relu^2 FFNs have no gate
-    if (!cfg.has_ffn(il)) {
-      // A single-block mixer layer: no FFN.
-    } else if (cfg.is_moe(il)) {
+    if (cfg.is_moe(il)) {
       const int64_t x = cfg.moe.n_expert, fx = cfg.moe.n_ff_exp;
       const int64_t ex = cfg.moe_latent > 0 ? cfg.moe_latent : e;  // experts' input width
       FOLIO_RETURN_IF_ERROR(
@@ -284,8 +282,7 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
       }
       FOLIO_RETURN_IF_ERROR(add(n("ffn_down_exps.weight"), shape(fx, ex, x), true,
                                 OpKind::kMulMatId, &l.ffn_down_exps));
-      if (cfg.moe_with_dense_ffn) {
-        const int64_t f = cfg.n_ff[static_cast<size_t>(il)];
+      if (cfg.moe_with_dense_ffn) {  // the dense FFN's tensors: below
         FOLIO_RETURN_IF_ERROR(
             add(n("ffn_down_exps.scale"), shape(x), false, OpKind::kMul, &l.ffn_down_exps_s));
         FOLIO_RETURN_IF_ERROR(
@@ -296,12 +293,6 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
                                   &l.ffn_post_norm_1));
         FOLIO_RETURN_IF_ERROR(add(n("post_ffw_norm_2.weight"), shape(e), true, OpKind::kRmsNorm,
                                   &l.ffn_post_norm_2));
-        FOLIO_RETURN_IF_ERROR(
-            add(n("ffn_gate.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_gate));
-        FOLIO_RETURN_IF_ERROR(
-            add(n("ffn_up.weight"), shape(e, f), true, OpKind::kMulMat, &l.ffn_up));
-        FOLIO_RETURN_IF_ERROR(
-            add(n("ffn_down.weight"), shape(f, e), true, OpKind::kMulMat, &l.ffn_down));
       }
       if (cfg.moe.selection_bias) {
         FOLIO_RETURN_IF_ERROR(
@@ -332,7 +323,10 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
         FOLIO_RETURN_IF_ERROR(add(n("ffn_down_shexp.weight"), shape(fs, e), true, OpKind::kMulMat,
                                   &l.ffn_down_shexp));
       }
-    } else {
+    }
+    // The dense FFN: every FFN layer but the routed ones (gemma4's routed
+    // layers run one beside their experts); single-block mixer layers have none.
+    if (cfg.has_ffn(il) && (!cfg.is_moe(il) || cfg.moe_with_dense_ffn)) {
       const int64_t f = cfg.n_ff[static_cast<size_t>(il)];
       if (cfg.ffn_fused_gate_up) {
         FOLIO_RETURN_IF_ERROR(

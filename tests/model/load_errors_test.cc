@@ -17,6 +17,18 @@ Status load(const SyntheticModel& s) {
   return m.ok() ? Status() : m.status();
 }
 
+// The synthetic llama file with its architecture and `llama.*` keys renamed.
+SyntheticModel llama_as(const std::string& arch) {
+  SyntheticModel s = SyntheticModel::llama();
+  std::vector<std::pair<std::string, gguf::Value>> renamed;
+  for (auto& [k, v] : s.metadata) {
+    renamed.emplace_back(k.rfind("llama.", 0) == 0 ? arch + "." + k.substr(6) : k, v);
+  }
+  s.metadata = renamed;
+  s.set("general.architecture", arch);
+  return s;
+}
+
 #define EXPECT_LOAD_ERROR(model, want_code, text)                              \
   do {                                                                         \
     const Status st_ = load(model);                                            \
@@ -129,25 +141,13 @@ TEST(ModelLoad, ImpossibleHparams) {
 }
 
 TEST(ModelLoad, Qwen2NeedsItsBiases) {
-  SyntheticModel s = SyntheticModel::llama();
-  std::vector<std::pair<std::string, gguf::Value>> renamed;
-  for (auto& [k, v] : s.metadata) {
-    renamed.emplace_back(k.rfind("llama.", 0) == 0 ? "qwen2." + k.substr(6) : k, v);
-  }
-  s.metadata = renamed;
-  s.set("general.architecture", "qwen2");
+  SyntheticModel s = llama_as("qwen2");
   EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "missing required tensor 'blk.0.attn_q.bias'");
 }
 
 // gpt-oss requires experts, a sliding window and its biases and sinks.
 TEST(ModelLoad, GptOssNeedsExpertsWindowBiasesAndSinks) {
-  SyntheticModel s = SyntheticModel::llama();
-  std::vector<std::pair<std::string, gguf::Value>> renamed;
-  for (auto& [k, v] : s.metadata) {
-    renamed.emplace_back(k.rfind("llama.", 0) == 0 ? "gpt-oss." + k.substr(6) : k, v);
-  }
-  s.metadata = renamed;
-  s.set("general.architecture", "gpt-oss");
+  SyntheticModel s = llama_as("gpt-oss");
   EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "missing required key 'gpt-oss.expert_count'");
   s.set("gpt-oss.expert_count", uint32_t{4});
   s.set("gpt-oss.expert_used_count", uint32_t{2});
@@ -185,13 +185,7 @@ TEST(ModelLoad, GptOssTraits) {
 
 // glm4moe requires experts and the shared-expert count; expert groups are refused.
 TEST(ModelLoad, Glm4MoeNeedsExpertsAndRefusesGroups) {
-  SyntheticModel s = SyntheticModel::llama();
-  std::vector<std::pair<std::string, gguf::Value>> renamed;
-  for (auto& [k, v] : s.metadata) {
-    renamed.emplace_back(k.rfind("llama.", 0) == 0 ? "glm4moe." + k.substr(6) : k, v);
-  }
-  s.metadata = renamed;
-  s.set("general.architecture", "glm4moe");
+  SyntheticModel s = llama_as("glm4moe");
   EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'glm4moe.expert_count'");
   s.set("glm4moe.expert_count", uint32_t{4});
   s.set("glm4moe.expert_used_count", uint32_t{2});
@@ -287,13 +281,7 @@ TEST(ModelLoad, NemotronHMoeTraits) {
 
 // nemotron_h requires its epsilon key; nemotron_h_moe requires experts.
 TEST(ModelLoad, NemotronHNeedsItsKeys) {
-  SyntheticModel s = SyntheticModel::llama();
-  std::vector<std::pair<std::string, gguf::Value>> renamed;
-  for (auto& [k, v] : s.metadata) {
-    renamed.emplace_back(k.rfind("llama.", 0) == 0 ? "nemotron_h_moe." + k.substr(6) : k, v);
-  }
-  s.metadata = renamed;
-  s.set("general.architecture", "nemotron_h_moe");
+  SyntheticModel s = llama_as("nemotron_h_moe");
   EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'nemotron_h_moe.attention.layer_norm_epsilon'");
   s.set("nemotron_h_moe.attention.layer_norm_epsilon", 1e-5f);
   EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'nemotron_h_moe.ssm.conv_kernel'");

@@ -26,15 +26,6 @@ namespace folio::model {
 
 namespace {
 
-Result<int64_t> int_key(const gguf::GgufFile& f, const ModelConfig& c, const char* suffix,
-                        int64_t fallback) {
-  const std::string key = arch_key(c, suffix);
-  if (!f.has(key)) return fallback;
-  Result<int64_t> r = f.get_i64(key);
-  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
-  return r;
-}
-
 Status configure_glm4moe(const gguf::GgufFile& f, ModelConfig& c) {
   FOLIO_RETURN_IF_ERROR(drop_nextn_layers(f, c));
   c.rope.mode = RopeMode::kNeox;
@@ -61,19 +52,19 @@ Status configure_glm4moe(const gguf::GgufFile& f, ModelConfig& c) {
   if (!scale.ok())
     return invalid_argument("model: key '{}': {}", scale_key, scale.status().message());
   m.weights_scale = *scale == 0.0f ? 1.0f : *scale;  // llama.cpp: 0 or 1 leave the weights
-  FOLIO_ASSIGN_OR_RETURN(const int64_t groups, int_key(f, c, "expert_group_count", 0));
+  FOLIO_ASSIGN_OR_RETURN(const int64_t groups, arch_int_or(f, c, "expert_group_count", 0));
   if (groups > 1) {
     return unsupported("model: '{}' = {}: expert groups are not supported",
                        arch_key(c, "expert_group_count"), groups);
   }
-  FOLIO_ASSIGN_OR_RETURN(const int64_t lead, int_key(f, c, "leading_dense_block_count", 0));
+  FOLIO_ASSIGN_OR_RETURN(const int64_t lead, arch_int_or(f, c, "leading_dense_block_count", 0));
   if (lead < 0 || lead > c.n_layer) {
     return invalid_argument("model: '{}' = {} with {} layers",
                             arch_key(c, "leading_dense_block_count"), lead, c.n_layer);
   }
   m.n_dense_lead = static_cast<int>(lead);
   if (m.n_ff_exp == 0 && !c.n_ff.empty()) m.n_ff_exp = c.n_ff[0] / m.n_expert_used;
-  FOLIO_ASSIGN_OR_RETURN(const int64_t shared, int_key(f, c, "expert_shared_count", -1));
+  FOLIO_ASSIGN_OR_RETURN(const int64_t shared, arch_int_or(f, c, "expert_shared_count", -1));
   if (shared < 0 || shared > 64) {
     return invalid_argument("model: '{}' = {} (required, 0..64)",
                             arch_key(c, "expert_shared_count"), shared);

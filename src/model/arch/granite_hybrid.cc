@@ -78,17 +78,12 @@ Status configure_granite_hybrid(const gguf::GgufFile& f, ModelConfig& c) {
   return Status();
 }
 
-TensorView granite_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
-                       int /*il*/, const TensorView& h) {
-  return cfg.is_moe(0) ? moe_with_shared_expert(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
-}
-
 // The family's layers for the shared hybrid decoder (see the file comment);
 // the decoder applies cfg.residual_scale.
 TensorView granite_hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w,
                                   const ForwardInputs& in, cache::KvCache& cache,
                                   ForwardContext& ctx) {
-  return hybrid_decoder(cfg, w, in, cache, ctx, HybridLayers{mamba2, self_attention, granite_ffn});
+  return hybrid_decoder(cfg, w, in, cache, ctx, HybridLayers{mamba2, self_attention, moe_or_dense_ffn});
 }
 
 constexpr ArchFamily kGraniteHybrid[] = {

@@ -28,16 +28,6 @@ namespace folio::model {
 
 namespace {
 
-// An optional integer key of the family.
-Result<int64_t> nemotron_int_key(const gguf::GgufFile& f, const ModelConfig& c, const char* suffix,
-                                 int64_t fallback) {
-  const std::string key = arch_key(c, suffix);
-  if (!f.has(key)) return fallback;
-  Result<int64_t> r = f.get_i64(key);
-  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
-  return r;
-}
-
 Status configure_nemotron_moe(const gguf::GgufFile& f, ModelConfig& c) {
   MoeConfig& m = c.moe;
   if (m.n_expert <= 0 || m.n_expert_used <= 0) {
@@ -62,9 +52,9 @@ Status configure_nemotron_moe(const gguf::GgufFile& f, ModelConfig& c) {
       m.n_ff_exp = c.n_ff[static_cast<size_t>(l)] / m.n_expert_used;
     }
   }
-  FOLIO_ASSIGN_OR_RETURN(c.n_ff_shexp, nemotron_int_key(f, c, "expert_shared_feed_forward_length", 0));
+  FOLIO_ASSIGN_OR_RETURN(c.n_ff_shexp, arch_int_or(f, c, "expert_shared_feed_forward_length", 0));
   c.shexp_gated = false;
-  FOLIO_ASSIGN_OR_RETURN(c.moe_latent, nemotron_int_key(f, c, "moe_latent_size", 0));
+  FOLIO_ASSIGN_OR_RETURN(c.moe_latent, arch_int_or(f, c, "moe_latent_size", 0));
   if (c.moe_latent < 0 || c.moe_latent > (1 << 20)) {
     return invalid_argument("model: '{}' = {} is out of range", arch_key(c, "moe_latent_size"),
                             c.moe_latent);
@@ -103,52 +93,13 @@ Status configure_nemotron_h(const gguf::GgufFile& f, ModelConfig& c) {
   return Status();
 }
 
-// The single-block decoder (see the file comment). x (the residual stream)
-// and h (its norm, the next block's input) live outside the per-layer arena
-// marks; each norm is fused with the residual add before it. In the last
-// layer an FFN block runs on the output rows only (it is position-wise); a
-// mixer runs on every token (its K/V and states are needed) and its output
-// rows are gathered after. Returns the logits [n_vocab, n_outputs].
+// The family's layers for the shared hybrid decoder, one block per layer
+// (cfg.single_block_layers).
 TensorView nemotron_h_decoder(const ModelConfig& cfg, const ModelWeights& w,
                               const ForwardInputs& in, cache::KvCache& cache,
                               ForwardContext& ctx) {
-  const int64_t e = cfg.n_embd, t = in.n_tokens;
-  const float eps = cfg.norm_eps;
-  const RecurrentInputs ri = upload_recurrent_inputs(ctx, in);
-  TensorView x = embed_tokens(ctx, cfg, w, in);              // [E, T] residual stream
-  TensorView h = ctx.f32_near(w.layers[0].attn_norm, e, t);  // [E, T] normalised block input
-  ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
-  for (int il = 0; il < cfg.n_layer; ++il) {
-    const LayerWeights& l = w.layers[static_cast<size_t>(il)];
-    const bool last = il + 1 == cfg.n_layer;
-    x = ctx.place_near(x, l.attn_norm);  // where offloaded layers begin (outside the mark)
-    h = ctx.place_near(h, l.attn_norm);
-    const ForwardContext::Mark mark = ctx.mark();
-    TensorView b;  // [E, T] the block's output (output rows only in the last layer)
-    if (cfg.has_ffn(il)) {
-      if (last) {
-        if (in.n_outputs == 0) return {};
-        x = gather_outputs(ctx, x, in);
-        h = gather_outputs(ctx, h, in);
-      }
-      b = cfg.is_moe(il) ? moe_with_shared_expert(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
-    } else {
-      b = cfg.is_recurrent(il) ? mamba2(ctx, cfg, l, il, h, ri, cache)
-                               : self_attention(ctx, cfg, w, il, h, in, cache);
-      if (last) {
-        if (in.n_outputs == 0) return {};
-        x = gather_outputs(ctx, x, in);
-        b = gather_outputs(ctx, b, in);
-      }
-    }
-    if (last) {
-      ctx.add(x, b, x);
-    } else {
-      ctx.add_rms_norm(x, b, w.layers[static_cast<size_t>(il) + 1].attn_norm, eps, x, h);
-      ctx.release(mark);
-    }
-  }
-  return output_logits(ctx, cfg, w, x);
+  return hybrid_decoder(cfg, w, in, cache, ctx,
+                        HybridLayers{mamba2, self_attention, moe_or_dense_ffn});
 }
 
 constexpr ArchFamily kNemotronH[] = {

@@ -75,13 +75,19 @@ TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mo
 // x [E, n] -> [E, n]. Without a shared expert, moe_ffn(x).
 TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
                                   const LayerWeights& l, const TensorView& x);
+// The FFN of layer il: routed experts (+ the shared expert) where
+// cfg.is_moe(il), else the dense FFN. x [E, n] -> [E, n].
+TensorView moe_or_dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
+                            int il, const TensorView& x);
 
 // hybrid_decoder.cc ----------------------------------------------------------
 // The pre-norm decoder the hybrid families share (qwen3next / qwen35,
-// granitehybrid, lfm2): per layer, a = the layer's mixer on rms_norm(x)
-// (`recurrent` where cfg.is_recurrent(il), else `attention`), x += rs * a,
-// x += rs * ffn(rms_norm(x)), with rs = cfg.residual_scale (1 but for
-// Granite) and each norm fused with the add before it. x (the residual
+// granitehybrid, lfm2, nemotron_h): per layer, a = the layer's mixer on
+// rms_norm(x) (`recurrent` where cfg.is_recurrent(il), else `attention`),
+// x += rs * a, x += rs * ffn(rms_norm(x)), with rs = cfg.residual_scale (1
+// but for Granite) and each norm fused with the add before it. With
+// cfg.single_block_layers (nemotron_h) a layer is one block, x += rs *
+// block(rms_norm(x)): its mixer, or `ffn` where cfg.has_ffn(il). x (the residual
 // stream) and h live outside the per-layer arena marks; in the last layer
 // only the output rows go through the FFN and the head. Returns the logits
 // [n_vocab, n_outputs].

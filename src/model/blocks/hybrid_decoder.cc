@@ -17,15 +17,34 @@ TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const F
     x = ctx.place_near(x, l.attn_norm);  // where offloaded layers begin (outside the mark)
     h = ctx.place_near(h, l.attn_norm);
     const ForwardContext::Mark mark = ctx.mark();
-    TensorView a = cfg.is_recurrent(il) ? parts.recurrent(ctx, cfg, l, il, h, ri, cache)
-                                        : parts.attention(ctx, cfg, w, il, h, in, cache);
-    if (last) {
+    // A single-block FFN layer runs on the output rows only in the last
+    // layer (it is position-wise); a mixer runs on every token (its K/V and
+    // states are needed) and its output rows are gathered after.
+    const bool ffn_block = cfg.single_block_layers && cfg.has_ffn(il);
+    if (last && ffn_block) {
+      if (in.n_outputs == 0) return {};
+      x = gather_outputs(ctx, x, in);
+      h = gather_outputs(ctx, h, in);
+    }
+    TensorView a = ffn_block            ? parts.ffn(ctx, cfg, l, il, h)
+                   : cfg.is_recurrent(il) ? parts.recurrent(ctx, cfg, l, il, h, ri, cache)
+                                          : parts.attention(ctx, cfg, w, il, h, in, cache);
+    if (last && !ffn_block) {
       if (in.n_outputs == 0) return {};
       x = gather_outputs(ctx, x, in);
       a = gather_outputs(ctx, a, in);
-      h = ctx.f32_near(l.ffn_norm, e, in.n_outputs);
+      if (!cfg.single_block_layers) h = ctx.f32_near(l.ffn_norm, e, in.n_outputs);
     }
     if (rs != 1.0f) ctx.scale(a, rs, 0.0f, a);
+    if (cfg.single_block_layers) {  // the block was the whole layer
+      if (last) {
+        ctx.add(x, a, x);
+      } else {
+        ctx.add_rms_norm(x, a, w.layers[static_cast<size_t>(il) + 1].attn_norm, eps, x, h);
+        ctx.release(mark);
+      }
+      continue;
+    }
     ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
     const TensorView f = parts.ffn(ctx, cfg, l, il, h);
     if (rs != 1.0f) ctx.scale(f, rs, 0.0f, f);

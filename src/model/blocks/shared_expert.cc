@@ -29,4 +29,9 @@ TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
   return out;
 }
 
+TensorView moe_or_dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
+                            int il, const TensorView& x) {
+  return cfg.is_moe(il) ? moe_with_shared_expert(ctx, cfg, l, x) : dense_ffn(ctx, cfg, l, x);
+}
+
 }  // namespace folio::model
