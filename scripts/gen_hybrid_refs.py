@@ -142,6 +142,23 @@ def add_mamba2_keys(w: gguf.GGUFWriter, spec: dict) -> None:
     w.add_uint32(f"{a}.ssm.inner_size", spec["d_inner"])
 
 
+def add_mamba2_tensors(t: dict, p: str, rng: np.random.Generator, spec: dict) -> None:
+    """A Mamba-2 mixer's tensors (prefix p), drawn from rng: d_inner channels in
+    `heads` heads, `groups` groups of B and C of `state` values, conv width
+    `conv` with a bias; ssm_a = -exp(A_log), dt bias about -2.7, grouped norm."""
+    E, N, G = spec["n_embd"], spec["state"], spec["groups"]
+    NH, DI, K = spec["heads"], spec["d_inner"], spec["conv"]
+    C = DI + 2 * G * N
+    t[p + "ssm_in.weight"] = rng.standard_normal((2 * DI + 2 * G * N + NH, E)) / math.sqrt(E)
+    t[p + "ssm_conv1d.weight"] = 0.5 * rng.standard_normal((C, K))
+    t[p + "ssm_conv1d.bias"] = 0.1 * rng.standard_normal(C)
+    t[p + "ssm_dt.bias"] = -2.7 + 0.9 * rng.standard_normal(NH)
+    t[p + "ssm_a"] = -np.exp(rng.uniform(-0.6, 1.35, (NH, 1)))
+    t[p + "ssm_d"] = 1.0 + 0.1 * rng.standard_normal((NH, 1))
+    t[p + "ssm_norm.weight"] = (1.0 + 0.1 * rng.standard_normal(DI)).reshape(G, DI // G)
+    t[p + "ssm_out.weight"] = rng.standard_normal((E, DI)) / math.sqrt(DI)
+
+
 # granitehybrid (Granite 4.0 H): Mamba-2 layers 0 and 2, attention layers 1
 # and 3 (head_count_kv 0 marks the Mamba-2 ones), d_inner = 2 * n_embd as
 # llama.cpp requires, 8 heads of 32 channels in 2 groups of state size 16,
@@ -158,8 +175,6 @@ GRANITE = dict(name="tiny-granitehybrid", arch="granitehybrid", seed=4001, n_lay
 def make_granite_tensors(spec: dict) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(spec["seed"])
     E, H, KV, D = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
-    N, G, NH, DI, K = spec["state"], spec["groups"], spec["heads"], spec["d_inner"], spec["conv"]
-    C = DI + 2 * G * N
     F = spec["n_ff"]
 
     def lin(n_out, n_in):  # [n_out, n_in] = ggml [n_in, n_out]
@@ -177,14 +192,7 @@ def make_granite_tensors(spec: dict) -> dict[str, np.ndarray]:
         t[p + "attn_norm.weight"] = norm(E)
         t[p + "ffn_norm.weight"] = norm(E)
         if i not in spec["attn_layers"]:
-            t[p + "ssm_in.weight"] = lin(2 * DI + 2 * G * N + NH, E)
-            t[p + "ssm_conv1d.weight"] = 0.5 * rng.standard_normal((C, K))
-            t[p + "ssm_conv1d.bias"] = 0.1 * rng.standard_normal(C)
-            t[p + "ssm_dt.bias"] = -2.7 + 0.9 * rng.standard_normal(NH)
-            t[p + "ssm_a"] = -np.exp(rng.uniform(-0.6, 1.35, (NH, 1)))
-            t[p + "ssm_d"] = 1.0 + 0.1 * rng.standard_normal((NH, 1))
-            t[p + "ssm_norm.weight"] = norm(DI).reshape(G, DI // G)
-            t[p + "ssm_out.weight"] = lin(E, DI)
+            add_mamba2_tensors(t, p, rng, spec)
         else:
             t[p + "attn_q.weight"] = lin(H * D, E)
             t[p + "attn_k.weight"] = lin(KV * D, E)
@@ -353,8 +361,6 @@ NEMOTRON = dict(name="tiny-nemotron-h", arch="nemotron_h", seed=7001, pattern="M
 def make_nemotron_tensors(spec: dict) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(spec["seed"])
     E, H, KV, D = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["head_dim"]
-    N, G, NH, DI, K = spec["state"], spec["groups"], spec["heads"], spec["d_inner"], spec["conv"]
-    C = DI + 2 * G * N
     F = spec["n_ff"]
 
     def lin(n_out, n_in):  # [n_out, n_in] = ggml [n_in, n_out]
@@ -371,14 +377,7 @@ def make_nemotron_tensors(spec: dict) -> dict[str, np.ndarray]:
         p = f"blk.{i}."
         t[p + "attn_norm.weight"] = norm(E)
         if kind == "M":
-            t[p + "ssm_in.weight"] = lin(2 * DI + 2 * G * N + NH, E)
-            t[p + "ssm_conv1d.weight"] = 0.5 * rng.standard_normal((C, K))
-            t[p + "ssm_conv1d.bias"] = 0.1 * rng.standard_normal(C)
-            t[p + "ssm_dt.bias"] = -2.7 + 0.9 * rng.standard_normal(NH)
-            t[p + "ssm_a"] = -np.exp(rng.uniform(-0.6, 1.35, (NH, 1)))
-            t[p + "ssm_d"] = 1.0 + 0.1 * rng.standard_normal((NH, 1))
-            t[p + "ssm_norm.weight"] = norm(DI).reshape(G, DI // G)
-            t[p + "ssm_out.weight"] = lin(E, DI)
+            add_mamba2_tensors(t, p, rng, spec)
         elif kind == "*":
             t[p + "attn_q.weight"] = lin(H * D, E)
             t[p + "attn_k.weight"] = lin(KV * D, E)

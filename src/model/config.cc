@@ -385,6 +385,20 @@ Result<int64_t> arch_int_or(const gguf::GgufFile& f, const ModelConfig& c, const
   return optional_int(f, arch_key(c, suffix), fallback);
 }
 
+Status read_expert_weights(const gguf::GgufFile& f, ModelConfig& c) {
+  const std::string norm_key = arch_key(c, "expert_weights_norm");
+  Result<bool> norm = f.get_bool(norm_key, false);
+  if (!norm.ok()) return invalid_argument("model: key '{}': {}", norm_key, norm.status().message());
+  c.moe.norm_weights = *norm;
+  const std::string scale_key = arch_key(c, "expert_weights_scale");
+  Result<float> scale = f.get_f32(scale_key, 0.0f);
+  if (!scale.ok() || !std::isfinite(*scale)) {
+    return invalid_argument("model: key '{}' must be a finite number", scale_key);
+  }
+  c.moe.weights_scale = *scale == 0.0f ? 1.0f : *scale;  // llama.cpp: 0 or 1 leave the weights
+  return Status();
+}
+
 Status read_mamba2_ssm(const gguf::GgufFile& f, ModelConfig& c) {
   SsmConfig& s = c.ssm;
   s.kind = SsmKind::kMamba2;

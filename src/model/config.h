@@ -275,6 +275,10 @@ std::string arch_key(const ModelConfig& cfg, const char* suffix);
 // naming the key when it is not an integer.
 Result<int64_t> arch_int_or(const gguf::GgufFile& f, const ModelConfig& cfg, const char* suffix,
                             int64_t fallback);
+// The routed experts' weight keys (glm4moe, nemotron_h_moe): the k weights
+// renormalised when expert_weights_norm (default false), times
+// expert_weights_scale (absent or 0: 1, as llama.cpp; must be finite).
+Status read_expert_weights(const gguf::GgufFile& f, ModelConfig& cfg);
 // The sliding-window layout (gemma3, gpt-oss): cfg.n_swa from
 // `attention.sliding_window` (absent or 0: no sliding window; `required`:
 // absent is an error) and cfg.swa_layers from

@@ -43,15 +43,7 @@ Status configure_glm4moe(const gguf::GgufFile& f, ModelConfig& c) {
   }
   if (!f.has(arch_key(c, "expert_gating_func"))) m.gating = ExpertGating::kSigmoid;
   m.selection_bias = true;
-  const std::string norm_key = arch_key(c, "expert_weights_norm");
-  Result<bool> norm = f.get_bool(norm_key, false);
-  if (!norm.ok()) return invalid_argument("model: key '{}': {}", norm_key, norm.status().message());
-  m.norm_weights = *norm;
-  const std::string scale_key = arch_key(c, "expert_weights_scale");
-  Result<float> scale = f.get_f32(scale_key, 0.0f);
-  if (!scale.ok())
-    return invalid_argument("model: key '{}': {}", scale_key, scale.status().message());
-  m.weights_scale = *scale == 0.0f ? 1.0f : *scale;  // llama.cpp: 0 or 1 leave the weights
+  FOLIO_RETURN_IF_ERROR(read_expert_weights(f, c));
   FOLIO_ASSIGN_OR_RETURN(const int64_t groups, arch_int_or(f, c, "expert_group_count", 0));
   if (groups > 1) {
     return unsupported("model: '{}' = {}: expert groups are not supported",

@@ -18,8 +18,6 @@
 // attention.layer_norm_rms_epsilon when present, else the required
 // attention.layer_norm_epsilon (what the converter writes). MTP blocks
 // appended to block_count (nextn_predict_layers) are not run or loaded.
-#include <cmath>
-
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
 #include "model/blocks/hybrid.h"
@@ -36,16 +34,7 @@ Status configure_nemotron_moe(const gguf::GgufFile& f, ModelConfig& c) {
   }
   m.gating = ExpertGating::kSigmoid;  // llama.cpp fixes it for this family
   m.selection_bias = true;
-  const std::string norm_key = arch_key(c, "expert_weights_norm");
-  Result<bool> norm = f.get_bool(norm_key, false);
-  if (!norm.ok()) return invalid_argument("model: key '{}': {}", norm_key, norm.status().message());
-  m.norm_weights = *norm;
-  const std::string scale_key = arch_key(c, "expert_weights_scale");
-  Result<float> scale = f.get_f32(scale_key, 0.0f);
-  if (!scale.ok() || !std::isfinite(*scale)) {
-    return invalid_argument("model: key '{}' must be a finite number", scale_key);
-  }
-  m.weights_scale = *scale == 0.0f ? 1.0f : *scale;  // llama.cpp: 0 or 1 leave the weights
+  FOLIO_RETURN_IF_ERROR(read_expert_weights(f, c));
   // Expert width: expert_feed_forward_length, else the FFN layers' width over k.
   if (m.n_ff_exp == 0) {
     for (int l = 0; l < c.n_layer && m.n_ff_exp == 0; ++l) {
