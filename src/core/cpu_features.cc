@@ -49,6 +49,7 @@ CpuFeatures detect() {
   unsigned r[4];
   cpuid(0, 0, r);
   unsigned max_leaf = r[0];
+  f.amd = r[1] == 0x68747541 && r[3] == 0x69746e65 && r[2] == 0x444d4163;  // "AuthenticAMD"
   if (max_leaf < 1) return f;
   cpuid(1, 0, r);
   const bool osxsave = (r[2] >> 27) & 1;
@@ -123,6 +124,7 @@ std::string CpuFeatures::to_string() const {
     if (!s.empty()) s += ' ';
     s += name;
   };
+  add(amd, "AMD");
   add(sse42, "SSE4.2");
   add(avx, "AVX");
   add(avx2, "AVX2");
@@ -149,6 +151,10 @@ std::string CpuFeatures::to_string() const {
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = detect();
   return f;
+}
+
+int decode_streams() {
+  return cpu_features().amd ? 1 : 4;
 }
 
 const char* isa_name(Isa isa) {

@@ -11,6 +11,7 @@
 namespace folio {
 
 struct CpuFeatures {
+  bool amd = false;  // x86 vendor AuthenticAMD (memory streaming tuned per vendor: decode_streams)
   bool sse42 = false;
   bool avx = false;
   bool avx2 = false;
@@ -42,6 +43,13 @@ struct CpuFeatures {
 
 // What the hardware and OS offer (cached after the first call).
 const CpuFeatures& cpu_features();
+
+// Weight streams a decode mul_mat (one or two activation rows) reads at once
+// per thread. AMD Zen 4 streams one contiguous run fastest (the packed Q4_0
+// panels 15-25%, F16 rows 1.5x over 4 interleaved streams, measured in
+// BENCHMARKS.md); on the AMX Xeon the kernels were tuned on, one stream per
+// thread left the memory system idle and 4 won. 1 on AMD, else 4.
+int decode_streams();
 
 // Kernel ISA tiers. Each architecture has a ladder on which a higher tier
 // implies every lower one: scalar < neon < neon_dotprod < neon_i8mm (64-bit ARM),

@@ -14,7 +14,8 @@
 // converts each weight vector for 2 FMAs. Zen 3, one thread, the F16 [1024,
 // 3072] x 512 prefill product: 75 ms plain, 70 ms with 6 x 2 strips, 59 ms
 // with 4 x 3.
-// Decode (M = 1) takes one weight row per tile, without software prefetch:
+// Decode (M = 1) where one stream per thread is fastest (decode_streams(),
+// core/cpu_features.h: AMD) takes one weight row per tile, without software prefetch:
 // the rows are contiguous, so the weights stream as one sequential read,
 // which the hardware prefetcher follows best. Zen 4, the F16 [1024, 151936]
 // product: 12 GB/s with 4 interleaved row streams, 17-23 GB/s with one
@@ -29,6 +30,7 @@
 #include "backend/cpu/scalar/float_strip_panel.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
 #include "core/check.h"
+#include "core/cpu_features.h"
 #include "core/fp16.h"
 
 namespace folio::cpu {
@@ -206,9 +208,9 @@ void float_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, const vo
 
 template <DType WT>
 MatMulSpec float_spec(int64_t m) {
-  // Decode: one weight row per tile, so the weights stream as one sequential
-  // read (see the file comment).
-  if (m == 1) return {ActFormat::kF32, 1, 1, &float_tile_any<WT>};
+  // Decode where one stream per thread is fastest (core/cpu_features.h
+  // decode_streams): one weight row per tile (see the file comment).
+  if (m == 1 && decode_streams() == 1) return {ActFormat::kF32, 1, 1, &float_tile_any<WT>};
   MatMulSpec spec{ActFormat::kF32, kTileRows, kTileCols, &float_tile_any<WT>};
   if constexpr (WT != DType::F32) {
     if (m >= kPanelMinRows) spec.panel = &float_panel<WT>;

@@ -6,13 +6,15 @@
 //     elements loads (and widens) 4 W vectors and 4 X vectors and issues 16
 //     FMAs into 16 independent zmm accumulators, so loads stay at half the
 //     FMA count and the FMA latency is hidden without unrolling.
-//   decode (M = 1): one weight row per tile, without software prefetch: the
-//     rows are contiguous, so the weights stream as one sequential read,
-//     which the hardware prefetcher follows best. Zen 4, the F16 [1024,
-//     151936] product, one thread: 12 GB/s with 4 interleaved row streams
-//     (each step prefetching the next tile's rows), 17-23 GB/s with one; a
-//     0.66B F16 model decodes 22.6 -> 35.7 tok/s on 2 threads (llama.cpp
-//     37.2). Not remeasured on an Intel Xeon, where the 4 streams were tuned.
+//   decode (M = 1) where one stream per thread is fastest (decode_streams(),
+//     core/cpu_features.h: AMD): one weight row per tile, without software
+//     prefetch: the rows are contiguous, so the weights stream as one
+//     sequential read, which the hardware prefetcher follows best. Zen 4,
+//     the F16 [1024, 151936] product, one thread: 12 GB/s with 4 interleaved
+//     row streams (each step prefetching the next tile's rows), 17-23 GB/s
+//     with one; a 0.66B F16 model decodes 22.6 -> 35.7 tok/s on 2 threads
+//     (llama.cpp 37.2). Elsewhere (the AMX Xeon it was tuned on) the narrow
+//     tile's 4 row streams.
 //   wide (M >= 8): up to 6 weight rows x 4 activation rows, 24 accumulators:
 //     batched decode is compute-bound, and the activation rows (M x K f32)
 //     stream from L2 once per row tile: 6 rows per tile read them a third as
@@ -41,6 +43,7 @@
 #include "backend/cpu/scalar/float_strip_panel.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
 #include "core/check.h"
+#include "core/cpu_features.h"
 #include "core/target.h"
 
 namespace folio::cpu {
@@ -256,9 +259,9 @@ MatMulSpec float_spec(int64_t m) {
     }
     return spec;
   }
-  // Decode: one weight row per tile, so the weights stream as one sequential
-  // read (see the file comment).
-  if (m == 1) return {ActFormat::kF32, 1, 1, &float_tile_narrow<WT>};
+  // Decode where one stream per thread is fastest (core/cpu_features.h
+  // decode_streams): one weight row per tile (see the file comment).
+  if (m == 1 && decode_streams() == 1) return {ActFormat::kF32, 1, 1, &float_tile_narrow<WT>};
   return {ActFormat::kF32, kNarrowRows, kNarrowCols, &float_tile_narrow<WT>};
 }
 

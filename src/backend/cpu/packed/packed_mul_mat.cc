@@ -7,6 +7,7 @@
 #include "backend/cpu/scalar/parallel.h"
 #include "core/aligned.h"
 #include "core/check.h"
+#include "core/cpu_features.h"
 #include "quant/repack.h"
 
 namespace folio::cpu {
@@ -15,8 +16,13 @@ namespace {
 
 // Activation bytes kept hot while the panels of a chunk stream past them.
 constexpr size_t kActBlockBytes = 512 * 1024;
-// Panels a decode call (one or two activation rows) streams at once (header).
-constexpr int kDecodePanels = 4;
+// Panels a decode call (one or two activation rows) streams at once: the
+// machine's decode_streams() (core/cpu_features.h), at most 4 (the decode
+// kernels' instances).
+int decode_panels() {
+  static const int n = std::clamp(decode_streams(), 1, 4);
+  return n;
+}
 // Below this many multiply-adds an op runs on the calling thread only.
 constexpr double kMinParallelMacs = 1 << 18;
 
@@ -116,8 +122,9 @@ Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& 
         const int64_t p_end = t_end - batch * n_panels;
         int64_t p0 = t - batch * n_panels;
         if (nc <= kMaxDecodeRows && spec.decode != nullptr) {
-          for (; p0 < p_end; p0 += kDecodePanels) {
-            const int np = static_cast<int>(std::min<int64_t>(kDecodePanels, p_end - p0));
+          const int max_np = decode_panels();
+          for (; p0 < p_end; p0 += max_np) {
+            const int np = static_cast<int>(std::min<int64_t>(max_np, p_end - p0));
             const int64_t n0 = p0 * quant::kPanelRows;
             spec.decode(k, w_batch + p0 * panel_bytes, panel_bytes, np,
                         last_panel_rows(n, p0 + np - 1),
@@ -192,7 +199,7 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
           if (rows <= kMaxDecodeRows && spec.decode != nullptr) {
             // One or two tokens meet this expert: panels of it as decode streams.
             const int np =
-                static_cast<int>(std::min({int64_t{kDecodePanels}, n_panels - p, end - item}));
+                static_cast<int>(std::min({int64_t{decode_panels()}, n_panels - p, end - item}));
             spec.decode(k, panel, panel_bytes, np, last_panel_rows(n, p + np - 1),
                         xb + first[e] * static_cast<int64_t>(x_row_bytes), x_row_bytes,
                         static_cast<int>(rows),
