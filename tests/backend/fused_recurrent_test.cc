@@ -69,6 +69,43 @@ std::vector<float> random_vec(size_t n, float lo, float hi, std::mt19937& rng) {
   return v;
 }
 
+// The first backend's (the reference's) output and pool are kept; every
+// later backend's must be the same bits.
+template <class Update>
+void expect_same_as_first(const Update& u, std::vector<float>& first_out,
+                          std::vector<float>& first_pool) {
+  if (first_out.empty()) {
+    first_out = u.out, first_pool = u.pool;
+  } else {
+    EXPECT_EQ(u.out, first_out) << "differs from the reference backend";
+    EXPECT_EQ(u.pool, first_pool) << "differs from the reference backend";
+  }
+}
+
+// A fused update (GdnUpdate, ScanUpdate) with an id past the pool, a
+// negative destination or a duplicate destination fails on every backend
+// and writes neither its output nor the pool.
+template <class Update>
+void expect_bad_slots_write_nothing() {
+  for (auto& nb : backends()) {
+    SCOPED_TRACE(nb.name);
+    for (const auto& [ids, dst] :
+         std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>{
+             {{0, 9, 1}, {0, 1, 2}}, {{0, 1, 2}, {0, 1, -2}}, {{0, 1, 2}, {4, 1, 4}}}) {
+      Update u;
+      std::mt19937 rng(3);
+      u.fill(rng);
+      u.ids = ids;
+      u.dst_slots = dst;
+      const std::vector<float> pool = u.pool, out = u.out;
+      Status st = nb.backend->run(u.op());
+      EXPECT_FALSE(st.ok());
+      EXPECT_EQ(u.pool, pool);
+      EXPECT_EQ(u.out, out);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Conv update. Integer-valued inputs keep every sum exact, so expectations are
 // plain numbers.
@@ -486,35 +523,14 @@ TEST(FusedGatedDeltaNetUpdate, EqualsUnfusedPathOnEveryBackend) {
         ASSERT_TRUE(nb.backend->run(gu.op()).ok());
         EXPECT_EQ(gu.out, want_out);
         EXPECT_EQ(gu.pool, want_pool);
-        if (first_out.empty()) {
-          first_out = gu.out, first_pool = gu.pool;
-        } else {
-          EXPECT_EQ(gu.out, first_out) << "differs from the reference backend";
-          EXPECT_EQ(gu.pool, first_pool) << "differs from the reference backend";
-        }
+        expect_same_as_first(gu, first_out, first_pool);
       }
     }
   }
 }
 
 TEST(FusedGatedDeltaNetUpdate, BadIdsAreErrorsAndWriteNothing) {
-  for (auto& nb : backends()) {
-    SCOPED_TRACE(nb.name);
-    for (const auto& [ids, dst] :
-         std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>{
-             {{0, 9, 1}, {0, 1, 2}}, {{0, 1, 2}, {0, 1, -2}}, {{0, 1, 2}, {4, 1, 4}}}) {
-      GdnUpdate gu;
-      std::mt19937 rng(3);
-      gu.fill(rng);
-      gu.ids = ids;
-      gu.dst_slots = dst;
-      const std::vector<float> pool = gu.pool, out = gu.out;
-      Status st = nb.backend->run(gu.op());
-      EXPECT_FALSE(st.ok());
-      EXPECT_EQ(gu.pool, pool);
-      EXPECT_EQ(gu.out, out);
-    }
-  }
+  expect_bad_slots_write_nothing<GdnUpdate>();
 }
 
 TEST(FusedGatedDeltaNetUpdate, Validation) {
@@ -687,34 +703,13 @@ TEST(FusedSsmScanUpdate, EqualsUnfusedPathOnEveryBackend) {
         EXPECT_EQ(nb.backend->kernel_name(su.op()).rfind("ssm_scan_update.avx2", 0), 0u)
             << nb.backend->kernel_name(su.op());
       }
-      if (first_out.empty()) {
-        first_out = su.out, first_pool = su.pool;
-      } else {
-        EXPECT_EQ(su.out, first_out) << "differs from the reference backend";
-        EXPECT_EQ(su.pool, first_pool) << "differs from the reference backend";
-      }
+      expect_same_as_first(su, first_out, first_pool);
     }
   }
 }
 
 TEST(FusedSsmScanUpdate, BadIdsAreErrorsAndWriteNothing) {
-  for (auto& nb : backends()) {
-    SCOPED_TRACE(nb.name);
-    for (const auto& [ids, dst] :
-         std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>{
-             {{0, 9, 1}, {0, 1, 2}}, {{0, 1, 2}, {0, 1, -2}}, {{0, 1, 2}, {4, 1, 4}}}) {
-      ScanUpdate su;
-      std::mt19937 rng(3);
-      su.fill(rng);
-      su.ids = ids;
-      su.dst_slots = dst;
-      const std::vector<float> pool = su.pool, out = su.out;
-      Status st = nb.backend->run(su.op());
-      EXPECT_FALSE(st.ok());
-      EXPECT_EQ(su.pool, pool);
-      EXPECT_EQ(su.out, out);
-    }
-  }
+  expect_bad_slots_write_nothing<ScanUpdate>();
 }
 
 TEST(FusedSsmScanUpdate, Validation) {
