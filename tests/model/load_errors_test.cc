@@ -295,6 +295,43 @@ TEST(ModelLoad, NemotronHNeedsItsKeys) {
   EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'nemotron_h_moe.expert_count'");
 }
 
+// gemma4's mixture of experts: every layer routed (a layer without its
+// router is refused by name), k within the expert count.
+TEST(ModelLoad, Gemma4MoeNeedsARouterInEveryLayer) {
+  Result<SyntheticModel> base = SyntheticModel::from_file(local_refdata_dir() +
+                                                          "/tiny-gemma4-moe-f32.gguf");
+  ASSERT_TRUE(base.ok()) << base.status().to_string();
+  EXPECT_TRUE(load(*base).ok()) << load(*base).to_string();
+  SyntheticModel s = *base;
+  s.erase_tensor("blk.1.ffn_gate_inp.weight");
+  EXPECT_LOAD_ERROR(s, StatusCode::kUnsupported, "layer 1 has no ffn_gate_inp.weight");
+  s = *base;
+  s.set("gemma4.expert_used_count", uint32_t{5});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "gemma4.expert_used_count = 5 are inconsistent");
+  s = *base;
+  s.erase_tensor("blk.2.ffn_down_exps.scale");  // optional: the experts' outputs unscaled
+  EXPECT_TRUE(load(s).ok()) << load(s).to_string();
+}
+
+// nemotron_h: an FFN layer needs its up and down projections, an attention
+// layer its projections; per-layer keys that disagree with the tensors (every
+// layer declared an FFN) name the first missing tensor.
+TEST(ModelLoad, NemotronHLayersNeedTheirTensors) {
+  Result<SyntheticModel> base =
+      SyntheticModel::from_file(local_refdata_dir() + "/tiny-nemotron-h-f32.gguf");
+  ASSERT_TRUE(base.ok()) << base.status().to_string();
+  EXPECT_TRUE(load(*base).ok()) << load(*base).to_string();
+  SyntheticModel s = *base;
+  s.erase_tensor("blk.5.ffn_down.weight");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "blk.5.ffn_down.weight");
+  s = *base;
+  s.erase_tensor("blk.3.attn_k.weight");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "blk.3.attn_k.weight");
+  s = *base;
+  s.set("nemotron_h.feed_forward_length", uint32_t{192});  // every layer an FFN alone
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'blk.0.ffn_up.weight'");
+}
+
 TEST(ModelLoad, UnreadableFileNamesThePath) {
   Result<std::unique_ptr<Model>> m = Model::load("/nonexistent/dir/model.gguf");
   ASSERT_FALSE(m.ok());

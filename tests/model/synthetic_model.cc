@@ -63,6 +63,17 @@ SyntheticModel::Tensor& SyntheticModel::tensor(const std::string& name) {
   return tensors.front();
 }
 
+Result<SyntheticModel> SyntheticModel::from_file(const std::string& path) {
+  FOLIO_ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::open(path));
+  SyntheticModel m;
+  for (const gguf::KeyValue& kv : f.metadata()) m.metadata.emplace_back(kv.key, kv.value);
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    if (t.type_id != 0) return unsupported("{}: tensor {} is not F32", path, t.name);
+    m.tensors.push_back({t.name, DType::F32, {t.ne.begin(), t.ne.begin() + t.n_dims}});
+  }
+  return m;
+}
+
 Result<gguf::GgufFile> SyntheticModel::build() const {
   gguf::GgufWriter w;
   for (const auto& [k, v] : metadata) FOLIO_RETURN_IF_ERROR(w.add(k, v));

@@ -27,6 +27,9 @@ struct SyntheticModel {
   // A llama model: 1 layer, n_embd 256 (a multiple of 256 so K-quant and
   // IQ types fit), 4 heads / 2 KV heads, n_ff 512, vocab 64.
   static SyntheticModel llama();
+  // The keys and tensor shapes of an F32 GGUF file (the refdata's tiny
+  // models), to be edited into a bad variant; build() refills the data.
+  static Result<SyntheticModel> from_file(const std::string& path);
 
   void set(const std::string& key, gguf::Value value);
   void erase_key(const std::string& key);

@@ -42,12 +42,7 @@ namespace {
 
 // The 26B-A4B mixture of experts (see the file comment).
 Status configure_gemma4_moe(const gguf::GgufFile& f, ModelConfig& c) {
-  MoeConfig& m = c.moe;
-  if (m.n_expert_used <= 0 || m.n_expert_used > m.n_expert) {
-    return invalid_argument("model: '{}' = {} must be in [1, '{}' = {}]",
-                            arch_key(c, "expert_used_count"), m.n_expert_used,
-                            arch_key(c, "expert_count"), m.n_expert);
-  }
+  MoeConfig& m = c.moe;  // expert_used_count in [1, expert_count]: read_common, validate_config
   m.gating = ExpertGating::kSoftmax;
   m.norm_weights = true;
   m.weights_scale = 1.0f;
