@@ -110,7 +110,7 @@ void apply_env_limit() {
     if (parse_isa(e, &isa)) {
       g_limit = isa;
     } else {
-      std::fprintf(stderr, "folio: ignoring FOLIO_ISA=%s (expected scalar|neon|neon_dotprod|neon_i8mm|avx2|avx512|amx)\n", e);
+      std::fprintf(stderr, "folio: ignoring FOLIO_ISA=%s (expected scalar|neon|neon_dotprod|neon_i8mm|avx2|avx2_vnni|avx512|amx)\n", e);
     }
   }
 }
@@ -164,6 +164,7 @@ const char* isa_name(Isa isa) {
     case Isa::kNeonDotprod: return "neon_dotprod";
     case Isa::kNeonI8mm: return "neon_i8mm";
     case Isa::kAvx2: return "avx2";
+    case Isa::kAvx2Vnni: return "avx2_vnni";
     case Isa::kAvx512: return "avx512";
     case Isa::kAmx: return "amx";
   }
@@ -172,7 +173,7 @@ const char* isa_name(Isa isa) {
 
 bool parse_isa(const std::string& s, Isa* out) {
   for (Isa isa : {Isa::kScalar, Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm, Isa::kAvx2,
-                  Isa::kAvx512, Isa::kAmx}) {
+                  Isa::kAvx2Vnni, Isa::kAvx512, Isa::kAmx}) {
     if (s == isa_name(isa)) {
       *out = isa;
       return true;
@@ -189,7 +190,9 @@ Isa detected_isa() {
   return f.i8mm ? Isa::kNeonI8mm : Isa::kNeonDotprod;
 #endif
   if (!(f.avx2 && f.fma && f.f16c)) return Isa::kScalar;
-  if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) return Isa::kAvx2;
+  if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) {
+    return f.vnni256() ? Isa::kAvx2Vnni : Isa::kAvx2;
+  }
   if (!(f.amx_tile && f.amx_int8)) return Isa::kAvx512;
   return Isa::kAmx;
 }
@@ -201,7 +204,8 @@ std::vector<Isa> isa_ladder(Isa top) {
   };
   const bool arm = is_arm(top);
   for (Isa isa :
-       {Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+       {Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm, Isa::kAvx2, Isa::kAvx2Vnni, Isa::kAvx512,
+        Isa::kAmx}) {
     const bool isa_arm = is_arm(isa);
     if (isa_arm == arm && isa <= top) v.push_back(isa);
   }

@@ -38,6 +38,10 @@ struct CpuFeatures {
   bool i8mm = false;     // SMMLA / USMMLA (ARMv8.6)
   bool sve = false;
 
+  // 256-bit vpdpbusd / vpdpwssd: AVX-VNNI (VEX) or AVX-512 VNNI with VL (the
+  // same operation EVEX-encoded). The avx2_vnni kernels run on either.
+  bool vnni256() const { return avx2 && fma && f16c && (avxvnni || (avx512vnni && avx512vl)); }
+
   std::string to_string() const;
 };
 
@@ -53,7 +57,9 @@ int decode_streams();
 
 // Kernel ISA tiers. Each architecture has a ladder on which a higher tier
 // implies every lower one: scalar < neon < neon_dotprod < neon_i8mm (64-bit ARM),
-// scalar < avx2 < avx512 < amx (x86). The ARM ladder sits numerically below
+// scalar < avx2 < avx2_vnni < avx512 < amx (x86). avx2_vnni kernels need
+// CpuFeatures::vnni256(), which an AVX-512 CPU without VNNI (Skylake-SP)
+// lacks: they check it and leave such ops to the avx2 kernels. The ARM ladder sits numerically below
 // the x86 one, so the comparisons and min() written for one ladder give the
 // right answer on a machine of the other: an ARM machine is never ">= avx2",
 // and a limit naming the other architecture's tier never raises a machine
@@ -64,8 +70,9 @@ enum class Isa : int {
   kNeonDotprod = 2,  // + SDOT/UDOT
   kNeonI8mm = 3,     // + SMMLA (FEAT_I8MM; the CPU has SDOT too)
   kAvx2 = 4,         // AVX2 + FMA + F16C
-  kAvx512 = 5,       // AVX-512 F/BW/VL/DQ (+VNNI when present)
-  kAmx = 6,          // AVX-512 tier + AMX tiles (int8/bf16)
+  kAvx2Vnni = 5,     // + 256-bit vpdpbusd (AVX-VNNI: Alder Lake and later client chips, Zen 5)
+  kAvx512 = 6,       // AVX-512 F/BW/VL/DQ (+VNNI when present)
+  kAmx = 7,          // AVX-512 tier + AMX tiles (int8/bf16)
 };
 
 const char* isa_name(Isa isa);
@@ -79,7 +86,7 @@ std::vector<Isa> isa_ladder(Isa top);
 
 // Highest tier kernels may use: min(detected, limit). The limit comes from
 // `--isa` on the command line or the documented FOLIO_ISA environment
-// variable (scalar|neon|neon_dotprod|neon_i8mm|avx2|avx512|amx), e.g. to test the scalar path on a big CPU.
+// variable (scalar|neon|neon_dotprod|neon_i8mm|avx2|avx2_vnni|avx512|amx), e.g. to test the scalar path on a big CPU.
 Isa active_isa();
 void set_isa_limit(Isa limit);
 

@@ -16,6 +16,8 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_buffer_types.h"
+#include "backend/cpu/packed/packed_kernels.h"
+#include "backend/cpu/scalar/mul_mat_tiled.h"
 #include "core/aligned.h"
 #include "core/cpu_features.h"
 #include "core/fp16.h"
@@ -123,12 +125,19 @@ bool has_vnni() {
          cpu_features().avx512vnni;
 }
 
-// The tiers with panel kernels on this machine: AVX2 (+ FMA, F16C), AVX-512 VNNI.
+bool has_vnni256() {
+  return static_cast<int>(active_isa()) >= static_cast<int>(Isa::kAvx2Vnni) &&
+         cpu_features().vnni256();
+}
+
+// The tiers with panel kernels on this machine: AVX2 (+ FMA, F16C), AVX2 with
+// 256-bit VNNI, AVX-512 VNNI.
 std::vector<Isa> packed_isas() {
   std::vector<Isa> isas;
   const CpuFeatures& f = cpu_features();
   if (static_cast<int>(active_isa()) >= static_cast<int>(Isa::kAvx2) && f.avx2 && f.fma && f.f16c)
     isas.push_back(Isa::kAvx2);
+  if (has_vnni256()) isas.push_back(Isa::kAvx2Vnni);
   if (has_vnni()) isas.push_back(Isa::kAvx512);
   return isas;
 }
@@ -243,6 +252,87 @@ TEST(PackedKernels, Avx2PanelsGiveTheBitsOfTheAvx512Panels) {
       EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t) << " m " << m;
     }
   }
+}
+
+// The avx2_vnni tier (vpdpbusd) computes the avx2 tier's (vpmaddubsw)
+// integers with the same float steps: the same bits, through the backend's
+// routing (kernel names), in prefill tiles and in decode, for mul_mat and
+// mul_mat_id.
+TEST(PackedKernels, Avx2VnniPanelsGiveTheBitsOfTheAvx2Panels) {
+  if (!has_vnni256()) GTEST_SKIP() << "hardware: no 256-bit VNNI (AVX-VNNI or AVX-512 VNNI + VL)";
+  CpuBackend avx2(CpuBackendOptions{Isa::kAvx2, false, nullptr});
+  CpuBackend vnni(CpuBackendOptions{Isa::kAvx2Vnni, false, nullptr});
+  for (DType t : kSources) {
+    for (int64_t m : {1, 2, 5, 13}) {
+      Problem p(t, 512, 37, m, 9);
+      Op op;
+      op.kind = OpKind::kMulMat;
+      op.src[0] = p.w_packed;
+      op.src[1] = TensorView::contiguous(p.x.data(), DType::F32, {p.k, m});
+      EXPECT_NE(vnni.kernel_name(op).find(".avx2_vnni"), std::string::npos) << vnni.kernel_name(op);
+      const std::vector<float> a = p.run(avx2, true, 0, m), b = p.run(vnni, true, 0, m);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t) << " m " << m;
+    }
+  }
+}
+
+// One encoding of the 256-bit VNNI panels (avx2/int_dot.h) against the
+// vpmaddubsw panels, panel function by panel function: prefill tiles (7
+// activation rows: a tile of 4 and a remainder) and decode (2 rows), full
+// and partial panels.
+void expect_vnni_encoding_gives_the_maddubs_bits(cpu::Avx2Dot dot) {
+  constexpr int64_t k = 512;
+  constexpr int kRows = 7;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(static_cast<size_t>(k * kRows));
+  for (float& v : x) v = u(rng);
+  for (DType t : kSources) {
+    Problem p(t, k, 16, 1, 21);
+    const DType packed = p.w_packed.dtype;
+    const bool legacy = cpu::legacy_panel_avx2(packed, cpu::Avx2Dot::kMaddubs) != nullptr;
+    const cpu::ActFormat act = legacy ? cpu::ActFormat::kQ8_0 : cpu::ActFormat::kQ8_K;
+    const size_t xs = cpu::act_row_bytes(act, k);
+    std::vector<uint8_t> xq(xs * kRows);
+    for (int c = 0; c < kRows; ++c) {
+      cpu::convert_act_row(act, x.data() + c * k, xq.data() + c * xs, k);
+    }
+    const auto panel = [&](cpu::Avx2Dot d) {
+      return legacy ? cpu::legacy_panel_avx2(packed, d) : cpu::kquant_panel_avx2(packed, d);
+    };
+    const auto decode = [&](cpu::Avx2Dot d) {
+      return legacy ? cpu::legacy_decode_avx2(packed, d) : cpu::kquant_decode_avx2(packed, d);
+    };
+    for (int nr : {16, 11, 3}) {
+      std::vector<float> want(16 * kRows, 0.0f), got(16 * kRows, 0.0f);
+      panel(cpu::Avx2Dot::kMaddubs)(k, p.packed.get(), xq.data(), xs, kRows, nr, want.data(), 64);
+      panel(dot)(k, p.packed.get(), xq.data(), xs, kRows, nr, got.data(), 64);
+      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4))
+          << dtype_name(t) << " nr " << nr;
+      std::vector<float> want_dec(16 * 2, 0.0f), got_dec(16 * 2, 0.0f);
+      decode(cpu::Avx2Dot::kMaddubs)(k, p.packed.get(), 0, 1, nr, xq.data(), xs, 2,
+                                     want_dec.data(), 64);
+      decode(dot)(k, p.packed.get(), 0, 1, nr, xq.data(), xs, 2, got_dec.data(), 64);
+      EXPECT_EQ(0, std::memcmp(want_dec.data(), got_dec.data(), want_dec.size() * 4))
+          << dtype_name(t) << " decode nr " << nr;
+    }
+  }
+}
+
+// The VEX encoding: AVX-VNNI CPUs (Intel client chips from Alder Lake, Zen 5).
+TEST(PackedKernels, VexVnniPanelsGiveTheBitsOfTheMaddubsPanels) {
+  const CpuFeatures& f = cpu_features();
+  if (!(f.vnni256() && f.avxvnni)) GTEST_SKIP() << "hardware: no AVX-VNNI (VEX vpdpbusd)";
+  expect_vnni_encoding_gives_the_maddubs_bits(cpu::Avx2Dot::kVnniVex);
+}
+
+// The EVEX encoding: AVX-512 VNNI CPUs (Ice Lake and later Xeons, Zen 4).
+TEST(PackedKernels, EvexVnniPanelsGiveTheBitsOfTheMaddubsPanels) {
+  const CpuFeatures& f = cpu_features();
+  if (!(f.vnni256() && f.avx512vnni && f.avx512vl)) {
+    GTEST_SKIP() << "hardware: no AVX-512 VNNI with VL (EVEX vpdpbusd on ymm)";
+  }
+  expect_vnni_encoding_gives_the_maddubs_bits(cpu::Avx2Dot::kVnniEvex);
 }
 
 // Each activation row's outputs are the same bits whatever the batch around

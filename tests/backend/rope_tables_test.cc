@@ -93,7 +93,8 @@ std::string rope_kernel_of(Isa isa) {
     case Isa::kNeon:
     case Isa::kNeonDotprod:
     case Isa::kNeonI8mm: return "rope.neon";
-    case Isa::kAvx2: return "rope.avx2";
+    case Isa::kAvx2:
+    case Isa::kAvx2Vnni: return "rope.avx2";
     case Isa::kAvx512:
     case Isa::kAmx: return "rope.avx512";
   }

@@ -61,7 +61,7 @@ class Cli(unittest.TestCase):
         model = ARGS.model
         p = folio("bench", "-m", model, "--isa", "sse9", "-p", "8", "-n", "4", "-r", "1")
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn("'sse9' is not scalar|neon|neon_dotprod|neon_i8mm|avx2|avx512|amx", p.stderr)
+        self.assertIn("'sse9' is not scalar|neon|neon_dotprod|neon_i8mm|avx2|avx2_vnni|avx512|amx", p.stderr)
         p = folio("bench", "-m", model, "--isa", other, "-p", "8", "-n", "4", "-r", "1")
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn(f"this CPU does not support {other}", p.stderr)

@@ -13,6 +13,12 @@ TEST(CpuFeatures, TiersAreConsistent) {
   if (d >= Isa::kAvx2) {
     EXPECT_TRUE(f.avx2 && f.fma && f.f16c);
   }
+  if (d == Isa::kAvx2Vnni) {
+    EXPECT_TRUE(f.vnni256());
+  }
+  if (d == Isa::kAvx2) {
+    EXPECT_FALSE(f.vnni256());  // a CPU with 256-bit VNNI and no AVX-512 is avx2_vnni
+  }
   if (d >= Isa::kAvx512) {
     EXPECT_TRUE(f.avx512f && f.avx512bw && f.avx512vl);
   }
@@ -41,6 +47,8 @@ TEST(CpuFeatures, ParsesIsaNames) {
   Isa isa;
   EXPECT_TRUE(parse_isa("avx2", &isa));
   EXPECT_EQ(isa, Isa::kAvx2);
+  EXPECT_TRUE(parse_isa("avx2_vnni", &isa));
+  EXPECT_EQ(isa, Isa::kAvx2Vnni);
   EXPECT_TRUE(parse_isa("neon_dotprod", &isa));
   EXPECT_EQ(isa, Isa::kNeonDotprod);
   EXPECT_TRUE(parse_isa("neon_i8mm", &isa));
@@ -50,9 +58,11 @@ TEST(CpuFeatures, ParsesIsaNames) {
 
 // Each architecture's ladder starts at scalar and holds only its own tiers.
 TEST(CpuFeatures, LaddersPerArchitecture) {
-  EXPECT_EQ(isa_ladder(Isa::kAmx),
-            (std::vector<Isa>{Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}));
+  EXPECT_EQ(isa_ladder(Isa::kAmx), (std::vector<Isa>{Isa::kScalar, Isa::kAvx2, Isa::kAvx2Vnni,
+                                                     Isa::kAvx512, Isa::kAmx}));
   EXPECT_EQ(isa_ladder(Isa::kAvx2), (std::vector<Isa>{Isa::kScalar, Isa::kAvx2}));
+  EXPECT_EQ(isa_ladder(Isa::kAvx2Vnni),
+            (std::vector<Isa>{Isa::kScalar, Isa::kAvx2, Isa::kAvx2Vnni}));
   EXPECT_EQ(isa_ladder(Isa::kNeonDotprod),
             (std::vector<Isa>{Isa::kScalar, Isa::kNeon, Isa::kNeonDotprod}));
   EXPECT_EQ(isa_ladder(Isa::kNeonI8mm),

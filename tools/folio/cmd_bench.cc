@@ -127,7 +127,7 @@ Status validate(const BenchFlags& f) {
   for (const std::string& name : f.isas) {
     Isa isa;
     if (!parse_isa(name, &isa))
-      return invalid_argument("--isa: '{}' is not scalar|neon|neon_dotprod|neon_i8mm|avx2|avx512|amx", name);
+      return invalid_argument("--isa: '{}' is not scalar|neon|neon_dotprod|neon_i8mm|avx2|avx2_vnni|avx512|amx", name);
     const std::vector<Isa> ladder = isa_ladder(detected_isa());
     if (std::find(ladder.begin(), ladder.end(), isa) == ladder.end()) {
       return unsupported("--isa: this CPU does not support {} (best: {})", name,
@@ -291,7 +291,7 @@ void register_bench_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--kv-type", flags.kv_types, "KV cache types: f32|f16|bf16|q8_0, comma list")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--isa", flags.isas, "kernel ISA limits: scalar|neon|neon_dotprod|neon_i8mm|avx2|avx512|amx, comma list")
+  cmd->add_option("--isa", flags.isas, "kernel ISA limits: scalar|neon|neon_dotprod|neon_i8mm|avx2|avx2_vnni|avx512|amx, comma list")
       ->delimiter(',');
   cmd->add_option("-b,--batch-size", flags.batch_sizes,
                   "logical batch sizes; a prefill forward takes min(b, ub) tokens")

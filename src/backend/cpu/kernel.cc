@@ -9,6 +9,7 @@ KernelTier max_tier_for(Isa isa) {
     case Isa::kNeonDotprod: return KernelTier::kNeonDotprod;
     case Isa::kNeonI8mm: return KernelTier::kNeonI8mm;
     case Isa::kAvx2: return KernelTier::kAvx2;
+    case Isa::kAvx2Vnni: return KernelTier::kAvx2Vnni;
     case Isa::kAvx512: return KernelTier::kAvx512;
     case Isa::kAmx: return KernelTier::kAmx;
   }

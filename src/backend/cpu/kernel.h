@@ -31,8 +31,9 @@ enum class KernelTier : int {
   kNeonDotprod = 3,
   kNeonI8mm = 4,
   kAvx2 = 5,
-  kAvx512 = 6,
-  kAmx = 7,
+  kAvx2Vnni = 6,
+  kAvx512 = 7,
+  kAmx = 8,
 };
 
 // Highest kernel tier allowed for an ISA tier.

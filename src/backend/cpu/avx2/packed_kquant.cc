@@ -2,8 +2,9 @@
 // Q6_K_X16 (quant/repack.h) x Q8_K activation rows (|quant| <= 128).
 //
 // As in packed_legacy.cc, a 16-row panel is read as two halves of 8 rows
-// (one i32 lane per row) and vpmaddubsw with 4 broadcast activation quants
-// takes vpdpbusd's place, its i16 pair sums added in i16 while they cannot
+// (one i32 lane per row), and the byte dot steps take one of two forms
+// (avx2/int_dot.h). Maddubs (avx2 tier): vpmaddubsw with 4 broadcast
+// activation quants gives i16 pair sums, added in i16 while they cannot
 // overflow; the sub-block scales then apply through vpmaddwd on [scale,
 // scale] i16 pairs, which also widens to i32:
 //   Q4_K: per 32-element group j, the 8 VNNI rows' sums in i16 (|.| <= 8 *
@@ -17,6 +18,12 @@
 //         codes' offset 32 comes off once per super-block as 32 *
 //         sum(scale_i * bsum_i) (vpmaddwd on scale pairs); acc +=
 //         float(isum) * (d * dx).
+// Vnni (avx2_vnni tier), as the AVX-512 panels on half the lanes: vpdpbusd
+// sums go straight to i32; Q4_K pairs two sums of 4 VNNI rows (|.| <= 16 *
+// 15 * 128 < 2^15), Q5_K two pairs of sums of 2 rows (<= 8 * 31 * 128), as
+// i16 for one vpdpwssd with [scale, scale] each; the mins take vpdpwssd;
+// Q6_K subtracts 32 * bsum from each sub-block's sum of 4 rows and scales
+// it by vpmulld.
 // The integers are the AVX-512 panels' (packed_kquant.cc there) and so are
 // the float steps, once per super-block in K order: the tiers give the same
 // bits, and no result depends on the batch or the thread count. Prefill
@@ -24,6 +31,7 @@
 // (packed_panel.h).
 #include <cstring>
 
+#include "backend/cpu/avx2/int_dot.h"
 #include "backend/cpu/avx2/mul_mat_quant.h"
 #include "backend/cpu/avx2/packed_panel.h"
 #include "backend/cpu/avx2/simd.h"
@@ -91,7 +99,7 @@ FOLIO_INLINE_AVX2 void prefetch_eighth(const uint8_t* pf, int j) {
 
 // One super-block `s` of half h x C activation rows: acc[c] gets the
 // super-block's float steps (Q4_K / Q5_K); pf: see prefetch_eighth.
-template <DType P, int C>
+template <DType P, typename D, int C>
 FOLIO_INLINE_AVX2 void k4_superblock(const uint8_t* s, int h, const BlockQ8_K* const (&xb)[C],
                                      __m256 (&acc)[C], const uint8_t* pf) {
   __m256i isum[C];
@@ -114,7 +122,22 @@ FOLIO_INLINE_AVX2 void k4_superblock(const uint8_t* s, int h, const BlockQ8_K* c
     const __m256i sc2 = pairs16(sc, sc);
     for (int c = 0; c < C; ++c) {
       const int8_t* q = xb[c]->qs + 32 * j;
-      if constexpr (P == DType::Q4_K_X16) {
+      if constexpr (D::kVnni && P == DType::Q4_K_X16) {
+        const __m256i z = _mm256_setzero_si256();
+        __m256i t0 = D::dpbusd(z, w[0], bcast4(q)), t1 = D::dpbusd(z, w[1], bcast4(q + 4));
+        for (int r = 2; r < 8; r += 2) {
+          t0 = D::dpbusd(t0, w[r], bcast4(q + 4 * r));
+          t1 = D::dpbusd(t1, w[r + 1], bcast4(q + 4 * r + 4));
+        }
+        isum[c] = D::dpwssd(isum[c], avx2::pair16(t0, t1), sc2);
+      } else if constexpr (D::kVnni) {
+        const __m256i z = _mm256_setzero_si256();
+        __m256i t[4];
+        for (int r = 0; r < 4; ++r) t[r] = D::dpbusd(z, w[r], bcast4(q + 4 * r));
+        for (int r = 0; r < 4; ++r) t[r] = D::dpbusd(t[r], w[r + 4], bcast4(q + 16 + 4 * r));
+        isum[c] = D::dpwssd(isum[c], avx2::pair16(t[0], t[1]), sc2);
+        isum[c] = D::dpwssd(isum[c], avx2::pair16(t[2], t[3]), sc2);
+      } else if constexpr (P == DType::Q4_K_X16) {
         __m256i t = _mm256_maddubs_epi16(w[0], bcast4(q));
         for (int r = 1; r < 8; ++r)
           t = _mm256_add_epi16(t, _mm256_maddubs_epi16(w[r], bcast4(q + 4 * r)));
@@ -143,7 +166,11 @@ FOLIO_INLINE_AVX2 void k4_superblock(const uint8_t* s, int h, const BlockQ8_K* c
       const __m256i bp = _mm256_set1_epi32(
           static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
                                static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
-      msum[c] = _mm256_add_epi32(msum[c], _mm256_madd_epi16(mp, bp));
+      if constexpr (D::kVnni) {
+        msum[c] = D::dpwssd(msum[c], mp, bp);
+      } else {
+        msum[c] = _mm256_add_epi32(msum[c], _mm256_madd_epi16(mp, bp));
+      }
     }
   }
   const __m256 d = half8(s + quant::kQ4KxD + 16 * h), dmin = half8(s + quant::kQ4KxDmin + 16 * h);
@@ -172,7 +199,7 @@ FOLIO_INLINE_AVX2 void q6_codes(const uint8_t* s, int g, int h, __m256i (&w)[8])
 }
 
 // One Q6_K_X16 super-block `s` of half h x C activation rows.
-template <int C>
+template <typename D, int C>
 FOLIO_INLINE_AVX2 void q6_superblock(const uint8_t* s, int h, const BlockQ8_K* const (&xb)[C],
                                      __m256 (&acc)[C], const uint8_t* pf) {
   __m256i isum[C], bias[C];
@@ -185,6 +212,24 @@ FOLIO_INLINE_AVX2 void q6_superblock(const uint8_t* s, int h, const BlockQ8_K* c
     const __m128i sa = _mm_cvtepi8_epi16(load8(s + quant::kQ6KxScales + 32 * g + 8 * h));
     const __m128i sb = _mm_cvtepi8_epi16(load8(s + quant::kQ6KxScales + 32 * g + 16 + 8 * h));
     const __m256i sc0 = pairs16(sa, sa), sc1 = pairs16(sb, sb), scp = pairs16(sa, sb);
+    if constexpr (D::kVnni) {
+      const __m256i s32a = _mm256_cvtepi16_epi32(sa), s32b = _mm256_cvtepi16_epi32(sb);
+      for (int c = 0; c < C; ++c) {
+        const int8_t* q = xb[c]->qs + 32 * g;
+        const int16_t* bs = xb[c]->bsums + 2 * g;
+        const __m256i z = _mm256_setzero_si256();
+        __m256i t0 = D::dpbusd(z, w[0], bcast4(q)), t1 = D::dpbusd(z, w[4], bcast4(q + 16));
+        for (int r = 1; r < 4; ++r) {
+          t0 = D::dpbusd(t0, w[r], bcast4(q + 4 * r));
+          t1 = D::dpbusd(t1, w[r + 4], bcast4(q + 16 + 4 * r));
+        }
+        t0 = _mm256_sub_epi32(t0, _mm256_set1_epi32(32 * bs[0]));
+        t1 = _mm256_sub_epi32(t1, _mm256_set1_epi32(32 * bs[1]));
+        isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_mullo_epi32(t0, s32a),
+                                                             _mm256_mullo_epi32(t1, s32b)));
+      }
+      continue;
+    }
     for (int c = 0; c < C; ++c) {
       const int8_t* q = xb[c]->qs + 32 * g;
       const __m256i t00 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], bcast4(q)),
@@ -213,13 +258,13 @@ FOLIO_INLINE_AVX2 void q6_superblock(const uint8_t* s, int h, const BlockQ8_K* c
   }
 }
 
-template <DType P, int C>
+template <DType P, typename D, int C>
 FOLIO_INLINE_AVX2 void superblock(const uint8_t* s, int h, const BlockQ8_K* const (&xb)[C],
                                   __m256 (&acc)[C], const uint8_t* pf = nullptr) {
   if constexpr (P == DType::Q6_K_X16) {
-    q6_superblock<C>(s, h, xb, acc, pf);
+    q6_superblock<D, C>(s, h, xb, acc, pf);
   } else {
-    k4_superblock<P, C>(s, h, xb, acc, pf);
+    k4_superblock<P, D, C>(s, h, xb, acc, pf);
   }
 }
 
@@ -227,7 +272,7 @@ FOLIO_INLINE_AVX2 void superblock(const uint8_t* s, int h, const BlockQ8_K* cons
 // half a panel, and decode of one or two rows x a whole panel, each
 // super-block read ahead two in the panel's stream (an eighth per group
 // step; past the panel's end this reads the next panel).
-template <DType P>
+template <DType P, typename D>
 struct KQuant {
   static constexpr int kCols = 4;
 
@@ -244,7 +289,7 @@ struct KQuant {
     for (int64_t sb = 0; sb < nsb; ++sb) {
       const BlockQ8_K* xb[C];
       for (int c = 0; c < C; ++c) xb[c] = xr[c] + sb;
-      superblock<P, C>(panel + sb * kSuperBytes<P>, h, xb, acc);
+      superblock<P, D, C>(panel + sb * kSuperBytes<P>, h, xb, acc);
     }
     for (int c = 0; c < C; ++c) {
       store_rows(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os) + 8 * h, acc[c],
@@ -267,39 +312,59 @@ struct KQuant {
       const BlockQ8_K* xb[C];
       for (int c = 0; c < C; ++c) xb[c] = xr[c] + sb;
       const uint8_t* s = panel + sb * kBytes;
-      superblock<P, C>(s, 0, xb, acc[0], s + 2 * kBytes);
-      superblock<P, C>(s, 1, xb, acc[1]);
+      superblock<P, D, C>(s, 0, xb, acc[0], s + 2 * kBytes);
+      superblock<P, D, C>(s, 1, xb, acc[1]);
     }
     avx2::store_halves<C>(acc, out, os, nr);
   }
 };
 
-}  // namespace
-
-PanelFn kquant_panel_avx2(DType packed) {
+template <typename D>
+PanelFn kquant_panel(DType packed) {
   switch (packed) {
     case DType::Q4_K_X16:
-      return &avx2::panel_cols<KQuant<DType::Q4_K_X16>>;
+      return &avx2::panel_cols<KQuant<DType::Q4_K_X16, D>>;
     case DType::Q5_K_X16:
-      return &avx2::panel_cols<KQuant<DType::Q5_K_X16>>;
+      return &avx2::panel_cols<KQuant<DType::Q5_K_X16, D>>;
     case DType::Q6_K_X16:
-      return &avx2::panel_cols<KQuant<DType::Q6_K_X16>>;
+      return &avx2::panel_cols<KQuant<DType::Q6_K_X16, D>>;
     default:
       return nullptr;
   }
 }
 
-MultiPanelFn kquant_decode_avx2(DType packed) {
+template <typename D>
+MultiPanelFn kquant_decode(DType packed) {
   switch (packed) {
     case DType::Q4_K_X16:
-      return &avx2::decode_panels<KQuant<DType::Q4_K_X16>>;
+      return &avx2::decode_panels<KQuant<DType::Q4_K_X16, D>>;
     case DType::Q5_K_X16:
-      return &avx2::decode_panels<KQuant<DType::Q5_K_X16>>;
+      return &avx2::decode_panels<KQuant<DType::Q5_K_X16, D>>;
     case DType::Q6_K_X16:
-      return &avx2::decode_panels<KQuant<DType::Q6_K_X16>>;
+      return &avx2::decode_panels<KQuant<DType::Q6_K_X16, D>>;
     default:
       return nullptr;
   }
+}
+
+}  // namespace
+
+PanelFn kquant_panel_avx2(DType packed, Avx2Dot dot) {
+  switch (dot) {
+    case Avx2Dot::kMaddubs: return kquant_panel<avx2::Maddubs>(packed);
+    case Avx2Dot::kVnniVex: return kquant_panel<avx2::VnniVex>(packed);
+    case Avx2Dot::kVnniEvex: return kquant_panel<avx2::VnniEvex>(packed);
+  }
+  return nullptr;
+}
+
+MultiPanelFn kquant_decode_avx2(DType packed, Avx2Dot dot) {
+  switch (dot) {
+    case Avx2Dot::kMaddubs: return kquant_decode<avx2::Maddubs>(packed);
+    case Avx2Dot::kVnniVex: return kquant_decode<avx2::VnniVex>(packed);
+    case Avx2Dot::kVnniEvex: return kquant_decode<avx2::VnniEvex>(packed);
+  }
+  return nullptr;
 }
 
 }  // namespace folio::cpu

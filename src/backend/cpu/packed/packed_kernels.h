@@ -27,14 +27,20 @@ Status mul_mat_packed_avx512(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_avx512(const Op& op, const KernelContext& ctx);
 
 // avx2/packed_legacy.cc and avx2/packed_kquant.cc: AVX2 panel and decode
-// functions for the same six layouts (half panels of 8 rows per register,
-// vpmaddubsw in place of vpdpbusd), bit-identical to the AVX-512 ones.
-PanelFn legacy_panel_avx2(DType packed);
-PanelFn kquant_panel_avx2(DType packed);
-MultiPanelFn legacy_decode_avx2(DType packed);
-MultiPanelFn kquant_decode_avx2(DType packed);
+// functions for the same six layouts and Q4_1_X16 (half panels of 8 rows per
+// register), bit-identical to the AVX-512 ones, with the byte dot step
+// `dot` (avx2/int_dot.h): vpmaddubsw on the avx2 tier, 256-bit vpdpbusd on
+// the avx2_vnni tier (VEX on AVX-VNNI CPUs, EVEX on AVX-512 VNNI ones).
+enum class Avx2Dot { kMaddubs, kVnniVex, kVnniEvex };
+PanelFn legacy_panel_avx2(DType packed, Avx2Dot dot);
+PanelFn kquant_panel_avx2(DType packed, Avx2Dot dot);
+MultiPanelFn legacy_decode_avx2(DType packed, Avx2Dot dot);
+MultiPanelFn kquant_decode_avx2(DType packed, Avx2Dot dot);
 Status mul_mat_packed_avx2(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_avx2(const Op& op, const KernelContext& ctx);
+// The avx2_vnni tier: for CPUs with CpuFeatures::vnni256().
+Status mul_mat_packed_avx2_vnni(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_packed_avx2_vnni(const Op& op, const KernelContext& ctx);
 
 // amx/mul_mat_amx.cc: AMX tile panels for the 32-element layouts: groups of
 // 16 activation rows through TDPBSUD tiles, the rest through the AVX-512

@@ -4,7 +4,9 @@
 // and perf mode list them apart). The AMX entries take mul_mat ops of at
 // least 16 activation rows; smaller batches (decode) go to the AVX-512 VNNI
 // panels on the same layout. The AVX2 entries read every layout (Q4_1_X16
-// only them, on AVX-512 machines too).
+// only them, on AVX-512 machines too). The avx2_vnni entries are those
+// panels with 256-bit vpdpbusd, for CPUs that have it (AVX-VNNI, or AVX-512
+// VNNI + VL: on AVX-512 machines they run Q4_1_X16).
 #include "backend/cpu/packed/packed_kernels.h"
 #include "core/cpu_features.h"
 #include "quant/repack.h"
@@ -25,6 +27,11 @@ template <DType P>
 bool packed_is_with_avx2(const Op& op) {
   const CpuFeatures& f = cpu_features();
   return op.src[0].dtype == P && quant::is_packed_view(op.src[0]) && f.avx2 && f.fma && f.f16c;
+}
+
+template <DType P>
+bool packed_is_with_vnni256(const Op& op) {
+  return op.src[0].dtype == P && quant::is_packed_view(op.src[0]) && cpu_features().vnni256();
 }
 
 // mul_mat: a batch worth tiles of 16 rows; mul_mat_id: any (expert groups
@@ -65,6 +72,32 @@ void register_packed_kernels(KernelTable& t) {
     t.add({OpKind::kMulMat, KernelTier::kAvx2, k.mul_mat, k.supports, mul_mat_packed_avx2, true});
     t.add({OpKind::kMulMatId, KernelTier::kAvx2, k.mul_mat_id, k.supports, mul_mat_id_packed_avx2,
            true});
+  }
+  const struct {
+    const char* mul_mat;
+    const char* mul_mat_id;
+    KernelSupportsFn supports;
+  } avx2_vnni[] = {
+      {"mul_mat.q4_0x16.avx2_vnni", "mul_mat_id.q4_0x16.avx2_vnni",
+       packed_is_with_vnni256<DType::Q4_0_X16>},
+      {"mul_mat.q4_1x16.avx2_vnni", "mul_mat_id.q4_1x16.avx2_vnni",
+       packed_is_with_vnni256<DType::Q4_1_X16>},
+      {"mul_mat.q5_0x16.avx2_vnni", "mul_mat_id.q5_0x16.avx2_vnni",
+       packed_is_with_vnni256<DType::Q5_0_X16>},
+      {"mul_mat.q8_0x16.avx2_vnni", "mul_mat_id.q8_0x16.avx2_vnni",
+       packed_is_with_vnni256<DType::Q8_0_X16>},
+      {"mul_mat.q4_Kx16.avx2_vnni", "mul_mat_id.q4_Kx16.avx2_vnni",
+       packed_is_with_vnni256<DType::Q4_K_X16>},
+      {"mul_mat.q5_Kx16.avx2_vnni", "mul_mat_id.q5_Kx16.avx2_vnni",
+       packed_is_with_vnni256<DType::Q5_K_X16>},
+      {"mul_mat.q6_Kx16.avx2_vnni", "mul_mat_id.q6_Kx16.avx2_vnni",
+       packed_is_with_vnni256<DType::Q6_K_X16>},
+  };
+  for (const auto& k : avx2_vnni) {
+    t.add({OpKind::kMulMat, KernelTier::kAvx2Vnni, k.mul_mat, k.supports, mul_mat_packed_avx2_vnni,
+           true});
+    t.add({OpKind::kMulMatId, KernelTier::kAvx2Vnni, k.mul_mat_id, k.supports,
+           mul_mat_id_packed_avx2_vnni, true});
   }
   const struct {
     const char* mul_mat;
