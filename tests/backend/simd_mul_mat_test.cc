@@ -190,6 +190,31 @@ TEST(SimdMulMatThreads, BitIdenticalForAnyThreadCount) {
   }
 }
 
+// Float weights: the AVX2 kernels keep AVX-512's 16-lane accumulator per
+// output (two ymm halves, the same zero-padded tail, the same reduction), so
+// the tiers give the same bytes in every path: decode (M = 1), the tiles (M
+// 2 .. 15, with remainders) and the strip panel (M >= 16), with K tails
+// inside a 16-element step, past a 512-element panel chunk, and below 16.
+TEST(SimdMulMatFloat, Avx2GivesTheBitsOfAvx512) {
+  if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "hardware: no AVX-512 on this machine";
+  CpuBackend avx2(CpuBackendOptions{Isa::kAvx2, false, nullptr});
+  CpuBackend avx512(CpuBackendOptions{Isa::kAvx512, false, nullptr});
+  const Shape shapes[] = {{1, 3, 1},    {15, 5, 1},   {16, 7, 2},     {37, 6, 3},
+                          {300, 5, 7},  {520, 9, 8},  {1100, 20, 17}, {1029, 13, 40},
+                          {4096, 6, 1}, {64, 9, 3, 2, 1}};
+  for (DType wt : {DType::F32, DType::F16, DType::BF16}) {
+    uint32_t seed = 41;
+    for (const Shape& s : shapes) {
+      MatMulOp a(wt, s, seed), b(wt, s, seed);
+      ++seed;
+      ASSERT_TRUE(avx2.run(a.op()).ok());
+      ASSERT_TRUE(avx512.run(b.op()).ok());
+      EXPECT_EQ(std::memcmp(a.y().data(), b.y().data(), a.y().size() * 4), 0)
+          << dtype_name(wt) << " k=" << s.k << " n=" << s.n << " m=" << s.m;
+    }
+  }
+}
+
 // mul_mat_id: experts W [K, N, E], X [K, 1, T] shared by the chosen experts.
 struct MatMulIdOp {
   std::vector<uint8_t> w;

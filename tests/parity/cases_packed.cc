@@ -62,7 +62,8 @@ TensorView pack(OpCase& c, const TensorView& w, const OpKind consumer) {
   return type.weight_view(use, raw.data);
 }
 
-// Random blocks with small finite scales: fast fill for perf-only weights.
+// Random blocks with small finite scales: fast fill for perf-only weights
+// (F16 / BF16: every element such a value).
 void fill_random_blocks(OpCase& c, const TensorView& t) {
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> scale(0.002f, 0.03f);
@@ -86,6 +87,11 @@ void fill_random_blocks(OpCase& c, const TensorView& t) {
       case DType::Q6_K:
         put(blk, offsetof(quant::BlockQ6_K, d));
         break;
+      case DType::BF16: {  // every element a small normal value (f16 bits would be tiny)
+        const uint16_t v = f32_to_bf16(scale(c.rng()));
+        std::memcpy(blk, &v, 2);
+        break;
+      }
       default:
         put(blk, 0);  // legacy blocks start with d
         break;
@@ -158,9 +164,11 @@ void add_packed_mul_mat_id(CaseList& cases, DType src, int64_t n_tok) {
   cases.push_back(std::move(c));
 }
 
-// Perf only: the plain weight and its packed copy as two cases of one shape.
+// Perf only: the plain weight and its packed copy (where the type has one)
+// as two cases of one shape.
 void add_perf(CaseList& cases, DType src, int64_t k, int64_t n, int64_t m) {
   for (bool packed : {false, true}) {
+    if (packed && !quant::packed_type_for(src).has_value()) continue;
     const DType shown = packed ? *quant::packed_type_for(src) : src;
     auto c = new_case(fmt::format("mul_mat {} K={} N={} M={} (perf)", dtype_name(shown), k, n, m),
                       OpKind::kMulMat);
@@ -208,6 +216,12 @@ void add_packed_cases(CaseList& cases, bool perf) {
     for (int64_t k : {2048, 4096}) {
       for (int64_t m : {1, 512}) add_perf(cases, src, k, 1024, m);
     }
+  }
+  // Float weights: a 0.6B model's FFN prefill product, and decode over 64 MiB
+  // (past the last-level cache: the memory stream).
+  for (DType src : {DType::F16, DType::BF16}) {
+    add_perf(cases, src, 1024, 3072, 512);
+    add_perf(cases, src, 1024, 32768, 1);
   }
 }
 

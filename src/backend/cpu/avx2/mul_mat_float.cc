@@ -1,29 +1,32 @@
 // AVX2 mul_mat for float weights (F32, F16, BF16) x F32 activations.
 //
 // Layout: W rows [K] contiguous (f32, f16 or bf16), X rows [K] f32.
-// Tile: up to 4 weight rows x 2 activation rows; each step of 8 elements
-// loads (and widens) 4 W vectors and 2 X vectors and issues 8 FMAs into 8
-// independent ymm accumulators (11 of the 16 registers, no spills). F16
-// widens with vcvtph2ps, BF16 by a 16-bit shift; activations stay f32. The
-// K tail (< 8 elements) is summed in scalar code (fused multiply-adds, K
-// ascending) and added after the lanes.
+// Accumulation: each output is one 16-lane accumulator held in two ymm (lo:
+// elements 16i .. 16i + 7, hi: 16i + 8 .. 16i + 15), K ascending in steps
+// of 16; the K tail (< 16 elements) is one more step on zero-padded
+// vectors; the result is hsum(lo + hi). That is the AVX-512 tier's
+// arithmetic lane for lane (its masked tail loads give the same zeros), so
+// the two tiers give the same bits, and a single output runs two FMA chains
+// at once: decode, where each output is one row's dot, had been bound by
+// the latency of one 8-lane chain (Zen 4, the F16 [1024, 32768] product on
+// one thread: 17.6 GB/s against AVX-512's 28).
+// F16 widens with vcvtph2ps, BF16 by a 16-bit shift; activations stay f32.
+// Tile: up to 3 weight rows x 2 activation rows (12 accumulators, 5 loads
+// per 6 FMAs); decode (M = 1) takes one weight row per tile where one stream
+// per thread is fastest (decode_streams(), core/cpu_features.h: AMD),
+// without software prefetch, so the contiguous rows stream as one
+// sequential read (Zen 4: 2 or 4 interleaved rows read half as fast), and 4
+// rows elsewhere (the AMX Xeon's memory system idled with one stream).
 // Panel (F16 / BF16, M >= 16): the strip driver (scalar/float_strip_panel.h)
-// widens each strip of 4 weight rows once per 512-element K chunk into an L1
-// scratch, and tiles of 4 weight rows x 3 activation rows (12 accumulators,
-// 7 loads per 12 FMAs, no conversions) read it, where the plain tile
-// converts each weight vector for 2 FMAs. Zen 3, one thread, the F16 [1024,
-// 3072] x 512 prefill product: 75 ms plain, 70 ms with 6 x 2 strips, 59 ms
-// with 4 x 3.
-// Decode (M = 1) where one stream per thread is fastest (decode_streams(),
-// core/cpu_features.h: AMD) takes one weight row per tile, without software prefetch:
-// the rows are contiguous, so the weights stream as one sequential read,
-// which the hardware prefetcher follows best. Zen 4, the F16 [1024, 151936]
-// product: 12 GB/s with 4 interleaved row streams, 17-23 GB/s with one
-// (one thread); a 0.66B F16 model decodes 22.6 -> 35.7 tok/s on 2 threads.
-// Each output is one accumulator (K ascending, then hsum, then the tail), in
-// the tile and the panel alike, so its value depends neither on the shape
-// or M (the batch composition) nor on the thread count.
+// widens each strip of 3 weight rows once per 512-element K chunk into an
+// L1 scratch, and tiles of 3 weight rows x 2 activation rows read it, where
+// the plain tile converts each weight vector for 2 FMAs.
+// Each output's value depends neither on the tile shape or M (the batch
+// composition) nor on the thread count.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/avx2/simd.h"
@@ -31,7 +34,6 @@
 #include "backend/cpu/scalar/mul_mat_tiled.h"
 #include "core/check.h"
 #include "core/cpu_features.h"
-#include "core/fp16.h"
 
 namespace folio::cpu {
 
@@ -39,10 +41,15 @@ namespace {
 
 constexpr int kTileRows = 4;
 constexpr int kTileCols = 2;
+constexpr int kDecodeRows = 4;  // M = 1 where decode_streams() > 1
 constexpr int kPanelRows = 4;
 constexpr int kPanelCols = 3;
 constexpr int64_t kPanelMinRows = 16;  // activation rows from which F16 / BF16 use the panel
 
+template <DType WT>
+constexpr size_t kElem = WT == DType::F32 ? 4 : 2;
+
+// 8 weights from element i of `row`, widened.
 template <DType WT>
 FOLIO_INLINE_AVX2 __m256 load_w(const void* row, int64_t i) {
   if constexpr (WT == DType::F32) {
@@ -55,18 +62,40 @@ FOLIO_INLINE_AVX2 __m256 load_w(const void* row, int64_t i) {
   }
 }
 
+// The last n (< 16) weights of a row from element i, zero-padded to 16
+// (what AVX-512's masked load gives), widened: lo, hi.
 template <DType WT>
-FOLIO_INLINE_AVX2 float w_scalar(const void* row, int64_t i) {
-  if constexpr (WT == DType::F32) {
-    return static_cast<const float*>(row)[i];
-  } else if constexpr (WT == DType::F16) {
-    return _cvtsh_ss(static_cast<const uint16_t*>(row)[i]);
-  } else {
-    return bf16_to_f32(static_cast<const uint16_t*>(row)[i]);
-  }
+FOLIO_INLINE_AVX2 void load_w_tail(const void* row, int64_t i, int64_t n, __m256 (&v)[2]) {
+  alignas(32) unsigned char buf[16 * 4] = {};
+  std::memcpy(buf, static_cast<const unsigned char*>(row) + i * kElem<WT>,
+              static_cast<size_t>(n) * kElem<WT>);
+  v[0] = load_w<WT>(buf, 0);
+  v[1] = load_w<WT>(buf, 8);
 }
 
-template <DType WT, int R, int C>
+// The last n (< 16) activations from element i, zero-padded to 16.
+FOLIO_INLINE_AVX2 void load_x_tail(const float* row, int64_t i, int64_t n, __m256 (&v)[2]) {
+  alignas(32) float buf[16] = {};
+  std::memcpy(buf, row + i, static_cast<size_t>(n) * 4);
+  v[0] = _mm256_load_ps(buf);
+  v[1] = _mm256_load_ps(buf + 8);
+}
+
+// AVX-512's hsum of the 16-lane accumulator (lo, hi): (lo + hi), then the
+// same 8 -> 1 reduction.
+FOLIO_INLINE_AVX2 float hsum16(__m256 lo, __m256 hi) {
+  return avx2::hsum(_mm256_add_ps(lo, hi));
+}
+
+// R weight rows x C activation rows over the whole of K. kSplit: the lo
+// and hi halves of the 16-lane accumulators one after the other (R x C
+// accumulators in registers, as strip_tile), over blocks of kSplitBlock
+// elements so that the second half finds the block in L1; else both halves
+// at once (2 R C accumulators: decode, where one row's two chains hide the
+// FMA latency).
+constexpr int64_t kSplitBlock = 256;
+
+template <DType WT, int R, int C, bool kPrefetch, bool kSplit>
 FOLIO_TARGET_AVX2 void float_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                   size_t x_stride, float* out, size_t out_stride) {
   const unsigned char* wr[R];
@@ -75,29 +104,61 @@ FOLIO_TARGET_AVX2 void float_tile(int64_t k, const void* w, size_t w_stride, con
   for (int c = 0; c < C; ++c) {
     xr[c] = reinterpret_cast<const float*>(static_cast<const unsigned char*>(x) + c * x_stride);
   }
-  __m256 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  }
-  constexpr size_t kElem = WT == DType::F32 ? 4 : 2;
+  constexpr int kPasses = kSplit ? 2 : 1;
+  constexpr int kHalves = kSplit ? 1 : 2;
+  constexpr int64_t kBlock = kSplit ? kSplitBlock : INT64_MAX / 2;
   const size_t pf = R * w_stride;  // the next tile's rows
-  int64_t i = 0;
-  for (; i + 8 <= k; i += 8) {
-    __m256 xv[C];
-    for (int c = 0; c < C; ++c) xv[c] = _mm256_loadu_ps(xr[c] + i);
+  const int64_t full = k / 16 * 16;
+  __m256 part[R][C][2];  // the lo, hi accumulators
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) part[r][c][0] = part[r][c][1] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < full; b += kBlock) {
+    const int64_t end = std::min(full, b + kBlock);
+    for (int p = 0; p < kPasses; ++p) {
+      __m256 acc[R][C][kHalves];
+      for (int r = 0; r < R; ++r) {
+        for (int c = 0; c < C; ++c) {
+          for (int h = 0; h < kHalves; ++h) acc[r][c][h] = part[r][c][p + h];
+        }
+      }
+      for (int64_t i = b; i < end; i += 16) {
+        for (int h = 0; h < kHalves; ++h) {
+          const int64_t e = i + 8 * (p + h);
+          __m256 xv[C];
+          for (int c = 0; c < C; ++c) xv[c] = _mm256_loadu_ps(xr[c] + e);
+          for (int r = 0; r < R; ++r) {
+            if constexpr (kPrefetch) {
+              if (p == 0 && h == 0) {
+                avx2::prefetch_span<16 * kElem<WT>>(wr[r] + i * kElem<WT> + pf);
+              }
+            }
+            const __m256 wv = load_w<WT>(wr[r], e);
+            for (int c = 0; c < C; ++c) acc[r][c][h] = _mm256_fmadd_ps(wv, xv[c], acc[r][c][h]);
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        for (int c = 0; c < C; ++c) {
+          for (int h = 0; h < kHalves; ++h) part[r][c][p + h] = acc[r][c][h];
+        }
+      }
+    }
+  }
+  if (full < k) {
+    __m256 xv[C][2];
+    for (int c = 0; c < C; ++c) load_x_tail(xr[c], full, k - full, xv[c]);
     for (int r = 0; r < R; ++r) {
-      if constexpr (R > 1) avx2::prefetch_span<8 * kElem>(wr[r] + i * kElem + pf);
-      const __m256 wv = load_w<WT>(wr[r], i);
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv, xv[c], acc[r][c]);
+      __m256 wv[2];
+      load_w_tail<WT>(wr[r], full, k - full, wv);
+      for (int c = 0; c < C; ++c) {
+        for (int h = 0; h < 2; ++h) part[r][c][h] = _mm256_fmadd_ps(wv[h], xv[c][h], part[r][c][h]);
+      }
     }
   }
   for (int c = 0; c < C; ++c) {
     float* o = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(out) + c * out_stride);
-    for (int r = 0; r < R; ++r) {
-      float tail = 0.0f;
-      for (int64_t j = i; j < k; ++j) tail = std::fma(w_scalar<WT>(wr[r], j), xr[c][j], tail);
-      o[r] = avx2::hsum(acc[r][c]) + tail;
-    }
+    for (int r = 0; r < R; ++r) o[r] = hsum16(part[r][c][0], part[r][c][1]);
   }
 }
 
@@ -107,24 +168,42 @@ FOLIO_TARGET_AVX2 void float_tile_any(int64_t k, const void* w, size_t w_stride,
                                       size_t out_stride) {
   using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);
   static constexpr Fn kTable[kTileRows][kTileCols] = {
-      {float_tile<WT, 1, 1>, float_tile<WT, 1, 2>},
-      {float_tile<WT, 2, 1>, float_tile<WT, 2, 2>},
-      {float_tile<WT, 3, 1>, float_tile<WT, 3, 2>},
-      {float_tile<WT, 4, 1>, float_tile<WT, 4, 2>},
+      {float_tile<WT, 1, 1, true, true>, float_tile<WT, 1, 2, true, true>},
+      {float_tile<WT, 2, 1, true, true>, float_tile<WT, 2, 2, true, true>},
+      {float_tile<WT, 3, 1, true, true>, float_tile<WT, 3, 2, true, true>},
+      {float_tile<WT, 4, 1, true, true>, float_tile<WT, 4, 2, true, true>},
   };
   kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);
 }
 
+// Decode (one activation row): nr <= kDecodeRows weight rows per tile; one
+// row (kPrefetch false) where decode_streams() is 1.
+template <DType WT, bool kPrefetch>
+FOLIO_TARGET_AVX2 void float_tile_decode(int64_t k, const void* w, size_t w_stride, int nr,
+                                         const void* x, size_t x_stride, int nc, float* out,
+                                         size_t out_stride) {
+  using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);
+  static constexpr Fn kTable[kDecodeRows] = {
+      float_tile<WT, 1, 1, kPrefetch, false>, float_tile<WT, 2, 1, kPrefetch, false>,
+      float_tile<WT, 3, 1, kPrefetch, false>, float_tile<WT, 4, 1, kPrefetch, false>};
+  kTable[nr - 1](k, w, w_stride, x, x_stride, out, out_stride);
+}
+
 // A strip tile (scalar/float_strip_panel.h): R weight rows x C activation
-// rows over one chunk. The widening tile also widens the tail elements (<
-// 8, last chunk only) into wb, one by one; the last chunk sums them as
-// float_tile does.
+// rows over one chunk, with float_tile's FMAs per accumulator lane in the
+// same order (the widening tile zero-pads the last partial 16 in wb), so
+// every output is bit-identical to it. The lo and hi halves of the 16-lane
+// accumulators are independent chains, so the tile runs them in two passes
+// over the chunk (the second reads L1): each pass keeps R x C accumulators,
+// 4 x 3 = 12 with 7 loads per 12 FMAs, where both halves at once would
+// allow only 3 x 2 (5 loads per 6 FMAs: 62 against 86 GFLOP/s on the F16
+// [1024, 3072] x 512 product, one Zen 4 thread). Accumulators travel as 16
+// floats: lo, hi.
 template <DType WT, int R, int C, StripMode Mode>
 FOLIO_TARGET_AVX2 void strip_tile(const StripArgs& a) {
   constexpr bool kWidens = Mode == StripMode::kWiden || Mode == StripMode::kWidenPrefetch;
   constexpr bool kPrefetches =
       Mode == StripMode::kReadPrefetch || Mode == StripMode::kWidenPrefetch;
-  constexpr size_t kElem = WT == DType::F32 ? 4 : 2;
   // Locals: the vector stores below may alias anything (__m256 is
   // may_alias), so fields read through `a` would be reloaded after each.
   const unsigned char* const w = a.w;
@@ -132,57 +211,73 @@ FOLIO_TARGET_AVX2 void strip_tile(const StripArgs& a) {
   const size_t ws = a.w_stride;
   float* const wb = a.wb;
   const int64_t kk = a.kk;
+  const bool first = a.first, last = a.last;
+  float* const ab = a.acc;
   const float* xr[C];
   for (int c = 0; c < C; ++c) {
     xr[c] = reinterpret_cast<const float*>(reinterpret_cast<const unsigned char*>(a.x) +
                                            c * a.x_stride);
   }
-  __m256 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) {
-      acc[r][c] = a.first ? _mm256_setzero_ps() : _mm256_load_ps(a.acc + (r * C + c) * 8);
-    }
-  }
-  int64_t i = 0;
-  for (; i + 8 <= kk; i += 8) {
-    __m256 xv[C];
-    for (int c = 0; c < C; ++c) xv[c] = _mm256_loadu_ps(xr[c] + i);
+  const int64_t full = kk / 16 * 16;
+  for (int h = 0; h < 2; ++h) {
+    __m256 acc[R][C];
     for (int r = 0; r < R; ++r) {
-      __m256 wv;
-      if constexpr (kPrefetches) {
-        if ((i * kElem) % 64 == 0) {
-          _mm_prefetch(reinterpret_cast<const char*>(pf + r * ws + i * kElem), _MM_HINT_T0);
+      for (int c = 0; c < C; ++c) {
+        acc[r][c] = first ? _mm256_setzero_ps() : _mm256_load_ps(ab + (r * C + c) * 16 + 8 * h);
+      }
+    }
+    for (int64_t e = 8 * h; e < full; e += 16) {
+      __m256 xv[C];
+      for (int c = 0; c < C; ++c) xv[c] = _mm256_loadu_ps(xr[c] + e);
+      for (int r = 0; r < R; ++r) {
+        __m256 wv;
+        if constexpr (kPrefetches) {
+          if (h == 0 && (e * kElem<WT>) % 64 == 0) {
+            _mm_prefetch(reinterpret_cast<const char*>(pf + r * ws + e * kElem<WT>), _MM_HINT_T0);
+          }
         }
+        if constexpr (kWidens) {
+          wv = load_w<WT>(w + r * ws, e);
+          _mm256_store_ps(wb + r * kStripPitch + e, wv);
+        } else {
+          wv = _mm256_load_ps(wb + r * kStripPitch + e);
+        }
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv, xv[c], acc[r][c]);
       }
-      if constexpr (kWidens) {
-        wv = load_w<WT>(w + r * ws, i);
-        _mm256_store_ps(wb + r * kStripPitch + i, wv);
-      } else {
-        wv = _mm256_load_ps(wb + r * kStripPitch + i);
-      }
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv, xv[c], acc[r][c]);
     }
-  }
-  if constexpr (kWidens) {
+    if (full < kk) {
+      __m256 xv[C];
+      for (int c = 0; c < C; ++c) {
+        __m256 t[2];
+        load_x_tail(xr[c], full, kk - full, t);
+        xv[c] = t[h];
+      }
+      for (int r = 0; r < R; ++r) {
+        __m256 wv;
+        if constexpr (kWidens) {
+          __m256 t[2];
+          load_w_tail<WT>(w + r * ws, full, kk - full, t);
+          wv = t[h];
+          _mm256_store_ps(wb + r * kStripPitch + full + 8 * h, wv);
+        } else {
+          wv = _mm256_load_ps(wb + r * kStripPitch + full + 8 * h);
+        }
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv, xv[c], acc[r][c]);
+      }
+    }
     for (int r = 0; r < R; ++r) {
-      for (int64_t j = i; j < kk; ++j) wb[r * kStripPitch + j] = w_scalar<WT>(w + r * ws, j);
+      for (int c = 0; c < C; ++c) _mm256_store_ps(ab + (r * C + c) * 16 + 8 * h, acc[r][c]);
     }
   }
-  if (a.last) {
+  if (last) {
     auto* out = reinterpret_cast<unsigned char*>(a.out);
     const size_t os = a.out_stride;
     for (int c = 0; c < C; ++c) {
       float* o = reinterpret_cast<float*>(out + c * os);
       for (int r = 0; r < R; ++r) {
-        float tail = 0.0f;
-        for (int64_t j = i; j < kk; ++j) tail = std::fma(wb[r * kStripPitch + j], xr[c][j], tail);
-        o[r] = avx2::hsum(acc[r][c]) + tail;
+        const float* v = ab + (r * C + c) * 16;
+        o[r] = hsum16(_mm256_load_ps(v), _mm256_load_ps(v + 8));
       }
-    }
-  } else {
-    float* const ab = a.acc;
-    for (int r = 0; r < R; ++r) {
-      for (int c = 0; c < C; ++c) _mm256_store_ps(ab + (r * C + c) * 8, acc[r][c]);
     }
   }
 }
@@ -200,7 +295,7 @@ template <DType WT>
 void float_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, const void* x,
                  size_t x_stride, int64_t nc, float* out, size_t out_stride) {
   static constexpr StripShape kShape{
-      kPanelRows, kPanelCols, 8,
+      kPanelRows, kPanelCols, 16,
       &strip_tile_table<StripTiles<WT>::template Tile, kPanelRows, kPanelCols>};
   run_float_strips(kShape, WT == DType::F32 ? 4 : 2, k, w, w_stride, nr, x, x_stride, nc, out,
                    out_stride);
@@ -208,9 +303,12 @@ void float_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, const vo
 
 template <DType WT>
 MatMulSpec float_spec(int64_t m) {
-  // Decode where one stream per thread is fastest (core/cpu_features.h
-  // decode_streams): one weight row per tile (see the file comment).
-  if (m == 1 && decode_streams() == 1) return {ActFormat::kF32, 1, 1, &float_tile_any<WT>};
+  if (m == 1) {
+    // Decode: one row per tile where one stream per thread is fastest (see
+    // the file comment).
+    if (decode_streams() == 1) return {ActFormat::kF32, 1, 1, &float_tile_decode<WT, false>};
+    return {ActFormat::kF32, kDecodeRows, 1, &float_tile_decode<WT, true>};
+  }
   MatMulSpec spec{ActFormat::kF32, kTileRows, kTileCols, &float_tile_any<WT>};
   if constexpr (WT != DType::F32) {
     if (m >= kPanelMinRows) spec.panel = &float_panel<WT>;
