@@ -276,6 +276,7 @@ TEST(PackedKernels, Avx2VnniPanelsGiveTheBitsOfTheAvx2Panels) {
   }
 }
 
+#if defined(__x86_64__)  // the x86 panel functions are built for x86 only
 // One encoding of the 256-bit VNNI panels (avx2/int_dot.h) against the
 // vpmaddubsw panels, panel function by panel function: prefill tiles (7
 // activation rows: a tile of 4 and a remainder) and decode (2 rows), full
@@ -334,6 +335,7 @@ TEST(PackedKernels, EvexVnniPanelsGiveTheBitsOfTheMaddubsPanels) {
   }
   expect_vnni_encoding_gives_the_maddubs_bits(cpu::Avx2Dot::kVnniEvex);
 }
+#endif
 
 // Each activation row's outputs are the same bits whatever the batch around
 // it (1 row, 16-row AMX groups, leftovers), on every packed tier.

@@ -11,20 +11,24 @@
 // the latency of one 8-lane chain (Zen 4, the F16 [1024, 32768] product on
 // one thread: 17.6 GB/s against AVX-512's 28).
 // F16 widens with vcvtph2ps, BF16 by a 16-bit shift; activations stay f32.
-// Tile: up to 3 weight rows x 2 activation rows (12 accumulators, 5 loads
-// per 6 FMAs); decode (M = 1) takes one weight row per tile where one stream
-// per thread is fastest (decode_streams(), core/cpu_features.h: AMD),
-// without software prefetch, so the contiguous rows stream as one
-// sequential read (Zen 4: 2 or 4 interleaved rows read half as fast), and 4
-// rows elsewhere (the AMX Xeon's memory system idled with one stream).
-// Panel (F16 / BF16, M >= 16): the strip driver (scalar/float_strip_panel.h)
-// widens each strip of 3 weight rows once per 512-element K chunk into an
-// L1 scratch, and tiles of 3 weight rows x 2 activation rows read it, where
-// the plain tile converts each weight vector for 2 FMAs.
+// The lo and hi halves are independent chains, so where registers are
+// short the kernels run them one after the other over a block of K that
+// stays in L1, keeping the 8-lane kernels' tile shapes:
+//   decode (M = 1): both halves at once, one weight row per tile where one
+//     stream per thread is fastest (decode_streams(), core/cpu_features.h:
+//     AMD), without software prefetch, so the contiguous rows stream as one
+//     sequential read (Zen 4: 2 or 4 interleaved rows read half as fast);
+//     4 rows elsewhere (the AMX Xeon's memory system idled with one stream);
+//   tile (M 2 .. 15): 4 weight rows x 2 activation rows, the halves in turn
+//     over blocks of 256 elements (8 accumulators, 6 loads per 8 FMAs);
+//   panel (F16 / BF16, M >= 16): the strip driver (scalar/
+//     float_strip_panel.h) widens each strip of 4 weight rows once per
+//     512-element K chunk into an L1 scratch, and tiles of 4 weight rows x 3
+//     activation rows read it, the halves in turn (12 accumulators, 7 loads
+//     per 12 FMAs, no conversions).
 // Each output's value depends neither on the tile shape or M (the batch
 // composition) nor on the thread count.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 
