@@ -217,10 +217,12 @@ void add_packed_cases(CaseList& cases, bool perf) {
       for (int64_t m : {1, 512}) add_perf(cases, src, k, 1024, m);
     }
   }
-  // Float weights: a 0.6B model's FFN prefill product, and decode over 64 MiB
-  // (past the last-level cache: the memory stream).
+  // Float weights: a 0.6B model's FFN product in prefill and in a decode
+  // step of 8 sequences, and decode over 64 MiB (past the last-level cache:
+  // the memory stream).
   for (DType src : {DType::F16, DType::BF16}) {
     add_perf(cases, src, 1024, 3072, 512);
+    add_perf(cases, src, 1024, 3072, 8);
     add_perf(cases, src, 1024, 32768, 1);
   }
 }
