@@ -16,6 +16,7 @@
 #pragma once
 
 #include "backend/cpu/avx2/simd.h"
+#include "backend/cpu/packed/packed_kernels.h"
 
 namespace folio::cpu::avx2 {
 
@@ -52,6 +53,18 @@ struct Vnni {
 
 using VnniVex = Vnni<VnniEncoding::kVex>;
 using VnniEvex = Vnni<VnniEncoding::kEvex>;
+
+// f(policy) for the policy `dot` names (packed_kernels.h): f is called
+// with a Maddubs, VnniVex or VnniEvex value.
+template <typename F>
+auto with_dot(Avx2Dot dot, F&& f) {
+  switch (dot) {
+    case Avx2Dot::kVnniVex: return f(VnniVex{});
+    case Avx2Dot::kVnniEvex: return f(VnniEvex{});
+    case Avx2Dot::kMaddubs: break;
+  }
+  return f(Maddubs{});
+}
 
 // Lane n = [lo16(a_n), lo16(b_n)] as an i16 pair (a, b: i32 lanes whose
 // values fit in i16).

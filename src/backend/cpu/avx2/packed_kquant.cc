@@ -350,21 +350,11 @@ MultiPanelFn kquant_decode(DType packed) {
 }  // namespace
 
 PanelFn kquant_panel_avx2(DType packed, Avx2Dot dot) {
-  switch (dot) {
-    case Avx2Dot::kMaddubs: return kquant_panel<avx2::Maddubs>(packed);
-    case Avx2Dot::kVnniVex: return kquant_panel<avx2::VnniVex>(packed);
-    case Avx2Dot::kVnniEvex: return kquant_panel<avx2::VnniEvex>(packed);
-  }
-  return nullptr;
+  return avx2::with_dot(dot, [&](auto d) { return kquant_panel<decltype(d)>(packed); });
 }
 
 MultiPanelFn kquant_decode_avx2(DType packed, Avx2Dot dot) {
-  switch (dot) {
-    case Avx2Dot::kMaddubs: return kquant_decode<avx2::Maddubs>(packed);
-    case Avx2Dot::kVnniVex: return kquant_decode<avx2::VnniVex>(packed);
-    case Avx2Dot::kVnniEvex: return kquant_decode<avx2::VnniEvex>(packed);
-  }
-  return nullptr;
+  return avx2::with_dot(dot, [&](auto d) { return kquant_decode<decltype(d)>(packed); });
 }
 
 }  // namespace folio::cpu

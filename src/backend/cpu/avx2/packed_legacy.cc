@@ -253,21 +253,11 @@ MultiPanelFn legacy_decode(DType packed) {
 }  // namespace
 
 PanelFn legacy_panel_avx2(DType packed, Avx2Dot dot) {
-  switch (dot) {
-    case Avx2Dot::kMaddubs: return legacy_panel<avx2::Maddubs>(packed);
-    case Avx2Dot::kVnniVex: return legacy_panel<avx2::VnniVex>(packed);
-    case Avx2Dot::kVnniEvex: return legacy_panel<avx2::VnniEvex>(packed);
-  }
-  return nullptr;
+  return avx2::with_dot(dot, [&](auto d) { return legacy_panel<decltype(d)>(packed); });
 }
 
 MultiPanelFn legacy_decode_avx2(DType packed, Avx2Dot dot) {
-  switch (dot) {
-    case Avx2Dot::kMaddubs: return legacy_decode<avx2::Maddubs>(packed);
-    case Avx2Dot::kVnniVex: return legacy_decode<avx2::VnniVex>(packed);
-    case Avx2Dot::kVnniEvex: return legacy_decode<avx2::VnniEvex>(packed);
-  }
-  return nullptr;
+  return avx2::with_dot(dot, [&](auto d) { return legacy_decode<decltype(d)>(packed); });
 }
 
 namespace {
