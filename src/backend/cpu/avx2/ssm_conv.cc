@@ -95,7 +95,12 @@ FOLIO_TARGET_AVX2 void plain_blocks(const SsmConvWeights& cv, const TensorView& 
           store_out(dst.at<float>(c0, t0 + i, s), dot_window(v + i, wv, bv, cv.k), cv.act);
         }
       }
-      ssm_conv_channels_scalar(cv, x, dst, s, c0, c0 + 8, t0);
+      for (int64_t t = t0; t < n_t; ++t) {
+        for (int l = 0; l < 8; ++l)
+          *dst.at<float>(c0 + l, t, s) =
+              ssm_conv_channel(xr[l] + t, cv.w + (c0 + l) * cv.k, cv.k,
+                               cv.bias != nullptr ? cv.bias[c0 + l] : 0.0f, cv.act);
+      }
     }
   }
 }
@@ -111,12 +116,18 @@ FOLIO_TARGET_AVX2 void update_blocks(const SsmConvWeights& cv, const TensorView&
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t c0 = b * 8;
       load_weights(cv, c0, wv, &bv);
-      ssm_conv_state_to_columns(from, c0, 8, taps, &col[0][0]);
+      for (int l = 0; l < 8; ++l) {
+        const float* fp = from.row<const float>(c0 + l);
+        for (int j = 0; j < taps; ++j) col[j][l] = fp[j];
+      }
       for (int j = 0; j < taps; ++j) win[j] = _mm256_load_ps(col[j]);
       win[taps] = _mm256_loadu_ps(x.at<const float>(c0, s));
       store_out(dst.at<float>(c0, s), dot_window(win, wv, bv, cv.k), cv.act);
       _mm256_store_ps(col[taps], win[taps]);
-      ssm_conv_columns_to_state(&col[0][0], c0, 8, taps, to);
+      for (int l = 0; l < 8; ++l) {
+        float* tp = to.row<float>(c0 + l);
+        for (int j = 0; j < taps; ++j) tp[j] = col[j + 1][l];
+      }
     }
   }
 }

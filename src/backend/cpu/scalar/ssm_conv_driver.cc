@@ -45,38 +45,15 @@ Status ssm_conv_blocked(const Op& op, const KernelContext& ctx, int lanes, SsmCo
   run_range(ctx, n_blocks, channels * n_t * n_seq * cv.k >= kMinParallelElements,
             [&](int64_t b0, int64_t b1) { fn(cv, x, dst, b0, b1); });
   for (int64_t s = 0; s < n_seq; ++s) {
-    ssm_conv_channels_scalar(cv, x, dst, s, n_blocks * lanes, channels, 0);
-  }
-  return Status();
-}
-
-void ssm_conv_channels_scalar(const SsmConvWeights& cv, const TensorView& x,
-                              const TensorView& dst, int64_t s, int64_t c0, int64_t c1,
-                              int64_t t0) {
-  const int64_t n_t = dst.ne[1];
-  for (int64_t c = c0; c < c1; ++c) {
-    const float* xc = x.row<const float>(c, s);
-    for (int64_t t = t0; t < n_t; ++t) {
-      *dst.at<float>(c, t, s) =
-          ssm_conv_channel(xc + t, cv.w + c * cv.k, cv.k, bias_of(cv, c), cv.act);
+    for (int64_t c = n_blocks * lanes; c < channels; ++c) {
+      const float* xc = x.row<const float>(c, s);
+      for (int64_t t = 0; t < n_t; ++t) {
+        *dst.at<float>(c, t, s) =
+            ssm_conv_channel(xc + t, cv.w + c * cv.k, cv.k, bias_of(cv, c), cv.act);
+      }
     }
   }
-}
-
-void ssm_conv_state_to_columns(const TensorView& from, int64_t c0, int lanes, int taps,
-                               float* col) {
-  for (int l = 0; l < lanes; ++l) {
-    const float* fp = from.row<const float>(c0 + l);
-    for (int j = 0; j < taps; ++j) col[j * lanes + l] = fp[j];
-  }
-}
-
-void ssm_conv_columns_to_state(const float* col, int64_t c0, int lanes, int taps,
-                               const TensorView& to) {
-  for (int l = 0; l < lanes; ++l) {
-    float* tp = to.row<float>(c0 + l);
-    for (int j = 0; j < taps; ++j) tp[j] = col[(j + 1) * lanes + l];
-  }
+  return Status();
 }
 
 Status ssm_conv_update_blocked(const Op& op, const KernelContext& ctx, int lanes,

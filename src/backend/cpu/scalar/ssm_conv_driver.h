@@ -41,22 +41,6 @@ using SsmConvUpdateBlocks = void (*)(const SsmConvWeights& cv, const TensorView&
                                      const StateSlots& slots, const TensorView& dst, int64_t b0,
                                      int64_t b1);
 
-// Scalar pieces of the tiers' block loops:
-// Outputs of channels [c0, c1) of sequence s at times [t0, T) of the plain
-// op, the reference's scalar way (the time steps after the last full block
-// of lanes; the driver's remainder channels).
-void ssm_conv_channels_scalar(const SsmConvWeights& cv, const TensorView& x,
-                              const TensorView& dst, int64_t s, int64_t c0, int64_t c1,
-                              int64_t t0);
-// The K-1 state values of channels c0 .. c0 + lanes - 1 as columns:
-// col[j * lanes + l] = element j of state row c0 + l.
-void ssm_conv_state_to_columns(const TensorView& from, int64_t c0, int lanes, int taps,
-                               float* col);
-// The window shifted by one back into state rows: element j of row c0 + l
-// of `to` = col[(j + 1) * lanes + l], j < taps.
-void ssm_conv_columns_to_state(const float* col, int64_t c0, int lanes, int taps,
-                               const TensorView& to);
-
 Status ssm_conv_blocked(const Op& op, const KernelContext& ctx, int lanes, SsmConvPlainBlocks fn);
 Status ssm_conv_update_blocked(const Op& op, const KernelContext& ctx, int lanes,
                                SsmConvUpdateBlocks fn);
