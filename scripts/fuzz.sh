@@ -6,7 +6,7 @@
 # Builds the `fuzz` CMake preset (clang; build dir $FOLIO_FUZZ_BUILD_DIR,
 # default build-fuzz), then runs tests/fuzz/gguf_reader_fuzz over a temporary
 # corpus: the committed seeds (tests/fuzz/corpus/gguf) plus every *.gguf in
-# shared refdata (copied: refdata is read-only). Crash / leak / timeout /
+# tests/data (copied: refdata is read-only). Crash / leak / timeout /
 # out-of-memory inputs are written to fuzz-out/ (or $FOLIO_FUZZ_ARTIFACTS) and
 # the script exits non-zero. Add each one to tests/gguf/regressions/ (with a
 # .expected file) once fixed.
@@ -15,7 +15,7 @@ set -euo pipefail
 seconds="${1:-120}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${FOLIO_FUZZ_BUILD_DIR:-$root/build-fuzz}"
-refdata="${FOLIO_REFDATA_DIR:-$root/../shared/refdata}"
+refdata="$root/tests/data"
 artifacts="${FOLIO_FUZZ_ARTIFACTS:-$root/fuzz-out}"
 jobs="${FOLIO_FUZZ_BUILD_JOBS:-2}"
 

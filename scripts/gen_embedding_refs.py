@@ -25,7 +25,7 @@ For every model in MODELS this script
 
 Usage (from the repository root; needs numpy and gguf 0.19, both in .venv):
   .venv/bin/python scripts/gen_embedding_refs.py \
-      [--llama-bin /work/llamacpp/build-cpu/bin]
+      --llama-bin LLAMA_CPP/build/bin   (a llama.cpp build outside the repository)
 The llama.cpp build used for the committed files is recorded in the JSON
 ("reference").
 """
@@ -344,7 +344,8 @@ def numpy_embed(m: dict, w: dict[str, np.ndarray], ids: list[int]) -> np.ndarray
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--llama-bin", default="/work/llamacpp/build-cpu/bin", type=Path)
+    ap.add_argument("--llama-bin", required=True, type=Path,
+                    help="bin/ of a llama.cpp build (outside the repository)")
     args = ap.parse_args()
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     tokens, types = build_vocab()

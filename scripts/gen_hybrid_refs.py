@@ -6,7 +6,7 @@ tiny-lfm2moe, tiny-nemotron-h and tiny-nemotron-h-moe (described at GRANITE,
 GRANITE_MOE, LFM2, LFM2_MOE, NEMOTRON and NEMOTRON_MOE below);
 --only NAME regenerates one of them.
 
-The shared refdata covers the hybrid architectures qwen3next (MoE + shared
+tests/data covers the hybrid architectures qwen3next (MoE + shared
 expert, ssm_ba, value head h -> key head h / r) and qwen35 (dense, separate
 ssm_beta / ssm_alpha, h -> h % H_k, multi-section rope). This adds qwen35moe:
 qwen35's gated DeltaNet layers with routed experts plus a gated shared expert,
@@ -20,7 +20,7 @@ Weights are F32 from a seeded normal distribution shaped like the shared
 tiny-qwen3next's (linear 1/sqrt(fan_in), norms 1 + 0.1 N(0,1) with their +1
 offset applied, ssm_norm without, conv 0.5 N, dt bias about -2.7,
 ssm_a = -exp(A_log)), tokenizer copied from the shared tiny-llama. The cases
-and files are gen_model_refs.py's (short / long prompts of the shared refdata,
+and files are gen_model_refs.py's (short / long prompts of tests/data,
 llama.cpp through llama-cpp-python, CPU, 2 threads, F32 KV, no flash
 attention, one ubatch of 512).
 

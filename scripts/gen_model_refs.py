@@ -5,15 +5,15 @@ For every model in MODELS this script
   1. writes tests/model/refdata/<name>-f32.gguf with the `gguf` package: F32
      weights drawn from a seeded normal distribution, the 512-token BPE
      tokenizer copied verbatim (all tokenizer.* keys) from
-     ../shared/refdata/models/tiny-llama-f32.gguf;
+     tests/data/models/tiny-llama-f32.gguf;
   2. runs llama.cpp on it through llama-cpp-python's low-level API (CPU, 2
      threads, F32 KV cache, flash attention off, n_ctx 512, one ubatch), on the
-     `short` and `long` prompts of the shared refdata, and writes the same files
-     the shared refdata has: <name>.<case>.{prompt.txt, prompt_tokens.txt,
+     `short` and `long` prompts of tests/data, and writes the same files
+     tests/data has: <name>.<case>.{prompt.txt, prompt_tokens.txt,
      prefill.npy, gen_tokens.txt, decode.npy}.
 
 Other modes:
-  --verify     regenerate the shared refdata's own cases (tiny-llama, tiny-qwen3,
+  --verify     regenerate tests/data's own cases (tiny-llama, tiny-qwen3,
                ...) with this pipeline and print max |diff| against them.
   --selfcheck  recompute every written model's prefill logits with an
                independent float64 NumPy forward pass that follows the
@@ -43,7 +43,7 @@ import numpy as np
 import gguf
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("FOLIO_REFDATA_DIR", "/work/shared/refdata")) / "models"
+SHARED = REPO / "tests" / "data" / "models"
 OUT_DIR = REPO / "tests" / "model" / "refdata"
 TOKENIZER_SOURCE = SHARED / "tiny-llama-f32.gguf"
 CASES = {"short": 16, "long": 32}  # case -> number of greedy tokens
@@ -52,7 +52,7 @@ N_CTX = 512
 N_THREADS = 2
 
 # --------------------------------------------------------------------------
-# Model specifications. Shapes follow the shared refdata's tiny models.
+# Model specifications. Shapes follow tests/data's tiny models.
 # --------------------------------------------------------------------------
 
 MODELS: list[dict] = [
@@ -536,14 +536,14 @@ def case_inputs(case: str) -> tuple[bytes, list[int]]:
 def write_case(out: Path, name: str, case: str, model_path: Path, own_pre: bool = False) -> None:
     text, ids = case_inputs(case)
     if own_pre:
-        # Another pre-tokenizer than the shared refdata's qwen2: its ids are
+        # Another pre-tokenizer than tests/data's qwen2: its ids are
         # llama.cpp's tokenization of the prompt with this file's vocabulary.
         own = llama_tokenize(model_path, text)
         print(f"  {name}.{case}: own pre-tokenizer, {len(own)} ids "
-              f"({'same as' if own == ids else 'differ from'} the shared refdata's)")
+              f"({'same as' if own == ids else 'differ from'} tests/data's)")
         ids = own
     elif llama_tokenize(model_path, text) != ids:
-        raise RuntimeError("llama.cpp tokenizes the prompt differently from the shared refdata")
+        raise RuntimeError("llama.cpp tokenizes the prompt differently from tests/data")
     prefill, gen, decode, gen_text = llama_reference(model_path, ids, CASES[case])
     base = out / f"{name}.{case}"
     Path(f"{base}.prompt.txt").write_bytes(text)
@@ -561,7 +561,7 @@ def write_case(out: Path, name: str, case: str, model_path: Path, own_pre: bool 
 
 
 def verify() -> int:
-    """Regenerates the shared refdata's cases and compares (expects 0 diff)."""
+    """Regenerates tests/data's cases and compares (expects 0 diff)."""
     worst = 0.0
     for model in sorted(SHARED.glob("tiny-*-f32.gguf")):
         m = model.name[: -len("-f32.gguf")]

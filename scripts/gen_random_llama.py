@@ -35,7 +35,7 @@ import numpy as np
 import gguf
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_VOCAB = REPO.parent / "shared" / "refdata" / "tokenizer" / "ggml-vocab-llama-spm.gguf"
+DEFAULT_VOCAB = REPO / "tests" / "data" / "tokenizer" / "ggml-vocab-llama-spm.gguf"
 
 # llama.cpp's llama_ftype ids (format facts) and the file-name suffixes.
 FTYPES = {"f16": 1, "q8_0": 7, "q4_0": 2, "q4_k_m": 15}

@@ -37,7 +37,7 @@ Output:
         {"template": file name, "fnv1a64": hex FNV-1a 64 of the template bytes,
          "results": {case name: {"output": text} or
                                 {"error": {"type": exception class, "message": text}}}}
-The templates are read from ../shared/refdata/templates/*.jinja.
+The templates are read from tests/data/templates/*.jinja.
 """
 
 import copy
@@ -54,7 +54,7 @@ from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TEMPLATES = os.path.join(ROOT, "..", "shared", "refdata", "templates")
+TEMPLATES = os.path.join(ROOT, "tests", "data", "templates")
 OUT = os.path.join(ROOT, "tests", "jinja", "data")
 
 # 2024-07-26 14:05:09 (a Friday), used by strftime_now in both renderers.

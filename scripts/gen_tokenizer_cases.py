@@ -8,7 +8,7 @@ Run with the test venv:
     /tmp/venvtest/bin/python scripts/gen_tokenizer_cases.py
 
 llama.cpp is an independent implementation; the Hugging Face ids in
-shared/refdata/tokenizer stay the primary reference. llama.cpp turns tokens
+tests/data/tokenizer stay the primary reference. llama.cpp turns tokens
 whose text is on its end-of-generation list ("</s>", "<|tool_response>", ...)
 into control tokens even where the GGUF file (and Hugging Face) says normal
 or user-defined, which changes how their text tokenizes; cases containing
@@ -29,7 +29,7 @@ import gguf
 import llama_cpp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REFDATA = os.path.join(ROOT, "..", "shared", "refdata", "tokenizer")
+REFDATA = os.path.join(ROOT, "tests", "data", "tokenizer")
 OUT = os.path.join(ROOT, "tests", "tokenizer", "data", "llamacpp_cases.txt")
 
 VOCABS = ["gpt-2", "llama-bpe", "llama-spm", "phi-3", "qwen2", "qwen35", "gemma-4",

@@ -21,7 +21,7 @@ using testing_sched::Collected;
 using testing_sched::SoloRun;
 
 struct DeviceCase {
-  const char* file;   // in the shared refdata's models, or under tests/model/refdata
+  const char* file;   // in tests/data's models, or under tests/model/refdata
   int32_t n_blocks;   // the scheduler's pool (blocks of 8)
   int64_t chunk_cap;  // prefill chunk cap
   // Solo runs on a contiguous cache: the paged one must then give the same

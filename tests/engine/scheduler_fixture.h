@@ -71,7 +71,7 @@ struct SoloRun {
 
 class SchedulerFixture : public ::testing::Test {
  protected:
-  // `file` in the shared refdata's models, or a path.
+  // `file` in tests/data's models, or a path.
   void load(const std::string& file) {
     auto m = model::Model::load(file.find('/') == std::string::npos ? kModels + file : file);
     ASSERT_TRUE(m.ok()) << m.status().to_string();

@@ -1,4 +1,4 @@
-// GgufFile on real files (shared refdata) and on writer-made files: header
+// GgufFile on real files (tests/data) and on writer-made files: header
 // facts checked against gguf-py's reading of the same files, typed getters,
 // tensor views.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // llama.cpp parity of the hybrid models (gated DeltaNet + gated attention):
-// the shared refdata's tiny-qwen3next (MoE + shared expert, ssm_ba, kDiv
+// tests/data's tiny-qwen3next (MoE + shared expert, ssm_ba, kDiv
 // head map) and tiny-qwen35 (dense, ssm_beta / ssm_alpha, kMod head map,
 // multi-section rope), plus this suite's tiny-qwen35moe and
 // tiny-granitehybrid(-moe) (Mamba-2 layers, Granite multipliers; dense FFN,
@@ -15,7 +15,7 @@
 // (teacher forcing: decode logits, and folio's argmax at every step equals
 // llama.cpp's greedy token). Decode steps run the fused in-place state ops.
 //
-// Tolerances as the dense models' (shared refdata README): F32 KV 1e-3 max
+// Tolerances as the dense models' (tests/data README): F32 KV 1e-3 max
 // |Δlogit| (measured ~1e-5); F16 KV 4e-3 prefill / 1.3e-2 decode (the
 // spread of llama.cpp's own f16-KV + flash-attention variant; the LFM2
 // models' prefill 8e-3, see below); every greedy

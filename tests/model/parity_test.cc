@@ -1,4 +1,4 @@
-// llama.cpp parity on tiny random-weight F32 models (shared refdata:
+// llama.cpp parity on tiny random-weight F32 models (tests/data:
 // tiny-llama, tiny-qwen3; this suite's refdata: qwen2, qwen3moe, gemma3,
 // llama rope-scaling variants, gpt-oss, phi3, mistral3, glm4moe, gemma4). For each model, case:
 //   - prefill: the prompt as one batch from position 0, logits of every
@@ -13,7 +13,7 @@
 // through an fp16 table (see tests/model/refdata/README.md: an exact GELU
 // lands at ~3e-3). With an F16
 // KV cache: the spread llama.cpp's own f16-KV + flash-attention variant shows
-// against its F32 run (shared refdata README: "up to 3e-3" prefill, measured
+// against its F32 run (tests/data/README.md: "up to 3e-3" prefill, measured
 // 2.8e-3 on tiny-llama and 3.1e-3 on tiny-qwen3 long; 1.3e-2 decode). folio's
 // f16 cache lands at the same 2-3e-3 (rounding K/V to f16 dominates), so the
 // gate is 4e-3 prefill (gemma3 8e-3: the f16 spread plus its GELU-table

@@ -1,4 +1,4 @@
-// Exact token ids for every case of shared/refdata/tokenizer (produced by the
+// Exact token ids for every case of tests/data/tokenizer (produced by the
 // models' own Hugging Face tokenizers) and for the refdata models' prompts,
 // plus detokenize(tokenize(s)) == s on the same strings.
 //
@@ -113,7 +113,7 @@ INSTANTIATE_TEST_SUITE_P(Tokenizer, RefdataVocab,
                            return s;
                          });
 
-// shared/refdata/models: M.C.prompt.txt tokenized with M's vocabulary (no BOS)
+// tests/data/models: M.C.prompt.txt tokenized with M's vocabulary (no BOS)
 // equals M.C.prompt_tokens.txt.
 class RefdataPrompt : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
 
