@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/configure.sh DIR BUILD_TYPE [CMAKE ARGS...]: configures a Ninja
-# build of folio in DIR once (an existing DIR/build.ninja is kept), through
+# build of folio in DIR once (an existing DIR/build.ninja is kept; CMAKE ARGS
+# given again are applied to it), through
 # ccache when it is installed. CCACHE_BASEDIR is the checkout and
 # CCACHE_NOHASHDIR keeps the build folder out of the key of objects built with
 # -g (the sanitizer builds), so clones in other folders (CI's) share cached
@@ -10,7 +11,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$1 type=$2
 shift 2
-[ -f "$dir/build.ninja" ] && exit 0
+# An existing folder keeps its configuration; options given again are
+# applied to it (scripts/test.sh turns the tests on in setup.sh's build/).
+if [ -f "$dir/build.ninja" ]; then
+  (($#)) && cmake "$dir" "$@" >/dev/null
+  exit 0
+fi
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
   l="env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=1;ccache"

