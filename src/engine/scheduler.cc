@@ -7,6 +7,7 @@
 
 #include "cache/batch.h"
 #include "core/log.h"
+#include "engine/schedule_planner.h"
 #include "engine/sequence_state.h"
 #include "engine/step_plan.h"
 
@@ -21,6 +22,47 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 }
 
 constexpr int kMaxChoices = 16;
+
+// The planner's view of the scheduler's KV cache.
+class SchedulerCacheView final : public ScheduleCache {
+ public:
+  explicit SchedulerCacheView(cache::KvCache& cache) : cache_(cache) {}
+  bool has_block_pool() const override { return cache_.block_manager() != nullptr; }
+  bool prefix_caching() const override {
+    const cache::KvCacheManager* mgr = cache_.block_manager();
+    return mgr != nullptr && mgr->prefix_caching();
+  }
+  int64_t block_size() const override { return cache_.block_size(); }
+  int64_t free_blocks() const override {
+    const cache::KvCacheManager* mgr = cache_.block_manager();
+    return mgr != nullptr ? mgr->pool().n_free() : 0;
+  }
+  Result<int> add_sequence() override { return cache_.add_sequence(); }
+  Result<int64_t> take_cached_prefix(int seq, std::span<const int32_t> tokens) override {
+    return cache_.take_cached_prefix(seq, tokens);
+  }
+  void remove_sequence(int seq) override {
+    const Status st = cache_.remove_sequence(seq);
+    if (!st.ok()) FOLIO_LOG_ERROR("scheduler: removing sequence {}: {}", seq, st.to_string());
+  }
+
+ private:
+  cache::KvCache& cache_;
+};
+
+int64_t scheduler_chunk_cap(const SchedulerOptions& o, int64_t n_ctx) {
+  return o.chunk_cap > 0 ? o.chunk_cap : default_chunk_cap(o.max_batch_tokens, o.ubatch, n_ctx);
+}
+
+PlannerOptions scheduler_planner_options(const SchedulerOptions& o, int64_t n_ctx) {
+  PlannerOptions p;
+  p.max_seqs = o.max_seqs;
+  p.max_batch_tokens = o.max_batch_tokens;
+  p.ubatch = o.ubatch;
+  p.chunk_cap = scheduler_chunk_cap(o, n_ctx);
+  p.decode_first = o.decode_first;
+  return p;
+}
 
 }  // namespace
 
@@ -58,7 +100,14 @@ struct Scheduler::Impl {
 
   Impl(const model::Model& m, const tokenizer::Tokenizer& t, model::ForwardContext& c,
        cache::KvCache& k, const SchedulerOptions& o)
-      : model(m), tok(t), ctx(c), cache(k), options(o), kv_capacity(k.token_capacity()) {}
+      : model(m),
+        tok(t),
+        ctx(c),
+        cache(k),
+        options(o),
+        kv_capacity(k.token_capacity()),
+        cache_view(k),
+        planner(scheduler_planner_options(o, k.n_ctx())) {}
 
   // --- any thread (under mu) ---------------------------------------------------
   const model::Model& model;
@@ -92,11 +141,14 @@ struct Scheduler::Impl {
   std::vector<Choice*> waiting;                    // priority desc, then arrival, then choice
   std::vector<Choice*> running;                    // admission order
   uint64_t n_admitted = 0;
-  bool admit_next = true;  // false right after a preemption
+  // Planning (engine/schedule_planner.h): the queue as the planner sees it,
+  // and the step it plans. plan's indices refer to the snapshots.
+  SchedulerCacheView cache_view;
+  SchedulePlanner planner;
+  SchedulePlan plan;
+  std::vector<PlanSequence> plan_running, plan_waiting;
+  std::vector<Choice*> running_snapshot, waiting_snapshot, admitted_now;
   cache::Batch batch;
-  std::vector<StepSequence> step_in;
-  std::vector<Choice*> order;
-  StepPlan step;
   // One sequence's share of a step.
   struct Entry {
     Choice* choice;
@@ -107,24 +159,8 @@ struct Scheduler::Impl {
   std::vector<Entry> group;
   std::vector<Request*> isolated;
   std::vector<std::pair<Choice*, int64_t>> outputs;  // (choice, logits row)
-  std::vector<PreemptionCandidate> victims;
   int64_t n_completed = 0;  // on_done delivered since the last publish
   SamplerWorkspace workspace;
-
-  StepLimits step_limits() const {
-    StepLimits l;
-    l.max_batch_tokens = options.max_batch_tokens;
-    l.ubatch = options.ubatch;
-    l.chunk_cap = chunk_cap();
-    l.decode_first = options.decode_first;
-    l.block_size = cache.block_manager() != nullptr ? cache.block_size() : 1;
-    return l;
-  }
-  int64_t chunk_cap() const {
-    return options.chunk_cap > 0
-               ? options.chunk_cap
-               : default_chunk_cap(options.max_batch_tokens, options.ubatch, cache.n_ctx());
-  }
 
   // --- queues ---------------------------------------------------------------------
   static bool before(const Choice* a, const Choice* b) {
@@ -148,6 +184,19 @@ struct Scheduler::Impl {
   int running_slots() const {
     int s = 0;
     for (const Choice* c : running) s += slots(c);
+    return s;
+  }
+  // A choice as the planner sees it (`held`: positions its cache sequence
+  // holds).
+  PlanSequence plan_sequence(const Choice* c, int64_t held) const {
+    PlanSequence s;
+    s.request = c->req->id;
+    s.priority = c->req->priority;
+    s.admitted = c->state.admitted;
+    s.held = held;
+    s.tokens = c->state.tokens;
+    s.decoding = c->state.decoding;
+    s.slots = slots(c);
     return s;
   }
 
@@ -252,98 +301,29 @@ struct Scheduler::Impl {
   }
 
   // --- one step ---------------------------------------------------------------------
-  // New blocks a running sequence takes at its next step, at most (a
-  // decode token, or a prefill chunk of up to the chunk cap).
-  int64_t next_step_blocks(const Choice* c, int64_t held) const {
-    const int64_t bs = cache.block_size();
-    const int64_t total = static_cast<int64_t>(c->state.tokens.size());
-    const int64_t k = c->state.decoding ? 1 : std::min(chunk_cap(), total - held);
-    return (held + k + bs - 1) / bs - (held + bs - 1) / bs;
-  }
-
-  // Admits waiting sequences (priority, then arrival) while max_seqs allows.
-  // With a block pool, a sequence is admitted only when the free blocks
-  // cover its first chunk besides what the running sequences take next
-  // step (else it would only be preempted again at once); alone, it is
-  // always admitted.
-  void admit() {
-    const cache::KvCacheManager* mgr = cache.block_manager();
-    const bool prefix_sharing = mgr != nullptr && mgr->prefix_caching();
-    int64_t reserved = 0;  // blocks the running sequences take next step
-    if (mgr != nullptr) {
-      for (const Choice* c : running) reserved += next_step_blocks(c, cache.seq_len(c->state.seq));
-    }
-    while (!waiting.empty()) {
-      Choice* c = waiting.front();
-      Request* r = c->req;
-      if (running_slots() + slots(c) > options.max_seqs) break;
-      // A sequence still filling a shared prefix registers its blocks when
-      // its forwards are applied: wait for it rather than compute them twice.
-      if (prefix_sharing) {
-        bool pending = false;
-        for (const Choice* o : running) {
-          pending |= !o->state.decoding && common_prefix(o->state.tokens, c->state.tokens) >=
-                                               static_cast<size_t>(cache.block_size());
-        }
-        if (pending) break;
-      }
-      Result<int> seq = cache.add_sequence();
-      if (!seq.ok()) {
-        if (seq.status().code() == StatusCode::kResourceExhausted && !running.empty()) break;
-        end_request(r, seq.status().with_context("admission"));
-        continue;
-      }
-      waiting.erase(waiting.begin());
-      const bool was_admitted = c->state.ever_admitted;
-      const bool first = !was_admitted && c->index == 0;
-      c->state.admit(*seq, n_admitted++);
-      c->where = Choice::Where::kRunning;
-      running.push_back(c);
-      Result<int64_t> cached = cache.take_cached_prefix(*seq, c->state.tokens);
-      if (!cached.ok()) {
-        end_request(r, cached.status().with_context("prefix lookup"));
-        continue;
-      }
-      if (mgr != nullptr) {
-        const int64_t need = next_step_blocks(c, *cached);
-        if (running.size() > 1 && need > mgr->pool().n_free() - reserved) {
-          release_sequence(c);  // the cached blocks it took stay cached
-          c->state.ever_admitted = was_admitted;
-          push_waiting(c);
-          break;
-        }
-        reserved += need;
-      }
-      if (first) r->result.cached_prompt_tokens = std::min<int64_t>(*cached, c->state.n_prompt);
-      metrics.update([&](ServingMetrics::Snapshot& m) {
-        m.prefix_queried_tokens += c->state.tokens.size();
-        m.prefix_hit_tokens += static_cast<uint64_t>(*cached);
-      });
-    }
-  }
-
-  // The pool is short: preempt the newest running sequence of the lowest
-  // priority (recompute later). A sequence alone that still does not fit
-  // can never fit: its generation ends (context full) or, still filling its
-  // prompt, its request fails.
+  // The pool is short: the planner names the sequence to preempt (recompute
+  // later). A sequence alone that still does not fit can never fit: its
+  // generation ends (context full) or, still filling its prompt, its
+  // request fails.
   void preempt(const Status& why) {
-    if (running.size() <= 1) {
-      Choice* c = running.front();
-      if (c->state.decoding) {
+    plan_running.clear();
+    for (const Choice* c : running) plan_running.push_back(plan_sequence(c, 0));
+    const Preemption p = planner.plan_preemption(plan_running);
+    Choice* c = running[p.index];
+    switch (p.kind) {
+      case Preemption::Kind::kEndContextFull:
         end_choice(c, StopReason::kContextFull);
-      } else {
+        return;
+      case Preemption::Kind::kFailRequest:
         end_request(c->req, why.with_context(
                                 fmt::format("the KV cache cannot hold {} tokens of one sequence",
                                             c->state.tokens.size())));
-      }
-      return;
+        return;
+      case Preemption::Kind::kPreempt:
+        break;
     }
-    victims.clear();
-    for (const Choice* c : running) victims.push_back({c->req->priority, c->state.admitted});
-    Choice* victim = running[choose_victim(victims)];
-    release_sequence(victim);
-    push_waiting(victim);
-    admit_next = false;
+    release_sequence(c);
+    push_waiting(c);
     metrics.update([](ServingMetrics::Snapshot& m) { ++m.preemptions; });
   }
 
@@ -450,30 +430,51 @@ struct Scheduler::Impl {
     return Status();
   }
 
-  void run_step() {
-    if (admit_next) admit();
-    admit_next = true;
-    if (running.empty()) return;
+  // Plans the step (engine/schedule_planner.h) and applies the plan to the
+  // requests: admitted choices run, refused requests fail. Returns false
+  // when nothing runs.
+  bool plan_step() {
+    plan_running.clear();
+    for (const Choice* c : running)
+      plan_running.push_back(plan_sequence(c, cache.seq_len(c->state.seq)));
+    plan_waiting.clear();
+    for (const Choice* c : waiting) plan_waiting.push_back(plan_sequence(c, 0));
+    running_snapshot = running;
+    waiting_snapshot = waiting;
+    planner.plan({plan_running, plan_waiting, n_admitted}, cache_view, plan);
+    n_admitted = plan.next_admission;
 
-    order = running;
-    std::stable_sort(order.begin(), order.end(), [](const Choice* a, const Choice* b) {
-      if (a->req->priority != b->req->priority) return a->req->priority > b->req->priority;
-      return a->state.admitted < b->state.admitted;
-    });
-    step_in.clear();
-    for (const Choice* c : order) {
-      StepSequence s;
-      s.held = cache.seq_len(c->state.seq);
-      s.total = static_cast<int64_t>(c->state.tokens.size());
-      s.decoding = c->state.decoding;
-      step_in.push_back(s);
+    admitted_now.clear();
+    for (const SchedulePlan::Admission& a : plan.admissions) {
+      Choice* c = waiting_snapshot[a.waiting];
+      Request* r = c->req;
+      erase(waiting, c);
+      const bool first = !c->state.ever_admitted && c->index == 0;
+      c->state.admit(a.seq, a.order);
+      c->where = Choice::Where::kRunning;
+      running.push_back(c);
+      admitted_now.push_back(c);
+      if (first) r->result.cached_prompt_tokens = std::min<int64_t>(a.cached, c->state.n_prompt);
+      metrics.update([&](ServingMetrics::Snapshot& m) {
+        m.prefix_queried_tokens += c->state.tokens.size();
+        m.prefix_hit_tokens += static_cast<uint64_t>(a.cached);
+      });
     }
-    compose_step(step_in, step_limits(), step);
+    for (const SchedulePlan::Refusal& f : plan.refused)
+      end_request(waiting_snapshot[f.waiting]->req, f.status);
+    if (running.empty()) return false;
+
     entries.clear();
-    for (size_t i = 0; i < order.size(); ++i) {
-      if (step.n_tokens[i] > 0) entries.push_back({order[i], step_in[i].held, step.n_tokens[i]});
+    for (const SchedulePlan::Piece& p : plan.pieces) {
+      Choice* c = p.admitted ? admitted_now[p.index] : running_snapshot[p.index];
+      entries.push_back({c, p.held, p.n});
     }
     FOLIO_CHECK(!entries.empty());
+    return true;
+  }
+
+  void run_step() {
+    if (!plan_step()) return;
 
     // Requests of an earlier failed batch run alone, the others together.
     group.clear();
@@ -715,46 +716,10 @@ Result<uint64_t> Scheduler::submit(GenerationRequest request, RequestCallbacks c
   if (request.n < 1 || request.n > kMaxChoices)
     return invalid_argument("n must be in [1, {}], got {}", kMaxChoices, request.n);
   FOLIO_RETURN_IF_ERROR(request.params.validate(n_vocab));
-  const auto n_prompt = static_cast<int64_t>(prompt.size());
-  if (n_prompt >= n_ctx) {
-    return out_of_range("prompt of {} tokens does not fit the context of {} tokens", n_prompt,
-                        n_ctx);
-  }
-  if (request.params.max_tokens > 0 && n_prompt + request.params.max_tokens > n_ctx) {
-    return out_of_range("prompt of {} tokens plus max_tokens {} exceeds the context of {} tokens",
-                        n_prompt, request.params.max_tokens, n_ctx);
-  }
   // A request the KV cache could never hold, even alone, is refused here
-  // rather than failing (or stopping short as "length") once running. A
-  // choice's sequence holds at most its prompt and every generated token
-  // but the last (sampled from the one before it, never fed back): prompt +
-  // max_tokens - 1 positions, n_ctx - 1 when max_tokens is unset (generation
-  // stops when the context is full). The choices of a request need not run
-  // at once (choices beyond max_seqs wait, and the pool preempts siblings
-  // like any other sequence), so one sequence alone must fit. Alone, a
-  // sequence takes exactly ceil(positions / block_size) blocks: it writes
-  // only into its own last block, so nothing is copied on write.
-  const int64_t max_tokens =
-      request.params.max_tokens < 0 ? n_ctx - n_prompt : request.params.max_tokens;
-  if (max_tokens > 0 && n_prompt + max_tokens - 1 > impl_->kv_capacity) {
-    if (n_prompt > impl_->kv_capacity) {
-      return invalid_argument(
-          "prompt of {} tokens does not fit the KV cache, which holds {} tokens of one sequence",
-          n_prompt, impl_->kv_capacity);
-    }
-    const int64_t need = n_prompt + max_tokens - 1;
-    const int64_t most = impl_->kv_capacity - n_prompt + 1;
-    if (request.params.max_tokens < 0) {
-      return invalid_argument(
-          "prompt of {} tokens, generating up to the context of {} tokens, needs {} KV cache "
-          "positions for one sequence, but the KV cache holds {}: set max_tokens to at most {}",
-          n_prompt, n_ctx, need, impl_->kv_capacity, most);
-    }
-    return invalid_argument(
-        "prompt of {} tokens plus max_tokens {} needs {} KV cache positions for one sequence, "
-        "but the KV cache holds {}: set max_tokens to at most {}",
-        n_prompt, max_tokens, need, impl_->kv_capacity, most);
-  }
+  // rather than failing (or stopping short as "length") once running.
+  FOLIO_RETURN_IF_ERROR(check_request_fits(static_cast<int64_t>(prompt.size()),
+                                           request.params.max_tokens, n_ctx, impl_->kv_capacity));
 
   auto r = std::make_unique<Impl::Request>();
   r->n = request.n;
@@ -824,7 +789,7 @@ ServingMetrics::Snapshot Scheduler::metrics() const {
 }
 
 int64_t Scheduler::effective_chunk_cap() const {
-  return impl_->chunk_cap();
+  return impl_->planner.options().chunk_cap;
 }
 
 void Scheduler::wait_idle() {

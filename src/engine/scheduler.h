@@ -47,8 +47,13 @@
 // kContextFull while generating, or fails with kResourceExhausted while
 // filling its prompt. The scheduler keeps serving the others.
 //
-// Step composition is the pure function compose_step (engine/step_plan.h);
-// per-sequence sampling / text / stop state is SequenceState
+// Two rooms: the policy above (admission, step composition, preemption
+// choice, the submit-time fit check) is SchedulePlanner
+// (engine/schedule_planner.h), which sees the queue as plain values and the
+// cache through a narrow view, and never the model; this class is the
+// executor: it applies each plan to the requests, builds the Batch, runs the
+// forward, samples, isolates failures, keeps the gauges and publishes KV
+// events. Per-sequence sampling / text / stop state is SequenceState
 // (engine/sequence_state.h). The scheduler serves `folio serve` and, through
 // run_batch (engine/offline_batch.h), `folio batch`.
 #pragma once

@@ -66,11 +66,4 @@ bool SequenceState::add_to_batch(cache::Batch& batch, int64_t held, int64_t n) c
   return want;
 }
 
-size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
-
 }  // namespace folio

@@ -105,7 +105,4 @@ class SequenceState {
   std::vector<uint64_t> mask_;                  // grammar_'s allowed tokens, scratch
 };
 
-// Length of the common prefix of two token lists.
-size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
-
 }  // namespace folio

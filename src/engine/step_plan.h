@@ -1,6 +1,6 @@
 // Step composition: how one scheduler step spends its token budget. A pure
 // function of the running sequences' lengths, so the policy is unit-tested
-// without a model (Scheduler calls it every step).
+// without a model (SchedulePlanner calls it every step).
 //
 // Given T = max_batch_tokens and D decoding sequences (each has sampled and
 // feeds exactly one token):
