@@ -3,7 +3,7 @@
 #   - no file mentions the sibling folder `..` + `/shared` (reference data
 #     is copied into tests/data, never read from beside the checkout);
 #   - no build file, script, test, benchmark or CI file names an absolute
-#     path under the developers' work folder (`/work/...`): a clone on
+#     path under the developers' shared work folder (the pattern below): a clone on
 #     another machine has none of it.
 # Usage: stands_alone_test.sh SOURCE_DIR. Lists the files that break a rule
 # and exits 1, else prints what it checked and exits 0.
