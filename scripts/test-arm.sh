@@ -63,9 +63,9 @@ run max neon folio_backend_tests --gtest_filter='NeonTiers.*:RopeTables.*'
 # emulation, one core each: they run side by side, each one's output kept
 # whole and printed after it.
 if ((full)); then
-  parity_filter='Ops/*' model_filter='-*Vulkan*:Vulkan/*'
+  parity_filter='Ops/*:ParityHarness.*' model_filter='-*Vulkan*:Vulkan/*'
 else
-  parity_filter="$parity_ops:-$parity_big" model_filter="$model_parity"
+  parity_filter="$parity_ops:ParityHarness.*:-$parity_big" model_filter="$model_parity"
 fi
 run max parity folio_parity_tests --gtest_filter="$parity_filter" >build-arm/parity.log 2>&1 &
 parity_pid=$!

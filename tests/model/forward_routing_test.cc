@@ -64,7 +64,7 @@ int recurrent_layers(const Model& m) {
 
 TEST(ForwardRouting, EachOpIsSelectedOnce) {
   auto m = load_hybrid("tiny-qwen35");
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing: " << hybrid_model_path("tiny-qwen35");
   CpuBackend cpu;
   CountingBackend counting(&cpu);
   ForwardContext ctx({&counting});
@@ -81,7 +81,7 @@ TEST(ForwardRouting, EachOpIsSelectedOnce) {
 
 TEST(ForwardRouting, RefusedFusedOpsAreAskedOnceThenRunUnfused) {
   auto m = load_hybrid("tiny-qwen35");
-  if (m == nullptr) GTEST_SKIP() << "model missing";
+  if (m == nullptr) FAIL() << "model missing: " << hybrid_model_path("tiny-qwen35");
   CpuBackend cpu;
   RefusingBackend refusing(&cpu, {OpKind::kSsmConvUpdate, OpKind::kGatedDeltaNetUpdate});
   CountingBackend counting(&refusing);

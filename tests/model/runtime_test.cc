@@ -253,7 +253,8 @@ TEST(Config, YarnAndLinearRopeScaling) {
   EXPECT_FLOAT_EQ(p.freq_scale, 0.25f);
   EXPECT_FLOAT_EQ(p.ext_factor, 1.0f);
   EXPECT_EQ(p.n_ctx_orig, 2048);
-  if (!file_exists(dir + "/tiny-llama-rope-linear-f32.gguf")) return;
+  if (!file_exists(dir + "/tiny-llama-rope-linear-f32.gguf"))
+    FAIL() << "model missing: tiny-llama-rope-linear-f32.gguf";
   Result<gguf::GgufFile> g = gguf::GgufFile::open(dir + "/tiny-llama-rope-linear-f32.gguf");
   ASSERT_TRUE(g.ok());
   Result<ModelConfig> d = ModelConfig::from_gguf(*g);

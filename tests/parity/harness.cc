@@ -1,5 +1,6 @@
 #include "parity/harness.h"
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "core/check.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
+#include "parity/expected_kernels.h"
 #include "quant/quant.h"
 
 namespace folio::parity {
@@ -112,6 +114,7 @@ class ThreadedCpuBackend final : public Backend {
     return inner_.kernel_name_of(kernel) + kThreadedSuffix + std::to_string(threads_);
   }
   const BufferType& default_buffer_type() const override { return inner_.default_buffer_type(); }
+  Isa isa() const { return inner_.isa(); }
 
  private:
   CpuBackend inner_;
@@ -119,6 +122,30 @@ class ThreadedCpuBackend final : public Backend {
 };
 
 }  // namespace
+
+BackendTarget target_of(const Backend& b) {
+  BackendTarget t;
+  if (const auto* cpu = dynamic_cast<const CpuBackend*>(&b)) {
+    t.reference = b.name() == "cpu-ref";
+    t.tier = t.reference ? KernelTier::kRef : max_tier_for(cpu->isa());
+  } else if (const auto* mt = dynamic_cast<const ThreadedCpuBackend*>(&b)) {
+    t.tier = max_tier_for(mt->isa());
+  } else {
+    // Devices: "Vulkan0" -> "vulkan".
+    std::string n = b.name();
+    while (!n.empty() && n.back() >= '0' && n.back() <= '9') n.pop_back();
+    for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    t.device = n;
+  }
+  return t;
+}
+
+std::string selected_kernel(const Backend& b, const Op& op) {
+  if (!b.supports_op(op)) return kDeclined;
+  std::string k = b.kernel_name(op);
+  const size_t suffix_at = k.rfind(kThreadedSuffix);
+  return suffix_at == std::string::npos ? k : k.substr(0, suffix_at);
+}
 
 std::vector<std::unique_ptr<Backend>> make_backends() {
   std::vector<std::unique_ptr<Backend>> b;
@@ -334,9 +361,51 @@ bool check_outputs(const Op& op, const Output& got, const Output& want, bool exa
 
 }  // namespace
 
+namespace {
+
+// The kernel contract (expected_kernels.h) for one case on `backends`.
+void check_kernel_contract(const OpCase& c, const std::vector<std::unique_ptr<Backend>>& backends,
+                           CaseResult* r) {
+  const Expectation e = expected_kernels(c);
+  if (e.cpu.empty()) {
+    r->ok = false;
+    r->lines.push_back(fmt::format("no kernel rule for {} (tests/parity/expected_kernels.cc)",
+                                   op_kind_name(c.op.kind)));
+    return;
+  }
+  int cpu_tiers = 0, cpu_taking = 0;
+  for (const auto& bp : backends) {
+    const BackendTarget t = target_of(*bp);
+    std::string want;
+    if (t.device.empty()) {
+      want = expected_cpu_kernel(e, t.tier);
+    } else if (t.device == "vulkan") {
+      want = e.vulkan;
+    } else {
+      want = "(no expectation for device " + t.device + ")";
+    }
+    const std::string got = selected_kernel(*bp, c.op);
+    if (t.device.empty() && !t.reference) {
+      ++cpu_tiers;
+      cpu_taking += got != kDeclined;
+    }
+    if (got == want) continue;
+    r->ok = false;
+    r->lines.push_back(fmt::format("{}: selected {} where {} is expected (tier {})", bp->name(), got,
+                                   want, t.device.empty() ? kernel_tier_name(t.tier) : t.device));
+  }
+  if (cpu_tiers > 0 && cpu_taking == 0) {
+    r->ok = false;
+    r->lines.push_back("every CPU tier above the reference declines it");
+  }
+}
+
+}  // namespace
+
 CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& backends) {
   CaseResult r;
   bind_case(backends, c);
+  check_kernel_contract(c, backends, &r);
   Backend& ref = *backends[0];
   if (!ref.supports_op(c.op)) {
     r.ok = false;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/kernel.h"
 #include "backend/op.h"
 #include "tensor/buffer.h"
 
@@ -113,8 +114,22 @@ struct CaseResult {
   bool ok = true;
   std::vector<std::string> lines;  // one per variant / equivalent checked
   int variants_checked = 0;
-  std::vector<std::string> not_supported;  // backends that declined the op
+  std::vector<std::string> not_supported;  // backends that declined the op (as expected)
 };
+
+// What a backend of the harness stands for in the kernel contract
+// (expected_kernels.h): a CPU kernel tier (the reference: tier kRef), or a
+// device ("vulkan").
+struct BackendTarget {
+  KernelTier tier = KernelTier::kRef;
+  std::string device;  // empty: a CPU backend
+  bool reference = false;
+};
+BackendTarget target_of(const Backend& b);
+
+// The kernel `b` selects for `op` as the contract names it ("declined" when
+// it has none; a threaded CPU variant's name without its thread suffix).
+std::string selected_kernel(const Backend& b, const Op& op);
 
 // The backends to compare: the reference first, then one CPU backend per ISA
 // tier up to the machine's (active) tier, then the top tier again on a
@@ -161,6 +176,10 @@ class DeviceCaseBackend final : public Backend {
 };
 
 // Runs one case in test mode against `backends` (backends[0] = reference).
+// Besides the outputs it checks the kernel contract: every backend selects
+// the kernel expected_kernels() names for its tier or device, or declines
+// where a decline is expected; a case no CPU tier above the reference takes
+// fails too.
 CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& backends);
 
 // Times one case on each distinct kernel; returns printable lines.

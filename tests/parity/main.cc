@@ -1,6 +1,10 @@
 // folio-test-ops: the op-parity harness as a command.
-//   folio-test-ops [test|perf] [-o OP_SUBSTRING] [-c CASE_SUBSTRING] [--seconds S] [-v]
-// test: every case on every CPU kernel variant vs the scalar reference; exit 1 on a mismatch.
+//   folio-test-ops [test|perf|kernels] [-o OP_SUBSTRING] [-c CASE_SUBSTRING] [--seconds S] [-v]
+// test: every case on every CPU kernel variant vs the scalar reference, and
+// the kernel each backend selects vs the one the case expects
+// (expected_kernels.cc); exit 1 on a mismatch.
+// kernels: per case, the kernel each backend selects and the expected one
+// (what to write when adding a case or a kernel); exit 1 on a mismatch.
 // perf: time per run and achieved GFLOP/s / GB/s (tokens/s where a case
 // counts tokens) for each distinct kernel; perf-only cases run here only.
 #include <cstdio>
@@ -10,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "core/cpu_features.h"
+#include "parity/expected_kernels.h"
 #include "parity/harness.h"
 
 using namespace folio;
@@ -28,7 +33,7 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "test" || a == "perf") {
+    if (a == "test" || a == "perf" || a == "kernels") {
       mode = a;
     } else if (a == "-o") {
       op_filter = next("-o");
@@ -42,7 +47,7 @@ int main(int argc, char** argv) {
       verbose = true;
     } else {
       std::fprintf(stderr,
-                   "usage: folio-test-ops [test|perf] [--backend cpu|vulkan|all] [-o OP] [-c CASE] "
+                   "usage: folio-test-ops [test|perf|kernels] [--backend cpu|vulkan|all] [-o OP] [-c CASE] "
                    "[--seconds S] [-v]\n");
       return 2;
     }
@@ -65,6 +70,26 @@ int main(int argc, char** argv) {
     if (!case_filter.empty() && c->name().find(case_filter) == std::string::npos) continue;
     if (mode == "test" && c->perf_only) continue;
     ++n_run;
+    if (mode == "kernels") {
+      const Expectation e = expected_kernels(*c);
+      bool ok = true;
+      std::string line;
+      for (const auto& b : backends) {
+        const BackendTarget t = target_of(*b);
+        const std::string want = t.device.empty() ? expected_cpu_kernel(e, t.tier)
+                                 : t.device == "vulkan" ? e.vulkan
+                                                        : std::string("?");
+        const std::string got = selected_kernel(*b, c->op);
+        line += fmt::format("  {}={}", b->name(), got);
+        if (got != want) {
+          line += fmt::format(" (expected {})", want);
+          ok = false;
+        }
+      }
+      n_fail += ok ? 0 : 1;
+      std::printf("%-4s %s\n    %s\n", ok ? "OK" : "FAIL", c->name().c_str(), line.c_str() + 2);
+      continue;
+    }
     if (mode == "perf") {
       std::printf("%s\n", c->name().c_str());
       for (const auto& line : run_perf(*c, backends, seconds)) std::printf("  %s\n", line.c_str());
@@ -76,8 +101,8 @@ int main(int argc, char** argv) {
     if (verbose || !r.ok) {
       for (const auto& line : r.lines) std::printf("       %s\n", line.c_str());
     }
-    for (const auto& name : r.not_supported) std::printf("       %s: not supported\n", name.c_str());
+    for (const auto& name : r.not_supported) std::printf("       %s: declines it (as expected)\n", name.c_str());
   }
-  if (mode == "test") std::printf("%d passed, %d failed\n", n_run - n_fail, n_fail);
+  if (mode != "perf") std::printf("%d passed, %d failed\n", n_run - n_fail, n_fail);
   return n_fail == 0 ? 0 : 1;
 }
