@@ -49,10 +49,10 @@ struct CpuFeatures {
 const CpuFeatures& cpu_features();
 
 // Weight streams a decode mul_mat (one or two activation rows) reads at once
-// per thread. AMD Zen 4 streams one contiguous run fastest (the packed Q4_0
-// panels 15-25%, F16 rows 1.5x over 4 interleaved streams, measured in
-// BENCHMARKS.md); on the AMX Xeon the kernels were tuned on, one stream per
-// thread left the memory system idle and 4 won. 1 on AMD, else 4.
+// per thread: 1 on AMD, else 4. AMD's prefetchers (Zen 4) follow one
+// contiguous run per thread best, for the packed panels and the float rows
+// alike; on the AMX Xeon the kernels were tuned on, one stream per thread
+// left the memory system idle. BENCHMARKS.md has the A/B runs.
 int decode_streams();
 
 // Kernel ISA tiers. Each architecture has a ladder on which a higher tier

@@ -10,10 +10,10 @@ namespace {
 // How long a waiting thread spins before it blocks, adapted per waiter
 // (additive increase after a wait the spin caught, halving after one it did
 // not): a decode step's parallel ops come tens of microseconds apart, and a
-// futex wake-up of a sleeping thread costs about as much as one of them (on
-// a VM it measured ~40 us); but on an oversubscribed machine the other
-// thread is often not running at all, spinning for it only burns the time
-// slice it needs, and the budget then falls towards kMinSpin.
+// futex wake-up of a sleeping thread costs about as much as one of them; but
+// on an oversubscribed machine the other thread is often not running at all,
+// spinning for it only burns the time slice it needs, and the budget then
+// falls towards kMinSpin.
 constexpr int64_t kMaxSpinNs = 200'000;
 constexpr int64_t kMinSpinNs = 2'000;
 constexpr int64_t kSpinStepNs = kMaxSpinNs / 16;

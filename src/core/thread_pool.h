@@ -5,8 +5,8 @@
 //
 // Hand-off: a decode step runs a hundred or more parallel ops of tens to
 // hundreds of microseconds each, so waking sleeping threads for every op (a
-// futex wake and a reschedule per op and thread: ~40 us per op measured on
-// a 2-vCPU VM) would cost a large part of the step. Workers therefore spin
+// futex wake and a reschedule per op and thread, about as long as a small
+// op) would cost a large part of the step. Workers therefore spin
 // on an atomic job counter (with pause) for a while after each job, and
 // only then sleep on a condition variable; the caller waits for the last
 // worker the same way. Spin budgets adapt (at most 200 us, shrinking when

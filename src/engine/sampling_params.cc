@@ -5,46 +5,9 @@
 #include <cmath>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace folio {
-namespace {
-
-// True if `s` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
-// Stop strings must be: StopMatcher then never splits a character.
-bool is_valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + len > s.size()) return false;
-    for (size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMinForLen[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLen[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
-}
-
-}  // namespace
 
 Status SamplingParams::validate(int32_t n_vocab) const {
   if (!(std::isfinite(temperature) && temperature >= 0.0f)) {
@@ -94,7 +57,8 @@ Status SamplingParams::validate(int32_t n_vocab) const {
       return invalid_argument("stop[{}] is {} bytes long, the limit is {}", i, stop[i].size(),
                               kMaxStopStringBytes);
     }
-    if (!is_valid_utf8(stop[i])) return invalid_argument("stop[{}] is not valid UTF-8", i);
+    // Valid UTF-8 only: StopMatcher then never splits a character.
+    if (!utf8_valid(stop[i])) return invalid_argument("stop[{}] is not valid UTF-8", i);
   }
   if (top_logprobs < 0 || top_logprobs > kMaxTopLogprobs) {
     return invalid_argument("top_logprobs must be in [0, {}], got {}", kMaxTopLogprobs,

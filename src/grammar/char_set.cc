@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "grammar/utf8.h"
+#include "core/utf8.h"
 
 namespace folio::grammar {
 

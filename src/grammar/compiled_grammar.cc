@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "grammar/utf8.h"
+#include "core/utf8.h"
 
 namespace folio::grammar {
 

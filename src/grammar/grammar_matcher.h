@@ -19,9 +19,9 @@
 #include <memory>
 #include <string_view>
 
+#include "core/utf8.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/stack_set.h"
-#include "grammar/utf8.h"
 
 namespace folio::grammar {
 

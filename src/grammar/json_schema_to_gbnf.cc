@@ -18,11 +18,11 @@
 
 #include <fmt/format.h>
 
+#include "core/utf8.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema_document.h"
 #include "grammar/numeric_range_gbnf.h"
 #include "grammar/regex_to_gbnf.h"
-#include "grammar/utf8.h"
 
 namespace folio::grammar {
 namespace {
@@ -148,7 +148,7 @@ std::string json_spelling(uint32_t cp) {
   }
   if (cp < 0x20) return fmt::format("\\u{:04x}", cp);
   std::string s;
-  append_utf8(cp, &s);
+  utf8_append(cp, &s, Utf8Unencodable::kReplace);  // cp is a scalar value
   return s;
 }
 

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "core/utf8.h"
 #include "grammar/gbnf_parser.h"
-#include "grammar/utf8.h"
 
 namespace folio::grammar {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "grammar/utf8.h"
+#include "core/utf8.h"
 
 namespace folio::grammar {
 namespace {

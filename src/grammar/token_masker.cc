@@ -1,7 +1,7 @@
 #include "grammar/token_masker.h"
 
 #include "core/check.h"
-#include "grammar/utf8.h"
+#include "core/utf8.h"
 
 namespace folio::grammar {
 

@@ -5,7 +5,7 @@
 // Strings are UTF-8 std::strings. Invalid bytes (never produced by a template
 // source, which is validated, but possible in render inputs) count as one code
 // point each and are copied through unchanged, so nothing here can fail on
-// arbitrary bytes.
+// arbitrary bytes: core/utf8.h's Python surrogateescape policy both ways.
 //
 // Case mapping covers Latin (ASCII, Latin-1, Extended-A, Extended Additional),
 // Greek, Cyrillic, Armenian and fullwidth Latin with Python's special cases
@@ -19,13 +19,22 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace folio::jinja::py {
 
 // Decodes the code point at s[*i] and advances *i (by 1 for an invalid byte,
 // whose value is returned as 0xDC00 + byte, like Python's surrogateescape).
-uint32_t next_cp(std::string_view s, size_t* i);
-void append_utf8(std::string* out, uint32_t cp);
-bool valid_utf8(std::string_view s, size_t* bad_offset = nullptr);
+inline uint32_t next_cp(std::string_view s, size_t* i) {
+  const Utf8Char c = utf8_decode(s, *i, Utf8Invalid::kSurrogateEscape);
+  *i += c.len;
+  return c.cp;
+}
+// Appends cp; U+DC80..U+DCFF (an escaped invalid byte) as that byte, and any
+// other value unchecked, as Python's str holds it.
+inline void append_utf8(std::string* out, uint32_t cp) {
+  utf8_append(cp, out, Utf8Unencodable::kSurrogateEscape);
+}
 
 size_t length(std::string_view s);  // code points
 // Byte offset of every code point, plus s.size() at the end.

@@ -1,5 +1,6 @@
 #include "jinja/template.h"
 
+#include "core/utf8.h"
 #include "jinja/json.h"
 #include "jinja/lexer.h"
 #include "jinja/parser.h"
@@ -73,7 +74,7 @@ Result<Template> Template::parse(std::string_view source, const ParseOptions& op
   impl->source = normalize_source(source, options.keep_trailing_newline);
   try {
     size_t bad = 0;
-    if (!py::valid_utf8(impl->source, &bad)) {
+    if (!utf8_valid(impl->source, &bad)) {
       JinjaError e(ErrorKind::kSyntax, "template source is not valid UTF-8");
       int line, col;
       offset_to_position(impl->source, static_cast<uint32_t>(bad), &line, &col);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <random>
 
+#include "core/utf8.h"
+
 namespace folio::server {
 
 namespace {
@@ -29,35 +31,12 @@ double finite_logprob(float lp) {
   return std::isfinite(lp) ? lp : -9999.0;
 }
 
-bool valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t len = c < 0x80           ? 1
-                       : (c >> 5) == 0x6  ? 2
-                       : (c >> 4) == 0xE  ? 3
-                       : (c >> 3) == 0x1E ? 4
-                                          : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
-    for (size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
-}
-
 // A token's text for logprobs. A token that is part of a character (byte
 // tokens) is written as OpenAI does, "bytes:\xe2\x80", so distinct tokens
 // stay distinct and the JSON stays valid UTF-8.
 std::string token_text(const tokenizer::Tokenizer& tok, int32_t id) {
   std::string piece = tok.piece(id, /*render_special=*/true);
-  if (valid_utf8(piece)) return piece;
+  if (utf8_valid(piece)) return piece;
   std::string out = "bytes:";
   for (unsigned char c : piece) out += fmt::format("\\x{:02x}", c);
   return out;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/utf8.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/unicode.h"
 
@@ -71,7 +72,7 @@ void bpe_encode(const Vocab& vocab, std::string_view piece, BpeScratch* s,
     if (byte_level) {
       id = vocab.byte_token(static_cast<uint8_t>(piece[i]));
     } else {
-      len = decode_utf8(piece, i).len;
+      len = utf8_decode(piece, i, Utf8Invalid::kByteAboveUnicode).len;
       id = vocab.find(piece.substr(i, len));
       if (id != kNoToken && vocab.is_hidden(id)) id = kNoToken;
     }

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "core/utf8.h"
 #include "tokenizer/unicode.h"
 
 namespace folio::tokenizer {
@@ -26,7 +27,7 @@ const Tables& tables() {
     for (uint32_t b = 0; b < 256; ++b) {
       const uint32_t cp = maps_to_itself(b) ? b : next++;
       t.to_cp[b] = cp;
-      append_utf8(cp, &t.to_utf8[b]);
+      utf8_append(cp, &t.to_utf8[b], Utf8Unencodable::kReplace);
       t.from_cp[cp] = static_cast<int16_t>(b);
     }
     return t;
@@ -51,7 +52,7 @@ void byte_level_encode(std::string_view bytes, std::string* out) {
 
 void byte_level_decode(std::string_view text, std::string* out) {
   for (size_t i = 0; i < text.size();) {
-    const Utf8Char c = decode_utf8(text, i);
+    const Utf8Char c = utf8_decode(text, i, Utf8Invalid::kByteAboveUnicode);
     const int b = unicode_to_byte(c.cp);
     if (b >= 0) {
       out->push_back(static_cast<char>(b));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/utf8.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/unicode.h"
 
@@ -44,7 +45,7 @@ void spm_encode(const Vocab& vocab, std::string_view text, SpmScratch* s,
   syms.clear();
   s->heap.clear();
   for (size_t i = 0; i < text.size();) {
-    const uint32_t len = decode_utf8(text, i).len;
+    const uint32_t len = utf8_decode(text, i, Utf8Invalid::kByteAboveUnicode).len;
     const auto idx = static_cast<int32_t>(syms.size());
     syms.push_back({idx - 1, -1, static_cast<uint32_t>(i), static_cast<uint32_t>(i + len)});
     if (idx > 0) syms[idx - 1].next = idx;

@@ -35,10 +35,6 @@ class StreamDetokenizer {
   std::string pending_;
 };
 
-// Length of the longest suffix of `s` that is the start of a valid UTF-8
-// sequence still missing bytes (0..3).
-size_t incomplete_utf8_tail(std::string_view s);
-
 // Appends `s` with every byte that is not part of a valid UTF-8 sequence
 // replaced by U+FFFD.
 void append_sanitized_utf8(std::string_view s, std::string* out);

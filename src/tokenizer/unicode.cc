@@ -121,55 +121,6 @@ uint8_t cp_flags(uint32_t cp) {
   return compute_flags(cp);
 }
 
-int utf8_sequence_length(uint8_t lead) {
-  if (lead < 0x80) return 1;
-  if (lead < 0xC2) return 0;
-  if (lead < 0xE0) return 2;
-  if (lead < 0xF0) return 3;
-  if (lead < 0xF5) return 4;
-  return 0;
-}
-
-Utf8Char decode_utf8(std::string_view s, size_t i) {
-  const auto b0 = static_cast<uint8_t>(s[i]);
-  const Utf8Char invalid{kInvalidByteBase + b0, 1};
-  const int n = utf8_sequence_length(b0);
-  if (n == 1) return {b0, 1};
-  if (n == 0 || i + n > s.size()) return invalid;
-  uint32_t cp = b0 & (0x7F >> n);
-  for (int k = 1; k < n; ++k) {
-    const auto b = static_cast<uint8_t>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return invalid;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  // Overlong forms (2-byte ones are excluded by the lead check), surrogates
-  // and values past U+10FFFF.
-  if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-      (cp >= 0xD800 && cp <= 0xDFFF)) {
-    return invalid;
-  }
-  return {cp, static_cast<uint32_t>(n)};
-}
-
-void append_utf8(uint32_t cp, std::string* out) {
-  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = kReplacementChar;
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 void DecodedText::decode(std::string_view text) {
   cps.clear();
   flags.clear();
@@ -178,7 +129,7 @@ void DecodedText::decode(std::string_view text) {
   flags.reserve(text.size());
   offs.reserve(text.size() + 1);
   for (size_t i = 0; i < text.size();) {
-    const Utf8Char c = decode_utf8(text, i);
+    const Utf8Char c = utf8_decode(text, i, Utf8Invalid::kByteAboveUnicode);
     cps.push_back(c.cp);
     flags.push_back(cp_flags(c.cp));
     offs.push_back(i);

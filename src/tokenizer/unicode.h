@@ -1,10 +1,8 @@
-// Unicode helpers for the tokenizers: UTF-8 decoding that never fails (an
-// invalid byte decodes as one pseudo code point), encoding, and the character
-// classes the pre-tokenizer regexes use (\p{L}, \p{M}, \p{N}, \p{P}, \p{S},
-// \p{Z}, \s), lowercase and the first code point of a decomposition. The
-// tables are generated from Python's unicodedata by
-// scripts/gen_unicode_tables.py into unicode_tables.cc and
-// unicode_norm_tables.cc.
+// Unicode helpers for the tokenizers: the character classes the
+// pre-tokenizer regexes use (\p{L}, \p{M}, \p{N}, \p{P}, \p{S}, \p{Z}, \s),
+// lowercase and the first code point of a decomposition. The tables are
+// generated from Python's unicodedata by scripts/gen_unicode_tables.py into
+// unicode_tables.cc and unicode_norm_tables.cc.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +10,14 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/utf8.h"
+
+// The tokenizers decode UTF-8 with core/utf8.h's Utf8Invalid::kByteAboveUnicode:
+// an invalid byte b decodes as kInvalidByteBase + b (outside Unicode, class
+// kOther, not whitespace), so it groups with punctuation-like runs and passes
+// through byte-level BPE / byte fallback unchanged. They encode with
+// Utf8Unencodable::kReplace (such a value, or a surrogate, becomes U+FFFD).
 
 namespace folio::tokenizer {
 
@@ -25,12 +31,6 @@ enum class CharClass : uint8_t {
   kSymbol = 5,
   kSeparator = 6,
 };
-
-// An invalid UTF-8 byte b decodes as kInvalidByteBase + b: outside Unicode,
-// class kOther, not whitespace, so it groups with punctuation-like runs and
-// passes through byte-level BPE / byte fallback unchanged.
-inline constexpr uint32_t kInvalidByteBase = 0x110000;
-inline constexpr uint32_t kReplacementChar = 0xFFFD;
 
 CharClass char_class(uint32_t cp);
 
@@ -49,23 +49,6 @@ uint32_t to_lower(uint32_t cp);
 uint32_t nfd_first(uint32_t cp);
 // Unicode version of the tables ("14.0.0").
 const char* unicode_version();
-
-struct Utf8Char {
-  uint32_t cp;   // code point, or kInvalidByteBase + byte
-  uint32_t len;  // bytes consumed, 1..4
-};
-
-// Decodes the sequence starting at s[i] (i < s.size()). Overlong forms,
-// surrogates, values above U+10FFFF, stray continuation bytes and truncated
-// sequences are invalid: one byte is consumed.
-Utf8Char decode_utf8(std::string_view s, size_t i);
-
-// Appends the UTF-8 encoding of cp (a valid scalar value; others append U+FFFD).
-void append_utf8(uint32_t cp, std::string* out);
-
-// Length of the valid UTF-8 sequence a lead byte announces (1..4), or 0 for a
-// byte that cannot start one (continuation byte, 0xC0, 0xC1, 0xF5..0xFF).
-int utf8_sequence_length(uint8_t lead);
 
 // Per-code-point flags the pre-tokenizer matchers test.
 enum CpFlag : uint8_t {

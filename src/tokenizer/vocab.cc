@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/log.h"
+#include "core/utf8.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/unicode.h"
 
@@ -182,7 +183,7 @@ Status Vocab::build(const VocabSpec& spec) {
     TokenId id = kNoToken;
     if (model_ == VocabModel::kBpe) {
       std::string s;
-      append_utf8(byte_to_unicode(static_cast<uint8_t>(b)), &s);
+      utf8_append(byte_to_unicode(static_cast<uint8_t>(b)), &s, Utf8Unencodable::kReplace);
       id = find(s);
     } else {
       const char hex[] = "0123456789ABCDEF";

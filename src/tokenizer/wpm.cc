@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/utf8.h"
 #include "tokenizer/unicode.h"
 
 namespace folio::tokenizer {
@@ -30,7 +31,7 @@ std::vector<std::string> split_words(std::string_view text) {
     word.clear();
   };
   for (size_t i = 0; i < text.size();) {
-    const Utf8Char c = decode_utf8(text, i);
+    const Utf8Char c = utf8_decode(text, i, Utf8Invalid::kByteAboveUnicode);
     i += c.len;
     const uint32_t cp = nfd_first(c.cp);
     if (is_whitespace(cp)) {
@@ -41,10 +42,10 @@ std::vector<std::string> split_words(std::string_view text) {
     if (cp == 0 || cp == kReplacementChar || cls == CharClass::kOther) continue;
     if (cls == CharClass::kPunct || (cp < 0x7F && cls == CharClass::kSymbol) || is_cjk(cp)) {
       finish();
-      append_utf8(to_lower(cp), &word);
+      utf8_append(to_lower(cp), &word, Utf8Unencodable::kReplace);
       finish();
     } else {
-      append_utf8(to_lower(cp), &word);
+      utf8_append(to_lower(cp), &word, Utf8Unencodable::kReplace);
     }
   }
   finish();

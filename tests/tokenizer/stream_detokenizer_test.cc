@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/utf8.h"
 #include "test_util.h"
 #include "tokenizer/stream_detokenizer.h"
 
@@ -18,20 +19,20 @@ using Ids = std::vector<TokenId>;
 bool valid_utf8(const std::string& s) {
   std::string clean;
   append_sanitized_utf8(s, &clean);
-  return clean == s && incomplete_utf8_tail(s) == 0;
+  return clean == s && utf8_incomplete_tail(s) == 0;
 }
 
 TEST(StreamDetokenizer, Utf8Helpers) {
-  EXPECT_EQ(incomplete_utf8_tail(""), 0u);
-  EXPECT_EQ(incomplete_utf8_tail("abc"), 0u);
-  EXPECT_EQ(incomplete_utf8_tail("a\xC3"), 1u);
-  EXPECT_EQ(incomplete_utf8_tail("a\xE2\x82"), 2u);
-  EXPECT_EQ(incomplete_utf8_tail("a\xF0\x9F\xA6"), 3u);
-  EXPECT_EQ(incomplete_utf8_tail("a\xF0\x9F\xA6\x99"), 0u);  // complete
-  EXPECT_EQ(incomplete_utf8_tail("a\xE0\x80"), 0u);          // overlong: never completes
-  EXPECT_EQ(incomplete_utf8_tail("a\xED\xA0"), 0u);          // surrogate
-  EXPECT_EQ(incomplete_utf8_tail("a\x80\x80"), 0u);          // no lead byte
-  EXPECT_EQ(incomplete_utf8_tail("\xFF"), 0u);
+  EXPECT_EQ(utf8_incomplete_tail(""), 0u);
+  EXPECT_EQ(utf8_incomplete_tail("abc"), 0u);
+  EXPECT_EQ(utf8_incomplete_tail("a\xC3"), 1u);
+  EXPECT_EQ(utf8_incomplete_tail("a\xE2\x82"), 2u);
+  EXPECT_EQ(utf8_incomplete_tail("a\xF0\x9F\xA6"), 3u);
+  EXPECT_EQ(utf8_incomplete_tail("a\xF0\x9F\xA6\x99"), 0u);  // complete
+  EXPECT_EQ(utf8_incomplete_tail("a\xE0\x80"), 0u);          // overlong: never completes
+  EXPECT_EQ(utf8_incomplete_tail("a\xED\xA0"), 0u);          // surrogate
+  EXPECT_EQ(utf8_incomplete_tail("a\x80\x80"), 0u);          // no lead byte
+  EXPECT_EQ(utf8_incomplete_tail("\xFF"), 0u);
   std::string out;
   append_sanitized_utf8(
       "a\xFF"

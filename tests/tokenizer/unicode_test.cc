@@ -1,9 +1,10 @@
-// Unicode classes, UTF-8 decoding of valid and invalid input, and GPT-2's
-// byte-level alphabet.
+// Unicode classes, UTF-8 decoding of valid and invalid input with the
+// tokenizers' policies (core/utf8.h), and GPT-2's byte-level alphabet.
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "core/utf8.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/unicode.h"
 
@@ -49,16 +50,16 @@ TEST(Unicode, WhiteSpace) {
 
 TEST(Unicode, DecodesValidUtf8) {
   const std::string s = "a\xC3\xA4\xE2\x82\xAC\xF0\x9F\xA6\x99";  // a ä € 🦙
-  Utf8Char c = decode_utf8(s, 0);
+  Utf8Char c = utf8_decode(s, 0, Utf8Invalid::kByteAboveUnicode);
   EXPECT_EQ(c.cp, 'a');
   EXPECT_EQ(c.len, 1u);
-  c = decode_utf8(s, 1);
+  c = utf8_decode(s, 1, Utf8Invalid::kByteAboveUnicode);
   EXPECT_EQ(c.cp, 0xE4u);
   EXPECT_EQ(c.len, 2u);
-  c = decode_utf8(s, 3);
+  c = utf8_decode(s, 3, Utf8Invalid::kByteAboveUnicode);
   EXPECT_EQ(c.cp, 0x20ACu);
   EXPECT_EQ(c.len, 3u);
-  c = decode_utf8(s, 6);
+  c = utf8_decode(s, 6, Utf8Invalid::kByteAboveUnicode);
   EXPECT_EQ(c.cp, 0x1F999u);
   EXPECT_EQ(c.len, 4u);
 }
@@ -80,7 +81,7 @@ TEST(Unicode, InvalidUtf8DecodesBytewise) {
   };
   for (const char* b : bad) {
     const std::string s(b);
-    const Utf8Char c = decode_utf8(s, 0);
+    const Utf8Char c = utf8_decode(s, 0, Utf8Invalid::kByteAboveUnicode);
     EXPECT_EQ(c.len, 1u) << s.size();
     EXPECT_EQ(c.cp, kInvalidByteBase + static_cast<uint8_t>(s[0]));
   }
@@ -88,14 +89,14 @@ TEST(Unicode, InvalidUtf8DecodesBytewise) {
 
 TEST(Unicode, EncodesUtf8) {
   std::string s;
-  append_utf8('a', &s);
-  append_utf8(0xE4, &s);
-  append_utf8(0x20AC, &s);
-  append_utf8(0x1F999, &s);
+  utf8_append('a', &s, Utf8Unencodable::kReplace);
+  utf8_append(0xE4, &s, Utf8Unencodable::kReplace);
+  utf8_append(0x20AC, &s, Utf8Unencodable::kReplace);
+  utf8_append(0x1F999, &s, Utf8Unencodable::kReplace);
   EXPECT_EQ(s, "a\xC3\xA4\xE2\x82\xAC\xF0\x9F\xA6\x99");
   s.clear();
-  append_utf8(0xD800, &s);
-  append_utf8(0x110000, &s);
+  utf8_append(0xD800, &s, Utf8Unencodable::kReplace);
+  utf8_append(0x110000, &s, Utf8Unencodable::kReplace);
   EXPECT_EQ(s, "\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 

@@ -6,13 +6,13 @@
 //
 // Every list flag takes comma lists (or repeats); each combination of model,
 // ISA, threads, KV type and ubatch size runs every test (pp for each -p,
-// tg / tgNxS for each -n and --seqs; see engine/bench_runner.h for what each
+// tg / tgNxS for each -n and --seqs; see bench/bench_runner.h for what each
 // measures). Random token ids (fixed seed): no tokenizer is involved.
 // Prints a markdown table, or with --json one JSON object per test and line
-// (keys: engine/bench_report.h). Progress goes to stderr.
+// (keys: bench/bench_report.h). Progress goes to stderr.
 //
 // --mem measures the memory bandwidth first (STREAM triad, for each thread
-// count; engine/mem_bandwidth.h); without -m that is all it does. With a
+// count; bench/mem_bandwidth.h); without -m that is all it does. With a
 // bandwidth (--mem or --bw), tg rows also show the weight bytes a decode
 // token reads and tg speed as a fraction of bandwidth / those bytes.
 #include <algorithm>
@@ -28,9 +28,9 @@
 #include "commands.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
-#include "engine/bench_report.h"
-#include "engine/bench_runner.h"
-#include "engine/mem_bandwidth.h"
+#include "bench/bench_report.h"
+#include "bench/bench_runner.h"
+#include "bench/mem_bandwidth.h"
 #include "model/model.h"
 
 namespace folio::tools {

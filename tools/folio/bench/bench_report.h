@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/bench_runner.h"
-#include "engine/mem_bandwidth.h"
+#include "bench/bench_runner.h"
+#include "bench/mem_bandwidth.h"
 
-namespace folio {
+namespace folio::tools {
 
 struct BenchRecord {
   BenchModelInfo model;
@@ -49,4 +49,4 @@ std::string membench_json_line(const MemBandwidthResult& m);
 std::string bench_table_header(bool with_bw);
 std::string bench_table_row(const BenchRecord& r, bool with_bw);
 
-}  // namespace folio
+}  // namespace folio::tools

@@ -19,8 +19,10 @@
 #include "core/status.h"
 
 namespace folio {
-
 class ThreadPool;
+}  // namespace folio
+
+namespace folio::tools {
 
 struct MemBandwidthOptions {
   size_t array_bytes = 0;  // bytes of EACH of the three arrays; 0: default_array_bytes()
@@ -45,4 +47,4 @@ size_t default_array_bytes();
 Result<MemBandwidthResult> measure_mem_bandwidth(ThreadPool& pool,
                                                  const MemBandwidthOptions& options);
 
-}  // namespace folio
+}  // namespace folio::tools

@@ -2,21 +2,20 @@
 // facts (size, parameters, decode bytes), the JSON line external checks
 // parse, the table, a real run on the tiny reference models, and the
 // STREAM triad on small arrays.
-#include "engine/bench_runner.h"
+#include "bench/bench_runner.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_report.h"
+#include "bench/mem_bandwidth.h"
 #include "core/thread_pool.h"
-#include "engine/bench_report.h"
-#include "engine/mem_bandwidth.h"
-#include "scheduler_fixture.h"
 
-namespace folio {
+namespace folio::tools {
 namespace bench_runner_test {
 
-using testing_sched::kModels;
+const std::string kModels = std::string(FOLIO_REFDATA_DIR) + "/models/";
 
 TEST(BenchTest, NamesFollowLlamaBench) {
   EXPECT_EQ((BenchTest{512, 0, 1}).name(), "pp512");
@@ -262,5 +261,5 @@ TEST(MemBandwidth, TriadOnSmallArrays) {
   EXPECT_GE(default_array_bytes(), size_t{64} << 20);
 }
 
-}  // namespace
-}  // namespace folio
+}  // namespace bench_runner_test
+}  // namespace folio::tools

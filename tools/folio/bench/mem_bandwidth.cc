@@ -1,4 +1,4 @@
-#include "engine/mem_bandwidth.h"
+#include "bench/mem_bandwidth.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include "core/aligned.h"
 #include "core/thread_pool.h"
 
-namespace folio {
+namespace folio::tools {
 
 namespace {
 
@@ -134,4 +134,4 @@ Result<MemBandwidthResult> measure_mem_bandwidth(ThreadPool& pool,
   return r;
 }
 
-}  // namespace folio
+}  // namespace folio::tools

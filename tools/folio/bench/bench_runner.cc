@@ -1,4 +1,4 @@
-#include "engine/bench_runner.h"
+#include "bench/bench_runner.h"
 
 #include <fmt/format.h>
 #include <sched.h>
@@ -15,7 +15,7 @@
 
 #include "core/thread_pool.h"
 
-namespace folio {
+namespace folio::tools {
 
 namespace {
 
@@ -399,4 +399,4 @@ Result<BenchResult> BenchRunner::run(const BenchTest& test) {
   return r;
 }
 
-}  // namespace folio
+}  // namespace folio::tools

@@ -34,7 +34,7 @@
 #include "model/forward_context.h"
 #include "model/model.h"
 
-namespace folio {
+namespace folio::tools {
 
 struct BenchTest {
   int64_t n_prompt = 0;  // pp: tokens prefilled (then n_gen == 0)
@@ -136,4 +136,4 @@ class BenchRunner {
   std::vector<int32_t> tokens_;
 };
 
-}  // namespace folio
+}  // namespace folio::tools

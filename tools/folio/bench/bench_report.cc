@@ -1,10 +1,10 @@
-#include "engine/bench_report.h"
+#include "bench/bench_report.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-namespace folio {
+namespace folio::tools {
 
 namespace {
 
@@ -103,4 +103,4 @@ std::string bench_table_row(const BenchRecord& r, bool with_bw) {
   return row;
 }
 
-}  // namespace folio
+}  // namespace folio::tools
