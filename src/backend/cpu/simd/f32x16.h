@@ -23,7 +23,11 @@
 //   exp(v)                                   the 2-ulp exp below (same bits on
 //                                            every tier)
 //   hsum(v) hmax(v)                          one float from 16 lanes
-// and V has the operators + - * / for add sub mul div.
+//   load_pairs(p, &even, &odd)               32 floats split into even / odd
+//   store_pairs(p, even, odd)                elements, and interleaved back
+//   S::D, widen(v) narrow(d) load_f64(p)     16 f64 lanes: v widened (exact),
+//                                            rounded back to f32, loaded
+// and V has the operators + - * / for add sub mul div, D + - *.
 //
 // Same bits on every tier: lane i of every operation does the same IEEE
 // operation on every tier, and the reductions combine lanes in one fixed
@@ -58,13 +62,20 @@
 
 #include <cstdint>
 
+// fp-contract=off in the region: GCC would otherwise fuse a * b + c written
+// with the operators into one FMA where its optimiser happens to see both,
+// which differs between tiers (and from the reference); S::fma is the one
+// fused operation.
 #if defined(__x86_64__)
-#define FOLIO_SIMD_BEGIN_AVX2 _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")")
-#define FOLIO_SIMD_BEGIN_AVX512        \
-  _Pragma("GCC push_options") _Pragma( \
-      "GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\")")
-#define FOLIO_SIMD_END _Pragma("GCC pop_options")
+#define FOLIO_SIMD_BEGIN_AVX2                                          \
+  _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")") \
+      _Pragma("GCC optimize(\"fp-contract=off\")")
+#define FOLIO_SIMD_BEGIN_AVX512                                                                 \
+  _Pragma("GCC push_options") _Pragma(                                                          \
+      "GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\")") \
+      _Pragma("GCC optimize(\"fp-contract=off\")")
 #else
-#define FOLIO_SIMD_BEGIN_NEON
-#define FOLIO_SIMD_END
+#define FOLIO_SIMD_BEGIN_NEON \
+  _Pragma("GCC push_options") _Pragma("GCC optimize(\"fp-contract=off\")")
 #endif
+#define FOLIO_SIMD_END _Pragma("GCC pop_options")
