@@ -265,7 +265,7 @@ TEST(SimdTiers, Avx2AndAvx512GiveTheSameBytes) {
     for (float& v : a) v = dist(rng);
     for (float& v : b) v = dist(rng);
     for (float& v : w) v = dist(rng);
-    std::vector<Op> ops(2);
+    std::vector<Op> ops(3);
     ops[0].kind = OpKind::kRmsNorm;
     ops[0].params = RmsNormParams{1e-6f};
     ops[0].src[1] = view(w, {n});
@@ -273,6 +273,8 @@ TEST(SimdTiers, Avx2AndAvx512GiveTheSameBytes) {
     ops[1].params = RmsNormParams{1e-5f};
     ops[1].src[1] = view(b, {n, rows});
     ops[1].src[2] = view(w, {n});
+    ops[2].kind = OpKind::kSoftMax;
+    ops[2].params = SoftMaxParams{0.7f};
     for (Op& op : ops) {
       op.src[0] = view(a, {n, rows});
       std::vector<float> y1(a.size()), y2(a.size()), s1(a.size()), s2(a.size());

@@ -54,7 +54,6 @@ void register_neon_kernels(KernelTable& t) {
   t.add({OpKind::kGlu, kNeon, "glu.neon", supports_glu_simd, glu_neon});
   simd::register_simd_kernels<simd::Neon>(t);  // simd/kernels.h
   t.add({OpKind::kRope, kNeon, "rope.neon", supports_rope_tables, rope_neon});
-  t.add({OpKind::kSoftMax, kNeon, "soft_max.neon", supports_soft_max_simd, soft_max_neon});
   t.add({OpKind::kGatedDeltaNet, kNeon, "gated_delta_net.neon", supports_gated_delta_net_neon,
          gated_delta_net_neon});
   t.add({OpKind::kGatedDeltaNetUpdate, kNeon, "gated_delta_net_update.neon",

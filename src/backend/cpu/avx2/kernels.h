@@ -37,9 +37,6 @@ Status scale_avx2(const Op& op, const KernelContext& ctx);
 Status unary_avx2(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
 Status glu_avx2(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
 
-// softmax.cc
-Status soft_max_avx2(const Op& op, const KernelContext& ctx);
-
 // rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
 Status rope_avx2(const Op& op, const KernelContext& ctx);
 

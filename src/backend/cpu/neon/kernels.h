@@ -40,9 +40,6 @@ Status scale_neon(const Op& op, const KernelContext& ctx);
 Status unary_neon(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
 Status glu_neon(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
 
-// softmax.cc
-Status soft_max_neon(const Op& op, const KernelContext& ctx);
-
 // rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
 Status rope_neon(const Op& op, const KernelContext& ctx);
 

@@ -3,6 +3,7 @@
 // baseline flags, then the kernel bodies inside the tier's target region.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "backend/cpu/scalar/row_drivers.h"
 #include "backend/cpu/simd/f32x16_neon.h"
@@ -10,6 +11,7 @@
 
 FOLIO_SIMD_BEGIN_NEON
 #include "backend/cpu/simd/norm.h"
+#include "backend/cpu/simd/softmax.h"
 FOLIO_SIMD_END
 
 FOLIO_SIMD_INSTANTIATE(folio::cpu::simd::Neon)

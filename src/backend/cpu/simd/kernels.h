@@ -14,6 +14,10 @@ Status rms_norm(const Op& op, const KernelContext& ctx);
 template <class S>
 Status add_rms_norm(const Op& op, const KernelContext& ctx);
 
+// softmax.h
+template <class S>
+Status soft_max(const Op& op, const KernelContext& ctx);
+
 // "OP.ISA" with static storage (Kernel::name).
 const char* kernel_name(const char* op, const char* isa);
 
@@ -25,6 +29,8 @@ void register_simd_kernels(KernelTable& t) {
          rms_norm<S>});
   t.add({OpKind::kAddRmsNorm, S::kTier, kernel_name("add_rms_norm", S::kName),
          supports_add_rms_norm_simd, add_rms_norm<S>});
+  t.add({OpKind::kSoftMax, S::kTier, kernel_name("soft_max", S::kName), supports_soft_max_simd,
+         soft_max<S>});
 }
 
 }  // namespace folio::cpu::simd
@@ -35,4 +41,5 @@ void register_simd_kernels(KernelTable& t) {
   namespace folio::cpu::simd {                                             \
   template Status rms_norm<S>(const Op& op, const KernelContext& ctx);     \
   template Status add_rms_norm<S>(const Op& op, const KernelContext& ctx); \
+  template Status soft_max<S>(const Op& op, const KernelContext& ctx);     \
   }
