@@ -30,13 +30,6 @@ Status mul_mat_id_avx512(const Op& op, const KernelContext& ctx);
 void quantize_act_q8_0_avx512(const float* x, void* dst, int64_t k);
 void quantize_act_q8_k_avx512(const float* x, void* dst, int64_t k);
 
-// elementwise.cc
-Status add_avx512(const Op& op, const KernelContext& ctx);
-Status mul_avx512(const Op& op, const KernelContext& ctx);
-Status scale_avx512(const Op& op, const KernelContext& ctx);
-Status unary_avx512(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
-Status glu_avx512(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
-
 // rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
 Status rope_avx512(const Op& op, const KernelContext& ctx);
 

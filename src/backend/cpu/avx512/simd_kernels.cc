@@ -10,6 +10,7 @@
 #include "backend/cpu/simd/kernels.h"
 
 FOLIO_SIMD_BEGIN_AVX512
+#include "backend/cpu/simd/elementwise.h"
 #include "backend/cpu/simd/norm.h"
 #include "backend/cpu/simd/softmax.h"
 FOLIO_SIMD_END

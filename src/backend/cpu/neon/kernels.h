@@ -33,13 +33,6 @@ Status mul_mat_id_neon_dotprod(const Op& op, const KernelContext& ctx);
 Status mul_mat_neon_i8mm(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_neon_i8mm(const Op& op, const KernelContext& ctx);
 
-// elementwise.cc
-Status add_neon(const Op& op, const KernelContext& ctx);
-Status mul_neon(const Op& op, const KernelContext& ctx);
-Status scale_neon(const Op& op, const KernelContext& ctx);
-Status unary_neon(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
-Status glu_neon(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
-
 // rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
 Status rope_neon(const Op& op, const KernelContext& ctx);
 

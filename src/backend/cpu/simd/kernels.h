@@ -8,6 +8,18 @@
 
 namespace folio::cpu::simd {
 
+// elementwise.h
+template <class S>
+Status add(const Op& op, const KernelContext& ctx);
+template <class S>
+Status mul(const Op& op, const KernelContext& ctx);
+template <class S>
+Status scale(const Op& op, const KernelContext& ctx);
+template <class S>
+Status unary(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
+template <class S>
+Status glu(const Op& op, const KernelContext& ctx);  // swiglu, geglu, swiglu_oai
+
 // norm.h
 template <class S>
 Status rms_norm(const Op& op, const KernelContext& ctx);
@@ -25,6 +37,11 @@ const char* kernel_name(const char* op, const char* isa);
 // which is compiled with baseline flags: this only takes addresses).
 template <class S>
 void register_simd_kernels(KernelTable& t) {
+  t.add({OpKind::kAdd, S::kTier, kernel_name("add", S::kName), nullptr, add<S>});
+  t.add({OpKind::kMul, S::kTier, kernel_name("mul", S::kName), nullptr, mul<S>});
+  t.add({OpKind::kScale, S::kTier, kernel_name("scale", S::kName), nullptr, scale<S>});
+  t.add({OpKind::kUnary, S::kTier, kernel_name("unary", S::kName), supports_unary_simd, unary<S>});
+  t.add({OpKind::kGlu, S::kTier, kernel_name("glu", S::kName), supports_glu_simd, glu<S>});
   t.add({OpKind::kRmsNorm, S::kTier, kernel_name("rms_norm", S::kName), supports_rms_norm_simd,
          rms_norm<S>});
   t.add({OpKind::kAddRmsNorm, S::kTier, kernel_name("add_rms_norm", S::kName),
@@ -39,6 +56,11 @@ void register_simd_kernels(KernelTable& t) {
 // register_simd_kernels<S> takes the addresses of.
 #define FOLIO_SIMD_INSTANTIATE(S)                                          \
   namespace folio::cpu::simd {                                             \
+  template Status add<S>(const Op& op, const KernelContext& ctx);          \
+  template Status mul<S>(const Op& op, const KernelContext& ctx);          \
+  template Status scale<S>(const Op& op, const KernelContext& ctx);        \
+  template Status unary<S>(const Op& op, const KernelContext& ctx);        \
+  template Status glu<S>(const Op& op, const KernelContext& ctx);          \
   template Status rms_norm<S>(const Op& op, const KernelContext& ctx);     \
   template Status add_rms_norm<S>(const Op& op, const KernelContext& ctx); \
   template Status soft_max<S>(const Op& op, const KernelContext& ctx);     \
