@@ -3,8 +3,10 @@
 // baseline flags, then the kernel bodies inside the tier's target region.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
+#include "backend/cpu/scalar/rope_tables.h"
 #include "backend/cpu/scalar/row_drivers.h"
 #include "backend/cpu/simd/f32x16_neon.h"
 #include "backend/cpu/simd/kernels.h"
@@ -12,6 +14,7 @@
 FOLIO_SIMD_BEGIN_NEON
 #include "backend/cpu/simd/elementwise.h"
 #include "backend/cpu/simd/norm.h"
+#include "backend/cpu/simd/rope.h"
 #include "backend/cpu/simd/softmax.h"
 FOLIO_SIMD_END
 
