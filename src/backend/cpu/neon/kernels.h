@@ -16,8 +16,9 @@ bool neon_quant_weight(DType w);
 enum class NeonDot { kWiden, kSdot, kSmmla };  // WidenI8, SdotI8, MmlaI8 (neon/simd.h)
 MatMulSpec quant_mul_mat_spec_neon(DType w, NeonDot dot);
 
-// quantize_act.cc: activation rows for the integer tiles, bit-identical to
-// the reference (mul_mat_tiled.h convert_act_row): Q8Row32 / BlockQ8_K.
+// simd_kernels.cc (simd/quantize_act.h): activation rows for the integer tiles,
+// bit-identical to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 /
+// BlockQ8_K.
 void quantize_act_q8_0_neon(const float* x, void* dst, int64_t k);
 void quantize_act_q8_k_neon(const float* x, void* dst, int64_t k);
 

@@ -17,7 +17,11 @@
 //                                            are never read or written in memory
 //   keep(v, m)                               dead lanes set to 0
 //   select(m, a, b)                          a in live lanes, b in dead ones
-//   add sub mul div min max                  one rounding each, IEEE
+//   add sub mul div min max                  one rounding each, IEEE; min /
+//                                            max with a NaN first operand
+//                                            differ (x86: the second operand,
+//                                            NEON: NaN), so a body passes the
+//                                            value that may be NaN second
 //   fma(a, b, c)                             a * b + c, one rounding
 //   fnma(a, b, c)                            c - a * b, one rounding
 //   exp(v)                                   the 2-ulp exp below (same bits on
@@ -27,6 +31,14 @@
 //   store_pairs(p, even, odd)                elements, and interleaved back
 //   S::D, widen(v) narrow(d) load_f64(p)     16 f64 lanes: v widened (exact),
 //                                            rounded back to f32, loaded
+//   S::I: 16 int32 lanes, for the activation quantizers:
+//   max_abs(acc, x)                          max(acc, |x|), a NaN x keeps acc
+//   first_abs_equal(x, a)                    first lane with |x| == a, or -1
+//   round_away_i8(v)                         roundf, clamped to [-128, 127]
+//   round_even_max127(v)                     nearest even, at most 127
+//                                            (both: NaN -> 0)
+//   add(i, j) hsum(i) store_i8(p, i)         int32 sum; lanes as 16 bytes
+//   round_f16(x)                             a float rounded to f16 and back
 // and V has the operators + - * / for add sub mul div, D + - *.
 //
 // Same bits on every tier: lane i of every operation does the same IEEE
