@@ -8,7 +8,6 @@
 
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
-#include "backend/cpu/scalar/rope_tables.h"
 #include "backend/cpu/scalar/row_drivers.h"
 #include "backend/cpu/simd/f32x16_avx2.h"
 #include "backend/cpu/simd/kernels.h"
@@ -18,7 +17,6 @@ FOLIO_SIMD_BEGIN_AVX2
 #include "backend/cpu/simd/elementwise.h"
 #include "backend/cpu/simd/norm.h"
 #include "backend/cpu/simd/quantize_act.h"
-#include "backend/cpu/simd/rope.h"
 #include "backend/cpu/simd/softmax.h"
 FOLIO_SIMD_END
 

@@ -34,6 +34,9 @@ Status mul_mat_id_neon_dotprod(const Op& op, const KernelContext& ctx);
 Status mul_mat_neon_i8mm(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_neon_i8mm(const Op& op, const KernelContext& ctx);
 
+// rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
+Status rope_neon(const Op& op, const KernelContext& ctx);
+
 // flash_attn.cc: every valid kFlashAttn op with f32 / f16 / q8_0 K and V
 // (tiles of scalar/flash_attn_tiled.h).
 Status flash_attn_neon(const Op& op, const KernelContext& ctx);

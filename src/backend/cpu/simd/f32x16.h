@@ -27,10 +27,6 @@
 //   exp(v)                                   the 2-ulp exp below (same bits on
 //                                            every tier)
 //   hsum(v) hmax(v)                          one float from 16 lanes
-//   load_pairs(p, &even, &odd)               32 floats split into even / odd
-//   store_pairs(p, even, odd)                elements, and interleaved back
-//   S::D, widen(v) narrow(d) load_f64(p)     16 f64 lanes: v widened (exact),
-//                                            rounded back to f32, loaded
 //   S::I: 16 int32 lanes, for the activation quantizers:
 //   max_abs(acc, x)                          max(acc, |x|), a NaN x keeps acc
 //   first_abs_equal(x, a)                    first lane with |x| == a, or -1
@@ -39,7 +35,7 @@
 //                                            (both: NaN -> 0)
 //   add(i, j) hsum(i) store_i8(p, i)         int32 sum; lanes as 16 bytes
 //   round_f16(x)                             a float rounded to f16 and back
-// and V has the operators + - * / for add sub mul div, D + - *.
+// and V has the operators + - * / for add sub mul div.
 //
 // Same bits on every tier: lane i of every operation does the same IEEE
 // operation on every tier, and the reductions combine lanes in one fixed

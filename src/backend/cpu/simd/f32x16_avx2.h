@@ -38,22 +38,6 @@ struct Avx2 {
   struct I {  // 16 int32 lanes
     __m256i lo, hi;
   };
-  // 16 f64 lanes (lane i of a V widened), four ymm.
-  struct D {
-    __m256d q[4];
-    friend FOLIO_TARGET_AVX2 __attribute__((always_inline)) inline D operator+(D a, D b) {
-      return {{_mm256_add_pd(a.q[0], b.q[0]), _mm256_add_pd(a.q[1], b.q[1]),
-               _mm256_add_pd(a.q[2], b.q[2]), _mm256_add_pd(a.q[3], b.q[3])}};
-    }
-    friend FOLIO_TARGET_AVX2 __attribute__((always_inline)) inline D operator-(D a, D b) {
-      return {{_mm256_sub_pd(a.q[0], b.q[0]), _mm256_sub_pd(a.q[1], b.q[1]),
-               _mm256_sub_pd(a.q[2], b.q[2]), _mm256_sub_pd(a.q[3], b.q[3])}};
-    }
-    friend FOLIO_TARGET_AVX2 __attribute__((always_inline)) inline D operator*(D a, D b) {
-      return {{_mm256_mul_pd(a.q[0], b.q[0]), _mm256_mul_pd(a.q[1], b.q[1]),
-               _mm256_mul_pd(a.q[2], b.q[2]), _mm256_mul_pd(a.q[3], b.q[3])}};
-    }
-  };
 
   FOLIO_SIMD_AVX2 V zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
   FOLIO_SIMD_AVX2 V set1(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
@@ -95,40 +79,6 @@ struct Avx2 {
 
   FOLIO_SIMD_AVX2 float hsum(V v) { return avx2::hsum(_mm256_add_ps(v.lo, v.hi)); }
   FOLIO_SIMD_AVX2 float hmax(V v) { return avx2::hmax(_mm256_max_ps(v.lo, v.hi)); }
-
-  // Pairs: 32 floats at p as their even and odd elements, and back.
-  FOLIO_SIMD_AVX2 void load_pairs(const float* p, V* even, V* odd) {
-    const __m256i split = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-    __m256 h[4];  // [evens | odds] of each 8 floats
-    for (int k = 0; k < 4; ++k) h[k] = _mm256_permutevar8x32_ps(_mm256_loadu_ps(p + 8 * k), split);
-    *even = {_mm256_permute2f128_ps(h[0], h[1], 0x20), _mm256_permute2f128_ps(h[2], h[3], 0x20)};
-    *odd = {_mm256_permute2f128_ps(h[0], h[1], 0x31), _mm256_permute2f128_ps(h[2], h[3], 0x31)};
-  }
-  FOLIO_SIMD_AVX2 void store_pairs(float* p, V even, V odd) {
-    const __m256 e[2] = {even.lo, even.hi}, o[2] = {odd.lo, odd.hi};
-    for (int k = 0; k < 2; ++k) {
-      const __m256 lo = _mm256_unpacklo_ps(e[k], o[k]), hi = _mm256_unpackhi_ps(e[k], o[k]);
-      _mm256_storeu_ps(p + 16 * k, _mm256_permute2f128_ps(lo, hi, 0x20));
-      _mm256_storeu_ps(p + 16 * k + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
-    }
-  }
-
-  // f64: the lanes of a V widened (exact), 16 doubles at p, and back to f32
-  // (one rounding each).
-  FOLIO_SIMD_AVX2 D widen(V v) {
-    return {{_mm256_cvtps_pd(_mm256_castps256_ps128(v.lo)),
-             _mm256_cvtps_pd(_mm256_extractf128_ps(v.lo, 1)),
-             _mm256_cvtps_pd(_mm256_castps256_ps128(v.hi)),
-             _mm256_cvtps_pd(_mm256_extractf128_ps(v.hi, 1))}};
-  }
-  FOLIO_SIMD_AVX2 D load_f64(const double* p) {
-    return {{_mm256_loadu_pd(p), _mm256_loadu_pd(p + 4), _mm256_loadu_pd(p + 8),
-             _mm256_loadu_pd(p + 12)}};
-  }
-  FOLIO_SIMD_AVX2 V narrow(D d) {
-    return {_mm256_set_m128(_mm256_cvtpd_ps(d.q[1]), _mm256_cvtpd_ps(d.q[0])),
-            _mm256_set_m128(_mm256_cvtpd_ps(d.q[3]), _mm256_cvtpd_ps(d.q[2]))};
-  }
 
   // Activation quantizers (simd/quantize_act.h).
   FOLIO_SIMD_AVX2 V max_abs(V acc, V x) {  // max(acc, |x|); a NaN x keeps acc

@@ -26,19 +26,6 @@ struct Avx512 {
   };
   using M = __mmask16;
   using I = __m512i;  // 16 int32 lanes
-  // 16 f64 lanes (lane i of a V widened), two zmm.
-  struct D {
-    __m512d lo, hi;
-    friend FOLIO_SIMD_AVX512_OP D operator+(D a, D b) {
-      return {_mm512_add_pd(a.lo, b.lo), _mm512_add_pd(a.hi, b.hi)};
-    }
-    friend FOLIO_SIMD_AVX512_OP D operator-(D a, D b) {
-      return {_mm512_sub_pd(a.lo, b.lo), _mm512_sub_pd(a.hi, b.hi)};
-    }
-    friend FOLIO_SIMD_AVX512_OP D operator*(D a, D b) {
-      return {_mm512_mul_pd(a.lo, b.lo), _mm512_mul_pd(a.hi, b.hi)};
-    }
-  };
 
   FOLIO_SIMD_AVX512 V zero() { return {_mm512_setzero_ps()}; }
   FOLIO_SIMD_AVX512 V set1(float x) { return {_mm512_set1_ps(x)}; }
@@ -64,36 +51,6 @@ struct Avx512 {
 
   FOLIO_SIMD_AVX512 float hsum(V v) { return avx512::hsum(v.v); }
   FOLIO_SIMD_AVX512 float hmax(V v) { return avx512::hmax(v.v); }
-
-  // Pairs: 32 floats at p as their even and odd elements, and back.
-  FOLIO_SIMD_AVX512 void load_pairs(const float* p, V* even, V* odd) {
-    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
-    *even = {_mm512_permutex2var_ps(a, ie, b)};
-    *odd = {_mm512_permutex2var_ps(a, io, b)};
-  }
-  FOLIO_SIMD_AVX512 void store_pairs(float* p, V even, V odd) {
-    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i hi =
-        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    _mm512_storeu_ps(p, _mm512_permutex2var_ps(even.v, lo, odd.v));
-    _mm512_storeu_ps(p + 16, _mm512_permutex2var_ps(even.v, hi, odd.v));
-  }
-
-  // f64: the lanes of a V widened (exact), 16 doubles at p, and back to f32
-  // (one rounding each).
-  FOLIO_SIMD_AVX512 D widen(V v) {
-    return {_mm512_cvtps_pd(_mm512_castps512_ps256(v.v)),
-            _mm512_cvtps_pd(_mm512_extractf32x8_ps(v.v, 1))};
-  }
-  FOLIO_SIMD_AVX512 D load_f64(const double* p) {
-    return {_mm512_loadu_pd(p), _mm512_loadu_pd(p + 8)};
-  }
-  FOLIO_SIMD_AVX512 V narrow(D d) {
-    return {_mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(d.lo)), _mm512_cvtpd_ps(d.hi),
-                               1)};
-  }
 
   // Activation quantizers (simd/quantize_act.h).
   FOLIO_SIMD_AVX512 V max_abs(V acc, V x) {  // max(acc, |x|); a NaN x keeps acc

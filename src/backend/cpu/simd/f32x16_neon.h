@@ -46,25 +46,6 @@ struct Neon {
   struct I {          // 16 int32 lanes
     int32x4_t q[4];
   };
-  // 16 f64 lanes (lane i of a V widened), eight float64x2_t.
-  struct D {
-    float64x2_t d[8];
-    friend FOLIO_INLINE_NEON_OP D operator+(D a, D b) {
-      D r;
-      for (int k = 0; k < 8; ++k) r.d[k] = vaddq_f64(a.d[k], b.d[k]);
-      return r;
-    }
-    friend FOLIO_INLINE_NEON_OP D operator-(D a, D b) {
-      D r;
-      for (int k = 0; k < 8; ++k) r.d[k] = vsubq_f64(a.d[k], b.d[k]);
-      return r;
-    }
-    friend FOLIO_INLINE_NEON_OP D operator*(D a, D b) {
-      D r;
-      for (int k = 0; k < 8; ++k) r.d[k] = vmulq_f64(a.d[k], b.d[k]);
-      return r;
-    }
-  };
 
   FOLIO_INLINE_NEON V zero() { return set1(0.0f); }
   FOLIO_INLINE_NEON V set1(float x) {
@@ -137,40 +118,6 @@ struct Neon {
     const float32x4_t a = vmaxq_f32(vmaxq_f32(v.q[0], v.q[2]), vmaxq_f32(v.q[1], v.q[3]));
     const float32x2_t b = vmax_f32(vget_low_f32(a), vget_high_f32(a));
     return vmaxv_f32(b);
-  }
-
-  // Pairs: 32 floats at p as their even and odd elements (LD2), and back (ST2).
-  FOLIO_INLINE_NEON void load_pairs(const float* p, V* even, V* odd) {
-    for (int k = 0; k < 4; ++k) {
-      const float32x4x2_t v = vld2q_f32(p + 8 * k);
-      even->q[k] = v.val[0];
-      odd->q[k] = v.val[1];
-    }
-  }
-  FOLIO_INLINE_NEON void store_pairs(float* p, V even, V odd) {
-    for (int k = 0; k < 4; ++k) vst2q_f32(p + 8 * k, float32x4x2_t{{even.q[k], odd.q[k]}});
-  }
-
-  // f64: the lanes of a V widened (exact), 16 doubles at p, and back to f32
-  // (one rounding each).
-  FOLIO_INLINE_NEON D widen(V v) {
-    D r;
-    for (int k = 0; k < 4; ++k) {
-      r.d[2 * k] = vcvt_f64_f32(vget_low_f32(v.q[k]));
-      r.d[2 * k + 1] = vcvt_high_f64_f32(v.q[k]);
-    }
-    return r;
-  }
-  FOLIO_INLINE_NEON D load_f64(const double* p) {
-    D r;
-    for (int k = 0; k < 8; ++k) r.d[k] = vld1q_f64(p + 2 * k);
-    return r;
-  }
-  FOLIO_INLINE_NEON V narrow(D d) {
-    V r;
-    for (int k = 0; k < 4; ++k)
-      r.q[k] = vcvt_high_f32_f64(vcvt_f32_f64(d.d[2 * k]), d.d[2 * k + 1]);
-    return r;
   }
 
   // Activation quantizers (simd/quantize_act.h).

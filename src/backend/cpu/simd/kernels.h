@@ -4,7 +4,6 @@
 #pragma once
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/rope_tables.h"
 #include "backend/cpu/scalar/supports.h"
 
 namespace folio::cpu::simd {
@@ -27,10 +26,6 @@ Status rms_norm(const Op& op, const KernelContext& ctx);
 template <class S>
 Status add_rms_norm(const Op& op, const KernelContext& ctx);
 
-// rope.h: the ops scalar/rope_tables.h supports (supports_rope_tables).
-template <class S>
-Status rope(const Op& op, const KernelContext& ctx);
-
 // softmax.h
 template <class S>
 Status soft_max(const Op& op, const KernelContext& ctx);
@@ -51,7 +46,6 @@ void register_simd_kernels(KernelTable& t) {
          rms_norm<S>});
   t.add({OpKind::kAddRmsNorm, S::kTier, kernel_name("add_rms_norm", S::kName),
          supports_add_rms_norm_simd, add_rms_norm<S>});
-  t.add({OpKind::kRope, S::kTier, kernel_name("rope", S::kName), supports_rope_tables, rope<S>});
   t.add({OpKind::kSoftMax, S::kTier, kernel_name("soft_max", S::kName), supports_soft_max_simd,
          soft_max<S>});
 }
@@ -69,6 +63,5 @@ void register_simd_kernels(KernelTable& t) {
   template Status glu<S>(const Op& op, const KernelContext& ctx);          \
   template Status rms_norm<S>(const Op& op, const KernelContext& ctx);     \
   template Status add_rms_norm<S>(const Op& op, const KernelContext& ctx); \
-  template Status rope<S>(const Op& op, const KernelContext& ctx);         \
   template Status soft_max<S>(const Op& op, const KernelContext& ctx);     \
   }
