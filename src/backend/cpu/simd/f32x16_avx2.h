@@ -32,8 +32,9 @@ struct Avx2 {
       return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)};
     }
   };
-  struct M {
+  struct M {  // the live lanes of each half, and how many there are
     __m256i lo, hi;
+    int64_t n;
   };
   struct I {  // 16 int32 lanes
     __m256i lo, hi;
@@ -46,13 +47,20 @@ struct Avx2 {
     _mm256_storeu_ps(p, v.lo);
     _mm256_storeu_ps(p + 8, v.hi);
   }
-  FOLIO_SIMD_AVX2 M first(int64_t n) { return {avx2::lanes(n), avx2::lanes(n > 8 ? n - 8 : 0)}; }
+  FOLIO_SIMD_AVX2 M first(int64_t n) { return {avx2::lanes(n), avx2::lanes(n > 8 ? n - 8 : 0), n}; }
+  // A half that is all live or all dead takes a plain load / store or none:
+  // a tail costs what an 8-lane loop's tail did.
   FOLIO_SIMD_AVX2 V load(const float* p, M m) {
-    return {_mm256_maskload_ps(p, m.lo), _mm256_maskload_ps(p + 8, m.hi)};
+    return {m.n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m.lo),
+            m.n > 8 ? _mm256_maskload_ps(p + 8, m.hi) : _mm256_setzero_ps()};
   }
   FOLIO_SIMD_AVX2 void store(float* p, V v, M m) {
-    _mm256_maskstore_ps(p, m.lo, v.lo);
-    _mm256_maskstore_ps(p + 8, m.hi, v.hi);
+    if (m.n >= 8) {
+      _mm256_storeu_ps(p, v.lo);
+    } else {
+      _mm256_maskstore_ps(p, m.lo, v.lo);
+    }
+    if (m.n > 8) _mm256_maskstore_ps(p + 8, m.hi, v.hi);
   }
   FOLIO_SIMD_AVX2 V keep(V v, M m) {
     return {_mm256_and_ps(v.lo, _mm256_castsi256_ps(m.lo)),
