@@ -24,8 +24,8 @@
 //                                            value that may be NaN second
 //   fma(a, b, c)                             a * b + c, one rounding
 //   fnma(a, b, c)                            c - a * b, one rounding
-//   exp(v)                                   the 2-ulp exp below (same bits on
-//                                            every tier)
+//   exp(v)                                   a 2-ulp exp (same bits on every
+//                                            tier, see below)
 //   hsum(v) hmax(v)                          one float from 16 lanes
 //   S::I: 16 int32 lanes, for the activation quantizers:
 //   max_abs(acc, x)                          max(acc, |x|), a NaN x keeps acc
@@ -44,7 +44,8 @@
 // (0 + 2, 1 + 3, then the two) to get there. exp is the Cody-Waite, degree-7
 // Taylor exp of each tier, which give the same bits (AVX-512 scales by 2^n
 // with vscalefps, the others by two exact power-of-two factors: both round
-// once). A kernel written over S thus gives the same bytes on each tier.
+// once). A kernel written over S thus gives the same bytes on each tier
+// (written with the operators, not FMA: the regions switch contraction off).
 //
 // Adding an op: a static function in each of the three headers (same lane
 // semantics on all three; a reduction in the fixed order above), listed
@@ -65,7 +66,9 @@
 // (simd/kernels.h): the one list of these kernels, their names and
 // `supports`. Rules for a body header: only templates over S (a non-template
 // function compiled in two tiers' regions would be one symbol with two
-// targets); no standard headers inside the region; NEON needs no target.
+// targets); no standard headers inside the region. NEON's region sets
+// only the FP contraction (below). SimdTiers.Avx2AndAvx512GiveTheSameBytes
+// (tests/backend/simd_elementwise_test.cc) checks the bytes across tiers.
 #pragma once
 
 #include <cstdint>
