@@ -153,7 +153,7 @@ struct LegacyTiles {
 
 }  // namespace
 
-MatMulSpec quant_mul_mat_spec_avx2(DType w) {
+MatMulSpec quant_mul_mat_spec_avx2(DType w, int64_t) {
   if (DotTileFn tile =
           dot_tile_for<LegacyTiles, kQuantTileRows, kQuantTileCols, DType::Q8_0, DType::Q4_0,
                        DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL>(w)) {
