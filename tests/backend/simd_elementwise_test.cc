@@ -4,7 +4,8 @@
 // NaN), activations of huge and infinite inputs, softmax rows with -inf
 // masks / a single visible key / nothing visible, and in-place use (dst
 // aliasing an input) of every kernel that promises it, and bit-identical
-// results for any thread count.
+// results for any thread count; and the same bytes on the AVX2 and AVX-512
+// tiers for the kernels written once over the traits type.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -248,8 +249,51 @@ TEST_P(SimdElementwise, BitIdenticalForAnyThreadCount) {
   }
 }
 
+// The kernels written once over the traits type (backend/cpu/simd/) give
+// the same bytes on every tier: AVX2 keeps AVX-512's 16 lanes in two halves
+// and its reduction order. Row lengths around the 16- and 32-element steps
+// and their tails.
+TEST(SimdTiers, Avx2AndAvx512GiveTheSameBytes) {
+  if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "hardware: avx512 not available";
+  CpuBackend avx2{CpuBackendOptions{Isa::kAvx2, false, nullptr}};
+  CpuBackend avx512{CpuBackendOptions{Isa::kAvx512, false, nullptr}};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-4, 4);
+  for (int64_t n : {1, 7, 15, 16, 17, 31, 32, 33, 47, 100, 4096}) {
+    const int64_t rows = 3;
+    std::vector<float> a(n * rows), b(n * rows), w(n);
+    for (float& v : a) v = dist(rng);
+    for (float& v : b) v = dist(rng);
+    for (float& v : w) v = dist(rng);
+    std::vector<Op> ops(2);
+    ops[0].kind = OpKind::kRmsNorm;
+    ops[0].params = RmsNormParams{1e-6f};
+    ops[0].src[1] = view(w, {n});
+    ops[1].kind = OpKind::kAddRmsNorm;
+    ops[1].params = RmsNormParams{1e-5f};
+    ops[1].src[1] = view(b, {n, rows});
+    ops[1].src[2] = view(w, {n});
+    for (Op& op : ops) {
+      op.src[0] = view(a, {n, rows});
+      std::vector<float> y1(a.size()), y2(a.size()), s1(a.size()), s2(a.size());
+      EXPECT_NE(avx2.kernel_name(op).find("avx2"), std::string::npos) << avx2.kernel_name(op);
+      EXPECT_NE(avx512.kernel_name(op).find("avx512"), std::string::npos);
+      op.dst = view(y1, {n, rows});
+      if (op.kind == OpKind::kAddRmsNorm) op.dst2 = view(s1, {n, rows});
+      ASSERT_TRUE(avx2.run(op).ok()) << op.describe();
+      op.dst = view(y2, {n, rows});
+      if (op.kind == OpKind::kAddRmsNorm) op.dst2 = view(s2, {n, rows});
+      ASSERT_TRUE(avx512.run(op).ok()) << op.describe();
+      EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * 4))
+          << op_kind_name(op.kind) << " n=" << n;
+      EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), s1.size() * 4))
+          << op_kind_name(op.kind) << " n=" << n;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tiers, SimdElementwise, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
                          [](const ::testing::TestParamInfo<Isa>& i) { return isa_name(i.param); });
 
-}  // namespace
+}  // namespace simd_elementwise_test
 }  // namespace folio

@@ -7,6 +7,8 @@
 #include "backend/cpu/scalar/rope_tables.h"
 #include "backend/cpu/scalar/ssm_conv_driver.h"
 #include "backend/cpu/scalar/supports.h"
+#include "backend/cpu/simd/f32x16_avx2.h"
+#include "backend/cpu/simd/kernels.h"
 
 namespace folio {
 
@@ -47,9 +49,7 @@ void register_avx2_kernels(KernelTable& t) {
   t.add({OpKind::kScale, kTier, "scale.avx2", nullptr, scale_avx2});
   t.add({OpKind::kUnary, kTier, "unary.avx2", supports_unary_simd, unary_avx2});
   t.add({OpKind::kGlu, kTier, "glu.avx2", supports_glu_simd, glu_avx2});
-  t.add({OpKind::kRmsNorm, kTier, "rms_norm.avx2", supports_rms_norm_simd, rms_norm_avx2});
-  t.add({OpKind::kAddRmsNorm, kTier, "add_rms_norm.avx2", supports_add_rms_norm_simd,
-         add_rms_norm_avx2});
+  simd::register_simd_kernels<simd::Avx2>(t);  // simd/kernels.h
   t.add({OpKind::kRope, kTier, "rope.avx2", supports_rope_tables, rope_avx2});
   t.add({OpKind::kSoftMax, kTier, "soft_max.avx2", supports_soft_max_simd, soft_max_avx2});
   // Chunked form first: it takes long sequences (T >= 256, allow_chunked);

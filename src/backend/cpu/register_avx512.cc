@@ -7,6 +7,8 @@
 #include "backend/cpu/avx512/recurrent_kernels.h"
 #include "backend/cpu/scalar/rope_tables.h"
 #include "backend/cpu/scalar/supports.h"
+#include "backend/cpu/simd/f32x16_avx512.h"
+#include "backend/cpu/simd/kernels.h"
 #include "core/cpu_features.h"
 
 namespace folio {
@@ -56,10 +58,8 @@ void register_avx512_kernels(KernelTable& t) {
   t.add({OpKind::kScale, kTier, "scale.avx512", nullptr, scale_avx512});
   t.add({OpKind::kUnary, kTier, "unary.avx512", supports_unary_simd, unary_avx512});
   t.add({OpKind::kGlu, kTier, "glu.avx512", supports_glu_simd, glu_avx512});
-  t.add({OpKind::kRmsNorm, kTier, "rms_norm.avx512", supports_rms_norm_simd, rms_norm_avx512});
-  t.add({OpKind::kAddRmsNorm, kTier, "add_rms_norm.avx512", supports_add_rms_norm_simd,
-         add_rms_norm_avx512});
   t.add({OpKind::kSoftMax, kTier, "soft_max.avx512", supports_soft_max_simd, soft_max_avx512});
+  simd::register_simd_kernels<simd::Avx512>(t);  // simd/kernels.h
   t.add({OpKind::kRope, kTier, "rope.avx512", supports_rope_tables, rope_avx512});
   t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx512", supports_ssm_conv_avx512, ssm_conv_avx512});
   t.add({OpKind::kSsmConvUpdate, kTier, "ssm_conv_update.avx512", supports_ssm_conv_update_avx512,

@@ -10,6 +10,8 @@
 #include "backend/cpu/scalar/rope_tables.h"
 #include "backend/cpu/scalar/ssm_conv_driver.h"
 #include "backend/cpu/scalar/supports.h"
+#include "backend/cpu/simd/f32x16_neon.h"
+#include "backend/cpu/simd/kernels.h"
 
 namespace folio {
 
@@ -50,9 +52,7 @@ void register_neon_kernels(KernelTable& t) {
   t.add({OpKind::kScale, kNeon, "scale.neon", nullptr, scale_neon});
   t.add({OpKind::kUnary, kNeon, "unary.neon", supports_unary_simd, unary_neon});
   t.add({OpKind::kGlu, kNeon, "glu.neon", supports_glu_simd, glu_neon});
-  t.add({OpKind::kRmsNorm, kNeon, "rms_norm.neon", supports_rms_norm_simd, rms_norm_neon});
-  t.add({OpKind::kAddRmsNorm, kNeon, "add_rms_norm.neon", supports_add_rms_norm_simd,
-         add_rms_norm_neon});
+  simd::register_simd_kernels<simd::Neon>(t);  // simd/kernels.h
   t.add({OpKind::kRope, kNeon, "rope.neon", supports_rope_tables, rope_neon});
   t.add({OpKind::kSoftMax, kNeon, "soft_max.neon", supports_soft_max_simd, soft_max_neon});
   t.add({OpKind::kGatedDeltaNet, kNeon, "gated_delta_net.neon", supports_gated_delta_net_neon,

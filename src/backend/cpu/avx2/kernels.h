@@ -40,10 +40,6 @@ Status scale_avx2(const Op& op, const KernelContext& ctx);
 Status unary_avx2(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
 Status glu_avx2(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
 
-// norm.cc
-Status rms_norm_avx2(const Op& op, const KernelContext& ctx);
-Status add_rms_norm_avx2(const Op& op, const KernelContext& ctx);
-
 // softmax.cc
 Status soft_max_avx2(const Op& op, const KernelContext& ctx);
 

@@ -39,10 +39,6 @@ Status scale_avx512(const Op& op, const KernelContext& ctx);
 Status unary_avx512(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
 Status glu_avx512(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
 
-// norm.cc
-Status rms_norm_avx512(const Op& op, const KernelContext& ctx);
-Status add_rms_norm_avx512(const Op& op, const KernelContext& ctx);
-
 // softmax.cc
 Status soft_max_avx512(const Op& op, const KernelContext& ctx);
 

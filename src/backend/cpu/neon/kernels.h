@@ -48,10 +48,6 @@ Status scale_neon(const Op& op, const KernelContext& ctx);
 Status unary_neon(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
 Status glu_neon(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
 
-// norm.cc
-Status rms_norm_neon(const Op& op, const KernelContext& ctx);
-Status add_rms_norm_neon(const Op& op, const KernelContext& ctx);
-
 // softmax.cc
 Status soft_max_neon(const Op& op, const KernelContext& ctx);
 

@@ -1,0 +1,15 @@
+// The float kernels written once over the traits type (simd/f32x16.h),
+// compiled for the neon tier: every header they need is included first, with
+// baseline flags, then the kernel bodies inside the tier's target region.
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cpu/scalar/row_drivers.h"
+#include "backend/cpu/simd/f32x16_neon.h"
+#include "backend/cpu/simd/kernels.h"
+
+FOLIO_SIMD_BEGIN_NEON
+#include "backend/cpu/simd/norm.h"
+FOLIO_SIMD_END
+
+FOLIO_SIMD_INSTANTIATE(folio::cpu::simd::Neon)

@@ -1,0 +1,70 @@
+// The ISA traits type: one float kernel body, written once over a 16-lane
+// f32 vector, compiled for every SIMD tier of the build.
+//
+// Contract. A traits type S (simd::Avx2, simd::Avx512, simd::Neon; one header
+// each: f32x16_avx2.h, f32x16_avx512.h, f32x16_neon.h) has
+//   S::kLanes = 16            lanes per vector, the same on every tier, so a
+//                             loop's step and tail are the same code everywhere
+//   S::kTier, S::kName        the KernelTier and the name suffix ("avx2", ...)
+//   S::V                      16 f32 lanes: AVX-512 one __m512; AVX2 two __m256
+//                             halves (lanes 0-7, 8-15); NEON four float32x4_t
+//                             (lanes 0-3, 4-7, 8-11, 12-15)
+//   S::M                      which lanes of a V are live (a tail): first(n)
+// and these static functions, each lane-wise unless said otherwise:
+//   zero() set1(x) load(p) store(p, v)       full 16 lanes, unaligned
+//   first(n)                                 lanes [0, min(n, 16)) live
+//   load(p, m) store(p, v, m)                masked: dead lanes read as 0 and
+//                                            are never read or written in memory
+//   keep(v, m)                               dead lanes set to 0
+//   select(m, a, b)                          a in live lanes, b in dead ones
+//   add sub mul div min max                  one rounding each, IEEE
+//   fma(a, b, c)                             a * b + c, one rounding
+//   fnma(a, b, c)                            c - a * b, one rounding
+//   exp(v)                                   the 2-ulp exp below (same bits on
+//                                            every tier)
+//   hsum(v) hmax(v)                          one float from 16 lanes
+// and V has the operators + - * / for add sub mul div.
+//
+// Same bits on every tier: lane i of every operation does the same IEEE
+// operation on every tier, and the reductions combine lanes in one fixed
+// order, AVX-512's: lanes i and i + 8, then i and i + 4, i and i + 2, i and
+// i + 1 (hsum); AVX2 adds its two halves first and NEON its q registers
+// (0 + 2, 1 + 3, then the two) to get there. exp is the Cody-Waite, degree-7
+// Taylor exp of each tier, which give the same bits (AVX-512 scales by 2^n
+// with vscalefps, the others by two exact power-of-two factors: both round
+// once). A kernel written over S thus gives the same bytes on each tier.
+//
+// Adding an op: a static function in each of the three headers (same lane
+// semantics on all three; a reduction in the fixed order above), listed
+// here. An op that cannot give the same bits on every tier (a hardware
+// approximation, another reduction order) does not belong here.
+//
+// Compiling a kernel body per tier. The body is a header of templates over
+// S (e.g. simd/norm.h), with no target attribute of its own. A tier's
+// simd_kernels.cc (avx2/, avx512/, neon/) includes the standard and project
+// headers first, then the body headers between FOLIO_SIMD_BEGIN_<TIER> and
+// FOLIO_SIMD_END: GCC's `#pragma GCC target` gives every function defined
+// in between (templates, their lambdas) that tier's instructions, so the
+// always_inline traits functions inline into them; code defined outside
+// (the standard library, the drivers under scalar/) keeps the baseline and
+// cannot leak AVX into shared inline functions. Then it explicitly
+// instantiates the entry points for its S (FOLIO_SIMD_INSTANTIATE, simd/
+// kernels.h), and the tier's register_*.cc calls register_simd_kernels<S>
+// (simd/kernels.h): the one list of these kernels, their names and
+// `supports`. Rules for a body header: only templates over S (a non-template
+// function compiled in two tiers' regions would be one symbol with two
+// targets); no standard headers inside the region; NEON needs no target.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__x86_64__)
+#define FOLIO_SIMD_BEGIN_AVX2 _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")")
+#define FOLIO_SIMD_BEGIN_AVX512        \
+  _Pragma("GCC push_options") _Pragma( \
+      "GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\")")
+#define FOLIO_SIMD_END _Pragma("GCC pop_options")
+#else
+#define FOLIO_SIMD_BEGIN_NEON
+#define FOLIO_SIMD_END
+#endif

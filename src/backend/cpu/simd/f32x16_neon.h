@@ -1,0 +1,121 @@
+// simd::Neon, the NEON traits type of f32x16.h: 16 lanes as four q
+// registers (lanes 0-3, 4-7, 8-11, 12-15). Advanced SIMD is in the ARMv8-A
+// baseline: no target attribute. A tail (M: the live lane count) goes
+// through a zeroed 16-float buffer, so dead lanes read as 0 and their memory
+// is never touched. hsum adds q0 + q2 and q1 + q3, then the two, then lanes
+// (0 + 2, 1 + 3) and the last pair: AVX-512's order, not vaddvq's.
+#pragma once
+
+#include <arm_neon.h>
+
+#include <cstring>
+
+#include "backend/cpu/kernel.h"
+#include "backend/cpu/neon/simd.h"
+#include "backend/cpu/simd/f32x16.h"
+
+#define FOLIO_INLINE_NEON_OP __attribute__((always_inline)) inline
+
+namespace folio::cpu::simd {
+
+struct Neon {
+  static constexpr int kLanes = 16;
+  static constexpr KernelTier kTier = KernelTier::kNeon;
+  static constexpr const char* kName = "neon";
+
+  struct V {
+    float32x4_t q[4];
+    friend FOLIO_INLINE_NEON_OP V operator+(V a, V b) {
+      return {{vaddq_f32(a.q[0], b.q[0]), vaddq_f32(a.q[1], b.q[1]), vaddq_f32(a.q[2], b.q[2]),
+               vaddq_f32(a.q[3], b.q[3])}};
+    }
+    friend FOLIO_INLINE_NEON_OP V operator-(V a, V b) {
+      return {{vsubq_f32(a.q[0], b.q[0]), vsubq_f32(a.q[1], b.q[1]), vsubq_f32(a.q[2], b.q[2]),
+               vsubq_f32(a.q[3], b.q[3])}};
+    }
+    friend FOLIO_INLINE_NEON_OP V operator*(V a, V b) {
+      return {{vmulq_f32(a.q[0], b.q[0]), vmulq_f32(a.q[1], b.q[1]), vmulq_f32(a.q[2], b.q[2]),
+               vmulq_f32(a.q[3], b.q[3])}};
+    }
+    friend FOLIO_INLINE_NEON_OP V operator/(V a, V b) {
+      return {{vdivq_f32(a.q[0], b.q[0]), vdivq_f32(a.q[1], b.q[1]), vdivq_f32(a.q[2], b.q[2]),
+               vdivq_f32(a.q[3], b.q[3])}};
+    }
+  };
+  using M = int64_t;  // live lanes, 0..16
+
+  FOLIO_INLINE_NEON V zero() { return set1(0.0f); }
+  FOLIO_INLINE_NEON V set1(float x) {
+    const float32x4_t v = vdupq_n_f32(x);
+    return {{v, v, v, v}};
+  }
+  FOLIO_INLINE_NEON V load(const float* p) {
+    return {{vld1q_f32(p), vld1q_f32(p + 4), vld1q_f32(p + 8), vld1q_f32(p + 12)}};
+  }
+  FOLIO_INLINE_NEON void store(float* p, V v) {
+    vst1q_f32(p, v.q[0]);
+    vst1q_f32(p + 4, v.q[1]);
+    vst1q_f32(p + 8, v.q[2]);
+    vst1q_f32(p + 12, v.q[3]);
+  }
+  FOLIO_INLINE_NEON M first(int64_t n) { return n >= 16 ? 16 : n; }
+  FOLIO_INLINE_NEON V load(const float* p, M m) {
+    float buf[16] = {};
+    std::memcpy(buf, p, static_cast<size_t>(m) * sizeof(float));
+    return load(buf);
+  }
+  FOLIO_INLINE_NEON void store(float* p, V v, M m) {
+    float buf[16];
+    store(buf, v);
+    std::memcpy(p, buf, static_cast<size_t>(m) * sizeof(float));
+  }
+  FOLIO_INLINE_NEON V keep(V v, M m) { return select(m, v, zero()); }
+  FOLIO_INLINE_NEON V select(M m, V a, V b) {
+    static const uint32_t kIota[4] = {0, 1, 2, 3};
+    const uint32x4_t iota = vld1q_u32(kIota);
+    V r;
+    for (int j = 0; j < 4; ++j) {
+      const int64_t left = m - 4 * j < 0 ? 0 : m - 4 * j;
+      const uint32x4_t live = vcltq_u32(iota, vdupq_n_u32(static_cast<uint32_t>(left)));
+      r.q[j] = vbslq_f32(live, a.q[j], b.q[j]);
+    }
+    return r;
+  }
+
+  FOLIO_INLINE_NEON V add(V a, V b) { return a + b; }
+  FOLIO_INLINE_NEON V sub(V a, V b) { return a - b; }
+  FOLIO_INLINE_NEON V mul(V a, V b) { return a * b; }
+  FOLIO_INLINE_NEON V div(V a, V b) { return a / b; }
+  FOLIO_INLINE_NEON V min(V a, V b) {
+    return {{vminq_f32(a.q[0], b.q[0]), vminq_f32(a.q[1], b.q[1]), vminq_f32(a.q[2], b.q[2]),
+             vminq_f32(a.q[3], b.q[3])}};
+  }
+  FOLIO_INLINE_NEON V max(V a, V b) {
+    return {{vmaxq_f32(a.q[0], b.q[0]), vmaxq_f32(a.q[1], b.q[1]), vmaxq_f32(a.q[2], b.q[2]),
+             vmaxq_f32(a.q[3], b.q[3])}};
+  }
+  FOLIO_INLINE_NEON V fma(V a, V b, V c) {
+    return {{vfmaq_f32(c.q[0], a.q[0], b.q[0]), vfmaq_f32(c.q[1], a.q[1], b.q[1]),
+             vfmaq_f32(c.q[2], a.q[2], b.q[2]), vfmaq_f32(c.q[3], a.q[3], b.q[3])}};
+  }
+  FOLIO_INLINE_NEON V fnma(V a, V b, V c) {
+    return {{vfmsq_f32(c.q[0], a.q[0], b.q[0]), vfmsq_f32(c.q[1], a.q[1], b.q[1]),
+             vfmsq_f32(c.q[2], a.q[2], b.q[2]), vfmsq_f32(c.q[3], a.q[3], b.q[3])}};
+  }
+  FOLIO_INLINE_NEON V exp(V x) {
+    return {{neon::exp(x.q[0]), neon::exp(x.q[1]), neon::exp(x.q[2]), neon::exp(x.q[3])}};
+  }
+
+  FOLIO_INLINE_NEON float hsum(V v) {
+    const float32x4_t a = vaddq_f32(vaddq_f32(v.q[0], v.q[2]), vaddq_f32(v.q[1], v.q[3]));
+    const float32x2_t b = vadd_f32(vget_low_f32(a), vget_high_f32(a));
+    return vget_lane_f32(b, 0) + vget_lane_f32(b, 1);
+  }
+  FOLIO_INLINE_NEON float hmax(V v) {
+    const float32x4_t a = vmaxq_f32(vmaxq_f32(v.q[0], v.q[2]), vmaxq_f32(v.q[1], v.q[3]));
+    const float32x2_t b = vmax_f32(vget_low_f32(a), vget_high_f32(a));
+    return vmaxv_f32(b);
+  }
+};
+
+}  // namespace folio::cpu::simd
