@@ -104,19 +104,12 @@ FOLIO_TARGET_AVX2 void fp4_tile(int64_t k, const void* w, size_t w_stride, const
   store_tile<R, C>(acc, out, out_stride);
 }
 
-template <DType WT>
-struct Fp4Tiles {
-  template <int R, int C>
-  struct Shape {
-    static constexpr FixedTileFn run = &fp4_tile<WT, R, C>;
-  };
-};
-
 }  // namespace
 
 MatMulSpec fp4_mul_mat_spec_avx2(DType w) {
   const DotTileFn tile =
-      dot_tile_for<Fp4Tiles, kQuantTileRows, kQuantTileCols, DType::MXFP4, DType::NVFP4>(w);
+      dot_tile_for<kQuantTileRows, kQuantTileCols, DType::MXFP4, DType::NVFP4>(
+          w, [](auto wt, auto r, auto c) -> FixedTileFn { return &fp4_tile<wt(), r(), c()>; });
   FOLIO_CHECK_MSG(tile != nullptr, "fp4 spec for {}", dtype_name(w));
   return {ActFormat::kQ8_0, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_0_avx2};
 }

@@ -389,17 +389,18 @@ FOLIO_TARGET_AVX512 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, 
 
 // ---------------------------------------------------------------- dispatch
 
-template <DType WT>
-struct KQuantTiles {
-  template <int R, int C>
-  struct Shape {
-    static constexpr FixedTileFn run = WT == DType::Q2_K   ? &q23_k_tile<false, R, C>
-                                       : WT == DType::Q3_K ? &q23_k_tile<true, R, C>
-                                       : WT == DType::Q4_K ? &q45_k_tile<false, R, C>
-                                       : WT == DType::Q5_K ? &q45_k_tile<true, R, C>
-                                       : WT == DType::Q6_K ? &q6_k_tile<R, C>
-                                                           : &iq4_xs_tile<R, C>;
-  };
+// The tile of each K-quant type and shape.
+constexpr auto kquant_pick = [](auto wt, auto r, auto c) -> FixedTileFn {
+  constexpr DType kW = wt();
+  if constexpr (kW == DType::Q2_K || kW == DType::Q3_K) {
+    return &q23_k_tile<kW == DType::Q3_K, r(), c()>;
+  } else if constexpr (kW == DType::Q4_K || kW == DType::Q5_K) {
+    return &q45_k_tile<kW == DType::Q5_K, r(), c()>;
+  } else if constexpr (kW == DType::Q6_K) {
+    return &q6_k_tile<r(), c()>;
+  } else {
+    return &iq4_xs_tile<r(), c()>;
+  }
 };
 
 }  // namespace
@@ -408,15 +409,15 @@ struct KQuantTiles {
 // on, the wide one.
 MatMulSpec kquant_mul_mat_spec_avx512(DType w, int64_t m) {
   if (m >= avx512::kWideMinCols) {
-    if (DotTileFn wide = dot_tile_for<KQuantTiles, avx512::kWideTileRows, avx512::kWideTileCols,
-                                      DType::Q4_K, DType::Q5_K, DType::Q6_K>(w)) {
+    if (DotTileFn wide = dot_tile_for<avx512::kWideTileRows, avx512::kWideTileCols, DType::Q4_K,
+                                      DType::Q5_K, DType::Q6_K>(w, kquant_pick)) {
       return {ActFormat::kQ8_K, avx512::kWideTileRows, avx512::kWideTileCols, wide,
               &quantize_act_q8_k_avx512};
     }
   }
   const DotTileFn tile =
-      dot_tile_for<KQuantTiles, kQuantTileRows, kQuantTileCols, DType::Q2_K, DType::Q3_K,
-                   DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS>(w);
+      dot_tile_for<kQuantTileRows, kQuantTileCols, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                   DType::Q5_K, DType::Q6_K, DType::IQ4_XS>(w, kquant_pick);
   FOLIO_CHECK_MSG(tile != nullptr, "no avx512 quantized mul_mat tile for {}", dtype_name(w));
   return {ActFormat::kQ8_K, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_k_avx512};
 }

@@ -204,20 +204,14 @@ FOLIO_TARGET_AVX512 void legacy_tile(int64_t k, const void* w, size_t w_stride, 
   store_tile<R, C>(acc, out, out_stride);
 }
 
-template <DType WT>
-struct LegacyTiles {
-  template <int R, int C>
-  struct Shape {
-    static constexpr FixedTileFn run = &legacy_tile<WT, R, C>;
-  };
-};
-
 }  // namespace
 
 MatMulSpec quant_mul_mat_spec_avx512(DType w, int64_t m) {
-  if (DotTileFn tile =
-          dot_tile_for<LegacyTiles, kQuantTileRows, kQuantTileCols, DType::Q8_0, DType::Q4_0,
-                       DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL>(w)) {
+  const DotTileFn tile =
+      dot_tile_for<kQuantTileRows, kQuantTileCols, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                   DType::Q5_0, DType::Q5_1, DType::IQ4_NL>(
+          w, [](auto wt, auto r, auto c) -> FixedTileFn { return &legacy_tile<wt(), r(), c()>; });
+  if (tile != nullptr) {
     return {ActFormat::kQ8_0, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_0_avx512};
   }
   return kquant_mul_mat_spec_avx512(w, m);

@@ -4,8 +4,8 @@
 // a fixed-shape template instance, the lookup from a weight type to its
 // tile among the types a file handles, the row pointers of a tile, the
 // format facts of the 32-element blocks and the scalar unpacking of the
-// K-quant scale bytes (quant/blocks.h). Portable code: no target attribute; the tiles the tables
-// point at carry their tier's.
+// K-quant scale bytes (quant/blocks.h). Portable code: no target attribute;
+// the tiles the tables point at carry their tier's.
 #pragma once
 
 #include <array>
@@ -37,18 +37,31 @@ constexpr std::array<FixedTileFn, sizeof...(I)> table(std::integer_sequence<int,
 template <template <int, int> class Tile, int Rows, int Cols>
 void dot_tile_table(int64_t k, const void* w, size_t w_stride, int nr, const void* x,
                     size_t x_stride, int nc, float* out, size_t out_stride) {
-  static constexpr std::array<FixedTileFn, Rows* Cols> kFns =
+  static constexpr std::array<FixedTileFn, Rows * Cols> kFns =
       quant_tile_detail::table<Tile, Cols>(std::make_integer_sequence<int, Rows * Cols>{});
   kFns[static_cast<size_t>((nr - 1) * Cols + (nc - 1))](k, w, w_stride, x, x_stride, out,
                                                         out_stride);
 }
 
-// The Rows x Cols dot_tile_table of Family<w>::Shape if w is one of Ws,
-// else nullptr.
-template <template <DType> class Family, int Rows, int Cols, DType... Ws>
-DotTileFn dot_tile_for(DType w) {
+namespace quant_tile_detail {
+template <typename Pick, DType W>
+struct Picked {
+  template <int R, int C>
+  struct Shape {
+    static constexpr FixedTileFn run = Pick{}(DTypeConstant<W>{}, std::integral_constant<int, R>{},
+                                              std::integral_constant<int, C>{});
+  };
+};
+}  // namespace quant_tile_detail
+
+// The Rows x Cols dot_tile_table of weight type w if w is one of Ws, else
+// nullptr; pick(w, r, c) (a captureless lambda over compile-time constants)
+// names the tile of each shape.
+template <int Rows, int Cols, DType... Ws, typename Pick>
+DotTileFn dot_tile_for(DType w, Pick) {
   return dtype_switch<Ws...>(w, [](auto wt) -> DotTileFn {
-    return &dot_tile_table<Family<decltype(wt)::value>::template Shape, Rows, Cols>;
+    return &dot_tile_table<quant_tile_detail::Picked<Pick, decltype(wt)::value>::template Shape,
+                           Rows, Cols>;
   });
 }
 
