@@ -265,7 +265,7 @@ TEST(SimdTiers, Avx2AndAvx512GiveTheSameBytes) {
     for (float& v : a) v = dist(rng);
     for (float& v : b) v = dist(rng);
     for (float& v : w) v = dist(rng);
-    std::vector<Op> ops(2);
+    std::vector<Op> ops(8);
     ops[0].kind = OpKind::kRmsNorm;
     ops[0].params = RmsNormParams{1e-6f};
     ops[0].src[1] = view(w, {n});
@@ -273,6 +273,20 @@ TEST(SimdTiers, Avx2AndAvx512GiveTheSameBytes) {
     ops[1].params = RmsNormParams{1e-5f};
     ops[1].src[1] = view(b, {n, rows});
     ops[1].src[2] = view(w, {n});
+    ops[2].kind = OpKind::kSoftMax;
+    ops[2].params = SoftMaxParams{0.7f};
+    ops[3].kind = OpKind::kGlu;
+    ops[3].params = GluParams{GluKind::kSwiGlu, false};
+    ops[3].src[1] = view(b, {n, rows});
+    ops[4].kind = OpKind::kGlu;
+    ops[4].params = GluParams{GluKind::kSwiGluOai, false};
+    ops[4].src[1] = view(b, {n, rows});
+    ops[5].kind = OpKind::kUnary;
+    ops[5].params = UnaryParams{UnaryKind::kGelu};
+    ops[6].kind = OpKind::kScale;
+    ops[6].params = ScaleParams{1.5f, -0.25f};
+    ops[7].kind = OpKind::kMul;
+    ops[7].src[1] = view(w, {n});
     for (Op& op : ops) {
       op.src[0] = view(a, {n, rows});
       std::vector<float> y1(a.size()), y2(a.size()), s1(a.size()), s2(a.size());

@@ -44,14 +44,8 @@ void register_avx2_kernels(KernelTable& t) {
     t.add({OpKind::kMulMat, kTier, w.mul_mat, w.supports, mul_mat_avx2});
     t.add({OpKind::kMulMatId, kTier, w.mul_mat_id, w.supports, mul_mat_id_avx2});
   }
-  t.add({OpKind::kAdd, kTier, "add.avx2", nullptr, add_avx2});
-  t.add({OpKind::kMul, kTier, "mul.avx2", nullptr, mul_avx2});
-  t.add({OpKind::kScale, kTier, "scale.avx2", nullptr, scale_avx2});
-  t.add({OpKind::kUnary, kTier, "unary.avx2", supports_unary_simd, unary_avx2});
-  t.add({OpKind::kGlu, kTier, "glu.avx2", supports_glu_simd, glu_avx2});
   simd::register_simd_kernels<simd::Avx2>(t);  // simd/kernels.h
   t.add({OpKind::kRope, kTier, "rope.avx2", supports_rope_tables, rope_avx2});
-  t.add({OpKind::kSoftMax, kTier, "soft_max.avx2", supports_soft_max_simd, soft_max_avx2});
   // Chunked form first: it takes long sequences (T >= 256, allow_chunked);
   // the bit-identical token-by-token kernel takes the rest.
   t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.chunked.avx2",

@@ -53,12 +53,6 @@ void register_avx512_kernels(KernelTable& t) {
     t.add({OpKind::kMulMat, kTier, w.mul_mat, w.supports, mul_mat_avx512});
     t.add({OpKind::kMulMatId, kTier, w.mul_mat_id, w.supports, mul_mat_id_avx512});
   }
-  t.add({OpKind::kAdd, kTier, "add.avx512", nullptr, add_avx512});
-  t.add({OpKind::kMul, kTier, "mul.avx512", nullptr, mul_avx512});
-  t.add({OpKind::kScale, kTier, "scale.avx512", nullptr, scale_avx512});
-  t.add({OpKind::kUnary, kTier, "unary.avx512", supports_unary_simd, unary_avx512});
-  t.add({OpKind::kGlu, kTier, "glu.avx512", supports_glu_simd, glu_avx512});
-  t.add({OpKind::kSoftMax, kTier, "soft_max.avx512", supports_soft_max_simd, soft_max_avx512});
   simd::register_simd_kernels<simd::Avx512>(t);  // simd/kernels.h
   t.add({OpKind::kRope, kTier, "rope.avx512", supports_rope_tables, rope_avx512});
   t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx512", supports_ssm_conv_avx512, ssm_conv_avx512});

@@ -47,14 +47,8 @@ void register_neon_kernels(KernelTable& t) {
          mul_mat_neon_i8mm});
   t.add({OpKind::kMulMatId, kMmla, "mul_mat_id.quant.neon_i8mm", neon_quant_weight_op,
          mul_mat_id_neon_i8mm});
-  t.add({OpKind::kAdd, kNeon, "add.neon", nullptr, add_neon});
-  t.add({OpKind::kMul, kNeon, "mul.neon", nullptr, mul_neon});
-  t.add({OpKind::kScale, kNeon, "scale.neon", nullptr, scale_neon});
-  t.add({OpKind::kUnary, kNeon, "unary.neon", supports_unary_simd, unary_neon});
-  t.add({OpKind::kGlu, kNeon, "glu.neon", supports_glu_simd, glu_neon});
   simd::register_simd_kernels<simd::Neon>(t);  // simd/kernels.h
   t.add({OpKind::kRope, kNeon, "rope.neon", supports_rope_tables, rope_neon});
-  t.add({OpKind::kSoftMax, kNeon, "soft_max.neon", supports_soft_max_simd, soft_max_neon});
   t.add({OpKind::kGatedDeltaNet, kNeon, "gated_delta_net.neon", supports_gated_delta_net_neon,
          gated_delta_net_neon});
   t.add({OpKind::kGatedDeltaNetUpdate, kNeon, "gated_delta_net_update.neon",

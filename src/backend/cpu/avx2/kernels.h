@@ -28,20 +28,11 @@ inline constexpr MatMulSpecFn mul_mat_spec_avx2 =
 inline constexpr KernelFn mul_mat_avx2 = &mul_mat_kernel<mul_mat_spec_avx2>;
 inline constexpr KernelFn mul_mat_id_avx2 = &mul_mat_id_kernel<mul_mat_spec_avx2>;
 
-// quantize_act.cc: activation rows for the integer dot kernels, bit-identical
-// to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 / BlockQ8_K.
+// simd_kernels.cc (simd/quantize_act.h): activation rows for the integer dot kernels,
+// bit-identical to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 /
+// BlockQ8_K.
 void quantize_act_q8_0_avx2(const float* x, void* dst, int64_t k);
 void quantize_act_q8_k_avx2(const float* x, void* dst, int64_t k);
-
-// elementwise.cc
-Status add_avx2(const Op& op, const KernelContext& ctx);
-Status mul_avx2(const Op& op, const KernelContext& ctx);
-Status scale_avx2(const Op& op, const KernelContext& ctx);
-Status unary_avx2(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
-Status glu_avx2(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
-
-// softmax.cc
-Status soft_max_avx2(const Op& op, const KernelContext& ctx);
 
 // rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
 Status rope_avx2(const Op& op, const KernelContext& ctx);

@@ -16,8 +16,9 @@ bool neon_quant_weight(DType w);
 enum class NeonDot { kWiden, kSdot, kSmmla };  // WidenI8, SdotI8, MmlaI8 (neon/simd.h)
 MatMulSpec quant_mul_mat_spec_neon(DType w, NeonDot dot);
 
-// quantize_act.cc: activation rows for the integer tiles, bit-identical to
-// the reference (mul_mat_tiled.h convert_act_row): Q8Row32 / BlockQ8_K.
+// simd_kernels.cc (simd/quantize_act.h): activation rows for the integer tiles,
+// bit-identical to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 /
+// BlockQ8_K.
 void quantize_act_q8_0_neon(const float* x, void* dst, int64_t k);
 void quantize_act_q8_k_neon(const float* x, void* dst, int64_t k);
 
@@ -40,16 +41,6 @@ inline constexpr KernelFn mul_mat_id_neon_dotprod =
 inline constexpr KernelFn mul_mat_neon_i8mm = &mul_mat_kernel<&mul_mat_spec_neon<NeonDot::kSmmla>>;
 inline constexpr KernelFn mul_mat_id_neon_i8mm =
     &mul_mat_id_kernel<&mul_mat_spec_neon<NeonDot::kSmmla>>;
-
-// elementwise.cc
-Status add_neon(const Op& op, const KernelContext& ctx);
-Status mul_neon(const Op& op, const KernelContext& ctx);
-Status scale_neon(const Op& op, const KernelContext& ctx);
-Status unary_neon(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
-Status glu_neon(const Op& op, const KernelContext& ctx);    // swiglu, geglu, swiglu_oai
-
-// softmax.cc
-Status soft_max_neon(const Op& op, const KernelContext& ctx);
 
 // rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
 Status rope_neon(const Op& op, const KernelContext& ctx);

@@ -17,12 +17,24 @@
 //                                            are never read or written in memory
 //   keep(v, m)                               dead lanes set to 0
 //   select(m, a, b)                          a in live lanes, b in dead ones
-//   add sub mul div min max                  one rounding each, IEEE
+//   add sub mul div min max                  one rounding each, IEEE; min /
+//                                            max with a NaN first operand
+//                                            differ (x86: the second operand,
+//                                            NEON: NaN), so a body passes the
+//                                            value that may be NaN second
 //   fma(a, b, c)                             a * b + c, one rounding
 //   fnma(a, b, c)                            c - a * b, one rounding
-//   exp(v)                                   the 2-ulp exp below (same bits on
-//                                            every tier)
+//   exp(v)                                   a 2-ulp exp (same bits on every
+//                                            tier, see below)
 //   hsum(v) hmax(v)                          one float from 16 lanes
+//   S::I: 16 int32 lanes, for the activation quantizers:
+//   max_abs(acc, x)                          max(acc, |x|), a NaN x keeps acc
+//   first_abs_equal(x, a)                    first lane with |x| == a, or -1
+//   round_away_i8(v)                         roundf, clamped to [-128, 127]
+//   round_even_max127(v)                     nearest even, at most 127
+//                                            (both: NaN -> 0)
+//   add(i, j) hsum(i) store_i8(p, i)         int32 sum; lanes as 16 bytes
+//   round_f16(x)                             a float rounded to f16 and back
 // and V has the operators + - * / for add sub mul div.
 //
 // Same bits on every tier: lane i of every operation does the same IEEE
@@ -32,7 +44,8 @@
 // (0 + 2, 1 + 3, then the two) to get there. exp is the Cody-Waite, degree-7
 // Taylor exp of each tier, which give the same bits (AVX-512 scales by 2^n
 // with vscalefps, the others by two exact power-of-two factors: both round
-// once). A kernel written over S thus gives the same bytes on each tier.
+// once). A kernel written over S thus gives the same bytes on each tier
+// (written with the operators, not FMA: the regions switch contraction off).
 //
 // Adding an op: a static function in each of the three headers (same lane
 // semantics on all three; a reduction in the fixed order above), listed
@@ -53,18 +66,27 @@
 // (simd/kernels.h): the one list of these kernels, their names and
 // `supports`. Rules for a body header: only templates over S (a non-template
 // function compiled in two tiers' regions would be one symbol with two
-// targets); no standard headers inside the region; NEON needs no target.
+// targets); no standard headers inside the region. NEON's region sets
+// only the FP contraction (below). SimdTiers.Avx2AndAvx512GiveTheSameBytes
+// (tests/backend/simd_elementwise_test.cc) checks the bytes across tiers.
 #pragma once
 
 #include <cstdint>
 
+// fp-contract=off in the region: GCC would otherwise fuse a * b + c written
+// with the operators into one FMA where its optimiser happens to see both,
+// which differs between tiers (and from the reference); S::fma is the one
+// fused operation.
 #if defined(__x86_64__)
-#define FOLIO_SIMD_BEGIN_AVX2 _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")")
-#define FOLIO_SIMD_BEGIN_AVX512        \
-  _Pragma("GCC push_options") _Pragma( \
-      "GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\")")
-#define FOLIO_SIMD_END _Pragma("GCC pop_options")
+#define FOLIO_SIMD_BEGIN_AVX2                                          \
+  _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")") \
+      _Pragma("GCC optimize(\"fp-contract=off\")")
+#define FOLIO_SIMD_BEGIN_AVX512                                                                 \
+  _Pragma("GCC push_options") _Pragma(                                                          \
+      "GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\")") \
+      _Pragma("GCC optimize(\"fp-contract=off\")")
 #else
-#define FOLIO_SIMD_BEGIN_NEON
-#define FOLIO_SIMD_END
+#define FOLIO_SIMD_BEGIN_NEON \
+  _Pragma("GCC push_options") _Pragma("GCC optimize(\"fp-contract=off\")")
 #endif
+#define FOLIO_SIMD_END _Pragma("GCC pop_options")

@@ -43,6 +43,9 @@ struct Neon {
     }
   };
   using M = int64_t;  // live lanes, 0..16
+  struct I {          // 16 int32 lanes
+    int32x4_t q[4];
+  };
 
   FOLIO_INLINE_NEON V zero() { return set1(0.0f); }
   FOLIO_INLINE_NEON V set1(float x) {
@@ -115,6 +118,52 @@ struct Neon {
     const float32x4_t a = vmaxq_f32(vmaxq_f32(v.q[0], v.q[2]), vmaxq_f32(v.q[1], v.q[3]));
     const float32x2_t b = vmax_f32(vget_low_f32(a), vget_high_f32(a));
     return vmaxv_f32(b);
+  }
+
+  // Activation quantizers (simd/quantize_act.h).
+  FOLIO_INLINE_NEON V max_abs(V acc, V x) {  // max(acc, |x|); a NaN x keeps acc
+    V r;
+    for (int k = 0; k < 4; ++k) r.q[k] = vmaxnmq_f32(acc.q[k], vabsq_f32(x.q[k]));
+    return r;
+  }
+  FOLIO_INLINE_NEON int first_abs_equal(V x, float a) {  // first lane with |x| == a, or -1
+    float buf[16];
+    store(buf, x);
+    for (int i = 0; i < 16; ++i) {
+      if (buf[i] == a || buf[i] == -a) return i;
+    }
+    return -1;
+  }
+  // roundf (FCVTAS: ties away from zero, NaN -> 0), clamped to [-128, 127].
+  FOLIO_INLINE_NEON I round_away_i8(V x) {
+    I r;
+    for (int k = 0; k < 4; ++k) {
+      r.q[k] = vminq_s32(vmaxq_s32(vcvtaq_s32_f32(x.q[k]), vdupq_n_s32(-128)), vdupq_n_s32(127));
+    }
+    return r;
+  }
+  // Round to nearest even (FCVTNS, NaN -> 0), at most 127.
+  FOLIO_INLINE_NEON I round_even_max127(V x) {
+    I r;
+    for (int k = 0; k < 4; ++k) r.q[k] = vminq_s32(vcvtnq_s32_f32(x.q[k]), vdupq_n_s32(127));
+    return r;
+  }
+  FOLIO_INLINE_NEON I add(I a, I b) {
+    I r;
+    for (int k = 0; k < 4; ++k) r.q[k] = vaddq_s32(a.q[k], b.q[k]);
+    return r;
+  }
+  FOLIO_INLINE_NEON int32_t hsum(I v) {
+    return vaddvq_s32(vaddq_s32(vaddq_s32(v.q[0], v.q[1]), vaddq_s32(v.q[2], v.q[3])));
+  }
+  // 16 lanes in [-128, 127] as 16 bytes at p.
+  FOLIO_INLINE_NEON void store_i8(int8_t* p, I v) {
+    const int16x8_t lo = vcombine_s16(vqmovn_s32(v.q[0]), vqmovn_s32(v.q[1]));
+    const int16x8_t hi = vcombine_s16(vqmovn_s32(v.q[2]), vqmovn_s32(v.q[3]));
+    vst1q_s8(p, vcombine_s8(vqmovn_s16(lo), vqmovn_s16(hi)));
+  }
+  FOLIO_INLINE_NEON float round_f16(float x) {  // x rounded to f16 (RNE) and back
+    return static_cast<float>(static_cast<float16_t>(x));
   }
 };
 
