@@ -33,6 +33,7 @@
 
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/packed/packed_kernels.h"
+#include "backend/cpu/scalar/dtype_switch.h"
 #include "core/target.h"
 #include "quant/blocks.h"
 #include "quant/repack.h"
@@ -222,20 +223,8 @@ FOLIO_TARGET_AMX void amx_panel(int64_t k, const void* panel, const void* x, siz
 }
 
 PackedSpec amx_spec(DType packed) {
-  PanelFn f = nullptr;
-  switch (packed) {
-    case DType::Q4_0_X16:
-      f = &amx_panel<DType::Q4_0_X16>;
-      break;
-    case DType::Q5_0_X16:
-      f = &amx_panel<DType::Q5_0_X16>;
-      break;
-    case DType::Q8_0_X16:
-      f = &amx_panel<DType::Q8_0_X16>;
-      break;
-    default:
-      break;
-  }
+  const PanelFn f = dtype_switch<DType::Q4_0_X16, DType::Q5_0_X16, DType::Q8_0_X16>(
+      packed, [](auto p) -> PanelFn { return &amx_panel<decltype(p)::value>; });
   return {ActFormat::kQ8_0, f, legacy_decode_avx512(packed), &quantize_act_q8_0_avx512};
 }
 

@@ -15,15 +15,18 @@ namespace folio::cpu {
 // Q5_0, Q5_1, IQ4_NL) and forwards the super-block types to
 // kquant_mul_mat_spec_avx2 (mul_mat_kquant.cc: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
 // IQ4_XS) and the FP4 types to fp4_mul_mat_spec_avx2 (mul_mat_fp4.cc:
-// MXFP4, NVFP4).
-MatMulSpec float_mul_mat_spec_avx2(DType w, int64_t m);  // m: activation rows of the op
-MatMulSpec quant_mul_mat_spec_avx2(DType w);
+// MXFP4, NVFP4). m: activation rows of the op (the quantized tiles do not
+// depend on it).
+MatMulSpec float_mul_mat_spec_avx2(DType w, int64_t m);
+MatMulSpec quant_mul_mat_spec_avx2(DType w, int64_t m);
 MatMulSpec kquant_mul_mat_spec_avx2(DType w);
 MatMulSpec fp4_mul_mat_spec_avx2(DType w);
 
-// mul_mat.cc: every weight type above.
-Status mul_mat_avx2(const Op& op, const KernelContext& ctx);
-Status mul_mat_id_avx2(const Op& op, const KernelContext& ctx);
+// mul_mat / mul_mat_id for every weight type above (scalar/mul_mat_tiled.h).
+inline constexpr MatMulSpecFn mul_mat_spec_avx2 =
+    &float_or_quant_spec<&float_mul_mat_spec_avx2, &quant_mul_mat_spec_avx2>;
+inline constexpr KernelFn mul_mat_avx2 = &mul_mat_kernel<mul_mat_spec_avx2>;
+inline constexpr KernelFn mul_mat_id_avx2 = &mul_mat_id_kernel<mul_mat_spec_avx2>;
 
 // simd_kernels.cc (simd/quantize_act.h): activation rows for the integer dot kernels,
 // bit-identical to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 /

@@ -25,6 +25,7 @@
 #include "backend/cpu/avx2/mul_mat_quant.h"
 #include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/scalar/quant_tile.h"
 #include "core/check.h"
 #include "quant/blocks.h"
 
@@ -66,9 +67,8 @@ FOLIO_TARGET_AVX2 void fp4_tile(int64_t k, const void* w, size_t w_stride, const
   const int64_t nb = k / kQK;
   const unsigned char* wr[R];
   Q8Row32 xr[C];
-  for (int r = 0; r < R; ++r) wr[r] = static_cast<const unsigned char*>(w) + r * w_stride;
-  for (int c = 0; c < C; ++c)
-    xr[c] = q8row32(static_cast<const unsigned char*>(x) + c * x_stride, k);
+  tile_row_ptrs(w, w_stride, wr);
+  tile_q8_rows(x, x_stride, k, xr);
   __m256 acc[R][C];
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
@@ -104,26 +104,14 @@ FOLIO_TARGET_AVX2 void fp4_tile(int64_t k, const void* w, size_t w_stride, const
   store_tile<R, C>(acc, out, out_stride);
 }
 
-template <int R, int C>
-FOLIO_TARGET_AVX2 void mxfp4_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                  float* out, size_t os) {
-  fp4_tile<DType::MXFP4, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX2 void nvfp4_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                  float* out, size_t os) {
-  fp4_tile<DType::NVFP4, R, C>(k, w, ws, x, xs, out, os);
-}
-
-FOLIO_AVX2_QUANT_TILE_FN(mxfp4_tile_any, mxfp4_tile)
-FOLIO_AVX2_QUANT_TILE_FN(nvfp4_tile_any, nvfp4_tile)
-
 }  // namespace
 
 MatMulSpec fp4_mul_mat_spec_avx2(DType w) {
-  FOLIO_CHECK_MSG(w == DType::MXFP4 || w == DType::NVFP4, "fp4 spec for {}", dtype_name(w));
-  return {ActFormat::kQ8_0, kQuantTileRows, kQuantTileCols,
-          w == DType::MXFP4 ? &mxfp4_tile_any : &nvfp4_tile_any, &quantize_act_q8_0_avx2};
+  const DotTileFn tile =
+      dot_tile_for<kQuantTileRows, kQuantTileCols, DType::MXFP4, DType::NVFP4>(
+          w, [](auto wt, auto r, auto c) -> FixedTileFn { return &fp4_tile<wt(), r(), c()>; });
+  FOLIO_CHECK_MSG(tile != nullptr, "fp4 spec for {}", dtype_name(w));
+  return {ActFormat::kQ8_0, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_0_avx2};
 }
 
 }  // namespace folio::cpu

@@ -27,6 +27,7 @@
 // Tile: 2 weight rows x 2 activation rows. Integer sums are exact and each
 // output's f32 accumulation order depends only on K, never on the tile shape
 // or the thread count.
+#include <array>
 #include <cstring>
 #include <type_traits>
 
@@ -34,6 +35,7 @@
 #include "backend/cpu/avx2/mul_mat_quant.h"
 #include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/scalar/quant_tile.h"
 #include "core/check.h"
 #include "quant/blocks.h"
 
@@ -72,13 +74,8 @@ struct TileRows {
 
   FOLIO_TARGET_AVX2 TileRows(const void* wp, size_t w_stride, const void* xp, size_t x_stride)
       : pf(R * w_stride) {
-    for (int r = 0; r < R; ++r) {
-      w[r] = reinterpret_cast<const Block*>(static_cast<const unsigned char*>(wp) + r * w_stride);
-    }
-    for (int c = 0; c < C; ++c) {
-      x[c] =
-          reinterpret_cast<const BlockQ8_K*>(static_cast<const unsigned char*>(xp) + c * x_stride);
-    }
+    tile_row_ptrs(wp, w_stride, w);
+    tile_row_ptrs(xp, x_stride, x);
     for (int r = 0; r < R; ++r) {
       for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     }
@@ -95,27 +92,6 @@ FOLIO_INLINE_AVX2 __m256i bsums_of(const BlockQ8_K& xb) {
 
 // ---------------------------------------------------------------- Q4_K, Q5_K
 
-// The 8 six-bit scales and mins of a Q4_K / Q5_K super-block, as bytes
-// (format facts in quant/blocks.h: bytes 0-3 / 4-7 hold scales / mins 0-3 in
-// their low 6 bits and the top 2 bits of scales / mins 4-7; bytes 8-11 the
-// low nibbles of scales 4-7 and, above them, of mins 4-7).
-struct ScalesMins {
-  uint64_t scales;
-  uint64_t mins;
-};
-
-inline ScalesMins unpack_k4_scales(const uint8_t* s) {
-  uint32_t a, b, c;
-  std::memcpy(&a, s, 4);
-  std::memcpy(&b, s + 4, 4);
-  std::memcpy(&c, s + 8, 4);
-  const uint32_t sc_lo = a & 0x3F3F3F3F;
-  const uint32_t sc_hi = (c & 0x0F0F0F0F) | ((a >> 2) & 0x30303030);
-  const uint32_t mn_lo = b & 0x3F3F3F3F;
-  const uint32_t mn_hi = ((c >> 4) & 0x0F0F0F0F) | ((b >> 2) & 0x30303030);
-  return {static_cast<uint64_t>(sc_hi) << 32 | sc_lo, static_cast<uint64_t>(mn_hi) << 32 | mn_lo};
-}
-
 template <bool kQ5, int R, int C>
 FOLIO_TARGET_AVX2 void q45_k_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                   size_t x_stride, float* out, size_t out_stride) {
@@ -129,7 +105,7 @@ FOLIO_TARGET_AVX2 void q45_k_tile(int64_t k, const void* w, size_t w_stride, con
     uint8_t sc[R][8];
     __m256i mins[R];  // 16 i16: m0, m0, m1, m1, ... (pairs meet the 16-element bsums)
     for (int r = 0; r < R; ++r) {
-      const ScalesMins sm = unpack_k4_scales(t.w[r][sb].scales);
+      const K4ScalesMins sm = unpack_k4_scales(t.w[r][sb].scales);
       std::memcpy(sc[r], &sm.scales, 8);
       const __m128i m8 = _mm_cvtsi64_si128(static_cast<int64_t>(sm.mins));
       mins[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
@@ -249,21 +225,11 @@ FOLIO_TARGET_AVX2 void q6_k_tile(int64_t k, const void* w, size_t w_stride, cons
 
 // ---------------------------------------------------------------- Q2_K, Q3_K
 
-// The 16 signed 6-bit Q3_K scales (minus 32) as bytes: scale j has the low
-// nibble of byte j % 8 (high nibble for j >= 8) and bits 2 * (j / 4) of byte
-// 8 + j % 4 as bits 4-5.
-FOLIO_INLINE_AVX2 __m128i unpack_q3_k_scales(const uint8_t* s) {
-  uint32_t a0, a1, t;
-  std::memcpy(&a0, s, 4);
-  std::memcpy(&a1, s + 4, 4);
-  std::memcpy(&t, s + 8, 4);
-  const uint32_t m4 = 0x0F0F0F0F, m2 = 0x03030303;
-  const uint32_t s0 = (a0 & m4) | ((t & m2) << 4);
-  const uint32_t s1 = (a1 & m4) | (((t >> 2) & m2) << 4);
-  const uint32_t s2 = ((a0 >> 4) & m4) | (((t >> 4) & m2) << 4);
-  const uint32_t s3 = ((a1 >> 4) & m4) | (((t >> 6) & m2) << 4);
-  const __m128i v = _mm_setr_epi32(static_cast<int32_t>(s0), static_cast<int32_t>(s1),
-                                   static_cast<int32_t>(s2), static_cast<int32_t>(s3));
+// The 16 signed Q3_K scales (minus 32) as bytes.
+FOLIO_INLINE_AVX2 __m128i q3_k_scale_bytes(const uint8_t* s) {
+  const std::array<uint32_t, 4> u = unpack_q3_k_scales(s);
+  const __m128i v = _mm_setr_epi32(static_cast<int32_t>(u[0]), static_cast<int32_t>(u[1]),
+                                   static_cast<int32_t>(u[2]), static_cast<int32_t>(u[3]));
   return _mm_sub_epi8(v, _mm_set1_epi8(32));
 }
 
@@ -312,7 +278,7 @@ FOLIO_TARGET_AVX2 void q23_k_tile(int64_t k, const void* w, size_t w_stride, con
       qs[r] = b.qs;
       if constexpr (kQ3) {
         hm[r] = b.hmask;
-        scales[r] = _mm256_broadcastsi128_si256(unpack_q3_k_scales(b.scales));
+        scales[r] = _mm256_broadcastsi128_si256(q3_k_scale_bytes(b.scales));
       } else {
         hm[r] = nullptr;
         const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
@@ -373,12 +339,7 @@ FOLIO_TARGET_AVX2 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, co
     __m256i isum[R][C];
     int16_t sc[R][8];  // signed 6-bit group scales minus 32
     for (int r = 0; r < R; ++r) {
-      const BlockIQ4_XS& b = t.w[r][sb];
-      for (int g = 0; g < 8; ++g) {
-        const int lo = (b.scales_l[g / 2] >> (4 * (g % 2))) & 0xF;
-        const int hi = (b.scales_h >> (2 * g)) & 3;
-        sc[r][g] = static_cast<int16_t>((lo | hi << 4) - 32);
-      }
+      unpack_iq4_xs_scales(t.w[r][sb], sc[r]);
       for (int c = 0; c < C; ++c) isum[r][c] = _mm256_setzero_si256();
     }
     for (int j = 0; j < kQKK / 64; ++j) {
@@ -420,59 +381,28 @@ FOLIO_TARGET_AVX2 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, co
 
 // ---------------------------------------------------------------- dispatch
 
-template <int R, int C>
-FOLIO_TARGET_AVX2 void q2_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                 float* out, size_t os) {
-  q23_k_tile<false, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX2 void q3_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                 float* out, size_t os) {
-  q23_k_tile<true, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX2 void q4_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                 float* out, size_t os) {
-  q45_k_tile<false, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX2 void q5_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                 float* out, size_t os) {
-  q45_k_tile<true, R, C>(k, w, ws, x, xs, out, os);
-}
-
-FOLIO_AVX2_QUANT_TILE_FN(q2_k_tile_any, q2_k_tile)
-FOLIO_AVX2_QUANT_TILE_FN(q3_k_tile_any, q3_k_tile)
-FOLIO_AVX2_QUANT_TILE_FN(q4_k_tile_any, q4_k_tile)
-FOLIO_AVX2_QUANT_TILE_FN(q5_k_tile_any, q5_k_tile)
-FOLIO_AVX2_QUANT_TILE_FN(q6_k_tile_any, q6_k_tile)
-FOLIO_AVX2_QUANT_TILE_FN(iq4_xs_tile_any, iq4_xs_tile)
-
-MatMulSpec kquant_spec(DotTileFn tile) {
-  return {ActFormat::kQ8_K, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_k_avx2};
-}
+// The tile of each K-quant type and shape.
+constexpr auto kquant_pick = [](auto wt, auto r, auto c) -> FixedTileFn {
+  constexpr DType kW = wt();
+  if constexpr (kW == DType::Q2_K || kW == DType::Q3_K) {
+    return &q23_k_tile<kW == DType::Q3_K, r(), c()>;
+  } else if constexpr (kW == DType::Q4_K || kW == DType::Q5_K) {
+    return &q45_k_tile<kW == DType::Q5_K, r(), c()>;
+  } else if constexpr (kW == DType::Q6_K) {
+    return &q6_k_tile<r(), c()>;
+  } else {
+    return &iq4_xs_tile<r(), c()>;
+  }
+};
 
 }  // namespace
 
 MatMulSpec kquant_mul_mat_spec_avx2(DType w) {
-  switch (w) {
-    case DType::Q2_K:
-      return kquant_spec(&q2_k_tile_any);
-    case DType::Q3_K:
-      return kquant_spec(&q3_k_tile_any);
-    case DType::Q4_K:
-      return kquant_spec(&q4_k_tile_any);
-    case DType::Q5_K:
-      return kquant_spec(&q5_k_tile_any);
-    case DType::Q6_K:
-      return kquant_spec(&q6_k_tile_any);
-    case DType::IQ4_XS:
-      return kquant_spec(&iq4_xs_tile_any);
-    default:
-      break;
-  }
-  FOLIO_CHECK_MSG(false, "no avx2 quantized mul_mat tile for {}", dtype_name(w));
-  return {};
+  const DotTileFn tile =
+      dot_tile_for<kQuantTileRows, kQuantTileCols, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                   DType::Q5_K, DType::Q6_K, DType::IQ4_XS>(w, kquant_pick);
+  FOLIO_CHECK_MSG(tile != nullptr, "no avx2 quantized mul_mat tile for {}", dtype_name(w));
+  return {ActFormat::kQ8_K, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_k_avx2};
 }
 
 }  // namespace folio::cpu

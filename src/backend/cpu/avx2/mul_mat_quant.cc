@@ -33,6 +33,7 @@
 #include "backend/cpu/avx2/mul_mat_quant.h"
 #include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/scalar/quant_tile.h"
 #include "core/check.h"
 #include "quant/blocks.h"
 
@@ -44,48 +45,6 @@ using avx2::kQuantTileCols;
 using avx2::kQuantTileRows;
 using avx2::store_tile;
 using quant::kQK;
-
-// Per-format facts of the 32-element blocks: the block struct, the code
-// offset (0: none), whether a minimum m follows the scale, whether codes are
-// signed (then no offset).
-template <DType WT>
-struct Legacy;
-template <>
-struct Legacy<DType::Q8_0> {
-  using Block = quant::BlockQ8_0;
-  static constexpr int kOffset = 0;
-  static constexpr bool kMin = false, kSigned = true;
-};
-template <>
-struct Legacy<DType::Q4_0> {
-  using Block = quant::BlockQ4_0;
-  static constexpr int kOffset = 8;
-  static constexpr bool kMin = false, kSigned = false;
-};
-template <>
-struct Legacy<DType::Q5_0> {
-  using Block = quant::BlockQ5_0;
-  static constexpr int kOffset = 16;
-  static constexpr bool kMin = false, kSigned = false;
-};
-template <>
-struct Legacy<DType::Q4_1> {
-  using Block = quant::BlockQ4_1;
-  static constexpr int kOffset = 0;
-  static constexpr bool kMin = true, kSigned = false;
-};
-template <>
-struct Legacy<DType::Q5_1> {
-  using Block = quant::BlockQ5_1;
-  static constexpr int kOffset = 0;
-  static constexpr bool kMin = true, kSigned = false;
-};
-template <>
-struct Legacy<DType::IQ4_NL> {
-  using Block = quant::BlockIQ4_NL;
-  static constexpr int kOffset = 0;
-  static constexpr bool kMin = false, kSigned = true;
-};
 
 // Elements 0-15: low nibbles of qs, 16-31: high nibbles.
 FOLIO_INLINE_AVX2 __m256i nibbles(const uint8_t* qs) {
@@ -109,7 +68,7 @@ FOLIO_INLINE_AVX2 __m256 half_x8(const uint16_t* h) {
 
 // The 32 codes of a block, element e in byte e (signed for Q8_0 / IQ4_NL).
 template <DType WT>
-FOLIO_INLINE_AVX2 __m256i legacy_codes(const typename Legacy<WT>::Block& blk) {
+FOLIO_INLINE_AVX2 __m256i legacy_codes(const typename LegacyFormat<WT>::Block& blk) {
   if constexpr (WT == DType::Q8_0) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs));
   } else if constexpr (WT == DType::IQ4_NL) {
@@ -126,16 +85,13 @@ FOLIO_INLINE_AVX2 __m256i legacy_codes(const typename Legacy<WT>::Block& blk) {
 template <DType WT, int R, int C>
 FOLIO_TARGET_AVX2 void legacy_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                    size_t x_stride, float* out, size_t out_stride) {
-  using L = Legacy<WT>;
+  using L = LegacyFormat<WT>;
   using Block = typename L::Block;
   const int64_t nb = k / kQK;
   const Block* wr[R];
   Q8Row32 xr[C];
-  for (int r = 0; r < R; ++r) {
-    wr[r] = reinterpret_cast<const Block*>(static_cast<const unsigned char*>(w) + r * w_stride);
-  }
-  for (int c = 0; c < C; ++c)
-    xr[c] = q8row32(static_cast<const unsigned char*>(x) + c * x_stride, k);
+  tile_row_ptrs(w, w_stride, wr);
+  tile_q8_rows(x, x_stride, k, xr);
   __m256 acc[R][C];
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
@@ -187,70 +143,18 @@ FOLIO_TARGET_AVX2 void legacy_tile(int64_t k, const void* w, size_t w_stride, co
   store_tile<R, C>(acc, out, out_stride);
 }
 
-template <int R, int C>
-FOLIO_TARGET_AVX2 void q8_0_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                 float* out, size_t os) {
-  legacy_tile<DType::Q8_0, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX2 void q4_0_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                 float* out, size_t os) {
-  legacy_tile<DType::Q4_0, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX2 void q4_1_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                 float* out, size_t os) {
-  legacy_tile<DType::Q4_1, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX2 void q5_0_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                 float* out, size_t os) {
-  legacy_tile<DType::Q5_0, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX2 void q5_1_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                 float* out, size_t os) {
-  legacy_tile<DType::Q5_1, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX2 void iq4_nl_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                   float* out, size_t os) {
-  legacy_tile<DType::IQ4_NL, R, C>(k, w, ws, x, xs, out, os);
-}
-
-FOLIO_AVX2_QUANT_TILE_FN(q8_0_tile_any, q8_0_tile)
-FOLIO_AVX2_QUANT_TILE_FN(q4_0_tile_any, q4_0_tile)
-FOLIO_AVX2_QUANT_TILE_FN(q4_1_tile_any, q4_1_tile)
-FOLIO_AVX2_QUANT_TILE_FN(q5_0_tile_any, q5_0_tile)
-FOLIO_AVX2_QUANT_TILE_FN(q5_1_tile_any, q5_1_tile)
-FOLIO_AVX2_QUANT_TILE_FN(iq4_nl_tile_any, iq4_nl_tile)
-
-MatMulSpec legacy_spec(DotTileFn tile) {
-  return {ActFormat::kQ8_0, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_0_avx2};
-}
-
 }  // namespace
 
-MatMulSpec quant_mul_mat_spec_avx2(DType w) {
-  switch (w) {
-    case DType::Q8_0:
-      return legacy_spec(&q8_0_tile_any);
-    case DType::Q4_0:
-      return legacy_spec(&q4_0_tile_any);
-    case DType::Q4_1:
-      return legacy_spec(&q4_1_tile_any);
-    case DType::Q5_0:
-      return legacy_spec(&q5_0_tile_any);
-    case DType::Q5_1:
-      return legacy_spec(&q5_1_tile_any);
-    case DType::IQ4_NL:
-      return legacy_spec(&iq4_nl_tile_any);
-    case DType::MXFP4:
-    case DType::NVFP4:
-      return fp4_mul_mat_spec_avx2(w);
-    default:
-      return kquant_mul_mat_spec_avx2(w);
+MatMulSpec quant_mul_mat_spec_avx2(DType w, int64_t) {
+  const DotTileFn tile =
+      dot_tile_for<kQuantTileRows, kQuantTileCols, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                   DType::Q5_0, DType::Q5_1, DType::IQ4_NL>(
+          w, [](auto wt, auto r, auto c) -> FixedTileFn { return &legacy_tile<wt(), r(), c()>; });
+  if (tile != nullptr) {
+    return {ActFormat::kQ8_0, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_0_avx2};
   }
+  if (w == DType::MXFP4 || w == DType::NVFP4) return fp4_mul_mat_spec_avx2(w);
+  return kquant_mul_mat_spec_avx2(w);
 }
 
 }  // namespace folio::cpu

@@ -1,8 +1,9 @@
 // Helpers shared by the AVX2 quantized mul_mat tile files: mul_mat_quant.cc
-// (32-element blocks x Q8_0 activation rows) and mul_mat_kquant.cc
-// (256-element super-blocks x Q8_K activations). Both use the same tile
-// shape and the same dispatch from a (rows, columns) remainder to a template
-// instance. Everything is `static inline` with the AVX2 target attribute.
+// (32-element blocks x Q8_0 activation rows), mul_mat_fp4.cc and
+// mul_mat_kquant.cc (256-element super-blocks x Q8_K activations). They use
+// the same tile shape; the dispatch from a (rows, columns) remainder to a
+// template instance is scalar/quant_tile.h's. Everything is `static inline`
+// with the AVX2 target attribute.
 // Like the AVX-512 tiles, each block / super-block step prefetches the same
 // bytes of the next tile's rows (simd.h prefetch_span).
 #pragma once
@@ -30,10 +31,10 @@ FOLIO_INLINE_AVX2 float half_to_float(const void* p) {
 // Byte e (0..31) = `value` where bit e of `bits` is set, else 0: a byte
 // shuffle spreads byte e / 8 of the word to byte e, then bit e % 8 is tested.
 FOLIO_INLINE_AVX2 __m256i bit_bytes(uint32_t bits, char value) {
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int32_t>(bits)),
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
-                       3, 3, 3, 3, 3, 3));
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit),
                           _mm256_set1_epi8(value));
@@ -60,14 +61,3 @@ FOLIO_INLINE_AVX2 __m256i scale_pair(__m256i bytes) {
 }
 
 }  // namespace folio::cpu::avx2
-
-// Defines NAME as a DotTileFn that runs TILE<nr, nc>.
-#define FOLIO_AVX2_QUANT_TILE_FN(NAME, TILE)                                                    \
-  FOLIO_TARGET_AVX2 void NAME(int64_t k, const void* w, size_t w_stride, int nr, const void* x, \
-                              size_t x_stride, int nc, float* out, size_t out_stride) {         \
-    using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);     \
-    static constexpr Fn kTable[2][2] = {{TILE<1, 1>, TILE<1, 2>}, {TILE<2, 1>, TILE<2, 2>}};    \
-    static_assert(::folio::cpu::avx2::kQuantTileRows == 2 &&                                    \
-                  ::folio::cpu::avx2::kQuantTileCols == 2);                                     \
-    kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);                       \
-  }

@@ -275,86 +275,33 @@ FOLIO_INLINE_AVX2 void superblock(const uint8_t* s, int h, const BlockQ8_K* cons
 template <DType P, typename D>
 struct KQuant {
   static constexpr int kCols = 4;
-
-  template <int C>
-  FOLIO_TARGET_AVX2 static void cols(int64_t k, const uint8_t* panel, int h, int rows,
-                                     const uint8_t* x, size_t xs, float* out, size_t os) {
-    const int64_t nsb = k / kQKK;
-    const BlockQ8_K* xr[C];
-    __m256 acc[C];
-    for (int c = 0; c < C; ++c) {
-      xr[c] = reinterpret_cast<const BlockQ8_K*>(x + c * xs);
-      acc[c] = _mm256_setzero_ps();
-    }
-    for (int64_t sb = 0; sb < nsb; ++sb) {
-      const BlockQ8_K* xb[C];
-      for (int c = 0; c < C; ++c) xb[c] = xr[c] + sb;
-      superblock<P, D, C>(panel + sb * kSuperBytes<P>, h, xb, acc);
-    }
-    for (int c = 0; c < C; ++c) {
-      store_rows(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os) + 8 * h, acc[c],
-                 rows);
-    }
+  static constexpr int64_t kStepElems = kQKK;
+  static constexpr size_t kStepBytes = kSuperBytes<P>;
+  using XRow = const BlockQ8_K*;
+  static const BlockQ8_K* x_row(const uint8_t* x, int64_t) {
+    return reinterpret_cast<const BlockQ8_K*>(x);
   }
 
-  template <int C>
-  FOLIO_TARGET_AVX2 static void run(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
-                                    float* out, size_t os, int nr) {
-    constexpr size_t kBytes = kSuperBytes<P>;
-    const int64_t nsb = k / kQKK;
-    const BlockQ8_K* xr[C];
-    __m256 acc[2][C];
-    for (int c = 0; c < C; ++c) {
-      xr[c] = reinterpret_cast<const BlockQ8_K*>(x + c * xs);
-      acc[0][c] = acc[1][c] = _mm256_setzero_ps();
-    }
-    for (int64_t sb = 0; sb < nsb; ++sb) {
-      const BlockQ8_K* xb[C];
-      for (int c = 0; c < C; ++c) xb[c] = xr[c] + sb;
-      const uint8_t* s = panel + sb * kBytes;
-      superblock<P, D, C>(s, 0, xb, acc[0], s + 2 * kBytes);
-      superblock<P, D, C>(s, 1, xb, acc[1]);
-    }
-    avx2::store_halves<C>(acc, out, os, nr);
+  template <int C, bool kAhead>
+  FOLIO_INLINE_AVX2 void step(const uint8_t* s, int h, const BlockQ8_K* const (&xr)[C],
+                              int64_t sb, __m256 (&acc)[C]) {
+    const BlockQ8_K* xb[C];
+    for (int c = 0; c < C; ++c) xb[c] = xr[c] + sb;
+    superblock<P, D, C>(s, h, xb, acc, kAhead ? s + 2 * kStepBytes : nullptr);
   }
 };
 
-template <typename D>
-PanelFn kquant_panel(DType packed) {
-  switch (packed) {
-    case DType::Q4_K_X16:
-      return &avx2::panel_cols<KQuant<DType::Q4_K_X16, D>>;
-    case DType::Q5_K_X16:
-      return &avx2::panel_cols<KQuant<DType::Q5_K_X16, D>>;
-    case DType::Q6_K_X16:
-      return &avx2::panel_cols<KQuant<DType::Q6_K_X16, D>>;
-    default:
-      return nullptr;
-  }
-}
-
-template <typename D>
-MultiPanelFn kquant_decode(DType packed) {
-  switch (packed) {
-    case DType::Q4_K_X16:
-      return &avx2::decode_panels<KQuant<DType::Q4_K_X16, D>>;
-    case DType::Q5_K_X16:
-      return &avx2::decode_panels<KQuant<DType::Q5_K_X16, D>>;
-    case DType::Q6_K_X16:
-      return &avx2::decode_panels<KQuant<DType::Q6_K_X16, D>>;
-    default:
-      return nullptr;
-  }
-}
+using KQuantFamily =
+    avx2::PanelFamily<KQuant, DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16>;
 
 }  // namespace
 
 PanelFn kquant_panel_avx2(DType packed, Avx2Dot dot) {
-  return avx2::with_dot(dot, [&](auto d) { return kquant_panel<decltype(d)>(packed); });
+  return KQuantFamily::panel(packed, dot);
 }
 
 MultiPanelFn kquant_decode_avx2(DType packed, Avx2Dot dot) {
-  return avx2::with_dot(dot, [&](auto d) { return kquant_decode<decltype(d)>(packed); });
+  return KQuantFamily::decode(packed, dot);
 }
 
 }  // namespace folio::cpu

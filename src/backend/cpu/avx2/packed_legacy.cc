@@ -168,96 +168,33 @@ constexpr int64_t kPrefetchBlocks = 3072 / quant::x16_block_bytes(P);
 template <DType P, typename D>
 struct Legacy {
   static constexpr int kCols = 4;
+  static constexpr int64_t kStepElems = quant::kQK;
+  static constexpr size_t kStepBytes = quant::x16_block_bytes(P);
+  using XRow = Q8Row32;
+  static Q8Row32 x_row(const uint8_t* x, int64_t k) { return q8row32(x, k); }
 
-  template <int C>
-  FOLIO_TARGET_AVX2 static void cols(int64_t k, const uint8_t* panel, int h, int rows,
-                                     const uint8_t* x, size_t xs, float* out, size_t os) {
-    constexpr size_t kBlk = quant::x16_block_bytes(P);
-    const int64_t nb = k / quant::kQK;
-    Q8Row32 xr[C];
-    __m256 acc[C];
-    for (int c = 0; c < C; ++c) {
-      xr[c] = q8row32(x + c * xs, k);
-      acc[c] = _mm256_setzero_ps();
-    }
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk = panel + b * kBlk;
-      __m256i w[8];
-      unpack_half<P, D>(blk, h, w);
-      const __m256 dw = half_scales<P>(blk, h), mw = half_mins<P>(blk, h);
-      for (int c = 0; c < C; ++c) acc[c] = block_step<P, D>(acc[c], w, dw, mw, xr[c], b);
-    }
-    for (int c = 0; c < C; ++c) {
-      store_rows(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os) + 8 * h, acc[c],
-                 rows);
-    }
-  }
-
-  template <int C>
-  FOLIO_TARGET_AVX2 static void run(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
-                                    float* out, size_t os, int nr) {
-    constexpr size_t kBlk = quant::x16_block_bytes(P);
-    const int64_t nb = k / quant::kQK;
-    Q8Row32 xr[C];
-    __m256 acc[2][C];
-    for (int c = 0; c < C; ++c) {
-      xr[c] = q8row32(x + c * xs, k);
-      acc[0][c] = acc[1][c] = _mm256_setzero_ps();
-    }
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk = panel + b * kBlk;
-      avx2::prefetch_span<kBlk>(blk + kPrefetchBlocks<P> * kBlk);
-      for (int h = 0; h < 2; ++h) {
-        __m256i w[8];
-        unpack_half<P, D>(blk, h, w);
-        const __m256 dw = half_scales<P>(blk, h), mw = half_mins<P>(blk, h);
-        for (int c = 0; c < C; ++c) acc[h][c] = block_step<P, D>(acc[h][c], w, dw, mw, xr[c], b);
-      }
-    }
-    avx2::store_halves<C>(acc, out, os, nr);
+  template <int C, bool kAhead>
+  FOLIO_INLINE_AVX2 void step(const uint8_t* blk, int h, const Q8Row32 (&xr)[C], int64_t b,
+                              __m256 (&acc)[C]) {
+    if constexpr (kAhead) avx2::prefetch_span<kStepBytes>(blk + kPrefetchBlocks<P> * kStepBytes);
+    __m256i w[8];
+    unpack_half<P, D>(blk, h, w);
+    const __m256 dw = half_scales<P>(blk, h), mw = half_mins<P>(blk, h);
+    for (int c = 0; c < C; ++c) acc[c] = block_step<P, D>(acc[c], w, dw, mw, xr[c], b);
   }
 };
 
-template <typename D>
-PanelFn legacy_panel(DType packed) {
-  switch (packed) {
-    case DType::Q4_0_X16:
-      return &avx2::panel_cols<Legacy<DType::Q4_0_X16, D>>;
-    case DType::Q4_1_X16:
-      return &avx2::panel_cols<Legacy<DType::Q4_1_X16, D>>;
-    case DType::Q5_0_X16:
-      return &avx2::panel_cols<Legacy<DType::Q5_0_X16, D>>;
-    case DType::Q8_0_X16:
-      return &avx2::panel_cols<Legacy<DType::Q8_0_X16, D>>;
-    default:
-      return nullptr;
-  }
-}
-
-template <typename D>
-MultiPanelFn legacy_decode(DType packed) {
-  switch (packed) {
-    case DType::Q4_0_X16:
-      return &avx2::decode_panels<Legacy<DType::Q4_0_X16, D>>;
-    case DType::Q4_1_X16:
-      return &avx2::decode_panels<Legacy<DType::Q4_1_X16, D>>;
-    case DType::Q5_0_X16:
-      return &avx2::decode_panels<Legacy<DType::Q5_0_X16, D>>;
-    case DType::Q8_0_X16:
-      return &avx2::decode_panels<Legacy<DType::Q8_0_X16, D>>;
-    default:
-      return nullptr;
-  }
-}
+using LegacyFamily = avx2::PanelFamily<Legacy, DType::Q4_0_X16, DType::Q4_1_X16,
+                                       DType::Q5_0_X16, DType::Q8_0_X16>;
 
 }  // namespace
 
 PanelFn legacy_panel_avx2(DType packed, Avx2Dot dot) {
-  return avx2::with_dot(dot, [&](auto d) { return legacy_panel<decltype(d)>(packed); });
+  return LegacyFamily::panel(packed, dot);
 }
 
 MultiPanelFn legacy_decode_avx2(DType packed, Avx2Dot dot) {
-  return avx2::with_dot(dot, [&](auto d) { return legacy_decode<decltype(d)>(packed); });
+  return LegacyFamily::decode(packed, dot);
 }
 
 namespace {

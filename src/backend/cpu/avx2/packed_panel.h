@@ -1,27 +1,30 @@
 // What the two families of AVX2 packed panels (packed_legacy.cc,
-// packed_kquant.cc) share: the PanelFn that walks a panel's two halves of 8
-// rows in tiles of activation rows, and the MultiPanelFn (decode) that runs
-// a family's decode kernel on each of its panels in turn (packed/
-// packed_mul_mat.h). A family is a type K with
+// packed_kquant.cc) share: the loops over a panel's steps (32-element blocks
+// or 256-element super-blocks), the PanelFn that walks a panel's two halves
+// of 8 rows in tiles of activation rows, the MultiPanelFn (decode) that runs
+// a family on each of its panels in turn (packed/packed_mul_mat.h), and the
+// lookup from a packed type to these. A family is a type K with
 //   K::kCols                      activation rows per prefill tile
-//   K::template cols<C>(k, panel, h, rows, x, xs, out, os)
-//                                 C activation rows x half h of the panel
-//                                 (its first `rows` rows; out(c, r) of the
-//                                 whole panel at (char*)out + c * os + 4 r)
-//   K::template run<C>(k, panel, x, xs, out, os, nr)
-//                                 decode: C (<= 2) rows x the whole panel.
-// Decode takes one weight stream at a time, each reading ahead in its own stream: with
-// 8-lane registers, the accumulators of several panels (2 halves x rows
-// each) no longer fit, and on a Zen 3 EPYC one stream decoded faster than
-// two or four (Q4_K_X16 46 / 41 / 38 tok/s, Q4_0_X16 49 / 46 / 46 on a
-// 0.66B model, 2 threads).
+//   K::kStepElems, K::kStepBytes  elements of K and panel bytes per step
+//   K::XRow, K::x_row(x, k)       an activation row as the step reads it
+//   K::template step<C, kAhead>(blk, h, xr, b, acc)
+//                                 step b (panel bytes at blk) of half h x C
+//                                 activation rows into acc[C] (lane n: row
+//                                 8h + n); kAhead: also read ahead in the
+//                                 panel's stream (decode, half 0).
+// Decode takes one weight stream at a time, each reading ahead in its own
+// stream: with 8-lane registers, the accumulators of several panels (2
+// halves x rows each) no longer fit in registers.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "backend/cpu/avx2/int_dot.h"
 #include "backend/cpu/avx2/simd.h"
+#include "backend/cpu/packed/packed_kernels.h"
+#include "backend/cpu/scalar/dtype_switch.h"
 #include "core/target.h"
 
 namespace folio::cpu::avx2 {
@@ -52,13 +55,54 @@ FOLIO_INLINE_AVX2 void store_halves(const __m256 (&acc)[2][C], float* out, size_
   }
 }
 
+// C activation rows x half h of the panel (its first `rows` rows): out(c, r)
+// of the whole panel at (char*)out + c * os + 4 r.
+template <typename K, int C>
+FOLIO_TARGET_AVX2 void half_cols(int64_t k, const uint8_t* panel, int h, int rows,
+                                 const uint8_t* x, size_t xs, float* out, size_t os) {
+  const int64_t n = k / K::kStepElems;
+  typename K::XRow xr[C];
+  __m256 acc[C];
+  for (int c = 0; c < C; ++c) {
+    xr[c] = K::x_row(x + c * xs, k);
+    acc[c] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < n; ++b) {
+    K::template step<C, false>(panel + b * K::kStepBytes, h, xr, b, acc);
+  }
+  for (int c = 0; c < C; ++c) {
+    store_rows(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os) + 8 * h, acc[c],
+               rows);
+  }
+}
+
+// Decode: C (<= 2) activation rows x the whole panel (its first nr rows),
+// both halves per step.
+template <typename K, int C>
+FOLIO_TARGET_AVX2 void whole_panel(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
+                                   float* out, size_t os, int nr) {
+  const int64_t n = k / K::kStepElems;
+  typename K::XRow xr[C];
+  __m256 acc[2][C];
+  for (int c = 0; c < C; ++c) {
+    xr[c] = K::x_row(x + c * xs, k);
+    acc[0][c] = acc[1][c] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < n; ++b) {
+    const uint8_t* blk = panel + b * K::kStepBytes;
+    K::template step<C, true>(blk, 0, xr, b, acc[0]);
+    K::template step<C, false>(blk, 1, xr, b, acc[1]);
+  }
+  store_halves<C>(acc, out, os, nr);
+}
+
 // The last `rest` (< C) activation rows of a half panel.
 template <typename K, int C>
 FOLIO_INLINE_AVX2 void tail_cols(int rest, int64_t k, const uint8_t* panel, int h, int rows,
                                  const uint8_t* x, size_t xs, float* out, size_t os) {
   if constexpr (C > 1) {
     if (rest == C - 1) {
-      K::template cols<C - 1>(k, panel, h, rows, x, xs, out, os);
+      half_cols<K, C - 1>(k, panel, h, rows, x, xs, out, os);
     } else {
       tail_cols<K, C - 1>(rest, k, panel, h, rows, x, xs, out, os);
     }
@@ -79,8 +123,7 @@ FOLIO_TARGET_AVX2 void panel_cols(int64_t k, const void* panel, const void* x, s
     if (rows <= 0) break;
     int c = 0;
     for (; c + C <= nc; c += C) {
-      K::template cols<C>(k, p, h, rows, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os),
-                          os);
+      half_cols<K, C>(k, p, h, rows, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os);
     }
     if (c < nc) {
       tail_cols<K, C>(nc - c, k, p, h, rows, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os),
@@ -89,7 +132,7 @@ FOLIO_TARGET_AVX2 void panel_cols(int64_t k, const void* panel, const void* x, s
   }
 }
 
-// A MultiPanelFn: K::template run<C> on each of the np panels.
+// A MultiPanelFn: whole_panel on each of the np panels.
 template <typename K>
 FOLIO_TARGET_AVX2 void decode_panels(int64_t k, const void* panels, size_t pb, int np, int nr_last,
                                      const void* x, size_t xs, int nc, float* out, size_t os) {
@@ -98,11 +141,31 @@ FOLIO_TARGET_AVX2 void decode_panels(int64_t k, const void* panels, size_t pb, i
   for (int i = 0; i < np; ++i) {
     const int nr = i == np - 1 ? nr_last : 16;
     if (nc == 1) {
-      K::template run<1>(k, p + i * pb, xb, xs, out + 16 * i, os, nr);
+      whole_panel<K, 1>(k, p + i * pb, xb, xs, out + 16 * i, os, nr);
     } else {
-      K::template run<2>(k, p + i * pb, xb, xs, out + 16 * i, os, nr);
+      whole_panel<K, 2>(k, p + i * pb, xb, xs, out + 16 * i, os, nr);
     }
   }
 }
+
+// The panel and decode functions of family K<P, D> for the packed types Ps
+// (nullptr for another type), with the byte dot policy `dot` names.
+template <template <DType, typename> class K, DType... Ps>
+struct PanelFamily {
+  static PanelFn panel(DType p, Avx2Dot dot) {
+    return with_dot(dot, [p](auto d) {
+      return dtype_switch<Ps...>(p, [](auto pt) -> PanelFn {
+        return &panel_cols<K<decltype(pt)::value, decltype(d)>>;
+      });
+    });
+  }
+  static MultiPanelFn decode(DType p, Avx2Dot dot) {
+    return with_dot(dot, [p](auto d) {
+      return dtype_switch<Ps...>(p, [](auto pt) -> MultiPanelFn {
+        return &decode_panels<K<decltype(pt)::value, decltype(d)>>;
+      });
+    });
+  }
+};
 
 }  // namespace folio::cpu::avx2

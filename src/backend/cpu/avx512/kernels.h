@@ -21,9 +21,11 @@ MatMulSpec float_mul_mat_spec_avx512(DType w, int64_t m);
 MatMulSpec quant_mul_mat_spec_avx512(DType w, int64_t m);
 MatMulSpec kquant_mul_mat_spec_avx512(DType w, int64_t m);
 
-// mul_mat.cc: every weight type above.
-Status mul_mat_avx512(const Op& op, const KernelContext& ctx);
-Status mul_mat_id_avx512(const Op& op, const KernelContext& ctx);
+// mul_mat / mul_mat_id for every weight type above (scalar/mul_mat_tiled.h).
+inline constexpr MatMulSpecFn mul_mat_spec_avx512 =
+    &float_or_quant_spec<&float_mul_mat_spec_avx512, &quant_mul_mat_spec_avx512>;
+inline constexpr KernelFn mul_mat_avx512 = &mul_mat_kernel<mul_mat_spec_avx512>;
+inline constexpr KernelFn mul_mat_id_avx512 = &mul_mat_id_kernel<mul_mat_spec_avx512>;
 
 // simd_kernels.cc (simd/quantize_act.h): activation rows for the integer dot kernels,
 // bit-identical to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 /

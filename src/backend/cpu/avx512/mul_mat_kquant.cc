@@ -32,6 +32,7 @@
 // prefetches the same super-block of the next tile's rows. Integer sums are
 // exact and each output's f32 steps depend only on K, never on the tile
 // shape or the thread count.
+#include <array>
 #include <cstring>
 #include <type_traits>
 
@@ -39,6 +40,7 @@
 #include "backend/cpu/avx512/mul_mat_quant.h"
 #include "backend/cpu/avx512/simd.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/scalar/quant_tile.h"
 #include "core/check.h"
 #include "core/target.h"
 #include "quant/blocks.h"
@@ -91,27 +93,6 @@ FOLIO_INLINE_AVX512 __m512i group32_index(int first) {
 
 // ---------------------------------------------------------------- Q4_K, Q5_K
 
-// The 8 six-bit scales and mins of a Q4_K / Q5_K super-block, as bytes
-// (format facts in quant/blocks.h: bytes 0-3 / 4-7 hold scales / mins 0-3 in
-// their low 6 bits and the top 2 bits of scales / mins 4-7; bytes 8-11 the
-// low nibbles of scales 4-7 and, above them, of mins 4-7).
-struct ScalesMins {
-  uint64_t scales;
-  uint64_t mins;
-};
-
-FOLIO_INLINE_AVX512 ScalesMins unpack_k4_scales(const uint8_t* s) {
-  uint32_t a, b, c;
-  std::memcpy(&a, s, 4);
-  std::memcpy(&b, s + 4, 4);
-  std::memcpy(&c, s + 8, 4);
-  const uint32_t sc_lo = a & 0x3F3F3F3F;
-  const uint32_t sc_hi = (c & 0x0F0F0F0F) | ((a >> 2) & 0x30303030);
-  const uint32_t mn_lo = b & 0x3F3F3F3F;
-  const uint32_t mn_hi = ((c >> 4) & 0x0F0F0F0F) | ((b >> 2) & 0x30303030);
-  return {static_cast<uint64_t>(sc_hi) << 32 | sc_lo, static_cast<uint64_t>(mn_hi) << 32 | mn_lo};
-}
-
 // The scale of every i16 lane after vpackssdw of the vpdpbusd dots of two
 // chunks (a, b): in 128-bit lane k, i16 lanes 0-3 hold dot lanes 4k..4k+3 of
 // a, lanes 4-7 those of b. `group` maps (chunk 0 / 1 of the pair, k) to the
@@ -144,12 +125,8 @@ FOLIO_TARGET_AVX512 void q45_k_tile(int64_t k, const void* w, size_t w_stride, c
   const int64_t nsb = k / kQKK;
   const Block* wr[R];
   const BlockQ8_K* xr[C];
-  for (int r = 0; r < R; ++r) {
-    wr[r] = reinterpret_cast<const Block*>(static_cast<const unsigned char*>(w) + r * w_stride);
-  }
-  for (int c = 0; c < C; ++c) {
-    xr[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const unsigned char*>(x) + c * x_stride);
-  }
+  tile_row_ptrs(w, w_stride, wr);
+  tile_row_ptrs(x, x_stride, xr);
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -166,7 +143,7 @@ FOLIO_TARGET_AVX512 void q45_k_tile(int64_t k, const void* w, size_t w_stride, c
     for (int r = 0; r < R; ++r) {
       const Block& b = wr[r][sb];
       avx512::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(&b) + pf);
-      const ScalesMins sm = unpack_k4_scales(b.scales);
+      const K4ScalesMins sm = unpack_k4_scales(b.scales);
       const __m512i scales = _mm512_castsi128_si512(
           _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sm.scales))));
       const __m512i s01 = _mm512_permutexvar_epi16(idx01, scales);
@@ -210,12 +187,8 @@ FOLIO_TARGET_AVX512 void q6_k_tile(int64_t k, const void* w, size_t w_stride, co
   const int64_t nsb = k / kQKK;
   const BlockQ6_K* wr[R];
   const BlockQ8_K* xr[C];
-  for (int r = 0; r < R; ++r) {
-    wr[r] = reinterpret_cast<const BlockQ6_K*>(static_cast<const unsigned char*>(w) + r * w_stride);
-  }
-  for (int c = 0; c < C; ++c) {
-    xr[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const unsigned char*>(x) + c * x_stride);
-  }
+  tile_row_ptrs(w, w_stride, wr);
+  tile_row_ptrs(x, x_stride, xr);
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -266,21 +239,11 @@ FOLIO_TARGET_AVX512 void q6_k_tile(int64_t k, const void* w, size_t w_stride, co
 
 // ---------------------------------------------------------------- Q2_K, Q3_K
 
-// The 16 signed 6-bit Q3_K scales (minus 32) as bytes: scale j has the low
-// nibble of byte j % 8 (high nibble for j >= 8) and bits 2 * (j / 4) of byte
-// 8 + j % 4 as bits 4-5.
-FOLIO_INLINE_AVX512 __m128i unpack_q3_k_scales(const uint8_t* s) {
-  uint32_t a0, a1, t;
-  std::memcpy(&a0, s, 4);
-  std::memcpy(&a1, s + 4, 4);
-  std::memcpy(&t, s + 8, 4);
-  const uint32_t m4 = 0x0F0F0F0F, m2 = 0x03030303;
-  const uint32_t s0 = (a0 & m4) | ((t & m2) << 4);
-  const uint32_t s1 = (a1 & m4) | (((t >> 2) & m2) << 4);
-  const uint32_t s2 = ((a0 >> 4) & m4) | (((t >> 4) & m2) << 4);
-  const uint32_t s3 = ((a1 >> 4) & m4) | (((t >> 6) & m2) << 4);
-  const __m128i v = _mm_setr_epi32(static_cast<int32_t>(s0), static_cast<int32_t>(s1),
-                                   static_cast<int32_t>(s2), static_cast<int32_t>(s3));
+// The 16 signed Q3_K scales (minus 32) as bytes.
+FOLIO_INLINE_AVX512 __m128i q3_k_scale_bytes(const uint8_t* s) {
+  const std::array<uint32_t, 4> u = unpack_q3_k_scales(s);
+  const __m128i v = _mm_setr_epi32(static_cast<int32_t>(u[0]), static_cast<int32_t>(u[1]),
+                                   static_cast<int32_t>(u[2]), static_cast<int32_t>(u[3]));
   return _mm_sub_epi8(v, _mm_set1_epi8(32));
 }
 
@@ -291,12 +254,8 @@ FOLIO_TARGET_AVX512 void q23_k_tile(int64_t k, const void* w, size_t w_stride, c
   const int64_t nsb = k / kQKK;
   const Block* wr[R];
   const BlockQ8_K* xr[C];
-  for (int r = 0; r < R; ++r) {
-    wr[r] = reinterpret_cast<const Block*>(static_cast<const unsigned char*>(w) + r * w_stride);
-  }
-  for (int c = 0; c < C; ++c) {
-    xr[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const unsigned char*>(x) + c * x_stride);
-  }
+  tile_row_ptrs(w, w_stride, wr);
+  tile_row_ptrs(x, x_stride, xr);
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -310,7 +269,7 @@ FOLIO_TARGET_AVX512 void q23_k_tile(int64_t k, const void* w, size_t w_stride, c
     for (int r = 0; r < R; ++r) {
       avx512::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(wr[r] + sb) + pf);
       if constexpr (kQ3) {
-        scales[r] = _mm256_cvtepi8_epi16(unpack_q3_k_scales(wr[r][sb].scales));
+        scales[r] = _mm256_cvtepi8_epi16(q3_k_scale_bytes(wr[r][sb].scales));
       } else {
         const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wr[r][sb].scales));
         const __m128i m4 = _mm_set1_epi8(0x0F);
@@ -375,13 +334,8 @@ FOLIO_TARGET_AVX512 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, 
   const int64_t nsb = k / kQKK;
   const BlockIQ4_XS* wr[R];
   const BlockQ8_K* xr[C];
-  for (int r = 0; r < R; ++r) {
-    wr[r] =
-        reinterpret_cast<const BlockIQ4_XS*>(static_cast<const unsigned char*>(w) + r * w_stride);
-  }
-  for (int c = 0; c < C; ++c) {
-    xr[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const unsigned char*>(x) + c * x_stride);
-  }
+  tile_row_ptrs(w, w_stride, wr);
+  tile_row_ptrs(x, x_stride, xr);
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -395,13 +349,8 @@ FOLIO_TARGET_AVX512 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, 
     __m512i scales[R];  // 8 signed group scales (minus 32) as i16 in lanes 0-7
     for (int r = 0; r < R; ++r) {
       avx512::prefetch_span<sizeof(BlockIQ4_XS)>(reinterpret_cast<const char*>(wr[r] + sb) + pf);
-      const BlockIQ4_XS& b = wr[r][sb];
       alignas(16) int16_t sc[8];
-      for (int g = 0; g < 8; ++g) {
-        const int lo = (b.scales_l[g / 2] >> (4 * (g % 2))) & 0xF;
-        const int hi = (b.scales_h >> (2 * g)) & 3;
-        sc[g] = static_cast<int16_t>((lo | hi << 4) - 32);
-      }
+      unpack_iq4_xs_scales(wr[r][sb], sc);
       scales[r] = _mm512_castsi128_si512(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
       for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
     }
@@ -440,69 +389,37 @@ FOLIO_TARGET_AVX512 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, 
 
 // ---------------------------------------------------------------- dispatch
 
-template <int R, int C>
-FOLIO_TARGET_AVX512 void q2_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                   float* out, size_t os) {
-  q23_k_tile<false, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX512 void q3_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                   float* out, size_t os) {
-  q23_k_tile<true, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX512 void q4_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                   float* out, size_t os) {
-  q45_k_tile<false, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX512 void q5_k_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                   float* out, size_t os) {
-  q45_k_tile<true, R, C>(k, w, ws, x, xs, out, os);
-}
-
-FOLIO_AVX512_QUANT_TILE_FN(q2_k_tile_any, q2_k_tile)
-FOLIO_AVX512_QUANT_TILE_FN(q3_k_tile_any, q3_k_tile)
-FOLIO_AVX512_QUANT_TILE_FN(q4_k_tile_any, q4_k_tile)
-FOLIO_AVX512_QUANT_TILE_FN(q5_k_tile_any, q5_k_tile)
-FOLIO_AVX512_QUANT_TILE_FN(q6_k_tile_any, q6_k_tile)
-FOLIO_AVX512_QUANT_TILE_FN(iq4_xs_tile_any, iq4_xs_tile)
-FOLIO_AVX512_QUANT_WIDE_TILE_FN(q4_k_tile_wide, q4_k_tile)
-FOLIO_AVX512_QUANT_WIDE_TILE_FN(q5_k_tile_wide, q5_k_tile)
-FOLIO_AVX512_QUANT_WIDE_TILE_FN(q6_k_tile_wide, q6_k_tile)
-
-MatMulSpec kquant_spec(DotTileFn tile) {
-  return {ActFormat::kQ8_K, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_k_avx512};
-}
-
-// The 4 x 2 tile below kWideMinCols activation rows, else the wide one.
-MatMulSpec kquant_spec(DotTileFn tile, DotTileFn wide, int64_t m) {
-  if (m < avx512::kWideMinCols) return kquant_spec(tile);
-  return {ActFormat::kQ8_K, avx512::kWideTileRows, avx512::kWideTileCols, wide,
-          &quantize_act_q8_k_avx512};
-}
+// The tile of each K-quant type and shape.
+constexpr auto kquant_pick = [](auto wt, auto r, auto c) -> FixedTileFn {
+  constexpr DType kW = wt();
+  if constexpr (kW == DType::Q2_K || kW == DType::Q3_K) {
+    return &q23_k_tile<kW == DType::Q3_K, r(), c()>;
+  } else if constexpr (kW == DType::Q4_K || kW == DType::Q5_K) {
+    return &q45_k_tile<kW == DType::Q5_K, r(), c()>;
+  } else if constexpr (kW == DType::Q6_K) {
+    return &q6_k_tile<r(), c()>;
+  } else {
+    return &iq4_xs_tile<r(), c()>;
+  }
+};
 
 }  // namespace
 
+// The 4 x 2 tile; for Q4_K, Q5_K and Q6_K from kWideMinCols activation rows
+// on, the wide one.
 MatMulSpec kquant_mul_mat_spec_avx512(DType w, int64_t m) {
-  switch (w) {
-    case DType::Q2_K:
-      return kquant_spec(&q2_k_tile_any);
-    case DType::Q3_K:
-      return kquant_spec(&q3_k_tile_any);
-    case DType::Q4_K:
-      return kquant_spec(&q4_k_tile_any, &q4_k_tile_wide, m);
-    case DType::Q5_K:
-      return kquant_spec(&q5_k_tile_any, &q5_k_tile_wide, m);
-    case DType::Q6_K:
-      return kquant_spec(&q6_k_tile_any, &q6_k_tile_wide, m);
-    case DType::IQ4_XS:
-      return kquant_spec(&iq4_xs_tile_any);
-    default:
-      break;
+  if (m >= avx512::kWideMinCols) {
+    if (DotTileFn wide = dot_tile_for<avx512::kWideTileRows, avx512::kWideTileCols, DType::Q4_K,
+                                      DType::Q5_K, DType::Q6_K>(w, kquant_pick)) {
+      return {ActFormat::kQ8_K, avx512::kWideTileRows, avx512::kWideTileCols, wide,
+              &quantize_act_q8_k_avx512};
+    }
   }
-  FOLIO_CHECK_MSG(false, "no avx512 quantized mul_mat tile for {}", dtype_name(w));
-  return {};
+  const DotTileFn tile =
+      dot_tile_for<kQuantTileRows, kQuantTileCols, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                   DType::Q5_K, DType::Q6_K, DType::IQ4_XS>(w, kquant_pick);
+  FOLIO_CHECK_MSG(tile != nullptr, "no avx512 quantized mul_mat tile for {}", dtype_name(w));
+  return {ActFormat::kQ8_K, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_k_avx512};
 }
 
 }  // namespace folio::cpu

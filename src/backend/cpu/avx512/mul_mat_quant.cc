@@ -37,6 +37,7 @@
 #include "backend/cpu/avx512/mul_mat_quant.h"
 #include "backend/cpu/avx512/simd.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/scalar/quant_tile.h"
 #include "core/check.h"
 #include "core/target.h"
 #include "quant/blocks.h"
@@ -50,46 +51,10 @@ using avx512::kQuantTileRows;
 using avx512::store_tile;
 using quant::kQK;
 
-// Per-format facts: the block struct, the unsigned code offset, whether a
-// minimum m follows the scale.
+// The unsigned code offset vpdpbusd's operand needs: the format's, or 128
+// for the signed codes (Q8_0 quants, IQ4_NL levels), which become q + 128.
 template <DType WT>
-struct Legacy;
-template <>
-struct Legacy<DType::Q8_0> {
-  using Block = quant::BlockQ8_0;
-  static constexpr int kOffset = 128;
-  static constexpr bool kMin = false;
-};
-template <>
-struct Legacy<DType::Q4_0> {
-  using Block = quant::BlockQ4_0;
-  static constexpr int kOffset = 8;
-  static constexpr bool kMin = false;
-};
-template <>
-struct Legacy<DType::Q5_0> {
-  using Block = quant::BlockQ5_0;
-  static constexpr int kOffset = 16;
-  static constexpr bool kMin = false;
-};
-template <>
-struct Legacy<DType::Q4_1> {
-  using Block = quant::BlockQ4_1;
-  static constexpr int kOffset = 0;
-  static constexpr bool kMin = true;
-};
-template <>
-struct Legacy<DType::Q5_1> {
-  using Block = quant::BlockQ5_1;
-  static constexpr int kOffset = 0;
-  static constexpr bool kMin = true;
-};
-template <>
-struct Legacy<DType::IQ4_NL> {
-  using Block = quant::BlockIQ4_NL;
-  static constexpr int kOffset = 128;
-  static constexpr bool kMin = false;
-};
+constexpr int32_t kVnniOffset = LegacyFormat<WT>::kSigned ? 128 : LegacyFormat<WT>::kOffset;
 
 // Nibbles of blocks a and b (kPair) or of a alone, in element order:
 // [lo_a, hi_a, lo_b, hi_b] (128-bit lanes): two broadcast loads give
@@ -109,7 +74,7 @@ FOLIO_INLINE_AVX512 __m512i nibbles(const Block* blk) {
 // (upper half: anything, it meets zero activations).
 template <DType WT, bool kPair>
 FOLIO_INLINE_AVX512 __m512i legacy_codes(const unsigned char* row, int64_t b) {
-  using Block = typename Legacy<WT>::Block;
+  using Block = typename LegacyFormat<WT>::Block;
   const Block* blk = reinterpret_cast<const Block*>(row) + b;
   if constexpr (WT == DType::Q8_0) {
     const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[0].qs));
@@ -172,9 +137,9 @@ FOLIO_INLINE_AVX512 void min_scale_pairs(const Block* blk, bool pair, __m512* d,
 template <DType WT, int R, int C, bool kPair>
 FOLIO_INLINE_AVX512 void legacy_step(const unsigned char* const (&wr)[R], const Q8Row32 (&xr)[C],
                                      int64_t b, size_t pf, __m512 (&acc)[R][C]) {
-  using L = Legacy<WT>;
+  using L = LegacyFormat<WT>;
   using Block = typename L::Block;
-  constexpr int32_t kOffset = L::kOffset;
+  constexpr int32_t kOffset = kVnniOffset<WT>;
   __m512i xq[C];
   __m512 xd[C];     // [dx_b x 8, dx_b+1 x 8]
   __m512i corr[C];  // -offset * (sum of the lane's 4 x quants), per i32 lane
@@ -226,9 +191,8 @@ FOLIO_TARGET_AVX512 void legacy_tile(int64_t k, const void* w, size_t w_stride, 
   const int64_t nb = k / kQK;
   const unsigned char* wr[R];
   Q8Row32 xr[C];
-  for (int r = 0; r < R; ++r) wr[r] = static_cast<const unsigned char*>(w) + r * w_stride;
-  for (int c = 0; c < C; ++c)
-    xr[c] = q8row32(static_cast<const unsigned char*>(x) + c * x_stride, k);
+  tile_row_ptrs(w, w_stride, wr);
+  tile_q8_rows(x, x_stride, k, xr);
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -240,67 +204,17 @@ FOLIO_TARGET_AVX512 void legacy_tile(int64_t k, const void* w, size_t w_stride, 
   store_tile<R, C>(acc, out, out_stride);
 }
 
-template <int R, int C>
-FOLIO_TARGET_AVX512 void q8_0_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                   float* out, size_t os) {
-  legacy_tile<DType::Q8_0, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX512 void q4_0_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                   float* out, size_t os) {
-  legacy_tile<DType::Q4_0, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX512 void q4_1_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                   float* out, size_t os) {
-  legacy_tile<DType::Q4_1, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX512 void q5_0_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                   float* out, size_t os) {
-  legacy_tile<DType::Q5_0, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX512 void q5_1_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                   float* out, size_t os) {
-  legacy_tile<DType::Q5_1, R, C>(k, w, ws, x, xs, out, os);
-}
-template <int R, int C>
-FOLIO_TARGET_AVX512 void iq4_nl_tile(int64_t k, const void* w, size_t ws, const void* x, size_t xs,
-                                     float* out, size_t os) {
-  legacy_tile<DType::IQ4_NL, R, C>(k, w, ws, x, xs, out, os);
-}
-
-FOLIO_AVX512_QUANT_TILE_FN(q8_0_tile_any, q8_0_tile)
-FOLIO_AVX512_QUANT_TILE_FN(q4_0_tile_any, q4_0_tile)
-FOLIO_AVX512_QUANT_TILE_FN(q4_1_tile_any, q4_1_tile)
-FOLIO_AVX512_QUANT_TILE_FN(q5_0_tile_any, q5_0_tile)
-FOLIO_AVX512_QUANT_TILE_FN(q5_1_tile_any, q5_1_tile)
-FOLIO_AVX512_QUANT_TILE_FN(iq4_nl_tile_any, iq4_nl_tile)
-
-MatMulSpec legacy_spec(DotTileFn tile) {
-  return {ActFormat::kQ8_0, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_0_avx512};
-}
-
 }  // namespace
 
 MatMulSpec quant_mul_mat_spec_avx512(DType w, int64_t m) {
-  switch (w) {
-    case DType::Q8_0:
-      return legacy_spec(&q8_0_tile_any);
-    case DType::Q4_0:
-      return legacy_spec(&q4_0_tile_any);
-    case DType::Q4_1:
-      return legacy_spec(&q4_1_tile_any);
-    case DType::Q5_0:
-      return legacy_spec(&q5_0_tile_any);
-    case DType::Q5_1:
-      return legacy_spec(&q5_1_tile_any);
-    case DType::IQ4_NL:
-      return legacy_spec(&iq4_nl_tile_any);
-    default:
-      return kquant_mul_mat_spec_avx512(w, m);
+  const DotTileFn tile =
+      dot_tile_for<kQuantTileRows, kQuantTileCols, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                   DType::Q5_0, DType::Q5_1, DType::IQ4_NL>(
+          w, [](auto wt, auto r, auto c) -> FixedTileFn { return &legacy_tile<wt(), r(), c()>; });
+  if (tile != nullptr) {
+    return {ActFormat::kQ8_0, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_0_avx512};
   }
+  return kquant_mul_mat_spec_avx512(w, m);
 }
 
 }  // namespace folio::cpu

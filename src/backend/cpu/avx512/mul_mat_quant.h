@@ -1,8 +1,9 @@
 // Helpers shared by the AVX-512 quantized mul_mat tile files: mul_mat_quant.cc
 // (32-element blocks x Q8_0 activation rows) and mul_mat_kquant.cc
 // (256-element super-blocks x Q8_K activations). Both use the same tile
-// shape and the same dispatch from a (rows, columns) remainder to a template
-// instance. Everything is `static inline` with the AVX-512 target attribute.
+// shapes; the dispatch from a (rows, columns) remainder to a template
+// instance is scalar/quant_tile.h's. Everything is `static inline` with the AVX-512 target
+// attribute.
 #pragma once
 
 #include <cstddef>
@@ -47,31 +48,3 @@ FOLIO_INLINE_AVX512 void store_tile(__m512 (&acc)[R][C], float* out, size_t out_
 }
 
 }  // namespace folio::cpu::avx512
-
-// Defines NAME as a DotTileFn that runs TILE<nr, nc>.
-#define FOLIO_AVX512_QUANT_TILE_FN(NAME, TILE)                                                    \
-  FOLIO_TARGET_AVX512 void NAME(int64_t k, const void* w, size_t w_stride, int nr, const void* x, \
-                                size_t x_stride, int nc, float* out, size_t out_stride) {         \
-    using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);       \
-    static constexpr Fn kTable[4][2] = {{TILE<1, 1>, TILE<1, 2>},                                 \
-                                        {TILE<2, 1>, TILE<2, 2>},                                 \
-                                        {TILE<3, 1>, TILE<3, 2>},                                 \
-                                        {TILE<4, 1>, TILE<4, 2>}};                                \
-    static_assert(::folio::cpu::avx512::kQuantTileRows == 4 &&                                    \
-                  ::folio::cpu::avx512::kQuantTileCols == 2);                                     \
-    kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);                         \
-  }
-
-// Defines NAME as a DotTileFn for the wide tile (kWideTileRows x kWideTileCols).
-#define FOLIO_AVX512_QUANT_WIDE_TILE_FN(NAME, TILE)                                               \
-  FOLIO_TARGET_AVX512 void NAME(int64_t k, const void* w, size_t w_stride, int nr, const void* x, \
-                                size_t x_stride, int nc, float* out, size_t out_stride) {         \
-    using Fn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);       \
-    static constexpr Fn kTable[2][8] = {{TILE<1, 1>, TILE<1, 2>, TILE<1, 3>, TILE<1, 4>,          \
-                                         TILE<1, 5>, TILE<1, 6>, TILE<1, 7>, TILE<1, 8>},         \
-                                        {TILE<2, 1>, TILE<2, 2>, TILE<2, 3>, TILE<2, 4>,          \
-                                         TILE<2, 5>, TILE<2, 6>, TILE<2, 7>, TILE<2, 8>}};        \
-    static_assert(::folio::cpu::avx512::kWideTileRows == 2 &&                                     \
-                  ::folio::cpu::avx512::kWideTileCols == 8);                                      \
-    kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);                         \
-  }

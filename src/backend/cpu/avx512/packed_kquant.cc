@@ -29,9 +29,10 @@
 // at once (packed_mul_mat.h) with the same per-output steps.
 #include <cstring>
 
-#include "backend/cpu/avx512/packed_decode.h"
+#include "backend/cpu/avx512/packed_panel.h"
 #include "backend/cpu/avx512/simd.h"
 #include "backend/cpu/packed/packed_kernels.h"
+#include "backend/cpu/scalar/dtype_switch.h"
 #include "core/target.h"
 #include "quant/blocks.h"
 #include "quant/repack.h"
@@ -163,37 +164,26 @@ FOLIO_INLINE_AVX512 __m512 k4_accumulate(__m512 acc, __m512i isum, __m512i msum,
   return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, vdx), acc);
 }
 
+// One Q4_K_X16 / Q5_K_X16 super-block `s` x C activation rows.
 template <DType P, int C>
-FOLIO_TARGET_AVX512 void k4_cols(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
-                                 float* out, size_t os, __mmask16 mask) {
+FOLIO_INLINE_AVX512 void k4_superblock(const uint8_t* s, const BlockQ8_K* const (&xr)[C],
+                                       int64_t sb, __m512 (&acc)[C]) {
   constexpr size_t kBytes = P == DType::Q4_K_X16 ? quant::kQ4KxBytes : quant::kQ5KxBytes;
-  const int64_t nsb = k / kQKK;
-  const BlockQ8_K* xr[C];
-  __m512 acc[C];
-  for (int c = 0; c < C; ++c) {
-    xr[c] = reinterpret_cast<const BlockQ8_K*>(x + c * xs);
-    acc[c] = _mm512_setzero_ps();
+  __m512i isum[C], msum[C];
+  for (int c = 0; c < C; ++c) isum[c] = msum[c] = _mm512_setzero_si512();
+  for (int j = 0; j < 8; ++j) {
+    prefetch_lines(s + 2 * kBytes + j * (kBytes / 8), kBytes / 8);
+    __m512i w[8];
+    k4_codes<P>(s, j, w);
+    const __m512i sc2 = k4_scale_pairs(s, j);
+    for (int c = 0; c < C; ++c) isum[c] = k4_group_dot<P>(isum[c], w, xr[c][sb].qs + 32 * j, sc2);
   }
-  for (int64_t sb = 0; sb < nsb; ++sb) {
-    const uint8_t* s = panel + sb * kBytes;
-    __m512i isum[C], msum[C];
-    for (int c = 0; c < C; ++c) isum[c] = msum[c] = _mm512_setzero_si512();
-    for (int j = 0; j < 8; ++j) {
-      prefetch_lines(s + 2 * kBytes + j * (kBytes / 8), kBytes / 8);
-      __m512i w[8];
-      k4_codes<P>(s, j, w);
-      const __m512i sc2 = k4_scale_pairs(s, j);
-      for (int c = 0; c < C; ++c) isum[c] = k4_group_dot<P>(isum[c], w, xr[c][sb].qs + 32 * j, sc2);
-    }
-    for (int i = 0; i < 4; ++i) {
-      const __m512i mp = k4_min_pairs(s, i);
-      for (int c = 0; c < C; ++c)
-        msum[c] = _mm512_dpwssd_epi32(msum[c], mp, k4_bsum_pair(xr[c][sb], i));
-    }
-    for (int c = 0; c < C; ++c) acc[c] = k4_accumulate(acc[c], isum[c], msum[c], s, xr[c][sb].d);
+  for (int i = 0; i < 4; ++i) {
+    const __m512i mp = k4_min_pairs(s, i);
+    for (int c = 0; c < C; ++c)
+      msum[c] = _mm512_dpwssd_epi32(msum[c], mp, k4_bsum_pair(xr[c][sb], i));
   }
-  for (int c = 0; c < C; ++c)
-    _mm512_mask_storeu_ps(reinterpret_cast<uint8_t*>(out) + c * os, mask, acc[c]);
+  for (int c = 0; c < C; ++c) acc[c] = k4_accumulate(acc[c], isum[c], msum[c], s, xr[c][sb].d);
 }
 
 // The 6-bit codes (0..63) of group g of a Q6_K_X16 super-block.
@@ -240,36 +230,24 @@ FOLIO_INLINE_AVX512 __m512i q6_group_dot(__m512i isum, const __m512i (&w)[8], co
       isum, _mm512_add_epi32(_mm512_mullo_epi32(t0, sc0), _mm512_mullo_epi32(t1, sc1)));
 }
 
+// One Q6_K_X16 super-block `s` x C activation rows.
 template <int C>
-FOLIO_TARGET_AVX512 void q6_k_cols(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
-                                   float* out, size_t os, __mmask16 mask) {
-  const int64_t nsb = k / kQKK;
-  const BlockQ8_K* xr[C];
-  __m512 acc[C];
+FOLIO_INLINE_AVX512 void q6_superblock(const uint8_t* s, const BlockQ8_K* const (&xr)[C],
+                                       int64_t sb, __m512 (&acc)[C]) {
+  __m512i isum[C];
+  for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
+  for (int g = 0; g < 8; ++g) {
+    prefetch_lines(s + 2 * quant::kQ6KxBytes + g * (quant::kQ6KxBytes / 8), quant::kQ6KxBytes / 8);
+    __m512i w[8];
+    q6_codes(s, g, w);
+    const __m512i sc0 = q6_scales(s, g, 0), sc1 = q6_scales(s, g, 1);
+    for (int c = 0; c < C; ++c) isum[c] = q6_group_dot(isum[c], w, xr[c][sb], g, sc0, sc1);
+  }
+  const __m512 d = half16(s + quant::kQ6KxD);
   for (int c = 0; c < C; ++c) {
-    xr[c] = reinterpret_cast<const BlockQ8_K*>(x + c * xs);
-    acc[c] = _mm512_setzero_ps();
+    acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]),
+                             _mm512_mul_ps(d, _mm512_set1_ps(xr[c][sb].d)), acc[c]);
   }
-  for (int64_t sb = 0; sb < nsb; ++sb) {
-    const uint8_t* s = panel + sb * quant::kQ6KxBytes;
-    __m512i isum[C];
-    for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
-    for (int g = 0; g < 8; ++g) {
-      prefetch_lines(s + 2 * quant::kQ6KxBytes + g * (quant::kQ6KxBytes / 8),
-                     quant::kQ6KxBytes / 8);
-      __m512i w[8];
-      q6_codes(s, g, w);
-      const __m512i sc0 = q6_scales(s, g, 0), sc1 = q6_scales(s, g, 1);
-      for (int c = 0; c < C; ++c) isum[c] = q6_group_dot(isum[c], w, xr[c][sb], g, sc0, sc1);
-    }
-    const __m512 d = half16(s + quant::kQ6KxD);
-    for (int c = 0; c < C; ++c) {
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]),
-                               _mm512_mul_ps(d, _mm512_set1_ps(xr[c][sb].d)), acc[c]);
-    }
-  }
-  for (int c = 0; c < C; ++c)
-    _mm512_mask_storeu_ps(reinterpret_cast<uint8_t*>(out) + c * os, mask, acc[c]);
 }
 
 // Decode: C (<= 2) activation rows x NP consecutive panels, NP weight
@@ -364,80 +342,44 @@ struct KQuantMulti {
   }
 };
 
+// The prefill family (packed_panel.h): 16 rows x up to kCols activation
+// rows. 8 amortizes each group's code unpack (shifts, masks, bit planes)
+// over 8 columns; on the K = 4096 prefill shapes 8 beat 4, 6 and 12 for all
+// three layouts.
 template <DType P>
-constexpr MultiPanelFn kKQuantDecode = &avx512::decode_panels<KQuantMulti<P>>;
-
-// A tile of C activation rows: q6_k_cols, or k4_cols for the Q4_K / Q5_K layouts.
-template <DType P, int C>
-FOLIO_TARGET_AVX512 void cols(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
-                              float* out, size_t os, __mmask16 mask) {
-  if constexpr (P == DType::Q6_K_X16) {
-    q6_k_cols<C>(k, panel, x, xs, out, os, mask);
-  } else {
-    k4_cols<P, C>(k, panel, x, xs, out, os, mask);
+struct KQuantTiles {
+  static constexpr int kCols = 8;
+  static constexpr int64_t kStepElems = kQKK;
+  static constexpr size_t kStepBytes = P == DType::Q4_K_X16   ? quant::kQ4KxBytes
+                                       : P == DType::Q5_K_X16 ? quant::kQ5KxBytes
+                                                              : quant::kQ6KxBytes;
+  using XRow = const BlockQ8_K*;
+  static const BlockQ8_K* x_row(const uint8_t* x, int64_t) {
+    return reinterpret_cast<const BlockQ8_K*>(x);
   }
-}
 
-// The last `rest` (< C) activation rows.
-template <DType P, int C>
-FOLIO_INLINE_AVX512 void tail_cols(int rest, int64_t k, const uint8_t* panel, const uint8_t* x,
-                                   size_t xs, float* out, size_t os, __mmask16 mask) {
-  if constexpr (C > 1) {
-    if (rest == C - 1) {
-      cols<P, C - 1>(k, panel, x, xs, out, os, mask);
+  template <int C>
+  FOLIO_INLINE_AVX512 void step(const uint8_t* s, const BlockQ8_K* const (&xr)[C], int64_t sb,
+                                __m512 (&acc)[C]) {
+    if constexpr (P == DType::Q6_K_X16) {
+      q6_superblock<C>(s, xr, sb, acc);
     } else {
-      tail_cols<P, C - 1>(rest, k, panel, x, xs, out, os, mask);
+      k4_superblock<P, C>(s, xr, sb, acc);
     }
   }
-}
-
-// Activation rows per register tile: 8 amortizes each group's code unpack
-// (shifts, masks, bit planes) over 8 columns; measured on the K = 4096
-// prefill shapes, 8 beat 4, 6 and 12 for all three layouts.
-constexpr int kCols = 8;
-
-template <DType P>
-FOLIO_TARGET_AVX512 void kquant_panel(int64_t k, const void* panel, const void* x, size_t xs,
-                                      int nc, int nr, float* out, size_t os) {
-  constexpr int C = kCols;
-  const auto* p = static_cast<const uint8_t*>(panel);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  auto* ob = reinterpret_cast<uint8_t*>(out);
-  const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
-  int c = 0;
-  for (; c + C <= nc; c += C)
-    cols<P, C>(k, p, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os, mask);
-  if (c < nc) {
-    tail_cols<P, C>(nc - c, k, p, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os, mask);
-  }
-}
+};
 
 }  // namespace
 
 MultiPanelFn kquant_decode_avx512(DType packed) {
-  switch (packed) {
-    case DType::Q4_K_X16:
-      return kKQuantDecode<DType::Q4_K_X16>;
-    case DType::Q5_K_X16:
-      return kKQuantDecode<DType::Q5_K_X16>;
-    case DType::Q6_K_X16:
-      return kKQuantDecode<DType::Q6_K_X16>;
-    default:
-      return nullptr;
-  }
+  return dtype_switch<DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16>(
+      packed,
+      [](auto p) -> MultiPanelFn { return &avx512::decode_panels<KQuantMulti<decltype(p)::value>>; });
 }
 
 PanelFn kquant_panel_avx512(DType packed) {
-  switch (packed) {
-    case DType::Q4_K_X16:
-      return &kquant_panel<DType::Q4_K_X16>;
-    case DType::Q5_K_X16:
-      return &kquant_panel<DType::Q5_K_X16>;
-    case DType::Q6_K_X16:
-      return &kquant_panel<DType::Q6_K_X16>;
-    default:
-      return nullptr;
-  }
+  return dtype_switch<DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16>(
+      packed, [](auto p) -> PanelFn { return &avx512::panel_cols<KQuantTiles<decltype(p)::value>>; });
 }
 
 }  // namespace folio::cpu

@@ -21,9 +21,10 @@
 #include <cstring>
 
 #include "backend/cpu/avx512/kernels.h"
-#include "backend/cpu/avx512/packed_decode.h"
+#include "backend/cpu/avx512/packed_panel.h"
 #include "backend/cpu/avx512/simd.h"
 #include "backend/cpu/packed/packed_kernels.h"
+#include "backend/cpu/scalar/dtype_switch.h"
 #include "core/target.h"
 #include "quant/blocks.h"
 #include "quant/repack.h"
@@ -109,31 +110,28 @@ FOLIO_INLINE_AVX512 __m512 load_block(const uint8_t* blk, __m512i (&w)[8]) {
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + quant::x16_code_bytes(P))));
 }
 
-// C activation rows x the panel's 16 rows.
-template <DType P, int C>
-FOLIO_TARGET_AVX512 void legacy_cols(int64_t k, const uint8_t* panel, const uint8_t* x, size_t xs,
-                                     float* out, size_t os, __mmask16 mask) {
-  constexpr size_t kBlk = quant::x16_block_bytes(P);
-  const int64_t nb = k / quant::kQK;
-  Q8Row32 xr[C];
-  __m512 acc[C];
-  for (int c = 0; c < C; ++c) {
-    xr[c] = q8row32(x + c * xs, k);
-    acc[c] = _mm512_setzero_ps();
-  }
-  for (int64_t b = 0; b < nb; ++b) {
+// The prefill family (packed_panel.h): 16 rows x up to 4 activation rows.
+template <DType P>
+struct LegacyTiles {
+  static constexpr int kCols = 4;
+  static constexpr int64_t kStepElems = quant::kQK;
+  static constexpr size_t kStepBytes = quant::x16_block_bytes(P);
+  using XRow = Q8Row32;
+  static Q8Row32 x_row(const uint8_t* x, int64_t k) { return q8row32(x, k); }
+
+  template <int C>
+  FOLIO_INLINE_AVX512 void step(const uint8_t* blk, const Q8Row32 (&xr)[C], int64_t b,
+                                __m512 (&acc)[C]) {
     __m512i w[8];
-    const __m512 dw = load_block<P>(panel + b * kBlk, w);
+    const __m512 dw = load_block<P>(blk, w);
     for (int c = 0; c < C; ++c) acc[c] = block_step<P>(acc[c], w, dw, xr[c], b);
   }
-  for (int c = 0; c < C; ++c)
-    _mm512_mask_storeu_ps(reinterpret_cast<uint8_t*>(out) + c * os, mask, acc[c]);
-}
+};
 
 // Decode: C (<= 2) activation rows x NP consecutive panels, NP weight
 // streams at once (decode_streams(), core/cpu_features.h: on the AMX Xeon
 // a single stream per thread left the memory system idle; on Zen 4 one
-// stream is 15-25% faster), each output with the steps of legacy_cols.
+// stream is faster), each output with the steps of the prefill tiles.
 template <DType P>
 struct LegacyMulti {
   template <int NP, int C>
@@ -158,61 +156,17 @@ struct LegacyMulti {
   }
 };
 
-template <DType P>
-constexpr MultiPanelFn kLegacyDecode = &avx512::decode_panels<LegacyMulti<P>>;
-
-template <DType P>
-FOLIO_TARGET_AVX512 void legacy_panel(int64_t k, const void* panel, const void* x, size_t xs,
-                                      int nc, int nr, float* out, size_t os) {
-  const auto* p = static_cast<const uint8_t*>(panel);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  auto* ob = reinterpret_cast<uint8_t*>(out);
-  const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
-  int c = 0;
-  for (; c + 4 <= nc; c += 4) {
-    legacy_cols<P, 4>(k, p, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os, mask);
-  }
-  switch (nc - c) {
-    case 3:
-      legacy_cols<P, 3>(k, p, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os, mask);
-      break;
-    case 2:
-      legacy_cols<P, 2>(k, p, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os, mask);
-      break;
-    case 1:
-      legacy_cols<P, 1>(k, p, xb + c * xs, xs, reinterpret_cast<float*>(ob + c * os), os, mask);
-      break;
-    default:
-      break;
-  }
-}
-
 }  // namespace
 
 PanelFn legacy_panel_avx512(DType packed) {
-  switch (packed) {
-    case DType::Q4_0_X16:
-      return &legacy_panel<DType::Q4_0_X16>;
-    case DType::Q5_0_X16:
-      return &legacy_panel<DType::Q5_0_X16>;
-    case DType::Q8_0_X16:
-      return &legacy_panel<DType::Q8_0_X16>;
-    default:
-      return nullptr;
-  }
+  return dtype_switch<DType::Q4_0_X16, DType::Q5_0_X16, DType::Q8_0_X16>(
+      packed, [](auto p) -> PanelFn { return &avx512::panel_cols<LegacyTiles<decltype(p)::value>>; });
 }
 
 MultiPanelFn legacy_decode_avx512(DType packed) {
-  switch (packed) {
-    case DType::Q4_0_X16:
-      return kLegacyDecode<DType::Q4_0_X16>;
-    case DType::Q5_0_X16:
-      return kLegacyDecode<DType::Q5_0_X16>;
-    case DType::Q8_0_X16:
-      return kLegacyDecode<DType::Q8_0_X16>;
-    default:
-      return nullptr;
-  }
+  return dtype_switch<DType::Q4_0_X16, DType::Q5_0_X16, DType::Q8_0_X16>(
+      packed,
+      [](auto p) -> MultiPanelFn { return &avx512::decode_panels<LegacyMulti<decltype(p)::value>>; });
 }
 
 namespace {

@@ -26,13 +26,21 @@ void quantize_act_q8_k_neon(const float* x, void* dst, int64_t k);
 // IQ4_XS dequantized per block (no integer tile).
 MatMulSpec float_mul_mat_spec_neon(DType w);
 
-// mul_mat.cc: every weight type above (the tier's byte dot product).
-Status mul_mat_neon(const Op& op, const KernelContext& ctx);
-Status mul_mat_id_neon(const Op& op, const KernelContext& ctx);
-Status mul_mat_neon_dotprod(const Op& op, const KernelContext& ctx);
-Status mul_mat_id_neon_dotprod(const Op& op, const KernelContext& ctx);
-Status mul_mat_neon_i8mm(const Op& op, const KernelContext& ctx);
-Status mul_mat_id_neon_i8mm(const Op& op, const KernelContext& ctx);
+// mul_mat / mul_mat_id for every weight type above with the tier's byte dot
+// product D (scalar/mul_mat_tiled.h); the tiles do not depend on m.
+template <NeonDot D>
+MatMulSpec mul_mat_spec_neon(DType w, int64_t /*m*/) {
+  return neon_quant_weight(w) ? quant_mul_mat_spec_neon(w, D) : float_mul_mat_spec_neon(w);
+}
+inline constexpr KernelFn mul_mat_neon = &mul_mat_kernel<&mul_mat_spec_neon<NeonDot::kWiden>>;
+inline constexpr KernelFn mul_mat_id_neon = &mul_mat_id_kernel<&mul_mat_spec_neon<NeonDot::kWiden>>;
+inline constexpr KernelFn mul_mat_neon_dotprod =
+    &mul_mat_kernel<&mul_mat_spec_neon<NeonDot::kSdot>>;
+inline constexpr KernelFn mul_mat_id_neon_dotprod =
+    &mul_mat_id_kernel<&mul_mat_spec_neon<NeonDot::kSdot>>;
+inline constexpr KernelFn mul_mat_neon_i8mm = &mul_mat_kernel<&mul_mat_spec_neon<NeonDot::kSmmla>>;
+inline constexpr KernelFn mul_mat_id_neon_i8mm =
+    &mul_mat_id_kernel<&mul_mat_spec_neon<NeonDot::kSmmla>>;
 
 // rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
 Status rope_neon(const Op& op, const KernelContext& ctx);

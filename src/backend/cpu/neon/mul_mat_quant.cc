@@ -30,6 +30,7 @@
 #include "backend/cpu/neon/kernels.h"
 #include "backend/cpu/neon/simd.h"
 #include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/scalar/quant_tile.h"
 #include "core/check.h"
 #include "quant/blocks.h"
 
@@ -43,17 +44,6 @@ using quant::kQKK;
 
 constexpr int kTileRows = 2;
 constexpr int kTileCols = 2;
-
-using TileFn = void (*)(int64_t, const void*, size_t, const void*, size_t, float*, size_t);
-
-// A DotTileFn over the template instances Tile<R, C> (R, C <= 2).
-template <template <int, int> class Tile>
-void tile_any(int64_t k, const void* w, size_t w_stride, int nr, const void* x, size_t x_stride,
-              int nc, float* out, size_t out_stride) {
-  static constexpr TileFn kTable[2][2] = {{Tile<1, 1>::run, Tile<1, 2>::run},
-                                          {Tile<2, 1>::run, Tile<2, 2>::run}};
-  kTable[nr - 1][nc - 1](k, w, w_stride, x, x_stride, out, out_stride);
-}
 
 template <int R, int C>
 void store(const float (&acc)[R][C], float* out, size_t out_stride) {
@@ -93,39 +83,6 @@ inline constexpr bool kTile2x2 = neon::kHasDot2x2<D> && R == 2 && C == 2;
 
 // ------------------------------------------------------- 32-element blocks
 
-template <DType WT>
-struct Legacy;
-template <>
-struct Legacy<DType::Q8_0> {
-  using Block = quant::BlockQ8_0;
-  static constexpr bool kMin = false;
-};
-template <>
-struct Legacy<DType::Q4_0> {
-  using Block = quant::BlockQ4_0;
-  static constexpr bool kMin = false;
-};
-template <>
-struct Legacy<DType::Q5_0> {
-  using Block = quant::BlockQ5_0;
-  static constexpr bool kMin = false;
-};
-template <>
-struct Legacy<DType::Q4_1> {
-  using Block = quant::BlockQ4_1;
-  static constexpr bool kMin = true;
-};
-template <>
-struct Legacy<DType::Q5_1> {
-  using Block = quant::BlockQ5_1;
-  static constexpr bool kMin = true;
-};
-template <>
-struct Legacy<DType::IQ4_NL> {
-  using Block = quant::BlockIQ4_NL;
-  static constexpr bool kMin = false;
-};
-
 // Byte e of the result = 0x10 where bit (base + e) of the u32 at qh is set.
 FOLIO_INLINE_NEON uint8x16_t fifth_bits(const uint8_t* qh, int base) {
   uint32_t bits;
@@ -140,7 +97,7 @@ FOLIO_INLINE_NEON uint8x16_t fifth_bits(const uint8_t* qh, int base) {
 // The 32 codes of a block as signed bytes (offsets removed): elements 0-15
 // in c0, 16-31 in c1.
 template <DType WT>
-FOLIO_INLINE_NEON void legacy_codes(const typename Legacy<WT>::Block& blk, int8x16_t& c0,
+FOLIO_INLINE_NEON void legacy_codes(const typename LegacyFormat<WT>::Block& blk, int8x16_t& c0,
                                     int8x16_t& c1) {
   if constexpr (WT == DType::Q8_0) {
     c0 = vld1q_s8(blk.qs);
@@ -177,16 +134,12 @@ struct LegacyTile {
   struct Shape {
     static void run(int64_t k, const void* w, size_t w_stride, const void* x, size_t x_stride,
                     float* out, size_t out_stride) {
-      using L = Legacy<WT>;
+      using L = LegacyFormat<WT>;
       using Block = typename L::Block;
       const Block* wr[R];
       Q8Row32 xr[C];
-      for (int r = 0; r < R; ++r) {
-        wr[r] = reinterpret_cast<const Block*>(static_cast<const unsigned char*>(w) + r * w_stride);
-      }
-      for (int c = 0; c < C; ++c) {
-        xr[c] = q8row32(static_cast<const unsigned char*>(x) + c * x_stride, k);
-      }
+      tile_row_ptrs(w, w_stride, wr);
+      tile_q8_rows(x, x_stride, k, xr);
       float acc[R][C] = {};
       for (int64_t b = 0; b < k / kQK; ++b) {
         int8x16_t x0[C], x1[C];
@@ -239,10 +192,8 @@ struct Fp4Tile {
                     float* out, size_t out_stride) {
       const unsigned char* wr[R];
       Q8Row32 xr[C];
-      for (int r = 0; r < R; ++r) wr[r] = static_cast<const unsigned char*>(w) + r * w_stride;
-      for (int c = 0; c < C; ++c) {
-        xr[c] = q8row32(static_cast<const unsigned char*>(x) + c * x_stride, k);
-      }
+      tile_row_ptrs(w, w_stride, wr);
+      tile_q8_rows(x, x_stride, k, xr);
       const int8x16_t table = vld1q_s8(quant::kFP4Values);
       const uint8x16_t m4 = vdupq_n_u8(0x0F);
       float acc[R][C] = {};
@@ -501,26 +452,29 @@ struct Q6KTile {
 
 template <class D>
 DotTileFn legacy_tile_for(DType w) {
-  switch (w) {
-    case DType::Q8_0: return &tile_any<LegacyTile<D, DType::Q8_0>::template Shape>;
-    case DType::Q4_0: return &tile_any<LegacyTile<D, DType::Q4_0>::template Shape>;
-    case DType::Q4_1: return &tile_any<LegacyTile<D, DType::Q4_1>::template Shape>;
-    case DType::Q5_0: return &tile_any<LegacyTile<D, DType::Q5_0>::template Shape>;
-    case DType::Q5_1: return &tile_any<LegacyTile<D, DType::Q5_1>::template Shape>;
-    case DType::IQ4_NL: return &tile_any<LegacyTile<D, DType::IQ4_NL>::template Shape>;
-    case DType::MXFP4: return &tile_any<Fp4Tile<D, DType::MXFP4>::template Shape>;
-    case DType::NVFP4: return &tile_any<Fp4Tile<D, DType::NVFP4>::template Shape>;
-    default: return nullptr;
+  if (DotTileFn t = dtype_switch<DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                                 DType::IQ4_NL>(w, [](auto wt) -> DotTileFn {
+        return &dot_tile_table<LegacyTile<D, decltype(wt)::value>::template Shape, kTileRows,
+                               kTileCols>;
+      })) {
+    return t;
   }
+  return dtype_switch<DType::MXFP4, DType::NVFP4>(w, [](auto wt) -> DotTileFn {
+    return &dot_tile_table<Fp4Tile<D, decltype(wt)::value>::template Shape, kTileRows, kTileCols>;
+  });
 }
 
 template <class D>
 DotTileFn kquant_tile_for(DType w) {
   switch (w) {
-    case DType::Q4_K: return &tile_any<Q45KTile<D, false>::template Shape>;
-    case DType::Q5_K: return &tile_any<Q45KTile<D, true>::template Shape>;
-    case DType::Q6_K: return &tile_any<Q6KTile<D>::template Shape>;
-    default: return nullptr;
+    case DType::Q4_K:
+      return &dot_tile_table<Q45KTile<D, false>::template Shape, kTileRows, kTileCols>;
+    case DType::Q5_K:
+      return &dot_tile_table<Q45KTile<D, true>::template Shape, kTileRows, kTileCols>;
+    case DType::Q6_K:
+      return &dot_tile_table<Q6KTile<D>::template Shape, kTileRows, kTileCols>;
+    default:
+      return nullptr;
   }
 }
 

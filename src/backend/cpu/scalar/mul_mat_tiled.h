@@ -120,6 +120,32 @@ Status mul_mat_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& s
 // views of more than 3 dims are kInvalidArgument (as the reference).
 Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& spec);
 
+// A tier's tile spec for weight type w when m activation rows meet each
+// weight row (m picks the tile shape only, never a result bit).
+using MatMulSpecFn = MatMulSpec (*)(DType w, int64_t m);
+
+// The spec of a tier with one spec function for float weights (F32, F16,
+// BF16) and one for the quantized types.
+template <MatMulSpecFn Float, MatMulSpecFn Quant>
+MatMulSpec float_or_quant_spec(DType w, int64_t m) {
+  const bool is_float = w == DType::F32 || w == DType::F16 || w == DType::BF16;
+  return is_float ? Float(w, m) : Quant(w, m);
+}
+
+// A tier's kMulMat and kMulMatId kernels from its spec function: the weight
+// type picks the tile spec and the driver above does the blocking, threading
+// and, for mul_mat_id, the grouping of tokens by expert. mul_mat_id takes
+// the spec for one activation row: few tokens meet each expert, and how many
+// varies.
+template <MatMulSpecFn Spec>
+Status mul_mat_kernel(const Op& op, const KernelContext& ctx) {
+  return mul_mat_tiled(op, ctx, Spec(op.src[0].dtype, op.src[1].ne[1]));
+}
+template <MatMulSpecFn Spec>
+Status mul_mat_id_kernel(const Op& op, const KernelContext& ctx) {
+  return mul_mat_id_tiled(op, ctx, Spec(op.src[0].dtype, 1));
+}
+
 // The (u, t) pairs of a kMulMatId op (src[2] = I32 ids [n_used, T]) grouped
 // by expert, in (t, u) order within an expert: slot s holds pair
 // order[s] = t * n_used + u; expert e owns slots [first[e], first[e + 1]).

@@ -35,6 +35,13 @@
 //                                            (both: NaN -> 0)
 //   add(i, j) hsum(i) store_i8(p, i)         int32 sum; lanes as 16 bytes
 //   round_f16(x)                             a float rounded to f16 and back
+//   x86 tiers only, for simd/mul_mat_float.h (NEON keeps its own):
+//   S::Part, S::kParts, join(parts)          V as kParts registers of
+//                                            Part::kLanes lanes (AVX2: two
+//                                            8-lane halves, AVX-512: one);
+//                                            Part has zero load store fma
+//                                            load_f16(p) load_bf16(p)
+//   load_f16(p) load_bf16(p)                 (AVX-512) 16 widened values
 // and V has the operators + - * / for add sub mul div.
 //
 // Same bits on every tier: lane i of every operation does the same IEEE

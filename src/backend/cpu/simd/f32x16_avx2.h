@@ -145,6 +145,29 @@ struct Avx2 {
   FOLIO_SIMD_AVX2 float round_f16(float x) {  // x rounded to f16 (RNE) and back
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT)));
   }
+
+  // Register parts (simd/mul_mat_float.h, whose tiles may run the parts of
+  // their accumulators one after the other): V is kParts Part::V, lanes
+  // [8i, 8i + 8) in part i. Part: 8 lanes, lane-wise as above, plus the
+  // widening loads of 8 f16 / bf16 values.
+  struct Half {
+    static constexpr int kLanes = 8;
+    using V = __m256;
+    FOLIO_SIMD_AVX2 V zero() { return _mm256_setzero_ps(); }
+    FOLIO_SIMD_AVX2 V load(const float* p) { return _mm256_loadu_ps(p); }
+    FOLIO_SIMD_AVX2 void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+    FOLIO_SIMD_AVX2 V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    FOLIO_SIMD_AVX2 V load_f16(const uint16_t* p) {
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    FOLIO_SIMD_AVX2 V load_bf16(const uint16_t* p) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+  };
+  using Part = Half;
+  static constexpr int kParts = 2;
+  FOLIO_SIMD_AVX2 V join(const __m256 (&p)[2]) { return {p[0], p[1]}; }
 };
 
 }  // namespace folio::cpu::simd

@@ -88,6 +88,19 @@ struct Avx512 {
   FOLIO_SIMD_AVX512 float round_f16(float x) {  // x rounded to f16 (RNE) and back
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT)));
   }
+
+  // Register parts (see f32x16_avx2.h): one part, the vector itself, plus
+  // the widening loads of 16 f16 / bf16 values.
+  using Part = Avx512;
+  static constexpr int kParts = 1;
+  FOLIO_SIMD_AVX512 V join(const V (&p)[1]) { return p[0]; }
+  FOLIO_SIMD_AVX512 V load_f16(const uint16_t* p) {
+    return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+  }
+  FOLIO_SIMD_AVX512 V load_bf16(const uint16_t* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))};
+  }
 };
 
 }  // namespace folio::cpu::simd
