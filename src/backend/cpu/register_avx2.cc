@@ -8,6 +8,7 @@
 #include "backend/cpu/scalar/supports.h"
 #include "backend/cpu/simd/f32x16_avx2.h"
 #include "backend/cpu/simd/kernels.h"
+#include "backend/cpu/simd/recurrent_kernels.h"
 
 namespace folio {
 
@@ -48,10 +49,7 @@ void register_avx2_kernels(KernelTable& t) {
   // the bit-identical token-by-token kernel takes the rest.
   t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.chunked.avx2",
          supports_gated_delta_net_chunked_avx2, gated_delta_net_chunked_avx2});
-  t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.avx2", supports_gated_delta_net_avx2,
-         gated_delta_net_avx2});
-  t.add({OpKind::kGatedDeltaNetUpdate, kTier, "gated_delta_net_update.avx2",
-         supports_gated_delta_net_avx2, gated_delta_net_update_avx2});
+  simd::register_simd_recurrent_kernels<simd::Avx2>(t);  // simd/recurrent_kernels.h
   t.add({OpKind::kSsmScan, kTier, "ssm_scan.avx2", supports_ssm_scan_avx2, ssm_scan_avx2});
   t.add({OpKind::kSsmScanUpdate, kTier, "ssm_scan_update.avx2", supports_ssm_scan_avx2,
          ssm_scan_update_avx2});

@@ -11,6 +11,7 @@
 #include "backend/cpu/scalar/supports.h"
 #include "backend/cpu/simd/f32x16_neon.h"
 #include "backend/cpu/simd/kernels.h"
+#include "backend/cpu/simd/recurrent_kernels.h"
 
 namespace folio {
 
@@ -47,10 +48,7 @@ void register_neon_kernels(KernelTable& t) {
   t.add({OpKind::kMulMatId, kMmla, "mul_mat_id.quant.neon_i8mm", neon_quant_weight_op,
          mul_mat_id_neon_i8mm});
   simd::register_simd_kernels<simd::Neon>(t);  // simd/kernels.h
-  t.add({OpKind::kGatedDeltaNet, kNeon, "gated_delta_net.neon", supports_gated_delta_net_neon,
-         gated_delta_net_neon});
-  t.add({OpKind::kGatedDeltaNetUpdate, kNeon, "gated_delta_net_update.neon",
-         supports_gated_delta_net_neon, gated_delta_net_neon});
+  simd::register_simd_recurrent_kernels<simd::Neon>(t);  // simd/recurrent_kernels.h
   t.add({OpKind::kFlashAttn, kNeon, "flash_attn.neon", supports_flash_attn_simd, flash_attn_neon});
   t.add({OpKind::kSsmConv, kNeon, "ssm_conv.neon", supports_ssm_conv_blocked, ssm_conv_neon});
   t.add({OpKind::kSsmConvUpdate, kNeon, "ssm_conv_update.neon", supports_ssm_conv_update_blocked,

@@ -9,12 +9,6 @@
 
 namespace folio::cpu {
 
-// gated_delta_net.cc: kGatedDeltaNet and kGatedDeltaNetUpdate with S_k and
-// S_v multiples of 8.
-bool supports_gated_delta_net_avx2(const Op& op);
-Status gated_delta_net_avx2(const Op& op, const KernelContext& ctx);
-Status gated_delta_net_update_avx2(const Op& op, const KernelContext& ctx);
-
 // gdn_chunked.cc: kGatedDeltaNet in chunked form (not bit-identical; see
 // scalar/gdn_chunked.h) for T >= 256 with params.allow_chunked, S_k and
 // S_v multiples of 8.

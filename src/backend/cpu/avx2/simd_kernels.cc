@@ -10,12 +10,15 @@
 #include "backend/cpu/scalar/row_drivers.h"
 #include "backend/cpu/simd/f32x16_avx2.h"
 #include "backend/cpu/simd/kernels.h"
+#include "backend/cpu/simd/recurrent_kernels.h"
 
 FOLIO_SIMD_BEGIN_AVX2
 #include "backend/cpu/simd/elementwise.h"
 #include "backend/cpu/simd/norm.h"
 #include "backend/cpu/simd/rope.h"
 #include "backend/cpu/simd/softmax.h"
+#include "backend/cpu/simd/gated_delta_net.h"
 FOLIO_SIMD_END
 
 FOLIO_SIMD_INSTANTIATE(folio::cpu::simd::Avx2)
+FOLIO_SIMD_INSTANTIATE_RECURRENT(folio::cpu::simd::Avx2)

@@ -15,12 +15,6 @@ bool supports_ssm_conv_update_avx512(const Op& op);
 Status ssm_conv_avx512(const Op& op, const KernelContext& ctx);
 Status ssm_conv_update_avx512(const Op& op, const KernelContext& ctx);
 
-// gated_delta_net.cc: kGatedDeltaNet and kGatedDeltaNetUpdate with S_k and
-// S_v multiples of 16.
-bool supports_gated_delta_net_avx512(const Op& op);
-Status gated_delta_net_avx512(const Op& op, const KernelContext& ctx);
-Status gated_delta_net_update_avx512(const Op& op, const KernelContext& ctx);
-
 // gdn_chunked.cc: kGatedDeltaNet in chunked form (not bit-identical; see
 // scalar/gdn_chunked.h) for T >= 64 with params.allow_chunked, S_k and S_v
 // multiples of 16.

@@ -1,0 +1,49 @@
+// The recurrent kernels written once over the traits type (f32x16.h):
+// gated DeltaNet (simd/gated_delta_net.h), bit-identical to the tier-kRef
+// references on every tier. Their entry points, the registration a tier's
+// register_*.cc calls (after its chunked gated DeltaNet, which must come
+// first) and the explicit instantiation in the tier's simd_kernels.cc. The
+// headers the bodies need come in through this one, before the tier's
+// target region.
+#pragma once
+
+#include "backend/cpu/kernel.h"
+#include "backend/cpu/scalar/gdn_blocked.h"
+#include "backend/cpu/scalar/gdn_chunked.h"
+#include "backend/cpu/simd/f32x16_transpose.h"
+#include "backend/cpu/simd/kernels.h"
+
+namespace folio::cpu::simd {
+
+// gated_delta_net.h: kGatedDeltaNet and kGatedDeltaNetUpdate.
+template <class S>
+Status gated_delta_net(const Op& op, const KernelContext& ctx);
+
+// S_k and S_v multiples of 16 (lanes = state rows, 16 x 16 tiles over i).
+// ARM has no SIMD chunked kernel: the long sequences that the portable
+// chunked form takes (T >= 64 with allow_chunked; scalar/gdn_chunked.h,
+// the faster form there) stay with it.
+template <class S>
+bool supports_gated_delta_net(const Op& op) {
+  const bool lanes = op.src[0].ne[0] % S::kLanes == 0 && op.src[2].ne[0] % S::kLanes == 0;
+  if (S::kTier == KernelTier::kNeon && op.kind == OpKind::kGatedDeltaNet) {
+    return lanes && !supports_gated_delta_net_chunked(op);
+  }
+  return lanes;
+}
+
+template <class S>
+void register_simd_recurrent_kernels(KernelTable& t) {
+  t.add({OpKind::kGatedDeltaNet, S::kTier, kernel_name("gated_delta_net", S::kName),
+         supports_gated_delta_net<S>, gated_delta_net<S>});
+  t.add({OpKind::kGatedDeltaNetUpdate, S::kTier, kernel_name("gated_delta_net_update", S::kName),
+         supports_gated_delta_net<S>, gated_delta_net<S>});
+}
+
+}  // namespace folio::cpu::simd
+
+// In a tier's simd_kernels.cc, after the recurrent bodies.
+#define FOLIO_SIMD_INSTANTIATE_RECURRENT(S)                                   \
+  namespace folio::cpu::simd {                                                \
+  template Status gated_delta_net<S>(const Op& op, const KernelContext& ctx); \
+  }
