@@ -53,9 +53,6 @@ void register_neon_kernels(KernelTable& t) {
   t.add({OpKind::kSsmConv, kNeon, "ssm_conv.neon", supports_ssm_conv_blocked, ssm_conv_neon});
   t.add({OpKind::kSsmConvUpdate, kNeon, "ssm_conv_update.neon", supports_ssm_conv_update_blocked,
          ssm_conv_update_neon});
-  t.add({OpKind::kSsmScan, kNeon, "ssm_scan.neon", supports_ssm_scan_neon, ssm_scan_neon});
-  t.add({OpKind::kSsmScanUpdate, kNeon, "ssm_scan_update.neon", supports_ssm_scan_neon,
-         ssm_scan_update_neon});
 }
 
 }  // namespace folio

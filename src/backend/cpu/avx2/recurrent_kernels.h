@@ -20,10 +20,4 @@ Status gated_delta_net_chunked_avx2(const Op& op, const KernelContext& ctx);
 Status ssm_conv_avx2(const Op& op, const KernelContext& ctx);
 Status ssm_conv_update_avx2(const Op& op, const KernelContext& ctx);
 
-// ssm_scan.cc: kSsmScan (Mamba-2) and kSsmScanUpdate with P (rows per head)
-// a multiple of 8, bit-identical to the references.
-bool supports_ssm_scan_avx2(const Op& op);
-Status ssm_scan_avx2(const Op& op, const KernelContext& ctx);
-Status ssm_scan_update_avx2(const Op& op, const KernelContext& ctx);
-
 }  // namespace folio::cpu

@@ -42,10 +42,4 @@ Status flash_attn_neon(const Op& op, const KernelContext& ctx);
 Status ssm_conv_neon(const Op& op, const KernelContext& ctx);
 Status ssm_conv_update_neon(const Op& op, const KernelContext& ctx);
 
-// ssm_scan.cc: kSsmScan (Mamba-2) and kSsmScanUpdate with P (rows per head)
-// a multiple of 4, bit-identical to the references.
-bool supports_ssm_scan_neon(const Op& op);
-Status ssm_scan_neon(const Op& op, const KernelContext& ctx);
-Status ssm_scan_update_neon(const Op& op, const KernelContext& ctx);
-
 }  // namespace folio::cpu

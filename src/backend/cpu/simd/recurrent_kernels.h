@@ -1,6 +1,7 @@
 // The recurrent kernels written once over the traits type (f32x16.h):
-// gated DeltaNet (simd/gated_delta_net.h), bit-identical to the tier-kRef
-// references on every tier. Their entry points, the registration a tier's
+// gated DeltaNet (simd/gated_delta_net.h) and the Mamba-2 scan
+// (simd/ssm_scan.h), bit-identical to the tier-kRef references on every
+// tier. Their entry points, the registration a tier's
 // register_*.cc calls (after its chunked gated DeltaNet, which must come
 // first) and the explicit instantiation in the tier's simd_kernels.cc. The
 // headers the bodies need come in through this one, before the tier's
@@ -10,6 +11,7 @@
 #include "backend/cpu/kernel.h"
 #include "backend/cpu/scalar/gdn_blocked.h"
 #include "backend/cpu/scalar/gdn_chunked.h"
+#include "backend/cpu/scalar/ssm_scan_driver.h"
 #include "backend/cpu/simd/f32x16_transpose.h"
 #include "backend/cpu/simd/kernels.h"
 
@@ -32,12 +34,28 @@ bool supports_gated_delta_net(const Op& op) {
   return lanes;
 }
 
+// ssm_scan.h: kSsmScan (Mamba-2) and kSsmScanUpdate with P (rows per head)
+// a multiple of 16.
+template <class S>
+Status ssm_scan(const Op& op, const KernelContext& ctx);
+template <class S>
+Status ssm_scan_update(const Op& op, const KernelContext& ctx);
+
+template <class S>
+bool supports_ssm_scan(const Op& op) {
+  return op.src[0].ne[0] % S::kLanes == 0;
+}
+
 template <class S>
 void register_simd_recurrent_kernels(KernelTable& t) {
   t.add({OpKind::kGatedDeltaNet, S::kTier, kernel_name("gated_delta_net", S::kName),
          supports_gated_delta_net<S>, gated_delta_net<S>});
   t.add({OpKind::kGatedDeltaNetUpdate, S::kTier, kernel_name("gated_delta_net_update", S::kName),
          supports_gated_delta_net<S>, gated_delta_net<S>});
+  t.add({OpKind::kSsmScan, S::kTier, kernel_name("ssm_scan", S::kName), supports_ssm_scan<S>,
+         ssm_scan<S>});
+  t.add({OpKind::kSsmScanUpdate, S::kTier, kernel_name("ssm_scan_update", S::kName),
+         supports_ssm_scan<S>, ssm_scan_update<S>});
 }
 
 }  // namespace folio::cpu::simd
@@ -46,4 +64,6 @@ void register_simd_recurrent_kernels(KernelTable& t) {
 #define FOLIO_SIMD_INSTANTIATE_RECURRENT(S)                                   \
   namespace folio::cpu::simd {                                                \
   template Status gated_delta_net<S>(const Op& op, const KernelContext& ctx); \
+  template Status ssm_scan<S>(const Op& op, const KernelContext& ctx);        \
+  template Status ssm_scan_update<S>(const Op& op, const KernelContext& ctx); \
   }
