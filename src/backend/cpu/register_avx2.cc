@@ -50,9 +50,6 @@ void register_avx2_kernels(KernelTable& t) {
   t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.chunked.avx2",
          supports_gated_delta_net_chunked_avx2, gated_delta_net_chunked_avx2});
   simd::register_simd_recurrent_kernels<simd::Avx2>(t);  // simd/recurrent_kernels.h
-  t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx2", supports_ssm_conv_blocked, ssm_conv_avx2});
-  t.add({OpKind::kSsmConvUpdate, kTier, "ssm_conv_update.avx2", supports_ssm_conv_update_blocked,
-         ssm_conv_update_avx2});
   // bf16 K/V: the portable tiled kernel (flash_attn.scalar) converts those rows.
   t.add({OpKind::kFlashAttn, kTier, "flash_attn.avx2", supports_flash_attn_simd, flash_attn_avx2});
 }

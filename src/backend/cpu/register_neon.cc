@@ -50,9 +50,6 @@ void register_neon_kernels(KernelTable& t) {
   simd::register_simd_kernels<simd::Neon>(t);  // simd/kernels.h
   simd::register_simd_recurrent_kernels<simd::Neon>(t);  // simd/recurrent_kernels.h
   t.add({OpKind::kFlashAttn, kNeon, "flash_attn.neon", supports_flash_attn_simd, flash_attn_neon});
-  t.add({OpKind::kSsmConv, kNeon, "ssm_conv.neon", supports_ssm_conv_blocked, ssm_conv_neon});
-  t.add({OpKind::kSsmConvUpdate, kNeon, "ssm_conv_update.neon", supports_ssm_conv_update_blocked,
-         ssm_conv_update_neon});
 }
 
 }  // namespace folio

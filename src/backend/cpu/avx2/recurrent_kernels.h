@@ -15,9 +15,4 @@ namespace folio::cpu {
 bool supports_gated_delta_net_chunked_avx2(const Op& op);
 Status gated_delta_net_chunked_avx2(const Op& op, const KernelContext& ctx);
 
-// ssm_conv.cc: kSsmConv (any T) and kSsmConvUpdate, bit-identical to the
-// references; K <= 8, weights and bias contiguous, channels innermost.
-Status ssm_conv_avx2(const Op& op, const KernelContext& ctx);
-Status ssm_conv_update_avx2(const Op& op, const KernelContext& ctx);
-
 }  // namespace folio::cpu

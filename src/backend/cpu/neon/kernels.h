@@ -37,9 +37,5 @@ Status mul_mat_id_neon_i8mm(const Op& op, const KernelContext& ctx);
 // (tiles of scalar/flash_attn_tiled.h).
 Status flash_attn_neon(const Op& op, const KernelContext& ctx);
 
-// ssm_conv.cc: kSsmConv (any T) and kSsmConvUpdate, bit-identical to the
-// references; the ops scalar/ssm_conv_driver.h takes.
-Status ssm_conv_neon(const Op& op, const KernelContext& ctx);
-Status ssm_conv_update_neon(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

@@ -19,6 +19,7 @@ FOLIO_SIMD_BEGIN_NEON
 #include "backend/cpu/simd/softmax.h"
 #include "backend/cpu/simd/gated_delta_net.h"
 #include "backend/cpu/simd/ssm_scan.h"
+#include "backend/cpu/simd/ssm_conv.h"
 FOLIO_SIMD_END
 
 FOLIO_SIMD_INSTANTIATE(folio::cpu::simd::Neon)
