@@ -1,7 +1,7 @@
-// AVX2 kernels of the recurrent ops (gated DeltaNet, depthwise conv, Mamba-2
-// scan), plain and fused decode forms, all bit-identical to their tier-kRef
-// references (see each file's comment) except the chunked gated DeltaNet for
-// long prefills.
+// The AVX2-only recurrent kernel: the chunked gated DeltaNet for long
+// prefills (not bit-identical). The token-by-token gated DeltaNet, the
+// Mamba-2 scan and the depthwise conv are written once for every tier:
+// simd/recurrent_kernels.h.
 // Entry points are plain functions; register_avx2.cc takes their addresses.
 #pragma once
 

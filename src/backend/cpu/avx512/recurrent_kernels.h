@@ -1,6 +1,7 @@
-// AVX-512 kernels of the recurrent ops, plain and fused decode forms, all
-// bit-identical to their tier-kRef references (see each file's comment)
-// except the chunked gated DeltaNet for long prefills.
+// The AVX-512-only recurrent kernels: the decode depthwise conv (plain T = 1
+// and fused update, bit-identical to the references) and the chunked gated
+// DeltaNet for long prefills (not bit-identical). The others are written
+// once for every tier: simd/recurrent_kernels.h.
 // Entry points are plain functions; register_avx512.cc takes their addresses.
 #pragma once
 
