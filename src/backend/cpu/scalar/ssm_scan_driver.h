@@ -28,7 +28,7 @@ struct SsmScanGroup {
   int blocks;       // 1..max_blocks blocks of `lanes` rows from row0
   const float* sp;  // [T] softplus(dt) of this head
   const float* da;  // [T] exp(sp * A)
-  float* tbuf;      // [N][lanes * kSsmScanMaxBlocks] scratch of this thread
+  float* tbuf;      // [N][lanes * kSsmScanMaxBlocks] scratch of this thread, 64-byte aligned
 };
 using SsmScanGroupFn = void (*)(const SsmScanGroup& g);
 

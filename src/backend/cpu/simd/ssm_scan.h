@@ -9,7 +9,7 @@
 // the reduction over i (y[p] = sum_i S[p, i] C[i]) then keeps the
 // reference's sequential order, and the update is element-wise. A group of
 // up to ssm_scan_max_blocks<S> blocks of 16 rows (independent accumulator
-// chains hide the add latency; xdt and acc of the group stay in registers)
+// chains hide the add latency)
 // keeps its state in tbuf[i][16 G] (lanes = rows) across all the tokens:
 // loaded from the prior state before the first token and stored back after
 // the last, transposed in 16 x 16 tiles (f32x16_transpose.h; at T = 1, a
@@ -25,11 +25,12 @@
 
 namespace folio::cpu::simd {
 
-// Blocks per group: 2 where the vector registers hold 8 V (AVX2's 16 ymm,
-// NEON's 32 q), 4 on AVX-512 (32 zmm).
+// Blocks per group, 2 on every tier: xdt and acc of 32 rows stay in
+// registers even on AVX2, and the group's buffer (N x 32 floats) stays in L1
+// beside the state rows it streams (wider groups ran slower on AVX-512).
 template <class S>
 constexpr int ssm_scan_max_blocks() {
-  return S::kTier == KernelTier::kAvx512 ? 4 : 2;
+  return 2;
 }
 
 template <class S, int G>
@@ -89,17 +90,9 @@ void ssm_scan_group_of(const SsmScanGroup& w) {
 
 template <class S>
 void ssm_scan_group(const SsmScanGroup& w) {
-  switch (w.blocks) {
-    case 1:
-      return ssm_scan_group_of<S, 1>(w);
-    case 2:
-      return ssm_scan_group_of<S, 2>(w);
-    default:
-      if constexpr (ssm_scan_max_blocks<S>() == 4) {
-        if (w.blocks == 3) return ssm_scan_group_of<S, 3>(w);
-        return ssm_scan_group_of<S, 4>(w);
-      }
-  }
+  static_assert(ssm_scan_max_blocks<S>() == 2);
+  if (w.blocks == 2) return ssm_scan_group_of<S, 2>(w);
+  return ssm_scan_group_of<S, 1>(w);
 }
 
 template <class S>
