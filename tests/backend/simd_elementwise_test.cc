@@ -252,8 +252,7 @@ TEST_P(SimdElementwise, BitIdenticalForAnyThreadCount) {
 // The kernels written once over the traits type (backend/cpu/simd/) give
 // the same bytes on every tier: AVX2 keeps AVX-512's 16 lanes in two halves
 // and its reduction order. Row lengths around the 16- and 32-element steps
-// and their tails. (rope is the reference's bits on every tier: the parity
-// cases check it exactly.)
+// and their tails.
 TEST(SimdTiers, Avx2AndAvx512GiveTheSameBytes) {
   if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "hardware: avx512 not available";
   CpuBackend avx2{CpuBackendOptions{Isa::kAvx2, false, nullptr}};

@@ -4,6 +4,7 @@
 // handles (the validated op's dtypes and variants).
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/avx2/recurrent_kernels.h"
+#include "backend/cpu/scalar/rope_tables.h"
 #include "backend/cpu/scalar/ssm_conv_driver.h"
 #include "backend/cpu/scalar/supports.h"
 #include "backend/cpu/simd/f32x16_avx2.h"
@@ -45,6 +46,7 @@ void register_avx2_kernels(KernelTable& t) {
     t.add({OpKind::kMulMatId, kTier, w.mul_mat_id, w.supports, mul_mat_id_avx2});
   }
   simd::register_simd_kernels<simd::Avx2>(t);  // simd/kernels.h
+  t.add({OpKind::kRope, kTier, "rope.avx2", supports_rope_tables, rope_avx2});
   // Chunked form first: it takes long sequences (T >= 256, allow_chunked);
   // the bit-identical token-by-token kernel takes the rest.
   t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.chunked.avx2",

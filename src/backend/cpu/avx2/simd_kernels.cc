@@ -6,16 +6,18 @@
 #include <cstring>
 #include <limits>
 
-#include "backend/cpu/scalar/rope_tables.h"
+#include "backend/cpu/avx2/kernels.h"
+#include "backend/cpu/scalar/mul_mat_tiled.h"
 #include "backend/cpu/scalar/row_drivers.h"
 #include "backend/cpu/simd/f32x16_avx2.h"
 #include "backend/cpu/simd/kernels.h"
 #include "backend/cpu/simd/recurrent_kernels.h"
+#include "quant/blocks.h"
 
 FOLIO_SIMD_BEGIN_AVX2
 #include "backend/cpu/simd/elementwise.h"
 #include "backend/cpu/simd/norm.h"
-#include "backend/cpu/simd/rope.h"
+#include "backend/cpu/simd/quantize_act.h"
 #include "backend/cpu/simd/softmax.h"
 #include "backend/cpu/simd/gated_delta_net.h"
 #include "backend/cpu/simd/ssm_scan.h"
@@ -24,3 +26,15 @@ FOLIO_SIMD_END
 
 FOLIO_SIMD_INSTANTIATE(folio::cpu::simd::Avx2)
 FOLIO_SIMD_INSTANTIATE_RECURRENT(folio::cpu::simd::Avx2)
+
+namespace folio::cpu {
+
+// The activation quantizers <tier>/kernels.h declares (simd/quantize_act.h).
+void quantize_act_q8_0_avx2(const float* x, void* dst, int64_t k) {
+  simd::quantize_q8_0<simd::Avx2>(x, dst, k);
+}
+void quantize_act_q8_k_avx2(const float* x, void* dst, int64_t k) {
+  simd::quantize_q8_k<simd::Avx2>(x, dst, k);
+}
+
+}  // namespace folio::cpu

@@ -25,10 +25,14 @@ MatMulSpec kquant_mul_mat_spec_avx512(DType w, int64_t m);
 Status mul_mat_avx512(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_avx512(const Op& op, const KernelContext& ctx);
 
-// quantize_act.cc: activation rows for the integer dot kernels, bit-identical
-// to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 / BlockQ8_K.
+// simd_kernels.cc (simd/quantize_act.h): activation rows for the integer dot kernels,
+// bit-identical to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 /
+// BlockQ8_K.
 void quantize_act_q8_0_avx512(const float* x, void* dst, int64_t k);
 void quantize_act_q8_k_avx512(const float* x, void* dst, int64_t k);
+
+// rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
+Status rope_avx512(const Op& op, const KernelContext& ctx);
 
 // flash_attn.cc: every valid kFlashAttn op (tiles of scalar/flash_attn_tiled.h).
 Status flash_attn_avx512(const Op& op, const KernelContext& ctx);

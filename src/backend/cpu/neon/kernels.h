@@ -16,8 +16,9 @@ bool neon_quant_weight(DType w);
 enum class NeonDot { kWiden, kSdot, kSmmla };  // WidenI8, SdotI8, MmlaI8 (neon/simd.h)
 MatMulSpec quant_mul_mat_spec_neon(DType w, NeonDot dot);
 
-// quantize_act.cc: activation rows for the integer tiles, bit-identical to
-// the reference (mul_mat_tiled.h convert_act_row): Q8Row32 / BlockQ8_K.
+// simd_kernels.cc (simd/quantize_act.h): activation rows for the integer tiles,
+// bit-identical to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 /
+// BlockQ8_K.
 void quantize_act_q8_0_neon(const float* x, void* dst, int64_t k);
 void quantize_act_q8_k_neon(const float* x, void* dst, int64_t k);
 
@@ -32,6 +33,9 @@ Status mul_mat_neon_dotprod(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_neon_dotprod(const Op& op, const KernelContext& ctx);
 Status mul_mat_neon_i8mm(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_neon_i8mm(const Op& op, const KernelContext& ctx);
+
+// rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
+Status rope_neon(const Op& op, const KernelContext& ctx);
 
 // flash_attn.cc: every valid kFlashAttn op with f32 / f16 / q8_0 K and V
 // (tiles of scalar/flash_attn_tiled.h).

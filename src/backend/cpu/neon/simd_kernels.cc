@@ -6,16 +6,18 @@
 #include <cstring>
 #include <limits>
 
-#include "backend/cpu/scalar/rope_tables.h"
+#include "backend/cpu/neon/kernels.h"
+#include "backend/cpu/scalar/mul_mat_tiled.h"
 #include "backend/cpu/scalar/row_drivers.h"
 #include "backend/cpu/simd/f32x16_neon.h"
 #include "backend/cpu/simd/kernels.h"
 #include "backend/cpu/simd/recurrent_kernels.h"
+#include "quant/blocks.h"
 
 FOLIO_SIMD_BEGIN_NEON
 #include "backend/cpu/simd/elementwise.h"
 #include "backend/cpu/simd/norm.h"
-#include "backend/cpu/simd/rope.h"
+#include "backend/cpu/simd/quantize_act.h"
 #include "backend/cpu/simd/softmax.h"
 #include "backend/cpu/simd/gated_delta_net.h"
 #include "backend/cpu/simd/ssm_scan.h"
@@ -24,3 +26,15 @@ FOLIO_SIMD_END
 
 FOLIO_SIMD_INSTANTIATE(folio::cpu::simd::Neon)
 FOLIO_SIMD_INSTANTIATE_RECURRENT(folio::cpu::simd::Neon)
+
+namespace folio::cpu {
+
+// The activation quantizers <tier>/kernels.h declares (simd/quantize_act.h).
+void quantize_act_q8_0_neon(const float* x, void* dst, int64_t k) {
+  simd::quantize_q8_0<simd::Neon>(x, dst, k);
+}
+void quantize_act_q8_k_neon(const float* x, void* dst, int64_t k) {
+  simd::quantize_q8_k<simd::Neon>(x, dst, k);
+}
+
+}  // namespace folio::cpu

@@ -27,7 +27,7 @@
 namespace folio::cpu {
 
 // Rotates pairs [0, n) of one row for some n <= half of the tier's choosing
-// (a multiple of its vector width, or all of them) and returns n; c, s: the token's table.
+// (a multiple of its vector width) and returns n; c, s: the token's table.
 using RopePairsFn = int64_t (*)(const float* x, float* d, int64_t half, bool neox,
                                 const double* c, const double* s);
 

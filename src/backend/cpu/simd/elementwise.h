@@ -132,25 +132,11 @@ inline constexpr ElementwiseSpanFns kEwFns{
     ew_swiglu_oai_span<S>,
 };
 
-template <class S>
-Status add(const Op& op, const KernelContext& ctx) {
-  return add_rows(op, ctx, kEwFns<S>);
-}
-template <class S>
-Status mul(const Op& op, const KernelContext& ctx) {
-  return mul_rows(op, ctx, kEwFns<S>);
-}
-template <class S>
-Status scale(const Op& op, const KernelContext& ctx) {
-  return scale_rows(op, ctx, kEwFns<S>);
-}
-template <class S>
-Status unary(const Op& op, const KernelContext& ctx) {
-  return unary_rows(op, ctx, kEwFns<S>);
-}
-template <class S>
-Status glu(const Op& op, const KernelContext& ctx) {
-  return glu_rows(op, ctx, kEwFns<S>);
+// kAdd, kMul, kScale, kUnary, kGlu: the row driver Rows (add_rows, ...,
+// scalar/row_drivers.h) over this tier's spans.
+template <class S, ElementwiseRowsFn Rows>
+Status elementwise(const Op& op, const KernelContext& ctx) {
+  return Rows(op, ctx, kEwFns<S>);
 }
 
 }  // namespace folio::cpu::simd

@@ -17,17 +17,25 @@
 //                                            are never read or written in memory
 //   keep(v, m)                               dead lanes set to 0
 //   select(m, a, b)                          a in live lanes, b in dead ones
-//   add sub mul div min max                  one rounding each, IEEE
+//   add sub mul div min max                  one rounding each, IEEE; min /
+//                                            max with a NaN first operand
+//                                            differ (x86: the second operand,
+//                                            NEON: NaN), so a body passes the
+//                                            value that may be NaN second
 //   fma(a, b, c)                             a * b + c, one rounding
 //   fnma(a, b, c)                            c - a * b, one rounding
-//   exp(v)                                   the 2-ulp exp below (same bits on
-//                                            every tier)
+//   exp(v)                                   a 2-ulp exp (same bits on every
+//                                            tier, see below)
 //   hsum(v) hmax(v)                          one float from 16 lanes
-//   load_pairs(p, &even, &odd)               32 floats split into even / odd
-//   store_pairs(p, even, odd)                elements, and interleaved back
-//   S::D, widen(v) narrow(d) load_f64(p)     16 f64 lanes: v widened (exact),
-//                                            rounded back to f32, loaded
-// and V has the operators + - * / for add sub mul div, D + - *.
+//   S::I: 16 int32 lanes, for the activation quantizers:
+//   max_abs(acc, x)                          max(acc, |x|), a NaN x keeps acc
+//   first_abs_equal(x, a)                    first lane with |x| == a, or -1
+//   round_away_i8(v)                         roundf, clamped to [-128, 127]
+//   round_even_max127(v)                     nearest even, at most 127
+//                                            (both: NaN -> 0)
+//   add(i, j) hsum(i) store_i8(p, i)         int32 sum; lanes as 16 bytes
+//   round_f16(x)                             a float rounded to f16 and back
+// and V has the operators + - * / for add sub mul div.
 //
 // Same bits on every tier: lane i of every operation does the same IEEE
 // operation on every tier, and the reductions combine lanes in one fixed
@@ -36,7 +44,8 @@
 // (0 + 2, 1 + 3, then the two) to get there. exp is the Cody-Waite, degree-7
 // Taylor exp of each tier, which give the same bits (AVX-512 scales by 2^n
 // with vscalefps, the others by two exact power-of-two factors: both round
-// once). A kernel written over S thus gives the same bytes on each tier.
+// once). A kernel written over S thus gives the same bytes on each tier
+// (written with the operators, not FMA: the regions switch contraction off).
 //
 // Adding an op: a static function in each of the three headers (same lane
 // semantics on all three; a reduction in the fixed order above), listed
@@ -57,7 +66,9 @@
 // (simd/kernels.h): the one list of these kernels, their names and
 // `supports`. Rules for a body header: only templates over S (a non-template
 // function compiled in two tiers' regions would be one symbol with two
-// targets); no standard headers inside the region; NEON needs no target.
+// targets); no standard headers inside the region. NEON's region sets
+// only the FP contraction (below). SimdTiers.Avx2AndAvx512GiveTheSameBytes
+// (tests/backend/simd_elementwise_test.cc) checks the bytes across tiers.
 #pragma once
 
 #include <cstdint>

@@ -32,24 +32,12 @@ struct Avx2 {
       return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)};
     }
   };
-  struct M {
+  struct M {  // the live lanes of each half, and how many there are
     __m256i lo, hi;
+    int64_t n;
   };
-  // 16 f64 lanes (lane i of a V widened), four ymm.
-  struct D {
-    __m256d q[4];
-    friend FOLIO_TARGET_AVX2 __attribute__((always_inline)) inline D operator+(D a, D b) {
-      return {{_mm256_add_pd(a.q[0], b.q[0]), _mm256_add_pd(a.q[1], b.q[1]),
-               _mm256_add_pd(a.q[2], b.q[2]), _mm256_add_pd(a.q[3], b.q[3])}};
-    }
-    friend FOLIO_TARGET_AVX2 __attribute__((always_inline)) inline D operator-(D a, D b) {
-      return {{_mm256_sub_pd(a.q[0], b.q[0]), _mm256_sub_pd(a.q[1], b.q[1]),
-               _mm256_sub_pd(a.q[2], b.q[2]), _mm256_sub_pd(a.q[3], b.q[3])}};
-    }
-    friend FOLIO_TARGET_AVX2 __attribute__((always_inline)) inline D operator*(D a, D b) {
-      return {{_mm256_mul_pd(a.q[0], b.q[0]), _mm256_mul_pd(a.q[1], b.q[1]),
-               _mm256_mul_pd(a.q[2], b.q[2]), _mm256_mul_pd(a.q[3], b.q[3])}};
-    }
+  struct I {  // 16 int32 lanes
+    __m256i lo, hi;
   };
 
   FOLIO_SIMD_AVX2 V zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
@@ -59,13 +47,20 @@ struct Avx2 {
     _mm256_storeu_ps(p, v.lo);
     _mm256_storeu_ps(p + 8, v.hi);
   }
-  FOLIO_SIMD_AVX2 M first(int64_t n) { return {avx2::lanes(n), avx2::lanes(n > 8 ? n - 8 : 0)}; }
+  FOLIO_SIMD_AVX2 M first(int64_t n) { return {avx2::lanes(n), avx2::lanes(n > 8 ? n - 8 : 0), n}; }
+  // A half that is all live or all dead takes a plain load / store or none:
+  // a tail costs what an 8-lane loop's tail did.
   FOLIO_SIMD_AVX2 V load(const float* p, M m) {
-    return {_mm256_maskload_ps(p, m.lo), _mm256_maskload_ps(p + 8, m.hi)};
+    return {m.n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m.lo),
+            m.n > 8 ? _mm256_maskload_ps(p + 8, m.hi) : _mm256_setzero_ps()};
   }
   FOLIO_SIMD_AVX2 void store(float* p, V v, M m) {
-    _mm256_maskstore_ps(p, m.lo, v.lo);
-    _mm256_maskstore_ps(p + 8, m.hi, v.hi);
+    if (m.n >= 8) {
+      _mm256_storeu_ps(p, v.lo);
+    } else {
+      _mm256_maskstore_ps(p, m.lo, v.lo);
+    }
+    if (m.n > 8) _mm256_maskstore_ps(p + 8, m.hi, v.hi);
   }
   FOLIO_SIMD_AVX2 V keep(V v, M m) {
     return {_mm256_and_ps(v.lo, _mm256_castsi256_ps(m.lo)),
@@ -93,38 +88,62 @@ struct Avx2 {
   FOLIO_SIMD_AVX2 float hsum(V v) { return avx2::hsum(_mm256_add_ps(v.lo, v.hi)); }
   FOLIO_SIMD_AVX2 float hmax(V v) { return avx2::hmax(_mm256_max_ps(v.lo, v.hi)); }
 
-  // Pairs: 32 floats at p as their even and odd elements, and back.
-  FOLIO_SIMD_AVX2 void load_pairs(const float* p, V* even, V* odd) {
-    const __m256i split = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-    __m256 h[4];  // [evens | odds] of each 8 floats
-    for (int k = 0; k < 4; ++k) h[k] = _mm256_permutevar8x32_ps(_mm256_loadu_ps(p + 8 * k), split);
-    *even = {_mm256_permute2f128_ps(h[0], h[1], 0x20), _mm256_permute2f128_ps(h[2], h[3], 0x20)};
-    *odd = {_mm256_permute2f128_ps(h[0], h[1], 0x31), _mm256_permute2f128_ps(h[2], h[3], 0x31)};
+  // Activation quantizers (simd/quantize_act.h).
+  FOLIO_SIMD_AVX2 V max_abs(V acc, V x) {  // max(acc, |x|); a NaN x keeps acc
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    return {_mm256_max_ps(_mm256_andnot_ps(sign, x.lo), acc.lo),
+            _mm256_max_ps(_mm256_andnot_ps(sign, x.hi), acc.hi)};
   }
-  FOLIO_SIMD_AVX2 void store_pairs(float* p, V even, V odd) {
-    const __m256 e[2] = {even.lo, even.hi}, o[2] = {odd.lo, odd.hi};
-    for (int k = 0; k < 2; ++k) {
-      const __m256 lo = _mm256_unpacklo_ps(e[k], o[k]), hi = _mm256_unpackhi_ps(e[k], o[k]);
-      _mm256_storeu_ps(p + 16 * k, _mm256_permute2f128_ps(lo, hi, 0x20));
-      _mm256_storeu_ps(p + 16 * k + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
-    }
+  FOLIO_SIMD_AVX2 int first_abs_equal(V x, float a) {  // first lane with |x| == a, or -1
+    const __m256 sign = _mm256_set1_ps(-0.0f), av = _mm256_set1_ps(a);
+    const int lo = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, x.lo), av, _CMP_EQ_OQ));
+    const int hi = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, x.hi), av, _CMP_EQ_OQ));
+    const unsigned bits = static_cast<unsigned>(lo | hi << 8);
+    return bits == 0 ? -1 : __builtin_ctz(bits);
   }
-
-  // f64: the lanes of a V widened (exact), 16 doubles at p, and back to f32
-  // (one rounding each).
-  FOLIO_SIMD_AVX2 D widen(V v) {
-    return {{_mm256_cvtps_pd(_mm256_castps256_ps128(v.lo)),
-             _mm256_cvtps_pd(_mm256_extractf128_ps(v.lo, 1)),
-             _mm256_cvtps_pd(_mm256_castps256_ps128(v.hi)),
-             _mm256_cvtps_pd(_mm256_extractf128_ps(v.hi, 1))}};
+  // roundf (ties away from zero: trunc, plus sign(v) when |v - trunc v| >=
+  // 0.5, exact), clamped to [-128, 127], NaN -> 0.
+  FOLIO_SIMD_AVX2 __m256i round_away_i8_half(__m256 v) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
+    const __m256 up = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+    const __m256 sign_one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(v, sign));
+    __m256 r = _mm256_add_ps(t, _mm256_and_ps(up, sign_one));
+    r = _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(-128.0f)), _mm256_set1_ps(127.0f));
+    const __m256 ordered = _mm256_cmp_ps(v, v, _CMP_ORD_Q);
+    return _mm256_and_si256(_mm256_cvttps_epi32(r), _mm256_castps_si256(ordered));
   }
-  FOLIO_SIMD_AVX2 D load_f64(const double* p) {
-    return {{_mm256_loadu_pd(p), _mm256_loadu_pd(p + 4), _mm256_loadu_pd(p + 8),
-             _mm256_loadu_pd(p + 12)}};
+  FOLIO_SIMD_AVX2 I round_away_i8(V v) {
+    return {round_away_i8_half(v.lo), round_away_i8_half(v.hi)};
   }
-  FOLIO_SIMD_AVX2 V narrow(D d) {
-    return {_mm256_set_m128(_mm256_cvtpd_ps(d.q[1]), _mm256_cvtpd_ps(d.q[0])),
-            _mm256_set_m128(_mm256_cvtpd_ps(d.q[3]), _mm256_cvtpd_ps(d.q[2]))};
+  // Round to nearest even (the default MXCSR mode), NaN -> 0, at most 127.
+  FOLIO_SIMD_AVX2 __m256i round_even_max127_half(__m256 v) {
+    const __m256i ordered = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q));
+    return _mm256_min_epi32(_mm256_and_si256(_mm256_cvtps_epi32(v), ordered),
+                            _mm256_set1_epi32(127));
+  }
+  FOLIO_SIMD_AVX2 I round_even_max127(V v) {
+    return {round_even_max127_half(v.lo), round_even_max127_half(v.hi)};
+  }
+  FOLIO_SIMD_AVX2 I add(I a, I b) {
+    return {_mm256_add_epi32(a.lo, b.lo), _mm256_add_epi32(a.hi, b.hi)};
+  }
+  FOLIO_SIMD_AVX2 int32_t hsum(I v) {
+    __m256i s8 = _mm256_add_epi32(v.lo, v.hi);
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+  }
+  // 16 lanes in [-128, 127] as 16 bytes at p.
+  FOLIO_SIMD_AVX2 void store_i8(int8_t* p, I v) {
+    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(v.lo, v.hi), 0xD8);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+  }
+  FOLIO_SIMD_AVX2 float round_f16(float x) {  // x rounded to f16 (RNE) and back
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT)));
   }
 };
 

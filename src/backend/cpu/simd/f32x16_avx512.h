@@ -25,19 +25,7 @@ struct Avx512 {
     friend FOLIO_SIMD_AVX512_OP V operator/(V a, V b) { return {_mm512_div_ps(a.v, b.v)}; }
   };
   using M = __mmask16;
-  // 16 f64 lanes (lane i of a V widened), two zmm.
-  struct D {
-    __m512d lo, hi;
-    friend FOLIO_SIMD_AVX512_OP D operator+(D a, D b) {
-      return {_mm512_add_pd(a.lo, b.lo), _mm512_add_pd(a.hi, b.hi)};
-    }
-    friend FOLIO_SIMD_AVX512_OP D operator-(D a, D b) {
-      return {_mm512_sub_pd(a.lo, b.lo), _mm512_sub_pd(a.hi, b.hi)};
-    }
-    friend FOLIO_SIMD_AVX512_OP D operator*(D a, D b) {
-      return {_mm512_mul_pd(a.lo, b.lo), _mm512_mul_pd(a.hi, b.hi)};
-    }
-  };
+  using I = __m512i;  // 16 int32 lanes
 
   FOLIO_SIMD_AVX512 V zero() { return {_mm512_setzero_ps()}; }
   FOLIO_SIMD_AVX512 V set1(float x) { return {_mm512_set1_ps(x)}; }
@@ -64,34 +52,41 @@ struct Avx512 {
   FOLIO_SIMD_AVX512 float hsum(V v) { return avx512::hsum(v.v); }
   FOLIO_SIMD_AVX512 float hmax(V v) { return avx512::hmax(v.v); }
 
-  // Pairs: 32 floats at p as their even and odd elements, and back.
-  FOLIO_SIMD_AVX512 void load_pairs(const float* p, V* even, V* odd) {
-    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
-    *even = {_mm512_permutex2var_ps(a, ie, b)};
-    *odd = {_mm512_permutex2var_ps(a, io, b)};
+  // Activation quantizers (simd/quantize_act.h).
+  FOLIO_SIMD_AVX512 V max_abs(V acc, V x) {  // max(acc, |x|); a NaN x keeps acc
+    return {_mm512_max_ps(_mm512_abs_ps(x.v), acc.v)};
   }
-  FOLIO_SIMD_AVX512 void store_pairs(float* p, V even, V odd) {
-    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i hi =
-        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    _mm512_storeu_ps(p, _mm512_permutex2var_ps(even.v, lo, odd.v));
-    _mm512_storeu_ps(p + 16, _mm512_permutex2var_ps(even.v, hi, odd.v));
+  FOLIO_SIMD_AVX512 int first_abs_equal(V x, float a) {  // first lane with |x| == a, or -1
+    const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(x.v), _mm512_set1_ps(a), _CMP_EQ_OQ);
+    return hit == 0 ? -1 : __builtin_ctz(hit);
   }
-
-  // f64: the lanes of a V widened (exact), 16 doubles at p, and back to f32
-  // (one rounding each).
-  FOLIO_SIMD_AVX512 D widen(V v) {
-    return {_mm512_cvtps_pd(_mm512_castps512_ps256(v.v)),
-            _mm512_cvtps_pd(_mm512_extractf32x8_ps(v.v, 1))};
+  // roundf (ties away from zero: trunc, plus sign(v) when |v - trunc v| >=
+  // 0.5, exact), clamped to [-128, 127], NaN -> 0.
+  FOLIO_SIMD_AVX512 I round_away_i8(V x) {
+    const __m512 v = x.v;
+    const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(v, t));
+    const __mmask16 up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    const __m512 sign_one =
+        _mm512_or_ps(_mm512_set1_ps(1.0f), _mm512_and_ps(v, _mm512_set1_ps(-0.0f)));
+    __m512 r = _mm512_mask_add_ps(t, up, t, sign_one);
+    r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-128.0f)), _mm512_set1_ps(127.0f));
+    const __mmask16 ordered = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+    return _mm512_maskz_cvttps_epi32(ordered, r);
   }
-  FOLIO_SIMD_AVX512 D load_f64(const double* p) {
-    return {_mm512_loadu_pd(p), _mm512_loadu_pd(p + 8)};
+  // Round to nearest even (the default MXCSR mode), NaN -> 0, at most 127.
+  FOLIO_SIMD_AVX512 I round_even_max127(V x) {
+    const __m512i q = _mm512_maskz_cvtps_epi32(_mm512_cmp_ps_mask(x.v, x.v, _CMP_ORD_Q), x.v);
+    return _mm512_min_epi32(q, _mm512_set1_epi32(127));
   }
-  FOLIO_SIMD_AVX512 V narrow(D d) {
-    return {_mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(d.lo)), _mm512_cvtpd_ps(d.hi),
-                               1)};
+  FOLIO_SIMD_AVX512 I add(I a, I b) { return _mm512_add_epi32(a, b); }
+  FOLIO_SIMD_AVX512 int32_t hsum(I v) { return _mm512_reduce_add_epi32(v); }
+  // 16 lanes in [-128, 127] as 16 bytes at p.
+  FOLIO_SIMD_AVX512 void store_i8(int8_t* p, I v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(v));
+  }
+  FOLIO_SIMD_AVX512 float round_f16(float x) {  // x rounded to f16 (RNE) and back
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT)));
   }
 };
 

@@ -43,24 +43,8 @@ struct Neon {
     }
   };
   using M = int64_t;  // live lanes, 0..16
-  // 16 f64 lanes (lane i of a V widened), eight float64x2_t.
-  struct D {
-    float64x2_t d[8];
-    friend FOLIO_INLINE_NEON_OP D operator+(D a, D b) {
-      D r;
-      for (int k = 0; k < 8; ++k) r.d[k] = vaddq_f64(a.d[k], b.d[k]);
-      return r;
-    }
-    friend FOLIO_INLINE_NEON_OP D operator-(D a, D b) {
-      D r;
-      for (int k = 0; k < 8; ++k) r.d[k] = vsubq_f64(a.d[k], b.d[k]);
-      return r;
-    }
-    friend FOLIO_INLINE_NEON_OP D operator*(D a, D b) {
-      D r;
-      for (int k = 0; k < 8; ++k) r.d[k] = vmulq_f64(a.d[k], b.d[k]);
-      return r;
-    }
+  struct I {          // 16 int32 lanes
+    int32x4_t q[4];
   };
 
   FOLIO_INLINE_NEON V zero() { return set1(0.0f); }
@@ -136,38 +120,50 @@ struct Neon {
     return vmaxv_f32(b);
   }
 
-  // Pairs: 32 floats at p as their even and odd elements (LD2), and back (ST2).
-  FOLIO_INLINE_NEON void load_pairs(const float* p, V* even, V* odd) {
-    for (int k = 0; k < 4; ++k) {
-      const float32x4x2_t v = vld2q_f32(p + 8 * k);
-      even->q[k] = v.val[0];
-      odd->q[k] = v.val[1];
-    }
-  }
-  FOLIO_INLINE_NEON void store_pairs(float* p, V even, V odd) {
-    for (int k = 0; k < 4; ++k) vst2q_f32(p + 8 * k, float32x4x2_t{{even.q[k], odd.q[k]}});
-  }
-
-  // f64: the lanes of a V widened (exact), 16 doubles at p, and back to f32
-  // (one rounding each).
-  FOLIO_INLINE_NEON D widen(V v) {
-    D r;
-    for (int k = 0; k < 4; ++k) {
-      r.d[2 * k] = vcvt_f64_f32(vget_low_f32(v.q[k]));
-      r.d[2 * k + 1] = vcvt_high_f64_f32(v.q[k]);
-    }
-    return r;
-  }
-  FOLIO_INLINE_NEON D load_f64(const double* p) {
-    D r;
-    for (int k = 0; k < 8; ++k) r.d[k] = vld1q_f64(p + 2 * k);
-    return r;
-  }
-  FOLIO_INLINE_NEON V narrow(D d) {
+  // Activation quantizers (simd/quantize_act.h).
+  FOLIO_INLINE_NEON V max_abs(V acc, V x) {  // max(acc, |x|); a NaN x keeps acc
     V r;
-    for (int k = 0; k < 4; ++k)
-      r.q[k] = vcvt_high_f32_f64(vcvt_f32_f64(d.d[2 * k]), d.d[2 * k + 1]);
+    for (int k = 0; k < 4; ++k) r.q[k] = vmaxnmq_f32(acc.q[k], vabsq_f32(x.q[k]));
     return r;
+  }
+  FOLIO_INLINE_NEON int first_abs_equal(V x, float a) {  // first lane with |x| == a, or -1
+    float buf[16];
+    store(buf, x);
+    for (int i = 0; i < 16; ++i) {
+      if (buf[i] == a || buf[i] == -a) return i;
+    }
+    return -1;
+  }
+  // roundf (FCVTAS: ties away from zero, NaN -> 0), clamped to [-128, 127].
+  FOLIO_INLINE_NEON I round_away_i8(V x) {
+    I r;
+    for (int k = 0; k < 4; ++k) {
+      r.q[k] = vminq_s32(vmaxq_s32(vcvtaq_s32_f32(x.q[k]), vdupq_n_s32(-128)), vdupq_n_s32(127));
+    }
+    return r;
+  }
+  // Round to nearest even (FCVTNS, NaN -> 0), at most 127.
+  FOLIO_INLINE_NEON I round_even_max127(V x) {
+    I r;
+    for (int k = 0; k < 4; ++k) r.q[k] = vminq_s32(vcvtnq_s32_f32(x.q[k]), vdupq_n_s32(127));
+    return r;
+  }
+  FOLIO_INLINE_NEON I add(I a, I b) {
+    I r;
+    for (int k = 0; k < 4; ++k) r.q[k] = vaddq_s32(a.q[k], b.q[k]);
+    return r;
+  }
+  FOLIO_INLINE_NEON int32_t hsum(I v) {
+    return vaddvq_s32(vaddq_s32(vaddq_s32(v.q[0], v.q[1]), vaddq_s32(v.q[2], v.q[3])));
+  }
+  // 16 lanes in [-128, 127] as 16 bytes at p.
+  FOLIO_INLINE_NEON void store_i8(int8_t* p, I v) {
+    const int16x8_t lo = vcombine_s16(vqmovn_s32(v.q[0]), vqmovn_s32(v.q[1]));
+    const int16x8_t hi = vcombine_s16(vqmovn_s32(v.q[2]), vqmovn_s32(v.q[3]));
+    vst1q_s8(p, vcombine_s8(vqmovn_s16(lo), vqmovn_s16(hi)));
+  }
+  FOLIO_INLINE_NEON float round_f16(float x) {  // x rounded to f16 (RNE) and back
+    return static_cast<float>(static_cast<float16_t>(x));
   }
 };
 

@@ -4,32 +4,24 @@
 #pragma once
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/rope_tables.h"
+#include "backend/cpu/scalar/row_drivers.h"
 #include "backend/cpu/scalar/supports.h"
 
 namespace folio::cpu::simd {
 
-// elementwise.h
-template <class S>
-Status add(const Op& op, const KernelContext& ctx);
-template <class S>
-Status mul(const Op& op, const KernelContext& ctx);
-template <class S>
-Status scale(const Op& op, const KernelContext& ctx);
-template <class S>
-Status unary(const Op& op, const KernelContext& ctx);  // silu, gelu, sigmoid, exp
-template <class S>
-Status glu(const Op& op, const KernelContext& ctx);  // swiglu, geglu, swiglu_oai
+// elementwise.h: add, mul, scale, unary (silu, gelu, sigmoid, exp) and glu
+// (swiglu, geglu, swiglu_oai) as elementwise<S, add_rows>, ... (the row
+// drivers of scalar/row_drivers.h).
+using ElementwiseRowsFn = Status (*)(const Op& op, const KernelContext& ctx,
+                                     const ElementwiseSpanFns& fns);
+template <class S, ElementwiseRowsFn Rows>
+Status elementwise(const Op& op, const KernelContext& ctx);
 
 // norm.h
 template <class S>
 Status rms_norm(const Op& op, const KernelContext& ctx);
 template <class S>
 Status add_rms_norm(const Op& op, const KernelContext& ctx);
-
-// rope.h: the ops scalar/rope_tables.h supports (supports_rope_tables).
-template <class S>
-Status rope(const Op& op, const KernelContext& ctx);
 
 // softmax.h
 template <class S>
@@ -42,16 +34,18 @@ const char* kernel_name(const char* op, const char* isa);
 // which is compiled with baseline flags: this only takes addresses).
 template <class S>
 void register_simd_kernels(KernelTable& t) {
-  t.add({OpKind::kAdd, S::kTier, kernel_name("add", S::kName), nullptr, add<S>});
-  t.add({OpKind::kMul, S::kTier, kernel_name("mul", S::kName), nullptr, mul<S>});
-  t.add({OpKind::kScale, S::kTier, kernel_name("scale", S::kName), nullptr, scale<S>});
-  t.add({OpKind::kUnary, S::kTier, kernel_name("unary", S::kName), supports_unary_simd, unary<S>});
-  t.add({OpKind::kGlu, S::kTier, kernel_name("glu", S::kName), supports_glu_simd, glu<S>});
+  t.add({OpKind::kAdd, S::kTier, kernel_name("add", S::kName), nullptr, elementwise<S, add_rows>});
+  t.add({OpKind::kMul, S::kTier, kernel_name("mul", S::kName), nullptr, elementwise<S, mul_rows>});
+  t.add({OpKind::kScale, S::kTier, kernel_name("scale", S::kName), nullptr,
+         elementwise<S, scale_rows>});
+  t.add({OpKind::kUnary, S::kTier, kernel_name("unary", S::kName), supports_unary_simd,
+         elementwise<S, unary_rows>});
+  t.add({OpKind::kGlu, S::kTier, kernel_name("glu", S::kName), supports_glu_simd,
+         elementwise<S, glu_rows>});
   t.add({OpKind::kRmsNorm, S::kTier, kernel_name("rms_norm", S::kName), supports_rms_norm_simd,
          rms_norm<S>});
   t.add({OpKind::kAddRmsNorm, S::kTier, kernel_name("add_rms_norm", S::kName),
          supports_add_rms_norm_simd, add_rms_norm<S>});
-  t.add({OpKind::kRope, S::kTier, kernel_name("rope", S::kName), supports_rope_tables, rope<S>});
   t.add({OpKind::kSoftMax, S::kTier, kernel_name("soft_max", S::kName), supports_soft_max_simd,
          soft_max<S>});
 }
@@ -60,15 +54,14 @@ void register_simd_kernels(KernelTable& t) {
 
 // In a tier's simd_kernels.cc, after the bodies: the definitions
 // register_simd_kernels<S> takes the addresses of.
-#define FOLIO_SIMD_INSTANTIATE(S)                                          \
-  namespace folio::cpu::simd {                                             \
-  template Status add<S>(const Op& op, const KernelContext& ctx);          \
-  template Status mul<S>(const Op& op, const KernelContext& ctx);          \
-  template Status scale<S>(const Op& op, const KernelContext& ctx);        \
-  template Status unary<S>(const Op& op, const KernelContext& ctx);        \
-  template Status glu<S>(const Op& op, const KernelContext& ctx);          \
-  template Status rms_norm<S>(const Op& op, const KernelContext& ctx);     \
-  template Status add_rms_norm<S>(const Op& op, const KernelContext& ctx); \
-  template Status rope<S>(const Op& op, const KernelContext& ctx);         \
-  template Status soft_max<S>(const Op& op, const KernelContext& ctx);     \
+#define FOLIO_SIMD_INSTANTIATE(S)                                                     \
+  namespace folio::cpu::simd {                                                        \
+  template Status elementwise<S, add_rows>(const Op& op, const KernelContext& ctx);   \
+  template Status elementwise<S, mul_rows>(const Op& op, const KernelContext& ctx);   \
+  template Status elementwise<S, scale_rows>(const Op& op, const KernelContext& ctx); \
+  template Status elementwise<S, unary_rows>(const Op& op, const KernelContext& ctx); \
+  template Status elementwise<S, glu_rows>(const Op& op, const KernelContext& ctx);   \
+  template Status rms_norm<S>(const Op& op, const KernelContext& ctx);                \
+  template Status add_rms_norm<S>(const Op& op, const KernelContext& ctx);            \
+  template Status soft_max<S>(const Op& op, const KernelContext& ctx);                \
   }
