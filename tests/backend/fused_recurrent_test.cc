@@ -665,8 +665,8 @@ TEST(FusedSsmScanUpdate, HandCase) {
 // Random inputs on a strided pool (padded rows) with crossing ids: the fused
 // op equals the unfused path (gather, kSsmScan with T = 1, scatter) on the
 // same backend, bit for bit, and the kernels of every tier agree. P a
-// multiple of 8 reaches the SIMD kernels (P = 40: a partial group of
-// blocks); P = 12 runs the reference on every tier. One group (G = 1) and
+// multiple of 16 reaches the SIMD kernels (P = 48: three blocks, a partial
+// group on every tier); P = 12 runs the reference on every tier. One group (G = 1) and
 // several (G = H and G = H / 2); destinations given or equal to the ids.
 TEST(FusedSsmScanUpdate, EqualsUnfusedPathOnEveryBackend) {
   const struct {
@@ -674,7 +674,7 @@ TEST(FusedSsmScanUpdate, EqualsUnfusedPathOnEveryBackend) {
     bool dst_slots;
   } shapes[] = {{16, 16, 4, 2, true},
                 {64, 32, 2, 1, true},
-                {40, 8, 3, 3, true},
+                {48, 8, 3, 3, true},
                 {12, 16, 2, 1, true},
                 {32, 16, 4, 1, false}};
   for (const auto& sh : shapes) {
@@ -699,8 +699,8 @@ TEST(FusedSsmScanUpdate, EqualsUnfusedPathOnEveryBackend) {
       ASSERT_TRUE(nb.backend->run(su.op()).ok());
       EXPECT_EQ(su.out, want_out);
       EXPECT_EQ(su.pool, want_pool);
-      if (sh.p % 8 == 0 && nb.name != "ref" && active_isa() >= Isa::kAvx2) {
-        EXPECT_EQ(nb.backend->kernel_name(su.op()).rfind("ssm_scan_update.avx2", 0), 0u)
+      if (sh.p % 16 == 0 && nb.name != "ref" && active_isa() >= Isa::kAvx2) {
+        EXPECT_EQ(nb.backend->kernel_name(su.op()).rfind("ssm_scan_update.avx", 0), 0u)
             << nb.backend->kernel_name(su.op());
       }
       expect_same_as_first(su, first_out, first_pool);

@@ -9,6 +9,7 @@
 #include "backend/cpu/scalar/supports.h"
 #include "backend/cpu/simd/f32x16_avx2.h"
 #include "backend/cpu/simd/kernels.h"
+#include "backend/cpu/simd/recurrent_kernels.h"
 
 namespace folio {
 
@@ -50,16 +51,7 @@ void register_avx2_kernels(KernelTable& t) {
   // the bit-identical token-by-token kernel takes the rest.
   t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.chunked.avx2",
          supports_gated_delta_net_chunked_avx2, gated_delta_net_chunked_avx2});
-  t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.avx2", supports_gated_delta_net_avx2,
-         gated_delta_net_avx2});
-  t.add({OpKind::kGatedDeltaNetUpdate, kTier, "gated_delta_net_update.avx2",
-         supports_gated_delta_net_avx2, gated_delta_net_update_avx2});
-  t.add({OpKind::kSsmScan, kTier, "ssm_scan.avx2", supports_ssm_scan_avx2, ssm_scan_avx2});
-  t.add({OpKind::kSsmScanUpdate, kTier, "ssm_scan_update.avx2", supports_ssm_scan_avx2,
-         ssm_scan_update_avx2});
-  t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx2", supports_ssm_conv_blocked, ssm_conv_avx2});
-  t.add({OpKind::kSsmConvUpdate, kTier, "ssm_conv_update.avx2", supports_ssm_conv_update_blocked,
-         ssm_conv_update_avx2});
+  simd::register_simd_recurrent_kernels<simd::Avx2>(t);  // simd/recurrent_kernels.h
   // bf16 K/V: the portable tiled kernel (flash_attn.scalar) converts those rows.
   t.add({OpKind::kFlashAttn, kTier, "flash_attn.avx2", supports_flash_attn_simd, flash_attn_avx2});
 }

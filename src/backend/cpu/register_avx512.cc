@@ -9,6 +9,7 @@
 #include "backend/cpu/scalar/supports.h"
 #include "backend/cpu/simd/f32x16_avx512.h"
 #include "backend/cpu/simd/kernels.h"
+#include "backend/cpu/simd/recurrent_kernels.h"
 #include "core/cpu_features.h"
 
 namespace folio {
@@ -62,10 +63,7 @@ void register_avx512_kernels(KernelTable& t) {
   // the bit-identical token-by-token kernel takes the rest.
   t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.chunked.avx512",
          supports_gated_delta_net_chunked_avx512, gated_delta_net_chunked_avx512});
-  t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.avx512", supports_gated_delta_net_avx512,
-         gated_delta_net_avx512});
-  t.add({OpKind::kGatedDeltaNetUpdate, kTier, "gated_delta_net_update.avx512",
-         supports_gated_delta_net_avx512, gated_delta_net_update_avx512});
+  simd::register_simd_recurrent_kernels<simd::Avx512>(t);  // simd/recurrent_kernels.h
   // bf16 K/V: the portable tiled kernel (flash_attn.scalar) converts those rows.
   t.add({OpKind::kFlashAttn, kTier, "flash_attn.avx512", supports_flash_attn_simd, flash_attn_avx512});
 }

@@ -12,6 +12,7 @@
 #include "backend/cpu/scalar/supports.h"
 #include "backend/cpu/simd/f32x16_neon.h"
 #include "backend/cpu/simd/kernels.h"
+#include "backend/cpu/simd/recurrent_kernels.h"
 
 namespace folio {
 
@@ -49,17 +50,8 @@ void register_neon_kernels(KernelTable& t) {
          mul_mat_id_neon_i8mm});
   simd::register_simd_kernels<simd::Neon>(t);  // simd/kernels.h
   t.add({OpKind::kRope, kNeon, "rope.neon", supports_rope_tables, rope_neon});
-  t.add({OpKind::kGatedDeltaNet, kNeon, "gated_delta_net.neon", supports_gated_delta_net_neon,
-         gated_delta_net_neon});
-  t.add({OpKind::kGatedDeltaNetUpdate, kNeon, "gated_delta_net_update.neon",
-         supports_gated_delta_net_neon, gated_delta_net_neon});
+  simd::register_simd_recurrent_kernels<simd::Neon>(t);  // simd/recurrent_kernels.h
   t.add({OpKind::kFlashAttn, kNeon, "flash_attn.neon", supports_flash_attn_simd, flash_attn_neon});
-  t.add({OpKind::kSsmConv, kNeon, "ssm_conv.neon", supports_ssm_conv_blocked, ssm_conv_neon});
-  t.add({OpKind::kSsmConvUpdate, kNeon, "ssm_conv_update.neon", supports_ssm_conv_update_blocked,
-         ssm_conv_update_neon});
-  t.add({OpKind::kSsmScan, kNeon, "ssm_scan.neon", supports_ssm_scan_neon, ssm_scan_neon});
-  t.add({OpKind::kSsmScanUpdate, kNeon, "ssm_scan_update.neon", supports_ssm_scan_neon,
-         ssm_scan_update_neon});
 }
 
 }  // namespace folio

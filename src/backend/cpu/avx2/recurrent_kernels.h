@@ -1,7 +1,7 @@
-// AVX2 kernels of the recurrent ops (gated DeltaNet, depthwise conv, Mamba-2
-// scan), plain and fused decode forms, all bit-identical to their tier-kRef
-// references (see each file's comment) except the chunked gated DeltaNet for
-// long prefills.
+// The AVX2-only recurrent kernel: the chunked gated DeltaNet for long
+// prefills (not bit-identical). The token-by-token gated DeltaNet, the
+// Mamba-2 scan and the depthwise conv are written once for every tier:
+// simd/recurrent_kernels.h.
 // Entry points are plain functions; register_avx2.cc takes their addresses.
 #pragma once
 
@@ -9,27 +9,10 @@
 
 namespace folio::cpu {
 
-// gated_delta_net.cc: kGatedDeltaNet and kGatedDeltaNetUpdate with S_k and
-// S_v multiples of 8.
-bool supports_gated_delta_net_avx2(const Op& op);
-Status gated_delta_net_avx2(const Op& op, const KernelContext& ctx);
-Status gated_delta_net_update_avx2(const Op& op, const KernelContext& ctx);
-
 // gdn_chunked.cc: kGatedDeltaNet in chunked form (not bit-identical; see
 // scalar/gdn_chunked.h) for T >= 256 with params.allow_chunked, S_k and
 // S_v multiples of 8.
 bool supports_gated_delta_net_chunked_avx2(const Op& op);
 Status gated_delta_net_chunked_avx2(const Op& op, const KernelContext& ctx);
-
-// ssm_conv.cc: kSsmConv (any T) and kSsmConvUpdate, bit-identical to the
-// references; K <= 8, weights and bias contiguous, channels innermost.
-Status ssm_conv_avx2(const Op& op, const KernelContext& ctx);
-Status ssm_conv_update_avx2(const Op& op, const KernelContext& ctx);
-
-// ssm_scan.cc: kSsmScan (Mamba-2) and kSsmScanUpdate with P (rows per head)
-// a multiple of 8, bit-identical to the references.
-bool supports_ssm_scan_avx2(const Op& op);
-Status ssm_scan_avx2(const Op& op, const KernelContext& ctx);
-Status ssm_scan_update_avx2(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

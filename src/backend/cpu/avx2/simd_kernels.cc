@@ -11,6 +11,7 @@
 #include "backend/cpu/scalar/row_drivers.h"
 #include "backend/cpu/simd/f32x16_avx2.h"
 #include "backend/cpu/simd/kernels.h"
+#include "backend/cpu/simd/recurrent_kernels.h"
 #include "quant/blocks.h"
 
 FOLIO_SIMD_BEGIN_AVX2
@@ -18,9 +19,13 @@ FOLIO_SIMD_BEGIN_AVX2
 #include "backend/cpu/simd/norm.h"
 #include "backend/cpu/simd/quantize_act.h"
 #include "backend/cpu/simd/softmax.h"
+#include "backend/cpu/simd/gated_delta_net.h"
+#include "backend/cpu/simd/ssm_scan.h"
+#include "backend/cpu/simd/ssm_conv.h"
 FOLIO_SIMD_END
 
 FOLIO_SIMD_INSTANTIATE(folio::cpu::simd::Avx2)
+FOLIO_SIMD_INSTANTIATE_RECURRENT(folio::cpu::simd::Avx2)
 
 namespace folio::cpu {
 

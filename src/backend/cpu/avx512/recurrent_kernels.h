@@ -1,6 +1,7 @@
-// AVX-512 kernels of the recurrent ops, plain and fused decode forms, all
-// bit-identical to their tier-kRef references (see each file's comment)
-// except the chunked gated DeltaNet for long prefills.
+// The AVX-512-only recurrent kernels: the decode depthwise conv (plain T = 1
+// and fused update, bit-identical to the references) and the chunked gated
+// DeltaNet for long prefills (not bit-identical). The others are written
+// once for every tier: simd/recurrent_kernels.h.
 // Entry points are plain functions; register_avx512.cc takes their addresses.
 #pragma once
 
@@ -14,12 +15,6 @@ bool supports_ssm_conv_avx512(const Op& op);
 bool supports_ssm_conv_update_avx512(const Op& op);
 Status ssm_conv_avx512(const Op& op, const KernelContext& ctx);
 Status ssm_conv_update_avx512(const Op& op, const KernelContext& ctx);
-
-// gated_delta_net.cc: kGatedDeltaNet and kGatedDeltaNetUpdate with S_k and
-// S_v multiples of 16.
-bool supports_gated_delta_net_avx512(const Op& op);
-Status gated_delta_net_avx512(const Op& op, const KernelContext& ctx);
-Status gated_delta_net_update_avx512(const Op& op, const KernelContext& ctx);
 
 // gdn_chunked.cc: kGatedDeltaNet in chunked form (not bit-identical; see
 // scalar/gdn_chunked.h) for T >= 64 with params.allow_chunked, S_k and S_v

@@ -49,21 +49,5 @@ Status rope_neon(const Op& op, const KernelContext& ctx);
 // (tiles of scalar/flash_attn_tiled.h).
 Status flash_attn_neon(const Op& op, const KernelContext& ctx);
 
-// gated_delta_net.cc: kGatedDeltaNet and kGatedDeltaNetUpdate (one
-// function for both) with S_k and S_v multiples of 4, bit-identical to the
-// references.
-bool supports_gated_delta_net_neon(const Op& op);
-Status gated_delta_net_neon(const Op& op, const KernelContext& ctx);
-
-// ssm_conv.cc: kSsmConv (any T) and kSsmConvUpdate, bit-identical to the
-// references; the ops scalar/ssm_conv_driver.h takes.
-Status ssm_conv_neon(const Op& op, const KernelContext& ctx);
-Status ssm_conv_update_neon(const Op& op, const KernelContext& ctx);
-
-// ssm_scan.cc: kSsmScan (Mamba-2) and kSsmScanUpdate with P (rows per head)
-// a multiple of 4, bit-identical to the references.
-bool supports_ssm_scan_neon(const Op& op);
-Status ssm_scan_neon(const Op& op, const KernelContext& ctx);
-Status ssm_scan_update_neon(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

@@ -11,6 +11,7 @@
 #include "backend/cpu/scalar/row_drivers.h"
 #include "backend/cpu/simd/f32x16_neon.h"
 #include "backend/cpu/simd/kernels.h"
+#include "backend/cpu/simd/recurrent_kernels.h"
 #include "quant/blocks.h"
 
 FOLIO_SIMD_BEGIN_NEON
@@ -18,9 +19,13 @@ FOLIO_SIMD_BEGIN_NEON
 #include "backend/cpu/simd/norm.h"
 #include "backend/cpu/simd/quantize_act.h"
 #include "backend/cpu/simd/softmax.h"
+#include "backend/cpu/simd/gated_delta_net.h"
+#include "backend/cpu/simd/ssm_scan.h"
+#include "backend/cpu/simd/ssm_conv.h"
 FOLIO_SIMD_END
 
 FOLIO_SIMD_INSTANTIATE(folio::cpu::simd::Neon)
+FOLIO_SIMD_INSTANTIATE_RECURRENT(folio::cpu::simd::Neon)
 
 namespace folio::cpu {
 

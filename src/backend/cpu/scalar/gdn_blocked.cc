@@ -31,7 +31,8 @@ TensorView sequence_of(const TensorView& t, int64_t s) {
 
 }  // namespace
 
-Status run_gdn_blocked(const Op& op, const KernelContext& ctx, int lanes, GdnRowsFn fn) {
+Status run_gdn_blocked(const Op& op, const KernelContext& ctx, int lanes, int max_blocks,
+                       GdnRowsFn fn) {
   const auto& p = op.p<GatedDeltaNetParams>();
   const TensorView &q = op.src[0], &k = op.src[1], &v = op.src[2];  // [S, H, T, n_seq]
   const TensorView &g = op.src[3], &beta = op.src[4];               // [H_v, T, n_seq]
@@ -80,7 +81,7 @@ Status run_gdn_blocked(const Op& op, const KernelContext& ctx, int lanes, GdnRow
 
   // Work unit: a group of `blocks` blocks of one head of one sequence.
   const int64_t n_blocks = sv / lanes;
-  const int blocks = n_blocks % 4 == 0 ? 4 : n_blocks % 2 == 0 ? 2 : 1;
+  const int blocks = max_blocks >= 4 && n_blocks % 4 == 0 ? 4 : n_blocks % 2 == 0 ? 2 : 1;
   const int64_t n_groups = n_blocks / blocks;
   const int64_t n_units = n_seq * hv * n_groups;
   run_range(ctx, n_units, n_units > 1, [&](int64_t u0, int64_t u1) {

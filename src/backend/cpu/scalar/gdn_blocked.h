@@ -1,5 +1,5 @@
-// Blocked driver shared by the SIMD gated DeltaNet kernels (kGatedDeltaNet
-// and kGatedDeltaNetUpdate; avx2/ and avx512/gated_delta_net.cc), which are
+// Blocked driver of the SIMD gated DeltaNet kernel (kGatedDeltaNet and
+// kGatedDeltaNetUpdate; simd/gated_delta_net.h, every SIMD tier), which is
 // bit-identical to the references (ref/gated_delta_net*.cc).
 //
 // Every state row S[v, :] of a head evolves on its own (it only meets the
@@ -40,14 +40,15 @@ struct GdnRows {
   char* out;           // out of the group's first row for token 0
   size_t out_stride;
   float* tbuf;  // [sk][blocks * lanes] scratch, 64-byte aligned
-  int blocks;   // 1, 2 or 4
+  int blocks;   // 1, 2 or 4 (at most the max_blocks of run_gdn_blocked)
 };
 
 using GdnRowsFn = void (*)(const GdnRows& rows);
 
 // Runs the op (kGatedDeltaNet or kGatedDeltaNetUpdate) with `fn` on groups of
-// up to 4 blocks of `lanes` rows. Requires S_k % lanes == 0 and
-// S_v % lanes == 0.
-Status run_gdn_blocked(const Op& op, const KernelContext& ctx, int lanes, GdnRowsFn fn);
+// up to max_blocks (2 or 4) blocks of `lanes` rows. Requires S_k % lanes == 0
+// and S_v % lanes == 0.
+Status run_gdn_blocked(const Op& op, const KernelContext& ctx, int lanes, int max_blocks,
+                       GdnRowsFn fn);
 
 }  // namespace folio::cpu

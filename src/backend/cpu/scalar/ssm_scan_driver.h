@@ -1,11 +1,11 @@
 // The driver of the SIMD Mamba-2 scans (kSsmScan and its fused decode step
-// kSsmScanUpdate, backend/op.h), shared by the AVX2 and NEON tiers: the
+// kSsmScanUpdate, backend/op.h; the body simd/ssm_scan.h of every SIMD tier): the
 // per-token scalars (softplus of dt and the decay, scalar/ssm_scan_step.h),
 // the per-sequence state views (a sequence of the state tensor, or a pool
 // slot: scalar/state_slots.h, scratch rule included), the work items and
 // the split across the thread pool are written once here; each tier
-// supplies one function that scans a group of up to kSsmScanMaxBlocks
-// blocks of `lanes` state rows of one head of one sequence through every
+// supplies one function that scans a group of up to max_blocks
+// (<= kSsmScanMaxBlocks) blocks of `lanes` state rows of one head of one sequence through every
 // token (its lanes are rows, so each row's reduction keeps the reference's
 // order). A group reads all its rows before it writes any and groups are
 // disjoint: in-place updates are safe. P must be a multiple of `lanes`.
@@ -25,16 +25,18 @@ struct SsmScanGroup {
   const TensorView* from;    // [N, P, H, 1] prior state of this sequence
   const TensorView* to;      // [N, P, H, 1] where its new state goes
   int64_t seq, head, group, row0;
-  int blocks;       // 1..kSsmScanMaxBlocks blocks of `lanes` rows from row0
+  int blocks;       // 1..max_blocks blocks of `lanes` rows from row0
   const float* sp;  // [T] softplus(dt) of this head
   const float* da;  // [T] exp(sp * A)
-  float* tbuf;      // [N][lanes * kSsmScanMaxBlocks] scratch of this thread
+  float* tbuf;      // [N][lanes * kSsmScanMaxBlocks] scratch of this thread, 64-byte aligned
 };
 using SsmScanGroupFn = void (*)(const SsmScanGroup& g);
 
 // kSsmScan: the state of sequence s is src5's sequence s, its new state goes
 // to dst2's. kSsmScanUpdate: slot ids[s] of the pool, to slot dst_slots[s].
-Status ssm_scan_rows(const Op& op, const KernelContext& ctx, int lanes, SsmScanGroupFn fn);
-Status ssm_scan_update_rows(const Op& op, const KernelContext& ctx, int lanes, SsmScanGroupFn fn);
+Status ssm_scan_rows(const Op& op, const KernelContext& ctx, int lanes, int max_blocks,
+                     SsmScanGroupFn fn);
+Status ssm_scan_update_rows(const Op& op, const KernelContext& ctx, int lanes, int max_blocks,
+                            SsmScanGroupFn fn);
 
 }  // namespace folio::cpu
