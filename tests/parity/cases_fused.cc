@@ -352,8 +352,9 @@ void add_fused_cases(CaseList& cases) {
   cases.push_back(gdn_update_case(128, 16, 32, 3, HeadMap::kDiv, true, true, /*dst_slots=*/false));
   // Mamba-2 scan update: Granite-4.0-H-like heads (P 64, N 128, one group)
   // at decode batch sizes, several groups (G = H, G = H / 3), P with a
-  // partial 4-block group (40) and P % 8 != 0 (12: the reference on every
-  // tier); the last two with destinations = ids (the model's decode path).
+  // partial group of 16-row blocks (80) and P % 16 != 0 (12: the reference
+  // on every tier); the last two with destinations = ids (the model's
+  // decode path).
   // {P, N, H, G, n_seq, first_identity, dst_slots}
   const struct {
     int p, n, h, g, ns;
@@ -361,7 +362,7 @@ void add_fused_cases(CaseList& cases) {
   } scans[] = {
       {64, 128, 8, 1, 1, true, true},  {64, 128, 8, 1, 4, false, true},
       {64, 128, 8, 1, 32, true, true}, {64, 16, 6, 6, 5, false, true},
-      {32, 64, 6, 2, 3, true, true},   {40, 32, 4, 4, 3, false, true},
+      {32, 64, 6, 2, 3, true, true},   {80, 32, 4, 4, 3, false, true},
       {12, 16, 2, 1, 3, true, true},   {64, 128, 8, 1, 16, true, false},
       {16, 32, 4, 2, 3, true, false},
   };

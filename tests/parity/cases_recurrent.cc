@@ -226,15 +226,16 @@ void add_recurrent_cases(CaseList& cases, bool perf) {
     }
   }
   // ssm_scan: Granite-4.0-H-like heads (P 64, N 128, 1 group), several
-  // groups, P with a partial 4-block group (24, 40), decode and prefill.
+  // groups, P with a partial group of 16-row blocks (48, 80), decode and
+  // prefill.
   // {P, N, H, G, T, n_seq, in_place}
   const struct {
     int p, n, h, g, t, ns;
     bool in_place;
   } scans[] = {
       {64, 128, 4, 1, 1, 1, true},  {64, 128, 4, 1, 9, 2, true}, {64, 16, 8, 2, 1, 3, true},
-      {32, 64, 6, 3, 33, 1, false}, {24, 8, 2, 1, 5, 2, true},   {40, 32, 4, 4, 17, 1, true},
-      {16, 128, 2, 2, 130, 1, true}, {12, 16, 2, 1, 3, 1, true},  // P % 8 != 0: reference only
+      {32, 64, 6, 3, 33, 1, false}, {48, 8, 2, 1, 5, 2, true},   {80, 32, 4, 4, 17, 1, true},
+      {16, 128, 2, 2, 130, 1, true}, {12, 16, 2, 1, 3, 1, true},  // P % 16 != 0: reference only
   };
   for (const auto& sc : scans) {
     cases.push_back(ssm_scan_case(sc.p, sc.n, sc.h, sc.g, sc.t, sc.ns, sc.in_place));

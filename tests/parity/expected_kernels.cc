@@ -208,24 +208,23 @@ Expectation gdn_rule(const Op& op) {
   const std::string base = op_kind_name(op.kind);
   Expectation e = ref_only(op.kind);
   if (chunk) e.cpu.push_back({T::kScalar, base + ".chunked.scalar"});
+  // The token-by-token kernels (simd/gated_delta_net.h) take blocks of 16
+  // state rows on every tier; AVX2's chunked form, 8-lane tiles.
   if (chunk && t >= kGdnChunkTokensAvx2 && lanes(8)) {
     e.cpu.push_back({T::kAvx2, base + ".chunked.avx2"});
-  } else if (lanes(8)) {
+  } else if (lanes(16)) {
     e.cpu.push_back({T::kAvx2, base + ".avx2"});
   }
   if (lanes(16)) e.cpu.push_back({T::kAvx512, base + (chunk ? ".chunked.avx512" : ".avx512")});
   // NEON has no chunked form: long sequences keep the portable one.
-  if (lanes(4) && !chunk) e.cpu.push_back({T::kNeon, base + ".neon"});
+  if (lanes(16) && !chunk) e.cpu.push_back({T::kNeon, base + ".neon"});
   return e;
 }
 
-// Mamba-2 scan: head_dim in whole vectors (AVX2: 8 lanes, NEON: 4).
+// Mamba-2 scan: head_dim in whole 16-row blocks (simd/ssm_scan.h), one
+// kernel per SIMD family.
 Expectation ssm_scan_rule(const Op& op) {
-  Expectation e = ref_only(op.kind);
-  const std::string base = op_kind_name(op.kind);
-  if (op.src[0].ne[0] % 8 == 0) e.cpu.push_back({T::kAvx2, base + ".avx2"});
-  if (op.src[0].ne[0] % 4 == 0) e.cpu.push_back({T::kNeon, base + ".neon"});
-  return e;
+  return simd_family(op.kind, op.src[0].ne[0] % 16 == 0);
 }
 
 // Short convolution: blocked kernels on every SIMD tier; the AVX-512 one
