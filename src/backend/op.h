@@ -106,7 +106,7 @@ enum class OpKind : int {
   // With params.allow_chunked a backend may evaluate long sequences (CPU: T
   // >= 64 tokens per sequence, 256 with AVX2 only) in the mathematically
   // equal chunked (WY) form: not bit-identical, NMSE <= 1e-10 against this
-  // definition on both outputs (backend/cpu/scalar/gdn_chunked.h). Shorter
+  // definition on both outputs (backend/cpu/drivers/gdn_chunked.h). Shorter
   // ops, or allow_chunked = false, use the token-by-token form (bit-identical
   // to the reference on the CPU backend at every tier).
   kGatedDeltaNet,
@@ -145,7 +145,7 @@ enum class OpKind : int {
   // ids[s] == dst_slots[s] reads its slot in place (each independent part of
   // its prior state loaded before it is written); a source slot that another
   // sequence writes is first copied to a disjoint scratch; a slot nobody
-  // writes is read where it is (backend/cpu/scalar/state_slots.h). dst2
+  // writes is read where it is (backend/cpu/drivers/state_slots.h). dst2
   // names the in-place output and must be the pool view itself (same data,
   // shape and strides); slots not written keep their bytes. Run-time errors,
   // checked before anything is written: an id or destination slot outside

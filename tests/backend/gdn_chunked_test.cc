@@ -1,4 +1,4 @@
-// The chunked gated DeltaNet kernels (scalar/gdn_chunked.h): which kernel
+// The chunked gated DeltaNet kernels (drivers/gdn_chunked.h): which kernel
 // each CPU tier picks (the chunked form only for long sequences that allow
 // it, so decode and short ops keep the bit-identical kernels), that a
 // sequence's result does not depend on the other sequences of the op nor on
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/scalar/gdn_chunked.h"
+#include "backend/cpu/drivers/gdn_chunked.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 

@@ -13,7 +13,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/neon/kernels.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
 #include "core/aligned.h"
 #include "core/cpu_features.h"
 #include "quant/quant.h"

@@ -17,7 +17,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_buffer_types.h"
 #include "backend/cpu/packed/packed_kernels.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
 #include "core/aligned.h"
 #include "core/cpu_features.h"
 #include "core/fp16.h"

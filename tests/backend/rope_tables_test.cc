@@ -1,4 +1,4 @@
-// The rope kernels on memoised tables (scalar/rope_tables.h: rope.tables,
+// The rope kernels on memoised tables (drivers/rope_tables.h: rope.tables,
 // rope.avx2, rope.avx512, rope.neon; every tier of this machine's ladder)
 // give the reference's bytes exactly (same double arithmetic), in the
 // normal and neox modes, with partial rotation, freq factors and YaRN, also

@@ -1,5 +1,5 @@
 // The optimised flash-attention kernels (flash_attn.scalar / .avx2 / .avx512,
-// scalar/flash_attn_tiled.h) on what the parity cases do not pin down:
+// drivers/flash_attn_tiled.h) on what the parity cases do not pin down:
 //   - bit-identical outputs for 1, 2, 3 and 4 threads, in both schedules
 //     (a chunk per work item, and split-K with partials reduced afterwards);
 //   - paged == contiguous, exactly, for block sizes 8 ... 128 (and one that

@@ -21,7 +21,7 @@
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "quant/quant.h"

@@ -3,7 +3,7 @@
 // Exact (bit-for-bit), not within a tolerance: every op computes an output
 // row from its own input row(s) in an order fixed by the inner dimensions
 // only. The mul_mat kernels' tile decomposition never changes an output's
-// accumulation order (backend/cpu/scalar/mul_mat_tiled.h), flash attention
+// accumulation order (backend/cpu/drivers/mul_mat_tiled.h), flash attention
 // visits each token's own keys in ascending order, norms / rope / glu /
 // mul_mat_id work per row. So neither the batch size, nor the interleaving of
 // sequences, nor which rows are gathered as outputs may change a value.

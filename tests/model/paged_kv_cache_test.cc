@@ -4,7 +4,7 @@
 //   - paged vs contiguous: set_rows converts a row the same way whatever slot
 //     it lands in, and flash attention visits positions in ascending order on
 //     a fixed tile grid whatever the layout (op.h "Attention inputs",
-//     backend/cpu/scalar/flash_attn_tiled.h), so a permuted, fragmented block
+//     backend/cpu/drivers/flash_attn_tiled.h), so a permuted, fragmented block
 //     allocation cannot change a bit;
 //   - a batch mixing sequences, prefill chunks and decode tokens vs each
 //     sequence alone in one prefill: every op computes an output row from its

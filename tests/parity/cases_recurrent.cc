@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/cpu/scalar/gdn_chunked.h"
+#include "backend/cpu/drivers/gdn_chunked.h"
 #include "parity/harness.h"
 
 namespace folio::parity {

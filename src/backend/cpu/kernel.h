@@ -78,7 +78,7 @@ void register_ref_kernels_attention(KernelTable& t);  // ref/: flash_attn, sdpa
 void register_ref_kernels_recurrent(KernelTable& t);  // ref/: ssm_conv, gated_delta_net
 void register_ref_kernels_cache(KernelTable& t);      // ref/: set_rows
 void register_ref_kernels_fused(KernelTable& t);      // ref/: fused *_update decode ops
-void register_scalar_kernels(KernelTable& t);         // scalar/ (portable optimised tier)
+void register_scalar_kernels(KernelTable& t);         // drivers/ (portable optimised tier)
 void register_avx2_kernels(KernelTable& t);           // avx2/
 void register_avx512_kernels(KernelTable& t);         // avx512/
 void register_neon_kernels(KernelTable& t);           // neon/ (64-bit ARM)

@@ -4,9 +4,9 @@
 // handles (the validated op's dtypes and variants).
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/avx2/recurrent_kernels.h"
-#include "backend/cpu/scalar/rope_tables.h"
-#include "backend/cpu/scalar/ssm_conv_driver.h"
-#include "backend/cpu/scalar/supports.h"
+#include "backend/cpu/drivers/rope_tables.h"
+#include "backend/cpu/drivers/ssm_conv_driver.h"
+#include "backend/cpu/drivers/supports.h"
 #include "backend/cpu/simd/f32x16_avx2.h"
 #include "backend/cpu/simd/kernels.h"
 #include "backend/cpu/simd/recurrent_kernels.h"

@@ -5,8 +5,8 @@
 // AVX512_VNNI, and without it the AVX2 kernels take over).
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/avx512/recurrent_kernels.h"
-#include "backend/cpu/scalar/rope_tables.h"
-#include "backend/cpu/scalar/supports.h"
+#include "backend/cpu/drivers/rope_tables.h"
+#include "backend/cpu/drivers/supports.h"
 #include "backend/cpu/simd/f32x16_avx512.h"
 #include "backend/cpu/simd/kernels.h"
 #include "backend/cpu/simd/recurrent_kernels.h"

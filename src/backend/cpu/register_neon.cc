@@ -7,9 +7,9 @@
 // activations through a dequantizing tile ("mul_mat.float.neon"); ops
 // without a NEON kernel run on the portable tier or the reference.
 #include "backend/cpu/neon/kernels.h"
-#include "backend/cpu/scalar/rope_tables.h"
-#include "backend/cpu/scalar/ssm_conv_driver.h"
-#include "backend/cpu/scalar/supports.h"
+#include "backend/cpu/drivers/rope_tables.h"
+#include "backend/cpu/drivers/ssm_conv_driver.h"
+#include "backend/cpu/drivers/supports.h"
 #include "backend/cpu/simd/f32x16_neon.h"
 #include "backend/cpu/simd/kernels.h"
 #include "backend/cpu/simd/recurrent_kernels.h"

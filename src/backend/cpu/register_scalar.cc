@@ -1,10 +1,10 @@
 // Portable optimised kernels (tier kScalar, no intrinsics): registered here,
-// implemented under scalar/. They run where no SIMD tier applies and are the
+// implemented under drivers/. They run where no SIMD tier applies and are the
 // structure reference for the SIMD versions of the same kernels.
-#include "backend/cpu/scalar/cpy_tiled.h"
-#include "backend/cpu/scalar/flash_attn_tiled.h"
-#include "backend/cpu/scalar/gdn_chunked.h"
-#include "backend/cpu/scalar/rope_tables.h"
+#include "backend/cpu/drivers/cpy_tiled.h"
+#include "backend/cpu/drivers/flash_attn_tiled.h"
+#include "backend/cpu/drivers/gdn_chunked.h"
+#include "backend/cpu/drivers/rope_tables.h"
 
 namespace folio {
 

@@ -1,5 +1,5 @@
 // AVX2 + FMA + F16C flash attention (kFlashAttn): the tile primitives of
-// scalar/flash_attn_tiled.h, which owns the plan, the block-table reads,
+// drivers/flash_attn_tiled.h, which owns the plan, the block-table reads,
 // split-K and threads. Same structure as avx512/flash_attn.cc with 8 lanes:
 //
 // K/V elements come from an f32 tile buffer (convert_rows: f16 by vcvtph2ps,
@@ -23,7 +23,7 @@
 
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/avx2/simd.h"
-#include "backend/cpu/scalar/flash_attn_tiled.h"
+#include "backend/cpu/drivers/flash_attn_tiled.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
 

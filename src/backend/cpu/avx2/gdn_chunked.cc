@@ -1,5 +1,5 @@
 // AVX2 chunked gated DeltaNet (kGatedDeltaNet, T >= 256 tokens per sequence):
-// the driver of scalar/gdn_chunked.h with AVX2 + FMA primitives (the
+// the driver of drivers/gdn_chunked.h with AVX2 + FMA primitives (the
 // transposes stay portable: a small share of the time). Not bit-identical
 // to the reference; the tolerance and the algorithm are in that header.
 //
@@ -17,7 +17,7 @@
 
 #include "backend/cpu/avx2/recurrent_kernels.h"
 #include "backend/cpu/avx2/simd.h"
-#include "backend/cpu/scalar/gdn_chunked.h"
+#include "backend/cpu/drivers/gdn_chunked.h"
 
 namespace folio::cpu {
 namespace {

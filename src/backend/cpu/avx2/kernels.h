@@ -4,7 +4,7 @@
 #pragma once
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
 
 namespace folio::cpu {
 
@@ -22,7 +22,7 @@ MatMulSpec quant_mul_mat_spec_avx2(DType w, int64_t m);
 MatMulSpec kquant_mul_mat_spec_avx2(DType w);
 MatMulSpec fp4_mul_mat_spec_avx2(DType w);
 
-// mul_mat / mul_mat_id for every weight type above (scalar/mul_mat_tiled.h).
+// mul_mat / mul_mat_id for every weight type above (drivers/mul_mat_tiled.h).
 inline constexpr MatMulSpecFn mul_mat_spec_avx2 =
     &float_or_quant_spec<&float_mul_mat_spec_avx2, &quant_mul_mat_spec_avx2>;
 inline constexpr KernelFn mul_mat_avx2 = &mul_mat_kernel<mul_mat_spec_avx2>;
@@ -34,10 +34,10 @@ inline constexpr KernelFn mul_mat_id_avx2 = &mul_mat_id_kernel<mul_mat_spec_avx2
 void quantize_act_q8_0_avx2(const float* x, void* dst, int64_t k);
 void quantize_act_q8_k_avx2(const float* x, void* dst, int64_t k);
 
-// rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
+// rope.cc: the ops drivers/rope_tables.h supports (supports_rope_tables).
 Status rope_avx2(const Op& op, const KernelContext& ctx);
 
-// flash_attn.cc: every valid kFlashAttn op (tiles of scalar/flash_attn_tiled.h).
+// flash_attn.cc: every valid kFlashAttn op (tiles of drivers/flash_attn_tiled.h).
 Status flash_attn_avx2(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

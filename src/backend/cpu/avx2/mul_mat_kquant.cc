@@ -34,8 +34,8 @@
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/avx2/mul_mat_quant.h"
 #include "backend/cpu/avx2/simd.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
-#include "backend/cpu/scalar/quant_tile.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
+#include "backend/cpu/drivers/quant_tile.h"
 #include "core/check.h"
 #include "quant/blocks.h"
 

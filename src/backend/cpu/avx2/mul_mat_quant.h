@@ -2,7 +2,7 @@
 // (32-element blocks x Q8_0 activation rows), mul_mat_fp4.cc and
 // mul_mat_kquant.cc (256-element super-blocks x Q8_K activations). They use
 // the same tile shape; the dispatch from a (rows, columns) remainder to a
-// template instance is scalar/quant_tile.h's. Everything is `static inline`
+// template instance is drivers/quant_tile.h's. Everything is `static inline`
 // with the AVX2 target attribute.
 // Like the AVX-512 tiles, each block / super-block step prefetches the same
 // bytes of the next tile's rows (simd.h prefetch_span).

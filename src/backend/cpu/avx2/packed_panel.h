@@ -24,7 +24,7 @@
 #include "backend/cpu/avx2/int_dot.h"
 #include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/packed/packed_kernels.h"
-#include "backend/cpu/scalar/dtype_switch.h"
+#include "backend/cpu/drivers/dtype_switch.h"
 #include "core/target.h"
 
 namespace folio::cpu::avx2 {

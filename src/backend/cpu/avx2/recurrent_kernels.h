@@ -10,7 +10,7 @@
 namespace folio::cpu {
 
 // gdn_chunked.cc: kGatedDeltaNet in chunked form (not bit-identical; see
-// scalar/gdn_chunked.h) for T >= 256 with params.allow_chunked, S_k and
+// drivers/gdn_chunked.h) for T >= 256 with params.allow_chunked, S_k and
 // S_v multiples of 8.
 bool supports_gated_delta_net_chunked_avx2(const Op& op);
 Status gated_delta_net_chunked_avx2(const Op& op, const KernelContext& ctx);

@@ -1,5 +1,5 @@
 // AVX2 rope (kRope, normal and neox modes): the vector loop of the shared
-// table driver (scalar/rope_tables.h), 4 pairs per step in double like the
+// table driver (drivers/rope_tables.h), 4 pairs per step in double like the
 // reference: x0, x1 widened, two products and a subtraction (or sum)
 // rounded separately, no FMA, then one rounding to float: the reference's
 // result exactly.
@@ -7,7 +7,7 @@
 
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/avx2/simd.h"
-#include "backend/cpu/scalar/rope_tables.h"
+#include "backend/cpu/drivers/rope_tables.h"
 
 namespace folio::cpu {
 

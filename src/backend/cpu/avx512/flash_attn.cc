@@ -1,5 +1,5 @@
 // AVX-512 flash attention (kFlashAttn): the tile primitives of
-// scalar/flash_attn_tiled.h, which owns the plan, the block-table reads,
+// drivers/flash_attn_tiled.h, which owns the plan, the block-table reads,
 // split-K and threads.
 //
 // K/V elements come from either an f32 tile buffer (convert_rows: f16 by
@@ -24,7 +24,7 @@
 
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/avx512/simd.h"
-#include "backend/cpu/scalar/flash_attn_tiled.h"
+#include "backend/cpu/drivers/flash_attn_tiled.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
 

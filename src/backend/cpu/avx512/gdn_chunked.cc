@@ -1,5 +1,5 @@
 // AVX-512 chunked gated DeltaNet (kGatedDeltaNet, T >= 64 tokens per
-// sequence): the driver of scalar/gdn_chunked.h with AVX-512 primitives.
+// sequence): the driver of drivers/gdn_chunked.h with AVX-512 primitives.
 // Not bit-identical to the reference; the tolerance and the algorithm are in
 // that header.
 //
@@ -18,7 +18,7 @@
 #include "backend/cpu/avx512/recurrent_kernels.h"
 #include "backend/cpu/avx512/simd.h"
 #include "backend/cpu/avx512/transpose.h"
-#include "backend/cpu/scalar/gdn_chunked.h"
+#include "backend/cpu/drivers/gdn_chunked.h"
 
 namespace folio::cpu {
 namespace {

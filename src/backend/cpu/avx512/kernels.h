@@ -5,7 +5,7 @@
 #pragma once
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
 
 namespace folio::cpu {
 
@@ -21,7 +21,7 @@ MatMulSpec float_mul_mat_spec_avx512(DType w, int64_t m);
 MatMulSpec quant_mul_mat_spec_avx512(DType w, int64_t m);
 MatMulSpec kquant_mul_mat_spec_avx512(DType w, int64_t m);
 
-// mul_mat / mul_mat_id for every weight type above (scalar/mul_mat_tiled.h).
+// mul_mat / mul_mat_id for every weight type above (drivers/mul_mat_tiled.h).
 inline constexpr MatMulSpecFn mul_mat_spec_avx512 =
     &float_or_quant_spec<&float_mul_mat_spec_avx512, &quant_mul_mat_spec_avx512>;
 inline constexpr KernelFn mul_mat_avx512 = &mul_mat_kernel<mul_mat_spec_avx512>;
@@ -33,10 +33,10 @@ inline constexpr KernelFn mul_mat_id_avx512 = &mul_mat_id_kernel<mul_mat_spec_av
 void quantize_act_q8_0_avx512(const float* x, void* dst, int64_t k);
 void quantize_act_q8_k_avx512(const float* x, void* dst, int64_t k);
 
-// rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
+// rope.cc: the ops drivers/rope_tables.h supports (supports_rope_tables).
 Status rope_avx512(const Op& op, const KernelContext& ctx);
 
-// flash_attn.cc: every valid kFlashAttn op (tiles of scalar/flash_attn_tiled.h).
+// flash_attn.cc: every valid kFlashAttn op (tiles of drivers/flash_attn_tiled.h).
 Status flash_attn_avx512(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

@@ -19,10 +19,10 @@
 #include <cstring>
 
 #include "backend/cpu/avx512/kernels.h"
-#include "backend/cpu/scalar/dtype_switch.h"
-#include "backend/cpu/scalar/float_strip_panel.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
-#include "backend/cpu/scalar/quant_tile.h"
+#include "backend/cpu/drivers/dtype_switch.h"
+#include "backend/cpu/drivers/float_strip_panel.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
+#include "backend/cpu/drivers/quant_tile.h"
 #include "backend/cpu/simd/f32x16_avx512.h"
 #include "core/check.h"
 #include "core/cpu_features.h"

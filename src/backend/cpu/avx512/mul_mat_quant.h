@@ -2,7 +2,7 @@
 // (32-element blocks x Q8_0 activation rows) and mul_mat_kquant.cc
 // (256-element super-blocks x Q8_K activations). Both use the same tile
 // shapes; the dispatch from a (rows, columns) remainder to a template
-// instance is scalar/quant_tile.h's. Everything is `static inline` with the AVX-512 target
+// instance is drivers/quant_tile.h's. Everything is `static inline` with the AVX-512 target
 // attribute.
 #pragma once
 

@@ -32,7 +32,7 @@
 #include "backend/cpu/avx512/packed_panel.h"
 #include "backend/cpu/avx512/simd.h"
 #include "backend/cpu/packed/packed_kernels.h"
-#include "backend/cpu/scalar/dtype_switch.h"
+#include "backend/cpu/drivers/dtype_switch.h"
 #include "core/target.h"
 #include "quant/blocks.h"
 #include "quant/repack.h"

@@ -17,7 +17,7 @@ Status ssm_conv_avx512(const Op& op, const KernelContext& ctx);
 Status ssm_conv_update_avx512(const Op& op, const KernelContext& ctx);
 
 // gdn_chunked.cc: kGatedDeltaNet in chunked form (not bit-identical; see
-// scalar/gdn_chunked.h) for T >= 64 with params.allow_chunked, S_k and S_v
+// drivers/gdn_chunked.h) for T >= 64 with params.allow_chunked, S_k and S_v
 // multiples of 16.
 bool supports_gated_delta_net_chunked_avx512(const Op& op);
 Status gated_delta_net_chunked_avx512(const Op& op, const KernelContext& ctx);

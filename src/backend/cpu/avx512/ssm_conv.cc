@@ -23,9 +23,9 @@
 
 #include "backend/cpu/avx512/recurrent_kernels.h"
 #include "backend/cpu/avx512/simd.h"
-#include "backend/cpu/scalar/parallel.h"
-#include "backend/cpu/scalar/ssm_conv_channel.h"
-#include "backend/cpu/scalar/state_slots.h"
+#include "backend/cpu/drivers/parallel.h"
+#include "backend/cpu/drivers/ssm_conv_channel.h"
+#include "backend/cpu/drivers/state_slots.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction (the reference has none)
 
 namespace folio::cpu {

@@ -1,5 +1,5 @@
 // NEON flash attention (kFlashAttn): the tile primitives of
-// scalar/flash_attn_tiled.h, which owns the plan, the block-table reads,
+// drivers/flash_attn_tiled.h, which owns the plan, the block-table reads,
 // split-K and threads. K / V rows are f32, f16 (FCVTL) or q8_0 (int8 ->
 // f32 times the block scale), converted the same way into tile buffers
 // (prefill) or into one row buffer on the fly (decode), so both paths give
@@ -19,7 +19,7 @@
 
 #include "backend/cpu/neon/kernels.h"
 #include "backend/cpu/neon/simd.h"
-#include "backend/cpu/scalar/flash_attn_tiled.h"
+#include "backend/cpu/drivers/flash_attn_tiled.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
 

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
 
 namespace folio::cpu {
 
@@ -27,7 +27,7 @@ void quantize_act_q8_k_neon(const float* x, void* dst, int64_t k);
 MatMulSpec float_mul_mat_spec_neon(DType w);
 
 // mul_mat / mul_mat_id for every weight type above with the tier's byte dot
-// product D (scalar/mul_mat_tiled.h); the tiles do not depend on m.
+// product D (drivers/mul_mat_tiled.h); the tiles do not depend on m.
 template <NeonDot D>
 MatMulSpec mul_mat_spec_neon(DType w, int64_t /*m*/) {
   return neon_quant_weight(w) ? quant_mul_mat_spec_neon(w, D) : float_mul_mat_spec_neon(w);
@@ -42,11 +42,11 @@ inline constexpr KernelFn mul_mat_neon_i8mm = &mul_mat_kernel<&mul_mat_spec_neon
 inline constexpr KernelFn mul_mat_id_neon_i8mm =
     &mul_mat_id_kernel<&mul_mat_spec_neon<NeonDot::kSmmla>>;
 
-// rope.cc: the ops scalar/rope_tables.h supports (supports_rope_tables).
+// rope.cc: the ops drivers/rope_tables.h supports (supports_rope_tables).
 Status rope_neon(const Op& op, const KernelContext& ctx);
 
 // flash_attn.cc: every valid kFlashAttn op with f32 / f16 / q8_0 K and V
-// (tiles of scalar/flash_attn_tiled.h).
+// (tiles of drivers/flash_attn_tiled.h).
 Status flash_attn_neon(const Op& op, const KernelContext& ctx);
 
 

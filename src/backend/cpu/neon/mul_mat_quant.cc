@@ -29,8 +29,8 @@
 
 #include "backend/cpu/neon/kernels.h"
 #include "backend/cpu/neon/simd.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
-#include "backend/cpu/scalar/quant_tile.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
+#include "backend/cpu/drivers/quant_tile.h"
 #include "core/check.h"
 #include "quant/blocks.h"
 

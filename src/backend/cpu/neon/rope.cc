@@ -1,5 +1,5 @@
 // NEON rope (kRope, normal and neox modes): the vector loop of the shared
-// table driver (scalar/rope_tables.h), 4 pairs per step in double (two
+// table driver (drivers/rope_tables.h), 4 pairs per step in double (two
 // 2-lane halves) like the reference: x0, x1 widened, two products and a
 // subtraction (or sum) rounded separately, no FMA, then one rounding to
 // float: the reference's result exactly. Normal mode splits adjacent pairs
@@ -8,7 +8,7 @@
 
 #include "backend/cpu/neon/kernels.h"
 #include "backend/cpu/neon/simd.h"
-#include "backend/cpu/scalar/rope_tables.h"
+#include "backend/cpu/drivers/rope_tables.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction (the reference has none)
 
 namespace folio::cpu {

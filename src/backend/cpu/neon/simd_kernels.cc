@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "backend/cpu/neon/kernels.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
-#include "backend/cpu/scalar/row_drivers.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
+#include "backend/cpu/drivers/row_drivers.h"
 #include "backend/cpu/simd/f32x16_neon.h"
 #include "backend/cpu/simd/kernels.h"
 #include "backend/cpu/simd/recurrent_kernels.h"

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/drivers/parallel.h"
 #include "core/aligned.h"
 #include "core/check.h"
 #include "core/cpu_features.h"

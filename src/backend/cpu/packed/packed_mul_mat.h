@@ -30,7 +30,7 @@
 #include <cstdint>
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
 
 namespace folio::cpu {
 

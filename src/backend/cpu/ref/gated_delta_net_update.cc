@@ -12,14 +12,14 @@
 // q scaled in f32, S *= exp(g), per row m = sum_i S k (ascending i, from
 // 0.0f), d = beta (v - m), S += d k, out = sum_i S q. That makes the fused op
 // bit-identical to gather -> gated_delta_net -> scatter. The identity /
-// scratch rule and the id checks live in scalar/state_slots.
+// scratch rule and the id checks live in drivers/state_slots.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/state_slots.h"
+#include "backend/cpu/drivers/state_slots.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction in the reference
 
 namespace folio::fused_ref {

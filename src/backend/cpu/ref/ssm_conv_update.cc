@@ -10,12 +10,12 @@
 //   dst = act(((0.0f + win[0] * w[0]) + win[1] * w[1]) + ... + bias)
 // in f32, operation for operation as the kSsmConv reference (ssm_conv.cc):
 // that makes the fused op bit-identical to gather -> ssm_conv -> scatter.
-// The identity / scratch rule and the id checks live in scalar/state_slots.
+// The identity / scratch rule and the id checks live in drivers/state_slots.
 #include <cmath>
 #include <vector>
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/state_slots.h"
+#include "backend/cpu/drivers/state_slots.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction in the reference
 
 namespace folio::fused_ref {

@@ -7,7 +7,7 @@
 //   y      [P, H, T, n_seq]       state_out like state (may alias it)
 //
 // Per (sequence, head) the state is loaded into a local copy first, so
-// state_out may alias state_in. Per token, in f32 (scalar/ssm_scan_step.h
+// state_out may alias state_in. Per token, in f32 (drivers/ssm_scan_step.h
 // for sp and dA):
 //   sp = softplus(dt);  dA = exp(sp * A[h]);
 //   per row p: xdt = x[p] * sp; acc = 0.0f; for i = 0 .. N-1:
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/ssm_scan_step.h"
+#include "backend/cpu/drivers/ssm_scan_step.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction in the reference
 
 namespace folio::recurrent_ref {

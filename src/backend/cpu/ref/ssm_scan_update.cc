@@ -14,13 +14,13 @@
 //     S[p, i] = S[p, i] * dA + B[i] * xdt;  acc += S[p, i] * C[i];
 //   y[p] = acc.
 // That makes the fused op bit-identical to gather -> ssm_scan -> scatter.
-// The identity / scratch rule and the id checks live in scalar/state_slots.
+// The identity / scratch rule and the id checks live in drivers/state_slots.
 #include <cstring>
 #include <vector>
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/ssm_scan_step.h"
-#include "backend/cpu/scalar/state_slots.h"
+#include "backend/cpu/drivers/ssm_scan_step.h"
+#include "backend/cpu/drivers/state_slots.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction in the reference
 
 namespace folio::fused_ref {

@@ -5,7 +5,7 @@
 // Layout: rows (dim 0) contiguous, every other dim through nb[] strides, so
 // views and in-place use (dst == src0) work. 16 lanes per step, the row tail
 // through masked loads / stores (the same arithmetic as the full steps).
-// Row addressing, broadcasts and the thread split: scalar/row_drivers.h.
+// Row addressing, broadcasts and the thread split: drivers/row_drivers.h.
 //
 // Accuracy: add / mul / scale are one IEEE operation per element (add and mul
 // are bit-identical to the reference). The activations use the traits' exp
@@ -20,7 +20,7 @@
 
 #include <cstdint>
 
-#include "backend/cpu/scalar/row_drivers.h"
+#include "backend/cpu/drivers/row_drivers.h"
 #include "backend/cpu/simd/kernels.h"
 
 namespace folio::cpu::simd {
@@ -133,7 +133,7 @@ inline constexpr ElementwiseSpanFns kEwFns{
 };
 
 // kAdd, kMul, kScale, kUnary, kGlu: the row driver Rows (add_rows, ...,
-// scalar/row_drivers.h) over this tier's spans.
+// drivers/row_drivers.h) over this tier's spans.
 template <class S, ElementwiseRowsFn Rows>
 Status elementwise(const Op& op, const KernelContext& ctx) {
   return Rows(op, ctx, kEwFns<S>);

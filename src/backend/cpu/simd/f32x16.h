@@ -66,7 +66,7 @@
 // FOLIO_SIMD_END: GCC's `#pragma GCC target` gives every function defined
 // in between (templates, their lambdas) that tier's instructions, so the
 // always_inline traits functions inline into them; code defined outside
-// (the standard library, the drivers under scalar/) keeps the baseline and
+// (the standard library, the drivers under drivers/) keeps the baseline and
 // cannot leak AVX into shared inline functions. Then it explicitly
 // instantiates the entry points for its S (FOLIO_SIMD_INSTANTIATE, simd/
 // kernels.h), and the tier's register_*.cc calls register_simd_kernels<S>

@@ -3,7 +3,7 @@
 // (kGatedDeltaNetUpdate), bit-identical to the references
 // (ref/gated_delta_net.cc, ref/gated_delta_net_update.cc) on every tier. The
 // scalar parts, the state resolution and the threading are the shared
-// blocked driver's (scalar/gdn_blocked.h); this body runs one group of G
+// blocked driver's (drivers/gdn_blocked.h); this body runs one group of G
 // blocks of 16 state rows (lanes = rows).
 //
 // The group's state lives in tbuf[i][16 G] (lanes = rows) across the
@@ -24,7 +24,7 @@
 // token): in-place updates are safe.
 #pragma once
 
-#include "backend/cpu/scalar/gdn_blocked.h"
+#include "backend/cpu/drivers/gdn_blocked.h"
 #include "backend/cpu/simd/f32x16_transpose.h"
 
 namespace folio::cpu::simd {

@@ -4,14 +4,14 @@
 #pragma once
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/row_drivers.h"
-#include "backend/cpu/scalar/supports.h"
+#include "backend/cpu/drivers/row_drivers.h"
+#include "backend/cpu/drivers/supports.h"
 
 namespace folio::cpu::simd {
 
 // elementwise.h: add, mul, scale, unary (silu, gelu, sigmoid, exp) and glu
 // (swiglu, geglu, swiglu_oai) as elementwise<S, add_rows>, ... (the row
-// drivers of scalar/row_drivers.h).
+// drivers of drivers/row_drivers.h).
 using ElementwiseRowsFn = Status (*)(const Op& op, const KernelContext& ctx,
                                      const ElementwiseSpanFns& fns);
 template <class S, ElementwiseRowsFn Rows>

@@ -1,6 +1,6 @@
 // mul_mat for float weights (F32, F16, BF16) x F32 activations over the
 // traits type (f32x16.h), for the x86 tiers: the tile functions and the
-// strip tiles (scalar/float_strip_panel.h) of the mul_mat_tiled driver.
+// strip tiles (drivers/float_strip_panel.h) of the mul_mat_tiled driver.
 //
 // Layout: W rows [K] contiguous (f32, f16 or bf16), X rows [K] f32.
 // Accumulation: each output is one 16-lane accumulator, K ascending in
@@ -35,10 +35,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backend/cpu/scalar/dtype_switch.h"
-#include "backend/cpu/scalar/float_strip_panel.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
-#include "backend/cpu/scalar/quant_tile.h"
+#include "backend/cpu/drivers/dtype_switch.h"
+#include "backend/cpu/drivers/float_strip_panel.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
+#include "backend/cpu/drivers/quant_tile.h"
 #include "core/check.h"
 #include "core/cpu_features.h"
 
@@ -191,7 +191,7 @@ struct FloatTiles {
   };
 };
 
-// A strip tile (scalar/float_strip_panel.h): R weight rows x C activation
+// A strip tile (drivers/float_strip_panel.h): R weight rows x C activation
 // rows over one chunk, with float_tile's FMAs per accumulator lane in the
 // same order (the widening tile zero-pads the last partial 16 in wb), so
 // every output is bit-identical to it. The parts run one pass each over

@@ -4,14 +4,14 @@
 //   add_rms_norm: s = a + b -> dst2; y = rms_norm(s) [* w] -> dst
 // Two passes per row: the sum of squares in two 16-lane FMA accumulators
 // (32 elements a step, then 16-lane masked steps), the inverse root in
-// double (one rounding, scalar/row_drivers.h), then the scaled (and
+// double (one rounding, drivers/row_drivers.h), then the scaled (and
 // weighted) row. Each element is read before its own output is written, so
 // dst / dst2 may alias the inputs. Same bytes on every tier.
 #pragma once
 
 #include <cstdint>
 
-#include "backend/cpu/scalar/row_drivers.h"
+#include "backend/cpu/drivers/row_drivers.h"
 #include "backend/cpu/simd/kernels.h"
 
 namespace folio::cpu::simd {

@@ -1,7 +1,7 @@
 // Activation quantizers for mul_mat over the traits type (f32x16.h):
 // byte-identical to the scalar reference quantizers (quant/quant_ref.h)
 // that define Q8_0 and Q8_K, only faster (the reference calls libm roundf
-// per element). Output layouts are the driver's (scalar/mul_mat_tiled.h):
+// per element). Output layouts are the driver's (drivers/mul_mat_tiled.h):
 // Q8Row32 rows for Q8_0, BlockQ8_K super-blocks for Q8_K.
 //
 // Q8_0 block of 32 (two vectors): d = max|x| / 127 (NaN ignored, like fmax),
@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
 #include "quant/blocks.h"
 
 namespace folio::cpu::simd {

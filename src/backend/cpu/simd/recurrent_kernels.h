@@ -9,11 +9,11 @@
 #pragma once
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/gdn_blocked.h"
-#include "backend/cpu/scalar/gdn_chunked.h"
-#include "backend/cpu/scalar/ssm_conv_channel.h"
-#include "backend/cpu/scalar/ssm_conv_driver.h"
-#include "backend/cpu/scalar/ssm_scan_driver.h"
+#include "backend/cpu/drivers/gdn_blocked.h"
+#include "backend/cpu/drivers/gdn_chunked.h"
+#include "backend/cpu/drivers/ssm_conv_channel.h"
+#include "backend/cpu/drivers/ssm_conv_driver.h"
+#include "backend/cpu/drivers/ssm_scan_driver.h"
 #include "backend/cpu/simd/f32x16_transpose.h"
 #include "backend/cpu/simd/kernels.h"
 
@@ -25,7 +25,7 @@ Status gated_delta_net(const Op& op, const KernelContext& ctx);
 
 // S_k and S_v multiples of 16 (lanes = state rows, 16 x 16 tiles over i).
 // ARM has no SIMD chunked kernel: the long sequences that the portable
-// chunked form takes (T >= 64 with allow_chunked; scalar/gdn_chunked.h,
+// chunked form takes (T >= 64 with allow_chunked; drivers/gdn_chunked.h,
 // the faster form there) stay with it.
 template <class S>
 bool supports_gated_delta_net(const Op& op) {
@@ -49,7 +49,7 @@ bool supports_ssm_scan(const Op& op) {
 }
 
 // ssm_conv.h: kSsmConv (any T) and kSsmConvUpdate, the ops
-// scalar/ssm_conv_driver.h takes (K <= 8, weights and bias contiguous,
+// drivers/ssm_conv_driver.h takes (K <= 8, weights and bias contiguous,
 // channels innermost).
 template <class S>
 Status ssm_conv(const Op& op, const KernelContext& ctx);

@@ -1,7 +1,7 @@
 // soft_max over dim 0 over the traits type (f32x16.h): v = x * scale
 // (+ mask row), y = exp(v - max v) / sum. The mask [ne0, ne1, m2, m3]
 // broadcasts over dims 2 and 3 by modulo, as in the reference; the rows and
-// the thread split are scalar/row_drivers.h's.
+// the thread split are drivers/row_drivers.h's.
 //
 // Three passes per row, 16 lanes a step and one masked tail: the maximum of
 // v; e = exp(v - max) written to dst while summing in one 16-lane
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "backend/cpu/scalar/row_drivers.h"
+#include "backend/cpu/drivers/row_drivers.h"
 #include "backend/cpu/simd/kernels.h"
 
 namespace folio::cpu::simd {

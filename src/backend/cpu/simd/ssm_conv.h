@@ -7,7 +7,7 @@
 // order: ((0 + win[0] w[0]) + win[1] w[1]) ... + bias, one mul and one add
 // per tap, no FMA (the tier's region compiles without contraction), +0.0f
 // when there is no bias; SiLU calls the reference's scalar expression
-// (scalar/ssm_conv_channel.h) per output.
+// (drivers/ssm_conv_channel.h) per output.
 //   plain: x holds time innermost per channel (K-1 taps, then T inputs) and
 //     dst channels innermost, so a tile of 16 channels x 8 outputs loads
 //     16 time steps of each channel row (8 outputs + up to 7 more taps;
@@ -22,11 +22,11 @@
 // Remainder tokens (T % 8) run the reference's scalar code; the thread
 // split, remainder channels (channels % 16) and the ops taken (K <= 8,
 // weights and bias contiguous, channels innermost in dst):
-// scalar/ssm_conv_driver.h.
+// drivers/ssm_conv_driver.h.
 #pragma once
 
-#include "backend/cpu/scalar/ssm_conv_channel.h"
-#include "backend/cpu/scalar/ssm_conv_driver.h"
+#include "backend/cpu/drivers/ssm_conv_channel.h"
+#include "backend/cpu/drivers/ssm_conv_driver.h"
 #include "backend/cpu/simd/f32x16_transpose.h"
 
 namespace folio::cpu::simd {

@@ -2,7 +2,7 @@
 // fused decode step on a state pool (kSsmScanUpdate), bit-identical to the
 // references (ref/ssm_scan.cc, ref/ssm_scan_update.cc) on every tier. The
 // per-token scalars, state views, work items and threads:
-// scalar/ssm_scan_driver.h; here, one group.
+// drivers/ssm_scan_driver.h; here, one group.
 //
 // Every state row S[p, :] of a head evolves on its own (it only meets the
 // token's shared B, C and the row's x), so lanes are 16 rows of one head:
@@ -14,13 +14,13 @@
 // loaded from the prior state before the first token and stored back after
 // the last, transposed in 16 x 16 tiles (f32x16_transpose.h; at T = 1, a
 // decode step, a scalar transpose cost as much as the scan).
-// Per token, with the reference's scalars (scalar/ssm_scan_step.h):
+// Per token, with the reference's scalars (drivers/ssm_scan_step.h):
 //   xdt = x * sp;  S[:, i] = S[:, i] * dA + B[i] * xdt;  acc += S[:, i] * C[i]
 // one mul and one add per step, no FMA (the tier's region compiles without
 // contraction).
 #pragma once
 
-#include "backend/cpu/scalar/ssm_scan_driver.h"
+#include "backend/cpu/drivers/ssm_scan_driver.h"
 #include "backend/cpu/simd/f32x16_transpose.h"
 
 namespace folio::cpu::simd {

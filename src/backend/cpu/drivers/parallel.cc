@@ -1,4 +1,4 @@
-#include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/drivers/parallel.h"
 
 #include "core/thread_pool.h"
 

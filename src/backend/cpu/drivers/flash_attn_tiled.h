@@ -1,7 +1,8 @@
 // Tiled flash attention (kFlashAttn) shared by every optimised tier: the
 // plan, the block-table reads, the thread split and the split-K reduction
-// live here, in portable code; each tier (scalar/, avx2/, avx512/) supplies
-// the arithmetic of one KV tile (FlashAttnPrimitives).
+// live here, in portable code; each tier (the scalar tier's
+// flash_attn_scalar.cc beside this file; avx2/, avx512/, neon/) supplies the
+// arithmetic of one KV tile (FlashAttnPrimitives).
 //
 // Work unit: a *chunk* = up to a few query tokens of one sequence x the
 // n_head / n_kv_head query heads of one or more KV heads (GQA: each K/V row
@@ -93,7 +94,7 @@ struct FlashAttnPrimitives {
 // Runs kFlashAttn with the given tier primitives (checks the index data first).
 Status flash_attn_tiled(const Op& op, const KernelContext& ctx, const FlashAttnPrimitives& prims);
 
-// The portable tier (scalar/flash_attn_scalar.cc).
+// The portable tier (drivers/flash_attn_scalar.cc).
 Status flash_attn_scalar(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

@@ -1,4 +1,4 @@
-#include "backend/cpu/scalar/supports.h"
+#include "backend/cpu/drivers/supports.h"
 
 namespace folio::cpu {
 

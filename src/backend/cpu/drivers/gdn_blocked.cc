@@ -1,12 +1,12 @@
-#include "backend/cpu/scalar/gdn_blocked.h"
+#include "backend/cpu/drivers/gdn_blocked.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "backend/cpu/scalar/parallel.h"
-#include "backend/cpu/scalar/state_slots.h"
+#include "backend/cpu/drivers/parallel.h"
+#include "backend/cpu/drivers/state_slots.h"
 #include "quant/strict_fp.h"  // last: the scalar parts must round like the reference
 
 namespace folio::cpu {

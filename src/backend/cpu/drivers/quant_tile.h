@@ -14,8 +14,8 @@
 #include <cstring>
 #include <utility>
 
-#include "backend/cpu/scalar/dtype_switch.h"
-#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/drivers/dtype_switch.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
 #include "quant/blocks.h"
 #include "tensor/dtype.h"
 

@@ -1,8 +1,8 @@
 // The driver of the SIMD Mamba-2 scans (kSsmScan and its fused decode step
 // kSsmScanUpdate, backend/op.h; the body simd/ssm_scan.h of every SIMD tier): the
-// per-token scalars (softplus of dt and the decay, scalar/ssm_scan_step.h),
+// per-token scalars (softplus of dt and the decay, drivers/ssm_scan_step.h),
 // the per-sequence state views (a sequence of the state tensor, or a pool
-// slot: scalar/state_slots.h, scratch rule included), the work items and
+// slot: drivers/state_slots.h, scratch rule included), the work items and
 // the split across the thread pool are written once here; each tier
 // supplies one function that scans a group of up to max_blocks
 // (<= kSsmScanMaxBlocks) blocks of `lanes` state rows of one head of one sequence through every

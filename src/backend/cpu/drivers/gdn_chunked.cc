@@ -1,4 +1,4 @@
-#include "backend/cpu/scalar/gdn_chunked.h"
+#include "backend/cpu/drivers/gdn_chunked.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/drivers/parallel.h"
 #include "core/check.h"
 
 namespace folio::cpu {

@@ -1,12 +1,12 @@
-#include "backend/cpu/scalar/ssm_scan_driver.h"
+#include "backend/cpu/drivers/ssm_scan_driver.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/scalar/parallel.h"
-#include "backend/cpu/scalar/ssm_scan_step.h"
-#include "backend/cpu/scalar/state_slots.h"
+#include "backend/cpu/drivers/parallel.h"
+#include "backend/cpu/drivers/ssm_scan_step.h"
+#include "backend/cpu/drivers/state_slots.h"
 #include "quant/strict_fp.h"  // last: the reference's scalar arithmetic, uncontracted
 
 namespace folio::cpu {

@@ -1,4 +1,4 @@
-#include "backend/cpu/scalar/float_strip_panel.h"
+#include "backend/cpu/drivers/float_strip_panel.h"
 
 #include <algorithm>
 

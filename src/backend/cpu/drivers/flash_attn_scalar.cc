@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "backend/cpu/scalar/flash_attn_tiled.h"
+#include "backend/cpu/drivers/flash_attn_tiled.h"
 #include "core/fp16.h"
 #include "quant/quant.h"
 

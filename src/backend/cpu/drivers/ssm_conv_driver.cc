@@ -1,7 +1,7 @@
-#include "backend/cpu/scalar/ssm_conv_driver.h"
+#include "backend/cpu/drivers/ssm_conv_driver.h"
 
-#include "backend/cpu/scalar/parallel.h"
-#include "backend/cpu/scalar/ssm_conv_channel.h"
+#include "backend/cpu/drivers/parallel.h"
+#include "backend/cpu/drivers/ssm_conv_channel.h"
 #include "quant/strict_fp.h"  // last: the reference's scalar arithmetic, uncontracted
 
 namespace folio::cpu {

@@ -1,4 +1,4 @@
-#include "backend/cpu/scalar/ssm_conv_channel.h"
+#include "backend/cpu/drivers/ssm_conv_channel.h"
 
 #include <cmath>
 

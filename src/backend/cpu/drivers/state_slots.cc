@@ -1,4 +1,4 @@
-#include "backend/cpu/scalar/state_slots.h"
+#include "backend/cpu/drivers/state_slots.h"
 
 #include <cstring>
 #include <memory>

@@ -1,4 +1,4 @@
-#include "backend/cpu/scalar/rope_tables.h"
+#include "backend/cpu/drivers/rope_tables.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/ref/ref_util.h"
-#include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/drivers/parallel.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction (the reference has none)
 
 namespace folio::cpu {

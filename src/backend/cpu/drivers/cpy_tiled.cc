@@ -1,9 +1,9 @@
-#include "backend/cpu/scalar/cpy_tiled.h"
+#include "backend/cpu/drivers/cpy_tiled.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/drivers/parallel.h"
 
 namespace folio::cpu {
 

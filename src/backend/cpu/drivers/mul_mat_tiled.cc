@@ -1,11 +1,11 @@
-#include "backend/cpu/scalar/mul_mat_tiled.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
 
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <vector>
 
-#include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/drivers/parallel.h"
 #include "core/aligned.h"
 #include "core/check.h"
 #include "core/fp16.h"

@@ -23,7 +23,7 @@
 // long decodes) and the partials fit in kMaxPartialBytes. Work items are
 // handed out dynamically (an atomic counter, longest first): which thread
 // runs an item never changes what it computes.
-#include "backend/cpu/scalar/flash_attn_tiled.h"
+#include "backend/cpu/drivers/flash_attn_tiled.h"
 
 #include <algorithm>
 #include <atomic>

@@ -3,7 +3,7 @@
 // of the body simd/ssm_conv.h (the AVX2 and NEON tiers): the weights, bias and activation of the
 // op, which ops the blocked kernels take, the split of channel blocks
 // across the thread pool and the remainder channels (channels % lanes), run
-// the reference's scalar way (scalar/ssm_conv_channel.h), are written once
+// the reference's scalar way (drivers/ssm_conv_channel.h), are written once
 // here; each tier supplies the loops over its blocks of `lanes` channels.
 // Every output keeps the reference's order:
 //   ((0 + win[0] w[0]) + win[1] w[1]) ... + bias
@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/state_slots.h"
+#include "backend/cpu/drivers/state_slots.h"
 
 namespace folio::cpu {
 

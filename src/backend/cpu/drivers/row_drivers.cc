@@ -1,8 +1,8 @@
-#include "backend/cpu/scalar/row_drivers.h"
+#include "backend/cpu/drivers/row_drivers.h"
 
 #include <cmath>
 
-#include "backend/cpu/scalar/parallel.h"
+#include "backend/cpu/drivers/parallel.h"
 
 namespace folio::cpu {
 
