@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cpu/scalar/mul_mat_id_check.h"
 #include "backend/cpu/scalar/parallel.h"
 #include "core/aligned.h"
 #include "core/check.h"
@@ -193,25 +194,13 @@ Status mul_mat_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& s
 
 Status group_pairs_by_expert(const Op& op, std::vector<int64_t>& first, std::vector<int64_t>& order,
                              std::vector<int64_t>& next) {
-  const TensorView& w = op.src[0];    // [K, N, E]
-  const TensorView& x = op.src[1];    // [K, X1, T]
+  FOLIO_RETURN_IF_ERROR(check_mul_mat_id(op));
   const TensorView& ids = op.src[2];  // I32 [n_used, T]
-  const TensorView& y = op.dst;       // [N, n_used, T]
-  if (w.ne[3] != 1 || x.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1 || y.ne[3] != 1) {
-    return invalid_argument("mul_mat_id: experts, input, ids and dst must be at most 3-D: {}",
-                            op.describe());
-  }
-  const int64_t n_exp = w.ne[2], n_used = ids.ne[0], n_tok = ids.ne[1];
+  const int64_t n_exp = op.src[0].ne[2], n_used = ids.ne[0], n_tok = ids.ne[1];
   first.assign(static_cast<size_t>(n_exp) + 1, 0);
   for (int64_t t = 0; t < n_tok; ++t) {
-    for (int64_t u = 0; u < n_used; ++u) {
-      const int32_t e = *ids.at<const int32_t>(u, t);
-      if (e < 0 || e >= n_exp) {
-        return out_of_range("mul_mat_id: expert id {} at ids[{}, {}] out of range [0, {})", e, u, t,
-                            n_exp);
-      }
-      ++first[static_cast<size_t>(e) + 1];
-    }
+    for (int64_t u = 0; u < n_used; ++u)
+      ++first[static_cast<size_t>(*ids.at<const int32_t>(u, t)) + 1];
   }
   for (int64_t e = 0; e < n_exp; ++e) first[e + 1] += first[e];
   order.resize(static_cast<size_t>(n_used * n_tok));
