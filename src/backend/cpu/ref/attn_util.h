@@ -165,15 +165,26 @@ struct QueryHead {
 // (ascending), every head h (ascending); next() zeroes the output row of a
 // token that sees no key and skips it, and returns false at the end.
 // Construct after check_attention_data.
+// Also holds what both kernels read besides the traversal.
 class QueryHeads {
  public:
   explicit QueryHeads(const Op& op)
-      : op_(op),
+      : params(op.p<AttentionParams>()),
+        sinks(op.src[7]),
+        k_rows(op, op.src[1]),
+        v_rows(op, op.src[2]),
+        d(op.src[0].ne[0]),
+        dv(op.src[2].ne[0]),
+        op_(op),
         n_head_(op.src[0].ne[1]),
         n_tokens_(op.src[0].ne[2]),
-        dv_(op.src[2].ne[0]),
         group_(n_head_ / op.src[1].ne[1]),
         h_(n_head_) {}
+
+  const AttentionParams& params;
+  const TensorView& sinks;  // [n_head] or empty
+  const KvRows k_rows, v_rows;
+  const int64_t d, dv;  // K and V row lengths
 
   bool next(QueryHead* qh) {
     if (n_head_ == 0) return false;
@@ -189,7 +200,7 @@ class QueryHeads {
       }
       float* out = dst.row<float>(h_, i_);
       if (keys_.empty()) {
-        for (int64_t c = 0; c < dv_; ++c) out[c] = 0.0f;
+        for (int64_t c = 0; c < dv; ++c) out[c] = 0.0f;
         continue;
       }
       *qh = QueryHead{q.row<const float>(h_, i_), out, seq_, h_, h_ / group_, keys_};
@@ -199,9 +210,9 @@ class QueryHeads {
 
  private:
   const Op& op_;
-  int64_t n_head_, n_tokens_, dv_, group_;  // group_: query heads per KV head
-  int64_t h_;                               // current head (n_head_: before the first)
-  int64_t i_ = -1;                          // current token
+  int64_t n_head_, n_tokens_, group_;  // group_: query heads per KV head
+  int64_t h_;                          // current head (n_head_: before the first)
+  int64_t i_ = -1;                     // current token
   int64_t seq_ = 0;
   KeyRange keys_;
 };

@@ -29,29 +29,25 @@ namespace folio::attn_ref {
 
 Status flash_attn_ref(const Op& op, const KernelContext& ctx) {
   (void)ctx;
-  const auto& p = op.p<AttentionParams>();
-  const TensorView& sinks = op.src[7];  // [n_head] or empty
-  const KvRows k_rows(op, op.src[1]);
-  const KvRows v_rows(op, op.src[2]);
-  const int64_t d = op.src[0].ne[0];
-  const int64_t dv = op.src[2].ne[0];
+  FOLIO_RETURN_IF_ERROR(check_attention_data(op));
+  QueryHeads heads(op);
+  const AttentionParams& p = heads.params;
+  const int64_t d = heads.d, dv = heads.dv;
 
   std::vector<float> k(static_cast<size_t>(d)), v(static_cast<size_t>(dv)),
       acc(static_cast<size_t>(dv));
-  FOLIO_RETURN_IF_ERROR(check_attention_data(op));
-  QueryHeads heads(op);
   QueryHead qh;
   while (heads.next(&qh)) {
     float m = -std::numeric_limits<float>::infinity();
     float l = 0.0f;
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int64_t pk = qh.keys.begin; pk < qh.keys.end; ++pk) {
-      k_rows.read(qh.seq, qh.kv_head, pk, k.data());
+      heads.k_rows.read(qh.seq, qh.kv_head, pk, k.data());
       float dot = 0.0f;
       for (int64_t c = 0; c < d; ++c) dot += qh.q[c] * k[static_cast<size_t>(c)];
       float score = dot * p.scale;
       if (p.softcap > 0.0f) score = p.softcap * std::tanh(score / p.softcap);
-      v_rows.read(qh.seq, qh.kv_head, pk, v.data());
+      heads.v_rows.read(qh.seq, qh.kv_head, pk, v.data());
       float ms = 1.0f;  // rescale of what is accumulated so far
       float vs = 1.0f;  // weight of this value row
       if (score > m) {
@@ -65,8 +61,8 @@ Status flash_attn_ref(const Op& op, const KernelContext& ctx) {
         acc[static_cast<size_t>(c)] += vs * v[static_cast<size_t>(c)];
       l = l * ms + vs;
     }
-    if (!sinks.empty()) {
-      const float sink = flat_at<float>(sinks, qh.head);
+    if (!heads.sinks.empty()) {
+      const float sink = flat_at<float>(heads.sinks, qh.head);
       if (sink > m) {
         const float ms = std::exp(m - sink);
         for (float& a : acc) a *= ms;

@@ -15,23 +15,19 @@ namespace folio::attn_ref {
 
 Status sdpa_ref(const Op& op, const KernelContext& ctx) {
   (void)ctx;
-  const auto& p = op.p<AttentionParams>();
-  const TensorView& sinks = op.src[7];  // [n_head] or empty
-  const KvRows k_rows(op, op.src[1]);
-  const KvRows v_rows(op, op.src[2]);
-  const int64_t d = op.src[0].ne[0];
-  const int64_t dv = op.src[2].ne[0];
+  FOLIO_RETURN_IF_ERROR(check_attention_data(op));
+  QueryHeads heads(op);
+  const AttentionParams& p = heads.params;
+  const int64_t d = heads.d, dv = heads.dv;
 
   std::vector<float> row(static_cast<size_t>(std::max(d, dv)));
   std::vector<double> scores, acc(static_cast<size_t>(dv));
-  FOLIO_RETURN_IF_ERROR(check_attention_data(op));
-  QueryHeads heads(op);
   QueryHead qh;
   while (heads.next(&qh)) {
     const KeyRange keys = qh.keys;
     scores.clear();
     for (int64_t pk = keys.begin; pk < keys.end; ++pk) {
-      k_rows.read(qh.seq, qh.kv_head, pk, row.data());
+      heads.k_rows.read(qh.seq, qh.kv_head, pk, row.data());
       double dot = 0.0;
       for (int64_t c = 0; c < d; ++c)
         dot += static_cast<double>(qh.q[c]) * row[static_cast<size_t>(c)];
@@ -40,15 +36,15 @@ Status sdpa_ref(const Op& op, const KernelContext& ctx) {
       scores.push_back(score);
     }
     double max = *std::max_element(scores.begin(), scores.end());
-    const bool has_sink = !sinks.empty();
-    const double sink = has_sink ? flat_at<float>(sinks, qh.head) : 0.0;
+    const bool has_sink = !heads.sinks.empty();
+    const double sink = has_sink ? flat_at<float>(heads.sinks, qh.head) : 0.0;
     if (has_sink) max = std::max(max, sink);
     double denom = has_sink ? std::exp(sink - max) : 0.0;
     std::fill(acc.begin(), acc.end(), 0.0);
     for (int64_t pk = keys.begin; pk < keys.end; ++pk) {
       const double w = std::exp(scores[static_cast<size_t>(pk - keys.begin)] - max);
       denom += w;
-      v_rows.read(qh.seq, qh.kv_head, pk, row.data());
+      heads.v_rows.read(qh.seq, qh.kv_head, pk, row.data());
       for (int64_t c = 0; c < dv; ++c)
         acc[static_cast<size_t>(c)] += w * row[static_cast<size_t>(c)];
     }
