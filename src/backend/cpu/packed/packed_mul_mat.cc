@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/scalar/mul_mat_id.h"
 #include "backend/cpu/scalar/parallel.h"
 #include "core/aligned.h"
 #include "core/check.h"
@@ -25,11 +26,6 @@ int decode_panels() {
 }
 // Below this many multiply-adds an op runs on the calling thread only.
 constexpr double kMinParallelMacs = 1 << 18;
-
-template <typename Fn>
-void run_range_ref(const KernelContext& ctx, int64_t n, bool parallel, const Fn& fn) {
-  run_range(ctx, n, parallel, [&fn](int64_t begin, int64_t end) { fn(begin, end); });
-}
 
 void convert_row(const PackedSpec& spec, const float* src, void* dst, int64_t k) {
   if (spec.convert != nullptr) {
@@ -151,7 +147,7 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
   const TensorView& ids = op.src[2];  // I32 [n_used, T]
   const TensorView& y = op.dst;       // [N, n_used, T]
   const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2];
-  const int64_t n_used = ids.ne[0], n_tok = ids.ne[1], x1 = x.ne[1];
+  const int64_t n_used = ids.ne[0], n_tok = ids.ne[1];
   const int64_t n_pairs = n_used * n_tok;
   if (n == 0 || n_pairs == 0) return Status();
   std::vector<int64_t> first, order, next;
@@ -171,12 +167,8 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
     return resource_exhausted("mul_mat_id: cannot allocate {} bytes of scratch",
                               (x_row_bytes + y_row_bytes) * static_cast<size_t>(n_pairs));
   }
-  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-      const int64_t u = order[s] % n_used, t = order[s] / n_used;
-      convert_row(spec, x.row<const float>(u % x1, t), xb + s * x_row_bytes, k);
-    }
-  });
+  gather_expert_rows(ctx, parallel, order, n_used, x, xb, x_row_bytes,
+                     [&](const float* src, void* dst) { convert_row(spec, src, dst, k); });
 
   // 2. Work items: (expert in use, panel).
   std::vector<int64_t> experts;
@@ -217,12 +209,7 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
       });
 
   // 3. Scatter the slot-ordered outputs to dst[:, u, t].
-  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-      const int64_t u = order[s] % n_used, t = order[s] / n_used;
-      std::memcpy(y.row<float>(u, t), yb + s * y_row_bytes, y_row_bytes);
-    }
-  });
+  scatter_expert_rows(ctx, parallel, order, n_used, yb, y_row_bytes, y);
   return Status();
 }
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backend/cpu/kernel.h"
-#include "backend/cpu/scalar/mul_mat_id_check.h"
+#include "backend/cpu/scalar/mul_mat_id.h"
 
 namespace folio::ref {
 

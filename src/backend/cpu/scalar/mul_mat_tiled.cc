@@ -5,7 +5,7 @@
 #include <functional>
 #include <vector>
 
-#include "backend/cpu/scalar/mul_mat_id_check.h"
+#include "backend/cpu/scalar/mul_mat_id.h"
 #include "backend/cpu/scalar/parallel.h"
 #include "core/aligned.h"
 #include "core/check.h"
@@ -24,14 +24,6 @@ constexpr size_t kActBlockBytes = 256 * 1024;
 // (core/thread_pool.h), so even a decode step's small K/V projections
 // (e.g. 640 x 256: ~10 us on one core) are worth splitting.
 constexpr double kMinParallelMacs = 1 << 16;
-
-// run_range for a lambda of any size without a heap allocation per call:
-// std::function stores a callable holding one reference in place, while a
-// [&] lambda naming many locals would be copied to the heap.
-template <typename Fn>
-void run_range_ref(const KernelContext& ctx, int64_t n, bool parallel, const Fn& fn) {
-  run_range(ctx, n, parallel, [&fn](int64_t begin, int64_t end) { fn(begin, end); });
-}
 
 // Scratch kept per calling thread and grown on demand, so that the small
 // ops of a decode step (run back to back on one thread) reuse their buffers
@@ -218,7 +210,7 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
   const TensorView& ids = op.src[2];  // I32 [n_used, T]
   const TensorView& y = op.dst;       // [N, n_used, T]
   const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2];
-  const int64_t n_used = ids.ne[0], n_tok = ids.ne[1], x1 = x.ne[1];
+  const int64_t n_used = ids.ne[0], n_tok = ids.ne[1];
   const int64_t n_pairs = n_used * n_tok;
   if (n == 0 || n_pairs == 0) return Status();
   // Index vectors reused across calls. Lambdas below run on pool threads:
@@ -246,12 +238,8 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
     return resource_exhausted("mul_mat_id: cannot allocate {} bytes of scratch",
                               bytes + y_row_bytes * static_cast<size_t>(n_pairs));
   }
-  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-      const int64_t u = order[s] % n_used, t = order[s] / n_used;
-      convert_row(spec, x.row<const float>(u % x1, t), xb + s * x_row_bytes, k);
-    }
-  });
+  gather_expert_rows(ctx, parallel, order, n_used, x, xb, x_row_bytes,
+                     [&](const float* src, void* dst) { convert_row(spec, src, dst, k); });
 
   // 2. Work items: (expert, row tile) for the experts in use.
   const int tr = spec.tile_rows, tc = spec.tile_cols;
@@ -281,12 +269,7 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
                 });
 
   // 3. Scatter the slot-ordered outputs to dst[:, u, t].
-  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-      const int64_t u = order[s] % n_used, t = order[s] / n_used;
-      std::memcpy(y.row<float>(u, t), yb + s * y_row_bytes, y_row_bytes);
-    }
-  });
+  scatter_expert_rows(ctx, parallel, order, n_used, yb, y_row_bytes, y);
   return Status();
 }
 
