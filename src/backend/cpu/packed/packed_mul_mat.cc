@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/scalar/grow_buffer.h"
 #include "backend/cpu/scalar/mul_mat_id.h"
 #include "backend/cpu/scalar/parallel.h"
 #include "core/aligned.h"
@@ -57,18 +58,9 @@ int64_t m_block_rows(size_t row_bytes) {
 
 void* packed_thread_scratch(int slot, size_t bytes) {
   constexpr int kSlots = 4;
-  thread_local AlignedPtr buffers[kSlots];
-  thread_local size_t capacity[kSlots] = {0, 0, 0, 0};
+  thread_local GrowBuffer buffers[kSlots];
   FOLIO_CHECK(slot >= 0 && slot < kSlots);
-  if (capacity[slot] < bytes) {
-    buffers[slot].reset();
-    capacity[slot] = 0;
-    AlignedPtr p = aligned_alloc_bytes(bytes);
-    if (p == nullptr) return nullptr;
-    buffers[slot] = std::move(p);
-    capacity[slot] = bytes;
-  }
-  return buffers[slot].get();
+  return buffers[slot].get(bytes);
 }
 
 Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& spec) {

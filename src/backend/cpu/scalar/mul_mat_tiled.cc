@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cpu/scalar/grow_buffer.h"
 #include "backend/cpu/scalar/mul_mat_id.h"
 #include "backend/cpu/scalar/parallel.h"
 #include "core/aligned.h"
@@ -30,17 +31,8 @@ constexpr double kMinParallelMacs = 1 << 16;
 // instead of allocating on every call. Slot 0: converted activation rows;
 // slot 1: mul_mat_id's expert-ordered outputs. nullptr when allocation fails.
 void* thread_scratch(int slot, size_t bytes) {
-  thread_local AlignedPtr buffers[2];
-  thread_local size_t capacity[2] = {0, 0};
-  if (capacity[slot] < bytes) {
-    buffers[slot].reset();
-    capacity[slot] = 0;
-    AlignedPtr p = aligned_alloc_bytes(bytes);
-    if (p == nullptr) return nullptr;
-    buffers[slot] = std::move(p);
-    capacity[slot] = bytes;
-  }
-  return buffers[slot].get();
+  thread_local GrowBuffer buffers[2];
+  return buffers[slot].get(bytes);
 }
 
 // Converts src (k floats) into `spec.act` at dst: the tier's quantizer when it
