@@ -27,8 +27,7 @@
 
 namespace folio::attn_ref {
 
-Status flash_attn_ref(const Op& op, const KernelContext& ctx) {
-  (void)ctx;
+Status flash_attn_ref(const Op& op, const KernelContext& /*ctx*/) {
   FOLIO_RETURN_IF_ERROR(check_attention_data(op));
   QueryHeads heads(op);
   const AttentionParams& p = heads.params;

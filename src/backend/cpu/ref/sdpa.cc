@@ -13,12 +13,11 @@
 
 namespace folio::attn_ref {
 
-Status sdpa_ref(const Op& op, const KernelContext& ctx) {
-  (void)ctx;
+Status sdpa_ref(const Op& op, const KernelContext& /*ctx*/) {
   FOLIO_RETURN_IF_ERROR(check_attention_data(op));
   QueryHeads heads(op);
-  const AttentionParams& p = heads.params;
   const int64_t d = heads.d, dv = heads.dv;
+  const AttentionParams& p = heads.params;
 
   std::vector<float> row(static_cast<size_t>(std::max(d, dv)));
   std::vector<double> scores, acc(static_cast<size_t>(dv));
