@@ -134,13 +134,9 @@ Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& 
 }
 
 Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpec& spec) {
-  const TensorView& w = op.src[0];    // [K, N, E] packed
-  const TensorView& x = op.src[1];    // [K, X1, T]
-  const TensorView& ids = op.src[2];  // I32 [n_used, T]
-  const TensorView& y = op.dst;       // [N, n_used, T]
-  const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2];
-  const int64_t n_used = ids.ne[0], n_tok = ids.ne[1];
-  const int64_t n_pairs = n_used * n_tok;
+  const TensorView& w = op.src[0];  // [K, N, E] packed
+  const TensorView& y = op.dst;     // [N, n_used, T]
+  const auto [k, n, n_exp, n_used, n_pairs] = mul_mat_id_dims(op);
   if (n == 0 || n_pairs == 0) return Status();
   std::vector<int64_t> first, order, next;
   FOLIO_RETURN_IF_ERROR(group_pairs_by_expert(op, first, order, next));
@@ -159,7 +155,7 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
     return resource_exhausted("mul_mat_id: cannot allocate {} bytes of scratch",
                               (x_row_bytes + y_row_bytes) * static_cast<size_t>(n_pairs));
   }
-  gather_expert_rows(ctx, parallel, order, n_used, x, xb, x_row_bytes,
+  gather_expert_rows(ctx, parallel, order, n_used, op.src[1], xb, x_row_bytes,
                      [&](const float* src, void* dst) { convert_row(spec, src, dst, k); });
 
   // 2. Work items: (expert in use, panel).

@@ -38,6 +38,17 @@ inline Status check_mul_mat_id(const Op& op) {
   return Status();
 }
 
+// The sizes of a kMulMatId op: weight row length k, rows per expert n,
+// experts n_exp, experts used per token n_used, (u, t) pairs n_pairs.
+struct MulMatIdDims {
+  int64_t k, n, n_exp, n_used, n_pairs;
+};
+inline MulMatIdDims mul_mat_id_dims(const Op& op) {
+  const TensorView& w = op.src[0];    // [K, N, E]
+  const TensorView& ids = op.src[2];  // I32 [n_used, T]
+  return {w.ne[0], w.ne[1], w.ne[2], ids.ne[0], ids.ne[0] * ids.ne[1]};
+}
+
 // run_range for a lambda of any size without a heap allocation per call:
 // std::function stores a callable holding one reference in place, while a
 // [&] lambda naming many locals would be copied to the heap.

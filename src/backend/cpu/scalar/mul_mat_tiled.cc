@@ -197,18 +197,13 @@ Status group_pairs_by_expert(const Op& op, std::vector<int64_t>& first, std::vec
 }
 
 Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& spec) {
-  const TensorView& w = op.src[0];    // [K, N, E]
-  const TensorView& x = op.src[1];    // [K, X1, T]
-  const TensorView& ids = op.src[2];  // I32 [n_used, T]
-  const TensorView& y = op.dst;       // [N, n_used, T]
-  const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2];
-  const int64_t n_used = ids.ne[0], n_tok = ids.ne[1];
-  const int64_t n_pairs = n_used * n_tok;
-  if (n == 0 || n_pairs == 0) return Status();
+  const TensorView& w = op.src[0];  // [K, N, E]
+  const auto [k, n, n_exp, n_used, n_pairs] = mul_mat_id_dims(op);
   // Index vectors reused across calls. Lambdas below run on pool threads:
   // they must see the caller's vectors through these references, never name
   // a thread_local themselves.
   thread_local std::vector<int64_t> tl_first, tl_order, tl_next, tl_experts;
+  if (n == 0 || n_pairs == 0) return Status();
   std::vector<int64_t>& first = tl_first;
   std::vector<int64_t>& order = tl_order;
   std::vector<int64_t>& experts = tl_experts;
@@ -230,7 +225,7 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
     return resource_exhausted("mul_mat_id: cannot allocate {} bytes of scratch",
                               bytes + y_row_bytes * static_cast<size_t>(n_pairs));
   }
-  gather_expert_rows(ctx, parallel, order, n_used, x, xb, x_row_bytes,
+  gather_expert_rows(ctx, parallel, order, n_used, op.src[1], xb, x_row_bytes,
                      [&](const float* src, void* dst) { convert_row(spec, src, dst, k); });
 
   // 2. Work items: (expert, row tile) for the experts in use.
@@ -261,7 +256,7 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
                 });
 
   // 3. Scatter the slot-ordered outputs to dst[:, u, t].
-  scatter_expert_rows(ctx, parallel, order, n_used, yb, y_row_bytes, y);
+  scatter_expert_rows(ctx, parallel, order, n_used, yb, y_row_bytes, op.dst);
   return Status();
 }
 
