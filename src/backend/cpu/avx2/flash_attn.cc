@@ -341,13 +341,8 @@ FOLIO_TARGET_AVX2 void pv_avx2(const float* p, int ldp, const float* ms, int n_r
   }
 }
 
-const FlashAttnPrimitives kAvx2Prims = {convert_rows_avx2, scores_avx2, scores_packed_avx2,
-                                        softmax_avx2, pv_avx2};
-
 }  // namespace
 
-Status flash_attn_avx2(const Op& op, const KernelContext& ctx) {
-  return flash_attn_tiled(op, ctx, kAvx2Prims);
-}
+FOLIO_FLASH_ATTN_KERNEL(avx2)
 
 }  // namespace folio::cpu

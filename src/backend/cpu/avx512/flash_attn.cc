@@ -369,13 +369,8 @@ FOLIO_TARGET_AVX512 void pv_avx512(const float* p, int ldp, const float* ms, int
   }
 }
 
-const FlashAttnPrimitives kAvx512Prims = {convert_rows_avx512, scores_avx512, scores_packed_avx512,
-                                          softmax_avx512, pv_avx512};
-
 }  // namespace
 
-Status flash_attn_avx512(const Op& op, const KernelContext& ctx) {
-  return flash_attn_tiled(op, ctx, kAvx512Prims);
-}
+FOLIO_FLASH_ATTN_KERNEL(avx512)
 
 }  // namespace folio::cpu

@@ -168,13 +168,8 @@ void pv_neon(const float* p, int ldp, const float* ms, int n_rows, int jb, int j
   }
 }
 
-const FlashAttnPrimitives kNeonPrims = {convert_rows_neon, scores_neon, scores_packed_neon,
-                                        softmax_neon, pv_neon};
-
 }  // namespace
 
-Status flash_attn_neon(const Op& op, const KernelContext& ctx) {
-  return flash_attn_tiled(op, ctx, kNeonPrims);
-}
+FOLIO_FLASH_ATTN_KERNEL(neon)
 
 }  // namespace folio::cpu

@@ -103,13 +103,8 @@ void pv_scalar(const float* p, int ldp, const float* ms, int n_rows, int jb, int
   }
 }
 
-const FlashAttnPrimitives kScalarPrims = {convert_rows_scalar, scores_scalar, scores_packed_scalar,
-                                          softmax_scalar, pv_scalar};
-
 }  // namespace
 
-Status flash_attn_scalar(const Op& op, const KernelContext& ctx) {
-  return flash_attn_tiled(op, ctx, kScalarPrims);
-}
+FOLIO_FLASH_ATTN_KERNEL(scalar)
 
 }  // namespace folio::cpu

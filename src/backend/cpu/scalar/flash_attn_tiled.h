@@ -97,3 +97,13 @@ Status flash_attn_tiled(const Op& op, const KernelContext& ctx, const FlashAttnP
 Status flash_attn_scalar(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu
+
+// In a tier's flash_attn.cc (namespace folio::cpu), after its primitives
+// convert_rows_<isa>, scores_<isa>, scores_packed_<isa>, softmax_<isa> and
+// pv_<isa>: defines the tier's kernel flash_attn_<isa> over them.
+#define FOLIO_FLASH_ATTN_KERNEL(isa)                                                              \
+  Status flash_attn_##isa(const Op& op, const KernelContext& ctx) {                               \
+    static constexpr FlashAttnPrimitives kPrims = {convert_rows_##isa, scores_##isa,              \
+                                                   scores_packed_##isa, softmax_##isa, pv_##isa}; \
+    return flash_attn_tiled(op, ctx, kPrims);                                                     \
+  }
