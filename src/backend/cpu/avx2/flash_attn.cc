@@ -236,14 +236,8 @@ FOLIO_TARGET_AVX2 float softmax_avx2(const float* s, int jb, int je, const Flash
     mx = _mm256_max_ps(mx, x[g]);
   }
   const float tmax = avx2::hmax(mx);
-  float m = *m_io, l = *l_io, ms = 1.0f;
-  if (tmax > m) {
-    if (m != -std::numeric_limits<float>::infinity()) {
-      ms = std::exp(m - tmax);
-      l *= ms;
-    }
-    m = tmax;
-  }
+  float m = *m_io, l = *l_io;
+  const float ms = flash_raise_max(tmax, m, l, [](float x) { return std::exp(x); });
   const __m256 mv = _mm256_set1_ps(m);
   __m256 lsum = _mm256_setzero_ps();
   for (int g = g0; g <= g1; ++g) {

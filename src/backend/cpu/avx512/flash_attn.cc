@@ -267,14 +267,8 @@ FOLIO_TARGET_AVX512 float softmax_avx512(const float* s, int jb, int je, const F
     mx = _mm512_mask_max_ps(mx, m, mx, xv);
   }
   const float tmax = avx512::hmax(mx);
-  float m = *m_io, l = *l_io, ms = 1.0f;
-  if (tmax > m) {
-    if (m != -std::numeric_limits<float>::infinity()) {
-      ms = std::exp(m - tmax);
-      l *= ms;
-    }
-    m = tmax;
-  }
+  float m = *m_io, l = *l_io;
+  const float ms = flash_raise_max(tmax, m, l, [](float x) { return std::exp(x); });
   const __m512 mv = _mm512_set1_ps(m);
   __m512 lsum = _mm512_setzero_ps();
   for (int g = g0; g <= g1; ++g) {
