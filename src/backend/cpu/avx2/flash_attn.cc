@@ -236,14 +236,8 @@ FOLIO_TARGET_AVX2 float softmax_avx2(const float* s, int jb, int je, const Flash
     mx = _mm256_max_ps(mx, x[g]);
   }
   const float tmax = avx2::hmax(mx);
-  float m = *m_io, l = *l_io, ms = 1.0f;
-  if (tmax > m) {
-    if (m != -std::numeric_limits<float>::infinity()) {
-      ms = std::exp(m - tmax);
-      l *= ms;
-    }
-    m = tmax;
-  }
+  float m = *m_io, l = *l_io;
+  const float ms = flash_raise_max(tmax, m, l, [](float x) { return std::exp(x); });
   const __m256 mv = _mm256_set1_ps(m);
   __m256 lsum = _mm256_setzero_ps();
   for (int g = g0; g <= g1; ++g) {
@@ -341,13 +335,8 @@ FOLIO_TARGET_AVX2 void pv_avx2(const float* p, int ldp, const float* ms, int n_r
   }
 }
 
-const FlashAttnPrimitives kAvx2Prims = {convert_rows_avx2, scores_avx2, scores_packed_avx2,
-                                        softmax_avx2, pv_avx2};
-
 }  // namespace
 
-Status flash_attn_avx2(const Op& op, const KernelContext& ctx) {
-  return flash_attn_tiled(op, ctx, kAvx2Prims);
-}
+FOLIO_FLASH_ATTN_KERNEL(avx2)
 
 }  // namespace folio::cpu

@@ -34,6 +34,7 @@
 #include "backend/cpu/avx2/kernels.h"
 #include "backend/cpu/avx2/mul_mat_quant.h"
 #include "backend/cpu/avx2/simd.h"
+#include "backend/cpu/drivers/kquant_pick.h"
 #include "backend/cpu/drivers/mul_mat_tiled.h"
 #include "backend/cpu/drivers/quant_tile.h"
 #include "core/check.h"
@@ -382,18 +383,7 @@ FOLIO_TARGET_AVX2 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, co
 // ---------------------------------------------------------------- dispatch
 
 // The tile of each K-quant type and shape.
-constexpr auto kquant_pick = [](auto wt, auto r, auto c) -> FixedTileFn {
-  constexpr DType kW = wt();
-  if constexpr (kW == DType::Q2_K || kW == DType::Q3_K) {
-    return &q23_k_tile<kW == DType::Q3_K, r(), c()>;
-  } else if constexpr (kW == DType::Q4_K || kW == DType::Q5_K) {
-    return &q45_k_tile<kW == DType::Q5_K, r(), c()>;
-  } else if constexpr (kW == DType::Q6_K) {
-    return &q6_k_tile<r(), c()>;
-  } else {
-    return &iq4_xs_tile<r(), c()>;
-  }
-};
+FOLIO_KQUANT_PICK;
 
 }  // namespace
 

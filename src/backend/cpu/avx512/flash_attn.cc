@@ -267,14 +267,8 @@ FOLIO_TARGET_AVX512 float softmax_avx512(const float* s, int jb, int je, const F
     mx = _mm512_mask_max_ps(mx, m, mx, xv);
   }
   const float tmax = avx512::hmax(mx);
-  float m = *m_io, l = *l_io, ms = 1.0f;
-  if (tmax > m) {
-    if (m != -std::numeric_limits<float>::infinity()) {
-      ms = std::exp(m - tmax);
-      l *= ms;
-    }
-    m = tmax;
-  }
+  float m = *m_io, l = *l_io;
+  const float ms = flash_raise_max(tmax, m, l, [](float x) { return std::exp(x); });
   const __m512 mv = _mm512_set1_ps(m);
   __m512 lsum = _mm512_setzero_ps();
   for (int g = g0; g <= g1; ++g) {
@@ -369,13 +363,8 @@ FOLIO_TARGET_AVX512 void pv_avx512(const float* p, int ldp, const float* ms, int
   }
 }
 
-const FlashAttnPrimitives kAvx512Prims = {convert_rows_avx512, scores_avx512, scores_packed_avx512,
-                                          softmax_avx512, pv_avx512};
-
 }  // namespace
 
-Status flash_attn_avx512(const Op& op, const KernelContext& ctx) {
-  return flash_attn_tiled(op, ctx, kAvx512Prims);
-}
+FOLIO_FLASH_ATTN_KERNEL(avx512)
 
 }  // namespace folio::cpu

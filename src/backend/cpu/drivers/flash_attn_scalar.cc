@@ -61,21 +61,9 @@ void scores_packed_scalar(const float* q, int n_rows, int64_t ld, DType dtype, c
 
 float softmax_scalar(const float* s, int jb, int je, const FlashScoreParams& p, float* m_io,
                      float* l_io, float* pr) {
-  float tmax = -std::numeric_limits<float>::infinity();
-  for (int j = jb; j < je; ++j) {
-    float t = s[j] * p.scale;
-    if (p.softcap > 0.0f) t = p.softcap * std::tanh(t / p.softcap);
-    pr[j] = t;
-    tmax = std::max(tmax, t);
-  }
-  float m = *m_io, l = *l_io, ms = 1.0f;
-  if (tmax > m) {
-    if (m != -std::numeric_limits<float>::infinity()) {
-      ms = std::exp(m - tmax);
-      l *= ms;
-    }
-    m = tmax;
-  }
+  const float tmax = flash_logits(s, jb, je, p, pr);
+  float m = *m_io, l = *l_io;
+  const float ms = flash_raise_max(tmax, m, l, [](float x) { return std::exp(x); });
   float sum = 0.0f;
   for (int j = jb; j < je; ++j) {
     pr[j] = std::exp(pr[j] - m);
@@ -103,13 +91,8 @@ void pv_scalar(const float* p, int ldp, const float* ms, int n_rows, int jb, int
   }
 }
 
-const FlashAttnPrimitives kScalarPrims = {convert_rows_scalar, scores_scalar, scores_packed_scalar,
-                                          softmax_scalar, pv_scalar};
-
 }  // namespace
 
-Status flash_attn_scalar(const Op& op, const KernelContext& ctx) {
-  return flash_attn_tiled(op, ctx, kScalarPrims);
-}
+FOLIO_FLASH_ATTN_KERNEL(scalar)
 
 }  // namespace folio::cpu

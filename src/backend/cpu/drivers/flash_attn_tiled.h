@@ -35,7 +35,10 @@
 // are compared with it by NMSE.)
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "backend/cpu/kernel.h"
 
@@ -91,6 +94,38 @@ struct FlashAttnPrimitives {
              int64_t lda, DType dtype, const void* const* v, int64_t dv, int64_t ldv);
 };
 
+// Pieces of the softmax primitive every tier shares. flash_logits: the
+// logits t_j = s_j * scale (soft-capped: cap * tanh(t / cap)) of keys
+// [jb, je) into pr[j], returning their maximum (-inf for none).
+inline float flash_logits(const float* s, int jb, int je, const FlashScoreParams& p, float* pr) {
+  float tmax = -std::numeric_limits<float>::infinity();
+  for (int j = jb; j < je; ++j) {
+    float t = s[j] * p.scale;
+    if (p.softcap > 0.0f) t = p.softcap * std::tanh(t / p.softcap);
+    pr[j] = t;
+    tmax = std::max(tmax, t);
+  }
+  return tmax;
+}
+
+// flash_raise_max: the online-softmax step for a tile whose maximum logit is
+// tmax. When tmax exceeds the running maximum m, m becomes tmax and the
+// running sum l is rescaled by ms = exp(m_old - tmax) (the tier's scalar
+// exp; skipped while m is -inf: nothing is accumulated yet). Returns ms, 1
+// when m stays.
+template <typename Exp>
+inline float flash_raise_max(float tmax, float& m, float& l, Exp exp) {
+  float ms = 1.0f;
+  if (tmax > m) {
+    if (m != -std::numeric_limits<float>::infinity()) {
+      ms = exp(m - tmax);
+      l *= ms;
+    }
+    m = tmax;
+  }
+  return ms;
+}
+
 // Runs kFlashAttn with the given tier primitives (checks the index data first).
 Status flash_attn_tiled(const Op& op, const KernelContext& ctx, const FlashAttnPrimitives& prims);
 
@@ -98,3 +133,13 @@ Status flash_attn_tiled(const Op& op, const KernelContext& ctx, const FlashAttnP
 Status flash_attn_scalar(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu
+
+// In a tier's flash_attn.cc (namespace folio::cpu), after its primitives
+// convert_rows_<isa>, scores_<isa>, scores_packed_<isa>, softmax_<isa> and
+// pv_<isa>: defines the tier's kernel flash_attn_<isa> over them.
+#define FOLIO_FLASH_ATTN_KERNEL(isa)                                                              \
+  Status flash_attn_##isa(const Op& op, const KernelContext& ctx) {                               \
+    static constexpr FlashAttnPrimitives kPrims = {convert_rows_##isa, scores_##isa,              \
+                                                   scores_packed_##isa, softmax_##isa, pv_##isa}; \
+    return flash_attn_tiled(op, ctx, kPrims);                                                     \
+  }

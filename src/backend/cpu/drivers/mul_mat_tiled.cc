@@ -5,6 +5,8 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cpu/drivers/grow_buffer.h"
+#include "backend/cpu/drivers/mul_mat_id.h"
 #include "backend/cpu/drivers/parallel.h"
 #include "core/aligned.h"
 #include "core/check.h"
@@ -24,30 +26,13 @@ constexpr size_t kActBlockBytes = 256 * 1024;
 // (e.g. 640 x 256: ~10 us on one core) are worth splitting.
 constexpr double kMinParallelMacs = 1 << 16;
 
-// run_range for a lambda of any size without a heap allocation per call:
-// std::function stores a callable holding one reference in place, while a
-// [&] lambda naming many locals would be copied to the heap.
-template <typename Fn>
-void run_range_ref(const KernelContext& ctx, int64_t n, bool parallel, const Fn& fn) {
-  run_range(ctx, n, parallel, [&fn](int64_t begin, int64_t end) { fn(begin, end); });
-}
-
 // Scratch kept per calling thread and grown on demand, so that the small
 // ops of a decode step (run back to back on one thread) reuse their buffers
 // instead of allocating on every call. Slot 0: converted activation rows;
 // slot 1: mul_mat_id's expert-ordered outputs. nullptr when allocation fails.
 void* thread_scratch(int slot, size_t bytes) {
-  thread_local AlignedPtr buffers[2];
-  thread_local size_t capacity[2] = {0, 0};
-  if (capacity[slot] < bytes) {
-    buffers[slot].reset();
-    capacity[slot] = 0;
-    AlignedPtr p = aligned_alloc_bytes(bytes);
-    if (p == nullptr) return nullptr;
-    buffers[slot] = std::move(p);
-    capacity[slot] = bytes;
-  }
-  return buffers[slot].get();
+  thread_local GrowBuffer buffers[2];
+  return buffers[slot].get(bytes);
 }
 
 // Converts src (k floats) into `spec.act` at dst: the tier's quantizer when it
@@ -193,25 +178,13 @@ Status mul_mat_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& s
 
 Status group_pairs_by_expert(const Op& op, std::vector<int64_t>& first, std::vector<int64_t>& order,
                              std::vector<int64_t>& next) {
-  const TensorView& w = op.src[0];    // [K, N, E]
-  const TensorView& x = op.src[1];    // [K, X1, T]
+  FOLIO_RETURN_IF_ERROR(check_mul_mat_id(op));
   const TensorView& ids = op.src[2];  // I32 [n_used, T]
-  const TensorView& y = op.dst;       // [N, n_used, T]
-  if (w.ne[3] != 1 || x.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1 || y.ne[3] != 1) {
-    return invalid_argument("mul_mat_id: experts, input, ids and dst must be at most 3-D: {}",
-                            op.describe());
-  }
-  const int64_t n_exp = w.ne[2], n_used = ids.ne[0], n_tok = ids.ne[1];
+  const int64_t n_exp = op.src[0].ne[2], n_used = ids.ne[0], n_tok = ids.ne[1];
   first.assign(static_cast<size_t>(n_exp) + 1, 0);
   for (int64_t t = 0; t < n_tok; ++t) {
-    for (int64_t u = 0; u < n_used; ++u) {
-      const int32_t e = *ids.at<const int32_t>(u, t);
-      if (e < 0 || e >= n_exp) {
-        return out_of_range("mul_mat_id: expert id {} at ids[{}, {}] out of range [0, {})", e, u, t,
-                            n_exp);
-      }
-      ++first[static_cast<size_t>(e) + 1];
-    }
+    for (int64_t u = 0; u < n_used; ++u)
+      ++first[static_cast<size_t>(*ids.at<const int32_t>(u, t)) + 1];
   }
   for (int64_t e = 0; e < n_exp; ++e) first[e + 1] += first[e];
   order.resize(static_cast<size_t>(n_used * n_tok));
@@ -224,18 +197,13 @@ Status group_pairs_by_expert(const Op& op, std::vector<int64_t>& first, std::vec
 }
 
 Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec& spec) {
-  const TensorView& w = op.src[0];    // [K, N, E]
-  const TensorView& x = op.src[1];    // [K, X1, T]
-  const TensorView& ids = op.src[2];  // I32 [n_used, T]
-  const TensorView& y = op.dst;       // [N, n_used, T]
-  const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2];
-  const int64_t n_used = ids.ne[0], n_tok = ids.ne[1], x1 = x.ne[1];
-  const int64_t n_pairs = n_used * n_tok;
-  if (n == 0 || n_pairs == 0) return Status();
+  const TensorView& w = op.src[0];  // [K, N, E]
+  const auto [k, n, n_exp, n_used, n_pairs] = mul_mat_id_dims(op);
   // Index vectors reused across calls. Lambdas below run on pool threads:
   // they must see the caller's vectors through these references, never name
   // a thread_local themselves.
   thread_local std::vector<int64_t> tl_first, tl_order, tl_next, tl_experts;
+  if (n == 0 || n_pairs == 0) return Status();
   std::vector<int64_t>& first = tl_first;
   std::vector<int64_t>& order = tl_order;
   std::vector<int64_t>& experts = tl_experts;
@@ -257,12 +225,8 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
     return resource_exhausted("mul_mat_id: cannot allocate {} bytes of scratch",
                               bytes + y_row_bytes * static_cast<size_t>(n_pairs));
   }
-  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-      const int64_t u = order[s] % n_used, t = order[s] / n_used;
-      convert_row(spec, x.row<const float>(u % x1, t), xb + s * x_row_bytes, k);
-    }
-  });
+  gather_expert_rows(ctx, parallel, order, n_used, op.src[1], xb, x_row_bytes,
+                     [&](const float* src, void* dst) { convert_row(spec, src, dst, k); });
 
   // 2. Work items: (expert, row tile) for the experts in use.
   const int tr = spec.tile_rows, tc = spec.tile_cols;
@@ -292,12 +256,7 @@ Status mul_mat_id_tiled(const Op& op, const KernelContext& ctx, const MatMulSpec
                 });
 
   // 3. Scatter the slot-ordered outputs to dst[:, u, t].
-  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-      const int64_t u = order[s] % n_used, t = order[s] / n_used;
-      std::memcpy(y.row<float>(u, t), yb + s * y_row_bytes, y_row_bytes);
-    }
-  });
+  scatter_expert_rows(ctx, parallel, order, n_used, yb, y_row_bytes, op.dst);
   return Status();
 }
 

@@ -97,21 +97,10 @@ void scores_packed_neon(const float* q, int n_rows, int64_t ld, DType dtype, con
 float softmax_neon(const float* s, int jb, int je, const FlashScoreParams& p, float* m_io,
                    float* l_io, float* pr) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  float tmax = kNegInf;
-  for (int j = jb; j < je; ++j) {
-    float t = s[j] * p.scale;
-    if (p.softcap > 0.0f) t = p.softcap * std::tanh(t / p.softcap);
-    pr[j] = t;
-    tmax = std::max(tmax, t);
-  }
-  float m = *m_io, l = *l_io, ms = 1.0f;
-  if (tmax > m) {
-    if (m != kNegInf) {
-      ms = vgetq_lane_f32(neon::exp(vdupq_n_f32(m - tmax)), 0);
-      l *= ms;
-    }
-    m = tmax;
-  }
+  const float tmax = flash_logits(s, jb, je, p, pr);
+  float m = *m_io, l = *l_io;
+  const float ms = flash_raise_max(
+      tmax, m, l, [](float x) { return vgetq_lane_f32(neon::exp(vdupq_n_f32(x)), 0); });
   const float32x4_t mv = vdupq_n_f32(m);
   float32x4_t sum = vdupq_n_f32(0.0f);
   int j = jb;
@@ -168,13 +157,8 @@ void pv_neon(const float* p, int ldp, const float* ms, int n_rows, int jb, int j
   }
 }
 
-const FlashAttnPrimitives kNeonPrims = {convert_rows_neon, scores_neon, scores_packed_neon,
-                                        softmax_neon, pv_neon};
-
 }  // namespace
 
-Status flash_attn_neon(const Op& op, const KernelContext& ctx) {
-  return flash_attn_tiled(op, ctx, kNeonPrims);
-}
+FOLIO_FLASH_ATTN_KERNEL(neon)
 
 }  // namespace folio::cpu

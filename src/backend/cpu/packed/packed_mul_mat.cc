@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/drivers/grow_buffer.h"
+#include "backend/cpu/drivers/mul_mat_id.h"
 #include "backend/cpu/drivers/parallel.h"
 #include "core/aligned.h"
 #include "core/check.h"
@@ -25,11 +27,6 @@ int decode_panels() {
 }
 // Below this many multiply-adds an op runs on the calling thread only.
 constexpr double kMinParallelMacs = 1 << 18;
-
-template <typename Fn>
-void run_range_ref(const KernelContext& ctx, int64_t n, bool parallel, const Fn& fn) {
-  run_range(ctx, n, parallel, [&fn](int64_t begin, int64_t end) { fn(begin, end); });
-}
 
 void convert_row(const PackedSpec& spec, const float* src, void* dst, int64_t k) {
   if (spec.convert != nullptr) {
@@ -61,18 +58,9 @@ int64_t m_block_rows(size_t row_bytes) {
 
 void* packed_thread_scratch(int slot, size_t bytes) {
   constexpr int kSlots = 4;
-  thread_local AlignedPtr buffers[kSlots];
-  thread_local size_t capacity[kSlots] = {0, 0, 0, 0};
+  thread_local GrowBuffer buffers[kSlots];
   FOLIO_CHECK(slot >= 0 && slot < kSlots);
-  if (capacity[slot] < bytes) {
-    buffers[slot].reset();
-    capacity[slot] = 0;
-    AlignedPtr p = aligned_alloc_bytes(bytes);
-    if (p == nullptr) return nullptr;
-    buffers[slot] = std::move(p);
-    capacity[slot] = bytes;
-  }
-  return buffers[slot].get();
+  return buffers[slot].get(bytes);
 }
 
 Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& spec) {
@@ -146,13 +134,9 @@ Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& 
 }
 
 Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpec& spec) {
-  const TensorView& w = op.src[0];    // [K, N, E] packed
-  const TensorView& x = op.src[1];    // [K, X1, T]
-  const TensorView& ids = op.src[2];  // I32 [n_used, T]
-  const TensorView& y = op.dst;       // [N, n_used, T]
-  const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2];
-  const int64_t n_used = ids.ne[0], n_tok = ids.ne[1], x1 = x.ne[1];
-  const int64_t n_pairs = n_used * n_tok;
+  const TensorView& w = op.src[0];  // [K, N, E] packed
+  const TensorView& y = op.dst;     // [N, n_used, T]
+  const auto [k, n, n_exp, n_used, n_pairs] = mul_mat_id_dims(op);
   if (n == 0 || n_pairs == 0) return Status();
   std::vector<int64_t> first, order, next;
   FOLIO_RETURN_IF_ERROR(group_pairs_by_expert(op, first, order, next));
@@ -171,12 +155,8 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
     return resource_exhausted("mul_mat_id: cannot allocate {} bytes of scratch",
                               (x_row_bytes + y_row_bytes) * static_cast<size_t>(n_pairs));
   }
-  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-      const int64_t u = order[s] % n_used, t = order[s] / n_used;
-      convert_row(spec, x.row<const float>(u % x1, t), xb + s * x_row_bytes, k);
-    }
-  });
+  gather_expert_rows(ctx, parallel, order, n_used, op.src[1], xb, x_row_bytes,
+                     [&](const float* src, void* dst) { convert_row(spec, src, dst, k); });
 
   // 2. Work items: (expert in use, panel).
   std::vector<int64_t> experts;
@@ -217,12 +197,7 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
       });
 
   // 3. Scatter the slot-ordered outputs to dst[:, u, t].
-  run_range_ref(ctx, n_pairs, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-      const int64_t u = order[s] % n_used, t = order[s] / n_used;
-      std::memcpy(y.row<float>(u, t), yb + s * y_row_bytes, y_row_bytes);
-    }
-  });
+  scatter_expert_rows(ctx, parallel, order, n_used, yb, y_row_bytes, y);
   return Status();
 }
 

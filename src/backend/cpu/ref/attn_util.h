@@ -1,7 +1,8 @@
 // Shared pieces of the reference attention kernels (flash_attn.cc, sdpa.cc):
 // run-time checks of the data-dependent inputs (sequence ids, K/V lengths,
 // block-table entries: validate_op can only check shapes), the visible key
-// range of a query token, and a K/V row reader for both cache layouts.
+// range of a query token, a K/V row reader for both cache layouts, and the
+// (token, head) traversal both kernels run.
 //
 // K/V layouts (op.h, "Attention inputs"):
 //   contiguous  [D, n_kv_head, n_ctx, n_seq]:           row (h, p, s)
@@ -147,6 +148,73 @@ class KvRows {
   TensorView kv_;      // [Dk or Dv, n_kv_head, n_ctx | block_size, n_seq | n_blocks]
   TensorView blocks_;  // [max_blocks, n_seq] (paged only)
   AttentionParams params_;
+};
+
+// One (query token, head) pair that sees at least one key.
+struct QueryHead {
+  const float* q;   // q row [D]
+  float* out;       // dst row [Dv]
+  int64_t seq;      // sequence index of the token
+  int64_t head;     // query head
+  int64_t kv_head;  // KV head it reads (head / (n_head / n_kv_head))
+  KeyRange keys;    // visible key positions, non-empty
+};
+
+// The traversal both reference kernels share, as a cursor so the arithmetic
+// stays in the kernel's own (fp-contract-free) body: every token i
+// (ascending), every head h (ascending); next() zeroes the output row of a
+// token that sees no key and skips it, and returns false at the end.
+// Construct after check_attention_data.
+// Also holds what both kernels read besides the traversal.
+class QueryHeads {
+ public:
+  explicit QueryHeads(const Op& op)
+      : params(op.p<AttentionParams>()),
+        sinks(op.src[7]),
+        k_rows(op, op.src[1]),
+        v_rows(op, op.src[2]),
+        d(op.src[0].ne[0]),
+        dv(op.src[2].ne[0]),
+        op_(op),
+        n_head_(op.src[0].ne[1]),
+        n_tokens_(op.src[0].ne[2]),
+        group_(n_head_ / op.src[1].ne[1]),
+        h_(n_head_) {}
+
+  const AttentionParams& params;
+  const TensorView& sinks;  // [n_head] or empty
+  const KvRows k_rows, v_rows;
+  const int64_t d, dv;  // K and V row lengths
+
+  bool next(QueryHead* qh) {
+    if (n_head_ == 0) return false;
+    const TensorView& q = op_.src[0];  // [D, n_head, n_tokens]
+    const TensorView& dst = op_.dst;   // [Dv, n_head, n_tokens]
+    for (;;) {
+      if (++h_ >= n_head_) {
+        h_ = 0;
+        if (++i_ >= n_tokens_) return false;
+        seq_ = i32_at(op_.src[3], i_);
+        keys_ = visible_keys(op_.p<AttentionParams>(), i32_at(op_.src[4], i_),
+                             i32_at(op_.src[5], seq_));
+      }
+      float* out = dst.row<float>(h_, i_);
+      if (keys_.empty()) {
+        for (int64_t c = 0; c < dv; ++c) out[c] = 0.0f;
+        continue;
+      }
+      *qh = QueryHead{q.row<const float>(h_, i_), out, seq_, h_, h_ / group_, keys_};
+      return true;
+    }
+  }
+
+ private:
+  const Op& op_;
+  int64_t n_head_, n_tokens_, group_;  // group_: query heads per KV head
+  int64_t h_;                          // current head (n_head_: before the first)
+  int64_t i_ = -1;                     // current token
+  int64_t seq_ = 0;
+  KeyRange keys_;
 };
 
 // The reference kernels (registered in register_attention.cc).

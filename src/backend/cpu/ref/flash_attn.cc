@@ -27,68 +27,50 @@
 
 namespace folio::attn_ref {
 
-Status flash_attn_ref(const Op& op, const KernelContext& ctx) {
-  (void)ctx;
+Status flash_attn_ref(const Op& op, const KernelContext& /*ctx*/) {
   FOLIO_RETURN_IF_ERROR(check_attention_data(op));
-  const auto& p = op.p<AttentionParams>();
-  const TensorView& q = op.src[0];      // [D, n_head, n_tokens]
-  const TensorView& sinks = op.src[7];  // [n_head] or empty
-  const TensorView& dst = op.dst;       // [Dv, n_head, n_tokens]
-  const KvRows k_rows(op, op.src[1]);
-  const KvRows v_rows(op, op.src[2]);
-  const int64_t d = q.ne[0], n_head = q.ne[1], n_tokens = q.ne[2];
-  const int64_t dv = op.src[2].ne[0];
-  const int64_t group = n_head / op.src[1].ne[1];  // query heads per KV head
+  QueryHeads heads(op);
+  const AttentionParams& p = heads.params;
+  const int64_t d = heads.d, dv = heads.dv;
 
   std::vector<float> k(static_cast<size_t>(d)), v(static_cast<size_t>(dv)),
       acc(static_cast<size_t>(dv));
-  for (int64_t i = 0; i < n_tokens; ++i) {
-    const int64_t s = i32_at(op.src[3], i);
-    const int64_t pos = i32_at(op.src[4], i);
-    const KeyRange keys = visible_keys(p, pos, i32_at(op.src[5], s));
-    for (int64_t h = 0; h < n_head; ++h) {
-      float* out = dst.row<float>(h, i);
-      if (keys.empty()) {
-        for (int64_t c = 0; c < dv; ++c) out[c] = 0.0f;
-        continue;
+  QueryHead qh;
+  while (heads.next(&qh)) {
+    float m = -std::numeric_limits<float>::infinity();
+    float l = 0.0f;
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int64_t pk = qh.keys.begin; pk < qh.keys.end; ++pk) {
+      heads.k_rows.read(qh.seq, qh.kv_head, pk, k.data());
+      float dot = 0.0f;
+      for (int64_t c = 0; c < d; ++c) dot += qh.q[c] * k[static_cast<size_t>(c)];
+      float score = dot * p.scale;
+      if (p.softcap > 0.0f) score = p.softcap * std::tanh(score / p.softcap);
+      heads.v_rows.read(qh.seq, qh.kv_head, pk, v.data());
+      float ms = 1.0f;  // rescale of what is accumulated so far
+      float vs = 1.0f;  // weight of this value row
+      if (score > m) {
+        ms = std::exp(m - score);  // 0 for the first key (m = -inf)
+        m = score;
+        for (float& a : acc) a *= ms;
+      } else {
+        vs = std::exp(score - m);
       }
-      const float* qh = q.row<const float>(h, i);
-      const int64_t kvh = h / group;
-      float m = -std::numeric_limits<float>::infinity();
-      float l = 0.0f;
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t pk = keys.begin; pk < keys.end; ++pk) {
-        k_rows.read(s, kvh, pk, k.data());
-        float dot = 0.0f;
-        for (int64_t c = 0; c < d; ++c) dot += qh[c] * k[static_cast<size_t>(c)];
-        float score = dot * p.scale;
-        if (p.softcap > 0.0f) score = p.softcap * std::tanh(score / p.softcap);
-        v_rows.read(s, kvh, pk, v.data());
-        float ms = 1.0f;  // rescale of what is accumulated so far
-        float vs = 1.0f;  // weight of this value row
-        if (score > m) {
-          ms = std::exp(m - score);  // 0 for the first key (m = -inf)
-          m = score;
-          for (float& a : acc) a *= ms;
-        } else {
-          vs = std::exp(score - m);
-        }
-        for (int64_t c = 0; c < dv; ++c)
-          acc[static_cast<size_t>(c)] += vs * v[static_cast<size_t>(c)];
-        l = l * ms + vs;
-      }
-      if (!sinks.empty()) {
-        const float sink = flat_at<float>(sinks, h);
-        if (sink > m) {
-          const float ms = std::exp(m - sink);
-          for (float& a : acc) a *= ms;
-          l = l * ms + 1.0f;
-        } else {
-          l += std::exp(sink - m);
-        }
-      }
-      for (int64_t c = 0; c < dv; ++c) out[c] = acc[static_cast<size_t>(c)] / l;
+      for (int64_t c = 0; c < dv; ++c)
+        acc[static_cast<size_t>(c)] += vs * v[static_cast<size_t>(c)];
+      l = l * ms + vs;
     }
+    if (!heads.sinks.empty()) {
+      const float sink = flat_at<float>(heads.sinks, qh.head);
+      if (sink > m) {
+        const float ms = std::exp(m - sink);
+        for (float& a : acc) a *= ms;
+        l = l * ms + 1.0f;
+      } else {
+        l += std::exp(sink - m);
+      }
+    }
+    for (int64_t c = 0; c < dv; ++c) qh.out[c] = acc[static_cast<size_t>(c)] / l;
   }
   return Status();
 }

@@ -27,21 +27,10 @@
 #include <vector>
 
 #include "backend/cpu/kernel.h"
+#include "backend/cpu/ref/recurrent_step.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction in the reference
 
 namespace folio::recurrent_ref {
-namespace {
-
-// out = x / max(sqrt(sum x^2), eps), in double and rounded once, operation
-// for operation as the kL2Norm reference (ref/norm.cc).
-void l2_normalise(const float* x, float* out, int64_t n, float eps) {
-  double ss = 0.0;
-  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
-  const double inv = 1.0 / std::max(std::sqrt(ss), static_cast<double>(eps));
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(x[i]) * inv);
-}
-
-}  // namespace
 
 Status gated_delta_net_ref(const Op& op, const KernelContext& ctx) {
   (void)ctx;
@@ -63,34 +52,10 @@ Status gated_delta_net_ref(const Op& op, const KernelContext& ctx) {
       for (int64_t r = 0; r < sv; ++r)
         std::memcpy(&st[r * sk], state.row<const float>(r, h, s), row_bytes);
       for (int64_t t = 0; t < n_t; ++t) {
-        const float* qt = q.row<const float>(kh, t, s);
-        const float* kt = k.row<const float>(kh, t, s);
-        const float* vt = v.row<const float>(h, t, s);
-        if (p.l2_norm_qk) {
-          l2_normalise(qt, qn.data(), sk, p.eps);
-          l2_normalise(kt, kn.data(), sk, p.eps);
-        } else {
-          std::copy(qt, qt + sk, qn.begin());
-          std::copy(kt, kt + sk, kn.begin());
-        }
-        for (float& x : qn) x *= p.scale;
-        const float decay = std::exp(*g.at<const float>(h, t, s));
-        const float b = *beta.at<const float>(h, t, s);
-        for (float& x : st) x *= decay;
-        for (int64_t r = 0; r < sv; ++r) {
-          float* row = &st[r * sk];
-          float m = 0.0f;
-          for (int64_t i = 0; i < sk; ++i) m += row[i] * kn[i];
-          const float d = b * (vt[r] - m);
-          for (int64_t i = 0; i < sk; ++i) row[i] += d * kn[i];
-        }
-        float* o = out.row<float>(h, t, s);
-        for (int64_t r = 0; r < sv; ++r) {
-          const float* row = &st[r * sk];
-          float acc = 0.0f;
-          for (int64_t i = 0; i < sk; ++i) acc += row[i] * qn[i];
-          o[r] = acc;
-        }
+        gdn_token(p, sk, sv, q.row<const float>(kh, t, s), k.row<const float>(kh, t, s),
+                  v.row<const float>(h, t, s), *g.at<const float>(h, t, s),
+                  *beta.at<const float>(h, t, s), st.data(), qn.data(), kn.data(),
+                  out.row<float>(h, t, s));
       }
       for (int64_t r = 0; r < sv; ++r)
         std::memcpy(state_out.row<float>(r, h, s), &st[r * sk], row_bytes);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/cpu/kernel.h"
+#include "backend/cpu/drivers/mul_mat_id.h"
 
 namespace folio::ref {
 
@@ -48,21 +49,9 @@ Status mul_mat_id_rows(const Op& op, RowFn&& row) {
   const TensorView& x = op.src[1];    // [K, X1, T]
   const TensorView& ids = op.src[2];  // I32 [n_used, T]
   const TensorView& d = op.dst;       // [N, n_used, T]
-  if (w.ne[3] != 1 || x.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1 || d.ne[3] != 1) {
-    return invalid_argument("mul_mat_id: experts, input, ids and dst must be at most 3-D: {}",
-                            op.describe());
-  }
-  const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2];
+  FOLIO_RETURN_IF_ERROR(cpu::check_mul_mat_id(op));
+  const int64_t k = w.ne[0], n = w.ne[1];
   const int64_t n_used = ids.ne[0], n_tok = ids.ne[1], x1 = x.ne[1];
-  for (int64_t t = 0; t < n_tok; ++t) {
-    for (int64_t u = 0; u < n_used; ++u) {
-      const int32_t e = *ids.at<const int32_t>(u, t);
-      if (e < 0 || e >= n_exp) {
-        return out_of_range("mul_mat_id: expert id {} at ids[{}, {}] out of range [0, {})", e, u, t,
-                            n_exp);
-      }
-    }
-  }
   std::vector<float> wrow(static_cast<size_t>(k));
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t u = 0; u < n_used; ++u) {

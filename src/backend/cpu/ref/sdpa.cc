@@ -13,59 +13,42 @@
 
 namespace folio::attn_ref {
 
-Status sdpa_ref(const Op& op, const KernelContext& ctx) {
-  (void)ctx;
+Status sdpa_ref(const Op& op, const KernelContext& /*ctx*/) {
   FOLIO_RETURN_IF_ERROR(check_attention_data(op));
-  const auto& p = op.p<AttentionParams>();
-  const TensorView& q = op.src[0];      // [D, n_head, n_tokens]
-  const TensorView& sinks = op.src[7];  // [n_head] or empty
-  const TensorView& dst = op.dst;       // [Dv, n_head, n_tokens]
-  const KvRows k_rows(op, op.src[1]);
-  const KvRows v_rows(op, op.src[2]);
-  const int64_t d = q.ne[0], n_head = q.ne[1], n_tokens = q.ne[2];
-  const int64_t dv = op.src[2].ne[0];
-  const int64_t group = n_head / op.src[1].ne[1];
+  QueryHeads heads(op);
+  const int64_t d = heads.d, dv = heads.dv;
+  const AttentionParams& p = heads.params;
 
   std::vector<float> row(static_cast<size_t>(std::max(d, dv)));
   std::vector<double> scores, acc(static_cast<size_t>(dv));
-  for (int64_t i = 0; i < n_tokens; ++i) {
-    const int64_t s = i32_at(op.src[3], i);
-    const int64_t pos = i32_at(op.src[4], i);
-    const KeyRange keys = visible_keys(p, pos, i32_at(op.src[5], s));
-    for (int64_t h = 0; h < n_head; ++h) {
-      float* out = dst.row<float>(h, i);
-      if (keys.empty()) {
-        for (int64_t c = 0; c < dv; ++c) out[c] = 0.0f;
-        continue;
-      }
-      const float* qh = q.row<const float>(h, i);
-      const int64_t kvh = h / group;
-      scores.clear();
-      for (int64_t pk = keys.begin; pk < keys.end; ++pk) {
-        k_rows.read(s, kvh, pk, row.data());
-        double dot = 0.0;
-        for (int64_t c = 0; c < d; ++c)
-          dot += static_cast<double>(qh[c]) * row[static_cast<size_t>(c)];
-        double score = dot * p.scale;
-        if (p.softcap > 0.0f) score = p.softcap * std::tanh(score / p.softcap);
-        scores.push_back(score);
-      }
-      double max = *std::max_element(scores.begin(), scores.end());
-      const bool has_sink = !sinks.empty();
-      const double sink = has_sink ? flat_at<float>(sinks, h) : 0.0;
-      if (has_sink) max = std::max(max, sink);
-      double denom = has_sink ? std::exp(sink - max) : 0.0;
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t pk = keys.begin; pk < keys.end; ++pk) {
-        const double w = std::exp(scores[static_cast<size_t>(pk - keys.begin)] - max);
-        denom += w;
-        v_rows.read(s, kvh, pk, row.data());
-        for (int64_t c = 0; c < dv; ++c)
-          acc[static_cast<size_t>(c)] += w * row[static_cast<size_t>(c)];
-      }
-      for (int64_t c = 0; c < dv; ++c)
-        out[c] = static_cast<float>(acc[static_cast<size_t>(c)] / denom);
+  QueryHead qh;
+  while (heads.next(&qh)) {
+    const KeyRange keys = qh.keys;
+    scores.clear();
+    for (int64_t pk = keys.begin; pk < keys.end; ++pk) {
+      heads.k_rows.read(qh.seq, qh.kv_head, pk, row.data());
+      double dot = 0.0;
+      for (int64_t c = 0; c < d; ++c)
+        dot += static_cast<double>(qh.q[c]) * row[static_cast<size_t>(c)];
+      double score = dot * p.scale;
+      if (p.softcap > 0.0f) score = p.softcap * std::tanh(score / p.softcap);
+      scores.push_back(score);
     }
+    double max = *std::max_element(scores.begin(), scores.end());
+    const bool has_sink = !heads.sinks.empty();
+    const double sink = has_sink ? flat_at<float>(heads.sinks, qh.head) : 0.0;
+    if (has_sink) max = std::max(max, sink);
+    double denom = has_sink ? std::exp(sink - max) : 0.0;
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t pk = keys.begin; pk < keys.end; ++pk) {
+      const double w = std::exp(scores[static_cast<size_t>(pk - keys.begin)] - max);
+      denom += w;
+      heads.v_rows.read(qh.seq, qh.kv_head, pk, row.data());
+      for (int64_t c = 0; c < dv; ++c)
+        acc[static_cast<size_t>(c)] += w * row[static_cast<size_t>(c)];
+    }
+    for (int64_t c = 0; c < dv; ++c)
+      qh.out[c] = static_cast<float>(acc[static_cast<size_t>(c)] / denom);
   }
   return Status();
 }

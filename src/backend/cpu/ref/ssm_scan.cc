@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/cpu/kernel.h"
+#include "backend/cpu/ref/recurrent_step.h"
 #include "backend/cpu/drivers/ssm_scan_step.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction in the reference
 
@@ -38,22 +39,9 @@ Status ssm_scan_ref(const Op& op, const KernelContext& ctx) {
       for (int64_t r = 0; r < p_dim; ++r)
         std::memcpy(&st[r * n], state.row<const float>(r, h, s), row_bytes);
       for (int64_t t = 0; t < n_t; ++t) {
-        const float sp = cpu::ssm_scan_softplus(*dt.at<const float>(h, t, s));
-        const float da = cpu::ssm_scan_decay(sp, cpu::ssm_scan_a(a, h));
-        const float* xt = x.row<const float>(h, t, s);
-        const float* bt = b.row<const float>(g, t, s);
-        const float* ct = c.row<const float>(g, t, s);
-        float* yt = y.row<float>(h, t, s);
-        for (int64_t r = 0; r < p_dim; ++r) {
-          float* row = &st[r * n];
-          const float xdt = xt[r] * sp;
-          float acc = 0.0f;
-          for (int64_t i = 0; i < n; ++i) {
-            row[i] = row[i] * da + bt[i] * xdt;
-            acc += row[i] * ct[i];
-          }
-          yt[r] = acc;
-        }
+        ssm_scan_token(n, p_dim, *dt.at<const float>(h, t, s), cpu::ssm_scan_a(a, h),
+                       x.row<const float>(h, t, s), b.row<const float>(g, t, s),
+                       c.row<const float>(g, t, s), st.data(), y.row<float>(h, t, s));
       }
       for (int64_t r = 0; r < p_dim; ++r)
         std::memcpy(state_out.row<float>(r, h, s), &st[r * n], row_bytes);

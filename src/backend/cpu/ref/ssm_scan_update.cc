@@ -8,7 +8,7 @@
 //   ids, dst_slots I32 [n_seq]    y [P, H, 1, n_seq]
 // Per (sequence, head) the head's rows are loaded into a local copy before
 // anything is written (so an in-place slot is safe), then updated operation
-// for operation as the kSsmScan reference (ssm_scan.cc) does for one token:
+// for operation by the token step the kSsmScan reference uses (recurrent_step.h):
 //   sp = softplus(dt);  dA = exp(sp * A[h]);
 //   per row p: xdt = x[p] * sp; acc = 0.0f; for i = 0 .. N-1:
 //     S[p, i] = S[p, i] * dA + B[i] * xdt;  acc += S[p, i] * C[i];
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/cpu/kernel.h"
+#include "backend/cpu/ref/recurrent_step.h"
 #include "backend/cpu/drivers/ssm_scan_step.h"
 #include "backend/cpu/drivers/state_slots.h"
 #include "quant/strict_fp.h"  // last: no a*b+c contraction in the reference
@@ -42,22 +43,9 @@ Status ssm_scan_update_ref(const Op& op, const KernelContext& ctx) {
       const int64_t g = h / heads_per_group;
       for (int64_t r = 0; r < p_dim; ++r)
         std::memcpy(&st[r * n], from.row<const float>(r, h), row_bytes);
-      const float sp = cpu::ssm_scan_softplus(*dt.at<const float>(h, 0, s));
-      const float da = cpu::ssm_scan_decay(sp, cpu::ssm_scan_a(a, h));
-      const float* xt = x.row<const float>(h, 0, s);
-      const float* bt = b.row<const float>(g, 0, s);
-      const float* ct = c.row<const float>(g, 0, s);
-      float* yt = y.row<float>(h, 0, s);
-      for (int64_t r = 0; r < p_dim; ++r) {
-        float* row = &st[r * n];
-        const float xdt = xt[r] * sp;
-        float acc = 0.0f;
-        for (int64_t i = 0; i < n; ++i) {
-          row[i] = row[i] * da + bt[i] * xdt;
-          acc += row[i] * ct[i];
-        }
-        yt[r] = acc;
-      }
+      recurrent_ref::ssm_scan_token(n, p_dim, *dt.at<const float>(h, 0, s), cpu::ssm_scan_a(a, h),
+                                    x.row<const float>(h, 0, s), b.row<const float>(g, 0, s),
+                                    c.row<const float>(g, 0, s), st.data(), y.row<float>(h, 0, s));
       for (int64_t r = 0; r < p_dim; ++r) std::memcpy(to.row<float>(r, h), &st[r * n], row_bytes);
     }
   }
