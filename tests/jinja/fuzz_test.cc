@@ -215,7 +215,9 @@ TEST(JinjaFuzz, RandomTokenSoup) {
     if (first.rfind("ok:", 0) != 0) {
       ASSERT_GT(first.size(), first.find(':') + 1) << "an error without a message for: " << s;
     }
-    if ((i % 5) == 0) ASSERT_EQ(first, outcome(s, vars, options)) << s;
+    if ((i % 5) == 0) {
+      ASSERT_EQ(first, outcome(s, vars, options)) << s;
+    }
   }
   // Most soups are not templates, but some are: both paths ran.
   EXPECT_GT(parse_errors, total / 2);
