@@ -334,12 +334,14 @@ TEST(SchedulePlannerTest, AFailedPrefixLookupRefusesTheWholeRequest) {
   // skipped, its running choice leaves the step, and request 2 is admitted.
   Queue q;
   q.run(1, 10, 11, true, 1, 0, 700);
-  const PlanSequence& bad = q.wait(1, 8, 0, 1, 700);
+  // The tokens by value: the next wait() may move the waiting vector (the
+  // span points into Queue::tokens, which never moves its rows).
+  const std::span<const int32_t> bad = q.wait(1, 8, 0, 1, 700).tokens;
   q.wait(1, 8, 0, 1, 700);
   q.wait(2, 8);
   FakeCache cache;
   cache.prefix = false;
-  cache.fail_take.assign(bad.tokens.begin(), bad.tokens.end());
+  cache.fail_take.assign(bad.begin(), bad.end());
   SchedulePlanner planner(options(8, 64, 16, 16));
   SchedulePlan plan;
   planner.plan(q.view(), cache, plan);
