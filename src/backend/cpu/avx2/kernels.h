@@ -8,7 +8,7 @@
 
 namespace folio::cpu {
 
-// mul_mat_float.cc / mul_mat_quant.cc: the tile spec for a weight type
+// simd_kernels.cc / mul_mat_quant.cc: the tile spec for a weight type
 // (F32, F16, BF16 / every quantized type below; CHECKs the type); F16 /
 // BF16 with many activation rows get a panel.
 // quant_mul_mat_spec_avx2 covers the 32-element blocks (Q8_0, Q4_0, Q4_1,

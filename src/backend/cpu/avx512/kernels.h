@@ -9,7 +9,7 @@
 
 namespace folio::cpu {
 
-// mul_mat_float.cc / mul_mat_quant.cc: the tile spec for a weight type
+// simd_kernels.cc / mul_mat_quant.cc: the tile spec for a weight type
 // (F32, F16, BF16 / every quantized type below; CHECKs the type). `m`
 // (activation rows per weight of the op) picks the tile shape; outputs do
 // not depend on it.

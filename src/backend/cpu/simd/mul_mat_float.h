@@ -26,9 +26,9 @@
 //     weight rows once per K chunk into an L1 scratch that tiles of
 //     activation rows read (the parts in turn, one pass each).
 //
-// A tier's mul_mat_float.cc includes this body's headers first (baseline
-// flags), then the body in its target region (f32x16.h), and returns
-// float_mul_mat_spec<S, its FloatShapes>.
+// Compiled per tier by simd/tier_kernels.inc where the tier's
+// simd_kernels.cc names its FloatShapes (FOLIO_SIMD_FLOAT_SHAPES): its
+// float_mul_mat_spec_<suffix> returns float_mul_mat_spec<S, those shapes>.
 #pragma once
 
 #include <algorithm>
