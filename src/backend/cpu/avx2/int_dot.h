@@ -26,27 +26,29 @@ struct Maddubs {
   static constexpr bool kVnni = false;
 };
 
+// acc = INSN(acc, a, b) on ymm registers, in Vnni<E>'s encoding.
+#define FOLIO_AVX2_VNNI(E, INSN, acc, a, b)                                \
+  do {                                                                     \
+    if constexpr (E == VnniEncoding::kVex) {                               \
+      asm("%{vex%} " INSN " %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));     \
+    } else {                                                               \
+      asm("%{evex%} " INSN " %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));    \
+    }                                                                      \
+  } while (false)
+
 template <VnniEncoding E>
 struct Vnni {
   static constexpr bool kVnni = true;
 
   // acc.i32[n] += sum over j < 4 of u.u8[4n + j] * s.i8[4n + j].
   FOLIO_INLINE_AVX2 __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
-    if constexpr (E == VnniEncoding::kVex) {
-      asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
-    } else {
-      asm("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
-    }
+    FOLIO_AVX2_VNNI(E, "vpdpbusd", acc, u, s);
     return acc;
   }
 
   // acc.i32[n] += a.i16[2n] * b.i16[2n] + a.i16[2n + 1] * b.i16[2n + 1].
   FOLIO_INLINE_AVX2 __m256i dpwssd(__m256i acc, __m256i a, __m256i b) {
-    if constexpr (E == VnniEncoding::kVex) {
-      asm("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
-    } else {
-      asm("%{evex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
-    }
+    FOLIO_AVX2_VNNI(E, "vpdpwssd", acc, a, b);
     return acc;
   }
 };

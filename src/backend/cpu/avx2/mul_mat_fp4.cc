@@ -65,18 +65,12 @@ template <DType WT, int R, int C>
 FOLIO_TARGET_AVX2 void fp4_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                 size_t x_stride, float* out, size_t out_stride) {
   const int64_t nb = k / kQK;
-  const unsigned char* wr[R];
-  Q8Row32 xr[C];
-  tile_row_ptrs(w, w_stride, wr);
-  tile_q8_rows(x, x_stride, k, xr);
+  const QuantTileRows<unsigned char, Q8Row32, R, C> rows(k, w, w_stride, x, x_stride);
   __m256 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  }
+  zero_tile(acc);
   const __m256i table = _mm256_broadcastsi128_si256(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kFP4Values)));
   const __m256i ones = _mm256_set1_epi16(1);
-  const size_t pf = R * w_stride;  // the next tile's rows
   // Weight bytes per 32 elements, rounded up to whole blocks for the prefetch.
   constexpr size_t kUnitBytes =
       WT == DType::MXFP4 ? sizeof(quant::BlockMXFP4) : sizeof(quant::BlockNVFP4) / 2;
@@ -84,14 +78,14 @@ FOLIO_TARGET_AVX2 void fp4_tile(int64_t k, const void* w, size_t w_stride, const
     __m256i xq[C];
     __m256 xd[C];
     for (int c = 0; c < C; ++c) {
-      xq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[c].qs + g * kQK));
-      xd[c] = _mm256_broadcast_ss(xr[c].d + g);
+      xq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows.x[c].qs + g * kQK));
+      xd[c] = _mm256_broadcast_ss(rows.x[c].d + g);
     }
     for (int r = 0; r < R; ++r) {
-      avx2::prefetch_span<kUnitBytes>(wr[r] + g * kUnitBytes + pf);
+      rows.template prefetch_next<kUnitBytes>(rows.w[r] + g * kUnitBytes);
       __m256i codes;
       __m256 dw;
-      fp4_unit<WT>(wr[r], g, &codes, &dw);
+      fp4_unit<WT>(rows.w[r], g, &codes, &dw);
       const __m256i wq = _mm256_shuffle_epi8(table, codes);
       const __m256i aw = _mm256_sign_epi8(wq, wq);
       for (int c = 0; c < C; ++c) {

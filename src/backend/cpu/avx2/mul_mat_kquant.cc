@@ -47,6 +47,7 @@ namespace {
 using avx2::half_to_float;
 using avx2::kQuantTileCols;
 using avx2::kQuantTileRows;
+using avx2::load256;
 using avx2::scale_pair;
 using avx2::store_tile;
 using quant::BlockIQ4_XS;
@@ -58,35 +59,6 @@ using quant::BlockQ6_K;
 using quant::BlockQ8_K;
 using quant::kQKK;
 
-// Row pointers of a tile and its zeroed f32 accumulators.
-template <typename Block, int R, int C>
-struct TileRows {
-  const Block* w[R];
-  const BlockQ8_K* x[C];
-  __m256 acc[R][C];
-  size_t pf;  // bytes from a row to the same place in the next tile's rows
-
-  // Prefetches super-block sb of the next tile's rows.
-  FOLIO_TARGET_AVX2 void prefetch(int64_t sb) const {
-    for (int r = 0; r < R; ++r) {
-      avx2::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(w[r] + sb) + pf);
-    }
-  }
-
-  FOLIO_TARGET_AVX2 TileRows(const void* wp, size_t w_stride, const void* xp, size_t x_stride)
-      : pf(R * w_stride) {
-    tile_row_ptrs(wp, w_stride, w);
-    tile_row_ptrs(xp, x_stride, x);
-    for (int r = 0; r < R; ++r) {
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-    }
-  }
-};
-
-FOLIO_INLINE_AVX2 __m256i load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
 FOLIO_INLINE_AVX2 __m256i bsums_of(const BlockQ8_K& xb) {
   return load256(xb.bsums);
 }
@@ -97,7 +69,9 @@ template <bool kQ5, int R, int C>
 FOLIO_TARGET_AVX2 void q45_k_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                   size_t x_stride, float* out, size_t out_stride) {
   using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
-  TileRows<Block, R, C> t(w, w_stride, x, x_stride);
+  const QuantTileRows<Block, const BlockQ8_K*, R, C> t(k, w, w_stride, x, x_stride);
+  __m256 acc[R][C];
+  zero_tile(acc);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m10 = _mm256_set1_epi8(0x10);
   for (int64_t sb = 0; sb < k / kQKK; ++sb) {
@@ -143,14 +117,14 @@ FOLIO_TARGET_AVX2 void q45_k_tile(int64_t k, const void* w, size_t w_stride, con
       for (int c = 0; c < C; ++c) {
         const float dx = t.x[c][sb].d;
         const __m256i msum = _mm256_madd_epi16(mins[r], bsums_of(t.x[c][sb]));
-        t.acc[r][c] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][c]), _mm256_set1_ps(d * dx), t.acc[r][c]);
-        t.acc[r][c] =
-            _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * dx), t.acc[r][c]);
+        acc[r][c] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][c]), _mm256_set1_ps(d * dx), acc[r][c]);
+        acc[r][c] =
+            _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * dx), acc[r][c]);
       }
     }
   }
-  store_tile<R, C>(t.acc, out, out_stride);
+  store_tile<R, C>(acc, out, out_stride);
 }
 
 // ---------------------------------------------------------------- Q6_K
@@ -195,7 +169,9 @@ FOLIO_INLINE_AVX2 void q6_quarter(const BlockQ6_K* const (&wr)[R], const BlockQ8
 template <int R, int C>
 FOLIO_TARGET_AVX2 void q6_k_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                  size_t x_stride, float* out, size_t out_stride) {
-  TileRows<BlockQ6_K, R, C> t(w, w_stride, x, x_stride);
+  const QuantTileRows<BlockQ6_K, const BlockQ8_K*, R, C> t(k, w, w_stride, x, x_stride);
+  __m256 acc[R][C];
+  zero_tile(acc);
   for (int64_t sb = 0; sb < k / kQKK; ++sb) {
     t.prefetch(sb);
     __m256i isum[R][C];
@@ -216,12 +192,12 @@ FOLIO_TARGET_AVX2 void q6_k_tile(int64_t k, const void* w, size_t w_stride, cons
         const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scales, bsums_of(t.x[c][sb])),
                                               5);  // 32 * sc * bsum
         const __m256i dot = _mm256_sub_epi32(isum[r][c], off);
-        t.acc[r][c] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * t.x[c][sb].d), t.acc[r][c]);
+        acc[r][c] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * t.x[c][sb].d), acc[r][c]);
       }
     }
   }
-  store_tile<R, C>(t.acc, out, out_stride);
+  store_tile<R, C>(acc, out, out_stride);
 }
 
 // ---------------------------------------------------------------- Q2_K, Q3_K
@@ -265,7 +241,9 @@ template <bool kQ3, int R, int C>
 FOLIO_TARGET_AVX2 void q23_k_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                   size_t x_stride, float* out, size_t out_stride) {
   using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
-  TileRows<Block, R, C> t(w, w_stride, x, x_stride);
+  const QuantTileRows<Block, const BlockQ8_K*, R, C> t(k, w, w_stride, x, x_stride);
+  __m256 acc[R][C];
+  zero_tile(acc);
   for (int64_t sb = 0; sb < k / kQKK; ++sb) {
     t.prefetch(sb);
     __m256i isum[R][C];
@@ -311,19 +289,19 @@ FOLIO_TARGET_AVX2 void q23_k_tile(int64_t k, const void* w, size_t w_stride, con
         const __m256i bsums = bsums_of(t.x[c][sb]);
         if constexpr (kQ3) {
           const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bsums), 2);  // 4 sc bsum
-          t.acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[r][c], off)),
-                                        _mm256_set1_ps(d * dx), t.acc[r][c]);
+          acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[r][c], off)),
+                                        _mm256_set1_ps(d * dx), acc[r][c]);
         } else {
           const __m256i msum = _mm256_madd_epi16(mins[r], bsums);
-          t.acc[r][c] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][c]), _mm256_set1_ps(d * dx), t.acc[r][c]);
-          t.acc[r][c] =
-              _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * dx), t.acc[r][c]);
+          acc[r][c] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][c]), _mm256_set1_ps(d * dx), acc[r][c]);
+          acc[r][c] =
+              _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * dx), acc[r][c]);
         }
       }
     }
   }
-  store_tile<R, C>(t.acc, out, out_stride);
+  store_tile<R, C>(acc, out, out_stride);
 }
 
 // ---------------------------------------------------------------- IQ4_XS
@@ -331,7 +309,9 @@ FOLIO_TARGET_AVX2 void q23_k_tile(int64_t k, const void* w, size_t w_stride, con
 template <int R, int C>
 FOLIO_TARGET_AVX2 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                    size_t x_stride, float* out, size_t out_stride) {
-  TileRows<BlockIQ4_XS, R, C> t(w, w_stride, x, x_stride);
+  const QuantTileRows<BlockIQ4_XS, const BlockQ8_K*, R, C> t(k, w, w_stride, x, x_stride);
+  __m256 acc[R][C];
+  zero_tile(acc);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i table = _mm256_broadcastsi128_si256(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues)));
@@ -372,12 +352,12 @@ FOLIO_TARGET_AVX2 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, co
     for (int r = 0; r < R; ++r) {
       const float d = half_to_float(&t.w[r][sb].d);
       for (int c = 0; c < C; ++c) {
-        t.acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][c]),
-                                      _mm256_set1_ps(d * t.x[c][sb].d), t.acc[r][c]);
+        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][c]),
+                                      _mm256_set1_ps(d * t.x[c][sb].d), acc[r][c]);
       }
     }
   }
-  store_tile<R, C>(t.acc, out, out_stride);
+  store_tile<R, C>(acc, out, out_stride);
 }
 
 // ---------------------------------------------------------------- dispatch

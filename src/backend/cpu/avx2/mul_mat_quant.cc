@@ -88,34 +88,28 @@ FOLIO_TARGET_AVX2 void legacy_tile(int64_t k, const void* w, size_t w_stride, co
   using L = LegacyFormat<WT>;
   using Block = typename L::Block;
   const int64_t nb = k / kQK;
-  const Block* wr[R];
-  Q8Row32 xr[C];
-  tile_row_ptrs(w, w_stride, wr);
-  tile_q8_rows(x, x_stride, k, xr);
+  const QuantTileRows<Block, Q8Row32, R, C> rows(k, w, w_stride, x, x_stride);
   __m256 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  }
+  zero_tile(acc);
   const __m256i ones = _mm256_set1_epi16(1);
-  const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t b = 0; b < nb; ++b) {
     __m256i xq[C];
     __m256 xd[C];     // dx x 8
     __m256i xoff[C];  // offset * (x quant pair sums), i16
     __m256 xm[C];     // dx * sum(x quants) in lane 0, for the minimum
     for (int c = 0; c < C; ++c) {
-      xq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[c].qs + b * kQK));
-      xd[c] = _mm256_broadcast_ss(xr[c].d + b);
+      xq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows.x[c].qs + b * kQK));
+      xd[c] = _mm256_broadcast_ss(rows.x[c].d + b);
       if constexpr (L::kOffset != 0) {
         xoff[c] = _mm256_maddubs_epi16(_mm256_set1_epi8(L::kOffset), xq[c]);
       }
       if constexpr (L::kMin) {
-        xm[c] = _mm256_zextps128_ps256(_mm_set_ss(xr[c].d[b] * static_cast<float>(xr[c].sum[b])));
+        xm[c] = _mm256_zextps128_ps256(_mm_set_ss(rows.x[c].d[b] * static_cast<float>(rows.x[c].sum[b])));
       }
     }
     for (int r = 0; r < R; ++r) {
-      const Block& blk = wr[r][b];
-      avx2::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(&blk) + pf);
+      const Block& blk = rows.w[r][b];
+      rows.template prefetch_next<sizeof(Block)>(&blk);
       const __m256 dw = half_x8(&blk.d);
       const __m256i wq = legacy_codes<WT>(blk);
       if constexpr (L::kSigned) {

@@ -5,7 +5,7 @@
 // template instance is drivers/quant_tile.h's. Everything is `static inline`
 // with the AVX2 target attribute.
 // Like the AVX-512 tiles, each block / super-block step prefetches the same
-// bytes of the next tile's rows (simd.h prefetch_span).
+// bytes of the next tile's rows (drivers/quant_tile.h QuantTileRows).
 #pragma once
 
 #include <cstddef>

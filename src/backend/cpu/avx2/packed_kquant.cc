@@ -45,13 +45,10 @@ namespace folio::cpu {
 namespace {
 
 using avx2::bcast4;
+using avx2::load256;
 using avx2::store_rows;
 using quant::BlockQ8_K;
 using quant::kQKK;
-
-FOLIO_INLINE_AVX2 __m256i load32(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
 
 FOLIO_INLINE_AVX2 __m128i load8(const uint8_t* p) {
   return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
@@ -71,7 +68,7 @@ FOLIO_INLINE_AVX2 __m256i pairs16(__m128i a, __m128i b) {
 FOLIO_INLINE_AVX2 void nibble_rows(const uint8_t* g, int h, __m256i (&w)[8]) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int r = 0; r < 4; ++r) {
-    const __m256i v = load32(g + 64 * r + 32 * h);
+    const __m256i v = load256(g + 64 * r + 32 * h);
     w[r] = _mm256_and_si256(v, m4);
     w[r + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
   }
@@ -186,7 +183,7 @@ FOLIO_INLINE_AVX2 void q6_codes(const uint8_t* s, int g, int h, __m256i (&w)[8])
   const __m256i m30 = _mm256_set1_epi8(0x30);
   const uint8_t* gd = s + quant::kQ6KxCodes + quant::kQ6KxGroupBytes * g;
   nibble_rows(gd, h, w);
-  const __m256i h0 = load32(gd + 256 + 32 * h), h1 = load32(gd + 320 + 32 * h);
+  const __m256i h0 = load256(gd + 256 + 32 * h), h1 = load256(gd + 320 + 32 * h);
   // Plane byte i bits 2f, 2f+1 -> bits 4, 5 of VNNI row 2f + (i >= 64).
   w[0] = _mm256_or_si256(w[0], _mm256_and_si256(_mm256_slli_epi16(h0, 4), m30));
   w[1] = _mm256_or_si256(w[1], _mm256_and_si256(_mm256_slli_epi16(h1, 4), m30));

@@ -39,6 +39,7 @@
 #include "backend/cpu/avx2/mul_mat_quant.h"
 #include "backend/cpu/avx2/packed_panel.h"
 #include "backend/cpu/avx2/simd.h"
+#include "backend/cpu/drivers/quant_tile.h"
 #include "backend/cpu/packed/packed_kernels.h"
 #include "core/cpu_features.h"
 #include "core/target.h"
@@ -176,7 +177,7 @@ struct Legacy {
   template <int C, bool kAhead>
   FOLIO_INLINE_AVX2 void step(const uint8_t* blk, int h, const Q8Row32 (&xr)[C], int64_t b,
                               __m256 (&acc)[C]) {
-    if constexpr (kAhead) avx2::prefetch_span<kStepBytes>(blk + kPrefetchBlocks<P> * kStepBytes);
+    if constexpr (kAhead) prefetch_span<kStepBytes>(blk + kPrefetchBlocks<P> * kStepBytes);
     __m256i w[8];
     unpack_half<P, D>(blk, h, w);
     const __m256 dw = half_scales<P>(blk, h), mw = half_mins<P>(blk, h);

@@ -14,15 +14,6 @@
 
 namespace folio::cpu::avx2 {
 
-// Asks for the cache lines of [p, p + n) in L1, one prefetch per 64 bytes
-// (see avx512/simd.h: the mat-vec tiles prefetch the next tile's weights).
-template <size_t N>
-FOLIO_INLINE_AVX2 void prefetch_span(const void* p) {
-  for (size_t off = 0; off < N; off += 64) {
-    _mm_prefetch(static_cast<const char*>(p) + off, _MM_HINT_T0);
-  }
-}
-
 // Lane mask for the first min(left, 8) lanes (for vmaskmovps loads / stores:
 // masked-off lanes read as 0 and are never written or touched).
 FOLIO_INLINE_AVX2 __m256i lanes(int64_t left) {
@@ -31,19 +22,28 @@ FOLIO_INLINE_AVX2 __m256i lanes(int64_t left) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kWindow + 8 - (left >= 8 ? 8 : left)));
 }
 
-FOLIO_INLINE_AVX2 float hsum(__m256 v) {
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
+// 32 bytes at p, unaligned (also for the AVX-512 tiles' 256-bit loads).
+FOLIO_INLINE_AVX2 __m256i load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
 
-FOLIO_INLINE_AVX2 float hmax(__m256 v) {
-  __m128 q = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_max_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
+// a + b (vaddps) or max(a, b) (vmaxps: b where either is NaN).
+template <bool kMax>
+FOLIO_INLINE_AVX2 __m128 combine(__m128 a, __m128 b) {
+  return kMax ? _mm_max_ps(a, b) : _mm_add_ps(a, b);
 }
+
+// The 8 lanes combined in a fixed order: the two halves, then pairs, then
+// lanes (hsum / hmax below; AVX-512's start by combining their halves).
+template <bool kMax>
+FOLIO_INLINE_AVX2 float reduce8(__m256 v) {
+  __m128 q = combine<kMax>(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  q = combine<kMax>(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(combine<kMax>(q, _mm_movehdup_ps(q)));
+}
+
+FOLIO_INLINE_AVX2 float hsum(__m256 v) { return reduce8<false>(v); }
+FOLIO_INLINE_AVX2 float hmax(__m256 v) { return reduce8<true>(v); }
 
 // exp(x), max relative error about 2 ulp over the whole float range (1 ulp
 // measured): x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2, exact

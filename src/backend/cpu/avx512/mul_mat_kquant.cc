@@ -36,6 +36,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "backend/cpu/avx2/simd.h"
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/avx512/mul_mat_quant.h"
 #include "backend/cpu/avx512/simd.h"
@@ -50,6 +51,7 @@ namespace folio::cpu {
 
 namespace {
 
+using avx2::load256;
 using avx512::half_to_float;
 using avx512::kQuantTileCols;
 using avx512::kQuantTileRows;
@@ -63,10 +65,6 @@ using quant::BlockQ5_K;
 using quant::BlockQ6_K;
 using quant::BlockQ8_K;
 using quant::kQKK;
-
-FOLIO_INLINE_AVX512 __m256i load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
 
 // 32 bytes in both 256-bit halves.
 FOLIO_INLINE_AVX512 __m512i load256_twice(const void* p) {
@@ -124,26 +122,20 @@ FOLIO_TARGET_AVX512 void q45_k_tile(int64_t k, const void* w, size_t w_stride, c
                                     size_t x_stride, float* out, size_t out_stride) {
   using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
   const int64_t nsb = k / kQKK;
-  const Block* wr[R];
-  const BlockQ8_K* xr[C];
-  tile_row_ptrs(w, w_stride, wr);
-  tile_row_ptrs(x, x_stride, xr);
+  const QuantTileRows<Block, const BlockQ8_K*, R, C> rows(k, w, w_stride, x, x_stride);
   __m512 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  }
+  zero_tile(acc);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   // Chunk j: bytes 0-31 (dot lanes 0-7, 128-bit lanes 0-1) hold group 2j,
   // bytes 32-63 group 2j + 1. In the pair (0, 1), chunk c's 128-bit lane k
   // is group 2c + k / 2; the pair (2, 3) adds 4.
   const __m512i idx01 = packed_pair_index([](int chunk, int k) { return 2 * chunk + k / 2; });
   const __m512i idx23 = _mm512_add_epi16(idx01, _mm512_set1_epi16(4));
-  const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t sb = 0; sb < nsb; ++sb) {
     // Row by row: its codes and scales unpacked once, then every column.
     for (int r = 0; r < R; ++r) {
-      const Block& b = wr[r][sb];
-      avx512::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(&b) + pf);
+      const Block& b = rows.w[r][sb];
+      rows.template prefetch_next<sizeof(Block)>(&b);
       const K4ScalesMins sm = unpack_k4_scales(b.scales);
       const __m512i scales = _mm512_castsi128_si512(
           _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sm.scales))));
@@ -167,7 +159,7 @@ FOLIO_TARGET_AVX512 void q45_k_tile(int64_t k, const void* w, size_t w_stride, c
       const __m512 d = _mm512_set1_ps(half_to_float(&b.d));
       const __m256 dmin = _mm256_set1_ps(half_to_float(&b.dmin));
       for (int c = 0; c < C; ++c) {
-        const BlockQ8_K& xb = xr[c][sb];
+        const BlockQ8_K& xb = rows.x[c][sb];
         __m512i isum = chunk_pair_dot(_mm512_setzero_si512(), wq[0], wq[1], xb.qs, xb.qs + 64, s01);
         isum = chunk_pair_dot(isum, wq[2], wq[3], xb.qs + 128, xb.qs + 192, s23);
         const __m256 msum = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bsums_of(xb)));
@@ -186,14 +178,9 @@ template <int R, int C>
 FOLIO_TARGET_AVX512 void q6_k_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                    size_t x_stride, float* out, size_t out_stride) {
   const int64_t nsb = k / kQKK;
-  const BlockQ6_K* wr[R];
-  const BlockQ8_K* xr[C];
-  tile_row_ptrs(w, w_stride, wr);
-  tile_row_ptrs(x, x_stride, xr);
+  const QuantTileRows<BlockQ6_K, const BlockQ8_K*, R, C> rows(k, w, w_stride, x, x_stride);
   __m512 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  }
+  zero_tile(acc);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i m30 = _mm512_set1_epi8(0x30);
   // qh bit pairs to bits 4-5: elements 0-31 / 32-63 of a half use bits 0-1 /
@@ -204,12 +191,11 @@ FOLIO_TARGET_AVX512 void q6_k_tile(int64_t k, const void* w, size_t w_stride, co
   // its k-th 128-bit lane (16 elements, 4 dot lanes).
   const __m512i idx0 = packed_pair_index([](int chunk, int k) { return 4 * chunk + k; });
   const __m512i idx1 = _mm512_add_epi16(idx0, _mm512_set1_epi16(8));
-  const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t sb = 0; sb < nsb; ++sb) {
     // Row by row: its codes and scales unpacked once, then every column.
     for (int r = 0; r < R; ++r) {
-      const BlockQ6_K& b = wr[r][sb];
-      avx512::prefetch_span<sizeof(BlockQ6_K)>(reinterpret_cast<const char*>(&b) + pf);
+      const BlockQ6_K& b = rows.w[r][sb];
+      rows.template prefetch_next<sizeof(BlockQ6_K)>(&b);
       const __m256i scales =  // 16 group scales as i16
           _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
       __m512i q[4], sh[2];  // codes of chunks 2h + s; group scales of half h
@@ -225,7 +211,7 @@ FOLIO_TARGET_AVX512 void q6_k_tile(int64_t k, const void* w, size_t w_stride, co
       // acc += (dot * d) * dx, dot = isum - 32 * sum_g sc_g * bsum_g.
       const __m512 d = _mm512_set1_ps(half_to_float(&b.d));
       for (int c = 0; c < C; ++c) {
-        const BlockQ8_K& xb = xr[c][sb];
+        const BlockQ8_K& xb = rows.x[c][sb];
         __m512i isum = chunk_pair_dot(_mm512_setzero_si512(), q[0], q[1], xb.qs, xb.qs + 64, sh[0]);
         isum = chunk_pair_dot(isum, q[2], q[3], xb.qs + 128, xb.qs + 192, sh[1]);
         const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scales, bsums_of(xb)), 5);
@@ -253,26 +239,20 @@ FOLIO_TARGET_AVX512 void q23_k_tile(int64_t k, const void* w, size_t w_stride, c
                                     size_t x_stride, float* out, size_t out_stride) {
   using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
   const int64_t nsb = k / kQKK;
-  const Block* wr[R];
-  const BlockQ8_K* xr[C];
-  tile_row_ptrs(w, w_stride, wr);
-  tile_row_ptrs(x, x_stride, xr);
+  const QuantTileRows<Block, const BlockQ8_K*, R, C> rows(k, w, w_stride, x, x_stride);
   __m512 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  }
+  zero_tile(acc);
   const __m512i m3 = _mm512_set1_epi8(3);
-  const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t sb = 0; sb < nsb; ++sb) {
     __m512i isum[R][C];
     __m256i scales[R];  // 16 group scales as i16 (Q3_K: minus 32)
     __m256i mins[R];    // Q2_K: 16 group mins as i16
     for (int r = 0; r < R; ++r) {
-      avx512::prefetch_span<sizeof(Block)>(reinterpret_cast<const char*>(wr[r] + sb) + pf);
+      rows.template prefetch_next<sizeof(Block)>(rows.w[r] + sb);
       if constexpr (kQ3) {
-        scales[r] = _mm256_cvtepi8_epi16(q3_k_scale_bytes(wr[r][sb].scales));
+        scales[r] = _mm256_cvtepi8_epi16(q3_k_scale_bytes(rows.w[r][sb].scales));
       } else {
-        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wr[r][sb].scales));
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows.w[r][sb].scales));
         const __m128i m4 = _mm_set1_epi8(0x0F);
         scales[r] = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
         mins[r] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
@@ -289,12 +269,12 @@ FOLIO_TARGET_AVX512 void q23_k_tile(int64_t k, const void* w, size_t w_stride, c
         const __m512i bits = pair_epi8(1 << quarter, 1 << (quarter + 1));
         const __m512i idx = group16_index(8 * h + 4 * s);
         __m512i xq[C];
-        for (int c = 0; c < C; ++c) xq[c] = _mm512_loadu_si512(xr[c][sb].qs + 128 * h + 64 * s);
+        for (int c = 0; c < C; ++c) xq[c] = _mm512_loadu_si512(rows.x[c][sb].qs + 128 * h + 64 * s);
         for (int r = 0; r < R; ++r) {
           __m512i code =
-              _mm512_and_si512(_mm512_srlv_epi16(load256_twice(wr[r][sb].qs + 32 * h), shift), m3);
+              _mm512_and_si512(_mm512_srlv_epi16(load256_twice(rows.w[r][sb].qs + 32 * h), shift), m3);
           if constexpr (kQ3) {
-            const __mmask64 high = _mm512_test_epi8_mask(load256_twice(wr[r][sb].hmask), bits);
+            const __mmask64 high = _mm512_test_epi8_mask(load256_twice(rows.w[r][sb].hmask), bits);
             code = _mm512_mask_add_epi8(code, high, code, _mm512_set1_epi8(4));
           }
           const __m512i sc = _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(scales[r]));
@@ -305,16 +285,16 @@ FOLIO_TARGET_AVX512 void q23_k_tile(int64_t k, const void* w, size_t w_stride, c
       }
     }
     for (int r = 0; r < R; ++r) {
-      const float d = half_to_float(&wr[r][sb].d);
+      const float d = half_to_float(&rows.w[r][sb].d);
       for (int c = 0; c < C; ++c) {
-        const float dx = xr[c][sb].d;
-        const __m256i bsums = bsums_of(xr[c][sb]);
+        const float dx = rows.x[c][sb].d;
+        const __m256i bsums = bsums_of(rows.x[c][sb]);
         if constexpr (kQ3) {
           const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scales[r], bsums), 2);
           const __m512i dot = _mm512_sub_epi32(isum[r][c], _mm512_zextsi256_si512(off));
           acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(d * dx), acc[r][c]);
         } else {
-          const float dmin = half_to_float(&wr[r][sb].dmin);
+          const float dmin = half_to_float(&rows.w[r][sb].dmin);
           const __m512i msum = _mm512_zextsi256_si512(_mm256_madd_epi16(mins[r], bsums));
           acc[r][c] =
               _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_set1_ps(d * dx), acc[r][c]);
@@ -333,36 +313,30 @@ template <int R, int C>
 FOLIO_TARGET_AVX512 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                      size_t x_stride, float* out, size_t out_stride) {
   const int64_t nsb = k / kQKK;
-  const BlockIQ4_XS* wr[R];
-  const BlockQ8_K* xr[C];
-  tile_row_ptrs(w, w_stride, wr);
-  tile_row_ptrs(x, x_stride, xr);
+  const QuantTileRows<BlockIQ4_XS, const BlockQ8_K*, R, C> rows(k, w, w_stride, x, x_stride);
   __m512 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  }
+  zero_tile(acc);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i table = _mm512_broadcast_i32x4(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues)));
-  const size_t pf = R * w_stride;  // the next tile's rows
   for (int64_t sb = 0; sb < nsb; ++sb) {
     __m512i isum[R][C];
     __m512i scales[R];  // 8 signed group scales (minus 32) as i16 in lanes 0-7
     for (int r = 0; r < R; ++r) {
-      avx512::prefetch_span<sizeof(BlockIQ4_XS)>(reinterpret_cast<const char*>(wr[r] + sb) + pf);
+      rows.template prefetch_next<sizeof(BlockIQ4_XS)>(rows.w[r] + sb);
       alignas(16) int16_t sc[8];
-      unpack_iq4_xs_scales(wr[r][sb], sc);
+      unpack_iq4_xs_scales(rows.w[r][sb], sc);
       scales[r] = _mm512_castsi128_si512(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
       for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
     }
     for (int j = 0; j < kQKK / 64; ++j) {
       const __m512i idx = group32_index(2 * j);
       __m512i xq[C];
-      for (int c = 0; c < C; ++c) xq[c] = _mm512_loadu_si512(xr[c][sb].qs + 64 * j);
+      for (int c = 0; c < C; ++c) xq[c] = _mm512_loadu_si512(rows.x[c][sb].qs + 64 * j);
       for (int r = 0; r < R; ++r) {
         // Bytes 0-15: group 2j, 16-31: group 2j+1; low nibbles first:
         // [qa, qa, qb, qb] by two broadcast loads, lanes 1 and 3 shifted.
-        const uint8_t* qs = wr[r][sb].qs + 32 * j;
+        const uint8_t* qs = rows.w[r][sb].qs + 32 * j;
         __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
         z = _mm512_mask_broadcast_i32x4(z, 0xFF00,
                                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16)));
@@ -378,9 +352,9 @@ FOLIO_TARGET_AVX512 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, 
       }
     }
     for (int r = 0; r < R; ++r) {
-      const float d = half_to_float(&wr[r][sb].d);
+      const float d = half_to_float(&rows.w[r][sb].d);
       for (int c = 0; c < C; ++c) {
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_set1_ps(d * xr[c][sb].d),
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_set1_ps(d * rows.x[c][sb].d),
                                     acc[r][c]);
       }
     }

@@ -133,10 +133,10 @@ FOLIO_INLINE_AVX512 void min_scale_pairs(const Block* blk, bool pair, __m512* d,
 }
 
 // One step of blocks b, b+1 (kPair) or b; also prefetches the same blocks
-// `pf` bytes further on (the rows of the next tile).
+// of the next tile's rows.
 template <DType WT, int R, int C, bool kPair>
-FOLIO_INLINE_AVX512 void legacy_step(const unsigned char* const (&wr)[R], const Q8Row32 (&xr)[C],
-                                     int64_t b, size_t pf, __m512 (&acc)[R][C]) {
+FOLIO_INLINE_AVX512 void legacy_step(const QuantTileRows<unsigned char, Q8Row32, R, C>& rows,
+                                     int64_t b, __m512 (&acc)[R][C]) {
   using L = LegacyFormat<WT>;
   using Block = typename L::Block;
   constexpr int32_t kOffset = kVnniOffset<WT>;
@@ -147,12 +147,12 @@ FOLIO_INLINE_AVX512 void legacy_step(const unsigned char* const (&wr)[R], const 
   for (int c = 0; c < C; ++c) {
     __m128 d2;  // dx_b, dx_b+1 (0 without a pair)
     if constexpr (kPair) {
-      xq[c] = _mm512_loadu_si512(xr[c].qs + b * kQK);
-      d2 = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(xr[c].d + b)));
+      xq[c] = _mm512_loadu_si512(rows.x[c].qs + b * kQK);
+      d2 = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(rows.x[c].d + b)));
     } else {
       xq[c] = _mm512_zextsi256_si512(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[c].qs + b * kQK)));
-      d2 = _mm_load_ss(xr[c].d + b);
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows.x[c].qs + b * kQK)));
+      d2 = _mm_load_ss(rows.x[c].d + b);
     }
     xd[c] = spread_pair(d2);
     if constexpr (kOffset != 0) {
@@ -161,15 +161,15 @@ FOLIO_INLINE_AVX512 void legacy_step(const unsigned char* const (&wr)[R], const 
           zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(static_cast<char>(kOffset)), xq[c]));
     }
     if constexpr (L::kMin) {
-      const __m128i s2 = kPair ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(xr[c].sum + b))
-                               : _mm_cvtsi32_si128(xr[c].sum[b]);
+      const __m128i s2 = kPair ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows.x[c].sum + b))
+                               : _mm_cvtsi32_si128(rows.x[c].sum[b]);
       xm[c] = _mm512_maskz_mov_ps(0x0101, spread_pair(_mm_mul_ps(d2, _mm_cvtepi32_ps(s2))));
     }
   }
   for (int r = 0; r < R; ++r) {
-    const Block* blk = reinterpret_cast<const Block*>(wr[r]) + b;
-    avx512::prefetch_span<(kPair ? 2 : 1) * sizeof(Block)>(reinterpret_cast<const char*>(blk) + pf);
-    const __m512i wq = legacy_codes<WT, kPair>(wr[r], b);
+    const Block* blk = reinterpret_cast<const Block*>(rows.w[r]) + b;
+    rows.template prefetch_next<(kPair ? 2 : 1) * sizeof(Block)>(blk);
+    const __m512i wq = legacy_codes<WT, kPair>(rows.w[r], b);
     __m512 wd, wm;
     if constexpr (L::kMin) {
       min_scale_pairs(blk, kPair, &wd, &wm);
@@ -189,18 +189,12 @@ template <DType WT, int R, int C>
 FOLIO_TARGET_AVX512 void legacy_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                      size_t x_stride, float* out, size_t out_stride) {
   const int64_t nb = k / kQK;
-  const unsigned char* wr[R];
-  Q8Row32 xr[C];
-  tile_row_ptrs(w, w_stride, wr);
-  tile_q8_rows(x, x_stride, k, xr);
+  const QuantTileRows<unsigned char, Q8Row32, R, C> rows(k, w, w_stride, x, x_stride);
   __m512 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  }
-  const size_t pf = R * w_stride;  // the next tile's rows
+  zero_tile(acc);
   int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) legacy_step<WT, R, C, true>(wr, xr, b, pf, acc);
-  if (b < nb) legacy_step<WT, R, C, false>(wr, xr, b, pf, acc);
+  for (; b + 2 <= nb; b += 2) legacy_step<WT, R, C, true>(rows, b, acc);
+  if (b < nb) legacy_step<WT, R, C, false>(rows, b, acc);
   store_tile<R, C>(acc, out, out_stride);
 }
 

@@ -15,39 +15,20 @@
 
 #include <cstddef>
 
+#include "backend/cpu/avx2/simd.h"
 #include "core/target.h"
 
 #define FOLIO_INLINE_AVX512 FOLIO_TARGET_AVX512 __attribute__((always_inline)) static inline
 
 namespace folio::cpu::avx512 {
 
-// Asks for the cache lines of [p, p + n) in L1, one prefetch per 64 bytes.
-// Spans visited back to back (a stream) thus request every line of the
-// stream. The mat-vec tiles prefetch the weight rows of the next tile while
-// they compute on their own: a decode step streams each weight once, and the
-// hardware prefetchers alone left the loads waiting on memory.
-template <size_t N>
-FOLIO_INLINE_AVX512 void prefetch_span(const void* p) {
-  for (size_t off = 0; off < N; off += 64) {
-    _mm_prefetch(static_cast<const char*>(p) + off, _MM_HINT_T0);
-  }
-}
-
-// Sum of the 16 lanes: halves, then quarters, pairs, lanes.
+// One float from the 16 lanes: the 256-bit halves combined, then
+// avx2::hsum / hmax (quarters, pairs, lanes).
 FOLIO_INLINE_AVX512 float hsum(__m512 v) {
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
+  return avx2::hsum(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
-
 FOLIO_INLINE_AVX512 float hmax(__m512 v) {
-  const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_max_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
+  return avx2::hmax(_mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
 // exp(x), max relative error about 2 ulp over the whole float range (1 ulp

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "backend/cpu/drivers/dtype_switch.h"
@@ -120,6 +121,57 @@ inline void tile_row_ptrs(const void* base, size_t stride, const T* (&p)[R]) {
 template <int C>
 inline void tile_q8_rows(const void* x, size_t stride, int64_t k, Q8Row32 (&xr)[C]) {
   for (int c = 0; c < C; ++c) xr[c] = q8row32(static_cast<const unsigned char*>(x) + c * stride, k);
+}
+
+// Asks for the cache lines of [p, p + N) in L1 (prefetcht0, prfm
+// pldl1keep), one request per 64 bytes, so spans visited back to back (a
+// stream) request every line of the stream. The mat-vec tiles ask for the
+// next tile's weight rows while they compute on their own: a decode step
+// streams each weight once, and the hardware prefetchers alone left the
+// loads waiting on memory.
+template <size_t N>
+__attribute__((always_inline)) inline void prefetch_span(const void* p) {
+  for (size_t off = 0; off < N; off += 64) {
+    __builtin_prefetch(static_cast<const char*>(p) + off, 0, 3);
+  }
+}
+
+// The rows a quantized tile reads: R weight rows of blocks WB (unsigned
+// char where the tile walks the bytes itself) and C activation rows XRow:
+// `const BlockQ8_K*` for the super-block types, Q8Row32 (k elements) for
+// the 32-element ones.
+template <typename WB, typename XRow, int R, int C>
+struct QuantTileRows {
+  const WB* w[R];
+  XRow x[C];
+  size_t pf;  // bytes from a weight row to the same place in the next tile's
+
+  QuantTileRows(int64_t k, const void* wp, size_t w_stride, const void* xp, size_t x_stride)
+      : pf(R * w_stride) {
+    tile_row_ptrs(wp, w_stride, w);
+    if constexpr (std::is_same_v<XRow, Q8Row32>) {
+      tile_q8_rows(xp, x_stride, k, x);
+    } else {
+      tile_row_ptrs(xp, x_stride, x);
+    }
+  }
+  // Asks for N bytes from p, moved to the next tile's rows.
+  template <size_t N>
+  __attribute__((always_inline)) void prefetch_next(const void* p) const {
+    prefetch_span<N>(static_cast<const char*>(p) + pf);
+  }
+  // Asks for block i of each of the next tile's weight rows.
+  __attribute__((always_inline)) void prefetch(int64_t i) const {
+    for (int r = 0; r < R; ++r) prefetch_next<sizeof(WB)>(w[r] + i);
+  }
+};
+
+// acc[r][c] = 0 for a tile's accumulators of any tier's vector type.
+template <typename V, int R, int C>
+__attribute__((always_inline)) inline void zero_tile(V (&acc)[R][C]) {
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) acc[r][c] = V{};
+  }
 }
 
 // The 8 six-bit scales and mins of a Q4_K / Q5_K super-block, as bytes
