@@ -33,11 +33,6 @@ namespace folio::cpu {
 
 namespace {
 
-using avx2::kQuantTileCols;
-using avx2::kQuantTileRows;
-using avx2::store_tile;
-using quant::kQK;
-
 // Codes and half-scales of the 32 weights that meet activation block g of a
 // row (element order in the codes: element e in byte e).
 template <DType WT>
@@ -64,7 +59,7 @@ FOLIO_INLINE_AVX2 void fp4_unit(const unsigned char* row, int64_t g, __m256i* co
 template <DType WT, int R, int C>
 FOLIO_TARGET_AVX2 void fp4_tile(int64_t k, const void* w, size_t w_stride, const void* x,
                                 size_t x_stride, float* out, size_t out_stride) {
-  const int64_t nb = k / kQK;
+  const int64_t nb = k / quant::kQK;
   const QuantTileRows<unsigned char, Q8Row32, R, C> rows(k, w, w_stride, x, x_stride);
   __m256 acc[R][C];
   zero_tile(acc);
@@ -78,7 +73,7 @@ FOLIO_TARGET_AVX2 void fp4_tile(int64_t k, const void* w, size_t w_stride, const
     __m256i xq[C];
     __m256 xd[C];
     for (int c = 0; c < C; ++c) {
-      xq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows.x[c].qs + g * kQK));
+      xq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows.x[c].qs + g * quant::kQK));
       xd[c] = _mm256_broadcast_ss(rows.x[c].d + g);
     }
     for (int r = 0; r < R; ++r) {
@@ -95,17 +90,18 @@ FOLIO_TARGET_AVX2 void fp4_tile(int64_t k, const void* w, size_t w_stride, const
       }
     }
   }
-  store_tile<R, C>(acc, out, out_stride);
+  avx2::store_tile<R, C>(acc, out, out_stride);
 }
 
 }  // namespace
 
 MatMulSpec fp4_mul_mat_spec_avx2(DType w) {
   const DotTileFn tile =
-      dot_tile_for<kQuantTileRows, kQuantTileCols, DType::MXFP4, DType::NVFP4>(
+      dot_tile_for<avx2::kQuantTileRows, avx2::kQuantTileCols, DType::MXFP4, DType::NVFP4>(
           w, [](auto wt, auto r, auto c) -> FixedTileFn { return &fp4_tile<wt(), r(), c()>; });
   FOLIO_CHECK_MSG(tile != nullptr, "fp4 spec for {}", dtype_name(w));
-  return {ActFormat::kQ8_0, kQuantTileRows, kQuantTileCols, tile, &quantize_act_q8_0_avx2};
+  return {ActFormat::kQ8_0, avx2::kQuantTileRows, avx2::kQuantTileCols, tile,
+          &quantize_act_q8_0_avx2};
 }
 
 }  // namespace folio::cpu

@@ -271,8 +271,8 @@ FOLIO_TARGET_AVX512 void q23_k_tile(int64_t k, const void* w, size_t w_stride, c
         __m512i xq[C];
         for (int c = 0; c < C; ++c) xq[c] = _mm512_loadu_si512(rows.x[c][sb].qs + 128 * h + 64 * s);
         for (int r = 0; r < R; ++r) {
-          __m512i code =
-              _mm512_and_si512(_mm512_srlv_epi16(load256_twice(rows.w[r][sb].qs + 32 * h), shift), m3);
+          __m512i code = _mm512_and_si512(
+              _mm512_srlv_epi16(load256_twice(rows.w[r][sb].qs + 32 * h), shift), m3);
           if constexpr (kQ3) {
             const __mmask64 high = _mm512_test_epi8_mask(load256_twice(rows.w[r][sb].hmask), bits);
             code = _mm512_mask_add_epi8(code, high, code, _mm512_set1_epi8(4));
@@ -354,8 +354,8 @@ FOLIO_TARGET_AVX512 void iq4_xs_tile(int64_t k, const void* w, size_t w_stride, 
     for (int r = 0; r < R; ++r) {
       const float d = half_to_float(&rows.w[r][sb].d);
       for (int c = 0; c < C; ++c) {
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_set1_ps(d * rows.x[c][sb].d),
-                                    acc[r][c]);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]),
+                                    _mm512_set1_ps(d * rows.x[c][sb].d), acc[r][c]);
       }
     }
   }

@@ -27,10 +27,10 @@
 #include <cstring>
 #include <type_traits>
 
-#include "backend/cpu/neon/kernels.h"
-#include "backend/cpu/neon/simd.h"
 #include "backend/cpu/drivers/mul_mat_tiled.h"
 #include "backend/cpu/drivers/quant_tile.h"
+#include "backend/cpu/neon/kernels.h"
+#include "backend/cpu/neon/simd.h"
 #include "core/check.h"
 #include "quant/blocks.h"
 
@@ -136,40 +136,37 @@ struct LegacyTile {
                     float* out, size_t out_stride) {
       using L = LegacyFormat<WT>;
       using Block = typename L::Block;
-      const Block* wr[R];
-      Q8Row32 xr[C];
-      tile_row_ptrs(w, w_stride, wr);
-      tile_q8_rows(x, x_stride, k, xr);
+      const QuantTileRows<Block, Q8Row32, R, C> rows(k, w, w_stride, x, x_stride);
       float acc[R][C] = {};
       for (int64_t b = 0; b < k / kQK; ++b) {
         int8x16_t x0[C], x1[C];
         for (int c = 0; c < C; ++c) {
-          x0[c] = vld1q_s8(xr[c].qs + b * kQK);
-          x1[c] = vld1q_s8(xr[c].qs + b * kQK + 16);
+          x0[c] = vld1q_s8(rows.x[c].qs + b * kQK);
+          x1[c] = vld1q_s8(rows.x[c].qs + b * kQK + 16);
         }
         int32_t isums[R][C] = {};
         if constexpr (kTile2x2<D, R, C>) {
           int8x16_t c0[2], c1[2];
-          legacy_codes<WT>(wr[0][b], c0[0], c1[0]);
-          legacy_codes<WT>(wr[1][b], c0[1], c1[1]);
-          dot_tile2x2<D, 2>({c0[0], c1[0]}, {c0[1], c1[1]}, {x0[0], x1[0]}, {x0[1], x1[1]},
-                            isums);
+          legacy_codes<WT>(rows.w[0][b], c0[0], c1[0]);
+          legacy_codes<WT>(rows.w[1][b], c0[1], c1[1]);
+          dot_tile2x2<D, 2>({c0[0], c1[0]}, {c0[1], c1[1]}, {x0[0], x1[0]}, {x0[1], x1[1]}, isums);
         } else {
           for (int r = 0; r < R; ++r) {
             int8x16_t w0, w1;
-            legacy_codes<WT>(wr[r][b], w0, w1);
+            legacy_codes<WT>(rows.w[r][b], w0, w1);
             for (int c = 0; c < C; ++c) isums[r][c] = dot32<D>(w0, w1, x0[c], x1[c]);
           }
         }
         for (int r = 0; r < R; ++r) {
-          const Block& blk = wr[r][b];
+          const Block& blk = rows.w[r][b];
           const float dw = half_to_float(&blk.d);
           for (int c = 0; c < C; ++c) {
             const int32_t isum = isums[r][c];
-            acc[r][c] = std::fma(static_cast<float>(isum), dw * xr[c].d[b], acc[r][c]);
+            acc[r][c] = std::fma(static_cast<float>(isum), dw * rows.x[c].d[b], acc[r][c]);
             if constexpr (L::kMin) {
-              acc[r][c] = std::fma(half_to_float(&blk.m),
-                                   xr[c].d[b] * static_cast<float>(xr[c].sum[b]), acc[r][c]);
+              acc[r][c] =
+                  std::fma(half_to_float(&blk.m),
+                           rows.x[c].d[b] * static_cast<float>(rows.x[c].sum[b]), acc[r][c]);
             }
           }
         }
@@ -190,28 +187,25 @@ struct Fp4Tile {
   struct Shape {
     static void run(int64_t k, const void* w, size_t w_stride, const void* x, size_t x_stride,
                     float* out, size_t out_stride) {
-      const unsigned char* wr[R];
-      Q8Row32 xr[C];
-      tile_row_ptrs(w, w_stride, wr);
-      tile_q8_rows(x, x_stride, k, xr);
+      const QuantTileRows<unsigned char, Q8Row32, R, C> rows(k, w, w_stride, x, x_stride);
       const int8x16_t table = vld1q_s8(quant::kFP4Values);
       const uint8x16_t m4 = vdupq_n_u8(0x0F);
       float acc[R][C] = {};
       for (int64_t b = 0; b < k / kQK; ++b) {
         int8x16_t x0[C], x1[C];
         for (int c = 0; c < C; ++c) {
-          x0[c] = vld1q_s8(xr[c].qs + b * kQK);
-          x1[c] = vld1q_s8(xr[c].qs + b * kQK + 16);
+          x0[c] = vld1q_s8(rows.x[c].qs + b * kQK);
+          x1[c] = vld1q_s8(rows.x[c].qs + b * kQK + 16);
         }
         // The codes of row r's block (MXFP4) or block half (NVFP4): 0-15, 16-31.
         auto codes = [&](int r, int8x16_t& w0, int8x16_t& w1) {
           if constexpr (WT == DType::MXFP4) {
-            const auto* blk = reinterpret_cast<const quant::BlockMXFP4*>(wr[r]) + b;
+            const auto* blk = reinterpret_cast<const quant::BlockMXFP4*>(rows.w[r]) + b;
             const uint8x16_t q = vld1q_u8(blk->qs);
             w0 = vqtbl1q_s8(table, vandq_u8(q, m4));
             w1 = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
           } else {
-            const auto* blk = reinterpret_cast<const quant::BlockNVFP4*>(wr[r]) + b / 2;
+            const auto* blk = reinterpret_cast<const quant::BlockNVFP4*>(rows.w[r]) + b / 2;
             const uint8x16_t q = vld1q_u8(blk->qs + 16 * (b & 1));
             const uint8x16_t lo = vandq_u8(q, m4), hi = vshrq_n_u8(q, 4);
             w0 = vqtbl1q_s8(table, vcombine_u8(vget_low_u8(lo), vget_low_u8(hi)));
@@ -246,20 +240,20 @@ struct Fp4Tile {
         }
         for (int r = 0; r < R; ++r) {
           if constexpr (WT == DType::MXFP4) {
-            const auto* blk = reinterpret_cast<const quant::BlockMXFP4*>(wr[r]) + b;
+            const auto* blk = reinterpret_cast<const quant::BlockMXFP4*>(rows.w[r]) + b;
             const float dw = quant::kE8M0Half[blk->e];
             for (int c = 0; c < C; ++c) {
               acc[r][c] =
-                  std::fma(static_cast<float>(isum[0][r][c]), dw * xr[c].d[b], acc[r][c]);
+                  std::fma(static_cast<float>(isum[0][r][c]), dw * rows.x[c].d[b], acc[r][c]);
             }
           } else {
             static_assert(WT == DType::NVFP4);
-            const auto* blk = reinterpret_cast<const quant::BlockNVFP4*>(wr[r]) + b / 2;
+            const auto* blk = reinterpret_cast<const quant::BlockNVFP4*>(rows.w[r]) + b / 2;
             const int h = static_cast<int>(b & 1);
             const float d0 = quant::kUE4M3Half[blk->d[2 * h]];
             const float d1 = quant::kUE4M3Half[blk->d[2 * h + 1]];
             for (int c = 0; c < C; ++c) {
-              const float dx = xr[c].d[b];
+              const float dx = rows.x[c].d[b];
               acc[r][c] = std::fma(static_cast<float>(isum[0][r][c]), d0 * dx, acc[r][c]);
               acc[r][c] = std::fma(static_cast<float>(isum[1][r][c]), d1 * dx, acc[r][c]);
             }
@@ -314,7 +308,7 @@ struct Q45KTile {
             for (int i = 0; i < 4; ++i) xq[c][i] = vld1q_s8(t.x[c][sb].qs + 64 * j + 16 * i);
           }
           // Row r's codes of groups 2j (lo) and 2j + 1 (hi), 32 each.
-          auto codes = [&](int r, int8x16_t (&lo)[2], int8x16_t (&hi)[2]) {
+          auto codes = [&](int r, int8x16_t(&lo)[2], int8x16_t(&hi)[2]) {
             const uint8_t* qs = t.w[r][sb].qs + 32 * j;
             const uint8x16_t q0 = vld1q_u8(qs), q1 = vld1q_u8(qs + 16);
             uint8x16_t lo0 = vandq_u8(q0, m4), lo1 = vandq_u8(q1, m4);
@@ -499,9 +493,12 @@ bool neon_quant_weight(DType w) {
 
 MatMulSpec quant_mul_mat_spec_neon(DType w, NeonDot dot) {
   switch (dot) {
-    case NeonDot::kSdot: return quant_spec<neon::SdotI8>(w);
-    case NeonDot::kSmmla: return quant_spec<neon::MmlaI8>(w);
-    default: return quant_spec<neon::WidenI8>(w);
+    case NeonDot::kSdot:
+      return quant_spec<neon::SdotI8>(w);
+    case NeonDot::kSmmla:
+      return quant_spec<neon::MmlaI8>(w);
+    default:
+      return quant_spec<neon::WidenI8>(w);
   }
 }
 
