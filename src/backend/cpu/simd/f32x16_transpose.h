@@ -11,6 +11,10 @@
 //     registers: worth it where transpose16_in_registers<S>() (AVX-512's 32
 //     zmm hold a tile and the work around it; AVX2's 16 ymm and NEON's 32 q
 //     would spill: kernels use the memory form there).
+//   RegTile16<S> (transpose16_in_registers<S>() tiers): 16 rows for the
+//     in-register transpose; get(j) / set(j) / transpose(). A plain array of
+//     zmm, which GCC keeps in registers where an array of S::V (a struct
+//     around one zmm) goes through the stack.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +81,19 @@ FOLIO_INLINE_AVX512 void transpose16(Avx512::V r[16]) {
   for (int i = 0; i < 16; ++i) r[i].v = t[i];
 }
 
+#endif
+
+template <class S>
+struct RegTile16;  // transpose16_in_registers<S>() tiers only
+
+#if defined(__x86_64__)
+template <>
+struct RegTile16<Avx512> {
+  __m512 r[16];
+  FOLIO_SIMD_AVX512_OP Avx512::V get(int j) const { return {r[j]}; }
+  FOLIO_SIMD_AVX512_OP void set(int j, Avx512::V v) { r[j] = v.v; }
+  FOLIO_SIMD_AVX512_OP void transpose() { avx512::transpose16(r); }
+};
 #else
 
 FOLIO_INLINE_NEON void transpose16(Neon, const float* src, int64_t lds, float* dst, int64_t ldd) {

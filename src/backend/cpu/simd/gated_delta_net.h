@@ -44,18 +44,15 @@ void gdn_group(const GdnRows& a) {
   constexpr bool kFused = transpose16_in_registers<S>();
   const int64_t sk = a.sk;
   float* tb = a.tbuf;
-  const float* src = reinterpret_cast<const float*>(a.src);
-  const int64_t lds = static_cast<int64_t>(a.src_stride / sizeof(float));
-  float* dst = reinterpret_cast<float*>(a.dst);
-  const int64_t ldd = static_cast<int64_t>(a.dst_stride / sizeof(float));
   if constexpr (!kFused) {  // the prior state's rows into tbuf
+    const float* src = reinterpret_cast<const float*>(a.src);
+    const int64_t lds = static_cast<int64_t>(a.src_stride / sizeof(float));
     for (int g = 0; g < G; ++g) {
       for (int64_t i0 = 0; i0 < sk; i0 += kL) {
         transpose16(S{}, src + kL * g * lds + i0, lds, tb + i0 * kW + kL * g, kW);
       }
     }
   }
-  V r[kL];
   for (int64_t t = 0; t < a.n_t; ++t) {
     const float* q = a.qk + t * a.qk_stride;
     const float* k = q + sk;
@@ -63,19 +60,7 @@ void gdn_group(const GdnRows& a) {
     const V decay = S::set1(a.decay[t]);
     V m[G];
     for (int g = 0; g < G; ++g) m[g] = S::zero();
-    if (kFused && t == 0) {  // straight from the prior state's rows
-      for (int64_t i0 = 0; i0 < sk; i0 += kL) {
-        for (int g = 0; g < G; ++g) {
-          for (int j = 0; j < kL; ++j) r[j] = S::load(src + (kL * g + j) * lds + i0);
-          transpose16(r);
-          for (int j = 0; j < kL; ++j) {
-            const V c = r[j] * decay;
-            S::store(tb + (i0 + j) * kW + kL * g, c);
-            m[g] = m[g] + c * S::set1(k[i0 + j]);
-          }
-        }
-      }
-    } else {
+    const auto decay_pass = [&] {
       for (int64_t i = 0; i < sk; ++i) {
         const V ki = S::set1(k[i]);
         for (int g = 0; g < G; ++g) {
@@ -84,6 +69,31 @@ void gdn_group(const GdnRows& a) {
           m[g] = m[g] + c * ki;
         }
       }
+    };
+    if constexpr (kFused) {
+      if (t == 0) {  // straight from the prior state's rows
+        // Row addresses are formed from a's fields where they are used:
+        // kept live, a tile's 16 G row pointers would spill.
+        RegTile16<S> r;
+        for (int64_t i0 = 0; i0 < sk; i0 += kL) {
+          for (int g = 0; g < G; ++g) {
+            for (int j = 0; j < kL; ++j) {
+              r.set(j, S::load(reinterpret_cast<const float*>(a.src + (kL * g + j) * a.src_stride) +
+                               i0));
+            }
+            r.transpose();
+            for (int j = 0; j < kL; ++j) {
+              const V c = r.get(j) * decay;
+              S::store(tb + (i0 + j) * kW + kL * g, c);
+              m[g] = m[g] + c * S::set1(k[i0 + j]);
+            }
+          }
+        }
+      } else {
+        decay_pass();
+      }
+    } else {
+      decay_pass();
     }
     const V beta = S::set1(a.beta[t]);
     const float* vt = reinterpret_cast<const float*>(a.v + t * a.v_stride);
@@ -93,19 +103,7 @@ void gdn_group(const GdnRows& a) {
       o[g] = S::zero();
     }
     // S[:, i] += d k[i]; out = sum_i S[:, i] q[i].
-    if (kFused && t + 1 == a.n_t) {  // straight to the new state's rows
-      for (int64_t i0 = 0; i0 < sk; i0 += kL) {
-        for (int g = 0; g < G; ++g) {
-          for (int j = 0; j < kL; ++j) {
-            const V c = S::load(tb + (i0 + j) * kW + kL * g) + d[g] * S::set1(k[i0 + j]);
-            o[g] = o[g] + c * S::set1(q[i0 + j]);
-            r[j] = c;
-          }
-          transpose16(r);
-          for (int j = 0; j < kL; ++j) S::store(dst + (kL * g + j) * ldd + i0, r[j]);
-        }
-      }
-    } else {
+    const auto update_pass = [&] {
       for (int64_t i = 0; i < sk; ++i) {
         const V ki = S::set1(k[i]), qi = S::set1(q[i]);
         for (int g = 0; g < G; ++g) {
@@ -114,11 +112,35 @@ void gdn_group(const GdnRows& a) {
           o[g] = o[g] + c * qi;
         }
       }
+    };
+    if constexpr (kFused) {
+      if (t + 1 == a.n_t) {  // straight to the new state's rows
+        RegTile16<S> r;
+        for (int64_t i0 = 0; i0 < sk; i0 += kL) {
+          for (int g = 0; g < G; ++g) {
+            for (int j = 0; j < kL; ++j) {
+              const V c = S::load(tb + (i0 + j) * kW + kL * g) + d[g] * S::set1(k[i0 + j]);
+              o[g] = o[g] + c * S::set1(q[i0 + j]);
+              r.set(j, c);
+            }
+            r.transpose();
+            for (int j = 0; j < kL; ++j) {
+              S::store(reinterpret_cast<float*>(a.dst + (kL * g + j) * a.dst_stride) + i0, r.get(j));
+            }
+          }
+        }
+      } else {
+        update_pass();
+      }
+    } else {
+      update_pass();
     }
     float* ot = reinterpret_cast<float*>(a.out + t * a.out_stride);
     for (int g = 0; g < G; ++g) S::store(ot + kL * g, o[g]);
   }
   if constexpr (!kFused) {  // the new state's rows out of tbuf
+    float* dst = reinterpret_cast<float*>(a.dst);
+    const int64_t ldd = static_cast<int64_t>(a.dst_stride / sizeof(float));
     for (int g = 0; g < G; ++g) {
       for (int64_t i0 = 0; i0 < sk; i0 += kL) {
         transpose16(S{}, tb + i0 * kW + kL * g, kW, dst + kL * g * ldd + i0, ldd);
