@@ -13,17 +13,6 @@
 #include "backend/cpu/ref/recurrent_step.h"
 
 namespace folio::cpu {
-namespace {
-
-// Sequence s of a 4-D state view as a one-sequence view.
-TensorView sequence_of(const TensorView& t, int64_t s) {
-  TensorView v = t;
-  v.data = t.row<char>(0, 0, s);
-  v.ne[3] = 1;
-  return v;
-}
-
-}  // namespace
 
 Status run_gdn_blocked(const Op& op, const KernelContext& ctx, int lanes, int max_blocks,
                        GdnRowsFn fn) {
@@ -47,8 +36,8 @@ Status run_gdn_blocked(const Op& op, const KernelContext& ctx, int lanes, int ma
   } else {
     const TensorView &state = op.src[5], &state_out = op.dst2;  // the same view or disjoint
     for (int64_t s = 0; s < n_seq; ++s) {
-      from.push_back(sequence_of(state, s));
-      to.push_back(sequence_of(state_out, s));
+      from.push_back(state_sequence(state, s));
+      to.push_back(state_sequence(state_out, s));
     }
   }
 
