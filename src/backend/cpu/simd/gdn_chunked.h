@@ -153,10 +153,13 @@ void gdn_chunk_normalise(const float* x, float* y, int64_t n, float eps, bool l2
     for (int l = 0; l < kL; ++l) lane[l] += static_cast<double>(x[i + l]) * x[i + l];
   }
   for (int l = 0; i + l < n; ++l) lane[l] += static_cast<double>(x[i + l]) * x[i + l];
-  for (int w = kL / 2; w >= 1; w /= 2) {
-    for (int l = 0; l < w; ++l) lane[l] += lane[l + w];
-  }
-  const double inv = 1.0 / std::max(std::sqrt(lane[0]), static_cast<double>(eps));
+  // The steps written out (constant widths), so that they stay in registers.
+  static_assert(kL == 16);
+  for (int l = 0; l < 8; ++l) lane[l] += lane[l + 8];
+  for (int l = 0; l < 4; ++l) lane[l] += lane[l + 4];
+  for (int l = 0; l < 2; ++l) lane[l] += lane[l + 2];
+  const double ss = lane[0] + lane[1];
+  const double inv = 1.0 / std::max(std::sqrt(ss), static_cast<double>(eps));
   for (i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<double>(x[i]) * inv) * scale;
 }
 
