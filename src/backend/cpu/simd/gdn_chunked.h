@@ -13,9 +13,10 @@
 // AVX-512 (32 zmm): 4 x 4 (16 accumulators, 4 B vectors, a broadcast); AVX2
 // (16 ymm, a V is two) and NEON (32 q, a V is four): 6 x 1. The last vector
 // of a row is masked where n is not a multiple of 16. lower_a stops a row
-// tile's p loop after its last row, so a row adds the zero products of the
-// rows below it in its tile: the tile heights differ between tiers, which
-// can only turn an exactly zero element's -0 into +0. lower_c skips the
+// tile's p loop after its last row, so row r also adds the products of its
+// zeros a[r][q], r < q < the tile's end; the tile heights differ between
+// tiers, which can change only an element that is exactly zero (-0 becoming
+// +0) or one where such a b[q][j] is an inf or NaN. lower_c skips the
 // vectors right of a row tile's diagonal.
 //
 // exp: S::exp (2 ulp). L2 norm: x^2 summed in double (exact products, so
@@ -25,7 +26,8 @@
 // once, times the scale. Transposes: 16 x 16 tiles (f32x16_transpose.h),
 // element by element at the edges. lower_inverse: row t of (I + A)^{-1} is
 // -sum_{m < t} A[t, m] T[m, :] in two chains (even and odd m, added at the
-// end), over the 64 columns in passes of kInvNv vectors.
+// end), over the 64 columns in passes of gdn_chunk_inverse_vectors<S>()
+// vectors.
 #pragma once
 
 #include "backend/cpu/drivers/gdn_chunked.h"
