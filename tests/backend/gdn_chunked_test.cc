@@ -2,7 +2,8 @@
 // each CPU tier picks (the chunked form only for long sequences that allow
 // it, so decode and short ops keep the bit-identical kernels), that a
 // sequence's result does not depend on the other sequences of the op nor on
-// the thread count (bit for bit), and the tolerance against a float64
+// the thread count (bit for bit), that the SIMD tiers give the same bytes,
+// and the tolerance against a float64
 // evaluation of op.h's formula. The parity harness compares the kernels
 // with the reference over many shapes (tests/parity/cases_recurrent.cc).
 #include <gtest/gtest.h>
@@ -98,8 +99,9 @@ TEST(GdnChunked, ChosenOnlyForLongSequencesThatAllowIt) {
     EXPECT_EQ(kernel_for(Isa::kAvx512, 32, 63, true), "gated_delta_net.avx512");
     EXPECT_EQ(kernel_for(Isa::kAvx512, 32, 64, true), "gated_delta_net.chunked.avx512");
     EXPECT_EQ(kernel_for(Isa::kAvx512, 32, 64, false), "gated_delta_net.avx512");
-    // S not a multiple of 16: the AVX2 kernels take over.
-    EXPECT_EQ(kernel_for(Isa::kAvx512, 24, 300, true), "gated_delta_net.chunked.avx2");
+    // S a multiple of 8, not 16: the chunked form (a masked last vector).
+    EXPECT_EQ(kernel_for(Isa::kAvx512, 24, 300, true), "gated_delta_net.chunked.avx512");
+    EXPECT_EQ(kernel_for(Isa::kAvx512, 24, 300, false), "gated_delta_net.ref");
   }
 }
 
@@ -126,6 +128,32 @@ TEST(GdnChunked, SequenceResultIndependentOfBatchAndThreads) {
       const Gdn want = b1.sequence(seq);
       EXPECT_EQ(alone.out, want.out) << isa_name(isa) << ": sequence " << seq;
       EXPECT_EQ(alone.state, want.state) << isa_name(isa) << ": sequence " << seq;
+    }
+  }
+}
+
+// The chunked form is written once over the traits type (simd/gdn_chunked.h):
+// every SIMD tier gives the same bytes, with and without the L2 norm, for S
+// in whole vectors and with a half-vector tail (24), and with a partial
+// last chunk (300 = 4 x 64 + 44).
+TEST(GdnChunked, SimdTiersGiveTheSameBytes) {
+  if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "hardware: needs AVX-512 to compare with AVX2";
+  for (int64_t s : {32, 24}) {
+    for (bool l2 : {true, false}) {
+      std::mt19937 rng(static_cast<unsigned>(4 + s));
+      Gdn input(s, 2, 4, 300, 2, rng);
+      input.params.l2_norm_qk = l2;
+      Gdn a = input, b = input;
+      CpuBackend avx2(CpuBackendOptions{Isa::kAvx2, false, nullptr});
+      CpuBackend avx512(CpuBackendOptions{Isa::kAvx512, false, nullptr});
+      ASSERT_EQ(avx2.kernel_name(a.op()), "gated_delta_net.chunked.avx2");
+      ASSERT_EQ(avx512.kernel_name(b.op()), "gated_delta_net.chunked.avx512");
+      ASSERT_TRUE(avx2.run(a.op()).ok());
+      ASSERT_TRUE(avx512.run(b.op()).ok());
+      EXPECT_EQ(0, std::memcmp(a.out.data(), b.out.data(), a.out.size() * 4)) << s << " " << l2;
+      EXPECT_EQ(0, std::memcmp(a.state.data(), b.state.data(), a.state.size() * 4))
+          << s << " " << l2;
+      EXPECT_NE(a.out, input.out);  // the op ran
     }
   }
 }

@@ -197,7 +197,7 @@ Expectation flash_attn_rule(const Op& op) {
 // Gated DeltaNet: q [sk, heads, T, n_seq], v [sv, ...]. Long sequences (the
 // chunk threshold, allow_chunked) take the chunked form, where a tier has
 // one; the token-by-token kernels need sk and sv in whole vectors.
-constexpr int64_t kGdnChunkTokens = 64;       // scalar, avx512
+constexpr int64_t kGdnChunkTokens = 64;       // scalar, avx512, neon
 constexpr int64_t kGdnChunkTokensAvx2 = 256;  // avx2
 Expectation gdn_rule(const Op& op) {
   const int64_t sk = op.src[0].ne[0], sv = op.src[2].ne[0];
@@ -209,15 +209,18 @@ Expectation gdn_rule(const Op& op) {
   Expectation e = ref_only(op.kind);
   if (chunk) e.cpu.push_back({T::kScalar, base + ".chunked.scalar"});
   // The token-by-token kernels (simd/gated_delta_net.h) take blocks of 16
-  // state rows on every tier; AVX2's chunked form, 8-lane tiles.
-  if (chunk && t >= kGdnChunkTokensAvx2 && lanes(8)) {
-    e.cpu.push_back({T::kAvx2, base + ".chunked.avx2"});
-  } else if (lanes(16)) {
-    e.cpu.push_back({T::kAvx2, base + ".avx2"});
-  }
-  if (lanes(16)) e.cpu.push_back({T::kAvx512, base + (chunk ? ".chunked.avx512" : ".avx512")});
-  // NEON has no chunked form: long sequences keep the portable one.
-  if (lanes(16) && !chunk) e.cpu.push_back({T::kNeon, base + ".neon"});
+  // state rows on every tier; the chunked form (simd/gdn_chunked.h) S_k and
+  // S_v in multiples of 8, on AVX2 from its own threshold.
+  auto simd = [&](T tier, const char* isa, int64_t chunk_tokens) {
+    if (chunk && t >= chunk_tokens && lanes(8)) {
+      e.cpu.push_back({tier, base + ".chunked." + isa});
+    } else if (lanes(16)) {
+      e.cpu.push_back({tier, base + "." + isa});
+    }
+  };
+  simd(T::kAvx2, "avx2", kGdnChunkTokensAvx2);
+  simd(T::kAvx512, "avx512", kGdnChunkTokens);
+  simd(T::kNeon, "neon", kGdnChunkTokens);
   return e;
 }
 

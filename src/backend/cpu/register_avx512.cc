@@ -59,10 +59,6 @@ void register_avx512_kernels(KernelTable& t) {
   t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx512", supports_ssm_conv_avx512, ssm_conv_avx512});
   t.add({OpKind::kSsmConvUpdate, kTier, "ssm_conv_update.avx512", supports_ssm_conv_update_avx512,
          ssm_conv_update_avx512});
-  // Chunked form first: it takes long sequences (T >= 64, allow_chunked);
-  // the bit-identical token-by-token kernel takes the rest.
-  t.add({OpKind::kGatedDeltaNet, kTier, "gated_delta_net.chunked.avx512",
-         supports_gated_delta_net_chunked_avx512, gated_delta_net_chunked_avx512});
   simd::register_simd_recurrent_kernels<simd::Avx512>(t);  // simd/recurrent_kernels.h
   // bf16 K/V: the portable tiled kernel (flash_attn.scalar) converts those rows.
   t.add({OpKind::kFlashAttn, kTier, "flash_attn.avx512", supports_flash_attn_simd, flash_attn_avx512});

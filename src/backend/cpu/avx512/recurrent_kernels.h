@@ -1,7 +1,6 @@
-// The AVX-512-only recurrent kernels: the decode depthwise conv (plain T = 1
-// and fused update, bit-identical to the references) and the chunked gated
-// DeltaNet for long prefills (not bit-identical). The others are written
-// once for every tier: simd/recurrent_kernels.h.
+// The AVX-512-only recurrent kernel: the decode depthwise conv (plain T = 1
+// and fused update, bit-identical to the references). The others are
+// written once for every tier: simd/recurrent_kernels.h.
 // Entry points are plain functions; register_avx512.cc takes their addresses.
 #pragma once
 
@@ -15,11 +14,5 @@ bool supports_ssm_conv_avx512(const Op& op);
 bool supports_ssm_conv_update_avx512(const Op& op);
 Status ssm_conv_avx512(const Op& op, const KernelContext& ctx);
 Status ssm_conv_update_avx512(const Op& op, const KernelContext& ctx);
-
-// gdn_chunked.cc: kGatedDeltaNet in chunked form (not bit-identical; see
-// drivers/gdn_chunked.h) for T >= 64 with params.allow_chunked, S_k and S_v
-// multiples of 16.
-bool supports_gated_delta_net_chunked_avx512(const Op& op);
-Status gated_delta_net_chunked_avx512(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

@@ -68,28 +68,30 @@ Tables make_tables(int stride) {
   return t;
 }
 
+// One output vector of a permute table (Tables::split_* or join_*): pair p
+// of in[0..S) through idx[p], blended in by mask[p].
+template <int S>
+FOLIO_INLINE_AVX512 __m512 permute_pairs(const int32_t (&idx)[kMaxPairs][16],
+                                         const uint16_t (&mask)[kMaxPairs], const __m512* in) {
+  __m512 r = _mm512_permutex2var_ps(in[0], _mm512_loadu_si512(idx[0]), in[S > 1 ? 1 : 0]);
+  for (int p = 1; p < (S + 1) / 2; ++p) {
+    const __m512 b = 2 * p + 1 < S ? in[2 * p + 1] : in[2 * p];
+    const __m512i ip = _mm512_loadu_si512(idx[p]);
+    r = _mm512_mask_mov_ps(r, mask[p], _mm512_permutex2var_ps(in[2 * p], ip, b));
+  }
+  return r;
+}
+
 // v[0..S) hold 16 records of S floats (t.stride == S); returns component j.
 template <int S>
 FOLIO_INLINE_AVX512 __m512 split(const Tables& t, const __m512* v, int j) {
-  __m512 r = _mm512_permutex2var_ps(v[0], _mm512_loadu_si512(t.split_idx[j][0]), v[S > 1 ? 1 : 0]);
-  for (int p = 1; p < (S + 1) / 2; ++p) {
-    const __m512 b = 2 * p + 1 < S ? v[2 * p + 1] : v[2 * p];
-    const __m512i idx = _mm512_loadu_si512(t.split_idx[j][p]);
-    r = _mm512_mask_mov_ps(r, t.split_mask[j][p], _mm512_permutex2var_ps(v[2 * p], idx, b));
-  }
-  return r;
+  return permute_pairs<S>(t.split_idx[j], t.split_mask[j], v);
 }
 
 // c[0..S) hold the components (t.stride == S); returns record vector o.
 template <int S>
 FOLIO_INLINE_AVX512 __m512 join(const Tables& t, const __m512* c, int o) {
-  __m512 r = _mm512_permutex2var_ps(c[0], _mm512_loadu_si512(t.join_idx[o][0]), c[S > 1 ? 1 : 0]);
-  for (int p = 1; p < (S + 1) / 2; ++p) {
-    const __m512 b = 2 * p + 1 < S ? c[2 * p + 1] : c[2 * p];
-    const __m512i idx = _mm512_loadu_si512(t.join_idx[o][p]);
-    r = _mm512_mask_mov_ps(r, t.join_mask[o][p], _mm512_permutex2var_ps(c[2 * p], idx, b));
-  }
-  return r;
+  return permute_pairs<S>(t.join_idx[o], t.join_mask[o], c);
 }
 
 // Stores 16 outputs, SiLU (scalar, the reference's expression) if asked.

@@ -7,29 +7,12 @@
 
 #include "backend/cpu/drivers/parallel.h"
 #include "backend/cpu/drivers/state_slots.h"
-#include "quant/strict_fp.h"  // last: the scalar parts must round like the reference
+// Last: the reference's q / k normalisation (gdn_normalise_qk), and fp
+// contraction off for the rest of this file (quant/strict_fp.h): the scalar
+// parts must round like the reference.
+#include "backend/cpu/ref/recurrent_step.h"
 
 namespace folio::cpu {
-namespace {
-
-// out = x / max(sqrt(sum x^2), eps) in double, rounded once: the reference's
-// l2_normalise, operation for operation.
-void l2_normalise(const float* x, float* out, int64_t n, float eps) {
-  double ss = 0.0;
-  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
-  const double inv = 1.0 / std::max(std::sqrt(ss), static_cast<double>(eps));
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(x[i]) * inv);
-}
-
-// Sequence s of a 4-D state view as a one-sequence view.
-TensorView sequence_of(const TensorView& t, int64_t s) {
-  TensorView v = t;
-  v.data = t.row<char>(0, 0, s);
-  v.ne[3] = 1;
-  return v;
-}
-
-}  // namespace
 
 Status run_gdn_blocked(const Op& op, const KernelContext& ctx, int lanes, int max_blocks,
                        GdnRowsFn fn) {
@@ -53,8 +36,8 @@ Status run_gdn_blocked(const Op& op, const KernelContext& ctx, int lanes, int ma
   } else {
     const TensorView &state = op.src[5], &state_out = op.dst2;  // the same view or disjoint
     for (int64_t s = 0; s < n_seq; ++s) {
-      from.push_back(sequence_of(state, s));
-      to.push_back(sequence_of(state_out, s));
+      from.push_back(state_sequence(state, s));
+      to.push_back(state_sequence(state_out, s));
     }
   }
 
@@ -68,14 +51,7 @@ Status run_gdn_blocked(const Op& op, const KernelContext& ctx, int lanes, int ma
       float* kn = qn + sk;
       const float* qt = q.row<const float>(kh, t, s);
       const float* kt = k.row<const float>(kh, t, s);
-      if (p.l2_norm_qk) {
-        l2_normalise(qt, qn, sk, p.eps);
-        l2_normalise(kt, kn, sk, p.eps);
-      } else {
-        std::copy(qt, qt + sk, qn);
-        std::copy(kt, kt + sk, kn);
-      }
-      for (int64_t i = 0; i < sk; ++i) qn[i] *= p.scale;
+      recurrent_ref::gdn_normalise_qk(p, sk, qt, kt, qn, kn);
     }
   });
 

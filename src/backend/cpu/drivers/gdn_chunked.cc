@@ -74,6 +74,15 @@ struct Unit {
   }
 };
 
+// Row t of x [rows][n] times f[t].
+void gdn_chunk_scale_rows(float* x, int64_t rows, int64_t n, const float* f) {
+  for (int64_t t = 0; t < rows; ++t) {
+    float* xt = x + t * n;
+    const float ft = f[t];
+    for (int64_t r = 0; r < n; ++r) xt[r] *= ft;
+  }
+}
+
 // One chunk of c tokens of a unit whose rows are staged: writes u.o and
 // advances u.st (the maths in the header comment).
 void run_chunk(Unit& u, int64_t c, int64_t sk, int64_t sv, const GdnChunkOps& ops, Scratch& x) {
@@ -147,21 +156,13 @@ void run_chunk(Unit& u, int64_t c, int64_t sk, int64_t sv, const GdnChunkOps& op
   gs.a = u.q, gs.c = u.o, gs.beta = 0.0f;
   ops.gemm(gs);
   // O = diag(gamma) O + P D.
-  for (int64_t t = 0; t < c; ++t) {
-    float* ot = u.o + t * sv;
-    const float gt = gamma[t];
-    for (int64_t r = 0; r < sv; ++r) ot[r] *= gt;
-  }
+  gdn_chunk_scale_rows(u.o, c, sv, gamma);
   GdnGemm go;
   go.m = c, go.n = sv, go.p = c, go.a = x.p, go.lda = kC, go.b = x.d, go.ldb = sv, go.c = u.o,
   go.ldc = sv, go.beta = 1.0f, go.lower_a = true;
   ops.gemm(go);
   // St = gamma_{c-1} St + Kt diag(e^{G_{c-1} - G_j}) D.
-  for (int64_t j = 0; j < c; ++j) {
-    float* dj = x.d + j * sv;
-    const float f = to_end[j];
-    for (int64_t r = 0; r < sv; ++r) dj[r] *= f;
-  }
+  gdn_chunk_scale_rows(x.d, c, sv, to_end);
   GdnGemm gt;
   gt.m = sk, gt.n = sv, gt.p = c, gt.a = x.kt, gt.lda = kC, gt.b = x.d, gt.ldb = sv, gt.c = u.st,
   gt.ldc = sv, gt.beta = gamma[c - 1];

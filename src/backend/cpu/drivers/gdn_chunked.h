@@ -35,7 +35,8 @@
 // keys, or beta |k|^2 < 2; unnormalised keys with beta |k|^2 near 7, whose
 // state grows to 1e18, measured 2e-10). Not being bit-identical, the
 // kernels take only ops with T >= kGdnChunkMinTokens tokens per sequence
-// (AVX2: 256, where it overtakes its token-by-token kernel) and
+// (AVX2: 256, where it overtakes its token-by-token kernel;
+// simd/recurrent_kernels.h) and
 // params.allow_chunked (supports_gated_delta_net_chunked): decode steps,
 // short ops, ops that ask for bit-identity and the fused decode ops keep the
 // bit-identical token-by-token kernels.
@@ -47,7 +48,8 @@
 // This file: the driver (threading over (sequence, value head) units, chunk
 // loop, scalar bookkeeping) and the portable kernel. The products, exp, the
 // L2 norm, transposes and the triangular inverse go through GdnChunkOps so
-// that SIMD tiers plug theirs in (avx2/ and avx512/gdn_chunked.cc).
+// that the SIMD tiers plug theirs in (simd/gdn_chunked.h, written once for
+// every tier).
 #pragma once
 
 #include <cstdint>

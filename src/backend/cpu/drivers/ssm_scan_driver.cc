@@ -12,14 +12,6 @@
 namespace folio::cpu {
 namespace {
 
-// Sequence s of a 4-D state view as a one-sequence view.
-TensorView ssm_scan_sequence_of(const TensorView& t, int64_t s) {
-  TensorView v = t;
-  v.data = t.row<char>(0, 0, s);
-  v.ne[3] = 1;
-  return v;
-}
-
 // The scan of every sequence from its prior state from[s] to to[s].
 Status run_groups(const Op& op, const KernelContext& ctx, const std::vector<TensorView>& from,
                   const std::vector<TensorView>& to, int lanes, int max_blocks, SsmScanGroupFn fn) {
@@ -69,8 +61,8 @@ Status ssm_scan_rows(const Op& op, const KernelContext& ctx, int lanes, int max_
   const TensorView &state = op.src[5], &state_out = op.dst2;  // the same view or disjoint
   std::vector<TensorView> from, to;
   for (int64_t s = 0; s < op.src[0].ne[3]; ++s) {
-    from.push_back(ssm_scan_sequence_of(state, s));
-    to.push_back(ssm_scan_sequence_of(state_out, s));
+    from.push_back(state_sequence(state, s));
+    to.push_back(state_sequence(state_out, s));
   }
   return run_groups(op, ctx, from, to, lanes, max_blocks, fn);
 }

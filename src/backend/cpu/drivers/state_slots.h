@@ -55,4 +55,14 @@ class StateSlots {
   int64_t n_scratch_ = 0;
 };
 
+// The plain (non-fused) recurrent ops' counterpart of StateSlots::src / dst:
+// sequence s of a 4-D state view [.., .., H, n_seq] as a one-sequence view
+// (ne[3] == 1).
+inline TensorView state_sequence(const TensorView& t, int64_t s) {
+  TensorView v = t;
+  v.data = t.row<char>(0, 0, s);
+  v.ne[3] = 1;
+  return v;
+}
+
 }  // namespace folio::cpu

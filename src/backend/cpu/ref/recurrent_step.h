@@ -3,9 +3,10 @@
 // decode forms (gated_delta_net_update.cc, ssm_scan_update.cc), so the fused
 // ops are bit-identical to gather -> op -> scatter by construction. Each
 // works on a local copy of one (sequence, head) state that the caller loads
-// and stores. Include only from reference translation units: this header
-// switches fp contraction off (quant/strict_fp.h) for its functions and for
-// the rest of the including file.
+// and stores. Include only from reference translation units (and the
+// blocked gated DeltaNet driver, whose scalar parts are the reference's):
+// this header switches fp contraction off (quant/strict_fp.h) for its
+// functions and for the rest of the including file.
 #pragma once
 
 #include <algorithm>
@@ -27,12 +28,12 @@ inline void l2_normalise(const float* x, float* out, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(x[i]) * inv);
 }
 
-// One gated DeltaNet token (the formula in gated_delta_net.cc) on st [sv rows
-// of sk]: qt, kt [sk], vt [sv], log decay g, beta; writes out [sv]. qn and kn
-// are scratch [sk] (the normalised, scaled q and the normalised k).
-inline void gdn_token(const GatedDeltaNetParams& p, int64_t sk, int64_t sv, const float* qt,
-                      const float* kt, const float* vt, float g, float beta, float* st, float* qn,
-                      float* kn, float* out) {
+// A gated DeltaNet token's q and k [sk] as the recurrence uses them: qn =
+// q (L2-normalised if p.l2_norm_qk) times p.scale, kn = k (L2-normalised if
+// asked). Also the blocked SIMD driver's (drivers/gdn_blocked.cc), which
+// does these scalar parts exactly as the reference.
+inline void gdn_normalise_qk(const GatedDeltaNetParams& p, int64_t sk, const float* qt,
+                             const float* kt, float* qn, float* kn) {
   if (p.l2_norm_qk) {
     l2_normalise(qt, qn, sk, p.eps);
     l2_normalise(kt, kn, sk, p.eps);
@@ -41,6 +42,15 @@ inline void gdn_token(const GatedDeltaNetParams& p, int64_t sk, int64_t sv, cons
     std::copy(kt, kt + sk, kn);
   }
   for (int64_t i = 0; i < sk; ++i) qn[i] *= p.scale;
+}
+
+// One gated DeltaNet token (the formula in gated_delta_net.cc) on st [sv rows
+// of sk]: qt, kt [sk], vt [sv], log decay g, beta; writes out [sv]. qn and kn
+// are scratch [sk] (the normalised, scaled q and the normalised k).
+inline void gdn_token(const GatedDeltaNetParams& p, int64_t sk, int64_t sv, const float* qt,
+                      const float* kt, const float* vt, float g, float beta, float* st, float* qn,
+                      float* kn, float* out) {
+  gdn_normalise_qk(p, sk, qt, kt, qn, kn);
   const float decay = std::exp(g);
   for (int64_t i = 0; i < sk * sv; ++i) st[i] *= decay;
   for (int64_t r = 0; r < sv; ++r) {

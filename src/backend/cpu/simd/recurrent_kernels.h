@@ -1,11 +1,11 @@
 // The recurrent kernels written once over the traits type (f32x16.h):
-// gated DeltaNet (simd/gated_delta_net.h), the Mamba-2 scan
-// (simd/ssm_scan.h) and the depthwise conv (simd/ssm_conv.h), bit-identical
-// to the tier-kRef references on every tier. Their entry points, the registration a tier's
-// register_*.cc calls (after its chunked gated DeltaNet, which must come
-// first) and the explicit instantiation in the tier's simd_kernels.cc. The
-// headers the bodies need come in through this one, before the tier's
-// target region.
+// gated DeltaNet token by token (simd/gated_delta_net.h) and in chunked form
+// for long prefills (simd/gdn_chunked.h), the Mamba-2 scan (simd/ssm_scan.h)
+// and the depthwise conv (simd/ssm_conv.h); all but the chunked form are
+// bit-identical to the tier-kRef references on every tier. Their entry
+// points, the registration a tier's register_*.cc calls and the explicit
+// instantiation in the tier's simd_kernels.cc. The headers the bodies need
+// come in through this one, before the tier's target region.
 #pragma once
 
 #include "backend/cpu/kernel.h"
@@ -24,16 +24,31 @@ template <class S>
 Status gated_delta_net(const Op& op, const KernelContext& ctx);
 
 // S_k and S_v multiples of 16 (lanes = state rows, 16 x 16 tiles over i).
-// ARM has no SIMD chunked kernel: the long sequences that the portable
-// chunked form takes (T >= 64 with allow_chunked; drivers/gdn_chunked.h,
-// the faster form there) stay with it.
 template <class S>
 bool supports_gated_delta_net(const Op& op) {
-  const bool lanes = op.src[0].ne[0] % S::kLanes == 0 && op.src[2].ne[0] % S::kLanes == 0;
-  if (S::kTier == KernelTier::kNeon && op.kind == OpKind::kGatedDeltaNet) {
-    return lanes && !supports_gated_delta_net_chunked(op);
-  }
-  return lanes;
+  return op.src[0].ne[0] % S::kLanes == 0 && op.src[2].ne[0] % S::kLanes == 0;
+}
+
+// gdn_chunked.h: kGatedDeltaNet in chunked form (not bit-identical; see
+// drivers/gdn_chunked.h), the same bytes on every tier.
+template <class S>
+Status gated_delta_net_chunked(const Op& op, const KernelContext& ctx);
+
+// Tokens per sequence from which a tier takes the chunked form. AVX2, with
+// half AVX-512's multiply-add width, overtakes its token-by-token kernel
+// later: measured (16 heads of 128, one thread) 25% slower at 64 tokens,
+// even at 256, 1.9x faster at 2048.
+template <class S>
+constexpr int64_t gdn_chunk_min_tokens() {
+  return S::kTier == KernelTier::kAvx2 ? 256 : kGdnChunkMinTokens;
+}
+
+// T >= gdn_chunk_min_tokens<S>() with allow_chunked
+// (supports_gated_delta_net_chunked), S_k and S_v multiples of 8.
+template <class S>
+bool supports_gated_delta_net_chunked_simd(const Op& op) {
+  return supports_gated_delta_net_chunked(op) && op.src[0].ne[2] >= gdn_chunk_min_tokens<S>() &&
+         op.src[0].ne[0] % 8 == 0 && op.src[2].ne[0] % 8 == 0;
 }
 
 // ssm_scan.h: kSsmScan (Mamba-2) and kSsmScanUpdate with P (rows per head)
@@ -58,6 +73,10 @@ Status ssm_conv_update(const Op& op, const KernelContext& ctx);
 
 template <class S>
 void register_simd_recurrent_kernels(KernelTable& t) {
+  // Chunked form first: it takes the long sequences; the bit-identical
+  // token-by-token kernel takes the rest.
+  t.add({OpKind::kGatedDeltaNet, S::kTier, kernel_name("gated_delta_net.chunked", S::kName),
+         supports_gated_delta_net_chunked_simd<S>, gated_delta_net_chunked<S>});
   t.add({OpKind::kGatedDeltaNet, S::kTier, kernel_name("gated_delta_net", S::kName),
          supports_gated_delta_net<S>, gated_delta_net<S>});
   t.add({OpKind::kGatedDeltaNetUpdate, S::kTier, kernel_name("gated_delta_net_update", S::kName),
@@ -80,11 +99,12 @@ void register_simd_recurrent_kernels(KernelTable& t) {
 }  // namespace folio::cpu::simd
 
 // In a tier's simd_kernels.cc, after the recurrent bodies.
-#define FOLIO_SIMD_INSTANTIATE_RECURRENT(S)                                   \
-  namespace folio::cpu::simd {                                                \
-  template Status gated_delta_net<S>(const Op& op, const KernelContext& ctx); \
-  template Status ssm_scan<S>(const Op& op, const KernelContext& ctx);        \
-  template Status ssm_scan_update<S>(const Op& op, const KernelContext& ctx); \
-  template Status ssm_conv<S>(const Op& op, const KernelContext& ctx);        \
-  template Status ssm_conv_update<S>(const Op& op, const KernelContext& ctx); \
+#define FOLIO_SIMD_INSTANTIATE_RECURRENT(S)                                           \
+  namespace folio::cpu::simd {                                                        \
+  template Status gated_delta_net<S>(const Op& op, const KernelContext& ctx);         \
+  template Status gated_delta_net_chunked<S>(const Op& op, const KernelContext& ctx); \
+  template Status ssm_scan<S>(const Op& op, const KernelContext& ctx);                \
+  template Status ssm_scan_update<S>(const Op& op, const KernelContext& ctx);         \
+  template Status ssm_conv<S>(const Op& op, const KernelContext& ctx);                \
+  template Status ssm_conv_update<S>(const Op& op, const KernelContext& ctx);         \
   }
