@@ -10,8 +10,8 @@
 // so each tier keeps the register blocking its register file holds, while
 // every element sees the same operations in the same order on every tier:
 // the same bytes everywhere. Everything below the five primitives is
-// always inlined into them: a pv pass left as a call of its own kept its
-// accumulators in memory.
+// always inlined into them, so that the loops' accumulators stay in
+// registers.
 // scores   blocks of R rows x B / R keys (B = Part::kLanes scores: 16 on
 //          AVX-512, 8 on AVX2, 4 on NEON), R = 4, 2 or 1: one 16-lane FMA
 //          chain over the head dimension per score, run one part after the
@@ -43,8 +43,8 @@ namespace folio::cpu::simd {
 
 // Part::kLanes elements of a packed row from element c on, zeros past d
 // (rows are padded to 16, so c may be past d). Q8_0: d % 32 == 0, so c < d.
-// No calls (a memcpy here would make the compiler keep the accumulators of
-// the loops around it in memory).
+// No calls: a call inside the loops would make the compiler keep their
+// accumulators in memory.
 template <class S, DType T>
 __attribute__((always_inline)) inline typename S::Part::V flash_load(const void* row, int64_t c,
                                                                      int64_t d) {
