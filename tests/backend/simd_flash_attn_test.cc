@@ -378,6 +378,49 @@ TEST_P(SimdFlashAttn, BadIndexDataIsAnErrorAndWritesNothing) {
   }
 }
 
+// The SIMD tiers run one body over the traits type (simd/flash_attn.h):
+// AVX2 and AVX-512 give the same bytes, in both feeds (prefill tile buffers,
+// decode rows read in place), every K/V type, softcap, sinks, windows and
+// head dimensions with row tails.
+TEST(SimdFlashAttnTiers, Avx2AndAvx512GiveTheSameBytes) {
+  if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "hardware: avx512 not available";
+  std::mt19937 rng(17);
+  std::vector<Problem> problems = {long_decode(rng), batch_decode(rng), prefill(rng)};
+  const struct {
+    int d, dv;
+    DType kv;
+    int n_head;
+  } dims[] = {{40, 24, DType::F32, 4},
+              {72, 136, DType::F16, 8},
+              {160, 96, DType::Q8_0, 8},
+              {128, 128, DType::F16, 8}};
+  for (const auto& dm : dims) {
+    Problem pb;
+    pb.d = dm.d, pb.dv = dm.dv, pb.kv = dm.kv, pb.n_head = dm.n_head, pb.n_kv = 2;
+    pb.sinks = true;
+    pb.kv_len = {150, 90, 1, 700};
+    pb.add_tail_tokens({1, 20, 1, 67});  // decodes, prefill chunks, a first token
+    pb.params.scale = 0.2f, pb.params.softcap = dm.kv == DType::F16 ? 0.0f : 10.0f;
+    pb.fill(rng);
+    problems.push_back(pb);
+  }
+  CpuBackend avx2{CpuBackendOptions{Isa::kAvx2, false, nullptr}};
+  CpuBackend avx512{CpuBackendOptions{Isa::kAvx512, false, nullptr}};
+  for (Problem& pb : problems) {
+    for (int bs : {0, 16}) {
+      auto b = pb.build(pb.all(), pb.kv_len, bs, rng);
+      ASSERT_EQ(avx2.kernel_name(b->op), "flash_attn.avx2");
+      ASSERT_EQ(avx512.kernel_name(b->op), "flash_attn.avx512");
+      ASSERT_TRUE(avx2.run(b->op).ok());
+      const std::vector<float> want = b->out;
+      std::fill(b->out.begin(), b->out.end(), 7.0f);
+      ASSERT_TRUE(avx512.run(b->op).ok());
+      for (float x : want) ASSERT_TRUE(std::isfinite(x)) << b->op.describe();
+      EXPECT_TRUE(same_bits(b->out, want)) << b->op.describe() << " bs " << bs;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tiers, SimdFlashAttn,
                          ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
                          [](const ::testing::TestParamInfo<Isa>& info) {

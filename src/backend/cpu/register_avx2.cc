@@ -3,7 +3,6 @@
 // takes function addresses; `supports` accepts exactly what each kernel
 // handles (the validated op's dtypes and variants).
 #include "backend/cpu/avx2/kernels.h"
-#include "backend/cpu/drivers/rope_tables.h"
 #include "backend/cpu/drivers/ssm_conv_driver.h"
 #include "backend/cpu/drivers/supports.h"
 #include "backend/cpu/simd/f32x16_avx2.h"
@@ -45,10 +44,7 @@ void register_avx2_kernels(KernelTable& t) {
     t.add({OpKind::kMulMatId, kTier, w.mul_mat_id, w.supports, mul_mat_id_avx2});
   }
   simd::register_simd_kernels<simd::Avx2>(t);  // simd/kernels.h
-  t.add({OpKind::kRope, kTier, "rope.avx2", supports_rope_tables, rope_avx2});
   simd::register_simd_recurrent_kernels<simd::Avx2>(t);  // simd/recurrent_kernels.h
-  // bf16 K/V: the portable tiled kernel (flash_attn.scalar) converts those rows.
-  t.add({OpKind::kFlashAttn, kTier, "flash_attn.avx2", supports_flash_attn_simd, flash_attn_avx2});
 }
 
 }  // namespace folio

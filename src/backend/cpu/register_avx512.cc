@@ -5,7 +5,6 @@
 // AVX512_VNNI, and without it the AVX2 kernels take over).
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/avx512/recurrent_kernels.h"
-#include "backend/cpu/drivers/rope_tables.h"
 #include "backend/cpu/drivers/supports.h"
 #include "backend/cpu/simd/f32x16_avx512.h"
 #include "backend/cpu/simd/kernels.h"
@@ -55,13 +54,10 @@ void register_avx512_kernels(KernelTable& t) {
     t.add({OpKind::kMulMatId, kTier, w.mul_mat_id, w.supports, mul_mat_id_avx512});
   }
   simd::register_simd_kernels<simd::Avx512>(t);  // simd/kernels.h
-  t.add({OpKind::kRope, kTier, "rope.avx512", supports_rope_tables, rope_avx512});
   t.add({OpKind::kSsmConv, kTier, "ssm_conv.avx512", supports_ssm_conv_avx512, ssm_conv_avx512});
   t.add({OpKind::kSsmConvUpdate, kTier, "ssm_conv_update.avx512", supports_ssm_conv_update_avx512,
          ssm_conv_update_avx512});
   simd::register_simd_recurrent_kernels<simd::Avx512>(t);  // simd/recurrent_kernels.h
-  // bf16 K/V: the portable tiled kernel (flash_attn.scalar) converts those rows.
-  t.add({OpKind::kFlashAttn, kTier, "flash_attn.avx512", supports_flash_attn_simd, flash_attn_avx512});
 }
 
 }  // namespace folio

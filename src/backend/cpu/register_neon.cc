@@ -7,7 +7,6 @@
 // activations through a dequantizing tile ("mul_mat.float.neon"); ops
 // without a NEON kernel run on the portable tier or the reference.
 #include "backend/cpu/neon/kernels.h"
-#include "backend/cpu/drivers/rope_tables.h"
 #include "backend/cpu/drivers/ssm_conv_driver.h"
 #include "backend/cpu/drivers/supports.h"
 #include "backend/cpu/simd/f32x16_neon.h"
@@ -49,9 +48,7 @@ void register_neon_kernels(KernelTable& t) {
   t.add({OpKind::kMulMatId, kMmla, "mul_mat_id.quant.neon_i8mm", neon_quant_weight_op,
          mul_mat_id_neon_i8mm});
   simd::register_simd_kernels<simd::Neon>(t);  // simd/kernels.h
-  t.add({OpKind::kRope, kNeon, "rope.neon", supports_rope_tables, rope_neon});
   simd::register_simd_recurrent_kernels<simd::Neon>(t);  // simd/recurrent_kernels.h
-  t.add({OpKind::kFlashAttn, kNeon, "flash_attn.neon", supports_flash_attn_simd, flash_attn_neon});
 }
 
 }  // namespace folio

@@ -34,10 +34,4 @@ inline constexpr KernelFn mul_mat_id_avx2 = &mul_mat_id_kernel<mul_mat_spec_avx2
 void quantize_act_q8_0_avx2(const float* x, void* dst, int64_t k);
 void quantize_act_q8_k_avx2(const float* x, void* dst, int64_t k);
 
-// rope.cc: the ops drivers/rope_tables.h supports (supports_rope_tables).
-Status rope_avx2(const Op& op, const KernelContext& ctx);
-
-// flash_attn.cc: every valid kFlashAttn op (tiles of drivers/flash_attn_tiled.h).
-Status flash_attn_avx2(const Op& op, const KernelContext& ctx);
-
 }  // namespace folio::cpu

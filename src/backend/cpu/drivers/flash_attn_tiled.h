@@ -1,8 +1,9 @@
 // Tiled flash attention (kFlashAttn) shared by every optimised tier: the
 // plan, the block-table reads, the thread split and the split-K reduction
 // live here, in portable code; each tier (the scalar tier's
-// flash_attn_scalar.cc beside this file; avx2/, avx512/, neon/) supplies the
-// arithmetic of one KV tile (FlashAttnPrimitives).
+// flash_attn_scalar.cc beside this file; the SIMD tiers' simd/flash_attn.h,
+// written once over the traits type) supplies the arithmetic of one KV tile
+// (FlashAttnPrimitives).
 //
 // Work unit: a *chunk* = up to a few query tokens of one sequence x the
 // n_head / n_kv_head query heads of one or more KV heads (GQA: each K/V row
@@ -31,8 +32,9 @@
 // separate items with stored partials is a scheduling choice: the fold is
 // the same. So the result of a row depends only on its q, its visible K/V
 // rows and its range; layout, batching, chunked prefill and threads do not
-// change a bit. (Tiers differ from each other and from the reference: they
-// are compared with it by NMSE.)
+// change a bit. (The scalar tier and the reference differ from the SIMD
+// tiers, which give the same bytes as each other: they are compared with
+// the reference by NMSE.)
 #pragma once
 
 #include <algorithm>
@@ -134,9 +136,10 @@ Status flash_attn_scalar(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu
 
-// In a tier's flash_attn.cc (namespace folio::cpu), after its primitives
-// convert_rows_<isa>, scores_<isa>, scores_packed_<isa>, softmax_<isa> and
-// pv_<isa>: defines the tier's kernel flash_attn_<isa> over them.
+// In the scalar tier's flash_attn_scalar.cc (namespace folio::cpu), after
+// its primitives convert_rows_<isa>, scores_<isa>, scores_packed_<isa>,
+// softmax_<isa> and pv_<isa>: defines the tier's kernel flash_attn_<isa>
+// over them. (The SIMD tiers' kernel is simd::flash_attn<S>.)
 #define FOLIO_FLASH_ATTN_KERNEL(isa)                                                              \
   Status flash_attn_##isa(const Op& op, const KernelContext& ctx) {                               \
     static constexpr FlashAttnPrimitives kPrims = {convert_rows_##isa, scores_##isa,              \

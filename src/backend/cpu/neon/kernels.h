@@ -42,12 +42,4 @@ inline constexpr KernelFn mul_mat_neon_i8mm = &mul_mat_kernel<&mul_mat_spec_neon
 inline constexpr KernelFn mul_mat_id_neon_i8mm =
     &mul_mat_id_kernel<&mul_mat_spec_neon<NeonDot::kSmmla>>;
 
-// rope.cc: the ops drivers/rope_tables.h supports (supports_rope_tables).
-Status rope_neon(const Op& op, const KernelContext& ctx);
-
-// flash_attn.cc: every valid kFlashAttn op with f32 / f16 / q8_0 K and V
-// (tiles of drivers/flash_attn_tiled.h).
-Status flash_attn_neon(const Op& op, const KernelContext& ctx);
-
-
 }  // namespace folio::cpu

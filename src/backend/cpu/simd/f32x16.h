@@ -35,13 +35,31 @@
 //                                            (both: NaN -> 0)
 //   add(i, j) hsum(i) store_i8(p, i)         int32 sum; lanes as 16 bytes
 //   round_f16(x)                             a float rounded to f16 and back
-//   x86 tiers only, for simd/mul_mat_float.h (NEON keeps its own):
+//   For simd/mul_mat_float.h (x86 tiers; NEON keeps its own mul_mat) and
+//   simd/flash_attn.h (every tier):
 //   S::Part, S::kParts, join(parts)          V as kParts registers of
 //                                            Part::kLanes lanes (AVX2: two
-//                                            8-lane halves, AVX-512: one);
-//                                            Part has zero load store fma
+//                                            8-lane halves, AVX-512: one,
+//                                            NEON: four quarters); Part has
+//                                            zero set1 load store mul fma
 //                                            load_f16(p) load_bf16(p)
+//                                            load_i8(p) (Part::kLanes int8,
+//                                            exactly), load_first(p, n)
+//                                            load_f16_first(p, n) (the first
+//                                            0 < n < Part::kLanes values,
+//                                            dead lanes 0, never read)
 //   load_f16(p) load_bf16(p)                 (AVX-512) 16 widened values
+//   hsums(a)                                 a Part::V whose lane L is
+//                                            hsum(a[L]), L < Part::kLanes:
+//                                            the same tree, all at once
+//   abs(v) copysign(a, b)                    sign-bit operations
+//   widen_f16(h)                             the f16 h as a float (exact)
+//   For simd/rope.h: S::D, D::kLanes doubles (the tier's f64 register
+//   width: AVX-512 8, AVX2 4, NEON 4 in two q registers) with + - *, and
+//   load_d(p) widen(p) narrow(p, d)          D::kLanes doubles; floats
+//                                            widened; rounded once to float
+//   widen_pairs(p, &even, &odd)              2 D::kLanes floats split into
+//   narrow_pairs(p, even, odd)               even / odd elements, and back
 // and V has the operators + - * / for add sub mul div.
 //
 // Same bits on every tier: lane i of every operation does the same IEEE

@@ -88,6 +88,36 @@ struct Avx2 {
   FOLIO_SIMD_AVX2 float hsum(V v) { return avx2::hsum(_mm256_add_ps(v.lo, v.hi)); }
   FOLIO_SIMD_AVX2 float hmax(V v) { return avx2::hmax(_mm256_max_ps(v.lo, v.hi)); }
 
+  // Flash attention (simd/flash_attn.h): sign bits, and the sums of 8
+  // vectors at once (hsum's tree for each: halves, then avx2::hsum's).
+  FOLIO_SIMD_AVX2 float widen_f16(uint16_t h) { return _cvtsh_ss(h); }
+  FOLIO_SIMD_AVX2 V abs(V v) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    return {_mm256_andnot_ps(sign, v.lo), _mm256_andnot_ps(sign, v.hi)};
+  }
+  FOLIO_SIMD_AVX2 V copysign(V a, V b) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    return {_mm256_or_ps(_mm256_andnot_ps(sign, a.lo), _mm256_and_ps(sign, b.lo)),
+            _mm256_or_ps(_mm256_andnot_ps(sign, a.hi), _mm256_and_ps(sign, b.hi))};
+  }
+  // Lane L of the result: hsum(a[L]). The network's inputs are permuted
+  // (w[i] = s[4 * (i % 2) + i / 2]) so that its output order is natural.
+  FOLIO_SIMD_AVX2 __m256 hsums(const V (&a)[8]) {
+    __m256 s[8], w[4], r[2];
+    for (int k = 0; k < 8; ++k) s[k] = _mm256_add_ps(a[k].lo, a[k].hi);
+    for (int k = 0; k < 4; ++k) {
+      const __m256 v0 = s[4 * ((2 * k) % 2) + (2 * k) / 2];
+      const __m256 v1 = s[4 * ((2 * k + 1) % 2) + (2 * k + 1) / 2];
+      w[k] =
+          _mm256_add_ps(_mm256_permute2f128_ps(v0, v1, 0x20), _mm256_permute2f128_ps(v0, v1, 0x31));
+    }
+    for (int k = 0; k < 2; ++k) {
+      r[k] = _mm256_add_ps(_mm256_shuffle_ps(w[2 * k], w[2 * k + 1], 0x44),
+                           _mm256_shuffle_ps(w[2 * k], w[2 * k + 1], 0xEE));
+    }
+    return _mm256_add_ps(_mm256_shuffle_ps(r[0], r[1], 0x88), _mm256_shuffle_ps(r[0], r[1], 0xDD));
+  }
+
   // Activation quantizers (simd/quantize_act.h).
   FOLIO_SIMD_AVX2 V max_abs(V acc, V x) {  // max(acc, |x|); a NaN x keeps acc
     const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -157,6 +187,42 @@ struct Avx2 {
     FOLIO_SIMD_AVX2 V load(const float* p) { return _mm256_loadu_ps(p); }
     FOLIO_SIMD_AVX2 void store(float* p, V v) { _mm256_storeu_ps(p, v); }
     FOLIO_SIMD_AVX2 V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    FOLIO_SIMD_AVX2 V set1(float x) { return _mm256_set1_ps(x); }
+    FOLIO_SIMD_AVX2 V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+    // The first n values (0 < n < 8), dead lanes 0, memory past them untouched.
+    FOLIO_SIMD_AVX2 V load_first(const float* p, int64_t n) {
+      return _mm256_maskload_ps(p, avx2::lanes(n));
+    }
+    FOLIO_SIMD_AVX2 V load_f16_first(const uint16_t* p, int64_t n) {
+      __m128i h = _mm_setzero_si128();
+      switch (n) {  // no 16-bit masked load on AVX2
+        case 7:
+          h = _mm_insert_epi16(h, p[6], 6);
+          [[fallthrough]];
+        case 6:
+          h = _mm_insert_epi16(h, p[5], 5);
+          [[fallthrough]];
+        case 5:
+          h = _mm_insert_epi16(h, p[4], 4);
+          [[fallthrough]];
+        case 4:
+          h = _mm_insert_epi16(h, p[3], 3);
+          [[fallthrough]];
+        case 3:
+          h = _mm_insert_epi16(h, p[2], 2);
+          [[fallthrough]];
+        case 2:
+          h = _mm_insert_epi16(h, p[1], 1);
+          [[fallthrough]];
+        default:
+          h = _mm_insert_epi16(h, p[0], 0);
+      }
+      return _mm256_cvtph_ps(h);
+    }
+    FOLIO_SIMD_AVX2 V load_i8(const int8_t* p) {  // 8 int8 values, exactly
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+      return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+    }
     FOLIO_SIMD_AVX2 V load_f16(const uint16_t* p) {
       return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
@@ -168,6 +234,36 @@ struct Avx2 {
   using Part = Half;
   static constexpr int kParts = 2;
   FOLIO_SIMD_AVX2 V join(const __m256 (&p)[2]) { return {p[0], p[1]}; }
+
+  // Rope (simd/rope.h): 4 doubles, what vcvtps2pd widens 4 floats into.
+  struct D {
+    static constexpr int kLanes = 4;
+    __m256d v;
+    friend FOLIO_TARGET_AVX2 __attribute__((always_inline)) inline D operator+(D a, D b) {
+      return {_mm256_add_pd(a.v, b.v)};
+    }
+    friend FOLIO_TARGET_AVX2 __attribute__((always_inline)) inline D operator-(D a, D b) {
+      return {_mm256_sub_pd(a.v, b.v)};
+    }
+    friend FOLIO_TARGET_AVX2 __attribute__((always_inline)) inline D operator*(D a, D b) {
+      return {_mm256_mul_pd(a.v, b.v)};
+    }
+  };
+  FOLIO_SIMD_AVX2 D load_d(const double* p) { return {_mm256_loadu_pd(p)}; }
+  FOLIO_SIMD_AVX2 D widen(const float* p) { return {_mm256_cvtps_pd(_mm_loadu_ps(p))}; }
+  FOLIO_SIMD_AVX2 void narrow(float* p, D v) { _mm_storeu_ps(p, _mm256_cvtpd_ps(v.v)); }
+  // 8 floats = 4 adjacent pairs: even elements to *even, odd to *odd.
+  FOLIO_SIMD_AVX2 void widen_pairs(const float* p, D* even, D* odd) {
+    const __m256i split = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    const __m256 v = _mm256_permutevar8x32_ps(_mm256_loadu_ps(p), split);
+    even->v = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    odd->v = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+  }
+  FOLIO_SIMD_AVX2 void narrow_pairs(float* p, D even, D odd) {
+    const __m128 e = _mm256_cvtpd_ps(even.v), o = _mm256_cvtpd_ps(odd.v);
+    _mm_storeu_ps(p, _mm_unpacklo_ps(e, o));
+    _mm_storeu_ps(p + 4, _mm_unpackhi_ps(e, o));
+  }
 };
 
 }  // namespace folio::cpu::simd

@@ -52,6 +52,36 @@ struct Avx512 {
   FOLIO_SIMD_AVX512 float hsum(V v) { return avx512::hsum(v.v); }
   FOLIO_SIMD_AVX512 float hmax(V v) { return avx512::hmax(v.v); }
 
+  // Flash attention (simd/flash_attn.h): sign bits, and the sums of 16
+  // vectors at once (hsum's tree for each).
+  FOLIO_SIMD_AVX512 float widen_f16(uint16_t h) { return _cvtsh_ss(h); }
+  FOLIO_SIMD_AVX512 V abs(V v) { return {_mm512_abs_ps(v.v)}; }
+  FOLIO_SIMD_AVX512 V copysign(V a, V b) {
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    return {_mm512_or_ps(_mm512_andnot_ps(sign, a.v), _mm512_and_ps(sign, b.v))};
+  }
+  // Lane L of the result: hsum(a[L]) (a_i + a_{i+8}, then + 4, + 2, + 1). A
+  // 4 x 4 transpose of the inputs makes the network's output order natural.
+  FOLIO_SIMD_AVX512 V hsums(const V (&a)[16]) {
+    __m512 w[8], u[4], r[2];
+    for (int k = 0; k < 8; ++k) {
+      // Network inputs v[i] = a[4 * (i % 4) + i / 4], taken in pairs (2k, 2k + 1).
+      const __m512 v0 = a[4 * ((2 * k) % 4) + (2 * k) / 4].v;
+      const __m512 v1 = a[4 * ((2 * k + 1) % 4) + (2 * k + 1) / 4].v;
+      w[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x44), _mm512_shuffle_f32x4(v0, v1, 0xEE));
+    }
+    for (int k = 0; k < 4; ++k) {
+      u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0x88),
+                           _mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0xDD));
+    }
+    for (int k = 0; k < 2; ++k) {
+      r[k] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * k], u[2 * k + 1], 0x44),
+                           _mm512_shuffle_ps(u[2 * k], u[2 * k + 1], 0xEE));
+    }
+    return {
+        _mm512_add_ps(_mm512_shuffle_ps(r[0], r[1], 0x88), _mm512_shuffle_ps(r[0], r[1], 0xDD))};
+  }
+
   // Activation quantizers (simd/quantize_act.h).
   FOLIO_SIMD_AVX512 V max_abs(V acc, V x) {  // max(acc, |x|); a NaN x keeps acc
     return {_mm512_max_ps(_mm512_abs_ps(x.v), acc.v)};
@@ -100,6 +130,41 @@ struct Avx512 {
   FOLIO_SIMD_AVX512 V load_bf16(const uint16_t* p) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))};
+  }
+  // The first n values (0 < n < 16), dead lanes 0, memory past them untouched.
+  FOLIO_SIMD_AVX512 V load_first(const float* p, int64_t n) { return load(p, first(n)); }
+  FOLIO_SIMD_AVX512 V load_f16_first(const uint16_t* p, int64_t n) {
+    return {_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(first(n), p))};
+  }
+  FOLIO_SIMD_AVX512 V load_i8(const int8_t* p) {  // 16 int8 values, exactly
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))};
+  }
+
+  // Rope (simd/rope.h): 8 doubles, what vcvtps2pd widens 8 floats into.
+  struct D {
+    static constexpr int kLanes = 8;
+    __m512d v;
+    friend FOLIO_SIMD_AVX512_OP D operator+(D a, D b) { return {_mm512_add_pd(a.v, b.v)}; }
+    friend FOLIO_SIMD_AVX512_OP D operator-(D a, D b) { return {_mm512_sub_pd(a.v, b.v)}; }
+    friend FOLIO_SIMD_AVX512_OP D operator*(D a, D b) { return {_mm512_mul_pd(a.v, b.v)}; }
+  };
+  FOLIO_SIMD_AVX512 D load_d(const double* p) { return {_mm512_loadu_pd(p)}; }
+  FOLIO_SIMD_AVX512 D widen(const float* p) { return {_mm512_cvtps_pd(_mm256_loadu_ps(p))}; }
+  FOLIO_SIMD_AVX512 void narrow(float* p, D v) { _mm256_storeu_ps(p, _mm512_cvtpd_ps(v.v)); }
+  // 16 floats = 8 adjacent pairs: even elements to *even, odd to *odd.
+  FOLIO_SIMD_AVX512 void widen_pairs(const float* p, D* even, D* odd) {
+    const __m512i ev = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512 v = _mm512_loadu_ps(p);
+    even->v = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_permutexvar_ps(ev, v)));
+    odd->v = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_permutexvar_ps(od, v)));
+  }
+  FOLIO_SIMD_AVX512 void narrow_pairs(float* p, D even, D odd) {
+    const __m512i join = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    _mm512_storeu_ps(p,
+                     _mm512_permutex2var_ps(_mm512_castps256_ps512(_mm512_cvtpd_ps(even.v)), join,
+                                            _mm512_castps256_ps512(_mm512_cvtpd_ps(odd.v))));
   }
 };
 

@@ -120,6 +120,32 @@ struct Neon {
     return vmaxv_f32(b);
   }
 
+  // Flash attention (simd/flash_attn.h): sign bits, and the sums of 4
+  // vectors at once (hsum's order for each: q0 + q2, q1 + q3, the two, then
+  // lanes 0 + 2, 1 + 3 and the last pair).
+  FOLIO_INLINE_NEON float widen_f16(uint16_t h) { return neon::half_to_float(&h); }
+  FOLIO_INLINE_NEON V abs(V v) {
+    return {{vabsq_f32(v.q[0]), vabsq_f32(v.q[1]), vabsq_f32(v.q[2]), vabsq_f32(v.q[3])}};
+  }
+  FOLIO_INLINE_NEON V copysign(V a, V b) {
+    const uint32x4_t sign = vdupq_n_u32(0x80000000u);
+    V r;
+    for (int k = 0; k < 4; ++k) r.q[k] = vbslq_f32(sign, b.q[k], a.q[k]);
+    return r;
+  }
+  FOLIO_INLINE_NEON float32x4_t hsums(const V (&a)[4]) {
+    float32x4_t h[4];
+    for (int k = 0; k < 4; ++k) {
+      h[k] = vaddq_f32(vaddq_f32(a[k].q[0], a[k].q[2]), vaddq_f32(a[k].q[1], a[k].q[3]));
+    }
+    // u = (h0[0] + h0[2], h0[1] + h0[3], h1[0] + h1[2], h1[1] + h1[3]), w for h2, h3.
+    const float32x4_t u = vaddq_f32(vcombine_f32(vget_low_f32(h[0]), vget_low_f32(h[1])),
+                                    vcombine_f32(vget_high_f32(h[0]), vget_high_f32(h[1])));
+    const float32x4_t w = vaddq_f32(vcombine_f32(vget_low_f32(h[2]), vget_low_f32(h[3])),
+                                    vcombine_f32(vget_high_f32(h[2]), vget_high_f32(h[3])));
+    return vpaddq_f32(u, w);
+  }
+
   // Activation quantizers (simd/quantize_act.h).
   FOLIO_INLINE_NEON V max_abs(V acc, V x) {  // max(acc, |x|); a NaN x keeps acc
     V r;
@@ -164,6 +190,79 @@ struct Neon {
   }
   FOLIO_INLINE_NEON float round_f16(float x) {  // x rounded to f16 (RNE) and back
     return static_cast<float>(static_cast<float16_t>(x));
+  }
+
+  // Register parts (see f32x16_avx2.h): V as four q registers, lanes
+  // [4i, 4i + 4) in part i.
+  struct Quarter {
+    static constexpr int kLanes = 4;
+    using V = float32x4_t;
+    FOLIO_INLINE_NEON V zero() { return vdupq_n_f32(0.0f); }
+    FOLIO_INLINE_NEON V set1(float x) { return vdupq_n_f32(x); }
+    FOLIO_INLINE_NEON V load(const float* p) { return vld1q_f32(p); }
+    FOLIO_INLINE_NEON void store(float* p, V v) { vst1q_f32(p, v); }
+    FOLIO_INLINE_NEON V mul(V a, V b) { return vmulq_f32(a, b); }
+    FOLIO_INLINE_NEON V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+    FOLIO_INLINE_NEON V load_f16(const uint16_t* p) { return neon::load_f16x4(p); }
+    FOLIO_INLINE_NEON V load_bf16(const uint16_t* p) { return neon::load_bf16x4(p); }
+    // The first n values (0 < n < 4), dead lanes 0, memory past them untouched.
+    FOLIO_INLINE_NEON V load_first(const float* p, int64_t n) {
+      float32x4_t v = vdupq_n_f32(0.0f);
+      v = vld1q_lane_f32(p, v, 0);
+      if (n > 1) v = vld1q_lane_f32(p + 1, v, 1);
+      if (n > 2) v = vld1q_lane_f32(p + 2, v, 2);
+      return v;
+    }
+    FOLIO_INLINE_NEON V load_f16_first(const uint16_t* p, int64_t n) {
+      uint16x4_t h = vdup_n_u16(0);
+      h = vld1_lane_u16(p, h, 0);
+      if (n > 1) h = vld1_lane_u16(p + 1, h, 1);
+      if (n > 2) h = vld1_lane_u16(p + 2, h, 2);
+      return vcvt_f32_f16(vreinterpret_f16_u16(h));
+    }
+    FOLIO_INLINE_NEON V load_i8(const int8_t* p) {  // 4 int8 values, exactly
+      int32_t w;
+      std::memcpy(&w, p, sizeof(w));
+      const int16x8_t h = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(w)));
+      return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
+    }
+  };
+  using Part = Quarter;
+  static constexpr int kParts = 4;
+  FOLIO_INLINE_NEON V join(const float32x4_t (&p)[4]) { return {{p[0], p[1], p[2], p[3]}}; }
+
+  // Rope (simd/rope.h): 4 doubles as two q registers.
+  struct D {
+    static constexpr int kLanes = 4;
+    float64x2_t lo, hi;
+    friend FOLIO_INLINE_NEON_OP D operator+(D a, D b) {
+      return {vaddq_f64(a.lo, b.lo), vaddq_f64(a.hi, b.hi)};
+    }
+    friend FOLIO_INLINE_NEON_OP D operator-(D a, D b) {
+      return {vsubq_f64(a.lo, b.lo), vsubq_f64(a.hi, b.hi)};
+    }
+    friend FOLIO_INLINE_NEON_OP D operator*(D a, D b) {
+      return {vmulq_f64(a.lo, b.lo), vmulq_f64(a.hi, b.hi)};
+    }
+  };
+  FOLIO_INLINE_NEON D load_d(const double* p) { return {vld1q_f64(p), vld1q_f64(p + 2)}; }
+  FOLIO_INLINE_NEON D widen4(float32x4_t x) {
+    return {vcvt_f64_f32(vget_low_f32(x)), vcvt_high_f64_f32(x)};
+  }
+  FOLIO_INLINE_NEON float32x4_t narrow4(D v) { return vcvt_high_f32_f64(vcvt_f32_f64(v.lo), v.hi); }
+  FOLIO_INLINE_NEON D widen(const float* p) { return widen4(vld1q_f32(p)); }
+  FOLIO_INLINE_NEON void narrow(float* p, D v) { vst1q_f32(p, narrow4(v)); }
+  // 8 floats = 4 adjacent pairs (LD2 / ST2): even elements to *even, odd to *odd.
+  FOLIO_INLINE_NEON void widen_pairs(const float* p, D* even, D* odd) {
+    const float32x4x2_t v = vld2q_f32(p);
+    *even = widen4(v.val[0]);
+    *odd = widen4(v.val[1]);
+  }
+  FOLIO_INLINE_NEON void narrow_pairs(float* p, D even, D odd) {
+    float32x4x2_t o;
+    o.val[0] = narrow4(even);
+    o.val[1] = narrow4(odd);
+    vst2q_f32(p, o);
   }
 };
 

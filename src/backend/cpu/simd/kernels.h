@@ -4,6 +4,7 @@
 #pragma once
 
 #include "backend/cpu/kernel.h"
+#include "backend/cpu/drivers/rope_tables.h"
 #include "backend/cpu/drivers/row_drivers.h"
 #include "backend/cpu/drivers/supports.h"
 
@@ -27,6 +28,16 @@ Status add_rms_norm(const Op& op, const KernelContext& ctx);
 template <class S>
 Status soft_max(const Op& op, const KernelContext& ctx);
 
+// rope.h: the ops drivers/rope_tables.h supports (supports_rope_tables).
+template <class S>
+Status rope(const Op& op, const KernelContext& ctx);
+
+// flash_attn.h: kFlashAttn with f32 / f16 / q8_0 K and V (the tiles of
+// drivers/flash_attn_tiled.h; bf16 K/V: the portable tiled kernel,
+// flash_attn.scalar, converts those rows).
+template <class S>
+Status flash_attn(const Op& op, const KernelContext& ctx);
+
 // "OP.ISA" with static storage (Kernel::name).
 const char* kernel_name(const char* op, const char* isa);
 
@@ -48,6 +59,9 @@ void register_simd_kernels(KernelTable& t) {
          supports_add_rms_norm_simd, add_rms_norm<S>});
   t.add({OpKind::kSoftMax, S::kTier, kernel_name("soft_max", S::kName), supports_soft_max_simd,
          soft_max<S>});
+  t.add({OpKind::kRope, S::kTier, kernel_name("rope", S::kName), supports_rope_tables, rope<S>});
+  t.add({OpKind::kFlashAttn, S::kTier, kernel_name("flash_attn", S::kName),
+         supports_flash_attn_simd, flash_attn<S>});
 }
 
 }  // namespace folio::cpu::simd
@@ -64,4 +78,6 @@ void register_simd_kernels(KernelTable& t) {
   template Status rms_norm<S>(const Op& op, const KernelContext& ctx);                \
   template Status add_rms_norm<S>(const Op& op, const KernelContext& ctx);            \
   template Status soft_max<S>(const Op& op, const KernelContext& ctx);                \
+  template Status rope<S>(const Op& op, const KernelContext& ctx);                    \
+  template Status flash_attn<S>(const Op& op, const KernelContext& ctx);              \
   }
