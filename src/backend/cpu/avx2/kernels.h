@@ -8,6 +8,12 @@
 
 namespace folio::cpu {
 
+// simd_kernels.cc (simd/quantize_act.h): activation rows for the integer dot kernels,
+// bit-identical to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 /
+// BlockQ8_K.
+void quantize_act_q8_0_avx2(const float* x, void* dst, int64_t k);
+void quantize_act_q8_k_avx2(const float* x, void* dst, int64_t k);
+
 // simd_kernels.cc / mul_mat_quant.cc: the tile spec for a weight type
 // (F32, F16, BF16 / every quantized type below; CHECKs the type); F16 /
 // BF16 with many activation rows get a panel.
@@ -23,15 +29,9 @@ MatMulSpec kquant_mul_mat_spec_avx2(DType w);
 MatMulSpec fp4_mul_mat_spec_avx2(DType w);
 
 // mul_mat / mul_mat_id for every weight type above (drivers/mul_mat_tiled.h).
-inline constexpr MatMulSpecFn mul_mat_spec_avx2 =
-    &float_or_quant_spec<&float_mul_mat_spec_avx2, &quant_mul_mat_spec_avx2>;
-inline constexpr KernelFn mul_mat_avx2 = &mul_mat_kernel<mul_mat_spec_avx2>;
-inline constexpr KernelFn mul_mat_id_avx2 = &mul_mat_id_kernel<mul_mat_spec_avx2>;
-
-// simd_kernels.cc (simd/quantize_act.h): activation rows for the integer dot kernels,
-// bit-identical to the reference (mul_mat_tiled.h convert_act_row): Q8Row32 /
-// BlockQ8_K.
-void quantize_act_q8_0_avx2(const float* x, void* dst, int64_t k);
-void quantize_act_q8_k_avx2(const float* x, void* dst, int64_t k);
+inline constexpr KernelFn mul_mat_avx2 =
+    tier_mul_mat<&float_mul_mat_spec_avx2, &quant_mul_mat_spec_avx2>;
+inline constexpr KernelFn mul_mat_id_avx2 =
+    tier_mul_mat_id<&float_mul_mat_spec_avx2, &quant_mul_mat_spec_avx2>;
 
 }  // namespace folio::cpu

@@ -146,6 +146,14 @@ Status mul_mat_id_kernel(const Op& op, const KernelContext& ctx) {
   return mul_mat_id_tiled(op, ctx, Spec(op.src[0].dtype, 1));
 }
 
+// The kMulMat / kMulMatId kernels of an x86 tier whose float and quantized
+// weights take the spec functions Float and Quant (float_or_quant_spec).
+template <MatMulSpecFn Float, MatMulSpecFn Quant>
+inline constexpr KernelFn tier_mul_mat = &mul_mat_kernel<&float_or_quant_spec<Float, Quant>>;
+template <MatMulSpecFn Float, MatMulSpecFn Quant>
+inline constexpr KernelFn tier_mul_mat_id =
+    &mul_mat_id_kernel<&float_or_quant_spec<Float, Quant>>;
+
 // The (u, t) pairs of a kMulMatId op (src[2] = I32 ids [n_used, T]) grouped
 // by expert, in (t, u) order within an expert: slot s holds pair
 // order[s] = t * n_used + u; expert e owns slots [first[e], first[e + 1]).

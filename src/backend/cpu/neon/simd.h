@@ -17,7 +17,6 @@
 namespace folio::cpu::neon {
 
 FOLIO_INLINE_NEON float hsum(float32x4_t v) { return vaddvq_f32(v); }
-FOLIO_INLINE_NEON float hmax(float32x4_t v) { return vmaxvq_f32(v); }
 
 // f32 of the f16 at p (unaligned).
 FOLIO_INLINE_NEON float half_to_float(const void* p) {
