@@ -142,6 +142,7 @@ class VulkanBackend::Impl {
   bool pending = false;  // commands recorded since the last barrier
   VkMem params, upload, readback, errors;
   size_t params_used = 0, upload_used = 0;
+  StreamCounters counters;  // what was recorded and submitted so far
   // Recorder::scratch: one device allocation handed out front to back and
   // rewound by flush() (whatever used it before has then finished).
   void* scratch_mem = nullptr;
@@ -328,6 +329,7 @@ class VulkanBackend::Impl {
     si.pCommandBuffers = &cmd;
     ++cur;
     in_flight = true;
+    ++counters.submits;
     return vk_check(vk().vkQueueSubmit(device->queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
   }
 
@@ -341,6 +343,7 @@ class VulkanBackend::Impl {
     const VkPipelineStageFlags stages =
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
     vk().vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    ++counters.barriers;
     pending = false;
   }
 
@@ -355,6 +358,7 @@ class VulkanBackend::Impl {
       vk().vkCmdPipelineBarrier(cmd,
                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                                 VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+      ++counters.barriers;
       recording = false;
       FOLIO_RETURN_IF_ERROR(vk_check(vk().vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
       VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -362,6 +366,7 @@ class VulkanBackend::Impl {
       si.pCommandBuffers = &cmd;
       VkDevice d = device->device();
       Status s = vk_check(vk().vkQueueSubmit(device->queue(), 1, &si, fence), "vkQueueSubmit");
+      ++counters.submits;
       if (s.ok()) {
         s = vk_check(vk().vkWaitForFences(d, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
       }
@@ -460,6 +465,7 @@ class VulkanBackend::Impl {
     vk().vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0, 1, &set, 0,
                                  nullptr);
     vk().vkCmdDispatch(cmd, gx, gy, gz);
+    ++counters.dispatches;
     pending = true;
     if (++since_submit >= kDispatchesPerPiece) return submit_piece();
     return Status();
@@ -652,6 +658,11 @@ Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(int index) {
 VulkanBackend::~VulkanBackend() = default;
 
 const DeviceInfo& VulkanBackend::info() const { return impl_->device->info(); }
+
+std::optional<StreamCounters> VulkanBackend::stream_counters() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->counters;
+}
 
 uint64_t VulkanBackend::allocated_bytes() const {
   std::lock_guard lock(impl_->mu);

@@ -66,6 +66,7 @@ class VulkanBackend final : public Backend {
   Status fill_zero(void* dst, size_t n);
   Status synchronize() override;
   bool is_host() const override { return false; }
+  std::optional<StreamCounters> stream_counters() const override;
 
   const DeviceInfo& info() const;
   // Device memory in use (tensor chunks), bytes.
