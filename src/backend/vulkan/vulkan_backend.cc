@@ -8,6 +8,7 @@
 #include <map>
 
 #include "backend/device_memory.h"
+#include "backend/vulkan/vk_hazards.h"
 #include "backend/vulkan/vk_pipelines.h"
 #include "core/aligned.h"
 
@@ -118,6 +119,9 @@ class VulkanBackend::Impl {
   VulkanBackend& self;
   std::unique_ptr<VulkanDevice> device;
   std::unique_ptr<PipelineCache> pipelines;
+  // Descriptors pushed into the command buffer (VK_KHR_push_descriptor);
+  // else a set allocated from desc_pool and written per dispatch.
+  bool push_descriptors = false;
   mutable std::recursive_mutex mu;
 
   std::vector<std::unique_ptr<Chunk>> chunks;
@@ -139,7 +143,10 @@ class VulkanBackend::Impl {
   VkDescriptorPool desc_pool = VK_NULL_HANDLE;
   uint32_t sets_used = 0;
   bool recording = false;
-  bool pending = false;  // commands recorded since the last barrier
+  // Ranges read and written since the last barrier: a command waits only
+  // for those it overlaps (vk_hazards.h). The first command after a wait on
+  // the host waits for everything (mark_all in flush()).
+  HazardTracker hazards;
   VkMem params, upload, readback, errors;
   size_t params_used = 0, upload_used = 0;
   StreamCounters counters;  // what was recorded and submitted so far
@@ -168,7 +175,7 @@ class VulkanBackend::Impl {
     if (const char* e = std::getenv("FOLIO_VULKAN_MEMORY_MIB"); e != nullptr && e[0] != '\0') {
       memory_limit = static_cast<uint64_t>(std::strtoull(e, nullptr, 10)) << 20;
     }
-    pipelines = std::make_unique<PipelineCache>(d);
+    pipelines = std::make_unique<PipelineCache>(d, push_descriptors);
     VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pci.queueFamilyIndex = d.queue_family();
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateCommandPool(d.device(), &pci, nullptr, &cmd_pool),
@@ -313,7 +320,6 @@ class VulkanBackend::Impl {
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer"));
     recording = true;
-    pending = true;  // the first command waits for earlier submissions' writes
     since_submit = 0;
     return Status();
   }
@@ -333,9 +339,14 @@ class VulkanBackend::Impl {
     return vk_check(vk().vkQueueSubmit(device->queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
   }
 
+  // Records a barrier before the command `c` when it overlaps work recorded
+  // since the last one (vk_hazards.h); `c` is then unsynchronised work.
+  void order(const CommandAccess& c) {
+    if (hazards.order(c)) barrier();
+  }
+
   // A barrier between everything recorded so far and what comes next.
   void barrier() {
-    if (!pending) return;
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
@@ -344,7 +355,6 @@ class VulkanBackend::Impl {
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
     vk().vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
     ++counters.barriers;
-    pending = false;
   }
 
   // Submits what was recorded and waits; then the rings and pools are free
@@ -374,6 +384,7 @@ class VulkanBackend::Impl {
       vk().vkResetCommandPool(d, cmd_pool, 0);
       cur = 0;
       in_flight = false;
+      hazards.mark_all();  // the next command waits for all of this submission's writes
       vk().vkResetDescriptorPool(d, desc_pool, 0);
       sets_used = 0;
       params_used = 0;
@@ -418,8 +429,12 @@ class VulkanBackend::Impl {
                             shader, pl->n_bindings, n_tensors);
     }
     if (p_bytes > kParamsRingBytes / 4) return internal_error("vulkan: {}: params too large", shader);
-    // Resolve tensors first (no state changes on error).
+    // Resolve tensors first (no state changes on error). Each tensor's
+    // bytes are read, or written where the shader does not declare its
+    // binding readonly (a binding the shader lacks counts as read).
     VkBuffer bufs[kMaxBindings];
+    AccessRange ranges[kMaxBindings];
+    uint32_t n_ranges = 0;
     {
       uint32_t i = 0;
       for (const TensorView& t : tensors) {
@@ -428,24 +443,28 @@ class VulkanBackend::Impl {
           continue;
         }
         FOLIO_ASSIGN_OR_RETURN(auto loc, locate(t.data, 0));
+        const bool write = ((pl->writable >> (2 + i)) & 1u) != 0;
+        ranges[n_ranges++] = access_range(t.data, t.span_bytes(), write);
         bufs[i++] = loc.first->mem.buffer;
       }
     }
-    if (sets_used == kSetsPerPool) FOLIO_RETURN_IF_ERROR(flush());
+    if (!push_descriptors && sets_used == kSetsPerPool) FOLIO_RETURN_IF_ERROR(flush());
     FOLIO_ASSIGN_OR_RETURN(const size_t poff,
                            reserve(params_used, kParamsRingBytes, std::max<size_t>(p_bytes, 4),
                                    kParamsAlign));
     if (p_bytes > 0) std::memcpy(static_cast<char*>(params.map) + poff, p, p_bytes);
     FOLIO_RETURN_IF_ERROR(begin());
 
-    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    ai.descriptorPool = desc_pool;
-    ai.descriptorSetCount = 1;
-    ai.pSetLayouts = &pl->set_layout;
-    VkDescriptorSet set;
-    FOLIO_RETURN_IF_ERROR(vk_check(vk().vkAllocateDescriptorSets(device->device(), &ai, &set),
-                                   "vkAllocateDescriptorSets"));
-    ++sets_used;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    if (!push_descriptors) {
+      VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+      ai.descriptorPool = desc_pool;
+      ai.descriptorSetCount = 1;
+      ai.pSetLayouts = &pl->set_layout;
+      FOLIO_RETURN_IF_ERROR(vk_check(vk().vkAllocateDescriptorSets(device->device(), &ai, &set),
+                                     "vkAllocateDescriptorSets"));
+      ++sets_used;
+    }
     VkDescriptorBufferInfo info[kMaxBindings];
     VkWriteDescriptorSet writes[kMaxBindings];
     info[0] = {params.buffer, poff, std::max<size_t>(p_bytes, 4)};
@@ -459,14 +478,20 @@ class VulkanBackend::Impl {
       writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[i].pBufferInfo = &info[i];
     }
-    vk().vkUpdateDescriptorSets(device->device(), 2 + n_tensors, writes, 0, nullptr);
-    barrier();
+    if (!push_descriptors) {
+      vk().vkUpdateDescriptorSets(device->device(), 2 + n_tensors, writes, 0, nullptr);
+    }
+    order(CommandAccess{std::span<const AccessRange>(ranges, n_ranges), pl->reads_errors});
     vk().vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->pipeline);
-    vk().vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0, 1, &set, 0,
-                                 nullptr);
+    if (push_descriptors) {
+      vk().vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0,
+                                     2 + n_tensors, writes);
+    } else {
+      vk().vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0, 1, &set, 0,
+                                   nullptr);
+    }
     vk().vkCmdDispatch(cmd, gx, gy, gz);
     ++counters.dispatches;
-    pending = true;
     if (++since_submit >= kDispatchesPerPiece) return submit_piece();
     return Status();
   }
@@ -519,10 +544,11 @@ class VulkanBackend::Impl {
       FOLIO_ASSIGN_OR_RETURN(const size_t off, reserve(upload_used, kUploadRingBytes, piece, 16));
       std::memcpy(static_cast<char*>(upload.map) + off, s, piece);
       FOLIO_RETURN_IF_ERROR(begin());
-      barrier();
+      const AccessRange w = access_range(static_cast<char*>(dst) + (s - static_cast<const char*>(src)),
+                                         piece, true);
+      order(CommandAccess{std::span<const AccessRange>(&w, 1)});
       const VkBufferCopy region{off, loc.second, piece};
       vk().vkCmdCopyBuffer(cmd, upload.buffer, loc.first->mem.buffer, 1, &region);
-      pending = true;
       s += piece;
       loc.second += piece;
       n -= piece;
@@ -537,11 +563,12 @@ class VulkanBackend::Impl {
     do {
       const size_t piece = std::min(n, kReadbackBytes);
       FOLIO_RETURN_IF_ERROR(begin());
-      barrier();
       if (piece > 0) {
+        const AccessRange r =
+            access_range(static_cast<const char*>(src) + (d - static_cast<char*>(dst)), piece, false);
+        order(CommandAccess{std::span<const AccessRange>(&r, 1)});
         const VkBufferCopy region{loc.second, 0, piece};
         vk().vkCmdCopyBuffer(cmd, loc.first->mem.buffer, readback.buffer, 1, &region);
-        pending = true;
       }
       FOLIO_RETURN_IF_ERROR(flush());
       std::memcpy(d, readback.map, piece);
@@ -561,10 +588,10 @@ class VulkanBackend::Impl {
       return invalid_argument("vulkan: copy of {} bytes between overlapping ranges", n);
     }
     FOLIO_RETURN_IF_ERROR(begin());
-    barrier();
+    const AccessRange r[2] = {access_range(src, n, false), access_range(dst, n, true)};
+    order(CommandAccess{r});
     const VkBufferCopy region{from.second, to.second, n};
     vk().vkCmdCopyBuffer(cmd, from.first->mem.buffer, to.first->mem.buffer, 1, &region);
-    pending = true;
     return Status();
   }
 
@@ -578,9 +605,9 @@ class VulkanBackend::Impl {
       return write(dst, zeros.data(), n);
     }
     FOLIO_RETURN_IF_ERROR(begin());
-    barrier();
+    const AccessRange w = access_range(dst, n, true);
+    order(CommandAccess{std::span<const AccessRange>(&w, 1)});
     vk().vkCmdFillBuffer(cmd, loc.first->mem.buffer, loc.second, n, 0);
-    pending = true;
     return Status();
   }
 };
@@ -646,10 +673,13 @@ class DeviceBuffer final : public Buffer {
 
 // --- VulkanBackend -------------------------------------------------------
 
-Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(int index) {
+Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(int index,
+                                                            bool allow_push_descriptors) {
   auto b = std::unique_ptr<VulkanBackend>(new VulkanBackend());
   b->impl_ = std::make_unique<Impl>(*b);
   FOLIO_ASSIGN_OR_RETURN(b->impl_->device, VulkanDevice::open(index));
+  b->impl_->push_descriptors =
+      allow_push_descriptors && b->impl_->device->caps().push_descriptor;
   b->name_ = fmt::format("Vulkan{}", b->impl_->device->info().index);
   FOLIO_RETURN_IF_ERROR(b->impl_->init());
   return b;
@@ -663,6 +693,8 @@ std::optional<StreamCounters> VulkanBackend::stream_counters() const {
   std::lock_guard lock(impl_->mu);
   return impl_->counters;
 }
+
+bool VulkanBackend::push_descriptors() const { return impl_->push_descriptors; }
 
 uint64_t VulkanBackend::allocated_bytes() const {
   std::lock_guard lock(impl_->mu);
