@@ -58,20 +58,14 @@ TEST(Prometheus, DeviceStreamCountersOnlyWithADevice) {
     s.device_submits = 150;
   });
   const std::string text = render_prometheus(metrics.snapshot());
-  EXPECT_NE(text.find("# TYPE folio:device_dispatches_total counter
-"
-                      "folio:device_dispatches_total 4500
-"),
+  EXPECT_NE(text.find("# TYPE folio:device_dispatches_total counter\n"
+                      "folio:device_dispatches_total 4500\n"),
             std::string::npos);
-  EXPECT_NE(text.find("# TYPE folio:device_barriers_total counter
-"
-                      "folio:device_barriers_total 3000
-"),
+  EXPECT_NE(text.find("# TYPE folio:device_barriers_total counter\n"
+                      "folio:device_barriers_total 3000\n"),
             std::string::npos);
-  EXPECT_NE(text.find("# TYPE folio:device_submits_total counter
-"
-                      "folio:device_submits_total 150
-"),
+  EXPECT_NE(text.find("# TYPE folio:device_submits_total counter\n"
+                      "folio:device_submits_total 150\n"),
             std::string::npos);
 }
 
