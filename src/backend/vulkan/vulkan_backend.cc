@@ -9,6 +9,7 @@
 
 #include "backend/device_memory.h"
 #include "backend/vulkan/vk_hazards.h"
+#include "backend/vulkan/vk_memory.h"
 #include "backend/vulkan/vk_pipelines.h"
 #include "core/aligned.h"
 
@@ -42,7 +43,6 @@ const std::vector<KernelDef>& vulkan_kernels() {
 
 namespace {
 
-constexpr size_t kChunkBytes = size_t{256} << 20;
 constexpr size_t kParamsRingBytes = size_t{4} << 20;
 constexpr size_t kUploadRingBytes = size_t{64} << 20;
 constexpr size_t kReadbackBytes = size_t{32} << 20;
@@ -52,65 +52,6 @@ constexpr uint32_t kMaxBindings = 16;
 // Dispatches per submitted piece of a step: small enough that the device
 // starts early and stays busy while the host records the rest.
 constexpr uint32_t kDispatchesPerPiece = 32;
-
-// A buffer with its own memory (staging rings, the error word, chunks).
-struct VkMem {
-  VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  void* map = nullptr;  // host-visible memory only
-  size_t size = 0;
-};
-
-Result<VkMem> make_buffer(const VulkanDevice& d, size_t size, uint32_t memory_type, bool map,
-                          const char* what) {
-  VkMem m;
-  m.size = size;
-  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  bci.size = size;
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-              VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateBuffer(d.device(), &bci, nullptr, &m.buffer), what));
-  VkMemoryRequirements req;
-  vk().vkGetBufferMemoryRequirements(d.device(), m.buffer, &req);
-  if (!(req.memoryTypeBits & (1u << memory_type))) {
-    vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
-    return unsupported("vulkan: {}: the chosen memory type cannot hold storage buffers", what);
-  }
-  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  ai.allocationSize = req.size;
-  ai.memoryTypeIndex = memory_type;
-  const VkResult r = vk().vkAllocateMemory(d.device(), &ai, nullptr, &m.memory);
-  if (r != VK_SUCCESS) {
-    vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
-    return vk_check(r, what);
-  }
-  vk().vkBindBufferMemory(d.device(), m.buffer, m.memory, 0);
-  if (map) {
-    const VkResult mr = vk().vkMapMemory(d.device(), m.memory, 0, VK_WHOLE_SIZE, 0, &m.map);
-    if (mr != VK_SUCCESS) {
-      vk().vkFreeMemory(d.device(), m.memory, nullptr);
-      vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
-      return vk_check(mr, what);
-    }
-  }
-  return m;
-}
-
-void destroy_buffer(const VulkanDevice& d, VkMem& m) {
-  if (m.map != nullptr) vk().vkUnmapMemory(d.device(), m.memory);
-  if (m.buffer != VK_NULL_HANDLE) vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
-  if (m.memory != VK_NULL_HANDLE) vk().vkFreeMemory(d.device(), m.memory, nullptr);
-  m = VkMem{};
-}
-
-// A device-local chunk, sub-allocated first fit.
-struct Chunk {
-  VkMem mem;
-  DeviceAddressRange range;
-  std::map<size_t, size_t> free;  // offset -> bytes
-  size_t used = 0;
-};
 
 }  // namespace
 
@@ -124,10 +65,7 @@ class VulkanBackend::Impl {
   bool push_descriptors = false;
   mutable std::recursive_mutex mu;
 
-  std::vector<std::unique_ptr<Chunk>> chunks;
-  uint64_t allocated = 0;    // bytes handed out
-  uint64_t chunk_bytes = 0;  // bytes of device memory held
-  uint64_t memory_limit = 0; // FOLIO_VULKAN_MEMORY_MIB (0: the device's)
+  std::unique_ptr<DeviceHeap> heap;  // tensors' memory
 
   VkCommandPool cmd_pool = VK_NULL_HANDLE;
   // Command buffers of the current step: cmds[0 .. cur) are submitted and
@@ -162,8 +100,7 @@ class VulkanBackend::Impl {
     VkDevice d = device->device();
     vk().vkDeviceWaitIdle(d);
     pipelines.reset();
-    for (auto& c : chunks) destroy_buffer(*device, c->mem);
-    chunks.clear();
+    heap.reset();
     for (VkMem* m : {&params, &upload, &readback, &errors}) destroy_buffer(*device, *m);
     if (desc_pool != VK_NULL_HANDLE) vk().vkDestroyDescriptorPool(d, desc_pool, nullptr);
     if (fence != VK_NULL_HANDLE) vk().vkDestroyFence(d, fence, nullptr);
@@ -172,9 +109,11 @@ class VulkanBackend::Impl {
 
   Status init() {
     const VulkanDevice& d = *device;
+    uint64_t memory_limit = 0;  // FOLIO_VULKAN_MEMORY_MIB (0: the device's)
     if (const char* e = std::getenv("FOLIO_VULKAN_MEMORY_MIB"); e != nullptr && e[0] != '\0') {
       memory_limit = static_cast<uint64_t>(std::strtoull(e, nullptr, 10)) << 20;
     }
+    heap = std::make_unique<DeviceHeap>(d, &self, memory_limit);
     pipelines = std::make_unique<PipelineCache>(d, push_descriptors);
     VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pci.queueFamilyIndex = d.queue_family();
@@ -204,102 +143,17 @@ class VulkanBackend::Impl {
     return Status();
   }
 
-  // --- memory ---------------------------------------------------------------
+  // --- memory (DeviceHeap, under the lock) -----------------------------------
   Result<void*> alloc(size_t size) {
     std::lock_guard lock(mu);
-    size = align_up(std::max<size_t>(size, 1), 256);
-    const uint64_t limit = std::min<uint64_t>(device->caps().max_storage_buffer_range,
-                                              device->max_allocation() ? device->max_allocation()
-                                                                       : UINT64_MAX);
-    if (size > limit) {
-      return resource_exhausted(
-          "vulkan: a tensor of {:.1f} MiB exceeds the largest buffer {} binds ({:.1f} MiB)",
-          size / 1048576.0, device->info().name, limit / 1048576.0);
-    }
-    for (auto& c : chunks) {
-      for (auto it = c->free.begin(); it != c->free.end(); ++it) {
-        if (it->second < size) continue;
-        const size_t off = it->first, left = it->second - size;
-        c->free.erase(it);
-        if (left > 0) c->free[off + size] = left;
-        c->used += size;
-        allocated += size;
-        return static_cast<void*>(c->range.base() + off);
-      }
-    }
-    size_t chunk_size = std::min<uint64_t>(std::max(size, kChunkBytes), limit);
-    if (memory_limit > 0) {  // FOLIO_VULKAN_MEMORY_MIB: a cap below the device's own
-      if (chunk_bytes + size > memory_limit) {
-        return resource_exhausted(
-            "vulkan: out of device memory on {}: {:.1f} MiB more would pass the "
-            "FOLIO_VULKAN_MEMORY_MIB limit of {:.0f} MiB ({:.1f} MiB in use)",
-            device->info().name, size / 1048576.0, memory_limit / 1048576.0,
-            allocated / 1048576.0);
-      }
-      chunk_size = std::min<uint64_t>(chunk_size, memory_limit - chunk_bytes);
-    }
-    auto c = std::make_unique<Chunk>();
-    Result<VkMem> mem = make_buffer(*device, chunk_size, device->device_memory_type(), false,
-                                    "device memory");
-    if (!mem.ok()) {
-      return resource_exhausted(
-          "vulkan: out of device memory on {}: cannot allocate {:.1f} MiB with {:.1f} MiB in use ({})",
-          device->info().name, chunk_size / 1048576.0, allocated / 1048576.0,
-          mem.status().message());
-    }
-    c->mem = *mem;
-    Result<DeviceAddressRange> range = DeviceAddressRange::reserve(chunk_size, &self, c.get());
-    if (!range.ok()) {
-      destroy_buffer(*device, c->mem);
-      return range.status();
-    }
-    c->range = std::move(range).value();
-    chunk_bytes += chunk_size;
-    if (chunk_size > size) c->free[size] = chunk_size - size;
-    c->used = size;
-    allocated += size;
-    void* p = c->range.base();
-    chunks.push_back(std::move(c));
-    return p;
+    return heap->alloc(size);
   }
-
   void free(void* p, size_t size) {
     std::lock_guard lock(mu);
-    size = align_up(std::max<size_t>(size, 1), 256);
-    const DeviceAddress a = lookup_device_address(p);
-    auto* c = static_cast<Chunk*>(a.cookie);
-    if (c == nullptr) return;
-    size_t off = static_cast<size_t>(static_cast<const char*>(p) - a.base);
-    // Merge with the free neighbours.
-    auto next = c->free.lower_bound(off);
-    if (next != c->free.end() && next->first == off + size) {
-      size += next->second;
-      next = c->free.erase(next);
-    }
-    if (next != c->free.begin()) {
-      auto prev = std::prev(next);
-      if (prev->first + prev->second == off) {
-        off = prev->first;
-        size += prev->second;
-        c->free.erase(prev);
-      }
-    }
-    c->free[off] = size;
-    c->used -= std::min(c->used, size);
-    allocated -= std::min<uint64_t>(allocated, size);
+    heap->free(p, size);
   }
-
-  // (chunk, offset) of a device address of this backend, with `n` bytes in range.
   Result<std::pair<Chunk*, size_t>> locate(const void* p, size_t n) const {
-    const DeviceAddress a = lookup_device_address(p);
-    if (a.owner != &self) {
-      return invalid_argument("vulkan: address {} is not memory of {}", p, self.name());
-    }
-    const size_t off = static_cast<size_t>(static_cast<const char*>(p) - a.base);
-    if (n > a.size - off) {
-      return out_of_range("vulkan: {} bytes at offset {} overrun a buffer of {}", n, off, a.size);
-    }
-    return std::pair<Chunk*, size_t>{static_cast<Chunk*>(a.cookie), off};
+    return heap->locate(p, n);
   }
 
   // --- recording --------------------------------------------------------------
@@ -698,7 +552,7 @@ bool VulkanBackend::push_descriptors() const { return impl_->push_descriptors; }
 
 uint64_t VulkanBackend::allocated_bytes() const {
   std::lock_guard lock(impl_->mu);
-  return impl_->allocated;
+  return impl_->heap->allocated();
 }
 
 KernelHandle VulkanBackend::select_kernel(const Op& op) const {

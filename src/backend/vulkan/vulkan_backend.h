@@ -1,7 +1,7 @@
 // The Vulkan backend: runs ops as compute dispatches on one Vulkan device.
 //
-// Memory: device-local chunks (256 MiB, or one per larger tensor) are
-// sub-allocated; each chunk has a reserved host address range
+// Memory (vk_memory.h): device-local chunks (256 MiB, or one per larger
+// tensor) are sub-allocated; each chunk has a reserved host address range
 // (backend/device_memory.h), so device tensors are ordinary views whose
 // pointers the host never dereferences.
 //
