@@ -141,6 +141,16 @@ void DeviceHeap::free(void* p, size_t size) {
 }
 
 Result<std::pair<Chunk*, size_t>> DeviceHeap::locate(const void* p, size_t n) const {
+  // The heap's own chunks first (a few; no lock, no map: every dispatch
+  // locates each of its tensors), then the process's registry for the error.
+  const char* c = static_cast<const char*>(p);
+  for (const auto& chunk : chunks_) {
+    const char* base = chunk->range.base();
+    if (c < base || c >= base + chunk->range.size()) continue;
+    const auto off = static_cast<size_t>(c - base);
+    if (n > chunk->range.size() - off) break;  // the error below names it
+    return std::pair<Chunk*, size_t>{chunk.get(), off};
+  }
   const DeviceAddress a = lookup_device_address(p);
   if (a.owner != owner_) {
     return invalid_argument("vulkan: address {} is not memory of {}", p, owner_->name());

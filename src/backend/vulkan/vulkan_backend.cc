@@ -274,7 +274,7 @@ class VulkanBackend::Impl {
   Status dispatch(const char* shader, std::initializer_list<uint32_t> spec, const void* p,
                   size_t p_bytes, std::initializer_list<TensorView> tensors, uint32_t gx,
                   uint32_t gy, uint32_t gz) {
-    const std::vector<uint32_t> spec_v(spec);
+    const std::span<const uint32_t> spec_v(spec.begin(), spec.size());  // no copy
     const auto n_tensors = static_cast<uint32_t>(tensors.size());
     if (2 + n_tensors > kMaxBindings) return internal_error("vulkan: {}: too many tensors", shader);
     FOLIO_ASSIGN_OR_RETURN(const Pipeline* pl, pipelines->get(shader, spec_v, 2 + n_tensors));
