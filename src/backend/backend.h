@@ -4,7 +4,9 @@
 // its backend; no backend name ever appears in routing logic.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,17 @@
 namespace folio {
 
 class BufferType;
+
+// What a device has recorded into its command stream since it was opened
+// (cumulative; callers take differences): compute dispatches, pipeline
+// barriers (each one waits for every command recorded before it) and queue
+// submissions. Transfers (uploads, read-backs, copies, fills) are not
+// dispatches but may add barriers and submits.
+struct StreamCounters {
+  uint64_t dispatches = 0;
+  uint64_t barriers = 0;
+  uint64_t submits = 0;
+};
 
 // The implementation a backend selected for one op: opaque outside that
 // backend (for the CPU an entry of its kernel table; for a GPU backend, say,
@@ -58,6 +71,9 @@ class Backend {
   virtual Status synchronize() { return Status(); }
   // Is this backend's memory the host's (so a view's pointer can be read)?
   virtual bool is_host() const { return true; }
+  // The command-stream counters of a device backend; nullopt for one that
+  // runs ops at once (the CPU).
+  virtual std::optional<StreamCounters> stream_counters() const { return std::nullopt; }
 
   // One op on this backend alone (tests, the parity harness).
   // Can this backend run `op`? False for ops that fail validate_op.

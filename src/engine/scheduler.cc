@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "backend/backend.h"
 #include "cache/batch.h"
 #include "core/log.h"
 #include "engine/schedule_planner.h"
@@ -421,8 +422,22 @@ struct Scheduler::Impl {
     }
     const double dt = seconds_between(t0, Clock::now());
     const int64_t n_tokens = batch.size();
+    StreamCounters stream;
+    bool has_stream = false;
+    for (const Backend* b : ctx.backends()) {
+      const std::optional<StreamCounters> c = b->stream_counters();
+      if (!c) continue;
+      has_stream = true;
+      stream.dispatches += c->dispatches;
+      stream.barriers += c->barriers;
+      stream.submits += c->submits;
+    }
     metrics.update([&](ServingMetrics::Snapshot& m) {
       ++m.steps;
+      m.device_stream = has_stream;
+      m.device_dispatches = stream.dispatches;
+      m.device_barriers = stream.barriers;
+      m.device_submits = stream.submits;
       m.prompt_tokens += static_cast<uint64_t>(n_prefill);
       m.step_time.observe(dt);
       m.batch_tokens.observe(static_cast<double>(n_tokens));

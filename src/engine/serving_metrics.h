@@ -64,6 +64,13 @@ class ServingMetrics {
     uint64_t prompt_tokens = 0;     // prompt tokens computed by forwards (after cache hits)
     uint64_t generated_tokens = 0;  // tokens sampled, all choices
     uint64_t steps = 0;
+    // What the forward context's devices recorded into their command streams
+    // (Backend::stream_counters, summed over devices; totals since they were
+    // opened). device_stream: some backend counts (false on the CPU alone).
+    bool device_stream = false;
+    uint64_t device_dispatches = 0;
+    uint64_t device_barriers = 0;
+    uint64_t device_submits = 0;
     // Prompt tokens of requests whose prefill finished (counted at their first
     // token, prefix-cache hits included: vLLM's prompt_tokens).
     uint64_t request_prompt_tokens = 0;

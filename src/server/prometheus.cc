@@ -186,6 +186,14 @@ std::string render_prometheus(const ServingMetrics::Snapshot& s, std::string_vie
   w.counter("generation_tokens_total", static_cast<double>(s.generated_tokens),
             "Tokens generated, all choices.");
   w.counter("steps_total", static_cast<double>(s.steps), "Scheduler steps (forward passes).");
+  if (s.device_stream) {
+    w.counter("device_dispatches_total", static_cast<double>(s.device_dispatches),
+              "Compute dispatches the device recorded.");
+    w.counter("device_barriers_total", static_cast<double>(s.device_barriers),
+              "Pipeline barriers the device recorded (each waits for all work before it).");
+    w.counter("device_submits_total", static_cast<double>(s.device_submits),
+              "Command buffers the device submitted to its queue.");
+  }
   w.histogram("time_to_first_token_seconds", s.ttft,
               "Time from submission to the first generated token.");
   w.histogram("inter_token_latency_seconds", s.itl,

@@ -218,6 +218,23 @@ TEST(BenchReport, JsonLineHasTheStableKeys) {
   EXPECT_FALSE(q.contains("bw_fraction"));
 }
 
+TEST(BenchReport, StreamCountsOnlyWithADevice) {
+  BenchRecord r = sample_record(BenchTest{0, 128, 1});
+  const auto cpu = nlohmann::json::parse(bench_json_line(r));
+  EXPECT_FALSE(cpu.contains("dispatches_per_token"));
+  r.result.stream = StreamPerForward{301.0, 240.5, 10.25};
+  const auto dev = nlohmann::json::parse(bench_json_line(r));
+  EXPECT_DOUBLE_EQ(dev.at("dispatches_per_token").get<double>(), 301.0);
+  EXPECT_DOUBLE_EQ(dev.at("barriers_per_token").get<double>(), 240.5);
+  EXPECT_DOUBLE_EQ(dev.at("submits_per_token").get<double>(), 10.25);
+  const std::string header = bench_table_header(false, true);
+  const std::string row = bench_table_row(r, false, true);
+  EXPECT_NE(header.find("barr"), std::string::npos);
+  EXPECT_NE(row.find("240.5"), std::string::npos) << row;
+  auto cells = [](const std::string& s) { return std::count(s.begin(), s.end(), '|'); };
+  EXPECT_EQ(cells(header.substr(0, header.find('\n'))), cells(row));
+}
+
 TEST(BenchReport, TableRows) {
   const std::string header = bench_table_header(false);
   EXPECT_NE(header.find("| model"), std::string::npos);

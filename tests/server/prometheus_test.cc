@@ -47,6 +47,28 @@ TEST(Prometheus, GaugesAndCounters) {
   EXPECT_NE(text.find("folio:kv_cache_blocks_cached 10\n"), std::string::npos);
 }
 
+TEST(Prometheus, DeviceStreamCountersOnlyWithADevice) {
+  const std::string cpu = render_prometheus(sample_snapshot());
+  EXPECT_EQ(cpu.find("device_dispatches_total"), std::string::npos);
+  ServingMetrics metrics;
+  metrics.update([](ServingMetrics::Snapshot& s) {
+    s.device_stream = true;
+    s.device_dispatches = 4500;
+    s.device_barriers = 3000;
+    s.device_submits = 150;
+  });
+  const std::string text = render_prometheus(metrics.snapshot());
+  EXPECT_NE(text.find("# TYPE folio:device_dispatches_total counter\n"
+                      "folio:device_dispatches_total 4500\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("# TYPE folio:device_barriers_total counter\n"
+                      "folio:device_barriers_total 3000\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("# TYPE folio:device_submits_total counter\n"
+                      "folio:device_submits_total 150\n"),
+            std::string::npos);
+}
+
 TEST(Prometheus, HistogramBucketsAreCumulative) {
   const std::string text = render_prometheus(sample_snapshot());
   EXPECT_NE(text.find("# TYPE folio:time_to_first_token_seconds histogram\n"), std::string::npos);

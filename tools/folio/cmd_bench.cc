@@ -9,7 +9,9 @@
 // tg / tgNxS for each -n and --seqs; see bench/bench_runner.h for what each
 // measures). Random token ids (fixed seed): no tokenizer is involved.
 // Prints a markdown table, or with --json one JSON object per test and line
-// (keys: bench/bench_report.h). Progress goes to stderr.
+// (keys: bench/bench_report.h). Progress goes to stderr. With --device,
+// rows also give the dispatches, barriers and submits the device recorded
+// per forward (decode step or prefill chunk).
 //
 // --mem measures the memory bandwidth first (STREAM triad, for each thread
 // count; bench/mem_bandwidth.h); without -m that is all it does. With a
@@ -252,9 +254,12 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
                 if (f.json) {
                   std::printf("%s\n", bench_json_line(rec).c_str());
                 } else {
-                  if (!header) std::printf("%s\n", bench_table_header(with_bw).c_str());
+                  const bool with_stream = rec.result.stream.has_value();
+                  if (!header) {
+                    std::printf("%s\n", bench_table_header(with_bw, with_stream).c_str());
+                  }
                   header = true;
-                  std::printf("%s\n", bench_table_row(rec, with_bw).c_str());
+                  std::printf("%s\n", bench_table_row(rec, with_bw, with_stream).c_str());
                 }
                 std::fflush(stdout);
               }

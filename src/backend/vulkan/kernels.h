@@ -3,9 +3,11 @@
 // A kernel is a match function (can it run this op on this device?) and a
 // record function (which shader, which tensors, which parameters, how many
 // workgroups). Recording never waits: the dispatch joins the backend's
-// current command buffer, behind a barrier on everything recorded before it,
-// and runs when the backend next synchronizes (a readback, or the end of a
-// step).
+// current command buffer and runs when the backend next synchronizes (a
+// readback, or the end of a step). It waits for earlier work only where it
+// overlaps it (vk_hazards.h): each tensor's bytes [data, data + span) count
+// as written when the shader's binding is not `readonly`, else as read, so a
+// shader must touch nothing of a buffer outside the views it was given.
 //
 // Shader conventions (every shaders/*.comp follows them):
 //   binding 0   params: a readonly std430 storage buffer, the per-dispatch
@@ -54,6 +56,7 @@ struct DeviceCaps {
   bool int8_arith = false;                // shaderInt8
   bool storage_16bit = false;             // storageBuffer16BitAccess
   bool cooperative_matrix = false;        // VK_KHR_cooperative_matrix
+  bool push_descriptor = false;           // VK_KHR_push_descriptor (enabled when present)
 };
 
 // What a record function uses: tensor descriptors and dispatches.

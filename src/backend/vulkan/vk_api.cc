@@ -44,6 +44,8 @@ Status load_instance_functions(VkInstance instance) {
   if (a.name == nullptr) return unsupported("the Vulkan driver lacks {}", #name);
   FOLIO_VK_INSTANCE_FUNCS(FOLIO_VK_LOAD_INSTANCE)
 #undef FOLIO_VK_LOAD_INSTANCE
+  a.vkCmdPushDescriptorSetKHR = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
+      a.vkGetInstanceProcAddr(instance, "vkCmdPushDescriptorSetKHR"));
   return Status();
 }
 

@@ -77,6 +77,9 @@ struct Api {
   FOLIO_VK_GLOBAL_FUNCS(FOLIO_VK_DECLARE)
   FOLIO_VK_INSTANCE_FUNCS(FOLIO_VK_DECLARE)
 #undef FOLIO_VK_DECLARE
+  // VK_KHR_push_descriptor; nullptr where the loader does not offer it (a
+  // device uses it only where it also has and enables the extension).
+  PFN_vkCmdPushDescriptorSetKHR vkCmdPushDescriptorSetKHR = nullptr;
 };
 
 // The process's API table; load_vulkan() fills its global functions (once;

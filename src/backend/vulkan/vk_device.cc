@@ -123,6 +123,8 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
   c.int8_arith = f16.shaderInt8 == VK_TRUE;
   c.storage_16bit = s16.storageBuffer16BitAccess == VK_TRUE;
   c.cooperative_matrix = has_extension(pd, "VK_KHR_cooperative_matrix");
+  c.push_descriptor = has_extension(pd, "VK_KHR_push_descriptor") &&
+                      vk().vkCmdPushDescriptorSetKHR != nullptr;
   return d;
 }
 
@@ -166,6 +168,7 @@ std::string DeviceInfo::features() const {
   if (caps.int8_arith) s += ", int8";
   if (caps.storage_16bit) s += ", 16-bit storage";
   if (caps.cooperative_matrix) s += ", cooperative matrix";
+  if (caps.push_descriptor) s += ", push descriptors";
   return s;
 }
 
@@ -219,6 +222,13 @@ Result<std::unique_ptr<VulkanDevice>> VulkanDevice::open(int index) {
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
+  // Descriptors written into the command buffer per dispatch, where offered:
+  // no descriptor set to allocate and update for each one.
+  const char* push_ext = "VK_KHR_push_descriptor";
+  if (d->info_.caps.push_descriptor) {
+    dci.enabledExtensionCount = 1;
+    dci.ppEnabledExtensionNames = &push_ext;
+  }
   FOLIO_RETURN_IF_ERROR(
       vk_check(vk().vkCreateDevice(d->physical_, &dci, nullptr, &d->device_), "vkCreateDevice"));
   vk().vkGetDeviceQueue(d->device_, d->queue_family_, 0, &d->queue_);

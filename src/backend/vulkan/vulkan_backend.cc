@@ -8,6 +8,8 @@
 #include <map>
 
 #include "backend/device_memory.h"
+#include "backend/vulkan/vk_hazards.h"
+#include "backend/vulkan/vk_memory.h"
 #include "backend/vulkan/vk_pipelines.h"
 #include "core/aligned.h"
 
@@ -41,7 +43,6 @@ const std::vector<KernelDef>& vulkan_kernels() {
 
 namespace {
 
-constexpr size_t kChunkBytes = size_t{256} << 20;
 constexpr size_t kParamsRingBytes = size_t{4} << 20;
 constexpr size_t kUploadRingBytes = size_t{64} << 20;
 constexpr size_t kReadbackBytes = size_t{32} << 20;
@@ -52,65 +53,6 @@ constexpr uint32_t kMaxBindings = 16;
 // starts early and stays busy while the host records the rest.
 constexpr uint32_t kDispatchesPerPiece = 32;
 
-// A buffer with its own memory (staging rings, the error word, chunks).
-struct VkMem {
-  VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  void* map = nullptr;  // host-visible memory only
-  size_t size = 0;
-};
-
-Result<VkMem> make_buffer(const VulkanDevice& d, size_t size, uint32_t memory_type, bool map,
-                          const char* what) {
-  VkMem m;
-  m.size = size;
-  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  bci.size = size;
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-              VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateBuffer(d.device(), &bci, nullptr, &m.buffer), what));
-  VkMemoryRequirements req;
-  vk().vkGetBufferMemoryRequirements(d.device(), m.buffer, &req);
-  if (!(req.memoryTypeBits & (1u << memory_type))) {
-    vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
-    return unsupported("vulkan: {}: the chosen memory type cannot hold storage buffers", what);
-  }
-  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  ai.allocationSize = req.size;
-  ai.memoryTypeIndex = memory_type;
-  const VkResult r = vk().vkAllocateMemory(d.device(), &ai, nullptr, &m.memory);
-  if (r != VK_SUCCESS) {
-    vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
-    return vk_check(r, what);
-  }
-  vk().vkBindBufferMemory(d.device(), m.buffer, m.memory, 0);
-  if (map) {
-    const VkResult mr = vk().vkMapMemory(d.device(), m.memory, 0, VK_WHOLE_SIZE, 0, &m.map);
-    if (mr != VK_SUCCESS) {
-      vk().vkFreeMemory(d.device(), m.memory, nullptr);
-      vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
-      return vk_check(mr, what);
-    }
-  }
-  return m;
-}
-
-void destroy_buffer(const VulkanDevice& d, VkMem& m) {
-  if (m.map != nullptr) vk().vkUnmapMemory(d.device(), m.memory);
-  if (m.buffer != VK_NULL_HANDLE) vk().vkDestroyBuffer(d.device(), m.buffer, nullptr);
-  if (m.memory != VK_NULL_HANDLE) vk().vkFreeMemory(d.device(), m.memory, nullptr);
-  m = VkMem{};
-}
-
-// A device-local chunk, sub-allocated first fit.
-struct Chunk {
-  VkMem mem;
-  DeviceAddressRange range;
-  std::map<size_t, size_t> free;  // offset -> bytes
-  size_t used = 0;
-};
-
 }  // namespace
 
 class VulkanBackend::Impl {
@@ -118,12 +60,12 @@ class VulkanBackend::Impl {
   VulkanBackend& self;
   std::unique_ptr<VulkanDevice> device;
   std::unique_ptr<PipelineCache> pipelines;
+  // Descriptors pushed into the command buffer (VK_KHR_push_descriptor);
+  // else a set allocated from desc_pool and written per dispatch.
+  bool push_descriptors = false;
   mutable std::recursive_mutex mu;
 
-  std::vector<std::unique_ptr<Chunk>> chunks;
-  uint64_t allocated = 0;    // bytes handed out
-  uint64_t chunk_bytes = 0;  // bytes of device memory held
-  uint64_t memory_limit = 0; // FOLIO_VULKAN_MEMORY_MIB (0: the device's)
+  std::unique_ptr<DeviceHeap> heap;  // tensors' memory
 
   VkCommandPool cmd_pool = VK_NULL_HANDLE;
   // Command buffers of the current step: cmds[0 .. cur) are submitted and
@@ -139,9 +81,13 @@ class VulkanBackend::Impl {
   VkDescriptorPool desc_pool = VK_NULL_HANDLE;
   uint32_t sets_used = 0;
   bool recording = false;
-  bool pending = false;  // commands recorded since the last barrier
+  // Ranges read and written since the last barrier: a command waits only
+  // for those it overlaps (vk_hazards.h). The first command after a wait on
+  // the host waits for everything (mark_all in flush()).
+  HazardTracker hazards;
   VkMem params, upload, readback, errors;
   size_t params_used = 0, upload_used = 0;
+  StreamCounters counters;  // what was recorded and submitted so far
   // Recorder::scratch: one device allocation handed out front to back and
   // rewound by flush() (whatever used it before has then finished).
   void* scratch_mem = nullptr;
@@ -154,8 +100,7 @@ class VulkanBackend::Impl {
     VkDevice d = device->device();
     vk().vkDeviceWaitIdle(d);
     pipelines.reset();
-    for (auto& c : chunks) destroy_buffer(*device, c->mem);
-    chunks.clear();
+    heap.reset();
     for (VkMem* m : {&params, &upload, &readback, &errors}) destroy_buffer(*device, *m);
     if (desc_pool != VK_NULL_HANDLE) vk().vkDestroyDescriptorPool(d, desc_pool, nullptr);
     if (fence != VK_NULL_HANDLE) vk().vkDestroyFence(d, fence, nullptr);
@@ -164,10 +109,12 @@ class VulkanBackend::Impl {
 
   Status init() {
     const VulkanDevice& d = *device;
+    uint64_t memory_limit = 0;  // FOLIO_VULKAN_MEMORY_MIB (0: the device's)
     if (const char* e = std::getenv("FOLIO_VULKAN_MEMORY_MIB"); e != nullptr && e[0] != '\0') {
       memory_limit = static_cast<uint64_t>(std::strtoull(e, nullptr, 10)) << 20;
     }
-    pipelines = std::make_unique<PipelineCache>(d);
+    heap = std::make_unique<DeviceHeap>(d, &self, memory_limit);
+    pipelines = std::make_unique<PipelineCache>(d, push_descriptors);
     VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pci.queueFamilyIndex = d.queue_family();
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkCreateCommandPool(d.device(), &pci, nullptr, &cmd_pool),
@@ -196,102 +143,17 @@ class VulkanBackend::Impl {
     return Status();
   }
 
-  // --- memory ---------------------------------------------------------------
+  // --- memory (DeviceHeap, under the lock) -----------------------------------
   Result<void*> alloc(size_t size) {
     std::lock_guard lock(mu);
-    size = align_up(std::max<size_t>(size, 1), 256);
-    const uint64_t limit = std::min<uint64_t>(device->caps().max_storage_buffer_range,
-                                              device->max_allocation() ? device->max_allocation()
-                                                                       : UINT64_MAX);
-    if (size > limit) {
-      return resource_exhausted(
-          "vulkan: a tensor of {:.1f} MiB exceeds the largest buffer {} binds ({:.1f} MiB)",
-          size / 1048576.0, device->info().name, limit / 1048576.0);
-    }
-    for (auto& c : chunks) {
-      for (auto it = c->free.begin(); it != c->free.end(); ++it) {
-        if (it->second < size) continue;
-        const size_t off = it->first, left = it->second - size;
-        c->free.erase(it);
-        if (left > 0) c->free[off + size] = left;
-        c->used += size;
-        allocated += size;
-        return static_cast<void*>(c->range.base() + off);
-      }
-    }
-    size_t chunk_size = std::min<uint64_t>(std::max(size, kChunkBytes), limit);
-    if (memory_limit > 0) {  // FOLIO_VULKAN_MEMORY_MIB: a cap below the device's own
-      if (chunk_bytes + size > memory_limit) {
-        return resource_exhausted(
-            "vulkan: out of device memory on {}: {:.1f} MiB more would pass the "
-            "FOLIO_VULKAN_MEMORY_MIB limit of {:.0f} MiB ({:.1f} MiB in use)",
-            device->info().name, size / 1048576.0, memory_limit / 1048576.0,
-            allocated / 1048576.0);
-      }
-      chunk_size = std::min<uint64_t>(chunk_size, memory_limit - chunk_bytes);
-    }
-    auto c = std::make_unique<Chunk>();
-    Result<VkMem> mem = make_buffer(*device, chunk_size, device->device_memory_type(), false,
-                                    "device memory");
-    if (!mem.ok()) {
-      return resource_exhausted(
-          "vulkan: out of device memory on {}: cannot allocate {:.1f} MiB with {:.1f} MiB in use ({})",
-          device->info().name, chunk_size / 1048576.0, allocated / 1048576.0,
-          mem.status().message());
-    }
-    c->mem = *mem;
-    Result<DeviceAddressRange> range = DeviceAddressRange::reserve(chunk_size, &self, c.get());
-    if (!range.ok()) {
-      destroy_buffer(*device, c->mem);
-      return range.status();
-    }
-    c->range = std::move(range).value();
-    chunk_bytes += chunk_size;
-    if (chunk_size > size) c->free[size] = chunk_size - size;
-    c->used = size;
-    allocated += size;
-    void* p = c->range.base();
-    chunks.push_back(std::move(c));
-    return p;
+    return heap->alloc(size);
   }
-
   void free(void* p, size_t size) {
     std::lock_guard lock(mu);
-    size = align_up(std::max<size_t>(size, 1), 256);
-    const DeviceAddress a = lookup_device_address(p);
-    auto* c = static_cast<Chunk*>(a.cookie);
-    if (c == nullptr) return;
-    size_t off = static_cast<size_t>(static_cast<const char*>(p) - a.base);
-    // Merge with the free neighbours.
-    auto next = c->free.lower_bound(off);
-    if (next != c->free.end() && next->first == off + size) {
-      size += next->second;
-      next = c->free.erase(next);
-    }
-    if (next != c->free.begin()) {
-      auto prev = std::prev(next);
-      if (prev->first + prev->second == off) {
-        off = prev->first;
-        size += prev->second;
-        c->free.erase(prev);
-      }
-    }
-    c->free[off] = size;
-    c->used -= std::min(c->used, size);
-    allocated -= std::min<uint64_t>(allocated, size);
+    heap->free(p, size);
   }
-
-  // (chunk, offset) of a device address of this backend, with `n` bytes in range.
   Result<std::pair<Chunk*, size_t>> locate(const void* p, size_t n) const {
-    const DeviceAddress a = lookup_device_address(p);
-    if (a.owner != &self) {
-      return invalid_argument("vulkan: address {} is not memory of {}", p, self.name());
-    }
-    const size_t off = static_cast<size_t>(static_cast<const char*>(p) - a.base);
-    if (n > a.size - off) {
-      return out_of_range("vulkan: {} bytes at offset {} overrun a buffer of {}", n, off, a.size);
-    }
-    return std::pair<Chunk*, size_t>{static_cast<Chunk*>(a.cookie), off};
+    return heap->locate(p, n);
   }
 
   // --- recording --------------------------------------------------------------
@@ -312,7 +174,6 @@ class VulkanBackend::Impl {
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer"));
     recording = true;
-    pending = true;  // the first command waits for earlier submissions' writes
     since_submit = 0;
     return Status();
   }
@@ -328,12 +189,18 @@ class VulkanBackend::Impl {
     si.pCommandBuffers = &cmd;
     ++cur;
     in_flight = true;
+    ++counters.submits;
     return vk_check(vk().vkQueueSubmit(device->queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+  }
+
+  // Records a barrier before the command `c` when it overlaps work recorded
+  // since the last one (vk_hazards.h); `c` is then unsynchronised work.
+  void order(const CommandAccess& c) {
+    if (hazards.order(c)) barrier();
   }
 
   // A barrier between everything recorded so far and what comes next.
   void barrier() {
-    if (!pending) return;
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
@@ -341,7 +208,7 @@ class VulkanBackend::Impl {
     const VkPipelineStageFlags stages =
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
     vk().vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
-    pending = false;
+    ++counters.barriers;
   }
 
   // Submits what was recorded and waits; then the rings and pools are free
@@ -355,6 +222,7 @@ class VulkanBackend::Impl {
       vk().vkCmdPipelineBarrier(cmd,
                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                                 VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+      ++counters.barriers;
       recording = false;
       FOLIO_RETURN_IF_ERROR(vk_check(vk().vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
       VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -362,6 +230,7 @@ class VulkanBackend::Impl {
       si.pCommandBuffers = &cmd;
       VkDevice d = device->device();
       Status s = vk_check(vk().vkQueueSubmit(device->queue(), 1, &si, fence), "vkQueueSubmit");
+      ++counters.submits;
       if (s.ok()) {
         s = vk_check(vk().vkWaitForFences(d, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
       }
@@ -369,6 +238,7 @@ class VulkanBackend::Impl {
       vk().vkResetCommandPool(d, cmd_pool, 0);
       cur = 0;
       in_flight = false;
+      hazards.mark_all();  // the next command waits for all of this submission's writes
       vk().vkResetDescriptorPool(d, desc_pool, 0);
       sets_used = 0;
       params_used = 0;
@@ -404,7 +274,7 @@ class VulkanBackend::Impl {
   Status dispatch(const char* shader, std::initializer_list<uint32_t> spec, const void* p,
                   size_t p_bytes, std::initializer_list<TensorView> tensors, uint32_t gx,
                   uint32_t gy, uint32_t gz) {
-    const std::vector<uint32_t> spec_v(spec);
+    const std::span<const uint32_t> spec_v(spec.begin(), spec.size());  // no copy
     const auto n_tensors = static_cast<uint32_t>(tensors.size());
     if (2 + n_tensors > kMaxBindings) return internal_error("vulkan: {}: too many tensors", shader);
     FOLIO_ASSIGN_OR_RETURN(const Pipeline* pl, pipelines->get(shader, spec_v, 2 + n_tensors));
@@ -413,8 +283,12 @@ class VulkanBackend::Impl {
                             shader, pl->n_bindings, n_tensors);
     }
     if (p_bytes > kParamsRingBytes / 4) return internal_error("vulkan: {}: params too large", shader);
-    // Resolve tensors first (no state changes on error).
+    // Resolve tensors first (no state changes on error). Each tensor's
+    // bytes are read, or written where the shader does not declare its
+    // binding readonly (a binding the shader lacks counts as read).
     VkBuffer bufs[kMaxBindings];
+    AccessRange ranges[kMaxBindings];
+    uint32_t n_ranges = 0;
     {
       uint32_t i = 0;
       for (const TensorView& t : tensors) {
@@ -423,24 +297,28 @@ class VulkanBackend::Impl {
           continue;
         }
         FOLIO_ASSIGN_OR_RETURN(auto loc, locate(t.data, 0));
+        const bool write = ((pl->writable >> (2 + i)) & 1u) != 0;
+        ranges[n_ranges++] = access_range(t.data, t.span_bytes(), write);
         bufs[i++] = loc.first->mem.buffer;
       }
     }
-    if (sets_used == kSetsPerPool) FOLIO_RETURN_IF_ERROR(flush());
+    if (!push_descriptors && sets_used == kSetsPerPool) FOLIO_RETURN_IF_ERROR(flush());
     FOLIO_ASSIGN_OR_RETURN(const size_t poff,
                            reserve(params_used, kParamsRingBytes, std::max<size_t>(p_bytes, 4),
                                    kParamsAlign));
     if (p_bytes > 0) std::memcpy(static_cast<char*>(params.map) + poff, p, p_bytes);
     FOLIO_RETURN_IF_ERROR(begin());
 
-    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    ai.descriptorPool = desc_pool;
-    ai.descriptorSetCount = 1;
-    ai.pSetLayouts = &pl->set_layout;
-    VkDescriptorSet set;
-    FOLIO_RETURN_IF_ERROR(vk_check(vk().vkAllocateDescriptorSets(device->device(), &ai, &set),
-                                   "vkAllocateDescriptorSets"));
-    ++sets_used;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    if (!push_descriptors) {
+      VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+      ai.descriptorPool = desc_pool;
+      ai.descriptorSetCount = 1;
+      ai.pSetLayouts = &pl->set_layout;
+      FOLIO_RETURN_IF_ERROR(vk_check(vk().vkAllocateDescriptorSets(device->device(), &ai, &set),
+                                     "vkAllocateDescriptorSets"));
+      ++sets_used;
+    }
     VkDescriptorBufferInfo info[kMaxBindings];
     VkWriteDescriptorSet writes[kMaxBindings];
     info[0] = {params.buffer, poff, std::max<size_t>(p_bytes, 4)};
@@ -454,13 +332,20 @@ class VulkanBackend::Impl {
       writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[i].pBufferInfo = &info[i];
     }
-    vk().vkUpdateDescriptorSets(device->device(), 2 + n_tensors, writes, 0, nullptr);
-    barrier();
+    if (!push_descriptors) {
+      vk().vkUpdateDescriptorSets(device->device(), 2 + n_tensors, writes, 0, nullptr);
+    }
+    order(CommandAccess{std::span<const AccessRange>(ranges, n_ranges), pl->reads_errors});
     vk().vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->pipeline);
-    vk().vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0, 1, &set, 0,
-                                 nullptr);
+    if (push_descriptors) {
+      vk().vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0,
+                                     2 + n_tensors, writes);
+    } else {
+      vk().vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0, 1, &set, 0,
+                                   nullptr);
+    }
     vk().vkCmdDispatch(cmd, gx, gy, gz);
-    pending = true;
+    ++counters.dispatches;
     if (++since_submit >= kDispatchesPerPiece) return submit_piece();
     return Status();
   }
@@ -513,10 +398,11 @@ class VulkanBackend::Impl {
       FOLIO_ASSIGN_OR_RETURN(const size_t off, reserve(upload_used, kUploadRingBytes, piece, 16));
       std::memcpy(static_cast<char*>(upload.map) + off, s, piece);
       FOLIO_RETURN_IF_ERROR(begin());
-      barrier();
+      const AccessRange w = access_range(static_cast<char*>(dst) + (s - static_cast<const char*>(src)),
+                                         piece, true);
+      order(CommandAccess{std::span<const AccessRange>(&w, 1)});
       const VkBufferCopy region{off, loc.second, piece};
       vk().vkCmdCopyBuffer(cmd, upload.buffer, loc.first->mem.buffer, 1, &region);
-      pending = true;
       s += piece;
       loc.second += piece;
       n -= piece;
@@ -531,11 +417,12 @@ class VulkanBackend::Impl {
     do {
       const size_t piece = std::min(n, kReadbackBytes);
       FOLIO_RETURN_IF_ERROR(begin());
-      barrier();
       if (piece > 0) {
+        const AccessRange r =
+            access_range(static_cast<const char*>(src) + (d - static_cast<char*>(dst)), piece, false);
+        order(CommandAccess{std::span<const AccessRange>(&r, 1)});
         const VkBufferCopy region{loc.second, 0, piece};
         vk().vkCmdCopyBuffer(cmd, loc.first->mem.buffer, readback.buffer, 1, &region);
-        pending = true;
       }
       FOLIO_RETURN_IF_ERROR(flush());
       std::memcpy(d, readback.map, piece);
@@ -555,10 +442,10 @@ class VulkanBackend::Impl {
       return invalid_argument("vulkan: copy of {} bytes between overlapping ranges", n);
     }
     FOLIO_RETURN_IF_ERROR(begin());
-    barrier();
+    const AccessRange r[2] = {access_range(src, n, false), access_range(dst, n, true)};
+    order(CommandAccess{r});
     const VkBufferCopy region{from.second, to.second, n};
     vk().vkCmdCopyBuffer(cmd, from.first->mem.buffer, to.first->mem.buffer, 1, &region);
-    pending = true;
     return Status();
   }
 
@@ -572,9 +459,9 @@ class VulkanBackend::Impl {
       return write(dst, zeros.data(), n);
     }
     FOLIO_RETURN_IF_ERROR(begin());
-    barrier();
+    const AccessRange w = access_range(dst, n, true);
+    order(CommandAccess{std::span<const AccessRange>(&w, 1)});
     vk().vkCmdFillBuffer(cmd, loc.first->mem.buffer, loc.second, n, 0);
-    pending = true;
     return Status();
   }
 };
@@ -640,10 +527,13 @@ class DeviceBuffer final : public Buffer {
 
 // --- VulkanBackend -------------------------------------------------------
 
-Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(int index) {
+Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(int index,
+                                                            bool allow_push_descriptors) {
   auto b = std::unique_ptr<VulkanBackend>(new VulkanBackend());
   b->impl_ = std::make_unique<Impl>(*b);
   FOLIO_ASSIGN_OR_RETURN(b->impl_->device, VulkanDevice::open(index));
+  b->impl_->push_descriptors =
+      allow_push_descriptors && b->impl_->device->caps().push_descriptor;
   b->name_ = fmt::format("Vulkan{}", b->impl_->device->info().index);
   FOLIO_RETURN_IF_ERROR(b->impl_->init());
   return b;
@@ -653,9 +543,16 @@ VulkanBackend::~VulkanBackend() = default;
 
 const DeviceInfo& VulkanBackend::info() const { return impl_->device->info(); }
 
+std::optional<StreamCounters> VulkanBackend::stream_counters() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->counters;
+}
+
+bool VulkanBackend::push_descriptors() const { return impl_->push_descriptors; }
+
 uint64_t VulkanBackend::allocated_bytes() const {
   std::lock_guard lock(impl_->mu);
-  return impl_->allocated;
+  return impl_->heap->allocated();
 }
 
 KernelHandle VulkanBackend::select_kernel(const Op& op) const {

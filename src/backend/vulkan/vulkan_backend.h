@@ -1,17 +1,18 @@
 // The Vulkan backend: runs ops as compute dispatches on one Vulkan device.
 //
-// Memory: device-local chunks (256 MiB, or one per larger tensor) are
-// sub-allocated; each chunk has a reserved host address range
+// Memory (vk_memory.h): device-local chunks (256 MiB, or one per larger
+// tensor) are sub-allocated; each chunk has a reserved host address range
 // (backend/device_memory.h), so device tensors are ordinary views whose
 // pointers the host never dereferences.
 //
 // Execution: run_kernel() records; nothing waits. Dispatches, uploads and
-// device-side copies join one command buffer, each behind a barrier on the
-// work before it, and run when the backend synchronizes: a read() (the
-// logits of a step, say), synchronize(), or a full parameter / staging ring
-// or descriptor pool (then the work so far is submitted and recording goes
-// on). Kernels that find invalid data (an id out of range) set an error word
-// that the next synchronize turns into a Status.
+// device-side copies join one command buffer, each behind a barrier only
+// where it overlaps work recorded since the last one (vk_hazards.h), and
+// run when the backend synchronizes: a read() (the logits of a step, say),
+// synchronize(), or a full parameter / staging ring or descriptor pool
+// (then the work so far is submitted and recording goes on). Kernels that
+// find invalid data (an id out of range) set an error word that the next
+// synchronize turns into a Status.
 #pragma once
 
 #include <memory>
@@ -48,8 +49,12 @@ class VulkanBufferType final : public BufferType {
 
 class VulkanBackend final : public Backend {
  public:
-  // Opens device `index` (-1: the best; see VulkanDevice::open).
-  static Result<std::unique_ptr<VulkanBackend>> create(int index = -1);
+  // Opens device `index` (-1: the best; see VulkanDevice::open). Descriptors
+  // are pushed into the command buffer where the device has
+  // VK_KHR_push_descriptor, unless allow_push_descriptors is false (tests of
+  // the allocated-set path), else written into sets from a pool.
+  static Result<std::unique_ptr<VulkanBackend>> create(int index = -1,
+                                                       bool allow_push_descriptors = true);
   ~VulkanBackend() override;
 
   std::string name() const override { return name_; }
@@ -66,8 +71,11 @@ class VulkanBackend final : public Backend {
   Status fill_zero(void* dst, size_t n);
   Status synchronize() override;
   bool is_host() const override { return false; }
+  std::optional<StreamCounters> stream_counters() const override;
 
   const DeviceInfo& info() const;
+  // Whether dispatches push their descriptors (see create()).
+  bool push_descriptors() const;
   // Device memory in use (tensor chunks), bytes.
   uint64_t allocated_bytes() const;
 

@@ -96,9 +96,11 @@ void DeltaNetLayer::project(const TensorView& xs) {
     ctx_.unary(g_, UnaryKind::kSoftplus, g_);
     ctx_.mul(g_, reshape(l_.ssm_a, {r, hk_, 1, 1}), g_);
   } else {
+    // Both projections before what reads them: on a device they share a
+    // barrier stage with the ones above, and the sigmoid with the add.
     beta_ = ctx_.mul_mat(l_.ssm_beta, xs);  // [Hv, T]
+    g_ = ctx_.mul_mat(l_.ssm_alpha, xs);    // [Hv, T]
     ctx_.unary(beta_, UnaryKind::kSigmoid, beta_);
-    g_ = ctx_.mul_mat(l_.ssm_alpha, xs);  // [Hv, T]
     ctx_.add(g_, l_.ssm_dt, g_);
     ctx_.unary(g_, UnaryKind::kSoftplus, g_);
     ctx_.mul(g_, l_.ssm_a, g_);  // -exp(A_log) * softplus(alpha + dt_bias)

@@ -60,6 +60,11 @@ std::string bench_json_line(const BenchRecord& r) {
     j["bw_limit_tokens_per_s"] = limit;
     j["bw_fraction"] = r.result.mean_ts / limit;
   }
+  if (r.result.stream) {
+    j["dispatches_per_token"] = r.result.stream->dispatches;
+    j["barriers_per_token"] = r.result.stream->barriers;
+    j["submits_per_token"] = r.result.stream->submits;
+  }
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
@@ -70,7 +75,7 @@ std::string membench_json_line(const MemBandwidthResult& m) {
   return j.dump();
 }
 
-std::string bench_table_header(bool with_bw) {
+std::string bench_table_header(bool with_bw, bool with_stream) {
   std::string h = fmt::format(fmt::runtime(kRowFormat), "model", "size", "params", "backend",
                               "threads", "kv", "ub", "test", "t/s");
   std::string sep = fmt::format(
@@ -81,10 +86,14 @@ std::string bench_table_header(bool with_bw) {
     h += fmt::format(" {:>9} | {:>5} |", "B/tok", "% BW");
     sep += fmt::format(" {:->9}:| {:->5}:|", "", "");
   }
+  if (with_stream) {
+    h += fmt::format(" {:>7} | {:>7} | {:>6} |", "disp", "barr", "subm");
+    sep += fmt::format(" {:->7}:| {:->7}:| {:->6}:|", "", "", "");
+  }
   return h + "\n" + sep;
 }
 
-std::string bench_table_row(const BenchRecord& r, bool with_bw) {
+std::string bench_table_row(const BenchRecord& r, bool with_bw, bool with_stream) {
   std::string row = fmt::format(
       fmt::runtime(kRowFormat), r.model.type, size_str(r.model.size_bytes),
       params_str(r.model.n_params), r.backend, r.threads, r.kv_type, r.n_ubatch,
@@ -98,6 +107,14 @@ std::string bench_table_row(const BenchRecord& r, bool with_bw) {
                          fmt::format("{:.0f}%", 100.0 * r.result.mean_ts / limit));
     } else {
       row += fmt::format(" {:>9} | {:>5} |", "", "");
+    }
+  }
+  if (with_stream) {
+    if (r.result.stream) {
+      row += fmt::format(" {:>7.1f} | {:>7.1f} | {:>6.2f} |", r.result.stream->dispatches,
+                         r.result.stream->barriers, r.result.stream->submits);
+    } else {
+      row += fmt::format(" {:>7} | {:>7} | {:>6} |", "", "", "");
     }
   }
   return row;

@@ -9,7 +9,10 @@
 //   repetitions, decode_bytes (weight bytes one decode step reads)
 // and, for tg tests when the bandwidth was measured or given: bw_gbps,
 // bw_limit_tokens_per_s (n_seqs * bandwidth / decode_bytes) and bw_fraction
-// (tokens_per_s / that limit).
+// (tokens_per_s / that limit). With a device that counts its command stream
+// (Backend::stream_counters): dispatches_per_token, barriers_per_token and
+// submits_per_token, per timed forward: a decode step of a tg test (one token
+// of each sequence), an n_ubatch chunk of a pp test.
 #pragma once
 
 #include <cstdint>
@@ -45,8 +48,9 @@ std::string bench_json_line(const BenchRecord& r);
 std::string membench_json_line(const MemBandwidthResult& m);
 
 // Markdown table: header (two lines), then one row per record. with_bw adds
-// the columns "B/tok" and "% BW" (filled for tg tests).
-std::string bench_table_header(bool with_bw);
-std::string bench_table_row(const BenchRecord& r, bool with_bw);
+// the columns "B/tok" and "% BW" (filled for tg tests); with_stream the
+// command-stream counts per forward "disp", "barr", "subm" (see above).
+std::string bench_table_header(bool with_bw, bool with_stream = false);
+std::string bench_table_row(const BenchRecord& r, bool with_bw, bool with_stream = false);
 
 }  // namespace folio::tools

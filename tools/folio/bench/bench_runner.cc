@@ -279,6 +279,28 @@ void BenchRunner::random_tokens(int64_t n, std::vector<int32_t>* out) {
   for (int32_t& t : *out) t = static_cast<int32_t>(splitmix64(&rng_state_) % n_vocab);
 }
 
+std::optional<StreamCounters> BenchRunner::stream_totals() const {
+  std::optional<StreamCounters> sum;
+  for (const Backend* b : ctx_.backends()) {
+    const std::optional<StreamCounters> c = b->stream_counters();
+    if (!c) continue;
+    if (!sum) sum = StreamCounters{};
+    sum->dispatches += c->dispatches;
+    sum->barriers += c->barriers;
+    sum->submits += c->submits;
+  }
+  return sum;
+}
+
+void BenchRunner::add_timed(const std::optional<StreamCounters>& before, int64_t forwards) {
+  const std::optional<StreamCounters> after = stream_totals();
+  if (!before || !after) return;
+  timed_stream_.dispatches += after->dispatches - before->dispatches;
+  timed_stream_.barriers += after->barriers - before->barriers;
+  timed_stream_.submits += after->submits - before->submits;
+  timed_forwards_ += forwards;
+}
+
 Status BenchRunner::forward(const cache::Batch& batch) {
   Result<TensorView> logits = model_.forward(batch, *cache_, ctx_);
   return logits.status();
@@ -289,8 +311,10 @@ Result<double> BenchRunner::run_prefill(int64_t n_prompt) {
   random_tokens(n_prompt, &tokens_);
   const int64_t ub = options_.n_ubatch;
   Status st;
+  const std::optional<StreamCounters> stream0 = stream_totals();
+  int64_t forwards = 0;
   const auto t0 = Clock::now();
-  for (int64_t b = 0; b < n_prompt && st.ok(); b += ub) {
+  for (int64_t b = 0; b < n_prompt && st.ok(); b += ub, ++forwards) {
     const int64_t e = std::min(n_prompt, b + ub);
     batch_.clear();
     for (int64_t i = b; i < e; ++i) {
@@ -299,6 +323,7 @@ Result<double> BenchRunner::run_prefill(int64_t n_prompt) {
     st = forward(batch_);
   }
   const auto t1 = Clock::now();
+  add_timed(stream0, forwards);
   const Status rm = cache_->remove_sequence(seq);
   FOLIO_RETURN_IF_ERROR(st);
   FOLIO_RETURN_IF_ERROR(rm);
@@ -338,6 +363,7 @@ Result<double> BenchRunner::run_decode(int64_t n_gen, int n_seqs) {
     st = forward(batch_);
   }
   random_tokens(n_gen * n_seqs, &tokens_);
+  const std::optional<StreamCounters> stream0 = stream_totals();
   const auto t0 = Clock::now();
   for (int64_t step = 0; step < n_gen && st.ok(); ++step) {
     batch_.clear();
@@ -348,6 +374,7 @@ Result<double> BenchRunner::run_decode(int64_t n_gen, int n_seqs) {
     st = forward(batch_);
   }
   const auto t1 = Clock::now();
+  add_timed(stream0, n_gen);
   const Status rm = release();
   FOLIO_RETURN_IF_ERROR(st);
   FOLIO_RETURN_IF_ERROR(rm);
@@ -380,6 +407,8 @@ Result<BenchResult> BenchRunner::run(const BenchTest& test) {
   }
   BenchResult r;
   r.test = test;
+  timed_stream_ = StreamCounters{};
+  timed_forwards_ = 0;
   const double tokens = test.is_prefill() ? static_cast<double>(test.n_prompt)
                                           : static_cast<double>(test.n_gen * test.n_seqs);
   for (int rep = 0; rep < options_.repetitions; ++rep) {
@@ -392,6 +421,12 @@ Result<BenchResult> BenchRunner::run(const BenchTest& test) {
                    options_.repetitions, r.samples_ts.back());
       std::fflush(options_.log);
     }
+  }
+  if (timed_forwards_ > 0) {
+    const auto n = static_cast<double>(timed_forwards_);
+    r.stream = StreamPerForward{static_cast<double>(timed_stream_.dispatches) / n,
+                                static_cast<double>(timed_stream_.barriers) / n,
+                                static_cast<double>(timed_stream_.submits) / n};
   }
   const MeanStddev ms = mean_stddev(r.samples_ts);
   r.mean_ts = ms.mean;

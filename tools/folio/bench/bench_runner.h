@@ -17,7 +17,10 @@
 //           (one per sequence, each with logits); tokens/s = S * N / time
 //           (llama.cpp batched-bench's S_TG).
 // Each repetition starts from an empty cache; a warmup run (untimed) of the
-// same shape precedes the repetitions.
+// same shape precedes the repetitions. With a device backend the runner also
+// counts what the timed forwards recorded into its command stream
+// (Backend::stream_counters): per forward, i.e. per decode step of a tg test
+// (one token of each sequence) and per n_ubatch chunk of a pp test.
 #pragma once
 
 #include "cache/cache_memory.h"
@@ -25,6 +28,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -65,8 +69,17 @@ struct BenchOptions {
   cache::CacheAllocator kv_alloc;  // KV storage (a device's memory); empty: host
 };
 
+// Command-stream counts per timed forward (a decode step, a prefill chunk).
+struct StreamPerForward {
+  double dispatches = 0;
+  double barriers = 0;
+  double submits = 0;
+};
+
 struct BenchResult {
   BenchTest test;
+  // Set when a backend of the context counts its command stream.
+  std::optional<StreamPerForward> stream;
   std::vector<double> samples_ns;  // [repetitions] wall time of the timed part
   std::vector<double> samples_ts;  // [repetitions] tokens/s
   double mean_ts = 0;
@@ -126,6 +139,10 @@ class BenchRunner {
   Result<double> run_decode(int64_t n_gen, int n_seqs);
   void random_tokens(int64_t n, std::vector<int32_t>* out);
   Status forward(const cache::Batch& batch);
+  // The context's device counters summed over its backends (nullopt: none
+  // counts), and the running totals over timed forwards.
+  std::optional<StreamCounters> stream_totals() const;
+  void add_timed(const std::optional<StreamCounters>& before, int64_t forwards);
 
   const model::Model& model_;
   model::ForwardContext& ctx_;
@@ -134,6 +151,8 @@ class BenchRunner {
   uint64_t rng_state_ = 0;
   cache::Batch batch_;
   std::vector<int32_t> tokens_;
+  StreamCounters timed_stream_;  // summed over the timed forwards of run()
+  int64_t timed_forwards_ = 0;
 };
 
 }  // namespace folio::tools
