@@ -72,7 +72,7 @@ class GenerationReply final : public AsyncReply {
   std::vector<ChoiceOutput> outputs;    // [n_subs * n] non-streaming
   std::vector<int64_t> offsets;         // [n_subs * n] streaming logprobs text offsets
   // Chat with tools: calls are parsed out of the output in this format.
-  ToolCallFormat tool_format = ToolCallFormat::kNone;
+  chat::ToolCallFormat tool_format = chat::ToolCallFormat::kNone;
   Json tools;
   bool parallel_tool_calls = true;
 
@@ -121,10 +121,10 @@ class GenerationReply final : public AsyncReply {
     for (const RequestEvent& e : events_) collect(e);
     if (done_subs_ < n_subs && !failure_) return p;
     if (failure_) return fail(*failure_);
-    if (tool_format != ToolCallFormat::kNone) {
+    if (tool_format != chat::ToolCallFormat::kNone) {
       for (ChoiceOutput& out : outputs) {
         std::string content;
-        ToolCallParser::parse_all(tool_format, &tools, out.text, &content, &out.tool_calls);
+        chat::ToolCallParser::parse_all(tool_format, &tools, out.text, &content, &out.tool_calls);
         if (!parallel_tool_calls && out.tool_calls.size() > 1) out.tool_calls.resize(1);
         out.text = std::move(content);
         if (!out.tool_calls.empty()) out.finish_reason = "tool_calls";
@@ -170,8 +170,8 @@ class GenerationReply final : public AsyncReply {
       head_ = true;
       held_.resize(static_cast<size_t>(n_subs * n));
       emitted_.assign(static_cast<size_t>(n_subs * n), 0);
-      if (tool_format != ToolCallFormat::kNone) {
-        parsers_.assign(static_cast<size_t>(n_subs * n), ToolCallParser(tool_format, &tools));
+      if (tool_format != chat::ToolCallFormat::kNone) {
+        parsers_.assign(static_cast<size_t>(n_subs * n), chat::ToolCallParser(tool_format, &tools));
         n_calls_.assign(static_cast<size_t>(n_subs * n), 0);
       }
       p.head = true;
@@ -213,7 +213,7 @@ class GenerationReply final : public AsyncReply {
 
   // Tool calls of choice `index` as one chunk (past the first with
   // parallel_tool_calls false: dropped).
-  void emit_calls(std::string* out, int index, std::vector<ParsedToolCall> calls) {
+  void emit_calls(std::string* out, int index, std::vector<chat::ParsedToolCall> calls) {
     if (!parallel_tool_calls) calls.resize(std::min<size_t>(calls.size(), n_calls_[index] == 0));
     if (calls.empty()) return;
     *out += sse_event(tool_calls_chunk(ctx, index, calls, n_calls_[index]));
@@ -249,7 +249,7 @@ class GenerationReply final : public AsyncReply {
         std::string text = std::move(e.token.text);
         if (!parsers_.empty()) {
           std::string content;
-          std::vector<ParsedToolCall> calls;
+          std::vector<chat::ParsedToolCall> calls;
           parsers_[index].feed(text, &content, &calls);
           text = std::move(content);
           if (!calls.empty()) {
@@ -278,7 +278,7 @@ class GenerationReply final : public AsyncReply {
         std::string tail = r.tail;
         if (!parsers_.empty()) {
           std::string content;
-          std::vector<ParsedToolCall> calls;
+          std::vector<chat::ParsedToolCall> calls;
           parsers_[index].feed(tail, &content, &calls);
           parsers_[index].finish(&content, &calls);
           tail = std::move(content);
@@ -311,14 +311,14 @@ class GenerationReply final : public AsyncReply {
   std::optional<PendingChunk> pending_;          // streaming
   std::vector<std::vector<SampledToken>> held_;  // [n_subs * n] streaming, logprobs not yet out
   std::vector<int64_t> emitted_;                 // [n_subs * n] streaming, tokens whose logprobs went out
-  std::vector<ToolCallParser> parsers_;          // [n_subs * n] streaming with tool calls
+  std::vector<chat::ToolCallParser> parsers_;          // [n_subs * n] streaming with tool calls
   std::vector<int> n_calls_;                     // [n_subs * n] streaming, calls sent
 };
 
 // --- request preparation -----------------------------------------------------
 
 bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, ApiError* err) {
-  tokenizer::ChatTemplateOptions o;
+  chat::ChatTemplateOptions o;
   o.add_generation_prompt = r.add_generation_prompt;
   o.tools = r.tools;
   o.kwargs = r.chat_template_kwargs;
@@ -447,10 +447,10 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
   // The grammar the output follows (structured outputs, a required tool
   // call); compiled once here, shared by every choice.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
-  const ToolCallFormat tool_format =
+  const chat::ToolCallFormat tool_format =
       kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty()
-          ? detect_tool_call_format(m.chat_template->source())
-          : ToolCallFormat::kNone;
+          ? chat::detect_tool_call_format(m.chat_template->source())
+          : chat::ToolCallFormat::kNone;
   if (!output_grammar(r, tool_format, &grammar, &err)) return err.reply();
 
   auto job = std::make_shared<GenerationReply>();
@@ -507,7 +507,7 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
     g.priority = r.priority;
     g.ignore_eos = r.ignore_eos;
     // The format's markers are control tokens: the text must show them.
-    g.render_special = tool_call_markers_are_special(job->tool_format);
+    g.render_special = chat::tool_call_markers_are_special(job->tool_format);
     g.grammar = grammar;
     std::shared_ptr<EventQueue> queue = job->queue;
     const int sub = static_cast<int>(s);

@@ -8,7 +8,7 @@
 #include "engine/embedder.h"
 #include "engine/scheduler.h"
 #include "engine/serving_metrics.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace folio::server {
@@ -43,7 +43,7 @@ struct ServedModel {
   int64_t n_ctx = 0;    // positions one sequence can hold
   int32_t n_vocab = 0;  // the model's logits width (logit_bias / token id checks)
   const tokenizer::Tokenizer* tokenizer = nullptr;
-  const tokenizer::ChatTemplate* chat_template = nullptr;
+  const chat::ChatTemplate* chat_template = nullptr;
   GenerationService* service = nullptr;  // null for an embedding model
   Embedder* embedder = nullptr;          // embedding models only: /v1/embeddings
 };

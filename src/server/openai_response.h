@@ -29,7 +29,7 @@
 #include "engine/sampler.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
-#include "server/tool_calls.h"
+#include "chat/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace folio::server {
@@ -61,7 +61,7 @@ struct ChoiceOutput {
   std::string finish_reason;     // "stop" | "length" | "tool_calls"
   // Chat: calls parsed out of the output (text then holds the rest; an
   // empty rest is sent as null content).
-  std::vector<ParsedToolCall> tool_calls;
+  std::vector<chat::ParsedToolCall> tool_calls;
 };
 
 // "stop" for end of generation and stop strings, "length" otherwise.
@@ -89,11 +89,11 @@ Json stream_chunk(const ResponseContext& ctx, int index, bool role, std::string_
                   Json logprobs, const char* finish_reason);
 // A chunk with tool calls of choice `index`: delta {"tool_calls": [{"index":
 // first + i, "id", "type": "function", "function": {"name", "arguments"}}]}.
-Json tool_calls_chunk(const ResponseContext& ctx, int index, std::span<const ParsedToolCall> calls,
+Json tool_calls_chunk(const ResponseContext& ctx, int index, std::span<const chat::ParsedToolCall> calls,
                       int first);
 // An OpenAI tool call id: the model's own, else "call_" and 24 random
 // alphanumerics.
-std::string tool_call_id(const ParsedToolCall& call);
+std::string tool_call_id(const chat::ParsedToolCall& call);
 // The last chunk with stream_options.include_usage.
 Json usage_chunk(const ResponseContext& ctx, const Usage& usage);
 

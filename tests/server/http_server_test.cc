@@ -24,7 +24,7 @@ class HttpServerTest : public ::testing::Test {
     auto t = tokenizer::Tokenizer::open(kModelPath);
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     tok_ = std::make_unique<tokenizer::Tokenizer>(std::move(t).value());
-    tmpl_ = std::make_unique<tokenizer::ChatTemplate>(tokenizer::ChatTemplate::chatml("", ""));
+    tmpl_ = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::chatml("", ""));
   }
 
   void start(ServerOptions o = {}) {
@@ -52,7 +52,7 @@ class HttpServerTest : public ::testing::Test {
   }
 
   std::unique_ptr<tokenizer::Tokenizer> tok_;
-  std::unique_ptr<tokenizer::ChatTemplate> tmpl_;
+  std::unique_ptr<chat::ChatTemplate> tmpl_;
   ScriptedService service_;
   std::unique_ptr<HttpServer> server_;
   int port_ = 0;
@@ -388,9 +388,9 @@ class ToolCallServerTest : public HttpServerTest {
     std::ifstream f(std::string(FOLIO_REFDATA_DIR) + "/templates/Qwen-Qwen2.5-7B-Instruct.jinja");
     std::stringstream ss;
     ss << f.rdbuf();
-    auto t = tokenizer::ChatTemplate::parse(ss.str(), "", "<|im_end|>");
+    auto t = chat::ChatTemplate::parse(ss.str(), "", "<|im_end|>");
     ASSERT_TRUE(t.ok()) << t.status().to_string();
-    tmpl_ = std::make_unique<tokenizer::ChatTemplate>(std::move(t).value());
+    tmpl_ = std::make_unique<chat::ChatTemplate>(std::move(t).value());
   }
 
   // Writes the model's answer in pieces that split the markers.

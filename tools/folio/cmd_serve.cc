@@ -71,7 +71,7 @@ std::string model_id(const ServeFlags& f) {
 // Everything the background loader builds; destroyed after the server stops.
 struct Engine {
   LoadedModel lm;
-  std::unique_ptr<tokenizer::ChatTemplate> chat_template;
+  std::unique_ptr<chat::ChatTemplate> chat_template;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<server::SchedulerService> service;
   std::unique_ptr<Embedder> embedder;  // embedding models (no scheduler)
@@ -113,12 +113,12 @@ Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http,
     ss << in.rdbuf();
     const auto& vocab = e->lm.tokenizer->vocab();
     FOLIO_ASSIGN_OR_RETURN(
-        tokenizer::ChatTemplate t,
-        tokenizer::ChatTemplate::parse(ss.str(), e->lm.tokenizer->piece(vocab.bos(), true),
+        chat::ChatTemplate t,
+        chat::ChatTemplate::parse(ss.str(), e->lm.tokenizer->piece(vocab.bos(), true),
                                        e->lm.tokenizer->piece(vocab.eos(), true)));
-    e->chat_template = std::make_unique<tokenizer::ChatTemplate>(std::move(t));
+    e->chat_template = std::make_unique<chat::ChatTemplate>(std::move(t));
   } else {
-    e->chat_template = std::make_unique<tokenizer::ChatTemplate>(pick_chat_template(e->lm));
+    e->chat_template = std::make_unique<chat::ChatTemplate>(pick_chat_template(e->lm));
     if (e->chat_template->is_fallback()) {
       std::fprintf(stderr, "folio serve: chat template: ChatML fallback (%s)\n",
                    e->chat_template->fallback_reason().c_str());
