@@ -67,6 +67,12 @@ std::string chat_parser_header_word(std::string_view header, std::string_view ke
 ChatParser::ChatParser(const ChatFormat& format, ReasoningFormat reasoning,
                        bool starts_in_reasoning, bool parse_tools, const Json* tools) {
   if (reasoning != ReasoningFormat::kNone) syntax_ = format.reasoning;
+  // Harmony's tool calls need its messages parsed; without the reasoning
+  // split the analysis channel then stays in the content.
+  if (format.reasoning == ReasoningSyntax::kHarmony && parse_tools) {
+    syntax_ = ReasoningSyntax::kHarmony;
+    reasoning_to_content_ = reasoning == ReasoningFormat::kNone;
+  }
   if (syntax_ == ReasoningSyntax::kHarmony) {
     state_ = State::kHeader;
   } else if (syntax_ != ReasoningSyntax::kNone) {
@@ -210,7 +216,7 @@ void ChatParser::feed_harmony(ChatDelta* out) {
         const std::string_view body = b.substr(0, take);
         if (!recipient_.empty()) {
           call_body_ += body;
-        } else if (channel_ == "analysis") {
+        } else if (channel_ == "analysis" && !reasoning_to_content_) {
           out->reasoning += body;
         } else {
           out->content += body;
@@ -247,7 +253,7 @@ void ChatParser::finish(ChatDelta* out) {
     case State::kBody:
       if (!recipient_.empty()) {
         call_body_ += buf_;
-      } else if (channel_ == "analysis") {
+      } else if (channel_ == "analysis" && !reasoning_to_content_) {
         out->reasoning += buf_;
       } else {
         out->content += buf_;

@@ -16,6 +16,8 @@
 //            object; anything else goes out as content); any other channel
 //            (final, a commentary preamble) -> content. Header text is never
 //            content; a reply that does not start with a header is content.
+//            With tools and ReasoningFormat::kNone the messages are still
+//            parsed (for the calls) and the analysis channel is content.
 // Tool calls in the content (ChatFormat::tool_calls) follow chat/tool_calls.h.
 #pragma once
 
@@ -76,6 +78,7 @@ class ChatParser {
   std::string channel_;            // harmony: the current message's channel
   std::string recipient_;          // harmony: its recipient ("" when none)
   std::string call_body_;          // harmony: a tool call's arguments so far
+  bool reasoning_to_content_ = false;  // harmony for tool calls alone: analysis is content
 };
 
 }  // namespace folio::chat

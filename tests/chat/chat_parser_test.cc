@@ -105,7 +105,7 @@ TEST(ChatParser, ReasoningFormatNoneKeepsTheReplyAsWritten) {
   check("hermes+think", "<think>x</think>y", {"", "<think>x</think>y", {}}, false,
         ReasoningFormat::kNone);
   check("none+harmony", "<|channel|>final<|message|>hi", {"", "<|channel|>final<|message|>hi", {}},
-        false, ReasoningFormat::kNone);
+        false, ReasoningFormat::kNone, /*tools=*/false);
   check("hermes+think", "<think>x</think>y", {"x", "y", {}}, false, ReasoningFormat::kDeepseek);
 }
 
@@ -143,6 +143,11 @@ TEST(ChatParser, HarmonyToolCalls) {
         "<|start|>assistant to=functions.a<|channel|>commentary json<|message|>{}<|call|>"
         "<|start|>assistant to=functions.b<|channel|>commentary json<|message|>{\"x\": [1]}<|call|>",
         {"", "Checking both.", {{"a", "{}"}, {"b", "{\"x\":[1]}"}}});
+  // --reasoning-format none: the calls are still read, the analysis is content.
+  check("none+harmony",
+        "<|channel|>analysis<|message|>Need it.<|end|><|start|>assistant<|channel|>commentary "
+        "to=functions.f <|constrain|>json<|message|>{}<|call|>",
+        {"", "Need it.", {{"f", "{}"}}}, false, ReasoningFormat::kNone);
   // Arguments that are not a JSON object are not a call.
   check("none+harmony",
         "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"x\": <|call|>",
