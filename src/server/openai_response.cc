@@ -167,6 +167,7 @@ Json response_body(const ResponseContext& ctx, std::span<const ChoiceOutput> cho
     } else {
       choice["index"] = i;
       Json message = Json{{"role", "assistant"}, {"content", c.text}};
+      if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
       if (!c.tool_calls.empty()) {
         if (c.text.find_first_not_of(" \n\t\r") == std::string::npos) message["content"] = nullptr;
         Json calls = Json::array();
@@ -200,6 +201,18 @@ Json stream_chunk(const ResponseContext& ctx, int index, bool role, std::string_
   }
   choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = finish_reason != nullptr ? Json(finish_reason) : Json(nullptr);
+  j["choices"] = Json::array({std::move(choice)});
+  if (ctx.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+Json reasoning_chunk(const ResponseContext& ctx, int index, std::string_view reasoning) {
+  Json j = header(ctx, /*chunk=*/true);
+  Json choice = Json::object();
+  choice["index"] = index;
+  choice["delta"] = Json{{"reasoning_content", reasoning}};
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = nullptr;
   j["choices"] = Json::array({std::move(choice)});
   if (ctx.include_usage) j["usage"] = nullptr;
   return j;
