@@ -18,8 +18,8 @@
 #include <memory>
 #include <optional>
 
-#include "core/log.h"
 #include "chat/chat_parser.h"
+#include "core/log.h"
 #include "server/event_queue.h"
 #include "server/openai_response.h"
 #include "server/output_grammar.h"
