@@ -32,7 +32,7 @@ Output:
     tests/jinja/data/gguf_chat.json       chat templates stored in the refdata
                                           vocabulary GGUF files, rendered with
                                           their BOS / EOS texts (checks
-                                          tokenizer::ChatTemplate::from_gguf)
+                                          chat::ChatTemplate::from_gguf)
     tests/jinja/data/expected/<template>.json
         {"template": file name, "fnv1a64": hex FNV-1a 64 of the template bytes,
          "results": {case name: {"output": text} or
@@ -192,6 +192,37 @@ def conversations():
         ("reasoning_content", [m(u, "2+2?"),
                                m(a, "4", reasoning_content="Simple arithmetic: 2+2=4."),
                                m(u, "3+3?")], None, {}),
+        # Earlier reasoning sent back by a client, in the field each template
+        # family reads: reasoning_content above, gpt-oss's `thinking`, and
+        # `reasoning` (folio copies reasoning_content into the template's own
+        # field, chat/chat_format.h).
+        ("reasoning_thinking", [m(u, "2+2?"),
+                                m(a, "4", reasoning_content="Simple arithmetic: 2+2=4.",
+                                  thinking="Simple arithmetic: 2+2=4."),
+                                m(u, "3+3?")], None, {}),
+        ("reasoning_reasoning", [m(u, "2+2?"),
+                                 m(a, "4", reasoning_content="Simple arithmetic: 2+2=4.",
+                                   reasoning="Simple arithmetic: 2+2=4."),
+                                 m(u, "3+3?")], None, {}),
+        # Reasoning before a tool call in the current turn, which templates
+        # that drop past turns' reasoning still render.
+        ("tool_reasoning_content",
+         [m(u, "What's the weather in Paris?"),
+          m(a, "", tool_calls=[WEATHER_CALL], reasoning_content="Need the weather tool."),
+          m("tool", "{\"temperature\": 21}", tool_call_id="call_1", name="get_weather")],
+         TOOLS, {}),
+        ("tool_reasoning_thinking",
+         [m(u, "What's the weather in Paris?"),
+          m(a, "", tool_calls=[WEATHER_CALL], reasoning_content="Need the weather tool.",
+            thinking="Need the weather tool."),
+          m("tool", "{\"temperature\": 21}", tool_call_id="call_1", name="get_weather")],
+         TOOLS, {}),
+        ("tool_reasoning_reasoning",
+         [m(u, "What's the weather in Paris?"),
+          m(a, "", tool_calls=[WEATHER_CALL], reasoning_content="Need the weather tool.",
+            reasoning="Need the weather tool."),
+          m("tool", "{\"temperature\": 21}", tool_call_id="call_1", name="get_weather")],
+         TOOLS, {}),
         ("thinking_off", [m(s, SYSTEM), m(u, "Quick answer: capital of France?")], None,
          {"enable_thinking": False}),
         ("thinking_on", [m(u, "Solve x^2 = 4.")], None, {"enable_thinking": True}),

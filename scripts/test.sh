@@ -56,7 +56,7 @@ if ((sanitizers)); then
   # Unit tests: every layer's suite but the compute-heavy model, backend and
   # parity ones (their kernels are the same code the Release run checks
   # against the scalar reference; under ASan they would take most of CI's time).
-  asan_suites=(core tensor cache quant gguf tokenizer jinja grammar engine server cli)
+  asan_suites=(core tensor cache quant gguf tokenizer jinja chat grammar engine server cli)
   echo "test: ASan + UBSan build (${asan_suites[*]})"
   # -O0 -g1: a quarter of -O2 -g's compile time, line numbers in reports.
   scripts/configure.sh build-asan Debug -DFOLIO_SANITIZE=address,undefined \

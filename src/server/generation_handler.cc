@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 
+#include "chat/chat_parser.h"
 #include "core/log.h"
 #include "server/event_queue.h"
 #include "server/openai_response.h"
@@ -32,6 +33,7 @@ namespace {
 struct Submission {
   std::vector<int32_t> tokens;
   std::string echo_text;
+  bool reasoning_open = false;  // chat: the prompt opened the reasoning block
 };
 
 // An engine-side end that is not a normal finish.
@@ -71,10 +73,19 @@ class GenerationReply final : public AsyncReply {
   std::vector<std::string> echo_texts;  // [n_subs]
   std::vector<ChoiceOutput> outputs;    // [n_subs * n] non-streaming
   std::vector<int64_t> offsets;         // [n_subs * n] streaming logprobs text offsets
-  // Chat with tools: calls are parsed out of the output in this format.
-  ToolCallFormat tool_format = ToolCallFormat::kNone;
+  // Chat: the output is read back in this format (reasoning split unless
+  // reasoning_format is kNone; tool calls parsed when the request has tools).
+  chat::ChatFormat format;
+  chat::ReasoningFormat reasoning_format = chat::ReasoningFormat::kNone;
+  bool parse_tools = false;
+  bool reasoning_open = false;  // the prompt opened the reasoning block
   Json tools;
   bool parallel_tool_calls = true;
+
+  chat::ChatParser make_parser() const {
+    return chat::ChatParser(format, reasoning_format, reasoning_open, parse_tools, &tools);
+  }
+  bool parses() const { return ctx.kind == ApiKind::kChat && make_parser().splits(); }
 
   void cancel_all() {
     for (uint64_t id : ids) service->cancel(id);
@@ -121,12 +132,14 @@ class GenerationReply final : public AsyncReply {
     for (const RequestEvent& e : events_) collect(e);
     if (done_subs_ < n_subs && !failure_) return p;
     if (failure_) return fail(*failure_);
-    if (tool_format != ToolCallFormat::kNone) {
+    if (parses()) {
       for (ChoiceOutput& out : outputs) {
-        std::string content;
-        ToolCallParser::parse_all(tool_format, &tools, out.text, &content, &out.tool_calls);
+        chat::ChatDelta d = chat::ChatParser::parse_all(format, reasoning_format, reasoning_open,
+                                                        parse_tools, &tools, out.text);
+        out.tool_calls = std::move(d.calls);
         if (!parallel_tool_calls && out.tool_calls.size() > 1) out.tool_calls.resize(1);
-        out.text = std::move(content);
+        out.text = std::move(d.content);
+        out.reasoning = std::move(d.reasoning);
         if (!out.tool_calls.empty()) out.finish_reason = "tool_calls";
       }
     }
@@ -170,8 +183,8 @@ class GenerationReply final : public AsyncReply {
       head_ = true;
       held_.resize(static_cast<size_t>(n_subs * n));
       emitted_.assign(static_cast<size_t>(n_subs * n), 0);
-      if (tool_format != ToolCallFormat::kNone) {
-        parsers_.assign(static_cast<size_t>(n_subs * n), ToolCallParser(tool_format, &tools));
+      if (parses()) {
+        parsers_.assign(static_cast<size_t>(n_subs * n), make_parser());
         n_calls_.assign(static_cast<size_t>(n_subs * n), 0);
       }
       p.head = true;
@@ -213,7 +226,7 @@ class GenerationReply final : public AsyncReply {
 
   // Tool calls of choice `index` as one chunk (past the first with
   // parallel_tool_calls false: dropped).
-  void emit_calls(std::string* out, int index, std::vector<ParsedToolCall> calls) {
+  void emit_calls(std::string* out, int index, std::vector<chat::ParsedToolCall> calls) {
     if (!parallel_tool_calls) calls.resize(std::min<size_t>(calls.size(), n_calls_[index] == 0));
     if (calls.empty()) return;
     *out += sse_event(tool_calls_chunk(ctx, index, calls, n_calls_[index]));
@@ -248,13 +261,16 @@ class GenerationReply final : public AsyncReply {
         }
         std::string text = std::move(e.token.text);
         if (!parsers_.empty()) {
-          std::string content;
-          std::vector<ParsedToolCall> calls;
-          parsers_[index].feed(text, &content, &calls);
-          text = std::move(content);
-          if (!calls.empty()) {
+          chat::ChatDelta d;
+          parsers_[index].feed(text, &d);
+          text = std::move(d.content);
+          if (!d.reasoning.empty()) {
             flush_pending(&out);
-            emit_calls(&out, index, std::move(calls));
+            out += sse_event(reasoning_chunk(ctx, index, d.reasoning));
+          }
+          if (!d.calls.empty()) {
+            flush_pending(&out);
+            emit_calls(&out, index, std::move(d.calls));
           }
         }
         if (text.empty() && lp.is_null()) continue;  // nothing to say yet
@@ -277,15 +293,18 @@ class GenerationReply final : public AsyncReply {
         held_[index].clear();
         std::string tail = r.tail;
         if (!parsers_.empty()) {
-          std::string content;
-          std::vector<ParsedToolCall> calls;
-          parsers_[index].feed(tail, &content, &calls);
-          parsers_[index].finish(&content, &calls);
-          tail = std::move(content);
-          if (!calls.empty() || !tail.empty() || !lp.is_null()) {
+          chat::ChatDelta d;
+          parsers_[index].feed(tail, &d);
+          parsers_[index].finish(&d);
+          tail = std::move(d.content);
+          if (!d.reasoning.empty()) {
+            flush_pending(&out);
+            out += sse_event(reasoning_chunk(ctx, index, d.reasoning));
+          }
+          if (!d.calls.empty() || !tail.empty() || !lp.is_null()) {
             flush_pending(&out);
             if (!tail.empty() || !lp.is_null()) emit(&out, index, false, tail, std::move(lp), nullptr);
-            emit_calls(&out, index, std::move(calls));
+            emit_calls(&out, index, std::move(d.calls));
             tail.clear();
           }
           if (n_calls_[index] > 0) finish = "tool_calls";
@@ -311,23 +330,40 @@ class GenerationReply final : public AsyncReply {
   std::optional<PendingChunk> pending_;          // streaming
   std::vector<std::vector<SampledToken>> held_;  // [n_subs * n] streaming, logprobs not yet out
   std::vector<int64_t> emitted_;                 // [n_subs * n] streaming, tokens whose logprobs went out
-  std::vector<ToolCallParser> parsers_;          // [n_subs * n] streaming with tool calls
+  std::vector<chat::ChatParser> parsers_;        // [n_subs * n] streaming, output read back
   std::vector<int> n_calls_;                     // [n_subs * n] streaming, calls sent
 };
 
 // --- request preparation -----------------------------------------------------
 
+// The format the served model's replies are read back in.
+chat::ChatFormat served_chat_format(const ServedModel& m) {
+  if (m.chat_format) return *m.chat_format;
+  return chat::detect_chat_format(m.chat_template->source());
+}
+
 bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, ApiError* err) {
-  tokenizer::ChatTemplateOptions o;
+  const chat::ChatFormat format = served_chat_format(m);
+  chat::ChatTemplateOptions o;
   o.add_generation_prompt = r.add_generation_prompt;
   o.tools = r.tools;
   o.kwargs = r.chat_template_kwargs;
-  Result<std::string> text = m.chat_template->apply_json(r.messages, o);
+  // Request kwargs win over the server's reasoning controls.
+  if (m.reasoning_budget == 0 && !o.kwargs.contains("enable_thinking")) {
+    o.kwargs["enable_thinking"] = false;
+  }
+  if (!r.reasoning_effort.empty() && !o.kwargs.contains("reasoning_effort")) {
+    o.kwargs["reasoning_effort"] = r.reasoning_effort;
+  }
+  Json messages = r.messages;
+  chat::route_reasoning_field(format, &messages);
+  Result<std::string> text = m.chat_template->apply_json(messages, o);
   if (!text.ok()) {
     *err = bad_request(fmt::format("cannot apply the chat template: {}", text.status().message()),
                        "messages");
     return false;
   }
+  sub->reasoning_open = chat::prompt_opens_reasoning(format.reasoning, *text);
   tokenizer::TokenizeOptions to;
   to.add_special = false;  // the template writes BOS itself where the model wants it
   to.parse_special = true;
@@ -447,10 +483,11 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
   // The grammar the output follows (structured outputs, a required tool
   // call); compiled once here, shared by every choice.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
-  const ToolCallFormat tool_format =
-      kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty()
-          ? detect_tool_call_format(m.chat_template->source())
-          : ToolCallFormat::kNone;
+  const bool has_tools = kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty();
+  const chat::ChatFormat format =
+      kind == ApiKind::kChat ? served_chat_format(m) : chat::ChatFormat{};
+  const chat::ToolCallFormat tool_format =
+      has_tools ? format.tool_calls : chat::ToolCallFormat::kNone;
   if (!output_grammar(r, tool_format, &grammar, &err)) return err.reply();
 
   auto job = std::make_shared<GenerationReply>();
@@ -462,8 +499,13 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
   job->ctx.model = m.id;
   job->ctx.include_usage = r.stream && r.include_usage;
   job->stream = r.stream;
-  if (kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty()) {
-    job->tool_format = tool_format;
+  if (kind == ApiKind::kChat) {
+    job->format = format;
+    job->reasoning_format = m.reasoning_format;
+    job->reasoning_open = subs.front().reasoning_open;
+  }
+  if (has_tools) {
+    job->parse_tools = true;
     job->tools = r.tools;
     job->parallel_tool_calls = r.parallel_tool_calls;
   }
@@ -507,7 +549,7 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
     g.priority = r.priority;
     g.ignore_eos = r.ignore_eos;
     // The format's markers are control tokens: the text must show them.
-    g.render_special = tool_call_markers_are_special(job->tool_format);
+    g.render_special = job->parses() && format.markers_are_special();
     g.grammar = grammar;
     std::shared_ptr<EventQueue> queue = job->queue;
     const int sub = static_cast<int>(s);

@@ -3,12 +3,14 @@
 // well as the real Scheduler (SchedulerService).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "engine/embedder.h"
 #include "engine/scheduler.h"
 #include "engine/serving_metrics.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_format.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace folio::server {
@@ -43,7 +45,15 @@ struct ServedModel {
   int64_t n_ctx = 0;    // positions one sequence can hold
   int32_t n_vocab = 0;  // the model's logits width (logit_bias / token id checks)
   const tokenizer::Tokenizer* tokenizer = nullptr;
-  const tokenizer::ChatTemplate* chat_template = nullptr;
+  const chat::ChatTemplate* chat_template = nullptr;
+  // The format replies are read back in (--chat-format); unset: detected
+  // from chat_template's source.
+  std::optional<chat::ChatFormat> chat_format;
+  // --reasoning-format: kNone leaves the reasoning in the content.
+  chat::ReasoningFormat reasoning_format = chat::ReasoningFormat::kAuto;
+  // --reasoning-budget: -1 unrestricted; 0 renders with enable_thinking
+  // false unless the request's chat_template_kwargs set it.
+  int reasoning_budget = -1;
   GenerationService* service = nullptr;  // null for an embedding model
   Embedder* embedder = nullptr;          // embedding models only: /v1/embeddings
 };

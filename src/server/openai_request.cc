@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 namespace folio::server {
@@ -259,6 +261,14 @@ bool parse_messages(Fields& f, OpenAiRequest* out) {
       }
     } else if (calls != msg.end()) {
       norm.erase("tool_calls");
+    }
+    // Earlier reasoning (the reasoning_content a response carried): text
+    // the template renders where it reads reasoning (chat/chat_format.h).
+    auto reasoning = msg.find("reasoning_content");
+    if (reasoning != msg.end() && reasoning->is_null()) {
+      norm.erase("reasoning_content");
+    } else if (reasoning != msg.end() && !reasoning->is_string()) {
+      return f.fail("messages", where + ".reasoning_content must be a string or null");
     }
     out->messages.push_back(std::move(norm));
   }
@@ -567,6 +577,17 @@ bool parse_openai_request(const Json& body, ApiKind kind, OpenAiRequest* out, Ap
       if (!k->is_object())
         return f.fail("chat_template_kwargs", "'chat_template_kwargs' must be an object");
       out->chat_template_kwargs = *k;
+    }
+    if (const Json* e = f.get("reasoning_effort"); e != nullptr) {
+      static constexpr const char* kEfforts[] = {"minimal", "low", "medium", "high"};
+      const bool known =
+          e->is_string() && std::find(std::begin(kEfforts), std::end(kEfforts),
+                                      e->get<std::string>()) != std::end(kEfforts);
+      if (!known) {
+        return f.fail("reasoning_effort",
+                      "'reasoning_effort' must be one of minimal, low, medium, high");
+      }
+      out->reasoning_effort = e->get<std::string>();
     }
   }
   if (!parse_sampling(f, kind, out)) return false;

@@ -25,7 +25,10 @@
 //   the template teaches, server/tool_calls.h), tool_choice ("none", "auto",
 //   "required" or {"type": "function", "function": {"name"}}; the named
 //   function must be one of the tools), parallel_tool_calls,
-//   chat_template_kwargs, add_generation_prompt.
+//   chat_template_kwargs, add_generation_prompt, reasoning_effort
+//   ("minimal" | "low" | "medium" | "high": the template's
+//   reasoning_effort variable, gpt-oss's "Reasoning:" line, unless
+//   chat_template_kwargs sets it).
 // A chat message's content is a string or a list of text parts; it may be
 // null (or absent) only in assistant (tool calls) and function messages.
 #pragma once
@@ -79,6 +82,7 @@ struct OpenAiRequest {
   bool parallel_tool_calls = true;   // false: at most one call per answer
   OutputConstraint output;
   Json chat_template_kwargs = Json::object();
+  std::string reasoning_effort;  // "" when absent
   bool add_generation_prompt = true;
   // OpenAI defaults; max_tokens -1 = until the context is full (the handler
   // caps it by the room the prompt leaves).

@@ -120,7 +120,7 @@ Json logprobs_json(ApiKind kind, const tokenizer::Tokenizer& tok,
   return j;
 }
 
-std::string tool_call_id(const ParsedToolCall& call) {
+std::string tool_call_id(const chat::ParsedToolCall& call) {
   if (!call.id.empty()) return call.id;
   static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -132,7 +132,7 @@ std::string tool_call_id(const ParsedToolCall& call) {
 namespace {
 
 // {"index"? (streaming), "id", "type": "function", "function": {"name", "arguments"}}
-Json tool_call_json(const ParsedToolCall& call, int index) {
+Json tool_call_json(const chat::ParsedToolCall& call, int index) {
   Json j = Json::object();
   if (index >= 0) j["index"] = index;
   j["id"] = tool_call_id(call);
@@ -167,10 +167,11 @@ Json response_body(const ResponseContext& ctx, std::span<const ChoiceOutput> cho
     } else {
       choice["index"] = i;
       Json message = Json{{"role", "assistant"}, {"content", c.text}};
+      if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
       if (!c.tool_calls.empty()) {
         if (c.text.find_first_not_of(" \n\t\r") == std::string::npos) message["content"] = nullptr;
         Json calls = Json::array();
-        for (const ParsedToolCall& t : c.tool_calls) calls.push_back(tool_call_json(t, -1));
+        for (const chat::ParsedToolCall& t : c.tool_calls) calls.push_back(tool_call_json(t, -1));
         message["tool_calls"] = std::move(calls);
       }
       choice["message"] = std::move(message);
@@ -205,7 +206,19 @@ Json stream_chunk(const ResponseContext& ctx, int index, bool role, std::string_
   return j;
 }
 
-Json tool_calls_chunk(const ResponseContext& ctx, int index, std::span<const ParsedToolCall> calls,
+Json reasoning_chunk(const ResponseContext& ctx, int index, std::string_view reasoning) {
+  Json j = header(ctx, /*chunk=*/true);
+  Json choice = Json::object();
+  choice["index"] = index;
+  choice["delta"] = Json{{"reasoning_content", reasoning}};
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = nullptr;
+  j["choices"] = Json::array({std::move(choice)});
+  if (ctx.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+Json tool_calls_chunk(const ResponseContext& ctx, int index, std::span<const chat::ParsedToolCall> calls,
                       int first) {
   Json j = header(ctx, /*chunk=*/true);
   Json list = Json::array();

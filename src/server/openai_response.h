@@ -4,14 +4,16 @@
 //   completions  {"id": "cmpl-...", "object": "text_completion", "created", "model",
 //                 "choices": [{"text", "index", "logprobs", "finish_reason"}], "usage"}
 //   chat         {"id": "chatcmpl-...", "object": "chat.completion", "created", "model",
-//                 "choices": [{"index", "message": {"role": "assistant", "content"},
+//                 "choices": [{"index", "message": {"role": "assistant", "content",
+//                              "reasoning_content"?, "tool_calls"?},
 //                              "logprobs", "finish_reason"}], "usage"}
 // Streaming (server-sent events, one JSON object per `data:` line, then
 // `data: [DONE]`):
 //   completions  {"object": "text_completion", "choices": [{"text", "index", "logprobs",
 //                 "finish_reason"}]}
 //   chat         {"object": "chat.completion.chunk", "choices": [{"index", "delta":
-//                 {"role"?, "content"?}, "logprobs", "finish_reason"}]}
+//                 {"role"?, "content"? | "reasoning_content"? | "tool_calls"?},
+//                 "logprobs", "finish_reason"}]}
 //   with stream_options.include_usage every chunk carries "usage": null and a
 //   last chunk has "choices": [] and the usage.
 // Logprobs: completions use the legacy shape {"tokens", "token_logprobs",
@@ -29,7 +31,7 @@
 #include "engine/sampler.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
-#include "server/tool_calls.h"
+#include "chat/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace folio::server {
@@ -61,7 +63,10 @@ struct ChoiceOutput {
   std::string finish_reason;     // "stop" | "length" | "tool_calls"
   // Chat: calls parsed out of the output (text then holds the rest; an
   // empty rest is sent as null content).
-  std::vector<ParsedToolCall> tool_calls;
+  std::vector<chat::ParsedToolCall> tool_calls;
+  // Chat: the reasoning split out of the output (message.reasoning_content
+  // when not empty).
+  std::string reasoning;
 };
 
 // "stop" for end of generation and stop strings, "length" otherwise.
@@ -87,13 +92,15 @@ Json response_body(const ResponseContext& ctx, std::span<const ChoiceOutput> cho
 // nullptr while the choice is running.
 Json stream_chunk(const ResponseContext& ctx, int index, bool role, std::string_view text,
                   Json logprobs, const char* finish_reason);
+// A chat chunk with reasoning of choice `index`: delta {"reasoning_content"}.
+Json reasoning_chunk(const ResponseContext& ctx, int index, std::string_view reasoning);
 // A chunk with tool calls of choice `index`: delta {"tool_calls": [{"index":
 // first + i, "id", "type": "function", "function": {"name", "arguments"}}]}.
-Json tool_calls_chunk(const ResponseContext& ctx, int index, std::span<const ParsedToolCall> calls,
+Json tool_calls_chunk(const ResponseContext& ctx, int index, std::span<const chat::ParsedToolCall> calls,
                       int first);
 // An OpenAI tool call id: the model's own, else "call_" and 24 random
 // alphanumerics.
-std::string tool_call_id(const ParsedToolCall& call);
+std::string tool_call_id(const chat::ParsedToolCall& call);
 // The last chunk with stream_options.include_usage.
 Json usage_chunk(const ResponseContext& ctx, const Usage& usage);
 

@@ -159,20 +159,20 @@ const Json* find_tool(const Json& tools, const std::string& name) {
 }
 
 // GBNF for the tool call(s) tool_choice demands.
-bool tool_call_gbnf(const OpenAiRequest& r, ToolCallFormat format, std::string* out,
+bool tool_call_gbnf(const OpenAiRequest& r, chat::ToolCallFormat format, std::string* out,
                     ApiError* error) {
-  if (format == ToolCallFormat::kQwenXml) return qwen_xml_gbnf(r, out, error);
-  if (format != ToolCallFormat::kHermes && format != ToolCallFormat::kLlama3) {
+  if (format == chat::ToolCallFormat::kQwenXml) return qwen_xml_gbnf(r, out, error);
+  if (format != chat::ToolCallFormat::kHermes && format != chat::ToolCallFormat::kLlama3) {
     *error = bad_request(fmt::format("tool_choice '{}' cannot be enforced for this model's "
                                      "tool-call format ({}): use 'auto'",
                                      r.tool_choice.mode == ToolChoiceMode::kRequired
                                          ? "required"
                                          : r.tool_choice.name,
-                                     tool_call_format_name(format)),
+                                     chat::tool_call_format_name(format)),
                          "tool_choice");
     return false;
   }
-  const char* args_key = format == ToolCallFormat::kLlama3 ? "parameters" : "arguments";
+  const char* args_key = format == chat::ToolCallFormat::kLlama3 ? "parameters" : "arguments";
   Json schema;
   if (r.tool_choice.mode == ToolChoiceMode::kNamed) {
     const Json* t = find_tool(r.tools, r.tool_choice.name);
@@ -195,7 +195,7 @@ bool tool_call_gbnf(const OpenAiRequest& r, ToolCallFormat format, std::string* 
   }
   std::string g = rename_gbnf_rule(*call, "root", "folio-tool-call");
   const bool many = r.parallel_tool_calls;
-  if (format == ToolCallFormat::kHermes) {
+  if (format == chat::ToolCallFormat::kHermes) {
     g += many ? "root ::= folio-tool-block (\"\\n\" folio-tool-block)*\n"
               : "root ::= folio-tool-block\n";
     g += "folio-tool-block ::= \"<tool_call>\\n\" folio-tool-call \"\\n</tool_call>\"\n";
@@ -214,7 +214,7 @@ std::string rename_gbnf_rule(std::string_view gbnf, std::string_view from, std::
   return rewrite_gbnf_names(gbnf, [&](std::string_view w) { return std::string(w == from ? to : w); });
 }
 
-bool output_grammar(const OpenAiRequest& r, ToolCallFormat format,
+bool output_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
                     std::shared_ptr<const grammar::CompiledGrammar>* out, ApiError* error) {
   out->reset();
   std::string gbnf;

@@ -12,14 +12,14 @@
 #include "grammar/compiled_grammar.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
-#include "server/tool_calls.h"
+#include "chat/tool_calls.h"
 
 namespace folio::server {
 
 // Null (and true) when the request is unconstrained; false with *error (a
 // 400 naming the field) when its schema / grammar / tool_choice cannot be
 // enforced.
-bool output_grammar(const OpenAiRequest& r, ToolCallFormat format,
+bool output_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
                     std::shared_ptr<const grammar::CompiledGrammar>* out, ApiError* error);
 
 // The GBNF text of `gbnf` with rule `from` renamed `to` (its definition and

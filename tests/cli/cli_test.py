@@ -53,6 +53,19 @@ class Cli(unittest.TestCase):
             self.assertIn(name, p.stderr, flags)
             self.assertNotIn("cannot open", p.stderr, flags)  # never got to the model
 
+    def test_serve_chat_flags_are_checked_before_loading(self):
+        missing = "/nonexistent/model.gguf"
+        for flags, name, says in [
+                (["--chat-format", "chatml"], "--chat-format", "TOOLS[+REASONING]"),
+                (["--chat-format", "hermes+thinking"], "--chat-format", "REASONING one of"),
+                (["--reasoning-format", "deepseek-legacy"], "--reasoning-format", "deepseek"),
+                (["--reasoning-budget", "512"], "--reasoning-budget", "512")]:
+            p = folio("serve", "-m", missing, *flags)
+            self.assertNotEqual(p.returncode, 0, flags)
+            self.assertIn(name, p.stderr, flags)
+            self.assertIn(says, p.stderr, flags)
+            self.assertNotIn("cannot open", p.stderr, flags)  # never got to the model
+
     def test_bench_isa_names_are_checked(self):
         # An unknown tier, and a tier of the other architecture's ladder: a
         # clear error before any work, never a crash or a silent scalar run.

@@ -24,7 +24,7 @@ class HttpServerTest : public ::testing::Test {
     auto t = tokenizer::Tokenizer::open(kModelPath);
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     tok_ = std::make_unique<tokenizer::Tokenizer>(std::move(t).value());
-    tmpl_ = std::make_unique<tokenizer::ChatTemplate>(tokenizer::ChatTemplate::chatml("", ""));
+    tmpl_ = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::chatml("", ""));
   }
 
   void start(ServerOptions o = {}) {
@@ -52,7 +52,7 @@ class HttpServerTest : public ::testing::Test {
   }
 
   std::unique_ptr<tokenizer::Tokenizer> tok_;
-  std::unique_ptr<tokenizer::ChatTemplate> tmpl_;
+  std::unique_ptr<chat::ChatTemplate> tmpl_;
   ScriptedService service_;
   std::unique_ptr<HttpServer> server_;
   int port_ = 0;
@@ -388,9 +388,9 @@ class ToolCallServerTest : public HttpServerTest {
     std::ifstream f(std::string(FOLIO_REFDATA_DIR) + "/templates/Qwen-Qwen2.5-7B-Instruct.jinja");
     std::stringstream ss;
     ss << f.rdbuf();
-    auto t = tokenizer::ChatTemplate::parse(ss.str(), "", "<|im_end|>");
+    auto t = chat::ChatTemplate::parse(ss.str(), "", "<|im_end|>");
     ASSERT_TRUE(t.ok()) << t.status().to_string();
-    tmpl_ = std::make_unique<tokenizer::ChatTemplate>(std::move(t).value());
+    tmpl_ = std::make_unique<chat::ChatTemplate>(std::move(t).value());
   }
 
   // Writes the model's answer in pieces that split the markers.
@@ -487,6 +487,205 @@ TEST_F(ToolCallServerTest, ToolChoiceIsValidated) {
   a = testing::post(port_, "/v1/chat/completions", base + R"(, "tool_choice": "sometimes"})");
   expect_error(a, 400, "tool_choice");
   EXPECT_EQ(service_.n_submitted(), 0u);
+}
+
+// Reasoning split out of replies in the template's family, streamed and
+// not; the server's reasoning controls and the request's reasoning fields.
+class ReasoningServerTest : public HttpServerTest {
+ protected:
+  void use_template(const char* name) {
+    std::ifstream f(std::string(FOLIO_REFDATA_DIR) + "/templates/" + name + ".jinja");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    auto t = chat::ChatTemplate::parse(ss.str(), "<s>", "</s>");
+    ASSERT_TRUE(t.ok()) << name << ": " << t.status().to_string();
+    tmpl_ = std::make_unique<chat::ChatTemplate>(std::move(t).value());
+  }
+
+  void serve(chat::ReasoningFormat format = chat::ReasoningFormat::kAuto, int budget = -1) {
+    ServedModel m;
+    m.id = "tiny";
+    m.n_ctx = 4096;
+    m.n_vocab = tok_->vocab().size();
+    m.tokenizer = tok_.get();
+    m.chat_template = tmpl_.get();
+    m.reasoning_format = format;
+    m.reasoning_budget = budget;
+    m.service = &service_;
+    server_->set_model(m);
+  }
+
+  // Posts `body`, answers with `pieces` and returns the answer and the
+  // submitted prompt's text.
+  HttpAnswer run(const std::string& body, const std::vector<std::string>& pieces,
+                 std::string* prompt = nullptr, bool* render_special = nullptr) {
+    HttpAnswer a;
+    std::thread client([&] { a = testing::post(port_, "/v1/chat/completions", body); });
+    ScriptedService::Submitted s;
+    if (!service_.wait_submitted(submitted_++, &s)) {
+      client.join();
+      ADD_FAILURE() << "not submitted: " << a.status << " " << a.body;
+      return a;
+    }
+    if (prompt) *prompt = tok_->detokenize(s.request.prompt, {.render_special = true});
+    if (render_special) *render_special = s.request.render_special;
+    for (const std::string& p : pieces) s.callbacks.on_token(testing::token_event(0, 5, p));
+    RequestResult r;
+    r.choices.resize(1);
+    r.choices[0].stop = StopReason::kEndOfGeneration;
+    s.callbacks.on_done(r);
+    client.join();
+    return a;
+  }
+
+  static std::string streamed_reasoning(const HttpAnswer& a) {
+    std::string s;
+    for (const Json& e : a.events) {
+      if (!e.contains("choices")) continue;
+      for (const Json& c : e["choices"]) {
+        if (c.contains("delta") && c["delta"].contains("reasoning_content"))
+          s += c["delta"]["reasoning_content"].get<std::string>();
+      }
+    }
+    return s;
+  }
+
+  int submitted_ = 0;
+};
+
+constexpr const char* kUser = R"({"messages": [{"role": "user", "content": "2+2?"}])";
+
+TEST_F(ReasoningServerTest, ThinkBlockOpenedByThePrompt) {
+  use_template("deepseek-ai-DeepSeek-R1-Distill-Llama-8B");
+  start();
+  serve();
+  const std::vector<std::string> pieces = {"Two plus", " two is four.\n</th", "ink>\n\nIt is 4."};
+  std::string prompt;
+  bool special = false;
+  HttpAnswer a = run(std::string(kUser) + "}", pieces, &prompt, &special);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_TRUE(prompt.ends_with("<think>\n")) << prompt;
+  EXPECT_TRUE(special);
+  const Json msg = testing::json_of(a)["choices"][0]["message"];
+  EXPECT_EQ(msg["reasoning_content"], "Two plus two is four.");
+  EXPECT_EQ(msg["content"], "It is 4.");
+
+  a = run(std::string(kUser) + R"(, "stream": true})", pieces);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_TRUE(a.done);
+  EXPECT_EQ(streamed_reasoning(a), "Two plus two is four.");
+  EXPECT_EQ(testing::streamed_text(a), "It is 4.");
+  EXPECT_EQ(testing::streamed_finish(a), "stop");
+}
+
+TEST_F(ReasoningServerTest, ReasoningFormatNoneKeepsTheText) {
+  use_template("deepseek-ai-DeepSeek-R1-Distill-Llama-8B");
+  start();
+  serve(chat::ReasoningFormat::kNone);
+  bool special = true;
+  HttpAnswer a = run(std::string(kUser) + "}", {"x</think>y"}, nullptr, &special);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_FALSE(special);
+  const Json msg = testing::json_of(a)["choices"][0]["message"];
+  EXPECT_FALSE(msg.contains("reasoning_content")) << msg;
+  EXPECT_EQ(msg["content"], "x</think>y");
+}
+
+TEST_F(ReasoningServerTest, BudgetZeroTurnsThinkingOffUnlessTheRequestSaysOtherwise) {
+  use_template("Qwen-Qwen3-0.6B");
+  start();
+  serve(chat::ReasoningFormat::kAuto, /*budget=*/0);
+  std::string prompt;
+  HttpAnswer a = run(std::string(kUser) + "}", {"4"}, &prompt);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_TRUE(prompt.ends_with("<think>\n\n</think>\n\n")) << prompt;
+  EXPECT_EQ(testing::json_of(a)["choices"][0]["message"]["content"], "4");
+  a = run(std::string(kUser) + R"(, "chat_template_kwargs": {"enable_thinking": true}})",
+          {"<think>a</think>b"}, &prompt);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_TRUE(prompt.ends_with("<|im_start|>assistant\n")) << prompt;
+  EXPECT_EQ(testing::json_of(a)["choices"][0]["message"]["reasoning_content"], "a");
+}
+
+TEST_F(ReasoningServerTest, HarmonyChannelsEffortAndReasoningSentBack) {
+  use_template("openai-gpt-oss-120b");
+  start();
+  serve();
+  const std::vector<std::string> pieces = {
+      "<|channel|>analysis<|message|>Simple sum.<|e", "nd|><|start|>assistant<|channel|>final",
+      "<|message|>4"};
+  std::string prompt;
+  HttpAnswer a = run(std::string(kUser) + R"(, "reasoning_effort": "high"})", pieces, &prompt);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_NE(prompt.find("Reasoning: high"), std::string::npos) << prompt;
+  const Json msg = testing::json_of(a)["choices"][0]["message"];
+  EXPECT_EQ(msg["reasoning_content"], "Simple sum.");
+  EXPECT_EQ(msg["content"], "4");
+
+  a = run(std::string(kUser) + R"(, "stream": true})", pieces);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(streamed_reasoning(a), "Simple sum.");
+  EXPECT_EQ(testing::streamed_text(a), "4");
+
+  // Reasoning before a tool call, sent back as reasoning_content, reaches
+  // gpt-oss's template as the analysis channel it reads from `thinking`.
+  const std::string history = R"({"messages": [{"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": "", "reasoning_content": "Need the tool.",
+       "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather",
+       "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "description":
+      "Weather of a city.", "parameters": {"type": "object", "properties": {"city": {"type":
+      "string"}}}}}]})";
+  a = run(history, {"<|channel|>final<|message|>Sunny."}, &prompt);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_NE(prompt.find("<|channel|>analysis<|message|>Need the tool.<|end|>"), std::string::npos)
+      << prompt;
+  EXPECT_EQ(testing::json_of(a)["choices"][0]["message"]["content"], "Sunny.");
+}
+
+TEST_F(ReasoningServerTest, HarmonyToolCallsStreamed) {
+  use_template("openai-gpt-oss-120b");
+  start();
+  serve();
+  const std::string body = R"({"messages": [{"role": "user", "content": "Weather?"}],
+      "stream": true, "tools": [{"type": "function", "function": {"name": "get_weather",
+      "description": "Weather of a city.", "parameters": {"type": "object", "properties":
+      {"city": {"type": "string"}}}}}]})";
+  HttpAnswer a = run(body, {"<|channel|>analysis<|message|>Use the tool.<|end|><|start|>assistant",
+                            "<|channel|>commentary to=functions.get_weather <|constrain|>json",
+                            "<|message|>{\"city\": ", "\"Paris\"}<|call|>"});
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(streamed_reasoning(a), "Use the tool.");
+  EXPECT_EQ(testing::streamed_text(a), "");
+  EXPECT_EQ(testing::streamed_finish(a), "tool_calls");
+  std::vector<Json> calls;
+  for (const Json& e : a.events) {
+    const Json& d = e["choices"][0]["delta"];
+    if (d.contains("tool_calls")) {
+      for (const Json& c : d["tool_calls"]) calls.push_back(c);
+    }
+  }
+  ASSERT_EQ(calls.size(), 1u) << a.body;
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(calls[0]["function"]["arguments"], R"({"city":"Paris"})");
+}
+
+TEST_F(ReasoningServerTest, BadReasoningFieldsAreRefused) {
+  use_template("openai-gpt-oss-120b");
+  start();
+  serve();
+  HttpAnswer a = testing::post(port_, "/v1/chat/completions",
+                               std::string(kUser) + R"(, "reasoning_effort": "extreme"})");
+  expect_error(a, 400, "reasoning_effort");
+  a = testing::post(port_, "/v1/chat/completions",
+                    std::string(kUser) + R"(, "reasoning_effort": 3})");
+  expect_error(a, 400, "reasoning_effort");
+  a = testing::post(port_, "/v1/chat/completions",
+                    R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant",
+                        "content": "b", "reasoning_content": {"x": 1}}]})");
+  expect_error(a, 400, "messages");
 }
 
 }  // namespace

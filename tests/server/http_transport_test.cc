@@ -28,7 +28,7 @@ class HttpTransportTest : public ::testing::Test {
     auto t = tokenizer::Tokenizer::open(kModelPath);
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     tok_ = std::make_unique<tokenizer::Tokenizer>(std::move(t).value());
-    tmpl_ = std::make_unique<tokenizer::ChatTemplate>(tokenizer::ChatTemplate::chatml("", ""));
+    tmpl_ = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::chatml("", ""));
   }
 
   void start(ServerOptions o = {}) {
@@ -73,7 +73,7 @@ class HttpTransportTest : public ::testing::Test {
   }
 
   std::unique_ptr<tokenizer::Tokenizer> tok_;
-  std::unique_ptr<tokenizer::ChatTemplate> tmpl_;
+  std::unique_ptr<chat::ChatTemplate> tmpl_;
   ScriptedService service_;
   std::unique_ptr<HttpServer> server_;
   int port_ = 0;

@@ -44,9 +44,9 @@ class ServingStack {
     static tokenizer::Tokenizer t = tokenizer::Tokenizer::from_gguf(model().file()).value();
     return t;
   }
-  static const tokenizer::ChatTemplate& chat_template() {
-    static tokenizer::ChatTemplate t =
-        tokenizer::ChatTemplate::from_gguf(model().file(), tokenizer().vocab());
+  static const chat::ChatTemplate& chat_template() {
+    static chat::ChatTemplate t =
+        chat::ChatTemplate::from_gguf(model().file(), tokenizer().vocab());
     return t;
   }
 

@@ -8,7 +8,8 @@ client maps to exceptions (400, 401, 404). Structured outputs: every schema
 of the grammar corpus (tests/grammar/schemas) as response_format, the
 answers validated by the `jsonschema` package; json_object; GBNF grammars.
 Tool calls enforced by tool_choice (named, required) on a server with a
-hermes template, parsed by the client. With --serve-arg (a device run) the
+hermes template, parsed by the client. Reasoning split out of a reply on
+servers with DeepSeek-R1's template. With --serve-arg (a device run) the
 host-side classes (HOST_ONLY) are left to the plain run. Also on servers of their own:
 SIGTERM with trickling clients, a port in use, the web chat page at /
 in headless Chromium (its DOM against the API's answer, and a screenshot), and
@@ -418,6 +419,65 @@ class ToolCallTest(unittest.TestCase):
         self.fail("no seed finished a call within max_tokens")
 
 
+class ReasoningTest(unittest.TestCase):
+    """Servers with DeepSeek-R1's template (its generation prompt opens
+    <think>), one splitting the reasoning out (the default) and one with
+    --reasoning-format none: the client reads message.reasoning_content and
+    delta.reasoning_content, and the split reply is the unsplit one."""
+
+    TEMPLATE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "data", "templates", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.servers = {}
+        for name, extra in (("auto", ()), ("none", ("--reasoning-format", "none"))):
+            proc, base = start_server(
+                api_key=None, extra=("--chat-template-file", cls.TEMPLATE, *extra))
+            cls.servers[name] = (proc, openai.OpenAI(base_url=base + "/v1", api_key="none",
+                                                     max_retries=0, timeout=60))
+
+    @classmethod
+    def tearDownClass(cls):
+        for proc, c in cls.servers.values():
+            c.close()
+            serve_process.stop(proc)
+
+    def ask(self, name, **kw):
+        return self.servers[name][1].chat.completions.create(
+            model="tiny", messages=[{"role": "user", "content": "Why is the sky blue?"}],
+            max_tokens=24, temperature=0, **kw)
+
+    def test_reasoning_content_streamed_and_not(self):
+        plain = self.ask("none").choices[0].message
+        self.assertIsNone((plain.model_extra or {}).get("reasoning_content"))
+        raw = plain.content
+        self.assertNotIn("</think>", raw)  # the tiny model never closed the block
+        split = self.ask("auto").choices[0].message
+        self.assertEqual(split.model_extra["reasoning_content"], raw.strip())
+        self.assertEqual(split.content, "")
+        reasoning, content = "", ""
+        for chunk in self.ask("auto", stream=True):
+            for c in chunk.choices:
+                reasoning += (c.delta.model_extra or {}).get("reasoning_content") or ""
+                content += c.delta.content or ""
+        self.assertEqual(reasoning, raw.strip())
+        self.assertEqual(content, "")
+
+    def test_reasoning_sent_back_and_bad_effort(self):
+        r = self.servers["auto"][1].chat.completions.create(
+            model="tiny", max_tokens=4, temperature=0, reasoning_effort="low",
+            messages=[{"role": "user", "content": "2+2?"},
+                      {"role": "assistant", "content": "4", "reasoning_content": "Sum."},
+                      {"role": "user", "content": "3+3?"}])
+        self.assertEqual(r.choices[0].finish_reason, "length")
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.servers["auto"][1].chat.completions.create(
+                model="tiny", max_tokens=4, reasoning_effort="extreme",
+                messages=[{"role": "user", "content": "2+2?"}])
+        self.assertIn("reasoning_effort", str(e.exception))
+
+
 class EmbeddingsTest(unittest.TestCase):
     """/v1/embeddings on the tiny random-weight BERT (tests/engine/refdata):
     the vectors the openai client gets (base64 by default, and float) are
@@ -741,8 +801,8 @@ class VllmMetricsTest(unittest.TestCase):
 
 # Host-side features (grammar masks, tool-call parsing, the page, signals):
 # a --serve-arg (device) run leaves them to the plain run.
-HOST_ONLY = {"StructuredOutputTest", "ToolCallTest", "WebChatPageTest", "ProcessTest",
-             "VllmMetricsTest"}
+HOST_ONLY = {"StructuredOutputTest", "ToolCallTest", "ReasoningTest", "WebChatPageTest",
+             "ProcessTest", "VllmMetricsTest"}
 
 
 def load_tests(loader, tests, pattern):

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "grammar/grammar_matcher.h"
-#include "server/tool_calls.h"
+#include "chat/tool_calls.h"
 
 namespace folio::server {
 namespace output_grammar_test {
@@ -34,30 +34,30 @@ TEST(OutputGrammar, ResponseFormats) {
   std::shared_ptr<const grammar::CompiledGrammar> g;
   ApiError err;
   OpenAiRequest r = chat_request(R"({"messages": [{"role": "user", "content": "x"}]})");
-  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kNone, &g, &err));
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kNone, &g, &err));
   EXPECT_EQ(g, nullptr);
 
   r = chat_request(R"({"messages": [{"role": "user", "content": "x"}],
       "response_format": {"type": "json_object"}})");
-  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kNone, &g, &err)) << err.message;
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kNone, &g, &err)) << err.message;
   EXPECT_TRUE(accepts(g, R"({"a": [1, true]})"));
   EXPECT_FALSE(accepts(g, "[1]"));
 
   r = chat_request(R"({"messages": [{"role": "user", "content": "x"}],
       "response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema":
       {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}}})");
-  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kNone, &g, &err)) << err.message;
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kNone, &g, &err)) << err.message;
   EXPECT_TRUE(accepts(g, R"({"n": 12})"));
   EXPECT_FALSE(accepts(g, R"({"n": "12"})"));
 
   r = chat_request(R"({"messages": [{"role": "user", "content": "x"}],
       "response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema":
       {"type": "object", "patternProperties": {"a": {}}}}}})");
-  EXPECT_FALSE(output_grammar(r, ToolCallFormat::kNone, &g, &err));
+  EXPECT_FALSE(output_grammar(r, chat::ToolCallFormat::kNone, &g, &err));
   EXPECT_EQ(err.param, "response_format");
 
   r = chat_request(R"({"messages": [{"role": "user", "content": "x"}], "grammar": "root ::= x"})");
-  EXPECT_FALSE(output_grammar(r, ToolCallFormat::kNone, &g, &err));
+  EXPECT_FALSE(output_grammar(r, chat::ToolCallFormat::kNone, &g, &err));
   EXPECT_EQ(err.param, "grammar");
   EXPECT_NE(err.message.find("line 1"), std::string::npos) << err.message;
 }
@@ -86,7 +86,7 @@ TEST(OutputGrammar, ToolChoiceForcesACallInTheTemplatesFormat) {
   OpenAiRequest r = chat_request(body);
   std::shared_ptr<const grammar::CompiledGrammar> g;
   ApiError err;
-  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kHermes, &g, &err)) << err.message;
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kHermes, &g, &err)) << err.message;
   EXPECT_TRUE(accepts(g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 3}}\n</tool_call>"));
   EXPECT_TRUE(accepts(g, "<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>\n"
                          "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>"));
@@ -96,14 +96,14 @@ TEST(OutputGrammar, ToolChoiceForcesACallInTheTemplatesFormat) {
 
   r.tool_choice = {ToolChoiceMode::kNamed, "f"};
   r.parallel_tool_calls = false;
-  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kLlama3, &g, &err)) << err.message;
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kLlama3, &g, &err)) << err.message;
   EXPECT_TRUE(accepts(g, R"({"name": "f", "parameters": {"a": 3}})"));
   EXPECT_FALSE(accepts(g, R"({"name": "g", "parameters": {}})"));
   EXPECT_FALSE(accepts(g, R"({"name": "f", "parameters": {"a": 3}}; {"name": "f", "parameters": {"a": 3}})"));
 
-  EXPECT_FALSE(output_grammar(r, ToolCallFormat::kMistral, &g, &err));
+  EXPECT_FALSE(output_grammar(r, chat::ToolCallFormat::kMistral, &g, &err));
   EXPECT_EQ(err.param, "tool_choice");
-  EXPECT_FALSE(output_grammar(r, ToolCallFormat::kNone, &g, &err));
+  EXPECT_FALSE(output_grammar(r, chat::ToolCallFormat::kNone, &g, &err));
   EXPECT_EQ(err.param, "tool_choice");
 }
 
@@ -117,7 +117,7 @@ TEST(OutputGrammar, ToolChoiceInQwenXml) {
   OpenAiRequest r = chat_request(body);
   std::shared_ptr<const grammar::CompiledGrammar> g;
   ApiError err;
-  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kQwenXml, &g, &err)) << err.message;
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kQwenXml, &g, &err)) << err.message;
   const std::string call =
       "<tool_call>\n<function=search>\n<parameter=query>\nfolio <b> engine\n</parameter>\n"
       "<parameter=limit>\n7\n</parameter>\n<parameter=tags>\n[\"a\", \"b\"]\n</parameter>\n"
@@ -125,8 +125,8 @@ TEST(OutputGrammar, ToolChoiceInQwenXml) {
   ASSERT_TRUE(accepts(g, call));
   // What the grammar lets through, the parser reads back, typed.
   std::string content;
-  std::vector<ParsedToolCall> calls;
-  ToolCallParser::parse_all(ToolCallFormat::kQwenXml, &r.tools, call, &content, &calls);
+  std::vector<chat::ParsedToolCall> calls;
+  chat::ToolCallParser::parse_all(chat::ToolCallFormat::kQwenXml, &r.tools, call, &content, &calls);
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].arguments, R"({"query":"folio <b> engine","limit":7,"tags":["a","b"]})");
   // Optional parameters may be left out; required ones may not; bounds hold.
@@ -139,7 +139,7 @@ TEST(OutputGrammar, ToolChoiceInQwenXml) {
   EXPECT_FALSE(accepts(g, "<tool_call>\n<function=now>\n</function>\n</tool_call>"));
   // "required": any tool, and one that takes no parameters.
   r.tool_choice = {ToolChoiceMode::kRequired, ""};
-  ASSERT_TRUE(output_grammar(r, ToolCallFormat::kQwenXml, &g, &err)) << err.message;
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kQwenXml, &g, &err)) << err.message;
   EXPECT_TRUE(accepts(g, "<tool_call>\n<function=now>\n</function>\n</tool_call>"));
 }
 

@@ -313,7 +313,7 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
 
 Result<LoadedModel> load_for_generation(const ModelFlags& f) { return load_model(f, 1, 0); }
 
-tokenizer::ChatTemplate pick_chat_template(const LoadedModel& lm) {
+chat::ChatTemplate pick_chat_template(const LoadedModel& lm) {
   // Gemma's turn format, written for folio: system text joins the first user
   // turn, assistant turns are "model" turns.
   static constexpr std::string_view kGemmaTemplate =
@@ -328,11 +328,11 @@ tokenizer::ChatTemplate pick_chat_template(const LoadedModel& lm) {
   const auto& vocab = lm.tokenizer->vocab();
   const bool has_template = lm.model->file().has("tokenizer.chat_template");
   if (!has_template && lm.model->config().arch.rfind("gemma", 0) == 0) {
-    auto t = tokenizer::ChatTemplate::parse(kGemmaTemplate, lm.tokenizer->piece(vocab.bos(), true),
+    auto t = chat::ChatTemplate::parse(kGemmaTemplate, lm.tokenizer->piece(vocab.bos(), true),
                                             lm.tokenizer->piece(vocab.eos(), true));
     if (t.ok()) return std::move(t).value();
   }
-  return tokenizer::ChatTemplate::from_gguf(lm.model->file(), vocab);
+  return chat::ChatTemplate::from_gguf(lm.model->file(), vocab);
 }
 
 Result<LoadedModel> load_for_batch(const ModelFlags& f, int n_parallel) {

@@ -22,7 +22,7 @@
 #include "engine/sampling_params.h"
 #include "model/forward_context.h"
 #include "model/model.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace folio::tools {
@@ -112,7 +112,7 @@ Result<LoadedModel> load_for_batch(const ModelFlags& flags, int n_parallel);
 // The chat template for a loaded model: its tokenizer.chat_template; a Gemma
 // model without one gets folio's Gemma turn format; otherwise the ChatML
 // fallback (ChatTemplate::from_gguf). Used by `chat` and `serve`.
-tokenizer::ChatTemplate pick_chat_template(const LoadedModel& lm);
+chat::ChatTemplate pick_chat_template(const LoadedModel& lm);
 
 // Prints "folio: MESSAGE" on stderr and returns exit code 1.
 int fail(const Status& status);

@@ -52,7 +52,7 @@
 #include "engine/generator.h"
 #include "line_editor.h"
 #include "prompt_text.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace folio::tools {
 
@@ -103,7 +103,7 @@ class ChatSession {
         tmpl_(pick_chat_template(lm)),
         gen_(*lm.model, *lm.tokenizer, *lm.ctx, *lm.cache) {
     if (!f.system.empty()) {
-      messages_.push_back(tokenizer::ChatMessage::text(
+      messages_.push_back(chat::ChatMessage::text(
           "system", f.escape ? process_escapes(f.system) : f.system));
     }
     options_.n_predict = f.n_predict;
@@ -111,7 +111,7 @@ class ChatSession {
     options_.ignore_eos = f.ignore_eos;
   }
 
-  const tokenizer::ChatTemplate& chat_template() const { return tmpl_; }
+  const chat::ChatTemplate& chat_template() const { return tmpl_; }
 
   void reset() {
     messages_.resize(n_system());
@@ -129,15 +129,15 @@ class ChatSession {
   const ChatFlags& f_;
   LoadedModel& lm_;
   const SamplingParams& params_;
-  tokenizer::ChatTemplate tmpl_;
+  chat::ChatTemplate tmpl_;
   Generator gen_;
   GenerateOptions options_;
   // [system], then user/assistant pairs; a user message at the end during a turn.
-  std::vector<tokenizer::ChatMessage> messages_;
+  std::vector<chat::ChatMessage> messages_;
 };
 
 Result<std::vector<int32_t>> ChatSession::render(size_t drop) const {
-  std::vector<tokenizer::ChatMessage> kept(messages_.begin(), messages_.begin() + n_system());
+  std::vector<chat::ChatMessage> kept(messages_.begin(), messages_.begin() + n_system());
   kept.insert(kept.end(), messages_.begin() + n_system() + 2 * drop, messages_.end());
   FOLIO_ASSIGN_OR_RETURN(std::string text, tmpl_.apply(kept));
   tokenizer::TokenizeOptions to;
@@ -152,7 +152,7 @@ Result<std::vector<int32_t>> ChatSession::render(size_t drop) const {
 }
 
 void ChatSession::turn(const std::string& text) {
-  messages_.push_back(tokenizer::ChatMessage::text("user", text));
+  messages_.push_back(chat::ChatMessage::text("user", text));
   const int64_t n_ctx = lm_.cache->n_ctx();
   const size_t n_pairs = (messages_.size() - n_system() - 1) / 2;
   // fit_conversation asks for k = 0, 1, ... and stops at the k it returns,
@@ -215,7 +215,7 @@ void ChatSession::turn(const std::string& text) {
     messages_.pop_back();
     return;
   }
-  messages_.push_back(tokenizer::ChatMessage::text("assistant", reply));
+  messages_.push_back(chat::ChatMessage::text("assistant", reply));
 }
 
 int chat(const ChatFlags& f) {

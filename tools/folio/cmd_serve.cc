@@ -47,6 +47,9 @@ struct ServeFlags {
   std::string api_key;
   std::string alias;
   std::string chat_template_file;
+  std::string chat_format;  // "" = detected from the chat template
+  std::string reasoning_format = "auto";
+  int reasoning_budget = -1;
   int http_threads = 4;
   int max_connections = 4096;
   int max_connections_per_client = 1024;
@@ -71,7 +74,7 @@ std::string model_id(const ServeFlags& f) {
 // Everything the background loader builds; destroyed after the server stops.
 struct Engine {
   LoadedModel lm;
-  std::unique_ptr<tokenizer::ChatTemplate> chat_template;
+  std::unique_ptr<chat::ChatTemplate> chat_template;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<server::SchedulerService> service;
   std::unique_ptr<Embedder> embedder;  // embedding models (no scheduler)
@@ -113,12 +116,12 @@ Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http,
     ss << in.rdbuf();
     const auto& vocab = e->lm.tokenizer->vocab();
     FOLIO_ASSIGN_OR_RETURN(
-        tokenizer::ChatTemplate t,
-        tokenizer::ChatTemplate::parse(ss.str(), e->lm.tokenizer->piece(vocab.bos(), true),
+        chat::ChatTemplate t,
+        chat::ChatTemplate::parse(ss.str(), e->lm.tokenizer->piece(vocab.bos(), true),
                                        e->lm.tokenizer->piece(vocab.eos(), true)));
-    e->chat_template = std::make_unique<tokenizer::ChatTemplate>(std::move(t));
+    e->chat_template = std::make_unique<chat::ChatTemplate>(std::move(t));
   } else {
-    e->chat_template = std::make_unique<tokenizer::ChatTemplate>(pick_chat_template(e->lm));
+    e->chat_template = std::make_unique<chat::ChatTemplate>(pick_chat_template(e->lm));
     if (e->chat_template->is_fallback()) {
       std::fprintf(stderr, "folio serve: chat template: ChatML fallback (%s)\n",
                    e->chat_template->fallback_reason().c_str());
@@ -166,6 +169,16 @@ Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http,
   m.n_vocab = static_cast<int32_t>(e->lm.model->config().n_vocab);
   m.tokenizer = e->lm.tokenizer.get();
   m.chat_template = e->chat_template.get();
+  if (f.chat_format.empty()) {
+    m.chat_format = chat::detect_chat_format(e->chat_template->source());
+  } else {
+    FOLIO_ASSIGN_OR_RETURN(m.chat_format, chat::parse_chat_format(f.chat_format));
+  }
+  FOLIO_ASSIGN_OR_RETURN(m.reasoning_format, chat::parse_reasoning_format(f.reasoning_format));
+  m.reasoning_budget = f.reasoning_budget;
+  std::fprintf(stderr, "folio serve: chat format %s%s, reasoning format %s, reasoning budget %d\n",
+               m.chat_format->name().c_str(), f.chat_format.empty() ? " (from the template)" : "",
+               chat::reasoning_format_name(m.reasoning_format), m.reasoning_budget);
   m.service = e->service.get();
   http->set_model(m);
   return Status();
@@ -285,6 +298,24 @@ void register_serve_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--alias", f.alias, "model name in the API (default: the file's stem)");
   cmd->add_option("--chat-template-file", f.chat_template_file,
                   "Jinja chat template to use instead of the model's");
+  cmd->add_option("--chat-format", f.chat_format,
+                  "how replies are read back, TOOLS[+REASONING] (TOOLS: none, hermes, qwen_xml, "
+                  "llama3, mistral; REASONING: none, think, seed, mistral, command, harmony); "
+                  "default: detected from the chat template")
+      ->check([](const std::string& v) {
+        Result<chat::ChatFormat> r = chat::parse_chat_format(v);
+        return r.ok() ? std::string() : r.status().message();
+      });
+  cmd->add_option("--reasoning-format", f.reasoning_format,
+                  "none: reasoning stays in the content as written; auto, deepseek: it goes to "
+                  "reasoning_content")
+      ->check(CLI::IsMember({"none", "auto", "deepseek"}))
+      ->capture_default_str();
+  cmd->add_option("--reasoning-budget", f.reasoning_budget,
+                  "-1: unrestricted thinking; 0: thinking off where the template can "
+                  "(enable_thinking=false)")
+      ->check(CLI::IsMember({-1, 0}))
+      ->capture_default_str();
   cmd->add_option("--http-threads", f.http_threads,
                   "threads that prepare requests (JSON, chat template, tokenizer); connections "
                   "take no thread")

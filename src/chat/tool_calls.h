@@ -23,9 +23,11 @@
 #include <string_view>
 #include <vector>
 
-#include "server/api_error.h"
+#include <nlohmann/json.hpp>
 
-namespace folio::server {
+namespace folio::chat {
+
+using Json = nlohmann::ordered_json;
 
 enum class ToolCallFormat { kNone, kHermes, kQwenXml, kLlama3, kMistral };
 
@@ -78,4 +80,4 @@ class ToolCallParser {
   std::string buf_;  // held-back text
 };
 
-}  // namespace folio::server
+}  // namespace folio::chat

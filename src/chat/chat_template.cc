@@ -1,9 +1,9 @@
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 #include "core/check.h"
 #include "core/log.h"
 
-namespace folio::tokenizer {
+namespace folio::chat {
 
 namespace {
 
@@ -83,8 +83,8 @@ ChatTemplate ChatTemplate::load(std::string_view source, std::string bos_token,
   return fallback;
 }
 
-ChatTemplate ChatTemplate::from_gguf(const gguf::GgufFile& file, const Vocab& vocab) {
-  auto token_text = [&](TokenId id) {
+ChatTemplate ChatTemplate::from_gguf(const gguf::GgufFile& file, const tokenizer::Vocab& vocab) {
+  auto token_text = [&](tokenizer::TokenId id) {
     return vocab.valid(id) ? std::string(vocab.text(id)) : std::string();
   };
   std::string bos = token_text(vocab.bos());
@@ -126,4 +126,4 @@ Result<std::string> ChatTemplate::apply_json(const OrderedJson& messages,
   return template_.render(vars, render, error);
 }
 
-}  // namespace folio::tokenizer
+}  // namespace folio::chat

@@ -34,7 +34,7 @@
 #include "jinja/template.h"
 #include "tokenizer/vocab.h"
 
-namespace folio::tokenizer {
+namespace folio::chat {
 
 using OrderedJson = nlohmann::ordered_json;
 
@@ -82,7 +82,7 @@ class ChatTemplate {
   static ChatTemplate load(std::string_view source, std::string bos_token, std::string eos_token);
   // From GGUF metadata (`tokenizer.chat_template`) and the vocabulary's
   // BOS / EOS texts, with the same fallback as load().
-  static ChatTemplate from_gguf(const gguf::GgufFile& file, const Vocab& vocab);
+  static ChatTemplate from_gguf(const gguf::GgufFile& file, const tokenizer::Vocab& vocab);
   static ChatTemplate chatml(std::string bos_token, std::string eos_token);
 
   // Renders a conversation. Errors (InvalidArgument) carry the template's
@@ -116,4 +116,4 @@ class ChatTemplate {
   std::string fallback_reason_;
 };
 
-}  // namespace folio::tokenizer
+}  // namespace folio::chat

@@ -1,21 +1,21 @@
-// tokenizer::ChatTemplate: ChatMessage lists rendered through the model's
+// ChatTemplate: ChatMessage lists rendered through the model's
 // chat template exactly as Hugging Face renders them (expectations from
 // scripts/gen_template_cases.py, Python jinja2), the template and BOS / EOS
 // read from GGUF metadata, and the ChatML fallback.
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "test_util.h"
+#include "tokenizer/test_util.h"
 #include "tokenizer/tokenizer.h"
 
-namespace folio::tokenizer {
+namespace folio::chat {
 namespace chat_template_test {
 
-using testing::read_file;
+using tokenizer::testing::read_file;
 
 const std::string kData = std::string(FOLIO_SOURCE_DIR) + "/tests/jinja/data";
 const std::string kTemplates = std::string(FOLIO_REFDATA_DIR) + "/templates";
@@ -206,8 +206,8 @@ TEST(ChatTemplate, FromGguf) {
     std::string path = std::string(FOLIO_REFDATA_DIR) + "/tokenizer/ggml-vocab-" + vocab + ".gguf";
     Result<gguf::GgufFile> file = gguf::GgufFile::open(path);
     ASSERT_TRUE(file.ok()) << file.status().to_string();
-    const Tokenizer* tok =
-        testing::cached_tokenizer(path);  // shared with the other tokenizer tests
+    const tokenizer::Tokenizer* tok =
+        tokenizer::testing::cached_tokenizer(path);
     ASSERT_NE(tok, nullptr);
     ChatTemplate t = ChatTemplate::from_gguf(*file, tok->vocab());
     EXPECT_EQ(t.is_fallback(), !entry["has_template"].get<bool>()) << vocab;
@@ -232,4 +232,4 @@ TEST(ChatTemplate, FromGguf) {
 }
 
 }  // namespace
-}  // namespace folio::tokenizer
+}  // namespace folio::chat

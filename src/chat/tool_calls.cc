@@ -1,6 +1,6 @@
-#include "server/tool_calls.h"
+#include "chat/tool_calls.h"
 
-namespace folio::server {
+namespace folio::chat {
 
 namespace {
 
@@ -386,4 +386,4 @@ void ToolCallParser::parse_all(ToolCallFormat format, const Json* tools, std::st
   p.finish(content, calls);
 }
 
-}  // namespace folio::server
+}  // namespace folio::chat

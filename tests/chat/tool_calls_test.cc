@@ -2,7 +2,7 @@
 // parser (whole and fed piece by piece), and the round trip through the
 // model's own template: an assistant turn with tool calls rendered by the
 // template parses back into the same calls.
-#include "server/tool_calls.h"
+#include "chat/tool_calls.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
-namespace folio::server {
+namespace folio::chat {
 namespace tool_calls_test {
 
 const std::string kTemplates = std::string(FOLIO_REFDATA_DIR) + "/templates";
@@ -186,12 +186,12 @@ TEST(ToolCalls, Mistral) {
 // An assistant turn with tool calls, rendered by the model's own template,
 // parses back into the same calls.
 TEST(ToolCalls, RoundTripThroughTheTemplates) {
-  const tokenizer::OrderedJson tools = tokenizer::OrderedJson::parse(R"([{"type": "function",
+  const OrderedJson tools = OrderedJson::parse(R"([{"type": "function",
       "function": {"name": "get_weather", "description": "Weather in a city",
       "parameters": {"type": "object", "properties": {"city": {"type": "string"},
       "days": {"type": "integer"}}, "required": ["city"]}}}])");
-  const tokenizer::OrderedJson user = {{"role", "user"}, {"content", "Weather in Paris?"}};
-  const tokenizer::OrderedJson call = tokenizer::OrderedJson::parse(R"({"role": "assistant",
+  const OrderedJson user = {{"role", "user"}, {"content", "Weather in Paris?"}};
+  const OrderedJson call = OrderedJson::parse(R"({"role": "assistant",
       "content": null, "tool_calls": [{"id": "abcDEF123", "type": "function", "function":
       {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}}]})");
   const char* names[] = {"Qwen-Qwen2.5-7B-Instruct", "Qwen3.5-4B", "Qwen3-Coder",
@@ -201,14 +201,14 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
   for (const char* name : names) {
     SCOPED_TRACE(name);
     const std::string src = read_file(kTemplates + "/" + name + ".jinja");
-    auto t = tokenizer::ChatTemplate::parse(src, "<s>", "</s>");
+    auto t = ChatTemplate::parse(src, "<s>", "</s>");
     ASSERT_TRUE(t.ok()) << t.status().to_string();
-    tokenizer::ChatTemplateOptions o;
+    ChatTemplateOptions o;
     o.tools = tools;
     o.add_generation_prompt = true;
-    auto prefix = t->apply_json(tokenizer::OrderedJson::array({user}), o);
+    auto prefix = t->apply_json(OrderedJson::array({user}), o);
     o.add_generation_prompt = false;
-    auto full = t->apply_json(tokenizer::OrderedJson::array({user, call}), o);
+    auto full = t->apply_json(OrderedJson::array({user, call}), o);
     ASSERT_TRUE(prefix.ok()) << prefix.status().to_string();
     ASSERT_TRUE(full.ok()) << full.status().to_string();
     ASSERT_EQ(full->rfind(*prefix, 0), 0u) << *prefix << "\n---\n" << *full;
@@ -233,4 +233,4 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
 }
 
 }  // namespace
-}  // namespace folio::server
+}  // namespace folio::chat

@@ -1,0 +1,73 @@
+// A chat format: what one family of chat templates teaches a model to
+// write, so the server can read a reply back. It pairs the tool-call syntax
+// (chat/tool_calls.h) with the reasoning syntax (chat/reasoning.h) and says
+// how a client's earlier reasoning reaches the template:
+//
+//   reasoning   the model writes its thinking
+//     think     between <think> and </think> at the start of the reply
+//               (DeepSeek-R1 distills, QwQ, Qwen3 / 3.5, GLM-4.5+, Granite,
+//               Nemotron, MiniMax-M2, Kimi-K2-Thinking, SmolLM3, ...)
+//     seed      <seed:think> ... </seed:think> (Seed-OSS)
+//     mistral   [THINK] ... [/THINK] (Magistral, Ministral reasoning)
+//     command   <|START_THINKING|> ... <|END_THINKING|> (Command R7B / A)
+//     harmony   gpt-oss's channels: <|channel|>analysis<|message|>...<|end|>
+//               is reasoning, <|channel|>final<|message|>... is content
+//   reasoning_field  the assistant-message field the template reads earlier
+//               reasoning from ("reasoning_content", "thinking" for gpt-oss,
+//               "reasoning"); a request's reasoning_content is copied there.
+//
+// The format is detected from the template's source (detect_chat_format) or
+// named on the command line (`--chat-format TOOLS[+REASONING]`, e.g.
+// "hermes+think", "none+think", "harmony+harmony").
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "chat/tool_calls.h"
+#include "core/status.h"
+
+namespace folio::chat {
+
+enum class ReasoningSyntax { kNone, kThink, kSeed, kMistral, kCommand, kHarmony };
+
+struct ChatFormat {
+  ToolCallFormat tool_calls = ToolCallFormat::kNone;
+  ReasoningSyntax reasoning = ReasoningSyntax::kNone;
+  std::string reasoning_field = "reasoning_content";
+
+  // "TOOLS" or "TOOLS+REASONING": what --chat-format takes.
+  std::string name() const;
+  // Whether the format's markers are control tokens that the detokenizer
+  // hides unless asked to render them.
+  bool markers_are_special() const;
+};
+
+const char* reasoning_syntax_name(ReasoningSyntax s);
+// The open / close markers of a tag syntax ("" for kNone and kHarmony).
+std::string_view reasoning_open_tag(ReasoningSyntax s);
+std::string_view reasoning_close_tag(ReasoningSyntax s);
+
+// The format a template's source teaches.
+ChatFormat detect_chat_format(std::string_view template_source);
+// A --chat-format value; InvalidArgument naming the accepted values.
+Result<ChatFormat> parse_chat_format(std::string_view name);
+
+// Copies each assistant message's string reasoning_content into the field
+// the format's template reads (reasoning_field) where that field is absent;
+// reasoning_content itself stays.
+void route_reasoning_field(const ChatFormat& f, Json* messages);
+
+// --reasoning-format (llama.cpp's flag): kNone leaves the reasoning in the
+// content as the model wrote it; kAuto and kDeepseek split it into
+// reasoning_content.
+enum class ReasoningFormat { kNone, kAuto, kDeepseek };
+Result<ReasoningFormat> parse_reasoning_format(std::string_view name);
+const char* reasoning_format_name(ReasoningFormat f);
+
+// Whether a rendered prompt leaves the reply inside the reasoning block:
+// the template opened it in the generation prompt (QwQ, DeepSeek-R1
+// distills, MiniMax-M2, Nemotron 3, ...). Trailing whitespace is ignored.
+bool prompt_opens_reasoning(ReasoningSyntax s, std::string_view prompt);
+
+}  // namespace folio::chat

@@ -1,0 +1,192 @@
+// chat::ChatFormat: the format detected from every template of the corpus,
+// --chat-format names, earlier reasoning routed into the field each template
+// reads (rendered as Python's jinja2 renders the same conversation with that
+// field: scripts/gen_template_cases.py), and the generation prompts that
+// open the reasoning block.
+#include "chat/chat_format.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "chat/chat_template.h"
+#include "tokenizer/test_util.h"
+
+namespace folio::chat {
+namespace chat_format_test {
+
+using tokenizer::testing::read_file;
+
+const std::string kData = std::string(FOLIO_SOURCE_DIR) + "/tests/jinja/data";
+const std::string kTemplates = std::string(FOLIO_REFDATA_DIR) + "/templates";
+
+const OrderedJson& corpus() {
+  static const OrderedJson j = OrderedJson::parse(read_file(kData + "/conversations.json"));
+  return j;
+}
+
+const OrderedJson& corpus_case(const std::string& name) {
+  for (const auto& c : corpus()["cases"]) {
+    if (c["name"] == name) return c;
+  }
+  static const OrderedJson none;
+  return none;
+}
+
+std::tm fixed_now() {
+  std::tm tm{};
+  tm.tm_year = 124, tm.tm_mon = 6, tm.tm_mday = 26, tm.tm_hour = 14, tm.tm_min = 5, tm.tm_sec = 9;
+  tm.tm_wday = 5, tm.tm_yday = 207;
+  return tm;
+}
+
+ChatFormat format_of(const std::string& name) {
+  return detect_chat_format(read_file(kTemplates + "/" + name + ".jinja"));
+}
+
+TEST(ChatFormat, DetectedFromTheCorpusTemplates) {
+  const std::map<std::string, std::string> want = {
+      {"Qwen-Qwen3-0.6B", "hermes+think"},
+      {"Qwen-Qwen2.5-7B-Instruct", "hermes"},
+      {"Qwen3.5-4B", "qwen_xml+think"},
+      {"Qwen-QwQ-32B", "hermes+think"},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "none+think"},
+      {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "none+think"},
+      {"MiniMax-M2", "none+think"},
+      {"Kimi-K2-Thinking", "none+think"},
+      {"HuggingFaceTB-SmolLM3-3B", "none+think"},
+      {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "qwen_xml+think"},
+      {"ibm-granite-granite-3.3-2B-Instruct", "none+think"},
+      {"ByteDance-Seed-OSS", "none+seed"},
+      {"mistralai-Ministral-3-14B-Reasoning-2512", "mistral+mistral"},
+      {"Cohere2MoE", "none+command"},
+      {"openai-gpt-oss-120b", "none+harmony"},
+      {"meta-llama-Llama-3.1-8B-Instruct", "llama3"},
+      {"google-gemma-2-2b-it", "none"},
+  };
+  for (const auto& [name, format] : want) {
+    EXPECT_EQ(format_of(name).name(), format) << name;
+  }
+  EXPECT_EQ(format_of("openai-gpt-oss-120b").reasoning_field, "thinking");
+  EXPECT_EQ(format_of("upstage-Solar-Open-100B").reasoning_field, "reasoning");
+  EXPECT_EQ(format_of("Qwen-Qwen3-0.6B").reasoning_field, "reasoning_content");
+}
+
+TEST(ChatFormat, NamesRoundTripAndBadNamesAreRefused) {
+  for (const char* name : {"none", "hermes", "qwen_xml+think", "mistral+mistral", "none+seed",
+                           "none+command", "none+harmony", "llama3"}) {
+    Result<ChatFormat> f = parse_chat_format(name);
+    ASSERT_TRUE(f.ok()) << name << ": " << f.status().to_string();
+    EXPECT_EQ(f->name(), name);
+  }
+  EXPECT_EQ(parse_chat_format("none+harmony")->reasoning_field, "thinking");
+  for (const char* bad : {"", "chatml", "hermes+", "hermes+thinking", "+think", "hermes+think+x"}) {
+    Result<ChatFormat> f = parse_chat_format(bad);
+    ASSERT_FALSE(f.ok()) << bad;
+    EXPECT_NE(f.status().message().find("TOOLS[+REASONING]"), std::string::npos);
+  }
+  EXPECT_EQ(*parse_reasoning_format("none"), ReasoningFormat::kNone);
+  EXPECT_EQ(*parse_reasoning_format("auto"), ReasoningFormat::kAuto);
+  EXPECT_EQ(*parse_reasoning_format("deepseek"), ReasoningFormat::kDeepseek);
+  EXPECT_FALSE(parse_reasoning_format("deepseek-legacy").ok());
+  EXPECT_FALSE(parse_reasoning_format("").ok());
+}
+
+// A client sends earlier reasoning as reasoning_content; routed into the
+// template's own field, every corpus template renders it as jinja2 renders
+// the conversation that carries that field.
+TEST(ChatFormat, ReasoningSentBackRendersAsJinja2) {
+  int checked = 0, differs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kTemplates)) {
+    const std::string file = entry.path().filename().string();
+    const std::string name = entry.path().stem().string();
+    const std::string source = read_file(entry.path().string());
+    const ChatFormat format = detect_chat_format(source);
+    const OrderedJson expected =
+        OrderedJson::parse(read_file(kData + "/expected/" + name + ".json"));
+    Result<ChatTemplate> t =
+        ChatTemplate::parse(source, corpus()["bos_token"], corpus()["eos_token"]);
+    ASSERT_TRUE(t.ok()) << file << ": " << t.status().to_string();
+    const std::string suffix = format.reasoning_field == "reasoning_content" ? "content"
+                               : format.reasoning_field == "thinking"        ? "thinking"
+                                                                             : "reasoning";
+    for (const std::string base : {"reasoning_", "tool_reasoning_"}) {
+      for (const std::string agp : {"", "+agp"}) {
+        const OrderedJson& c = corpus_case(base + "content" + agp);
+        ASSERT_TRUE(c.is_object()) << base;
+        OrderedJson messages = c["messages"];
+        route_reasoning_field(format, &messages);
+        ChatTemplateOptions options;
+        options.add_generation_prompt = c["add_generation_prompt"].get<bool>();
+        options.tools = c["tools"];
+        options.kwargs = c["kwargs"];
+        options.now = fixed_now();
+        jinja::Error error;
+        Result<std::string> out = t->apply_json(messages, options, &error);
+        const std::string want_case = base + suffix + agp;
+        const OrderedJson& want = expected["results"][want_case];
+        ASSERT_TRUE(want.is_object()) << file << " / " << want_case;
+        if (want.contains("output")) {
+          ASSERT_TRUE(out.ok()) << file << " / " << want_case << ": " << out.status().to_string();
+          EXPECT_EQ(*out, want["output"].get<std::string>()) << file << " / " << want_case;
+          const OrderedJson& plain = expected["results"][base + "content" + agp];
+          differs += plain.contains("output") && plain["output"] != want["output"];
+        } else {
+          ASSERT_FALSE(out.ok()) << file << " / " << want_case;
+          EXPECT_EQ(error.message, want["error"]["message"].get<std::string>()) << file;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 70 * 4);
+  // gpt-oss (thinking) and Solar (reasoning) render the routed field where
+  // reasoning_content alone renders nothing.
+  EXPECT_GE(differs, 2);
+}
+
+// Templates that open the block in the generation prompt leave the reply
+// inside it; enable_thinking=false closes it again.
+TEST(ChatFormat, GenerationPromptsThatOpenTheReasoningBlock) {
+  struct Case {
+    const char* name;
+    bool enable_thinking_set;
+    bool enable_thinking;
+    bool opens;
+  };
+  const Case cases[] = {
+      // These two close the block again unless enable_thinking is set.
+      {"Qwen-QwQ-32B", true, true, true},
+      {"Qwen-QwQ-32B", false, false, false},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", true, true, true},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", false, false, false},
+      {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B", false, false, true},
+      {"MiniMax-M2", false, false, true},
+      {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", false, false, true},
+      {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", true, false, false},
+      {"Qwen-Qwen3-0.6B", false, false, false},
+      {"Qwen-Qwen3-0.6B", true, false, false},
+      {"GLM-4.6", false, false, false},
+      {"HuggingFaceTB-SmolLM3-3B", false, false, false},
+  };
+  for (const Case& c : cases) {
+    Result<ChatTemplate> t =
+        ChatTemplate::parse(read_file(kTemplates + "/" + c.name + ".jinja"), "<s>", "</s>");
+    ASSERT_TRUE(t.ok()) << c.name;
+    ChatTemplateOptions o;
+    if (c.enable_thinking_set) o.kwargs["enable_thinking"] = c.enable_thinking;
+    OrderedJson messages = OrderedJson::array({{{"role", "user"}, {"content", "2+2?"}}});
+    Result<std::string> prompt = t->apply_json(messages, o);
+    ASSERT_TRUE(prompt.ok()) << c.name << ": " << prompt.status().to_string();
+    EXPECT_EQ(prompt_opens_reasoning(format_of(c.name).reasoning, *prompt), c.opens)
+        << c.name << " enable_thinking " << c.enable_thinking_set << ": ..."
+        << prompt->substr(prompt->size() > 40 ? prompt->size() - 40 : 0);
+  }
+  EXPECT_FALSE(prompt_opens_reasoning(ReasoningSyntax::kNone, "<think>\n"));
+  EXPECT_TRUE(prompt_opens_reasoning(ReasoningSyntax::kSeed, "x<seed:think>"));
+  EXPECT_FALSE(prompt_opens_reasoning(ReasoningSyntax::kThink, "<think></think>\n"));
+}
+
+}  // namespace chat_format_test
+}  // namespace folio::chat
