@@ -89,7 +89,7 @@ std::vector<TokenId> Tokenizer::tokenize(std::string_view text, const TokenizeOp
   out.reserve(text.size() / 3 + 4);
   if (opts.add_special && vocab_.add_bos()) out.push_back(vocab_.bos());
   std::vector<Fragment> fragments;
-  specials_.split(vocab_, text, opts.parse_special, &fragments);
+  specials_.split(vocab_, text, opts.parse_special, &fragments, opts.literal_spans);
   bool after_special = true;  // the start counts as "after a special token"
   for (const Fragment& f : fragments) {
     if (f.token != kNoToken) {

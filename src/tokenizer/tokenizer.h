@@ -48,6 +48,10 @@ namespace folio::tokenizer {
 struct TokenizeOptions {
   bool add_special = true;     // BOS / EOS as the vocabulary's add_bos / add_eos say
   bool parse_special = false;  // control-token texts in the input become those tokens
+  // With parse_special: byte spans of the text (sorted, disjoint) whose
+  // control-token texts stay text, as without parse_special (the request
+  // content inside a rendered chat prompt). Borrowed for the call.
+  std::span<const TextSpan> literal_spans;
 };
 
 struct DetokenizeOptions {
@@ -71,6 +75,11 @@ class Tokenizer {
   const Vocab& vocab() const { return vocab_; }
 
   std::vector<TokenId> tokenize(std::string_view text, const TokenizeOptions& opts = {}) const;
+  // Appends the spans of `text` that only parse_special makes tokens
+  // (control and unknown token texts), in order.
+  void find_control_texts(std::string_view text, std::vector<TextSpan>* out) const {
+    specials_.find_controls(text, out);
+  }
 
   // Appends the bytes token `id` stands for (nothing for an id outside the
   // vocabulary, or a hidden token without render_special).
