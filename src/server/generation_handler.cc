@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "core/log.h"
+#include "server/chat_prompt.h"
 #include "server/event_queue.h"
 #include "server/openai_response.h"
 #include "server/output_grammar.h"
@@ -322,16 +323,18 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
   o.add_generation_prompt = r.add_generation_prompt;
   o.tools = r.tools;
   o.kwargs = r.chat_template_kwargs;
-  Result<std::string> text = m.chat_template->apply_json(r.messages, o);
-  if (!text.ok()) {
-    *err = bad_request(fmt::format("cannot apply the chat template: {}", text.status().message()),
-                       "messages");
+  Result<ChatPrompt> prompt = render_chat_prompt(*m.chat_template, *m.tokenizer, r.messages, o,
+                                                 m.special_in_content);
+  if (!prompt.ok()) {
+    *err = bad_request(
+        fmt::format("cannot apply the chat template: {}", prompt.status().message()), "messages");
     return false;
   }
   tokenizer::TokenizeOptions to;
   to.add_special = false;  // the template writes BOS itself where the model wants it
-  to.parse_special = true;
-  sub->tokens = m.tokenizer->tokenize(*text, to);
+  to.parse_special = true;  // the template's markup; the request's own text stays text
+  to.literal_spans = prompt->literal;
+  sub->tokens = m.tokenizer->tokenize(prompt->text, to);
   const auto& vocab = m.tokenizer->vocab();
   if (vocab.add_bos() && vocab.bos() >= 0 &&
       (sub->tokens.empty() || sub->tokens.front() != vocab.bos())) {
