@@ -278,6 +278,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     res->set(http::field::server, kServerName);
     res->set(http::field::content_type, r.content_type);
     for (auto& [k, v] : r.headers) res->set(k, v);
+    if (request_) {
+      for (auto& [k, v] : srv_.handler.answer_headers(*request_)) res->set(k, v);
+    }
     res->body() = std::move(r.body);
     keep_alive = keep_alive && !srv_.draining;
     res->keep_alive(keep_alive);
@@ -377,6 +380,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     res->set(http::field::server, kServerName);
     res->set(http::field::content_type, head_.content_type);
     for (auto& [k, v] : head_.headers) res->set(k, v);
+    for (auto& [k, v] : srv_.handler.answer_headers(*request_)) res->set(k, v);
     if (http10()) {
       res->keep_alive(false);  // the body ends with the connection
     } else {

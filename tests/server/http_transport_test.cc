@@ -142,9 +142,12 @@ TEST_F(HttpTransportTest, BodyDeadlineClosesAStalledUpload) {
   o.body_timeout = 300ms;
   start(o);
   RawConnection c(port_);
-  ASSERT_TRUE(c.send("POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"con"));
+  ASSERT_TRUE(c.send(
+      "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 100\r\n\r\n{\"con"));
   std::string bytes;
   EXPECT_TRUE(c.read_until_closed(2s, &bytes));
+  EXPECT_EQ(bytes, "");  // closed by the deadline, not answered
 }
 
 TEST_F(HttpTransportTest, PipelinedRequestsAreAllAnsweredInOrder) {
@@ -244,7 +247,8 @@ TEST_F(HttpTransportTest, ExpectContinueGetsA100First) {
   RawConnection c(port_);
   const std::string body = R"({"content": "hi"})";
   ASSERT_TRUE(c.send(fmt::format(
-      "POST /tokenize HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+      "POST /tokenize HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: "
+      "application/json\r\nContent-Length: {}\r\n\r\n",
       body.size())));
   std::string bytes;
   for (int i = 0; i < 50 && bytes.find("\r\n\r\n") == std::string::npos; ++i) {
@@ -303,7 +307,7 @@ TEST_F(HttpTransportTest, RoutesAndMethods) {
   auto rs = exchange("DELETE /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].status, 405);
-  EXPECT_EQ(rs[0].header("allow"), "GET");
+  EXPECT_EQ(rs[0].header("allow"), "GET, OPTIONS");
   rs = exchange("GET /v1/models/other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].status, 404);
@@ -404,7 +408,9 @@ TEST_F(HttpTransportTest, StopIsBoundedWithTricklingClients) {
   std::vector<RawConnection> slow;
   for (int i = 0; i < 50; ++i) {
     slow.emplace_back(port_);
-    slow.back().send("POST /v1/completions HTTP/1.1\r\nContent-Length: 1000\r\n\r\n{");
+    slow.back().send(
+        "POST /v1/completions HTTP/1.1\r\nContent-Type: application/json\r\n"
+        "Content-Length: 1000\r\n\r\n{");
   }
   std::this_thread::sleep_for(50ms);
   const auto t0 = std::chrono::steady_clock::now();
