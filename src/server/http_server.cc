@@ -343,6 +343,8 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>()) 
   t.body_timeout = o.body_timeout;
   t.write_timeout = o.write_timeout;
   t.max_body_bytes = o.max_body_bytes;
+  t.large_body_bytes = o.large_body_bytes;
+  t.large_body_workers = o.large_body_threads;
   impl_->transport = std::make_unique<HttpTransport>(t, *impl_);
 }
 

@@ -58,13 +58,22 @@ struct ServerOptions {
   // Threads that prepare generation / tokenize requests (JSON, chat
   // template, tokenizer) off the event loop.
   int http_threads = 4;
+  // Requests with bodies of large_body_bytes or more are prepared on
+  // large_body_threads threads of their own, so that big bodies neither
+  // hold the threads small requests need nor add up in memory.
+  size_t large_body_bytes = size_t{256} << 10;
+  int large_body_threads = 1;
   int max_connections = 4096;
   int max_connections_per_client = 1024;
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds idle_timeout{30'000};
   std::chrono::milliseconds body_timeout{60'000};
   std::chrono::milliseconds write_timeout{30'000};
-  size_t max_body_bytes = size_t{16} << 20;
+  // Big enough for a full long-context prompt (a 262k-token context is
+  // about 1 MiB of text, 2 MiB as token ids), small enough that preparing
+  // one request (JSON, template, tokenizer: tens of bytes per body byte)
+  // stays near 100 MiB.
+  size_t max_body_bytes = size_t{4} << 20;
   // Origins allowed to read answers across sites ("https://app.example",
   // or "*" for any); empty: none (no Access-Control-Allow-Origin is sent).
   std::vector<std::string> cors_origins;

@@ -2,7 +2,8 @@
 // are not declared JSON (forms, text/plain: what a browser sends without a
 // preflight) get 415; CORS preflights are answered for the origins
 // --cors-origin lists and refused (403) for others; answers carry
-// Access-Control-Allow-Origin only for listed origins.
+// Access-Control-Allow-Origin only for listed origins; bodies over the limit
+// get 413 before they are read.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -224,6 +225,32 @@ TEST(CrossSite, OriginsAreCheckedAtStart) {
   for (const char* good : {"*", "null", "http://localhost:3000", "https://app.example"}) {
     EXPECT_TRUE(check_cors_origin(good).ok()) << good;
   }
+}
+
+TEST_F(CrossSiteTest, OversizedBodiesGet413BeforeTheyAreRead) {
+  EXPECT_EQ(ServerOptions().max_body_bytes, size_t{4} << 20);
+  ServerOptions o;
+  o.max_body_bytes = 1 << 20;
+  start(o);
+  // Only the head is sent: a declared length over the limit is refused at
+  // once, without waiting for 10 MB that never come.
+  RawConnection c(port_);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.send("POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: 10485760\r\n\r\n{\"content\": \""));
+  std::string bytes;
+  EXPECT_TRUE(c.read_until_closed(10s, &bytes));
+  std::vector<RawResponse> r = testing::parse_responses(bytes);
+  ASSERT_EQ(r.size(), 1u) << bytes;
+  expect_api_error(r[0], 413, "body_too_large");
+  EXPECT_NE(r[0].body.find("--max-body-mib"), std::string::npos) << r[0].body;
+  // A body at the limit is read and answered.
+  std::string words;
+  while (words.size() < (1 << 20) - 15) words += "hi ";
+  words.resize((1 << 20) - 15);
+  const std::string at_limit = "{\"content\": \"" + words + "\"}";
+  ASSERT_EQ(at_limit.size(), size_t{1} << 20);
+  EXPECT_EQ(exchange("POST", "/tokenize", {"Content-Type: application/json"}, at_limit).status, 200);
 }
 
 }  // namespace cross_site_test
