@@ -52,6 +52,13 @@ struct TokenizeOptions {
   // control-token texts stay text, as without parse_special (the request
   // content inside a rendered chat prompt). Borrowed for the call.
   std::span<const TextSpan> literal_spans;
+  // BPE: a text longer than this goes through the pre-tokenizer in chunks
+  // of about this size (its scratch holds ~20 bytes per input byte), cut
+  // where every pre-tokenizer cuts (after a lone '\n' before an ASCII
+  // letter; in a line, between ASCII punctuation and " " + an ASCII
+  // letter, except for Gemma 4, which encodes whole lines), so the tokens
+  // are the same. 0: one piece of work, however long.
+  size_t max_chunk_bytes = size_t{64} << 10;
 };
 
 struct DetokenizeOptions {
@@ -95,6 +102,8 @@ class Tokenizer {
 
  private:
   void encode_text(std::string_view text, bool after_special, std::vector<TokenId>* out) const;
+  void encode_text_chunked(std::string_view text, bool after_special, size_t max_chunk,
+                           std::vector<TokenId>* out) const;
 
   Vocab vocab_;
   SpecialTokenMatcher specials_;

@@ -228,6 +228,26 @@ double cpu_ms(const std::function<void()>& f) {
   return 1000.0 * static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
 }
 
+// Long texts are pre-tokenized in chunks cut after '\n' before a letter:
+// cut at every such place (chunks of 1 byte asked for), the refdata inputs
+// and a mixed long text tokenize exactly as in one piece, for every BPE
+// family; SentencePiece vocabularies are never cut.
+TEST(Tokenizer, ChunkedLongTextsTokenizeAsOnePiece) {
+  for (const char* name : {"gpt-2", "llama-bpe", "qwen2", "qwen35", "starcoder", "falcon",
+                           "deepseek-llm", "gemma-4", "llama-spm", "phi-3"}) {
+    const Tokenizer& t = vocab(name);
+    std::string text = testing::read_file(
+        refdata_path(std::string("tokenizer/ggml-vocab-") + name + ".gguf.inp"));
+    ASSERT_FALSE(text.empty()) << name;
+    text += "\nWord\n\nword \nx\r\ny.\nz!\n\tq 12\nab\n";
+    text += long_text();
+    const Ids whole = t.tokenize(text, {.max_chunk_bytes = 0});
+    EXPECT_EQ(t.tokenize(text, {.max_chunk_bytes = 1}), whole) << name;
+    EXPECT_EQ(t.tokenize(text, {.max_chunk_bytes = 4096}), whole) << name;
+    EXPECT_EQ(t.tokenize(text), whole) << name;
+  }
+}
+
 TEST(Tokenizer, LongPromptsAreFast) {
   const std::string text = long_text();
   for (const char* name : {"llama-bpe", "qwen35", "llama-spm", "gemma-4", "deepseek-llm"}) {
