@@ -323,11 +323,11 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
   o.add_generation_prompt = r.add_generation_prompt;
   o.tools = r.tools;
   o.kwargs = r.chat_template_kwargs;
-  Result<ChatPrompt> prompt = render_chat_prompt(*m.chat_template, *m.tokenizer, r.messages, o,
-                                                 m.special_in_content);
+  Result<ChatPrompt> prompt =
+      render_chat_prompt(*m.chat_template, *m.tokenizer, r.messages, o, m.special_in_content);
   if (!prompt.ok()) {
-    *err = bad_request(
-        fmt::format("cannot apply the chat template: {}", prompt.status().message()), "messages");
+    *err = bad_request(fmt::format("cannot apply the chat template: {}", prompt.status().message()),
+                       "messages");
     return false;
   }
   tokenizer::TokenizeOptions to;

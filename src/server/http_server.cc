@@ -193,8 +193,9 @@ struct HttpServer::Impl final : HttpHandler {
       return e.reply();
     }
     reply.headers.emplace_back("Access-Control-Allow-Methods", methods);
-    reply.headers.emplace_back("Access-Control-Allow-Headers",
-                               http_server_allowed_headers(r.header("Access-Control-Request-Headers")));
+    reply.headers.emplace_back(
+        "Access-Control-Allow-Headers",
+        http_server_allowed_headers(r.header("Access-Control-Request-Headers")));
     reply.headers.emplace_back("Access-Control-Max-Age", "600");
     return reply;
   }
@@ -370,7 +371,9 @@ Status check_cors_origin(std::string_view origin) {
 }
 
 Result<int> HttpServer::start() {
-  for (const std::string& o : impl_->options.cors_origins) FOLIO_RETURN_IF_ERROR(check_cors_origin(o));
+  for (const std::string& o : impl_->options.cors_origins) {
+    FOLIO_RETURN_IF_ERROR(check_cors_origin(o));
+  }
   return impl_->transport->start();
 }
 

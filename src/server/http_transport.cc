@@ -253,9 +253,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stream_.expires_never();
     parser_.reset();
     if (!srv_.handler.is_heavy(*request_)) return on_result(safe_handle(srv_.handler, *request_));
-    net::thread_pool& pool = request_->body.size() >= srv_.options.large_body_bytes
-                                 ? srv_.large_workers
-                                 : srv_.workers;
+    net::thread_pool& pool =
+        request_->body.size() >= srv_.options.large_body_bytes ? srv_.large_workers : srv_.workers;
     net::post(pool, [self = shared_from_this(), req = request_]() mutable {
       RouteResult result = safe_handle(self->srv_.handler, *req);
       auto exec = self->stream_.get_executor();
@@ -623,9 +622,9 @@ Result<int> HttpTransport::start() {
     return invalid_argument("port must be in [0, 65535], got {}", o.port);
   }
   if (o.io_threads < 1 || o.worker_threads < 1 || o.large_body_workers < 1) {
-    return invalid_argument("io, worker and large-body worker threads must be >= 1 (got {}, {} "
-                            "and {})",
-                            o.io_threads, o.worker_threads, o.large_body_workers);
+    return invalid_argument(
+        "io, worker and large-body worker threads must be >= 1 (got {}, {} and {})", o.io_threads,
+        o.worker_threads, o.large_body_workers);
   }
   if (o.max_connections < 1 || o.max_connections_per_client < 1) {
     return invalid_argument("connection limits must be >= 1 (got {} and {})", o.max_connections,

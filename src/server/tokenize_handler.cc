@@ -47,9 +47,8 @@ HttpReply handle_tokenize(const ServedModel& m, const std::string& body) {
     }
     std::vector<std::vector<int32_t>> prompts;
     if (!prompt_token_ids(m, kind, j, &prompts, &err)) return err.reply();
-    return tokenize_handler_reply(
-        prompts.front(),
-        fmt::format(",\"count\":{},\"max_model_len\":{}", prompts.front().size(), m.n_ctx));
+    return tokenize_handler_reply(prompts.front(), fmt::format(",\"count\":{},\"max_model_len\":{}",
+                                                               prompts.front().size(), m.n_ctx));
   }
   if (content == j.end() || !content->is_string()) {
     return bad_request("'content' must be a string", "content").reply();

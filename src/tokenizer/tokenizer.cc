@@ -104,8 +104,7 @@ void Tokenizer::encode_text(std::string_view text, bool after_special,
 // Gemma 4, whose pieces are whole lines.
 void Tokenizer::encode_text_chunked(std::string_view text, bool after_special, size_t max_chunk,
                                     std::vector<TokenId>* out) const {
-  const bool bpe =
-      vocab_.model() == VocabModel::kBpe || vocab_.model() == VocabModel::kBpeSpm;
+  const bool bpe = vocab_.model() == VocabModel::kBpe || vocab_.model() == VocabModel::kBpeSpm;
   if (max_chunk > 0 && bpe && vocab_.pre_tokenizer() != PreTokenizer::kNone) {
     auto ascii_letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
     while (text.size() > max_chunk) {

@@ -89,8 +89,9 @@ class ChatPromptServerTest : public ::testing::Test {
   }
 
   Ids tokenize_chat(const Json& messages) {
-    HttpAnswer a = testing::post(
-        port_, "/tokenize", dump_json(Json{{"messages", messages}, {"add_generation_prompt", true}}));
+    HttpAnswer a =
+        testing::post(port_, "/tokenize",
+                      dump_json(Json{{"messages", messages}, {"add_generation_prompt", true}}));
     EXPECT_EQ(a.status, 200) << a.body;
     return testing::json_of(a)["tokens"].get<Ids>();
   }
@@ -183,11 +184,13 @@ TEST(ChatPrompt, MarkersSurviveFiltersAndCutsAreErrors) {
   Result<ChatPrompt> remnant = render_chat_prompt(*cut_early, *m.tok, short_message, {}, false);
   ASSERT_TRUE(remnant.ok()) << remnant.status().to_string();
   EXPECT_EQ(remnant->text, "<|im_start|>a[[<|im_end|>");
-  const Ids remnant_ids = m.tok->tokenize(remnant->text, {.add_special = false, .parse_special = true});
+  const Ids remnant_ids =
+      m.tok->tokenize(remnant->text, {.add_special = false, .parse_special = true});
   EXPECT_EQ(count_controls(remnant_ids), 2);
   // Without control texts nothing is replaced, so cutting is harmless.
-  Result<ChatPrompt> plain = render_chat_prompt(
-      *cut_early, *m.tok, Json::array({Json{{"role", "user"}, {"content", "abcdefgh"}}}), {}, false);
+  Result<ChatPrompt> plain =
+      render_chat_prompt(*cut_early, *m.tok,
+                         Json::array({Json{{"role", "user"}, {"content", "abcdefgh"}}}), {}, false);
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->text, "<|im_start|>abc<|im_end|>");
   EXPECT_TRUE(plain->literal.empty());

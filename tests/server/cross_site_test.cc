@@ -57,9 +57,11 @@ class CrossSiteTest : public ::testing::Test {
   // whole lines without CRLF. A POST gets a Content-Length.
   RawResponse exchange(std::string_view method, std::string_view path,
                        const std::vector<std::string>& headers, std::string_view body = "") {
-    std::string req = fmt::format("{} {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n", method, path);
+    std::string req =
+        fmt::format("{} {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n", method, path);
     for (const std::string& h : headers) req += h + "\r\n";
-    if (method == "POST" || !body.empty()) req += fmt::format("Content-Length: {}\r\n", body.size());
+    if (method == "POST" || !body.empty())
+      req += fmt::format("Content-Length: {}\r\n", body.size());
     req += "\r\n";
     req += body;
     RawConnection c(port_);
@@ -125,9 +127,9 @@ TEST_F(CrossSiteTest, NoOriginIsAllowedByDefault) {
   RawResponse get = exchange("GET", "/v1/models", {"Origin: http://evil.example"});
   EXPECT_EQ(get.status, 200);
   EXPECT_EQ(get.header("access-control-allow-origin"), "");
-  RawResponse post = exchange("POST", "/tokenize",
-                              {"Origin: http://evil.example", "Content-Type: application/json"},
-                              kTokenize);
+  RawResponse post =
+      exchange("POST", "/tokenize",
+               {"Origin: http://evil.example", "Content-Type: application/json"}, kTokenize);
   EXPECT_EQ(post.status, 200);
   EXPECT_EQ(post.header("access-control-allow-origin"), "");
   RawResponse pre = exchange("OPTIONS", "/v1/chat/completions",
@@ -141,8 +143,8 @@ TEST_F(CrossSiteTest, NoOriginIsAllowedByDefault) {
   RawResponse plain = exchange("OPTIONS", "/v1/chat/completions", {});
   EXPECT_EQ(plain.status, 204);
   EXPECT_EQ(plain.header("allow"), "POST, OPTIONS");
-  expect_api_error(exchange("OPTIONS", "/v1/nothing", {"Origin: http://evil.example",
-                                                       "Access-Control-Request-Method: POST"}),
+  expect_api_error(exchange("OPTIONS", "/v1/nothing",
+                            {"Origin: http://evil.example", "Access-Control-Request-Method: POST"}),
                    404, "unknown_url");
   RawResponse del = exchange("DELETE", "/v1/models", {});
   expect_api_error(del, 405, "method_not_allowed");
@@ -156,10 +158,10 @@ TEST_F(CrossSiteTest, ListedOriginsArePreflightedAndAnswered) {
   start(o);
   for (const std::string origin : {"http://app.example", "https://b.example:8443"}) {
     // Browsers send no credentials with a preflight: no key needed.
-    RawResponse pre = exchange(
-        "OPTIONS", "/v1/chat/completions",
-        {"Origin: " + origin, "Access-Control-Request-Method: POST",
-         "Access-Control-Request-Headers: authorization, content-type, x-stainless-os"});
+    RawResponse pre =
+        exchange("OPTIONS", "/v1/chat/completions",
+                 {"Origin: " + origin, "Access-Control-Request-Method: POST",
+                  "Access-Control-Request-Headers: authorization, content-type, x-stainless-os"});
     EXPECT_EQ(pre.status, 204) << pre.body;
     EXPECT_EQ(pre.header("access-control-allow-origin"), origin);
     EXPECT_EQ(pre.header("vary"), "Origin");
@@ -186,12 +188,12 @@ TEST_F(CrossSiteTest, ListedOriginsArePreflightedAndAnswered) {
   // Another origin, or a listed one spelled differently, is not listed.
   for (const char* other : {"http://evil.example", "http://app.example:80", "https://app.example",
                             "http://APP.example"}) {
-    RawResponse pre = exchange("OPTIONS", "/v1/chat/completions",
-                               {std::string("Origin: ") + other,
-                                "Access-Control-Request-Method: POST"});
+    RawResponse pre =
+        exchange("OPTIONS", "/v1/chat/completions",
+                 {std::string("Origin: ") + other, "Access-Control-Request-Method: POST"});
     expect_api_error(pre, 403, "origin_not_allowed");
-    RawResponse get =
-        exchange("GET", "/v1/models", {std::string("Origin: ") + other, "Authorization: Bearer sesame"});
+    RawResponse get = exchange("GET", "/v1/models",
+                               {std::string("Origin: ") + other, "Authorization: Bearer sesame"});
     EXPECT_EQ(get.status, 200);
     EXPECT_EQ(get.header("access-control-allow-origin"), "") << other;
   }
@@ -214,8 +216,8 @@ TEST_F(CrossSiteTest, AnyOriginWithStar) {
 }
 
 TEST(CrossSite, OriginsAreCheckedAtStart) {
-  for (const char* bad : {"", "app.example", "http://app.example/", "http://app.example/path",
-                          "://x", "http://"}) {
+  for (const char* bad :
+       {"", "app.example", "http://app.example/", "http://app.example/path", "://x", "http://"}) {
     ServerOptions o;
     o.port = 0;
     o.cors_origins = {bad};
@@ -236,8 +238,9 @@ TEST_F(CrossSiteTest, OversizedBodiesGet413BeforeTheyAreRead) {
   // once, without waiting for 10 MB that never come.
   RawConnection c(port_);
   ASSERT_TRUE(c.ok());
-  ASSERT_TRUE(c.send("POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     "Content-Length: 10485760\r\n\r\n{\"content\": \""));
+  ASSERT_TRUE(
+      c.send("POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Content-Length: 10485760\r\n\r\n{\"content\": \""));
   std::string bytes;
   EXPECT_TRUE(c.read_until_closed(10s, &bytes));
   std::vector<RawResponse> r = testing::parse_responses(bytes);
@@ -250,7 +253,8 @@ TEST_F(CrossSiteTest, OversizedBodiesGet413BeforeTheyAreRead) {
   words.resize((1 << 20) - 15);
   const std::string at_limit = "{\"content\": \"" + words + "\"}";
   ASSERT_EQ(at_limit.size(), size_t{1} << 20);
-  EXPECT_EQ(exchange("POST", "/tokenize", {"Content-Type: application/json"}, at_limit).status, 200);
+  EXPECT_EQ(exchange("POST", "/tokenize", {"Content-Type: application/json"}, at_limit).status,
+            200);
 }
 
 }  // namespace cross_site_test

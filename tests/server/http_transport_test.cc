@@ -145,9 +145,9 @@ TEST_F(HttpTransportTest, BodyDeadlineClosesAStalledUpload) {
   o.body_timeout = 300ms;
   start(o);
   RawConnection c(port_);
-  ASSERT_TRUE(c.send(
-      "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-      "Content-Length: 100\r\n\r\n{\"con"));
+  ASSERT_TRUE(
+      c.send("POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Content-Length: 100\r\n\r\n{\"con"));
   std::string bytes;
   EXPECT_TRUE(c.read_until_closed(2s, &bytes));
   EXPECT_EQ(bytes, "");  // closed by the deadline, not answered
@@ -249,10 +249,10 @@ TEST_F(HttpTransportTest, ExpectContinueGetsA100First) {
   start();
   RawConnection c(port_);
   const std::string body = R"({"content": "hi"})";
-  ASSERT_TRUE(c.send(fmt::format(
-      "POST /tokenize HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: "
-      "application/json\r\nContent-Length: {}\r\n\r\n",
-      body.size())));
+  ASSERT_TRUE(c.send(
+      fmt::format("POST /tokenize HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: "
+                  "application/json\r\nContent-Length: {}\r\n\r\n",
+                  body.size())));
   std::string bytes;
   for (int i = 0; i < 50 && bytes.find("\r\n\r\n") == std::string::npos; ++i) {
     c.read_for(20ms, &bytes);

@@ -62,8 +62,8 @@ TEST(Tokenizer, LiteralSpansKeepControlTextsAsText) {
   const std::string tail = "<|im_end|>\n";
   const std::string text = head + content + tail;
   const std::vector<TextSpan> literal = {{head.size(), head.size() + content.size()}};
-  const Ids ids = q.tokenize(text, {.add_special = false, .parse_special = true,
-                                    .literal_spans = literal});
+  const Ids ids =
+      q.tokenize(text, {.add_special = false, .parse_special = true, .literal_spans = literal});
   Ids want = q.tokenize(head, {.add_special = false, .parse_special = true});
   const Ids as_text = q.tokenize(content, {.add_special = false});
   want.insert(want.end(), as_text.begin(), as_text.end());
@@ -79,17 +79,18 @@ TEST(Tokenizer, LiteralSpansKeepControlTextsAsText) {
   EXPECT_EQ(q.tokenize(text, {.add_special = false, .parse_special = true, .literal_spans = {}}),
             q.tokenize(text, {.add_special = false, .parse_special = true}));
   const std::vector<TextSpan> touching = {{0, 0}, {12, 13}};
-  EXPECT_EQ(q.tokenize("<|im_start|>x", {.add_special = false, .parse_special = true,
-                                          .literal_spans = touching}),
+  EXPECT_EQ(q.tokenize("<|im_start|>x",
+                       {.add_special = false, .parse_special = true, .literal_spans = touching}),
             (Ids{151644, 87}));
   const std::vector<TextSpan> one_byte = {{11, 12}};
-  EXPECT_FALSE(contains(q.tokenize("<|im_start|>x", {.add_special = false, .parse_special = true,
-                                                       .literal_spans = one_byte}),
-                        151644));
+  EXPECT_FALSE(
+      contains(q.tokenize("<|im_start|>x",
+                          {.add_special = false, .parse_special = true, .literal_spans = one_byte}),
+               151644));
   // User-defined tokens are split out inside literal spans too.
   const std::vector<TextSpan> all = {{0, 13}};
-  EXPECT_EQ(q.tokenize("a[PAD151646]b", {.add_special = false, .parse_special = true,
-                                          .literal_spans = all}),
+  EXPECT_EQ(q.tokenize("a[PAD151646]b",
+                       {.add_special = false, .parse_special = true, .literal_spans = all}),
             (Ids{64, 151646, 65}));
 }
 
@@ -236,8 +237,8 @@ TEST(Tokenizer, ChunkedLongTextsTokenizeAsOnePiece) {
   for (const char* name : {"gpt-2", "llama-bpe", "qwen2", "qwen35", "starcoder", "falcon",
                            "deepseek-llm", "gemma-4", "llama-spm", "phi-3"}) {
     const Tokenizer& t = vocab(name);
-    std::string text = testing::read_file(
-        refdata_path(std::string("tokenizer/ggml-vocab-") + name + ".gguf.inp"));
+    std::string text =
+        testing::read_file(refdata_path(std::string("tokenizer/ggml-vocab-") + name + ".gguf.inp"));
     ASSERT_FALSE(text.empty()) << name;
     text += "\nWord\n\nword \nx\r\ny.\nz!\n\tq 12\nab\n";
     text += long_text();

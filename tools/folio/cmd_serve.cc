@@ -202,15 +202,16 @@ int serve(const ServeFlags& f) {
   server::HttpServer http(so);
   Result<int> port = http.start();
   if (!port.ok()) return fail(port.status().message());
-  std::fprintf(stderr,
-               "folio serve: listening on http://%s:%d (model '%s' loading), %d request "
-               "threads, up to %d connections (%d per client), API key %s, body limit %lld MiB, "
-               "CORS origins %s, control texts in chat content %s\n",
-               f.host.c_str(), *port, model_id(f).c_str(), so.http_threads, so.max_connections,
-               so.max_connections_per_client,
-               f.api_key.empty() ? "off" : "required", static_cast<long long>(f.max_body_mib),
-               f.cors_origins.empty() ? "none" : fmt::format("{}", fmt::join(f.cors_origins, ",")).c_str(),
-               f.allow_special_in_content ? "parsed as tokens" : "kept as text");
+  std::fprintf(
+      stderr,
+      "folio serve: listening on http://%s:%d (model '%s' loading), %d request "
+      "threads, up to %d connections (%d per client), API key %s, body limit %lld MiB, "
+      "CORS origins %s, control texts in chat content %s\n",
+      f.host.c_str(), *port, model_id(f).c_str(), so.http_threads, so.max_connections,
+      so.max_connections_per_client, f.api_key.empty() ? "off" : "required",
+      static_cast<long long>(f.max_body_mib),
+      f.cors_origins.empty() ? "none" : fmt::format("{}", fmt::join(f.cors_origins, ",")).c_str(),
+      f.allow_special_in_content ? "parsed as tokens" : "kept as text");
   std::fprintf(stderr,
                "folio serve: loading %s (ctx-size %lld, kv-type %s, kv-block-size %d, kv-blocks "
                "%d, kv-memory %lld MiB, max-seqs %d, batch-size %lld, ubatch-size %lld)\n",
