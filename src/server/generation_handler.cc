@@ -20,6 +20,7 @@
 
 #include "chat/chat_parser.h"
 #include "core/log.h"
+#include "server/chat_prompt.h"
 #include "server/event_queue.h"
 #include "server/openai_response.h"
 #include "server/output_grammar.h"
@@ -357,17 +358,19 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
   }
   Json messages = r.messages;
   chat::route_reasoning_field(format, &messages);
-  Result<std::string> text = m.chat_template->apply_json(messages, o);
-  if (!text.ok()) {
-    *err = bad_request(fmt::format("cannot apply the chat template: {}", text.status().message()),
+  Result<ChatPrompt> prompt =
+      render_chat_prompt(*m.chat_template, *m.tokenizer, messages, o, m.special_in_content);
+  if (!prompt.ok()) {
+    *err = bad_request(fmt::format("cannot apply the chat template: {}", prompt.status().message()),
                        "messages");
     return false;
   }
-  sub->reasoning_open = chat::prompt_opens_reasoning(format.reasoning, *text);
+  sub->reasoning_open = chat::prompt_opens_reasoning(format.reasoning, prompt->text);
   tokenizer::TokenizeOptions to;
   to.add_special = false;  // the template writes BOS itself where the model wants it
-  to.parse_special = true;
-  sub->tokens = m.tokenizer->tokenize(*text, to);
+  to.parse_special = true;  // the template's markup; the request's own text stays text
+  to.literal_spans = prompt->literal;
+  sub->tokens = m.tokenizer->tokenize(prompt->text, to);
   const auto& vocab = m.tokenizer->vocab();
   if (vocab.add_bos() && vocab.bos() >= 0 &&
       (sub->tokens.empty() || sub->tokens.front() != vocab.bos())) {

@@ -56,6 +56,10 @@ struct ServedModel {
   int reasoning_budget = -1;
   GenerationService* service = nullptr;  // null for an embedding model
   Embedder* embedder = nullptr;          // embedding models only: /v1/embeddings
+  // Control-token texts in chat content become control tokens (llama.cpp's
+  // behaviour; --allow-special-in-content). Off: they stay text, and only
+  // the template's markup yields control tokens (server/chat_prompt.h).
+  bool special_in_content = false;
 };
 
 }  // namespace folio::server

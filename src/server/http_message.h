@@ -82,6 +82,12 @@ class HttpHandler {
   // Whether handle() does real work (JSON parsing, templates, tokenizing):
   // such requests run on a worker thread, the rest on the I/O thread.
   virtual bool is_heavy(const HttpRequest& request) const = 0;
+  // Header fields added to every answer to `request`, early, complete or
+  // streamed (CORS: Access-Control-Allow-Origin for an allowed Origin).
+  virtual HttpHeaders answer_headers(const HttpRequest& request) const {
+    (void)request;
+    return {};
+  }
   // Never throws through: exceptions become 500 answers in the transport.
   virtual RouteResult handle(const HttpRequest& request) = 0;
 };

@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <cctype>
 #include <ctime>
 #include <functional>
 #include <mutex>
@@ -53,6 +54,33 @@ std::optional<std::string> percent_decode(std::string_view s) {
     i += 2;
   }
   return out;
+}
+
+// "application/json" with any parameters ("; charset=utf-8"), in any case.
+bool http_server_is_json_type(std::string_view v) {
+  v = v.substr(0, std::min(v.find(';'), v.size()));
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  constexpr std::string_view kJson = "application/json";
+  if (v.size() != kJson.size()) return false;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(v[i])) != kJson[i]) return false;
+  }
+  return true;
+}
+
+// A preflight's Access-Control-Request-Headers echoed back when it is a
+// plain list of header names; otherwise the two fields the API uses.
+std::string http_server_allowed_headers(std::string_view requested) {
+  constexpr std::string_view kDefault = "Authorization, Content-Type";
+  if (requested.empty() || requested.size() > 1024) return std::string(kDefault);
+  for (char c : requested) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != ',' &&
+        c != ' ') {
+      return std::string(kDefault);
+    }
+  }
+  return std::string(requested);
 }
 
 constexpr std::string_view kModelPrefix = "/v1/models/";
@@ -127,6 +155,51 @@ struct HttpServer::Impl final : HttpHandler {
            same_secret(auth.substr(kBearer.size()), options.api_key);
   }
 
+  bool origin_allowed(std::string_view origin) const {
+    for (const std::string& o : options.cors_origins) {
+      if (o == "*" || o == origin) return true;
+    }
+    return false;
+  }
+
+  HttpHeaders answer_headers(const HttpRequest& r) const override {
+    const std::string_view origin = r.header("Origin");
+    if (origin.empty() || !origin_allowed(origin)) return {};
+    for (const std::string& o : options.cors_origins) {
+      if (o == "*") return {{"Access-Control-Allow-Origin", "*"}};
+    }
+    // The answer depends on the Origin field: caches must key on it.
+    return {{"Access-Control-Allow-Origin", std::string(origin)}, {"Vary", "Origin"}};
+  }
+
+  // OPTIONS on a route: a CORS preflight (Origin and
+  // Access-Control-Request-Method), or a plain question for the methods.
+  HttpReply options_reply(const HttpRequest& r, const RouteInfo& info) const {
+    HttpReply reply;
+    reply.status = 204;
+    const std::string methods = fmt::format("{}, OPTIONS", info.method);
+    const std::string_view origin = r.header("Origin");
+    if (origin.empty() || r.header("Access-Control-Request-Method").empty()) {
+      reply.headers.emplace_back("Allow", methods);
+      return reply;
+    }
+    if (!origin_allowed(origin)) {
+      ApiError e = bad_request(fmt::format(
+          "cross-origin requests from '{}' are not allowed (the server's --cors-origin lists "
+          "the origins that may call it)",
+          origin));
+      e.http_status = 403;
+      e.code = "origin_not_allowed";
+      return e.reply();
+    }
+    reply.headers.emplace_back("Access-Control-Allow-Methods", methods);
+    reply.headers.emplace_back(
+        "Access-Control-Allow-Headers",
+        http_server_allowed_headers(r.header("Access-Control-Request-Headers")));
+    reply.headers.emplace_back("Access-Control-Max-Age", "600");
+    return reply;
+  }
+
   std::unique_ptr<HttpReply> screen(const HttpRequest& r) override {
     const std::optional<RouteInfo> info = find_route(r.path);
     if (!info) {
@@ -134,18 +207,35 @@ struct HttpServer::Impl final : HttpHandler {
           not_found_error(fmt::format("Invalid URL ({} {})", r.method, r.path), "unknown_url")
               .reply());
     }
+    if (r.method == "OPTIONS") return std::make_unique<HttpReply>(options_reply(r, *info));
     if (r.method != info->method) {
       ApiError e = bad_request(
           fmt::format("method {} is not allowed on {} (use {})", r.method, r.path, info->method));
       e.http_status = 405;
       e.code = "method_not_allowed";
       auto reply = std::make_unique<HttpReply>(e.reply());
-      reply->headers.emplace_back("Allow", info->method);
+      reply->headers.emplace_back("Allow", fmt::format("{}, OPTIONS", info->method));
       return reply;
     }
     // The page and /health need no key: the page asks for it.
     if (info->route == Route::kHealth || info->route == Route::kChatPage) return nullptr;
     if (!authorized(r)) return std::make_unique<HttpReply>(unauthorized_error().reply());
+    // Every POST route takes a JSON body. A browser sends a cross-site form
+    // or text/plain POST without asking the server first; a JSON one only
+    // after a preflight the server answers.
+    if (std::string_view(info->method) == "POST" &&
+        !http_server_is_json_type(r.header("Content-Type"))) {
+      const std::string_view type = r.header("Content-Type");
+      ApiError e = bad_request(
+          type.empty() ? std::string("the request body must be JSON: send 'Content-Type: "
+                                     "application/json'")
+                       : fmt::format("the request body must be JSON: Content-Type is '{}', not "
+                                     "'application/json'",
+                                     type.substr(0, 200)));
+      e.http_status = 415;
+      e.code = "unsupported_media_type";
+      return std::make_unique<HttpReply>(e.reply());
+    }
     if (!current_model()) {
       return std::make_unique<HttpReply>(unavailable_error("loading model").reply());
     }
@@ -254,6 +344,8 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>()) 
   t.body_timeout = o.body_timeout;
   t.write_timeout = o.write_timeout;
   t.max_body_bytes = o.max_body_bytes;
+  t.large_body_bytes = o.large_body_bytes;
+  t.large_body_workers = o.large_body_threads;
   impl_->transport = std::make_unique<HttpTransport>(t, *impl_);
 }
 
@@ -261,7 +353,27 @@ HttpServer::~HttpServer() {
   stop();
 }
 
+Status check_cors_origin(std::string_view origin) {
+  if (origin == "*") return Status();
+  // An origin as browsers send it: scheme "://" host [":" port], nothing
+  // after (no path, no trailing '/'), or "null" (sandboxed documents).
+  if (origin == "null") return Status();
+  const size_t sep = origin.find("://");
+  const std::string_view rest = sep == std::string_view::npos ? "" : origin.substr(sep + 3);
+  if (sep == std::string_view::npos || sep == 0 || rest.empty() ||
+      rest.find_first_of("/?#@ ") != std::string_view::npos) {
+    return invalid_argument(
+        "CORS origin '{}' is not an origin: write scheme://host[:port] (no path, no trailing "
+        "'/'), or '*' for any",
+        origin);
+  }
+  return Status();
+}
+
 Result<int> HttpServer::start() {
+  for (const std::string& o : impl_->options.cors_origins) {
+    FOLIO_RETURN_IF_ERROR(check_cors_origin(o));
+  }
   return impl_->transport->start();
 }
 

@@ -16,6 +16,17 @@
 // With an API key every route but / and /health needs `Authorization: Bearer KEY`
 // (401 otherwise). Request bodies over max_body_bytes get 413.
 //
+// Cross-site requests: a POST body must be declared JSON (Content-Type
+// application/json, parameters such as charset allowed), or it gets 415,
+// so a web page cannot start work with a form or a text/plain fetch (the
+// requests a browser sends without asking). Browsers ask with a preflight
+// (OPTIONS) before a JSON POST from another origin: an origin listed in
+// cors_origins (or any, with "*") gets 204 with the Access-Control-Allow-*
+// fields, another origin 403; OPTIONS without a preflight's fields gets 204
+// with Allow. Answers to a listed origin carry Access-Control-Allow-Origin;
+// with no cors_origins none does, and only same-origin pages (the chat page
+// at /) can read answers. OPTIONS needs no API key (browsers send none).
+//
 // A non-streaming generation answer's status is sent once its outcome is
 // known: a request that fails after it was accepted gets its 4xx / 5xx with
 // the OpenAI error body. A stream answers 200 at once (errors found before
@@ -28,6 +39,8 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "server/generation_service.h"
@@ -45,14 +58,30 @@ struct ServerOptions {
   // Threads that prepare generation / tokenize requests (JSON, chat
   // template, tokenizer) off the event loop.
   int http_threads = 4;
+  // Requests with bodies of large_body_bytes or more are prepared on
+  // large_body_threads threads of their own, so that big bodies neither
+  // hold the threads small requests need nor add up in memory.
+  size_t large_body_bytes = size_t{256} << 10;
+  int large_body_threads = 1;
   int max_connections = 4096;
   int max_connections_per_client = 1024;
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds idle_timeout{30'000};
   std::chrono::milliseconds body_timeout{60'000};
   std::chrono::milliseconds write_timeout{30'000};
-  size_t max_body_bytes = size_t{16} << 20;
+  // Big enough for a full long-context prompt (a 262k-token context is
+  // about 1 MiB of text, 2 MiB as token ids), small enough that preparing
+  // one request (JSON, template, tokenizer: tens of bytes per body byte)
+  // stays near 100 MiB.
+  size_t max_body_bytes = size_t{4} << 20;
+  // Origins allowed to read answers across sites ("https://app.example",
+  // or "*" for any); empty: none (no Access-Control-Allow-Origin is sent).
+  std::vector<std::string> cors_origins;
 };
+
+// Whether `origin` can be one of ServerOptions::cors_origins: "*", "null",
+// or scheme://host[:port] as a browser's Origin field spells it.
+Status check_cors_origin(std::string_view origin);
 
 class HttpServer {
  public:

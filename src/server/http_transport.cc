@@ -85,13 +85,15 @@ struct TransportState {
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   tcp::acceptor acceptor{net::make_strand(ioc)};
   net::thread_pool workers;
+  net::thread_pool large_workers;  // heavy requests with large bodies
   std::vector<std::thread> io_threads;
 
   TransportState(TransportOptions o, HttpHandler& h)
       : options(std::move(o)),
         handler(h),
         ioc(std::max(1, options.io_threads)),
-        workers(static_cast<size_t>(std::max(1, options.worker_threads))) {}
+        workers(static_cast<size_t>(std::max(1, options.worker_threads))),
+        large_workers(static_cast<size_t>(std::max(1, options.large_body_workers))) {}
 
   void accept();
   void on_accept(beast::error_code ec, tcp::socket socket);
@@ -154,7 +156,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool read_failed(beast::error_code ec) {
     if (!ec) return false;
     if (ec == http::error::body_limit) {
-      refuse(too_large_error(fmt::format("the request body is larger than the limit of {} bytes",
+      refuse(too_large_error(fmt::format("the request body is larger than the limit of {} bytes "
+                                         "(folio serve --max-body-mib)",
                                          srv_.options.max_body_bytes),
                              "body_too_large"),
              "body over the limit");
@@ -250,7 +253,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stream_.expires_never();
     parser_.reset();
     if (!srv_.handler.is_heavy(*request_)) return on_result(safe_handle(srv_.handler, *request_));
-    net::post(srv_.workers, [self = shared_from_this(), req = request_]() mutable {
+    net::thread_pool& pool =
+        request_->body.size() >= srv_.options.large_body_bytes ? srv_.large_workers : srv_.workers;
+    net::post(pool, [self = shared_from_this(), req = request_]() mutable {
       RouteResult result = safe_handle(self->srv_.handler, *req);
       auto exec = self->stream_.get_executor();
       net::post(exec, [self = std::move(self), result = std::move(result)]() mutable {
@@ -278,6 +283,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     res->set(http::field::server, kServerName);
     res->set(http::field::content_type, r.content_type);
     for (auto& [k, v] : r.headers) res->set(k, v);
+    if (request_) {
+      for (auto& [k, v] : srv_.handler.answer_headers(*request_)) res->set(k, v);
+    }
     res->body() = std::move(r.body);
     keep_alive = keep_alive && !srv_.draining;
     res->keep_alive(keep_alive);
@@ -377,6 +385,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     res->set(http::field::server, kServerName);
     res->set(http::field::content_type, head_.content_type);
     for (auto& [k, v] : head_.headers) res->set(k, v);
+    for (auto& [k, v] : srv_.handler.answer_headers(*request_)) res->set(k, v);
     if (http10()) {
       res->keep_alive(false);  // the body ends with the connection
     } else {
@@ -612,9 +621,10 @@ Result<int> HttpTransport::start() {
   if (o.port < 0 || o.port > 65535) {
     return invalid_argument("port must be in [0, 65535], got {}", o.port);
   }
-  if (o.io_threads < 1 || o.worker_threads < 1) {
-    return invalid_argument("io and worker threads must be >= 1 (got {} and {})", o.io_threads,
-                            o.worker_threads);
+  if (o.io_threads < 1 || o.worker_threads < 1 || o.large_body_workers < 1) {
+    return invalid_argument(
+        "io, worker and large-body worker threads must be >= 1 (got {}, {} and {})", o.io_threads,
+        o.worker_threads, o.large_body_workers);
   }
   if (o.max_connections < 1 || o.max_connections_per_client < 1) {
     return invalid_argument("connection limits must be >= 1 (got {} and {})", o.max_connections,
@@ -702,6 +712,7 @@ void HttpTransport::stop() {
   for (auto& t : s.io_threads) t.join();
   s.io_threads.clear();
   s.workers.join();
+  s.large_workers.join();
 }
 
 TransportStats HttpTransport::stats() const {

@@ -20,7 +20,13 @@
 //
 // Limits: max_connections open at once and max_connections_per_client from
 // one address; a connection past either gets 503 and is closed. Bodies over
-// max_body_bytes get 413, heads over max_header_bytes 431.
+// max_body_bytes get 413, heads over max_header_bytes 431 (a Content-Length
+// over the limit is refused before the body is read).
+//
+// Heavy requests with a body of large_body_bytes or more run on their own
+// large_body_workers threads, the rest on worker_threads: big bodies are
+// prepared a few at a time (what they cost in memory at once is bounded)
+// and never hold the threads small requests need.
 //
 // Shutdown: drain() stops accepting, closes every connection that is not
 // answering a request, lets the answers in progress finish and returns
@@ -51,7 +57,9 @@ struct TransportOptions {
   std::chrono::milliseconds body_timeout{60'000};
   std::chrono::milliseconds write_timeout{30'000};
   size_t max_header_bytes = size_t{64} << 10;
-  size_t max_body_bytes = size_t{16} << 20;
+  size_t max_body_bytes = size_t{4} << 20;
+  size_t large_body_bytes = size_t{256} << 10;
+  int large_body_workers = 1;
 };
 
 struct TransportStats {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace folio::tokenizer {
 
@@ -62,7 +63,8 @@ std::pair<size_t, TokenId> SpecialTokenMatcher::match(std::string_view text, siz
 }
 
 void SpecialTokenMatcher::split(const Vocab& vocab, std::string_view text, bool parse_special,
-                                std::vector<Fragment>* out) const {
+                                std::vector<Fragment>* out,
+                                std::span<const TextSpan> literal) const {
   auto is_space = [](char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
   };
@@ -73,7 +75,16 @@ void SpecialTokenMatcher::split(const Vocab& vocab, std::string_view text, bool 
       ++i;
       continue;
     }
-    const auto [len, token] = match(text, i, parse_special);
+    auto [len, token] = match(text, i, parse_special);
+    if (len != 0 && parse_special && !literal.empty()) {
+      // The first literal span that ends after i is the only one a match
+      // starting at i can overlap first; any overlap leaves only the tokens
+      // matched without parse_special.
+      while (!literal.empty() && literal.front().end <= i) literal = literal.subspan(1);
+      if (!literal.empty() && literal.front().begin < i + len) {
+        std::tie(len, token) = match(text, i, /*parse_special=*/false);
+      }
+    }
     if (len == 0) {
       ++i;
       continue;
@@ -91,6 +102,24 @@ void SpecialTokenMatcher::split(const Vocab& vocab, std::string_view text, bool 
     start = i;
   }
   if (start < text.size()) out->push_back({kNoToken, text.substr(start)});
+}
+
+void SpecialTokenMatcher::find_controls(std::string_view text, std::vector<TextSpan>* out) const {
+  for (size_t i = 0; i < text.size();) {
+    if (!first_byte_[static_cast<uint8_t>(text[i])]) {
+      ++i;
+      continue;
+    }
+    const size_t len = match(text, i, /*parse_special=*/true).first;
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    // A user-defined token (matched in every mode) is the same match
+    // without parse_special; a control or unknown one is not.
+    if (match(text, i, /*parse_special=*/false).first != len) out->push_back({i, i + len});
+    i += len;
+  }
 }
 
 }  // namespace folio::tokenizer

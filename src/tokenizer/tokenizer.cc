@@ -1,5 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
+
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/pre_tokenizer.h"
@@ -84,19 +86,66 @@ void Tokenizer::encode_text(std::string_view text, bool after_special,
   }
 }
 
+// Why a cut after a lone '\n' (an ASCII letter after it, a printable ASCII
+// character other than a space before it) changes no piece, for every
+// regex family (pre_tokenizer.h): a newline is taken only by the
+// whitespace alternatives (\s+(?!\S), \s+, \s*[\r\n]+) or by [\r\n]* /
+// [\r\n/]* after punctuation, which all end at the letter, and a lone
+// newline is the same piece whether a letter or the chunk's end follows it
+// (\s+(?!\S) would take a longer run whole at the end); the optional
+// prefix of the letter alternatives excludes \r and \n
+// ([^\r\n\p{L}\p{N}]?, " ?"), and deepseek-llm, whose \s? would take it,
+// isolates every newline in its first step; Gemma 4 splits at newlines.
+// Nothing looks behind, so the pieces after the cut start afresh.
+// In a line, a cut between ASCII punctuation and " " + a letter: the
+// punctuation run ends there either way (its alternatives take no space
+// after it, [\r\n]* nothing), and " " + letters is one piece that starts
+// at the space (" ?\p{L}+", [^\r\n\p{L}\p{N}]?\p{L}+, \s?letters); not for
+// Gemma 4, whose pieces are whole lines.
+void Tokenizer::encode_text_chunked(std::string_view text, bool after_special, size_t max_chunk,
+                                    std::vector<TokenId>* out) const {
+  const bool bpe = vocab_.model() == VocabModel::kBpe || vocab_.model() == VocabModel::kBpeSpm;
+  if (max_chunk > 0 && bpe && vocab_.pre_tokenizer() != PreTokenizer::kNone) {
+    auto ascii_letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+    while (text.size() > max_chunk) {
+      auto ascii_punct = [](char c) {
+        return c > ' ' && c < 0x7f && !(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'z') &&
+               !(c >= 'A' && c <= 'Z');
+      };
+      const bool in_lines = vocab_.pre_tokenizer() != PreTokenizer::kNewlines;
+      // The first cut at or after max_chunk bytes: `at` is where the next
+      // chunk starts.
+      size_t at = std::max<size_t>(max_chunk, 1);
+      for (; at + 1 < text.size(); ++at) {
+        const char prev = text[at - 1], c = text[at], next = text[at + 1];
+        if (prev == '\n' && ascii_letter(c) && at >= 2 && text[at - 2] > ' ' &&
+            text[at - 2] < 0x7f) {
+          break;
+        }
+        if (in_lines && ascii_punct(prev) && c == ' ' && ascii_letter(next)) break;
+      }
+      if (at + 1 >= text.size()) break;
+      encode_text(text.substr(0, at), after_special, out);
+      after_special = false;
+      text.remove_prefix(at);
+    }
+  }
+  encode_text(text, after_special, out);
+}
+
 std::vector<TokenId> Tokenizer::tokenize(std::string_view text, const TokenizeOptions& opts) const {
   std::vector<TokenId> out;
   out.reserve(text.size() / 3 + 4);
   if (opts.add_special && vocab_.add_bos()) out.push_back(vocab_.bos());
   std::vector<Fragment> fragments;
-  specials_.split(vocab_, text, opts.parse_special, &fragments);
+  specials_.split(vocab_, text, opts.parse_special, &fragments, opts.literal_spans);
   bool after_special = true;  // the start counts as "after a special token"
   for (const Fragment& f : fragments) {
     if (f.token != kNoToken) {
       out.push_back(f.token);
       after_special = true;
     } else {
-      encode_text(f.text, after_special, &out);
+      encode_text_chunked(f.text, after_special, opts.max_chunk_bytes, &out);
       after_special = false;
     }
   }

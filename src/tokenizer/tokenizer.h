@@ -48,6 +48,17 @@ namespace folio::tokenizer {
 struct TokenizeOptions {
   bool add_special = true;     // BOS / EOS as the vocabulary's add_bos / add_eos say
   bool parse_special = false;  // control-token texts in the input become those tokens
+  // With parse_special: byte spans of the text (sorted, disjoint) whose
+  // control-token texts stay text, as without parse_special (the request
+  // content inside a rendered chat prompt). Borrowed for the call.
+  std::span<const TextSpan> literal_spans;
+  // BPE: a text longer than this goes through the pre-tokenizer in chunks
+  // of about this size (its scratch holds ~20 bytes per input byte), cut
+  // where every pre-tokenizer cuts (after a lone '\n' before an ASCII
+  // letter; in a line, between ASCII punctuation and " " + an ASCII
+  // letter, except for Gemma 4, which encodes whole lines), so the tokens
+  // are the same. 0: one piece of work, however long.
+  size_t max_chunk_bytes = size_t{64} << 10;
 };
 
 struct DetokenizeOptions {
@@ -71,6 +82,11 @@ class Tokenizer {
   const Vocab& vocab() const { return vocab_; }
 
   std::vector<TokenId> tokenize(std::string_view text, const TokenizeOptions& opts = {}) const;
+  // Appends the spans of `text` that only parse_special makes tokens
+  // (control and unknown token texts), in order.
+  void find_control_texts(std::string_view text, std::vector<TextSpan>* out) const {
+    specials_.find_controls(text, out);
+  }
 
   // Appends the bytes token `id` stands for (nothing for an id outside the
   // vocabulary, or a hidden token without render_special).
@@ -86,6 +102,8 @@ class Tokenizer {
 
  private:
   void encode_text(std::string_view text, bool after_special, std::vector<TokenId>* out) const;
+  void encode_text_chunked(std::string_view text, bool after_special, size_t max_chunk,
+                           std::vector<TokenId>* out) const;
 
   Vocab vocab_;
   SpecialTokenMatcher specials_;

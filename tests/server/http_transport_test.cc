@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include "raw_http.h"
@@ -142,9 +145,12 @@ TEST_F(HttpTransportTest, BodyDeadlineClosesAStalledUpload) {
   o.body_timeout = 300ms;
   start(o);
   RawConnection c(port_);
-  ASSERT_TRUE(c.send("POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"con"));
+  ASSERT_TRUE(
+      c.send("POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Content-Length: 100\r\n\r\n{\"con"));
   std::string bytes;
   EXPECT_TRUE(c.read_until_closed(2s, &bytes));
+  EXPECT_EQ(bytes, "");  // closed by the deadline, not answered
 }
 
 TEST_F(HttpTransportTest, PipelinedRequestsAreAllAnsweredInOrder) {
@@ -243,9 +249,10 @@ TEST_F(HttpTransportTest, ExpectContinueGetsA100First) {
   start();
   RawConnection c(port_);
   const std::string body = R"({"content": "hi"})";
-  ASSERT_TRUE(c.send(fmt::format(
-      "POST /tokenize HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
-      body.size())));
+  ASSERT_TRUE(c.send(
+      fmt::format("POST /tokenize HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: "
+                  "application/json\r\nContent-Length: {}\r\n\r\n",
+                  body.size())));
   std::string bytes;
   for (int i = 0; i < 50 && bytes.find("\r\n\r\n") == std::string::npos; ++i) {
     c.read_for(20ms, &bytes);
@@ -303,7 +310,7 @@ TEST_F(HttpTransportTest, RoutesAndMethods) {
   auto rs = exchange("DELETE /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].status, 405);
-  EXPECT_EQ(rs[0].header("allow"), "GET");
+  EXPECT_EQ(rs[0].header("allow"), "GET, OPTIONS");
   rs = exchange("GET /v1/models/other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].status, 404);
@@ -404,13 +411,110 @@ TEST_F(HttpTransportTest, StopIsBoundedWithTricklingClients) {
   std::vector<RawConnection> slow;
   for (int i = 0; i < 50; ++i) {
     slow.emplace_back(port_);
-    slow.back().send("POST /v1/completions HTTP/1.1\r\nContent-Length: 1000\r\n\r\n{");
+    slow.back().send(
+        "POST /v1/completions HTTP/1.1\r\nContent-Type: application/json\r\n"
+        "Content-Length: 1000\r\n\r\n{");
   }
   std::this_thread::sleep_for(50ms);
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(server_->drain(10s));
   server_->stop();
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+}
+
+// A handler whose requests with big bodies wait until the test releases
+// them, so the test sees without timing which requests are answered while
+// big ones are being prepared, and how many are prepared at once.
+class GatedBigBodies final : public HttpHandler {
+ public:
+  static constexpr size_t kBig = 4096;
+  std::unique_ptr<HttpReply> screen(const HttpRequest&) override { return nullptr; }
+  bool is_heavy(const HttpRequest&) const override { return true; }
+  RouteResult handle(const HttpRequest& r) override {
+    HttpReply reply;
+    if (r.body.size() < kBig) {
+      reply.body = R"({"big": false})";
+      return reply;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    ++running_;
+    max_running_ = std::max(max_running_, running_);
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+    --running_;
+    reply.body = R"({"big": true})";
+    return reply;
+  }
+  bool wait_running(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, 30s, [&] { return running_ >= n; });
+  }
+  int running() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return running_;
+  }
+  int max_running() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return max_running_;
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int running_ = 0;
+  int max_running_ = 0;
+  bool released_ = false;
+};
+
+// Big bodies go through their own lane of large_body_workers threads: at
+// most that many are prepared at once, and small requests are answered
+// while every big one waits.
+TEST(HttpTransportLanes, BigBodiesNeverHoldSmallRequests) {
+  GatedBigBodies handler;
+  TransportOptions o;
+  o.port = 0;
+  o.worker_threads = 2;
+  o.large_body_bytes = GatedBigBodies::kBig;
+  o.large_body_workers = 1;
+  HttpTransport transport(o, handler);
+  Result<int> port = transport.start();
+  ASSERT_TRUE(port.ok()) << port.status().to_string();
+  const std::string big(GatedBigBodies::kBig + 10, 'x');
+  std::vector<std::future<testing::HttpAnswer>> bigs;
+  for (int i = 0; i < 4; ++i) {
+    bigs.push_back(std::async(std::launch::async, [&] { return testing::post(*port, "/", big); }));
+  }
+  ASSERT_TRUE(handler.wait_running(1));
+  // More small requests than worker threads, one after another and
+  // together, all answered while the big ones are held.
+  for (int i = 0; i < 3; ++i) {
+    testing::HttpAnswer a = testing::post(*port, "/", "{}");
+    EXPECT_EQ(a.status, 200);
+    EXPECT_EQ(a.body, R"({"big": false})");
+  }
+  std::vector<std::future<testing::HttpAnswer>> smalls;
+  for (int i = 0; i < 6; ++i) {
+    smalls.push_back(
+        std::async(std::launch::async, [&] { return testing::post(*port, "/", "{}"); }));
+  }
+  for (auto& f : smalls) {
+    ASSERT_EQ(f.wait_for(60s), std::future_status::ready) << "a small request waited";
+    EXPECT_EQ(f.get().status, 200);
+  }
+  EXPECT_EQ(handler.running(), 1);  // the other three big ones queue
+  handler.release();
+  for (auto& f : bigs) {
+    testing::HttpAnswer a = f.get();
+    EXPECT_EQ(a.status, 200);
+    EXPECT_EQ(a.body, R"({"big": true})");
+  }
+  EXPECT_EQ(handler.max_running(), 1);
+  transport.stop();
 }
 
 }  // namespace

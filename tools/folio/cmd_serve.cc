@@ -23,6 +23,9 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "cache/kv_cache_manager.h"
 #include "cli_common.h"
 #include "commands.h"
@@ -56,8 +59,10 @@ struct ServeFlags {
   double header_timeout_s = 10;
   double idle_timeout_s = 30;
   double shutdown_timeout_s = 10;
-  int64_t max_body_mib = 16;
+  int64_t max_body_mib = 4;  // server::ServerOptions says why
   std::string kv_events;  // ZMQ endpoint for KV-cache events, "" = off
+  bool allow_special_in_content = false;
+  std::vector<std::string> cors_origins;
 };
 
 int fail(const std::string& message) {
@@ -180,6 +185,7 @@ Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http,
                m.chat_format->name().c_str(), f.chat_format.empty() ? " (from the template)" : "",
                chat::reasoning_format_name(m.reasoning_format), m.reasoning_budget);
   m.service = e->service.get();
+  m.special_in_content = f.allow_special_in_content;
   http->set_model(m);
   return Status();
 }
@@ -205,15 +211,20 @@ int serve(const ServeFlags& f) {
   so.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.header_timeout_s * 1000));
   so.idle_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.idle_timeout_s * 1000));
   so.max_body_bytes = static_cast<size_t>(f.max_body_mib) << 20;
+  so.cors_origins = f.cors_origins;
   server::HttpServer http(so);
   Result<int> port = http.start();
   if (!port.ok()) return fail(port.status().message());
-  std::fprintf(stderr,
-               "folio serve: listening on http://%s:%d (model '%s' loading), %d request "
-               "threads, up to %d connections (%d per client), API key %s, body limit %lld MiB\n",
-               f.host.c_str(), *port, model_id(f).c_str(), so.http_threads, so.max_connections,
-               so.max_connections_per_client,
-               f.api_key.empty() ? "off" : "required", static_cast<long long>(f.max_body_mib));
+  std::fprintf(
+      stderr,
+      "folio serve: listening on http://%s:%d (model '%s' loading), %d request "
+      "threads, up to %d connections (%d per client), API key %s, body limit %lld MiB, "
+      "CORS origins %s, control texts in chat content %s\n",
+      f.host.c_str(), *port, model_id(f).c_str(), so.http_threads, so.max_connections,
+      so.max_connections_per_client, f.api_key.empty() ? "off" : "required",
+      static_cast<long long>(f.max_body_mib),
+      f.cors_origins.empty() ? "none" : fmt::format("{}", fmt::join(f.cors_origins, ",")).c_str(),
+      f.allow_special_in_content ? "parsed as tokens" : "kept as text");
   std::fprintf(stderr,
                "folio serve: loading %s (ctx-size %lld, kv-type %s, kv-block-size %d, kv-blocks "
                "%d, kv-memory %lld MiB, max-seqs %d, batch-size %lld, ubatch-size %lld)\n",
@@ -344,6 +355,19 @@ void register_serve_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--max-body-mib", f.max_body_mib, "request body limit in MiB")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--cors-origin", f.cors_origins,
+                  "origin allowed to call the API from a web page (scheme://host[:port], or * "
+                  "for any); repeat it or give a comma list; default none: only the page at / "
+                  "(same origin) works in a browser")
+      ->delimiter(',')
+      ->check([](const std::string& o) {
+        Status s = server::check_cors_origin(o);
+        return s.ok() ? std::string() : s.message();
+      });
+  cmd->add_flag("--allow-special-in-content", f.allow_special_in_content,
+                "control-token texts inside chat messages (e.g. '<|im_start|>') become control "
+                "tokens, as in llama.cpp; by default they stay text and only the chat "
+                "template's markup yields control tokens");
   cmd->add_option("--kv-events", f.kv_events,
                   "publish KV-cache events (blocks stored / removed, all cleared) in vLLM's "
                   "format on a ZMQ PUB socket bound here, e.g. tcp://127.0.0.1:5557, for "
