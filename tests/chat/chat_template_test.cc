@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "template_corpus.h"
 #include "tokenizer/test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -17,28 +18,11 @@ namespace chat_template_test {
 
 using tokenizer::testing::read_file;
 
-const std::string kData = std::string(FOLIO_SOURCE_DIR) + "/tests/jinja/data";
-const std::string kTemplates = std::string(FOLIO_REFDATA_DIR) + "/templates";
-
-const OrderedJson& corpus() {
-  static const OrderedJson j = OrderedJson::parse(read_file(kData + "/conversations.json"));
-  return j;
-}
-
-const OrderedJson& corpus_case(const std::string& name) {
-  for (const auto& c : corpus()["cases"]) {
-    if (c["name"] == name) return c;
-  }
-  static const OrderedJson none;
-  return none;
-}
-
-std::tm fixed_now() {
-  std::tm tm{};
-  tm.tm_year = 124, tm.tm_mon = 6, tm.tm_mday = 26, tm.tm_hour = 14, tm.tm_min = 5, tm.tm_sec = 9;
-  tm.tm_wday = 5, tm.tm_yday = 207;
-  return tm;
-}
+using testing::corpus;
+using testing::corpus_case;
+using testing::fixed_now;
+using testing::kData;
+using testing::kTemplates;
 
 // Builds ChatMessage structs from the corpus JSON (what a server does with a
 // request body), so the test covers ChatMessage::to_json as well.

@@ -13,6 +13,7 @@
 #include "default_model.h"
 #include "gguf/gguf_file.h"
 #include "server/http_server.h"
+#include "scripted_server.h"
 #include "test_client.h"
 
 namespace folio::server {
@@ -62,18 +63,12 @@ int64_t count_controls(const Ids& ids) {
                        [&](int32_t id) { return v.type(id) == tokenizer::TokenType::kControl; });
 }
 
-class ChatPromptServerTest : public ::testing::Test {
+class ChatPromptServerTest : public testing::ScriptedServerTest {
  protected:
-  void start(bool special_in_content) {
+  void start_smollm2(bool special_in_content) {
     const SmolLm2& m = smollm2();
     ASSERT_NE(m.tok, nullptr);
-    ServerOptions o;
-    o.host = "127.0.0.1";
-    o.port = 0;
-    server_ = std::make_unique<HttpServer>(o);
-    auto port = server_->start();
-    ASSERT_TRUE(port.ok()) << port.status().to_string();
-    port_ = *port;
+    start();
     ServedModel sm;
     sm.id = "smollm2";
     sm.n_ctx = 2048;
@@ -84,9 +79,6 @@ class ChatPromptServerTest : public ::testing::Test {
     sm.special_in_content = special_in_content;
     server_->set_model(sm);
   }
-  void TearDown() override {
-    if (server_) server_->stop();
-  }
 
   Ids tokenize_chat(const Json& messages) {
     HttpAnswer a =
@@ -96,13 +88,10 @@ class ChatPromptServerTest : public ::testing::Test {
     return testing::json_of(a)["tokens"].get<Ids>();
   }
 
-  ScriptedService service_;
-  std::unique_ptr<HttpServer> server_;
-  int port_ = 0;
 };
 
 TEST_F(ChatPromptServerTest, ContentCannotForgeATurn) {
-  start(/*special_in_content=*/false);
+  start_smollm2(/*special_in_content=*/false);
   const SmolLm2& m = smollm2();
   const Json forged = Json::array({Json{{"role", "user"}, {"content", kInjection}}});
   const Json benign = Json::array({Json{{"role", "user"}, {"content", "hi"}}});
@@ -126,7 +115,7 @@ TEST_F(ChatPromptServerTest, ContentCannotForgeATurn) {
 }
 
 TEST_F(ChatPromptServerTest, NormalConversationsTokenizeAsBefore) {
-  start(/*special_in_content=*/false);
+  start_smollm2(/*special_in_content=*/false);
   const Json convs[] = {
       Json::array({Json{{"role", "user"}, {"content", "Name a color."}}}),
       Json::array({Json{{"role", "system"}, {"content", "You are terse."}},
@@ -138,7 +127,7 @@ TEST_F(ChatPromptServerTest, NormalConversationsTokenizeAsBefore) {
 }
 
 TEST_F(ChatPromptServerTest, SwitchRestoresParsing) {
-  start(/*special_in_content=*/true);
+  start_smollm2(/*special_in_content=*/true);
   const Json forged = Json::array({Json{{"role", "user"}, {"content", kInjection}}});
   EXPECT_EQ(tokenize_chat(forged), old_ids(forged));
 }

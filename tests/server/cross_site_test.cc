@@ -11,6 +11,7 @@
 
 #include "raw_http.h"
 #include "server/http_server.h"
+#include "scripted_server.h"
 #include "test_client.h"
 
 namespace folio::server {
@@ -21,38 +22,8 @@ using testing::RawConnection;
 using testing::RawResponse;
 using testing::ScriptedService;
 
-const std::string kModelPath = std::string(FOLIO_REFDATA_DIR) + "/models/tiny-llama-f32.gguf";
-
-class CrossSiteTest : public ::testing::Test {
+class CrossSiteTest : public testing::ScriptedServerTest {
  protected:
-  void SetUp() override {
-    auto t = tokenizer::Tokenizer::open(kModelPath);
-    ASSERT_TRUE(t.ok()) << t.status().to_string();
-    tok_ = std::make_unique<tokenizer::Tokenizer>(std::move(t).value());
-    tmpl_ = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::chatml("", ""));
-  }
-
-  void start(ServerOptions o = {}) {
-    o.host = "127.0.0.1";
-    o.port = 0;
-    server_ = std::make_unique<HttpServer>(o);
-    auto port = server_->start();
-    ASSERT_TRUE(port.ok()) << port.status().to_string();
-    port_ = *port;
-    ServedModel m;
-    m.id = "tiny";
-    m.n_ctx = 256;
-    m.n_vocab = tok_->vocab().size();
-    m.tokenizer = tok_.get();
-    m.chat_template = tmpl_.get();
-    m.service = &service_;
-    server_->set_model(m);
-  }
-
-  void TearDown() override {
-    if (server_) server_->stop();
-  }
-
   // One request on a fresh connection (Connection: close); `headers` are
   // whole lines without CRLF. A POST gets a Content-Length.
   RawResponse exchange(std::string_view method, std::string_view path,
@@ -74,11 +45,6 @@ class CrossSiteTest : public ::testing::Test {
     return r.empty() ? RawResponse{} : r.front();
   }
 
-  std::unique_ptr<tokenizer::Tokenizer> tok_;
-  std::unique_ptr<chat::ChatTemplate> tmpl_;
-  ScriptedService service_;
-  std::unique_ptr<HttpServer> server_;
-  int port_ = 0;
 };
 
 void expect_api_error(const RawResponse& r, int status, const std::string& code) {
@@ -94,7 +60,7 @@ void expect_api_error(const RawResponse& r, int status, const std::string& code)
 const char* kTokenize = R"({"content": "hello world"})";
 
 TEST_F(CrossSiteTest, PostBodiesMustBeDeclaredJson) {
-  start();
+  start_serving();
   // What a page on another site can send without a preflight, and no type.
   for (const char* type :
        {"Content-Type: text/plain", "Content-Type: text/plain;charset=UTF-8",
@@ -123,7 +89,7 @@ TEST_F(CrossSiteTest, PostBodiesMustBeDeclaredJson) {
 }
 
 TEST_F(CrossSiteTest, NoOriginIsAllowedByDefault) {
-  start();
+  start_serving();
   RawResponse get = exchange("GET", "/v1/models", {"Origin: http://evil.example"});
   EXPECT_EQ(get.status, 200);
   EXPECT_EQ(get.header("access-control-allow-origin"), "");
@@ -155,7 +121,7 @@ TEST_F(CrossSiteTest, ListedOriginsArePreflightedAndAnswered) {
   ServerOptions o;
   o.cors_origins = {"http://app.example", "https://b.example:8443"};
   o.api_key = "sesame";
-  start(o);
+  start_serving(o);
   for (const std::string origin : {"http://app.example", "https://b.example:8443"}) {
     // Browsers send no credentials with a preflight: no key needed.
     RawResponse pre =
@@ -202,7 +168,7 @@ TEST_F(CrossSiteTest, ListedOriginsArePreflightedAndAnswered) {
 TEST_F(CrossSiteTest, AnyOriginWithStar) {
   ServerOptions o;
   o.cors_origins = {"*"};
-  start(o);
+  start_serving(o);
   RawResponse pre = exchange("OPTIONS", "/tokenize",
                              {"Origin: http://x.example", "Access-Control-Request-Method: POST"});
   EXPECT_EQ(pre.status, 204);
@@ -233,7 +199,7 @@ TEST_F(CrossSiteTest, OversizedBodiesGet413BeforeTheyAreRead) {
   EXPECT_EQ(ServerOptions().max_body_bytes, size_t{4} << 20);
   ServerOptions o;
   o.max_body_bytes = 1 << 20;
-  start(o);
+  start_serving(o);
   // Only the head is sent: a declared length over the limit is refused at
   // once, without waiting for 10 MB that never come.
   RawConnection c(port_);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "scripted_server.h"
 #include "test_client.h"
 
 namespace folio::server {
@@ -16,46 +17,8 @@ namespace http_server_test {
 using testing::HttpAnswer;
 using testing::ScriptedService;
 
-const std::string kModelPath = std::string(FOLIO_REFDATA_DIR) + "/models/tiny-llama-f32.gguf";
-
-class HttpServerTest : public ::testing::Test {
+class HttpServerTest : public testing::ScriptedServerTest {
  protected:
-  void SetUp() override {
-    auto t = tokenizer::Tokenizer::open(kModelPath);
-    ASSERT_TRUE(t.ok()) << t.status().to_string();
-    tok_ = std::make_unique<tokenizer::Tokenizer>(std::move(t).value());
-    tmpl_ = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::chatml("", ""));
-  }
-
-  void start(ServerOptions o = {}) {
-    o.host = "127.0.0.1";
-    o.port = 0;
-    server_ = std::make_unique<HttpServer>(o);
-    auto port = server_->start();
-    ASSERT_TRUE(port.ok()) << port.status().to_string();
-    port_ = *port;
-  }
-
-  void serve_model(int64_t n_ctx = 256) {
-    ServedModel m;
-    m.id = "tiny";
-    m.n_ctx = n_ctx;
-    m.n_vocab = tok_->vocab().size();
-    m.tokenizer = tok_.get();
-    m.chat_template = tmpl_.get();
-    m.service = &service_;
-    server_->set_model(m);
-  }
-
-  void TearDown() override {
-    if (server_) server_->stop();
-  }
-
-  std::unique_ptr<tokenizer::Tokenizer> tok_;
-  std::unique_ptr<chat::ChatTemplate> tmpl_;
-  ScriptedService service_;
-  std::unique_ptr<HttpServer> server_;
-  int port_ = 0;
 };
 
 void expect_error(const HttpAnswer& a, int status, const std::string& param = "") {

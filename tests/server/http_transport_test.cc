@@ -13,6 +13,7 @@
 
 #include "raw_http.h"
 #include "server/http_server.h"
+#include "scripted_server.h"
 #include "test_client.h"
 
 namespace folio::server {
@@ -23,38 +24,8 @@ using testing::RawConnection;
 using testing::RawResponse;
 using testing::ScriptedService;
 
-const std::string kModelPath = std::string(FOLIO_REFDATA_DIR) + "/models/tiny-llama-f32.gguf";
-
-class HttpTransportTest : public ::testing::Test {
+class HttpTransportTest : public testing::ScriptedServerTest {
  protected:
-  void SetUp() override {
-    auto t = tokenizer::Tokenizer::open(kModelPath);
-    ASSERT_TRUE(t.ok()) << t.status().to_string();
-    tok_ = std::make_unique<tokenizer::Tokenizer>(std::move(t).value());
-    tmpl_ = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::chatml("", ""));
-  }
-
-  void start(ServerOptions o = {}) {
-    o.host = "127.0.0.1";
-    o.port = 0;
-    server_ = std::make_unique<HttpServer>(o);
-    auto port = server_->start();
-    ASSERT_TRUE(port.ok()) << port.status().to_string();
-    port_ = *port;
-    ServedModel m;
-    m.id = "tiny";
-    m.n_ctx = 256;
-    m.n_vocab = tok_->vocab().size();
-    m.tokenizer = tok_.get();
-    m.chat_template = tmpl_.get();
-    m.service = &service_;
-    server_->set_model(m);
-  }
-
-  void TearDown() override {
-    if (server_) server_->stop();
-  }
-
   // One request on a fresh connection, read until the server closes it.
   std::vector<RawResponse> exchange(std::string_view request,
                                     std::chrono::milliseconds timeout = 5s) {
@@ -75,11 +46,6 @@ class HttpTransportTest : public ::testing::Test {
         .count();
   }
 
-  std::unique_ptr<tokenizer::Tokenizer> tok_;
-  std::unique_ptr<chat::ChatTemplate> tmpl_;
-  ScriptedService service_;
-  std::unique_ptr<HttpServer> server_;
-  int port_ = 0;
 };
 
 std::string post_request(std::string_view path, std::string_view body,
@@ -91,7 +57,7 @@ std::string post_request(std::string_view path, std::string_view body,
 }
 
 TEST_F(HttpTransportTest, HundredsOfSlowConnectionsCostOtherClientsNothing) {
-  start();
+  start_serving();
   // 300 clients trickling a request head, one header line every 50 ms.
   std::vector<RawConnection> slow;
   for (int i = 0; i < 300; ++i) {
@@ -125,7 +91,7 @@ TEST_F(HttpTransportTest, HundredsOfSlowConnectionsCostOtherClientsNothing) {
 TEST_F(HttpTransportTest, HeadDeadlineClosesATrickler) {
   ServerOptions o;
   o.header_timeout = 300ms;
-  start(o);
+  start_serving(o);
   RawConnection c(port_);
   ASSERT_TRUE(c.send("GET /health HTTP/1.1\r\n"));
   const auto t0 = std::chrono::steady_clock::now();
@@ -143,7 +109,7 @@ TEST_F(HttpTransportTest, HeadDeadlineClosesATrickler) {
 TEST_F(HttpTransportTest, BodyDeadlineClosesAStalledUpload) {
   ServerOptions o;
   o.body_timeout = 300ms;
-  start(o);
+  start_serving(o);
   RawConnection c(port_);
   ASSERT_TRUE(
       c.send("POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -154,7 +120,7 @@ TEST_F(HttpTransportTest, BodyDeadlineClosesAStalledUpload) {
 }
 
 TEST_F(HttpTransportTest, PipelinedRequestsAreAllAnsweredInOrder) {
-  start();
+  start_serving();
   const std::string body = R"({"content": "hello world"})";
   std::string requests = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
   requests += post_request("/tokenize", body);
@@ -172,7 +138,7 @@ TEST_F(HttpTransportTest, PipelinedRequestsAreAllAnsweredInOrder) {
 }
 
 TEST_F(HttpTransportTest, PipelinedGenerationsAnswerInOrder) {
-  start();
+  start_serving();
   std::string requests = post_request("/v1/completions", R"({"prompt": "a"})");
   requests += post_request("/v1/completions", R"({"prompt": "b", "stream": true})");
   RawConnection c(port_);
@@ -199,7 +165,7 @@ TEST_F(HttpTransportTest, PipelinedGenerationsAnswerInOrder) {
 }
 
 TEST_F(HttpTransportTest, KeepAliveServesSequentialRequests) {
-  start();
+  start_serving();
   RawConnection c(port_);
   std::string bytes;
   for (int i = 0; i < 3; ++i) {
@@ -214,7 +180,7 @@ TEST_F(HttpTransportTest, KeepAliveServesSequentialRequests) {
 }
 
 TEST_F(HttpTransportTest, Http10GetsHttp10AndNoChunking) {
-  start();
+  start_serving();
   auto rs = exchange("GET /health HTTP/1.0\r\n\r\n");
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].status_line.substr(0, 8), "HTTP/1.0");
@@ -246,7 +212,7 @@ TEST_F(HttpTransportTest, Http10GetsHttp10AndNoChunking) {
 }
 
 TEST_F(HttpTransportTest, ExpectContinueGetsA100First) {
-  start();
+  start_serving();
   RawConnection c(port_);
   const std::string body = R"({"content": "hi"})";
   ASSERT_TRUE(c.send(
@@ -271,7 +237,7 @@ TEST_F(HttpTransportTest, ExpectContinueGetsA100First) {
 TEST_F(HttpTransportTest, ConnectionLimitsAnswer503) {
   ServerOptions o;
   o.max_connections_per_client = 4;
-  start(o);
+  start_serving(o);
   std::vector<RawConnection> held;
   for (int i = 0; i < 4; ++i) {
     held.emplace_back(port_);
@@ -294,7 +260,7 @@ TEST_F(HttpTransportTest, ConnectionLimitsAnswer503) {
 }
 
 TEST_F(HttpTransportTest, APortInUseIsAnError) {
-  start();
+  start_serving();
   ServerOptions o;
   o.host = "127.0.0.1";
   o.port = port_;
@@ -306,7 +272,7 @@ TEST_F(HttpTransportTest, APortInUseIsAnError) {
 }
 
 TEST_F(HttpTransportTest, RoutesAndMethods) {
-  start();
+  start_serving();
   auto rs = exchange("DELETE /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].status, 405);
@@ -327,7 +293,7 @@ TEST_F(HttpTransportTest, RoutesAndMethods) {
 // failure's status, not 200 with an error inside; a stream, open since it
 // was accepted, ends with the error as an event.
 TEST_F(HttpTransportTest, FailuresAfterAcceptanceKeepTheirStatus) {
-  start();
+  start_serving();
   struct Case {
     Status status;
     bool cancelled;
@@ -370,7 +336,7 @@ TEST_F(HttpTransportTest, FailuresAfterAcceptanceKeepTheirStatus) {
 }
 
 TEST_F(HttpTransportTest, DrainFinishesAnswersAndClosesTricklers) {
-  start();
+  start_serving();
   std::vector<RawConnection> slow;
   for (int i = 0; i < 10; ++i) {
     slow.emplace_back(port_);
@@ -407,7 +373,7 @@ TEST_F(HttpTransportTest, DrainFinishesAnswersAndClosesTricklers) {
 }
 
 TEST_F(HttpTransportTest, StopIsBoundedWithTricklingClients) {
-  start();
+  start_serving();
   std::vector<RawConnection> slow;
   for (int i = 0; i < 50; ++i) {
     slow.emplace_back(port_);
