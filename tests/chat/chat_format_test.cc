@@ -19,11 +19,7 @@ namespace chat_format_test {
 
 using tokenizer::testing::read_file;
 
-using testing::corpus;
-using testing::corpus_case;
-using testing::fixed_now;
-using testing::kData;
-using testing::kTemplates;
+using namespace testing;  // template_corpus.h
 
 ChatFormat format_of(const std::string& name) {
   return detect_chat_format(read_file(kTemplates + "/" + name + ".jinja"));

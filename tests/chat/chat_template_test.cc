@@ -18,11 +18,7 @@ namespace chat_template_test {
 
 using tokenizer::testing::read_file;
 
-using testing::corpus;
-using testing::corpus_case;
-using testing::fixed_now;
-using testing::kData;
-using testing::kTemplates;
+using namespace testing;  // template_corpus.h
 
 // Builds ChatMessage structs from the corpus JSON (what a server does with a
 // request body), so the test covers ChatMessage::to_json as well.

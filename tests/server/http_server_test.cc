@@ -424,13 +424,7 @@ TEST_F(ToolCallServerTest, StreamingAndOneCallAtMost) {
   EXPECT_TRUE(a.done);
   EXPECT_EQ(testing::streamed_text(a), "Checking.\n");
   EXPECT_EQ(testing::streamed_finish(a), "tool_calls");
-  std::vector<Json> calls;
-  for (const Json& e : a.events) {
-    const Json& d = e["choices"][0]["delta"];
-    if (d.contains("tool_calls")) {
-      for (const Json& c : d["tool_calls"]) calls.push_back(c);
-    }
-  }
+  const std::vector<Json> calls = testing::streamed_tool_calls(a);
   ASSERT_EQ(calls.size(), 1u) << a.body;
   EXPECT_EQ(calls[0]["index"], 0);
   EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
@@ -622,13 +616,7 @@ TEST_F(ReasoningServerTest, HarmonyToolCallsStreamed) {
   EXPECT_EQ(streamed_reasoning(a), "Use the tool.");
   EXPECT_EQ(testing::streamed_text(a), "");
   EXPECT_EQ(testing::streamed_finish(a), "tool_calls");
-  std::vector<Json> calls;
-  for (const Json& e : a.events) {
-    const Json& d = e["choices"][0]["delta"];
-    if (d.contains("tool_calls")) {
-      for (const Json& c : d["tool_calls"]) calls.push_back(c);
-    }
-  }
+  const std::vector<Json> calls = testing::streamed_tool_calls(a);
   ASSERT_EQ(calls.size(), 1u) << a.body;
   EXPECT_EQ(calls[0]["index"], 0);
   EXPECT_EQ(calls[0]["function"]["name"], "get_weather");

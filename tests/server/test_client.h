@@ -123,6 +123,19 @@ inline std::string streamed_finish(const HttpAnswer& a, int index = 0) {
   return "";
 }
 
+// The tool-call fragments of a stream's first choice, in order (each
+// delta.tool_calls entry: index, then id / function.name / arguments parts).
+inline std::vector<Json> streamed_tool_calls(const HttpAnswer& a) {
+  std::vector<Json> calls;
+  for (const Json& e : a.events) {
+    const Json& d = e["choices"][0]["delta"];
+    if (d.contains("tool_calls")) {
+      for (const Json& c : d["tool_calls"]) calls.push_back(c);
+    }
+  }
+  return calls;
+}
+
 // A GenerationService driven by the test: submissions are recorded; the
 // test delivers their events (as the step thread would) or fails submits.
 class ScriptedService final : public GenerationService {
