@@ -97,11 +97,7 @@ TEST(ChatFormat, ReasoningSentBackRendersAsJinja2) {
         ASSERT_TRUE(c.is_object()) << base;
         OrderedJson messages = c["messages"];
         route_reasoning_field(format, &messages);
-        ChatTemplateOptions options;
-        options.add_generation_prompt = c["add_generation_prompt"].get<bool>();
-        options.tools = c["tools"];
-        options.kwargs = c["kwargs"];
-        options.now = fixed_now();
+        const ChatTemplateOptions options = options_of(c);
         jinja::Error error;
         Result<std::string> out = t->apply_json(messages, options, &error);
         const std::string want_case = base + suffix + agp;

@@ -71,11 +71,7 @@ TEST(ChatTemplate, MatchesHuggingFaceOnRefdataTemplates) {
          {"multi_turn+agp", "tool_call_roundtrip+agp", "unicode_quotes", "thinking_off+agp"}) {
       const OrderedJson& c = corpus_case(case_name);
       ASSERT_TRUE(c.is_object()) << case_name;
-      ChatTemplateOptions options;
-      options.add_generation_prompt = c["add_generation_prompt"].get<bool>();
-      options.tools = c["tools"];
-      options.kwargs = c["kwargs"];
-      options.now = fixed_now();
+      const ChatTemplateOptions options = options_of(c);
       jinja::Error error;
       Result<std::string> out = t->apply(to_messages(c["messages"]), options, &error);
       const OrderedJson& want = expected["results"][case_name];

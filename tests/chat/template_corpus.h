@@ -38,4 +38,15 @@ inline std::tm fixed_now() {
   return tm;
 }
 
+// A corpus case's rendering options (generation prompt, tools, kwargs, the
+// fixed "now").
+inline ChatTemplateOptions options_of(const OrderedJson& c) {
+  ChatTemplateOptions options;
+  options.add_generation_prompt = c["add_generation_prompt"].get<bool>();
+  options.tools = c["tools"];
+  options.kwargs = c["kwargs"];
+  options.now = fixed_now();
+  return options;
+}
+
 }  // namespace folio::chat::testing

@@ -21,6 +21,16 @@ class HttpServerTest : public testing::ScriptedServerTest {
  protected:
 };
 
+// A stream whose one tool call is get_weather({"city":"Paris"}) in one
+// fragment at index 0.
+void expect_one_weather_call(const HttpAnswer& a) {
+  const std::vector<Json> calls = testing::streamed_tool_calls(a);
+  ASSERT_EQ(calls.size(), 1u) << a.body;
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(calls[0]["function"]["arguments"], R"({"city":"Paris"})");
+}
+
 void expect_error(const HttpAnswer& a, int status, const std::string& param = "") {
   EXPECT_EQ(a.status, status) << a.body;
   Json j = testing::json_of(a);
@@ -424,11 +434,7 @@ TEST_F(ToolCallServerTest, StreamingAndOneCallAtMost) {
   EXPECT_TRUE(a.done);
   EXPECT_EQ(testing::streamed_text(a), "Checking.\n");
   EXPECT_EQ(testing::streamed_finish(a), "tool_calls");
-  const std::vector<Json> calls = testing::streamed_tool_calls(a);
-  ASSERT_EQ(calls.size(), 1u) << a.body;
-  EXPECT_EQ(calls[0]["index"], 0);
-  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
-  EXPECT_EQ(calls[0]["function"]["arguments"], R"({"city":"Paris"})");
+  expect_one_weather_call(a);
 }
 
 TEST_F(ToolCallServerTest, ToolChoiceIsValidated) {
@@ -616,11 +622,7 @@ TEST_F(ReasoningServerTest, HarmonyToolCallsStreamed) {
   EXPECT_EQ(streamed_reasoning(a), "Use the tool.");
   EXPECT_EQ(testing::streamed_text(a), "");
   EXPECT_EQ(testing::streamed_finish(a), "tool_calls");
-  const std::vector<Json> calls = testing::streamed_tool_calls(a);
-  ASSERT_EQ(calls.size(), 1u) << a.body;
-  EXPECT_EQ(calls[0]["index"], 0);
-  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
-  EXPECT_EQ(calls[0]["function"]["arguments"], R"({"city":"Paris"})");
+  expect_one_weather_call(a);
 }
 
 TEST_F(ReasoningServerTest, BadReasoningFieldsAreRefused) {
