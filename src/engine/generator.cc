@@ -183,7 +183,7 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
     }
     row = 0;
     // Drafts stay below n_ctx and within the tokens still to generate.
-    int64_t k = proposer != nullptr && tracker.active() ? options.spec.draft_max : 0;
+    int64_t k = proposer != nullptr && tracker.take_step() ? options.spec.draft_max : 0;
     k = std::min(k, cache_.n_ctx() - 1 - (held + 1));
     if (options.n_predict >= 0) k = std::min(k, options.n_predict - stats.n_generated - 1);
     if (params.max_tokens >= 0) k = std::min(k, params.max_tokens - stats.n_generated - 1);

@@ -432,7 +432,7 @@ struct Scheduler::Impl {
     if (n_decoding > so.max_batch) return;
     for (Choice* c : running) {
       SequenceState& st = c->state;
-      if (!st.decoding || !c->req->speculative || !st.spec.active()) continue;
+      if (!st.decoding || !c->req->speculative || !st.spec.take_step()) continue;
       // Positions stay below n_ctx, and a verification never yields more
       // tokens than max_tokens leaves (its accepted drafts plus one).
       int64_t k = std::min<int64_t>(so.draft_max, c->req->limits.n_ctx -
@@ -478,7 +478,7 @@ struct Scheduler::Impl {
       if (!match || c->where != Choice::Where::kRunning) break;
     }
     c->state.draft.clear();
-    c->state.spec.record(k, accepted, options.spec.min_accept);
+    c->state.spec.record(k, accepted, options.spec.min_accept);  // may pause it
     metrics.update([&](ServingMetrics::Snapshot& m) { m.spec.record(k, accepted); });
     if (c->where != Choice::Where::kRunning) return;  // ended: keep_verified ran
     // The sequence holds its last token and the accepted drafts; the token

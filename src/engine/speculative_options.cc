@@ -59,7 +59,18 @@ void SpeculationTracker::record(int drafted, int accepted, double min_accept) {
   constexpr double kSpecRateWeight = 0.3;  // weight of the newest verification
   rate_ = (1.0 - kSpecRateWeight) * rate_ +
           kSpecRateWeight * static_cast<double>(accepted) / static_cast<double>(drafted);
-  if (++verifications_ >= kWarmup && rate_ < min_accept) active_ = false;
+  if (++verifications_ >= kWarmup && rate_ < min_accept) {
+    pause_left_ = next_pause_;
+    next_pause_ = std::min(2 * next_pause_, kMaxPause);
+    verifications_ = 0;
+    rate_ = 1.0;
+  }
+}
+
+bool SpeculationTracker::take_step() {
+  if (pause_left_ == 0) return true;
+  --pause_left_;
+  return false;
 }
 
 void SpeculationCounts::record(int drafted, int accepted) {

@@ -31,9 +31,9 @@ struct SpeculativeOptions {
   // (a large batch is compute-bound; verification costs more than it
   // saves). --spec-max-batch.
   int max_batch = 4;
-  // A sequence stops speculating once the share of its drafted tokens
+  // A sequence pauses speculating once the share of its drafted tokens
   // accepted (an exponential average over its verifications) falls below
-  // this (--spec-min-accept; 0: never stops).
+  // this (--spec-min-accept; 0: never pauses); SpeculationTracker.
   double min_accept = 0.2;
 
   bool enabled() const { return type != SpecType::kNone; }
@@ -47,15 +47,22 @@ const char* spec_type_name(SpecType type);
 // The proposer the options call for (nullptr for kNone).
 std::unique_ptr<DraftProposer> make_proposer(const SpeculativeOptions& options);
 
-// One sequence's speculation record: whether it still speculates, and what
-// its verifications drafted and accepted.
+// One sequence's speculation record: whether it speculates at its next
+// decode step, and what its verifications drafted and accepted. After
+// kWarmup verifications, an average acceptance below min_accept pauses it
+// for kFirstPause decode steps, then it tries again with a fresh average;
+// each further pause is twice as long (at most kMaxPause steps), since the
+// text it writes may start (or stop) repeating its input at any point.
 class SpeculationTracker {
  public:
-  // Verifications before the acceptance rule may stop a sequence.
-  static constexpr int kWarmup = 4;
+  static constexpr int kWarmup = 4;  // verifications before the rule applies
+  static constexpr int kFirstPause = 16;
+  static constexpr int kMaxPause = 256;
 
-  bool active() const { return active_; }
-  void stop() { active_ = false; }
+  // Called once per decode step: whether this step may carry drafts (a
+  // paused sequence counts the step instead).
+  bool take_step();
+  bool paused() const { return pause_left_ > 0; }
   // One verification: `drafted` tokens proposed, the first `accepted` kept.
   void record(int drafted, int accepted, double min_accept);
 
@@ -63,8 +70,9 @@ class SpeculationTracker {
   int64_t accepted() const { return accepted_; }
 
  private:
-  bool active_ = true;
-  int verifications_ = 0;
+  int pause_left_ = 0;             // decode steps still paused
+  int next_pause_ = kFirstPause;   // length of the next pause
+  int verifications_ = 0;          // since the last pause
   double rate_ = 1.0;  // exponential average of accepted / drafted
   int64_t drafted_ = 0;
   int64_t accepted_ = 0;

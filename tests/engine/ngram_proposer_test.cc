@@ -94,23 +94,32 @@ TEST(SpeculativeOptions, ValidateRefusesOutOfRange) {
   EXPECT_NE(make_proposer(o), nullptr);
 }
 
-TEST(SpeculationTracker, StopsOnlyAfterWarmupBelowTheThreshold) {
-  SpeculationTracker t;
-  for (int i = 0; i < SpeculationTracker::kWarmup - 1; ++i) {
+TEST(SpeculationTracker, PausesAfterWarmupBelowTheThresholdThenRetries) {
+  using T = SpeculationTracker;
+  T t;
+  for (int i = 0; i < T::kWarmup - 1; ++i) {
     t.record(4, 0, 0.5);
-    EXPECT_TRUE(t.active()) << i;
+    EXPECT_FALSE(t.paused()) << i;
   }
   t.record(4, 0, 0.5);
-  EXPECT_FALSE(t.active());
-  EXPECT_EQ(t.drafted(), 4 * SpeculationTracker::kWarmup);
+  EXPECT_TRUE(t.paused());
+  EXPECT_EQ(t.drafted(), 4 * T::kWarmup);
   EXPECT_EQ(t.accepted(), 0);
+  for (int i = 0; i < T::kFirstPause; ++i) EXPECT_FALSE(t.take_step()) << i;
+  EXPECT_TRUE(t.take_step());  // tries again, with a fresh warm-up
+  for (int i = 0; i < T::kWarmup - 1; ++i) t.record(4, 0, 0.5);
+  EXPECT_FALSE(t.paused());
+  t.record(4, 0, 0.5);
+  int paused = 0;
+  while (!t.take_step()) ++paused;
+  EXPECT_EQ(paused, 2 * T::kFirstPause);  // each pause twice the last
 
-  SpeculationTracker good;
+  T good;
   for (int i = 0; i < 20; ++i) good.record(4, 3, 0.5);
-  EXPECT_TRUE(good.active());
-  SpeculationTracker never;
-  for (int i = 0; i < 20; ++i) never.record(4, 0, 0.0);  // 0: never stops
-  EXPECT_TRUE(never.active());
+  EXPECT_TRUE(good.take_step());
+  T never;
+  for (int i = 0; i < 20; ++i) never.record(4, 0, 0.0);  // 0: never pauses
+  EXPECT_TRUE(never.take_step());
 }
 
 TEST(SpeculationCounts, CountsPerPosition) {
