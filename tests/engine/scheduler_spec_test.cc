@@ -12,10 +12,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <regex>
 #include <set>
 
 #include "cache/hybrid_kv_cache.h"
 #include "engine/scheduler.h"
+#include "grammar/gbnf_parser.h"
 #include "scheduler_fixture.h"
 
 namespace folio {
@@ -247,6 +249,60 @@ TEST_F(SchedulerSpecTest, SeededSamplingEqualsUnspeculated) {
   }
   EXPECT_GT(sched.metrics().spec.draft_tokens, 0u);
   EXPECT_EQ(cache->manager().pool().n_used(), 0);
+}
+
+// Grammar-constrained, sampled, two choices forked from one prompt: the
+// mask and the matcher see each accepted token in order, so every choice
+// equals the same request run without speculation, token for token, and
+// follows the grammar (whose repeating output the n-grams predict).
+TEST_F(SchedulerSpecTest, GrammarSampledChoicesEqualUnspeculated) {
+  auto grammar = grammar::compile_gbnf(
+      "root ::= \"x=\" item (\", \" item){6,24} \".\"\n"
+      "item ::= \"ab\" | \"cd\"\n");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  const std::regex want("x=(ab|cd)(, (ab|cd)){6,24}\\.");
+  auto run = [&](const SpeculativeOptions& spec, ServingMetrics::Snapshot* m) {
+    std::vector<std::unique_ptr<Collected>> got;
+    auto cache = make_cache(4 * 32 + 1);
+    EXPECT_NE(cache, nullptr);
+    if (cache == nullptr) return got;
+    SchedulerOptions so;
+    so.max_seqs = 4;
+    so.spec = spec;
+    Scheduler sched(*model_, *tok_, *ctx_, *cache, so);
+    EXPECT_TRUE(sched.start().ok());
+    const auto ps = repeating_prompts();
+    for (int i = 0; i < 2; ++i) {
+      GenerationRequest req;
+      req.prompt = ps[static_cast<size_t>(i)];
+      req.params.seed = 11 + static_cast<uint64_t>(i);
+      req.params.temperature = 1.0f;
+      req.params.max_tokens = 80;
+      req.n = 2;
+      req.grammar = *grammar;
+      got.push_back(std::make_unique<Collected>(2));
+      EXPECT_TRUE(sched.submit(req, got.back()->callbacks()).ok());
+    }
+    sched.wait_idle();
+    *m = sched.metrics();
+    EXPECT_EQ(cache->manager().pool().n_used(), 0);
+    EXPECT_TRUE(cache->check_invariants().ok());
+    return got;
+  };
+  ServingMetrics::Snapshot plain_m, spec_m;
+  const auto plain = run(SpeculativeOptions{}, &plain_m);
+  const auto spec = run(ngram(6), &spec_m);
+  ASSERT_EQ(plain.size(), spec.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    std::lock_guard<std::mutex> a(plain[i]->mu), b(spec[i]->mu);
+    ASSERT_TRUE(spec[i]->result.status.ok()) << spec[i]->result.status.to_string();
+    for (size_t c = 0; c < 2; ++c) {
+      EXPECT_EQ(spec[i]->tokens[c], plain[i]->tokens[c]) << i << "/" << c;
+      EXPECT_EQ(spec[i]->text[c], plain[i]->text[c]);
+      EXPECT_TRUE(std::regex_match(spec[i]->text[c], want)) << "'" << spec[i]->text[c] << "'";
+    }
+  }
+  EXPECT_GT(spec_m.spec.accepted_tokens, 0u);
 }
 
 // A stop string that falls inside an accepted run of drafts cuts the output
