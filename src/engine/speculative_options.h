@@ -30,7 +30,7 @@ struct SpeculativeOptions {
   // Scheduler: no drafts in a step where more sequences decode than this
   // (a large batch is compute-bound; verification costs more than it
   // saves). --spec-max-batch.
-  int max_batch = 4;
+  int max_batch = 8;
   // A sequence pauses speculating once the share of its drafted tokens
   // accepted (an exponential average over its verifications) falls below
   // this (--spec-min-accept; 0: never pauses); SpeculationTracker.
