@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole default test suite; CI runs exactly this (.ci/run).
 #   1. scripts/setup.sh --no-build --tests: system packages (the tests' too),
-#      .venv (the openai client the server test drives the binary with and
+#      .venv (the openai and anthropic clients the server tests drive the binary with and
 #      the other Python oracles) and the bundled models (the
 #      Gemma 3 270M and SmolLM2 135M Instruct parity tests and the chat
 #      model's server test run on them).
