@@ -92,7 +92,7 @@ if ((sanitizers)); then
   mark "tsan build"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp \
     ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 900 --no-tests=error \
-      -R '^(Scheduler|Http|Server|ToolCall)' --output-junit junit.xml
+      -R '^(Scheduler|Http|Server|ToolCall|ResponsesServer|AnthropicServer)' --output-junit junit.xml
   mark "tsan tests"
 fi
 

@@ -382,7 +382,7 @@ bool parse_anthropic_request(const Json& body, bool count_tokens, AnthropicReque
   }
   if (!parse_openai_request(chat, ApiKind::kChat, &out->chat, error)) {
     if (error->param == "stop") error->param = "stop_sequences";
-    if (!error->param.empty() && error->message.rfind(error->param, 0) != 0) {
+    if (!error->param.empty() && error->message.find(error->param) == std::string::npos) {
       error->message = error->param + ": " + error->message;
     }
     return false;

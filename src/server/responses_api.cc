@@ -114,7 +114,10 @@ bool responses_input_messages(const Json& input, Json* messages, ApiError* err) 
   for (const Json& m : *messages) {  // the stored conversation's calls
     auto calls = m.find("tool_calls");
     if (calls == m.end() || !calls->is_array()) continue;
-    for (const Json& c : *calls) call_names[c.value("id", "")] = c["function"].value("name", "");
+    for (const Json& c : *calls) {
+      if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) continue;
+      call_names[c.value("id", "")] = c["function"].value("name", "");
+    }
   }
   // The assistant message the next function_call joins, when it is the last one.
   auto assistant_tail = [&]() -> Json* {
