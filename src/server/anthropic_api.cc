@@ -66,8 +66,7 @@ bool anthropic_message(const Json& msg, size_t i, std::map<std::string, std::str
   const bool user = *role == "user";
   auto content = msg.find("content");
   if (content == msg.end() || (!content->is_string() && !content->is_array())) {
-    *err = bad_request(where + ".content must be a string or a list of content blocks",
-                       "messages");
+    *err = bad_request(where + ".content must be a string or a list of content blocks", "messages");
     return false;
   }
   if (content->is_string()) {
@@ -267,19 +266,27 @@ std::string anthropic_event(const Json& e) {
 
 const char* anthropic_error_type(int status) {
   switch (status) {
-    case 401: return "authentication_error";
-    case 403: return "permission_error";
-    case 404: return "not_found_error";
-    case 413: return "request_too_large";
-    case 429: return "rate_limit_error";
-    case 503: return "overloaded_error";
-    default: return status >= 500 ? "api_error" : "invalid_request_error";
+    case 401:
+      return "authentication_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 503:
+      return "overloaded_error";
+    default:
+      return status >= 500 ? "api_error" : "invalid_request_error";
   }
 }
 
 Json anthropic_error_json(const ApiError& e) {
-  return Json{{"type", "error"},
-              {"error", Json{{"type", anthropic_error_type(e.http_status)}, {"message", e.message}}}};
+  return Json{
+      {"type", "error"},
+      {"error", Json{{"type", anthropic_error_type(e.http_status)}, {"message", e.message}}}};
 }
 
 HttpReply anthropic_error_reply(const ApiError& e) {
@@ -358,16 +365,16 @@ bool parse_anthropic_request(const Json& body, bool count_tokens, AnthropicReque
   }
   if (auto th = body.find("thinking"); th != body.end() && !th->is_null()) {
     if (!th->is_object() || !th->contains("type") || !(*th)["type"].is_string()) {
-      *error = bad_request("thinking: must be an object {\"type\": enabled | disabled}",
-                           "thinking");
+      *error =
+          bad_request("thinking: must be an object {\"type\": enabled | disabled}", "thinking");
       return false;
     }
     const std::string type = (*th)["type"].get<std::string>();
     if (type == "enabled") {
       auto b = th->find("budget_tokens");
       if (b == th->end() || !b->is_number_integer() || b->get<int64_t>() < 1) {
-        *error = bad_request("thinking.budget_tokens: required, an integer of at least 1",
-                             "thinking");
+        *error =
+            bad_request("thinking.budget_tokens: required, an integer of at least 1", "thinking");
         return false;
       }
       chat["chat_template_kwargs"] = Json{{"enable_thinking", true}};
@@ -408,7 +415,8 @@ std::string AnthropicWriter::stream_start() {
                                      {"output_tokens", 0},
                                      {"cache_creation_input_tokens", 0},
                                      {"cache_read_input_tokens", 0}}}};
-  std::string out = anthropic_event(Json{{"type", "message_start"}, {"message", std::move(message)}});
+  std::string out =
+      anthropic_event(Json{{"type", "message_start"}, {"message", std::move(message)}});
   out += anthropic_event(Json{{"type", "ping"}});
   return out;
 }
@@ -467,11 +475,10 @@ std::string AnthropicWriter::stream_tool_call(const chat::ParsedToolCall& call) 
                                                      {"id", anthropic_tool_id(call)},
                                                      {"name", call.name},
                                                      {"input", Json::object()}}}});
-  out += anthropic_event(
-      Json{{"type", "content_block_delta"},
-           {"index", index_},
-           {"delta", Json{{"type", "input_json_delta"},
-                          {"partial_json", dump_json(anthropic_input(call))}}}});
+  out += anthropic_event(Json{{"type", "content_block_delta"},
+                              {"index", index_},
+                              {"delta", Json{{"type", "input_json_delta"},
+                                             {"partial_json", dump_json(anthropic_input(call))}}}});
   out += anthropic_event(Json{{"type", "content_block_stop"}, {"index", index_}});
   ++index_;
   return out;
@@ -479,13 +486,12 @@ std::string AnthropicWriter::stream_tool_call(const chat::ParsedToolCall& call) 
 
 std::string AnthropicWriter::stream_end(const ChatOutcome& o) {
   std::string out = close_open();
-  out += anthropic_event(
-      Json{{"type", "message_delta"},
-           {"delta", Json{{"stop_reason", anthropic_stop_reason(o)},
-                          {"stop_sequence", anthropic_stop_sequence(o)}}},
-           {"usage", Json{{"input_tokens", o.usage.prompt_tokens},
-                          {"output_tokens", o.usage.completion_tokens},
-                          {"cache_read_input_tokens", o.usage.cached_tokens}}}});
+  out += anthropic_event(Json{{"type", "message_delta"},
+                              {"delta", Json{{"stop_reason", anthropic_stop_reason(o)},
+                                             {"stop_sequence", anthropic_stop_sequence(o)}}},
+                              {"usage", Json{{"input_tokens", o.usage.prompt_tokens},
+                                             {"output_tokens", o.usage.completion_tokens},
+                                             {"cache_read_input_tokens", o.usage.cached_tokens}}}});
   out += anthropic_event(Json{{"type", "message_stop"}});
   return out;
 }

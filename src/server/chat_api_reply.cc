@@ -88,9 +88,8 @@ class ChatApiReply final : public AsyncReply {
       }
       text_ += e.result.choices.front().tail;
       finish_outcome(e.result);
-      chat::ChatDelta d = chat::ChatParser::parse_all(sub_.format, reasoning_format_,
-                                                      sub_.reasoning_open, sub_.parse_tools,
-                                                      &tools_, text_);
+      chat::ChatDelta d = chat::ChatParser::parse_all(
+          sub_.format, reasoning_format_, sub_.reasoning_open, sub_.parse_tools, &tools_, text_);
       outcome_.reasoning = std::move(d.reasoning);
       outcome_.content = std::move(d.content);
       outcome_.calls = std::move(d.calls);
@@ -179,8 +178,8 @@ class ChatApiReply final : public AsyncReply {
   chat::ReasoningFormat reasoning_format_;
   bool ended_ = false;
   bool head_ = false;
-  std::string text_;            // non-streaming: the output so far
-  std::vector<int32_t> ids_;    // with stop strings: the sampled tokens
+  std::string text_;          // non-streaming: the output so far
+  std::vector<int32_t> ids_;  // with stop strings: the sampled tokens
   ChatOutcome outcome_;
   std::vector<RequestEvent> events_;  // scratch
 };
@@ -190,8 +189,8 @@ class ChatApiReply final : public AsyncReply {
 std::shared_ptr<AsyncReply> make_chat_api_reply(const ServedModel& model, ChatSubmission sub,
                                                 Json tools, ChatApiReplyOptions options,
                                                 std::unique_ptr<ChatApiWriter> writer) {
-  return std::make_shared<ChatApiReply>(model, std::move(sub), std::move(tools),
-                                        std::move(options), std::move(writer));
+  return std::make_shared<ChatApiReply>(model, std::move(sub), std::move(tools), std::move(options),
+                                        std::move(writer));
 }
 
 }  // namespace folio::server

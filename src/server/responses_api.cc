@@ -83,8 +83,8 @@ bool responses_reasoning_text(const Json& item, const std::string& where, std::s
       const Json& part = (*list)[k];
       auto t = part.is_object() ? part.find("text") : part.end();
       if (!part.is_object() || t == part.end() || !t->is_string()) {
-        *err = bad_request(fmt::format("{}.{}[{}].text must be a string", where, field, k),
-                           "input");
+        *err =
+            bad_request(fmt::format("{}.{}[{}].text must be a string", where, field, k), "input");
         return false;
       }
       if (!text.empty()) text += '\n';
@@ -111,7 +111,7 @@ bool responses_input_messages(const Json& input, Json* messages, ApiError* err) 
   }
   std::string reasoning;  // a reasoning item's text, for the next assistant message
   std::map<std::string, std::string> call_names;  // call_id -> function name
-  for (const Json& m : *messages) {  // the stored conversation's calls
+  for (const Json& m : *messages) {               // the stored conversation's calls
     auto calls = m.find("tool_calls");
     if (calls == m.end() || !calls->is_array()) continue;
     for (const Json& c : *calls) {
@@ -347,8 +347,13 @@ bool parse_responses_request(const Json& body, ResponseStore* store, ResponsesRe
   // The chat request the rest is translated into; scalar fields keep
   // their names and are checked by parse_openai_request.
   Json chat = Json::object();
-  for (const char* same : {"model", "temperature", "top_p", "parallel_tool_calls", "stream",
-                           }) {
+  for (const char* same : {
+           "model",
+           "temperature",
+           "top_p",
+           "parallel_tool_calls",
+           "stream",
+       }) {
     if (auto it = body.find(same); it != body.end()) chat[same] = *it;
   }
   Json history = Json::array();
@@ -399,20 +404,20 @@ bool parse_responses_request(const Json& body, ResponseStore* store, ResponsesRe
       chat["tool_choice"] = *c;
     } else if (c->is_object() && c->value("type", Json()) == "function" && c->contains("name") &&
                (*c)["name"].is_string()) {
-      chat["tool_choice"] =
-          Json{{"type", "function"}, {"function", Json{{"name", (*c)["name"]}}}};
+      chat["tool_choice"] = Json{{"type", "function"}, {"function", Json{{"name", (*c)["name"]}}}};
     } else {
-      *error = bad_request("'tool_choice' must be 'none', 'auto', 'required' or {\"type\": "
-                           "\"function\", \"name\": ...}",
-                           "tool_choice");
+      *error = bad_request(
+          "'tool_choice' must be 'none', 'auto', 'required' or {\"type\": "
+          "\"function\", \"name\": ...}",
+          "tool_choice");
       return false;
     }
     out->tool_choice = *c;
   }
   if (auto m = body.find("max_output_tokens"); m != body.end() && !m->is_null()) {
     if (!m->is_number_integer() || m->get<int64_t>() < 1 || m->get<int64_t>() > INT32_MAX) {
-      *error = bad_request("'max_output_tokens' must be an integer of at least 1",
-                           "max_output_tokens");
+      *error =
+          bad_request("'max_output_tokens' must be an integer of at least 1", "max_output_tokens");
       return false;
     }
     chat["max_tokens"] = *m;
@@ -477,8 +482,8 @@ bool parse_responses_request(const Json& body, ResponseStore* store, ResponsesRe
   out->temperature = body.contains("temperature") && body["temperature"].is_number()
                          ? body["temperature"].get<float>()
                          : 1.0f;
-  out->top_p = body.contains("top_p") && body["top_p"].is_number() ? body["top_p"].get<float>()
-                                                                   : 1.0f;
+  out->top_p =
+      body.contains("top_p") && body["top_p"].is_number() ? body["top_p"].get<float>() : 1.0f;
   out->history = std::move(history);
   return true;
 }
@@ -543,8 +548,10 @@ Json ResponsesWriter::response(const char* status, const ChatOutcome* outcome) c
 }
 
 std::string ResponsesWriter::stream_start() {
-  std::string out = event(Json{{"type", "response.created"}, {"response", response("in_progress", nullptr)}});
-  out += event(Json{{"type", "response.in_progress"}, {"response", response("in_progress", nullptr)}});
+  std::string out =
+      event(Json{{"type", "response.created"}, {"response", response("in_progress", nullptr)}});
+  out +=
+      event(Json{{"type", "response.in_progress"}, {"response", response("in_progress", nullptr)}});
   return out;
 }
 
@@ -558,7 +565,8 @@ std::string ResponsesWriter::close_open() {
                       {"content_index", 0},
                       {"text", open_text_}});
     Json item = responses_reasoning_item(open_id_, open_text_, "completed");
-    out += event(Json{{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
+    out +=
+        event(Json{{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
     output_.push_back(std::move(item));
   } else if (open_ == Open::kMessage) {
     out += event(Json{{"type", "response.output_text.done"},
@@ -573,7 +581,8 @@ std::string ResponsesWriter::close_open() {
                       {"content_index", 0},
                       {"part", responses_text_part(open_text_)}});
     Json item = responses_message_item(open_id_, open_text_, "completed");
-    out += event(Json{{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
+    out +=
+        event(Json{{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
     output_.push_back(std::move(item));
   }
   open_ = Open::kNone;
@@ -645,7 +654,8 @@ std::string ResponsesWriter::stream_tool_call(const chat::ParsedToolCall& c) {
                     {"name", call.name},
                     {"arguments", call.arguments}});
   Json item = responses_call_item(item_id, call, call.arguments, "completed");
-  out += event(Json{{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
+  out +=
+      event(Json{{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
   output_.push_back(std::move(item));
   return out;
 }

@@ -56,14 +56,14 @@
 namespace folio::server {
 
 struct ResponsesRequest {
-  OpenAiRequest chat;        // the internal chat request (n = 1)
-  Json history;              // the conversation without instructions (what the store keeps)
-  Json instructions;         // string or null, echoed
+  OpenAiRequest chat;          // the internal chat request (n = 1)
+  Json history;                // the conversation without instructions (what the store keeps)
+  Json instructions;           // string or null, echoed
   Json tools = Json::array();  // function tools in Responses' shape, echoed
   Json tool_choice = "auto";   // echoed
   Json text_format = Json{{"type", "text"}};
-  Json reasoning_effort;     // string or null, echoed
-  Json max_output_tokens;    // int or null, echoed
+  Json reasoning_effort;   // string or null, echoed
+  Json max_output_tokens;  // int or null, echoed
   Json metadata = Json::object();
   Json previous_response_id;  // string or null
   float temperature = 1.0f;

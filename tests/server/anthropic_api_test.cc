@@ -120,7 +120,9 @@ TEST(AnthropicRequest, ToolUseToolResultAndThinkingBlocks) {
   ASSERT_EQ(m[1]["tool_calls"].size(), 1u);
   EXPECT_EQ(m[1]["tool_calls"][0]["id"], "toolu_1");
   EXPECT_EQ(m[1]["tool_calls"][0]["function"]["arguments"], (Json{{"city", "Paris"}}));
-  EXPECT_EQ(m[2], (Json{{"role", "tool"}, {"tool_call_id", "toolu_1"}, {"content", "sunny"},
+  EXPECT_EQ(m[2], (Json{{"role", "tool"},
+                        {"tool_call_id", "toolu_1"},
+                        {"content", "sunny"},
                         {"name", "get_weather"}}));
   EXPECT_EQ(m[3]["content"], "again");
   EXPECT_EQ(m[4], (Json{{"role", "user"}, {"content", "thanks"}}));
@@ -164,9 +166,12 @@ TEST(AnthropicRequest, HostileInputIsA400NamingTheField) {
   const std::string msgs = R"("messages": [{"role": "user", "content": "x"}])";
   const Case cases[] = {
       {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "x"}]})", "model"},
-      {R"({"model": "m", "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]})", "max_tokens"},
-      {R"({"model": "m", "max_tokens": "5", "messages": [{"role": "user", "content": "x"}]})", "max_tokens"},
-      {R"({"model": "m", "max_tokens": 1.5, "messages": [{"role": "user", "content": "x"}]})", "max_tokens"},
+      {R"({"model": "m", "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]})",
+       "max_tokens"},
+      {R"({"model": "m", "max_tokens": "5", "messages": [{"role": "user", "content": "x"}]})",
+       "max_tokens"},
+      {R"({"model": "m", "max_tokens": 1.5, "messages": [{"role": "user", "content": "x"}]})",
+       "max_tokens"},
       {h + R"("messages": []})", "messages"},
       {h + R"("messages": "hi"})", "messages"},
       {h + R"("messages": [5]})", "messages"},
@@ -174,17 +179,26 @@ TEST(AnthropicRequest, HostileInputIsA400NamingTheField) {
       {h + R"("messages": [{"role": "user"}]})", "messages"},
       {h + R"("messages": [{"role": "user", "content": 5}]})", "messages"},
       {h + R"("messages": [{"role": "user", "content": [{"text": "x"}]}]})", "messages"},
-      {h + R"("messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]})", "messages"},
+      {h + R"("messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]})",
+       "messages"},
       {h + R"("messages": [{"role": "user", "content": [{"type": "hologram"}]}]})", "messages"},
-      {h + R"("messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]})", "messages"},
-      {h + R"("messages": [{"role": "user", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]}]})", "messages"},
-      {h + R"("messages": [{"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "a"}]}]})", "messages"},
-      {h + R"("messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": "x"}]}]})", "messages"},
-      {h + R"("messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": {}}]}]})", "messages"},
+      {h + R"("messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]})",
+       "messages"},
+      {h + R"("messages": [{"role": "user", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]}]})",
+       "messages"},
+      {h + R"("messages": [{"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "a"}]}]})",
+       "messages"},
+      {h + R"("messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": "x"}]}]})",
+       "messages"},
+      {h + R"("messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": {}}]}]})",
+       "messages"},
       {h + R"("messages": [{"role": "user", "content": [{"type": "tool_result"}]}]})", "messages"},
-      {h + R"("messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": [{"type": "image"}]}]}]})", "messages"},
-      {h + R"("messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "is_error": "yes"}]}]})", "messages"},
-      {h + R"("messages": [{"role": "assistant", "content": [{"type": "thinking"}]}]})", "messages"},
+      {h + R"("messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": [{"type": "image"}]}]}]})",
+       "messages"},
+      {h + R"("messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "is_error": "yes"}]}]})",
+       "messages"},
+      {h + R"("messages": [{"role": "assistant", "content": [{"type": "thinking"}]}]})",
+       "messages"},
       {h + msgs + R"(, "system": 5})", "system"},
       {h + msgs + R"(, "system": [{"type": "image"}]})", "system"},
       {h + msgs + R"(, "temperature": 1.5})", "temperature"},
@@ -201,9 +215,15 @@ TEST(AnthropicRequest, HostileInputIsA400NamingTheField) {
       {h + msgs + R"(, "tool_choice": "auto"})", "tool_choice"},
       {h + msgs + R"(, "tool_choice": {"type": "sometimes"}})", "tool_choice"},
       {h + msgs + R"(, "tool_choice": {"type": "any"}})", "tool_choice"},
-      {h + msgs + R"(, "tools": [{"name": "f", "input_schema": {}}], "tool_choice": {"type": "tool"}})", "tool_choice"},
-      {h + msgs + R"(, "tools": [{"name": "f", "input_schema": {}}], "tool_choice": {"type": "tool", "name": "g"}})", "tool_choice"},
-      {h + msgs + R"(, "tools": [{"name": "f", "input_schema": {}}], "tool_choice": {"type": "auto", "disable_parallel_tool_use": 1}})", "tool_choice"},
+      {h + msgs +
+           R"(, "tools": [{"name": "f", "input_schema": {}}], "tool_choice": {"type": "tool"}})",
+       "tool_choice"},
+      {h + msgs +
+           R"(, "tools": [{"name": "f", "input_schema": {}}], "tool_choice": {"type": "tool", "name": "g"}})",
+       "tool_choice"},
+      {h + msgs +
+           R"(, "tools": [{"name": "f", "input_schema": {}}], "tool_choice": {"type": "auto", "disable_parallel_tool_use": 1}})",
+       "tool_choice"},
       {h + msgs + R"(, "thinking": true})", "thinking"},
       {h + msgs + R"(, "thinking": {"type": "enabled"}})", "thinking"},
       {h + msgs + R"(, "thinking": {"type": "maybe"}})", "thinking"},
@@ -225,7 +245,8 @@ TEST(AnthropicRequest, HugeInputParses) {
     body += R"({"role": "user", "content": "x"}, {"role": "assistant", "content": "y"},)";
   }
   body += R"({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f",
-             "input": {"blob": ")" + std::string(1 << 20, 'a') + R"("}}]}]})";
+             "input": {"blob": ")" +
+          std::string(1 << 20, 'a') + R"("}}]}]})";
   AnthropicRequest r = parse_ok(body);
   EXPECT_EQ(r.chat.messages.size(), 20001u);
 }
@@ -273,7 +294,8 @@ ChatOutcome outcome_of(std::string reasoning, std::string content,
 
 TEST(AnthropicWriter, BodyBlocksAndStopReasons) {
   AnthropicWriter w("tiny", 10);
-  Json b = w.body(outcome_of("hmm", "text", {{"", "f", R"({"a":1})"}}, StopReason::kEndOfGeneration));
+  Json b =
+      w.body(outcome_of("hmm", "text", {{"", "f", R"({"a":1})"}}, StopReason::kEndOfGeneration));
   EXPECT_EQ(b["id"], w.id());
   EXPECT_EQ(b["id"].get<std::string>().rfind("msg_", 0), 0u);
   EXPECT_EQ(b["type"], "message");
@@ -291,7 +313,8 @@ TEST(AnthropicWriter, BodyBlocksAndStopReasons) {
   EXPECT_EQ(b["usage"]["output_tokens"], 4);
   EXPECT_EQ(b["usage"]["cache_read_input_tokens"], 2);
 
-  EXPECT_EQ(w.body(outcome_of("", "x", {}, StopReason::kEndOfGeneration))["stop_reason"], "end_turn");
+  EXPECT_EQ(w.body(outcome_of("", "x", {}, StopReason::kEndOfGeneration))["stop_reason"],
+            "end_turn");
   EXPECT_EQ(w.body(outcome_of("", "x", {}, StopReason::kLength))["stop_reason"], "max_tokens");
   EXPECT_EQ(w.body(outcome_of("", "x", {}, StopReason::kContextFull))["stop_reason"], "max_tokens");
   Json stopped = w.body(outcome_of("", "x", {}, StopReason::kStopString, "END"));
@@ -310,18 +333,19 @@ TEST(AnthropicWriter, StreamEventsFollowAnthropicsOrder) {
   sse += w.stream_content("Hel");
   sse += w.stream_content("lo");
   sse += w.stream_tool_call({"", "f", R"({"a":1})"});
-  sse += w.stream_end(outcome_of("think", "Hello", {{"", "f", R"({"a":1})"}},
-                                 StopReason::kEndOfGeneration));
+  sse += w.stream_end(
+      outcome_of("think", "Hello", {{"", "f", R"({"a":1})"}}, StopReason::kEndOfGeneration));
   const std::vector<SseEvent> e = parse_sse(sse);
   std::vector<std::string> types;
   for (const SseEvent& x : e) types.push_back(x.event);
-  const std::vector<std::string> expected = {
-      "message_start", "ping",
-      "content_block_start", "content_block_delta", "content_block_delta", "content_block_delta",
-      "content_block_stop",
-      "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
-      "content_block_start", "content_block_delta", "content_block_stop",
-      "message_delta", "message_stop"};
+  const std::vector<std::string> expected = {"message_start",       "ping",
+                                             "content_block_start", "content_block_delta",
+                                             "content_block_delta", "content_block_delta",
+                                             "content_block_stop",  "content_block_start",
+                                             "content_block_delta", "content_block_delta",
+                                             "content_block_stop",  "content_block_start",
+                                             "content_block_delta", "content_block_stop",
+                                             "message_delta",       "message_stop"};
   ASSERT_EQ(types, expected);
   EXPECT_EQ(e[0].data["message"]["id"], w.id());
   EXPECT_EQ(e[0].data["message"]["usage"]["input_tokens"], 10);
@@ -355,7 +379,8 @@ class AnthropicServerTest : public testing::ScriptedServerTest {
  protected:
   void finish(ScriptedService::Submitted& s, std::vector<std::string> pieces, StopReason stop) {
     for (const std::string& p : pieces) {
-      s.callbacks.on_token(testing::token_event(0, tok_->tokenize(p, {.add_special = false}).at(0), p));
+      s.callbacks.on_token(
+          testing::token_event(0, tok_->tokenize(p, {.add_special = false}).at(0), p));
     }
     RequestResult r;
     r.choices.resize(1);
@@ -415,7 +440,8 @@ TEST_F(AnthropicServerTest, StreamWithStopSequence) {
   ASSERT_TRUE(service_.wait_submitted(0, &s));
   EXPECT_EQ(s.request.params.stop, (std::vector<std::string>{"zebra", "lion"}));
   // The engine cut the text before " lion": the token is delivered without text.
-  s.callbacks.on_token(testing::token_event(0, tok_->tokenize(" cat", {.add_special = false}).at(0), " cat"));
+  s.callbacks.on_token(
+      testing::token_event(0, tok_->tokenize(" cat", {.add_special = false}).at(0), " cat"));
   for (int32_t id : tok_->tokenize(" lion", {.add_special = false})) {
     s.callbacks.on_token(testing::token_event(0, id, ""));
   }
@@ -449,7 +475,8 @@ TEST_F(AnthropicServerTest, ErrorsAreAnthropicsShapeEvenFromScreening) {
   EXPECT_EQ(a.status, 401);
   EXPECT_EQ(testing::json_of(a)["error"]["type"], "authentication_error");
   EXPECT_EQ(testing::json_of(a)["type"], "error");
-  const std::string head = "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  const std::string head =
+      "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
   std::string missing = R"({"model": "tiny", "messages": [{"role": "user", "content": "x"}]})";
   std::string reply = raw_exchange(
       port_, head + "x-api-key: k\r\nContent-Length: " + std::to_string(missing.size()) +
@@ -457,13 +484,15 @@ TEST_F(AnthropicServerTest, ErrorsAreAnthropicsShapeEvenFromScreening) {
   EXPECT_NE(reply.find("HTTP/1.1 400"), std::string::npos) << reply;
   EXPECT_NE(reply.find(R"("type":"invalid_request_error")"), std::string::npos) << reply;
   EXPECT_NE(reply.find("max_tokens"), std::string::npos) << reply;
-  reply = raw_exchange(port_, head + "x-api-key: wrong\r\nContent-Length: 2\r\n"
-                                              "Connection: close\r\n\r\n{}");
+  reply = raw_exchange(port_, head +
+                                  "x-api-key: wrong\r\nContent-Length: 2\r\n"
+                                  "Connection: close\r\n\r\n{}");
   EXPECT_NE(reply.find("HTTP/1.1 401"), std::string::npos) << reply;
   // A body that is not JSON: 415 in Anthropic's shape.
-  reply = raw_exchange(port_, "POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: k\r\n"
-                                       "Content-Type: text/plain\r\nContent-Length: 2\r\n"
-                                       "Connection: close\r\n\r\n{}");
+  reply = raw_exchange(port_,
+                       "POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: k\r\n"
+                       "Content-Type: text/plain\r\nContent-Length: 2\r\n"
+                       "Connection: close\r\n\r\n{}");
   EXPECT_NE(reply.find("HTTP/1.1 415"), std::string::npos) << reply;
   EXPECT_NE(reply.find(R"("type":"error")"), std::string::npos) << reply;
   EXPECT_EQ(service_.n_submitted(), 0u);
@@ -474,8 +503,10 @@ TEST_F(AnthropicServerTest, ClientThatLeavesIsCancelled) {
   const std::string body = R"({"model": "tiny", "max_tokens": 16, "stream": true,
                                "messages": [{"role": "user", "content": "x"}]})";
   testing::RawConnection c(port_);
-  ASSERT_TRUE(c.send("POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_TRUE(
+      c.send("POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Content-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body));
   ScriptedService::Submitted s;
   ASSERT_TRUE(service_.wait_submitted(0, &s));
   std::string head;

@@ -111,7 +111,8 @@ TEST(ResponsesRequest, ItemsBecomeChatMessages) {
   EXPECT_EQ(m[2]["tool_calls"][0]["id"], "c1");
   EXPECT_EQ(m[2]["tool_calls"][0]["function"]["name"], "f");
   EXPECT_EQ(m[2]["tool_calls"][0]["function"]["arguments"], (Json{{"x", 1}}));
-  EXPECT_EQ(m[3], (Json{{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "42"}, {"name", "f"}}));
+  EXPECT_EQ(m[3],
+            (Json{{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "42"}, {"name", "f"}}));
   EXPECT_EQ(m[4]["content"], "7");
   EXPECT_EQ(m[4]["name"], "g");
 }
@@ -194,7 +195,8 @@ TEST(ResponsesRequest, HostileInputIsA400NamingTheField) {
       {R"({"input": "q", "tool_choice": {"type": "file_search"}})", "tool_choice"},
       {R"({"input": "q", "tool_choice": "required"})", "tool_choice"},
       {R"({"input": "q", "tools": [{"type": "function", "name": "f"}],
-           "tool_choice": {"type": "function", "name": "g"}})", "tool_choice"},
+           "tool_choice": {"type": "function", "name": "g"}})",
+       "tool_choice"},
       {R"({"input": "q", "max_output_tokens": 0})", "max_output_tokens"},
       {R"({"input": "q", "max_output_tokens": "many"})", "max_output_tokens"},
       {R"({"input": "q", "temperature": -1})", "temperature"},
@@ -231,8 +233,9 @@ TEST(ResponsesRequest, HugeInputIsParsedNotCopiedAboutWithoutLimit) {
   ResponsesRequest r = parse_ok(body);
   EXPECT_EQ(r.chat.messages.size(), 20001u);
   // Arguments that are not JSON stay the string they were.
-  EXPECT_EQ(r.chat.messages.back()["tool_calls"][0]["function"]["arguments"].get<std::string>().size(),
-            size_t{1} << 20);
+  EXPECT_EQ(
+      r.chat.messages.back()["tool_calls"][0]["function"]["arguments"].get<std::string>().size(),
+      size_t{1} << 20);
 }
 
 TEST(ResponsesRequest, PreviousResponseIdPrependsTheStoredConversation) {
@@ -365,8 +368,8 @@ TEST(ResponsesWriter, StreamEventsAreTypedNumberedAndAddUp) {
   sse += w.stream_content("lo");
   sse += w.stream_tool_call({"", "f", R"({"a":1})"});
   sse += w.stream_content("after");
-  ChatOutcome o = outcome_of("think", "Helloafter", {{"", "f", R"({"a":1})"}},
-                             StopReason::kEndOfGeneration);
+  ChatOutcome o =
+      outcome_of("think", "Helloafter", {{"", "f", R"({"a":1})"}}, StopReason::kEndOfGeneration);
   sse += w.stream_end(o);
   const std::vector<SseEvent> events = parse_sse(sse);
   std::vector<std::string> types;
@@ -375,19 +378,31 @@ TEST(ResponsesWriter, StreamEventsAreTypedNumberedAndAddUp) {
     EXPECT_EQ(events[i].data["sequence_number"], static_cast<int64_t>(i));
     types.push_back(events[i].event);
   }
-  const std::vector<std::string> expected = {
-      "response.created", "response.in_progress",
-      "response.output_item.added", "response.reasoning_text.delta",
-      "response.reasoning_text.delta", "response.reasoning_text.done",
-      "response.output_item.done",
-      "response.output_item.added", "response.content_part.added",
-      "response.output_text.delta", "response.output_text.delta",
-      "response.output_text.done", "response.content_part.done", "response.output_item.done",
-      "response.output_item.added", "response.function_call_arguments.delta",
-      "response.function_call_arguments.done", "response.output_item.done",
-      "response.output_item.added", "response.content_part.added", "response.output_text.delta",
-      "response.output_text.done", "response.content_part.done", "response.output_item.done",
-      "response.completed"};
+  const std::vector<std::string> expected = {"response.created",
+                                             "response.in_progress",
+                                             "response.output_item.added",
+                                             "response.reasoning_text.delta",
+                                             "response.reasoning_text.delta",
+                                             "response.reasoning_text.done",
+                                             "response.output_item.done",
+                                             "response.output_item.added",
+                                             "response.content_part.added",
+                                             "response.output_text.delta",
+                                             "response.output_text.delta",
+                                             "response.output_text.done",
+                                             "response.content_part.done",
+                                             "response.output_item.done",
+                                             "response.output_item.added",
+                                             "response.function_call_arguments.delta",
+                                             "response.function_call_arguments.done",
+                                             "response.output_item.done",
+                                             "response.output_item.added",
+                                             "response.content_part.added",
+                                             "response.output_text.delta",
+                                             "response.output_text.done",
+                                             "response.content_part.done",
+                                             "response.output_item.done",
+                                             "response.completed"};
   EXPECT_EQ(types, expected);
   EXPECT_EQ(events[0].data["response"]["status"], "in_progress");
   EXPECT_EQ(events[0].data["response"]["id"], w.id());
@@ -423,7 +438,8 @@ TEST(ResponsesWriter, StreamFailureAndLengthEnd) {
   EXPECT_EQ(events[events.size() - 2].event, "response.output_item.done");
 
   ResponsesWriter w2(r, "tiny", nullptr, nullptr);
-  events = parse_sse(w2.stream_start() + w2.stream_end(outcome_of("", "", {}, StopReason::kLength)));
+  events =
+      parse_sse(w2.stream_start() + w2.stream_end(outcome_of("", "", {}, StopReason::kLength)));
   EXPECT_EQ(events.back().event, "response.incomplete");
   EXPECT_EQ(events.back().data["response"]["incomplete_details"]["reason"], "max_output_tokens");
 }
@@ -433,7 +449,8 @@ TEST(ResponsesWriter, StreamFailureAndLengthEnd) {
 class ResponsesServerTest : public testing::ScriptedServerTest {
  protected:
   // Answers submission k with `pieces` and an end of generation.
-  void answer(size_t k, std::vector<std::string> pieces, ScriptedService::Submitted* out = nullptr) {
+  void answer(size_t k, std::vector<std::string> pieces,
+              ScriptedService::Submitted* out = nullptr) {
     ScriptedService::Submitted s;
     ASSERT_TRUE(service_.wait_submitted(k, &s));
     for (const std::string& p : pieces) s.callbacks.on_token(testing::token_event(0, 5, p));
@@ -469,10 +486,10 @@ TEST_F(ResponsesServerTest, AnswersStoresAndContinues) {
 
   // The next turn sees the first one through previous_response_id.
   std::thread client2([&] {
-    a = testing::post(port_, "/v1/responses",
-                      Json{{"input", "And again"}, {"previous_response_id", first["id"]},
-                           {"stream", true}}
-                          .dump());
+    a = testing::post(
+        port_, "/v1/responses",
+        Json{{"input", "And again"}, {"previous_response_id", first["id"]}, {"stream", true}}
+            .dump());
   });
   answer(1, {"Hi", " again"}, &s);
   client2.join();
