@@ -80,7 +80,7 @@ if ((venv)); then
     echo "setup: creating .venv"
     python3 -m venv .venv
   fi
-  if ((tests)) && ! .venv/bin/python -c "import gguf, numpy, jinja2, openai, jsonschema, rfc3339_validator, prometheus_client, zmq, msgpack" 2>/dev/null; then
+  if ((tests)) && ! .venv/bin/python -c "import gguf, numpy, jinja2, openai, anthropic, jsonschema, rfc3339_validator, prometheus_client, zmq, msgpack" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
   fi
   if ((oracles)) && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then

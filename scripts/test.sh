@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole default test suite; CI runs exactly this (.ci/run).
 #   1. scripts/setup.sh --no-build --tests: system packages (the tests' too),
-#      .venv (the openai client the server test drives the binary with and
+#      .venv (the openai and anthropic clients the server tests drive the binary with and
 #      the other Python oracles) and the bundled models (the
 #      Gemma 3 270M and SmolLM2 135M Instruct parity tests and the chat
 #      model's server test run on them).
@@ -92,7 +92,7 @@ if ((sanitizers)); then
   mark "tsan build"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp \
     ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 900 --no-tests=error \
-      -R '^(Scheduler|Http|Server|ToolCall)' --output-junit junit.xml
+      -R '^(Scheduler|Http|Server|ToolCall|ResponsesServer|AnthropicServer)' --output-junit junit.xml
   mark "tsan tests"
 fi
 

@@ -429,18 +429,87 @@ bool prepare_submissions(const ServedModel& m, const OpenAiRequest& r,
   return true;
 }
 
+// Everything before submission: the model name, the sampling parameters,
+// the prompts, the output grammar and the chat format.
+bool prepare_generation(const ServedModel& m, const OpenAiRequest& r,
+                        std::vector<Submission>* subs,
+                        std::shared_ptr<const grammar::CompiledGrammar>* grammar,
+                        chat::ChatFormat* format, ApiError* err) {
+  if (!r.model.empty() && r.model != m.id) {
+    *err = not_found_error(
+        fmt::format("The model '{}' does not exist; this server serves '{}'", r.model, m.id),
+        "model_not_found");
+    return false;
+  }
+  if (Status s = r.params.validate(m.n_vocab); !s.ok()) {
+    *err = bad_request(s.message());
+    return false;
+  }
+  if (!prepare_submissions(m, r, subs, err)) return false;
+  // The grammar the output follows (structured outputs, a required tool
+  // call); compiled once here, shared by every choice.
+  const bool has_tools = r.kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty();
+  *format = r.kind == ApiKind::kChat ? served_chat_format(m) : chat::ChatFormat{};
+  const chat::ToolCallFormat tool_format =
+      has_tools ? format->tool_calls : chat::ToolCallFormat::kNone;
+  return output_grammar(r, tool_format, grammar, err);
+}
+
+// Submits one prompt with its n choices; its events reach `queue` as
+// submission `sub`.
+Result<uint64_t> submit_prompt(const ServedModel& m, const OpenAiRequest& r, int sub,
+                               std::vector<int32_t> tokens,
+                               std::shared_ptr<const grammar::CompiledGrammar> grammar,
+                               bool render_special, const std::shared_ptr<EventQueue>& queue) {
+  GenerationRequest g;
+  g.params = r.params;
+  // Generation stops at the end of the context anyway; asking for more
+  // than fits is not an error (llama.cpp's behaviour).
+  const int64_t room = m.n_ctx - static_cast<int64_t>(tokens.size());
+  if (g.params.max_tokens < 0 || g.params.max_tokens > room) {
+    g.params.max_tokens = static_cast<int32_t>(room);
+  }
+  g.prompt = std::move(tokens);
+  g.n = r.n;
+  g.priority = r.priority;
+  g.ignore_eos = r.ignore_eos;
+  g.speculative = r.speculative;
+  g.render_special = render_special;
+  g.grammar = std::move(grammar);
+  RequestCallbacks cb;
+  cb.on_token = [queue, sub](const TokenEvent& t) {
+    RequestEvent e;
+    e.sub = sub;
+    e.token = t;
+    queue->push(std::move(e));
+  };
+  cb.on_done = [queue, sub](const RequestResult& result) {
+    RequestEvent e;
+    e.sub = sub;
+    e.done = true;
+    e.result = result;
+    queue->push(std::move(e));
+  };
+  return m.service->submit(std::move(g), std::move(cb));
+}
+
 }  // namespace
 
 bool prompt_token_ids(const ServedModel& m, ApiKind kind, const Json& body,
                       std::vector<std::vector<int32_t>>* out, ApiError* err) {
-  if (kind == ApiKind::kChat && m.chat_template == nullptr) {
+  OpenAiRequest r;
+  if (!parse_openai_request(body, kind, &r, err)) return false;
+  return prompt_token_ids(m, r, out, err);
+}
+
+bool prompt_token_ids(const ServedModel& m, const OpenAiRequest& r,
+                      std::vector<std::vector<int32_t>>* out, ApiError* err) {
+  if (r.kind == ApiKind::kChat && m.chat_template == nullptr) {
     *err = bad_request(
         fmt::format("the model '{}' is an embedding model: it has no chat template", m.id),
         "messages");
     return false;
   }
-  OpenAiRequest r;
-  if (!parse_openai_request(body, kind, &r, err)) return false;
   if (!r.model.empty() && r.model != m.id) {
     *err = not_found_error(
         fmt::format("The model '{}' does not exist; this server serves '{}'", r.model, m.id),
@@ -465,33 +534,43 @@ HttpReply handle_render(const ServedModel& m, ApiKind kind, const std::string& b
   return json_reply(200, list);
 }
 
+bool submit_chat(const ServedModel& m, const OpenAiRequest& r, ChatSubmission* out,
+                 ApiError* err) {
+  if (r.kind != ApiKind::kChat || r.n != 1) {
+    *err = internal_server_error("submit_chat takes a chat request with one choice");
+    return false;
+  }
+  std::vector<Submission> subs;
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  if (!prepare_generation(m, r, &subs, &grammar, &out->format, err)) return false;
+  out->reasoning_open = subs.front().reasoning_open;
+  out->parse_tools = r.tools.is_array() && !r.tools.empty();
+  out->prompt_tokens = static_cast<int64_t>(subs.front().tokens.size());
+  const bool parses = chat::ChatParser(out->format, m.reasoning_format, out->reasoning_open,
+                                       out->parse_tools, &r.tools)
+                          .splits();
+  Result<uint64_t> id =
+      submit_prompt(m, r, 0, std::move(subs.front().tokens), std::move(grammar),
+                    parses && out->format.markers_are_special(), out->queue);
+  if (!id.ok()) {
+    *err = api_error_from_status(id.status());
+    return false;
+  }
+  out->id = *id;
+  return true;
+}
+
 RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::string& body) {
   Json j;
   ApiError err;
   if (!parse_json_body(body, &j, &err)) return err.reply();
   OpenAiRequest r;
   if (!parse_openai_request(j, kind, &r, &err)) return err.reply();
-  if (!r.model.empty() && r.model != m.id) {
-    return not_found_error(
-               fmt::format("The model '{}' does not exist; this server serves '{}'", r.model, m.id),
-               "model_not_found")
-        .reply();
-  }
-  if (Status s = r.params.validate(m.n_vocab); !s.ok()) {
-    return bad_request(s.message()).reply();
-  }
   std::vector<Submission> subs;
-  if (!prepare_submissions(m, r, &subs, &err)) return err.reply();
-
-  // The grammar the output follows (structured outputs, a required tool
-  // call); compiled once here, shared by every choice.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  chat::ChatFormat format;
+  if (!prepare_generation(m, r, &subs, &grammar, &format, &err)) return err.reply();
   const bool has_tools = kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty();
-  const chat::ChatFormat format =
-      kind == ApiKind::kChat ? served_chat_format(m) : chat::ChatFormat{};
-  const chat::ToolCallFormat tool_format =
-      has_tools ? format.tool_calls : chat::ToolCallFormat::kNone;
-  if (!output_grammar(r, tool_format, &grammar, &err)) return err.reply();
 
   auto job = std::make_shared<GenerationReply>();
   job->service = m.service;
@@ -530,15 +609,7 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
 
   for (size_t s = 0; s < subs.size(); ++s) {
     const int64_t n_prompt = static_cast<int64_t>(subs[s].tokens.size());
-    GenerationRequest g;
-    g.params = r.params;
-    // Generation stops at the end of the context anyway; asking for more
-    // than fits is not an error (llama.cpp's behaviour).
-    const int64_t room = m.n_ctx - n_prompt;
-    if (g.params.max_tokens < 0 || g.params.max_tokens > room) {
-      g.params.max_tokens = static_cast<int32_t>(room);
-    }
-    if (g.params.max_tokens == 0) {  // echo-only completions: nothing to generate
+    if (r.params.max_tokens == 0) {  // echo-only completions: nothing to generate
       RequestEvent e;
       e.sub = static_cast<int>(s);
       e.done = true;
@@ -547,31 +618,10 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
       job->queue->push(std::move(e));
       continue;
     }
-    g.prompt = std::move(subs[s].tokens);
-    g.n = r.n;
-    g.priority = r.priority;
-    g.ignore_eos = r.ignore_eos;
-    g.speculative = r.speculative;
     // The format's markers are control tokens: the text must show them.
-    g.render_special = job->parses() && format.markers_are_special();
-    g.grammar = grammar;
-    std::shared_ptr<EventQueue> queue = job->queue;
-    const int sub = static_cast<int>(s);
-    RequestCallbacks cb;
-    cb.on_token = [queue, sub](const TokenEvent& t) {
-      RequestEvent e;
-      e.sub = sub;
-      e.token = t;
-      queue->push(std::move(e));
-    };
-    cb.on_done = [queue, sub](const RequestResult& result) {
-      RequestEvent e;
-      e.sub = sub;
-      e.done = true;
-      e.result = result;
-      queue->push(std::move(e));
-    };
-    Result<uint64_t> id = m.service->submit(std::move(g), std::move(cb));
+    Result<uint64_t> id =
+        submit_prompt(m, r, static_cast<int>(s), std::move(subs[s].tokens), grammar,
+                      job->parses() && format.markers_are_special(), job->queue);
     if (!id.ok()) {
       job->cancel_all();
       return api_error_from_status(id.status()).reply();

@@ -7,8 +7,11 @@
 #include <optional>
 
 #include "core/log.h"
+#include "server/anthropic_api.h"
 #include "server/openai_request.h"
 #include "server/prometheus.h"
+#include "server/response_store.h"
+#include "server/responses_api.h"
 #include "server/routes.h"
 #include "server/web_page.h"
 
@@ -70,9 +73,10 @@ bool http_server_is_json_type(std::string_view v) {
 }
 
 // A preflight's Access-Control-Request-Headers echoed back when it is a
-// plain list of header names; otherwise the two fields the API uses.
+// plain list of header names; otherwise the fields the APIs use (the key
+// as Authorization or Anthropic's x-api-key, anthropic-version).
 std::string http_server_allowed_headers(std::string_view requested) {
-  constexpr std::string_view kDefault = "Authorization, Content-Type";
+  constexpr std::string_view kDefault = "Authorization, Content-Type, X-Api-Key, Anthropic-Version";
   if (requested.empty() || requested.size() > 1024) return std::string(kDefault);
   for (char c : requested) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != ',' &&
@@ -98,7 +102,15 @@ enum class Route {
   kTokenize,
   kDetokenize,
   kEmbeddings,
+  kResponses,            // OpenAI's Responses API
+  kMessages,             // Anthropic's Messages API
+  kMessagesCountTokens,
 };
+
+// Routes whose errors take Anthropic's shape.
+bool http_server_is_anthropic(Route r) {
+  return r == Route::kMessages || r == Route::kMessagesCountTokens;
+}
 
 struct RouteInfo {
   Route route;
@@ -127,6 +139,13 @@ std::optional<RouteInfo> find_route(std::string_view path) {
   if (path == "/v1/embeddings" || path == "/embeddings") {
     return RouteInfo{Route::kEmbeddings, "POST", true};
   }
+  if (path == "/v1/responses" || path == "/responses") {
+    return RouteInfo{Route::kResponses, "POST", true};
+  }
+  if (path == "/v1/messages") return RouteInfo{Route::kMessages, "POST", true};
+  if (path == "/v1/messages/count_tokens") {
+    return RouteInfo{Route::kMessagesCountTokens, "POST", true};
+  }
   if (path == "/tokenize") return RouteInfo{Route::kTokenize, "POST", true};
   if (path == "/detokenize") return RouteInfo{Route::kDetokenize, "POST", true};
   return std::nullopt;
@@ -138,6 +157,9 @@ struct HttpServer::Impl final : HttpHandler {
   ServerOptions options;
   std::unique_ptr<HttpTransport> transport;
 
+  // previous_response_id of /v1/responses.
+  std::shared_ptr<ResponseStore> responses;
+
   mutable std::mutex model_mu;
   std::shared_ptr<const ServedModel> model;
   int64_t created = static_cast<int64_t>(std::time(nullptr));
@@ -147,12 +169,24 @@ struct HttpServer::Impl final : HttpHandler {
     return model;
   }
 
+  // `Authorization: Bearer KEY`, or `x-api-key: KEY` as Anthropic's clients send it.
   bool authorized(const HttpRequest& r) const {
     if (options.api_key.empty()) return true;
     const std::string_view auth = r.header("Authorization");
     constexpr std::string_view kBearer = "Bearer ";
-    return auth.size() > kBearer.size() && auth.substr(0, kBearer.size()) == kBearer &&
-           same_secret(auth.substr(kBearer.size()), options.api_key);
+    if (auth.size() > kBearer.size() && auth.substr(0, kBearer.size()) == kBearer &&
+        same_secret(auth.substr(kBearer.size()), options.api_key)) {
+      return true;
+    }
+    const std::string_view key = r.header("X-Api-Key");
+    return !key.empty() && same_secret(key, options.api_key);
+  }
+
+  // An error answer in the shape of the route's API.
+  static std::unique_ptr<HttpReply> error_for(const RouteInfo& info, const ApiError& e) {
+    return std::make_unique<HttpReply>(http_server_is_anthropic(info.route)
+                                           ? anthropic_error_reply(e)
+                                           : e.reply());
   }
 
   bool origin_allowed(std::string_view origin) const {
@@ -213,13 +247,13 @@ struct HttpServer::Impl final : HttpHandler {
           fmt::format("method {} is not allowed on {} (use {})", r.method, r.path, info->method));
       e.http_status = 405;
       e.code = "method_not_allowed";
-      auto reply = std::make_unique<HttpReply>(e.reply());
+      auto reply = error_for(*info, e);
       reply->headers.emplace_back("Allow", fmt::format("{}, OPTIONS", info->method));
       return reply;
     }
     // The page and /health need no key: the page asks for it.
     if (info->route == Route::kHealth || info->route == Route::kChatPage) return nullptr;
-    if (!authorized(r)) return std::make_unique<HttpReply>(unauthorized_error().reply());
+    if (!authorized(r)) return error_for(*info, unauthorized_error());
     // Every POST route takes a JSON body. A browser sends a cross-site form
     // or text/plain POST without asking the server first; a JSON one only
     // after a preflight the server answers.
@@ -234,11 +268,9 @@ struct HttpServer::Impl final : HttpHandler {
                                      type.substr(0, 200)));
       e.http_status = 415;
       e.code = "unsupported_media_type";
-      return std::make_unique<HttpReply>(e.reply());
+      return error_for(*info, e);
     }
-    if (!current_model()) {
-      return std::make_unique<HttpReply>(unavailable_error("loading model").reply());
-    }
+    if (!current_model()) return error_for(*info, unavailable_error("loading model"));
     return nullptr;
   }
 
@@ -315,6 +347,20 @@ struct HttpServer::Impl final : HttpHandler {
                              info->route == Route::kChatCompletionsRender ? ApiKind::kChat
                                                                           : ApiKind::kCompletion,
                              r.body);
+      case Route::kResponses:
+      case Route::kMessages:
+      case Route::kMessagesCountTokens: {
+        if (m->service == nullptr || m->chat_template == nullptr) {
+          ApiError e = bad_request(fmt::format("the model '{}' is an embedding model: it answers "
+                                               "/v1/embeddings, not chat",
+                                               m->id),
+                                   "model");
+          return http_server_is_anthropic(info->route) ? anthropic_error_reply(e) : e.reply();
+        }
+        if (info->route == Route::kResponses) return handle_responses(*m, responses, r.body);
+        if (info->route == Route::kMessages) return handle_anthropic_messages(*m, r.body);
+        return handle_anthropic_count_tokens(*m, r.body);
+      }
       case Route::kEmbeddings:
         return handle_embeddings(*m, r.body);
       case Route::kTokenize:
@@ -332,6 +378,8 @@ struct HttpServer::Impl final : HttpHandler {
 HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   const ServerOptions& o = impl_->options;
+  impl_->responses =
+      std::make_shared<ResponseStore>(o.response_store_entries, o.response_store_bytes);
   TransportOptions t;
   t.host = o.host;
   t.port = o.port;

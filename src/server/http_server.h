@@ -4,6 +4,10 @@
 // Routes:
 //   GET  /              the web chat page (web/chat.html; no API key needed)
 //   POST /v1/completions, /v1/chat/completions   (also without /v1)
+//   POST /v1/responses (also without /v1)          OpenAI's Responses API
+//                                                  (server/responses_api.h)
+//   POST /v1/messages, /v1/messages/count_tokens   Anthropic's Messages API
+//                                                  (server/anthropic_api.h)
 //   POST /v1/embeddings (also without /v1)         embedding models
 //   GET  /v1/models (also /models), /v1/models/{id}, /health, /metrics
 //   POST /tokenize {"content", "add_special"?, "parse_special"?} -> {"tokens"}
@@ -14,7 +18,8 @@
 // "loading model"}, afterwards 200 {"status": "ok"}.
 //
 // With an API key every route but / and /health needs `Authorization: Bearer KEY`
-// (401 otherwise). Request bodies over max_body_bytes get 413.
+// or `x-api-key: KEY` (Anthropic's clients) (401 otherwise). Errors of the
+// /v1/messages routes, screening's included, take Anthropic's shape. Request bodies over max_body_bytes get 413.
 //
 // Cross-site requests: a POST body must be declared JSON (Content-Type
 // application/json, parameters such as charset allowed), or it gets 415,
@@ -77,6 +82,11 @@ struct ServerOptions {
   // Origins allowed to read answers across sites ("https://app.example",
   // or "*" for any); empty: none (no Access-Control-Allow-Origin is sent).
   std::vector<std::string> cors_origins;
+  // /v1/responses keeps this many responses' conversations for
+  // previous_response_id (least recently used dropped first), at most
+  // response_store_bytes of their JSON in all.
+  size_t response_store_entries = 1024;
+  size_t response_store_bytes = size_t{64} << 20;
 };
 
 // Whether `origin` can be one of ServerOptions::cors_origins: "*", "null",

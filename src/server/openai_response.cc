@@ -120,13 +120,17 @@ Json logprobs_json(ApiKind kind, const tokenizer::Tokenizer& tok,
   return j;
 }
 
-std::string tool_call_id(const chat::ParsedToolCall& call) {
-  if (!call.id.empty()) return call.id;
+std::string random_id(std::string_view prefix) {
   static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::string id = "call_";
+  std::string id(prefix);
   for (int i = 0; i < 24; ++i) id += kAlnum[rng() % (sizeof(kAlnum) - 1)];
   return id;
+}
+
+std::string tool_call_id(const chat::ParsedToolCall& call) {
+  if (!call.id.empty()) return call.id;
+  return random_id("call_");
 }
 
 namespace {

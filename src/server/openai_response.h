@@ -73,6 +73,9 @@ struct ChoiceOutput {
 const char* finish_reason_name(StopReason r);
 // "cmpl-" / "chatcmpl-" and 24 random hex digits.
 std::string make_response_id(ApiKind kind);
+// `prefix` and 24 random alphanumerics (the ids of the Responses and
+// Anthropic APIs: "resp_", "msg_", "toolu_", ...).
+std::string random_id(std::string_view prefix);
 
 Json usage_json(const Usage& u);
 

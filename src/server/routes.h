@@ -2,10 +2,14 @@
 // in, HttpReply or AsyncReply out.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "chat/chat_format.h"
+
 #include "server/api_error.h"
+#include "server/event_queue.h"
 #include "server/generation_service.h"
 #include "server/http_message.h"
 #include "server/openai_request.h"
@@ -22,6 +26,27 @@ RouteResult handle_generation(const ServedModel& model, ApiKind kind, const std:
 // generation would refuse.
 bool prompt_token_ids(const ServedModel& model, ApiKind kind, const Json& body,
                       std::vector<std::vector<int32_t>>* out, ApiError* err);
+// The same for a parsed request (the model's name checked, not the sampling).
+bool prompt_token_ids(const ServedModel& model, const OpenAiRequest& request,
+                      std::vector<std::vector<int32_t>>* out, ApiError* err);
+
+// One chat generation submitted for an API that shapes its own answer
+// (/v1/responses, /v1/messages): the request's events go to `queue` (as
+// submission 0), read back in `format`.
+struct ChatSubmission {
+  std::shared_ptr<EventQueue> queue = std::make_shared<EventQueue>();
+  uint64_t id = 0;  // the engine's, for cancel()
+  chat::ChatFormat format;
+  bool reasoning_open = false;  // the prompt opened the reasoning block
+  bool parse_tools = false;     // the request has tools: calls are parsed
+  int64_t prompt_tokens = 0;
+};
+// Checks, renders, tokenizes and submits a chat request with n = 1 the way
+// /v1/chat/completions does (model name, sampling, context room, output
+// grammar of tool_choice); false with *err (OpenAI's status and message)
+// when it refuses.
+bool submit_chat(const ServedModel& model, const OpenAiRequest& request, ChatSubmission* out,
+                 ApiError* err);
 // POST /v1/completions/render and /v1/chat/completions/render (vLLM's): the
 // request's prompt token ids without generating, as routers ask every
 // replica for them: chat {"token_ids": [...]}, completions one such object

@@ -146,11 +146,13 @@ TEST_F(CrossSiteTest, ListedOriginsArePreflightedAndAnswered) {
     expect_api_error(denied, 401, "invalid_api_key");
     EXPECT_EQ(denied.header("access-control-allow-origin"), origin);
   }
-  // Odd request headers are not echoed back.
+  // Odd request headers are not echoed back: the fields the APIs use are
+  // named instead (Anthropic's clients send their key as x-api-key).
   RawResponse odd = exchange("OPTIONS", "/tokenize",
                              {"Origin: http://app.example", "Access-Control-Request-Method: POST",
                               "Access-Control-Request-Headers: a;b"});
-  EXPECT_EQ(odd.header("access-control-allow-headers"), "Authorization, Content-Type");
+  EXPECT_EQ(odd.header("access-control-allow-headers"),
+            "Authorization, Content-Type, X-Api-Key, Anthropic-Version");
   // Another origin, or a listed one spelled differently, is not listed.
   for (const char* other : {"http://evil.example", "http://app.example:80", "https://app.example",
                             "http://APP.example"}) {
