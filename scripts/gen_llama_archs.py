@@ -15,10 +15,13 @@ For every architecture folio runs, this script
      (`ffn_gate/up/down.bias`), which the saver writes for llama, mistral3
      and granitehybrid; folio implements neither and refuses files that
      hold them (model/loader.cc), so the files test the keys, not those
-     tensors;
+     tensors; and stores the matrices (2-D `.weight` tensors other than
+     norms, convolutions and ssm_a / ssm_d) as F16, which halves the files
+     (--f32 keeps the saver's F32);
   3. builds scripts/llama_archs_logits.c against the same llama.cpp build
      (its public llama.h API; libllama.so from the build dir) and runs it on
-     each stripped file: CPU, F32 K/V cache, flash attention off, 2 threads, n_ctx 128;
+     each rewritten file: CPU, F32 K/V cache, flash attention off, 2
+     threads, n_ctx 128;
      a fixed prompt of PROMPT_LEN token ids (drawn with Python's
      random.Random(SEED)) as one batch, then GEN_LEN greedy tokens one at a
      time;
