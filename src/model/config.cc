@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "model/arch/arch.h"
+#include "model/hparams.h"
 
 namespace folio::model {
 
@@ -12,50 +13,6 @@ namespace {
 
 constexpr int64_t kMaxLayers = 1 << 12;
 constexpr int64_t kMaxDim = int64_t{1} << 24;
-
-// A required integer key.
-Result<int64_t> require_int(const gguf::GgufFile& f, const std::string& key) {
-  const gguf::Value* v = f.find(key);
-  if (v == nullptr) return not_found("model: missing required key '{}'", key);
-  Result<int64_t> r = f.get_i64(key);
-  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
-  return r;
-}
-
-Result<int64_t> optional_int(const gguf::GgufFile& f, const std::string& key, int64_t fallback) {
-  if (!f.has(key)) return fallback;
-  Result<int64_t> r = f.get_i64(key);
-  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
-  return r;
-}
-
-Result<float> optional_float(const gguf::GgufFile& f, const std::string& key, float fallback) {
-  Result<float> r = f.get_f32(key, fallback);
-  if (!r.ok()) return invalid_argument("model: key '{}': {}", key, r.status().message());
-  return r;
-}
-
-// A per-layer integer: a scalar (every layer) or an array of n_layer values.
-// Absent -> `fallback` for every layer, or NotFound when `required`.
-Result<std::vector<int64_t>> per_layer(const gguf::GgufFile& f, const std::string& key, int n_layer,
-                                       bool required, int64_t fallback) {
-  const gguf::Value* v = f.find(key);
-  if (v == nullptr) {
-    if (required) return not_found("model: missing required key '{}'", key);
-    return std::vector<int64_t>(static_cast<size_t>(n_layer), fallback);
-  }
-  if (v->array() == nullptr) {
-    FOLIO_ASSIGN_OR_RETURN(int64_t x, require_int(f, key));
-    return std::vector<int64_t>(static_cast<size_t>(n_layer), x);
-  }
-  Result<std::vector<int64_t>> arr = f.get_int_array(key);
-  if (!arr.ok()) return invalid_argument("model: key '{}': {}", key, arr.status().message());
-  if (arr->size() != static_cast<size_t>(n_layer)) {
-    return invalid_argument("model: key '{}' has {} values, expected one per layer ({})", key,
-                            arr->size(), n_layer);
-  }
-  return std::move(arr).value();
-}
 
 Status positive(const char* what, int64_t v, int64_t limit = kMaxDim) {
   if (v <= 0 || v > limit)
@@ -117,22 +74,35 @@ Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
                          per_layer(f, arch_key(c, "feed_forward_length"), c.n_layer, false, 0));
   c.n_head.resize(heads.size());
   c.n_head_kv.resize(heads.size());
+  const std::string head_key = arch_key(c, "attention.head_count");
+  const std::string kv_key = arch_key(c, "attention.head_count_kv");
   for (size_t i = 0; i < heads.size(); ++i) {
-    const std::string key = arch_key(c, "attention.head_count");
-    if (heads[i] <= 0 || heads[i] > (1 << 16)) {
-      return invalid_argument("model: key '{}' = {} (layer {}) is out of range", key, heads[i], i);
+    // 0 heads: no attention in this layer (the recurrent layers of hybrid
+    // files); layers that run attention are checked in validate_config.
+    if (heads[i] < 0 || heads[i] > (1 << 16)) {
+      return invalid_argument("model: key '{}' = {} (layer {}) is out of range [0, 65536]",
+                              head_key, heads[i], i);
     }
     c.n_head[i] = static_cast<int>(heads[i]);
-    // 0 marks a recurrent layer in hybrid files (granitehybrid); attention
-    // layers are checked for a positive value in validate_config.
+    // head_count_kv defaults to head_count, layer by layer; 0 marks a layer
+    // without attention (granitehybrid, lfm2, nemotron_h read it so).
     const int64_t kv = heads_kv[i] < 0 ? heads[i] : heads_kv[i];
-    if (kv < 0 || (kv > 0 && heads[i] % kv != 0)) {
-      return invalid_argument("model: key '{}' = {} (layer {}) must be positive and divide {} = {}",
-                              arch_key(c, "attention.head_count_kv"), kv, i, key, heads[i]);
+    if (kv < 0 || kv > (1 << 16) || (kv > 0 && heads[i] % kv != 0)) {
+      return invalid_argument("model: key '{}' = {} (layer {}) must be >= 0 and divide {} = {}",
+                              kv_key, kv, i, head_key, heads[i]);
     }
     c.n_head_kv[i] = static_cast<int>(kv);
   }
-  const int64_t default_head_dim = c.n_embd % c.n_head[0] == 0 ? c.n_embd / c.n_head[0] : 0;
+  // Head dims default to n_embd / head_count of layer 0, as llama.cpp's; a
+  // file whose layer 0 has no attention takes the first layer that has.
+  int64_t heads0 = 0;
+  for (int64_t h : heads) {
+    if (h > 0) {
+      heads0 = h;
+      break;
+    }
+  }
+  const int64_t default_head_dim = heads0 > 0 && c.n_embd % heads0 == 0 ? c.n_embd / heads0 : 0;
   FOLIO_ASSIGN_OR_RETURN(c.head_dim_k,
                          optional_int(f, arch_key(c, "attention.key_length"), default_head_dim));
   FOLIO_ASSIGN_OR_RETURN(c.head_dim_v,
@@ -147,7 +117,6 @@ Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
   const std::string eps_key = norm_eps_key(c);
   if (!f.has(eps_key)) return not_found("model: missing required key '{}'", eps_key);
   FOLIO_ASSIGN_OR_RETURN(c.norm_eps, optional_float(f, eps_key, 0.0f));
-  FOLIO_ASSIGN_OR_RETURN(c.attn_scale, optional_float(f, arch_key(c, "attention.scale"), 0.0f));
 
   // Rope: base, dims, scaling (llama.cpp defaults: base 1e4, linear type, factor
   // from rope.scaling.factor or the older rope.scale_linear).
@@ -180,20 +149,17 @@ Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
       int64_t orig,
       optional_int(f, arch_key(c, "rope.scaling.original_context_length"), c.n_ctx_train));
   r.n_ctx_orig = static_cast<int>(orig);
-  const float ext_default = r.scaling == RopeScaling::kYarn ? 1.0f : 0.0f;
-  FOLIO_ASSIGN_OR_RETURN(
-      r.ext_factor, optional_float(f, arch_key(c, "rope.scaling.yarn_ext_factor"), ext_default));
-  FOLIO_ASSIGN_OR_RETURN(r.attn_factor,
-                         optional_float(f, arch_key(c, "rope.scaling.yarn_attn_factor"), 1.0f));
+  // YaRN's extrapolation mix: 1 with yarn scaling, else 0; its magnitude
+  // and correction dims keep llama.cpp's defaults (1, beta_fast 32,
+  // beta_slow 1): llama.cpp reads no yarn_ext_factor / yarn_attn_factor key
+  // for these families and yarn_beta_* only for mistral3 (read_yarn_betas).
+  r.ext_factor = r.scaling == RopeScaling::kYarn ? 1.0f : 0.0f;
+  r.attn_factor = 1.0f;
   // A rope magnitude beside YaRN's (LongRoPE's sqrt(1 + ln(s) / ln(n_orig)), phi3).
   FOLIO_ASSIGN_OR_RETURN(const float rope_attn_factor,
                          optional_float(f, arch_key(c, "rope.scaling.attn_factor"), 1.0f));
   FOLIO_RETURN_IF_ERROR(positive_float("rope.scaling.attn_factor", rope_attn_factor));
   r.attn_factor *= rope_attn_factor;
-  FOLIO_ASSIGN_OR_RETURN(r.beta_fast,
-                         optional_float(f, arch_key(c, "rope.scaling.yarn_beta_fast"), 32.0f));
-  FOLIO_ASSIGN_OR_RETURN(r.beta_slow,
-                         optional_float(f, arch_key(c, "rope.scaling.yarn_beta_slow"), 1.0f));
   r.freq_base_swa = r.freq_base;
 
   // Mixture of experts (dense when expert_count is absent or 0).
@@ -208,17 +174,13 @@ Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
   }
   c.moe.n_expert = static_cast<int>(n_expert);
   c.moe.n_expert_used = static_cast<int>(n_used);
-  FOLIO_ASSIGN_OR_RETURN(int64_t gating, optional_int(f, arch_key(c, "expert_gating_func"), 1));
-  if (gating < 1 || gating > 3) {
-    return unsupported("model: key '{}' = {} (expected 1 softmax, 2 sigmoid or 3 softmax_weight)",
-                       arch_key(c, "expert_gating_func"), gating);
-  }
-  c.moe.gating = gating == 2   ? ExpertGating::kSigmoid
-                 : gating == 3 ? ExpertGating::kSoftmaxWeight
-                               : ExpertGating::kSoftmax;
+  // The gating function is a trait of the family (llama.cpp fixes it in each
+  // graph); the families that read `expert_gating_func` call
+  // read_expert_gating.
+  c.moe.gating = ExpertGating::kSoftmax;
 
-  FOLIO_ASSIGN_OR_RETURN(c.final_softcap,
-                         optional_float(f, arch_key(c, "final_logit_softcapping"), 0.0f));
+  // attention.scale and final_logit_softcapping are read by the families
+  // llama.cpp reads them for (read_attention_scale, read_final_softcap).
   c.swa_layers.assign(static_cast<size_t>(c.n_layer), 0);
   return Status();
 }
@@ -304,9 +266,6 @@ const char* rope_scaling_name(RopeScaling s) {
   return "?";
 }
 
-std::string arch_key(const ModelConfig& cfg, const char* suffix) {
-  return fmt::format("{}.{}", cfg.arch, suffix);
-}
 
 bool ModelConfig::is_embedding() const {
   return family != nullptr && family->encoder;
@@ -363,120 +322,6 @@ RopeParams ModelConfig::rope_params(int layer) const {
   return p;
 }
 
-Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& c) {
-  FOLIO_ASSIGN_OR_RETURN(const int64_t nextn,
-                         optional_int(f, arch_key(c, "nextn_predict_layers"), 0));
-  if (nextn == 0) return Status();
-  if (nextn < 0 || nextn >= c.n_layer) {
-    return invalid_argument("model: '{}' = {} with {} blocks", arch_key(c, "nextn_predict_layers"),
-                            nextn, c.n_layer);
-  }
-  c.n_layer -= static_cast<int>(nextn);
-  const auto n = static_cast<size_t>(c.n_layer);
-  c.n_head.resize(n);
-  c.n_head_kv.resize(n);
-  c.n_ff.resize(n);
-  c.swa_layers.resize(n);
-  return Status();
-}
-
-Result<int64_t> arch_int_or(const gguf::GgufFile& f, const ModelConfig& c, const char* suffix,
-                            int64_t fallback) {
-  return optional_int(f, arch_key(c, suffix), fallback);
-}
-
-Status read_expert_weights(const gguf::GgufFile& f, ModelConfig& c) {
-  const std::string norm_key = arch_key(c, "expert_weights_norm");
-  Result<bool> norm = f.get_bool(norm_key, false);
-  if (!norm.ok()) return invalid_argument("model: key '{}': {}", norm_key, norm.status().message());
-  c.moe.norm_weights = *norm;
-  const std::string scale_key = arch_key(c, "expert_weights_scale");
-  Result<float> scale = f.get_f32(scale_key, 0.0f);
-  if (!scale.ok() || !std::isfinite(*scale)) {
-    return invalid_argument("model: key '{}' must be a finite number", scale_key);
-  }
-  c.moe.weights_scale = *scale == 0.0f ? 1.0f : *scale;  // llama.cpp: 0 or 1 leave the weights
-  return Status();
-}
-
-Status read_mamba2_ssm(const gguf::GgufFile& f, ModelConfig& c) {
-  SsmConfig& s = c.ssm;
-  s.kind = SsmKind::kMamba2;
-  FOLIO_ASSIGN_OR_RETURN(const int64_t conv, require_int(f, arch_key(c, "ssm.conv_kernel")));
-  FOLIO_ASSIGN_OR_RETURN(s.d_state, require_int(f, arch_key(c, "ssm.state_size")));
-  FOLIO_ASSIGN_OR_RETURN(s.d_inner, require_int(f, arch_key(c, "ssm.inner_size")));
-  FOLIO_ASSIGN_OR_RETURN(const int64_t groups, require_int(f, arch_key(c, "ssm.group_count")));
-  FOLIO_ASSIGN_OR_RETURN(const int64_t heads, require_int(f, arch_key(c, "ssm.time_step_rank")));
-  for (const auto& [v, name] :
-       {std::pair{conv, "ssm.conv_kernel"}, std::pair{groups, "ssm.group_count"},
-        std::pair{heads, "ssm.time_step_rank"}}) {
-    if (v <= 0 || v > (1 << 16)) {
-      return invalid_argument("model: '{}' = {} is out of range", arch_key(c, name), v);
-    }
-  }
-  s.d_conv = static_cast<int>(conv);
-  s.n_k_heads = static_cast<int>(groups);
-  s.n_v_heads = static_cast<int>(heads);
-  if (s.d_inner % s.n_k_heads != 0 || s.d_inner % s.n_v_heads != 0) {
-    return invalid_argument("model: '{}' = {} is not a multiple of '{}' = {} and '{}' = {}",
-                            arch_key(c, "ssm.inner_size"), s.d_inner,
-                            arch_key(c, "ssm.group_count"), s.n_k_heads,
-                            arch_key(c, "ssm.time_step_rank"), s.n_v_heads);
-  }
-  return Status();
-}
-
-Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& c, int64_t default_period,
-                       bool required) {
-  const std::string window_key = arch_key(c, "attention.sliding_window");
-  if (required && !f.has(window_key))
-    return not_found("model: missing required key '{}'", window_key);
-  if (f.has(window_key)) {
-    Result<int64_t> window = f.get_i64(window_key);
-    if (!window.ok() || *window < 0 || *window > (int64_t{1} << 30)) {
-      return invalid_argument("model: key '{}' must be an integer in [0, 2^30]", window_key);
-    }
-    c.n_swa = static_cast<int>(*window);
-    if (required && c.n_swa == 0) {
-      return invalid_argument("model: key '{}' must be positive", window_key);
-    }
-  }
-  if (c.n_swa == 0) return Status();
-
-  const std::string pattern_key = arch_key(c, "attention.sliding_window_pattern");
-  const gguf::Value* v = f.find(pattern_key);
-  if (v != nullptr && v->array() != nullptr) {
-    const gguf::Array& a = *v->array();
-    if (a.size() != static_cast<size_t>(c.n_layer)) {
-      return invalid_argument("model: key '{}' has {} values, expected one per layer ({})",
-                              pattern_key, a.size(), c.n_layer);
-    }
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (const std::vector<uint8_t>* b = a.bools()) {
-        c.swa_layers[i] = (*b)[i];
-      } else if (std::optional<int64_t> x = a.int_at(i)) {
-        c.swa_layers[i] = *x != 0;
-      } else {
-        return invalid_argument("model: key '{}' must hold bools or integers", pattern_key);
-      }
-    }
-  } else {
-    int64_t period = default_period;
-    if (v != nullptr) {
-      Result<int64_t> p = f.get_i64(pattern_key);
-      if (!p.ok() || *p < 0 || *p > (1 << 16)) {
-        return invalid_argument("model: key '{}' must be an integer period in [0, 65536]",
-                                pattern_key);
-      }
-      period = *p;
-    }
-    for (int il = 0; il < c.n_layer; ++il) {
-      c.swa_layers[static_cast<size_t>(il)] = period == 0 || il % period < period - 1;
-    }
-  }
-  return Status();
-}
-
 Status validate_config(const ModelConfig& c) {
   FOLIO_RETURN_IF_ERROR(positive("n_vocab", c.n_vocab, int64_t{1} << 31));
   FOLIO_RETURN_IF_ERROR(positive("context_length", c.n_ctx_train, int64_t{1} << 31));
@@ -504,6 +349,10 @@ Status validate_config(const ModelConfig& c) {
     }
   }
   for (int l = 0; l < c.n_layer; ++l) {
+    if (c.has_attention(l) && c.n_head_of(l) <= 0) {
+      return invalid_argument("model: '{}' = {} (layer {}): an attention layer needs heads",
+                              arch_key(c, "attention.head_count"), c.n_head_of(l), l);
+    }
     if (c.has_attention(l) && c.n_head_kv_of(l) <= 0) {
       return invalid_argument("model: '{}' = {} (layer {}) must be positive and divide {} = {}",
                               arch_key(c, "attention.head_count_kv"), c.n_head_kv_of(l), l,
@@ -544,6 +393,15 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
   }
   FOLIO_RETURN_IF_ERROR(read_common(file, c));
   FOLIO_RETURN_IF_ERROR(c.family->configure(file, c));
+  // Experts' gate and up in one ffn_gate_up_exps table where the file has
+  // one (llama.cpp's create_tensor_gate_up_exps takes either layout).
+  for (int l = 0; l < c.n_layer; ++l) {
+    if (!c.is_moe(l)) continue;
+    if (file.find_tensor(fmt::format("blk.{}.ffn_gate_up_exps.weight", l)) != nullptr) {
+      c.moe_gate_up_fused = true;
+    }
+    break;
+  }
   FOLIO_RETURN_IF_ERROR(validate_config(c));
   return c;
 }

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -159,6 +160,7 @@ struct ModelConfig {
   // when the cache's n_ctx exceeds rope.n_ctx_orig.
   bool rope_long_short = false;
   bool ffn_fused_gate_up = false;       // ffn_up.weight [E, 2F] holds gate then up (phi3)
+  bool output_bias = false;             // optional output.bias [n_vocab] on the logits (qwen2)
   // Llama-4-style attention temperature (attention.temperature_scale, mistral3):
   // q of a token at position p is multiplied by
   // 1 + attn_temp_scale * ln(floor(p / attn_temp_floor) + 1) (0: off).
@@ -269,33 +271,6 @@ struct ModelConfig {
   std::string summary() const;
 };
 
-// Helpers shared by the family files (model/arch/*.cc): `<arch>.<suffix>`.
-std::string arch_key(const ModelConfig& cfg, const char* suffix);
-// The integer key `<arch>.<suffix>`, `fallback` when it is absent; an error
-// naming the key when it is not an integer.
-Result<int64_t> arch_int_or(const gguf::GgufFile& f, const ModelConfig& cfg, const char* suffix,
-                            int64_t fallback);
-// The routed experts' weight keys (glm4moe, nemotron_h_moe): the k weights
-// renormalised when expert_weights_norm (default false), times
-// expert_weights_scale (absent or 0: 1, as llama.cpp; must be finite).
-Status read_expert_weights(const gguf::GgufFile& f, ModelConfig& cfg);
-// The sliding-window layout (gemma3, gpt-oss): cfg.n_swa from
-// `attention.sliding_window` (absent or 0: no sliding window; `required`:
-// absent is an error) and cfg.swa_layers from
-// `attention.sliding_window_pattern`: one flag per layer (an array), or a
-// period P (default `default_period`) that makes layer il local unless
-// il % P == P - 1 (P = 0: every layer local), as llama.cpp's set_swa_pattern.
-Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& cfg, int64_t default_period,
-                       bool required);
-// Next-token-prediction (MTP) blocks that newer files append to block_count
-// (`nextn_predict_layers`, qwen3next, glm4moe): not part of the main forward,
-// so the config ends before them and their tensors stay unloaded (llama.cpp
-// skips them unless asked to load MTP).
-Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& cfg);
-// The Mamba-2 mixer's keys (granitehybrid, nemotron_h): ssm.conv_kernel,
-// state_size, inner_size, group_count and time_step_rank, all required, into
-// cfg.ssm (kind kMamba2); inner_size must split into the groups and heads.
-Status read_mamba2_ssm(const gguf::GgufFile& f, ModelConfig& cfg);
 // Validates the derived config (called by from_gguf after the family hook).
 Status validate_config(const ModelConfig& cfg);
 

@@ -26,6 +26,39 @@ bool reads_any_dtype(OpKind k) {
   return k == OpKind::kMulMat || k == OpKind::kMulMatId || k == OpKind::kGetRows;
 }
 
+// A layer tensor the file holds and folio does not read, which llama.cpp
+// would apply: a bias (`blk.N.ffn_up.bias`, ...) or a per-tensor scale of a
+// projection's output or input (`blk.N.attn_q.scale`, `.input_scale`: the
+// generic scales llama.cpp loads for every architecture). Ignoring one would
+// compute other logits than llama.cpp's, so the file is refused, naming it.
+// Tensors of blocks past n_layer (MTP blocks) are not run by either.
+Status check_unread_tensors(const gguf::GgufFile& file, const ModelConfig& cfg,
+                            const std::set<std::string>& read) {
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    if (read.count(t.name) != 0) continue;
+    if (t.name == "output.bias") {
+      return unsupported("model: tensor '{}' is not supported for {}: llama.cpp applies it and "
+                         "folio would compute without it",
+                         t.name, cfg.arch);
+    }
+    if (t.name.rfind("blk.", 0) != 0) continue;
+    const size_t dot = t.name.find('.', 4);
+    if (dot == std::string::npos) continue;
+    const int layer = std::atoi(t.name.c_str() + 4);
+    if (layer >= cfg.n_layer) continue;
+    for (const char* suffix : {".bias", ".scale", ".input_scale"}) {
+      const std::string_view n(t.name), s(suffix);
+      if (n.size() > s.size() && n.substr(n.size() - s.size()) == s) {
+        return unsupported(
+            "model: tensor '{}' is not supported for {}: llama.cpp applies it and folio "
+            "would compute without it",
+            t.name, cfg.arch);
+      }
+    }
+  }
+  return Status();
+}
+
 std::string base_name(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -154,6 +187,7 @@ Status Model::load_weights(const LoadOptions& options) {
     return Status();
   }));
   bar.finish();
+  FOLIO_RETURN_IF_ERROR(check_unread_tensors(file_, config_, used));
   unused_tensors_ = file_.tensors().size() - used.size();
 
   if (options.log != nullptr) {

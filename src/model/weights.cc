@@ -179,6 +179,10 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
           shape(e), true, OpKind::kRmsNorm, &w.output_norm));
   FOLIO_RETURN_IF_ERROR(add("output.weight", shape(e, cfg.n_vocab), false, OpKind::kMulMat,
                             &w.output, "token_embd.weight"));
+  if (cfg.output_bias) {
+    FOLIO_RETURN_IF_ERROR(
+        add("output.bias", shape(cfg.n_vocab), false, OpKind::kAdd, &w.output_b));
+  }
   const int64_t pl = cfg.n_embd_per_layer;
   if (pl > 0) {
     FOLIO_RETURN_IF_ERROR(add("per_layer_token_embd.weight", shape(pl * cfg.n_layer, cfg.n_vocab),
@@ -225,7 +229,9 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
                                   kv_req && !cfg.attn_v_optional, OpKind::kMulMat, &l.wv));
       }
       if (cfg.qkv_bias != BiasMode::kNone) {
-        FOLIO_RETURN_IF_ERROR(add(n("attn_q.bias"), shape(hq * dk), bias_req, OpKind::kAdd, &l.bq));
+        FOLIO_RETURN_IF_ERROR(add(n("attn_q.bias"),
+                                  shape(hq * dk * (cfg.attn_output_gate ? 2 : 1)), bias_req,
+                                  OpKind::kAdd, &l.bq));
         FOLIO_RETURN_IF_ERROR(
             add(n("attn_k.bias"), shape(hkv * dk), bias_req, OpKind::kAdd, &l.bk));
         FOLIO_RETURN_IF_ERROR(

@@ -110,6 +110,7 @@ struct ModelWeights {
   TensorView rope_short;   // [n_rot / 2]  LongRoPE divisors within it
   TensorView output_norm;  // [E]
   TensorView output;       // [E, n_vocab] (the token_embd data when tied)
+  TensorView output_b;     // [n_vocab] optional (cfg.output_bias)
   // Encoders (bert, nomic-bert; no output_norm / output).
   TensorView token_types;        // [E, n_token_types] segment embeddings (row 0 is used)
   TensorView pos_embd;           // [E, n_ctx_train]   bert: learned absolute positions

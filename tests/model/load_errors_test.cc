@@ -279,7 +279,8 @@ TEST(ModelLoad, NemotronHMoeTraits) {
   EXPECT_FALSE(l.ffn_latent_down.empty());
 }
 
-// nemotron_h requires its epsilon key; nemotron_h_moe requires experts.
+// nemotron_h requires its epsilon key and its Mamba-2 keys; a nemotron_h_moe
+// file without expert_count is a dense one.
 TEST(ModelLoad, NemotronHNeedsItsKeys) {
   SyntheticModel s = llama_as("nemotron_h_moe");
   EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'nemotron_h_moe.attention.layer_norm_epsilon'");
@@ -292,7 +293,10 @@ TEST(ModelLoad, NemotronHNeedsItsKeys) {
   s.set("nemotron_h_moe.ssm.time_step_rank", uint32_t{3});
   EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "is not a multiple of");
   s.set("nemotron_h_moe.ssm.time_step_rank", uint32_t{4});
-  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'nemotron_h_moe.expert_count'");
+  // Without expert_count the file reads as a dense one, as llama.cpp reads
+  // it (llama.cpp's own saver writes such nemotron_h_moe files): the llama
+  // layer's FFN tensors serve its FFN.
+  EXPECT_TRUE(load(s).ok()) << load(s).to_string();
 }
 
 // gemma4's mixture of experts: every layer routed (a layer without its
@@ -337,6 +341,74 @@ TEST(ModelLoad, UnreadableFileNamesThePath) {
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("/nonexistent/dir/model.gguf"), std::string::npos)
       << m.status().to_string();
+}
+
+// Values llama.cpp's own saver writes (tests/model/refdata/llama-archs holds
+// whole files; these edit the refdata's models one key at a time):
+// expert_gating_func 0 is "not set" (the family's gating), a per-layer
+// head_count of 0 is a layer without attention, and keys llama.cpp reads
+// only for other families change nothing.
+TEST(ModelLoad, ReadsKeysAsLlamaCppDoes) {
+  for (const char* name : {"tiny-phi3", "tiny-gpt-oss", "tiny-mistral3", "tiny-glm4moe"}) {
+    Result<SyntheticModel> base =
+        SyntheticModel::from_file(local_refdata_dir() + "/" + name + "-f32.gguf");
+    ASSERT_TRUE(base.ok()) << base.status().to_string();
+    SyntheticModel s = *base;
+    std::string arch;
+    for (const auto& [k, v] : s.metadata) {
+      if (k == "general.architecture") if (v.string() != nullptr) arch = *v.string();
+    }
+    s.set(arch + ".expert_gating_func", uint32_t{0});
+    s.set(arch + ".final_logit_softcapping", 30.0f);
+    s.set(arch + ".rope.scaling.yarn_ext_factor", -1.0f);
+    EXPECT_TRUE(load(s).ok()) << name << ": " << load(s).to_string();
+  }
+  Result<SyntheticModel> granite =
+      SyntheticModel::from_file(local_refdata_dir() + "/tiny-granitehybrid-f32.gguf");
+  ASSERT_TRUE(granite.ok()) << granite.status().to_string();
+  Result<gguf::GgufFile> f = granite->build();
+  ASSERT_TRUE(f.ok());
+  Result<std::vector<int64_t>> kv = f->get_int_array("granitehybrid.attention.head_count_kv");
+  ASSERT_TRUE(kv.ok()) << kv.status().to_string();
+  std::vector<uint32_t> heads;
+  Result<int64_t> h = f->get_i64("granitehybrid.attention.head_count");
+  ASSERT_TRUE(h.ok()) << h.status().to_string();
+  for (int64_t x : *kv) heads.push_back(x == 0 ? 0u : static_cast<uint32_t>(*h));
+  SyntheticModel s = *granite;
+  s.set("granitehybrid.attention.head_count", gguf::Array::of(heads));
+  Result<ModelConfig> cfg = ModelConfig::from_gguf(*s.build());
+  ASSERT_TRUE(cfg.ok()) << cfg.status().to_string();
+  for (size_t l = 0; l < heads.size(); ++l) {
+    EXPECT_EQ(cfg->is_recurrent(static_cast<int>(l)), heads[l] == 0) << "layer " << l;
+  }
+}
+
+// A gated expert_gating_func (lfm2moe reads it, with no default): 0 is
+// refused there, naming the key; an unknown value too.
+TEST(ModelLoad, ExpertGatingWithoutDefaultMustBeSet) {
+  Result<SyntheticModel> base =
+      SyntheticModel::from_file(local_refdata_dir() + "/tiny-lfm2moe-f32.gguf");
+  ASSERT_TRUE(base.ok()) << base.status().to_string();
+  SyntheticModel s = *base;
+  s.set("lfm2moe.expert_gating_func", uint32_t{0});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "lfm2moe.expert_gating_func' = 0");
+  s.set("lfm2moe.expert_gating_func", uint32_t{7});
+  EXPECT_LOAD_ERROR(s, StatusCode::kUnsupported, "lfm2moe.expert_gating_func' = 7");
+  s.erase_key("lfm2moe.expert_gating_func");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "lfm2moe.expert_gating_func");
+}
+
+// A tensor llama.cpp would apply and folio does not read (a per-tensor scale,
+// an FFN bias, an LM-head bias where the family has none) is refused by name
+// rather than silently left out of the computation.
+TEST(ModelLoad, RefusesTensorsLlamaCppWouldApply) {
+  SyntheticModel s = SyntheticModel::llama();
+  ASSERT_TRUE(load(s).ok()) << load(s).to_string();
+  for (const char* name : {"blk.0.attn_q.scale", "blk.0.ffn_up.bias", "output.bias"}) {
+    SyntheticModel t = s;
+    t.tensors.push_back({name, DType::F32, {name[0] == 'o' ? int64_t{64} : int64_t{1}}});
+    EXPECT_LOAD_ERROR(t, StatusCode::kUnsupported, std::string("'") + name + "'");
+  }
 }
 
 }  // namespace

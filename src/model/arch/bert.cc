@@ -16,6 +16,7 @@
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
 #include "model/config.h"
+#include "model/hparams.h"
 
 namespace folio::model {
 

@@ -16,6 +16,7 @@
 
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
+#include "model/hparams.h"
 
 namespace folio::model {
 
@@ -41,6 +42,7 @@ Status configure_gemma3(const gguf::GgufFile& file, ModelConfig& c) {
   c.moe = MoeConfig{};
   c.attn_scale = c.n_layer == 62 ? 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head[0]))
                                  : 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+  FOLIO_RETURN_IF_ERROR(read_final_softcap(file, c));
   FOLIO_RETURN_IF_ERROR(read_swa_layout(file, c, /*default_period=*/6, /*required=*/false));
   return read_swa_rope(file, c);
 }

@@ -35,6 +35,7 @@
 
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
+#include "model/hparams.h"
 
 namespace folio::model {
 
@@ -66,6 +67,7 @@ Status configure_gemma4(const gguf::GgufFile& f, ModelConfig& c) {
   c.ffn_glu = GluKind::kGeGlu;
   c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
   c.attn_scale = 1.0f;
+  FOLIO_RETURN_IF_ERROR(read_final_softcap(f, c));
   c.rope_freq_factors = true;
   c.attn_v_optional = true;
   c.layer_out_scale = true;

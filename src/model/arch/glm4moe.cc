@@ -9,7 +9,7 @@
 //   - the pre-FFN norm stored as post_attention_norm;
 //   - the first leading_dense_block_count layers with a dense SwiGLU FFN
 //     (feed_forward_length), the rest with routed experts: sigmoid router
-//     (expert_gating_func, default sigmoid), top k chosen by probability plus
+//     (expert_gating_func; absent or 0: sigmoid), top k chosen by probability plus
 //     exp_probs_b.bias, weights = the unbiased probabilities, renormalised
 //     when expert_weights_norm, times expert_weights_scale (the routed
 //     scaling factor); plus expert_shared_count ungated shared experts of
@@ -21,6 +21,7 @@
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
 #include "model/config.h"
+#include "model/hparams.h"
 
 namespace folio::model {
 
@@ -41,7 +42,7 @@ Status configure_glm4moe(const gguf::GgufFile& f, ModelConfig& c) {
     return not_found("model: '{}' and '{}' must be positive ({} is a mixture-of-experts model)",
                      arch_key(c, "expert_count"), arch_key(c, "expert_used_count"), c.arch);
   }
-  if (!f.has(arch_key(c, "expert_gating_func"))) m.gating = ExpertGating::kSigmoid;
+  FOLIO_ASSIGN_OR_RETURN(m.gating, read_expert_gating(f, c, ExpertGating::kSigmoid));
   m.selection_bias = true;
   FOLIO_RETURN_IF_ERROR(read_expert_weights(f, c));
   FOLIO_ASSIGN_OR_RETURN(const int64_t groups, arch_int_or(f, c, "expert_group_count", 0));
@@ -49,12 +50,7 @@ Status configure_glm4moe(const gguf::GgufFile& f, ModelConfig& c) {
     return unsupported("model: '{}' = {}: expert groups are not supported",
                        arch_key(c, "expert_group_count"), groups);
   }
-  FOLIO_ASSIGN_OR_RETURN(const int64_t lead, arch_int_or(f, c, "leading_dense_block_count", 0));
-  if (lead < 0 || lead > c.n_layer) {
-    return invalid_argument("model: '{}' = {} with {} layers",
-                            arch_key(c, "leading_dense_block_count"), lead, c.n_layer);
-  }
-  m.n_dense_lead = static_cast<int>(lead);
+  FOLIO_RETURN_IF_ERROR(read_leading_dense(f, c));
   if (m.n_ff_exp == 0 && !c.n_ff.empty()) m.n_ff_exp = c.n_ff[0] / m.n_expert_used;
   FOLIO_ASSIGN_OR_RETURN(const int64_t shared, arch_int_or(f, c, "expert_shared_count", -1));
   if (shared < 0 || shared > 64) {

@@ -30,6 +30,7 @@
 
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
+#include "model/hparams.h"
 
 namespace folio::model {
 

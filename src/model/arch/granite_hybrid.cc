@@ -20,6 +20,7 @@
 
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
+#include "model/hparams.h"
 #include "model/blocks/hybrid.h"
 
 namespace folio::model {
@@ -57,6 +58,7 @@ Status configure_granite_hybrid(const gguf::GgufFile& f, ModelConfig& c) {
   c.out_bias = BiasMode::kOptional;
   c.ffn_glu = GluKind::kSwiGlu;
   c.final_softcap = 0.0f;
+  FOLIO_RETURN_IF_ERROR(read_attention_scale(f, c));
   FOLIO_ASSIGN_OR_RETURN(c.embd_scale, multiplier(f, c, "embedding_scale"));
   FOLIO_ASSIGN_OR_RETURN(c.residual_scale, multiplier(f, c, "residual_scale"));
   FOLIO_ASSIGN_OR_RETURN(c.logit_scale, multiplier(f, c, "logit_scale"));

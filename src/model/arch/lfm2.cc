@@ -21,6 +21,7 @@
 // then the final norm and the LM head.
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
+#include "model/hparams.h"
 #include "model/blocks/hybrid.h"
 
 namespace folio::model {
@@ -53,7 +54,7 @@ Status configure_short_conv_hybrid(const gguf::GgufFile& f, ModelConfig& c, bool
 
   c.rope.mode = RopeMode::kNeox;
   c.qk_norm = true;
-  c.qkv_bias = BiasMode::kNone;
+  c.qkv_bias = BiasMode::kOptional;  // llama.cpp's create_tensor_qkv
   c.out_bias = BiasMode::kNone;
   c.ffn_glu = GluKind::kSwiGlu;
   c.attn_scale = 0.0f;
@@ -77,20 +78,11 @@ Status configure_lfm2moe(const gguf::GgufFile& f, ModelConfig& c) {
         arch_key(c, "expert_count"), arch_key(c, "expert_used_count"),
         arch_key(c, "expert_feed_forward_length"), c.arch);
   }
-  const std::string gating_key = arch_key(c, "expert_gating_func");
-  if (!f.has(gating_key)) return not_found("model: missing required key '{}'", gating_key);
+  FOLIO_ASSIGN_OR_RETURN(m.gating, read_expert_gating(f, c, std::nullopt));
   m.selection_bias = true;  // exp_probs_b
   m.norm_weights = true;
   m.weights_scale = 1.0f;
-  const std::string lead_key = arch_key(c, "leading_dense_block_count");
-  if (f.has(lead_key)) {
-    Result<int64_t> lead = f.get_i64(lead_key);
-    if (!lead.ok() || *lead < 0 || *lead > c.n_layer) {
-      return invalid_argument("model: key '{}' must be an integer in [0, {}]", lead_key, c.n_layer);
-    }
-    m.n_dense_lead = static_cast<int>(*lead);
-  }
-  return Status();
+  return read_leading_dense(f, c);
 }
 
 // The family's layers for the shared hybrid decoder (see the file comment).

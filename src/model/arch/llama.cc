@@ -1,7 +1,10 @@
 // llama: Llama 2/3, Mistral, TinyLlama (and Mixtral-style experts when
 // expert_count > 0). Rope on adjacent pairs; optional q/k/v/output biases and
-// per-pair rope frequency factors (rope_freqs.weight, Llama 3.1); the q.k
-// scale honours attention.scale; MoE weights renormalised over the top k.
+// per-pair rope frequency factors (rope_freqs.weight, Llama 3.1); q.k scaled
+// by 1/sqrt(head_dim) (llama.cpp reads no attention.scale for llama); MoE
+// weights renormalised over the top k, each expert feed_forward_length wide
+// (llama.cpp sizes llama's experts by n_ff and never reads
+// expert_feed_forward_length for this family).
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
 
@@ -18,6 +21,7 @@ Status configure_llama(const gguf::GgufFile& /*file*/, ModelConfig& c) {
   c.moe.norm_weights = true;
   c.moe.gating = ExpertGating::kSoftmax;
   c.final_softcap = 0.0f;
+  if (c.moe.n_expert > 0 && !c.n_ff.empty()) c.moe.n_ff_exp = c.n_ff[0];
   return Status();
 }
 

@@ -16,6 +16,7 @@
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
 #include "model/config.h"
+#include "model/hparams.h"
 
 namespace folio::model {
 
@@ -29,6 +30,10 @@ Status configure_mistral3(const gguf::GgufFile& file, ModelConfig& c) {
   c.ffn_glu = GluKind::kSwiGlu;
   c.moe.norm_weights = true;
   c.moe.gating = ExpertGating::kSoftmax;
+  FOLIO_RETURN_IF_ERROR(read_yarn_betas(file, c));
+  // Experts are feed_forward_length wide (llama.cpp reads no
+  // expert_feed_forward_length for mistral3).
+  if (c.moe.n_expert > 0 && !c.n_ff.empty()) c.moe.n_ff_exp = c.n_ff[0];
 
   const std::string log_mul_key = arch_key(c, "rope.scaling.yarn_log_multiplier");
   Result<float> log_mul = file.get_f32(log_mul_key, 0.0f);

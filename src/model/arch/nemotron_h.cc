@@ -20,6 +20,7 @@
 // appended to block_count (nextn_predict_layers) are not run or loaded.
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
+#include "model/hparams.h"
 #include "model/blocks/hybrid.h"
 
 namespace folio::model {
@@ -75,9 +76,6 @@ Status configure_nemotron_h(const gguf::GgufFile& f, ModelConfig& c) {
   c.final_softcap = 0.0f;
   if (c.moe.n_expert > 0) {
     FOLIO_RETURN_IF_ERROR(configure_nemotron_moe(f, c));
-  } else if (c.arch == "nemotron_h_moe") {
-    return not_found("model: '{}' must be positive (nemotron_h_moe is a mixture-of-experts model)",
-                     arch_key(c, "expert_count"));
   }
   return Status();
 }

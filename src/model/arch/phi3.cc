@@ -1,6 +1,8 @@
 // phi3: Phi-3 / Phi-3.5 mini and medium, Phi-4-mini (llama.cpp's hparams and
 // graph). A pre-norm decoder like llama, with
-//   - q, k, v from one projection (attn_qkv.weight [E, (Hq + 2 Hkv) D]);
+//   - q, k, v from one projection (attn_qkv.weight [E, (Hq + 2 Hkv) D]), or
+//     from attn_q / k / v.weight where the file has no attn_qkv (llama.cpp's
+//     own saver writes those), with optional biases;
 //   - gate and up from one projection (ffn_up.weight [E, 2F]: gate in the
 //     first half, up in the second), SwiGLU;
 //   - neox rope; LongRoPE (128k variants): per-pair frequency divisors
@@ -18,9 +20,12 @@ namespace folio::model {
 
 namespace {
 
-Status configure_phi3(const gguf::GgufFile& /*file*/, ModelConfig& c) {
+Status configure_phi3(const gguf::GgufFile& file, ModelConfig& c) {
   c.rope.mode = RopeMode::kNeox;
-  c.fused_qkv = true;
+  // llama.cpp takes attn_qkv.weight when the file has it, else attn_q / k /
+  // v.weight, each with optional biases (create_tensor_qkv).
+  c.fused_qkv = file.find_tensor("blk.0.attn_qkv.weight") != nullptr;
+  c.qkv_bias = BiasMode::kOptional;
   c.ffn_fused_gate_up = true;
   c.rope_long_short = true;
   c.ffn_glu = GluKind::kSwiGlu;

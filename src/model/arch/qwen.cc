@@ -8,6 +8,7 @@
 // in llama.cpp).
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
+#include "model/hparams.h"
 
 namespace folio::model {
 
@@ -16,6 +17,7 @@ namespace {
 void configure_common(ModelConfig& c) {
   c.rope.mode = RopeMode::kNeox;
   c.ffn_glu = GluKind::kSwiGlu;
+  c.qkv_bias = BiasMode::kOptional;  // llama.cpp's create_tensor_qkv: optional q/k/v biases
   c.attn_scale = 0.0f;
   c.final_softcap = 0.0f;
 }
@@ -23,6 +25,7 @@ void configure_common(ModelConfig& c) {
 Status configure_qwen2(const gguf::GgufFile& /*file*/, ModelConfig& c) {
   configure_common(c);
   c.qkv_bias = BiasMode::kRequired;
+  c.output_bias = true;  // llama.cpp's qwen2 loads an optional output.bias
   c.moe = MoeConfig{};
   return Status();
 }

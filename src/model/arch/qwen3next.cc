@@ -31,6 +31,7 @@
 
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
+#include "model/hparams.h"
 #include "model/blocks/hybrid.h"
 
 namespace folio::model {
@@ -115,6 +116,10 @@ Status configure_hybrid(const gguf::GgufFile& f, ModelConfig& c) {
   c.rope.mode = RopeMode::kNeox;
   c.ffn_glu = GluKind::kSwiGlu;
   c.final_softcap = 0.0f;
+  // Optional q/k/v biases on the attention layers: loaded as llama.cpp's
+  // create_tensor_qkv loads them (the q bias covers the query and the
+  // gate), not applied, as its graph does not (blocks/gated_attention.cc).
+  c.qkv_bias = BiasMode::kOptional;
   c.qk_norm = true;
   c.attn_output_gate = true;
   c.ffn_norm_post_attention = true;

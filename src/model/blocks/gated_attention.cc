@@ -22,6 +22,9 @@ TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mo
   const int64_t dk = cfg.head_dim_k, dv = cfg.head_dim_v;
   const size_t f = sizeof(float);
 
+  // Optional q/k/v biases (l.bq, l.bk, l.bv) are loaded, as llama.cpp's
+  // create_tensor_qkv loads them, and not applied, as its qwen3next / qwen35
+  // graphs do not apply them.
   const TensorView qg = ctx.mul_mat(l.wq, x);  // [2 * Dk * Hq, T]
   TensorView q_view = qg;                      // [Dk, Hq, T] stride 2 * Dk
   q_view.ne = {dk, hq, t, 1};

@@ -22,6 +22,7 @@ TensorView output_logits(ForwardContext& ctx, const ModelConfig& cfg, const Mode
                          const TensorView& hidden) {
   const TensorView h = ctx.rms_norm(hidden, w.output_norm, cfg.norm_eps);
   TensorView logits = ctx.mul_mat(w.output, h);  // [n_vocab, n_out]
+  if (!w.output_b.empty()) ctx.add(logits, w.output_b, logits);
   if (cfg.logit_scale != 1.0f) ctx.scale(logits, 1.0f / cfg.logit_scale, 0.0f, logits);
   if (cfg.final_softcap > 0.0f) {
     ctx.scale(logits, 1.0f / cfg.final_softcap, 0.0f, logits);
