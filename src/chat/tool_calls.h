@@ -15,6 +15,21 @@
 //   mistral  content, then [TOOL_CALLS] and either a JSON list of {"name",
 //            "arguments", "id"?} or name[ARGS]{...} (repeated, each after
 //            [TOOL_CALLS]; [CALL_ID]id before [ARGS] is accepted)
+//   glm      <tool_call>N<arg_key>k</arg_key><arg_value>v</arg_value>...
+//            </tool_call> (GLM-4.5 / 4.6 / 4.7; whitespace between the parts
+//            allowed): a value is kept as a string where the tool's schema
+//            says string, else read as JSON when it is JSON
+//   nemotron <TOOLCALL>[{"name": N, "arguments": {...}}, ...]</TOOLCALL>
+//            between content (Nemotron Nano v2)
+//   lfm2     <|tool_call_start|>[N(k=v, ...), ...]<|tool_call_end|> between
+//            content, values Python literals ('str', 1.5, True, None,
+//            [...], {...}) or JSON's (LFM2 / LFM2.5)
+//   generic  the whole answer is one JSON object (chat/generic_tools.h):
+//            {"tool_call": {"name": N, "arguments": {...}}}, {"tool_calls":
+//            [...]} or {"response": "text"}; the response string is streamed
+//            as content as it is decoded. Every template that shows no tool
+//            syntax folio knows gets it: the server describes the tools in
+//            the prompt and constrains the reply by a grammar.
 // A call that does not parse (bad JSON, no name) is not a call: its text
 // goes out as content, so nothing the model wrote is lost.
 #pragma once
@@ -29,15 +44,26 @@ namespace folio::chat {
 
 using Json = nlohmann::ordered_json;
 
-enum class ToolCallFormat { kNone, kHermes, kQwenXml, kLlama3, kMistral };
+enum class ToolCallFormat {
+  kNone,
+  kHermes,
+  kQwenXml,
+  kLlama3,
+  kMistral,
+  kGlm,
+  kNemotron,
+  kLfm2,
+  kGeneric
+};
 
 // The format a chat template's source renders tool calls in; kNone when it
-// shows none folio knows.
+// shows none folio knows (chat_format.h then picks kGeneric).
 ToolCallFormat detect_tool_call_format(std::string_view template_source);
 const char* tool_call_format_name(ToolCallFormat f);
 // Whether the format's markers are control tokens the detokenizer hides
 // unless asked to render them (mistral's [TOOL_CALLS], llama3's
-// <|python_tag|>).
+// <|python_tag|>, GLM's <arg_key>, Nemotron's <TOOLCALL>, LFM2's
+// <|tool_call_start|>).
 bool tool_call_markers_are_special(ToolCallFormat f);
 
 struct ParsedToolCall {
@@ -67,12 +93,14 @@ class ToolCallParser {
                         std::string* content, std::vector<ParsedToolCall>* calls);
 
  private:
-  enum class Mode { kContent, kUndecided, kCall, kCapture };
+  enum class Mode { kContent, kUndecided, kCall, kCapture, kResponse, kAfterResponse };
 
   void feed_tagged(std::string* content, std::vector<ParsedToolCall>* calls);
-  bool parse_tagged_call(std::string_view body, ParsedToolCall* out) const;
+  bool parse_tagged_call(std::string_view body, std::vector<ParsedToolCall>* out) const;
   void feed_mistral(std::string* content);
   void feed_llama3(std::string* content);
+  void feed_generic(std::string* content);
+  std::string_view tagged_open() const;
 
   ToolCallFormat format_;
   const Json* tools_;
