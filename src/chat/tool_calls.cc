@@ -1,5 +1,7 @@
 #include "chat/tool_calls.h"
 
+#include <algorithm>
+
 namespace folio::chat {
 
 namespace {
@@ -10,6 +12,22 @@ constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
 constexpr std::string_view kMistralArgs = "[ARGS]";
 constexpr std::string_view kMistralCallId = "[CALL_ID]";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kDeepSeekOpen = "<｜tool▁calls▁begin｜>";
+constexpr std::string_view kDeepSeekClose = "<｜tool▁calls▁end｜>";
+constexpr std::string_view kDeepSeekCall = "<｜tool▁call▁begin｜>";
+constexpr std::string_view kDeepSeekSep = "<｜tool▁sep｜>";
+constexpr std::string_view kDeepSeekCallEnd = "<｜tool▁call▁end｜>";
+constexpr std::string_view kKimiOpen = "<|tool_calls_section_begin|>";
+constexpr std::string_view kKimiClose = "<|tool_calls_section_end|>";
+constexpr std::string_view kMiniMaxOpen = "<minimax:tool_call>";
+constexpr std::string_view kMiniMaxClose = "</minimax:tool_call>";
+constexpr std::string_view kCommandOpen = "<|START_ACTION|>";
+constexpr std::string_view kCommandClose = "<|END_ACTION|>";
+constexpr std::string_view kCommandResponse[] = {"<|START_RESPONSE|>", "<|END_RESPONSE|>"};
+constexpr std::string_view kGraniteCalls = "<|tool_call|>";
+constexpr std::string_view kGraniteResponse[] = {"<response>", "</response>"};
+constexpr std::string_view kFunctionaryOpen = "<function=";
+constexpr std::string_view kFunctionaryClose = "</function>";
 constexpr std::string_view kLfm2Open = "<|tool_call_start|>";
 constexpr std::string_view kLfm2Close = "<|tool_call_end|>";
 constexpr std::string_view kNemotronOpen = "<TOOLCALL>";
@@ -531,6 +549,151 @@ bool parse_lfm2_calls(std::string_view body, std::vector<ParsedToolCall>* calls)
   return true;
 }
 
+// A call's arguments written as JSON: an object, or a string holding one.
+bool tool_calls_json_args(std::string_view text, std::string* out) {
+  Json a;
+  return parse_json(trim(text), &a) && arguments_text(a, out);
+}
+
+// Repeated OPEN head SEP args CLOSE, whitespace between: the body of a
+// DeepSeek V3.1 or Kimi K2 tool-call section. `head` is the name (DeepSeek)
+// or Kimi's id functions.NAME:IDX.
+bool parse_sectioned_calls(std::string_view s, std::string_view open, std::string_view sep,
+                           std::string_view close, bool kimi_ids,
+                           std::vector<ParsedToolCall>* calls) {
+  std::vector<ParsedToolCall> out;
+  s = trim(s);
+  while (!s.empty()) {
+    if (!starts_with(s, open)) return false;
+    s.remove_prefix(open.size());
+    const size_t at_sep = s.find(sep);
+    const size_t at_close = s.find(close);
+    if (at_sep == std::string_view::npos || at_close == std::string_view::npos ||
+        at_close < at_sep) {
+      return false;
+    }
+    ParsedToolCall c;
+    std::string head(trim(s.substr(0, at_sep)));
+    std::string_view args = s.substr(at_sep + sep.size(), at_close - at_sep - sep.size());
+    if (!kimi_ids && head == "function") {
+      // DeepSeek R1 / V3: function<sep>NAME\n```json\n{...}\n```
+      const size_t nl = args.find('\n');
+      if (nl == std::string_view::npos) return false;
+      head = std::string(trim(args.substr(0, nl)));
+      args = trim(args.substr(nl + 1));
+      constexpr std::string_view kFence = "```json", kFenceEnd = "```";
+      if (!starts_with(args, kFence) || args.size() < kFence.size() + kFenceEnd.size() ||
+          args.substr(args.size() - kFenceEnd.size()) != kFenceEnd) {
+        return false;
+      }
+      args = args.substr(kFence.size(), args.size() - kFence.size() - kFenceEnd.size());
+    }
+    if (kimi_ids) {
+      c.id = head;
+      constexpr std::string_view kFunctions = "functions.";
+      if (head.rfind(kFunctions, 0) == 0) head.erase(0, kFunctions.size());
+      if (const size_t colon = head.rfind(':'); colon != std::string::npos) head.resize(colon);
+    }
+    c.name = std::move(head);
+    if (c.name.empty() || c.name.find_first_of(" \n<>{}\"") != std::string::npos ||
+        !tool_calls_json_args(args, &c.arguments)) {
+      return false;
+    }
+    out.push_back(std::move(c));
+    s = trim(s.substr(at_close + close.size()));
+  }
+  if (out.empty()) return false;
+  for (auto& c : out) calls->push_back(std::move(c));
+  return true;
+}
+
+// The value of attribute name="..." at the start of `s` (after the tag
+// name), and where the tag closes.
+bool tool_calls_name_attr(std::string_view s, std::string* name, size_t* tag_end) {
+  constexpr std::string_view kName = "name=\"";
+  s = s.substr(0, s.find('>'));
+  const size_t at = s.find(kName);
+  if (at == std::string_view::npos) return false;
+  const size_t end = s.find('"', at + kName.size());
+  if (end == std::string_view::npos) return false;
+  *name = std::string(s.substr(at + kName.size(), end - at - kName.size()));
+  *tag_end = s.size() + 1;
+  return !name->empty();
+}
+
+// <invoke name="N"><parameter name="k">v</parameter>...</invoke>, repeated
+// (MiniMax-M2); values typed by the tool's schema.
+bool parse_minimax_calls(std::string_view s, const Json* tools,
+                         std::vector<ParsedToolCall>* calls) {
+  constexpr std::string_view kInvoke = "<invoke", kInvokeEnd = "</invoke>";
+  constexpr std::string_view kParam = "<parameter", kParamEnd = "</parameter>";
+  std::vector<ParsedToolCall> out;
+  s = trim(s);
+  while (!s.empty()) {
+    if (!starts_with(s, kInvoke)) return false;
+    ParsedToolCall c;
+    size_t tag_end = 0;
+    if (!tool_calls_name_attr(s, &c.name, &tag_end) || tag_end > s.size()) return false;
+    s = trim(s.substr(tag_end));
+    Json args = Json::object();
+    while (starts_with(s, kParam)) {
+      std::string key;
+      if (!tool_calls_name_attr(s, &key, &tag_end) || tag_end > s.size()) return false;
+      s = s.substr(tag_end);
+      const size_t end = s.find(kParamEnd);
+      if (end == std::string_view::npos) return false;
+      std::string_view value = s.substr(0, end);
+      if (starts_with(value, "\n")) value.remove_prefix(1);
+      if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
+      args[key] = tool_calls_text_value(tools, c.name, key, value);
+      s = trim(s.substr(end + kParamEnd.size()));
+    }
+    if (!starts_with(s, kInvokeEnd)) return false;
+    s = trim(s.substr(kInvokeEnd.size()));
+    c.arguments = args.dump(-1, ' ', false, Json::error_handler_t::replace);
+    out.push_back(std::move(c));
+  }
+  if (out.empty()) return false;
+  for (auto& c : out) calls->push_back(std::move(c));
+  return true;
+}
+
+// [{"tool_call_id": I, "tool_name": N, "parameters": {...}}, ...]
+// (Command R7B's action).
+bool parse_command_calls(std::string_view body, std::vector<ParsedToolCall>* calls) {
+  Json list;
+  if (!parse_json(trim(body), &list) || !list.is_array() || list.empty()) return false;
+  std::vector<ParsedToolCall> out;
+  for (const Json& o : list) {
+    if (!o.is_object()) return false;
+    auto name = o.find("tool_name");
+    if (name == o.end() || !name->is_string() || name->get<std::string>().empty()) return false;
+    ParsedToolCall c;
+    c.name = name->get<std::string>();
+    c.arguments = "{}";
+    if (auto p = o.find("parameters"); p != o.end() && !arguments_text(*p, &c.arguments)) {
+      return false;
+    }
+    out.push_back(std::move(c));
+  }
+  for (auto& c : out) calls->push_back(std::move(c));
+  return true;
+}
+
+// NAME>{json} (the body of Functionary v3.1's <function=NAME>{json}</function>).
+bool parse_functionary_call(std::string_view body, ParsedToolCall* out) {
+  const size_t gt = body.find('>');
+  if (gt == std::string_view::npos) return false;
+  ParsedToolCall c;
+  c.name = std::string(trim(body.substr(0, gt)));
+  if (c.name.empty() || c.name.find_first_of(" \n<{}\"") != std::string::npos ||
+      !tool_calls_json_args(body.substr(gt + 1), &c.arguments)) {
+    return false;
+  }
+  *out = std::move(c);
+  return true;
+}
+
 // Everything from [TOOL_CALLS] on.
 bool parse_mistral_calls(std::string_view s, std::vector<ParsedToolCall>* calls) {
   std::vector<ParsedToolCall> out;
@@ -609,6 +772,20 @@ ToolCallFormat detect_tool_call_format(std::string_view src) {
     return ToolCallFormat::kGlm;
   }
   if (src.find(kNemotronOpen) != std::string_view::npos) return ToolCallFormat::kNemotron;
+  if (src.find(kDeepSeekCall) != std::string_view::npos &&
+      src.find(kDeepSeekSep) != std::string_view::npos) {
+    return ToolCallFormat::kDeepSeek;
+  }
+  if (src.find(kKimiOpen) != std::string_view::npos) return ToolCallFormat::kKimi;
+  if (src.find(kMiniMaxOpen) != std::string_view::npos) return ToolCallFormat::kMiniMax;
+  if (src.find(kCommandOpen) != std::string_view::npos) return ToolCallFormat::kCommand;
+  if (src.find(kGraniteCalls) != std::string_view::npos) return ToolCallFormat::kGranite;
+  if (src.find(kFunctionaryOpen) != std::string_view::npos &&
+      src.find(kHermesOpen) == std::string_view::npos &&
+      src.find("<|start_header_id|>") != std::string_view::npos &&
+      src.find(kFunctionaryClose) != std::string_view::npos) {
+    return ToolCallFormat::kFunctionary;
+  }
   if (src.find("<|tool_list_start|>") != std::string_view::npos ||
       src.find("List of tools: [") != std::string_view::npos) {
     return ToolCallFormat::kLfm2;
@@ -643,6 +820,18 @@ const char* tool_call_format_name(ToolCallFormat f) {
       return "nemotron";
     case ToolCallFormat::kLfm2:
       return "lfm2";
+    case ToolCallFormat::kDeepSeek:
+      return "deepseek";
+    case ToolCallFormat::kKimi:
+      return "kimi";
+    case ToolCallFormat::kMiniMax:
+      return "minimax";
+    case ToolCallFormat::kCommand:
+      return "command";
+    case ToolCallFormat::kFunctionary:
+      return "functionary";
+    case ToolCallFormat::kGranite:
+      return "granite";
     case ToolCallFormat::kGeneric:
       return "generic";
     case ToolCallFormat::kNone:
@@ -653,7 +842,10 @@ const char* tool_call_format_name(ToolCallFormat f) {
 
 bool tool_call_markers_are_special(ToolCallFormat f) {
   return f == ToolCallFormat::kMistral || f == ToolCallFormat::kLlama3 ||
-         f == ToolCallFormat::kGlm || f == ToolCallFormat::kNemotron || f == ToolCallFormat::kLfm2;
+         f == ToolCallFormat::kGlm || f == ToolCallFormat::kNemotron || f == ToolCallFormat::kLfm2 ||
+         f == ToolCallFormat::kDeepSeek || f == ToolCallFormat::kKimi ||
+         f == ToolCallFormat::kMiniMax || f == ToolCallFormat::kCommand ||
+         f == ToolCallFormat::kGranite;
 }
 
 void ToolCallParser::feed(std::string_view text, std::string* content,
@@ -665,8 +857,14 @@ void ToolCallParser::feed(std::string_view text, std::string* content,
     case ToolCallFormat::kGlm:
     case ToolCallFormat::kNemotron:
     case ToolCallFormat::kLfm2:
+    case ToolCallFormat::kDeepSeek:
+    case ToolCallFormat::kKimi:
+    case ToolCallFormat::kMiniMax:
+    case ToolCallFormat::kCommand:
+    case ToolCallFormat::kFunctionary:
       return feed_tagged(content, calls);
     case ToolCallFormat::kMistral:
+    case ToolCallFormat::kGranite:
       return feed_mistral(content);
     case ToolCallFormat::kLlama3:
       return feed_llama3(content);
@@ -694,6 +892,18 @@ bool ToolCallParser::parse_tagged_call(std::string_view body,
       return parse_json_call_list(body, out);
     case ToolCallFormat::kLfm2:
       return parse_lfm2_calls(body, out);
+    case ToolCallFormat::kDeepSeek:
+      return parse_sectioned_calls(body, kDeepSeekCall, kDeepSeekSep, kDeepSeekCallEnd, false, out);
+    case ToolCallFormat::kKimi:
+      return parse_sectioned_calls(body, "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
+                                   "<|tool_call_end|>", true, out);
+    case ToolCallFormat::kMiniMax:
+      return parse_minimax_calls(body, tools_, out);
+    case ToolCallFormat::kCommand:
+      return parse_command_calls(body, out);
+    case ToolCallFormat::kFunctionary:
+      ok = parse_functionary_call(body, &c);
+      break;
     default:
       ok = parse_hermes_call(body, &c);
       break;
@@ -703,35 +913,80 @@ bool ToolCallParser::parse_tagged_call(std::string_view body,
 }
 
 std::string_view ToolCallParser::tagged_open() const {
-  return format_ == ToolCallFormat::kNemotron ? kNemotronOpen
-         : format_ == ToolCallFormat::kLfm2   ? kLfm2Open
-                                              : kHermesOpen;
+  switch (format_) {
+    case ToolCallFormat::kNemotron: return kNemotronOpen;
+    case ToolCallFormat::kLfm2: return kLfm2Open;
+    case ToolCallFormat::kDeepSeek: return kDeepSeekOpen;
+    case ToolCallFormat::kKimi: return kKimiOpen;
+    case ToolCallFormat::kMiniMax: return kMiniMaxOpen;
+    case ToolCallFormat::kCommand: return kCommandOpen;
+    case ToolCallFormat::kFunctionary: return kFunctionaryOpen;
+    default: return kHermesOpen;
+  }
+}
+
+std::string_view ToolCallParser::tagged_close() const {
+  switch (format_) {
+    case ToolCallFormat::kNemotron: return kNemotronClose;
+    case ToolCallFormat::kLfm2: return kLfm2Close;
+    case ToolCallFormat::kDeepSeek: return kDeepSeekClose;
+    case ToolCallFormat::kKimi: return kKimiClose;
+    case ToolCallFormat::kMiniMax: return kMiniMaxClose;
+    case ToolCallFormat::kCommand: return kCommandClose;
+    case ToolCallFormat::kFunctionary: return kFunctionaryClose;
+    default: return kHermesClose;
+  }
+}
+
+void ToolCallParser::emit_content(std::string_view text, std::string* content) {
+  if (format_ != ToolCallFormat::kCommand && format_ != ToolCallFormat::kGranite) {
+    content->append(text);
+    return;
+  }
+  // Command R7B wraps its answer in <|START_RESPONSE|> ... <|END_RESPONSE|>,
+  // Granite 3.x in <response> ... </response>: markup, not content.
+  const auto& markers =
+      format_ == ToolCallFormat::kCommand ? kCommandResponse : kGraniteResponse;
+  hold_ += text;
+  size_t keep = 0;
+  for (std::string_view m : markers) {
+    for (size_t at = hold_.find(m); at != std::string::npos; at = hold_.find(m, at)) {
+      hold_.erase(at, m.size());
+    }
+  }
+  for (std::string_view m : markers) keep = std::max(keep, partial_suffix(hold_, m));
+  content->append(hold_, 0, hold_.size() - keep);
+  hold_.erase(0, hold_.size() - keep);
 }
 
 void ToolCallParser::feed_tagged(std::string* content, std::vector<ParsedToolCall>* calls) {
   const std::string_view open_tag = tagged_open();
-  const std::string_view close_tag = format_ == ToolCallFormat::kNemotron ? kNemotronClose
-                                     : format_ == ToolCallFormat::kLfm2   ? kLfm2Close
-                                                                          : kHermesClose;
+  const std::string_view close_tag = tagged_close();
   for (;;) {
     if (mode_ != Mode::kCall) {
       const size_t open = buf_.find(open_tag);
       if (open == std::string::npos) {
         const size_t keep = partial_suffix(buf_, open_tag);
-        content->append(buf_, 0, buf_.size() - keep);
+        emit_content(std::string_view(buf_).substr(0, buf_.size() - keep), content);
         buf_.erase(0, buf_.size() - keep);
         mode_ = Mode::kContent;
         return;
       }
-      content->append(buf_, 0, open);
+      emit_content(std::string_view(buf_).substr(0, open), content);
       buf_.erase(0, open + open_tag.size());
       mode_ = Mode::kCall;
     }
-    const size_t close = buf_.find(close_tag);
-    if (close == std::string::npos) return;  // the call is still coming
+    // The close marker is looked for only in text not searched before, so a
+    // long call streamed in small pieces costs linear time.
+    const size_t close = buf_.find(close_tag, scan_from_);
+    if (close == std::string::npos) {  // the call is still coming
+      scan_from_ = buf_.size() >= close_tag.size() ? buf_.size() - close_tag.size() + 1 : 0;
+      return;
+    }
+    scan_from_ = 0;
     if (!parse_tagged_call(std::string_view(buf_).substr(0, close), calls)) {
-      content->append(open_tag);
-      content->append(buf_, 0, close + close_tag.size());
+      emit_content(open_tag, content);
+      emit_content(std::string_view(buf_).substr(0, close + close_tag.size()), content);
     }
     buf_.erase(0, close + close_tag.size());
     mode_ = Mode::kContent;
@@ -795,15 +1050,17 @@ void ToolCallParser::feed_generic(std::string* content) {
 
 void ToolCallParser::feed_mistral(std::string* content) {
   if (mode_ == Mode::kCapture) return;  // parsed at the end
-  const size_t at = buf_.find(kMistralCalls);
+  const std::string_view marker =
+      format_ == ToolCallFormat::kGranite ? kGraniteCalls : kMistralCalls;
+  const size_t at = buf_.find(marker);
   if (at != std::string::npos) {
-    content->append(buf_, 0, at);
+    emit_content(std::string_view(buf_).substr(0, at), content);
     buf_.erase(0, at);
     mode_ = Mode::kCapture;
     return;
   }
-  const size_t keep = partial_suffix(buf_, kMistralCalls);
-  content->append(buf_, 0, buf_.size() - keep);
+  const size_t keep = partial_suffix(buf_, marker);
+  emit_content(std::string_view(buf_).substr(0, buf_.size() - keep), content);
   buf_.erase(0, buf_.size() - keep);
 }
 
@@ -830,11 +1087,16 @@ void ToolCallParser::finish(std::string* content, std::vector<ParsedToolCall>* c
     case ToolCallFormat::kGlm:
     case ToolCallFormat::kNemotron:
     case ToolCallFormat::kLfm2:
+    case ToolCallFormat::kDeepSeek:
+    case ToolCallFormat::kKimi:
+    case ToolCallFormat::kMiniMax:
+    case ToolCallFormat::kCommand:
+    case ToolCallFormat::kFunctionary:
       if (mode_ == Mode::kCall) {
         // A model that ends right after the call, without the closing tag.
         if (!parse_tagged_call(buf_, calls)) {
-          content->append(tagged_open());
-          content->append(buf_);
+          emit_content(tagged_open(), content);
+          emit_content(buf_, content);
         }
         buf_.clear();
       }
@@ -848,12 +1110,20 @@ void ToolCallParser::finish(std::string* content, std::vector<ParsedToolCall>* c
     case ToolCallFormat::kMistral:
       if (mode_ == Mode::kCapture && parse_mistral_calls(buf_, calls)) buf_.clear();
       break;
+    case ToolCallFormat::kGranite:
+      if (mode_ == Mode::kCapture &&
+          parse_json_call_list(std::string_view(buf_).substr(kGraniteCalls.size()), calls)) {
+        buf_.clear();
+      }
+      break;
     case ToolCallFormat::kLlama3:
       if (mode_ == Mode::kCapture && parse_llama3_calls(buf_, calls)) buf_.clear();
       break;
     case ToolCallFormat::kNone:
       break;
   }
+  *content += hold_;
+  hold_.clear();
   *content += buf_;
   buf_.clear();
   mode_ = Mode::kContent;

@@ -24,6 +24,23 @@
 //   lfm2     <|tool_call_start|>[N(k=v, ...), ...]<|tool_call_end|> between
 //            content, values Python literals ('str', 1.5, True, None,
 //            [...], {...}) or JSON's (LFM2 / LFM2.5)
+//   deepseek <｜tool▁calls▁begin｜> (<｜tool▁call▁begin｜>N<｜tool▁sep｜>{...}
+//            <｜tool▁call▁end｜>)+ <｜tool▁calls▁end｜> (DeepSeek V3.1), or
+//            R1 / V3's function<｜tool▁sep｜>N\n```json\n{...}\n``` calls
+//   kimi     <|tool_calls_section_begin|> (<|tool_call_begin|>functions.N:I
+//            <|tool_call_argument_begin|>{...}<|tool_call_end|>)+
+//            <|tool_calls_section_end|> (Kimi K2; the id is functions.N:I)
+//   minimax  <minimax:tool_call><invoke name="N"><parameter name="k">v
+//            </parameter>...</invoke>...</minimax:tool_call> (MiniMax-M2;
+//            values typed by the tool's schema as in qwen_xml)
+//   command  <|START_ACTION|>[{"tool_call_id", "tool_name", "parameters"}]
+//            <|END_ACTION|> (Command R7B; its <|START_RESPONSE|> /
+//            <|END_RESPONSE|> around the answer are dropped)
+//   functionary  <function=N>{...}</function> (Functionary v3.1: a Llama 3
+//            template)
+//   granite  content, then <|tool_call|>[{"name", "arguments"}, ...] to the end
+//            (Granite 3.x; its <response> / </response> around the answer
+//            are dropped)
 //   generic  the whole answer is one JSON object (chat/generic_tools.h):
 //            {"tool_call": {"name": N, "arguments": {...}}}, {"tool_calls":
 //            [...]} or {"response": "text"}; the response string is streamed
@@ -53,6 +70,12 @@ enum class ToolCallFormat {
   kGlm,
   kNemotron,
   kLfm2,
+  kDeepSeek,
+  kKimi,
+  kMiniMax,
+  kCommand,
+  kFunctionary,
+  kGranite,
   kGeneric
 };
 
@@ -63,7 +86,7 @@ const char* tool_call_format_name(ToolCallFormat f);
 // Whether the format's markers are control tokens the detokenizer hides
 // unless asked to render them (mistral's [TOOL_CALLS], llama3's
 // <|python_tag|>, GLM's <arg_key>, Nemotron's <TOOLCALL>, LFM2's
-// <|tool_call_start|>).
+// <|tool_call_start|>, DeepSeek's, Kimi's, MiniMax's and Command's).
 bool tool_call_markers_are_special(ToolCallFormat f);
 
 struct ParsedToolCall {
@@ -101,11 +124,17 @@ class ToolCallParser {
   void feed_llama3(std::string* content);
   void feed_generic(std::string* content);
   std::string_view tagged_open() const;
+  std::string_view tagged_close() const;
+  // Content out, less the format's own markup (Command R7B's and Granite's
+  // response markers; a marker's partial tail held in hold_).
+  void emit_content(std::string_view text, std::string* content);
 
   ToolCallFormat format_;
   const Json* tools_;
   Mode mode_ = Mode::kUndecided;
-  std::string buf_;  // held-back text
+  std::string buf_;   // held-back text
+  std::string hold_;  // content that may still be a markup marker
+  size_t scan_from_ = 0;  // tagged calls: buf_ before this holds no close marker
 };
 
 }  // namespace folio::chat
