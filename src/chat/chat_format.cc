@@ -19,10 +19,10 @@ constexpr std::array<std::pair<ReasoningSyntax, const char*>, 6> kChatFormatReas
 }};
 
 constexpr std::array<ToolCallFormat, 15> kChatFormatToolFormats = {
-    ToolCallFormat::kNone,     ToolCallFormat::kHermes,   ToolCallFormat::kQwenXml,
-    ToolCallFormat::kLlama3,   ToolCallFormat::kMistral,  ToolCallFormat::kGlm,
-    ToolCallFormat::kNemotron, ToolCallFormat::kLfm2,     ToolCallFormat::kDeepSeek,
-    ToolCallFormat::kKimi,     ToolCallFormat::kMiniMax,  ToolCallFormat::kCommand,
+    ToolCallFormat::kNone,        ToolCallFormat::kHermes,  ToolCallFormat::kQwenXml,
+    ToolCallFormat::kLlama3,      ToolCallFormat::kMistral, ToolCallFormat::kGlm,
+    ToolCallFormat::kNemotron,    ToolCallFormat::kLfm2,    ToolCallFormat::kDeepSeek,
+    ToolCallFormat::kKimi,        ToolCallFormat::kMiniMax, ToolCallFormat::kCommand,
     ToolCallFormat::kFunctionary, ToolCallFormat::kGranite, ToolCallFormat::kGeneric};
 
 bool chat_format_contains(std::string_view s, std::string_view what) {

@@ -127,8 +127,8 @@ Json generic_tool_messages(const Json& messages, const Json& tools, const Generi
       msg["content"] = generic_dump(written);
     } else if (role == "tool") {
       Json r = Json::object();
-      std::string name = m.contains("name") && m["name"].is_string() ? m["name"].get<std::string>()
-                                                                     : "";
+      std::string name =
+          m.contains("name") && m["name"].is_string() ? m["name"].get<std::string>() : "";
       const std::string id = m.contains("tool_call_id") && m["tool_call_id"].is_string()
                                  ? m["tool_call_id"].get<std::string>()
                                  : "";

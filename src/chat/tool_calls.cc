@@ -284,8 +284,10 @@ int tool_calls_hex4(std::string_view s) {
   int v = 0;
   for (int i = 0; i < 4; ++i) {
     const char c = s[i];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (d < 0) return -1;
     v = v * 16 + d;
   }
@@ -372,8 +374,11 @@ class ToolCallsPyLiteral {
     }
     if (c == '[' || c == '(') return list(c == '[' ? ']' : ')', out, depth);
     if (c == '{') return dict(out, depth);
-    for (const auto& [word, v] : {std::pair<const char*, Json>{"True", true}, {"False", false},
-                                  {"None", nullptr}, {"true", true}, {"false", false},
+    for (const auto& [word, v] : {std::pair<const char*, Json>{"True", true},
+                                  {"False", false},
+                                  {"None", nullptr},
+                                  {"true", true},
+                                  {"false", false},
                                   {"null", nullptr}}) {
       const std::string_view w = word;
       if (s_.substr(i_, w.size()) == w && !ident_char(i_ + w.size())) {
@@ -448,10 +453,18 @@ class ToolCallsPyLiteral {
       if (at_end()) return false;
       const char e = s_[i_++];
       switch (e) {
-        case 'n': *out += '\n'; break;
-        case 't': *out += '\t'; break;
-        case 'r': *out += '\r'; break;
-        case '0': *out += '\0'; break;
+        case 'n':
+          *out += '\n';
+          break;
+        case 't':
+          *out += '\t';
+          break;
+        case 'r':
+          *out += '\r';
+          break;
+        case '0':
+          *out += '\0';
+          break;
         case 'u': {
           const int cp = tool_calls_hex4(s_.substr(i_));
           if (cp < 0) return false;
@@ -459,7 +472,9 @@ class ToolCallsPyLiteral {
           i_ += 4;
           break;
         }
-        default: *out += e; break;  // \\ \' \" and the rest as written
+        default:
+          *out += e;
+          break;  // \\ \' \" and the rest as written
       }
     }
     return false;
@@ -505,17 +520,17 @@ class ToolCallsPyLiteral {
   bool number(Json* out) {
     const size_t start = i_;
     if (!at_end() && (s_[i_] == '-' || s_[i_] == '+')) ++i_;
-    while (!at_end() && ((s_[i_] >= '0' && s_[i_] <= '9') || s_[i_] == '.' || s_[i_] == 'e' ||
-                         s_[i_] == 'E' || ((s_[i_] == '-' || s_[i_] == '+') &&
-                                           (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E')))) {
+    while (!at_end() &&
+           ((s_[i_] >= '0' && s_[i_] <= '9') || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E' ||
+            ((s_[i_] == '-' || s_[i_] == '+') && (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E')))) {
       ++i_;
     }
     std::string text(s_.substr(start, i_ - start));
     if (!text.empty() && text[0] == '+') text.erase(0, 1);
     // Python writes 1. and .5; JSON wants digits around the point.
     if (!text.empty() && text.back() == '.') text += '0';
-    if (const size_t dot = text.find('.'); dot != std::string::npos &&
-        (dot == 0 || text[dot - 1] == '-')) {
+    if (const size_t dot = text.find('.');
+        dot != std::string::npos && (dot == 0 || text[dot - 1] == '-')) {
       text.insert(dot, "0");
     }
     return !text.empty() && parse_json(text, out) && out->is_number();
@@ -842,10 +857,10 @@ const char* tool_call_format_name(ToolCallFormat f) {
 
 bool tool_call_markers_are_special(ToolCallFormat f) {
   return f == ToolCallFormat::kMistral || f == ToolCallFormat::kLlama3 ||
-         f == ToolCallFormat::kGlm || f == ToolCallFormat::kNemotron || f == ToolCallFormat::kLfm2 ||
-         f == ToolCallFormat::kDeepSeek || f == ToolCallFormat::kKimi ||
-         f == ToolCallFormat::kMiniMax || f == ToolCallFormat::kCommand ||
-         f == ToolCallFormat::kGranite;
+         f == ToolCallFormat::kGlm || f == ToolCallFormat::kNemotron ||
+         f == ToolCallFormat::kLfm2 || f == ToolCallFormat::kDeepSeek ||
+         f == ToolCallFormat::kKimi || f == ToolCallFormat::kMiniMax ||
+         f == ToolCallFormat::kCommand || f == ToolCallFormat::kGranite;
 }
 
 void ToolCallParser::feed(std::string_view text, std::string* content,
@@ -914,27 +929,43 @@ bool ToolCallParser::parse_tagged_call(std::string_view body,
 
 std::string_view ToolCallParser::tagged_open() const {
   switch (format_) {
-    case ToolCallFormat::kNemotron: return kNemotronOpen;
-    case ToolCallFormat::kLfm2: return kLfm2Open;
-    case ToolCallFormat::kDeepSeek: return kDeepSeekOpen;
-    case ToolCallFormat::kKimi: return kKimiOpen;
-    case ToolCallFormat::kMiniMax: return kMiniMaxOpen;
-    case ToolCallFormat::kCommand: return kCommandOpen;
-    case ToolCallFormat::kFunctionary: return kFunctionaryOpen;
-    default: return kHermesOpen;
+    case ToolCallFormat::kNemotron:
+      return kNemotronOpen;
+    case ToolCallFormat::kLfm2:
+      return kLfm2Open;
+    case ToolCallFormat::kDeepSeek:
+      return kDeepSeekOpen;
+    case ToolCallFormat::kKimi:
+      return kKimiOpen;
+    case ToolCallFormat::kMiniMax:
+      return kMiniMaxOpen;
+    case ToolCallFormat::kCommand:
+      return kCommandOpen;
+    case ToolCallFormat::kFunctionary:
+      return kFunctionaryOpen;
+    default:
+      return kHermesOpen;
   }
 }
 
 std::string_view ToolCallParser::tagged_close() const {
   switch (format_) {
-    case ToolCallFormat::kNemotron: return kNemotronClose;
-    case ToolCallFormat::kLfm2: return kLfm2Close;
-    case ToolCallFormat::kDeepSeek: return kDeepSeekClose;
-    case ToolCallFormat::kKimi: return kKimiClose;
-    case ToolCallFormat::kMiniMax: return kMiniMaxClose;
-    case ToolCallFormat::kCommand: return kCommandClose;
-    case ToolCallFormat::kFunctionary: return kFunctionaryClose;
-    default: return kHermesClose;
+    case ToolCallFormat::kNemotron:
+      return kNemotronClose;
+    case ToolCallFormat::kLfm2:
+      return kLfm2Close;
+    case ToolCallFormat::kDeepSeek:
+      return kDeepSeekClose;
+    case ToolCallFormat::kKimi:
+      return kKimiClose;
+    case ToolCallFormat::kMiniMax:
+      return kMiniMaxClose;
+    case ToolCallFormat::kCommand:
+      return kCommandClose;
+    case ToolCallFormat::kFunctionary:
+      return kFunctionaryClose;
+    default:
+      return kHermesClose;
   }
 }
 
@@ -945,8 +976,7 @@ void ToolCallParser::emit_content(std::string_view text, std::string* content) {
   }
   // Command R7B wraps its answer in <|START_RESPONSE|> ... <|END_RESPONSE|>,
   // Granite 3.x in <response> ... </response>: markup, not content.
-  const auto& markers =
-      format_ == ToolCallFormat::kCommand ? kCommandResponse : kGraniteResponse;
+  const auto& markers = format_ == ToolCallFormat::kCommand ? kCommandResponse : kGraniteResponse;
   hold_ += text;
   size_t keep = 0;
   for (std::string_view m : markers) {

@@ -132,8 +132,8 @@ class ToolCallParser {
   ToolCallFormat format_;
   const Json* tools_;
   Mode mode_ = Mode::kUndecided;
-  std::string buf_;   // held-back text
-  std::string hold_;  // content that may still be a markup marker
+  std::string buf_;       // held-back text
+  std::string hold_;      // content that may still be a markup marker
   size_t scan_from_ = 0;  // tagged calls: buf_ before this holds no close marker
 };
 

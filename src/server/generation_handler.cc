@@ -361,8 +361,8 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
   chat::route_reasoning_field(format, &messages);
   // The generic tool format: the tools are described in the messages, not
   // by the template (chat/generic_tools.h).
-  const bool generic = format.tool_calls == chat::ToolCallFormat::kGeneric &&
-                       r.tools.is_array() && !r.tools.empty();
+  const bool generic =
+      format.tool_calls == chat::ToolCallFormat::kGeneric && r.tools.is_array() && !r.tools.empty();
   chat::GenericToolOptions go;
   if (generic) {
     go.allow_response = r.tool_choice.mode == ToolChoiceMode::kAuto;
@@ -371,11 +371,11 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
     o.tools = nullptr;
   }
   Result<ChatPrompt> prompt =
-      generic ? render_chat_prompt(*m.chat_template, *m.tokenizer,
-                                   chat::generic_tool_messages(messages, r.tools, go, false), o,
-                                   m.special_in_content)
-              : render_chat_prompt(*m.chat_template, *m.tokenizer, messages, o,
-                                   m.special_in_content);
+      generic
+          ? render_chat_prompt(*m.chat_template, *m.tokenizer,
+                               chat::generic_tool_messages(messages, r.tools, go, false), o,
+                               m.special_in_content)
+          : render_chat_prompt(*m.chat_template, *m.tokenizer, messages, o, m.special_in_content);
   if (generic && !prompt.ok()) {
     // A template that refuses a system role gets the tools in the first user
     // message.

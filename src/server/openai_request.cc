@@ -444,8 +444,10 @@ bool validate_tools(Fields& f, const Json& tools) {
     const auto bad = [&](const std::string& what) {
       return f.fail("tools", fmt::format("tools[{}] {}", i, what));
     };
-    if (!t.is_object()) return bad("must be an object {\"type\": \"function\", \"function\": {...}}");
-    if (t.contains("type") && t["type"] != "function") return bad("has a 'type' other than 'function'");
+    if (!t.is_object())
+      return bad("must be an object {\"type\": \"function\", \"function\": {...}}");
+    if (t.contains("type") && t["type"] != "function")
+      return bad("has a 'type' other than 'function'");
     auto fn = t.find("function");
     if (fn == t.end() || !fn->is_object()) return bad("has no 'function' object");
     auto name = fn->find("name");
@@ -453,10 +455,10 @@ bool validate_tools(Fields& f, const Json& tools) {
       return bad("has no function 'name'");
     }
     const std::string n = name->get<std::string>();
-    const bool name_ok = n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
-                           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-                                  c == '-' || c == '.';
-                         });
+    const bool name_ok =
+        n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+        });
     if (!name_ok) {
       return bad("has a function name that is not 1-64 letters, digits, '_', '-' or '.'");
     }

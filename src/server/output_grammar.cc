@@ -201,8 +201,8 @@ bool generic_gbnf(const OpenAiRequest& r, std::string* out, ApiError* error) {
   }
   Result<std::string> g = grammar::json_schema_to_gbnf(*schema);
   if (!g.ok()) {
-    *error = bad_request(fmt::format("the tools cannot be enforced: {}", g.status().message()),
-                         "tools");
+    *error =
+        bad_request(fmt::format("the tools cannot be enforced: {}", g.status().message()), "tools");
     return false;
   }
   *out = std::move(g).value();
@@ -286,7 +286,6 @@ std::string reasoning_prefix_gbnf(std::string_view open, std::string_view close,
   return g;
 }
 
-
 std::string rename_gbnf_rule(std::string_view gbnf, std::string_view from, std::string_view to) {
   return rewrite_gbnf_names(gbnf, [&](std::string_view w) { return std::string(w == from ? to : w); });
 }
@@ -308,8 +307,8 @@ bool output_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
   }
   // The generic format constrains every reply of a request with tools: it
   // is how the model is told to write a call at all.
-  const bool generic_tools = r.kind == ApiKind::kChat && r.tools.is_array() &&
-                             !r.tools.empty() && format == chat::ToolCallFormat::kGeneric;
+  const bool generic_tools = r.kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty() &&
+                             format == chat::ToolCallFormat::kGeneric;
   switch (r.output.kind) {
     case OutputConstraint::Kind::kNone:
       if (!tool_forced && !generic_tools) return true;
@@ -317,8 +316,9 @@ bool output_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
       if (!tool_call_gbnf(r, format, &gbnf, error)) return false;
       if (const std::string_view close = chat::reasoning_close_tag(reasoning); !close.empty()) {
         gbnf = rename_gbnf_rule(gbnf, "root", "folio-reply");
-        gbnf += reasoning_prefix_gbnf(starts_in_reasoning ? "" : chat::reasoning_open_tag(reasoning),
-                                      close, "folio-reply", "folio-think");
+        gbnf +=
+            reasoning_prefix_gbnf(starts_in_reasoning ? "" : chat::reasoning_open_tag(reasoning),
+                                  close, "folio-reply", "folio-think");
         gbnf += "root ::= folio-think\n";
       }
       break;

@@ -13,11 +13,11 @@
 #include <memory>
 #include <string>
 
+#include "chat/chat_format.h"
+#include "chat/tool_calls.h"
 #include "grammar/compiled_grammar.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
-#include "chat/chat_format.h"
-#include "chat/tool_calls.h"
 
 namespace folio::server {
 

@@ -48,9 +48,10 @@ TEST(GenericTools, MessagesDescribeTheToolsAndWriteCallsAsTheModelWould) {
   EXPECT_NE(sys.find(R"({"response": "<your answer>"})"), std::string::npos) << sys;
   EXPECT_EQ(m[2]["role"], "assistant");
   EXPECT_FALSE(m[2].contains("tool_calls"));
-  EXPECT_EQ(m[2]["content"],
-            R"({"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1"}, )"
-            R"({"name": "now", "arguments": {}, "id": "c2"}]})");
+  EXPECT_EQ(
+      m[2]["content"],
+      R"({"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1"}, )"
+      R"({"name": "now", "arguments": {}, "id": "c2"}]})");
   // Both results in one user message, each naming its tool by the call id.
   EXPECT_EQ(m[3]["role"], "user");
   EXPECT_EQ(m[3]["content"],
@@ -67,8 +68,9 @@ TEST(GenericTools, MessagesDescribeTheToolsAndWriteCallsAsTheModelWould) {
   conv[1]["tool_calls"].erase(1);
   Json n = generic_tool_messages(conv, kTools, o, false);
   EXPECT_EQ(n[0]["role"], "system");
-  EXPECT_EQ(n[2]["content"],
-            R"({"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1"}})");
+  EXPECT_EQ(
+      n[2]["content"],
+      R"({"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1"}})");
   EXPECT_EQ(std::string(n[0]["content"]).find("{\"response\""), std::string::npos);
   n = generic_tool_messages(conv, kTools, o, true);
   EXPECT_EQ(n[0]["role"], "user");
@@ -110,7 +112,8 @@ TEST(GenericTools, EveryGenericCorpusTemplateRendersTheRoundTrip) {
     ChatTemplateOptions o;
     o.now = fixed_now();
     GenericToolOptions g;
-    Result<std::string> r = t->apply_json(generic_tool_messages(kConversation, kTools, g, false), o);
+    Result<std::string> r =
+        t->apply_json(generic_tool_messages(kConversation, kTools, g, false), o);
     if (!r.ok()) {
       Json conv = kConversation;
       conv.erase(conv.begin());  // a template without a system role

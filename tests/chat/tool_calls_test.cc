@@ -231,8 +231,9 @@ TEST(ToolCalls, Glm) {
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris","days":3})");
   EXPECT_EQ(p.calls[1].arguments, R"({"zip":"75001","days":[1,2]})");
   // A call without arguments; a value that is not JSON stays text.
-  p = parse(f, "<tool_call>now</tool_call><tool_call>f<arg_key>q</arg_key><arg_value>a < b"
-               "</arg_value></tool_call>");
+  p = parse(f,
+            "<tool_call>now</tool_call><tool_call>f<arg_key>q</arg_key><arg_value>a < b"
+            "</arg_value></tool_call>");
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].arguments, "{}");
   EXPECT_EQ(p.calls[1].arguments, R"({"q":"a < b"})");
@@ -248,8 +249,9 @@ TEST(ToolCalls, Glm) {
 
 TEST(ToolCalls, Nemotron) {
   const auto f = ToolCallFormat::kNemotron;
-  Parsed p = parse(f, "Let me look.<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": "
-                      "{\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]</TOOLCALL>");
+  Parsed p = parse(f,
+                   "Let me look.<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": "
+                   "{\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]</TOOLCALL>");
   EXPECT_EQ(p.content, "Let me look.");
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
@@ -257,9 +259,9 @@ TEST(ToolCalls, Nemotron) {
   // The end of generation before the closing tag still gives the calls.
   p = parse(f, "<TOOLCALL>[{\"name\": \"f\", \"arguments\": {\"a\": 1}}]");
   ASSERT_EQ(p.calls.size(), 1u);
-  for (const char* text : {"<TOOLCALL>[]</TOOLCALL>", "<TOOLCALL>{\"name\": \"f\"}</TOOLCALL>",
-                           "<TOOLCALL>[{\"name\": \"f\", \"arguments\": 3}]</TOOLCALL>",
-                           "<TOOLCA"}) {
+  for (const char* text :
+       {"<TOOLCALL>[]</TOOLCALL>", "<TOOLCALL>{\"name\": \"f\"}</TOOLCALL>",
+        "<TOOLCALL>[{\"name\": \"f\", \"arguments\": 3}]</TOOLCALL>", "<TOOLCA"}) {
     p = parse(f, text);
     EXPECT_TRUE(p.calls.empty()) << text;
     EXPECT_EQ(p.content, text);
@@ -268,10 +270,11 @@ TEST(ToolCalls, Nemotron) {
 
 TEST(ToolCalls, Lfm2) {
   const auto f = ToolCallFormat::kLfm2;
-  Parsed p = parse(f, "Sure.<|tool_call_start|>[get_weather(city='Paris', days=3), "
-                      "search(q=\"a \\\"b\\\" \\u00e9\", tags=['x', \"y\",], opts={\"k\": true, "
-                      "'n': [1, (2, 3)]}, f=None, ok=True, x=-1.5, y=.5, z=2e3)]<|tool_call_end|>"
-                      "Done.");
+  Parsed p = parse(f,
+                   "Sure.<|tool_call_start|>[get_weather(city='Paris', days=3), "
+                   "search(q=\"a \\\"b\\\" \\u00e9\", tags=['x', \"y\",], opts={\"k\": true, "
+                   "'n': [1, (2, 3)]}, f=None, ok=True, x=-1.5, y=.5, z=2e3)]<|tool_call_end|>"
+                   "Done.");
   EXPECT_EQ(p.content, "Sure.Done.");
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].name, "get_weather");
@@ -285,9 +288,10 @@ TEST(ToolCalls, Lfm2) {
   EXPECT_EQ(p.calls[0].arguments, "{}");
   for (const char* text :
        {"<|tool_call_start|>[]<|tool_call_end|>", "<|tool_call_start|>now()<|tool_call_end|>",
-        "<|tool_call_start|>[f(1)]<|tool_call_end|>", "<|tool_call_start|>[f(a='x)]<|tool_call_end|>",
-        "<|tool_call_start|>[f(a=b)]<|tool_call_end|>", "<|tool_call_start|>[a.b()]<|tool_call_end|>",
-        "<|tool_call_st"}) {
+        "<|tool_call_start|>[f(1)]<|tool_call_end|>",
+        "<|tool_call_start|>[f(a='x)]<|tool_call_end|>",
+        "<|tool_call_start|>[f(a=b)]<|tool_call_end|>",
+        "<|tool_call_start|>[a.b()]<|tool_call_end|>", "<|tool_call_st"}) {
     p = parse(f, text);
     EXPECT_TRUE(p.calls.empty()) << text;
     EXPECT_EQ(p.content, text);
@@ -296,17 +300,21 @@ TEST(ToolCalls, Lfm2) {
 
 TEST(ToolCalls, DeepSeekV31) {
   const auto f = ToolCallFormat::kDeepSeek;
-  Parsed p = parse(f, "Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
-                      "{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>now<｜tool▁sep｜>{}"
-                      "<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+  Parsed p =
+      parse(f,
+            "Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+            "{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>now<｜tool▁sep｜>{}"
+            "<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
   EXPECT_EQ(p.content, "Checking.");
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].name, "get_weather");
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris"})");
   EXPECT_EQ(p.calls[1].name, "now");
   // R1 / V3 write the type, then the name and fenced JSON.
-  p = parse(f, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
-               "{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+  p = parse(
+      f,
+      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+      "{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
   ASSERT_EQ(p.calls.size(), 1u);
   EXPECT_EQ(p.calls[0].name, "get_weather");
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris"})");
@@ -323,10 +331,11 @@ TEST(ToolCalls, DeepSeekV31) {
 
 TEST(ToolCalls, KimiK2) {
   const auto f = ToolCallFormat::kKimi;
-  Parsed p = parse(f, "Sure.<|tool_calls_section_begin|>\n<|tool_call_begin|>functions.get_weather:0"
-                      "<|tool_call_argument_begin|>{\"city\": \"Oslo\"}<|tool_call_end|>\n"
-                      "<|tool_call_begin|>functions.now:1<|tool_call_argument_begin|>{}"
-                      "<|tool_call_end|><|tool_calls_section_end|>");
+  Parsed p = parse(f,
+                   "Sure.<|tool_calls_section_begin|>\n<|tool_call_begin|>functions.get_weather:0"
+                   "<|tool_call_argument_begin|>{\"city\": \"Oslo\"}<|tool_call_end|>\n"
+                   "<|tool_call_begin|>functions.now:1<|tool_call_argument_begin|>{}"
+                   "<|tool_call_end|><|tool_calls_section_end|>");
   EXPECT_EQ(p.content, "Sure.");
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].name, "get_weather");
@@ -369,9 +378,10 @@ TEST(ToolCalls, MiniMaxM2) {
 
 TEST(ToolCalls, CommandR7b) {
   const auto f = ToolCallFormat::kCommand;
-  Parsed p = parse(f, "<|START_ACTION|>[\n{\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", "
-                      "\"parameters\": {\"city\": \"Rome\"}},\n{\"tool_call_id\": \"1\", "
-                      "\"tool_name\": \"now\", \"parameters\": {}}\n]<|END_ACTION|>");
+  Parsed p = parse(f,
+                   "<|START_ACTION|>[\n{\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", "
+                   "\"parameters\": {\"city\": \"Rome\"}},\n{\"tool_call_id\": \"1\", "
+                   "\"tool_name\": \"now\", \"parameters\": {}}\n]<|END_ACTION|>");
   EXPECT_EQ(p.content, "");
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Rome"})");
@@ -387,8 +397,9 @@ TEST(ToolCalls, CommandR7b) {
 
 TEST(ToolCalls, FunctionaryV31) {
   const auto f = ToolCallFormat::kFunctionary;
-  Parsed p = parse(f, "Looking.<function=get_weather>{\"city\": \"Oslo\"}</function>"
-                      "<function=now>{}</function>");
+  Parsed p = parse(f,
+                   "Looking.<function=get_weather>{\"city\": \"Oslo\"}</function>"
+                   "<function=now>{}</function>");
   EXPECT_EQ(p.content, "Looking.");
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
@@ -401,8 +412,9 @@ TEST(ToolCalls, FunctionaryV31) {
 
 TEST(ToolCalls, Granite) {
   const auto f = ToolCallFormat::kGranite;
-  Parsed p = parse(f, "<response>Checking.</response><|tool_call|>[{\"name\": \"get_weather\", "
-                      "\"arguments\": {\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]");
+  Parsed p = parse(f,
+                   "<response>Checking.</response><|tool_call|>[{\"name\": \"get_weather\", "
+                   "\"arguments\": {\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]");
   EXPECT_EQ(p.content, "Checking.");
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
@@ -473,12 +485,21 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
   const OrderedJson call = OrderedJson::parse(R"({"role": "assistant",
       "content": null, "tool_calls": [{"id": "abcDEF123", "type": "function", "function":
       {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}}]})");
-  const char* names[] = {"Qwen-Qwen2.5-7B-Instruct", "Qwen3.5-4B", "Qwen3-Coder",
+  const char* names[] = {"Qwen-Qwen2.5-7B-Instruct",
+                         "Qwen3.5-4B",
+                         "Qwen3-Coder",
                          "NousResearch-Hermes-3-Llama-3.1-8B-tool_use",
-                         "meta-llama-Llama-3.1-8B-Instruct", "meta-llama-Llama-3.2-3B-Instruct",
-                         "mistralai-Mistral-Nemo-Instruct-2407", "GLM-4.6", "GLM-4.7-Flash",
-                         "NVIDIA-Nemotron-Nano-v2", "LFM2.5-8B-A1B", "deepseek-ai-DeepSeek-V3.1",
-                         "moonshotai-Kimi-K2", "MiniMax-M2", "Cohere2MoE",
+                         "meta-llama-Llama-3.1-8B-Instruct",
+                         "meta-llama-Llama-3.2-3B-Instruct",
+                         "mistralai-Mistral-Nemo-Instruct-2407",
+                         "GLM-4.6",
+                         "GLM-4.7-Flash",
+                         "NVIDIA-Nemotron-Nano-v2",
+                         "LFM2.5-8B-A1B",
+                         "deepseek-ai-DeepSeek-V3.1",
+                         "moonshotai-Kimi-K2",
+                         "MiniMax-M2",
+                         "Cohere2MoE",
                          "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
                          "CohereForAI-c4ai-command-r7b-12-2024-tool_use",
                          "meetkai-functionary-medium-v3.1",
@@ -515,12 +536,13 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
       const size_t lt = full->rfind('<', common);
       if (lt != std::string::npos && common - lt < 24) common = lt;
     }
-    ASSERT_GE(common, prefix->size() - std::min<size_t>(prefix->size(), 24))
-        << *prefix << "\n---\n" << *full;
+    ASSERT_GE(common, prefix->size() - std::min<size_t>(prefix->size(), 24)) << *prefix << "\n---\n"
+                                                                             << *full;
     prefix->resize(common);
     std::string turn = full->substr(prefix->size());
-    for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<SPECIAL_12>",
-                            "<｜end▁of▁sentence｜>", "[e~[", "<|END_OF_TURN_TOKEN|>", "<|end_of_text|>"}) {
+    for (const char* end :
+         {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<SPECIAL_12>", "<｜end▁of▁sentence｜>",
+          "[e~[", "<|END_OF_TURN_TOKEN|>", "<|end_of_text|>"}) {
       if (const size_t at = turn.rfind(end); at != std::string::npos) turn.erase(at);
     }
     // Thinking templates open <think> in the generation prompt and close an

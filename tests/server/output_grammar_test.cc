@@ -155,7 +155,9 @@ TEST(OutputGrammar, GenericFormatConstrainsEveryReplyOfARequestWithTools) {
   ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kGeneric, &g, &err)) << err.message;
   ASSERT_NE(g, nullptr);
   EXPECT_TRUE(accepts(g, R"({"tool_calls": [{"name": "f", "arguments": {"a": 1}}]})"));
-  EXPECT_TRUE(accepts(g, R"({"tool_calls": [{"name": "g", "arguments": {}}, {"name": "f", "arguments": {"a": 2}}]})"));
+  EXPECT_TRUE(accepts(
+      g,
+      R"({"tool_calls": [{"name": "g", "arguments": {}}, {"name": "f", "arguments": {"a": 2}}]})"));
   EXPECT_TRUE(accepts(g, R"({"response": "Hello"})"));
   EXPECT_FALSE(accepts(g, R"({"tool_calls": [{"name": "h", "arguments": {}}]})"));
   EXPECT_FALSE(accepts(g, R"({"tool_calls": [{"name": "f", "arguments": {}}]})"));
@@ -192,7 +194,8 @@ TEST(OutputGrammar, StrictToolsMustBeEnforceable) {
   for (auto f : {chat::ToolCallFormat::kGeneric, chat::ToolCallFormat::kHermes}) {
     ASSERT_TRUE(output_grammar(r, f, &g, &err)) << err.message;
   }
-  EXPECT_TRUE(accepts(g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"z\": [1]}}\n</tool_call>"));
+  EXPECT_TRUE(
+      accepts(g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"z\": [1]}}\n</tool_call>"));
   std::string strict = loose;
   strict.replace(strict.find("\"parameters\""), 0, "\"strict\": true, ");
   r = chat_request(strict.c_str());
@@ -205,13 +208,13 @@ TEST(OutputGrammar, StrictToolsMustBeEnforceable) {
 
 TEST(OutputGrammar, MalformedToolsAreRefused) {
   const std::string msgs = R"({"messages": [{"role": "user", "content": "x"}], "tools": )";
-  for (const char* tools :
-       {"[42]", R"([{"type": "retrieval", "function": {"name": "f"}}])", R"([{"type": "function"}])",
-        R"([{"function": {"name": ""}}])", R"([{"function": {"name": "a b"}}])",
-        R"([{"function": {"name": "f"}}, {"function": {"name": "f"}}])",
-        R"([{"function": {"name": "f", "parameters": "object"}}])",
-        R"([{"function": {"name": "f", "description": 3}}])",
-        R"([{"function": {"name": "f", "strict": "yes"}}])"}) {
+  for (const char* tools : {"[42]", R"([{"type": "retrieval", "function": {"name": "f"}}])",
+                            R"([{"type": "function"}])", R"([{"function": {"name": ""}}])",
+                            R"([{"function": {"name": "a b"}}])",
+                            R"([{"function": {"name": "f"}}, {"function": {"name": "f"}}])",
+                            R"([{"function": {"name": "f", "parameters": "object"}}])",
+                            R"([{"function": {"name": "f", "description": 3}}])",
+                            R"([{"function": {"name": "f", "strict": "yes"}}])"}) {
     OpenAiRequest r;
     ApiError err;
     EXPECT_FALSE(parse_openai_request(Json::parse(msgs + tools + "}"), ApiKind::kChat, &r, &err))
@@ -220,7 +223,6 @@ TEST(OutputGrammar, MalformedToolsAreRefused) {
     EXPECT_EQ(err.http_status, 400) << tools;
   }
 }
-
 
 TEST(OutputGrammar, ThinkingModelsThinkBeforeTheForcedCall) {
   const char* body = R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type":
@@ -247,10 +249,10 @@ TEST(OutputGrammar, ThinkingModelsThinkBeforeTheForcedCall) {
   ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kHermes, &g, &err,
                              chat::ReasoningSyntax::kMistral, false))
       << err.message;
-  EXPECT_TRUE(accepts(g, "[THINK]x [/THIN] ^-\\[/THINK]<tool_call>\n{\"name\": \"g\", "
-                         "\"arguments\": {}}\n</tool_call>"));
+  EXPECT_TRUE(accepts(g,
+                      "[THINK]x [/THIN] ^-\\[/THINK]<tool_call>\n{\"name\": \"g\", "
+                      "\"arguments\": {}}\n</tool_call>"));
 }
-
 
 }  // namespace
 }  // namespace folio::server
