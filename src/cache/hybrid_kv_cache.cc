@@ -370,6 +370,12 @@ void HybridKvCache::clear() {
 Status HybridKvCache::plan(const Batch& batch, KvPlan& plan) const {
   RecurrentPlan& rp = plan.recurrent;
   rp.clear();
+  if (!batch.unverified.empty() &&
+      std::find(batch.unverified.begin(), batch.unverified.end(), 1) != batch.unverified.end()) {
+    return unsupported(
+        "kv cache: speculative decoding on a hybrid model (draft tokens would advance recurrent "
+        "state that cannot be rolled back)");
+  }
   FOLIO_RETURN_IF_ERROR(attn_->plan(batch, plan));  // checks sequences and positions
   const size_t n = batch.tokens.size();
 

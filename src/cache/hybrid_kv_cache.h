@@ -116,6 +116,7 @@ class HybridKvCache final : public KvCache {
   Status remove_sequence(int seq) override;
   Result<int64_t> take_cached_prefix(int seq, std::span<const int32_t> prompt) override;
   Status truncate(int seq, int64_t len) override;
+  bool accepts_drafts() const override { return false; }
   int64_t truncation_point(int seq, int64_t len) const override;
   void clear() override;
 

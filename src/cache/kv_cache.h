@@ -170,6 +170,15 @@ class KvCache {
   virtual Result<int64_t> take_cached_prefix(int seq, std::span<const int32_t> prompt) = 0;
   // Drops positions >= len of one sequence (len <= seq_len).
   virtual Status truncate(int seq, int64_t len) = 0;
+  // Ends a speculation step: a sequence whose last applied batch ended in
+  // draft tokens (Batch::unverified) keeps positions [0, len), len between
+  // its length before the drafts and seq_len; the rejected positions leave
+  // the cache, and only now do the accepted ones' full blocks enter the
+  // prefix cache (hash and KV event). Caches that publish nothing truncate.
+  virtual Status verify(int seq, int64_t len) { return truncate(seq, len); }
+  // Whether batches may carry draft tokens at all (false: hybrid caches,
+  // whose recurrent state cannot drop the rejected ones).
+  virtual bool accepts_drafts() const { return true; }
   // The largest length <= len (len <= seq_len) that truncate(seq, ·)
   // accepts: len itself for caches that truncate anywhere; hybrid caches
   // (recurrent state) only 0, the sequence's length or a checkpointed block

@@ -49,7 +49,8 @@ int32_t KvCacheManager::window_start_block(int64_t len) const {
 }
 
 void KvCacheManager::drop_out_of_window(Sequence& s) {
-  const int32_t n = droppable(static_cast<int64_t>(s.tokens.size()), s.table.size());
+  const int32_t n =
+      droppable(static_cast<int64_t>(s.tokens.size()) - s.n_unverified, s.table.size());
   // Oldest first: released hashed blocks join the free queue's LRU tail in
   // the order a later prefix would need them least.
   for (; s.n_dropped < n; ++s.n_dropped) {
@@ -98,6 +99,10 @@ SeqId KvCacheManager::create_sequence(std::string_view cache_salt) {
 
 Result<SeqId> KvCacheManager::fork(SeqId parent) {
   FOLIO_RETURN_IF_ERROR(check_live(parent, "fork"));
+  if (seqs_[static_cast<size_t>(parent)].n_unverified > 0) {
+    return invalid_argument("fork: sequence {} holds {} unverified positions (verify it first)",
+                            parent, seqs_[static_cast<size_t>(parent)].n_unverified);
+  }
   const SeqId child = create_sequence();
   // seqs_ may have grown: take references only now.
   const Sequence& p = seqs_[static_cast<size_t>(parent)];
@@ -139,14 +144,53 @@ Status KvCacheManager::truncate(SeqId seq, int64_t len) {
   const int32_t keep = blocks_for(len, bs);
   pool_.release_reverse(s.table.ids().subspan(static_cast<size_t>(std::max(keep, s.n_dropped))));
   s.table.resize(keep);
-  s.n_dropped = std::min(s.n_dropped, droppable(len, keep));  // 0 when len == 0
+  // Positions at or past the verified length stay unverified.
+  s.n_unverified = std::max<int64_t>(0, len - (old_len - s.n_unverified));
+  s.n_dropped = std::min(s.n_dropped, droppable(len - s.n_unverified, keep));  // 0 when len == 0
   s.tokens.resize(static_cast<size_t>(len));
-  if (prefix_caching_) s.hashes.resize(static_cast<size_t>(len / bs));
+  if (prefix_caching_) {
+    s.hashes.resize(std::min(s.hashes.size(), static_cast<size_t>((len - s.n_unverified) / bs)));
+  }
   // A kept block that becomes partial will be overwritten from offset len % bs:
   // held by this sequence alone, its registration is now a lie.
   if (len % bs != 0 && pool_.ref(s.table.back()) == 1) pool_.unregister(s.table.back());
   ++epoch_;
   return Status();
+}
+
+Status KvCacheManager::verify(SeqId seq, int64_t len) {
+  FOLIO_RETURN_IF_ERROR(check_live(seq, "verify"));
+  {
+    const Sequence& s = seqs_[static_cast<size_t>(seq)];
+    const auto n = static_cast<int64_t>(s.tokens.size());
+    if (len < n - s.n_unverified || len > n) {
+      return out_of_range("verify: length {} outside [{}, {}] for sequence {}", len,
+                          n - s.n_unverified, n, seq);
+    }
+  }
+  FOLIO_RETURN_IF_ERROR(truncate(seq, len));
+  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  s.n_unverified = 0;
+  if (prefix_caching_) register_full_blocks(s, static_cast<size_t>(len / block_size()));
+  drop_out_of_window(s);
+  ++epoch_;
+  return Status();
+}
+
+void KvCacheManager::register_full_blocks(Sequence& s, size_t n_full) {
+  const auto bs = static_cast<size_t>(block_size());
+  for (size_t b = s.hashes.size(); b < n_full; ++b) {
+    const auto toks = std::span<const int32_t>(s.tokens).subspan(b * bs, bs);
+    const BlockHash h = hasher_.chain(parent_of(s, b), toks);
+    s.hashes.push_back(h);
+    const BlockId id = s.table[static_cast<int32_t>(b)];
+    if (id == kNullBlock) continue;  // a cached prefix's block before the window
+    if (pool_.is_hashed(id)) {
+      FOLIO_CHECK_MSG(pool_.hash(id) == h, "cached block {} holds another prefix", id);
+    } else if (pool_.register_hash(id, h)) {  // false: another block holds this prefix; keep ours
+      pool_.events().stored(b > 0, parent_of(s, b), h, toks);
+    }
+  }
 }
 
 int64_t KvCacheManager::truncation_point(SeqId seq, int64_t len) const {
@@ -233,6 +277,15 @@ Status KvCacheManager::plan(std::span<const SeqAppend> batch, CachePlan& out) co
             bs);
       }
     }
+    if (a.n_unverified < 0 || a.n_unverified > n - a.n_cached) {
+      return invalid_argument("batch entry {}: n_unverified {} outside [0, {}]", i,
+                              a.n_unverified, n - a.n_cached);
+    }
+    if (s.n_unverified > 0) {
+      return invalid_argument(
+          "batch entry {}: sequence {} still holds {} unverified positions (verify it first)", i,
+          a.seq, s.n_unverified);
+    }
     if (n > kMaxSeqLen - static_cast<int64_t>(s.tokens.size())) {
       return out_of_range("batch entry {}: sequence {} would hold {} + {} positions (max {})", i,
                           a.seq, s.tokens.size(), n, kMaxSeqLen);
@@ -289,6 +342,7 @@ Status KvCacheManager::plan(std::span<const SeqAppend> batch, CachePlan& out) co
     st.len_before = static_cast<int64_t>(s.tokens.size());
     st.n_cached = a.n_cached;
     st.len_after = st.len_before + static_cast<int64_t>(a.tokens.size());
+    st.n_unverified = a.n_unverified;
     st.keep = s.table.size();
     st.n_cached_blocks = static_cast<int32_t>(a.n_cached / bs);
     const int64_t len0 = st.len_before + a.n_cached;  // positions held before computing
@@ -423,26 +477,10 @@ void KvCacheManager::apply(const CachePlan& plan) {
                          .subspan(static_cast<size_t>(st.token_begin),
                                   static_cast<size_t>(st.len_after - st.len_before));
     s.tokens.insert(s.tokens.end(), tok.begin(), tok.end());
+    // Blocks holding a draft token stay unhashed until verify().
+    s.n_unverified = st.n_unverified;
     if (prefix_caching_) {
-      const auto n_full = static_cast<size_t>(st.len_after / bs);
-      for (size_t b = s.hashes.size(); b < n_full; ++b) {
-        const BlockHash h = hasher_.chain(
-            parent_of(s, b), std::span<const int32_t>(s.tokens).subspan(
-                                 b * static_cast<size_t>(bs), static_cast<size_t>(bs)));
-        s.hashes.push_back(h);
-        const BlockId id = s.table[static_cast<int32_t>(b)];
-        if (id == kNullBlock) continue;  // a cached prefix's block before the window
-        if (pool_.is_hashed(id)) {
-          FOLIO_CHECK_MSG(pool_.hash(id) == h, "cached block {} holds another prefix", id);
-        } else {
-          // false: another block holds this prefix; keep ours.
-          if (pool_.register_hash(id, h)) {
-            pool_.events().stored(b > 0, parent_of(s, b), h,
-                                  std::span<const int32_t>(s.tokens).subspan(
-                                      b * static_cast<size_t>(bs), static_cast<size_t>(bs)));
-          }
-        }
-      }
+      register_full_blocks(s, static_cast<size_t>((st.len_after - st.n_unverified) / bs));
     }
     // After registration: a block leaving the window stays cached.
     drop_out_of_window(s);
@@ -495,13 +533,16 @@ Status KvCacheManager::check_invariants() const {
       return internal_error("sequence {}: {} positions in a table of {} blocks", id, len,
                             s.table.size());
     }
-    const size_t n_full = prefix_caching_ ? static_cast<size_t>(len / bs) : 0;
+    if (s.n_unverified < 0 || s.n_unverified > len)
+      return internal_error("sequence {}: {} unverified of {} positions", id, s.n_unverified, len);
+    const int64_t verified = len - s.n_unverified;
+    const size_t n_full = prefix_caching_ ? static_cast<size_t>(verified / bs) : 0;
     if (s.hashes.size() != n_full) {
       return internal_error("sequence {}: {} chain hashes for {} full blocks", id, s.hashes.size(),
                             n_full);
     }
     // Every block out of the window is released (memory follows the window).
-    if (s.n_dropped != droppable(len, s.table.size())) {
+    if (s.n_dropped != droppable(verified, s.table.size())) {
       return internal_error("sequence {}: {} blocks dropped of {} ({} positions, window {})", id,
                             s.n_dropped, s.table.size(), len, window_);
     }

@@ -114,6 +114,10 @@ struct SeqAppend {
   // size, all found by lookup) are taken from the prefix cache; their K/V is
   // not computed. The remaining tokens are computed by the forward.
   int64_t n_cached = 0;
+  // The last n_unverified tokens are speculative drafts: their K/V is
+  // written, but no block holding one is hashed (nor published as a KV
+  // event) until verify() keeps the accepted ones.
+  int64_t n_unverified = 0;
 };
 
 // K/V of physical block src must be copied into block dst (every layer).
@@ -134,6 +138,7 @@ struct SeqStep {
   int64_t len_before = 0;  // positions held before the step
   int64_t n_cached = 0;    // prefix tokens taken from the cache
   int64_t len_after = 0;   // len_before + all tokens of the entry
+  int64_t n_unverified = 0;  // trailing draft tokens (SeqAppend::n_unverified)
   // Block table after the step: the first `keep` entries of the current table,
   // then blocks[tail_begin, tail_begin + tail_count) of the plan: the
   // copy-on-write destination (if cow), the cached blocks, the new blocks.
@@ -191,6 +196,14 @@ class KvCacheManager {
   Status free_sequence(SeqId seq);
   // Keeps positions [0, len): releases exactly the blocks no longer needed.
   Status truncate(SeqId seq, int64_t len);
+  // Ends the speculation of a sequence whose last step appended unverified
+  // drafts: keeps positions [0, len) (len at least its verified length, at
+  // most seq_len), releases the rejected positions' blocks, and registers
+  // (and publishes) the hashes of the full blocks below len, which are now
+  // verified. A sequence without unverified positions: truncate(seq, len).
+  Status verify(SeqId seq, int64_t len);
+  // Trailing positions of a live sequence appended unverified (CHECKed).
+  int64_t n_unverified(SeqId seq) const { return live(seq).n_unverified; }
 
   bool is_live(SeqId seq) const;
   int32_t n_sequences() const { return n_live_; }
@@ -247,7 +260,9 @@ class KvCacheManager {
     BlockTable table;               // entries [0, n_dropped) are kNullBlock
     int32_t n_dropped = 0;          // leading blocks released out of the window
     std::vector<int32_t> tokens;    // [len] token id of each position held
-    std::vector<BlockHash> hashes;  // [len / block_size] chain hash of each full block
+    // [(len - n_unverified) / block_size] chain hash of each full verified block
+    std::vector<BlockHash> hashes;
+    int64_t n_unverified = 0;  // trailing positions appended as drafts, not yet verified
   };
 
   KvCacheManager(BlockPool pool, const KvCacheManagerOptions& options);
@@ -266,8 +281,12 @@ class KvCacheManager {
   int32_t droppable(int64_t len, int32_t n_table) const {
     return n_table == 0 ? 0 : std::min(window_start_block(len), n_table - 1);
   }
-  // Releases the blocks of `s` that fell out of the window.
+  // Releases the blocks of `s` that fell out of the window (of its verified
+  // length: rejected drafts never move the window).
   void drop_out_of_window(Sequence& s);
+  // Hashes the full blocks of `s` below n_full that have no hash yet and
+  // registers (publishes) them.
+  void register_full_blocks(Sequence& s, size_t n_full);
 
   BlockPool pool_;
   BlockHasher hasher_;

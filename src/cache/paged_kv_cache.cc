@@ -273,6 +273,12 @@ Status PagedKvCache::truncate(int seq, int64_t len) {
   return Status();
 }
 
+Status PagedKvCache::verify(int seq, int64_t len) {
+  if (!manager().is_live(seq)) return invalid_argument("verify: sequence {} does not exist", seq);
+  for (Group& g : groups_) FOLIO_RETURN_IF_ERROR(g.manager.verify(seq, len));
+  return Status();
+}
+
 void PagedKvCache::clear() {
   int found = 0;
   for (int seq = 0; found < manager().n_sequences(); ++seq) {
@@ -361,7 +367,7 @@ Status PagedKvCache::plan(const Batch& batch, KvPlan& plan) const {
   // of a token among its sequence's tokens.
   const KvCacheManager& main = manager();
   std::vector<int32_t> group_of;  // cache sequence id -> attention sequence, -1: none yet
-  std::vector<int32_t> group_seq, count;
+  std::vector<int32_t> group_seq, count, drafts;
   std::vector<int32_t> rank(n);
   for (size_t i = 0; i < n; ++i) {
     const int32_t s = batch.seq_idx[i];
@@ -374,6 +380,16 @@ Status PagedKvCache::plan(const Batch& batch, KvPlan& plan) const {
       g = static_cast<int32_t>(group_seq.size());
       group_seq.push_back(s);
       count.push_back(0);
+      drafts.push_back(0);
+    }
+    // Draft tokens end their sequence's run in the batch.
+    if (batch.is_unverified(i)) {
+      ++drafts[static_cast<size_t>(g)];
+    } else if (drafts[static_cast<size_t>(g)] > 0) {
+      return invalid_argument(
+          "kv cache: token {} of sequence {} follows one of its draft tokens (drafts must be its "
+          "last tokens in the batch)",
+          i, s);
     }
     const int64_t expected = main.seq_len(s) + count[static_cast<size_t>(g)];
     if (batch.pos[i] != expected) {
@@ -404,6 +420,7 @@ Status PagedKvCache::plan(const Batch& batch, KvPlan& plan) const {
     appends[g].seq = group_seq[g];
     appends[g].tokens = std::span<const int32_t>(tokens).subspan(static_cast<size_t>(begin[g]),
                                                                  static_cast<size_t>(count[g]));
+    appends[g].n_unverified = drafts[g];
   }
   for (size_t g = 0; g < groups_.size(); ++g) {
     const KvCacheManager& m = groups_[g].manager;

@@ -86,6 +86,7 @@ class PagedKvCache final : public KvCache {
   Result<int> fork_sequence(int parent) override;
   Status remove_sequence(int seq) override;
   Result<int64_t> take_cached_prefix(int seq, std::span<const int32_t> prompt) override;
+  Status verify(int seq, int64_t len) override;
   Status truncate(int seq, int64_t len) override;
   int64_t truncation_point(int seq, int64_t len) const override;
   void clear() override;

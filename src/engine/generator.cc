@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 #include "engine/text_stream.h"
 
@@ -38,6 +39,24 @@ Result<TensorView> Generator::feed(std::span<const int32_t> tokens, bool want_lo
   return logits;
 }
 
+Result<TensorView> Generator::feed_draft(int32_t id, std::span<const int32_t> draft) {
+  batch_.clear();
+  const auto start = static_cast<int32_t>(history_.size());
+  batch_.add(id, start, seq_, true);
+  for (size_t i = 0; i < draft.size(); ++i)
+    batch_.add(draft[i], start + 1 + static_cast<int32_t>(i), seq_, true, true);
+  FOLIO_ASSIGN_OR_RETURN(TensorView logits, model_.forward(batch_, cache_, ctx_));
+  history_.push_back(id);
+  history_.insert(history_.end(), draft.begin(), draft.end());
+  return logits;
+}
+
+Status Generator::settle(int64_t n_draft, int64_t accepted) {
+  const int64_t keep = static_cast<int64_t>(history_.size()) - n_draft + accepted;
+  history_.resize(static_cast<size_t>(keep));
+  return cache_.verify(seq_, keep);
+}
+
 Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
                                           const SamplingParams& params,
                                           const GenerateOptions& options,
@@ -57,6 +76,17 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
   }
   FOLIO_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(params, n_vocab));
   if (options.n_batch < 1) return invalid_argument("n_batch must be >= 1, got {}", options.n_batch);
+  std::unique_ptr<DraftProposer> proposer;
+  if (options.spec.enabled()) {
+    FOLIO_RETURN_IF_ERROR(options.spec.validate());
+    if (!cache_.accepts_drafts()) {
+      return unsupported(
+          "speculative decoding (--spec-type {}) is not available for this model: its recurrent "
+          "layers' state cannot drop rejected draft tokens (use --spec-type none)",
+          spec_type_name(options.spec.type));
+    }
+    proposer = make_proposer(options.spec);
+  }
 
   GenerateStats stats;
   stats.seed = sampler.seed();
@@ -84,6 +114,20 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
   stats.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
 
   TextStream text(&tok_, options.render_special, params.stop);
+  // The rows of `logits` still to sample: row `row` of 1 + n_draft (the
+  // last fed token's, then each draft's).
+  int64_t row = 0, n_draft = 0;
+  SpeculationTracker tracker;
+  std::vector<int32_t> context;  // history_ + the sampled token: what the proposer continues
+  // However the loop ends, the cache keeps only verified positions.
+  struct Settle {
+    Generator* g;
+    const int64_t* n_draft;
+    const int64_t* row;
+    ~Settle() {
+      if (*n_draft > 0) (void)g->settle(*n_draft, *row);
+    }
+  } settle_at_exit{this, &n_draft, &row};
   bool cancelled = false;
   auto emit = [&](const std::string& text) {
     if (!text.empty() && !cancelled && !on_text(text)) cancelled = true;
@@ -97,9 +141,9 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
       stats.stop = StopReason::kLength;
       break;
     }
-    const float* row = static_cast<const float*>(logits.data);
+    const float* lp = logits.row<const float>(row);
     FOLIO_ASSIGN_OR_RETURN(SampledToken st,
-                           sampler.sample(std::span<const float>(row, static_cast<size_t>(n_vocab)), workspace_));
+                           sampler.sample(std::span<const float>(lp, static_cast<size_t>(n_vocab)), workspace_));
     const int32_t id = st.token;
     if (!options.ignore_eos && tok_.vocab().is_eog(id)) {
       stats.stop = StopReason::kEndOfGeneration;
@@ -118,13 +162,47 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
       stats.stop = StopReason::kCancelled;
       break;
     }
-    if (static_cast<int64_t>(history_.size()) + 1 >= cache_.n_ctx()) {
+    // Positions a run without speculation would hold now (the fed token
+    // and the drafts confirmed so far).
+    const auto held = static_cast<int64_t>(history_.size()) - n_draft + row;
+    if (held + 1 >= cache_.n_ctx()) {
       stats.stop = StopReason::kContextFull;
       break;
     }
-    const int32_t one[1] = {id};
-    FOLIO_ASSIGN_OR_RETURN(logits, feed(one, true));
+    // A draft the sampled token confirms: its logits are already computed.
+    if (row < n_draft && id == draft_[static_cast<size_t>(row)]) {
+      ++row;
+      continue;
+    }
+    if (n_draft > 0) {  // the verification ends here
+      stats.spec.record(static_cast<int>(n_draft), static_cast<int>(row));
+      tracker.record(static_cast<int>(n_draft), static_cast<int>(row), options.spec.min_accept);
+      const int64_t d = n_draft;
+      n_draft = 0;
+      FOLIO_RETURN_IF_ERROR(settle(d, row));
+    }
+    row = 0;
+    // Drafts stay below n_ctx and within the tokens still to generate.
+    int64_t k = proposer != nullptr && tracker.take_step() ? options.spec.draft_max : 0;
+    k = std::min(k, cache_.n_ctx() - 1 - (held + 1));
+    if (options.n_predict >= 0) k = std::min(k, options.n_predict - stats.n_generated - 1);
+    if (params.max_tokens >= 0) k = std::min(k, params.max_tokens - stats.n_generated - 1);
+    draft_.clear();
+    if (k >= std::max(1, options.spec.draft_min)) {
+      context.assign(history_.begin(), history_.end());
+      context.push_back(id);
+      proposer->propose(context, static_cast<int>(k), draft_);
+      if (static_cast<int64_t>(draft_.size()) < options.spec.draft_min) draft_.clear();
+    }
+    if (draft_.empty()) {
+      const int32_t one[1] = {id};
+      FOLIO_ASSIGN_OR_RETURN(logits, feed(one, true));
+    } else {
+      FOLIO_ASSIGN_OR_RETURN(logits, feed_draft(id, draft_));
+      n_draft = static_cast<int64_t>(draft_.size());
+    }
   }
+  if (n_draft > 0) stats.spec.record(static_cast<int>(n_draft), static_cast<int>(row));
   if (stats.stop != StopReason::kStopString) {
     bool stopped = false;
     emit(text.finish(&stopped));

@@ -6,6 +6,13 @@
 //
 //   prompt tokens --prefill (chunks of n_batch, logits only for the last)-->
 //   sample -> stream-detokenize -> stop strings -> decode one token -> ...
+//
+// With speculation (GenerateOptions::spec) each decode feeds the sampled
+// token plus up to draft_max proposed ones, all with logits; the next rows
+// are sampled in turn while each sampled token equals the draft whose
+// logits come next, and the cache keeps the accepted positions
+// (KvCache::verify). Every token is the one a plain decode would sample
+// (same logits, sampler state and stop checks), so output does not change.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +26,7 @@
 #include "core/status.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
+#include "engine/speculative_options.h"
 #include "model/forward_context.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -37,6 +45,7 @@ struct GenerateStats {
   StopReason stop = StopReason::kLength;
   uint64_t seed = 0;           // the sampler's seed (drawn when params.seed was unset)
   std::vector<int32_t> tokens; // generated ids (an end-of-generation id is not included)
+  SpeculationCounts spec;      // verifications (options.spec)
 };
 
 struct GenerateOptions {
@@ -44,6 +53,9 @@ struct GenerateOptions {
   int64_t n_batch = 512;       // prefill chunk size
   bool ignore_eos = false;     // keep going past end-of-generation tokens
   bool render_special = false; // print control tokens' text
+  // Speculative decoding (validated by generate(); refused for caches that
+  // cannot hold drafts, KvCache::accepts_drafts).
+  SpeculativeOptions spec;
 };
 
 class Generator {
@@ -69,6 +81,11 @@ class Generator {
   // Runs tokens [begin, end) of `tokens` at positions begin.. ; logits of the
   // last one when want_logits. Extends history_ on success.
   Result<TensorView> feed(std::span<const int32_t> tokens, bool want_logits);
+  // Feeds `id` and `draft` (unverified), logits for each.
+  Result<TensorView> feed_draft(int32_t id, std::span<const int32_t> draft);
+  // Ends a verification: the cache and history_ keep the fed token and the
+  // first `accepted` drafts of the last feed_draft (n_draft drafts).
+  Status settle(int64_t n_draft, int64_t accepted);
 
   const model::Model& model_;
   const tokenizer::Tokenizer& tok_;
@@ -77,6 +94,7 @@ class Generator {
   int seq_;
   cache::Batch batch_;
   std::vector<int32_t> history_;
+  std::vector<int32_t> draft_;  // the drafts of the last feed_draft
   SamplerWorkspace workspace_;
 };
 

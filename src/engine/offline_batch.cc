@@ -64,6 +64,8 @@ Result<BatchOutput> run_batch(const model::Model& model, const tokenizer::Tokeni
   s.generated_tokens = static_cast<int64_t>(m.generated_tokens);
   s.steps = static_cast<int64_t>(m.steps);
   s.preemptions = static_cast<int64_t>(m.preemptions);
+  s.draft_tokens = static_cast<int64_t>(m.spec.draft_tokens);
+  s.accepted_draft_tokens = static_cast<int64_t>(m.spec.accepted_tokens);
   if (const cache::KvCacheManager* blocks = cache.block_manager()) {
     s.blocks_total = blocks->pool().n_usable();
     s.blocks_peak = blocks->peak_used();

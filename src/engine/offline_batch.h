@@ -35,6 +35,8 @@ struct BatchSummary {
   int32_t blocks_leaked = 0;            // blocks still in use after every sequence ended
   int64_t steps = 0;                    // scheduler steps (forwards)
   int64_t preemptions = 0;
+  int64_t draft_tokens = 0;           // speculative decoding: draft tokens verified
+  int64_t accepted_draft_tokens = 0;  // of them, accepted
   double seconds = 0;  // wall time from start to the last result
 };
 

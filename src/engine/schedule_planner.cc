@@ -22,7 +22,7 @@ int64_t SchedulePlanner::next_step_blocks(const PlanSequence& s, int64_t held,
                                           int64_t block_size) const {
   const int64_t bs = block_size;
   const auto total = static_cast<int64_t>(s.tokens.size());
-  const int64_t k = s.decoding ? 1 : std::min(options_.chunk_cap, total - held);
+  const int64_t k = s.decoding ? 1 + s.n_draft : std::min(options_.chunk_cap, total - held);
   return (held + k + bs - 1) / bs - (held + bs - 1) / bs;
 }
 
@@ -131,6 +131,7 @@ void SchedulePlanner::compose(const ScheduleQueue& queue, const ScheduleCache& c
     in.held = p.held;
     in.total = static_cast<int64_t>(s.tokens.size());
     in.decoding = !p.admitted && s.decoding;  // an admitted sequence fills first
+    in.n_draft = in.decoding ? s.n_draft : 0;
     step_in_.push_back(in);
   }
   StepLimits limits;

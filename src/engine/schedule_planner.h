@@ -71,7 +71,8 @@ struct PlanSequence {
   uint64_t admitted = 0;            // running: admission order
   int64_t held = 0;                 // running: positions its cache sequence holds
   std::span<const int32_t> tokens;  // prompt + generated tokens (all known)
-  bool decoding = false;            // sampled since admission: feeds exactly one token
+  bool decoding = false;            // sampled since admission: feeds one token (+ drafts)
+  int64_t n_draft = 0;              // running and decoding: draft tokens to verify after it
   int slots = 1;                    // running slots it takes (an unforked request: its choices')
 };
 

@@ -79,6 +79,9 @@ struct Scheduler::Impl {
     SequenceState state;
     Where where = Where::kHeld;  // kHeld: waits for choice 0's prefill to fork from
     bool has_token = false;      // a token was kept (ITL starts from it)
+    // While its drafts are verified: the positions its cache sequence held
+    // verified before the step (-1 otherwise).
+    int64_t verify_base = -1;
     Clock::time_point last_token;
     ChoiceResult result;
   };
@@ -95,6 +98,7 @@ struct Scheduler::Impl {
     bool first_token = false;  // TTFT observed
     bool done = false;         // on_done delivered
     bool isolate = false;      // in a failed batch: runs alone until a forward succeeds
+    bool speculative = true;   // its choices may carry drafts
     int n_done = 0;            // choices that ended
     RequestResult result;
   };
@@ -108,7 +112,10 @@ struct Scheduler::Impl {
         options(o),
         kv_capacity(k.token_capacity()),
         cache_view(k),
-        planner(scheduler_planner_options(o, k.n_ctx())) {}
+        planner(scheduler_planner_options(o, k.n_ctx())),
+        proposer(make_proposer(o.spec)) {
+    metrics.update([&](ServingMetrics::Snapshot& m) { m.spec_enabled = o.spec.enabled(); });
+  }
 
   // --- any thread (under mu) ---------------------------------------------------
   const model::Model& model;
@@ -159,7 +166,19 @@ struct Scheduler::Impl {
   std::vector<Entry> entries;
   std::vector<Entry> group;
   std::vector<Request*> isolated;
-  std::vector<std::pair<Choice*, int64_t>> outputs;  // (choice, logits row)
+  // A sequence's logits rows in a forward: its first row and how many
+  // (1 + its drafts).
+  struct Output {
+    Choice* choice;
+    int64_t row;
+    int64_t rows;
+  };
+  std::vector<Output> outputs;
+  // Speculative decoding: the proposer (null: off); true after a step the
+  // pool could not hold with its drafts (the next one runs without).
+  std::unique_ptr<DraftProposer> proposer;
+  bool skip_drafts = false;
+  std::vector<int32_t> verifying;  // the drafts of the sequence being verified
   int64_t n_completed = 0;  // on_done delivered since the last publish
   SamplerWorkspace workspace;
 
@@ -197,12 +216,16 @@ struct Scheduler::Impl {
     s.held = held;
     s.tokens = c->state.tokens;
     s.decoding = c->state.decoding;
+    s.n_draft = c->state.running() && c->state.decoding
+                    ? static_cast<int64_t>(c->state.draft.size())
+                    : 0;
     s.slots = slots(c);
     return s;
   }
 
   void release_sequence(Choice* c) {
     if (!c->state.running()) return;
+    if (c->verify_base >= 0) keep_verified(c);
     const Status st = cache.remove_sequence(c->state.seq);
     if (!st.ok())
       FOLIO_LOG_ERROR("scheduler: removing sequence {}: {}", c->state.seq, st.to_string());
@@ -354,14 +377,17 @@ struct Scheduler::Impl {
     }
   }
 
-  void sample(Choice* c, const float* row) {
+  // Samples and applies one token; returns its id (-1 when sampling failed
+  // and the request ended).
+  int32_t sample(Choice* c, const float* row) {
     Request* r = c->req;
     c->state.decoding = true;
     Result<SampledToken> st = c->state.sample(row, workspace);
     if (!st.ok()) {
       end_request(r, st.status().with_context(fmt::format("sampling choice {}", c->index)));
-      return;
+      return -1;
     }
+    const int32_t id = st->token;
     const Clock::time_point now = Clock::now();
     AcceptedToken acc = c->state.accept(st->token, tok.vocab(), r->limits);
     const bool ttft = !r->first_token;
@@ -388,6 +414,80 @@ struct Scheduler::Impl {
       }
     }
     if (acc.stop) end_choice(c, *acc.stop);
+    return id;
+  }
+
+  // Decoding sequences that may speculate get their drafts for this step
+  // (every other running sequence none).
+  void propose_drafts() {
+    for (Choice* c : running) c->state.draft.clear();
+    if (proposer == nullptr) return;
+    if (skip_drafts) {
+      skip_drafts = false;
+      return;
+    }
+    const SpeculativeOptions& so = options.spec;
+    const auto n_decoding =
+        std::count_if(running.begin(), running.end(), [](const Choice* c) { return c->state.decoding; });
+    if (n_decoding > so.max_batch) return;
+    for (Choice* c : running) {
+      SequenceState& st = c->state;
+      if (!st.decoding || !c->req->speculative || !st.spec.take_step()) continue;
+      // Positions stay below n_ctx, and a verification never yields more
+      // tokens than max_tokens leaves (its accepted drafts plus one).
+      int64_t k = std::min<int64_t>(so.draft_max, c->req->limits.n_ctx -
+                                                      static_cast<int64_t>(st.tokens.size()));
+      if (c->req->limits.max_tokens >= 0)
+        k = std::min(k, c->req->limits.max_tokens - st.n_generated - 1);
+      if (k < std::max(1, so.draft_min)) continue;
+      proposer->propose(st.tokens, static_cast<int>(k), st.draft);
+      if (static_cast<int64_t>(st.draft.size()) < so.draft_min) st.draft.clear();
+    }
+  }
+
+  // `c` ends while its drafts are verified: its cache sequence keeps the
+  // drafts sampling accepted (their blocks enter the prefix cache as a run
+  // without speculation would have put them there) before it is released.
+  void keep_verified(Choice* c) {
+    const std::vector<int32_t>& t = c->state.tokens;
+    const int64_t held = cache.seq_len(c->state.seq);
+    const int64_t last = static_cast<int64_t>(t.size()) - 1;  // never in the cache unspeculated
+    int64_t keep = c->verify_base;
+    while (keep < held && keep < last &&
+           t[static_cast<size_t>(keep)] == verifying[static_cast<size_t>(keep - c->verify_base)])
+      ++keep;
+    c->verify_base = -1;
+    const Status st = cache.verify(c->state.seq, keep);
+    if (!st.ok()) FOLIO_LOG_ERROR("scheduler: keeping verified positions: {}", st.to_string());
+  }
+
+  // The forward verified `c`'s drafts: logits rows [row, row + rows) are
+  // those of its last token and of each draft. Samples row after row while
+  // the sampled token equals the draft it verifies, then keeps the verified
+  // positions in the cache.
+  void verify(Choice* c, const TensorView& logits, int64_t row, int64_t rows) {
+    const int k = static_cast<int>(rows - 1);
+    verifying.assign(c->state.draft.begin(), c->state.draft.end());
+    FOLIO_CHECK(static_cast<int64_t>(verifying.size()) >= k);
+    c->verify_base = cache.seq_len(c->state.seq) - k;  // positions verified before the step
+    int accepted = 0;
+    for (int i = 0; i <= k; ++i) {
+      const int32_t id = sample(c, logits.row<const float>(row + i));
+      const bool match = i < k && id == verifying[static_cast<size_t>(i)];
+      if (match) ++accepted;
+      if (!match || c->where != Choice::Where::kRunning) break;
+    }
+    c->state.draft.clear();
+    c->state.spec.record(k, accepted, options.spec.min_accept);  // may pause it
+    metrics.update([&](ServingMetrics::Snapshot& m) { m.spec.record(k, accepted); });
+    if (c->where != Choice::Where::kRunning) return;  // ended: keep_verified ran
+    // The sequence holds its last token and the accepted drafts; the token
+    // sampled after them is its next decode token.
+    const int64_t keep = c->verify_base + accepted;
+    FOLIO_CHECK(keep + 1 == static_cast<int64_t>(c->state.tokens.size()));
+    c->verify_base = -1;
+    const Status st = cache.verify(c->state.seq, keep);
+    if (!st.ok()) end_request(c->req, st.with_context("speculative decoding: keeping the verified positions"));
   }
 
   // Runs `list` as one forward and samples the sequences that reached
@@ -398,17 +498,23 @@ struct Scheduler::Impl {
     batch.clear();
     outputs.clear();
     int64_t n_prefill = 0;
+    int64_t n_rows = 0;
     for (const Entry& e : list) {
       if (!e.choice->state.decoding) n_prefill += e.n;
-      const int64_t row = batch.n_outputs();
-      if (e.choice->state.add_to_batch(batch, e.held, e.n)) outputs.emplace_back(e.choice, row);
+      const int64_t rows = e.choice->state.add_to_batch(batch, e.held, e.n);
+      if (rows > 0) outputs.push_back({e.choice, n_rows, rows});
+      n_rows += rows;
     }
     const Clock::time_point t0 = Clock::now();
     Result<TensorView> logits = model.forward(batch, cache, ctx);
     if (!logits.ok()) return logits.status();
 
-    for (const auto& [c, row] : outputs) {
+    for (const auto& [c, row, rows] : outputs) {
       if (c->where != Choice::Where::kRunning) continue;  // its request failed this step
+      if (rows > 1) {
+        verify(c, *logits, row, rows);
+        continue;
+      }
       const float* lp = logits->row<const float>(row);
       Request* r = c->req;
       const bool fork = !r->forked && c->index == 0;
@@ -449,6 +555,7 @@ struct Scheduler::Impl {
   // requests: admitted choices run, refused requests fail. Returns false
   // when nothing runs.
   bool plan_step() {
+    propose_drafts();
     plan_running.clear();
     for (const Choice* c : running)
       plan_running.push_back(plan_sequence(c, cache.seq_len(c->state.seq)));
@@ -483,6 +590,9 @@ struct Scheduler::Impl {
     for (const SchedulePlan::Piece& p : plan.pieces) {
       Choice* c = p.admitted ? admitted_now[p.index] : running_snapshot[p.index];
       entries.push_back({c, p.held, p.n});
+      // The drafts the step's budget took (the rest are dropped).
+      const int64_t past = p.held + p.n - static_cast<int64_t>(c->state.tokens.size());
+      c->state.draft.resize(static_cast<size_t>(std::max<int64_t>(past, 0)));
     }
     FOLIO_CHECK(!entries.empty());
     return true;
@@ -530,6 +640,15 @@ struct Scheduler::Impl {
   // one.
   bool handle_failure(std::span<const Entry> list, const Status& st) {
     if (st.code() == StatusCode::kResourceExhausted) {
+      // Drafts first: the step runs again without them before anyone is
+      // preempted.
+      const bool drafts = std::any_of(list.begin(), list.end(), [](const Entry& e) {
+        return !e.choice->state.draft.empty();
+      });
+      if (drafts) {
+        skip_drafts = true;
+        return false;
+      }
       preempt(st);
       return false;
     }
@@ -693,6 +812,15 @@ Status Scheduler::start() {
   if (o.ubatch < 1) return invalid_argument("ubatch must be >= 1, got {}", o.ubatch);
   if (o.chunk_cap < 0) return invalid_argument("chunk_cap must be >= 0, got {}", o.chunk_cap);
   if (o.max_waiting < 0) return invalid_argument("max_waiting must be >= 0, got {}", o.max_waiting);
+  if (o.spec.enabled()) {
+    FOLIO_RETURN_IF_ERROR(o.spec.validate());
+    if (!impl_->cache.accepts_drafts()) {
+      return unsupported(
+          "speculative decoding (--spec-type {}) is not available for this model: its recurrent "
+          "layers' state cannot drop rejected draft tokens (use --spec-type none)",
+          spec_type_name(o.spec.type));
+    }
+  }
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->started || impl_->stopping)
     return invalid_argument("scheduler: start() called twice or after stop()");
@@ -743,6 +871,7 @@ Result<uint64_t> Scheduler::submit(GenerationRequest request, RequestCallbacks c
   r->limits.n_ctx = n_ctx;
   r->limits.ignore_eos = request.ignore_eos;
   r->callbacks = std::move(callbacks);
+  r->speculative = request.speculative;
   for (int i = 0; i < request.n; ++i) {
     SamplingParams p = request.params;
     if (p.seed) p.seed = *p.seed + static_cast<uint64_t>(i);

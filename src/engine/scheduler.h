@@ -47,6 +47,24 @@
 // kContextFull while generating, or fails with kResourceExhausted while
 // filling its prompt. The scheduler keeps serving the others.
 //
+// Speculative decoding (options.spec): before planning, each decoding
+// sequence of a request that allows it gets up to draft_max proposed tokens
+// (none when more than spec.max_batch sequences decode, or while its
+// acceptance pauses it: SpeculationTracker). The planner counts them as decode
+// tokens (compose_step); the forward computes logits for the sequence's
+// last token and every draft. The executor then samples row 0, and row i+1
+// only while the token sampled from row i equals draft i: each sample is the
+// one a plain decode step would draw (same logits, sampler state, grammar,
+// penalties, stop strings and limits, in order), so greedy output equals a
+// run without speculation token for token, and a seeded sampled run too.
+// For sampled requests this is rejection sampling with a one-hot proposal:
+// the draft is accepted with probability p(draft), and otherwise the token
+// comes from p without the draft, renormalised. The cache then keeps the
+// accepted positions (KvCache::verify: the rejected ones' blocks are freed,
+// and only verified blocks are hashed and published as KV events). A step
+// the pool cannot hold with its drafts runs again without them before
+// anything is preempted.
+//
 // Two rooms: the policy above (admission, step composition, preemption
 // choice, the submit-time fit check) is SchedulePlanner
 // (engine/schedule_planner.h), which sees the queue as plain values and the
@@ -76,6 +94,7 @@
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
 #include "engine/serving_metrics.h"
+#include "engine/speculative_options.h"
 #include "model/forward_context.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -99,6 +118,10 @@ struct SchedulerOptions {
   // knows the engine (re)started. Must not block: hand the events to another
   // thread.
   std::function<void(std::vector<cache::KvEvent>)> on_kv_events;
+  // Speculative decoding (engine/speculative_options.h): each step a
+  // decoding sequence may carry proposed tokens that the forward verifies.
+  // start() refuses it for caches that cannot hold drafts (hybrid models).
+  SpeculativeOptions spec;
 };
 
 struct GenerationRequest {
@@ -108,6 +131,7 @@ struct GenerationRequest {
   int priority = 0;             // higher is admitted first and preempted last
   bool ignore_eos = false;
   bool render_special = false;
+  bool speculative = true;  // false: this request never carries drafts (SchedulerOptions::spec)
   // Non-null: every choice's output follows this grammar (structured
   // outputs); end-of-generation tokens only where it is complete.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <span>
 
+#include "core/check.h"
+
 namespace folio {
 
 SequenceState::SequenceState(std::vector<int32_t> prompt, Sampler sampler,
@@ -57,13 +59,21 @@ std::string SequenceState::finish(StopReason* stop) {
   return tail;
 }
 
-bool SequenceState::add_to_batch(cache::Batch& batch, int64_t held, int64_t n) const {
-  bool want = false;
+int64_t SequenceState::add_to_batch(cache::Batch& batch, int64_t held, int64_t n) const {
+  const auto known = static_cast<int64_t>(tokens.size());
+  FOLIO_CHECK(held + n <= known + static_cast<int64_t>(draft.size()));
+  int64_t rows = 0;
   for (int64_t i = held; i < held + n; ++i) {
-    want = i + 1 == static_cast<int64_t>(tokens.size());
-    batch.add(tokens[static_cast<size_t>(i)], static_cast<int32_t>(i), seq, want);
+    if (i < known) {
+      const bool want = i + 1 == known;
+      batch.add(tokens[static_cast<size_t>(i)], static_cast<int32_t>(i), seq, want);
+      rows += want ? 1 : 0;
+    } else {  // a draft token: its logits verify the next one
+      batch.add(draft[static_cast<size_t>(i - known)], static_cast<int32_t>(i), seq, true, true);
+      ++rows;
+    }
   }
-  return want;
+  return rows;
 }
 
 }  // namespace folio

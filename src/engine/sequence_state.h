@@ -26,6 +26,7 @@
 #include "engine/generator.h"
 #include "engine/grammar_constraint.h"
 #include "engine/sampler.h"
+#include "engine/speculative_options.h"
 #include "engine/text_stream.h"
 #include "tokenizer/tokenizer.h"
 
@@ -73,9 +74,11 @@ class SequenceState {
   int64_t kept_tokens() const { return text_.kept_tokens(); }
 
   // Adds tokens [held, held + n) at their positions to `batch` as cache
-  // sequence `seq`; the last one wants logits when it is the last known
-  // token. Returns whether it does.
-  bool add_to_batch(cache::Batch& batch, int64_t held, int64_t n) const;
+  // sequence `seq`; the last known token wants logits. Positions past the
+  // known tokens take `draft`'s tokens, as unverified tokens that want
+  // logits too (held + n <= tokens.size() + draft.size()). Returns the
+  // logits rows it asked for: 0, 1, or 1 + the drafts it added.
+  int64_t add_to_batch(cache::Batch& batch, int64_t held, int64_t n) const;
 
   // Admission / release of the cache sequence.
   void admit(int cache_seq, uint64_t order) {
@@ -97,6 +100,10 @@ class SequenceState {
   uint64_t admitted = 0;    // admission order (preemption takes the newest)
   bool ever_admitted = false;
   bool decoding = false;  // sampled since admission: the next piece is one token
+  // Speculative decoding: the tokens proposed to follow `tokens` this step
+  // (empty: none), and whether and how well this sequence speculates.
+  std::vector<int32_t> draft;
+  SpeculationTracker spec;
 
  private:
   Sampler sampler_;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/speculative_options.h"
+
 namespace folio {
 
 // A fixed-bucket histogram: counts[i] = observations <= bounds[i] (not
@@ -81,6 +83,9 @@ class ServingMetrics {
     uint64_t choices_stopped = 0;
     uint64_t choices_length = 0;
     uint64_t choices_aborted = 0;
+    // Speculative decoding's verifications (vLLM's spec_decode_* counters).
+    bool spec_enabled = false;  // the scheduler speculates (SchedulerOptions::spec)
+    SpeculationCounts spec;
     // histograms (seconds, tokens)
     Histogram ttft{{}};          // submit -> first token
     Histogram itl{{}};           // between consecutive tokens of one choice

@@ -7,6 +7,7 @@ namespace folio {
 void compose_step(std::span<const StepSequence> seqs, const StepLimits& limits, StepPlan& plan) {
   plan.n_tokens.assign(seqs.size(), 0);
   plan.n_decode = 0;
+  plan.n_draft = 0;
   plan.n_prefill = 0;
   const int64_t bs = std::max<int64_t>(limits.block_size, 1);
   const int64_t cap = std::max(limits.chunk_cap, bs);
@@ -35,16 +36,30 @@ void compose_step(std::span<const StepSequence> seqs, const StepLimits& limits, 
     }
   };
 
+  // Drafts of sequences that got their decode token, within `budget`.
+  auto drafts = [&](int64_t budget) {
+    for (size_t i = 0; i < seqs.size() && budget > 0; ++i) {
+      if (plan.n_tokens[i] != 1 || !seqs[i].decoding || seqs[i].n_draft <= 0) continue;
+      const int64_t k = std::min(seqs[i].n_draft, budget);
+      plan.n_tokens[i] += k;
+      plan.n_decode += k;
+      plan.n_draft += k;
+      budget -= k;
+    }
+  };
+
   int64_t prefill_budget = T;
   if (limits.decode_first) {
     const auto d = static_cast<int64_t>(
         std::count_if(seqs.begin(), seqs.end(), [](const StepSequence& s) { return s.decoding; }));
     decode(d);
-    prefill_budget = std::max(limits.ubatch, T - d);
+    drafts(T - d);
+    prefill_budget = std::max(limits.ubatch, T - plan.n_decode);
     fill(prefill_budget);
   } else {
     fill(T);
     decode(T - plan.n_prefill);
+    drafts(T - plan.n_prefill - plan.n_decode);
   }
 
   if (plan.size() == 0) {  // only filling sequences, none with an aligned chunk

@@ -10,6 +10,13 @@
 //     D + max(ubatch, T - D) tokens: decode latency never waits on prefill.
 //   !decode_first: filling sequences take chunks within T first; decoding
 //     sequences, in the order given, take what is left (one token each).
+// Speculative decoding: a decoding sequence may carry n_draft proposed tokens
+// to verify after its one token. They are decode tokens too: once every
+// decoding sequence has its token, drafts are granted in the order given
+// while the decode tokens stay within T (decode_first: before prefill, whose
+// budget becomes max(ubatch, T - D) with D counting them; !decode_first:
+// from what prefill left). A sequence gets all its drafts or the part that
+// fits.
 // A chunk is at most chunk_cap tokens (raised to one block when smaller).
 // A chunk that does not finish its sequence's known tokens ends on a KV block
 // boundary (so every block it writes but the last is full and registers in
@@ -28,7 +35,8 @@ namespace folio {
 struct StepSequence {
   int64_t held = 0;       // positions the cache holds
   int64_t total = 0;      // tokens known (prompt + generated); total > held
-  bool decoding = false;  // sampled since admission: feeds exactly one token
+  bool decoding = false;  // sampled since admission: feeds one token (+ drafts)
+  int64_t n_draft = 0;    // decoding: draft tokens it would verify after its token
 };
 
 struct StepLimits {
@@ -41,7 +49,8 @@ struct StepLimits {
 
 struct StepPlan {
   std::vector<int64_t> n_tokens;  // [n_seqs] tokens each sequence feeds, from `held`
-  int64_t n_decode = 0;           // decode tokens in the step
+  int64_t n_decode = 0;           // decode tokens in the step (draft tokens included)
+  int64_t n_draft = 0;            // of them, draft tokens
   int64_t n_prefill = 0;          // prefill (fill / refill) tokens in the step
   int64_t size() const { return n_decode + n_prefill; }
 };

@@ -56,6 +56,10 @@ Result<TensorView> Model::run(const cache::Batch& batch, cache::KvCache& cache, 
         "forward: batch has {} tokens, {} positions, {} sequence ids, {} output flags",
         batch.tokens.size(), batch.pos.size(), batch.seq_idx.size(), batch.output.size());
   }
+  if (!batch.unverified.empty() && batch.unverified.size() != batch.tokens.size()) {
+    return invalid_argument("forward: batch has {} tokens and {} draft flags", batch.tokens.size(),
+                            batch.unverified.size());
+  }
   if (n > (int64_t{1} << 24))
     return invalid_argument("forward: batch of {} tokens is too large", n);
   for (int64_t i = 0; i < n; ++i) {

@@ -577,6 +577,7 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
     g.n = r.n;
     g.priority = r.priority;
     g.ignore_eos = r.ignore_eos;
+    g.speculative = r.speculative;
     // The format's markers are control tokens: the text must show them.
     g.render_special = job->parses() && format.markers_are_special();
     g.grammar = grammar;

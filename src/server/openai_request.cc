@@ -661,6 +661,7 @@ bool parse_openai_request(const Json& body, ApiKind kind, OpenAiRequest* out, Ap
     }
   }
   if (!f.read_bool("ignore_eos", &out->ignore_eos)) return false;
+  if (!f.read_bool("speculative", &out->speculative)) return false;
   if (!parse_output_constraint(f, out)) return false;
   if (kind == ApiKind::kCompletion && out->echo && out->logprobs >= 0) {
     return f.fail("echo", "'echo' together with 'logprobs' (prompt logprobs) is not supported");

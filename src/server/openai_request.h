@@ -15,7 +15,8 @@
 //   logprobs, top_logprobs (chat), logit_bias (object: token id string ->
 //   bias in [-100, 100]), echo (completions), stream, stream_options
 //   {include_usage}, user (ignored), priority (folio: higher runs first),
-//   ignore_eos, best_of (must equal n), suffix (must be empty),
+//   ignore_eos, speculative (folio: false keeps this request out of
+//   speculative decoding), best_of (must equal n), suffix (must be empty),
 //   response_format ({"type": "text" | "json_object"} or {"type":
 //   "json_schema", "json_schema": {"name", "schema", "strict"}}),
 //   json_schema (llama-server: a schema), grammar (llama-server: GBNF) --
@@ -93,6 +94,7 @@ struct OpenAiRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: the prompt text precedes the output
   bool ignore_eos = false;
+  bool speculative = true;  // false: never carries drafts (folio serve --spec-type)
   // Completions: `logprobs` (an int: the number of top alternatives);
   // chat: `top_logprobs` when `logprobs` is true. -1 = no logprobs.
   int logprobs = -1;

@@ -137,6 +137,20 @@ std::string render_vllm_families(const ServingMetrics::Snapshot& s,
               "Number of generation tokens processed.");
   w.histogram("iteration_tokens_total", s.batch_tokens,
               "Histogram of number of tokens per engine_step.");
+  if (s.spec_enabled) {  // vllm/v1/spec_decode/metrics.py
+    w.counter("spec_decode_num_drafts_total", static_cast<double>(s.spec.drafts),
+              "Number of spec decoding drafts.");
+    w.counter("spec_decode_num_draft_tokens_total", static_cast<double>(s.spec.draft_tokens),
+              "Number of draft tokens.");
+    w.counter("spec_decode_num_accepted_tokens_total", static_cast<double>(s.spec.accepted_tokens),
+              "Number of accepted tokens.");
+    w.family("spec_decode_num_accepted_tokens_per_pos_total", "counter",
+             "Accepted tokens per draft position.");
+    for (size_t i = 0; i < s.spec.accepted_per_pos.size(); ++i) {
+      w.sample("spec_decode_num_accepted_tokens_per_pos_total",
+               static_cast<double>(s.spec.accepted_per_pos[i]), fmt::format("position=\"{}\"", i));
+    }
+  }
   // An info metric as vLLM writes it: a gauge fixed at 1 whose labels carry
   // the cache configuration.
   w.family("cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");

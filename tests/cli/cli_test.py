@@ -189,6 +189,39 @@ class Cli(unittest.TestCase):
                     check_rc=0).stdout
         self.assertNotEqual(raw, want)  # the backslash reached the model
 
+    def test_speculation(self):
+        # Flags checked before loading; output equal with and without
+        # speculation (greedy), the acceptance line printed; hybrid models
+        # refuse it with an error naming the flag.
+        missing = "/nonexistent/model.gguf"
+        for cmd in ("run", "batch", "serve", "chat"):
+            for flags, name in [(["--spec-type", "eagle"], "--spec-type"),
+                                (["--draft-max", "0"], "--spec-draft-n-max"),
+                                (["--spec-min-accept", "2"], "--spec-min-accept")]:
+                extra = ["-p", "x"] if cmd == "run" else []
+                p = folio(cmd, "-m", missing, *extra, *flags)
+                self.assertNotEqual(p.returncode, 0, (cmd, flags))
+                self.assertIn(name, p.stderr, (cmd, flags))
+                self.assertNotIn("cannot open", p.stderr, (cmd, flags))
+        p = folio("run", "-m", missing, "-p", "x", "--spec", "ngram", "--spec-ngram-n-min", "4",
+                  "--spec-ngram-n-max", "2")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--spec-ngram-n-max", p.stderr)
+        self.assertNotIn("cannot open", p.stderr)
+        prompt = "1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2,"
+        gen = ["-n", "24", "--temp", "0", "-t", "1"]
+        want = folio("run", "-m", ARGS.model, "-p", prompt, *gen, check_rc=0).stdout
+        p = folio("run", "-m", ARGS.model, "-p", prompt, *gen, "--spec-type", "ngram",
+                  "--spec-min-accept", "0", check_rc=0)
+        self.assertEqual(p.stdout, want)
+        self.assertRegex(p.stderr, r"speculation \(ngram\): \d+ of \d+ draft tokens accepted")
+        hybrid = os.path.join(os.path.dirname(ARGS.model), "tiny-qwen35-f32.gguf")
+        for cmd in (["run", "-p", prompt], ["chat"]):
+            p = folio(cmd[0], "-m", hybrid, *cmd[1:], *gen, "--spec-type", "ngram", stdin="hi\n")
+            self.assertEqual(p.returncode, 1, cmd)
+            self.assertIn("--spec-type ngram", p.stderr, cmd)
+            self.assertIn("speculative decoding", p.stderr, cmd)
+
     def test_conversation_mode_is_chat(self):
         p = folio("run", "-m", ARGS.model, "-cnv", "-p", "You are terse.", "-n", "4", "--temp",
                   "0", "-t", "1", stdin="/exit\n", check_rc=0)

@@ -178,5 +178,31 @@ TEST(StepPlanTest, RandomInputsKeepTheRules) {
   }
 }
 
+TEST(StepPlanTest, DraftsAreDecodeTokensWithinT) {
+  // Three decoding sequences with 4, 0 and 6 drafts, T = 12: each gets its
+  // token (3), then drafts in order while D stays within T: 4, then 5 of 6.
+  std::vector<StepSequence> seqs = {dec(10), dec(20), dec(30), fill(0, 40)};
+  seqs[0].n_draft = 4;
+  seqs[2].n_draft = 6;
+  StepPlan p;
+  EXPECT_EQ(compose(seqs, limits(12, 8, 32), &p), (std::vector<int64_t>{5, 1, 6, 8}));
+  EXPECT_EQ(p.n_decode, 12);
+  EXPECT_EQ(p.n_draft, 9);
+  EXPECT_EQ(p.n_prefill, 8);  // max(ubatch, T - D) = 8
+  // A roomy budget: every draft, and prefill gets T - D.
+  EXPECT_EQ(compose(seqs, limits(64, 8, 64), &p), (std::vector<int64_t>{5, 1, 7, 40}));
+  EXPECT_EQ(p.n_draft, 10);
+  // Decode last: drafts take what prefill left.
+  seqs[3] = fill(0, 32);
+  EXPECT_EQ(compose(seqs, limits(40, 8, 64, false), &p), (std::vector<int64_t>{5, 1, 2, 32}));
+  EXPECT_EQ(p.n_draft, 5);
+  EXPECT_EQ(compose(seqs, limits(36, 8, 64, false), &p), (std::vector<int64_t>{2, 1, 1, 32}));
+  EXPECT_EQ(p.n_draft, 1);
+  // A filling sequence never takes drafts.
+  std::vector<StepSequence> f = {fill(0, 9)};
+  f[0].n_draft = 3;
+  EXPECT_EQ(compose(f, limits(64, 8, 64)), (std::vector<int64_t>{9}));
+}
+
 }  // namespace
 }  // namespace folio

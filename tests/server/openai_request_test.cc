@@ -89,7 +89,10 @@ TEST(OpenAiRequest, EverySamplingField) {
   EXPECT_TRUE(r.include_usage);
   EXPECT_EQ(r.priority, 5);
   EXPECT_TRUE(r.ignore_eos);
+  EXPECT_TRUE(r.speculative);  // not given: speculates when the server does
   EXPECT_TRUE(p.validate(100).ok());
+  EXPECT_FALSE(parse_ok(R"({"prompt": "x", "speculative": false})", kCompl).speculative);
+  EXPECT_EQ(parse_error(R"({"prompt": "x", "speculative": 1})", kCompl).param, "speculative");
 }
 
 TEST(OpenAiRequest, PromptShapes) {

@@ -201,6 +201,30 @@ TEST(Prometheus, VllmFamilies) {
             std::string::npos);
 }
 
+// Speculative decoding's counters, with vLLM's names, only where the
+// scheduler speculates.
+TEST(Prometheus, SpecDecodeFamilies) {
+  ServingMetrics metrics;
+  EXPECT_EQ(render_prometheus(metrics.snapshot(), "m").find("spec_decode"), std::string::npos);
+  metrics.update([](ServingMetrics::Snapshot& s) {
+    s.spec_enabled = true;
+    s.spec.record(3, 2);
+    s.spec.record(2, 1);
+  });
+  const std::string text = render_prometheus(metrics.snapshot(), "m");
+  const std::string l = "{model_name=\"m\",engine=\"0\"";
+  for (const std::string& want :
+       {"# TYPE vllm:spec_decode_num_drafts_total counter\nvllm:spec_decode_num_drafts_total" + l +
+            "} 2\n",
+        "vllm:spec_decode_num_draft_tokens_total" + l + "} 5\n",
+        "vllm:spec_decode_num_accepted_tokens_total" + l + "} 3\n",
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total" + l + ",position=\"0\"} 2\n",
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total" + l + ",position=\"1\"} 1\n",
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total" + l + ",position=\"2\"} 0\n"}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want;
+  }
+}
+
 TEST(Prometheus, Numbers) {
   EXPECT_EQ(prometheus_number(3), "3");
   EXPECT_EQ(prometheus_number(0.25), "0.25");

@@ -148,6 +148,45 @@ void log_weight_buffer_types(bool no_repack, std::FILE* log) {
   }
 }
 
+void add_spec_flags(CLI::App* cmd, SpecFlags* f) {
+  SpeculativeOptions& o = f->options;
+  cmd->add_option("--spec-type,--spec", f->type,
+                  "speculative decoding: none, or ngram (prompt lookup: drafts copied from what "
+                  "followed the last n-gram earlier in the sequence)")
+      ->check(CLI::IsMember({"none", "ngram"}))
+      ->capture_default_str();
+  cmd->add_option("--spec-ngram-n-min", o.ngram_min, "shortest n-gram looked up")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--spec-ngram-n-max", o.ngram_max, "longest n-gram looked up (tried first)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--spec-draft-n-max,--draft-max,--draft,--draft-n", o.draft_max,
+                  "draft tokens verified per step at most")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--spec-draft-n-min,--draft-min,--draft-n-min", o.draft_min,
+                  "fewer draft tokens proposed: a plain decode step")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  cmd->add_option("--spec-max-batch", o.max_batch,
+                  "no drafts in a step where more sequences than this decode")
+      ->check(at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--spec-min-accept", o.min_accept,
+                  "a sequence stops speculating when the share of its drafts accepted falls "
+                  "below this (0: never)")
+      ->check(number_check([](double v) { return v >= 0 && v <= 1; }, "in [0, 1]"))
+      ->capture_default_str();
+}
+
+Result<SpeculativeOptions> spec_options(const SpecFlags& f) {
+  SpeculativeOptions o = f.options;
+  FOLIO_ASSIGN_OR_RETURN(o.type, parse_spec_type(f.type));
+  FOLIO_RETURN_IF_ERROR(o.validate());
+  return o;
+}
+
 void add_sampling_flags(CLI::App* cmd, SamplingFlags* f) {
   SamplingParams& p = f->params;
   cmd->add_option("--temp", p.temperature, "temperature (0 = greedy)")

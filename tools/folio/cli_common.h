@@ -20,6 +20,7 @@
 #include "cache/kv_cache.h"
 #include "core/status.h"
 #include "engine/sampling_params.h"
+#include "engine/speculative_options.h"
 #include "model/forward_context.h"
 #include "model/model.h"
 #include "chat/chat_template.h"
@@ -83,6 +84,19 @@ void add_sampling_flags(CLI::App* cmd, SamplingFlags* flags);
 // Copies flags into the params (seed) and validates them against the
 // vocabulary (the flags' own ranges were checked while parsing).
 Result<SamplingParams> sampling_params(const SamplingFlags& flags, int32_t n_vocab);
+
+// Speculative decoding flags (README "Speculative decoding"), llama.cpp's
+// spellings where it has the concept: --spec-type none|ngram (also --spec),
+// --spec-ngram-n-min / --spec-ngram-n-max, --spec-draft-n-max (--draft-max,
+// --draft, --draft-n), --spec-draft-n-min (--draft-min, --draft-n-min);
+// folio's own: --spec-max-batch, --spec-min-accept. Each range is checked
+// while parsing; spec_options() checks them together.
+struct SpecFlags {
+  std::string type = "none";
+  SpeculativeOptions options;
+};
+void add_spec_flags(CLI::App* cmd, SpecFlags* flags);
+Result<SpeculativeOptions> spec_options(const SpecFlags& flags);
 
 // Model::load, then checks the model can use `device` (nullptr: CPU only)
 // and logs what was offloaded.

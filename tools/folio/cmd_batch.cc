@@ -22,6 +22,7 @@ namespace {
 struct BatchFlags {
   ModelFlags model;
   SamplingFlags sampling;
+  SpecFlags spec;
   std::string prompts_path;
   int64_t n_predict = -1;
   int parallel = 4;
@@ -53,6 +54,8 @@ Result<std::vector<PromptLine>> read_prompts(const std::string& path) {
 int run_batch(const BatchFlags& f) {
   auto lines = read_prompts(f.prompts_path);
   if (!lines.ok()) return fail(lines.status());
+  auto spec = spec_options(f.spec);
+  if (!spec.ok()) return fail(spec.status());
   warn_about_model_flags(f.model);
   auto lm = load_for_batch(f.model, f.parallel);
   if (!lm.ok()) return fail(lm.status());
@@ -78,6 +81,7 @@ int run_batch(const BatchFlags& f) {
   so.max_seqs = f.parallel;
   so.max_batch_tokens = f.model.batch_size;
   so.ubatch = std::min(f.model.ubatch_size, f.model.batch_size);
+  so.spec = *spec;
   auto out = run_batch(*lm->model, *lm->tokenizer, *lm->ctx, *lm->cache, prompts, *params, so,
                        f.ignore_eos, labels);
   if (!out.ok()) return fail(out.status());
@@ -110,7 +114,9 @@ int run_batch(const BatchFlags& f) {
                                   {"preemptions", s.preemptions},
                                   {"blocks_total", s.blocks_total},
                                   {"blocks_peak", s.blocks_peak},
-                                  {"blocks_leaked", s.blocks_leaked}}}};
+                                  {"blocks_leaked", s.blocks_leaked},
+                                  {"draft_tokens", s.draft_tokens},
+                                  {"accepted_draft_tokens", s.accepted_draft_tokens}}}};
     std::puts(j.dump().c_str());
   }
   std::fflush(stdout);
@@ -125,6 +131,14 @@ int run_batch(const BatchFlags& f) {
       s.seconds, s.seconds > 0 ? static_cast<double>(generated_sum) / s.seconds : 0.0,
       static_cast<long long>(s.steps), static_cast<long long>(s.preemptions), s.blocks_peak,
       s.blocks_total, s.blocks_leaked);
+    if (spec->enabled()) {
+      std::fprintf(log, "folio: speculation (%s): %lld of %lld draft tokens accepted (%.1f%%)\n",
+                   spec_type_name(spec->type), static_cast<long long>(s.accepted_draft_tokens),
+                   static_cast<long long>(s.draft_tokens),
+                   s.draft_tokens > 0 ? 100.0 * static_cast<double>(s.accepted_draft_tokens) /
+                                            static_cast<double>(s.draft_tokens)
+                                      : 0.0);
+    }
   }
   return 0;
 }
@@ -137,6 +151,7 @@ void register_batch_command(CLI::App& app, CommandFn* selected) {
       app.add_subcommand("batch", "generate continuations of many prompts concurrently");
   add_model_flags(cmd, &flags.model);
   add_sampling_flags(cmd, &flags.sampling);
+  add_spec_flags(cmd, &flags.spec);
   cmd->add_option("--prompts,-f,--file", flags.prompts_path, "file with one prompt per line")
       ->required();
   add_n_predict_flag(cmd, &flags.n_predict, "tokens to generate per prompt");

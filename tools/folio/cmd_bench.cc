@@ -64,7 +64,7 @@ struct BenchFlags {
   int n_gpu_layers = -1;        // -ngl
 };
 
-int fail(const Status& s) {
+int bench_fail(const Status& s) {
   std::fprintf(stderr, "folio bench: %s\n", s.message().c_str());
   return 1;
 }
@@ -174,17 +174,17 @@ Result<std::map<int, double>> bandwidths(const BenchFlags& f, const std::vector<
 
 int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
   Status st = take_ubatch_extras(extras, &f.ubatch_sizes);
-  if (!st.ok()) return fail(st);
+  if (!st.ok()) return bench_fail(st);
   st = validate(f);
-  if (!st.ok()) return fail(st);
+  if (!st.ok()) return bench_fail(st);
   std::vector<int> threads = f.threads;
   if (threads.empty()) threads.push_back(physical_core_count());
   const std::vector<BenchTest> tests = make_bench_tests(f.n_prompt, f.n_gen, f.n_seqs);
   if (!f.models.empty() && tests.empty())
-    return fail(invalid_argument("no tests: -p and -n are all 0"));
+    return bench_fail(invalid_argument("no tests: -p and -n are all 0"));
 
   Result<std::map<int, double>> bw = bandwidths(f, threads);
-  if (!bw.ok()) return fail(bw.status());
+  if (!bw.ok()) return bench_fail(bw.status());
   const bool with_bw = !bw->empty();
 
   std::vector<Isa> isas;
@@ -206,12 +206,12 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
       std::fprintf(stderr, "bench: %s\n",
                    cpu_weight_buffer_note(active_isa(), !f.no_repack).c_str());
       Result<DeviceChoice> dc = choose_device(f.device, f.n_gpu_layers);
-      if (!dc.ok()) return fail(dc.status());
+      if (!dc.ok()) return bench_fail(dc.status());
       if (!dc->note.empty()) std::fprintf(stderr, "bench: %s\n", dc->note.c_str());
       const std::unique_ptr<Backend> device = std::move(dc->device);  // outlives model and contexts
       offload_weights(device.get(), dc->offload_layers, &lo);
       Result<std::unique_ptr<model::Model>> m = load_on_device(path, lo, device.get());
-      if (!m.ok()) return fail(m.status());
+      if (!m.ok()) return bench_fail(m.status());
       const BenchModelInfo info = bench_model_info(**m);
       for (int t : threads) {
         std::unique_ptr<model::ForwardContext> ctx =
@@ -234,10 +234,10 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
                            static_cast<long long>(bo.n_ubatch));
               Result<std::unique_ptr<BenchRunner>> runner =
                   BenchRunner::create(**m, *ctx, tests, bo);
-              if (!runner.ok()) return fail(runner.status());
+              if (!runner.ok()) return bench_fail(runner.status());
               for (const BenchTest& test : tests) {
                 Result<BenchResult> r = (*runner)->run(test);
-                if (!r.ok()) return fail(r.status());
+                if (!r.ok()) return bench_fail(r.status());
                 BenchRecord rec;
                 rec.model = info;
                 rec.backend = ctx->backends().empty() ? "cpu" : ctx->backends()[0]->name();

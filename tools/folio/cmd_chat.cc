@@ -61,6 +61,7 @@ namespace {
 struct ChatFlags {
   ModelFlags model;
   SamplingFlags sampling;
+  SpecFlags spec;
   std::string system;
   bool escape = true;
   int64_t n_predict = -1;
@@ -96,7 +97,8 @@ class SigintScope {
 
 class ChatSession {
  public:
-  ChatSession(const ChatFlags& f, LoadedModel& lm, const SamplingParams& params)
+  ChatSession(const ChatFlags& f, LoadedModel& lm, const SamplingParams& params,
+              const SpeculativeOptions& spec)
       : f_(f),
         lm_(lm),
         params_(params),
@@ -109,6 +111,7 @@ class ChatSession {
     options_.n_predict = f.n_predict;
     options_.n_batch = prefill_chunk(f.model);
     options_.ignore_eos = f.ignore_eos;
+    options_.spec = spec;
   }
 
   const chat::ChatTemplate& chat_template() const { return tmpl_; }
@@ -219,13 +222,21 @@ void ChatSession::turn(const std::string& text) {
 }
 
 int chat(const ChatFlags& f) {
+  auto spec = spec_options(f.spec);
+  if (!spec.ok()) return fail(spec.status());
   warn_about_model_flags(f.model);
   auto lm = load_for_generation(f.model);
   if (!lm.ok()) return fail(lm.status());
   const int32_t n_vocab = static_cast<int32_t>(lm->model->config().n_vocab);
   auto params = sampling_params(f.sampling, n_vocab);
   if (!params.ok()) return fail(params.status());
-  ChatSession session(f, *lm, *params);
+  if (spec->enabled() && !lm->cache->accepts_drafts()) {
+    return fail(unsupported(
+        "speculative decoding (--spec-type {}) is not available for this model: its recurrent "
+        "layers' state cannot drop rejected draft tokens (use --spec-type none)",
+        spec_type_name(spec->type)));
+  }
+  ChatSession session(f, *lm, *params, *spec);
   if (session.chat_template().is_fallback()) {
     std::fprintf(stderr, "folio: using the ChatML fallback template (%s)\n",
                  session.chat_template().fallback_reason().c_str());
@@ -305,6 +316,7 @@ void register_chat_command(CLI::App& app, CommandFn* selected) {
   CLI::App* cmd = app.add_subcommand("chat", "interactive chat with the model's chat template");
   add_model_flags(cmd, &flags.model);
   add_sampling_flags(cmd, &flags.sampling);
+  add_spec_flags(cmd, &flags.spec);
   cmd->add_option("--system-prompt", flags.system, "system message (also -sys)");
   cmd->add_flag("-e,--escape,!--no-escape", flags.escape,
                 "process escape sequences (\\n, \\t, ...) in the system prompt (default: on)");

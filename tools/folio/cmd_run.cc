@@ -19,6 +19,7 @@ namespace {
 struct RunFlags {
   ModelFlags model;
   SamplingFlags sampling;
+  SpecFlags spec;
   std::string prompt;
   std::string prompt_file;
   bool escape = true;
@@ -42,6 +43,8 @@ Result<std::string> prompt_text(const RunFlags& f) {
 int run(const RunFlags& f) {
   Result<std::string> text = prompt_text(f);
   if (!text.ok()) return fail(text.status());
+  auto spec = spec_options(f.spec);
+  if (!spec.ok()) return fail(spec.status());
   warn_about_model_flags(f.model);
   auto lm = load_for_generation(f.model);
   if (!lm.ok()) return fail(lm.status());
@@ -65,6 +68,7 @@ int run(const RunFlags& f) {
   go.n_predict = f.n_predict;
   go.n_batch = prefill_chunk(f.model);
   go.ignore_eos = f.ignore_eos;
+  go.spec = *spec;
   auto stats = gen.generate(prompt, *params, go, [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -84,6 +88,15 @@ int run(const RunFlags& f) {
                  static_cast<long long>(stats->n_prompt), stats->prompt_seconds, pp,
                  static_cast<long long>(stats->n_generated), stats->gen_seconds, tg,
                  stop_reason_name(stats->stop), static_cast<unsigned long long>(stats->seed));
+    if (spec->enabled()) {
+      const SpeculationCounts& sc = stats->spec;
+      std::fprintf(log,
+                   "folio: speculation (%s): %llu of %llu draft tokens accepted (%.1f%%) in %llu "
+                   "verifications\n",
+                   spec_type_name(spec->type), static_cast<unsigned long long>(sc.accepted_tokens),
+                   static_cast<unsigned long long>(sc.draft_tokens), 100.0 * sc.acceptance(),
+                   static_cast<unsigned long long>(sc.drafts));
+    }
   }
   return 0;
 }
@@ -95,6 +108,7 @@ void register_run_command(CLI::App& app, CommandFn* selected) {
   CLI::App* cmd = app.add_subcommand("run", "generate a continuation of a prompt");
   add_model_flags(cmd, &flags.model);
   add_sampling_flags(cmd, &flags.sampling);
+  add_spec_flags(cmd, &flags.spec);
   CLI::Option* p = cmd->add_option("-p,--prompt", flags.prompt, "prompt text");
   cmd->add_option("-f,--file", flags.prompt_file, "read the prompt from a file ('-': stdin)")
       ->excludes(p);

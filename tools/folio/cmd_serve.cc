@@ -41,6 +41,7 @@ namespace {
 
 struct ServeFlags {
   ModelFlags model;
+  SpecFlags spec;
   std::string host = "127.0.0.1";
   int port = 8080;
   int max_seqs = 4;
@@ -139,6 +140,7 @@ Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http,
   so.chunk_cap = f.chunk_cap;
   so.decode_first = !f.no_decode_first;
   so.max_waiting = f.max_waiting;
+  FOLIO_ASSIGN_OR_RETURN(so.spec, spec_options(f.spec));
   if (events != nullptr) {
     if (e->lm.cache->kv_events() == nullptr) {
       return invalid_argument("--kv-events needs a paged KV cache (this model's cache has no "
@@ -288,6 +290,7 @@ void register_serve_command(CLI::App& app, CommandFn* selected) {
   static ServeFlags f;
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
   add_model_flags(cmd, &f.model);
+  add_spec_flags(cmd, &f.spec);
   cmd->add_option("--host", f.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", f.port, "port (0: any free port)")
       ->check(CLI::Range(0, 65535))

@@ -1,0 +1,95 @@
+// SpeculativeOptions: how a generate loop speculates (--spec-type and its
+// knobs, README "Speculative decoding"), and the per-sequence rule that
+// turns speculation off where it does not pay (SpeculationTracker).
+//
+// Each decode step a speculating sequence carries up to draft_max proposed
+// tokens that the target evaluates in the same forward as its last sampled
+// token (logits for every position); the longest prefix the target's own
+// sampling agrees with is kept, plus the target's next token. Proposals of
+// fewer than draft_min tokens are not verified (a plain decode step runs).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/draft_proposer.h"
+
+namespace folio {
+
+enum class SpecType { kNone, kNgram };
+
+struct SpeculativeOptions {
+  SpecType type = SpecType::kNone;
+  int ngram_min = 2;  // n-gram sizes looked up, longest first (--spec-ngram-n-min / -n-max)
+  int ngram_max = 4;
+  int draft_max = 8;  // tokens proposed per step at most (--draft-max)
+  int draft_min = 1;  // fewer proposed: no speculation this step (--draft-min)
+  // Scheduler: no drafts in a step where more sequences decode than this
+  // (a large batch is compute-bound; verification costs more than it
+  // saves). --spec-max-batch.
+  int max_batch = 8;
+  // A sequence pauses speculating once the share of its drafted tokens
+  // accepted (an exponential average over its verifications) falls below
+  // this (--spec-min-accept; 0: never pauses); SpeculationTracker.
+  double min_accept = 0.2;
+
+  bool enabled() const { return type != SpecType::kNone; }
+  Status validate() const;
+};
+
+// "none" or "ngram".
+Result<SpecType> parse_spec_type(std::string_view name);
+const char* spec_type_name(SpecType type);
+
+// The proposer the options call for (nullptr for kNone).
+std::unique_ptr<DraftProposer> make_proposer(const SpeculativeOptions& options);
+
+// One sequence's speculation record: whether it speculates at its next
+// decode step, and what its verifications drafted and accepted. After
+// kWarmup verifications, an average acceptance below min_accept pauses it
+// for kFirstPause decode steps, then it tries again with a fresh average;
+// each further pause is twice as long (at most kMaxPause steps), since the
+// text it writes may start (or stop) repeating its input at any point.
+class SpeculationTracker {
+ public:
+  static constexpr int kWarmup = 4;  // verifications before the rule applies
+  static constexpr int kFirstPause = 16;
+  static constexpr int kMaxPause = 256;
+
+  // Called once per decode step: whether this step may carry drafts (a
+  // paused sequence counts the step instead).
+  bool take_step();
+  bool paused() const { return pause_left_ > 0; }
+  // One verification: `drafted` tokens proposed, the first `accepted` kept.
+  void record(int drafted, int accepted, double min_accept);
+
+  int64_t drafted() const { return drafted_; }
+  int64_t accepted() const { return accepted_; }
+
+ private:
+  int pause_left_ = 0;             // decode steps still paused
+  int next_pause_ = kFirstPause;   // length of the next pause
+  int verifications_ = 0;          // since the last pause
+  double rate_ = 1.0;  // exponential average of accepted / drafted
+  int64_t drafted_ = 0;
+  int64_t accepted_ = 0;
+};
+
+// Counters of a generate loop's verifications (the run summary, /metrics).
+struct SpeculationCounts {
+  uint64_t drafts = 0;           // verifications (steps that carried drafts)
+  uint64_t draft_tokens = 0;     // tokens proposed and verified
+  uint64_t accepted_tokens = 0;  // of them, accepted
+  std::vector<uint64_t> accepted_per_pos;  // [draft_max] accepted at draft position i
+
+  void record(int drafted, int accepted);
+  double acceptance() const {
+    return draft_tokens > 0 ? static_cast<double>(accepted_tokens) / static_cast<double>(draft_tokens)
+                            : 0.0;
+  }
+};
+
+}  // namespace folio
