@@ -272,7 +272,103 @@ def conversations():
          {"documents": [{"title": "Doc A", "text": "Paris is the capital of France."},
                         {"title": "Doc B", "text": "Café culture\nis old."}]}),
     ]
+    by_name = {c[0]: c for c in cases}
+    for name, source, options in GENERIC_CASES:
+        cases.append((name, generic_messages(by_name[source][1], TOOLS, **options), None, {}))
     return cases
+
+
+# ---------------------------------------------------------------------------
+# The generic tool format (src/chat/generic_tools.h), written again here as
+# the reference its C++ rewrite is tested against: the tools described in a
+# system message (or the first user message), earlier calls as JSON content,
+# tool results as user messages, consecutive user messages joined.
+
+def generic_tools_text(tools, allow_response, only_tool, parallel):
+    name = only_tool or "<tool name>"
+    call = '{"name": "%s", "arguments": {<arguments>}}' % name
+    example = '{"tool_calls": [%s, ...]}' % call if parallel else '{"tool_call": %s}' % call
+    lines = []
+    for t in tools:
+        f = t.get("function", t)
+        d = {"name": f.get("name", "")}
+        if "description" in f:
+            d["description"] = f["description"]
+        d["parameters"] = f.get("parameters", {})
+        lines.append(json.dumps(d, ensure_ascii=False))
+    s = "You can call these tools:\n" + "".join(line + "\n" for line in lines)
+    s += "\nAnswer with one JSON object"
+    if allow_response:
+        s += ': %s to call %s, or {"response": "<your answer>"} to answer the user.' % (
+            example, "tools" if parallel else "a tool")
+    elif only_tool:
+        s += " that calls %s: %s." % (only_tool, example)
+    else:
+        s += " that calls %s: %s." % ("tools" if parallel else "a tool", example)
+    s += '\nTool results come back as {"tool_response": {"tool": "<tool name>", "content": ...}}.'
+    return s
+
+
+def generic_messages(messages, tools, allow_response=True, only_tool="", parallel=True,
+                     system_in_user=False):
+    out, names = [], {}
+    text = lambda c: c is None or isinstance(c, str)  # noqa: E731
+    for m in copy.deepcopy(messages):
+        role = m.get("role")
+        if role == "assistant" and m.get("tool_calls"):
+            calls = []
+            for c in m.pop("tool_calls"):
+                f = c.get("function", c)
+                args = f.get("arguments", {})
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args)
+                    except ValueError:
+                        pass
+                call = {"name": f.get("name", ""), "arguments": args}
+                if isinstance(c.get("id"), str):
+                    call["id"] = c["id"]
+                    names[c["id"]] = call["name"]
+                calls.append(call)
+            written = {"tool_call": calls[0]} if not parallel and len(calls) == 1 else {"tool_calls": calls}
+            m["content"] = json.dumps(written, ensure_ascii=False)
+        elif role == "tool":
+            call_id = m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else ""
+            name = m.get("name") if isinstance(m.get("name"), str) else ""
+            r = {"tool": name or names.get(call_id, "")}
+            if call_id:
+                r["tool_call_id"] = call_id
+            r["content"] = m.get("content", "")
+            m = {"role": "user", "content": json.dumps({"tool_response": r}, ensure_ascii=False)}
+        if (m.get("role") == "user" and out and out[-1].get("role") == "user"
+                and text(out[-1]["content"]) and text(m["content"])):
+            out[-1]["content"] = (out[-1]["content"] or "") + "\n\n" + (m["content"] or "")
+            continue
+        out.append(m)
+    t = generic_tools_text(tools, allow_response, only_tool, parallel)
+    if not system_in_user:
+        if out and out[0].get("role") == "system" and text(out[0]["content"]):
+            out[0]["content"] = (out[0]["content"] + "\n\n" + t) if out[0]["content"] else t
+        else:
+            out.insert(0, {"role": "system", "content": t})
+        return out
+    for m in out:
+        if m.get("role") == "user" and text(m["content"]):
+            m["content"] = t + "\n\n" + (m["content"] or "")
+            return out
+    out.append({"role": "user", "content": t})
+    return out
+
+
+# (case name, source conversation, options): rendered with tools=None, as
+# folio renders the rewritten conversation.
+GENERIC_CASES = [
+    ("generic_tools", "tool_call_roundtrip", {}),
+    ("generic_tools_required", "parallel_tool_calls",
+     {"allow_response": False, "parallel": False, "system_in_user": True}),
+    ("generic_tools_named", "two_tool_rounds",
+     {"allow_response": False, "only_tool": "get_weather"}),
+]
 
 
 def fnv1a64(data):
@@ -633,10 +729,17 @@ def main():
     cases = conversations()
     os.makedirs(os.path.join(OUT, "expected"), exist_ok=True)
     corpus = []
+    generic = {name: (source, options) for name, source, options in GENERIC_CASES}
     for name, messages, tools, kwargs in cases:
         for agp in (False, True):
-            corpus.append({"name": f"{name}{'+agp' if agp else ''}", "messages": messages, "tools": tools,
-                           "add_generation_prompt": agp, "kwargs": kwargs})
+            entry = {"name": f"{name}{'+agp' if agp else ''}", "messages": messages, "tools": tools,
+                     "add_generation_prompt": agp, "kwargs": kwargs}
+            if name in generic:
+                # What the messages were rewritten from, for the C++ rewrite's test.
+                source, options = generic[name]
+                entry["generic"] = {"source": f"{source}{'+agp' if agp else ''}", "tools": TOOLS,
+                                    "options": options}
+            corpus.append(entry)
     snippets = []
     names = set()
     for name, source, variables in SNIPPETS:

@@ -18,9 +18,12 @@ constexpr std::array<std::pair<ReasoningSyntax, const char*>, 6> kChatFormatReas
     {ReasoningSyntax::kHarmony, "harmony"},
 }};
 
-constexpr std::array<ToolCallFormat, 5> kChatFormatToolFormats = {
-    ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kQwenXml,
-    ToolCallFormat::kLlama3, ToolCallFormat::kMistral};
+constexpr std::array<ToolCallFormat, 15> kChatFormatToolFormats = {
+    ToolCallFormat::kNone,        ToolCallFormat::kHermes,  ToolCallFormat::kQwenXml,
+    ToolCallFormat::kLlama3,      ToolCallFormat::kMistral, ToolCallFormat::kGlm,
+    ToolCallFormat::kNemotron,    ToolCallFormat::kLfm2,    ToolCallFormat::kDeepSeek,
+    ToolCallFormat::kKimi,        ToolCallFormat::kMiniMax, ToolCallFormat::kCommand,
+    ToolCallFormat::kFunctionary, ToolCallFormat::kGranite, ToolCallFormat::kGeneric};
 
 bool chat_format_contains(std::string_view s, std::string_view what) {
   return s.find(what) != std::string_view::npos;
@@ -99,6 +102,11 @@ ChatFormat detect_chat_format(std::string_view src) {
     f.reasoning = ReasoningSyntax::kCommand;
   } else if (chat_format_contains(src, "<think>")) {
     f.reasoning = ReasoningSyntax::kThink;
+  }
+  // A template without a tool syntax folio knows gets the generic JSON
+  // format (Harmony's calls are read with its channels).
+  if (f.tool_calls == ToolCallFormat::kNone && f.reasoning != ReasoningSyntax::kHarmony) {
+    f.tool_calls = ToolCallFormat::kGeneric;
   }
   // The field the template renders an assistant turn's reasoning from.
   if (chat_format_contains(src, "reasoning_content")) {

@@ -18,7 +18,10 @@
 //
 // The format is detected from the template's source (detect_chat_format) or
 // named on the command line (`--chat-format TOOLS[+REASONING]`, e.g.
-// "hermes+think", "none+think", "harmony+harmony").
+// "hermes+think", "generic+think", "none+harmony"). A template that shows no
+// tool syntax folio knows is detected as "generic" (tools described in the
+// prompt, the reply constrained to JSON: chat/generic_tools.h); "none" reads
+// no tool calls at all.
 #pragma once
 
 #include <string>

@@ -1,5 +1,7 @@
 #include "chat/tool_calls.h"
 
+#include <algorithm>
+
 namespace folio::chat {
 
 namespace {
@@ -10,6 +12,30 @@ constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
 constexpr std::string_view kMistralArgs = "[ARGS]";
 constexpr std::string_view kMistralCallId = "[CALL_ID]";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kDeepSeekOpen = "<｜tool▁calls▁begin｜>";
+constexpr std::string_view kDeepSeekClose = "<｜tool▁calls▁end｜>";
+constexpr std::string_view kDeepSeekCall = "<｜tool▁call▁begin｜>";
+constexpr std::string_view kDeepSeekSep = "<｜tool▁sep｜>";
+constexpr std::string_view kDeepSeekCallEnd = "<｜tool▁call▁end｜>";
+constexpr std::string_view kKimiOpen = "<|tool_calls_section_begin|>";
+constexpr std::string_view kKimiClose = "<|tool_calls_section_end|>";
+constexpr std::string_view kMiniMaxOpen = "<minimax:tool_call>";
+constexpr std::string_view kMiniMaxClose = "</minimax:tool_call>";
+constexpr std::string_view kCommandOpen = "<|START_ACTION|>";
+constexpr std::string_view kCommandClose = "<|END_ACTION|>";
+constexpr std::string_view kCommandResponse[] = {"<|START_RESPONSE|>", "<|END_RESPONSE|>"};
+constexpr std::string_view kGraniteCalls = "<|tool_call|>";
+constexpr std::string_view kGraniteResponse[] = {"<response>", "</response>"};
+constexpr std::string_view kFunctionaryOpen = "<function=";
+constexpr std::string_view kFunctionaryClose = "</function>";
+constexpr std::string_view kLfm2Open = "<|tool_call_start|>";
+constexpr std::string_view kLfm2Close = "<|tool_call_end|>";
+constexpr std::string_view kNemotronOpen = "<TOOLCALL>";
+constexpr std::string_view kNemotronClose = "</TOOLCALL>";
+constexpr std::string_view kGlmKey = "<arg_key>";
+constexpr std::string_view kGlmKeyEnd = "</arg_key>";
+constexpr std::string_view kGlmValue = "<arg_value>";
+constexpr std::string_view kGlmValueEnd = "</arg_value>";
 
 bool is_space(char c) {
   return c == ' ' || c == '\n' || c == '\t' || c == '\r';
@@ -160,6 +186,529 @@ bool parse_qwen_xml_call(std::string_view body, const Json* tools, ParsedToolCal
   return true;
 }
 
+// A parameter's value written as text: a string where the tool's schema
+// says string, else JSON when it is JSON, else the text as a string.
+Json tool_calls_text_value(const Json* tools, std::string_view tool, const std::string& param,
+                           std::string_view value) {
+  Json v;
+  if (schema_type(tools, tool, param) != "string" && parse_json(value, &v)) return v;
+  return Json(std::string(value));
+}
+
+// N<arg_key>k</arg_key><arg_value>v</arg_value>... (GLM-4.5+), whitespace
+// between the parts allowed; the value is taken verbatim.
+bool parse_glm_call(std::string_view body, const Json* tools, ParsedToolCall* out) {
+  std::string_view s = trim(body);
+  const size_t name_end = s.find(kGlmKey);
+  ParsedToolCall c;
+  c.name = std::string(trim(s.substr(0, name_end)));
+  if (c.name.empty() || c.name.find_first_of("<>{}\"\n ") != std::string::npos) return false;
+  s = name_end == std::string_view::npos ? std::string_view() : s.substr(name_end);
+  Json args = Json::object();
+  while (!s.empty()) {
+    if (!starts_with(s, kGlmKey)) return false;
+    const size_t key_end = s.find(kGlmKeyEnd);
+    if (key_end == std::string_view::npos) return false;
+    const std::string key(trim(s.substr(kGlmKey.size(), key_end - kGlmKey.size())));
+    s = trim(s.substr(key_end + kGlmKeyEnd.size()));
+    if (key.empty() || !starts_with(s, kGlmValue)) return false;
+    const size_t value_end = s.find(kGlmValueEnd);
+    if (value_end == std::string_view::npos) return false;
+    args[key] = tool_calls_text_value(tools, c.name, key,
+                                      s.substr(kGlmValue.size(), value_end - kGlmValue.size()));
+    s = trim(s.substr(value_end + kGlmValueEnd.size()));
+  }
+  c.arguments = args.dump(-1, ' ', false, Json::error_handler_t::replace);
+  *out = std::move(c);
+  return true;
+}
+
+// [{"name": N, "arguments": {...}}, ...] (Nemotron's <TOOLCALL> body).
+bool parse_json_call_list(std::string_view body, std::vector<ParsedToolCall>* calls) {
+  Json list;
+  if (!parse_json(trim(body), &list) || !list.is_array() || list.empty()) return false;
+  std::vector<ParsedToolCall> out;
+  for (const Json& o : list) {
+    ParsedToolCall c;
+    if (!call_from_object(o, {"arguments", "parameters"}, &c)) return false;
+    out.push_back(std::move(c));
+  }
+  for (auto& c : out) calls->push_back(std::move(c));
+  return true;
+}
+
+// The generic format's whole answer: {"tool_call": {...}}, {"tool_calls":
+// [...]} or {"response": "..."} (the last as *content).
+bool parse_generic_answer(std::string_view text, std::string* content,
+                          std::vector<ParsedToolCall>* calls) {
+  Json o;
+  if (!parse_json(trim(text), &o) || !o.is_object() || o.size() != 1) return false;
+  if (auto r = o.find("response"); r != o.end()) {
+    if (!r->is_string()) return false;
+    *content += r->get<std::string>();
+    return true;
+  }
+  if (auto c = o.find("tool_call"); c != o.end()) {
+    ParsedToolCall call;
+    if (!call_from_object(*c, {"arguments", "parameters"}, &call)) return false;
+    calls->push_back(std::move(call));
+    return true;
+  }
+  if (auto l = o.find("tool_calls"); l != o.end() && l->is_array()) {
+    return parse_json_call_list(l->dump(), calls);
+  }
+  return false;
+}
+
+void tool_calls_append_utf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    *out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    *out += static_cast<char>(0xC0 | (cp >> 6));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    *out += static_cast<char>(0xE0 | (cp >> 12));
+    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    *out += static_cast<char>(0xF0 | (cp >> 18));
+    *out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Four hex digits at s[0..4) as a number, -1 if they are not.
+int tool_calls_hex4(std::string_view s) {
+  if (s.size() < 4) return -1;
+  int v = 0;
+  for (int i = 0; i < 4; ++i) {
+    const char c = s[i];
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+// Decodes the JSON string body at the front of *buf (after its opening
+// quote) into *out, up to the closing quote (consumed; returns true) or to
+// an escape that is not complete yet (held in *buf; returns false). A
+// malformed escape is kept as written.
+bool tool_calls_decode_string(std::string* buf, std::string* out) {
+  size_t i = 0;
+  bool closed = false;
+  while (i < buf->size()) {
+    const char c = (*buf)[i];
+    if (c == '"') {
+      closed = true;
+      ++i;
+      break;
+    }
+    if (c != '\\') {
+      *out += c;
+      ++i;
+      continue;
+    }
+    if (i + 1 >= buf->size()) break;
+    const char e = (*buf)[i + 1];
+    if (e != 'u') {
+      const char* kFrom = "\"\\/bfnrt";
+      const char* kTo = "\"\\/\b\f\n\r\t";
+      const char* at = std::char_traits<char>::find(kFrom, 8, e);
+      if (at != nullptr) {
+        *out += kTo[at - kFrom];
+      } else {
+        *out += '\\';
+        *out += e;
+      }
+      i += 2;
+      continue;
+    }
+    const std::string_view rest = std::string_view(*buf).substr(i + 2);
+    if (rest.size() < 4) break;
+    const int hi = tool_calls_hex4(rest);
+    if (hi < 0) {
+      out->append("\\u");
+      i += 2;
+      continue;
+    }
+    if (hi >= 0xD800 && hi < 0xDC00) {  // a surrogate pair: \uD8xx\uDCxx
+      if (rest.size() < 10) break;
+      const int lo = rest.substr(4, 2) == "\\u" ? tool_calls_hex4(rest.substr(6)) : -1;
+      if (lo >= 0xDC00 && lo < 0xE000) {
+        tool_calls_append_utf8(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), out);
+        i += 12;
+        continue;
+      }
+      tool_calls_append_utf8(0xFFFD, out);
+      i += 6;
+      continue;
+    }
+    tool_calls_append_utf8(hi >= 0xDC00 && hi < 0xE000 ? 0xFFFD : static_cast<uint32_t>(hi), out);
+    i += 6;
+  }
+  buf->erase(0, i);
+  return closed;
+}
+
+// A Python literal (LFM2's call arguments) read into JSON: 'str' / "str"
+// (backslash escapes), numbers, True / False / None (and JSON's true /
+// false / null), [lists], (tuples, as lists) and {dicts} with string keys.
+class ToolCallsPyLiteral {
+ public:
+  explicit ToolCallsPyLiteral(std::string_view s) : s_(s) {}
+
+  bool value(Json* out, int depth = 0) {
+    skip();
+    if (at_end() || depth > 64) return false;
+    const char c = s_[i_];
+    if (c == '\'' || c == '"') {
+      std::string str;
+      if (!string(&str)) return false;
+      *out = std::move(str);
+      return true;
+    }
+    if (c == '[' || c == '(') return list(c == '[' ? ']' : ')', out, depth);
+    if (c == '{') return dict(out, depth);
+    for (const auto& [word, v] : {std::pair<const char*, Json>{"True", true},
+                                  {"False", false},
+                                  {"None", nullptr},
+                                  {"true", true},
+                                  {"false", false},
+                                  {"null", nullptr}}) {
+      const std::string_view w = word;
+      if (s_.substr(i_, w.size()) == w && !ident_char(i_ + w.size())) {
+        i_ += w.size();
+        *out = v;
+        return true;
+      }
+    }
+    return number(out);
+  }
+
+  // name(k=v, ...) with a plain identifier name.
+  bool call(ParsedToolCall* out) {
+    skip();
+    const size_t start = i_;
+    while (ident_char(i_)) ++i_;
+    if (i_ == start || (s_[start] >= '0' && s_[start] <= '9')) return false;
+    ParsedToolCall c;
+    c.name = std::string(s_.substr(start, i_ - start));
+    skip();
+    if (!eat('(')) return false;
+    Json args = Json::object();
+    skip();
+    if (!eat(')')) {
+      for (;;) {
+        skip();
+        const size_t k = i_;
+        while (ident_char(i_)) ++i_;
+        if (i_ == k) return false;
+        const std::string key(s_.substr(k, i_ - k));
+        skip();
+        if (!eat('=')) return false;
+        Json v;
+        if (!value(&v)) return false;
+        args[key] = std::move(v);
+        skip();
+        if (eat(')')) break;
+        if (!eat(',')) return false;
+      }
+    }
+    c.arguments = args.dump(-1, ' ', false, Json::error_handler_t::replace);
+    *out = std::move(c);
+    return true;
+  }
+
+  void skip() {
+    while (!at_end() && is_space(s_[i_])) ++i_;
+  }
+  bool eat(char c) {
+    if (at_end() || s_[i_] != c) return false;
+    ++i_;
+    return true;
+  }
+  bool at_end() const { return i_ >= s_.size(); }
+
+ private:
+  bool ident_char(size_t i) const {
+    if (i >= s_.size()) return false;
+    const char c = s_[i];
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  }
+
+  bool string(std::string* out) {
+    const char q = s_[i_++];
+    while (!at_end()) {
+      const char c = s_[i_++];
+      if (c == q) return true;
+      if (c != '\\') {
+        *out += c;
+        continue;
+      }
+      if (at_end()) return false;
+      const char e = s_[i_++];
+      switch (e) {
+        case 'n':
+          *out += '\n';
+          break;
+        case 't':
+          *out += '\t';
+          break;
+        case 'r':
+          *out += '\r';
+          break;
+        case '0':
+          *out += '\0';
+          break;
+        case 'u': {
+          const int cp = tool_calls_hex4(s_.substr(i_));
+          if (cp < 0) return false;
+          tool_calls_append_utf8(static_cast<uint32_t>(cp), out);
+          i_ += 4;
+          break;
+        }
+        default:
+          *out += e;
+          break;  // \\ \' \" and the rest as written
+      }
+    }
+    return false;
+  }
+
+  bool list(char close, Json* out, int depth) {
+    ++i_;
+    *out = Json::array();
+    skip();
+    if (eat(close)) return true;
+    for (;;) {
+      Json v;
+      if (!value(&v, depth + 1)) return false;
+      out->push_back(std::move(v));
+      skip();
+      if (eat(close)) return true;
+      if (!eat(',')) return false;
+      skip();
+      if (eat(close)) return true;  // a trailing comma
+    }
+  }
+
+  bool dict(Json* out, int depth) {
+    ++i_;
+    *out = Json::object();
+    skip();
+    if (eat('}')) return true;
+    for (;;) {
+      skip();
+      std::string key;
+      if (at_end() || (s_[i_] != '\'' && s_[i_] != '"') || !string(&key)) return false;
+      skip();
+      if (!eat(':')) return false;
+      Json v;
+      if (!value(&v, depth + 1)) return false;
+      (*out)[key] = std::move(v);
+      skip();
+      if (eat('}')) return true;
+      if (!eat(',')) return false;
+    }
+  }
+
+  bool number(Json* out) {
+    const size_t start = i_;
+    if (!at_end() && (s_[i_] == '-' || s_[i_] == '+')) ++i_;
+    while (!at_end() &&
+           ((s_[i_] >= '0' && s_[i_] <= '9') || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E' ||
+            ((s_[i_] == '-' || s_[i_] == '+') && (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E')))) {
+      ++i_;
+    }
+    std::string text(s_.substr(start, i_ - start));
+    if (!text.empty() && text[0] == '+') text.erase(0, 1);
+    // Python writes 1. and .5; JSON wants digits around the point.
+    if (!text.empty() && text.back() == '.') text += '0';
+    if (const size_t dot = text.find('.');
+        dot != std::string::npos && (dot == 0 || text[dot - 1] == '-')) {
+      text.insert(dot, "0");
+    }
+    return !text.empty() && parse_json(text, out) && out->is_number();
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+// [name(k=v, ...), ...] (LFM2's <|tool_call_start|> body).
+bool parse_lfm2_calls(std::string_view body, std::vector<ParsedToolCall>* calls) {
+  ToolCallsPyLiteral p(trim(body));
+  std::vector<ParsedToolCall> out;
+  if (!p.eat('[')) return false;
+  p.skip();
+  while (!p.eat(']')) {
+    ParsedToolCall c;
+    if (!p.call(&c)) return false;
+    out.push_back(std::move(c));
+    p.skip();
+    if (!p.eat(',')) {
+      p.skip();
+      if (!p.eat(']')) return false;
+      break;
+    }
+    p.skip();
+  }
+  p.skip();
+  if (!p.at_end() || out.empty()) return false;
+  for (auto& c : out) calls->push_back(std::move(c));
+  return true;
+}
+
+// A call's arguments written as JSON: an object, or a string holding one.
+bool tool_calls_json_args(std::string_view text, std::string* out) {
+  Json a;
+  return parse_json(trim(text), &a) && arguments_text(a, out);
+}
+
+// Repeated OPEN head SEP args CLOSE, whitespace between: the body of a
+// DeepSeek V3.1 or Kimi K2 tool-call section. `head` is the name (DeepSeek)
+// or Kimi's id functions.NAME:IDX.
+bool parse_sectioned_calls(std::string_view s, std::string_view open, std::string_view sep,
+                           std::string_view close, bool kimi_ids,
+                           std::vector<ParsedToolCall>* calls) {
+  std::vector<ParsedToolCall> out;
+  s = trim(s);
+  while (!s.empty()) {
+    if (!starts_with(s, open)) return false;
+    s.remove_prefix(open.size());
+    const size_t at_sep = s.find(sep);
+    const size_t at_close = s.find(close);
+    if (at_sep == std::string_view::npos || at_close == std::string_view::npos ||
+        at_close < at_sep) {
+      return false;
+    }
+    ParsedToolCall c;
+    std::string head(trim(s.substr(0, at_sep)));
+    std::string_view args = s.substr(at_sep + sep.size(), at_close - at_sep - sep.size());
+    if (!kimi_ids && head == "function") {
+      // DeepSeek R1 / V3: function<sep>NAME\n```json\n{...}\n```
+      const size_t nl = args.find('\n');
+      if (nl == std::string_view::npos) return false;
+      head = std::string(trim(args.substr(0, nl)));
+      args = trim(args.substr(nl + 1));
+      constexpr std::string_view kFence = "```json", kFenceEnd = "```";
+      if (!starts_with(args, kFence) || args.size() < kFence.size() + kFenceEnd.size() ||
+          args.substr(args.size() - kFenceEnd.size()) != kFenceEnd) {
+        return false;
+      }
+      args = args.substr(kFence.size(), args.size() - kFence.size() - kFenceEnd.size());
+    }
+    if (kimi_ids) {
+      c.id = head;
+      constexpr std::string_view kFunctions = "functions.";
+      if (head.rfind(kFunctions, 0) == 0) head.erase(0, kFunctions.size());
+      if (const size_t colon = head.rfind(':'); colon != std::string::npos) head.resize(colon);
+    }
+    c.name = std::move(head);
+    if (c.name.empty() || c.name.find_first_of(" \n<>{}\"") != std::string::npos ||
+        !tool_calls_json_args(args, &c.arguments)) {
+      return false;
+    }
+    out.push_back(std::move(c));
+    s = trim(s.substr(at_close + close.size()));
+  }
+  if (out.empty()) return false;
+  for (auto& c : out) calls->push_back(std::move(c));
+  return true;
+}
+
+// The value of attribute name="..." at the start of `s` (after the tag
+// name), and where the tag closes.
+bool tool_calls_name_attr(std::string_view s, std::string* name, size_t* tag_end) {
+  constexpr std::string_view kName = "name=\"";
+  s = s.substr(0, s.find('>'));
+  const size_t at = s.find(kName);
+  if (at == std::string_view::npos) return false;
+  const size_t end = s.find('"', at + kName.size());
+  if (end == std::string_view::npos) return false;
+  *name = std::string(s.substr(at + kName.size(), end - at - kName.size()));
+  *tag_end = s.size() + 1;
+  return !name->empty();
+}
+
+// <invoke name="N"><parameter name="k">v</parameter>...</invoke>, repeated
+// (MiniMax-M2); values typed by the tool's schema.
+bool parse_minimax_calls(std::string_view s, const Json* tools,
+                         std::vector<ParsedToolCall>* calls) {
+  constexpr std::string_view kInvoke = "<invoke", kInvokeEnd = "</invoke>";
+  constexpr std::string_view kParam = "<parameter", kParamEnd = "</parameter>";
+  std::vector<ParsedToolCall> out;
+  s = trim(s);
+  while (!s.empty()) {
+    if (!starts_with(s, kInvoke)) return false;
+    ParsedToolCall c;
+    size_t tag_end = 0;
+    if (!tool_calls_name_attr(s, &c.name, &tag_end) || tag_end > s.size()) return false;
+    s = trim(s.substr(tag_end));
+    Json args = Json::object();
+    while (starts_with(s, kParam)) {
+      std::string key;
+      if (!tool_calls_name_attr(s, &key, &tag_end) || tag_end > s.size()) return false;
+      s = s.substr(tag_end);
+      const size_t end = s.find(kParamEnd);
+      if (end == std::string_view::npos) return false;
+      std::string_view value = s.substr(0, end);
+      if (starts_with(value, "\n")) value.remove_prefix(1);
+      if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
+      args[key] = tool_calls_text_value(tools, c.name, key, value);
+      s = trim(s.substr(end + kParamEnd.size()));
+    }
+    if (!starts_with(s, kInvokeEnd)) return false;
+    s = trim(s.substr(kInvokeEnd.size()));
+    c.arguments = args.dump(-1, ' ', false, Json::error_handler_t::replace);
+    out.push_back(std::move(c));
+  }
+  if (out.empty()) return false;
+  for (auto& c : out) calls->push_back(std::move(c));
+  return true;
+}
+
+// [{"tool_call_id": I, "tool_name": N, "parameters": {...}}, ...]
+// (Command R7B's action).
+bool parse_command_calls(std::string_view body, std::vector<ParsedToolCall>* calls) {
+  Json list;
+  if (!parse_json(trim(body), &list) || !list.is_array() || list.empty()) return false;
+  std::vector<ParsedToolCall> out;
+  for (const Json& o : list) {
+    if (!o.is_object()) return false;
+    auto name = o.find("tool_name");
+    if (name == o.end() || !name->is_string() || name->get<std::string>().empty()) return false;
+    ParsedToolCall c;
+    c.name = name->get<std::string>();
+    c.arguments = "{}";
+    if (auto p = o.find("parameters"); p != o.end() && !arguments_text(*p, &c.arguments)) {
+      return false;
+    }
+    out.push_back(std::move(c));
+  }
+  for (auto& c : out) calls->push_back(std::move(c));
+  return true;
+}
+
+// NAME>{json} (the body of Functionary v3.1's <function=NAME>{json}</function>).
+bool parse_functionary_call(std::string_view body, ParsedToolCall* out) {
+  const size_t gt = body.find('>');
+  if (gt == std::string_view::npos) return false;
+  ParsedToolCall c;
+  c.name = std::string(trim(body.substr(0, gt)));
+  if (c.name.empty() || c.name.find_first_of(" \n<{}\"") != std::string::npos ||
+      !tool_calls_json_args(body.substr(gt + 1), &c.arguments)) {
+    return false;
+  }
+  *out = std::move(c);
+  return true;
+}
+
 // Everything from [TOOL_CALLS] on.
 bool parse_mistral_calls(std::string_view s, std::vector<ParsedToolCall>* calls) {
   std::vector<ParsedToolCall> out;
@@ -233,6 +782,29 @@ bool parse_llama3_calls(std::string_view s, std::vector<ParsedToolCall>* calls) 
 }  // namespace
 
 ToolCallFormat detect_tool_call_format(std::string_view src) {
+  if (src.find(kGlmKey) != std::string_view::npos &&
+      src.find(kGlmValue) != std::string_view::npos) {
+    return ToolCallFormat::kGlm;
+  }
+  if (src.find(kNemotronOpen) != std::string_view::npos) return ToolCallFormat::kNemotron;
+  if (src.find(kDeepSeekCall) != std::string_view::npos &&
+      src.find(kDeepSeekSep) != std::string_view::npos) {
+    return ToolCallFormat::kDeepSeek;
+  }
+  if (src.find(kKimiOpen) != std::string_view::npos) return ToolCallFormat::kKimi;
+  if (src.find(kMiniMaxOpen) != std::string_view::npos) return ToolCallFormat::kMiniMax;
+  if (src.find(kCommandOpen) != std::string_view::npos) return ToolCallFormat::kCommand;
+  if (src.find(kGraniteCalls) != std::string_view::npos) return ToolCallFormat::kGranite;
+  if (src.find(kFunctionaryOpen) != std::string_view::npos &&
+      src.find(kHermesOpen) == std::string_view::npos &&
+      src.find("<|start_header_id|>") != std::string_view::npos &&
+      src.find(kFunctionaryClose) != std::string_view::npos) {
+    return ToolCallFormat::kFunctionary;
+  }
+  if (src.find("<|tool_list_start|>") != std::string_view::npos ||
+      src.find("List of tools: [") != std::string_view::npos) {
+    return ToolCallFormat::kLfm2;
+  }
   if (src.find(kHermesOpen) != std::string_view::npos &&
       src.find("<function=") != std::string_view::npos) {
     return ToolCallFormat::kQwenXml;
@@ -257,6 +829,26 @@ const char* tool_call_format_name(ToolCallFormat f) {
       return "llama3";
     case ToolCallFormat::kMistral:
       return "mistral";
+    case ToolCallFormat::kGlm:
+      return "glm";
+    case ToolCallFormat::kNemotron:
+      return "nemotron";
+    case ToolCallFormat::kLfm2:
+      return "lfm2";
+    case ToolCallFormat::kDeepSeek:
+      return "deepseek";
+    case ToolCallFormat::kKimi:
+      return "kimi";
+    case ToolCallFormat::kMiniMax:
+      return "minimax";
+    case ToolCallFormat::kCommand:
+      return "command";
+    case ToolCallFormat::kFunctionary:
+      return "functionary";
+    case ToolCallFormat::kGranite:
+      return "granite";
+    case ToolCallFormat::kGeneric:
+      return "generic";
     case ToolCallFormat::kNone:
       break;
   }
@@ -264,7 +856,11 @@ const char* tool_call_format_name(ToolCallFormat f) {
 }
 
 bool tool_call_markers_are_special(ToolCallFormat f) {
-  return f == ToolCallFormat::kMistral || f == ToolCallFormat::kLlama3;
+  return f == ToolCallFormat::kMistral || f == ToolCallFormat::kLlama3 ||
+         f == ToolCallFormat::kGlm || f == ToolCallFormat::kNemotron ||
+         f == ToolCallFormat::kLfm2 || f == ToolCallFormat::kDeepSeek ||
+         f == ToolCallFormat::kKimi || f == ToolCallFormat::kMiniMax ||
+         f == ToolCallFormat::kCommand || f == ToolCallFormat::kGranite;
 }
 
 void ToolCallParser::feed(std::string_view text, std::string* content,
@@ -273,11 +869,22 @@ void ToolCallParser::feed(std::string_view text, std::string* content,
   switch (format_) {
     case ToolCallFormat::kHermes:
     case ToolCallFormat::kQwenXml:
+    case ToolCallFormat::kGlm:
+    case ToolCallFormat::kNemotron:
+    case ToolCallFormat::kLfm2:
+    case ToolCallFormat::kDeepSeek:
+    case ToolCallFormat::kKimi:
+    case ToolCallFormat::kMiniMax:
+    case ToolCallFormat::kCommand:
+    case ToolCallFormat::kFunctionary:
       return feed_tagged(content, calls);
     case ToolCallFormat::kMistral:
+    case ToolCallFormat::kGranite:
       return feed_mistral(content);
     case ToolCallFormat::kLlama3:
       return feed_llama3(content);
+    case ToolCallFormat::kGeneric:
+      return feed_generic(content);
     case ToolCallFormat::kNone:
       break;
   }
@@ -285,51 +892,205 @@ void ToolCallParser::feed(std::string_view text, std::string* content,
   buf_.clear();
 }
 
-bool ToolCallParser::parse_tagged_call(std::string_view body, ParsedToolCall* out) const {
-  return format_ == ToolCallFormat::kQwenXml ? parse_qwen_xml_call(body, tools_, out)
-                                              : parse_hermes_call(body, out);
+bool ToolCallParser::parse_tagged_call(std::string_view body,
+                                       std::vector<ParsedToolCall>* out) const {
+  ParsedToolCall c;
+  bool ok = false;
+  switch (format_) {
+    case ToolCallFormat::kQwenXml:
+      ok = parse_qwen_xml_call(body, tools_, &c);
+      break;
+    case ToolCallFormat::kGlm:
+      ok = parse_glm_call(body, tools_, &c);
+      break;
+    case ToolCallFormat::kNemotron:
+      return parse_json_call_list(body, out);
+    case ToolCallFormat::kLfm2:
+      return parse_lfm2_calls(body, out);
+    case ToolCallFormat::kDeepSeek:
+      return parse_sectioned_calls(body, kDeepSeekCall, kDeepSeekSep, kDeepSeekCallEnd, false, out);
+    case ToolCallFormat::kKimi:
+      return parse_sectioned_calls(body, "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
+                                   "<|tool_call_end|>", true, out);
+    case ToolCallFormat::kMiniMax:
+      return parse_minimax_calls(body, tools_, out);
+    case ToolCallFormat::kCommand:
+      return parse_command_calls(body, out);
+    case ToolCallFormat::kFunctionary:
+      ok = parse_functionary_call(body, &c);
+      break;
+    default:
+      ok = parse_hermes_call(body, &c);
+      break;
+  }
+  if (ok) out->push_back(std::move(c));
+  return ok;
+}
+
+std::string_view ToolCallParser::tagged_open() const {
+  switch (format_) {
+    case ToolCallFormat::kNemotron:
+      return kNemotronOpen;
+    case ToolCallFormat::kLfm2:
+      return kLfm2Open;
+    case ToolCallFormat::kDeepSeek:
+      return kDeepSeekOpen;
+    case ToolCallFormat::kKimi:
+      return kKimiOpen;
+    case ToolCallFormat::kMiniMax:
+      return kMiniMaxOpen;
+    case ToolCallFormat::kCommand:
+      return kCommandOpen;
+    case ToolCallFormat::kFunctionary:
+      return kFunctionaryOpen;
+    default:
+      return kHermesOpen;
+  }
+}
+
+std::string_view ToolCallParser::tagged_close() const {
+  switch (format_) {
+    case ToolCallFormat::kNemotron:
+      return kNemotronClose;
+    case ToolCallFormat::kLfm2:
+      return kLfm2Close;
+    case ToolCallFormat::kDeepSeek:
+      return kDeepSeekClose;
+    case ToolCallFormat::kKimi:
+      return kKimiClose;
+    case ToolCallFormat::kMiniMax:
+      return kMiniMaxClose;
+    case ToolCallFormat::kCommand:
+      return kCommandClose;
+    case ToolCallFormat::kFunctionary:
+      return kFunctionaryClose;
+    default:
+      return kHermesClose;
+  }
+}
+
+void ToolCallParser::emit_content(std::string_view text, std::string* content) {
+  if (format_ != ToolCallFormat::kCommand && format_ != ToolCallFormat::kGranite) {
+    content->append(text);
+    return;
+  }
+  // Command R7B wraps its answer in <|START_RESPONSE|> ... <|END_RESPONSE|>,
+  // Granite 3.x in <response> ... </response>: markup, not content.
+  const auto& markers = format_ == ToolCallFormat::kCommand ? kCommandResponse : kGraniteResponse;
+  hold_ += text;
+  size_t keep = 0;
+  for (std::string_view m : markers) {
+    for (size_t at = hold_.find(m); at != std::string::npos; at = hold_.find(m, at)) {
+      hold_.erase(at, m.size());
+    }
+  }
+  for (std::string_view m : markers) keep = std::max(keep, partial_suffix(hold_, m));
+  content->append(hold_, 0, hold_.size() - keep);
+  hold_.erase(0, hold_.size() - keep);
 }
 
 void ToolCallParser::feed_tagged(std::string* content, std::vector<ParsedToolCall>* calls) {
+  const std::string_view open_tag = tagged_open();
+  const std::string_view close_tag = tagged_close();
   for (;;) {
     if (mode_ != Mode::kCall) {
-      const size_t open = buf_.find(kHermesOpen);
+      const size_t open = buf_.find(open_tag);
       if (open == std::string::npos) {
-        const size_t keep = partial_suffix(buf_, kHermesOpen);
-        content->append(buf_, 0, buf_.size() - keep);
+        const size_t keep = partial_suffix(buf_, open_tag);
+        emit_content(std::string_view(buf_).substr(0, buf_.size() - keep), content);
         buf_.erase(0, buf_.size() - keep);
         mode_ = Mode::kContent;
         return;
       }
-      content->append(buf_, 0, open);
-      buf_.erase(0, open + kHermesOpen.size());
+      emit_content(std::string_view(buf_).substr(0, open), content);
+      buf_.erase(0, open + open_tag.size());
       mode_ = Mode::kCall;
     }
-    const size_t close = buf_.find(kHermesClose);
-    if (close == std::string::npos) return;  // the call is still coming
-    ParsedToolCall c;
-    if (parse_tagged_call(std::string_view(buf_).substr(0, close), &c)) {
-      calls->push_back(std::move(c));
-    } else {
-      content->append(kHermesOpen);
-      content->append(buf_, 0, close + kHermesClose.size());
+    // The close marker is looked for only in text not searched before, so a
+    // long call streamed in small pieces costs linear time.
+    const size_t close = buf_.find(close_tag, scan_from_);
+    if (close == std::string::npos) {  // the call is still coming
+      scan_from_ = buf_.size() >= close_tag.size() ? buf_.size() - close_tag.size() + 1 : 0;
+      return;
     }
-    buf_.erase(0, close + kHermesClose.size());
+    scan_from_ = 0;
+    if (!parse_tagged_call(std::string_view(buf_).substr(0, close), calls)) {
+      emit_content(open_tag, content);
+      emit_content(std::string_view(buf_).substr(0, close + close_tag.size()), content);
+    }
+    buf_.erase(0, close + close_tag.size());
     mode_ = Mode::kContent;
+  }
+}
+
+void ToolCallParser::feed_generic(std::string* content) {
+  constexpr std::string_view kResponseKey = "\"response\"";
+  for (;;) {
+    switch (mode_) {
+      case Mode::kUndecided: {
+        // {"response": "... streams; any other object is parsed at the end.
+        const std::string_view t = trim(buf_);
+        if (t.empty()) return;
+        if (t[0] != '{') {
+          mode_ = Mode::kContent;
+          continue;
+        }
+        std::string_view r = trim(t.substr(1));
+        if (r.empty() || (r.size() < kResponseKey.size() && starts_with(kResponseKey, r))) return;
+        if (!starts_with(r, kResponseKey)) {
+          mode_ = Mode::kCapture;
+          return;
+        }
+        r = trim(r.substr(kResponseKey.size()));
+        if (r.empty()) return;
+        if (r[0] != ':') {
+          mode_ = Mode::kCapture;
+          return;
+        }
+        r = trim(r.substr(1));
+        if (r.empty()) return;
+        if (r[0] != '"') {
+          mode_ = Mode::kCapture;
+          return;
+        }
+        buf_.erase(0, static_cast<size_t>(r.data() - buf_.data()) + 1);
+        mode_ = Mode::kResponse;
+        continue;
+      }
+      case Mode::kResponse:
+        if (tool_calls_decode_string(&buf_, content)) {
+          mode_ = Mode::kAfterResponse;
+          continue;
+        }
+        return;
+      case Mode::kAfterResponse:
+        // The object's closing brace and whitespace are markup; anything
+        // else after the string is held and goes out at the end.
+        while (!buf_.empty() && (is_space(buf_[0]) || buf_[0] == '}')) buf_.erase(0, 1);
+        return;
+      case Mode::kContent:
+        *content += buf_;
+        buf_.clear();
+        return;
+      default:  // kCapture: parsed at the end
+        return;
+    }
   }
 }
 
 void ToolCallParser::feed_mistral(std::string* content) {
   if (mode_ == Mode::kCapture) return;  // parsed at the end
-  const size_t at = buf_.find(kMistralCalls);
+  const std::string_view marker =
+      format_ == ToolCallFormat::kGranite ? kGraniteCalls : kMistralCalls;
+  const size_t at = buf_.find(marker);
   if (at != std::string::npos) {
-    content->append(buf_, 0, at);
+    emit_content(std::string_view(buf_).substr(0, at), content);
     buf_.erase(0, at);
     mode_ = Mode::kCapture;
     return;
   }
-  const size_t keep = partial_suffix(buf_, kMistralCalls);
-  content->append(buf_, 0, buf_.size() - keep);
+  const size_t keep = partial_suffix(buf_, marker);
+  emit_content(std::string_view(buf_).substr(0, buf_.size() - keep), content);
   buf_.erase(0, buf_.size() - keep);
 }
 
@@ -353,20 +1114,37 @@ void ToolCallParser::finish(std::string* content, std::vector<ParsedToolCall>* c
   switch (format_) {
     case ToolCallFormat::kHermes:
     case ToolCallFormat::kQwenXml:
+    case ToolCallFormat::kGlm:
+    case ToolCallFormat::kNemotron:
+    case ToolCallFormat::kLfm2:
+    case ToolCallFormat::kDeepSeek:
+    case ToolCallFormat::kKimi:
+    case ToolCallFormat::kMiniMax:
+    case ToolCallFormat::kCommand:
+    case ToolCallFormat::kFunctionary:
       if (mode_ == Mode::kCall) {
         // A model that ends right after the call, without the closing tag.
-        ParsedToolCall c;
-        if (parse_tagged_call(buf_, &c)) {
-          calls->push_back(std::move(c));
-        } else {
-          content->append(kHermesOpen);
-          content->append(buf_);
+        if (!parse_tagged_call(buf_, calls)) {
+          emit_content(tagged_open(), content);
+          emit_content(buf_, content);
         }
         buf_.clear();
       }
       break;
+    case ToolCallFormat::kGeneric:
+      if (mode_ == Mode::kCapture && parse_generic_answer(buf_, content, calls)) buf_.clear();
+      // A response string cut off before its closing quote: what was decoded
+      // is the content; the undecodable rest of an escape is dropped.
+      if (mode_ == Mode::kResponse) buf_.clear();
+      break;
     case ToolCallFormat::kMistral:
       if (mode_ == Mode::kCapture && parse_mistral_calls(buf_, calls)) buf_.clear();
+      break;
+    case ToolCallFormat::kGranite:
+      if (mode_ == Mode::kCapture &&
+          parse_json_call_list(std::string_view(buf_).substr(kGraniteCalls.size()), calls)) {
+        buf_.clear();
+      }
       break;
     case ToolCallFormat::kLlama3:
       if (mode_ == Mode::kCapture && parse_llama3_calls(buf_, calls)) buf_.clear();
@@ -374,6 +1152,8 @@ void ToolCallParser::finish(std::string* content, std::vector<ParsedToolCall>* c
     case ToolCallFormat::kNone:
       break;
   }
+  *content += hold_;
+  hold_.clear();
   *content += buf_;
   buf_.clear();
   mode_ = Mode::kContent;

@@ -15,6 +15,38 @@
 //   mistral  content, then [TOOL_CALLS] and either a JSON list of {"name",
 //            "arguments", "id"?} or name[ARGS]{...} (repeated, each after
 //            [TOOL_CALLS]; [CALL_ID]id before [ARGS] is accepted)
+//   glm      <tool_call>N<arg_key>k</arg_key><arg_value>v</arg_value>...
+//            </tool_call> (GLM-4.5 / 4.6 / 4.7; whitespace between the parts
+//            allowed): a value is kept as a string where the tool's schema
+//            says string, else read as JSON when it is JSON
+//   nemotron <TOOLCALL>[{"name": N, "arguments": {...}}, ...]</TOOLCALL>
+//            between content (Nemotron Nano v2)
+//   lfm2     <|tool_call_start|>[N(k=v, ...), ...]<|tool_call_end|> between
+//            content, values Python literals ('str', 1.5, True, None,
+//            [...], {...}) or JSON's (LFM2 / LFM2.5)
+//   deepseek <｜tool▁calls▁begin｜> (<｜tool▁call▁begin｜>N<｜tool▁sep｜>{...}
+//            <｜tool▁call▁end｜>)+ <｜tool▁calls▁end｜> (DeepSeek V3.1), or
+//            R1 / V3's function<｜tool▁sep｜>N\n```json\n{...}\n``` calls
+//   kimi     <|tool_calls_section_begin|> (<|tool_call_begin|>functions.N:I
+//            <|tool_call_argument_begin|>{...}<|tool_call_end|>)+
+//            <|tool_calls_section_end|> (Kimi K2; the id is functions.N:I)
+//   minimax  <minimax:tool_call><invoke name="N"><parameter name="k">v
+//            </parameter>...</invoke>...</minimax:tool_call> (MiniMax-M2;
+//            values typed by the tool's schema as in qwen_xml)
+//   command  <|START_ACTION|>[{"tool_call_id", "tool_name", "parameters"}]
+//            <|END_ACTION|> (Command R7B; its <|START_RESPONSE|> /
+//            <|END_RESPONSE|> around the answer are dropped)
+//   functionary  <function=N>{...}</function> (Functionary v3.1: a Llama 3
+//            template)
+//   granite  content, then <|tool_call|>[{"name", "arguments"}, ...] to the end
+//            (Granite 3.x; its <response> / </response> around the answer
+//            are dropped)
+//   generic  the whole answer is one JSON object (chat/generic_tools.h):
+//            {"tool_call": {"name": N, "arguments": {...}}}, {"tool_calls":
+//            [...]} or {"response": "text"}; the response string is streamed
+//            as content as it is decoded. Every template that shows no tool
+//            syntax folio knows gets it: the server describes the tools in
+//            the prompt and constrains the reply by a grammar.
 // A call that does not parse (bad JSON, no name) is not a call: its text
 // goes out as content, so nothing the model wrote is lost.
 #pragma once
@@ -29,15 +61,32 @@ namespace folio::chat {
 
 using Json = nlohmann::ordered_json;
 
-enum class ToolCallFormat { kNone, kHermes, kQwenXml, kLlama3, kMistral };
+enum class ToolCallFormat {
+  kNone,
+  kHermes,
+  kQwenXml,
+  kLlama3,
+  kMistral,
+  kGlm,
+  kNemotron,
+  kLfm2,
+  kDeepSeek,
+  kKimi,
+  kMiniMax,
+  kCommand,
+  kFunctionary,
+  kGranite,
+  kGeneric
+};
 
 // The format a chat template's source renders tool calls in; kNone when it
-// shows none folio knows.
+// shows none folio knows (chat_format.h then picks kGeneric).
 ToolCallFormat detect_tool_call_format(std::string_view template_source);
 const char* tool_call_format_name(ToolCallFormat f);
 // Whether the format's markers are control tokens the detokenizer hides
 // unless asked to render them (mistral's [TOOL_CALLS], llama3's
-// <|python_tag|>).
+// <|python_tag|>, GLM's <arg_key>, Nemotron's <TOOLCALL>, LFM2's
+// <|tool_call_start|>, DeepSeek's, Kimi's, MiniMax's and Command's).
 bool tool_call_markers_are_special(ToolCallFormat f);
 
 struct ParsedToolCall {
@@ -67,17 +116,25 @@ class ToolCallParser {
                         std::string* content, std::vector<ParsedToolCall>* calls);
 
  private:
-  enum class Mode { kContent, kUndecided, kCall, kCapture };
+  enum class Mode { kContent, kUndecided, kCall, kCapture, kResponse, kAfterResponse };
 
   void feed_tagged(std::string* content, std::vector<ParsedToolCall>* calls);
-  bool parse_tagged_call(std::string_view body, ParsedToolCall* out) const;
+  bool parse_tagged_call(std::string_view body, std::vector<ParsedToolCall>* out) const;
   void feed_mistral(std::string* content);
   void feed_llama3(std::string* content);
+  void feed_generic(std::string* content);
+  std::string_view tagged_open() const;
+  std::string_view tagged_close() const;
+  // Content out, less the format's own markup (Command R7B's and Granite's
+  // response markers; a marker's partial tail held in hold_).
+  void emit_content(std::string_view text, std::string* content);
 
   ToolCallFormat format_;
   const Json* tools_;
   Mode mode_ = Mode::kUndecided;
-  std::string buf_;  // held-back text
+  std::string buf_;       // held-back text
+  std::string hold_;      // content that may still be a markup marker
+  size_t scan_from_ = 0;  // tagged calls: buf_ before this holds no close marker
 };
 
 }  // namespace folio::chat

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "chat/chat_parser.h"
+#include "chat/generic_tools.h"
 #include "core/log.h"
 #include "server/chat_prompt.h"
 #include "server/event_queue.h"
@@ -358,8 +359,30 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
   }
   Json messages = r.messages;
   chat::route_reasoning_field(format, &messages);
+  // The generic tool format: the tools are described in the messages, not
+  // by the template (chat/generic_tools.h).
+  const bool generic =
+      format.tool_calls == chat::ToolCallFormat::kGeneric && r.tools.is_array() && !r.tools.empty();
+  chat::GenericToolOptions go;
+  if (generic) {
+    go.allow_response = r.tool_choice.mode == ToolChoiceMode::kAuto;
+    if (r.tool_choice.mode == ToolChoiceMode::kNamed) go.only_tool = r.tool_choice.name;
+    go.parallel = r.parallel_tool_calls;
+    o.tools = nullptr;
+  }
   Result<ChatPrompt> prompt =
-      render_chat_prompt(*m.chat_template, *m.tokenizer, messages, o, m.special_in_content);
+      generic
+          ? render_chat_prompt(*m.chat_template, *m.tokenizer,
+                               chat::generic_tool_messages(messages, r.tools, go, false), o,
+                               m.special_in_content)
+          : render_chat_prompt(*m.chat_template, *m.tokenizer, messages, o, m.special_in_content);
+  if (generic && !prompt.ok()) {
+    // A template that refuses a system role gets the tools in the first user
+    // message.
+    prompt = render_chat_prompt(*m.chat_template, *m.tokenizer,
+                                chat::generic_tool_messages(messages, r.tools, go, true), o,
+                                m.special_in_content);
+  }
   if (!prompt.ok()) {
     *err = bad_request(fmt::format("cannot apply the chat template: {}", prompt.status().message()),
                        "messages");
@@ -452,7 +475,8 @@ bool prepare_generation(const ServedModel& m, const OpenAiRequest& r,
   *format = r.kind == ApiKind::kChat ? served_chat_format(m) : chat::ChatFormat{};
   const chat::ToolCallFormat tool_format =
       has_tools ? format->tool_calls : chat::ToolCallFormat::kNone;
-  return output_grammar(r, tool_format, grammar, err);
+  return output_grammar(r, tool_format, grammar, err, format->reasoning,
+                        r.kind == ApiKind::kChat && subs->front().reasoning_open);
 }
 
 // Submits one prompt with its n choices; its events reach `queue` as

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -432,6 +433,52 @@ bool parse_json_body(const std::string& body, Json* out, ApiError* error) {
 
 namespace {
 
+// tools: a list of {"type": "function", "function": {"name": N,
+// "description"?: string, "parameters"?: object, "strict"?: bool}}, N a
+// non-empty name made of letters, digits, '_', '-' and '.', at most 64
+// characters, each name once.
+bool validate_tools(Fields& f, const Json& tools) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& t = tools[i];
+    const auto bad = [&](const std::string& what) {
+      return f.fail("tools", fmt::format("tools[{}] {}", i, what));
+    };
+    if (!t.is_object())
+      return bad("must be an object {\"type\": \"function\", \"function\": {...}}");
+    if (t.contains("type") && t["type"] != "function")
+      return bad("has a 'type' other than 'function'");
+    auto fn = t.find("function");
+    if (fn == t.end() || !fn->is_object()) return bad("has no 'function' object");
+    auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string() || name->get<std::string>().empty()) {
+      return bad("has no function 'name'");
+    }
+    const std::string n = name->get<std::string>();
+    const bool name_ok =
+        n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+        });
+    if (!name_ok) {
+      return bad("has a function name that is not 1-64 letters, digits, '_', '-' or '.'");
+    }
+    if (std::find(names.begin(), names.end(), n) != names.end()) {
+      return bad(fmt::format("repeats the function name '{}'", n));
+    }
+    names.push_back(n);
+    if (auto d = fn->find("description"); d != fn->end() && !d->is_string() && !d->is_null()) {
+      return bad("has a 'description' that is not a string");
+    }
+    if (auto p = fn->find("parameters"); p != fn->end() && !p->is_object()) {
+      return bad("has 'parameters' that are not a JSON schema object");
+    }
+    if (auto s = fn->find("strict"); s != fn->end() && !s->is_boolean() && !s->is_null()) {
+      return bad("has a 'strict' that is not a boolean");
+    }
+  }
+  return true;
+}
+
 // tool_choice: "none" | "auto" | "required" | {"type": "function",
 // "function": {"name": N}} with N one of the tools; parallel_tool_calls.
 bool parse_tool_choice(Fields& f, OpenAiRequest* out) {
@@ -569,6 +616,7 @@ bool parse_openai_request(const Json& body, ApiKind kind, OpenAiRequest* out, Ap
     if (!parse_messages(f, out)) return false;
     if (const Json* t = f.get("tools"); t != nullptr) {
       if (!t->is_array()) return f.fail("tools", "'tools' must be a list of tool definitions");
+      if (!validate_tools(f, *t)) return false;
       out->tools = *t;
     }
     if (!parse_tool_choice(f, out)) return false;

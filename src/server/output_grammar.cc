@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "chat/generic_tools.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema_to_gbnf.h"
 
@@ -158,9 +159,60 @@ const Json* find_tool(const Json& tools, const std::string& name) {
   return nullptr;
 }
 
+// The request's tools with each one's parameters as the grammar will
+// enforce them: a schema the grammar engine cannot take is a 400 when the
+// function says strict: true, else that tool's arguments may be any object.
+bool enforceable_tools(const Json& tools, Json* out, ApiError* error) {
+  *out = Json::array();
+  for (const Json& t : tools) {
+    Json tool = t;
+    Json& fn = tool.is_object() && tool.contains("function") ? tool["function"] : tool;
+    if (fn.is_object() && fn.contains("parameters")) {
+      Result<std::string> g = grammar::json_schema_to_gbnf(fn["parameters"]);
+      if (!g.ok()) {
+        if (fn.value("strict", false)) {
+          *error = bad_request(fmt::format("the parameters of the strict tool '{}' cannot be "
+                                           "enforced: {}",
+                                           fn.value("name", ""), g.status().message()),
+                               "tools");
+          return false;
+        }
+        fn["parameters"] = Json{{"type", "object"}};
+      }
+    }
+    out->push_back(std::move(tool));
+  }
+  return true;
+}
+
+// The generic format's reply (chat/generic_tools.h): a call or, unless
+// tool_choice demands one, a {"response": ...} object.
+bool generic_gbnf(const OpenAiRequest& r, std::string* out, ApiError* error) {
+  Json tools;
+  if (!enforceable_tools(r.tools, &tools, error)) return false;
+  chat::GenericToolOptions o;
+  o.allow_response = r.tool_choice.mode == ToolChoiceMode::kAuto;
+  if (r.tool_choice.mode == ToolChoiceMode::kNamed) o.only_tool = r.tool_choice.name;
+  o.parallel = r.parallel_tool_calls;
+  Result<Json> schema = chat::generic_reply_schema(tools, o);
+  if (!schema.ok()) {
+    *error = bad_request(std::string(schema.status().message()), "tool_choice");
+    return false;
+  }
+  Result<std::string> g = grammar::json_schema_to_gbnf(*schema);
+  if (!g.ok()) {
+    *error =
+        bad_request(fmt::format("the tools cannot be enforced: {}", g.status().message()), "tools");
+    return false;
+  }
+  *out = std::move(g).value();
+  return true;
+}
+
 // GBNF for the tool call(s) tool_choice demands.
 bool tool_call_gbnf(const OpenAiRequest& r, chat::ToolCallFormat format, std::string* out,
                     ApiError* error) {
+  if (format == chat::ToolCallFormat::kGeneric) return generic_gbnf(r, out, error);
   if (format == chat::ToolCallFormat::kQwenXml) return qwen_xml_gbnf(r, out, error);
   if (format != chat::ToolCallFormat::kHermes && format != chat::ToolCallFormat::kLlama3) {
     *error = bad_request(fmt::format("tool_choice '{}' cannot be enforced for this model's "
@@ -173,9 +225,11 @@ bool tool_call_gbnf(const OpenAiRequest& r, chat::ToolCallFormat format, std::st
     return false;
   }
   const char* args_key = format == chat::ToolCallFormat::kLlama3 ? "parameters" : "arguments";
+  Json tools;
+  if (!enforceable_tools(r.tools, &tools, error)) return false;
   Json schema;
   if (r.tool_choice.mode == ToolChoiceMode::kNamed) {
-    const Json* t = find_tool(r.tools, r.tool_choice.name);
+    const Json* t = find_tool(tools, r.tool_choice.name);
     if (t == nullptr) {
       *error = bad_request(fmt::format("no tool named '{}'", r.tool_choice.name), "tool_choice");
       return false;
@@ -183,7 +237,7 @@ bool tool_call_gbnf(const OpenAiRequest& r, chat::ToolCallFormat format, std::st
     schema = call_schema(*t, args_key);
   } else {
     Json any = Json::array();
-    for (const Json& t : r.tools) any.push_back(call_schema(t, args_key));
+    for (const Json& t : tools) any.push_back(call_schema(t, args_key));
     schema = any.size() == 1 ? any[0] : Json{{"anyOf", std::move(any)}};
   }
   Result<std::string> call = grammar::json_schema_to_gbnf(schema);
@@ -207,15 +261,38 @@ bool tool_call_gbnf(const OpenAiRequest& r, chat::ToolCallFormat format, std::st
   return true;
 }
 
+// A GBNF character class holding everything but `c`.
+std::string gbnf_not_char(char c) {
+  std::string out = "[^";
+  if (c == ']' || c == '[' || c == '\\' || c == '^' || c == '-') out += '\\';
+  out += c;
+  return out + "]";
+}
+
 }  // namespace
 
+std::string reasoning_prefix_gbnf(std::string_view open, std::string_view close,
+                                  std::string_view then, std::string_view prefix) {
+  // Text free of `close`: any character but its first, or a proper prefix
+  // of it followed by a character that does not continue it.
+  std::string body = gbnf_not_char(close[0]);
+  for (size_t k = 1; k < close.size(); ++k) {
+    body += fmt::format(" | {} {}", gbnf_literal(close.substr(0, k)), gbnf_not_char(close[k]));
+  }
+  std::string g = fmt::format("{}-text ::= ({})*\n", prefix, body);
+  g += fmt::format("{}-block ::= {}{}-text {} [ \\t\\n]*\n", prefix,
+                   open.empty() ? "" : gbnf_literal(open) + " ", prefix, gbnf_literal(close));
+  g += fmt::format("{} ::= {}-block{} {}\n", prefix, prefix, open.empty() ? "" : "?", then);
+  return g;
+}
 
 std::string rename_gbnf_rule(std::string_view gbnf, std::string_view from, std::string_view to) {
   return rewrite_gbnf_names(gbnf, [&](std::string_view w) { return std::string(w == from ? to : w); });
 }
 
 bool output_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
-                    std::shared_ptr<const grammar::CompiledGrammar>* out, ApiError* error) {
+                    std::shared_ptr<const grammar::CompiledGrammar>* out, ApiError* error,
+                    chat::ReasoningSyntax reasoning, bool starts_in_reasoning) {
   out->reset();
   std::string gbnf;
   const char* param = "response_format";
@@ -228,11 +305,22 @@ bool output_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
                          "tool_choice");
     return false;
   }
+  // The generic format constrains every reply of a request with tools: it
+  // is how the model is told to write a call at all.
+  const bool generic_tools = r.kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty() &&
+                             format == chat::ToolCallFormat::kGeneric;
   switch (r.output.kind) {
     case OutputConstraint::Kind::kNone:
-      if (!tool_forced) return true;
+      if (!tool_forced && !generic_tools) return true;
       param = "tool_choice";
       if (!tool_call_gbnf(r, format, &gbnf, error)) return false;
+      if (const std::string_view close = chat::reasoning_close_tag(reasoning); !close.empty()) {
+        gbnf = rename_gbnf_rule(gbnf, "root", "folio-reply");
+        gbnf +=
+            reasoning_prefix_gbnf(starts_in_reasoning ? "" : chat::reasoning_open_tag(reasoning),
+                                  close, "folio-reply", "folio-think");
+        gbnf += "root ::= folio-think\n";
+      }
       break;
     case OutputConstraint::Kind::kJsonObject:
       gbnf = grammar::json_object_gbnf();

@@ -355,6 +355,18 @@ void Vocab::find_eog_tokens() {
   for (std::string_view t : kEogTexts) {
     add(find(t));
   }
+  // Harmony (gpt-oss): <|end|> closes one message of a reply that goes on
+  // (analysis, then final); the reply ends at <|return|>, or at <|call|>
+  // after a tool call. A vocabulary with both ends generation there and not
+  // at <|end|> (llama.cpp's rule).
+  const TokenId ret = find("<|return|>");
+  const TokenId call = find("<|call|>");
+  if (ret != kNoToken && call != kNoToken) {
+    add(ret);
+    add(call);
+    const TokenId end = find("<|end|>");
+    if (end != kNoToken && end != eos_ && end != eot_) std::erase(eog_ids_, end);
+  }
 }
 
 }  // namespace folio::tokenizer

@@ -31,19 +31,29 @@ TEST(ChatFormat, DetectedFromTheCorpusTemplates) {
       {"Qwen-Qwen2.5-7B-Instruct", "hermes"},
       {"Qwen3.5-4B", "qwen_xml+think"},
       {"Qwen-QwQ-32B", "hermes+think"},
-      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "none+think"},
-      {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "none+think"},
-      {"MiniMax-M2", "none+think"},
-      {"Kimi-K2-Thinking", "none+think"},
-      {"HuggingFaceTB-SmolLM3-3B", "none+think"},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "deepseek+think"},
+      {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "deepseek+think"},
+      {"MiniMax-M2", "minimax+think"},
+      {"Kimi-K2-Thinking", "kimi+think"},
+      {"HuggingFaceTB-SmolLM3-3B", "generic+think"},
       {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "qwen_xml+think"},
-      {"ibm-granite-granite-3.3-2B-Instruct", "none+think"},
-      {"ByteDance-Seed-OSS", "none+seed"},
+      {"ibm-granite-granite-3.3-2B-Instruct", "granite+think"},
+      {"ByteDance-Seed-OSS", "generic+seed"},
       {"mistralai-Ministral-3-14B-Reasoning-2512", "mistral+mistral"},
-      {"Cohere2MoE", "none+command"},
+      {"Cohere2MoE", "command+command"},
       {"openai-gpt-oss-120b", "none+harmony"},
       {"meta-llama-Llama-3.1-8B-Instruct", "llama3"},
-      {"google-gemma-2-2b-it", "none"},
+      {"google-gemma-2-2b-it", "generic"},
+      {"GLM-4.6", "glm+think"},
+      {"GLM-4.7-Flash", "glm+think"},
+      {"NVIDIA-Nemotron-Nano-v2", "nemotron+think"},
+      {"LFM2-8B-A1B", "lfm2"},
+      {"LFM2.5-8B-A1B", "lfm2+think"},
+      {"deepseek-ai-DeepSeek-V3.1", "deepseek+think"},
+      {"moonshotai-Kimi-K2", "kimi"},
+      {"CohereForAI-c4ai-command-r7b-12-2024-tool_use", "command+command"},
+      {"meetkai-functionary-medium-v3.1", "functionary"},
+      {"microsoft-Phi-3.5-mini-instruct", "generic"},
   };
   for (const auto& [name, format] : want) {
     EXPECT_EQ(format_of(name).name(), format) << name;
@@ -55,7 +65,9 @@ TEST(ChatFormat, DetectedFromTheCorpusTemplates) {
 
 TEST(ChatFormat, NamesRoundTripAndBadNamesAreRefused) {
   for (const char* name : {"none", "hermes", "qwen_xml+think", "mistral+mistral", "none+seed",
-                           "none+command", "none+harmony", "llama3"}) {
+                           "none+command", "none+harmony", "llama3", "generic", "generic+think",
+                           "glm+think", "nemotron", "lfm2+think", "deepseek+think", "kimi",
+                           "minimax+think", "command+command", "functionary", "granite+think"}) {
     Result<ChatFormat> f = parse_chat_format(name);
     ASSERT_TRUE(f.ok()) << name << ": " << f.status().to_string();
     EXPECT_EQ(f->name(), name);

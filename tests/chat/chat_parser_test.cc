@@ -64,6 +64,17 @@ TEST(ChatParser, Qwen3ThinksThenCallsATool) {
   check("hermes+think", "<think>\n\n</think>\n\nParis is sunny.", {"", "Paris is sunny.", {}});
 }
 
+TEST(ChatParser, ThinkingModelsInTheGenericFormat) {
+  // A distill whose prompt opened <think>, then the generic JSON reply (the
+  // forced-call grammar lets the block come first).
+  check("generic+think",
+        "The user wants Oslo.\n</think>\n\n{\"tool_call\": {\"name\": \"get_weather\", "
+        "\"arguments\": {\"city\": \"Oslo\"}}}",
+        {"The user wants Oslo.", "", {{"get_weather", "{\"city\":\"Oslo\"}"}}}, true);
+  check("generic+think", "<think>Easy.</think>{\"response\": \"Hi \\u00e9\"}",
+        {"Easy.", "Hi \xc3\xa9", {}});
+}
+
 TEST(ChatParser, DeepSeekR1DistillStartsInsideTheBlock) {
   // The generation prompt ended with "<｜Assistant｜><think>\n".
   check("none+think", "Okay, 2 + 2 is 4.\nLet me double-check: yes.\n</think>\n\nThe answer is **4**.",

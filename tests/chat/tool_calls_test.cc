@@ -60,10 +60,24 @@ void expect_same(const Parsed& a, const Parsed& b) {
   }
 }
 
-// Both ways, and they agree.
+// Fed in two pieces split at byte `at`.
+Parsed parse_split(ToolCallFormat f, std::string_view text, size_t at, const Json* tools) {
+  Parsed p;
+  ToolCallParser parser(f, tools);
+  parser.feed(text.substr(0, at), &p.content, &p.calls);
+  parser.feed(text.substr(at), &p.content, &p.calls);
+  parser.finish(&p.content, &p.calls);
+  return p;
+}
+
+// Whole, a byte at a time and split in two at every byte: all agree.
 Parsed parse(ToolCallFormat f, std::string_view text, const Json* tools = nullptr) {
   Parsed whole = parse_whole(f, text, tools);
   expect_same(whole, parse_bytes(f, text, tools));
+  for (size_t at = 1; at < text.size(); ++at) {
+    SCOPED_TRACE(at);
+    expect_same(whole, parse_split(f, text, at, tools));
+  }
   return whole;
 }
 
@@ -81,6 +95,21 @@ TEST(ToolCalls, FormatsOfRealTemplates) {
       {"Mistral-Small-3.2-24B-Instruct-2506", ToolCallFormat::kMistral},
       {"unsloth-mistral-Devstral-Small-2507", ToolCallFormat::kMistral},
       {"google-gemma-2-2b-it", ToolCallFormat::kNone},
+      {"GLM-4.6", ToolCallFormat::kGlm},
+      {"GLM-4.7-Flash", ToolCallFormat::kGlm},
+      {"NVIDIA-Nemotron-Nano-v2", ToolCallFormat::kNemotron},
+      {"LFM2-8B-A1B", ToolCallFormat::kLfm2},
+      {"LFM2.5-8B-A1B", ToolCallFormat::kLfm2},
+      {"LFM2.5-Instruct", ToolCallFormat::kLfm2},
+      {"deepseek-ai-DeepSeek-V3.1", ToolCallFormat::kDeepSeek},
+      {"moonshotai-Kimi-K2", ToolCallFormat::kKimi},
+      {"Kimi-K2-Instruct", ToolCallFormat::kKimi},
+      {"Kimi-K2-Thinking", ToolCallFormat::kKimi},
+      {"MiniMax-M2", ToolCallFormat::kMiniMax},
+      {"CohereForAI-c4ai-command-r7b-12-2024-tool_use", ToolCallFormat::kCommand},
+      {"meetkai-functionary-medium-v3.1", ToolCallFormat::kFunctionary},
+      {"ibm-granite-granite-3.3-2B-Instruct", ToolCallFormat::kGranite},
+      {"ibm-granite-granite-4.0", ToolCallFormat::kHermes},
   };
   for (const auto& [name, format] : cases) {
     const std::string src = read_file(kTemplates + "/" + name + ".jinja");
@@ -183,6 +212,268 @@ TEST(ToolCalls, Mistral) {
   }
 }
 
+TEST(ToolCalls, Glm) {
+  const auto f = ToolCallFormat::kGlm;
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+      "days": {"type": "integer"}, "zip": {"type": "string"}}}}}])");
+  // GLM-4.6 puts newlines between the parts, GLM-4.7 none; a string value
+  // stays a string even when it reads as JSON.
+  Parsed p = parse(f,
+                   "Checking.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris"
+                   "</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>"
+                   "<tool_call>get_weather<arg_key>zip</arg_key><arg_value>75001</arg_value>"
+                   "<arg_key>days</arg_key><arg_value>[1, 2]</arg_value></tool_call>",
+                   &tools);
+  EXPECT_EQ(p.content, "Checking.\n");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris","days":3})");
+  EXPECT_EQ(p.calls[1].arguments, R"({"zip":"75001","days":[1,2]})");
+  // A call without arguments; a value that is not JSON stays text.
+  p = parse(f,
+            "<tool_call>now</tool_call><tool_call>f<arg_key>q</arg_key><arg_value>a < b"
+            "</arg_value></tool_call>");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].arguments, "{}");
+  EXPECT_EQ(p.calls[1].arguments, R"({"q":"a < b"})");
+  // Not calls: no name, a key without a value, an unclosed key.
+  for (const char* text : {"<tool_call><arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
+                           "<tool_call>f<arg_key>a</arg_key></tool_call>",
+                           "<tool_call>f<arg_key>a<arg_value>1</arg_value></tool_call>"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+TEST(ToolCalls, Nemotron) {
+  const auto f = ToolCallFormat::kNemotron;
+  Parsed p = parse(f,
+                   "Let me look.<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": "
+                   "{\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]</TOOLCALL>");
+  EXPECT_EQ(p.content, "Let me look.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
+  EXPECT_EQ(p.calls[1].name, "now");
+  // The end of generation before the closing tag still gives the calls.
+  p = parse(f, "<TOOLCALL>[{\"name\": \"f\", \"arguments\": {\"a\": 1}}]");
+  ASSERT_EQ(p.calls.size(), 1u);
+  for (const char* text :
+       {"<TOOLCALL>[]</TOOLCALL>", "<TOOLCALL>{\"name\": \"f\"}</TOOLCALL>",
+        "<TOOLCALL>[{\"name\": \"f\", \"arguments\": 3}]</TOOLCALL>", "<TOOLCA"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+TEST(ToolCalls, Lfm2) {
+  const auto f = ToolCallFormat::kLfm2;
+  Parsed p = parse(f,
+                   "Sure.<|tool_call_start|>[get_weather(city='Paris', days=3), "
+                   "search(q=\"a \\\"b\\\" \\u00e9\", tags=['x', \"y\",], opts={\"k\": true, "
+                   "'n': [1, (2, 3)]}, f=None, ok=True, x=-1.5, y=.5, z=2e3)]<|tool_call_end|>"
+                   "Done.");
+  EXPECT_EQ(p.content, "Sure.Done.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris","days":3})");
+  EXPECT_EQ(nlohmann::json::parse(p.calls[1].arguments),
+            nlohmann::json::parse("{\"q\": \"a \\\"b\\\" \xc3\xa9\", \"tags\": [\"x\", \"y\"], "
+                                  "\"opts\": {\"k\": true, \"n\": [1, [2, 3]]}, \"f\": null, "
+                                  "\"ok\": true, \"x\": -1.5, \"y\": 0.5, \"z\": 2000.0}"));
+  p = parse(f, "<|tool_call_start|>[now()]<|tool_call_end|>");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, "{}");
+  for (const char* text :
+       {"<|tool_call_start|>[]<|tool_call_end|>", "<|tool_call_start|>now()<|tool_call_end|>",
+        "<|tool_call_start|>[f(1)]<|tool_call_end|>",
+        "<|tool_call_start|>[f(a='x)]<|tool_call_end|>",
+        "<|tool_call_start|>[f(a=b)]<|tool_call_end|>",
+        "<|tool_call_start|>[a.b()]<|tool_call_end|>", "<|tool_call_st"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+TEST(ToolCalls, DeepSeekV31) {
+  const auto f = ToolCallFormat::kDeepSeek;
+  Parsed p =
+      parse(f,
+            "Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+            "{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>now<｜tool▁sep｜>{}"
+            "<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+  EXPECT_EQ(p.content, "Checking.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris"})");
+  EXPECT_EQ(p.calls[1].name, "now");
+  // R1 / V3 write the type, then the name and fenced JSON.
+  p = parse(
+      f,
+      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+      "{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris"})");
+  for (const char* text : {"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f{}<｜tool▁call▁end｜>"
+                           "<｜tool▁calls▁end｜>",
+                           "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>[1]"
+                           "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                           "<｜tool▁calls▁begin｜><｜tool▁calls▁end｜>", "<｜tool▁calls"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+TEST(ToolCalls, KimiK2) {
+  const auto f = ToolCallFormat::kKimi;
+  Parsed p = parse(f,
+                   "Sure.<|tool_calls_section_begin|>\n<|tool_call_begin|>functions.get_weather:0"
+                   "<|tool_call_argument_begin|>{\"city\": \"Oslo\"}<|tool_call_end|>\n"
+                   "<|tool_call_begin|>functions.now:1<|tool_call_argument_begin|>{}"
+                   "<|tool_call_end|><|tool_calls_section_end|>");
+  EXPECT_EQ(p.content, "Sure.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].id, "functions.get_weather:0");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
+  EXPECT_EQ(p.calls[1].name, "now");
+  for (const char* text :
+       {"<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0{}<|tool_call_end|>"
+        "<|tool_calls_section_end|>",
+        "<|tool_calls_section_begin|>text<|tool_calls_section_end|>"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+TEST(ToolCalls, MiniMaxM2) {
+  const auto f = ToolCallFormat::kMiniMax;
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+      "days": {"type": "integer"}}}}}])");
+  Parsed p = parse(f,
+                   "Let me see.\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter "
+                   "name=\"city\">Paris</parameter>\n<parameter name=\"days\">3</parameter>\n"
+                   "</invoke>\n<invoke name=\"now\">\n</invoke>\n</minimax:tool_call>",
+                   &tools);
+  EXPECT_EQ(p.content, "Let me see.\n");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris","days":3})");
+  EXPECT_EQ(p.calls[1].name, "now");
+  EXPECT_EQ(p.calls[1].arguments, "{}");
+  for (const char* text : {"<minimax:tool_call><invoke>x</invoke></minimax:tool_call>",
+                           "<minimax:tool_call><invoke name=\"f\"><parameter name=\"a\">1"
+                           "</invoke></minimax:tool_call>"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+TEST(ToolCalls, CommandR7b) {
+  const auto f = ToolCallFormat::kCommand;
+  Parsed p = parse(f,
+                   "<|START_ACTION|>[\n{\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", "
+                   "\"parameters\": {\"city\": \"Rome\"}},\n{\"tool_call_id\": \"1\", "
+                   "\"tool_name\": \"now\", \"parameters\": {}}\n]<|END_ACTION|>");
+  EXPECT_EQ(p.content, "");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Rome"})");
+  EXPECT_EQ(p.calls[1].name, "now");
+  // The answer's response markers are markup.
+  p = parse(f, "<|START_RESPONSE|>It is 21 C.<|END_RESPONSE|>");
+  EXPECT_EQ(p.content, "It is 21 C.");
+  EXPECT_TRUE(p.calls.empty());
+  p = parse(f, "<|START_ACTION|>[{\"tool_name\": 3}]<|END_ACTION|>");
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.content, "<|START_ACTION|>[{\"tool_name\": 3}]<|END_ACTION|>");
+}
+
+TEST(ToolCalls, FunctionaryV31) {
+  const auto f = ToolCallFormat::kFunctionary;
+  Parsed p = parse(f,
+                   "Looking.<function=get_weather>{\"city\": \"Oslo\"}</function>"
+                   "<function=now>{}</function>");
+  EXPECT_EQ(p.content, "Looking.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
+  for (const char* text : {"<function=f>not json</function>", "<function=>{}</function>"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+TEST(ToolCalls, Granite) {
+  const auto f = ToolCallFormat::kGranite;
+  Parsed p = parse(f,
+                   "<response>Checking.</response><|tool_call|>[{\"name\": \"get_weather\", "
+                   "\"arguments\": {\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]");
+  EXPECT_EQ(p.content, "Checking.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
+  EXPECT_EQ(p.calls[1].name, "now");
+  p = parse(f, "<response>It is 21 C.</response>");
+  EXPECT_EQ(p.content, "It is 21 C.");
+  for (const char* text : {"<|tool_call|>[{\"name\": 1}]", "<|tool_call|>not json", "<|tool_ca"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+TEST(ToolCalls, LongArgumentsStreamInLinearTime) {
+  // A 1 MB argument string fed in 16-byte pieces (a streamed reply) parses
+  // into one call, as a whole reply does.
+  const std::string big(1 << 20, 'x');
+  const std::string reply =
+      "<tool_call>\n{\"name\": \"save\", \"arguments\": {\"text\": \"" + big + "\"}}\n</tool_call>";
+  ToolCallParser parser(ToolCallFormat::kHermes);
+  Parsed p;
+  for (size_t at = 0; at < reply.size(); at += 16) {
+    parser.feed(std::string_view(reply).substr(at, 16), &p.content, &p.calls);
+  }
+  parser.finish(&p.content, &p.calls);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, "{\"text\":\"" + big + "\"}");
+  EXPECT_EQ(p.content, "");
+}
+
+TEST(ToolCalls, Generic) {
+  const auto f = ToolCallFormat::kGeneric;
+  Parsed p = parse(f, R"( {"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}})");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris"})");
+  EXPECT_EQ(p.content, "");
+  p = parse(f, R"({"tool_calls": [{"name": "a", "arguments": {}}, {"name": "b", "arguments":)"
+               R"( {"k": [1]}, "id": "c1"}]})");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[1].arguments, R"({"k":[1]})");
+  EXPECT_EQ(p.calls[1].id, "c1");
+  // The response string is the content, escapes decoded (a surrogate pair,
+  // an escaped quote, a newline), its closing brace dropped.
+  p = parse(f, R"({ "response" : "Hi \"you\"\n\u00e9\ud83d\ude00 \\ done" }  )");
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.content, "Hi \"you\"\n\xc3\xa9\xf0\x9f\x98\x80 \\ done");
+  // A response cut off mid-string keeps what was decoded.
+  p = parse(f, R"({"response": "partial ans)");
+  EXPECT_EQ(p.content, "partial ans");
+  // Not the format: plain text, other objects, a call without a name.
+  for (const char* text : {"Just text.", R"({"answer": 42})", R"({"tool_call": {"arguments": {}}})",
+                           R"({"tool_call": {"name": "f", "arguments": 1}})", "{\"tool_ca"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
 // An assistant turn with tool calls, rendered by the model's own template,
 // parses back into the same calls.
 TEST(ToolCalls, RoundTripThroughTheTemplates) {
@@ -194,10 +485,25 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
   const OrderedJson call = OrderedJson::parse(R"({"role": "assistant",
       "content": null, "tool_calls": [{"id": "abcDEF123", "type": "function", "function":
       {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}}]})");
-  const char* names[] = {"Qwen-Qwen2.5-7B-Instruct", "Qwen3.5-4B", "Qwen3-Coder",
+  const char* names[] = {"Qwen-Qwen2.5-7B-Instruct",
+                         "Qwen3.5-4B",
+                         "Qwen3-Coder",
                          "NousResearch-Hermes-3-Llama-3.1-8B-tool_use",
-                         "meta-llama-Llama-3.1-8B-Instruct", "meta-llama-Llama-3.2-3B-Instruct",
-                         "mistralai-Mistral-Nemo-Instruct-2407"};
+                         "meta-llama-Llama-3.1-8B-Instruct",
+                         "meta-llama-Llama-3.2-3B-Instruct",
+                         "mistralai-Mistral-Nemo-Instruct-2407",
+                         "GLM-4.6",
+                         "GLM-4.7-Flash",
+                         "NVIDIA-Nemotron-Nano-v2",
+                         "LFM2.5-8B-A1B",
+                         "deepseek-ai-DeepSeek-V3.1",
+                         "moonshotai-Kimi-K2",
+                         "MiniMax-M2",
+                         "Cohere2MoE",
+                         "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
+                         "CohereForAI-c4ai-command-r7b-12-2024-tool_use",
+                         "meetkai-functionary-medium-v3.1",
+                         "ibm-granite-granite-4.0"};
   for (const char* name : names) {
     SCOPED_TRACE(name);
     const std::string src = read_file(kTemplates + "/" + name + ".jinja");
@@ -208,18 +514,43 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
     o.add_generation_prompt = true;
     auto prefix = t->apply_json(OrderedJson::array({user}), o);
     o.add_generation_prompt = false;
-    auto full = t->apply_json(OrderedJson::array({user, call}), o);
+    // GLM and MiniMax render a null content as "None" and LFM2.5 cannot
+    // iterate one: their clients send "".
+    OrderedJson c = call;
+    const std::string_view family = std::string_view(name).substr(0, 3);
+    if (family == "GLM" || family == "LFM" || family == "Min") c["content"] = "";
+    auto full = t->apply_json(OrderedJson::array({user, c}), o);
     ASSERT_TRUE(prefix.ok()) << prefix.status().to_string();
     ASSERT_TRUE(full.ok()) << full.status().to_string();
-    ASSERT_EQ(full->rfind(*prefix, 0), 0u) << *prefix << "\n---\n" << *full;
+    // The turn is what the full rendering adds to the conversation before it.
+    // A generation prompt may open a reasoning block that the history turn
+    // writes differently (GLM-4.7, Nemotron Nano v2, Command A, DeepSeek R1):
+    // the turn then starts where the two part.
+    size_t common = 0;
+    while (common < prefix->size() && common < full->size() &&
+           (*prefix)[common] == (*full)[common]) {
+      ++common;
+    }
+    if (common < prefix->size()) {
+      // Not inside a marker: back to the '<' that starts the one they part in.
+      const size_t lt = full->rfind('<', common);
+      if (lt != std::string::npos && common - lt < 24) common = lt;
+    }
+    ASSERT_GE(common, prefix->size() - std::min<size_t>(prefix->size(), 24)) << *prefix << "\n---\n"
+                                                                             << *full;
+    prefix->resize(common);
     std::string turn = full->substr(prefix->size());
-    for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>"}) {
+    for (const char* end :
+         {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<SPECIAL_12>", "<｜end▁of▁sentence｜>",
+          "[e~[", "<|END_OF_TURN_TOKEN|>", "<|end_of_text|>"}) {
       if (const size_t at = turn.rfind(end); at != std::string::npos) turn.erase(at);
     }
     // Thinking templates open <think> in the generation prompt and close an
     // empty one in history: that is reasoning, not tool-call text.
-    if (const size_t think = turn.find("</think>"); think != std::string::npos) {
-      turn.erase(0, think + 8);
+    for (std::string_view close : {"</think>", "<|END_THINKING|>"}) {
+      if (const size_t think = turn.find(close); think != std::string::npos) {
+        turn.erase(0, think + close.size());
+      }
     }
     const ToolCallFormat f = detect_tool_call_format(src);
     const Json tool_defs = Json::parse(tools.dump());

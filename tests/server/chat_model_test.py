@@ -16,6 +16,12 @@ folio's greedy token differed was 0.27 (tests/model/smollm2_test.cc); most
 answers of this small model have steps within 0.1, so few conversations
 qualify.
 
+Tools on the same model (GenericToolsTest): its template shows no tool
+syntax, so folio uses the generic format (tools in the prompt, the reply
+constrained to a JSON call or answer); tool_choice "required" and a named
+function give schema-valid calls, streamed in OpenAI's shape, and hostile
+tool input gets a clear 400.
+
 The model is models/SmolLM2-135M-Instruct-Q4_1.gguf (scripts/setup.sh
 fetches it; FOLIO_SMOLLM2_GGUF names another copy); a missing model fails.
 
@@ -29,6 +35,7 @@ import os
 import subprocess
 import sys
 import unittest
+import urllib.error
 import urllib.request
 
 import serve_process  # beside this file
@@ -107,6 +114,151 @@ class ChatCliTest(unittest.TestCase):
                                    timeout=TIMEOUT)
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertEqual(r.stdout.rstrip("\n"), c["content"], r.stderr)
+
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Current weather in a city",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
+            "required": ["city", "unit"]}}},
+    {"type": "function", "function": {
+        "name": "add", "description": "Adds two integers",
+        "parameters": {"type": "object", "properties": {
+            "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}},
+]
+WEATHER = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def post(path, body):
+    """(status, parsed JSON body) of a POST; error statuses too."""
+    req = urllib.request.Request(SERVER[1] + path, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def stream_chunks(body):
+    req = urllib.request.Request(SERVER[1] + "/v1/chat/completions",
+                                 data=json.dumps(dict(body, stream=True)).encode(),
+                                 headers={"Content-Type": "application/json"})
+    chunks = []
+    with urllib.request.urlopen(req, timeout=TIMEOUT) as r:
+        for line in r:
+            line = line.decode().strip()
+            if line.startswith("data: ") and line != "data: [DONE]":
+                chunks.append(json.loads(line[6:]))
+    return chunks
+
+
+class GenericToolsTest(unittest.TestCase):
+    """SmolLM2's template shows no tool syntax: folio describes the tools in
+    the prompt and constrains the reply to a JSON call or answer (the generic
+    format), so tool_choice "required" yields a valid call on this model."""
+
+    def check_call(self, call, names=("get_weather", "add")):
+        self.assertEqual(call["type"], "function")
+        self.assertTrue(call["id"])
+        fn = call["function"]
+        self.assertIn(fn["name"], names)
+        args = json.loads(fn["arguments"])
+        if fn["name"] == "get_weather":
+            self.assertIsInstance(args["city"], str)
+            self.assertIn(args["unit"], ("c", "f"))
+        else:
+            self.assertIsInstance(args["a"], int)
+            self.assertIsInstance(args["b"], int)
+
+    def test_required_gives_valid_calls(self):
+        for seed in range(3):
+            with self.subTest(seed=seed):
+                status, r = post("/v1/chat/completions", dict(
+                    messages=WEATHER, tools=TOOLS, tool_choice="required", max_tokens=120,
+                    temperature=0.8, seed=seed))
+                self.assertEqual(status, 200, r)
+                c = r["choices"][0]
+                self.assertEqual(c["finish_reason"], "tool_calls", c)
+                self.assertGreaterEqual(len(c["message"]["tool_calls"]), 1)
+                for call in c["message"]["tool_calls"]:
+                    self.check_call(call)
+                self.assertFalse(c["message"].get("content"))
+
+    def test_named_function_streamed_single_call(self):
+        chunks = stream_chunks(dict(
+            messages=WEATHER, tools=TOOLS, max_tokens=120, temperature=0,
+            tool_choice={"type": "function", "function": {"name": "add"}},
+            parallel_tool_calls=False))
+        calls, finish = {}, None
+        for ch in chunks:
+            for choice in ch["choices"]:
+                finish = choice["finish_reason"] or finish
+                for d in choice["delta"].get("tool_calls") or []:
+                    c = calls.setdefault(d["index"], {"id": d.get("id"), "type": d.get("type"),
+                                                      "function": {"name": "", "arguments": ""}})
+                    c["function"]["name"] += d.get("function", {}).get("name") or ""
+                    c["function"]["arguments"] += d.get("function", {}).get("arguments") or ""
+        self.assertEqual(finish, "tool_calls")
+        self.assertEqual(list(calls), [0])
+        self.check_call(calls[0], names=("add",))
+
+    def test_auto_answers_or_calls(self):
+        # The reply is one of the two shapes the grammar allows, parsed back:
+        # an answer as content, or a call.
+        for messages in (WEATHER, [{"role": "user", "content": "Say hello."}]):
+            status, r = post("/v1/chat/completions", dict(
+                messages=messages, tools=TOOLS, max_tokens=200, temperature=0,
+                parallel_tool_calls=False))
+            self.assertEqual(status, 200, r)
+            c = r["choices"][0]
+            if c["finish_reason"] == "tool_calls":
+                for call in c["message"]["tool_calls"]:
+                    self.check_call(call)
+            else:
+                self.assertEqual(c["finish_reason"], "stop", c)
+                self.assertTrue(c["message"]["content"])
+                self.assertNotIn('"response"', c["message"]["content"])
+
+    def test_tool_round_trip_in_history(self):
+        # Earlier calls (one to a tool not offered now) and their results are
+        # rendered for a template that knows no tools.
+        messages = WEATHER + [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "old_tool", "arguments": "{\"city\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "18 C, sunny"}]
+        status, r = post("/v1/chat/completions", dict(
+            messages=messages, tools=TOOLS, max_tokens=60, temperature=0))
+        self.assertEqual(status, 200, r)
+        self.assertIn(r["choices"][0]["finish_reason"], ("stop", "tool_calls", "length"))
+
+    def test_hostile_tool_input(self):
+        # Malformed tools: a 400 naming 'tools'.
+        for tools in ([42], [{"type": "function"}],
+                      [{"type": "function", "function": {"name": "x y"}}],
+                      [{"type": "function", "function": {"name": "f", "parameters": []}}]):
+            status, r = post("/v1/chat/completions", dict(messages=WEATHER, tools=tools))
+            self.assertEqual(status, 400, r)
+            self.assertEqual(r["error"]["param"], "tools")
+        # A 1 MB argument string in history: more than the context holds, a
+        # clear 400, and the server still answers.
+        messages = WEATHER + [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {
+                    "name": "get_weather",
+                    "arguments": json.dumps({"city": "x" * (1 << 20), "unit": "c"})}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "?"}]
+        status, r = post("/v1/chat/completions", dict(messages=messages, tools=TOOLS))
+        self.assertIn(status, (400, 413), r)
+        status, r = post("/v1/chat/completions", dict(
+            messages=WEATHER, tools=TOOLS, tool_choice="required", max_tokens=3))
+        # A reply cut off by max_tokens mid-call is a well-formed partial
+        # answer: no call, the text so far, finish_reason "length".
+        self.assertEqual(status, 200, r)
+        self.assertEqual(r["choices"][0]["finish_reason"], "length")
+        self.assertNotIn("tool_calls", r["choices"][0]["message"])
 
 
 def main():

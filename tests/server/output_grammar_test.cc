@@ -143,5 +143,116 @@ TEST(OutputGrammar, ToolChoiceInQwenXml) {
   EXPECT_TRUE(accepts(g, "<tool_call>\n<function=now>\n</function>\n</tool_call>"));
 }
 
+TEST(OutputGrammar, GenericFormatConstrainsEveryReplyOfARequestWithTools) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "object", "properties": {"a": {"type": "integer"}},
+      "required": ["a"]}}}, {"type": "function", "function": {"name": "g"}}])";
+  const std::string msgs = R"({"messages": [{"role": "user", "content": "x"}], )";
+  std::shared_ptr<const grammar::CompiledGrammar> g;
+  ApiError err;
+  // auto: a call or an answer.
+  OpenAiRequest r = chat_request((msgs + tools + "}").c_str());
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kGeneric, &g, &err)) << err.message;
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(accepts(g, R"({"tool_calls": [{"name": "f", "arguments": {"a": 1}}]})"));
+  EXPECT_TRUE(accepts(
+      g,
+      R"({"tool_calls": [{"name": "g", "arguments": {}}, {"name": "f", "arguments": {"a": 2}}]})"));
+  EXPECT_TRUE(accepts(g, R"({"response": "Hello"})"));
+  EXPECT_FALSE(accepts(g, R"({"tool_calls": [{"name": "h", "arguments": {}}]})"));
+  EXPECT_FALSE(accepts(g, R"({"tool_calls": [{"name": "f", "arguments": {}}]})"));
+  EXPECT_FALSE(accepts(g, "Hello"));
+  // Without tools nothing is constrained.
+  r = chat_request((msgs + R"("tools": []})").c_str());
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kGeneric, &g, &err));
+  EXPECT_EQ(g, nullptr);
+  // required, one call: no answer, no list.
+  r = chat_request(
+      (msgs + tools + R"(, "tool_choice": "required", "parallel_tool_calls": false})").c_str());
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kGeneric, &g, &err)) << err.message;
+  EXPECT_TRUE(accepts(g, R"({"tool_call": {"name": "g", "arguments": {}}})"));
+  EXPECT_FALSE(accepts(g, R"({"response": "Hello"})"));
+  EXPECT_FALSE(accepts(g, R"({"tool_calls": [{"name": "g", "arguments": {}}]})"));
+  // A named function.
+  r = chat_request(
+      (msgs + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "f"}}})")
+          .c_str());
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kGeneric, &g, &err)) << err.message;
+  EXPECT_TRUE(accepts(g, R"({"tool_calls": [{"name": "f", "arguments": {"a": 7}}]})"));
+  EXPECT_FALSE(accepts(g, R"({"tool_calls": [{"name": "g", "arguments": {}}]})"));
+}
+
+TEST(OutputGrammar, StrictToolsMustBeEnforceable) {
+  // A schema the grammar engine refuses: a strict tool is a 400, any other
+  // tool's arguments become any object.
+  const char* loose = R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type":
+      "function", "function": {"name": "f", "parameters": {"type": "object", "properties":
+      {"a": {"$ref": "#/nowhere"}}}}}], "tool_choice": "required"})";
+  std::shared_ptr<const grammar::CompiledGrammar> g;
+  ApiError err;
+  OpenAiRequest r = chat_request(loose);
+  for (auto f : {chat::ToolCallFormat::kGeneric, chat::ToolCallFormat::kHermes}) {
+    ASSERT_TRUE(output_grammar(r, f, &g, &err)) << err.message;
+  }
+  EXPECT_TRUE(
+      accepts(g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"z\": [1]}}\n</tool_call>"));
+  std::string strict = loose;
+  strict.replace(strict.find("\"parameters\""), 0, "\"strict\": true, ");
+  r = chat_request(strict.c_str());
+  for (auto f : {chat::ToolCallFormat::kGeneric, chat::ToolCallFormat::kHermes}) {
+    EXPECT_FALSE(output_grammar(r, f, &g, &err));
+    EXPECT_EQ(err.param, "tools");
+    EXPECT_NE(err.message.find("strict tool 'f'"), std::string::npos) << err.message;
+  }
+}
+
+TEST(OutputGrammar, MalformedToolsAreRefused) {
+  const std::string msgs = R"({"messages": [{"role": "user", "content": "x"}], "tools": )";
+  for (const char* tools : {"[42]", R"([{"type": "retrieval", "function": {"name": "f"}}])",
+                            R"([{"type": "function"}])", R"([{"function": {"name": ""}}])",
+                            R"([{"function": {"name": "a b"}}])",
+                            R"([{"function": {"name": "f"}}, {"function": {"name": "f"}}])",
+                            R"([{"function": {"name": "f", "parameters": "object"}}])",
+                            R"([{"function": {"name": "f", "description": 3}}])",
+                            R"([{"function": {"name": "f", "strict": "yes"}}])"}) {
+    OpenAiRequest r;
+    ApiError err;
+    EXPECT_FALSE(parse_openai_request(Json::parse(msgs + tools + "}"), ApiKind::kChat, &r, &err))
+        << tools;
+    EXPECT_EQ(err.param, "tools") << tools;
+    EXPECT_EQ(err.http_status, 400) << tools;
+  }
+}
+
+TEST(OutputGrammar, ThinkingModelsThinkBeforeTheForcedCall) {
+  const char* body = R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type":
+      "function", "function": {"name": "g"}}], "tool_choice": "required",
+      "parallel_tool_calls": false})";
+  OpenAiRequest r = chat_request(body);
+  std::shared_ptr<const grammar::CompiledGrammar> g;
+  ApiError err;
+  const std::string call = "{\"tool_call\": {\"name\": \"g\", \"arguments\": {}}}";
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kGeneric, &g, &err,
+                             chat::ReasoningSyntax::kThink, false))
+      << err.message;
+  EXPECT_TRUE(accepts(g, call));
+  EXPECT_TRUE(accepts(g, "<think>a < b, </thin x </think>\n" + call));
+  EXPECT_FALSE(accepts(g, "<think>a</think> b</think>" + call));
+  EXPECT_FALSE(accepts(g, "Sure. " + call));
+  // The prompt opened the block: the reply starts inside it.
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kGeneric, &g, &err,
+                             chat::ReasoningSyntax::kThink, true));
+  EXPECT_TRUE(accepts(g, "plan</think>\n\n" + call));
+  EXPECT_TRUE(accepts(g, "</think>" + call));
+  EXPECT_FALSE(accepts(g, call));
+  // Tags with characters that need escaping in a class.
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kHermes, &g, &err,
+                             chat::ReasoningSyntax::kMistral, false))
+      << err.message;
+  EXPECT_TRUE(accepts(g,
+                      "[THINK]x [/THIN] ^-\\[/THINK]<tool_call>\n{\"name\": \"g\", "
+                      "\"arguments\": {}}\n</tool_call>"));
+}
+
 }  // namespace
 }  // namespace folio::server

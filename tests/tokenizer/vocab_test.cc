@@ -118,6 +118,34 @@ TEST(Vocab, LoadsSmallBpe) {
   EXPECT_EQ(tok.tokenize("acb"), (std::vector<TokenId>{0, 1}));
 }
 
+TEST(Vocab, HarmonyEndsAtReturnAndCallNotEnd) {
+  // gpt-oss's control tokens: <|end|> closes a message inside the reply.
+  Meta m = bpe_meta();
+  m.set("tokenizer.ggml.tokens", Value(Array::of_strings({"a", "b", "\xC4\xA0", "ab",
+                                                          "\xC4\xA0"
+                                                          "ab",
+                                                          "<|endoftext|>", "<|im_end|>", "<|end|>",
+                                                          "<|return|>", "<|call|>"})));
+  m.set("tokenizer.ggml.token_type",
+        Value(Array::of(std::vector<int32_t>{1, 1, 1, 1, 1, 3, 3, 3, 3, 3})));
+  Result<Vocab> v = m.load();
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_FALSE(v->is_eog(7));
+  EXPECT_TRUE(v->is_eog(8));
+  EXPECT_TRUE(v->is_eog(9));
+  EXPECT_TRUE(v->is_eog(5));
+  // Without <|call|> the vocabulary is not Harmony's: <|end|> ends.
+  m.set("tokenizer.ggml.tokens", Value(Array::of_strings({"a", "b", "\xC4\xA0", "ab",
+                                                          "\xC4\xA0"
+                                                          "ab",
+                                                          "<|endoftext|>", "<|im_end|>", "<|end|>",
+                                                          "<|return|>", "<|calls|>"})));
+  v = m.load();
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_TRUE(v->is_eog(7));
+  EXPECT_FALSE(v->is_eog(8));
+}
+
 TEST(Vocab, SpmDefaults) {
   Result<Vocab> v = spm_meta().load();
   ASSERT_TRUE(v.ok()) << v.status().to_string();
