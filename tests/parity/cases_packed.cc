@@ -20,8 +20,9 @@
 // panels the rest), batch broadcast, padded activation rows, mul_mat_id with
 // expert groups above and below 16 rows. The harness adds the two-thread run
 // (bit-identical to one thread). Perf mode (all_cases(true)) adds big
-// perf_only cases: K = 2048 / 4096, 1024 rows, 1 and 512 activation rows,
-// plain and packed side by side.
+// perf_only cases: K = 2048 / 4096, 1024 rows, 1, 16, 32 and 512 activation
+// rows, plain and packed side by side (16 and 32: the AMX panels' smallest
+// batches, one and two tile groups).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -47,7 +48,7 @@ const PackedBufferType& holder(DType source) {
   const PackedBufferType& amx = amx_buffer_type();
   const auto& f = amx.formats();
   if (std::find(f.begin(), f.end(), source) != f.end()) return amx;
-  return repack_buffer_type(false);
+  return repack_buffer_type();
 }
 
 // Packs the plain weight `w` through the buffer type into memory owned by c.
@@ -212,9 +213,11 @@ void add_packed_cases(CaseList& cases, bool perf) {
     add_packed_mul_mat(cases, src, 256, 21, 17, {1, 1}, {1, 1}, 64);
   }
   if (!perf) return;
-  for (DType src : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  // 16 and 32 rows: the smallest batches the AMX panels take (one and two
+  // tile groups), against the panels of the tier below.
+  for (DType src : kPackedSources) {
     for (int64_t k : {2048, 4096}) {
-      for (int64_t m : {1, 512}) add_perf(cases, src, k, 1024, m);
+      for (int64_t m : {1, 16, 32, 512}) add_perf(cases, src, k, 1024, m);
     }
   }
   // Float weights: a 0.6B model's FFN product in prefill and in a decode

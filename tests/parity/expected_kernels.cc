@@ -115,7 +115,7 @@ Expectation mul_mat_rule(const Op& op) {
     if (w != DType::Q4_1_X16) e.cpu.push_back({T::kAvx512, p + "." + wn + ".avx512", Need::kAvx512Vnni});
     // AMX: mul_mat batches of at least 16 rows (decode stays on the VNNI panels).
     const bool amx_batch = op.kind != OpKind::kMulMat || op.src[1].ne[1] >= 16;
-    if (is_one_of(w, {DType::Q4_0_X16, DType::Q5_0_X16, DType::Q8_0_X16}) && amx_batch) {
+    if (amx_batch) {
       e.cpu.push_back({T::kAmx, p + "." + wn + ".amx", Need::kAmxInt8});
     }
     e.vulkan = kDeclined;

@@ -42,10 +42,12 @@ Status mul_mat_id_packed_avx2(const Op& op, const KernelContext& ctx);
 Status mul_mat_packed_avx2_vnni(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_avx2_vnni(const Op& op, const KernelContext& ctx);
 
-// amx/mul_mat_amx.cc: AMX tile panels for the 32-element layouts: groups of
-// 16 activation rows through TDPBSUD tiles, the rest through the AVX-512
-// panel, with bit-identical results (the same integer block dots, the same
-// float steps per block).
+// amx/mul_mat_amx.cc (Q4_0_X16, Q4_1_X16, Q5_0_X16, Q8_0_X16) and
+// amx/packed_kquant_amx.cc (Q4_K_X16, Q5_K_X16, Q6_K_X16): AMX tile panels:
+// groups of 16 activation rows through TDPBSSD tiles, the rest through the
+// panel of the tier below (AVX-512; Q4_1_X16: avx2_vnni), with bit-identical
+// results (the same integer block / sub-block dots, the same float steps).
+PanelFn kquant_panel_amx(DType packed);  // nullptr: not a K-quant layout
 Status mul_mat_packed_amx(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_amx(const Op& op, const KernelContext& ctx);
 

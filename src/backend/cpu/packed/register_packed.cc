@@ -123,8 +123,12 @@ void register_packed_kernels(KernelTable& t) {
     KernelSupportsFn supports;
   } amx[] = {
       {"mul_mat.q4_0x16.amx", "mul_mat_id.q4_0x16.amx", packed_is_with_amx<DType::Q4_0_X16>},
+      {"mul_mat.q4_1x16.amx", "mul_mat_id.q4_1x16.amx", packed_is_with_amx<DType::Q4_1_X16>},
       {"mul_mat.q5_0x16.amx", "mul_mat_id.q5_0x16.amx", packed_is_with_amx<DType::Q5_0_X16>},
       {"mul_mat.q8_0x16.amx", "mul_mat_id.q8_0x16.amx", packed_is_with_amx<DType::Q8_0_X16>},
+      {"mul_mat.q4_Kx16.amx", "mul_mat_id.q4_Kx16.amx", packed_is_with_amx<DType::Q4_K_X16>},
+      {"mul_mat.q5_Kx16.amx", "mul_mat_id.q5_Kx16.amx", packed_is_with_amx<DType::Q5_K_X16>},
+      {"mul_mat.q6_Kx16.amx", "mul_mat_id.q6_Kx16.amx", packed_is_with_amx<DType::Q6_K_X16>},
   };
   for (const auto& k : amx) {
     t.add({OpKind::kMulMat, KernelTier::kAmx, k.mul_mat, k.supports, mul_mat_packed_amx, true});
