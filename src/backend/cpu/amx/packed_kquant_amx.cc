@@ -7,7 +7,7 @@
 // (-32..31), each 32-element group as 8 VNNI rows of 64 bytes, as the
 // AVX-512 panels unpack them (avx512/kquant_x16.h). A "unit" is the span
 // of K that one sub-block scale covers: 32 elements for Q4_K / Q5_K, 16
-// for Q6_K. Per unit, one B tile (unit / 4 VNNI rows) meets up to 3 groups
+// for Q6_K. Per unit, one B tile (unit / 4 VNNI rows) meets up to 2 groups
 // of 16 activation rows (A: 16 rows x unit bytes of their quants, read in
 // place with the activation row stride):
 //   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group
@@ -22,11 +22,18 @@
 // The integer sums are the AVX-512 panels' (exact, |isum| < 2^27, in any
 // order) and the float steps are the same code, so results are
 // bit-identical to avx512/packed_kquant.cc, which takes the rows left over
-// after the groups of 16 and every op with fewer than 16 rows. The C tiles
-// of unit t go to one half of c_rows while the vector work reads unit
-// t - 1's from the other half, so the tile unit overlaps the vector work.
+// after the groups of 16 and every op with fewer than 16 rows.
 //
-// Tiles: amx/tiles.h (A 16 x unit bytes, B unit / 4 x 64 bytes, C 16 x 64 B).
+// Pipeline: the B and C tiles are double-buffered (even and odd units), so
+// step t issues unit t's tile products, stores unit t - 1's C tiles (done
+// meanwhile) and runs the vector work on unit t - 2's from memory: the tile
+// unit does not wait for stores, nor loads for tile results. Without it
+// (one C tile per group, stored right after its product) the tile
+// latencies left these panels no faster than the AVX-512 ones. Two groups,
+// not three, so that the double buffers fit the 8 tiles.
+//
+// Tiles: amx/tiles.h configure_tiles_2x2 (A 16 x unit bytes, B unit / 4 x
+// 64 bytes, C 16 x 64 bytes).
 #include <cstddef>
 #include <cstring>
 
@@ -125,51 +132,93 @@ FOLIO_INLINE_AMX void finish_superblock(const uint8_t* s, const uint8_t* x, size
   }
 }
 
-// G groups of 16 activation rows (G <= 3) against one panel: per unit, one
-// B load and G independent TDPBSSD, software-pipelined against the vector
-// work of the previous unit.
+// The tile products of unit t for G groups: B of unit t into tmm2 + kOdd,
+// C_g into tmm4 + 2 kOdd + g (kOdd = t % 2, so unit t + 1 runs in the other
+// B and C tiles while unit t's C tiles are stored).
+// (The tile intrinsics paste their tile numbers into the assembly text:
+// literal numbers only.)
+template <int G, int kOdd>
+FOLIO_INLINE_AMX void kquant_issue(const uint8_t* b_tile, const uint8_t* xa, size_t xs) {
+  if constexpr (kOdd == 0) {
+    _tile_loadd(2, b_tile, 64);
+    _tile_loadd(0, xa, xs);
+    _tile_zero(4);
+    _tile_dpbssd(4, 0, 2);
+    if constexpr (G > 1) {
+      _tile_loadd(1, xa + kGroup * xs, xs);
+      _tile_zero(5);
+      _tile_dpbssd(5, 1, 2);
+    }
+  } else {
+    _tile_loadd(3, b_tile, 64);
+    if constexpr (G == 1) {  // A double-buffered too: tmm1 is free
+      _tile_loadd(1, xa, xs);
+      _tile_zero(6);
+      _tile_dpbssd(6, 1, 3);
+    } else {
+      _tile_loadd(0, xa, xs);
+      _tile_zero(6);
+      _tile_dpbssd(6, 0, 3);
+    }
+    if constexpr (G > 1) {
+      _tile_loadd(1, xa + kGroup * xs, xs);
+      _tile_zero(7);
+      _tile_dpbssd(7, 1, 3);
+    }
+  }
+}
+
+template <int G, int kOdd>
+FOLIO_INLINE_AMX void kquant_store(int32_t (*c)[kGroup * 16]) {
+  if constexpr (kOdd == 0) {
+    _tile_stored(4, c[0], 64);
+    if constexpr (G > 1) _tile_stored(5, c[1], 64);
+  } else {
+    _tile_stored(6, c[0], 64);
+    if constexpr (G > 1) _tile_stored(7, c[1], 64);
+  }
+}
+
+// G groups of 16 activation rows (G <= 2) against one panel, in three
+// stages per step t: the tile products of unit t are issued, unit t - 1's
+// C tiles (done meanwhile) are stored, and the vector work reads unit
+// t - 2's from memory, so neither side waits on the other's latency.
 template <DType P, int G>
 FOLIO_TARGET_AMX void kquant_groups(int64_t nsb, const uint8_t* b_tiles, const uint8_t* panel,
                                     const uint8_t* x, size_t xs, uint8_t* out, size_t os,
                                     __mmask16 mask) {
   using F = KAmxFormat<P>;
   constexpr size_t kUnitBytes = F::kUnit * 16;  // one B tile
-  alignas(64) int32_t c_rows[2][G][kGroup * 16];
+  alignas(64) int32_t c_rows[3][G][kGroup * 16];
   alignas(64) int32_t isum[G][kGroup * 16];
   alignas(64) float acc[G][kGroup * 16];
   std::memset(isum, 0, sizeof(isum));
   std::memset(acc, 0, sizeof(acc));
   const int64_t nu = nsb * F::kUnits;
-  for (int64_t t = 0; t <= nu; ++t) {
+  for (int64_t t = 0; t < nu + 2; ++t) {
     if (t < nu) {
       const int64_t sb = t / F::kUnits;
       const int u = static_cast<int>(t % F::kUnits);
       const uint8_t* xa = x + sb * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs) + u * F::kUnit;
-      int32_t(*c)[kGroup * 16] = c_rows[t & 1];
-      _tile_loadd(3, b_tiles + t * kUnitBytes, 64);
-      _tile_loadd(0, xa, xs);
-      _tile_zero(4);
-      _tile_dpbssd(4, 0, 3);
-      if constexpr (G > 1) {
-        _tile_loadd(1, xa + kGroup * xs, xs);
-        _tile_zero(5);
-        _tile_dpbssd(5, 1, 3);
+      if (t & 1) {
+        kquant_issue<G, 1>(b_tiles + t * kUnitBytes, xa, xs);
+      } else {
+        kquant_issue<G, 0>(b_tiles + t * kUnitBytes, xa, xs);
       }
-      if constexpr (G > 2) {
-        _tile_loadd(2, xa + 2 * kGroup * xs, xs);
-        _tile_zero(6);
-        _tile_dpbssd(6, 2, 3);
-      }
-      _tile_stored(4, c[0], 64);
-      if constexpr (G > 1) _tile_stored(5, c[1], 64);
-      if constexpr (G > 2) _tile_stored(6, c[2], 64);
     }
-    if (t > 0) {
-      const int64_t pt = t - 1, sb = pt / F::kUnits;
+    if (t >= 1 && t <= nu) {
+      if ((t - 1) & 1) {
+        kquant_store<G, 1>(c_rows[(t - 1) % 3]);
+      } else {
+        kquant_store<G, 0>(c_rows[(t - 1) % 3]);
+      }
+    }
+    if (t >= 2) {
+      const int64_t pt = t - 2, sb = pt / F::kUnits;
       const int u = static_cast<int>(pt % F::kUnits);
       const uint8_t* s = panel + sb * F::kBytes;
       const __m512i sc = F::scales(s, u);
-      for (int g = 0; g < G; ++g) scale_add(c_rows[pt & 1][g], sc, isum[g]);
+      for (int g = 0; g < G; ++g) scale_add(c_rows[pt % 3][g], sc, isum[g]);
       if (u == F::kUnits - 1) {
         for (int g = 0; g < G; ++g) {
           finish_superblock<P>(s, x + g * kGroup * xs, xs, sb, isum[g], acc[g]);
@@ -198,16 +247,14 @@ FOLIO_TARGET_AMX void kquant_amx_panel(int64_t k, const void* panel, const void*
     if (b_tiles == nullptr) groups = 0;  // no memory: every row through the AVX-512 panel
     if (groups > 0) {
       unpack_kquant_panel<P>(p, nsb, b_tiles);
-      amx::configure_tiles(KAmxFormat<P>::kUnit);
+      amx::configure_tiles_2x2(KAmxFormat<P>::kUnit);
     }
     const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
     while (groups > 0) {
-      const int g = groups >= 3 ? 3 : groups;
+      const int g = groups >= 2 ? 2 : groups;
       const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
       uint8_t* og = ob + static_cast<size_t>(done) * os;
-      if (g == 3) {
-        kquant_groups<P, 3>(nsb, b_tiles, p, xg, xs, og, os, mask);
-      } else if (g == 2) {
+      if (g == 2) {
         kquant_groups<P, 2>(nsb, b_tiles, p, xg, xs, og, os, mask);
       } else {
         kquant_groups<P, 1>(nsb, b_tiles, p, xg, xs, og, os, mask);

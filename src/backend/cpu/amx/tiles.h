@@ -50,4 +50,25 @@ FOLIO_TARGET_AMX inline void configure_tiles(int a_bytes) {
   memory_barrier();
 }
 
+// The double-buffered layout: tmm0-1 A (16 activation rows x a_bytes) of up
+// to 2 groups, tmm2-3 B (a_bytes / 4 VNNI rows x 64 bytes) of two
+// consecutive steps, tmm4-7 C (16 x 16 i32): groups 0, 1 of the even step,
+// then of the odd one.
+FOLIO_TARGET_AMX inline void configure_tiles_2x2(int a_bytes) {
+  TileConfig cfg;
+  for (int t = 0; t < 2; ++t) {
+    cfg.colsb[t] = static_cast<uint16_t>(a_bytes);
+    cfg.rows[t] = kGroup;
+    cfg.colsb[2 + t] = 64;
+    cfg.rows[2 + t] = static_cast<uint8_t>(a_bytes / 4);
+  }
+  for (int t = 4; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = kGroup;
+  }
+  memory_barrier();
+  _tile_loadconfig(&cfg);
+  memory_barrier();
+}
+
 }  // namespace folio::cpu::amx
