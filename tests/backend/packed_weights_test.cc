@@ -343,10 +343,12 @@ TEST(PackedKernels, RowsIndependentOfTheBatch) {
   std::vector<Isa> isas = packed_isas();
   if (active_isa() == Isa::kAmx) isas.push_back(Isa::kAmx);
   for (DType t : kSources) {
-    Problem p(t, 256, 85, 40, 11);  // 6 panels: decode calls of 4 and 2 (5 rows)
+    // 6 panels: decode calls of 4 and 2 (5 rows); 150 and 140 rows reach
+    // the AMX panels of every layout (amx_min_rows), with leftovers.
+    Problem p(t, 256, 85, 150, 11);
     for (Isa isa : isas) {
       CpuBackend b(CpuBackendOptions{isa, false, nullptr});
-      const std::vector<float> all = p.run(b, true, 0, 40);
+      const std::vector<float> all = p.run(b, true, 0, 150);
       for (int64_t first : {0, 5, 17, 39}) {
         const std::vector<float> one = p.run(b, true, first, 1);
         EXPECT_EQ(0, std::memcmp(one.data(), all.data() + first * p.n, p.n * 4))
@@ -357,8 +359,10 @@ TEST(PackedKernels, RowsIndependentOfTheBatch) {
         EXPECT_EQ(0, std::memcmp(two.data(), all.data() + first * p.n, two.size() * 4))
             << dtype_name(t) << " " << isa_name(isa) << " rows " << first << ", " << first + 1;
       }
-      const std::vector<float> mid = p.run(b, true, 3, 33);  // 2 tile groups + 1
+      const std::vector<float> mid = p.run(b, true, 3, 140);  // 8 tile groups + 12
+      const std::vector<float> few = p.run(b, true, 3, 33);   // 2 tile groups + 1 (not K-quants)
       EXPECT_EQ(0, std::memcmp(mid.data(), all.data() + 3 * p.n, mid.size() * 4));
+      EXPECT_EQ(0, std::memcmp(few.data(), all.data() + 3 * p.n, few.size() * 4));
     }
   }
 }
@@ -375,8 +379,9 @@ TEST(PackedKernels, KQuantExtremeCodesStayExact) {
   for (Isa isa : isas) {
     CpuBackend b(CpuBackendOptions{isa, false, nullptr});
     for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
-      // AMX: a tile group of 16 rows; the other panels: tiles of 8, then 1 more.
-      const int64_t k = 512, n = 16, m = 25;
+      // AMX: 8 tile groups of 16 rows (amx_min_rows: 128), then 9 rows on
+      // the AVX-512 panel; the other panels: tiles of 8, then 1 more.
+      const int64_t k = 512, n = 16, m = 137;
       const size_t row = row_size(t, k);
       std::vector<uint8_t> plain(row * n, 0xFF);  // scales, mins 63 (Q6_K: -1); codes 15 / 31 / 63
       const uint16_t d = f32_to_f16(1.0f / 64), dmin = 0;
@@ -444,15 +449,16 @@ TEST(PackedKernels, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
 }
 
 // The AMX panels give the bits of the panels below them (AVX-512; Q4_1_X16:
-// avx2_vnni, its only panel below AMX) for every packed layout: 64 rows are
-// 3 + 1 tile groups, 70 add 6 rows that the lower tier's panel takes.
+// avx2_vnni, its only panel below AMX) for every packed layout: 160 rows are
+// 10 tile groups, 150 leave 6 rows that the lower tier's panel takes (both
+// at least amx_min_rows).
 TEST(PackedKernels, AmxTilesGiveTheBitsOfTheTierBelow) {
   if (active_isa() != Isa::kAmx) GTEST_SKIP() << "hardware: no AMX (or the OS refused the tile state)";
   CpuBackend amx(CpuBackendOptions{Isa::kAmx, false, nullptr});
   CpuBackend avx512(CpuBackendOptions{Isa::kAvx512, false, nullptr});
   for (DType t : kSources) {
     const int64_t k = block_size(t) == 256 ? 768 : 640;
-    for (int64_t m : {64, 70}) {
+    for (int64_t m : {150, 160}) {
       Problem p(t, k, 40, m, 3);
       Op probe;
       probe.kind = OpKind::kMulMat;

@@ -22,7 +22,8 @@
 // The integer sums are the AVX-512 panels' (exact, |isum| < 2^27, in any
 // order) and the float steps are the same code, so results are
 // bit-identical to avx512/packed_kquant.cc, which takes the rows left over
-// after the groups of 16 and every op with fewer than 16 rows.
+// after the groups of 16, calls of fewer than 32 rows and ops of fewer than
+// amx_min_rows (packed_kernels.h).
 //
 // Pipeline: the B and C tiles are double-buffered (even and odd units), so
 // step t issues unit t's tile products, stores unit t - 1's C tiles (done
@@ -240,7 +241,7 @@ FOLIO_TARGET_AMX void kquant_amx_panel(int64_t k, const void* panel, const void*
   const auto* xb = static_cast<const uint8_t*>(x);
   auto* ob = reinterpret_cast<uint8_t*>(out);
   const int64_t nsb = k / kQKK;
-  int groups = nc / kGroup;
+  int groups = nc >= kKQuantAmxMinPanelRows ? nc / kGroup : 0;
   int done = 0;
   if (groups > 0) {
     auto* b_tiles = static_cast<uint8_t*>(packed_thread_scratch(2, static_cast<size_t>(nsb) * 4096));
