@@ -8,9 +8,9 @@
 // operand (16 rows of 32 bytes, read in place with the activation row
 // stride). A panel call first turns the panel's codes into signed values
 // (code - offset: nibbles unpacked, Q8_0's q + 128 back to q; Q4_1's
-// codes as they are) in a
-// tile-ready scratch shared by all its activation rows; then, per block,
-// one B tile meets up to 3 groups of 16 activation rows:
+// codes as they are) in a tile-ready scratch shared by all its activation
+// rows; then, per block, one B tile meets up to 3 groups of 16 activation
+// rows:
 //   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group
 // C_g holds exactly the integer block dots of the AVX-512 panels
 // (avx512/packed_legacy.cc); it goes to memory and each of its 16 rows takes
@@ -19,8 +19,8 @@
 // panels that serve Q4_1_X16 below this tier), so the results are
 // bit-identical to the AVX-512 panels (Q4_1: the avx2_vnni ones), which take
 // the rows left over after the groups of 16 (and every op with fewer than 16
-// rows: the kernel's `supports` sends those to the lower tiers). The groups' TDPs of
-// a block are independent, so the tile unit overlaps them with the
+// rows: the kernel's `supports` sends those to the lower tiers). The groups'
+// TDPs of a block are independent, so the tile unit overlaps them with the
 // vector work of the previous group.
 //
 // Tiles (amx/tiles.h): tmm0-2 A 16 x 32 B, tmm3 B 8 x 64 B, tmm4-6 C 16 x 64 B.

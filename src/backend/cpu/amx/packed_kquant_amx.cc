@@ -28,10 +28,9 @@
 // Pipeline: the B and C tiles are double-buffered (even and odd units), so
 // step t issues unit t's tile products, stores unit t - 1's C tiles (done
 // meanwhile) and runs the vector work on unit t - 2's from memory: the tile
-// unit does not wait for stores, nor loads for tile results. Without it
-// (one C tile per group, stored right after its product) the tile
-// latencies left these panels no faster than the AVX-512 ones. Two groups,
-// not three, so that the double buffers fit the 8 tiles.
+// unit does not wait for stores, nor the vector loads for tile results
+// (a C tile stored right after its product makes the tile latencies add
+// up). Two groups, not three, so that the double buffers fit the 8 tiles.
 //
 // Tiles: amx/tiles.h configure_tiles_2x2 (A 16 x unit bytes, B unit / 4 x
 // 64 bytes, C 16 x 64 bytes).

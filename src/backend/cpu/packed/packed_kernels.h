@@ -48,15 +48,13 @@ Status mul_mat_id_packed_avx2_vnni(const Op& op, const KernelContext& ctx);
 // panel of the tier below (AVX-512; Q4_1_X16: avx2_vnni), with bit-identical
 // results (the same integer block / sub-block dots, the same float steps).
 PanelFn kquant_panel_amx(DType packed);  // nullptr: not a K-quant layout
-// The fewest activation rows of a mul_mat op for which the AMX panels beat
-// the tier below (folio-test-ops perf, K = 4096, 1024 rows: the 32-element
-// layouts from 16 rows; the K-quants from 512 rows by 1.3x, while from 16
-// to 64 rows they tie or trail, within the noise of a loaded machine): ops
-// with fewer rows do not select the amx kernels. The K-quant panels unpack
-// a whole panel per call and take one tile product per 32 (Q6_K: 16)
-// elements, so few rows do not pay for it; a K-quant panel call with under
-// 32 rows (a mul_mat_id expert group, a block's tail) runs them all on the
-// AVX-512 panel.
+// The fewest activation rows of a mul_mat op that select the AMX panels,
+// chosen with folio-test-ops perf against the tier below: 16 for the
+// 32-element layouts; 128 for the K-quants, whose panels unpack a whole
+// panel per call and take one tile product per 32 (Q6_K: 16) elements, so
+// that fewer rows do not pay for the tile work. A K-quant panel call with
+// under 32 rows (a mul_mat_id expert group, a block's tail) runs them all
+// on the AVX-512 panel.
 constexpr int amx_min_rows(DType packed) {
   return packed == DType::Q4_K_X16 || packed == DType::Q5_K_X16 || packed == DType::Q6_K_X16
              ? 128
