@@ -33,21 +33,21 @@ WeightUse use(DType t, std::array<int64_t, kMaxDims> ne, OpKind consumer = OpKin
 
 TEST(PackedBufferTypes, AcceptOnlyMulMatWeightsOfTheirFormats) {
   const PackedBufferType& amx = amx_buffer_type();
-  const PackedBufferType& rep = repack_buffer_type(false);
+  const PackedBufferType& rep = repack_buffer_type();
   EXPECT_TRUE(amx.supports_weight(use(DType::Q4_0, {256, 37, 1, 1})));
   EXPECT_TRUE(amx.supports_weight(use(DType::Q8_0, {640, 262144, 1, 1})));
   EXPECT_TRUE(amx.supports_weight(use(DType::Q5_0, {256, 24, 8, 1}, OpKind::kMulMatId)));
-  EXPECT_FALSE(amx.supports_weight(use(DType::Q4_K, {256, 32, 1, 1})));
+  EXPECT_TRUE(amx.supports_weight(use(DType::Q4_K, {256, 32, 1, 1})));
   EXPECT_TRUE(rep.supports_weight(use(DType::Q4_K, {256, 32, 1, 1})));
   EXPECT_TRUE(rep.supports_weight(use(DType::Q5_K, {2048, 640, 1, 1})));
   EXPECT_TRUE(rep.supports_weight(use(DType::Q6_K, {2048, 640, 1, 1})));
-  EXPECT_FALSE(amx.supports_weight(use(DType::Q5_K, {256, 32, 1, 1})));
-  // Q4_1 has no AMX panel: the repacked type holds it beside the K-quants.
-  EXPECT_FALSE(amx.supports_weight(use(DType::Q4_1, {256, 32, 1, 1})));
+  // Every packed layout has AMX panels: the AMX type holds them all.
+  EXPECT_TRUE(amx.supports_weight(use(DType::Q5_K, {256, 32, 1, 1})));
+  EXPECT_TRUE(amx.supports_weight(use(DType::Q6_K, {2048, 640, 1, 1})));
+  EXPECT_TRUE(amx.supports_weight(use(DType::Q4_1, {256, 32, 1, 1})));
   EXPECT_TRUE(rep.supports_weight(use(DType::Q4_1, {256, 32, 1, 1})));
-  EXPECT_FALSE(rep.supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
-  EXPECT_TRUE(repack_buffer_type(true).supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
-  for (const PackedBufferType* t : {&amx, &repack_buffer_type(true)}) {
+  EXPECT_TRUE(rep.supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
+  for (const PackedBufferType* t : {&amx, &repack_buffer_type()}) {
     // F32 / F16 tensors, norms, embeddings (get_rows) and unsupported formats stay plain.
     EXPECT_FALSE(t->supports_weight(use(DType::F32, {256, 32, 1, 1})));
     EXPECT_FALSE(t->supports_weight(use(DType::F16, {256, 32, 1, 1})));
@@ -104,17 +104,16 @@ TEST(PackedBufferTypes, PriorityListFollowsTheIsa) {
   if (vnni) {
     const auto l = cpu_weight_buffer_types(Isa::kAvx512);
     EXPECT_EQ(names(l), (V{"CPU_REPACK", "CPU"}));
-    // Without AMX the repacked type also takes the 32-element formats.
     EXPECT_TRUE(l[0]->supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
   }
   if (top == Isa::kAmx) {
     const auto l = cpu_weight_buffer_types(Isa::kAmx);
-    EXPECT_EQ(names(l), (V{"AMX", "CPU_REPACK", "CPU"}));
+    EXPECT_EQ(names(l), (V{"AMX", "CPU"}));
     EXPECT_EQ(*place_weight(l, use(DType::Q8_0, {256, 32, 1, 1})), l[0]);
-    EXPECT_EQ(*place_weight(l, use(DType::Q6_K, {256, 32, 1, 1})), l[1]);
-    EXPECT_EQ(*place_weight(l, use(DType::Q5_K, {256, 32, 1, 1})), l[1]);
-    EXPECT_EQ(*place_weight(l, use(DType::F32, {256, 32, 1, 1})), l[2]);
-    EXPECT_EQ(*place_weight(l, use(DType::Q8_0, {256, 32, 1, 1}, OpKind::kGetRows)), l[2]);
+    EXPECT_EQ(*place_weight(l, use(DType::Q6_K, {256, 32, 1, 1})), l[0]);
+    EXPECT_EQ(*place_weight(l, use(DType::Q4_1, {256, 32, 1, 1})), l[0]);
+    EXPECT_EQ(*place_weight(l, use(DType::F32, {256, 32, 1, 1})), l[1]);
+    EXPECT_EQ(*place_weight(l, use(DType::Q8_0, {256, 32, 1, 1}, OpKind::kGetRows)), l[1]);
   } else {
     EXPECT_NE(cpu_weight_buffer_note(Isa::kAmx).find("AMX not offered"), std::string::npos);
   }
@@ -164,7 +163,7 @@ struct Problem {
       quant::quantize_row_ref(t, wf.data() + r * k, static_cast<char*>(plain.get()) + r * row, k);
     }
     w_plain = TensorView::contiguous(plain.get(), t, {k, n});
-    const PackedBufferType& type = repack_buffer_type(true);
+    const PackedBufferType& type = repack_buffer_type();
     const WeightUse u_{"w", t, w_plain.ne, OpKind::kMulMat};
     packed = aligned_alloc_bytes(type.weight_bytes(u_));
     EXPECT_TRUE(type.store_weight(u_, plain.get(), row * n, packed.get()).ok());
@@ -344,10 +343,12 @@ TEST(PackedKernels, RowsIndependentOfTheBatch) {
   std::vector<Isa> isas = packed_isas();
   if (active_isa() == Isa::kAmx) isas.push_back(Isa::kAmx);
   for (DType t : kSources) {
-    Problem p(t, 256, 85, 40, 11);  // 6 panels: decode calls of 4 and 2 (5 rows)
+    // 6 panels: decode calls of 4 and 2 (5 rows); 150 and 140 rows reach
+    // the AMX panels of every layout (amx_min_rows), with leftovers.
+    Problem p(t, 256, 85, 150, 11);
     for (Isa isa : isas) {
       CpuBackend b(CpuBackendOptions{isa, false, nullptr});
-      const std::vector<float> all = p.run(b, true, 0, 40);
+      const std::vector<float> all = p.run(b, true, 0, 150);
       for (int64_t first : {0, 5, 17, 39}) {
         const std::vector<float> one = p.run(b, true, first, 1);
         EXPECT_EQ(0, std::memcmp(one.data(), all.data() + first * p.n, p.n * 4))
@@ -358,23 +359,29 @@ TEST(PackedKernels, RowsIndependentOfTheBatch) {
         EXPECT_EQ(0, std::memcmp(two.data(), all.data() + first * p.n, two.size() * 4))
             << dtype_name(t) << " " << isa_name(isa) << " rows " << first << ", " << first + 1;
       }
-      const std::vector<float> mid = p.run(b, true, 3, 33);  // 2 tile groups + 1
+      const std::vector<float> mid = p.run(b, true, 3, 140);  // 8 tile groups + 12
+      const std::vector<float> few = p.run(b, true, 3, 33);   // 2 tile groups + 1 (not K-quants)
       EXPECT_EQ(0, std::memcmp(mid.data(), all.data() + 3 * p.n, mid.size() * 4));
+      EXPECT_EQ(0, std::memcmp(few.data(), all.data() + 3 * p.n, few.size() * 4));
     }
   }
 }
 
 // The K-quant panels add i16 partial sums (AVX2: up to 8 vpmaddubsw pairs
-// for Q4_K, 4 for Q5_K, 2 for Q6_K; AVX-512: half and quarter groups) and
-// scale them: with every code at its maximum, every scale at its largest
+// for Q4_K, 4 for Q5_K, 2 for Q6_K; AVX-512: half and quarter groups; AMX:
+// whole tile dots scaled in i32) and scale them: with every code at its maximum, every scale at its largest
 // magnitude (Q4_K / Q5_K 63, Q6_K -1 x code - 32 = 31) and activations at
 // +-1 (quants -128 and +127) those sums reach their bound and must stay exact.
 TEST(PackedKernels, KQuantExtremeCodesStayExact) {
   if (packed_isas().empty()) GTEST_SKIP() << "hardware: no AVX2";
-  for (Isa isa : packed_isas()) {
+  std::vector<Isa> isas = packed_isas();
+  if (active_isa() == Isa::kAmx) isas.push_back(Isa::kAmx);
+  for (Isa isa : isas) {
     CpuBackend b(CpuBackendOptions{isa, false, nullptr});
     for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
-      const int64_t k = 512, n = 16, m = 9;  // a tile of 8 activation rows and 1 more
+      // AMX: 8 tile groups of 16 rows (amx_min_rows: 128), then 9 rows on
+      // the AVX-512 panel; the other panels: tiles of 8, then 1 more.
+      const int64_t k = 512, n = 16, m = 137;
       const size_t row = row_size(t, k);
       std::vector<uint8_t> plain(row * n, 0xFF);  // scales, mins 63 (Q6_K: -1); codes 15 / 31 / 63
       const uint16_t d = f32_to_f16(1.0f / 64), dmin = 0;
@@ -387,7 +394,7 @@ TEST(PackedKernels, KQuantExtremeCodesStayExact) {
         }
       }
       const WeightUse u{"w", t, {k, n, 1, 1}, OpKind::kMulMat};
-      const PackedBufferType& type = repack_buffer_type(true);
+      const PackedBufferType& type = repack_buffer_type();
       AlignedPtr packed = aligned_alloc_bytes(type.weight_bytes(u));
       ASSERT_TRUE(type.store_weight(u, plain.data(), plain.size(), packed.get()).ok());
       std::vector<float> x(static_cast<size_t>(k * m));
@@ -418,7 +425,7 @@ TEST(PackedKernels, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
   const int64_t k = 256, n = 20, n_exp = 3, n_used = 2, n_tok = 2;
   const size_t row = row_size(DType::Q4_0, k);
   std::vector<char> plain(row * n * n_exp, 0);
-  const PackedBufferType& type = repack_buffer_type(true);
+  const PackedBufferType& type = repack_buffer_type();
   const WeightUse u{"experts", DType::Q4_0, {k, n, n_exp, 1}, OpKind::kMulMatId};
   AlignedPtr packed = aligned_alloc_bytes(type.weight_bytes(u));
   ASSERT_TRUE(type.store_weight(u, plain.data(), plain.size(), packed.get()).ok());
@@ -441,21 +448,28 @@ TEST(PackedKernels, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
   }
 }
 
-TEST(PackedKernels, AmxTilesGiveTheBitsOfTheAvx512Panels) {
+// The AMX panels give the bits of the panels below them (AVX-512; Q4_1_X16:
+// avx2_vnni, its only panel below AMX) for every packed layout: 160 rows are
+// 10 tile groups, 150 leave 6 rows that the lower tier's panel takes (both
+// at least amx_min_rows).
+TEST(PackedKernels, AmxTilesGiveTheBitsOfTheTierBelow) {
   if (active_isa() != Isa::kAmx) GTEST_SKIP() << "hardware: no AMX (or the OS refused the tile state)";
   CpuBackend amx(CpuBackendOptions{Isa::kAmx, false, nullptr});
   CpuBackend avx512(CpuBackendOptions{Isa::kAvx512, false, nullptr});
-  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
-    Problem p(t, 640, 40, 64, 3);
-    Op probe;
-    probe.kind = OpKind::kMulMat;
-    probe.src[0] = p.w_packed;
-    probe.src[1] = TensorView::contiguous(p.x.data(), DType::F32, {p.k, p.m});
-    std::vector<float> y(static_cast<size_t>(p.n * p.m));
-    probe.dst = TensorView::contiguous(y.data(), DType::F32, {p.n, p.m});
-    EXPECT_NE(amx.kernel_name(probe).find(".amx"), std::string::npos);
-    const std::vector<float> a = p.run(amx, true, 0, p.m), b = p.run(avx512, true, 0, p.m);
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t);
+  for (DType t : kSources) {
+    const int64_t k = block_size(t) == 256 ? 768 : 640;
+    for (int64_t m : {150, 160}) {
+      Problem p(t, k, 40, m, 3);
+      Op probe;
+      probe.kind = OpKind::kMulMat;
+      probe.src[0] = p.w_packed;
+      probe.src[1] = TensorView::contiguous(p.x.data(), DType::F32, {p.k, p.m});
+      std::vector<float> y(static_cast<size_t>(p.n * p.m));
+      probe.dst = TensorView::contiguous(y.data(), DType::F32, {p.n, p.m});
+      EXPECT_NE(amx.kernel_name(probe).find(".amx"), std::string::npos) << dtype_name(t);
+      const std::vector<float> a = p.run(amx, true, 0, p.m), b = p.run(avx512, true, 0, p.m);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t) << " m=" << m;
+    }
   }
 }
 

@@ -1,5 +1,5 @@
-// Models loaded through the packed weight buffer types (AMX -> CPU_REPACK ->
-// CPU, backend/cpu/cpu_buffer_types.h) against the same file loaded plain.
+// Models loaded through the packed weight buffer types (AMX or CPU_REPACK, then
+// CPU: backend/cpu/cpu_buffer_types.h) against the same file loaded plain.
 //
 // The tiny reference models are F32, which never packs, so each test first
 // quantizes their matrices (the reference quantizer, src/quant) into an

@@ -16,12 +16,13 @@
 // (activations quantized to q8_0 / q8_K, ~1e-5 expected).
 //
 // Shapes: rows not a multiple of the 16-row panel (37 = 16 + 16 + 5), 1, 3,
-// 16, 17, 64 and 512 activation rows (AMX takes groups of 16, the AVX-512
-// panels the rest), batch broadcast, padded activation rows, mul_mat_id with
-// expert groups above and below 16 rows. The harness adds the two-thread run
-// (bit-identical to one thread). Perf mode (all_cases(true)) adds big
-// perf_only cases: K = 2048 / 4096, 1024 rows, 1 and 512 activation rows,
-// plain and packed side by side.
+// 16, 17, 40, 64 and 512 activation rows (AMX takes groups of 16 from
+// amx_min_rows on, 16 or for K-quants 128; the AVX-512 panels the rest), batch broadcast,
+// padded activation rows, mul_mat_id with expert groups above and below 16
+// and 32 rows. The harness adds the two-thread run (bit-identical to one
+// thread). Perf mode (all_cases(true)) adds big perf_only cases: K = 2048 /
+// 4096, 1024 rows, 1, 16, 32, 64, 128 and 512 activation rows, plain and
+// packed side by side (16 to 128: the AMX panels' thresholds).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -47,7 +48,7 @@ const PackedBufferType& holder(DType source) {
   const PackedBufferType& amx = amx_buffer_type();
   const auto& f = amx.formats();
   if (std::find(f.begin(), f.end(), source) != f.end()) return amx;
-  return repack_buffer_type(false);
+  return repack_buffer_type();
 }
 
 // Packs the plain weight `w` through the buffer type into memory owned by c.
@@ -189,12 +190,13 @@ void add_perf(CaseList& cases, DType src, int64_t k, int64_t n, int64_t m) {
 void add_packed_cases(CaseList& cases, bool perf) {
   for (DType src : kPackedSources) {
     const int64_t k = block_size(src) == quant::kQKK ? 512 : 256;
-    for (int64_t m : {1, 2, 3, 16, 17, 64}) add_packed_mul_mat(cases, src, k, 37, m);
+    for (int64_t m : {1, 2, 3, 16, 17, 40, 64}) add_packed_mul_mat(cases, src, k, 37, m);
     add_packed_mul_mat(cases, src, k, 16, 512);
     add_packed_mul_mat_id(cases, src, 1);  // decode: one token per expert
     add_packed_mul_mat_id(cases, src, 2);  // decode: one or two tokens per expert
     add_packed_mul_mat_id(cases, src, 5);
     add_packed_mul_mat_id(cases, src, 40);  // 120 pairs over 6 experts: groups of 16+
+    add_packed_mul_mat_id(cases, src, 80);  // groups of 32+ (a K-quant AMX panel call's minimum)
   }
   // A single 32-element block per row, and Gemma 3 270M decode / prefill
   // widths (ffn gate / up 640 -> 2048, down 2048 -> 640).
@@ -203,6 +205,9 @@ void add_packed_cases(CaseList& cases, bool perf) {
     add_packed_mul_mat(cases, src, 640, 2048, 1);
   }
   for (DType src : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) add_packed_mul_mat(cases, src, 2048, 640, 1);
+  // K-quants from amx_min_rows (128) on: 9 tile groups (4 pairs and a
+  // single one) and 6 rows for the AVX-512 panel.
+  for (DType src : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) add_packed_mul_mat(cases, src, 512, 37, 150);
   add_packed_mul_mat(cases, DType::Q5_0, 640, 256, 64);
   add_packed_mul_mat(cases, DType::Q4_K, 1024, 256, 64);
   add_packed_mul_mat(cases, DType::Q5_K, 1024, 256, 64);
@@ -212,9 +217,11 @@ void add_packed_cases(CaseList& cases, bool perf) {
     add_packed_mul_mat(cases, src, 256, 21, 17, {1, 1}, {1, 1}, 64);
   }
   if (!perf) return;
-  for (DType src : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  // 16 and 32 rows: the smallest batches the AMX panels take (one and two
+  // tile groups), against the panels of the tier below.
+  for (DType src : kPackedSources) {
     for (int64_t k : {2048, 4096}) {
-      for (int64_t m : {1, 512}) add_perf(cases, src, k, 1024, m);
+      for (int64_t m : {1, 16, 32, 64, 128, 512}) add_perf(cases, src, k, 1024, m);
     }
   }
   // Float weights: a 0.6B model's FFN product in prefill and in a decode

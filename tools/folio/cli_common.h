@@ -63,7 +63,7 @@ int64_t prefill_chunk(const ModelFlags& flags);
 // or a full context); values below -1 are refused while parsing.
 void add_n_predict_flag(CLI::App* cmd, int64_t* n_predict, const std::string& what);
 
-// Weight placement for the CPU: AMX -> CPU_REPACK -> CPU (packed layouts
+// Weight placement for the CPU: AMX or CPU_REPACK, then CPU (packed layouts
 // where kernels of the active ISA read them, backend/cpu/cpu_buffer_types.h),
 // or plain CPU only with no_repack.
 std::vector<const BufferType*> weight_buffer_types(bool no_repack);

@@ -82,28 +82,36 @@ TensorView PackedBufferType::weight_view(const WeightUse& w, void* data) const {
   return quant::packed_view(data, *quant::packed_type_for(w.dtype), w.ne);
 }
 
+namespace {
+
+// Every format with a packed layout: each has panels on every tier from
+// AVX2 up and AMX tile panels.
+std::vector<DType> cpu_packed_formats() {
+  return {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0,
+          DType::Q4_K, DType::Q5_K, DType::Q6_K};
+}
+
+}  // namespace
+
 const PackedBufferType& amx_buffer_type() {
-  static const PackedBufferType kType("AMX", {DType::Q4_0, DType::Q5_0, DType::Q8_0});
+  static const PackedBufferType kType("AMX", cpu_packed_formats());
   return kType;
 }
 
-const PackedBufferType& repack_buffer_type(bool with_legacy) {
-  // Q4_1 has no AMX panel: it stays here beside the K-quants.
-  static const PackedBufferType kKQuants("CPU_REPACK",
-                                         {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_1});
-  static const PackedBufferType kAll(
-      "CPU_REPACK",
-      {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_1, DType::Q4_0, DType::Q5_0, DType::Q8_0});
-  return with_legacy ? kAll : kKQuants;
+const PackedBufferType& repack_buffer_type() {
+  static const PackedBufferType kType("CPU_REPACK", cpu_packed_formats());
+  return kType;
 }
 
 std::vector<const BufferType*> cpu_weight_buffer_types(Isa max_isa, bool repack) {
   const Isa isa = effective_isa(max_isa);
   std::vector<const BufferType*> list;
   if (repack) {
-    const bool amx = amx_usable(isa);
-    if (amx) list.push_back(&amx_buffer_type());
-    if (panels_usable(isa)) list.push_back(&repack_buffer_type(!amx));
+    if (amx_usable(isa)) {
+      list.push_back(&amx_buffer_type());
+    } else if (panels_usable(isa)) {
+      list.push_back(&repack_buffer_type());
+    }
   }
   list.push_back(&host_buffer_type());
   return list;

@@ -1,11 +1,12 @@
 // Weight buffer types of the CPU backend and their priority list.
 //
-//   AMX         Q4_0, Q5_0, Q8_0 in the packed x16 layouts (quant/repack.h):
-//               AMX tile kernels for batches of 16+ rows, AVX-512 VNNI
-//               panels on the same bytes for decode.
-//   CPU_REPACK  Q4_K, Q5_K, Q6_K, Q4_1 (and, without AMX, Q4_0 / Q5_0 /
-//               Q8_0) in the same x16 layouts, for the AVX-512 VNNI panels
-//               and the AVX2 panels (AVX2 machines repack too).
+//   AMX         Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K in the packed x16
+//               layouts (quant/repack.h): AMX tile kernels for batches of
+//               16+ rows, the AVX-512 VNNI panels (Q4_1: avx2_vnni) on the
+//               same bytes for decode.
+//   CPU_REPACK  the same formats in the same layouts on machines without
+//               AMX, for the AVX-512 VNNI panels and the AVX2 panels (AVX2
+//               machines repack too).
 //   CPU         everything else, mapped from the file as it is.
 //
 // A packed type accepts a weight only when a kernel of this machine reads
@@ -49,21 +50,20 @@ class PackedBufferType final : public BufferType {
 };
 
 // The weight placement list for CPU kernels up to `max_isa` (capped by the
-// machine: active_isa()): AMX -> CPU_REPACK -> CPU, each packed type only
-// where its kernels can run (AMX: tiles granted by the OS; CPU_REPACK:
-// AVX2 + FMA + F16C, or AVX-512 with VNNI). repack = false (--no-repack):
+// machine: active_isa()): AMX -> CPU where the tiles are granted by the OS,
+// else CPU_REPACK -> CPU where panels run (AVX2 + FMA + F16C, or AVX-512
+// with VNNI), else CPU. repack = false (--no-repack):
 // plain CPU only.
 std::vector<const BufferType*> cpu_weight_buffer_types(Isa max_isa, bool repack = true);
 
 // One line on what the list holds and why packed types are missing, for the
-// load log: "weights: AMX -> CPU_REPACK -> CPU" or "... (AMX not offered:
+// load log: "weights: AMX -> CPU" or "weights: CPU_REPACK -> CPU (AMX not offered:
 // the OS refused the tile state)".
 std::string cpu_weight_buffer_note(Isa max_isa, bool repack = true);
 
 // The packed types themselves (tests place single weights through them).
 const PackedBufferType& amx_buffer_type();
-// CPU_REPACK: K-quants and Q4_1, plus (with_legacy: no AMX type before it)
-// Q4_0, Q5_0 and Q8_0.
-const PackedBufferType& repack_buffer_type(bool with_legacy);
+// CPU_REPACK: the formats of the AMX type, for the machines without AMX.
+const PackedBufferType& repack_buffer_type();
 
 }  // namespace folio

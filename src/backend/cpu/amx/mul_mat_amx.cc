@@ -1,39 +1,39 @@
-// AMX mul_mat / mul_mat_id on the packed 32-element layouts Q4_0_X16,
-// Q5_0_X16 and Q8_0_X16 (quant/repack.h) x Q8Row32 activation rows.
+// AMX mul_mat / mul_mat_id on the packed layouts (quant/repack.h): here the
+// 32-element ones, Q4_0_X16, Q4_1_X16, Q5_0_X16 and Q8_0_X16 x Q8Row32
+// activation rows; the K-quant layouts' panels are in packed_kquant_amx.cc.
 //
 // One panel block (16 weight rows x 32 elements) in VNNI order is the B
 // operand of an int8 tile dot product (8 rows of 64 bytes: 4 values of each
 // of 16 columns), and 16 activation rows' quants of the block are the A
 // operand (16 rows of 32 bytes, read in place with the activation row
 // stride). A panel call first turns the panel's codes into signed values
-// (code - offset: nibbles unpacked, Q8_0's q + 128 back to q) in a
-// tile-ready scratch shared by all its activation rows; then, per block,
-// one B tile meets up to 3 groups of 16 activation rows:
+// (code - offset: nibbles unpacked, Q8_0's q + 128 back to q; Q4_1's
+// codes as they are) in a tile-ready scratch shared by all its activation
+// rows; then, per block, one B tile meets up to 3 groups of 16 activation
+// rows:
 //   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group
 // C_g holds exactly the integer block dots of the AVX-512 panels
 // (avx512/packed_legacy.cc); it goes to memory and each of its 16 rows takes
-// the same float step as there, acc += float(C row) * (d_w * d_x), so the
-// results are bit-identical to the AVX-512 panels, which take the rows left
-// over after the groups of 16 (and every op with fewer than 16 rows: the
-// kernel's `supports` sends those to the AVX-512 tier). The groups' TDPs of
-// a block are independent, so the tile unit overlaps them with the
+// the same float step as there, acc += float(C row) * (d_w * d_x) (Q4_1:
+// then acc += m_w * (d_x * the activation block's quant sum), as the AVX2
+// panels that serve Q4_1_X16 below this tier), so the results are
+// bit-identical to the AVX-512 panels (Q4_1: the avx2_vnni ones), which take
+// the rows left over after the groups of 16 (and every op with fewer than 16
+// rows: the kernel's `supports` sends those to the lower tiers). The groups'
+// TDPs of a block are independent, so the tile unit overlaps them with the
 // vector work of the previous group.
 //
-// Tiles (palette 1): tmm0-2 A 16 x 32 B, tmm3 B 8 x 64 B, tmm4-6 C 16 x 64 B.
+// Tiles (amx/tiles.h): tmm0-2 A 16 x 32 B, tmm3 B 8 x 64 B, tmm4-6 C 16 x 64 B.
 // Each thread configures its tiles at the start of a panel call (ldtilecfg)
 // and releases them at its end (tilerelease); the OS grants the tile state
 // once per process (core/cpu_features.cc, arch_prctl).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
 #include <cstring>
 
+#include "backend/cpu/amx/tiles.h"
 #include "backend/cpu/avx512/kernels.h"
-#include "backend/cpu/packed/packed_kernels.h"
 #include "backend/cpu/drivers/dtype_switch.h"
+#include "backend/cpu/packed/packed_kernels.h"
+#include "core/cpu_features.h"
 #include "core/target.h"
 #include "quant/blocks.h"
 #include "quant/repack.h"
@@ -42,44 +42,17 @@ namespace folio::cpu {
 
 namespace {
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-constexpr int kGroup = 16;  // activation rows per tile group
+using amx::kGroup;
 
 #define FOLIO_INLINE_AMX FOLIO_TARGET_AMX __attribute__((always_inline)) static inline
 
 template <DType P>
 constexpr int32_t kOffset = P == DType::Q4_0_X16   ? 8
                             : P == DType::Q5_0_X16 ? 16
-                                                   : 128;
-
-// Compiler barrier: tile loads and ldtilecfg are asm statements that do not
-// tell the compiler which memory they read.
-inline void memory_barrier() {
-  __asm__ volatile("" ::: "memory");
-}
-
-// Tiles: tmm0-2 A (16 activation rows x 32 quants) of up to 3 groups, tmm3
-// B (8 VNNI rows x 64 signed values), tmm4-6 C (16 x 16 i32) per group.
-FOLIO_TARGET_AMX void configure_tiles() {
-  TileConfig cfg;
-  for (int t = 0; t < 3; ++t) {
-    cfg.colsb[t] = 32;
-    cfg.rows[t] = 16;
-    cfg.colsb[4 + t] = 64;
-    cfg.rows[4 + t] = 16;
-  }
-  cfg.colsb[3] = 64;
-  cfg.rows[3] = 8;
-  memory_barrier();
-  _tile_loadconfig(&cfg);
-}
+                            : P == DType::Q8_0_X16 ? 128
+                                                   : 0;
+template <DType P>
+constexpr bool kHasMin = P == DType::Q4_1_X16;
 
 // Tile-ready signed values (code - offset, 8 x 64 bytes per block) of a panel.
 template <DType P>
@@ -117,14 +90,20 @@ FOLIO_TARGET_AMX void unpack_panel(const uint8_t* panel, int64_t nb, uint8_t* ds
   }
 }
 
-// acc(i) += float(C row i) * (d_w * d_x(i)) for the 16 rows of one group.
-FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, const float* const* dx,
-                                 int64_t b, float* acc) {
+// acc(i) += float(C row i) * (d_w * d_x(i)) for the 16 rows of one group
+// [Q4_1: then acc(i) += m_w * (d_x(i) * sum of x(i)'s block quants)].
+template <DType P>
+FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, __m512 mw,
+                                 const Q8Row32 (&xr)[kGroup], int64_t b, float* acc) {
   for (int i = 0; i < kGroup; ++i) {
     const __m512i isum = _mm512_load_si512(c_rows + 16 * i);
-    const __m512 a = _mm512_load_ps(acc + 16 * i);
-    _mm512_store_ps(acc + 16 * i, _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
-                                                  _mm512_mul_ps(dw, _mm512_set1_ps(dx[i][b])), a));
+    __m512 a = _mm512_load_ps(acc + 16 * i);
+    a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(xr[i].d[b])),
+                        a);
+    if constexpr (kHasMin<P>) {
+      a = _mm512_fmadd_ps(mw, _mm512_set1_ps(xr[i].d[b] * static_cast<float>(xr[i].sum[b])), a);
+    }
+    _mm512_store_ps(acc + 16 * i, a);
   }
 }
 
@@ -132,15 +111,15 @@ FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, const float* 
 // B load and G independent TDPBSSD. Software-pipelined: the C tiles of
 // block b go to one half of c_rows while the vector work reads block b - 1's
 // from the other half, so loads never wait on a tile store still in flight.
-template <int G>
+template <DType P, int G>
 FOLIO_TARGET_AMX void amx_groups(int64_t nb, const uint8_t* b_tiles, const uint8_t* scales,
                                  size_t scale_stride, int64_t k, const uint8_t* x, size_t xs,
                                  uint8_t* out, size_t os, __mmask16 mask) {
   alignas(64) int32_t c_rows[2][G][kGroup * 16];
   alignas(64) float acc[G][kGroup * 16];
-  const float* dx[G][kGroup];
+  Q8Row32 xr[G][kGroup];
   for (int g = 0; g < G; ++g) {
-    for (int i = 0; i < kGroup; ++i) dx[g][i] = q8row32(x + (g * kGroup + i) * xs, k).d;
+    for (int i = 0; i < kGroup; ++i) xr[g][i] = q8row32(x + (g * kGroup + i) * xs, k);
   }
   std::memset(acc, 0, sizeof(acc));
   for (int64_t b = 0; b <= nb; ++b) {
@@ -167,9 +146,13 @@ FOLIO_TARGET_AMX void amx_groups(int64_t nb, const uint8_t* b_tiles, const uint8
     }
     if (b > 0) {
       const int64_t pb = b - 1;
-      const __m512 dw = _mm512_cvtph_ps(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + pb * scale_stride)));
-      for (int g = 0; g < G; ++g) accumulate(c_rows[pb & 1][g], dw, dx[g], pb, acc[g]);
+      const uint8_t* sp = scales + pb * scale_stride;
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp)));
+      __m512 mw = _mm512_setzero_ps();
+      if constexpr (kHasMin<P>) {
+        mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp + 32)));
+      }
+      for (int g = 0; g < G; ++g) accumulate<P>(c_rows[pb & 1][g], dw, mw, xr[g], pb, acc[g]);
     }
   }
   for (int g = 0; g < G; ++g) {
@@ -177,6 +160,18 @@ FOLIO_TARGET_AMX void amx_groups(int64_t nb, const uint8_t* b_tiles, const uint8
       _mm512_mask_storeu_ps(out + (g * kGroup + i) * os, mask, _mm512_load_ps(acc[g] + 16 * i));
     }
   }
+}
+
+// The avx2_vnni tier's byte dot: VEX where the CPU has AVX-VNNI, else EVEX.
+Avx2Dot amx_vnni_dot() {
+  return cpu_features().avxvnni ? Avx2Dot::kVnniVex : Avx2Dot::kVnniEvex;
+}
+
+// The panel that serves a 32-element layout below the AMX tier: the
+// AVX-512 one, or for Q4_1_X16 (no AVX-512 panel) the avx2_vnni one.
+PanelFn legacy_panel_below_amx(DType packed) {
+  return packed == DType::Q4_1_X16 ? legacy_panel_avx2(packed, amx_vnni_dot())
+                                   : legacy_panel_avx512(packed);
 }
 
 template <DType P>
@@ -194,8 +189,7 @@ FOLIO_TARGET_AMX void amx_panel(int64_t k, const void* panel, const void* x, siz
     if (b_tiles == nullptr) groups = 0;  // no memory: every row through the AVX-512 panel
     if (groups > 0) {
       unpack_panel<P>(p, nb, b_tiles);
-      configure_tiles();
-      memory_barrier();
+      amx::configure_tiles(quant::kQK);
     }
     const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
     while (groups > 0) {
@@ -203,11 +197,11 @@ FOLIO_TARGET_AMX void amx_panel(int64_t k, const void* panel, const void* x, siz
       const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
       uint8_t* og = ob + static_cast<size_t>(done) * os;
       if (g == 3) {
-        amx_groups<3>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
+        amx_groups<P, 3>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
       } else if (g == 2) {
-        amx_groups<2>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
+        amx_groups<P, 2>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
       } else {
-        amx_groups<1>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
+        amx_groups<P, 1>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
       }
       groups -= g;
       done += g * kGroup;
@@ -217,15 +211,22 @@ FOLIO_TARGET_AMX void amx_panel(int64_t k, const void* panel, const void* x, siz
     if (done > 0) _tile_release();
   }
   if (done < nc) {
-    legacy_panel_avx512(P)(k, panel, xb + done * xs, xs, nc - done, nr,
+    legacy_panel_below_amx(P)(k, panel, xb + done * xs, xs, nc - done, nr,
                            reinterpret_cast<float*>(ob + done * os), os);
   }
 }
 
 PackedSpec amx_spec(DType packed) {
-  const PanelFn f = dtype_switch<DType::Q4_0_X16, DType::Q5_0_X16, DType::Q8_0_X16>(
+  if (PanelFn f = kquant_panel_amx(packed)) {
+    return {ActFormat::kQ8_K, f, kquant_decode_avx512(packed), &quantize_act_q8_k_avx512};
+  }
+  const PanelFn f = dtype_switch<DType::Q4_0_X16, DType::Q4_1_X16, DType::Q5_0_X16,
+                                 DType::Q8_0_X16>(
       packed, [](auto p) -> PanelFn { return &amx_panel<decltype(p)::value>; });
-  return {ActFormat::kQ8_0, f, legacy_decode_avx512(packed), &quantize_act_q8_0_avx512};
+  const MultiPanelFn decode = packed == DType::Q4_1_X16
+                                  ? legacy_decode_avx2(packed, amx_vnni_dot())
+                                  : legacy_decode_avx512(packed);
+  return {ActFormat::kQ8_0, f, decode, &quantize_act_q8_0_avx512};
 }
 
 }  // namespace

@@ -42,10 +42,26 @@ Status mul_mat_id_packed_avx2(const Op& op, const KernelContext& ctx);
 Status mul_mat_packed_avx2_vnni(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_avx2_vnni(const Op& op, const KernelContext& ctx);
 
-// amx/mul_mat_amx.cc: AMX tile panels for the 32-element layouts: groups of
-// 16 activation rows through TDPBSUD tiles, the rest through the AVX-512
-// panel, with bit-identical results (the same integer block dots, the same
-// float steps per block).
+// amx/mul_mat_amx.cc (Q4_0_X16, Q4_1_X16, Q5_0_X16, Q8_0_X16) and
+// amx/packed_kquant_amx.cc (Q4_K_X16, Q5_K_X16, Q6_K_X16): AMX tile panels:
+// groups of 16 activation rows through TDPBSSD tiles, the rest through the
+// panel of the tier below (AVX-512; Q4_1_X16: avx2_vnni), with bit-identical
+// results (the same integer block / sub-block dots, the same float steps).
+PanelFn kquant_panel_amx(DType packed);  // nullptr: not a K-quant layout
+// The fewest activation rows of a mul_mat op that select the AMX panels,
+// chosen with folio-test-ops perf against the tier below: 16 for the
+// 32-element layouts; 128 for the K-quants, whose panels unpack a whole
+// panel per call and take one tile product per 32 (Q6_K: 16) elements, so
+// that fewer rows do not pay for the tile work. A K-quant panel call with
+// under 32 rows (a mul_mat_id expert group, a block's tail) runs them all
+// on the AVX-512 panel.
+constexpr int amx_min_rows(DType packed) {
+  return packed == DType::Q4_K_X16 || packed == DType::Q5_K_X16 || packed == DType::Q6_K_X16
+             ? 128
+             : 16;
+}
+inline constexpr int kKQuantAmxMinPanelRows = 32;
+
 Status mul_mat_packed_amx(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_amx(const Op& op, const KernelContext& ctx);
 

@@ -2,8 +2,8 @@
 // that ops with a packed weight reach only these (and these only such ops).
 // One entry per packed type and tier (its own name, so the parity harness
 // and perf mode list them apart). The AMX entries take mul_mat ops of at
-// least 16 activation rows; smaller batches (decode) go to the AVX-512 VNNI
-// panels on the same layout. The AVX2 entries read every layout (Q4_1_X16
+// least amx_min_rows activation rows (16; K-quants 128); smaller batches
+// (decode) go to the AVX-512 VNNI panels on the same layout. The AVX2 entries read every layout (Q4_1_X16
 // only them, on AVX-512 machines too). The avx2_vnni entries are those
 // panels with 256-bit vpdpbusd, for CPUs that have it (AVX-VNNI, or AVX-512
 // VNNI + VL: on AVX-512 machines they run Q4_1_X16).
@@ -34,12 +34,12 @@ bool packed_is_with_vnni256(const Op& op) {
   return op.src[0].dtype == P && quant::is_packed_view(op.src[0]) && cpu_features().vnni256();
 }
 
-// mul_mat: a batch worth tiles of 16 rows; mul_mat_id: any (expert groups
-// vary, the panel sends groups under 16 rows to the AVX-512 path).
+// mul_mat: a batch worth the tiles (amx_min_rows); mul_mat_id: any (expert
+// groups vary, the panel sends smaller groups to the tier below).
 template <DType P>
 bool packed_is_with_amx(const Op& op) {
   return op.src[0].dtype == P && quant::is_packed_view(op.src[0]) && cpu_features().amx_int8 &&
-         (op.kind != OpKind::kMulMat || op.src[1].ne[1] >= 16);
+         (op.kind != OpKind::kMulMat || op.src[1].ne[1] >= amx_min_rows(P));
 }
 
 }  // namespace
@@ -123,8 +123,12 @@ void register_packed_kernels(KernelTable& t) {
     KernelSupportsFn supports;
   } amx[] = {
       {"mul_mat.q4_0x16.amx", "mul_mat_id.q4_0x16.amx", packed_is_with_amx<DType::Q4_0_X16>},
+      {"mul_mat.q4_1x16.amx", "mul_mat_id.q4_1x16.amx", packed_is_with_amx<DType::Q4_1_X16>},
       {"mul_mat.q5_0x16.amx", "mul_mat_id.q5_0x16.amx", packed_is_with_amx<DType::Q5_0_X16>},
       {"mul_mat.q8_0x16.amx", "mul_mat_id.q8_0x16.amx", packed_is_with_amx<DType::Q8_0_X16>},
+      {"mul_mat.q4_Kx16.amx", "mul_mat_id.q4_Kx16.amx", packed_is_with_amx<DType::Q4_K_X16>},
+      {"mul_mat.q5_Kx16.amx", "mul_mat_id.q5_Kx16.amx", packed_is_with_amx<DType::Q5_K_X16>},
+      {"mul_mat.q6_Kx16.amx", "mul_mat_id.q6_Kx16.amx", packed_is_with_amx<DType::Q6_K_X16>},
   };
   for (const auto& k : amx) {
     t.add({OpKind::kMulMat, KernelTier::kAmx, k.mul_mat, k.supports, mul_mat_packed_amx, true});

@@ -1,0 +1,282 @@
+// AMX panels for the packed K-quant layouts Q4_K_X16, Q5_K_X16 and Q6_K_X16
+// (quant/repack.h) x Q8_K activation rows.
+//
+// A panel call first turns the panel's codes into tile-ready signed bytes
+// (scratch of 16 x K bytes shared by all its activation rows): Q4_K's
+// nibbles, Q5_K's nibbles + bit 4 (0..31), Q6_K's 6-bit codes minus 32
+// (-32..31), each 32-element group as 8 VNNI rows of 64 bytes, as the
+// AVX-512 panels unpack them (avx512/kquant_x16.h). A "unit" is the span
+// of K that one sub-block scale covers: 32 elements for Q4_K / Q5_K, 16
+// for Q6_K. Per unit, one B tile (unit / 4 VNNI rows) meets up to 2 groups
+// of 16 activation rows (A: 16 rows x unit bytes of their quants, read in
+// place with the activation row stride):
+//   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group
+// C_g holds, for each (activation row, panel row), the exact integer dot of
+// the unit: Q4_K / Q5_K the group dot, Q6_K the sub-block dot of
+// (code - 32), i.e. dot(code) - 32 * bsum. The vector side then adds
+//   isum += C row * scale_unit                   (i32 lanes, exact)
+// and, after the super-block's last unit, takes the AVX-512 panels' float
+// step once per super-block (avx512/kquant_x16.h: Q4_K / Q5_K also with
+// msum = sum of min_j * the activation's group sums):
+//   acc += float(isum) * (d * dx) [- float(msum) * (dmin * dx)]
+// The integer sums are the AVX-512 panels' (exact, |isum| < 2^27, in any
+// order) and the float steps are the same code, so results are
+// bit-identical to avx512/packed_kquant.cc, which takes the rows left over
+// after the groups of 16, calls of fewer than 32 rows and ops of fewer than
+// amx_min_rows (packed_kernels.h).
+//
+// Pipeline: the B and C tiles are double-buffered (even and odd units), so
+// step t issues unit t's tile products, stores unit t - 1's C tiles (done
+// meanwhile) and runs the vector work on unit t - 2's from memory: the tile
+// unit does not wait for stores, nor the vector loads for tile results
+// (a C tile stored right after its product makes the tile latencies add
+// up). Two groups, not three, so that the double buffers fit the 8 tiles.
+//
+// Tiles: amx/tiles.h configure_tiles_2x2 (A 16 x unit bytes, B unit / 4 x
+// 64 bytes, C 16 x 64 bytes).
+#include <cstddef>
+#include <cstring>
+
+#include "backend/cpu/amx/tiles.h"
+#include "backend/cpu/avx512/kquant_x16.h"
+#include "backend/cpu/drivers/dtype_switch.h"
+#include "backend/cpu/packed/packed_kernels.h"
+#include "core/target.h"
+#include "quant/blocks.h"
+#include "quant/repack.h"
+
+namespace folio::cpu {
+
+namespace {
+
+using amx::kGroup;
+using quant::BlockQ8_K;
+using quant::kQKK;
+
+#define FOLIO_INLINE_AMX FOLIO_TARGET_AMX __attribute__((always_inline)) static inline
+
+// The facts of a layout the AMX K-quant panel needs.
+template <DType P>
+struct KAmxFormat {
+  static constexpr bool kQ6 = P == DType::Q6_K_X16;
+  static constexpr int kUnit = kQ6 ? 16 : 32;  // elements per sub-block scale
+  static constexpr int kUnits = kQKK / kUnit;  // per super-block
+  static constexpr size_t kBytes = P == DType::Q4_K_X16   ? quant::kQ4KxBytes
+                                   : P == DType::Q5_K_X16 ? quant::kQ5KxBytes
+                                                          : quant::kQ6KxBytes;
+  // The scale of unit u of the 16 rows, as i32 lanes (Q4_K / Q5_K: 6-bit
+  // unsigned; Q6_K: signed bytes).
+  FOLIO_INLINE_AMX __m512i scales(const uint8_t* s, int u) {
+    if constexpr (kQ6) {
+      return _mm512_cvtepi8_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + quant::kQ6KxScales + 16 * u)));
+    } else {
+      return _mm512_cvtepu8_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + quant::kQ4KxScales + 16 * u)));
+    }
+  }
+};
+
+// Tile-ready signed codes (16 x 256 bytes per super-block) of a panel.
+template <DType P>
+FOLIO_TARGET_AMX void unpack_kquant_panel(const uint8_t* panel, int64_t nsb, uint8_t* dst) {
+  constexpr size_t kBytes = KAmxFormat<P>::kBytes;
+  const __m512i m32 = _mm512_set1_epi8(32);
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t* s = panel + sb * kBytes;
+    for (int j = 0; j < 8; ++j) {
+      __m512i w[8];
+      if constexpr (P == DType::Q6_K_X16) {
+        avx512::q6_codes(s, j, w);
+        for (int r = 0; r < 8; ++r) w[r] = _mm512_sub_epi8(w[r], m32);
+      } else {
+        avx512::k4_codes<P>(s, j, w);
+      }
+      uint8_t* o = dst + sb * 4096 + j * 512;
+      for (int r = 0; r < 8; ++r) _mm512_store_si512(o + 64 * r, w[r]);
+    }
+  }
+}
+
+// isum(i) += C row i * sc for the 16 rows of one group.
+FOLIO_INLINE_AMX void scale_add(const int32_t* c_rows, __m512i sc, int32_t* isum) {
+  for (int i = 0; i < kGroup; ++i) {
+    const __m512i c = _mm512_load_si512(c_rows + 16 * i);
+    const __m512i a = _mm512_load_si512(isum + 16 * i);
+    _mm512_store_si512(isum + 16 * i, _mm512_add_epi32(a, _mm512_mullo_epi32(c, sc)));
+  }
+}
+
+// The float step of super-block sb (panel bytes at s) for the 16 rows of
+// one group (activation row i at x + i * xs), then isum = 0.
+template <DType P>
+FOLIO_INLINE_AMX void finish_superblock(const uint8_t* s, const uint8_t* x, size_t xs, int64_t sb,
+                                        int32_t* isum, float* acc) {
+  for (int i = 0; i < kGroup; ++i) {
+    const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + i * xs)[sb];
+    const __m512i is = _mm512_load_si512(isum + 16 * i);
+    __m512 a = _mm512_load_ps(acc + 16 * i);
+    if constexpr (P == DType::Q6_K_X16) {
+      a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is),
+                          _mm512_mul_ps(avx512::half16(s + quant::kQ6KxD), _mm512_set1_ps(xb.d)),
+                          a);
+    } else {
+      __m512i msum = _mm512_setzero_si512();
+      for (int m = 0; m < 4; ++m) {
+        msum = _mm512_dpwssd_epi32(msum, avx512::k4_min_pairs(s, m), avx512::k4_bsum_pair(xb, m));
+      }
+      a = avx512::k4_accumulate(a, is, msum, s, xb.d);
+    }
+    _mm512_store_ps(acc + 16 * i, a);
+    _mm512_store_si512(isum + 16 * i, _mm512_setzero_si512());
+  }
+}
+
+// The tile products of unit t for G groups: B of unit t into tmm2 + kOdd,
+// C_g into tmm4 + 2 kOdd + g (kOdd = t % 2, so unit t + 1 runs in the other
+// B and C tiles while unit t's C tiles are stored).
+// (The tile intrinsics paste their tile numbers into the assembly text:
+// literal numbers only.)
+template <int G, int kOdd>
+FOLIO_INLINE_AMX void kquant_issue(const uint8_t* b_tile, const uint8_t* xa, size_t xs) {
+  if constexpr (kOdd == 0) {
+    _tile_loadd(2, b_tile, 64);
+    _tile_loadd(0, xa, xs);
+    _tile_zero(4);
+    _tile_dpbssd(4, 0, 2);
+    if constexpr (G > 1) {
+      _tile_loadd(1, xa + kGroup * xs, xs);
+      _tile_zero(5);
+      _tile_dpbssd(5, 1, 2);
+    }
+  } else {
+    _tile_loadd(3, b_tile, 64);
+    if constexpr (G == 1) {  // A double-buffered too: tmm1 is free
+      _tile_loadd(1, xa, xs);
+      _tile_zero(6);
+      _tile_dpbssd(6, 1, 3);
+    } else {
+      _tile_loadd(0, xa, xs);
+      _tile_zero(6);
+      _tile_dpbssd(6, 0, 3);
+    }
+    if constexpr (G > 1) {
+      _tile_loadd(1, xa + kGroup * xs, xs);
+      _tile_zero(7);
+      _tile_dpbssd(7, 1, 3);
+    }
+  }
+}
+
+template <int G, int kOdd>
+FOLIO_INLINE_AMX void kquant_store(int32_t (*c)[kGroup * 16]) {
+  if constexpr (kOdd == 0) {
+    _tile_stored(4, c[0], 64);
+    if constexpr (G > 1) _tile_stored(5, c[1], 64);
+  } else {
+    _tile_stored(6, c[0], 64);
+    if constexpr (G > 1) _tile_stored(7, c[1], 64);
+  }
+}
+
+// G groups of 16 activation rows (G <= 2) against one panel, in three
+// stages per step t: the tile products of unit t are issued, unit t - 1's
+// C tiles (done meanwhile) are stored, and the vector work reads unit
+// t - 2's from memory, so neither side waits on the other's latency.
+template <DType P, int G>
+FOLIO_TARGET_AMX void kquant_groups(int64_t nsb, const uint8_t* b_tiles, const uint8_t* panel,
+                                    const uint8_t* x, size_t xs, uint8_t* out, size_t os,
+                                    __mmask16 mask) {
+  using F = KAmxFormat<P>;
+  constexpr size_t kUnitBytes = F::kUnit * 16;  // one B tile
+  alignas(64) int32_t c_rows[3][G][kGroup * 16];
+  alignas(64) int32_t isum[G][kGroup * 16];
+  alignas(64) float acc[G][kGroup * 16];
+  std::memset(isum, 0, sizeof(isum));
+  std::memset(acc, 0, sizeof(acc));
+  const int64_t nu = nsb * F::kUnits;
+  for (int64_t t = 0; t < nu + 2; ++t) {
+    if (t < nu) {
+      const int64_t sb = t / F::kUnits;
+      const int u = static_cast<int>(t % F::kUnits);
+      const uint8_t* xa = x + sb * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs) + u * F::kUnit;
+      if (t & 1) {
+        kquant_issue<G, 1>(b_tiles + t * kUnitBytes, xa, xs);
+      } else {
+        kquant_issue<G, 0>(b_tiles + t * kUnitBytes, xa, xs);
+      }
+    }
+    if (t >= 1 && t <= nu) {
+      if ((t - 1) & 1) {
+        kquant_store<G, 1>(c_rows[(t - 1) % 3]);
+      } else {
+        kquant_store<G, 0>(c_rows[(t - 1) % 3]);
+      }
+    }
+    if (t >= 2) {
+      const int64_t pt = t - 2, sb = pt / F::kUnits;
+      const int u = static_cast<int>(pt % F::kUnits);
+      const uint8_t* s = panel + sb * F::kBytes;
+      const __m512i sc = F::scales(s, u);
+      for (int g = 0; g < G; ++g) scale_add(c_rows[pt % 3][g], sc, isum[g]);
+      if (u == F::kUnits - 1) {
+        for (int g = 0; g < G; ++g) {
+          finish_superblock<P>(s, x + g * kGroup * xs, xs, sb, isum[g], acc[g]);
+        }
+      }
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    for (int i = 0; i < kGroup; ++i) {
+      _mm512_mask_storeu_ps(out + (g * kGroup + i) * os, mask, _mm512_load_ps(acc[g] + 16 * i));
+    }
+  }
+}
+
+template <DType P>
+FOLIO_TARGET_AMX void kquant_amx_panel(int64_t k, const void* panel, const void* x, size_t xs,
+                                       int nc, int nr, float* out, size_t os) {
+  const auto* p = static_cast<const uint8_t*>(panel);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  auto* ob = reinterpret_cast<uint8_t*>(out);
+  const int64_t nsb = k / kQKK;
+  int groups = nc >= kKQuantAmxMinPanelRows ? nc / kGroup : 0;
+  int done = 0;
+  if (groups > 0) {
+    auto* b_tiles = static_cast<uint8_t*>(packed_thread_scratch(2, static_cast<size_t>(nsb) * 4096));
+    if (b_tiles == nullptr) groups = 0;  // no memory: every row through the AVX-512 panel
+    if (groups > 0) {
+      unpack_kquant_panel<P>(p, nsb, b_tiles);
+      amx::configure_tiles_2x2(KAmxFormat<P>::kUnit);
+    }
+    const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
+    while (groups > 0) {
+      const int g = groups >= 2 ? 2 : groups;
+      const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
+      uint8_t* og = ob + static_cast<size_t>(done) * os;
+      if (g == 2) {
+        kquant_groups<P, 2>(nsb, b_tiles, p, xg, xs, og, os, mask);
+      } else {
+        kquant_groups<P, 1>(nsb, b_tiles, p, xg, xs, og, os, mask);
+      }
+      groups -= g;
+      done += g * kGroup;
+    }
+    // Back to the init state: the OS need not save 8 KB of tiles on every
+    // context switch of this thread until its next tile work.
+    if (done > 0) _tile_release();
+  }
+  if (done < nc) {
+    kquant_panel_avx512(P)(k, panel, xb + done * xs, xs, nc - done, nr,
+                           reinterpret_cast<float*>(ob + done * os), os);
+  }
+}
+
+}  // namespace
+
+PanelFn kquant_panel_amx(DType packed) {
+  return dtype_switch<DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16>(
+      packed, [](auto p) -> PanelFn { return &kquant_amx_panel<decltype(p)::value>; });
+}
+
+}  // namespace folio::cpu
