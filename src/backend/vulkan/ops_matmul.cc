@@ -14,6 +14,9 @@
 // has the same bits whichever shader computes it and whatever other columns
 // (or mul_mat_id tokens and experts) share the op: a sequence's logits do
 // not change when its decode step joins a prefill batch.
+// mul_mat_glu (decode: M <= kMaxVecCols, SwiGLU) is mul_mat_vec in its GLU
+// mode: the gate and up rows of one output row in one workgroup, silu(gate)
+// * up written by it; bit for bit mul_mat followed by glu.
 // mul_mat_id uses either shader in its ID mode: mul_mat_vec (one column per
 // (u, t) pair) while the pairs per expert are few, mul_mat (pairs grouped by
 // expert in shared memory) once they average kTiledPairsPerExpert.
@@ -195,6 +198,31 @@ Status record_mul_mat(Recorder& r, const Op& op) {
   return r.dispatch("mul_mat", {type, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx, gy);
 }
 
+// kMulMatGlu: the GLU mode needs two row slots per workgroup (lanes per
+// row at most half the workgroup: rows up to 64 chunks of K).
+bool match_mul_mat_glu(const Op& op, const DeviceCaps& caps) {
+  const TensorView &w = op.src[0], &x = op.src[1];
+  return match_mul_mat(op, caps) && op.p<GluParams>().kind == GluKind::kSwiGlu &&
+         w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1 && x.ne[1] <= kMaxVecCols &&
+         threads_per_row(w.ne[0]) <= kVecWorkgroup / 2;
+}
+
+Status record_mul_mat_glu(Recorder& r, const Op& op) {
+  const TensorView &w = op.src[0], &x = op.src[1];
+  if (op.dst.nelements() == 0) return Status();
+  MatParams p;
+  FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
+  const uint32_t tpr = threads_per_row(w.ne[0]);
+  const uint64_t outputs_per_group = kVecWorkgroup / tpr / 2;
+  const uint32_t glu = op.p<GluParams>().swapped ? 2u : 1u;
+  uint32_t gx, gy;
+  Recorder::split_groups((op.dst.ne[0] + outputs_per_group - 1) / outputs_per_group, gx, gy);
+  return r.dispatch("mul_mat_vec",
+                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
+                     w16(p, w.dtype), glu},
+                    &p, sizeof p, {w, x, op.dst, x}, gx, gy);
+}
+
 Status record_mul_mat_id(Recorder& r, const Op& op) {
   const TensorView &w = op.src[0], &x = op.src[1], &ids = op.src[2];
   if (op.dst.nelements() == 0) return Status();
@@ -221,6 +249,7 @@ void add_matmul_kernels(std::vector<KernelDef>& out) {
   out.push_back({"get_rows", OpKind::kGetRows, match_get_rows, record_get_rows});
   out.push_back({"mul_mat", OpKind::kMulMat, match_mul_mat, record_mul_mat});
   out.push_back({"mul_mat_id", OpKind::kMulMatId, match_mul_mat_id, record_mul_mat_id});
+  out.push_back({"mul_mat_glu", OpKind::kMulMatGlu, match_mul_mat_glu, record_mul_mat_glu});
 }
 
 }  // namespace folio::vulkan
