@@ -594,8 +594,17 @@ TensorView ForwardContext::mul_mat_glu(const TensorView& w, const TensorView& x,
   const Profile::Clock::time_point t0 =
       profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
   // Routing decides on shapes; a placeholder stands for the output meanwhile.
+  // As in run_if_supported, a device home runs it or nobody does.
   op.dst.data = kOutputPlaceholder;
-  const RoutedOp route = validate_op(op).ok() ? choose(op) : RoutedOp{};
+  RoutedOp route;
+  if (validate_op(op).ok()) {
+    Backend* home = backends_.size() > 1 ? home_of(op) : nullptr;
+    if (home != nullptr && !home->is_host()) {
+      if (const KernelHandle k = home->select_kernel(op); k != nullptr) route = {home, k};
+    } else {
+      route = choose(op);
+    }
+  }
   if (!route) return glu(mul_mat(w, x), TensorView{}, kind);  // no backend fuses it
   Arena& arena = arena_of(route.backend);  // the host arena for a host backend
   Result<void*> p = arena.alloc(op.dst.nbytes_contiguous());
