@@ -31,25 +31,21 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "mat_interface.h"
 
-layout(local_size_x = 128) in;
+layout(local_size_x = kMatVecWorkgroup) in;
 layout(constant_id = 0) const uint TYPE = 0;
 layout(constant_id = 1) const uint NCOLS = 1;  // 1..8
 layout(constant_id = 2) const uint TPR = 32;   // lanes per row: power of 2, <= 128
 layout(constant_id = 3) const uint ID = 0;     // 1: mul_mat_id
 layout(constant_id = 4) const uint X16 = 0;    // 1: x rows 16-byte aligned (vec4 reads)
 layout(constant_id = 5) const uint W16 = 0;    // 1: F32 / F16 / BF16 weight rows 16-byte aligned
-layout(constant_id = 6) const uint GLU = 0;    // 1: silu(gate) * up, gate rows first; 2: up first
+layout(constant_id = 6) const uint GLU = kMatGluOff;  // kMulMatGlu: kMatGluGateFirst / UpFirst
 
-const uint WG = 128u;
-const uint MAX_COLS = 8u;
+const uint WG = kMatVecWorkgroup;
+const uint MAX_COLS = kMatVecMaxCols;
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor w;    // [K, N, B2w, B3w]; mul_mat_id: [K, N, E]
-  Tensor x;    // F32 [K, M, B2, B3]; mul_mat_id: [K, X1, T]
-  Tensor d;    // F32 [N, M, B2, B3]; mul_mat_id: [N, n_used, T]
-  Tensor ids;  // mul_mat_id: I32 [n_used, T] (mul_mat: unused)
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_MAT_PARAMS } p;
 layout(std430, binding = 2) readonly buffer W { uint wq[]; };
 layout(std430, binding = 3) readonly buffer X { float x_f[]; };
 layout(std430, binding = 4) writeonly buffer D { float d_f[]; };
@@ -131,7 +127,7 @@ void main() {
   const bool up_slot = GLU != 0u && slot >= OPW;
   const uint n = (g % n_blocks) * OPW + (up_slot ? slot - OPW : slot);  // output row
   // Its weight row: the second half's for up (GLU = 1) or gate (GLU = 2).
-  const uint wrow = GLU != 0u && (up_slot == (GLU == 1u)) ? n + N : n;
+  const uint wrow = GLU != 0u && (up_slot == (GLU == kMatGluGateFirst)) ? n + N : n;
   const uint n_batches = ID == 0u ? p.x.ne2 * p.x.ne3 : p.ids.ne0 * p.ids.ne1;
   if (batch >= n_batches) return;  // whole workgroup
 
