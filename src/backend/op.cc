@@ -34,6 +34,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kGatedDeltaNetUpdate: return "gated_delta_net_update";
     case OpKind::kSsmScanUpdate: return "ssm_scan_update";
     case OpKind::kCpy: return "cpy";
+    case OpKind::kMulMatGlu: return "mul_mat_glu";
     case OpKind::kCount: break;
   }
   return "?";
@@ -267,7 +268,8 @@ bool params_match(const Op& op) {
     case OpKind::kRope: return std::holds_alternative<RopeParams>(op.params);
     case OpKind::kSoftMax: return std::holds_alternative<SoftMaxParams>(op.params);
     case OpKind::kUnary: return std::holds_alternative<UnaryParams>(op.params);
-    case OpKind::kGlu: return std::holds_alternative<GluParams>(op.params);
+    case OpKind::kGlu:
+    case OpKind::kMulMatGlu: return std::holds_alternative<GluParams>(op.params);
     case OpKind::kTopK: return std::holds_alternative<TopKParams>(op.params);
     case OpKind::kArgsort: return std::holds_alternative<ArgsortParams>(op.params);
     case OpKind::kFlashAttn:
@@ -304,6 +306,19 @@ bool check(Checker& c, const Op& op) {
              c.divides(s0.ne[3], s1.ne[3], "batch dim 3") && c.eq(d.ne[0], s0.ne[1], "dst N") &&
              c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2], s1.ne[2], "dst ne2") &&
              c.eq(d.ne[3], s1.ne[3], "dst ne3");
+    case OpKind::kMulMatGlu:
+      if (op.p<GluParams>().kind == GluKind::kSwiGluOai &&
+          (!std::isfinite(op.p<GluParams>().alpha) || !(op.p<GluParams>().limit >= 0.0f) ||
+           !std::isfinite(op.p<GluParams>().limit))) {
+        return c.fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
+      }
+      return c.has(s0, "weight") && c.has(s1, "input") && c.weight_type(s0, "weight") &&
+             c.type(s1, DType::F32, "input") && c.type(d, DType::F32, "dst") &&
+             c.eq(s0.ne[2] * s0.ne[3], 1, "weight must be 2-D") &&
+             c.eq(s1.ne[2] * s1.ne[3], 1, "input must be 2-D") &&
+             c.eq(s0.ne[0], s1.ne[0], "inner dim K") &&
+             c.eq(s0.ne[1], 2 * d.ne[0], "weight rows (gate and up) twice dst N") &&
+             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D");
     case OpKind::kMulMatId: {
       const TensorView& ids = op.src[2];
       return c.has(s0, "experts") && c.has(s1, "input") && c.has(ids, "ids") &&

@@ -184,6 +184,17 @@ enum class OpKind : int {
   // src0 and dst must not overlap. How rows move between a cache's pools and
   // activations without the host touching either.
   kCpy,
+  // ---- Device fusions: ops a device runs in one dispatch where the model
+  // otherwise runs their unfused composition (ForwardContext helpers fall
+  // back to it where no backend selects a kernel; the CPU has none). Each
+  // equals its composition on the same backend bit for bit; the parity
+  // harness holds each to it (run on the reference backend).
+  //
+  // Matrix product into a gated linear unit (GluParams): src0 W [K, 2F]
+  // (2-D, any weight dtype) holds the gate rows then the up rows (swapped:
+  // up first), src1 x F32 [K, M] (2-D); dst F32 [F, M] =
+  // glu(mul_mat(W, x)) in kGlu's one-tensor form.
+  kMulMatGlu,
   kCount,
 };
 

@@ -580,6 +580,44 @@ TensorView ForwardContext::glu(const TensorView& gate, const TensorView& up, Glu
   return run_new(op, DType::F32, ne);
 }
 
+TensorView ForwardContext::mul_mat_glu(const TensorView& w, const TensorView& x, GluKind kind) {
+  Op op;
+  op.kind = OpKind::kMulMatGlu;
+  op.src[0] = w;
+  op.src[1] = x;
+  GluParams gp;
+  gp.kind = kind;
+  op.params = gp;
+  const std::array<int64_t, kMaxDims> ne{w.ne[1] / 2, x.ne[1], 1, 1};
+  op.dst = TensorView::contiguous(nullptr, DType::F32, ne);
+  if (!ok()) return op.dst;
+  const Profile::Clock::time_point t0 =
+      profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
+  // Routing decides on shapes; a placeholder stands for the output meanwhile.
+  // As in run_if_supported, a device home runs it or nobody does.
+  op.dst.data = kOutputPlaceholder;
+  RoutedOp route;
+  if (validate_op(op).ok()) {
+    Backend* home = backends_.size() > 1 ? home_of(op) : nullptr;
+    if (home != nullptr && !home->is_host()) {
+      if (const KernelHandle k = home->select_kernel(op); k != nullptr) route = {home, k};
+    } else {
+      route = choose(op);
+    }
+  }
+  if (!route) return glu(mul_mat(w, x), TensorView{}, kind);  // no backend fuses it
+  Arena& arena = arena_of(route.backend);  // the host arena for a host backend
+  Result<void*> p = arena.alloc(op.dst.nbytes_contiguous());
+  if (!p.ok()) {
+    fail(p.status());
+    op.dst.data = nullptr;
+    return op.dst;
+  }
+  op.dst.data = *p;
+  execute(route, op, t0);
+  return op.dst;
+}
+
 TensorView ForwardContext::top_k(const TensorView& x, int k) {
   Op op;
   op.kind = OpKind::kTopK;

@@ -135,6 +135,10 @@ class ForwardContext {
   TensorView unary(const TensorView& x, UnaryKind kind, TensorView dst = {});
   // gate, up [F, n] -> [F, n]; up empty: gate [2F, n] holds gate then up.
   TensorView glu(const TensorView& gate, const TensorView& up, GluKind kind);  // default GluParams
+  // glu(mul_mat(w, x)) with w [K, 2F] holding gate then up rows: one
+  // kMulMatGlu where a backend selects a kernel for it, else the two ops
+  // (bit for bit the same). Returns [F, n].
+  TensorView mul_mat_glu(const TensorView& w, const TensorView& x, GluKind kind);
   TensorView top_k(const TensorView& x, int k);
   void set_rows(const TensorView& table, const TensorView& rows, const TensorView& slots);
   // q [D, Hq, T]; k/v cache views; metadata I32; optional per-head sink

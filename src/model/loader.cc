@@ -2,6 +2,7 @@
 // placed (see model.h). Errors name the tensor and what was expected.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -136,6 +137,7 @@ Status Model::load_weights(const LoadOptions& options) {
   ProgressBar bar(options.log, label, total);
   std::set<std::string> used;
   std::vector<std::string> declined;  // offloaded tensors the device type did not take
+  std::map<const void*, StoredWeight> stored;  // copied weights by their data (join_weights)
   uint64_t done = 0;
   FOLIO_RETURN_IF_ERROR(for_each_tensor(config_, weights_, [&](const TensorSpec& spec) -> Status {
     const gguf::TensorInfo* info = source_of(spec);
@@ -178,6 +180,7 @@ Status Model::load_weights(const LoadOptions& options) {
       }
       FOLIO_RETURN_IF_ERROR(type->store_weight(use, bytes.data(), bytes.size(), (*buf)->data()));
       *spec.view = type->weight_view(use, (*buf)->data());
+      stored[spec.view->data] = {type, info, use};
       buffers_.push_back(std::move(buf).value());
       pl.bytes = size;
     }
@@ -189,6 +192,12 @@ Status Model::load_weights(const LoadOptions& options) {
   bar.finish();
   FOLIO_RETURN_IF_ERROR(check_unread_tensors(file_, config_, used));
   unused_tensors_ = file_.tensors().size() - used.size();
+  for (LayerWeights& l : weights_.layers) {
+    FOLIO_RETURN_IF_ERROR(join_weights({&l.wq, &l.wk, &l.wv}, stored, &l.qkv_joint));
+    FOLIO_RETURN_IF_ERROR(join_weights({&l.ffn_gate, &l.ffn_up}, stored, &l.gate_up_joint));
+    FOLIO_RETURN_IF_ERROR(
+        join_weights({&l.ffn_gate_shexp, &l.ffn_up_shexp}, stored, &l.gate_up_shexp_joint));
+  }
 
   if (options.log != nullptr) {
     std::fprintf(options.log, "model: %s\n", config_.summary().c_str());
@@ -208,6 +217,56 @@ Status Model::load_weights(const LoadOptions& options) {
     }
     std::fflush(options.log);
   }
+  return Status();
+}
+
+Status Model::join_weights(std::initializer_list<TensorView*> parts,
+                           const std::map<const void*, StoredWeight>& stored, TensorView* joint) {
+  // Joinable: every part copied (not mapped) into one device buffer type in
+  // the file's layout (the view the type gives is plain rows of the file's
+  // dtype), 2-D, all of one dtype and row length.
+  const StoredWeight* first = nullptr;
+  int64_t rows = 0;
+  size_t total = 0;
+  for (const TensorView* t : parts) {
+    const auto it = t->empty() ? stored.end() : stored.find(t->data);
+    if (it == stored.end()) return Status();
+    const StoredWeight& s = it->second;
+    if (s.type->is_host() || t->dtype != s.use.dtype || t->ne[2] != 1 || t->ne[3] != 1 ||
+        t->nb[1] != t->ne[0] / block_size(t->dtype) * type_size(t->dtype) ||
+        s.type->weight_bytes(s.use) != s.info->nbytes) {
+      return Status();
+    }
+    if (first == nullptr) {
+      first = &s;
+    } else if (s.type != first->type || t->dtype != first->use.dtype ||
+               t->ne[0] != first->use.ne[0]) {
+      return Status();
+    }
+    rows += t->ne[1];
+    total += s.info->nbytes;
+  }
+  Result<std::unique_ptr<Buffer>> buf = first->type->alloc(total);
+  if (!buf.ok()) return Status();  // no room for the joined copy: the parts stay apart
+  char* base = static_cast<char*>((*buf)->data());
+  size_t off = 0;
+  std::vector<void*> old;
+  for (TensorView* t : parts) {
+    const StoredWeight& s = stored.at(t->data);
+    const std::span<const uint8_t> bytes = file_.tensor_bytes(*s.info);
+    FOLIO_RETURN_IF_ERROR(s.type->store_weight(s.use, bytes.data(), bytes.size(), base + off));
+    old.push_back(t->data);
+    *t = s.type->weight_view(s.use, base + off);
+    off += bytes.size();
+  }
+  WeightUse whole = first->use;
+  whole.name += " (joined)";
+  whole.ne[1] = rows;
+  *joint = first->type->weight_view(whole, base);
+  std::erase_if(buffers_, [&](const std::unique_ptr<Buffer>& b) {
+    return std::find(old.begin(), old.end(), b->data()) != old.end();
+  });
+  buffers_.push_back(std::move(buf).value());
   return Status();
 }
 

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdio>
+#include <initializer_list>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -101,6 +103,20 @@ class Model {
  private:
   explicit Model(gguf::GgufFile file) : file_(std::move(file)) {}
   Status load_weights(const LoadOptions& options);
+  // A weight copied into a buffer at load: where from and how it is used.
+  struct StoredWeight {
+    const BufferType* type = nullptr;
+    const gguf::TensorInfo* info = nullptr;
+    WeightUse use;
+  };
+  // Stores `parts` (weights [K, N_i] that one input multiplies) again back
+  // to back in one buffer of their device buffer type and sets *joint to
+  // the whole [K, sum N_i] and each part to its rows there, so one product
+  // computes them all: where every part was copied (`stored`) into one
+  // non-host type in the file's layout, with one dtype and K. Anything
+  // else, or no room for the copy, leaves them as they are.
+  Status join_weights(std::initializer_list<TensorView*> parts,
+                      const std::map<const void*, StoredWeight>& stored, TensorView* joint);
   // forward() and embed(): the family's forward over `batch`; its output rows
   // are `width` wide (n_vocab or n_embd).
   Result<TensorView> run(const cache::Batch& batch, cache::KvCache& cache, ForwardContext& ctx,

@@ -38,6 +38,12 @@ struct LayerWeights {
   TensorView ffn_gate;        // [E, F]       dense layers
   TensorView ffn_up;          // [E, F]
   TensorView ffn_down;        // [F, E]
+  // Joined at load (Model::join_weights) where the parts sit in one device
+  // buffer type in the file's layout: the parts are then views of these
+  // rows, so one product yields q, k and v (or gate and up). Not tensors
+  // of the file (for_each_tensor does not list them).
+  TensorView qkv_joint;       // [E, Hq * Dk + Hkv * (Dk + Dv)] wq, wk, wv back to back
+  TensorView gate_up_joint;   // [E, 2 F] ffn_gate, then ffn_up
   TensorView ffn_post_norm;   // [E]          gemma3
   TensorView ffn_gate_inp;    // [E, X]       MoE router
   TensorView ffn_gate_exps;   // [E, Fx, X]   absent when cfg.ffn_relu_sqr or fused below
@@ -67,6 +73,7 @@ struct LayerWeights {
   TensorView ffn_gate_shexp;      // [E, Fs]  absent when cfg.ffn_relu_sqr
   TensorView ffn_up_shexp;        // [E, Fs]
   TensorView ffn_down_shexp;      // [Fs, E]
+  TensorView gate_up_shexp_joint;  // [E, 2 Fs] joined at load, as gate_up_joint above
   // Gated DeltaNet layers (hybrid models). Hk/Hv = key/value heads of head
   // dim S, C = 2 * Hk * S + Hv * S conv channels, K = conv width.
   TensorView ssm_qkv;     // [E, C]       attn_qkv: q, k, v before the conv

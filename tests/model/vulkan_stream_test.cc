@@ -3,12 +3,14 @@
 // cache on the device): dispatches and barriers per layer, counted by the
 // backend (Backend::stream_counters). A barrier is recorded only where a
 // dispatch overlaps unsynchronised work (backend/vulkan/vk_hazards.h), so a
-// layer's barriers are its dependency chain: attention norm -> Q/K/V ->
-// rope -> K/V cache write -> attention -> output projection -> residual +
-// norm -> gate/up -> activation -> down, ten stages for fifteen dispatches.
-// The ceilings here are what this stream reaches; fusions (rope + cache
-// write, activation into the down projection) are what would lower them to
-// the 9 dispatches and 7 barriers per layer.
+// layer's barriers are its dependency chain: attention norm -> Q/K/V (one
+// product over the weights joined at load) -> rope (q and k in one op) ->
+// K/V cache write (two dispatches) -> attention -> output projection ->
+// residual + norm -> gate/up product with SwiGLU (kMulMatGlu) -> down,
+// nine stages for ten dispatches. The ceilings here are what this stream
+// reaches; the 9 dispatches and 7 barriers per layer need the
+// fusions that shorten the chain (rope + cache write, the norm as the
+// prologue of the matvec that reads it).
 #include <gtest/gtest.h>
 
 #include "cache/batch.h"
@@ -75,11 +77,44 @@ TEST(VulkanStream, DenseLlamaDecodeStepStaysUnderItsCeilings) {
               static_cast<unsigned long long>(a.submits), n_layer, dispatches, barriers);
   // Whole step over the layers: the step's own work (uploads of ids and
   // positions, the output norm and head, the logits read-back) included.
-  EXPECT_LE(dispatches, 15.2);
-  EXPECT_LE(barriers, 10.3);
+  EXPECT_LE(dispatches, 10.2);
+  EXPECT_LE(barriers, 9.3);
   // A barrier before every dispatch (the stream before hazard tracking)
   // would be more than one per dispatch.
   EXPECT_LT(a.barriers, a.dispatches);
+}
+
+// Q/K/V and gate/up are joined at load where the device holds them (one
+// buffer, the parts views of its rows), never on the host.
+TEST(VulkanStream, DeviceWeightsAreJoinedHostWeightsAreNot) {
+  const std::string path = folio::testing::chat_model_path();
+  if (!file_exists(path)) FAIL() << folio::testing::kChatModelHint << ": " << path;
+  Result<std::unique_ptr<Model>> host = Model::load(path, LoadOptions{});
+  ASSERT_TRUE(host.ok()) << host.status().to_string();
+  for (const LayerWeights& l : (*host)->weights().layers) {
+    EXPECT_TRUE(l.qkv_joint.empty());
+    EXPECT_TRUE(l.gate_up_joint.empty());
+  }
+  FOLIO_VULKAN_OR_SKIP(device);
+  LoadOptions lo;
+  lo.offload_type = &device->default_buffer_type();
+  lo.offload_layers = -1;
+  Result<std::unique_ptr<Model>> model = Model::load(path, lo);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  for (const LayerWeights& l : (*model)->weights().layers) {
+    ASSERT_FALSE(l.qkv_joint.empty());
+    ASSERT_FALSE(l.gate_up_joint.empty());
+    const auto* base = static_cast<const char*>(l.qkv_joint.data);
+    EXPECT_EQ(l.wq.data, base);
+    EXPECT_EQ(l.wk.data, base + l.wq.ne[1] * l.wq.nb[1]);
+    EXPECT_EQ(l.wv.data, base + (l.wq.ne[1] + l.wk.ne[1]) * l.wq.nb[1]);
+    EXPECT_EQ(l.qkv_joint.ne[1], l.wq.ne[1] + l.wk.ne[1] + l.wv.ne[1]);
+    EXPECT_EQ(l.qkv_joint.dtype, l.wq.dtype);
+    const auto* gu = static_cast<const char*>(l.gate_up_joint.data);
+    EXPECT_EQ(l.ffn_gate.data, gu);
+    EXPECT_EQ(l.ffn_up.data, gu + l.ffn_gate.ne[1] * l.ffn_gate.nb[1]);
+    EXPECT_EQ(l.gate_up_joint.ne[1], 2 * l.ffn_gate.ne[1]);
+  }
 }
 
 }  // namespace vulkan_stream_test

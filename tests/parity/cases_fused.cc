@@ -1,4 +1,5 @@
-// Parity cases: the fused recurrent-state decode ops (kSsmConvUpdate,
+// Parity cases: the device fusions (kMulMatGlu; see mul_mat_glu_case) and
+// the fused recurrent-state decode ops (kSsmConvUpdate,
 // kGatedDeltaNetUpdate, kSsmScanUpdate). Every CPU kernel variant must match
 // the reference bit for bit (outputs and the whole state pool, which is the
 // op's dst2), device kernels within an NMSE of 1e-10 (their exp is not the
@@ -322,7 +323,60 @@ std::unique_ptr<OpCase> scan_update_case(int p_dim, int n_state, int n_head, int
 
 }  // namespace
 
+// Device fusion mul_mat_glu: W [K, 2F] (gate rows then up rows, or up
+// first when swapped), x [K, M] -> silu(gate) * up [F, M]; the reference is
+// mul_mat into [2F, M] then glu of its row halves, which the fused kernel
+// must equal exactly on the device.
+std::unique_ptr<OpCase> mul_mat_glu_case(DType dt, int64_t k, int64_t f, int64_t m,
+                                         GluKind kind = GluKind::kSwiGlu, bool swapped = false) {
+  GluParams gp;
+  gp.kind = kind;
+  gp.swapped = swapped;
+  auto c = new_case(fmt::format("mul_mat_glu {} K={} F={} M={}{}{}", dtype_name(dt), k, f, m,
+                                kind == GluKind::kSwiGlu ? "" : " geglu", swapped ? " swapped" : ""),
+                    OpKind::kMulMatGlu, gp);
+  c->device_fusion = true;
+  c->op.src[0] = c->alloc(dt, {k, 2 * f});
+  c->fill_uniform(c->op.src[0]);
+  c->op.src[1] = c->alloc(DType::F32, {k, m});
+  c->fill_uniform(c->op.src[1]);
+  c->op.dst = c->alloc(DType::F32, {f, m});
+  c->max_nmse = dt == DType::F16 ? 1e-5 : 5e-4;
+  Equivalent eq;
+  eq.what = "mul_mat + glu";
+  eq.exact = true;
+  Op mm;
+  mm.kind = OpKind::kMulMat;
+  mm.src[0] = c->op.src[0];
+  mm.src[1] = c->op.src[1];
+  mm.dst = c->alloc(DType::F32, {2 * f, m});
+  Op glu;
+  glu.kind = OpKind::kGlu;
+  glu.params = gp;
+  glu.src[0] = mm.dst;
+  glu.dst = c->alloc(DType::F32, {f, m});
+  eq.steps = {mm, glu};
+  eq.op = c->op;
+  eq.op.dst = glu.dst;
+  c->equivalents.push_back(std::move(eq));
+  c->flops = 4.0 * static_cast<double>(k * f * m);
+  return c;
+}
+
 void add_fused_cases(CaseList& cases) {
+  // mul_mat_glu at decode sizes (SmolLM2's K 576 / F 1536, a long K with
+  // several rounds of chunks per lane, odd F), M up to the decode limit;
+  // swapped halves; and cases the device declines (M 9, GeGLU, K with more
+  // than 64 chunks), which only the reference composition runs.
+  cases.push_back(mul_mat_glu_case(DType::Q4_1, 576, 1536, 1));
+  cases.push_back(mul_mat_glu_case(DType::Q4_0, 576, 37, 3));
+  cases.push_back(mul_mat_glu_case(DType::Q8_0, 4096, 96, 2));
+  cases.push_back(mul_mat_glu_case(DType::Q4_K, 1024, 130, 8));
+  cases.push_back(mul_mat_glu_case(DType::F16, 200, 33, 1, GluKind::kSwiGlu, true));
+  cases.push_back(mul_mat_glu_case(DType::Q4_0, 256, 40, 9));
+  cases.push_back(mul_mat_glu_case(DType::Q8_0, 256, 40, 1, GluKind::kGeGlu));
+  cases.push_back(mul_mat_glu_case(DType::Q8_0, 65 * 256, 4, 1));
+
   // Conv update: widths x channels x sequences; bias / SiLU / whether
   // sequence 0 reads in place vary along.
   int variant = 0;

@@ -278,6 +278,17 @@ Expectation ssm_scan_update_rule(const Op& op) {
   return e;
 }
 
+// Device fusions: no CPU kernel at any tier. mul_mat_glu: SwiGLU over a
+// decode-sized input (at most 8 columns) whose rows have at most 64
+// 256-element chunks (two row slots per 128-lane workgroup).
+Expectation mul_mat_glu_rule(const Op& op) {
+  Expectation e;
+  const bool takes = !is_packed(op.src[0].dtype) && op.p<GluParams>().kind == GluKind::kSwiGlu &&
+                     op.src[1].ne[1] <= 8 && (op.src[0].ne[0] + 255) / 256 <= 64;
+  e.vulkan = takes ? vk(op.kind) : kDeclined;
+  return e;
+}
+
 struct Rule {
   OpKind kind;
   Expectation (*expect)(const Op& op);
@@ -311,6 +322,7 @@ const Rule kRules[] = {
     {OpKind::kGatedDeltaNetUpdate, gdn_update_rule},
     {OpKind::kSsmScan, ssm_scan_rule},
     {OpKind::kSsmScanUpdate, ssm_scan_update_rule},
+    {OpKind::kMulMatGlu, mul_mat_glu_rule},
 };
 
 // --- Per-case overrides -----------------------------------------------------

@@ -367,7 +367,7 @@ namespace {
 void check_kernel_contract(const OpCase& c, const std::vector<std::unique_ptr<Backend>>& backends,
                            CaseResult* r) {
   const Expectation e = expected_kernels(c);
-  if (e.cpu.empty()) {
+  if (e.cpu.empty() && !c.device_fusion) {
     r->ok = false;
     r->lines.push_back(fmt::format("no kernel rule for {} (tests/parity/expected_kernels.cc)",
                                    op_kind_name(c.op.kind)));
@@ -394,7 +394,11 @@ void check_kernel_contract(const OpCase& c, const std::vector<std::unique_ptr<Ba
     r->lines.push_back(fmt::format("{}: selected {} where {} is expected (tier {})", bp->name(), got,
                                    want, t.device.empty() ? kernel_tier_name(t.tier) : t.device));
   }
-  if (cpu_tiers > 0 && cpu_taking == 0) {
+  if (c.device_fusion && cpu_taking > 0) {
+    r->ok = false;
+    r->lines.push_back("a CPU tier takes a device fusion");
+  }
+  if (cpu_tiers > 0 && cpu_taking == 0 && !c.device_fusion) {
     r->ok = false;
     r->lines.push_back("every CPU tier above the reference declines it");
   }
@@ -407,7 +411,16 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
   bind_case(backends, c);
   check_kernel_contract(c, backends, &r);
   Backend& ref = *backends[0];
-  if (!ref.supports_op(c.op)) {
+  if (c.device_fusion) {
+    // The reference is the composition on the reference backend.
+    if (Status v = validate_op(c.op); !v.ok() || c.equivalents.empty() ||
+                                      !eq_supported(ref, c.equivalents[0])) {
+      r.ok = false;
+      r.lines.push_back(fmt::format("{}: no reference composition for the fusion ({})", ref.name(),
+                                    v.ok() ? std::string("no kernel") : v.message()));
+      return r;
+    }
+  } else if (!ref.supports_op(c.op)) {
     r.ok = false;
     Status v = validate_op(c.op);
     r.lines.push_back(fmt::format("{}: reference does not support it ({})", ref.name(),
@@ -415,15 +428,20 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
     return r;
   }
   Output want;
-  if (Status s = run_once(c, ref, c.op, &want); !s.ok()) {
+  Status ref_run = c.device_fusion ? run_equivalent(c, ref, c.equivalents[0], &want)
+                                   : run_once(c, ref, c.op, &want);
+  if (!ref_run.ok()) {
     r.ok = false;
-    r.lines.push_back(fmt::format("{}: {}", ref.name(), s.to_string()));
+    r.lines.push_back(fmt::format("{}: {}", ref.name(), ref_run.to_string()));
     return r;
   }
-  const std::string ref_kname = ref.kernel_name(c.op);
+  const std::string ref_kname =
+      c.device_fusion ? eq_kernel_name(ref, c.equivalents[0]) : ref.kernel_name(c.op);
   std::set<std::string> seen_kernels{ref_kname};
   std::map<std::string, Output> outputs{{ref_kname, want}};  // main output per kernel
-  for (const auto& eq : c.equivalents) {
+  // A fusion's composition is the reference itself: its equivalents are
+  // checked on the backends that run the fused op.
+  for (const auto& eq : c.device_fusion ? std::vector<Equivalent>{} : c.equivalents) {
     Output got;
     std::string msg;
     Status s = run_equivalent(c, ref, eq, &got);

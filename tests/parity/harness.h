@@ -66,6 +66,11 @@ class OpCase {
   bool in_place = false;          // op overwrites an input: perf restores inputs each run
   bool allow_non_finite = false;  // reference output may hold inf/NaN (else the case fails:
                                   // identical NaNs would otherwise compare equal)
+  // A device fusion (backend/op.h): no CPU kernel (every tier declines);
+  // equivalents[0] is its unfused composition, whose run on the reference
+  // backend is the reference output, and which must give the fused op's
+  // output on each device as the equivalent says (exactly).
+  bool device_fusion = false;
 
   // Input snapshot: taken after the case is built, restored before each run
   // so in-place ops (state updates) always start from the same inputs.

@@ -5,7 +5,7 @@
 // the CPU's: declined.
 //
 //   get_rows.comp     one thread per 8 elements of an output row.
-//   mul_mat_vec.comp  M <= kMaxVecCols activation columns (decode): the
+//   mul_mat_vec.comp  M <= kMatVecMaxCols activation columns (decode): the
 //                     lanes of a row take its 256-element chunks, partials
 //                     added in chunk order through shared memory.
 //   mul_mat.comp      more columns (prefill): 64 x 64 output tiles, weights
@@ -14,6 +14,9 @@
 // has the same bits whichever shader computes it and whatever other columns
 // (or mul_mat_id tokens and experts) share the op: a sequence's logits do
 // not change when its decode step joins a prefill batch.
+// mul_mat_glu (decode: M <= kMatVecMaxCols, SwiGLU) is mul_mat_vec in its GLU
+// mode: the gate and up rows of one output row in one workgroup, silu(gate)
+// * up written by it; bit for bit mul_mat followed by glu.
 // mul_mat_id uses either shader in its ID mode: mul_mat_vec (one column per
 // (u, t) pair) while the pairs per expert are few, mul_mat (pairs grouped by
 // expert in shared memory) once they average kTiledPairsPerExpert.
@@ -24,16 +27,14 @@
 // else goes through the strides. Ids are range-checked in the shaders.
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 
 #include "backend/vulkan/kernels.h"
+#include "backend/vulkan/shaders/mat_interface.h"
 
 namespace folio::vulkan {
 namespace {
 
-constexpr uint32_t kMaxVecCols = 8;          // mul_mat_vec's NCOLS limit
-constexpr uint32_t kVecWorkgroup = 128;      // mul_mat_vec's local size
-constexpr int64_t kSumChunk = 256;           // SUM_CHUNK of shaders/mul_mat_sum.glsl
-constexpr uint32_t kTile = 64;               // mul_mat's BN = BM
 constexpr int64_t kTiledPairsPerExpert = 4;  // mul_mat_id: tiled from this average on
 
 bool vk_weight_type(DType t) {
@@ -120,9 +121,13 @@ Status record_get_rows(Recorder& r, const Op& op) {
 
 // ------------------------------------------------------- mul_mat, mul_mat_id
 
+// Binding 0 of mul_mat_vec and mul_mat: four std430 Tensors back to back.
 struct MatParams {
-  TensorDesc w, x, d, ids;
+  FOLIO_VK_MAT_PARAMS
 };
+static_assert(sizeof(MatParams) == 4 * sizeof(TensorDesc));
+static_assert(offsetof(MatParams, x) == 36 && offsetof(MatParams, d) == 72 &&
+              offsetof(MatParams, ids) == 108);
 
 bool match_mul_mat(const Op& op, const DeviceCaps&) {
   const TensorView &w = op.src[0], &x = op.src[1], &d = op.dst;
@@ -140,13 +145,13 @@ bool match_mul_mat_id(const Op& op, const DeviceCaps&) {
          ids.dtype == DType::I32 && words_ok(x) && words_ok(d) && words_ok(ids);
 }
 
-// mul_mat_vec's lanes per row: one per kSumChunk-element chunk of the row
+// mul_mat_vec's lanes per row: one per kMatSumChunk-element chunk of the row
 // (rounded up to a power of two), at most the workgroup (longer rows take
 // several rounds of chunks).
 uint32_t threads_per_row(int64_t k) {
-  const uint64_t chunks = static_cast<uint64_t>((k + kSumChunk - 1) / kSumChunk);
+  const uint64_t chunks = static_cast<uint64_t>((k + kMatSumChunk - 1) / kMatSumChunk);
   return static_cast<uint32_t>(
-      std::min<uint64_t>(std::bit_ceil(std::max<uint64_t>(chunks, 1)), kVecWorkgroup));
+      std::min<uint64_t>(std::bit_ceil(std::max<uint64_t>(chunks, 1)), kMatVecWorkgroup));
 }
 
 // mul_mat_vec's X16 and W16: whether x rows (F32 / F16 / BF16 weight rows)
@@ -184,15 +189,40 @@ Status record_mul_mat(Recorder& r, const Op& op) {
   const uint32_t type = static_cast<uint32_t>(w.dtype);
   const uint64_t n = w.ne[1], m = x.ne[1], batches = x.ne[2] * x.ne[3];
   uint32_t gx, gy;
-  if (m <= kMaxVecCols) {
+  if (m <= kMatVecMaxCols) {
     const uint32_t tpr = threads_per_row(w.ne[0]);
-    const uint64_t rows_per_group = kVecWorkgroup / tpr;
+    const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * batches, gx, gy);
     return r.dispatch("mul_mat_vec", {type, u32(m), tpr, 0u, x16(p), w16(p, w.dtype)}, &p, sizeof p,
                       {w, x, op.dst, x}, gx, gy);
   }
-  Recorder::split_groups((n + kTile - 1) / kTile * ((m + kTile - 1) / kTile) * batches, gx, gy);
+  Recorder::split_groups((n + kMatTile - 1) / kMatTile * ((m + kMatTile - 1) / kMatTile) * batches, gx, gy);
   return r.dispatch("mul_mat", {type, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx, gy);
+}
+
+// kMulMatGlu: the GLU mode needs two row slots per workgroup (lanes per
+// row at most half the workgroup: rows up to 64 chunks of K).
+bool match_mul_mat_glu(const Op& op, const DeviceCaps& caps) {
+  const TensorView &w = op.src[0], &x = op.src[1];
+  return match_mul_mat(op, caps) && op.p<GluParams>().kind == GluKind::kSwiGlu &&
+         w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1 && x.ne[1] <= kMatVecMaxCols &&
+         threads_per_row(w.ne[0]) <= kMatVecWorkgroup / 2;
+}
+
+Status record_mul_mat_glu(Recorder& r, const Op& op) {
+  const TensorView &w = op.src[0], &x = op.src[1];
+  if (op.dst.nelements() == 0) return Status();
+  MatParams p;
+  FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
+  const uint32_t tpr = threads_per_row(w.ne[0]);
+  const uint64_t outputs_per_group = kMatVecWorkgroup / tpr / 2;
+  const uint32_t glu = op.p<GluParams>().swapped ? kMatGluUpFirst : kMatGluGateFirst;
+  uint32_t gx, gy;
+  Recorder::split_groups((op.dst.ne[0] + outputs_per_group - 1) / outputs_per_group, gx, gy);
+  return r.dispatch("mul_mat_vec",
+                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
+                     w16(p, w.dtype), glu},
+                    &p, sizeof p, {w, x, op.dst, x}, gx, gy);
 }
 
 Status record_mul_mat_id(Recorder& r, const Op& op) {
@@ -206,12 +236,12 @@ Status record_mul_mat_id(Recorder& r, const Op& op) {
   uint32_t gx, gy;
   if (pairs < kTiledPairsPerExpert * n_exp) {
     const uint32_t tpr = threads_per_row(w.ne[0]);
-    const uint64_t rows_per_group = kVecWorkgroup / tpr;
+    const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * pairs, gx, gy);
     return r.dispatch("mul_mat_vec", {type, 1u, tpr, 1u, x16(p), w16(p, w.dtype)}, &p, sizeof p,
                       {w, x, op.dst, ids}, gx, gy);
   }
-  Recorder::split_groups((n + kTile - 1) / kTile * n_exp, gx, gy);
+  Recorder::split_groups((n + kMatTile - 1) / kMatTile * n_exp, gx, gy);
   return r.dispatch("mul_mat", {type, 1u}, &p, sizeof p, {w, x, op.dst, ids}, gx, gy);
 }
 
@@ -221,6 +251,7 @@ void add_matmul_kernels(std::vector<KernelDef>& out) {
   out.push_back({"get_rows", OpKind::kGetRows, match_get_rows, record_get_rows});
   out.push_back({"mul_mat", OpKind::kMulMat, match_mul_mat, record_mul_mat});
   out.push_back({"mul_mat_id", OpKind::kMulMatId, match_mul_mat_id, record_mul_mat_id});
+  out.push_back({"mul_mat_glu", OpKind::kMulMatGlu, match_mul_mat_glu, record_mul_mat_glu});
 }
 
 }  // namespace folio::vulkan

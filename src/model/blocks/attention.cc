@@ -11,6 +11,12 @@
 // gemma3; the two differ by float rounding only). A layer's attention sinks
 // (gpt-oss: one logit per query head, in the softmax denominator only) go to
 // the same op.
+//
+// Q/K/V joined at load (LayerWeights::qkv_joint): a one-token step computes
+// them in one product and takes q, k, v as views of it; q's heads are then
+// followed by k's in memory, so one rope serves both (bit for bit the two
+// ropes). Longer steps multiply by the parts (views of the joined rows), so
+// no column copies.
 #include <cmath>
 
 #include "model/blocks/blocks.h"
@@ -27,6 +33,17 @@ TensorView copy_columns(ForwardContext& ctx, const TensorView& t, int64_t c0, in
   const TensorView dst = ctx.f32(n, t.ne[1]);
   ctx.cpy(src, dst);
   return dst;
+}
+
+// Elements [c0, c0 + n) of a one-column tensor t [C, 1] (or of the data
+// that follows it, for a view that ends before its tensor does), as a
+// contiguous [n, 1] view: no copy.
+TensorView leading_part(const TensorView& t, int64_t c0, int64_t n) {
+  TensorView v = t;
+  if (v.data != nullptr) v.data = static_cast<char*>(v.data) + c0 * t.nb[0];
+  v.ne = {n, 1, 1, 1};
+  v.nb = {t.nb[0], t.nb[0] * n, t.nb[0] * n, t.nb[0] * n};
+  return v;
 }
 
 // q [Dk, Hq, T] times the per-token temperature [1, 1, T] of mistral3
@@ -58,7 +75,14 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   const int64_t dk = cfg.head_dim_k_of(il), dv = cfg.head_dim_v_of(il);
 
   TensorView q, k, v;
-  if (!l.wqkv.empty()) {  // one projection [Hq * Dk + Hkv * (Dk + Dv), T], split
+  bool qk_adjacent = false;  // k's data follows q's: one rope serves both
+  if (!l.qkv_joint.empty() && t == 1) {  // weights joined at load: one product, parts as views
+    const TensorView qkv = ctx.mul_mat(l.qkv_joint, x);
+    q = leading_part(qkv, 0, hq * dk);
+    k = leading_part(qkv, hq * dk, hkv * dk);
+    v = leading_part(qkv, (hq + hkv) * dk, hkv * dv);
+    qk_adjacent = true;
+  } else if (!l.wqkv.empty()) {  // one projection [Hq * Dk + Hkv * (Dk + Dv), T], split
     const TensorView qkv = ctx.mul_mat(l.wqkv, x);
     q = copy_columns(ctx, qkv, 0, hq * dk);
     k = copy_columns(ctx, qkv, hq * dk, hkv * dk);
@@ -86,8 +110,16 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
                                 : cache.n_ctx() > cfg.rope.n_ctx_orig && !w.rope_long.empty()
                                     ? w.rope_long
                                     : w.rope_short;
-    q = ctx.rope(q, in.pos, rp, factors);
-    k = ctx.rope(k, in.pos, rp, factors);
+    if (qk_adjacent && q.data != nullptr) {  // q's heads then k's: [Dk, Hq + Hkv, 1]
+      const TensorView qk =
+          ctx.rope(reshape(leading_part(q, 0, (hq + hkv) * dk), {dk, hq + hkv, t, 1}), in.pos, rp,
+                   factors);
+      q = reshape(leading_part(qk, 0, hq * dk), {dk, hq, t, 1});
+      k = reshape(leading_part(qk, hq * dk, hkv * dk), {dk, hkv, t, 1});
+    } else {
+      q = ctx.rope(q, in.pos, rp, factors);
+      k = ctx.rope(k, in.pos, rp, factors);
+    }
   }
   if (cfg.attn_temp_scale != 0.0f) q = scale_by_temperature(ctx, cfg, q, in);
 

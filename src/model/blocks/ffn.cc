@@ -1,6 +1,8 @@
 // Dense FFN: x [E, n] -> gate, up [F, n] -> act(gate) * up [F, n] ->
 // down [E, n]. act is SiLU (llama, qwen) or tanh-GELU (gemma). With gate and
-// up in one matrix (phi3), one product [2F, n] whose halves the GLU reads.
+// up in one matrix (phi3, or joined at load: LayerWeights::gate_up_joint),
+// one product [2F, n] whose halves the GLU reads (joined: one fused op
+// where the device has it, ForwardContext::mul_mat_glu).
 // Ungated (cfg.ffn_relu_sqr, nemotron_h): up [F, n] (+ bias) -> relu(up)^2 ->
 // down [E, n] (+ bias).
 #include "model/blocks/blocks.h"
@@ -23,9 +25,12 @@ TensorView dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWei
     if (!l.ffn_down_b.empty()) ctx.add(down, l.ffn_down_b, down);
     return down;
   }
-  if (l.ffn_gate.empty()) {
-    const TensorView gate_up = ctx.mul_mat(l.ffn_up, x);            // [2F, n]
-    const TensorView h = ctx.glu(gate_up, TensorView{}, cfg.ffn_glu);  // [F, n]
+  // Gate and up in one matrix [E, 2F]: the file's (phi3) or joined at load.
+  const TensorView gate_up = !l.gate_up_joint.empty() ? l.gate_up_joint
+                             : l.ffn_gate.empty()     ? l.ffn_up
+                                                      : TensorView{};
+  if (!gate_up.empty()) {
+    const TensorView h = ctx.mul_mat_glu(gate_up, x, cfg.ffn_glu);  // [F, n]
     return ctx.mul_mat(l.ffn_down, h);                              // [E, n]
   }
   const TensorView gate = ctx.mul_mat(l.ffn_gate, x);   // [F, n]

@@ -15,10 +15,15 @@ TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
                                   const LayerWeights& l, const TensorView& x) {
   TensorView out = moe_ffn(ctx, cfg, l, x);  // [E, n]
   if (cfg.n_ff_shexp <= 0) return out;
-  const TensorView gate =
-      l.ffn_gate_shexp.empty() ? TensorView{} : ctx.mul_mat(l.ffn_gate_shexp, x);  // [Fs, n]
-  const TensorView up = ctx.mul_mat(l.ffn_up_shexp, x);                           // [Fs, n]
-  const TensorView h = ffn_activation(ctx, cfg, gate, up);                        // [Fs, n]
+  TensorView h;  // [Fs, n]
+  if (!l.gate_up_shexp_joint.empty() && !cfg.ffn_relu_sqr) {  // joined at load: one product
+    h = ctx.mul_mat_glu(l.gate_up_shexp_joint, x, cfg.ffn_glu);
+  } else {
+    const TensorView gate =
+        l.ffn_gate_shexp.empty() ? TensorView{} : ctx.mul_mat(l.ffn_gate_shexp, x);  // [Fs, n]
+    const TensorView up = ctx.mul_mat(l.ffn_up_shexp, x);                           // [Fs, n]
+    h = ffn_activation(ctx, cfg, gate, up);
+  }
   const TensorView shared = ctx.mul_mat(l.ffn_down_shexp, h);  // [E, n]
   if (cfg.shexp_gated) {
     TensorView g = ctx.mul_mat(l.ffn_gate_inp_shexp, x);  // weight [E] = [E, 1] -> [1, n]

@@ -28,22 +28,18 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "mat_interface.h"
 
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint TYPE = 0;
 layout(constant_id = 1) const uint ID = 0;  // 1: mul_mat_id
 
-const uint BN = 64u, BM = 64u, BK = 16u;
+const uint BN = kMatTile, BM = kMatTile, BK = 16u;
 const uint WS = BN + 2u;  // ws row stride (floats)
 const uint XS = BM + 2u;  // xs row stride
 const uint SCAN = 256u;   // ids examined per round (mul_mat_id)
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor w;    // [K, N, B2w, B3w]; mul_mat_id: [K, N, E]
-  Tensor x;    // F32 [K, M, B2, B3]; mul_mat_id: [K, X1, T]
-  Tensor d;    // F32 [N, M, B2, B3]; mul_mat_id: [N, n_used, T]
-  Tensor ids;  // mul_mat_id: I32 [n_used, T] (mul_mat: unused)
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_MAT_PARAMS } p;
 layout(std430, binding = 2) readonly buffer W { uint wq[]; };
 layout(std430, binding = 3) readonly buffer X { float x_f[]; };
 layout(std430, binding = 4) writeonly buffer D { float d_f[]; };

@@ -22,4 +22,4 @@
 // chunks and adds the lanes' partials in chunk order; mul_mat.comp keeps a
 // chunk accumulator beside the running total of each output.
 
-const uint SUM_CHUNK = 256u;
+const uint SUM_CHUNK = kMatSumChunk;  // mat_interface.h

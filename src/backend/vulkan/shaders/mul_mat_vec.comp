@@ -20,27 +20,32 @@
 // NCOLS = 1): a batch is one (u, t) of ids: column u % X1 of token t against
 // expert ids[u, t]; an id outside [0, E) is reported (ERR_ID_RANGE) and its
 // output column written as zeros.
+//
+// kMulMatGlu (GLU != 0, ID = 0, one batch): W [K, 2F] holds gate rows then
+// up rows (GLU = 2: up rows first); dst [F, M] = silu(gate) * up. A
+// workgroup's RPW row slots take RPW / 2 output rows: slot s < RPW / 2 sums
+// the gate row of output row s, slot s + RPW / 2 its up row, in the order
+// above; the up totals pass through shared memory and the gate lanes write
+// act_silu(gate) * up, the expression glu.comp evaluates: bit for bit
+// mul_mat followed by glu.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "mat_interface.h"
 
-layout(local_size_x = 128) in;
+layout(local_size_x = kMatVecWorkgroup) in;
 layout(constant_id = 0) const uint TYPE = 0;
 layout(constant_id = 1) const uint NCOLS = 1;  // 1..8
 layout(constant_id = 2) const uint TPR = 32;   // lanes per row: power of 2, <= 128
 layout(constant_id = 3) const uint ID = 0;     // 1: mul_mat_id
 layout(constant_id = 4) const uint X16 = 0;    // 1: x rows 16-byte aligned (vec4 reads)
 layout(constant_id = 5) const uint W16 = 0;    // 1: F32 / F16 / BF16 weight rows 16-byte aligned
+layout(constant_id = 6) const uint GLU = kMatGluOff;  // kMulMatGlu: kMatGluGateFirst / UpFirst
 
-const uint WG = 128u;
-const uint MAX_COLS = 8u;
+const uint WG = kMatVecWorkgroup;
+const uint MAX_COLS = kMatVecMaxCols;
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor w;    // [K, N, B2w, B3w]; mul_mat_id: [K, N, E]
-  Tensor x;    // F32 [K, M, B2, B3]; mul_mat_id: [K, X1, T]
-  Tensor d;    // F32 [N, M, B2, B3]; mul_mat_id: [N, n_used, T]
-  Tensor ids;  // mul_mat_id: I32 [n_used, T] (mul_mat: unused)
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_MAT_PARAMS } p;
 layout(std430, binding = 2) readonly buffer W { uint wq[]; };
 layout(std430, binding = 3) readonly buffer X { float x_f[]; };
 layout(std430, binding = 4) writeonly buffer D { float d_f[]; };
@@ -51,11 +56,13 @@ layout(std430, binding = 3) readonly buffer X4 { vec4 x_v[]; };
 
 #include "dequant.glsl"
 #include "mul_mat_sum.glsl"
+#include "activation.glsl"
 
 const uint PIECES = SUM_CHUNK / 8u;  // 8-element pieces per chunk
 const uint ILP = 4u;                 // pieces loaded ahead of their arithmetic
 
 shared float red[MAX_COLS * WG];  // red[m * WG + tid]: a lane's chunk partial of column m
+shared float up_tot[(WG / 2u) * MAX_COLS];  // GLU: up_tot[s * MAX_COLS + m], output row slot s
 
 // Piece q (elements 8q .. 8q+7, all below K) of the weight row at byte rb:
 // the values dequant8() gives, read 16 bytes at a time where W16 allows.
@@ -109,11 +116,18 @@ void main() {
   const uint RPW = WG / TPR;
   const uint tid = gl_LocalInvocationID.x;
   const uint lane = tid % TPR;
-  const uint K = p.w.ne0, N = p.w.ne1;
-  const uint n_blocks = (N + RPW - 1u) / RPW;
+  const uint K = p.w.ne0;
+  // Output rows: N, or F = N / 2 of them for a GLU (OPW per workgroup).
+  const uint N = GLU != 0u ? p.w.ne1 / 2u : p.w.ne1;
+  const uint OPW = GLU != 0u ? RPW / 2u : RPW;
+  const uint n_blocks = (N + OPW - 1u) / OPW;
   const uint g = group_index();
   const uint batch = g / n_blocks;
-  const uint n = (g % n_blocks) * RPW + tid / TPR;
+  const uint slot = tid / TPR;
+  const bool up_slot = GLU != 0u && slot >= OPW;
+  const uint n = (g % n_blocks) * OPW + (up_slot ? slot - OPW : slot);  // output row
+  // Its weight row: the second half's for up (GLU = 1) or gate (GLU = 2).
+  const uint wrow = GLU != 0u && (up_slot == (GLU == kMatGluGateFirst)) ? n + N : n;
   const uint n_batches = ID == 0u ? p.x.ne2 * p.x.ne3 : p.ids.ne0 * p.ids.ne1;
   if (batch >= n_batches) return;  // whole workgroup
 
@@ -142,7 +156,7 @@ void main() {
   }
 
   const bool live = valid && n < N;
-  const uint rb = wbase + n * p.w.nb1;
+  const uint rb = wbase + wrow * p.w.nb1;
   const uint n_pieces = (K + 7u) / 8u;
   const uint n_chunks = (K + SUM_CHUNK - 1u) / SUM_CHUNK;
   const uint row_red = tid - lane;  // red index of this row's lane 0
@@ -192,6 +206,22 @@ void main() {
       }
     }
     barrier();
+  }
+  if (GLU != 0u) {
+    if (up_slot && n < N) {
+      for (uint i = 0u; i < MAX_COLS; ++i) {
+        const uint m = lane + TPR * i;
+        if (m < NCOLS) up_tot[(slot - OPW) * MAX_COLS + m] = tot[i];
+      }
+    }
+    barrier();
+    if (!up_slot && n < N) {
+      for (uint i = 0u; i < MAX_COLS; ++i) {
+        const uint m = lane + TPR * i;
+        if (m < NCOLS) d_f[dcol[m] + n] = act_silu(tot[i]) * up_tot[slot * MAX_COLS + m];
+      }
+    }
+    return;
   }
   if (n < N) {
     for (uint i = 0u; i < MAX_COLS; ++i) {

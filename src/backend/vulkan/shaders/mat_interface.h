@@ -1,0 +1,48 @@
+// Host/shader interface of the matrix shaders (mul_mat_vec.comp, mul_mat.comp,
+// mul_mat_sum.glsl): the constants both sides must agree on and the
+// parameter struct at binding 0, in one file that the shaders include
+// (GL_GOOGLE_include_directive) and ops_matmul.cc includes, which checks the
+// struct against std430's layout of the shaders' block with static_asserts.
+#ifndef FOLIO_VK_MAT_INTERFACE_H
+#define FOLIO_VK_MAT_INTERFACE_H
+
+#ifdef __cplusplus
+#include <cstdint>
+#define FOLIO_VK_CONST inline constexpr uint32_t
+#define FOLIO_VK_TENSOR TensorDesc
+namespace folio::vulkan {
+#else
+#define FOLIO_VK_CONST const uint
+#define FOLIO_VK_TENSOR Tensor
+#endif
+
+// Elements per partial sum of every output (the summation order of
+// mul_mat_sum.glsl): a multiple of 256 (a K-quant super-block) and of
+// mul_mat.comp's K step (16).
+FOLIO_VK_CONST kMatSumChunk = 256u;
+// mul_mat_vec.comp: its workgroup (lanes), and the most activation columns
+// one dispatch takes (spec constant NCOLS); more go to mul_mat.comp.
+FOLIO_VK_CONST kMatVecWorkgroup = 128u;
+FOLIO_VK_CONST kMatVecMaxCols = 8u;
+// mul_mat.comp's output tile (BN = BM).
+FOLIO_VK_CONST kMatTile = 64u;
+// mul_mat_vec.comp's spec constant GLU (kMulMatGlu): off, or silu(gate) * up
+// with gate rows first or up rows first in W.
+FOLIO_VK_CONST kMatGluOff = 0u;
+FOLIO_VK_CONST kMatGluGateFirst = 1u;
+FOLIO_VK_CONST kMatGluUpFirst = 2u;
+
+// Binding 0 of mul_mat_vec and mul_mat: w [K, N, B2w, B3w] (mul_mat_id:
+// [K, N, E]); x F32 [K, M, B2, B3] (mul_mat_id: [K, X1, T]); d F32
+// [N, M, B2, B3] (mul_mat_id: [N, n_used, T]); ids I32 [n_used, T]
+// (mul_mat_id only; mul_mat binds x there and never reads it).
+#define FOLIO_VK_MAT_PARAMS \
+  FOLIO_VK_TENSOR w;        \
+  FOLIO_VK_TENSOR x;        \
+  FOLIO_VK_TENSOR d;        \
+  FOLIO_VK_TENSOR ids;
+
+#ifdef __cplusplus
+}  // namespace folio::vulkan
+#endif
+#endif  // FOLIO_VK_MAT_INTERFACE_H
