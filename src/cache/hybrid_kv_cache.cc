@@ -631,10 +631,12 @@ HybridCacheStats HybridKvCache::stats() const {
 }
 
 std::string HybridKvCache::summary() const {
-  return fmt::format(
-      "K/V {}, recurrent state {} slots of {:.2f} MiB ({} sequences, {} checkpoints)",
+  std::string s = fmt::format(
+      "K/V {}, recurrent state {} slots of {:.2f} MiB ({} sequences, {} checkpoints",
       attn_->summary(), pool_.n_slots(), static_cast<double>(slot_bytes_) / (1024.0 * 1024.0),
-      pool_.n_slots() - max_checkpoints_, max_checkpoints_);
+      pool_.n_slots() - max_checkpoints_ - draft_slots_, max_checkpoints_);
+  if (draft_slots_ > 0) s += fmt::format(", {} draft snapshots", draft_slots_);
+  return s + ")";
 }
 
 Status HybridKvCache::check_invariants() const {

@@ -119,7 +119,8 @@ class HybridKvCache final : public KvCache {
   DType type() const override { return attn_->type(); }
   size_t bytes() const override;  // K/V plus recurrent state
   // "K/V 32 blocks of 16 tokens (0.1 MiB), recurrent state 6 slots of 0.40
-  // MiB (2 sequences, 4 checkpoints)"
+  // MiB (2 sequences, 4 checkpoints)"; with draft slots "(2 sequences, 4
+  // checkpoints, 8 draft snapshots)"
   std::string summary() const override;
 
   bool has_sequence(int seq) const override { return attn_->has_sequence(seq); }

@@ -441,6 +441,12 @@ TEST(KvCache, SummaryNamesWhatTheCacheHolds) {
   EXPECT_EQ((*c)->summary(),
             "K/V 32 blocks of 16 tokens (0.2 MiB), recurrent state 6 slots of 0.00 MiB (2 "
             "sequences, 4 checkpoints)");
+  h.draft_slots = 8;
+  c = create_kv_cache(hybrid_geometry(), h);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->summary(),
+            "K/V 32 blocks of 16 tokens (0.2 MiB), recurrent state 14 slots of 0.00 MiB (2 "
+            "sequences, 4 checkpoints, 8 draft snapshots)");
 }
 
 }  // namespace
