@@ -31,10 +31,12 @@ Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& g
     return invalid_argument("hybrid kv cache: {} has no recurrent layers", geometry.name);
   }
   if (o.max_seqs < 0 || o.max_seqs > (1 << 16) || o.max_checkpoints < -1 ||
-      o.max_checkpoints > (1 << 16) || o.checkpoint_interval < 0) {
+      o.max_checkpoints > (1 << 16) || o.checkpoint_interval < 0 || o.draft_slots < 0 ||
+      o.draft_slots > (1 << 16)) {
     return invalid_argument(
-        "hybrid kv cache: max_seqs {}, max_checkpoints {}, checkpoint_interval {} out of range",
-        o.max_seqs, o.max_checkpoints, o.checkpoint_interval);
+        "hybrid kv cache: max_seqs {}, max_checkpoints {}, checkpoint_interval {}, draft_slots {} "
+        "out of range",
+        o.max_seqs, o.max_checkpoints, o.checkpoint_interval, o.draft_slots);
   }
   KvGeometry attn_geometry;  // the attention layers alone, what the attention part holds
   attn_geometry.name = geometry.name;
@@ -79,7 +81,8 @@ Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& g
   if (paged && o.prefix_caching) {
     max_ckpt = o.max_checkpoints >= 0 ? o.max_checkpoints : std::min(2 * max_seqs + 2, 1 << 12);
   }
-  FOLIO_ASSIGN_OR_RETURN(StatePool pool, StatePool::create(max_seqs + max_ckpt));
+  FOLIO_ASSIGN_OR_RETURN(StatePool pool,
+                         StatePool::create(max_seqs + max_ckpt + o.draft_slots));
   const uint64_t seed = paged ? o.hash_seed : 0;
   auto c = std::unique_ptr<HybridKvCache>(new HybridKvCache(
       std::move(pool), BlockHasher(fmt::format("{}/recurrent-state", geometry.name), seed)));
@@ -89,6 +92,7 @@ Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& g
   c->rec_index_ = std::move(rec_index);
   c->max_checkpoints_ = max_ckpt;
   c->checkpoint_interval_ = o.checkpoint_interval;
+  c->draft_slots_ = o.draft_slots;
 
   // One buffer: each recurrent layer's conv taps, then its state, 64-byte aligned.
   const auto n_slots = static_cast<size_t>(c->pool_.n_slots());
@@ -169,7 +173,19 @@ Status HybridKvCache::claim(int seq) {
   return Status();
 }
 
+bool HybridKvCache::slot_for_sequence() const {
+  return pool_.n_held() - n_snapshots_ < pool_.n_slots() - draft_slots_;
+}
+
+void HybridKvCache::release_snapshots(Seq& s) {
+  for (const int32_t slot : s.snapshots) pool_.release(slot);
+  n_snapshots_ -= static_cast<int32_t>(s.snapshots.size());
+  s.snapshots.clear();
+  s.drafts.clear();
+}
+
 void HybridKvCache::reset(Seq& s) {
+  release_snapshots(s);
   s.zero = true;
   s.lost = false;
   s.branch = 0;
@@ -218,9 +234,11 @@ void HybridKvCache::extend_hashes(Seq& s, std::span<const int32_t> tokens) const
 }
 
 Result<int> HybridKvCache::add_sequence() {
-  if (paged_ && pool_.n_free() == 0) {
-    return resource_exhausted("hybrid kv cache: all {} recurrent-state slots are held",
-                              pool_.n_slots());
+  if (paged_ && !slot_for_sequence()) {
+    return resource_exhausted(
+        "hybrid kv cache: all {} recurrent-state slots for sequences are held ({} more are kept for "
+        "draft snapshots)",
+        pool_.n_slots() - draft_slots_, draft_slots_);
   }
   FOLIO_ASSIGN_OR_RETURN(const int seq, attn_->add_sequence());
   Status st = claim(seq);
@@ -240,9 +258,11 @@ Result<int> HybridKvCache::fork_sequence(int parent) {
   if (p.lost) {
     return data_loss("kv cache: sequence {} lost its recurrent state in a failed forward", parent);
   }
-  if (paged_ && pool_.n_free() == 0) {
-    return resource_exhausted("hybrid kv cache: all {} recurrent-state slots are held",
-                              pool_.n_slots());
+  if (paged_ && !slot_for_sequence()) {
+    return resource_exhausted(
+        "hybrid kv cache: all {} recurrent-state slots for sequences are held ({} more are kept for "
+        "draft snapshots)",
+        pool_.n_slots() - draft_slots_, draft_slots_);
   }
   FOLIO_ASSIGN_OR_RETURN(const int child, attn_->fork_sequence(parent));
   Status st = claim(child);
@@ -263,6 +283,7 @@ Status HybridKvCache::remove_sequence(int seq) {
   FOLIO_RETURN_IF_ERROR(attn_->remove_sequence(seq));
   Seq& s = seq_state(seq);
   if (paged_) {
+    release_snapshots(s);
     pool_.release(s.slot);
     s = Seq{};
   } else {
@@ -334,6 +355,7 @@ Status HybridKvCache::truncate(int seq, int64_t len) {
       FOLIO_RETURN_IF_ERROR(attn_->truncate(seq, len));
       copy_slot(ckpt, s.slot);
       pool_.touch(ckpt);
+      release_snapshots(s);
       s.hashes.resize(static_cast<size_t>(len / bs));
       s.tail.clear();
       s.zero = false;
@@ -370,12 +392,6 @@ void HybridKvCache::clear() {
 Status HybridKvCache::plan(const Batch& batch, KvPlan& plan) const {
   RecurrentPlan& rp = plan.recurrent;
   rp.clear();
-  if (!batch.unverified.empty() &&
-      std::find(batch.unverified.begin(), batch.unverified.end(), 1) != batch.unverified.end()) {
-    return unsupported(
-        "kv cache: speculative decoding on a hybrid model (draft tokens would advance recurrent "
-        "state that cannot be rolled back)");
-  }
   FOLIO_RETURN_IF_ERROR(attn_->plan(batch, plan));  // checks sequences and positions
   const size_t n = batch.tokens.size();
 
@@ -404,6 +420,15 @@ Status HybridKvCache::plan(const Batch& batch, KvPlan& plan) const {
     step_of[i] = st;
     ++rp.steps[static_cast<size_t>(st)].n_tokens;
   }
+  // Draft tokens per step (the trailing ones of their sequence, which the
+  // attention part's plan checked).
+  std::vector<int32_t> n_draft(rp.steps.size(), 0);
+  int32_t n_snap = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!batch.is_unverified(i)) continue;
+    ++n_draft[static_cast<size_t>(step_of[i])];
+    ++n_snap;
+  }
   int32_t row = 0;
   for (RecurrentStep& st : rp.steps) {
     st.row_begin = row;
@@ -422,7 +447,7 @@ Status HybridKvCache::plan(const Batch& batch, KvPlan& plan) const {
     }
   }
   rp.epoch = epoch_;
-  if (!checkpointing()) return Status();
+  if (!checkpointing() && n_snap == 0) return Status();
 
   // Tokens in recurrent order, and the checkpoint candidates of each step.
   rp.tokens.resize(n);
@@ -432,16 +457,19 @@ Status HybridKvCache::plan(const Batch& batch, KvPlan& plan) const {
   const int64_t bs = block_size();
   std::vector<Candidate> cands;
   std::vector<int32_t> block;
-  for (size_t si = 0; si < rp.steps.size(); ++si) {
+  for (size_t si = 0; si < rp.steps.size() && checkpointing(); ++si) {
     const RecurrentStep& st = rp.steps[si];
     const Seq& s = seq_state(st.seq);
     const int64_t before = seq_len(st.seq);
-    const int64_t after_all = before + st.n_tokens;
+    // Only verified tokens reach the prefix cache; a step with drafts is a
+    // decode step, not a prompt chunk (policy (a) is off).
+    const int32_t n_verified = st.n_tokens - n_draft[si];
+    const int64_t after_all = before + n_verified;
     const int64_t last = after_all / bs * bs;  // last boundary crossed, if > before
     if (last <= before) continue;
     BlockHash parent = s.hashes.empty() ? hasher_.root() : s.hashes.back();
     block = s.tail;
-    for (int32_t k = 0; k < st.n_tokens; ++k) {
+    for (int32_t k = 0; k < n_verified; ++k) {
       block.push_back(rp.tokens[static_cast<size_t>(st.row_begin + k)]);
       if (static_cast<int64_t>(block.size()) < bs) continue;
       parent = hasher_.chain(parent, block);
@@ -450,7 +478,7 @@ Status HybridKvCache::plan(const Batch& batch, KvPlan& plan) const {
       int rank = -1;
       if (b == s.branch) {
         rank = 0;
-      } else if (st.n_tokens > 1 && b == last) {
+      } else if (n_verified > 1 && b == last) {
         rank = 1;
       } else if (checkpoint_interval_ > 0 && (b / bs) % checkpoint_interval_ == 0) {
         rank = 2;
@@ -461,14 +489,36 @@ Status HybridKvCache::plan(const Batch& batch, KvPlan& plan) const {
       if (!dup) cands.push_back({rank, static_cast<int32_t>(si), k + 1, parent});
     }
   }
-  if (cands.empty()) return Status();
+  if (cands.empty() && n_snap == 0) return Status();
   std::stable_sort(cands.begin(), cands.end(),
                    [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+  // Draft snapshots first (apply() acquires their slots, in this order),
+  // then as many prefix checkpoints as slots remain.
   std::vector<int32_t> free_slots;
-  pool_.peek_free(static_cast<int32_t>(cands.size()), free_slots);
-  cands.resize(free_slots.size());
+  pool_.peek_free(n_snap + static_cast<int32_t>(cands.size()), free_slots);
+  if (static_cast<int32_t>(free_slots.size()) < n_snap) {
+    rp.clear();
+    return resource_exhausted(
+        "hybrid kv cache: {} draft tokens need as many free recurrent-state slots, {} are free "
+        "(draft_slots {})",
+        n_snap, pool_.n_free(), draft_slots_);
+  }
+  size_t next_free = 0;
+  for (size_t si = 0; si < rp.steps.size(); ++si) {
+    const int32_t n_verified = rp.steps[si].n_tokens - n_draft[si];
+    for (int32_t a = n_verified; a < rp.steps[si].n_tokens; ++a) {
+      StateCheckpoint c;
+      c.step = static_cast<int32_t>(si);
+      c.after = a;
+      c.slot = free_slots[next_free++];
+      c.draft = true;
+      rp.checkpoints.push_back(c);
+    }
+  }
+  cands.resize(std::min(cands.size(), free_slots.size() - next_free));
   for (size_t i = 0; i < cands.size(); ++i) {
-    rp.checkpoints.push_back({cands[i].step, cands[i].after, free_slots[i], cands[i].hash});
+    rp.checkpoints.push_back({cands[i].step, cands[i].after, free_slots[next_free + i],
+                              cands[i].hash, false});
   }
   std::sort(rp.checkpoints.begin(), rp.checkpoints.end(),
             [](const StateCheckpoint& a, const StateCheckpoint& b) {
@@ -493,20 +543,69 @@ void HybridKvCache::apply(const KvPlan& plan) {
   const RecurrentPlan& rp = plan.recurrent;
   FOLIO_CHECK_MSG(rp.epoch == epoch_, "hybrid kv cache: plan made against another cache state");
   attn_->apply(plan);
+  // Draft snapshots: their slots were the first free ones the plan saw,
+  // which acquire() hands out now; each sequence holds its own until verify().
+  std::vector<int32_t> planned, got;
+  for (const StateCheckpoint& c : rp.checkpoints) {
+    if (c.draft) planned.push_back(c.slot);
+  }
+  for (size_t i = 0; i < planned.size(); ++i) {
+    Result<int32_t> slot = pool_.acquire();
+    FOLIO_CHECK_MSG(slot.ok(), "hybrid kv cache: a planned draft snapshot slot is gone");
+    got.push_back(*slot);
+  }
+  std::vector<int32_t> sorted_planned = planned;
+  std::sort(sorted_planned.begin(), sorted_planned.end());
+  std::sort(got.begin(), got.end());
+  FOLIO_CHECK_MSG(sorted_planned == got,
+                  "hybrid kv cache: draft snapshot slots differ from the plan's");
   for (const RecurrentStep& st : rp.steps) {
     Seq& s = seq_state(st.seq);
     s.zero = false;
+    release_snapshots(s);  // none unless verify() was skipped
+    for (int32_t k = 0; k < st.n_ckpt; ++k) {
+      const StateCheckpoint& c = rp.checkpoints[static_cast<size_t>(st.ckpt_begin + k)];
+      if (c.draft) s.snapshots.push_back(c.slot);
+    }
+    n_snapshots_ += static_cast<int32_t>(s.snapshots.size());
+    const auto n_draft = static_cast<int32_t>(s.snapshots.size());
     if (checkpointing()) {
-      extend_hashes(s, std::span<const int32_t>(rp.tokens).subspan(
-                           static_cast<size_t>(st.row_begin), static_cast<size_t>(st.n_tokens)));
+      const std::span<const int32_t> toks = std::span<const int32_t>(rp.tokens).subspan(
+          static_cast<size_t>(st.row_begin), static_cast<size_t>(st.n_tokens));
+      extend_hashes(s, toks.first(toks.size() - static_cast<size_t>(n_draft)));
+      s.drafts.assign(toks.end() - n_draft, toks.end());
       if (s.branch > 0 && seq_len(st.seq) >= s.branch) s.branch = 0;
     }
   }
   for (const StateCheckpoint& c : rp.checkpoints) {
+    if (c.draft) continue;
     pool_.store_checkpoint(c.slot, c.hash);
     ++stats_.checkpoints_saved;
   }
   ++epoch_;
+}
+
+Status HybridKvCache::verify(int seq, int64_t len) {
+  if (!has_sequence(seq)) return invalid_argument("verify: sequence {} does not exist", seq);
+  Seq& s = seq_state(seq);
+  const int64_t cur = seq_len(seq);
+  const auto n_draft = static_cast<int64_t>(s.snapshots.size());
+  if (n_draft == 0) return truncate(seq, len);
+  if (len < cur - n_draft || len > cur) {
+    return out_of_range("verify: length {} outside [{}, {}] for sequence {}", len, cur - n_draft,
+                        cur, seq);
+  }
+  FOLIO_RETURN_IF_ERROR(attn_->verify(seq, len));
+  const int64_t accepted = len - (cur - n_draft);
+  // snapshots[i]: the state after the verified tokens and i drafts; none
+  // is needed when all are kept.
+  if (accepted < n_draft) copy_slot(s.snapshots[static_cast<size_t>(accepted)], s.slot);
+  if (checkpointing()) {
+    extend_hashes(s, std::span<const int32_t>(s.drafts).first(static_cast<size_t>(accepted)));
+  }
+  release_snapshots(s);
+  ++epoch_;
+  return Status();
 }
 
 void HybridKvCache::discard(const KvPlan& plan) {
@@ -532,10 +631,12 @@ HybridCacheStats HybridKvCache::stats() const {
 }
 
 std::string HybridKvCache::summary() const {
-  return fmt::format(
-      "K/V {}, recurrent state {} slots of {:.2f} MiB ({} sequences, {} checkpoints)",
+  std::string s = fmt::format(
+      "K/V {}, recurrent state {} slots of {:.2f} MiB ({} sequences, {} checkpoints",
       attn_->summary(), pool_.n_slots(), static_cast<double>(slot_bytes_) / (1024.0 * 1024.0),
-      pool_.n_slots() - max_checkpoints_, max_checkpoints_);
+      pool_.n_slots() - max_checkpoints_ - draft_slots_, max_checkpoints_);
+  if (draft_slots_ > 0) s += fmt::format(", {} draft snapshots", draft_slots_);
+  return s + ")";
 }
 
 Status HybridKvCache::check_invariants() const {
@@ -555,8 +656,16 @@ Status HybridKvCache::check_invariants() const {
       return internal_error("hybrid kv cache: slot {} held by two sequences", s.slot);
     }
     ++n_live;
+    for (const int32_t snap : s.snapshots) {
+      if (!pool_.is_held(snap) || used[static_cast<size_t>(snap)]++ != 0) {
+        return internal_error("hybrid kv cache: draft snapshot slot {} of sequence {} not held once",
+                              snap, seq);
+      }
+      ++n_live;
+    }
     if (checkpointing() && attn_->has_sequence(static_cast<int>(seq))) {
-      const int64_t len = attn_->seq_len(static_cast<int>(seq));
+      const int64_t len =
+          attn_->seq_len(static_cast<int>(seq)) - static_cast<int64_t>(s.snapshots.size());
       const auto bs = static_cast<size_t>(block_size());
       if (s.hashes.size() != static_cast<size_t>(len) / bs ||
           s.tail.size() != static_cast<size_t>(len) % bs) {
@@ -567,7 +676,7 @@ Status HybridKvCache::check_invariants() const {
     }
   }
   if (n_live != pool_.n_held()) {
-    return internal_error("hybrid kv cache: {} live sequences, {} held slots", n_live,
+    return internal_error("hybrid kv cache: {} live sequences and snapshots, {} held slots", n_live,
                           pool_.n_held());
   }
   if (paged_) {

@@ -23,7 +23,20 @@
 //     reset) and a block boundary for which a prefix checkpoint exists
 //     (state restored from it); any other length is kUnsupported;
 //   - take_cached_prefix returns a prefix only where a checkpoint of the
-//     recurrent state for exactly that prefix exists (below).
+//     recurrent state for exactly that prefix exists (below);
+//   - speculative decoding: a step feeding a sequence its token and k draft
+//     tokens (Batch::unverified) saves k draft snapshots (StateCheckpoint
+//     with `draft`), the state after its first 1 .. k tokens, into free
+//     slots (draft_slots extra ones, else slots of prefix checkpoints);
+//     apply() holds them for the sequence; verify(seq, len) copies the one
+//     after the last accepted token into the sequence's slot (none when
+//     every draft was accepted) and frees them. The recurrent layers save
+//     snapshots like prefix checkpoints, so the restored state is the one
+//     a run without drafts computes, bit for bit. A plan that finds fewer
+//     than k free slots is refused with kResourceExhausted (the engines
+//     then run the step without drafts). Prefix hashes (and checkpoints)
+//     cover verified tokens only: draft tokens join the hash chain in
+//     verify(), once accepted.
 //
 // Failed forwards (plan / prepare / apply / discard). Recurrent layers update
 // each sequence's state in place, in its slot (the fused decode ops write
@@ -106,7 +119,8 @@ class HybridKvCache final : public KvCache {
   DType type() const override { return attn_->type(); }
   size_t bytes() const override;  // K/V plus recurrent state
   // "K/V 32 blocks of 16 tokens (0.1 MiB), recurrent state 6 slots of 0.40
-  // MiB (2 sequences, 4 checkpoints)"
+  // MiB (2 sequences, 4 checkpoints)"; with draft slots "(2 sequences, 4
+  // checkpoints, 8 draft snapshots)"
   std::string summary() const override;
 
   bool has_sequence(int seq) const override { return attn_->has_sequence(seq); }
@@ -116,7 +130,7 @@ class HybridKvCache final : public KvCache {
   Status remove_sequence(int seq) override;
   Result<int64_t> take_cached_prefix(int seq, std::span<const int32_t> prompt) override;
   Status truncate(int seq, int64_t len) override;
-  bool accepts_drafts() const override { return false; }
+  Status verify(int seq, int64_t len) override;
   int64_t truncation_point(int seq, int64_t len) const override;
   void clear() override;
 
@@ -172,6 +186,11 @@ class HybridKvCache final : public KvCache {
     // the tokens of the partial last block.
     std::vector<BlockHash> hashes;
     std::vector<int32_t> tail;
+    // Speculation: the slots holding the state after the first 1 .. k
+    // tokens of the last step (held from apply() to verify()), and that
+    // step's draft tokens, not yet in the hash chain.
+    std::vector<int32_t> snapshots;
+    std::vector<int32_t> drafts;
   };
 
   HybridKvCache(StatePool pool, BlockHasher hasher)
@@ -182,6 +201,10 @@ class HybridKvCache final : public KvCache {
   const Seq& seq_state(int seq) const;
   Status claim(int seq);                     // a fresh record with a slot for `seq`
   void reset(Seq& s);                        // back to the empty prefix
+  void release_snapshots(Seq& s);            // frees s's draft snapshot slots
+  // A new sequence may take a slot: fewer than n_slots - draft_slots are
+  // held by sequences (draft snapshots aside).
+  bool slot_for_sequence() const;
   void copy_slot(int32_t src, int32_t dst);  // every recurrent layer
   void zero_slot(int32_t slot);
   // Chain hashes of the full blocks of tokens[0, n) (from the root).
@@ -200,6 +223,8 @@ class HybridKvCache final : public KvCache {
   BlockHasher hasher_;
   int max_checkpoints_ = 0;
   int checkpoint_interval_ = 0;
+  int draft_slots_ = 0;
+  int32_t n_snapshots_ = 0;  // slots held as draft snapshots, all sequences
   std::vector<Seq> seqs_;  // by sequence id
   uint64_t epoch_ = 0;     // bumped by every mutation; plans carry the value they saw
   HybridCacheStats stats_;

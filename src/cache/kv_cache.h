@@ -67,11 +67,16 @@ struct RecurrentStep {
 // boundary) is copied into state slot `slot` (every recurrent layer). The
 // cache registers it under `hash` (the block-chain hash of that prefix) when
 // the plan is applied.
+//
+// A draft snapshot (`draft`, no hash) is the same copy, made in a step that
+// feeds draft tokens, after each prefix that verify() may keep: verify()
+// restores the one after the last accepted token. It is never registered.
 struct StateCheckpoint {
   int32_t step = 0;
   int32_t after = 0;  // 1 .. steps[step].n_tokens
   int32_t slot = -1;
   BlockHash hash;
+  bool draft = false;
 };
 
 struct RecurrentPlan {
@@ -176,9 +181,6 @@ class KvCache {
   // the cache, and only now do the accepted ones' full blocks enter the
   // prefix cache (hash and KV event). Caches that publish nothing truncate.
   virtual Status verify(int seq, int64_t len) { return truncate(seq, len); }
-  // Whether batches may carry draft tokens at all (false: hybrid caches,
-  // whose recurrent state cannot drop the rejected ones).
-  virtual bool accepts_drafts() const { return true; }
   // The largest length <= len (len <= seq_len) that truncate(seq, ·)
   // accepts: len itself for caches that truncate anywhere; hybrid caches
   // (recurrent state) only 0, the sequence's length or a checkpointed block
@@ -312,6 +314,12 @@ struct KvCacheOptions {
   int max_checkpoints = -1;
   // Also checkpoint every this many blocks (0: off).
   int checkpoint_interval = 32;
+  // Extra state slots for speculative decoding on hybrid caches (either
+  // storage): a step feeding a sequence k draft tokens holds k free slots
+  // (the state after each verified-so-far prefix) until verify(). Slots of
+  // prefix checkpoints are used too; a step that finds fewer free slots is
+  // refused (kResourceExhausted) and the engines run it without drafts.
+  int draft_slots = 0;
 
   // Where the storage lives (a device's memory); empty: host memory.
   CacheAllocator alloc;

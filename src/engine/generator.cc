@@ -79,12 +79,6 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
   std::unique_ptr<DraftProposer> proposer;
   if (options.spec.enabled()) {
     FOLIO_RETURN_IF_ERROR(options.spec.validate());
-    if (!cache_.accepts_drafts()) {
-      return unsupported(
-          "speculative decoding (--spec-type {}) is not available for this model: its recurrent "
-          "layers' state cannot drop rejected draft tokens (use --spec-type none)",
-          spec_type_name(options.spec.type));
-    }
     proposer = make_proposer(options.spec);
   }
 
@@ -198,8 +192,19 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
       const int32_t one[1] = {id};
       FOLIO_ASSIGN_OR_RETURN(logits, feed(one, true));
     } else {
-      FOLIO_ASSIGN_OR_RETURN(logits, feed_draft(id, draft_));
-      n_draft = static_cast<int64_t>(draft_.size());
+      // A cache short of room for the drafts (a hybrid cache's free state
+      // slots for its snapshots) runs the step without them.
+      Result<TensorView> drafted = feed_draft(id, draft_);
+      if (drafted.ok()) {
+        logits = *drafted;
+        n_draft = static_cast<int64_t>(draft_.size());
+      } else if (drafted.status().code() == StatusCode::kResourceExhausted) {
+        draft_.clear();
+        const int32_t one[1] = {id};
+        FOLIO_ASSIGN_OR_RETURN(logits, feed(one, true));
+      } else {
+        return drafted.status();
+      }
     }
   }
   if (n_draft > 0) stats.spec.record(static_cast<int>(n_draft), static_cast<int>(row));

@@ -53,8 +53,9 @@ struct GenerateOptions {
   int64_t n_batch = 512;       // prefill chunk size
   bool ignore_eos = false;     // keep going past end-of-generation tokens
   bool render_special = false; // print control tokens' text
-  // Speculative decoding (validated by generate(); refused for caches that
-  // cannot hold drafts, KvCache::accepts_drafts).
+  // Speculative decoding (validated by generate()). A step the cache cannot
+  // hold with its drafts (kResourceExhausted: a hybrid cache short of free
+  // state slots for its snapshots) runs without them.
   SpeculativeOptions spec;
 };
 

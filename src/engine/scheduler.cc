@@ -814,12 +814,6 @@ Status Scheduler::start() {
   if (o.max_waiting < 0) return invalid_argument("max_waiting must be >= 0, got {}", o.max_waiting);
   if (o.spec.enabled()) {
     FOLIO_RETURN_IF_ERROR(o.spec.validate());
-    if (!impl_->cache.accepts_drafts()) {
-      return unsupported(
-          "speculative decoding (--spec-type {}) is not available for this model: its recurrent "
-          "layers' state cannot drop rejected draft tokens (use --spec-type none)",
-          spec_type_name(o.spec.type));
-    }
   }
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->started || impl_->stopping)

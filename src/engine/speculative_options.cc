@@ -45,6 +45,7 @@ const char* spec_type_name(SpecType type) {
 }
 
 std::unique_ptr<DraftProposer> make_proposer(const SpeculativeOptions& options) {
+  if (options.make && options.enabled()) return options.make();
   switch (options.type) {
     case SpecType::kNone: return nullptr;
     case SpecType::kNgram: return std::make_unique<NgramProposer>(options.ngram_min, options.ngram_max);

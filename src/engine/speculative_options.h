@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,10 @@ struct SpeculativeOptions {
   // accepted (an exponential average over its verifications) falls below
   // this (--spec-min-accept; 0: never pauses); SpeculationTracker.
   double min_accept = 0.2;
+  // Builds the proposer instead of the one `type` names (which must still
+  // not be kNone): for programs embedding the engines; the tests use
+  // proposers that know the target's output. Not a flag.
+  std::function<std::unique_ptr<DraftProposer>()> make;
 
   bool enabled() const { return type != SpecType::kNone; }
   Status validate() const;

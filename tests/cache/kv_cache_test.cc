@@ -140,6 +140,103 @@ TEST(HybridKvCache, StateSlotsFollowTheGeometry) {
   EXPECT_EQ((*c)->state_pool().n_slots(), 3);
 }
 
+// Draft snapshots: a step with k drafts plans k snapshot slots (after the
+// fed token and each draft but the last), refused with kResourceExhausted
+// when fewer are free; apply() holds them; verify() copies the snapshot
+// after the last accepted token into the sequence's slot and frees them;
+// draft slots never go to a new sequence.
+TEST(HybridKvCache, DraftSnapshotsRestoreTheAcceptedState) {
+  KvCacheOptions o = paged_options(32, 8, 0);
+  o.max_seqs = 1;
+  o.max_checkpoints = 0;
+  o.draft_slots = 3;
+  Result<std::unique_ptr<HybridKvCache>> c = HybridKvCache::create(hybrid_geometry(), o);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  HybridKvCache& h = **c;
+  EXPECT_EQ(h.state_pool().n_slots(), 1 + 3);
+  Result<int> seq = h.add_sequence();
+  ASSERT_TRUE(seq.ok());
+  EXPECT_EQ(h.add_sequence().status().code(), StatusCode::kResourceExhausted);  // draft slots kept
+  KvPlan plan;
+  Batch b;
+  for (int32_t i = 0; i < 5; ++i) b.add(10 + i, i, *seq, i == 4);
+  ASSERT_TRUE(h.plan(b, plan).ok());
+  EXPECT_TRUE(plan.recurrent.checkpoints.empty());
+  h.prepare(plan);
+  h.apply(plan);
+
+  // The token at position 5 and 3 drafts: snapshots after 1, 2 and 3 tokens.
+  b.clear();
+  b.add(20, 5, *seq, true);
+  for (int32_t i = 0; i < 3; ++i) b.add(21 + i, 6 + i, *seq, true, true);
+  ASSERT_TRUE(h.plan(b, plan).ok());
+  ASSERT_EQ(plan.recurrent.checkpoints.size(), 3u);
+  for (int32_t i = 0; i < 3; ++i) {
+    const StateCheckpoint& cp = plan.recurrent.checkpoints[static_cast<size_t>(i)];
+    EXPECT_TRUE(cp.draft);
+    EXPECT_EQ(cp.after, i + 1);
+    EXPECT_NE(cp.slot, h.slot_of(*seq));
+  }
+  // Four drafts need four free slots: refused, nothing changed.
+  Batch more = b;
+  more.add(24, 9, *seq, true, true);
+  KvPlan refused;
+  EXPECT_EQ(h.plan(more, refused).code(), StatusCode::kResourceExhausted);
+  h.prepare(plan);
+  h.apply(plan);
+  EXPECT_EQ(h.state_pool().n_held(), 4);
+  EXPECT_TRUE(h.check_invariants().ok()) << h.check_invariants().to_string();
+  // Stand-ins for what the forward wrote: the state after 2 tokens (1 draft
+  // accepted) marked in its snapshot slot, every layer.
+  const int32_t snap = plan.recurrent.checkpoints[1].slot;
+  const int32_t own = h.slot_of(*seq);
+  for (int l = 0; l < 3; ++l) {
+    const TensorView conv = h.conv_state(l);
+    const TensorView ssm = h.ssm_state(l);
+    float* cs = static_cast<float*>(conv.row(0, snap));
+    float* ss = static_cast<float*>(ssm.row(0, 0, snap));
+    for (int64_t i = 0; i < conv.ne[0] * conv.ne[1]; ++i) cs[i] = 1.0f + static_cast<float>(l);
+    for (int64_t i = 0; i < ssm.ne[0] * ssm.ne[1] * ssm.ne[2]; ++i) ss[i] = -2.0f - static_cast<float>(l);
+    float* co = static_cast<float*>(conv.row(0, own));
+    co[0] = 99.0f;
+  }
+  EXPECT_EQ(h.verify(*seq, 4).code(), StatusCode::kOutOfRange);  // before the fed token's end
+  ASSERT_TRUE(h.verify(*seq, 7).ok());  // the fed token + 1 draft kept
+  EXPECT_EQ(h.seq_len(*seq), 7);
+  for (int l = 0; l < 3; ++l) {
+    const TensorView conv = h.conv_state(l);
+    const TensorView ssm = h.ssm_state(l);
+    const float* co = static_cast<const float*>(conv.row(0, own));
+    const float* so = static_cast<const float*>(ssm.row(0, 0, own));
+    for (int64_t i = 0; i < conv.ne[0] * conv.ne[1]; ++i) ASSERT_EQ(co[i], 1.0f + static_cast<float>(l));
+    for (int64_t i = 0; i < ssm.ne[0] * ssm.ne[1] * ssm.ne[2]; ++i) ASSERT_EQ(so[i], -2.0f - static_cast<float>(l));
+  }
+  EXPECT_EQ(h.state_pool().n_held(), 1);
+  EXPECT_TRUE(h.check_invariants().ok()) << h.check_invariants().to_string();
+
+  // All drafts accepted: the state stays; a sequence removed with drafts
+  // pending frees its snapshots.
+  b.clear();
+  b.add(30, 7, *seq, true);
+  b.add(31, 8, *seq, true, true);
+  ASSERT_TRUE(h.plan(b, plan).ok());
+  h.prepare(plan);
+  h.apply(plan);
+  static_cast<float*>(h.conv_state(0).row(0, own))[0] = 7.0f;
+  ASSERT_TRUE(h.verify(*seq, 9).ok());
+  EXPECT_EQ(static_cast<const float*>(h.conv_state(0).row(0, own))[0], 7.0f);
+  b.clear();
+  b.add(32, 9, *seq, true);
+  b.add(33, 10, *seq, true, true);
+  ASSERT_TRUE(h.plan(b, plan).ok());
+  h.prepare(plan);
+  h.apply(plan);
+  EXPECT_EQ(h.state_pool().n_held(), 2);
+  ASSERT_TRUE(h.remove_sequence(*seq).ok());
+  EXPECT_EQ(h.state_pool().n_held(), 0);
+  EXPECT_TRUE(h.check_invariants().ok()) << h.check_invariants().to_string();
+}
+
 // An FFN-only layer (nemotron_h) holds nothing: no K/V in the attention part,
 // no state in the pool; the attention caches refuse such a geometry (they map
 // layers one to one), and the hybrid cache still needs a recurrent layer.
@@ -344,6 +441,12 @@ TEST(KvCache, SummaryNamesWhatTheCacheHolds) {
   EXPECT_EQ((*c)->summary(),
             "K/V 32 blocks of 16 tokens (0.2 MiB), recurrent state 6 slots of 0.00 MiB (2 "
             "sequences, 4 checkpoints)");
+  h.draft_slots = 8;
+  c = create_kv_cache(hybrid_geometry(), h);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->summary(),
+            "K/V 32 blocks of 16 tokens (0.2 MiB), recurrent state 14 slots of 0.00 MiB (2 "
+            "sequences, 4 checkpoints, 8 draft snapshots)");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Generator (`folio run`, `chat`) with n-gram speculation: greedy and
 // seeded sampled output equal the run without it, on a paged cache (whose
 // prefix cache ends with the same hashes) and a contiguous one; a chat-like
-// second call reuses the verified history; hybrid caches refuse.
+// second call reuses the verified history. Hybrid caches:
+// scheduler_spec_hybrid_test.cc.
 #include <gtest/gtest.h>
 
 #include "cache/paged_kv_cache.h"
@@ -96,21 +97,6 @@ TEST_F(GeneratorSpecTest, OutputEqualsUnspeculated) {
     }
   }
   EXPECT_GT(accepted, 0u);
-}
-
-TEST_F(GeneratorSpecTest, HybridCacheRefuses) {
-  load("tiny-qwen35-f32.gguf");
-  cache::KvCacheOptions o;
-  o.n_ctx = 128;
-  auto c = model_->make_cache(o);
-  ASSERT_TRUE(c.ok());
-  Generator gen(*model_, *tok_, *solo_ctx_, **c);
-  GenerateOptions go;
-  go.spec.type = SpecType::kNgram;
-  auto r = gen.generate(tokenize("hello hello hello"), greedy_, go,
-                        [](std::string_view) { return true; });
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 }
 
 }  // namespace generator_spec_test

@@ -3,8 +3,8 @@
 // concurrent requests give exactly the tokens of solo runs on the same
 // device, also when a small pool forces preemption, prefixes are shared,
 // choices of one request share its blocks (copy-on-write on the device), and
-// no block leaks. The scheduler is host-side: only where the memory lives
-// changes.
+// no block leaks; hybrid models speculate exactly there too. The scheduler
+// is host-side: only where the memory lives changes.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -68,7 +68,8 @@ class SchedulerDeviceTest : public testing_sched::SchedulerFixture,
   }
 
   Result<std::unique_ptr<cache::KvCache>> device_cache(int32_t n_blocks, int max_seqs, int n_seq,
-                                                      bool contiguous = false) {
+                                                      bool contiguous = false,
+                                                      int draft_slots = 0) {
     cache::KvCacheOptions o;
     o.storage = contiguous ? cache::KvStorage::kContiguous : cache::KvStorage::kPaged;
     o.type = DType::F32;
@@ -78,6 +79,7 @@ class SchedulerDeviceTest : public testing_sched::SchedulerFixture,
     o.n_seq = n_seq;
     o.max_seqs = max_seqs;
     o.max_step_tokens = 256;
+    o.draft_slots = draft_slots;
     o.alloc = alloc_;
     return model_->make_cache(o);
   }
@@ -170,6 +172,85 @@ INSTANTIATE_TEST_SUITE_P(Vulkan, SchedulerDeviceTest,
                                            DeviceCase{"tiny-qwen35-f32.gguf", 4 * 32 + 1, 256},
                                            DeviceCase{"tiny-qwen35-f32.gguf", 19, 16},
                                            DeviceCase{"tiny-gemma3-f32.gguf", 19, 16, true}),
+                         case_name);
+
+// Speculation on hybrid models with the recurrent-state pool on the device:
+// the draft snapshots are strided copies there, and verify() restores one
+// with a device transfer; greedy output equals the solo runs (no drafts),
+// in the scheduler and the Generator, with drafts accepted and rejected.
+class SchedulerDeviceSpecTest : public SchedulerDeviceTest {};
+
+TEST_P(SchedulerDeviceSpecTest, HybridSpeculationEqualsSoloRuns) {
+  FOLIO_VULKAN_OR_SKIP(vk);
+  load_on(vk);
+  if (HasFatalFailure()) return;
+  const DeviceCase dc = GetParam();
+  constexpr int kSeqs = 4;
+  const auto all = prompts();
+  const std::vector<std::vector<int32_t>> ps(all.begin(), all.begin() + 5);
+  SamplingParams params = greedy_;
+  params.max_tokens = 12;
+  std::vector<SoloRun> want;
+  for (const auto& p : ps) want.push_back(solo_on_device(p, params));
+  const auto n_vocab = static_cast<int32_t>(model_->config().n_vocab);
+
+  auto c = device_cache(dc.n_blocks, kSeqs, 0, false, kSeqs * 4);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  cache::KvCache& cache = **c;
+  SchedulerOptions so;
+  so.max_seqs = kSeqs;
+  so.max_batch_tokens = 256;
+  so.ubatch = 256;
+  so.chunk_cap = dc.chunk_cap;
+  so.spec = testing_sched::spec_oracle(ps, want, n_vocab);
+  {
+    Scheduler sched(*model_, *tok_, *ctx_, cache, so);
+    ASSERT_TRUE(sched.start().ok());
+    std::vector<std::unique_ptr<Collected>> got;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      got.push_back(std::make_unique<Collected>());
+      GenerationRequest req;
+      req.prompt = ps[i];
+      req.params = params;
+      ASSERT_TRUE(sched.submit(req, got.back()->callbacks()).ok());
+    }
+    sched.wait_idle();
+    for (size_t i = 0; i < ps.size(); ++i) {
+      std::lock_guard<std::mutex> lock(got[i]->mu);
+      EXPECT_TRUE(got[i]->result.status.ok()) << got[i]->result.status.to_string();
+      expect_equal(*got[i], want[i], 0, "prompt " + std::to_string(i));
+    }
+    const ServingMetrics::Snapshot m = sched.metrics();
+    EXPECT_GT(m.spec.accepted_tokens, 0u);
+    EXPECT_LT(m.spec.accepted_tokens, m.spec.draft_tokens);
+  }
+  ASSERT_NE(cache.block_manager(), nullptr);
+  EXPECT_EQ(cache.block_manager()->pool().n_used(), 0);
+
+  // The Generator on a contiguous device cache.
+  uint64_t drafted = 0, accepted = 0;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    auto solo = device_cache(0, 1, 1, true, 4);
+    ASSERT_TRUE(solo.ok()) << solo.status().to_string();
+    Generator gen(*model_, *tok_, *solo_ctx_, **solo);
+    GenerateOptions go;
+    go.n_predict = -1;
+    go.spec = testing_sched::spec_oracle(ps, want, n_vocab);
+    auto r = gen.generate(ps[i], params, go, [](std::string_view) { return true; });
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->tokens, want[i].tokens) << "prompt " << i;
+    drafted += r->spec.draft_tokens;
+    accepted += r->spec.accepted_tokens;
+  }
+  EXPECT_GT(accepted, 0u);
+  EXPECT_LT(accepted, drafted);
+}
+
+// Gated DeltaNet (qwen35), Mamba-2 (granitehybrid) and short conv (lfm2).
+INSTANTIATE_TEST_SUITE_P(Vulkan, SchedulerDeviceSpecTest,
+                         ::testing::Values(DeviceCase{"tiny-qwen35-f32.gguf", 4 * 32 + 1, 256},
+                                           DeviceCase{"tiny-granitehybrid-f32.gguf", 4 * 32 + 1, 16},
+                                           DeviceCase{"tiny-lfm2-f32.gguf", 4 * 32 + 1, 16}),
                          case_name);
 
 }  // namespace

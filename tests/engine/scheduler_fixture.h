@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -68,6 +69,58 @@ struct SoloRun {
   std::string text;
   StopReason stop = StopReason::kLength;
 };
+
+// Knows each prompt's greedy continuation (the solo runs) and proposes it,
+// with every third draft token wrong: drafts are accepted and rejected on
+// any model, where n-gram lookup may find nothing to propose (the tiny
+// DeltaNet models' output does not repeat).
+class OracleProposer final : public DraftProposer {
+ public:
+  OracleProposer(std::vector<std::vector<int32_t>> prompts,
+                 std::vector<std::vector<int32_t>> outputs, int32_t n_vocab)
+      : prompts_(std::move(prompts)), outputs_(std::move(outputs)), n_vocab_(n_vocab) {}
+
+  void propose(std::span<const int32_t> tokens, int max_draft,
+               std::vector<int32_t>& out) const override {
+    out.clear();
+    for (size_t i = 0; i < prompts_.size(); ++i) {
+      const std::vector<int32_t>& p = prompts_[i];
+      const std::vector<int32_t>& o = outputs_[i];
+      if (tokens.size() < p.size() || tokens.size() - p.size() > o.size()) continue;
+      const size_t g = tokens.size() - p.size();
+      if (!std::equal(p.begin(), p.end(), tokens.begin()) ||
+          !std::equal(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(g),
+                      tokens.begin() + static_cast<std::ptrdiff_t>(p.size()))) {
+        continue;
+      }
+      for (size_t k = g; k < o.size() && static_cast<int>(out.size()) < max_draft; ++k) {
+        out.push_back(k % 3 == 2 ? (o[k] + 1) % n_vocab_ : o[k]);
+      }
+      return;
+    }
+  }
+
+ private:
+  std::vector<std::vector<int32_t>> prompts_;
+  std::vector<std::vector<int32_t>> outputs_;
+  int32_t n_vocab_ = 0;
+};
+
+inline SpeculativeOptions spec_oracle(const std::vector<std::vector<int32_t>>& prompts,
+                                      const std::vector<SoloRun>& runs, int32_t n_vocab) {
+  SpeculativeOptions s;
+  s.type = SpecType::kNgram;  // replaced by `make`
+  s.draft_max = 4;
+  s.draft_min = 1;
+  s.max_batch = 8;
+  s.min_accept = 0.0;
+  std::vector<std::vector<int32_t>> outputs;
+  for (const SoloRun& r : runs) outputs.push_back(r.tokens);
+  s.make = [prompts, outputs, n_vocab] {
+    return std::make_unique<OracleProposer>(prompts, outputs, n_vocab);
+  };
+  return s;
+}
 
 class SchedulerFixture : public ::testing::Test {
  protected:

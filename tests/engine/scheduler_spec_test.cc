@@ -7,8 +7,7 @@
 // give the solo run's tokens too; prompts that repeat themselves get drafts
 // accepted; rollback leaks nothing: the pool ends idle and the prefix
 // cache's hashes (and published KV events) equal those of a run that never
-// speculated. Hybrid models (gated DeltaNet, Mamba-2, short conv) refuse
-// speculation at start() with a clear error.
+// speculated. Hybrid models: scheduler_spec_hybrid_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -356,35 +355,6 @@ TEST_F(SchedulerSpecTest, SmallPoolDropsDraftsAndStillMatches) {
   EXPECT_GT(o.metrics.preemptions, 0u);
   EXPECT_EQ(cache->manager().pool().n_used(), 0);
   EXPECT_TRUE(cache->check_invariants().ok());
-}
-
-// Hybrid models cannot drop rejected drafts from their recurrent state: the
-// scheduler refuses to start rather than speculate wrongly.
-TEST_F(SchedulerSpecTest, HybridModelsRefuseSpeculation) {
-  for (const std::string& file : {testing_sched::kModels + "tiny-qwen35-f32.gguf",
-                                 kRefModels + "tiny-granitehybrid-f32.gguf",
-                                 kRefModels + "tiny-lfm2-f32.gguf"}) {
-    load(file);
-    cache::KvCacheOptions o;
-    o.storage = cache::KvStorage::kPaged;
-    o.block_size = 8;
-    o.n_ctx = 128;
-    o.n_blocks = 64;
-    o.max_seqs = 2;
-    auto c = model_->make_cache(o);
-    ASSERT_TRUE(c.ok()) << file << ": " << c.status().to_string();
-    EXPECT_FALSE((*c)->accepts_drafts()) << file;
-    SchedulerOptions so;
-    so.spec = ngram();
-    Scheduler sched(*model_, *tok_, *ctx_, **c, so);
-    const Status st = sched.start();
-    ASSERT_FALSE(st.ok()) << file;
-    EXPECT_EQ(st.code(), StatusCode::kUnsupported) << file;
-    EXPECT_NE(st.to_string().find("speculative decoding"), std::string::npos) << st.to_string();
-    // Without speculation the same cache serves.
-    Scheduler plain(*model_, *tok_, *ctx_, **c, SchedulerOptions{});
-    EXPECT_TRUE(plain.start().ok()) << file;
-  }
 }
 
 }  // namespace scheduler_spec_test

@@ -296,7 +296,7 @@ Status check_pool_holds_context(const cache::KvCache& cache, int64_t n_ctx) {
 
 // n_seq: sequences created up front. n_parallel > 0: without --kv-blocks /
 // --kv-memory, a pool of n_parallel contexts (instead of n_seq's).
-Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
+Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel, int draft_slots) {
   Result<DType> kv = cache::parse_kv_type(f.kv_type);
   if (!kv.ok()) return kv.status().with_context("--kv-type");
   LoadedModel lm;
@@ -332,6 +332,7 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
     co.n_blocks = static_cast<int32_t>(std::min<int64_t>(n_parallel * per_seq + 1, INT32_MAX));
   }
   co.max_seqs = std::max({n_seq, n_parallel, 1});  // hybrid models: recurrent state per sequence
+  co.draft_slots = draft_slots;
   Result<std::unique_ptr<cache::KvCache>> cache = lm.model->make_cache(co);
   if (!cache.ok() && co.alloc && cache.status().code() == StatusCode::kResourceExhausted) {
     return resource_exhausted("KV cache on {}: {}; use a smaller -c / --kv-memory or fewer -ngl layers",
@@ -350,7 +351,9 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel) {
 
 }  // namespace
 
-Result<LoadedModel> load_for_generation(const ModelFlags& f) { return load_model(f, 1, 0); }
+Result<LoadedModel> load_for_generation(const ModelFlags& f, const SpeculativeOptions& spec) {
+  return load_model(f, 1, 0, spec.enabled() ? spec.draft_max : 0);
+}
 
 chat::ChatTemplate pick_chat_template(const LoadedModel& lm) {
   // Gemma's turn format, written for folio: system text joins the first user
@@ -374,9 +377,11 @@ chat::ChatTemplate pick_chat_template(const LoadedModel& lm) {
   return chat::ChatTemplate::from_gguf(lm.model->file(), vocab);
 }
 
-Result<LoadedModel> load_for_batch(const ModelFlags& f, int n_parallel) {
+Result<LoadedModel> load_for_batch(const ModelFlags& f, int n_parallel,
+                                   const SpeculativeOptions& spec) {
   if (n_parallel < 1) return invalid_argument("--parallel must be >= 1, got {}", n_parallel);
-  return load_model(f, 0, n_parallel);
+  const int draft_slots = spec.enabled() ? std::min(spec.max_batch, n_parallel) * spec.draft_max : 0;
+  return load_model(f, 0, n_parallel, draft_slots);
 }
 
 }  // namespace folio::tools

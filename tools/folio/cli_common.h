@@ -117,11 +117,16 @@ struct LoadedModel {
 // sequence 0 (in the device's memory when layers are offloaded). A KV pool
 // (--kv-blocks / --kv-memory) that cannot hold one full context of one
 // sequence is an error (kInvalidArgument) naming what it holds and the -c,
-// --kv-blocks and --kv-memory values that would do.
-Result<LoadedModel> load_for_generation(const ModelFlags& flags);
+// --kv-blocks and --kv-memory values that would do. With speculation
+// (`spec` enabled) a hybrid model's cache keeps draft_max recurrent-state
+// slots for its draft snapshots (KvCacheOptions::draft_slots).
+Result<LoadedModel> load_for_generation(const ModelFlags& flags,
+                                        const SpeculativeOptions& spec = {});
 // The same with a paged KV cache (cache::PagedKvCache) holding no sequence,
-// its pool sized for n_parallel contexts unless --kv-blocks / --kv-memory say.
-Result<LoadedModel> load_for_batch(const ModelFlags& flags, int n_parallel);
+// its pool sized for n_parallel contexts unless --kv-blocks / --kv-memory say;
+// draft snapshot slots for min(spec.max_batch, n_parallel) sequences.
+Result<LoadedModel> load_for_batch(const ModelFlags& flags, int n_parallel,
+                                   const SpeculativeOptions& spec = {});
 
 // The chat template for a loaded model: its tokenizer.chat_template; a Gemma
 // model without one gets folio's Gemma turn format; otherwise the ChatML

@@ -57,7 +57,7 @@ int run_batch(const BatchFlags& f) {
   auto spec = spec_options(f.spec);
   if (!spec.ok()) return fail(spec.status());
   warn_about_model_flags(f.model);
-  auto lm = load_for_batch(f.model, f.parallel);
+  auto lm = load_for_batch(f.model, f.parallel, *spec);
   if (!lm.ok()) return fail(lm.status());
   const int32_t n_vocab = static_cast<int32_t>(lm->model->config().n_vocab);
   auto params = sampling_params(f.sampling, n_vocab);

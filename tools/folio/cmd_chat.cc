@@ -225,17 +225,11 @@ int chat(const ChatFlags& f) {
   auto spec = spec_options(f.spec);
   if (!spec.ok()) return fail(spec.status());
   warn_about_model_flags(f.model);
-  auto lm = load_for_generation(f.model);
+  auto lm = load_for_generation(f.model, *spec);
   if (!lm.ok()) return fail(lm.status());
   const int32_t n_vocab = static_cast<int32_t>(lm->model->config().n_vocab);
   auto params = sampling_params(f.sampling, n_vocab);
   if (!params.ok()) return fail(params.status());
-  if (spec->enabled() && !lm->cache->accepts_drafts()) {
-    return fail(unsupported(
-        "speculative decoding (--spec-type {}) is not available for this model: its recurrent "
-        "layers' state cannot drop rejected draft tokens (use --spec-type none)",
-        spec_type_name(spec->type)));
-  }
   ChatSession session(f, *lm, *params, *spec);
   if (session.chat_template().is_fallback()) {
     std::fprintf(stderr, "folio: using the ChatML fallback template (%s)\n",

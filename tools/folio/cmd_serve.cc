@@ -113,7 +113,8 @@ Status load_embedder(const ServeFlags& f, Engine* e, server::HttpServer* http) {
 // `events`, when given, receives the prefix cache's changes (--kv-events).
 Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http,
                    server::KvEventPublisher* events) {
-  FOLIO_ASSIGN_OR_RETURN(e->lm, load_for_batch(f.model, f.max_seqs));
+  FOLIO_ASSIGN_OR_RETURN(const SpeculativeOptions spec, spec_options(f.spec));
+  FOLIO_ASSIGN_OR_RETURN(e->lm, load_for_batch(f.model, f.max_seqs, spec));
   if (e->lm.model->config().is_embedding()) return load_embedder(f, e, http);
   if (!f.chat_template_file.empty()) {
     std::ifstream in(f.chat_template_file);
@@ -140,7 +141,7 @@ Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http,
   so.chunk_cap = f.chunk_cap;
   so.decode_first = !f.no_decode_first;
   so.max_waiting = f.max_waiting;
-  FOLIO_ASSIGN_OR_RETURN(so.spec, spec_options(f.spec));
+  so.spec = spec;
   if (events != nullptr) {
     if (e->lm.cache->kv_events() == nullptr) {
       return invalid_argument("--kv-events needs a paged KV cache (this model's cache has no "

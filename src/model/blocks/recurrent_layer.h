@@ -24,7 +24,8 @@
 //     bit-identical (the fused ops are defined that way).
 //   - a multi-token step (prefill chunk): one plain kSsmConv over its window,
 //     then the plain scan on the slot's state view itself (state_out aliases
-//     state_in), split into segments at the plan's checkpoints: after each
+//     state_in), split into segments at the plan's checkpoints (prefix
+//     checkpoints and draft snapshots, cache/hybrid_kv_cache.h): after each
 //     segment the slot's state (and the taps at that point, from the window)
 //     are copied into the checkpoint's slot. Splitting changes no value: the
 //     plain scans carry the state token by token in f32.
