@@ -88,6 +88,7 @@ void ChatParser::put_content(std::string_view text, ChatDelta* out) {
   if (text.empty()) return;
   if (tools_) {
     tools_->feed(text, &out->content, &out->calls);
+    tools_->take_deltas(&out->call_deltas);
   } else {
     out->content += text;
   }
@@ -179,6 +180,12 @@ void ChatParser::end_harmony_message(ChatDelta* out) {
       ParsedToolCall c;
       c.name = std::string(name);
       c.arguments = args.dump(-1, ' ', false, Json::error_handler_t::replace);
+      ToolCallDelta d;
+      d.index = n_harmony_calls_++;
+      d.first = true;
+      d.name = c.name;
+      d.arguments = c.arguments;
+      out->call_deltas.push_back(std::move(d));
       out->calls.push_back(std::move(c));
     } else {
       out->content += call_body_;
@@ -268,7 +275,10 @@ void ChatParser::finish(ChatDelta* out) {
       break;
   }
   buf_.clear();
-  if (tools_) tools_->finish(&out->content, &out->calls);
+  if (tools_) {
+    tools_->finish(&out->content, &out->calls);
+    tools_->take_deltas(&out->call_deltas);
+  }
 }
 
 ChatDelta ChatParser::parse_all(const ChatFormat& format, ReasoningFormat reasoning,

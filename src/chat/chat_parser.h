@@ -34,7 +34,11 @@ namespace folio::chat {
 struct ChatDelta {
   std::string reasoning;
   std::string content;
-  std::vector<ParsedToolCall> calls;
+  std::vector<ParsedToolCall> calls;  // the calls completed
+  // The same calls for a stream (chat/tool_calls.h): each call's first
+  // delta as soon as the format lets its name be known, then the pieces of
+  // its arguments; a call in `calls` has had all its deltas by then.
+  std::vector<ToolCallDelta> call_deltas;
 };
 
 class ChatParser {
@@ -79,6 +83,7 @@ class ChatParser {
   std::string recipient_;          // harmony: its recipient ("" when none)
   std::string call_body_;          // harmony: a tool call's arguments so far
   bool reasoning_to_content_ = false;  // harmony for tool calls alone: analysis is content
+  size_t n_harmony_calls_ = 0;         // harmony: calls reported
 };
 
 }  // namespace folio::chat

@@ -28,6 +28,20 @@ void expect_delta(const ChatDelta& got, const Want& want, const std::string& how
     EXPECT_EQ(got.calls[i].name, want.calls[i].first) << how;
     EXPECT_EQ(got.calls[i].arguments, want.calls[i].second) << how;
   }
+  // The stream's deltas: each call's first one names it, and the pieces
+  // spell its arguments.
+  std::vector<std::string> args(got.calls.size());
+  size_t started = 0;
+  for (const ToolCallDelta& d : got.call_deltas) {
+    ASSERT_LT(d.index, got.calls.size()) << how;
+    if (d.first) {
+      EXPECT_EQ(d.index, started++) << how;
+      EXPECT_EQ(d.name, got.calls[d.index].name) << how;
+    }
+    args[d.index] += d.arguments;
+  }
+  EXPECT_EQ(started, got.calls.size()) << how;
+  for (size_t i = 0; i < got.calls.size(); ++i) EXPECT_EQ(args[i], got.calls[i].arguments) << how;
 }
 
 // Whole, byte by byte, and in two pieces at every split point.
