@@ -635,18 +635,6 @@ TEST_F(ReasoningServerTest, HarmonyToolCallsStreamed) {
   EXPECT_EQ(testing::streamed_text(a), "");
   EXPECT_EQ(testing::streamed_finish(a), "tool_calls");
   expect_one_weather_call(a);
-  // OpenAI's shape: the call's index, id, type and name first, then
-  // arguments fragments alone.
-  const std::vector<Json> deltas = testing::streamed_tool_call_deltas(a);
-  ASSERT_GE(deltas.size(), 2u) << a.body;
-  EXPECT_EQ(deltas[0]["id"].get<std::string>().rfind("call_", 0), 0u);
-  EXPECT_EQ(deltas[0]["type"], "function");
-  EXPECT_EQ(deltas[0]["function"]["name"], "get_weather");
-  for (size_t i = 1; i < deltas.size(); ++i) {
-    EXPECT_EQ(deltas[i]["index"], 0);
-    EXPECT_FALSE(deltas[i].contains("id"));
-    EXPECT_FALSE(deltas[i]["function"].contains("name"));
-  }
 }
 
 TEST_F(ReasoningServerTest, BadReasoningFieldsAreRefused) {
