@@ -971,6 +971,49 @@ void ToolCallParser::finish(std::string* content, std::vector<ParsedToolCall>* c
   report_completed(*calls, from);
 }
 
+size_t ToolCallArgsStream::feed(std::string_view text, std::string* piece) {
+  std::string out = std::move(held_);
+  held_.clear();
+  size_t i = 0;
+  for (; i < text.size() && !done_; ++i) {
+    const char c = text[i];
+    if (in_string_) {
+      out += c;
+      if (escape_) {
+        escape_ = false;
+      } else if (c == '\\') {
+        escape_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+      continue;
+    }
+    if (is_space(c)) continue;  // between tokens
+    out += c;
+    if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if ((c == '}' || c == ']') && --depth_ <= 0) {
+      done_ = true;
+    }
+  }
+  if (!done_) {
+    const size_t keep = tool_calls_utf8_tail(out);
+    held_.assign(out, out.size() - keep, keep);
+    out.resize(out.size() - keep);
+  }
+  text_ += out;
+  *piece += out;
+  return i;
+}
+
+void ToolCallArgsStream::flush(std::string* piece) {
+  text_ += held_;
+  *piece += held_;
+  held_.clear();
+}
+
 void ToolCallParser::take_deltas(std::vector<ToolCallDelta>* out) {
   for (ToolCallDelta& d : deltas_) out->push_back(std::move(d));
   deltas_.clear();
@@ -1006,47 +1049,20 @@ void ToolCallParser::stream_call(size_t limit, bool at_end) {
     streaming_ = true;
     stream_index_ = n_calls_ + (calls_->size() - feed_from_);
     stream_name_ = name;
-    stream_args_.clear();
+    args_ = ToolCallArgsStream();
     args_at_ = at;
-    args_depth_ = 0;
-    args_in_string_ = args_escape_ = args_done_ = false;
     ToolCallDelta d;
     d.index = stream_index_;
     d.first = true;
     d.name = std::move(name);
     deltas_.push_back(std::move(d));
   }
-  if (args_done_ || limit < args_at_) return;
-  // A character cut in two by the tokens waits for its other bytes.
-  if (!at_end) limit -= tool_calls_utf8_tail(std::string_view(buf_).substr(args_at_, limit - args_at_));
   std::string piece;
-  size_t i = args_at_;
-  for (; i < limit && !args_done_; ++i) {
-    const char c = buf_[i];
-    if (args_in_string_) {
-      piece += c;
-      if (args_escape_) {
-        args_escape_ = false;
-      } else if (c == '\\') {
-        args_escape_ = true;
-      } else if (c == '"') {
-        args_in_string_ = false;
-      }
-      continue;
-    }
-    if (is_space(c)) continue;  // between tokens
-    piece += c;
-    if (c == '"') {
-      args_in_string_ = true;
-    } else if (c == '{' || c == '[') {
-      ++args_depth_;
-    } else if (c == '}' || c == ']') {
-      if (--args_depth_ == 0) args_done_ = true;
-    }
+  if (limit > args_at_ && !args_.done()) {
+    args_at_ += args_.feed(std::string_view(buf_).substr(args_at_, limit - args_at_), &piece);
   }
-  args_at_ = i;
+  if (at_end) args_.flush(&piece);
   if (piece.empty()) return;
-  stream_args_ += piece;
   ToolCallDelta d;
   d.index = stream_index_;
   d.arguments = std::move(piece);
@@ -1059,7 +1075,7 @@ void ToolCallParser::complete_streamed(std::vector<ParsedToolCall>* calls) {
   // first delta went out before any id could be read).
   ParsedToolCall c;
   c.name = stream_name_;
-  c.arguments = stream_args_;
+  c.arguments = args_.text();
   calls->push_back(std::move(c));
   streamed_.push_back(stream_index_);
   streaming_ = false;

@@ -56,7 +56,8 @@
 // arguments. hermes reports a call as soon as `{"name": N, "arguments": {`
 // is read and then streams the arguments object as it is decoded (the raw
 // JSON less the whitespace between tokens; the completed call's arguments
-// are that text); functionary likewise once `N>{` is read. Once reported
+// are that text); functionary likewise once `N>{` is read (and Harmony,
+// chat/chat_parser.h, once a call's body opens with '{'). Once reported
 // the call stays a call: if the model breaks off inside the arguments, the
 // call ends with what was streamed. The other formats report a call in one
 // delta when it completes.
@@ -113,6 +114,29 @@ struct ToolCallDelta {
   std::string id;         // first delta: the model's own id, else ""
   std::string name;       // first delta: the function's name
   std::string arguments;  // the next piece of the arguments' JSON text
+};
+
+// A call's arguments streamed as the model writes them: the JSON value's
+// text less the whitespace between its tokens, up to where the value
+// closes; a UTF-8 character cut between feeds is held until its last byte.
+class ToolCallArgsStream {
+ public:
+  // Reads `text` (the value's start first) up to where the value closes:
+  // returns how many bytes it took and appends what is settled to *piece.
+  size_t feed(std::string_view text, std::string* piece);
+  // The end of the text: appends the bytes held to *piece.
+  void flush(std::string* piece);
+  bool done() const { return done_; }
+  // Everything appended to the pieces so far.
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+  std::string held_;  // an unfinished UTF-8 character
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+  bool done_ = false;
 };
 
 class ToolCallParser {
@@ -179,12 +203,8 @@ class ToolCallParser {
   std::vector<size_t> streamed_;  // streamed calls completed, not yet counted
   std::vector<ParsedToolCall>* calls_ = nullptr;  // during feed / finish: the caller's list
   size_t feed_from_ = 0;        // its size when the feed began
-  std::string stream_args_;    // the arguments streamed so far
+  ToolCallArgsStream args_;
   size_t args_at_ = 0;         // buf_ offset of the next argument byte to stream
-  int args_depth_ = 0;
-  bool args_in_string_ = false;
-  bool args_escape_ = false;
-  bool args_done_ = false;     // the arguments object closed
 };
 
 }  // namespace folio::chat
