@@ -142,7 +142,11 @@ class GenerationReply final : public AsyncReply {
         if (!parallel_tool_calls && out.tool_calls.size() > 1) out.tool_calls.resize(1);
         out.text = std::move(d.content);
         out.reasoning = std::move(d.reasoning);
-        if (!out.tool_calls.empty()) out.finish_reason = "tool_calls";
+        // A reply cut by max_tokens says so, as OpenAI's does, even with a
+        // call (whose arguments may then be cut short too).
+        if (!out.tool_calls.empty() && out.finish_reason != "length") {
+          out.finish_reason = "tool_calls";
+        }
       }
     }
     ended_ = true;
@@ -317,7 +321,7 @@ class GenerationReply final : public AsyncReply {
             emit_calls(&out, index, d.call_deltas);
             tail.clear();
           }
-          if (n_calls_[index] > 0) finish = "tool_calls";
+          if (n_calls_[index] > 0 && std::string_view(finish) != "length") finish = "tool_calls";
         }
         if (pending_ && pending_->index == index && tail.empty() && lp.is_null()) {
           flush_pending(&out, finish);
