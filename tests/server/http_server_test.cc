@@ -449,6 +449,44 @@ TEST_F(ToolCallServerTest, StreamingAndOneCallAtMost) {
   }
 }
 
+TEST_F(ToolCallServerTest, ACallCutByMaxTokensEndsWithLength) {
+  start();
+  serve_model(/*n_ctx=*/2048);
+  for (const bool stream : {false, true}) {
+    HttpAnswer a;
+    std::thread client([&] {
+      a = testing::post(port_, "/v1/chat/completions",
+                        std::string(kRequest) + (stream ? R"(, "stream": true})" : "}"));
+    });
+    ScriptedService::Submitted s;
+    if (!service_.wait_submitted(stream ? 1 : 0, &s)) {
+      client.join();
+      FAIL() << "not submitted: " << a.status << " " << a.body;
+    }
+    for (const char* piece : {"<tool_call>{\"name\": \"get_weather\", ", "\"arguments\": {\"ci"}) {
+      s.callbacks.on_token(testing::token_event(0, 5, piece));
+    }
+    RequestResult r;
+    r.choices.resize(1);
+    r.choices[0].stop = StopReason::kLength;
+    s.callbacks.on_done(r);
+    client.join();
+    ASSERT_EQ(a.status, 200) << a.body;
+    // The call went out as it was read; the reply says it was cut.
+    if (stream) {
+      EXPECT_EQ(testing::streamed_finish(a), "length");
+      const std::vector<Json> calls = testing::streamed_tool_calls(a);
+      ASSERT_EQ(calls.size(), 1u) << a.body;
+      EXPECT_EQ(calls[0]["function"]["arguments"], R"({"ci)");
+    } else {
+      const Json c = testing::json_of(a)["choices"][0];
+      EXPECT_EQ(c["finish_reason"], "length");
+      ASSERT_EQ(c["message"]["tool_calls"].size(), 1u);
+      EXPECT_EQ(c["message"]["tool_calls"][0]["function"]["arguments"], R"({"ci)");
+    }
+  }
+}
+
 TEST_F(ToolCallServerTest, ToolChoiceIsValidated) {
   start();
   serve_model(/*n_ctx=*/2048);
