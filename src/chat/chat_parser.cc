@@ -65,7 +65,9 @@ std::string chat_parser_header_word(std::string_view header, std::string_view ke
 // A Harmony recipient's function name: functions.NAME -> NAME.
 std::string_view chat_parser_function_name(std::string_view recipient) {
   constexpr std::string_view kFunctions = "functions.";
-  if (recipient.substr(0, kFunctions.size()) == kFunctions) recipient.remove_prefix(kFunctions.size());
+  if (recipient.substr(0, kFunctions.size()) == kFunctions) {
+    recipient.remove_prefix(kFunctions.size());
+  }
   return recipient;
 }
 

@@ -1021,7 +1021,8 @@ void ToolCallParser::take_deltas(std::vector<ToolCallDelta>* out) {
 
 void ToolCallParser::report_completed(const std::vector<ParsedToolCall>& calls, size_t from) {
   for (size_t i = from; i < calls.size(); ++i, ++n_calls_) {
-    if (!streamed_.empty() && streamed_.front() == n_calls_) {  // its deltas went out as it was read
+    // A streamed call: its deltas went out as it was read.
+    if (!streamed_.empty() && streamed_.front() == n_calls_) {
       streamed_.erase(streamed_.begin());
       continue;
     }
