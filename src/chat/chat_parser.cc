@@ -62,6 +62,15 @@ std::string chat_parser_header_word(std::string_view header, std::string_view ke
   return std::string(rest.substr(0, end));
 }
 
+// A Harmony recipient's function name: functions.NAME -> NAME.
+std::string_view chat_parser_function_name(std::string_view recipient) {
+  constexpr std::string_view kFunctions = "functions.";
+  if (recipient.substr(0, kFunctions.size()) == kFunctions) {
+    recipient.remove_prefix(kFunctions.size());
+  }
+  return recipient;
+}
+
 }  // namespace
 
 ChatParser::ChatParser(const ChatFormat& format, ReasoningFormat reasoning,
@@ -88,6 +97,7 @@ void ChatParser::put_content(std::string_view text, ChatDelta* out) {
   if (text.empty()) return;
   if (tools_) {
     tools_->feed(text, &out->content, &out->calls);
+    tools_->take_deltas(&out->call_deltas);
   } else {
     out->content += text;
   }
@@ -169,16 +179,54 @@ void ChatParser::start_harmony_message(std::string_view header) {
   call_body_.clear();
 }
 
+void ChatParser::stream_harmony_call(std::string_view body, bool end, ChatDelta* out) {
+  if (!call_decided_) {
+    const size_t i = chat_parser_first_non_space(call_body_);
+    if (i == call_body_.size()) return;
+    call_decided_ = true;
+    call_name_ = std::string(chat_parser_function_name(recipient_));
+    if (call_body_[i] != '{' || call_name_.empty()) return;
+    call_args_.emplace();
+    ToolCallDelta d;
+    d.index = n_harmony_calls_;
+    d.first = true;
+    d.name = call_name_;
+    out->call_deltas.push_back(std::move(d));
+    body = std::string_view(call_body_).substr(i);  // all of it so far
+  }
+  if (!call_args_) return;
+  std::string piece;
+  if (!call_args_->done()) call_args_->feed(body, &piece);
+  if (end) call_args_->flush(&piece);
+  if (piece.empty()) return;
+  ToolCallDelta d;
+  d.index = n_harmony_calls_;
+  d.arguments = std::move(piece);
+  out->call_deltas.push_back(std::move(d));
+}
+
 void ChatParser::end_harmony_message(ChatDelta* out) {
-  if (!recipient_.empty()) {
-    constexpr std::string_view kFunctions = "functions.";
-    std::string_view name = recipient_;
-    if (name.substr(0, kFunctions.size()) == kFunctions) name.remove_prefix(kFunctions.size());
+  if (!recipient_.empty()) stream_harmony_call("", /*end=*/true, out);
+  if (call_args_) {
+    // Reported as it was read: a call, with the arguments streamed.
+    ParsedToolCall c;
+    c.name = call_name_;
+    c.arguments = call_args_->text();
+    out->calls.push_back(std::move(c));
+    ++n_harmony_calls_;
+  } else if (!recipient_.empty()) {
+    const std::string_view name = chat_parser_function_name(recipient_);
     Json args = Json::parse(call_body_, nullptr, /*allow_exceptions=*/false);
     if (!name.empty() && !args.is_discarded() && args.is_object()) {
       ParsedToolCall c;
       c.name = std::string(name);
       c.arguments = args.dump(-1, ' ', false, Json::error_handler_t::replace);
+      ToolCallDelta d;
+      d.index = n_harmony_calls_++;
+      d.first = true;
+      d.name = c.name;
+      d.arguments = c.arguments;
+      out->call_deltas.push_back(std::move(d));
       out->calls.push_back(std::move(c));
     } else {
       out->content += call_body_;
@@ -187,6 +235,8 @@ void ChatParser::end_harmony_message(ChatDelta* out) {
   channel_.clear();
   recipient_.clear();
   call_body_.clear();
+  call_args_.reset();
+  call_decided_ = false;
 }
 
 void ChatParser::feed_harmony(ChatDelta* out) {
@@ -216,6 +266,7 @@ void ChatParser::feed_harmony(ChatDelta* out) {
         const std::string_view body = b.substr(0, take);
         if (!recipient_.empty()) {
           call_body_ += body;
+          stream_harmony_call(body, /*end=*/false, out);
         } else if (channel_ == "analysis" && !reasoning_to_content_) {
           out->reasoning += body;
         } else {
@@ -253,6 +304,7 @@ void ChatParser::finish(ChatDelta* out) {
     case State::kBody:
       if (!recipient_.empty()) {
         call_body_ += buf_;
+        stream_harmony_call(buf_, /*end=*/false, out);
       } else if (channel_ == "analysis" && !reasoning_to_content_) {
         out->reasoning += buf_;
       } else {
@@ -268,7 +320,10 @@ void ChatParser::finish(ChatDelta* out) {
       break;
   }
   buf_.clear();
-  if (tools_) tools_->finish(&out->content, &out->calls);
+  if (tools_) {
+    tools_->finish(&out->content, &out->calls);
+    tools_->take_deltas(&out->call_deltas);
+  }
 }
 
 ChatDelta ChatParser::parse_all(const ChatFormat& format, ReasoningFormat reasoning,

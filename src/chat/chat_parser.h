@@ -13,7 +13,8 @@
 //            BODY` ended by <|end|>, <|call|>, <|return|> or the next
 //            <|start|>: channel analysis -> reasoning; a recipient
 //            `functions.NAME` -> a tool call whose arguments are BODY (a JSON
-//            object; anything else goes out as content); any other channel
+//            object, streamed as it is decoded once the body opens with '{';
+//            a body that does not goes out as content); any other channel
 //            (final, a commentary preamble) -> content. Header text is never
 //            content; a reply that does not start with a header is content.
 //            With tools and ReasoningFormat::kNone the messages are still
@@ -34,7 +35,11 @@ namespace folio::chat {
 struct ChatDelta {
   std::string reasoning;
   std::string content;
-  std::vector<ParsedToolCall> calls;
+  std::vector<ParsedToolCall> calls;  // the calls completed
+  // The same calls for a stream (chat/tool_calls.h): each call's first
+  // delta as soon as the format lets its name be known, then the pieces of
+  // its arguments; a call in `calls` has had all its deltas by then.
+  std::vector<ToolCallDelta> call_deltas;
 };
 
 class ChatParser {
@@ -68,6 +73,9 @@ class ChatParser {
   void put_content(std::string_view text, ChatDelta* out);
   void end_harmony_message(ChatDelta* out);
   void start_harmony_message(std::string_view header);
+  // A tool call's body text as it arrives (`end`: the body is complete):
+  // reported as deltas once the body opens with '{'.
+  void stream_harmony_call(std::string_view body, bool end, ChatDelta* out);
 
   ReasoningSyntax syntax_ = ReasoningSyntax::kNone;
   std::optional<ToolCallParser> tools_;
@@ -79,6 +87,12 @@ class ChatParser {
   std::string recipient_;          // harmony: its recipient ("" when none)
   std::string call_body_;          // harmony: a tool call's arguments so far
   bool reasoning_to_content_ = false;  // harmony for tool calls alone: analysis is content
+  size_t n_harmony_calls_ = 0;         // harmony: calls reported
+  // harmony: the call being streamed (its body opened with '{'), and whether
+  // the current body's first character has been seen.
+  std::optional<ToolCallArgsStream> call_args_;
+  bool call_decided_ = false;
+  std::string call_name_;
 };
 
 }  // namespace folio::chat

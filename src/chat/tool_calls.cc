@@ -779,6 +779,96 @@ bool parse_llama3_calls(std::string_view s, std::vector<ParsedToolCall>* calls) 
   return true;
 }
 
+
+// The head of a hermes call, `{"name": N, "arguments": {` (or
+// "parameters"), at the start of `s`: 1 when read (*name, and *args_at the
+// offset of the arguments' '{'), 0 when `s` may still become one, -1 when
+// it is not one.
+int tool_calls_hermes_head(std::string_view s, std::string* name, size_t* args_at) {
+  size_t i = 0;
+  auto skip = [&] {
+    while (i < s.size() && is_space(s[i])) ++i;
+    return i < s.size();
+  };
+  // A literal `lit` at s[i]: 1 read, 0 cut short, -1 something else.
+  auto lit = [&](std::string_view l) {
+    const std::string_view rest = s.substr(i);
+    if (starts_with(rest, l)) {
+      i += l.size();
+      return 1;
+    }
+    return starts_with(l, rest) ? 0 : -1;
+  };
+  // A JSON string at s[i] (no newline inside): 1 read into *out.
+  auto str = [&](std::string* out) {
+    if (s[i] != '"') return -1;
+    for (size_t j = i + 1; j < s.size(); ++j) {
+      if (s[j] == '\\') {
+        ++j;
+      } else if (s[j] == '"') {
+        Json v;
+        if (!parse_json(s.substr(i, j + 1 - i), &v) || !v.is_string()) return -1;
+        *out = v.get<std::string>();
+        i = j + 1;
+        return 1;
+      } else if (s[j] == '\n') {
+        return -1;
+      }
+    }
+    return 0;
+  };
+  int r;
+  if (!skip()) return 0;
+  if ((r = lit("{")) != 1) return r;
+  if (!skip()) return 0;
+  if ((r = lit("\"name\"")) != 1) return r;
+  if (!skip()) return 0;
+  if ((r = lit(":")) != 1) return r;
+  if (!skip()) return 0;
+  if ((r = str(name)) != 1) return r;
+  if (name->empty()) return -1;
+  if (!skip()) return 0;
+  if ((r = lit(",")) != 1) return r;
+  if (!skip()) return 0;
+  r = lit("\"arguments\"");
+  if (r == -1) r = lit("\"parameters\"");
+  if (r != 1) return r;
+  if (!skip()) return 0;
+  if ((r = lit(":")) != 1) return r;
+  if (!skip()) return 0;
+  if (s[i] != '{') return -1;
+  *args_at = i;
+  return 1;
+}
+
+// The head of a functionary call after `<function=`: `N>` and whitespace
+// up to the arguments' '{'; results as tool_calls_hermes_head.
+int tool_calls_functionary_head(std::string_view s, std::string* name, size_t* args_at) {
+  const size_t gt = s.find('>');
+  const std::string_view n = s.substr(0, gt);
+  if (n.find_first_of(" \n<{}\"") != std::string_view::npos) return -1;
+  if (gt == std::string_view::npos) return 0;
+  if (n.empty()) return -1;
+  size_t i = gt + 1;
+  while (i < s.size() && is_space(s[i])) ++i;
+  if (i == s.size()) return 0;
+  if (s[i] != '{') return -1;
+  *name = std::string(n);
+  *args_at = i;
+  return 1;
+}
+
+// How many bytes at the end of `s` are an unfinished UTF-8 sequence.
+size_t tool_calls_utf8_tail(std::string_view s) {
+  for (size_t n = 1; n <= std::min<size_t>(3, s.size()); ++n) {
+    const auto c = static_cast<unsigned char>(s[s.size() - n]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return len > n ? n : 0;
+  }
+  return 0;
+}
+
 }  // namespace
 
 ToolCallFormat detect_tool_call_format(std::string_view src) {
@@ -866,6 +956,133 @@ bool tool_call_markers_are_special(ToolCallFormat f) {
 void ToolCallParser::feed(std::string_view text, std::string* content,
                           std::vector<ParsedToolCall>* calls) {
   buf_ += text;
+  const size_t from = calls->size();
+  calls_ = calls;
+  feed_from_ = from;
+  feed_format(content, calls);
+  report_completed(*calls, from);
+}
+
+void ToolCallParser::finish(std::string* content, std::vector<ParsedToolCall>* calls) {
+  const size_t from = calls->size();
+  calls_ = calls;
+  feed_from_ = from;
+  finish_format(content, calls);
+  report_completed(*calls, from);
+}
+
+size_t ToolCallArgsStream::feed(std::string_view text, std::string* piece) {
+  std::string out = std::move(held_);
+  held_.clear();
+  size_t i = 0;
+  for (; i < text.size() && !done_; ++i) {
+    const char c = text[i];
+    if (in_string_) {
+      out += c;
+      if (escape_) {
+        escape_ = false;
+      } else if (c == '\\') {
+        escape_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+      continue;
+    }
+    if (is_space(c)) continue;  // between tokens
+    out += c;
+    if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if ((c == '}' || c == ']') && --depth_ <= 0) {
+      done_ = true;
+    }
+  }
+  if (!done_) {
+    const size_t keep = tool_calls_utf8_tail(out);
+    held_.assign(out, out.size() - keep, keep);
+    out.resize(out.size() - keep);
+  }
+  text_ += out;
+  *piece += out;
+  return i;
+}
+
+void ToolCallArgsStream::flush(std::string* piece) {
+  text_ += held_;
+  *piece += held_;
+  held_.clear();
+}
+
+void ToolCallParser::take_deltas(std::vector<ToolCallDelta>* out) {
+  for (ToolCallDelta& d : deltas_) out->push_back(std::move(d));
+  deltas_.clear();
+}
+
+void ToolCallParser::report_completed(const std::vector<ParsedToolCall>& calls, size_t from) {
+  for (size_t i = from; i < calls.size(); ++i, ++n_calls_) {
+    // A streamed call: its deltas went out as it was read.
+    if (!streamed_.empty() && streamed_.front() == n_calls_) {
+      streamed_.erase(streamed_.begin());
+      continue;
+    }
+    ToolCallDelta d;
+    d.index = n_calls_;
+    d.first = true;
+    d.id = calls[i].id;
+    d.name = calls[i].name;
+    d.arguments = calls[i].arguments;
+    deltas_.push_back(std::move(d));
+  }
+}
+
+void ToolCallParser::stream_call(size_t limit, bool at_end) {
+  const bool hermes = format_ == ToolCallFormat::kHermes;
+  if ((!hermes && format_ != ToolCallFormat::kFunctionary) || no_stream_) return;
+  if (!streaming_) {
+    std::string name;
+    size_t at = 0;
+    const std::string_view head_text = std::string_view(buf_).substr(0, limit);
+    const int head = hermes ? tool_calls_hermes_head(head_text, &name, &at)
+                            : tool_calls_functionary_head(head_text, &name, &at);
+    if (head < 0) no_stream_ = true;
+    if (head != 1) return;
+    streaming_ = true;
+    stream_index_ = n_calls_ + (calls_->size() - feed_from_);
+    stream_name_ = name;
+    args_ = ToolCallArgsStream();
+    args_at_ = at;
+    ToolCallDelta d;
+    d.index = stream_index_;
+    d.first = true;
+    d.name = std::move(name);
+    deltas_.push_back(std::move(d));
+  }
+  std::string piece;
+  if (limit > args_at_ && !args_.done()) {
+    args_at_ += args_.feed(std::string_view(buf_).substr(args_at_, limit - args_at_), &piece);
+  }
+  if (at_end) args_.flush(&piece);
+  if (piece.empty()) return;
+  ToolCallDelta d;
+  d.index = stream_index_;
+  d.arguments = std::move(piece);
+  deltas_.push_back(std::move(d));
+}
+
+void ToolCallParser::complete_streamed(std::vector<ParsedToolCall>* calls) {
+  // The call was reported: it ends as a call whatever follows, with the
+  // arguments that were streamed (and no id of the model's: the stream's
+  // first delta went out before any id could be read).
+  ParsedToolCall c;
+  c.name = stream_name_;
+  c.arguments = args_.text();
+  calls->push_back(std::move(c));
+  streamed_.push_back(stream_index_);
+  streaming_ = false;
+}
+
+void ToolCallParser::feed_format(std::string* content, std::vector<ParsedToolCall>* calls) {
   switch (format_) {
     case ToolCallFormat::kHermes:
     case ToolCallFormat::kQwenXml:
@@ -1005,21 +1222,28 @@ void ToolCallParser::feed_tagged(std::string* content, std::vector<ParsedToolCal
       emit_content(std::string_view(buf_).substr(0, open), content);
       buf_.erase(0, open + open_tag.size());
       mode_ = Mode::kCall;
+      no_stream_ = false;
     }
     // The close marker is looked for only in text not searched before, so a
     // long call streamed in small pieces costs linear time.
     const size_t close = buf_.find(close_tag, scan_from_);
     if (close == std::string::npos) {  // the call is still coming
+      // What may be the close tag's start is not streamed yet.
+      stream_call(buf_.size() - partial_suffix(buf_, close_tag), /*at_end=*/false);
       scan_from_ = buf_.size() >= close_tag.size() ? buf_.size() - close_tag.size() + 1 : 0;
       return;
     }
     scan_from_ = 0;
-    if (!parse_tagged_call(std::string_view(buf_).substr(0, close), calls)) {
+    stream_call(close, /*at_end=*/true);
+    if (streaming_) {
+      complete_streamed(calls);
+    } else if (!parse_tagged_call(std::string_view(buf_).substr(0, close), calls)) {
       emit_content(open_tag, content);
       emit_content(std::string_view(buf_).substr(0, close + close_tag.size()), content);
     }
     buf_.erase(0, close + close_tag.size());
     mode_ = Mode::kContent;
+    no_stream_ = false;
   }
 }
 
@@ -1110,7 +1334,7 @@ void ToolCallParser::feed_llama3(std::string* content) {
   buf_.clear();
 }
 
-void ToolCallParser::finish(std::string* content, std::vector<ParsedToolCall>* calls) {
+void ToolCallParser::finish_format(std::string* content, std::vector<ParsedToolCall>* calls) {
   switch (format_) {
     case ToolCallFormat::kHermes:
     case ToolCallFormat::kQwenXml:
@@ -1124,7 +1348,10 @@ void ToolCallParser::finish(std::string* content, std::vector<ParsedToolCall>* c
     case ToolCallFormat::kFunctionary:
       if (mode_ == Mode::kCall) {
         // A model that ends right after the call, without the closing tag.
-        if (!parse_tagged_call(buf_, calls)) {
+        stream_call(buf_.size(), /*at_end=*/true);
+        if (streaming_) {
+          complete_streamed(calls);
+        } else if (!parse_tagged_call(buf_, calls)) {
           emit_content(tagged_open(), content);
           emit_content(buf_, content);
         }

@@ -49,6 +49,18 @@
 //            the prompt and constrains the reply by a grammar.
 // A call that does not parse (bad JSON, no name) is not a call: its text
 // goes out as content, so nothing the model wrote is lost.
+//
+// Streaming (ToolCallDelta): every call is also reported as deltas, the
+// first with its name (and the model's id, if any), the rest pieces of its
+// arguments; the pieces concatenate to exactly the completed call's
+// arguments. hermes reports a call as soon as `{"name": N, "arguments": {`
+// is read and then streams the arguments object as it is decoded (the raw
+// JSON less the whitespace between tokens; the completed call's arguments
+// are that text); functionary likewise once `N>{` is read (and Harmony,
+// chat/chat_parser.h, once a call's body opens with '{'). Once reported
+// the call stays a call: if the model breaks off inside the arguments, the
+// call ends with what was streamed. The other formats report a call in one
+// delta when it completes.
 #pragma once
 
 #include <string>
@@ -95,6 +107,38 @@ struct ParsedToolCall {
   std::string arguments;  // JSON text of an object (OpenAI's wire format)
 };
 
+// One piece of a call for a stream (see above).
+struct ToolCallDelta {
+  size_t index = 0;       // the call's position among the reply's calls
+  bool first = false;     // the call's first delta: name (and id) set
+  std::string id;         // first delta: the model's own id, else ""
+  std::string name;       // first delta: the function's name
+  std::string arguments;  // the next piece of the arguments' JSON text
+};
+
+// A call's arguments streamed as the model writes them: the JSON value's
+// text less the whitespace between its tokens, up to where the value
+// closes; a UTF-8 character cut between feeds is held until its last byte.
+class ToolCallArgsStream {
+ public:
+  // Reads `text` (the value's start first) up to where the value closes:
+  // returns how many bytes it took and appends what is settled to *piece.
+  size_t feed(std::string_view text, std::string* piece);
+  // The end of the text: appends the bytes held to *piece.
+  void flush(std::string* piece);
+  bool done() const { return done_; }
+  // Everything appended to the pieces so far.
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+  std::string held_;  // an unfinished UTF-8 character
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+  bool done_ = false;
+};
+
 class ToolCallParser {
  public:
   // `tools`: the request's tool definitions (OpenAI's [{"type":
@@ -115,9 +159,22 @@ class ToolCallParser {
   static void parse_all(ToolCallFormat format, const Json* tools, std::string_view text,
                         std::string* content, std::vector<ParsedToolCall>* calls);
 
+  // Moves the deltas reported since the last call into *out (appended).
+  void take_deltas(std::vector<ToolCallDelta>* out);
+
  private:
   enum class Mode { kContent, kUndecided, kCall, kCapture, kResponse, kAfterResponse };
 
+  void feed_format(std::string* content, std::vector<ParsedToolCall>* calls);
+  void finish_format(std::string* content, std::vector<ParsedToolCall>* calls);
+  // Deltas for the calls completed in calls[from..] (one whole delta each,
+  // except the call streamed since its name was read).
+  void report_completed(const std::vector<ParsedToolCall>& calls, size_t from);
+  // hermes, functionary: reports the call in buf_[0, limit) once its name
+  // is read, and streams its arguments object as far as it is decoded.
+  void stream_call(size_t limit, bool at_end);
+  // Completes the call being streamed.
+  void complete_streamed(std::vector<ParsedToolCall>* calls);
   void feed_tagged(std::string* content, std::vector<ParsedToolCall>* calls);
   bool parse_tagged_call(std::string_view body, std::vector<ParsedToolCall>* out) const;
   void feed_mistral(std::string* content);
@@ -135,6 +192,19 @@ class ToolCallParser {
   std::string buf_;       // held-back text
   std::string hold_;      // content that may still be a markup marker
   size_t scan_from_ = 0;  // tagged calls: buf_ before this holds no close marker
+
+  // Streaming (hermes, functionary): the call being streamed, if any.
+  std::vector<ToolCallDelta> deltas_;
+  size_t n_calls_ = 0;         // calls completed so far
+  bool streaming_ = false;     // the current call has been reported
+  bool no_stream_ = false;     // the current call's head did not match: parsed whole
+  std::string stream_name_;
+  size_t stream_index_ = 0;     // its index among the reply's calls
+  std::vector<size_t> streamed_;  // streamed calls completed, not yet counted
+  std::vector<ParsedToolCall>* calls_ = nullptr;  // during feed / finish: the caller's list
+  size_t feed_from_ = 0;        // its size when the feed began
+  ToolCallArgsStream args_;
+  size_t args_at_ = 0;         // buf_ offset of the next argument byte to stream
 };
 
 }  // namespace folio::chat

@@ -467,19 +467,29 @@ std::string AnthropicWriter::stream_content(std::string_view text) {
   return out;
 }
 
-std::string AnthropicWriter::stream_tool_call(const chat::ParsedToolCall& call) {
-  std::string out = close_open();
-  out += anthropic_event(Json{{"type", "content_block_start"},
-                              {"index", index_},
-                              {"content_block", Json{{"type", "tool_use"},
-                                                     {"id", anthropic_tool_id(call)},
-                                                     {"name", call.name},
-                                                     {"input", Json::object()}}}});
+std::string AnthropicWriter::stream_call_delta(const chat::ToolCallDelta& d) {
+  std::string out;
+  if (d.first) {
+    out += close_open();
+    chat::ParsedToolCall call;
+    call.id = d.id;
+    out += anthropic_event(Json{{"type", "content_block_start"},
+                                {"index", index_},
+                                {"content_block", Json{{"type", "tool_use"},
+                                                       {"id", anthropic_tool_id(call)},
+                                                       {"name", d.name},
+                                                       {"input", Json::object()}}}});
+  }
+  if (d.arguments.empty()) return out;
   out += anthropic_event(Json{{"type", "content_block_delta"},
                               {"index", index_},
                               {"delta", Json{{"type", "input_json_delta"},
-                                             {"partial_json", dump_json(anthropic_input(call))}}}});
-  out += anthropic_event(Json{{"type", "content_block_stop"}, {"index", index_}});
+                                             {"partial_json", d.arguments}}}});
+  return out;
+}
+
+std::string AnthropicWriter::stream_call_done(const chat::ParsedToolCall&) {
+  std::string out = anthropic_event(Json{{"type", "content_block_stop"}, {"index", index_}});
   ++index_;
   return out;
 }

@@ -76,7 +76,8 @@ class AnthropicWriter final : public ChatApiWriter {
   std::string stream_start() override;
   std::string stream_reasoning(std::string_view text) override;
   std::string stream_content(std::string_view text) override;
-  std::string stream_tool_call(const chat::ParsedToolCall& call) override;
+  std::string stream_call_delta(const chat::ToolCallDelta& delta) override;
+  std::string stream_call_done(const chat::ParsedToolCall& call) override;
   std::string stream_end(const ChatOutcome& outcome) override;
   std::string stream_error(const ApiError& error) override;
   Json body(const ChatOutcome& outcome) override;

@@ -120,15 +120,46 @@ class ChatApiReply final : public AsyncReply {
       outcome_.reasoning += d.reasoning;
       *out += writer_->stream_reasoning(d.reasoning);
     }
+    // A call open from before gets its last pieces and its end ahead of
+    // the content that follows it.
+    size_t next = 0;  // d.calls[next..] not closed yet
+    const bool was_open = call_open_;
+    const size_t open_index = n_closed_;
+    if (was_open) {
+      for (const chat::ToolCallDelta& cd : d.call_deltas) {
+        if (cd.index == open_index) put_call_delta(cd, out);
+      }
+      if (!d.calls.empty()) close_call(d.calls[next++], out);
+    }
     if (!d.content.empty()) {
       outcome_.content += d.content;
       *out += writer_->stream_content(d.content);
     }
-    for (const chat::ParsedToolCall& call : d.calls) {
-      if (!options_.parallel_tool_calls && !outcome_.calls.empty()) break;
-      outcome_.calls.push_back(call);
-      *out += writer_->stream_tool_call(call);
+    for (const chat::ToolCallDelta& cd : d.call_deltas) {
+      if (was_open && cd.index == open_index) continue;
+      if (cd.first) {
+        while (n_closed_ < cd.index && next < d.calls.size()) close_call(d.calls[next++], out);
+      }
+      put_call_delta(cd, out);
     }
+    while (next < d.calls.size()) close_call(d.calls[next++], out);
+  }
+
+  // With parallel_tool_calls false, calls past the first are dropped.
+  bool call_kept(size_t index) const { return options_.parallel_tool_calls || index == 0; }
+
+  void put_call_delta(const chat::ToolCallDelta& cd, std::string* out) {
+    if (cd.first) call_open_ = true;
+    if (call_kept(cd.index)) *out += writer_->stream_call_delta(cd);
+  }
+
+  void close_call(const chat::ParsedToolCall& call, std::string* out) {
+    if (call_kept(n_closed_)) {
+      outcome_.calls.push_back(call);
+      *out += writer_->stream_call_done(call);
+    }
+    ++n_closed_;
+    call_open_ = false;
   }
 
   Progress poll_stream() {
@@ -181,6 +212,8 @@ class ChatApiReply final : public AsyncReply {
   std::string text_;          // non-streaming: the output so far
   std::vector<int32_t> ids_;  // with stop strings: the sampled tokens
   ChatOutcome outcome_;
+  size_t n_closed_ = 0;     // streaming: tool calls completed
+  bool call_open_ = false;  // streaming: a call started and not completed
   std::vector<RequestEvent> events_;  // scratch
 };
 

@@ -44,7 +44,12 @@ class ChatApiWriter {
   virtual std::string stream_start() = 0;
   virtual std::string stream_reasoning(std::string_view text) = 0;
   virtual std::string stream_content(std::string_view text) = 0;
-  virtual std::string stream_tool_call(const chat::ParsedToolCall& call) = 0;
+  // A tool call streamed (chat/tool_calls.h ToolCallDelta): its first delta
+  // opens it (name, and the model's id or a new one), each delta's
+  // arguments piece follows, and stream_call_done closes it with the
+  // completed call (whose arguments the pieces spell).
+  virtual std::string stream_call_delta(const chat::ToolCallDelta& delta) = 0;
+  virtual std::string stream_call_done(const chat::ParsedToolCall& call) = 0;
   // The end: `outcome` holds everything streamed before, and the usage.
   virtual std::string stream_end(const ChatOutcome& outcome) = 0;
   virtual std::string stream_error(const ApiError& error) = 0;

@@ -142,7 +142,11 @@ class GenerationReply final : public AsyncReply {
         if (!parallel_tool_calls && out.tool_calls.size() > 1) out.tool_calls.resize(1);
         out.text = std::move(d.content);
         out.reasoning = std::move(d.reasoning);
-        if (!out.tool_calls.empty()) out.finish_reason = "tool_calls";
+        // A reply cut by max_tokens says so, as OpenAI's does, even with a
+        // call (whose arguments may then be cut short too).
+        if (!out.tool_calls.empty() && out.finish_reason != "length") {
+          out.finish_reason = "tool_calls";
+        }
       }
     }
     ended_ = true;
@@ -226,13 +230,14 @@ class GenerationReply final : public AsyncReply {
     pending_.reset();
   }
 
-  // Tool calls of choice `index` as one chunk (past the first with
-  // parallel_tool_calls false: dropped).
-  void emit_calls(std::string* out, int index, std::vector<chat::ParsedToolCall> calls) {
-    if (!parallel_tool_calls) calls.resize(std::min<size_t>(calls.size(), n_calls_[index] == 0));
-    if (calls.empty()) return;
-    *out += sse_event(tool_calls_chunk(ctx, index, calls, n_calls_[index]));
-    n_calls_[index] += static_cast<int>(calls.size());
+  // Tool-call deltas of choice `index`, a chunk each (calls past the first
+  // with parallel_tool_calls false: dropped).
+  void emit_calls(std::string* out, int index, const std::vector<chat::ToolCallDelta>& deltas) {
+    for (const chat::ToolCallDelta& d : deltas) {
+      if (!parallel_tool_calls && d.index > 0) continue;
+      *out += sse_event(tool_call_delta_chunk(ctx, index, d));
+      if (d.first) ++n_calls_[index];
+    }
   }
 
   // Logprobs of choice `index`'s held tokens up to `kept` of its tokens in
@@ -270,9 +275,16 @@ class GenerationReply final : public AsyncReply {
             flush_pending(&out);
             out += sse_event(reasoning_chunk(ctx, index, d.reasoning));
           }
-          if (!d.calls.empty()) {
+          if (!d.call_deltas.empty()) {
             flush_pending(&out);
-            emit_calls(&out, index, std::move(d.calls));
+            // Content before a new call goes out ahead of it; content after
+            // the pieces of a call already open follows them.
+            if (d.call_deltas.front().first && !text.empty()) {
+              emit(&out, index, false, text, std::move(lp), nullptr);
+              text.clear();
+              lp = nullptr;
+            }
+            emit_calls(&out, index, d.call_deltas);
           }
         }
         if (text.empty() && lp.is_null()) continue;  // nothing to say yet
@@ -303,13 +315,13 @@ class GenerationReply final : public AsyncReply {
             flush_pending(&out);
             out += sse_event(reasoning_chunk(ctx, index, d.reasoning));
           }
-          if (!d.calls.empty() || !tail.empty() || !lp.is_null()) {
+          if (!d.call_deltas.empty() || !tail.empty() || !lp.is_null()) {
             flush_pending(&out);
             if (!tail.empty() || !lp.is_null()) emit(&out, index, false, tail, std::move(lp), nullptr);
-            emit_calls(&out, index, std::move(d.calls));
+            emit_calls(&out, index, d.call_deltas);
             tail.clear();
           }
-          if (n_calls_[index] > 0) finish = "tool_calls";
+          if (n_calls_[index] > 0 && std::string_view(finish) != "length") finish = "tool_calls";
         }
         if (pending_ && pending_->index == index && tail.empty() && lp.is_null()) {
           flush_pending(&out, finish);

@@ -222,16 +222,20 @@ Json reasoning_chunk(const ResponseContext& ctx, int index, std::string_view rea
   return j;
 }
 
-Json tool_calls_chunk(const ResponseContext& ctx, int index, std::span<const chat::ParsedToolCall> calls,
-                      int first) {
+Json tool_call_delta_chunk(const ResponseContext& ctx, int index, const chat::ToolCallDelta& d) {
   Json j = header(ctx, /*chunk=*/true);
-  Json list = Json::array();
-  for (size_t i = 0; i < calls.size(); ++i) {
-    list.push_back(tool_call_json(calls[i], first + static_cast<int>(i)));
+  Json call = Json::object();
+  call["index"] = d.index;
+  if (d.first) {
+    call["id"] = d.id.empty() ? random_id("call_") : d.id;
+    call["type"] = "function";
+    call["function"] = Json{{"name", d.name}, {"arguments", d.arguments}};
+  } else {
+    call["function"] = Json{{"arguments", d.arguments}};
   }
   Json choice = Json::object();
   choice["index"] = index;
-  choice["delta"] = Json{{"tool_calls", std::move(list)}};
+  choice["delta"] = Json{{"tool_calls", Json::array({std::move(call)})}};
   choice["logprobs"] = nullptr;
   choice["finish_reason"] = nullptr;
   j["choices"] = Json::array({std::move(choice)});

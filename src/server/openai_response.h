@@ -97,10 +97,11 @@ Json stream_chunk(const ResponseContext& ctx, int index, bool role, std::string_
                   Json logprobs, const char* finish_reason);
 // A chat chunk with reasoning of choice `index`: delta {"reasoning_content"}.
 Json reasoning_chunk(const ResponseContext& ctx, int index, std::string_view reasoning);
-// A chunk with tool calls of choice `index`: delta {"tool_calls": [{"index":
-// first + i, "id", "type": "function", "function": {"name", "arguments"}}]}.
-Json tool_calls_chunk(const ResponseContext& ctx, int index, std::span<const chat::ParsedToolCall> calls,
-                      int first);
+// A chunk with one tool-call delta of choice `index`: delta {"tool_calls":
+// [{"index", "id", "type": "function", "function": {"name", "arguments"}}]}
+// for a call's first delta (the model's id, else a new one), [{"index",
+// "function": {"arguments"}}] for the pieces after it.
+Json tool_call_delta_chunk(const ResponseContext& ctx, int index, const chat::ToolCallDelta& delta);
 // An OpenAI tool call id: the model's own, else "call_" and 24 random
 // alphanumerics.
 std::string tool_call_id(const chat::ParsedToolCall& call);

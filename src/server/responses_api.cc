@@ -635,27 +635,41 @@ std::string ResponsesWriter::stream_content(std::string_view text) {
   return out;
 }
 
-std::string ResponsesWriter::stream_tool_call(const chat::ParsedToolCall& c) {
-  std::string out = close_open();
-  chat::ParsedToolCall call = c;
-  call.id = tool_call_id(c);  // one id in every event
-  const std::string item_id = random_id("fc_");
-  const int64_t index = static_cast<int64_t>(output_.size());
-  out += event(Json{{"type", "response.output_item.added"},
-                    {"output_index", index},
-                    {"item", responses_call_item(item_id, call, "", "in_progress")}});
+std::string ResponsesWriter::stream_call_delta(const chat::ToolCallDelta& d) {
+  std::string out;
+  if (d.first) {
+    out += close_open();
+    chat::ParsedToolCall call;
+    call.id = d.id;
+    call.name = d.name;
+    call_id_ = tool_call_id(call);  // one id in every event
+    call.id = call_id_;
+    call_item_id_ = random_id("fc_");
+    call_index_ = static_cast<int64_t>(output_.size());
+    out += event(Json{{"type", "response.output_item.added"},
+                      {"output_index", call_index_},
+                      {"item", responses_call_item(call_item_id_, call, "", "in_progress")}});
+  }
+  if (d.arguments.empty()) return out;
   out += event(Json{{"type", "response.function_call_arguments.delta"},
-                    {"item_id", item_id},
-                    {"output_index", index},
-                    {"delta", call.arguments}});
+                    {"item_id", call_item_id_},
+                    {"output_index", call_index_},
+                    {"delta", d.arguments}});
+  return out;
+}
+
+std::string ResponsesWriter::stream_call_done(const chat::ParsedToolCall& c) {
+  std::string out;
+  chat::ParsedToolCall call = c;
+  call.id = call_id_;
   out += event(Json{{"type", "response.function_call_arguments.done"},
-                    {"item_id", item_id},
-                    {"output_index", index},
+                    {"item_id", call_item_id_},
+                    {"output_index", call_index_},
                     {"name", call.name},
                     {"arguments", call.arguments}});
-  Json item = responses_call_item(item_id, call, call.arguments, "completed");
-  out +=
-      event(Json{{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
+  Json item = responses_call_item(call_item_id_, call, call.arguments, "completed");
+  out += event(
+      Json{{"type", "response.output_item.done"}, {"output_index", call_index_}, {"item", item}});
   output_.push_back(std::move(item));
   return out;
 }

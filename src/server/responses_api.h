@@ -91,7 +91,8 @@ class ResponsesWriter final : public ChatApiWriter {
   std::string stream_start() override;
   std::string stream_reasoning(std::string_view text) override;
   std::string stream_content(std::string_view text) override;
-  std::string stream_tool_call(const chat::ParsedToolCall& call) override;
+  std::string stream_call_delta(const chat::ToolCallDelta& delta) override;
+  std::string stream_call_done(const chat::ParsedToolCall& call) override;
   std::string stream_end(const ChatOutcome& outcome) override;
   std::string stream_error(const ApiError& error) override;
   Json body(const ChatOutcome& outcome) override;
@@ -118,6 +119,10 @@ class ResponsesWriter final : public ChatApiWriter {
   Open open_ = Open::kNone;
   std::string open_id_;
   std::string open_text_;
+  // The function call being streamed: its item id, call id and output index.
+  std::string call_item_id_;
+  std::string call_id_;
+  int64_t call_index_ = 0;
 };
 
 // Handler: parse, submit (server/routes.h submit_chat), answer.

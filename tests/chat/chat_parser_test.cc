@@ -28,6 +28,20 @@ void expect_delta(const ChatDelta& got, const Want& want, const std::string& how
     EXPECT_EQ(got.calls[i].name, want.calls[i].first) << how;
     EXPECT_EQ(got.calls[i].arguments, want.calls[i].second) << how;
   }
+  // The stream's deltas: each call's first one names it, and the pieces
+  // spell its arguments.
+  std::vector<std::string> args(got.calls.size());
+  size_t started = 0;
+  for (const ToolCallDelta& d : got.call_deltas) {
+    ASSERT_LT(d.index, got.calls.size()) << how;
+    if (d.first) {
+      EXPECT_EQ(d.index, started++) << how;
+      EXPECT_EQ(d.name, got.calls[d.index].name) << how;
+    }
+    args[d.index] += d.arguments;
+  }
+  EXPECT_EQ(started, got.calls.size()) << how;
+  for (size_t i = 0; i < got.calls.size(); ++i) EXPECT_EQ(args[i], got.calls[i].arguments) << how;
 }
 
 // Whole, byte by byte, and in two pieces at every split point.
@@ -142,6 +156,28 @@ TEST(ChatParser, HarmonyAnalysisThenFinal) {
   check("none+harmony", "<|channel|>final<|message|>a <|b|> c < d <|", {"", "a <|b|> c < d <|", {}});
 }
 
+TEST(ChatParser, HarmonyCallStreamsItsArguments) {
+  // gpt-oss's call is reported once its body opens, and its arguments go
+  // out as they are decoded, before <|call|>.
+  ChatParser p(format("none+harmony"), ReasoningFormat::kAuto, false, true);
+  ChatDelta d;
+  const std::string head =
+      "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+      "<|message|>{\"city\": \"Pa";
+  for (char c : head) p.feed(std::string_view(&c, 1), &d);
+  ASSERT_GE(d.call_deltas.size(), 2u);
+  EXPECT_TRUE(d.call_deltas[0].first);
+  EXPECT_EQ(d.call_deltas[0].name, "get_weather");
+  std::string args;
+  for (const ToolCallDelta& x : d.call_deltas) args += x.arguments;
+  EXPECT_EQ(args, R"({"city":"Pa)");
+  EXPECT_TRUE(d.calls.empty());
+  p.feed("ris\"}<|call|>", &d);
+  p.finish(&d);
+  ASSERT_EQ(d.calls.size(), 1u);
+  EXPECT_EQ(d.calls[0].arguments, R"({"city":"Paris"})");
+}
+
 TEST(ChatParser, HarmonyToolCalls) {
   check("none+harmony",
         "<|channel|>analysis<|message|>Need the weather.<|end|>"
@@ -159,10 +195,15 @@ TEST(ChatParser, HarmonyToolCalls) {
         "<|channel|>analysis<|message|>Need it.<|end|><|start|>assistant<|channel|>commentary "
         "to=functions.f <|constrain|>json<|message|>{}<|call|>",
         {"", "Need it.", {{"f", "{}"}}}, false, ReasoningFormat::kNone);
-  // Arguments that are not a JSON object are not a call.
+  // A body that is not a JSON object is not a call; one that opens as an
+  // object was streamed as a call from its '{' and stays one, with what the
+  // model wrote before it stopped.
+  check("none+harmony",
+        "<|channel|>commentary to=functions.f <|constrain|>json<|message|>[1]<|call|>",
+        {"", "[1]", {}});
   check("none+harmony",
         "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"x\": <|call|>",
-        {"", "{\"x\": ", {}});
+        {"", "", {{"f", "{\"x\":"}}});
 }
 
 }  // namespace chat_parser_test

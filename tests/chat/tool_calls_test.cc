@@ -27,11 +27,19 @@ std::string read_file(const std::string& path) {
 struct Parsed {
   std::string content;
   std::vector<ParsedToolCall> calls;
+  std::vector<ToolCallDelta> deltas;
 };
 
 Parsed parse_whole(ToolCallFormat f, std::string_view text, const Json* tools = nullptr) {
   Parsed p;
-  ToolCallParser::parse_all(f, tools, text, &p.content, &p.calls);
+  ToolCallParser parser(f, tools);
+  parser.feed(text, &p.content, &p.calls);
+  parser.finish(&p.content, &p.calls);
+  parser.take_deltas(&p.deltas);
+  Parsed all;  // parse_all gives the same
+  ToolCallParser::parse_all(f, tools, text, &all.content, &all.calls);
+  EXPECT_EQ(all.content, p.content);
+  EXPECT_EQ(all.calls.size(), p.calls.size());
   return p;
 }
 
@@ -39,9 +47,39 @@ Parsed parse_whole(ToolCallFormat f, std::string_view text, const Json* tools = 
 Parsed parse_bytes(ToolCallFormat f, std::string_view text, const Json* tools = nullptr) {
   Parsed p;
   ToolCallParser parser(f, tools);
-  for (char c : text) parser.feed(std::string_view(&c, 1), &p.content, &p.calls);
+  for (char c : text) {
+    parser.feed(std::string_view(&c, 1), &p.content, &p.calls);
+    parser.take_deltas(&p.deltas);
+  }
   parser.finish(&p.content, &p.calls);
+  parser.take_deltas(&p.deltas);
   return p;
+}
+
+// The deltas tell the calls: each call's first delta carries its id and
+// name (and comes after the previous call's first), the pieces of its
+// arguments concatenate to the call's arguments, valid JSON.
+void expect_deltas_spell_calls(const Parsed& p) {
+  std::vector<std::string> args(p.calls.size());
+  size_t started = 0;
+  for (const ToolCallDelta& d : p.deltas) {
+    ASSERT_LT(d.index, p.calls.size());
+    if (d.first) {
+      EXPECT_EQ(d.index, started) << "calls start in order";
+      ++started;
+      EXPECT_EQ(d.name, p.calls[d.index].name);
+      EXPECT_EQ(d.id, p.calls[d.index].id);
+    } else {
+      EXPECT_LT(d.index, started) << "a piece before its call's first delta";
+    }
+    args[d.index] += d.arguments;
+  }
+  EXPECT_EQ(started, p.calls.size());
+  for (size_t i = 0; i < p.calls.size(); ++i) {
+    EXPECT_EQ(args[i], p.calls[i].arguments) << "call " << i;
+    const Json parsed = Json::parse(args[i], nullptr, /*allow_exceptions=*/false);
+    EXPECT_TRUE(parsed.is_object()) << args[i];
+  }
 }
 
 std::string_view trim_for_test(std::string_view s) {
@@ -65,18 +103,27 @@ Parsed parse_split(ToolCallFormat f, std::string_view text, size_t at, const Jso
   Parsed p;
   ToolCallParser parser(f, tools);
   parser.feed(text.substr(0, at), &p.content, &p.calls);
+  parser.take_deltas(&p.deltas);
   parser.feed(text.substr(at), &p.content, &p.calls);
+  parser.take_deltas(&p.deltas);
   parser.finish(&p.content, &p.calls);
+  parser.take_deltas(&p.deltas);
   return p;
 }
 
-// Whole, a byte at a time and split in two at every byte: all agree.
+// Whole, a byte at a time and split in two at every byte: all agree, and
+// each one's deltas spell its calls.
 Parsed parse(ToolCallFormat f, std::string_view text, const Json* tools = nullptr) {
   Parsed whole = parse_whole(f, text, tools);
-  expect_same(whole, parse_bytes(f, text, tools));
+  expect_deltas_spell_calls(whole);
+  const Parsed bytes = parse_bytes(f, text, tools);
+  expect_same(whole, bytes);
+  expect_deltas_spell_calls(bytes);
   for (size_t at = 1; at < text.size(); ++at) {
     SCOPED_TRACE(at);
-    expect_same(whole, parse_split(f, text, at, tools));
+    const Parsed split = parse_split(f, text, at, tools);
+    expect_same(whole, split);
+    expect_deltas_spell_calls(split);
   }
   return whole;
 }
@@ -151,6 +198,65 @@ TEST(ToolCalls, Hermes) {
   EXPECT_EQ(content, "Hello ");
   parser.feed("box>", &content, &calls);
   EXPECT_EQ(content, "Hello <toolbox>");
+}
+
+// The concatenated argument pieces of call `index` among `deltas`.
+std::string streamed_arguments(const std::vector<ToolCallDelta>& deltas, size_t index) {
+  std::string out;
+  for (const ToolCallDelta& d : deltas) {
+    if (d.index == index) out += d.arguments;
+  }
+  return out;
+}
+
+TEST(ToolCalls, HermesStreamsArgumentsAsTheyAreDecoded) {
+  ToolCallParser parser(ToolCallFormat::kHermes);
+  Parsed p;
+  auto feed_bytes = [&](std::string_view text) {
+    for (char c : text) parser.feed(std::string_view(&c, 1), &p.content, &p.calls);
+    parser.take_deltas(&p.deltas);
+  };
+  feed_bytes("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
+  EXPECT_TRUE(p.deltas.empty());  // the arguments have not begun
+  feed_bytes("{");
+  ASSERT_FALSE(p.deltas.empty());
+  EXPECT_TRUE(p.deltas[0].first);
+  EXPECT_EQ(p.deltas[0].name, "get_weather");
+  feed_bytes("\"city\": \"Par");
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(streamed_arguments(p.deltas, 0), R"({"city":"Par)");
+  EXPECT_GT(p.deltas.size(), 3u);  // piece by piece, not at the end
+  // A character cut between tokens waits for its last byte.
+  feed_bytes(" caf\xC3");
+  EXPECT_EQ(streamed_arguments(p.deltas, 0), R"({"city":"Par caf)");
+  feed_bytes("\xA9\"}}\n</tool_call>");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, "{\"city\":\"Par caf\xC3\xA9\"}");
+  EXPECT_EQ(streamed_arguments(p.deltas, 0), p.calls[0].arguments);
+  // Strings keep their spaces and escapes; nested values stream as written.
+  Parsed q = parse(ToolCallFormat::kHermes,
+                   "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"a  b\\\"c\\n\", "
+                   "\"l\": [1, {\"k\": null}]}}</tool_call>");
+  ASSERT_EQ(q.calls.size(), 1u);
+  EXPECT_EQ(q.calls[0].arguments, R"({"s":"a  b\"c\n","l":[1,{"k":null}]})");
+}
+
+TEST(ToolCalls, HermesCallCutShortEndsWithWhatWasStreamed) {
+  // Once its name went out the call stays a call; the arguments are what
+  // the model wrote before it stopped (the client saw the same pieces).
+  Parsed p = parse_bytes(ToolCallFormat::kHermes,
+                         "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [1, 2");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "f");
+  EXPECT_EQ(p.calls[0].arguments, R"({"a":[1,2)");
+  EXPECT_EQ(streamed_arguments(p.deltas, 0), p.calls[0].arguments);
+  EXPECT_EQ(p.content, "");
+  // A head in another order is parsed whole at the end: one delta.
+  p = parse_bytes(ToolCallFormat::kHermes,
+                  "<tool_call>{\"arguments\": {\"a\": 1}, \"name\": \"f\"}</tool_call>");
+  ASSERT_EQ(p.calls.size(), 1u);
+  ASSERT_EQ(p.deltas.size(), 1u);
+  EXPECT_EQ(p.deltas[0].arguments, R"({"a":1})");
 }
 
 TEST(ToolCalls, QwenXmlUsesTheSchemaTypes) {

@@ -332,7 +332,11 @@ TEST(AnthropicWriter, StreamEventsFollowAnthropicsOrder) {
   sse += w.stream_reasoning("ink");
   sse += w.stream_content("Hel");
   sse += w.stream_content("lo");
-  sse += w.stream_tool_call({"", "f", R"({"a":1})"});
+  // A call streamed in pieces: its name, then its arguments in two.
+  sse += w.stream_call_delta({0, true, "", "f", ""});
+  sse += w.stream_call_delta({0, false, "", "", R"({"a":)"});
+  sse += w.stream_call_delta({0, false, "", "", "1}"});
+  sse += w.stream_call_done({"", "f", R"({"a":1})"});
   sse += w.stream_end(
       outcome_of("think", "Hello", {{"", "f", R"({"a":1})"}}, StopReason::kEndOfGeneration));
   const std::vector<SseEvent> e = parse_sse(sse);
@@ -344,8 +348,9 @@ TEST(AnthropicWriter, StreamEventsFollowAnthropicsOrder) {
                                              "content_block_stop",  "content_block_start",
                                              "content_block_delta", "content_block_delta",
                                              "content_block_stop",  "content_block_start",
-                                             "content_block_delta", "content_block_stop",
-                                             "message_delta",       "message_stop"};
+                                             "content_block_delta", "content_block_delta",
+                                             "content_block_stop",  "message_delta",
+                                             "message_stop"};
   ASSERT_EQ(types, expected);
   EXPECT_EQ(e[0].data["message"]["id"], w.id());
   EXPECT_EQ(e[0].data["message"]["usage"]["input_tokens"], 10);
@@ -362,9 +367,16 @@ TEST(AnthropicWriter, StreamEventsFollowAnthropicsOrder) {
   EXPECT_EQ(e[11].data["content_block"]["name"], "f");
   EXPECT_EQ(e[11].data["content_block"]["input"], Json::object());
   EXPECT_EQ(e[12].data["delta"]["type"], "input_json_delta");
-  EXPECT_EQ(Json::parse(e[12].data["delta"]["partial_json"].get<std::string>()), (Json{{"a", 1}}));
-  EXPECT_EQ(e[14].data["delta"]["stop_reason"], "tool_use");
-  EXPECT_EQ(e[14].data["usage"]["output_tokens"], 4);
+  EXPECT_EQ(e[13].data["delta"]["type"], "input_json_delta");
+  EXPECT_EQ(e[12].data["index"], 2);
+  EXPECT_EQ(e[13].data["index"], 2);
+  // The pieces spell the input.
+  EXPECT_EQ(Json::parse(e[12].data["delta"]["partial_json"].get<std::string>() +
+                        e[13].data["delta"]["partial_json"].get<std::string>()),
+            (Json{{"a", 1}}));
+  EXPECT_EQ(e[14].data["index"], 2);
+  EXPECT_EQ(e[15].data["delta"]["stop_reason"], "tool_use");
+  EXPECT_EQ(e[15].data["usage"]["output_tokens"], 4);
 
   AnthropicWriter w2("tiny", 1);
   const std::vector<SseEvent> err =

@@ -435,6 +435,56 @@ TEST_F(ToolCallServerTest, StreamingAndOneCallAtMost) {
   EXPECT_EQ(testing::streamed_text(a), "Checking.\n");
   EXPECT_EQ(testing::streamed_finish(a), "tool_calls");
   expect_one_weather_call(a);
+  // OpenAI's shape: the call's index, id, type and name first, then
+  // arguments fragments alone.
+  const std::vector<Json> deltas = testing::streamed_tool_call_deltas(a);
+  ASSERT_GE(deltas.size(), 2u) << a.body;
+  EXPECT_EQ(deltas[0]["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(deltas[0]["type"], "function");
+  EXPECT_EQ(deltas[0]["function"]["name"], "get_weather");
+  for (size_t i = 1; i < deltas.size(); ++i) {
+    EXPECT_EQ(deltas[i]["index"], 0);
+    EXPECT_FALSE(deltas[i].contains("id"));
+    EXPECT_FALSE(deltas[i]["function"].contains("name"));
+  }
+}
+
+TEST_F(ToolCallServerTest, ACallCutByMaxTokensEndsWithLength) {
+  start();
+  serve_model(/*n_ctx=*/2048);
+  for (const bool stream : {false, true}) {
+    HttpAnswer a;
+    std::thread client([&] {
+      a = testing::post(port_, "/v1/chat/completions",
+                        std::string(kRequest) + (stream ? R"(, "stream": true})" : "}"));
+    });
+    ScriptedService::Submitted s;
+    if (!service_.wait_submitted(stream ? 1 : 0, &s)) {
+      client.join();
+      FAIL() << "not submitted: " << a.status << " " << a.body;
+    }
+    for (const char* piece : {"<tool_call>{\"name\": \"get_weather\", ", "\"arguments\": {\"ci"}) {
+      s.callbacks.on_token(testing::token_event(0, 5, piece));
+    }
+    RequestResult r;
+    r.choices.resize(1);
+    r.choices[0].stop = StopReason::kLength;
+    s.callbacks.on_done(r);
+    client.join();
+    ASSERT_EQ(a.status, 200) << a.body;
+    // The call went out as it was read; the reply says it was cut.
+    if (stream) {
+      EXPECT_EQ(testing::streamed_finish(a), "length");
+      const std::vector<Json> calls = testing::streamed_tool_calls(a);
+      ASSERT_EQ(calls.size(), 1u) << a.body;
+      EXPECT_EQ(calls[0]["function"]["arguments"], R"({"ci)");
+    } else {
+      const Json c = testing::json_of(a)["choices"][0];
+      EXPECT_EQ(c["finish_reason"], "length");
+      ASSERT_EQ(c["message"]["tool_calls"].size(), 1u);
+      EXPECT_EQ(c["message"]["tool_calls"][0]["function"]["arguments"], R"({"ci)");
+    }
+  }
 }
 
 TEST_F(ToolCallServerTest, ToolChoiceIsValidated) {

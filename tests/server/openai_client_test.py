@@ -386,7 +386,8 @@ class ToolCallTest(unittest.TestCase):
             r = self.client.chat.completions.create(
                 model="tiny", messages=[{"role": "user", "content": "Weather in Oslo?"}],
                 tools=TOOLS, max_tokens=200, temperature=0.8, seed=seed,
-                tool_choice={"type": "function", "function": {"name": "get_weather"}})
+                tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                parallel_tool_calls=False)
             c = r.choices[0]
             if c.finish_reason == "length":
                 continue
@@ -404,16 +405,25 @@ class ToolCallTest(unittest.TestCase):
                 model="tiny", messages=[{"role": "user", "content": "Add 2 and 3."}],
                 tools=TOOLS, max_tokens=200, temperature=0.8, seed=seed, stream=True,
                 tool_choice="required", parallel_tool_calls=False)
-            calls, finish = {}, None
+            # OpenAI's shape: a call's first delta has its id, type and name,
+            # the arguments come in fragments to concatenate.
+            calls, finish, n_deltas = {}, None, 0
             for chunk in stream:
                 for c in chunk.choices:
                     for d in c.delta.tool_calls or []:
-                        calls[d.index] = d
+                        n_deltas += 1
+                        if d.index not in calls:
+                            self.assertTrue(d.id and d.function.name, d)
+                            calls[d.index] = d
+                        else:
+                            self.assertIsNone(d.id)
+                            calls[d.index].function.arguments += d.function.arguments or ""
                     finish = c.finish_reason or finish
             if finish == "length":
                 continue
             self.assertEqual(finish, "tool_calls")
             self.assertEqual(list(calls), [0])
+            self.assertGreater(n_deltas, 2)  # streamed as decoded, not whole
             self.check_call(calls[0])
             return
         self.fail("no seed finished a call within max_tokens")

@@ -366,7 +366,11 @@ TEST(ResponsesWriter, StreamEventsAreTypedNumberedAndAddUp) {
   sse += w.stream_reasoning("ink");
   sse += w.stream_content("Hel");
   sse += w.stream_content("lo");
-  sse += w.stream_tool_call({"", "f", R"({"a":1})"});
+  // A call streamed in pieces: its name, then its arguments in two.
+  sse += w.stream_call_delta({0, true, "", "f", ""});
+  sse += w.stream_call_delta({0, false, "", "", R"({"a":)"});
+  sse += w.stream_call_delta({0, false, "", "", "1}"});
+  sse += w.stream_call_done({"", "f", R"({"a":1})"});
   sse += w.stream_content("after");
   ChatOutcome o =
       outcome_of("think", "Helloafter", {{"", "f", R"({"a":1})"}}, StopReason::kEndOfGeneration);
@@ -394,6 +398,7 @@ TEST(ResponsesWriter, StreamEventsAreTypedNumberedAndAddUp) {
                                              "response.output_item.done",
                                              "response.output_item.added",
                                              "response.function_call_arguments.delta",
+                                             "response.function_call_arguments.delta",
                                              "response.function_call_arguments.done",
                                              "response.output_item.done",
                                              "response.output_item.added",
@@ -410,10 +415,15 @@ TEST(ResponsesWriter, StreamEventsAreTypedNumberedAndAddUp) {
   EXPECT_EQ(events[11].data["text"], "Hello");
   EXPECT_EQ(events[11].data["output_index"], 1);
   EXPECT_EQ(events[11].data["item_id"], events[7].data["item"]["id"]);
-  EXPECT_EQ(events[16].data["arguments"], R"({"a":1})");
-  EXPECT_EQ(events[16].data["output_index"], 2);
+  EXPECT_EQ(events[14].data["item"]["name"], "f");
+  EXPECT_EQ(events[14].data["item"]["arguments"], "");
+  EXPECT_EQ(events[15].data["delta"], R"({"a":)");
+  EXPECT_EQ(events[16].data["delta"], "1}");
+  EXPECT_EQ(events[16].data["item_id"], events[14].data["item"]["id"]);
+  EXPECT_EQ(events[17].data["arguments"], R"({"a":1})");
+  EXPECT_EQ(events[17].data["output_index"], 2);
   // The call keeps one call_id from added to done.
-  EXPECT_EQ(events[14].data["item"]["call_id"], events[17].data["item"]["call_id"]);
+  EXPECT_EQ(events[14].data["item"]["call_id"], events[18].data["item"]["call_id"]);
   const Json& done = events.back().data["response"];
   EXPECT_EQ(done["status"], "completed");
   ASSERT_EQ(done["output"].size(), 4u);

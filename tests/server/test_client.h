@@ -125,13 +125,33 @@ inline std::string streamed_finish(const HttpAnswer& a, int index = 0) {
 
 // The tool-call fragments of a stream's first choice, in order (each
 // delta.tool_calls entry: index, then id / function.name / arguments parts).
-inline std::vector<Json> streamed_tool_calls(const HttpAnswer& a) {
-  std::vector<Json> calls;
+// The streamed tool-call deltas, one entry per delta as sent.
+inline std::vector<Json> streamed_tool_call_deltas(const HttpAnswer& a) {
+  std::vector<Json> deltas;
   for (const Json& e : a.events) {
     const Json& d = e["choices"][0]["delta"];
     if (d.contains("tool_calls")) {
-      for (const Json& c : d["tool_calls"]) calls.push_back(c);
+      for (const Json& c : d["tool_calls"]) deltas.push_back(c);
     }
+  }
+  return deltas;
+}
+
+// The streamed tool calls put together as OpenAI's client does: by
+// `index`, the first delta's id, type and name, the arguments concatenated.
+inline std::vector<Json> streamed_tool_calls(const HttpAnswer& a) {
+  std::vector<Json> calls;
+  for (const Json& c : streamed_tool_call_deltas(a)) {
+    const size_t i = c["index"].get<size_t>();
+    if (i >= calls.size()) calls.resize(i + 1);
+    Json& call = calls[i];
+    if (call.is_null()) {
+      call = c;
+      continue;
+    }
+    std::string args = call["function"]["arguments"].get<std::string>();
+    args += c["function"]["arguments"].get<std::string>();
+    call["function"]["arguments"] = args;
   }
   return calls;
 }
