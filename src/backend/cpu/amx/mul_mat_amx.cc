@@ -9,7 +9,7 @@
 // stride). A panel call first turns the panel's codes into signed values
 // (code - offset: nibbles unpacked, Q8_0's q + 128 back to q; Q4_1's
 // codes as they are) in a tile-ready scratch shared by all its activation
-// rows; then, per block, one B tile meets up to 3 groups of 16 activation
+// rows; then, per block, one B tile meets up to 2 groups of 16 activation
 // rows:
 //   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group
 // C_g holds exactly the integer block dots of the AVX-512 panels
@@ -19,11 +19,16 @@
 // panels that serve Q4_1_X16 below this tier), so the results are
 // bit-identical to the AVX-512 panels (Q4_1: the avx2_vnni ones), which take
 // the rows left over after the groups of 16 (and every op with fewer than 16
-// rows: the kernel's `supports` sends those to the lower tiers). The groups'
-// TDPs of a block are independent, so the tile unit overlaps them with the
-// vector work of the previous group.
+// rows: the kernel's `supports` sends those to the lower tiers).
 //
-// Tiles (amx/tiles.h): tmm0-2 A 16 x 32 B, tmm3 B 8 x 64 B, tmm4-6 C 16 x 64 B.
+// Pipeline, as in packed_kquant_amx.cc: the B and C tiles are
+// double-buffered (even and odd blocks), so step t issues block t's tile
+// products, stores block t - 1's C tiles (done meanwhile) and runs the
+// vector work on block t - 2's from memory; two groups, not three, so that
+// the double buffers fit the 8 tiles.
+//
+// Tiles: amx/tiles.h configure_tiles_2x2 (A 16 x 32 B, B 8 x 64 B, C 16 x
+// 64 B), issue_2x2 / store_2x2.
 // Each thread configures its tiles at the start of a panel call (ldtilecfg)
 // and releases them at its end (tilerelease); the OS grants the tile state
 // once per process (core/cpu_features.cc, arch_prctl).
@@ -107,52 +112,46 @@ FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, __m512 mw,
   }
 }
 
-// G groups of 16 activation rows (G <= 3) against one panel: per block, one
-// B load and G independent TDPBSSD. Software-pipelined: the C tiles of
-// block b go to one half of c_rows while the vector work reads block b - 1's
-// from the other half, so loads never wait on a tile store still in flight.
+// G groups of 16 activation rows (G <= 2) against one panel, in three
+// stages per step t: the tile products of block t are issued, block t - 1's
+// C tiles (done meanwhile) are stored, and the vector work reads block
+// t - 2's from memory, so neither side waits on the other's latency.
 template <DType P, int G>
 FOLIO_TARGET_AMX void amx_groups(int64_t nb, const uint8_t* b_tiles, const uint8_t* scales,
                                  size_t scale_stride, int64_t k, const uint8_t* x, size_t xs,
                                  uint8_t* out, size_t os, __mmask16 mask) {
-  alignas(64) int32_t c_rows[2][G][kGroup * 16];
+  alignas(64) int32_t c_rows[3][G][kGroup * 16];
   alignas(64) float acc[G][kGroup * 16];
   Q8Row32 xr[G][kGroup];
   for (int g = 0; g < G; ++g) {
     for (int i = 0; i < kGroup; ++i) xr[g][i] = q8row32(x + (g * kGroup + i) * xs, k);
   }
   std::memset(acc, 0, sizeof(acc));
-  for (int64_t b = 0; b <= nb; ++b) {
-    if (b < nb) {
-      const uint8_t* xb = x + b * quant::kQK;
-      int32_t(*c)[kGroup * 16] = c_rows[b & 1];
-      _tile_loadd(3, b_tiles + b * 512, 64);
-      _tile_loadd(0, xb, xs);
-      _tile_zero(4);
-      _tile_dpbssd(4, 0, 3);
-      if constexpr (G > 1) {
-        _tile_loadd(1, xb + kGroup * xs, xs);
-        _tile_zero(5);
-        _tile_dpbssd(5, 1, 3);
+  for (int64_t t = 0; t < nb + 2; ++t) {
+    if (t < nb) {
+      const uint8_t* xa = x + t * quant::kQK;
+      if (t & 1) {
+        amx::issue_2x2<G, 1>(b_tiles + t * 512, xa, xs);
+      } else {
+        amx::issue_2x2<G, 0>(b_tiles + t * 512, xa, xs);
       }
-      if constexpr (G > 2) {
-        _tile_loadd(2, xb + 2 * kGroup * xs, xs);
-        _tile_zero(6);
-        _tile_dpbssd(6, 2, 3);
-      }
-      _tile_stored(4, c[0], 64);
-      if constexpr (G > 1) _tile_stored(5, c[1], 64);
-      if constexpr (G > 2) _tile_stored(6, c[2], 64);
     }
-    if (b > 0) {
-      const int64_t pb = b - 1;
+    if (t >= 1 && t <= nb) {
+      if ((t - 1) & 1) {
+        amx::store_2x2<G, 1>(c_rows[(t - 1) % 3]);
+      } else {
+        amx::store_2x2<G, 0>(c_rows[(t - 1) % 3]);
+      }
+    }
+    if (t >= 2) {
+      const int64_t pb = t - 2;
       const uint8_t* sp = scales + pb * scale_stride;
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp)));
       __m512 mw = _mm512_setzero_ps();
       if constexpr (kHasMin<P>) {
         mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp + 32)));
       }
-      for (int g = 0; g < G; ++g) accumulate<P>(c_rows[pb & 1][g], dw, mw, xr[g], pb, acc[g]);
+      for (int g = 0; g < G; ++g) accumulate<P>(c_rows[pb % 3][g], dw, mw, xr[g], pb, acc[g]);
     }
   }
   for (int g = 0; g < G; ++g) {
@@ -189,16 +188,14 @@ FOLIO_TARGET_AMX void amx_panel(int64_t k, const void* panel, const void* x, siz
     if (b_tiles == nullptr) groups = 0;  // no memory: every row through the AVX-512 panel
     if (groups > 0) {
       unpack_panel<P>(p, nb, b_tiles);
-      amx::configure_tiles(quant::kQK);
+      amx::configure_tiles_2x2(quant::kQK);
     }
     const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
     while (groups > 0) {
-      const int g = groups >= 3 ? 3 : groups;
+      const int g = groups >= 2 ? 2 : groups;
       const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
       uint8_t* og = ob + static_cast<size_t>(done) * os;
-      if (g == 3) {
-        amx_groups<P, 3>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
-      } else if (g == 2) {
+      if (g == 2) {
         amx_groups<P, 2>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
       } else {
         amx_groups<P, 1>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);

@@ -33,7 +33,7 @@
 // up). Two groups, not three, so that the double buffers fit the 8 tiles.
 //
 // Tiles: amx/tiles.h configure_tiles_2x2 (A 16 x unit bytes, B unit / 4 x
-// 64 bytes, C 16 x 64 bytes).
+// 64 bytes, C 16 x 64 bytes), issue_2x2 / store_2x2.
 #include <cstddef>
 #include <cstring>
 
@@ -132,53 +132,6 @@ FOLIO_INLINE_AMX void finish_superblock(const uint8_t* s, const uint8_t* x, size
   }
 }
 
-// The tile products of unit t for G groups: B of unit t into tmm2 + kOdd,
-// C_g into tmm4 + 2 kOdd + g (kOdd = t % 2, so unit t + 1 runs in the other
-// B and C tiles while unit t's C tiles are stored).
-// (The tile intrinsics paste their tile numbers into the assembly text:
-// literal numbers only.)
-template <int G, int kOdd>
-FOLIO_INLINE_AMX void kquant_issue(const uint8_t* b_tile, const uint8_t* xa, size_t xs) {
-  if constexpr (kOdd == 0) {
-    _tile_loadd(2, b_tile, 64);
-    _tile_loadd(0, xa, xs);
-    _tile_zero(4);
-    _tile_dpbssd(4, 0, 2);
-    if constexpr (G > 1) {
-      _tile_loadd(1, xa + kGroup * xs, xs);
-      _tile_zero(5);
-      _tile_dpbssd(5, 1, 2);
-    }
-  } else {
-    _tile_loadd(3, b_tile, 64);
-    if constexpr (G == 1) {  // A double-buffered too: tmm1 is free
-      _tile_loadd(1, xa, xs);
-      _tile_zero(6);
-      _tile_dpbssd(6, 1, 3);
-    } else {
-      _tile_loadd(0, xa, xs);
-      _tile_zero(6);
-      _tile_dpbssd(6, 0, 3);
-    }
-    if constexpr (G > 1) {
-      _tile_loadd(1, xa + kGroup * xs, xs);
-      _tile_zero(7);
-      _tile_dpbssd(7, 1, 3);
-    }
-  }
-}
-
-template <int G, int kOdd>
-FOLIO_INLINE_AMX void kquant_store(int32_t (*c)[kGroup * 16]) {
-  if constexpr (kOdd == 0) {
-    _tile_stored(4, c[0], 64);
-    if constexpr (G > 1) _tile_stored(5, c[1], 64);
-  } else {
-    _tile_stored(6, c[0], 64);
-    if constexpr (G > 1) _tile_stored(7, c[1], 64);
-  }
-}
-
 // G groups of 16 activation rows (G <= 2) against one panel, in three
 // stages per step t: the tile products of unit t are issued, unit t - 1's
 // C tiles (done meanwhile) are stored, and the vector work reads unit
@@ -201,16 +154,16 @@ FOLIO_TARGET_AMX void kquant_groups(int64_t nsb, const uint8_t* b_tiles, const u
       const int u = static_cast<int>(t % F::kUnits);
       const uint8_t* xa = x + sb * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs) + u * F::kUnit;
       if (t & 1) {
-        kquant_issue<G, 1>(b_tiles + t * kUnitBytes, xa, xs);
+        amx::issue_2x2<G, 1>(b_tiles + t * kUnitBytes, xa, xs);
       } else {
-        kquant_issue<G, 0>(b_tiles + t * kUnitBytes, xa, xs);
+        amx::issue_2x2<G, 0>(b_tiles + t * kUnitBytes, xa, xs);
       }
     }
     if (t >= 1 && t <= nu) {
       if ((t - 1) & 1) {
-        kquant_store<G, 1>(c_rows[(t - 1) % 3]);
+        amx::store_2x2<G, 1>(c_rows[(t - 1) % 3]);
       } else {
-        kquant_store<G, 0>(c_rows[(t - 1) % 3]);
+        amx::store_2x2<G, 0>(c_rows[(t - 1) % 3]);
       }
     }
     if (t >= 2) {

@@ -8,6 +8,7 @@
 #endif
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/target.h"
@@ -31,26 +32,7 @@ inline void memory_barrier() {
   __asm__ volatile("" ::: "memory");
 }
 
-// The layout every amx/ panel uses: tmm0-2 A (16 activation rows x a_bytes
-// quants) of up to 3 groups, tmm3 B (a_bytes / 4 VNNI rows x 64 signed
-// weight values: 4 of each of 16 panel rows), tmm4-6 C (16 x 16 i32) per
-// group. a_bytes is the K of one tile product (16, 32 or 64).
-FOLIO_TARGET_AMX inline void configure_tiles(int a_bytes) {
-  TileConfig cfg;
-  for (int t = 0; t < 3; ++t) {
-    cfg.colsb[t] = static_cast<uint16_t>(a_bytes);
-    cfg.rows[t] = kGroup;
-    cfg.colsb[4 + t] = 64;
-    cfg.rows[4 + t] = kGroup;
-  }
-  cfg.colsb[3] = 64;
-  cfg.rows[3] = static_cast<uint8_t>(a_bytes / 4);
-  memory_barrier();
-  _tile_loadconfig(&cfg);
-  memory_barrier();
-}
-
-// The double-buffered layout: tmm0-1 A (16 activation rows x a_bytes) of up
+// The layout every amx/ panel uses, double-buffered: tmm0-1 A (16 activation rows x a_bytes) of up
 // to 2 groups, tmm2-3 B (a_bytes / 4 VNNI rows x 64 bytes) of two
 // consecutive steps, tmm4-7 C (16 x 16 i32): groups 0, 1 of the even step,
 // then of the odd one.
@@ -69,6 +51,56 @@ FOLIO_TARGET_AMX inline void configure_tiles_2x2(int a_bytes) {
   memory_barrier();
   _tile_loadconfig(&cfg);
   memory_barrier();
+}
+
+// On configure_tiles_2x2: the tile products of step t for G <= 2 groups
+// (A_g: 16 rows of xa + g * 16 * xs, stride xs): B of unit t into tmm2 + kOdd,
+// C_g into tmm4 + 2 kOdd + g (kOdd = t % 2, so step t + 1 runs in the other
+// B and C tiles while step t's C tiles are stored).
+// (The tile intrinsics paste their tile numbers into the assembly text:
+// literal numbers only.)
+template <int G, int kOdd>
+FOLIO_TARGET_AMX __attribute__((always_inline)) inline void issue_2x2(const uint8_t* b_tile,
+                                                                    const uint8_t* xa, size_t xs) {
+  if constexpr (kOdd == 0) {
+    _tile_loadd(2, b_tile, 64);
+    _tile_loadd(0, xa, xs);
+    _tile_zero(4);
+    _tile_dpbssd(4, 0, 2);
+    if constexpr (G > 1) {
+      _tile_loadd(1, xa + kGroup * xs, xs);
+      _tile_zero(5);
+      _tile_dpbssd(5, 1, 2);
+    }
+  } else {
+    _tile_loadd(3, b_tile, 64);
+    if constexpr (G == 1) {  // A double-buffered too: tmm1 is free
+      _tile_loadd(1, xa, xs);
+      _tile_zero(6);
+      _tile_dpbssd(6, 1, 3);
+    } else {
+      _tile_loadd(0, xa, xs);
+      _tile_zero(6);
+      _tile_dpbssd(6, 0, 3);
+    }
+    if constexpr (G > 1) {
+      _tile_loadd(1, xa + kGroup * xs, xs);
+      _tile_zero(7);
+      _tile_dpbssd(7, 1, 3);
+    }
+  }
+}
+
+// The C tiles of an issue_2x2<G, kOdd> step to c[g] (16 rows of 16 i32).
+template <int G, int kOdd>
+FOLIO_TARGET_AMX __attribute__((always_inline)) inline void store_2x2(int32_t (*c)[kGroup * 16]) {
+  if constexpr (kOdd == 0) {
+    _tile_stored(4, c[0], 64);
+    if constexpr (G > 1) _tile_stored(5, c[1], 64);
+  } else {
+    _tile_stored(6, c[0], 64);
+    if constexpr (G > 1) _tile_stored(7, c[1], 64);
+  }
 }
 
 }  // namespace folio::cpu::amx
