@@ -227,7 +227,11 @@ bool anthropic_tool_choice(const Json& c, Json* chat, ApiError* err) {
 }
 
 const char* anthropic_stop_reason(const ChatOutcome& o) {
-  if (!o.calls.empty()) return "tool_use";
+  // A reply cut by the token limit says so even when a call had begun: its
+  // arguments may be incomplete.
+  const bool cut = o.stop == StopReason::kLength || o.stop == StopReason::kContextFull ||
+                   o.stop == StopReason::kCancelled;
+  if (!o.calls.empty() && !cut) return "tool_use";
   switch (o.stop) {
     case StopReason::kStopString:
       return "stop_sequence";

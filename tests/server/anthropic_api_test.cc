@@ -317,6 +317,9 @@ TEST(AnthropicWriter, BodyBlocksAndStopReasons) {
             "end_turn");
   EXPECT_EQ(w.body(outcome_of("", "x", {}, StopReason::kLength))["stop_reason"], "max_tokens");
   EXPECT_EQ(w.body(outcome_of("", "x", {}, StopReason::kContextFull))["stop_reason"], "max_tokens");
+  // A call cut by the token limit: its arguments may be incomplete.
+  EXPECT_EQ(w.body(outcome_of("", "", {{"", "f", R"({"a":)"}}, StopReason::kLength))["stop_reason"],
+            "max_tokens");
   Json stopped = w.body(outcome_of("", "x", {}, StopReason::kStopString, "END"));
   EXPECT_EQ(stopped["stop_reason"], "stop_sequence");
   EXPECT_EQ(stopped["stop_sequence"], "END");
