@@ -423,6 +423,9 @@ std::string ModelConfig::summary() const {
   s += learned_pos ? std::string(", learned positions")
        : !attn_rope ? std::string(", no rope")
                     : fmt::format(", rope base {:g}", rope.freq_base);
+  if (attn_rope && no_rope_layer_step > 0) {
+    s += fmt::format(" (none on every {}th layer)", no_rope_layer_step);
+  }
   if (rope.scaling != RopeScaling::kNone) {
     s += fmt::format(" ({} x{:g})", rope_scaling_name(rope.scaling), rope.scaling_factor);
   }
