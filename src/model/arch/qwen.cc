@@ -10,6 +10,8 @@
 //             expert_used_count) + a shared expert
 //             (expert_shared_feed_forward_length wide, default
 //             feed_forward_length) scaled by sigmoid(ffn_gate_inp_shexp . x);
+//   seed_oss  qwen2's attention with optional q/k/v biases, the pre-FFN norm
+//             named post_attention_norm, a dense FFN.
 // The q.k scale is always 1/sqrt(head_dim) (attention.scale is ignored, as
 // in llama.cpp).
 #include "model/arch/arch.h"
@@ -78,11 +80,19 @@ Status configure_qwen2moe(const gguf::GgufFile& file, ModelConfig& c) {
   return Status();
 }
 
+Status configure_seed_oss(const gguf::GgufFile& /*file*/, ModelConfig& c) {
+  configure_common(c);
+  c.ffn_norm_post_attention = true;
+  c.moe = MoeConfig{};
+  return Status();
+}
+
 constexpr ArchFamily kQwen[] = {
     {"qwen2", configure_qwen2, pre_norm_decoder},
     {"qwen3", configure_qwen3, pre_norm_decoder},
     {"qwen3moe", configure_qwen3moe, pre_norm_decoder},
     {"qwen2moe", configure_qwen2moe, pre_norm_decoder},
+    {"seed_oss", configure_seed_oss, pre_norm_decoder},
 };
 
 }  // namespace
