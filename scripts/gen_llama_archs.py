@@ -65,7 +65,7 @@ FOLIO_ARCHS = [
     "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4", "qwen3next",
     "qwen35", "qwen35moe", "gpt-oss", "bert", "nomic-bert", "granitehybrid",
     "phi3", "mistral3", "glm4moe", "lfm2", "lfm2moe", "nemotron_h",
-    "nemotron_h_moe", "gemma2", "smollm3", "qwen2moe", "seed_oss",
+    "nemotron_h_moe", "gemma2", "smollm3", "qwen2moe", "seed_oss", "exaone4",
 ]
 # Architectures whose files get the driver's --gain (weights lifted from the
 # saver's std 0.01 to working magnitudes: at 0.01 the logits are ~0.01 and
@@ -77,6 +77,7 @@ AMPLIFIED = {
     "smollm3": ["--layers", "4"],  # its no-rope layer is the 4th
     "qwen2moe": [],
     "seed_oss": [],
+    "exaone4": [],
 }
 # Files kept in F32: llama.cpp's CPU mul_mat_id rounds the activations to F16
 # for F16 expert weights (ggml's vec_dot_type) and folio keeps them F32, which

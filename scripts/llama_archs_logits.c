@@ -10,8 +10,9 @@
  * --gain first lifts the saver's weights (all normal, std 0.01) to working
  * magnitudes, so that soft-capping, gates and windows move the logits: norm
  * weights become 1 + w, every other F32 `.weight` tensor (matrices, the
- * shared-expert gate vector) 8 w, std 0.08 ~ 1.3 / sqrt(n_embd 256); biases,
- * rope_freqs and the SSM's A / D / conv are kept.
+ * shared-expert gate vector) 8 w, std 0.08 ~ 1.3 / sqrt(n_embd 256);
+ * rope_freqs (frequency divisors: at 0.01 they spin the rotations ~100x
+ * faster than any model) 1 + w; biases and the SSM's A / D / conv are kept.
  * --layers N repeats the file's blocks cyclically up to N blocks (blk.L is a
  * copy of blk.(L mod n)) and sets `ARCH.block_count` to N, for families whose
  * feature shows only in deeper models (smollm3: no rope on every 4th block);
@@ -57,7 +58,8 @@ static int to_f16(const struct ggml_tensor* t) {
 static int gain_kind(const struct ggml_tensor* t) {
   const char* name = t->name;
   if (t->type != GGML_TYPE_F32 || !ends_with(name, ".weight")) return 0;
-  if (strstr(name, "rope_freqs") != NULL || strstr(name, "conv") != NULL ||
+  if (strstr(name, "rope_freqs") != NULL) return 2; /* divisors of the frequencies: 1 + w */
+  if (strstr(name, "conv") != NULL ||
       strstr(name, "ssm_a") != NULL || strstr(name, "ssm_d") != NULL) {
     return 0;
   }

@@ -35,7 +35,7 @@ constexpr const char* kFiles[] = {
     "mistral3-moe",        "glm4moe-moe",      "lfm2-dense",
     "lfm2moe-moe",         "nemotron_h-dense", "nemotron_h_moe-dense",
     "gemma2-dense",        "smollm3-dense",    "qwen2moe-moe",
-    "seed_oss-dense",
+    "seed_oss-dense",      "exaone4-dense",
 };
 
 std::string dir() {
