@@ -69,7 +69,8 @@ Status configure_qwen2moe(const gguf::GgufFile& file, ModelConfig& c) {
   m.weights_scale = 1.0f;  // expert_weights_scale is not read for qwen2moe
   m.n_dense_lead = 0;
   if (m.n_ff_exp == 0 && !c.n_ff.empty()) m.n_ff_exp = c.n_ff[0] / m.n_expert_used;
-  FOLIO_ASSIGN_OR_RETURN(c.n_ff_shexp, arch_int_or(file, c, "expert_shared_feed_forward_length", 0));
+  FOLIO_ASSIGN_OR_RETURN(c.n_ff_shexp,
+                         arch_int_or(file, c, "expert_shared_feed_forward_length", 0));
   if (c.n_ff_shexp == 0 && !c.n_ff.empty()) c.n_ff_shexp = c.n_ff[0];
   if (c.n_ff_shexp <= 0) {
     return invalid_argument("model: {} needs a shared expert width ('{}' or '{}')", c.arch,
