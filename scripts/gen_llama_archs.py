@@ -17,7 +17,10 @@ For every architecture folio runs, this script
      hold them (model/loader.cc), so the files test the keys, not those
      tensors; and stores the matrices (2-D `.weight` tensors other than
      norms, convolutions and ssm_a / ssm_d) as F16, which halves the files
-     (--f32 keeps the saver's F32);
+     (--f32 keeps the saver's F32); for the architectures in AMPLIFIED it
+     first lifts the weights to working magnitudes (the driver's --gain:
+     norms 1 + w, other weights 8 w) and, where listed, repeats the blocks
+     up to a depth (--layers N) that reaches the family's feature;
   3. builds scripts/llama_archs_logits.c against the same llama.cpp build
      (its public llama.h API; libllama.so from the build dir) and runs it on
      each rewritten file: CPU, F32 K/V cache, flash attention off, 2
@@ -62,8 +65,25 @@ FOLIO_ARCHS = [
     "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4", "qwen3next",
     "qwen35", "qwen35moe", "gpt-oss", "bert", "nomic-bert", "granitehybrid",
     "phi3", "mistral3", "glm4moe", "lfm2", "lfm2moe", "nemotron_h",
-    "nemotron_h_moe",
+    "nemotron_h_moe", "gemma2", "smollm3", "qwen2moe", "seed_oss", "exaone4",
 ]
+# Architectures whose files get the driver's --gain (weights lifted from the
+# saver's std 0.01 to working magnitudes: at 0.01 the logits are ~0.01 and
+# soft-capping, sliding windows, shared-expert gates or a missing rope move
+# them by less than the tests' 1e-3 tolerance) and extra driver options.
+AMPLIFIED = {
+    # attention scores of ~2 do not reach a cap of 50: a cap of 2 does
+    "gemma2": ["--set-f32", "gemma2.attn_logit_softcapping", "2"],
+    "smollm3": ["--layers", "4"],  # its no-rope layer is the 4th
+    "qwen2moe": [],
+    "seed_oss": [],
+    "exaone4": [],
+}
+# Files kept in F32: llama.cpp's CPU mul_mat_id rounds the activations to F16
+# for F16 expert weights (ggml's vec_dot_type) and folio keeps them F32, which
+# at working magnitudes differs by ~0.2% of the largest logit; with F32
+# experts neither rounds.
+F32_ARCHS = {"qwen2moe"}
 SEED = 42
 PROMPT_LEN = 20
 GEN_LEN = 12
@@ -138,8 +158,9 @@ def main() -> None:
                 name = gguf.stem  # ARCH-dense / ARCH-moe
                 prefix = work / name
                 stripped = work / f"{name}.gguf"
-                mode = "--strip" if args.f32 else "--strip-f16"
-                subprocess.run([str(driver), mode, str(gguf), str(stripped)] + STRIPPED,
+                mode = "--strip" if args.f32 or arch in F32_ARCHS else "--strip-f16"
+                extra = ["--gain"] + AMPLIFIED[arch] if arch in AMPLIFIED else []
+                subprocess.run([str(driver), mode, str(gguf), str(stripped)] + extra + STRIPPED,
                                check=True)
                 gguf = stripped
                 r = subprocess.run([str(driver), str(gguf), str(GEN_LEN), str(prefix)]

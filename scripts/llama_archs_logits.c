@@ -2,11 +2,23 @@
  * token ids (the files test-llama-archs writes have no tokenizer).
  *
  *   llama_archs_logits MODEL N_GEN OUT_PREFIX ID...
- *   llama_archs_logits --strip IN OUT SUFFIX...
+ *   llama_archs_logits --strip IN OUT [--gain] [--layers N] [--set-f32 KEY V] SUFFIX...
  *
  * --strip copies IN to OUT with ggml's own GGUF writer, every key/value
  * verbatim, without the `blk.*` tensors whose names end in one of the
  * SUFFIXes; --strip-f16 also stores the matrices as F16 (to_f16).
+ * --gain first lifts the saver's weights (all normal, std 0.01) to working
+ * magnitudes, so that soft-capping, gates and windows move the logits: norm
+ * weights become 1 + w, every other F32 `.weight` tensor (matrices, the
+ * shared-expert gate vector) 8 w, std 0.08 ~ 1.3 / sqrt(n_embd 256);
+ * rope_freqs (frequency divisors: at 0.01 they spin the rotations ~100x
+ * faster than any model) 1 + w; biases and the SSM's A / D / conv are kept.
+ * --layers N repeats the file's blocks cyclically up to N blocks (blk.L is a
+ * copy of blk.(L mod n)) and sets `ARCH.block_count` to N, for families whose
+ * feature shows only in deeper models (smollm3: no rope on every 4th block);
+ * only for files whose per-layer keys are scalars. --set-f32 KEY V writes
+ * the float key KEY = V (gemma2: a soft-capping constant small enough that
+ * capping changes the scores).
  *
  * Loads MODEL on the CPU (F32 K/V cache, flash attention off, 2 threads,
  * n_ctx 128, one ubatch for the whole prompt), decodes the prompt ids as one
@@ -42,7 +54,39 @@ static int to_f16(const struct ggml_tensor* t) {
          strstr(name, "ssm_a") == NULL && strstr(name, "ssm_d") == NULL;
 }
 
-static int strip(const char* in, const char* out, int f16, int n_suffix, char** suffixes) {
+/* --gain: the tensors scaled (8 w) and the norms lifted (1 + w). */
+static int gain_kind(const struct ggml_tensor* t) {
+  const char* name = t->name;
+  if (t->type != GGML_TYPE_F32 || !ends_with(name, ".weight")) return 0;
+  if (strstr(name, "rope_freqs") != NULL) return 2; /* divisors of the frequencies: 1 + w */
+  if (strstr(name, "conv") != NULL ||
+      strstr(name, "ssm_a") != NULL || strstr(name, "ssm_d") != NULL) {
+    return 0;
+  }
+  return strstr(name, "norm") != NULL ? 2 : 1;
+}
+
+static void apply_gain(struct ggml_tensor* t) {
+  const int kind = gain_kind(t);
+  float* v = (float*)t->data;
+  for (int64_t i = 0; i < ggml_nelements(t); ++i) {
+    if (kind == 1) v[i] *= 8.0f;
+    if (kind == 2) v[i] += 1.0f;
+  }
+}
+
+/* "blk.L.rest" -> L and the offset of "rest", or -1. */
+static int block_of(const char* name, int* rest) {
+  if (strncmp(name, "blk.", 4) != 0) return -1;
+  char* end = NULL;
+  const long l = strtol(name + 4, &end, 10);
+  if (end == name + 4 || *end != '.') return -1;
+  *rest = (int)(end + 1 - name);
+  return (int)l;
+}
+
+static int strip(const char* in, const char* out, int f16, int gain, int n_layers, int n_set,
+                 char** sets, int n_suffix, char** suffixes) {
   struct ggml_context* data = NULL;
   struct gguf_init_params params = {false, &data};
   struct gguf_context* src = gguf_init_from_file(in, params);
@@ -52,7 +96,28 @@ static int strip(const char* in, const char* out, int f16, int n_suffix, char** 
   }
   struct gguf_context* dst = gguf_init_empty();
   gguf_set_kv(dst, src);
-  struct ggml_init_params hp = {ggml_get_mem_size(data), NULL, false};
+  for (int k = 0; k < n_set; ++k) gguf_set_val_f32(dst, sets[2 * k], (float)atof(sets[2 * k + 1]));
+  int n_src_layers = 0;
+  char block_count_key[256] = "";
+  if (n_layers > 0) {
+    const int64_t arch = gguf_find_key(src, "general.architecture");
+    if (arch < 0) {
+      fprintf(stderr, "%s: no general.architecture\n", in);
+      return 1;
+    }
+    snprintf(block_count_key, sizeof block_count_key, "%s.block_count",
+             gguf_get_val_str(src, arch));
+    const int64_t bc = gguf_find_key(src, block_count_key);
+    if (bc < 0 || gguf_get_val_u32(src, bc) == 0) {
+      fprintf(stderr, "%s: no %s\n", in, block_count_key);
+      return 1;
+    }
+    n_src_layers = (int)gguf_get_val_u32(src, bc);
+    gguf_set_val_u32(dst, block_count_key, (uint32_t)n_layers);
+  }
+  /* Room for the F16 copies and the added blocks' copies. */
+  const int copies = n_layers > n_src_layers ? n_layers / (n_src_layers ? n_src_layers : 1) + 1 : 1;
+  struct ggml_init_params hp = {ggml_get_mem_size(data) * (size_t)(copies + 1), NULL, false};
   struct ggml_context* half = ggml_init(hp);
   for (int64_t i = 0; i < gguf_get_n_tensors(src); ++i) {
     const char* name = gguf_get_tensor_name(src, i);
@@ -62,6 +127,7 @@ static int strip(const char* in, const char* out, int f16, int n_suffix, char** 
     }
     if (drop) continue;
     struct ggml_tensor* t = ggml_get_tensor(data, name);
+    if (gain) apply_gain(t);
     if (f16 && to_f16(t)) {
       struct ggml_tensor* h = ggml_new_tensor(half, GGML_TYPE_F16, GGML_MAX_DIMS, t->ne);
       ggml_set_name(h, name);
@@ -69,6 +135,17 @@ static int strip(const char* in, const char* out, int f16, int n_suffix, char** 
       t = h;
     }
     gguf_add_tensor(dst, t);
+    int rest = 0;
+    const int l = block_of(name, &rest);
+    if (l < 0 || n_layers <= n_src_layers) continue;
+    for (int copy = l + n_src_layers; copy < n_layers; copy += n_src_layers) {
+      struct ggml_tensor* c = ggml_dup_tensor(half, t);
+      memcpy(c->data, t->data, ggml_nbytes(t));
+      char copy_name[GGML_MAX_NAME];
+      snprintf(copy_name, sizeof copy_name, "blk.%d.%s", copy, name + rest);
+      ggml_set_name(c, copy_name);
+      gguf_add_tensor(dst, c);
+    }
   }
   if (!gguf_write_to_file(dst, out, false)) {
     fprintf(stderr, "cannot write %s\n", out);
@@ -107,11 +184,26 @@ static int argmax(const float* v, int n) {
 }
 
 int main(int argc, char** argv) {
-  if (argc >= 4 && strcmp(argv[1], "--strip") == 0) {
-    return strip(argv[2], argv[3], 0, argc - 4, argv + 4);
-  }
-  if (argc >= 4 && strcmp(argv[1], "--strip-f16") == 0) {
-    return strip(argv[2], argv[3], 1, argc - 4, argv + 4);
+  if (argc >= 4 && (strcmp(argv[1], "--strip") == 0 || strcmp(argv[1], "--strip-f16") == 0)) {
+    const int f16 = strcmp(argv[1], "--strip-f16") == 0;
+    int gain = 0, n_layers = 0, n_set = 0, a = 4;
+    char* sets[16];
+    for (; a < argc && strncmp(argv[a], "--", 2) == 0; ++a) {
+      if (strcmp(argv[a], "--gain") == 0) {
+        gain = 1;
+      } else if (strcmp(argv[a], "--set-f32") == 0 && a + 2 < argc && n_set < 8) {
+        sets[2 * n_set] = argv[a + 1];
+        sets[2 * n_set + 1] = argv[a + 2];
+        ++n_set;
+        a += 2;
+      } else if (strcmp(argv[a], "--layers") == 0 && a + 1 < argc && atoi(argv[a + 1]) > 0) {
+        n_layers = atoi(argv[++a]);
+      } else {
+        fprintf(stderr, "unknown or incomplete option %s\n", argv[a]);
+        return 1;
+      }
+    }
+    return strip(argv[2], argv[3], f16, gain, n_layers, n_set, sets, argc - a, argv + a);
   }
   if (argc < 5) {
     fprintf(stderr, "usage: %s MODEL N_GEN OUT_PREFIX ID...\n", argv[0]);

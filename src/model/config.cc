@@ -423,10 +423,14 @@ std::string ModelConfig::summary() const {
   s += learned_pos ? std::string(", learned positions")
        : !attn_rope ? std::string(", no rope")
                     : fmt::format(", rope base {:g}", rope.freq_base);
+  if (attn_rope && no_rope_layer_step > 0) {
+    s += fmt::format(" (none on every {}th layer)", no_rope_layer_step);
+  }
   if (rope.scaling != RopeScaling::kNone) {
     s += fmt::format(" ({} x{:g})", rope_scaling_name(rope.scaling), rope.scaling_factor);
   }
   if (n_swa > 0) s += fmt::format(", sliding window {} (base {:g})", n_swa, rope.freq_base_swa);
+  if (attn_softcap > 0.0f) s += fmt::format(", attention softcap {:g}", attn_softcap);
   if (final_softcap > 0.0f) s += fmt::format(", final softcap {:g}", final_softcap);
   if (n_kv_shared > 0) s += fmt::format(", last {} layers share earlier layers' K/V", n_kv_shared);
   if (n_embd_per_layer > 0) s += fmt::format(", per-layer inputs of {}", n_embd_per_layer);

@@ -145,6 +145,11 @@ struct ModelConfig {
   float residual_scale = 1.0f;
   float logit_scale = 1.0f;
   bool attn_rope = true;  // false: attention layers take no rotary embedding (granitehybrid)
+  // > 0: layer il takes no rotary embedding when (il + 1) % no_rope_layer_step == 0
+  // (smollm3: every 4th layer).
+  int no_rope_layer_step = 0;
+  // Only sliding-window layers rope (exaone4 with windows); global layers take none.
+  bool rope_swa_layers_only = false;
   float attn_scale = 0.0f;     // q.k scale (0 -> 1/sqrt(head_dim_k))
   float attn_softcap = 0.0f;   // attention logit soft-capping (0: off)
   float final_softcap = 0.0f;  // final logit soft-capping (0: off)
@@ -154,6 +159,9 @@ struct ModelConfig {
   BiasMode out_bias = BiasMode::kNone;  // attn_output.bias
   bool qk_norm = false;                 // attn_{q,k}_norm.weight, RMS over head_dim
   bool post_norms = false;              // post_attention_norm / post_ffw_norm (gemma)
+  // Only the post norms (exaone4): no attn_norm / ffn_norm; each block reads the
+  // residual stream itself and its output is RMS-normalised before the add.
+  bool post_norms_only = false;
   bool rope_freq_factors = false;       // optional rope_freqs.weight (llama 3.1)
   bool attn_sinks = false;              // attn_sinks.weight: per-head softmax logit (gpt-oss)
   // Optional rope_factors_long / _short.weight (LongRoPE, phi3): the long ones
@@ -218,6 +226,11 @@ struct ModelConfig {
 
   int n_head_of(int layer) const { return n_head[static_cast<size_t>(layer)]; }
   int n_head_kv_of(int layer) const { return n_head_kv[static_cast<size_t>(layer)]; }
+  // Whether layer il's attention ropes q and k (attn_rope, no_rope_layer_step).
+  bool uses_rope(int layer) const {
+    return attn_rope && (no_rope_layer_step <= 0 || (layer + 1) % no_rope_layer_step != 0) &&
+           (!rope_swa_layers_only || is_swa(layer));
+  }
   bool is_swa(int layer) const { return n_swa > 0 && swa_layers[static_cast<size_t>(layer)] != 0; }
   int64_t head_dim_k_of(int layer) const {
     return is_swa(layer) && head_dim_k_swa > 0 ? head_dim_k_swa : head_dim_k;

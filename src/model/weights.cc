@@ -201,8 +201,10 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
     const bool kv_req = cfg.has_kv(il);
     auto n = [il](const char* base) { return fmt::format("blk.{}.{}", il, base); };
     const bool bias_req = cfg.qkv_bias == BiasMode::kRequired;
-    FOLIO_RETURN_IF_ERROR(
-        add(n("attn_norm.weight"), shape(e), true, OpKind::kRmsNorm, &l.attn_norm));
+    if (!cfg.post_norms_only) {
+      FOLIO_RETURN_IF_ERROR(
+          add(n("attn_norm.weight"), shape(e), true, OpKind::kRmsNorm, &l.attn_norm));
+    }
     if (cfg.is_recurrent(il)) {
       switch (cfg.ssm.kind) {
         case SsmKind::kMamba2:
@@ -258,7 +260,7 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
                                   &l.attn_post_norm));
       }
     }
-    if (!cfg.single_block_layers) {
+    if (!cfg.single_block_layers && !cfg.post_norms_only) {
       FOLIO_RETURN_IF_ERROR(
           add(n(cfg.ffn_norm_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight"),
               shape(e), true, OpKind::kRmsNorm, &l.ffn_norm));

@@ -34,6 +34,8 @@ constexpr const char* kFiles[] = {
     "granitehybrid-dense", "phi3-dense",       "mistral3-dense",
     "mistral3-moe",        "glm4moe-moe",      "lfm2-dense",
     "lfm2moe-moe",         "nemotron_h-dense", "nemotron_h_moe-dense",
+    "gemma2-dense",        "smollm3-dense",    "qwen2moe-moe",
+    "seed_oss-dense",      "exaone4-dense",
 };
 
 std::string dir() {

@@ -66,5 +66,6 @@ std::span<const ArchFamily> glm4moe_archs();   // glm4moe (GLM-4.5 / 4.6 / 4.7)
 std::span<const ArchFamily> gemma4_archs();  // gemma4 (dense; per-layer inputs, shared KV)
 std::span<const ArchFamily> lfm2_archs();      // lfm2, lfm2moe (Liquid LFM2: short-conv hybrids)
 std::span<const ArchFamily> nemotron_h_archs();  // nemotron_h, nemotron_h_moe (Mamba-2 hybrids)
+std::span<const ArchFamily> exaone4_archs();     // exaone4 (post-norm-only layers)
 
 }  // namespace folio::model

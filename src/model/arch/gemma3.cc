@@ -11,6 +11,18 @@
 //   - q.k scale 1/sqrt(head_dim), except the 62-layer (27B) model:
 //     1/sqrt(n_embd / n_head) (query_pre_attn_scalar);
 //   - optional final_logit_softcapping.
+// gemma2: Gemma 2, the same decoder (sandwich norms, GELU FFN, embeddings
+// scaled by sqrt(n_embd)) without q/k norms, with
+//   - attention logit soft-capping: each q.k (after the scale) becomes
+//     c * tanh(q.k / c), c = attn_logit_softcapping (default 50);
+//   - final logit soft-capping, always on: c = final_logit_softcapping
+//     (default 30);
+//   - sliding-window layers alternating with global ones: layer il is local
+//     unless il % P == P - 1, P = attention.sliding_window_pattern (default
+//     2), window attention.sliding_window (default 4096); local layers rope
+//     with rope.freq_base_swa (default rope.freq_base) and the same scaling;
+//   - optional q/k/v biases (llama.cpp's create_tensor_qkv);
+//   - the q.k scale as gemma3's (the 46-layer 27B model: 1/sqrt(n_embd / n_head)).
 // GGUF norm weights already include Gemma's "+1" (the converter adds it).
 #include <cmath>
 
@@ -45,6 +57,39 @@ Status configure_gemma3(const gguf::GgufFile& file, ModelConfig& c) {
   FOLIO_RETURN_IF_ERROR(read_final_softcap(file, c));
   FOLIO_RETURN_IF_ERROR(read_swa_layout(file, c, /*default_period=*/6, /*required=*/false));
   return read_swa_rope(file, c);
+}
+
+// A soft-capping constant of gemma2 (`key`, `fallback` when absent): llama.cpp
+// divides by it, so it must be positive and finite.
+Status read_gemma2_softcap(const gguf::GgufFile& f, const ModelConfig& c, const char* suffix,
+                           float fallback, float& out) {
+  const std::string key = arch_key(c, suffix);
+  FOLIO_ASSIGN_OR_RETURN(out, optional_float(f, key, fallback));
+  if (!std::isfinite(out) || out <= 0.0f) {
+    return invalid_argument("model: key '{}' = {} must be a positive number", key, out);
+  }
+  return Status();
+}
+
+Status configure_gemma2(const gguf::GgufFile& file, ModelConfig& c) {
+  c.rope.mode = RopeMode::kNeox;
+  c.qkv_bias = BiasMode::kOptional;
+  c.post_norms = true;
+  c.ffn_glu = GluKind::kGeGlu;
+  c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  c.moe = MoeConfig{};
+  c.attn_scale = c.n_layer == 46 ? 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head[0]))
+                                 : 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+  FOLIO_RETURN_IF_ERROR(
+      read_gemma2_softcap(file, c, "attn_logit_softcapping", 50.0f, c.attn_softcap));
+  FOLIO_RETURN_IF_ERROR(
+      read_gemma2_softcap(file, c, "final_logit_softcapping", 30.0f, c.final_softcap));
+  c.n_swa = 4096;  // llama.cpp's default when attention.sliding_window is absent
+  FOLIO_RETURN_IF_ERROR(read_swa_layout(file, c, /*default_period=*/2, /*required=*/false));
+  const std::string base_key = arch_key(c, "rope.freq_base_swa");
+  FOLIO_ASSIGN_OR_RETURN(c.rope.freq_base_swa, optional_float(file, base_key, c.rope.freq_base));
+  c.rope.freq_scale_swa = 1.0f / c.rope.scaling_factor;
+  return Status();
 }
 
 // Like pre_norm_decoder, with the two post norms:
@@ -85,6 +130,7 @@ TensorView forward_gemma3(const ModelConfig& cfg, const ModelWeights& w, const F
 }
 
 constexpr ArchFamily kGemma3[] = {
+    {"gemma2", configure_gemma2, forward_gemma3},
     {"gemma3", configure_gemma3, forward_gemma3},
 };
 

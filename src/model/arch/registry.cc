@@ -8,7 +8,7 @@ namespace folio::model {
 
 namespace {
 
-std::array<std::span<const ArchFamily>, 13> families() {
+std::array<std::span<const ArchFamily>, 14> families() {
   return {
       llama_archs(),     qwen_archs(),    gemma3_archs(), qwen3next_archs(),
       gpt_oss_archs(),   bert_archs(),    phi3_archs(),
@@ -18,6 +18,7 @@ std::array<std::span<const ArchFamily>, 13> families() {
       gemma4_archs(),
       lfm2_archs(),
       nemotron_h_archs(),
+      exaone4_archs(),
   };
 }
 

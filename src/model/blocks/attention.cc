@@ -102,8 +102,9 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
     ctx.rms_norm(q, l.attn_q_norm, cfg.norm_eps, q);
     ctx.rms_norm(k, l.attn_k_norm, cfg.norm_eps, k);
   }
-  // learned_pos: the positions are in the embeddings (bert); !attn_rope: none (granitehybrid).
-  if (!cfg.learned_pos && cfg.attn_rope) {
+  // learned_pos: the positions are in the embeddings (bert); !uses_rope: none
+  // (granitehybrid's layers, smollm3's every 4th).
+  if (!cfg.learned_pos && cfg.uses_rope(il)) {
     const RopeParams rp = cfg.rope_params(il);
     // LongRoPE: the long divisors when a sequence may outgrow the original context.
     const TensorView& factors = !w.rope_freqs.empty() ? w.rope_freqs
