@@ -5,49 +5,21 @@
 #include <map>
 
 #include "server/routes.h"
+#include "server/text_parts.h"
 
 namespace folio::server {
 
 namespace {
 
-std::string anthropic_show(const Json& v) {
-  if (v.is_string()) return fmt::format("'{}'", v.get<std::string>().substr(0, 60));
-  return std::string(v.type_name());
+const char* anthropic_text_block_field(const std::string& type) {
+  return type == "text" ? "text" : nullptr;
 }
 
 // The text of `content`: a string or a list of text blocks.
 bool anthropic_text_of(const Json& content, const std::string& where, const char* param,
                        std::string* out, ApiError* err) {
-  if (content.is_string()) {
-    *out = content.get<std::string>();
-    return true;
-  }
-  if (!content.is_array()) {
-    *err = bad_request(where + " must be a string or a list of text blocks", param);
-    return false;
-  }
-  out->clear();
-  for (size_t k = 0; k < content.size(); ++k) {
-    const Json& b = content[k];
-    const std::string at = fmt::format("{}[{}]", where, k);
-    if (!b.is_object() || !b.contains("type") || !b["type"].is_string()) {
-      *err = bad_request(at + " must be an object with a 'type'", param);
-      return false;
-    }
-    if (b["type"] != "text") {
-      *err = bad_request(fmt::format("{}.type {} is not supported here (text blocks only)", at,
-                                     anthropic_show(b["type"])),
-                         param);
-      return false;
-    }
-    if (!b.contains("text") || !b["text"].is_string()) {
-      *err = bad_request(at + ".text must be a string", param);
-      return false;
-    }
-    if (k > 0) *out += '\n';
-    *out += b["text"].get<std::string>();
-  }
-  return true;
+  static constexpr TextPartRule kTextBlocks{anthropic_text_block_field, "text blocks only"};
+  return text_of_parts(content, where, param, kTextBlocks, out, err);
 }
 
 // One Anthropic message -> chat messages appended to *out.
@@ -164,7 +136,7 @@ bool anthropic_tools(const Json& tools, Json* nested, ApiError* err) {
     }
     if (auto type = t.find("type"); type != t.end() && !type->is_null() && *type != "custom") {
       *err = bad_request(fmt::format("{}.type: {} is not supported (custom tools only)", where,
-                                     anthropic_show(*type)),
+                                     show_json_value(*type)),
                          "tools");
       return false;
     }

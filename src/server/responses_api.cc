@@ -6,53 +6,23 @@
 #include <map>
 
 #include "server/routes.h"
+#include "server/text_parts.h"
 
 namespace folio::server {
 
 namespace {
 
-std::string responses_show_type(const Json& v) {
-  if (v.is_string()) return fmt::format("'{}'", v.get<std::string>().substr(0, 60));
-  return std::string(v.type_name());
+const char* responses_text_part_field(const std::string& type) {
+  if (type == "input_text" || type == "output_text" || type == "text") return "text";
+  return type == "refusal" ? "refusal" : nullptr;
 }
 
 // The text of a message's content: a string or a list of text parts.
 bool responses_content_text(const Json& content, const std::string& where, std::string* out,
                             ApiError* err) {
-  if (content.is_string()) {
-    *out = content.get<std::string>();
-    return true;
-  }
-  if (!content.is_array()) {
-    *err = bad_request(where + " must be a string or a list of content parts", "input");
-    return false;
-  }
-  out->clear();
-  for (size_t k = 0; k < content.size(); ++k) {
-    const Json& part = content[k];
-    const std::string at = fmt::format("{}[{}]", where, k);
-    if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
-      *err = bad_request(at + " must be an object with a 'type'", "input");
-      return false;
-    }
-    const std::string type = part["type"].get<std::string>();
-    if (type != "input_text" && type != "output_text" && type != "text" && type != "refusal") {
-      *err = bad_request(fmt::format("{}: content part type '{}' is not supported (text parts "
-                                     "only: input_text, output_text)",
-                                     at, type.substr(0, 60)),
-                         "input");
-      return false;
-    }
-    const char* field = type == "refusal" ? "refusal" : "text";
-    auto t = part.find(field);
-    if (t == part.end() || !t->is_string()) {
-      *err = bad_request(fmt::format("{}.{} must be a string", at, field), "input");
-      return false;
-    }
-    if (k > 0) *out += '\n';
-    *out += t->get<std::string>();
-  }
-  return true;
+  static constexpr TextPartRule kTextParts{responses_text_part_field,
+                                           "text parts only: input_text, output_text, refusal"};
+  return text_of_parts(content, where, "input", kTextParts, out, err);
 }
 
 // A required string field of an input item.
@@ -202,7 +172,7 @@ bool responses_input_messages(const Json& input, Json* messages, ApiError* err) 
     } else {
       *err = bad_request(fmt::format("{}.type {} is not supported (message, function_call, "
                                      "function_call_output, reasoning)",
-                                     where, responses_show_type(item["type"])),
+                                     where, show_json_value(item["type"])),
                          "input");
       return false;
     }
