@@ -1144,45 +1144,24 @@ bool ToolCallParser::parse_tagged_call(std::string_view body,
   return ok;
 }
 
-std::string_view ToolCallParser::tagged_open() const {
+ToolCallParser::TaggedMarkers ToolCallParser::tagged_markers() const {
   switch (format_) {
     case ToolCallFormat::kNemotron:
-      return kNemotronOpen;
+      return {kNemotronOpen, kNemotronClose};
     case ToolCallFormat::kLfm2:
-      return kLfm2Open;
+      return {kLfm2Open, kLfm2Close};
     case ToolCallFormat::kDeepSeek:
-      return kDeepSeekOpen;
+      return {kDeepSeekOpen, kDeepSeekClose};
     case ToolCallFormat::kKimi:
-      return kKimiOpen;
+      return {kKimiOpen, kKimiClose};
     case ToolCallFormat::kMiniMax:
-      return kMiniMaxOpen;
+      return {kMiniMaxOpen, kMiniMaxClose};
     case ToolCallFormat::kCommand:
-      return kCommandOpen;
+      return {kCommandOpen, kCommandClose};
     case ToolCallFormat::kFunctionary:
-      return kFunctionaryOpen;
+      return {kFunctionaryOpen, kFunctionaryClose};
     default:
-      return kHermesOpen;
-  }
-}
-
-std::string_view ToolCallParser::tagged_close() const {
-  switch (format_) {
-    case ToolCallFormat::kNemotron:
-      return kNemotronClose;
-    case ToolCallFormat::kLfm2:
-      return kLfm2Close;
-    case ToolCallFormat::kDeepSeek:
-      return kDeepSeekClose;
-    case ToolCallFormat::kKimi:
-      return kKimiClose;
-    case ToolCallFormat::kMiniMax:
-      return kMiniMaxClose;
-    case ToolCallFormat::kCommand:
-      return kCommandClose;
-    case ToolCallFormat::kFunctionary:
-      return kFunctionaryClose;
-    default:
-      return kHermesClose;
+      return {kHermesOpen, kHermesClose};
   }
 }
 
@@ -1207,8 +1186,7 @@ void ToolCallParser::emit_content(std::string_view text, std::string* content) {
 }
 
 void ToolCallParser::feed_tagged(std::string* content, std::vector<ParsedToolCall>* calls) {
-  const std::string_view open_tag = tagged_open();
-  const std::string_view close_tag = tagged_close();
+  const auto [open_tag, close_tag] = tagged_markers();
   for (;;) {
     if (mode_ != Mode::kCall) {
       const size_t open = buf_.find(open_tag);
@@ -1352,7 +1330,7 @@ void ToolCallParser::finish_format(std::string* content, std::vector<ParsedToolC
         if (streaming_) {
           complete_streamed(calls);
         } else if (!parse_tagged_call(buf_, calls)) {
-          emit_content(tagged_open(), content);
+          emit_content(tagged_markers().open, content);
           emit_content(buf_, content);
         }
         buf_.clear();

@@ -180,8 +180,12 @@ class ToolCallParser {
   void feed_mistral(std::string* content);
   void feed_llama3(std::string* content);
   void feed_generic(std::string* content);
-  std::string_view tagged_open() const;
-  std::string_view tagged_close() const;
+  // The tags around one call (or the call list) of a tagged format.
+  struct TaggedMarkers {
+    std::string_view open;
+    std::string_view close;
+  };
+  TaggedMarkers tagged_markers() const;
   // Content out, less the format's own markup (Command R7B's and Granite's
   // response markers; a marker's partial tail held in hold_).
   void emit_content(std::string_view text, std::string* content);
