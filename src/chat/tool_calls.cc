@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/json_brackets.h"
+
 namespace folio::chat {
 
 namespace {
@@ -64,25 +66,8 @@ size_t partial_suffix(std::string_view text, std::string_view marker) {
 // closing bracket), or npos when it does not close within s.
 size_t json_value_end(std::string_view s) {
   if (s.empty() || (s[0] != '{' && s[0] != '[')) return std::string_view::npos;
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
-  }
-  return std::string_view::npos;
+  const size_t close = walk_json_brackets(s, [](size_t, int depth) { return depth != 0; });
+  return close == std::string_view::npos ? close : close + 1;
 }
 
 bool parse_json(std::string_view text, Json* out) {

@@ -8,6 +8,8 @@
 #include <iterator>
 #include <limits>
 
+#include "core/json_brackets.h"
+
 namespace folio::server {
 
 namespace {
@@ -383,27 +385,11 @@ bool parse_sampling(Fields& f, ApiKind kind, OpenAiRequest* out) {
 bool parse_json_body(const std::string& body, Json* out, ApiError* error) {
   // Copying, comparing and rendering JSON recurse per level: bound the depth
   // before the parser builds anything.
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        *error = bad_request(
-            fmt::format("the request body nests JSON deeper than {} levels", kMaxJsonDepth));
-        return false;
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
+  if (walk_json_brackets(body, [](size_t, int depth) { return depth <= kMaxJsonDepth; }) !=
+      std::string_view::npos) {
+    *error = bad_request(
+        fmt::format("the request body nests JSON deeper than {} levels", kMaxJsonDepth));
+    return false;
   }
   // The parser's messages quote the token at fault, which may be most of
   // the body (a 1 MB number): keep them readable.
