@@ -101,6 +101,7 @@ class ServingStack {
 
   int port() const { return port_; }
   Scheduler& scheduler() { return *scheduler_; }
+  HttpServer& http() { return *http_; }
   cache::KvCache& cache() { return *cache_; }
 
   // Blocks referenced by live sequences once the scheduler is idle.

@@ -4,6 +4,7 @@
 // client that disconnects mid-stream gets its blocks freed.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <regex>
 #include <thread>
 
@@ -248,6 +249,14 @@ TEST(ServerModel, Metrics) {
               200);
   }
   stack.scheduler().wait_idle();
+  // The server notices a client's close asynchronously: wait (bounded) until
+  // the earlier connections are gone so the gauge below counts only this one.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (stack.http().transport_stats().open_connections > 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(stack.http().transport_stats().open_connections, 0);
   HttpAnswer m = testing::get(stack.port(), "/metrics");
   ASSERT_EQ(m.status, 200);
   EXPECT_EQ(m.content_type, "text/plain; version=0.0.4; charset=utf-8");
