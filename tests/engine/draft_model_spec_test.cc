@@ -264,6 +264,80 @@ TEST_P(DraftModelSpecTest, OtherDraftIsRejectedButOutputMatches) {
   EXPECT_LT(g.accepted_tokens, g.draft_tokens);
 }
 
+// Seeded sampled requests (temperature, top-k, a repetition penalty) draw
+// the tokens of runs without speculation: a draft is kept only where the
+// target's own seeded draw equals it, whoever proposed it (rejection
+// sampling with the draft model's greedy, one-hot proposal), so the output
+// law is the target's. Several choices of one request (forked, each its
+// own draft sequence) too.
+TEST_P(DraftModelSpecTest, SeededSamplingEqualsUnspeculated) {
+  const auto ps = four_prompts();
+  SamplingParams params;
+  params.temperature = 0.7f;
+  params.top_k = 20;
+  params.repetition_penalty = 1.1f;
+  params.max_tokens = 16;
+  std::vector<SoloRun> want;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    SamplingParams p = params;
+    p.seed = 1000 + i;
+    auto c = paged_cache(*model_, 1, 33, 0, 1);
+    ASSERT_NE(c, nullptr);
+    want.push_back(solo_in(*c, ps[i], p));
+  }
+  SoloRun choice1;  // prompt 0, seed 1001
+  {
+    SamplingParams p = params;
+    p.seed = 1001;
+    auto c = paged_cache(*model_, 1, 33, 0, 1);
+    ASSERT_NE(c, nullptr);
+    choice1 = solo_in(*c, ps[0], p);
+  }
+  Draft d = load_draft(GetParam().other);
+  ASSERT_NE(d.model, nullptr);
+  auto cache = paged_cache(*model_, 4, 4 * 32 + 1, 4 * 4);
+  auto draft_cache = paged_cache(*d.model, 8, 8 * 32 + 1);
+  ASSERT_NE(cache, nullptr);
+  ASSERT_NE(draft_cache, nullptr);
+  SchedulerOptions so;
+  so.max_seqs = 4;
+  so.spec = spec(d, *draft_cache);
+  ServingMetrics::Snapshot m;
+  {
+    Scheduler sched(*model_, *tok_, *ctx_, *cache, so);
+    ASSERT_TRUE(sched.start().ok());
+    std::vector<std::unique_ptr<Collected>> got;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      got.push_back(std::make_unique<Collected>());
+      GenerationRequest req;
+      req.prompt = ps[i];
+      req.params = params;
+      req.params.seed = 1000 + i;
+      ASSERT_TRUE(sched.submit(req, got.back()->callbacks()).ok());
+    }
+    // Two choices of the first prompt: choice 1 draws with seed + 1.
+    auto two = std::make_unique<Collected>(2);
+    GenerationRequest req;
+    req.prompt = ps[0];
+    req.params = params;
+    req.params.seed = 1000;
+    req.n = 2;
+    ASSERT_TRUE(sched.submit(req, two->callbacks()).ok());
+    sched.wait_idle();
+    m = sched.metrics();
+    for (size_t i = 0; i < ps.size(); ++i) {
+      std::lock_guard<std::mutex> lock(got[i]->mu);
+      expect_equal(*got[i], want[i], 0, "sampled prompt " + std::to_string(i));
+    }
+    std::lock_guard<std::mutex> lock(two->mu);
+    expect_equal(*two, want[0], 0, "choice 0 of two");
+    expect_equal(*two, choice1, 1, "choice 1 of two");
+    expect_empty(*cache, "target cache");
+    expect_empty(*draft_cache, "draft cache");
+  }
+  EXPECT_GT(m.spec.draft_tokens, 0u);
+}
+
 // A request cancelled from its own token callback (inside a verification)
 // and sequences preempted by a short target pool while their drafts are
 // pending: the other requests still equal solo runs, nothing leaks in
