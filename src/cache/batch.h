@@ -9,6 +9,7 @@
 // KvCache::verify() keeps the accepted ones.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

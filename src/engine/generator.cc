@@ -8,6 +8,10 @@
 
 namespace folio {
 
+namespace {
+constexpr uint64_t kSpecId = 0;  // the one sequence's id for the proposer
+}  // namespace
+
 const char* stop_reason_name(StopReason r) {
   switch (r) {
     case StopReason::kLength: return "length";
@@ -79,7 +83,10 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
   std::unique_ptr<DraftProposer> proposer;
   if (options.spec.enabled()) {
     FOLIO_RETURN_IF_ERROR(options.spec.validate());
-    proposer = make_proposer(options.spec);
+    FOLIO_ASSIGN_OR_RETURN(proposer, make_proposer(options.spec));
+    // This call's sequence (a draft model's cache forgets it when the
+    // proposer goes, at the end of the call).
+    if (proposer != nullptr && !proposer->begin(kSpecId).ok()) proposer.reset();
   }
 
   GenerateStats stats;
@@ -113,7 +120,8 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
   int64_t row = 0, n_draft = 0;
   SpeculationTracker tracker;
   std::vector<int32_t> context;  // history_ + the sampled token: what the proposer continues
-  // However the loop ends, the cache keeps only verified positions.
+  // However the loop ends, the cache keeps only verified positions (the
+  // proposer, declared before, goes after).
   struct Settle {
     Generator* g;
     const int64_t* n_draft;
@@ -174,6 +182,7 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
       const int64_t d = n_draft;
       n_draft = 0;
       FOLIO_RETURN_IF_ERROR(settle(d, row));
+      proposer->accept(kSpecId, static_cast<int>(row));
     }
     row = 0;
     // Drafts stay below n_ctx and within the tokens still to generate.
@@ -185,8 +194,14 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
     if (k >= std::max(1, options.spec.draft_min)) {
       context.assign(history_.begin(), history_.end());
       context.push_back(id);
-      proposer->propose(context, static_cast<int>(k), draft_);
-      if (static_cast<int64_t>(draft_.size()) < options.spec.draft_min) draft_.clear();
+      const DraftRequest req{kSpecId, context, static_cast<int>(k)};
+      // A proposer that fails proposes nothing this step.
+      if (!proposer->propose(std::span<const DraftRequest>(&req, 1),
+                             std::span<std::vector<int32_t>>(&draft_, 1))
+               .ok() ||
+          static_cast<int64_t>(draft_.size()) < options.spec.draft_min) {
+        draft_.clear();
+      }
     }
     if (draft_.empty()) {
       const int32_t one[1] = {id};

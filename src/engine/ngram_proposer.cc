@@ -4,8 +4,8 @@
 
 namespace folio {
 
-void NgramProposer::propose(std::span<const int32_t> tokens, int max_draft,
-                            std::vector<int32_t>& out) const {
+void NgramProposer::propose_one(std::span<const int32_t> tokens, int max_draft,
+                                std::vector<int32_t>& out) const {
   out.clear();
   if (max_draft <= 0) return;
   const auto len = static_cast<int64_t>(tokens.size());

@@ -13,12 +13,12 @@
 
 namespace folio {
 
-class NgramProposer final : public DraftProposer {
+class NgramProposer final : public StatelessProposer {
  public:
   // 1 <= n_min <= n_max (checked by SpeculativeOptions::validate).
   NgramProposer(int n_min, int n_max) : n_min_(n_min), n_max_(n_max) {}
-  void propose(std::span<const int32_t> tokens, int max_draft,
-               std::vector<int32_t>& out) const override;
+  void propose_one(std::span<const int32_t> tokens, int max_draft,
+                   std::vector<int32_t>& out) const override;
 
  private:
   int n_min_;

@@ -82,7 +82,9 @@ struct Scheduler::Impl {
     // While its drafts are verified: the positions its cache sequence held
     // verified before the step (-1 otherwise).
     int64_t verify_base = -1;
+    bool spec_begun = false;  // the proposer knows it (begin(), until release())
     Clock::time_point last_token;
+    uint64_t spec_id() const { return req->id * kMaxChoices + static_cast<uint64_t>(index); }
     ChoiceResult result;
   };
 
@@ -112,8 +114,7 @@ struct Scheduler::Impl {
         options(o),
         kv_capacity(k.token_capacity()),
         cache_view(k),
-        planner(scheduler_planner_options(o, k.n_ctx())),
-        proposer(make_proposer(o.spec)) {
+        planner(scheduler_planner_options(o, k.n_ctx())) {
     metrics.update([&](ServingMetrics::Snapshot& m) { m.spec_enabled = o.spec.enabled(); });
   }
 
@@ -174,10 +175,14 @@ struct Scheduler::Impl {
     int64_t rows;
   };
   std::vector<Output> outputs;
-  // Speculative decoding: the proposer (null: off); true after a step the
-  // pool could not hold with its drafts (the next one runs without).
+  // Speculative decoding: the proposer (null: off; made by start()); true
+  // after a step the pool could not hold with its drafts (the next one runs
+  // without). spec_requests / proposals: one step's proposal, [speculating].
   std::unique_ptr<DraftProposer> proposer;
   bool skip_drafts = false;
+  std::vector<DraftRequest> spec_requests;
+  std::vector<Choice*> spec_choices;
+  std::vector<std::vector<int32_t>> proposals;
   std::vector<int32_t> verifying;  // the drafts of the sequence being verified
   int64_t n_completed = 0;  // on_done delivered since the last publish
   SamplerWorkspace workspace;
@@ -224,6 +229,10 @@ struct Scheduler::Impl {
   }
 
   void release_sequence(Choice* c) {
+    if (c->spec_begun) {
+      proposer->release(c->spec_id());
+      c->spec_begun = false;
+    }
     if (!c->state.running()) return;
     if (c->verify_base >= 0) keep_verified(c);
     const Status st = cache.remove_sequence(c->state.seq);
@@ -430,6 +439,8 @@ struct Scheduler::Impl {
     const auto n_decoding =
         std::count_if(running.begin(), running.end(), [](const Choice* c) { return c->state.decoding; });
     if (n_decoding > so.max_batch) return;
+    spec_requests.clear();
+    spec_choices.clear();
     for (Choice* c : running) {
       SequenceState& st = c->state;
       if (!st.decoding || !c->req->speculative || !st.spec.take_step()) continue;
@@ -440,8 +451,30 @@ struct Scheduler::Impl {
       if (c->req->limits.max_tokens >= 0)
         k = std::min(k, c->req->limits.max_tokens - st.n_generated - 1);
       if (k < std::max(1, so.draft_min)) continue;
-      proposer->propose(st.tokens, static_cast<int>(k), st.draft);
-      if (static_cast<int64_t>(st.draft.size()) < so.draft_min) st.draft.clear();
+      if (!c->spec_begun) {
+        const Status b = proposer->begin(c->spec_id());
+        if (!b.ok()) {
+          if (b.code() != StatusCode::kResourceExhausted)
+            FOLIO_LOG_WARN("speculative decoding: {}", b.to_string());
+          continue;
+        }
+        c->spec_begun = true;
+      }
+      spec_requests.push_back({c->spec_id(), st.tokens, static_cast<int>(k)});
+      spec_choices.push_back(c);
+    }
+    if (spec_requests.empty()) return;
+    proposals.resize(spec_requests.size());
+    const Status p = proposer->propose(spec_requests, std::span<std::vector<int32_t>>(
+                                                          proposals.data(), spec_requests.size()));
+    if (!p.ok()) {  // this step runs without drafts
+      FOLIO_LOG_WARN("speculative decoding: {}", p.to_string());
+      return;
+    }
+    for (size_t i = 0; i < spec_choices.size(); ++i) {
+      SequenceState& st = spec_choices[i]->state;
+      if (static_cast<int64_t>(proposals[i].size()) >= std::max(1, so.draft_min))
+        st.draft.swap(proposals[i]);
     }
   }
 
@@ -478,6 +511,7 @@ struct Scheduler::Impl {
       if (!match || c->where != Choice::Where::kRunning) break;
     }
     c->state.draft.clear();
+    if (c->spec_begun) proposer->accept(c->spec_id(), accepted);
     c->state.spec.record(k, accepted, options.spec.min_accept);  // may pause it
     metrics.update([&](ServingMetrics::Snapshot& m) { m.spec.record(k, accepted); });
     if (c->where != Choice::Where::kRunning) return;  // ended: keep_verified ran
@@ -812,12 +846,13 @@ Status Scheduler::start() {
   if (o.ubatch < 1) return invalid_argument("ubatch must be >= 1, got {}", o.ubatch);
   if (o.chunk_cap < 0) return invalid_argument("chunk_cap must be >= 0, got {}", o.chunk_cap);
   if (o.max_waiting < 0) return invalid_argument("max_waiting must be >= 0, got {}", o.max_waiting);
-  if (o.spec.enabled()) {
-    FOLIO_RETURN_IF_ERROR(o.spec.validate());
-  }
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->started || impl_->stopping)
     return invalid_argument("scheduler: start() called twice or after stop()");
+  if (o.spec.enabled()) {
+    FOLIO_RETURN_IF_ERROR(o.spec.validate());
+    FOLIO_ASSIGN_OR_RETURN(impl_->proposer, make_proposer(o.spec));
+  }
   impl_->started = true;
   impl_->thread = std::thread([impl = impl_.get()] { impl->loop(); });
   return Status();

@@ -50,7 +50,10 @@
 // Speculative decoding (options.spec): before planning, each decoding
 // sequence of a request that allows it gets up to draft_max proposed tokens
 // (none when more than spec.max_batch sequences decode, or while its
-// acceptance pauses it: SpeculationTracker). The planner counts them as decode
+// acceptance pauses it: SpeculationTracker) from the proposer start() makes
+// (n-gram lookup, or a draft model asked for every such sequence at once;
+// each choice is its own proposer sequence, released when it ends or is
+// preempted). The planner counts them as decode
 // tokens (compose_step); the forward computes logits for the sequence's
 // last token and every draft. The executor then samples row 0, and row i+1
 // only while the token sampled from row i equals draft i: each sample is the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/draft_model_proposer.h"
 #include "engine/ngram_proposer.h"
 
 namespace folio {
@@ -27,30 +28,46 @@ Status SpeculativeOptions::validate() const {
   if (max_batch < 1) return invalid_argument("--spec-max-batch must be >= 1, got {}", max_batch);
   if (!(min_accept >= 0.0 && min_accept <= 1.0))
     return invalid_argument("--spec-min-accept must be in [0, 1], got {}", min_accept);
+  if (!(draft_p_min >= 0.0f && draft_p_min <= 1.0f))
+    return invalid_argument("--draft-p-min must be in [0, 1], got {}", draft_p_min);
   return Status();
 }
 
 Result<SpecType> parse_spec_type(std::string_view name) {
   if (name == "none") return SpecType::kNone;
   if (name == "ngram") return SpecType::kNgram;
-  return invalid_argument("unknown speculative decoding type '{}' (none, ngram)", name);
+  if (name == "draft") return SpecType::kDraft;
+  return invalid_argument("unknown speculative decoding type '{}' (none, ngram, draft)", name);
 }
 
 const char* spec_type_name(SpecType type) {
   switch (type) {
     case SpecType::kNone: return "none";
     case SpecType::kNgram: return "ngram";
+    case SpecType::kDraft: return "draft";
   }
   return "?";
 }
 
-std::unique_ptr<DraftProposer> make_proposer(const SpeculativeOptions& options) {
+Result<std::unique_ptr<DraftProposer>> make_proposer(const SpeculativeOptions& options) {
   if (options.make && options.enabled()) return options.make();
   switch (options.type) {
-    case SpecType::kNone: return nullptr;
-    case SpecType::kNgram: return std::make_unique<NgramProposer>(options.ngram_min, options.ngram_max);
+    case SpecType::kNone: return std::unique_ptr<DraftProposer>();
+    case SpecType::kNgram:
+      return std::unique_ptr<DraftProposer>(
+          std::make_unique<NgramProposer>(options.ngram_min, options.ngram_max));
+    case SpecType::kDraft: {
+      const DraftModelRef& d = options.draft;
+      if (d.model == nullptr || d.cache == nullptr || d.ctx == nullptr)
+        return invalid_argument("speculative decoding with a draft model needs one (-md FILE)");
+      if (d.max_batch_tokens < 1)
+        return invalid_argument("draft model: max_batch_tokens must be >= 1, got {}",
+                                d.max_batch_tokens);
+      return std::unique_ptr<DraftProposer>(
+          std::make_unique<DraftModelProposer>(d, options.draft_p_min));
+    }
   }
-  return nullptr;
+  return std::unique_ptr<DraftProposer>();
 }
 
 void SpeculationTracker::record(int drafted, int accepted, double min_accept) {

@@ -7,6 +7,8 @@
 // token (logits for every position); the longest prefix the target's own
 // sampling agrees with is kept, plus the target's next token. Proposals of
 // fewer than draft_min tokens are not verified (a plain decode step runs).
+// Proposers: n-gram lookup (engine/ngram_proposer.h) and a draft model
+// (engine/draft_model_proposer.h, loaded by the caller: DraftModelRef).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,28 @@
 
 namespace folio {
 
-enum class SpecType { kNone, kNgram };
+namespace cache {
+class KvCache;
+}
+namespace model {
+class Model;
+class ForwardContext;
+}  // namespace model
+
+enum class SpecType { kNone, kNgram, kDraft };
+
+// The draft model of SpecType::kDraft, loaded beside the target (same
+// vocabulary: check_draft_vocabulary) and borrowed by the engine, which uses
+// it from its generate loop's thread only.
+struct DraftModelRef {
+  const model::Model* model = nullptr;
+  // Its own cache, holding no sequence: two sequences for each speculating
+  // target sequence (the verified tokens, and a scratch fork for the
+  // proposal), plus one state slot each when the draft is hybrid.
+  cache::KvCache* cache = nullptr;
+  model::ForwardContext* ctx = nullptr;
+  int64_t max_batch_tokens = 512;  // tokens per forward while catching up on new tokens
+};
 
 struct SpeculativeOptions {
   SpecType type = SpecType::kNone;
@@ -36,6 +59,10 @@ struct SpeculativeOptions {
   // accepted (an exponential average over its verifications) falls below
   // this (--spec-min-accept; 0: never pauses); SpeculationTracker.
   double min_accept = 0.2;
+  // Draft model: a proposal stops before a token the draft gives a
+  // probability below this (--draft-p-min; 0: never; llama.cpp's default).
+  float draft_p_min = 0.0f;
+  DraftModelRef draft;  // kDraft: required
   // Builds the proposer instead of the one `type` names (which must still
   // not be kNone): for programs embedding the engines; the tests use
   // proposers that know the target's output. Not a flag.
@@ -45,12 +72,13 @@ struct SpeculativeOptions {
   Status validate() const;
 };
 
-// "none" or "ngram".
+// "none", "ngram" or "draft".
 Result<SpecType> parse_spec_type(std::string_view name);
 const char* spec_type_name(SpecType type);
 
-// The proposer the options call for (nullptr for kNone).
-std::unique_ptr<DraftProposer> make_proposer(const SpeculativeOptions& options);
+// The proposer the options call for (nullptr for kNone). kInvalidArgument:
+// kDraft without a draft model.
+Result<std::unique_ptr<DraftProposer>> make_proposer(const SpeculativeOptions& options);
 
 // One sequence's speculation record: whether it speculates at its next
 // decode step, and what its verifications drafted and accepted. After

@@ -224,6 +224,44 @@ class Cli(unittest.TestCase):
             if cmd[0] == "run":
                 self.assertRegex(p.stderr, r"speculation \(ngram\): \d+ of \d+ draft tokens accepted")
 
+    def test_draft_model(self):
+        # -md (llama.cpp's name) implies --spec-type draft; a draft that does
+        # not load, or draft flags that do not go together, stop every
+        # command with the reason; the output is the target's, every draft
+        # accepted when the model drafts for itself, for run, chat and batch.
+        missing = "/nonexistent/draft.gguf"
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("1, 2, 3, 4, 1, 2,\nOnce upon a time\n")
+        try:
+            for cmd in (["run", "-p", "x"], ["chat"], ["batch", "--prompts", f.name],
+                        ["serve", "--port", "0"]):
+                p = folio(cmd[0], "-m", ARGS.model, *cmd[1:], "-md", missing, stdin="hi\n")
+                self.assertNotEqual(p.returncode, 0, cmd)
+                self.assertIn("draft model '" + missing + "'", p.stderr, cmd)
+            p = folio("run", "-m", ARGS.model, "-p", "x", "--spec-type", "draft")
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("needs a draft model (-md FILE)", p.stderr)
+            p = folio("run", "-m", ARGS.model, "-p", "x", "--spec", "ngram", "-md", ARGS.model)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("--spec-type draft", p.stderr)
+            gen = ["-n", "24", "--temp", "0", "-t", "1"]
+            hybrid = os.path.join(os.path.dirname(ARGS.model), "tiny-qwen35-f32.gguf")
+            for cmd in (["run", "-p", "Once upon a time"], ["chat"],
+                        ["batch", "--prompts", f.name, "-np", "2"]):
+                want = folio(cmd[0], "-m", ARGS.model, *cmd[1:], *gen, stdin="hi\n",
+                             check_rc=0).stdout
+                for draft in (ARGS.model, hybrid):
+                    p = folio(cmd[0], "-m", ARGS.model, *cmd[1:], *gen, "-md", draft,
+                              "--spec-min-accept", "0", stdin="hi\n", check_rc=0)
+                    self.assertEqual(p.stdout, want, (cmd, draft))
+                    if cmd[0] == "run" and draft == ARGS.model:
+                        m = re.search(r"speculation \(draft\): (\d+) of (\d+) draft tokens", p.stderr)
+                        self.assertIsNotNone(m, p.stderr)
+                        self.assertGreater(int(m.group(2)), 0)
+                        self.assertEqual(m.group(1), m.group(2))
+        finally:
+            os.unlink(f.name)
+
     def test_conversation_mode_is_chat(self):
         p = folio("run", "-m", ARGS.model, "-cnv", "-p", "You are terse.", "-n", "4", "--temp",
                   "0", "-t", "1", stdin="/exit\n", check_rc=0)

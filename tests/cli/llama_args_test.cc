@@ -17,6 +17,8 @@ TEST(LlamaArgs, RewritesSingleDashNames) {
                   "--threads-batch", "2", "--flash-attn", "on"}));
   EXPECT_EQ(normalize_llama_args({"serve", "-np", "8", "-ub=256"}),
             (Args{"serve", "--parallel", "8", "--ubatch-size=256"}));
+  EXPECT_EQ(normalize_llama_args({"run", "-m", "t.gguf", "-md", "d.gguf"}),
+            (Args{"run", "-m", "t.gguf", "--model-draft", "d.gguf"}));
 }
 
 TEST(LlamaArgs, LeavesValuesAndOtherFlagsAlone) {

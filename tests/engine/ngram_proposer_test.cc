@@ -16,7 +16,7 @@ namespace ngram_proposer_test {
 
 std::vector<int32_t> propose(const NgramProposer& p, const std::vector<int32_t>& t, int max) {
   std::vector<int32_t> out = {99};  // replaced
-  p.propose(t, max, out);
+  p.propose_one(t, max, out);
   return out;
 }
 
@@ -90,8 +90,17 @@ TEST(SpeculativeOptions, ValidateRefusesOutOfRange) {
   const auto bad = parse_spec_type("eagle");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().to_string().find("eagle"), std::string::npos);
-  EXPECT_EQ(make_proposer(SpeculativeOptions{}), nullptr);
-  EXPECT_NE(make_proposer(o), nullptr);
+  EXPECT_EQ(*parse_spec_type("draft"), SpecType::kDraft);
+  EXPECT_EQ(*make_proposer(SpeculativeOptions{}), nullptr);
+  EXPECT_NE(*make_proposer(o), nullptr);
+  // A draft type needs its model; --draft-p-min is a probability.
+  SpeculativeOptions d = o;
+  d.type = SpecType::kDraft;
+  const auto no_model = make_proposer(d);
+  ASSERT_FALSE(no_model.ok());
+  EXPECT_NE(no_model.status().message().find("-md"), std::string::npos);
+  d.draft_p_min = 1.5f;
+  EXPECT_FALSE(d.validate().ok());
 }
 
 TEST(SpeculationTracker, PausesAfterWarmupBelowTheThresholdThenRetries) {

@@ -74,14 +74,14 @@ struct SoloRun {
 // with every third draft token wrong: drafts are accepted and rejected on
 // any model, where n-gram lookup may find nothing to propose (the tiny
 // DeltaNet models' output does not repeat).
-class OracleProposer final : public DraftProposer {
+class OracleProposer final : public StatelessProposer {
  public:
   OracleProposer(std::vector<std::vector<int32_t>> prompts,
                  std::vector<std::vector<int32_t>> outputs, int32_t n_vocab)
       : prompts_(std::move(prompts)), outputs_(std::move(outputs)), n_vocab_(n_vocab) {}
 
-  void propose(std::span<const int32_t> tokens, int max_draft,
-               std::vector<int32_t>& out) const override {
+  void propose_one(std::span<const int32_t> tokens, int max_draft,
+                   std::vector<int32_t>& out) const override {
     out.clear();
     for (size_t i = 0; i < prompts_.size(); ++i) {
       const std::vector<int32_t>& p = prompts_[i];

@@ -18,6 +18,7 @@
 #include "core/cpu_features.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "engine/draft_vocabulary.h"
 #include "tensor/dtype.h"
 
 namespace folio::tools {
@@ -151,9 +152,18 @@ void log_weight_buffer_types(bool no_repack, std::FILE* log) {
 void add_spec_flags(CLI::App* cmd, SpecFlags* f) {
   SpeculativeOptions& o = f->options;
   cmd->add_option("--spec-type,--spec", f->type,
-                  "speculative decoding: none, or ngram (prompt lookup: drafts copied from what "
-                  "followed the last n-gram earlier in the sequence)")
-      ->check(CLI::IsMember({"none", "ngram"}))
+                  "speculative decoding: none, ngram (prompt lookup: drafts copied from what "
+                  "followed the last n-gram earlier in the sequence) or draft (a draft model, "
+                  "-md)")
+      ->check(CLI::IsMember({"none", "ngram", "draft"}))
+      ->capture_default_str();
+  cmd->add_option("--model-draft", f->draft_model,
+                  "draft model GGUF for speculative decoding (also -md; same vocabulary as -m; "
+                  "implies --spec-type draft)");
+  cmd->add_option("--spec-draft-p-min,--draft-p-min", o.draft_p_min,
+                  "draft model: a proposal stops before a token the draft gives a probability "
+                  "below this")
+      ->check(number_check([](double v) { return v >= 0 && v <= 1; }, "in [0, 1]"))
       ->capture_default_str();
   cmd->add_option("--spec-ngram-n-min", o.ngram_min, "shortest n-gram looked up")
       ->check(CLI::Range(1, 64))
@@ -183,6 +193,11 @@ void add_spec_flags(CLI::App* cmd, SpecFlags* f) {
 Result<SpeculativeOptions> spec_options(const SpecFlags& f) {
   SpeculativeOptions o = f.options;
   FOLIO_ASSIGN_OR_RETURN(o.type, parse_spec_type(f.type));
+  if (!f.draft_model.empty() && o.type == SpecType::kNone) o.type = SpecType::kDraft;
+  if (o.type == SpecType::kDraft && f.draft_model.empty())
+    return invalid_argument("--spec-type draft needs a draft model (-md FILE)");
+  if (o.type != SpecType::kDraft && !f.draft_model.empty())
+    return invalid_argument("-md (a draft model) goes with --spec-type draft, not {}", f.type);
   FOLIO_RETURN_IF_ERROR(o.validate());
   return o;
 }
@@ -353,6 +368,62 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel, i
 
 Result<LoadedModel> load_for_generation(const ModelFlags& f, const SpeculativeOptions& spec) {
   return load_model(f, 1, 0, spec.enabled() ? spec.draft_max : 0);
+}
+
+Status load_draft(const ModelFlags& tf, const SpecFlags& flags, int n_parallel, LoadedModel* lm,
+                  SpeculativeOptions* spec) {
+  if (spec->type != SpecType::kDraft) return Status();
+  const auto fail_with = [&](const Status& st) {
+    return st.with_context(fmt::format("draft model '{}'", flags.draft_model));
+  };
+  auto d = std::make_unique<LoadedDraft>();
+  model::LoadOptions lo;
+  lo.log = info_log();
+  lo.buffer_types = weight_buffer_types(tf.no_repack);
+  lo.file.mmap = !tf.no_mmap;
+  lo.file.mlock = tf.mlock;
+  Result<std::unique_ptr<model::Model>> m = model::Model::load(flags.draft_model, lo);
+  if (!m.ok()) return fail_with(m.status());
+  d->model = std::move(m).value();
+  Result<tokenizer::Tokenizer> tok = tokenizer::Tokenizer::from_gguf(d->model->file());
+  if (!tok.ok()) return fail_with(tok.status());
+  const Status vocab = check_draft_vocabulary(lm->tokenizer->vocab(), lm->model->config().n_vocab,
+                                              tok->vocab(), d->model->config().n_vocab);
+  if (!vocab.ok()) return fail_with(vocab);
+  d->ctx = model::ForwardContext::cpu(lm->ctx->n_threads());
+  Result<DType> kv = cache::parse_kv_type(tf.kv_type);
+  if (!kv.ok()) return kv.status().with_context("--kv-type");
+  // Every running sequence keeps a draft sequence; those speculating in a
+  // step also fork it for their proposal.
+  const int n_seqs = std::max(n_parallel, 1);
+  const int n_forks = std::min(spec->max_batch, n_seqs);
+  cache::KvCacheOptions co;
+  co.n_ctx = lm->cache->n_ctx();
+  const int64_t train_ctx = d->model->config().n_ctx_train;
+  if (train_ctx > 0) co.n_ctx = std::min(co.n_ctx, train_ctx);
+  co.type = *kv;
+  co.storage = cache::KvStorage::kPaged;
+  co.block_size = tf.kv_block_size;
+  co.max_step_tokens = tf.batch_size;
+  const int64_t per_seq = cache::blocks_for(co.n_ctx, tf.kv_block_size);
+  const int64_t per_fork = cache::blocks_for(spec->draft_max, tf.kv_block_size) + 1;
+  co.n_blocks = static_cast<int32_t>(
+      std::min<int64_t>(n_seqs * per_seq + n_forks * per_fork + 1, INT32_MAX));
+  co.max_seqs = n_seqs + n_forks;  // hybrid drafts: a state slot each
+  Result<std::unique_ptr<cache::KvCache>> cache = d->model->make_cache(co);
+  if (!cache.ok()) return fail_with(cache.status().with_context("KV cache"));
+  d->cache = std::move(cache).value();
+  if (std::FILE* log = info_log()) {
+    std::fprintf(log, "folio: draft model %s: context %lld tokens, KV cache %s\n",
+                 flags.draft_model.c_str(), static_cast<long long>(co.n_ctx),
+                 d->cache->summary().c_str());
+  }
+  spec->draft.model = d->model.get();
+  spec->draft.cache = d->cache.get();
+  spec->draft.ctx = d->ctx.get();
+  spec->draft.max_batch_tokens = std::max<int64_t>(1, std::min(tf.batch_size, tf.ubatch_size));
+  lm->draft = std::move(d);
+  return Status();
 }
 
 chat::ChatTemplate pick_chat_template(const LoadedModel& lm) {

@@ -86,13 +86,16 @@ void add_sampling_flags(CLI::App* cmd, SamplingFlags* flags);
 Result<SamplingParams> sampling_params(const SamplingFlags& flags, int32_t n_vocab);
 
 // Speculative decoding flags (README "Speculative decoding"), llama.cpp's
-// spellings where it has the concept: --spec-type none|ngram (also --spec),
-// --spec-ngram-n-min / --spec-ngram-n-max, --spec-draft-n-max (--draft-max,
-// --draft, --draft-n), --spec-draft-n-min (--draft-min, --draft-n-min);
-// folio's own: --spec-max-batch, --spec-min-accept. Each range is checked
-// while parsing; spec_options() checks them together.
+// spellings where it has the concept: --spec-type none|ngram|draft (also
+// --spec), --spec-ngram-n-min / --spec-ngram-n-max, --spec-draft-n-max
+// (--draft-max, --draft, --draft-n), --spec-draft-n-min (--draft-min,
+// --draft-n-min), -md / --model-draft FILE (implies --spec-type draft),
+// --draft-p-min (--spec-draft-p-min); folio's own: --spec-max-batch,
+// --spec-min-accept. Each range is checked while parsing; spec_options()
+// checks them together.
 struct SpecFlags {
   std::string type = "none";
+  std::string draft_model;  // -md
   SpeculativeOptions options;
 };
 void add_spec_flags(CLI::App* cmd, SpecFlags* flags);
@@ -103,6 +106,13 @@ Result<SpeculativeOptions> spec_options(const SpecFlags& flags);
 Result<std::unique_ptr<model::Model>> load_on_device(const std::string& path,
                                                     const model::LoadOptions& lo, Backend* device);
 
+// The draft model of --spec-type draft, loaded beside the target.
+struct LoadedDraft {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<model::ForwardContext> ctx;
+  std::unique_ptr<cache::KvCache> cache;
+};
+
 // Everything a generating command needs, loaded from the flags.
 struct LoadedModel {
   std::unique_ptr<Backend> device;  // first member: destroyed last (the rest uses its memory)
@@ -110,6 +120,7 @@ struct LoadedModel {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<model::ForwardContext> ctx;
   std::unique_ptr<cache::KvCache> cache;
+  std::unique_ptr<LoadedDraft> draft;  // --spec-type draft (load_draft)
 };
 
 // Loads the model (progress and buffers on info_log()), its tokenizer, a
@@ -127,6 +138,16 @@ Result<LoadedModel> load_for_generation(const ModelFlags& flags,
 // draft snapshot slots for min(spec.max_batch, n_parallel) sequences.
 Result<LoadedModel> load_for_batch(const ModelFlags& flags, int n_parallel,
                                    const SpeculativeOptions& spec = {});
+
+// With spec->type == kDraft: loads flags.draft_model on the CPU (the
+// target's -t, --kv-type, --kv-block-size, -c; -devd / -ngld are not
+// supported), checks its vocabulary against the target's
+// (check_draft_vocabulary), makes its paged cache for n_parallel sequences
+// with full contexts plus a proposal fork for each of min(--spec-max-batch,
+// n_parallel) of them, and points spec->draft at it. Errors name the file.
+// Other types: nothing.
+Status load_draft(const ModelFlags& target_flags, const SpecFlags& flags, int n_parallel,
+                  LoadedModel* lm, SpeculativeOptions* spec);
 
 // The chat template for a loaded model: its tokenizer.chat_template; a Gemma
 // model without one gets folio's Gemma turn format; otherwise the ChatML

@@ -59,6 +59,8 @@ int run_batch(const BatchFlags& f) {
   warn_about_model_flags(f.model);
   auto lm = load_for_batch(f.model, f.parallel, *spec);
   if (!lm.ok()) return fail(lm.status());
+  if (const Status st = load_draft(f.model, f.spec, f.parallel, &*lm, &*spec); !st.ok())
+    return fail(st);
   const int32_t n_vocab = static_cast<int32_t>(lm->model->config().n_vocab);
   auto params = sampling_params(f.sampling, n_vocab);
   if (!params.ok()) return fail(params.status());

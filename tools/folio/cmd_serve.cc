@@ -113,9 +113,10 @@ Status load_embedder(const ServeFlags& f, Engine* e, server::HttpServer* http) {
 // `events`, when given, receives the prefix cache's changes (--kv-events).
 Status load_engine(const ServeFlags& f, Engine* e, server::HttpServer* http,
                    server::KvEventPublisher* events) {
-  FOLIO_ASSIGN_OR_RETURN(const SpeculativeOptions spec, spec_options(f.spec));
+  FOLIO_ASSIGN_OR_RETURN(SpeculativeOptions spec, spec_options(f.spec));
   FOLIO_ASSIGN_OR_RETURN(e->lm, load_for_batch(f.model, f.max_seqs, spec));
   if (e->lm.model->config().is_embedding()) return load_embedder(f, e, http);
+  FOLIO_RETURN_IF_ERROR(load_draft(f.model, f.spec, f.max_seqs, &e->lm, &spec));
   if (!f.chat_template_file.empty()) {
     std::ifstream in(f.chat_template_file);
     if (!in) return not_found("cannot open --chat-template-file '{}'", f.chat_template_file);

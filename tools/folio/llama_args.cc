@@ -9,7 +9,7 @@ namespace folio::tools {
 namespace {
 
 // llama.cpp's single-dash multi-letter names -> folio's names.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kAliases{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kAliases{{
     {"-sys", "--system-prompt"},
     {"-cnv", "--conversation"},
     {"-no-cnv", "--no-conversation"},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kAliases{
     {"-ub", "--ubatch-size"},
     {"-np", "--parallel"},
     {"-dev", "--device"},
+    {"-md", "--model-draft"},
 }};
 
 // Options whose next argument is a value (so it is never rewritten).
