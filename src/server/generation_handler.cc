@@ -371,6 +371,7 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
   }
   Json messages = r.messages;
   chat::route_reasoning_field(format, &messages);
+  chat::route_call_arguments(format, &messages);
   // The generic tool format: the tools are described in the messages, not
   // by the template (chat/generic_tools.h).
   const bool generic =

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "grammar/json_schema_to_gbnf.h"
@@ -83,27 +84,77 @@ std::vector<std::pair<std::string, bool>> schema_properties(const Json& params, 
 // per property in schema order, the optional ones optional. Returns the
 // sequence's GBNF; value rules go to *g.
 bool xml_params(const LazyTool& tool, size_t index,
-                std::string (*open)(const std::string&), std::string_view close,
+                std::string (*open)(const std::string&, const Json&), std::string_view close,
                 std::string* g, std::string* seq, ApiError* error) {
   Json props;
   size_t k = 0;
   for (const auto& [key, required] : schema_properties(tool.params, &props)) {
     const std::string value = fmt::format("folio-t{}-v{}", index, k++);
     if (!xml_param_value_gbnf(props[key], value, key, tool.name, g, error)) return false;
-    const std::string item = fmt::format("{} {} {}", gbnf_literal(open(key)), value,
+    const std::string item = fmt::format("{} {} {}", gbnf_literal(open(key, props[key])), value,
                                          gbnf_literal(close));
     *seq += required ? " " + item : " (" + item + ")?";
   }
   return true;
 }
 
-// LFM2's keyword arguments k=JSON, ", " between: rules F_j (nothing written
-// yet, from property j on) and K_j (something written) over the properties
-// in schema order, so optional ones may go anywhere without a stray comma.
-bool python_kwargs(const LazyTool& tool, size_t index, std::string* g, std::string* seq,
-                   ApiError* error) {
+// A value rule for one keyword argument: appends rule `rule` for a value
+// of `schema` to *g.
+using KwargValueRule = bool (*)(const Json& schema, const std::string& rule, std::string_view key,
+                                std::string_view tool, std::string* g, ApiError* error);
+
+// LFM2's k=JSON values.
+bool json_kwarg_value(const Json& schema, const std::string& rule, std::string_view key,
+                      std::string_view tool, std::string* g, ApiError* error) {
+  Result<std::string> v = grammar::json_schema_to_gbnf(schema);
+  if (!v.ok()) {
+    *error = bad_request(fmt::format("parameter '{}' of '{}' cannot be enforced: {}", key, tool,
+                                     v.status().message()),
+                         "tools");
+    return false;
+  }
+  *g += scope_gbnf_rules(*v, rule);
+  return true;
+}
+
+// Gemma 4's notation (chat/gemma4_calls.h): the value's JSON type where the
+// schema names a scalar one, else any value (folio-g4-value).
+bool gemma4_kwarg_value(const Json& schema, const std::string& rule, std::string_view,
+                        std::string_view, std::string* g, ApiError*) {
+  const std::string type = schema.is_object() ? schema.value("type", "") : "";
+  std::string body = "folio-g4-value";
+  if (type == "string" && !schema.contains("enum") && !schema.contains("const")) {
+    body = "folio-g4-string";
+  } else if (type == "integer") {
+    body = "\"-\"? [0-9]{1,18}";
+  } else if (type == "number") {
+    body = "folio-g4-number";
+  } else if (type == "boolean") {
+    body = "(\"true\" | \"false\")";
+  }
+  *g += fmt::format("{} ::= {}\n", rule, body);
+  return true;
+}
+
+constexpr const char* kGemma4ValueGbnf =
+    "folio-g4-string ::= \"<|\\\"|>\" ([^<] | \"<\" [^|])* \"<|\\\"|>\"\n"
+    "folio-g4-number ::= \"-\"? [0-9]{1,18} (\".\" [0-9]{1,18})?\n"
+    "folio-g4-key ::= [A-Za-z_] [A-Za-z0-9_]{0,63}\n"
+    "folio-g4-value ::= folio-g4-string | folio-g4-number | \"true\" | \"false\" | \"null\"\n"
+    "  | \"{\" (folio-g4-pair (\",\" folio-g4-pair)*)? \"}\"\n"
+    "  | \"[\" (folio-g4-value (\",\" folio-g4-value)*)? \"]\"\n"
+    "folio-g4-pair ::= folio-g4-key \":\" folio-g4-value\n";
+
+// Keyword arguments KEY<assign>VALUE with `sep` between: rules F_j (nothing
+// written yet, from property j on) and K_j (something written) over the
+// properties (in schema order, or sorted by name), so optional ones may be
+// left out anywhere without a stray separator.
+bool kwargs_chain(const LazyTool& tool, size_t index, std::string_view sep,
+                  std::string_view assign, bool sorted, KwargValueRule value_rule, std::string* g,
+                  std::string* seq, ApiError* error) {
   Json props;
-  const auto list = schema_properties(tool.params, &props);
+  auto list = schema_properties(tool.params, &props);
+  if (sorted) std::sort(list.begin(), list.end());
   const size_t n = list.size();
   auto f = [&](size_t j) { return fmt::format("folio-t{}-f{}", index, j); };
   auto k = [&](size_t j) { return fmt::format("folio-t{}-k{}", index, j); };
@@ -111,25 +162,26 @@ bool python_kwargs(const LazyTool& tool, size_t index, std::string* g, std::stri
   for (size_t j = n; j-- > 0;) {
     const auto& [key, required] = list[j];
     const std::string value = fmt::format("folio-t{}-v{}", index, j);
-    Result<std::string> v = grammar::json_schema_to_gbnf(props[key]);
-    if (!v.ok()) {
-      *error = bad_request(fmt::format("parameter '{}' of '{}' cannot be enforced: {}", key,
-                                       tool.name, v.status().message()),
-                           "tools");
-      return false;
-    }
-    *g += scope_gbnf_rules(*v, value);
-    const std::string item = fmt::format("{} {}", gbnf_literal(key + "="), value);
+    if (!value_rule(props[key], value, key, tool.name, g, error)) return false;
+    const std::string item = fmt::format("{} {}", gbnf_literal(key + std::string(assign)), value);
     *g += fmt::format("{} ::= {} {}{}\n", f(j), item, k(j + 1), required ? "" : " | " + f(j + 1));
-    *g += fmt::format("{} ::= \", \" {} {}{}\n", k(j), item, k(j + 1),
+    *g += fmt::format("{} ::= {} {} {}{}\n", k(j), gbnf_literal(sep), item, k(j + 1),
                       required ? "" : " | " + k(j + 1));
   }
   *seq = f(0);
   return true;
 }
 
-std::string glm_key(const std::string& k) { return "<arg_key>" + k + "</arg_key>\n<arg_value>"; }
-std::string minimax_key(const std::string& k) { return "<parameter name=\"" + k + "\">"; }
+std::string glm_key(const std::string& k, const Json&) {
+  return "<arg_key>" + k + "</arg_key>\n<arg_value>";
+}
+std::string minimax_key(const std::string& k, const Json&) {
+  return "<parameter name=\"" + k + "\">";
+}
+std::string dsml_key(const std::string& k, const Json& schema) {
+  const bool text = schema.is_object() && schema.value("type", "") == "string";
+  return "<｜DSML｜parameter name=\"" + k + "\" string=\"" + (text ? "true" : "false") + "\">";
+}
 
 // {"<name_key>": "N", "<args_key>": ARGS} as the JSON-list formats write it.
 std::string json_call(const LazyTool& t, std::string_view name_key, std::string_view args_key) {
@@ -153,7 +205,10 @@ bool has_lazy_call_grammar(chat::ToolCallFormat format, chat::ReasoningSyntax re
     case F::kMiniMax:
     case F::kCommand:
     case F::kFunctionary:
+    case F::kFunctionaryV32:
     case F::kGranite:
+    case F::kGemma4:
+    case F::kDeepSeekV32:
       return true;
     case F::kNone:
       return reasoning == chat::ReasoningSyntax::kHarmony;
@@ -170,6 +225,20 @@ bool lazy_call_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
                                      chat::tool_call_format_name(format)),
                          "tool_choice");
     return false;
+  }
+  if (format == F::kGemma4) {
+    // Its notation is not JSON: types and required keys hold, not the rest
+    // of a schema.
+    for (const Json& t : r.tools) {
+      const Json& fn = t.is_object() && t.contains("function") ? t["function"] : t;
+      if (fn.is_object() && fn.value("strict", false)) {
+        *error = bad_request(fmt::format("the strict tool '{}' cannot be enforced in Gemma 4's "
+                                         "argument notation",
+                                         fn.value("name", "")),
+                             "tools");
+        return false;
+      }
+    }
   }
   std::string g;
   std::vector<LazyTool> tools;
@@ -210,9 +279,16 @@ bool lazy_call_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
                            gbnf_literal("<invoke name=\"" + t.name + "\">\n"), seq);
         break;
       }
+      case F::kDeepSeekV32: {
+        std::string seq;
+        if (!xml_params(t, i, dsml_key, "</｜DSML｜parameter>\n", &g, &seq, error)) return false;
+        body = fmt::format("{} {} \"</｜DSML｜invoke>\\n\"",
+                           gbnf_literal("<｜DSML｜invoke name=\"" + t.name + "\">\n"), seq);
+        break;
+      }
       case F::kLfm2: {
         std::string seq;
-        if (!python_kwargs(t, i, &g, &seq, error)) return false;
+        if (!kwargs_chain(t, i, ", ", "=", false, json_kwarg_value, &g, &seq, error)) return false;
         body = fmt::format("{} {} \")\"", gbnf_literal(t.name + "("), seq);
         break;
       }
@@ -231,6 +307,18 @@ bool lazy_call_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
         body = fmt::format("{} {} \"</function>\"", gbnf_literal("<function=" + t.name + ">"),
                            t.args);
         break;
+      case F::kFunctionaryV32:
+        body = fmt::format("{} {}", gbnf_literal(t.name + "\n"), t.args);
+        break;
+      case F::kGemma4: {  // keys sorted, as the template writes them
+        std::string seq;
+        if (!kwargs_chain(t, i, ",", ":", true, gemma4_kwarg_value, &g, &seq, error)) {
+          return false;
+        }
+        body = fmt::format("{} {} \"}}<tool_call|>\"",
+                           gbnf_literal("<|tool_call>call:" + t.name + "{"), seq);
+        break;
+      }
       default:  // Harmony: from " to=functions." on; <|call|> ends the reply
         body = fmt::format("{} (\" <|constrain|>json\" | \"<|channel|>commentary\" "
                            "(\" json\" | \" <|constrain|>json\")) \"<|message|>\" {}",
@@ -295,6 +383,23 @@ bool lazy_call_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
       trigger = "<function=";
       root = many ? "folio-call+" : "folio-call";
       break;
+    case F::kDeepSeekV32:
+      trigger = "<｜DSML｜function_calls>";
+      root = fmt::format("\"<｜DSML｜function_calls>\\n\" {} \"</｜DSML｜function_calls>\"",
+                         many ? "folio-call+" : "folio-call");
+      break;
+    case F::kGemma4:
+      trigger = "<|tool_call>";
+      g += kGemma4ValueGbnf;
+      root = many ? "folio-call+" : "folio-call";
+      break;
+    case F::kFunctionaryV32:
+      // No trigger: the reply opens with its recipient, "all" (a message to
+      // the user, free of ">>>") or the function.
+      g += "folio-all-text ::= ([^>] | \">\" [^>] | \">>\" [^>])*\n";
+      root = fmt::format("(\"all\\n\" folio-all-text \">>>\")? {}",
+                         repeated("folio-call", "\">>>\"", many));
+      break;
     default:
       trigger = " to=functions.";
       root = "\" to=functions.\" folio-call";
@@ -302,7 +407,8 @@ bool lazy_call_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
   }
   g += "root ::= " + root + "\n";
   out->gbnf = std::move(g);
-  out->triggers = {trigger};
+  out->triggers.clear();
+  if (!trigger.empty()) out->triggers.push_back(trigger);
   return true;
 }
 

@@ -54,6 +54,11 @@ const Case kCases[] = {
      R"({"city": "Paris"}}]<|END_ACTION|>)", ""},
     {"functionary", R"(<function=get_weather>{"city": "Paris"}</function>)", ""},
     {"granite", R"(<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}])", ""},
+    {"gemma4", R"(<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>)", ""},
+    {"deepseek_v3_2",
+     "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter "
+     "name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
+     "</｜DSML｜function_calls>", ""},
     {"none+harmony",
      R"( to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"})", "<|call|>"},
     {"none+harmony",
@@ -170,6 +175,48 @@ TEST(LazyToolCallGrammar, ParallelCallsOnlyWhenAllowed) {
   EXPECT_FALSE(accepts(b, R"(<|tool_call_start|>[get_weather(days=2)]<|tool_call_end|>)"));
   EXPECT_FALSE(accepts(b, R"(<|tool_call_start|>[get_weather(, city="a")]<|tool_call_end|>)"));
   EXPECT_TRUE(accepts(b, R"(<|tool_call_start|>[now(), now()]<|tool_call_end|>)"));
+}
+
+TEST(LazyToolCallGrammar, FunctionaryV32HoldsFromTheStart) {
+  Result<chat::ChatFormat> f = chat::parse_chat_format("functionary_v3_2");
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const OpenAiRequest r = request(R"("required")");
+  const Built b = build(r, *f);
+  EXPECT_TRUE(b.triggers.empty());  // the reply opens with its recipient
+  const std::string call = "get_weather\n{\"city\": \"Paris\"}";
+  for (const std::string& reply : {call, "all\nLet me check.>>>" + call}) {
+    EXPECT_TRUE(accepts(b, reply)) << reply;
+    const chat::ChatDelta d = chat::ChatParser::parse_all(*f, chat::ReasoningFormat::kAuto, false,
+                                                          true, &r.tools, reply);
+    ASSERT_EQ(d.calls.size(), 1u) << reply;
+    EXPECT_EQ(d.calls[0].name, "get_weather");
+  }
+  EXPECT_FALSE(accepts(b, "Let me check."));
+  EXPECT_FALSE(accepts(b, "all\nLet me check."));
+  EXPECT_FALSE(accepts(b, "all\na>>>b>>>" + call));
+  EXPECT_TRUE(accepts(b, call + ">>>now\n{}"));
+  EXPECT_FALSE(accepts(build(request(R"("required")", false), *f), call + ">>>now\n{}"));
+}
+
+TEST(LazyToolCallGrammar, Gemma4KeepsTypesAndRequiredKeys) {
+  Result<chat::ChatFormat> f = chat::parse_chat_format("gemma4");
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const Built b = build(request(R"("required")"), *f);
+  EXPECT_TRUE(accepts(b, R"(<|tool_call>call:get_weather{city:<|"|>a<b<|"|>,days:3}<tool_call|>)"));
+  EXPECT_TRUE(accepts(b, R"(<|tool_call>call:now{}<tool_call|><|tool_call>call:now{}<tool_call|>)"));
+  EXPECT_FALSE(accepts(b, R"(<|tool_call>call:get_weather{days:3}<tool_call|>)"));
+  EXPECT_FALSE(accepts(b, R"(<|tool_call>call:get_weather{city:3}<tool_call|>)"));
+  EXPECT_FALSE(accepts(b, R"(<|tool_call>call:get_weather{city:<|"|>a<|"|>,days:1.5}<tool_call|>)"));
+  // Keys in the template's (sorted) order.
+  EXPECT_FALSE(accepts(b, R"(<|tool_call>call:get_weather{days:3,city:<|"|>a<|"|>}<tool_call|>)"));
+  // A strict tool's schema cannot be kept in this notation.
+  OpenAiRequest r = request(R"("required")");
+  r.tools[0]["function"]["strict"] = true;
+  std::shared_ptr<const grammar::CompiledGrammar> g;
+  grammar::GrammarTriggers t;
+  ApiError err;
+  EXPECT_FALSE(output_grammar(r, f->tool_calls, &g, &err, f->reasoning, false, &t));
+  EXPECT_EQ(err.param, "tools");
 }
 
 TEST(LazyToolCallGrammar, WithoutTriggersItIsA400) {
