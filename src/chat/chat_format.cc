@@ -18,12 +18,13 @@ constexpr std::array<std::pair<ReasoningSyntax, const char*>, 6> kChatFormatReas
     {ReasoningSyntax::kHarmony, "harmony"},
 }};
 
-constexpr std::array<ToolCallFormat, 15> kChatFormatToolFormats = {
-    ToolCallFormat::kNone,        ToolCallFormat::kHermes,  ToolCallFormat::kQwenXml,
-    ToolCallFormat::kLlama3,      ToolCallFormat::kMistral, ToolCallFormat::kGlm,
-    ToolCallFormat::kNemotron,    ToolCallFormat::kLfm2,    ToolCallFormat::kDeepSeek,
-    ToolCallFormat::kKimi,        ToolCallFormat::kMiniMax, ToolCallFormat::kCommand,
-    ToolCallFormat::kFunctionary, ToolCallFormat::kGranite, ToolCallFormat::kGeneric};
+constexpr std::array<ToolCallFormat, 18> kChatFormatToolFormats = {
+    ToolCallFormat::kNone,        ToolCallFormat::kHermes,          ToolCallFormat::kQwenXml,
+    ToolCallFormat::kLlama3,      ToolCallFormat::kMistral,         ToolCallFormat::kGlm,
+    ToolCallFormat::kNemotron,    ToolCallFormat::kLfm2,            ToolCallFormat::kDeepSeek,
+    ToolCallFormat::kKimi,        ToolCallFormat::kMiniMax,         ToolCallFormat::kCommand,
+    ToolCallFormat::kFunctionary, ToolCallFormat::kFunctionaryV32, ToolCallFormat::kGranite,
+    ToolCallFormat::kGemma4,      ToolCallFormat::kDeepSeekV32,     ToolCallFormat::kGeneric};
 
 bool chat_format_contains(std::string_view s, std::string_view what) {
   return s.find(what) != std::string_view::npos;
@@ -162,6 +163,20 @@ void route_reasoning_field(const ChatFormat& f, Json* messages) {
     auto r = m.find("reasoning_content");
     if (r == m.end() || !r->is_string() || m.contains(f.reasoning_field)) continue;
     m[f.reasoning_field] = *r;
+  }
+}
+
+void route_call_arguments(const ChatFormat& f, Json* messages) {
+  if (f.tool_calls != ToolCallFormat::kFunctionaryV32 || !messages->is_array()) return;
+  for (Json& m : *messages) {
+    if (!m.is_object() || !m.contains("tool_calls") || !m["tool_calls"].is_array()) continue;
+    for (Json& call : m["tool_calls"]) {
+      if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
+      Json& fn = call["function"];
+      if (fn.contains("arguments") && fn["arguments"].is_structured()) {
+        fn["arguments"] = fn["arguments"].dump(-1, ' ', false, Json::error_handler_t::replace);
+      }
+    }
   }
 }
 

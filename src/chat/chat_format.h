@@ -61,6 +61,11 @@ Result<ChatFormat> parse_chat_format(std::string_view name);
 // reasoning_content itself stays.
 void route_reasoning_field(const ChatFormat& f, Json* messages);
 
+// Gives earlier tool calls' arguments the type the format's template
+// expects: JSON text for Functionary v3.2, which concatenates them
+// (">>>" + name + "\n" + arguments); every other template gets objects.
+void route_call_arguments(const ChatFormat& f, Json* messages);
+
 // --reasoning-format (llama.cpp's flag): kNone leaves the reasoning in the
 // content as the model wrote it; kAuto and kDeepseek split it into
 // reasoning_content.

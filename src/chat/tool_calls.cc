@@ -1,5 +1,8 @@
 #include "chat/tool_calls.h"
 
+#include "chat/gemma4_calls.h"
+#include "chat/recipient_calls.h"
+
 #include <algorithm>
 
 #include "core/json_brackets.h"
@@ -19,6 +22,9 @@ constexpr std::string_view kDeepSeekClose = "<｜tool▁calls▁end｜>";
 constexpr std::string_view kDeepSeekCall = "<｜tool▁call▁begin｜>";
 constexpr std::string_view kDeepSeekSep = "<｜tool▁sep｜>";
 constexpr std::string_view kDeepSeekCallEnd = "<｜tool▁call▁end｜>";
+constexpr std::string_view kDsmlOpen = "<｜DSML｜function_calls>";
+constexpr std::string_view kDsmlClose = "</｜DSML｜function_calls>";
+constexpr std::string_view kDsmlToken = "｜DSML｜";
 constexpr std::string_view kKimiOpen = "<|tool_calls_section_begin|>";
 constexpr std::string_view kKimiClose = "<|tool_calls_section_end|>";
 constexpr std::string_view kMiniMaxOpen = "<minimax:tool_call>";
@@ -857,6 +863,12 @@ size_t tool_calls_utf8_tail(std::string_view s) {
 }  // namespace
 
 ToolCallFormat detect_tool_call_format(std::string_view src) {
+  if (src.find("<|tool_call>call:") != std::string_view::npos) return ToolCallFormat::kGemma4;
+  // DeepSeek V3.2 (V4 names its block "tool_calls": not read yet).
+  if (src.find(kDsmlToken) != std::string_view::npos &&
+      src.find("function_calls>") != std::string_view::npos) {
+    return ToolCallFormat::kDeepSeekV32;
+  }
   if (src.find(kGlmKey) != std::string_view::npos &&
       src.find(kGlmValue) != std::string_view::npos) {
     return ToolCallFormat::kGlm;
@@ -875,6 +887,11 @@ ToolCallFormat detect_tool_call_format(std::string_view src) {
       src.find("<|start_header_id|>") != std::string_view::npos &&
       src.find(kFunctionaryClose) != std::string_view::npos) {
     return ToolCallFormat::kFunctionary;
+  }
+  // Functionary v3.2: messages to recipients after ">>>", "all" the user.
+  if (src.find(">>>all") != std::string_view::npos &&
+      src.find("<|start_header_id|>") != std::string_view::npos) {
+    return ToolCallFormat::kFunctionaryV32;
   }
   if (src.find("<|tool_list_start|>") != std::string_view::npos ||
       src.find("List of tools: [") != std::string_view::npos) {
@@ -922,6 +939,12 @@ const char* tool_call_format_name(ToolCallFormat f) {
       return "functionary";
     case ToolCallFormat::kGranite:
       return "granite";
+    case ToolCallFormat::kFunctionaryV32:
+      return "functionary_v3_2";
+    case ToolCallFormat::kGemma4:
+      return "gemma4";
+    case ToolCallFormat::kDeepSeekV32:
+      return "deepseek_v3_2";
     case ToolCallFormat::kGeneric:
       return "generic";
     case ToolCallFormat::kNone:
@@ -935,7 +958,8 @@ bool tool_call_markers_are_special(ToolCallFormat f) {
          f == ToolCallFormat::kGlm || f == ToolCallFormat::kNemotron ||
          f == ToolCallFormat::kLfm2 || f == ToolCallFormat::kDeepSeek ||
          f == ToolCallFormat::kKimi || f == ToolCallFormat::kMiniMax ||
-         f == ToolCallFormat::kCommand || f == ToolCallFormat::kGranite;
+         f == ToolCallFormat::kCommand || f == ToolCallFormat::kGranite ||
+         f == ToolCallFormat::kGemma4 || f == ToolCallFormat::kDeepSeekV32;
 }
 
 void ToolCallParser::feed(std::string_view text, std::string* content,
@@ -1079,6 +1103,8 @@ void ToolCallParser::feed_format(std::string* content, std::vector<ParsedToolCal
     case ToolCallFormat::kMiniMax:
     case ToolCallFormat::kCommand:
     case ToolCallFormat::kFunctionary:
+    case ToolCallFormat::kGemma4:
+    case ToolCallFormat::kDeepSeekV32:
       return feed_tagged(content, calls);
     case ToolCallFormat::kMistral:
     case ToolCallFormat::kGranite:
@@ -1087,6 +1113,9 @@ void ToolCallParser::feed_format(std::string* content, std::vector<ParsedToolCal
       return feed_llama3(content);
     case ToolCallFormat::kGeneric:
       return feed_generic(content);
+    case ToolCallFormat::kFunctionaryV32:
+      if (!recipients_) recipients_ = std::make_shared<RecipientCallReader>();
+      return recipients_->feed(&buf_, /*at_end=*/false, content, calls);
     case ToolCallFormat::kNone:
       break;
   }
@@ -1116,10 +1145,22 @@ bool ToolCallParser::parse_tagged_call(std::string_view body,
                                    "<|tool_call_end|>", true, out);
     case ToolCallFormat::kMiniMax:
       return parse_minimax_calls(body, tools_, out);
+    case ToolCallFormat::kDeepSeekV32: {
+      // MiniMax's invoke / parameter tags with the DSML token in each.
+      std::string plain(body);
+      for (size_t at = plain.find(kDsmlToken); at != std::string::npos;
+           at = plain.find(kDsmlToken, at)) {
+        plain.erase(at, kDsmlToken.size());
+      }
+      return parse_minimax_calls(plain, tools_, out);
+    }
     case ToolCallFormat::kCommand:
       return parse_command_calls(body, out);
     case ToolCallFormat::kFunctionary:
       ok = parse_functionary_call(body, &c);
+      break;
+    case ToolCallFormat::kGemma4:
+      ok = parse_gemma4_call(body, &c);
       break;
     default:
       ok = parse_hermes_call(body, &c);
@@ -1145,6 +1186,10 @@ ToolCallParser::TaggedMarkers ToolCallParser::tagged_markers() const {
       return {kCommandOpen, kCommandClose};
     case ToolCallFormat::kFunctionary:
       return {kFunctionaryOpen, kFunctionaryClose};
+    case ToolCallFormat::kGemma4:
+      return {kGemma4CallOpen, kGemma4CallClose};
+    case ToolCallFormat::kDeepSeekV32:
+      return {kDsmlOpen, kDsmlClose};
     default:
       return {kHermesOpen, kHermesClose};
   }
@@ -1309,6 +1354,8 @@ void ToolCallParser::finish_format(std::string* content, std::vector<ParsedToolC
     case ToolCallFormat::kMiniMax:
     case ToolCallFormat::kCommand:
     case ToolCallFormat::kFunctionary:
+    case ToolCallFormat::kGemma4:
+    case ToolCallFormat::kDeepSeekV32:
       if (mode_ == Mode::kCall) {
         // A model that ends right after the call, without the closing tag.
         stream_call(buf_.size(), /*at_end=*/true);
@@ -1338,6 +1385,10 @@ void ToolCallParser::finish_format(std::string* content, std::vector<ParsedToolC
       break;
     case ToolCallFormat::kLlama3:
       if (mode_ == Mode::kCapture && parse_llama3_calls(buf_, calls)) buf_.clear();
+      break;
+    case ToolCallFormat::kFunctionaryV32:
+      if (!recipients_) recipients_ = std::make_shared<RecipientCallReader>();
+      recipients_->feed(&buf_, /*at_end=*/true, content, calls);
       break;
     case ToolCallFormat::kNone:
       break;

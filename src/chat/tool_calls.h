@@ -27,6 +27,10 @@
 //   deepseek <｜tool▁calls▁begin｜> (<｜tool▁call▁begin｜>N<｜tool▁sep｜>{...}
 //            <｜tool▁call▁end｜>)+ <｜tool▁calls▁end｜> (DeepSeek V3.1), or
 //            R1 / V3's function<｜tool▁sep｜>N\n```json\n{...}\n``` calls
+//   deepseek_v3_2  <｜DSML｜function_calls> (<｜DSML｜invoke name="N">
+//            (<｜DSML｜parameter name="k" string="true|false">v
+//            </｜DSML｜parameter>)* </｜DSML｜invoke>)+ </｜DSML｜function_calls>
+//            (DeepSeek V3.2; values typed by the tool's schema as in minimax)
 //   kimi     <|tool_calls_section_begin|> (<|tool_call_begin|>functions.N:I
 //            <|tool_call_argument_begin|>{...}<|tool_call_end|>)+
 //            <|tool_calls_section_end|> (Kimi K2; the id is functions.N:I)
@@ -38,6 +42,13 @@
 //            <|END_RESPONSE|> around the answer are dropped)
 //   functionary  <function=N>{...}</function> (Functionary v3.1: a Llama 3
 //            template)
+//   functionary_v3_2  RECIPIENT\nBODY messages separated by ">>>", the
+//            reply opening with a recipient (the prompt ends with ">>>"):
+//            "all" is content, any other recipient a call with a JSON
+//            object body (Functionary v3.2; chat/recipient_calls.h)
+//   gemma4   <|tool_call>call:N{k:v,...}<tool_call|> between content, the
+//            values in Gemma 4's notation (strings between <|"|> quotes;
+//            chat/gemma4_calls.h)
 //   granite  content, then <|tool_call|>[{"name", "arguments"}, ...] to the end
 //            (Granite 3.x; its <response> / </response> around the answer
 //            are dropped)
@@ -63,6 +74,7 @@
 // delta when it completes.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +82,8 @@
 #include <nlohmann/json.hpp>
 
 namespace folio::chat {
+
+class RecipientCallReader;
 
 using Json = nlohmann::ordered_json;
 
@@ -88,6 +102,9 @@ enum class ToolCallFormat {
   kCommand,
   kFunctionary,
   kGranite,
+  kFunctionaryV32,
+  kGemma4,
+  kDeepSeekV32,
   kGeneric
 };
 
@@ -98,7 +115,8 @@ const char* tool_call_format_name(ToolCallFormat f);
 // Whether the format's markers are control tokens the detokenizer hides
 // unless asked to render them (mistral's [TOOL_CALLS], llama3's
 // <|python_tag|>, GLM's <arg_key>, Nemotron's <TOOLCALL>, LFM2's
-// <|tool_call_start|>, DeepSeek's, Kimi's, MiniMax's and Command's).
+// <|tool_call_start|>, DeepSeek's, Kimi's, MiniMax's, Command's, Gemma 4's
+// and DeepSeek V3.2's DSML tags).
 bool tool_call_markers_are_special(ToolCallFormat f);
 
 struct ParsedToolCall {
@@ -209,6 +227,7 @@ class ToolCallParser {
   size_t feed_from_ = 0;        // its size when the feed began
   ToolCallArgsStream args_;
   size_t args_at_ = 0;         // buf_ offset of the next argument byte to stream
+  std::shared_ptr<RecipientCallReader> recipients_;  // functionary_v3_2
 };
 
 }  // namespace folio::chat

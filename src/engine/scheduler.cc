@@ -129,6 +129,8 @@ struct Scheduler::Impl {
   // the first one (any submitting thread).
   std::mutex trie_mu;
   std::shared_ptr<const grammar::VocabTrie> trie;
+  // The same with control tokens' text, for requests that render them.
+  std::shared_ptr<const grammar::VocabTrie> special_trie;
   ServingMetrics metrics;
   cache::KvEventLog* kv_log = nullptr;  // step thread: set when on_kv_events is
 
@@ -914,13 +916,19 @@ Result<uint64_t> Scheduler::submit(GenerationRequest request, RequestCallbacks c
     std::shared_ptr<const grammar::VocabTrie> trie;
     {
       std::lock_guard<std::mutex> lock(impl_->trie_mu);
-      if (!impl_->trie) {
-        FOLIO_ASSIGN_OR_RETURN(impl_->trie, build_vocab_trie(impl_->tok));
+      // A lazy grammar reads control tokens as their text where the output
+      // shows them (its triggers and markup are often control tokens).
+      const bool special = request.render_special && !request.grammar_triggers.empty();
+      std::shared_ptr<const grammar::VocabTrie>& cached =
+          special ? impl_->special_trie : impl_->trie;
+      if (!cached) {
+        FOLIO_ASSIGN_OR_RETURN(cached, build_vocab_trie(impl_->tok, special));
       }
-      trie = impl_->trie;
+      trie = cached;
     }
     for (auto& c : r->choices) {
-      c->state.constrain(std::make_unique<GrammarConstraint>(request.grammar, trie));
+      c->state.constrain(
+          std::make_unique<GrammarConstraint>(request.grammar, trie, request.grammar_triggers));
     }
   }
   r->forked = request.n == 1;

@@ -94,6 +94,7 @@
 #include "core/status.h"
 #include "engine/generator.h"
 #include "grammar/compiled_grammar.h"
+#include "grammar/grammar_trigger.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
 #include "engine/serving_metrics.h"
@@ -138,6 +139,10 @@ struct GenerationRequest {
   // Non-null: every choice's output follows this grammar (structured
   // outputs); end-of-generation tokens only where it is complete.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // Non-empty: the grammar is lazy, holding from a trigger on
+  // (grammar/grammar_trigger.h); it then reads control tokens as their text
+  // when render_special.
+  grammar::GrammarTriggers grammar_triggers;
 };
 
 // One generated token of one choice.

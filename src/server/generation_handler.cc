@@ -371,6 +371,7 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
   }
   Json messages = r.messages;
   chat::route_reasoning_field(format, &messages);
+  chat::route_call_arguments(format, &messages);
   // The generic tool format: the tools are described in the messages, not
   // by the template (chat/generic_tools.h).
   const bool generic =
@@ -469,7 +470,8 @@ bool prepare_submissions(const ServedModel& m, const OpenAiRequest& r,
 bool prepare_generation(const ServedModel& m, const OpenAiRequest& r,
                         std::vector<Submission>* subs,
                         std::shared_ptr<const grammar::CompiledGrammar>* grammar,
-                        chat::ChatFormat* format, ApiError* err) {
+                        grammar::GrammarTriggers* triggers, chat::ChatFormat* format,
+                        ApiError* err) {
   if (!r.model.empty() && r.model != m.id) {
     *err = not_found_error(
         fmt::format("The model '{}' does not exist; this server serves '{}'", r.model, m.id),
@@ -487,8 +489,17 @@ bool prepare_generation(const ServedModel& m, const OpenAiRequest& r,
   *format = r.kind == ApiKind::kChat ? served_chat_format(m) : chat::ChatFormat{};
   const chat::ToolCallFormat tool_format =
       has_tools ? format->tool_calls : chat::ToolCallFormat::kNone;
-  return output_grammar(r, tool_format, grammar, err, format->reasoning,
-                        r.kind == ApiKind::kChat && subs->front().reasoning_open);
+  if (!output_grammar(r, tool_format, grammar, err, format->reasoning,
+                      r.kind == ApiKind::kChat && subs->front().reasoning_open, triggers)) {
+    return false;
+  }
+  // A lazy grammar's trigger words that are one token of the vocabulary
+  // (control tokens mostly) trigger as that token too.
+  for (const std::string& w : triggers->words) {
+    const tokenizer::TokenId id = m.tokenizer->vocab().find(w);
+    if (id != tokenizer::kNoToken) triggers->tokens.push_back(id);
+  }
+  return true;
 }
 
 // Submits one prompt with its n choices; its events reach `queue` as
@@ -496,7 +507,8 @@ bool prepare_generation(const ServedModel& m, const OpenAiRequest& r,
 Result<uint64_t> submit_prompt(const ServedModel& m, const OpenAiRequest& r, int sub,
                                std::vector<int32_t> tokens,
                                std::shared_ptr<const grammar::CompiledGrammar> grammar,
-                               bool render_special, const std::shared_ptr<EventQueue>& queue) {
+                               const grammar::GrammarTriggers& triggers, bool render_special,
+                               const std::shared_ptr<EventQueue>& queue) {
   GenerationRequest g;
   g.params = r.params;
   // Generation stops at the end of the context anyway; asking for more
@@ -512,6 +524,7 @@ Result<uint64_t> submit_prompt(const ServedModel& m, const OpenAiRequest& r, int
   g.speculative = r.speculative;
   g.render_special = render_special;
   g.grammar = std::move(grammar);
+  g.grammar_triggers = triggers;
   RequestCallbacks cb;
   cb.on_token = [queue, sub](const TokenEvent& t) {
     RequestEvent e;
@@ -578,7 +591,8 @@ bool submit_chat(const ServedModel& m, const OpenAiRequest& r, ChatSubmission* o
   }
   std::vector<Submission> subs;
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
-  if (!prepare_generation(m, r, &subs, &grammar, &out->format, err)) return false;
+  grammar::GrammarTriggers triggers;
+  if (!prepare_generation(m, r, &subs, &grammar, &triggers, &out->format, err)) return false;
   out->reasoning_open = subs.front().reasoning_open;
   out->parse_tools = r.tools.is_array() && !r.tools.empty();
   out->prompt_tokens = static_cast<int64_t>(subs.front().tokens.size());
@@ -586,7 +600,7 @@ bool submit_chat(const ServedModel& m, const OpenAiRequest& r, ChatSubmission* o
                                        out->parse_tools, &r.tools)
                           .splits();
   Result<uint64_t> id =
-      submit_prompt(m, r, 0, std::move(subs.front().tokens), std::move(grammar),
+      submit_prompt(m, r, 0, std::move(subs.front().tokens), std::move(grammar), triggers,
                     parses && out->format.markers_are_special(), out->queue);
   if (!id.ok()) {
     *err = api_error_from_status(id.status());
@@ -604,8 +618,9 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
   if (!parse_openai_request(j, kind, &r, &err)) return err.reply();
   std::vector<Submission> subs;
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  grammar::GrammarTriggers triggers;
   chat::ChatFormat format;
-  if (!prepare_generation(m, r, &subs, &grammar, &format, &err)) return err.reply();
+  if (!prepare_generation(m, r, &subs, &grammar, &triggers, &format, &err)) return err.reply();
   const bool has_tools = kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty();
 
   auto job = std::make_shared<GenerationReply>();
@@ -656,7 +671,7 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
     }
     // The format's markers are control tokens: the text must show them.
     Result<uint64_t> id =
-        submit_prompt(m, r, static_cast<int>(s), std::move(subs[s].tokens), grammar,
+        submit_prompt(m, r, static_cast<int>(s), std::move(subs[s].tokens), grammar, triggers,
                       job->parses() && format.markers_are_special(), job->queue);
     if (!id.ok()) {
       job->cancel_all();

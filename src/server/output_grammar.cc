@@ -7,6 +7,7 @@
 #include "chat/generic_tools.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema_to_gbnf.h"
+#include "server/tool_call_grammar.h"
 
 namespace folio::server {
 
@@ -57,22 +58,6 @@ std::string rewrite_gbnf_names(std::string_view gbnf, Rename rename) {
   return out;
 }
 
-// GBNF string literal of `s`.
-std::string gbnf_literal(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // qwen_xml: <tool_call>\n<function=N>\n(<parameter=P>\nvalue\n</parameter>\n)*
 // </function>\n</tool_call>, parameters in schema order (required ones
 // always, the others optional); a string value is text without "</", any
@@ -98,22 +83,7 @@ bool qwen_xml_gbnf(const OpenAiRequest& r, std::string* out, ApiError* error) {
     }
     for (const auto& [key, sub] : props.items()) {
       const std::string value_rule = fmt::format("folio-v{}", n_rules++);
-      if (sub.is_object() && sub.value("type", "") == "string" && sub.size() <= 3 &&
-          !sub.contains("enum") && !sub.contains("const") && !sub.contains("pattern") &&
-          !sub.contains("format") && !sub.contains("minLength") && !sub.contains("maxLength")) {
-        g += fmt::format("{} ::= ([^<] | \"<\" [^/])*\n", value_rule);
-      } else {
-        Result<std::string> v = grammar::json_schema_to_gbnf(sub);
-        if (!v.ok()) {
-          *error = bad_request(fmt::format("parameter '{}' of '{}' cannot be enforced: {}", key,
-                                           name, v.status().message()),
-                               "tools");
-          return false;
-        }
-        g += rewrite_gbnf_names(*v, [&](std::string_view w) {
-          return w == "root" ? value_rule : value_rule + "-" + std::string(w);
-        });
-      }
+      if (!xml_param_value_gbnf(sub, value_rule, key, name, &g, error)) return false;
       const std::string item = fmt::format("{} {} {}", gbnf_literal("<parameter=" + key + ">\n"),
                                            value_rule, gbnf_literal("\n</parameter>\n"));
       body += required.count(key) ? " " + item : " (" + item + ")?";
@@ -157,32 +127,6 @@ const Json* find_tool(const Json& tools, const std::string& name) {
     if (fn.is_object() && fn.value("name", "") == name) return &t;
   }
   return nullptr;
-}
-
-// The request's tools with each one's parameters as the grammar will
-// enforce them: a schema the grammar engine cannot take is a 400 when the
-// function says strict: true, else that tool's arguments may be any object.
-bool enforceable_tools(const Json& tools, Json* out, ApiError* error) {
-  *out = Json::array();
-  for (const Json& t : tools) {
-    Json tool = t;
-    Json& fn = tool.is_object() && tool.contains("function") ? tool["function"] : tool;
-    if (fn.is_object() && fn.contains("parameters")) {
-      Result<std::string> g = grammar::json_schema_to_gbnf(fn["parameters"]);
-      if (!g.ok()) {
-        if (fn.value("strict", false)) {
-          *error = bad_request(fmt::format("the parameters of the strict tool '{}' cannot be "
-                                           "enforced: {}",
-                                           fn.value("name", ""), g.status().message()),
-                               "tools");
-          return false;
-        }
-        fn["parameters"] = Json{{"type", "object"}};
-      }
-    }
-    out->push_back(std::move(tool));
-  }
-  return true;
 }
 
 // The generic format's reply (chat/generic_tools.h): a call or, unless
@@ -290,10 +234,75 @@ std::string rename_gbnf_rule(std::string_view gbnf, std::string_view from, std::
   return rewrite_gbnf_names(gbnf, [&](std::string_view w) { return std::string(w == from ? to : w); });
 }
 
+std::string gbnf_literal(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string scope_gbnf_rules(std::string_view gbnf, std::string_view name) {
+  return rewrite_gbnf_names(gbnf, [&](std::string_view w) {
+    return w == "root" ? std::string(name) : std::string(name) + "-" + std::string(w);
+  });
+}
+
+bool xml_param_value_gbnf(const Json& sub, std::string_view value_rule, std::string_view key,
+                          std::string_view name, std::string* g, ApiError* error) {
+  if (sub.is_object() && sub.value("type", "") == "string" && sub.size() <= 3 &&
+      !sub.contains("enum") && !sub.contains("const") && !sub.contains("pattern") &&
+      !sub.contains("format") && !sub.contains("minLength") && !sub.contains("maxLength")) {
+    *g += fmt::format("{} ::= ([^<] | \"<\" [^/])*\n", value_rule);
+    return true;
+  }
+  Result<std::string> v = grammar::json_schema_to_gbnf(sub);
+  if (!v.ok()) {
+    *error = bad_request(fmt::format("parameter '{}' of '{}' cannot be enforced: {}", key, name,
+                                     v.status().message()),
+                         "tools");
+    return false;
+  }
+  *g += scope_gbnf_rules(*v, value_rule);
+  return true;
+}
+
+bool enforceable_tools(const Json& tools, Json* out, ApiError* error) {
+  *out = Json::array();
+  for (const Json& t : tools) {
+    Json tool = t;
+    Json& fn = tool.is_object() && tool.contains("function") ? tool["function"] : tool;
+    if (fn.is_object() && fn.contains("parameters")) {
+      Result<std::string> g = grammar::json_schema_to_gbnf(fn["parameters"]);
+      if (!g.ok()) {
+        if (fn.value("strict", false)) {
+          *error = bad_request(fmt::format("the parameters of the strict tool '{}' cannot be "
+                                           "enforced: {}",
+                                           fn.value("name", ""), g.status().message()),
+                               "tools");
+          return false;
+        }
+        fn["parameters"] = Json{{"type", "object"}};
+      }
+    }
+    out->push_back(std::move(tool));
+  }
+  return true;
+}
+
 bool output_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
                     std::shared_ptr<const grammar::CompiledGrammar>* out, ApiError* error,
-                    chat::ReasoningSyntax reasoning, bool starts_in_reasoning) {
+                    chat::ReasoningSyntax reasoning, bool starts_in_reasoning,
+                    grammar::GrammarTriggers* triggers) {
   out->reset();
+  if (triggers != nullptr) *triggers = {};
   std::string gbnf;
   const char* param = "response_format";
   const bool tool_forced = r.kind == ApiKind::kChat && r.tools.is_array() && !r.tools.empty() &&
@@ -313,6 +322,18 @@ bool output_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
     case OutputConstraint::Kind::kNone:
       if (!tool_forced && !generic_tools) return true;
       param = "tool_choice";
+      if (tool_forced && has_lazy_call_grammar(format, reasoning)) {
+        LazyCallGrammar lazy;
+        if (!lazy_call_grammar(r, format, reasoning, &lazy, error)) return false;
+        if (triggers == nullptr) {
+          *error = bad_request("tool_choice cannot be enforced here: use 'auto'", "tool_choice");
+          return false;
+        }
+        triggers->words = std::move(lazy.triggers);
+        triggers->end_before_trigger = false;  // the call is required
+        gbnf = std::move(lazy.gbnf);
+        break;
+      }
       if (!tool_call_gbnf(r, format, &gbnf, error)) return false;
       if (const std::string_view close = chat::reasoning_close_tag(reasoning); !close.empty()) {
         gbnf = rename_gbnf_rule(gbnf, "root", "folio-reply");

@@ -16,6 +16,7 @@
 #include "chat/chat_format.h"
 #include "chat/tool_calls.h"
 #include "grammar/compiled_grammar.h"
+#include "grammar/grammar_trigger.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 
@@ -27,10 +28,16 @@ namespace folio::server {
 // then lets the reply open with a reasoning block (OPEN text CLOSE, the text
 // free of the close tag), or start inside one where the prompt opened it
 // (`starts_in_reasoning`), so a thinking model thinks before it calls.
+//
+// A forced call on a format whose call starts at a marker after text the
+// model may write first (server/tool_call_grammar.h) gives a lazy grammar:
+// *triggers gets the words it starts at (and end_before_trigger false, the
+// call being required); without `triggers` such a request is a 400.
 bool output_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
                     std::shared_ptr<const grammar::CompiledGrammar>* out, ApiError* error,
                     chat::ReasoningSyntax reasoning = chat::ReasoningSyntax::kNone,
-                    bool starts_in_reasoning = false);
+                    bool starts_in_reasoning = false,
+                    grammar::GrammarTriggers* triggers = nullptr);
 
 // GBNF of a reasoning block before rule `then`: text that does not contain
 // `close` (a tag whose first character occurs in it only there), then
@@ -42,5 +49,19 @@ std::string reasoning_prefix_gbnf(std::string_view open, std::string_view close,
 // The GBNF text of `gbnf` with rule `from` renamed `to` (its definition and
 // every reference; string literals, classes and comments untouched).
 std::string rename_gbnf_rule(std::string_view gbnf, std::string_view from, std::string_view to);
+
+// GBNF string literal of `s`.
+std::string gbnf_literal(std::string_view s);
+// `gbnf` with its root renamed `name` and every other rule `name-RULE`.
+std::string scope_gbnf_rules(std::string_view gbnf, std::string_view name);
+// The GBNF rule `rule` for one XML-style parameter value (qwen_xml, glm,
+// minimax): text without "</" where the schema is a plain string, else the
+// JSON its schema allows; appended to *g.
+bool xml_param_value_gbnf(const Json& schema, std::string_view rule, std::string_view key,
+                          std::string_view tool, std::string* g, ApiError* error);
+// The request's tools with each one's parameters as the grammar will
+// enforce them: a schema the grammar engine cannot take is a 400 when the
+// function says strict: true, else that tool's arguments may be any object.
+bool enforceable_tools(const Json& tools, Json* out, ApiError* error);
 
 }  // namespace folio::server

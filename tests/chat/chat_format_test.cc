@@ -53,6 +53,7 @@ TEST(ChatFormat, DetectedFromTheCorpusTemplates) {
       {"moonshotai-Kimi-K2", "kimi"},
       {"CohereForAI-c4ai-command-r7b-12-2024-tool_use", "command+command"},
       {"meetkai-functionary-medium-v3.1", "functionary"},
+      {"meetkai-functionary-medium-v3.2", "functionary_v3_2"},
       {"microsoft-Phi-3.5-mini-instruct", "generic"},
   };
   for (const auto& [name, format] : want) {
@@ -67,7 +68,8 @@ TEST(ChatFormat, NamesRoundTripAndBadNamesAreRefused) {
   for (const char* name : {"none", "hermes", "qwen_xml+think", "mistral+mistral", "none+seed",
                            "none+command", "none+harmony", "llama3", "generic", "generic+think",
                            "glm+think", "nemotron", "lfm2+think", "deepseek+think", "kimi",
-                           "minimax+think", "command+command", "functionary", "granite+think"}) {
+                           "minimax+think", "command+command", "functionary", "functionary_v3_2",
+                           "granite+think"}) {
     Result<ChatFormat> f = parse_chat_format(name);
     ASSERT_TRUE(f.ok()) << name << ": " << f.status().to_string();
     EXPECT_EQ(f->name(), name);
@@ -174,6 +176,37 @@ TEST(ChatFormat, GenerationPromptsThatOpenTheReasoningBlock) {
   EXPECT_FALSE(prompt_opens_reasoning(ReasoningSyntax::kNone, "<think>\n"));
   EXPECT_TRUE(prompt_opens_reasoning(ReasoningSyntax::kSeed, "x<seed:think>"));
   EXPECT_FALSE(prompt_opens_reasoning(ReasoningSyntax::kThink, "<think></think>\n"));
+}
+
+// Functionary v3.2 concatenates a call's arguments as text; the server has
+// made them objects (for every other template), so they go back to JSON
+// text there, and the conversation renders as with string arguments
+// (which the corpus renders as jinja2 does: tool_call_string_args).
+TEST(ChatFormat, FunctionaryV32GetsArgumentsAsText) {
+  const std::string source = read_file(kTemplates + "/meetkai-functionary-medium-v3.2.jinja");
+  const ChatFormat format = detect_chat_format(source);
+  ASSERT_EQ(format.name(), "functionary_v3_2");
+  Result<ChatTemplate> t = ChatTemplate::parse(source, "<s>", "</s>");
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  OrderedJson messages = OrderedJson::parse(R"([{"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+       "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2]}}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "21 C"}])");
+  OrderedJson as_objects = messages;
+  route_call_arguments(format, &messages);
+  EXPECT_EQ(messages[1]["tool_calls"][0]["function"]["arguments"],
+            R"({"city":"Paris","days":[1,2]})");
+  ChatTemplateOptions o;
+  o.add_generation_prompt = true;
+  Result<std::string> out = t->apply_json(messages, o);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_NE(out->find("<|start_header_id|>assistant<|end_header_id|>\n\n>>>get_weather\n"
+                      "{\"city\":\"Paris\",\"days\":[1,2]}<|eot_id|>"),
+            std::string::npos)
+      << *out;
+  // Other formats keep the objects.
+  route_call_arguments(*parse_chat_format("hermes"), &as_objects);
+  EXPECT_TRUE(as_objects[1]["tool_calls"][0]["function"]["arguments"].is_object());
 }
 
 }  // namespace chat_format_test

@@ -155,6 +155,10 @@ TEST(ToolCalls, FormatsOfRealTemplates) {
       {"MiniMax-M2", ToolCallFormat::kMiniMax},
       {"CohereForAI-c4ai-command-r7b-12-2024-tool_use", ToolCallFormat::kCommand},
       {"meetkai-functionary-medium-v3.1", ToolCallFormat::kFunctionary},
+      {"meetkai-functionary-medium-v3.2", ToolCallFormat::kFunctionaryV32},
+      {"google-gemma-4-31B-it", ToolCallFormat::kGemma4},
+      {"deepseek-ai-DeepSeek-V3.2", ToolCallFormat::kDeepSeekV32},
+      {"google-gemma-4-31B-it-interleaved", ToolCallFormat::kGemma4},
       {"ibm-granite-granite-3.3-2B-Instruct", ToolCallFormat::kGranite},
       {"ibm-granite-granite-4.0", ToolCallFormat::kHermes},
   };
@@ -435,6 +439,32 @@ TEST(ToolCalls, DeepSeekV31) {
   }
 }
 
+TEST(ToolCalls, DeepSeekV32) {
+  const auto f = ToolCallFormat::kDeepSeekV32;
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+      "days": {"type": "integer"}}}}}])");
+  Parsed p = parse(f,
+                   "Checking.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n"
+                   "<｜DSML｜parameter name=\"city\" string=\"true\">42</｜DSML｜parameter>\n"
+                   "<｜DSML｜parameter name=\"days\" string=\"false\">3</｜DSML｜parameter>\n"
+                   "</｜DSML｜invoke>\n<｜DSML｜invoke name=\"now\">\n</｜DSML｜invoke>\n"
+                   "</｜DSML｜function_calls>",
+                   &tools);
+  EXPECT_EQ(p.content, "Checking.\n\n");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"42","days":3})");
+  EXPECT_EQ(p.calls[1].name, "now");
+  for (const char* text : {"<｜DSML｜function_calls>text</｜DSML｜function_calls>",
+                           "<｜DSML｜function_calls><｜DSML｜invoke>x</｜DSML｜invoke>"
+                           "</｜DSML｜function_calls>"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
 TEST(ToolCalls, KimiK2) {
   const auto f = ToolCallFormat::kKimi;
   Parsed p = parse(f,
@@ -510,6 +540,54 @@ TEST(ToolCalls, FunctionaryV31) {
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
   for (const char* text : {"<function=f>not json</function>", "<function=>{}</function>"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+TEST(ToolCalls, FunctionaryV32) {
+  const auto f = ToolCallFormat::kFunctionaryV32;
+  // The prompt ends with ">>>": the reply opens with its recipient.
+  Parsed p = parse(f,
+                   "all\nLet me check >> both.>>>get_weather\n{\"city\": \"a>>>b\"}\n"
+                   ">>>now\n{}>>>all\nDone.");
+  EXPECT_EQ(p.content, "Let me check >> both.Done.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"a>>>b"})");
+  EXPECT_EQ(p.calls[1].name, "now");
+  EXPECT_EQ(p.calls[1].arguments, "{}");
+  p = parse(f, "get_weather\n{\"city\": \"Oslo\"}");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.content, "");
+  // Not calls: a body that is not an object, one cut off, no recipient line.
+  for (const char* text : {"f\nnot json", "f\n[1]", "f\n{\"a\": ", "Just text.", "all"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text) << text;
+  }
+}
+
+TEST(ToolCalls, Gemma4) {
+  const auto f = ToolCallFormat::kGemma4;
+  Parsed p = parse(f,
+                   "Checking.<|tool_call>call:get_weather{city:<|\"|>Paris, \"FR\"<|\"|>,"
+                   "days:3,opts:{deep:true,tags:[<|\"|>a<|\"|>,-1.5,null]}}<tool_call|>"
+                   "<|tool_call>call:now{}<tool_call|>Done.");
+  EXPECT_EQ(p.content, "Checking.Done.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(nlohmann::json::parse(p.calls[0].arguments),
+            nlohmann::json::parse(R"({"city": "Paris, \"FR\"", "days": 3,
+                                      "opts": {"deep": true, "tags": ["a", -1.5, null]}})"));
+  EXPECT_EQ(p.calls[1].name, "now");
+  EXPECT_EQ(p.calls[1].arguments, "{}");
+  // Not calls: no "call:", an unquoted string, an unclosed object, a bad name.
+  for (const char* text :
+       {"<|tool_call>get_weather{}<tool_call|>", "<|tool_call>call:f{a:b}<tool_call|>",
+        "<|tool_call>call:f{a:1<tool_call|>", "<|tool_call>call:a b{}<tool_call|>",
+        "<|tool_call>call:f{a:[1,}<tool_call|>"}) {
     p = parse(f, text);
     EXPECT_TRUE(p.calls.empty()) << text;
     EXPECT_EQ(p.content, text);
@@ -609,6 +687,9 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
                          "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
                          "CohereForAI-c4ai-command-r7b-12-2024-tool_use",
                          "meetkai-functionary-medium-v3.1",
+                         "meetkai-functionary-medium-v3.2",
+                         "google-gemma-4-31B-it",
+                         "deepseek-ai-DeepSeek-V3.2",
                          "ibm-granite-granite-4.0"};
   for (const char* name : names) {
     SCOPED_TRACE(name);
@@ -625,6 +706,10 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
     OrderedJson c = call;
     const std::string_view family = std::string_view(name).substr(0, 3);
     if (family == "GLM" || family == "LFM" || family == "Min") c["content"] = "";
+    // Functionary v3.2 concatenates the arguments: OpenAI's string form.
+    if (std::string_view(name).ends_with("v3.2")) {
+      c["tool_calls"][0]["function"]["arguments"] = R"({"city": "Paris", "days": 3})";
+    }
     auto full = t->apply_json(OrderedJson::array({user, c}), o);
     ASSERT_TRUE(prefix.ok()) << prefix.status().to_string();
     ASSERT_TRUE(full.ok()) << full.status().to_string();
@@ -642,13 +727,14 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
       const size_t lt = full->rfind('<', common);
       if (lt != std::string::npos && common - lt < 24) common = lt;
     }
-    ASSERT_GE(common, prefix->size() - std::min<size_t>(prefix->size(), 24)) << *prefix << "\n---\n"
+    // (Gemma 4's empty thought channel is the longest: 28 bytes.)
+    ASSERT_GE(common, prefix->size() - std::min<size_t>(prefix->size(), 32)) << *prefix << "\n---\n"
                                                                              << *full;
     prefix->resize(common);
     std::string turn = full->substr(prefix->size());
     for (const char* end :
          {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<SPECIAL_12>", "<｜end▁of▁sentence｜>",
-          "[e~[", "<|END_OF_TURN_TOKEN|>", "<|end_of_text|>"}) {
+          "[e~[", "<|END_OF_TURN_TOKEN|>", "<|end_of_text|>", "<|tool_response>"}) {
       if (const size_t at = turn.rfind(end); at != std::string::npos) turn.erase(at);
     }
     // Thinking templates open <think> in the generation prompt and close an

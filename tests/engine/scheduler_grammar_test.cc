@@ -58,5 +58,43 @@ TEST_F(SchedulerGrammarTest, EveryChoiceFollowsTheGrammar) {
   }
 }
 
+
+TEST_F(SchedulerGrammarTest, LazyGrammarHoldsFromItsTrigger) {
+  // The output is free up to the first "e", then follows the grammar from
+  // that "e" on; the end may not come before it.
+  auto grammar = grammar::compile_gbnf("root ::= \"e\" [0-9]{1,3} \".\"\n");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  const std::regex want("[^e]*e[0-9]{1,3}\\.");
+  auto cache = make_cache(4 * 32 + 1);
+  ASSERT_NE(cache, nullptr);
+  SchedulerOptions so;
+  so.max_seqs = 4;
+  Scheduler sched(*model_, *tok_, *ctx_, *cache, so);
+  ASSERT_TRUE(sched.start().ok());
+  GenerationRequest req;
+  req.prompt = prompts()[1];
+  req.params.seed = 11;
+  req.params.temperature = 1.2f;
+  req.params.max_tokens = 200;
+  req.n = 3;
+  req.grammar = *grammar;
+  req.grammar_triggers.words = {"e"};
+  req.grammar_triggers.end_before_trigger = false;
+  Collected got(3);
+  Result<uint64_t> id = sched.submit(req, got.callbacks());
+  ASSERT_TRUE(id.ok()) << id.status().to_string();
+  sched.wait_idle();
+  std::lock_guard<std::mutex> lock(got.mu);
+  ASSERT_TRUE(got.result.status.ok()) << got.result.status.to_string();
+  int free_first = 0;  // choices with text before the trigger
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_TRUE(std::regex_match(got.text[c], want)) << "'" << got.text[c] << "'";
+    EXPECT_EQ(got.result.choices[c].stop, StopReason::kEndOfGeneration) << got.text[c];
+    free_first += got.text[c].find('e') > 0 ? 1 : 0;
+  }
+  // The trigger is not forced at the start.
+  EXPECT_GT(free_first, 0);
+}
+
 }  // namespace
 }  // namespace folio
