@@ -60,6 +60,11 @@ void iq4_nl_block(const uint8_t* c, uint16_t d, BlockIQ4_NL* b) {
   for (int e = 0; e < 16; ++e) b->qs[e] = static_cast<uint8_t>(c[e] | c[e + 16] << 4);
 }
 
+void mxfp4_block(const uint8_t* c, uint8_t e8, BlockMXFP4* b) {
+  b->e = e8;
+  for (int e = 0; e < 16; ++e) b->qs[e] = static_cast<uint8_t>(c[e] | c[e + 16] << 4);
+}
+
 void q8_0_block(const uint8_t* c, uint16_t d, BlockQ8_0* b) {
   b->d = d;
   for (int e = 0; e < 32; ++e) b->qs[e] = static_cast<int8_t>(c[e] ^ 0x80);
@@ -147,6 +152,8 @@ std::optional<DType> packed_type_for(DType source) {
       return DType::IQ4_NL_X16;
     case DType::IQ4_XS:
       return DType::IQ4_XS_X16;
+    case DType::MXFP4:
+      return DType::MXFP4_X16;
     case DType::Q8_0:
       return DType::Q8_0_X16;
     case DType::Q4_K:
@@ -213,6 +220,7 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
       for (int64_t b = 0; b < k / kQK; ++b) {
         uint8_t* dstb = panel + b * blk;
         uint16_t d[kPanelRows] = {}, m[kPanelRows] = {};
+        uint8_t e8[kPanelRows] = {};  // MXFP4: the E8M0 scales
         for (int r = 0; r < rows; ++r) {
           const uint8_t* g = block_of(r, b);
           uint32_t w[8];
@@ -234,6 +242,10 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
             const auto* q = reinterpret_cast<const BlockIQ4_NL*>(g);
             qs = q->qs;
             d[r] = q->d;
+          } else if (source == DType::MXFP4) {
+            const auto* q = reinterpret_cast<const BlockMXFP4*>(g);
+            qs = q->qs;
+            e8[r] = q->e;
           } else if (source == DType::Q4_1) {
             const auto* q = reinterpret_cast<const BlockQ4_1*>(g);
             qs = q->qs;
@@ -263,8 +275,12 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
           std::memcpy(w, qs, 16);
           for (int i = 0; i < 4; ++i) std::memcpy(dstb + i * 64 + r * 4, &w[i], 4);
         }
-        std::memcpy(dstb + code_bytes, d, sizeof(d));
-        if (x16_has_min(packed)) std::memcpy(dstb + code_bytes + sizeof(d), m, sizeof(m));
+        if (source == DType::MXFP4) {
+          std::memcpy(dstb + code_bytes, e8, sizeof(e8));
+        } else {
+          std::memcpy(dstb + code_bytes, d, sizeof(d));
+          if (x16_has_min(packed)) std::memcpy(dstb + code_bytes + sizeof(d), m, sizeof(m));
+        }
       }
     } else if (source == DType::Q4_K) {
       for (int64_t sb = 0; sb < k / kQKK; ++sb) {
@@ -375,10 +391,14 @@ void unpack_row(DType packed, const void* matrix, int64_t k, int64_t row, void* 
             c[e] |= static_cast<uint8_t>(((s[256 + i / 8] >> (i % 8)) & 1) << 4);
         }
       }
+      uint8_t* g = out + b * type_size(source);
+      if (source == DType::MXFP4) {
+        mxfp4_block(c, s[code_bytes + n], reinterpret_cast<BlockMXFP4*>(g));
+        continue;
+      }
       uint16_t d, m = 0;
       std::memcpy(&d, s + code_bytes + 2 * n, 2);
       if (x16_has_min(packed)) std::memcpy(&m, s + code_bytes + 2 * kPanelRows + 2 * n, 2);
-      uint8_t* g = out + b * type_size(source);
       if (source == DType::Q4_0) {
         q4_0_block(c, d, reinterpret_cast<BlockQ4_0*>(g));
       } else if (source == DType::IQ4_NL) {

@@ -64,11 +64,12 @@ enum class DType : uint32_t {
   Q5_1_X16 = 71,
   IQ4_NL_X16 = 72,
   IQ4_XS_X16 = 73,
+  MXFP4_X16 = 74,
 };
 
 inline constexpr uint32_t kDTypeIdLimit = 41;  // GGUF ids are < this
 inline constexpr uint32_t kPackedDTypeBase = 64;
-inline constexpr uint32_t kPackedDTypeLimit = 74;  // packed ids are in [base, limit)
+inline constexpr uint32_t kPackedDTypeLimit = 75;  // packed ids are in [base, limit)
 
 struct DTypeTraits {
   const char* name;     // GGUF/ggml name: "f32", "q4_K", ...

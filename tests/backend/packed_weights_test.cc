@@ -47,7 +47,7 @@ TEST(PackedBufferTypes, AcceptOnlyMulMatWeightsOfTheirFormats) {
   EXPECT_TRUE(amx.supports_weight(use(DType::Q4_1, {256, 32, 1, 1})));
   EXPECT_TRUE(rep.supports_weight(use(DType::Q4_1, {256, 32, 1, 1})));
   EXPECT_TRUE(rep.supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
-  for (DType t : {DType::Q5_1, DType::IQ4_NL, DType::IQ4_XS}) {
+  for (DType t : {DType::Q5_1, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4}) {
     EXPECT_TRUE(amx.supports_weight(use(t, {256, 32, 1, 1}))) << dtype_name(t);
     EXPECT_TRUE(rep.supports_weight(use(t, {256, 32, 4, 1}, OpKind::kMulMatId))) << dtype_name(t);
   }
@@ -58,7 +58,7 @@ TEST(PackedBufferTypes, AcceptOnlyMulMatWeightsOfTheirFormats) {
     EXPECT_FALSE(t->supports_weight(use(DType::F32, {256, 1, 1, 1}, OpKind::kRmsNorm)));
     EXPECT_FALSE(t->supports_weight(use(DType::Q8_0, {640, 1000, 1, 1}, OpKind::kGetRows)));
     EXPECT_FALSE(t->supports_weight(use(DType::Q2_K, {256, 32, 1, 1})));
-    EXPECT_FALSE(t->supports_weight(use(DType::MXFP4, {256, 32, 1, 1})));
+    EXPECT_FALSE(t->supports_weight(use(DType::NVFP4, {256, 32, 1, 1})));
     EXPECT_FALSE(t->supports_weight(use(DType::Q4_0, {256, 32, 2, 2}, OpKind::kMulMatId)));
   }
   // Sizes: whole panels of 16 rows.
@@ -199,8 +199,9 @@ struct Problem {
   }
 };
 
-constexpr DType kSources[] = {DType::Q4_0,   DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                              DType::IQ4_NL, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
+constexpr DType kSources[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
+                              DType::Q8_0, DType::IQ4_NL, DType::MXFP4, DType::Q4_K,
+                              DType::Q5_K, DType::Q6_K,   DType::IQ4_XS};
 
 TEST(PackedKernels, RoutedOnlyToKernelsThatReadTheLayout) {
   Problem p(DType::Q4_0, 64, 20, 3, 1);
@@ -465,7 +466,7 @@ TEST(PackedKernels, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
 
 // The AMX panels give the bits of the panels below them (AVX-512; Q4_1_X16:
 // avx2_vnni, its only panel below AMX) for every packed layout (Q5_1_X16,
-// IQ4_NL_X16 and IQ4_XS_X16 included): 160 rows are
+// IQ4_NL_X16, IQ4_XS_X16 and MXFP4_X16 included): 160 rows are
 // 10 tile groups, 150 leave 6 rows that the lower tier's panel takes (both
 // at least amx_min_rows).
 TEST(PackedKernels, AmxTilesGiveTheBitsOfTheTierBelow) {

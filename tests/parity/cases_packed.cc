@@ -40,9 +40,9 @@
 namespace folio::parity {
 namespace {
 
-constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0, DType::Q5_1,
-                                    DType::Q8_0, DType::IQ4_NL, DType::Q4_K, DType::Q5_K,
-                                    DType::Q6_K, DType::IQ4_XS};
+constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
+                                    DType::Q8_0, DType::IQ4_NL, DType::MXFP4, DType::Q4_K,
+                                    DType::Q5_K, DType::Q6_K,   DType::IQ4_XS};
 
 // The buffer type that holds `source` on a machine with AMX (the layouts do
 // not depend on the type: both store the same bytes).
@@ -89,6 +89,9 @@ void fill_random_blocks(OpCase& c, const TensorView& t) {
         break;
       case DType::Q6_K:
         put(blk, offsetof(quant::BlockQ6_K, d));
+        break;
+      case DType::MXFP4:  // an E8M0 scale near 2^-4
+        blk[0] = static_cast<uint8_t>(120 + c.rng()() % 8);
         break;
       case DType::BF16: {  // every element a small normal value (f16 bits would be tiny)
         const uint16_t v = f32_to_bf16(scale(c.rng()));
@@ -212,7 +215,8 @@ void add_packed_cases(CaseList& cases, bool perf) {
   }
   // A single 32-element block per row, and Gemma 3 270M decode / prefill
   // widths (ffn gate / up 640 -> 2048, down 2048 -> 640).
-  for (DType src : {DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::IQ4_NL}) {
+  for (DType src :
+       {DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::IQ4_NL, DType::MXFP4}) {
     add_packed_mul_mat(cases, src, 32, 9, 18);
     add_packed_mul_mat(cases, src, 640, 2048, 1);
   }

@@ -1,6 +1,6 @@
 // AVX-512 + VNNI panels for the packed 32-element layouts Q4_0_X16,
-// Q5_0_X16, Q5_1_X16, Q8_0_X16 and IQ4_NL_X16 (quant/repack.h) x Q8Row32
-// activation rows.
+// Q5_0_X16, Q5_1_X16, Q8_0_X16, IQ4_NL_X16 and MXFP4_X16 (quant/repack.h) x
+// Q8Row32 activation rows.
 //
 // A panel block holds the unsigned codes of 16 rows in VNNI order: VNNI row
 // r (one zmm) has, in i32 lane n, the 4 codes of row n for elements 4r..4r+3.
@@ -10,10 +10,13 @@
 // per-row scale shuffles (the plain layout's costs). Codes are unpacked
 // with one and / shift per 64 (nibbles: VNNI rows 0-3 low, 4-7 high; Q5_0's
 // and Q5_1's bit 4 by a byte-masked add from its bit plane; Q8_0 codes are
-// stored as q + 128; IQ4_NL's nibbles become kIQ4NLValues + 128 by vpshufb).
+// stored as q + 128; IQ4_NL's and MXFP4's nibbles become kIQ4NLValues /
+// kFP4Values + 128 by vpshufb).
 // The offset (8, 16, 128; Q5_1: none) comes off as offset * (the block's
 // activation quant sum): exact integers, then per block
-//   acc += float(isum) * (d_w * d_x)   (16 rows: f16 scales, one vcvtph2ps)
+//   acc += float(isum) * (d_w * d_x)   (16 rows: f16 scales, one vcvtph2ps;
+//                                       MXFP4: E8M0 half-scales, a gather
+//                                       from kE8M0Half)
 // [Q5_1: then acc += m_w * (d_x * sum of the block's activation quants), as
 // the AVX2 panels' Q4_1 / Q5_1 step]
 // so each output's float steps depend only on K: the AMX panels
@@ -37,6 +40,12 @@ namespace folio::cpu {
 
 namespace {
 
+// The 16 signed levels the codes index (IQ4_NL_X16, MXFP4_X16), else nullptr.
+template <DType P>
+constexpr const int8_t* kLevels = P == DType::IQ4_NL_X16  ? quant::kIQ4NLValues
+                                  : P == DType::MXFP4_X16 ? quant::kFP4Values
+                                                          : nullptr;
+
 template <DType P>
 constexpr int32_t kLegacyOffset = P == DType::Q4_0_X16   ? 8
                                   : P == DType::Q5_0_X16 ? 16
@@ -55,10 +64,9 @@ FOLIO_INLINE_AVX512 void unpack_codes(const uint8_t* blk, __m512i (&w)[8]) {
       w[r] = _mm512_and_si512(v, m4);
       w[r + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
     }
-    if constexpr (P == DType::IQ4_NL_X16) {
+    if constexpr (kLevels<P> != nullptr) {
       const __m512i table = _mm512_add_epi8(
-          _mm512_broadcast_i32x4(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues))),
+          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels<P>))),
           _mm512_set1_epi8(static_cast<char>(0x80)));
       for (int r = 0; r < 8; ++r) w[r] = _mm512_shuffle_epi8(table, w[r]);
     }
@@ -130,6 +138,11 @@ FOLIO_INLINE_AVX512 __m512 load_block(const uint8_t* blk, __m512i (&w)[8], __m51
   *mw = quant::x16_has_min(P)
             ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp + 32)))
             : _mm512_setzero_ps();
+  if constexpr (P == DType::MXFP4_X16) {
+    return _mm512_i32gather_ps(
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp))),
+        quant::kE8M0Half.data(), 4);
+  }
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp)));
 }
 
@@ -185,14 +198,14 @@ struct LegacyMulti {
 
 PanelFn legacy_panel_avx512(DType packed) {
   return dtype_switch<DType::Q4_0_X16, DType::Q5_0_X16, DType::Q5_1_X16, DType::Q8_0_X16,
-                      DType::IQ4_NL_X16>(packed, [](auto p) -> PanelFn {
+                      DType::IQ4_NL_X16, DType::MXFP4_X16>(packed, [](auto p) -> PanelFn {
     return &avx512::panel_cols<LegacyTiles<decltype(p)::value>>;
   });
 }
 
 MultiPanelFn legacy_decode_avx512(DType packed) {
   return dtype_switch<DType::Q4_0_X16, DType::Q5_0_X16, DType::Q5_1_X16, DType::Q8_0_X16,
-                      DType::IQ4_NL_X16>(packed, [](auto p) -> MultiPanelFn {
+                      DType::IQ4_NL_X16, DType::MXFP4_X16>(packed, [](auto p) -> MultiPanelFn {
     return &avx512::decode_panels<LegacyMulti<decltype(p)::value>>;
   });
 }
