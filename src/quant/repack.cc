@@ -34,13 +34,35 @@ void q4_1_block(const uint8_t* c, uint16_t d, uint16_t m, BlockQ4_1* b) {
   for (int e = 0; e < 16; ++e) b->qs[e] = static_cast<uint8_t>(c[e] | c[e + 16] << 4);
 }
 
-void q5_0_block(const uint8_t* c, uint16_t d, BlockQ5_0* b) {
-  b->d = d;
+// Q5_0 / Q5_1 (the same qh and qs fields).
+template <typename Block>
+void q5_codes(const uint8_t* c, Block* b) {
   uint32_t qh = 0;
   for (int e = 0; e < 32; ++e) qh |= static_cast<uint32_t>((c[e] >> 4) & 1) << e;
   std::memcpy(b->qh, &qh, 4);
   for (int e = 0; e < 16; ++e)
     b->qs[e] = static_cast<uint8_t>((c[e] & 0xF) | (c[e + 16] & 0xF) << 4);
+}
+
+void q5_0_block(const uint8_t* c, uint16_t d, BlockQ5_0* b) {
+  b->d = d;
+  q5_codes(c, b);
+}
+
+void q5_1_block(const uint8_t* c, uint16_t d, uint16_t m, BlockQ5_1* b) {
+  b->d = d;
+  b->m = m;
+  q5_codes(c, b);
+}
+
+void iq4_nl_block(const uint8_t* c, uint16_t d, BlockIQ4_NL* b) {
+  b->d = d;
+  for (int e = 0; e < 16; ++e) b->qs[e] = static_cast<uint8_t>(c[e] | c[e + 16] << 4);
+}
+
+void mxfp4_block(const uint8_t* c, uint8_t e8, BlockMXFP4* b) {
+  b->e = e8;
+  for (int e = 0; e < 16; ++e) b->qs[e] = static_cast<uint8_t>(c[e] | c[e + 16] << 4);
 }
 
 void q8_0_block(const uint8_t* c, uint16_t d, BlockQ8_0* b) {
@@ -124,6 +146,14 @@ std::optional<DType> packed_type_for(DType source) {
       return DType::Q4_1_X16;
     case DType::Q5_0:
       return DType::Q5_0_X16;
+    case DType::Q5_1:
+      return DType::Q5_1_X16;
+    case DType::IQ4_NL:
+      return DType::IQ4_NL_X16;
+    case DType::IQ4_XS:
+      return DType::IQ4_XS_X16;
+    case DType::MXFP4:
+      return DType::MXFP4_X16;
     case DType::Q8_0:
       return DType::Q8_0_X16;
     case DType::Q4_K:
@@ -190,6 +220,7 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
       for (int64_t b = 0; b < k / kQK; ++b) {
         uint8_t* dstb = panel + b * blk;
         uint16_t d[kPanelRows] = {}, m[kPanelRows] = {};
+        uint8_t e8[kPanelRows] = {};  // MXFP4: the E8M0 scales
         for (int r = 0; r < rows; ++r) {
           const uint8_t* g = block_of(r, b);
           uint32_t w[8];
@@ -202,21 +233,39 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
             continue;
           }
           const uint8_t* qs;
+          const uint8_t* qh_bytes = nullptr;  // Q5_0 / Q5_1: bit 4 of each code
           if (source == DType::Q4_0) {
             const auto* q = reinterpret_cast<const BlockQ4_0*>(g);
             qs = q->qs;
             d[r] = q->d;
+          } else if (source == DType::IQ4_NL) {
+            const auto* q = reinterpret_cast<const BlockIQ4_NL*>(g);
+            qs = q->qs;
+            d[r] = q->d;
+          } else if (source == DType::MXFP4) {
+            const auto* q = reinterpret_cast<const BlockMXFP4*>(g);
+            qs = q->qs;
+            e8[r] = q->e;
           } else if (source == DType::Q4_1) {
             const auto* q = reinterpret_cast<const BlockQ4_1*>(g);
             qs = q->qs;
             d[r] = q->d;
             m[r] = q->m;
+          } else if (source == DType::Q5_1) {
+            const auto* q = reinterpret_cast<const BlockQ5_1*>(g);
+            qs = q->qs;
+            qh_bytes = q->qh;
+            d[r] = q->d;
+            m[r] = q->m;
           } else {
             const auto* q = reinterpret_cast<const BlockQ5_0*>(g);
             qs = q->qs;
+            qh_bytes = q->qh;
             d[r] = q->d;
+          }
+          if (qh_bytes != nullptr) {
             uint32_t qh;
-            std::memcpy(&qh, q->qh, 4);
+            std::memcpy(&qh, qh_bytes, 4);
             // Plane bit 64 i + 4 r + j = bit 4 of code 4 i + j of row r.
             for (int i = 0; i < 8; ++i) {
               uint8_t& byte = dstb[256 + i * 8 + r / 2];
@@ -226,8 +275,12 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
           std::memcpy(w, qs, 16);
           for (int i = 0; i < 4; ++i) std::memcpy(dstb + i * 64 + r * 4, &w[i], 4);
         }
-        std::memcpy(dstb + code_bytes, d, sizeof(d));
-        if (source == DType::Q4_1) std::memcpy(dstb + code_bytes + sizeof(d), m, sizeof(m));
+        if (source == DType::MXFP4) {
+          std::memcpy(dstb + code_bytes, e8, sizeof(e8));
+        } else {
+          std::memcpy(dstb + code_bytes, d, sizeof(d));
+          if (x16_has_min(packed)) std::memcpy(dstb + code_bytes + sizeof(d), m, sizeof(m));
+        }
       }
     } else if (source == DType::Q4_K) {
       for (int64_t sb = 0; sb < k / kQKK; ++sb) {
@@ -251,6 +304,25 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
               for (int j = 0; j < 4; ++j) bits |= ((q->qh[4 * rr + j] >> g) & 1u) << j;
               plane[8 * rr + r / 2] |= static_cast<uint8_t>(bits << (4 * (r % 2)));
             }
+          }
+        }
+      }
+    } else if (source == DType::IQ4_XS) {
+      // Group g's codes are the nibbles of qs[16 g ..], paired as Q4_0's.
+      for (int64_t sb = 0; sb < k / kQKK; ++sb) {
+        uint8_t* s = panel + sb * kIQ4XSxBytes;
+        for (int r = 0; r < rows; ++r) {
+          const auto* q = reinterpret_cast<const BlockIQ4_XS*>(block_of(r, sb));
+          std::memcpy(s + kIQ4XSxD + 2 * r, &q->d, 2);
+          for (int g = 0; g < 8; ++g) {
+            const int lo = (q->scales_l[g / 2] >> (4 * (g % 2))) & 0xF;
+            const int hi = (q->scales_h >> (2 * g)) & 3;
+            s[kIQ4XSxScales + g * 16 + r] =
+                static_cast<uint8_t>(static_cast<int8_t>((lo | hi << 4) - 32));
+            uint32_t w[4];
+            std::memcpy(w, q->qs + 16 * g, 16);
+            for (int i = 0; i < 4; ++i)
+              std::memcpy(s + kIQ4XSxCodes + 256 * g + i * 64 + r * 4, &w[i], 4);
           }
         }
       }
@@ -315,19 +387,26 @@ void unpack_row(DType packed, const void* matrix, int64_t k, int64_t row, void* 
           c[e] = s[i];
         } else {
           c[e] = get_nibble(s, n, e);
-          if (source == DType::Q5_0)
+          if (source == DType::Q5_0 || source == DType::Q5_1)
             c[e] |= static_cast<uint8_t>(((s[256 + i / 8] >> (i % 8)) & 1) << 4);
         }
       }
-      uint16_t d;
-      std::memcpy(&d, s + code_bytes + 2 * n, 2);
       uint8_t* g = out + b * type_size(source);
+      if (source == DType::MXFP4) {
+        mxfp4_block(c, s[code_bytes + n], reinterpret_cast<BlockMXFP4*>(g));
+        continue;
+      }
+      uint16_t d, m = 0;
+      std::memcpy(&d, s + code_bytes + 2 * n, 2);
+      if (x16_has_min(packed)) std::memcpy(&m, s + code_bytes + 2 * kPanelRows + 2 * n, 2);
       if (source == DType::Q4_0) {
         q4_0_block(c, d, reinterpret_cast<BlockQ4_0*>(g));
+      } else if (source == DType::IQ4_NL) {
+        iq4_nl_block(c, d, reinterpret_cast<BlockIQ4_NL*>(g));
       } else if (source == DType::Q4_1) {
-        uint16_t m;
-        std::memcpy(&m, s + code_bytes + 2 * kPanelRows + 2 * n, 2);
         q4_1_block(c, d, m, reinterpret_cast<BlockQ4_1*>(g));
+      } else if (source == DType::Q5_1) {
+        q5_1_block(c, d, m, reinterpret_cast<BlockQ5_1*>(g));
       } else if (source == DType::Q5_0) {
         q5_0_block(c, d, reinterpret_cast<BlockQ5_0*>(g));
       } else {
@@ -353,6 +432,25 @@ void unpack_row(DType packed, const void* matrix, int64_t k, int64_t row, void* 
         blk.qh[e % 32] |= static_cast<uint8_t>(((plane[i / 8] >> (i % 8)) & 1) << (e / 32));
       }
       std::memcpy(out + sb * sizeof(BlockQ5_K), &blk, sizeof(blk));
+    }
+  } else if (source == DType::IQ4_XS) {
+    for (int64_t sb = 0; sb < k / kQKK; ++sb) {
+      const uint8_t* s = panel + sb * kIQ4XSxBytes;
+      BlockIQ4_XS blk;
+      std::memset(&blk, 0, sizeof(blk));
+      std::memcpy(&blk.d, s + kIQ4XSxD + 2 * n, 2);
+      for (int g = 0; g < 8; ++g) {
+        const int ls = static_cast<int8_t>(s[kIQ4XSxScales + g * 16 + n]) + 32;
+        blk.scales_l[g / 2] =
+            static_cast<uint8_t>(blk.scales_l[g / 2] | (ls & 0xF) << (4 * (g % 2)));
+        blk.scales_h = static_cast<uint16_t>(blk.scales_h | (ls >> 4 & 3) << (2 * g));
+        for (int e = 0; e < 16; ++e) {
+          blk.qs[16 * g + e] =
+              static_cast<uint8_t>(get_nibble(s + kIQ4XSxCodes + 256 * g, n, e) |
+                                   get_nibble(s + kIQ4XSxCodes + 256 * g, n, e + 16) << 4);
+        }
+      }
+      std::memcpy(out + sb * sizeof(BlockIQ4_XS), &blk, sizeof(blk));
     }
   } else {
     FOLIO_CHECK_MSG(source == DType::Q6_K, "unpack_row: no layout for {}", dtype_name(source));

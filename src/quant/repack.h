@@ -23,6 +23,9 @@
 //   Q5_0_X16  [nibbles 256][bit 4 plane 64][f16 d x 16]               352 B / 32
 //   Q8_0_X16  [codes q + 128: 512][f16 d x 16]                        544 B / 32
 //   Q4_1_X16  [nibbles 256][f16 d x 16][f16 m x 16]                   320 B / 32
+//   Q5_1_X16  [nibbles 256][bit 4 plane 64][f16 d x 16][f16 m x 16]   384 B / 32
+//   IQ4_NL_X16 [nibbles 256][f16 d x 16]                              288 B / 32
+//   MXFP4_X16 [nibbles 256][u8 e (E8M0) x 16]                         272 B / 32
 //   Q4_K_X16  [f16 d x 16][f16 dmin x 16][u8 scale [8][16]]
 //             [u8 min [4][16][2] (mins 2i, 2i+1 of a row side by side)]
 //             [8 groups x nibbles 256]                                2368 B / 256
@@ -31,7 +34,13 @@
 //             [8 groups x (nibbles 256, bit 4 plane 64)]              2880 B / 256
 //   Q6_K_X16  [f16 d x 16][i8 scale [16][16]]
 //             [8 groups x (nibbles 256, bits 4-5 plane 128)]          3360 B / 256
-// Bit planes: Q5_0 and Q5_K (per group) bit i of the plane = bit 4 of code
+//   IQ4_XS_X16 [f16 d x 16][i8 scale - 32 [8][16]]
+//             [8 groups x nibbles 256]                                2208 B / 256
+// IQ4_NL_X16 and IQ4_XS_X16 codes are the 4-bit indices into kIQ4NLValues
+// (quant/blocks.h); IQ4_XS_X16 stores each row's 6-bit group scales
+// unpacked, minus 32 (+2 bytes per super-block and row). MXFP4_X16 codes
+// index kFP4Values, its scales are the GGUF E8M0 bytes.
+// Bit planes: Q5_0, Q5_1 and Q5_K (per group) bit i of the plane = bit 4 of code
 // i (i < 512, VNNI order: plane bytes 8r..8r+7 are the byte mask of VNNI
 // row r); Q6_K plane byte i bits 2f, 2f+1 = bits 4, 5 of code i + 128 f.
 #pragma once
@@ -53,13 +62,23 @@ std::optional<DType> packed_type_for(DType source);
 // Legacy (32-element block) layouts: bytes of one block's codes and of a
 // whole panel block (codes + 16 f16 scales).
 constexpr size_t x16_code_bytes(DType packed) {
-  return packed == DType::Q4_0_X16 || packed == DType::Q4_1_X16 ? 256
-         : packed == DType::Q5_0_X16                          ? 320
-                                                              : 512;
+  return packed == DType::Q4_0_X16 || packed == DType::Q4_1_X16 ||
+                 packed == DType::IQ4_NL_X16 || packed == DType::MXFP4_X16
+             ? 256
+         : packed == DType::Q5_0_X16 || packed == DType::Q5_1_X16 ? 320
+                                                                  : 512;
 }
-// Q4_1_X16: the 16 f16 minimums follow the 16 scales.
+// Does the layout store a minimum per row and block (value = d * code + m)?
+constexpr bool x16_has_min(DType packed) {
+  return packed == DType::Q4_1_X16 || packed == DType::Q5_1_X16;
+}
+// Bytes of the 16 scales (f16; MXFP4_X16: E8M0 bytes) and, for Q4_1_X16 and
+// Q5_1_X16, the 16 f16 minimums that follow them.
+constexpr size_t x16_scale_bytes(DType packed) {
+  return packed == DType::MXFP4_X16 ? kPanelRows : 2 * kPanelRows * (x16_has_min(packed) ? 2 : 1);
+}
 constexpr size_t x16_block_bytes(DType packed) {
-  return x16_code_bytes(packed) + 2 * kPanelRows * (packed == DType::Q4_1_X16 ? 2 : 1);
+  return x16_code_bytes(packed) + x16_scale_bytes(packed);
 }
 
 // Q4_K_X16 super-block parts (byte offsets inside a panel super-block).
@@ -71,6 +90,8 @@ inline constexpr size_t kQ5KxD = 0, kQ5KxDmin = 32, kQ5KxScales = 64, kQ5KxMins 
 // Q6_K_X16 super-block parts.
 inline constexpr size_t kQ6KxD = 0, kQ6KxScales = 32, kQ6KxCodes = 288, kQ6KxGroupBytes = 384,
                         kQ6KxBytes = 3360;
+// IQ4_XS_X16 super-block parts.
+inline constexpr size_t kIQ4XSxD = 0, kIQ4XSxScales = 32, kIQ4XSxCodes = 160, kIQ4XSxBytes = 2208;
 
 // Bytes of one panel of `k` elements per row.
 size_t packed_panel_bytes(DType packed, int64_t k);

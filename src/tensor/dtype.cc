@@ -77,6 +77,10 @@ constexpr std::array<PackedEntry, kPackedDTypeLimit - kPackedDTypeBase> kPacked{
     {DType::Q6_K, {"q6_Kx16", kQKK, 128 + 64 + 16 + 2, true, true}},
     {DType::Q5_K, {"q5_Kx16", kQKK, 2 + 2 + 16 + 32 + 128, true, true}},
     {DType::Q4_1, {"q4_1x16", kQK, 2 + 2 + 16, true, true}},
+    {DType::Q5_1, {"q5_1x16", kQK, 2 + 2 + 4 + 16, true, true}},
+    {DType::IQ4_NL, {"iq4_nlx16", kQK, 2 + 16, true, true}},
+    {DType::IQ4_XS, {"iq4_xsx16", kQKK, 2 + 8 + 128, true, true}},
+    {DType::MXFP4, {"mxfp4x16", kQK, 1 + 16, true, true}},
 }};
 
 }  // namespace

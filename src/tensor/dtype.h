@@ -61,11 +61,15 @@ enum class DType : uint32_t {
   Q6_K_X16 = 68,
   Q5_K_X16 = 69,
   Q4_1_X16 = 70,
+  Q5_1_X16 = 71,
+  IQ4_NL_X16 = 72,
+  IQ4_XS_X16 = 73,
+  MXFP4_X16 = 74,
 };
 
 inline constexpr uint32_t kDTypeIdLimit = 41;  // GGUF ids are < this
 inline constexpr uint32_t kPackedDTypeBase = 64;
-inline constexpr uint32_t kPackedDTypeLimit = 71;  // packed ids are in [base, limit)
+inline constexpr uint32_t kPackedDTypeLimit = 75;  // packed ids are in [base, limit)
 
 struct DTypeTraits {
   const char* name;     // GGUF/ggml name: "f32", "q4_K", ...

@@ -47,13 +47,18 @@ TEST(PackedBufferTypes, AcceptOnlyMulMatWeightsOfTheirFormats) {
   EXPECT_TRUE(amx.supports_weight(use(DType::Q4_1, {256, 32, 1, 1})));
   EXPECT_TRUE(rep.supports_weight(use(DType::Q4_1, {256, 32, 1, 1})));
   EXPECT_TRUE(rep.supports_weight(use(DType::Q8_0, {256, 32, 1, 1})));
+  for (DType t : {DType::Q5_1, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4}) {
+    EXPECT_TRUE(amx.supports_weight(use(t, {256, 32, 1, 1}))) << dtype_name(t);
+    EXPECT_TRUE(rep.supports_weight(use(t, {256, 32, 4, 1}, OpKind::kMulMatId))) << dtype_name(t);
+  }
   for (const PackedBufferType* t : {&amx, &repack_buffer_type()}) {
     // F32 / F16 tensors, norms, embeddings (get_rows) and unsupported formats stay plain.
     EXPECT_FALSE(t->supports_weight(use(DType::F32, {256, 32, 1, 1})));
     EXPECT_FALSE(t->supports_weight(use(DType::F16, {256, 32, 1, 1})));
     EXPECT_FALSE(t->supports_weight(use(DType::F32, {256, 1, 1, 1}, OpKind::kRmsNorm)));
     EXPECT_FALSE(t->supports_weight(use(DType::Q8_0, {640, 1000, 1, 1}, OpKind::kGetRows)));
-    EXPECT_FALSE(t->supports_weight(use(DType::Q5_1, {256, 32, 1, 1})));
+    EXPECT_FALSE(t->supports_weight(use(DType::Q2_K, {256, 32, 1, 1})));
+    EXPECT_FALSE(t->supports_weight(use(DType::NVFP4, {256, 32, 1, 1})));
     EXPECT_FALSE(t->supports_weight(use(DType::Q4_0, {256, 32, 2, 2}, OpKind::kMulMatId)));
   }
   // Sizes: whole panels of 16 rows.
@@ -159,8 +164,18 @@ struct Problem {
     for (float& v : x) v = u(rng);
     const size_t row = row_size(t, k);
     plain = aligned_alloc_bytes(row * n);
-    for (int64_t r = 0; r < n; ++r) {
-      quant::quantize_row_ref(t, wf.data() + r * k, static_cast<char*>(plain.get()) + r * row, k);
+    auto* bytes = static_cast<uint8_t*>(plain.get());
+    if (quant::has_quantize(t)) {
+      for (int64_t r = 0; r < n; ++r) quant::quantize_row_ref(t, wf.data() + r * k, bytes + r * row, k);
+    } else {
+      // IQ4_NL, IQ4_XS (no reference quantizer): random codes and scales, a
+      // small f16 d (the first field of both blocks).
+      std::uniform_real_distribution<float> d(0.001f, 0.01f);
+      for (size_t i = 0; i < row * n; ++i) bytes[i] = static_cast<uint8_t>(rng());
+      for (size_t b = 0; b < row * n; b += type_size(t)) {
+        const uint16_t h = f32_to_f16(d(rng));
+        std::memcpy(bytes + b, &h, 2);
+      }
     }
     w_plain = TensorView::contiguous(plain.get(), t, {k, n});
     const PackedBufferType& type = repack_buffer_type();
@@ -184,8 +199,9 @@ struct Problem {
   }
 };
 
-constexpr DType kSources[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0,
-                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kSources[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
+                              DType::Q8_0, DType::IQ4_NL, DType::MXFP4, DType::Q4_K,
+                              DType::Q5_K, DType::Q6_K,   DType::IQ4_XS};
 
 TEST(PackedKernels, RoutedOnlyToKernelsThatReadTheLayout) {
   Problem p(DType::Q4_0, 64, 20, 3, 1);
@@ -449,7 +465,8 @@ TEST(PackedKernels, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
 }
 
 // The AMX panels give the bits of the panels below them (AVX-512; Q4_1_X16:
-// avx2_vnni, its only panel below AMX) for every packed layout: 160 rows are
+// avx2_vnni, its only panel below AMX) for every packed layout (Q5_1_X16,
+// IQ4_NL_X16, IQ4_XS_X16 and MXFP4_X16 included): 160 rows are
 // 10 tile groups, 150 leave 6 rows that the lower tier's panel takes (both
 // at least amx_min_rows).
 TEST(PackedKernels, AmxTilesGiveTheBitsOfTheTierBelow) {

@@ -34,13 +34,15 @@
 #include "core/fp16.h"
 #include "parity/harness.h"
 #include "quant/blocks.h"
+#include "quant/quant.h"
 #include "quant/repack.h"
 
 namespace folio::parity {
 namespace {
 
-constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0,
-                                    DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
+                                    DType::Q8_0, DType::IQ4_NL, DType::MXFP4, DType::Q4_K,
+                                    DType::Q5_K, DType::Q6_K,   DType::IQ4_XS};
 
 // The buffer type that holds `source` on a machine with AMX (the layouts do
 // not depend on the type: both store the same bytes).
@@ -88,6 +90,9 @@ void fill_random_blocks(OpCase& c, const TensorView& t) {
       case DType::Q6_K:
         put(blk, offsetof(quant::BlockQ6_K, d));
         break;
+      case DType::MXFP4:  // an E8M0 scale near 2^-4
+        blk[0] = static_cast<uint8_t>(120 + c.rng()() % 8);
+        break;
       case DType::BF16: {  // every element a small normal value (f16 bits would be tiny)
         const uint16_t v = f32_to_bf16(scale(c.rng()));
         std::memcpy(blk, &v, 2);
@@ -97,6 +102,16 @@ void fill_random_blocks(OpCase& c, const TensorView& t) {
         put(blk, 0);  // legacy blocks start with d
         break;
     }
+  }
+}
+
+// A weight for a checked case: through the reference quantizer where the
+// type has one, else (IQ4_NL, IQ4_XS) random blocks with small scales.
+void packed_fill_weight(OpCase& c, const TensorView& t) {
+  if (quant::has_quantize(t.dtype)) {
+    c.fill_uniform(t);
+  } else {
+    fill_random_blocks(c, t);
   }
 }
 
@@ -118,7 +133,7 @@ void add_packed_mul_mat(CaseList& cases, DType src, int64_t k, int64_t n, int64_
   if (x_pad > 0) name += " strided";
   auto c = new_case(name, OpKind::kMulMat);
   TensorView plain = c->alloc(src, {k, n, wb[0], wb[1]});
-  c->fill_uniform(plain);
+  packed_fill_weight(*c, plain);
   c->op.src[0] = pack(*c, plain, OpKind::kMulMat);
   c->op.src[1] = filled_f32(*c, {k, m, xb[0], xb[1]}, x_pad);
   c->op.dst = c->alloc(DType::F32, {n, m, xb[0], xb[1]});
@@ -143,7 +158,7 @@ void add_packed_mul_mat_id(CaseList& cases, DType src, int64_t n_tok) {
                                 n, n_exp, n_used, n_tok),
                     OpKind::kMulMatId);
   TensorView plain = c->alloc(src, {k, n, n_exp});
-  c->fill_uniform(plain);
+  packed_fill_weight(*c, plain);
   c->op.src[0] = pack(*c, plain, OpKind::kMulMatId);
   c->op.src[1] = filled_f32(*c, {k, 1, n_tok, 1});
   c->op.src[2] = c->alloc(DType::I32, {n_used, n_tok});
@@ -200,14 +215,16 @@ void add_packed_cases(CaseList& cases, bool perf) {
   }
   // A single 32-element block per row, and Gemma 3 270M decode / prefill
   // widths (ffn gate / up 640 -> 2048, down 2048 -> 640).
-  for (DType src : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+  for (DType src :
+       {DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::IQ4_NL, DType::MXFP4}) {
     add_packed_mul_mat(cases, src, 32, 9, 18);
     add_packed_mul_mat(cases, src, 640, 2048, 1);
   }
   for (DType src : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) add_packed_mul_mat(cases, src, 2048, 640, 1);
   // K-quants from amx_min_rows (128) on: 9 tile groups (4 pairs and a
   // single one) and 6 rows for the AVX-512 panel.
-  for (DType src : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) add_packed_mul_mat(cases, src, 512, 37, 150);
+  for (DType src : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS})
+    add_packed_mul_mat(cases, src, 512, 37, 150);
   add_packed_mul_mat(cases, DType::Q5_0, 640, 256, 64);
   add_packed_mul_mat(cases, DType::Q4_K, 1024, 256, 64);
   add_packed_mul_mat(cases, DType::Q5_K, 1024, 256, 64);

@@ -16,8 +16,9 @@
 namespace folio::quant {
 namespace repack_test {
 
-constexpr DType kSources[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0,
-                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kSources[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
+                              DType::Q8_0, DType::IQ4_NL, DType::MXFP4, DType::Q4_K,
+                              DType::Q5_K, DType::Q6_K,   DType::IQ4_XS};
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -39,8 +40,10 @@ TEST(Repack, PackedTypesAndTraits) {
     EXPECT_FALSE(has_dequantize(*p));
   }
   EXPECT_FALSE(packed_type_for(DType::F32).has_value());
-  EXPECT_FALSE(packed_type_for(DType::Q5_1).has_value());
-  // Same bytes as GGUF per row (Q4_K, Q5_K: unpacked 6-bit scales and mins, +4).
+  EXPECT_FALSE(packed_type_for(DType::Q2_K).has_value());
+  EXPECT_FALSE(packed_type_for(DType::NVFP4).has_value());
+  // Same bytes as GGUF per row (Q4_K, Q5_K: unpacked 6-bit scales and mins,
+  // +4; IQ4_XS: unpacked 6-bit scales, +2).
   EXPECT_EQ(type_size(DType::Q4_0_X16), type_size(DType::Q4_0));
   EXPECT_EQ(type_size(DType::Q5_0_X16), type_size(DType::Q5_0));
   EXPECT_EQ(type_size(DType::Q4_1_X16), type_size(DType::Q4_1));
@@ -48,6 +51,14 @@ TEST(Repack, PackedTypesAndTraits) {
   EXPECT_EQ(type_size(DType::Q4_K_X16), type_size(DType::Q4_K) + 4);
   EXPECT_EQ(type_size(DType::Q5_K_X16), type_size(DType::Q5_K) + 4);
   EXPECT_EQ(type_size(DType::Q6_K_X16), type_size(DType::Q6_K));
+  EXPECT_EQ(type_size(DType::Q5_1_X16), type_size(DType::Q5_1));
+  EXPECT_EQ(type_size(DType::IQ4_NL_X16), type_size(DType::IQ4_NL));
+  EXPECT_EQ(type_size(DType::IQ4_XS_X16), type_size(DType::IQ4_XS) + 2);
+  EXPECT_EQ(x16_block_bytes(DType::Q5_1_X16), 16 * sizeof(BlockQ5_1));
+  EXPECT_EQ(x16_block_bytes(DType::IQ4_NL_X16), 16 * sizeof(BlockIQ4_NL));
+  EXPECT_EQ(type_size(DType::MXFP4_X16), type_size(DType::MXFP4));
+  EXPECT_EQ(x16_block_bytes(DType::MXFP4_X16), 16 * sizeof(BlockMXFP4));
+  EXPECT_EQ(packed_panel_bytes(DType::IQ4_XS_X16, 512), 2 * kIQ4XSxBytes);
   EXPECT_EQ(packed_panel_bytes(DType::Q4_0_X16, 64), 2 * x16_block_bytes(DType::Q4_0_X16));
   EXPECT_EQ(packed_panel_bytes(DType::Q4_K_X16, 512), 2 * kQ4KxBytes);
   EXPECT_EQ(packed_panel_bytes(DType::Q5_K_X16, 768), 3 * kQ5KxBytes);

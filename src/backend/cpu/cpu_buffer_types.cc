@@ -87,8 +87,8 @@ namespace {
 // Every format with a packed layout: each has panels on every tier from
 // AVX2 up and AMX tile panels.
 std::vector<DType> cpu_packed_formats() {
-  return {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0,
-          DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  return {DType::Q4_0,  DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,  DType::IQ4_NL,
+          DType::MXFP4, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
 }
 
 }  // namespace

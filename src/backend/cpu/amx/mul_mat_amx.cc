@@ -1,22 +1,24 @@
 // AMX mul_mat / mul_mat_id on the packed layouts (quant/repack.h): here the
-// 32-element ones, Q4_0_X16, Q4_1_X16, Q5_0_X16 and Q8_0_X16 x Q8Row32
-// activation rows; the K-quant layouts' panels are in packed_kquant_amx.cc.
+// 32-element ones, Q4_0_X16, Q4_1_X16, Q5_0_X16, Q5_1_X16, Q8_0_X16,
+// IQ4_NL_X16 and MXFP4_X16 x Q8Row32 activation rows; the K-quant layouts' panels (and
+// IQ4_XS_X16's) are in packed_kquant_amx.cc.
 //
 // One panel block (16 weight rows x 32 elements) in VNNI order is the B
 // operand of an int8 tile dot product (8 rows of 64 bytes: 4 values of each
 // of 16 columns), and 16 activation rows' quants of the block are the A
 // operand (16 rows of 32 bytes, read in place with the activation row
 // stride). A panel call first turns the panel's codes into signed values
-// (code - offset: nibbles unpacked, Q8_0's q + 128 back to q; Q4_1's
-// codes as they are) in a tile-ready scratch shared by all its activation
-// rows; then, per block, one B tile meets up to 2 groups of 16 activation
-// rows:
+// (code - offset: nibbles unpacked, Q8_0's q + 128 back to q; Q4_1's and
+// Q5_1's codes as they are; IQ4_NL's and MXFP4's nibbles through
+// kIQ4NLValues / kFP4Values by vpshufb, the signed levels) in a tile-ready scratch shared by all
+// its activation rows; then, per block, one B tile meets up to 2 groups of 16 activation rows:
 //   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group
 // C_g holds exactly the integer block dots of the AVX-512 panels
 // (avx512/packed_legacy.cc); it goes to memory and each of its 16 rows takes
-// the same float step as there, acc += float(C row) * (d_w * d_x) (Q4_1:
-// then acc += m_w * (d_x * the activation block's quant sum), as the AVX2
-// panels that serve Q4_1_X16 below this tier), so the results are
+// the same float step as there, acc += float(C row) * (d_w * d_x) (Q4_1,
+// Q5_1: then acc += m_w * (d_x * the activation block's quant sum), as the
+// AVX2 panels that serve Q4_1_X16 below this tier and the AVX-512 ones
+// Q5_1_X16; MXFP4: d_w from kE8M0Half, a gather), so the results are
 // bit-identical to the AVX-512 panels (Q4_1: the avx2_vnni ones), which take
 // the rows left over after the groups of 16 (and every op with fewer than 16
 // rows: the kernel's `supports` sends those to the lower tiers).
@@ -57,7 +59,12 @@ constexpr int32_t kOffset = P == DType::Q4_0_X16   ? 8
                             : P == DType::Q8_0_X16 ? 128
                                                    : 0;
 template <DType P>
-constexpr bool kHasMin = P == DType::Q4_1_X16;
+constexpr bool kHasMin = quant::x16_has_min(P);
+// The 16 signed levels the codes index (IQ4_NL_X16, MXFP4_X16), else nullptr.
+template <DType P>
+constexpr const int8_t* kLevels = P == DType::IQ4_NL_X16  ? quant::kIQ4NLValues
+                                  : P == DType::MXFP4_X16 ? quant::kFP4Values
+                                                          : nullptr;
 
 // Tile-ready signed values (code - offset, 8 x 64 bytes per block) of a panel.
 template <DType P>
@@ -82,7 +89,13 @@ FOLIO_TARGET_AMX void unpack_panel(const uint8_t* panel, int64_t nb, uint8_t* ds
       const __m512i v = _mm512_loadu_si512(blk + 64 * r);
       __m512i lo = _mm512_and_si512(v, m4);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-      if constexpr (P == DType::Q5_0_X16) {
+      if constexpr (kLevels<P> != nullptr) {  // the signed levels (offset 0)
+        const __m512i table =
+            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels<P>)));
+        lo = _mm512_shuffle_epi8(table, lo);
+        hi = _mm512_shuffle_epi8(table, hi);
+      }
+      if constexpr (P == DType::Q5_0_X16 || P == DType::Q5_1_X16) {
         uint64_t bl, bh;
         std::memcpy(&bl, blk + 256 + 8 * r, 8);
         std::memcpy(&bh, blk + 256 + 8 * (r + 4), 8);
@@ -96,7 +109,7 @@ FOLIO_TARGET_AMX void unpack_panel(const uint8_t* panel, int64_t nb, uint8_t* ds
 }
 
 // acc(i) += float(C row i) * (d_w * d_x(i)) for the 16 rows of one group
-// [Q4_1: then acc(i) += m_w * (d_x(i) * sum of x(i)'s block quants)].
+// [Q4_1, Q5_1: then acc(i) += m_w * (d_x(i) * sum of x(i)'s block quants)].
 template <DType P>
 FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, __m512 mw,
                                  const Q8Row32 (&xr)[kGroup], int64_t b, float* acc) {
@@ -146,7 +159,14 @@ FOLIO_TARGET_AMX void amx_groups(int64_t nb, const uint8_t* b_tiles, const uint8
     if (t >= 2) {
       const int64_t pb = t - 2;
       const uint8_t* sp = scales + pb * scale_stride;
-      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp)));
+      __m512 dw;
+      if constexpr (P == DType::MXFP4_X16) {
+        dw = _mm512_i32gather_ps(
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp))),
+            quant::kE8M0Half.data(), 4);
+      } else {
+        dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp)));
+      }
       __m512 mw = _mm512_setzero_ps();
       if constexpr (kHasMin<P>) {
         mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp + 32)));
@@ -217,8 +237,8 @@ PackedSpec amx_spec(DType packed) {
   if (PanelFn f = kquant_panel_amx(packed)) {
     return {ActFormat::kQ8_K, f, kquant_decode_avx512(packed), &quantize_act_q8_k_avx512};
   }
-  const PanelFn f = dtype_switch<DType::Q4_0_X16, DType::Q4_1_X16, DType::Q5_0_X16,
-                                 DType::Q8_0_X16>(
+  const PanelFn f = dtype_switch<DType::Q4_0_X16, DType::Q4_1_X16, DType::Q5_0_X16, DType::Q5_1_X16,
+                                 DType::Q8_0_X16, DType::IQ4_NL_X16, DType::MXFP4_X16>(
       packed, [](auto p) -> PanelFn { return &amx_panel<decltype(p)::value>; });
   const MultiPanelFn decode = packed == DType::Q4_1_X16
                                   ? legacy_decode_avx2(packed, amx_vnni_dot())

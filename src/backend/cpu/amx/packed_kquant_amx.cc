@@ -1,19 +1,22 @@
-// AMX panels for the packed K-quant layouts Q4_K_X16, Q5_K_X16 and Q6_K_X16
-// (quant/repack.h) x Q8_K activation rows.
+// AMX panels for the packed K-quant layouts Q4_K_X16, Q5_K_X16 and Q6_K_X16,
+// and for IQ4_XS_X16 (quant/repack.h) x Q8_K activation rows.
 //
 // A panel call first turns the panel's codes into tile-ready signed bytes
 // (scratch of 16 x K bytes shared by all its activation rows): Q4_K's
 // nibbles, Q5_K's nibbles + bit 4 (0..31), Q6_K's 6-bit codes minus 32
-// (-32..31), each 32-element group as 8 VNNI rows of 64 bytes, as the
-// AVX-512 panels unpack them (avx512/kquant_x16.h). A "unit" is the span
-// of K that one sub-block scale covers: 32 elements for Q4_K / Q5_K, 16
-// for Q6_K. Per unit, one B tile (unit / 4 VNNI rows) meets up to 2 groups
-// of 16 activation rows (A: 16 rows x unit bytes of their quants, read in
-// place with the activation row stride):
+// (-32..31), IQ4_XS's kIQ4NLValues levels (-127..113), each 32-element
+// group as 8 VNNI rows of 64 bytes, as the AVX-512 panels unpack them
+// (avx512/kquant_x16.h). A "unit" is the span of K that one sub-block scale
+// covers: 32 elements for Q4_K / Q5_K / IQ4_XS, 16 for Q6_K. Per unit, one
+// B tile (unit / 4 VNNI rows) meets up to 2 groups of 16 activation rows
+// (A: 16 rows x unit bytes of their quants, read in place with the
+// activation row stride):
 //   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group
 // C_g holds, for each (activation row, panel row), the exact integer dot of
 // the unit: Q4_K / Q5_K the group dot, Q6_K the sub-block dot of
-// (code - 32), i.e. dot(code) - 32 * bsum. The vector side then adds
+// (code - 32), i.e. dot(code) - 32 * bsum, IQ4_XS the group dot of the
+// levels (the AVX-512 panel's dot of level + 128 less 128 * bsum). The
+// vector side then adds
 //   isum += C row * scale_unit                   (i32 lanes, exact)
 // and, after the super-block's last unit, takes the AVX-512 panels' float
 // step once per super-block (avx512/kquant_x16.h: Q4_K / Q5_K also with
@@ -59,15 +62,19 @@ using quant::kQKK;
 template <DType P>
 struct KAmxFormat {
   static constexpr bool kQ6 = P == DType::Q6_K_X16;
+  static constexpr bool kIQ4 = P == DType::IQ4_XS_X16;
   static constexpr int kUnit = kQ6 ? 16 : 32;  // elements per sub-block scale
   static constexpr int kUnits = kQKK / kUnit;  // per super-block
   static constexpr size_t kBytes = P == DType::Q4_K_X16   ? quant::kQ4KxBytes
                                    : P == DType::Q5_K_X16 ? quant::kQ5KxBytes
+                                   : kIQ4                 ? quant::kIQ4XSxBytes
                                                           : quant::kQ6KxBytes;
   // The scale of unit u of the 16 rows, as i32 lanes (Q4_K / Q5_K: 6-bit
-  // unsigned; Q6_K: signed bytes).
+  // unsigned; Q6_K, IQ4_XS: signed bytes).
   FOLIO_INLINE_AMX __m512i scales(const uint8_t* s, int u) {
-    if constexpr (kQ6) {
+    if constexpr (kIQ4) {
+      return avx512::iq4xs_scales(s, u);
+    } else if constexpr (kQ6) {
       return _mm512_cvtepi8_epi32(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + quant::kQ6KxScales + 16 * u)));
     } else {
@@ -89,6 +96,8 @@ FOLIO_TARGET_AMX void unpack_kquant_panel(const uint8_t* panel, int64_t nsb, uin
       if constexpr (P == DType::Q6_K_X16) {
         avx512::q6_codes(s, j, w);
         for (int r = 0; r < 8; ++r) w[r] = _mm512_sub_epi8(w[r], m32);
+      } else if constexpr (P == DType::IQ4_XS_X16) {
+        avx512::iq4xs_levels(s, j, 0, w);
       } else {
         avx512::k4_codes<P>(s, j, w);
       }
@@ -116,7 +125,9 @@ FOLIO_INLINE_AMX void finish_superblock(const uint8_t* s, const uint8_t* x, size
     const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + i * xs)[sb];
     const __m512i is = _mm512_load_si512(isum + 16 * i);
     __m512 a = _mm512_load_ps(acc + 16 * i);
-    if constexpr (P == DType::Q6_K_X16) {
+    if constexpr (P == DType::IQ4_XS_X16) {
+      a = avx512::iq4xs_accumulate(a, is, s, xb.d);
+    } else if constexpr (P == DType::Q6_K_X16) {
       a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is),
                           _mm512_mul_ps(avx512::half16(s + quant::kQ6KxD), _mm512_set1_ps(xb.d)),
                           a);
@@ -228,7 +239,7 @@ FOLIO_TARGET_AMX void kquant_amx_panel(int64_t k, const void* panel, const void*
 }  // namespace
 
 PanelFn kquant_panel_amx(DType packed) {
-  return dtype_switch<DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16>(
+  return dtype_switch<DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16, DType::IQ4_XS_X16>(
       packed, [](auto p) -> PanelFn { return &kquant_amx_panel<decltype(p)::value>; });
 }
 

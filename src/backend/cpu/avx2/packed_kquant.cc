@@ -1,5 +1,6 @@
 // AVX2 panels for the packed K-quant layouts Q4_K_X16, Q5_K_X16 and
-// Q6_K_X16 (quant/repack.h) x Q8_K activation rows (|quant| <= 128).
+// Q6_K_X16, and for IQ4_XS_X16 (quant/repack.h) x Q8_K activation rows
+// (|quant| <= 127: the reference quantizer maps max |x| to -127).
 //
 // As in packed_legacy.cc, a 16-row panel is read as two halves of 8 rows
 // (one i32 lane per row), and the byte dot steps take one of two forms
@@ -18,12 +19,17 @@
 //         codes' offset 32 comes off once per super-block as 32 *
 //         sum(scale_i * bsum_i) (vpmaddwd on scale pairs); acc +=
 //         float(isum) * (d * dx).
+//   IQ4_XS: the signed levels (kIQ4NLValues by vpshufb) as |w| x (x
+//         carrying w's sign), pairs <= 2 * 127 * 127, widened per VNNI row by
+//         vpmaddwd with ones; the group's sum times its signed scale by
+//         vpmulld; acc += float(isum) * (d * dx).
 // Vnni (avx2_vnni tier), as the AVX-512 panels on half the lanes: vpdpbusd
 // sums go straight to i32; Q4_K pairs two sums of 4 VNNI rows (|.| <= 16 *
 // 15 * 128 < 2^15), Q5_K two pairs of sums of 2 rows (<= 8 * 31 * 128), as
 // i16 for one vpdpwssd with [scale, scale] each; the mins take vpdpwssd;
 // Q6_K subtracts 32 * bsum from each sub-block's sum of 4 rows and scales
-// it by vpmulld.
+// it by vpmulld; IQ4_XS takes the levels + 128 and subtracts 128 * the
+// group's bsum before its vpmulld.
 // The integers are the AVX-512 panels' (packed_kquant.cc there) and so are
 // the float steps, once per super-block in K order: the tiers give the same
 // bits, and no result depends on the batch or the thread count. Prefill
@@ -79,9 +85,10 @@ static_assert(quant::kQ5KxD == quant::kQ4KxD && quant::kQ5KxDmin == quant::kQ4Kx
               quant::kQ5KxScales == quant::kQ4KxScales && quant::kQ5KxMins == quant::kQ4KxMins);
 
 template <DType P>
-constexpr size_t kSuperBytes = P == DType::Q4_K_X16   ? quant::kQ4KxBytes
-                               : P == DType::Q5_K_X16 ? quant::kQ5KxBytes
-                                                      : quant::kQ6KxBytes;
+constexpr size_t kSuperBytes = P == DType::Q4_K_X16     ? quant::kQ4KxBytes
+                               : P == DType::Q5_K_X16   ? quant::kQ5KxBytes
+                               : P == DType::IQ4_XS_X16 ? quant::kIQ4XSxBytes
+                                                        : quant::kQ6KxBytes;
 
 // Prefetches the j-th eighth of the super-block at pf (decode streams:
 // spread over the group steps, a burst of a whole super-block's lines would
@@ -255,11 +262,59 @@ FOLIO_INLINE_AVX2 void q6_superblock(const uint8_t* s, int h, const BlockQ8_K* c
   }
 }
 
+// One IQ4_XS_X16 super-block `s` of half h x C activation rows.
+template <typename D, int C>
+FOLIO_INLINE_AVX2 void iq4xs_superblock(const uint8_t* s, int h, const BlockQ8_K* const (&xb)[C],
+                                        __m256 (&acc)[C], const uint8_t* pf) {
+  __m256i table = _mm256_broadcastsi128_si256(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues)));
+  if constexpr (D::kVnni) table = _mm256_add_epi8(table, _mm256_set1_epi8(static_cast<char>(0x80)));
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i isum[C];
+  for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+  for (int g = 0; g < 8; ++g) {
+    prefetch_eighth<DType::IQ4_XS_X16>(pf, g);
+    __m256i w[8];
+    nibble_rows(s + quant::kIQ4XSxCodes + 256 * g, h, w);
+    for (int r = 0; r < 8; ++r) w[r] = _mm256_shuffle_epi8(table, w[r]);
+    const __m256i sc = _mm256_cvtepi8_epi32(load8(s + quant::kIQ4XSxScales + 16 * g + 8 * h));
+    for (int c = 0; c < C; ++c) {
+      const int8_t* q = xb[c]->qs + 32 * g;
+      __m256i t;
+      if constexpr (D::kVnni) {
+        const __m256i z = _mm256_setzero_si256();
+        __m256i t0 = D::dpbusd(z, w[0], bcast4(q)), t1 = D::dpbusd(z, w[1], bcast4(q + 4));
+        for (int r = 2; r < 8; r += 2) {
+          t0 = D::dpbusd(t0, w[r], bcast4(q + 4 * r));
+          t1 = D::dpbusd(t1, w[r + 1], bcast4(q + 4 * r + 4));
+        }
+        const int16_t* bs = xb[c]->bsums + 2 * g;
+        t = _mm256_sub_epi32(_mm256_add_epi32(t0, t1), _mm256_set1_epi32(128 * (bs[0] + bs[1])));
+      } else {
+        t = _mm256_setzero_si256();
+        for (int r = 0; r < 8; ++r) {
+          const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w[r], w[r]),
+                                                     _mm256_sign_epi8(bcast4(q + 4 * r), w[r]));
+          t = _mm256_add_epi32(t, _mm256_madd_epi16(pairs, ones));
+        }
+      }
+      isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(t, sc));
+    }
+  }
+  const __m256 d = half8(s + quant::kIQ4XSxD + 16 * h);
+  for (int c = 0; c < C; ++c) {
+    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]),
+                             _mm256_mul_ps(d, _mm256_set1_ps(xb[c]->d)), acc[c]);
+  }
+}
+
 template <DType P, typename D, int C>
 FOLIO_INLINE_AVX2 void superblock(const uint8_t* s, int h, const BlockQ8_K* const (&xb)[C],
                                   __m256 (&acc)[C], const uint8_t* pf = nullptr) {
   if constexpr (P == DType::Q6_K_X16) {
     q6_superblock<D, C>(s, h, xb, acc, pf);
+  } else if constexpr (P == DType::IQ4_XS_X16) {
+    iq4xs_superblock<D, C>(s, h, xb, acc, pf);
   } else {
     k4_superblock<P, D, C>(s, h, xb, acc, pf);
   }
@@ -289,7 +344,7 @@ struct KQuant {
 };
 
 using KQuantFamily =
-    avx2::PanelFamily<KQuant, DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16>;
+    avx2::PanelFamily<KQuant, DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16, DType::IQ4_XS_X16>;
 
 }  // namespace
 

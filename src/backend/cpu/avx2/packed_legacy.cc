@@ -1,7 +1,8 @@
 // AVX2 panels for the packed 32-element layouts Q4_0_X16, Q4_1_X16,
-// Q5_0_X16 and Q8_0_X16 (quant/repack.h) x Q8Row32 activation rows: the
-// layouts the AVX-512 VNNI and AMX kernels read, so one packed copy serves
-// every tier (Q4_1_X16 has AVX2 panels only; AVX-512 machines run them).
+// Q5_0_X16, Q5_1_X16, Q8_0_X16, IQ4_NL_X16 and MXFP4_X16 (quant/repack.h) x
+// Q8Row32 activation rows: the layouts the AVX-512 VNNI and AMX kernels read, so one
+// packed copy serves every tier (Q4_1_X16 has AVX2 panels only; AVX-512
+// machines run them).
 //
 // A ymm holds 8 lanes, so a 16-row panel is read as two halves: half h of
 // VNNI row r (32 bytes) has, in i32 lane n, the 4 codes of panel row 8h + n
@@ -10,23 +11,25 @@
 //   Vnni (avx2_vnni tier): vpdpbusd with the activation's 4 quants of those
 //        elements broadcast to every lane adds the lane's 4 products to an
 //        i32, exact, for every layout, on the unsigned codes as stored
-//        (Q8_0_X16's are q + 128).
+//        (Q8_0_X16's are q + 128; IQ4_NL's and MXFP4's levels + 128, by
+//        vpshufb).
 //   Maddubs (avx2 tier): vpmaddubsw with the same broadcast gives two i16
 //        pair sums per lane, and vpmaddwd with ones the lane's i32:
 //        Q4_0, Q4_1 (codes <= 15): the 8 VNNI rows' pair sums add up in i16
 //        (|sum| <= 8 * 2 * 15 * 127 < 2^15), one vpmaddwd per block;
-//        Q5_0 (codes <= 31): two sums of 4 VNNI rows (<= 4 * 2 * 31 * 127),
-//        two vpmaddwd;
-//        Q8_0: the codes (q + 128) do not fit vpmaddubsw's unsigned operand
-//        with a non-saturating product, so the signed quant q multiplies
-//        as |q| x (x carrying q's sign) (|pair| <= 2 * 128 * 127 < 2^15),
-//        one vpmaddwd per VNNI row.
-// The codes' offset (8, 16; Q8_0: 128 on the codes, none on q) comes off as
+//        Q5_0, Q5_1 (codes <= 31): two sums of 4 VNNI rows
+//        (<= 4 * 2 * 31 * 127), two vpmaddwd;
+//        Q8_0, IQ4_NL, MXFP4: the codes (q + 128) do not fit vpmaddubsw's
+//        unsigned operand with a non-saturating product, so the signed quant
+//        q (IQ4_NL, MXFP4: the level) multiplies as |q| x (x carrying q's sign)
+//        (|pair| <= 2 * 128 * 127 < 2^15), one vpmaddwd per VNNI row.
+// The codes' offset (8, 16; Q8_0, IQ4_NL, MXFP4: 128 on the codes, none on
+// q) comes off as
 // offset * (the block's activation quant sum), so each block gives the 16
 // rows' exact integer dots, then per block
-//   acc += float(isum) * (d_w * d_x)
+//   acc += float(isum) * (d_w * d_x)   (MXFP4: d_w from kE8M0Half, a gather)
 // with the same integers and the same float steps as the AVX-512 and AMX
-// panels: all tiers give the same bits. Q4_1's minimum adds
+// panels: all tiers give the same bits. Q4_1's and Q5_1's minimum adds
 //   acc += m_w * (d_x * sum of the block's activation quants)
 // (the exact integer sum, as the plain kernel). Prefill tile: 8 rows (half a
 // panel) x up to 4 activation rows in registers; decode (one or two
@@ -56,13 +59,24 @@ using avx2::store_rows;
 template <DType P, typename D>
 constexpr int32_t kLegacyOffset = P == DType::Q4_0_X16   ? 8
                                   : P == DType::Q5_0_X16 ? 16
-                                  : P == DType::Q8_0_X16 ? (D::kVnni ? 128 : 0)
-                                                         : 0;
+                                  : P == DType::Q8_0_X16 || P == DType::IQ4_NL_X16 ||
+                                          P == DType::MXFP4_X16
+                                      ? (D::kVnni ? 128 : 0)
+                                      : 0;
 template <DType P>
-constexpr bool kHasMin = P == DType::Q4_1_X16;
+constexpr bool kHasMin = quant::x16_has_min(P);
+// Codes vpmaddubsw takes as signed quants (|q| x x with q's sign).
+template <DType P>
+constexpr bool kSignedMaddubs =
+    P == DType::Q8_0_X16 || P == DType::IQ4_NL_X16 || P == DType::MXFP4_X16;
+// The 16 signed levels the codes index (IQ4_NL_X16, MXFP4_X16), else nullptr.
+template <DType P>
+constexpr const int8_t* kLevels = P == DType::IQ4_NL_X16  ? quant::kIQ4NLValues
+                                  : P == DType::MXFP4_X16 ? quant::kFP4Values
+                                                          : nullptr;
 
 // The 8 VNNI rows of half h of panel block `blk`: unsigned codes, or for
-// Q8_0 under Maddubs the signed quants.
+// Q8_0, IQ4_NL and MXFP4 under Maddubs the signed quants.
 template <DType P, typename D>
 FOLIO_INLINE_AVX2 void unpack_half(const uint8_t* blk, int h, __m256i (&w)[8]) {
   const uint8_t* base = blk + 32 * h;
@@ -82,7 +96,14 @@ FOLIO_INLINE_AVX2 void unpack_half(const uint8_t* blk, int h, __m256i (&w)[8]) {
       w[r] = _mm256_and_si256(v, m4);
       w[r + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
     }
-    if constexpr (P == DType::Q5_0_X16) {
+    if constexpr (kLevels<P> != nullptr) {
+      __m256i table = _mm256_broadcastsi128_si256(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels<P>)));
+      if constexpr (D::kVnni)
+        table = _mm256_add_epi8(table, _mm256_set1_epi8(static_cast<char>(0x80)));
+      for (int r = 0; r < 8; ++r) w[r] = _mm256_shuffle_epi8(table, w[r]);
+    }
+    if constexpr (P == DType::Q5_0_X16 || P == DType::Q5_1_X16) {
       for (int r = 0; r < 8; ++r) {
         uint32_t bits;
         std::memcpy(&bits, blk + 256 + 8 * r + 4 * h, 4);
@@ -93,7 +114,7 @@ FOLIO_INLINE_AVX2 void unpack_half(const uint8_t* blk, int h, __m256i (&w)[8]) {
 }
 
 // acc += float(the 8 rows' exact block dots with activation row x) *
-// (d_w * d_x) [Q4_1: then acc += m_w * (d_x * sum of x's block quants)],
+// (d_w * d_x) [Q4_1, Q5_1: then acc += m_w * (d_x * sum of x's block quants)],
 // for the unpacked half block w and activation block b.
 template <DType P, typename D>
 FOLIO_INLINE_AVX2 __m256 block_step(__m256 acc, const __m256i (&w)[8], __m256 dw, __m256 mw,
@@ -110,7 +131,7 @@ FOLIO_INLINE_AVX2 __m256 block_step(__m256 acc, const __m256i (&w)[8], __m256 dw
       s1 = D::dpbusd(s1, w[r + 1], bcast4(q + 4 * r + 4));
     }
     isum = _mm256_add_epi32(s0, s1);
-  } else if constexpr (P == DType::Q8_0_X16) {
+  } else if constexpr (kSignedMaddubs<P>) {
     isum = _mm256_setzero_si256();
     for (int r = 0; r < 8; ++r) {
       const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w[r], w[r]),
@@ -144,11 +165,19 @@ FOLIO_INLINE_AVX2 __m256 block_step(__m256 acc, const __m256i (&w)[8], __m256 dw
 // The 8 f16 row scales of half h of panel block `blk`, widened.
 template <DType P>
 FOLIO_INLINE_AVX2 __m256 half_scales(const uint8_t* blk, int h) {
+  if constexpr (P == DType::MXFP4_X16) {  // E8M0 bytes through kE8M0Half
+    return _mm256_i32gather_ps(
+        quant::kE8M0Half.data(),
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+            reinterpret_cast<const __m128i*>(blk + quant::x16_code_bytes(P) + 8 * h))),
+        4);
+  }
   return _mm256_cvtph_ps(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + quant::x16_code_bytes(P) + 16 * h)));
 }
 
-// Q4_1_X16: the 8 f16 row minimums of half h, widened (zero for the others).
+// Q4_1_X16, Q5_1_X16: the 8 f16 row minimums of half h, widened (zero for
+// the others).
 template <DType P>
 FOLIO_INLINE_AVX2 __m256 half_mins(const uint8_t* blk, int h) {
   if constexpr (kHasMin<P>) {
@@ -185,8 +214,9 @@ struct Legacy {
   }
 };
 
-using LegacyFamily = avx2::PanelFamily<Legacy, DType::Q4_0_X16, DType::Q4_1_X16,
-                                       DType::Q5_0_X16, DType::Q8_0_X16>;
+using LegacyFamily =
+    avx2::PanelFamily<Legacy, DType::Q4_0_X16, DType::Q4_1_X16, DType::Q5_0_X16, DType::Q5_1_X16,
+                      DType::Q8_0_X16, DType::IQ4_NL_X16, DType::MXFP4_X16>;
 
 }  // namespace
 

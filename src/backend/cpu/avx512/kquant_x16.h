@@ -1,5 +1,5 @@
 // The K-quant packed layouts' per-super-block pieces (quant/repack.h:
-// Q4_K_X16, Q5_K_X16, Q6_K_X16) that the AVX-512 VNNI panels
+// Q4_K_X16, Q5_K_X16, Q6_K_X16, IQ4_XS_X16) that the AVX-512 VNNI panels
 // (packed_kquant.cc) and the AMX panels (amx/packed_kquant_amx.cc) share:
 // the codes of a 32-element group as 8 VNNI rows of 64 bytes (lane n, i.e.
 // bytes 4n..4n+3, = panel row n), the sub-block scales and mins of the 16
@@ -94,6 +94,28 @@ FOLIO_INLINE_AVX512 void q6_codes(const uint8_t* s, int g, __m512i (&w)[8]) {
   w[5] = _mm512_ternarylogic_epi32(w[5], h1, m30, 0xF8);
   w[6] = _mm512_ternarylogic_epi32(w[6], _mm512_srli_epi16(h0, 2), m30, 0xF8);
   w[7] = _mm512_ternarylogic_epi32(w[7], _mm512_srli_epi16(h1, 2), m30, 0xF8);
+}
+
+// IQ4_XS_X16: the kIQ4NLValues levels of group g's codes plus `bias` (128
+// for vpdpbusd's unsigned operand, 0 for the signed tile bytes of AMX).
+FOLIO_INLINE_AVX512 void iq4xs_levels(const uint8_t* s, int g, int bias, __m512i (&w)[8]) {
+  nibble_rows(s + quant::kIQ4XSxCodes + 256 * g, w);
+  const __m512i table = _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(
+                                            reinterpret_cast<const __m128i*>(quant::kIQ4NLValues))),
+                                        _mm512_set1_epi8(static_cast<char>(bias)));
+  for (int r = 0; r < 8; ++r) w[r] = _mm512_shuffle_epi8(table, w[r]);
+}
+
+// IQ4_XS_X16: the signed scales (-32..31) of group g, one per row.
+FOLIO_INLINE_AVX512 __m512i iq4xs_scales(const uint8_t* s, int g) {
+  return _mm512_cvtepi8_epi32(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + quant::kIQ4XSxScales + 16 * g)));
+}
+
+// IQ4_XS_X16: acc += float(isum) * (d * dx), once per super-block.
+FOLIO_INLINE_AVX512 __m512 iq4xs_accumulate(__m512 acc, __m512i isum, const uint8_t* s, float dx) {
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                         _mm512_mul_ps(half16(s + quant::kIQ4XSxD), _mm512_set1_ps(dx)), acc);
 }
 
 // Signed scales of sub-block 2g (half 0) or 2g + 1 (half 1), one per row.

@@ -1,6 +1,6 @@
 // AVX-512 + VNNI panels for the packed K-quant layouts Q4_K_X16, Q5_K_X16
-// and Q6_K_X16 (quant/repack.h) x Q8_K activation rows (one f32 scale, int8
-// quants and i16 sums of 16 per 256-element super-block).
+// and Q6_K_X16, and for IQ4_XS_X16 (quant/repack.h) x Q8_K activation rows
+// (one f32 scale, int8 quants and i16 sums of 16 per 256-element super-block).
 //
 // As for the 32-element layouts (packed_legacy.cc), a VNNI row holds 4 codes
 // of each of the panel's 16 rows, and vpdpbusd with 4 broadcast activation
@@ -22,6 +22,9 @@
 //   Q6_K: per 16-element sub-block i (4 VNNI rows): t = 4 vpdpbusd (codes
 //         0..63 from nibbles and a 2-bit plane) - 32 * bsum_i;
 //         isum += t * scale_i (signed); acc += float(isum) * (d * dx).
+//   IQ4_XS: per 32-element group g: t = 8 vpdpbusd on the levels + 128
+//         (kIQ4NLValues by vpshufb) - 128 * (the group's activation quant
+//         sum); isum += t * scale_g (signed); acc += float(isum) * (d * dx).
 // All integer sums are exact (|isum| < 2^27) and each output's float steps
 // run once per super-block in K order: results do not depend on how many
 // activation rows a call gets, or on the thread count. Tile: 16 rows x up
@@ -43,6 +46,9 @@ namespace folio::cpu {
 namespace {
 
 using avx512::half16;
+using avx512::iq4xs_accumulate;
+using avx512::iq4xs_levels;
+using avx512::iq4xs_scales;
 using avx512::k4_accumulate;
 using avx512::k4_bsum_pair;
 using avx512::k4_codes;
@@ -174,6 +180,40 @@ FOLIO_INLINE_AVX512 void q6_superblock(const uint8_t* s, const BlockQ8_K* const 
   }
 }
 
+// isum += scale_g * (dot of group g's levels with the activation quants),
+// from the levels + 128 (w) less 128 * the group's activation quant sum.
+FOLIO_INLINE_AVX512 __m512i iq4xs_group_dot(__m512i isum, const __m512i (&w)[8],
+                                            const BlockQ8_K& xb, int g, __m512i sc) {
+  const int8_t* q = xb.qs + 32 * g;
+  __m512i t0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], bcast4(q));
+  __m512i t1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[1], bcast4(q + 4));
+  for (int r = 2; r < 8; r += 2) {
+    t0 = _mm512_dpbusd_epi32(t0, w[r], bcast4(q + 4 * r));
+    t1 = _mm512_dpbusd_epi32(t1, w[r + 1], bcast4(q + 4 * r + 4));
+  }
+  const int16_t* bs = xb.bsums + 2 * g;
+  const __m512i t =
+      _mm512_sub_epi32(_mm512_add_epi32(t0, t1), _mm512_set1_epi32(128 * (bs[0] + bs[1])));
+  return _mm512_add_epi32(isum, _mm512_mullo_epi32(t, sc));
+}
+
+// One IQ4_XS_X16 super-block `s` x C activation rows.
+template <int C>
+FOLIO_INLINE_AVX512 void iq4xs_superblock(const uint8_t* s, const BlockQ8_K* const (&xr)[C],
+                                          int64_t sb, __m512 (&acc)[C]) {
+  constexpr size_t kBytes = quant::kIQ4XSxBytes;
+  __m512i isum[C];
+  for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
+  for (int g = 0; g < 8; ++g) {
+    prefetch_lines(s + 2 * kBytes + g * (kBytes / 8), kBytes / 8);
+    __m512i w[8];
+    iq4xs_levels(s, g, 128, w);
+    const __m512i sc = iq4xs_scales(s, g);
+    for (int c = 0; c < C; ++c) isum[c] = iq4xs_group_dot(isum[c], w, xr[c][sb], g, sc);
+  }
+  for (int c = 0; c < C; ++c) acc[c] = iq4xs_accumulate(acc[c], isum[c], s, xr[c][sb].d);
+}
+
 // Decode: C (<= 2) activation rows x NP consecutive panels, NP weight
 // streams at once (a single stream per thread leaves the memory system
 // idle), each output with the same integer sums and float steps as the
@@ -191,6 +231,8 @@ struct KQuantMulti {
     }
     if constexpr (P == DType::Q6_K_X16) {
       q6(k, panels, pb, xr, acc);
+    } else if constexpr (P == DType::IQ4_XS_X16) {
+      iq4xs(k, panels, pb, xr, acc);
     } else {
       k4(k, panels, pb, xr, acc);
     }
@@ -229,6 +271,35 @@ struct KQuantMulti {
         for (int c = 0; c < C; ++c) {
           acc[i][c] = k4_accumulate(acc[i][c], isum[i][c], msum[i][c],
                                     panels + i * pb + sb * kBytes, xr[c][sb].d);
+        }
+      }
+    }
+  }
+
+  template <int NP, int C>
+  FOLIO_TARGET_AVX512 static void iq4xs(int64_t k, const uint8_t* panels, size_t pb,
+                                        const BlockQ8_K* (&xr)[C], __m512 (&acc)[NP][C]) {
+    constexpr size_t kBytes = quant::kIQ4XSxBytes;
+    const int64_t nsb = k / kQKK;
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      __m512i isum[NP][C];
+      for (int i = 0; i < NP; ++i) {
+        for (int c = 0; c < C; ++c) isum[i][c] = _mm512_setzero_si512();
+      }
+      for (int g = 0; g < 8; ++g) {
+        for (int i = 0; i < NP; ++i) {
+          const uint8_t* s = panels + i * pb + sb * kBytes;
+          prefetch_lines(s + 2 * kBytes + g * (kBytes / 8), kBytes / 8);
+          __m512i w[8];
+          iq4xs_levels(s, g, 128, w);
+          const __m512i sc = iq4xs_scales(s, g);
+          for (int c = 0; c < C; ++c) isum[i][c] = iq4xs_group_dot(isum[i][c], w, xr[c][sb], g, sc);
+        }
+      }
+      for (int i = 0; i < NP; ++i) {
+        for (int c = 0; c < C; ++c) {
+          acc[i][c] =
+              iq4xs_accumulate(acc[i][c], isum[i][c], panels + i * pb + sb * kBytes, xr[c][sb].d);
         }
       }
     }
@@ -274,9 +345,10 @@ template <DType P>
 struct KQuantTiles {
   static constexpr int kCols = 8;
   static constexpr int64_t kStepElems = kQKK;
-  static constexpr size_t kStepBytes = P == DType::Q4_K_X16   ? quant::kQ4KxBytes
-                                       : P == DType::Q5_K_X16 ? quant::kQ5KxBytes
-                                                              : quant::kQ6KxBytes;
+  static constexpr size_t kStepBytes = P == DType::Q4_K_X16     ? quant::kQ4KxBytes
+                                       : P == DType::Q5_K_X16   ? quant::kQ5KxBytes
+                                       : P == DType::IQ4_XS_X16 ? quant::kIQ4XSxBytes
+                                                                : quant::kQ6KxBytes;
   using XRow = const BlockQ8_K*;
   static const BlockQ8_K* x_row(const uint8_t* x, int64_t) {
     return reinterpret_cast<const BlockQ8_K*>(x);
@@ -287,6 +359,8 @@ struct KQuantTiles {
                                 __m512 (&acc)[C]) {
     if constexpr (P == DType::Q6_K_X16) {
       q6_superblock<C>(s, xr, sb, acc);
+    } else if constexpr (P == DType::IQ4_XS_X16) {
+      iq4xs_superblock<C>(s, xr, sb, acc);
     } else {
       k4_superblock<P, C>(s, xr, sb, acc);
     }
@@ -296,14 +370,16 @@ struct KQuantTiles {
 }  // namespace
 
 MultiPanelFn kquant_decode_avx512(DType packed) {
-  return dtype_switch<DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16>(
-      packed,
-      [](auto p) -> MultiPanelFn { return &avx512::decode_panels<KQuantMulti<decltype(p)::value>>; });
+  return dtype_switch<DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16, DType::IQ4_XS_X16>(
+      packed, [](auto p) -> MultiPanelFn {
+        return &avx512::decode_panels<KQuantMulti<decltype(p)::value>>;
+      });
 }
 
 PanelFn kquant_panel_avx512(DType packed) {
-  return dtype_switch<DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16>(
-      packed, [](auto p) -> PanelFn { return &avx512::panel_cols<KQuantTiles<decltype(p)::value>>; });
+  return dtype_switch<DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16, DType::IQ4_XS_X16>(
+      packed,
+      [](auto p) -> PanelFn { return &avx512::panel_cols<KQuantTiles<decltype(p)::value>>; });
 }
 
 }  // namespace folio::cpu

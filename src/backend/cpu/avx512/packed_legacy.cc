@@ -1,5 +1,6 @@
 // AVX-512 + VNNI panels for the packed 32-element layouts Q4_0_X16,
-// Q5_0_X16 and Q8_0_X16 (quant/repack.h) x Q8Row32 activation rows.
+// Q5_0_X16, Q5_1_X16, Q8_0_X16, IQ4_NL_X16 and MXFP4_X16 (quant/repack.h) x
+// Q8Row32 activation rows.
 //
 // A panel block holds the unsigned codes of 16 rows in VNNI order: VNNI row
 // r (one zmm) has, in i32 lane n, the 4 codes of row n for elements 4r..4r+3.
@@ -8,10 +9,16 @@
 // exact integer block dots at once, with no horizontal sums and no
 // per-row scale shuffles (the plain layout's costs). Codes are unpacked
 // with one and / shift per 64 (nibbles: VNNI rows 0-3 low, 4-7 high; Q5_0's
-// bit 4 by a byte-masked add from its bit plane; Q8_0 codes are stored as
-// q + 128). The offset (8, 16, 128) comes off as offset * (the block's
+// and Q5_1's bit 4 by a byte-masked add from its bit plane; Q8_0 codes are
+// stored as q + 128; IQ4_NL's and MXFP4's nibbles become kIQ4NLValues /
+// kFP4Values + 128 by vpshufb).
+// The offset (8, 16, 128; Q5_1: none) comes off as offset * (the block's
 // activation quant sum): exact integers, then per block
-//   acc += float(isum) * (d_w * d_x)   (16 rows: f16 scales, one vcvtph2ps)
+//   acc += float(isum) * (d_w * d_x)   (16 rows: f16 scales, one vcvtph2ps;
+//                                       MXFP4: E8M0 half-scales, a gather
+//                                       from kE8M0Half)
+// [Q5_1: then acc += m_w * (d_x * sum of the block's activation quants), as
+// the AVX2 panels' Q4_1 / Q5_1 step]
 // so each output's float steps depend only on K: the AMX panels
 // (amx/mul_mat_amx.cc) run the same steps on the same integers and give the
 // same bits. Tile: 16 rows x up to 4 activation rows in registers; each
@@ -33,9 +40,16 @@ namespace folio::cpu {
 
 namespace {
 
+// The 16 signed levels the codes index (IQ4_NL_X16, MXFP4_X16), else nullptr.
+template <DType P>
+constexpr const int8_t* kLevels = P == DType::IQ4_NL_X16  ? quant::kIQ4NLValues
+                                  : P == DType::MXFP4_X16 ? quant::kFP4Values
+                                                          : nullptr;
+
 template <DType P>
 constexpr int32_t kLegacyOffset = P == DType::Q4_0_X16   ? 8
                                   : P == DType::Q5_0_X16 ? 16
+                                  : P == DType::Q5_1_X16 ? 0
                                                          : 128;
 
 // The 8 VNNI rows of unsigned codes of one panel block.
@@ -50,7 +64,13 @@ FOLIO_INLINE_AVX512 void unpack_codes(const uint8_t* blk, __m512i (&w)[8]) {
       w[r] = _mm512_and_si512(v, m4);
       w[r + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
     }
-    if constexpr (P == DType::Q5_0_X16) {
+    if constexpr (kLevels<P> != nullptr) {
+      const __m512i table = _mm512_add_epi8(
+          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels<P>))),
+          _mm512_set1_epi8(static_cast<char>(0x80)));
+      for (int r = 0; r < 8; ++r) w[r] = _mm512_shuffle_epi8(table, w[r]);
+    }
+    if constexpr (P == DType::Q5_0_X16 || P == DType::Q5_1_X16) {
       const __m512i sixteen = _mm512_set1_epi8(16);
       for (int r = 0; r < 8; ++r) {
         uint64_t bits;
@@ -81,9 +101,10 @@ FOLIO_INLINE_AVX512 __m512i bcast4(const int8_t* q) {
 }
 
 // acc += float(the 16 rows' exact block dots with activation row x) *
-// (d_w * d_x), for panel block `blk` and activation block b.
+// (d_w * d_x) [Q5_1: then acc += m_w * (d_x * sum of x's block quants)],
+// for panel block `blk` and activation block b.
 template <DType P>
-FOLIO_INLINE_AVX512 __m512 block_step(__m512 acc, const __m512i (&w)[8], __m512 dw,
+FOLIO_INLINE_AVX512 __m512 block_step(__m512 acc, const __m512i (&w)[8], __m512 dw, __m512 mw,
                                       const Q8Row32& x, int64_t b) {
   const int8_t* q = x.qs + b * quant::kQK;
   __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], bcast4(q));
@@ -94,20 +115,35 @@ FOLIO_INLINE_AVX512 __m512 block_step(__m512 acc, const __m512i (&w)[8], __m512 
   s1 = _mm512_dpbusd_epi32(s1, w[5], bcast4(q + 20));
   s0 = _mm512_dpbusd_epi32(s0, w[6], bcast4(q + 24));
   s1 = _mm512_dpbusd_epi32(s1, w[7], bcast4(q + 28));
-  const __m512i isum =
-      _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(kLegacyOffset<P> * x.sum[b]));
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(x.d[b])), acc);
+  __m512i isum = _mm512_add_epi32(s0, s1);
+  if constexpr (kLegacyOffset<P> != 0) {
+    isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(kLegacyOffset<P> * x.sum[b]));
+  }
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(x.d[b])), acc);
+  if constexpr (quant::x16_has_min(P)) {
+    acc = _mm512_fmadd_ps(mw, _mm512_set1_ps(x.d[b] * static_cast<float>(x.sum[b])), acc);
+  }
+  return acc;
 }
 
-// The unpacked codes and the f16 row scales of panel block `blk`; prefetches
-// the block about 3 KB ahead in the same stream.
+// The unpacked codes, the f16 row scales and (Q5_1; else zero) the f16 row
+// minimums of panel block `blk`; prefetches the block about 3 KB ahead in
+// the same stream.
 template <DType P>
-FOLIO_INLINE_AVX512 __m512 load_block(const uint8_t* blk, __m512i (&w)[8]) {
+FOLIO_INLINE_AVX512 __m512 load_block(const uint8_t* blk, __m512i (&w)[8], __m512* mw) {
   constexpr size_t kBlk = quant::x16_block_bytes(P);
   prefetch_lines<kBlk>(blk + kPrefetchBlocks<P> * kBlk);
   unpack_codes<P>(blk, w);
-  return _mm512_cvtph_ps(
-      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + quant::x16_code_bytes(P))));
+  const uint8_t* sp = blk + quant::x16_code_bytes(P);
+  *mw = quant::x16_has_min(P)
+            ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp + 32)))
+            : _mm512_setzero_ps();
+  if constexpr (P == DType::MXFP4_X16) {
+    return _mm512_i32gather_ps(
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp))),
+        quant::kE8M0Half.data(), 4);
+  }
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp)));
 }
 
 // The prefill family (packed_panel.h): 16 rows x up to 4 activation rows.
@@ -123,8 +159,9 @@ struct LegacyTiles {
   FOLIO_INLINE_AVX512 void step(const uint8_t* blk, const Q8Row32 (&xr)[C], int64_t b,
                                 __m512 (&acc)[C]) {
     __m512i w[8];
-    const __m512 dw = load_block<P>(blk, w);
-    for (int c = 0; c < C; ++c) acc[c] = block_step<P>(acc[c], w, dw, xr[c], b);
+    __m512 mw;
+    const __m512 dw = load_block<P>(blk, w, &mw);
+    for (int c = 0; c < C; ++c) acc[c] = block_step<P>(acc[c], w, dw, mw, xr[c], b);
   }
 };
 
@@ -148,8 +185,9 @@ struct LegacyMulti {
     for (int64_t b = 0; b < nb; ++b) {
       for (int i = 0; i < NP; ++i) {
         __m512i w[8];
-        const __m512 dw = load_block<P>(panels + i * pb + b * kBlk, w);
-        for (int c = 0; c < C; ++c) acc[i][c] = block_step<P>(acc[i][c], w, dw, xr[c], b);
+        __m512 mw;
+        const __m512 dw = load_block<P>(panels + i * pb + b * kBlk, w, &mw);
+        for (int c = 0; c < C; ++c) acc[i][c] = block_step<P>(acc[i][c], w, dw, mw, xr[c], b);
       }
     }
     avx512::store_panels<NP, C>(acc, out, os, last_mask);
@@ -159,14 +197,17 @@ struct LegacyMulti {
 }  // namespace
 
 PanelFn legacy_panel_avx512(DType packed) {
-  return dtype_switch<DType::Q4_0_X16, DType::Q5_0_X16, DType::Q8_0_X16>(
-      packed, [](auto p) -> PanelFn { return &avx512::panel_cols<LegacyTiles<decltype(p)::value>>; });
+  return dtype_switch<DType::Q4_0_X16, DType::Q5_0_X16, DType::Q5_1_X16, DType::Q8_0_X16,
+                      DType::IQ4_NL_X16, DType::MXFP4_X16>(packed, [](auto p) -> PanelFn {
+    return &avx512::panel_cols<LegacyTiles<decltype(p)::value>>;
+  });
 }
 
 MultiPanelFn legacy_decode_avx512(DType packed) {
-  return dtype_switch<DType::Q4_0_X16, DType::Q5_0_X16, DType::Q8_0_X16>(
-      packed,
-      [](auto p) -> MultiPanelFn { return &avx512::decode_panels<LegacyMulti<decltype(p)::value>>; });
+  return dtype_switch<DType::Q4_0_X16, DType::Q5_0_X16, DType::Q5_1_X16, DType::Q8_0_X16,
+                      DType::IQ4_NL_X16, DType::MXFP4_X16>(packed, [](auto p) -> MultiPanelFn {
+    return &avx512::decode_panels<LegacyMulti<decltype(p)::value>>;
+  });
 }
 
 namespace {

@@ -14,8 +14,9 @@ bool supports_packed_ref(const Op& op);
 Status mul_mat_packed_ref(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_ref(const Op& op, const KernelContext& ctx);
 
-// avx512/packed_legacy.cc (Q4_0_X16, Q5_0_X16, Q8_0_X16 x Q8Row32) and
-// avx512/packed_kquant.cc (Q4_K_X16, Q5_K_X16, Q6_K_X16 x Q8_K): AVX-512 + VNNI panel
+// avx512/packed_legacy.cc (Q4_0_X16, Q5_0_X16, Q5_1_X16, Q8_0_X16, IQ4_NL_X16,
+// MXFP4_X16 x Q8Row32) and avx512/packed_kquant.cc (Q4_K_X16, Q5_K_X16, Q6_K_X16,
+// IQ4_XS_X16 x Q8_K): AVX-512 + VNNI panel
 // functions for any number of activation rows (nullptr: no panel for the type).
 PanelFn legacy_panel_avx512(DType packed);
 PanelFn kquant_panel_avx512(DType packed);
@@ -27,7 +28,7 @@ Status mul_mat_packed_avx512(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_avx512(const Op& op, const KernelContext& ctx);
 
 // avx2/packed_legacy.cc and avx2/packed_kquant.cc: AVX2 panel and decode
-// functions for the same six layouts and Q4_1_X16 (half panels of 8 rows per
+// functions for the same ten layouts and Q4_1_X16 (half panels of 8 rows per
 // register), bit-identical to the AVX-512 ones, with the byte dot step
 // `dot` (avx2/int_dot.h): vpmaddubsw on the avx2 tier, 256-bit vpdpbusd on
 // the avx2_vnni tier (VEX on AVX-VNNI CPUs, EVEX on AVX-512 VNNI ones).
@@ -42,21 +43,25 @@ Status mul_mat_id_packed_avx2(const Op& op, const KernelContext& ctx);
 Status mul_mat_packed_avx2_vnni(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_avx2_vnni(const Op& op, const KernelContext& ctx);
 
-// amx/mul_mat_amx.cc (Q4_0_X16, Q4_1_X16, Q5_0_X16, Q8_0_X16) and
-// amx/packed_kquant_amx.cc (Q4_K_X16, Q5_K_X16, Q6_K_X16): AMX tile panels:
+// amx/mul_mat_amx.cc (Q4_0_X16, Q4_1_X16, Q5_0_X16, Q5_1_X16, Q8_0_X16,
+// IQ4_NL_X16, MXFP4_X16) and amx/packed_kquant_amx.cc (Q4_K_X16, Q5_K_X16, Q6_K_X16,
+// IQ4_XS_X16): AMX tile panels:
 // groups of 16 activation rows through TDPBSSD tiles, the rest through the
 // panel of the tier below (AVX-512; Q4_1_X16: avx2_vnni), with bit-identical
 // results (the same integer block / sub-block dots, the same float steps).
-PanelFn kquant_panel_amx(DType packed);  // nullptr: not a K-quant layout
+PanelFn kquant_panel_amx(DType packed);  // nullptr: not a K-quant / IQ4_XS layout
 // The fewest activation rows of a mul_mat op that select the AMX panels,
 // chosen with folio-test-ops perf against the tier below: 16 for the
-// 32-element layouts; 128 for the K-quants, whose panels unpack a whole
+// 32-element layouts; 128 for the K-quants (Q5_1, IQ4_NL, MXFP4 and IQ4_XS,
+// on the same panels, take their family's value, not measured apart),
+// whose panels unpack a whole
 // panel per call and take one tile product per 32 (Q6_K: 16) elements, so
 // that fewer rows do not pay for the tile work. A K-quant panel call with
 // under 32 rows (a mul_mat_id expert group, a block's tail) runs them all
 // on the AVX-512 panel.
 constexpr int amx_min_rows(DType packed) {
-  return packed == DType::Q4_K_X16 || packed == DType::Q5_K_X16 || packed == DType::Q6_K_X16
+  return packed == DType::Q4_K_X16 || packed == DType::Q5_K_X16 || packed == DType::Q6_K_X16 ||
+                 packed == DType::IQ4_XS_X16
              ? 128
              : 16;
 }

@@ -67,6 +67,12 @@ void register_packed_kernels(KernelTable& t) {
       {"mul_mat.q4_Kx16.avx2", "mul_mat_id.q4_Kx16.avx2", packed_is_with_avx2<DType::Q4_K_X16>},
       {"mul_mat.q5_Kx16.avx2", "mul_mat_id.q5_Kx16.avx2", packed_is_with_avx2<DType::Q5_K_X16>},
       {"mul_mat.q6_Kx16.avx2", "mul_mat_id.q6_Kx16.avx2", packed_is_with_avx2<DType::Q6_K_X16>},
+      {"mul_mat.q5_1x16.avx2", "mul_mat_id.q5_1x16.avx2", packed_is_with_avx2<DType::Q5_1_X16>},
+      {"mul_mat.iq4_nlx16.avx2", "mul_mat_id.iq4_nlx16.avx2",
+       packed_is_with_avx2<DType::IQ4_NL_X16>},
+      {"mul_mat.iq4_xsx16.avx2", "mul_mat_id.iq4_xsx16.avx2",
+       packed_is_with_avx2<DType::IQ4_XS_X16>},
+      {"mul_mat.mxfp4x16.avx2", "mul_mat_id.mxfp4x16.avx2", packed_is_with_avx2<DType::MXFP4_X16>},
   };
   for (const auto& k : avx2) {
     t.add({OpKind::kMulMat, KernelTier::kAvx2, k.mul_mat, k.supports, mul_mat_packed_avx2, true});
@@ -92,6 +98,14 @@ void register_packed_kernels(KernelTable& t) {
        packed_is_with_vnni256<DType::Q5_K_X16>},
       {"mul_mat.q6_Kx16.avx2_vnni", "mul_mat_id.q6_Kx16.avx2_vnni",
        packed_is_with_vnni256<DType::Q6_K_X16>},
+      {"mul_mat.q5_1x16.avx2_vnni", "mul_mat_id.q5_1x16.avx2_vnni",
+       packed_is_with_vnni256<DType::Q5_1_X16>},
+      {"mul_mat.iq4_nlx16.avx2_vnni", "mul_mat_id.iq4_nlx16.avx2_vnni",
+       packed_is_with_vnni256<DType::IQ4_NL_X16>},
+      {"mul_mat.iq4_xsx16.avx2_vnni", "mul_mat_id.iq4_xsx16.avx2_vnni",
+       packed_is_with_vnni256<DType::IQ4_XS_X16>},
+      {"mul_mat.mxfp4x16.avx2_vnni", "mul_mat_id.mxfp4x16.avx2_vnni",
+       packed_is_with_vnni256<DType::MXFP4_X16>},
   };
   for (const auto& k : avx2_vnni) {
     t.add({OpKind::kMulMat, KernelTier::kAvx2Vnni, k.mul_mat, k.supports, mul_mat_packed_avx2_vnni,
@@ -110,6 +124,13 @@ void register_packed_kernels(KernelTable& t) {
       {"mul_mat.q4_Kx16.avx512", "mul_mat_id.q4_Kx16.avx512", packed_is_with_vnni<DType::Q4_K_X16>},
       {"mul_mat.q5_Kx16.avx512", "mul_mat_id.q5_Kx16.avx512", packed_is_with_vnni<DType::Q5_K_X16>},
       {"mul_mat.q6_Kx16.avx512", "mul_mat_id.q6_Kx16.avx512", packed_is_with_vnni<DType::Q6_K_X16>},
+      {"mul_mat.q5_1x16.avx512", "mul_mat_id.q5_1x16.avx512", packed_is_with_vnni<DType::Q5_1_X16>},
+      {"mul_mat.iq4_nlx16.avx512", "mul_mat_id.iq4_nlx16.avx512",
+       packed_is_with_vnni<DType::IQ4_NL_X16>},
+      {"mul_mat.iq4_xsx16.avx512", "mul_mat_id.iq4_xsx16.avx512",
+       packed_is_with_vnni<DType::IQ4_XS_X16>},
+      {"mul_mat.mxfp4x16.avx512", "mul_mat_id.mxfp4x16.avx512",
+       packed_is_with_vnni<DType::MXFP4_X16>},
   };
   for (const auto& k : avx512) {
     t.add(
@@ -129,6 +150,10 @@ void register_packed_kernels(KernelTable& t) {
       {"mul_mat.q4_Kx16.amx", "mul_mat_id.q4_Kx16.amx", packed_is_with_amx<DType::Q4_K_X16>},
       {"mul_mat.q5_Kx16.amx", "mul_mat_id.q5_Kx16.amx", packed_is_with_amx<DType::Q5_K_X16>},
       {"mul_mat.q6_Kx16.amx", "mul_mat_id.q6_Kx16.amx", packed_is_with_amx<DType::Q6_K_X16>},
+      {"mul_mat.q5_1x16.amx", "mul_mat_id.q5_1x16.amx", packed_is_with_amx<DType::Q5_1_X16>},
+      {"mul_mat.iq4_nlx16.amx", "mul_mat_id.iq4_nlx16.amx", packed_is_with_amx<DType::IQ4_NL_X16>},
+      {"mul_mat.iq4_xsx16.amx", "mul_mat_id.iq4_xsx16.amx", packed_is_with_amx<DType::IQ4_XS_X16>},
+      {"mul_mat.mxfp4x16.amx", "mul_mat_id.mxfp4x16.amx", packed_is_with_amx<DType::MXFP4_X16>},
   };
   for (const auto& k : amx) {
     t.add({OpKind::kMulMat, KernelTier::kAmx, k.mul_mat, k.supports, mul_mat_packed_amx, true});
