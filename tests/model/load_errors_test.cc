@@ -183,8 +183,9 @@ TEST(ModelLoad, GptOssTraits) {
   EXPECT_FALSE((*m)->weights().layers[1].ffn_down_exps_b.empty());
 }
 
-// glm4moe requires experts and the shared-expert count; expert groups are refused.
-TEST(ModelLoad, Glm4MoeNeedsExpertsAndRefusesGroups) {
+// glm4moe requires experts and the shared-expert count; expert groups must
+// split the experts and name how many groups are used.
+TEST(ModelLoad, Glm4MoeNeedsExpertsAndValidGroups) {
   SyntheticModel s = llama_as("glm4moe");
   EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'glm4moe.expert_count'");
   s.set("glm4moe.expert_count", uint32_t{4});
@@ -192,8 +193,12 @@ TEST(ModelLoad, Glm4MoeNeedsExpertsAndRefusesGroups) {
   s.set("glm4moe.expert_feed_forward_length", uint32_t{32});
   EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "'glm4moe.expert_shared_count'");
   s.set("glm4moe.expert_shared_count", uint32_t{1});
+  s.set("glm4moe.expert_group_count", uint32_t{3});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "do not split into");
   s.set("glm4moe.expert_group_count", uint32_t{2});
-  EXPECT_LOAD_ERROR(s, StatusCode::kUnsupported, "expert groups are not supported");
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "'glm4moe.expert_group_used_count' = 0");
+  s.set("glm4moe.expert_group_used_count", uint32_t{2});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "'glm4moe.expert_group_used_count' = 2");
 }
 
 // The tiny file: the MTP block is dropped, layer 0 is dense, routing and the

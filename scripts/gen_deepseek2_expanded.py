@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Small deepseek2 files and their logits from an independent NumPy forward
+in the *expanded* form of multi-head latent attention.
+
+folio runs deepseek2's attention in the absorbed form (queries multiplied into
+the latent space by attn_k_b, attention over the cached latent rows, outputs
+through attn_v_b; src/model/blocks/latent_attention.cc). This script computes
+the same model the other way round, as the paper writes it: per head, keys
+k_h = [attn_k_b_h^T c, rope key] and values v_h = attn_v_b_h c from the
+normed latent vectors c, then plain causal softmax attention in float64. So
+the test (tests/model/deepseek2_test.cc) checks the absorption's algebra, the
+latent cache and the routing independently of llama.cpp (whose own files
+are in tests/model/refdata/llama-archs when its saver writes them).
+
+Each file: 2 layers (layer 0 a dense SwiGLU FFN: leading_dense_block_count
+1; layer 1 routed experts with sigmoid gating, exp_probs_b selection bias,
+renormalised weights times expert_weights_scale 2.5, one ungated shared
+expert), q_lora_rank 48, kv_lora_rank 64, rope 16 dims (normal rope),
+key_length_mla 32, value_length_mla 24, 2 heads, n_embd 64, vocabulary 64,
+matrices stored F16 (the forward uses the rounded values), norms F32:
+  moe     4 experts, top 2, no groups
+  groups  8 experts in 4 groups, 2 groups used, top 2 (DeepSeek V3's
+          group-limited routing: a group scores its two best experts)
+Writes tests/model/refdata/deepseek2/NAME.{gguf,prompt_tokens.txt,
+gen_tokens.txt,prefill.npy,decode.npy} (20 prompt ids, 12 greedy tokens).
+
+Usage (repository root; not run by the tests): .venv/bin/python scripts/gen_deepseek2_expanded.py
+Needs: numpy, gguf (scripts/requirements.txt).
+"""
+
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "model" / "refdata" / "deepseek2"
+E, V, H, L = 64, 64, 2, 2
+LQ, DL, R, DQK, DV = 48, 64, 16, 32, 24
+DN = DQK - R
+F, FX, K, SHARED = 96, 32, 2, 1
+BASE, EPS, SCALE = 10000.0, 1e-5, 2.5
+PROMPT_LEN, GEN_LEN = 20, 12
+
+
+def make(name, n_expert, groups, groups_used, seed):
+    rng = np.random.default_rng(seed)
+    w = {}
+
+    def t(n, *shape, norm=False, s=None):
+        fan_in = shape[-1]
+        a = rng.standard_normal(shape) * (0.1 if norm else (s if s else 1.0 / np.sqrt(fan_in)))
+        if norm:
+            a = (a + 1.0).astype(np.float32)
+        else:
+            a = a.astype(np.float16)  # stored F16; the forward uses the rounded values
+        w[n] = a
+
+    t("token_embd.weight", V, E, s=1.0)
+    t("output_norm.weight", E, norm=True)
+    t("output.weight", V, E, s=2.0 / np.sqrt(E))
+    for il in range(L):
+        p = f"blk.{il}."
+        t(p + "attn_norm.weight", E, norm=True)
+        t(p + "attn_q_a.weight", LQ, E)
+        t(p + "attn_q_a_norm.weight", LQ, norm=True)
+        t(p + "attn_q_b.weight", H * DQK, LQ, s=2.0 / np.sqrt(LQ))
+        t(p + "attn_kv_a_mqa.weight", DL + R, E, s=2.0 / np.sqrt(E))
+        t(p + "attn_kv_a_norm.weight", DL, norm=True)
+        t(p + "attn_k_b.weight", H, DL, DN, s=1.0 / np.sqrt(DN))
+        t(p + "attn_v_b.weight", H, DV, DL)
+        t(p + "attn_output.weight", E, H * DV)
+        t(p + "ffn_norm.weight", E, norm=True)
+        if il == 0:
+            t(p + "ffn_gate.weight", F, E)
+            t(p + "ffn_up.weight", F, E)
+            t(p + "ffn_down.weight", E, F)
+        else:
+            t(p + "ffn_gate_inp.weight", n_expert, E, s=2.0 / np.sqrt(E))
+            w[p + "exp_probs_b.bias"] = (rng.standard_normal(n_expert) * 0.3).astype(np.float32)
+            t(p + "ffn_gate_exps.weight", n_expert, FX, E)
+            t(p + "ffn_up_exps.weight", n_expert, FX, E)
+            t(p + "ffn_down_exps.weight", n_expert, E, FX)
+            t(p + "ffn_gate_shexp.weight", FX * SHARED, E)
+            t(p + "ffn_up_shexp.weight", FX * SHARED, E)
+            t(p + "ffn_down_shexp.weight", E, FX * SHARED)
+
+    wr = gguf.GGUFWriter(str(OUT / f"{name}.gguf"), "deepseek2")
+    a = "deepseek2"
+    for k, v in [("context_length", 128), ("embedding_length", E), ("block_count", L),
+                 ("feed_forward_length", F), ("attention.head_count", H),
+                 ("attention.head_count_kv", 1), ("attention.key_length", DL + R),
+                 ("attention.value_length", DL), ("attention.key_length_mla", DQK),
+                 ("attention.value_length_mla", DV), ("attention.q_lora_rank", LQ),
+                 ("attention.kv_lora_rank", DL), ("rope.dimension_count", R),
+                 ("expert_count", n_expert), ("expert_used_count", K),
+                 ("expert_shared_count", SHARED), ("expert_feed_forward_length", FX),
+                 ("leading_dense_block_count", 1), ("expert_gating_func", 2),
+                 ("expert_group_count", groups), ("expert_group_used_count", groups_used),
+                 ("vocab_size", V)]:
+        wr.add_uint32(f"{a}.{k}", v)
+    wr.add_float32(f"{a}.attention.layer_norm_rms_epsilon", EPS)
+    wr.add_float32(f"{a}.rope.freq_base", BASE)
+    wr.add_bool(f"{a}.expert_weights_norm", True)
+    wr.add_float32(f"{a}.expert_weights_scale", SCALE)
+    for n, arr in w.items():
+        wr.add_tensor(n, arr)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+
+    f64 = {n: arr.astype(np.float64) for n, arr in w.items()}
+
+    def rms(x, g):
+        return x / np.sqrt(np.mean(x * x, -1, keepdims=True) + EPS) * g
+
+    def rope(x, pos):  # x [T, n, R]: normal (GPT-J) rope of consecutive pairs
+        th = pos[:, None] * BASE ** (-2.0 * np.arange(R // 2) / R)
+        c, s = np.cos(th)[:, None, :], np.sin(th)[:, None, :]
+        o = np.empty_like(x)
+        o[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s
+        o[..., 1::2] = x[..., 0::2] * s + x[..., 1::2] * c
+        return o
+
+    def silu(z):
+        return z / (1.0 + np.exp(-z))
+
+    changed = [0, 0]  # tokens whose experts the groups changed, tokens routed
+
+    def route(sel):  # expert ids for one token's selection values
+        changed[1] += 1
+        plain = np.argsort(-sel, kind="stable")[:K]
+        if groups > 1:
+            per = n_expert // groups
+            score = [np.sort(sel[g * per:(g + 1) * per])[-2:].sum() for g in range(groups)]
+            masked = np.full(n_expert, -np.inf)
+            for g in np.argsort(-np.array(score), kind="stable")[:groups_used]:
+                masked[g * per:(g + 1) * per] = sel[g * per:(g + 1) * per]
+            sel = masked
+        ids = np.argsort(-sel, kind="stable")[:K]
+        changed[0] += int(set(ids) != set(plain))
+        return ids
+
+    def forward(toks):
+        T = len(toks)
+        pos = np.arange(T, dtype=np.float64)
+        x = f64["token_embd.weight"][toks]
+        scale = 1.0 / np.sqrt(DQK)
+        causal = np.triu(np.ones((T, T), dtype=bool), 1)
+        for il in range(L):
+            p = f"blk.{il}."
+            h = rms(x, f64[p + "attn_norm.weight"])
+            qa = rms(h @ f64[p + "attn_q_a.weight"].T, f64[p + "attn_q_a_norm.weight"])
+            q = (qa @ f64[p + "attn_q_b.weight"].T).reshape(T, H, DQK)
+            q_nope, q_rope = q[..., :DN], rope(q[..., DN:], pos)
+            kv = h @ f64[p + "attn_kv_a_mqa.weight"].T
+            c = rms(kv[:, :DL], f64[p + "attn_kv_a_norm.weight"])
+            k_rope = rope(kv[:, None, DL:], pos)[:, 0]
+            o = np.zeros((T, H, DV))
+            for hh in range(H):  # expanded: this head's keys and values from c
+                k_nope = c @ f64[p + "attn_k_b.weight"][hh]      # [T, Dn]
+                v = c @ f64[p + "attn_v_b.weight"][hh].T          # [T, Dv]
+                s = (q_nope[:, hh] @ k_nope.T + q_rope[:, hh] @ k_rope.T) * scale
+                s[causal] = -np.inf
+                a_ = np.exp(s - s.max(-1, keepdims=True))
+                o[:, hh] = (a_ / a_.sum(-1, keepdims=True)) @ v
+            x = x + o.reshape(T, H * DV) @ f64[p + "attn_output.weight"].T
+            h = rms(x, f64[p + "ffn_norm.weight"])
+            if il == 0:
+                f = (silu(h @ f64[p + "ffn_gate.weight"].T) * (h @ f64[p + "ffn_up.weight"].T)) \
+                    @ f64[p + "ffn_down.weight"].T
+            else:
+                probs = 1.0 / (1.0 + np.exp(-(h @ f64[p + "ffn_gate_inp.weight"].T)))
+                sel = probs + f64[p + "exp_probs_b.bias"]
+                f = np.zeros_like(h)
+                for ti in range(T):
+                    ids = route(sel[ti])
+                    wt = probs[ti, ids]
+                    wt = wt / max(wt.sum(), 6.103515625e-5) * SCALE
+                    for e, we in zip(ids, wt):
+                        g = f64[p + "ffn_gate_exps.weight"][e] @ h[ti]
+                        u = f64[p + "ffn_up_exps.weight"][e] @ h[ti]
+                        f[ti] += we * (f64[p + "ffn_down_exps.weight"][e] @ (silu(g) * u))
+                f += (silu(h @ f64[p + "ffn_gate_shexp.weight"].T) * (h @ f64[p + "ffn_up_shexp.weight"].T)) \
+                    @ f64[p + "ffn_down_shexp.weight"].T
+            x = x + f
+        return rms(x, f64["output_norm.weight"]) @ f64["output.weight"].T
+
+    prompt = [int(v) for v in rng.integers(0, V, PROMPT_LEN)]
+    prefill = forward(prompt)
+    toks, decode, gen = list(prompt), [], []
+    nxt = int(np.argmax(prefill[-1]))
+    for _ in range(GEN_LEN):
+        gen.append(nxt)
+        toks.append(nxt)
+        row = forward(toks)[-1]
+        decode.append(row)
+        nxt = int(np.argmax(row))
+    np.save(OUT / f"{name}.prefill.npy", prefill.astype(np.float32))
+    np.save(OUT / f"{name}.decode.npy", np.array(decode, dtype=np.float32))
+    (OUT / f"{name}.prompt_tokens.txt").write_text(",".join(map(str, prompt)) + "\n")
+    (OUT / f"{name}.gen_tokens.txt").write_text(",".join(map(str, gen)) + "\n")
+    print(f"{name}: greedy {gen}; the groups changed the experts of {changed[0]} of "
+          f"{changed[1]} routed tokens")
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    make("moe", 4, 0, 0, seed=1)
+    make("groups", 8, 4, 2, seed=2)
+
+
+if __name__ == "__main__":
+    main()
