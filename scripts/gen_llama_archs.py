@@ -28,6 +28,8 @@ For every architecture folio runs, this script
      a fixed prompt of PROMPT_LEN token ids (drawn with Python's
      random.Random(SEED)) as one batch, then GEN_LEN greedy tokens one at a
      time;
+     VARIANTS adds files made from an MoE file by further driver options
+     (deepseek2-groups: experts widened to 8 in 4 groups);
   4. writes tests/model/refdata/llama-archs/NAME.gguf beside
      NAME.prompt_tokens.txt, NAME.gen_tokens.txt, NAME.prefill.npy and
      NAME.decode.npy (the format of tests/model/refdata's other cases, read by
@@ -66,6 +68,7 @@ FOLIO_ARCHS = [
     "qwen35", "qwen35moe", "gpt-oss", "bert", "nomic-bert", "granitehybrid",
     "phi3", "mistral3", "glm4moe", "lfm2", "lfm2moe", "nemotron_h",
     "nemotron_h_moe", "gemma2", "smollm3", "qwen2moe", "seed_oss", "exaone4",
+    "deepseek2",
 ]
 # Architectures whose files get the driver's --gain (weights lifted from the
 # saver's std 0.01 to working magnitudes: at 0.01 the logits are ~0.01 and
@@ -78,6 +81,15 @@ AMPLIFIED = {
     "qwen2moe": [],
     "seed_oss": [],
     "exaone4": [],
+    # latent attention: at the saver's magnitudes the rope key and the
+    # per-head k_b / v_b products move the logits by less than the tolerance
+    "deepseek2": [],
+}
+# Further files made from an architecture's MoE file by the driver's
+# options: NAME = ARCH-SUFFIX. deepseek2-groups: 8 experts (the saver writes
+# 2) in 4 groups of which 2 are used, top 2 experts (DeepSeek V3's routing).
+VARIANTS = {
+    "deepseek2": [("groups", ["--experts", "8", "2", "4", "2"])],
 }
 # Files kept in F32: llama.cpp's CPU mul_mat_id rounds the activations to F16
 # for F16 expert weights (ggml's vec_dot_type) and folio keeps them F32, which
@@ -154,14 +166,19 @@ def main() -> None:
             if not written:
                 skipped.append(arch)
                 continue
+            jobs = []  # (name, saver file, extra driver options)
             for gguf in written:
-                name = gguf.stem  # ARCH-dense / ARCH-moe
+                jobs.append((gguf.stem, gguf, []))  # ARCH-dense / ARCH-moe
+                if gguf.stem.endswith("-moe"):
+                    jobs += [(f"{arch}-{suffix}", gguf, opts)
+                             for suffix, opts in VARIANTS.get(arch, [])]
+            for name, gguf, variant in jobs:
                 prefix = work / name
                 stripped = work / f"{name}.gguf"
                 mode = "--strip" if args.f32 or arch in F32_ARCHS else "--strip-f16"
                 extra = ["--gain"] + AMPLIFIED[arch] if arch in AMPLIFIED else []
-                subprocess.run([str(driver), mode, str(gguf), str(stripped)] + extra + STRIPPED,
-                               check=True)
+                subprocess.run([str(driver), mode, str(gguf), str(stripped)] + extra + variant
+                               + STRIPPED, check=True)
                 gguf = stripped
                 r = subprocess.run([str(driver), str(gguf), str(GEN_LEN), str(prefix)]
                                    + [str(t) for t in prompt],
