@@ -12,7 +12,7 @@ the test (tests/model/deepseek2_test.cc) checks the absorption's algebra, the
 latent cache and the routing independently of llama.cpp (whose own files
 are in tests/model/refdata/llama-archs when its saver writes them).
 
-Each file: 2 layers (layer 0 a dense SwiGLU FFN: leading_dense_block_count
+moe and groups: 2 layers (layer 0 a dense SwiGLU FFN: leading_dense_block_count
 1; layer 1 routed experts with sigmoid gating, exp_probs_b selection bias,
 renormalised weights times expert_weights_scale 2.5, one ungated shared
 expert), q_lora_rank 48, kv_lora_rank 64, rope 16 dims (normal rope),
@@ -21,6 +21,10 @@ matrices stored F16 (the forward uses the rounded values), norms F32:
   moe     4 experts, top 2, no groups
   groups  8 experts in 4 groups, 2 groups used, top 2 (DeepSeek V3's
           group-limited routing: a group scores its two best experts)
+  lite    DeepSeek-V2-Lite's layout: 26 blocks (llama.cpp reads no
+          q_lora_rank then), one attn_q per layer; n_embd 32, kv_lora_rank
+          32, 8 rope dims, key/value_length_mla 16, 25 dense layers, 4
+          experts top 2 in the last
 Writes tests/model/refdata/deepseek2/NAME.{gguf,prompt_tokens.txt,
 gen_tokens.txt,prefill.npy,decode.npy} (20 prompt ids, 12 greedy tokens).
 
@@ -42,7 +46,15 @@ BASE, EPS, SCALE = 10000.0, 1e-5, 2.5
 PROMPT_LEN, GEN_LEN = 20, 12
 
 
-def make(name, n_expert, groups, groups_used, seed):
+def make(name, n_expert, groups, groups_used, seed, lite=False):
+    # lite: DeepSeek-V2-Lite's layout, which llama.cpp tells by its layer
+    # count (26 or 27 blocks): one attn_q, no q_lora_rank; here 26 blocks of
+    # smaller dims, 25 of them dense, so the file stays small.
+    global E, L, LQ, DL, R, DQK, DV, DN, F
+    E, L, LQ, DL, R, DQK, DV, F = (32, 26, 0, 32, 8, 16, 16, 16) if lite else \
+        (64, 2, 48, 64, 16, 32, 24, 96)
+    DN = DQK - R
+    n_dense = L - 1
     rng = np.random.default_rng(seed)
     w = {}
 
@@ -61,16 +73,19 @@ def make(name, n_expert, groups, groups_used, seed):
     for il in range(L):
         p = f"blk.{il}."
         t(p + "attn_norm.weight", E, norm=True)
-        t(p + "attn_q_a.weight", LQ, E)
-        t(p + "attn_q_a_norm.weight", LQ, norm=True)
-        t(p + "attn_q_b.weight", H * DQK, LQ, s=2.0 / np.sqrt(LQ))
+        if LQ > 0:
+            t(p + "attn_q_a.weight", LQ, E)
+            t(p + "attn_q_a_norm.weight", LQ, norm=True)
+            t(p + "attn_q_b.weight", H * DQK, LQ, s=2.0 / np.sqrt(LQ))
+        else:
+            t(p + "attn_q.weight", H * DQK, E, s=2.0 / np.sqrt(E))
         t(p + "attn_kv_a_mqa.weight", DL + R, E, s=2.0 / np.sqrt(E))
         t(p + "attn_kv_a_norm.weight", DL, norm=True)
         t(p + "attn_k_b.weight", H, DL, DN, s=1.0 / np.sqrt(DN))
         t(p + "attn_v_b.weight", H, DV, DL)
         t(p + "attn_output.weight", E, H * DV)
         t(p + "ffn_norm.weight", E, norm=True)
-        if il == 0:
+        if il < n_dense:
             t(p + "ffn_gate.weight", F, E)
             t(p + "ffn_up.weight", F, E)
             t(p + "ffn_down.weight", E, F)
@@ -90,14 +105,16 @@ def make(name, n_expert, groups, groups_used, seed):
                  ("feed_forward_length", F), ("attention.head_count", H),
                  ("attention.head_count_kv", 1), ("attention.key_length", DL + R),
                  ("attention.value_length", DL), ("attention.key_length_mla", DQK),
-                 ("attention.value_length_mla", DV), ("attention.q_lora_rank", LQ),
+                 ("attention.value_length_mla", DV),
                  ("attention.kv_lora_rank", DL), ("rope.dimension_count", R),
                  ("expert_count", n_expert), ("expert_used_count", K),
                  ("expert_shared_count", SHARED), ("expert_feed_forward_length", FX),
-                 ("leading_dense_block_count", 1), ("expert_gating_func", 2),
+                 ("leading_dense_block_count", n_dense), ("expert_gating_func", 2),
                  ("expert_group_count", groups), ("expert_group_used_count", groups_used),
                  ("vocab_size", V)]:
         wr.add_uint32(f"{a}.{k}", v)
+    if LQ > 0:
+        wr.add_uint32(f"{a}.attention.q_lora_rank", LQ)
     wr.add_float32(f"{a}.attention.layer_norm_rms_epsilon", EPS)
     wr.add_float32(f"{a}.rope.freq_base", BASE)
     wr.add_bool(f"{a}.expert_weights_norm", True)
@@ -150,8 +167,11 @@ def make(name, n_expert, groups, groups_used, seed):
         for il in range(L):
             p = f"blk.{il}."
             h = rms(x, f64[p + "attn_norm.weight"])
-            qa = rms(h @ f64[p + "attn_q_a.weight"].T, f64[p + "attn_q_a_norm.weight"])
-            q = (qa @ f64[p + "attn_q_b.weight"].T).reshape(T, H, DQK)
+            if LQ > 0:
+                qa = rms(h @ f64[p + "attn_q_a.weight"].T, f64[p + "attn_q_a_norm.weight"])
+                q = (qa @ f64[p + "attn_q_b.weight"].T).reshape(T, H, DQK)
+            else:
+                q = (h @ f64[p + "attn_q.weight"].T).reshape(T, H, DQK)
             q_nope, q_rope = q[..., :DN], rope(q[..., DN:], pos)
             kv = h @ f64[p + "attn_kv_a_mqa.weight"].T
             c = rms(kv[:, :DL], f64[p + "attn_kv_a_norm.weight"])
@@ -166,7 +186,7 @@ def make(name, n_expert, groups, groups_used, seed):
                 o[:, hh] = (a_ / a_.sum(-1, keepdims=True)) @ v
             x = x + o.reshape(T, H * DV) @ f64[p + "attn_output.weight"].T
             h = rms(x, f64[p + "ffn_norm.weight"])
-            if il == 0:
+            if il < n_dense:
                 f = (silu(h @ f64[p + "ffn_gate.weight"].T) * (h @ f64[p + "ffn_up.weight"].T)) \
                     @ f64[p + "ffn_down.weight"].T
             else:
@@ -208,6 +228,7 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     make("moe", 4, 0, 0, seed=1)
     make("groups", 8, 4, 2, seed=2)
+    make("lite", 4, 0, 0, seed=3, lite=True)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 // cache, expert groups) against an independent NumPy forward in the
 // expanded form (scripts/gen_deepseek2_expanded.py: per-head keys and values
 // decompressed from the latent vectors, float64): tests/model/refdata/deepseek2/
-// moe (4 experts, top 2) and groups (8 experts in 4 groups, 2 used: the
-// groups change the experts of 219 of its 338 routed tokens). F32 K/V within
+// moe (4 experts, top 2), groups (8 experts in 4 groups, 2 used: the
+// groups change the experts of 219 of its 338 routed tokens) and lite
+// (DeepSeek-V2-Lite's layout: 26 blocks, one attn_q, no q_lora_rank). F32 K/V within
 // 1e-3 of the largest reference logit, the same greedy tokens, on the
 // contiguous and the paged cache; F16 K/V within 1e-2. The cache holds one
 // latent row per token and layer (K only), and paged logits equal the
@@ -83,6 +84,8 @@ INSTANTIATE_TEST_SUITE_P(Files, Deepseek2Expanded,
                                            Param{"moe", true, DType::F32},
                                            Param{"groups", false, DType::F32},
                                            Param{"groups", true, DType::F32},
+                                           Param{"lite", false, DType::F32},
+                                           Param{"lite", true, DType::F32},
                                            Param{"moe", true, DType::F16},
                                            Param{"groups", true, DType::BF16}),
                          param_name);
@@ -96,6 +99,10 @@ TEST(Deepseek2, CacheHoldsLatentRows) {
   EXPECT_TRUE(c.mla.enabled());
   EXPECT_EQ(c.mla.kv_lora_rank, 64);
   EXPECT_EQ(c.mla.q_lora_rank, 48);
+  Result<std::unique_ptr<Model>> lite = Model::load(base("lite") + ".gguf");
+  ASSERT_TRUE(lite.ok()) << lite.status().to_string();
+  EXPECT_EQ((*lite)->config().mla.q_lora_rank, 0);  // 26 blocks: a lite file, one attn_q
+  EXPECT_FALSE((*lite)->weights().layers[0].wq.empty());
   const cache::KvGeometry g = c.cache_geometry();
   ASSERT_EQ(g.n_layer(), 2);
   for (const cache::LayerGeometry& l : g.layers) {
