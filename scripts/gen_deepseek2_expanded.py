@@ -25,6 +25,9 @@ matrices stored F16 (the forward uses the rounded values), norms F32:
           q_lora_rank then), one attn_q per layer; n_embd 32, kv_lora_rank
           32, 8 rope dims, key/value_length_mla 16, 25 dense layers, 4
           experts top 2 in the last
+  yarn    as moe, with YaRN rope (factor 4, original context 32) and
+          rope.scaling.yarn_log_multiplier 0.0707 (DeepSeek V2's
+          mscale_all_dim 0.707): ggml's YaRN rope, DeepSeek's q.k scale
 Writes tests/model/refdata/deepseek2/NAME.{gguf,prompt_tokens.txt,
 gen_tokens.txt,prefill.npy,decode.npy} (20 prompt ids, 12 greedy tokens).
 
@@ -46,7 +49,7 @@ BASE, EPS, SCALE = 10000.0, 1e-5, 2.5
 PROMPT_LEN, GEN_LEN = 20, 12
 
 
-def make(name, n_expert, groups, groups_used, seed, lite=False):
+def make(name, n_expert, groups, groups_used, seed, lite=False, yarn=None):
     # lite: DeepSeek-V2-Lite's layout, which llama.cpp tells by its layer
     # count (26 or 27 blocks): one attn_q, no q_lora_rank; here 26 blocks of
     # smaller dims, 25 of them dense, so the file stays small.
@@ -115,6 +118,11 @@ def make(name, n_expert, groups, groups_used, seed, lite=False):
         wr.add_uint32(f"{a}.{k}", v)
     if LQ > 0:
         wr.add_uint32(f"{a}.attention.q_lora_rank", LQ)
+    if yarn:  # (factor, original context, yarn_log_multiplier as converters store it)
+        wr.add_string(f"{a}.rope.scaling.type", "yarn")
+        wr.add_float32(f"{a}.rope.scaling.factor", yarn[0])
+        wr.add_uint32(f"{a}.rope.scaling.original_context_length", yarn[1])
+        wr.add_float32(f"{a}.rope.scaling.yarn_log_multiplier", yarn[2])
     wr.add_float32(f"{a}.attention.layer_norm_rms_epsilon", EPS)
     wr.add_float32(f"{a}.rope.freq_base", BASE)
     wr.add_bool(f"{a}.expert_weights_norm", True)
@@ -131,9 +139,31 @@ def make(name, n_expert, groups, groups_used, seed, lite=False):
     def rms(x, g):
         return x / np.sqrt(np.mean(x * x, -1, keepdims=True) + EPS) * g
 
+    # YaRN as ggml's rope computes it (rope_yarn, rope_yarn_corr_dims), with
+    # DeepSeek's magnitudes (llama.cpp's yarn_attn_factor and the graph's
+    # mscale): the rope's own magnitude cancels to 1, and q.k is scaled by
+    # mscale^2 / sqrt(key_length_mla), mscale = 1 + 0.1 * mul * ln(factor).
+    rope_gain, kq_scale = 1.0, 1.0 / np.sqrt(DQK)
+    ramp = np.zeros(R // 2)
+    freq_scale = 1.0
+    if yarn:
+        factor, n_orig, mul = yarn[0], yarn[1], yarn[2] / 0.1
+        freq_scale = 1.0 / factor
+
+        def corr_dim(beta):
+            return R * np.log(n_orig / (beta * 2 * np.pi)) / (2 * np.log(BASE))
+        lo, hi = max(0.0, np.floor(corr_dim(32.0))), min(R - 1.0, np.ceil(corr_dim(1.0)))
+        y = (np.arange(R // 2) - lo) / max(0.001, hi - lo)
+        ramp = 1.0 - np.minimum(1.0, np.maximum(0.0, y))  # ext_factor 1
+        rope_attn = 1.0 / (1.0 + 0.1 * np.log(factor))   # llama.cpp's yarn_attn_factor
+        rope_gain = rope_attn * (1.0 + 0.1 * np.log(1.0 / freq_scale))
+        mscale = 1.0 * (1.0 + 0.1 * mul * np.log(factor))
+        kq_scale = mscale * mscale / np.sqrt(DQK)
+
     def rope(x, pos):  # x [T, n, R]: normal (GPT-J) rope of consecutive pairs
-        th = pos[:, None] * BASE ** (-2.0 * np.arange(R // 2) / R)
-        c, s = np.cos(th)[:, None, :], np.sin(th)[:, None, :]
+        extrap = pos[:, None] * BASE ** (-2.0 * np.arange(R // 2) / R)
+        th = freq_scale * extrap * (1 - ramp) + extrap * ramp
+        c, s = rope_gain * np.cos(th)[:, None, :], rope_gain * np.sin(th)[:, None, :]
         o = np.empty_like(x)
         o[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s
         o[..., 1::2] = x[..., 0::2] * s + x[..., 1::2] * c
@@ -162,7 +192,7 @@ def make(name, n_expert, groups, groups_used, seed, lite=False):
         T = len(toks)
         pos = np.arange(T, dtype=np.float64)
         x = f64["token_embd.weight"][toks]
-        scale = 1.0 / np.sqrt(DQK)
+        scale = kq_scale
         causal = np.triu(np.ones((T, T), dtype=bool), 1)
         for il in range(L):
             p = f"blk.{il}."
@@ -229,6 +259,7 @@ def main():
     make("moe", 4, 0, 0, seed=1)
     make("groups", 8, 4, 2, seed=2)
     make("lite", 4, 0, 0, seed=3, lite=True)
+    make("yarn", 4, 0, 0, seed=4, yarn=(4.0, 32, 0.0707))
 
 
 if __name__ == "__main__":

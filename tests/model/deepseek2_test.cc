@@ -4,7 +4,8 @@
 // decompressed from the latent vectors, float64): tests/model/refdata/deepseek2/
 // moe (4 experts, top 2), groups (8 experts in 4 groups, 2 used: the
 // groups change the experts of 219 of its 338 routed tokens) and lite
-// (DeepSeek-V2-Lite's layout: 26 blocks, one attn_q, no q_lora_rank). F32 K/V within
+// (DeepSeek-V2-Lite's layout: 26 blocks, one attn_q, no q_lora_rank) and
+// yarn (YaRN rope with DeepSeek's yarn_log_multiplier: its q.k scale). F32 K/V within
 // 1e-3 of the largest reference logit, the same greedy tokens, on the
 // contiguous and the paged cache; F16 K/V within 1e-2. The cache holds one
 // latent row per token and layer (K only), and paged logits equal the
@@ -86,6 +87,8 @@ INSTANTIATE_TEST_SUITE_P(Files, Deepseek2Expanded,
                                            Param{"groups", true, DType::F32},
                                            Param{"lite", false, DType::F32},
                                            Param{"lite", true, DType::F32},
+                                           Param{"yarn", false, DType::F32},
+                                           Param{"yarn", true, DType::F32},
                                            Param{"moe", true, DType::F16},
                                            Param{"groups", true, DType::BF16}),
                          param_name);
@@ -145,6 +148,69 @@ TEST(Deepseek2, PagedEqualsContiguous) {
   }
   ASSERT_EQ(logits[0].size(), logits[1].size());
   EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0);
+}
+
+// Latent rows under prefix sharing and copy-on-write (blocks of 8): A holds
+// 12 tokens (a full block and a partial one); B forks from A and both go on
+// with different tokens, the first write copying the shared partial block
+// (K rows only: V is read from them); C takes A's full block as a cached
+// prefix and computes the rest. Every row equals the same computation on a
+// fresh cache, bit for bit.
+TEST(Deepseek2, ForksAndPrefixesShareLatentRows) {
+  Result<std::unique_ptr<Model>> model = Model::load(base("groups") + ".gguf");
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const Model& m = **model;
+  Result<std::vector<int32_t>> ids = read_ids(base("groups") + ".prompt_tokens.txt");
+  ASSERT_TRUE(ids.ok());
+  const std::vector<int32_t> p12(ids->begin(), ids->begin() + 12);
+  cache::KvCacheOptions o = cache_options(true, DType::F16);
+  o.block_size = 8;
+  o.n_blocks = 16;
+  o.n_seq = 3;
+  auto ctx = ForwardContext::cpu(2);
+  // The rows of `first` then of one token `next`, on a fresh cache.
+  auto fresh = [&](const std::vector<int32_t>& first, int32_t next) {
+    Result<std::unique_ptr<cache::KvCache>> c = m.make_cache(o);  // sequence 0 exists
+    EXPECT_TRUE(c.ok());
+    std::vector<float> rows = *eval_all(m, **c, *ctx, first);
+    const std::vector<float> last = *eval_one(m, **c, *ctx, next);
+    rows.insert(rows.end(), last.begin(), last.end());
+    return rows;
+  };
+  const size_t nv = static_cast<size_t>(m.config().n_vocab);
+  auto same = [&](const std::vector<float>& a, const float* b) {
+    return std::memcmp(a.data() + a.size() - nv, b, nv * sizeof(float)) == 0;
+  };
+
+  Result<std::unique_ptr<cache::KvCache>> cache = m.make_cache(o);
+  ASSERT_TRUE(cache.ok()) << cache.status().to_string();
+  cache::KvCache& c = **cache;
+  const int a = *c.add_sequence();
+  ASSERT_TRUE(eval_all(m, c, *ctx, p12, a).ok());
+  Result<int> b = c.fork_sequence(a);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  Result<std::vector<float>> lb = eval_one(m, c, *ctx, 7, *b);  // copies the partial block
+  ASSERT_TRUE(lb.ok()) << lb.status().to_string();
+  Result<std::vector<float>> la = eval_one(m, c, *ctx, 9, a);
+  ASSERT_TRUE(la.ok()) << la.status().to_string();
+  EXPECT_TRUE(same(fresh(p12, 7), lb->data()));
+  EXPECT_TRUE(same(fresh(p12, 9), la->data()));
+
+  const int cs = *c.add_sequence();
+  Result<int64_t> taken = c.take_cached_prefix(cs, p12);
+  ASSERT_TRUE(taken.ok()) << taken.status().to_string();
+  EXPECT_EQ(*taken, 8);
+  const std::vector<int32_t> rest(p12.begin() + 8, p12.end());
+  Result<std::vector<float>> lc = eval_all(m, c, *ctx, rest, cs);
+  ASSERT_TRUE(lc.ok()) << lc.status().to_string();
+  // The reference: 8 tokens, then the other 4 in one batch, on a fresh cache.
+  Result<std::unique_ptr<cache::KvCache>> ref = m.make_cache(o);
+  ASSERT_TRUE(ref.ok());
+  ASSERT_TRUE(eval_all(m, **ref, *ctx, std::vector<int32_t>(p12.begin(), p12.begin() + 8)).ok());
+  Result<std::vector<float>> want = eval_all(m, **ref, *ctx, rest);
+  ASSERT_TRUE(want.ok());
+  ASSERT_EQ(lc->size(), want->size());
+  EXPECT_EQ(std::memcmp(lc->data(), want->data(), lc->size() * sizeof(float)), 0);
 }
 
 // Asked to offload layers (--device vulkan / -ngl), deepseek2 is refused
