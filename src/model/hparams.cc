@@ -228,10 +228,6 @@ Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& c, int64_t default_
   return Status();
 }
 
-}  // namespace folio::model
-
-namespace folio::model {
-
 Status read_expert_groups(const gguf::GgufFile& f, ModelConfig& c) {
   const std::string groups_key = arch_key(c, "expert_group_count");
   const std::string used_key = arch_key(c, "expert_group_used_count");
