@@ -31,10 +31,21 @@ matrices stored F16 (the forward uses the rounded values), norms F32:
 Writes tests/model/refdata/deepseek2/NAME.{gguf,prompt_tokens.txt,
 gen_tokens.txt,prefill.npy,decode.npy} (20 prompt ids, 12 greedy tokens).
 
-Usage (repository root; not run by the tests): .venv/bin/python scripts/gen_deepseek2_expanded.py
-Needs: numpy, gguf (scripts/requirements.txt).
+With --llama-bin BUILD it also runs llama.cpp (its libllama, through
+scripts/llama_archs_logits.c) on twins of the files with F32 matrices and
+checks that llama.cpp's logits agree with this forward's within 1e-4 of the
+largest logit, with the same greedy tokens (llama.cpp 3f545be: within 2.6e-5,
+logits up to 8.7, greedy the same on all four).
+
+Usage (repository root; not run by the tests):
+  .venv/bin/python scripts/gen_deepseek2_expanded.py [--llama-bin /path/to/llama.cpp/build]
+Needs: numpy, gguf (scripts/requirements.txt); a C compiler for --llama-bin.
 """
 
+import argparse
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import gguf
@@ -49,7 +60,8 @@ BASE, EPS, SCALE = 10000.0, 1e-5, 2.5
 PROMPT_LEN, GEN_LEN = 20, 12
 
 
-def make(name, n_expert, groups, groups_used, seed, lite=False, yarn=None):
+def make(name, n_expert, groups, groups_used, seed, lite=False, yarn=None, out=OUT,
+         matrices=np.float16):
     # lite: DeepSeek-V2-Lite's layout, which llama.cpp tells by its layer
     # count (26 or 27 blocks): one attn_q, no q_lora_rank; here 26 blocks of
     # smaller dims, 25 of them dense, so the file stays small.
@@ -67,7 +79,7 @@ def make(name, n_expert, groups, groups_used, seed, lite=False, yarn=None):
         if norm:
             a = (a + 1.0).astype(np.float32)
         else:
-            a = a.astype(np.float16)  # stored F16; the forward uses the rounded values
+            a = a.astype(matrices)  # stored F16; the forward uses the rounded values
         w[n] = a
 
     t("token_embd.weight", V, E, s=1.0)
@@ -102,7 +114,7 @@ def make(name, n_expert, groups, groups_used, seed, lite=False, yarn=None):
             t(p + "ffn_up_shexp.weight", FX * SHARED, E)
             t(p + "ffn_down_shexp.weight", E, FX * SHARED)
 
-    wr = gguf.GGUFWriter(str(OUT / f"{name}.gguf"), "deepseek2")
+    wr = gguf.GGUFWriter(str(out / f"{name}.gguf"), "deepseek2")
     a = "deepseek2"
     for k, v in [("context_length", 128), ("embedding_length", E), ("block_count", L),
                  ("feed_forward_length", F), ("attention.head_count", H),
@@ -116,6 +128,7 @@ def make(name, n_expert, groups, groups_used, seed, lite=False, yarn=None):
                  ("expert_group_count", groups), ("expert_group_used_count", groups_used),
                  ("vocab_size", V)]:
         wr.add_uint32(f"{a}.{k}", v)
+    wr.add_string("tokenizer.ggml.model", "no_vocab")  # as llama.cpp's saver: no tokenizer
     if LQ > 0:
         wr.add_uint32(f"{a}.attention.q_lora_rank", LQ)
     if yarn:  # (factor, original context, yarn_log_multiplier as converters store it)
@@ -246,20 +259,63 @@ def make(name, n_expert, groups, groups_used, seed, lite=False, yarn=None):
         row = forward(toks)[-1]
         decode.append(row)
         nxt = int(np.argmax(row))
-    np.save(OUT / f"{name}.prefill.npy", prefill.astype(np.float32))
-    np.save(OUT / f"{name}.decode.npy", np.array(decode, dtype=np.float32))
-    (OUT / f"{name}.prompt_tokens.txt").write_text(",".join(map(str, prompt)) + "\n")
-    (OUT / f"{name}.gen_tokens.txt").write_text(",".join(map(str, gen)) + "\n")
+    np.save(out / f"{name}.prefill.npy", prefill.astype(np.float32))
+    np.save(out / f"{name}.decode.npy", np.array(decode, dtype=np.float32))
+    (out / f"{name}.prompt_tokens.txt").write_text(",".join(map(str, prompt)) + "\n")
+    (out / f"{name}.gen_tokens.txt").write_text(",".join(map(str, gen)) + "\n")
     print(f"{name}: greedy {gen}; the groups changed the experts of {changed[0]} of "
           f"{changed[1]} routed tokens")
 
 
+FILES = [  # name, n_expert, groups, groups used, seed, options
+    ("moe", 4, 0, 0, 1, {}),
+    ("groups", 8, 4, 2, 2, {}),
+    ("lite", 4, 0, 0, 3, {"lite": True}),
+    ("yarn", 4, 0, 0, 4, {"yarn": (4.0, 32, 0.0707)}),
+]
+
+
+def check_with_llama(build):
+    """Runs llama.cpp (scripts/llama_archs_logits.c against the build's
+    libllama) on F32-matrix twins of the files (same seeds: llama.cpp's CPU
+    mul_mat rounds activations to F16 for F16 weights, which would hide
+    differences below ~1e-3) and compares its logits and greedy tokens with
+    this forward's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gen_llama_archs import build_driver
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        driver = build_driver(build, work)
+        for name, x, g, gu, seed, opts in FILES:
+            make(name, x, g, gu, seed, out=work, matrices=np.float32, **opts)
+            prompt = (work / f"{name}.prompt_tokens.txt").read_text().strip().split(",")
+            subprocess.run([str(driver), str(work / f"{name}.gguf"), str(GEN_LEN),
+                            str(work / f"ll-{name}")] + prompt, check=True,
+                           stdout=subprocess.DEVNULL)
+            worst, scale = 0.0, 0.0
+            for part in ("prefill", "decode"):
+                ref = np.load(work / f"{name}.{part}.npy")
+                got = np.fromfile(work / f"ll-{name}.{part}.f32", dtype=np.float32).reshape(ref.shape)
+                worst, scale = max(worst, float(np.abs(ref - got).max())), max(scale, float(np.abs(ref).max()))
+            same = (work / f"ll-{name}.gen.txt").read_text().strip() == \
+                (work / f"{name}.gen_tokens.txt").read_text().strip()
+            print(f"{name} (F32 matrices) vs llama.cpp: max |d logit| {worst:.3g} of {scale:.3g}, "
+                  f"greedy {'the same' if same else 'DIFFERENT'}")
+            ok = ok and same and worst <= 1e-4 * scale
+    return ok
+
+
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--llama-bin", type=Path,
+                    help="also check this forward against llama.cpp (a build dir with bin/libllama.so)")
+    args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    make("moe", 4, 0, 0, seed=1)
-    make("groups", 8, 4, 2, seed=2)
-    make("lite", 4, 0, 0, seed=3, lite=True)
-    make("yarn", 4, 0, 0, seed=4, yarn=(4.0, 32, 0.0707))
+    for name, x, g, gu, seed, opts in FILES:
+        make(name, x, g, gu, seed, **opts)
+    if args.llama_bin is not None and not check_with_llama(args.llama_bin.resolve()):
+        sys.exit("llama.cpp disagrees with the expanded form")
 
 
 if __name__ == "__main__":
