@@ -28,8 +28,6 @@ For every architecture folio runs, this script
      a fixed prompt of PROMPT_LEN token ids (drawn with Python's
      random.Random(SEED)) as one batch, then GEN_LEN greedy tokens one at a
      time;
-     VARIANTS adds files made from an MoE file by further driver options
-     (deepseek2-groups: experts widened to 8 in 4 groups);
   4. writes tests/model/refdata/llama-archs/NAME.gguf beside
      NAME.prompt_tokens.txt, NAME.gen_tokens.txt, NAME.prefill.npy and
      NAME.decode.npy (the format of tests/model/refdata's other cases, read by
@@ -85,17 +83,15 @@ AMPLIFIED = {
     # per-head k_b / v_b products move the logits by less than the tolerance
     "deepseek2": [],
 }
-# Further files made from an architecture's MoE file by the driver's
-# options: NAME = ARCH-SUFFIX. deepseek2-groups: 8 experts (the saver writes
-# 2) in 4 groups of which 2 are used, top 2 experts (DeepSeek V3's routing).
-VARIANTS = {
-    "deepseek2": [("groups", ["--experts", "8", "2", "4", "2"])],
-}
 # Files kept in F32: llama.cpp's CPU mul_mat_id rounds the activations to F16
 # for F16 expert weights (ggml's vec_dot_type) and folio keeps them F32, which
 # at working magnitudes differs by ~0.2% of the largest logit; with F32
 # experts neither rounds.
-F32_ARCHS = {"qwen2moe"}
+# deepseek2 too: with F16 matrices llama.cpp's rounding of the activations
+# (every product, the per-head k_b / v_b ones included) moves its logits by
+# ~0.25% of the largest at working magnitudes; with F32 folio matches it
+# within 2e-5.
+F32_ARCHS = {"qwen2moe", "deepseek2"}
 SEED = 42
 PROMPT_LEN = 20
 GEN_LEN = 12
@@ -166,19 +162,14 @@ def main() -> None:
             if not written:
                 skipped.append(arch)
                 continue
-            jobs = []  # (name, saver file, extra driver options)
             for gguf in written:
-                jobs.append((gguf.stem, gguf, []))  # ARCH-dense / ARCH-moe
-                if gguf.stem.endswith("-moe"):
-                    jobs += [(f"{arch}-{suffix}", gguf, opts)
-                             for suffix, opts in VARIANTS.get(arch, [])]
-            for name, gguf, variant in jobs:
+                name = gguf.stem  # ARCH-dense / ARCH-moe
                 prefix = work / name
                 stripped = work / f"{name}.gguf"
                 mode = "--strip" if args.f32 or arch in F32_ARCHS else "--strip-f16"
                 extra = ["--gain"] + AMPLIFIED[arch] if arch in AMPLIFIED else []
-                subprocess.run([str(driver), mode, str(gguf), str(stripped)] + extra + variant
-                               + STRIPPED, check=True)
+                subprocess.run([str(driver), mode, str(gguf), str(stripped)] + extra + STRIPPED,
+                               check=True)
                 gguf = stripped
                 r = subprocess.run([str(driver), str(gguf), str(GEN_LEN), str(prefix)]
                                    + [str(t) for t in prompt],

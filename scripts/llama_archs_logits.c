@@ -2,8 +2,7 @@
  * token ids (the files test-llama-archs writes have no tokenizer).
  *
  *   llama_archs_logits MODEL N_GEN OUT_PREFIX ID...
- *   llama_archs_logits --strip IN OUT [--gain] [--layers N] [--set-f32 KEY V]
- *                      [--experts X K G U] SUFFIX...
+ *   llama_archs_logits --strip IN OUT [--gain] [--layers N] [--set-f32 KEY V] SUFFIX...
  *
  * --strip copies IN to OUT with ggml's own GGUF writer, every key/value
  * verbatim, without the `blk.*` tensors whose names end in one of the
@@ -14,12 +13,6 @@
  * shared-expert gate vector) 8 w, std 0.08 ~ 1.3 / sqrt(n_embd 256);
  * rope_freqs (frequency divisors: at 0.01 they spin the rotations ~100x
  * faster than any model) 1 + w; biases and the SSM's A / D / conv are kept.
- * --experts X K G U widens every routed layer to X experts (the router
- * rows, the selection bias and the expert tables: expert e >= the file's x is
- * expert e mod x times a factor that differs per expert, plus a small
- * deterministic ripple) and sets expert_count X, expert_used_count K,
- * expert_group_count G and expert_group_used_count U: a file with expert
- * groups from a saver that writes 2 experts (deepseek2).
  * --layers N repeats the file's blocks cyclically up to N blocks (blk.L is a
  * copy of blk.(L mod n)) and sets `ARCH.block_count` to N, for families whose
  * feature shows only in deeper models (smollm3: no rope on every 4th block);
@@ -92,38 +85,8 @@ static int block_of(const char* name, int* rest) {
   return (int)l;
 }
 
-/* --experts: whether `name` is indexed by expert in its last used dim. */
-static int per_expert(const char* name) {
-  return ends_with(name, "_exps.weight") || ends_with(name, "ffn_gate_inp.weight") ||
-         ends_with(name, "exp_probs_b.bias");
-}
-
-/* t (F32, x experts in its last dim) widened to n_exp experts in ctx. */
-static struct ggml_tensor* widen_experts(struct ggml_context* ctx, const struct ggml_tensor* t,
-                                         int n_exp) {
-  const int dim = ggml_n_dims(t) - 1;
-  const int64_t x = t->ne[dim];
-  int64_t ne[GGML_MAX_DIMS];
-  for (int i = 0; i < GGML_MAX_DIMS; ++i) ne[i] = t->ne[i];
-  ne[dim] = n_exp;
-  struct ggml_tensor* w = ggml_new_tensor(ctx, GGML_TYPE_F32, GGML_MAX_DIMS, ne);
-  ggml_set_name(w, t->name);
-  const int64_t per = ggml_nelements(t) / x; /* values of one expert */
-  const float* src = (const float*)t->data;
-  float* dst = (float*)w->data;
-  for (int64_t e = 0; e < n_exp; ++e) {
-    const float f = e < x ? 1.0f : 0.5f + 0.25f * (float)(e % 5) + 0.1f * (float)(e / x);
-    for (int64_t i = 0; i < per; ++i) {
-      const float v = src[(e % x) * per + i];
-      const unsigned h = (unsigned)(e * 2654435761u) ^ (unsigned)(i * 40503u);
-      dst[e * per + i] = e < x ? v : v * f + 0.002f * (float)((int)(h % 1001u) - 500) / 500.0f;
-    }
-  }
-  return w;
-}
-
 static int strip(const char* in, const char* out, int f16, int gain, int n_layers, int n_set,
-                 char** sets, const int* experts, int n_suffix, char** suffixes) {
+                 char** sets, int n_suffix, char** suffixes) {
   struct ggml_context* data = NULL;
   struct gguf_init_params params = {false, &data};
   struct gguf_context* src = gguf_init_from_file(in, params);
@@ -134,17 +97,6 @@ static int strip(const char* in, const char* out, int f16, int gain, int n_layer
   struct gguf_context* dst = gguf_init_empty();
   gguf_set_kv(dst, src);
   for (int k = 0; k < n_set; ++k) gguf_set_val_f32(dst, sets[2 * k], (float)atof(sets[2 * k + 1]));
-  if (experts[0] > 0) {
-    const int64_t arch_key = gguf_find_key(src, "general.architecture");
-    const char* arch = arch_key < 0 ? "" : gguf_get_val_str(src, arch_key);
-    const char* keys[4] = {"expert_count", "expert_used_count", "expert_group_count",
-                           "expert_group_used_count"};
-    for (int k = 0; k < 4; ++k) {
-      char key[256];
-      snprintf(key, sizeof key, "%s.%s", arch, keys[k]);
-      gguf_set_val_u32(dst, key, (uint32_t)experts[k]);
-    }
-  }
   int n_src_layers = 0;
   char block_count_key[256] = "";
   if (n_layers > 0) {
@@ -165,9 +117,7 @@ static int strip(const char* in, const char* out, int f16, int gain, int n_layer
   }
   /* Room for the F16 copies and the added blocks' copies. */
   const int copies = n_layers > n_src_layers ? n_layers / (n_src_layers ? n_src_layers : 1) + 1 : 1;
-  const size_t widen = experts[0] > 0 ? (size_t)experts[0] : 1; /* room for wider expert tables */
-  struct ggml_init_params hp = {ggml_get_mem_size(data) * (size_t)(copies + 1) * widen, NULL,
-                                false};
+  struct ggml_init_params hp = {ggml_get_mem_size(data) * (size_t)(copies + 1), NULL, false};
   struct ggml_context* half = ggml_init(hp);
   for (int64_t i = 0; i < gguf_get_n_tensors(src); ++i) {
     const char* name = gguf_get_tensor_name(src, i);
@@ -178,9 +128,6 @@ static int strip(const char* in, const char* out, int f16, int gain, int n_layer
     if (drop) continue;
     struct ggml_tensor* t = ggml_get_tensor(data, name);
     if (gain) apply_gain(t);
-    if (experts[0] > 0 && per_expert(name) && t->type == GGML_TYPE_F32) {
-      t = widen_experts(half, t, experts[0]);
-    }
     if (f16 && to_f16(t)) {
       struct ggml_tensor* h = ggml_new_tensor(half, GGML_TYPE_F16, GGML_MAX_DIMS, t->ne);
       ggml_set_name(h, name);
@@ -240,7 +187,6 @@ int main(int argc, char** argv) {
   if (argc >= 4 && (strcmp(argv[1], "--strip") == 0 || strcmp(argv[1], "--strip-f16") == 0)) {
     const int f16 = strcmp(argv[1], "--strip-f16") == 0;
     int gain = 0, n_layers = 0, n_set = 0, a = 4;
-    int experts[4] = {0, 0, 0, 0};
     char* sets[16];
     for (; a < argc && strncmp(argv[a], "--", 2) == 0; ++a) {
       if (strcmp(argv[a], "--gain") == 0) {
@@ -250,9 +196,6 @@ int main(int argc, char** argv) {
         sets[2 * n_set + 1] = argv[a + 2];
         ++n_set;
         a += 2;
-      } else if (strcmp(argv[a], "--experts") == 0 && a + 4 < argc && atoi(argv[a + 1]) > 0) {
-        for (int k = 0; k < 4; ++k) experts[k] = atoi(argv[a + 1 + k]);
-        a += 4;
       } else if (strcmp(argv[a], "--layers") == 0 && a + 1 < argc && atoi(argv[a + 1]) > 0) {
         n_layers = atoi(argv[++a]);
       } else {
@@ -260,7 +203,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    return strip(argv[2], argv[3], f16, gain, n_layers, n_set, sets, experts, argc - a, argv + a);
+    return strip(argv[2], argv[3], f16, gain, n_layers, n_set, sets, argc - a, argv + a);
   }
   if (argc < 5) {
     fprintf(stderr, "usage: %s MODEL N_GEN OUT_PREFIX ID...\n", argv[0]);
