@@ -66,6 +66,7 @@ FOLIO_ARCHS = [
     "qwen35", "qwen35moe", "gpt-oss", "bert", "nomic-bert", "granitehybrid",
     "phi3", "mistral3", "glm4moe", "lfm2", "lfm2moe", "nemotron_h",
     "nemotron_h_moe", "gemma2", "smollm3", "qwen2moe", "seed_oss", "exaone4",
+    "deepseek2",
 ]
 # Architectures whose files get the driver's --gain (weights lifted from the
 # saver's std 0.01 to working magnitudes: at 0.01 the logits are ~0.01 and
@@ -78,12 +79,19 @@ AMPLIFIED = {
     "qwen2moe": [],
     "seed_oss": [],
     "exaone4": [],
+    # latent attention: at the saver's magnitudes the rope key and the
+    # per-head k_b / v_b products move the logits by less than the tolerance
+    "deepseek2": [],
 }
 # Files kept in F32: llama.cpp's CPU mul_mat_id rounds the activations to F16
 # for F16 expert weights (ggml's vec_dot_type) and folio keeps them F32, which
 # at working magnitudes differs by ~0.2% of the largest logit; with F32
 # experts neither rounds.
-F32_ARCHS = {"qwen2moe"}
+# deepseek2 too: with F16 matrices llama.cpp's rounding of the activations
+# (every product, the per-head k_b / v_b ones included) moves its logits by
+# ~0.25% of the largest at working magnitudes; with F32 folio matches it
+# within 2e-5.
+F32_ARCHS = {"qwen2moe", "deepseek2"}
 SEED = 42
 PROMPT_LEN = 20
 GEN_LEN = 12

@@ -62,7 +62,9 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const KvGeo
     k_off.push_back(total);
     total += align_up(row_size(o.type, s.head_dim_k) * hkv * static_cast<size_t>(slots), 64);
     v_off.push_back(total);
-    total += align_up(row_size(o.type, s.head_dim_v) * hkv * static_cast<size_t>(slots), 64);
+    if (!s.v_in_k) {
+      total += align_up(row_size(o.type, s.head_dim_v) * hkv * static_cast<size_t>(slots), 64);
+    }
   }
   FOLIO_ASSIGN_OR_RETURN(cache->buffer_, alloc_cache_buffer(o.alloc, total, "kv cache"));
   char* base = static_cast<char*>(cache->buffer_->data());
@@ -71,16 +73,21 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::create(const KvGeo
     Layer layer;
     layer.k = TensorView::contiguous(base + k_off[l], o.type,
                                      {s.head_dim_k, s.n_kv_head, o.n_ctx, o.n_seq});
-    layer.v = TensorView::contiguous(base + v_off[l], o.type,
-                                     {s.head_dim_v, s.n_kv_head, o.n_ctx, o.n_seq});
+    layer.v = s.v_in_k ? v_of_k(layer.k, s.head_dim_v)
+                       : TensorView::contiguous(base + v_off[l], o.type,
+                                                {s.head_dim_v, s.n_kv_head, o.n_ctx, o.n_seq});
+    layer.v_in_k = s.v_in_k;
     cache->layers_.push_back(layer);
   }
   return cache;
 }
 
 std::string ContiguousKvCache::summary() const {
-  return fmt::format("{} sequences of {} positions ({:.1f} MiB)", n_seq_, n_ctx_,
-                     static_cast<double>(bytes()) / (1024.0 * 1024.0));
+  size_t per_token = 0;  // K/V bytes of one position, every layer
+  for (const Layer& l : layers_) per_token += l.k.nb[2] + (l.v_in_k ? 0 : l.v.nb[2]);
+  return fmt::format("{} sequences of {} positions ({:.1f} MiB, {:.2f} KiB per token)", n_seq_,
+                     n_ctx_, static_cast<double>(bytes()) / (1024.0 * 1024.0),
+                     static_cast<double>(per_token) / 1024.0);
 }
 
 int64_t ContiguousKvCache::seq_len(int seq) const {
@@ -108,6 +115,7 @@ Result<int> ContiguousKvCache::fork_sequence(int parent) {
   // A sequence's positions are consecutive rows of each layer's table.
   for (const Layer& l : layers_) {
     for (const TensorView* t : {&l.k, &l.v}) {
+      if (t == &l.v && l.v_in_k) continue;  // V is part of the K rows copied above
       copy_in_buffer(*buffer_, t->row(0, 0, child), t->row(0, 0, parent),
                      static_cast<size_t>(len) * t->nb[2]);
     }
@@ -178,7 +186,8 @@ TensorView ContiguousKvCache::k_table(int layer) const {
   return as_table(layers_[static_cast<size_t>(layer)].k);
 }
 TensorView ContiguousKvCache::v_table(int layer) const {
-  return as_table(layers_[static_cast<size_t>(layer)].v);
+  const Layer& l = layers_[static_cast<size_t>(layer)];
+  return l.v_in_k ? TensorView{} : as_table(l.v);
 }
 
 void ContiguousKvCache::clear() {

@@ -51,7 +51,8 @@ class ContiguousKvCache final : public KvCache {
  private:
   struct Layer {
     TensorView k;  // [Dk, n_kv_head, n_ctx, n_seq]
-    TensorView v;  // [Dv, n_kv_head, n_ctx, n_seq]
+    TensorView v;  // [Dv, n_kv_head, n_ctx, n_seq]; v_in_k: a view of k's rows
+    bool v_in_k = false;
   };
   ContiguousKvCache() = default;
 

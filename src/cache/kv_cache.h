@@ -50,6 +50,15 @@
 
 namespace folio::cache {
 
+// V as the first dv values of each row of k (KvLayerShape::v_in_k): the
+// same memory and strides as k, [dv, n_kv_head, ...], no copy. dv must be a
+// multiple of k's block (a Q8_0 row's first dv / 32 blocks are V's blocks).
+inline TensorView v_of_k(const TensorView& k, int64_t dv) {
+  TensorView v = k;
+  v.ne[0] = dv;
+  return v;
+}
+
 // Hybrid caches (cache/hybrid_kv_cache.h): one sequence's share of a batch in
 // the recurrent (gated DeltaNet) layers. Its tokens are rows [row_begin,
 // row_begin + n_tokens) of the batch in recurrent order (RecurrentPlan::order).
@@ -211,6 +220,8 @@ class KvCache {
 
   // --- storage ---------------------------------------------------------------
   // Layer storage as rows: [D * n_kv_head, n_slots] (kSetRows destination).
+  // A layer whose V lives in its K rows (KvLayerShape::v_in_k) has no V
+  // table (empty): writing its K rows writes V.
   virtual TensorView k_table(int layer) const = 0;
   virtual TensorView v_table(int layer) const = 0;
   // The same memory in the flash-attention layout: paged() true: blocks

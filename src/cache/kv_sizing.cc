@@ -38,8 +38,12 @@ Result<size_t> kv_block_bytes(std::span<const KvLayerShape> layers, DType type,
           "block of KV type {})",
           i, l.head_dim_k, l.head_dim_v, qblock, dtype_name(type));
     }
-    per_position += row_size(type, int64_t{l.n_kv_head} * l.head_dim_k) +
-                    row_size(type, int64_t{l.n_kv_head} * l.head_dim_v);
+    if (l.v_in_k && l.head_dim_v > l.head_dim_k) {
+      return invalid_argument("KV sizing: layer {} reads V ({} values) from K rows of {}", i,
+                              l.head_dim_v, l.head_dim_k);
+    }
+    per_position += row_size(type, int64_t{l.n_kv_head} * l.head_dim_k);
+    if (!l.v_in_k) per_position += row_size(type, int64_t{l.n_kv_head} * l.head_dim_v);
   }
   return per_position * static_cast<size_t>(block_size);
 }

@@ -3,6 +3,9 @@
 // every attention layer:
 //   bytes(block) = block_size * sum over layers of
 //                  row_size(type, n_kv_head * head_dim_k) + row_size(type, n_kv_head * head_dim_v)
+// A layer whose V is part of its K rows (v_in_k: multi-head latent attention,
+// deepseek2, where V is the first head_dim_v values of each latent K row)
+// counts its K rows only.
 // Quantized KV types are blocked along each head's dimension, so head
 // dimensions must be multiples of the type's block (32 for q8_0). Recurrent
 // (GDN) layers hold no KV and are left out of `layers`.
@@ -25,6 +28,10 @@ struct KvLayerShape {
   // Sliding-window attention: a token sees the last `window` positions
   // (itself included); 0: every earlier position (full attention).
   int32_t window = 0;
+  // V is the first head_dim_v values of each K row (head_dim_v <= head_dim_k):
+  // the layer stores K rows only and reads V as a view of them (deepseek2's
+  // latent rows: kv_lora_rank compressed values + the shared rope part).
+  bool v_in_k = false;
 };
 
 // KV types the paged cache stores: F32, F16, BF16, Q8_0.

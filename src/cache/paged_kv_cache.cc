@@ -167,7 +167,7 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::create(const KvGeometry& geo
       k_off.push_back(total);
       total += align_up(row_size(o.type, shapes[l].head_dim_k) * hkv * slots, 64);
       v_off.push_back(total);
-      total += align_up(row_size(o.type, shapes[l].head_dim_v) * hkv * slots, 64);
+      if (!shapes[l].v_in_k) total += align_up(row_size(o.type, shapes[l].head_dim_v) * hkv * slots, 64);
     }
     FOLIO_ASSIGN_OR_RETURN(group.buffer, alloc_cache_buffer(o.alloc, total, "paged kv cache"));
     char* base = static_cast<char*>(group.buffer->data());
@@ -176,8 +176,10 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::create(const KvGeometry& geo
       Layer& layer = kv->layers_[static_cast<size_t>(group.layers[i])];
       layer.k = TensorView::contiguous(base + k_off[i], o.type,
                                        {s.head_dim_k, s.n_kv_head, o.block_size, n_blocks});
-      layer.v = TensorView::contiguous(base + v_off[i], o.type,
-                                       {s.head_dim_v, s.n_kv_head, o.block_size, n_blocks});
+      layer.v = s.v_in_k ? v_of_k(layer.k, s.head_dim_v)
+                         : TensorView::contiguous(base + v_off[i], o.type,
+                                                  {s.head_dim_v, s.n_kv_head, o.block_size, n_blocks});
+      layer.v_in_k = s.v_in_k;
       layer.group = static_cast<int>(g);
     }
   }
@@ -201,9 +203,12 @@ size_t PagedKvCache::windowed_bytes() const {
 
 std::string PagedKvCache::summary() const {
   auto mib = [](size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+  // K/V bytes a token takes in the full-attention layers' pages.
+  const double token_kib =
+      static_cast<double>(groups_[0].block_bytes) / block_size() / 1024.0;
   if (groups_.size() == 1) {
-    return fmt::format("{} blocks of {} tokens ({:.1f} MiB)", n_blocks(), block_size(),
-                       mib(bytes()));
+    return fmt::format("{} blocks of {} tokens ({:.1f} MiB, {:.2f} KiB per token)", n_blocks(),
+                       block_size(), mib(bytes()), token_kib);
   }
   std::string out;
   for (const Group& g : groups_) {
@@ -215,7 +220,8 @@ std::string PagedKvCache::summary() const {
                               : fmt::format("sliding-window ({} tokens)", w),
                        mib(g.buffer == nullptr ? 0 : g.buffer->size()));
   }
-  return fmt::format("{} tokens a block: {}; {:.1f} MiB", block_size(), out, mib(bytes()));
+  return fmt::format("{} tokens a block: {}; {:.1f} MiB, {:.2f} KiB per token in full-attention layers",
+                     block_size(), out, mib(bytes()), token_kib);
 }
 
 Result<int> PagedKvCache::add_sequence() {
@@ -454,7 +460,9 @@ void PagedKvCache::prepare(const KvPlan& plan) {
     for (const BlockCopy& c : pages.copies) {
       for (const int l : groups_[g].layers) {
         copy_block(*groups_[g].buffer, layers_[static_cast<size_t>(l)].k, c.src, c.dst);
-        copy_block(*groups_[g].buffer, layers_[static_cast<size_t>(l)].v, c.src, c.dst);
+        if (!layers_[static_cast<size_t>(l)].v_in_k) {
+          copy_block(*groups_[g].buffer, layers_[static_cast<size_t>(l)].v, c.src, c.dst);
+        }
       }
     }
   }
@@ -504,7 +512,8 @@ TensorView PagedKvCache::k_table(int layer) const {
   return as_table(layers_[static_cast<size_t>(layer)].k);
 }
 TensorView PagedKvCache::v_table(int layer) const {
-  return as_table(layers_[static_cast<size_t>(layer)].v);
+  const Layer& l = layers_[static_cast<size_t>(layer)];
+  return l.v_in_k ? TensorView{} : as_table(l.v);
 }
 
 }  // namespace folio::cache

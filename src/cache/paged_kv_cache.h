@@ -128,7 +128,8 @@ class PagedKvCache final : public KvCache {
  private:
   struct Layer {
     TensorView k;  // [Dk, n_kv_head, block_size, n_blocks of its group]
-    TensorView v;  // [Dv, n_kv_head, block_size, n_blocks of its group]
+    TensorView v;  // [Dv, n_kv_head, block_size, n_blocks of its group]; v_in_k: a view of k's rows
+    bool v_in_k = false;
     int group = 0;
   };
   struct Group {

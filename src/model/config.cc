@@ -174,6 +174,7 @@ Status read_common(const gguf::GgufFile& f, ModelConfig& c) {
   }
   c.moe.n_expert = static_cast<int>(n_expert);
   c.moe.n_expert_used = static_cast<int>(n_used);
+  FOLIO_RETURN_IF_ERROR(read_expert_groups(f, c));
   // The gating function is a trait of the family (llama.cpp fixes it in each
   // graph); the families that read `expert_gating_func` call
   // read_expert_gating.
@@ -293,6 +294,8 @@ cache::KvGeometry ModelConfig::cache_geometry() const {
         layer.state = {ssm.d_conv - 1, ssm.conv_channels(), ssm.d_state, ssm.n_v_heads,
                        ssm.kind == SsmKind::kMamba2 ? ssm.head_v_dim() : 0};
       }
+    } else if (mla.enabled()) {  // one latent row per token; V is its first Dl values
+      layer.kv = {1, static_cast<int32_t>(head_dim_k), static_cast<int32_t>(head_dim_v), 0, true};
     } else {
       layer.kv = {n_head_kv_of(l), static_cast<int32_t>(head_dim_k_of(l)),
                   static_cast<int32_t>(head_dim_v_of(l)), is_swa(l) ? n_swa : 0};
@@ -448,6 +451,12 @@ std::string ModelConfig::summary() const {
                        ssm.n_k_heads, ssm.n_v_heads, ssm.d_state);
     }
   }
+  if (mla.enabled()) {
+    s += fmt::format(", latent attention (rows of {} + rope {}, q_lora {}, heads {} / {})",
+                     mla.kv_lora_rank, rope.n_dims, mla.q_lora_rank, mla.head_dim_qk,
+                     mla.head_dim_v);
+  }
+  if (moe.n_groups > 1) s += fmt::format(", {} of {} expert groups", moe.n_groups_used, moe.n_groups);
   if (n_ff_shexp > 0) s += fmt::format(", shared expert n_ff {}", n_ff_shexp);
   if (single_block_layers) {
     int n_attn = 0, n_ffn = 0;

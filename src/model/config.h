@@ -76,6 +76,31 @@ struct MoeConfig {
   bool selection_bias = false;
   float weights_scale = 1.0f;  // expert_weights_scale: the k weights times this (after norm)
   int n_dense_lead = 0;        // leading_dense_block_count: layers before it have a dense FFN
+  // Expert groups (expert_group_count, expert_group_used_count; DeepSeek V3):
+  // the experts split into n_groups groups of n_expert / n_groups; a group
+  // scores the sum of its two largest selection probabilities, and the top k
+  // are chosen within the n_groups_used best groups. 0 or 1: no groups.
+  int n_groups = 0;
+  int n_groups_used = 0;
+};
+
+// Multi-head latent attention (deepseek2: DeepSeek V2 / V3 / R1, Kimi K2).
+// Keys and queries meet in a latent space: each token caches one row of
+// Dl = kv_lora_rank compressed values (RMS-normed) and R = rope dims of a
+// rope key shared by every head (ModelConfig::head_dim_k = Dl + R), and V is
+// the first Dl values of that row (head_dim_v = Dl). A query head's nope
+// part (Dn = head_dim_qk - R) is multiplied into the latent space by k_b,
+// the attention output of each head is taken back by v_b (Dv values), then
+// wo. See model/blocks/latent_attention.cc.
+struct MlaConfig {
+  int64_t q_lora_rank = 0;   // attention.q_lora_rank: q = q_b(norm(q_a x)); 0: q = wq x ("lite")
+  int64_t kv_lora_rank = 0;  // attention.kv_lora_rank: Dl (0: no latent attention)
+  int64_t head_dim_qk = 0;   // attention.key_length_mla: Dn + R of a query head
+  int64_t head_dim_v = 0;    // attention.value_length_mla: Dv of a head after v_b
+  float yarn_log_mul = 0.0f;  // rope.scaling.yarn_log_multiplier / 0.1 (llama.cpp's mscale_all_dim)
+
+  bool enabled() const { return kv_lora_rank > 0; }
+  int64_t head_dim_nope(int64_t n_rot) const { return head_dim_qk - n_rot; }
 };
 
 // Which recurrent mixer the hybrid model's recurrent layers run.
@@ -134,6 +159,7 @@ struct ModelConfig {
 
   RopeConfig rope;
   MoeConfig moe;
+  MlaConfig mla;
 
   // Sliding-window attention: window size (0: none) and which layers use it.
   int n_swa = 0;

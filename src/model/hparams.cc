@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <cmath>
 #include <optional>
+#include <tuple>
 
 namespace folio::model {
 
@@ -224,6 +225,73 @@ Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& c, int64_t default_
       c.swa_layers[static_cast<size_t>(il)] = period == 0 || il % period < period - 1;
     }
   }
+  return Status();
+}
+
+Status read_expert_groups(const gguf::GgufFile& f, ModelConfig& c) {
+  const std::string groups_key = arch_key(c, "expert_group_count");
+  const std::string used_key = arch_key(c, "expert_group_used_count");
+  FOLIO_ASSIGN_OR_RETURN(const int64_t groups, optional_int(f, groups_key, 0));
+  FOLIO_ASSIGN_OR_RETURN(const int64_t used, optional_int(f, used_key, 0));
+  const int64_t x = c.moe.n_expert;
+  if (groups < 0 || used < 0 || (x == 0 && groups != 0) || (x > 0 && groups >= x)) {
+    return invalid_argument("model: '{}' = {} must be 0 or less than '{}' = {}", groups_key,
+                            groups, arch_key(c, "expert_count"), x);
+  }
+  if (groups > 1) {
+    if (x % groups != 0 || x / groups < 2) {
+      return invalid_argument("model: '{}' = {} experts do not split into '{}' = {} groups of 2 or more",
+                              arch_key(c, "expert_count"), x, groups_key, groups);
+    }
+    if (used < 1 || used >= groups || used * (x / groups) < c.moe.n_expert_used) {
+      return invalid_argument(
+          "model: '{}' = {} must be in [1, {}) and its groups hold '{}' = {} experts", used_key,
+          used, groups, arch_key(c, "expert_used_count"), c.moe.n_expert_used);
+    }
+  }
+  c.moe.n_groups = static_cast<int>(groups);
+  c.moe.n_groups_used = static_cast<int>(used);
+  return Status();
+}
+
+Status read_latent_attention(const gguf::GgufFile& f, ModelConfig& c) {
+  MlaConfig& m = c.mla;
+  FOLIO_ASSIGN_OR_RETURN(m.kv_lora_rank, require_int(f, arch_key(c, "attention.kv_lora_rank")));
+  const int blocks = c.n_layer;  // block_count, MTP blocks included (as llama.cpp counts here)
+  const bool lite = blocks == 27 || blocks == 26 || (blocks == 48 && c.n_vocab == 128256);
+  if (!lite) {
+    FOLIO_ASSIGN_OR_RETURN(m.q_lora_rank, require_int(f, arch_key(c, "attention.q_lora_rank")));
+  }
+  FOLIO_ASSIGN_OR_RETURN(m.head_dim_qk, optional_int(f, arch_key(c, "attention.key_length_mla"), 0));
+  FOLIO_ASSIGN_OR_RETURN(m.head_dim_v, optional_int(f, arch_key(c, "attention.value_length_mla"), 0));
+  if (m.head_dim_qk == 0 || m.head_dim_v == 0) {
+    return unsupported(
+        "model: '{}' / '{}' absent: a file with the joint attn_kv_b tensor (converted before the "
+        "split attn_k_b / attn_v_b) is not supported; convert it again",
+        arch_key(c, "attention.key_length_mla"), arch_key(c, "attention.value_length_mla"));
+  }
+  const int64_t r = c.rope.n_dims;
+  for (const auto& [v, name, lo] :
+       {std::tuple{m.kv_lora_rank, "attention.kv_lora_rank", int64_t{1}},
+        std::tuple{m.q_lora_rank, "attention.q_lora_rank", int64_t{0}},
+        std::tuple{m.head_dim_qk, "attention.key_length_mla", r + 1},
+        std::tuple{m.head_dim_v, "attention.value_length_mla", int64_t{1}}}) {
+    if (v < lo || v > (1 << 16)) {
+      return invalid_argument("model: '{}' = {} is out of range [{}, 65536]", arch_key(c, name), v,
+                              lo);
+    }
+  }
+  if (c.head_dim_k != m.kv_lora_rank + r || c.head_dim_v != m.kv_lora_rank) {
+    return invalid_argument(
+        "model: '{}' = {} and '{}' = {} must be kv_lora_rank + rope dims = {} and kv_lora_rank = {} "
+        "(the latent row)",
+        arch_key(c, "attention.key_length"), c.head_dim_k, arch_key(c, "attention.value_length"),
+        c.head_dim_v, m.kv_lora_rank + r, m.kv_lora_rank);
+  }
+  const std::string mul_key = arch_key(c, "rope.scaling.yarn_log_multiplier");
+  FOLIO_ASSIGN_OR_RETURN(const float mul, optional_float(f, mul_key, 0.0f));
+  if (!std::isfinite(mul)) return invalid_argument("model: key '{}' must be finite", mul_key);
+  m.yarn_log_mul = mul / 0.1f;  // the converter stores 0.1 * mscale_all_dim
   return Status();
 }
 

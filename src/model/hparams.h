@@ -56,6 +56,12 @@ Result<ExpertGating> read_expert_gating(const gguf::GgufFile& f, const ModelConf
 // renormalised when expert_weights_norm (default false), times
 // expert_weights_scale (absent or 0: 1, as llama.cpp; must be finite).
 Status read_expert_weights(const gguf::GgufFile& f, ModelConfig& cfg);
+// expert_group_count / expert_group_used_count (read for every family, as
+// llama.cpp's load_hparams does; both optional, default 0): with more than
+// one group, the experts must split evenly into groups of at least 2 (a
+// group scores its two best experts), fewer groups than experts, and
+// 1 <= used < groups groups holding at least expert_used_count experts.
+Status read_expert_groups(const gguf::GgufFile& f, ModelConfig& cfg);
 // leading_dense_block_count (glm4moe, lfm2moe): optional, default 0, at most
 // n_layer; the layers before it run a dense FFN.
 Status read_leading_dense(const gguf::GgufFile& f, ModelConfig& cfg);
@@ -76,6 +82,15 @@ Status read_yarn_betas(const gguf::GgufFile& f, ModelConfig& cfg);
 // il % P == P - 1 (P = 0: every layer local), as llama.cpp's set_swa_pattern.
 Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& cfg, int64_t default_period,
                        bool required);
+// The latent-attention keys of deepseek2 (llama.cpp's load_arch_hparams for
+// it) into cfg.mla: kv_lora_rank (required), q_lora_rank (required unless
+// the file is a "lite" one, which llama.cpp tells by its layer count: 26 or
+// 27 blocks, or 48 with a 128256-token vocabulary; those have a plain wq),
+// key_length_mla / value_length_mla (optional; absent: the file predates the
+// split attn_k_b / attn_v_b tensors, refused), and
+// rope.scaling.yarn_log_multiplier (optional; stored divided by 0.1).
+// key_length must be kv_lora_rank + rope dims and value_length kv_lora_rank.
+Status read_latent_attention(const gguf::GgufFile& f, ModelConfig& cfg);
 // Next-token-prediction (MTP) blocks that newer files append to block_count
 // (`nextn_predict_layers`, qwen3next, glm4moe): not part of the main forward,
 // so the config ends before them and their tensors stay unloaded (llama.cpp

@@ -151,6 +151,37 @@ Status visit_encoder_tensors(const ModelConfig& cfg, ModelWeights& w, const Tens
   return Status();
 }
 
+// Multi-head latent attention (deepseek2, cfg.mla): split attn_k_b /
+// attn_v_b as current files hold them (llama.cpp's is_mla()).
+Status visit_latent_attention_tensors(const ModelConfig& cfg, int il, LayerWeights& l,
+                                      const TensorVisitor& visit) {
+  const MlaConfig& m = cfg.mla;
+  const int64_t e = cfg.n_embd, hq = cfg.n_head_of(il), r = cfg.rope.n_dims;
+  const int64_t dl = m.kv_lora_rank, dqk = m.head_dim_qk, dn = m.head_dim_nope(r);
+  auto n = [il](const char* base) { return fmt::format("blk.{}.{}", il, base); };
+  auto add = [&](std::string name, std::array<int64_t, kMaxDims> ne, OpKind consumer,
+                 TensorView* view) {
+    return visit(TensorSpec{std::move(name), ne, true, consumer, view, nullptr});
+  };
+  if (m.q_lora_rank > 0) {
+    FOLIO_RETURN_IF_ERROR(add(n("attn_q_a.weight"), shape(e, m.q_lora_rank), OpKind::kMulMat, &l.wq_a));
+    FOLIO_RETURN_IF_ERROR(
+        add(n("attn_q_a_norm.weight"), shape(m.q_lora_rank), OpKind::kRmsNorm, &l.attn_q_a_norm));
+    FOLIO_RETURN_IF_ERROR(
+        add(n("attn_q_b.weight"), shape(m.q_lora_rank, hq * dqk), OpKind::kMulMat, &l.wq_b));
+  } else {
+    FOLIO_RETURN_IF_ERROR(add(n("attn_q.weight"), shape(e, hq * dqk), OpKind::kMulMat, &l.wq));
+  }
+  FOLIO_RETURN_IF_ERROR(
+      add(n("attn_kv_a_mqa.weight"), shape(e, dl + r), OpKind::kMulMat, &l.wkv_a_mqa));
+  FOLIO_RETURN_IF_ERROR(
+      add(n("attn_kv_a_norm.weight"), shape(dl), OpKind::kRmsNorm, &l.attn_kv_a_norm));
+  FOLIO_RETURN_IF_ERROR(add(n("attn_k_b.weight"), shape(dn, dl, hq), OpKind::kMulMat, &l.wk_b));
+  FOLIO_RETURN_IF_ERROR(
+      add(n("attn_v_b.weight"), shape(dl, m.head_dim_v, hq), OpKind::kMulMat, &l.wv_b));
+  return add(n("attn_output.weight"), shape(hq * m.head_dim_v, e), OpKind::kMulMat, &l.wo);
+}
+
 }  // namespace
 
 Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisitor& visit) {
@@ -217,6 +248,8 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
           FOLIO_RETURN_IF_ERROR(visit_ssm_tensors(cfg, il, l, visit));
           break;
       }
+    } else if (cfg.has_attention(il) && cfg.mla.enabled()) {
+      FOLIO_RETURN_IF_ERROR(visit_latent_attention_tensors(cfg, il, l, visit));
     } else if (cfg.has_attention(il)) {
       if (cfg.fused_qkv) {
         FOLIO_RETURN_IF_ERROR(add(n("attn_qkv.weight"), shape(e, hq * dk + hkv * (dk + dv)), true,

@@ -34,6 +34,16 @@ struct LayerWeights {
   TensorView attn_q_norm;     // [Dk]         qwen3, gemma3
   TensorView attn_k_norm;     // [Dk]
   TensorView attn_post_norm;  // [E]          gemma3
+  // Multi-head latent attention (deepseek2; cfg.mla): Lq = q_lora_rank,
+  // Dl = kv_lora_rank, R = rope dims, Dn = nope dims, Dqk = Dn + R, Dv = the
+  // heads' value dims (wq [E, Hq * Dqk] where Lq = 0; wo [Hq * Dv, E]).
+  TensorView wq_a;            // [E, Lq]
+  TensorView attn_q_a_norm;   // [Lq]
+  TensorView wq_b;            // [Lq, Hq * Dqk]
+  TensorView wkv_a_mqa;       // [E, Dl + R]  the latent row and the shared rope key
+  TensorView attn_kv_a_norm;  // [Dl]
+  TensorView wk_b;            // [Dn, Dl, Hq]  a query head's nope part -> latent space
+  TensorView wv_b;            // [Dl, Dv, Hq]  a head's latent output -> its value dims
   TensorView ffn_norm;        // [E]
   TensorView ffn_gate;        // [E, F]       dense layers
   TensorView ffn_up;          // [E, F]

@@ -423,29 +423,60 @@ TEST(KvCache, TokenCapacityOfOneSequence) {
   EXPECT_EQ((*c)->token_capacity(), 6 * 16);
 }
 
+// A latent layer (KvLayerShape::v_in_k) stores K rows only: V is a view of
+// their first head_dim_v values (same memory, same strides) in both
+// layouts, there is no V table, and the memory and the summary count K only.
+TEST(KvCache, LatentLayersReadVFromKRows) {
+  KvGeometry g;
+  g.name = "latent";
+  for (int l = 0; l < 2; ++l) g.layers.push_back({false, {1, 96, 64, 0, true}, {}});
+  KvCacheOptions contiguous;
+  contiguous.n_ctx = 64;
+  contiguous.n_seq = 2;
+  contiguous.type = DType::F16;
+  for (const KvCacheOptions& o : {contiguous, paged_options(32, 16, 0)}) {
+    Result<std::unique_ptr<KvCache>> c = create_kv_cache(g, o);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    const int64_t positions = o.storage == KvStorage::kPaged ? 32 * 16 : 2 * 64;
+    for (int l = 0; l < 2; ++l) {
+      const TensorView k = (*c)->k_view(l), v = (*c)->v_view(l);
+      EXPECT_EQ(v.data, k.data);
+      EXPECT_EQ(v.dtype, k.dtype);
+      EXPECT_EQ(v.ne[0], 64);
+      EXPECT_EQ(k.ne[0], 96);
+      for (int i = 1; i < 4; ++i) EXPECT_EQ(v.ne[i], k.ne[i]);
+      EXPECT_EQ(v.nb, k.nb);
+      EXPECT_TRUE((*c)->v_table(l).empty());
+      EXPECT_EQ((*c)->k_table(l).ne[0], 96);
+    }
+    EXPECT_LE((*c)->bytes(), static_cast<size_t>(2 * positions * 96 * 2 + 2 * 64));
+    EXPECT_NE((*c)->summary().find("0.38 KiB per token"), std::string::npos) << (*c)->summary();
+  }
+}
+
 TEST(KvCache, SummaryNamesWhatTheCacheHolds) {
   KvCacheOptions o;
   o.n_ctx = 64;
   o.n_seq = 2;
   Result<std::unique_ptr<KvCache>> c = create_kv_cache(attention_geometry(1), o);
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ((*c)->summary(), "2 sequences of 64 positions (0.1 MiB)");
+  EXPECT_EQ((*c)->summary(), "2 sequences of 64 positions (0.1 MiB, 0.75 KiB per token)");
   c = create_kv_cache(attention_geometry(1), paged_options(32, 16, 0));
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ((*c)->summary(), "32 blocks of 16 tokens (0.2 MiB)");
+  EXPECT_EQ((*c)->summary(), "32 blocks of 16 tokens (0.2 MiB, 0.38 KiB per token)");
   KvCacheOptions h = paged_options(32, 16, 0);
   h.max_seqs = 2;
   h.max_checkpoints = 4;
   c = create_kv_cache(hybrid_geometry(), h);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)->summary(),
-            "K/V 32 blocks of 16 tokens (0.2 MiB), recurrent state 6 slots of 0.00 MiB (2 "
+            "K/V 32 blocks of 16 tokens (0.2 MiB, 0.38 KiB per token), recurrent state 6 slots of 0.00 MiB (2 "
             "sequences, 4 checkpoints)");
   h.draft_slots = 8;
   c = create_kv_cache(hybrid_geometry(), h);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)->summary(),
-            "K/V 32 blocks of 16 tokens (0.2 MiB), recurrent state 14 slots of 0.00 MiB (2 "
+            "K/V 32 blocks of 16 tokens (0.2 MiB, 0.38 KiB per token), recurrent state 14 slots of 0.00 MiB (2 "
             "sequences, 4 checkpoints, 8 draft snapshots)");
 }
 

@@ -22,6 +22,32 @@ TEST(KvSizing, BlockBytesSumLayersKAndV) {
             size_t{8} * ((4 * 64 + 4 * 32) + (2 * 256 + 2 * 256)) * 4);
 }
 
+// Latent layers (multi-head latent attention, deepseek2) store one row of
+// kv_lora_rank + rope dims per token and read V from it: K bytes only.
+TEST(KvSizing, LatentRowsCountKOnly) {
+  const KvLayerShape latent{1, 576, 512, 0, true};  // DeepSeek V2 / V3: 512 + 64
+  const std::vector<KvLayerShape> layers(27, latent);
+  EXPECT_EQ(*kv_block_bytes(layers, DType::F16, 16), size_t{27} * 16 * 576 * 2);
+  EXPECT_EQ(*kv_block_bytes(layers, DType::Q8_0, 16), size_t{27} * 16 * (576 / 32) * 34);
+  // About a tenth of an MHA model of the same width: DeepSeek-V2-Lite's
+  // n_embd 2048 as 16 heads of 128 keeps 2 * 2048 values a layer per token.
+  const std::vector<KvLayerShape> mha(27, KvLayerShape{16, 128, 128});
+  for (DType t : {DType::F16, DType::BF16, DType::F32, DType::Q8_0}) {
+    const double ratio = static_cast<double>(*kv_block_bytes(layers, t, 16)) /
+                         static_cast<double>(*kv_block_bytes(mha, t, 16));
+    EXPECT_NEAR(ratio, 576.0 / 4096.0, 1e-9) << dtype_name(t);
+    EXPECT_LT(ratio, 0.15) << dtype_name(t);
+  }
+  // DeepSeek V3 (n_embd 7168 as 56 heads of 128): 576 values instead of 14336.
+  const std::vector<KvLayerShape> v3_mha(61, KvLayerShape{56, 128, 128});
+  const std::vector<KvLayerShape> v3(61, latent);
+  EXPECT_LT(static_cast<double>(*kv_block_bytes(v3, DType::F16, 16)),
+            0.05 * static_cast<double>(*kv_block_bytes(v3_mha, DType::F16, 16)));
+  // V cannot be longer than the rows it is read from.
+  const std::vector<KvLayerShape> bad = {{1, 64, 128, 0, true}};
+  EXPECT_EQ(kv_block_bytes(bad, DType::F16, 16).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(KvSizing, BlocksForBudget) {
   const std::vector<KvLayerShape> layers(32, KvLayerShape{8, 128, 128});
   EXPECT_EQ(*kv_blocks_for_budget(1024, layers, DType::F16, 16), 512);

@@ -183,8 +183,9 @@ TEST(ModelLoad, GptOssTraits) {
   EXPECT_FALSE((*m)->weights().layers[1].ffn_down_exps_b.empty());
 }
 
-// glm4moe requires experts and the shared-expert count; expert groups are refused.
-TEST(ModelLoad, Glm4MoeNeedsExpertsAndRefusesGroups) {
+// glm4moe requires experts and the shared-expert count; expert groups must
+// split the experts and name how many groups are used.
+TEST(ModelLoad, Glm4MoeNeedsExpertsAndValidGroups) {
   SyntheticModel s = llama_as("glm4moe");
   EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'glm4moe.expert_count'");
   s.set("glm4moe.expert_count", uint32_t{4});
@@ -192,8 +193,32 @@ TEST(ModelLoad, Glm4MoeNeedsExpertsAndRefusesGroups) {
   s.set("glm4moe.expert_feed_forward_length", uint32_t{32});
   EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "'glm4moe.expert_shared_count'");
   s.set("glm4moe.expert_shared_count", uint32_t{1});
+  s.set("glm4moe.expert_group_count", uint32_t{3});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "do not split into");
   s.set("glm4moe.expert_group_count", uint32_t{2});
-  EXPECT_LOAD_ERROR(s, StatusCode::kUnsupported, "expert groups are not supported");
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "'glm4moe.expert_group_used_count' = 0");
+  s.set("glm4moe.expert_group_used_count", uint32_t{2});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "'glm4moe.expert_group_used_count' = 2");
+}
+
+// deepseek2 reads its latent-attention keys as llama.cpp does (q_lora_rank
+// required unless the layer count says "lite"; files from before the split
+// attn_k_b / attn_v_b refused) and the latent row must be kv_lora_rank +
+// rope dims with V its first kv_lora_rank values.
+TEST(ModelLoad, Deepseek2LatentAttentionKeys) {
+  SyntheticModel s = llama_as("deepseek2");  // head dim 64, rope dims 64
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'deepseek2.attention.kv_lora_rank'");
+  s.set("deepseek2.attention.kv_lora_rank", uint32_t{32});
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'deepseek2.attention.q_lora_rank'");
+  s.set("deepseek2.attention.q_lora_rank", uint32_t{32});
+  EXPECT_LOAD_ERROR(s, StatusCode::kUnsupported, "joint attn_kv_b");
+  s.set("deepseek2.attention.key_length_mla", uint32_t{48});
+  s.set("deepseek2.attention.value_length_mla", uint32_t{16});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "'deepseek2.attention.key_length_mla' = 48");
+  s.set("deepseek2.rope.dimension_count", uint32_t{32});
+  EXPECT_LOAD_ERROR(s, StatusCode::kInvalidArgument, "(the latent row)");  // V 64 != 32
+  s.set("deepseek2.attention.value_length", uint32_t{32});
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'deepseek2.expert_feed_forward_length'");
 }
 
 // The tiny file: the MTP block is dropped, layer 0 is dense, routing and the

@@ -60,7 +60,17 @@ struct AttnSpec {
   OpKind kind = OpKind::kFlashAttn;
   std::vector<int> block_sizes = {16, 8, 32};  // paged equivalents, exact
   bool with_sdpa = true;  // materialised SDPA equivalent (flash only; costly at long contexts)
+  // V is the first dv values of each K row, a view of K's memory with K's
+  // strides (multi-head latent attention's cache: KvLayerShape::v_in_k).
+  bool v_in_k = false;
 };
+
+// V as the first dv values of k's rows: k's memory and strides.
+TensorView v_view_of_k(const TensorView& k, int64_t dv) {
+  TensorView v = k;
+  v.ne[0] = dv;
+  return v;
+}
 
 // Fills a packed row of n elements with NaN (f32 / f16 values, q8_0 scales).
 void poison_row(DType t, void* row, int64_t n) {
@@ -105,11 +115,12 @@ Op paged_twin(OpCase& c, const Op& contig, int bs, const std::vector<int>& kv_le
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), c.rng());
 
+  const bool v_in_k = v.data == k.data;  // V read from the K rows
   TensorView kp = c.alloc(k.dtype, {k.ne[0], k.ne[1], bs, n_blocks});
-  TensorView vp = c.alloc(v.dtype, {v.ne[0], v.ne[1], bs, n_blocks});
+  TensorView vp = v_in_k ? v_view_of_k(kp, v.ne[0]) : c.alloc(v.dtype, {v.ne[0], v.ne[1], bs, n_blocks});
   for (int64_t r = 0; r < kp.nrows(); ++r) {
     poison_row(kp.dtype, static_cast<uint8_t*>(kp.data) + r * kp.nb[1], kp.ne[0]);
-    poison_row(vp.dtype, static_cast<uint8_t*>(vp.data) + r * vp.nb[1], vp.ne[0]);
+    if (!v_in_k) poison_row(vp.dtype, static_cast<uint8_t*>(vp.data) + r * vp.nb[1], vp.ne[0]);
   }
   TensorView blocks = c.alloc(DType::I32, {max_blocks, n_seq});
   int64_t next = 0;
@@ -122,6 +133,7 @@ Op paged_twin(OpCase& c, const Op& contig, int bs, const std::vector<int>& kv_le
       for (int64_t r = 0; r < bs && b * bs + r < kv_len[s]; ++r) {
         for (int64_t h = 0; h < k.ne[1]; ++h) {
           std::memcpy(kp.row<void>(h, r, id), k.row<void>(h, b * bs + r, s), k.row_bytes());
+          if (v_in_k) continue;
           std::memcpy(vp.row<void>(h, r, id), v.row<void>(h, b * bs + r, s), v.row_bytes());
         }
       }
@@ -148,7 +160,8 @@ std::unique_ptr<OpCase> attention_case(const AttnSpec& sp) {
   const bool prefill = *std::max_element(sp.n_query.begin(), sp.n_query.end()) > 1;
   std::string name =
       fmt::format("{} d{}{} h{}/{} {} {} ns{}{}{}", op_kind_name(sp.kind), d,
-                  dv != d ? fmt::format("v{}", dv) : "", n_head, sp.n_kv_head,
+                  dv != d ? fmt::format("{}{}", sp.v_in_k ? "v-in-k" : "v", dv) : "", n_head,
+                  sp.n_kv_head,
                   vt != sp.kv ? fmt::format("{}/{}", dtype_name(sp.kv), dtype_name(vt))
                               : std::string(dtype_name(sp.kv)),
                   prefill ? "prefill" : "decode", n_seq, sp.paged_main ? " paged" : "",
@@ -157,15 +170,15 @@ std::unique_ptr<OpCase> attention_case(const AttnSpec& sp) {
 
   TensorView q = c->alloc(DType::F32, {d, n_head, n_tokens});
   TensorView k = c->alloc(sp.kv, {d, sp.n_kv_head, n_ctx, n_seq});
-  TensorView v = c->alloc(vt, {dv, sp.n_kv_head, n_ctx, n_seq});
+  TensorView v = sp.v_in_k ? v_view_of_k(k, dv) : c->alloc(vt, {dv, sp.n_kv_head, n_ctx, n_seq});
   c->fill_uniform(q);
   c->fill_uniform(k);
-  c->fill_uniform(v);
+  if (!sp.v_in_k) c->fill_uniform(v);
   for (int64_t s = 0; s < n_seq; ++s) {
     for (int64_t p = sp.kv_len[s]; p < n_ctx; ++p) {
       for (int64_t h = 0; h < sp.n_kv_head; ++h) {
         poison_row(sp.kv, k.row<void>(h, p, s), d);
-        poison_row(vt, v.row<void>(h, p, s), dv);
+        if (!sp.v_in_k) poison_row(vt, v.row<void>(h, p, s), dv);
       }
     }
   }
@@ -401,6 +414,29 @@ void add_attention_cases(CaseList& cases) {
     s = decode(64, 2, DType::Q8_0);
     s.n_query = {1}, s.kv_len = {33500}, s.window = 20000, s.block_sizes = {64};
     s.with_sdpa = false, s.what = "more pieces than partials";
+    specs.push_back(s);
+  }
+  {  // Multi-head latent attention (deepseek2's absorbed form): one KV head
+     // whose rows are the latent vector (512) plus the shared rope key (64),
+     // V the first 512 values of the same rows; many query heads (MQA).
+     // Decode and prefill, each K/V type, the paged layout byte-identical.
+    for (DType t : {DType::F16, DType::Q8_0, DType::F32, DType::BF16}) {
+      AttnSpec s = decode(576, 16, t);
+      s.n_kv_head = 1, s.dv = 512, s.v_in_k = true, s.scale = 1.0f / std::sqrt(192.0f);
+      s.n_query = {1, 1}, s.kv_len = {70, 19}, s.what = "latent";
+      specs.push_back(s);
+    }
+    AttnSpec s = prefill(576, 8, DType::F16);
+    s.n_kv_head = 1, s.dv = 512, s.v_in_k = true, s.scale = 1.0f / std::sqrt(192.0f);
+    s.what = "latent";
+    specs.push_back(s);
+    s = prefill(576, 4, DType::Q8_0);
+    s.n_kv_head = 1, s.dv = 512, s.v_in_k = true, s.paged_main = true;
+    s.n_query = {3, 1}, s.kv_len = {600, 9}, s.block_sizes = {16, 64}, s.with_sdpa = false;
+    s.what = "latent long";
+    specs.push_back(s);
+    s = decode(96, 2, DType::F16);  // small dims: V of 64 inside K rows of 96
+    s.n_kv_head = 1, s.dv = 64, s.v_in_k = true, s.what = "latent small";
     specs.push_back(s);
   }
   for (const AttnSpec& s : specs) cases.push_back(attention_case(s));

@@ -67,5 +67,6 @@ std::span<const ArchFamily> gemma4_archs();  // gemma4 (dense; per-layer inputs,
 std::span<const ArchFamily> lfm2_archs();      // lfm2, lfm2moe (Liquid LFM2: short-conv hybrids)
 std::span<const ArchFamily> nemotron_h_archs();  // nemotron_h, nemotron_h_moe (Mamba-2 hybrids)
 std::span<const ArchFamily> exaone4_archs();     // exaone4 (post-norm-only layers)
+std::span<const ArchFamily> deepseek2_archs();   // deepseek2 (multi-head latent attention)
 
 }  // namespace folio::model

@@ -17,7 +17,8 @@
 //     routed output;
 //   - nextn_predict_layers MTP blocks at the end of block_count are not run
 //     and not loaded (llama.cpp skips them unless asked to load MTP).
-// Expert groups (expert_group_count > 1) are not used by GLM and refused.
+// Expert groups (expert_group_count > 1), read for every family, route as
+// in model/blocks/moe.cc.
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
 #include "model/config.h"
@@ -45,11 +46,6 @@ Status configure_glm4moe(const gguf::GgufFile& f, ModelConfig& c) {
   FOLIO_ASSIGN_OR_RETURN(m.gating, read_expert_gating(f, c, ExpertGating::kSigmoid));
   m.selection_bias = true;
   FOLIO_RETURN_IF_ERROR(read_expert_weights(f, c));
-  FOLIO_ASSIGN_OR_RETURN(const int64_t groups, arch_int_or(f, c, "expert_group_count", 0));
-  if (groups > 1) {
-    return unsupported("model: '{}' = {}: expert groups are not supported",
-                       arch_key(c, "expert_group_count"), groups);
-  }
   FOLIO_RETURN_IF_ERROR(read_leading_dense(f, c));
   if (m.n_ff_exp == 0 && !c.n_ff.empty()) m.n_ff_exp = c.n_ff[0] / m.n_expert_used;
   FOLIO_ASSIGN_OR_RETURN(const int64_t shared, arch_int_or(f, c, "expert_shared_count", -1));

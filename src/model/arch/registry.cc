@@ -8,7 +8,7 @@ namespace folio::model {
 
 namespace {
 
-std::array<std::span<const ArchFamily>, 14> families() {
+std::array<std::span<const ArchFamily>, 15> families() {
   return {
       llama_archs(),     qwen_archs(),    gemma3_archs(), qwen3next_archs(),
       gpt_oss_archs(),   bert_archs(),    phi3_archs(),
@@ -19,6 +19,7 @@ std::array<std::span<const ArchFamily>, 14> families() {
       lfm2_archs(),
       nemotron_h_archs(),
       exaone4_archs(),
+      deepseek2_archs(),
   };
 }
 

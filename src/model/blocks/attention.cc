@@ -46,9 +46,8 @@ TensorView leading_part(const TensorView& t, int64_t c0, int64_t n) {
   return v;
 }
 
-// q [Dk, Hq, T] times the per-token temperature [1, 1, T] of mistral3
-// (ModelConfig::attn_temp_scale), in place. The factors come from the
-// positions on the host (as float: llama.cpp's values).
+}  // namespace
+
 TensorView scale_by_temperature(ForwardContext& ctx, const ModelConfig& cfg, const TensorView& q,
                                 const ForwardInputs& in) {
   const int64_t t = q.ne[2];
@@ -64,11 +63,10 @@ TensorView scale_by_temperature(ForwardContext& ctx, const ModelConfig& cfg, con
   return ctx.mul(q, temp, q);
 }
 
-}  // namespace
-
 TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                           int il, const TensorView& x, const ForwardInputs& in,
                           cache::KvCache& cache) {
+  if (cfg.mla.enabled()) return latent_attention(ctx, cfg, w, il, x, in, cache);
   const LayerWeights& l = w.layers[static_cast<size_t>(il)];
   const int64_t t = x.ne[1];
   const int64_t hq = cfg.n_head_of(il), hkv = cfg.n_head_kv_of(il);

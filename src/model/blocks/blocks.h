@@ -19,10 +19,25 @@ namespace folio::model {
 // cache through the slot mapping (kSetRows), one flash-attention op over the
 // cache (causal unless cfg.causal_attn is false, sliding window on SWA
 // layers, the layer's attn_sinks when the model has them), output
-// projection (+ bias). Returns [E, T].
+// projection (+ bias). Returns [E, T]. A model with latent attention
+// (cfg.mla) runs latent_attention instead.
 TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                           int il, const TensorView& x, const ForwardInputs& in,
                           cache::KvCache& cache);
+
+// q [Dk, Hq, T] times the per-token temperature [1, 1, T] of mistral3 and
+// deepseek2 (ModelConfig::attn_temp_scale), in place. The factors come from
+// the positions on the host (as float: llama.cpp's values).
+TensorView scale_by_temperature(ForwardContext& ctx, const ModelConfig& cfg, const TensorView& q,
+                                const ForwardInputs& in);
+
+// latent_attention.cc --------------------------------------------------------
+// Multi-head latent attention (cfg.mla, deepseek2) in the absorbed form:
+// self_attention's counterpart for a model whose cache holds one latent row
+// per token (KvLayerShape::v_in_k). x [E, T] -> [E, T].
+TensorView latent_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                            int il, const TensorView& x, const ForwardInputs& in,
+                            cache::KvCache& cache);
 
 // The part of an attention block after its projections, shared by
 // self_attention and the hybrids' gated_attention: writes the batch's K
@@ -67,6 +82,14 @@ TensorView ffn_activation(ForwardContext& ctx, const ModelConfig& cfg, const Ten
 // are used where the layer has them.
 TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
                    const TensorView& x, const TensorView& router_logits = {});
+
+// Expert groups (DeepSeek V3's group-limited routing): of selection [X, n]
+// (probabilities plus the selection bias), per token, the n_groups groups of
+// X / n_groups consecutive experts score the sum of their two largest
+// values; masked [X, n] (host memory) keeps the values of the
+// n_groups_used best groups (ties: the lower group) and -inf elsewhere.
+void mask_expert_groups(const TensorView& selection, int n_groups, int n_groups_used,
+                        const TensorView& masked);
 
 // io.cc ----------------------------------------------------------------------
 // Token embeddings [E, T] (get_rows, times cfg.embd_scale when != 1).

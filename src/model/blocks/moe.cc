@@ -17,11 +17,15 @@
 // ggml's add_id does.
 //
 // The k weights per token are gathered on the host from the probabilities
-// (n * k floats): the op set has no per-row gather of single elements. On a
+// (n * k floats): the op set has no per-row gather of single elements.
+// Expert groups (DeepSeek V3, cfg.moe.n_groups > 1) mask the selection
+// values on the host too (mask_expert_groups) before the top k. On a
 // device that is an explicit transfer (probabilities and ids read back, the
 // weights uploaded by the mul that uses them): one wait per MoE layer.
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "model/blocks/blocks.h"
 
@@ -52,6 +56,43 @@ void gather_weights(const TensorView& probs, const TensorView& ids, bool norm, f
   }
 }
 
+}  // namespace
+
+void mask_expert_groups(const TensorView& selection, int n_groups, int n_groups_used,
+                        const TensorView& masked) {
+  const int64_t x = selection.ne[0], n = selection.ne[1], per = x / n_groups;
+  std::vector<float> score(static_cast<size_t>(n_groups));
+  std::vector<int> order(static_cast<size_t>(n_groups));
+  for (int64_t t = 0; t < n; ++t) {
+    const float* s = selection.row<const float>(t);
+    float* out = masked.row<float>(t);
+    for (int g = 0; g < n_groups; ++g) {  // the sum of the group's two largest values
+      float a = -std::numeric_limits<float>::infinity(), b = a;
+      for (int64_t j = g * per; j < (g + 1) * per; ++j) {
+        if (s[j] > a) {
+          b = a;
+          a = s[j];
+        } else if (s[j] > b) {
+          b = s[j];
+        }
+      }
+      score[static_cast<size_t>(g)] = a + b;
+      order[static_cast<size_t>(g)] = g;
+    }
+    // The best n_groups_used groups (ties: the lower index, as a stable sort).
+    std::stable_sort(order.begin(), order.end(), [&](int l, int r) {
+      return score[static_cast<size_t>(l)] > score[static_cast<size_t>(r)];
+    });
+    for (int64_t j = 0; j < x; ++j) out[j] = -std::numeric_limits<float>::infinity();
+    for (int u = 0; u < n_groups_used; ++u) {
+      const int64_t g = order[static_cast<size_t>(u)];
+      for (int64_t j = g * per; j < (g + 1) * per; ++j) out[j] = s[j];
+    }
+  }
+}
+
+namespace {
+
 // Expert u's rows of e [E, k, n] as an [E, n] view.
 TensorView expert_slice(const TensorView& e, int64_t u) {
   TensorView v = e;
@@ -78,7 +119,14 @@ TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeigh
                                                               : logits;  // [X, n]
   const TensorView selection =
       l.ffn_exp_probs_b.empty() ? probs : ctx.add(probs, l.ffn_exp_probs_b);  // [X, n]
-  const TensorView ids = ctx.top_k(selection, k);                             // I32 [k, n]
+  TensorView chosen_from = selection;  // [X, n]
+  if (cfg.moe.n_groups > 1) {  // only the experts of the best groups compete (on the host)
+    const Result<TensorView> selection_host = ctx.to_host(selection);
+    chosen_from = ctx.f32(cfg.moe.n_expert, n);
+    if (!ctx.ok()) return ctx.f32(x.ne[0], n);
+    mask_expert_groups(*selection_host, cfg.moe.n_groups, cfg.moe.n_groups_used, chosen_from);
+  }
+  const TensorView ids = ctx.top_k(chosen_from, k);                           // I32 [k, n]
   const Result<TensorView> probs_host = ctx.to_host(probs);
   const Result<TensorView> ids_host = ctx.to_host(ids);
   TensorView weights = ctx.f32(1, k, n);  // [1, k, n]
