@@ -591,6 +591,30 @@ TensorView ForwardContext::mul_mat_glu(const TensorView& w, const TensorView& x,
   const std::array<int64_t, kMaxDims> ne{w.ne[1] / 2, x.ne[1], 1, 1};
   op.dst = TensorView::contiguous(nullptr, DType::F32, ne);
   if (!ok()) return op.dst;
+  if (!run_fusion(op)) return glu(mul_mat(w, x), TensorView{}, kind);  // no backend fuses it
+  return op.dst;
+}
+
+TensorView ForwardContext::rope_set_rows(const TensorView& x, const TensorView& pos,
+                                         const RopeParams& p, const TensorView& freq_factors,
+                                         const TensorView& k_table, const TensorView& slots,
+                                         const TensorView& v, const TensorView& v_table) {
+  Op op;
+  op.kind = OpKind::kRopeSetRows;
+  op.src[0] = x;
+  op.src[1] = pos;
+  op.src[2] = freq_factors;
+  op.src[3] = slots;
+  op.src[4] = v;
+  op.src[5] = v_table;
+  op.dst2 = k_table;
+  op.params = p;
+  op.dst = TensorView::contiguous(nullptr, DType::F32, x.ne);
+  if (!ok() || !run_fusion(op)) return TensorView{};
+  return op.dst;
+}
+
+bool ForwardContext::run_fusion(Op& op) {
   const Profile::Clock::time_point t0 =
       profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
   // Routing decides on shapes; a placeholder stands for the output meanwhile.
@@ -605,17 +629,17 @@ TensorView ForwardContext::mul_mat_glu(const TensorView& w, const TensorView& x,
       route = choose(op);
     }
   }
-  if (!route) return glu(mul_mat(w, x), TensorView{}, kind);  // no backend fuses it
+  op.dst.data = nullptr;
+  if (!route) return false;
   Arena& arena = arena_of(route.backend);  // the host arena for a host backend
   Result<void*> p = arena.alloc(op.dst.nbytes_contiguous());
   if (!p.ok()) {
     fail(p.status());
-    op.dst.data = nullptr;
-    return op.dst;
+    return true;
   }
   op.dst.data = *p;
   execute(route, op, t0);
-  return op.dst;
+  return true;
 }
 
 TensorView ForwardContext::top_k(const TensorView& x, int k) {

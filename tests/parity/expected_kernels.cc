@@ -289,6 +289,15 @@ Expectation mul_mat_glu_rule(const Op& op) {
   return e;
 }
 
+// rope_set_rows: the device fusion for F32 / F16 / BF16 caches (Q8_0: the
+// model runs rope and set_rows).
+Expectation rope_set_rows_rule(const Op& op) {
+  Expectation e;
+  auto plain = [](DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; };
+  e.vulkan = plain(op.dst2.dtype) && plain(op.src[5].dtype) ? vk(op.kind) : kDeclined;
+  return e;
+}
+
 struct Rule {
   OpKind kind;
   Expectation (*expect)(const Op& op);
@@ -323,6 +332,7 @@ const Rule kRules[] = {
     {OpKind::kSsmScan, ssm_scan_rule},
     {OpKind::kSsmScanUpdate, ssm_scan_update_rule},
     {OpKind::kMulMatGlu, mul_mat_glu_rule},
+    {OpKind::kRopeSetRows, rope_set_rows_rule},
 };
 
 // --- Per-case overrides -----------------------------------------------------

@@ -111,7 +111,7 @@ struct KernelDef {
 // ones). Each ops_*.cc contributes its kernels through one of these.
 void add_elementwise_kernels(std::vector<KernelDef>& out);  // ops_elementwise.cc: add, mul, scale, cpy, unary, glu
 void add_norm_kernels(std::vector<KernelDef>& out);         // ops_norm.cc: rms_norm, add_rms_norm, l2_norm
-void add_rope_kernels(std::vector<KernelDef>& out);         // ops_rope.cc
+void add_rope_kernels(std::vector<KernelDef>& out);         // ops_rope.cc: rope, rope_set_rows
 void add_sort_kernels(std::vector<KernelDef>& out);         // ops_sort.cc: top_k, argsort
 void add_matmul_kernels(std::vector<KernelDef>& out);       // ops_matmul.cc: get_rows, mul_mat, mul_mat_id, mul_mat_glu
 void add_attention_kernels(std::vector<KernelDef>& out);    // ops_attention.cc: flash_attn, set_rows, soft_max
