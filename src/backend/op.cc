@@ -36,6 +36,8 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kCpy: return "cpy";
     case OpKind::kMulMatGlu: return "mul_mat_glu";
     case OpKind::kRopeSetRows: return "rope_set_rows";
+    case OpKind::kMulMatAdd: return "mul_mat_add";
+    case OpKind::kRmsNormMulMat: return "rms_norm_mul_mat";
     case OpKind::kCount: break;
   }
   return "?";
@@ -272,6 +274,7 @@ bool params_match(const Op& op) {
     case OpKind::kUnary: return std::holds_alternative<UnaryParams>(op.params);
     case OpKind::kGlu:
     case OpKind::kMulMatGlu: return std::holds_alternative<GluParams>(op.params);
+    case OpKind::kRmsNormMulMat: return std::holds_alternative<NormMulMatParams>(op.params);
     case OpKind::kTopK: return std::holds_alternative<TopKParams>(op.params);
     case OpKind::kArgsort: return std::holds_alternative<ArgsortParams>(op.params);
     case OpKind::kFlashAttn:
@@ -321,6 +324,32 @@ bool check(Checker& c, const Op& op) {
              c.eq(s0.ne[0], s1.ne[0], "inner dim K") &&
              c.eq(s0.ne[1], 2 * d.ne[0], "weight rows (gate and up) twice dst N") &&
              c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D");
+    case OpKind::kMulMatAdd:
+      return c.has(s0, "weight") && c.has(s1, "input") && c.has(op.src[2], "residual") &&
+             c.weight_type(s0, "weight") && c.type(s1, DType::F32, "input") &&
+             c.type(op.src[2], DType::F32, "residual") && c.type(d, DType::F32, "dst") &&
+             c.eq(s0.ne[2] * s0.ne[3], 1, "weight must be 2-D") &&
+             c.eq(s1.ne[2] * s1.ne[3], 1, "input must be 2-D") &&
+             c.eq(s0.ne[0], s1.ne[0], "inner dim K") && c.eq(d.ne[0], s0.ne[1], "dst N") &&
+             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D") &&
+             c.shape_eq(op.src[2], d, "residual");
+    case OpKind::kRmsNormMulMat: {
+      const auto& p = op.p<NormMulMatParams>();
+      if (p.glu && p.glu_params.kind == GluKind::kSwiGluOai &&
+          (!std::isfinite(p.glu_params.alpha) || !(p.glu_params.limit >= 0.0f) ||
+           !std::isfinite(p.glu_params.limit))) {
+        return c.fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
+      }
+      return c.has(s0, "weight") && c.has(s1, "input") && c.has(op.src[2], "norm weight") &&
+             c.weight_type(s0, "weight") && c.type(s1, DType::F32, "input") &&
+             c.type(op.src[2], DType::F32, "norm weight") && c.type(d, DType::F32, "dst") &&
+             c.eq(s0.ne[2] * s0.ne[3], 1, "weight must be 2-D") &&
+             c.eq(s1.ne[2] * s1.ne[3], 1, "input must be 2-D") &&
+             c.eq(s0.ne[0], s1.ne[0], "inner dim K") &&
+             c.eq(op.src[2].nelements(), s1.ne[0], "norm weight length") &&
+             c.eq(s0.ne[1], (p.glu ? 2 : 1) * d.ne[0], "dst N") &&
+             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D");
+    }
     case OpKind::kMulMatId: {
       const TensorView& ids = op.src[2];
       return c.has(s0, "experts") && c.has(s1, "input") && c.has(ids, "ids") &&
@@ -396,8 +425,8 @@ bool check(Checker& c, const Op& op) {
                c.eq(t.ne[2] * t.ne[3], 1, "tables must be 2-D");
       };
       return (s0.is_contiguous() || c.fail("x must be contiguous")) && table(kt, "K table") &&
-             table(vt, "V table") && c.has(slots, "slots") &&
-             c.type(slots, DType::I32, "slots") && c.has(v, "v") && c.type(v, DType::F32, "v") && c.eq(s0.ne[3], 1, "x must be 3-D") &&
+             table(vt, "V table") && c.has(slots, "slots") && c.type(slots, DType::I32, "slots") &&
+             c.has(v, "v") && c.type(v, DType::F32, "v") && c.eq(s0.ne[3], 1, "x must be 3-D") &&
              c.eq(slots.nelements(), s0.ne[2], "slot count") &&
              c.eq(v.nrows(), s0.ne[2], "v rows") && c.eq(vt.ne[0], v.ne[0], "V row width") &&
              ((kt.ne[0] > 0 && kt.ne[0] % s0.ne[0] == 0 && kt.ne[0] / s0.ne[0] <= s0.ne[1]) ||

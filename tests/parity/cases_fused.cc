@@ -444,6 +444,97 @@ std::unique_ptr<OpCase> rope_set_rows_case(const RopeSetRowsShape& sh) {
   return c;
 }
 
+// Device fusion mul_mat_add: W [K, N], x [K, M], r [N, M] -> mul_mat + r,
+// into r (in place, as the decoder adds to its residual stream) or a new
+// tensor; the reference is mul_mat then add, which the fused kernel must
+// equal exactly on the device.
+std::unique_ptr<OpCase> mul_mat_add_case(DType dt, int64_t k, int64_t n, int64_t m,
+                                         bool in_place) {
+  auto c = new_case(fmt::format("mul_mat_add {} K={} N={} M={}{}", dtype_name(dt), k, n, m,
+                                in_place ? " in place" : ""),
+                    OpKind::kMulMatAdd);
+  c->device_fusion = true;
+  Op& op = c->op;
+  op.src[0] = c->alloc(dt, {k, n});
+  c->fill_uniform(op.src[0]);
+  op.src[1] = c->alloc(DType::F32, {k, m});
+  c->fill_uniform(op.src[1]);
+  op.src[2] = c->alloc(DType::F32, {n, m});
+  c->fill_uniform(op.src[2], -4.0f, 4.0f);
+  op.dst = in_place ? op.src[2] : c->alloc(DType::F32, {n, m});
+  c->in_place = in_place;
+  c->max_nmse = dt == DType::F16 ? 1e-5 : 5e-4;
+  Equivalent eq;
+  eq.what = "mul_mat + add";
+  eq.exact = true;
+  Op mm;
+  mm.kind = OpKind::kMulMat;
+  mm.src[0] = op.src[0];
+  mm.src[1] = op.src[1];
+  mm.dst = c->alloc(DType::F32, {n, m});
+  Op add;
+  add.kind = OpKind::kAdd;
+  add.src[0] = mm.dst;
+  add.src[1] = op.src[2];
+  add.dst = op.dst;
+  eq.steps = {mm, add};
+  eq.op = op;
+  c->equivalents.push_back(eq);
+  return c;
+}
+
+// Device fusion rms_norm_mul_mat: x [K, M] normalised (weight [K]) into W
+// [K, N] (glu: W [K, 2F] -> silu(gate) * up [F, M]); the reference is
+// rms_norm then mul_mat (then glu), which the fused kernel must equal
+// exactly on the device. K picks the norm's workgroup (32 .. 256 lanes,
+// one element each or a strided loop).
+std::unique_ptr<OpCase> rms_norm_mul_mat_case(DType dt, int64_t k, int64_t n, int64_t m,
+                                              bool glu, bool swapped = false) {
+  NormMulMatParams np;
+  np.eps = 1e-5f;
+  np.glu = glu;
+  np.glu_params.swapped = swapped;
+  auto c = new_case(fmt::format("rms_norm_mul_mat {} K={} N={} M={}{}{}", dtype_name(dt), k, n, m,
+                                glu ? " swiglu" : "", swapped ? " swapped" : ""),
+                    OpKind::kRmsNormMulMat, np);
+  c->device_fusion = true;
+  Op& op = c->op;
+  op.src[0] = c->alloc(dt, {k, n});
+  c->fill_uniform(op.src[0]);
+  op.src[1] = c->alloc(DType::F32, {k, m});
+  c->fill_uniform(op.src[1], -3.0f, 3.0f);
+  op.src[2] = c->alloc(DType::F32, {k});
+  c->fill_uniform(op.src[2], 0.5f, 1.5f);
+  op.dst = c->alloc(DType::F32, {glu ? n / 2 : n, m});
+  c->max_nmse = dt == DType::F16 ? 1e-5 : 5e-4;
+  Equivalent eq;
+  eq.what = glu ? "rms_norm + mul_mat + glu" : "rms_norm + mul_mat";
+  eq.exact = true;
+  Op norm;
+  norm.kind = OpKind::kRmsNorm;
+  norm.params = RmsNormParams{np.eps};
+  norm.src[0] = op.src[1];
+  norm.src[1] = op.src[2];
+  norm.dst = c->alloc(DType::F32, {k, m});
+  Op mm;
+  mm.kind = OpKind::kMulMat;
+  mm.src[0] = op.src[0];
+  mm.src[1] = norm.dst;
+  mm.dst = glu ? c->alloc(DType::F32, {n, m}) : op.dst;
+  eq.steps = {norm, mm};
+  if (glu) {
+    Op g;
+    g.kind = OpKind::kGlu;
+    g.params = np.glu_params;
+    g.src[0] = mm.dst;
+    g.dst = op.dst;
+    eq.steps.push_back(g);
+  }
+  eq.op = op;
+  c->equivalents.push_back(eq);
+  return c;
+}
+
 RopeParams rope_of(RopeMode mode, int n_dims, float base) {
   RopeParams p;
   p.mode = mode;
@@ -470,6 +561,25 @@ void add_fused_cases(CaseList& cases) {
        DType::Q8_0},
   };
   for (const RopeSetRowsShape& sh : rope_shapes) cases.push_back(rope_set_rows_case(sh));
+
+  // mul_mat_add: SmolLM2's output and down projections in place, several
+  // columns, a new output; M 9 (declined).
+  cases.push_back(mul_mat_add_case(DType::Q4_1, 576, 576, 1, true));
+  cases.push_back(mul_mat_add_case(DType::Q8_0, 1536, 576, 1, true));
+  cases.push_back(mul_mat_add_case(DType::Q4_K, 512, 70, 5, false));
+  cases.push_back(mul_mat_add_case(DType::F16, 200, 33, 8, true));
+  cases.push_back(mul_mat_add_case(DType::Q4_0, 256, 40, 9, true));
+  // rms_norm_mul_mat: SmolLM2's Q/K/V (K 576: the norm's 256 lanes loop)
+  // and gate/up products, norm workgroups of 32, 128 and 256 lanes, several
+  // columns, swapped halves; M 9 and K with more than 64 chunks under GLU
+  // (declined).
+  cases.push_back(rms_norm_mul_mat_case(DType::Q4_1, 576, 960, 1, false));
+  cases.push_back(rms_norm_mul_mat_case(DType::Q4_1, 576, 3072, 1, true));
+  cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 32, 48, 3, false));
+  cases.push_back(rms_norm_mul_mat_case(DType::F16, 100, 34, 2, true, true));
+  cases.push_back(rms_norm_mul_mat_case(DType::Q4_K, 4096, 40, 8, false));
+  cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 256, 40, 9, false));
+  cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 65 * 256, 8, 1, true));
 
   // mul_mat_glu at decode sizes (SmolLM2's K 576 / F 1536, a long K with
   // several rounds of chunks per lane, odd F), M up to the decode limit;

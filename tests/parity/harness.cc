@@ -489,7 +489,8 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
       Status s = run_once(c, b, c.op, &main_out);
       const bool device = dynamic_cast<DeviceCaseBackend*>(&b) != nullptr;
       const bool exact = c.exact && !(c.exact_on_host_only && device);
-      bool ok = s.ok() && check_outputs(c.op, main_out, want, exact, c.max_nmse, &msg, c.more_outputs);
+      bool ok = s.ok() &&
+                check_outputs(c.op, main_out, want, exact, c.max_nmse, &msg, c.more_outputs);
       if (!s.ok()) msg = s.to_string();
       if (ok && base != kname && outputs.count(base)) {
         // Threads split independent work only: results equal one thread's.
@@ -513,7 +514,8 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
       Output got;
       std::string msg;
       Status s = run_equivalent(c, b, eq, &got);
-      bool ok = s.ok() && check_outputs(c.op, got, main_out, eq.exact, eq.max_nmse, &msg, c.more_outputs);
+      bool ok = s.ok() &&
+                check_outputs(c.op, got, main_out, eq.exact, eq.max_nmse, &msg, c.more_outputs);
       if (!s.ok()) msg = s.to_string();
       r.ok &= ok;
       r.lines.push_back(

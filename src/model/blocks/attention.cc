@@ -75,10 +75,16 @@ const TensorView& kv_slots(const cache::KvCache& cache, int il, const ForwardInp
 }  // namespace
 
 TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
-                          int il, const TensorView& x, const ForwardInputs& in,
-                          cache::KvCache& cache) {
+                          int il, const TensorView& x_in, const ForwardInputs& in,
+                          cache::KvCache& cache, ResidualFusion* rf) {
   const LayerWeights& l = w.layers[static_cast<size_t>(il)];
-  const int64_t t = x.ne[1];
+  const bool fused_norm = rf != nullptr && !rf->norm.empty();
+  const int64_t t = fused_norm ? rf->x.ne[1] : x_in.ne[1];
+  // The input: given, or normalised here unless the joined product does it.
+  const bool norm_in_product = fused_norm && !l.qkv_joint.empty() && t == 1;
+  const TensorView x = fused_norm && !norm_in_product ? ctx.rms_norm(rf->x, rf->norm, rf->eps)
+                       : fused_norm                   ? rf->x
+                                                      : x_in;
   const int64_t hq = cfg.n_head_of(il), hkv = cfg.n_head_kv_of(il);
   const int64_t dk = cfg.head_dim_k_of(il), dv = cfg.head_dim_v_of(il);
 
@@ -86,7 +92,9 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   bool qk_adjacent = false;  // k's data follows q's: one rope serves both
   bool kv_written = false;   // the rope wrote K and V to the cache (kRopeSetRows)
   if (!l.qkv_joint.empty() && t == 1) {  // weights joined at load: one product, parts as views
-    const TensorView qkv = ctx.mul_mat(l.qkv_joint, x);
+    const TensorView qkv = norm_in_product
+                               ? ctx.rms_norm_mul_mat(l.qkv_joint, x, rf->norm, rf->eps)
+                               : ctx.mul_mat(l.qkv_joint, x);
     q = leading_part(qkv, 0, hq * dk);
     k = leading_part(qkv, hq * dk, hkv * dk);
     v = leading_part(qkv, (hq + hkv) * dk, hkv * dv);
@@ -143,9 +151,20 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   const TensorView o = kv_written ? attend_cached(ctx, cfg, il, il, q, in, cache, l.attn_sinks)
                                   : attend_through_cache(ctx, cfg, il, q, k, v, in, cache,
                                                          l.attn_sinks);  // [Dv, Hq, T]
-  TensorView out = ctx.mul_mat(l.wo, reshape(o, {dv * hq, t, 1, 1}));        // [E, T]
+  const TensorView o2 = reshape(o, {dv * hq, t, 1, 1});
+  if (rf != nullptr && rf->add_out && l.bo.empty() && ctx.mul_mat_add(l.wo, o2, rf->x)) {
+    rf->added = true;  // x += wo o
+    return rf->x;
+  }
+  TensorView out = ctx.mul_mat(l.wo, o2);  // [E, T]
   if (!l.bo.empty()) ctx.add(out, l.bo, out);
   return out;
+}
+
+TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                          int il, const TensorView& x, const ForwardInputs& in,
+                          cache::KvCache& cache) {
+  return self_attention(ctx, cfg, w, il, x, in, cache, nullptr);
 }
 
 TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int il,
