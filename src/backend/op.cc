@@ -35,6 +35,9 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kSsmScanUpdate: return "ssm_scan_update";
     case OpKind::kCpy: return "cpy";
     case OpKind::kMulMatGlu: return "mul_mat_glu";
+    case OpKind::kRopeSetRows: return "rope_set_rows";
+    case OpKind::kMulMatAdd: return "mul_mat_add";
+    case OpKind::kRmsNormMulMat: return "rms_norm_mul_mat";
     case OpKind::kCount: break;
   }
   return "?";
@@ -265,11 +268,13 @@ bool params_match(const Op& op) {
     case OpKind::kAddRmsNorm: return std::holds_alternative<RmsNormParams>(op.params);
     case OpKind::kL2Norm:
     case OpKind::kNorm: return std::holds_alternative<NormParams>(op.params);
-    case OpKind::kRope: return std::holds_alternative<RopeParams>(op.params);
+    case OpKind::kRope:
+    case OpKind::kRopeSetRows: return std::holds_alternative<RopeParams>(op.params);
     case OpKind::kSoftMax: return std::holds_alternative<SoftMaxParams>(op.params);
     case OpKind::kUnary: return std::holds_alternative<UnaryParams>(op.params);
     case OpKind::kGlu:
     case OpKind::kMulMatGlu: return std::holds_alternative<GluParams>(op.params);
+    case OpKind::kRmsNormMulMat: return std::holds_alternative<NormMulMatParams>(op.params);
     case OpKind::kTopK: return std::holds_alternative<TopKParams>(op.params);
     case OpKind::kArgsort: return std::holds_alternative<ArgsortParams>(op.params);
     case OpKind::kFlashAttn:
@@ -319,6 +324,32 @@ bool check(Checker& c, const Op& op) {
              c.eq(s0.ne[0], s1.ne[0], "inner dim K") &&
              c.eq(s0.ne[1], 2 * d.ne[0], "weight rows (gate and up) twice dst N") &&
              c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D");
+    case OpKind::kMulMatAdd:
+      return c.has(s0, "weight") && c.has(s1, "input") && c.has(op.src[2], "residual") &&
+             c.weight_type(s0, "weight") && c.type(s1, DType::F32, "input") &&
+             c.type(op.src[2], DType::F32, "residual") && c.type(d, DType::F32, "dst") &&
+             c.eq(s0.ne[2] * s0.ne[3], 1, "weight must be 2-D") &&
+             c.eq(s1.ne[2] * s1.ne[3], 1, "input must be 2-D") &&
+             c.eq(s0.ne[0], s1.ne[0], "inner dim K") && c.eq(d.ne[0], s0.ne[1], "dst N") &&
+             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D") &&
+             c.shape_eq(op.src[2], d, "residual");
+    case OpKind::kRmsNormMulMat: {
+      const auto& p = op.p<NormMulMatParams>();
+      if (p.glu && p.glu_params.kind == GluKind::kSwiGluOai &&
+          (!std::isfinite(p.glu_params.alpha) || !(p.glu_params.limit >= 0.0f) ||
+           !std::isfinite(p.glu_params.limit))) {
+        return c.fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
+      }
+      return c.has(s0, "weight") && c.has(s1, "input") && c.has(op.src[2], "norm weight") &&
+             c.weight_type(s0, "weight") && c.type(s1, DType::F32, "input") &&
+             c.type(op.src[2], DType::F32, "norm weight") && c.type(d, DType::F32, "dst") &&
+             c.eq(s0.ne[2] * s0.ne[3], 1, "weight must be 2-D") &&
+             c.eq(s1.ne[2] * s1.ne[3], 1, "input must be 2-D") &&
+             c.eq(s0.ne[0], s1.ne[0], "inner dim K") &&
+             c.eq(op.src[2].nelements(), s1.ne[0], "norm weight length") &&
+             c.eq(s0.ne[1], (p.glu ? 2 : 1) * d.ne[0], "dst N") &&
+             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D");
+    }
     case OpKind::kMulMatId: {
       const TensorView& ids = op.src[2];
       return c.has(s0, "experts") && c.has(s1, "input") && c.has(ids, "ids") &&
@@ -379,6 +410,27 @@ bool check(Checker& c, const Op& op) {
              ((p.n_dims > 0 && p.n_dims % 2 == 0 && p.n_dims <= s0.ne[0]) ||
               c.fail(fmt::format("bad n_dims {}", p.n_dims))) &&
              (op.src[2].empty() || c.eq(op.src[2].nelements(), p.n_dims / 2, "freq factors length"));
+    }
+    case OpKind::kRopeSetRows: {
+      Op rope = op;  // the rotation alone, as kRope validates it
+      rope.kind = OpKind::kRope;
+      rope.dst2 = TensorView{};
+      if (!check(c, rope)) return false;
+      const TensorView &slots = op.src[3], &v = op.src[4], &vt = op.src[5], &kt = op.dst2;
+      auto table = [&](const TensorView& t, const char* what) {
+        return c.has(t, what) &&
+               ((t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16 ||
+                 t.dtype == DType::Q8_0) ||
+                c.fail("tables must be f32, f16, bf16 or q8_0")) &&
+               c.eq(t.ne[2] * t.ne[3], 1, "tables must be 2-D");
+      };
+      return (s0.is_contiguous() || c.fail("x must be contiguous")) && table(kt, "K table") &&
+             table(vt, "V table") && c.has(slots, "slots") && c.type(slots, DType::I32, "slots") &&
+             c.has(v, "v") && c.type(v, DType::F32, "v") && c.eq(s0.ne[3], 1, "x must be 3-D") &&
+             c.eq(slots.nelements(), s0.ne[2], "slot count") &&
+             c.eq(v.nrows(), s0.ne[2], "v rows") && c.eq(vt.ne[0], v.ne[0], "V row width") &&
+             ((kt.ne[0] > 0 && kt.ne[0] % s0.ne[0] == 0 && kt.ne[0] / s0.ne[0] <= s0.ne[1]) ||
+              c.fail("K row width must be a whole number of x's heads, at most all"));
     }
     case OpKind::kSoftMax:
       return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.type(d, DType::F32, "dst") &&

@@ -195,6 +195,25 @@ enum class OpKind : int {
   // up first), src1 x F32 [K, M] (2-D); dst F32 [F, M] =
   // glu(mul_mat(W, x)) in kGlu's one-tensor form.
   kMulMatGlu,
+  // Rotary embedding with the K/V cache write (RopeParams): src0 x F32
+  // [D, H, T] (contiguous), src1 positions and optional src2 freq factors
+  // as kRope, src3 slots I32 [T], src4 v F32 [Dv, T], src5 the V table
+  // [Dv, n_slots]; dst F32 like src0, dst2 the K table [D * Hk, n_slots]
+  // (Hk <= H). Equals dst = rope(src0); set_rows(dst2, the last Hk heads of
+  // each token of dst as [D * Hk, T], src3); set_rows(src5, src4, src3).
+  // The tables take kSetRows' dtypes; src5 is written.
+  kRopeSetRows,
+  // Matrix product plus a residual (NoParams): src0 W [K, N] (2-D, any
+  // weight dtype), src1 x F32 [K, M] (2-D), src2 r F32 [N, M]; dst F32
+  // [N, M] = kAdd(mul_mat(W, x), r) (dst may be r): the residual add in
+  // the product's epilogue.
+  kMulMatAdd,
+  // RMS norm into a matrix product (NormMulMatParams): src0 W [K, N] (2-D,
+  // any weight dtype), src1 x F32 [K, M] (2-D), src2 the norm weight F32
+  // [K]; dst F32 [N, M] = mul_mat(W, kRmsNorm(x, src2)), or with params.glu
+  // [N / 2, M] = kGlu of that product in its one-tensor form
+  // (params.glu_params): the norm in the product's prologue.
+  kRmsNormMulMat,
   kCount,
 };
 
@@ -269,6 +288,14 @@ struct GluParams {
   float limit = 7.0f;    // kSwiGluOai only: clamp of gate (above) and up (both sides)
 };
 
+// kRmsNormMulMat: the norm's epsilon, and the GLU applied to the product
+// when glu is set.
+struct NormMulMatParams {
+  float eps = 1e-6f;
+  bool glu = false;
+  GluParams glu_params;
+};
+
 struct TopKParams {
   int k = 1;
 };
@@ -337,7 +364,8 @@ struct GatedDeltaNetParams {
 
 using OpParams = std::variant<NoParams, ScaleParams, RmsNormParams, NormParams, RopeParams,
                               SoftMaxParams, UnaryParams, GluParams, TopKParams, ArgsortParams,
-                              AttentionParams, SsmConvParams, GatedDeltaNetParams>;
+                              AttentionParams, SsmConvParams, GatedDeltaNetParams,
+                              NormMulMatParams>;
 
 inline constexpr int kMaxSrc = 8;
 

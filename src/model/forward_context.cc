@@ -591,11 +591,77 @@ TensorView ForwardContext::mul_mat_glu(const TensorView& w, const TensorView& x,
   const std::array<int64_t, kMaxDims> ne{w.ne[1] / 2, x.ne[1], 1, 1};
   op.dst = TensorView::contiguous(nullptr, DType::F32, ne);
   if (!ok()) return op.dst;
+  if (!run_fusion(op)) return glu(mul_mat(w, x), TensorView{}, kind);  // no backend fuses it
+  return op.dst;
+}
+
+TensorView ForwardContext::rope_set_rows(const TensorView& x, const TensorView& pos,
+                                         const RopeParams& p, const TensorView& freq_factors,
+                                         const TensorView& k_table, const TensorView& slots,
+                                         const TensorView& v, const TensorView& v_table) {
+  Op op;
+  op.kind = OpKind::kRopeSetRows;
+  op.src[0] = x;
+  op.src[1] = pos;
+  op.src[2] = freq_factors;
+  op.src[3] = slots;
+  op.src[4] = v;
+  op.src[5] = v_table;
+  op.dst2 = k_table;
+  op.params = p;
+  op.dst = TensorView::contiguous(nullptr, DType::F32, x.ne);
+  if (!ok() || !run_fusion(op)) return TensorView{};
+  return op.dst;
+}
+
+bool ForwardContext::mul_mat_add(const TensorView& w, const TensorView& x, const TensorView& r) {
+  Op op;
+  op.kind = OpKind::kMulMatAdd;
+  op.src[0] = w;
+  op.src[1] = x;
+  op.src[2] = r;
+  op.dst = r;
+  return ok() && r.data != nullptr && run_fusion(op);
+}
+
+TensorView ForwardContext::rms_norm_mul_mat(const TensorView& w, const TensorView& x,
+                                            const TensorView& norm, float eps) {
+  return norm_mul_mat(w, x, norm, eps, false, GluKind::kSwiGlu);
+}
+
+TensorView ForwardContext::rms_norm_mul_mat_glu(const TensorView& w, const TensorView& x,
+                                                const TensorView& norm, float eps,
+                                                GluKind kind) {
+  return norm_mul_mat(w, x, norm, eps, true, kind);
+}
+
+TensorView ForwardContext::norm_mul_mat(const TensorView& w, const TensorView& x,
+                                        const TensorView& norm, float eps, bool glu,
+                                        GluKind kind) {
+  Op op;
+  op.kind = OpKind::kRmsNormMulMat;
+  op.src[0] = w;
+  op.src[1] = x;
+  op.src[2] = norm;
+  NormMulMatParams np;
+  np.eps = eps;
+  np.glu = glu;
+  np.glu_params.kind = kind;
+  op.params = np;
+  const std::array<int64_t, kMaxDims> ne{glu ? w.ne[1] / 2 : w.ne[1], x.ne[1], 1, 1};
+  op.dst = TensorView::contiguous(nullptr, DType::F32, ne);
+  if (!ok() || run_fusion(op)) return op.dst;
+  const TensorView h = rms_norm(x, norm, eps);  // no backend fuses it
+  return glu ? mul_mat_glu(w, h, kind) : mul_mat(w, h);
+}
+
+bool ForwardContext::run_fusion(Op& op) {
   const Profile::Clock::time_point t0 =
       profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
-  // Routing decides on shapes; a placeholder stands for the output meanwhile.
-  // As in run_if_supported, a device home runs it or nobody does.
-  op.dst.data = kOutputPlaceholder;
+  // Routing decides on shapes; a placeholder stands for a new output
+  // meanwhile. As in run_if_supported, a device home runs it or nobody does.
+  const bool new_output = op.dst.data == nullptr;
+  if (new_output) op.dst.data = kOutputPlaceholder;
   RoutedOp route;
   if (validate_op(op).ok()) {
     Backend* home = backends_.size() > 1 ? home_of(op) : nullptr;
@@ -605,17 +671,19 @@ TensorView ForwardContext::mul_mat_glu(const TensorView& w, const TensorView& x,
       route = choose(op);
     }
   }
-  if (!route) return glu(mul_mat(w, x), TensorView{}, kind);  // no backend fuses it
-  Arena& arena = arena_of(route.backend);  // the host arena for a host backend
-  Result<void*> p = arena.alloc(op.dst.nbytes_contiguous());
-  if (!p.ok()) {
-    fail(p.status());
-    op.dst.data = nullptr;
-    return op.dst;
+  if (new_output) op.dst.data = nullptr;
+  if (!route) return false;
+  if (new_output) {
+    Arena& arena = arena_of(route.backend);  // the host arena for a host backend
+    Result<void*> p = arena.alloc(op.dst.nbytes_contiguous());
+    if (!p.ok()) {
+      fail(p.status());
+      return true;
+    }
+    op.dst.data = *p;
   }
-  op.dst.data = *p;
   execute(route, op, t0);
-  return op.dst;
+  return true;
 }
 
 TensorView ForwardContext::top_k(const TensorView& x, int k) {

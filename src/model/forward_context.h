@@ -139,6 +139,25 @@ class ForwardContext {
   // kMulMatGlu where a backend selects a kernel for it, else the two ops
   // (bit for bit the same). Returns [F, n].
   TensorView mul_mat_glu(const TensorView& w, const TensorView& x, GluKind kind);
+  // rope(x) (x [D, H, T]) whose last k_table.ne[0] / D heads per token go
+  // to k_table's rows `slots` and v [Dv, T] to v_table's: one kRopeSetRows
+  // where a backend selects a kernel for it (bit for bit rope then the two
+  // set_rows). Returns the rotated x, or an empty view, recording nothing,
+  // where none does: the caller then runs rope and set_rows.
+  TensorView rope_set_rows(const TensorView& x, const TensorView& pos, const RopeParams& p,
+                           const TensorView& freq_factors, const TensorView& k_table,
+                           const TensorView& slots, const TensorView& v, const TensorView& v_table);
+  // r += mul_mat(w, x) (r [N, M]): one kMulMatAdd where a backend selects
+  // a kernel for it, returning true; false, recording nothing, where none
+  // does (the caller adds as it otherwise would).
+  bool mul_mat_add(const TensorView& w, const TensorView& x, const TensorView& r);
+  // mul_mat(w, rms_norm(x) * norm) [N, M], and with _glu glu(that) [N / 2,
+  // M] as mul_mat_glu: one kRmsNormMulMat where a backend selects a kernel
+  // for it, else rms_norm then the product (bit for bit the same).
+  TensorView rms_norm_mul_mat(const TensorView& w, const TensorView& x, const TensorView& norm,
+                              float eps);
+  TensorView rms_norm_mul_mat_glu(const TensorView& w, const TensorView& x,
+                                  const TensorView& norm, float eps, GluKind kind);
   TensorView top_k(const TensorView& x, int k);
   void set_rows(const TensorView& table, const TensorView& rows, const TensorView& slots);
   // q [D, Hq, T]; k/v cache views; metadata I32; optional per-head sink
@@ -170,6 +189,13 @@ class ForwardContext {
  private:
   class Profile;  // per-kernel op timers (FOLIO_PROFILE=1)
 
+  // Runs the device fusion `op` where a backend selects a kernel for it
+  // (op.dst: the output, or its shape without data for a new one allocated
+  // there); false, recording nothing, where none does. An allocation
+  // failure is recorded (true).
+  bool run_fusion(Op& op);
+  TensorView norm_mul_mat(const TensorView& w, const TensorView& x, const TensorView& norm,
+                          float eps, bool glu, GluKind kind);
   // Runs `op` as routed (skipped after an error; kUnsupported if `route` is
   // empty). `t0`: when routing began, for the profile.
   void execute(const RoutedOp& route, const Op& op, std::chrono::steady_clock::time_point t0);

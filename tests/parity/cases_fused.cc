@@ -1,4 +1,5 @@
-// Parity cases: the device fusions (kMulMatGlu; see mul_mat_glu_case) and
+// Parity cases: the device fusions (kMulMatGlu, kRopeSetRows; see
+// mul_mat_glu_case, rope_set_rows_case) and
 // the fused recurrent-state decode ops (kSsmConvUpdate,
 // kGatedDeltaNetUpdate, kSsmScanUpdate). Every CPU kernel variant must match
 // the reference bit for bit (outputs and the whole state pool, which is the
@@ -21,6 +22,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -363,7 +366,221 @@ std::unique_ptr<OpCase> mul_mat_glu_case(DType dt, int64_t k, int64_t f, int64_t
   return c;
 }
 
+// Device fusion rope_set_rows: x [D, Hq + Hk, T] rotated, its last Hk heads
+// per token to the K table and v [Vc, T] to the V table (both filled with
+// random bytes first: rows no slot names keep them), at slots (distinct, or
+// with a repeat that the later token wins). The reference is rope then the
+// two set_rows, which the fused kernel must equal exactly on the device.
+// Two-byte K tables are compared byte for byte against the CPU reference
+// too, so those cases rotate at position 0 (cos 1, sin 0: both backends
+// give x itself); F32 K tables take random positions.
+struct RopeSetRowsShape {
+  const char* what;
+  RopeParams p;
+  int64_t head_dim, hq, hk, n_tok, v_cols, n_slots;
+  DType k_type, v_type;
+  bool repeat_slot = false;
+  bool freq_factors = false;
+};
+
+std::unique_ptr<OpCase> rope_set_rows_case(const RopeSetRowsShape& sh) {
+  auto c = new_case(fmt::format("rope_set_rows {} [{}, {}+{}, {}] K {} V {} [{}]{}", sh.what,
+                                sh.head_dim, sh.hq, sh.hk, sh.n_tok, dtype_name(sh.k_type),
+                                dtype_name(sh.v_type), sh.v_cols,
+                                sh.repeat_slot ? " repeated slot" : ""),
+                    OpKind::kRopeSetRows, sh.p);
+  c->device_fusion = true;
+  Op& op = c->op;
+  const int64_t h = sh.hq + sh.hk;
+  op.src[0] = c->alloc(DType::F32, {sh.head_dim, h, sh.n_tok});
+  c->fill_uniform(op.src[0]);
+  op.src[1] = c->alloc(DType::I32, {sh.n_tok});
+  c->fill_ints(op.src[1], 0, sh.k_type == DType::F32 ? 4095 : 0);
+  if (sh.freq_factors) {
+    op.src[2] = c->alloc(DType::F32, {sh.p.n_dims / 2});
+    c->fill_uniform(op.src[2], 1.0f, 8.0f);
+  }
+  std::vector<int32_t> slots(static_cast<size_t>(sh.n_slots));
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), c->rng());
+  slots.resize(static_cast<size_t>(sh.n_tok));
+  if (sh.repeat_slot && sh.n_tok > 2) slots[sh.n_tok - 1] = slots[1];
+  op.src[3] = alloc_ints(*c, slots);
+  op.src[4] = c->alloc(DType::F32, {sh.v_cols, sh.n_tok});
+  c->fill_uniform(op.src[4]);
+  op.src[5] = c->alloc(sh.v_type, {sh.v_cols, sh.n_slots});
+  c->fill_uniform(op.src[5]);
+  op.dst2 = c->alloc(sh.k_type, {sh.head_dim * sh.hk, sh.n_slots});
+  c->fill_uniform(op.dst2);
+  op.dst = c->alloc(DType::F32, {sh.head_dim, h, sh.n_tok});
+  c->more_outputs = {op.src[5]};
+  c->max_nmse = 1e-6;  // rope's bound (cases_basic.cc)
+
+  Equivalent eq;
+  eq.what = "rope + set_rows K + set_rows V";
+  eq.exact = true;
+  Op rope;
+  rope.kind = OpKind::kRope;
+  rope.params = sh.p;
+  rope.src = {op.src[0], op.src[1], op.src[2]};
+  rope.dst = c->alloc(DType::F32, {sh.head_dim, h, sh.n_tok});
+  TensorView k_rows = rope.dst;  // the last Hk heads of each token, [D * Hk, T]
+  k_rows.data = static_cast<char*>(rope.dst.data) + (sh.hq * sh.head_dim) * sizeof(float);
+  k_rows.ne = {sh.head_dim * sh.hk, sh.n_tok, 1, 1};
+  k_rows.nb = {sizeof(float), rope.dst.nb[2], rope.dst.nb[2] * sh.n_tok,
+               rope.dst.nb[2] * sh.n_tok};
+  Op set_k;
+  set_k.kind = OpKind::kSetRows;
+  set_k.src = {k_rows, op.src[3]};
+  set_k.dst = op.dst2;
+  Op set_v;
+  set_v.kind = OpKind::kSetRows;
+  set_v.src = {op.src[4], op.src[3]};
+  set_v.dst = op.src[5];
+  eq.steps = {rope, set_k, set_v};
+  eq.op = op;
+  eq.op.dst = rope.dst;
+  c->equivalents.push_back(eq);
+  return c;
+}
+
+// Device fusion mul_mat_add: W [K, N], x [K, M], r [N, M] -> mul_mat + r,
+// into r (in place, as the decoder adds to its residual stream) or a new
+// tensor; the reference is mul_mat then add, which the fused kernel must
+// equal exactly on the device.
+std::unique_ptr<OpCase> mul_mat_add_case(DType dt, int64_t k, int64_t n, int64_t m,
+                                         bool in_place) {
+  auto c = new_case(fmt::format("mul_mat_add {} K={} N={} M={}{}", dtype_name(dt), k, n, m,
+                                in_place ? " in place" : ""),
+                    OpKind::kMulMatAdd);
+  c->device_fusion = true;
+  Op& op = c->op;
+  op.src[0] = c->alloc(dt, {k, n});
+  c->fill_uniform(op.src[0]);
+  op.src[1] = c->alloc(DType::F32, {k, m});
+  c->fill_uniform(op.src[1]);
+  op.src[2] = c->alloc(DType::F32, {n, m});
+  c->fill_uniform(op.src[2], -4.0f, 4.0f);
+  op.dst = in_place ? op.src[2] : c->alloc(DType::F32, {n, m});
+  c->in_place = in_place;
+  c->max_nmse = dt == DType::F16 ? 1e-5 : 5e-4;
+  Equivalent eq;
+  eq.what = "mul_mat + add";
+  eq.exact = true;
+  Op mm;
+  mm.kind = OpKind::kMulMat;
+  mm.src[0] = op.src[0];
+  mm.src[1] = op.src[1];
+  mm.dst = c->alloc(DType::F32, {n, m});
+  Op add;
+  add.kind = OpKind::kAdd;
+  add.src[0] = mm.dst;
+  add.src[1] = op.src[2];
+  add.dst = op.dst;
+  eq.steps = {mm, add};
+  eq.op = op;
+  c->equivalents.push_back(eq);
+  return c;
+}
+
+// Device fusion rms_norm_mul_mat: x [K, M] normalised (weight [K]) into W
+// [K, N] (glu: W [K, 2F] -> silu(gate) * up [F, M]); the reference is
+// rms_norm then mul_mat (then glu), which the fused kernel must equal
+// exactly on the device. K picks the norm's workgroup (32 .. 256 lanes,
+// one element each or a strided loop).
+std::unique_ptr<OpCase> rms_norm_mul_mat_case(DType dt, int64_t k, int64_t n, int64_t m,
+                                              bool glu, bool swapped = false) {
+  NormMulMatParams np;
+  np.eps = 1e-5f;
+  np.glu = glu;
+  np.glu_params.swapped = swapped;
+  auto c = new_case(fmt::format("rms_norm_mul_mat {} K={} N={} M={}{}{}", dtype_name(dt), k, n, m,
+                                glu ? " swiglu" : "", swapped ? " swapped" : ""),
+                    OpKind::kRmsNormMulMat, np);
+  c->device_fusion = true;
+  Op& op = c->op;
+  op.src[0] = c->alloc(dt, {k, n});
+  c->fill_uniform(op.src[0]);
+  op.src[1] = c->alloc(DType::F32, {k, m});
+  c->fill_uniform(op.src[1], -3.0f, 3.0f);
+  op.src[2] = c->alloc(DType::F32, {k});
+  c->fill_uniform(op.src[2], 0.5f, 1.5f);
+  op.dst = c->alloc(DType::F32, {glu ? n / 2 : n, m});
+  c->max_nmse = dt == DType::F16 ? 1e-5 : 5e-4;
+  Equivalent eq;
+  eq.what = glu ? "rms_norm + mul_mat + glu" : "rms_norm + mul_mat";
+  eq.exact = true;
+  Op norm;
+  norm.kind = OpKind::kRmsNorm;
+  norm.params = RmsNormParams{np.eps};
+  norm.src[0] = op.src[1];
+  norm.src[1] = op.src[2];
+  norm.dst = c->alloc(DType::F32, {k, m});
+  Op mm;
+  mm.kind = OpKind::kMulMat;
+  mm.src[0] = op.src[0];
+  mm.src[1] = norm.dst;
+  mm.dst = glu ? c->alloc(DType::F32, {n, m}) : op.dst;
+  eq.steps = {norm, mm};
+  if (glu) {
+    Op g;
+    g.kind = OpKind::kGlu;
+    g.params = np.glu_params;
+    g.src[0] = mm.dst;
+    g.dst = op.dst;
+    eq.steps.push_back(g);
+  }
+  eq.op = op;
+  c->equivalents.push_back(eq);
+  return c;
+}
+
+RopeParams rope_of(RopeMode mode, int n_dims, float base) {
+  RopeParams p;
+  p.mode = mode;
+  p.n_dims = n_dims;
+  p.freq_base = base;
+  return p;
+}
+
 void add_fused_cases(CaseList& cases) {
+  // rope_set_rows: SmolLM2's decode step (normal, Dk 64, 9 + 3 heads, F16
+  // cache), qwen-like neox with freq factors and partial dims, several
+  // tokens with a repeated slot, odd V widths (a two-byte row that shares
+  // its edge words), and a Q8_0 cache that the device declines.
+  using M = RopeMode;
+  const RopeSetRowsShape rope_shapes[] = {
+      {"llama", rope_of(M::kNormal, 64, 1e5f), 64, 9, 3, 1, 192, 64, DType::F32, DType::F16},
+      {"llama", rope_of(M::kNormal, 64, 1e5f), 64, 9, 3, 1, 192, 64, DType::F16, DType::F16},
+      {"neox partial + freq factors", rope_of(M::kNeox, 32, 1e6f), 64, 4, 2, 5, 96, 16,
+       DType::F32, DType::F32, true, true},
+      {"neox", rope_of(M::kNeox, 128, 1e6f), 128, 8, 2, 4, 33, 32, DType::BF16, DType::F16, true},
+      {"normal partial", rope_of(M::kNormal, 48, 1e4f), 64, 2, 1, 3, 65, 8, DType::F16,
+       DType::BF16},
+      {"llama q8_0 cache", rope_of(M::kNormal, 64, 1e5f), 64, 4, 2, 1, 128, 8, DType::Q8_0,
+       DType::Q8_0},
+  };
+  for (const RopeSetRowsShape& sh : rope_shapes) cases.push_back(rope_set_rows_case(sh));
+
+  // mul_mat_add: SmolLM2's output and down projections in place, several
+  // columns, a new output; M 9 (declined).
+  cases.push_back(mul_mat_add_case(DType::Q4_1, 576, 576, 1, true));
+  cases.push_back(mul_mat_add_case(DType::Q8_0, 1536, 576, 1, true));
+  cases.push_back(mul_mat_add_case(DType::Q4_K, 512, 70, 5, false));
+  cases.push_back(mul_mat_add_case(DType::F16, 200, 33, 8, true));
+  cases.push_back(mul_mat_add_case(DType::Q4_0, 256, 40, 9, true));
+  // rms_norm_mul_mat: SmolLM2's Q/K/V (K 576: the norm's 256 lanes loop)
+  // and gate/up products, norm workgroups of 32, 128 and 256 lanes, several
+  // columns, swapped halves; M 9 and K with more than 64 chunks under GLU
+  // (declined).
+  cases.push_back(rms_norm_mul_mat_case(DType::Q4_1, 576, 960, 1, false));
+  cases.push_back(rms_norm_mul_mat_case(DType::Q4_1, 576, 3072, 1, true));
+  cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 32, 48, 3, false));
+  cases.push_back(rms_norm_mul_mat_case(DType::F16, 100, 34, 2, true, true));
+  cases.push_back(rms_norm_mul_mat_case(DType::Q4_K, 4096, 40, 8, false));
+  cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 256, 40, 9, false));
+  cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 65 * 256, 8, 1, true));
+
   // mul_mat_glu at decode sizes (SmolLM2's K 576 / F 1536, a long K with
   // several rounds of chunks per lane, odd F), M up to the decode limit;
   // swapped halves; and cases the device declines (M 9, GeGLU, K with more

@@ -295,6 +295,33 @@ Expectation mul_mat_glu_rule(const Op& op) {
   return e;
 }
 
+// rope_set_rows: the device fusion for F32 / F16 / BF16 caches (Q8_0: the
+// model runs rope and set_rows).
+Expectation rope_set_rows_rule(const Op& op) {
+  Expectation e;
+  auto plain = [](DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; };
+  e.vulkan = plain(op.dst2.dtype) && plain(op.src[5].dtype) ? vk(op.kind) : kDeclined;
+  return e;
+}
+
+// The decode matvec's prologue / epilogue fusions: up to 8 columns; the
+// GLU form as mul_mat_glu.
+Expectation mul_mat_add_rule(const Op& op) {
+  Expectation e;
+  e.vulkan = !is_packed(op.src[0].dtype) && op.src[1].ne[1] <= 8 ? vk(op.kind) : kDeclined;
+  return e;
+}
+
+Expectation rms_norm_mul_mat_rule(const Op& op) {
+  const auto& p = op.p<NormMulMatParams>();
+  const bool glu_ok =
+      !p.glu || (p.glu_params.kind == GluKind::kSwiGlu && (op.src[0].ne[0] + 255) / 256 <= 64);
+  Expectation e;
+  e.vulkan = !is_packed(op.src[0].dtype) && op.src[1].ne[1] <= 8 && glu_ok ? vk(op.kind)
+                                                                          : kDeclined;
+  return e;
+}
+
 struct Rule {
   OpKind kind;
   Expectation (*expect)(const Op& op);
@@ -329,6 +356,9 @@ const Rule kRules[] = {
     {OpKind::kSsmScan, ssm_scan_rule},
     {OpKind::kSsmScanUpdate, ssm_scan_update_rule},
     {OpKind::kMulMatGlu, mul_mat_glu_rule},
+    {OpKind::kRopeSetRows, rope_set_rows_rule},
+    {OpKind::kMulMatAdd, mul_mat_add_rule},
+    {OpKind::kRmsNormMulMat, rms_norm_mul_mat_rule},
 };
 
 // --- Per-case overrides -----------------------------------------------------

@@ -263,9 +263,11 @@ void bind_case(const std::vector<std::unique_ptr<Backend>>& backends, OpCase& c)
   }
 }
 
-// The outputs of an op, copied out (dst then dst2).
+// The outputs of an op, copied out (dst then dst2, then the case's
+// more_outputs).
 struct Output {
   std::vector<uint8_t> dst, dst2;
+  std::vector<std::vector<uint8_t>> more;
 };
 
 std::vector<uint8_t> copy_view(const TensorView& t) {
@@ -295,6 +297,8 @@ Status run_once(OpCase& c, Backend& b, const Op& op, Output* out) {
   FOLIO_RETURN_IF_ERROR(b.run(op));
   out->dst = copy_view(op.dst);
   out->dst2 = copy_view(op.dst2);
+  out->more.clear();
+  for (const TensorView& t : c.more_outputs) out->more.push_back(copy_view(t));
   return Status();
 }
 
@@ -323,6 +327,8 @@ Status run_equivalent(OpCase& c, Backend& b, const Equivalent& eq, Output* out) 
   for (const Op& op : eq.steps) FOLIO_RETURN_IF_ERROR(b.run(op));
   out->dst = copy_view(eq.op.dst);
   out->dst2 = copy_view(eq.op.dst2);
+  out->more.clear();
+  for (const TensorView& t : c.more_outputs) out->more.push_back(copy_view(t));
   return Status();
 }
 
@@ -347,10 +353,23 @@ std::string compare(const TensorView& t, const std::vector<uint8_t>& got,
 }
 
 bool check_outputs(const Op& op, const Output& got, const Output& want, bool exact, double max_nmse,
-                   std::string* msg) {
+                   std::string* msg, const std::vector<TensorView>& more = {}) {
   double e1 = 0, e2 = 0;
   std::string m1 = compare(op.dst, got.dst, want.dst, exact, max_nmse, &e1);
   std::string m2 = op.dst2.empty() ? "" : compare(op.dst2, got.dst2, want.dst2, exact, max_nmse, &e2);
+  for (size_t i = 0; i < more.size() && m1.empty() && m2.empty(); ++i) {
+    double e = 0;
+    if (got.more.size() != more.size() || want.more.size() != more.size()) {
+      *msg = "outputs missing";
+      return false;
+    }
+    if (std::string m = compare(more[i], got.more[i], want.more[i], exact, max_nmse, &e);
+        !m.empty()) {
+      *msg = fmt::format("output {} {}", i + 3, m);
+      return false;
+    }
+    e2 = std::max(e2, e);
+  }
   if (m1.empty() && m2.empty()) {
     *msg = exact ? "exact" : fmt::format("nmse {:.3g}", std::max(e1, e2));
     return true;
@@ -445,7 +464,7 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
     Output got;
     std::string msg;
     Status s = run_equivalent(c, ref, eq, &got);
-    bool ok = s.ok() && check_outputs(c.op, got, want, eq.exact, eq.max_nmse, &msg);
+    bool ok = s.ok() && check_outputs(c.op, got, want, eq.exact, eq.max_nmse, &msg, c.more_outputs);
     if (!s.ok()) msg = s.to_string();
     r.ok &= ok;
     r.lines.push_back(
@@ -470,12 +489,13 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
       Status s = run_once(c, b, c.op, &main_out);
       const bool device = dynamic_cast<DeviceCaseBackend*>(&b) != nullptr;
       const bool exact = c.exact && !(c.exact_on_host_only && device);
-      bool ok = s.ok() && check_outputs(c.op, main_out, want, exact, c.max_nmse, &msg);
+      bool ok = s.ok() &&
+                check_outputs(c.op, main_out, want, exact, c.max_nmse, &msg, c.more_outputs);
       if (!s.ok()) msg = s.to_string();
       if (ok && base != kname && outputs.count(base)) {
         // Threads split independent work only: results equal one thread's.
         std::string same;
-        ok = check_outputs(c.op, main_out, outputs[base], true, 0, &same);
+        ok = check_outputs(c.op, main_out, outputs[base], true, 0, &same, c.more_outputs);
         msg += ok ? ", bit-identical to 1 thread" : "; vs 1 thread: " + same;
       }
       if (s.ok()) outputs[kname] = main_out;
@@ -494,7 +514,8 @@ CaseResult run_test(OpCase& c, const std::vector<std::unique_ptr<Backend>>& back
       Output got;
       std::string msg;
       Status s = run_equivalent(c, b, eq, &got);
-      bool ok = s.ok() && check_outputs(c.op, got, main_out, eq.exact, eq.max_nmse, &msg);
+      bool ok = s.ok() &&
+                check_outputs(c.op, got, main_out, eq.exact, eq.max_nmse, &msg, c.more_outputs);
       if (!s.ok()) msg = s.to_string();
       r.ok &= ok;
       r.lines.push_back(

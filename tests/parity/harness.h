@@ -71,6 +71,9 @@ class OpCase {
   // backend is the reference output, and which must give the fused op's
   // output on each device as the equivalent says (exactly).
   bool device_fusion = false;
+  // Tensors the op writes besides dst and dst2 (a table a fused op writes
+  // through a src), compared like them for every variant and equivalent.
+  std::vector<TensorView> more_outputs;
 
   // Input snapshot: taken after the case is built, restored before each run
   // so in-place ops (state updates) always start from the same inputs.

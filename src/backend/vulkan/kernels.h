@@ -93,6 +93,17 @@ inline bool fits_u32(int64_t v) {
   return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX);
 }
 
+// The workgroup of the row-norm shaders (norm.comp, add_rms_norm.comp) for
+// rows of ne0 elements: the smallest power of two >= ne0 from 32 to 256 (or
+// the largest power of two within the device's limit). mul_mat_vec's NORM
+// prologue sums as that workgroup does, so both must take it from here.
+inline uint32_t norm_workgroup(int64_t ne0, const DeviceCaps& caps) {
+  const uint32_t cap = caps.max_workgroup_size < 256 ? caps.max_workgroup_size : 256;
+  uint32_t b = 32;
+  while (b < ne0 && 2 * b <= cap) b *= 2;
+  return b;
+}
+
 // A tensor the shader reads as 4-byte words must start on a word.
 inline Status aligned4(const TensorDesc& d, const Op& op) {
   if (d.off % 4 == 0) return Status();
@@ -111,9 +122,9 @@ struct KernelDef {
 // ones). Each ops_*.cc contributes its kernels through one of these.
 void add_elementwise_kernels(std::vector<KernelDef>& out);  // ops_elementwise.cc: add, mul, scale, cpy, unary, glu
 void add_norm_kernels(std::vector<KernelDef>& out);         // ops_norm.cc: rms_norm, add_rms_norm, l2_norm
-void add_rope_kernels(std::vector<KernelDef>& out);         // ops_rope.cc
+void add_rope_kernels(std::vector<KernelDef>& out);         // ops_rope.cc: rope, rope_set_rows
 void add_sort_kernels(std::vector<KernelDef>& out);         // ops_sort.cc: top_k, argsort
-void add_matmul_kernels(std::vector<KernelDef>& out);       // ops_matmul.cc: get_rows, mul_mat, mul_mat_id, mul_mat_glu
+void add_matmul_kernels(std::vector<KernelDef>& out);       // ops_matmul.cc: get_rows, mul_mat, mul_mat_id, mul_mat_glu, mul_mat_add, rms_norm_mul_mat
 void add_attention_kernels(std::vector<KernelDef>& out);    // ops_attention.cc: flash_attn, set_rows, soft_max
 void add_recurrent_kernels(std::vector<KernelDef>& out);    // ops_recurrent.cc: ssm_conv, gated_delta_net, +_update, ssm_scan
 const std::vector<KernelDef>& vulkan_kernels();

@@ -17,6 +17,9 @@
 // mul_mat_glu (decode: M <= kMatVecMaxCols, SwiGLU) is mul_mat_vec in its GLU
 // mode: the gate and up rows of one output row in one workgroup, silu(gate)
 // * up written by it; bit for bit mul_mat followed by glu.
+// mul_mat_add (kMulMatAdd) and rms_norm_mul_mat (kRmsNormMulMat, with or
+// without SwiGLU) are mul_mat_vec with the residual added in its epilogue
+// or the rms norm computed in its prologue: bit for bit the composition.
 // mul_mat_id uses either shader in its ID mode: mul_mat_vec (one column per
 // (u, t) pair) while the pairs per expert are few, mul_mat (pairs grouped by
 // expert in shared memory) once they average kTiledPairsPerExpert.
@@ -125,9 +128,10 @@ Status record_get_rows(Recorder& r, const Op& op) {
 struct MatParams {
   FOLIO_VK_MAT_PARAMS
 };
-static_assert(sizeof(MatParams) == 4 * sizeof(TensorDesc));
+static_assert(sizeof(MatParams) == 6 * sizeof(TensorDesc) + 4);
 static_assert(offsetof(MatParams, x) == 36 && offsetof(MatParams, d) == 72 &&
-              offsetof(MatParams, ids) == 108);
+              offsetof(MatParams, ids) == 108 && offsetof(MatParams, nw) == 144 &&
+              offsetof(MatParams, r) == 180 && offsetof(MatParams, eps) == 216);
 
 bool match_mul_mat(const Op& op, const DeviceCaps&) {
   const TensorView &w = op.src[0], &x = op.src[1], &d = op.dst;
@@ -184,7 +188,7 @@ Status fill_params(Recorder& r, const Op& op, bool with_ids, MatParams& p) {
 Status record_mul_mat(Recorder& r, const Op& op) {
   const TensorView &w = op.src[0], &x = op.src[1];
   if (op.dst.nelements() == 0) return Status();
-  MatParams p;
+  MatParams p{};
   FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
   const uint32_t type = static_cast<uint32_t>(w.dtype);
   const uint64_t n = w.ne[1], m = x.ne[1], batches = x.ne[2] * x.ne[3];
@@ -194,7 +198,7 @@ Status record_mul_mat(Recorder& r, const Op& op) {
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * batches, gx, gy);
     return r.dispatch("mul_mat_vec", {type, u32(m), tpr, 0u, x16(p), w16(p, w.dtype)}, &p, sizeof p,
-                      {w, x, op.dst, x}, gx, gy);
+                      {w, x, op.dst, x, {}, {}}, gx, gy);
   }
   Recorder::split_groups((n + kMatTile - 1) / kMatTile * ((m + kMatTile - 1) / kMatTile) * batches, gx, gy);
   return r.dispatch("mul_mat", {type, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx, gy);
@@ -212,7 +216,7 @@ bool match_mul_mat_glu(const Op& op, const DeviceCaps& caps) {
 Status record_mul_mat_glu(Recorder& r, const Op& op) {
   const TensorView &w = op.src[0], &x = op.src[1];
   if (op.dst.nelements() == 0) return Status();
-  MatParams p;
+  MatParams p{};
   FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
   const uint32_t tpr = threads_per_row(w.ne[0]);
   const uint64_t outputs_per_group = kMatVecWorkgroup / tpr / 2;
@@ -222,13 +226,13 @@ Status record_mul_mat_glu(Recorder& r, const Op& op) {
   return r.dispatch("mul_mat_vec",
                     {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
                      w16(p, w.dtype), glu},
-                    &p, sizeof p, {w, x, op.dst, x}, gx, gy);
+                    &p, sizeof p, {w, x, op.dst, x, {}, {}}, gx, gy);
 }
 
 Status record_mul_mat_id(Recorder& r, const Op& op) {
   const TensorView &w = op.src[0], &x = op.src[1], &ids = op.src[2];
   if (op.dst.nelements() == 0) return Status();
-  MatParams p;
+  MatParams p{};
   FOLIO_RETURN_IF_ERROR(fill_params(r, op, true, p));
   const uint32_t type = static_cast<uint32_t>(w.dtype);
   const uint64_t n = w.ne[1], n_exp = w.ne[2];
@@ -239,10 +243,72 @@ Status record_mul_mat_id(Recorder& r, const Op& op) {
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * pairs, gx, gy);
     return r.dispatch("mul_mat_vec", {type, 1u, tpr, 1u, x16(p), w16(p, w.dtype)}, &p, sizeof p,
-                      {w, x, op.dst, ids}, gx, gy);
+                      {w, x, op.dst, ids, {}, {}}, gx, gy);
   }
   Recorder::split_groups((n + kMatTile - 1) / kMatTile * n_exp, gx, gy);
   return r.dispatch("mul_mat", {type, 1u}, &p, sizeof p, {w, x, op.dst, ids}, gx, gy);
+}
+
+// ---- Device fusions on the decode matvec: kMulMatAdd (the residual add
+// in its epilogue, spec ADD) and kRmsNormMulMat (the norm in its prologue,
+// spec NORM with norm.comp's workgroup, with or without the GLU mode).
+
+bool match_mul_mat_add(const Op& op, const DeviceCaps& caps) {
+  const TensorView &w = op.src[0], &x = op.src[1], &res = op.src[2];
+  return match_mul_mat(op, caps) && w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1 &&
+         x.ne[1] <= kMatVecMaxCols && res.dtype == DType::F32 && words_ok(res);
+}
+
+Status record_mul_mat_add(Recorder& r, const Op& op) {
+  const TensorView &w = op.src[0], &x = op.src[1], &res = op.src[2];
+  if (op.dst.nelements() == 0) return Status();
+  MatParams p{};
+  FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
+  FOLIO_ASSIGN_OR_RETURN(p.r, r.desc(res));
+  FOLIO_RETURN_IF_ERROR(aligned(p.r, "residual"));
+  const uint32_t tpr = threads_per_row(w.ne[0]);
+  const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
+  uint32_t gx, gy;
+  Recorder::split_groups((w.ne[1] + rows_per_group - 1) / rows_per_group, gx, gy);
+  return r.dispatch("mul_mat_vec",
+                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
+                     w16(p, w.dtype), kMatGluOff, 0u, 32u, 1u},
+                    &p, sizeof p, {w, x, op.dst, x, {}, res}, gx, gy);
+}
+
+// The norm's workgroup must be one the prologue emulates (a power of two
+// up to kMatNormMaxWorkgroup: norm_workgroup gives no other).
+bool match_rms_norm_mul_mat(const Op& op, const DeviceCaps& caps) {
+  const auto& np = op.p<NormMulMatParams>();
+  const TensorView &w = op.src[0], &x = op.src[1], &nw = op.src[2];
+  const bool glu_ok = !np.glu || (np.glu_params.kind == GluKind::kSwiGlu &&
+                                  threads_per_row(w.ne[0]) <= kMatVecWorkgroup / 2);
+  return match_mul_mat(op, caps) && glu_ok && w.ne[2] * w.ne[3] == 1 &&
+         x.ne[2] * x.ne[3] == 1 && x.ne[1] <= kMatVecMaxCols && nw.dtype == DType::F32 &&
+         nw.is_contiguous() && caps.max_workgroup_size >= 32 &&
+         norm_workgroup(x.ne[0], caps) <= kMatNormMaxWorkgroup;
+}
+
+Status record_rms_norm_mul_mat(Recorder& r, const Op& op) {
+  const auto& np = op.p<NormMulMatParams>();
+  const TensorView &w = op.src[0], &x = op.src[1], &nw = op.src[2];
+  if (op.dst.nelements() == 0) return Status();
+  MatParams p{};
+  FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
+  FOLIO_ASSIGN_OR_RETURN(p.nw, r.desc(nw));
+  FOLIO_RETURN_IF_ERROR(aligned(p.nw, "norm weight"));
+  p.eps = np.eps;
+  const uint32_t tpr = threads_per_row(w.ne[0]);
+  const uint64_t outputs_per_group = kMatVecWorkgroup / tpr / (np.glu ? 2 : 1);
+  const uint32_t glu = !np.glu                 ? kMatGluOff
+                       : np.glu_params.swapped ? kMatGluUpFirst
+                                               : kMatGluGateFirst;
+  uint32_t gx, gy;
+  Recorder::split_groups((op.dst.ne[0] + outputs_per_group - 1) / outputs_per_group, gx, gy);
+  return r.dispatch("mul_mat_vec",
+                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
+                     w16(p, w.dtype), glu, 1u, norm_workgroup(x.ne[0], r.caps()), 0u},
+                    &p, sizeof p, {w, x, op.dst, x, nw, {}}, gx, gy);
 }
 
 }  // namespace
@@ -252,6 +318,9 @@ void add_matmul_kernels(std::vector<KernelDef>& out) {
   out.push_back({"mul_mat", OpKind::kMulMat, match_mul_mat, record_mul_mat});
   out.push_back({"mul_mat_id", OpKind::kMulMatId, match_mul_mat_id, record_mul_mat_id});
   out.push_back({"mul_mat_glu", OpKind::kMulMatGlu, match_mul_mat_glu, record_mul_mat_glu});
+  out.push_back({"mul_mat_add", OpKind::kMulMatAdd, match_mul_mat_add, record_mul_mat_add});
+  out.push_back({"rms_norm_mul_mat", OpKind::kRmsNormMulMat, match_rms_norm_mul_mat,
+                 record_rms_norm_mul_mat});
 }
 
 }  // namespace folio::vulkan

@@ -5,8 +5,9 @@
 //   add_rms_norm       add_rms_norm.comp (spec: workgroup size, weight);
 //                      writes the sum to dst2, normalises what dst2 holds
 // The workgroup is the smallest power of two >= the row length, from 32 to
-// 256 (or the largest power of two within the device's limit): one element
-// per invocation for rows up to that size, a strided loop beyond.
+// 256 (or the largest power of two within the device's limit;
+// norm_workgroup in kernels.h): one element per invocation for rows up to
+// that size, a strided loop beyond.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -15,13 +16,6 @@
 
 namespace folio::vulkan {
 namespace {
-
-uint32_t workgroup_for(int64_t ne0, const DeviceCaps& caps) {
-  const uint32_t cap = std::min<uint32_t>(256, caps.max_workgroup_size);
-  uint32_t b = 32;
-  while (b < ne0 && 2 * b <= cap) b *= 2;
-  return b;
-}
 
 bool f32_rows(const TensorView& t) {
   return !t.empty() && t.dtype == DType::F32 &&
@@ -59,7 +53,7 @@ Status record_norm(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));  // empty: a default descriptor, never read
   const bool has_w = !w.empty();
   p.eps = l2 ? op.p<NormParams>().eps : op.p<RmsNormParams>().eps;
-  const uint32_t block = workgroup_for(x.ne[0], r.caps());
+  const uint32_t block = norm_workgroup(x.ne[0], r.caps());
   return dispatch_rows(r, "norm", {block, l2 ? 1u : 0u, has_w ? 1u : 0u}, &p, sizeof p,
                        {x, w, op.dst}, x.nrows());
 }
@@ -88,7 +82,7 @@ Status record_add_rms_norm(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));  // empty: a default descriptor, never read
   const bool has_w = !w.empty();
   p.eps = op.p<RmsNormParams>().eps;
-  const uint32_t block = workgroup_for(a.ne[0], r.caps());
+  const uint32_t block = norm_workgroup(a.ne[0], r.caps());
   return dispatch_rows(r, "add_rms_norm", {block, has_w ? 1u : 0u}, &p, sizeof p,
                        {a, op.src[1], w, op.dst, op.dst2}, a.nrows());
 }

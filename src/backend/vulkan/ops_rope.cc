@@ -7,6 +7,8 @@
 // (mix_i = 0 without YaRN), i.e. theta_interp * (1 - mix) + theta_extrap * mix
 // with the position factored out, and mscale likewise. The table travels in
 // the parameter struct, which bounds n_dims / 2 by kRopeMaxPairs.
+// rope_set_rows (kRopeSetRows) is the same rotation with the K/V cache
+// writes of the step in the same dispatch (shaders/rope_set_rows.comp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -20,12 +22,24 @@ namespace {
 
 constexpr int kRopeMaxPairs = 256;  // MAX_PAIRS in rope.comp
 
-struct RopeShaderParams {
-  TensorDesc x, pos, ff, d;
+// The tail of both shaders' parameter blocks (rope_math.glsl reads it).
+struct RopeTable {
   uint32_t n_dims;
   uint32_t sections[4];
   float mscale;
   float coef[kRopeMaxPairs];
+};
+
+struct RopeShaderParams {
+  TensorDesc x, pos, ff, d;
+  RopeTable t;
+};
+
+struct RopeSetRowsShaderParams {
+  TensorDesc x, pos, ff, d, slots, v, kt, vt;
+  uint32_t hk0;
+  uint32_t rope_groups;
+  RopeTable t;
 };
 
 uint32_t mode_code(RopeMode m) {
@@ -67,19 +81,10 @@ bool match_rope(const Op& op, const DeviceCaps&) {
          static_cast<uint64_t>(x.nelements()) <= std::numeric_limits<uint32_t>::max();
 }
 
-Status record_rope(Recorder& r, const Op& op) {
-  const auto& rp = op.p<RopeParams>();
-  const TensorView& x = op.src[0];
-  const TensorView& ff = op.src[2];
-  RopeShaderParams p{};
-  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
-  FOLIO_ASSIGN_OR_RETURN(p.pos, r.desc(op.src[1]));
-  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
-  FOLIO_ASSIGN_OR_RETURN(p.ff, r.desc(ff));  // empty: a default descriptor, never read
-  const bool has_ff = !ff.empty();
-  p.n_dims = static_cast<uint32_t>(rp.n_dims);
+void fill_table(const RopeParams& rp, RopeTable& t) {
+  t.n_dims = static_cast<uint32_t>(rp.n_dims);
   const bool multi = rp.mode == RopeMode::kMrope || rp.mode == RopeMode::kImrope;
-  for (int s = 0; s < 4; ++s) p.sections[s] = multi ? static_cast<uint32_t>(rp.sections[s]) : 0;
+  for (int s = 0; s < 4; ++s) t.sections[s] = multi ? static_cast<uint32_t>(rp.sections[s]) : 0;
 
   float corr[2];
   ref::rope_yarn_corr_dims(rp.n_dims, rp.n_ctx_orig, rp.freq_base, rp.beta_fast, rp.beta_slow,
@@ -88,7 +93,7 @@ Status record_rope(Recorder& r, const Op& op) {
   if (rp.ext_factor != 0.0f) {
     mscale *= 1.0 + 0.1 * std::log(1.0 / static_cast<double>(rp.freq_scale));
   }
-  p.mscale = static_cast<float>(mscale);
+  t.mscale = static_cast<float>(mscale);
   for (int i = 0; i < rp.n_dims / 2; ++i) {
     const double base_pow =
         std::pow(static_cast<double>(rp.freq_base), -2.0 * static_cast<double>(i) / rp.n_dims);
@@ -98,20 +103,101 @@ Status record_rope(Recorder& r, const Op& op) {
                        std::max(0.001, static_cast<double>(corr[1]) - corr[0]);
       mix = (1.0 - std::min(1.0, std::max(0.0, y))) * rp.ext_factor;
     }
-    p.coef[i] = static_cast<float>(base_pow * (rp.freq_scale * (1.0 - mix) + mix));
+    t.coef[i] = static_cast<float>(base_pow * (rp.freq_scale * (1.0 - mix) + mix));
   }
+}
 
+// Workgroups of rope's work items (256 each).
+uint64_t rope_groups(const RopeParams& rp, const TensorView& x) {
   const int64_t per_row = rp.n_dims / 2 + (x.ne[0] - rp.n_dims);
+  return (static_cast<uint64_t>(per_row * x.nrows()) + 255) / 256;
+}
+
+Status record_rope(Recorder& r, const Op& op) {
+  const auto& rp = op.p<RopeParams>();
+  const TensorView& x = op.src[0];
+  const TensorView& ff = op.src[2];
+  RopeShaderParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
+  FOLIO_ASSIGN_OR_RETURN(p.pos, r.desc(op.src[1]));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  FOLIO_ASSIGN_OR_RETURN(p.ff, r.desc(ff));  // empty: a default descriptor, never read
+  fill_table(rp, p.t);
   uint32_t gx, gy;
-  Recorder::split_groups((static_cast<uint64_t>(per_row * x.nrows()) + 255) / 256, gx, gy);
-  return r.dispatch("rope", {mode_code(rp.mode), has_ff ? 1u : 0u}, &p, sizeof p,
+  Recorder::split_groups(rope_groups(rp, x), gx, gy);
+  return r.dispatch("rope", {mode_code(rp.mode), ff.empty() ? 0u : 1u}, &p, sizeof p,
                     {x, op.src[1], ff, op.dst}, gx, gy);
+}
+
+// ---- rope_set_rows: rope with the K/V cache writes (rope_set_rows.comp)
+
+// rope_set_rows.comp's table dtype codes: 0 f32, 1 f16, 2 bf16 (Q8_0 tables:
+// declined, the model runs rope and set_rows).
+bool table_code(const TensorView& t, uint32_t* code) {
+  switch (t.dtype) {
+    case DType::F32:
+      *code = 0;
+      return t.nb[0] % 4 == 0 && t.nb[1] % 4 == 0;
+    case DType::F16:
+    case DType::BF16:
+      *code = t.dtype == DType::F16 ? 1 : 2;
+      return t.nb[0] == 2 && t.nb[1] % 2 == 0;
+    default:
+      return false;
+  }
+}
+
+bool words(const TensorView& t) {
+  for (size_t nb : t.nb) {
+    if (nb % 4 != 0) return false;
+  }
+  return fits_u32(t.nelements());
+}
+
+bool match_rope_set_rows(const Op& op, const DeviceCaps& caps) {
+  uint32_t code;
+  const TensorView &slots = op.src[3], &v = op.src[4];
+  return match_rope(op, caps) && table_code(op.dst2, &code) && table_code(op.src[5], &code) &&
+         slots.dtype == DType::I32 && words(slots) && v.dtype == DType::F32 && words(v) &&
+         fits_u32(static_cast<int64_t>(rope_groups(op.p<RopeParams>(), op.src[0])) +
+                  op.src[0].ne[2]);
+}
+
+Status record_rope_set_rows(Recorder& r, const Op& op) {
+  const auto& rp = op.p<RopeParams>();
+  const TensorView &x = op.src[0], &ff = op.src[2], &kt = op.dst2, &vt = op.src[5];
+  RopeSetRowsShaderParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
+  FOLIO_ASSIGN_OR_RETURN(p.pos, r.desc(op.src[1]));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  FOLIO_ASSIGN_OR_RETURN(p.ff, r.desc(ff));  // empty: a default descriptor, never read
+  FOLIO_ASSIGN_OR_RETURN(p.slots, r.desc(op.src[3]));
+  FOLIO_ASSIGN_OR_RETURN(p.v, r.desc(op.src[4]));
+  FOLIO_ASSIGN_OR_RETURN(p.kt, r.desc(kt));
+  FOLIO_ASSIGN_OR_RETURN(p.vt, r.desc(vt));
+  FOLIO_RETURN_IF_ERROR(aligned4(p.slots, op));
+  FOLIO_RETURN_IF_ERROR(aligned4(p.v, op));
+  uint32_t kdt = 0, vdt = 0;
+  table_code(kt, &kdt);
+  table_code(vt, &vdt);
+  if (p.kt.off % (kdt == 0 ? 4 : 2) != 0 || p.vt.off % (vdt == 0 ? 4 : 2) != 0) {
+    return invalid_argument("{}: a table at a misaligned offset", op.describe());
+  }
+  p.hk0 = static_cast<uint32_t>(x.ne[1] - kt.ne[0] / x.ne[0]);
+  const uint64_t groups = rope_groups(rp, x);
+  p.rope_groups = static_cast<uint32_t>(groups);
+  fill_table(rp, p.t);
+  uint32_t gx, gy;
+  Recorder::split_groups(groups + static_cast<uint64_t>(x.ne[2]), gx, gy);
+  return r.dispatch("rope_set_rows", {mode_code(rp.mode), ff.empty() ? 0u : 1u, kdt, vdt}, &p,
+                    sizeof p, {x, op.src[1], ff, op.dst, op.src[3], op.src[4], kt, vt}, gx, gy);
 }
 
 }  // namespace
 
 void add_rope_kernels(std::vector<KernelDef>& out) {
   out.push_back({"rope", OpKind::kRope, match_rope, record_rope});
+  out.push_back({"rope_set_rows", OpKind::kRopeSetRows, match_rope_set_rows, record_rope_set_rows});
 }
 
 }  // namespace folio::vulkan

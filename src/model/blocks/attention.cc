@@ -15,8 +15,10 @@
 // Q/K/V joined at load (LayerWeights::qkv_joint): a one-token step computes
 // them in one product and takes q, k, v as views of it; q's heads are then
 // followed by k's in memory, so one rope serves both (bit for bit the two
-// ropes). Longer steps multiply by the parts (views of the joined rows), so
-// no column copies.
+// ropes). Where a backend fuses it (kRopeSetRows), that rope also writes
+// the rotated K and the V rows into the cache (one dispatch for rope and
+// both cache writes). Longer steps multiply by the parts (views of the
+// joined rows), so no column copies.
 #include <cmath>
 
 #include "model/blocks/blocks.h"
@@ -63,19 +65,43 @@ TensorView scale_by_temperature(ForwardContext& ctx, const ModelConfig& cfg, con
   return ctx.mul(q, temp, q);
 }
 
+namespace {
+
+// The cache slots layer il's K/V rows of this step go to.
+const TensorView& kv_slots(const cache::KvCache& cache, int il, const ForwardInputs& in) {
+  const int group = cache.kv_group(il);
+  return group == 0 ? in.slots : in.windowed[static_cast<size_t>(group) - 1].slots;
+}
+
+}  // namespace
+
 TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
-                          int il, const TensorView& x, const ForwardInputs& in,
-                          cache::KvCache& cache) {
-  if (cfg.mla.enabled()) return latent_attention(ctx, cfg, w, il, x, in, cache);
+                          int il, const TensorView& x_in, const ForwardInputs& in,
+                          cache::KvCache& cache, ResidualFusion* rf) {
+  if (cfg.mla.enabled()) {
+    // Latent attention has no fused form: normalise here, add outside.
+    const bool norm_here = rf != nullptr && !rf->norm.empty();
+    const TensorView xn = norm_here ? ctx.rms_norm(rf->x, rf->norm, rf->eps) : x_in;
+    return latent_attention(ctx, cfg, w, il, xn, in, cache);
+  }
   const LayerWeights& l = w.layers[static_cast<size_t>(il)];
-  const int64_t t = x.ne[1];
+  const bool fused_norm = rf != nullptr && !rf->norm.empty();
+  const int64_t t = fused_norm ? rf->x.ne[1] : x_in.ne[1];
+  // The input: given, or normalised here unless the joined product does it.
+  const bool norm_in_product = fused_norm && !l.qkv_joint.empty() && t == 1;
+  const TensorView x = fused_norm && !norm_in_product ? ctx.rms_norm(rf->x, rf->norm, rf->eps)
+                       : fused_norm                   ? rf->x
+                                                      : x_in;
   const int64_t hq = cfg.n_head_of(il), hkv = cfg.n_head_kv_of(il);
   const int64_t dk = cfg.head_dim_k_of(il), dv = cfg.head_dim_v_of(il);
 
   TensorView q, k, v;
   bool qk_adjacent = false;  // k's data follows q's: one rope serves both
+  bool kv_written = false;   // the rope wrote K and V to the cache (kRopeSetRows)
   if (!l.qkv_joint.empty() && t == 1) {  // weights joined at load: one product, parts as views
-    const TensorView qkv = ctx.mul_mat(l.qkv_joint, x);
+    const TensorView qkv = norm_in_product
+                               ? ctx.rms_norm_mul_mat(l.qkv_joint, x, rf->norm, rf->eps)
+                               : ctx.mul_mat(l.qkv_joint, x);
     q = leading_part(qkv, 0, hq * dk);
     k = leading_part(qkv, hq * dk, hkv * dk);
     v = leading_part(qkv, (hq + hkv) * dk, hkv * dv);
@@ -110,9 +136,16 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
                                     ? w.rope_long
                                     : w.rope_short;
     if (qk_adjacent && q.data != nullptr) {  // q's heads then k's: [Dk, Hq + Hkv, 1]
-      const TensorView qk =
-          ctx.rope(reshape(leading_part(q, 0, (hq + hkv) * dk), {dk, hq + hkv, t, 1}), in.pos, rp,
-                   factors);
+      const TensorView qk_in =
+          reshape(leading_part(q, 0, (hq + hkv) * dk), {dk, hq + hkv, t, 1});
+      // The K/V cache write in the same dispatch where a backend fuses it.
+      const TensorView k_table = cache.k_table(il);
+      TensorView qk = k_table.ne[0] == hkv * dk
+                          ? ctx.rope_set_rows(qk_in, in.pos, rp, factors, k_table,
+                                              kv_slots(cache, il, in), v, cache.v_table(il))
+                          : TensorView{};
+      kv_written = qk.nb[0] != 0;
+      if (!kv_written) qk = ctx.rope(qk_in, in.pos, rp, factors);
       q = reshape(leading_part(qk, 0, hq * dk), {dk, hq, t, 1});
       k = reshape(leading_part(qk, hq * dk, hkv * dk), {dk, hkv, t, 1});
     } else {
@@ -122,11 +155,23 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   }
   if (cfg.attn_temp_scale != 0.0f) q = scale_by_temperature(ctx, cfg, q, in);
 
-  const TensorView o =
-      attend_through_cache(ctx, cfg, il, q, k, v, in, cache, l.attn_sinks);  // [Dv, Hq, T]
-  TensorView out = ctx.mul_mat(l.wo, reshape(o, {dv * hq, t, 1, 1}));        // [E, T]
+  const TensorView o = kv_written ? attend_cached(ctx, cfg, il, il, q, in, cache, l.attn_sinks)
+                                  : attend_through_cache(ctx, cfg, il, q, k, v, in, cache,
+                                                         l.attn_sinks);  // [Dv, Hq, T]
+  const TensorView o2 = reshape(o, {dv * hq, t, 1, 1});
+  if (rf != nullptr && rf->add_out && l.bo.empty() && ctx.mul_mat_add(l.wo, o2, rf->x)) {
+    rf->added = true;  // x += wo o
+    return rf->x;
+  }
+  TensorView out = ctx.mul_mat(l.wo, o2);  // [E, T]
   if (!l.bo.empty()) ctx.add(out, l.bo, out);
   return out;
+}
+
+TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                          int il, const TensorView& x, const ForwardInputs& in,
+                          cache::KvCache& cache) {
+  return self_attention(ctx, cfg, w, il, x, in, cache, nullptr);
 }
 
 TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int il,
@@ -134,8 +179,7 @@ TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int
                                 const ForwardInputs& in, cache::KvCache& cache,
                                 const TensorView& sinks) {
   const int64_t t = k.ne[2];
-  const int group = cache.kv_group(il);
-  const TensorView& slots = group == 0 ? in.slots : in.windowed[group - 1].slots;
+  const TensorView& slots = kv_slots(cache, il, in);
   ctx.set_rows(cache.k_table(il), reshape(k, {k.ne[0] * k.ne[1], t, 1, 1}), slots);
   ctx.set_rows(cache.v_table(il), v, slots);
   return attend_cached(ctx, cfg, il, il, q, in, cache, sinks);

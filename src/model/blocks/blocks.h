@@ -12,6 +12,22 @@
 
 namespace folio::model {
 
+// A pre-norm block's two ends folded into its products (the pre-norm
+// decoder's one-token steps; the device fusions kRmsNormMulMat and
+// kMulMatAdd). With `norm` set, the block's input is rms_norm(x) * norm,
+// which its first product computes (ForwardContext::rms_norm_mul_mat; the
+// block normalises x first where it has no such product) and its `x`
+// argument is not read. With `add_out`, its last product adds the block's
+// output to x in place where a backend fuses that (`added` then set, and
+// the block returns x); else the output is returned as usual.
+struct ResidualFusion {
+  TensorView x;          // [E, T] the residual stream
+  TensorView norm;       // the block's input norm weight [E]; empty: the input is given
+  float eps = 0.0f;
+  bool add_out = false;
+  bool added = false;    // out
+};
+
 // attention.cc ---------------------------------------------------------------
 // Self-attention of layer `il` over the batch. x: normalised input [E, T].
 // q/k/v projections (separate or one fused attn_qkv, + biases), q/k RMS norms
@@ -19,11 +35,16 @@ namespace folio::model {
 // cache through the slot mapping (kSetRows), one flash-attention op over the
 // cache (causal unless cfg.causal_attn is false, sliding window on SWA
 // layers, the layer's attn_sinks when the model has them), output
-// projection (+ bias). Returns [E, T]. A model with latent attention
-// (cfg.mla) runs latent_attention instead.
+// projection (+ bias). Returns [E, T]. `rf`: see ResidualFusion (the
+// input norm fused into the joined Q/K/V product of a one-token step, the
+// residual add into the output projection when it has no bias). A model
+// with latent attention (cfg.mla) runs latent_attention instead, unfused.
 TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                           int il, const TensorView& x, const ForwardInputs& in,
-                          cache::KvCache& cache);
+                          cache::KvCache& cache, ResidualFusion* rf);
+TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                          int il, const TensorView& x, const ForwardInputs& in,
+                          cache::KvCache& cache);  // rf = nullptr
 
 // q [Dk, Hq, T] times the per-token temperature [1, 1, T] of mistral3 and
 // deepseek2 (ModelConfig::attn_temp_scale), in place. The factors come from
@@ -61,8 +82,12 @@ TensorView attend_cached(ForwardContext& ctx, const ModelConfig& cfg, int il, in
 // ffn.cc ---------------------------------------------------------------------
 // Dense gated FFN: down(act(gate(x)) * up(x)), act = cfg.ffn_glu; ungated
 // when cfg.ffn_relu_sqr: down(relu(up x + b)^2) + b. x [E, n] -> [E, n].
+// `rf`: see ResidualFusion (the input norm fused into the gate/up product,
+// the residual add into down; gated FFNs with gate and up in one matrix).
 TensorView dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
-                     const TensorView& x);
+                     const TensorView& x, ResidualFusion* rf);
+TensorView dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
+                     const TensorView& x);  // rf = nullptr
 // The FFN's activation of the up (and gate) projections, for dense, expert
 // and shared-expert FFNs alike: the GLU cfg.ffn_glu of gate and up, or
 // relu(up)^2 (cfg.ffn_relu_sqr, gate empty; computed in up's place).

@@ -32,15 +32,25 @@ FOLIO_VK_CONST kMatGluOff = 0u;
 FOLIO_VK_CONST kMatGluGateFirst = 1u;
 FOLIO_VK_CONST kMatGluUpFirst = 2u;
 
+// mul_mat_vec.comp's prologue NORM (kRmsNormMulMat): x normalised by
+// rms_norm with norm.comp's workgroup (spec constant NORM_B, a power of two
+// up to this), emulated by the 128 lanes so the sums are norm.comp's.
+FOLIO_VK_CONST kMatNormMaxWorkgroup = 256u;
+
 // Binding 0 of mul_mat_vec and mul_mat: w [K, N, B2w, B3w] (mul_mat_id:
 // [K, N, E]); x F32 [K, M, B2, B3] (mul_mat_id: [K, X1, T]); d F32
 // [N, M, B2, B3] (mul_mat_id: [N, n_used, T]); ids I32 [n_used, T]
-// (mul_mat_id only; mul_mat binds x there and never reads it).
+// (mul_mat_id only; mul_mat binds x there and never reads it); mul_mat_vec
+// only: nw F32 [K] the norm weight of NORM, r F32 [N, M] the residual that
+// ADD adds to the products (kMulMatAdd; it may be d), eps NORM's epsilon.
 #define FOLIO_VK_MAT_PARAMS \
   FOLIO_VK_TENSOR w;        \
   FOLIO_VK_TENSOR x;        \
   FOLIO_VK_TENSOR d;        \
-  FOLIO_VK_TENSOR ids;
+  FOLIO_VK_TENSOR ids;      \
+  FOLIO_VK_TENSOR nw;       \
+  FOLIO_VK_TENSOR r;        \
+  float eps;
 
 #ifdef __cplusplus
 }  // namespace folio::vulkan

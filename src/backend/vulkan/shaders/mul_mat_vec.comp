@@ -28,6 +28,16 @@
 // above; the up totals pass through shared memory and the gate lanes write
 // act_silu(gate) * up, the expression glu.comp evaluates: bit for bit
 // mul_mat followed by glu.
+//
+// kRmsNormMulMat (NORM = 1, ID = 0, one batch; with GLU or not): x is the
+// un-normalised input; the workgroup first finds each column's 1 / rms as
+// norm.comp does with NORM_B invocations (lane l stands for invocations l,
+// l + 128, their partial sums of squares in the same order, then the same
+// shared-memory tree), and every x element the sums read is
+// (x * inv) * nw[k], row_norm.glsl's expression: bit for bit rms_norm
+// followed by the product. kMulMatAdd (ADD = 1, ID = 0, no GLU): each
+// output is its total plus r's element, add.comp's one addition; r may be
+// d (each element read and written by its own lane).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -41,6 +51,9 @@ layout(constant_id = 3) const uint ID = 0;     // 1: mul_mat_id
 layout(constant_id = 4) const uint X16 = 0;    // 1: x rows 16-byte aligned (vec4 reads)
 layout(constant_id = 5) const uint W16 = 0;    // 1: F32 / F16 / BF16 weight rows 16-byte aligned
 layout(constant_id = 6) const uint GLU = kMatGluOff;  // kMulMatGlu: kMatGluGateFirst / UpFirst
+layout(constant_id = 7) const uint NORM = 0;    // 1: x normalised first (kRmsNormMulMat)
+layout(constant_id = 8) const uint NORM_B = 32; // norm.comp's workgroup for rows of K
+layout(constant_id = 9) const uint ADD = 0;     // 1: + r (kMulMatAdd)
 
 const uint WG = kMatVecWorkgroup;
 const uint MAX_COLS = kMatVecMaxCols;
@@ -50,6 +63,8 @@ layout(std430, binding = 2) readonly buffer W { uint wq[]; };
 layout(std430, binding = 3) readonly buffer X { float x_f[]; };
 layout(std430, binding = 4) writeonly buffer D { float d_f[]; };
 layout(std430, binding = 5) readonly buffer Ids { int ids_i[]; };
+layout(std430, binding = 6) readonly buffer NormW { float nw_f[]; };
+layout(std430, binding = 7) readonly buffer R { float r_f[]; };
 // The weights and x again, 16 bytes at a time (same buffers).
 layout(std430, binding = 2) readonly buffer W4 { uvec4 wq4[]; };
 layout(std430, binding = 3) readonly buffer X4 { vec4 x_v[]; };
@@ -57,12 +72,17 @@ layout(std430, binding = 3) readonly buffer X4 { vec4 x_v[]; };
 #include "dequant.glsl"
 #include "mul_mat_sum.glsl"
 #include "activation.glsl"
+#include "row_norm.glsl"
 
 const uint PIECES = SUM_CHUNK / 8u;  // 8-element pieces per chunk
 const uint ILP = 4u;                 // pieces loaded ahead of their arithmetic
 
 shared float red[MAX_COLS * WG];  // red[m * WG + tid]: a lane's chunk partial of column m
 shared float up_tot[(WG / 2u) * MAX_COLS];  // GLU: up_tot[s * MAX_COLS + m], output row slot s
+shared float norm_tree[kMatNormMaxWorkgroup];  // NORM: norm.comp's workgroup_sum tree
+
+float inv_rms[MAX_COLS];  // NORM: 1 / rms of each column of x
+uint nw_word;             // NORM: word index of the norm weight's element 0
 
 // Piece q (elements 8q .. 8q+7, all below K) of the weight row at byte rb:
 // the values dequant8() gives, read 16 bytes at a time where W16 allows.
@@ -86,7 +106,7 @@ void weights8(uint rb, uint q, out vec4 lo, out vec4 hi) {
 
 // Elements xo .. xo+7 of x (xo a word index, a multiple of 8 past a row
 // start).
-void x8(uint xo, out vec4 lo, out vec4 hi) {
+void x8_raw(uint xo, out vec4 lo, out vec4 hi) {
   if (X16 != 0u) {
     lo = x_v[xo >> 2u];
     hi = x_v[(xo >> 2u) + 1u];
@@ -96,12 +116,48 @@ void x8(uint xo, out vec4 lo, out vec4 hi) {
   }
 }
 
+// Element k of column m as the product reads it: normalised under NORM.
+float x_at(uint xo, uint m, uint k) {
+  const float v = x_f[xo + k];
+  return NORM != 0u ? scale_elem_w(v, inv_rms[m], nw_f[nw_word + k]) : v;
+}
+
+// Elements k0 .. k0+7 of column m (row at word xo), as x_at gives them.
+void x8(uint xo, uint m, uint k0, out vec4 lo, out vec4 hi) {
+  x8_raw(xo + k0, lo, hi);
+  if (NORM != 0u) {
+    const uint wo = nw_word + k0;
+    for (uint j = 0u; j < 4u; ++j) {
+      lo[j] = scale_elem_w(lo[j], inv_rms[m], nw_f[wo + j]);
+      hi[j] = scale_elem_w(hi[j], inv_rms[m], nw_f[wo + 4u + j]);
+    }
+  }
+}
+
+// NORM: 1 / rms of column m (x row at word xo, K elements) into inv_rms[m],
+// summed as norm.comp sums it with NORM_B invocations. Every lane calls it.
+void column_norm(uint m, uint xo, uint K) {
+  const uint tid = gl_LocalInvocationID.x;
+  for (uint v = tid; v < NORM_B; v += WG) {
+    float ss = 0.0;
+    for (uint i = v; i < K; i += NORM_B) ss = add_square(ss, x_f[xo + i]);
+    norm_tree[v] = ss;
+  }
+  barrier();
+  for (uint s = NORM_B / 2u; s > 0u; s >>= 1u) {
+    for (uint v = tid; v < s; v += WG) norm_tree[v] += norm_tree[v + s];
+    barrier();
+  }
+  inv_rms[m] = rms_inv(norm_tree[0], K, p.eps);
+  barrier();  // the tree is reused for the next column
+}
+
 // Adds the whole piece (a, b) at element k0 times each column to s (the
 // chunk partials), in ascending k.
 #define ACCUMULATE_PIECE(a, b, k0)        \
   for (uint m = 0u; m < NCOLS; ++m) {     \
     vec4 xa, xb;                          \
-    x8(xcol[m] + (k0), xa, xb);           \
+    x8(xcol[m], m, (k0), xa, xb);         \
     s[m] = s[m] + (a).x * xa.x;           \
     s[m] = s[m] + (a).y * xa.y;           \
     s[m] = s[m] + (a).z * xa.z;           \
@@ -155,6 +211,11 @@ void main() {
     dcol[0] = (p.d.off + u * p.d.nb1 + t * p.d.nb2) >> 2u;
   }
 
+  if (NORM != 0u) {
+    nw_word = p.nw.off >> 2u;
+    for (uint m = 0u; m < NCOLS; ++m) column_norm(m, xcol[m], K);
+  }
+
   const bool live = valid && n < N;
   const uint rb = wbase + wrow * p.w.nb1;
   const uint n_pieces = (K + 7u) / 8u;
@@ -192,7 +253,7 @@ void main() {
         const float wv[8] = float[8](a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
         const uint k0 = 8u * q;
         for (uint m = 0u; m < NCOLS; ++m) {
-          for (uint i = 0u; k0 + i < K; ++i) s[m] = s[m] + wv[i] * x_f[xcol[m] + k0 + i];
+          for (uint i = 0u; k0 + i < K; ++i) s[m] = s[m] + wv[i] * x_at(xcol[m], m, k0 + i);
         }
       }
     }
@@ -226,7 +287,14 @@ void main() {
   if (n < N) {
     for (uint i = 0u; i < MAX_COLS; ++i) {
       const uint m = lane + TPR * i;
-      if (m < NCOLS) d_f[dcol[m] + n] = tot[i];
+      if (m < NCOLS) {
+        if (ADD != 0u) {
+          precise float y = tot[i] + r_f[((p.r.off + m * p.r.nb1) >> 2u) + n];
+          d_f[dcol[m] + n] = y;
+        } else {
+          d_f[dcol[m] + n] = tot[i];
+        }
+      }
     }
   }
 }

@@ -8,7 +8,7 @@
 // (computed in double; mix_i is the YaRN ramp times ext_factor), so
 // theta = pos * coef[i] / freq_factor[i]; cos and sin are scaled by mscale.
 // theta is reduced to [-pi, pi] before cos / sin (GPU sin / cos are only
-// accurate there). Spec 0: mode (0 normal, 1 neox, 2 mrope, 3 imrope);
+// accurate there); rope_math.glsl holds the arithmetic. Spec 0: mode (0 normal, 1 neox, 2 mrope, 3 imrope);
 // spec 1: freq factors present.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -36,30 +36,7 @@ layout(std430, binding = 3) readonly buffer P { int pos_i[]; };
 layout(std430, binding = 4) readonly buffer F { float ff_f[]; };
 layout(std430, binding = 5) writeonly buffer D { float d_f[]; };
 
-// Which of the 4 position sections drives pair i (ref rope.cc section_of).
-uint section_of(uint i) {
-  const uint sector = i % (p.sec0 + p.sec1 + p.sec2 + p.sec3);
-  if (MODE == 3u) {
-    if (sector % 3u == 0u && sector < 3u * p.sec0) return 0u;
-    if (sector % 3u == 1u && sector < 3u * p.sec1) return 1u;
-    if (sector % 3u == 2u && sector < 3u * p.sec2) return 2u;
-    return 3u;
-  }
-  if (sector < p.sec0) return 0u;
-  if (sector < p.sec0 + p.sec1) return 1u;
-  if (sector < p.sec0 + p.sec1 + p.sec2) return 2u;
-  return 3u;
-}
-
-// theta - k * 2pi for the nearest integer k (Cody-Waite: 2pi in three parts,
-// the first with 8 significant bits so k * part is exact for |k| < 2^16).
-float reduce_angle(float theta) {
-  const float k = round(theta * 0.15915494309189535);
-  precise float r = theta - k * 6.28125;
-  r = r - k * 1.9353071693331003e-3;
-  r = r - k * 1.0253131677018246e-11;
-  return r;
-}
+#include "rope_math.glsl"
 
 void main() {
   const uint half_dims = p.n_dims / 2u;
@@ -78,18 +55,12 @@ void main() {
     return;
   }
   const uint i = k;
-  const uint sec = MODE >= 2u ? section_of(i) : 0u;
-  const int ps = pos_i[flat_elem_off(p.pos, sec * n_tok + r.y) >> 2];
-  float theta = float(ps) * p.coef[i];
-  if (HAS_FF) theta /= ff_f[flat_elem_off(p.ff, i) >> 2];
-  const float a = reduce_angle(theta);
-  const float c = cos(a) * p.mscale;
-  const float s = sin(a) * p.mscale;
-
   const uint ia = MODE == 0u ? 2u * i : i;
   const uint ib = MODE == 0u ? 2u * i + 1u : i + half_dims;
   const float x0 = x_f[(xo + ia * p.x.nb0) >> 2];
   const float x1 = x_f[(xo + ib * p.x.nb0) >> 2];
-  d_f[(dof + ia * p.d.nb0) >> 2] = x0 * c - x1 * s;
-  d_f[(dof + ib * p.d.nb0) >> 2] = x0 * s + x1 * c;
+  float d0, d1;
+  rope_pair(i, r.y, n_tok, x0, x1, d0, d1);
+  d_f[(dof + ia * p.d.nb0) >> 2] = d0;
+  d_f[(dof + ib * p.d.nb0) >> 2] = d1;
 }

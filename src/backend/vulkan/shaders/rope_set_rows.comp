@@ -1,0 +1,170 @@
+// kRopeSetRows: rope.comp's rotation of x into d, with the K and V cache
+// writes of the same step, in one dispatch.
+//
+// Workgroups [0, G): rope.comp's work items (one per rotary pair or
+// pass-through dim of each (head, token) row, 256 per workgroup, the
+// arithmetic of rope_math.glsl); an item of a K head (the last HK heads of
+// a token, from hk0 on) writes the values it writes to d to the K table
+// too. Workgroups [G, G + T): v's row t to the V table, one invocation per
+// element (F32) or 32-bit word (two-byte elements), as set_rows.comp.
+// Tables F32, F16 or BF16 (spec KDT, VDT: 0, 1, 2; the host runs rope and
+// set_rows for Q8_0 tables); conversions by half_convert.glsl, so the bytes
+// are set_rows.comp's. A two-byte element whose word another item also
+// writes is merged in with atomics (each item touches only its half).
+//
+// set_rows' rules: a slot outside the table is reported (ERR_ID_RANGE) and
+// its row not written; with duplicate slots the last token wins (a token
+// writes nothing when a later token names its slot).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "flat_index.glsl"
+#include "half_convert.glsl"
+
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint MODE = 0;
+layout(constant_id = 1) const bool HAS_FF = false;
+layout(constant_id = 2) const uint KDT = 0u;  // K table: 0 f32, 1 f16, 2 bf16
+layout(constant_id = 3) const uint VDT = 0u;  // V table
+
+const uint MAX_PAIRS = 256u;  // kRopeMaxPairs in ops_rope.cc
+
+layout(std430, binding = 0) readonly buffer Params {
+  Tensor x;      // F32 [head_dim, n_head, n_tok], contiguous
+  Tensor pos;    // I32 [n_tok] or [4 * n_tok] (multi-section)
+  Tensor ff;     // HAS_FF: F32 [n_dims / 2]
+  Tensor d;      // like x
+  Tensor slots;  // I32 [n_tok]
+  Tensor v;      // F32 [v_cols, n_tok]
+  Tensor kt;     // K table [head_dim * HK, n_slots]
+  Tensor vt;     // V table [v_cols, n_slots]
+  uint hk0;          // first K head: n_head - HK
+  uint rope_groups;  // G
+  uint n_dims;
+  uint sec0, sec1, sec2, sec3;  // multi-section modes: pairs per section
+  float mscale;
+  float coef[MAX_PAIRS];
+} p;
+layout(std430, binding = 2) readonly buffer X { float x_f[]; };
+layout(std430, binding = 3) readonly buffer P { int pos_i[]; };
+layout(std430, binding = 4) readonly buffer F { float ff_f[]; };
+layout(std430, binding = 5) writeonly buffer D { float d_f[]; };
+layout(std430, binding = 6) readonly buffer S { int slots_i[]; };
+layout(std430, binding = 7) readonly buffer Vr { uint v_u[]; };
+layout(std430, binding = 8) buffer KT { uint kt_u[]; };
+layout(std430, binding = 9) buffer VT { uint vt_u[]; };
+
+#include "rope_math.glsl"
+
+int slot_at(uint t) { return slots_i[flat_elem_off(p.slots, t) >> 2]; }
+
+// The table row token t writes: -1 when its slot is outside the table
+// (reported) or a later token names the same slot.
+int write_slot(uint t, uint n_tok, uint n_slots) {
+  const int s = slot_at(t);
+  if (s < 0 || uint(s) >= n_slots) {
+    report_error(ERR_ID_RANGE, uint(s));
+    return -1;
+  }
+  for (uint j = t + 1u; j < n_tok; ++j) {
+    if (slot_at(j) == s) return -1;
+  }
+  return s;
+}
+
+uint half_bits(uint dt, uint x) { return dt == 1u ? f32_to_f16(x) : f32_to_bf16(x); }
+
+// Element at byte b of the K table := v.
+void put_k(uint b, float v) {
+  const uint x = floatBitsToUint(v);
+  const uint w = b >> 2;
+  if (KDT == 0u) {
+    kt_u[w] = x;
+  } else if ((b & 2u) == 0u) {
+    atomicAnd(kt_u[w], 0xffff0000u);
+    atomicOr(kt_u[w], half_bits(KDT, x));
+  } else {
+    atomicAnd(kt_u[w], 0x0000ffffu);
+    atomicOr(kt_u[w], half_bits(KDT, x) << 16);
+  }
+}
+
+// v's row t into the V table (set_rows.comp's loops for F32 and two-byte
+// elements).
+void v_row(uint t, uint n_tok) {
+  if (t >= n_tok) return;
+  const int slot = write_slot(t, n_tok, p.vt.ne1);
+  if (slot < 0) return;
+  const uint tid = gl_LocalInvocationID.x;
+  const uint src = flat_row_off(p.v, t);
+  const uint src_nb0 = p.v.nb0;
+  const uint dst = p.vt.off + uint(slot) * p.vt.nb1;
+  const uint n_cols = p.v.ne0;
+  if (VDT == 0u) {
+    const uint dst_nb0 = p.vt.nb0;
+    for (uint c = tid; c < n_cols; c += 256u) {
+      vt_u[(dst + c * dst_nb0) >> 2] = v_u[(src + c * src_nb0) >> 2];
+    }
+    return;
+  }
+  // Word w holds the elements hi - 1 and hi, hi = (4w - dst) / 2 + 1 (hi =
+  // 0 and no low element when the row starts in the word's upper half).
+  const uint w0 = dst >> 2;
+  const uint w_end = (dst + 2u * n_cols + 3u) >> 2;
+  for (uint w = w0 + tid; w < w_end; w += 256u) {
+    const bool has_lo = 4u * w >= dst;
+    const uint hi = has_lo ? (4u * w - dst) / 2u + 1u : 0u;
+    const bool has_hi = hi < n_cols;
+    const uint v_lo = has_lo ? half_bits(VDT, v_u[(src + (hi - 1u) * src_nb0) >> 2]) : 0u;
+    const uint v_hi = has_hi ? half_bits(VDT, v_u[(src + hi * src_nb0) >> 2]) : 0u;
+    if (has_lo && has_hi) {
+      vt_u[w] = v_lo | (v_hi << 16);
+    } else if (has_lo) {
+      atomicAnd(vt_u[w], 0xffff0000u);
+      atomicOr(vt_u[w], v_lo);
+    } else {
+      atomicAnd(vt_u[w], 0x0000ffffu);
+      atomicOr(vt_u[w], v_hi << 16);
+    }
+  }
+}
+
+void main() {
+  const uint g = group_index();
+  const uint n_tok = p.x.ne2;
+  if (g >= p.rope_groups) {
+    v_row(g - p.rope_groups, n_tok);
+    return;
+  }
+  const uint half_dims = p.n_dims / 2u;
+  const uint per_row = half_dims + (p.x.ne0 - p.n_dims);
+  const uint w = g * 256u + gl_LocalInvocationID.x;
+  if (w >= per_row * p.x.ne1 * n_tok) return;
+  const uint k = w % per_row;
+  const uint h = (w / per_row) % p.x.ne1, tok = (w / per_row) / p.x.ne1;
+  const uint xo = row_off(p.x, h, tok, 0u);
+  const uint dof = row_off(p.d, h, tok, 0u);
+
+  const bool pair = k < half_dims;
+  uint ia, ib = 0u;
+  float d0, d1 = 0.0;
+  if (pair) {
+    ia = MODE == 0u ? 2u * k : k;
+    ib = MODE == 0u ? 2u * k + 1u : k + half_dims;
+    const float x0 = x_f[(xo + ia * p.x.nb0) >> 2];
+    const float x1 = x_f[(xo + ib * p.x.nb0) >> 2];
+    rope_pair(k, tok, n_tok, x0, x1, d0, d1);
+    d_f[(dof + ia * p.d.nb0) >> 2] = d0;
+    d_f[(dof + ib * p.d.nb0) >> 2] = d1;
+  } else {  // pass-through dim
+    ia = p.n_dims + (k - half_dims);
+    d0 = x_f[(xo + ia * p.x.nb0) >> 2];
+    d_f[(dof + ia * p.d.nb0) >> 2] = d0;
+  }
+  if (h < p.hk0) return;  // a Q head
+  const int slot = write_slot(tok, n_tok, p.kt.ne1);
+  if (slot < 0) return;
+  const uint base = p.kt.off + uint(slot) * p.kt.nb1 + (h - p.hk0) * p.x.ne0 * p.kt.nb0;
+  put_k(base + ia * p.kt.nb0, d0);
+  if (pair) put_k(base + ib * p.kt.nb0, d1);
+}
