@@ -8,9 +8,10 @@
 // package for MXFP4 and with ggml for NVFP4: tests/quant/vectors) into an
 // in-memory GGUF, and also writes those quantized values back as F32 (the
 // "dequantized copy"). Then:
-//   - placement: the FP4 matrices have no packed layout, so even with the
-//     packed buffer types first in the list they stay in the plain CPU
-//     buffer, mapped, with their GGUF dtype;
+//   - placement: with the packed buffer types first in the list, MXFP4
+//     matrices go to a packed buffer (MXFP4_X16, quant/repack.h) and NVFP4
+//     ones, which have no packed layout, stay in the plain CPU buffer,
+//     mapped (the placement names the GGUF dtype, the weight its layout);
 //   - on the reference kernels the FP4 model's logits are bit-identical to
 //     the dequantized copy's (the reference mul_mat dequantizes a row and
 //     sums in double either way);
@@ -27,6 +28,7 @@
 #include "backend/cpu/cpu_buffer_types.h"
 #include "gguf/gguf_writer.h"
 #include "quant/quant.h"
+#include "quant/repack.h"
 #include "test_util.h"
 
 namespace folio::model::testing {
@@ -119,7 +121,7 @@ float max_abs(const std::vector<std::vector<float>>& a) {
 
 class Fp4Model : public ::testing::TestWithParam<Param> {};
 
-TEST_P(Fp4Model, LoadsWithFfnWeightsPlain) {
+TEST_P(Fp4Model, LoadsWithFfnWeightsPackedWhereALayoutExists) {
   const Param& p = GetParam();
   if (!file_exists(p.path)) FAIL() << "model missing: " << p.path;
   LoadOptions lo;
@@ -130,14 +132,19 @@ TEST_P(Fp4Model, LoadsWithFfnWeightsPlain) {
   for (const TensorPlacement& t : m->placements()) {
     if (t.dtype != p.type) continue;
     ++fp4;
-    EXPECT_EQ(t.type->name(), "CPU") << t.name;
-    EXPECT_TRUE(t.mapped) << t.name;
+    if (quant::packed_type_for(p.type).has_value()) {
+      EXPECT_NE(t.type->name(), "CPU") << t.name;  // CPU_REPACK, or AMX where the CPU has it
+      EXPECT_FALSE(t.mapped) << t.name;
+    } else {
+      EXPECT_EQ(t.type->name(), "CPU") << t.name;
+      EXPECT_TRUE(t.mapped) << t.name;
+    }
   }
   EXPECT_GE(fp4, 3 * static_cast<int>(m->config().n_layer))
       << "FFN matrices in " << dtype_name(p.type);
   for (const LayerWeights& l : m->weights().layers) {
     const DType down = l.ffn_down.data != nullptr ? l.ffn_down.dtype : l.ffn_down_exps.dtype;
-    EXPECT_EQ(down, p.type);
+    EXPECT_EQ(down, quant::packed_type_for(p.type).value_or(p.type));
   }
 }
 
