@@ -65,6 +65,10 @@ template <DType P>
 constexpr const int8_t* kLevels = P == DType::IQ4_NL_X16  ? quant::kIQ4NLValues
                                   : P == DType::MXFP4_X16 ? quant::kFP4Values
                                                           : nullptr;
+// Whether kLevels<P> is a table. Tested instead of kLevels<P> != nullptr,
+// which GCC does not take as a constant expression under UBSan.
+template <DType P>
+constexpr bool kHasLevels = P == DType::IQ4_NL_X16 || P == DType::MXFP4_X16;
 
 // Tile-ready signed values (code - offset, 8 x 64 bytes per block) of a panel.
 template <DType P>
@@ -89,7 +93,7 @@ FOLIO_TARGET_AMX void unpack_panel(const uint8_t* panel, int64_t nb, uint8_t* ds
       const __m512i v = _mm512_loadu_si512(blk + 64 * r);
       __m512i lo = _mm512_and_si512(v, m4);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-      if constexpr (kLevels<P> != nullptr) {  // the signed levels (offset 0)
+      if constexpr (kHasLevels<P>) {  // the signed levels (offset 0)
         const __m512i table =
             _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels<P>)));
         lo = _mm512_shuffle_epi8(table, lo);

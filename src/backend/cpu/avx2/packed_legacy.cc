@@ -74,6 +74,10 @@ template <DType P>
 constexpr const int8_t* kLevels = P == DType::IQ4_NL_X16  ? quant::kIQ4NLValues
                                   : P == DType::MXFP4_X16 ? quant::kFP4Values
                                                           : nullptr;
+// Whether kLevels<P> is a table. Tested instead of kLevels<P> != nullptr,
+// which GCC does not take as a constant expression under UBSan.
+template <DType P>
+constexpr bool kHasLevels = P == DType::IQ4_NL_X16 || P == DType::MXFP4_X16;
 
 // The 8 VNNI rows of half h of panel block `blk`: unsigned codes, or for
 // Q8_0, IQ4_NL and MXFP4 under Maddubs the signed quants.
@@ -96,7 +100,7 @@ FOLIO_INLINE_AVX2 void unpack_half(const uint8_t* blk, int h, __m256i (&w)[8]) {
       w[r] = _mm256_and_si256(v, m4);
       w[r + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
     }
-    if constexpr (kLevels<P> != nullptr) {
+    if constexpr (kHasLevels<P>) {
       __m256i table = _mm256_broadcastsi128_si256(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels<P>)));
       if constexpr (D::kVnni)
