@@ -9,13 +9,14 @@ namespace folio::chat {
 
 namespace {
 
-constexpr std::array<std::pair<ReasoningSyntax, const char*>, 6> kChatFormatReasoningNames = {{
+constexpr std::array<std::pair<ReasoningSyntax, const char*>, 7> kChatFormatReasoningNames = {{
     {ReasoningSyntax::kNone, "none"},
     {ReasoningSyntax::kThink, "think"},
     {ReasoningSyntax::kSeed, "seed"},
     {ReasoningSyntax::kMistral, "mistral"},
     {ReasoningSyntax::kCommand, "command"},
     {ReasoningSyntax::kHarmony, "harmony"},
+    {ReasoningSyntax::kGemma4, "gemma4"},
 }};
 
 constexpr std::array<ToolCallFormat, 18> kChatFormatToolFormats = {
@@ -49,6 +50,8 @@ std::string_view reasoning_open_tag(ReasoningSyntax s) {
       return "[THINK]";
     case ReasoningSyntax::kCommand:
       return "<|START_THINKING|>";
+    case ReasoningSyntax::kGemma4:
+      return "<|channel>thought";
     case ReasoningSyntax::kNone:
     case ReasoningSyntax::kHarmony:
       break;
@@ -66,6 +69,8 @@ std::string_view reasoning_close_tag(ReasoningSyntax s) {
       return "[/THINK]";
     case ReasoningSyntax::kCommand:
       return "<|END_THINKING|>";
+    case ReasoningSyntax::kGemma4:
+      return "<channel|>";
     case ReasoningSyntax::kNone:
     case ReasoningSyntax::kHarmony:
       break;
@@ -95,6 +100,8 @@ ChatFormat detect_chat_format(std::string_view src) {
   f.tool_calls = detect_tool_call_format(src);
   if (chat_format_contains(src, "<|channel|>") && chat_format_contains(src, "<|message|>")) {
     f.reasoning = ReasoningSyntax::kHarmony;
+  } else if (chat_format_contains(src, "<|channel>thought")) {
+    f.reasoning = ReasoningSyntax::kGemma4;
   } else if (chat_format_contains(src, "<seed:think>")) {
     f.reasoning = ReasoningSyntax::kSeed;
   } else if (chat_format_contains(src, "[THINK]")) {

@@ -12,6 +12,9 @@
 //     command   <|START_THINKING|> ... <|END_THINKING|> (Command R7B / A)
 //     harmony   gpt-oss's channels: <|channel|>analysis<|message|>...<|end|>
 //               is reasoning, <|channel|>final<|message|>... is content
+//     gemma4    <|channel>thought ... <channel|> (Gemma 4), at the start of
+//               the reply or between its parts (interleaved thinking); a
+//               stray <channel|> is dropped
 //   reasoning_field  the assistant-message field the template reads earlier
 //               reasoning from ("reasoning_content", "thinking" for gpt-oss,
 //               "reasoning"); a request's reasoning_content is copied there.
@@ -32,7 +35,7 @@
 
 namespace folio::chat {
 
-enum class ReasoningSyntax { kNone, kThink, kSeed, kMistral, kCommand, kHarmony };
+enum class ReasoningSyntax { kNone, kThink, kSeed, kMistral, kCommand, kHarmony, kGemma4 };
 
 struct ChatFormat {
   ToolCallFormat tool_calls = ToolCallFormat::kNone;

@@ -108,6 +108,9 @@ void ChatParser::put_reasoning(std::string_view text, bool last, ChatDelta* out)
     text.remove_prefix(chat_parser_first_non_space(text));
     if (text.empty()) return;
     reasoning_started_ = true;
+    // A later reasoning block (Gemma 4) is set apart from the one before.
+    if (reasoning_gap_) out->reasoning += "\n\n";
+    reasoning_gap_ = false;
   }
   if (last) {
     while (!text.empty() && chat_parser_space(text.back())) text.remove_suffix(1);
@@ -164,6 +167,30 @@ void ChatParser::feed_tags(ChatDelta* out) {
           buf_.erase(0, chat_parser_first_non_space(b));
           if (buf_.empty()) return;
           content_trim_ = false;
+        }
+        if (syntax_ == ReasoningSyntax::kGemma4) {
+          // Gemma 4 may think again between the parts of its reply, and may
+          // end a part with a lone close marker (dropped).
+          const std::string_view c = buf_;
+          const size_t at_open = c.find(open);
+          const size_t at = std::min(at_open, c.find(close));
+          if (at == std::string_view::npos) {
+            const size_t keep =
+                std::max(chat_parser_partial_suffix(c, open), chat_parser_partial_suffix(c, close));
+            put_content(c.substr(0, c.size() - keep), out);
+            buf_.erase(0, c.size() - keep);
+            return;
+          }
+          put_content(c.substr(0, at), out);
+          if (at == at_open) {
+            buf_.erase(0, at + open.size());
+            state_ = State::kReasoning;
+            reasoning_gap_ = reasoning_started_;
+            reasoning_started_ = false;
+          } else {
+            buf_.erase(0, at + close.size());
+          }
+          continue;
         }
         put_content(buf_, out);
         buf_.clear();

@@ -8,7 +8,10 @@
 //            what lies before the close tag is reasoning, trimmed of
 //            surrounding whitespace; the content after it loses its leading
 //            whitespace. An open tag anywhere but at the start is content.
-//            A reply that ends inside the block is all reasoning.
+//            A reply that ends inside the block is all reasoning. Gemma 4
+//            (gemma4) may open further blocks later in the reply: each is
+//            reasoning too (set apart by a blank line), and a close marker
+//            outside a block is dropped.
 //   harmony  messages `<|channel|>C [to=R] [<|constrain|>json]<|message|>
 //            BODY` ended by <|end|>, <|call|>, <|return|> or the next
 //            <|start|>: channel analysis -> reasoning; a recipient
@@ -82,6 +85,7 @@ class ChatParser {
   State state_ = State::kContent;
   std::string buf_;                // held-back text
   bool reasoning_started_ = false; // tags: leading whitespace of the reasoning skipped
+  bool reasoning_gap_ = false;     // tags: a later block's text follows earlier reasoning
   bool content_trim_ = false;      // tags: content after the close tag loses leading whitespace
   std::string channel_;            // harmony: the current message's channel
   std::string recipient_;          // harmony: its recipient ("" when none)

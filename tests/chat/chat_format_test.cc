@@ -55,6 +55,8 @@ TEST(ChatFormat, DetectedFromTheCorpusTemplates) {
       {"meetkai-functionary-medium-v3.1", "functionary"},
       {"meetkai-functionary-medium-v3.2", "functionary_v3_2"},
       {"microsoft-Phi-3.5-mini-instruct", "generic"},
+      {"google-gemma-4-31B-it", "gemma4+gemma4"},
+      {"google-gemma-4-31B-it-interleaved", "gemma4+gemma4"},
   };
   for (const auto& [name, format] : want) {
     EXPECT_EQ(format_of(name).name(), format) << name;
@@ -62,6 +64,7 @@ TEST(ChatFormat, DetectedFromTheCorpusTemplates) {
   EXPECT_EQ(format_of("openai-gpt-oss-120b").reasoning_field, "thinking");
   EXPECT_EQ(format_of("upstage-Solar-Open-100B").reasoning_field, "reasoning");
   EXPECT_EQ(format_of("Qwen-Qwen3-0.6B").reasoning_field, "reasoning_content");
+  EXPECT_EQ(format_of("google-gemma-4-31B-it").reasoning_field, "reasoning_content");
 }
 
 TEST(ChatFormat, NamesRoundTripAndBadNamesAreRefused) {
@@ -69,7 +72,7 @@ TEST(ChatFormat, NamesRoundTripAndBadNamesAreRefused) {
                            "none+command", "none+harmony", "llama3", "generic", "generic+think",
                            "glm+think", "nemotron", "lfm2+think", "deepseek+think", "kimi",
                            "minimax+think", "command+command", "functionary", "functionary_v3_2",
-                           "granite+think"}) {
+                           "granite+think", "gemma4+gemma4"}) {
     Result<ChatFormat> f = parse_chat_format(name);
     ASSERT_TRUE(f.ok()) << name << ": " << f.status().to_string();
     EXPECT_EQ(f->name(), name);

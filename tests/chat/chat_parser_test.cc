@@ -126,6 +126,30 @@ TEST(ChatParser, OtherTagSyntaxes) {
   check("none+command", "<|START_THINKING|>plan<|END_THINKING|>answer", {"plan", "answer", {}});
 }
 
+TEST(ChatParser, Gemma4ThinkingChannel) {
+  // With thinking on the reply opens the thought channel itself; with it off
+  // the prompt closed an empty one, so the reply is content.
+  check("gemma4+gemma4",
+        "<|channel>thought\nThe user wants the weather in Paris.\n<channel|>"
+        "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
+        {"The user wants the weather in Paris.", "", {{"get_weather", "{\"city\":\"Paris\"}"}}});
+  check("gemma4+gemma4", "<|channel>thought\nEasy.<channel|>It is **4**.", {"Easy.", "It is **4**.", {}});
+  check("gemma4+gemma4", "Paris is sunny.", {"", "Paris is sunny.", {}});
+  // Interleaved: thinking again after a first part; a stray close marker at
+  // the end of the content is dropped.
+  check("gemma4+gemma4",
+        "<|channel>thought\nFirst.<channel|>Part one. <|channel>thought\nSecond.\n<channel|>\nPart "
+        "two.<channel|>",
+        {"First.\n\nSecond.", "Part one. Part two.", {}});
+  // An empty block adds no gap; an unfinished one is all reasoning.
+  check("gemma4+gemma4", "<|channel>thought\n<channel|>A<|channel>thought\nB", {"B", "A", {}});
+  // Marker look-alikes stay content.
+  check("gemma4+gemma4", "a <|channel or <channel| b", {"", "a <|channel or <channel| b", {}});
+  // --reasoning-format none: the channel stays in the content as written.
+  check("gemma4+gemma4", "<|channel>thought\nx<channel|>y", {"", "<|channel>thought\nx<channel|>y", {}},
+        false, ReasoningFormat::kNone, false);
+}
+
 TEST(ChatParser, ReasoningFormatNoneKeepsTheReplyAsWritten) {
   check("hermes+think", "<think>x</think>y", {"", "<think>x</think>y", {}}, false,
         ReasoningFormat::kNone);
