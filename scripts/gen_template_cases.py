@@ -275,6 +275,8 @@ def conversations():
     by_name = {c[0]: c for c in cases}
     for name, source, options in GENERIC_CASES:
         cases.append((name, generic_messages(by_name[source][1], TOOLS, **options), None, {}))
+    for name, source in PHI4_CASES:
+        cases.append((name, phi4_messages(by_name[source][1], TOOLS), None, {}))
     return cases
 
 
@@ -368,6 +370,57 @@ GENERIC_CASES = [
      {"allow_response": False, "parallel": False, "system_in_user": True}),
     ("generic_tools_named", "two_tool_rounds",
      {"allow_response": False, "only_tool": "get_weather"}),
+]
+
+
+# ---------------------------------------------------------------------------
+# Phi-4-mini's tools (src/chat/phi4_tools.h), written again here as the
+# reference its C++ rewrite is tested against: the tools' function objects
+# as the system message's "tools" JSON text, earlier calls appended to the
+# assistant's content between <|tool_call|> and <|/tool_call|>.
+
+PHI4_SYSTEM = "You are a helpful assistant with some tools."
+
+
+def phi4_messages(messages, tools):
+    out = []
+    for m in copy.deepcopy(messages):
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            calls = []
+            for c in m.pop("tool_calls"):
+                f = c.get("function", c)
+                args = f.get("arguments", {})
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args)
+                    except ValueError:
+                        pass
+                calls.append({"name": f.get("name", ""), "arguments": args})
+            text = m.get("content") if isinstance(m.get("content"), str) else ""
+            m["content"] = text + "<|tool_call|>" + json.dumps(calls, ensure_ascii=False) + "<|/tool_call|>"
+        out.append(m)
+    functions = []
+    for t in tools:
+        f = t.get("function", t)
+        d = {"name": f.get("name", "")}
+        if "description" in f:
+            d["description"] = f["description"]
+        d["parameters"] = f.get("parameters", {})
+        functions.append(d)
+    text = json.dumps(functions, ensure_ascii=False)
+    if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
+        out[0]["tools"] = text
+    else:
+        out.insert(0, {"role": "system", "content": PHI4_SYSTEM, "tools": text})
+    return out
+
+
+# (case name, source conversation): rendered with tools=None, as folio
+# renders the rewritten conversation.
+PHI4_CASES = [
+    ("phi4_tools", "tool_call_roundtrip"),
+    ("phi4_tools_parallel", "parallel_tool_calls"),
+    ("phi4_tools_no_system", "tools_user"),
 ]
 
 
@@ -730,6 +783,7 @@ def main():
     os.makedirs(os.path.join(OUT, "expected"), exist_ok=True)
     corpus = []
     generic = {name: (source, options) for name, source, options in GENERIC_CASES}
+    phi4 = dict(PHI4_CASES)
     for name, messages, tools, kwargs in cases:
         for agp in (False, True):
             entry = {"name": f"{name}{'+agp' if agp else ''}", "messages": messages, "tools": tools,
@@ -739,6 +793,8 @@ def main():
                 source, options = generic[name]
                 entry["generic"] = {"source": f"{source}{'+agp' if agp else ''}", "tools": TOOLS,
                                     "options": options}
+            if name in phi4:
+                entry["phi4"] = {"source": f"{phi4[name]}{'+agp' if agp else ''}", "tools": TOOLS}
             corpus.append(entry)
     snippets = []
     names = set()

@@ -2,6 +2,8 @@
 
 #include "chat/gemma4_calls.h"
 #include "chat/recipient_calls.h"
+#include "chat/tool_schema.h"
+#include "chat/xml_call_stream.h"
 
 #include <algorithm>
 
@@ -34,6 +36,8 @@ constexpr std::string_view kCommandClose = "<|END_ACTION|>";
 constexpr std::string_view kCommandResponse[] = {"<|START_RESPONSE|>", "<|END_RESPONSE|>"};
 constexpr std::string_view kGraniteCalls = "<|tool_call|>";
 constexpr std::string_view kGraniteResponse[] = {"<response>", "</response>"};
+constexpr std::string_view kPhi4Open = "<|tool_call|>";
+constexpr std::string_view kPhi4Close = "<|/tool_call|>";
 constexpr std::string_view kFunctionaryOpen = "<function=";
 constexpr std::string_view kFunctionaryClose = "</function>";
 constexpr std::string_view kLfm2Open = "<|tool_call_start|>";
@@ -122,24 +126,6 @@ bool parse_hermes_call(std::string_view body, ParsedToolCall* out) {
   return parse_json(trim(body), &j) && call_from_object(j, {"arguments", "parameters"}, out);
 }
 
-// The JSON type a tool's schema gives parameter `param`, "" if unknown.
-std::string schema_type(const Json* tools, std::string_view tool, std::string_view param) {
-  if (tools == nullptr || !tools->is_array()) return "";
-  for (const Json& t : *tools) {
-    const Json* f = t.is_object() && t.contains("function") ? &t["function"] : &t;
-    if (!f->is_object() || f->value("name", "") != tool) continue;
-    auto params = f->find("parameters");
-    if (params == f->end() || !params->is_object()) return "";
-    auto props = params->find("properties");
-    if (props == params->end() || !props->is_object()) return "";
-    auto p = props->find(std::string(param));
-    if (p == props->end() || !p->is_object()) return "";
-    auto type = p->find("type");
-    return type != p->end() && type->is_string() ? type->get<std::string>() : "";
-  }
-  return "";
-}
-
 // <function=N>\n<parameter=P>\nvalue\n</parameter>...</function>
 bool parse_qwen_xml_call(std::string_view body, const Json* tools, ParsedToolCall* out) {
   constexpr std::string_view kFunction = "<function=", kFunctionEnd = "</function>";
@@ -163,27 +149,13 @@ bool parse_qwen_xml_call(std::string_view body, const Json* tools, ParsedToolCal
     std::string_view value = s.substr(0, end);
     if (starts_with(value, "\n")) value.remove_prefix(1);
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-    Json v;
-    if (schema_type(tools, c.name, name) != "string" && parse_json(value, &v)) {
-      args[name] = std::move(v);
-    } else {
-      args[name] = std::string(value);
-    }
+    args[name] = tool_param_value(tools, c.name, name, value);
     s = trim(s.substr(end + kParamEnd.size()));
   }
   if (!starts_with(s, kFunctionEnd) || !trim(s.substr(kFunctionEnd.size())).empty()) return false;
   c.arguments = args.dump(-1, ' ', false, Json::error_handler_t::replace);
   *out = std::move(c);
   return true;
-}
-
-// A parameter's value written as text: a string where the tool's schema
-// says string, else JSON when it is JSON, else the text as a string.
-Json tool_calls_text_value(const Json* tools, std::string_view tool, const std::string& param,
-                           std::string_view value) {
-  Json v;
-  if (schema_type(tools, tool, param) != "string" && parse_json(value, &v)) return v;
-  return Json(std::string(value));
 }
 
 // N<arg_key>k</arg_key><arg_value>v</arg_value>... (GLM-4.5+), whitespace
@@ -205,7 +177,7 @@ bool parse_glm_call(std::string_view body, const Json* tools, ParsedToolCall* ou
     if (key.empty() || !starts_with(s, kGlmValue)) return false;
     const size_t value_end = s.find(kGlmValueEnd);
     if (value_end == std::string_view::npos) return false;
-    args[key] = tool_calls_text_value(tools, c.name, key,
+    args[key] = tool_param_value(tools, c.name, key,
                                       s.substr(kGlmValue.size(), value_end - kGlmValue.size()));
     s = trim(s.substr(value_end + kGlmValueEnd.size()));
   }
@@ -651,7 +623,7 @@ bool parse_minimax_calls(std::string_view s, const Json* tools,
       std::string_view value = s.substr(0, end);
       if (starts_with(value, "\n")) value.remove_prefix(1);
       if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-      args[key] = tool_calls_text_value(tools, c.name, key, value);
+      args[key] = tool_param_value(tools, c.name, key, value);
       s = trim(s.substr(end + kParamEnd.size()));
     }
     if (!starts_with(s, kInvokeEnd)) return false;
@@ -882,6 +854,11 @@ ToolCallFormat detect_tool_call_format(std::string_view src) {
   if (src.find(kMiniMaxOpen) != std::string_view::npos) return ToolCallFormat::kMiniMax;
   if (src.find(kCommandOpen) != std::string_view::npos) return ToolCallFormat::kCommand;
   if (src.find(kGraniteCalls) != std::string_view::npos) return ToolCallFormat::kGranite;
+  // Phi-4-mini: the tools between <|tool|> and <|/tool|> in the system turn.
+  if (src.find("<|tool|>") != std::string_view::npos &&
+      src.find("<|/tool|>") != std::string_view::npos) {
+    return ToolCallFormat::kPhi4Mini;
+  }
   if (src.find(kFunctionaryOpen) != std::string_view::npos &&
       src.find(kHermesOpen) == std::string_view::npos &&
       src.find("<|start_header_id|>") != std::string_view::npos &&
@@ -945,6 +922,8 @@ const char* tool_call_format_name(ToolCallFormat f) {
       return "gemma4";
     case ToolCallFormat::kDeepSeekV32:
       return "deepseek_v3_2";
+    case ToolCallFormat::kPhi4Mini:
+      return "phi4_mini";
     case ToolCallFormat::kGeneric:
       return "generic";
     case ToolCallFormat::kNone:
@@ -959,25 +938,24 @@ bool tool_call_markers_are_special(ToolCallFormat f) {
          f == ToolCallFormat::kLfm2 || f == ToolCallFormat::kDeepSeek ||
          f == ToolCallFormat::kKimi || f == ToolCallFormat::kMiniMax ||
          f == ToolCallFormat::kCommand || f == ToolCallFormat::kGranite ||
-         f == ToolCallFormat::kGemma4 || f == ToolCallFormat::kDeepSeekV32;
+         f == ToolCallFormat::kGemma4 || f == ToolCallFormat::kDeepSeekV32 ||
+         f == ToolCallFormat::kPhi4Mini;
 }
 
 void ToolCallParser::feed(std::string_view text, std::string* content,
                           std::vector<ParsedToolCall>* calls) {
   buf_ += text;
-  const size_t from = calls->size();
   calls_ = calls;
-  feed_from_ = from;
+  feed_from_ = calls->size();
   feed_format(content, calls);
-  report_completed(*calls, from);
+  report_new_calls();
 }
 
 void ToolCallParser::finish(std::string* content, std::vector<ParsedToolCall>* calls) {
-  const size_t from = calls->size();
   calls_ = calls;
-  feed_from_ = from;
+  feed_from_ = calls->size();
   finish_format(content, calls);
-  report_completed(*calls, from);
+  report_new_calls();
 }
 
 size_t ToolCallArgsStream::feed(std::string_view text, std::string* piece) {
@@ -1028,6 +1006,11 @@ void ToolCallParser::take_deltas(std::vector<ToolCallDelta>* out) {
   deltas_.clear();
 }
 
+void ToolCallParser::report_new_calls() {
+  report_completed(*calls_, feed_from_);
+  feed_from_ = calls_->size();
+}
+
 void ToolCallParser::report_completed(const std::vector<ParsedToolCall>& calls, size_t from) {
   for (size_t i = from; i < calls.size(); ++i, ++n_calls_) {
     // A streamed call: its deltas went out as it was read.
@@ -1045,7 +1028,46 @@ void ToolCallParser::report_completed(const std::vector<ParsedToolCall>& calls, 
   }
 }
 
+void ToolCallParser::stream_xml_call(size_t limit, bool at_end) {
+  if (!xml_) {
+    xml_ = std::make_shared<XmlCallStream>(format_ == ToolCallFormat::kGlm
+                                               ? XmlCallStream::Syntax::kGlm
+                                               : XmlCallStream::Syntax::kQwenXml,
+                                           tools_);
+  }
+  const bool was_named = xml_->named();
+  std::string piece;
+  const size_t from = std::min(args_at_, limit);
+  xml_->feed(std::string_view(buf_).substr(from, limit - from), at_end, &piece);
+  args_at_ = std::max(args_at_, limit);
+  if (xml_->failed()) {  // parsed whole when it closes
+    no_stream_ = true;
+    xml_.reset();
+    return;
+  }
+  if (!xml_->named()) return;
+  if (!was_named) {
+    streaming_ = true;
+    stream_index_ = n_calls_ + (calls_->size() - feed_from_);
+    stream_name_ = xml_->name();
+    ToolCallDelta d;
+    d.index = stream_index_;
+    d.first = true;
+    d.name = stream_name_;
+    deltas_.push_back(std::move(d));
+  }
+  if (piece.empty()) return;
+  ToolCallDelta d;
+  d.index = stream_index_;
+  d.arguments = std::move(piece);
+  deltas_.push_back(std::move(d));
+}
+
 void ToolCallParser::stream_call(size_t limit, bool at_end) {
+  if (no_stream_) return;
+  if (format_ == ToolCallFormat::kQwenXml || format_ == ToolCallFormat::kGlm) {
+    return stream_xml_call(limit, at_end);
+  }
   const bool hermes = format_ == ToolCallFormat::kHermes;
   if ((!hermes && format_ != ToolCallFormat::kFunctionary) || no_stream_) return;
   if (!streaming_) {
@@ -1085,10 +1107,11 @@ void ToolCallParser::complete_streamed(std::vector<ParsedToolCall>* calls) {
   // first delta went out before any id could be read).
   ParsedToolCall c;
   c.name = stream_name_;
-  c.arguments = args_.text();
+  c.arguments = xml_ ? xml_->text() : args_.text();
   calls->push_back(std::move(c));
   streamed_.push_back(stream_index_);
   streaming_ = false;
+  xml_.reset();
 }
 
 void ToolCallParser::feed_format(std::string* content, std::vector<ParsedToolCall>* calls) {
@@ -1105,6 +1128,7 @@ void ToolCallParser::feed_format(std::string* content, std::vector<ParsedToolCal
     case ToolCallFormat::kFunctionary:
     case ToolCallFormat::kGemma4:
     case ToolCallFormat::kDeepSeekV32:
+    case ToolCallFormat::kPhi4Mini:
       return feed_tagged(content, calls);
     case ToolCallFormat::kMistral:
     case ToolCallFormat::kGranite:
@@ -1136,6 +1160,10 @@ bool ToolCallParser::parse_tagged_call(std::string_view body,
       break;
     case ToolCallFormat::kNemotron:
       return parse_json_call_list(body, out);
+    case ToolCallFormat::kPhi4Mini:  // a list, or one call object
+      if (parse_json_call_list(body, out)) return true;
+      ok = parse_hermes_call(body, &c);
+      break;
     case ToolCallFormat::kLfm2:
       return parse_lfm2_calls(body, out);
     case ToolCallFormat::kDeepSeek:
@@ -1190,6 +1218,8 @@ ToolCallParser::TaggedMarkers ToolCallParser::tagged_markers() const {
       return {kGemma4CallOpen, kGemma4CallClose};
     case ToolCallFormat::kDeepSeekV32:
       return {kDsmlOpen, kDsmlClose};
+    case ToolCallFormat::kPhi4Mini:
+      return {kPhi4Open, kPhi4Close};
     default:
       return {kHermesOpen, kHermesClose};
   }
@@ -1231,6 +1261,8 @@ void ToolCallParser::feed_tagged(std::string* content, std::vector<ParsedToolCal
       buf_.erase(0, open + open_tag.size());
       mode_ = Mode::kCall;
       no_stream_ = false;
+      args_at_ = 0;
+      xml_.reset();
     }
     // The close marker is looked for only in text not searched before, so a
     // long call streamed in small pieces costs linear time.
@@ -1249,6 +1281,9 @@ void ToolCallParser::feed_tagged(std::string* content, std::vector<ParsedToolCal
       emit_content(open_tag, content);
       emit_content(std::string_view(buf_).substr(0, close + close_tag.size()), content);
     }
+    // A call parsed whole is reported now, before a later call of the same
+    // feed starts streaming.
+    report_new_calls();
     buf_.erase(0, close + close_tag.size());
     mode_ = Mode::kContent;
     no_stream_ = false;
@@ -1356,6 +1391,7 @@ void ToolCallParser::finish_format(std::string* content, std::vector<ParsedToolC
     case ToolCallFormat::kFunctionary:
     case ToolCallFormat::kGemma4:
     case ToolCallFormat::kDeepSeekV32:
+    case ToolCallFormat::kPhi4Mini:
       if (mode_ == Mode::kCall) {
         // A model that ends right after the call, without the closing tag.
         stream_call(buf_.size(), /*at_end=*/true);

@@ -52,6 +52,10 @@
 //   granite  content, then <|tool_call|>[{"name", "arguments"}, ...] to the end
 //            (Granite 3.x; its <response> / </response> around the answer
 //            are dropped)
+//   phi4_mini  <|tool_call|>[{"name": N, "arguments": {...}}, ...]
+//            <|/tool_call|> between content (a single call object is read
+//            too; Phi-4-mini, whose template shows only <|tool|> ... <|/tool|>
+//            around the tools: chat/phi4_tools.h)
 //   generic  the whole answer is one JSON object (chat/generic_tools.h):
 //            {"tool_call": {"name": N, "arguments": {...}}}, {"tool_calls":
 //            [...]} or {"response": "text"}; the response string is streamed
@@ -68,10 +72,12 @@
 // is read and then streams the arguments object as it is decoded (the raw
 // JSON less the whitespace between tokens; the completed call's arguments
 // are that text); functionary likewise once `N>{` is read (and Harmony,
-// chat/chat_parser.h, once a call's body opens with '{'). Once reported
-// the call stays a call: if the model breaks off inside the arguments, the
-// call ends with what was streamed. The other formats report a call in one
-// delta when it completes.
+// chat/chat_parser.h, once a call's body opens with '{'); qwen_xml and glm
+// once the function's name is read, each value as it arrives where the
+// schema makes it a string, others as they close (chat/xml_call_stream.h).
+// Once reported the call stays a call: if the model breaks off inside the
+// arguments, the call ends with what was streamed. The other formats report
+// a call in one delta when it completes.
 #pragma once
 
 #include <memory>
@@ -84,6 +90,7 @@
 namespace folio::chat {
 
 class RecipientCallReader;
+class XmlCallStream;
 
 using Json = nlohmann::ordered_json;
 
@@ -105,6 +112,7 @@ enum class ToolCallFormat {
   kFunctionaryV32,
   kGemma4,
   kDeepSeekV32,
+  kPhi4Mini,
   kGeneric
 };
 
@@ -115,8 +123,8 @@ const char* tool_call_format_name(ToolCallFormat f);
 // Whether the format's markers are control tokens the detokenizer hides
 // unless asked to render them (mistral's [TOOL_CALLS], llama3's
 // <|python_tag|>, GLM's <arg_key>, Nemotron's <TOOLCALL>, LFM2's
-// <|tool_call_start|>, DeepSeek's, Kimi's, MiniMax's, Command's, Gemma 4's
-// and DeepSeek V3.2's DSML tags).
+// <|tool_call_start|>, DeepSeek's, Kimi's, MiniMax's, Command's, Gemma 4's,
+// DeepSeek V3.2's DSML tags and Phi-4-mini's <|tool_call|>).
 bool tool_call_markers_are_special(ToolCallFormat f);
 
 struct ParsedToolCall {
@@ -188,9 +196,13 @@ class ToolCallParser {
   // Deltas for the calls completed in calls[from..] (one whole delta each,
   // except the call streamed since its name was read).
   void report_completed(const std::vector<ParsedToolCall>& calls, size_t from);
+  // Reports the calls completed since the last report (calls_[feed_from_..]).
+  void report_new_calls();
   // hermes, functionary: reports the call in buf_[0, limit) once its name
-  // is read, and streams its arguments object as far as it is decoded.
+  // is read, and streams its arguments object as far as it is decoded;
+  // qwen_xml, glm: likewise through an XmlCallStream.
   void stream_call(size_t limit, bool at_end);
+  void stream_xml_call(size_t limit, bool at_end);
   // Completes the call being streamed.
   void complete_streamed(std::vector<ParsedToolCall>* calls);
   void feed_tagged(std::string* content, std::vector<ParsedToolCall>* calls);
@@ -224,10 +236,11 @@ class ToolCallParser {
   size_t stream_index_ = 0;     // its index among the reply's calls
   std::vector<size_t> streamed_;  // streamed calls completed, not yet counted
   std::vector<ParsedToolCall>* calls_ = nullptr;  // during feed / finish: the caller's list
-  size_t feed_from_ = 0;        // its size when the feed began
+  size_t feed_from_ = 0;        // its size when the calls in it were last reported
   ToolCallArgsStream args_;
   size_t args_at_ = 0;         // buf_ offset of the next argument byte to stream
   std::shared_ptr<RecipientCallReader> recipients_;  // functionary_v3_2
+  std::shared_ptr<XmlCallStream> xml_;               // qwen_xml, glm: the current call
 };
 
 }  // namespace folio::chat

@@ -20,6 +20,7 @@
 
 #include "chat/chat_parser.h"
 #include "chat/generic_tools.h"
+#include "chat/phi4_tools.h"
 #include "core/log.h"
 #include "server/chat_prompt.h"
 #include "server/event_queue.h"
@@ -372,6 +373,13 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
   Json messages = r.messages;
   chat::route_reasoning_field(format, &messages);
   chat::route_call_arguments(format, &messages);
+  // Phi-4-mini's template reads the tools from the system message and shows
+  // no calls: the messages carry both (chat/phi4_tools.h).
+  if (format.tool_calls == chat::ToolCallFormat::kPhi4Mini && r.tools.is_array() &&
+      !r.tools.empty()) {
+    messages = chat::phi4_tool_messages(messages, r.tools);
+    o.tools = nullptr;
+  }
   // The generic tool format: the tools are described in the messages, not
   // by the template (chat/generic_tools.h).
   const bool generic =

@@ -207,6 +207,7 @@ bool has_lazy_call_grammar(chat::ToolCallFormat format, chat::ReasoningSyntax re
     case F::kFunctionary:
     case F::kFunctionaryV32:
     case F::kGranite:
+    case F::kPhi4Mini:
     case F::kGemma4:
     case F::kDeepSeekV32:
       return true;
@@ -257,6 +258,7 @@ bool lazy_call_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
         break;
       case F::kNemotron:
       case F::kGranite:
+      case F::kPhi4Mini:
         body = json_call(t, "name", "arguments");
         break;
       case F::kCommand:
@@ -349,6 +351,11 @@ bool lazy_call_grammar(const OpenAiRequest& r, chat::ToolCallFormat format,
     case F::kGranite:
       trigger = "<|tool_call|>";
       root = fmt::format("\"<|tool_call|>[\" {} \"]\"", repeated("folio-call", "\", \"", many));
+      break;
+    case F::kPhi4Mini:
+      trigger = "<|tool_call|>";
+      root = fmt::format("\"<|tool_call|>[\" {} \"]<|/tool_call|>\"",
+                         repeated("folio-call", "\", \"", many));
       break;
     case F::kCommand:
       trigger = "<|START_ACTION|>";

@@ -57,6 +57,7 @@ TEST(ChatFormat, DetectedFromTheCorpusTemplates) {
       {"microsoft-Phi-3.5-mini-instruct", "generic"},
       {"google-gemma-4-31B-it", "gemma4+gemma4"},
       {"google-gemma-4-31B-it-interleaved", "gemma4+gemma4"},
+      {"microsoft-Phi-4-mini-instruct", "phi4_mini"},
   };
   for (const auto& [name, format] : want) {
     EXPECT_EQ(format_of(name).name(), format) << name;
@@ -72,7 +73,7 @@ TEST(ChatFormat, NamesRoundTripAndBadNamesAreRefused) {
                            "none+command", "none+harmony", "llama3", "generic", "generic+think",
                            "glm+think", "nemotron", "lfm2+think", "deepseek+think", "kimi",
                            "minimax+think", "command+command", "functionary", "functionary_v3_2",
-                           "granite+think", "gemma4+gemma4"}) {
+                           "granite+think", "gemma4+gemma4", "phi4_mini"}) {
     Result<ChatFormat> f = parse_chat_format(name);
     ASSERT_TRUE(f.ok()) << name << ": " << f.status().to_string();
     EXPECT_EQ(f->name(), name);
@@ -133,7 +134,7 @@ TEST(ChatFormat, ReasoningSentBackRendersAsJinja2) {
       }
     }
   }
-  EXPECT_EQ(checked, 70 * 4);
+  EXPECT_EQ(checked, 71 * 4);
   // gpt-oss (thinking) and Solar (reasoning) render the routed field where
   // reasoning_content alone renders nothing.
   EXPECT_GE(differs, 2);

@@ -161,6 +161,8 @@ TEST(ToolCalls, FormatsOfRealTemplates) {
       {"google-gemma-4-31B-it-interleaved", ToolCallFormat::kGemma4},
       {"ibm-granite-granite-3.3-2B-Instruct", ToolCallFormat::kGranite},
       {"ibm-granite-granite-4.0", ToolCallFormat::kHermes},
+      {"microsoft-Phi-4-mini-instruct", ToolCallFormat::kPhi4Mini},
+      {"microsoft-Phi-3.5-mini-instruct", ToolCallFormat::kNone},
   };
   for (const auto& [name, format] : cases) {
     const std::string src = read_file(kTemplates + "/" + name + ".jinja");
@@ -278,8 +280,72 @@ TEST(ToolCalls, QwenXmlUsesTheSchemaTypes) {
   EXPECT_EQ(p.calls[0].name, "search");
   EXPECT_EQ(p.calls[0].arguments,
             R"({"query":"folio engine\nwith two lines","limit":5,"zip":"01234","opts":{"a":[1,2]}})");
+  // Cut off inside a value: the call was reported when its name was read,
+  // so it stays a call with the value as written.
   p = parse(ToolCallFormat::kQwenXml, "<tool_call>\n<function=f>\n<parameter=x>\n1\n</tool_call>");
-  EXPECT_TRUE(p.calls.empty());
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"x":1})");
+  // Not a call: no function tag, an empty name.
+  for (const char* text : {"<tool_call>\n{\"name\": \"f\"}\n</tool_call>",
+                           "<tool_call><function=>\n</function></tool_call>"}) {
+    p = parse(ToolCallFormat::kQwenXml, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+// qwen_xml and glm stream a call's arguments as the values arrive: a
+// string-typed value piece by piece, other values when they close.
+TEST(ToolCalls, XmlFormatsStreamArgumentsAsTheValuesArrive) {
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "search",
+      "parameters": {"type": "object", "properties": {"query": {"type": "string"},
+      "limit": {"type": "integer"}}}}}])");
+  for (const bool glm : {false, true}) {
+    SCOPED_TRACE(glm ? "glm" : "qwen_xml");
+    const ToolCallFormat f = glm ? ToolCallFormat::kGlm : ToolCallFormat::kQwenXml;
+    ToolCallParser parser(f, &tools);
+    Parsed p;
+    auto feed_bytes = [&](std::string_view text) {
+      for (char c : text) parser.feed(std::string_view(&c, 1), &p.content, &p.calls);
+      parser.take_deltas(&p.deltas);
+    };
+    feed_bytes(glm ? "Looking.<tool_call>search\n<arg_key>query</arg_key>\n<arg_value>caf"
+                   : "Looking.<tool_call>\n<function=search>\n<parameter=query>\ncaf");
+    ASSERT_FALSE(p.deltas.empty());
+    EXPECT_TRUE(p.deltas[0].first);
+    EXPECT_EQ(p.deltas[0].name, "search");
+    EXPECT_TRUE(p.calls.empty());
+    EXPECT_EQ(streamed_arguments(p.deltas, 0), R"({"query":"caf)");
+    // A character cut between tokens waits for its last byte; a newline
+    // that may be the one the value loses waits for what follows.
+    feed_bytes("\xC3");
+    EXPECT_EQ(streamed_arguments(p.deltas, 0), R"({"query":"caf)");
+    feed_bytes("\xA9 \"A\"\n");
+    EXPECT_EQ(streamed_arguments(p.deltas, 0),
+              glm ? "{\"query\":\"caf\xC3\xA9 \\\"A\\\"\\n" : "{\"query\":\"caf\xC3\xA9 \\\"A\\\"");
+    feed_bytes(glm ? "x</arg_value>\n<arg_key>limit</arg_key>\n<arg_value>1"
+                   : "x\n</parameter>\n<parameter=limit>\n1");
+    // The integer goes out when its value closes.
+    EXPECT_EQ(streamed_arguments(p.deltas, 0), "{\"query\":\"caf\xC3\xA9 \\\"A\\\"\\nx\",\"limit\":");
+    feed_bytes(glm ? "2</arg_value>\n</tool_call>Done." : "2\n</parameter>\n</function>\n</tool_call>Done.");
+    parser.finish(&p.content, &p.calls);
+    parser.take_deltas(&p.deltas);
+    ASSERT_EQ(p.calls.size(), 1u);
+    EXPECT_EQ(p.calls[0].name, "search");
+    EXPECT_EQ(p.calls[0].arguments, "{\"query\":\"caf\xC3\xA9 \\\"A\\\"\\nx\",\"limit\":12}");
+    EXPECT_EQ(streamed_arguments(p.deltas, 0), p.calls[0].arguments);
+    EXPECT_GT(p.deltas.size(), 5u);  // piece by piece, not at the end
+    EXPECT_EQ(p.content, "Looking.Done.");
+  }
+  // Split at every byte, the same calls, and the pieces spell them.
+  Parsed q = parse(ToolCallFormat::kQwenXml,
+                   "<tool_call>\n<function=search>\n<parameter=query>\n\na\n\n</parameter>\n"
+                   "<parameter=limit>\n[1, 2]\n</parameter>\n</function>\n</tool_call>"
+                   "<tool_call>\n<function=now>\n</function>\n</tool_call>",
+                   &tools);
+  ASSERT_EQ(q.calls.size(), 2u);
+  EXPECT_EQ(q.calls[0].arguments, R"({"query":"\na\n","limit":[1,2]})");
+  EXPECT_EQ(q.calls[1].arguments, "{}");
 }
 
 TEST(ToolCalls, Llama3) {
@@ -347,13 +413,25 @@ TEST(ToolCalls, Glm) {
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].arguments, "{}");
   EXPECT_EQ(p.calls[1].arguments, R"({"q":"a < b"})");
-  // Not calls: no name, a key without a value, an unclosed key.
+  // Not calls: no name, a name that cannot be one.
   for (const char* text : {"<tool_call><arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
-                           "<tool_call>f<arg_key>a</arg_key></tool_call>",
-                           "<tool_call>f<arg_key>a<arg_value>1</arg_value></tool_call>"}) {
+                           "<tool_call>f g<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>"}) {
     p = parse(f, text);
     EXPECT_TRUE(p.calls.empty()) << text;
     EXPECT_EQ(p.content, text);
+  }
+  // Reported once the name was read, a call that goes wrong later (a key
+  // without a value, an unclosed key) ends with the values read before.
+  for (const char* text : {"<tool_call>f<arg_key>a</arg_key></tool_call>",
+                           "<tool_call>f<arg_key>b</arg_key><arg_value>2</arg_value><arg_key>a"
+                           "<arg_value>1</arg_value></tool_call>"}) {
+    p = parse(f, text);
+    ASSERT_EQ(p.calls.size(), 1u) << text;
+    EXPECT_EQ(p.calls[0].name, "f");
+    EXPECT_EQ(p.calls[0].arguments, std::string(text).find("<arg_key>b") != std::string::npos
+                                        ? R"({"b":2})"
+                                        : "{}");
+    EXPECT_EQ(p.content, "");
   }
 }
 
@@ -660,6 +738,33 @@ TEST(ToolCalls, Generic) {
 
 // An assistant turn with tool calls, rendered by the model's own template,
 // parses back into the same calls.
+TEST(ToolCalls, Phi4Mini) {
+  const auto f = ToolCallFormat::kPhi4Mini;
+  Parsed p = parse(f,
+                   "Checking.<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": "
+                   "{\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]<|/tool_call|>");
+  EXPECT_EQ(p.content, "Checking.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
+  EXPECT_EQ(p.calls[1].name, "now");
+  EXPECT_EQ(p.calls[1].arguments, "{}");
+  // One call object; the end of generation before the closing tag.
+  p = parse(f, "<|tool_call|>{\"name\": \"f\", \"arguments\": {\"a\": [1, 2]}}<|/tool_call|>ok");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"a":[1,2]})");
+  EXPECT_EQ(p.content, "ok");
+  p = parse(f, "<|tool_call|>[{\"name\": \"f\", \"arguments\": {}}]");
+  ASSERT_EQ(p.calls.size(), 1u);
+  for (const char* text : {"<|tool_call|>[]<|/tool_call|>", "<|tool_call|>{\"arguments\": {}}<|/tool_call|>",
+                           "<|tool_call|>[{\"name\": \"f\", \"arguments\": 3}]<|/tool_call|>",
+                           "a <|tool_ca", "<|tool|>x<|/tool|>"}) {
+    p = parse(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
 TEST(ToolCalls, RoundTripThroughTheTemplates) {
   const OrderedJson tools = OrderedJson::parse(R"([{"type": "function",
       "function": {"name": "get_weather", "description": "Weather in a city",
