@@ -54,6 +54,8 @@ const Case kCases[] = {
      R"({"city": "Paris"}}]<|END_ACTION|>)", ""},
     {"functionary", R"(<function=get_weather>{"city": "Paris"}</function>)", ""},
     {"granite", R"(<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}])", ""},
+    {"phi4_mini",
+     R"(<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|/tool_call|>)", ""},
     {"gemma4", R"(<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>)", ""},
     {"deepseek_v3_2",
      "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter "
