@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat/chat_parser.h"
 #include "chat/chat_template.h"
 
 namespace folio::chat {
@@ -795,7 +796,11 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
                          "meetkai-functionary-medium-v3.2",
                          "google-gemma-4-31B-it",
                          "deepseek-ai-DeepSeek-V3.2",
-                         "ibm-granite-granite-4.0"};
+                         "ibm-granite-granite-4.0",
+                         "unsloth-mistral-Devstral-Small-2507",
+                         "Mistral-Small-3.2-24B-Instruct-2506",
+                         "meta-llama-Llama-3.3-70B-Instruct",
+                         "google-gemma-4-31B-it-interleaved"};
   for (const char* name : names) {
     SCOPED_TRACE(name);
     const std::string src = read_file(kTemplates + "/" + name + ".jinja");
@@ -806,11 +811,14 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
     o.add_generation_prompt = true;
     auto prefix = t->apply_json(OrderedJson::array({user}), o);
     o.add_generation_prompt = false;
-    // GLM and MiniMax render a null content as "None" and LFM2.5 cannot
-    // iterate one: their clients send "".
+    // GLM and MiniMax render a null content as "None", LFM2.5, Devstral and
+    // Mistral Small 3.2 cannot index or iterate one: their clients send "".
     OrderedJson c = call;
     const std::string_view family = std::string_view(name).substr(0, 3);
-    if (family == "GLM" || family == "LFM" || family == "Min") c["content"] = "";
+    if (family == "GLM" || family == "LFM" || family == "Min" || family == "uns" ||
+        family == "Mis") {
+      c["content"] = "";
+    }
     // Functionary v3.2 concatenates the arguments: OpenAI's string form.
     if (std::string_view(name).ends_with("v3.2")) {
       c["tool_calls"][0]["function"]["arguments"] = R"({"city": "Paris", "days": 3})";
@@ -839,7 +847,7 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
     std::string turn = full->substr(prefix->size());
     for (const char* end :
          {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<SPECIAL_12>", "<｜end▁of▁sentence｜>",
-          "[e~[", "<|END_OF_TURN_TOKEN|>", "<|end_of_text|>", "<|tool_response>"}) {
+          "[e~[", "<|END_OF_TURN_TOKEN|>", "<|end_of_text|>", "<|tool_response>", "<turn|>"}) {
       if (const size_t at = turn.rfind(end); at != std::string::npos) turn.erase(at);
     }
     // Thinking templates open <think> in the generation prompt and close an
@@ -858,6 +866,39 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
               nlohmann::json::parse(R"({"city": "Paris", "days": 3})"));
     EXPECT_EQ(std::string(trim_for_test(p.content)), "") << turn;
   }
+}
+
+// gpt-oss: the call its Harmony template renders in an assistant turn is
+// read back by the ChatParser (Harmony's calls come with its channels).
+TEST(ToolCalls, HarmonyRoundTripThroughTheTemplate) {
+  const std::string src = read_file(kTemplates + "/openai-gpt-oss-120b.jinja");
+  auto t = ChatTemplate::parse(src, "<s>", "</s>");
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  const OrderedJson tools = OrderedJson::parse(R"([{"type": "function", "function": {"name":
+      "get_weather", "description": "Weather in a city", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}}}}])");
+  const OrderedJson user = {{"role", "user"}, {"content", "Weather in Paris?"}};
+  const OrderedJson call = OrderedJson::parse(R"({"role": "assistant", "content": "",
+      "thinking": "Need the weather.", "tool_calls": [{"id": "c1", "type": "function", "function":
+      {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}}]})");
+  ChatTemplateOptions o;
+  o.tools = tools;
+  o.add_generation_prompt = true;
+  auto prefix = t->apply_json(OrderedJson::array({user}), o);
+  o.add_generation_prompt = false;
+  auto full = t->apply_json(OrderedJson::array({user, call}), o);
+  ASSERT_TRUE(prefix.ok()) << prefix.status().to_string();
+  ASSERT_TRUE(full.ok()) << full.status().to_string();
+  ASSERT_EQ(full->substr(0, prefix->size()), *prefix);
+  const std::string turn = full->substr(prefix->size());
+  const ChatFormat f = detect_chat_format(src);
+  const Json tool_defs = Json::parse(tools.dump());
+  const ChatDelta d = ChatParser::parse_all(f, ReasoningFormat::kAuto, false, true, &tool_defs, turn);
+  ASSERT_EQ(d.calls.size(), 1u) << turn;
+  EXPECT_EQ(d.calls[0].name, "get_weather");
+  EXPECT_EQ(Json::parse(d.calls[0].arguments), Json::parse(R"({"city": "Paris", "days": 3})"));
+  EXPECT_EQ(d.reasoning, "Need the weather.") << turn;
+  EXPECT_EQ(d.content, "") << turn;
 }
 
 }  // namespace
