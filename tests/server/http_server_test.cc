@@ -675,6 +675,84 @@ TEST_F(ReasoningServerTest, HarmonyToolCallsStreamed) {
   expect_one_weather_call(a);
 }
 
+TEST_F(ReasoningServerTest, Gemma4ThoughtChannelAndReasoningSentBack) {
+  use_template("google-gemma-4-31B-it");
+  start();
+  serve();
+  // Thinking on: the reply opens the thought channel itself.
+  const std::vector<std::string> pieces = {"<|channel>thou", "ght\nTwo and two.<chan",
+                                           "nel|>It is 4."};
+  const std::string on = std::string(kUser) + R"(, "chat_template_kwargs": {"enable_thinking": true})";
+  std::string prompt;
+  bool special = false;
+  HttpAnswer a = run(on + "}", pieces, &prompt, &special);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_NE(prompt.find("<|think|>"), std::string::npos) << prompt;
+  EXPECT_TRUE(prompt.ends_with("<|turn>model\n")) << prompt;
+  EXPECT_TRUE(special);
+  Json msg = testing::json_of(a)["choices"][0]["message"];
+  EXPECT_EQ(msg["reasoning_content"], "Two and two.");
+  EXPECT_EQ(msg["content"], "It is 4.");
+  a = run(on + R"(, "stream": true})", pieces);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(streamed_reasoning(a), "Two and two.");
+  EXPECT_EQ(testing::streamed_text(a), "It is 4.");
+  // Thinking off: the prompt closed an empty channel; the reply is content.
+  a = run(std::string(kUser) + "}", {"4"}, &prompt);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_TRUE(prompt.ends_with("<|channel>thought\n<channel|>")) << prompt;
+  msg = testing::json_of(a)["choices"][0]["message"];
+  EXPECT_EQ(msg["content"], "4");
+  EXPECT_FALSE(msg.contains("reasoning_content")) << msg;
+  // Reasoning before a call of the current turn, sent back, is rendered as
+  // the template's thought channel.
+  const std::string history = R"({"messages": [{"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": "", "reasoning_content": "Need the tool.",
+       "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather",
+       "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "description":
+      "Weather of a city.", "parameters": {"type": "object", "properties": {"city": {"type":
+      "string"}}}}}]})";
+  a = run(history, {"Sunny."}, &prompt);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_NE(prompt.find("<|channel>thought\nNeed the tool.\n<channel|><|tool_call>call:get_weather"),
+            std::string::npos)
+      << prompt;
+  EXPECT_EQ(testing::json_of(a)["choices"][0]["message"]["content"], "Sunny.");
+}
+
+// Phi-4-mini: the tools reach its template in the system message, earlier
+// calls in the assistant's content, and its reply's calls are read back.
+TEST_F(ReasoningServerTest, Phi4MiniToolsInTheSystemMessageAndCallsReadBack) {
+  use_template("microsoft-Phi-4-mini-instruct");
+  start();
+  serve();
+  const std::string body = R"({"messages": [{"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+       "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "rain"},
+      {"role": "user", "content": "And Paris?"}], "stream": true,
+      "tools": [{"type": "function", "function": {"name": "get_weather", "description":
+      "Weather of a city.", "parameters": {"type": "object", "properties": {"city": {"type":
+      "string"}}}}}]})";
+  std::string prompt;
+  HttpAnswer a = run(body, {"<|tool_call|>[{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": ",
+                            "\"Paris\"}}]<|/tool", "_call|>"},
+                     &prompt);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_TRUE(prompt.starts_with(
+      R"(<|system|>You are a helpful assistant with some tools.<|tool|>[{"name": "get_weather", )"
+      R"("description": "Weather of a city.", "parameters": )"))
+      << prompt;
+  EXPECT_NE(prompt.find(R"(<|assistant|><|tool_call|>[{"name": "get_weather", "arguments": )"
+                        R"({"city": "Oslo"}}]<|/tool_call|><|end|><|tool|>rain<|end|>)"),
+            std::string::npos)
+      << prompt;
+  EXPECT_EQ(testing::streamed_finish(a), "tool_calls");
+  expect_one_weather_call(a);
+}
+
 TEST_F(ReasoningServerTest, BadReasoningFieldsAreRefused) {
   use_template("openai-gpt-oss-120b");
   start();
