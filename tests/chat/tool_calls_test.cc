@@ -349,6 +349,39 @@ TEST(ToolCalls, XmlFormatsStreamArgumentsAsTheValuesArrive) {
   EXPECT_EQ(q.calls[1].arguments, "{}");
 }
 
+// Replies made of the XML formats' pieces in random order (a fixed seed):
+// whole, byte by byte and split anywhere they agree, and every call's
+// streamed pieces spell its arguments as a JSON object, whatever the model
+// got wrong.
+TEST(ToolCalls, XmlFormatsHoldOnScrambledReplies) {
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "object", "properties": {"s": {"type": "string"}}}}}])");
+  const std::vector<std::string> qwen = {"<tool_call>", "</tool_call>", "\n", "<function=f>",
+                                         "</function>", "<parameter=s>", "<parameter=n>",
+                                         "</parameter>", "x", "\"", "1", "\xC3\xA9", "<", " "};
+  const std::vector<std::string> glm = {"<tool_call>", "</tool_call>", "\n", "f", "<arg_key>",
+                                        "</arg_key>", "<arg_value>", "</arg_value>", "s", "n",
+                                        "x", "\"", "1", "\xC3\xA9", "<", " "};
+  uint64_t state = 12345;
+  auto next = [&](size_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<size_t>((state >> 33) % n);
+  };
+  for (const bool is_glm : {false, true}) {
+    const auto& pieces = is_glm ? glm : qwen;
+    const ToolCallFormat f = is_glm ? ToolCallFormat::kGlm : ToolCallFormat::kQwenXml;
+    for (int i = 0; i < 150; ++i) {
+      std::string text = "<tool_call>";
+      text += is_glm ? "f<arg_key>" : "\n<function=f>\n";
+      const size_t n = 1 + next(12);
+      for (size_t k = 0; k < n; ++k) text += pieces[next(pieces.size())];
+      SCOPED_TRACE(text);
+      parse(f, text, &tools);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
 TEST(ToolCalls, Llama3) {
   const auto f = ToolCallFormat::kLlama3;
   Parsed p = parse(f, "  {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}");
