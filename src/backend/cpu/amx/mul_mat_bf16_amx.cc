@@ -12,8 +12,11 @@
 // takes every BF16 mul_mat, decode included: a sequence's logits do not
 // depend on the batch it is in.
 //
-// A panel call (a thread's rows, all activation rows of a batch) runs over
-// K in blocks of kKBlock elements:
+// A panel call (a thread's rows, all activation rows of a batch) with up to
+// 32 activation rows (decode, small batches, mul_mat_id's tiles) takes the
+// weight rows as the A operand, read in place, and the activations as B
+// (see "Few activation rows" below). With more, it runs over K in blocks of
+// kKBlock elements:
 //   the block of every activation row is rounded to BF16 into a scratch of
 //     rows padded to a multiple of 16 (zero rows) and kKBlock columns: the
 //     A tiles (16 rows x 32 elements each) are read from it in place;
@@ -29,7 +32,8 @@
 // K blocking does not change a bit.
 //
 // Tiles: tmm0-1 A, tmm2-3 B, tmm4-7 C (all 16 rows x 64 bytes). Each panel
-// call configures them (ldtilecfg) and releases them at its end.
+// call configures them (ldtilecfg) and releases them at its end; without
+// scratch memory it computes the model itself (the same bits, slowly).
 #include <algorithm>
 #include <cstring>
 
@@ -275,19 +279,20 @@ FOLIO_TARGET_AMX void bf16_act_tiles(const unsigned char* x, size_t xs, int64_t 
   }
 }
 
-// 16 weight rows as A tiles: `full` steps read at base + s * 64 with
-// `stride`, then (tail != nullptr) one step from tail (16 x 64 bytes).
+// 16 weight rows as A tiles: the k / 32 whole steps read at base + s * 64
+// with `stride`, then (k % 32 != 0) one step from tail with tail_stride.
 struct WeightRows {
   const uint8_t* base;
   size_t stride;
-  int64_t full;
   const uint8_t* tail;
+  size_t tail_stride;
 };
 
 // Weight rows [r0, r0 + 16) of w (nr rows, k elements): in place where all
 // 16 exist, the last partial step (k % 32) copied zero-padded into tail_buf
 // (16 x 64 bytes); a partial group (rows past nr) copied whole, zero-padded
-// to 16 rows and whole steps, into part_buf (16 x kpad bf16).
+// to 16 rows and whole steps, into part_buf (16 x kpad bf16), its tail step
+// read from there.
 FOLIO_TARGET_AMX WeightRows bf16_weight_rows(const unsigned char* w, size_t ws, int64_t nr,
                                              int64_t r0, int64_t k, uint8_t* tail_buf,
                                              uint8_t* part_buf) {
@@ -300,14 +305,15 @@ FOLIO_TARGET_AMX WeightRows bf16_weight_rows(const unsigned char* w, size_t ws, 
         std::memcpy(tail_buf + 64 * i, w + (r0 + i) * ws + full * 64, static_cast<size_t>(rem) * 2);
       }
     }
-    return {w + r0 * ws, ws, full, rem != 0 ? tail_buf : nullptr};
+    return {w + r0 * ws, ws, tail_buf, 64};
   }
   const int64_t kpad = (full + (rem != 0)) * kStep;
   std::memset(part_buf, 0, static_cast<size_t>(16 * kpad) * 2);
   for (int i = 0; i < rows; ++i) {
     std::memcpy(part_buf + i * kpad * 2, w + (r0 + i) * ws, static_cast<size_t>(k) * 2);
   }
-  return {part_buf, static_cast<size_t>(kpad) * 2, kpad / kStep, nullptr};
+  return {part_buf, static_cast<size_t>(kpad) * 2, part_buf + full * 64,
+          static_cast<size_t>(kpad) * 2};
 }
 
 // The C tile of weight rows [r0, r0 + 16) x activation rows [c0, c0 + 16),
@@ -329,13 +335,13 @@ FOLIO_INLINE_BF16_AMX void bf16_c_out(float* cbuf, float* out, size_t os, int64_
 // W weight groups (16 rows each) x G activation groups (B tiles of bt:
 // step s, group g at bt + (s * G + g) KB), all of K: C(w, g) in tmm 4 + 2g + w.
 template <int W, int G>
-FOLIO_TARGET_AMX void bf16_rows_x_acts(const WeightRows (&wr)[2], const uint8_t* bt, float* out,
-                                       size_t os, int64_t nr, int64_t nc, int64_t r0) {
+FOLIO_TARGET_AMX void bf16_rows_x_acts(const WeightRows (&wr)[2], int64_t k, const uint8_t* bt,
+                                       float* out, size_t os, int64_t nr, int64_t nc, int64_t r0) {
   _tile_zero(4);
   if constexpr (W == 2) _tile_zero(5);
   if constexpr (G == 2) _tile_zero(6);
   if constexpr (W == 2 && G == 2) _tile_zero(7);
-  const int64_t full = wr[0].full;  // the same for both groups
+  const int64_t full = k / kStep;
   for (int64_t s = 0; s < full; ++s) {
     _tile_loadd(0, wr[0].base + s * 64, wr[0].stride);
     if constexpr (W == 2) _tile_loadd(1, wr[1].base + s * 64, wr[1].stride);
@@ -348,9 +354,9 @@ FOLIO_TARGET_AMX void bf16_rows_x_acts(const WeightRows (&wr)[2], const uint8_t*
       if constexpr (W == 2) _tile_dpbf16ps(7, 1, 3);
     }
   }
-  if (wr[0].tail != nullptr) {
-    _tile_loadd(0, wr[0].tail, 64);
-    if constexpr (W == 2) _tile_loadd(1, wr[1].tail, 64);
+  if (k % kStep != 0) {
+    _tile_loadd(0, wr[0].tail, wr[0].tail_stride);
+    if constexpr (W == 2) _tile_loadd(1, wr[1].tail, wr[1].tail_stride);
     _tile_loadd(2, bt + full * G * kBTileBytes, 64);
     _tile_dpbf16ps(4, 0, 2);
     if constexpr (W == 2) _tile_dpbf16ps(5, 1, 2);
@@ -407,13 +413,13 @@ FOLIO_TARGET_AMX bool bf16_panel_small(int64_t k, const unsigned char* w, size_t
     amx::memory_barrier();
     const bool two = r0 + kGroup < nr;
     if (two && groups == 2) {
-      bf16_rows_x_acts<2, 2>(wr, bt, out, os, nr, nc, r0);
+      bf16_rows_x_acts<2, 2>(wr, k, bt, out, os, nr, nc, r0);
     } else if (two) {
-      bf16_rows_x_acts<2, 1>(wr, bt, out, os, nr, nc, r0);
+      bf16_rows_x_acts<2, 1>(wr, k, bt, out, os, nr, nc, r0);
     } else if (groups == 2) {
-      bf16_rows_x_acts<1, 2>(wr, bt, out, os, nr, nc, r0);
+      bf16_rows_x_acts<1, 2>(wr, k, bt, out, os, nr, nc, r0);
     } else {
-      bf16_rows_x_acts<1, 1>(wr, bt, out, os, nr, nc, r0);
+      bf16_rows_x_acts<1, 1>(wr, k, bt, out, os, nr, nc, r0);
     }
   }
   _tile_release();
