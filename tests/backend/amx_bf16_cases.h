@@ -72,8 +72,8 @@ inline void expect_mul_mat_is_model(KernelRun run) {
         const float want = cpu::amx_bf16::dot_model(w.data() + r * s.k, x.data() + c * row, s.k);
         const float got = y[static_cast<size_t>(c * s.n + r)];
         if (std::memcmp(&want, &got, 4) != 0 && bad++ < 3) {
-          ADD_FAILURE() << "K=" << s.k << " N=" << s.n << " M=" << s.m << " out(" << r << ", "
-                        << c << ") = " << got << ", the model gives " << want;
+          ADD_FAILURE() << "K=" << s.k << " N=" << s.n << " M=" << s.m << " out(" << r << ", " << c
+                        << ") = " << got << ", the model gives " << want;
         }
       }
     }
@@ -106,7 +106,8 @@ inline void expect_mul_mat_id_is_model(KernelRun run) {
     for (int64_t u = 0; u < n_used; ++u) {
       const int64_t e = ids[static_cast<size_t>(t * n_used + u)];
       for (int64_t r = 0; r < n; ++r) {
-        const float want = cpu::amx_bf16::dot_model(w.data() + (e * n + r) * k, x.data() + t * k, k);
+        const float want =
+            cpu::amx_bf16::dot_model(w.data() + (e * n + r) * k, x.data() + t * k, k);
         const float got = y[static_cast<size_t>((t * n_used + u) * n + r)];
         bad += std::memcmp(&want, &got, 4) != 0;
       }

@@ -77,8 +77,8 @@ FOLIO_INLINE_BF16_AMX __m256i bf16_round16(__m512 v) {
   const __m512i u = _mm512_castps_si512(v);
   const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_srli_epi32(
-      _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  __m512i r =
+      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
   const __mmask16 nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f800000));
   const __mmask16 denormal =
       _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));  // exponent 0 (zeros too)
@@ -142,9 +142,9 @@ FOLIO_TARGET_AMX void bf16_repack_strip(const unsigned char* w, size_t ws, int r
 // The C tile of activation rows [c0, c0 + 16) x weight rows [r0, r0 + 16):
 // in place when all are in range, else through `edge` (16 x 16 f32).
 struct CTile {
-  float* at;      // out(r0, c0)
-  size_t stride;  // bytes between its rows
-  int rows, cols; // in range: activation rows, weight rows
+  float* at;       // out(r0, c0)
+  size_t stride;   // bytes between its rows
+  int rows, cols;  // in range: activation rows, weight rows
 };
 
 FOLIO_INLINE_BF16_AMX CTile c_tile(float* out, size_t os, int64_t nr, int64_t nc, int64_t r0,
@@ -162,8 +162,8 @@ FOLIO_INLINE_BF16_AMX bool full(const CTile& c) {
 FOLIO_INLINE_BF16_AMX void edge_in(const CTile& c, float* edge) {
   std::memset(edge, 0, kGroup * kGroup * 4);
   for (int i = 0; i < c.rows; ++i) {
-    std::memcpy(edge + kGroup * i,
-                reinterpret_cast<const unsigned char*>(c.at) + i * c.stride, c.cols * 4);
+    std::memcpy(edge + kGroup * i, reinterpret_cast<const unsigned char*>(c.at) + i * c.stride,
+                c.cols * 4);
   }
 }
 
@@ -176,28 +176,28 @@ FOLIO_INLINE_BF16_AMX void edge_out(const CTile& c, const float* edge) {
 
 // The tile intrinsics paste their tile numbers into the assembly text:
 // literal numbers only, hence one macro per C tile.
-#define FOLIO_BF16_C_LOAD(T, c, edge, first)                    \
-  do {                                                          \
-    if (first) {                                                \
-      _tile_zero(T);                                            \
-    } else if (full(c)) {                                       \
-      _tile_loadd(T, (c).at, (c).stride);                       \
-    } else {                                                    \
-      edge_in(c, edge);                                         \
-      amx::memory_barrier();                                    \
-      _tile_loadd(T, edge, 64);                                 \
-    }                                                           \
+#define FOLIO_BF16_C_LOAD(T, c, edge, first) \
+  do {                                       \
+    if (first) {                             \
+      _tile_zero(T);                         \
+    } else if (full(c)) {                    \
+      _tile_loadd(T, (c).at, (c).stride);    \
+    } else {                                 \
+      edge_in(c, edge);                      \
+      amx::memory_barrier();                 \
+      _tile_loadd(T, edge, 64);              \
+    }                                        \
   } while (0)
 
-#define FOLIO_BF16_C_STORE(T, c, edge)                          \
-  do {                                                          \
-    if (full(c)) {                                              \
-      _tile_stored(T, (c).at, (c).stride);                      \
-    } else if ((c).cols > 0) {                                  \
-      _tile_stored(T, edge, 64);                                \
-      amx::memory_barrier();                                    \
-      edge_out(c, edge);                                        \
-    }                                                           \
+#define FOLIO_BF16_C_STORE(T, c, edge)     \
+  do {                                     \
+    if (full(c)) {                         \
+      _tile_stored(T, (c).at, (c).stride); \
+    } else if ((c).cols > 0) {             \
+      _tile_stored(T, edge, 64);           \
+      amx::memory_barrier();               \
+      edge_out(c, edge);                   \
+    }                                      \
   } while (0)
 
 // Two groups of 16 activation rows (a: their first row in the block
@@ -257,7 +257,8 @@ FOLIO_TARGET_AMX void bf16_act_tiles(const unsigned char* x, size_t xs, int64_t 
   for (int g = 0; g < groups; ++g) {
     for (int64_t s = 0; s < steps; ++s) {
       const int64_t e = s * kStep;
-      const int64_t n0 = std::clamp<int64_t>(k - e, 0, 16), n1 = std::clamp<int64_t>(k - e - 16, 0, 16);
+      const int64_t n0 = std::clamp<int64_t>(k - e, 0, 16),
+                    n1 = std::clamp<int64_t>(k - e - 16, 0, 16);
       const __mmask16 m0 = static_cast<__mmask16>((1u << n0) - 1);
       const __mmask16 m1 = static_cast<__mmask16>((1u << n1) - 1);
       __m512 r[16];
