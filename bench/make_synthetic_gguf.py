@@ -32,6 +32,7 @@ import sys
 TYPES = {
     "f32": (0, 1, 4, []),
     "f16": (1, 1, 2, []),
+    "bf16": (30, 1, 2, []),
     "q4_0": (2, 32, 18, [0]),
     "q4_1": (3, 32, 20, [0, 2]),
     "q5_0": (6, 32, 22, [0]),
@@ -104,6 +105,9 @@ def block_chunk(type_name, rng):
         return struct.pack("<f", 0.01) * (1 << 18)
     if type_name == "f16":
         return struct.pack("<H", 0x2000) * (1 << 19)
+    if type_name == "bf16":  # magnitudes 2^-7 .. 2^-6, both signs
+        return b"".join(struct.pack("<H", 0x3c00 | rng.randrange(0x80) | (rng.randrange(2) << 15))
+                        for _ in range(1 << 19))
     n_blocks = (1 << 20) // nbytes
     data = bytearray(rng.randbytes(n_blocks * nbytes))
     for b in range(n_blocks):

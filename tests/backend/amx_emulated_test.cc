@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/amx_bf16_cases.h"
 #include "backend/amx_emulation/backend/cpu/amx/tile_emulator.h"
 #include "backend/cpu/cpu_buffer_types.h"
 #include "backend/cpu/packed/packed_kernels.h"
@@ -31,6 +32,9 @@ namespace folio::cpu {
 // mul_mat_id_packed_amx, renamed there).
 Status mul_mat_packed_amx_emulated(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_amx_emulated(const Op& op, const KernelContext& ctx);
+// ... and mul_mat_bf16_amx / mul_mat_id_bf16_amx (amx/mul_mat_bf16_amx.cc).
+Status mul_mat_bf16_amx_emulated(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_bf16_amx_emulated(const Op& op, const KernelContext& ctx);
 }  // namespace folio::cpu
 
 namespace folio {
@@ -153,6 +157,23 @@ TEST(AmxEmulated, MulMatIdGivesTheBitsOfTheTierBelow) {
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t);
     EXPECT_GT(tile_products.load(), products_before) << dtype_name(t) << ": no tile product ran";
   }
+}
+
+// The BF16 kernel (amx/mul_mat_bf16_amx.cc): every output is the tile
+// model's dot (amx/bf16_tile_model.h), as amx_bf16_test.cc checks on the
+// real instructions.
+TEST(AmxEmulated, Bf16MulMatIsTheModel) {
+  if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
+  const int64_t products_before = tile_products.load();
+  amx_bf16_cases::expect_mul_mat_is_model(&cpu::mul_mat_bf16_amx_emulated);
+  EXPECT_GT(tile_products.load(), products_before) << "no tile product ran";
+}
+
+TEST(AmxEmulated, Bf16MulMatIdIsTheModel) {
+  if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
+  const int64_t products_before = tile_products.load();
+  amx_bf16_cases::expect_mul_mat_id_is_model(&cpu::mul_mat_id_bf16_amx_emulated);
+  EXPECT_GT(tile_products.load(), products_before) << "no tile product ran";
 }
 
 }  // namespace amx_emulated_test

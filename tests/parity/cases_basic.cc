@@ -331,10 +331,10 @@ void add_invariant_mul_mat_id(CaseList& cases, DType dt, int64_t k, int64_t n, i
 
 void add_batch_invariance(CaseList& cases) {
   constexpr int64_t kN = 70;  // rows: a full and a partial 64-row tile
-  for (DType dt : {DType::F32, DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K,
-                   DType::MXFP4, DType::NVFP4}) {
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q8_0, DType::Q4_K,
+                   DType::Q6_K, DType::MXFP4, DType::NVFP4}) {
     // K % 256 != 0 (K-quants: 5 whole chunks); f32 with K % 8 != 0 and rows
-    // of 4360 bytes (not 16-byte multiples), f16 with K % 8 != 0; NVFP4
+    // of 4360 bytes (not 16-byte multiples), f16 / bf16 with K % 8 != 0; NVFP4
     // (64-element blocks) as the K-quants.
     const int64_t bs = block_size(dt);
     const int64_t k_odd = dt == DType::F32 ? 1090 : bs == 1 ? 1100 : bs == 32 ? 1120 : 1280;

@@ -21,6 +21,7 @@ bool need_met(Need need) {
     case Need::kAvx512Vnni: return f.avx512vnni;
     case Need::kVnni256: return f.vnni256();
     case Need::kAmxInt8: return f.amx_int8;
+    case Need::kAmxBf16: return f.amx_bf16;
   }
   return false;
 }
@@ -31,6 +32,7 @@ const char* need_name(Need need) {
     case Need::kAvx512Vnni: return "AVX-512 VNNI";
     case Need::kVnni256: return "256-bit VNNI";
     case Need::kAmxInt8: return "AMX int8";
+    case Need::kAmxBf16: return "AMX bf16";
   }
   return "?";
 }
@@ -136,6 +138,8 @@ Expectation mul_mat_rule(const Op& op) {
   if (avx2 && !is_one_of(w, {DType::MXFP4, DType::NVFP4})) {
     e.cpu.push_back({T::kAvx512, p + "." + wn + ".avx512", flt ? Need::kNone : Need::kAvx512Vnni});
   }
+  // AMX: BF16 weights through TDPBF16PS at every batch size (BF16 activations).
+  if (w == DType::BF16) e.cpu.push_back({T::kAmx, p + ".bf16.amx", Need::kAmxBf16});
   // NEON: a dequantizing float tile, or integer tiles at three tiers.
   if (flt || is_one_of(w, {DType::Q2_K, DType::Q3_K, DType::IQ4_XS})) {
     e.cpu.push_back({T::kNeon, p + ".float.neon"});

@@ -29,6 +29,7 @@ enum class Need {
   kAvx512Vnni,  // the AVX-512 integer dot tiles (Skylake-SP has AVX-512 without it)
   kVnni256,     // 256-bit vpdpbusd: AVX-VNNI, or AVX-512 VNNI + VL
   kAmxInt8,     // AMX int8 tiles (granted by the OS)
+  kAmxBf16,     // AMX bf16 tiles (granted by the OS)
 };
 
 bool need_met(Need need);  // on this machine

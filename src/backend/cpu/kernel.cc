@@ -49,6 +49,7 @@ const KernelTable& cpu_kernels() {
 #if defined(__x86_64__)
     register_avx2_kernels(t);
     register_avx512_kernels(t);
+    register_amx_kernels(t);
 #elif defined(__aarch64__)
     register_neon_kernels(t);
 #endif

@@ -81,6 +81,7 @@ void register_ref_kernels_fused(KernelTable& t);      // ref/: fused *_update de
 void register_scalar_kernels(KernelTable& t);         // drivers/ (portable optimised tier)
 void register_avx2_kernels(KernelTable& t);           // avx2/
 void register_avx512_kernels(KernelTable& t);         // avx512/
+void register_amx_kernels(KernelTable& t);            // amx/ on plain weights (BF16)
 void register_neon_kernels(KernelTable& t);           // neon/ (64-bit ARM)
 void register_packed_kernels(KernelTable& t);         // packed/, avx512/packed_*, amx/:
                                                       // kernels on packed weight layouts

@@ -1,6 +1,7 @@
 // A scalar model of the AMX tile instructions that the amx/ panels use
-// (ldtilecfg, tileloadd, tilestored, tilezero, tdpbssd, tilerelease), per
-// thread, as the Intel SDM states them. tiles.h beside this file maps the
+// (ldtilecfg, tileloadd, tilestored, tilezero, tdpbssd, tdpbf16ps,
+// tilerelease), per thread: as the Intel SDM states them, tdpbf16ps as
+// src/backend/cpu/amx/bf16_tile_model.h measured it. tiles.h beside this file maps the
 // intrinsics onto it, so that the panels run on CPUs without AMX
 // (tests/backend/amx_emulated_test.cc). A misuse that the hardware would
 // fault on or compute differently (a tile used before ldtilecfg, shapes that
@@ -14,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/amx/bf16_tile_model.h"
+
 namespace folio::cpu::amx_emulation {
 
 struct TileState {
@@ -24,7 +27,7 @@ struct TileState {
 };
 
 inline thread_local TileState tile_state;
-// Tile products (tdpbssd) run so far, all threads.
+// Tile products (tdpbssd, tdpbf16ps) run so far, all threads.
 inline std::atomic<int64_t> tile_products{0};
 
 [[noreturn]] inline void misuse(const char* what) {
@@ -84,6 +87,28 @@ inline void dpbssd(int c, int a, int b) {
                  static_cast<int8_t>(s.data[b][k][4 * n + i]);
         }
       }
+      std::memcpy(&s.data[c][m][4 * n], &acc, 4);
+    }
+  }
+  tile_products.fetch_add(1, std::memory_order_relaxed);
+}
+
+// tdpbf16ps: C[m][n] (f32) = amx_bf16::dpbf16ps over the pairs k of
+// A[m] (bf16 pairs) and column n of B (row k: the pair of column n).
+inline void dpbf16ps(int c, int a, int b) {
+  TileState& s = configured();
+  const int m_rows = s.rows[c], n_cols = s.colsb[c] / 4, k_pairs = s.colsb[a] / 4;
+  if (s.rows[a] != m_rows || s.rows[b] != k_pairs || s.colsb[b] != s.colsb[c]) {
+    misuse("tdpbf16ps shapes do not match");
+  }
+  for (int m = 0; m < m_rows; ++m) {
+    for (int n = 0; n < n_cols; ++n) {
+      uint16_t av[32], bv[32];
+      std::memcpy(av, s.data[a][m], 4 * static_cast<size_t>(k_pairs));
+      for (int k = 0; k < k_pairs; ++k) std::memcpy(bv + 2 * k, &s.data[b][k][4 * n], 4);
+      float acc;
+      std::memcpy(&acc, &s.data[c][m][4 * n], 4);
+      acc = amx_bf16::dpbf16ps(acc, av, bv, k_pairs);
       std::memcpy(&s.data[c][m][4 * n], &acc, 4);
     }
   }

@@ -1,0 +1,506 @@
+// AMX mul_mat / mul_mat_id for BF16 weights (plain rows, the file's layout)
+// x F32 activations, through TDPBF16PS tiles.
+//
+// Accuracy contract: the activations are rounded to BF16 (vcvtneps2bf16:
+// nearest even), as llama.cpp's CPU backend rounds them for BF16 weights
+// (its vec_dot_type), so results differ from the AVX-512 kernel's (f32
+// activations) by that rounding: NMSE about 2e-6 against the reference on
+// uniform data, inside the BF16 mul_mat tolerance. Each output is exactly
+// amx/bf16_tile_model.h's dot_model of its weight row and activation row
+// (one TDPBF16PS per 32 elements of K, ascending, from zero), whatever M,
+// the batch composition, the blocking or the thread count, so this tier
+// takes every BF16 mul_mat, decode included: a sequence's logits do not
+// depend on the batch it is in.
+//
+// A panel call (a thread's rows, all activation rows of a batch) with up to
+// 32 activation rows (decode, small batches, mul_mat_id's tiles) takes the
+// weight rows as the A operand, read in place, and the activations as B
+// (see "Few activation rows" below). With more, it runs over K in blocks of
+// kKBlock elements:
+//   the block of every activation row is rounded to BF16 into a scratch of
+//     rows padded to a multiple of 16 (zero rows) and kKBlock columns: the
+//     A tiles (16 rows x 32 elements each) are read from it in place;
+//   for each strip of 32 weight rows, the block is repacked into B tiles
+//     (per 32 elements of K, two tiles of 16 pairs x 16 rows: the 16 x 16
+//     dword transpose of the rows' 64-byte pieces, zero rows past the end);
+//   each pair of A groups (32 activation rows) meets the strip's two B
+//     tiles in four C tiles (16 activation rows x 16 weight rows, f32)
+//     loaded from the output (zeroed at the first block) and stored back.
+// A C tile whose 16 x 16 outputs are all in range is loaded and stored in
+// place (the output's row stride is the tile's); an edge tile goes through
+// a 16 x 16 scratch. f32 values round-trip through memory unchanged, so the
+// K blocking does not change a bit.
+//
+// Tiles: tmm0-1 A, tmm2-3 B, tmm4-7 C (all 16 rows x 64 bytes). Each panel
+// call configures them (ldtilecfg) and releases them at its end; without
+// scratch memory it computes the model itself (the same bits, slowly).
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/amx/bf16_tile_model.h"
+#include "backend/cpu/amx/tiles.h"
+#include "backend/cpu/avx512/transpose.h"
+#include "backend/cpu/drivers/grow_buffer.h"
+#include "backend/cpu/drivers/mul_mat_tiled.h"
+#include "core/target.h"
+
+namespace folio::cpu {
+
+namespace {
+
+#define FOLIO_INLINE_BF16_AMX FOLIO_TARGET_AMX __attribute__((always_inline)) static inline
+
+using amx::kGroup;
+using amx_bf16::kStep;
+
+constexpr int64_t kKBlock = 512;  // K elements per block
+constexpr int kStrip = 32;        // weight rows per strip: two B tiles
+constexpr size_t kBTileBytes = 1024;
+constexpr int64_t kSmallRows = 32;  // up to here: the weights as A (see below)
+
+thread_local GrowBuffer bf16_amx_scratch[2];  // [0] activations, [1] B tiles
+
+FOLIO_TARGET_AMX void bf16_configure_tiles() {
+  amx::TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = kGroup;
+  }
+  amx::memory_barrier();
+  _tile_loadconfig(&cfg);
+  amx::memory_barrier();
+}
+
+// 16 f32 -> bf16 as amx_bf16::act_to_bf16 (vcvtneps2bf16's rounding, in
+// AVX-512F integer steps, so the emulated build needs no AVX512_BF16).
+FOLIO_INLINE_BF16_AMX __m256i bf16_round16(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r =
+      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  const __mmask16 nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f800000));
+  const __mmask16 denormal =
+      _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));  // exponent 0 (zeros too)
+  r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  r = _mm512_mask_and_epi32(r, denormal, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x8000));
+  return _mm512_cvtepi32_epi16(r);
+}
+
+// Activation rows [0, nc) x elements [k0, k0 + kb) to BF16 at dst (pitch
+// `pitch` bytes, kb rounded up to kStep with zeros), rows [nc, rows) zero.
+FOLIO_TARGET_AMX void bf16_convert_block(const unsigned char* x, size_t xs, int64_t nc,
+                                         int64_t rows, int64_t k0, int64_t kb, uint16_t* dst,
+                                         size_t pitch) {
+  const int64_t kbp = (kb + kStep - 1) / kStep * kStep;
+  for (int64_t c = 0; c < rows; ++c) {
+    auto* d = reinterpret_cast<uint16_t*>(reinterpret_cast<unsigned char*>(dst) + c * pitch);
+    if (c >= nc) {
+      std::memset(d, 0, static_cast<size_t>(kbp) * 2);
+      continue;
+    }
+    const float* s = reinterpret_cast<const float*>(x + c * xs) + k0;
+    int64_t i = 0;
+    for (; i + 16 <= kb; i += 16) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), bf16_round16(_mm512_loadu_ps(s + i)));
+    }
+    for (; i < kbp; i += 16) {
+      const int64_t n = std::clamp<int64_t>(kb - i, 0, 16);
+      const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i),
+                          bf16_round16(_mm512_maskz_loadu_ps(m, s + i)));
+    }
+  }
+}
+
+// Weight rows [0, rr) (rr <= 32) x elements [k0, k0 + kb) as B tiles: per
+// step s of 32 elements, tile t (rows 16t..16t+15) at dst + (2s + t) * 1 KB,
+// row p = the pairs (2p, 2p + 1) of its 16 weight rows; rows past rr and
+// elements past kb are zero.
+FOLIO_TARGET_AMX void bf16_repack_strip(const unsigned char* w, size_t ws, int rr, int64_t k0,
+                                        int64_t kb, uint8_t* dst) {
+  const int64_t steps = (kb + kStep - 1) / kStep;
+  for (int t = 0; t < 2; ++t) {
+    for (int64_t s = 0; s < steps; ++s) {
+      const int64_t e = k0 + s * kStep;
+      const int64_t n = std::min<int64_t>(kStep, k0 + kb - e);
+      const __mmask32 m = n == kStep ? ~__mmask32{0} : static_cast<__mmask32>((1u << n) - 1);
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i) {
+        const int row = 16 * t + i;
+        r[i] = row < rr ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(
+                              m, reinterpret_cast<const uint16_t*>(w + row * ws) + e))
+                        : _mm512_setzero_ps();
+      }
+      avx512::transpose16(r);  // r[p]: pair p of the 16 rows
+      uint8_t* o = dst + (2 * s + t) * kBTileBytes;
+      for (int p = 0; p < 16; ++p) _mm512_store_ps(reinterpret_cast<float*>(o + 64 * p), r[p]);
+    }
+  }
+}
+
+// The C tile of activation rows [c0, c0 + 16) x weight rows [r0, r0 + 16):
+// in place when all are in range, else through `edge` (16 x 16 f32).
+struct CTile {
+  float* at;       // out(r0, c0)
+  size_t stride;   // bytes between its rows
+  int rows, cols;  // in range: activation rows, weight rows
+};
+
+FOLIO_INLINE_BF16_AMX CTile c_tile(float* out, size_t os, int64_t nr, int64_t nc, int64_t r0,
+                                   int64_t c0) {
+  return {reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(out) + c0 * os) + r0, os,
+          static_cast<int>(std::min<int64_t>(kGroup, nc - c0)),
+          static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(kGroup, nr - r0)))};
+}
+
+FOLIO_INLINE_BF16_AMX bool full(const CTile& c) {
+  return c.rows == kGroup && c.cols == kGroup;
+}
+
+// Copies an edge tile's in-range outputs into edge (zeros elsewhere).
+FOLIO_INLINE_BF16_AMX void edge_in(const CTile& c, float* edge) {
+  std::memset(edge, 0, kGroup * kGroup * 4);
+  for (int i = 0; i < c.rows; ++i) {
+    std::memcpy(edge + kGroup * i, reinterpret_cast<const unsigned char*>(c.at) + i * c.stride,
+                c.cols * 4);
+  }
+}
+
+FOLIO_INLINE_BF16_AMX void edge_out(const CTile& c, const float* edge) {
+  for (int i = 0; i < c.rows; ++i) {
+    std::memcpy(reinterpret_cast<unsigned char*>(c.at) + i * c.stride, edge + kGroup * i,
+                c.cols * 4);
+  }
+}
+
+// The tile intrinsics paste their tile numbers into the assembly text:
+// literal numbers only, hence one macro per C tile.
+#define FOLIO_BF16_C_LOAD(T, c, edge, first) \
+  do {                                       \
+    if (first) {                             \
+      _tile_zero(T);                         \
+    } else if (full(c)) {                    \
+      _tile_loadd(T, (c).at, (c).stride);    \
+    } else {                                 \
+      edge_in(c, edge);                      \
+      amx::memory_barrier();                 \
+      _tile_loadd(T, edge, 64);              \
+    }                                        \
+  } while (0)
+
+#define FOLIO_BF16_C_STORE(T, c, edge)     \
+  do {                                     \
+    if (full(c)) {                         \
+      _tile_stored(T, (c).at, (c).stride); \
+    } else if ((c).cols > 0) {             \
+      _tile_stored(T, edge, 64);           \
+      amx::memory_barrier();               \
+      edge_out(c, edge);                   \
+    }                                      \
+  } while (0)
+
+// Two groups of 16 activation rows (a: their first row in the block
+// scratch; G = 1: one group) x the strip's two B tiles over `steps` steps.
+template <int G>
+FOLIO_TARGET_AMX void bf16_groups(const uint8_t* a, size_t pitch, const uint8_t* b, int64_t steps,
+                                  float* out, size_t os, int64_t nr, int64_t nc, int64_t r0,
+                                  int64_t c0, bool first) {
+  alignas(64) float edge[4][kGroup * kGroup];
+  const CTile c00 = c_tile(out, os, nr, nc, r0, c0);
+  const CTile c01 = c_tile(out, os, nr, nc, r0 + kGroup, c0);
+  FOLIO_BF16_C_LOAD(4, c00, edge[0], first);
+  FOLIO_BF16_C_LOAD(5, c01, edge[1], first);
+  CTile c10{}, c11{};
+  if constexpr (G == 2) {
+    c10 = c_tile(out, os, nr, nc, r0, c0 + kGroup);
+    c11 = c_tile(out, os, nr, nc, r0 + kGroup, c0 + kGroup);
+    FOLIO_BF16_C_LOAD(6, c10, edge[2], first);
+    FOLIO_BF16_C_LOAD(7, c11, edge[3], first);
+  }
+  for (int64_t s = 0; s < steps; ++s) {
+    const uint8_t* bs = b + 2 * s * kBTileBytes;
+    _tile_loadd(0, a + s * 64, pitch);
+    _tile_loadd(2, bs, 64);
+    _tile_loadd(3, bs + kBTileBytes, 64);
+    _tile_dpbf16ps(4, 0, 2);
+    _tile_dpbf16ps(5, 0, 3);
+    if constexpr (G == 2) {
+      _tile_loadd(1, a + kGroup * pitch + s * 64, pitch);
+      _tile_dpbf16ps(6, 1, 2);
+      _tile_dpbf16ps(7, 1, 3);
+    }
+  }
+  FOLIO_BF16_C_STORE(4, c00, edge[0]);
+  FOLIO_BF16_C_STORE(5, c01, edge[1]);
+  if constexpr (G == 2) {
+    FOLIO_BF16_C_STORE(6, c10, edge[2]);
+    FOLIO_BF16_C_STORE(7, c11, edge[3]);
+  }
+}
+
+// --- Few activation rows: the weights are the A operand ---------------------
+//
+// The model is symmetric in its operands (each product is exact), so the
+// tiles may as well take 16 weight rows as A, read in place from the
+// weight matrix with its row stride (no repack), and up to 32 activation
+// rows as B: the whole of K of each group of 16 is rounded and turned into
+// VNNI pairs once per call (a 16 x 16 dword transpose per 32 elements).
+// Each C tile (16 weight rows x 16 activation rows) then stays in its tile
+// over all of K and is transposed into the output at the end.
+
+// Activation rows [0, nc) (nc <= 16 * groups) over k as B tiles: step s,
+// group g at dst + (s * groups + g) KB; zero rows past nc, zeros past k.
+FOLIO_TARGET_AMX void bf16_act_tiles(const unsigned char* x, size_t xs, int64_t nc, int groups,
+                                     int64_t k, uint8_t* dst) {
+  const int64_t steps = (k + kStep - 1) / kStep;
+  for (int g = 0; g < groups; ++g) {
+    for (int64_t s = 0; s < steps; ++s) {
+      const int64_t e = s * kStep;
+      const int64_t n0 = std::clamp<int64_t>(k - e, 0, 16),
+                    n1 = std::clamp<int64_t>(k - e - 16, 0, 16);
+      const __mmask16 m0 = static_cast<__mmask16>((1u << n0) - 1);
+      const __mmask16 m1 = static_cast<__mmask16>((1u << n1) - 1);
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i) {
+        const int64_t c = 16 * g + i;
+        if (c >= nc) {
+          r[i] = _mm512_setzero_ps();
+          continue;
+        }
+        const float* row = reinterpret_cast<const float*>(x + c * xs) + e;
+        const __m256i h0 = bf16_round16(_mm512_maskz_loadu_ps(m0, row));
+        const __m256i h1 = bf16_round16(_mm512_maskz_loadu_ps(m1, row + 16));
+        r[i] = _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512(h0), h1, 1));
+      }
+      avx512::transpose16(r);  // r[p]: pair p of the 16 activation rows
+      uint8_t* o = dst + (s * groups + g) * kBTileBytes;
+      for (int p = 0; p < 16; ++p) _mm512_store_ps(reinterpret_cast<float*>(o + 64 * p), r[p]);
+    }
+  }
+}
+
+// 16 weight rows as A tiles: the k / 32 whole steps read at base + s * 64
+// with `stride`, then (k % 32 != 0) one step from tail with tail_stride.
+struct WeightRows {
+  const uint8_t* base;
+  size_t stride;
+  const uint8_t* tail;
+  size_t tail_stride;
+};
+
+// Weight rows [r0, r0 + 16) of w (nr rows, k elements): in place where all
+// 16 exist, the last partial step (k % 32) copied zero-padded into tail_buf
+// (16 x 64 bytes); a partial group (rows past nr) copied whole, zero-padded
+// to 16 rows and whole steps, into part_buf (16 x kpad bf16), its tail step
+// read from there.
+FOLIO_TARGET_AMX WeightRows bf16_weight_rows(const unsigned char* w, size_t ws, int64_t nr,
+                                             int64_t r0, int64_t k, uint8_t* tail_buf,
+                                             uint8_t* part_buf) {
+  const int64_t full = k / kStep, rem = k % kStep;
+  const int rows = static_cast<int>(std::min<int64_t>(16, nr - r0));
+  if (rows == 16) {
+    if (rem != 0) {
+      std::memset(tail_buf, 0, 16 * 64);
+      for (int i = 0; i < 16; ++i) {
+        std::memcpy(tail_buf + 64 * i, w + (r0 + i) * ws + full * 64, static_cast<size_t>(rem) * 2);
+      }
+    }
+    return {w + r0 * ws, ws, tail_buf, 64};
+  }
+  const int64_t kpad = (full + (rem != 0)) * kStep;
+  std::memset(part_buf, 0, static_cast<size_t>(16 * kpad) * 2);
+  for (int i = 0; i < rows; ++i) {
+    std::memcpy(part_buf + i * kpad * 2, w + (r0 + i) * ws, static_cast<size_t>(k) * 2);
+  }
+  return {part_buf, static_cast<size_t>(kpad) * 2, part_buf + full * 64,
+          static_cast<size_t>(kpad) * 2};
+}
+
+// The C tile of weight rows [r0, r0 + 16) x activation rows [c0, c0 + 16),
+// stored to cbuf (row i = weight row r0 + i), into out: the rows < nr and
+// the activation rows < nc.
+FOLIO_INLINE_BF16_AMX void bf16_c_out(float* cbuf, float* out, size_t os, int64_t nr, int64_t nc,
+                                      int64_t r0, int64_t c0) {
+  __m512 r[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_load_ps(cbuf + 16 * i);
+  avx512::transpose16(r);  // r[c]: activation row c0 + c, lanes the weight rows
+  const int64_t nrow = std::min<int64_t>(16, nr - r0);
+  const __mmask16 m = static_cast<__mmask16>((1u << nrow) - 1);
+  for (int c = 0; c < 16 && c0 + c < nc; ++c) {
+    float* o = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(out) + (c0 + c) * os) + r0;
+    _mm512_mask_storeu_ps(o, m, r[c]);
+  }
+}
+
+// W weight groups (16 rows each) x G activation groups (B tiles of bt:
+// step s, group g at bt + (s * G + g) KB), all of K: C(w, g) in tmm 4 + 2g + w.
+template <int W, int G>
+FOLIO_TARGET_AMX void bf16_rows_x_acts(const WeightRows (&wr)[2], int64_t k, const uint8_t* bt,
+                                       float* out, size_t os, int64_t nr, int64_t nc, int64_t r0) {
+  _tile_zero(4);
+  if constexpr (W == 2) _tile_zero(5);
+  if constexpr (G == 2) _tile_zero(6);
+  if constexpr (W == 2 && G == 2) _tile_zero(7);
+  const int64_t full = k / kStep;
+  for (int64_t s = 0; s < full; ++s) {
+    _tile_loadd(0, wr[0].base + s * 64, wr[0].stride);
+    if constexpr (W == 2) _tile_loadd(1, wr[1].base + s * 64, wr[1].stride);
+    _tile_loadd(2, bt + s * G * kBTileBytes, 64);
+    _tile_dpbf16ps(4, 0, 2);
+    if constexpr (W == 2) _tile_dpbf16ps(5, 1, 2);
+    if constexpr (G == 2) {
+      _tile_loadd(3, bt + (s * G + 1) * kBTileBytes, 64);
+      _tile_dpbf16ps(6, 0, 3);
+      if constexpr (W == 2) _tile_dpbf16ps(7, 1, 3);
+    }
+  }
+  if (k % kStep != 0) {
+    _tile_loadd(0, wr[0].tail, wr[0].tail_stride);
+    if constexpr (W == 2) _tile_loadd(1, wr[1].tail, wr[1].tail_stride);
+    _tile_loadd(2, bt + full * G * kBTileBytes, 64);
+    _tile_dpbf16ps(4, 0, 2);
+    if constexpr (W == 2) _tile_dpbf16ps(5, 1, 2);
+    if constexpr (G == 2) {
+      _tile_loadd(3, bt + (full * G + 1) * kBTileBytes, 64);
+      _tile_dpbf16ps(6, 0, 3);
+      if constexpr (W == 2) _tile_dpbf16ps(7, 1, 3);
+    }
+  }
+  alignas(64) float cbuf[4][kGroup * kGroup];
+  _tile_stored(4, cbuf[0], 64);
+  if constexpr (W == 2) _tile_stored(5, cbuf[1], 64);
+  if constexpr (G == 2) _tile_stored(6, cbuf[2], 64);
+  if constexpr (W == 2 && G == 2) _tile_stored(7, cbuf[3], 64);
+  amx::memory_barrier();
+  for (int g = 0; g < G; ++g) {
+    for (int w = 0; w < W; ++w) {
+      bf16_c_out(cbuf[2 * g + w], out, os, nr, nc, r0 + kGroup * w, kGroup * g);
+    }
+  }
+}
+
+// Without scratch memory: the model, output by output (the same bits).
+void bf16_panel_model(int64_t k, const unsigned char* w, size_t ws, int64_t nr,
+                      const unsigned char* x, size_t xs, int64_t nc, float* out, size_t os) {
+  for (int64_t c = 0; c < nc; ++c) {
+    float* o = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(out) + c * os);
+    for (int64_t r = 0; r < nr; ++r) {
+      o[r] = amx_bf16::dot_model(reinterpret_cast<const uint16_t*>(w + r * ws),
+                                 reinterpret_cast<const float*>(x + c * xs), k);
+    }
+  }
+}
+
+// nc <= kSmallRows activation rows (false: no scratch memory).
+FOLIO_TARGET_AMX bool bf16_panel_small(int64_t k, const unsigned char* w, size_t ws, int64_t nr,
+                                       const unsigned char* x, size_t xs, int64_t nc, float* out,
+                                       size_t os) {
+  const int groups = nc > kGroup ? 2 : 1;
+  const int64_t steps = (k + kStep - 1) / kStep;
+  auto* bt = static_cast<uint8_t*>(
+      bf16_amx_scratch[0].get(static_cast<size_t>(steps * groups) * kBTileBytes));
+  auto* part = static_cast<uint8_t*>(
+      bf16_amx_scratch[1].get(static_cast<size_t>(steps) * kBTileBytes + 2 * 16 * 64));
+  if (bt == nullptr || part == nullptr) return false;
+  uint8_t* tails = part + steps * kBTileBytes;  // two 16 x 64-byte tail steps
+  bf16_act_tiles(x, xs, nc, groups, k, bt);
+  bf16_configure_tiles();
+  for (int64_t r0 = 0; r0 < nr; r0 += 2 * kGroup) {
+    const WeightRows wr[2] = {
+        bf16_weight_rows(w, ws, nr, r0, k, tails, part),
+        r0 + kGroup < nr ? bf16_weight_rows(w, ws, nr, r0 + kGroup, k, tails + 16 * 64, part)
+                         : WeightRows{}};
+    amx::memory_barrier();
+    const bool two = r0 + kGroup < nr;
+    if (two && groups == 2) {
+      bf16_rows_x_acts<2, 2>(wr, k, bt, out, os, nr, nc, r0);
+    } else if (two) {
+      bf16_rows_x_acts<2, 1>(wr, k, bt, out, os, nr, nc, r0);
+    } else if (groups == 2) {
+      bf16_rows_x_acts<1, 2>(wr, k, bt, out, os, nr, nc, r0);
+    } else {
+      bf16_rows_x_acts<1, 1>(wr, k, bt, out, os, nr, nc, r0);
+    }
+  }
+  _tile_release();
+  return true;
+}
+
+FOLIO_TARGET_AMX void bf16_panel(int64_t k, const void* w, size_t w_stride, int64_t nr,
+                                 const void* x, size_t x_stride, int64_t nc, float* out,
+                                 size_t out_stride) {
+  const auto* wp = static_cast<const unsigned char*>(w);
+  const auto* xp = static_cast<const unsigned char*>(x);
+  if (nr <= 0 || nc <= 0) return;
+  if (k == 0) {
+    bf16_panel_model(k, wp, w_stride, nr, xp, x_stride, nc, out, out_stride);
+    return;
+  }
+  if (nc <= kSmallRows) {
+    if (!bf16_panel_small(k, wp, w_stride, nr, xp, x_stride, nc, out, out_stride)) {
+      bf16_panel_model(k, wp, w_stride, nr, xp, x_stride, nc, out, out_stride);
+    }
+    return;
+  }
+  const int64_t rows = (nc + kGroup - 1) / kGroup * kGroup;
+  const int64_t kb_max = std::min<int64_t>(kKBlock, (k + kStep - 1) / kStep * kStep);
+  const size_t pitch = static_cast<size_t>(kb_max) * 2;
+  auto* a = static_cast<uint8_t*>(bf16_amx_scratch[0].get(pitch * static_cast<size_t>(rows)));
+  auto* b = static_cast<uint8_t*>(
+      bf16_amx_scratch[1].get(static_cast<size_t>(kb_max / kStep) * 2 * kBTileBytes));
+  if (a == nullptr || b == nullptr) {
+    bf16_panel_model(k, wp, w_stride, nr, xp, x_stride, nc, out, out_stride);
+    return;
+  }
+  bf16_configure_tiles();
+  for (int64_t k0 = 0; k0 < k; k0 += kKBlock) {
+    const int64_t kb = std::min(kKBlock, k - k0);
+    const int64_t steps = (kb + kStep - 1) / kStep;
+    bf16_convert_block(xp, x_stride, nc, rows, k0, kb, reinterpret_cast<uint16_t*>(a), pitch);
+    for (int64_t r0 = 0; r0 < nr; r0 += kStrip) {
+      const int rr = static_cast<int>(std::min<int64_t>(kStrip, nr - r0));
+      bf16_repack_strip(wp + r0 * w_stride, w_stride, rr, k0, kb, b);
+      amx::memory_barrier();
+      int64_t c0 = 0;
+      for (; c0 + 2 * kGroup <= rows; c0 += 2 * kGroup) {
+        bf16_groups<2>(a + c0 * pitch, pitch, b, steps, out, out_stride, nr, nc, r0, c0, k0 == 0);
+      }
+      if (c0 < rows) {
+        bf16_groups<1>(a + c0 * pitch, pitch, b, steps, out, out_stride, nr, nc, r0, c0, k0 == 0);
+      }
+      amx::memory_barrier();
+    }
+  }
+  _tile_release();
+}
+
+// mul_mat_id's tiles: the panel on one tile's rows and activation rows.
+FOLIO_TARGET_AMX void bf16_tile(int64_t k, const void* w, size_t w_stride, int nr, const void* x,
+                                size_t x_stride, int nc, float* out, size_t out_stride) {
+  bf16_panel(k, w, w_stride, nr, x, x_stride, nc, out, out_stride);
+}
+
+// Tiles of 64 weight rows x 32 activation rows (the panel does the blocking
+// for mul_mat).
+MatMulSpec bf16_amx_spec() {
+  MatMulSpec spec;
+  spec.act = ActFormat::kF32;
+  spec.tile_rows = 2 * kStrip;
+  spec.tile_cols = 2 * kGroup;
+  spec.tile = &bf16_tile;
+  spec.panel = &bf16_panel;
+  return spec;
+}
+
+}  // namespace
+
+Status mul_mat_bf16_amx(const Op& op, const KernelContext& ctx) {
+  return mul_mat_tiled(op, ctx, bf16_amx_spec());
+}
+
+Status mul_mat_id_bf16_amx(const Op& op, const KernelContext& ctx) {
+  return mul_mat_id_tiled(op, ctx, bf16_amx_spec());
+}
+
+}  // namespace folio::cpu

@@ -1,0 +1,164 @@
+// The AMX BF16 mul_mat (amx/mul_mat_bf16_amx.cc) on the real tile
+// instructions: TDPBF16PS itself against the scalar model of
+// amx/bf16_tile_model.h (random tiles over a wide exponent range, denormal
+// products and accumulators), the kernel's every output against the model,
+// its accuracy against the double reference, and the routing (every BF16
+// mul_mat on this tier, decode included). amx_emulated_test.cc runs the same
+// kernel cases on the model where the CPU has no AMX.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/amx_bf16_cases.h"
+#include "backend/cpu/amx/bf16_tile_model.h"
+#include "backend/cpu/amx/kernels.h"
+#include "backend/cpu/amx/tiles.h"
+#include "backend/cpu/cpu_backend.h"
+#include "core/cpu_features.h"
+#include "core/target.h"
+
+namespace folio {
+namespace amx_bf16_test {
+
+using cpu::amx_bf16::act_to_bf16;
+using cpu::amx_bf16::dpbf16ps;
+
+bool has_amx_bf16() {
+  return active_isa() == Isa::kAmx && cpu_features().amx_bf16;
+}
+
+// c (16 x 16 f32) after one TDPBF16PS of a (16 rows x 16 pairs) and b (16
+// pair rows x 16 columns, VNNI order).
+FOLIO_TARGET_AMX void tile_product(const uint16_t* a, const uint16_t* b, float* c) {
+  cpu::amx::TileConfig cfg;
+  for (int t = 0; t < 3; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  cpu::amx::memory_barrier();
+  _tile_loadconfig(&cfg);
+  _tile_loadd(2, c, 64);
+  _tile_loadd(0, a, 64);
+  _tile_loadd(1, b, 64);
+  _tile_dpbf16ps(2, 0, 1);
+  _tile_stored(2, c, 64);
+  _tile_release();
+  cpu::amx::memory_barrier();
+}
+
+// Values spread over 2^-80 .. 2^20 with both signs, some zero: products
+// and sums that cancel, underflow to denormals and round at every step.
+uint16_t wide_bf16(std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_int_distribution<int> e(-80, 20), zero(0, 30);
+  if (zero(rng) == 0) return 0;
+  return act_to_bf16(std::ldexp(u(rng), e(rng)));
+}
+
+TEST(AmxBf16, TileProductIsTheModel) {
+  if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
+  std::mt19937 rng(5);
+  int64_t bad = 0, total = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    alignas(64) uint16_t a[16 * 32], b[16 * 32];
+    alignas(64) float c[256], want[256];
+    const bool wide = trial % 2 == 1;
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (int i = 0; i < 16 * 32; ++i) {
+      a[i] = wide ? wide_bf16(rng) : act_to_bf16(u(rng));
+      b[i] = wide ? wide_bf16(rng) : act_to_bf16(u(rng));
+    }
+    for (int i = 0; i < 256; ++i) {
+      c[i] = trial % 3 == 0 ? 0.0f : wide ? cpu::amx_bf16::bf16_operand(wide_bf16(rng)) : u(rng);
+    }
+    for (int m = 0; m < 16; ++m) {
+      for (int n = 0; n < 16; ++n) {
+        uint16_t col[32];
+        for (int p = 0; p < 16; ++p) {
+          col[2 * p] = b[p * 32 + 2 * n];
+          col[2 * p + 1] = b[p * 32 + 2 * n + 1];
+        }
+        want[m * 16 + n] = dpbf16ps(c[m * 16 + n], a + m * 32, col, 16);
+      }
+    }
+    tile_product(a, b, c);
+    for (int i = 0; i < 256; ++i) {
+      ++total;
+      if (std::memcmp(&c[i], &want[i], 4) != 0 && bad++ < 3) {
+        ADD_FAILURE() << "trial " << trial << " element " << i << ": tile " << c[i] << ", model "
+                      << want[i];
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << "of " << total;
+}
+
+TEST(AmxBf16, MulMatIsTheModel) {
+  if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
+  amx_bf16_cases::expect_mul_mat_is_model(&cpu::mul_mat_bf16_amx);
+}
+
+TEST(AmxBf16, MulMatIdIsTheModel) {
+  if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
+  amx_bf16_cases::expect_mul_mat_id_is_model(&cpu::mul_mat_id_bf16_amx);
+}
+
+// The accuracy contract: BF16 activations cost an NMSE near 2e-6 on
+// uniform data against the double reference (f32 activations), within the
+// BF16 mul_mat tolerance (5e-4) by far; and the AVX-512 kernel (f32
+// activations) is much closer.
+TEST(AmxBf16, NmseAgainstTheReference) {
+  if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
+  std::mt19937 rng(47);
+  const int64_t k = 4096, n = 64, m = 48;
+  const std::vector<uint16_t> w = amx_bf16_cases::bf16_weights(k * n, rng);
+  const std::vector<float> x = amx_bf16_cases::activations(k * m, rng);
+  std::vector<float> y(static_cast<size_t>(n * m));
+  Op op;
+  op.kind = OpKind::kMulMat;
+  op.src[0] = TensorView::contiguous(const_cast<uint16_t*>(w.data()), DType::BF16, {k, n});
+  op.src[1] = TensorView::contiguous(const_cast<float*>(x.data()), DType::F32, {k, m});
+  op.dst = TensorView::contiguous(y.data(), DType::F32, {n, m});
+  ASSERT_TRUE(cpu::mul_mat_bf16_amx(op, KernelContext{}).ok());
+  double err = 0, ref = 0;
+  for (int64_t c = 0; c < m; ++c) {
+    for (int64_t r = 0; r < n; ++r) {
+      double d = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        d += static_cast<double>(bf16_to_f32(w[static_cast<size_t>(r * k + i)])) *
+             x[static_cast<size_t>(c * k + i)];
+      }
+      const double e = y[static_cast<size_t>(c * n + r)] - d;
+      err += e * e;
+      ref += d * d;
+    }
+  }
+  const double nmse = err / ref;
+  EXPECT_LT(nmse, 1e-5);
+  EXPECT_GT(nmse, 1e-9) << "the activations were not rounded to BF16";
+}
+
+// Every BF16 mul_mat goes to the tiles on this tier (one activation row
+// too), and below it to the AVX-512 kernel.
+TEST(AmxBf16, RoutesEveryBatchSize) {
+  if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
+  CpuBackend amx(CpuBackendOptions{Isa::kAmx, false, nullptr});
+  CpuBackend avx512(CpuBackendOptions{Isa::kAvx512, false, nullptr});
+  std::vector<uint16_t> w(64 * 32);
+  std::vector<float> x(64 * 512), y(32 * 512);
+  for (int64_t m : {1, 2, 16, 512}) {
+    Op op;
+    op.kind = OpKind::kMulMat;
+    op.src[0] = TensorView::contiguous(w.data(), DType::BF16, {64, 32});
+    op.src[1] = TensorView::contiguous(x.data(), DType::F32, {64, m});
+    op.dst = TensorView::contiguous(y.data(), DType::F32, {32, m});
+    EXPECT_EQ(amx.kernel_name(op), "mul_mat.bf16.amx") << m;
+    EXPECT_EQ(avx512.kernel_name(op), "mul_mat.bf16.avx512") << m;
+  }
+}
+
+}  // namespace amx_bf16_test
+}  // namespace folio
