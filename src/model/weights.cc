@@ -277,6 +277,9 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
       if (cfg.out_bias != BiasMode::kNone) {
         FOLIO_RETURN_IF_ERROR(add(n("attn_output.bias"), shape(e),
                                   cfg.out_bias == BiasMode::kRequired, OpKind::kAdd, &l.bo));
+      } else if (cfg.out_bias_unused) {
+        FOLIO_RETURN_IF_ERROR(
+            add(n("attn_output.bias"), shape(e), false, OpKind::kAdd, &l.bo_unused));
       }
       if (cfg.attn_sinks) {
         FOLIO_RETURN_IF_ERROR(

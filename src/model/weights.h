@@ -30,6 +30,7 @@ struct LayerWeights {
   TensorView bv;              // [Hkv * Dv]
   TensorView wo;              // [Hq * Dv, E]
   TensorView bo;              // [E]          optional
+  TensorView bo_unused;       // [E]          ernie4_5: loaded where present, never applied
   TensorView attn_sinks;      // [Hq]         gpt-oss: per-head sink logit
   TensorView attn_q_norm;     // [Dk]         qwen3, gemma3
   TensorView attn_k_norm;     // [Dk]
