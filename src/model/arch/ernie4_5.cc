@@ -56,14 +56,12 @@ Status configure_ernie4_5_moe(const gguf::GgufFile& f, ModelConfig& c) {
   FOLIO_RETURN_IF_ERROR(ernie_full_rope_check(c));
   MoeConfig& m = c.moe;
   FOLIO_ASSIGN_OR_RETURN(m.n_ff_exp, require_int(f, arch_key(c, "expert_feed_forward_length")));
-  FOLIO_ASSIGN_OR_RETURN(c.n_ff_shexp,
-                         arch_int_or(f, c, "expert_shared_feed_forward_length", 0));
+  FOLIO_ASSIGN_OR_RETURN(c.n_ff_shexp, arch_int_or(f, c, "expert_shared_feed_forward_length", 0));
   FOLIO_RETURN_IF_ERROR(read_leading_dense(f, c));
   FOLIO_RETURN_IF_ERROR(read_moe_layer_step(f, c));
   if (m.n_dense_lead < c.n_layer && (m.n_expert <= 0 || m.n_expert_used <= 0)) {
     return not_found("model: '{}' and '{}' must be positive (layers from {} on are routed)",
-                     arch_key(c, "expert_count"), arch_key(c, "expert_used_count"),
-                     m.n_dense_lead);
+                     arch_key(c, "expert_count"), arch_key(c, "expert_used_count"), m.n_dense_lead);
   }
   m.gating = ExpertGating::kSoftmax;
   m.norm_weights = true;
