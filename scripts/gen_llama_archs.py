@@ -67,6 +67,7 @@ FOLIO_ARCHS = [
     "phi3", "mistral3", "glm4moe", "lfm2", "lfm2moe", "nemotron_h",
     "nemotron_h_moe", "gemma2", "smollm3", "qwen2moe", "seed_oss", "exaone4",
     "deepseek2", "hunyuan-dense", "ernie4_5", "ernie4_5-moe", "qwen3vl",
+    "minimax-m2",
 ]
 # Architectures whose files get the driver's --gain (weights lifted from the
 # saver's std 0.01 to working magnitudes: at 0.01 the logits are ~0.01 and
@@ -91,6 +92,8 @@ AMPLIFIED = {
     # the e position (0 for text) and do not rotate; the saver's [32, 32, 32,
     # 32] rotates every pair, as neox rope does
     "qwen3vl": ["--set-i32s", "qwen3vl.rope.dimension_sections", "8,8,8,8"],
+    # partial rope as in the real model (64 of 128 dims; the saver ropes all)
+    "minimax-m2": ["--set-u32", "minimax-m2.rope.dimension_count", "64"],
 }
 # Files kept in F32: llama.cpp's CPU mul_mat_id rounds the activations to F16
 # for F16 expert weights (ggml's vec_dot_type) and folio keeps them F32, which
@@ -100,7 +103,7 @@ AMPLIFIED = {
 # (every product, the per-head k_b / v_b ones included) moves its logits by
 # ~0.25% of the largest at working magnitudes; with F32 folio matches it
 # within 2e-5.
-F32_ARCHS = {"qwen2moe", "deepseek2", "ernie4_5-moe"}
+F32_ARCHS = {"qwen2moe", "deepseek2", "ernie4_5-moe", "minimax-m2"}
 SEED = 42
 PROMPT_LEN = 20
 GEN_LEN = 12

@@ -28,7 +28,10 @@ enum class RopeScaling : int { kNone, kLinear, kYarn };
 const char* rope_scaling_name(RopeScaling s);
 
 // How a layer's query/key/value/output projections may carry biases.
-enum class BiasMode : int { kNone, kOptional, kRequired };
+// kIgnored: loaded where present and never applied, as llama.cpp creates
+// them for the family and its graph leaves them out (ernie4_5's output
+// bias, minimax-m2's q/k/v biases).
+enum class BiasMode : int { kNone, kOptional, kRequired, kIgnored };
 
 // How router logits become expert weights: softmax (or sigmoid) over all
 // experts, top-k by probability; or kSoftmaxWeight (gpt-oss): top-k by logit,
@@ -190,9 +193,9 @@ struct ModelConfig {
   BiasMode out_bias = BiasMode::kNone;  // attn_output.bias
   bool qk_norm = false;                 // attn_{q,k}_norm.weight, RMS over head_dim
   bool qk_norm_after_rope = false;      // q/k normed after the rope, not before (hunyuan-dense)
-  // attn_output.bias is loaded where present but not applied, as llama.cpp
-  // does for ernie4_5 (its graph passes no output bias).
-  bool out_bias_unused = false;
+  // q/k RMS norms over each token's whole projection, all heads at once:
+  // attn_q_norm [Hq * Dk], attn_k_norm [Hkv * Dk] (minimax-m2).
+  bool qk_norm_full = false;
   bool post_norms = false;              // post_attention_norm / post_ffw_norm (gemma)
   // Only the post norms (exaone4): no attn_norm / ffn_norm; each block reads the
   // residual stream itself and its output is RMS-normalised before the add.

@@ -40,7 +40,7 @@ constexpr const char* kFiles[] = {
     "gemma2-dense",        "smollm3-dense",    "qwen2moe-moe",
     "seed_oss-dense",      "exaone4-dense",    "deepseek2-moe",
     "hunyuan-dense-dense", "ernie4_5-moe",     "ernie4_5-moe-moe",
-    "qwen3vl-dense",
+    "qwen3vl-dense",       "minimax-m2-moe",
 };
 
 std::string dir() {

@@ -496,7 +496,7 @@ TEST(ModelLoad, Ernie45MoeKeys) {
   EXPECT_FLOAT_EQ(c->moe.weights_scale, 1.0f);
   EXPECT_EQ(c->n_ff_shexp, 0);
   EXPECT_FALSE(c->shexp_gated);
-  EXPECT_TRUE(c->out_bias_unused);
+  EXPECT_EQ(c->out_bias, BiasMode::kIgnored);
 
   SyntheticModel d = s;
   std::vector<std::pair<std::string, gguf::Value>> renamed;

@@ -28,8 +28,7 @@ namespace {
 void configure_ernie_common(ModelConfig& c) {
   c.rope.mode = RopeMode::kNormal;
   c.qkv_bias = BiasMode::kOptional;
-  c.out_bias = BiasMode::kNone;
-  c.out_bias_unused = true;
+  c.out_bias = BiasMode::kIgnored;
   c.ffn_glu = GluKind::kSwiGlu;
   c.attn_scale = 0.0f;
   c.final_softcap = 0.0f;

@@ -12,9 +12,10 @@
 // (gpt-oss: one logit per query head, in the softmax denominator only) go to
 // the same op.
 //
-// q/k RMS norms (cfg.qk_norm) run before the rope, or after it where
-// cfg.qk_norm_after_rope (hunyuan-dense); then the fused rope + cache write
-// is not used, since K reaches the cache normed.
+// q/k RMS norms (cfg.qk_norm) run per head before the rope, over all heads
+// of a token at once where cfg.qk_norm_full (minimax-m2), or per head after
+// the rope where cfg.qk_norm_after_rope (hunyuan-dense); then the fused
+// rope + cache write is not used, since K reaches the cache normed.
 //
 // Q/K/V joined at load (LayerWeights::qkv_joint): a one-token step computes
 // them in one product and takes q, k, v as views of it; q's heads are then
@@ -124,10 +125,14 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   if (!l.bk.empty()) ctx.add(k, l.bk, k);
   if (!l.bv.empty()) ctx.add(v, l.bv, v);
 
+  if (cfg.qk_norm && cfg.qk_norm_full) {  // RMS over all heads of a token, in place
+    ctx.rms_norm(q, l.attn_q_norm, cfg.norm_eps, q);
+    ctx.rms_norm(k, l.attn_k_norm, cfg.norm_eps, k);
+  }
   q = reshape(q, {dk, hq, t, 1});
   k = reshape(k, {dk, hkv, t, 1});
   const bool norm_after_rope = cfg.qk_norm && cfg.qk_norm_after_rope;
-  if (cfg.qk_norm && !norm_after_rope) {  // RMS over each head's dims, in place
+  if (cfg.qk_norm && !cfg.qk_norm_full && !norm_after_rope) {  // RMS over each head's dims
     ctx.rms_norm(q, l.attn_q_norm, cfg.norm_eps, q);
     ctx.rms_norm(k, l.attn_k_norm, cfg.norm_eps, k);
   }
