@@ -66,7 +66,8 @@ FOLIO_ARCHS = [
     "qwen35", "qwen35moe", "gpt-oss", "bert", "nomic-bert", "granitehybrid",
     "phi3", "mistral3", "glm4moe", "lfm2", "lfm2moe", "nemotron_h",
     "nemotron_h_moe", "gemma2", "smollm3", "qwen2moe", "seed_oss", "exaone4",
-    "deepseek2",
+    "deepseek2", "hunyuan-dense", "ernie4_5", "ernie4_5-moe", "qwen3vl",
+    "minimax-m2",
 ]
 # Architectures whose files get the driver's --gain (weights lifted from the
 # saver's std 0.01 to working magnitudes: at 0.01 the logits are ~0.01 and
@@ -82,6 +83,17 @@ AMPLIFIED = {
     # latent attention: at the saver's magnitudes the rope key and the
     # per-head k_b / v_b products move the logits by less than the tolerance
     "deepseek2": [],
+    # q/k norms after the rope: at the saver's norm weights (0.01) the scores
+    # are ~0 and neither the rope nor the norms' order shows
+    "hunyuan-dense": [],
+    "ernie4_5": [],
+    "ernie4_5-moe": [],
+    # sections of 8 per 32-pair period: pairs 24-31 and 56-63 of the 64 take
+    # the e position (0 for text) and do not rotate; the saver's [32, 32, 32,
+    # 32] rotates every pair, as neox rope does
+    "qwen3vl": ["--set-i32s", "qwen3vl.rope.dimension_sections", "8,8,8,8"],
+    # partial rope as in the real model (64 of 128 dims; the saver ropes all)
+    "minimax-m2": ["--set-u32", "minimax-m2.rope.dimension_count", "64"],
 }
 # Files kept in F32: llama.cpp's CPU mul_mat_id rounds the activations to F16
 # for F16 expert weights (ggml's vec_dot_type) and folio keeps them F32, which
@@ -91,7 +103,7 @@ AMPLIFIED = {
 # (every product, the per-head k_b / v_b ones included) moves its logits by
 # ~0.25% of the largest at working magnitudes; with F32 folio matches it
 # within 2e-5.
-F32_ARCHS = {"qwen2moe", "deepseek2"}
+F32_ARCHS = {"qwen2moe", "deepseek2", "ernie4_5-moe", "minimax-m2"}
 SEED = 42
 PROMPT_LEN = 20
 GEN_LEN = 12

@@ -2,7 +2,8 @@
  * token ids (the files test-llama-archs writes have no tokenizer).
  *
  *   llama_archs_logits MODEL N_GEN OUT_PREFIX ID...
- *   llama_archs_logits --strip IN OUT [--gain] [--layers N] [--set-f32 KEY V] SUFFIX...
+ *   llama_archs_logits --strip IN OUT [--gain] [--layers N] [--set-f32 KEY V]
+ *                      [--set-i32s KEY V,V,...] [--set-u32 KEY V] SUFFIX...
  *
  * --strip copies IN to OUT with ggml's own GGUF writer, every key/value
  * verbatim, without the `blk.*` tensors whose names end in one of the
@@ -18,7 +19,9 @@
  * feature shows only in deeper models (smollm3: no rope on every 4th block);
  * only for files whose per-layer keys are scalars. --set-f32 KEY V writes
  * the float key KEY = V (gemma2: a soft-capping constant small enough that
- * capping changes the scores).
+ * capping changes the scores); --set-i32s KEY V,V,... the int32 array key
+ * KEY (qwen3vl: rope sections that leave rotary pairs to the e position);
+ * --set-u32 KEY V the uint32 key KEY (minimax-m2: partial rope dims).
  *
  * Loads MODEL on the CPU (F32 K/V cache, flash attention off, 2 threads,
  * n_ctx 128, one ubatch for the whole prompt), decodes the prompt ids as one
@@ -85,8 +88,21 @@ static int block_of(const char* name, int* rest) {
   return (int)l;
 }
 
+/* "a,b,c" -> up to 16 ints; returns the count. */
+static int parse_i32s(const char* s, int32_t* v) {
+  int n = 0;
+  while (*s != '\0' && n < 16) {
+    char* end = NULL;
+    v[n++] = (int32_t)strtol(s, &end, 10);
+    if (end == s) return -1;
+    s = *end == ',' ? end + 1 : end;
+  }
+  return n;
+}
+
 static int strip(const char* in, const char* out, int f16, int gain, int n_layers, int n_set,
-                 char** sets, int n_suffix, char** suffixes) {
+                 char** sets, int n_arr, char** arrs, int n_u32, char** u32s, int n_suffix,
+                 char** suffixes) {
   struct ggml_context* data = NULL;
   struct gguf_init_params params = {false, &data};
   struct gguf_context* src = gguf_init_from_file(in, params);
@@ -97,6 +113,18 @@ static int strip(const char* in, const char* out, int f16, int gain, int n_layer
   struct gguf_context* dst = gguf_init_empty();
   gguf_set_kv(dst, src);
   for (int k = 0; k < n_set; ++k) gguf_set_val_f32(dst, sets[2 * k], (float)atof(sets[2 * k + 1]));
+  for (int k = 0; k < n_u32; ++k) {
+    gguf_set_val_u32(dst, u32s[2 * k], (uint32_t)strtoul(u32s[2 * k + 1], NULL, 10));
+  }
+  for (int k = 0; k < n_arr; ++k) {
+    int32_t v[16];
+    const int n = parse_i32s(arrs[2 * k + 1], v);
+    if (n <= 0) {
+      fprintf(stderr, "bad int list %s for %s\n", arrs[2 * k + 1], arrs[2 * k]);
+      return 1;
+    }
+    gguf_set_arr_data(dst, arrs[2 * k], GGUF_TYPE_INT32, v, (size_t)n);
+  }
   int n_src_layers = 0;
   char block_count_key[256] = "";
   if (n_layers > 0) {
@@ -186,8 +214,10 @@ static int argmax(const float* v, int n) {
 int main(int argc, char** argv) {
   if (argc >= 4 && (strcmp(argv[1], "--strip") == 0 || strcmp(argv[1], "--strip-f16") == 0)) {
     const int f16 = strcmp(argv[1], "--strip-f16") == 0;
-    int gain = 0, n_layers = 0, n_set = 0, a = 4;
+    int gain = 0, n_layers = 0, n_set = 0, n_arr = 0, n_u32 = 0, a = 4;
     char* sets[16];
+    char* arrs[16];
+    char* u32s[16];
     for (; a < argc && strncmp(argv[a], "--", 2) == 0; ++a) {
       if (strcmp(argv[a], "--gain") == 0) {
         gain = 1;
@@ -196,6 +226,16 @@ int main(int argc, char** argv) {
         sets[2 * n_set + 1] = argv[a + 2];
         ++n_set;
         a += 2;
+      } else if (strcmp(argv[a], "--set-i32s") == 0 && a + 2 < argc && n_arr < 8) {
+        arrs[2 * n_arr] = argv[a + 1];
+        arrs[2 * n_arr + 1] = argv[a + 2];
+        ++n_arr;
+        a += 2;
+      } else if (strcmp(argv[a], "--set-u32") == 0 && a + 2 < argc && n_u32 < 8) {
+        u32s[2 * n_u32] = argv[a + 1];
+        u32s[2 * n_u32 + 1] = argv[a + 2];
+        ++n_u32;
+        a += 2;
       } else if (strcmp(argv[a], "--layers") == 0 && a + 1 < argc && atoi(argv[a + 1]) > 0) {
         n_layers = atoi(argv[++a]);
       } else {
@@ -203,7 +243,8 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    return strip(argv[2], argv[3], f16, gain, n_layers, n_set, sets, argc - a, argv + a);
+    return strip(argv[2], argv[3], f16, gain, n_layers, n_set, sets, n_arr, arrs, n_u32, u32s,
+                 argc - a, argv + a);
   }
   if (argc < 5) {
     fprintf(stderr, "usage: %s MODEL N_GEN OUT_PREFIX ID...\n", argv[0]);

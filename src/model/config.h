@@ -28,7 +28,10 @@ enum class RopeScaling : int { kNone, kLinear, kYarn };
 const char* rope_scaling_name(RopeScaling s);
 
 // How a layer's query/key/value/output projections may carry biases.
-enum class BiasMode : int { kNone, kOptional, kRequired };
+// kIgnored: loaded where present and never applied, as llama.cpp creates
+// them for the family and its graph leaves them out (ernie4_5's output
+// bias, minimax-m2's q/k/v biases).
+enum class BiasMode : int { kNone, kOptional, kRequired, kIgnored };
 
 // How router logits become expert weights: softmax (or sigmoid) over all
 // experts, top-k by probability; or kSoftmaxWeight (gpt-oss): top-k by logit,
@@ -57,10 +60,12 @@ struct RopeConfig {
   float attn_factor = 1.0f;     // YaRN magnitude (ggml adds its own 1 + 0.1 ln(factor))
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
-  // Multi-section rope (rope.dimension_sections, qwen35): rotary pairs per
-  // position section. Informational for text-only input, where every section
-  // holds the token position and the multi-section rope equals neox rope on
-  // the same dims (see model/arch/qwen3next.cc).
+  // Multi-section rope (rope.dimension_sections): rotary pairs per position
+  // section (t, h, w, e). qwen35 reads them but ropes neox (its sections
+  // cover every pair, and text holds the token position in t, h and w: see
+  // model/arch/qwen3next.cc); qwen3vl ropes with mode kImrope, whose pairs
+  // outside t, h and w take the e position, 0 for text
+  // (ForwardInputs::pos_sections).
   std::array<int, 4> sections{0, 0, 0, 0};
 };
 
@@ -76,6 +81,9 @@ struct MoeConfig {
   bool selection_bias = false;
   float weights_scale = 1.0f;  // expert_weights_scale: the k weights times this (after norm)
   int n_dense_lead = 0;        // leading_dense_block_count: layers before it have a dense FFN
+  // interleave_moe_layer_step (ernie4_5-moe): from n_dense_lead on, layer il
+  // routes when (il + 1) % layer_step == 0; 1: every layer.
+  int layer_step = 1;
   // Expert groups (expert_group_count, expert_group_used_count; DeepSeek V3):
   // the experts split into n_groups groups of n_expert / n_groups; a group
   // scores the sum of its two largest selection probabilities, and the top k
@@ -184,6 +192,10 @@ struct ModelConfig {
   BiasMode qkv_bias = BiasMode::kNone;  // attn_{q,k,v}.bias
   BiasMode out_bias = BiasMode::kNone;  // attn_output.bias
   bool qk_norm = false;                 // attn_{q,k}_norm.weight, RMS over head_dim
+  bool qk_norm_after_rope = false;      // q/k normed after the rope, not before (hunyuan-dense)
+  // q/k RMS norms over each token's whole projection, all heads at once:
+  // attn_q_norm [Hq * Dk], attn_k_norm [Hkv * Dk] (minimax-m2).
+  bool qk_norm_full = false;
   bool post_norms = false;              // post_attention_norm / post_ffw_norm (gemma)
   // Only the post norms (exaone4): no attn_norm / ffn_norm; each block reads the
   // residual stream itself and its output is RMS-normalised before the add.
@@ -289,7 +301,8 @@ struct ModelConfig {
            (!is_recurrent(layer) && n_ff[static_cast<size_t>(layer)] > 0);
   }
   bool is_moe(int layer) const {
-    return moe.n_expert > 0 && layer >= moe.n_dense_lead && has_ffn(layer);
+    return moe.n_expert > 0 && layer >= moe.n_dense_lead && (layer + 1) % moe.layer_step == 0 &&
+           has_ffn(layer);
   }
   // Any recurrent layer: the model needs a hybrid cache (cache/hybrid_kv_cache.h).
   bool is_hybrid() const;

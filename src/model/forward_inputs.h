@@ -26,6 +26,10 @@ struct ForwardInputs {
   bool all_outputs = false;  // out_ids == 0..T-1 (no gather needed)
   TensorView tokens;         // I32 [T]
   TensorView pos;            // I32 [T]
+  // I32 [4 T] the positions of a multi-section rope (RopeMode kMrope /
+  // kImrope): sections t, h and w hold pos, e holds 0 (text tokens, as
+  // llama.cpp feeds them); empty for other rope modes.
+  TensorView pos_sections;
   TensorView seq_idx;        // I32 [T] attention sequence of each token (KvPlan::seq_idx)
   TensorView slots;          // I32 [T] K/V table row of each token (slot mapping)
   TensorView kv_len;         // I32 [n_seq] K/V positions per attention sequence after this batch

@@ -295,4 +295,59 @@ Status read_latent_attention(const gguf::GgufFile& f, ModelConfig& c) {
   return Status();
 }
 
+Status read_rope_sections(const gguf::GgufFile& f, ModelConfig& c, bool required) {
+  const std::string key = arch_key(c, "rope.dimension_sections");
+  c.rope.sections = {0, 0, 0, 0};
+  if (!f.has(key)) {
+    if (required) return not_found("model: missing required key '{}'", key);
+    return Status();
+  }
+  Result<std::vector<int64_t>> s = f.get_int_array(key);
+  if (!s.ok()) return invalid_argument("model: key '{}': {}", key, s.status().message());
+  if (s->empty() || s->size() > 4) {
+    return invalid_argument("model: key '{}' has {} values, expected up to 4", key, s->size());
+  }
+  for (size_t i = 0; i < s->size(); ++i) {
+    if ((*s)[i] < 0 || (*s)[i] > (1 << 16)) {
+      return invalid_argument("model: key '{}' value {} is out of range", key, (*s)[i]);
+    }
+    c.rope.sections[i] = static_cast<int>((*s)[i]);
+  }
+  return Status();
+}
+
+Status read_rope_scaling_alpha(const gguf::GgufFile& f, ModelConfig& c) {
+  const std::string key = arch_key(c, "rope.scaling.alpha");
+  FOLIO_ASSIGN_OR_RETURN(const float alpha, optional_float(f, key, 0.0f));
+  if (!std::isfinite(alpha) || alpha < 0.0f) {
+    return invalid_argument("model: key '{}' = {} must be a finite number >= 0", key, alpha);
+  }
+  if (alpha == 0.0f) return Status();
+  const int64_t d = c.head_dim_k;
+  if (d <= 2) {
+    return invalid_argument("model: key '{}' needs a head dim above 2 (have {})", key, d);
+  }
+  c.rope.freq_base *= std::pow(alpha, static_cast<float>(d) / static_cast<float>(d - 2));
+  c.rope.freq_base_swa = c.rope.freq_base;
+  return Status();
+}
+
+Status read_moe_layer_step(const gguf::GgufFile& f, ModelConfig& c) {
+  const std::string key = arch_key(c, "interleave_moe_layer_step");
+  FOLIO_ASSIGN_OR_RETURN(const int64_t step, require_int(f, key));
+  if (step < 1 || step > c.n_layer) {
+    return invalid_argument("model: key '{}' = {} must be in [1, {}]", key, step, c.n_layer);
+  }
+  for (int il = c.moe.n_dense_lead; il < c.n_layer; ++il) {
+    if ((il + 1) % step != 0) {
+      return unsupported(
+          "model: '{}' = {} makes layer {} (after '{}' = {}) a dense layer that llama.cpp "
+          "loads no dense FFN for",
+          key, step, il, arch_key(c, "leading_dense_block_count"), c.moe.n_dense_lead);
+    }
+  }
+  c.moe.layer_step = static_cast<int>(step);
+  return Status();
+}
+
 }  // namespace folio::model

@@ -96,6 +96,20 @@ Status read_latent_attention(const gguf::GgufFile& f, ModelConfig& cfg);
 // so the config ends before them and their tensors stay unloaded (llama.cpp
 // skips them unless asked to load MTP).
 Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& cfg);
+// rope.dimension_sections (qwen35, qwen35moe, qwen3vl): up to 4 rotary pair
+// counts (t, h, w, e), each in [0, 65536], into cfg.rope.sections (the
+// rest 0); `required` as llama.cpp reads it per family (absent: all 0).
+Status read_rope_sections(const gguf::GgufFile& f, ModelConfig& cfg, bool required);
+// rope.scaling.alpha (hunyuan-dense's NTK-aware scaling): optional, default
+// 0 (none); alpha > 0 raises rope.freq_base to base * alpha^(D / (D - 2)),
+// D = head_dim_k, as llama.cpp does at load.
+Status read_rope_scaling_alpha(const gguf::GgufFile& f, ModelConfig& cfg);
+// interleave_moe_layer_step (ernie4_5-moe): required, >= 1, into
+// cfg.moe.layer_step. llama.cpp loads expert tensors for every layer from
+// leading_dense_block_count on but routes only the layers with (il + 1) %
+// step == 0 and would run the others' dense FFN without weights, so a file
+// where such a layer exists is refused.
+Status read_moe_layer_step(const gguf::GgufFile& f, ModelConfig& cfg);
 // The Mamba-2 mixer's keys (granitehybrid, nemotron_h): ssm.conv_kernel,
 // state_size, inner_size, group_count and time_step_rank, all required, into
 // cfg.ssm (kind kMamba2); inner_size must split into the groups and heads.

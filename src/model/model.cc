@@ -83,6 +83,13 @@ Result<TensorView> Model::run(const cache::Batch& batch, cache::KvCache& cache, 
   in.n_tokens = n;
   in.tokens = ctx.upload_i32(batch.tokens);
   in.pos = ctx.upload_i32(batch.pos);
+  if (config_.rope.mode == RopeMode::kMrope || config_.rope.mode == RopeMode::kImrope) {
+    std::vector<int32_t> sections(static_cast<size_t>(4 * n), 0);
+    std::copy(batch.pos.begin(), batch.pos.end(), sections.begin());
+    std::copy(batch.pos.begin(), batch.pos.end(), sections.begin() + n);
+    std::copy(batch.pos.begin(), batch.pos.end(), sections.begin() + 2 * n);
+    in.pos_sections = ctx.upload_i32(sections);
+  }
   in.seq_idx = ctx.upload_i32(plan.seq_idx);
   in.slots = ctx.upload_i32(plan.slots);
   in.kv_len = ctx.upload_i32(plan.kv_len);

@@ -264,29 +264,32 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
                                   kv_req && !cfg.attn_v_optional, OpKind::kMulMat, &l.wv));
       }
       if (cfg.qkv_bias != BiasMode::kNone) {
+        const bool ignored = cfg.qkv_bias == BiasMode::kIgnored;
         FOLIO_RETURN_IF_ERROR(add(n("attn_q.bias"),
                                   shape(hq * dk * (cfg.attn_output_gate ? 2 : 1)), bias_req,
-                                  OpKind::kAdd, &l.bq));
-        FOLIO_RETURN_IF_ERROR(
-            add(n("attn_k.bias"), shape(hkv * dk), bias_req, OpKind::kAdd, &l.bk));
-        FOLIO_RETURN_IF_ERROR(
-            add(n("attn_v.bias"), shape(hkv * dv), bias_req, OpKind::kAdd, &l.bv));
+                                  OpKind::kAdd, ignored ? &l.bq_ignored : &l.bq));
+        FOLIO_RETURN_IF_ERROR(add(n("attn_k.bias"), shape(hkv * dk), bias_req, OpKind::kAdd,
+                                  ignored ? &l.bk_ignored : &l.bk));
+        FOLIO_RETURN_IF_ERROR(add(n("attn_v.bias"), shape(hkv * dv), bias_req, OpKind::kAdd,
+                                  ignored ? &l.bv_ignored : &l.bv));
       }
       FOLIO_RETURN_IF_ERROR(
           add(n("attn_output.weight"), shape(hq * dv, e), true, OpKind::kMulMat, &l.wo));
       if (cfg.out_bias != BiasMode::kNone) {
         FOLIO_RETURN_IF_ERROR(add(n("attn_output.bias"), shape(e),
-                                  cfg.out_bias == BiasMode::kRequired, OpKind::kAdd, &l.bo));
+                                  cfg.out_bias == BiasMode::kRequired, OpKind::kAdd,
+                                  cfg.out_bias == BiasMode::kIgnored ? &l.bo_ignored : &l.bo));
       }
       if (cfg.attn_sinks) {
         FOLIO_RETURN_IF_ERROR(
             add(n("attn_sinks.weight"), shape(hq), true, OpKind::kFlashAttn, &l.attn_sinks));
       }
       if (cfg.qk_norm) {
+        const int64_t qn = cfg.qk_norm_full ? hq * dk : dk, kn = cfg.qk_norm_full ? hkv * dk : dk;
         FOLIO_RETURN_IF_ERROR(
-            add(n("attn_q_norm.weight"), shape(dk), true, OpKind::kRmsNorm, &l.attn_q_norm));
+            add(n("attn_q_norm.weight"), shape(qn), true, OpKind::kRmsNorm, &l.attn_q_norm));
         FOLIO_RETURN_IF_ERROR(
-            add(n("attn_k_norm.weight"), shape(dk), kv_req, OpKind::kRmsNorm, &l.attn_k_norm));
+            add(n("attn_k_norm.weight"), shape(kn), kv_req, OpKind::kRmsNorm, &l.attn_k_norm));
       }
       if (cfg.post_norms) {
         FOLIO_RETURN_IF_ERROR(add(n("post_attention_norm.weight"), shape(e), true, OpKind::kRmsNorm,

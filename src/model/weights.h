@@ -30,9 +30,14 @@ struct LayerWeights {
   TensorView bv;              // [Hkv * Dv]
   TensorView wo;              // [Hq * Dv, E]
   TensorView bo;              // [E]          optional
+  // Biases of BiasMode::kIgnored: loaded where present, never applied.
+  TensorView bq_ignored;      // [Hq * Dk]
+  TensorView bk_ignored;      // [Hkv * Dk]
+  TensorView bv_ignored;      // [Hkv * Dv]
+  TensorView bo_ignored;      // [E]
   TensorView attn_sinks;      // [Hq]         gpt-oss: per-head sink logit
-  TensorView attn_q_norm;     // [Dk]         qwen3, gemma3
-  TensorView attn_k_norm;     // [Dk]
+  TensorView attn_q_norm;     // [Dk]         qwen3, gemma3 ([Hq * Dk]: cfg.qk_norm_full)
+  TensorView attn_k_norm;     // [Dk]         ([Hkv * Dk]: cfg.qk_norm_full)
   TensorView attn_post_norm;  // [E]          gemma3
   // Multi-head latent attention (deepseek2; cfg.mla): Lq = q_lora_rank,
   // Dl = kv_lora_rank, R = rope dims, Dn = nope dims, Dqk = Dn + R, Dv = the

@@ -286,6 +286,67 @@ size_t match_line_or_newlines(const DecodedText& t, size_t i, size_t e) {
   return k - i;
 }
 
+// DeepSeek V3's pre-tokenizer (llama.cpp's deepseek3-llm regexes, also
+// hunyuan-dense's), three steps:
+//   \p{N}{1,3}
+//   [一-龥぀-ゟ゠-ヿ]+
+//   [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+
+//     | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ | ?[\p{P}\p{S}]+[\r\n]*
+//     | \s*[\r\n]+ | \s+(?!\S) | \s+
+size_t match_numbers_upto3(const DecodedText& t, size_t i, size_t e) {
+  return std::min<size_t>(run_of(t, i, e, kCpNumber) - i, 3);
+}
+
+constexpr Range kDeepseek3Cjk[] = {{0x4E00, 0x9FA5}, {0x3040, 0x309F}, {0x30A0, 0x30FF}};
+
+size_t match_deepseek3_cjk_run(const DecodedText& t, size_t i, size_t e) {
+  size_t k = i;
+  while (k < e && in_ranges(t.cps[k], kDeepseek3Cjk, std::size(kDeepseek3Cjk))) ++k;
+  return k - i;
+}
+
+bool is_ascii_letter(uint32_t cp) {
+  return (cp >= 'A' && cp <= 'Z') || (cp >= 'a' && cp <= 'z');
+}
+
+bool is_ascii_punct(uint32_t cp) {
+  return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
+         (cp >= 0x7B && cp <= 0x7E);
+}
+
+size_t match_deepseek3_words(const DecodedText& t, size_t i, size_t e) {
+  // An ASCII punctuation mark glued to the ASCII letters after it.
+  if (is_ascii_punct(t.cps[i]) && i + 1 < e && is_ascii_letter(t.cps[i + 1])) {
+    size_t k = i + 1;
+    while (k < e && is_ascii_letter(t.cps[k])) ++k;
+    return k - i;
+  }
+  // An optional code point that is neither \r \n, a letter, punctuation nor
+  // a symbol, then letters and marks; without it when what follows is none.
+  constexpr uint8_t kLetterMark = kCpLetter | kCpMark;
+  if (!has(t, i, kCpNewline | kCpLetter | kCpPunct | kCpSymbol) && i + 1 < e &&
+      has(t, i + 1, kLetterMark)) {
+    return run_of(t, i + 1, e, kLetterMark) - i;
+  }
+  if (has(t, i, kLetterMark)) return run_of(t, i, e, kLetterMark) - i;
+  // An optional ' ', punctuation and symbols, then any \r \n.
+  constexpr uint8_t kPunctSymbol = kCpPunct | kCpSymbol;
+  const size_t k = (t.cps[i] == ' ' && i + 1 < e && has(t, i + 1, kPunctSymbol)) ? i + 1 : i;
+  if (has(t, k, kPunctSymbol)) {
+    const size_t p = run_of(t, k, e, kPunctSymbol);
+    return run_of(t, p, e, kCpNewline) - i;
+  }
+  if (!has(t, i, kCpSpace)) return 0;
+  // \s*[\r\n]+: the space run up to its last \r or \n, if it holds one.
+  const size_t run = run_of(t, i, e, kCpSpace);
+  size_t last_nl = run;
+  for (size_t q = i; q < run; ++q) {
+    if (has(t, q, kCpNewline)) last_nl = q;
+  }
+  if (last_nl < run) return last_nl + 1 - i;
+  return match_space_run(t, i, e);
+}
+
 struct Sequence {
   const Matcher* steps;
   size_t count;
@@ -307,6 +368,8 @@ constexpr Matcher kDeepseekSteps[] = {
     match_cjk_run,
     match_numbers,
 };
+constexpr Matcher kDeepseek3Steps[] = {match_numbers_upto3, match_deepseek3_cjk_run,
+                                       match_deepseek3_words};
 constexpr Matcher kNewlineSteps[] = {match_line_or_newlines};
 constexpr Matcher kGpt4oSteps[] = {match_o200k_family<true, 3>};
 constexpr Matcher kTekkenSteps[] = {match_o200k_family<false, 1>};
@@ -337,6 +400,8 @@ Sequence sequence_for(PreTokenizer kind) {
       return {kGpt4oSteps, std::size(kGpt4oSteps)};
     case PreTokenizer::kTekken:
       return {kTekkenSteps, std::size(kTekkenSteps)};
+    case PreTokenizer::kDeepseek3:
+      return {kDeepseek3Steps, std::size(kDeepseek3Steps)};
   }
   return {nullptr, 0};
 }
@@ -410,6 +475,8 @@ constexpr NameEntry kNames[] = {
     {"gpt-4o", info(PreTokenizer::kGpt4o, false, false, false)},
     {"llama4", info(PreTokenizer::kGpt4o, false, false, false)},
     {"tekken", info(PreTokenizer::kTekken, true, true, false)},
+    {"deepseek-v3", info(PreTokenizer::kDeepseek3, false, false, false)},
+    {"hunyuan-dense", info(PreTokenizer::kDeepseek3, false, false, false)},
 };
 
 }  // namespace

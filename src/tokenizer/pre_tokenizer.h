@@ -48,6 +48,7 @@ enum class PreTokenizer {
   kNewlines,
   kGpt4o,
   kTekken,  // o200k's letter classes, no contractions, single digits (Mistral)
+  kDeepseek3,  // DeepSeek V3's three regexes (deepseek-v3, hunyuan-dense)
 };
 
 // What a `tokenizer.ggml.pre` name implies: its regex family and the defaults

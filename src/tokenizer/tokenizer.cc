@@ -94,7 +94,9 @@ void Tokenizer::encode_text(std::string_view text, bool after_special,
 // newline is the same piece whether a letter or the chunk's end follows it
 // (\s+(?!\S) would take a longer run whole at the end); the optional
 // prefix of the letter alternatives excludes \r and \n
-// ([^\r\n\p{L}\p{N}]?, " ?"), and deepseek-llm, whose \s? would take it,
+// ([^\r\n\p{L}\p{N}]?, deepseek-v3's [^\r\n\p{L}\p{P}\p{S}]?, " ?"),
+// deepseek-v3's ASCII mark + letters needs a letter right after the mark,
+// and deepseek-llm, whose \s? would take it,
 // isolates every newline in its first step; Gemma 4 splits at newlines.
 // Nothing looks behind, so the pieces after the cut start afresh.
 // In a line, a cut between ASCII punctuation and " " + a letter: the

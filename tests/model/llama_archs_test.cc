@@ -28,6 +28,8 @@ namespace llama_archs_test {
 
 // Every file the generator wrote (gemma3, gemma4, bert and nomic-bert:
 // llama.cpp's test-llama-archs writes none; see tests/model/refdata/README.md).
+// ernie4_5-moe is the dense ernie4_5 (the saver writes it only as a "MoE"
+// file, whose expert keys the family ignores); ernie4_5-moe-moe the MoE one.
 constexpr const char* kFiles[] = {
     "llama-dense",         "llama-moe",        "qwen2-dense",
     "qwen3-dense",         "qwen3moe-moe",     "qwen3next-moe",
@@ -37,6 +39,8 @@ constexpr const char* kFiles[] = {
     "lfm2moe-moe",         "nemotron_h-dense", "nemotron_h_moe-dense",
     "gemma2-dense",        "smollm3-dense",    "qwen2moe-moe",
     "seed_oss-dense",      "exaone4-dense",    "deepseek2-moe",
+    "hunyuan-dense-dense", "ernie4_5-moe",     "ernie4_5-moe-moe",
+    "qwen3vl-dense",       "minimax-m2-moe",
 };
 
 std::string dir() {

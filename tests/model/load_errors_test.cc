@@ -3,6 +3,8 @@
 // Files are built in memory with the GGUF writer (synthetic_model.h).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "model/model.h"
 #include "synthetic_model.h"
 #include "test_util.h"
@@ -434,6 +436,94 @@ TEST(ModelLoad, RefusesTensorsLlamaCppWouldApply) {
     t.tensors.push_back({name, DType::F32, {name[0] == 'o' ? int64_t{64} : int64_t{1}}});
     EXPECT_LOAD_ERROR(t, StatusCode::kUnsupported, std::string("'") + name + "'");
   }
+}
+
+// hunyuan-dense: q/k norms after the rope, neox rope; rope.scaling.alpha
+// raises the base to base * alpha^(D / (D - 2)) as llama.cpp does at load;
+// expert_count <= 1 is a dense model.
+TEST(ModelLoad, HunyuanDenseKeys) {
+  SyntheticModel s = llama_as("hunyuan-dense");  // head dim 64, base 10000
+  Result<ModelConfig> c = ModelConfig::from_gguf(*s.build());
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->rope.mode, RopeMode::kNeox);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_TRUE(c->qk_norm_after_rope);
+  EXPECT_FLOAT_EQ(c->rope.freq_base, 10000.0f);
+  s.set("hunyuan-dense.rope.scaling.alpha", 1000.0f);
+  s.set("hunyuan-dense.expert_count", uint32_t{1});
+  c = ModelConfig::from_gguf(*s.build());
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_FLOAT_EQ(c->rope.freq_base, 10000.0f * std::pow(1000.0f, 64.0f / 62.0f));
+  EXPECT_EQ(c->moe.n_expert, 0);
+  s.set("hunyuan-dense.rope.scaling.alpha", -1.0f);
+  c = ModelConfig::from_gguf(*s.build());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << c.status().to_string();
+  EXPECT_NE(c.status().message().find("'hunyuan-dense.rope.scaling.alpha'"), std::string::npos);
+}
+
+// ernie4_5-moe reads its keys as llama.cpp: expert width and
+// interleave_moe_layer_step required; a layer after the leading dense ones
+// that the step leaves unrouted has no FFN weights in llama.cpp, so the
+// file is refused; softmax routing, renormalised weights, ungated shared
+// expert, adjacent-pair rope. ernie4_5 ignores the expert keys.
+TEST(ModelLoad, Ernie45MoeKeys) {
+  SyntheticModel s = llama_as("ernie4_5-moe");
+  s.set("ernie4_5-moe.block_count", uint32_t{2});
+  s.set("ernie4_5-moe.expert_count", uint32_t{4});
+  s.set("ernie4_5-moe.expert_used_count", uint32_t{2});
+  auto cfg = [&s] { return ModelConfig::from_gguf(*s.build()); };
+  Result<ModelConfig> c = cfg();
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound) << c.status().to_string();
+  EXPECT_NE(c.status().message().find("'ernie4_5-moe.expert_feed_forward_length'"),
+            std::string::npos);
+  s.set("ernie4_5-moe.expert_feed_forward_length", uint32_t{32});
+  c = cfg();
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound) << c.status().to_string();
+  EXPECT_NE(c.status().message().find("'ernie4_5-moe.interleave_moe_layer_step'"),
+            std::string::npos);
+  s.set("ernie4_5-moe.interleave_moe_layer_step", uint32_t{2});
+  c = cfg();  // layer 0 would be an unrouted layer without dense weights
+  EXPECT_EQ(c.status().code(), StatusCode::kUnsupported) << c.status().to_string();
+  EXPECT_NE(c.status().message().find("layer 0"), std::string::npos);
+  s.set("ernie4_5-moe.leading_dense_block_count", uint32_t{1});
+  c = cfg();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_FALSE(c->is_moe(0));
+  EXPECT_TRUE(c->is_moe(1));
+  EXPECT_EQ(c->rope.mode, RopeMode::kNormal);
+  EXPECT_EQ(c->moe.gating, ExpertGating::kSoftmax);
+  EXPECT_TRUE(c->moe.norm_weights);
+  EXPECT_FLOAT_EQ(c->moe.weights_scale, 1.0f);
+  EXPECT_EQ(c->n_ff_shexp, 0);
+  EXPECT_FALSE(c->shexp_gated);
+  EXPECT_EQ(c->out_bias, BiasMode::kIgnored);
+
+  SyntheticModel d = s;
+  std::vector<std::pair<std::string, gguf::Value>> renamed;
+  for (auto& [k, v] : d.metadata) {
+    renamed.emplace_back(k.rfind("ernie4_5-moe.", 0) == 0 ? "ernie4_5." + k.substr(13) : k, v);
+  }
+  d.metadata = renamed;
+  d.set("general.architecture", "ernie4_5");
+  c = ModelConfig::from_gguf(*d.build());
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_FALSE(c->is_moe(1));
+}
+
+// qwen3vl needs rope.dimension_sections and ropes with the interleaved
+// multi-section mode (text: positions t, h, w = the token's, e = 0).
+TEST(ModelLoad, Qwen3vlNeedsRopeSections) {
+  SyntheticModel s = llama_as("qwen3vl");
+  Result<ModelConfig> c = ModelConfig::from_gguf(*s.build());
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound) << c.status().to_string();
+  EXPECT_NE(c.status().message().find("'qwen3vl.rope.dimension_sections'"), std::string::npos);
+  s.set("qwen3vl.rope.dimension_sections", gguf::Array::of(std::vector<int32_t>{8, 8, 8, 8}));
+  c = ModelConfig::from_gguf(*s.build());
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->rope.mode, RopeMode::kImrope);
+  EXPECT_EQ(c->rope.sections, (std::array<int, 4>{8, 8, 8, 8}));
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_FALSE(c->qk_norm_after_rope);
 }
 
 }  // namespace

@@ -127,6 +127,59 @@ TEST(PreTokenizer, Gpt4o) {
 
 // tekken (Mistral): o200k's letter classes without contractions, one digit
 // per piece.
+// DeepSeek V3's three regexes (deepseek-v3, hunyuan-dense): numbers in
+// threes, then CJK / kana runs, then words (an ASCII mark glued to the ASCII
+// letters after it; one leading non-letter before letters and marks),
+// punctuation with the newlines after it, newline-ending space runs and
+// space runs. Each case as llama.cpp's unicode_regex_split splits it.
+TEST(PreTokenizer, Deepseek3) {
+  const auto k = PreTokenizer::kDeepseek3;
+  EXPECT_EQ(split(k, "Hello, world! 12345 \u4f60\u597d\u3053\u3093\u306b\u3061\u306f"),
+            (V{"Hello", ",", " world", "!", " ", "123", "45", " ",
+               "\u4f60\u597d\u3053\u3093\u306b\u3061\u306f"}));
+  EXPECT_EQ(split(k, "a\u4f60\u597db"), (V{"a", "\u4f60\u597d", "b"}));
+  EXPECT_EQ(split(k, " .hello\n\n  x"), (V{" .", "hello", "\n\n", " ", " x"}));
+  EXPECT_EQ(split(k, "x  \n  \n y"), (V{"x", "  \n  \n", " y"}));
+  EXPECT_EQ(split(k, "don't stop"), (V{"don", "'t", " stop"}));
+  EXPECT_EQ(split(k, ".NET's"), (V{".NET", "'s"}));
+  EXPECT_EQ(split(k, " ...abc"), (V{" ...", "abc"}));
+  EXPECT_EQ(split(k, " \u0301x"), (V{" \u0301x"}));  // a mark joins the letters
+  EXPECT_EQ(split(k, "1234567"), (V{"123", "456", "7"}));
+  EXPECT_EQ(split(k, "\u4fa1\u683c\u306f1000\u5186"),
+            (V{"\u4fa1\u683c\u306f", "100", "0", "\u5186"}));
+  EXPECT_EQ(split(k, "$100 + x"), (V{"$", "100", " +", " x"}));
+  EXPECT_EQ(split(k, "a\r\nb"), (V{"a", "\r\n", "b"}));
+  EXPECT_EQ(split(k, "tab\there  "), (V{"tab", "\there", "  "}));
+  EXPECT_EQ(split(k, "\u00abquote\u00bb"), (V{"\u00ab", "quote", "\u00bb"}));
+  EXPECT_EQ(split(k, "x\u3000y"), (V{"x", "\u3000y"}));
+}
+
+// Where Tokenizer::encode_text_chunked cuts a long text (after a lone '\n'
+// between printable ASCII and an ASCII letter; between ASCII punctuation
+// and " " + an ASCII letter), DeepSeek V3's pieces are the same cut or not.
+TEST(PreTokenizer, Deepseek3PiecesSurviveChunkCuts) {
+  const auto k = PreTokenizer::kDeepseek3;
+  const std::string text =
+      "Hi.\nNext line, then: a word!\nx 12\nab (c) d;\te \u4f60\u597d.\nk \u00e9t\u00e9, "
+      "$5 .NET x\r\ny.\nz!\n\tq\nword \nx";
+  const std::vector<std::string> whole = split(k, text);
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  auto punct = [&](char c) { return c > ' ' && c < 0x7f && !(c >= '0' && c <= '9') && !letter(c); };
+  int cuts = 0;
+  for (size_t at = 2; at + 1 < text.size(); ++at) {
+    const char prev = text[at - 1], c = text[at], next = text[at + 1];
+    const bool after_newline =
+        prev == '\n' && letter(c) && text[at - 2] > ' ' && text[at - 2] < 0x7f;
+    const bool before_word = punct(prev) && c == ' ' && letter(next);
+    if (!after_newline && !before_word) continue;
+    std::vector<std::string> pieces = split(k, text.substr(0, at));
+    for (std::string& p : split(k, text.substr(at))) pieces.push_back(std::move(p));
+    EXPECT_EQ(pieces, whole) << "cut at " << at;
+    ++cuts;
+  }
+  EXPECT_GE(cuts, 8);
+}
+
 TEST(PreTokenizer, Tekken) {
   const auto k = PreTokenizer::kTekken;
   EXPECT_EQ(split(k, "HelloWorld camelCase"), (V{"Hello", "World", " camel", "Case"}));
@@ -150,6 +203,13 @@ TEST(PreTokenizer, Names) {
   EXPECT_TRUE(info.ignore_merges);
   EXPECT_TRUE(info.add_bos);
   EXPECT_FALSE(info.clean_spaces);
+  for (const char* name : {"deepseek-v3", "hunyuan-dense"}) {
+    ASSERT_TRUE(pre_tokenizer_from_name(name, &info)) << name;
+    EXPECT_EQ(info.kind, PreTokenizer::kDeepseek3) << name;
+    EXPECT_FALSE(info.ignore_merges) << name;
+    EXPECT_FALSE(info.add_bos) << name;
+    EXPECT_FALSE(info.clean_spaces) << name;
+  }
   ASSERT_TRUE(pre_tokenizer_from_name("glm4", &info));
   EXPECT_EQ(info.kind, PreTokenizer::kLlama3);
   EXPECT_TRUE(info.ignore_merges);

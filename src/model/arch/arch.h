@@ -68,5 +68,8 @@ std::span<const ArchFamily> lfm2_archs();      // lfm2, lfm2moe (Liquid LFM2: sh
 std::span<const ArchFamily> nemotron_h_archs();  // nemotron_h, nemotron_h_moe (Mamba-2 hybrids)
 std::span<const ArchFamily> exaone4_archs();     // exaone4 (post-norm-only layers)
 std::span<const ArchFamily> deepseek2_archs();   // deepseek2 (multi-head latent attention)
+std::span<const ArchFamily> hunyuan_archs();     // hunyuan-dense (q/k norms after the rope)
+std::span<const ArchFamily> ernie4_5_archs();    // ernie4_5, ernie4_5-moe
+std::span<const ArchFamily> minimax_m2_archs();  // minimax-m2 (q/k norms across heads)
 
 }  // namespace folio::model

@@ -12,6 +12,16 @@
 //             feed_forward_length) scaled by sigmoid(ffn_gate_inp_shexp . x);
 //   seed_oss  qwen2's attention with optional q/k/v biases, the pre-FFN norm
 //             named post_attention_norm, a dense FFN.
+//   qwen3vl   Qwen3-VL's text model: qwen3 (q/k norms before the rope, a
+//             dense FFN) with the interleaved multi-section rope (imrope)
+//             over rope.dimension_sections (required): rotary pair i takes
+//             the position of section t, h or w as i % S (S = the sections'
+//             sum) interleaves them, the others the e position. For text t,
+//             h and w hold the token position and e holds 0, as llama.cpp
+//             feeds text tokens, so pairs outside t, h and w do not rotate
+//             (Qwen3-VL's [24, 20, 20, 0] over 64 pairs leaves two).
+//             Deepstack layers (num_deepstack_layers) add image features
+//             only, so text needs none; no vision tower.
 // The q.k scale is always 1/sqrt(head_dim) (attention.scale is ignored, as
 // in llama.cpp).
 #include "model/arch/arch.h"
@@ -88,12 +98,27 @@ Status configure_seed_oss(const gguf::GgufFile& /*file*/, ModelConfig& c) {
   return Status();
 }
 
+Status configure_qwen3vl(const gguf::GgufFile& file, ModelConfig& c) {
+  configure_common(c);
+  c.qk_norm = true;
+  c.moe = MoeConfig{};
+  FOLIO_RETURN_IF_ERROR(read_rope_sections(file, c, /*required=*/true));
+  const std::array<int, 4>& s = c.rope.sections;
+  if (s[0] + s[1] + s[2] + s[3] <= 0) {
+    return invalid_argument("model: key '{}' must have a positive sum",
+                            arch_key(c, "rope.dimension_sections"));
+  }
+  c.rope.mode = RopeMode::kImrope;
+  return Status();
+}
+
 constexpr ArchFamily kQwen[] = {
     {"qwen2", configure_qwen2, pre_norm_decoder},
     {"qwen3", configure_qwen3, pre_norm_decoder},
     {"qwen3moe", configure_qwen3moe, pre_norm_decoder},
     {"qwen2moe", configure_qwen2moe, pre_norm_decoder},
     {"seed_oss", configure_seed_oss, pre_norm_decoder},
+    {"qwen3vl", configure_qwen3vl, pre_norm_decoder},
 };
 
 }  // namespace

@@ -149,23 +149,6 @@ Status configure_moe(const gguf::GgufFile& f, ModelConfig& c) {
   return Status();
 }
 
-Status read_rope_sections(const gguf::GgufFile& f, ModelConfig& c) {
-  const std::string key = arch_key(c, "rope.dimension_sections");
-  if (!f.has(key)) return not_found("model: missing required key '{}'", key);
-  Result<std::vector<int64_t>> s = f.get_int_array(key);
-  if (!s.ok()) return invalid_argument("model: key '{}': {}", key, s.status().message());
-  if (s->empty() || s->size() > 4) {
-    return invalid_argument("model: key '{}' has {} values, expected up to 4", key, s->size());
-  }
-  for (size_t i = 0; i < s->size(); ++i) {
-    if ((*s)[i] < 0 || (*s)[i] > (1 << 16)) {
-      return invalid_argument("model: key '{}' value {} is out of range", key, (*s)[i]);
-    }
-    c.rope.sections[i] = static_cast<int>((*s)[i]);
-  }
-  return Status();
-}
-
 Status configure_qwen3next(const gguf::GgufFile& f, ModelConfig& c) {
   FOLIO_RETURN_IF_ERROR(configure_hybrid(f, c));
   c.ssm.head_map = HeadMap::kDiv;
@@ -175,7 +158,7 @@ Status configure_qwen3next(const gguf::GgufFile& f, ModelConfig& c) {
 
 Status configure_qwen35(const gguf::GgufFile& f, ModelConfig& c) {
   FOLIO_RETURN_IF_ERROR(configure_hybrid(f, c));
-  FOLIO_RETURN_IF_ERROR(read_rope_sections(f, c));
+  FOLIO_RETURN_IF_ERROR(read_rope_sections(f, c, /*required=*/true));
   c.ssm.head_map = HeadMap::kMod;
   c.ssm.fused_ba = false;
   c.moe = MoeConfig{};  // dense FFN
@@ -185,7 +168,7 @@ Status configure_qwen35(const gguf::GgufFile& f, ModelConfig& c) {
 
 Status configure_qwen35moe(const gguf::GgufFile& f, ModelConfig& c) {
   FOLIO_RETURN_IF_ERROR(configure_hybrid(f, c));
-  FOLIO_RETURN_IF_ERROR(read_rope_sections(f, c));
+  FOLIO_RETURN_IF_ERROR(read_rope_sections(f, c, /*required=*/true));
   c.ssm.head_map = HeadMap::kMod;
   c.ssm.fused_ba = false;
   return configure_moe(f, c);

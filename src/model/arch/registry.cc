@@ -8,7 +8,7 @@ namespace folio::model {
 
 namespace {
 
-std::array<std::span<const ArchFamily>, 15> families() {
+std::array<std::span<const ArchFamily>, 18> families() {
   return {
       llama_archs(),     qwen_archs(),    gemma3_archs(), qwen3next_archs(),
       gpt_oss_archs(),   bert_archs(),    phi3_archs(),
@@ -20,6 +20,9 @@ std::array<std::span<const ArchFamily>, 15> families() {
       nemotron_h_archs(),
       exaone4_archs(),
       deepseek2_archs(),
+      hunyuan_archs(),
+      ernie4_5_archs(),
+      minimax_m2_archs(),
   };
 }
 

@@ -12,6 +12,11 @@
 // (gpt-oss: one logit per query head, in the softmax denominator only) go to
 // the same op.
 //
+// q/k RMS norms (cfg.qk_norm) run per head before the rope, over all heads
+// of a token at once where cfg.qk_norm_full (minimax-m2), or per head after
+// the rope where cfg.qk_norm_after_rope (hunyuan-dense); then the fused
+// rope + cache write is not used, since K reaches the cache normed.
+//
 // Q/K/V joined at load (LayerWeights::qkv_joint): a one-token step computes
 // them in one product and takes q, k, v as views of it; q's heads are then
 // followed by k's in memory, so one rope serves both (bit for bit the two
@@ -120,9 +125,14 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   if (!l.bk.empty()) ctx.add(k, l.bk, k);
   if (!l.bv.empty()) ctx.add(v, l.bv, v);
 
+  if (cfg.qk_norm && cfg.qk_norm_full) {  // RMS over all heads of a token, in place
+    ctx.rms_norm(q, l.attn_q_norm, cfg.norm_eps, q);
+    ctx.rms_norm(k, l.attn_k_norm, cfg.norm_eps, k);
+  }
   q = reshape(q, {dk, hq, t, 1});
   k = reshape(k, {dk, hkv, t, 1});
-  if (cfg.qk_norm) {  // RMS over each head's dims, in place
+  const bool norm_after_rope = cfg.qk_norm && cfg.qk_norm_after_rope;
+  if (cfg.qk_norm && !cfg.qk_norm_full && !norm_after_rope) {  // RMS over each head's dims
     ctx.rms_norm(q, l.attn_q_norm, cfg.norm_eps, q);
     ctx.rms_norm(k, l.attn_k_norm, cfg.norm_eps, k);
   }
@@ -130,6 +140,8 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   // (granitehybrid's layers, smollm3's every 4th).
   if (!cfg.learned_pos && cfg.uses_rope(il)) {
     const RopeParams rp = cfg.rope_params(il);
+    // Multi-section rope reads 4 positions per token.
+    const TensorView& pos = in.pos_sections.empty() ? in.pos : in.pos_sections;
     // LongRoPE: the long divisors when a sequence may outgrow the original context.
     const TensorView& factors = !w.rope_freqs.empty() ? w.rope_freqs
                                 : cache.n_ctx() > cfg.rope.n_ctx_orig && !w.rope_long.empty()
@@ -138,20 +150,25 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
     if (qk_adjacent && q.data != nullptr) {  // q's heads then k's: [Dk, Hq + Hkv, 1]
       const TensorView qk_in =
           reshape(leading_part(q, 0, (hq + hkv) * dk), {dk, hq + hkv, t, 1});
-      // The K/V cache write in the same dispatch where a backend fuses it.
+      // The K/V cache write in the same dispatch where a backend fuses it
+      // (not when K is normed after the rope).
       const TensorView k_table = cache.k_table(il);
-      TensorView qk = k_table.ne[0] == hkv * dk
-                          ? ctx.rope_set_rows(qk_in, in.pos, rp, factors, k_table,
+      TensorView qk = k_table.ne[0] == hkv * dk && !norm_after_rope
+                          ? ctx.rope_set_rows(qk_in, pos, rp, factors, k_table,
                                               kv_slots(cache, il, in), v, cache.v_table(il))
                           : TensorView{};
       kv_written = qk.nb[0] != 0;
-      if (!kv_written) qk = ctx.rope(qk_in, in.pos, rp, factors);
+      if (!kv_written) qk = ctx.rope(qk_in, pos, rp, factors);
       q = reshape(leading_part(qk, 0, hq * dk), {dk, hq, t, 1});
       k = reshape(leading_part(qk, hq * dk, hkv * dk), {dk, hkv, t, 1});
     } else {
-      q = ctx.rope(q, in.pos, rp, factors);
-      k = ctx.rope(k, in.pos, rp, factors);
+      q = ctx.rope(q, pos, rp, factors);
+      k = ctx.rope(k, pos, rp, factors);
     }
+  }
+  if (norm_after_rope) {  // hunyuan-dense: RMS over each roped head, in place
+    ctx.rms_norm(q, l.attn_q_norm, cfg.norm_eps, q);
+    ctx.rms_norm(k, l.attn_k_norm, cfg.norm_eps, k);
   }
   if (cfg.attn_temp_scale != 0.0f) q = scale_by_temperature(ctx, cfg, q, in);
 
