@@ -13,53 +13,36 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "model/op_profile.h"
 
 namespace folio::model {
 
-// Totals per kernel name (mul_mat / mul_mat_id also per weight shape, so the
-// LM head stands apart from the layers' projections).
-class ForwardContext::Profile {
- public:
-  using Clock = std::chrono::steady_clock;
-
-  void add(const RoutedOp& route, const Op& op, Clock::duration d) {
-    std::string key =
-        route ? route.backend->kernel_name_of(route.kernel) : std::string(op_kind_name(op.kind));
-    if (op.kind == OpKind::kMulMat || op.kind == OpKind::kMulMatId) {
-      key += " [" + std::to_string(op.src[0].ne[0]) + ", " + std::to_string(op.src[0].ne[1]) + "]";
-    }
-    Entry& e = entries_[key];
-    e.count += 1;
-    e.time += d;
-  }
-
-  ~Profile() {
-    std::vector<std::pair<std::string, Entry>> rows(entries_.begin(), entries_.end());
-    if (rows.empty()) return;
-    std::sort(rows.begin(), rows.end(),
-              [](const auto& a, const auto& b) { return a.second.time > b.second.time; });
-    Clock::duration total{};
-    for (const auto& r : rows) total += r.second.time;
-    const auto ms = [](Clock::duration d) {
-      return std::chrono::duration<double, std::milli>(d).count();
-    };
-    FOLIO_LOG_INFO("op profile: {:.1f} ms in ops", ms(total));
-    for (const auto& [name, e] : rows) {
-      FOLIO_LOG_INFO("  {:>9.2f} ms {:>5.1f}% {:>8} calls {:>9.2f} us/call  {}", ms(e.time),
-                     100.0 * ms(e.time) / std::max(ms(total), 1e-9), e.count,
-                     1000.0 * ms(e.time) / static_cast<double>(e.count), name);
-    }
-  }
-
- private:
-  struct Entry {
-    uint64_t count = 0;
-    Clock::duration time{};
-  };
-  std::unordered_map<std::string, Entry> entries_;
-};
-
 namespace {
+
+// The key an op's time is kept under: its kernel's name (the op kind's when
+// unrouted); mul_mat / mul_mat_id also by weight shape.
+std::string profile_key(const RoutedOp& route, const Op& op) {
+  std::string key =
+      route ? route.backend->kernel_name_of(route.kernel) : std::string(op_kind_name(op.kind));
+  if (op.kind == OpKind::kMulMat || op.kind == OpKind::kMulMatId) {
+    key += " [" + std::to_string(op.src[0].ne[0]) + ", " + std::to_string(op.src[0].ne[1]) + "]";
+  }
+  return key;
+}
+
+// FOLIO_PROFILE's log: the totals per kernel, largest first.
+void log_op_profile(const OpProfile& profile) {
+  const std::vector<OpProfileRow> rows = profile.by_kernel();
+  if (rows.empty()) return;
+  const double total_ms = profile.total_ns() * 1e-6;
+  FOLIO_LOG_INFO("op profile: {:.1f} ms in ops", total_ms);
+  for (const OpProfileRow& r : rows) {
+    const double ms = r.ns * 1e-6;
+    FOLIO_LOG_INFO("  {:>9.2f} ms {:>5.1f}% {:>8} calls {:>9.2f} us/call  {}", ms,
+                   100.0 * ms / std::max(total_ms, 1e-9), r.count,
+                   1000.0 * ms / static_cast<double>(r.count), r.name);
+  }
+}
 
 // Logs, once per process for each op kind and operand types, an op whose
 // operands live on a device that has no kernel for it (it then runs where
@@ -90,7 +73,10 @@ bool profiling_requested() {
 }  // namespace
 
 ForwardContext::ForwardContext(std::vector<Backend*> backends) : backends_(std::move(backends)) {
-  if (profiling_requested()) profile_ = std::make_unique<Profile>();
+  if (profiling_requested()) {
+    env_profile_ = std::make_unique<OpProfile>();
+    profile_ = env_profile_.get();
+  }
   arenas_.push_back(std::make_unique<Arena>(&host_buffer_type()));
   arena_owner_.push_back(nullptr);
   for (Backend* b : backends_) {
@@ -127,6 +113,13 @@ std::unique_ptr<ForwardContext> ForwardContext::with_device(Backend* device, int
 
 ForwardContext::~ForwardContext() {
   (void)sync_devices();  // device arenas may still be read by recorded work
+  if (env_profile_ != nullptr) log_op_profile(*env_profile_);
+}
+
+OpProfile* ForwardContext::set_profile(OpProfile* profile) {
+  OpProfile* previous = profile_;
+  profile_ = profile != nullptr ? profile : env_profile_.get();
+  return previous;
 }
 
 Status ForwardContext::sync_devices() {
@@ -307,8 +300,8 @@ RoutedOp ForwardContext::choose(const Op& op) const {
 
 void ForwardContext::run(const Op& op) {
   if (!ok()) return;
-  const Profile::Clock::time_point t0 =
-      profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
+  const OpProfile::Clock::time_point t0 =
+      profile_ == nullptr ? OpProfile::Clock::time_point() : OpProfile::Clock::now();
   if (Status v = validate_op(op); !v.ok()) {
     fail(v);
     return;
@@ -317,8 +310,8 @@ void ForwardContext::run(const Op& op) {
 }
 
 bool ForwardContext::run_if_supported(const Op& op) {
-  const Profile::Clock::time_point t0 =
-      profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
+  const OpProfile::Clock::time_point t0 =
+      profile_ == nullptr ? OpProfile::Clock::time_point() : OpProfile::Clock::now();
   if (!validate_op(op).ok()) return false;
   // A device home must take it itself: on the CPU its pinned operands (a
   // fused decode op's whole state pool) would be copied there and back on
@@ -370,7 +363,7 @@ Result<TensorView> ForwardContext::transfer(const TensorView& t, Backend* to) {
   return v;
 }
 
-void ForwardContext::execute(const RoutedOp& route, const Op& op, Profile::Clock::time_point t0) {
+void ForwardContext::execute(const RoutedOp& route, const Op& op, OpProfile::Clock::time_point t0) {
   if (!ok()) return;
   ++ops_run_;
   if (!route || arenas_.size() == 1) {
@@ -416,7 +409,9 @@ void ForwardContext::execute(const RoutedOp& route, const Op& op, Profile::Clock
     }
     fail(s);
   }
-  if (profile_ != nullptr) profile_->add(route, op, Profile::Clock::now() - t0);
+  if (profile_ != nullptr) {
+    profile_->add(profile_key(route, op), op.kind, OpProfile::Clock::now() - t0);
+  }
 }
 
 TensorView ForwardContext::run_new(Op& op, DType type, std::array<int64_t, kMaxDims> ne) {
@@ -656,8 +651,8 @@ TensorView ForwardContext::norm_mul_mat(const TensorView& w, const TensorView& x
 }
 
 bool ForwardContext::run_fusion(Op& op) {
-  const Profile::Clock::time_point t0 =
-      profile_ == nullptr ? Profile::Clock::time_point() : Profile::Clock::now();
+  const OpProfile::Clock::time_point t0 =
+      profile_ == nullptr ? OpProfile::Clock::time_point() : OpProfile::Clock::now();
   // Routing decides on shapes; a placeholder stands for a new output
   // meanwhile. As in run_if_supported, a device home runs it or nobody does.
   const bool new_output = op.dst.data == nullptr;

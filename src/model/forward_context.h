@@ -23,11 +23,13 @@
 // One context serves one forward at a time (it is not thread-safe); several
 // contexts may run forwards of the same (immutable) Model concurrently.
 //
-// Profiling: with the environment variable FOLIO_PROFILE=1 every op is timed
-// (wall clock around the whole op, threads included; on a device, the time
-// to record it) and, when the context is destroyed, the totals per kernel
-// (mul_mat also per weight shape) are logged at info level, largest first.
-// Off by default: the only cost is one branch per op.
+// Profiling: ops are timed into an OpProfile (model/op_profile.h: wall clock
+// around the whole op, threads included; on a device, the time to record
+// it) when one is set: by set_profile (`folio bench --profile`), or with the
+// environment variable FOLIO_PROFILE=1 the context's own, whose totals per
+// kernel (mul_mat also per weight shape) are logged at info level, largest
+// first, when the context is destroyed. Off by default: the only cost is one
+// branch per op.
 #pragma once
 
 #include <array>
@@ -42,6 +44,7 @@
 #include "cache/kv_cache.h"
 #include "core/status.h"
 #include "model/arena.h"
+#include "model/op_profile.h"
 #include "tensor/tensor_view.h"
 
 namespace folio {
@@ -181,14 +184,16 @@ class ForwardContext {
   // e.g., a whole state pool both ways.
   bool run_if_supported(const Op& op);
 
+  // Times every op from now on into `profile` (borrowed; nullptr: back to
+  // FOLIO_PROFILE's own profile, or none). Returns the previous target.
+  OpProfile* set_profile(OpProfile* profile);
+
   // Number of ops run since construction (for tests and stats).
   uint64_t ops_run() const { return ops_run_; }
   // The KV plan of the current forward (reused: no allocation per step).
   cache::KvPlan& kv_plan() { return kv_plan_; }
 
  private:
-  class Profile;  // per-kernel op timers (FOLIO_PROFILE=1)
-
   // Runs the device fusion `op` where a backend selects a kernel for it
   // (op.dst: the output, or its shape without data for a new one allocated
   // there); false, recording nothing, where none does. An allocation
@@ -231,7 +236,8 @@ class ForwardContext {
   Status status_;
   uint64_t ops_run_ = 0;
   cache::KvPlan kv_plan_;
-  std::unique_ptr<Profile> profile_;  // nullptr unless FOLIO_PROFILE=1
+  std::unique_ptr<OpProfile> env_profile_;  // FOLIO_PROFILE=1's, logged at destruction
+  OpProfile* profile_ = nullptr;            // where ops are timed; nullptr: nowhere
 };
 
 // A view of `t` with a new shape over the same contiguous memory (no CHECK:

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 
 #include "bench/bench_report.h"
 #include "bench/mem_bandwidth.h"
@@ -135,6 +137,69 @@ TEST_P(BenchRunnerTest, RunsEveryTestAndFreesTheCache) {
   // A test larger than the runner was made for is refused, not run.
   EXPECT_FALSE((*runner)->run(BenchTest{0, 4, 4}).ok());
   EXPECT_FALSE((*runner)->run(BenchTest{13, 0, 1}).ok());
+}
+
+// The profile counts every op of the timed forwards (no more: without
+// warmup or untimed prompt, the context's op counter must agree) per op
+// kind; without the option there is none.
+TEST_P(BenchRunnerTest, ProfileListsTheOpsOfTheTimedForwards) {
+  const std::vector<int64_t> p = {12};
+  const std::vector<int64_t> n = {4};
+  const std::vector<int> s = {1};
+  const std::vector<BenchTest> tests = make_bench_tests(p, n, s);
+  options_.warmup = false;
+  options_.tg_prompt = 0;
+  options_.profile = true;
+  auto runner = BenchRunner::create(*model_, *ctx_, tests, options_);
+  ASSERT_TRUE(runner.ok()) << runner.status().to_string();
+  for (const BenchTest& t : tests) {
+    const uint64_t ops0 = ctx_->ops_run();
+    auto r = (*runner)->run(t);
+    ASSERT_TRUE(r.ok()) << t.name() << ": " << r.status().to_string();
+    const uint64_t ran = ctx_->ops_run() - ops0;
+    ASSERT_TRUE(r->profile.has_value()) << t.name();
+    const BenchProfile& prof = *r->profile;
+    EXPECT_EQ(prof.repetitions, 2);
+    EXPECT_EQ(prof.forwards, t.is_prefill() ? 2 * 3 : 2 * 4) << t.name();  // chunks 5, 5, 2
+    double wall = 0;
+    for (double ns : r->samples_ns) wall += ns;
+    EXPECT_DOUBLE_EQ(prof.wall_ns, wall);
+    EXPECT_LE(prof.ops_ns(), prof.wall_ns);
+    uint64_t calls = 0;
+    std::set<std::string> kinds;
+    for (const model::OpProfileRow& op : prof.ops) {
+      calls += op.count;
+      EXPECT_TRUE(kinds.insert(op.name).second) << "kind listed twice: " << op.name;
+    }
+    EXPECT_EQ(calls, ran) << t.name();
+    // Every forward embeds its tokens and multiplies by weights.
+    EXPECT_TRUE(kinds.count("get_rows")) << t.name();
+    EXPECT_TRUE(kinds.count("mul_mat") || kinds.count("mul_mat_glu")) << t.name();
+    for (size_t i = 1; i < prof.ops.size(); ++i) EXPECT_GE(prof.ops[i - 1].ns, prof.ops[i].ns);
+
+    BenchRecord rec;
+    rec.threads = 2;
+    rec.backend = "cpu";
+    rec.result = *r;
+    const std::string table = bench_profile_table(rec);
+    for (const std::string& k : kinds) {
+      EXPECT_NE(table.find("| " + k + " "), std::string::npos) << k << "\n" << table;
+    }
+    EXPECT_NE(table.find("(outside ops)"), std::string::npos) << table;
+    const auto j = nlohmann::json::parse(bench_json_line(rec));
+    EXPECT_EQ(j.at("profile").size(), prof.ops.size());
+    EXPECT_EQ(j.at("profile_forwards"), prof.forwards);
+  }
+  options_.profile = false;
+  auto plain = BenchRunner::create(*model_, *ctx_, tests, options_);
+  ASSERT_TRUE(plain.ok());
+  auto r = (*plain)->run(tests[0]);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->profile.has_value());
+  BenchRecord rec;
+  rec.result = *r;
+  EXPECT_EQ(bench_profile_table(rec), "");
+  EXPECT_FALSE(nlohmann::json::parse(bench_json_line(rec)).contains("profile"));
 }
 
 TEST_P(BenchRunnerTest, RejectsBadOptions) {

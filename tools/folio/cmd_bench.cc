@@ -2,7 +2,7 @@
 //
 //   folio bench -m MODEL[,MODEL...] [-p 512] [-n 128] [--seqs 1,8,32] [-t T]
 //               [-r 5] [--kv-type f16] [--isa avx2,avx512] [-ub 512] [-b 2048]
-//               [--no-repack] [--json] [--mem | --bw GBPS]
+//               [--no-repack] [--json] [--mem | --bw GBPS] [--profile]
 //
 // Every list flag takes comma lists (or repeats); each combination of model,
 // ISA, threads, KV type and ubatch size runs every test (pp for each -p,
@@ -17,6 +17,12 @@
 // count; bench/mem_bandwidth.h); without -m that is all it does. With a
 // bandwidth (--mem or --bw), tg rows also show the weight bytes a decode
 // token reads and tg speed as a fraction of bandwidth / those bytes.
+//
+// --profile times every op of the timed forwards and prints, after the
+// table, one table per test: per op kind the calls, total time and share
+// of the timed wall time, and the time outside ops (with --json: the
+// "profile" keys of each line). Prefill and decode are separate tests, so
+// their profiles are too.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -57,6 +63,7 @@ struct BenchFlags {
   bool no_repack = false;
   bool json = false;
   bool mem = false;
+  bool profile = false;
   double bw_gbps = 0;
   int64_t mem_mib = 0;
   int mem_runs = 5;
@@ -196,6 +203,7 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
   if (isas.empty()) isas.push_back(active_isa());
 
   bool header = false;
+  std::string profiles;  // printed after the table
   for (const std::string& path : f.models) {
     for (Isa isa : isas) {
       set_isa_limit(isa);
@@ -229,6 +237,7 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
               bo.kv_block_size = f.kv_block_size;
               bo.log = stderr;
               bo.kv_alloc = kv_allocator(device.get(), dc->offload_layers);
+              bo.profile = f.profile;
               std::fprintf(stderr, "bench: %s, %s, %d threads, kv %s, ubatch %lld\n",
                            info.file.c_str(), isa_name(active_isa()), t, kv.c_str(),
                            static_cast<long long>(bo.n_ubatch));
@@ -260,6 +269,8 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
                   }
                   header = true;
                   std::printf("%s\n", bench_table_row(rec, with_bw, with_stream).c_str());
+                  const std::string p = bench_profile_table(rec);
+                  if (!p.empty()) profiles += "\n" + p;
                 }
                 std::fflush(stdout);
               }
@@ -269,6 +280,7 @@ int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
       }
     }
   }
+  if (!profiles.empty()) std::printf("%s", profiles.c_str());
   return 0;
 }
 
@@ -316,6 +328,8 @@ void register_bench_command(CLI::App& app, CommandFn* selected) {
   add_device_flags(cmd, &flags.device, &flags.n_gpu_layers);
   cmd->add_flag("--no-repack", flags.no_repack,
                 "keep every weight in plain mapped memory (no AMX / repacked buffers)");
+  cmd->add_flag("--profile", flags.profile,
+                "time every op of the timed forwards; print per op kind totals per test");
   cmd->add_flag("--json", flags.json, "one JSON object per test and line instead of a table");
   cmd->add_flag("--mem", flags.mem,
                 "measure memory bandwidth (STREAM triad) first; alone, only that");

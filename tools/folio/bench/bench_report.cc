@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace folio::tools {
@@ -65,6 +67,16 @@ std::string bench_json_line(const BenchRecord& r) {
     j["barriers_per_token"] = r.result.stream->barriers;
     j["submits_per_token"] = r.result.stream->submits;
   }
+  if (r.result.profile) {
+    const BenchProfile& p = *r.result.profile;
+    j["profile_wall_ns"] = p.wall_ns;
+    j["profile_forwards"] = p.forwards;
+    nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+    for (const model::OpProfileRow& op : p.ops) {
+      ops.push_back({{"op", op.name}, {"calls", op.count}, {"ns", op.ns}});
+    }
+    j["profile"] = std::move(ops);
+  }
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
@@ -118,6 +130,35 @@ std::string bench_table_row(const BenchRecord& r, bool with_bw, bool with_stream
     }
   }
   return row;
+}
+
+std::string bench_profile_table(const BenchRecord& r) {
+  if (!r.result.profile) return "";
+  const BenchProfile& p = *r.result.profile;
+  const double fwd = static_cast<double>(std::max<int64_t>(p.forwards, 1));
+  const double wall = std::max(p.wall_ns, 1.0);
+  std::string out = fmt::format(
+      "op profile: {}, {} threads, {}: {} repetitions, {} timed forwards, {:.2f} ms\n",
+      r.result.test.name(), r.threads, r.backend, p.repetitions, p.forwards, p.wall_ns * 1e-6);
+  constexpr const char* kProfileRow = "| {:<20} | {:>9} | {:>8} | {:>10} | {:>9} | {:>6} |\n";
+  out += fmt::format(fmt::runtime(kProfileRow), "op", "calls/fwd", "calls", "ms", "us/call",
+                     "share");
+  out += fmt::format("| {:-<20} | {:->9}:| {:->8}:| {:->10}:| {:->9}:| {:->6}:|\n", "", "", "", "",
+                     "", "");
+  for (const model::OpProfileRow& op : p.ops) {
+    out += fmt::format(fmt::runtime(kProfileRow), op.name,
+                       fmt::format("{:.1f}", static_cast<double>(op.count) / fwd), op.count,
+                       fmt::format("{:.3f}", op.ns * 1e-6),
+                       fmt::format("{:.2f}", op.ns * 1e-3 / static_cast<double>(op.count)),
+                       fmt::format("{:.1f}%", 100.0 * op.ns / wall));
+  }
+  const double outside = std::max(0.0, p.wall_ns - p.ops_ns());
+  out += fmt::format(fmt::runtime(kProfileRow), "(outside ops)", "", "",
+                     fmt::format("{:.3f}", outside * 1e-6), "",
+                     fmt::format("{:.1f}%", 100.0 * outside / wall));
+  out += fmt::format(fmt::runtime(kProfileRow), "(total)", "", "",
+                     fmt::format("{:.3f}", p.wall_ns * 1e-6), "", "100.0%");
+  return out;
 }
 
 }  // namespace folio::tools

@@ -12,7 +12,9 @@
 // (tokens_per_s / that limit). With a device that counts its command stream
 // (Backend::stream_counters): dispatches_per_token, barriers_per_token and
 // submits_per_token, per timed forward: a decode step of a tg test (one token
-// of each sequence), an n_ubatch chunk of a pp test.
+// of each sequence), an n_ubatch chunk of a pp test. With --profile:
+// profile_wall_ns (the timed parts' wall time, all repetitions),
+// profile_forwards and profile (one object per op kind: op, calls, ns).
 #pragma once
 
 #include <cstdint>
@@ -52,5 +54,12 @@ std::string membench_json_line(const MemBandwidthResult& m);
 // command-stream counts per forward "disp", "barr", "subm" (see above).
 std::string bench_table_header(bool with_bw, bool with_stream = false);
 std::string bench_table_row(const BenchRecord& r, bool with_bw, bool with_stream = false);
+
+// A record's op profile (empty without one) as a titled markdown table: one
+// row per op kind (calls per timed forward, calls, total ms, us per call,
+// share of the timed wall time), then "(outside ops)", the wall time no op
+// accounts for (the forward's own work between ops: routing, arena,
+// batch and cache bookkeeping), and the total.
+std::string bench_profile_table(const BenchRecord& r);
 
 }  // namespace folio::tools

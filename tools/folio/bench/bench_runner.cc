@@ -208,6 +208,12 @@ BenchModelInfo bench_model_info(const model::Model& model) {
   return info;
 }
 
+double BenchProfile::ops_ns() const {
+  double ns = 0;
+  for (const model::OpProfileRow& op : ops) ns += op.ns;
+  return ns;
+}
+
 int physical_core_count() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -293,6 +299,7 @@ std::optional<StreamCounters> BenchRunner::stream_totals() const {
 }
 
 void BenchRunner::add_timed(const std::optional<StreamCounters>& before, int64_t forwards) {
+  forwards_ += forwards;
   const std::optional<StreamCounters> after = stream_totals();
   if (!before || !after) return;
   timed_stream_.dispatches += after->dispatches - before->dispatches;
@@ -313,6 +320,7 @@ Result<double> BenchRunner::run_prefill(int64_t n_prompt) {
   Status st;
   const std::optional<StreamCounters> stream0 = stream_totals();
   int64_t forwards = 0;
+  model::OpProfile* const outer = options_.profile ? ctx_.set_profile(&profile_) : nullptr;
   const auto t0 = Clock::now();
   for (int64_t b = 0; b < n_prompt && st.ok(); b += ub, ++forwards) {
     const int64_t e = std::min(n_prompt, b + ub);
@@ -323,6 +331,7 @@ Result<double> BenchRunner::run_prefill(int64_t n_prompt) {
     st = forward(batch_);
   }
   const auto t1 = Clock::now();
+  if (options_.profile) ctx_.set_profile(outer);
   add_timed(stream0, forwards);
   const Status rm = cache_->remove_sequence(seq);
   FOLIO_RETURN_IF_ERROR(st);
@@ -364,6 +373,7 @@ Result<double> BenchRunner::run_decode(int64_t n_gen, int n_seqs) {
   }
   random_tokens(n_gen * n_seqs, &tokens_);
   const std::optional<StreamCounters> stream0 = stream_totals();
+  model::OpProfile* const outer = options_.profile ? ctx_.set_profile(&profile_) : nullptr;
   const auto t0 = Clock::now();
   for (int64_t step = 0; step < n_gen && st.ok(); ++step) {
     batch_.clear();
@@ -374,6 +384,7 @@ Result<double> BenchRunner::run_decode(int64_t n_gen, int n_seqs) {
     st = forward(batch_);
   }
   const auto t1 = Clock::now();
+  if (options_.profile) ctx_.set_profile(outer);
   add_timed(stream0, n_gen);
   const Status rm = release();
   FOLIO_RETURN_IF_ERROR(st);
@@ -409,6 +420,8 @@ Result<BenchResult> BenchRunner::run(const BenchTest& test) {
   r.test = test;
   timed_stream_ = StreamCounters{};
   timed_forwards_ = 0;
+  forwards_ = 0;
+  profile_.clear();  // the warmup's ops
   const double tokens = test.is_prefill() ? static_cast<double>(test.n_prompt)
                                           : static_cast<double>(test.n_gen * test.n_seqs);
   for (int rep = 0; rep < options_.repetitions; ++rep) {
@@ -427,6 +440,14 @@ Result<BenchResult> BenchRunner::run(const BenchTest& test) {
     r.stream = StreamPerForward{static_cast<double>(timed_stream_.dispatches) / n,
                                 static_cast<double>(timed_stream_.barriers) / n,
                                 static_cast<double>(timed_stream_.submits) / n};
+  }
+  if (options_.profile) {
+    BenchProfile p;
+    p.ops = profile_.by_kind();
+    for (double ns : r.samples_ns) p.wall_ns += ns;
+    p.forwards = forwards_;
+    p.repetitions = options_.repetitions;
+    r.profile = std::move(p);
   }
   const MeanStddev ms = mean_stddev(r.samples_ts);
   r.mean_ts = ms.mean;

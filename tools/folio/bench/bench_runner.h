@@ -17,7 +17,9 @@
 //           (one per sequence, each with logits); tokens/s = S * N / time
 //           (llama.cpp batched-bench's S_TG).
 // Each repetition starts from an empty cache; a warmup run (untimed) of the
-// same shape precedes the repetitions. With a device backend the runner also
+// same shape precedes the repetitions. With `profile` the runner times every
+// op of the timed forwards (model/op_profile.h) and reports the totals per
+// op kind with the timed wall time they sit in. With a device backend the runner also
 // counts what the timed forwards recorded into its command stream
 // (Backend::stream_counters): per forward, i.e. per decode step of a tg test
 // (one token of each sequence) and per n_ubatch chunk of a pp test.
@@ -37,6 +39,7 @@
 #include "core/status.h"
 #include "model/forward_context.h"
 #include "model/model.h"
+#include "model/op_profile.h"
 
 namespace folio::tools {
 
@@ -67,6 +70,7 @@ struct BenchOptions {
   int32_t kv_block_size = 16;
   std::FILE* log = nullptr;  // progress lines (stderr in the CLI); nullptr: silent
   cache::CacheAllocator kv_alloc;  // KV storage (a device's memory); empty: host
+  bool profile = false;            // time every op of the timed forwards
 };
 
 // Command-stream counts per timed forward (a decode step, a prefill chunk).
@@ -76,8 +80,19 @@ struct StreamPerForward {
   double submits = 0;
 };
 
+// The ops of a test's timed forwards, over all repetitions.
+struct BenchProfile {
+  std::vector<model::OpProfileRow> ops;  // per op kind, largest time first
+  double wall_ns = 0;                    // the timed parts' wall time (sum of samples_ns)
+  int64_t forwards = 0;                  // timed forwards (decode steps, prefill chunks)
+  int repetitions = 0;
+
+  double ops_ns() const;  // sum of ops[].ns
+};
+
 struct BenchResult {
   BenchTest test;
+  std::optional<BenchProfile> profile;  // set with BenchOptions::profile
   // Set when a backend of the context counts its command stream.
   std::optional<StreamPerForward> stream;
   std::vector<double> samples_ns;  // [repetitions] wall time of the timed part
@@ -152,7 +167,9 @@ class BenchRunner {
   cache::Batch batch_;
   std::vector<int32_t> tokens_;
   StreamCounters timed_stream_;  // summed over the timed forwards of run()
-  int64_t timed_forwards_ = 0;
+  int64_t timed_forwards_ = 0;   // ... of those, where a backend counts its stream
+  int64_t forwards_ = 0;         // timed forwards of run()
+  model::OpProfile profile_;     // the timed forwards' ops of run() (options_.profile)
 };
 
 }  // namespace folio::tools
