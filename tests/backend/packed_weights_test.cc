@@ -359,8 +359,9 @@ TEST(PackedKernels, RowsIndependentOfTheBatch) {
   std::vector<Isa> isas = packed_isas();
   if (active_isa() == Isa::kAmx) isas.push_back(Isa::kAmx);
   for (DType t : kSources) {
-    // 6 panels: decode calls of 4 and 2 (5 rows); 150, 140 and 33 rows reach
-    // the AMX panels of every layout (amx_min_rows), with a smaller last group.
+    // 6 panels: decode calls of 4 and 2 (5 rows); 150 and 140 rows reach
+    // the AMX panels of every layout (amx_min_rows), 33 those of all but
+    // Q4_K, with a smaller last group.
     Problem p(t, 256, 85, 150, 11);
     for (Isa isa : isas) {
       CpuBackend b(CpuBackendOptions{isa, false, nullptr});

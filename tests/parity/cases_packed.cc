@@ -17,7 +17,7 @@
 //
 // Shapes: rows not a multiple of the 16-row panel (37 = 16 + 16 + 5), 1, 3,
 // 8, 12, 16, 17, 40, 64 and 512 activation rows (AMX takes a call's rows
-// from amx_min_rows on, 8 to 16 by layout, in groups of 16 and one of the
+// from amx_min_rows on, 8 to 128 by layout, in groups of 16 and one of the
 // rows left; the AVX-512 panels smaller calls), batch broadcast,
 // padded activation rows, mul_mat_id with expert groups above and below 16
 // and 32 rows. The harness adds the two-thread run (bit-identical to one

@@ -67,12 +67,17 @@ constexpr int amx_min_rows(DType packed) {
     case DType::Q4_1_X16:
     case DType::MXFP4_X16:
       return 8;
-    case DType::Q4_K_X16:
-    case DType::Q5_K_X16:
-    case DType::Q6_K_X16:
-      return 16;
-    default:  // Q4_0, Q5_0, Q5_1, Q8_0, IQ4_NL, IQ4_XS
+    case DType::Q5_0_X16:
+    case DType::Q5_1_X16:
+    case DType::IQ4_NL_X16:
+    case DType::IQ4_XS_X16:
       return 12;
+    case DType::Q6_K_X16:
+      return 32;
+    case DType::Q4_K_X16:
+      return 128;
+    default:  // Q4_0, Q8_0, Q5_K
+      return 16;
   }
 }
 
