@@ -3,7 +3,8 @@
 // folio_amx_emulated library of tests/CMakeLists.txt), so that machines
 // without AMX run everything around the tile products: the unpacking of
 // each packed layout into tile bytes, the double-buffered pipeline, the
-// groups of 16 rows and the rows left to the tier below, the float steps.
+// groups of 16 rows and the last group of fewer (tiles configured with that
+// many rows), the calls left to the tier below, the float steps.
 // Like packed_weights_test's AmxTilesGiveTheBitsOfTheTierBelow, which runs
 // the real instructions where the CPU has them, every layout must give the
 // bits of the panel below AMX (AVX-512; Q4_1_X16: avx2_vnni), for mul_mat
@@ -29,9 +30,12 @@
 
 namespace folio::cpu {
 // folio_amx_emulated's entry points (mul_mat_packed_amx and
-// mul_mat_id_packed_amx, renamed there).
+// mul_mat_id_packed_amx and their _min_rows forms, renamed there).
 Status mul_mat_packed_amx_emulated(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_amx_emulated(const Op& op, const KernelContext& ctx);
+Status mul_mat_packed_amx_min_rows_emulated(const Op& op, const KernelContext& ctx, int min_rows);
+Status mul_mat_id_packed_amx_min_rows_emulated(const Op& op, const KernelContext& ctx,
+                                               int min_rows);
 // ... and mul_mat_bf16_amx / mul_mat_id_bf16_amx (amx/mul_mat_bf16_amx.cc).
 Status mul_mat_bf16_amx_emulated(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_bf16_amx_emulated(const Op& op, const KernelContext& ctx);
@@ -82,6 +86,11 @@ AlignedPtr pack(const WeightUse& use, const std::vector<uint8_t>& plain) {
   return packed;
 }
 
+// amx_min_rows of the packed layout of `src`.
+int amx_min_rows_of(DType src) {
+  return cpu::amx_min_rows(*quant::packed_type_for(src));
+}
+
 Status below_amx(DType src, const Op& op) {
   const KernelContext ctx;
   if (op.kind == OpKind::kMulMatId) {
@@ -92,15 +101,20 @@ Status below_amx(DType src, const Op& op) {
                             : cpu::mul_mat_packed_avx512(op, ctx);
 }
 
-// mul_mat: 16 and 32 rows (one and two tile groups), 40 (two groups and 8
-// rows below), 150 and 160 (the K-quants' threshold on).
+// mul_mat: every row count from 1 to 40 with every panel call on the tiles
+// (min_rows 1: one group of m < 16 rows, a full group and 1..15 rows, two
+// full groups and 1..8 rows), then the kernel itself (amx_min_rows of the
+// layout) at 16, 40, 150 and 160 rows.
 TEST(AmxEmulated, MulMatGivesTheBitsOfTheTierBelow) {
   if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
   std::mt19937 rng(17);
+  std::vector<std::pair<int64_t, int>> runs;  // (rows, min_rows; 0: the kernel's)
+  for (int64_t m = 1; m <= 40; ++m) runs.emplace_back(m, 1);
+  for (int64_t m : {16, 40, 150, 160}) runs.emplace_back(m, 0);
   for (DType t : kSources) {
     const int64_t k = block_size(t) == 256 ? 768 : 640, n = 40;
     const int64_t products_before = tile_products.load();
-    for (int64_t m : {16, 32, 40, 150, 160}) {
+    for (const auto& [m, min_rows] : runs) {
       const std::vector<uint8_t> plain = weight_rows(t, k, n, rng);
       const WeightUse use{"w", t, {k, n, 1, 1}, OpKind::kMulMat};
       const AlignedPtr packed = pack(use, plain);
@@ -113,49 +127,67 @@ TEST(AmxEmulated, MulMatGivesTheBitsOfTheTierBelow) {
       op.src[0] = amx_buffer_type().weight_view(use, packed.get());
       op.src[1] = TensorView::contiguous(x.data(), DType::F32, {k, m});
       op.dst = TensorView::contiguous(a.data(), DType::F32, {n, m});
-      ASSERT_TRUE(cpu::mul_mat_packed_amx_emulated(op, KernelContext{}).ok());
+      const int64_t before = tile_products.load();
+      ASSERT_TRUE((min_rows > 0
+                       ? cpu::mul_mat_packed_amx_min_rows_emulated(op, KernelContext{}, min_rows)
+                       : cpu::mul_mat_packed_amx_emulated(op, KernelContext{}))
+                      .ok());
+      if (min_rows > 0) {
+        EXPECT_GT(tile_products.load(), before) << dtype_name(t) << " m=" << m << ": no tiles";
+      }
       op.dst = TensorView::contiguous(b.data(), DType::F32, {n, m});
       ASSERT_TRUE(below_amx(t, op).ok());
-      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t) << " m=" << m;
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4))
+          << dtype_name(t) << " m=" << m << " min_rows=" << min_rows;
     }
     EXPECT_GT(tile_products.load(), products_before) << dtype_name(t) << ": no tile product ran";
   }
 }
 
 // mul_mat_id: 6 experts, 3 used by each of 80 tokens (groups of about 40
-// rows: tile groups and rows below).
+// rows), by the kernel (amx_min_rows) and with every group on the tiles
+// (min_rows 1), and of 7 tokens (groups of 1..7 rows) with min_rows 1.
 TEST(AmxEmulated, MulMatIdGivesTheBitsOfTheTierBelow) {
   if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
   std::mt19937 rng(23);
-  const int64_t n = 21, n_exp = 6, n_used = 3, n_tok = 80;
+  const int64_t n = 21, n_exp = 6, n_used = 3;
   for (DType t : kSources) {
-    const int64_t k = block_size(t) == 256 ? 512 : 320;
-    const int64_t products_before = tile_products.load();
-    const std::vector<uint8_t> plain = weight_rows(t, k, n * n_exp, rng);
-    const WeightUse use{"w", t, {k, n, n_exp, 1}, OpKind::kMulMatId};
-    const AlignedPtr packed = pack(use, plain);
-    std::vector<float> x(static_cast<size_t>(k * n_tok));
-    std::uniform_real_distribution<float> u(-1, 1);
-    for (float& v : x) v = u(rng);
-    std::vector<int32_t> ids(static_cast<size_t>(n_used * n_tok));
-    std::vector<int32_t> all(static_cast<size_t>(n_exp));
-    for (int64_t tk = 0; tk < n_tok; ++tk) {
-      std::iota(all.begin(), all.end(), 0);
-      std::shuffle(all.begin(), all.end(), rng);
-      std::copy_n(all.begin(), n_used, ids.begin() + tk * n_used);
+    for (const auto& [n_tok, min_rows] : {std::pair<int64_t, int>{80, 0}, {80, 1}, {7, 1}}) {
+      const int64_t k = block_size(t) == 256 ? 512 : 320;
+      const int64_t products_before = tile_products.load();
+      const std::vector<uint8_t> plain = weight_rows(t, k, n * n_exp, rng);
+      const WeightUse use{"w", t, {k, n, n_exp, 1}, OpKind::kMulMatId};
+      const AlignedPtr packed = pack(use, plain);
+      std::vector<float> x(static_cast<size_t>(k * n_tok));
+      std::uniform_real_distribution<float> u(-1, 1);
+      for (float& v : x) v = u(rng);
+      std::vector<int32_t> ids(static_cast<size_t>(n_used * n_tok));
+      std::vector<int32_t> all(static_cast<size_t>(n_exp));
+      for (int64_t tk = 0; tk < n_tok; ++tk) {
+        std::iota(all.begin(), all.end(), 0);
+        std::shuffle(all.begin(), all.end(), rng);
+        std::copy_n(all.begin(), n_used, ids.begin() + tk * n_used);
+      }
+      std::vector<float> a(static_cast<size_t>(n * n_used * n_tok), -1), b(a.size(), -2);
+      Op op;
+      op.kind = OpKind::kMulMatId;
+      op.src[0] = amx_buffer_type().weight_view(use, packed.get());
+      op.src[1] = TensorView::contiguous(x.data(), DType::F32, {k, 1, n_tok});
+      op.src[2] = TensorView::contiguous(ids.data(), DType::I32, {n_used, n_tok});
+      op.dst = TensorView::contiguous(a.data(), DType::F32, {n, n_used, n_tok});
+      ASSERT_TRUE((min_rows > 0
+                       ? cpu::mul_mat_id_packed_amx_min_rows_emulated(op, KernelContext{}, min_rows)
+                       : cpu::mul_mat_id_packed_amx_emulated(op, KernelContext{}))
+                      .ok());
+      op.dst = TensorView::contiguous(b.data(), DType::F32, {n, n_used, n_tok});
+      ASSERT_TRUE(below_amx(t, op).ok());
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4))
+          << dtype_name(t) << " tokens=" << n_tok << " min_rows=" << min_rows;
+      if (min_rows > 0 || amx_min_rows_of(t) <= 40) {
+        EXPECT_GT(tile_products.load(), products_before)
+            << dtype_name(t) << ": no tile product ran";
+      }
     }
-    std::vector<float> a(static_cast<size_t>(n * n_used * n_tok), -1), b(a.size(), -2);
-    Op op;
-    op.kind = OpKind::kMulMatId;
-    op.src[0] = amx_buffer_type().weight_view(use, packed.get());
-    op.src[1] = TensorView::contiguous(x.data(), DType::F32, {k, 1, n_tok});
-    op.src[2] = TensorView::contiguous(ids.data(), DType::I32, {n_used, n_tok});
-    op.dst = TensorView::contiguous(a.data(), DType::F32, {n, n_used, n_tok});
-    ASSERT_TRUE(cpu::mul_mat_id_packed_amx_emulated(op, KernelContext{}).ok());
-    op.dst = TensorView::contiguous(b.data(), DType::F32, {n, n_used, n_tok});
-    ASSERT_TRUE(below_amx(t, op).ok());
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t);
-    EXPECT_GT(tile_products.load(), products_before) << dtype_name(t) << ": no tile product ran";
   }
 }
 

@@ -353,14 +353,15 @@ TEST(PackedKernels, EvexVnniPanelsGiveTheBitsOfTheMaddubsPanels) {
 #endif
 
 // Each activation row's outputs are the same bits whatever the batch around
-// it (1 row, 16-row AMX groups, leftovers), on every packed tier.
+// it (1 row, 16-row AMX groups, the last smaller group), on every packed tier.
 TEST(PackedKernels, RowsIndependentOfTheBatch) {
   if (packed_isas().empty()) GTEST_SKIP() << "hardware: no AVX2";
   std::vector<Isa> isas = packed_isas();
   if (active_isa() == Isa::kAmx) isas.push_back(Isa::kAmx);
   for (DType t : kSources) {
     // 6 panels: decode calls of 4 and 2 (5 rows); 150 and 140 rows reach
-    // the AMX panels of every layout (amx_min_rows), with leftovers.
+    // the AMX panels of every layout (amx_min_rows), 33 those of all but
+    // Q4_K, with a smaller last group.
     Problem p(t, 256, 85, 150, 11);
     for (Isa isa : isas) {
       CpuBackend b(CpuBackendOptions{isa, false, nullptr});
@@ -376,7 +377,7 @@ TEST(PackedKernels, RowsIndependentOfTheBatch) {
             << dtype_name(t) << " " << isa_name(isa) << " rows " << first << ", " << first + 1;
       }
       const std::vector<float> mid = p.run(b, true, 3, 140);  // 8 tile groups + 12
-      const std::vector<float> few = p.run(b, true, 3, 33);   // 2 tile groups + 1 (not K-quants)
+      const std::vector<float> few = p.run(b, true, 3, 33);   // 2 tile groups + 1
       EXPECT_EQ(0, std::memcmp(mid.data(), all.data() + 3 * p.n, mid.size() * 4));
       EXPECT_EQ(0, std::memcmp(few.data(), all.data() + 3 * p.n, few.size() * 4));
     }
@@ -395,8 +396,8 @@ TEST(PackedKernels, KQuantExtremeCodesStayExact) {
   for (Isa isa : isas) {
     CpuBackend b(CpuBackendOptions{isa, false, nullptr});
     for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
-      // AMX: 8 tile groups of 16 rows (amx_min_rows: 128), then 9 rows on
-      // the AVX-512 panel; the other panels: tiles of 8, then 1 more.
+      // AMX: 8 tile groups of 16 rows, then a group of 9; the other panels:
+      // tiles of 8, then 1 more.
       const int64_t k = 512, n = 16, m = 137;
       const size_t row = row_size(t, k);
       std::vector<uint8_t> plain(row * n, 0xFF);  // scales, mins 63 (Q6_K: -1); codes 15 / 31 / 63
@@ -466,9 +467,9 @@ TEST(PackedKernels, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
 
 // The AMX panels give the bits of the panels below them (AVX-512; Q4_1_X16:
 // avx2_vnni, its only panel below AMX) for every packed layout (Q5_1_X16,
-// IQ4_NL_X16, IQ4_XS_X16 and MXFP4_X16 included): 160 rows are
-// 10 tile groups, 150 leave 6 rows that the lower tier's panel takes (both
-// at least amx_min_rows).
+// IQ4_NL_X16, IQ4_XS_X16 and MXFP4_X16 included), through the kernel the
+// AMX backend selects: 160 rows are 10 tile groups, 150 are 9 and a group
+// of 6 rows.
 TEST(PackedKernels, AmxTilesGiveTheBitsOfTheTierBelow) {
   if (active_isa() != Isa::kAmx) GTEST_SKIP() << "hardware: no AMX (or the OS refused the tile state)";
   CpuBackend amx(CpuBackendOptions{Isa::kAmx, false, nullptr});
@@ -485,6 +486,29 @@ TEST(PackedKernels, AmxTilesGiveTheBitsOfTheTierBelow) {
       probe.dst = TensorView::contiguous(y.data(), DType::F32, {p.n, p.m});
       EXPECT_NE(amx.kernel_name(probe).find(".amx"), std::string::npos) << dtype_name(t);
       const std::vector<float> a = p.run(amx, true, 0, p.m), b = p.run(avx512, true, 0, p.m);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t) << " m=" << m;
+    }
+  }
+}
+
+// Every batch size from 1 to 40 on the tiles (amx_min_rows set to 1: one
+// group of m rows under 16, then a full group and 1..15 rows, then two full
+// groups and 1..8 rows), against the panels below AMX on the same rows.
+TEST(PackedKernels, AmxTilesOfEveryRowCountGiveTheBitsOfTheTierBelow) {
+  if (active_isa() != Isa::kAmx) GTEST_SKIP() << "hardware: no AMX (or the OS refused the tile state)";
+  CpuBackend avx512(CpuBackendOptions{Isa::kAvx512, false, nullptr});
+  for (DType t : kSources) {
+    const int64_t k = block_size(t) == 256 ? 768 : 640;
+    Problem p(t, k, 40, 40, 5);
+    for (int64_t m = 1; m <= p.m; ++m) {
+      std::vector<float> a(static_cast<size_t>(p.n * m), -1.0f);
+      Op op;
+      op.kind = OpKind::kMulMat;
+      op.src[0] = p.w_packed;
+      op.src[1] = TensorView::contiguous(p.x.data(), DType::F32, {p.k, m});
+      op.dst = TensorView::contiguous(a.data(), DType::F32, {p.n, m});
+      ASSERT_TRUE(cpu::mul_mat_packed_amx_min_rows(op, KernelContext{}, 1).ok());
+      const std::vector<float> b = p.run(avx512, true, 0, m);
       EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(t) << " m=" << m;
     }
   }

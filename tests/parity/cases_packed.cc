@@ -16,13 +16,14 @@
 // (activations quantized to q8_0 / q8_K, ~1e-5 expected).
 //
 // Shapes: rows not a multiple of the 16-row panel (37 = 16 + 16 + 5), 1, 3,
-// 16, 17, 40, 64 and 512 activation rows (AMX takes groups of 16 from
-// amx_min_rows on, 16 or for K-quants 128; the AVX-512 panels the rest), batch broadcast,
+// 8, 12, 16, 17, 40, 64 and 512 activation rows (AMX takes a call's rows
+// from amx_min_rows on, 8 to 128 by layout, in groups of 16 and one of the
+// rows left; the AVX-512 panels smaller calls), batch broadcast,
 // padded activation rows, mul_mat_id with expert groups above and below 16
 // and 32 rows. The harness adds the two-thread run (bit-identical to one
 // thread). Perf mode (all_cases(true)) adds big perf_only cases: K = 2048 /
-// 4096, 1024 rows, 1, 16, 32, 64, 128 and 512 activation rows, plain and
-// packed side by side (16 to 128: the AMX panels' thresholds).
+// 4096, 1024 rows, 1, 2, 4, 8, 12, 16, 32, 64, 128 and 512 activation rows,
+// plain and packed side by side (the AMX panels' thresholds among them).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -205,13 +206,13 @@ void add_perf(CaseList& cases, DType src, int64_t k, int64_t n, int64_t m) {
 void add_packed_cases(CaseList& cases, bool perf) {
   for (DType src : kPackedSources) {
     const int64_t k = block_size(src) == quant::kQKK ? 512 : 256;
-    for (int64_t m : {1, 2, 3, 16, 17, 40, 64}) add_packed_mul_mat(cases, src, k, 37, m);
+    for (int64_t m : {1, 2, 3, 8, 12, 16, 17, 40, 64}) add_packed_mul_mat(cases, src, k, 37, m);
     add_packed_mul_mat(cases, src, k, 16, 512);
     add_packed_mul_mat_id(cases, src, 1);  // decode: one token per expert
     add_packed_mul_mat_id(cases, src, 2);  // decode: one or two tokens per expert
     add_packed_mul_mat_id(cases, src, 5);
     add_packed_mul_mat_id(cases, src, 40);  // 120 pairs over 6 experts: groups of 16+
-    add_packed_mul_mat_id(cases, src, 80);  // groups of 32+ (a K-quant AMX panel call's minimum)
+    add_packed_mul_mat_id(cases, src, 80);  // groups of 32+ (two tile groups)
   }
   // A single 32-element block per row, and Gemma 3 270M decode / prefill
   // widths (ffn gate / up 640 -> 2048, down 2048 -> 640).
@@ -221,8 +222,8 @@ void add_packed_cases(CaseList& cases, bool perf) {
     add_packed_mul_mat(cases, src, 640, 2048, 1);
   }
   for (DType src : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) add_packed_mul_mat(cases, src, 2048, 640, 1);
-  // K-quants from amx_min_rows (128) on: 9 tile groups (4 pairs and a
-  // single one) and 6 rows for the AVX-512 panel.
+  // K-quants and IQ4_XS, 150 rows: 9 full tile groups (4 pairs and a
+  // single one) and a group of 6 rows.
   for (DType src : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS})
     add_packed_mul_mat(cases, src, 512, 37, 150);
   add_packed_mul_mat(cases, DType::Q5_0, 640, 256, 64);
@@ -234,11 +235,13 @@ void add_packed_cases(CaseList& cases, bool perf) {
     add_packed_mul_mat(cases, src, 256, 21, 17, {1, 1}, {1, 1}, 64);
   }
   if (!perf) return;
-  // 16 and 32 rows: the smallest batches the AMX panels take (one and two
-  // tile groups), against the panels of the tier below.
+  // 1 to 512 rows: decode, small batches (several sequences decoding
+  // together, speculative verification) on one group of fewer than 16
+  // tile rows, and prefill, against the panels of the tier below (where
+  // amx_min_rows is measured).
   for (DType src : kPackedSources) {
     for (int64_t k : {2048, 4096}) {
-      for (int64_t m : {1, 16, 32, 64, 128, 512}) add_perf(cases, src, k, 1024, m);
+      for (int64_t m : {1, 2, 4, 8, 12, 16, 32, 64, 128, 512}) add_perf(cases, src, k, 1024, m);
     }
   }
   // Float weights: a 0.6B model's FFN product in prefill and in a decode

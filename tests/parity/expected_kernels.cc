@@ -115,11 +115,14 @@ Expectation mul_mat_rule(const Op& op) {
     e.cpu.push_back({T::kAvx2, p + "." + wn + ".avx2"});
     e.cpu.push_back({T::kAvx2Vnni, p + "." + wn + ".avx2_vnni", Need::kVnni256});
     if (w != DType::Q4_1_X16) e.cpu.push_back({T::kAvx512, p + "." + wn + ".avx512", Need::kAvx512Vnni});
-    // AMX: mul_mat batches of at least 16 rows, K-quants and IQ4_XS 128 (measured
-    // thresholds: cpu::amx_min_rows; decode stays on the VNNI panels).
-    const int amx_rows =
-        is_one_of(w, {DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16, DType::IQ4_XS_X16}) ? 128
-                                                                                             : 16;
+    // AMX: mul_mat batches from a measured size per layout on (cpu::amx_min_rows;
+    // decode stays on the VNNI panels).
+    int amx_rows = 16;  // Q4_0, Q8_0, Q5_K
+    if (is_one_of(w, {DType::Q4_1_X16, DType::MXFP4_X16})) amx_rows = 8;
+    if (is_one_of(w, {DType::Q5_0_X16, DType::Q5_1_X16, DType::IQ4_NL_X16, DType::IQ4_XS_X16}))
+      amx_rows = 12;
+    if (w == DType::Q6_K_X16) amx_rows = 32;
+    if (w == DType::Q4_K_X16) amx_rows = 128;
     const bool amx_batch = op.kind != OpKind::kMulMat || op.src[1].ne[1] >= amx_rows;
     if (amx_batch) {
       e.cpu.push_back({T::kAmx, p + "." + wn + ".amx", Need::kAmxInt8});

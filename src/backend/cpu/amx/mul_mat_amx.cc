@@ -11,17 +11,25 @@
 // (code - offset: nibbles unpacked, Q8_0's q + 128 back to q; Q4_1's and
 // Q5_1's codes as they are; IQ4_NL's and MXFP4's nibbles through
 // kIQ4NLValues / kFP4Values by vpshufb, the signed levels) in a tile-ready scratch shared by all
-// its activation rows; then, per block, one B tile meets up to 2 groups of 16 activation rows:
+// its activation rows (a call of at most 16 rows, a single pass, unpacks
+// each block just before its tile products instead, into a 4-block ring
+// that stays in L1); then, per block, one B tile meets up to 2 groups of 16 activation rows:
 //   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group
 // C_g holds exactly the integer block dots of the AVX-512 panels
-// (avx512/packed_legacy.cc); it goes to memory and each of its 16 rows takes
+// (avx512/packed_legacy.cc); it goes to memory and each of its rows takes
 // the same float step as there, acc += float(C row) * (d_w * d_x) (Q4_1,
 // Q5_1: then acc += m_w * (d_x * the activation block's quant sum), as the
 // AVX2 panels that serve Q4_1_X16 below this tier and the AVX-512 ones
 // Q5_1_X16; MXFP4: d_w from kE8M0Half, a gather), so the results are
-// bit-identical to the AVX-512 panels (Q4_1: the avx2_vnni ones), which take
-// the rows left over after the groups of 16 (and every op with fewer than 16
-// rows: the kernel's `supports` sends those to the lower tiers).
+// bit-identical to the AVX-512 panels (Q4_1: the avx2_vnni ones).
+//
+// Rows: a panel call runs all its activation rows on the tiles, in groups
+// of 16 and then one group of the 1..15 rows left, whose A and C tiles are
+// configured with that many rows (ldtilecfg again). The driver sends calls
+// of fewer than amx_min_rows(P) rows (packed_kernels.h) to the panel of the
+// tier below (PackedSpec::small_panel), as the kernel's `supports` does with
+// mul_mat ops of fewer rows; decode (one or two rows) runs on the tier
+// below's decode function, which streams 4 panels at once.
 //
 // Pipeline, as in packed_kquant_amx.cc: the B and C tiles are
 // double-buffered (even and odd blocks), so step t issues block t's tile
@@ -29,8 +37,8 @@
 // vector work on block t - 2's from memory; two groups, not three, so that
 // the double buffers fit the 8 tiles.
 //
-// Tiles: amx/tiles.h configure_tiles_2x2 (A 16 x 32 B, B 8 x 64 B, C 16 x
-// 64 B), issue_2x2 / store_2x2.
+// Tiles: amx/tiles.h configure_tiles_2x2 (A rows x 32 B, B 8 x 64 B, C rows
+// x 64 B; rows 16, or fewer for the last group), issue_2x2 / store_2x2.
 // Each thread configures its tiles at the start of a panel call (ldtilecfg)
 // and releases them at its end (tilerelease); the OS grants the tile state
 // once per process (core/cpu_features.cc, arch_prctl).
@@ -112,12 +120,12 @@ FOLIO_TARGET_AMX void unpack_panel(const uint8_t* panel, int64_t nb, uint8_t* ds
   }
 }
 
-// acc(i) += float(C row i) * (d_w * d_x(i)) for the 16 rows of one group
+// acc(i) += float(C row i) * (d_w * d_x(i)) for the `rows` rows of one group
 // [Q4_1, Q5_1: then acc(i) += m_w * (d_x(i) * sum of x(i)'s block quants)].
 template <DType P>
 FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, __m512 mw,
-                                 const Q8Row32 (&xr)[kGroup], int64_t b, float* acc) {
-  for (int i = 0; i < kGroup; ++i) {
+                                 const Q8Row32 (&xr)[kGroup], int rows, int64_t b, float* acc) {
+  for (int i = 0; i < rows; ++i) {
     const __m512i isum = _mm512_load_si512(c_rows + 16 * i);
     __m512 a = _mm512_load_ps(acc + 16 * i);
     a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(xr[i].d[b])),
@@ -129,28 +137,38 @@ FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, __m512 mw,
   }
 }
 
-// G groups of 16 activation rows (G <= 2) against one panel, in three
+// G groups of `rows` activation rows (G <= 2; G == 2: rows == 16; on tiles
+// configured for `rows`) against one panel, in three
 // stages per step t: the tile products of block t are issued, block t - 1's
 // C tiles (done meanwhile) are stored, and the vector work reads block
 // t - 2's from memory, so neither side waits on the other's latency.
-template <DType P, int G>
-FOLIO_TARGET_AMX void amx_groups(int64_t nb, const uint8_t* b_tiles, const uint8_t* scales,
-                                 size_t scale_stride, int64_t k, const uint8_t* x, size_t xs,
-                                 uint8_t* out, size_t os, __mmask16 mask) {
+// B tiles: block t at b_tiles + 512 t (the unpacked panel), or, kRing (a
+// call's only pass over the panel), unpacked from the panel's codes at
+// step t into slot t % 4 of a 2 KB ring at b_tiles, which stays in L1.
+template <DType P, int G, bool kRing>
+FOLIO_TARGET_AMX void amx_groups(int64_t nb, uint8_t* b_tiles, const uint8_t* codes,
+                                 const uint8_t* scales, size_t scale_stride, int64_t k,
+                                 const uint8_t* x, size_t xs, int rows, uint8_t* out, size_t os,
+                                 __mmask16 mask) {
   alignas(64) int32_t c_rows[3][G][kGroup * 16];
   alignas(64) float acc[G][kGroup * 16];
   Q8Row32 xr[G][kGroup];
   for (int g = 0; g < G; ++g) {
-    for (int i = 0; i < kGroup; ++i) xr[g][i] = q8row32(x + (g * kGroup + i) * xs, k);
+    for (int i = 0; i < rows; ++i) xr[g][i] = q8row32(x + (g * kGroup + i) * xs, k);
   }
   std::memset(acc, 0, sizeof(acc));
   for (int64_t t = 0; t < nb + 2; ++t) {
     if (t < nb) {
       const uint8_t* xa = x + t * quant::kQK;
+      uint8_t* b_tile = b_tiles + t * 512;
+      if constexpr (kRing) {
+        b_tile = b_tiles + (t % 4) * 512;
+        unpack_panel<P>(codes + t * scale_stride, 1, b_tile);
+      }
       if (t & 1) {
-        amx::issue_2x2<G, 1>(b_tiles + t * 512, xa, xs);
+        amx::issue_2x2<G, 1>(b_tile, xa, xs);
       } else {
-        amx::issue_2x2<G, 0>(b_tiles + t * 512, xa, xs);
+        amx::issue_2x2<G, 0>(b_tile, xa, xs);
       }
     }
     if (t >= 1 && t <= nb) {
@@ -175,11 +193,13 @@ FOLIO_TARGET_AMX void amx_groups(int64_t nb, const uint8_t* b_tiles, const uint8
       if constexpr (kHasMin<P>) {
         mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp + 32)));
       }
-      for (int g = 0; g < G; ++g) accumulate<P>(c_rows[pb % 3][g], dw, mw, xr[g], pb, acc[g]);
+      for (int g = 0; g < G; ++g) {
+        accumulate<P>(c_rows[pb % 3][g], dw, mw, xr[g], rows, pb, acc[g]);
+      }
     }
   }
   for (int g = 0; g < G; ++g) {
-    for (int i = 0; i < kGroup; ++i) {
+    for (int i = 0; i < rows; ++i) {
       _mm512_mask_storeu_ps(out + (g * kGroup + i) * os, mask, _mm512_load_ps(acc[g] + 16 * i));
     }
   }
@@ -205,31 +225,39 @@ FOLIO_TARGET_AMX void amx_panel(int64_t k, const void* panel, const void* x, siz
   const auto* xb = static_cast<const uint8_t*>(x);
   auto* ob = reinterpret_cast<uint8_t*>(out);
   const int64_t nb = k / quant::kQK;
-  int groups = nc / kGroup;
   int done = 0;
-  if (groups > 0) {
-    auto* b_tiles = static_cast<uint8_t*>(packed_thread_scratch(2, static_cast<size_t>(nb) * 512));
-    if (b_tiles == nullptr) groups = 0;  // no memory: every row through the AVX-512 panel
-    if (groups > 0) {
-      unpack_panel<P>(p, nb, b_tiles);
-      amx::configure_tiles_2x2(quant::kQK);
-    }
-    const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
-    while (groups > 0) {
-      const int g = groups >= 2 ? 2 : groups;
+  const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
+  if (nc <= kGroup) {  // one pass: the blocks unpacked as the tiles take them
+    alignas(64) uint8_t ring[4 * 512];
+    amx::configure_tiles_2x2(quant::kQK, nc);
+    amx_groups<P, 1, true>(nb, ring, p, p + kCode, kBlk, k, xb, xs, nc, ob, os, mask);
+    _tile_release();
+    return;
+  }
+  // No scratch memory: every row through the panel below.
+  auto* b_tiles = static_cast<uint8_t*>(packed_thread_scratch(2, static_cast<size_t>(nb) * 512));
+  if (b_tiles != nullptr) {
+    unpack_panel<P>(p, nb, b_tiles);
+    int configured = 0;  // A and C tile rows of the loaded configuration
+    while (done < nc) {
+      const int left = nc - done, rows = left < kGroup ? left : kGroup;
+      if (rows != configured) {
+        amx::configure_tiles_2x2(quant::kQK, rows);
+        configured = rows;
+      }
       const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
       uint8_t* og = ob + static_cast<size_t>(done) * os;
-      if (g == 2) {
-        amx_groups<P, 2>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
+      if (left >= 2 * kGroup) {
+        amx_groups<P, 2, false>(nb, b_tiles, p, p + kCode, kBlk, k, xg, xs, kGroup, og, os, mask);
+        done += 2 * kGroup;
       } else {
-        amx_groups<P, 1>(nb, b_tiles, p + kCode, kBlk, k, xg, xs, og, os, mask);
+        amx_groups<P, 1, false>(nb, b_tiles, p, p + kCode, kBlk, k, xg, xs, rows, og, os, mask);
+        done += rows;
       }
-      groups -= g;
-      done += g * kGroup;
     }
     // Back to the init state: the OS need not save 8 KB of tiles on every
     // context switch of this thread until its next tile work.
-    if (done > 0) _tile_release();
+    _tile_release();
   }
   if (done < nc) {
     legacy_panel_below_amx(P)(k, panel, xb + done * xs, xs, nc - done, nr,
@@ -237,9 +265,15 @@ FOLIO_TARGET_AMX void amx_panel(int64_t k, const void* panel, const void* x, siz
   }
 }
 
-PackedSpec amx_spec(DType packed) {
+// Panel calls of fewer than min_rows activation rows: the panel below.
+PackedSpec amx_spec(DType packed, int min_rows) {
   if (PanelFn f = kquant_panel_amx(packed)) {
-    return {ActFormat::kQ8_K, f, kquant_decode_avx512(packed), &quantize_act_q8_k_avx512};
+    return {ActFormat::kQ8_K,
+            f,
+            kquant_decode_avx512(packed),
+            &quantize_act_q8_k_avx512,
+            kquant_panel_avx512(packed),
+            min_rows};
   }
   const PanelFn f = dtype_switch<DType::Q4_0_X16, DType::Q4_1_X16, DType::Q5_0_X16, DType::Q5_1_X16,
                                  DType::Q8_0_X16, DType::IQ4_NL_X16, DType::MXFP4_X16>(
@@ -247,17 +281,26 @@ PackedSpec amx_spec(DType packed) {
   const MultiPanelFn decode = packed == DType::Q4_1_X16
                                   ? legacy_decode_avx2(packed, amx_vnni_dot())
                                   : legacy_decode_avx512(packed);
-  return {ActFormat::kQ8_0, f, decode, &quantize_act_q8_0_avx512};
+  return {ActFormat::kQ8_0, f, decode, &quantize_act_q8_0_avx512, legacy_panel_below_amx(packed),
+          min_rows};
 }
 
 }  // namespace
 
 Status mul_mat_packed_amx(const Op& op, const KernelContext& ctx) {
-  return packed_mul_mat(op, ctx, amx_spec(op.src[0].dtype));
+  return mul_mat_packed_amx_min_rows(op, ctx, amx_min_rows(op.src[0].dtype));
 }
 
 Status mul_mat_id_packed_amx(const Op& op, const KernelContext& ctx) {
-  return packed_mul_mat_id(op, ctx, amx_spec(op.src[0].dtype));
+  return mul_mat_id_packed_amx_min_rows(op, ctx, amx_min_rows(op.src[0].dtype));
+}
+
+Status mul_mat_packed_amx_min_rows(const Op& op, const KernelContext& ctx, int min_rows) {
+  return packed_mul_mat(op, ctx, amx_spec(op.src[0].dtype, min_rows));
+}
+
+Status mul_mat_id_packed_amx_min_rows(const Op& op, const KernelContext& ctx, int min_rows) {
+  return packed_mul_mat_id(op, ctx, amx_spec(op.src[0].dtype, min_rows));
 }
 
 }  // namespace folio::cpu

@@ -6,7 +6,9 @@
 // nibbles, Q5_K's nibbles + bit 4 (0..31), Q6_K's 6-bit codes minus 32
 // (-32..31), IQ4_XS's kIQ4NLValues levels (-127..113), each 32-element
 // group as 8 VNNI rows of 64 bytes, as the AVX-512 panels unpack them
-// (avx512/kquant_x16.h). A "unit" is the span of K that one sub-block scale
+// (avx512/kquant_x16.h). A call of at most 16 rows (a single pass)
+// unpacks each super-block just before its first tile product instead,
+// into a 2-super-block ring that stays in L1. A "unit" is the span of K that one sub-block scale
 // covers: 32 elements for Q4_K / Q5_K / IQ4_XS, 16 for Q6_K. Per unit, one
 // B tile (unit / 4 VNNI rows) meets up to 2 groups of 16 activation rows
 // (A: 16 rows x unit bytes of their quants, read in place with the
@@ -24,9 +26,14 @@
 //   acc += float(isum) * (d * dx) [- float(msum) * (dmin * dx)]
 // The integer sums are the AVX-512 panels' (exact, |isum| < 2^27, in any
 // order) and the float steps are the same code, so results are
-// bit-identical to avx512/packed_kquant.cc, which takes the rows left over
-// after the groups of 16, calls of fewer than 32 rows and ops of fewer than
-// amx_min_rows (packed_kernels.h).
+// bit-identical to avx512/packed_kquant.cc.
+//
+// Rows: a panel call runs all its activation rows on the tiles, in groups
+// of 16 and then one group of the 1..15 rows left on A and C tiles
+// configured with that many rows; calls of fewer than amx_min_rows(P) rows
+// (packed_kernels.h; the driver's PackedSpec::small_panel), mul_mat ops of
+// fewer (the kernel's `supports`) and decode (one or two rows) run on
+// avx512/packed_kquant.cc.
 //
 // Pipeline: the B and C tiles are double-buffered (even and odd units), so
 // step t issues unit t's tile products, stores unit t - 1's C tiles (done
@@ -35,8 +42,9 @@
 // (a C tile stored right after its product makes the tile latencies add
 // up). Two groups, not three, so that the double buffers fit the 8 tiles.
 //
-// Tiles: amx/tiles.h configure_tiles_2x2 (A 16 x unit bytes, B unit / 4 x
-// 64 bytes, C 16 x 64 bytes), issue_2x2 / store_2x2.
+// Tiles: amx/tiles.h configure_tiles_2x2 (A rows x unit bytes, B unit / 4 x
+// 64 bytes, C rows x 64 bytes; rows 16, or fewer for the last group),
+// issue_2x2 / store_2x2.
 #include <cstddef>
 #include <cstring>
 
@@ -107,21 +115,21 @@ FOLIO_TARGET_AMX void unpack_kquant_panel(const uint8_t* panel, int64_t nsb, uin
   }
 }
 
-// isum(i) += C row i * sc for the 16 rows of one group.
-FOLIO_INLINE_AMX void scale_add(const int32_t* c_rows, __m512i sc, int32_t* isum) {
-  for (int i = 0; i < kGroup; ++i) {
+// isum(i) += C row i * sc for the `rows` rows of one group.
+FOLIO_INLINE_AMX void scale_add(const int32_t* c_rows, __m512i sc, int rows, int32_t* isum) {
+  for (int i = 0; i < rows; ++i) {
     const __m512i c = _mm512_load_si512(c_rows + 16 * i);
     const __m512i a = _mm512_load_si512(isum + 16 * i);
     _mm512_store_si512(isum + 16 * i, _mm512_add_epi32(a, _mm512_mullo_epi32(c, sc)));
   }
 }
 
-// The float step of super-block sb (panel bytes at s) for the 16 rows of
-// one group (activation row i at x + i * xs), then isum = 0.
+// The float step of super-block sb (panel bytes at s) for the `rows` rows
+// of one group (activation row i at x + i * xs), then isum = 0.
 template <DType P>
 FOLIO_INLINE_AMX void finish_superblock(const uint8_t* s, const uint8_t* x, size_t xs, int64_t sb,
-                                        int32_t* isum, float* acc) {
-  for (int i = 0; i < kGroup; ++i) {
+                                        int rows, int32_t* isum, float* acc) {
+  for (int i = 0; i < rows; ++i) {
     const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + i * xs)[sb];
     const __m512i is = _mm512_load_si512(isum + 16 * i);
     __m512 a = _mm512_load_ps(acc + 16 * i);
@@ -143,13 +151,18 @@ FOLIO_INLINE_AMX void finish_superblock(const uint8_t* s, const uint8_t* x, size
   }
 }
 
-// G groups of 16 activation rows (G <= 2) against one panel, in three
+// G groups of `rows` activation rows (G <= 2; G == 2: rows == 16; on tiles
+// configured for `rows`) against one panel, in three
 // stages per step t: the tile products of unit t are issued, unit t - 1's
 // C tiles (done meanwhile) are stored, and the vector work reads unit
 // t - 2's from memory, so neither side waits on the other's latency.
-template <DType P, int G>
-FOLIO_TARGET_AMX void kquant_groups(int64_t nsb, const uint8_t* b_tiles, const uint8_t* panel,
-                                    const uint8_t* x, size_t xs, uint8_t* out, size_t os,
+// B tiles: unit t at b_tiles + t * unit bytes (the unpacked panel), or,
+// kRing (a call's only pass over the panel), super-block sb unpacked from
+// the panel at its first unit into slot sb % 2 of an 8 KB ring at b_tiles,
+// which stays in L1.
+template <DType P, int G, bool kRing>
+FOLIO_TARGET_AMX void kquant_groups(int64_t nsb, uint8_t* b_tiles, const uint8_t* panel,
+                                    const uint8_t* x, size_t xs, int rows, uint8_t* out, size_t os,
                                     __mmask16 mask) {
   using F = KAmxFormat<P>;
   constexpr size_t kUnitBytes = F::kUnit * 16;  // one B tile
@@ -164,10 +177,16 @@ FOLIO_TARGET_AMX void kquant_groups(int64_t nsb, const uint8_t* b_tiles, const u
       const int64_t sb = t / F::kUnits;
       const int u = static_cast<int>(t % F::kUnits);
       const uint8_t* xa = x + sb * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs) + u * F::kUnit;
+      uint8_t* b_tile = b_tiles + t * kUnitBytes;
+      if constexpr (kRing) {
+        uint8_t* slot = b_tiles + (sb % 2) * 4096;
+        if (u == 0) unpack_kquant_panel<P>(panel + sb * F::kBytes, 1, slot);
+        b_tile = slot + u * kUnitBytes;
+      }
       if (t & 1) {
-        amx::issue_2x2<G, 1>(b_tiles + t * kUnitBytes, xa, xs);
+        amx::issue_2x2<G, 1>(b_tile, xa, xs);
       } else {
-        amx::issue_2x2<G, 0>(b_tiles + t * kUnitBytes, xa, xs);
+        amx::issue_2x2<G, 0>(b_tile, xa, xs);
       }
     }
     if (t >= 1 && t <= nu) {
@@ -182,16 +201,16 @@ FOLIO_TARGET_AMX void kquant_groups(int64_t nsb, const uint8_t* b_tiles, const u
       const int u = static_cast<int>(pt % F::kUnits);
       const uint8_t* s = panel + sb * F::kBytes;
       const __m512i sc = F::scales(s, u);
-      for (int g = 0; g < G; ++g) scale_add(c_rows[pt % 3][g], sc, isum[g]);
+      for (int g = 0; g < G; ++g) scale_add(c_rows[pt % 3][g], sc, rows, isum[g]);
       if (u == F::kUnits - 1) {
         for (int g = 0; g < G; ++g) {
-          finish_superblock<P>(s, x + g * kGroup * xs, xs, sb, isum[g], acc[g]);
+          finish_superblock<P>(s, x + g * kGroup * xs, xs, sb, rows, isum[g], acc[g]);
         }
       }
     }
   }
   for (int g = 0; g < G; ++g) {
-    for (int i = 0; i < kGroup; ++i) {
+    for (int i = 0; i < rows; ++i) {
       _mm512_mask_storeu_ps(out + (g * kGroup + i) * os, mask, _mm512_load_ps(acc[g] + 16 * i));
     }
   }
@@ -204,31 +223,39 @@ FOLIO_TARGET_AMX void kquant_amx_panel(int64_t k, const void* panel, const void*
   const auto* xb = static_cast<const uint8_t*>(x);
   auto* ob = reinterpret_cast<uint8_t*>(out);
   const int64_t nsb = k / kQKK;
-  int groups = nc >= kKQuantAmxMinPanelRows ? nc / kGroup : 0;
   int done = 0;
-  if (groups > 0) {
-    auto* b_tiles = static_cast<uint8_t*>(packed_thread_scratch(2, static_cast<size_t>(nsb) * 4096));
-    if (b_tiles == nullptr) groups = 0;  // no memory: every row through the AVX-512 panel
-    if (groups > 0) {
-      unpack_kquant_panel<P>(p, nsb, b_tiles);
-      amx::configure_tiles_2x2(KAmxFormat<P>::kUnit);
-    }
-    const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
-    while (groups > 0) {
-      const int g = groups >= 2 ? 2 : groups;
+  const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
+  if (nc <= kGroup) {  // one pass: super-blocks unpacked as the tiles take them
+    alignas(64) uint8_t ring[2 * 4096];
+    amx::configure_tiles_2x2(KAmxFormat<P>::kUnit, nc);
+    kquant_groups<P, 1, true>(nsb, ring, p, xb, xs, nc, ob, os, mask);
+    _tile_release();
+    return;
+  }
+  // No scratch memory: every row through the AVX-512 panel.
+  auto* b_tiles = static_cast<uint8_t*>(packed_thread_scratch(2, static_cast<size_t>(nsb) * 4096));
+  if (b_tiles != nullptr) {
+    unpack_kquant_panel<P>(p, nsb, b_tiles);
+    int configured = 0;  // A and C tile rows of the loaded configuration
+    while (done < nc) {
+      const int left = nc - done, rows = left < kGroup ? left : kGroup;
+      if (rows != configured) {
+        amx::configure_tiles_2x2(KAmxFormat<P>::kUnit, rows);
+        configured = rows;
+      }
       const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
       uint8_t* og = ob + static_cast<size_t>(done) * os;
-      if (g == 2) {
-        kquant_groups<P, 2>(nsb, b_tiles, p, xg, xs, og, os, mask);
+      if (left >= 2 * kGroup) {
+        kquant_groups<P, 2, false>(nsb, b_tiles, p, xg, xs, kGroup, og, os, mask);
+        done += 2 * kGroup;
       } else {
-        kquant_groups<P, 1>(nsb, b_tiles, p, xg, xs, og, os, mask);
+        kquant_groups<P, 1, false>(nsb, b_tiles, p, xg, xs, rows, og, os, mask);
+        done += rows;
       }
-      groups -= g;
-      done += g * kGroup;
     }
     // Back to the init state: the OS need not save 8 KB of tiles on every
     // context switch of this thread until its next tile work.
-    if (done > 0) _tile_release();
+    _tile_release();
   }
   if (done < nc) {
     kquant_panel_avx512(P)(k, panel, xb + done * xs, xs, nc - done, nr,

@@ -32,21 +32,24 @@ inline void memory_barrier() {
   __asm__ volatile("" ::: "memory");
 }
 
-// The layout every amx/ panel uses, double-buffered: tmm0-1 A (16 activation rows x a_bytes) of up
-// to 2 groups, tmm2-3 B (a_bytes / 4 VNNI rows x 64 bytes) of two
-// consecutive steps, tmm4-7 C (16 x 16 i32): groups 0, 1 of the even step,
-// then of the odd one.
-FOLIO_TARGET_AMX inline void configure_tiles_2x2(int a_bytes) {
+// The layout every amx/ panel uses, double-buffered: tmm0-1 A (`rows`
+// activation rows x a_bytes) of up to 2 groups, tmm2-3 B (a_bytes / 4 VNNI
+// rows x 64 bytes) of two consecutive steps, tmm4-7 C (`rows` x 16 i32):
+// groups 0, 1 of the even step, then of the odd one. rows (1..16) is kGroup
+// for full groups; a group of fewer activation rows (a small batch, the
+// rows after the last full group) gets A and C tiles of that many rows, so
+// the tile loads read only its rows and the products are those rows' dots.
+FOLIO_TARGET_AMX inline void configure_tiles_2x2(int a_bytes, int rows = kGroup) {
   TileConfig cfg;
   for (int t = 0; t < 2; ++t) {
     cfg.colsb[t] = static_cast<uint16_t>(a_bytes);
-    cfg.rows[t] = kGroup;
+    cfg.rows[t] = static_cast<uint8_t>(rows);
     cfg.colsb[2 + t] = 64;
     cfg.rows[2 + t] = static_cast<uint8_t>(a_bytes / 4);
   }
   for (int t = 4; t < 8; ++t) {
     cfg.colsb[t] = 64;
-    cfg.rows[t] = kGroup;
+    cfg.rows[t] = static_cast<uint8_t>(rows);
   }
   memory_barrier();
   _tile_loadconfig(&cfg);
@@ -54,7 +57,7 @@ FOLIO_TARGET_AMX inline void configure_tiles_2x2(int a_bytes) {
 }
 
 // On configure_tiles_2x2: the tile products of step t for G <= 2 groups
-// (A_g: 16 rows of xa + g * 16 * xs, stride xs): B of unit t into tmm2 + kOdd,
+// (A_g: the configured rows of xa + g * 16 * xs, stride xs): B of unit t into tmm2 + kOdd,
 // C_g into tmm4 + 2 kOdd + g (kOdd = t % 2, so step t + 1 runs in the other
 // B and C tiles while step t's C tiles are stored).
 // (The tile intrinsics paste their tile numbers into the assembly text:
@@ -91,7 +94,8 @@ FOLIO_TARGET_AMX __attribute__((always_inline)) inline void issue_2x2(const uint
   }
 }
 
-// The C tiles of an issue_2x2<G, kOdd> step to c[g] (16 rows of 16 i32).
+// The C tiles of an issue_2x2<G, kOdd> step to c[g] (the configured rows of
+// 16 i32).
 template <int G, int kOdd>
 FOLIO_TARGET_AMX __attribute__((always_inline)) inline void store_2x2(int32_t (*c)[kGroup * 16]) {
   if constexpr (kOdd == 0) {

@@ -46,28 +46,47 @@ Status mul_mat_id_packed_avx2_vnni(const Op& op, const KernelContext& ctx);
 // amx/mul_mat_amx.cc (Q4_0_X16, Q4_1_X16, Q5_0_X16, Q5_1_X16, Q8_0_X16,
 // IQ4_NL_X16, MXFP4_X16) and amx/packed_kquant_amx.cc (Q4_K_X16, Q5_K_X16, Q6_K_X16,
 // IQ4_XS_X16): AMX tile panels:
-// groups of 16 activation rows through TDPBSSD tiles, the rest through the
-// panel of the tier below (AVX-512; Q4_1_X16: avx2_vnni), with bit-identical
-// results (the same integer block / sub-block dots, the same float steps).
+// groups of 16 activation rows through TDPBSSD tiles, then one group of the
+// 1..15 rows left on tiles of that many rows (every row of a call); calls
+// of fewer than amx_min_rows rows through the panel of the tier below
+// (AVX-512; Q4_1_X16: avx2_vnni), with bit-identical results (the same
+// integer block / sub-block dots, the same float steps).
 PanelFn kquant_panel_amx(DType packed);  // nullptr: not a K-quant / IQ4_XS layout
-// The fewest activation rows of a mul_mat op that select the AMX panels,
-// chosen with folio-test-ops perf against the tier below: 16 for the
-// 32-element layouts; 128 for the K-quants (Q5_1, IQ4_NL, MXFP4 and IQ4_XS,
-// on the same panels, take their family's value, not measured apart),
-// whose panels unpack a whole
-// panel per call and take one tile product per 32 (Q6_K: 16) elements, so
-// that fewer rows do not pay for the tile work. A K-quant panel call with
-// under 32 rows (a mul_mat_id expert group, a block's tail) runs them all
-// on the AVX-512 panel.
+// The fewest activation rows that select the AMX panels, per layout: for a
+// mul_mat op (the kernel's `supports`; fewer rows run on the tier below)
+// and for a panel call (a mul_mat_id expert group, an activation block;
+// fewer rows run on the panel of the tier below). Chosen with
+// folio-test-ops perf (K = 2048 and 4096, 1 to 512 rows; BENCHMARKS.md)
+// against the tier below, whose panels win on fewer rows: the tiles' vector
+// work per block (unpacking, storing C, a float step per row) does not
+// shrink with the rows as the panels' vpdpbusd do. At least 3: one or two
+// rows are decode, which the tier below's decode function serves (4 panel
+// streams at once).
 constexpr int amx_min_rows(DType packed) {
-  return packed == DType::Q4_K_X16 || packed == DType::Q5_K_X16 || packed == DType::Q6_K_X16 ||
-                 packed == DType::IQ4_XS_X16
-             ? 128
-             : 16;
+  switch (packed) {
+    case DType::Q4_1_X16:
+    case DType::MXFP4_X16:
+      return 8;
+    case DType::Q5_0_X16:
+    case DType::Q5_1_X16:
+    case DType::IQ4_NL_X16:
+    case DType::IQ4_XS_X16:
+      return 12;
+    case DType::Q6_K_X16:
+      return 32;
+    case DType::Q4_K_X16:
+      return 128;
+    default:  // Q4_0, Q8_0, Q5_K
+      return 16;
+  }
 }
-inline constexpr int kKQuantAmxMinPanelRows = 32;
 
 Status mul_mat_packed_amx(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_amx(const Op& op, const KernelContext& ctx);
+// The same with panel calls of at least min_rows activation rows on the
+// tiles (the kernels above: amx_min_rows of the layout; tests pass 1 to run
+// the tiles at every batch size, one and two rows included).
+Status mul_mat_packed_amx_min_rows(const Op& op, const KernelContext& ctx, int min_rows);
+Status mul_mat_id_packed_amx_min_rows(const Op& op, const KernelContext& ctx, int min_rows);
 
 }  // namespace folio::cpu

@@ -49,6 +49,23 @@ int last_panel_rows(int64_t n, int64_t p) {
   return static_cast<int>(std::min<int64_t>(quant::kPanelRows, n - p * quant::kPanelRows));
 }
 
+// Whether nc activation rows take the spec's main panel (else small_panel).
+bool main_panel_rows(const PackedSpec& spec, int64_t nc) {
+  return spec.small_panel == nullptr || nc >= spec.min_panel_rows;
+}
+
+// The panel function for a call of nc activation rows.
+PanelFn panel_for(const PackedSpec& spec, int64_t nc) {
+  return main_panel_rows(spec, nc) ? spec.panel : spec.small_panel;
+}
+
+// Whether nc activation rows go through the decode function: one or two
+// rows, unless the main panel of a spec with a small_panel takes them.
+bool use_decode(const PackedSpec& spec, int64_t nc) {
+  return nc <= kMaxDecodeRows && spec.decode != nullptr &&
+         (spec.small_panel == nullptr || !main_panel_rows(spec, nc));
+}
+
 int64_t m_block_rows(size_t row_bytes) {
   return std::max<int64_t>(
       16, static_cast<int64_t>(kActBlockBytes / std::max<size_t>(row_bytes, 1)) / 16 * 16);
@@ -109,7 +126,7 @@ Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& 
         const int nc = static_cast<int>(std::min(m_block, m - m0));
         const int64_t p_end = t_end - batch * n_panels;
         int64_t p0 = t - batch * n_panels;
-        if (nc <= kMaxDecodeRows && spec.decode != nullptr) {
+        if (use_decode(spec, nc)) {
           const int max_np = decode_panels();
           for (; p0 < p_end; p0 += max_np) {
             const int np = static_cast<int>(std::min<int64_t>(max_np, p_end - p0));
@@ -120,11 +137,12 @@ Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& 
                         y.row<float>(m0, i2, i3) + n0, y.nb[1]);
           }
         }
+        const PanelFn panel = panel_for(spec, nc);
         for (int64_t p = p0; p < p_end; ++p) {
           const int64_t n0 = p * quant::kPanelRows;
           const int nr = static_cast<int>(std::min<int64_t>(quant::kPanelRows, n - n0));
-          spec.panel(k, w_batch + p * panel_bytes, x_batch + m0 * static_cast<int64_t>(x_row_bytes),
-                     x_row_bytes, nc, nr, y.row<float>(m0, i2, i3) + n0, y.nb[1]);
+          panel(k, w_batch + p * panel_bytes, x_batch + m0 * static_cast<int64_t>(x_row_bytes),
+                x_row_bytes, nc, nr, y.row<float>(m0, i2, i3) + n0, y.nb[1]);
         }
       }
       t = t_end;
@@ -176,7 +194,7 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
           const unsigned char* panel =
               static_cast<const unsigned char*>(w.data) + e * w.nb[2] + p * panel_bytes;
           const int64_t rows = first[e + 1] - first[e];
-          if (rows <= kMaxDecodeRows && spec.decode != nullptr) {
+          if (use_decode(spec, rows)) {
             // One or two tokens meet this expert: panels of it as decode streams.
             const int np =
                 static_cast<int>(std::min({int64_t{decode_panels()}, n_panels - p, end - item}));
@@ -190,8 +208,9 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
           ++item;
           for (int64_t m0 = first[e]; m0 < first[e + 1]; m0 += m_block) {
             const int nc = static_cast<int>(std::min(first[e + 1], m0 + m_block) - m0);
-            spec.panel(k, panel, xb + m0 * static_cast<int64_t>(x_row_bytes), x_row_bytes, nc, nr,
-                       reinterpret_cast<float*>(yb + m0 * y_row_bytes) + n0, y_row_bytes);
+            panel_for(spec, nc)(k, panel, xb + m0 * static_cast<int64_t>(x_row_bytes), x_row_bytes,
+                                nc, nr, reinterpret_cast<float*>(yb + m0 * y_row_bytes) + n0,
+                                y_row_bytes);
           }
         }
       });

@@ -18,6 +18,9 @@
 //    call, i.e. 4 weight streams
 //    per thread (one stream left the memory system idle: Q4_0 weights read
 //    at ~20 GB/s where four streams read ~26 GB/s on the development VM).
+//    A spec may send panel calls by their rows to two panels (small_panel,
+//    min_panel_rows): the AMX tier's tiles take calls from amx_min_rows on,
+//    the tier below's panel and decode functions the smaller ones.
 //
 // Determinism: every output is computed by exactly one panel call, and the
 // panel functions' arithmetic for one output depends only on K (integer
@@ -29,8 +32,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backend/cpu/kernel.h"
 #include "backend/cpu/drivers/mul_mat_tiled.h"
+#include "backend/cpu/kernel.h"
 
 namespace folio::cpu {
 
@@ -54,6 +57,12 @@ struct PackedSpec {
   PanelFn panel = nullptr;
   MultiPanelFn decode = nullptr;
   ConvertRowFn convert = nullptr;  // nullptr: convert_act_row (the reference)
+  // Where small_panel is set (the AMX tier: the panel of the tier below),
+  // panel calls of fewer than min_panel_rows activation rows go to it, and
+  // only those of one or two rows to `decode`; `panel` takes the others,
+  // one or two rows too where min_panel_rows <= 2.
+  PanelFn small_panel = nullptr;
+  int min_panel_rows = 0;
 };
 
 // Run a validated kMulMat / kMulMatId op whose src0 is a packed view.

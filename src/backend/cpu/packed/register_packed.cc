@@ -2,7 +2,7 @@
 // that ops with a packed weight reach only these (and these only such ops).
 // One entry per packed type and tier (its own name, so the parity harness
 // and perf mode list them apart). The AMX entries take mul_mat ops of at
-// least amx_min_rows activation rows (16; K-quants 128); smaller batches
+// least amx_min_rows activation rows (per layout, 8 to 128); smaller batches
 // (decode) go to the AVX-512 VNNI panels on the same layout. The AVX2 entries read every layout (Q4_1_X16
 // only them, on AVX-512 machines too). The avx2_vnni entries are those
 // panels with 256-bit vpdpbusd, for CPUs that have it (AVX-VNNI, or AVX-512
