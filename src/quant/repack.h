@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "quant/blocks.h"
 #include "tensor/dtype.h"
 #include "tensor/tensor_view.h"
 
@@ -62,8 +63,8 @@ std::optional<DType> packed_type_for(DType source);
 // Legacy (32-element block) layouts: bytes of one block's codes and of a
 // whole panel block (codes + 16 f16 scales).
 constexpr size_t x16_code_bytes(DType packed) {
-  return packed == DType::Q4_0_X16 || packed == DType::Q4_1_X16 ||
-                 packed == DType::IQ4_NL_X16 || packed == DType::MXFP4_X16
+  return packed == DType::Q4_0_X16 || packed == DType::Q4_1_X16 || packed == DType::IQ4_NL_X16 ||
+                 packed == DType::MXFP4_X16
              ? 256
          : packed == DType::Q5_0_X16 || packed == DType::Q5_1_X16 ? 320
                                                                   : 512;
@@ -71,6 +72,18 @@ constexpr size_t x16_code_bytes(DType packed) {
 // Does the layout store a minimum per row and block (value = d * code + m)?
 constexpr bool x16_has_min(DType packed) {
   return packed == DType::Q4_1_X16 || packed == DType::Q5_1_X16;
+}
+// Do the layout's codes index 16 signed levels (IQ4_NL_X16, MXFP4_X16)?
+// A panel tests this, not x16_levels(packed) != nullptr, which GCC does not
+// take as a constant expression under UBSan.
+constexpr bool x16_has_levels(DType packed) {
+  return packed == DType::IQ4_NL_X16 || packed == DType::MXFP4_X16;
+}
+// Those levels (kIQ4NLValues, kFP4Values), else nullptr.
+constexpr const int8_t* x16_levels(DType packed) {
+  return packed == DType::IQ4_NL_X16  ? kIQ4NLValues
+         : packed == DType::MXFP4_X16 ? kFP4Values
+                                      : nullptr;
 }
 // Bytes of the 16 scales (f16; MXFP4_X16: E8M0 bytes) and, for Q4_1_X16 and
 // Q5_1_X16, the 16 f16 minimums that follow them.

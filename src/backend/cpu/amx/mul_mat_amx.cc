@@ -68,15 +68,6 @@ constexpr int32_t kOffset = P == DType::Q4_0_X16   ? 8
                                                    : 0;
 template <DType P>
 constexpr bool kHasMin = quant::x16_has_min(P);
-// The 16 signed levels the codes index (IQ4_NL_X16, MXFP4_X16), else nullptr.
-template <DType P>
-constexpr const int8_t* kLevels = P == DType::IQ4_NL_X16  ? quant::kIQ4NLValues
-                                  : P == DType::MXFP4_X16 ? quant::kFP4Values
-                                                          : nullptr;
-// Whether kLevels<P> is a table. Tested instead of kLevels<P> != nullptr,
-// which GCC does not take as a constant expression under UBSan.
-template <DType P>
-constexpr bool kHasLevels = P == DType::IQ4_NL_X16 || P == DType::MXFP4_X16;
 
 // Tile-ready signed values (code - offset, 8 x 64 bytes per block) of a panel.
 template <DType P>
@@ -101,9 +92,9 @@ FOLIO_TARGET_AMX void unpack_panel(const uint8_t* panel, int64_t nb, uint8_t* ds
       const __m512i v = _mm512_loadu_si512(blk + 64 * r);
       __m512i lo = _mm512_and_si512(v, m4);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-      if constexpr (kHasLevels<P>) {  // the signed levels (offset 0)
-        const __m512i table =
-            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels<P>)));
+      if constexpr (quant::x16_has_levels(P)) {  // the signed levels (offset 0)
+        const __m512i table = _mm512_broadcast_i32x4(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::x16_levels(P))));
         lo = _mm512_shuffle_epi8(table, lo);
         hi = _mm512_shuffle_epi8(table, hi);
       }
@@ -128,8 +119,7 @@ FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, __m512 mw,
   for (int i = 0; i < rows; ++i) {
     const __m512i isum = _mm512_load_si512(c_rows + 16 * i);
     __m512 a = _mm512_load_ps(acc + 16 * i);
-    a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(xr[i].d[b])),
-                        a);
+    a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(xr[i].d[b])), a);
     if constexpr (kHasMin<P>) {
       a = _mm512_fmadd_ps(mw, _mm512_set1_ps(xr[i].d[b] * static_cast<float>(xr[i].sum[b])), a);
     }
@@ -261,7 +251,7 @@ FOLIO_TARGET_AMX void amx_panel(int64_t k, const void* panel, const void* x, siz
   }
   if (done < nc) {
     legacy_panel_below_amx(P)(k, panel, xb + done * xs, xs, nc - done, nr,
-                           reinterpret_cast<float*>(ob + done * os), os);
+                              reinterpret_cast<float*>(ob + done * os), os);
   }
 }
 
@@ -278,9 +268,8 @@ PackedSpec amx_spec(DType packed, int min_rows) {
   const PanelFn f = dtype_switch<DType::Q4_0_X16, DType::Q4_1_X16, DType::Q5_0_X16, DType::Q5_1_X16,
                                  DType::Q8_0_X16, DType::IQ4_NL_X16, DType::MXFP4_X16>(
       packed, [](auto p) -> PanelFn { return &amx_panel<decltype(p)::value>; });
-  const MultiPanelFn decode = packed == DType::Q4_1_X16
-                                  ? legacy_decode_avx2(packed, amx_vnni_dot())
-                                  : legacy_decode_avx512(packed);
+  const MultiPanelFn decode = packed == DType::Q4_1_X16 ? legacy_decode_avx2(packed, amx_vnni_dot())
+                                                        : legacy_decode_avx512(packed);
   return {ActFormat::kQ8_0, f, decode, &quantize_act_q8_0_avx512, legacy_panel_below_amx(packed),
           min_rows};
 }

@@ -69,15 +69,6 @@ constexpr bool kHasMin = quant::x16_has_min(P);
 template <DType P>
 constexpr bool kSignedMaddubs =
     P == DType::Q8_0_X16 || P == DType::IQ4_NL_X16 || P == DType::MXFP4_X16;
-// The 16 signed levels the codes index (IQ4_NL_X16, MXFP4_X16), else nullptr.
-template <DType P>
-constexpr const int8_t* kLevels = P == DType::IQ4_NL_X16  ? quant::kIQ4NLValues
-                                  : P == DType::MXFP4_X16 ? quant::kFP4Values
-                                                          : nullptr;
-// Whether kLevels<P> is a table. Tested instead of kLevels<P> != nullptr,
-// which GCC does not take as a constant expression under UBSan.
-template <DType P>
-constexpr bool kHasLevels = P == DType::IQ4_NL_X16 || P == DType::MXFP4_X16;
 
 // The 8 VNNI rows of half h of panel block `blk`: unsigned codes, or for
 // Q8_0, IQ4_NL and MXFP4 under Maddubs the signed quants.
@@ -100,9 +91,9 @@ FOLIO_INLINE_AVX2 void unpack_half(const uint8_t* blk, int h, __m256i (&w)[8]) {
       w[r] = _mm256_and_si256(v, m4);
       w[r + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
     }
-    if constexpr (kHasLevels<P>) {
+    if constexpr (quant::x16_has_levels(P)) {
       __m256i table = _mm256_broadcastsi128_si256(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels<P>)));
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::x16_levels(P))));
       if constexpr (D::kVnni)
         table = _mm256_add_epi8(table, _mm256_set1_epi8(static_cast<char>(0x80)));
       for (int r = 0; r < 8; ++r) w[r] = _mm256_shuffle_epi8(table, w[r]);

@@ -30,8 +30,8 @@
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/avx512/packed_panel.h"
 #include "backend/cpu/avx512/simd.h"
-#include "backend/cpu/packed/packed_kernels.h"
 #include "backend/cpu/drivers/dtype_switch.h"
+#include "backend/cpu/packed/packed_kernels.h"
 #include "core/target.h"
 #include "quant/blocks.h"
 #include "quant/repack.h"
@@ -39,16 +39,6 @@
 namespace folio::cpu {
 
 namespace {
-
-// The 16 signed levels the codes index (IQ4_NL_X16, MXFP4_X16), else nullptr.
-template <DType P>
-constexpr const int8_t* kLevels = P == DType::IQ4_NL_X16  ? quant::kIQ4NLValues
-                                  : P == DType::MXFP4_X16 ? quant::kFP4Values
-                                                          : nullptr;
-// Whether kLevels<P> is a table. Tested instead of kLevels<P> != nullptr,
-// which GCC does not take as a constant expression under UBSan.
-template <DType P>
-constexpr bool kHasLevels = P == DType::IQ4_NL_X16 || P == DType::MXFP4_X16;
 
 template <DType P>
 constexpr int32_t kLegacyOffset = P == DType::Q4_0_X16   ? 8
@@ -68,9 +58,10 @@ FOLIO_INLINE_AVX512 void unpack_codes(const uint8_t* blk, __m512i (&w)[8]) {
       w[r] = _mm512_and_si512(v, m4);
       w[r + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
     }
-    if constexpr (kHasLevels<P>) {
+    if constexpr (quant::x16_has_levels(P)) {
       const __m512i table = _mm512_add_epi8(
-          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels<P>))),
+          _mm512_broadcast_i32x4(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::x16_levels(P)))),
           _mm512_set1_epi8(static_cast<char>(0x80)));
       for (int r = 0; r < 8; ++r) w[r] = _mm512_shuffle_epi8(table, w[r]);
     }
