@@ -40,7 +40,7 @@ class DeltaNetLayer final : public RecurrentLayer {
   }
 
  private:
-  void project(const TensorView& xs) override;
+  void project(BlockInput& xs) override;
   void scan_plain(int64_t r0, int64_t t, int64_t n, const TensorView& state) override;
   bool scan_fused(int64_t r0, int64_t n, const TensorView& ids) override;
   TensorView output() override;
@@ -74,21 +74,21 @@ void split_qkvz(ForwardContext& ctx, const TensorView& mixed, const TensorView& 
   part(2 * s + r * s, z, 0, dz, r * s);
 }
 
-void DeltaNetLayer::project(const TensorView& xs) {
-  const int64_t t = xs.ne[1];
+void DeltaNetLayer::project(BlockInput& xs) {
+  const int64_t t = xs.n_tokens();
   if (cfg_.ssm.fused_qkvz) {
-    const TensorView mixed = ctx_.mul_mat(l_.ssm_in, xs);  // [C + Hv * S, T]
+    const TensorView mixed = xs.mul_mat(l_.ssm_in);  // [C + Hv * S, T]
     conv_in_ = ctx_.tensor_near(mixed, DType::F32, {c_, t, 1, 1});
     z_ = ctx_.tensor_near(mixed, DType::F32, {hv_ * s_, t, 1, 1});
     split_qkvz(ctx_, mixed, conv_in_, z_, s_, hk_, hv_);
   } else {
-    conv_in_ = ctx_.mul_mat(l_.ssm_qkv, xs);  // [C, T]
-    z_ = ctx_.mul_mat(l_.ssm_gate, xs);   // [Hv * S, T]
+    conv_in_ = xs.mul_mat(l_.ssm_qkv);  // [C, T]
+    z_ = xs.mul_mat(l_.ssm_gate);   // [Hv * S, T]
   }
   if (cfg_.ssm.fused_ba) {
     // ssm_ba per key head: [beta (r), alpha (r)]; value head h = kh * r + j.
     const int64_t r = hv_ / hk_;
-    const TensorView ba = ctx_.mul_mat(l_.ssm_ba, xs);  // [2 * Hv, T]
+    const TensorView ba = xs.mul_mat(l_.ssm_ba);  // [2 * Hv, T]
     const std::array<size_t, kMaxDims> nb{kF, 2 * r * kF, 2 * hv_ * kF, 2 * hv_ * t * kF};
     beta_ = ctx_.unary(view_of(ba, 0, {r, hk_, t, 1}, nb), UnaryKind::kSigmoid);  // [r, Hk, T]
     g_ = ctx_.add(view_of(ba, static_cast<size_t>(r) * kF, {r, hk_, t, 1}, nb),
@@ -98,8 +98,8 @@ void DeltaNetLayer::project(const TensorView& xs) {
   } else {
     // Both projections before what reads them: on a device they share a
     // barrier stage with the ones above, and the sigmoid with the add.
-    beta_ = ctx_.mul_mat(l_.ssm_beta, xs);  // [Hv, T]
-    g_ = ctx_.mul_mat(l_.ssm_alpha, xs);    // [Hv, T]
+    beta_ = xs.mul_mat(l_.ssm_beta);  // [Hv, T]
+    g_ = xs.mul_mat(l_.ssm_alpha);    // [Hv, T]
     ctx_.unary(beta_, UnaryKind::kSigmoid, beta_);
     ctx_.add(g_, l_.ssm_dt, g_);
     ctx_.unary(g_, UnaryKind::kSoftplus, g_);
@@ -155,7 +155,7 @@ TensorView DeltaNetLayer::output() {
   const TensorView z = reshape(z_, {s_, hv_, t, 1});
   ctx_.unary(z, UnaryKind::kSilu, z);
   ctx_.mul(on, z, on);
-  return ctx_.mul_mat(l_.ssm_out, reshape(on, {s_ * hv_, t, 1, 1}));  // [E, T]
+  return output_product(l_.ssm_out, reshape(on, {s_ * hv_, t, 1, 1}));  // [E, T]
 }
 
 }  // namespace
@@ -174,7 +174,7 @@ RecurrentInputs upload_recurrent_inputs(ForwardContext& ctx, const ForwardInputs
 
 TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
                            int il, const TensorView& x, const RecurrentInputs& ri,
-                           cache::KvCache& cache) {
+                           cache::KvCache& cache, ResidualFusion* rf) {
   if (cache.conv_state(il).empty() || cache.ssm_state(il).empty()) {
     ctx.fail(invalid_argument(
         "forward: layer {} is a gated DeltaNet layer; the KV cache holds no recurrent state for "
@@ -183,7 +183,7 @@ TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const La
     return ctx.f32(cfg.n_embd, x.ne[1]);
   }
   DeltaNetLayer layer(ctx, cfg, l, il, ri, cache);
-  return layer.run(x);
+  return layer.run(x, rf);
 }
 
 }  // namespace folio::model
