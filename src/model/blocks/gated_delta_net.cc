@@ -44,6 +44,10 @@ class DeltaNetLayer final : public RecurrentLayer {
   void scan_plain(int64_t r0, int64_t t, int64_t n, const TensorView& state) override;
   bool scan_fused(int64_t r0, int64_t n, const TensorView& ids) override;
   TensorView output() override;
+  // beta_, g_ [Hv, T] from ssm_ba's product [2 * Hv, T] (per key head:
+  // beta then alpha), or from the two products [Hv, T] (in place).
+  void project_ba(const TensorView& ba);
+  void project_beta_alpha(const TensorView& beta, const TensorView& alpha);
   Op delta_net_op(OpKind kind, int64_t r0, int64_t t, int64_t n) const;
 
   const int64_t s_, hk_, hv_;
@@ -76,6 +80,19 @@ void split_qkvz(ForwardContext& ctx, const TensorView& mixed, const TensorView& 
 
 void DeltaNetLayer::project(BlockInput& xs) {
   const int64_t t = xs.n_tokens();
+  if (t == 1 && !l_.ssm_proj_joint.empty()) {  // joined at load: one product, parts as views
+    const TensorView p = xs.mul_mat(l_.ssm_proj_joint);  // [C + Hv * S + 2 * Hv, 1]
+    const int64_t at = c_ + hv_ * s_;
+    conv_in_ = leading_part(p, 0, c_);
+    z_ = leading_part(p, c_, hv_ * s_);
+    if (cfg_.ssm.fused_ba) {
+      project_ba(leading_part(p, at, 2 * hv_));
+    } else {
+      project_beta_alpha(leading_part(p, at, hv_), leading_part(p, at + hv_, hv_));
+    }
+    o_ = ctx_.tensor_near(conv_in_, DType::F32, {s_, hv_, t, 1});
+    return;
+  }
   if (cfg_.ssm.fused_qkvz) {
     const TensorView mixed = xs.mul_mat(l_.ssm_in);  // [C + Hv * S, T]
     conv_in_ = ctx_.tensor_near(mixed, DType::F32, {c_, t, 1, 1});
@@ -86,28 +103,38 @@ void DeltaNetLayer::project(BlockInput& xs) {
     z_ = xs.mul_mat(l_.ssm_gate);   // [Hv * S, T]
   }
   if (cfg_.ssm.fused_ba) {
-    // ssm_ba per key head: [beta (r), alpha (r)]; value head h = kh * r + j.
-    const int64_t r = hv_ / hk_;
-    const TensorView ba = xs.mul_mat(l_.ssm_ba);  // [2 * Hv, T]
-    const std::array<size_t, kMaxDims> nb{kF, 2 * r * kF, 2 * hv_ * kF, 2 * hv_ * t * kF};
-    beta_ = ctx_.unary(view_of(ba, 0, {r, hk_, t, 1}, nb), UnaryKind::kSigmoid);  // [r, Hk, T]
-    g_ = ctx_.add(view_of(ba, static_cast<size_t>(r) * kF, {r, hk_, t, 1}, nb),
-                  reshape(l_.ssm_dt, {r, hk_, 1, 1}));
-    ctx_.unary(g_, UnaryKind::kSoftplus, g_);
-    ctx_.mul(g_, reshape(l_.ssm_a, {r, hk_, 1, 1}), g_);
+    project_ba(xs.mul_mat(l_.ssm_ba));
   } else {
     // Both projections before what reads them: on a device they share a
     // barrier stage with the ones above, and the sigmoid with the add.
-    beta_ = xs.mul_mat(l_.ssm_beta);  // [Hv, T]
-    g_ = xs.mul_mat(l_.ssm_alpha);    // [Hv, T]
-    ctx_.unary(beta_, UnaryKind::kSigmoid, beta_);
-    ctx_.add(g_, l_.ssm_dt, g_);
-    ctx_.unary(g_, UnaryKind::kSoftplus, g_);
-    ctx_.mul(g_, l_.ssm_a, g_);  // -exp(A_log) * softplus(alpha + dt_bias)
+    const TensorView beta = xs.mul_mat(l_.ssm_beta);  // [Hv, T]
+    const TensorView alpha = xs.mul_mat(l_.ssm_alpha);  // [Hv, T]
+    project_beta_alpha(beta, alpha);
   }
+  o_ = ctx_.tensor_near(conv_in_, DType::F32, {s_, hv_, t, 1});
+}
+
+void DeltaNetLayer::project_ba(const TensorView& ba) {
+  // ssm_ba per key head: [beta (r), alpha (r)]; value head h = kh * r + j.
+  const int64_t t = ba.ne[1];
+  const int64_t r = hv_ / hk_;
+  const std::array<size_t, kMaxDims> nb{kF, 2 * r * kF, 2 * hv_ * kF, 2 * hv_ * t * kF};
+  beta_ = ctx_.unary(view_of(ba, 0, {r, hk_, t, 1}, nb), UnaryKind::kSigmoid);  // [r, Hk, T]
+  g_ = ctx_.add(view_of(ba, static_cast<size_t>(r) * kF, {r, hk_, t, 1}, nb),
+                reshape(l_.ssm_dt, {r, hk_, 1, 1}));
+  ctx_.unary(g_, UnaryKind::kSoftplus, g_);
+  ctx_.mul(g_, reshape(l_.ssm_a, {r, hk_, 1, 1}), g_);
   beta_ = reshape(beta_, {hv_, t, 1, 1});
   g_ = reshape(g_, {hv_, t, 1, 1});
-  o_ = ctx_.tensor_near(conv_in_, DType::F32, {s_, hv_, t, 1});
+}
+
+void DeltaNetLayer::project_beta_alpha(const TensorView& beta, const TensorView& alpha) {
+  beta_ = beta;  // [Hv, T]
+  g_ = alpha;    // [Hv, T]
+  ctx_.unary(beta_, UnaryKind::kSigmoid, beta_);
+  ctx_.add(g_, l_.ssm_dt, g_);
+  ctx_.unary(g_, UnaryKind::kSoftplus, g_);
+  ctx_.mul(g_, l_.ssm_a, g_);  // -exp(A_log) * softplus(alpha + dt_bias)
 }
 
 Op DeltaNetLayer::delta_net_op(OpKind kind, int64_t r0, int64_t t, int64_t n) const {
