@@ -4,9 +4,9 @@
 // the same logits, bit for bit, as the same sequence's token in a step of
 // two sequences (T = 2: the unfused ops). Batch invariance holds per
 // backend, so any difference is a fusion's. For the dense llama (pre-norm
-// decoder) and the hybrid qwen35 (DeltaNet and gated-attention layers,
-// dense FFN), every layer, the head, the KV cache and the state pools on
-// the device.
+// decoder), gemma3 (sandwich norms, GeGLU in the matvec's GLU epilogue)
+// and the hybrid qwen35 (DeltaNet and gated-attention layers, dense FFN),
+// every layer, the head, the KV cache and the state pools on the device.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -92,6 +92,12 @@ TEST(VulkanFusion, DenseLlamaOneTokenStepEqualsUnfused) {
   const std::string path = shared_models_dir() + "/tiny-llama-f32.gguf";
   if (!file_exists(path)) FAIL() << "model missing: " << path;
   expect_fused_step_exact(path, "llama");
+}
+
+TEST(VulkanFusion, Gemma3OneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/tiny-gemma3-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "gemma3");
 }
 
 TEST(VulkanFusion, HybridQwen35OneTokenStepEqualsUnfused) {

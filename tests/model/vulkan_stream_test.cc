@@ -124,6 +124,22 @@ TEST(VulkanStream, DenseHybridDecodeStepStaysUnderItsCeilings) {
   EXPECT_LE(a.barriers, 50u);
 }
 
+// Gemma 3's sandwich-norm layer: its GeGLU gate/up runs in the decode
+// matvec's GLU epilogue (kMulMatGlu), one stage fewer than the product and
+// the GLU. Whole-step ceilings for the tiny model's six layers: 75
+// dispatches and 72 barriers, from 81 and 78 with the GLU apart.
+TEST(VulkanStream, Gemma3DecodeStepStaysUnderItsCeilings) {
+  const std::string path = local_refdata_dir() + "/tiny-gemma3-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  FOLIO_VULKAN_OR_SKIP(device);
+  const std::unique_ptr<Model> m = load_on(path, device);
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(m->config().arch, "gemma3");
+  const StreamCounters a = decode_step_counters(*m, device, "tiny-gemma3");
+  EXPECT_LE(a.dispatches, 75u);
+  EXPECT_LE(a.barriers, 72u);
+}
+
 // Q/K/V and gate/up are joined at load where the device holds them (one
 // buffer, the parts views of its rows), never on the host.
 TEST(VulkanStream, DeviceWeightsAreJoinedHostWeightsAreNot) {
