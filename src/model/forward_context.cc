@@ -630,9 +630,15 @@ TensorView ForwardContext::rms_norm_mul_mat_glu(const TensorView& w, const Tenso
   return norm_mul_mat(w, x, norm, eps, true, kind);
 }
 
-TensorView ForwardContext::norm_mul_mat(const TensorView& w, const TensorView& x,
-                                        const TensorView& norm, float eps, bool glu,
-                                        GluKind kind) {
+TensorView ForwardContext::rms_norm_mul_mat_if_fused(const TensorView& w, const TensorView& x,
+                                                     const TensorView& norm, float eps) {
+  Op op = norm_mul_mat_op(w, x, norm, eps, false, GluKind::kSwiGlu);
+  if (!ok() || !run_fusion(op) || !ok()) return TensorView{};
+  return op.dst;
+}
+
+Op ForwardContext::norm_mul_mat_op(const TensorView& w, const TensorView& x, const TensorView& norm,
+                                   float eps, bool glu, GluKind kind) {
   Op op;
   op.kind = OpKind::kRmsNormMulMat;
   op.src[0] = w;
@@ -645,6 +651,13 @@ TensorView ForwardContext::norm_mul_mat(const TensorView& w, const TensorView& x
   op.params = np;
   const std::array<int64_t, kMaxDims> ne{glu ? w.ne[1] / 2 : w.ne[1], x.ne[1], 1, 1};
   op.dst = TensorView::contiguous(nullptr, DType::F32, ne);
+  return op;
+}
+
+TensorView ForwardContext::norm_mul_mat(const TensorView& w, const TensorView& x,
+                                        const TensorView& norm, float eps, bool glu,
+                                        GluKind kind) {
+  Op op = norm_mul_mat_op(w, x, norm, eps, glu, kind);
   if (!ok() || run_fusion(op)) return op.dst;
   const TensorView h = rms_norm(x, norm, eps);  // no backend fuses it
   return glu ? mul_mat_glu(w, h, kind) : mul_mat(w, h);

@@ -161,6 +161,11 @@ class ForwardContext {
                               float eps);
   TensorView rms_norm_mul_mat_glu(const TensorView& w, const TensorView& x,
                                   const TensorView& norm, float eps, GluKind kind);
+  // rms_norm_mul_mat where a backend fuses it (kRmsNormMulMat); an empty
+  // view, recording nothing, where none does or after an error (the caller
+  // then normalises x itself).
+  TensorView rms_norm_mul_mat_if_fused(const TensorView& w, const TensorView& x,
+                                       const TensorView& norm, float eps);
   TensorView top_k(const TensorView& x, int k);
   void set_rows(const TensorView& table, const TensorView& rows, const TensorView& slots);
   // q [D, Hq, T]; k/v cache views; metadata I32; optional per-head sink
@@ -201,6 +206,9 @@ class ForwardContext {
   bool run_fusion(Op& op);
   TensorView norm_mul_mat(const TensorView& w, const TensorView& x, const TensorView& norm,
                           float eps, bool glu, GluKind kind);
+  // The kRmsNormMulMat op of norm_mul_mat (output shape, no data).
+  static Op norm_mul_mat_op(const TensorView& w, const TensorView& x, const TensorView& norm,
+                            float eps, bool glu, GluKind kind);
   // Runs `op` as routed (skipped after an error; kUnsupported if `route` is
   // empty). `t0`: when routing began, for the profile.
   void execute(const RoutedOp& route, const Op& op, std::chrono::steady_clock::time_point t0);

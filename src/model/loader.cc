@@ -203,6 +203,10 @@ Status Model::load_weights(const LoadOptions& options) {
     FOLIO_RETURN_IF_ERROR(join_weights({&l.ffn_gate, &l.ffn_up}, stored, &l.gate_up_joint));
     FOLIO_RETURN_IF_ERROR(
         join_weights({&l.ffn_gate_shexp, &l.ffn_up_shexp}, stored, &l.gate_up_shexp_joint));
+    FOLIO_RETURN_IF_ERROR(join_weights({&l.ssm_qkv, &l.ssm_gate, &l.ssm_beta, &l.ssm_alpha},
+                                       stored, &l.ssm_proj_joint));
+    FOLIO_RETURN_IF_ERROR(
+        join_weights({&l.ssm_qkv, &l.ssm_gate, &l.ssm_ba}, stored, &l.ssm_proj_joint));
   }
 
   if (options.log != nullptr) {

@@ -103,6 +103,9 @@ struct LayerWeights {
   TensorView ssm_alpha;   // [E, Hv]
   TensorView ssm_norm;    // [S]          gated RMS norm of the output (no +1 offset)
   TensorView ssm_out;     // [Hv * S, E]
+  // ssm_qkv, ssm_gate, then ssm_ba (or ssm_beta, ssm_alpha) joined at load,
+  // as qkv_joint above: [E, C + Hv * S + 2 * Hv].
+  TensorView ssm_proj_joint;
   // Mamba-2 layers (granitehybrid): ssm_in [E, 2 d_inner + C + H] yields z,
   // xBC and dt; ssm_conv1d [K, C], ssm_dt and ssm_a [H] (ssm_a stored [1, H]),
   // ssm_norm [d_inner / G, G], ssm_out [d_inner, E] as above, and:

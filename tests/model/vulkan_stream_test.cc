@@ -30,28 +30,22 @@ StreamCounters difference(const StreamCounters& a, const StreamCounters& b) {
   return {b.dispatches - a.dispatches, b.barriers - a.barriers, b.submits - a.submits};
 }
 
-TEST(VulkanStream, DenseLlamaDecodeStepStaysUnderItsCeilings) {
-  const std::string path = folio::testing::chat_model_path();
-  if (!file_exists(path)) FAIL() << folio::testing::kChatModelHint << ": " << path;
-  FOLIO_VULKAN_OR_SKIP(device);
-  LoadOptions lo;
-  lo.offload_type = &device->default_buffer_type();
-  lo.offload_layers = -1;  // every layer and the output head
-  Result<std::unique_ptr<Model>> model = Model::load(path, lo);
-  ASSERT_TRUE(model.ok()) << model.status().to_string();
-  const Model& m = **model;
-  ASSERT_EQ(m.config().arch, "llama");
-  const int n_layer = m.config().n_layer;
-
+// One sequence's decode step of `m` (every layer, the head and a paged F16
+// KV cache, plus a hybrid's state pools, on `device`): the counters of the
+// third forward (a prompt token, then two steps, which must record the same
+// stream), printed per layer.
+StreamCounters decode_step_counters(const Model& m, Backend* device, const char* what) {
   cache::KvCacheOptions o;
   o.storage = cache::KvStorage::kPaged;
   o.type = DType::F16;
   o.n_ctx = 64;
   o.n_seq = 1;
+  o.max_checkpoints = 0;
   const BufferType* type = &device->default_buffer_type();
   o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
   Result<std::unique_ptr<cache::KvCache>> cache = m.make_cache(o);
-  ASSERT_TRUE(cache.ok()) << cache.status().to_string();
+  EXPECT_TRUE(cache.ok()) << cache.status().to_string();
+  if (!cache.ok()) return {};
   auto ctx = ForwardContext::with_device(device, 2);
 
   cache::Batch batch;
@@ -69,18 +63,81 @@ TEST(VulkanStream, DenseLlamaDecodeStepStaysUnderItsCeilings) {
   // The same shape records the same stream.
   EXPECT_EQ(a.dispatches, b.dispatches);
   EXPECT_EQ(a.barriers, b.barriers);
+  const int n_layer = m.config().n_layer;
+  std::printf("%s decode step: %llu dispatches, %llu barriers, %llu submits over %d layers "
+              "(%.2f / %.2f per layer)\n",
+              what, static_cast<unsigned long long>(b.dispatches),
+              static_cast<unsigned long long>(b.barriers),
+              static_cast<unsigned long long>(b.submits), n_layer,
+              static_cast<double>(b.dispatches) / n_layer,
+              static_cast<double>(b.barriers) / n_layer);
+  return b;
+}
 
+std::unique_ptr<Model> load_on(const std::string& path, Backend* device) {
+  LoadOptions lo;
+  lo.offload_type = &device->default_buffer_type();
+  lo.offload_layers = -1;  // every layer and the output head
+  Result<std::unique_ptr<Model>> model = Model::load(path, lo);
+  EXPECT_TRUE(model.ok()) << model.status().to_string();
+  return model.ok() ? std::move(model).value() : nullptr;
+}
+
+TEST(VulkanStream, DenseLlamaDecodeStepStaysUnderItsCeilings) {
+  const std::string path = folio::testing::chat_model_path();
+  if (!file_exists(path)) FAIL() << folio::testing::kChatModelHint << ": " << path;
+  FOLIO_VULKAN_OR_SKIP(device);
+  const std::unique_ptr<Model> m = load_on(path, device);
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(m->config().arch, "llama");
+  const StreamCounters a = decode_step_counters(*m, device, "SmolLM2");
+  const int n_layer = m->config().n_layer;
   const double dispatches = static_cast<double>(a.dispatches) / n_layer;
   const double barriers = static_cast<double>(a.barriers) / n_layer;
-  std::printf("SmolLM2 decode step: %llu dispatches, %llu barriers, %llu submits over %d layers "
-              "(%.2f / %.2f per layer)\n",
-              static_cast<unsigned long long>(a.dispatches),
-              static_cast<unsigned long long>(a.barriers),
-              static_cast<unsigned long long>(a.submits), n_layer, dispatches, barriers);
   // Whole step over the layers: the step's own work (uploads of ids and
   // positions, the output norm and head, the logits read-back) included.
   EXPECT_LE(dispatches, 6.2);
   EXPECT_LE(barriers, 6.3);
+}
+
+// The hybrid decoder's one-token step with the same fusions: each DeltaNet
+// or gated-attention layer takes its input norm into its input products
+// (kRmsNormMulMat) and its residual add into its output product
+// (kMulMatAdd), a DeltaNet layer's four input projections are one product
+// over the weights joined at load, and the dense FFN is two dispatches
+// (norm + gate/up + SwiGLU, down + residual). Whole-step ceilings (the tiny
+// model's four layers carry the step's own work): 63 dispatches and 50
+// barriers, from 80 and 56 unfused.
+TEST(VulkanStream, DenseHybridDecodeStepStaysUnderItsCeilings) {
+  const std::string path = shared_models_dir() + "/tiny-qwen35-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  FOLIO_VULKAN_OR_SKIP(device);
+  const std::unique_ptr<Model> m = load_on(path, device);
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(m->config().arch, "qwen35");
+  for (int il = 0; il < m->config().n_layer; ++il) {  // the DeltaNet input projections joined
+    const LayerWeights& l = m->weights().layers[static_cast<size_t>(il)];
+    EXPECT_EQ(l.ssm_proj_joint.empty(), !m->config().is_recurrent(il)) << "layer " << il;
+  }
+  const StreamCounters a = decode_step_counters(*m, device, "tiny-qwen35");
+  EXPECT_LE(a.dispatches, 63u);
+  EXPECT_LE(a.barriers, 50u);
+}
+
+// Gemma 3's sandwich-norm layer: its GeGLU gate/up runs in the decode
+// matvec's GLU epilogue (kMulMatGlu), one stage fewer than the product and
+// the GLU. Whole-step ceilings for the tiny model's six layers: 75
+// dispatches and 72 barriers, from 81 and 78 with the GLU apart.
+TEST(VulkanStream, Gemma3DecodeStepStaysUnderItsCeilings) {
+  const std::string path = local_refdata_dir() + "/tiny-gemma3-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  FOLIO_VULKAN_OR_SKIP(device);
+  const std::unique_ptr<Model> m = load_on(path, device);
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(m->config().arch, "gemma3");
+  const StreamCounters a = decode_step_counters(*m, device, "tiny-gemma3");
+  EXPECT_LE(a.dispatches, 75u);
+  EXPECT_LE(a.barriers, 72u);
 }
 
 // Q/K/V and gate/up are joined at load where the device holds them (one

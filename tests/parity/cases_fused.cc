@@ -335,8 +335,12 @@ std::unique_ptr<OpCase> mul_mat_glu_case(DType dt, int64_t k, int64_t f, int64_t
   GluParams gp;
   gp.kind = kind;
   gp.swapped = swapped;
-  auto c = new_case(fmt::format("mul_mat_glu {} K={} F={} M={}{}{}", dtype_name(dt), k, f, m,
-                                kind == GluKind::kSwiGlu ? "" : " geglu", swapped ? " swapped" : ""),
+  const char* act = kind == GluKind::kSwiGlu   ? ""
+                    : kind == GluKind::kGeGlu  ? " geglu"
+                    : kind == GluKind::kGeGluErf ? " geglu_erf"
+                                                 : " swiglu_oai";
+  auto c = new_case(fmt::format("mul_mat_glu {} K={} F={} M={}{}{}", dtype_name(dt), k, f, m, act,
+                                swapped ? " swapped" : ""),
                     OpKind::kMulMatGlu, gp);
   c->device_fusion = true;
   c->op.src[0] = c->alloc(dt, {k, 2 * f});
@@ -489,13 +493,16 @@ std::unique_ptr<OpCase> mul_mat_add_case(DType dt, int64_t k, int64_t n, int64_t
 // exactly on the device. K picks the norm's workgroup (32 .. 256 lanes,
 // one element each or a strided loop).
 std::unique_ptr<OpCase> rms_norm_mul_mat_case(DType dt, int64_t k, int64_t n, int64_t m,
-                                              bool glu, bool swapped = false) {
+                                              bool glu, bool swapped = false,
+                                              GluKind kind = GluKind::kSwiGlu) {
   NormMulMatParams np;
   np.eps = 1e-5f;
   np.glu = glu;
+  np.glu_params.kind = kind;
   np.glu_params.swapped = swapped;
   auto c = new_case(fmt::format("rms_norm_mul_mat {} K={} N={} M={}{}{}", dtype_name(dt), k, n, m,
-                                glu ? " swiglu" : "", swapped ? " swapped" : ""),
+                                !glu ? "" : kind == GluKind::kSwiGlu ? " swiglu" : " geglu",
+                                swapped ? " swapped" : ""),
                     OpKind::kRmsNormMulMat, np);
   c->device_fusion = true;
   Op& op = c->op;
@@ -580,11 +587,13 @@ void add_fused_cases(CaseList& cases) {
   cases.push_back(rms_norm_mul_mat_case(DType::Q4_K, 4096, 40, 8, false));
   cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 256, 40, 9, false));
   cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 65 * 256, 8, 1, true));
+  cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 640, 96, 1, true, false, GluKind::kGeGlu));
 
   // mul_mat_glu at decode sizes (SmolLM2's K 576 / F 1536, a long K with
   // several rounds of chunks per lane, odd F), M up to the decode limit;
-  // swapped halves; and cases the device declines (M 9, GeGLU, K with more
-  // than 64 chunks), which only the reference composition runs.
+  // swapped halves; GeGLU (gemma) and GeGLU-erf; and cases the device
+  // declines (M 9, K with more than 64 chunks), which only the reference
+  // composition runs.
   cases.push_back(mul_mat_glu_case(DType::Q4_1, 576, 1536, 1));
   cases.push_back(mul_mat_glu_case(DType::Q4_0, 576, 37, 3));
   cases.push_back(mul_mat_glu_case(DType::Q8_0, 4096, 96, 2));
@@ -592,6 +601,8 @@ void add_fused_cases(CaseList& cases) {
   cases.push_back(mul_mat_glu_case(DType::F16, 200, 33, 1, GluKind::kSwiGlu, true));
   cases.push_back(mul_mat_glu_case(DType::Q4_0, 256, 40, 9));
   cases.push_back(mul_mat_glu_case(DType::Q8_0, 256, 40, 1, GluKind::kGeGlu));
+  cases.push_back(mul_mat_glu_case(DType::F32, 640, 70, 3, GluKind::kGeGlu, true));
+  cases.push_back(mul_mat_glu_case(DType::F16, 200, 33, 2, GluKind::kGeGluErf));
   cases.push_back(mul_mat_glu_case(DType::Q8_0, 65 * 256, 4, 1));
 
   // Conv update: widths x channels x sequences; bias / SiLU / whether

@@ -291,12 +291,13 @@ Expectation ssm_scan_update_rule(const Op& op) {
   return e;
 }
 
-// Device fusions: no CPU kernel at any tier. mul_mat_glu: SwiGLU over a
+// Device fusions: no CPU kernel at any tier. mul_mat_glu: SwiGLU, GeGLU or
+// GeGLU-erf (not swiglu_oai) over a
 // decode-sized input (at most 8 columns) whose rows have at most 64
 // 256-element chunks (two row slots per 128-lane workgroup).
 Expectation mul_mat_glu_rule(const Op& op) {
   Expectation e;
-  const bool takes = !is_packed(op.src[0].dtype) && op.p<GluParams>().kind == GluKind::kSwiGlu &&
+  const bool takes = !is_packed(op.src[0].dtype) && op.p<GluParams>().kind != GluKind::kSwiGluOai &&
                      op.src[1].ne[1] <= 8 && (op.src[0].ne[0] + 255) / 256 <= 64;
   e.vulkan = takes ? vk(op.kind) : kDeclined;
   return e;
@@ -322,7 +323,7 @@ Expectation mul_mat_add_rule(const Op& op) {
 Expectation rms_norm_mul_mat_rule(const Op& op) {
   const auto& p = op.p<NormMulMatParams>();
   const bool glu_ok =
-      !p.glu || (p.glu_params.kind == GluKind::kSwiGlu && (op.src[0].ne[0] + 255) / 256 <= 64);
+      !p.glu || (p.glu_params.kind != GluKind::kSwiGluOai && (op.src[0].ne[0] + 255) / 256 <= 64);
   Expectation e;
   e.vulkan = !is_packed(op.src[0].dtype) && op.src[1].ne[1] <= 8 && glu_ok ? vk(op.kind)
                                                                           : kDeclined;

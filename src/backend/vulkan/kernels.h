@@ -120,6 +120,9 @@ struct KernelDef {
 
 // The kernel table, in selection order (narrower variants before general
 // ones). Each ops_*.cc contributes its kernels through one of these.
+// activation.glsl's code of a GLU's activation (glu.comp's and the decode
+// matvec's GLU epilogue; kSwiGluOai has none: the caller declines it).
+uint32_t glu_activation_code(GluKind kind);
 void add_elementwise_kernels(std::vector<KernelDef>& out);  // ops_elementwise.cc: add, mul, scale, cpy, unary, glu
 void add_norm_kernels(std::vector<KernelDef>& out);         // ops_norm.cc: rms_norm, add_rms_norm, l2_norm
 void add_rope_kernels(std::vector<KernelDef>& out);         // ops_rope.cc: rope, rope_set_rows

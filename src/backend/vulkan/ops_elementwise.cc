@@ -190,6 +190,11 @@ Status record_glu(Recorder& r, const Op& op) {
 
 }  // namespace
 
+uint32_t glu_activation_code(GluKind kind) {
+  FOLIO_CHECK_MSG(kind != GluKind::kSwiGluOai, "swiglu_oai has no activation code");
+  return glu_code(kind);
+}
+
 void add_elementwise_kernels(std::vector<KernelDef>& out) {
   out.push_back({"add", OpKind::kAdd, match_binary, record_binary});
   out.push_back({"mul", OpKind::kMul, match_binary, record_binary});

@@ -14,11 +14,12 @@
 // has the same bits whichever shader computes it and whatever other columns
 // (or mul_mat_id tokens and experts) share the op: a sequence's logits do
 // not change when its decode step joins a prefill batch.
-// mul_mat_glu (decode: M <= kMatVecMaxCols, SwiGLU) is mul_mat_vec in its GLU
-// mode: the gate and up rows of one output row in one workgroup, silu(gate)
-// * up written by it; bit for bit mul_mat followed by glu.
+// mul_mat_glu (decode: M <= kMatVecMaxCols; SwiGLU, GeGLU or GeGLU-erf, not
+// swiglu_oai) is mul_mat_vec in its GLU mode: the gate and up rows of one
+// output row in one workgroup, act(gate) * up written by it; bit for bit
+// mul_mat followed by glu.
 // mul_mat_add (kMulMatAdd) and rms_norm_mul_mat (kRmsNormMulMat, with or
-// without SwiGLU) are mul_mat_vec with the residual added in its epilogue
+// without the GLU) are mul_mat_vec with the residual added in its epilogue
 // or the rms norm computed in its prologue: bit for bit the composition.
 // mul_mat_id uses either shader in its ID mode: mul_mat_vec (one column per
 // (u, t) pair) while the pairs per expert are few, mul_mat (pairs grouped by
@@ -208,7 +209,7 @@ Status record_mul_mat(Recorder& r, const Op& op) {
 // row at most half the workgroup: rows up to 64 chunks of K).
 bool match_mul_mat_glu(const Op& op, const DeviceCaps& caps) {
   const TensorView &w = op.src[0], &x = op.src[1];
-  return match_mul_mat(op, caps) && op.p<GluParams>().kind == GluKind::kSwiGlu &&
+  return match_mul_mat(op, caps) && op.p<GluParams>().kind != GluKind::kSwiGluOai &&
          w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1 && x.ne[1] <= kMatVecMaxCols &&
          threads_per_row(w.ne[0]) <= kMatVecWorkgroup / 2;
 }
@@ -225,7 +226,8 @@ Status record_mul_mat_glu(Recorder& r, const Op& op) {
   Recorder::split_groups((op.dst.ne[0] + outputs_per_group - 1) / outputs_per_group, gx, gy);
   return r.dispatch("mul_mat_vec",
                     {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
-                     w16(p, w.dtype), glu},
+                     w16(p, w.dtype), glu, 0u, 32u, 0u,
+                     glu_activation_code(op.p<GluParams>().kind)},
                     &p, sizeof p, {w, x, op.dst, x, {}, {}}, gx, gy);
 }
 
@@ -281,7 +283,7 @@ Status record_mul_mat_add(Recorder& r, const Op& op) {
 bool match_rms_norm_mul_mat(const Op& op, const DeviceCaps& caps) {
   const auto& np = op.p<NormMulMatParams>();
   const TensorView &w = op.src[0], &x = op.src[1], &nw = op.src[2];
-  const bool glu_ok = !np.glu || (np.glu_params.kind == GluKind::kSwiGlu &&
+  const bool glu_ok = !np.glu || (np.glu_params.kind != GluKind::kSwiGluOai &&
                                   threads_per_row(w.ne[0]) <= kMatVecWorkgroup / 2);
   return match_mul_mat(op, caps) && glu_ok && w.ne[2] * w.ne[3] == 1 &&
          x.ne[2] * x.ne[3] == 1 && x.ne[1] <= kMatVecMaxCols && nw.dtype == DType::F32 &&
@@ -307,7 +309,8 @@ Status record_rms_norm_mul_mat(Recorder& r, const Op& op) {
   Recorder::split_groups((op.dst.ne[0] + outputs_per_group - 1) / outputs_per_group, gx, gy);
   return r.dispatch("mul_mat_vec",
                     {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
-                     w16(p, w.dtype), glu, 1u, norm_workgroup(x.ne[0], r.caps()), 0u},
+                     w16(p, w.dtype), glu, 1u, norm_workgroup(x.ne[0], r.caps()), 0u,
+                     np.glu ? glu_activation_code(np.glu_params.kind) : 0u},
                     &p, sizeof p, {w, x, op.dst, x, nw, {}}, gx, gy);
 }
 

@@ -87,8 +87,10 @@ Status configure_lfm2moe(const gguf::GgufFile& f, ModelConfig& c) {
 
 // The family's layers for the shared hybrid decoder (see the file comment).
 TensorView lfm2_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
-                    const TensorView& h) {
-  return cfg.is_moe(il) ? moe_ffn(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
+                    const TensorView& h, ResidualFusion* rf) {
+  if (!cfg.is_moe(il)) return dense_ffn(ctx, cfg, l, h, rf);
+  BlockInput x(ctx, h, rf);
+  return moe_ffn(ctx, cfg, l, x.value());
 }
 
 TensorView lfm2_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,

@@ -176,8 +176,10 @@ Status configure_qwen35moe(const gguf::GgufFile& f, ModelConfig& c) {
 
 // The family's layers for the shared hybrid decoder (see the file comment).
 TensorView qwen3next_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
-                         int il, const TensorView& h) {
-  return cfg.is_moe(il) ? moe_with_shared_expert(ctx, cfg, l, h) : dense_ffn(ctx, cfg, l, h);
+                         int il, const TensorView& h, ResidualFusion* rf) {
+  if (!cfg.is_moe(il)) return dense_ffn(ctx, cfg, l, h, rf);
+  BlockInput x(ctx, h, rf);
+  return moe_with_shared_expert(ctx, cfg, l, x.value());
 }
 
 TensorView qwen3next_decoder(const ModelConfig& cfg, const ModelWeights& w,

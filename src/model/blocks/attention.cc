@@ -42,9 +42,8 @@ TensorView copy_columns(ForwardContext& ctx, const TensorView& t, int64_t c0, in
   return dst;
 }
 
-// Elements [c0, c0 + n) of a one-column tensor t [C, 1] (or of the data
-// that follows it, for a view that ends before its tensor does), as a
-// contiguous [n, 1] view: no copy.
+}  // namespace
+
 TensorView leading_part(const TensorView& t, int64_t c0, int64_t n) {
   TensorView v = t;
   if (v.data != nullptr) v.data = static_cast<char*>(v.data) + c0 * t.nb[0];
@@ -52,8 +51,6 @@ TensorView leading_part(const TensorView& t, int64_t c0, int64_t n) {
   v.nb = {t.nb[0], t.nb[0] * n, t.nb[0] * n, t.nb[0] * n};
   return v;
 }
-
-}  // namespace
 
 TensorView scale_by_temperature(ForwardContext& ctx, const ModelConfig& cfg, const TensorView& q,
                                 const ForwardInputs& in) {
@@ -176,10 +173,7 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
                                   : attend_through_cache(ctx, cfg, il, q, k, v, in, cache,
                                                          l.attn_sinks);  // [Dv, Hq, T]
   const TensorView o2 = reshape(o, {dv * hq, t, 1, 1});
-  if (rf != nullptr && rf->add_out && l.bo.empty() && ctx.mul_mat_add(l.wo, o2, rf->x)) {
-    rf->added = true;  // x += wo o
-    return rf->x;
-  }
+  if (l.bo.empty()) return output_product(ctx, l.wo, o2, rf);  // [E, T], or x += wo o
   TensorView out = ctx.mul_mat(l.wo, o2);  // [E, T]
   if (!l.bo.empty()) ctx.add(out, l.bo, out);
   return out;

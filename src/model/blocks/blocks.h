@@ -28,6 +28,40 @@ struct ResidualFusion {
   bool added = false;    // out
 };
 
+// block_input.cc -------------------------------------------------------------
+// The input of a block whose products read it, under a ResidualFusion:
+// without rf (or rf->norm empty) the given x; with rf->norm, rms_norm(rf->x)
+// * rf->norm, folded into each product a backend fuses (kRmsNormMulMat: bit
+// for bit rms_norm then the product, so each product may take either path)
+// and else normalised once, then shared. [E, T].
+class BlockInput {
+ public:
+  BlockInput(ForwardContext& ctx, const TensorView& x, const ResidualFusion* rf);
+  int64_t n_tokens() const { return x_.ne[1]; }
+  // w x (w [E, N]) -> [N, T].
+  TensorView mul_mat(const TensorView& w);
+  // The input itself [E, T] (normalised here on first use where rf carries the norm).
+  const TensorView& value();
+
+ private:
+  ForwardContext* ctx_;
+  TensorView x_;      // [E, T] the given input, or rf->x
+  TensorView norm_;   // [E] rf->norm; empty: x_ is the input
+  float eps_ = 0.0f;
+  TensorView value_;  // [E, T] the normalised input once computed
+};
+
+// The block's output product w y, or rf->x += w y where rf asks for the
+// residual add and a backend fuses it (kMulMatAdd: rf->added set, rf->x
+// returned). w [K, E], y [K, T] -> [E, T].
+TensorView output_product(ForwardContext& ctx, const TensorView& w, const TensorView& y,
+                          ResidualFusion* rf);
+
+// Elements [c0, c0 + n) of a one-column tensor t [C, 1] (or of the data
+// that follows it, for a view that ends before its tensor does), as a
+// contiguous [n, 1] view: no copy (attention.cc).
+TensorView leading_part(const TensorView& t, int64_t c0, int64_t n);
+
 // attention.cc ---------------------------------------------------------------
 // Self-attention of layer `il` over the batch. x: normalised input [E, T].
 // q/k/v projections (separate or one fused attn_qkv, + biases), q/k RMS norms

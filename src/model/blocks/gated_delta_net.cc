@@ -40,10 +40,14 @@ class DeltaNetLayer final : public RecurrentLayer {
   }
 
  private:
-  void project(const TensorView& xs) override;
+  void project(BlockInput& xs) override;
   void scan_plain(int64_t r0, int64_t t, int64_t n, const TensorView& state) override;
   bool scan_fused(int64_t r0, int64_t n, const TensorView& ids) override;
   TensorView output() override;
+  // beta_, g_ [Hv, T] from ssm_ba's product [2 * Hv, T] (per key head:
+  // beta then alpha), or from the two products [Hv, T] (in place).
+  void project_ba(const TensorView& ba);
+  void project_beta_alpha(const TensorView& beta, const TensorView& alpha);
   Op delta_net_op(OpKind kind, int64_t r0, int64_t t, int64_t n) const;
 
   const int64_t s_, hk_, hv_;
@@ -74,40 +78,63 @@ void split_qkvz(ForwardContext& ctx, const TensorView& mixed, const TensorView& 
   part(2 * s + r * s, z, 0, dz, r * s);
 }
 
-void DeltaNetLayer::project(const TensorView& xs) {
-  const int64_t t = xs.ne[1];
+void DeltaNetLayer::project(BlockInput& xs) {
+  const int64_t t = xs.n_tokens();
+  if (t == 1 && !l_.ssm_proj_joint.empty()) {  // joined at load: one product, parts as views
+    const TensorView p = xs.mul_mat(l_.ssm_proj_joint);  // [C + Hv * S + 2 * Hv, 1]
+    const int64_t at = c_ + hv_ * s_;
+    conv_in_ = leading_part(p, 0, c_);
+    z_ = leading_part(p, c_, hv_ * s_);
+    if (cfg_.ssm.fused_ba) {
+      project_ba(leading_part(p, at, 2 * hv_));
+    } else {
+      project_beta_alpha(leading_part(p, at, hv_), leading_part(p, at + hv_, hv_));
+    }
+    o_ = ctx_.tensor_near(conv_in_, DType::F32, {s_, hv_, t, 1});
+    return;
+  }
   if (cfg_.ssm.fused_qkvz) {
-    const TensorView mixed = ctx_.mul_mat(l_.ssm_in, xs);  // [C + Hv * S, T]
+    const TensorView mixed = xs.mul_mat(l_.ssm_in);  // [C + Hv * S, T]
     conv_in_ = ctx_.tensor_near(mixed, DType::F32, {c_, t, 1, 1});
     z_ = ctx_.tensor_near(mixed, DType::F32, {hv_ * s_, t, 1, 1});
     split_qkvz(ctx_, mixed, conv_in_, z_, s_, hk_, hv_);
   } else {
-    conv_in_ = ctx_.mul_mat(l_.ssm_qkv, xs);  // [C, T]
-    z_ = ctx_.mul_mat(l_.ssm_gate, xs);   // [Hv * S, T]
+    conv_in_ = xs.mul_mat(l_.ssm_qkv);  // [C, T]
+    z_ = xs.mul_mat(l_.ssm_gate);   // [Hv * S, T]
   }
   if (cfg_.ssm.fused_ba) {
-    // ssm_ba per key head: [beta (r), alpha (r)]; value head h = kh * r + j.
-    const int64_t r = hv_ / hk_;
-    const TensorView ba = ctx_.mul_mat(l_.ssm_ba, xs);  // [2 * Hv, T]
-    const std::array<size_t, kMaxDims> nb{kF, 2 * r * kF, 2 * hv_ * kF, 2 * hv_ * t * kF};
-    beta_ = ctx_.unary(view_of(ba, 0, {r, hk_, t, 1}, nb), UnaryKind::kSigmoid);  // [r, Hk, T]
-    g_ = ctx_.add(view_of(ba, static_cast<size_t>(r) * kF, {r, hk_, t, 1}, nb),
-                  reshape(l_.ssm_dt, {r, hk_, 1, 1}));
-    ctx_.unary(g_, UnaryKind::kSoftplus, g_);
-    ctx_.mul(g_, reshape(l_.ssm_a, {r, hk_, 1, 1}), g_);
+    project_ba(xs.mul_mat(l_.ssm_ba));
   } else {
     // Both projections before what reads them: on a device they share a
     // barrier stage with the ones above, and the sigmoid with the add.
-    beta_ = ctx_.mul_mat(l_.ssm_beta, xs);  // [Hv, T]
-    g_ = ctx_.mul_mat(l_.ssm_alpha, xs);    // [Hv, T]
-    ctx_.unary(beta_, UnaryKind::kSigmoid, beta_);
-    ctx_.add(g_, l_.ssm_dt, g_);
-    ctx_.unary(g_, UnaryKind::kSoftplus, g_);
-    ctx_.mul(g_, l_.ssm_a, g_);  // -exp(A_log) * softplus(alpha + dt_bias)
+    const TensorView beta = xs.mul_mat(l_.ssm_beta);  // [Hv, T]
+    const TensorView alpha = xs.mul_mat(l_.ssm_alpha);  // [Hv, T]
+    project_beta_alpha(beta, alpha);
   }
+  o_ = ctx_.tensor_near(conv_in_, DType::F32, {s_, hv_, t, 1});
+}
+
+void DeltaNetLayer::project_ba(const TensorView& ba) {
+  // ssm_ba per key head: [beta (r), alpha (r)]; value head h = kh * r + j.
+  const int64_t t = ba.ne[1];
+  const int64_t r = hv_ / hk_;
+  const std::array<size_t, kMaxDims> nb{kF, 2 * r * kF, 2 * hv_ * kF, 2 * hv_ * t * kF};
+  beta_ = ctx_.unary(view_of(ba, 0, {r, hk_, t, 1}, nb), UnaryKind::kSigmoid);  // [r, Hk, T]
+  g_ = ctx_.add(view_of(ba, static_cast<size_t>(r) * kF, {r, hk_, t, 1}, nb),
+                reshape(l_.ssm_dt, {r, hk_, 1, 1}));
+  ctx_.unary(g_, UnaryKind::kSoftplus, g_);
+  ctx_.mul(g_, reshape(l_.ssm_a, {r, hk_, 1, 1}), g_);
   beta_ = reshape(beta_, {hv_, t, 1, 1});
   g_ = reshape(g_, {hv_, t, 1, 1});
-  o_ = ctx_.tensor_near(conv_in_, DType::F32, {s_, hv_, t, 1});
+}
+
+void DeltaNetLayer::project_beta_alpha(const TensorView& beta, const TensorView& alpha) {
+  beta_ = beta;  // [Hv, T]
+  g_ = alpha;    // [Hv, T]
+  ctx_.unary(beta_, UnaryKind::kSigmoid, beta_);
+  ctx_.add(g_, l_.ssm_dt, g_);
+  ctx_.unary(g_, UnaryKind::kSoftplus, g_);
+  ctx_.mul(g_, l_.ssm_a, g_);  // -exp(A_log) * softplus(alpha + dt_bias)
 }
 
 Op DeltaNetLayer::delta_net_op(OpKind kind, int64_t r0, int64_t t, int64_t n) const {
@@ -155,7 +182,7 @@ TensorView DeltaNetLayer::output() {
   const TensorView z = reshape(z_, {s_, hv_, t, 1});
   ctx_.unary(z, UnaryKind::kSilu, z);
   ctx_.mul(on, z, on);
-  return ctx_.mul_mat(l_.ssm_out, reshape(on, {s_ * hv_, t, 1, 1}));  // [E, T]
+  return output_product(l_.ssm_out, reshape(on, {s_ * hv_, t, 1, 1}));  // [E, T]
 }
 
 }  // namespace
@@ -174,7 +201,7 @@ RecurrentInputs upload_recurrent_inputs(ForwardContext& ctx, const ForwardInputs
 
 TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
                            int il, const TensorView& x, const RecurrentInputs& ri,
-                           cache::KvCache& cache) {
+                           cache::KvCache& cache, ResidualFusion* rf) {
   if (cache.conv_state(il).empty() || cache.ssm_state(il).empty()) {
     ctx.fail(invalid_argument(
         "forward: layer {} is a gated DeltaNet layer; the KV cache holds no recurrent state for "
@@ -183,7 +210,7 @@ TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const La
     return ctx.f32(cfg.n_embd, x.ne[1]);
   }
   DeltaNetLayer layer(ctx, cfg, l, il, ri, cache);
-  return layer.run(x);
+  return layer.run(x, rf);
 }
 
 }  // namespace folio::model

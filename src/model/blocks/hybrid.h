@@ -7,6 +7,7 @@
 #pragma once
 
 #include "cache/kv_cache.h"
+#include "model/blocks/blocks.h"
 #include "model/config.h"
 #include "model/forward_context.h"
 #include "model/forward_inputs.h"
@@ -33,10 +34,12 @@ RecurrentInputs upload_recurrent_inputs(ForwardContext& ctx, const ForwardInputs
 // scaled by 1/sqrt(S)); out = W_out (rms_norm(o) * ssm_norm * silu(z)).
 // The conv taps and states of the batch's sequences are updated in place in
 // the cache's pools (slots of in.plan->recurrent), and the plan's
-// checkpoints are saved. Returns [E, T] in batch order.
+// checkpoints are saved. Returns [E, T] in batch order. `rf`: see
+// ResidualFusion (blocks.h; the input norm in each input projection, the
+// residual add in W_out), as for mamba2 and short_conv.
 TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
                            int il, const TensorView& x, const RecurrentInputs& ri,
-                           cache::KvCache& cache);
+                           cache::KvCache& cache, ResidualFusion* rf);
 
 // mamba2.cc ------------------------------------------------------------------
 // Mamba-2 layer `il` (llama.cpp's build_mamba2_layer). x: the normalised
@@ -47,7 +50,8 @@ TensorView gated_delta_net(ForwardContext& ctx, const ModelConfig& cfg, const La
 // grouped RMS norm * ssm_norm; out = W_out y. State, taps and checkpoints
 // as gated_delta_net. Returns [E, T] in batch order.
 TensorView mamba2(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
-                  const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache);
+                  const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache,
+                  ResidualFusion* rf);
 
 // short_conv.cc --------------------------------------------------------------
 // LFM2's short-conv layer `il` (llama.cpp's lfm2 shortconv block). x: the
@@ -56,16 +60,20 @@ TensorView mamba2(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeight
 // sequence's cached taps; out = W_out (C * conv). Taps and checkpoints as
 // gated_delta_net (no state matrix). Returns [E, T] in batch order.
 TensorView short_conv(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
-                      const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache);
+                      const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache,
+                      ResidualFusion* rf);
 
 // gated_attention.cc -------------------------------------------------------
 // Full attention with an output gate (qwen3next family): attn_q yields, per
 // head, the query and a gate; per-head RMS norm of q and k, partial rope,
 // K/V through the cache like self_attention, then the attention output is
 // multiplied by sigmoid(gate) before attn_output. x [E, T] -> [E, T].
+// A one-token step with Q/K/V joined at load computes them in one product.
+// `rf`: see ResidualFusion (the input norm in the Q/K/V products, the
+// residual add in attn_output).
 TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                            int il, const TensorView& x, const ForwardInputs& in,
-                           cache::KvCache& cache);
+                           cache::KvCache& cache, ResidualFusion* rf);
 
 // shared_expert.cc ---------------------------------------------------------
 // Routed experts plus the shared expert scaled by sigmoid(gate_inp_shexp .
@@ -76,9 +84,10 @@ TensorView gated_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mo
 TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
                                   const LayerWeights& l, const TensorView& x);
 // The FFN of layer il: routed experts (+ the shared expert) where
-// cfg.is_moe(il), else the dense FFN. x [E, n] -> [E, n].
+// cfg.is_moe(il), else the dense FFN. x [E, n] -> [E, n]. `rf`: see
+// ResidualFusion (dense_ffn's; the experts take the normalised input).
 TensorView moe_or_dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
-                            int il, const TensorView& x);
+                            int il, const TensorView& x, ResidualFusion* rf);
 
 // hybrid_decoder.cc ----------------------------------------------------------
 // The pre-norm decoder the hybrid families share (qwen3next / qwen35,
@@ -89,15 +98,22 @@ TensorView moe_or_dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const L
 // cfg.single_block_layers (nemotron_h) a layer is one block, x += rs *
 // block(rms_norm(x)): its mixer, or `ffn` where cfg.has_ffn(il). x (the residual
 // stream) and h live outside the per-layer arena marks; in the last layer
-// only the output rows go through the FFN and the head. Returns the logits
-// [n_vocab, n_outputs].
+// only the output rows go through the FFN and the head. A one-token step
+// through a dense FFN whose gate and up are joined (a device holds the
+// layer), with rs = 1 and two blocks per layer, folds each norm into the
+// products that read it and each residual add into the product before
+// (ResidualFusion, blocks.h), as the pre-norm decoder. Returns the logits
+// [n_vocab, n_outputs]. Each part takes a ResidualFusion (may be null)
+// and honours its norm; the residual add is optional.
 struct HybridLayers {
   TensorView (*recurrent)(ForwardContext&, const ModelConfig&, const LayerWeights&, int il,
-                          const TensorView&, const RecurrentInputs&, cache::KvCache&);
+                          const TensorView&, const RecurrentInputs&, cache::KvCache&,
+                          ResidualFusion*);
   TensorView (*attention)(ForwardContext&, const ModelConfig&, const ModelWeights&, int il,
-                          const TensorView&, const ForwardInputs&, cache::KvCache&);
+                          const TensorView&, const ForwardInputs&, cache::KvCache&,
+                          ResidualFusion*);
   TensorView (*ffn)(ForwardContext&, const ModelConfig&, const LayerWeights&, int il,
-                    const TensorView&);
+                    const TensorView&, ResidualFusion*);
 };
 TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
                           cache::KvCache& cache, ForwardContext& ctx, const HybridLayers& parts);

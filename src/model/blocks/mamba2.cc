@@ -40,7 +40,7 @@ class Mamba2Layer final : public RecurrentLayer {
         d_inner_(cfg.ssm.d_inner) {}
 
  private:
-  void project(const TensorView& xs) override;
+  void project(BlockInput& xs) override;
   void scan_plain(int64_t r0, int64_t t, int64_t n, const TensorView& state) override;
   bool scan_fused(int64_t r0, int64_t n, const TensorView& ids) override;
   TensorView output() override;
@@ -54,9 +54,9 @@ class Mamba2Layer final : public RecurrentLayer {
   TensorView y_;       // [P, H, T] scan output
 };
 
-void Mamba2Layer::project(const TensorView& xs) {
-  const int64_t t = xs.ne[1];
-  zxbcdt_ = ctx_.mul_mat(l_.ssm_in, xs);  // [W, T]
+void Mamba2Layer::project(BlockInput& xs) {
+  const int64_t t = xs.n_tokens();
+  zxbcdt_ = xs.mul_mat(l_.ssm_in);  // [W, T]
   const int64_t w = zxbcdt_.ne[0];
   const size_t row = static_cast<size_t>(w) * kF;
   conv_in_ = ctx_.tensor_near(zxbcdt_, DType::F32, {c_, t, 1, 1});
@@ -121,13 +121,14 @@ TensorView Mamba2Layer::output() {
   const TensorView yg = reshape(y_, {dg, g_, t, 1});
   ctx_.rms_norm(yg, TensorView{}, cfg_.norm_eps, yg);
   ctx_.mul(yg, reshape(l_.ssm_norm, {dg, g_, 1, 1}), yg);
-  return ctx_.mul_mat(l_.ssm_out, reshape(y_, {d_inner_, t, 1, 1}));  // [E, T]
+  return output_product(l_.ssm_out, reshape(y_, {d_inner_, t, 1, 1}));  // [E, T]
 }
 
 }  // namespace
 
 TensorView mamba2(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
-                  const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache) {
+                  const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache,
+                  ResidualFusion* rf) {
   if (cache.conv_state(il).empty() || cache.ssm_state(il).empty()) {
     ctx.fail(invalid_argument(
         "forward: layer {} is a Mamba-2 layer; the KV cache holds no recurrent state for it (use "
@@ -136,7 +137,7 @@ TensorView mamba2(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeight
     return ctx.f32(cfg.n_embd, x.ne[1]);
   }
   Mamba2Layer layer(ctx, cfg, l, il, ri, cache);
-  return layer.run(x);
+  return layer.run(x, rf);
 }
 
 }  // namespace folio::model

@@ -146,10 +146,11 @@ void RecurrentLayer::prefill_step(size_t i) {
   }
 }
 
-TensorView RecurrentLayer::run(const TensorView& x) {
-  const int64_t t = x.ne[1];
-  const TensorView xs = ri_.order.empty() ? x : ctx_.get_rows(x, ri_.order);  // [E, T]
-  project(xs);
+TensorView RecurrentLayer::run(const TensorView& x, ResidualFusion* rf) {
+  BlockInput xs(ctx_, x, rf);
+  if (!ri_.order.empty()) xs = BlockInput(ctx_, ctx_.get_rows(xs.value(), ri_.order), nullptr);
+  const int64_t t = xs.n_tokens();
+  project(xs);  // [E, T] in recurrent order
   conv_out_ = ctx_.tensor_near(conv_in_, DType::F32, {c_, t, 1, 1});
   const size_t n_steps = rp_.steps.size();
   for (size_t i = 0; i < n_steps && ctx_.ok();) {
@@ -162,8 +163,13 @@ TensorView RecurrentLayer::run(const TensorView& x) {
       prefill_step(i++);
     }
   }
+  out_rf_ = ri_.inverse.empty() ? rf : nullptr;
   const TensorView y = output();  // [E, T]
   return ri_.inverse.empty() ? y : ctx_.get_rows(y, ri_.inverse);
+}
+
+TensorView RecurrentLayer::output_product(const TensorView& w, const TensorView& y) {
+  return model::output_product(ctx_, w, y, out_rf_);
 }
 
 }  // namespace folio::model

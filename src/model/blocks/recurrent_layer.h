@@ -52,12 +52,15 @@ class RecurrentLayer {
   virtual ~RecurrentLayer() = default;
 
   // x: the normalised input [E, T] (batch order) -> [E, T] (batch order).
-  TensorView run(const TensorView& x);
+  // `rf`: see ResidualFusion (blocks.h): the input norm in the input
+  // projections, the residual add in the output projection (batch order
+  // only: no gather back).
+  TensorView run(const TensorView& x, ResidualFusion* rf);
 
  protected:
-  // Projects xs [E, T] (recurrent order): sets conv_in_ [C, T] and whatever
-  // the mixer needs later.
-  virtual void project(const TensorView& xs) = 0;
+  // Projects xs [E, T] (recurrent order) through xs.mul_mat: sets conv_in_
+  // [C, T] and whatever the mixer needs later.
+  virtual void project(BlockInput& xs) = 0;
   // The plain scan over rows r0 .. r0 + t * n of conv_out_ (n sequences of t
   // tokens each) on `state` [pool ne0, ne1, ne2, n], updated in place.
   virtual void scan_plain(int64_t r0, int64_t t, int64_t n, const TensorView& state) = 0;
@@ -65,8 +68,11 @@ class RecurrentLayer {
   // slot ids; false when no backend runs it (the caller takes the unfused
   // path).
   virtual bool scan_fused(int64_t r0, int64_t n, const TensorView& ids) = 0;
-  // The layer output [E, T] in recurrent order, after every step ran.
+  // The layer output [E, T] in recurrent order, after every step ran; its
+  // last product through output_product(w, y).
   virtual TensorView output() = 0;
+  // w y, or x += w y where the ResidualFusion asks for it (see run).
+  TensorView output_product(const TensorView& w, const TensorView& y);
 
   static constexpr size_t kF = sizeof(float);
 
@@ -81,6 +87,7 @@ class RecurrentLayer {
   const bool conv_silu_;
   TensorView conv_in_;   // [C, T] conv input, recurrent order
   TensorView conv_out_;  // [C, T] conv output (SiLU applied when conv_silu_)
+  ResidualFusion* out_rf_ = nullptr;  // run's rf where the output is in batch order
 
  private:
   void decode_run(size_t a, size_t b);

@@ -35,8 +35,10 @@ TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
 }
 
 TensorView moe_or_dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
-                            int il, const TensorView& x) {
-  return cfg.is_moe(il) ? moe_with_shared_expert(ctx, cfg, l, x) : dense_ffn(ctx, cfg, l, x);
+                            int il, const TensorView& x, ResidualFusion* rf) {
+  if (!cfg.is_moe(il)) return dense_ffn(ctx, cfg, l, x, rf);
+  BlockInput in(ctx, x, rf);
+  return moe_with_shared_expert(ctx, cfg, l, in.value());
 }
 
 }  // namespace folio::model

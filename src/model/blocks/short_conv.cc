@@ -26,7 +26,7 @@ class ShortConvLayer final : public RecurrentLayer {
       : RecurrentLayer(ctx, cfg, l, il, ri, cache, /*conv_silu=*/false) {}
 
  private:
-  void project(const TensorView& xs) override;
+  void project(BlockInput& xs) override;
   // No state: RecurrentLayer never calls the scans of a conv-only layer.
   void scan_plain(int64_t, int64_t, int64_t, const TensorView&) override {}
   bool scan_fused(int64_t, int64_t, const TensorView&) override { return true; }
@@ -43,20 +43,21 @@ TensorView chunk(const TensorView& bcx, int64_t c, int i) {
                  {sizeof(float), row, row * t, row * t});
 }
 
-void ShortConvLayer::project(const TensorView& xs) {
-  bcx_ = ctx_.mul_mat(l_.ssm_in, xs);                           // [3 E, T]
+void ShortConvLayer::project(BlockInput& xs) {
+  bcx_ = xs.mul_mat(l_.ssm_in);                                 // [3 E, T]
   conv_in_ = ctx_.mul(chunk(bcx_, c_, 0), chunk(bcx_, c_, 2));  // B * x [E, T]
 }
 
 TensorView ShortConvLayer::output() {
   const TensorView y = ctx_.mul(chunk(bcx_, c_, 1), conv_out_);  // C * conv [E, T]
-  return ctx_.mul_mat(l_.ssm_out, y);                            // [E, T]
+  return output_product(l_.ssm_out, y);                          // [E, T]
 }
 
 }  // namespace
 
 TensorView short_conv(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l, int il,
-                      const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache) {
+                      const TensorView& x, const RecurrentInputs& ri, cache::KvCache& cache,
+                      ResidualFusion* rf) {
   if (cache.conv_state(il).empty()) {
     ctx.fail(invalid_argument(
         "forward: layer {} is a short-conv layer; the KV cache holds no recurrent state for it "
@@ -65,7 +66,7 @@ TensorView short_conv(ForwardContext& ctx, const ModelConfig& cfg, const LayerWe
     return ctx.f32(cfg.n_embd, x.ne[1]);
   }
   ShortConvLayer layer(ctx, cfg, l, il, ri, cache);
-  return layer.run(x);
+  return layer.run(x, rf);
 }
 
 }  // namespace folio::model

@@ -26,8 +26,8 @@ FOLIO_VK_CONST kMatVecWorkgroup = 128u;
 FOLIO_VK_CONST kMatVecMaxCols = 8u;
 // mul_mat.comp's output tile (BN = BM).
 FOLIO_VK_CONST kMatTile = 64u;
-// mul_mat_vec.comp's spec constant GLU (kMulMatGlu): off, or silu(gate) * up
-// with gate rows first or up rows first in W.
+// mul_mat_vec.comp's spec constant GLU (kMulMatGlu): off, or act(gate) * up
+// (act: spec constant GLU_ACT) with gate rows first or up rows first in W.
 FOLIO_VK_CONST kMatGluOff = 0u;
 FOLIO_VK_CONST kMatGluGateFirst = 1u;
 FOLIO_VK_CONST kMatGluUpFirst = 2u;

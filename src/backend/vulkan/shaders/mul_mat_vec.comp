@@ -22,11 +22,12 @@
 // output column written as zeros.
 //
 // kMulMatGlu (GLU != 0, ID = 0, one batch): W [K, 2F] holds gate rows then
-// up rows (GLU = 2: up rows first); dst [F, M] = silu(gate) * up. A
+// up rows (GLU = 2: up rows first); dst [F, M] = act(gate) * up, act the
+// activation GLU_ACT (SiLU, tanh-GELU or erf-GELU). A
 // workgroup's RPW row slots take RPW / 2 output rows: slot s < RPW / 2 sums
 // the gate row of output row s, slot s + RPW / 2 its up row, in the order
 // above; the up totals pass through shared memory and the gate lanes write
-// act_silu(gate) * up, the expression glu.comp evaluates: bit for bit
+// activation(GLU_ACT, gate) * up, the expression glu.comp evaluates: bit for bit
 // mul_mat followed by glu.
 //
 // kRmsNormMulMat (NORM = 1, ID = 0, one batch; with GLU or not): x is the
@@ -54,6 +55,7 @@ layout(constant_id = 6) const uint GLU = kMatGluOff;  // kMulMatGlu: kMatGluGate
 layout(constant_id = 7) const uint NORM = 0;    // 1: x normalised first (kRmsNormMulMat)
 layout(constant_id = 8) const uint NORM_B = 32; // norm.comp's workgroup for rows of K
 layout(constant_id = 9) const uint ADD = 0;     // 1: + r (kMulMatAdd)
+layout(constant_id = 10) const uint GLU_ACT = 0; // GLU: activation.glsl's code of act (0: ACT_SILU)
 
 const uint WG = kMatVecWorkgroup;
 const uint MAX_COLS = kMatVecMaxCols;
@@ -279,7 +281,7 @@ void main() {
     if (!up_slot && n < N) {
       for (uint i = 0u; i < MAX_COLS; ++i) {
         const uint m = lane + TPR * i;
-        if (m < NCOLS) d_f[dcol[m] + n] = act_silu(tot[i]) * up_tot[slot * MAX_COLS + m];
+        if (m < NCOLS) d_f[dcol[m] + n] = activation(GLU_ACT, tot[i]) * up_tot[slot * MAX_COLS + m];
       }
     }
     return;

@@ -1,0 +1,110 @@
+// The decode-step fusions on the Vulkan device are exact: a one-token step
+// (which takes the fused path: the norm in the products that read it, the
+// residual add in the product before, rope with the K/V cache write) gives
+// the same logits, bit for bit, as the same sequence's token in a step of
+// two sequences (T = 2: the unfused ops). Batch invariance holds per
+// backend, so any difference is a fusion's. For the dense llama (pre-norm
+// decoder), gemma3 (sandwich norms, GeGLU in the matvec's GLU epilogue)
+// and the hybrid qwen35 (DeltaNet and gated-attention layers, dense FFN),
+// every layer, the head, the KV cache and the state pools on the device.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cache/batch.h"
+#include "cache/kv_cache.h"
+#include "model/forward_context.h"
+#include "model/model.h"
+#include "test_util.h"
+#include "vulkan_test_device.h"
+
+namespace folio::model::testing {
+namespace vulkan_fusion_test {
+
+struct Token {
+  int32_t id, seq;
+};
+
+// Runs the steps (tokens of one step each, positions counted per sequence)
+// on a fresh paged F32 cache of two sequences; returns sequence 0's logits
+// row of every step.
+std::vector<std::vector<float>> run_steps(const Model& m, Backend* device,
+                                          const std::vector<std::vector<Token>>& steps) {
+  cache::KvCacheOptions o;
+  o.storage = cache::KvStorage::kPaged;
+  o.type = DType::F32;
+  o.n_ctx = 64;
+  o.n_seq = 2;
+  o.max_checkpoints = 0;
+  const BufferType* type = &device->default_buffer_type();
+  o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
+  Result<std::unique_ptr<cache::KvCache>> cache = m.make_cache(o);
+  EXPECT_TRUE(cache.ok()) << cache.status().to_string();
+  if (!cache.ok()) return {};
+  auto ctx = ForwardContext::with_device(device, 2);
+  std::vector<std::vector<float>> rows;
+  int32_t pos[2] = {0, 0};
+  cache::Batch batch;
+  for (const std::vector<Token>& step : steps) {
+    batch.clear();
+    for (const Token& t : step) batch.add(t.id, pos[t.seq]++, t.seq, true);
+    Result<TensorView> logits = m.forward(batch, **cache, *ctx);
+    EXPECT_TRUE(logits.ok()) << logits.status().to_string();
+    if (!logits.ok()) return {};
+    for (size_t i = 0; i < step.size(); ++i) {
+      if (step[i].seq != 0) continue;
+      const float* r = logits->row<const float>(static_cast<int64_t>(i));
+      rows.emplace_back(r, r + logits->ne[0]);
+    }
+  }
+  return rows;
+}
+
+void expect_fused_step_exact(const std::string& path, const char* arch) {
+  FOLIO_VULKAN_OR_SKIP(device);
+  LoadOptions lo;
+  lo.offload_type = &device->default_buffer_type();
+  lo.offload_layers = -1;  // every layer and the output head
+  Result<std::unique_ptr<Model>> model = Model::load(path, lo);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const Model& m = **model;
+  ASSERT_EQ(m.config().arch, arch);
+  const int32_t tokens[] = {1, 42, 7, 99, 3};
+  std::vector<std::vector<Token>> solo, paired;
+  for (size_t i = 0; i < std::size(tokens); ++i) {
+    solo.push_back({{tokens[i], 0}});
+    paired.push_back({{tokens[i], 0}, {static_cast<int32_t>(11 + 5 * i), 1}});
+  }
+  const std::vector<std::vector<float>> a = run_steps(m, device, solo);
+  const std::vector<std::vector<float>> b = run_steps(m, device, paired);
+  ASSERT_EQ(a.size(), std::size(tokens));
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].size(), b[i].size());
+    EXPECT_EQ(0, std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)))
+        << arch << ": step " << i << " differs between the fused one-token step and T = 2";
+  }
+}
+
+TEST(VulkanFusion, DenseLlamaOneTokenStepEqualsUnfused) {
+  const std::string path = shared_models_dir() + "/tiny-llama-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "llama");
+}
+
+TEST(VulkanFusion, Gemma3OneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/tiny-gemma3-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "gemma3");
+}
+
+TEST(VulkanFusion, HybridQwen35OneTokenStepEqualsUnfused) {
+  const std::string path = shared_models_dir() + "/tiny-qwen35-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "qwen35");
+}
+
+}  // namespace vulkan_fusion_test
+}  // namespace folio::model::testing
