@@ -1,7 +1,8 @@
 // `folio bench` building blocks: test names and order, statistics, model
 // facts (size, parameters, decode bytes), the JSON line external checks
-// parse, the table, a real run on the tiny reference models, and the
-// STREAM triad on small arrays.
+// parse, the table, a real run on the tiny reference models, the
+// speculation measurement (with and without, same output), and the STREAM
+// triad on small arrays.
 #include "bench/bench_runner.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,9 @@
 
 #include "bench/bench_report.h"
 #include "bench/mem_bandwidth.h"
+#include "bench/spec_bench.h"
 #include "core/thread_pool.h"
+#include "tokenizer/tokenizer.h"
 
 namespace folio::tools {
 namespace bench_runner_test {
@@ -318,6 +321,191 @@ TEST(BenchReport, TableRows) {
   auto cells = [](const std::string& s) { return std::count(s.begin(), s.end(), '|'); };
   EXPECT_EQ(cells(bench_table_header(true).substr(0, bench_table_header(true).find('\n'))),
             cells(bw_row));
+}
+
+// `folio bench --spec`'s measurement on a dense and a hybrid model: n-gram
+// lookup on a prompt that repeats itself, and the model drafting for itself
+// (every draft accepted); the output equals plain decoding's and every
+// cache ends empty.
+class SpecBenchTest : public BenchRunnerTest {
+ protected:
+  void SetUp() override {
+    BenchRunnerTest::SetUp();
+    if (HasFatalFailure()) return;
+    auto tok = tokenizer::Tokenizer::from_gguf(model_->file());
+    ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+    tok_ = std::make_unique<tokenizer::Tokenizer>(std::move(tok).value());
+    cache_ = make_paged(*model_, 1, 1, 4);
+    ASSERT_NE(cache_, nullptr);
+    opts_.repetitions = 2;
+    opts_.n_gen = 24;
+    opts_.n_batch = 8;
+    opts_.spec.draft_max = 4;
+    opts_.spec.min_accept = 0.0;  // keep speculating: every step verifies
+  }
+
+  // A paged cache of 256 tokens; n_seq sequences made, room for max_seqs.
+  static std::unique_ptr<cache::KvCache> make_paged(const model::Model& m, int n_seq,
+                                                    int max_seqs, int draft_slots) {
+    cache::KvCacheOptions o;
+    o.storage = cache::KvStorage::kPaged;
+    o.type = DType::F32;
+    o.block_size = 16;
+    o.n_ctx = 256;
+    o.n_blocks = static_cast<int32_t>(max_seqs * 16 + 1);
+    o.n_seq = n_seq;
+    o.max_seqs = max_seqs;
+    o.max_step_tokens = 64;
+    o.draft_slots = draft_slots;
+    auto c = m.make_cache(o);
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+
+  std::vector<int32_t> prompt() const {
+    tokenizer::TokenizeOptions to;
+    to.add_special = true;
+    return tok_->tokenize("1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2,", to);
+  }
+
+  void expect_result(const SpecBenchResult& r, const std::vector<int32_t>& p) const {
+    EXPECT_EQ(r.prompt, "p");
+    EXPECT_EQ(r.n_prompt, static_cast<int64_t>(p.size()));
+    EXPECT_EQ(r.n_gen, 24);
+    EXPECT_GT(r.n_generated, 0);
+    EXPECT_LE(r.n_generated, 24);
+    ASSERT_EQ(r.base_ts.size(), 2u);
+    ASSERT_EQ(r.spec_ts.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_GT(r.base_ts[i], 0);
+      EXPECT_GT(r.spec_ts[i], 0);
+    }
+    EXPECT_DOUBLE_EQ(r.base.mean, mean_stddev(r.base_ts).mean);
+    EXPECT_DOUBLE_EQ(r.spec.mean, mean_stddev(r.spec_ts).mean);
+    EXPECT_DOUBLE_EQ(r.speedup, r.spec.mean / r.base.mean);
+    EXPECT_TRUE(r.identical);
+    EXPECT_LE(r.counts.accepted_tokens, r.counts.draft_tokens);
+    uint64_t per_pos = 0;
+    for (uint64_t a : r.counts.accepted_per_pos) per_pos += a;
+    EXPECT_EQ(per_pos, r.counts.accepted_tokens);
+    const cache::KvCacheManager* m = cache_->block_manager();
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->pool().n_used(), 0);
+  }
+
+  std::unique_ptr<tokenizer::Tokenizer> tok_;
+  std::unique_ptr<cache::KvCache> cache_;
+  SpecBenchOptions opts_;
+};
+
+TEST_P(SpecBenchTest, NgramLookupGivesThePlainOutput) {
+  opts_.spec.type = SpecType::kNgram;
+  const std::vector<int32_t> p = prompt();
+  auto r = run_spec_bench(*model_, *tok_, *ctx_, *cache_, 0, p, "p", opts_);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  expect_result(*r, p);
+  // The dense model continues the count, so its n-grams recur and drafts
+  // are verified; the hybrid one's text does not repeat the prompt.
+  if (std::string(GetParam()).find("qwen35") == std::string::npos) {
+    EXPECT_GT(r->counts.drafts, 0u);
+    EXPECT_GT(r->counts.accepted_tokens, 0u);
+  }
+}
+
+TEST_P(SpecBenchTest, SelfDraftIsAlwaysAccepted) {
+  auto draft_cache = make_paged(*model_, 0, 2, 0);
+  ASSERT_NE(draft_cache, nullptr);
+  auto draft_ctx = model::ForwardContext::cpu(1);
+  opts_.spec.type = SpecType::kDraft;
+  opts_.spec.draft.model = model_.get();
+  opts_.spec.draft.cache = draft_cache.get();
+  opts_.spec.draft.ctx = draft_ctx.get();
+  opts_.spec.draft.max_batch_tokens = 8;
+  const std::vector<int32_t> p = prompt();
+  auto r = run_spec_bench(*model_, *tok_, *ctx_, *cache_, 0, p, "p", opts_);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  expect_result(*r, p);
+  EXPECT_GT(r->counts.draft_tokens, 0u);
+  EXPECT_EQ(r->counts.accepted_tokens, r->counts.draft_tokens);
+  EXPECT_EQ(draft_cache->block_manager()->pool().n_used(), 0);
+  EXPECT_EQ(draft_cache->block_manager()->n_sequences(), 0);
+}
+
+TEST_P(SpecBenchTest, RejectsBadOptions) {
+  const std::vector<int32_t> p = prompt();
+  SpecBenchOptions o = opts_;  // type none
+  EXPECT_FALSE(run_spec_bench(*model_, *tok_, *ctx_, *cache_, 0, p, "p", o).ok());
+  o.spec.type = SpecType::kNgram;
+  o.repetitions = 0;
+  EXPECT_FALSE(run_spec_bench(*model_, *tok_, *ctx_, *cache_, 0, p, "p", o).ok());
+  o.repetitions = 1;
+  o.n_gen = 0;
+  EXPECT_FALSE(run_spec_bench(*model_, *tok_, *ctx_, *cache_, 0, p, "p", o).ok());
+  o.n_gen = 256;  // the prompt and 256 tokens exceed the 256-token context
+  auto r = run_spec_bench(*model_, *tok_, *ctx_, *cache_, 0, p, "p", o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("do not fit the context"), std::string::npos);
+  o.n_gen = 4;
+  EXPECT_FALSE(run_spec_bench(*model_, *tok_, *ctx_, *cache_, 0, {}, "p", o).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SpecBenchTest,
+                         ::testing::Values("tiny-llama-f32.gguf", "tiny-qwen35-f32.gguf"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param).find("qwen35") != std::string::npos
+                                      ? std::string("hybrid")
+                                      : std::string("dense");
+                         });
+
+TEST(BenchReport, SpecRowsAndJson) {
+  SpecBenchRecord r;
+  r.model.file = "t.gguf";
+  r.model.type = "gemma3 268M Q8_0";
+  r.draft_model = "d.gguf";
+  r.spec_type = "draft";
+  r.draft_max = 8;
+  r.backend = "cpu-avx512";
+  r.isa = "avx512";
+  r.threads = 2;
+  r.kv_type = "f16";
+  r.result.prompt = "code_edit.txt";
+  r.result.n_prompt = 120;
+  r.result.n_gen = 128;
+  r.result.n_generated = 100;
+  r.result.base_ts = {20.0, 22.0};
+  r.result.spec_ts = {40.0, 44.0};
+  r.result.base = mean_stddev(r.result.base_ts);
+  r.result.spec = mean_stddev(r.result.spec_ts);
+  r.result.speedup = 2.0;
+  r.result.counts.drafts = 10;
+  r.result.counts.draft_tokens = 80;
+  r.result.counts.accepted_tokens = 60;
+  r.result.counts.accepted_per_pos = {10, 10, 10, 10, 5, 5, 5, 5};
+  const auto j = nlohmann::json::parse(spec_bench_json_line(r));
+  EXPECT_EQ(j.at("test"), "spec");
+  EXPECT_EQ(j.at("spec_type"), "draft");
+  EXPECT_EQ(j.at("prompt"), "code_edit.txt");
+  EXPECT_EQ(j.at("n_generated"), 100);
+  EXPECT_EQ(j.at("draft_model"), "d.gguf");
+  EXPECT_EQ(j.at("repetitions"), 2);
+  EXPECT_DOUBLE_EQ(j.at("base_tokens_per_s").get<double>(), 21.0);
+  EXPECT_DOUBLE_EQ(j.at("spec_tokens_per_s").get<double>(), 42.0);
+  EXPECT_DOUBLE_EQ(j.at("speedup").get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j.at("acceptance").get<double>(), 0.75);
+  EXPECT_EQ(j.at("accepted_per_pos").size(), 8u);
+  EXPECT_EQ(j.at("identical"), true);
+  const std::string header = spec_bench_table_header();
+  const std::string row = spec_bench_table_row(r);
+  EXPECT_NE(row.find("21.00 ± 1.41"), std::string::npos) << row;
+  EXPECT_NE(row.find("2.00x"), std::string::npos) << row;
+  EXPECT_NE(row.find("75.0% of 80"), std::string::npos) << row;
+  EXPECT_NE(row.find("d.gguf <= 8"), std::string::npos) << row;
+  EXPECT_NE(row.find("| yes"), std::string::npos) << row;
+  auto cells = [](const std::string& s) { return std::count(s.begin(), s.end(), '|'); };
+  EXPECT_EQ(cells(header.substr(0, header.find('\n'))), cells(row));
+  EXPECT_EQ(cells(header.substr(header.find('\n') + 1)), cells(row));
+  r.result.identical = false;
+  EXPECT_NE(spec_bench_table_row(r).find("| NO"), std::string::npos);
 }
 
 TEST(MemBandwidth, TriadOnSmallArrays) {

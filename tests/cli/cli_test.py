@@ -151,6 +151,48 @@ class Cli(unittest.TestCase):
                 self.assertEqual(got, want, model)
         finally:
             os.unlink(f.name)
+        # A draft with sliding-window layers (Gemma 3) proposes whole
+        # drafts: its cache has room for the proposal fork beside each
+        # draft sequence (more draft tokens than verifications).
+        gemma = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models",
+                             "gemma-3-270m-q4_k_m.gguf")
+        self.assertTrue(os.path.exists(gemma), "the default model is missing: scripts/setup.sh")
+        p = folio("run", "-m", gemma, "-p", "1, 2, 3, 4, 5, 6,", "-n", "12", "--temp", "0",
+                  "-t", "2", "-md", gemma, "--draft-max", "4", check_rc=0)
+        m = re.search(r"(\d+) of (\d+) draft tokens accepted \(100\.0%\) in (\d+) verif",
+                      p.stderr)
+        self.assertIsNotNone(m, p.stderr)
+        self.assertGreater(int(m.group(2)), int(m.group(3)), p.stderr)
+
+    def test_draft_model_on_device(self):
+        # -devd / -ngld place the draft as --device / -ngl place the target:
+        # a draft on the Vulkan device (target on the CPU, and both on the
+        # device) drafts what the CPU draft drafts (the model drafting for
+        # itself: every draft accepted) and the output is the target's; a
+        # device that does not exist is an error naming the draft and flag.
+        gen = ["-n", "12", "--temp", "0", "-t", "1", "--spec-min-accept", "0"]
+        want = folio("run", "-m", ARGS.model, "-p", "Once upon a time", *gen, check_rc=0).stdout
+        for dev in (["-devd", "vulkan"], ["--device-draft", "vulkan", "-ngld", "99"],
+                    ["-devd", "vulkan", "--device", "vulkan"]):
+            p = folio("run", "-m", ARGS.model, "-p", "Once upon a time", *gen, "-md", ARGS.model,
+                      *dev, check_rc=0)
+            self.assertEqual(p.stdout, want, dev)
+            self.assertRegex(p.stderr, r"draft model \S+ on Vulkan\d", dev)
+            m = re.search(r"speculation \(draft\): (\d+) of (\d+) draft tokens", p.stderr)
+            self.assertIsNotNone(m, p.stderr)
+            self.assertGreater(int(m.group(2)), 0)
+            self.assertEqual(m.group(1), m.group(2), dev)
+        p = folio("run", "-m", ARGS.model, "-p", "x", *gen, "-md", ARGS.model, check_rc=0)
+        self.assertRegex(p.stderr, r"draft model \S+ on cpu-")
+        p = folio("run", "-m", ARGS.model, "-p", "x", *gen, "-md", ARGS.model, "-devd", "vulkan:99")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("draft model '" + ARGS.model + "'", p.stderr)
+        self.assertIn("--device-draft vulkan:99", p.stderr)
+        p = folio("run", "-m", "/nonexistent/model.gguf", "-p", "x", "-md", ARGS.model,
+                  "-ngld", "-2")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--n-gpu-layers-draft", p.stderr)
+        self.assertNotIn("cannot open", p.stderr)
 
     def test_no_vulkan_driver(self):
         # No driver: one line, the CPU path; an error only when a device is demanded.
@@ -259,6 +301,49 @@ class Cli(unittest.TestCase):
                         self.assertIsNotNone(m, p.stderr)
                         self.assertGreater(int(m.group(2)), 0)
                         self.assertEqual(m.group(1), m.group(2))
+        finally:
+            os.unlink(f.name)
+
+    def test_bench_spec(self):
+        # `bench --spec`: its flags refused in the wrong company before any
+        # model loads; a run reports both speeds, the acceptance and that
+        # the output was the same with and without speculation (JSON and
+        # table), every draft accepted when the model drafts for itself.
+        import json
+        missing = "/nonexistent/model.gguf"
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2,")
+        try:
+            for flags, says in [(["-f", f.name], "-f (prompt files) goes with --spec"),
+                                (["--spec", "ngram"], "give -f FILE"),
+                                (["--spec", "ngram", "-f", f.name, "-p", "8"], "-p does not apply"),
+                                (["--spec", "ngram", "-f", f.name, "--seqs", "2"], "--seqs"),
+                                (["--spec", "draft", "-f", f.name], "needs a draft model")]:
+                p = folio("bench", "-m", missing, *flags)
+                self.assertNotEqual(p.returncode, 0, flags)
+                self.assertIn(says, p.stderr, flags)
+                self.assertNotIn("cannot open", p.stderr, flags)
+            run = ["-f", f.name, "-n", "16", "-r", "1", "-t", "1", "--spec-min-accept", "0"]
+            p = folio("bench", "-m", ARGS.model, "--spec", "ngram", *run, "--json", check_rc=0)
+            rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+            self.assertEqual(len(rows), 1, p.stdout)
+            r = rows[0]
+            self.assertEqual(r["test"], "spec")
+            self.assertEqual(r["spec_type"], "ngram")
+            self.assertEqual(r["prompt"], os.path.basename(f.name))
+            self.assertEqual(r["repetitions"], 1)
+            self.assertTrue(r["identical"])
+            self.assertGreater(r["base_tokens_per_s"], 0)
+            self.assertGreater(r["spec_tokens_per_s"], 0)
+            self.assertGreater(r["draft_tokens"], 0)
+            self.assertAlmostEqual(r["speedup"], r["spec_tokens_per_s"] / r["base_tokens_per_s"])
+            p = folio("bench", "-m", ARGS.model, "-md", ARGS.model, *run, check_rc=0)
+            self.assertIn("t/s without", p.stdout)
+            row = [line for line in p.stdout.splitlines() if os.path.basename(f.name) in line]
+            self.assertEqual(len(row), 1, p.stdout)
+            m = re.search(r"\| +100\.0% of (\d+) \| yes +\|", row[0])
+            self.assertIsNotNone(m, row[0])
+            self.assertGreater(int(m.group(1)), 0)
         finally:
             os.unlink(f.name)
 

@@ -160,6 +160,15 @@ void add_spec_flags(CLI::App* cmd, SpecFlags* f) {
   cmd->add_option("--model-draft", f->draft_model,
                   "draft model GGUF for speculative decoding (also -md; same vocabulary as -m; "
                   "implies --spec-type draft)");
+  cmd->add_option("--device-draft,--spec-draft-device", f->draft_device,
+                  "draft model's compute device (also -devd): auto (a GPU when -ngld > 0), cpu, "
+                  "none, vulkan, vulkan:N")
+      ->capture_default_str();
+  cmd->add_option("--n-gpu-layers-draft,--spec-draft-ngl,--gpu-layers-draft",
+                  f->draft_n_gpu_layers,
+                  "draft model's layers on its device (also -ngld): the last N; -1: all")
+      ->check(at_least(-1))
+      ->capture_default_str();
   cmd->add_option("--spec-draft-p-min,--draft-p-min", o.draft_p_min,
                   "draft model: a proposal stops before a token the draft gives a probability "
                   "below this")
@@ -377,12 +386,20 @@ Status load_draft(const ModelFlags& tf, const SpecFlags& flags, int n_parallel, 
     return st.with_context(fmt::format("draft model '{}'", flags.draft_model));
   };
   auto d = std::make_unique<LoadedDraft>();
+  Result<DeviceChoice> dc = choose_device(flags.draft_device, flags.draft_n_gpu_layers);
+  if (!dc.ok()) {
+    return fail_with(
+        dc.status().with_context(fmt::format("--device-draft {}", flags.draft_device)));
+  }
+  if (!dc->note.empty()) FOLIO_LOG_WARN("draft model: {}", dc->note);
+  d->device = std::move(dc->device);
   model::LoadOptions lo;
   lo.log = info_log();
   lo.buffer_types = weight_buffer_types(tf.no_repack);
   lo.file.mmap = !tf.no_mmap;
   lo.file.mlock = tf.mlock;
-  Result<std::unique_ptr<model::Model>> m = model::Model::load(flags.draft_model, lo);
+  offload_weights(d->device.get(), dc->offload_layers, &lo);
+  Result<std::unique_ptr<model::Model>> m = load_on_device(flags.draft_model, lo, d->device.get());
   if (!m.ok()) return fail_with(m.status());
   d->model = std::move(m).value();
   Result<tokenizer::Tokenizer> tok = tokenizer::Tokenizer::from_gguf(d->model->file());
@@ -390,7 +407,7 @@ Status load_draft(const ModelFlags& tf, const SpecFlags& flags, int n_parallel, 
   const Status vocab = check_draft_vocabulary(lm->tokenizer->vocab(), lm->model->config().n_vocab,
                                               tok->vocab(), d->model->config().n_vocab);
   if (!vocab.ok()) return fail_with(vocab);
-  d->ctx = model::ForwardContext::cpu(lm->ctx->n_threads());
+  d->ctx = model::ForwardContext::with_device(d->device.get(), lm->ctx->n_threads());
   Result<DType> kv = cache::parse_kv_type(tf.kv_type);
   if (!kv.ok()) return kv.status().with_context("--kv-type");
   // Every running sequence keeps a draft sequence; those speculating in a
@@ -398,6 +415,7 @@ Status load_draft(const ModelFlags& tf, const SpecFlags& flags, int n_parallel, 
   const int n_seqs = std::max(n_parallel, 1);
   const int n_forks = std::min(spec->max_batch, n_seqs);
   cache::KvCacheOptions co;
+  co.n_seq = 0;  // the proposer adds its sequences (an idle one would take a fork's place)
   co.n_ctx = lm->cache->n_ctx();
   const int64_t train_ctx = d->model->config().n_ctx_train;
   if (train_ctx > 0) co.n_ctx = std::min(co.n_ctx, train_ctx);
@@ -410,13 +428,15 @@ Status load_draft(const ModelFlags& tf, const SpecFlags& flags, int n_parallel, 
   co.n_blocks = static_cast<int32_t>(
       std::min<int64_t>(n_seqs * per_seq + n_forks * per_fork + 1, INT32_MAX));
   co.max_seqs = n_seqs + n_forks;  // hybrid drafts: a state slot each
+  co.alloc = kv_allocator(d->device.get(), dc->offload_layers);
   Result<std::unique_ptr<cache::KvCache>> cache = d->model->make_cache(co);
   if (!cache.ok()) return fail_with(cache.status().with_context("KV cache"));
   d->cache = std::move(cache).value();
   if (std::FILE* log = info_log()) {
-    std::fprintf(log, "folio: draft model %s: context %lld tokens, KV cache %s\n",
-                 flags.draft_model.c_str(), static_cast<long long>(co.n_ctx),
-                 d->cache->summary().c_str());
+    std::fprintf(log, "folio: draft model %s on %s: context %lld tokens, KV cache %s\n",
+                 flags.draft_model.c_str(),
+                 d->ctx->backends().empty() ? "cpu" : d->ctx->backends()[0]->name().c_str(),
+                 static_cast<long long>(co.n_ctx), d->cache->summary().c_str());
   }
   spec->draft.model = d->model.get();
   spec->draft.cache = d->cache.get();

@@ -90,12 +90,18 @@ Result<SamplingParams> sampling_params(const SamplingFlags& flags, int32_t n_voc
 // --spec), --spec-ngram-n-min / --spec-ngram-n-max, --spec-draft-n-max
 // (--draft-max, --draft, --draft-n), --spec-draft-n-min (--draft-min,
 // --draft-n-min), -md / --model-draft FILE (implies --spec-type draft),
-// --draft-p-min (--spec-draft-p-min); folio's own: --spec-max-batch,
+// --draft-p-min (--spec-draft-p-min), --device-draft (-devd,
+// --spec-draft-device), --n-gpu-layers-draft (-ngld, --spec-draft-ngl,
+// --gpu-layers-draft); folio's own: --spec-max-batch,
 // --spec-min-accept. Each range is checked while parsing; spec_options()
 // checks them together.
 struct SpecFlags {
   std::string type = "none";
   std::string draft_model;  // -md
+  // The draft model's device, as --device / -ngl are the target's
+  // (cli_device.h): --device-draft (-devd), --n-gpu-layers-draft (-ngld).
+  std::string draft_device = "auto";
+  int draft_n_gpu_layers = -1;
   SpeculativeOptions options;
 };
 void add_spec_flags(CLI::App* cmd, SpecFlags* flags);
@@ -108,6 +114,7 @@ Result<std::unique_ptr<model::Model>> load_on_device(const std::string& path,
 
 // The draft model of --spec-type draft, loaded beside the target.
 struct LoadedDraft {
+  std::unique_ptr<Backend> device;  // first member: destroyed last (nullptr: the CPU)
   std::unique_ptr<model::Model> model;
   std::unique_ptr<model::ForwardContext> ctx;
   std::unique_ptr<cache::KvCache> cache;
@@ -139,9 +146,11 @@ Result<LoadedModel> load_for_generation(const ModelFlags& flags,
 Result<LoadedModel> load_for_batch(const ModelFlags& flags, int n_parallel,
                                    const SpeculativeOptions& spec = {});
 
-// With spec->type == kDraft: loads flags.draft_model on the CPU (the
-// target's -t, --kv-type, --kv-block-size, -c; -devd / -ngld are not
-// supported), checks its vocabulary against the target's
+// With spec->type == kDraft: loads flags.draft_model on its own device
+// (-devd / -ngld chosen as --device / -ngl are for the target: the CPU
+// unless they ask for a device; its KV cache in the device's memory when
+// layers are offloaded) with the target's -t, --kv-type, --kv-block-size
+// and -c, checks its vocabulary against the target's
 // (check_draft_vocabulary), makes its paged cache for n_parallel sequences
 // with full contexts plus a proposal fork for each of min(--spec-max-batch,
 // n_parallel) of them, and points spec->draft at it. Errors name the file.

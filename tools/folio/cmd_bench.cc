@@ -3,6 +3,8 @@
 //   folio bench -m MODEL[,MODEL...] [-p 512] [-n 128] [--seqs 1,8,32] [-t T]
 //               [-r 5] [--kv-type f16] [--isa avx2,avx512] [-ub 512] [-b 2048]
 //               [--no-repack] [--json] [--mem | --bw GBPS] [--profile]
+//   folio bench -m MODEL --spec ngram|draft [-md DRAFT] [--draft-max N] -f PROMPT [-f ...]
+//               [-n 128] [-t T] [-r 5] [--json]
 //
 // Every list flag takes comma lists (or repeats); each combination of model,
 // ISA, threads, KV type and ubatch size runs every test (pp for each -p,
@@ -12,6 +14,14 @@
 // (keys: bench/bench_report.h). Progress goes to stderr. With --device,
 // rows also give the dispatches, barriers and submits the device recorded
 // per forward (decode step or prefill chunk).
+//
+// --spec ngram|draft (with the speculation flags of `run`: -md FILE,
+// --draft-max, ...) measures one-sequence decode of real prompts instead,
+// each -f FILE in turn: greedy generation of -n tokens without and with
+// speculation, alternating run by run (bench/spec_bench.h), reporting both
+// speeds, their ratio, the share of draft tokens accepted and whether the
+// two outputs were the same (they must be). -p, --seqs > 1 and the memory
+// options do not apply there.
 //
 // --mem measures the memory bandwidth first (STREAM triad, for each thread
 // count; bench/mem_bandwidth.h); without -m that is all it does. With a
@@ -29,6 +39,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "backend/cpu/cpu_buffer_types.h"
 #include "cache/kv_cache.h"
 #include "cli_common.h"
@@ -39,7 +51,9 @@
 #include "bench/bench_report.h"
 #include "bench/bench_runner.h"
 #include "bench/mem_bandwidth.h"
+#include "bench/spec_bench.h"
 #include "model/model.h"
+#include "prompt_text.h"
 
 namespace folio::tools {
 
@@ -69,6 +83,12 @@ struct BenchFlags {
   int mem_runs = 5;
   std::string device = "auto";  // --device (cli_device.h)
   int n_gpu_layers = -1;        // -ngl
+  SpecFlags spec;               // --spec ngram|draft: the speculation measurement
+  std::vector<std::string> prompt_files;  // -f, for --spec
+  bool prompt_sizes_given = false;        // -p on the command line
+  bool seqs_given = false;                // --seqs on the command line
+
+  bool speculating() const { return spec.type != "none" || !spec.draft_model.empty(); }
 };
 
 int bench_fail(const Status& s) {
@@ -107,6 +127,21 @@ Status take_ubatch_extras(const std::vector<std::string>& extras, std::vector<in
 
 Status validate(const BenchFlags& f) {
   if (f.models.empty() && !f.mem) return invalid_argument("give -m MODEL (or --mem)");
+  if (!f.speculating() && !f.prompt_files.empty())
+    return invalid_argument("-f (prompt files) goes with --spec ngram|draft");
+  if (f.speculating()) {
+    if (f.models.empty()) return invalid_argument("--spec: give -m MODEL");
+    if (f.prompt_files.empty())
+      return invalid_argument("--spec measures decoding of real prompts: give -f FILE");
+    if (f.prompt_sizes_given)
+      return invalid_argument("--spec measures decoding of the -f prompts: -p does not apply");
+    if (f.seqs_given && (f.n_seqs.size() != 1 || f.n_seqs[0] != 1))
+      return invalid_argument("--spec measures one sequence: --seqs does not apply");
+    if (f.mem || f.bw_gbps > 0)
+      return invalid_argument("--spec: --mem / --bw do not apply");
+    if (f.batch_sizes.size() != 1 || f.ubatch_sizes.size() != 1)
+      return invalid_argument("--spec takes one -b and one -ub value");
+  }
   for (int t : f.threads) {
     if (t < 1) return invalid_argument("-t: thread counts must be >= 1, got {}", t);
   }
@@ -179,11 +214,109 @@ Result<std::map<int, double>> bandwidths(const BenchFlags& f, const std::vector<
   return bw;
 }
 
+// --spec: for each model, ISA, thread count and KV type, loads the model
+// (and draft) for generation and measures each prompt file at each -n.
+int run_spec_bench_command(const BenchFlags& f) {
+  Result<SpeculativeOptions> spec0 = spec_options(f.spec);
+  if (!spec0.ok()) return bench_fail(spec0.status());
+  std::vector<std::string> texts;
+  for (const std::string& path : f.prompt_files) {
+    Result<std::string> t = read_text_file(path);
+    if (!t.ok()) return bench_fail(t.status().with_context(fmt::format("-f '{}'", path)));
+    texts.push_back(std::move(t).value());
+  }
+  std::vector<int> threads = f.threads;
+  if (threads.empty()) threads.push_back(physical_core_count());
+  std::vector<Isa> isas;
+  for (const std::string& name : f.isas) {
+    Isa isa;
+    (void)parse_isa(name, &isa);
+    isas.push_back(isa);
+  }
+  if (isas.empty()) isas.push_back(active_isa());
+
+  bool header = false;
+  for (const std::string& path : f.models) {
+    for (Isa isa : isas) {
+      set_isa_limit(isa);
+      for (int t : threads) {
+        for (const std::string& kv : f.kv_types) {
+          ModelFlags mf;
+          mf.model = path;
+          mf.threads = t;
+          mf.kv_type = kv;
+          mf.kv_block_size = f.kv_block_size;
+          mf.batch_size = f.batch_sizes[0];
+          mf.ubatch_size = f.ubatch_sizes[0];
+          mf.no_repack = f.no_repack;
+          mf.device = f.device;
+          mf.n_gpu_layers = f.n_gpu_layers;
+          SpeculativeOptions spec = *spec0;
+          Result<LoadedModel> lm = load_for_generation(mf, spec);
+          if (!lm.ok()) return bench_fail(lm.status());
+          if (const Status st = load_draft(mf, f.spec, 1, &*lm, &spec); !st.ok())
+            return bench_fail(st);
+          SpecBenchRecord rec;
+          rec.model = bench_model_info(*lm->model);
+          if (lm->draft != nullptr) rec.draft_model = bench_model_info(*lm->draft->model).file;
+          rec.spec_type = spec_type_name(spec.type);
+          rec.draft_max = spec.draft_max;
+          rec.backend = lm->ctx->backends().empty() ? "cpu" : lm->ctx->backends()[0]->name();
+          if (f.no_repack) rec.backend += " plain";
+          rec.isa = isa_name(active_isa());
+          rec.threads = lm->ctx->n_threads();
+          rec.kv_type = kv;
+          for (int64_t n : f.n_gen) {
+            if (n <= 0) continue;
+            for (size_t i = 0; i < texts.size(); ++i) {
+              tokenizer::TokenizeOptions to;
+              to.add_special = true;
+              to.parse_special = true;
+              const std::vector<int32_t> prompt = lm->tokenizer->tokenize(texts[i], to);
+              const std::string& file = f.prompt_files[i];
+              const size_t slash = file.find_last_of('/');
+              SpecBenchOptions so;
+              so.repetitions = f.repetitions;
+              so.warmup = !f.no_warmup;
+              so.n_gen = n;
+              so.n_batch = std::min(mf.batch_size, mf.ubatch_size);
+              so.seed = f.seed;
+              so.spec = spec;
+              so.log = stderr;
+              Result<SpecBenchResult> r =
+                  run_spec_bench(*lm->model, *lm->tokenizer, *lm->ctx, *lm->cache, 0, prompt,
+                                 slash == std::string::npos ? file : file.substr(slash + 1), so);
+              if (!r.ok()) return bench_fail(r.status());
+              rec.result = std::move(r).value();
+              if (f.json) {
+                std::printf("%s\n", spec_bench_json_line(rec).c_str());
+              } else {
+                if (!header) std::printf("%s\n", spec_bench_table_header().c_str());
+                header = true;
+                std::printf("%s\n", spec_bench_table_row(rec).c_str());
+              }
+              std::fflush(stdout);
+              if (!rec.result.identical) {
+                std::fprintf(stderr,
+                             "folio bench: %s: the output with speculation differs from the "
+                             "output without it\n",
+                             rec.result.prompt.c_str());
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return 0;
+}
+
 int run_bench(BenchFlags f, const std::vector<std::string>& extras) {
   Status st = take_ubatch_extras(extras, &f.ubatch_sizes);
   if (!st.ok()) return bench_fail(st);
   st = validate(f);
   if (!st.ok()) return bench_fail(st);
+  if (f.speculating()) return run_spec_bench_command(f);
   std::vector<int> threads = f.threads;
   if (threads.empty()) threads.push_back(physical_core_count());
   const std::vector<BenchTest> tests = make_bench_tests(f.n_prompt, f.n_gen, f.n_seqs);
@@ -291,16 +424,17 @@ void register_bench_command(CLI::App& app, CommandFn* selected) {
   CLI::App* cmd = app.add_subcommand("bench", "throughput benchmark in the manner of llama-bench");
   cmd->add_option("-m,--model", flags.models, "GGUF model file(s), repeatable or comma list")
       ->delimiter(',');
-  cmd->add_option("-p,--n-prompt", flags.n_prompt, "prompt sizes (pp tests), comma list")
-      ->delimiter(',')
-      ->capture_default_str();
+  CLI::Option* p = cmd->add_option("-p,--n-prompt", flags.n_prompt,
+                                   "prompt sizes (pp tests), comma list")
+                       ->delimiter(',')
+                       ->capture_default_str();
   cmd->add_option("-n,--n-gen", flags.n_gen, "generated tokens (tg tests), comma list")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--seqs", flags.n_seqs,
-                  "sequences decoding together in tg tests (tgNxS), comma list")
-      ->delimiter(',')
-      ->capture_default_str();
+  CLI::Option* seqs = cmd->add_option("--seqs", flags.n_seqs,
+                                      "sequences decoding together in tg tests (tgNxS), comma list")
+                          ->delimiter(',')
+                          ->capture_default_str();
   cmd->add_option("-t,--threads", flags.threads, "thread counts (default: physical cores)")
       ->delimiter(',');
   cmd->add_option("-r,--repetitions", flags.repetitions, "timed runs per test")
@@ -337,8 +471,13 @@ void register_bench_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--mem-size", flags.mem_mib, "MiB per triad array (default: 2 x L3)");
   cmd->add_option("--mem-runs", flags.mem_runs, "triad runs (best is reported)")
       ->capture_default_str();
+  add_spec_flags(cmd, &flags.spec);
+  cmd->add_option("-f,--file", flags.prompt_files,
+                  "--spec: a prompt file whose continuation is measured (repeatable)");
   cmd->allow_extras();
-  cmd->callback([selected, cmd] {
+  cmd->callback([selected, cmd, p, seqs] {
+    flags.prompt_sizes_given = p->count() > 0;
+    flags.seqs_given = seqs->count() > 0;
     const std::vector<std::string> extras = cmd->remaining();
     *selected = [extras] { return run_bench(flags, extras); };
   });

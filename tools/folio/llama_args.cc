@@ -9,7 +9,7 @@ namespace folio::tools {
 namespace {
 
 // llama.cpp's single-dash multi-letter names -> folio's names.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kAliases{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kAliases{{
     {"-sys", "--system-prompt"},
     {"-cnv", "--conversation"},
     {"-no-cnv", "--no-conversation"},
@@ -20,6 +20,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kAliases
     {"-np", "--parallel"},
     {"-dev", "--device"},
     {"-md", "--model-draft"},
+    {"-devd", "--device-draft"},
+    {"-ngld", "--n-gpu-layers-draft"},
 }};
 
 // Options whose next argument is a value (so it is never rewritten).

@@ -23,6 +23,10 @@ std::string params_str(uint64_t n) {
 constexpr const char* kRowFormat =
     "| {:<28} | {:>10} | {:>9} | {:<16} | {:>7} | {:<4} | {:>4} | {:>12} | {:>20} |";
 
+constexpr const char* kSpecRowFormat =
+    "| {:<24} | {:<24} | {:<16} | {:>7} | {:<18} | {:>5} | {:>16} | {:>16} | {:>7} | {:>15} | "
+    "{:<4} |";
+
 }  // namespace
 
 double BenchRecord::bw_limit_tokens_per_s() const {
@@ -159,6 +163,66 @@ std::string bench_profile_table(const BenchRecord& r) {
   out += fmt::format(fmt::runtime(kProfileRow), "(total)", "", "",
                      fmt::format("{:.3f}", p.wall_ns * 1e-6), "", "100.0%");
   return out;
+}
+
+std::string spec_bench_json_line(const SpecBenchRecord& r) {
+  const SpecBenchResult& s = r.result;
+  nlohmann::ordered_json j = {
+      {"test", "spec"},
+      {"spec_type", r.spec_type},
+      {"prompt", s.prompt},
+      {"n_prompt", s.n_prompt},
+      {"n_gen", s.n_gen},
+      {"n_generated", s.n_generated},
+      {"threads", r.threads},
+      {"model", r.model.file},
+      {"model_type", r.model.type},
+      {"draft_model", r.draft_model},
+      {"draft_max", r.draft_max},
+      {"backend", r.backend},
+      {"isa", r.isa},
+      {"kv_type", r.kv_type},
+      {"repetitions", s.base_ts.size()},
+      {"base_tokens_per_s", s.base.mean},
+      {"base_stddev", s.base.stddev},
+      {"base_samples_ts", s.base_ts},
+      {"spec_tokens_per_s", s.spec.mean},
+      {"spec_stddev", s.spec.stddev},
+      {"spec_samples_ts", s.spec_ts},
+      {"speedup", s.speedup},
+      {"verifications", s.counts.drafts},
+      {"draft_tokens", s.counts.draft_tokens},
+      {"accepted_tokens", s.counts.accepted_tokens},
+      {"acceptance", s.counts.acceptance()},
+      {"accepted_per_pos", s.counts.accepted_per_pos},
+      {"identical", s.identical},
+  };
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+std::string spec_bench_table_header() {
+  std::string h = fmt::format(fmt::runtime(kSpecRowFormat), "model", "draft", "backend",
+                              "threads", "prompt", "n", "t/s without", "t/s with", "speedup",
+                              "accepted", "same");
+  std::string sep = fmt::format(
+      "| {:-<24} | {:-<24} | {:-<16} | {:->7}:| {:-<18} | {:->5}:| {:->16}:| {:->16}:| {:->7}:| "
+      "{:->15}:| {:-<4} |",
+      "", "", "", "", "", "", "", "", "", "", "");
+  return h + "\n" + sep;
+}
+
+std::string spec_bench_table_row(const SpecBenchRecord& r) {
+  const SpecBenchResult& s = r.result;
+  const std::string draft =
+      r.draft_model.empty() ? fmt::format("{} <= {}", r.spec_type, r.draft_max)
+                            : fmt::format("{} <= {}", r.draft_model, r.draft_max);
+  return fmt::format(
+      fmt::runtime(kSpecRowFormat), r.model.type, draft, r.backend, r.threads, s.prompt,
+      s.n_generated, fmt::format("{:.2f} ± {:.2f}", s.base.mean, s.base.stddev),
+      fmt::format("{:.2f} ± {:.2f}", s.spec.mean, s.spec.stddev),
+      fmt::format("{:.2f}x", s.speedup),
+      fmt::format("{:.1f}% of {}", 100.0 * s.counts.acceptance(), s.counts.draft_tokens),
+      s.identical ? "yes" : "NO");
 }
 
 }  // namespace folio::tools

@@ -15,6 +15,16 @@
 // of each sequence), an n_ubatch chunk of a pp test. With --profile:
 // profile_wall_ns (the timed parts' wall time, all repetitions),
 // profile_forwards and profile (one object per op kind: op, calls, ns).
+//
+// `folio bench --spec` reports one row (or JSON object) per prompt
+// (bench/spec_bench.h) with the keys:
+//   test ("spec"), spec_type ("ngram", "draft"), prompt, n_prompt, n_gen,
+//   n_generated, threads, model, model_type, draft_model ("" for ngram),
+//   draft_max, backend, isa, kv_type, repetitions, base_tokens_per_s,
+//   base_stddev, base_samples_ts, spec_tokens_per_s, spec_stddev,
+//   spec_samples_ts, speedup (spec / base means), verifications,
+//   draft_tokens, accepted_tokens, acceptance (accepted / draft tokens),
+//   accepted_per_pos, identical (greedy output equal with and without).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +33,7 @@
 
 #include "bench/bench_runner.h"
 #include "bench/mem_bandwidth.h"
+#include "bench/spec_bench.h"
 
 namespace folio::tools {
 
@@ -61,5 +72,21 @@ std::string bench_table_row(const BenchRecord& r, bool with_bw, bool with_stream
 // accounts for (the forward's own work between ops: routing, arena,
 // batch and cache bookkeeping), and the total.
 std::string bench_profile_table(const BenchRecord& r);
+
+struct SpecBenchRecord {
+  BenchModelInfo model;
+  std::string draft_model;  // file name of the draft model; "" for n-gram lookup
+  std::string spec_type;    // "ngram", "draft"
+  int draft_max = 0;
+  std::string backend;
+  std::string isa;
+  int threads = 0;
+  std::string kv_type;
+  SpecBenchResult result;
+};
+
+std::string spec_bench_json_line(const SpecBenchRecord& r);
+std::string spec_bench_table_header();
+std::string spec_bench_table_row(const SpecBenchRecord& r);
 
 }  // namespace folio::tools
