@@ -93,6 +93,7 @@
 #include "cache/kv_cache.h"
 #include "core/status.h"
 #include "engine/generator.h"
+#include "engine/reasoning_budget.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_trigger.h"
 #include "engine/sampler.h"
@@ -143,6 +144,9 @@ struct GenerationRequest {
   // (grammar/grammar_trigger.h); it then reads control tokens as their text
   // when render_special.
   grammar::GrammarTriggers grammar_triggers;
+  // Non-null: each choice's reasoning blocks get this token budget, after
+  // which the block's closing tokens are forced (engine/reasoning_budget.h).
+  std::shared_ptr<const ReasoningBudgetSpec> reasoning_budget;
 };
 
 // One generated token of one choice.
