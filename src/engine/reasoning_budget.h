@@ -29,11 +29,12 @@ namespace folio {
 
 // What a request asks: shared by its choices, immutable.
 struct ReasoningBudgetSpec {
-  int32_t tokens = 0;           // tokens allowed in one block; >= 0
-  std::string open;             // text that opens the block
-  std::string close;            // text that closes it
-  std::vector<int32_t> forced;  // the close marker's tokens, forced when the budget is spent; non-empty
-  bool starts_inside = false;   // the prompt opened the block: the reply starts in it
+  int32_t tokens = 0;  // tokens allowed in one block; >= 0
+  std::string open;    // text that opens the block
+  std::string close;   // text that closes it
+  // The close marker's tokens, forced when the budget is spent; non-empty.
+  std::vector<int32_t> forced;
+  bool starts_inside = false;  // the prompt opened the block: the reply starts in it
 };
 
 class ReasoningBudget {
@@ -68,9 +69,9 @@ class ReasoningBudget {
   std::shared_ptr<const ReasoningBudgetSpec> spec_;
   State state_ = State::kOutside;
   int32_t used_ = 0;
-  size_t force_pos_ = 0;    // next index into spec_->forced
-  int utf8_pending_ = 0;    // continuation bytes the block's text still owes
-  std::string window_;      // the last bytes generated, enough to hold a marker
+  size_t force_pos_ = 0;  // next index into spec_->forced
+  int utf8_pending_ = 0;  // continuation bytes the block's text still owes
+  std::string window_;    // the last bytes generated, enough to hold a marker
 };
 
 }  // namespace folio

@@ -50,7 +50,8 @@
 // Speculative decoding (options.spec): before planning, each decoding
 // sequence of a request that allows it gets up to draft_max proposed tokens
 // (none when more than spec.max_batch sequences decode, or while its
-// acceptance pauses it: SpeculationTracker) from the proposer start() makes
+// acceptance pauses it: SpeculationTracker; no more than its reasoning
+// budget leaves before a forced token) from the proposer start() makes
 // (n-gram lookup, or a draft model asked for every such sequence at once;
 // each choice is its own proposer sequence, released when it ends or is
 // preempted). The planner counts them as decode

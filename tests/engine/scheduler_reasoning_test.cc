@@ -112,9 +112,9 @@ TEST_F(SchedulerReasoningTest, ExactlyNTokensThenTheForcedClose) {
     const std::string free_text =
         tok_->detokenize(std::vector<int32_t>(want.begin(), want.begin() + n), {});
     EXPECT_EQ(free_text.find("</think>"), std::string::npos);
-    EXPECT_EQ(tok_->detokenize(std::vector<int32_t>(got.begin() + n,
-                                                     got.begin() + n +
-                                                         static_cast<std::ptrdiff_t>(forced.size())),
+    EXPECT_EQ(tok_->detokenize(std::vector<int32_t>(
+                                   got.begin() + n,
+                                   got.begin() + n + static_cast<std::ptrdiff_t>(forced.size())),
                                {}),
               "</think>");
     ASSERT_EQ(result.choices.size(), 1u);
@@ -168,14 +168,14 @@ TEST_F(SchedulerReasoningTest, DraftsStopAtTheForcedPoint) {
   req.reasoning_budget = think_budget(7, /*inside=*/true);
   const std::vector<int32_t> want = expected(prompt, 0, 7, req.reasoning_budget->forced, kMax);
   SchedulerOptions so;
-  so.spec = testing_sched::spec_oracle({prompt}, {plain},
-                                       static_cast<int32_t>(model_->config().n_vocab));
+  so.spec =
+      testing_sched::spec_oracle({prompt}, {plain}, static_cast<int32_t>(model_->config().n_vocab));
   EXPECT_EQ(run(req, so), want);
   // And with the oracle proposing the budgeted output itself.
   SoloRun right;
   right.tokens = want;
-  so.spec = testing_sched::spec_oracle({prompt}, {right},
-                                       static_cast<int32_t>(model_->config().n_vocab));
+  so.spec =
+      testing_sched::spec_oracle({prompt}, {right}, static_cast<int32_t>(model_->config().n_vocab));
   EXPECT_EQ(run(req, so), want);
 }
 
