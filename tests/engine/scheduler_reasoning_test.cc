@@ -7,6 +7,9 @@
 // model writes freely after the forced close).
 #include <gtest/gtest.h>
 
+#include <regex>
+
+#include "grammar/gbnf_parser.h"
 #include "scheduler_fixture.h"
 
 namespace folio {
@@ -177,6 +180,37 @@ TEST_F(SchedulerReasoningTest, DraftsStopAtTheForcedPoint) {
   so.spec =
       testing_sched::spec_oracle({prompt}, {right}, static_cast<int32_t>(model_->config().n_vocab));
   EXPECT_EQ(run(req, so), want);
+}
+
+TEST_F(SchedulerReasoningTest, AnOutputGrammarAndTheBudgetAgreeOrTheGrammarWins) {
+  // A grammar that lets the block close: the forced tokens pass it, after
+  // exactly n tokens of reasoning (the grammar keeps them ASCII).
+  auto closes = grammar::compile_gbnf("root ::= [a-z ]+ \"</think>\" [a-z ]+ \".\"\n");
+  ASSERT_TRUE(closes.ok()) << closes.status().to_string();
+  GenerationRequest req;
+  req.prompt = tokenize("Once upon a time");
+  req.params = greedy_;
+  req.params.max_tokens = 40;
+  req.grammar = *closes;
+  req.reasoning_budget = think_budget(4, /*inside=*/true);
+  const std::vector<int32_t>& forced = req.reasoning_budget->forced;
+  RequestResult result;
+  std::vector<int32_t> got = run(req, {}, &result);
+  ASSERT_GE(got.size(), 4 + forced.size());
+  EXPECT_EQ(std::vector<int32_t>(got.begin() + 4, got.begin() + 4 + static_cast<std::ptrdiff_t>(
+                                                                      forced.size())),
+            forced);
+  std::string text = tok_->detokenize(got, {});
+  EXPECT_TRUE(std::regex_match(text, std::regex("[a-z ]+</think>[a-z ]+\\.?"))) << text;
+
+  // A grammar that never allows the close: the block is left to the model
+  // and the output still follows the grammar.
+  auto never = grammar::compile_gbnf("root ::= [a-z ]{1,30} \".\"\n");
+  ASSERT_TRUE(never.ok()) << never.status().to_string();
+  req.grammar = *never;
+  got = run(req, {}, &result);
+  text = tok_->detokenize(got, {});
+  EXPECT_TRUE(std::regex_match(text, std::regex("[a-z ]{1,30}\\.?"))) << text;
 }
 
 TEST_F(SchedulerReasoningTest, BadBudgetsAreRefused) {
