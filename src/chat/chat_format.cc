@@ -79,6 +79,11 @@ std::string_view reasoning_close_tag(ReasoningSyntax s) {
   return "";
 }
 
+ReasoningMarkers reasoning_markers(ReasoningSyntax s) {
+  if (s == ReasoningSyntax::kHarmony) return {"<|channel|>analysis<|message|>", "<|end|>"};
+  return {reasoning_open_tag(s), reasoning_close_tag(s)};
+}
+
 std::string ChatFormat::name() const {
   std::string n = tool_call_format_name(tool_calls);
   if (reasoning != ReasoningSyntax::kNone) {

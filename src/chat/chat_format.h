@@ -54,6 +54,15 @@ const char* reasoning_syntax_name(ReasoningSyntax s);
 std::string_view reasoning_open_tag(ReasoningSyntax s);
 std::string_view reasoning_close_tag(ReasoningSyntax s);
 
+// The text that opens / closes one reasoning block as the model writes it:
+// the tags of a tag syntax, Harmony's analysis message
+// ("<|channel|>analysis<|message|>" ... "<|end|>"); empty for kNone. The
+// reasoning budget counts between them and forces `close` when it is spent.
+struct ReasoningMarkers {
+  std::string_view open, close;
+};
+ReasoningMarkers reasoning_markers(ReasoningSyntax s);
+
 // The format a template's source teaches.
 ChatFormat detect_chat_format(std::string_view template_source);
 // A --chat-format value; InvalidArgument naming the accepted values.

@@ -452,6 +452,9 @@ struct Scheduler::Impl {
                                                       static_cast<int64_t>(st.tokens.size()));
       if (c->req->limits.max_tokens >= 0)
         k = std::min(k, c->req->limits.max_tokens - st.n_generated - 1);
+      // Drafts stop where the reasoning budget forces a token: none while
+      // it forces.
+      if (st.free_tokens() >= 0) k = std::min(k, st.free_tokens());
       if (k < std::max(1, so.draft_min)) continue;
       if (!c->spec_begun) {
         const Status b = proposer->begin(c->spec_id());
@@ -930,6 +933,18 @@ Result<uint64_t> Scheduler::submit(GenerationRequest request, RequestCallbacks c
       c->state.constrain(
           std::make_unique<GrammarConstraint>(request.grammar, trie, request.grammar_triggers));
     }
+  }
+  if (request.reasoning_budget) {
+    const ReasoningBudgetSpec& b = *request.reasoning_budget;
+    if (b.tokens < 0) return invalid_argument("reasoning budget must be >= 0, got {}", b.tokens);
+    if (b.forced.empty())
+      return invalid_argument("reasoning budget: no tokens to close the block with");
+    for (const int32_t t : b.forced) {
+      if (t < 0 || t >= n_vocab)
+        return invalid_argument("reasoning budget: closing token {} outside the vocabulary [0, {})",
+                                t, n_vocab);
+    }
+    for (auto& c : r->choices) c->state.limit_reasoning(request.reasoning_budget);
   }
   r->forked = request.n == 1;
 

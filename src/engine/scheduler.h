@@ -50,7 +50,8 @@
 // Speculative decoding (options.spec): before planning, each decoding
 // sequence of a request that allows it gets up to draft_max proposed tokens
 // (none when more than spec.max_batch sequences decode, or while its
-// acceptance pauses it: SpeculationTracker) from the proposer start() makes
+// acceptance pauses it: SpeculationTracker; no more than its reasoning
+// budget leaves before a forced token) from the proposer start() makes
 // (n-gram lookup, or a draft model asked for every such sequence at once;
 // each choice is its own proposer sequence, released when it ends or is
 // preempted). The planner counts them as decode
@@ -93,6 +94,7 @@
 #include "cache/kv_cache.h"
 #include "core/status.h"
 #include "engine/generator.h"
+#include "engine/reasoning_budget.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_trigger.h"
 #include "engine/sampler.h"
@@ -143,6 +145,9 @@ struct GenerationRequest {
   // (grammar/grammar_trigger.h); it then reads control tokens as their text
   // when render_special.
   grammar::GrammarTriggers grammar_triggers;
+  // Non-null: each choice's reasoning blocks get this token budget, after
+  // which the block's closing tokens are forced (engine/reasoning_budget.h).
+  std::shared_ptr<const ReasoningBudgetSpec> reasoning_budget;
 };
 
 // One generated token of one choice.

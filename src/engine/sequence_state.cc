@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <span>
 
+#include <fmt/format.h>
+
 #include "core/check.h"
 
 namespace folio {
@@ -13,15 +15,34 @@ SequenceState::SequenceState(std::vector<int32_t> prompt, Sampler sampler,
     : tokens(std::move(prompt)),
       n_prompt(tokens.size()),
       sampler_(std::move(sampler)),
+      tok_(tok),
       text_(tok, render_special, std::move(stops)) {
   sampler_.accept(std::span<const int32_t>(tokens));
 }
 
 Result<SampledToken> SequenceState::sample(const float* logits_row, SamplerWorkspace& ws) {
   if (grammar_) grammar_->fill_mask(&mask_);
-  return sampler_.sample(
+  bool masked = grammar_ != nullptr;
+  const int32_t forced = budget_ ? budget_->forced_token() : -1;
+  if (forced >= 0) {
+    const auto word = static_cast<size_t>(forced / 64);
+    const uint64_t bit = uint64_t{1} << (forced % 64);
+    if (grammar_ && (word >= mask_.size() || (mask_[word] & bit) == 0)) {
+      budget_->abandon();
+    } else {
+      mask_.assign(static_cast<size_t>((sampler_.n_vocab() + 63) / 64), 0);
+      mask_[word] = bit;
+      masked = true;
+    }
+  }
+  Result<SampledToken> t = sampler_.sample(
       std::span<const float>(logits_row, static_cast<size_t>(sampler_.n_vocab())), ws,
-      grammar_ ? &mask_ : nullptr);
+      masked ? &mask_ : nullptr);
+  if (!t.ok() && budget_ && budget_->forced_token() >= 0) {
+    return t.status().with_context(
+        fmt::format("forcing token {} to end the reasoning block", budget_->forced_token()));
+  }
+  return t;
 }
 
 AcceptedToken SequenceState::accept(int32_t id, const tokenizer::Vocab& vocab,
@@ -40,6 +61,7 @@ AcceptedToken SequenceState::accept(int32_t id, const tokenizer::Vocab& vocab,
   sampler_.accept(id);
   tokens.push_back(id);
   ++n_generated;
+  if (budget_) budget_->accept(id, tok_->piece(id, /*render_special=*/true));
   StopMatcher::Step step = text_.push(id);
   out.text = std::move(step.text);
   if (step.stopped) {

@@ -25,6 +25,7 @@
 #include "cache/batch.h"
 #include "engine/generator.h"
 #include "engine/grammar_constraint.h"
+#include "engine/reasoning_budget.h"
 #include "engine/sampler.h"
 #include "engine/speculative_options.h"
 #include "engine/text_stream.h"
@@ -57,6 +58,18 @@ class SequenceState {
   // From now on the output must follow this grammar: sample() draws only
   // tokens it allows, accept() advances it.
   void constrain(std::unique_ptr<GrammarConstraint> grammar) { grammar_ = std::move(grammar); }
+  // From now on reasoning blocks get this token budget
+  // (engine/reasoning_budget.h): once it is spent, sample() draws the
+  // block's closing tokens one by one (through the sampler, with every
+  // other token masked; where an output grammar refuses one, the block is
+  // left to the model).
+  void limit_reasoning(std::shared_ptr<const ReasoningBudgetSpec> spec) {
+    budget_.emplace(std::move(spec));
+  }
+  const ReasoningBudget* reasoning_budget() const { return budget_ ? &*budget_ : nullptr; }
+  // How many tokens may follow before the reasoning budget forces one
+  // (-1: no limit); speculative drafts stop there.
+  int64_t free_tokens() const { return budget_ ? budget_->free_tokens() : -1; }
 
   // Runs the sampler on this sequence's logits row ([n_vocab]).
   Result<SampledToken> sample(const float* logits_row, SamplerWorkspace& ws);
@@ -108,8 +121,10 @@ class SequenceState {
  private:
   Sampler sampler_;
   TextStream text_;
+  const tokenizer::Tokenizer* tok_;
   std::unique_ptr<GrammarConstraint> grammar_;  // null: unconstrained
-  std::vector<uint64_t> mask_;                  // grammar_'s allowed tokens, scratch
+  std::optional<ReasoningBudget> budget_;       // unset: reasoning unlimited
+  std::vector<uint64_t> mask_;                  // allowed tokens (grammar_, budget_), scratch
 };
 
 }  // namespace folio

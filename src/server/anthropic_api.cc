@@ -354,6 +354,7 @@ bool parse_anthropic_request(const Json& body, bool count_tokens, AnthropicReque
         return false;
       }
       chat["chat_template_kwargs"] = Json{{"enable_thinking", true}};
+      chat["reasoning_budget_tokens"] = *b;
     } else if (type == "disabled") {
       chat["chat_template_kwargs"] = Json{{"enable_thinking", false}};
     } else {
@@ -365,6 +366,7 @@ bool parse_anthropic_request(const Json& body, bool count_tokens, AnthropicReque
   }
   if (!parse_openai_request(chat, ApiKind::kChat, &out->chat, error)) {
     if (error->param == "stop") error->param = "stop_sequences";
+    if (error->param == "reasoning_budget_tokens") error->param = "thinking.budget_tokens";
     if (!error->param.empty() && error->message.find(error->param) == std::string::npos) {
       error->message = error->param + ": " + error->message;
     }

@@ -37,6 +37,9 @@ struct Submission {
   std::vector<int32_t> tokens;
   std::string echo_text;
   bool reasoning_open = false;  // chat: the prompt opened the reasoning block
+  // chat, a budget N > 0 and a format with reasoning: its reasoning blocks'
+  // budget
+  std::shared_ptr<const ReasoningBudgetSpec> reasoning_budget;
 };
 
 // An engine-side end that is not a normal finish.
@@ -363,8 +366,10 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
   o.add_generation_prompt = r.add_generation_prompt;
   o.tools = r.tools;
   o.kwargs = r.chat_template_kwargs;
-  // Request kwargs win over the server's reasoning controls.
-  if (m.reasoning_budget == 0 && !o.kwargs.contains("enable_thinking")) {
+  // The request's budget wins over the server's; request kwargs win over
+  // both.
+  const int budget = r.reasoning_budget_tokens.value_or(m.reasoning_budget);
+  if (budget == 0 && !o.kwargs.contains("enable_thinking")) {
     o.kwargs["enable_thinking"] = false;
   }
   if (!r.reasoning_effort.empty() && !o.kwargs.contains("reasoning_effort")) {
@@ -410,6 +415,23 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
     return false;
   }
   sub->reasoning_open = chat::prompt_opens_reasoning(format.reasoning, prompt->text);
+  if (const chat::ReasoningMarkers mk = chat::reasoning_markers(format.reasoning);
+      budget > 0 && !mk.close.empty()) {
+    // Past the budget the engine writes the close marker, spelled with the
+    // model's tokens (control tokens where the vocabulary has them).
+    auto spec = std::make_shared<ReasoningBudgetSpec>();
+    spec->tokens = budget;
+    spec->open = mk.open;
+    spec->close = mk.close;
+    spec->forced = m.tokenizer->tokenize(mk.close, {.add_special = false, .parse_special = true});
+    spec->starts_inside = sub->reasoning_open;
+    if (spec->forced.empty()) {
+      *err = internal_server_error(
+          fmt::format("the reasoning close marker '{}' tokenizes to nothing", mk.close));
+      return false;
+    }
+    sub->reasoning_budget = std::move(spec);
+  }
   tokenizer::TokenizeOptions to;
   to.add_special = false;  // the template writes BOS itself where the model wants it
   to.parse_special = true;  // the template's markup; the request's own text stays text
@@ -516,6 +538,7 @@ Result<uint64_t> submit_prompt(const ServedModel& m, const OpenAiRequest& r, int
                                std::vector<int32_t> tokens,
                                std::shared_ptr<const grammar::CompiledGrammar> grammar,
                                const grammar::GrammarTriggers& triggers, bool render_special,
+                               std::shared_ptr<const ReasoningBudgetSpec> reasoning_budget,
                                const std::shared_ptr<EventQueue>& queue) {
   GenerationRequest g;
   g.params = r.params;
@@ -533,6 +556,7 @@ Result<uint64_t> submit_prompt(const ServedModel& m, const OpenAiRequest& r, int
   g.render_special = render_special;
   g.grammar = std::move(grammar);
   g.grammar_triggers = triggers;
+  g.reasoning_budget = std::move(reasoning_budget);
   RequestCallbacks cb;
   cb.on_token = [queue, sub](const TokenEvent& t) {
     RequestEvent e;
@@ -607,9 +631,9 @@ bool submit_chat(const ServedModel& m, const OpenAiRequest& r, ChatSubmission* o
   const bool parses = chat::ChatParser(out->format, m.reasoning_format, out->reasoning_open,
                                        out->parse_tools, &r.tools)
                           .splits();
-  Result<uint64_t> id =
-      submit_prompt(m, r, 0, std::move(subs.front().tokens), std::move(grammar), triggers,
-                    parses && out->format.markers_are_special(), out->queue);
+  Result<uint64_t> id = submit_prompt(m, r, 0, std::move(subs.front().tokens), std::move(grammar),
+                                      triggers, parses && out->format.markers_are_special(),
+                                      subs.front().reasoning_budget, out->queue);
   if (!id.ok()) {
     *err = api_error_from_status(id.status());
     return false;
@@ -678,9 +702,9 @@ RouteResult handle_generation(const ServedModel& m, ApiKind kind, const std::str
       continue;
     }
     // The format's markers are control tokens: the text must show them.
-    Result<uint64_t> id =
-        submit_prompt(m, r, static_cast<int>(s), std::move(subs[s].tokens), grammar, triggers,
-                      job->parses() && format.markers_are_special(), job->queue);
+    Result<uint64_t> id = submit_prompt(
+        m, r, static_cast<int>(s), std::move(subs[s].tokens), grammar, triggers,
+        job->parses() && format.markers_are_special(), subs[s].reasoning_budget, job->queue);
     if (!id.ok()) {
       job->cancel_all();
       return api_error_from_status(id.status()).reply();

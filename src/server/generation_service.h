@@ -52,7 +52,9 @@ struct ServedModel {
   // --reasoning-format: kNone leaves the reasoning in the content.
   chat::ReasoningFormat reasoning_format = chat::ReasoningFormat::kAuto;
   // --reasoning-budget: -1 unrestricted; 0 renders with enable_thinking
-  // false unless the request's chat_template_kwargs set it.
+  // false unless the request's chat_template_kwargs set it; N > 0: a
+  // reasoning block's close marker is forced after N tokens in it
+  // (engine/reasoning_budget.h). A request's reasoning_budget_tokens wins.
   int reasoning_budget = -1;
   GenerationService* service = nullptr;  // null for an embedding model
   Embedder* embedder = nullptr;          // embedding models only: /v1/embeddings

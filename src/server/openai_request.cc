@@ -623,6 +623,12 @@ bool parse_openai_request(const Json& body, ApiKind kind, OpenAiRequest* out, Ap
       }
       out->reasoning_effort = e->get<std::string>();
     }
+    for (const char* name : {"thinking_budget_tokens", "reasoning_budget_tokens"}) {
+      if (f.get(name) == nullptr) continue;
+      int32_t budget = -1;
+      if (!f.read_int_as(name, &budget, -1, INT32_MAX)) return false;
+      out->reasoning_budget_tokens = budget;  // the second name wins
+    }
   }
   if (!parse_sampling(f, kind, out)) return false;
   if (!f.read_int_as("n", &out->n, 1, kMaxChoices)) return false;

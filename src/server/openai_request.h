@@ -29,12 +29,15 @@
 //   chat_template_kwargs, add_generation_prompt, reasoning_effort
 //   ("minimal" | "low" | "medium" | "high": the template's
 //   reasoning_effort variable, gpt-oss's "Reasoning:" line, unless
-//   chat_template_kwargs sets it).
+//   chat_template_kwargs sets it), reasoning_budget_tokens (llama-server's
+//   name, thinking_budget_tokens its alias: this request's
+//   --reasoning-budget, an integer >= -1).
 // A chat message's content is a string or a list of text parts; it may be
 // null (or absent) only in assistant (tool calls) and function messages.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +87,9 @@ struct OpenAiRequest {
   OutputConstraint output;
   Json chat_template_kwargs = Json::object();
   std::string reasoning_effort;  // "" when absent
+  // Chat: the request's reasoning budget (-1 unrestricted, 0 thinking off
+  // where the template can, N > 0 tokens); unset: the server's.
+  std::optional<int32_t> reasoning_budget_tokens;
   bool add_generation_prompt = true;
   // OpenAI defaults; max_tokens -1 = until the context is full (the handler
   // caps it by the room the prompt leaves).

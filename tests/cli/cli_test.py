@@ -59,7 +59,8 @@ class Cli(unittest.TestCase):
                 (["--chat-format", "chatml"], "--chat-format", "TOOLS[+REASONING]"),
                 (["--chat-format", "hermes+thinking"], "--chat-format", "REASONING one of"),
                 (["--reasoning-format", "deepseek-legacy"], "--reasoning-format", "deepseek"),
-                (["--reasoning-budget", "512"], "--reasoning-budget", "512")]:
+                (["--reasoning-budget", "-2"], "--reasoning-budget", "got -2"),
+                (["--reasoning-budget", "lots"], "--reasoning-budget", "got lots")]:
             p = folio("serve", "-m", missing, *flags)
             self.assertNotEqual(p.returncode, 0, flags)
             self.assertIn(name, p.stderr, flags)

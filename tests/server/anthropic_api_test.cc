@@ -126,6 +126,7 @@ TEST(AnthropicRequest, ToolUseToolResultAndThinkingBlocks) {
                         {"name", "get_weather"}}));
   EXPECT_EQ(m[3]["content"], "again");
   EXPECT_EQ(m[4], (Json{{"role", "user"}, {"content", "thanks"}}));
+  EXPECT_EQ(r.chat.reasoning_budget_tokens, 2048);  // enforced as the reasoning budget
   ASSERT_EQ(r.chat.tools.size(), 2u);
   EXPECT_EQ(r.chat.tools[0]["function"]["name"], "get_weather");
   EXPECT_EQ(r.chat.tools[0]["function"]["parameters"]["properties"]["city"]["type"], "string");
@@ -227,6 +228,8 @@ TEST(AnthropicRequest, HostileInputIsA400NamingTheField) {
       {h + msgs + R"(, "thinking": true})", "thinking"},
       {h + msgs + R"(, "thinking": {"type": "enabled"}})", "thinking"},
       {h + msgs + R"(, "thinking": {"type": "maybe"}})", "thinking"},
+      {h + msgs + R"(, "thinking": {"type": "enabled", "budget_tokens": 3000000000}})",
+       "thinking.budget_tokens"},
       {h + msgs + R"(, "stream": "yes"})", "stream"},
   };
   for (const Case& c : cases) {

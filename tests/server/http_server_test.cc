@@ -531,7 +531,8 @@ class ReasoningServerTest : public HttpServerTest {
   // Posts `body`, answers with `pieces` and returns the answer and the
   // submitted prompt's text.
   HttpAnswer run(const std::string& body, const std::vector<std::string>& pieces,
-                 std::string* prompt = nullptr, bool* render_special = nullptr) {
+                 std::string* prompt = nullptr, bool* render_special = nullptr,
+                 std::shared_ptr<const ReasoningBudgetSpec>* budget = nullptr) {
     HttpAnswer a;
     std::thread client([&] { a = testing::post(port_, "/v1/chat/completions", body); });
     ScriptedService::Submitted s;
@@ -542,6 +543,7 @@ class ReasoningServerTest : public HttpServerTest {
     }
     if (prompt) *prompt = tok_->detokenize(s.request.prompt, {.render_special = true});
     if (render_special) *render_special = s.request.render_special;
+    if (budget) *budget = s.request.reasoning_budget;
     for (const std::string& p : pieces) s.callbacks.on_token(testing::token_event(0, 5, p));
     RequestResult r;
     r.choices.resize(1);
@@ -618,6 +620,69 @@ TEST_F(ReasoningServerTest, BudgetZeroTurnsThinkingOffUnlessTheRequestSaysOtherw
   ASSERT_EQ(a.status, 200) << a.body;
   EXPECT_TRUE(prompt.ends_with("<|im_start|>assistant\n")) << prompt;
   EXPECT_EQ(testing::json_of(a)["choices"][0]["message"]["reasoning_content"], "a");
+}
+
+// What a reasoning budget asks of the engine (the engine's tests show it
+// enforced): the format's markers, the close marker as the model's tokens,
+// whether the prompt opened the block; the request's budget over the
+// server's; none for -1, for 0 (the template turns thinking off) and for
+// formats without reasoning.
+TEST_F(ReasoningServerTest, ReasoningBudgetReachesTheEngine) {
+  use_template("deepseek-ai-DeepSeek-R1-Distill-Llama-8B");
+  start();
+  serve();
+  std::shared_ptr<const ReasoningBudgetSpec> b;
+  HttpAnswer a =
+      run(std::string(kUser) + R"(, "reasoning_budget_tokens": 7})", {"x"}, nullptr, nullptr, &b);
+  ASSERT_EQ(a.status, 200) << a.body;
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->tokens, 7);
+  EXPECT_EQ(b->open, "<think>");
+  EXPECT_EQ(b->close, "</think>");
+  EXPECT_TRUE(b->starts_inside);
+  EXPECT_EQ(b->forced, tok_->tokenize("</think>", {.add_special = false, .parse_special = true}));
+  EXPECT_EQ(tok_->detokenize(b->forced, {.render_special = true}), "</think>");
+  a = run(std::string(kUser) + R"(, "thinking_budget_tokens": 3})", {"x"}, nullptr, nullptr, &b);
+  ASSERT_NE(b, nullptr);  // llama-server's alias
+  EXPECT_EQ(b->tokens, 3);
+  for (const char* unlimited : {"}", R"(, "reasoning_budget_tokens": -1})"}) {
+    a = run(std::string(kUser) + unlimited, {"x"}, nullptr, nullptr, &b);
+    ASSERT_EQ(a.status, 200) << a.body;
+    EXPECT_EQ(b, nullptr) << unlimited;
+  }
+
+  serve(chat::ReasoningFormat::kAuto, /*budget=*/12);
+  a = run(std::string(kUser) + "}", {"x"}, nullptr, nullptr, &b);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->tokens, 12);
+  a = run(std::string(kUser) + R"(, "reasoning_budget_tokens": -1})", {"x"}, nullptr, nullptr, &b);
+  EXPECT_EQ(b, nullptr);
+  std::string prompt;
+  a = run(std::string(kUser) + R"(, "reasoning_budget_tokens": 0})", {"x"}, &prompt, nullptr, &b);
+  // 0 asks the template for enable_thinking=false, as before; this template
+  // ignores it and opens the block, which the budget then leaves alone.
+  EXPECT_EQ(b, nullptr);
+  EXPECT_TRUE(prompt.ends_with("<think>\n")) << prompt;
+}
+
+TEST_F(ReasoningServerTest, ReasoningBudgetForHarmonyAndForFormatsWithoutReasoning) {
+  use_template("openai-gpt-oss-120b");
+  start();
+  serve(chat::ReasoningFormat::kAuto, /*budget=*/5);
+  std::shared_ptr<const ReasoningBudgetSpec> b;
+  HttpAnswer a = run(std::string(kUser) + "}", {"x"}, nullptr, nullptr, &b);
+  ASSERT_EQ(a.status, 200) << a.body;
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->open, "<|channel|>analysis<|message|>");
+  EXPECT_EQ(b->close, "<|end|>");
+  EXPECT_FALSE(b->starts_inside);  // the model opens the analysis channel
+  EXPECT_EQ(b->forced, tok_->tokenize("<|end|>", {.add_special = false, .parse_special = true}));
+
+  use_template("microsoft-Phi-3.5-mini-instruct");
+  serve(chat::ReasoningFormat::kAuto, /*budget=*/5);
+  a = run(std::string(kUser) + "}", {"x"}, nullptr, nullptr, &b);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(b, nullptr);
 }
 
 TEST_F(ReasoningServerTest, HarmonyChannelsEffortAndReasoningSentBack) {
@@ -767,6 +832,15 @@ TEST_F(ReasoningServerTest, BadReasoningFieldsAreRefused) {
                     R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant",
                         "content": "b", "reasoning_content": {"x": 1}}]})");
   expect_error(a, 400, "messages");
+  for (const char* bad : {"-2", "\"x\"", "1.5", "4294967296"}) {
+    a = testing::post(port_, "/v1/chat/completions",
+                      std::string(kUser) + R"(, "reasoning_budget_tokens": )" + bad + "}");
+    expect_error(a, 400, "reasoning_budget_tokens");
+  }
+  a = testing::post(port_, "/v1/chat/completions",
+                    std::string(kUser) + R"(, "thinking_budget_tokens": -5})");
+  expect_error(a, 400, "thinking_budget_tokens");
+  EXPECT_EQ(service_.n_submitted(), 0u);
 }
 
 }  // namespace

@@ -25,6 +25,9 @@ struct StackOptions {
   int64_t max_batch_tokens = 256;
   int64_t ubatch = 64;
   std::string api_key;
+  // Null: the model's own template. Borrowed.
+  const chat::ChatTemplate* chat_template = nullptr;
+  int reasoning_budget = -1;  // --reasoning-budget
 };
 
 class ServingStack {
@@ -89,7 +92,8 @@ class ServingStack {
     m.n_ctx = cache_->n_ctx();
     m.n_vocab = static_cast<int32_t>(model().config().n_vocab);
     m.tokenizer = &tokenizer();
-    m.chat_template = &chat_template();
+    m.chat_template = o.chat_template != nullptr ? o.chat_template : &chat_template();
+    m.reasoning_budget = o.reasoning_budget;
     m.service = service_.get();
     http_->set_model(m);
   }

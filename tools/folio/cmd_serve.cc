@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -331,9 +332,17 @@ void register_serve_command(CLI::App& app, CommandFn* selected) {
       ->check(CLI::IsMember({"none", "auto", "deepseek"}))
       ->capture_default_str();
   cmd->add_option("--reasoning-budget", f.reasoning_budget,
-                  "-1: unrestricted thinking; 0: thinking off where the template can "
-                  "(enable_thinking=false)")
-      ->check(CLI::IsMember({-1, 0}))
+                  "token budget for thinking: -1 unrestricted; 0 thinking off where the "
+                  "template can (enable_thinking=false); N > 0: after N tokens of a reasoning "
+                  "block its close marker is forced and the answer follows (a request's "
+                  "reasoning_budget_tokens overrides)")
+      ->check([](const std::string& v) {
+        int n = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        const bool ok = ec == std::errc() && end == v.data() + v.size() && n >= -1;
+        return ok ? std::string()
+                  : "must be -1 (unrestricted), 0 (thinking off) or a token budget N > 0, got " + v;
+      })
       ->capture_default_str();
   cmd->add_option("--http-threads", f.http_threads,
                   "threads that prepare requests (JSON, chat template, tokenizer); connections "
