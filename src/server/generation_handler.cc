@@ -416,9 +416,11 @@ bool render_chat(const ServedModel& m, const OpenAiRequest& r, Submission* sub, 
   }
   sub->reasoning_open = chat::prompt_opens_reasoning(format.reasoning, prompt->text);
   if (const chat::ReasoningMarkers mk = chat::reasoning_markers(format.reasoning);
-      budget > 0 && !mk.close.empty()) {
+      budget >= 0 && !mk.close.empty()) {
     // Past the budget the engine writes the close marker, spelled with the
-    // model's tokens (control tokens where the vocabulary has them).
+    // model's tokens (control tokens where the vocabulary has them). Budget
+    // 0 too: a template that ignores enable_thinking (or opens the block in
+    // its prompt) gets the block closed at once, as llama.cpp does.
     auto spec = std::make_shared<ReasoningBudgetSpec>();
     spec->tokens = budget;
     spec->open = mk.open;

@@ -625,8 +625,8 @@ TEST_F(ReasoningServerTest, BudgetZeroTurnsThinkingOffUnlessTheRequestSaysOtherw
 // What a reasoning budget asks of the engine (the engine's tests show it
 // enforced): the format's markers, the close marker as the model's tokens,
 // whether the prompt opened the block; the request's budget over the
-// server's; none for -1, for 0 (the template turns thinking off) and for
-// formats without reasoning.
+// server's; none for -1 and for formats without reasoning; for 0 the
+// template is also asked to turn thinking off.
 TEST_F(ReasoningServerTest, ReasoningBudgetReachesTheEngine) {
   use_template("deepseek-ai-DeepSeek-R1-Distill-Llama-8B");
   start();
@@ -659,9 +659,11 @@ TEST_F(ReasoningServerTest, ReasoningBudgetReachesTheEngine) {
   EXPECT_EQ(b, nullptr);
   std::string prompt;
   a = run(std::string(kUser) + R"(, "reasoning_budget_tokens": 0})", {"x"}, &prompt, nullptr, &b);
-  // 0 asks the template for enable_thinking=false, as before; this template
-  // ignores it and opens the block, which the budget then leaves alone.
-  EXPECT_EQ(b, nullptr);
+  // 0 asks the template for enable_thinking=false; this template ignores it
+  // and opens the block, which the engine then closes at once.
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->tokens, 0);
+  EXPECT_TRUE(b->starts_inside);
   EXPECT_TRUE(prompt.ends_with("<think>\n")) << prompt;
 }
 
