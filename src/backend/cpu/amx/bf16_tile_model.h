@@ -23,39 +23,28 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
+
+#include "core/fp16.h"
 
 namespace folio::cpu::amx_bf16 {
 
 // K elements per TDPBF16PS of the kernel (an A tile row of 64 bytes).
 inline constexpr int64_t kStep = 32;
 
-inline float bits_to_f32(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-inline uint32_t f32_to_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
 // Denormal -> zero of the same sign.
 inline float flush(float f) {
-  const uint32_t u = f32_to_bits(f);
-  return (u & 0x7f800000u) == 0 ? bits_to_f32(u & 0x80000000u) : f;
+  const uint32_t u = f32_bits(f);
+  return (u & 0x7f800000u) == 0 ? bits_f32(u & 0x80000000u) : f;
 }
 
 // A bf16 operand as the tile reads it (denormals as zero).
 inline float bf16_operand(uint16_t b) {
-  return flush(bits_to_f32(static_cast<uint32_t>(b) << 16));
+  return flush(bits_f32(static_cast<uint32_t>(b) << 16));
 }
 
 // vcvtneps2bf16 on one value.
 inline uint16_t act_to_bf16(float f) {
-  uint32_t u = f32_to_bits(f);
+  uint32_t u = f32_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
   if ((u & 0x7f800000u) == 0) return static_cast<uint16_t>((u & 0x80000000u) >> 16);
   u += 0x7fffu + ((u >> 16) & 1u);
