@@ -451,6 +451,7 @@ std::string ModelConfig::summary() const {
     } else if (ssm.kind == SsmKind::kMamba2) {
       s += fmt::format(", {} Mamba-2 layers (conv {}, {} heads x {}, {} groups, state {})", n_rec,
                        ssm.d_conv, ssm.n_v_heads, ssm.head_v_dim(), ssm.n_k_heads, ssm.d_state);
+      if (parallel_mixers) s += " each beside its attention";
     } else {
       s += fmt::format(", {} gated DeltaNet layers (conv {}, heads {}/{} x {})", n_rec, ssm.d_conv,
                        ssm.n_k_heads, ssm.n_v_heads, ssm.d_state);
