@@ -44,7 +44,8 @@ class RopeRun {
     const int64_t n_sec = multi_section(c.mode) ? 4 : 1;
     pos_.resize(static_cast<size_t>(c.n_tok * n_sec));
     for (int64_t i = 0; i < c.n_tok * n_sec; ++i)
-      pos_[static_cast<size_t>(i)] = static_cast<int32_t>((i % c.n_tok) * 37 % 5000 + 911 * (i / c.n_tok));
+      pos_[static_cast<size_t>(i)] =
+          static_cast<int32_t>((i % c.n_tok) * 37 % 5000 + 911 * (i / c.n_tok));
     ff_.resize(static_cast<size_t>(c.n_dims / 2));
     for (size_t i = 0; i < ff_.size(); ++i) ff_[i] = 1.0f + 0.25f * static_cast<float>(i % 5);
     params_.mode = c.mode;
@@ -67,7 +68,8 @@ class RopeRun {
     Op op;
     op.kind = OpKind::kRope;
     op.src[0] = TensorView::contiguous(in.data(), DType::F32, {c_.head_dim, c_.n_head, c_.n_tok});
-    op.src[1] = TensorView::contiguous(pos_.data(), DType::I32, {static_cast<int64_t>(pos_.size())});
+    op.src[1] =
+        TensorView::contiguous(pos_.data(), DType::I32, {static_cast<int64_t>(pos_.size())});
     if (c_.freq_factors)
       op.src[2] = TensorView::contiguous(ff_.data(), DType::F32, {c_.n_dims / 2});
     op.dst = in_place ? op.src[0]
@@ -83,7 +85,8 @@ class RopeRun {
     Op op;
     op.kind = OpKind::kRope;
     op.src[0] = TensorView::contiguous(x_.data(), DType::F32, {c_.head_dim, c_.n_head, c_.n_tok});
-    op.src[1] = TensorView::contiguous(pos_.data(), DType::I32, {static_cast<int64_t>(pos_.size())});
+    op.src[1] =
+        TensorView::contiguous(pos_.data(), DType::I32, {static_cast<int64_t>(pos_.size())});
     op.dst = op.src[0];
     op.params = params_;
     return backend.kernel_name(op);

@@ -53,10 +53,10 @@ Status configure_falcon_h1(const gguf::GgufFile& f, ModelConfig& c) {
   return Status();
 }
 
-TensorView falcon_h1_decoder(const ModelConfig& cfg, const ModelWeights& w,
-                             const ForwardInputs& in, cache::KvCache& cache,
-                             ForwardContext& ctx) {
-  return hybrid_decoder(cfg, w, in, cache, ctx, HybridLayers{mamba2, self_attention, moe_or_dense_ffn});
+TensorView falcon_h1_decoder(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
+                             cache::KvCache& cache, ForwardContext& ctx) {
+  return hybrid_decoder(cfg, w, in, cache, ctx,
+                        HybridLayers{mamba2, self_attention, moe_or_dense_ffn});
 }
 
 constexpr ArchFamily kFalconH1[] = {

@@ -125,8 +125,7 @@ bool supports_rope_tables(const Op& op) {
   const RopeParams& p = op.p<RopeParams>();
   if (multi_section(p.mode)) {  // invalid sections stay with the reference, which refuses them
     const auto& s = p.sections;
-    if (s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0 ||
-        int64_t{s[0]} + s[1] + s[2] + s[3] <= 0) {
+    if (s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0 || int64_t{s[0]} + s[1] + s[2] + s[3] <= 0) {
       return false;
     }
   }
