@@ -133,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(Refdata, HybridPrefix,
                          ::testing::Values("tiny-qwen3next", "tiny-qwen35", "tiny-qwen35moe",
                                            "tiny-granitehybrid", "tiny-granitehybrid-moe",
                                            "tiny-lfm2", "tiny-lfm2moe", "tiny-nemotron-h",
-                                           "tiny-nemotron-h-moe"),
+                                           "tiny-nemotron-h-moe", "llama-archs/falcon-h1-dense"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s) {

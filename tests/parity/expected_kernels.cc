@@ -182,11 +182,15 @@ Expectation soft_max_rule(const Op& op) {
   return simd_family(op.kind, op.dst.dtype == DType::F32);
 }
 
-// Normal / neox rotation: memoised angle tables at every tier above ref.
+// Every mode (multi-section with valid sections): memoised angle tables at
+// every tier above ref.
 Expectation rope_rule(const Op& op) {
-  const RopeMode m = op.p<RopeParams>().mode;
-  const bool tables = (m == RopeMode::kNormal || m == RopeMode::kNeox) &&
-                      op.dst.dtype == DType::F32 && f32_or_absent(op.src[2]);
+  const RopeParams& p = op.p<RopeParams>();
+  const bool multi = p.mode == RopeMode::kMrope || p.mode == RopeMode::kImrope;
+  const auto& s = p.sections;
+  const bool sections_ok = !multi || (s[0] >= 0 && s[1] >= 0 && s[2] >= 0 && s[3] >= 0 &&
+                                      int64_t{s[0]} + s[1] + s[2] + s[3] > 0);
+  const bool tables = sections_ok && op.dst.dtype == DType::F32 && f32_or_absent(op.src[2]);
   Expectation e = simd_family(op.kind, tables);
   if (tables) e.cpu.push_back({T::kScalar, "rope.tables"});
   return e;
