@@ -81,6 +81,12 @@ class TestContexts {
   std::vector<std::unique_ptr<RefusingBackend>> wrappers_;
 };
 
+// The refdata hybrid models every hybrid cache test runs on.
+inline const std::vector<std::string> kRefdataHybridModels = {
+    "tiny-qwen3next",         "tiny-qwen35", "tiny-qwen35moe", "tiny-granitehybrid",
+    "tiny-granitehybrid-moe", "tiny-lfm2",   "tiny-lfm2moe",   "tiny-nemotron-h",
+    "tiny-nemotron-h-moe"};
+
 // The refdata hybrid models: tiny-qwen3next and tiny-qwen35 (shared
 // refdata), tiny-qwen35moe (this suite's refdata).
 inline std::string hybrid_model_path(const std::string& name) {
