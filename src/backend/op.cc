@@ -130,7 +130,31 @@ struct Checker {
     return traits(t.dtype).supported ||
            fail(fmt::format("{} has unsupported type {}", what, dtype_name(t.dtype)));
   }
+  // swiglu_oai's clamp and shift are finite numbers (the other kinds have none).
+  bool glu_params(const GluParams& p) {
+    return p.kind != GluKind::kSwiGluOai ||
+           (std::isfinite(p.alpha) && p.limit >= 0.0f && std::isfinite(p.limit)) ||
+           fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
+  }
 };
+
+// The fused products of a 2-D weight [K, N] and a 2-D F32 input [K, M] into
+// a 2-D F32 dst [N / w_rows_per_col, M] (kMulMatGlu: 2, the gate and up
+// rows): `extra`, when named, is src[2], an F32 operand the fusion adds
+// (the residual, the norm weight), whose own shape the caller checks.
+bool check_fused_mul_mat(Checker& c, const Op& op, const char* extra, int64_t w_rows_per_col,
+                         const char* n_what) {
+  const TensorView& w = op.src[0];
+  const TensorView& x = op.src[1];
+  const TensorView& d = op.dst;
+  return c.has(w, "weight") && c.has(x, "input") && (extra == nullptr || c.has(op.src[2], extra)) &&
+         c.weight_type(w, "weight") && c.type(x, DType::F32, "input") &&
+         (extra == nullptr || c.type(op.src[2], DType::F32, extra)) &&
+         c.type(d, DType::F32, "dst") && c.eq(w.ne[2] * w.ne[3], 1, "weight must be 2-D") &&
+         c.eq(x.ne[2] * x.ne[3], 1, "input must be 2-D") && c.eq(w.ne[0], x.ne[0], "inner dim K") &&
+         c.eq(w.ne[1], w_rows_per_col * d.ne[0], n_what) && c.eq(d.ne[1], x.ne[1], "dst M") &&
+         c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D");
+}
 
 // Slot ids of the fused state-pool ops: I32, one per sequence (read flat);
 // dst_slots optional. Their values are checked at run time by the kernels.
@@ -312,43 +336,16 @@ bool check(Checker& c, const Op& op) {
              c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2], s1.ne[2], "dst ne2") &&
              c.eq(d.ne[3], s1.ne[3], "dst ne3");
     case OpKind::kMulMatGlu:
-      if (op.p<GluParams>().kind == GluKind::kSwiGluOai &&
-          (!std::isfinite(op.p<GluParams>().alpha) || !(op.p<GluParams>().limit >= 0.0f) ||
-           !std::isfinite(op.p<GluParams>().limit))) {
-        return c.fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
-      }
-      return c.has(s0, "weight") && c.has(s1, "input") && c.weight_type(s0, "weight") &&
-             c.type(s1, DType::F32, "input") && c.type(d, DType::F32, "dst") &&
-             c.eq(s0.ne[2] * s0.ne[3], 1, "weight must be 2-D") &&
-             c.eq(s1.ne[2] * s1.ne[3], 1, "input must be 2-D") &&
-             c.eq(s0.ne[0], s1.ne[0], "inner dim K") &&
-             c.eq(s0.ne[1], 2 * d.ne[0], "weight rows (gate and up) twice dst N") &&
-             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D");
+      return c.glu_params(op.p<GluParams>()) &&
+             check_fused_mul_mat(c, op, nullptr, 2, "weight rows (gate and up) twice dst N");
     case OpKind::kMulMatAdd:
-      return c.has(s0, "weight") && c.has(s1, "input") && c.has(op.src[2], "residual") &&
-             c.weight_type(s0, "weight") && c.type(s1, DType::F32, "input") &&
-             c.type(op.src[2], DType::F32, "residual") && c.type(d, DType::F32, "dst") &&
-             c.eq(s0.ne[2] * s0.ne[3], 1, "weight must be 2-D") &&
-             c.eq(s1.ne[2] * s1.ne[3], 1, "input must be 2-D") &&
-             c.eq(s0.ne[0], s1.ne[0], "inner dim K") && c.eq(d.ne[0], s0.ne[1], "dst N") &&
-             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D") &&
+      return check_fused_mul_mat(c, op, "residual", 1, "dst N") &&
              c.shape_eq(op.src[2], d, "residual");
     case OpKind::kRmsNormMulMat: {
       const auto& p = op.p<NormMulMatParams>();
-      if (p.glu && p.glu_params.kind == GluKind::kSwiGluOai &&
-          (!std::isfinite(p.glu_params.alpha) || !(p.glu_params.limit >= 0.0f) ||
-           !std::isfinite(p.glu_params.limit))) {
-        return c.fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
-      }
-      return c.has(s0, "weight") && c.has(s1, "input") && c.has(op.src[2], "norm weight") &&
-             c.weight_type(s0, "weight") && c.type(s1, DType::F32, "input") &&
-             c.type(op.src[2], DType::F32, "norm weight") && c.type(d, DType::F32, "dst") &&
-             c.eq(s0.ne[2] * s0.ne[3], 1, "weight must be 2-D") &&
-             c.eq(s1.ne[2] * s1.ne[3], 1, "input must be 2-D") &&
-             c.eq(s0.ne[0], s1.ne[0], "inner dim K") &&
-             c.eq(op.src[2].nelements(), s1.ne[0], "norm weight length") &&
-             c.eq(s0.ne[1], (p.glu ? 2 : 1) * d.ne[0], "dst N") &&
-             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D");
+      return (!p.glu || c.glu_params(p.glu_params)) &&
+             check_fused_mul_mat(c, op, "norm weight", p.glu ? 2 : 1, "dst N") &&
+             c.eq(op.src[2].nelements(), s1.ne[0], "norm weight length");
     }
     case OpKind::kMulMatId: {
       const TensorView& ids = op.src[2];
@@ -439,11 +436,7 @@ bool check(Checker& c, const Op& op) {
                              c.eq(s1.ne[1], s0.ne[1], "mask ne1")));
     case OpKind::kGlu:
       if (!c.has(s0, "gate") || !c.type(s0, DType::F32, "gate") || !c.type(d, DType::F32, "dst")) return false;
-      if (op.p<GluParams>().kind == GluKind::kSwiGluOai &&
-          (!std::isfinite(op.p<GluParams>().alpha) || !(op.p<GluParams>().limit >= 0.0f) ||
-           !std::isfinite(op.p<GluParams>().limit))) {
-        return c.fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
-      }
+      if (!c.glu_params(op.p<GluParams>())) return false;
       if (!s1.empty()) {
         return c.type(s1, DType::F32, "up") && c.shape_eq(s0, s1, "gate/up") && c.shape_eq(d, s0, "dst");
       }

@@ -119,17 +119,8 @@ TEST_P(LlamaArchs, LoadsAndMatchesLlamaCpp) {
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;
 
-  cache::KvCacheOptions o;
-  o.storage = p.paged ? cache::KvStorage::kPaged : cache::KvStorage::kContiguous;
-  o.type = DType::F32;
-  o.n_ctx = 128;
-  o.n_seq = 1;
-  o.max_checkpoints = 0;
-  if (device != nullptr) {
-    const BufferType* type = &device->default_buffer_type();
-    o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
-  }
-  Result<std::unique_ptr<cache::KvCache>> cache = m.make_cache(o);
+  Result<std::unique_ptr<cache::KvCache>> cache =
+      m.make_cache(cache_options(DType::F32, 128, 1, p.paged, device));
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
 
   const float scale = largest_logit(base);

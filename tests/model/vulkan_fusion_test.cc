@@ -32,15 +32,8 @@ struct Token {
 // row of every step.
 std::vector<std::vector<float>> run_steps(const Model& m, Backend* device,
                                           const std::vector<std::vector<Token>>& steps) {
-  cache::KvCacheOptions o;
-  o.storage = cache::KvStorage::kPaged;
-  o.type = DType::F32;
-  o.n_ctx = 64;
-  o.n_seq = 2;
-  o.max_checkpoints = 0;
-  const BufferType* type = &device->default_buffer_type();
-  o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
-  Result<std::unique_ptr<cache::KvCache>> cache = m.make_cache(o);
+  Result<std::unique_ptr<cache::KvCache>> cache =
+      m.make_cache(cache_options(DType::F32, 64, 2, /*paged=*/true, device));
   EXPECT_TRUE(cache.ok()) << cache.status().to_string();
   if (!cache.ok()) return {};
   auto ctx = ForwardContext::with_device(device, 2);
@@ -64,10 +57,7 @@ std::vector<std::vector<float>> run_steps(const Model& m, Backend* device,
 
 void expect_fused_step_exact(const std::string& path, const char* arch) {
   FOLIO_VULKAN_OR_SKIP(device);
-  LoadOptions lo;
-  lo.offload_type = &device->default_buffer_type();
-  lo.offload_layers = -1;  // every layer and the output head
-  Result<std::unique_ptr<Model>> model = Model::load(path, lo);
+  Result<std::unique_ptr<Model>> model = load_offloaded(path, device);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;
   ASSERT_EQ(m.config().arch, arch);

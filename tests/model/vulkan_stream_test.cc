@@ -35,15 +35,8 @@ StreamCounters difference(const StreamCounters& a, const StreamCounters& b) {
 // third forward (a prompt token, then two steps, which must record the same
 // stream), printed per layer.
 StreamCounters decode_step_counters(const Model& m, Backend* device, const char* what) {
-  cache::KvCacheOptions o;
-  o.storage = cache::KvStorage::kPaged;
-  o.type = DType::F16;
-  o.n_ctx = 64;
-  o.n_seq = 1;
-  o.max_checkpoints = 0;
-  const BufferType* type = &device->default_buffer_type();
-  o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
-  Result<std::unique_ptr<cache::KvCache>> cache = m.make_cache(o);
+  Result<std::unique_ptr<cache::KvCache>> cache =
+      m.make_cache(cache_options(DType::F16, 64, 1, /*paged=*/true, device));
   EXPECT_TRUE(cache.ok()) << cache.status().to_string();
   if (!cache.ok()) return {};
   auto ctx = ForwardContext::with_device(device, 2);
@@ -75,10 +68,7 @@ StreamCounters decode_step_counters(const Model& m, Backend* device, const char*
 }
 
 std::unique_ptr<Model> load_on(const std::string& path, Backend* device) {
-  LoadOptions lo;
-  lo.offload_type = &device->default_buffer_type();
-  lo.offload_layers = -1;  // every layer and the output head
-  Result<std::unique_ptr<Model>> model = Model::load(path, lo);
+  Result<std::unique_ptr<Model>> model = load_offloaded(path, device);
   EXPECT_TRUE(model.ok()) << model.status().to_string();
   return model.ok() ? std::move(model).value() : nullptr;
 }
@@ -152,10 +142,7 @@ TEST(VulkanStream, DeviceWeightsAreJoinedHostWeightsAreNot) {
     EXPECT_TRUE(l.gate_up_joint.empty());
   }
   FOLIO_VULKAN_OR_SKIP(device);
-  LoadOptions lo;
-  lo.offload_type = &device->default_buffer_type();
-  lo.offload_layers = -1;
-  Result<std::unique_ptr<Model>> model = Model::load(path, lo);
+  Result<std::unique_ptr<Model>> model = load_offloaded(path, device);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   for (const LayerWeights& l : (*model)->weights().layers) {
     ASSERT_FALSE(l.qkv_joint.empty());
