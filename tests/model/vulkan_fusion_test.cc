@@ -4,8 +4,9 @@
 // the same logits, bit for bit, as the same sequence's token in a step of
 // two sequences (T = 2: the unfused ops). Batch invariance holds per
 // backend, so any difference is a fusion's. For the dense llama (pre-norm
-// decoder), gemma3 (sandwich norms: each block's post norm, residual add
-// and next norm in one dispatch; GeGLU in the matvec's GLU epilogue), the
+// decoder), gemma3 and gemma4 (sandwich norms: a block's post norm,
+// residual add and next norm in one dispatch; GeGLU in the matvec's GLU
+// epilogue), the
 // hybrid qwen35 (DeltaNet and gated-attention layers, dense FFN), and
 // MoE models, whose router is one op in both steps: qwen3next and gemma4's
 // MoE (two experts per token, their weighted sum in one dispatch), glm4moe
@@ -125,6 +126,12 @@ TEST(VulkanFusion, HybridQwen3NextMoeOneTokenStepEqualsUnfused) {
 
 TEST(VulkanFusion, Gemma4MoeOneTokenStepEqualsUnfused) {
   const std::string path = local_refdata_dir() + "/tiny-gemma4-moe-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "gemma4");
+}
+
+TEST(VulkanFusion, Gemma4OneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/tiny-gemma4-f32.gguf";
   if (!file_exists(path)) FAIL() << "model missing: " << path;
   expect_fused_step_exact(path, "gemma4");
 }
