@@ -4,9 +4,15 @@
 // the same logits, bit for bit, as the same sequence's token in a step of
 // two sequences (T = 2: the unfused ops). Batch invariance holds per
 // backend, so any difference is a fusion's. For the dense llama (pre-norm
-// decoder), gemma3 (sandwich norms, GeGLU in the matvec's GLU epilogue)
-// and the hybrid qwen35 (DeltaNet and gated-attention layers, dense FFN),
-// every layer, the head, the KV cache and the state pools on the device.
+// decoder), gemma3 and gemma4 (sandwich norms: a block's post norm,
+// residual add and next norm in one dispatch; GeGLU in the matvec's GLU
+// epilogue), the
+// hybrid qwen35 (DeltaNet and gated-attention layers, dense FFN), and
+// MoE models, whose router is one op in both steps: qwen3next and gemma4's
+// MoE (two experts per token, their weighted sum in one dispatch), glm4moe
+// (its ungated shared expert adding into the routed output in its down
+// product) and qwen3moe; every layer, the head, the KV cache and the state
+// pools on the device.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -94,6 +100,36 @@ TEST(VulkanFusion, HybridQwen35OneTokenStepEqualsUnfused) {
   const std::string path = shared_models_dir() + "/tiny-qwen35-f32.gguf";
   if (!file_exists(path)) FAIL() << "model missing: " << path;
   expect_fused_step_exact(path, "qwen35");
+}
+
+TEST(VulkanFusion, Qwen3MoeOneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/llama-archs/qwen3moe-moe.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "qwen3moe");
+}
+
+TEST(VulkanFusion, HybridQwen3NextMoeOneTokenStepEqualsUnfused) {
+  const std::string path = shared_models_dir() + "/tiny-qwen3next-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "qwen3next");
+}
+
+TEST(VulkanFusion, Gemma4MoeOneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/tiny-gemma4-moe-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "gemma4");
+}
+
+TEST(VulkanFusion, Gemma4OneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/tiny-gemma4-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "gemma4");
+}
+
+TEST(VulkanFusion, Glm4MoeOneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/llama-archs/glm4moe-moe.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "glm4moe");
 }
 
 }  // namespace vulkan_fusion_test

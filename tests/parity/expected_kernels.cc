@@ -275,6 +275,15 @@ Expectation sort_rule(const Op& op) {
   return e;
 }
 
+// moe_route: the device routes up to 1024 experts per token in shared
+// memory (at most 64 groups and 64 chosen experts).
+Expectation moe_route_rule(const Op& op) {
+  Expectation e = ref_only(op.kind);
+  const auto& p = op.p<MoeRouteParams>();
+  if (op.src[0].ne[0] > 1024 || p.n_groups > 64 || p.k > 64) e.vulkan = kDeclined;
+  return e;
+}
+
 // The fused state updates (ids at src[ids], destination slots at src[ids + 1]):
 // the device takes destinations that are the ids (absent, or the same view)
 // only.
@@ -334,6 +343,13 @@ Expectation rms_norm_mul_mat_rule(const Op& op) {
   return e;
 }
 
+// A device fusion the device always takes (F32 rows of any length).
+Expectation device_fusion_rule(const Op& op) {
+  Expectation e;
+  e.vulkan = vk(op.kind);
+  return e;
+}
+
 struct Rule {
   OpKind kind;
   Expectation (*expect)(const Op& op);
@@ -358,6 +374,7 @@ const Rule kRules[] = {
     {OpKind::kGlu, glu_rule},
     {OpKind::kTopK, sort_rule},
     {OpKind::kArgsort, sort_rule},
+    {OpKind::kMoeRoute, moe_route_rule},
     {OpKind::kFlashAttn, flash_attn_rule},
     {OpKind::kSdpa, [](const Op& op) { return host_only(op.kind); }},
     {OpKind::kSetRows, [](const Op& op) { return ref_only(op.kind); }},
@@ -371,6 +388,8 @@ const Rule kRules[] = {
     {OpKind::kRopeSetRows, rope_set_rows_rule},
     {OpKind::kMulMatAdd, mul_mat_add_rule},
     {OpKind::kRmsNormMulMat, rms_norm_mul_mat_rule},
+    {OpKind::kRmsNormAddRmsNorm, device_fusion_rule},
+    {OpKind::kMoeSum, device_fusion_rule},
 };
 
 // --- Per-case overrides -----------------------------------------------------

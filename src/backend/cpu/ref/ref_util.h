@@ -58,6 +58,7 @@ Status unary(const Op& op, const KernelContext& ctx);         // unary.cc
 Status glu(const Op& op, const KernelContext& ctx);           // glu.cc
 Status top_k(const Op& op, const KernelContext& ctx);         // sort.cc
 Status argsort(const Op& op, const KernelContext& ctx);       // sort.cc
+Status moe_route(const Op& op, const KernelContext& ctx);     // moe_route.cc
 
 // Scalar activations in double (unary.cc), shared with glu.cc. gelu is the
 // tanh approximation; softplus follows ggml: x for x > 20, else log(1 + e^x).
