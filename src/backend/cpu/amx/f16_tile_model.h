@@ -18,9 +18,10 @@
 // (amx_bf16::dpbf16ps; each product is exact and the instruction symmetric
 // in its operands, so the kernel may take either as the A tile).
 //
-// Non-finite values: an infinite or NaN weight keeps its class in wh (a NaN
-// quieted) and wl = 0; an activation whose ah is infinite or NaN has
-// al = 0 (so inf * w stays inf instead of inf - inf).
+// Non-finite values: an infinite weight is wh = itself, wl = 0; a NaN
+// weight gives a NaN wl (x - wh), whatever wh is (its truncation may read
+// as infinite), so the output is NaN. An activation whose ah is infinite or
+// NaN has al = 0 (so inf * w stays inf instead of inf - inf).
 #pragma once
 
 #include <cstdint>
@@ -38,13 +39,11 @@ struct Split {
 
 // An F16 weight's exact BF16 parts.
 inline Split split_weight(uint16_t h) {
-  const uint32_t u = f32_bits(f16_to_f32(h));
-  if ((u & 0x7f800000u) == 0x7f800000u) {
-    return {static_cast<uint16_t>((u >> 16) | ((u & 0x7fffffu) != 0 ? 0x40u : 0u)), 0};
-  }
-  const float hi = bits_f32(u & 0xffff0000u);
+  const float f = f16_to_f32(h);
+  const uint32_t u = f32_bits(f);
+  if ((u & 0x7fffffffu) == 0x7f800000u) return {static_cast<uint16_t>(u >> 16), 0};
   return {static_cast<uint16_t>(u >> 16),
-          static_cast<uint16_t>(f32_bits(f16_to_f32(h) - hi) >> 16)};
+          static_cast<uint16_t>(f32_bits(f - bits_f32(u & 0xffff0000u)) >> 16)};
 }
 
 // An f32 activation's BF16 parts: ah by vcvtneps2bf16, al the rounded rest.

@@ -122,35 +122,27 @@ FOLIO_INLINE_BF16_AMX void act_split16(__m512 v, __m256i& hi, __m256i& lo) {
   lo = bf16_round16(_mm512_maskz_sub_ps(finite, v, _mm512_castsi512_ps(hi32)));
 }
 
-// The f32 values of 16 F16 weights -> their exact BF16 parts in the high
-// halves of h and l (amx_f16::split_weight).
-FOLIO_INLINE_BF16_AMX void weight_split16(__m512 f, __m512i& h, __m512i& l) {
-  const __m512i u = _mm512_castps_si512(f);
-  const __m512i exp = _mm512_set1_epi32(0x7f800000);
-  const __mmask16 finite = _mm512_cmpneq_epi32_mask(_mm512_and_si512(u, exp), exp);
-  const __mmask16 nan =
-      _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), exp);
-  h = _mm512_and_si512(u, _mm512_set1_epi32(static_cast<int>(0xffff0000u)));
-  l = _mm512_castps_si512(_mm512_maskz_sub_ps(finite, f, _mm512_castsi512_ps(h)));
-  h = _mm512_mask_or_epi32(h, nan, h, _mm512_set1_epi32(0x00400000));
-}
-
-// The high halves of 2 x 16 dwords as 32 words.
-FOLIO_INLINE_BF16_AMX __m512i high_words(__m512i a, __m512i b) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(_mm512_srli_epi32(a, 16))),
-                            _mm512_cvtepi32_epi16(_mm512_srli_epi32(b, 16)), 1);
-}
-
-// 32 F16 weights (the elements of mask m of p, zeros elsewhere) -> 32 wh
-// and 32 wl.
+// 32 F16 weights (the elements of mask m of p, zeros elsewhere) -> their
+// exact BF16 parts (amx_f16::split_weight): wh their f32 values truncated,
+// wl the rest (zero for infinities); both gathered from the high words of
+// the f32 lanes by one word permutation each.
 FOLIO_INLINE_BF16_AMX void weight_split32(const uint16_t* p, __mmask32 m, __m512i& hi,
                                           __m512i& lo) {
+  alignas(64) static constexpr uint16_t kHighWords[32] = {
+      1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+      33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+  const __m512i idx = _mm512_load_si512(kHighWords);
   const __m512i raw = _mm512_maskz_loadu_epi16(m, p);
-  __m512i h0, l0, h1, l1;
-  weight_split16(_mm512_cvtph_ps(_mm512_castsi512_si256(raw)), h0, l0);
-  weight_split16(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(raw, 1)), h1, l1);
-  hi = high_words(h0, h1);
-  lo = high_words(l0, l1);
+  const __m512 f0 = _mm512_cvtph_ps(_mm512_castsi512_si256(raw));
+  const __m512 f1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(raw, 1));
+  const __m512i top = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m512 h0 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f0), top));
+  const __m512 h1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f1), top));
+  const __mmask16 inf0 = _mm512_fpclass_ps_mask(f0, 0x18), inf1 = _mm512_fpclass_ps_mask(f1, 0x18);
+  const __m512 l0 = _mm512_maskz_sub_ps(static_cast<__mmask16>(~inf0), f0, h0);
+  const __m512 l1 = _mm512_maskz_sub_ps(static_cast<__mmask16>(~inf1), f1, h1);
+  hi = _mm512_permutex2var_epi16(_mm512_castps_si512(f0), idx, _mm512_castps_si512(f1));
+  lo = _mm512_permutex2var_epi16(_mm512_castps_si512(l0), idx, _mm512_castps_si512(l1));
 }
 
 FOLIO_INLINE_BF16_AMX __mmask32 first_n32(int64_t n) {
