@@ -18,10 +18,10 @@
 // (amx_bf16::dpbf16ps; each product is exact and the instruction symmetric
 // in its operands, so the kernel may take either as the A tile).
 //
-// Non-finite values: an infinite weight is wh = itself, wl = 0; a NaN
-// weight gives a NaN wl (x - wh), whatever wh is (its truncation may read
-// as infinite), so the output is NaN. An activation whose ah is infinite or
-// NaN has al = 0 (so inf * w stays inf instead of inf - inf).
+// Non-finite values: wl = w - wh is NaN for an infinite or NaN weight (wh:
+// the infinity, or the truncated NaN, which may read as infinite), so such
+// a weight gives NaN outputs, as inf * 0 would. An activation whose ah is
+// infinite or NaN has al = 0 (so inf * w stays inf instead of inf - inf).
 #pragma once
 
 #include <cstdint>
@@ -41,7 +41,6 @@ struct Split {
 inline Split split_weight(uint16_t h) {
   const float f = f16_to_f32(h);
   const uint32_t u = f32_bits(f);
-  if ((u & 0x7fffffffu) == 0x7f800000u) return {static_cast<uint16_t>(u >> 16), 0};
   return {static_cast<uint16_t>(u >> 16),
           static_cast<uint16_t>(f32_bits(f - bits_f32(u & 0xffff0000u)) >> 16)};
 }

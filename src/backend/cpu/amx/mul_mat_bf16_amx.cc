@@ -20,9 +20,10 @@
 // rows), never held split.
 //
 // Either way the output does not depend on M, the batch composition, the
-// blocking or the thread count, so this tier takes every mul_mat of these
-// weights, decode included: a sequence's logits do not depend on the batch
-// it is in.
+// blocking or the thread count, so the tier can take every mul_mat of these
+// weights, decode included, and a sequence's logits do not depend on the
+// batch it is in. register_amx.cc routes BF16 here; F16 stays on the
+// AVX-512 kernel, faster in decode (docs/DESIGN.md, the amx tier).
 //
 // A panel call (a thread's rows, all activation rows of a batch) with up to
 // 32 activation rows (decode, small batches, mul_mat_id's tiles) takes the
@@ -122,25 +123,30 @@ FOLIO_INLINE_BF16_AMX void act_split16(__m512 v, __m256i& hi, __m256i& lo) {
   lo = bf16_round16(_mm512_maskz_sub_ps(finite, v, _mm512_castsi512_ps(hi32)));
 }
 
-// 32 F16 weights (the elements of mask m of p, zeros elsewhere) -> their
-// exact BF16 parts (amx_f16::split_weight): wh their f32 values truncated,
-// wl the rest (zero for infinities); both gathered from the high words of
-// the f32 lanes by one word permutation each.
-FOLIO_INLINE_BF16_AMX void weight_split32(const uint16_t* p, __mmask32 m, __m512i& hi,
+// 32 F16 weights (the first n of p, zeros past them) -> their exact BF16
+// parts (amx_f16::split_weight): wh their f32 values truncated, wl the rest
+// (f - wh), both gathered from the high words of the f32 lanes by one word
+// permutation each. The fewest vector operations per weight: decode on the
+// tiles splits every weight on every call.
+FOLIO_INLINE_BF16_AMX void weight_split32(const uint16_t* p, int64_t n, __m512i& hi,
                                           __m512i& lo) {
   alignas(64) static constexpr uint16_t kHighWords[32] = {
       1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
       33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
   const __m512i idx = _mm512_load_si512(kHighWords);
-  const __m512i raw = _mm512_maskz_loadu_epi16(m, p);
-  const __m512 f0 = _mm512_cvtph_ps(_mm512_castsi512_si256(raw));
-  const __m512 f1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(raw, 1));
+  __m512 f0, f1;
+  if (n >= 32) {
+    f0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    f1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
+  } else {
+    const __m512i raw =
+        _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1u << std::max<int64_t>(n, 0)) - 1), p);
+    f0 = _mm512_cvtph_ps(_mm512_castsi512_si256(raw));
+    f1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(raw, 1));
+  }
   const __m512i top = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-  const __m512 h0 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f0), top));
-  const __m512 h1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f1), top));
-  const __mmask16 inf0 = _mm512_fpclass_ps_mask(f0, 0x18), inf1 = _mm512_fpclass_ps_mask(f1, 0x18);
-  const __m512 l0 = _mm512_maskz_sub_ps(static_cast<__mmask16>(~inf0), f0, h0);
-  const __m512 l1 = _mm512_maskz_sub_ps(static_cast<__mmask16>(~inf1), f1, h1);
+  const __m512 l0 = _mm512_sub_ps(f0, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f0), top)));
+  const __m512 l1 = _mm512_sub_ps(f1, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f1), top)));
   hi = _mm512_permutex2var_epi16(_mm512_castps_si512(f0), idx, _mm512_castps_si512(f1));
   lo = _mm512_permutex2var_epi16(_mm512_castps_si512(l0), idx, _mm512_castps_si512(l1));
 }
@@ -204,7 +210,7 @@ FOLIO_TARGET_AMX void bf16_repack_strip(const unsigned char* w, size_t ws, int r
           for (int p = 0; p < P; ++p) r[p][i] = _mm512_setzero_ps();
         } else if constexpr (F == WFmt::kF16) {
           __m512i hi, lo;
-          weight_split32(src, m, hi, lo);
+          weight_split32(src, k0 + kb - e, hi, lo);
           r[0][i] = _mm512_castsi512_ps(hi);
           r[P - 1][i] = _mm512_castsi512_ps(lo);
         } else {
@@ -462,7 +468,7 @@ FOLIO_TARGET_AMX void f16_split_rows(const unsigned char* w, size_t ws, int64_t 
       }
       const int64_t e = (s0 + j) * kStep;
       __m512i h, l;
-      weight_split32(reinterpret_cast<const uint16_t*>(w + row * ws) + e, first_n32(k - e), h, l);
+      weight_split32(reinterpret_cast<const uint16_t*>(w + row * ws) + e, k - e, h, l);
       _mm512_store_si512(hi, h);
       _mm512_store_si512(hi + kBTileBytes, l);
     }
