@@ -1,8 +1,8 @@
-// BF16 mul_mat / mul_mat_id problems for the AMX BF16 kernel
+// BF16 and F16 mul_mat / mul_mat_id problems for the AMX BF16 tile kernel
 // (amx/mul_mat_bf16_amx.cc), shared by amx_bf16_test.cc (the real tile
 // instructions) and amx_emulated_test.cc (the scalar tile model): every
-// output must be exactly amx_bf16::dot_model of its weight row and
-// activation row, in shapes that reach each edge of the kernel (K tails and
+// output must be exactly the model's dot (amx_bf16::dot_model, F16:
+// amx_f16::dot_model) of its weight row and activation row, in shapes that reach each edge of the kernel (K tails and
 // several K blocks, partial strips and groups, one activation row,
 // activation rows with padding, expert groups).
 #pragma once
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cpu/amx/bf16_tile_model.h"
+#include "backend/cpu/amx/f16_tile_model.h"
 #include "backend/cpu/kernel.h"
 #include "core/fp16.h"
 #include "core/status.h"
@@ -43,6 +44,20 @@ inline std::vector<uint16_t> bf16_weights(int64_t count, std::mt19937& rng) {
   return w;
 }
 
+// Uniform in (-1, 1) as F16 (wt F16) or BF16 bits.
+inline std::vector<uint16_t> weights(DType wt, int64_t count, std::mt19937& rng) {
+  if (wt == DType::BF16) return bf16_weights(count, rng);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<uint16_t> w(static_cast<size_t>(count));
+  for (uint16_t& v : w) v = f32_to_f16(u(rng));
+  return w;
+}
+
+// The model's output for weight row w (wt) and activation row x.
+inline float model_dot(DType wt, const uint16_t* w, const float* x, int64_t k) {
+  return wt == DType::F16 ? cpu::amx_f16::dot_model(w, x, k) : cpu::amx_bf16::dot_model(w, x, k);
+}
+
 inline std::vector<float> activations(int64_t count, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> x(static_cast<size_t>(count));
@@ -51,16 +66,16 @@ inline std::vector<float> activations(int64_t count, std::mt19937& rng) {
 }
 
 // mul_mat through `run` on every shape, each output against the model.
-inline void expect_mul_mat_is_model(KernelRun run) {
+inline void expect_mul_mat_is_model(KernelRun run, DType wt = DType::BF16) {
   std::mt19937 rng(41);
   for (const Shape& s : kShapes) {
-    const std::vector<uint16_t> w = bf16_weights(s.k * s.n, rng);
+    const std::vector<uint16_t> w = weights(wt, s.k * s.n, rng);
     const int64_t row = s.k + s.x_pad;
     const std::vector<float> x = activations(row * s.m, rng);
     std::vector<float> y(static_cast<size_t>(s.n * s.m), -7.0f);
     Op op;
     op.kind = OpKind::kMulMat;
-    op.src[0] = TensorView::contiguous(const_cast<uint16_t*>(w.data()), DType::BF16, {s.k, s.n});
+    op.src[0] = TensorView::contiguous(const_cast<uint16_t*>(w.data()), wt, {s.k, s.n});
     op.src[1] = TensorView::contiguous(const_cast<float*>(x.data()), DType::F32, {s.k, s.m});
     op.src[1].nb[1] = static_cast<size_t>(row) * 4;
     op.src[1].nb[2] = op.src[1].nb[3] = op.src[1].nb[1] * static_cast<size_t>(s.m);
@@ -69,7 +84,7 @@ inline void expect_mul_mat_is_model(KernelRun run) {
     int64_t bad = 0;
     for (int64_t c = 0; c < s.m; ++c) {
       for (int64_t r = 0; r < s.n; ++r) {
-        const float want = cpu::amx_bf16::dot_model(w.data() + r * s.k, x.data() + c * row, s.k);
+        const float want = model_dot(wt, w.data() + r * s.k, x.data() + c * row, s.k);
         const float got = y[static_cast<size_t>(c * s.n + r)];
         if (std::memcmp(&want, &got, 4) != 0 && bad++ < 3) {
           ADD_FAILURE() << "K=" << s.k << " N=" << s.n << " M=" << s.m << " out(" << r << ", " << c
@@ -82,10 +97,10 @@ inline void expect_mul_mat_is_model(KernelRun run) {
 }
 
 // mul_mat_id: 6 experts, 3 used by each of 40 tokens, against the model.
-inline void expect_mul_mat_id_is_model(KernelRun run) {
+inline void expect_mul_mat_id_is_model(KernelRun run, DType wt = DType::BF16) {
   std::mt19937 rng(43);
   const int64_t k = 200, n = 37, n_exp = 6, n_used = 3, n_tok = 40;
-  const std::vector<uint16_t> w = bf16_weights(k * n * n_exp, rng);
+  const std::vector<uint16_t> w = weights(wt, k * n * n_exp, rng);
   const std::vector<float> x = activations(k * n_tok, rng);
   std::vector<int32_t> ids(static_cast<size_t>(n_used * n_tok)), all(static_cast<size_t>(n_exp));
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -96,7 +111,7 @@ inline void expect_mul_mat_id_is_model(KernelRun run) {
   std::vector<float> y(static_cast<size_t>(n * n_used * n_tok), -7.0f);
   Op op;
   op.kind = OpKind::kMulMatId;
-  op.src[0] = TensorView::contiguous(const_cast<uint16_t*>(w.data()), DType::BF16, {k, n, n_exp});
+  op.src[0] = TensorView::contiguous(const_cast<uint16_t*>(w.data()), wt, {k, n, n_exp});
   op.src[1] = TensorView::contiguous(const_cast<float*>(x.data()), DType::F32, {k, 1, n_tok});
   op.src[2] = TensorView::contiguous(ids.data(), DType::I32, {n_used, n_tok});
   op.dst = TensorView::contiguous(y.data(), DType::F32, {n, n_used, n_tok});
@@ -106,8 +121,7 @@ inline void expect_mul_mat_id_is_model(KernelRun run) {
     for (int64_t u = 0; u < n_used; ++u) {
       const int64_t e = ids[static_cast<size_t>(t * n_used + u)];
       for (int64_t r = 0; r < n; ++r) {
-        const float want =
-            cpu::amx_bf16::dot_model(w.data() + (e * n + r) * k, x.data() + t * k, k);
+        const float want = model_dot(wt, w.data() + (e * n + r) * k, x.data() + t * k, k);
         const float got = y[static_cast<size_t>((t * n_used + u) * n + r)];
         bad += std::memcmp(&want, &got, 4) != 0;
       }

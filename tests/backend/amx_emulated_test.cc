@@ -39,6 +39,9 @@ Status mul_mat_id_packed_amx_min_rows_emulated(const Op& op, const KernelContext
 // ... and mul_mat_bf16_amx / mul_mat_id_bf16_amx (amx/mul_mat_bf16_amx.cc).
 Status mul_mat_bf16_amx_emulated(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_bf16_amx_emulated(const Op& op, const KernelContext& ctx);
+// ... and mul_mat_f16_amx / mul_mat_id_f16_amx (the same file).
+Status mul_mat_f16_amx_emulated(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_f16_amx_emulated(const Op& op, const KernelContext& ctx);
 }  // namespace folio::cpu
 
 namespace folio {
@@ -205,6 +208,23 @@ TEST(AmxEmulated, Bf16MulMatIdIsTheModel) {
   if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
   const int64_t products_before = tile_products.load();
   amx_bf16_cases::expect_mul_mat_id_is_model(&cpu::mul_mat_id_bf16_amx_emulated);
+  EXPECT_GT(tile_products.load(), products_before) << "no tile product ran";
+}
+
+// The F16 weights on the same tiles: every output is amx_f16::dot_model
+// (three tile products per step), as amx_bf16_test.cc checks on the real
+// instructions.
+TEST(AmxEmulated, F16MulMatIsTheModel) {
+  if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
+  const int64_t products_before = tile_products.load();
+  amx_bf16_cases::expect_mul_mat_is_model(&cpu::mul_mat_f16_amx_emulated, DType::F16);
+  EXPECT_GT(tile_products.load(), products_before) << "no tile product ran";
+}
+
+TEST(AmxEmulated, F16MulMatIdIsTheModel) {
+  if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
+  const int64_t products_before = tile_products.load();
+  amx_bf16_cases::expect_mul_mat_id_is_model(&cpu::mul_mat_id_f16_amx_emulated, DType::F16);
   EXPECT_GT(tile_products.load(), products_before) << "no tile product ran";
 }
 

@@ -12,4 +12,9 @@ namespace folio::cpu {
 Status mul_mat_bf16_amx(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_bf16_amx(const Op& op, const KernelContext& ctx);
 
+// The same file: F16 weights split into BF16 parts, three TDPBF16PS
+// products per step; each output is amx/f16_tile_model.h's dot_model.
+Status mul_mat_f16_amx(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_f16_amx(const Op& op, const KernelContext& ctx);
+
 }  // namespace folio::cpu
