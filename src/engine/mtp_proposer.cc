@@ -1,6 +1,7 @@
 #include "engine/mtp_proposer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "cache/kv_cache.h"
 #include "core/log.h"
@@ -9,8 +10,9 @@
 
 namespace folio {
 
-MtpProposer::MtpProposer(const MtpRef& mtp)
+MtpProposer::MtpProposer(const MtpRef& mtp, float p_min)
     : m_(mtp),
+      p_min_(p_min),
       n_embd_(mtp.head->n_embd()),
       n_vocab_(static_cast<int32_t>(mtp.head->n_vocab())) {}
 
@@ -65,10 +67,16 @@ bool MtpProposer::sync(Seq& s, std::span<const int32_t> tokens) {
   return true;
 }
 
-int32_t MtpProposer::greedy(const float* row) const {
+int32_t MtpProposer::greedy(const float* row, float* prob) const {
   int32_t best = 0;
   for (int32_t v = 1; v < n_vocab_; ++v) {
     if (row[v] > row[best]) best = v;
+  }
+  *prob = 1.0f;
+  if (p_min_ > 0.0f) {
+    double sum = 0.0;
+    for (int32_t v = 0; v < n_vocab_; ++v) sum += std::exp(static_cast<double>(row[v] - row[best]));
+    *prob = static_cast<float>(1.0 / sum);
   }
   return best;
 }
@@ -160,10 +168,13 @@ Status MtpProposer::catch_up(std::span<const DraftRequest> requests,
       // The target's states before L are consumed; the one at L pairs with
       // the token after it at the next step.
       m_.hidden->drop_before(w.target, w.last);
-      out[w.out].push_back(greedy(r->logits.row<const float>(row)));
+      float p = 1.0f;
+      const int32_t id = greedy(r->logits.row<const float>(row), &p);
       const float* g = r->hidden.row<const float>(row);
-      w.state.assign(g, g + n_embd_);
       ++row;
+      if (p < p_min_) continue;
+      out[w.out].push_back(id);
+      w.state.assign(g, g + n_embd_);
     }
   }
   return Status();
@@ -193,7 +204,10 @@ void MtpProposer::chain(std::span<std::vector<int32_t>> out) {
     for (size_t j = 0; j < active.size(); ++j) {
       Work& w = work_[active[j]];
       std::vector<int32_t>& o = out[w.out];
-      o.push_back(greedy(r->logits.row<const float>(static_cast<int64_t>(j))));
+      float p = 1.0f;
+      const int32_t id = greedy(r->logits.row<const float>(static_cast<int64_t>(j)), &p);
+      if (p < p_min_) continue;
+      o.push_back(id);
       const float* g = r->hidden.row<const float>(static_cast<int64_t>(j));
       w.state.assign(g, g + n_embd_);
       if (static_cast<int>(o.size()) < w.max_draft) still.push_back(active[j]);

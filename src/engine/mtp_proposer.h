@@ -14,7 +14,9 @@
 //      (greedy: argmax, the first of equal logits);
 //   2. chaining: draft i at position L + i, paired with the head's own
 //      state at L + i - 1, gives draft i + 1: one forward per draft
-//      position for all sequences, until each has max_draft tokens. The
+//      position for all sequences, until each has max_draft tokens or its
+//      draft's top probability falls below p_min (--draft-p-min; that token
+//      is not proposed, as llama.cpp's MTP drafting). The
 //      chained positions then leave the head's cache again (truncated to
 //      L + 1), so it never holds an unverified position between steps.
 // Nothing is kept per proposal, so accept() has nothing to roll back: the
@@ -44,7 +46,7 @@ namespace folio {
 class MtpProposer final : public DraftProposer {
  public:
   // `mtp`: every pointer non-null (borrowed); its cache holds no sequence.
-  explicit MtpProposer(const MtpRef& mtp);
+  MtpProposer(const MtpRef& mtp, float p_min);
   ~MtpProposer() override;  // removes every head sequence it holds
   MtpProposer(const MtpProposer&) = delete;
   MtpProposer& operator=(const MtpProposer&) = delete;
@@ -82,9 +84,11 @@ class MtpProposer final : public DraftProposer {
   void push_target_state(const Work& w, int64_t pos);
   Status catch_up(std::span<const DraftRequest> requests, std::span<std::vector<int32_t>> out);
   void chain(std::span<std::vector<int32_t>> out);
-  int32_t greedy(const float* row) const;
+  // Argmax of a logits row; its probability when p_min_ > 0 (else 1).
+  int32_t greedy(const float* row, float* prob) const;
 
   MtpRef m_;
+  float p_min_;
   int64_t n_embd_;
   int32_t n_vocab_;
   std::unordered_map<uint64_t, Seq> seqs_;

@@ -75,7 +75,7 @@ Result<std::unique_ptr<DraftProposer>> make_proposer(const SpeculativeOptions& o
         return invalid_argument("speculative decoding with MTP needs the model's MTP head");
       if (m.max_batch_tokens < 1)
         return invalid_argument("MTP: max_batch_tokens must be >= 1, got {}", m.max_batch_tokens);
-      return std::unique_ptr<DraftProposer>(std::make_unique<MtpProposer>(m));
+      return std::unique_ptr<DraftProposer>(std::make_unique<MtpProposer>(m, options.draft_p_min));
     }
   }
   return std::unique_ptr<DraftProposer>();

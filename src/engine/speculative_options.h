@@ -77,8 +77,9 @@ struct SpeculativeOptions {
   // accepted (an exponential average over its verifications) falls below
   // this (--spec-min-accept; 0: never pauses); SpeculationTracker.
   double min_accept = 0.2;
-  // Draft model: a proposal stops before a token the draft gives a
-  // probability below this (--draft-p-min; 0: never; llama.cpp's default).
+  // Draft model and MTP head: a proposal stops before a token the drafter
+  // gives a probability below this (--draft-p-min; 0: never; llama.cpp's
+  // default).
   float draft_p_min = 0.0f;
   DraftModelRef draft;  // kDraft: required
   MtpRef mtp;           // kMtp: required

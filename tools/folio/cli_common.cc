@@ -170,8 +170,8 @@ void add_spec_flags(CLI::App* cmd, SpecFlags* f) {
       ->check(at_least(-1))
       ->capture_default_str();
   cmd->add_option("--spec-draft-p-min,--draft-p-min", o.draft_p_min,
-                  "draft model: a proposal stops before a token the draft gives a probability "
-                  "below this")
+                  "draft model, MTP head: a proposal stops before a token the drafter gives a "
+                  "probability below this")
       ->check(number_check([](double v) { return v >= 0 && v <= 1; }, "in [0, 1]"))
       ->capture_default_str();
   cmd->add_option("--spec-ngram-n-min", o.ngram_min, "shortest n-gram looked up")
