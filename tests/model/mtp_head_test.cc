@@ -7,7 +7,8 @@
 // float64 NumPy head for both; fed in one forward or in two (its K/V cache
 // carries the first positions), with a paged or a contiguous cache. The
 // blocks load only when asked: a file without them, or a load that does
-// not ask, places exactly the tensors it placed before. A forward keeping
+// not ask, places exactly the tensors it placed before. On the Vulkan
+// device the head matches the NumPy one too. A forward keeping
 // the final hidden states computes the same logits as one that does not.
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@
 #include "model/model.h"
 #include "model/mtp_head.h"
 #include "test_util.h"
+#include "vulkan_test_device.h"
 
 namespace folio::model {
 namespace mtp_head_test {
@@ -58,8 +60,8 @@ class MtpHeadTest : public ::testing::TestWithParam<std::string> {};
 // `n - split` positions; returns logits and states, [n][...] row-major.
 void run_head(const MtpHead& head, cache::KvCache& cache, const std::vector<int32_t>& tokens,
               const NpyF32& hidden, int64_t split, std::vector<float>* logits,
-              std::vector<float>* states) {
-  auto ctx = ForwardContext::cpu(2);
+              std::vector<float>* states, Backend* device = nullptr) {
+  auto ctx = ForwardContext::with_device(device, 2);
   const int64_t n = static_cast<int64_t>(tokens.size()), e = head.n_embd();
   for (const auto& [from, to] : {std::pair<int64_t, int64_t>{0, split}, {split, n}}) {
     if (from == to) continue;
@@ -122,6 +124,34 @@ TEST_P(MtpHeadTest, LogitsMatchReferences) {
     }
   }
   EXPECT_GT(n_refs, 0);
+}
+
+// The same on the Vulkan device (every tensor offloaded, the head's K/V in
+// host memory as `--spec mtp` keeps it), against the NumPy head.
+TEST_P(MtpHeadTest, LogitsOnVulkanMatchReferences) {
+  FOLIO_VULKAN_OR_SKIP(device);
+  const std::string name = GetParam();
+  LoadOptions lo;
+  lo.load_mtp = true;
+  lo.offload_type = &device->default_buffer_type();
+  lo.offload_layers = -1;
+  auto m = Model::load(kRef + name + "-f32.gguf", lo);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  auto head = MtpHead::create(**m);
+  ASSERT_TRUE(head.ok()) << head.status().to_string();
+  auto tokens = read_ids(kRef + name + ".mtp.tokens.txt");
+  auto hidden = read_npy(kRef + name + ".mtp.hidden.npy");
+  auto want = read_npy(kRef + name + ".mtp.logits.npy");
+  ASSERT_TRUE(tokens.ok() && hidden.ok() && want.ok());
+  const int64_t n = static_cast<int64_t>(tokens->size()), v = (*head)->n_vocab();
+  auto cache = head_cache(**head, cache::KvStorage::kPaged);
+  ASSERT_NE(cache, nullptr);
+  std::vector<float> logits, states;
+  run_head(**head, *cache, *tokens, *hidden, 2, &logits, &states, device);
+  ASSERT_EQ(static_cast<int64_t>(logits.size()), n * v);
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_LT(max_abs_diff(logits.data() + i * v, want->row(i), v), 1e-3f) << name << ", row " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, MtpHeadTest, ::testing::Values("tiny-qwen35-mtp", "tiny-glm4moe"),
