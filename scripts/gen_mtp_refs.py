@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes tiny-qwen35-mtp-f32.gguf and MTP-head reference vectors.
+"""Writes tiny-qwen35-mtp-f32.gguf, tiny-qwen35moe-mtp-f32.gguf and MTP-head
+reference vectors.
 
 tiny-qwen35-mtp: a qwen35 model (2 main layers: a gated DeltaNet layer and
 a full-attention layer, full_attention_interval 2) plus one MTP block
@@ -9,8 +10,10 @@ shared_head_head (its own LM head; no nextn.embed_tokens, so token_embd is
 used). Shapes otherwise as tests/data's tiny-qwen35 (n_embd 128, 4 heads /
 2 KV heads of 64, rope over 16 dims, sections [3, 3, 2, 0], n_ff 256),
 weights as gen_hybrid_refs.py draws them, tokenizer copied from tiny-llama.
+tiny-qwen35moe-mtp: the same with qwen35moe's FFN in every layer, the MTP
+block's included (4 experts, top 2, width 32; a gated shared expert of 64).
 
-For it and for tiny-glm4moe (gen_model_refs.py; its MTP block blk.3 has no
+For them and for tiny-glm4moe (gen_model_refs.py; its MTP block blk.3 has no
 shared_head_head: the model's output is used), one fixed input of the MTP
 head alone: tokens MTP_TOKENS at positions 0..5 and hidden rows drawn from
 N(0, 1) (seed 77), every row an output. Written per model M:
@@ -24,8 +27,8 @@ linked against llama.cpp 3f545be's libllama.so: it loads the model with
 load_mtp, makes an LLAMA_CONTEXT_TYPE_MTP context and decodes the tokens
 with the hidden rows as batch.embd; see tests/model/refdata/README.md),
   M.mtp.llama_logits.npy, M.mtp.llama_hidden_out.npy  llama.cpp's values
-for the models llama.cpp runs MTP heads of (qwen35 here; its glm4moe graph
-has none).
+for the models llama.cpp runs MTP heads of (qwen35, qwen35moe here; its
+glm4moe graph has none).
 
 The NumPy head (mtp_reference):
   x = eh_proj [rms_norm(embd[t]) * enorm ; rms_norm(h) * hnorm]
@@ -35,7 +38,9 @@ The NumPy head (mtp_reference):
 with the family's attention (qwen35: per head [query, gate] from attn_q,
 q/k RMS norms, neox rope on the first rope.dimension_count dims, output
 times sigmoid(gate); glm4moe: q/k/v biases, q/k norms, partial neox rope)
-and FFN (qwen35: SwiGLU; glm4moe: the routed layer of gen_model_refs.py).
+and FFN (qwen35: SwiGLU; qwen35moe: softmax router, top 2 renormalised,
+plus the shared expert times sigmoid(ffn_gate_inp_shexp . x); glm4moe: the
+routed layer of gen_model_refs.py).
 
 Usage (from the repository root):
   .venv/bin/python scripts/gen_mtp_refs.py [--llama-mtp PROGRAM]
@@ -62,6 +67,11 @@ SPEC = dict(name="tiny-qwen35-mtp", arch="qwen35", seed=3577, n_layer=2, n_nextn
             n_head=4, n_head_kv=2, head_dim=64, n_rot=16, sections=[3, 3, 2, 0],
             rope_base=10000000.0, eps=1e-6, attn_interval=2, conv=4, state=32, groups=2,
             v_heads=4, n_ff=256)
+# qwen35moe: the same layers with 4 routed experts (top 2, width 32, softmax
+# router, weights renormalised) and a sigmoid-gated shared expert (width 64)
+# in every layer, the MTP block's included.
+SPEC_MOE = dict(SPEC, name="tiny-qwen35moe-mtp", arch="qwen35moe", seed=3578, n_ff=64,
+                n_expert=4, n_expert_used=2, n_ff_exp=32, n_ff_shexp=64)
 
 
 def make_tensors(spec: dict) -> dict[str, np.ndarray]:
@@ -101,9 +111,20 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
             t[p + "attn_output.weight"] = lin(E, H * D) * 0.7
             t[p + "attn_q_norm.weight"] = norm(D)
             t[p + "attn_k_norm.weight"] = norm(D)
-        t[p + "ffn_gate.weight"] = lin(F, E)
-        t[p + "ffn_up.weight"] = lin(F, E)
-        t[p + "ffn_down.weight"] = lin(E, F)
+        if "n_expert" in spec:
+            X, FX, FS = spec["n_expert"], spec["n_ff_exp"], spec["n_ff_shexp"]
+            t[p + "ffn_gate_inp.weight"] = 2.0 * lin(X, E)
+            t[p + "ffn_gate_exps.weight"] = rng.standard_normal((X, FX, E)) / math.sqrt(E)
+            t[p + "ffn_up_exps.weight"] = rng.standard_normal((X, FX, E)) / math.sqrt(E)
+            t[p + "ffn_down_exps.weight"] = rng.standard_normal((X, E, FX)) / math.sqrt(FX)
+            t[p + "ffn_gate_inp_shexp.weight"] = lin(1, E)[0]
+            t[p + "ffn_gate_shexp.weight"] = lin(FS, E)
+            t[p + "ffn_up_shexp.weight"] = lin(FS, E)
+            t[p + "ffn_down_shexp.weight"] = lin(E, FS)
+        else:
+            t[p + "ffn_gate.weight"] = lin(F, E)
+            t[p + "ffn_up.weight"] = lin(F, E)
+            t[p + "ffn_down.weight"] = lin(E, F)
         if i >= spec["n_layer"]:
             t[p + "nextn.eh_proj.weight"] = lin(E, 2 * E)
             t[p + "nextn.enorm.weight"] = norm(E)
@@ -137,6 +158,11 @@ def write_model(spec: dict, path: Path) -> None:
     w.add_uint32(f"{a}.full_attention_interval", spec["attn_interval"])
     w.add_array(f"{a}.rope.dimension_sections", spec["sections"])
     w.add_uint32(f"{a}.nextn_predict_layers", spec["n_nextn"])
+    if "n_expert" in spec:
+        w.add_uint32(f"{a}.expert_count", spec["n_expert"])
+        w.add_uint32(f"{a}.expert_used_count", spec["n_expert_used"])
+        w.add_uint32(f"{a}.expert_feed_forward_length", spec["n_ff_exp"])
+        w.add_uint32(f"{a}.expert_shared_feed_forward_length", spec["n_ff_shexp"])
     g.finish_file(w, make_tensors(spec))
 
 
@@ -208,7 +234,24 @@ def mtp_reference(t: dict, kv: dict, tokens: list[int], hid: np.ndarray):
     def swiglu(a, b):
         return a / (1.0 + np.exp(-a)) * b
 
-    if p + "ffn_gate_inp.weight" in t:  # glm4moe's routed layer (gen_model_refs.py)
+    if p + "ffn_gate_inp.weight" in t and qwen:  # qwen35moe: softmax router, renormalised
+        logit = h @ t[p + "ffn_gate_inp.weight"].T
+        prob = np.exp(logit - logit.max(axis=1, keepdims=True))
+        prob /= prob.sum(axis=1, keepdims=True)
+        order = np.argsort(-prob, axis=1)
+        f = np.zeros_like(x)
+        for r in range(n):
+            sel = order[r, :kv["n_expert_used"]]
+            wts = prob[r, sel] / prob[r, sel].sum()
+            for ex, wgt in zip(sel, wts):
+                a = t[p + "ffn_gate_exps.weight"][ex] @ h[r]
+                b = t[p + "ffn_up_exps.weight"][ex] @ h[r]
+                f[r] += wgt * (t[p + "ffn_down_exps.weight"][ex] @ swiglu(a, b))
+        shared = swiglu(h @ t[p + "ffn_gate_shexp.weight"].T,
+                        h @ t[p + "ffn_up_shexp.weight"].T) @ t[p + "ffn_down_shexp.weight"].T
+        gate_s = 1.0 / (1.0 + np.exp(-(h @ t[p + "ffn_gate_inp_shexp.weight"])))
+        f += shared * gate_s[:, None]
+    elif p + "ffn_gate_inp.weight" in t:  # glm4moe's routed layer (gen_model_refs.py)
         prob = 1.0 / (1.0 + np.exp(-(h @ t[p + "ffn_gate_inp.weight"].T)))
         order = np.argsort(-(prob + t[p + "exp_probs_b.bias"]), axis=1)
         f = np.zeros_like(x)
@@ -261,10 +304,11 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llama-mtp", help="the llama.cpp MTP program (outside the repository)")
     args = ap.parse_args()
-    path = OUT / f"{SPEC['name']}-f32.gguf"
-    write_model(SPEC, path)
-    print(f"{path.name}: {path.stat().st_size} bytes")
-    for name in (SPEC["name"], "tiny-glm4moe"):
+    for spec in (SPEC, SPEC_MOE):
+        path = OUT / f"{spec['name']}-f32.gguf"
+        write_model(spec, path)
+        print(f"{path.name}: {path.stat().st_size} bytes")
+    for name in (SPEC["name"], SPEC_MOE["name"], "tiny-glm4moe"):
         write_refs(name, args.llama_mtp)
     return 0
 

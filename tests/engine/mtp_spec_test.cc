@@ -1,7 +1,8 @@
 // Speculative decoding with the target's own MTP head (MtpProposer,
 // --spec mtp) on tiny random-weight files carrying one MTP block: a qwen35
 // hybrid (gated DeltaNet + attention; its block full attention with its own
-// LM head) and a glm4moe MoE (its block routed, the model's LM head).
+// LM head), the same as qwen35moe (routed experts + shared expert) and a
+// glm4moe MoE (its block routed, the model's LM head).
 // Greedy output equals a Generator run without speculation (and without
 // the hidden-state sink) token for token: in the Scheduler, 8 sequences
 // together and one at a time, and in the Generator with a paged and with a
@@ -361,10 +362,11 @@ TEST_P(MtpSpecTest, DraftsAreTheHeadsOwnGuesses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, MtpSpecTest,
-                         ::testing::Values("tiny-qwen35-mtp-f32.gguf", "tiny-glm4moe-f32.gguf"),
+                         ::testing::Values("tiny-qwen35-mtp-f32.gguf",
+                                           "tiny-qwen35moe-mtp-f32.gguf", "tiny-glm4moe-f32.gguf"),
                          [](const ::testing::TestParamInfo<std::string>& i) {
-                           return i.param.find("glm") != std::string::npos ? std::string("glm4moe")
-                                                                            : std::string("qwen35");
+                           std::string n = i.param.substr(5);  // past "tiny-"
+                           return n.substr(0, n.find('-'));
                          });
 
 // --spec mtp where there is no head: errors that say why.

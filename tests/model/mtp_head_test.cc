@@ -1,10 +1,11 @@
 // MTP heads (model/mtp_head.h) on the tiny files carrying one MTP block:
 // tiny-qwen35-mtp (its block full attention + dense FFN, its own
-// shared_head_head) and tiny-glm4moe (its block routed, the model's output
-// head). The head's logits and output state for fixed tokens and hidden
-// rows match references made outside folio (scripts/gen_mtp_refs.py):
-// llama.cpp's MTP graph for qwen35 (llama.cpp runs no glm4moe head) and a
-// float64 NumPy head for both; fed in one forward or in two (its K/V cache
+// shared_head_head), tiny-qwen35moe-mtp (routed experts + gated shared
+// expert) and tiny-glm4moe (its block routed, the model's output head).
+// The head's logits and output state for fixed tokens and hidden rows
+// match references made outside folio (scripts/gen_mtp_refs.py):
+// llama.cpp's MTP graph for the qwen35 files (llama.cpp runs no glm4moe
+// head) and a float64 NumPy head for all; fed in one forward or in two (its K/V cache
 // carries the first positions), with a paged or a contiguous cache. The
 // blocks load only when asked: a file without them, or a load that does
 // not ask, places exactly the tensors it placed before. On the Vulkan
@@ -154,10 +155,11 @@ TEST_P(MtpHeadTest, LogitsOnVulkanMatchReferences) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, MtpHeadTest, ::testing::Values("tiny-qwen35-mtp", "tiny-glm4moe"),
+INSTANTIATE_TEST_SUITE_P(Files, MtpHeadTest,
+                         ::testing::Values("tiny-qwen35-mtp", "tiny-qwen35moe-mtp", "tiny-glm4moe"),
                          [](const ::testing::TestParamInfo<std::string>& i) {
-                           return i.param.find("glm") != std::string::npos ? std::string("glm4moe")
-                                                                            : std::string("qwen35");
+                           std::string n = i.param.substr(5);  // past "tiny-"
+                           return n.substr(0, n.find('-'));
                          });
 
 std::set<std::string> placed(const Model& m) {
