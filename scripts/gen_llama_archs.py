@@ -31,7 +31,9 @@ For every architecture folio runs, this script
   4. writes tests/model/refdata/llama-archs/NAME.gguf beside
      NAME.prompt_tokens.txt, NAME.gen_tokens.txt, NAME.prefill.npy and
      NAME.decode.npy (the format of tests/model/refdata's other cases, read by
-     tests/model/llamacpp_parity.cc), NAME = ARCH-dense or ARCH-moe.
+     tests/model/llamacpp_parity.cc), NAME = ARCH-dense or ARCH-moe, and
+     for the architectures in VARIANTS also a copy with more tensors
+     dropped (falcon-h1-dense-no-ssm-norm: an optional tensor absent).
 
 Architectures test-llama-archs writes no file for are reported and skipped
 (gemma3: llama_model_saver_supports_arch is false; gemma4: "ISWA KV cache
@@ -67,7 +69,7 @@ FOLIO_ARCHS = [
     "phi3", "mistral3", "glm4moe", "lfm2", "lfm2moe", "nemotron_h",
     "nemotron_h_moe", "gemma2", "smollm3", "qwen2moe", "seed_oss", "exaone4",
     "deepseek2", "hunyuan-dense", "ernie4_5", "ernie4_5-moe", "qwen3vl",
-    "minimax-m2",
+    "minimax-m2", "falcon-h1",
 ]
 # Architectures whose files get the driver's --gain (weights lifted from the
 # saver's std 0.01 to working magnitudes: at 0.01 the logits are ~0.01 and
@@ -94,6 +96,9 @@ AMPLIFIED = {
     "qwen3vl": ["--set-i32s", "qwen3vl.rope.dimension_sections", "8,8,8,8"],
     # partial rope as in the real model (64 of 128 dims; the saver ropes all)
     "minimax-m2": ["--set-u32", "minimax-m2.rope.dimension_count", "64"],
+    # Mamba-2 beside attention in every layer: at the saver's magnitudes
+    # (logits ~0.008) the attention's share of the sum hardly shows
+    "falcon-h1": [],
 }
 # Files kept in F32: llama.cpp's CPU mul_mat_id rounds the activations to F16
 # for F16 expert weights (ggml's vec_dot_type) and folio keeps them F32, which
@@ -103,7 +108,16 @@ AMPLIFIED = {
 # (every product, the per-head k_b / v_b ones included) moves its logits by
 # ~0.25% of the largest at working magnitudes; with F32 folio matches it
 # within 2e-5.
-F32_ARCHS = {"qwen2moe", "deepseek2", "ernie4_5-moe", "minimax-m2"}
+# falcon-h1 too: its Mamba-2 scan carries the F16-rounded activations of
+# ssm_in through every later token, 8e-4 of a largest logit of 5.5 (in F32
+# folio matches within 5e-6).
+F32_ARCHS = {"qwen2moe", "deepseek2", "ernie4_5-moe", "minimax-m2", "falcon-h1"}
+# Extra files cut from a written one: (suffix of the new NAME, tensors also
+# dropped). falcon-h1's ssm_norm is optional (llama.cpp then skips the
+# Mamba-2 mixer's grouped norm); the saver always writes it.
+VARIANTS = {
+    "falcon-h1": [("-no-ssm-norm", ["ssm_norm.weight"])],
+}
 SEED = 42
 PROMPT_LEN = 20
 GEN_LEN = 12
@@ -174,14 +188,16 @@ def main() -> None:
             if not written:
                 skipped.append(arch)
                 continue
-            for gguf in written:
-                name = gguf.stem  # ARCH-dense / ARCH-moe
+            cuts = [(gguf, gguf.stem, []) for gguf in written]  # ARCH-dense / ARCH-moe
+            cuts += [(gguf, gguf.stem + suffix, more) for gguf in written
+                     for suffix, more in VARIANTS.get(arch, [])]
+            for gguf, name, more in cuts:
                 prefix = work / name
                 stripped = work / f"{name}.gguf"
                 mode = "--strip" if args.f32 or arch in F32_ARCHS else "--strip-f16"
                 extra = ["--gain"] + AMPLIFIED[arch] if arch in AMPLIFIED else []
-                subprocess.run([str(driver), mode, str(gguf), str(stripped)] + extra + STRIPPED,
-                               check=True)
+                subprocess.run([str(driver), mode, str(gguf), str(stripped)] + extra + STRIPPED
+                               + more, check=True)
                 gguf = stripped
                 r = subprocess.run([str(driver), str(gguf), str(GEN_LEN), str(prefix)]
                                    + [str(t) for t in prompt],

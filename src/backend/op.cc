@@ -24,6 +24,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kGlu: return "glu";
     case OpKind::kTopK: return "top_k";
     case OpKind::kArgsort: return "argsort";
+    case OpKind::kMoeRoute: return "moe_route";
     case OpKind::kFlashAttn: return "flash_attn";
     case OpKind::kSdpa: return "sdpa";
     case OpKind::kSsmConv: return "ssm_conv";
@@ -38,6 +39,8 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kRopeSetRows: return "rope_set_rows";
     case OpKind::kMulMatAdd: return "mul_mat_add";
     case OpKind::kRmsNormMulMat: return "rms_norm_mul_mat";
+    case OpKind::kRmsNormAddRmsNorm: return "rms_norm_add_rms_norm";
+    case OpKind::kMoeSum: return "moe_sum";
     case OpKind::kCount: break;
   }
   return "?";
@@ -130,7 +133,31 @@ struct Checker {
     return traits(t.dtype).supported ||
            fail(fmt::format("{} has unsupported type {}", what, dtype_name(t.dtype)));
   }
+  // swiglu_oai's clamp and shift are finite numbers (the other kinds have none).
+  bool glu_params(const GluParams& p) {
+    return p.kind != GluKind::kSwiGluOai ||
+           (std::isfinite(p.alpha) && p.limit >= 0.0f && std::isfinite(p.limit)) ||
+           fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
+  }
 };
+
+// The fused products of a 2-D weight [K, N] and a 2-D F32 input [K, M] into
+// a 2-D F32 dst [N / w_rows_per_col, M] (kMulMatGlu: 2, the gate and up
+// rows): `extra`, when named, is src[2], an F32 operand the fusion adds
+// (the residual, the norm weight), whose own shape the caller checks.
+bool check_fused_mul_mat(Checker& c, const Op& op, const char* extra, int64_t w_rows_per_col,
+                         const char* n_what) {
+  const TensorView& w = op.src[0];
+  const TensorView& x = op.src[1];
+  const TensorView& d = op.dst;
+  return c.has(w, "weight") && c.has(x, "input") && (extra == nullptr || c.has(op.src[2], extra)) &&
+         c.weight_type(w, "weight") && c.type(x, DType::F32, "input") &&
+         (extra == nullptr || c.type(op.src[2], DType::F32, extra)) &&
+         c.type(d, DType::F32, "dst") && c.eq(w.ne[2] * w.ne[3], 1, "weight must be 2-D") &&
+         c.eq(x.ne[2] * x.ne[3], 1, "input must be 2-D") && c.eq(w.ne[0], x.ne[0], "inner dim K") &&
+         c.eq(w.ne[1], w_rows_per_col * d.ne[0], n_what) && c.eq(d.ne[1], x.ne[1], "dst M") &&
+         c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D");
+}
 
 // Slot ids of the fused state-pool ops: I32, one per sequence (read flat);
 // dst_slots optional. Their values are checked at run time by the kernels.
@@ -265,7 +292,8 @@ bool params_match(const Op& op) {
   switch (op.kind) {
     case OpKind::kScale: return std::holds_alternative<ScaleParams>(op.params);
     case OpKind::kRmsNorm:
-    case OpKind::kAddRmsNorm: return std::holds_alternative<RmsNormParams>(op.params);
+    case OpKind::kAddRmsNorm:
+    case OpKind::kRmsNormAddRmsNorm: return std::holds_alternative<RmsNormParams>(op.params);
     case OpKind::kL2Norm:
     case OpKind::kNorm: return std::holds_alternative<NormParams>(op.params);
     case OpKind::kRope:
@@ -277,6 +305,7 @@ bool params_match(const Op& op) {
     case OpKind::kRmsNormMulMat: return std::holds_alternative<NormMulMatParams>(op.params);
     case OpKind::kTopK: return std::holds_alternative<TopKParams>(op.params);
     case OpKind::kArgsort: return std::holds_alternative<ArgsortParams>(op.params);
+    case OpKind::kMoeRoute: return std::holds_alternative<MoeRouteParams>(op.params);
     case OpKind::kFlashAttn:
     case OpKind::kSdpa: return std::holds_alternative<AttentionParams>(op.params);
     case OpKind::kSsmConv:
@@ -312,43 +341,16 @@ bool check(Checker& c, const Op& op) {
              c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2], s1.ne[2], "dst ne2") &&
              c.eq(d.ne[3], s1.ne[3], "dst ne3");
     case OpKind::kMulMatGlu:
-      if (op.p<GluParams>().kind == GluKind::kSwiGluOai &&
-          (!std::isfinite(op.p<GluParams>().alpha) || !(op.p<GluParams>().limit >= 0.0f) ||
-           !std::isfinite(op.p<GluParams>().limit))) {
-        return c.fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
-      }
-      return c.has(s0, "weight") && c.has(s1, "input") && c.weight_type(s0, "weight") &&
-             c.type(s1, DType::F32, "input") && c.type(d, DType::F32, "dst") &&
-             c.eq(s0.ne[2] * s0.ne[3], 1, "weight must be 2-D") &&
-             c.eq(s1.ne[2] * s1.ne[3], 1, "input must be 2-D") &&
-             c.eq(s0.ne[0], s1.ne[0], "inner dim K") &&
-             c.eq(s0.ne[1], 2 * d.ne[0], "weight rows (gate and up) twice dst N") &&
-             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D");
+      return c.glu_params(op.p<GluParams>()) &&
+             check_fused_mul_mat(c, op, nullptr, 2, "weight rows (gate and up) twice dst N");
     case OpKind::kMulMatAdd:
-      return c.has(s0, "weight") && c.has(s1, "input") && c.has(op.src[2], "residual") &&
-             c.weight_type(s0, "weight") && c.type(s1, DType::F32, "input") &&
-             c.type(op.src[2], DType::F32, "residual") && c.type(d, DType::F32, "dst") &&
-             c.eq(s0.ne[2] * s0.ne[3], 1, "weight must be 2-D") &&
-             c.eq(s1.ne[2] * s1.ne[3], 1, "input must be 2-D") &&
-             c.eq(s0.ne[0], s1.ne[0], "inner dim K") && c.eq(d.ne[0], s0.ne[1], "dst N") &&
-             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D") &&
+      return check_fused_mul_mat(c, op, "residual", 1, "dst N") &&
              c.shape_eq(op.src[2], d, "residual");
     case OpKind::kRmsNormMulMat: {
       const auto& p = op.p<NormMulMatParams>();
-      if (p.glu && p.glu_params.kind == GluKind::kSwiGluOai &&
-          (!std::isfinite(p.glu_params.alpha) || !(p.glu_params.limit >= 0.0f) ||
-           !std::isfinite(p.glu_params.limit))) {
-        return c.fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
-      }
-      return c.has(s0, "weight") && c.has(s1, "input") && c.has(op.src[2], "norm weight") &&
-             c.weight_type(s0, "weight") && c.type(s1, DType::F32, "input") &&
-             c.type(op.src[2], DType::F32, "norm weight") && c.type(d, DType::F32, "dst") &&
-             c.eq(s0.ne[2] * s0.ne[3], 1, "weight must be 2-D") &&
-             c.eq(s1.ne[2] * s1.ne[3], 1, "input must be 2-D") &&
-             c.eq(s0.ne[0], s1.ne[0], "inner dim K") &&
-             c.eq(op.src[2].nelements(), s1.ne[0], "norm weight length") &&
-             c.eq(s0.ne[1], (p.glu ? 2 : 1) * d.ne[0], "dst N") &&
-             c.eq(d.ne[1], s1.ne[1], "dst M") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D");
+      return (!p.glu || c.glu_params(p.glu_params)) &&
+             check_fused_mul_mat(c, op, "norm weight", p.glu ? 2 : 1, "dst N") &&
+             c.eq(op.src[2].nelements(), s1.ne[0], "norm weight length");
     }
     case OpKind::kMulMatId: {
       const TensorView& ids = op.src[2];
@@ -439,11 +441,7 @@ bool check(Checker& c, const Op& op) {
                              c.eq(s1.ne[1], s0.ne[1], "mask ne1")));
     case OpKind::kGlu:
       if (!c.has(s0, "gate") || !c.type(s0, DType::F32, "gate") || !c.type(d, DType::F32, "dst")) return false;
-      if (op.p<GluParams>().kind == GluKind::kSwiGluOai &&
-          (!std::isfinite(op.p<GluParams>().alpha) || !(op.p<GluParams>().limit >= 0.0f) ||
-           !std::isfinite(op.p<GluParams>().limit))) {
-        return c.fail("swiglu_oai needs a finite alpha and a finite limit >= 0");
-      }
+      if (!c.glu_params(op.p<GluParams>())) return false;
       if (!s1.empty()) {
         return c.type(s1, DType::F32, "up") && c.shape_eq(s0, s1, "gate/up") && c.shape_eq(d, s0, "dst");
       }
@@ -455,6 +453,48 @@ bool check(Checker& c, const Op& op) {
     case OpKind::kArgsort:
       return c.has(s0, "input") && c.type(s0, DType::F32, "input") && c.type(d, DType::I32, "dst") &&
              c.shape_eq(d, s0, "dst");
+    case OpKind::kRmsNormAddRmsNorm:
+      return c.has(s0, "a") && c.has(s1, "b") && c.has(op.dst2, "sum output") &&
+             c.has(op.src[3], "b's norm weight") && c.type(s0, DType::F32, "a") &&
+             c.type(s1, DType::F32, "b") && c.shape_eq(s0, s1, "a/b") &&
+             c.eq(s0.ne[2] * s0.ne[3], 1, "a must be 2-D") &&
+             c.type(op.src[3], DType::F32, "b's norm weight") &&
+             c.eq(op.src[3].nelements(), s0.ne[0], "b's norm weight length") &&
+             (op.src[2].empty() || (c.type(op.src[2], DType::F32, "weight") &&
+                                    c.eq(op.src[2].nelements(), s0.ne[0], "weight length"))) &&
+             c.type(d, DType::F32, "dst") && c.type(op.dst2, DType::F32, "sum output") &&
+             c.shape_eq(d, s0, "dst") && c.shape_eq(op.dst2, s0, "sum output") &&
+             (!d.overlaps(s1) || c.fail("dst overlaps b")) &&
+             (!op.dst2.overlaps(s1) || c.fail("sum output overlaps b"));
+    case OpKind::kMoeSum:
+      return c.has(s0, "experts") && c.has(s1, "weights") && c.type(s0, DType::F32, "experts") &&
+             c.type(s1, DType::F32, "weights") && c.eq(s0.ne[3], 1, "experts must be 3-D") &&
+             (s0.ne[1] >= 2 || c.fail("fewer than 2 experts per token")) &&
+             c.eq(s1.ne[0], 1, "weights ne0") && c.eq(s1.ne[1], s0.ne[1], "weights k") &&
+             c.eq(s1.ne[2], s0.ne[2], "weights tokens") && c.eq(s1.ne[3], 1, "weights ne3") &&
+             c.type(d, DType::F32, "dst") && c.eq(d.ne[0], s0.ne[0], "dst rows") &&
+             c.eq(d.ne[1], s0.ne[2], "dst tokens") && c.eq(d.ne[2] * d.ne[3], 1, "dst must be 2-D") &&
+             (!d.overlaps(s0) || c.fail("dst overlaps the experts"));
+    case OpKind::kMoeRoute: {
+      const auto& p = op.p<MoeRouteParams>();
+      const int64_t x = s0.ne[0];
+      return c.has(s0, "logits") && c.type(s0, DType::F32, "logits") &&
+             c.eq(s0.ne[2] * s0.ne[3], 1, "logits must be 2-D") &&
+             (s1.empty() || (c.type(s1, DType::F32, "selection bias") &&
+                             c.eq(s1.nelements(), x, "selection bias length"))) &&
+             ((p.k >= 1 && p.k <= x) || c.fail(fmt::format("k {} out of [1, {}]", p.k, x))) &&
+             ((p.n_groups >= 1 && x % p.n_groups == 0) ||
+              c.fail(fmt::format("{} groups do not divide {} experts", p.n_groups, x))) &&
+             ((p.n_groups_used >= 1 && p.n_groups_used <= p.n_groups) ||
+              c.fail(fmt::format("groups used {} out of [1, {}]", p.n_groups_used, p.n_groups))) &&
+             ((p.n_groups == 1 || static_cast<int64_t>(p.n_groups_used) * (x / p.n_groups) >= p.k) ||
+              c.fail("the groups used hold fewer than k experts")) &&
+             (std::isfinite(p.scale) || c.fail("scale must be finite")) &&
+             c.type(d, DType::I32, "ids") && c.eq(d.ne[0], p.k, "ids k") &&
+             c.eq(d.ne[1], s0.ne[1], "ids tokens") && c.eq(d.ne[2] * d.ne[3], 1, "ids must be 2-D") &&
+             c.has(op.dst2, "weights") && c.dims(op.dst2, "weights") &&
+             c.type(op.dst2, DType::F32, "weights") && c.shape_eq(op.dst2, d, "weights");
+    }
     case OpKind::kFlashAttn:
     case OpKind::kSdpa:
       return check_attention(c, op);

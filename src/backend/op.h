@@ -76,6 +76,26 @@ enum class OpKind : int {
   // ascending or descending; equal values keep ascending index order in both
   // directions. (ArgsortParams)
   kArgsort,
+  // Mixture-of-experts router (MoeRouteParams): src0 logits F32 [X, n]
+  // (2-D, X experts, n tokens), optional src1 selection bias F32 [X]; dst
+  // ids I32 [k, n], dst2 weights F32 [k, n]. Per token, in this order:
+  //   p = softmax(logits) (kSoftmax), sigmoid(logits) (kSigmoid) or the
+  //       logits themselves (kSoftmaxWeight), each value computed in double
+  //       and rounded once (as kSoftMax's and kUnary's references);
+  //   s = p + bias (one float addition; s = p without a bias);
+  //   n_groups > 1 (dividing X): a group scores the float sum of its two
+  //       largest s (the larger first, -inf where it has one value); the
+  //       n_groups_used best groups (ties: the lower group) keep their s,
+  //       the others' become -inf;
+  //   ids = kTopK(s, k): largest first, ties to the lower index, NaN last;
+  //   w[u] = p[ids[u]]; kSoftmaxWeight: w = softmax(w) (double, rounded
+  //       once); else with norm: w[u] = w[u] / max(float(sum of w in
+  //       double), 2^-14); then w[u] *= scale (a float product).
+  // The bias only picks experts; the weights are the unbiased p. Devices
+  // compute p in float with their own exp and division: their ids equal the
+  // reference's where no two selection values lie within that rounding,
+  // their weights are held to an NMSE bound.
+  kMoeRoute,
   // Flash attention (AttentionParams); see "Attention inputs" below.
   kFlashAttn,
   // Materialised scaled-dot-product attention: same inputs, outputs and
@@ -214,6 +234,20 @@ enum class OpKind : int {
   // [N / 2, M] = kGlu of that product in its one-tensor form
   // (params.glu_params): the norm in the product's prologue.
   kRmsNormMulMat,
+  // Sandwich-norm block end (RmsNormParams; gemma's post norms): src0 a
+  // F32 [E, n] (the residual), src1 b F32 [E, n] (a block's output), src2
+  // the next norm's weight F32 [E] (optional), src3 b's post-norm weight
+  // F32 [E]; dst F32 [E, n], dst2 F32 [E, n] (may alias a). Equals
+  // kRmsNorm(b, src3) (into b, which the composition overwrites) then
+  // kAddRmsNorm(a, that, src2): dst2 = a + rms_norm(b) * src3, dst =
+  // rms_norm(dst2) [* src2], both norms with params.eps.
+  kRmsNormAddRmsNorm,
+  // The routed experts' weighted sum (NoParams): src0 experts F32 [E, k, n]
+  // (k >= 2), src1 weights F32 [1, k, n]; dst F32 [E, n] = e0 w0 + e1 w1 +
+  // ... + e(k-1) w(k-1), each product rounded, summed left to right: equals
+  // kMul(src0, src1) (into src0, which the composition overwrites) then the
+  // chain of kAdds over the k slices in rank order.
+  kMoeSum,
   kCount,
 };
 
@@ -304,6 +338,19 @@ struct ArgsortParams {
   bool descending = false;
 };
 
+// kMoeRoute: how router logits become probabilities (model/config.h's
+// ExpertGating), the number of experts per token, expert groups (1: none),
+// renormalisation and the weights' scale.
+enum class MoeGating : int { kSoftmax, kSigmoid, kSoftmaxWeight };
+struct MoeRouteParams {
+  MoeGating gating = MoeGating::kSoftmax;
+  int k = 1;
+  int n_groups = 1;
+  int n_groups_used = 1;
+  bool norm = false;
+  float scale = 1.0f;
+};
+
 // ---------------------------------------------------------------------------
 // Attention inputs (kFlashAttn, kSdpa). A batch of n_tokens query tokens from
 // n_seq sequences; each token knows its sequence and position.
@@ -364,7 +411,7 @@ struct GatedDeltaNetParams {
 
 using OpParams = std::variant<NoParams, ScaleParams, RmsNormParams, NormParams, RopeParams,
                               SoftMaxParams, UnaryParams, GluParams, TopKParams, ArgsortParams,
-                              AttentionParams, SsmConvParams, GatedDeltaNetParams,
+                              MoeRouteParams,                              AttentionParams, SsmConvParams, GatedDeltaNetParams,
                               NormMulMatParams>;
 
 inline constexpr int kMaxSrc = 8;

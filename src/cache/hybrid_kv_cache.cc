@@ -57,6 +57,12 @@ Result<std::unique_ptr<HybridKvCache>> HybridKvCache::create(const KvGeometry& g
       }
       rec_index[l] = static_cast<int>(rec_shapes.size());
       rec_shapes.push_back(r);
+      if (g.with_kv) {  // its attention's K/V too (parallel mixers)
+        LayerGeometry kv;
+        kv.kv = g.kv;
+        attn_index[l] = attn_geometry.n_layer();
+        attn_geometry.layers.push_back(kv);
+      }
     } else if (g.stateless) {
       continue;  // an FFN-only layer: nothing to hold
     } else {

@@ -11,7 +11,8 @@
 //     (conv_state / ssm_state), one slot per live sequence handed out by a
 //     StatePool. Layers choose which part they use: attention layers
 //     read k_table / k_view / ..., recurrent layers the state pools through
-//     the slots of KvPlan::recurrent.
+//     the slots of KvPlan::recurrent; a recurrent layer with_kv (falcon-h1's
+//     parallel mixers) is in both parts.
 // Sequence ids, lengths, positions, memory limits and block bookkeeping are
 // the attention part's (block_manager() is the paged part's manager); a
 // sequence also holds one state slot for its whole life.
@@ -214,8 +215,8 @@ class HybridKvCache final : public KvCache {
 
   std::unique_ptr<KvCache> attn_;
   bool paged_ = true;
-  std::vector<int> attn_index_;  // [n_layer] layer of the attention part, -1: recurrent
-  std::vector<int> rec_index_;   // [n_layer] recurrent layer index, -1: attention
+  std::vector<int> attn_index_;  // [n_layer] layer of the attention part, -1: none
+  std::vector<int> rec_index_;   // [n_layer] recurrent layer index, -1: none
   std::vector<Layer> layers_;    // [n_recurrent]
   std::unique_ptr<Buffer> buffer_;
   size_t slot_bytes_ = 0;

@@ -42,11 +42,14 @@ struct RecurrentShape {
 
 struct LayerGeometry {
   bool recurrent = false;
-  KvLayerShape kv;       // attention layers
+  KvLayerShape kv;       // attention layers (and recurrent layers with_kv)
   RecurrentShape state;  // recurrent layers
   // Neither K/V nor recurrent state: an FFN-only layer (nemotron_h). Only the
   // hybrid cache maps such layers (to nothing).
   bool stateless = false;
+  // A recurrent layer that also attends (falcon-h1's parallel mixers): it
+  // holds K/V rows of shape kv beside its state. Only the hybrid cache maps it.
+  bool with_kv = false;
 };
 
 struct KvGeometry {
@@ -66,7 +69,7 @@ struct KvGeometry {
   std::vector<KvLayerShape> attention_shapes() const {
     std::vector<KvLayerShape> shapes;
     for (const LayerGeometry& l : layers) {
-      if (!l.recurrent && !l.stateless) shapes.push_back(l.kv);
+      if ((!l.recurrent || l.with_kv) && !l.stateless) shapes.push_back(l.kv);
     }
     return shapes;
   }

@@ -295,6 +295,11 @@ cache::KvGeometry ModelConfig::cache_geometry() const {
         layer.state = {ssm.d_conv - 1, ssm.conv_channels(), ssm.d_state, ssm.n_v_heads,
                        ssm.kind == SsmKind::kMamba2 ? ssm.head_v_dim() : 0};
       }
+      if (has_attention(l)) {  // parallel mixers: K/V beside the state
+        layer.with_kv = true;
+        layer.kv = {n_head_kv_of(l), static_cast<int32_t>(head_dim_k_of(l)),
+                    static_cast<int32_t>(head_dim_v_of(l)), is_swa(l) ? n_swa : 0};
+      }
     } else if (mla.enabled()) {  // one latent row per token; V is its first Dl values
       layer.kv = {1, static_cast<int32_t>(head_dim_k), static_cast<int32_t>(head_dim_v), 0, true};
     } else {
@@ -470,6 +475,7 @@ std::string ModelConfig::summary() const {
     } else if (ssm.kind == SsmKind::kMamba2) {
       s += fmt::format(", {} Mamba-2 layers (conv {}, {} heads x {}, {} groups, state {})", n_rec,
                        ssm.d_conv, ssm.n_v_heads, ssm.head_v_dim(), ssm.n_k_heads, ssm.d_state);
+      if (parallel_mixers) s += " each beside its attention";
     } else {
       s += fmt::format(", {} gated DeltaNet layers (conv {}, heads {}/{} x {})", n_rec, ssm.d_conv,
                        ssm.n_k_heads, ssm.n_v_heads, ssm.d_state);

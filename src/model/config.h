@@ -237,6 +237,16 @@ struct ModelConfig {
   std::vector<uint8_t> recurrent_layers;  // [n_layer] 1: recurrent layer (empty: none)
   bool attn_output_gate = false;  // attn_q yields [query, gate] per head; out *= sigmoid(gate)
   bool ffn_norm_post_attention = false;  // the pre-FFN norm is named post_attention_norm
+  // The pre-FFN norm is named blk.N.ffn_norm, without ".weight" (falcon-h1:
+  // its converter maps pre_ff_layernorm.weight whole, and llama.cpp reads that name).
+  bool ffn_norm_bare_name = false;
+  // Parallel mixers (falcon-h1): every layer is recurrent and also runs
+  // attention, both on the same normalised input; their outputs are summed
+  // before the residual add. has_attention() is then true on recurrent layers.
+  bool parallel_mixers = false;
+  // The Mamba-2 ssm_norm.weight may be absent (falcon-h1); then the mixer
+  // skips its grouped RMS norm, as llama.cpp's build_mamba2_layer does.
+  bool ssm_norm_optional = false;
   int64_t n_ff_shexp =
       0;  // shared expert width (0: none); gated by sigmoid(ffn_gate_inp_shexp . x)
   // false: the shared expert's output is added ungated (glm4moe, granitehybrid)
@@ -310,9 +320,10 @@ struct ModelConfig {
   }
   // Whether a layer runs attention (and so owns K/V rows in the cache) and
   // whether it runs an FFN: every layer does both, but recurrent layers have
-  // no attention, and single-block layers run one of the two.
+  // no attention (unless parallel_mixers), and single-block layers run one
+  // of the two.
   bool has_attention(int layer) const {
-    return !is_recurrent(layer) &&
+    return (parallel_mixers || !is_recurrent(layer)) &&
            (!single_block_layers || n_ff[static_cast<size_t>(layer)] == 0);
   }
   bool has_ffn(int layer) const {

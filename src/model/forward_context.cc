@@ -542,6 +542,23 @@ void ForwardContext::add_rms_norm(const TensorView& a, const TensorView& b, cons
   run(op);
 }
 
+void ForwardContext::rms_norm_add_rms_norm(const TensorView& a, const TensorView& b,
+                                           const TensorView& b_norm, const TensorView& w, float eps,
+                                           const TensorView& sum, const TensorView& norm) {
+  Op op;
+  op.kind = OpKind::kRmsNormAddRmsNorm;
+  op.dst = norm;
+  op.dst2 = sum;
+  op.src[0] = a;
+  op.src[1] = b;
+  op.src[2] = w;
+  op.src[3] = b_norm;
+  op.params = RmsNormParams{eps};
+  if (!ok() || norm.data == nullptr || run_fusion(op)) return;
+  rms_norm(b, b_norm, eps, b);
+  add_rms_norm(a, b, w, eps, sum, norm);
+}
+
 TensorView ForwardContext::norm(const TensorView& x, const TensorView& w, const TensorView& b,
                                 float eps, TensorView dst) {
   Op op;
@@ -716,6 +733,60 @@ TensorView ForwardContext::top_k(const TensorView& x, int k) {
   op.src[0] = x;
   op.params = TopKParams{k};
   return run_new(op, DType::I32, {k, x.ne[1], x.ne[2], x.ne[3]});
+}
+
+TensorView ForwardContext::moe_sum(const TensorView& experts, const TensorView& weights) {
+  const int64_t e = experts.ne[0], k = experts.ne[1], n = experts.ne[2];
+  Op op;
+  op.kind = OpKind::kMoeSum;
+  op.src[0] = experts;
+  op.src[1] = weights;
+  op.dst = TensorView::contiguous(nullptr, DType::F32, {e, n, 1, 1});
+  if (!ok()) return op.dst;
+  if (run_fusion(op)) return op.dst;
+  mul(experts, weights, experts);
+  // Expert u's rows of experts [E, k, n] as an [E, n] view.
+  auto slice = [&](int64_t u) {
+    TensorView v = experts;
+    if (v.data != nullptr) v.data = static_cast<char*>(v.data) + static_cast<size_t>(u) * experts.nb[1];
+    v.ne = {e, n, 1, 1};
+    v.nb = {experts.nb[0], experts.nb[2], experts.nb[2] * static_cast<size_t>(n),
+            experts.nb[2] * static_cast<size_t>(n)};
+    return v;
+  };
+  const TensorView out = add(slice(0), slice(1));
+  for (int64_t u = 2; u < k; ++u) add(out, slice(u), out);
+  return out;
+}
+
+ForwardContext::MoeRoute ForwardContext::moe_route(const TensorView& logits, const TensorView& bias,
+                                                   const MoeRouteParams& p) {
+  Op op;
+  op.kind = OpKind::kMoeRoute;
+  op.src[0] = logits;
+  op.src[1] = bias;
+  op.params = p;
+  op.dst = TensorView::contiguous(nullptr, DType::I32, {p.k, logits.ne[1], 1, 1});
+  op.dst2 = TensorView::contiguous(nullptr, DType::F32, {p.k, logits.ne[1], 1, 1});
+  if (!ok()) return {op.dst, op.dst2};
+  // Both outputs live where the op will run (as run_new's one).
+  Arena* arena = arenas_[0].get();
+  if (arenas_.size() > 1) {
+    op.dst.data = op.dst2.data = kOutputPlaceholder;
+    const RoutedOp route = choose(op);
+    op.dst.data = op.dst2.data = nullptr;
+    if (route && !route.backend->is_host()) arena = &arena_of(route.backend);
+  }
+  for (TensorView* t : {&op.dst, &op.dst2}) {
+    Result<void*> mem = arena->alloc(t->nbytes_contiguous());
+    if (!mem.ok()) {
+      fail(mem.status());
+      return {op.dst, op.dst2};
+    }
+    t->data = *mem;
+  }
+  run(op);
+  return {op.dst, op.dst2};
 }
 
 void ForwardContext::set_rows(const TensorView& table, const TensorView& rows,

@@ -134,6 +134,13 @@ class ForwardContext {
   // sum = a + b; norm = rms_norm(sum) * w. Both outputs given (may alias a/b).
   void add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& w, float eps,
                     const TensorView& sum, const TensorView& norm);
+  // sum = a + rms_norm(b) * b_norm; norm = rms_norm(sum) [* w] (a
+  // sandwich-norm block's end): one kRmsNormAddRmsNorm where a backend
+  // selects a kernel for it, else rms_norm into b, then add_rms_norm (bit
+  // for bit the same; b's contents are undefined after).
+  void rms_norm_add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& b_norm,
+                             const TensorView& w, float eps, const TensorView& sum,
+                             const TensorView& norm);
   // Layer norm over dim 0: (x - mean) / sqrt(var + eps) [* w] [+ b] (kNorm).
   TensorView norm(const TensorView& x, const TensorView& w, const TensorView& b, float eps,
                   TensorView dst = {});
@@ -172,6 +179,20 @@ class ForwardContext {
   TensorView rms_norm_mul_mat_if_fused(const TensorView& w, const TensorView& x,
                                        const TensorView& norm, float eps);
   TensorView top_k(const TensorView& x, int k);
+  // The routed experts' weighted sum: experts [E, k, n] (k >= 2), weights
+  // [1, k, n] -> [E, n] = sum over u in rank order of experts[:, u] *
+  // weights[0, u]: one kMoeSum where a backend selects a kernel for it,
+  // else mul (into experts, whose contents are then the products) and k - 1
+  // adds (bit for bit the same).
+  TensorView moe_sum(const TensorView& experts, const TensorView& weights);
+  // The MoE router (kMoeRoute): logits [X, n], optional selection bias [X]
+  // -> chosen experts I32 [k, n] and their weights F32 [k, n], both in the
+  // memory of the backend that routes.
+  struct MoeRoute {
+    TensorView ids;      // I32 [k, n]
+    TensorView weights;  // F32 [k, n]
+  };
+  MoeRoute moe_route(const TensorView& logits, const TensorView& bias, const MoeRouteParams& p);
   void set_rows(const TensorView& table, const TensorView& rows, const TensorView& slots);
   // q [D, Hq, T]; k/v cache views; metadata I32; optional per-head sink
   // logits F32 [Hq]. Returns [Dv, Hq, T].

@@ -30,8 +30,8 @@ Status visit_mamba2_tensors(const ModelConfig& cfg, int il, LayerWeights& l,
   FOLIO_RETURN_IF_ERROR(add("ssm_dt.bias", shape(h), true, OpKind::kAdd, &l.ssm_dt));
   FOLIO_RETURN_IF_ERROR(add("ssm_a", shape(1, h), true, OpKind::kSsmScan, &l.ssm_a));
   FOLIO_RETURN_IF_ERROR(add("ssm_d", shape(1, h), true, OpKind::kMul, &l.ssm_d));
-  FOLIO_RETURN_IF_ERROR(add("ssm_norm.weight", shape(s.d_inner / s.n_k_heads, s.n_k_heads), true,
-                            OpKind::kMul, &l.ssm_norm));
+  FOLIO_RETURN_IF_ERROR(add("ssm_norm.weight", shape(s.d_inner / s.n_k_heads, s.n_k_heads),
+                            !cfg.ssm_norm_optional, OpKind::kMul, &l.ssm_norm));
   return add("ssm_out.weight", shape(s.d_inner, e), true, OpKind::kMulMat, &l.ssm_out);
 }
 
@@ -250,7 +250,9 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
           FOLIO_RETURN_IF_ERROR(visit_ssm_tensors(cfg, il, l, visit));
           break;
       }
-    } else if (cfg.has_attention(il) && cfg.mla.enabled()) {
+    }
+    // Attention (beside the recurrent mixer where cfg.parallel_mixers).
+    if (cfg.has_attention(il) && cfg.mla.enabled()) {
       FOLIO_RETURN_IF_ERROR(visit_latent_attention_tensors(cfg, il, l, visit));
     } else if (cfg.has_attention(il)) {
       if (cfg.fused_qkv) {
@@ -300,7 +302,9 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
     }
     if (!cfg.single_block_layers && !cfg.post_norms_only) {
       FOLIO_RETURN_IF_ERROR(
-          add(n(cfg.ffn_norm_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight"),
+          add(n(cfg.ffn_norm_post_attention ? "post_attention_norm.weight"
+                : cfg.ffn_norm_bare_name    ? "ffn_norm"
+                                            : "ffn_norm.weight"),
               shape(e), true, OpKind::kRmsNorm, &l.ffn_norm));
     }
     const bool gated = !cfg.ffn_relu_sqr;  // relu^2 FFNs have no gate

@@ -455,6 +455,7 @@ constexpr NameEntry kNames[] = {
     {"llama-v3", info(PreTokenizer::kLlama3, true, true)},
     {"llama-bpe", info(PreTokenizer::kLlama3, true, true)},
     {"falcon3", info(PreTokenizer::kLlama3, true, true)},
+    {"falcon-h1", info(PreTokenizer::kLlama3, true, true)},
     {"pixtral", info(PreTokenizer::kLlama3, true, true)},
     {"lfm2", info(PreTokenizer::kLlama3, true, true)},
     {"dbrx", info(PreTokenizer::kLlama3)},

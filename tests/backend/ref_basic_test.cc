@@ -441,6 +441,73 @@ TEST(RefGlu, SwiGluOaiClamps) {
   EXPECT_FALSE(validate_op(op).ok());
 }
 
+// The fused 2-D products share their operand checks: each refuses a bad
+// operand with a message that names it, and accepts the well-formed op.
+TEST(RefFusedProducts, BadOperandsAreRefusedByName) {
+  Tensor w(DType::F32, {8, 6}), x(DType::F32, {8, 3}), r(DType::F32, {6, 3}),
+      half(DType::F32, {3, 3}), norm(DType::F32, {8}), w3(DType::F32, {8, 6, 2}),
+      short_norm(DType::F32, {7}), i32(DType::I32, {8, 3});
+  // `base` changed by `change` is refused with a message naming `what`.
+  auto expect_refused = [](Op op, const auto& change, const char* what) {
+    change(op);
+    const Status s = validate_op(op);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << what;
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.to_string();
+  };
+  // w x x, with src[2] = `extra`, into `dst`.
+  auto product = [&](OpKind kind, const TensorView& extra, const TensorView& dst, OpParams params) {
+    Op op;
+    op.kind = kind;
+    op.src[0] = w.v;
+    op.src[1] = x.v;
+    op.src[2] = extra;
+    op.dst = dst;
+    op.params = std::move(params);
+    return op;
+  };
+  GluParams oai{GluKind::kSwiGluOai, false};
+  oai.limit = -1.0f;
+  NormMulMatParams glu_mode;
+  glu_mode.glu = true;
+  NormMulMatParams glu_mode_oai = glu_mode;
+  glu_mode_oai.glu_params = oai;
+
+  const Op glu =
+      product(OpKind::kMulMatGlu, TensorView{}, half.v, GluParams{GluKind::kSwiGlu, false});
+  EXPECT_TRUE(validate_op(glu).ok()) << validate_op(glu).to_string();
+  expect_refused(
+      glu, [&](Op& o) { o.dst = r.v; }, "weight rows (gate and up) twice dst N");
+  expect_refused(
+      glu, [&](Op& o) { o.src[0] = w3.v; }, "weight must be 2-D");
+  expect_refused(
+      glu, [&](Op& o) { o.src[1] = i32.v; }, "input must be f32, got i32");
+  expect_refused(
+      glu, [&](Op& o) { o.params = oai; }, "swiglu_oai");
+
+  const Op add = product(OpKind::kMulMatAdd, r.v, r.v, NoParams{});
+  EXPECT_TRUE(validate_op(add).ok()) << validate_op(add).to_string();
+  expect_refused(
+      add, [](Op& o) { o.src[2] = TensorView{}; }, "missing residual");
+  expect_refused(
+      add, [&](Op& o) { o.dst = half.v; }, "dst N");
+  expect_refused(
+      add, [&](Op& o) { o.src[1] = norm.v; }, "dst M");
+
+  const Op rms = product(OpKind::kRmsNormMulMat, norm.v, r.v, NormMulMatParams{});
+  EXPECT_TRUE(validate_op(rms).ok()) << validate_op(rms).to_string();
+  expect_refused(
+      rms, [&](Op& o) { o.src[2] = short_norm.v; }, "norm weight length");
+  expect_refused(
+      rms, [&](Op& o) { o.src[2] = i32.v; }, "norm weight must be f32");
+  // The GLU mode wants half the rows, and swiglu_oai's parameters checked.
+  expect_refused(
+      rms, [&](Op& o) { o.params = glu_mode; }, "dst N");
+  const Op rms_glu = product(OpKind::kRmsNormMulMat, norm.v, half.v, glu_mode);
+  EXPECT_TRUE(validate_op(rms_glu).ok()) << validate_op(rms_glu).to_string();
+  expect_refused(
+      rms_glu, [&](Op& o) { o.params = glu_mode_oai; }, "swiglu_oai");
+}
+
 // ---------------------------------------------------------------------------
 // top_k / argsort
 

@@ -140,6 +140,36 @@ TEST(HybridKvCache, StateSlotsFollowTheGeometry) {
   EXPECT_EQ((*c)->state_pool().n_slots(), 3);
 }
 
+// A recurrent layer with_kv (falcon-h1: a Mamba-2 mixer and attention in
+// every layer) is in both parts: its state in the pool, its K/V in the
+// attention part, in layer order beside the plain attention layers.
+TEST(HybridKvCache, LayersWithKvHoldStateAndKv) {
+  KvGeometry g = hybrid_geometry();  // layers 0-2 recurrent, 3 attention
+  g.layers[1].with_kv = true;
+  g.layers[1].kv = {1, 16, 16};
+  EXPECT_EQ(g.attention_shapes().size(), 2u);
+  KvCacheOptions o;
+  o.storage = KvStorage::kContiguous;
+  o.n_ctx = 64;
+  o.n_seq = 2;
+  Result<std::unique_ptr<HybridKvCache>> c = HybridKvCache::create(g, o);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  const HybridKvCache& h = **c;
+  EXPECT_EQ(h.n_layer(), 4);
+  EXPECT_EQ(h.attention().n_layer(), 2);
+  EXPECT_FALSE(h.conv_state(1).empty());
+  EXPECT_FALSE(h.ssm_state(1).empty());
+  // Layer 1 is the part's layer 0, layer 3 its layer 1.
+  EXPECT_EQ(h.k_view(1).ne, (std::array<int64_t, kMaxDims>{16, 1, 64, 2}));
+  EXPECT_EQ(h.k_view(3).ne, (std::array<int64_t, kMaxDims>{32, 2, 64, 2}));
+  EXPECT_TRUE(h.conv_state(3).empty());
+  // Without with_kv the same layer holds no K/V.
+  g.layers[1].with_kv = false;
+  c = HybridKvCache::create(g, o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->attention().n_layer(), 1);
+}
+
 // Draft snapshots: a step with k drafts plans k snapshot slots (after the
 // fed token and each draft but the last), refused with kResourceExhausted
 // when fewer are free; apply() holds them; verify() copies the snapshot

@@ -34,6 +34,17 @@ class SchedulerReasoningTest : public SchedulerFixture {
     return s;
   }
 
+  // A greedy request for `prompt` of up to `max_tokens` tokens under `budget`.
+  GenerationRequest budget_request(const std::vector<int32_t>& prompt, int32_t max_tokens,
+                                   std::shared_ptr<const ReasoningBudgetSpec> budget) const {
+    GenerationRequest req;
+    req.prompt = prompt;
+    req.params = greedy_;
+    req.params.max_tokens = max_tokens;
+    req.reasoning_budget = std::move(budget);
+    return req;
+  }
+
   // Runs `req` alone on a fresh scheduler; returns its tokens.
   std::vector<int32_t> run(const GenerationRequest& req, SchedulerOptions so = {},
                            RequestResult* result = nullptr) {
@@ -99,11 +110,7 @@ TEST_F(SchedulerReasoningTest, ExactlyNTokensThenTheForcedClose) {
   const std::vector<int32_t> prompt = tokenize("Once upon a time");
   constexpr int32_t kMax = 24;
   for (const int32_t n : {1, 5, 9}) {
-    GenerationRequest req;
-    req.prompt = prompt;
-    req.params = greedy_;
-    req.params.max_tokens = kMax;
-    req.reasoning_budget = think_budget(n, /*inside=*/true);
+    const GenerationRequest req = budget_request(prompt, kMax, think_budget(n, /*inside=*/true));
     const std::vector<int32_t>& forced = req.reasoning_budget->forced;
     ASSERT_GE(forced.size(), 2u) << "the tiny vocabulary spells </think> in pieces";
     const std::vector<int32_t> want = expected(prompt, 0, static_cast<size_t>(n), forced, kMax);
@@ -132,14 +139,9 @@ TEST_F(SchedulerReasoningTest, CountingStartsAfterTheOpenMarkerTheModelWrites) {
   const SoloRun plain = solo(prompt, p);
   ASSERT_EQ(plain.tokens.size(), 6u);
   // The "open marker" is what the model writes in its first two tokens.
-  GenerationRequest req;
-  req.prompt = prompt;
-  req.params = greedy_;
-  req.params.max_tokens = 20;
   auto b = think_budget(3, /*inside=*/false);
   b->open = tok_->piece(plain.tokens[0], true) + tok_->piece(plain.tokens[1], true);
-  req.reasoning_budget = b;
-  EXPECT_EQ(run(req), expected(prompt, 2, 3, b->forced, 20));
+  EXPECT_EQ(run(budget_request(prompt, 20, b)), expected(prompt, 2, 3, b->forced, 20));
 }
 
 TEST_F(SchedulerReasoningTest, ABlockTheModelClosesForcesNothing) {
@@ -148,13 +150,9 @@ TEST_F(SchedulerReasoningTest, ABlockTheModelClosesForcesNothing) {
   p.max_tokens = 16;
   const SoloRun plain = solo(prompt, p);
   ASSERT_EQ(plain.tokens.size(), 16u);
-  GenerationRequest req;
-  req.prompt = prompt;
-  req.params = p;
   auto b = think_budget(6, /*inside=*/true);
   b->close = tok_->piece(plain.tokens[3], true);  // written at the block's 4th token
-  req.reasoning_budget = b;
-  EXPECT_EQ(run(req), plain.tokens);
+  EXPECT_EQ(run(budget_request(prompt, p.max_tokens, b)), plain.tokens);
 }
 
 TEST_F(SchedulerReasoningTest, DraftsStopAtTheForcedPoint) {
@@ -165,10 +163,7 @@ TEST_F(SchedulerReasoningTest, DraftsStopAtTheForcedPoint) {
   SamplingParams p = greedy_;
   p.max_tokens = kMax;
   const SoloRun plain = solo(prompt, p);
-  GenerationRequest req;
-  req.prompt = prompt;
-  req.params = p;
-  req.reasoning_budget = think_budget(7, /*inside=*/true);
+  const GenerationRequest req = budget_request(prompt, kMax, think_budget(7, /*inside=*/true));
   const std::vector<int32_t> want = expected(prompt, 0, 7, req.reasoning_budget->forced, kMax);
   SchedulerOptions so;
   so.spec =
@@ -187,12 +182,8 @@ TEST_F(SchedulerReasoningTest, AnOutputGrammarAndTheBudgetAgreeOrTheGrammarWins)
   // exactly n tokens of reasoning (the grammar keeps them ASCII).
   auto closes = grammar::compile_gbnf("root ::= [a-z ]+ \"</think>\" [a-z ]+ \".\"\n");
   ASSERT_TRUE(closes.ok()) << closes.status().to_string();
-  GenerationRequest req;
-  req.prompt = tokenize("Once upon a time");
-  req.params = greedy_;
-  req.params.max_tokens = 40;
+  GenerationRequest req = budget_request(tokenize("Once upon a time"), 40, think_budget(4, true));
   req.grammar = *closes;
-  req.reasoning_budget = think_budget(4, /*inside=*/true);
   const std::vector<int32_t>& forced = req.reasoning_budget->forced;
   RequestResult result;
   std::vector<int32_t> got = run(req, {}, &result);
@@ -217,11 +208,8 @@ TEST_F(SchedulerReasoningTest, BadBudgetsAreRefused) {
   auto cache = make_cache(2 * 32 + 1);
   ASSERT_NE(cache, nullptr);
   Scheduler sched(*model_, *tok_, *ctx_, *cache, {});
-  GenerationRequest req;
-  req.prompt = tokenize("Hi");
-  req.params = greedy_;
   auto b = think_budget(-2, true);
-  req.reasoning_budget = b;
+  const GenerationRequest req = budget_request(tokenize("Hi"), greedy_.max_tokens, b);
   Collected got;
   Result<uint64_t> id = sched.submit(req, got.callbacks());
   ASSERT_FALSE(id.ok());

@@ -131,18 +131,12 @@ TEST(ForwardRouting, MambaDecodeRunsTheFusedScanUpdate) {
 // per layer and step. The Mamba-2 decode's scan stays on the device.
 TEST(ForwardRouting, FusedMamba2DecodeStaysOnTheDevice) {
   FOLIO_VULKAN_OR_SKIP(vk);
-  LoadOptions lo;
-  lo.offload_type = &vk->default_buffer_type();
-  lo.offload_layers = -1;  // every layer and the head on the device
-  Result<std::unique_ptr<Model>> loaded = Model::load(hybrid_model_path("tiny-granitehybrid"), lo);
+  Result<std::unique_ptr<Model>> loaded =
+      load_offloaded(hybrid_model_path("tiny-granitehybrid"), vk);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   const Model& m = **loaded;
-  cache::KvCacheOptions o;  // one contiguous sequence (id 0), in device memory
-  o.n_ctx = 512;
-  o.max_checkpoints = 0;
-  const BufferType* type = &vk->default_buffer_type();
-  o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
-  Result<std::unique_ptr<cache::KvCache>> cache = m.make_cache(o);
+  Result<std::unique_ptr<cache::KvCache>> cache =  // one contiguous sequence (id 0)
+      m.make_cache(cache_options(DType::F32, 512, 1, /*paged=*/false, vk));
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
 
   CpuBackend cpu;

@@ -197,11 +197,7 @@ TEST_P(Fp4Model, OptimisedLogitsCloseToReference) {
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   std::string s = info.param.path.substr(info.param.path.find_last_of('/') + 1);
-  s = s.substr(0, s.find("-f32")) + "_" + dtype_name(info.param.type);
-  for (char& c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return s;
+  return test_name(s.substr(0, s.find("-f32")) + "_" + dtype_name(info.param.type));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, Fp4Model, ::testing::ValuesIn(params()), param_name);

@@ -220,18 +220,8 @@ TEST_P(HybridModels, PagedAttentionEqualsContiguous) {
   expect_same_streams(a, b, "paged vs contiguous");
 }
 
-INSTANTIATE_TEST_SUITE_P(Refdata, HybridModels,
-                         ::testing::Values("tiny-qwen3next", "tiny-qwen35", "tiny-qwen35moe",
-                                           "tiny-granitehybrid", "tiny-granitehybrid-moe",
-                                           "tiny-lfm2", "tiny-lfm2moe", "tiny-nemotron-h",
-                                           "tiny-nemotron-h-moe"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& c : s) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Refdata, HybridModels, ::testing::ValuesIn(kRefdataHybridModels),
+                         [](const auto& info) { return test_name(info.param); });
 
 TEST(HybridCache, ForkCopiesStateAndRemoveReleasesSlot) {
   auto m = load("tiny-qwen35");

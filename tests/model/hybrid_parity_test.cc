@@ -43,13 +43,9 @@ struct Param {
 };
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  std::string s = info.param.name + "_" + info.param.kase + "_" + dtype_name(info.param.kv) +
-                  (info.param.paged ? "_paged" : "_contiguous") +
-                  (info.param.vulkan ? "_vulkan" : "");
-  for (char& c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return s;
+  return test_name(info.param.name + "_" + info.param.kase + "_" + dtype_name(info.param.kv) +
+                   (info.param.paged ? "_paged" : "_contiguous") +
+                   (info.param.vulkan ? "_vulkan" : ""));
 }
 
 std::vector<Param> params(DType kv) {
@@ -69,21 +65,6 @@ std::vector<Param> params(DType kv) {
     }
   }
   return v;
-}
-
-Result<std::unique_ptr<cache::KvCache>> make_cache(const Model& m, const Param& p,
-                                                   Backend* device) {
-  cache::KvCacheOptions o;
-  o.storage = p.paged ? cache::KvStorage::kPaged : cache::KvStorage::kContiguous;
-  o.type = p.kv;
-  o.n_ctx = 512;
-  o.n_seq = 1;
-  o.max_checkpoints = 0;
-  if (device != nullptr) {
-    const BufferType* type = &device->default_buffer_type();
-    o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
-  }
-  return m.make_cache(o);
 }
 
 class HybridParity : public ::testing::TestWithParam<Param> {};
@@ -117,7 +98,8 @@ TEST_P(HybridParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   const float tol_decode = f16 ? 1.3e-2f : 1e-3f;
 
   auto ctx = ForwardContext::with_device(device, 2);
-  Result<std::unique_ptr<cache::KvCache>> cache = make_cache(m, p, device);
+  Result<std::unique_ptr<cache::KvCache>> cache =
+      m.make_cache(cache_options(p.kv, 512, 1, p.paged, device));
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
   expect_llamacpp_parity(m, **cache, *ctx, base, {tol_prefill, tol_decode},
                          p.name + "." + p.kase + " kv " + dtype_name(p.kv) +

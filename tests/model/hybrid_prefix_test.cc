@@ -129,18 +129,8 @@ TEST_P(HybridPrefix, NextTurnResumesFromDecodeCheckpoint) {
   EXPECT_TRUE(cache->check_invariants().ok()) << cache->check_invariants().to_string();
 }
 
-INSTANTIATE_TEST_SUITE_P(Refdata, HybridPrefix,
-                         ::testing::Values("tiny-qwen3next", "tiny-qwen35", "tiny-qwen35moe",
-                                           "tiny-granitehybrid", "tiny-granitehybrid-moe",
-                                           "tiny-lfm2", "tiny-lfm2moe", "tiny-nemotron-h",
-                                           "tiny-nemotron-h-moe"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& ch : s) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Refdata, HybridPrefix, ::testing::ValuesIn(kRefdataHybridModels),
+                         [](const auto& info) { return test_name(info.param); });
 
 TEST(HybridPrefixCache, CheckpointsAreBoundedAndEvictedLeastRecentlyUsed) {
   auto m = load_hybrid("tiny-qwen35");

@@ -81,9 +81,17 @@ class TestContexts {
   std::vector<std::unique_ptr<RefusingBackend>> wrappers_;
 };
 
+// The refdata hybrid models every hybrid cache test runs on.
+inline const std::vector<std::string> kRefdataHybridModels = {
+    "tiny-qwen3next",         "tiny-qwen35", "tiny-qwen35moe", "tiny-granitehybrid",
+    "tiny-granitehybrid-moe", "tiny-lfm2",   "tiny-lfm2moe",   "tiny-nemotron-h",
+    "tiny-nemotron-h-moe",    "llama-archs/falcon-h1-dense"};
+
 // The refdata hybrid models: tiny-qwen3next and tiny-qwen35 (shared
-// refdata), tiny-qwen35moe (this suite's refdata).
+// refdata), tiny-qwen35moe (this suite's refdata); "llama-archs/NAME": a
+// file of llama.cpp's saver (llama-archs/NAME.gguf, llama_archs_test.cc).
 inline std::string hybrid_model_path(const std::string& name) {
+  if (name.rfind("llama-archs/", 0) == 0) return local_refdata_dir() + "/" + name + ".gguf";
   const std::string shared = shared_models_dir() + "/" + name + "-f32.gguf";
   return file_exists(shared) ? shared : local_refdata_dir() + "/" + name + "-f32.gguf";
 }

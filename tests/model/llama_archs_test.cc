@@ -30,6 +30,8 @@ namespace llama_archs_test {
 // llama.cpp's test-llama-archs writes none; see tests/model/refdata/README.md).
 // ernie4_5-moe is the dense ernie4_5 (the saver writes it only as a "MoE"
 // file, whose expert keys the family ignores); ernie4_5-moe-moe the MoE one.
+// falcon-h1-dense-no-ssm-norm is falcon-h1-dense without its optional
+// ssm_norm tensors (the Mamba-2 mixers then skip their grouped norm).
 constexpr const char* kFiles[] = {
     "llama-dense",         "llama-moe",        "qwen2-dense",
     "qwen3-dense",         "qwen3moe-moe",     "qwen3next-moe",
@@ -40,7 +42,8 @@ constexpr const char* kFiles[] = {
     "gemma2-dense",        "smollm3-dense",    "qwen2moe-moe",
     "seed_oss-dense",      "exaone4-dense",    "deepseek2-moe",
     "hunyuan-dense-dense", "ernie4_5-moe",     "ernie4_5-moe-moe",
-    "qwen3vl-dense",       "minimax-m2-moe",
+    "qwen3vl-dense",       "minimax-m2-moe",   "falcon-h1-dense",
+    "falcon-h1-dense-no-ssm-norm",
 };
 
 std::string dir() {
@@ -116,17 +119,8 @@ TEST_P(LlamaArchs, LoadsAndMatchesLlamaCpp) {
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;
 
-  cache::KvCacheOptions o;
-  o.storage = p.paged ? cache::KvStorage::kPaged : cache::KvStorage::kContiguous;
-  o.type = DType::F32;
-  o.n_ctx = 128;
-  o.n_seq = 1;
-  o.max_checkpoints = 0;
-  if (device != nullptr) {
-    const BufferType* type = &device->default_buffer_type();
-    o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
-  }
-  Result<std::unique_ptr<cache::KvCache>> cache = m.make_cache(o);
+  Result<std::unique_ptr<cache::KvCache>> cache =
+      m.make_cache(cache_options(DType::F32, 128, 1, p.paged, device));
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
 
   const float scale = largest_logit(base);

@@ -526,5 +526,44 @@ TEST(ModelLoad, Qwen3vlNeedsRopeSections) {
   EXPECT_FALSE(c->qk_norm_after_rope);
 }
 
+// falcon-h1: every layer recurrent and attending (K/V and state in the
+// cache), its pre-FFN norm named blk.N.ffn_norm without ".weight", ssm_norm
+// optional, rope_freqs and attn_output.bias loaded by llama.cpp and unused
+// by its graph (so by folio's); the Mamba-2 keys required.
+TEST(ModelLoad, FalconH1Traits) {
+  const std::string path = local_refdata_dir() + "/llama-archs/falcon-h1-dense.gguf";
+  Result<std::unique_ptr<Model>> m = Model::load(path);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const ModelConfig& c = (*m)->config();
+  ASSERT_EQ(c.n_layer, 2);
+  for (int l = 0; l < c.n_layer; ++l) {
+    EXPECT_TRUE(c.is_recurrent(l)) << l;
+    EXPECT_TRUE(c.has_attention(l)) << l;
+    EXPECT_TRUE(c.has_ffn(l)) << l;
+    const cache::LayerGeometry g = c.cache_geometry().layers[static_cast<size_t>(l)];
+    EXPECT_TRUE(g.recurrent && g.with_kv) << l;
+  }
+  EXPECT_EQ(c.cache_geometry().attention_shapes().size(), 2u);
+  EXPECT_EQ(c.rope.mode, RopeMode::kNeox);
+  const ModelWeights& w = (*m)->weights();
+  EXPECT_TRUE(w.rope_freqs.empty());
+  EXPECT_TRUE(w.layers[0].bo.empty());
+  EXPECT_FALSE(w.layers[0].bo_ignored.empty());
+  EXPECT_FALSE(w.layers[0].bq.empty());
+  EXPECT_FALSE(w.layers[1].ffn_norm.empty());
+  EXPECT_FALSE(w.layers[1].ssm_norm.empty());
+
+  Result<SyntheticModel> base = SyntheticModel::from_file(path);
+  ASSERT_TRUE(base.ok()) << base.status().to_string();
+  SyntheticModel s = *base;
+  s.erase_tensor("blk.1.ssm_norm.weight");  // optional
+  EXPECT_TRUE(load(s).ok()) << load(s).to_string();
+  s.tensor("blk.1.ffn_norm").name = "blk.1.ffn_norm.weight";  // not the name llama.cpp reads
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "blk.1.ffn_norm");
+  s = *base;
+  s.erase_key("falcon-h1.ssm.group_count");
+  EXPECT_LOAD_ERROR(s, StatusCode::kNotFound, "'falcon-h1.ssm.group_count'");
+}
+
 }  // namespace
 }  // namespace folio::model::testing

@@ -198,11 +198,7 @@ TEST_P(PackedModel, BatchAndTokenByTokenGiveTheSameBits) {
 
 std::string path_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string s = info.param.substr(info.param.find_last_of('/') + 1);
-  s = s.substr(0, s.find("-f32"));
-  for (char& c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return s;
+  return test_name(s.substr(0, s.find("-f32")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, PackedModel, ::testing::ValuesIn(model_paths()), path_name);

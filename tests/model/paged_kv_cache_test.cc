@@ -212,11 +212,7 @@ std::vector<LayoutParam> layout_params() {
 }
 
 std::string layout_name(const ::testing::TestParamInfo<LayoutParam>& info) {
-  std::string s = info.param.model.name + "_" + dtype_name(info.param.kv);
-  for (char& c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return s;
+  return test_name(info.param.model.name + "_" + dtype_name(info.param.kv));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PagedVsContiguous, ::testing::ValuesIn(layout_params()),
@@ -435,11 +431,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<PrefixParam>& info) {
       const std::string& path = info.param.model;
       std::string s = path.substr(path.rfind('/') + 1);
-      s = s.substr(0, s.find("-f32")) + "_" + dtype_name(info.param.kv);
-      for (char& c : s) {
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return s;
+      return test_name(s.substr(0, s.find("-f32")) + "_" + dtype_name(info.param.kv));
     });
 
 // --- shortage, failure, sequences ---------------------------------------------

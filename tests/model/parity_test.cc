@@ -60,13 +60,9 @@ struct Param {
 };
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  std::string s = info.param.model.name + "_" + info.param.kase + "_" + dtype_name(info.param.kv) +
-                  (info.param.paged ? "_paged" : "") + (info.param.vulkan ? "_vulkan" : "") +
-                  (info.param.ngl >= 0 ? "_ngl" + std::to_string(info.param.ngl) : "");
-  for (char& c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return s;
+  return test_name(info.param.model.name + "_" + info.param.kase + "_" + dtype_name(info.param.kv) +
+                   (info.param.paged ? "_paged" : "") + (info.param.vulkan ? "_vulkan" : "") +
+                   (info.param.ngl >= 0 ? "_ngl" + std::to_string(info.param.ngl) : ""));
 }
 
 std::vector<Param> params(DType kv) {
@@ -77,21 +73,6 @@ std::vector<Param> params(DType kv) {
     }
   }
   return v;
-}
-
-Result<std::unique_ptr<cache::KvCache>> make_cache(const Model& m, const Param& p,
-                                                   Backend* device) {
-  constexpr int64_t kCtx = 512;
-  cache::KvCacheOptions o;
-  o.type = p.kv;
-  o.n_ctx = kCtx;
-  o.n_seq = 1;  // sequence 0; a paged pool holds kCtx positions
-  if (p.paged) o.storage = cache::KvStorage::kPaged;
-  if (device != nullptr) {
-    const BufferType* type = &device->default_buffer_type();
-    o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
-  }
-  return m.make_cache(o);
 }
 
 class RefParity : public ::testing::TestWithParam<Param> {};
@@ -149,7 +130,8 @@ TEST_P(RefParity, PrefillAndGreedyDecodeMatchLlamaCpp) {
   if (p.kv == DType::Q8_0) tol_prefill = tol_decode = 0.25f;
 
   auto ctx = ForwardContext::with_device(device, 2);
-  Result<std::unique_ptr<cache::KvCache>> cache = make_cache(m, p, device);
+  Result<std::unique_ptr<cache::KvCache>> cache =  // sequence 0, 512 positions
+      m.make_cache(cache_options(p.kv, 512, 1, p.paged, device));
   ASSERT_TRUE(cache.ok()) << cache.status().to_string();
   expect_llamacpp_parity(m, **cache, *ctx, base, {tol_prefill, tol_decode},
                          p.model.name + "." + p.kase + " kv " + dtype_name(p.kv) +

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -152,6 +153,35 @@ float worst_row_diff(const std::vector<std::vector<float>>& a,
         std::max(worst, max_abs_diff(a[i].data(), b[i].data(), static_cast<int64_t>(a[i].size())));
   }
   return worst;
+}
+
+std::string test_name(std::string s) {
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return s;
+}
+
+Result<std::unique_ptr<Model>> load_offloaded(const std::string& path, Backend* device) {
+  LoadOptions lo;
+  lo.offload_type = &device->default_buffer_type();
+  lo.offload_layers = -1;  // every layer and the output head
+  return Model::load(path, lo);
+}
+
+cache::KvCacheOptions cache_options(DType type, int64_t n_ctx, int n_seq, bool paged,
+                                    Backend* device) {
+  cache::KvCacheOptions o;
+  o.storage = paged ? cache::KvStorage::kPaged : cache::KvStorage::kContiguous;
+  o.type = type;
+  o.n_ctx = n_ctx;
+  o.n_seq = n_seq;
+  o.max_checkpoints = 0;
+  if (device != nullptr) {
+    const BufferType* buffers = &device->default_buffer_type();
+    o.alloc = [buffers](size_t bytes) { return buffers->alloc(bytes); };
+  }
+  return o;
 }
 
 }  // namespace folio::model::testing

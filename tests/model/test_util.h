@@ -31,6 +31,10 @@ Result<std::vector<int32_t>> read_ids(const std::string& path);
 
 bool file_exists(const std::string& path);
 
+// `s` with every character but letters and digits turned into '_': a name
+// gtest accepts for a test parameter.
+std::string test_name(std::string s);
+
 // Shared refdata (read-only) and this suite's own refdata directory.
 std::string shared_models_dir();
 std::string local_refdata_dir();
@@ -56,5 +60,13 @@ std::vector<std::vector<float>> prompt_and_decode_logits(const Model& m, Forward
 // The largest max_abs_diff over paired rows.
 float worst_row_diff(const std::vector<std::vector<float>>& a,
                      const std::vector<std::vector<float>>& b);
+
+// `path` loaded with every layer and the output head on `device`.
+Result<std::unique_ptr<Model>> load_offloaded(const std::string& path, Backend* device);
+// Options of a cache of `n_seq` sequences of `n_ctx` positions with `type`
+// entries, paged or contiguous, without prefix checkpoints, in `device`'s
+// memory (nullptr: host memory).
+cache::KvCacheOptions cache_options(DType type, int64_t n_ctx, int n_seq, bool paged,
+                                    Backend* device);
 
 }  // namespace folio::model::testing

@@ -4,9 +4,15 @@
 // the same logits, bit for bit, as the same sequence's token in a step of
 // two sequences (T = 2: the unfused ops). Batch invariance holds per
 // backend, so any difference is a fusion's. For the dense llama (pre-norm
-// decoder), gemma3 (sandwich norms, GeGLU in the matvec's GLU epilogue)
-// and the hybrid qwen35 (DeltaNet and gated-attention layers, dense FFN),
-// every layer, the head, the KV cache and the state pools on the device.
+// decoder), gemma3 and gemma4 (sandwich norms: a block's post norm,
+// residual add and next norm in one dispatch; GeGLU in the matvec's GLU
+// epilogue), the
+// hybrid qwen35 (DeltaNet and gated-attention layers, dense FFN), and
+// MoE models, whose router is one op in both steps: qwen3next and gemma4's
+// MoE (two experts per token, their weighted sum in one dispatch), glm4moe
+// (its ungated shared expert adding into the routed output in its down
+// product) and qwen3moe; every layer, the head, the KV cache and the state
+// pools on the device.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -32,15 +38,8 @@ struct Token {
 // row of every step.
 std::vector<std::vector<float>> run_steps(const Model& m, Backend* device,
                                           const std::vector<std::vector<Token>>& steps) {
-  cache::KvCacheOptions o;
-  o.storage = cache::KvStorage::kPaged;
-  o.type = DType::F32;
-  o.n_ctx = 64;
-  o.n_seq = 2;
-  o.max_checkpoints = 0;
-  const BufferType* type = &device->default_buffer_type();
-  o.alloc = [type](size_t bytes) { return type->alloc(bytes); };
-  Result<std::unique_ptr<cache::KvCache>> cache = m.make_cache(o);
+  Result<std::unique_ptr<cache::KvCache>> cache =
+      m.make_cache(cache_options(DType::F32, 64, 2, /*paged=*/true, device));
   EXPECT_TRUE(cache.ok()) << cache.status().to_string();
   if (!cache.ok()) return {};
   auto ctx = ForwardContext::with_device(device, 2);
@@ -64,10 +63,7 @@ std::vector<std::vector<float>> run_steps(const Model& m, Backend* device,
 
 void expect_fused_step_exact(const std::string& path, const char* arch) {
   FOLIO_VULKAN_OR_SKIP(device);
-  LoadOptions lo;
-  lo.offload_type = &device->default_buffer_type();
-  lo.offload_layers = -1;  // every layer and the output head
-  Result<std::unique_ptr<Model>> model = Model::load(path, lo);
+  Result<std::unique_ptr<Model>> model = load_offloaded(path, device);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;
   ASSERT_EQ(m.config().arch, arch);
@@ -104,6 +100,36 @@ TEST(VulkanFusion, HybridQwen35OneTokenStepEqualsUnfused) {
   const std::string path = shared_models_dir() + "/tiny-qwen35-f32.gguf";
   if (!file_exists(path)) FAIL() << "model missing: " << path;
   expect_fused_step_exact(path, "qwen35");
+}
+
+TEST(VulkanFusion, Qwen3MoeOneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/llama-archs/qwen3moe-moe.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "qwen3moe");
+}
+
+TEST(VulkanFusion, HybridQwen3NextMoeOneTokenStepEqualsUnfused) {
+  const std::string path = shared_models_dir() + "/tiny-qwen3next-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "qwen3next");
+}
+
+TEST(VulkanFusion, Gemma4MoeOneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/tiny-gemma4-moe-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "gemma4");
+}
+
+TEST(VulkanFusion, Gemma4OneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/tiny-gemma4-f32.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "gemma4");
+}
+
+TEST(VulkanFusion, Glm4MoeOneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/llama-archs/glm4moe-moe.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "glm4moe");
 }
 
 }  // namespace vulkan_fusion_test

@@ -825,6 +825,55 @@ void add_sort(CaseList& cases) {
   }
 }
 
+// The MoE router as the model families call it: softmax (qwen3moe,
+// mixtral), sigmoid with a selection bias and expert groups (deepseek2 V3),
+// sigmoid with a bias (glm4moe), the softmax of the chosen logits (gpt-oss);
+// one token (decode) and several; integer logits (ties broken by index);
+// rows past one workgroup's 256 lanes and past the device's 1024 experts.
+// The ids must match exactly, the weights to 1e-7 NMSE.
+void add_moe_route(CaseList& cases) {
+  struct Route {
+    const char* what;
+    int64_t x, n;
+    MoeRouteParams p;
+    bool bias, ties;
+  };
+  const MoeGating kSm = MoeGating::kSoftmax, kSig = MoeGating::kSigmoid,
+                  kSmw = MoeGating::kSoftmaxWeight;
+  const Route routes[] = {
+      {"softmax norm", 128, 1, {kSm, 8, 1, 1, true, 1.0f}, false, false},
+      {"softmax norm", 128, 7, {kSm, 8, 1, 1, true, 1.0f}, false, false},
+      {"softmax", 8, 5, {kSm, 2, 1, 1, false, 1.0f}, false, false},
+      {"softmax ties", 16, 6, {kSm, 4, 1, 1, true, 1.0f}, false, true},
+      {"sigmoid bias groups 8/4 norm scale", 64, 5, {kSig, 6, 8, 4, true, 2.5f}, true, false},
+      {"sigmoid bias groups 8/3 norm scale", 256, 1, {kSig, 8, 8, 3, true, 2.5f}, true, false},
+      {"sigmoid bias norm scale", 160, 3, {kSig, 8, 1, 1, true, 1.8f}, true, false},
+      {"sigmoid norm", 300, 2, {kSig, 8, 1, 1, true, 1.0f}, false, false},
+      {"softmax_weight", 32, 4, {kSmw, 4, 1, 1, false, 1.0f}, false, false},
+      {"softmax norm", 1100, 2, {kSm, 8, 1, 1, true, 1.0f}, false, false},
+  };
+  for (const Route& s : routes) {
+    auto c = new_case(fmt::format("moe_route {} [{}, {}] k={}", s.what, s.x, s.n, s.p.k),
+                      OpKind::kMoeRoute, s.p);
+    c->op.src[0] = c->alloc(DType::F32, {s.x, s.n});
+    if (s.ties) {
+      std::uniform_int_distribution<int> d(0, 3);
+      float* l = static_cast<float*>(c->op.src[0].data);
+      for (int64_t i = 0; i < s.x * s.n; ++i) l[i] = static_cast<float>(d(c->rng()));
+    } else {
+      c->fill_uniform(c->op.src[0], -4.0f, 4.0f);
+    }
+    if (s.bias) {
+      c->op.src[1] = c->alloc(DType::F32, {s.x});
+      c->fill_uniform(c->op.src[1], -0.5f, 0.5f);
+    }
+    c->op.dst = c->alloc(DType::I32, {s.p.k, s.n});
+    c->op.dst2 = c->alloc(DType::F32, {s.p.k, s.n});
+    c->max_nmse = 1e-7;
+    cases.push_back(std::move(c));
+  }
+}
+
 }  // namespace
 
 void add_basic_cases(CaseList& cases) {
@@ -839,6 +888,7 @@ void add_basic_cases(CaseList& cases) {
   add_unary(cases);
   add_glu(cases);
   add_sort(cases);
+  add_moe_route(cases);
 }
 
 }  // namespace folio::parity

@@ -542,6 +542,100 @@ std::unique_ptr<OpCase> rms_norm_mul_mat_case(DType dt, int64_t k, int64_t n, in
   return c;
 }
 
+// Device fusion rms_norm_add_rms_norm (a sandwich-norm block's end): the
+// reference is rms_norm of b (weight wb) into b, then add_rms_norm, which
+// the fused kernel must equal exactly on the device. E picks the norm
+// workgroup (32 .. 256 lanes, one element each or a strided loop); the sum
+// in place into a (as gemma's residual) or a new tensor; with and without
+// the next norm's weight.
+std::unique_ptr<OpCase> rms_norm_add_rms_norm_case(int64_t e, int64_t n, bool in_place, bool w) {
+  auto c = new_case(fmt::format("rms_norm_add_rms_norm E={} n={}{}{}", e, n,
+                                in_place ? " in place" : "", w ? "" : " no weight"),
+                    OpKind::kRmsNormAddRmsNorm, RmsNormParams{1e-6f});
+  c->device_fusion = true;
+  c->in_place = true;  // the composition normalises b in place
+  Op& op = c->op;
+  op.src[0] = c->alloc(DType::F32, {e, n});
+  c->fill_uniform(op.src[0], -4.0f, 4.0f);
+  op.src[1] = c->alloc(DType::F32, {e, n});
+  c->fill_uniform(op.src[1], -2.0f, 2.0f);
+  if (w) {
+    op.src[2] = c->alloc(DType::F32, {e});
+    c->fill_uniform(op.src[2], 0.5f, 1.5f);
+  }
+  op.src[3] = c->alloc(DType::F32, {e});
+  c->fill_uniform(op.src[3], 0.5f, 1.5f);
+  op.dst = c->alloc(DType::F32, {e, n});
+  op.dst2 = in_place ? op.src[0] : c->alloc(DType::F32, {e, n});
+  c->max_nmse = 1e-7;
+  Equivalent eq;
+  eq.what = "rms_norm + add_rms_norm";
+  eq.exact = true;
+  Op norm;
+  norm.kind = OpKind::kRmsNorm;
+  norm.params = RmsNormParams{1e-6f};
+  norm.src[0] = op.src[1];
+  norm.src[1] = op.src[3];
+  norm.dst = op.src[1];
+  Op arn;
+  arn.kind = OpKind::kAddRmsNorm;
+  arn.params = RmsNormParams{1e-6f};
+  arn.src[0] = op.src[0];
+  arn.src[1] = op.src[1];
+  arn.src[2] = op.src[2];
+  arn.dst = op.dst;
+  arn.dst2 = op.dst2;
+  eq.steps = {norm, arn};
+  eq.op = op;
+  c->equivalents.push_back(eq);
+  return c;
+}
+
+// Device fusion moe_sum: experts [E, k, n] times weights [1, k, n], summed
+// over k in rank order; the reference is mul into the experts, then the
+// adds of their slices (the model's composition), equal exactly on the
+// device.
+std::unique_ptr<OpCase> moe_sum_case(int64_t e, int64_t k, int64_t n) {
+  auto c = new_case(fmt::format("moe_sum E={} k={} n={}", e, k, n), OpKind::kMoeSum);
+  c->device_fusion = true;
+  c->in_place = true;  // the composition multiplies the experts in place
+  Op& op = c->op;
+  op.src[0] = c->alloc(DType::F32, {e, k, n});
+  c->fill_uniform(op.src[0], -3.0f, 3.0f);
+  op.src[1] = c->alloc(DType::F32, {1, k, n});
+  c->fill_uniform(op.src[1], 0.0f, 1.0f);
+  op.dst = c->alloc(DType::F32, {e, n});
+  c->max_nmse = 1e-7;
+  Equivalent eq;
+  eq.what = "mul + adds";
+  eq.exact = true;
+  Op mul;
+  mul.kind = OpKind::kMul;
+  mul.src[0] = op.src[0];
+  mul.src[1] = op.src[1];
+  mul.dst = op.src[0];
+  eq.steps = {mul};
+  auto slice = [&](int64_t u) {
+    TensorView v = op.src[0];
+    v.data = static_cast<char*>(v.data) + static_cast<size_t>(u) * op.src[0].nb[1];
+    v.ne = {e, n, 1, 1};
+    const size_t plane = op.src[0].nb[2] * static_cast<size_t>(n);
+    v.nb = {op.src[0].nb[0], op.src[0].nb[2], plane, plane};
+    return v;
+  };
+  for (int64_t u = 1; u < k; ++u) {
+    Op add;
+    add.kind = OpKind::kAdd;
+    add.src[0] = u == 1 ? slice(0) : op.dst;
+    add.src[1] = slice(u);
+    add.dst = op.dst;
+    eq.steps.push_back(add);
+  }
+  eq.op = op;
+  c->equivalents.push_back(eq);
+  return c;
+}
+
 RopeParams rope_of(RopeMode mode, int n_dims, float base) {
   RopeParams p;
   p.mode = mode;
@@ -568,6 +662,19 @@ void add_fused_cases(CaseList& cases) {
        DType::Q8_0},
   };
   for (const RopeSetRowsShape& sh : rope_shapes) cases.push_back(rope_set_rows_case(sh));
+
+  // rms_norm_add_rms_norm: gemma-3-270m's rows (640: 256 lanes loop), the
+  // tiny models' (64), a 32-lane row, several rows, no next weight.
+  cases.push_back(rms_norm_add_rms_norm_case(640, 1, true, true));
+  cases.push_back(rms_norm_add_rms_norm_case(64, 3, true, true));
+  cases.push_back(rms_norm_add_rms_norm_case(20, 2, false, true));
+  cases.push_back(rms_norm_add_rms_norm_case(100, 4, false, false));
+  // moe_sum: qwen3moe's decode (k 8), two experts over several tokens,
+  // wide rows, mixtral's k 2 at E 4096.
+  cases.push_back(moe_sum_case(64, 8, 1));
+  cases.push_back(moe_sum_case(64, 2, 5));
+  cases.push_back(moe_sum_case(300, 4, 3));
+  cases.push_back(moe_sum_case(4096, 2, 1));
 
   // mul_mat_add: SmolLM2's output and down projections in place, several
   // columns, a new output; M 9 (declined).

@@ -182,11 +182,15 @@ Expectation soft_max_rule(const Op& op) {
   return simd_family(op.kind, op.dst.dtype == DType::F32);
 }
 
-// Normal / neox rotation: memoised angle tables at every tier above ref.
+// Every mode (multi-section with valid sections): memoised angle tables at
+// every tier above ref.
 Expectation rope_rule(const Op& op) {
-  const RopeMode m = op.p<RopeParams>().mode;
-  const bool tables = (m == RopeMode::kNormal || m == RopeMode::kNeox) &&
-                      op.dst.dtype == DType::F32 && f32_or_absent(op.src[2]);
+  const RopeParams& p = op.p<RopeParams>();
+  const bool multi = p.mode == RopeMode::kMrope || p.mode == RopeMode::kImrope;
+  const auto& s = p.sections;
+  const bool sections_ok = !multi || (s[0] >= 0 && s[1] >= 0 && s[2] >= 0 && s[3] >= 0 &&
+                                      int64_t{s[0]} + s[1] + s[2] + s[3] > 0);
+  const bool tables = sections_ok && op.dst.dtype == DType::F32 && f32_or_absent(op.src[2]);
   Expectation e = simd_family(op.kind, tables);
   if (tables) e.cpu.push_back({T::kScalar, "rope.tables"});
   return e;
@@ -271,6 +275,15 @@ Expectation sort_rule(const Op& op) {
   return e;
 }
 
+// moe_route: the device routes up to 1024 experts per token in shared
+// memory (at most 64 groups and 64 chosen experts).
+Expectation moe_route_rule(const Op& op) {
+  Expectation e = ref_only(op.kind);
+  const auto& p = op.p<MoeRouteParams>();
+  if (op.src[0].ne[0] > 1024 || p.n_groups > 64 || p.k > 64) e.vulkan = kDeclined;
+  return e;
+}
+
 // The fused state updates (ids at src[ids], destination slots at src[ids + 1]):
 // the device takes destinations that are the ids (absent, or the same view)
 // only.
@@ -330,6 +343,13 @@ Expectation rms_norm_mul_mat_rule(const Op& op) {
   return e;
 }
 
+// A device fusion the device always takes (F32 rows of any length).
+Expectation device_fusion_rule(const Op& op) {
+  Expectation e;
+  e.vulkan = vk(op.kind);
+  return e;
+}
+
 struct Rule {
   OpKind kind;
   Expectation (*expect)(const Op& op);
@@ -354,6 +374,7 @@ const Rule kRules[] = {
     {OpKind::kGlu, glu_rule},
     {OpKind::kTopK, sort_rule},
     {OpKind::kArgsort, sort_rule},
+    {OpKind::kMoeRoute, moe_route_rule},
     {OpKind::kFlashAttn, flash_attn_rule},
     {OpKind::kSdpa, [](const Op& op) { return host_only(op.kind); }},
     {OpKind::kSetRows, [](const Op& op) { return ref_only(op.kind); }},
@@ -367,6 +388,8 @@ const Rule kRules[] = {
     {OpKind::kRopeSetRows, rope_set_rows_rule},
     {OpKind::kMulMatAdd, mul_mat_add_rule},
     {OpKind::kRmsNormMulMat, rms_norm_mul_mat_rule},
+    {OpKind::kRmsNormAddRmsNorm, device_fusion_rule},
+    {OpKind::kMoeSum, device_fusion_rule},
 };
 
 // --- Per-case overrides -----------------------------------------------------

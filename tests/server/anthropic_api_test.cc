@@ -10,13 +10,16 @@
 #include <thread>
 #include <vector>
 
+#include "named_sse.h"
 #include "raw_http.h"
 #include "scripted_server.h"
 
 namespace folio::server {
 namespace anthropic_api_test {
 
+using testing::parse_named_sse;
 using testing::ScriptedService;
+using testing::SseEvent;
 
 AnthropicRequest parse_ok(const std::string& body, bool count_tokens = false) {
   Json j;
@@ -34,38 +37,6 @@ ApiError parse_error(const std::string& body, bool count_tokens = false) {
   AnthropicRequest r;
   EXPECT_FALSE(parse_anthropic_request(j, count_tokens, &r, &err)) << body;
   return err;
-}
-
-struct SseEvent {
-  std::string event;
-  Json data;
-};
-
-std::vector<SseEvent> parse_sse(const std::string& text) {
-  std::vector<SseEvent> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = text.find("\n\n", pos);
-    if (end == std::string::npos) {
-      ADD_FAILURE() << "unterminated event: " << text.substr(pos);
-      break;
-    }
-    const std::string block = text.substr(pos, end - pos);
-    pos = end + 2;
-    const size_t nl = block.find('\n');
-    if (block.rfind("event: ", 0) != 0 || nl == std::string::npos ||
-        block.compare(nl + 1, 6, "data: ") != 0) {
-      ADD_FAILURE() << "malformed event: " << block;
-      continue;
-    }
-    SseEvent e;
-    e.event = block.substr(7, nl - 7);
-    e.data = Json::parse(block.substr(nl + 7), nullptr, false);
-    EXPECT_FALSE(e.data.is_discarded()) << block;
-    EXPECT_EQ(e.data["type"], e.event);
-    out.push_back(std::move(e));
-  }
-  return out;
 }
 
 constexpr const char* kHead = R"("model": "m", "max_tokens": 32)";
@@ -345,7 +316,7 @@ TEST(AnthropicWriter, StreamEventsFollowAnthropicsOrder) {
   sse += w.stream_call_done({"", "f", R"({"a":1})"});
   sse += w.stream_end(
       outcome_of("think", "Hello", {{"", "f", R"({"a":1})"}}, StopReason::kEndOfGeneration));
-  const std::vector<SseEvent> e = parse_sse(sse);
+  const std::vector<SseEvent> e = parse_named_sse(sse);
   std::vector<std::string> types;
   for (const SseEvent& x : e) types.push_back(x.event);
   const std::vector<std::string> expected = {"message_start",       "ping",
@@ -386,7 +357,7 @@ TEST(AnthropicWriter, StreamEventsFollowAnthropicsOrder) {
 
   AnthropicWriter w2("tiny", 1);
   const std::vector<SseEvent> err =
-      parse_sse(w2.stream_start() + w2.stream_error(unavailable_error("stopping")));
+      parse_named_sse(w2.stream_start() + w2.stream_error(unavailable_error("stopping")));
   EXPECT_EQ(err.back().event, "error");
   EXPECT_EQ(err.back().data["error"]["type"], "overloaded_error");
 }
@@ -469,7 +440,7 @@ TEST_F(AnthropicServerTest, StreamWithStopSequence) {
   s.callbacks.on_done(r);
   client.join();
   ASSERT_EQ(a.status, 200) << a.body;
-  const std::vector<SseEvent> e = parse_sse(a.body);
+  const std::vector<SseEvent> e = parse_named_sse(a.body);
   ASSERT_GE(e.size(), 4u);
   EXPECT_EQ(e.front().event, "message_start");
   EXPECT_EQ(e.back().event, "message_stop");

@@ -502,6 +502,19 @@ TEST_F(ToolCallServerTest, ToolChoiceIsValidated) {
   EXPECT_EQ(service_.n_submitted(), 0u);
 }
 
+// A user message: request bodies are kUser + their other fields + "}".
+constexpr const char* kUser = R"({"messages": [{"role": "user", "content": "2+2?"}])";
+
+// A conversation whose assistant turn reasoned before calling a tool.
+constexpr const char* kReasonedToolCall = R"({"messages": [{"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": "", "reasoning_content": "Need the tool.",
+       "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather",
+       "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "description":
+      "Weather of a city.", "parameters": {"type": "object", "properties": {"city": {"type":
+      "string"}}}}}]})";
+
 // Reasoning split out of replies in the template's family, streamed and
 // not; the server's reasoning controls and the request's reasoning fields.
 class ReasoningServerTest : public HttpServerTest {
@@ -553,6 +566,16 @@ class ReasoningServerTest : public HttpServerTest {
     return a;
   }
 
+  // The reasoning budget the engine is asked for by kUser + `fields` (the
+  // reply: "x"); `prompt`, when given, gets the submitted prompt's text.
+  std::shared_ptr<const ReasoningBudgetSpec> budget_for(const std::string& fields,
+                                                        std::string* prompt = nullptr) {
+    std::shared_ptr<const ReasoningBudgetSpec> b;
+    const HttpAnswer a = run(std::string(kUser) + fields + "}", {"x"}, prompt, nullptr, &b);
+    EXPECT_EQ(a.status, 200) << fields << ": " << a.body;
+    return b;
+  }
+
   static std::string streamed_reasoning(const HttpAnswer& a) {
     std::string s;
     for (const Json& e : a.events) {
@@ -567,8 +590,6 @@ class ReasoningServerTest : public HttpServerTest {
 
   int submitted_ = 0;
 };
-
-constexpr const char* kUser = R"({"messages": [{"role": "user", "content": "2+2?"}])";
 
 TEST_F(ReasoningServerTest, ThinkBlockOpenedByThePrompt) {
   use_template("deepseek-ai-DeepSeek-R1-Distill-Llama-8B");
@@ -631,10 +652,7 @@ TEST_F(ReasoningServerTest, ReasoningBudgetReachesTheEngine) {
   use_template("deepseek-ai-DeepSeek-R1-Distill-Llama-8B");
   start();
   serve();
-  std::shared_ptr<const ReasoningBudgetSpec> b;
-  HttpAnswer a =
-      run(std::string(kUser) + R"(, "reasoning_budget_tokens": 7})", {"x"}, nullptr, nullptr, &b);
-  ASSERT_EQ(a.status, 200) << a.body;
+  std::shared_ptr<const ReasoningBudgetSpec> b = budget_for(R"(, "reasoning_budget_tokens": 7)");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->tokens, 7);
   EXPECT_EQ(b->open, "<think>");
@@ -642,23 +660,20 @@ TEST_F(ReasoningServerTest, ReasoningBudgetReachesTheEngine) {
   EXPECT_TRUE(b->starts_inside);
   EXPECT_EQ(b->forced, tok_->tokenize("</think>", {.add_special = false, .parse_special = true}));
   EXPECT_EQ(tok_->detokenize(b->forced, {.render_special = true}), "</think>");
-  a = run(std::string(kUser) + R"(, "thinking_budget_tokens": 3})", {"x"}, nullptr, nullptr, &b);
+  b = budget_for(R"(, "thinking_budget_tokens": 3)");
   ASSERT_NE(b, nullptr);  // llama-server's alias
   EXPECT_EQ(b->tokens, 3);
-  for (const char* unlimited : {"}", R"(, "reasoning_budget_tokens": -1})"}) {
-    a = run(std::string(kUser) + unlimited, {"x"}, nullptr, nullptr, &b);
-    ASSERT_EQ(a.status, 200) << a.body;
-    EXPECT_EQ(b, nullptr) << unlimited;
+  for (const char* unlimited : {"", R"(, "reasoning_budget_tokens": -1)"}) {
+    EXPECT_EQ(budget_for(unlimited), nullptr) << unlimited;
   }
 
   serve(chat::ReasoningFormat::kAuto, /*budget=*/12);
-  a = run(std::string(kUser) + "}", {"x"}, nullptr, nullptr, &b);
+  b = budget_for("");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->tokens, 12);
-  a = run(std::string(kUser) + R"(, "reasoning_budget_tokens": -1})", {"x"}, nullptr, nullptr, &b);
-  EXPECT_EQ(b, nullptr);
+  EXPECT_EQ(budget_for(R"(, "reasoning_budget_tokens": -1)"), nullptr);
   std::string prompt;
-  a = run(std::string(kUser) + R"(, "reasoning_budget_tokens": 0})", {"x"}, &prompt, nullptr, &b);
+  b = budget_for(R"(, "reasoning_budget_tokens": 0)", &prompt);
   // 0 asks the template for enable_thinking=false; this template ignores it
   // and opens the block, which the engine then closes at once.
   ASSERT_NE(b, nullptr);
@@ -671,9 +686,7 @@ TEST_F(ReasoningServerTest, ReasoningBudgetForHarmonyAndForFormatsWithoutReasoni
   use_template("openai-gpt-oss-120b");
   start();
   serve(chat::ReasoningFormat::kAuto, /*budget=*/5);
-  std::shared_ptr<const ReasoningBudgetSpec> b;
-  HttpAnswer a = run(std::string(kUser) + "}", {"x"}, nullptr, nullptr, &b);
-  ASSERT_EQ(a.status, 200) << a.body;
+  std::shared_ptr<const ReasoningBudgetSpec> b = budget_for("");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->open, "<|channel|>analysis<|message|>");
   EXPECT_EQ(b->close, "<|end|>");
@@ -682,9 +695,7 @@ TEST_F(ReasoningServerTest, ReasoningBudgetForHarmonyAndForFormatsWithoutReasoni
 
   use_template("microsoft-Phi-3.5-mini-instruct");
   serve(chat::ReasoningFormat::kAuto, /*budget=*/5);
-  a = run(std::string(kUser) + "}", {"x"}, nullptr, nullptr, &b);
-  ASSERT_EQ(a.status, 200) << a.body;
-  EXPECT_EQ(b, nullptr);
+  EXPECT_EQ(budget_for(""), nullptr);
 }
 
 TEST_F(ReasoningServerTest, HarmonyChannelsEffortAndReasoningSentBack) {
@@ -709,15 +720,7 @@ TEST_F(ReasoningServerTest, HarmonyChannelsEffortAndReasoningSentBack) {
 
   // Reasoning before a tool call, sent back as reasoning_content, reaches
   // gpt-oss's template as the analysis channel it reads from `thinking`.
-  const std::string history = R"({"messages": [{"role": "user", "content": "Weather?"},
-      {"role": "assistant", "content": "", "reasoning_content": "Need the tool.",
-       "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather",
-       "arguments": "{\"city\": \"Paris\"}"}}]},
-      {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
-      "tools": [{"type": "function", "function": {"name": "get_weather", "description":
-      "Weather of a city.", "parameters": {"type": "object", "properties": {"city": {"type":
-      "string"}}}}}]})";
-  a = run(history, {"<|channel|>final<|message|>Sunny."}, &prompt);
+  a = run(kReasonedToolCall, {"<|channel|>final<|message|>Sunny."}, &prompt);
   ASSERT_EQ(a.status, 200) << a.body;
   EXPECT_NE(prompt.find("<|channel|>analysis<|message|>Need the tool.<|end|>"), std::string::npos)
       << prompt;
@@ -773,15 +776,7 @@ TEST_F(ReasoningServerTest, Gemma4ThoughtChannelAndReasoningSentBack) {
   EXPECT_FALSE(msg.contains("reasoning_content")) << msg;
   // Reasoning before a call of the current turn, sent back, is rendered as
   // the template's thought channel.
-  const std::string history = R"({"messages": [{"role": "user", "content": "Weather?"},
-      {"role": "assistant", "content": "", "reasoning_content": "Need the tool.",
-       "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather",
-       "arguments": "{\"city\": \"Paris\"}"}}]},
-      {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
-      "tools": [{"type": "function", "function": {"name": "get_weather", "description":
-      "Weather of a city.", "parameters": {"type": "object", "properties": {"city": {"type":
-      "string"}}}}}]})";
-  a = run(history, {"Sunny."}, &prompt);
+  a = run(kReasonedToolCall, {"Sunny."}, &prompt);
   ASSERT_EQ(a.status, 200) << a.body;
   EXPECT_NE(prompt.find("<|channel>thought\nNeed the tool.\n<channel|><|tool_call>call:get_weather"),
             std::string::npos)

@@ -10,12 +10,15 @@
 #include <thread>
 #include <vector>
 
+#include "named_sse.h"
 #include "scripted_server.h"
 
 namespace folio::server {
 namespace responses_api_test {
 
+using testing::parse_named_sse;
 using testing::ScriptedService;
+using testing::SseEvent;
 
 ResponsesRequest parse_ok(const std::string& body, ResponseStore* store = nullptr) {
   Json j;
@@ -33,39 +36,6 @@ ApiError parse_error(const std::string& body, ResponseStore* store = nullptr) {
   ResponsesRequest r;
   EXPECT_FALSE(parse_responses_request(j, store, &r, &err)) << body;
   return err;
-}
-
-// One SSE event as the Responses API writes it: `event: T` then `data: J`.
-struct SseEvent {
-  std::string event;
-  Json data;
-};
-
-// Splits an SSE text into events; fails the test on anything else.
-std::vector<SseEvent> parse_sse(const std::string& text) {
-  std::vector<SseEvent> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = text.find("\n\n", pos);
-    if (end == std::string::npos) {
-      ADD_FAILURE() << "unterminated event: " << text.substr(pos);
-      break;
-    }
-    const std::string block = text.substr(pos, end - pos);
-    pos = end + 2;
-    const size_t nl = block.find('\n');
-    if (block.rfind("event: ", 0) != 0 || nl == std::string::npos ||
-        block.compare(nl + 1, 6, "data: ") != 0) {
-      ADD_FAILURE() << "malformed event: " << block;
-      continue;
-    }
-    SseEvent e;
-    e.event = block.substr(7, nl - 7);
-    e.data = Json::parse(block.substr(nl + 7), nullptr, false);
-    EXPECT_FALSE(e.data.is_discarded()) << block;
-    out.push_back(std::move(e));
-  }
-  return out;
 }
 
 TEST(ResponsesRequest, StringInputAndInstructions) {
@@ -375,7 +345,7 @@ TEST(ResponsesWriter, StreamEventsAreTypedNumberedAndAddUp) {
   ChatOutcome o =
       outcome_of("think", "Helloafter", {{"", "f", R"({"a":1})"}}, StopReason::kEndOfGeneration);
   sse += w.stream_end(o);
-  const std::vector<SseEvent> events = parse_sse(sse);
+  const std::vector<SseEvent> events = parse_named_sse(sse);
   std::vector<std::string> types;
   for (size_t i = 0; i < events.size(); ++i) {
     EXPECT_EQ(events[i].event, events[i].data["type"]);
@@ -439,7 +409,7 @@ TEST(ResponsesWriter, StreamFailureAndLengthEnd) {
   ResponsesWriter w(r, "tiny", nullptr, nullptr);
   std::string sse = w.stream_start() + w.stream_content("x");
   sse += w.stream_error(unavailable_error("the server is stopping"));
-  std::vector<SseEvent> events = parse_sse(sse);
+  std::vector<SseEvent> events = parse_named_sse(sse);
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().event, "response.failed");
   EXPECT_EQ(events.back().data["response"]["status"], "failed");
@@ -448,8 +418,8 @@ TEST(ResponsesWriter, StreamFailureAndLengthEnd) {
   EXPECT_EQ(events[events.size() - 2].event, "response.output_item.done");
 
   ResponsesWriter w2(r, "tiny", nullptr, nullptr);
-  events =
-      parse_sse(w2.stream_start() + w2.stream_end(outcome_of("", "", {}, StopReason::kLength)));
+  events = parse_named_sse(w2.stream_start() +
+                           w2.stream_end(outcome_of("", "", {}, StopReason::kLength)));
   EXPECT_EQ(events.back().event, "response.incomplete");
   EXPECT_EQ(events.back().data["response"]["incomplete_details"]["reason"], "max_output_tokens");
 }
@@ -509,7 +479,7 @@ TEST_F(ResponsesServerTest, AnswersStoresAndContinues) {
   EXPECT_NE(prompt.find("Hi there"), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("And again"), std::string::npos) << prompt;
   EXPECT_EQ(a.content_type.rfind("text/event-stream", 0), 0u);
-  const std::vector<SseEvent> events = parse_sse(a.body);
+  const std::vector<SseEvent> events = parse_named_sse(a.body);
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.front().event, "response.created");
   EXPECT_EQ(events.back().event, "response.completed");

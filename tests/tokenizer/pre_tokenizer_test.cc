@@ -215,11 +215,13 @@ TEST(PreTokenizer, Names) {
   EXPECT_TRUE(info.ignore_merges);
   EXPECT_FALSE(info.add_bos);
   EXPECT_TRUE(info.clean_spaces);
-  ASSERT_TRUE(pre_tokenizer_from_name("lfm2", &info));  // llama.cpp: llama3's regex, BOS
-  EXPECT_EQ(info.kind, PreTokenizer::kLlama3);
-  EXPECT_TRUE(info.ignore_merges);
-  EXPECT_TRUE(info.add_bos);
-  EXPECT_TRUE(info.clean_spaces);
+  for (const char* name : {"lfm2", "falcon-h1"}) {  // llama.cpp: llama3's regex, BOS
+    ASSERT_TRUE(pre_tokenizer_from_name(name, &info)) << name;
+    EXPECT_EQ(info.kind, PreTokenizer::kLlama3) << name;
+    EXPECT_TRUE(info.ignore_merges) << name;
+    EXPECT_TRUE(info.add_bos) << name;
+    EXPECT_TRUE(info.clean_spaces) << name;
+  }
   ASSERT_TRUE(pre_tokenizer_from_name("gpt-4o", &info));
   EXPECT_EQ(info.kind, PreTokenizer::kGpt4o);
   EXPECT_FALSE(info.clean_spaces);

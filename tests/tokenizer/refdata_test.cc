@@ -115,6 +115,16 @@ INSTANTIATE_TEST_SUITE_P(Tokenizer, RefdataVocab,
 
 // tests/data/models: M.C.prompt.txt tokenized with M's vocabulary (no BOS)
 // equals M.C.prompt_tokens.txt.
+// A (model, case) parameter's test name: tiny-llama, short -> tiny_llama_short.
+std::string model_case_name(
+    const ::testing::TestParamInfo<std::tuple<const char*, const char*>>& info) {
+  std::string s = std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+  for (char& c : s) {
+    if (c == '-') c = '_';
+  }
+  return s;
+}
+
 class RefdataPrompt : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
 
 TEST_P(RefdataPrompt, MatchesPromptTokens) {
@@ -138,14 +148,7 @@ INSTANTIATE_TEST_SUITE_P(Tokenizer, RefdataPrompt,
                          ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3",
                                                               "tiny-qwen35", "tiny-qwen3next"),
                                             ::testing::Values("short", "long")),
-                         [](const auto& info) {
-                           std::string s =
-                               std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
-                           for (char& c : s) {
-                             if (c == '-') c = '_';
-                           }
-                           return s;
-                         });
+                         model_case_name);
 
 // tests/model/refdata/tiny-gpt-oss, tiny-mistral3, tiny-glm4moe, tiny-lfm2:
 // the shared prompts tokenized with the o200k ("gpt-4o"), tekken, glm4 and
@@ -170,14 +173,7 @@ INSTANTIATE_TEST_SUITE_P(Tokenizer, LocalRefdataPrompt,
                          ::testing::Combine(::testing::Values("tiny-gpt-oss", "tiny-mistral3",
                                                               "tiny-glm4moe", "tiny-lfm2"),
                                             ::testing::Values("short", "long")),
-                         [](const auto& info) {
-                           std::string s =
-                               std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
-                           for (char& c : s) {
-                             if (c == '-') c = '_';
-                           }
-                           return s;
-                         });
+                         model_case_name);
 
 }  // namespace
 }  // namespace folio::tokenizer

@@ -124,9 +124,10 @@ struct KernelDef {
 // matvec's GLU epilogue; kSwiGluOai has none: the caller declines it).
 uint32_t glu_activation_code(GluKind kind);
 void add_elementwise_kernels(std::vector<KernelDef>& out);  // ops_elementwise.cc: add, mul, scale, cpy, unary, glu
-void add_norm_kernels(std::vector<KernelDef>& out);         // ops_norm.cc: rms_norm, add_rms_norm, l2_norm
+void add_norm_kernels(std::vector<KernelDef>& out);         // ops_norm.cc: rms_norm, add_rms_norm, l2_norm, rms_norm_add_rms_norm
 void add_rope_kernels(std::vector<KernelDef>& out);         // ops_rope.cc: rope, rope_set_rows
 void add_sort_kernels(std::vector<KernelDef>& out);         // ops_sort.cc: top_k, argsort
+void add_moe_kernels(std::vector<KernelDef>& out);          // ops_moe.cc: moe_route, moe_sum
 void add_matmul_kernels(std::vector<KernelDef>& out);       // ops_matmul.cc: get_rows, mul_mat, mul_mat_id, mul_mat_glu, mul_mat_add, rms_norm_mul_mat
 void add_attention_kernels(std::vector<KernelDef>& out);    // ops_attention.cc: flash_attn, set_rows, soft_max
 void add_recurrent_kernels(std::vector<KernelDef>& out);    // ops_recurrent.cc: ssm_conv, gated_delta_net, +_update, ssm_scan

@@ -4,6 +4,8 @@
 //   rms_norm, l2_norm  norm.comp (spec: workgroup size, mode, weight)
 //   add_rms_norm       add_rms_norm.comp (spec: workgroup size, weight);
 //                      writes the sum to dst2, normalises what dst2 holds
+//   rms_norm_add_rms_norm  rms_norm_add_rms_norm.comp (the same, b first
+//                      normalised as norm.comp does: a sandwich norm's end)
 // The workgroup is the smallest power of two >= the row length, from 32 to
 // 256 (or the largest power of two within the device's limit;
 // norm_workgroup in kernels.h): one element per invocation for rows up to
@@ -87,12 +89,42 @@ Status record_add_rms_norm(Recorder& r, const Op& op) {
                        {a, op.src[1], w, op.dst, op.dst2}, a.nrows());
 }
 
+// ---- rms_norm_add_rms_norm (a device fusion: rms_norm then add_rms_norm)
+
+struct NormAddRmsNormShaderParams {
+  TensorDesc a, b, w, wb, d, d2;
+  float eps;
+};
+
+bool match_rms_norm_add_rms_norm(const Op& op, const DeviceCaps& caps) {
+  return match_add_rms_norm(op, caps) && f32_rows(op.src[3]);
+}
+
+Status record_rms_norm_add_rms_norm(Recorder& r, const Op& op) {
+  const TensorView& a = op.src[0];
+  const TensorView& w = op.src[2];
+  NormAddRmsNormShaderParams p;
+  FOLIO_ASSIGN_OR_RETURN(p.a, r.desc(a));
+  FOLIO_ASSIGN_OR_RETURN(p.b, r.desc(op.src[1]));
+  FOLIO_ASSIGN_OR_RETURN(p.wb, r.desc(op.src[3]));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  FOLIO_ASSIGN_OR_RETURN(p.d2, r.desc(op.dst2));
+  FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));  // empty: a default descriptor, never read
+  const bool has_w = !w.empty();
+  p.eps = op.p<RmsNormParams>().eps;
+  const uint32_t block = norm_workgroup(a.ne[0], r.caps());
+  return dispatch_rows(r, "rms_norm_add_rms_norm", {block, has_w ? 1u : 0u}, &p, sizeof p,
+                       {a, op.src[1], w, op.src[3], op.dst, op.dst2}, a.nrows());
+}
+
 }  // namespace
 
 void add_norm_kernels(std::vector<KernelDef>& out) {
   out.push_back({"rms_norm", OpKind::kRmsNorm, match_norm, record_norm});
   out.push_back({"l2_norm", OpKind::kL2Norm, match_norm, record_norm});
   out.push_back({"add_rms_norm", OpKind::kAddRmsNorm, match_add_rms_norm, record_add_rms_norm});
+  out.push_back({"rms_norm_add_rms_norm", OpKind::kRmsNormAddRmsNorm, match_rms_norm_add_rms_norm,
+                 record_rms_norm_add_rms_norm});
 }
 
 }  // namespace folio::vulkan

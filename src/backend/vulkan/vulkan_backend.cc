@@ -33,6 +33,7 @@ const std::vector<KernelDef>& vulkan_kernels() {
     add_norm_kernels(t);
     add_rope_kernels(t);
     add_sort_kernels(t);
+    add_moe_kernels(t);
     add_matmul_kernels(t);
     add_attention_kernels(t);
     add_recurrent_kernels(t);

@@ -79,5 +79,6 @@ std::span<const ArchFamily> deepseek2_archs();   // deepseek2 (multi-head latent
 std::span<const ArchFamily> hunyuan_archs();     // hunyuan-dense (q/k norms after the rope)
 std::span<const ArchFamily> ernie4_5_archs();    // ernie4_5, ernie4_5-moe
 std::span<const ArchFamily> minimax_m2_archs();  // minimax-m2 (q/k norms across heads)
+std::span<const ArchFamily> falcon_h1_archs();   // falcon-h1 (Mamba-2 beside attention per layer)
 
 }  // namespace folio::model

@@ -95,6 +95,8 @@ Status configure_gemma2(const gguf::GgufFile& file, ModelConfig& c) {
 // Like pre_norm_decoder, with the two post norms:
 //   a = post_attn_norm(attention(h)); x += a; h = ffn_norm(x)
 //   f = post_ffw_norm(ffn(h));        x += f; h = next attn_norm(x)
+// A one-token step takes each line's norm, add and norm as one
+// kRmsNormAddRmsNorm where the device has it.
 TensorView forward_gemma3(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
                           cache::KvCache& cache, ForwardContext& ctx) {
   const int64_t e = cfg.n_embd, t = in.n_tokens;
@@ -109,22 +111,31 @@ TensorView forward_gemma3(const ModelConfig& cfg, const ModelWeights& w, const F
     h = ctx.place_near(h, l.attn_norm);
     const ForwardContext::Mark mark = ctx.mark();
     TensorView a = self_attention(ctx, cfg, w, il, h, in, cache);
-    ctx.rms_norm(a, l.attn_post_norm, eps, a);
-    if (last) {
-      if (in.n_outputs == 0) return {};
-      x = gather_outputs(ctx, x, in);
-      a = gather_outputs(ctx, a, in);
-      h = ctx.f32_near(l.ffn_norm, e, in.n_outputs);
-    }
-    ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
-    const TensorView f = dense_ffn(ctx, cfg, l, h);
-    ctx.rms_norm(f, l.ffn_post_norm, eps, f);
-    if (last) {
-      ctx.add(x, f, x);
+    // A one-token step's block ends (post norm, residual add, next norm)
+    // are one dispatch each where a device fuses them (bit for bit the same).
+    const bool fuse = t == 1 && !last;
+    if (fuse) {
+      ctx.rms_norm_add_rms_norm(x, a, l.attn_post_norm, l.ffn_norm, eps, x, h);
     } else {
-      ctx.add_rms_norm(x, f, w.layers[static_cast<size_t>(il) + 1].attn_norm, eps, x, h);
-      ctx.release(mark);
+      ctx.rms_norm(a, l.attn_post_norm, eps, a);
+      if (last) {
+        if (in.n_outputs == 0) return {};
+        x = gather_outputs(ctx, x, in);
+        a = gather_outputs(ctx, a, in);
+        h = ctx.f32_near(l.ffn_norm, e, in.n_outputs);
+      }
+      ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, h);
     }
+    const TensorView f = dense_ffn(ctx, cfg, l, h);
+    const TensorView& next_norm = last ? l.ffn_norm : w.layers[static_cast<size_t>(il) + 1].attn_norm;
+    if (fuse) {
+      ctx.rms_norm_add_rms_norm(x, f, l.ffn_post_norm, next_norm, eps, x, h);
+    } else {
+      ctx.rms_norm(f, l.ffn_post_norm, eps, f);
+      if (last) ctx.add(x, f, x);
+      else ctx.add_rms_norm(x, f, next_norm, eps, x, h);
+    }
+    if (!last) ctx.release(mark);
   }
   return output_logits(ctx, cfg, w, x);
 }

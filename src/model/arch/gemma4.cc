@@ -225,7 +225,10 @@ TensorView forward_gemma4(const ModelConfig& cfg, const ModelWeights& w, const F
     const ForwardContext::Mark mark = ctx.mark();
     const TensorView h = ctx.rms_norm(x, l.attn_norm, eps);
     TensorView a = gemma4_attention(ctx, cfg, w, il, h, in, cache);
-    ctx.rms_norm(a, l.attn_post_norm, eps, a);
+    // A one-token step's post norm, residual add and FFN norm: one dispatch
+    // where a device fuses them (kRmsNormAddRmsNorm, bit for bit the same).
+    const bool fuse = t == 1 && !last;
+    if (!fuse) ctx.rms_norm(a, l.attn_post_norm, eps, a);
     TensorView pl = p > 0 ? slice_rows(reshape(pl_all, {p, t * cfg.n_layer, 1, 1}), il * t, t)
                           : TensorView{};  // [P, T]
     if (last) {
@@ -236,7 +239,11 @@ TensorView forward_gemma4(const ModelConfig& cfg, const ModelWeights& w, const F
     }
     const int64_t n = x.ne[1];
     const TensorView hf = ctx.f32_near(l.ffn_norm, e, n);
-    ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, hf);
+    if (fuse) {
+      ctx.rms_norm_add_rms_norm(x, a, l.attn_post_norm, l.ffn_norm, eps, x, hf);
+    } else {
+      ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, hf);
+    }
     const TensorView f = cfg.is_moe(il) ? gemma4_moe_block(ctx, cfg, l, x, hf)
                                          : dense_ffn(ctx, cfg, l, hf);
     ctx.rms_norm(f, l.ffn_post_norm, eps, f);

@@ -8,7 +8,7 @@ namespace folio::model {
 
 namespace {
 
-std::array<std::span<const ArchFamily>, 18> families() {
+std::array<std::span<const ArchFamily>, 19> families() {
   return {
       llama_archs(),     qwen_archs(),    gemma3_archs(), qwen3next_archs(),
       gpt_oss_archs(),   bert_archs(),    phi3_archs(),
@@ -23,6 +23,7 @@ std::array<std::span<const ArchFamily>, 18> families() {
       hunyuan_archs(),
       ernie4_5_archs(),
       minimax_m2_archs(),
+      falcon_h1_archs(),
   };
 }
 

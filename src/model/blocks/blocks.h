@@ -142,14 +142,6 @@ TensorView ffn_activation(ForwardContext& ctx, const ModelConfig& cfg, const Ten
 TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
                    const TensorView& x, const TensorView& router_logits = {});
 
-// Expert groups (DeepSeek V3's group-limited routing): of selection [X, n]
-// (probabilities plus the selection bias), per token, the n_groups groups of
-// X / n_groups consecutive experts score the sum of their two largest
-// values; masked [X, n] (host memory) keeps the values of the
-// n_groups_used best groups (ties: the lower group) and -inf elsewhere.
-void mask_expert_groups(const TensorView& selection, int n_groups, int n_groups_used,
-                        const TensorView& masked);
-
 // io.cc ----------------------------------------------------------------------
 // Token embeddings [E, T] (get_rows, times cfg.embd_scale when != 1).
 TensorView embed_tokens(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,

@@ -91,12 +91,14 @@ TensorView moe_or_dense_ffn(ForwardContext& ctx, const ModelConfig& cfg, const L
 
 // hybrid_decoder.cc ----------------------------------------------------------
 // The pre-norm decoder the hybrid families share (qwen3next / qwen35,
-// granitehybrid, lfm2, nemotron_h): per layer, a = the layer's mixer on
+// granitehybrid, lfm2, nemotron_h, falcon-h1): per layer, a = the layer's mixer on
 // rms_norm(x) (`recurrent` where cfg.is_recurrent(il), else `attention`),
 // x += rs * a, x += rs * ffn(rms_norm(x)), with rs = cfg.residual_scale (1
 // but for Granite) and each norm fused with the add before it. With
 // cfg.single_block_layers (nemotron_h) a layer is one block, x += rs *
-// block(rms_norm(x)): its mixer, or `ffn` where cfg.has_ffn(il). x (the residual
+// block(rms_norm(x)): its mixer, or `ffn` where cfg.has_ffn(il). With
+// cfg.parallel_mixers (falcon-h1) a = recurrent(h) + attention(h) on every
+// layer, unfused. x (the residual
 // stream) and h live outside the per-layer arena marks; in the last layer
 // only the output rows go through the FFN and the head. A one-token step
 // through a dense FFN whose gate and up are joined (a device holds the

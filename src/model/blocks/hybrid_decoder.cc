@@ -24,8 +24,9 @@ TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const F
     // the layer), unscaled residuals, two blocks per layer: the norms go
     // into the products that read them and the residual adds into the
     // products before.
+    // Not with parallel mixers, whose two outputs are summed before the add.
     const bool fuse = t == 1 && !last && rs == 1.0f && !cfg.single_block_layers &&
-                      !cfg.is_moe(il) && !l.gate_up_joint.empty();
+                      !cfg.parallel_mixers && !cfg.is_moe(il) && !l.gate_up_joint.empty();
     ResidualFusion ra{x, h_current ? TensorView{} : l.attn_norm, eps, fuse};
     // A single-block FFN layer runs on the output rows only in the last
     // layer (it is position-wise); a mixer runs on every token (its K/V and
@@ -39,6 +40,10 @@ TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const F
     TensorView a = ffn_block              ? parts.ffn(ctx, cfg, l, il, h, &ra)
                    : cfg.is_recurrent(il) ? parts.recurrent(ctx, cfg, l, il, h, ri, cache, &ra)
                                           : parts.attention(ctx, cfg, w, il, h, in, cache, &ra);
+    if (cfg.parallel_mixers) {  // attention beside the recurrent mixer, on the same h
+      const TensorView b = parts.attention(ctx, cfg, w, il, h, in, cache, &ra);
+      ctx.add(b, a, a);  // llama.cpp's attn_out + ssm_out
+    }
     if (last && !ffn_block && !keep_hidden) {
       if (in.n_outputs == 0) return {};
       x = gather_outputs(ctx, x, in);

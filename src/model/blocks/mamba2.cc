@@ -1,5 +1,5 @@
 // Mamba-2 layer of the hybrid models (llama.cpp's build_mamba2_layer, for
-// granitehybrid).
+// granitehybrid, nemotron_h and falcon-h1).
 //
 // Shapes: E = n_embd, T = batch tokens, H heads of P channels (d_inner = H P),
 // G groups of N state values, C = d_inner + 2 G N conv channels, K = conv
@@ -11,7 +11,8 @@
 //   dt + dt_bias -> kSsmScan (softplus, exp(dt A), the selective scan on the
 //         state [N, P, H]; decode: kSsmScanUpdate on the pool) -> y [P, H, T]
 //   y += x * D;  y *= silu(z);  y = rms_norm per group of d_inner / G
-//   channels * ssm_norm [d_inner / G, G];  out = W_out y [E, T] (batch order)
+//   channels * ssm_norm [d_inner / G, G] (where the layer has ssm_norm);
+//   out = W_out y [E, T] (batch order)
 // exactly the order of llama.cpp's graph.
 //
 // The conv, the state pools, decode runs, prefill steps and checkpoints are
@@ -116,11 +117,14 @@ TensorView Mamba2Layer::output() {
       ctx_.unary(view_of(zxbcdt_, 0, {p_, h_, t, 1}, {kF, p_ * kF, zrow, zrow * t}),
                  UnaryKind::kSilu);  // [P, H, T]
   ctx_.mul(y_, z, y_);
-  // RMS norm over each group's d_inner / G channels, then the per-group weight.
-  const int64_t dg = d_inner_ / g_;
-  const TensorView yg = reshape(y_, {dg, g_, t, 1});
-  ctx_.rms_norm(yg, TensorView{}, cfg_.norm_eps, yg);
-  ctx_.mul(yg, reshape(l_.ssm_norm, {dg, g_, 1, 1}), yg);
+  // RMS norm over each group's d_inner / G channels, then the per-group
+  // weight (none without ssm_norm: cfg.ssm_norm_optional).
+  if (!l_.ssm_norm.empty()) {
+    const int64_t dg = d_inner_ / g_;
+    const TensorView yg = reshape(y_, {dg, g_, t, 1});
+    ctx_.rms_norm(yg, TensorView{}, cfg_.norm_eps, yg);
+    ctx_.mul(yg, reshape(l_.ssm_norm, {dg, g_, 1, 1}), yg);
+  }
   return output_product(l_.ssm_out, reshape(y_, {d_inner_, t, 1, 1}));  // [E, T]
 }
 

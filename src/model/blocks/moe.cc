@@ -16,80 +16,14 @@
 // chosen ids (get_rows) and added to the gate, up and down outputs, as
 // ggml's add_id does.
 //
-// The k weights per token are gathered on the host from the probabilities
-// (n * k floats): the op set has no per-row gather of single elements.
-// Expert groups (DeepSeek V3, cfg.moe.n_groups > 1) mask the selection
-// values on the host too (mask_expert_groups) before the top k. On a
-// device that is an explicit transfer (probabilities and ids read back, the
-// weights uploaded by the mul that uses them): one wait per MoE layer.
+// The router (probabilities, selection bias, expert groups, top-k, the
+// weights' renormalisation and scale) is one kMoeRoute op, so on a device
+// routing stays there: no read-back, no wait.
 #include <algorithm>
-#include <cstring>
-#include <limits>
-#include <vector>
 
 #include "model/blocks/blocks.h"
 
 namespace folio::model {
-
-namespace {
-
-// weights[u, t] = probs[ids[u, t], t], renormalised when `norm`, times `scale`.
-void gather_weights(const TensorView& probs, const TensorView& ids, bool norm, float scale,
-                    const TensorView& weights) {
-  const int64_t k = ids.ne[0], n = ids.ne[1];
-  for (int64_t t = 0; t < n; ++t) {
-    const float* p = probs.row<const float>(t);
-    const int32_t* id = ids.row<const int32_t>(t);
-    float* wt = weights.row<float>(0, t);
-    double sum = 0.0;
-    for (int64_t u = 0; u < k; ++u) {
-      wt[u] = p[id[u]];
-      sum += wt[u];
-    }
-    if (norm) {
-      const float s = std::max(static_cast<float>(sum), 6.103515625e-5f);
-      for (int64_t u = 0; u < k; ++u) wt[u] = wt[u] / s;
-    }
-    if (scale != 1.0f) {
-      for (int64_t u = 0; u < k; ++u) wt[u] *= scale;
-    }
-  }
-}
-
-}  // namespace
-
-void mask_expert_groups(const TensorView& selection, int n_groups, int n_groups_used,
-                        const TensorView& masked) {
-  const int64_t x = selection.ne[0], n = selection.ne[1], per = x / n_groups;
-  std::vector<float> score(static_cast<size_t>(n_groups));
-  std::vector<int> order(static_cast<size_t>(n_groups));
-  for (int64_t t = 0; t < n; ++t) {
-    const float* s = selection.row<const float>(t);
-    float* out = masked.row<float>(t);
-    for (int g = 0; g < n_groups; ++g) {  // the sum of the group's two largest values
-      float a = -std::numeric_limits<float>::infinity(), b = a;
-      for (int64_t j = g * per; j < (g + 1) * per; ++j) {
-        if (s[j] > a) {
-          b = a;
-          a = s[j];
-        } else if (s[j] > b) {
-          b = s[j];
-        }
-      }
-      score[static_cast<size_t>(g)] = a + b;
-      order[static_cast<size_t>(g)] = g;
-    }
-    // The best n_groups_used groups (ties: the lower index, as a stable sort).
-    std::stable_sort(order.begin(), order.end(), [&](int l, int r) {
-      return score[static_cast<size_t>(l)] > score[static_cast<size_t>(r)];
-    });
-    for (int64_t j = 0; j < x; ++j) out[j] = -std::numeric_limits<float>::infinity();
-    for (int u = 0; u < n_groups_used; ++u) {
-      const int64_t g = order[static_cast<size_t>(u)];
-      for (int64_t j = g * per; j < (g + 1) * per; ++j) out[j] = s[j];
-    }
-  }
-}
 
 namespace {
 
@@ -110,33 +44,23 @@ TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeigh
   const int64_t n = x.ne[1];
   const int k = cfg.moe.n_expert_used;
 
-  const ExpertGating gating = cfg.moe.gating;
   const TensorView logits =
       router_logits.empty() ? ctx.mul_mat(l.ffn_gate_inp, x) : router_logits;  // [X, n]
   if (!l.ffn_gate_inp_b.empty()) ctx.add(logits, l.ffn_gate_inp_b, logits);
-  const TensorView probs = gating == ExpertGating::kSigmoid ? ctx.unary(logits, UnaryKind::kSigmoid)
-                           : gating == ExpertGating::kSoftmax ? ctx.soft_max(logits)
-                                                              : logits;  // [X, n]
-  const TensorView selection =
-      l.ffn_exp_probs_b.empty() ? probs : ctx.add(probs, l.ffn_exp_probs_b);  // [X, n]
-  TensorView chosen_from = selection;  // [X, n]
-  if (cfg.moe.n_groups > 1) {  // only the experts of the best groups compete (on the host)
-    const Result<TensorView> selection_host = ctx.to_host(selection);
-    chosen_from = ctx.f32(cfg.moe.n_expert, n);
-    if (!ctx.ok()) return ctx.f32(x.ne[0], n);
-    mask_expert_groups(*selection_host, cfg.moe.n_groups, cfg.moe.n_groups_used, chosen_from);
-  }
-  const TensorView ids = ctx.top_k(chosen_from, k);                           // I32 [k, n]
-  const Result<TensorView> probs_host = ctx.to_host(probs);
-  const Result<TensorView> ids_host = ctx.to_host(ids);
-  TensorView weights = ctx.f32(1, k, n);  // [1, k, n]
-  if (!ctx.ok()) return ctx.f32(x.ne[0], n);
-  const bool softmax_weight = gating == ExpertGating::kSoftmaxWeight;
-  gather_weights(*probs_host, *ids_host, cfg.moe.norm_weights && !softmax_weight,
-                 softmax_weight ? 1.0f : cfg.moe.weights_scale, weights);
-  if (softmax_weight) {  // the k chosen logits -> softmax (sums to 1: no renormalisation)
-    weights = reshape(ctx.soft_max(reshape(weights, {k, n, 1, 1})), {1, k, n, 1});
-  }
+  MoeRouteParams rp;
+  rp.gating = cfg.moe.gating == ExpertGating::kSigmoid         ? MoeGating::kSigmoid
+              : cfg.moe.gating == ExpertGating::kSoftmaxWeight ? MoeGating::kSoftmaxWeight
+                                                               : MoeGating::kSoftmax;
+  rp.k = k;
+  rp.n_groups = std::max(cfg.moe.n_groups, 1);
+  rp.n_groups_used = cfg.moe.n_groups > 1 ? cfg.moe.n_groups_used : 1;
+  // gpt-oss's softmax over the chosen logits sums to 1: no renormalisation, no scale.
+  const bool softmax_weight = cfg.moe.gating == ExpertGating::kSoftmaxWeight;
+  rp.norm = cfg.moe.norm_weights && !softmax_weight;
+  rp.scale = softmax_weight ? 1.0f : cfg.moe.weights_scale;
+  const ForwardContext::MoeRoute route = ctx.moe_route(logits, l.ffn_exp_probs_b, rp);
+  const TensorView ids = route.ids;                                     // I32 [k, n]
+  const TensorView weights = reshape(route.weights, {1, k, n, 1});      // [1, k, n]
 
   // Adds expert ids[u, t]'s bias row to t [F, k, n] (bias table [F, X]).
   auto add_expert_bias = [&](const TensorView& t, const TensorView& bias) {
@@ -167,8 +91,14 @@ TensorView moe_ffn(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeigh
     ctx.mul(experts, reshape(s, {1, k, n, 1}), experts);
   }
   add_expert_bias(experts, l.ffn_down_exps_b);
-  ctx.mul(experts, weights, experts);
 
+  // The outputs times their weights, summed in rank order: in a one-token
+  // step one kMoeSum where a device fuses it (bit for bit the same).
+  if (k >= 2 && n == 1) {
+    const TensorView out = ctx.moe_sum(experts, weights);  // [ex, 1]
+    return l.ffn_latent_up.empty() ? out : ctx.mul_mat(l.ffn_latent_up, out);
+  }
+  ctx.mul(experts, weights, experts);
   TensorView out;  // [ex, n]
   if (k == 1) {
     out = ctx.scale(expert_slice(experts, 0), 1.0f);  // contiguous copy

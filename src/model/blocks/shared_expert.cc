@@ -5,7 +5,8 @@
 // sigmoid(ffn_gate_inp_shexp . x) where that gate exists (cfg.shexp_gated;
 // glm4moe and granitehybrid have none: the shared output is added as is).
 // Shapes: x [E, n]; shared hidden [Fs, n]; gate [1, n] broadcast over the E
-// rows.
+// rows. The routed output is contiguous and new, so the ungated shared
+// down product may add into it in place.
 #include "model/blocks/blocks.h"
 #include "model/blocks/hybrid.h"
 
@@ -24,6 +25,9 @@ TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
     const TensorView up = ctx.mul_mat(l.ffn_up_shexp, x);                           // [Fs, n]
     h = ffn_activation(ctx, cfg, gate, up);
   }
+  // Ungated, one token: out += down h in the product's epilogue where a
+  // device fuses it (kMulMatAdd; the same bits as the product, then the add).
+  if (!cfg.shexp_gated && x.ne[1] == 1 && ctx.mul_mat_add(l.ffn_down_shexp, h, out)) return out;
   const TensorView shared = ctx.mul_mat(l.ffn_down_shexp, h);  // [E, n]
   if (cfg.shexp_gated) {
     TensorView g = ctx.mul_mat(l.ffn_gate_inp_shexp, x);  // weight [E] = [E, 1] -> [1, n]

@@ -23,27 +23,15 @@
 // Q5_1_X16; MXFP4: d_w from kE8M0Half, a gather), so the results are
 // bit-identical to the AVX-512 panels (Q4_1: the avx2_vnni ones).
 //
-// Rows: a panel call runs all its activation rows on the tiles, in groups
-// of 16 and then one group of the 1..15 rows left, whose A and C tiles are
-// configured with that many rows (ldtilecfg again). The driver sends calls
-// of fewer than amx_min_rows(P) rows (packed_kernels.h) to the panel of the
-// tier below (PackedSpec::small_panel), as the kernel's `supports` does with
-// mul_mat ops of fewer rows; decode (one or two rows) runs on the tier
-// below's decode function, which streams 4 panels at once.
-//
-// Pipeline, as in packed_kquant_amx.cc: the B and C tiles are
-// double-buffered (even and odd blocks), so step t issues block t's tile
-// products, stores block t - 1's C tiles (done meanwhile) and runs the
-// vector work on block t - 2's from memory; two groups, not three, so that
-// the double buffers fit the 8 tiles.
-//
-// Tiles: amx/tiles.h configure_tiles_2x2 (A rows x 32 B, B 8 x 64 B, C rows
-// x 64 B; rows 16, or fewer for the last group), issue_2x2 / store_2x2.
-// Each thread configures its tiles at the start of a panel call (ldtilecfg)
-// and releases them at its end (tilerelease); the OS grants the tile state
-// once per process (core/cpu_features.cc, arch_prctl).
+// Rows, tiles and pipeline: amx/panel_driver.h (a step and an unpacked
+// chunk are one block; the one-pass ring holds 4 blocks). packed_mul_mat
+// sends calls of fewer than amx_min_rows(P) rows (packed_kernels.h) to the
+// panel of the tier below (PackedSpec::small_panel), as the kernel's `supports`
+// does with mul_mat ops of fewer rows; decode (one or two rows) runs on the
+// tier below's decode function, which streams 4 panels at once.
 #include <cstring>
 
+#include "backend/cpu/amx/panel_driver.h"
 #include "backend/cpu/amx/tiles.h"
 #include "backend/cpu/avx512/kernels.h"
 #include "backend/cpu/drivers/dtype_switch.h"
@@ -127,74 +115,6 @@ FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, __m512 mw,
   }
 }
 
-// G groups of `rows` activation rows (G <= 2; G == 2: rows == 16; on tiles
-// configured for `rows`) against one panel, in three
-// stages per step t: the tile products of block t are issued, block t - 1's
-// C tiles (done meanwhile) are stored, and the vector work reads block
-// t - 2's from memory, so neither side waits on the other's latency.
-// B tiles: block t at b_tiles + 512 t (the unpacked panel), or, kRing (a
-// call's only pass over the panel), unpacked from the panel's codes at
-// step t into slot t % 4 of a 2 KB ring at b_tiles, which stays in L1.
-template <DType P, int G, bool kRing>
-FOLIO_TARGET_AMX void amx_groups(int64_t nb, uint8_t* b_tiles, const uint8_t* codes,
-                                 const uint8_t* scales, size_t scale_stride, int64_t k,
-                                 const uint8_t* x, size_t xs, int rows, uint8_t* out, size_t os,
-                                 __mmask16 mask) {
-  alignas(64) int32_t c_rows[3][G][kGroup * 16];
-  alignas(64) float acc[G][kGroup * 16];
-  Q8Row32 xr[G][kGroup];
-  for (int g = 0; g < G; ++g) {
-    for (int i = 0; i < rows; ++i) xr[g][i] = q8row32(x + (g * kGroup + i) * xs, k);
-  }
-  std::memset(acc, 0, sizeof(acc));
-  for (int64_t t = 0; t < nb + 2; ++t) {
-    if (t < nb) {
-      const uint8_t* xa = x + t * quant::kQK;
-      uint8_t* b_tile = b_tiles + t * 512;
-      if constexpr (kRing) {
-        b_tile = b_tiles + (t % 4) * 512;
-        unpack_panel<P>(codes + t * scale_stride, 1, b_tile);
-      }
-      if (t & 1) {
-        amx::issue_2x2<G, 1>(b_tile, xa, xs);
-      } else {
-        amx::issue_2x2<G, 0>(b_tile, xa, xs);
-      }
-    }
-    if (t >= 1 && t <= nb) {
-      if ((t - 1) & 1) {
-        amx::store_2x2<G, 1>(c_rows[(t - 1) % 3]);
-      } else {
-        amx::store_2x2<G, 0>(c_rows[(t - 1) % 3]);
-      }
-    }
-    if (t >= 2) {
-      const int64_t pb = t - 2;
-      const uint8_t* sp = scales + pb * scale_stride;
-      __m512 dw;
-      if constexpr (P == DType::MXFP4_X16) {
-        dw = _mm512_i32gather_ps(
-            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp))),
-            quant::kE8M0Half.data(), 4);
-      } else {
-        dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp)));
-      }
-      __m512 mw = _mm512_setzero_ps();
-      if constexpr (kHasMin<P>) {
-        mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp + 32)));
-      }
-      for (int g = 0; g < G; ++g) {
-        accumulate<P>(c_rows[pb % 3][g], dw, mw, xr[g], rows, pb, acc[g]);
-      }
-    }
-  }
-  for (int g = 0; g < G; ++g) {
-    for (int i = 0; i < rows; ++i) {
-      _mm512_mask_storeu_ps(out + (g * kGroup + i) * os, mask, _mm512_load_ps(acc[g] + 16 * i));
-    }
-  }
-}
-
 // The avx2_vnni tier's byte dot: VEX where the CPU has AVX-VNNI, else EVEX.
 Avx2Dot amx_vnni_dot() {
   return cpu_features().avxvnni ? Avx2Dot::kVnniVex : Avx2Dot::kVnniEvex;
@@ -207,53 +127,59 @@ PanelFn legacy_panel_below_amx(DType packed) {
                                    : legacy_panel_avx512(packed);
 }
 
+// The 32-element layout P for amx/panel_driver.h: a step and a chunk are
+// one block; the scales follow the codes in each block.
 template <DType P>
-FOLIO_TARGET_AMX void amx_panel(int64_t k, const void* panel, const void* x, size_t xs, int nc,
-                                int nr, float* out, size_t os) {
-  constexpr size_t kBlk = quant::x16_block_bytes(P), kCode = quant::x16_code_bytes(P);
-  const auto* p = static_cast<const uint8_t*>(panel);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  auto* ob = reinterpret_cast<uint8_t*>(out);
-  const int64_t nb = k / quant::kQK;
-  int done = 0;
-  const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
-  if (nc <= kGroup) {  // one pass: the blocks unpacked as the tiles take them
-    alignas(64) uint8_t ring[4 * 512];
-    amx::configure_tiles_2x2(quant::kQK, nc);
-    amx_groups<P, 1, true>(nb, ring, p, p + kCode, kBlk, k, xb, xs, nc, ob, os, mask);
-    _tile_release();
-    return;
+struct LegacyAmxLayout {
+  static constexpr int kStepK = quant::kQK;
+  static constexpr int kChunkK = quant::kQK;
+  static constexpr int kRingChunks = 4;
+  static constexpr size_t kChunkBytes = quant::x16_block_bytes(P);
+
+  FOLIO_TARGET_AMX __attribute__((always_inline)) static void unpack(const uint8_t* panel,
+                                                                     int64_t nb, uint8_t* dst) {
+    unpack_panel<P>(panel, nb, dst);
   }
-  // No scratch memory: every row through the panel below.
-  auto* b_tiles = static_cast<uint8_t*>(packed_thread_scratch(2, static_cast<size_t>(nb) * 512));
-  if (b_tiles != nullptr) {
-    unpack_panel<P>(p, nb, b_tiles);
-    int configured = 0;  // A and C tile rows of the loaded configuration
-    while (done < nc) {
-      const int left = nc - done, rows = left < kGroup ? left : kGroup;
-      if (rows != configured) {
-        amx::configure_tiles_2x2(quant::kQK, rows);
-        configured = rows;
+  // Block t's quants in a Q8Row32 row (quants first).
+  static const uint8_t* a_tile(const uint8_t* x, int64_t t) { return x + t * quant::kQK; }
+  static PanelFn below() { return legacy_panel_below_amx(P); }
+
+  template <int G>
+  struct Acc {
+    alignas(64) float acc[G][kGroup * 16];
+    Q8Row32 xr[G][kGroup];
+    int rows;
+
+    FOLIO_TARGET_AMX __attribute__((always_inline))
+    Acc(const uint8_t* x, size_t xs, int n_rows, int64_t k)
+        : rows(n_rows) {
+      for (int g = 0; g < G; ++g) {
+        for (int i = 0; i < rows; ++i) xr[g][i] = q8row32(x + (g * kGroup + i) * xs, k);
       }
-      const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
-      uint8_t* og = ob + static_cast<size_t>(done) * os;
-      if (left >= 2 * kGroup) {
-        amx_groups<P, 2, false>(nb, b_tiles, p, p + kCode, kBlk, k, xg, xs, kGroup, og, os, mask);
-        done += 2 * kGroup;
-      } else {
-        amx_groups<P, 1, false>(nb, b_tiles, p, p + kCode, kBlk, k, xg, xs, rows, og, os, mask);
-        done += rows;
-      }
+      std::memset(acc, 0, sizeof(acc));
     }
-    // Back to the init state: the OS need not save 8 KB of tiles on every
-    // context switch of this thread until its next tile work.
-    _tile_release();
-  }
-  if (done < nc) {
-    legacy_panel_below_amx(P)(k, panel, xb + done * xs, xs, nc - done, nr,
-                              reinterpret_cast<float*>(ob + done * os), os);
-  }
-}
+
+    // Block b's float step from its C tiles c[g].
+    FOLIO_TARGET_AMX __attribute__((always_inline)) void step(const uint8_t* panel, int64_t b,
+                                                              int32_t (*c)[kGroup * 16],
+                                                              const uint8_t*, size_t) {
+      const uint8_t* sp = panel + quant::x16_code_bytes(P) + b * kChunkBytes;
+      __m512 dw;
+      if constexpr (P == DType::MXFP4_X16) {
+        dw = _mm512_i32gather_ps(
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp))),
+            quant::kE8M0Half.data(), 4);
+      } else {
+        dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp)));
+      }
+      __m512 mw = _mm512_setzero_ps();
+      if constexpr (kHasMin<P>) {
+        mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp + 32)));
+      }
+      for (int g = 0; g < G; ++g) accumulate<P>(c[g], dw, mw, xr[g], rows, b, acc[g]);
+    }
+  };
+};
 
 // Panel calls of fewer than min_rows activation rows: the panel below.
 PackedSpec amx_spec(DType packed, int min_rows) {
@@ -267,7 +193,8 @@ PackedSpec amx_spec(DType packed, int min_rows) {
   }
   const PanelFn f = dtype_switch<DType::Q4_0_X16, DType::Q4_1_X16, DType::Q5_0_X16, DType::Q5_1_X16,
                                  DType::Q8_0_X16, DType::IQ4_NL_X16, DType::MXFP4_X16>(
-      packed, [](auto p) -> PanelFn { return &amx_panel<decltype(p)::value>; });
+      packed,
+      [](auto p) -> PanelFn { return &amx::packed_panel<LegacyAmxLayout<decltype(p)::value>>; });
   const MultiPanelFn decode = packed == DType::Q4_1_X16 ? legacy_decode_avx2(packed, amx_vnni_dot())
                                                         : legacy_decode_avx512(packed);
   return {ActFormat::kQ8_0, f, decode, &quantize_act_q8_0_avx512, legacy_panel_below_amx(packed),

@@ -28,26 +28,15 @@
 // order) and the float steps are the same code, so results are
 // bit-identical to avx512/packed_kquant.cc.
 //
-// Rows: a panel call runs all its activation rows on the tiles, in groups
-// of 16 and then one group of the 1..15 rows left on A and C tiles
-// configured with that many rows; calls of fewer than amx_min_rows(P) rows
-// (packed_kernels.h; the driver's PackedSpec::small_panel), mul_mat ops of
-// fewer (the kernel's `supports`) and decode (one or two rows) run on
-// avx512/packed_kquant.cc.
-//
-// Pipeline: the B and C tiles are double-buffered (even and odd units), so
-// step t issues unit t's tile products, stores unit t - 1's C tiles (done
-// meanwhile) and runs the vector work on unit t - 2's from memory: the tile
-// unit does not wait for stores, nor the vector loads for tile results
-// (a C tile stored right after its product makes the tile latencies add
-// up). Two groups, not three, so that the double buffers fit the 8 tiles.
-//
-// Tiles: amx/tiles.h configure_tiles_2x2 (A rows x unit bytes, B unit / 4 x
-// 64 bytes, C rows x 64 bytes; rows 16, or fewer for the last group),
-// issue_2x2 / store_2x2.
+// Rows, tiles and pipeline: amx/panel_driver.h (a step is a unit, an
+// unpacked chunk a super-block; the one-pass ring holds 2 super-blocks).
+// Calls of fewer than amx_min_rows(P) rows (packed_kernels.h; packed_mul_mat's
+// PackedSpec::small_panel), mul_mat ops of fewer (the kernel's `supports`)
+// and decode (one or two rows) run on avx512/packed_kquant.cc.
 #include <cstddef>
 #include <cstring>
 
+#include "backend/cpu/amx/panel_driver.h"
 #include "backend/cpu/amx/tiles.h"
 #include "backend/cpu/avx512/kquant_x16.h"
 #include "backend/cpu/drivers/dtype_switch.h"
@@ -151,123 +140,65 @@ FOLIO_INLINE_AMX void finish_superblock(const uint8_t* s, const uint8_t* x, size
   }
 }
 
-// G groups of `rows` activation rows (G <= 2; G == 2: rows == 16; on tiles
-// configured for `rows`) against one panel, in three
-// stages per step t: the tile products of unit t are issued, unit t - 1's
-// C tiles (done meanwhile) are stored, and the vector work reads unit
-// t - 2's from memory, so neither side waits on the other's latency.
-// B tiles: unit t at b_tiles + t * unit bytes (the unpacked panel), or,
-// kRing (a call's only pass over the panel), super-block sb unpacked from
-// the panel at its first unit into slot sb % 2 of an 8 KB ring at b_tiles,
-// which stays in L1.
-template <DType P, int G, bool kRing>
-FOLIO_TARGET_AMX void kquant_groups(int64_t nsb, uint8_t* b_tiles, const uint8_t* panel,
-                                    const uint8_t* x, size_t xs, int rows, uint8_t* out, size_t os,
-                                    __mmask16 mask) {
+// The layout P for amx/panel_driver.h: a step is a unit, a chunk a
+// super-block; the one-pass ring holds 2 super-blocks.
+template <DType P>
+struct KQuantAmxLayout {
   using F = KAmxFormat<P>;
-  constexpr size_t kUnitBytes = F::kUnit * 16;  // one B tile
-  alignas(64) int32_t c_rows[3][G][kGroup * 16];
-  alignas(64) int32_t isum[G][kGroup * 16];
-  alignas(64) float acc[G][kGroup * 16];
-  std::memset(isum, 0, sizeof(isum));
-  std::memset(acc, 0, sizeof(acc));
-  const int64_t nu = nsb * F::kUnits;
-  for (int64_t t = 0; t < nu + 2; ++t) {
-    if (t < nu) {
+  static constexpr int kStepK = F::kUnit;
+  static constexpr int kChunkK = kQKK;
+  static constexpr int kRingChunks = 2;
+  static constexpr size_t kChunkBytes = F::kBytes;
+
+  FOLIO_TARGET_AMX __attribute__((always_inline)) static void unpack(const uint8_t* panel,
+                                                                     int64_t nsb, uint8_t* dst) {
+    unpack_kquant_panel<P>(panel, nsb, dst);
+  }
+  // Unit t's quants in a row of BlockQ8_K.
+  static const uint8_t* a_tile(const uint8_t* x, int64_t t) {
+    const int64_t sb = t / F::kUnits;
+    const int u = static_cast<int>(t % F::kUnits);
+    return x + sb * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs) + u * F::kUnit;
+  }
+  static PanelFn below() { return kquant_panel_avx512(P); }
+
+  template <int G>
+  struct Acc {
+    alignas(64) int32_t isum[G][kGroup * 16];
+    alignas(64) float acc[G][kGroup * 16];
+    int rows;
+
+    FOLIO_TARGET_AMX __attribute__((always_inline)) Acc(const uint8_t*, size_t, int n_rows, int64_t)
+        : rows(n_rows) {
+      std::memset(isum, 0, sizeof(isum));
+      std::memset(acc, 0, sizeof(acc));
+    }
+
+    // Unit t's scaled C tiles c[g] into isum; after a super-block's last
+    // unit, its float step.
+    FOLIO_TARGET_AMX __attribute__((always_inline)) void step(const uint8_t* panel, int64_t t,
+                                                              int32_t (*c)[kGroup * 16],
+                                                              const uint8_t* x, size_t xs) {
       const int64_t sb = t / F::kUnits;
       const int u = static_cast<int>(t % F::kUnits);
-      const uint8_t* xa = x + sb * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs) + u * F::kUnit;
-      uint8_t* b_tile = b_tiles + t * kUnitBytes;
-      if constexpr (kRing) {
-        uint8_t* slot = b_tiles + (sb % 2) * 4096;
-        if (u == 0) unpack_kquant_panel<P>(panel + sb * F::kBytes, 1, slot);
-        b_tile = slot + u * kUnitBytes;
-      }
-      if (t & 1) {
-        amx::issue_2x2<G, 1>(b_tile, xa, xs);
-      } else {
-        amx::issue_2x2<G, 0>(b_tile, xa, xs);
-      }
-    }
-    if (t >= 1 && t <= nu) {
-      if ((t - 1) & 1) {
-        amx::store_2x2<G, 1>(c_rows[(t - 1) % 3]);
-      } else {
-        amx::store_2x2<G, 0>(c_rows[(t - 1) % 3]);
-      }
-    }
-    if (t >= 2) {
-      const int64_t pt = t - 2, sb = pt / F::kUnits;
-      const int u = static_cast<int>(pt % F::kUnits);
       const uint8_t* s = panel + sb * F::kBytes;
       const __m512i sc = F::scales(s, u);
-      for (int g = 0; g < G; ++g) scale_add(c_rows[pt % 3][g], sc, rows, isum[g]);
+      for (int g = 0; g < G; ++g) scale_add(c[g], sc, rows, isum[g]);
       if (u == F::kUnits - 1) {
         for (int g = 0; g < G; ++g) {
           finish_superblock<P>(s, x + g * kGroup * xs, xs, sb, rows, isum[g], acc[g]);
         }
       }
     }
-  }
-  for (int g = 0; g < G; ++g) {
-    for (int i = 0; i < rows; ++i) {
-      _mm512_mask_storeu_ps(out + (g * kGroup + i) * os, mask, _mm512_load_ps(acc[g] + 16 * i));
-    }
-  }
-}
-
-template <DType P>
-FOLIO_TARGET_AMX void kquant_amx_panel(int64_t k, const void* panel, const void* x, size_t xs,
-                                       int nc, int nr, float* out, size_t os) {
-  const auto* p = static_cast<const uint8_t*>(panel);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  auto* ob = reinterpret_cast<uint8_t*>(out);
-  const int64_t nsb = k / kQKK;
-  int done = 0;
-  const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
-  if (nc <= kGroup) {  // one pass: super-blocks unpacked as the tiles take them
-    alignas(64) uint8_t ring[2 * 4096];
-    amx::configure_tiles_2x2(KAmxFormat<P>::kUnit, nc);
-    kquant_groups<P, 1, true>(nsb, ring, p, xb, xs, nc, ob, os, mask);
-    _tile_release();
-    return;
-  }
-  // No scratch memory: every row through the AVX-512 panel.
-  auto* b_tiles = static_cast<uint8_t*>(packed_thread_scratch(2, static_cast<size_t>(nsb) * 4096));
-  if (b_tiles != nullptr) {
-    unpack_kquant_panel<P>(p, nsb, b_tiles);
-    int configured = 0;  // A and C tile rows of the loaded configuration
-    while (done < nc) {
-      const int left = nc - done, rows = left < kGroup ? left : kGroup;
-      if (rows != configured) {
-        amx::configure_tiles_2x2(KAmxFormat<P>::kUnit, rows);
-        configured = rows;
-      }
-      const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
-      uint8_t* og = ob + static_cast<size_t>(done) * os;
-      if (left >= 2 * kGroup) {
-        kquant_groups<P, 2, false>(nsb, b_tiles, p, xg, xs, kGroup, og, os, mask);
-        done += 2 * kGroup;
-      } else {
-        kquant_groups<P, 1, false>(nsb, b_tiles, p, xg, xs, rows, og, os, mask);
-        done += rows;
-      }
-    }
-    // Back to the init state: the OS need not save 8 KB of tiles on every
-    // context switch of this thread until its next tile work.
-    _tile_release();
-  }
-  if (done < nc) {
-    kquant_panel_avx512(P)(k, panel, xb + done * xs, xs, nc - done, nr,
-                           reinterpret_cast<float*>(ob + done * os), os);
-  }
-}
+  };
+};
 
 }  // namespace
 
 PanelFn kquant_panel_amx(DType packed) {
   return dtype_switch<DType::Q4_K_X16, DType::Q5_K_X16, DType::Q6_K_X16, DType::IQ4_XS_X16>(
-      packed, [](auto p) -> PanelFn { return &kquant_amx_panel<decltype(p)::value>; });
+      packed,
+      [](auto p) -> PanelFn { return &amx::packed_panel<KQuantAmxLayout<decltype(p)::value>>; });
 }
 
 }  // namespace folio::cpu

@@ -19,9 +19,13 @@ namespace {
 struct RopeTable {
   RopeParams params;
   std::vector<float> freq_factors;  // empty: none
-  std::vector<int32_t> positions;
+  std::vector<int32_t> positions;   // [n_tok], or [4 * n_tok]: the sections of a multi mode
   std::vector<double> cos_t, sin_t;
 };
+
+bool multi_section(RopeMode mode) {
+  return mode == RopeMode::kMrope || mode == RopeMode::kImrope;
+}
 
 bool same_params(const RopeParams& a, const RopeParams& b) {
   return a.mode == b.mode && a.n_dims == b.n_dims && a.freq_base == b.freq_base &&
@@ -30,10 +34,12 @@ bool same_params(const RopeParams& a, const RopeParams& b) {
          a.beta_slow == b.beta_slow && a.n_ctx_orig == b.n_ctx_orig && a.sections == b.sections;
 }
 
-// The reference's angle table (ref/rope.cc, single-section modes).
+// The reference's angle table (ref/rope.cc): pair i of token tok at the
+// position of its section (section 0 but in the multi-section modes).
 void fill_table(RopeTable& t) {
   const RopeParams& p = t.params;
-  const int64_t half = p.n_dims / 2, n_tok = static_cast<int64_t>(t.positions.size());
+  const int64_t half = p.n_dims / 2;
+  const int64_t n_tok = static_cast<int64_t>(t.positions.size()) / (multi_section(p.mode) ? 4 : 1);
   float corr[2];
   ref::rope_yarn_corr_dims(p.n_dims, p.n_ctx_orig, p.freq_base, p.beta_fast, p.beta_slow, corr);
   double mscale = p.attn_factor;
@@ -41,8 +47,9 @@ void fill_table(RopeTable& t) {
   t.cos_t.resize(static_cast<size_t>(n_tok * half));
   t.sin_t.resize(static_cast<size_t>(n_tok * half));
   for (int64_t tok = 0; tok < n_tok; ++tok) {
-    const double ps = t.positions[static_cast<size_t>(tok)];
     for (int64_t i = 0; i < half; ++i) {
+      const int64_t sec = ref::rope_section_of(p.mode, p.sections, i);
+      const double ps = t.positions[static_cast<size_t>(sec * n_tok + tok)];
       const float* f =
           t.freq_factors.empty() ? nullptr : &t.freq_factors[static_cast<size_t>(i)];
       const double theta = ref::rope_theta(p, ps, i, f, corr);
@@ -61,15 +68,16 @@ const RopeTable& table_for(const Op& op) {
   const RopeParams& p = op.p<RopeParams>();
   const TensorView& pos = op.src[1];
   const TensorView& ff = op.src[2];
-  const int64_t n_tok = op.src[0].ne[2], half = p.n_dims / 2;
+  const int64_t half = p.n_dims / 2;
+  const int64_t n_pos = op.src[0].ne[2] * (multi_section(p.mode) ? 4 : 1);
   for (size_t e = 0; e < memo.size(); ++e) {
     RopeTable& t = *memo[e];
-    if (!same_params(t.params, p) || static_cast<int64_t>(t.positions.size()) != n_tok ||
+    if (!same_params(t.params, p) || static_cast<int64_t>(t.positions.size()) != n_pos ||
         t.freq_factors.size() != (ff.empty() ? 0 : static_cast<size_t>(half))) {
       continue;
     }
     bool same = true;
-    for (int64_t i = 0; i < n_tok && same; ++i) {
+    for (int64_t i = 0; i < n_pos && same; ++i) {
       same = t.positions[static_cast<size_t>(i)] == ref::elem<int32_t>(pos, i);
     }
     for (int64_t i = 0; i < static_cast<int64_t>(t.freq_factors.size()) && same; ++i) {
@@ -86,8 +94,8 @@ const RopeTable& table_for(const Op& op) {
   std::rotate(memo.begin(), memo.end() - 1, memo.end());  // the oldest (or new) entry first
   RopeTable& t = *memo.front();
   t.params = p;
-  t.positions.resize(static_cast<size_t>(n_tok));
-  for (int64_t i = 0; i < n_tok; ++i)
+  t.positions.resize(static_cast<size_t>(n_pos));
+  for (int64_t i = 0; i < n_pos; ++i)
     t.positions[static_cast<size_t>(i)] = ref::elem<int32_t>(pos, i);
   t.freq_factors.resize(ff.empty() ? 0 : static_cast<size_t>(half));
   for (int64_t i = 0; i < static_cast<int64_t>(t.freq_factors.size()); ++i) {
@@ -114,9 +122,14 @@ void rope_row(const float* x, float* d, int64_t head_dim, int64_t n_dims, bool n
 }  // namespace
 
 bool supports_rope_tables(const Op& op) {
-  const RopeMode mode = op.p<RopeParams>().mode;
-  return (mode == RopeMode::kNormal || mode == RopeMode::kNeox) && op.dst.dtype == DType::F32 &&
-         (op.src[2].empty() || op.src[2].dtype == DType::F32);
+  const RopeParams& p = op.p<RopeParams>();
+  if (multi_section(p.mode)) {  // invalid sections stay with the reference, which refuses them
+    const auto& s = p.sections;
+    if (s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0 || int64_t{s[0]} + s[1] + s[2] + s[3] <= 0) {
+      return false;
+    }
+  }
+  return op.dst.dtype == DType::F32 && (op.src[2].empty() || op.src[2].dtype == DType::F32);
 }
 
 Status rope_tables(const Op& op, const KernelContext& ctx, RopePairsFn pairs) {
@@ -125,7 +138,7 @@ Status rope_tables(const Op& op, const KernelContext& ctx, RopePairsFn pairs) {
   const TensorView& d = op.dst;     // like x
   const RopeTable& t = table_for(op);
   const int64_t half = p.n_dims / 2, n_head = x.ne[1], n_tok = x.ne[2];
-  const bool neox = p.mode == RopeMode::kNeox;
+  const bool neox = p.mode != RopeMode::kNormal;  // the multi-section modes pair as neox
   // Rows (head, token, i3) are independent.
   run_range(ctx, x.nrows(), x.nelements() >= kMinParallelElements, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {

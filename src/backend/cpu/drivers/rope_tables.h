@@ -1,4 +1,4 @@
-// Rope (kRope, normal and neox modes) through memoised angle tables, shared
+// Rope (kRope, every mode) through memoised angle tables, shared
 // by every tier: the reference's arithmetic (ref/rope.cc), bit for bit, at a
 // fraction of its cost.
 //
@@ -14,7 +14,10 @@
 // A pair rotates in double, like the reference: x0, x1 widened, two
 // products and a subtraction (or sum) rounded separately, no FMA, then one
 // rounding to float. Layout: x F32 [head_dim, n_head, n_tokens, ne3]; pair i
-// rotates (x[i], x[i + n_dims/2]) (neox) or (x[2i], x[2i + 1]) (normal);
+// rotates (x[i], x[i + n_dims/2]) (neox, mrope, imrope) or (x[2i], x[2i + 1])
+// (normal); in the multi-section modes its angle takes the position of the
+// section that drives it (ref::rope_section_of), the table holding every
+// pair's angle per token, so the rotation loop is neox's;
 // dims >= n_dims are copied. A tier supplies a vector loop over the first
 // pairs of a row (RopePairsFn); this driver does the rest of the row, the
 // table, and the split of rows across the thread pool.
@@ -31,8 +34,8 @@ namespace folio::cpu {
 using RopePairsFn = int64_t (*)(const float* x, float* d, int64_t half, bool neox,
                                 const double* c, const double* s);
 
-// Normal and neox modes, F32 output, F32 freq factors or none (the
-// multi-section modes stay with the reference).
+// Every mode (the multi-section ones with valid sections), F32 output, F32
+// freq factors or none.
 bool supports_rope_tables(const Op& op);
 
 // Runs a (validated) kRope op; `pairs` may be null (every pair in scalar code).

@@ -58,6 +58,7 @@ Status unary(const Op& op, const KernelContext& ctx);         // unary.cc
 Status glu(const Op& op, const KernelContext& ctx);           // glu.cc
 Status top_k(const Op& op, const KernelContext& ctx);         // sort.cc
 Status argsort(const Op& op, const KernelContext& ctx);       // sort.cc
+Status moe_route(const Op& op, const KernelContext& ctx);     // moe_route.cc
 
 // Scalar activations in double (unary.cc), shared with glu.cc. gelu is the
 // tanh approximation; softplus follows ggml: x for x > 20, else log(1 + e^x).
@@ -69,6 +70,10 @@ double unary_value(UnaryKind kind, double x);
 double rope_theta(const RopeParams& p, double pos, int64_t i, const float* freq_factor,
                   const float corr[2]);
 
+// Which of the 4 position sections (t, h, w, e) drives rope pair i in the
+// multi-section modes (kMrope, kImrope; rope.cc); 0 in the others. The
+// sections must be valid (each >= 0, sum > 0).
+int rope_section_of(RopeMode mode, const std::array<int, 4>& sections, int64_t i);
 // ggml's YaRN correction range (rope.cc), exposed for tests: dims[0] = start,
 // dims[1] = end pair-dimension of the extrapolation ramp.
 void rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast,

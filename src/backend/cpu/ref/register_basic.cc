@@ -49,6 +49,7 @@ void register_ref_kernels_basic(KernelTable& t) {
   t.add({OpKind::kGlu, kRef, "glu.ref", supports_glu, ref::glu});
   t.add({OpKind::kTopK, kRef, "top_k.ref", nullptr, ref::top_k});
   t.add({OpKind::kArgsort, kRef, "argsort.ref", nullptr, ref::argsort});
+  t.add({OpKind::kMoeRoute, kRef, "moe_route.ref", nullptr, ref::moe_route});
 }
 
 }  // namespace folio

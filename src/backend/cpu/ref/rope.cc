@@ -40,8 +40,18 @@
 namespace folio::ref {
 namespace {
 
-// Which of the 4 position sections drives pair i.
-int section_of(RopeMode mode, const std::array<int, 4>& s, int64_t i) {
+// ggml's correction dim: the pair dimension whose wavelength makes n_rot
+// rotations over n_ctx_orig positions.
+float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
+  return static_cast<float>(n_dims) *
+         std::log(static_cast<float>(n_ctx_orig) / (n_rot * 2.0f * std::numbers::pi_v<float>)) /
+         (2.0f * std::log(base));
+}
+
+}  // namespace
+
+int rope_section_of(RopeMode mode, const std::array<int, 4>& s, int64_t i) {
+  if (mode != RopeMode::kMrope && mode != RopeMode::kImrope) return 0;
   const int64_t s0 = s[0], s1 = s[1], s2 = s[2];
   const int64_t sector = i % (s0 + s1 + s2 + s[3]);
   if (mode == RopeMode::kImrope) {
@@ -55,16 +65,6 @@ int section_of(RopeMode mode, const std::array<int, 4>& s, int64_t i) {
   if (sector < s0 + s1 + s2) return 2;
   return 3;
 }
-
-// ggml's correction dim: the pair dimension whose wavelength makes n_rot
-// rotations over n_ctx_orig positions.
-float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
-  return static_cast<float>(n_dims) *
-         std::log(static_cast<float>(n_ctx_orig) / (n_rot * 2.0f * std::numbers::pi_v<float>)) /
-         (2.0f * std::log(base));
-}
-
-}  // namespace
 
 void rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast,
                          float beta_slow, float dims[2]) {
@@ -111,7 +111,7 @@ Status rope(const Op& op, const KernelContext& /*ctx*/) {
   std::vector<double> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t i = 0; i < half; ++i) {
-      const int sec = multi ? section_of(p.mode, p.sections, i) : 0;
+      const int sec = multi ? rope_section_of(p.mode, p.sections, i) : 0;
       const double ps = elem<int32_t>(pos, sec * n_tok + t);
       const float f = ff.empty() ? 0.0f : elem<float>(ff, i);
       const double theta = rope_theta(p, ps, i, ff.empty() ? nullptr : &f, corr);

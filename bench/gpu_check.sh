@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Every GPU check of the Vulkan backend in one run, for a machine lent for
+# minutes (BENCHMARKS.md "Vulkan on ..." sections): what the device is, the
+# op-parity harness and the model tests on it, then folio against llama.cpp's
+# Vulkan build on the same synthetic files, and serving against llama-server.
+# Each step has its own time limit, so one slow step cannot eat the others;
+# everything lands in --out (a log per step and summary.md).
+#
+#   bench/gpu_check.sh [--build DIR] [--llama-bin DIR] [--out DIR]
+#                      [--types q4_0,q8_0,q4_K] [--shape ARGS] [--no-serve] [--no-tests]
+#
+#   --build      a folio build (default build/): folio, folio-test-ops and,
+#                when present, tests/folio_{model,backend,parity}_tests
+#   --llama-bin  llama.cpp's bin/ from a -DGGML_VULKAN=ON build (built outside
+#                this repository; optional: without it folio runs alone)
+#   --out        where the logs go (default $OUT when set, else
+#                bench/results/gpu-check)
+#   --types      weight types of the synthetic files (TinyLlama 1.1B's shape,
+#                written by bench/make_synthetic_gguf.py: no download)
+#   --shape ARGS other make_synthetic_gguf.py shape flags (e.g. a tiny
+#                "--embd 256 --layers 2 --ff 512 --vocab 1000" to try the
+#                script on lavapipe)
+#
+# Prerequisites on the lent machine: a Vulkan loader and driver (vulkaninfo
+# lists the GPU) and the shared libraries folio links (ldd build/folio);
+# bench/README.md says how to carry them to a machine without a network.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build=build
+llama_bin=
+out=${OUT:-bench/results/gpu-check}
+types=q4_0,q8_0,q4_K
+shape=
+serve=1
+tests=1
+while (($#)); do
+  case "$1" in
+    --build) build=$2; shift 2 ;;
+    --llama-bin) llama_bin=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --types) types=$2; shift 2 ;;
+    --shape) shape=$2; shift 2 ;;
+    --no-serve) serve=0; shift ;;
+    --no-tests) tests=0; shift ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) echo "gpu_check.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+folio=$build/folio
+[[ -x $folio ]] || { echo "gpu_check.sh: no folio binary at $folio" >&2; exit 2; }
+mkdir -p "$out"
+summary=$out/summary.md
+files_dir=$(mktemp -d)
+trap 'rm -rf "$files_dir"' EXIT
+: >"$summary"
+failed=0
+
+# step NAME LIMIT_S CMD...: runs CMD with a time limit, its output in
+# $out/NAME.log, and a line in the summary with the exit status and time.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS rc
+  echo "== $name: $*" | tee -a "$out/steps.log"
+  timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  printf -- '- %s: exit %d in %d s (`%s`)\n' "$name" "$rc" $((SECONDS - t0)) "$*" >>"$summary"
+  ((rc == 0)) || failed=1
+  tail -n 3 "$out/$name.log"
+  return $rc
+}
+
+{
+  echo "# gpu_check $(date -u +%FT%TZ)"
+  echo
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
+  command -v nvidia-smi >/dev/null && echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
+  echo
+} >>"$summary"
+
+command -v vulkaninfo >/dev/null && step vulkaninfo 60 vulkaninfo --summary
+step folio_info 60 "$folio" info
+
+if ((tests)); then
+  export FOLIO_REQUIRE_VULKAN=1
+  [[ -x $build/folio-test-ops ]] && step parity_ops 300 "$build/folio-test-ops" test --backend vulkan
+  # The model tests that run on the device: llama.cpp logits, paged ==
+  # contiguous, the fusions and the stream counters' ceilings.
+  [[ -x $build/tests/folio_model_tests ]] &&
+    step model_tests 240 "$build/tests/folio_model_tests" --gtest_filter='*Vulkan*:*vulkan*'
+  [[ -x $build/tests/folio_backend_tests ]] &&
+    step backend_tests 120 "$build/tests/folio_backend_tests" --gtest_filter='Vulkan*'
+  unset FOLIO_REQUIRE_VULKAN
+fi
+
+IFS=, read -r -a type_list <<<"$types"
+models=()
+for t in "${type_list[@]}"; do
+  f=$files_dir/syn-$t.gguf
+  # shellcheck disable=SC2086  # $shape is a list of flags
+  python3 bench/make_synthetic_gguf.py "$f" --type "$t" $shape >"$out/make-$t.log" 2>&1 &&
+    models+=("$f")
+done
+model_list=$(IFS=,; echo "${models[*]}")
+echo "files: ${models[*]}" >>"$summary"
+
+# folio: prefill, one-sequence and 8-sequence decode, and the stream counters
+# (dispatches, barriers, submits per token) in the JSON lines.
+step folio_bench 300 "$folio" bench -m "$model_list" --device vulkan -p 512 -n 128 --seqs 1,8 \
+  -r 3 --json
+if [[ -n $llama_bin ]]; then
+  lb_args=()
+  for m in "${models[@]}"; do lb_args+=(-m "$m"); done
+  step llama_bench 300 "$llama_bin/llama-bench" "${lb_args[@]}" -ngl 99 -p 512 -n 128 -r 3 -o json
+  step llama_batched 240 "$llama_bin/llama-batched-bench" -m "${models[0]}" -ngl 99 -c 4096 \
+    -npp 128 -ntg 32 -npl 1,8
+fi
+
+if ((serve)); then
+  serve_args=(--model-file "${models[0]}" --folio "$folio" --folio-args="--device vulkan"
+              --clients 8 --requests 32 --max-tokens 64 --json)
+  [[ -n $llama_bin ]] && serve_args+=(--llama-server "$llama_bin/llama-server"
+                                      --llama-server-args="-ngl 99")
+  step serve_bench 300 python3 bench/serve_bench.py "${serve_args[@]}"
+fi
+
+echo >>"$summary"
+if ((failed)); then echo "result: a step failed (see its log)" >>"$summary"; else
+  echo "result: every step exited 0" >>"$summary"; fi
+cat "$summary"
+exit $failed
