@@ -139,7 +139,8 @@ MODELS: list[dict] = [
     # the head), pre-FFN norm post_attention_norm, layer 0 dense, then
     # sigmoid-routed experts chosen with exp_probs_b, weights renormalised and
     # scaled, one ungated shared expert; one MTP block after the main layers
-    # (block_count 4, nextn_predict_layers 1) that is loaded by neither.
+    # (block_count 4, nextn_predict_layers 1), outside the main forward (an MTP
+    # head: scripts/gen_mtp_refs.py).
     dict(name="tiny-glm4moe", arch="glm4moe", seed=6004, n_layer=3, n_nextn=1, n_embd=128,
          n_head=4, n_head_kv=2, head_dim=32, rope_dims=16, n_ff=192, n_expert=4,
          n_expert_used=2, n_ff_exp=64, n_shared=1, n_dense_lead=1, weights_scale=2.5,

@@ -33,6 +33,9 @@ struct DraftRequest {
   uint64_t id = 0;                  // begun, not released
   std::span<const int32_t> tokens;  // prompt + output; the last one not in the target's cache
   int max_draft = 0;                // >= 0
+  // The target cache sequence holding the tokens (an MTP head reads the
+  // target's hidden states by it); -1: not given.
+  int seq = -1;
 };
 
 class DraftProposer {

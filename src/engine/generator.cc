@@ -194,7 +194,7 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
     if (k >= std::max(1, options.spec.draft_min)) {
       context.assign(history_.begin(), history_.end());
       context.push_back(id);
-      const DraftRequest req{kSpecId, context, static_cast<int>(k)};
+      const DraftRequest req{kSpecId, context, static_cast<int>(k), seq_};
       // A proposer that fails proposes nothing this step.
       if (!proposer->propose(std::span<const DraftRequest>(&req, 1),
                              std::span<std::vector<int32_t>>(&draft_, 1))

@@ -11,6 +11,7 @@
 #include "engine/schedule_planner.h"
 #include "engine/sequence_state.h"
 #include "engine/step_plan.h"
+#include "model/hidden_states.h"
 
 namespace folio {
 
@@ -237,6 +238,8 @@ struct Scheduler::Impl {
     }
     if (!c->state.running()) return;
     if (c->verify_base >= 0) keep_verified(c);
+    // The target's hidden states kept for an MTP head go with the sequence.
+    if (model::HiddenStates* h = ctx.hidden_sink()) h->forget(c->state.seq);
     const Status st = cache.remove_sequence(c->state.seq);
     if (!st.ok())
       FOLIO_LOG_ERROR("scheduler: removing sequence {}: {}", c->state.seq, st.to_string());
@@ -465,7 +468,7 @@ struct Scheduler::Impl {
         }
         c->spec_begun = true;
       }
-      spec_requests.push_back({c->spec_id(), st.tokens, static_cast<int>(k)});
+      spec_requests.push_back({c->spec_id(), st.tokens, static_cast<int>(k), st.seq});
       spec_choices.push_back(c);
     }
     if (spec_requests.empty()) return;

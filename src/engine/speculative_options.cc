@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/draft_model_proposer.h"
+#include "engine/mtp_proposer.h"
 #include "engine/ngram_proposer.h"
 
 namespace folio {
@@ -37,7 +38,8 @@ Result<SpecType> parse_spec_type(std::string_view name) {
   if (name == "none") return SpecType::kNone;
   if (name == "ngram") return SpecType::kNgram;
   if (name == "draft") return SpecType::kDraft;
-  return invalid_argument("unknown speculative decoding type '{}' (none, ngram, draft)", name);
+  if (name == "mtp") return SpecType::kMtp;
+  return invalid_argument("unknown speculative decoding type '{}' (none, ngram, draft, mtp)", name);
 }
 
 const char* spec_type_name(SpecType type) {
@@ -45,6 +47,7 @@ const char* spec_type_name(SpecType type) {
     case SpecType::kNone: return "none";
     case SpecType::kNgram: return "ngram";
     case SpecType::kDraft: return "draft";
+    case SpecType::kMtp: return "mtp";
   }
   return "?";
 }
@@ -65,6 +68,14 @@ Result<std::unique_ptr<DraftProposer>> make_proposer(const SpeculativeOptions& o
                                 d.max_batch_tokens);
       return std::unique_ptr<DraftProposer>(
           std::make_unique<DraftModelProposer>(d, options.draft_p_min));
+    }
+    case SpecType::kMtp: {
+      const MtpRef& m = options.mtp;
+      if (m.head == nullptr || m.cache == nullptr || m.ctx == nullptr || m.hidden == nullptr)
+        return invalid_argument("speculative decoding with MTP needs the model's MTP head");
+      if (m.max_batch_tokens < 1)
+        return invalid_argument("MTP: max_batch_tokens must be >= 1, got {}", m.max_batch_tokens);
+      return std::unique_ptr<DraftProposer>(std::make_unique<MtpProposer>(m, options.draft_p_min));
     }
   }
   return std::unique_ptr<DraftProposer>();

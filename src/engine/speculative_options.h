@@ -7,8 +7,9 @@
 // token (logits for every position); the longest prefix the target's own
 // sampling agrees with is kept, plus the target's next token. Proposals of
 // fewer than draft_min tokens are not verified (a plain decode step runs).
-// Proposers: n-gram lookup (engine/ngram_proposer.h) and a draft model
-// (engine/draft_model_proposer.h, loaded by the caller: DraftModelRef).
+// Proposers: n-gram lookup (engine/ngram_proposer.h), a draft model
+// (engine/draft_model_proposer.h, loaded by the caller: DraftModelRef) and
+// the target's own MTP head (engine/mtp_proposer.h: MtpRef).
 #pragma once
 
 #include <cstdint>
@@ -28,9 +29,11 @@ class KvCache;
 namespace model {
 class Model;
 class ForwardContext;
+class HiddenStates;
+class MtpHead;
 }  // namespace model
 
-enum class SpecType { kNone, kNgram, kDraft };
+enum class SpecType { kNone, kNgram, kDraft, kMtp };
 
 // The draft model of SpecType::kDraft, loaded beside the target (same
 // vocabulary: check_draft_vocabulary) and borrowed by the engine, which uses
@@ -43,6 +46,21 @@ struct DraftModelRef {
   cache::KvCache* cache = nullptr;
   model::ForwardContext* ctx = nullptr;
   int64_t max_batch_tokens = 512;  // tokens per forward while catching up on new tokens
+};
+
+// The MTP head of SpecType::kMtp (model/mtp_head.h), made beside the target
+// and borrowed by the engine, which uses it from its generate loop's thread
+// only.
+struct MtpRef {
+  const model::MtpHead* head = nullptr;
+  // Its own K/V cache, holding no sequence: one sequence per speculating
+  // target sequence.
+  cache::KvCache* cache = nullptr;
+  model::ForwardContext* ctx = nullptr;  // its own
+  // The target's final hidden states: the hidden sink of the engine's
+  // ForwardContext (ForwardContext::set_hidden_sink).
+  model::HiddenStates* hidden = nullptr;
+  int64_t max_batch_tokens = 512;  // tokens per forward while catching up
 };
 
 struct SpeculativeOptions {
@@ -59,10 +77,12 @@ struct SpeculativeOptions {
   // accepted (an exponential average over its verifications) falls below
   // this (--spec-min-accept; 0: never pauses); SpeculationTracker.
   double min_accept = 0.2;
-  // Draft model: a proposal stops before a token the draft gives a
-  // probability below this (--draft-p-min; 0: never; llama.cpp's default).
+  // Draft model and MTP head: a proposal stops before a token the drafter
+  // gives a probability below this (--draft-p-min; 0: never; llama.cpp's
+  // default).
   float draft_p_min = 0.0f;
   DraftModelRef draft;  // kDraft: required
+  MtpRef mtp;           // kMtp: required
   // Builds the proposer instead of the one `type` names (which must still
   // not be kNone): for programs embedding the engines; the tests use
   // proposers that know the target's output. Not a flag.
@@ -72,12 +92,12 @@ struct SpeculativeOptions {
   Status validate() const;
 };
 
-// "none", "ngram" or "draft".
+// "none", "ngram", "draft" or "mtp".
 Result<SpecType> parse_spec_type(std::string_view name);
 const char* spec_type_name(SpecType type);
 
 // The proposer the options call for (nullptr for kNone). kInvalidArgument:
-// kDraft without a draft model.
+// kDraft without a draft model, kMtp without an MTP head.
 Result<std::unique_ptr<DraftProposer>> make_proposer(const SpeculativeOptions& options);
 
 // One sequence's speculation record: whether it speculates at its next

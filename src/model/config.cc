@@ -1,6 +1,7 @@
 #include "model/config.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -410,8 +411,31 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
     }
     break;
   }
+  if (c.nextn.n_layer > 0) {
+    const int block = c.n_layer;  // the first MTP block's index in the file
+    c.nextn.moe = c.moe.n_expert > 0 && block >= c.moe.n_dense_lead &&
+                  (block + 1) % std::max(c.moe.layer_step, 1) == 0;
+  }
   FOLIO_RETURN_IF_ERROR(validate_config(c));
   return c;
+}
+
+ModelConfig ModelConfig::mtp_block_config(int j) const {
+  ModelConfig b = *this;
+  const auto i = static_cast<size_t>(j);
+  b.n_layer = 1;
+  b.n_head = {nextn.n_head[i]};
+  b.n_head_kv = {nextn.n_head_kv[i]};
+  b.n_ff = {nextn.n_ff[i]};
+  b.swa_layers = {0};
+  b.n_swa = 0;
+  b.recurrent_layers.clear();
+  b.n_kv_shared = 0;
+  b.n_embd_per_layer = 0;
+  b.moe.n_dense_lead = nextn.moe ? 0 : 1;
+  b.moe.layer_step = 1;
+  b.nextn = NextnConfig{};
+  return b;
 }
 
 std::string ModelConfig::summary() const {

@@ -146,6 +146,23 @@ struct SsmConfig {
   int64_t conv_channels() const { return 2 * n_k_heads * d_state + d_inner; }
 };
 
+// The next-token-prediction (MTP, `nextn`) blocks a file carries after its
+// main blocks (nextn_predict_layers; qwen35*, qwen3next, glm4moe): each a
+// decoder layer with the main layers' structure plus its own input
+// projection and head (ModelWeights::mtp, model/mtp_head.h). Their shapes
+// are kept here; ModelConfig::n_layer and the per-layer vectors cover the
+// main blocks only.
+struct NextnConfig {
+  int n_layer = 0;             // blocks in the file (0: none)
+  std::vector<int> n_head;     // [n_layer] of each block
+  std::vector<int> n_head_kv;  // [n_layer]
+  std::vector<int64_t> n_ff;   // [n_layer]
+  bool moe = false;            // the blocks route to experts (the main model's last layer does)
+  // Their tensors are loaded (LoadOptions::load_mtp and a family that runs
+  // them: ArchFamily::mtp_layer); otherwise they stay in the file, untouched.
+  bool loaded = false;
+};
+
 struct ModelConfig {
   std::string arch;  // general.architecture ("llama", "qwen3", ...)
   const ArchFamily* family = nullptr;
@@ -272,6 +289,8 @@ struct ModelConfig {
   bool layer_out_scale = false;  // optional layer_output_scale.weight [1]: layer output scale
   int64_t n_embd_per_layer = 0;  // embedding_length_per_layer_input P (0: no per-layer inputs)
 
+  NextnConfig nextn;  // MTP blocks after the main ones
+
   int n_head_of(int layer) const { return n_head[static_cast<size_t>(layer)]; }
   int n_head_kv_of(int layer) const { return n_head_kv[static_cast<size_t>(layer)]; }
   // Whether layer il's attention ropes q and k (attn_rope, no_rope_layer_step).
@@ -326,6 +345,11 @@ struct ModelConfig {
   float kq_scale() const;
   // Rope parameters of one layer (base and scale differ on sliding-window layers).
   RopeParams rope_params(int layer) const;
+
+  // The config of MTP block j (< nextn.n_layer) as a one-layer model: its
+  // layer is layer 0, a full-attention layer (dense or routed FFN as the
+  // block is), no recurrent layers, no MTP blocks of its own.
+  ModelConfig mtp_block_config(int j) const;
 
   // Reads and validates the config of `file`. Unknown architecture,
   // missing required key or impossible value -> error naming it.

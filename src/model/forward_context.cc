@@ -136,6 +136,7 @@ void ForwardContext::begin() {
   for (auto& a : arenas_) a->reset();
   mirrors_.clear();
   status_ = Status();
+  final_hidden_ = TensorView();
 }
 
 void ForwardContext::fail(const Status& s) {
@@ -209,8 +210,23 @@ TensorView ForwardContext::place_near(const TensorView& t, const TensorView& anc
 }
 
 TensorView ForwardContext::upload_i32(std::span<const int32_t> values) {
-  TensorView t = tensor(DType::I32, {static_cast<int64_t>(values.size()), 1, 1, 1});
+  return upload(values.data(), values.size_bytes(), DType::I32,
+                {static_cast<int64_t>(values.size()), 1, 1, 1});
+}
+
+TensorView ForwardContext::upload_f32(std::span<const float> values, int64_t ne0, int64_t ne1) {
+  if (static_cast<int64_t>(values.size()) != ne0 * ne1) {
+    fail(invalid_argument("upload_f32: {} values for [{}, {}]", values.size(), ne0, ne1));
+    return TensorView();
+  }
+  return upload(values.data(), values.size_bytes(), DType::F32, {ne0, ne1, 1, 1});
+}
+
+TensorView ForwardContext::upload(const void* src, size_t bytes, DType type,
+                                  std::array<int64_t, kMaxDims> ne) {
+  TensorView t = tensor(type, ne);
   if (t.data == nullptr) return t;
+  std::span<const uint8_t> values(static_cast<const uint8_t*>(src), bytes);
   if (!values.empty()) std::memcpy(t.data, values.data(), values.size_bytes());
   if (arenas_.size() == 1) return t;
   // A copy on every device now, outside any per-layer mark, so it lives as

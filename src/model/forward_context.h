@@ -53,6 +53,8 @@ class ThreadPool;
 
 namespace folio::model {
 
+class HiddenStates;
+
 class ForwardContext {
  public:
   // Runs ops on `backends` (priority order, borrowed; must outlive this).
@@ -103,6 +105,9 @@ class ForwardContext {
   // An I32 [n] tensor holding `values` (host memory, and a copy on each
   // device that its ops there read instead).
   TensorView upload_i32(std::span<const int32_t> values);
+  // An F32 [ne0, ne1] tensor holding `values` (ne0 * ne1 of them), placed
+  // as upload_i32's.
+  TensorView upload_f32(std::span<const float> values, int64_t ne0, int64_t ne1);
   // `t` readable on the host: itself if it is host memory, else a copy in
   // the host arena (waiting for the device). The error is recorded too.
   Result<TensorView> to_host(const TensorView& t);
@@ -219,6 +224,18 @@ class ForwardContext {
   // The KV plan of the current forward (reused: no allocation per step).
   cache::KvPlan& kv_plan() { return kv_plan_; }
 
+  // Final hidden states (speculation with MTP heads, model/mtp_head.h):
+  // while `sink` is set, Model::forward records there the final hidden
+  // state (after output_norm) of every batch row of each forward that
+  // succeeds, where the family computes it (final_hidden()); the decoders
+  // then run the last layer on every row, not only the output rows.
+  void set_hidden_sink(HiddenStates* sink) { hidden_sink_ = sink; }
+  HiddenStates* hidden_sink() const { return hidden_sink_; }
+  // The decoder's final hidden states of this forward [E, T] (empty until
+  // set, and again after begin()).
+  void set_final_hidden(const TensorView& h) { final_hidden_ = h; }
+  const TensorView& final_hidden() const { return final_hidden_; }
+
  private:
   // Runs the device fusion `op` where a backend selects a kernel for it
   // (op.dst: the output, or its shape without data for a new one allocated
@@ -227,6 +244,9 @@ class ForwardContext {
   bool run_fusion(Op& op);
   TensorView norm_mul_mat(const TensorView& w, const TensorView& x, const TensorView& norm,
                           float eps, bool glu, GluKind kind);
+  // A tensor of `type` and shape `ne` holding the `bytes` at `src`
+  // (upload_i32, upload_f32).
+  TensorView upload(const void* src, size_t bytes, DType type, std::array<int64_t, kMaxDims> ne);
   // The kRmsNormMulMat op of norm_mul_mat (output shape, no data).
   static Op norm_mul_mat_op(const TensorView& w, const TensorView& x, const TensorView& norm,
                             float eps, bool glu, GluKind kind);
@@ -265,6 +285,8 @@ class ForwardContext {
   Status status_;
   uint64_t ops_run_ = 0;
   cache::KvPlan kv_plan_;
+  HiddenStates* hidden_sink_ = nullptr;
+  TensorView final_hidden_;
   std::unique_ptr<OpProfile> env_profile_;  // FOLIO_PROFILE=1's, logged at destruction
   OpProfile* profile_ = nullptr;            // where ops are timed; nullptr: nowhere
 };

@@ -99,6 +99,11 @@ Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& c) {
   }
   c.n_layer -= static_cast<int>(nextn);
   const auto n = static_cast<size_t>(c.n_layer);
+  NextnConfig& m = c.nextn;
+  m.n_layer = static_cast<int>(nextn);
+  m.n_head.assign(c.n_head.begin() + static_cast<std::ptrdiff_t>(n), c.n_head.end());
+  m.n_head_kv.assign(c.n_head_kv.begin() + static_cast<std::ptrdiff_t>(n), c.n_head_kv.end());
+  m.n_ff.assign(c.n_ff.begin() + static_cast<std::ptrdiff_t>(n), c.n_ff.end());
   c.n_head.resize(n);
   c.n_head_kv.resize(n);
   c.n_ff.resize(n);

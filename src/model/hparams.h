@@ -93,8 +93,8 @@ Status read_swa_layout(const gguf::GgufFile& f, ModelConfig& cfg, int64_t defaul
 Status read_latent_attention(const gguf::GgufFile& f, ModelConfig& cfg);
 // Next-token-prediction (MTP) blocks that newer files append to block_count
 // (`nextn_predict_layers`, qwen3next, glm4moe): not part of the main forward,
-// so the config ends before them and their tensors stay unloaded (llama.cpp
-// skips them unless asked to load MTP).
+// so the config ends before them; their shapes go to cfg.nextn, and their
+// tensors load only when asked (LoadOptions::load_mtp, as llama.cpp's).
 Status drop_nextn_layers(const gguf::GgufFile& f, ModelConfig& cfg);
 // rope.dimension_sections (qwen35, qwen35moe, qwen3vl): up to 4 rotary pair
 // counts (t, h, w, e), each in [0, 65536], into cfg.rope.sections (the

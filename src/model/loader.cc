@@ -8,6 +8,7 @@
 #include <set>
 
 #include "model/model.h"
+#include "model/arch/arch.h"
 #include "model/progress.h"
 
 namespace folio::model {
@@ -32,7 +33,8 @@ bool reads_any_dtype(OpKind k) {
 // projection's output or input (`blk.N.attn_q.scale`, `.input_scale`: the
 // generic scales llama.cpp loads for every architecture). Ignoring one would
 // compute other logits than llama.cpp's, so the file is refused, naming it.
-// Tensors of blocks past n_layer (MTP blocks) are not run by either.
+// Tensors of blocks past n_layer (MTP blocks) are not run by either in
+// the main forward (their biases load with them: LoadOptions::load_mtp).
 Status check_unread_tensors(const gguf::GgufFile& file, const ModelConfig& cfg,
                             const std::set<std::string>& read) {
   for (const gguf::TensorInfo& t : file.tensors()) {
@@ -86,6 +88,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOp
 Result<std::unique_ptr<Model>> Model::from_gguf(gguf::GgufFile file, const LoadOptions& options) {
   auto m = std::unique_ptr<Model>(new Model(std::move(file)));
   FOLIO_ASSIGN_OR_RETURN(m->config_, ModelConfig::from_gguf(m->file_));
+  NextnConfig& nextn = m->config_.nextn;
+  nextn.loaded = options.load_mtp && nextn.n_layer > 0 && m->config_.family->mtp_layer != nullptr;
   FOLIO_RETURN_IF_ERROR(m->load_weights(options));
   return m;
 }

@@ -26,6 +26,7 @@
 #include "gguf/gguf_file.h"
 #include "model/config.h"
 #include "model/forward_context.h"
+#include "model/forward_inputs.h"
 #include "model/weights.h"
 
 namespace folio::model {
@@ -48,6 +49,10 @@ struct LoadOptions {
   // embeddings stay with buffer_types (their get_rows runs on the CPU).
   const BufferType* offload_type = nullptr;
   int offload_layers = 0;
+  // Load the MTP blocks the file carries (ModelConfig::nextn) where the
+  // family runs them (ArchFamily::mtp_layer): Model::has_mtp(). Off: they
+  // stay in the file, unread.
+  bool load_mtp = false;
 };
 
 // Where one tensor went.
@@ -59,6 +64,14 @@ struct TensorPlacement {
   DType dtype = DType::F32;
   size_t bytes = 0;
 };
+
+// The batch is well formed (sizes agree, tokens inside [0, n_vocab), at
+// most 2^24 tokens); else kInvalidArgument naming what is wrong.
+Status check_batch(const cache::Batch& batch, int64_t n_vocab);
+// The forward's inputs (forward_inputs.h) of `batch` under the cache's
+// `plan`, uploaded into ctx's arena (after ctx.begin()).
+ForwardInputs upload_forward_inputs(const ModelConfig& cfg, const cache::Batch& batch,
+                                    const cache::KvPlan& plan, ForwardContext& ctx);
 
 class Model {
  public:
@@ -72,6 +85,9 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   const gguf::GgufFile& file() const { return file_; }
   const std::vector<TensorPlacement>& placements() const { return placements_; }
+  // The MTP blocks were loaded (LoadOptions::load_mtp on a file with them,
+  // of a family that runs them; model/mtp_head.h runs them).
+  bool has_mtp() const { return config_.nextn.loaded && !weights_.mtp.empty(); }
   // "CPU (mapped): 236 tensors, 241.39 MiB" lines, one per buffer type.
   std::vector<std::string> buffer_summary() const;
 

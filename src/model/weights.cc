@@ -224,13 +224,15 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
                               &w.per_layer_proj_norm));
   }
 
-  for (int il = 0; il < cfg.n_layer; ++il) {
-    LayerWeights& l = w.layers[static_cast<size_t>(il)];
+  // One decoder layer: layer il of `lc` (the model's config, or an MTP
+  // block's one-layer config), named as file block `block`.
+  auto visit_layer = [&](const ModelConfig& lc, int il, int block, LayerWeights& l) -> Status {
+    const ModelConfig& cfg = lc;
     const int64_t hq = cfg.n_head_of(il), hkv = cfg.n_head_kv_of(il);
     const int64_t dk = cfg.head_dim_k_of(il), dv = cfg.head_dim_v_of(il);
     // Shared-KV layers (gemma4) compute no K/V: their k/v weights may be absent.
     const bool kv_req = cfg.has_kv(il);
-    auto n = [il](const char* base) { return fmt::format("blk.{}.{}", il, base); };
+    auto n = [block](const char* base) { return fmt::format("blk.{}.{}", block, base); };
     const bool bias_req = cfg.qkv_bias == BiasMode::kRequired;
     if (!cfg.post_norms_only) {
       FOLIO_RETURN_IF_ERROR(
@@ -409,6 +411,29 @@ Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisi
       FOLIO_RETURN_IF_ERROR(
           add(n("layer_output_scale.weight"), shape(1), false, OpKind::kMul, &l.out_scale));
     }
+    return Status();
+  };
+  for (int il = 0; il < cfg.n_layer; ++il) {
+    FOLIO_RETURN_IF_ERROR(visit_layer(cfg, il, il, w.layers[static_cast<size_t>(il)]));
+  }
+  w.mtp.clear();
+  if (!cfg.nextn.loaded) return Status();
+  w.mtp.resize(static_cast<size_t>(cfg.nextn.n_layer));
+  for (int j = 0; j < cfg.nextn.n_layer; ++j) {
+    MtpWeights& m = w.mtp[static_cast<size_t>(j)];
+    const int block = cfg.n_layer + j;
+    FOLIO_RETURN_IF_ERROR(visit_layer(cfg.mtp_block_config(j), 0, block, m.layer));
+    auto n = [block](const char* base) { return fmt::format("blk.{}.nextn.{}", block, base); };
+    FOLIO_RETURN_IF_ERROR(
+        add(n("eh_proj.weight"), shape(2 * e, e), true, OpKind::kMulMat, &m.eh_proj));
+    FOLIO_RETURN_IF_ERROR(add(n("enorm.weight"), shape(e), true, OpKind::kRmsNorm, &m.enorm));
+    FOLIO_RETURN_IF_ERROR(add(n("hnorm.weight"), shape(e), true, OpKind::kRmsNorm, &m.hnorm));
+    FOLIO_RETURN_IF_ERROR(add(n("shared_head_norm.weight"), shape(e), false, OpKind::kRmsNorm,
+                              &m.shared_head_norm));
+    FOLIO_RETURN_IF_ERROR(add(n("shared_head_head.weight"), shape(e, cfg.n_vocab), false,
+                              OpKind::kMulMat, &m.shared_head_head));
+    FOLIO_RETURN_IF_ERROR(add(n("embed_tokens.weight"), shape(e, cfg.n_vocab), false,
+                              OpKind::kGetRows, &m.embed_tokens));
   }
   return Status();
 }

@@ -128,6 +128,18 @@ struct LayerWeights {
   TensorView pl_post_norm;  // [E]     post_norm
 };
 
+// An MTP block (ModelConfig::nextn, model/mtp_head.h): a decoder layer
+// behind its own input projection, and its head.
+struct MtpWeights {
+  LayerWeights layer;          // the block's layer (file block n_layer + j)
+  TensorView eh_proj;          // [2 E, E]  [enorm(embedding); hnorm(hidden)] -> the layer's input
+  TensorView enorm;            // [E]
+  TensorView hnorm;            // [E]
+  TensorView shared_head_norm;  // [E]          optional (absent: output_norm)
+  TensorView shared_head_head;  // [E, n_vocab] optional (absent: output)
+  TensorView embed_tokens;      // [E, n_vocab] optional (absent: token_embd)
+};
+
 struct ModelWeights {
   TensorView token_embd;   // [E, n_vocab]
   TensorView rope_freqs;   // [n_rot / 2]  optional per-pair frequency divisors (llama 3.1)
@@ -146,6 +158,7 @@ struct ModelWeights {
   TensorView per_layer_model_proj;  // [E, P * L]
   TensorView per_layer_proj_norm;   // [P]
   std::vector<LayerWeights> layers;
+  std::vector<MtpWeights> mtp;  // [cfg.nextn.n_layer] when cfg.nextn.loaded, else empty
 };
 
 // One tensor of the list.
@@ -162,8 +175,8 @@ struct TensorSpec {
 using TensorVisitor = std::function<Status(const TensorSpec&)>;
 
 // Visits every tensor `cfg` implies, in file-like order (globals, then each
-// layer); stops at and returns the first error of `visit`. Sizes
-// `w.layers` to cfg.n_layer.
+// layer, then the MTP blocks when cfg.nextn.loaded); stops at and returns
+// the first error of `visit`. Sizes `w.layers` to cfg.n_layer and `w.mtp`.
 Status for_each_tensor(const ModelConfig& cfg, ModelWeights& w, const TensorVisitor& visit);
 
 }  // namespace folio::model

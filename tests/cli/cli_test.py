@@ -305,6 +305,49 @@ class Cli(unittest.TestCase):
         finally:
             os.unlink(f.name)
 
+    def test_mtp(self):
+        # --spec mtp: the model's own MTP head drafts; a file without one
+        # stops every command before anything runs, naming the file; the
+        # output is the target's for run, chat and batch (a qwen35 hybrid and
+        # a glm4moe MoE file), and bench reports it identical.
+        import json
+        refdata = os.path.join(os.path.dirname(ARGS.model), "..", "..", "model", "refdata")
+        files = [os.path.join(refdata, "tiny-qwen35-mtp-f32.gguf"),
+                 os.path.join(refdata, "tiny-glm4moe-f32.gguf")]
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("1, 2, 3, 4, 1, 2,\nOnce upon a time\n")
+        try:
+            for cmd in (["run", "-p", "x"], ["chat"], ["batch", "--prompts", f.name],
+                        ["serve", "--port", "0"]):
+                p = folio(cmd[0], "-m", ARGS.model, *cmd[1:], "--spec", "mtp", stdin="hi\n")
+                self.assertNotEqual(p.returncode, 0, cmd)
+                self.assertIn("--spec-type mtp: '" + ARGS.model + "'", p.stderr, cmd)
+                self.assertIn("no MTP blocks", p.stderr, cmd)
+            gen = ["-n", "16", "--temp", "0", "-t", "1"]
+            for model in files:
+                for cmd in (["run", "-p", "Once upon a time"], ["chat"],
+                            ["batch", "--prompts", f.name, "-np", "2"]):
+                    want = folio(cmd[0], "-m", model, *cmd[1:], *gen, stdin="hi\n",
+                                 check_rc=0).stdout
+                    p = folio(cmd[0], "-m", model, *cmd[1:], *gen, "--spec", "mtp",
+                              "--draft-max", "3", "--spec-min-accept", "0", stdin="hi\n",
+                              check_rc=0)
+                    self.assertEqual(p.stdout, want, (model, cmd))
+                    if cmd[0] == "run":
+                        self.assertIn("MTP head", p.stderr)
+                        m = re.search(r"speculation \(mtp\): (\d+) of (\d+) draft tokens", p.stderr)
+                        self.assertIsNotNone(m, p.stderr)
+                        self.assertGreater(int(m.group(2)), 0)
+                p = folio("bench", "-m", model, "--spec", "mtp", "-f", f.name, "-n", "16", "-r",
+                          "1", "-t", "1", "--spec-min-accept", "0", "--json", check_rc=0)
+                rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+                self.assertEqual(len(rows), 1, p.stdout)
+                self.assertEqual(rows[0]["spec_type"], "mtp")
+                self.assertTrue(rows[0]["identical"])
+                self.assertGreater(rows[0]["draft_tokens"], 0)
+        finally:
+            os.unlink(f.name)
+
     def test_bench_spec(self):
         # `bench --spec`: its flags refused in the wrong company before any
         # model loads; a run reports both speeds, the acceptance and that

@@ -153,9 +153,9 @@ void add_spec_flags(CLI::App* cmd, SpecFlags* f) {
   SpeculativeOptions& o = f->options;
   cmd->add_option("--spec-type,--spec", f->type,
                   "speculative decoding: none, ngram (prompt lookup: drafts copied from what "
-                  "followed the last n-gram earlier in the sequence) or draft (a draft model, "
-                  "-md)")
-      ->check(CLI::IsMember({"none", "ngram", "draft"}))
+                  "followed the last n-gram earlier in the sequence), draft (a draft model, "
+                  "-md) or mtp (the model's own MTP head, where the file carries one)")
+      ->check(CLI::IsMember({"none", "ngram", "draft", "mtp"}))
       ->capture_default_str();
   cmd->add_option("--model-draft", f->draft_model,
                   "draft model GGUF for speculative decoding (also -md; same vocabulary as -m; "
@@ -170,8 +170,8 @@ void add_spec_flags(CLI::App* cmd, SpecFlags* f) {
       ->check(at_least(-1))
       ->capture_default_str();
   cmd->add_option("--spec-draft-p-min,--draft-p-min", o.draft_p_min,
-                  "draft model: a proposal stops before a token the draft gives a probability "
-                  "below this")
+                  "draft model, MTP head: a proposal stops before a token the drafter gives a "
+                  "probability below this")
       ->check(number_check([](double v) { return v >= 0 && v <= 1; }, "in [0, 1]"))
       ->capture_default_str();
   cmd->add_option("--spec-ngram-n-min", o.ngram_min, "shortest n-gram looked up")
@@ -320,7 +320,8 @@ Status check_pool_holds_context(const cache::KvCache& cache, int64_t n_ctx) {
 
 // n_seq: sequences created up front. n_parallel > 0: without --kv-blocks /
 // --kv-memory, a pool of n_parallel contexts (instead of n_seq's).
-Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel, int draft_slots) {
+Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel, int draft_slots,
+                               bool load_mtp) {
   Result<DType> kv = cache::parse_kv_type(f.kv_type);
   if (!kv.ok()) return kv.status().with_context("--kv-type");
   LoadedModel lm;
@@ -332,6 +333,7 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel, i
   lo.buffer_types = weight_buffer_types(f.no_repack);
   lo.file.mmap = !f.no_mmap;
   lo.file.mlock = f.mlock;
+  lo.load_mtp = load_mtp;
   offload_weights(lm.device.get(), dc.offload_layers, &lo);
   FOLIO_ASSIGN_OR_RETURN(lm.model, load_on_device(f.model, lo, lm.device.get()));
   log_weight_buffer_types(f.no_repack, info_log());
@@ -376,11 +378,59 @@ Result<LoadedModel> load_model(const ModelFlags& f, int n_seq, int n_parallel, i
 }  // namespace
 
 Result<LoadedModel> load_for_generation(const ModelFlags& f, const SpeculativeOptions& spec) {
-  return load_model(f, 1, 0, spec.enabled() ? spec.draft_max : 0);
+  return load_model(f, 1, 0, spec.enabled() ? spec.draft_max : 0, spec.type == SpecType::kMtp);
 }
+
+namespace {
+
+Status load_mtp_head(const ModelFlags& tf, int n_parallel, LoadedModel* lm,
+                     SpeculativeOptions* spec) {
+  const auto fail_with = [&](const Status& st) {
+    return st.with_context(fmt::format("--spec-type mtp: '{}'", tf.model));
+  };
+  auto d = std::make_unique<LoadedDraft>();
+  Result<std::unique_ptr<model::MtpHead>> head = model::MtpHead::create(*lm->model);
+  if (!head.ok()) return fail_with(head.status());
+  d->mtp = std::move(head).value();
+  d->hidden = std::make_unique<model::HiddenStates>(lm->model->config().n_embd);
+  d->ctx = model::ForwardContext::with_device(lm->device.get(), lm->ctx->n_threads());
+  Result<DType> kv = cache::parse_kv_type(tf.kv_type);
+  if (!kv.ok()) return kv.status().with_context("--kv-type");
+  const int n_seqs = std::max(n_parallel, 1);
+  cache::KvCacheOptions co;
+  co.n_seq = 0;  // the proposer adds its sequences
+  co.n_ctx = lm->cache->n_ctx();
+  co.type = *kv;
+  co.storage = cache::KvStorage::kPaged;
+  co.block_size = tf.kv_block_size;
+  co.max_step_tokens = tf.batch_size;
+  co.prefix_caching = false;  // nothing looks prefixes up in the head's cache
+  const int64_t per_seq = cache::blocks_for(co.n_ctx + spec->draft_max, tf.kv_block_size);
+  co.n_blocks = static_cast<int32_t>(std::min<int64_t>(n_seqs * per_seq + 1, INT32_MAX));
+  co.max_seqs = n_seqs;
+  Result<std::unique_ptr<cache::KvCache>> cache = d->mtp->make_cache(co);
+  if (!cache.ok()) return fail_with(cache.status().with_context("MTP KV cache"));
+  d->cache = std::move(cache).value();
+  if (std::FILE* log = info_log()) {
+    std::fprintf(log, "folio: MTP head (block %d of %d): KV cache %s\n",
+                 lm->model->config().n_layer, lm->model->config().n_layer +
+                 lm->model->config().nextn.n_layer - 1, d->cache->summary().c_str());
+  }
+  lm->ctx->set_hidden_sink(d->hidden.get());
+  spec->mtp.head = d->mtp.get();
+  spec->mtp.cache = d->cache.get();
+  spec->mtp.ctx = d->ctx.get();
+  spec->mtp.hidden = d->hidden.get();
+  spec->mtp.max_batch_tokens = std::max<int64_t>(1, std::min(tf.batch_size, tf.ubatch_size));
+  lm->draft = std::move(d);
+  return Status();
+}
+
+}  // namespace
 
 Status load_draft(const ModelFlags& tf, const SpecFlags& flags, int n_parallel, LoadedModel* lm,
                   SpeculativeOptions* spec) {
+  if (spec->type == SpecType::kMtp) return load_mtp_head(tf, n_parallel, lm, spec);
   if (spec->type != SpecType::kDraft) return Status();
   const auto fail_with = [&](const Status& st) {
     return st.with_context(fmt::format("draft model '{}'", flags.draft_model));
@@ -472,7 +522,7 @@ Result<LoadedModel> load_for_batch(const ModelFlags& f, int n_parallel,
                                    const SpeculativeOptions& spec) {
   if (n_parallel < 1) return invalid_argument("--parallel must be >= 1, got {}", n_parallel);
   const int draft_slots = spec.enabled() ? std::min(spec.max_batch, n_parallel) * spec.draft_max : 0;
-  return load_model(f, 0, n_parallel, draft_slots);
+  return load_model(f, 0, n_parallel, draft_slots, spec.type == SpecType::kMtp);
 }
 
 }  // namespace folio::tools

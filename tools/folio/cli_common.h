@@ -22,7 +22,9 @@
 #include "engine/sampling_params.h"
 #include "engine/speculative_options.h"
 #include "model/forward_context.h"
+#include "model/hidden_states.h"
 #include "model/model.h"
+#include "model/mtp_head.h"
 #include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -112,10 +114,14 @@ Result<SpeculativeOptions> spec_options(const SpecFlags& flags);
 Result<std::unique_ptr<model::Model>> load_on_device(const std::string& path,
                                                     const model::LoadOptions& lo, Backend* device);
 
-// The draft model of --spec-type draft, loaded beside the target.
+// The draft model of --spec-type draft, loaded beside the target; or the
+// target's MTP head of --spec-type mtp (mtp, hidden; no model or device
+// of its own).
 struct LoadedDraft {
   std::unique_ptr<Backend> device;  // first member: destroyed last (nullptr: the CPU)
   std::unique_ptr<model::Model> model;
+  std::unique_ptr<model::MtpHead> mtp;
+  std::unique_ptr<model::HiddenStates> hidden;  // the target context's hidden sink
   std::unique_ptr<model::ForwardContext> ctx;
   std::unique_ptr<cache::KvCache> cache;
 };
@@ -154,6 +160,12 @@ Result<LoadedModel> load_for_batch(const ModelFlags& flags, int n_parallel,
 // (check_draft_vocabulary), makes its paged cache for n_parallel sequences
 // with full contexts plus a proposal fork for each of min(--spec-max-batch,
 // n_parallel) of them, and points spec->draft at it. Errors name the file.
+// With --spec-type mtp: the target's MTP head (the target was loaded with
+// its MTP blocks: load_for_generation / load_for_batch with that spec), a
+// paged cache of the head's one layer for n_parallel full contexts, its
+// own forward context on the target's device, the target context's hidden
+// sink, all in spec->mtp; a model without MTP blocks (or of a family whose
+// blocks folio does not run) is kInvalidArgument naming the file.
 // Other types: nothing.
 Status load_draft(const ModelFlags& target_flags, const SpecFlags& flags, int n_parallel,
                   LoadedModel* lm, SpeculativeOptions* spec);

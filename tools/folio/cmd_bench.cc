@@ -3,7 +3,7 @@
 //   folio bench -m MODEL[,MODEL...] [-p 512] [-n 128] [--seqs 1,8,32] [-t T]
 //               [-r 5] [--kv-type f16] [--isa avx2,avx512] [-ub 512] [-b 2048]
 //               [--no-repack] [--json] [--mem | --bw GBPS] [--profile]
-//   folio bench -m MODEL --spec ngram|draft [-md DRAFT] [--draft-max N] -f PROMPT [-f ...]
+//   folio bench -m MODEL --spec ngram|draft|mtp [-md DRAFT] [--draft-max N] -f PROMPT [-f ...]
 //               [-n 128] [-t T] [-r 5] [--json]
 //
 // Every list flag takes comma lists (or repeats); each combination of model,
@@ -15,7 +15,7 @@
 // rows also give the dispatches, barriers and submits the device recorded
 // per forward (decode step or prefill chunk).
 //
-// --spec ngram|draft (with the speculation flags of `run`: -md FILE,
+// --spec ngram|draft|mtp (with the speculation flags of `run`: -md FILE,
 // --draft-max, ...) measures one-sequence decode of real prompts instead,
 // each -f FILE in turn: greedy generation of -n tokens without and with
 // speculation, alternating run by run (bench/spec_bench.h), reporting both
@@ -83,7 +83,7 @@ struct BenchFlags {
   int mem_runs = 5;
   std::string device = "auto";  // --device (cli_device.h)
   int n_gpu_layers = -1;        // -ngl
-  SpecFlags spec;               // --spec ngram|draft: the speculation measurement
+  SpecFlags spec;               // --spec ngram|draft|mtp: the speculation measurement
   std::vector<std::string> prompt_files;  // -f, for --spec
   bool prompt_sizes_given = false;        // -p on the command line
   bool seqs_given = false;                // --seqs on the command line
@@ -128,7 +128,7 @@ Status take_ubatch_extras(const std::vector<std::string>& extras, std::vector<in
 Status validate(const BenchFlags& f) {
   if (f.models.empty() && !f.mem) return invalid_argument("give -m MODEL (or --mem)");
   if (!f.speculating() && !f.prompt_files.empty())
-    return invalid_argument("-f (prompt files) goes with --spec ngram|draft");
+    return invalid_argument("-f (prompt files) goes with --spec ngram|draft|mtp");
   if (f.speculating()) {
     if (f.models.empty()) return invalid_argument("--spec: give -m MODEL");
     if (f.prompt_files.empty())
@@ -258,7 +258,8 @@ int run_spec_bench_command(const BenchFlags& f) {
             return bench_fail(st);
           SpecBenchRecord rec;
           rec.model = bench_model_info(*lm->model);
-          if (lm->draft != nullptr) rec.draft_model = bench_model_info(*lm->draft->model).file;
+          if (lm->draft != nullptr && lm->draft->model != nullptr)
+            rec.draft_model = bench_model_info(*lm->draft->model).file;
           rec.spec_type = spec_type_name(spec.type);
           rec.draft_max = spec.draft_max;
           rec.backend = lm->ctx->backends().empty() ? "cpu" : lm->ctx->backends()[0]->name();

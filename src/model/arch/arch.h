@@ -45,6 +45,14 @@ struct ArchFamily {
   // The norm epsilon's key when it is neither of those (nemotron_h:
   // attention.layer_norm_epsilon for its RMS norms); nullptr: as above.
   const char* norm_eps_key = nullptr;
+  // One MTP block's decoder layer (model/mtp_head.h): cfg and w describe
+  // the block as a one-layer model (ModelConfig::mtp_block_config; its
+  // layer is w.layers[0], its K/V cache layer 0); x [E, T], the residual
+  // stream after the block's input projection, -> x after the layer.
+  // nullptr: the family does not run its MTP blocks.
+  TensorView (*mtp_layer)(const ModelConfig& cfg, const ModelWeights& w, const TensorView& x,
+                          const ForwardInputs& in, cache::KvCache& cache,
+                          ForwardContext& ctx) = nullptr;
 };
 
 // The family of `arch`, or nullptr.

@@ -15,13 +15,16 @@
 //     scaling factor); plus expert_shared_count ungated shared experts of
 //     width expert_shared_count * expert_feed_forward_length, added to the
 //     routed output;
-//   - nextn_predict_layers MTP blocks at the end of block_count are not run
-//     and not loaded (llama.cpp skips them unless asked to load MTP).
+//   - nextn_predict_layers MTP blocks at the end of block_count are not
+//     part of the main forward; each is a layer of this decoder (routed
+//     like the last main layer), run by model/mtp_head.h through
+//     glm4moe_mtp_layer when loaded (LoadOptions::load_mtp).
 // Expert groups (expert_group_count > 1), read for every family, route as
 // in model/blocks/moe.cc.
 #include "model/arch/arch.h"
 #include "model/blocks/blocks.h"
 #include "model/config.h"
+#include "model/blocks/hybrid.h"
 #include "model/hparams.h"
 
 namespace folio::model {
@@ -58,8 +61,20 @@ Status configure_glm4moe(const gguf::GgufFile& f, ModelConfig& c) {
   return Status();
 }
 
+// An MTP block's layer: the pre-norm decoder's layer, on layer 0 of the
+// block's one-layer config.
+TensorView glm4moe_mtp_layer(const ModelConfig& cfg, const ModelWeights& w, const TensorView& x,
+                             const ForwardInputs& in, cache::KvCache& cache, ForwardContext& ctx) {
+  const LayerWeights& l = w.layers[0];
+  const TensorView h = ctx.rms_norm(x, l.attn_norm, cfg.norm_eps);  // [E, T]
+  const TensorView a = self_attention(ctx, cfg, w, 0, h, in, cache);
+  const TensorView y = ctx.add(x, a);
+  const TensorView g = ctx.rms_norm(y, l.ffn_norm, cfg.norm_eps);
+  return ctx.add(y, moe_or_dense_ffn(ctx, cfg, l, 0, g, nullptr));
+}
+
 constexpr ArchFamily kGlm4Moe[] = {
-    {"glm4moe", configure_glm4moe, pre_norm_decoder},
+    {"glm4moe", configure_glm4moe, pre_norm_decoder, false, nullptr, glm4moe_mtp_layer},
 };
 
 }  // namespace

@@ -24,9 +24,11 @@
 // neox rope exactly (backend/cpu/ref/rope.cc), which is what runs here. The
 // sections are read and validated for images-in-prompt support later.
 //
-// MTP / next-token-prediction layers (nextn_predict_layers) are appended to
-// block_count in newer files; they are not part of the main forward and are
-// left unloaded.
+// MTP / next-token-prediction blocks (nextn_predict_layers) are appended to
+// block_count in newer files; they are not part of the main forward. Each
+// is a full-attention layer of this family (gated attention, then the
+// dense or routed FFN), run by model/mtp_head.h through qwen3next_mtp_layer
+// when loaded (LoadOptions::load_mtp).
 #include <cmath>
 
 #include "model/arch/arch.h"
@@ -188,10 +190,23 @@ TensorView qwen3next_decoder(const ModelConfig& cfg, const ModelWeights& w,
                         HybridLayers{gated_delta_net, gated_attention, qwen3next_ffn});
 }
 
+// An MTP block's layer: the pre-norm layer of the decoder above, on layer 0
+// of the block's one-layer config.
+TensorView qwen3next_mtp_layer(const ModelConfig& cfg, const ModelWeights& w, const TensorView& x,
+                               const ForwardInputs& in, cache::KvCache& cache,
+                               ForwardContext& ctx) {
+  const LayerWeights& l = w.layers[0];
+  const TensorView h = ctx.rms_norm(x, l.attn_norm, cfg.norm_eps);  // [E, T]
+  const TensorView a = gated_attention(ctx, cfg, w, 0, h, in, cache, nullptr);
+  const TensorView y = ctx.add(x, a);
+  const TensorView g = ctx.rms_norm(y, l.ffn_norm, cfg.norm_eps);
+  return ctx.add(y, qwen3next_ffn(ctx, cfg, l, 0, g, nullptr));
+}
+
 constexpr ArchFamily kQwen3Next[] = {
-    {"qwen3next", configure_qwen3next, qwen3next_decoder},
-    {"qwen35", configure_qwen35, qwen3next_decoder},
-    {"qwen35moe", configure_qwen35moe, qwen3next_decoder},
+    {"qwen3next", configure_qwen3next, qwen3next_decoder, false, nullptr, qwen3next_mtp_layer},
+    {"qwen35", configure_qwen35, qwen3next_decoder, false, nullptr, qwen3next_mtp_layer},
+    {"qwen35moe", configure_qwen35moe, qwen3next_decoder, false, nullptr, qwen3next_mtp_layer},
 };
 
 }  // namespace

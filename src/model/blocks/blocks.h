@@ -153,6 +153,13 @@ TensorView gather_outputs(ForwardContext& ctx, const TensorView& t, const Forwar
 TensorView output_logits(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                          const TensorView& hidden);
 
+// The end of a decoder that keeps its final hidden states: records
+// rms_norm(x) * output_norm of every row x [E, T] as the forward's final
+// hidden states (ForwardContext::set_final_hidden), then the output rows'
+// logits [n_vocab, n_out] as output_logits (empty if n_out == 0).
+TensorView hidden_and_logits(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                             const TensorView& x, const ForwardInputs& in);
+
 // encoder.cc -----------------------------------------------------------------
 // The post-norm encoder of bert and nomic-bert (embedding models):
 //   x = layer_norm(tok_embd[t] + token_types[0] (+ pos_embd[p]))

@@ -8,7 +8,8 @@
 // x (the residual stream) and h live outside the per-layer arena marks, so
 // each layer's temporaries are freed when it ends. In the last layer only the
 // output rows go through the FFN (rows are independent, so this changes no
-// value) and the output head.
+// value) and the output head; every row when the final hidden states are
+// kept (ForwardContext::hidden_sink).
 #include "model/blocks/blocks.h"
 #include "model/blocks/hybrid.h"
 
@@ -18,6 +19,8 @@ TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const
                             cache::KvCache& cache, ForwardContext& ctx) {
   const int64_t e = cfg.n_embd, t = in.n_tokens;
   const float eps = cfg.norm_eps;
+  // Every row through the last layer when the final hidden states are kept.
+  const bool keep_hidden = ctx.hidden_sink() != nullptr;
   TensorView x = embed_tokens(ctx, cfg, w, in);  // [E, T] residual stream
   TensorView h = ctx.f32_near(w.layers[0].attn_norm, e, t);  // [E, T] normalised input of the next block
   ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
@@ -34,7 +37,7 @@ TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const
                       !l.gate_up_joint.empty();
     ResidualFusion ra{x, h_current ? TensorView{} : l.attn_norm, eps, fuse};
     TensorView a = self_attention(ctx, cfg, w, il, h, in, cache, &ra);  // [E, T]
-    if (last) {
+    if (last && !keep_hidden) {
       if (in.n_outputs == 0) return {};
       x = gather_outputs(ctx, x, in);
       a = gather_outputs(ctx, a, in);
@@ -53,6 +56,7 @@ TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const
       ctx.release(mark);
     }
   }
+  if (keep_hidden) return hidden_and_logits(ctx, cfg, w, x, in);
   return output_logits(ctx, cfg, w, x);
 }
 

@@ -8,6 +8,8 @@ TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const F
   const int64_t e = cfg.n_embd, t = in.n_tokens;
   const float eps = cfg.norm_eps, rs = cfg.residual_scale;
   const RecurrentInputs ri = upload_recurrent_inputs(ctx, in);
+  // Every row through the last layer when the final hidden states are kept.
+  const bool keep_hidden = ctx.hidden_sink() != nullptr;
   TensorView x = embed_tokens(ctx, cfg, w, in);              // [E, T] residual stream
   TensorView h = ctx.f32_near(w.layers[0].attn_norm, e, t);  // [E, T] normalised block input
   ctx.rms_norm(x, w.layers[0].attn_norm, eps, h);
@@ -30,7 +32,7 @@ TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const F
     // layer (it is position-wise); a mixer runs on every token (its K/V and
     // states are needed) and its output rows are gathered after.
     const bool ffn_block = cfg.single_block_layers && cfg.has_ffn(il);
-    if (last && ffn_block) {
+    if (last && ffn_block && !keep_hidden) {
       if (in.n_outputs == 0) return {};
       x = gather_outputs(ctx, x, in);
       h = gather_outputs(ctx, h, in);
@@ -42,7 +44,7 @@ TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const F
       const TensorView b = parts.attention(ctx, cfg, w, il, h, in, cache, &ra);
       ctx.add(b, a, a);  // llama.cpp's attn_out + ssm_out
     }
-    if (last && !ffn_block) {
+    if (last && !ffn_block && !keep_hidden) {
       if (in.n_outputs == 0) return {};
       x = gather_outputs(ctx, x, in);
       a = gather_outputs(ctx, a, in);
@@ -72,6 +74,7 @@ TensorView hybrid_decoder(const ModelConfig& cfg, const ModelWeights& w, const F
       ctx.release(mark);
     }
   }
+  if (keep_hidden) return hidden_and_logits(ctx, cfg, w, x, in);
   return output_logits(ctx, cfg, w, x);
 }
 

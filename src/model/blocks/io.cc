@@ -32,4 +32,11 @@ TensorView output_logits(ForwardContext& ctx, const ModelConfig& cfg, const Mode
   return logits;
 }
 
+TensorView hidden_and_logits(ForwardContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                             const TensorView& x, const ForwardInputs& in) {
+  ctx.set_final_hidden(ctx.rms_norm(x, w.output_norm, cfg.norm_eps));  // [E, T]
+  if (in.n_outputs == 0) return {};
+  return output_logits(ctx, cfg, w, gather_outputs(ctx, x, in));
+}
+
 }  // namespace folio::model

@@ -4,6 +4,7 @@
 
 #include "engine/generator.h"
 #include "engine/sampling_params.h"
+#include "model/hidden_states.h"
 
 namespace folio::tools {
 
@@ -60,8 +61,16 @@ Result<SpecBenchResult> run_spec_bench(const model::Model& model,
     go.n_predict = n_gen;
     go.n_batch = options.n_batch;
     if (speculate) go.spec = options.spec;
+    // The base runs keep no hidden states for an MTP head: they measure
+    // plain decoding.
+    model::HiddenStates* sink = options.spec.type == SpecType::kMtp ? options.spec.mtp.hidden : nullptr;
+    if (sink != nullptr) ctx.set_hidden_sink(speculate ? sink : nullptr);
     Result<GenerateStats> st =
         gen.generate(prompt, params, go, [](std::string_view) { return true; });
+    if (sink != nullptr) {
+      ctx.set_hidden_sink(sink);
+      sink->forget(seq);
+    }
     gen.reset();
     if (!st.ok()) return st.status().with_context(speculate ? "with speculation" : "without");
     // A run shorter than the first base run (warmup) is compared on its length.

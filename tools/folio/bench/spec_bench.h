@@ -1,5 +1,5 @@
 // SpecBench: one-sequence decode speed with and without speculative
-// decoding, for `folio bench --spec ngram|draft`. Unlike the tg tests of
+// decoding, for `folio bench --spec ngram|draft|mtp`. Unlike the tg tests of
 // BenchRunner the tokens are not random: a proposer needs text that repeats
 // (n-gram lookup) or that a smaller model predicts (a draft model), so each
 // measurement generates a real continuation of a real prompt through the
