@@ -79,6 +79,13 @@ Result<TensorView> Model::run(const cache::Batch& batch, cache::KvCache& cache, 
   cache.prepare(plan);
 
   ctx.begin();
+  // A step of one token per sequence (decode) repeats with other values:
+  // a device may record it once and replay it (Backend::set_replayable).
+  {
+    std::vector<int32_t> seqs = batch.seq_idx;
+    std::sort(seqs.begin(), seqs.end());
+    ctx.set_replayable(std::adjacent_find(seqs.begin(), seqs.end()) == seqs.end());
+  }
   ForwardInputs in;
   in.n_tokens = n;
   in.tokens = ctx.upload_i32(batch.tokens);
@@ -120,6 +127,7 @@ Result<TensorView> Model::run(const cache::Batch& batch, cache::KvCache& cache, 
   // none to sample, the work is run to its end so kernel errors surface).
   Result<TensorView> host_out = in.n_outputs > 0 ? ctx.to_host(out) : Result<TensorView>(out);
   if (in.n_outputs == 0) (void)ctx.sync();
+  ctx.set_replayable(false);
   if (!ctx.ok()) {
     cache.discard(plan);
     return ctx.status();
