@@ -11,7 +11,9 @@
 namespace folio::vulkan {
 namespace vulkan_replay_log_test {
 
-VkBuffer fake_buffer(uintptr_t v) { return reinterpret_cast<VkBuffer>(v); }
+// A handle value no device made (a pointer type on 64-bit targets, an
+// integer on 32-bit ones: the cast works for both).
+VkBuffer fake_buffer(uintptr_t v) { return (VkBuffer)v; }
 
 StreamCommand a_dispatch(const Pipeline* p) {
   StreamCommand c;
