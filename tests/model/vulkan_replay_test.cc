@@ -6,8 +6,8 @@
 // several decode steps at different positions, the paged cache growing
 // across a block boundary (the block table upload grows: a new recording),
 // a step of two sequences in between (a new shape: recorded live, then
-// replayed when it comes again) and back, for the dense llama and the hybrid
-// qwen35 (DeltaNet state pools on the device too).
+// replayed when it comes again) and back, for the dense llama, the hybrid
+// qwen35 (DeltaNet state pools on the device too) and a MoE llama.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -95,7 +95,7 @@ std::vector<std::vector<Token>> decode_steps() {
   return steps;
 }
 
-void expect_replay_exact(const std::string& path, const char* arch, bool expect_replays = true) {
+void expect_replay_exact(const std::string& path, const char* arch) {
   if (!file_exists(path)) FAIL() << "model missing: " << path;
   FOLIO_VULKAN_OR_SKIP(device);
   auto* vk = dynamic_cast<vulkan::VulkanBackend*>(device);
@@ -139,7 +139,7 @@ void expect_replay_exact(const std::string& path, const char* arch, bool expect_
   std::printf("%s: %llu of %zu steps' segments recorded, %llu replayed\n", arch,
               static_cast<unsigned long long>(replayed.total.recorded_steps), steps.size(),
               static_cast<unsigned long long>(replayed.total.replayed_steps));
-  if (env_off || !expect_replays) return;
+  if (env_off) return;
   // The prompt is no decode step; the first one-sequence step records, and
   // so do the first step past the block boundary and the first two-sequence
   // step; the second two-sequence step right after the first replays it.
@@ -166,13 +166,11 @@ TEST(VulkanReplay, HybridReplayedStepsAreLiveStepsBitForBit) {
   expect_replay_exact(shared_models_dir() + "/tiny-qwen35-f32.gguf", "qwen35");
 }
 
-// A MoE layer reads its routing weights back (a wait per layer), so a step
-// is several segments, and which experts run depends on the routing: each
-// segment replays where its commands repeat and is recorded live where they
-// do not; the logits are the live path's either way.
-TEST(VulkanReplay, MoeSegmentsReplayedOrNotAreLiveStepsBitForBit) {
-  expect_replay_exact(local_refdata_dir() + "/llama-archs/llama-moe.gguf", "llama",
-                      /*expect_replays=*/false);
+// A MoE layer routes on the device (kMoeRoute: no read-back), so its step
+// is one segment as a dense one and replays alike, whatever experts the
+// routing picks (mul_mat_id reads their ids on the device).
+TEST(VulkanReplay, MoeReplayedStepsAreLiveStepsBitForBit) {
+  expect_replay_exact(local_refdata_dir() + "/llama-archs/llama-moe.gguf", "llama");
 }
 
 }  // namespace vulkan_replay_test

@@ -1,8 +1,7 @@
 // Replayed steps: the Vulkan counterpart of CUDA graphs.
 //
 // A *segment* is what the backend records between two waits on the host (a
-// decode step is one segment, or one per MoE layer where the routing weights
-// are read back). A segment of a replayable step (Backend::set_replayable: a
+// decode step is one segment, unless a full ring makes it wait early). A segment of a replayable step (Backend::set_replayable: a
 // decode step) is captured while it runs live: its command buffers come from
 // a pool of their own and are kept, its dispatches' parameters and its
 // uploads' bytes go to buffers of the recording's own, and each command is
