@@ -21,11 +21,17 @@ class BufferType;
 // (cumulative; callers take differences): compute dispatches, pipeline
 // barriers (each one waits for every command recorded before it) and queue
 // submissions. Transfers (uploads, read-backs, copies, fills) are not
-// dispatches but may add barriers and submits.
+// dispatches but may add barriers and submits. A replayed step counts the
+// dispatches, barriers and submits it runs, as when it was recorded.
+// recorded_steps / replayed_steps: segments of replayable steps (the work
+// between two waits; set_replayable) captured while recorded live, and
+// segments that replayed such a recording instead of recording.
 struct StreamCounters {
   uint64_t dispatches = 0;
   uint64_t barriers = 0;
   uint64_t submits = 0;
+  uint64_t recorded_steps = 0;
+  uint64_t replayed_steps = 0;
 };
 
 // The implementation a backend selected for one op: opaque outside that
@@ -74,6 +80,11 @@ class Backend {
   // The command-stream counters of a device backend; nullopt for one that
   // runs ops at once (the CPU).
   virtual std::optional<StreamCounters> stream_counters() const { return std::nullopt; }
+  // Whether the work recorded from the next wait on (until this is called
+  // again) is a step that repeats with other values in the same tensors and
+  // parameters (a decode step): a device may capture it once and replay it.
+  // A hint only: what runs is the same either way.
+  virtual void set_replayable(bool replayable) {}
 
   // One op on this backend alone (tests, the parity harness).
   // Can this backend run `op`? False for ops that fail validate_op.

@@ -266,6 +266,10 @@ Status ForwardContext::sync() {
   return status_;
 }
 
+void ForwardContext::set_replayable(bool replayable) {
+  for (Backend* b : backends_) b->set_replayable(replayable);
+}
+
 ForwardContext::Mark ForwardContext::mark() const {
   Mark m;
   for (size_t i = 0; i < arenas_.size(); ++i) m.at[i] = arenas_[i]->mark();

@@ -73,6 +73,10 @@ class ForwardContext {
 
   // Starts a forward call: frees the arenas, clears the error.
   void begin();
+  // Tells the backends whether the work from now on is a step that repeats
+  // with other values (a decode step: Backend::set_replayable); a device may
+  // replay it. Model::run sets it for a forward's work and clears it after.
+  void set_replayable(bool replayable);
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
   // Records `s` if it is the first error (no-op for OK).

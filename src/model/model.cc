@@ -127,6 +127,13 @@ Result<TensorView> Model::run(const cache::Batch& batch, cache::KvCache& cache, 
   cache.prepare(plan);
 
   ctx.begin();
+  // A step of one token per sequence (decode) repeats with other values:
+  // a device may record it once and replay it (Backend::set_replayable).
+  {
+    std::vector<int32_t> seqs = batch.seq_idx;
+    std::sort(seqs.begin(), seqs.end());
+    ctx.set_replayable(std::adjacent_find(seqs.begin(), seqs.end()) == seqs.end());
+  }
   ForwardInputs in = upload_forward_inputs(config_, batch, plan, ctx);
   TensorView out = config_.family->forward(config_, weights_, in, cache, ctx);
   // The one wait of a step on a device: the output rows come back (or, with
@@ -136,6 +143,7 @@ Result<TensorView> Model::run(const cache::Batch& batch, cache::KvCache& cache, 
   HiddenStates* sink = ctx.hidden_sink();
   Result<TensorView> hidden = TensorView();
   if (sink != nullptr && !ctx.final_hidden().empty()) hidden = ctx.to_host(ctx.final_hidden());
+  ctx.set_replayable(false);
   if (!ctx.ok()) {
     cache.discard(plan);
     return ctx.status();

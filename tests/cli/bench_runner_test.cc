@@ -290,8 +290,10 @@ TEST(BenchReport, StreamCountsOnlyWithADevice) {
   BenchRecord r = sample_record(BenchTest{0, 128, 1});
   const auto cpu = nlohmann::json::parse(bench_json_line(r));
   EXPECT_FALSE(cpu.contains("dispatches_per_token"));
-  r.result.stream = StreamPerForward{301.0, 240.5, 10.25};
+  r.result.stream = StreamPerForward{301.0, 240.5, 10.25, 2, 126};
   const auto dev = nlohmann::json::parse(bench_json_line(r));
+  EXPECT_EQ(dev.at("recorded_steps").get<int64_t>(), 2);
+  EXPECT_EQ(dev.at("replayed_steps").get<int64_t>(), 126);
   EXPECT_DOUBLE_EQ(dev.at("dispatches_per_token").get<double>(), 301.0);
   EXPECT_DOUBLE_EQ(dev.at("barriers_per_token").get<double>(), 240.5);
   EXPECT_DOUBLE_EQ(dev.at("submits_per_token").get<double>(), 10.25);

@@ -55,6 +55,7 @@ namespace folio::vulkan {
   X(vkCreateCommandPool)                       \
   X(vkDestroyCommandPool)                      \
   X(vkAllocateCommandBuffers)                  \
+  X(vkFreeCommandBuffers)                      \
   X(vkBeginCommandBuffer)                      \
   X(vkEndCommandBuffer)                        \
   X(vkResetCommandPool)                        \

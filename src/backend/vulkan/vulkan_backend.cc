@@ -11,6 +11,7 @@
 #include "backend/vulkan/vk_hazards.h"
 #include "backend/vulkan/vk_memory.h"
 #include "backend/vulkan/vk_pipelines.h"
+#include "backend/vulkan/vk_replay.h"
 #include "core/aligned.h"
 
 namespace folio::vulkan {
@@ -49,7 +50,7 @@ constexpr size_t kUploadRingBytes = size_t{64} << 20;
 constexpr size_t kReadbackBytes = size_t{32} << 20;
 constexpr size_t kParamsAlign = 256;  // >= minStorageBufferOffsetAlignment everywhere
 constexpr uint32_t kSetsPerPool = 2048;
-constexpr uint32_t kMaxBindings = 16;
+constexpr uint32_t kMaxBindings = 2 + kMaxDispatchTensors;
 // Dispatches per submitted piece of a step: small enough that the device
 // starts early and stays busy while the host records the rest.
 constexpr uint32_t kDispatchesPerPiece = 32;
@@ -94,12 +95,30 @@ class VulkanBackend::Impl {
   void* scratch_mem = nullptr;
   size_t scratch_cap = 0, scratch_used = 0;
 
+  // Replayed segments (vk_replay.h). A segment starts at the first command
+  // after a wait and ends at the next wait; it runs live, is captured while
+  // it runs live, or replays a recording.
+  enum class Mode { kLive, kCapture, kMatch };
+  std::unique_ptr<ReplayCache> replay;  // nullptr: every segment runs live
+  bool replay_enabled = true;           // set_replay_enabled(); FOLIO_VULKAN_REPLAY=0 clears it
+  bool replayable = false;              // set_replayable(): segments starting now may repeat
+  bool segment_fresh = false;           // nothing recorded since the last wait
+  Mode mode = Mode::kLive;
+  Recording* rec = nullptr;             // kCapture: the capture; kMatch: what is replayed
+  bool capture_failed = false;          // kCapture: something did not fit; dropped at the wait
+  size_t next = 0;                      // kMatch: rec's next command to match
+  size_t piece = 0;                     // kMatch: rec's next piece to submit
+  size_t piece_first = 0;               // kMatch: that piece's first command
+  bool cmd_is_live = true;              // cmd is cmds[cur] (else a recording's piece)
+  std::vector<Recording*> busy;         // recordings this segment uses
+
   explicit Impl(VulkanBackend& s) : self(s) {}
 
   ~Impl() {
     if (!device) return;
     VkDevice d = device->device();
     vk().vkDeviceWaitIdle(d);
+    replay.reset();
     pipelines.reset();
     heap.reset();
     for (VkMem* m : {&params, &upload, &readback, &errors}) destroy_buffer(*device, *m);
@@ -141,6 +160,12 @@ class VulkanBackend::Impl {
                                                  "readback staging"));
     FOLIO_ASSIGN_OR_RETURN(errors, make_buffer(d, 256, d.upload_memory_type(), true, "error word"));
     std::memset(errors.map, 0, 256);
+    if (const char* e = std::getenv("FOLIO_VULKAN_REPLAY"); e != nullptr && std::strcmp(e, "0") == 0) {
+      replay_enabled = false;
+    }
+    if (push_descriptors) {
+      FOLIO_ASSIGN_OR_RETURN(replay, ReplayCache::create(d));
+    }
     return Status();
   }
 
@@ -158,25 +183,43 @@ class VulkanBackend::Impl {
   }
 
   // --- recording --------------------------------------------------------------
+  // Opens a command buffer when none is: the live path's next one, or a new
+  // piece of the recording being captured.
   Status begin() {
     if (recording) return Status();
-    if (cur == cmds.size()) {
-      VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-      cai.commandPool = cmd_pool;
-      cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-      cai.commandBufferCount = 1;
-      VkCommandBuffer c;
-      FOLIO_RETURN_IF_ERROR(vk_check(vk().vkAllocateCommandBuffers(device->device(), &cai, &c),
-                                     "vkAllocateCommandBuffers"));
-      cmds.push_back(c);
-    }
-    cmd = cmds[cur];
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    if (mode == Mode::kCapture) {
+      FOLIO_ASSIGN_OR_RETURN(cmd, replay->add_piece(*rec));
+      cmd_is_live = false;
+    } else {
+      if (cur == cmds.size()) {
+        VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        cai.commandPool = cmd_pool;
+        cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        cai.commandBufferCount = 1;
+        VkCommandBuffer c;
+        FOLIO_RETURN_IF_ERROR(vk_check(vk().vkAllocateCommandBuffers(device->device(), &cai, &c),
+                                       "vkAllocateCommandBuffers"));
+        cmds.push_back(c);
+      }
+      cmd = cmds[cur];
+      cmd_is_live = true;
+      bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    }
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer"));
     recording = true;
     since_submit = 0;
     return Status();
+  }
+
+  // Submits `c` (with `f` signalled after it, or no fence) without waiting.
+  Status submit(VkCommandBuffer c, VkFence f) {
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &c;
+    in_flight = true;
+    ++counters.submits;
+    return vk_check(vk().vkQueueSubmit(device->queue(), 1, &si, f), "vkQueueSubmit");
   }
 
   // Submits the command buffer being recorded without waiting; recording
@@ -185,23 +228,16 @@ class VulkanBackend::Impl {
   Status submit_piece() {
     recording = false;
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
-    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cmd;
-    ++cur;
-    in_flight = true;
-    ++counters.submits;
-    return vk_check(vk().vkQueueSubmit(device->queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
-  }
-
-  // Records a barrier before the command `c` when it overlaps work recorded
-  // since the last one (vk_hazards.h); `c` is then unsynchronised work.
-  void order(const CommandAccess& c) {
-    if (hazards.order(c)) barrier();
+    if (cmd_is_live) ++cur;
+    return submit(cmd, VK_NULL_HANDLE);
   }
 
   // A barrier between everything recorded so far and what comes next.
   void barrier() {
+    record_barrier();
+    ++counters.barriers;
+  }
+  void record_barrier() {
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
@@ -209,43 +245,307 @@ class VulkanBackend::Impl {
     const VkPipelineStageFlags stages =
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
     vk().vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
-    ++counters.barriers;
   }
 
-  // Submits what was recorded and waits; then the rings and pools are free
-  // again. Returns the first data error a kernel reported.
-  Status flush() {
-    if (recording || in_flight) {
-      FOLIO_RETURN_IF_ERROR(begin());  // the fence follows every piece
-      VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-      mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-      vk().vkCmdPipelineBarrier(cmd,
-                                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
-      ++counters.barriers;
-      recording = false;
-      FOLIO_RETURN_IF_ERROR(vk_check(vk().vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
-      VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-      si.commandBufferCount = 1;
-      si.pCommandBuffers = &cmd;
-      VkDevice d = device->device();
-      Status s = vk_check(vk().vkQueueSubmit(device->queue(), 1, &si, fence), "vkQueueSubmit");
-      ++counters.submits;
-      if (s.ok()) {
-        s = vk_check(vk().vkWaitForFences(d, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  // Records the Vulkan commands of `c` into cmd (no barrier, no counting).
+  Status record_command(const StreamCommand& c) {
+    switch (c.kind) {
+      case CommandKind::kDispatch: {
+        const Pipeline* pl = c.pipeline;
+        VkDescriptorSet set = VK_NULL_HANDLE;
+        if (!push_descriptors) {
+          VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+          ai.descriptorPool = desc_pool;
+          ai.descriptorSetCount = 1;
+          ai.pSetLayouts = &pl->set_layout;
+          FOLIO_RETURN_IF_ERROR(vk_check(vk().vkAllocateDescriptorSets(device->device(), &ai, &set),
+                                         "vkAllocateDescriptorSets"));
+          ++sets_used;
+        }
+        const uint32_t n = 2 + c.n_tensors;
+        VkDescriptorBufferInfo info[kMaxBindings];
+        VkWriteDescriptorSet writes[kMaxBindings];
+        info[0] = {c.data_buffer, c.data_off, std::max<VkDeviceSize>(c.data_bytes, 4)};
+        info[1] = {errors.buffer, 0, VK_WHOLE_SIZE};
+        for (uint32_t i = 0; i < c.n_tensors; ++i) info[2 + i] = {c.tensors[i], 0, VK_WHOLE_SIZE};
+        for (uint32_t i = 0; i < n; ++i) {
+          writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+          writes[i].dstSet = set;
+          writes[i].dstBinding = i;
+          writes[i].descriptorCount = 1;
+          writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+          writes[i].pBufferInfo = &info[i];
+        }
+        vk().vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->pipeline);
+        if (push_descriptors) {
+          vk().vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0, n,
+                                         writes);
+        } else {
+          vk().vkUpdateDescriptorSets(device->device(), n, writes, 0, nullptr);
+          vk().vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0, 1, &set,
+                                       0, nullptr);
+        }
+        vk().vkCmdDispatch(cmd, c.groups[0], c.groups[1], c.groups[2]);
+        break;
       }
-      vk().vkResetFences(d, 1, &fence);
-      vk().vkResetCommandPool(d, cmd_pool, 0);
-      cur = 0;
-      in_flight = false;
-      hazards.mark_all();  // the next command waits for all of this submission's writes
-      vk().vkResetDescriptorPool(d, desc_pool, 0);
-      sets_used = 0;
-      params_used = 0;
-      upload_used = 0;
-      scratch_used = 0;
+      case CommandKind::kUpload: {
+        const VkBufferCopy region{c.data_off, c.dst_off, c.size};
+        vk().vkCmdCopyBuffer(cmd, c.data_buffer, c.dst, 1, &region);
+        break;
+      }
+      case CommandKind::kRead: {
+        const VkBufferCopy region{c.src_off, 0, c.size};
+        vk().vkCmdCopyBuffer(cmd, c.src, readback.buffer, 1, &region);
+        break;
+      }
+      case CommandKind::kCopy: {
+        const VkBufferCopy region{c.src_off, c.dst_off, c.size};
+        vk().vkCmdCopyBuffer(cmd, c.src, c.dst, 1, &region);
+        break;
+      }
+      case CommandKind::kFill:
+        vk().vkCmdFillBuffer(cmd, c.dst, c.dst_off, c.size, 0);
+        break;
+    }
+    return Status();
+  }
+
+  // The host memory behind a recorded command's data.
+  static char* data_of(Recording& r, const StreamCommand& c) {
+    VkMem& m = c.kind == CommandKind::kDispatch ? r.params : r.staging;
+    return static_cast<char*>(m.map) + c.data_off;
+  }
+
+  // The first command of a segment decides how it runs: replaying the
+  // recording that starts with it, captured into a new recording (a
+  // replayable step on a device that pushes descriptors), else live.
+  void start_segment(const StreamCommand& c, std::span<const AccessRange> ranges) {
+    segment_fresh = false;
+    mode = Mode::kLive;
+    if (!replay || !replay_enabled || !replayable) return;
+    if (Recording* r = replay->find_first(c, ranges)) {
+      mode = Mode::kMatch;
+      rec = r;
+      next = piece = piece_first = 0;
+      use(r);
+      return;
+    }
+    Result<Recording*> r = replay->start();
+    if (!r.ok()) return;  // every recording in use: live
+    mode = Mode::kCapture;
+    rec = *r;
+    capture_failed = false;
+    use(rec);
+  }
+
+  void use(Recording* r) {
+    r->busy = true;
+    replay->touch(r);
+    busy.push_back(r);
+  }
+
+  // kMatch: the host issued rec's next command again; its data goes where
+  // the recording reads it, and its piece is submitted when complete.
+  Status replay_command(const void* data) {
+    const StreamCommand& e = rec->commands[next];
+    if (e.data_bytes > 0) std::memcpy(data_of(*rec, e), data, e.data_bytes);
+    if (e.barrier_before) ++counters.barriers;
+    if (e.kind == CommandKind::kDispatch) ++counters.dispatches;
+    ++next;
+    if (!e.ends_piece) return Status();
+    piece_first = next;
+    return submit(rec->pieces[piece++], VK_NULL_HANDLE);
+  }
+
+  // kMatch, and the segment leaves rec at command `next`: the host issues
+  // `c` (nullptr: waits). Where another recording has the same commands so
+  // far and takes `c`, replay goes on there. Else the commands matched so
+  // far are recorded again, into a new capture (the pieces already
+  // submitted are recorded for later replays only) or, without one, those
+  // of the piece not yet submitted into the live stream; the segment then
+  // goes on in that mode.
+  Status leave_match(const StreamCommand* c, std::span<const AccessRange> ranges) {
+    Recording* src = rec;
+    if (c != nullptr) {
+      if (Recording* other = replay->find_continuation(*src, next, *c, ranges)) {
+        for (size_t i = piece_first; i < next; ++i) {
+          const StreamCommand& e = src->commands[i];
+          if (e.data_bytes > 0) {
+            std::memcpy(data_of(*other, other->commands[i]), data_of(*src, e), e.data_bytes);
+          }
+        }
+        rec = other;
+        use(other);
+        return Status();
+      }
+    }
+    mode = Mode::kLive;
+    rec = nullptr;
+    if (Result<Recording*> r = replay->start(); r.ok()) {
+      mode = Mode::kCapture;
+      rec = *r;
+      capture_failed = false;
+      use(rec);
+    }
+    hazards.mark_all();  // as after the wait that began the segment
+    recording = false;
+    for (size_t i = 0; i < next; ++i) {
+      StreamCommand e = src->commands[i];
+      const std::span<const AccessRange> r = src->ranges_of(e);
+      const CommandAccess access{r, e.reads_errors};
+      if (mode == Mode::kLive && i < piece_first) {
+        (void)hazards.order(access);  // ran from src: only the tracker's state
+        continue;
+      }
+      if (mode == Mode::kCapture && e.data_bytes > 0) {
+        const uint64_t src_off = e.data_off;
+        const bool placed = e.kind == CommandKind::kDispatch
+                                ? rec->place_params(std::max<size_t>(e.data_bytes, 4), &e.data_off)
+                                : rec->place_staging(e.data_bytes, &e.data_off);
+        if (!placed) return internal_error("vulkan: a recording does not fit its copy");
+        e.data_buffer = e.kind == CommandKind::kDispatch ? rec->params.buffer : rec->staging.buffer;
+        StreamCommand at_src = e;
+        at_src.data_off = src_off;
+        std::memcpy(data_of(*rec, e), data_of(*src, at_src), e.data_bytes);
+      }
+      FOLIO_RETURN_IF_ERROR(begin());
+      if (hazards.order(access)) record_barrier();  // counted when it was replayed
+      FOLIO_RETURN_IF_ERROR(record_command(e));
+      if (e.kind == CommandKind::kDispatch) ++since_submit;
+      if (mode == Mode::kCapture) rec->log(e, r);
+      if (e.ends_piece) {  // i < piece_first: src's piece ran; this one is for later
+        recording = false;
+        FOLIO_RETURN_IF_ERROR(vk_check(vk().vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
+      }
+    }
+    return Status();
+  }
+
+  // Every command of the stream: a dispatch, an upload (`data`: its bytes),
+  // a read-back into the read-back buffer, a copy or a fill. Ordered after
+  // what it overlaps, then recorded live, captured, or matched against the
+  // recording being replayed.
+  Status issue(StreamCommand& c, std::span<const AccessRange> ranges, const void* data) {
+    const bool dispatch = c.kind == CommandKind::kDispatch;
+    for (;;) {
+      if (segment_fresh) start_segment(c, ranges);
+      if (mode == Mode::kMatch) {
+        if (next < rec->commands.size()) {
+          const StreamCommand& e = rec->commands[next];
+          if (same_command(e, rec->ranges_of(e), c, ranges)) return replay_command(data);
+        }
+        FOLIO_RETURN_IF_ERROR(leave_match(&c, ranges));
+        if (mode == Mode::kMatch) return replay_command(data);
+      }
+      if (!dispatch && c.kind != CommandKind::kUpload) break;
+      const size_t n = dispatch ? std::max<size_t>(c.data_bytes, 4) : c.data_bytes;
+      bool placed = false;
+      if (mode == Mode::kCapture && !capture_failed) {
+        placed = dispatch ? rec->place_params(n, &c.data_off) : rec->place_staging(n, &c.data_off);
+        if (placed) c.data_buffer = dispatch ? rec->params.buffer : rec->staging.buffer;
+        capture_failed = !placed;
+      }
+      if (!placed) {  // the rings (a full one waits: the segment ends there)
+        if (dispatch && !push_descriptors && sets_used == kSetsPerPool) FOLIO_RETURN_IF_ERROR(flush());
+        if (segment_fresh) continue;
+        Result<size_t> off = dispatch ? reserve(params_used, kParamsRingBytes, n, kParamsAlign)
+                                      : reserve(upload_used, kUploadRingBytes, n, 16);
+        FOLIO_RETURN_IF_ERROR(off.status());
+        if (segment_fresh) continue;
+        c.data_off = *off;
+        c.data_buffer = dispatch ? params.buffer : upload.buffer;
+      }
+      if (c.data_bytes > 0) {
+        void* base = placed ? (dispatch ? rec->params.map : rec->staging.map)
+                            : (dispatch ? params.map : upload.map);
+        std::memcpy(static_cast<char*>(base) + c.data_off, data, c.data_bytes);
+      }
+      break;
+    }
+    FOLIO_RETURN_IF_ERROR(begin());
+    c.barrier_before = hazards.order(CommandAccess{ranges, c.reads_errors});
+    if (c.barrier_before) barrier();
+    FOLIO_RETURN_IF_ERROR(record_command(c));
+    if (dispatch) ++counters.dispatches;
+    c.ends_piece = dispatch && ++since_submit >= kDispatchesPerPiece;
+    if (mode == Mode::kCapture && !capture_failed) rec->log(c, ranges);
+    if (c.ends_piece) return submit_piece();
+    return Status();
+  }
+
+  // Submits `last` with the fence and waits; then the rings and pools are
+  // free again.
+  Status submit_and_wait(VkCommandBuffer last) {
+    VkDevice d = device->device();
+    Status s = submit(last, fence);
+    if (s.ok()) s = vk_check(vk().vkWaitForFences(d, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    vk().vkResetFences(d, 1, &fence);
+    vk().vkResetCommandPool(d, cmd_pool, 0);
+    cur = 0;
+    in_flight = false;
+    recording = false;
+    hazards.mark_all();  // the next command waits for all of this submission's writes
+    vk().vkResetDescriptorPool(d, desc_pool, 0);
+    sets_used = 0;
+    params_used = 0;
+    upload_used = 0;
+    scratch_used = 0;
+    return s;
+  }
+
+  // Ends the segment at a wait: a capture that reached it whole is kept.
+  void end_segment(bool ok) {
+    if (mode == Mode::kCapture) {
+      if (ok && !capture_failed && !rec->commands.empty()) {
+        rec->complete = true;
+        ++counters.recorded_steps;
+      } else {
+        replay->drop(rec);
+      }
+    }
+    for (Recording* r : busy) r->busy = false;
+    busy.clear();
+    mode = Mode::kLive;
+    rec = nullptr;
+    segment_fresh = true;
+  }
+
+  // Submits what was recorded (or the rest of the recording being
+  // replayed) and waits. Returns the first data error a kernel reported.
+  Status flush() {
+    if (mode == Mode::kMatch && next == rec->commands.size() && piece + 1 == rec->pieces.size()) {
+      ++counters.barriers;  // the recording's last piece ends with the host barrier
+      ++counters.replayed_steps;
+      const Status s = submit_and_wait(rec->pieces[piece]);
+      end_segment(s.ok());
       FOLIO_RETURN_IF_ERROR(s);
+    } else {
+      if (mode == Mode::kMatch) {
+        const Status s = leave_match(nullptr, {});
+        if (!s.ok()) {
+          end_segment(false);
+          return s;
+        }
+      }
+      if (recording || in_flight) {
+        Status s = begin();  // the fence follows every piece
+        if (s.ok()) {
+          VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+          mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+          mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+          vk().vkCmdPipelineBarrier(
+              cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+              VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+          ++counters.barriers;
+          recording = false;
+          s = vk_check(vk().vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+        }
+        if (s.ok()) s = submit_and_wait(cmd);
+        end_segment(s.ok());
+        FOLIO_RETURN_IF_ERROR(s);
+      } else if (mode != Mode::kLive) {
+        end_segment(true);  // a capture that recorded nothing is dropped
+      }
     }
     auto* word = static_cast<volatile uint32_t*>(errors.map);
     const uint32_t code = word[0], arg = word[1];
@@ -277,7 +577,7 @@ class VulkanBackend::Impl {
                   uint32_t gy, uint32_t gz) {
     const std::span<const uint32_t> spec_v(spec.begin(), spec.size());  // no copy
     const auto n_tensors = static_cast<uint32_t>(tensors.size());
-    if (2 + n_tensors > kMaxBindings) return internal_error("vulkan: {}: too many tensors", shader);
+    if (n_tensors > kMaxDispatchTensors) return internal_error("vulkan: {}: too many tensors", shader);
     FOLIO_ASSIGN_OR_RETURN(const Pipeline* pl, pipelines->get(shader, spec_v, 2 + n_tensors));
     if (pl->n_bindings != 2 + n_tensors) {
       return internal_error("vulkan: shader '{}' declares {} bindings, dispatched with {} tensors",
@@ -287,70 +587,30 @@ class VulkanBackend::Impl {
     // Resolve tensors first (no state changes on error). Each tensor's
     // bytes are read, or written where the shader does not declare its
     // binding readonly (a binding the shader lacks counts as read).
-    VkBuffer bufs[kMaxBindings];
-    AccessRange ranges[kMaxBindings];
+    StreamCommand c;
+    c.kind = CommandKind::kDispatch;
+    c.pipeline = pl;
+    c.reads_errors = pl->reads_errors;
+    c.n_tensors = n_tensors;
+    c.groups[0] = gx;
+    c.groups[1] = gy;
+    c.groups[2] = gz;
+    c.data_bytes = static_cast<uint32_t>(p_bytes);
+    AccessRange ranges[kMaxDispatchTensors];
     uint32_t n_ranges = 0;
-    {
-      uint32_t i = 0;
-      for (const TensorView& t : tensors) {
-        if (t.data == nullptr) {
-          bufs[i++] = errors.buffer;  // absent optional tensor: any valid buffer
-          continue;
-        }
-        FOLIO_ASSIGN_OR_RETURN(auto loc, locate(t.data, 0));
-        const bool write = ((pl->writable >> (2 + i)) & 1u) != 0;
-        ranges[n_ranges++] = access_range(t.data, t.span_bytes(), write);
-        bufs[i++] = loc.first->mem.buffer;
+    uint32_t i = 0;
+    for (const TensorView& t : tensors) {
+      if (t.data == nullptr) {
+        c.tensors[i++] = errors.buffer;  // absent optional tensor: any valid buffer
+        continue;
       }
+      FOLIO_ASSIGN_OR_RETURN(auto loc, locate(t.data, 0));
+      const bool write = ((pl->writable >> (2 + i)) & 1u) != 0;
+      ranges[n_ranges++] = access_range(t.data, t.span_bytes(), write);
+      c.tensors[i++] = loc.first->mem.buffer;
     }
-    if (!push_descriptors && sets_used == kSetsPerPool) FOLIO_RETURN_IF_ERROR(flush());
-    FOLIO_ASSIGN_OR_RETURN(const size_t poff,
-                           reserve(params_used, kParamsRingBytes, std::max<size_t>(p_bytes, 4),
-                                   kParamsAlign));
-    if (p_bytes > 0) std::memcpy(static_cast<char*>(params.map) + poff, p, p_bytes);
-    FOLIO_RETURN_IF_ERROR(begin());
-
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    if (!push_descriptors) {
-      VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-      ai.descriptorPool = desc_pool;
-      ai.descriptorSetCount = 1;
-      ai.pSetLayouts = &pl->set_layout;
-      FOLIO_RETURN_IF_ERROR(vk_check(vk().vkAllocateDescriptorSets(device->device(), &ai, &set),
-                                     "vkAllocateDescriptorSets"));
-      ++sets_used;
-    }
-    VkDescriptorBufferInfo info[kMaxBindings];
-    VkWriteDescriptorSet writes[kMaxBindings];
-    info[0] = {params.buffer, poff, std::max<size_t>(p_bytes, 4)};
-    info[1] = {errors.buffer, 0, VK_WHOLE_SIZE};
-    for (uint32_t i = 0; i < n_tensors; ++i) info[2 + i] = {bufs[i], 0, VK_WHOLE_SIZE};
-    for (uint32_t i = 0; i < 2 + n_tensors; ++i) {
-      writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-      writes[i].dstSet = set;
-      writes[i].dstBinding = i;
-      writes[i].descriptorCount = 1;
-      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[i].pBufferInfo = &info[i];
-    }
-    if (!push_descriptors) {
-      vk().vkUpdateDescriptorSets(device->device(), 2 + n_tensors, writes, 0, nullptr);
-    }
-    order(CommandAccess{std::span<const AccessRange>(ranges, n_ranges), pl->reads_errors});
-    vk().vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->pipeline);
-    if (push_descriptors) {
-      vk().vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0,
-                                     2 + n_tensors, writes);
-    } else {
-      vk().vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0, 1, &set, 0,
-                                   nullptr);
-    }
-    vk().vkCmdDispatch(cmd, gx, gy, gz);
-    ++counters.dispatches;
-    if (++since_submit >= kDispatchesPerPiece) return submit_piece();
-    return Status();
+    return issue(c, std::span<const AccessRange>(ranges, n_ranges), p);
   }
-
   Result<TensorView> scratch(size_t n) {
     n = align_up(std::max<size_t>(n, 4), 256);
     if (scratch_used + n > scratch_cap) {
@@ -395,18 +655,19 @@ class VulkanBackend::Impl {
     FOLIO_ASSIGN_OR_RETURN(auto loc, locate(dst, n));
     const char* s = static_cast<const char*>(src);
     while (n > 0) {
-      const size_t piece = std::min(n, kUploadRingBytes);
-      FOLIO_ASSIGN_OR_RETURN(const size_t off, reserve(upload_used, kUploadRingBytes, piece, 16));
-      std::memcpy(static_cast<char*>(upload.map) + off, s, piece);
-      FOLIO_RETURN_IF_ERROR(begin());
+      const size_t piece_bytes = std::min(n, kUploadRingBytes);
+      StreamCommand c;
+      c.kind = CommandKind::kUpload;
+      c.dst = loc.first->mem.buffer;
+      c.dst_off = loc.second;
+      c.size = piece_bytes;
+      c.data_bytes = static_cast<uint32_t>(piece_bytes);
       const AccessRange w = access_range(static_cast<char*>(dst) + (s - static_cast<const char*>(src)),
-                                         piece, true);
-      order(CommandAccess{std::span<const AccessRange>(&w, 1)});
-      const VkBufferCopy region{off, loc.second, piece};
-      vk().vkCmdCopyBuffer(cmd, upload.buffer, loc.first->mem.buffer, 1, &region);
-      s += piece;
-      loc.second += piece;
-      n -= piece;
+                                         piece_bytes, true);
+      FOLIO_RETURN_IF_ERROR(issue(c, std::span<const AccessRange>(&w, 1), s));
+      s += piece_bytes;
+      loc.second += piece_bytes;
+      n -= piece_bytes;
     }
     return Status();
   }
@@ -416,20 +677,22 @@ class VulkanBackend::Impl {
     FOLIO_ASSIGN_OR_RETURN(auto loc, locate(src, n));
     char* d = static_cast<char*>(dst);
     do {
-      const size_t piece = std::min(n, kReadbackBytes);
-      FOLIO_RETURN_IF_ERROR(begin());
-      if (piece > 0) {
+      const size_t piece_bytes = std::min(n, kReadbackBytes);
+      if (piece_bytes > 0) {
+        StreamCommand c;
+        c.kind = CommandKind::kRead;
+        c.src = loc.first->mem.buffer;
+        c.src_off = loc.second;
+        c.size = piece_bytes;
         const AccessRange r =
-            access_range(static_cast<const char*>(src) + (d - static_cast<char*>(dst)), piece, false);
-        order(CommandAccess{std::span<const AccessRange>(&r, 1)});
-        const VkBufferCopy region{loc.second, 0, piece};
-        vk().vkCmdCopyBuffer(cmd, loc.first->mem.buffer, readback.buffer, 1, &region);
+            access_range(static_cast<const char*>(src) + (d - static_cast<char*>(dst)), piece_bytes, false);
+        FOLIO_RETURN_IF_ERROR(issue(c, std::span<const AccessRange>(&r, 1), nullptr));
       }
       FOLIO_RETURN_IF_ERROR(flush());
-      std::memcpy(d, readback.map, piece);
-      d += piece;
-      loc.second += piece;
-      n -= piece;
+      std::memcpy(d, readback.map, piece_bytes);
+      d += piece_bytes;
+      loc.second += piece_bytes;
+      n -= piece_bytes;
     } while (n > 0);
     return Status();
   }
@@ -442,12 +705,15 @@ class VulkanBackend::Impl {
     if (to.first == from.first && to.second < from.second + n && from.second < to.second + n) {
       return invalid_argument("vulkan: copy of {} bytes between overlapping ranges", n);
     }
-    FOLIO_RETURN_IF_ERROR(begin());
+    StreamCommand c;
+    c.kind = CommandKind::kCopy;
+    c.src = from.first->mem.buffer;
+    c.src_off = from.second;
+    c.dst = to.first->mem.buffer;
+    c.dst_off = to.second;
+    c.size = n;
     const AccessRange r[2] = {access_range(src, n, false), access_range(dst, n, true)};
-    order(CommandAccess{r});
-    const VkBufferCopy region{from.second, to.second, n};
-    vk().vkCmdCopyBuffer(cmd, from.first->mem.buffer, to.first->mem.buffer, 1, &region);
-    return Status();
+    return issue(c, r, nullptr);
   }
 
   Status fill_zero(void* dst, size_t n) {
@@ -459,11 +725,13 @@ class VulkanBackend::Impl {
       const std::vector<uint8_t> zeros(n, 0);
       return write(dst, zeros.data(), n);
     }
-    FOLIO_RETURN_IF_ERROR(begin());
+    StreamCommand c;
+    c.kind = CommandKind::kFill;
+    c.dst = loc.first->mem.buffer;
+    c.dst_off = loc.second;
+    c.size = n;
     const AccessRange w = access_range(dst, n, true);
-    order(CommandAccess{std::span<const AccessRange>(&w, 1)});
-    vk().vkCmdFillBuffer(cmd, loc.first->mem.buffer, loc.second, n, 0);
-    return Status();
+    return issue(c, std::span<const AccessRange>(&w, 1), nullptr);
   }
 };
 
@@ -550,6 +818,22 @@ std::optional<StreamCounters> VulkanBackend::stream_counters() const {
 }
 
 bool VulkanBackend::push_descriptors() const { return impl_->push_descriptors; }
+
+void VulkanBackend::set_replayable(bool replayable) {
+  std::lock_guard lock(impl_->mu);
+  impl_->replayable = replayable;
+}
+
+void VulkanBackend::set_replay_enabled(bool enabled) {
+  std::lock_guard lock(impl_->mu);
+  impl_->replay_enabled = enabled;
+  if (!enabled && impl_->replay) impl_->replay->clear();
+}
+
+bool VulkanBackend::replay_enabled() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->replay != nullptr && impl_->replay_enabled;
+}
 
 uint64_t VulkanBackend::allocated_bytes() const {
   std::lock_guard lock(impl_->mu);

@@ -12,7 +12,9 @@
 // synchronize(), or a full parameter / staging ring or descriptor pool
 // (then the work so far is submitted and recording goes on). Kernels that
 // find invalid data (an id out of range) set an error word that the next
-// synchronize turns into a Status.
+// synchronize turns into a Status. The work of a replayable step (a decode
+// step) is captured once and replayed while the host issues the same
+// commands again (vk_replay.h).
 #pragma once
 
 #include <memory>
@@ -72,6 +74,12 @@ class VulkanBackend final : public Backend {
   Status synchronize() override;
   bool is_host() const override { return false; }
   std::optional<StreamCounters> stream_counters() const override;
+  // Replayable steps are captured and replayed (vk_replay.h) where the
+  // device pushes descriptors and replay is enabled (the default, unless
+  // FOLIO_VULKAN_REPLAY=0). Disabling forgets the recordings.
+  void set_replayable(bool replayable) override;
+  void set_replay_enabled(bool enabled);
+  bool replay_enabled() const;
 
   const DeviceInfo& info() const;
   // Whether dispatches push their descriptors (see create()).

@@ -70,6 +70,8 @@ std::string bench_json_line(const BenchRecord& r) {
     j["dispatches_per_token"] = r.result.stream->dispatches;
     j["barriers_per_token"] = r.result.stream->barriers;
     j["submits_per_token"] = r.result.stream->submits;
+    j["recorded_steps"] = r.result.stream->recorded_steps;
+    j["replayed_steps"] = r.result.stream->replayed_steps;
   }
   if (r.result.profile) {
     const BenchProfile& p = *r.result.profile;

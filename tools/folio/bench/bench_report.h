@@ -12,7 +12,9 @@
 // (tokens_per_s / that limit). With a device that counts its command stream
 // (Backend::stream_counters): dispatches_per_token, barriers_per_token and
 // submits_per_token, per timed forward: a decode step of a tg test (one token
-// of each sequence), an n_ubatch chunk of a pp test. With --profile:
+// of each sequence), an n_ubatch chunk of a pp test; recorded_steps and
+// replayed_steps, the timed forwards' segments (work between two waits) the
+// device captured and replayed (all repetitions). With --profile:
 // profile_wall_ns (the timed parts' wall time, all repetitions),
 // profile_forwards and profile (one object per op kind: op, calls, ns).
 //

@@ -294,6 +294,8 @@ std::optional<StreamCounters> BenchRunner::stream_totals() const {
     sum->dispatches += c->dispatches;
     sum->barriers += c->barriers;
     sum->submits += c->submits;
+    sum->recorded_steps += c->recorded_steps;
+    sum->replayed_steps += c->replayed_steps;
   }
   return sum;
 }
@@ -305,6 +307,8 @@ void BenchRunner::add_timed(const std::optional<StreamCounters>& before, int64_t
   timed_stream_.dispatches += after->dispatches - before->dispatches;
   timed_stream_.barriers += after->barriers - before->barriers;
   timed_stream_.submits += after->submits - before->submits;
+  timed_stream_.recorded_steps += after->recorded_steps - before->recorded_steps;
+  timed_stream_.replayed_steps += after->replayed_steps - before->replayed_steps;
   timed_forwards_ += forwards;
 }
 
@@ -439,7 +443,9 @@ Result<BenchResult> BenchRunner::run(const BenchTest& test) {
     const auto n = static_cast<double>(timed_forwards_);
     r.stream = StreamPerForward{static_cast<double>(timed_stream_.dispatches) / n,
                                 static_cast<double>(timed_stream_.barriers) / n,
-                                static_cast<double>(timed_stream_.submits) / n};
+                                static_cast<double>(timed_stream_.submits) / n,
+                                static_cast<int64_t>(timed_stream_.recorded_steps),
+                                static_cast<int64_t>(timed_stream_.replayed_steps)};
   }
   if (options_.profile) {
     BenchProfile p;

@@ -78,6 +78,11 @@ struct StreamPerForward {
   double dispatches = 0;
   double barriers = 0;
   double submits = 0;
+  // Segments of the timed forwards (the work between two waits: one per
+  // decode step, more with MoE layers) a device captured while recording
+  // and replayed instead of recording (Backend::set_replayable), in all.
+  int64_t recorded_steps = 0;
+  int64_t replayed_steps = 0;
 };
 
 // The ops of a test's timed forwards, over all repetitions.
