@@ -51,15 +51,15 @@ cache::KvCacheOptions cache_options(bool paged, DType type, Backend* device = nu
 // `name`.gguf on the CPU (vulkan false) or with its last `ngl` layers on
 // the Vulkan device (-1: every layer and the output head; device set, the
 // test skips without one).
-#define LOAD_DEEPSEEK2_OR_SKIP(model, device, name, vulkan, ngl) \
-  Backend* device = nullptr;                                    \
-  LoadOptions lo_##model;                                       \
-  if (vulkan) {                                                 \
-    FOLIO_VULKAN_OR_SKIP(vk);                                   \
-    device = vk;                                                \
-    lo_##model.offload_type = &vk->default_buffer_type();       \
-    lo_##model.offload_layers = ngl;                            \
-  }                                                             \
+#define LOAD_DEEPSEEK2_OR_SKIP(model, device, name, vulkan, ngl)        \
+  Backend* device = nullptr;                                            \
+  LoadOptions lo_##model;                                               \
+  if (vulkan) {                                                         \
+    FOLIO_VULKAN_OR_SKIP(vk);                                           \
+    device = vk;                                                        \
+    lo_##model.offload_type = &vk->default_buffer_type();               \
+    lo_##model.offload_layers = ngl;                                    \
+  }                                                                     \
   Result<std::unique_ptr<Model>> model = Model::load(name, lo_##model); \
   ASSERT_TRUE(model.ok()) << model.status().to_string()
 
@@ -76,8 +76,8 @@ class Deepseek2Expanded : public ::testing::TestWithParam<Param> {};
 TEST_P(Deepseek2Expanded, MatchesTheExpandedForm) {
   const Param& p = GetParam();
   const std::string b = base(p.name);
-  for (const char* ext : {".gguf", ".prompt_tokens.txt", ".gen_tokens.txt", ".prefill.npy",
-                          ".decode.npy"}) {
+  for (const char* ext :
+       {".gguf", ".prompt_tokens.txt", ".gen_tokens.txt", ".prefill.npy", ".decode.npy"}) {
     if (!file_exists(b + ext)) FAIL() << "reference file missing: " << b + ext;
   }
   LOAD_DEEPSEEK2_OR_SKIP(model, device, b + ".gguf", p.vulkan, p.ngl);
@@ -91,8 +91,8 @@ TEST_P(Deepseek2Expanded, MatchesTheExpandedForm) {
   expect_llamacpp_parity(**model, **cache, *ctx, b, {tol, tol},
                          std::string(p.name) + (p.paged ? " paged " : " contiguous ") +
                              dtype_name(p.kv) + (p.vulkan ? " vulkan" : "") +
-                             (p.ngl >= 0 ? " ngl " + std::to_string(p.ngl) : "") +
-                             " (tolerance " + std::to_string(tol) + ")");
+                             (p.ngl >= 0 ? " ngl " + std::to_string(p.ngl) : "") + " (tolerance " +
+                             std::to_string(tol) + ")");
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
@@ -101,18 +101,14 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
          (info.param.ngl >= 0 ? "_ngl" + std::to_string(info.param.ngl) : "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, Deepseek2Expanded,
-                         ::testing::Values(Param{"moe", false, DType::F32},
-                                           Param{"moe", true, DType::F32},
-                                           Param{"groups", false, DType::F32},
-                                           Param{"groups", true, DType::F32},
-                                           Param{"lite", false, DType::F32},
-                                           Param{"lite", true, DType::F32},
-                                           Param{"yarn", false, DType::F32},
-                                           Param{"yarn", true, DType::F32},
-                                           Param{"moe", true, DType::F16},
-                                           Param{"groups", true, DType::BF16}),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(
+    Files, Deepseek2Expanded,
+    ::testing::Values(Param{"moe", false, DType::F32}, Param{"moe", true, DType::F32},
+                      Param{"groups", false, DType::F32}, Param{"groups", true, DType::F32},
+                      Param{"lite", false, DType::F32}, Param{"lite", true, DType::F32},
+                      Param{"yarn", false, DType::F32}, Param{"yarn", true, DType::F32},
+                      Param{"moe", true, DType::F16}, Param{"groups", true, DType::BF16}),
+    param_name);
 
 // The same files fully offloaded to the Vulkan device (dense-layer lead,
 // MoE with expert groups, the lite layout (also with only its last 13 of
@@ -268,6 +264,8 @@ TEST(Deepseek2, DeviceCacheHoldsLatentRows) {
       << (*cache)->summary();
   EXPECT_LE((*cache)->bytes(), size_t{16} * 16 * 320 + 2 * 64);
 }
+
+#undef LOAD_DEEPSEEK2_OR_SKIP  // unity builds: not into the next file
 
 }  // namespace deepseek2_test
 }  // namespace folio::model::testing

@@ -66,7 +66,7 @@ bool words_ok(const TensorView& t, DType want) {
 
 constexpr uint32_t kFaThreads = 256;  // flash_attn.comp: NT
 constexpr uint32_t kFaLanes = 8;      // flash_attn.comp: TPK
-constexpr int64_t kFaMaxDim = 576;  // latent attention's K rows (512 + rope 64)
+constexpr int64_t kFaMaxDim = 576;    // latent attention's K rows (512 + rope 64)
 constexpr uint32_t kFaSplitKeys = 512;  // split-K piece: positions (a multiple of the tile, 64)
 constexpr uint32_t kFaMaxSplits = 64;   // flash_attn.comp: MAX_SPLITS
 // Split-K below this many (token, head) pairs: a GPU has room for several
