@@ -9,14 +9,17 @@
 // yarn (YaRN rope with DeepSeek's yarn_log_multiplier: its q.k scale). F32 K/V within
 // 1e-3 of the largest reference logit, the same greedy tokens, on the
 // contiguous and the paged cache; F16 K/V within 1e-2; on the CPU and fully
-// offloaded to the Vulkan device. The cache holds one latent row per token
-// and layer (K only), and paged logits equal the contiguous ones bit for bit
-// on either.
+// offloaded to the Vulkan device (and Q8_0 latent rows of DeepSeek's
+// width, device vs CPU, on llama.cpp's saver file). The cache holds one
+// latent row per token and layer (K only), and paged logits equal the
+// contiguous ones bit for bit on either.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "backend/buffer_type.h"
 #include "cache/kv_cache.h"
@@ -263,6 +266,52 @@ TEST(Deepseek2, DeviceCacheHoldsLatentRows) {
   EXPECT_NE((*cache)->summary().find("0.31 KiB per token"), std::string::npos)
       << (*cache)->summary();
   EXPECT_LE((*cache)->bytes(), size_t{16} * 16 * 320 + 2 * 64);
+}
+
+// Q8_0 latent rows at DeepSeek's width (llama.cpp's saver file: rows of
+// 512 + 64, 18 blocks; V its first 16) on the device against the same cache
+// on the CPU (llama.cpp has no Q8_0 reference here). set_rows quantizes
+// alike on both, but a last-bit difference upstream can move a value across
+// a rounding boundary, one step of a block's scale: the two must agree far
+// better than Q8_0 agrees with F32 rows (the quantization's own effect) and
+// within 2e-3 of the largest logit.
+TEST(Deepseek2, DeviceQ8RowsMatchTheCpu) {
+  const std::string path = local_refdata_dir() + "/llama-archs/deepseek2-moe.gguf";
+  Result<std::vector<int32_t>> prompt =
+      read_ids(local_refdata_dir() + "/llama-archs/deepseek2-moe.prompt_tokens.txt");
+  ASSERT_TRUE(prompt.ok()) << prompt.status().to_string();
+  // Prompt and two decode steps: CPU Q8_0, device Q8_0, CPU F32.
+  std::vector<std::vector<float>> logits;
+  for (auto [vulkan, kv] : {std::pair{false, DType::Q8_0}, std::pair{true, DType::Q8_0},
+                            std::pair{false, DType::F32}}) {
+    LOAD_DEEPSEEK2_OR_SKIP(model, device, path, vulkan, -1);
+    EXPECT_EQ((*model)->config().mla.kv_lora_rank, 512);
+    Result<std::unique_ptr<cache::KvCache>> cache =
+        (*model)->make_cache(cache_options(true, kv, device));
+    ASSERT_TRUE(cache.ok()) << cache.status().to_string();
+    auto ctx = ForwardContext::with_device(device, 2);
+    Result<std::vector<float>> all = eval_all(**model, **cache, *ctx, *prompt);
+    ASSERT_TRUE(all.ok()) << all.status().to_string();
+    for (int32_t t : {3, 17}) {
+      Result<std::vector<float>> next = eval_one(**model, **cache, *ctx, t);
+      ASSERT_TRUE(next.ok()) << next.status().to_string();
+      all->insert(all->end(), next->begin(), next->end());
+    }
+    logits.push_back(std::move(all).value());
+  }
+  ASSERT_EQ(logits[0].size(), logits[1].size());
+  ASSERT_EQ(logits[0].size(), logits[2].size());
+  float largest = 0.0f, device_diff = 0.0f, q8_diff = 0.0f;
+  for (size_t i = 0; i < logits[0].size(); ++i) {
+    largest = std::max(largest, std::fabs(logits[2][i]));
+    device_diff = std::max(device_diff, std::fabs(logits[0][i] - logits[1][i]));
+    q8_diff = std::max(q8_diff, std::fabs(logits[0][i] - logits[2][i]));
+  }
+  ASSERT_GT(largest, 0.0f);
+  EXPECT_LE(device_diff, 2e-3f * largest) << "largest |logit| " << largest;
+  EXPECT_LE(device_diff, 0.1f * q8_diff) << "Q8_0 vs F32 rows on the CPU: " << q8_diff;
+  std::printf("[ deepseek2 ] Q8_0 rows: device vs CPU %.3g, Q8_0 vs F32 %.3g, largest %.3g\n",
+              device_diff, q8_diff, largest);
 }
 
 #undef LOAD_DEEPSEEK2_OR_SKIP  // unity builds: not into the next file
