@@ -112,12 +112,6 @@ bool offloaded(const std::string& name, int n_layer, int offload_layers) {
 }  // namespace
 
 Status Model::load_weights(const LoadOptions& options) {
-  if (options.offload_type != nullptr && options.offload_layers != 0 && config_.mla.enabled()) {
-    return unsupported(
-        "model: {}'s multi-head latent attention runs on the CPU only for now; run it without "
-        "--device / -ngl",
-        config_.arch);
-  }
   std::vector<const BufferType*> priority = options.buffer_types;
   if (priority.empty()) priority.push_back(&host_buffer_type());
   std::vector<const BufferType*> offload_priority = priority;

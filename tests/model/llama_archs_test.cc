@@ -11,8 +11,7 @@
 // NAME.prefill.npy) and decodes llama.cpp's 12 greedy tokens one at a time
 // (each the argmax of folio's previous logits, each row vs NAME.decode.npy):
 // F32 K/V, max |Δlogit| <= 1e-3 of the largest reference logit, on the
-// contiguous and the paged cache; on the Vulkan device too (paged), but for
-// deepseek2 (CPU only).
+// contiguous and the paged cache; on the Vulkan device too (paged).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,16 +72,10 @@ std::vector<Param> cpu_params() {
   return v;
 }
 
-// Files of architectures that run on the CPU only for now: deepseek2's
-// latent attention (Model::load_weights refuses to offload it).
-bool cpu_only(const std::string& name) {
-  return name.rfind("deepseek2", 0) == 0;
-}
-
 std::vector<Param> vulkan_params() {
   std::vector<Param> v;
   for (const char* n : kFiles) {
-    if (!cpu_only(n)) v.push_back({n, true, true});
+    v.push_back({n, true, true});
   }
   return v;
 }

@@ -435,6 +435,11 @@ void add_attention_cases(CaseList& cases) {
     s.n_query = {3, 1}, s.kv_len = {600, 9}, s.block_sizes = {16, 64}, s.with_sdpa = false;
     s.what = "latent long";
     specs.push_back(s);
+    s = decode(576, 16, DType::BF16);  // decode over a long cache: split-K on Vulkan
+    s.n_kv_head = 1, s.dv = 512, s.v_in_k = true, s.scale = 1.0f / std::sqrt(192.0f);
+    s.n_query = {1, 1}, s.kv_len = {1100, 40}, s.block_sizes = {64}, s.with_sdpa = false;
+    s.what = "latent split-K";
+    specs.push_back(s);
     s = decode(96, 2, DType::F16);  // small dims: V of 64 inside K rows of 96
     s.n_kv_head = 1, s.dv = 64, s.v_in_k = true, s.what = "latent small";
     specs.push_back(s);

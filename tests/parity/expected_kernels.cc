@@ -203,8 +203,8 @@ Expectation cpy_rule(const Op& op) {
 }
 
 // The portable tiled kernel at every tier; SIMD ones for f32 / f16 / q8_0 K/V.
-// Vulkan's shader takes head dims up to 256 (latent attention's 576 / 512: CPU only).
-constexpr int64_t kVulkanFlashMaxDim = 256;
+// Vulkan's shader takes head dims up to 576 (latent attention's K 576 / V 512).
+constexpr int64_t kVulkanFlashMaxDim = 576;
 Expectation flash_attn_rule(const Op& op) {
   Expectation e = simd_family(op.kind, op.src[1].dtype != DType::BF16 && op.src[2].dtype != DType::BF16);
   e.cpu.push_back({T::kScalar, "flash_attn.scalar"});

@@ -5,7 +5,9 @@
 // flash_attn: one workgroup of 256 invocations per (query token, head); the
 // visible keys are split across the workgroup in tiles of 64 (see the
 // shader). K/V of type F32, F16, BF16 or Q8_0 (K and V types independent;
-// Q8_0 head dims multiples of 32), head dims up to 256. The layout is a
+// Q8_0 head dims multiples of 32), head dims up to 576 (multi-head latent
+// attention's rows: K 576 with V the first 512 values of the same rows, read
+// through V's view of them, KvLayerShape::v_in_k). The layout is a
 // run-time parameter, not a specialization, so the paged and contiguous
 // forms of an op run one pipeline and give byte-identical outputs.
 // Few (token, head) pairs over a cache longer than one split (decode of a
@@ -64,7 +66,7 @@ bool words_ok(const TensorView& t, DType want) {
 
 constexpr uint32_t kFaThreads = 256;  // flash_attn.comp: NT
 constexpr uint32_t kFaLanes = 8;      // flash_attn.comp: TPK
-constexpr int64_t kFaMaxDim = 256;
+constexpr int64_t kFaMaxDim = 576;    // latent attention's K rows (512 + rope 64)
 constexpr uint32_t kFaSplitKeys = 512;  // split-K piece: positions (a multiple of the tile, 64)
 constexpr uint32_t kFaMaxSplits = 64;   // flash_attn.comp: MAX_SPLITS
 // Split-K below this many (token, head) pairs: a GPU has room for several

@@ -23,8 +23,8 @@
 //   - optional attention.temperature_scale (mistral-large-style temperature
 //     on the queries, floor attention.temperature_length);
 //   - nextn_predict_layers MTP blocks at the end are not run or loaded.
-// Vulkan does not run latent attention yet: Model::load_weights refuses to
-// offload such a model.
+// On Vulkan the latent rows live in device memory and the flash shader runs
+// K 576 / V 512 read from the same rows (backend/vulkan/ops_attention.cc).
 #include <fmt/format.h>
 #include <cmath>
 
