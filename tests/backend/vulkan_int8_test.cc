@@ -107,7 +107,9 @@ std::unique_ptr<Buffer> upload(Backend& dev, const void* src, size_t bytes) {
   Result<std::unique_ptr<Buffer>> b = dev.default_buffer_type().alloc(bytes);
   EXPECT_TRUE(b.ok()) << b.status().to_string();
   if (!b.ok()) return nullptr;
-  if (src != nullptr) EXPECT_TRUE((*b)->write(0, src, bytes).ok());
+  if (src != nullptr) {
+    EXPECT_TRUE((*b)->write(0, src, bytes).ok());
+  }
   return std::move(b).value();
 }
 
@@ -127,7 +129,10 @@ TEST(VulkanInt8, MatchesItsScalarModelBitForBit) {
     }
     auto wbuf = upload(*dev, wq.data(), wq.size());
     ASSERT_NE(wbuf, nullptr);
-    for (int64_t m : {1, 3, 8, 9, 130}) {  // decode matvec up to 8; tiles (a partial one) above
+    // The decode matvec (up to 8 columns) and the tiles (a partial one):
+    // each (shader, format, column count) is a pipeline for the driver to
+    // compile, so two counts.
+    for (int64_t m : {3, 70}) {
       std::vector<float> x(static_cast<size_t>(k * m));
       for (float& v : x) v = u(rng);
       x[5] = 0.0f;  // a block with a zero and one of all zeros
@@ -161,7 +166,7 @@ TEST(VulkanInt8, MatchesItsScalarModelBitForBit) {
       }
     }
   }
-  EXPECT_EQ(checked, 5 * 70 * (1 + 3 + 8 + 9 + 130));
+  EXPECT_EQ(checked, 5 * 70 * (3 + 70));
 }
 
 }  // namespace vulkan_int8_test
