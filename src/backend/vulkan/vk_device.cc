@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <mutex>
 
 namespace folio::vulkan {
@@ -127,7 +129,12 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
   c.fp16_arith = f16.shaderFloat16 == VK_TRUE;
   c.int8_arith = f16.shaderInt8 == VK_TRUE;
   c.storage_16bit = s16.storageBuffer16BitAccess == VK_TRUE;
-  c.integer_dot = idot_ext && idot.shaderIntegerDotProduct == VK_TRUE;
+  // FOLIO_VULKAN_INT8=0 leaves the feature unused (the fp32 tiles then run:
+  // to time the int8 path against them, or to test the fallback on a device
+  // that has it).
+  const char* int8_env = std::getenv("FOLIO_VULKAN_INT8");
+  const bool int8_off = int8_env != nullptr && std::string(int8_env) == "0";
+  c.integer_dot = idot_ext && idot.shaderIntegerDotProduct == VK_TRUE && !int8_off;
   c.cooperative_matrix = has_extension(pd, "VK_KHR_cooperative_matrix");
   c.push_descriptor = has_extension(pd, "VK_KHR_push_descriptor") &&
                       vk().vkCmdPushDescriptorSetKHR != nullptr;
