@@ -43,10 +43,11 @@
 // Q8 (mul_mat_vec_q8.comp, which defines MUL_MAT_VEC_Q8: kMulMat and the
 // fusions above, ID = 0, weights Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0): the
 // int8 path of mul_mat_q8.glsl. A lane's chunk is taken a 32-element block
-// at a time: the weight block's codes, then for each column the x block (as
-// x_at gives it: normalised under NORM) quantized in the lane and its term
-// added to the chunk partial; partials and totals then go on as above, so
-// the sums are mul_mat_q8.comp's. A separate SPIR-V module, so a device
+// at a time, step j of a round being block j of each lane's chunk: the
+// weight block's codes, then for each column the step's x blocks (as x_at
+// gives them: normalised under NORM), quantized once per workgroup into
+// shared memory, and the block's term added to the chunk partial; partials
+// and totals then go on as above, so the sums are mul_mat_q8.comp's. A separate SPIR-V module, so a device
 // without integer dot products never loads the capability.
 //
 // Included by mul_mat_vec.comp and mul_mat_vec_q8.comp after #version and
@@ -88,6 +89,11 @@ layout(std430, binding = 3) readonly buffer X4 { vec4 x_v[]; };
 #include "quant_q8_0.glsl"
 #include "half_convert.glsl"
 #include "mul_mat_q8.glsl"
+const uint Q8_CB = SUM_CHUNK / kMatQ8Block;  // blocks per chunk
+const uint Q8_RS = 9u;                        // xq_s stride (words)
+shared uint xq_s[kMatVecWorkgroup * Q8_RS];   // Q8: lane l's x block codes at l * Q8_RS
+shared float xd_s[kMatVecWorkgroup];          // its scale
+shared int xs_s[kMatVecWorkgroup];            // its code sum
 #endif
 #include "activation.glsl"
 #include "row_norm.glsl"
@@ -250,27 +256,44 @@ void main() {
     for (uint m = 0u; m < NCOLS; ++m) s[m] = 0.0;
     const uint c = c0 + lane;
 #ifdef MUL_MAT_VEC_Q8
-    if (live && c < n_chunks) {
-      const uint b_end = min((c + 1u) * (SUM_CHUNK / kMatQ8Block), K / kMatQ8Block);
-      for (uint b = c * (SUM_CHUNK / kMatQ8Block); b < b_end; ++b) {
-        uint wc[8];
-        float dw, mw;
-        q8_weight_block(TYPE, rb, b, wc, dw, mw);
-        for (uint m = 0u; m < NCOLS; ++m) {
-          float v[32];
-          for (uint j = 0u; j < 4u; ++j) {
-            vec4 lo, hi;
-            x8(xcol[m], m, kMatQ8Block * b + 8u * j, lo, hi);
-            for (uint e = 0u; e < 4u; ++e) {
-              v[8u * j + e] = lo[e];
-              v[8u * j + 4u + e] = hi[e];
+    // Step j of the round: lane l's block (c0 + l) * Q8_CB + j. The x
+    // blocks of the step (one per lane of a row, the same for every row)
+    // are quantized once into shared memory, a column at a time.
+    const uint nb = K / kMatQ8Block;
+    for (uint j = 0u; j < Q8_CB; ++j) {
+      const uint b = c * Q8_CB + j;
+      const bool mine = live && c < n_chunks && b < nb;
+      uint wc[8];
+      float dw = 0.0, mw = 0.0;
+      if (mine) q8_weight_block(TYPE, rb, b, wc, dw, mw);
+      for (uint m = 0u; m < NCOLS; ++m) {
+        barrier();  // the previous step's blocks are read
+        for (uint l = tid; l < TPR; l += WG) {
+          const uint bl = (c0 + l) * Q8_CB + j;
+          if (bl < nb) {
+            float v[32];
+            for (uint i = 0u; i < 4u; ++i) {
+              vec4 lo, hi;
+              x8(xcol[m], m, kMatQ8Block * bl + 8u * i, lo, hi);
+              for (uint e = 0u; e < 4u; ++e) {
+                v[8u * i + e] = lo[e];
+                v[8u * i + 4u + e] = hi[e];
+              }
             }
+            uint qc[8];
+            float dx;
+            int xs;
+            q8_act_block(v, qc, dx, xs);
+            for (uint i = 0u; i < 8u; ++i) xq_s[l * Q8_RS + i] = qc[i];
+            xd_s[l] = dx;
+            xs_s[l] = xs;
           }
+        }
+        barrier();
+        if (mine) {
           uint xc[8];
-          float dx;
-          int xs;
-          q8_act_block(v, xc, dx, xs);
-          s[m] = s[m] + q8_block_term(TYPE, q8_dot(wc, xc), xs, dw, mw, dx);
+          for (uint i = 0u; i < 8u; ++i) xc[i] = xq_s[lane * Q8_RS + i];
+          s[m] = s[m] + q8_block_term(TYPE, q8_dot(wc, xc), xs_s[lane], dw, mw, xd_s[lane]);
         }
       }
     }
