@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -180,13 +181,36 @@ std::string read_text(const std::filesystem::path& p) {
 const std::filesystem::path kShaderDir =
     std::filesystem::path(FOLIO_SOURCE_DIR) / "src/backend/vulkan/shaders";
 
+// A shader's source with its #include "..." lines replaced by the included
+// files (recursively, each file once: common.glsl names itself in a
+// comment): declarations may sit in an included file (mul_mat_vec.glsl
+// serves two modules).
+std::string shader_source(const std::filesystem::path& p, std::set<std::string>& seen) {
+  if (!seen.insert(p.filename().string()).second) return "";
+  const std::regex inc(R"re(#include\s+"([^"]+)")re");
+  const std::string text = read_text(p);
+  std::string out;
+  size_t at = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), inc), end; it != end; ++it) {
+    out += text.substr(at, static_cast<size_t>(it->position()) - at);
+    out += shader_source(kShaderDir / (*it)[1].str(), seen);
+    at = static_cast<size_t>(it->position() + it->length());
+  }
+  return out + text.substr(at);
+}
+
+std::string shader_source(const std::filesystem::path& p) {
+  std::set<std::string> seen;
+  return shader_source(p, seen);
+}
+
 TEST(VulkanHazards, WritableBindingsFromSpirvMatchTheShaderSources) {
   const std::regex decl(R"(binding\s*=\s*(\d+)\s*\)\s*(readonly|writeonly)?\s*(restrict\s+)?buffer)");
   ASSERT_FALSE(embedded_shaders().empty());
   for (const EmbeddedShader& sh : embedded_shaders()) {
     const std::filesystem::path src = kShaderDir / (std::string(sh.name) + ".comp");
     ASSERT_TRUE(std::filesystem::exists(src)) << src;
-    const std::string text = read_text(src);
+    const std::string text = shader_source(src);
     std::map<uint32_t, bool> writable;  // binding -> some declaration lacks readonly
     for (std::sregex_iterator it(text.begin(), text.end(), decl), end; it != end; ++it) {
       const auto b = static_cast<uint32_t>(std::stoul((*it)[1]));
@@ -220,7 +244,7 @@ TEST(VulkanHazards, ErrorWordReadersMatchTheShaderSources) {
   const std::regex reads(R"(err_code\s*[!=]=)");
   int readers = 0;
   for (const EmbeddedShader& sh : embedded_shaders()) {
-    const std::string text = read_text(kShaderDir / (std::string(sh.name) + ".comp"));
+    const std::string text = shader_source(kShaderDir / (std::string(sh.name) + ".comp"));
     const bool want = std::regex_search(text, reads);
     EXPECT_EQ(shader_reads_errors(sh.name), want) << sh.name;
     readers += want ? 1 : 0;

@@ -102,6 +102,16 @@ bool is_one_of(DType d, std::initializer_list<DType> list) {
   return false;
 }
 
+// kMulMat and its decode fusions on a device with integer dot products:
+// the int8 path for 2-D products of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights
+// (kernel "<kind>_q8"), whatever the column count.
+bool int8_path(const Op& op) {
+  return op.kind != OpKind::kMulMatId &&
+         is_one_of(op.src[0].dtype, {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                                     DType::Q8_0}) &&
+         op.src[0].ne[2] * op.src[0].ne[3] == 1 && op.src[1].ne[2] * op.src[1].ne[3] == 1;
+}
+
 // mul_mat / mul_mat_id (prefix "mul_mat" / "mul_mat_id"): per weight dtype.
 Expectation mul_mat_rule(const Op& op) {
   const std::string p = op_kind_name(op.kind);
@@ -130,6 +140,7 @@ Expectation mul_mat_rule(const Op& op) {
     e.vulkan = kDeclined;
     return e;
   }
+  e.vulkan_int_dot = int8_path(op) ? vk(op.kind) + "_q8" : "";
   e.cpu.push_back({T::kRef, p + ".ref"});
   const bool flt = is_one_of(w, {DType::F32, DType::F16, DType::BF16});
   const bool avx2 = flt || is_one_of(w, {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K,
@@ -313,6 +324,7 @@ Expectation mul_mat_glu_rule(const Op& op) {
   const bool takes = !is_packed(op.src[0].dtype) && op.p<GluParams>().kind != GluKind::kSwiGluOai &&
                      op.src[1].ne[1] <= 8 && (op.src[0].ne[0] + 255) / 256 <= 64;
   e.vulkan = takes ? vk(op.kind) : kDeclined;
+  if (e.vulkan != kDeclined && int8_path(op)) e.vulkan_int_dot = e.vulkan + "_q8";
   return e;
 }
 
@@ -330,6 +342,7 @@ Expectation rope_set_rows_rule(const Op& op) {
 Expectation mul_mat_add_rule(const Op& op) {
   Expectation e;
   e.vulkan = !is_packed(op.src[0].dtype) && op.src[1].ne[1] <= 8 ? vk(op.kind) : kDeclined;
+  if (e.vulkan != kDeclined && int8_path(op)) e.vulkan_int_dot = e.vulkan + "_q8";
   return e;
 }
 
@@ -340,6 +353,7 @@ Expectation rms_norm_mul_mat_rule(const Op& op) {
   Expectation e;
   e.vulkan = !is_packed(op.src[0].dtype) && op.src[1].ne[1] <= 8 && glu_ok ? vk(op.kind)
                                                                           : kDeclined;
+  if (e.vulkan != kDeclined && int8_path(op)) e.vulkan_int_dot = e.vulkan + "_q8";
   return e;
 }
 
@@ -437,6 +451,10 @@ Expectation expected_kernels(const OpCase& c) {
     if (name_matches(o.name, c.name())) e.vulkan = o.kernel;
   }
   return e;
+}
+
+std::string expected_vulkan_kernel(const Expectation& e, bool int_dot) {
+  return int_dot && !e.vulkan_int_dot.empty() ? e.vulkan_int_dot : e.vulkan;
 }
 
 std::string expected_cpu_kernel(const Expectation& e, KernelTier tier) {

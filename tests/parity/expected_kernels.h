@@ -48,7 +48,13 @@ inline constexpr const char* kDeclined = "declined";
 struct Expectation {
   std::vector<KernelAt> cpu;  // the op's kernels by tier (tier kRef always there)
   std::string vulkan;         // "vulkan.<kernel>", or kDeclined
+  // On a device with integer dot products, where that differs: the int8
+  // path's kernel (a device without them lists it as not exercised).
+  std::string vulkan_int_dot;
 };
+
+// The Vulkan device's expected kernel, by whether it has integer dot products.
+std::string expected_vulkan_kernel(const Expectation& e, bool int_dot);
 
 // The rules and the case's overrides, evaluated for `c`.
 Expectation expected_kernels(const OpCase& c);

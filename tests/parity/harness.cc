@@ -3,6 +3,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <limits>
@@ -131,11 +132,19 @@ BackendTarget target_of(const Backend& b) {
   } else if (const auto* mt = dynamic_cast<const ThreadedCpuBackend*>(&b)) {
     t.tier = max_tier_for(mt->isa());
   } else {
-    // Devices: "Vulkan0" -> "vulkan".
+    // Devices: "Vulkan0" -> "vulkan", device 0 of list_devices("vulkan").
     std::string n = b.name();
-    while (!n.empty() && n.back() >= '0' && n.back() <= '9') n.pop_back();
+    size_t digits = n.size();
+    while (digits > 0 && n[digits - 1] >= '0' && n[digits - 1] <= '9') --digits;
+    const int index = digits < n.size() ? std::atoi(n.c_str() + digits) : 0;
+    n.resize(digits);
     for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     t.device = n;
+    if (Result<std::vector<DeviceDescription>> devs = list_devices(n); devs.ok()) {
+      for (const DeviceDescription& d : *devs) {
+        if (d.index == index) t.int_dot = d.features.find("integer dot") != std::string::npos;
+      }
+    }
   }
   return t;
 }
@@ -399,7 +408,10 @@ void check_kernel_contract(const OpCase& c, const std::vector<std::unique_ptr<Ba
     if (t.device.empty()) {
       want = expected_cpu_kernel(e, t.tier);
     } else if (t.device == "vulkan") {
-      want = e.vulkan;
+      want = expected_vulkan_kernel(e, t.int_dot);
+      if (!t.int_dot && !e.vulkan_int_dot.empty()) {
+        r->not_exercised.push_back(fmt::format("{} (needs integer dot products)", e.vulkan_int_dot));
+      }
     } else {
       want = "(no expectation for device " + t.device + ")";
     }

@@ -123,6 +123,7 @@ struct CaseResult {
   std::vector<std::string> lines;  // one per variant / equivalent checked
   int variants_checked = 0;
   std::vector<std::string> not_supported;  // backends that declined the op (as expected)
+  std::vector<std::string> not_exercised;  // kernels a device lacks the feature for
 };
 
 // What a backend of the harness stands for in the kernel contract
@@ -132,6 +133,7 @@ struct BackendTarget {
   KernelTier tier = KernelTier::kRef;
   std::string device;  // empty: a CPU backend
   bool reference = false;
+  bool int_dot = false;  // a device with integer dot products (its features say so)
 };
 BackendTarget target_of(const Backend& b);
 

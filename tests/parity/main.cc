@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
       for (const auto& b : backends) {
         const BackendTarget t = target_of(*b);
         const std::string want = t.device.empty() ? expected_cpu_kernel(e, t.tier)
-                                 : t.device == "vulkan" ? e.vulkan
+                                 : t.device == "vulkan" ? expected_vulkan_kernel(e, t.int_dot)
                                                         : std::string("?");
         const std::string got = selected_kernel(*b, c->op);
         line += fmt::format("  {}={}", b->name(), got);
@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
       for (const auto& line : r.lines) std::printf("       %s\n", line.c_str());
     }
     for (const auto& name : r.not_supported) std::printf("       %s: declines it (as expected)\n", name.c_str());
+    for (const auto& k : r.not_exercised) std::printf("       not exercised: %s\n", k.c_str());
   }
   if (mode != "perf") std::printf("%d passed, %d failed\n", n_run - n_fail, n_fail);
   return n_fail == 0 ? 0 : 1;

@@ -21,6 +21,14 @@
 // mul_mat_add (kMulMatAdd) and rms_norm_mul_mat (kRmsNormMulMat, with or
 // without the GLU) are mul_mat_vec with the residual added in its epilogue
 // or the rms norm computed in its prologue: bit for bit the composition.
+// The int8 path (kernels "*_q8"; a device with integer dot products, weights
+// Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0, 2-D products): activations quantized
+// per 32 elements as the CPU's Q8_0 activation rows, exact integer dot
+// products per block (shaders/mul_mat_q8.glsl). Decode (and the three
+// fusions) through mul_mat_vec_q8, prefill through quant_act_q8 +
+// mul_mat_q8; both sum in one order, so batch invariance holds as on the
+// float path. Whether a product takes it depends on the device and the
+// weight only, never on the column count; elsewhere the float shaders run.
 // mul_mat_id uses either shader in its ID mode: mul_mat_vec (one column per
 // (u, t) pair) while the pairs per expert are few, mul_mat (pairs grouped by
 // expert in shared memory) once they average kTiledPairsPerExpert.
@@ -134,10 +142,37 @@ static_assert(offsetof(MatParams, x) == 36 && offsetof(MatParams, d) == 72 &&
               offsetof(MatParams, ids) == 108 && offsetof(MatParams, nw) == 144 &&
               offsetof(MatParams, r) == 180 && offsetof(MatParams, eps) == 216);
 
-bool match_mul_mat(const Op& op, const DeviceCaps&) {
+// The float path's products, whatever the device.
+bool mul_mat_ok(const Op& op) {
   const TensorView &w = op.src[0], &x = op.src[1], &d = op.dst;
   return weight_ok(w) && x.dtype == DType::F32 && d.dtype == DType::F32 && words_ok(x) &&
          words_ok(d);
+}
+
+// Whether kMulMat (or a decode fusion of it) takes the int8 path on this
+// device: by the weight and the device, never by the column count, so a
+// sequence's product is the same alone or in a batch.
+bool int8_path(const Op& op, const DeviceCaps& caps) {
+  const TensorView &w = op.src[0], &x = op.src[1];
+  switch (w.dtype) {
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q8_0:
+      break;
+    default:
+      return false;
+  }
+  return caps.integer_dot && w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1;
+}
+
+bool match_mul_mat(const Op& op, const DeviceCaps& caps) {
+  return mul_mat_ok(op) && !int8_path(op, caps);
+}
+
+bool match_mul_mat_q8(const Op& op, const DeviceCaps& caps) {
+  return mul_mat_ok(op) && int8_path(op, caps);
 }
 
 bool match_mul_mat_id(const Op& op, const DeviceCaps&) {
@@ -205,13 +240,80 @@ Status record_mul_mat(Recorder& r, const Op& op) {
   return r.dispatch("mul_mat", {type, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx, gy);
 }
 
+// The decode matvec of a product: its int8 or its float module.
+const char* matvec_shader(const Op& op, const DeviceCaps& caps) {
+  return int8_path(op, caps) ? "mul_mat_vec_q8" : "mul_mat_vec";
+}
+
+// Binding 0 of quant_act_q8 and mul_mat_q8.
+struct MatQ8Params {
+  FOLIO_VK_MATQ8_PARAMS
+};
+static_assert(sizeof(MatQ8Params) == 4 * sizeof(TensorDesc));
+static_assert(offsetof(MatQ8Params, x) == 36 && offsetof(MatQ8Params, d) == 72 &&
+              offsetof(MatQ8Params, q) == 108);
+
+// Quantized activations of one prefill dispatch pair at most (larger
+// products go in pieces of columns).
+constexpr int64_t kQ8ScratchBytes = int64_t{32} << 20;
+
+Status record_mul_mat_q8(Recorder& r, const Op& op) {
+  const TensorView &w = op.src[0], &x = op.src[1];
+  if (op.dst.nelements() == 0) return Status();
+  const uint32_t type = static_cast<uint32_t>(w.dtype);
+  const int64_t k = w.ne[0], n = w.ne[1], m = x.ne[1];
+  uint32_t gx, gy;
+  if (m <= kMatVecMaxCols) {
+    MatParams p{};
+    FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
+    const uint32_t tpr = threads_per_row(k);
+    const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
+    Recorder::split_groups((n + rows_per_group - 1) / rows_per_group, gx, gy);
+    return r.dispatch("mul_mat_vec_q8", {type, u32(m), tpr, 0u, x16(p), 0u}, &p, sizeof p,
+                      {w, x, op.dst, x, {}, {}}, gx, gy);
+  }
+  const int64_t col_bytes = k / kMatQ8Block * kMatQ8BlockWords * 4;
+  const int64_t piece =
+      std::max<int64_t>(kMatTile, kQ8ScratchBytes / col_bytes / kMatTile * kMatTile);
+  FOLIO_ASSIGN_OR_RETURN(const TensorView q, r.scratch(static_cast<size_t>(
+                                                 std::min(piece, m) * col_bytes)));
+  for (int64_t c0 = 0; c0 < m; c0 += piece) {
+    TensorView xs = x, ds = op.dst;
+    xs.ne[1] = ds.ne[1] = std::min(piece, m - c0);
+    xs.data = static_cast<char*>(x.data) + c0 * x.nb[1];
+    ds.data = static_cast<char*>(op.dst.data) + c0 * op.dst.nb[1];
+    MatQ8Params p{};
+    FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));
+    FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(xs));
+    FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(ds));
+    FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));
+    FOLIO_RETURN_IF_ERROR(aligned(p.x, "input"));
+    FOLIO_RETURN_IF_ERROR(aligned(p.d, "dst"));
+    const uint64_t blocks = static_cast<uint64_t>(k / kMatQ8Block) * xs.ne[1];
+    Recorder::split_groups((blocks + 255) / 256, gx, gy);
+    FOLIO_RETURN_IF_ERROR(r.dispatch("quant_act_q8", {}, &p, sizeof p, {xs, q}, gx, gy));
+    Recorder::split_groups((n + kMatTile - 1) / kMatTile * ((xs.ne[1] + kMatTile - 1) / kMatTile),
+                           gx, gy);
+    FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_q8", {type}, &p, sizeof p, {w, q, ds}, gx, gy));
+  }
+  return Status();
+}
+
 // kMulMatGlu: the GLU mode needs two row slots per workgroup (lanes per
 // row at most half the workgroup: rows up to 64 chunks of K).
-bool match_mul_mat_glu(const Op& op, const DeviceCaps& caps) {
+bool mul_mat_glu_ok(const Op& op, const DeviceCaps& caps) {
   const TensorView &w = op.src[0], &x = op.src[1];
-  return match_mul_mat(op, caps) && op.p<GluParams>().kind != GluKind::kSwiGluOai &&
+  return mul_mat_ok(op) && op.p<GluParams>().kind != GluKind::kSwiGluOai &&
          w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1 && x.ne[1] <= kMatVecMaxCols &&
          threads_per_row(w.ne[0]) <= kMatVecWorkgroup / 2;
+}
+
+bool match_mul_mat_glu(const Op& op, const DeviceCaps& caps) {
+  return mul_mat_glu_ok(op, caps) && !int8_path(op, caps);
+}
+
+bool match_mul_mat_glu_q8(const Op& op, const DeviceCaps& caps) {
+  return mul_mat_glu_ok(op, caps) && int8_path(op, caps);
 }
 
 Status record_mul_mat_glu(Recorder& r, const Op& op) {
@@ -224,7 +326,7 @@ Status record_mul_mat_glu(Recorder& r, const Op& op) {
   const uint32_t glu = op.p<GluParams>().swapped ? kMatGluUpFirst : kMatGluGateFirst;
   uint32_t gx, gy;
   Recorder::split_groups((op.dst.ne[0] + outputs_per_group - 1) / outputs_per_group, gx, gy);
-  return r.dispatch("mul_mat_vec",
+  return r.dispatch(matvec_shader(op, r.caps()),
                     {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
                      w16(p, w.dtype), glu, 0u, 32u, 0u,
                      glu_activation_code(op.p<GluParams>().kind)},
@@ -255,10 +357,18 @@ Status record_mul_mat_id(Recorder& r, const Op& op) {
 // in its epilogue, spec ADD) and kRmsNormMulMat (the norm in its prologue,
 // spec NORM with norm.comp's workgroup, with or without the GLU mode).
 
-bool match_mul_mat_add(const Op& op, const DeviceCaps& caps) {
+bool mul_mat_add_ok(const Op& op, const DeviceCaps& caps) {
   const TensorView &w = op.src[0], &x = op.src[1], &res = op.src[2];
-  return match_mul_mat(op, caps) && w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1 &&
+  return mul_mat_ok(op) && w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1 &&
          x.ne[1] <= kMatVecMaxCols && res.dtype == DType::F32 && words_ok(res);
+}
+
+bool match_mul_mat_add(const Op& op, const DeviceCaps& caps) {
+  return mul_mat_add_ok(op, caps) && !int8_path(op, caps);
+}
+
+bool match_mul_mat_add_q8(const Op& op, const DeviceCaps& caps) {
+  return mul_mat_add_ok(op, caps) && int8_path(op, caps);
 }
 
 Status record_mul_mat_add(Recorder& r, const Op& op) {
@@ -272,7 +382,7 @@ Status record_mul_mat_add(Recorder& r, const Op& op) {
   const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
   uint32_t gx, gy;
   Recorder::split_groups((w.ne[1] + rows_per_group - 1) / rows_per_group, gx, gy);
-  return r.dispatch("mul_mat_vec",
+  return r.dispatch(matvec_shader(op, r.caps()),
                     {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
                      w16(p, w.dtype), kMatGluOff, 0u, 32u, 1u},
                     &p, sizeof p, {w, x, op.dst, x, {}, res}, gx, gy);
@@ -280,15 +390,23 @@ Status record_mul_mat_add(Recorder& r, const Op& op) {
 
 // The norm's workgroup must be one the prologue emulates (a power of two
 // up to kMatNormMaxWorkgroup: norm_workgroup gives no other).
-bool match_rms_norm_mul_mat(const Op& op, const DeviceCaps& caps) {
+bool rms_norm_mul_mat_ok(const Op& op, const DeviceCaps& caps) {
   const auto& np = op.p<NormMulMatParams>();
   const TensorView &w = op.src[0], &x = op.src[1], &nw = op.src[2];
   const bool glu_ok = !np.glu || (np.glu_params.kind != GluKind::kSwiGluOai &&
                                   threads_per_row(w.ne[0]) <= kMatVecWorkgroup / 2);
-  return match_mul_mat(op, caps) && glu_ok && w.ne[2] * w.ne[3] == 1 &&
+  return mul_mat_ok(op) && glu_ok && w.ne[2] * w.ne[3] == 1 &&
          x.ne[2] * x.ne[3] == 1 && x.ne[1] <= kMatVecMaxCols && nw.dtype == DType::F32 &&
          nw.is_contiguous() && caps.max_workgroup_size >= 32 &&
          norm_workgroup(x.ne[0], caps) <= kMatNormMaxWorkgroup;
+}
+
+bool match_rms_norm_mul_mat(const Op& op, const DeviceCaps& caps) {
+  return rms_norm_mul_mat_ok(op, caps) && !int8_path(op, caps);
+}
+
+bool match_rms_norm_mul_mat_q8(const Op& op, const DeviceCaps& caps) {
+  return rms_norm_mul_mat_ok(op, caps) && int8_path(op, caps);
 }
 
 Status record_rms_norm_mul_mat(Recorder& r, const Op& op) {
@@ -307,7 +425,7 @@ Status record_rms_norm_mul_mat(Recorder& r, const Op& op) {
                                                : kMatGluGateFirst;
   uint32_t gx, gy;
   Recorder::split_groups((op.dst.ne[0] + outputs_per_group - 1) / outputs_per_group, gx, gy);
-  return r.dispatch("mul_mat_vec",
+  return r.dispatch(matvec_shader(op, r.caps()),
                     {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
                      w16(p, w.dtype), glu, 1u, norm_workgroup(x.ne[0], r.caps()), 0u,
                      np.glu ? glu_activation_code(np.glu_params.kind) : 0u},
@@ -318,10 +436,17 @@ Status record_rms_norm_mul_mat(Recorder& r, const Op& op) {
 
 void add_matmul_kernels(std::vector<KernelDef>& out) {
   out.push_back({"get_rows", OpKind::kGetRows, match_get_rows, record_get_rows});
+  out.push_back({"mul_mat_q8", OpKind::kMulMat, match_mul_mat_q8, record_mul_mat_q8});
   out.push_back({"mul_mat", OpKind::kMulMat, match_mul_mat, record_mul_mat});
   out.push_back({"mul_mat_id", OpKind::kMulMatId, match_mul_mat_id, record_mul_mat_id});
+  out.push_back(
+      {"mul_mat_glu_q8", OpKind::kMulMatGlu, match_mul_mat_glu_q8, record_mul_mat_glu});
   out.push_back({"mul_mat_glu", OpKind::kMulMatGlu, match_mul_mat_glu, record_mul_mat_glu});
+  out.push_back(
+      {"mul_mat_add_q8", OpKind::kMulMatAdd, match_mul_mat_add_q8, record_mul_mat_add});
   out.push_back({"mul_mat_add", OpKind::kMulMatAdd, match_mul_mat_add, record_mul_mat_add});
+  out.push_back({"rms_norm_mul_mat_q8", OpKind::kRmsNormMulMat, match_rms_norm_mul_mat_q8,
+                 record_rms_norm_mul_mat});
   out.push_back({"rms_norm_mul_mat", OpKind::kRmsNormMulMat, match_rms_norm_mul_mat,
                  record_rms_norm_mul_mat});
 }

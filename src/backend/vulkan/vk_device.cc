@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <mutex>
 
 namespace folio::vulkan {
@@ -95,6 +97,11 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   f16.pNext = &s16;
+  // Asked only where the extension is offered (the struct is unknown otherwise).
+  VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR idot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+  const bool idot_ext = has_extension(pd, "VK_KHR_shader_integer_dot_product");
+  if (idot_ext) s16.pNext = &idot;
   VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   feats.pNext = &f16;
   vk().vkGetPhysicalDeviceFeatures2(pd, &feats);
@@ -122,6 +129,12 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
   c.fp16_arith = f16.shaderFloat16 == VK_TRUE;
   c.int8_arith = f16.shaderInt8 == VK_TRUE;
   c.storage_16bit = s16.storageBuffer16BitAccess == VK_TRUE;
+  // FOLIO_VULKAN_INT8=0 leaves the feature unused (the fp32 tiles then run:
+  // to time the int8 path against them, or to test the fallback on a device
+  // that has it).
+  const char* int8_env = std::getenv("FOLIO_VULKAN_INT8");
+  const bool int8_off = int8_env != nullptr && std::string(int8_env) == "0";
+  c.integer_dot = idot_ext && idot.shaderIntegerDotProduct == VK_TRUE && !int8_off;
   c.cooperative_matrix = has_extension(pd, "VK_KHR_cooperative_matrix");
   c.push_descriptor = has_extension(pd, "VK_KHR_push_descriptor") &&
                       vk().vkCmdPushDescriptorSetKHR != nullptr;
@@ -166,6 +179,7 @@ std::string DeviceInfo::features() const {
   std::string s = fmt::format("subgroup {}", caps.subgroup_size);
   if (caps.fp16_arith) s += ", fp16";
   if (caps.int8_arith) s += ", int8";
+  if (caps.integer_dot) s += ", integer dot";
   if (caps.storage_16bit) s += ", 16-bit storage";
   if (caps.cooperative_matrix) s += ", cooperative matrix";
   if (caps.push_descriptor) s += ", push descriptors";
@@ -224,11 +238,18 @@ Result<std::unique_ptr<VulkanDevice>> VulkanDevice::open(int index) {
   dci.pQueueCreateInfos = &qci;
   // Descriptors written into the command buffer per dispatch, where offered:
   // no descriptor set to allocate and update for each one.
-  const char* push_ext = "VK_KHR_push_descriptor";
-  if (d->info_.caps.push_descriptor) {
-    dci.enabledExtensionCount = 1;
-    dci.ppEnabledExtensionNames = &push_ext;
+  std::vector<const char*> exts;
+  if (d->info_.caps.push_descriptor) exts.push_back("VK_KHR_push_descriptor");
+  // The int8 matrix path's SPIR-V OpSDot (shaders/mul_mat_q8.glsl).
+  VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR idot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+  if (d->info_.caps.integer_dot) {
+    exts.push_back("VK_KHR_shader_integer_dot_product");
+    idot.shaderIntegerDotProduct = VK_TRUE;
+    dci.pNext = &idot;
   }
+  dci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+  dci.ppEnabledExtensionNames = exts.data();
   FOLIO_RETURN_IF_ERROR(
       vk_check(vk().vkCreateDevice(d->physical_, &dci, nullptr, &d->device_), "vkCreateDevice"));
   vk().vkGetDeviceQueue(d->device_, d->queue_family_, 0, &d->queue_);

@@ -615,11 +615,14 @@ class VulkanBackend::Impl {
     n = align_up(std::max<size_t>(n, 4), 256);
     if (scratch_used + n > scratch_cap) {
       FOLIO_RETURN_IF_ERROR(flush());
-      if (n > scratch_cap) {
+      // A step that outgrew the allocation waited here; twice the size lets
+      // the next steps (several products' int8 activations, attention
+      // partials) run without that wait.
+      {
+        const size_t cap = std::max({n, 2 * scratch_cap, size_t{1} << 20});
         if (scratch_mem != nullptr) free(scratch_mem, scratch_cap);
         scratch_mem = nullptr;
         scratch_cap = 0;
-        const size_t cap = std::max<size_t>(n, size_t{1} << 20);
         FOLIO_ASSIGN_OR_RETURN(scratch_mem, alloc(cap));
         scratch_cap = cap;
       }

@@ -52,6 +52,24 @@ FOLIO_VK_CONST kMatNormMaxWorkgroup = 256u;
   FOLIO_VK_TENSOR r;        \
   float eps;
 
+// The int8 path (weights Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 on a device with
+// integer dot products; mul_mat_q8.glsl): activations quantized per 32
+// elements (kMatQ8Block) into blocks of kMatQ8BlockWords words: 8 words of
+// packed int8 codes (element 4i + j in byte j of word i), the scale as f32
+// bits (the f16 rounding of max|x| / 127, widened), the codes' sum (int).
+FOLIO_VK_CONST kMatQ8Block = 32u;
+FOLIO_VK_CONST kMatQ8BlockWords = 10u;
+
+// Binding 0 of quant_act_q8 and mul_mat_q8: w [K, N, B2w, B3w], x F32 [K,
+// M, B2, B3] (quant_act_q8 reads it; mul_mat_q8 takes its shape), d F32
+// [N, M, B2, B3], q the quantized activations: block kb of column (m, b2,
+// b3) at word (q.off / 4) + ((b3 * B2 + b2) * M + m) * (K / 32) + kb) * 10.
+#define FOLIO_VK_MATQ8_PARAMS \
+  FOLIO_VK_TENSOR w;          \
+  FOLIO_VK_TENSOR x;          \
+  FOLIO_VK_TENSOR d;          \
+  FOLIO_VK_TENSOR q;
+
 #ifdef __cplusplus
 }  // namespace folio::vulkan
 #endif

@@ -1,0 +1,123 @@
+// The int8 path of mul_mat (kMulMat and its decode fusions) for weights of
+// 32-element blocks: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0. Used by mul_mat_vec.comp
+// (spec constant Q8: decode, each lane quantizes the x blocks it reads) and
+// by quant_act_q8.comp + mul_mat_q8.comp (prefill: x quantized once into
+// scratch memory, then 64 x 64 tiles); both quantize with q8_act_block()
+// and sum in the order below, so an output has the same bits whichever
+// shader computes it (batch invariance).
+//
+// Activations: each 32-element block of x is quantized as the CPU's Q8_0
+// activation rows are (cpu/simd/quantize_act.h, quant_q8_0.glsl: d = amax /
+// 127, codes roundf(x / d)), its scale kept as the f16 rounding of d.
+// Weights: the block's 32 codes as bytes (Q8_0 signed; the others unsigned
+// 0..31) with its scale dw (and minimum mw for Q4_1 / Q5_1).
+// Term of block b of output (n, m), with dot = sum of w code * x code
+// (OpSDot on packed bytes: exact) and xs = sum of x codes:
+//   t = float(dot - off * xs) * (dw * dx)   off: Q4_0 8, Q5_0 16, else 0
+//   t = t + mw * (dx * float(xs))           Q4_1 / Q5_1 only
+// Sum: as mul_mat_sum.glsl with the block as the unit: a chunk's partial
+// starts at 0.0 and takes partial = partial + t for its blocks in ascending
+// order; the total starts at 0.0 and takes each chunk's partial in
+// ascending chunk order. All `precise` (no fma, no reassociation).
+//
+// Include after common.glsl, quant_q8_0.glsl, half_convert.glsl and (unless
+// Q8_ACT_ONLY is defined: the quantizer, which reads no weights)
+// dequant.glsl; the shader enables GL_EXT_spirv_intrinsics.
+
+const uint Q8_WORDS = kMatQ8BlockWords;  // mat_interface.h
+
+// OpSDot (SPV_KHR_integer_dot_product, opcode 4450) of two words of four
+// packed signed bytes (PackedVectorFormat4x8Bit = 0): capabilities
+// DotProduct (6019) and DotProductInput4x8BitPacked (6018). Debian's glslc
+// has no GL_EXT_integer_dot_product, so the instruction is declared here.
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
+                  id = 4450)
+int q8_sdot4x8(int a, int b, spirv_literal int fmt);
+
+#ifndef Q8_ACT_ONLY
+// Bit i of `bits4` into bit 4 of byte i (i < 4): the fifth bits of Q5 codes.
+uint q8_fifth_bits(uint bits4) {
+  return ((bits4 & 1u) | ((bits4 & 2u) << 7u) | ((bits4 & 4u) << 14u) | ((bits4 & 8u) << 21u)) << 4u;
+}
+
+// Block `blk` of the weight row at byte rb: codes (element 4i + j in byte j
+// of c[i]), the scale dw and the minimum mw (0 where the type has none).
+void q8_weight_block(uint type, uint rb, uint blk, out uint c[8], out float dw, out float mw) {
+  mw = 0.0;
+  if (type == T_Q8_0) {
+    const uint bb = rb + blk * 34u;
+    dw = wq_f16(bb);
+    for (uint i = 0u; i < 8u; ++i) c[i] = wq_u32(bb + 2u + 4u * i);
+    return;
+  }
+  uint qs, qh = 0u;
+  if (type == T_Q4_0) {
+    const uint bb = rb + blk * 18u;
+    dw = wq_f16(bb);
+    qs = bb + 2u;
+  } else if (type == T_Q4_1) {
+    const uint bb = rb + blk * 20u;
+    dw = wq_f16(bb);
+    mw = wq_f16(bb + 2u);
+    qs = bb + 4u;
+  } else if (type == T_Q5_0) {
+    const uint bb = rb + blk * 22u;
+    dw = wq_f16(bb);
+    qh = wq_u32(bb + 2u);
+    qs = bb + 6u;
+  } else {  // T_Q5_1
+    const uint bb = rb + blk * 24u;
+    dw = wq_f16(bb);
+    mw = wq_f16(bb + 2u);
+    qh = wq_u32(bb + 4u);
+    qs = bb + 8u;
+  }
+  // Elements 0-15: low nibbles of qs[0..15]; 16-31: high nibbles.
+  for (uint i = 0u; i < 4u; ++i) {
+    const uint q = wq_u32(qs + 4u * i);
+    c[i] = q & 0x0f0f0f0fu;
+    c[i + 4u] = (q >> 4u) & 0x0f0f0f0fu;
+  }
+  if (type == T_Q5_0 || type == T_Q5_1) {
+    for (uint i = 0u; i < 8u; ++i) c[i] |= q8_fifth_bits((qh >> (4u * i)) & 15u);
+  }
+}
+
+#endif  // Q8_ACT_ONLY
+
+// Quantizes 32 activations: packed codes, the scale dx (f16-rounded d) and
+// the codes' sum.
+void q8_act_block(float v[32], out uint c[8], out float dx, out int xs) {
+  uint amax = 0u;
+  for (uint j = 0u; j < 32u; ++j) amax = max(amax, q8_abs_bits(floatBitsToUint(v[j])));
+  const uint d = q8_scale(amax);
+  const uint id = q8_inverse(d);
+  xs = 0;
+  for (uint i = 0u; i < 8u; ++i) {
+    uint word = 0u;
+    for (uint j = 0u; j < 4u; ++j) {
+      const int q = q8_code(floatBitsToUint(v[4u * i + j]), id);
+      xs += q;
+      word |= (uint(q) & 0xffu) << (8u * j);
+    }
+    c[i] = word;
+  }
+  dx = unpackHalf2x16(f32_to_f16(d)).x;
+}
+
+// The exact integer dot product of two blocks' codes.
+int q8_dot(uint w[8], uint x[8]) {
+  int s = 0;
+  for (uint i = 0u; i < 8u; ++i) s += q8_sdot4x8(int(w[i]), int(x[i]), 0);
+  return s;
+}
+
+#ifndef Q8_ACT_ONLY
+// The block's term t (see the top of this file).
+float q8_block_term(uint type, int dot, int xs, float dw, float mw, float dx) {
+  const int off = type == T_Q4_0 ? 8 : (type == T_Q5_0 ? 16 : 0);
+  precise float t = float(dot - off * xs) * (dw * dx);
+  if (type == T_Q4_1 || type == T_Q5_1) t = t + mw * (dx * float(xs));
+  return t;
+}
+#endif  // Q8_ACT_ONLY
