@@ -110,6 +110,13 @@ echo "files: ${models[*]}" >>"$summary"
 # (dispatches, barriers, submits per token) in the JSON lines.
 step folio_bench 300 "$folio" bench -m "$model_list" --device vulkan -p 512 -n 128 --seqs 1,8 \
   -r 3 --json
+# The same on the portable paths, to weigh what each device path gives on
+# this GPU: fp32 tiles and matvecs instead of int8 products, and every
+# decode step recorded live instead of replayed.
+FOLIO_VULKAN_INT8=0 step folio_bench_no_int8 240 "$folio" bench -m "$model_list" --device vulkan \
+  -p 512 -n 128 -r 3 --json
+FOLIO_VULKAN_REPLAY=0 step folio_bench_no_replay 180 "$folio" bench -m "$model_list" \
+  --device vulkan -p 0 -n 128 --seqs 1,8 -r 3 --json
 if [[ -n $llama_bin ]]; then
   lb_args=()
   for m in "${models[@]}"; do lb_args+=(-m "$m"); done
