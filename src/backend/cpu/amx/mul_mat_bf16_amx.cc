@@ -491,6 +491,20 @@ FOLIO_INLINE_BF16_AMX void bf16_c_out(float* cbuf, float* out, size_t os, int64_
   }
 }
 
+// C(w, g) += A(w) x B(g) for the A tiles loaded in tmm 0 (and 1) and the B
+// tiles of groups 0 (and 1) at bt, bt + kBTileBytes.
+template <int W, int G>
+FOLIO_INLINE_BF16_AMX void products(const uint8_t* bt) {
+  _tile_loadd(2, bt, 64);
+  _tile_dpbf16ps(4, 0, 2);
+  if constexpr (W == 2) _tile_dpbf16ps(5, 1, 2);
+  if constexpr (G == 2) {
+    _tile_loadd(3, bt + kBTileBytes, 64);
+    _tile_dpbf16ps(6, 0, 3);
+    if constexpr (W == 2) _tile_dpbf16ps(7, 1, 3);
+  }
+}
+
 // One step of K: W groups of 16 weight rows as A (wh_w with stride hs_w;
 // F16: wl_w with stride ls) x G activation groups (bt: this step's B tiles,
 // plane p, group g at bt + (p G + g) KB), C(w, g) in tmm 4 + 2g + w.
@@ -500,33 +514,12 @@ FOLIO_INLINE_BF16_AMX void rows_step(const uint8_t* wh0, size_t hs0, const uint8
                                      size_t ls, const uint8_t* bt) {
   _tile_loadd(0, wh0, hs0);
   if constexpr (W == 2) _tile_loadd(1, wh1, hs1);
-  _tile_loadd(2, bt, 64);
-  _tile_dpbf16ps(4, 0, 2);
-  if constexpr (W == 2) _tile_dpbf16ps(5, 1, 2);
-  if constexpr (G == 2) {
-    _tile_loadd(3, bt + kBTileBytes, 64);
-    _tile_dpbf16ps(6, 0, 3);
-    if constexpr (W == 2) _tile_dpbf16ps(7, 1, 3);
-  }
+  products<W, G>(bt);  // wh x ah
   if constexpr (F == WFmt::kF16) {
-    _tile_loadd(2, bt + G * kBTileBytes, 64);  // wh x al
-    _tile_dpbf16ps(4, 0, 2);
-    if constexpr (W == 2) _tile_dpbf16ps(5, 1, 2);
-    if constexpr (G == 2) {
-      _tile_loadd(3, bt + (G + 1) * kBTileBytes, 64);
-      _tile_dpbf16ps(6, 0, 3);
-      if constexpr (W == 2) _tile_dpbf16ps(7, 1, 3);
-    }
-    _tile_loadd(0, wl0, ls);  // wl x ah
+    products<W, G>(bt + G * kBTileBytes);  // wh x al
+    _tile_loadd(0, wl0, ls);               // wl x ah
     if constexpr (W == 2) _tile_loadd(1, wl1, ls);
-    _tile_loadd(2, bt, 64);
-    _tile_dpbf16ps(4, 0, 2);
-    if constexpr (W == 2) _tile_dpbf16ps(5, 1, 2);
-    if constexpr (G == 2) {
-      _tile_loadd(3, bt + kBTileBytes, 64);
-      _tile_dpbf16ps(6, 0, 3);
-      if constexpr (W == 2) _tile_dpbf16ps(7, 1, 3);
-    }
+    products<W, G>(bt);
   }
 }
 
