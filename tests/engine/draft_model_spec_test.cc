@@ -20,9 +20,13 @@
 #include "engine/draft_vocabulary.h"
 #include "engine/scheduler.h"
 #include "scheduler_fixture.h"
+#include "spec_cache_util.h"
 
 namespace folio {
 namespace draft_model_spec_test {
+
+using spec_testing::expect_empty;
+using spec_testing::spec_test_cache;
 
 using testing_sched::Collected;
 using testing_sched::SchedulerFixture;
@@ -50,39 +54,6 @@ std::string name_of(const std::string& path) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
   return n;
-}
-
-// A model's paged cache (hybrid models: with a state pool).
-std::unique_ptr<cache::KvCache> paged_cache(const model::Model& m, int max_seqs, int32_t n_blocks,
-                                            int draft_slots = 0, int n_seq = 0) {
-  cache::KvCacheOptions o;
-  o.storage = cache::KvStorage::kPaged;
-  o.type = DType::F32;
-  o.block_size = 8;
-  o.n_ctx = 256;
-  o.n_blocks = n_blocks;
-  o.n_seq = n_seq;
-  o.max_seqs = max_seqs;
-  o.max_step_tokens = 128;
-  o.draft_slots = draft_slots;
-  auto c = m.make_cache(o);
-  EXPECT_TRUE(c.ok()) << c.status().to_string();
-  return c.ok() ? std::move(c).value() : nullptr;
-}
-
-// Nothing held: no block in use, no sequence, no state slot.
-void expect_empty(const cache::KvCache& c, const std::string& what) {
-  if (const cache::KvCacheManager* m = c.block_manager()) {
-    EXPECT_EQ(m->pool().n_used(), 0) << what;
-    EXPECT_EQ(m->n_sequences(), 0) << what;
-  }
-  if (const auto* h = dynamic_cast<const cache::HybridKvCache*>(&c)) {
-    EXPECT_EQ(h->state_pool().n_held(), 0) << what;
-    EXPECT_TRUE(h->check_invariants().ok()) << what << ": " << h->check_invariants().to_string();
-  }
-  if (const auto* p = dynamic_cast<const cache::PagedKvCache*>(&c)) {
-    EXPECT_TRUE(p->check_invariants().ok()) << what << ": " << p->check_invariants().to_string();
-  }
 }
 
 class DraftModelSpecTest : public SchedulerFixture, public ::testing::WithParamInterface<Pair> {
@@ -126,7 +97,7 @@ class DraftModelSpecTest : public SchedulerFixture, public ::testing::WithParamI
                                  const SamplingParams& params) {
     std::vector<SoloRun> want;
     for (const auto& p : ps) {
-      auto c = paged_cache(*model_, 1, 33, 0, 1);
+      auto c = spec_test_cache(*model_, cache::KvStorage::kPaged, 1, 33, 0, 1);
       if (c == nullptr) return {};
       want.push_back(solo_in(*c, p, params));
     }
@@ -180,8 +151,10 @@ class DraftModelSpecTest : public SchedulerFixture, public ::testing::WithParamI
     SpeculationCounts counts;
     for (const int max_seqs : {4, 1}) {
       const std::string w = what + (max_seqs == 1 ? ", one at a time" : ", together");
-      auto cache = paged_cache(*model_, max_seqs, 4 * 32 + 1, 4 * max_seqs);
-      auto draft_cache = paged_cache(*d.model, 2 * max_seqs, 2 * 4 * 32 + 1);
+      auto cache =
+          spec_test_cache(*model_, cache::KvStorage::kPaged, max_seqs, 4 * 32 + 1, 4 * max_seqs);
+      auto draft_cache =
+          spec_test_cache(*d.model, cache::KvStorage::kPaged, 2 * max_seqs, 2 * 4 * 32 + 1);
       if (cache == nullptr || draft_cache == nullptr) return {};
       SchedulerOptions so;
       so.max_seqs = max_seqs;
@@ -207,10 +180,10 @@ class DraftModelSpecTest : public SchedulerFixture, public ::testing::WithParamI
     Draft d = load_draft(draft_file);
     if (d.model == nullptr) return {};
     SpeculationCounts total;
-    auto draft_cache = paged_cache(*d.model, 2, 2 * 32 + 1);
+    auto draft_cache = spec_test_cache(*d.model, cache::KvStorage::kPaged, 2, 2 * 32 + 1);
     if (draft_cache == nullptr) return {};
     for (size_t i = 0; i < ps.size(); ++i) {
-      auto cache = paged_cache(*model_, 1, 33, 4, 1);
+      auto cache = spec_test_cache(*model_, cache::KvStorage::kPaged, 1, 33, 4, 1);
       if (cache == nullptr) return {};
       Generator gen(*model_, *tok_, *solo_ctx_, *cache);
       GenerateOptions go;
@@ -281,7 +254,7 @@ TEST_P(DraftModelSpecTest, SeededSamplingEqualsUnspeculated) {
   for (size_t i = 0; i < ps.size(); ++i) {
     SamplingParams p = params;
     p.seed = 1000 + i;
-    auto c = paged_cache(*model_, 1, 33, 0, 1);
+    auto c = spec_test_cache(*model_, cache::KvStorage::kPaged, 1, 33, 0, 1);
     ASSERT_NE(c, nullptr);
     want.push_back(solo_in(*c, ps[i], p));
   }
@@ -289,14 +262,14 @@ TEST_P(DraftModelSpecTest, SeededSamplingEqualsUnspeculated) {
   {
     SamplingParams p = params;
     p.seed = 1001;
-    auto c = paged_cache(*model_, 1, 33, 0, 1);
+    auto c = spec_test_cache(*model_, cache::KvStorage::kPaged, 1, 33, 0, 1);
     ASSERT_NE(c, nullptr);
     choice1 = solo_in(*c, ps[0], p);
   }
   Draft d = load_draft(GetParam().other);
   ASSERT_NE(d.model, nullptr);
-  auto cache = paged_cache(*model_, 4, 4 * 32 + 1, 4 * 4);
-  auto draft_cache = paged_cache(*d.model, 8, 8 * 32 + 1);
+  auto cache = spec_test_cache(*model_, cache::KvStorage::kPaged, 4, 4 * 32 + 1, 4 * 4);
+  auto draft_cache = spec_test_cache(*d.model, cache::KvStorage::kPaged, 8, 8 * 32 + 1);
   ASSERT_NE(cache, nullptr);
   ASSERT_NE(draft_cache, nullptr);
   SchedulerOptions so;
@@ -349,8 +322,9 @@ TEST_P(DraftModelSpecTest, CancelAndPreemptLeakNothing) {
   const std::vector<SoloRun> want = solo_runs(ps, params);
   Draft d = load_draft(GetParam().target);
   ASSERT_NE(d.model, nullptr);
-  auto cache = paged_cache(*model_, 6, 20, 6 * 4);  // 19 blocks of 8: preempts
-  auto draft_cache = paged_cache(*d.model, 12, 12 * 32 + 1);
+  auto cache =
+      spec_test_cache(*model_, cache::KvStorage::kPaged, 6, 20, 6 * 4);  // 19 blocks of 8: preempts
+  auto draft_cache = spec_test_cache(*d.model, cache::KvStorage::kPaged, 12, 12 * 32 + 1);
   ASSERT_NE(cache, nullptr);
   ASSERT_NE(draft_cache, nullptr);
   SchedulerOptions so;
@@ -429,7 +403,8 @@ TEST(DraftVocabulary, RefusesAnotherVocabulary) {
   const tokenizer::Vocab target = make_vocab(base);
   EXPECT_TRUE(check_draft_vocabulary(target, 6, make_vocab(base), 6).ok());
 
-  const Status size = check_draft_vocabulary(target, 6, make_vocab({"<unk>", "<s>", "</s>", "a"}), 4);
+  const Status size =
+      check_draft_vocabulary(target, 6, make_vocab({"<unk>", "<s>", "</s>", "a"}), 4);
   EXPECT_EQ(size.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(size.message().find("6 tokens in the target, 4 in the draft"), std::string::npos)
       << size.message();

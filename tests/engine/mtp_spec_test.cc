@@ -22,47 +22,19 @@
 #include "model/hidden_states.h"
 #include "model/mtp_head.h"
 #include "scheduler_fixture.h"
+#include "spec_cache_util.h"
 
 namespace folio {
 namespace mtp_spec_test {
+
+using spec_testing::expect_empty;
+using spec_testing::spec_test_cache;
 
 using testing_sched::Collected;
 using testing_sched::SchedulerFixture;
 using testing_sched::SoloRun;
 
 const std::string kRefModels = std::string(FOLIO_SOURCE_DIR) + "/tests/model/refdata/";
-
-std::unique_ptr<cache::KvCache> make_kv(const model::Model& m, cache::KvStorage storage,
-                                        int max_seqs, int32_t n_blocks, int draft_slots,
-                                        int n_seq) {
-  cache::KvCacheOptions o;
-  o.storage = storage;
-  o.type = DType::F32;
-  o.block_size = 8;
-  o.n_ctx = 256;
-  o.n_blocks = n_blocks;
-  o.n_seq = n_seq;
-  o.max_seqs = max_seqs;
-  o.max_step_tokens = 128;
-  o.draft_slots = draft_slots;
-  auto c = m.make_cache(o);
-  EXPECT_TRUE(c.ok()) << c.status().to_string();
-  return c.ok() ? std::move(c).value() : nullptr;
-}
-
-void expect_empty(const cache::KvCache& c, const std::string& what) {
-  if (const cache::KvCacheManager* m = c.block_manager()) {
-    EXPECT_EQ(m->pool().n_used(), 0) << what;
-    EXPECT_EQ(m->n_sequences(), 0) << what;
-  }
-  if (const auto* h = dynamic_cast<const cache::HybridKvCache*>(&c)) {
-    EXPECT_EQ(h->state_pool().n_held(), 0) << what;
-    EXPECT_TRUE(h->check_invariants().ok()) << what << ": " << h->check_invariants().to_string();
-  }
-  if (const auto* p = dynamic_cast<const cache::PagedKvCache*>(&c)) {
-    EXPECT_TRUE(p->check_invariants().ok()) << what << ": " << p->check_invariants().to_string();
-  }
-}
 
 // The head, its cache and context, and the target's hidden states.
 struct Mtp {
@@ -134,7 +106,7 @@ class MtpSpecTest : public SchedulerFixture, public ::testing::WithParamInterfac
                                  const SamplingParams& params) {
     std::vector<SoloRun> want;
     for (const auto& p : ps) {
-      auto c = make_kv(*model_, cache::KvStorage::kPaged, 1, 33, 0, 1);
+      auto c = spec_test_cache(*model_, cache::KvStorage::kPaged, 1, 33, 0, 1);
       if (c == nullptr) return {};
       want.push_back(solo_in(*c, p, params));
     }
@@ -150,8 +122,8 @@ TEST_P(MtpSpecTest, SchedulerGreedyEqualsUnspeculated) {
   ASSERT_EQ(want.size(), ps.size());
   for (const int max_seqs : {8, 1}) {
     const std::string what = GetParam() + (max_seqs == 1 ? ", one at a time" : ", 8 together");
-    auto cache = make_kv(*model_, cache::KvStorage::kPaged, max_seqs, max_seqs * 33 + 1,
-                         3 * max_seqs, 0);
+    auto cache = spec_test_cache(*model_, cache::KvStorage::kPaged, max_seqs, max_seqs * 33 + 1,
+                                 3 * max_seqs, 0);
     Mtp m = make_mtp(cache::KvStorage::kPaged, max_seqs);
     ASSERT_NE(cache, nullptr);
     ASSERT_NE(m.cache, nullptr);
@@ -202,7 +174,7 @@ TEST_P(MtpSpecTest, GeneratorGreedyEqualsUnspeculatedPagedAndContiguous) {
     ASSERT_NE(m.cache, nullptr);
     SpeculationCounts total;
     for (size_t i = 0; i < ps.size(); ++i) {
-      auto cache = make_kv(*model_, storage, 1, 33, 3, 1);
+      auto cache = spec_test_cache(*model_, storage, 1, 33, 3, 1);
       ASSERT_NE(cache, nullptr);
       solo_ctx_->set_hidden_sink(m.hidden.get());
       Generator gen(*model_, *tok_, *solo_ctx_, *cache);
@@ -236,7 +208,7 @@ TEST_P(MtpSpecTest, DraftPMinStopsProposals) {
   Mtp m = make_mtp(cache::KvStorage::kPaged, 1);
   ASSERT_NE(m.cache, nullptr);
   for (const float p_min : {0.0f, 1.0f}) {
-    auto cache = make_kv(*model_, cache::KvStorage::kPaged, 1, 33, 3, 1);
+    auto cache = spec_test_cache(*model_, cache::KvStorage::kPaged, 1, 33, 3, 1);
     ASSERT_NE(cache, nullptr);
     solo_ctx_->set_hidden_sink(m.hidden.get());
     Generator gen(*model_, *tok_, *solo_ctx_, *cache);
@@ -269,8 +241,8 @@ class RecordingProposer final : public DraftProposer {
                  std::span<std::vector<int32_t>> out) override {
     const Status st = inner_->propose(requests, out);
     for (size_t i = 0; i < requests.size(); ++i) {
-      log_->push_back({std::vector<int32_t>(requests[i].tokens.begin(), requests[i].tokens.end()),
-                       out[i]});
+      log_->push_back(
+          {std::vector<int32_t>(requests[i].tokens.begin(), requests[i].tokens.end()), out[i]});
     }
     return st;
   }
@@ -297,7 +269,7 @@ TEST_P(MtpSpecTest, DraftsAreTheHeadsOwnGuesses) {
   ASSERT_NE(m.cache, nullptr);
   std::vector<RecordingProposer::Proposal> log;
   for (const size_t i : {size_t{1}, size_t{5}}) {
-    auto cache = make_kv(*model_, cache::KvStorage::kPaged, 1, 33, 3, 1);
+    auto cache = spec_test_cache(*model_, cache::KvStorage::kPaged, 1, 33, 3, 1);
     ASSERT_NE(cache, nullptr);
     solo_ctx_->set_hidden_sink(m.hidden.get());
     Generator gen(*model_, *tok_, *solo_ctx_, *cache);
@@ -324,7 +296,7 @@ TEST_P(MtpSpecTest, DraftsAreTheHeadsOwnGuesses) {
     const auto len = static_cast<int64_t>(p.tokens.size());
     // The target's states at positions 0 .. len - 2.
     model::HiddenStates states(e);
-    auto target_cache = make_kv(*model_, cache::KvStorage::kContiguous, 1, 0, 0, 1);
+    auto target_cache = spec_test_cache(*model_, cache::KvStorage::kContiguous, 1, 0, 0, 1);
     ASSERT_NE(target_cache, nullptr);
     auto ctx = model::ForwardContext::cpu(1);
     ctx->set_hidden_sink(&states);
@@ -376,7 +348,8 @@ TEST(MtpSpecErrors, NoHeadIsRefused) {
   auto h = model::MtpHead::create(**plain);
   ASSERT_FALSE(h.ok());
   EXPECT_EQ(h.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(h.status().message().find("no MTP blocks"), std::string::npos) << h.status().to_string();
+  EXPECT_NE(h.status().message().find("no MTP blocks"), std::string::npos)
+      << h.status().to_string();
 
   auto unloaded = model::Model::load(kRefModels + "tiny-qwen35-mtp-f32.gguf");
   ASSERT_TRUE(unloaded.ok()) << unloaded.status().to_string();
