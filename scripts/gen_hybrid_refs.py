@@ -46,7 +46,7 @@ SPEC = dict(name="tiny-qwen35moe", arch="qwen35moe", seed=3501, n_layer=4, n_emb
             n_head=4, n_head_kv=2, head_dim=64, n_rot=16, sections=[3, 3, 2, 0],
             rope_base=10000000.0, eps=1e-6, attn_interval=2,
             conv=4, state=32, groups=2, v_heads=6,
-            n_expert=4, n_expert_used=2, n_ff_exp=64, n_ff_shexp=96, n_ff=64)
+            n_expert=4, n_expert_used=2, n_ff_exp=64, n_ff_shexp=96, n_ff=64, embd_std=1.0)
 
 
 def is_recurrent(spec: dict, layer: int) -> bool:
@@ -102,13 +102,16 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
     return {k: v.astype(np.float32) for k, v in t.items()}
 
 
-def write_model(spec: dict, path: Path) -> None:
+def qwen35_writer(spec: dict, path: Path) -> gguf.GGUFWriter:
+    """The keys of a qwen35 / qwen35moe file (gen_mtp_refs.py's too): its
+    `n_nextn` MTP blocks (default none) follow the `n_layer` decoder layers,
+    and the expert keys are written where the spec has experts."""
     a = spec["arch"]
     w = gguf.GGUFWriter(str(path), a)
     w.add_name(spec["name"])
     w.add_context_length(g.N_CTX)
     w.add_embedding_length(spec["n_embd"])
-    w.add_block_count(spec["n_layer"])
+    w.add_block_count(spec["n_layer"] + spec.get("n_nextn", 0))
     w.add_feed_forward_length(spec["n_ff"])
     w.add_head_count(spec["n_head"])
     w.add_head_count_kv(spec["n_head_kv"])
@@ -125,11 +128,18 @@ def write_model(spec: dict, path: Path) -> None:
     w.add_uint32(f"{a}.ssm.inner_size", spec["v_heads"] * spec["state"])
     w.add_uint32(f"{a}.full_attention_interval", spec["attn_interval"])
     w.add_array(f"{a}.rope.dimension_sections", spec["sections"])
-    w.add_uint32(f"{a}.expert_count", spec["n_expert"])
-    w.add_uint32(f"{a}.expert_used_count", spec["n_expert_used"])
-    w.add_uint32(f"{a}.expert_feed_forward_length", spec["n_ff_exp"])
-    w.add_uint32(f"{a}.expert_shared_feed_forward_length", spec["n_ff_shexp"])
-    g.finish_file(w, make_tensors(spec))
+    if "n_nextn" in spec:
+        w.add_uint32(f"{a}.nextn_predict_layers", spec["n_nextn"])
+    if "n_expert" in spec:
+        w.add_uint32(f"{a}.expert_count", spec["n_expert"])
+        w.add_uint32(f"{a}.expert_used_count", spec["n_expert_used"])
+        w.add_uint32(f"{a}.expert_feed_forward_length", spec["n_ff_exp"])
+        w.add_uint32(f"{a}.expert_shared_feed_forward_length", spec["n_ff_shexp"])
+    return w
+
+
+def write_model(spec: dict, path: Path) -> None:
+    g.finish_file(qwen35_writer(spec, path), make_tensors(spec))
 
 
 def add_mamba2_keys(w: gguf.GGUFWriter, spec: dict) -> None:

@@ -59,6 +59,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gguf  # noqa: E402
+import gen_hybrid_refs as h  # noqa: E402
 import gen_model_refs as g  # noqa: E402
 
 OUT = g.OUT_DIR
@@ -135,35 +136,7 @@ def make_tensors(spec: dict) -> dict[str, np.ndarray]:
 
 
 def write_model(spec: dict, path: Path) -> None:
-    a = spec["arch"]
-    w = gguf.GGUFWriter(str(path), a)
-    w.add_name(spec["name"])
-    w.add_context_length(g.N_CTX)
-    w.add_embedding_length(spec["n_embd"])
-    w.add_block_count(spec["n_layer"] + spec["n_nextn"])
-    w.add_feed_forward_length(spec["n_ff"])
-    w.add_head_count(spec["n_head"])
-    w.add_head_count_kv(spec["n_head_kv"])
-    w.add_key_length(spec["head_dim"])
-    w.add_value_length(spec["head_dim"])
-    w.add_rope_dimension_count(spec["n_rot"])
-    w.add_rope_freq_base(spec["rope_base"])
-    w.add_layer_norm_rms_eps(spec["eps"])
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.add_uint32(f"{a}.ssm.conv_kernel", spec["conv"])
-    w.add_uint32(f"{a}.ssm.state_size", spec["state"])
-    w.add_uint32(f"{a}.ssm.group_count", spec["groups"])
-    w.add_uint32(f"{a}.ssm.time_step_rank", spec["v_heads"])
-    w.add_uint32(f"{a}.ssm.inner_size", spec["v_heads"] * spec["state"])
-    w.add_uint32(f"{a}.full_attention_interval", spec["attn_interval"])
-    w.add_array(f"{a}.rope.dimension_sections", spec["sections"])
-    w.add_uint32(f"{a}.nextn_predict_layers", spec["n_nextn"])
-    if "n_expert" in spec:
-        w.add_uint32(f"{a}.expert_count", spec["n_expert"])
-        w.add_uint32(f"{a}.expert_used_count", spec["n_expert_used"])
-        w.add_uint32(f"{a}.expert_feed_forward_length", spec["n_ff_exp"])
-        w.add_uint32(f"{a}.expert_shared_feed_forward_length", spec["n_ff_shexp"])
-    g.finish_file(w, make_tensors(spec))
+    g.finish_file(h.qwen35_writer(spec, path), make_tensors(spec))
 
 
 def read_model(path: Path) -> tuple[dict, dict]:
