@@ -15,8 +15,8 @@ SequenceState::SequenceState(std::vector<int32_t> prompt, Sampler sampler,
     : tokens(std::move(prompt)),
       n_prompt(tokens.size()),
       sampler_(std::move(sampler)),
-      tok_(tok),
-      text_(tok, render_special, std::move(stops)) {
+      text_(tok, render_special, std::move(stops)),
+      tok_(tok) {
   sampler_.accept(std::span<const int32_t>(tokens));
 }
 
