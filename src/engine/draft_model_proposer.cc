@@ -10,36 +10,27 @@
 namespace folio {
 
 DraftModelProposer::DraftModelProposer(const DraftModelRef& draft, float p_min)
-    : d_(draft), p_min_(p_min), n_vocab_(static_cast<int32_t>(draft.model->config().n_vocab)) {}
+    : d_(draft),
+      seqs_cache_(draft.cache, "draft model"),
+      p_min_(p_min),
+      n_vocab_(static_cast<int32_t>(draft.model->config().n_vocab)) {}
 
 DraftModelProposer::~DraftModelProposer() {
   for (auto& [id, s] : seqs_) {
     drop_fork(s);
-    remove(s.main);
+    seqs_cache_.remove(s.main);
   }
 }
 
-void DraftModelProposer::remove(int& seq) {
-  if (seq < 0) return;
-  const Status st = d_.cache->remove_sequence(seq);
-  if (!st.ok()) FOLIO_LOG_ERROR("draft model: removing sequence {}: {}", seq, st.to_string());
-  seq = -1;
-}
-
 void DraftModelProposer::drop_fork(Seq& s) {
-  remove(s.fork);
+  seqs_cache_.remove(s.fork);
   s.fed.clear();
 }
 
 Status DraftModelProposer::begin(uint64_t id) {
   if (seqs_.count(id) != 0) return invalid_argument("draft model: sequence {} already begun", id);
-  Result<int> seq = d_.cache->add_sequence();
-  if (!seq.ok()) {
-    return resource_exhausted("draft model: no room for another sequence ({})",
-                              seq.status().message());
-  }
-  Seq& s = seqs_[id];
-  s.main = *seq;
+  FOLIO_ASSIGN_OR_RETURN(const int seq, seqs_cache_.add());
+  seqs_[id].main = seq;
   return Status();
 }
 
@@ -47,7 +38,7 @@ void DraftModelProposer::release(uint64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
   drop_fork(it->second);
-  remove(it->second.main);
+  seqs_cache_.remove(it->second.main);
   seqs_.erase(it);
 }
 
@@ -55,13 +46,14 @@ void DraftModelProposer::accept(uint64_t id, int accepted) {
   auto it = seqs_.find(id);
   if (it == seqs_.end() || it->second.fork < 0) return;
   Seq& s = it->second;
-  const auto kept = static_cast<size_t>(std::clamp<int64_t>(accepted, 0, static_cast<int64_t>(s.fed.size())));
+  const auto kept =
+      static_cast<size_t>(std::clamp<int64_t>(accepted, 0, static_cast<int64_t>(s.fed.size())));
   // The fork holds held + fed; keeping its first `kept` drafts saves feeding
   // them again, where the cache can cut there.
   const auto len = static_cast<int64_t>(s.held.size() + kept);
   if (kept > 0 && (kept == s.fed.size() || d_.cache->truncation_point(s.fork, len) == len) &&
       d_.cache->truncate(s.fork, len).ok()) {
-    remove(s.main);
+    seqs_cache_.remove(s.main);
     s.main = s.fork;
     s.fork = -1;
     s.held.insert(s.held.end(), s.fed.begin(), s.fed.begin() + static_cast<std::ptrdiff_t>(kept));
@@ -69,45 +61,6 @@ void DraftModelProposer::accept(uint64_t id, int accepted) {
     return;
   }
   drop_fork(s);
-}
-
-bool DraftModelProposer::sync(Seq& s, std::span<const int32_t> tokens) {
-  if (s.main < 0) {
-    Result<int> seq = d_.cache->add_sequence();
-    if (!seq.ok()) return false;
-    s.main = *seq;
-    s.held.clear();
-  }
-  size_t common = 0;
-  const size_t limit = std::min(s.held.size(), tokens.size() - 1);  // one token left to feed
-  while (common < limit && s.held[common] == tokens[common]) ++common;
-  if (common == s.held.size()) return true;
-  const int64_t cut = d_.cache->truncation_point(s.main, static_cast<int64_t>(common));
-  if (d_.cache->truncate(s.main, cut).ok()) {
-    s.held.resize(static_cast<size_t>(cut));
-    return true;
-  }
-  remove(s.main);  // start over from an empty sequence
-  s.held.clear();
-  Result<int> seq = d_.cache->add_sequence();
-  if (!seq.ok()) return false;
-  s.main = *seq;
-  return true;
-}
-
-int32_t DraftModelProposer::greedy(const float* row, float* prob) const {
-  int32_t best = 0;
-  for (int32_t v = 1; v < n_vocab_; ++v) {
-    if (row[v] > row[best]) best = v;
-  }
-  *prob = 1.0f;
-  if (p_min_ > 0.0f) {
-    double sum = 0.0;
-    const float top = row[best];
-    for (int32_t v = 0; v < n_vocab_; ++v) sum += std::exp(static_cast<double>(row[v] - top));
-    *prob = static_cast<float>(1.0 / sum);
-  }
-  return best;
 }
 
 Status DraftModelProposer::propose(std::span<const DraftRequest> requests,
@@ -126,7 +79,7 @@ Status DraftModelProposer::propose(std::span<const DraftRequest> requests,
     const auto len = static_cast<int64_t>(r.tokens.size());
     // Fed drafts take positions len .. len + max_draft - 2.
     const int64_t k = std::min<int64_t>(r.max_draft, n_ctx - len);
-    if (k < 1 || !sync(s, r.tokens)) continue;
+    if (k < 1 || !seqs_cache_.sync(s.main, s.held, r.tokens)) continue;
     Work w;
     w.seq = &s;
     w.out = i;
@@ -155,8 +108,7 @@ Status DraftModelProposer::catch_up(std::span<const DraftRequest> requests,
       const int64_t n = std::min(w.len - w.from, budget);
       const std::span<const int32_t> t = requests[w.out].tokens;
       for (int64_t p = w.from; p < w.from + n; ++p) {
-        batch_.add(t[static_cast<size_t>(p)], static_cast<int32_t>(p), w.seq->main,
-                   p + 1 == w.len);
+        batch_.add(t[static_cast<size_t>(p)], static_cast<int32_t>(p), w.seq->main, p + 1 == w.len);
       }
       budget -= n;
       active_.push_back(wi);
@@ -167,7 +119,7 @@ Status DraftModelProposer::catch_up(std::span<const DraftRequest> requests,
       // The fed sequences may have lost state: they start over next step.
       for (const size_t wi : active_) {
         Seq& s = *work_[wi].seq;
-        remove(s.main);
+        seqs_cache_.remove(s.main);
         s.held.clear();
       }
       for (std::vector<int32_t>& o : out) o.clear();
@@ -184,7 +136,7 @@ Status DraftModelProposer::catch_up(std::span<const DraftRequest> requests,
       if (w.from < w.len) continue;
       next = std::max(next, active_[j] + 1);
       float p = 1.0f;
-      const int32_t id = greedy(logits->row<const float>(row++), &p);
+      const int32_t id = greedy_draft(logits->row<const float>(row++), n_vocab_, p_min_, &p);
       if (p < p_min_) continue;
       out[w.out].push_back(id);
       w.drafting = w.max_draft > 1;
@@ -209,8 +161,9 @@ void DraftModelProposer::draft(std::span<std::vector<int32_t>> out) {
     batch_.clear();
     for (const size_t wi : active_) {
       const Work& w = work_[wi];
-      batch_.add(out[w.out].back(), static_cast<int32_t>(w.len + static_cast<int64_t>(w.seq->fed.size())),
-                 w.seq->fork, true);
+      batch_.add(out[w.out].back(),
+                 static_cast<int32_t>(w.len + static_cast<int64_t>(w.seq->fed.size())), w.seq->fork,
+                 true);
     }
     Result<TensorView> logits = d_.model->forward(batch_, *d_.cache, *d_.ctx);
     if (!logits.ok()) {  // the proposals end here; the forks may have lost state
@@ -223,7 +176,8 @@ void DraftModelProposer::draft(std::span<std::vector<int32_t>> out) {
       std::vector<int32_t>& o = out[w.out];
       w.seq->fed.push_back(o.back());
       float p = 1.0f;
-      const int32_t id = greedy(logits->row<const float>(static_cast<int64_t>(j)), &p);
+      const int32_t id =
+          greedy_draft(logits->row<const float>(static_cast<int64_t>(j)), n_vocab_, p_min_, &p);
       if (p < p_min_) continue;
       o.push_back(id);
       if (static_cast<int>(o.size()) < w.max_draft) still.push_back(active_[j]);

@@ -37,6 +37,7 @@
 
 #include "cache/batch.h"
 #include "engine/draft_proposer.h"
+#include "engine/proposer_sequences.h"
 #include "engine/speculative_options.h"
 
 namespace folio {
@@ -60,32 +61,27 @@ class DraftModelProposer final : public DraftProposer {
 
  private:
   struct Seq {
-    int main = -1;               // draft cache sequence of the verified tokens (-1: none yet)
-    std::vector<int32_t> held;   // the tokens `main` holds
-    int fork = -1;               // the last proposal's scratch sequence (-1: none)
-    std::vector<int32_t> fed;    // the drafts fed into `fork` after `held`
+    int main = -1;              // draft cache sequence of the verified tokens (-1: none yet)
+    std::vector<int32_t> held;  // the tokens `main` holds
+    int fork = -1;              // the last proposal's scratch sequence (-1: none)
+    std::vector<int32_t> fed;   // the drafts fed into `fork` after `held`
   };
   // One request's work in a step.
   struct Work {
     Seq* seq = nullptr;
-    size_t out = 0;       // its index in requests / out
-    int64_t from = 0;     // catch-up: next position to feed
-    int64_t len = 0;      // its tokens' count
-    int max_draft = 0;    // proposal length at most
+    size_t out = 0;     // its index in requests / out
+    int64_t from = 0;   // catch-up: next position to feed
+    int64_t len = 0;    // its tokens' count
+    int max_draft = 0;  // proposal length at most
     bool drafting = false;
   };
 
   void drop_fork(Seq& s);
-  void remove(int& seq);
-  // Truncates `s.main` to its longest prefix shared with `tokens`, leaving
-  // at least one token to feed; false when it has no draft sequence.
-  bool sync(Seq& s, std::span<const int32_t> tokens);
-  // Argmax of a logits row; its probability when p_min_ > 0 (else 1).
-  int32_t greedy(const float* row, float* prob) const;
   Status catch_up(std::span<const DraftRequest> requests, std::span<std::vector<int32_t>> out);
   void draft(std::span<std::vector<int32_t>> out);
 
   DraftModelRef d_;
+  ProposerSequences seqs_cache_;  // the draft cache's sequences
   float p_min_;
   int32_t n_vocab_;
   std::unordered_map<uint64_t, Seq> seqs_;

@@ -12,73 +12,27 @@ namespace folio {
 
 MtpProposer::MtpProposer(const MtpRef& mtp, float p_min)
     : m_(mtp),
+      seqs_cache_(mtp.cache, "MTP"),
       p_min_(p_min),
       n_embd_(mtp.head->n_embd()),
       n_vocab_(static_cast<int32_t>(mtp.head->n_vocab())) {}
 
 MtpProposer::~MtpProposer() {
-  for (auto& [id, s] : seqs_) remove(s.head);
-}
-
-void MtpProposer::remove(int& seq) {
-  if (seq < 0) return;
-  const Status st = m_.cache->remove_sequence(seq);
-  if (!st.ok()) FOLIO_LOG_ERROR("MTP: removing sequence {}: {}", seq, st.to_string());
-  seq = -1;
+  for (auto& [id, s] : seqs_) seqs_cache_.remove(s.head);
 }
 
 Status MtpProposer::begin(uint64_t id) {
   if (seqs_.count(id) != 0) return invalid_argument("MTP: sequence {} already begun", id);
-  Result<int> seq = m_.cache->add_sequence();
-  if (!seq.ok()) {
-    return resource_exhausted("MTP: no room for another sequence ({})", seq.status().message());
-  }
-  seqs_[id].head = *seq;
+  FOLIO_ASSIGN_OR_RETURN(const int seq, seqs_cache_.add());
+  seqs_[id].head = seq;
   return Status();
 }
 
 void MtpProposer::release(uint64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
-  remove(it->second.head);
+  seqs_cache_.remove(it->second.head);
   seqs_.erase(it);
-}
-
-bool MtpProposer::sync(Seq& s, std::span<const int32_t> tokens) {
-  if (s.head < 0) {
-    Result<int> seq = m_.cache->add_sequence();
-    if (!seq.ok()) return false;
-    s.head = *seq;
-    s.held.clear();
-  }
-  size_t common = 0;
-  const size_t limit = std::min(s.held.size(), tokens.size() - 1);  // one token left to feed
-  while (common < limit && s.held[common] == tokens[common]) ++common;
-  if (common == s.held.size()) return true;
-  if (m_.cache->truncate(s.head, static_cast<int64_t>(common)).ok()) {
-    s.held.resize(common);
-    return true;
-  }
-  remove(s.head);  // start over from an empty sequence
-  s.held.clear();
-  Result<int> seq = m_.cache->add_sequence();
-  if (!seq.ok()) return false;
-  s.head = *seq;
-  return true;
-}
-
-int32_t MtpProposer::greedy(const float* row, float* prob) const {
-  int32_t best = 0;
-  for (int32_t v = 1; v < n_vocab_; ++v) {
-    if (row[v] > row[best]) best = v;
-  }
-  *prob = 1.0f;
-  if (p_min_ > 0.0f) {
-    double sum = 0.0;
-    for (int32_t v = 0; v < n_vocab_; ++v) sum += std::exp(static_cast<double>(row[v] - row[best]));
-    *prob = static_cast<float>(1.0 / sum);
-  }
-  return best;
 }
 
 void MtpProposer::push_target_state(const Work& w, int64_t pos) {
@@ -104,7 +58,7 @@ Status MtpProposer::propose(std::span<const DraftRequest> requests,
     const auto len = static_cast<int64_t>(r.tokens.size());
     // Chained drafts take positions len .. len + max_draft - 2.
     const int64_t k = std::min<int64_t>(r.max_draft, n_ctx - len + 1);
-    if (k < 1 || !sync(s, r.tokens)) continue;
+    if (k < 1 || !seqs_cache_.sync(s.head, s.held, r.tokens)) continue;
     Work w;
     w.seq = &s;
     w.out = i;
@@ -149,7 +103,7 @@ Status MtpProposer::catch_up(std::span<const DraftRequest> requests,
       // The fed sequences may have lost positions: they start over next step.
       for (const size_t wi : active) {
         Seq& s = *work_[wi].seq;
-        remove(s.head);
+        seqs_cache_.remove(s.head);
         s.held.clear();
       }
       for (std::vector<int32_t>& o : out) o.clear();
@@ -169,7 +123,7 @@ Status MtpProposer::catch_up(std::span<const DraftRequest> requests,
       // the token after it at the next step.
       m_.hidden->drop_before(w.target, w.last);
       float p = 1.0f;
-      const int32_t id = greedy(r->logits.row<const float>(row), &p);
+      const int32_t id = greedy_draft(r->logits.row<const float>(row), n_vocab_, p_min_, &p);
       const float* g = r->hidden.row<const float>(row);
       ++row;
       if (p < p_min_) continue;
@@ -205,7 +159,8 @@ void MtpProposer::chain(std::span<std::vector<int32_t>> out) {
       Work& w = work_[active[j]];
       std::vector<int32_t>& o = out[w.out];
       float p = 1.0f;
-      const int32_t id = greedy(r->logits.row<const float>(static_cast<int64_t>(j)), &p);
+      const int32_t id =
+          greedy_draft(r->logits.row<const float>(static_cast<int64_t>(j)), n_vocab_, p_min_, &p);
       if (p < p_min_) continue;
       o.push_back(id);
       const float* g = r->hidden.row<const float>(static_cast<int64_t>(j));
@@ -220,7 +175,7 @@ void MtpProposer::chain(std::span<std::vector<int32_t>> out) {
     const Status st = m_.cache->truncate(s.head, static_cast<int64_t>(s.held.size()));
     if (!st.ok()) {
       FOLIO_LOG_ERROR("MTP: dropping chained positions: {}", st.to_string());
-      remove(s.head);
+      seqs_cache_.remove(s.head);
       s.held.clear();
     }
   }

@@ -39,6 +39,7 @@
 
 #include "cache/batch.h"
 #include "engine/draft_proposer.h"
+#include "engine/proposer_sequences.h"
 #include "engine/speculative_options.h"
 
 namespace folio {
@@ -67,27 +68,22 @@ class MtpProposer final : public DraftProposer {
   // One request's work in a step.
   struct Work {
     Seq* seq = nullptr;
-    size_t out = 0;     // its index in requests / out
-    int target = -1;    // the target cache sequence (hidden states)
-    int64_t from = 0;   // catch-up: next position to feed
-    int64_t last = 0;   // L: position of the newly sampled token
+    size_t out = 0;    // its index in requests / out
+    int target = -1;   // the target cache sequence (hidden states)
+    int64_t from = 0;  // catch-up: next position to feed
+    int64_t last = 0;  // L: position of the newly sampled token
     int max_draft = 0;
     std::vector<float> state;  // [E] the head's state at the last drafted position
   };
 
-  void remove(int& seq);
-  // Truncates s.head to its longest prefix shared with `tokens`, leaving at
-  // least the last token to feed; false when no sequence could be made.
-  bool sync(Seq& s, std::span<const int32_t> tokens);
   // Appends the state row paired with position `pos` of `w` (the target's
   // at pos - 1, zeros where absent).
   void push_target_state(const Work& w, int64_t pos);
   Status catch_up(std::span<const DraftRequest> requests, std::span<std::vector<int32_t>> out);
   void chain(std::span<std::vector<int32_t>> out);
-  // Argmax of a logits row; its probability when p_min_ > 0 (else 1).
-  int32_t greedy(const float* row, float* prob) const;
 
   MtpRef m_;
+  ProposerSequences seqs_cache_;  // the head cache's sequences
   float p_min_;
   int64_t n_embd_;
   int32_t n_vocab_;
