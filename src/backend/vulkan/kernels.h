@@ -11,9 +11,15 @@
 //
 // Shader conventions (every shaders/*.comp follows them):
 //   binding 0   params: a readonly std430 storage buffer, the per-dispatch
-//               parameter struct (its layout is written twice, in the shader
-//               and in the C++ struct its record function fills; keep them
-//               equal: 4-byte fields only, TensorDesc for tensors)
+//               parameter struct. Its fields are written once, as a macro
+//               in the shader family's interface header
+//               (shaders/*_interface.h on shaders/interface.h;
+//               mat_interface.h), which the shader expands in its block and
+//               the record function in its C++ struct: 4-byte fields only,
+//               TensorDesc for tensors, the struct's size and offsets
+//               static_asserted against std430's. Constants both sides use
+//               (workgroup sizes, mode / activation / dtype / error codes,
+//               table bounds) live there too.
 //   binding 1   errors: a std430 buffer { uint code; uint arg; } a shader sets
 //               (atomicCompSwap from 0) when its data is invalid (an id out of
 //               range); it then skips the read. The backend turns a non-zero
@@ -32,6 +38,7 @@
 #include <vector>
 
 #include "backend/op.h"
+#include "backend/vulkan/shaders/norm_interface.h"
 #include "core/status.h"
 #include "tensor/tensor_view.h"
 
@@ -99,8 +106,9 @@ inline bool fits_u32(int64_t v) {
 // the largest power of two within the device's limit). mul_mat_vec's NORM
 // prologue sums as that workgroup does, so both must take it from here.
 inline uint32_t norm_workgroup(int64_t ne0, const DeviceCaps& caps) {
-  const uint32_t cap = caps.max_workgroup_size < 256 ? caps.max_workgroup_size : 256;
-  uint32_t b = 32;
+  const uint32_t cap =
+      caps.max_workgroup_size < kNormMaxWorkgroup ? caps.max_workgroup_size : kNormMaxWorkgroup;
+  uint32_t b = kNormMinWorkgroup;
   while (b < ne0 && 2 * b <= cap) b *= 2;
   return b;
 }

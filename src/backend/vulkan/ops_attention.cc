@@ -14,34 +14,35 @@
 // small batch) take split-K: up to kFaMaxSplits workgroups per pair, each
 // over its pieces of kFaSplitKeys positions, partials in scratch memory,
 // then a combine pass; the shader explains why both layouts still agree
-// byte for byte whichever path each takes.
+// byte for byte whichever path each takes. Parameter structs and codes:
+// shaders/attention_interface.h.
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 
 #include "backend/vulkan/kernels.h"
+#include "backend/vulkan/shaders/attention_interface.h"
 #include "core/status.h"
 
 namespace folio::vulkan {
 namespace {
 
-// Shader dtype codes (flash_attn.comp, set_rows.comp).
-constexpr uint32_t kCodeF32 = 0, kCodeF16 = 1, kCodeBF16 = 2, kCodeQ8_0 = 3;
 constexpr size_t kQ8Block = 34;  // bytes of a Q8_0 block: f16 d, int8 qs[32]
 
 bool dtype_code(DType t, uint32_t* code) {
   switch (t) {
     case DType::F32:
-      *code = kCodeF32;
+      *code = kDtypeF32;
       return true;
     case DType::F16:
-      *code = kCodeF16;
+      *code = kDtypeF16;
       return true;
     case DType::BF16:
-      *code = kCodeBF16;
+      *code = kDtypeBF16;
       return true;
     case DType::Q8_0:
-      *code = kCodeQ8_0;
+      *code = kDtypeQ8_0;
       return true;
     default:
       return false;
@@ -64,11 +65,8 @@ bool words_ok(const TensorView& t, DType want) {
 
 // ---- flash attention -------------------------------------------------------
 
-constexpr uint32_t kFaThreads = 256;  // flash_attn.comp: NT
-constexpr uint32_t kFaLanes = 8;      // flash_attn.comp: TPK
 constexpr int64_t kFaMaxDim = 576;    // latent attention's K rows (512 + rope 64)
 constexpr uint32_t kFaSplitKeys = 512;  // split-K piece: positions (a multiple of the tile, 64)
-constexpr uint32_t kFaMaxSplits = 64;   // flash_attn.comp: MAX_SPLITS
 // Split-K below this many (token, head) pairs: a GPU has room for several
 // workgroups per pair then.
 constexpr int64_t kFaSplitMaxWork = 128;
@@ -83,25 +81,14 @@ bool split_k_enabled() {
 }
 
 struct FlashAttnParams {
-  TensorDesc q, k, v, seq_idx, pos, kv_len, blocks, sinks, dst;
-  uint32_t n_head;
-  uint32_t group;
-  uint32_t n_tokens;
-  uint32_t n_seq;
-  uint32_t paged;
-  uint32_t block_size;
-  uint32_t capacity;
-  uint32_t n_blocks;
-  uint32_t causal;
-  int32_t window;
-  float scale;
-  float softcap;
-  uint32_t has_sinks;
-  TensorDesc partials;
-  uint32_t n_split;
-  uint32_t split_len;
+  FOLIO_VK_FLASH_ATTN_PARAMS
 };
 static_assert(sizeof(FlashAttnParams) == 10 * sizeof(TensorDesc) + 15 * 4);
+static_assert(offsetof(FlashAttnParams, n_head) == 9 * sizeof(TensorDesc) &&
+              offsetof(FlashAttnParams, window) == 9 * sizeof(TensorDesc) + 36 &&
+              offsetof(FlashAttnParams, has_sinks) == 9 * sizeof(TensorDesc) + 48 &&
+              offsetof(FlashAttnParams, partials) == 9 * sizeof(TensorDesc) + 52 &&
+              offsetof(FlashAttnParams, split_len) == 10 * sizeof(TensorDesc) + 56);
 
 bool match_flash_attn(const Op& op, const DeviceCaps&) {
   const auto& p = op.p<AttentionParams>();
@@ -174,7 +161,7 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   const uint32_t d = static_cast<uint32_t>(q.ne[0]), dv = static_cast<uint32_t>(v.ne[0]);
   // 32-bit words per row: one element (f32), two (f16, bf16) or four codes (q8_0) each.
   auto words = [](uint32_t code, uint32_t n) {
-    const uint32_t per_word = code == kCodeF32 ? 1 : code == kCodeQ8_0 ? 4 : 2;
+    const uint32_t per_word = code == kDtypeF32 ? 1 : code == kDtypeQ8_0 ? 4 : 2;
     return (n + per_word - 1) / per_word;
   };
   const uint32_t wk = words(kt, d);
@@ -182,8 +169,8 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   const uint32_t kwpl = (wk + kFaLanes - 1) / kFaLanes;
   // Key slots for the values: as many as leave one invocation per V word, at most 8.
   uint32_t vs = 1;
-  while (vs < 8 && kFaThreads / (2 * vs) >= wv) vs *= 2;
-  const uint32_t ct = kFaThreads / vs;
+  while (vs < 8 && kFaWorkgroup / (2 * vs) >= wv) vs *= 2;
+  const uint32_t ct = kFaWorkgroup / vs;
   const uint32_t vwpt = (wv + ct - 1) / ct;
 
   // Rows that start on and fill whole 32-bit words are read as plain words
@@ -200,9 +187,9 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   Recorder::split_groups(static_cast<uint64_t>(n_work), gx, gy);
   const int64_t pieces = (capacity + kFaSplitKeys - 1) / kFaSplitKeys;
   if (n_work >= kFaSplitMaxWork || pieces <= 1 || !split_k_enabled()) {
-    return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, 0}, &p, sizeof p,
-                      {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst, {}}, gx,
-                      gy);
+    return r.dispatch(
+        "flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitNone}, &p, sizeof p,
+        {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst, {}}, gx, gy);
   }
   // Split-K: partials [dv + 2, n_split, n_work] in scratch, then the combine.
   const uint32_t n_split = static_cast<uint32_t>(std::min<int64_t>(pieces, kFaMaxSplits));
@@ -213,18 +200,19 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   p.split_len = kFaSplitKeys;
   const std::initializer_list<TensorView> tensors = {q,         k,      v,     op.src[3], op.src[4],
                                                      op.src[5], blocks, sinks, op.dst,    partials};
-  FOLIO_RETURN_IF_ERROR(r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, 1}, &p,
+  FOLIO_RETURN_IF_ERROR(r.dispatch("flash_attn",
+                                   {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitPartials}, &p,
                                    sizeof p, tensors, gx, gy, n_split));
-  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, 2}, &p, sizeof p,
-                    tensors, gx, gy);
+  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitCombine}, &p,
+                    sizeof p, tensors, gx, gy);
 }
 
 // ---- set_rows --------------------------------------------------------------
 
 struct SetRowsParams {
-  TensorDesc rows, slots, table;
-  uint32_t n;
+  FOLIO_VK_SET_ROWS_PARAMS
 };
+static_assert(sizeof(SetRowsParams) == 3 * sizeof(TensorDesc) + 4);
 
 bool match_set_rows(const Op& op, const DeviceCaps&) {
   const TensorView &rows = op.src[0], &slots = op.src[1], &table = op.dst;
@@ -262,10 +250,11 @@ Status record_set_rows(Recorder& r, const Op& op) {
 // ---- soft_max --------------------------------------------------------------
 
 struct SoftMaxShaderParams {
-  TensorDesc x, mask, d;
-  float scale;
-  uint32_t has_mask;
+  FOLIO_VK_SOFT_MAX_PARAMS
 };
+static_assert(sizeof(SoftMaxShaderParams) == 3 * sizeof(TensorDesc) + 8);
+static_assert(offsetof(SoftMaxShaderParams, scale) == 108 &&
+              offsetof(SoftMaxShaderParams, has_mask) == 112);
 
 bool match_soft_max(const Op& op, const DeviceCaps&) {
   const TensorView& mask = op.src[1];

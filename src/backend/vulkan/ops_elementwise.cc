@@ -7,10 +7,13 @@
 //   glu         glu.comp: act(gate) * up, or swiglu_oai; the fused
 //               single-tensor form is described to the shader as two tensors
 //               (the row halves)
+// Parameter structs and codes: shaders/elementwise_interface.h.
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 
 #include "backend/vulkan/kernels.h"
+#include "backend/vulkan/shaders/elementwise_interface.h"
 #include "core/check.h"
 
 namespace folio::vulkan {
@@ -28,15 +31,17 @@ Status dispatch_per_element(Recorder& r, const char* shader, std::initializer_li
                             const void* params, size_t bytes,
                             std::initializer_list<TensorView> tensors, const TensorView& dst) {
   uint32_t gx, gy;
-  Recorder::split_groups((static_cast<uint64_t>(dst.nelements()) + 255) / 256, gx, gy);
+  Recorder::split_groups(
+      (static_cast<uint64_t>(dst.nelements()) + kElementWorkgroup - 1) / kElementWorkgroup, gx, gy);
   return r.dispatch(shader, spec, params, bytes, tensors, gx, gy);
 }
 
 // ---- add / mul
 
 struct BinaryParams {
-  TensorDesc a, b, d;
+  FOLIO_VK_BINARY_PARAMS
 };
+static_assert(sizeof(BinaryParams) == 3 * sizeof(TensorDesc));
 
 bool match_binary(const Op& op, const DeviceCaps&) {
   return all_f32(op, 2);
@@ -47,7 +52,7 @@ Status record_binary(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.a, r.desc(op.src[0]));
   FOLIO_ASSIGN_OR_RETURN(p.b, r.desc(op.src[1]));
   FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
-  const uint32_t kind = op.kind == OpKind::kAdd ? 0u : 1u;
+  const uint32_t kind = op.kind == OpKind::kAdd ? kBinaryAdd : kBinaryMul;
   return dispatch_per_element(r, "add", {kind}, &p, sizeof p, {op.src[0], op.src[1], op.dst},
                               op.dst);
 }
@@ -55,9 +60,10 @@ Status record_binary(Recorder& r, const Op& op) {
 // ---- scale
 
 struct ScaleShaderParams {
-  TensorDesc x, d;
-  float scale, bias;
+  FOLIO_VK_SCALE_PARAMS
 };
+static_assert(sizeof(ScaleShaderParams) == 2 * sizeof(TensorDesc) + 8);
+static_assert(offsetof(ScaleShaderParams, scale) == 72 && offsetof(ScaleShaderParams, bias) == 76);
 
 bool match_unary_shape(const Op& op, const DeviceCaps&) {
   return all_f32(op, 1) && fits_u32(op.dst.nelements());
@@ -76,8 +82,9 @@ Status record_scale(Recorder& r, const Op& op) {
 // ---- cpy
 
 struct CpyParams {
-  TensorDesc x, d;
+  FOLIO_VK_UNARY_PARAMS
 };
+static_assert(sizeof(CpyParams) == 2 * sizeof(TensorDesc));
 
 bool match_cpy(const Op& op, const DeviceCaps&) {
   return fits_u32(op.dst.nelements());  // strides: multiples of 4 bytes (validate_op)
@@ -94,35 +101,36 @@ Status record_cpy(Recorder& r, const Op& op) {
 
 // ---- unary
 
-// activation.glsl's ACT_* numbering.
+// activation.glsl's code of a UnaryKind.
 uint32_t act_code(UnaryKind k) {
   switch (k) {
     case UnaryKind::kSilu:
-      return 0;
+      return kActSilu;
     case UnaryKind::kGelu:
-      return 1;
+      return kActGelu;
     case UnaryKind::kGeluErf:
-      return 2;
+      return kActGeluErf;
     case UnaryKind::kSigmoid:
-      return 3;
+      return kActSigmoid;
     case UnaryKind::kSoftplus:
-      return 4;
+      return kActSoftplus;
     case UnaryKind::kExp:
-      return 5;
+      return kActExp;
     case UnaryKind::kTanh:
-      return 6;
+      return kActTanh;
     case UnaryKind::kRelu:
-      return 7;
+      return kActRelu;
     case UnaryKind::kNeg:
-      return 8;
+      return kActNeg;
   }
   FOLIO_CHECK_MSG(false, "unknown unary kind {}", static_cast<int>(k));
   return 0;
 }
 
 struct UnaryShaderParams {
-  TensorDesc x, d;
+  FOLIO_VK_UNARY_PARAMS
 };
+static_assert(sizeof(UnaryShaderParams) == 2 * sizeof(TensorDesc));
 
 Status record_unary(Recorder& r, const Op& op) {
   UnaryShaderParams p;
@@ -134,10 +142,8 @@ Status record_unary(Recorder& r, const Op& op) {
 
 // ---- glu
 
-// glu.comp's spec constant: the activation code of act(gate) * up, or its
-// own code for swiglu_oai.
-constexpr uint32_t kGluSwiGluOai = 100;
-
+// glu.comp's spec constant: the activation code of act(gate) * up, or
+// kGluSwiGluOai.
 uint32_t glu_code(GluKind k) {
   switch (k) {
     case GluKind::kSwiGlu:
@@ -154,10 +160,10 @@ uint32_t glu_code(GluKind k) {
 }
 
 struct GluShaderParams {
-  TensorDesc g, u, d;
-  float alpha = 0.0f;  // swiglu_oai only
-  float limit = 0.0f;
+  FOLIO_VK_GLU_PARAMS
 };
+static_assert(sizeof(GluShaderParams) == 3 * sizeof(TensorDesc) + 8);
+static_assert(offsetof(GluShaderParams, alpha) == 108 && offsetof(GluShaderParams, limit) == 112);
 
 bool match_glu(const Op& op, const DeviceCaps&) {
   return all_f32(op, op.src[1].empty() ? 1 : 2) && fits_u32(op.dst.nelements());

@@ -5,42 +5,50 @@
 //     than kMaxChosen chosen experts are declined (and run on the CPU).
 //   moe_sum (moe_sum.comp, a device fusion): the weighted sum of the chosen
 //     experts' outputs, one invocation per output element.
+// Parameter structs, bounds and codes: shaders/moe_interface.h.
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
 #include "backend/vulkan/kernels.h"
+#include "backend/vulkan/shaders/moe_interface.h"
 
 namespace folio::vulkan {
 namespace {
 
-constexpr int64_t kMaxExperts = 1024;  // moe_route.comp's MAX_X
-constexpr int kMaxGroups = 64;         // MAX_GROUPS
-constexpr int kMaxChosen = 64;         // MAX_K
-constexpr uint64_t kSharedBytes = (2 * kMaxExperts + 256 + 2 * kMaxGroups + kMaxChosen) * 4;
+// moe_route.comp's shared memory: s_p and s_sel, s_red, the group scores
+// and flags, the chosen experts (4 bytes each).
+constexpr uint64_t kSharedBytes =
+    (2 * kMoeMaxExperts + kElementWorkgroup + 2 * kMoeMaxGroups + kMoeMaxChosen) * 4;
 
 bool match_moe_route(const Op& op, const DeviceCaps& caps) {
   const auto& p = op.p<MoeRouteParams>();
   const TensorView& l = op.src[0];
   return l.dtype == DType::F32 && op.dst.dtype == DType::I32 && op.dst2.dtype == DType::F32 &&
-         (op.src[1].empty() || op.src[1].dtype == DType::F32) && l.ne[0] <= kMaxExperts &&
-         p.n_groups <= kMaxGroups && p.k <= kMaxChosen && fits_u32(l.ne[1]) &&
-         caps.max_workgroup_size >= 256 && caps.max_shared_bytes >= kSharedBytes;
+         (op.src[1].empty() || op.src[1].dtype == DType::F32) && l.ne[0] <= kMoeMaxExperts &&
+         p.n_groups <= static_cast<int>(kMoeMaxGroups) && p.k <= static_cast<int>(kMoeMaxChosen) &&
+         fits_u32(l.ne[1]) && caps.max_workgroup_size >= kElementWorkgroup &&
+         caps.max_shared_bytes >= kSharedBytes;
 }
 
 struct MoeRouteShaderParams {
-  TensorDesc l, b, d, w;
-  uint32_t gating, k, n_groups, n_groups_used, norm, has_bias;
-  float scale;
+  FOLIO_VK_MOE_ROUTE_PARAMS
 };
 static_assert(sizeof(MoeRouteShaderParams) == 4 * sizeof(TensorDesc) + 7 * 4);
+static_assert(offsetof(MoeRouteShaderParams, gating) == 144 &&
+              offsetof(MoeRouteShaderParams, has_bias) == 164 &&
+              offsetof(MoeRouteShaderParams, scale) == 168);
 
 uint32_t moe_gating_code(MoeGating g) {
   switch (g) {
-    case MoeGating::kSoftmax: return 0;
-    case MoeGating::kSigmoid: return 1;
-    case MoeGating::kSoftmaxWeight: return 2;
+    case MoeGating::kSoftmax:
+      return kMoeGatingSoftmax;
+    case MoeGating::kSigmoid:
+      return kMoeGatingSigmoid;
+    case MoeGating::kSoftmaxWeight:
+      return kMoeGatingSoftmaxWeight;
   }
-  return 0;
+  return kMoeGatingSoftmax;
 }
 
 Status record_moe_route(Recorder& r, const Op& op) {
@@ -71,8 +79,9 @@ bool match_moe_sum(const Op& op, const DeviceCaps& /*caps*/) {
 }
 
 struct MoeSumShaderParams {
-  TensorDesc e, w, d;
+  FOLIO_VK_MOE_SUM_PARAMS
 };
+static_assert(sizeof(MoeSumShaderParams) == 3 * sizeof(TensorDesc));
 
 Status record_moe_sum(Recorder& r, const Op& op) {
   MoeSumShaderParams p;
@@ -80,7 +89,9 @@ Status record_moe_sum(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(op.src[1]));
   FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
   uint32_t gx, gy;
-  Recorder::split_groups((static_cast<uint64_t>(op.dst.nelements()) + 255) / 256, gx, gy);
+  Recorder::split_groups(
+      (static_cast<uint64_t>(op.dst.nelements()) + kElementWorkgroup - 1) / kElementWorkgroup, gx,
+      gy);
   return r.dispatch("moe_sum", {}, &p, sizeof p, {op.src[0], op.src[1], op.dst}, gx, gy);
 }
 

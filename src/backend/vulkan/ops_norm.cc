@@ -9,12 +9,15 @@
 // The workgroup is the smallest power of two >= the row length, from 32 to
 // 256 (or the largest power of two within the device's limit;
 // norm_workgroup in kernels.h): one element per invocation for rows up to
-// that size, a strided loop beyond.
+// that size, a strided loop beyond. Parameter structs and constants:
+// shaders/norm_interface.h.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
 #include "backend/vulkan/kernels.h"
+#include "backend/vulkan/shaders/norm_interface.h"
 
 namespace folio::vulkan {
 namespace {
@@ -35,14 +38,17 @@ Status dispatch_rows(Recorder& r, const char* shader, std::initializer_list<uint
 // ---- rms_norm / l2_norm
 
 struct NormShaderParams {
-  TensorDesc x, w, d;
-  float eps;
+  FOLIO_VK_NORM_PARAMS
 };
+static_assert(sizeof(NormShaderParams) == 3 * sizeof(TensorDesc) + 4);
+static_assert(offsetof(NormShaderParams, w) == 36 && offsetof(NormShaderParams, d) == 72 &&
+              offsetof(NormShaderParams, eps) == 108);
 
 bool match_norm(const Op& op, const DeviceCaps& caps) {
   const TensorView& w = op.src[1];
   const bool weight_ok = op.kind == OpKind::kL2Norm || w.empty() || w.dtype == DType::F32;
-  return f32_rows(op.src[0]) && f32_rows(op.dst) && weight_ok && caps.max_workgroup_size >= 32;
+  return f32_rows(op.src[0]) && f32_rows(op.dst) && weight_ok &&
+         caps.max_workgroup_size >= kNormMinWorkgroup;
 }
 
 Status record_norm(Recorder& r, const Op& op) {
@@ -56,65 +62,51 @@ Status record_norm(Recorder& r, const Op& op) {
   const bool has_w = !w.empty();
   p.eps = l2 ? op.p<NormParams>().eps : op.p<RmsNormParams>().eps;
   const uint32_t block = norm_workgroup(x.ne[0], r.caps());
-  return dispatch_rows(r, "norm", {block, l2 ? 1u : 0u, has_w ? 1u : 0u}, &p, sizeof p,
-                       {x, w, op.dst}, x.nrows());
+  return dispatch_rows(r, "norm", {block, l2 ? kNormModeL2 : kNormModeRms, has_w ? 1u : 0u}, &p,
+                       sizeof p, {x, w, op.dst}, x.nrows());
 }
 
-// ---- add_rms_norm
+// ---- add_rms_norm, rms_norm_add_rms_norm (a device fusion: rms_norm of b,
+// then add_rms_norm): one parameter struct and binding layout, b's norm
+// weight wb (src[3]) absent from add_rms_norm.
 
 struct AddRmsNormShaderParams {
-  TensorDesc a, b, w, d, d2;
-  float eps;
+  FOLIO_VK_ADD_RMS_NORM_PARAMS
 };
+static_assert(sizeof(AddRmsNormShaderParams) == 6 * sizeof(TensorDesc) + 4);
+static_assert(offsetof(AddRmsNormShaderParams, b) == 36 &&
+              offsetof(AddRmsNormShaderParams, w) == 72 &&
+              offsetof(AddRmsNormShaderParams, wb) == 108 &&
+              offsetof(AddRmsNormShaderParams, d) == 144 &&
+              offsetof(AddRmsNormShaderParams, d2) == 180 &&
+              offsetof(AddRmsNormShaderParams, eps) == 216);
 
 bool match_add_rms_norm(const Op& op, const DeviceCaps& caps) {
   const TensorView& w = op.src[2];
+  const bool fused = op.kind == OpKind::kRmsNormAddRmsNorm;
   return f32_rows(op.src[0]) && f32_rows(op.src[1]) && f32_rows(op.dst) && f32_rows(op.dst2) &&
-         (w.empty() || w.dtype == DType::F32) && caps.max_workgroup_size >= 32;
+         (w.empty() || w.dtype == DType::F32) && (!fused || f32_rows(op.src[3])) &&
+         caps.max_workgroup_size >= kNormMinWorkgroup;
 }
 
 Status record_add_rms_norm(Recorder& r, const Op& op) {
+  const bool fused = op.kind == OpKind::kRmsNormAddRmsNorm;
   const TensorView& a = op.src[0];
   const TensorView& w = op.src[2];
+  const TensorView wb = fused ? op.src[3] : TensorView{};
   AddRmsNormShaderParams p;
   FOLIO_ASSIGN_OR_RETURN(p.a, r.desc(a));
   FOLIO_ASSIGN_OR_RETURN(p.b, r.desc(op.src[1]));
+  FOLIO_ASSIGN_OR_RETURN(p.wb, r.desc(wb));  // empty: a default descriptor, never read
   FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
   FOLIO_ASSIGN_OR_RETURN(p.d2, r.desc(op.dst2));
   FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));  // empty: a default descriptor, never read
   const bool has_w = !w.empty();
   p.eps = op.p<RmsNormParams>().eps;
   const uint32_t block = norm_workgroup(a.ne[0], r.caps());
-  return dispatch_rows(r, "add_rms_norm", {block, has_w ? 1u : 0u}, &p, sizeof p,
-                       {a, op.src[1], w, op.dst, op.dst2}, a.nrows());
-}
-
-// ---- rms_norm_add_rms_norm (a device fusion: rms_norm then add_rms_norm)
-
-struct NormAddRmsNormShaderParams {
-  TensorDesc a, b, w, wb, d, d2;
-  float eps;
-};
-
-bool match_rms_norm_add_rms_norm(const Op& op, const DeviceCaps& caps) {
-  return match_add_rms_norm(op, caps) && f32_rows(op.src[3]);
-}
-
-Status record_rms_norm_add_rms_norm(Recorder& r, const Op& op) {
-  const TensorView& a = op.src[0];
-  const TensorView& w = op.src[2];
-  NormAddRmsNormShaderParams p;
-  FOLIO_ASSIGN_OR_RETURN(p.a, r.desc(a));
-  FOLIO_ASSIGN_OR_RETURN(p.b, r.desc(op.src[1]));
-  FOLIO_ASSIGN_OR_RETURN(p.wb, r.desc(op.src[3]));
-  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
-  FOLIO_ASSIGN_OR_RETURN(p.d2, r.desc(op.dst2));
-  FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));  // empty: a default descriptor, never read
-  const bool has_w = !w.empty();
-  p.eps = op.p<RmsNormParams>().eps;
-  const uint32_t block = norm_workgroup(a.ne[0], r.caps());
-  return dispatch_rows(r, "rms_norm_add_rms_norm", {block, has_w ? 1u : 0u}, &p, sizeof p,
-                       {a, op.src[1], w, op.src[3], op.dst, op.dst2}, a.nrows());
+  return dispatch_rows(r, fused ? "rms_norm_add_rms_norm" : "add_rms_norm",
+                       {block, has_w ? 1u : 0u}, &p, sizeof p,
+                       {a, op.src[1], w, wb, op.dst, op.dst2}, a.nrows());
 }
 
 }  // namespace
@@ -123,8 +115,8 @@ void add_norm_kernels(std::vector<KernelDef>& out) {
   out.push_back({"rms_norm", OpKind::kRmsNorm, match_norm, record_norm});
   out.push_back({"l2_norm", OpKind::kL2Norm, match_norm, record_norm});
   out.push_back({"add_rms_norm", OpKind::kAddRmsNorm, match_add_rms_norm, record_add_rms_norm});
-  out.push_back({"rms_norm_add_rms_norm", OpKind::kRmsNormAddRmsNorm, match_rms_norm_add_rms_norm,
-                 record_rms_norm_add_rms_norm});
+  out.push_back({"rms_norm_add_rms_norm", OpKind::kRmsNormAddRmsNorm, match_add_rms_norm,
+                 record_add_rms_norm});
 }
 
 }  // namespace folio::vulkan

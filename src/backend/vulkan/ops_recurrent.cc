@@ -31,22 +31,23 @@
 //
 // Requirements checked by match(): F32 tensors and I32 ids with 4-byte
 // multiple strides (any layout otherwise; strides are honoured), widths up
-// to kMaxWidth, S_k up to kMaxKeyDim.
+// to kMaxWidth, S_k up to kMaxKeyDim. Parameter structs and workgroup
+// sizes: shaders/recurrent_interface.h.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 #include "backend/vulkan/kernels.h"
+#include "backend/vulkan/shaders/recurrent_interface.h"
 
 namespace folio::vulkan {
 namespace {
 
 constexpr int64_t kMaxWidth = 32;       // conv kernel width: the shaders' window array
-constexpr uint32_t kConvGroup = 256;    // ssm_conv*.comp local size
 constexpr int64_t kStageFloats = 3072;  // ssm_conv_update.comp STAGED: 12 KiB of taps
 constexpr int64_t kMaxKeyDim = 512;     // gated_delta_net.comp: L * EPL
 constexpr uint32_t kGdnGroup = 64;      // gated_delta_net.comp local size
 constexpr int64_t kMaxScanState = 256;  // ssm_scan.comp: N state values in registers
-constexpr uint32_t kScanGroup = 64;     // ssm_scan.comp local size
 
 // A tensor the shaders read as 4-byte words through its strides.
 bool word_strides_fit(const TensorView& t, DType want) {
@@ -75,11 +76,10 @@ bool explicit_dst(const Op& op, int ids_src) {
 // ---- slot checks (both fused ops) -----------------------------------------
 
 struct SlotCheckParams {
-  TensorDesc ids, dst_slots;
-  uint32_t n_seq;
-  uint32_t n_slots;
-  uint32_t has_dst;
+  FOLIO_VK_SLOT_CHECK_PARAMS
 };
+static_assert(sizeof(SlotCheckParams) == 2 * sizeof(TensorDesc) + 12);
+static_assert(offsetof(SlotCheckParams, n_seq) == 72 && offsetof(SlotCheckParams, has_dst) == 80);
 
 // Records state_slots_check.comp for the op's ids (src[ids_src]) and
 // destinations (src[ids_src + 1]) over a pool of n_slots.
@@ -100,10 +100,11 @@ Status record_slot_check(Recorder& r, const Op& op, int ids_src, int64_t n_slots
 // ---- ssm_conv --------------------------------------------------------------
 
 struct SsmConvShaderParams {
-  TensorDesc x, w, bias, d;
-  uint32_t has_bias;
-  uint32_t silu;
+  FOLIO_VK_SSM_CONV_PARAMS
 };
+static_assert(sizeof(SsmConvShaderParams) == 4 * sizeof(TensorDesc) + 8);
+static_assert(offsetof(SsmConvShaderParams, has_bias) == 144 &&
+              offsetof(SsmConvShaderParams, silu) == 148);
 
 bool match_ssm_conv(const Op& op, const DeviceCaps&) {
   const TensorView &x = op.src[0], &w = op.src[1], &d = op.dst;
@@ -125,7 +126,7 @@ Status record_ssm_conv(Recorder& r, const Op& op) {
   const uint64_t n = static_cast<uint64_t>(op.dst.nelements());
   if (n == 0) return Status();
   uint32_t gx, gy;
-  Recorder::split_groups((n + kConvGroup - 1) / kConvGroup, gx, gy);
+  Recorder::split_groups((n + kElementWorkgroup - 1) / kElementWorkgroup, gx, gy);
   return r.dispatch("ssm_conv", {static_cast<uint32_t>(w.ne[0])}, &p, sizeof p,
                     {x, w, bias, op.dst}, gx, gy);
 }
@@ -133,12 +134,12 @@ Status record_ssm_conv(Recorder& r, const Op& op) {
 // ---- ssm_conv_update -------------------------------------------------------
 
 struct SsmConvUpdateShaderParams {
-  TensorDesc x, w, bias, pool, ids, dst_slots, d;
-  uint32_t has_bias;
-  uint32_t has_dst;
-  uint32_t silu;
-  uint32_t cb;
+  FOLIO_VK_SSM_CONV_UPDATE_PARAMS
 };
+static_assert(sizeof(SsmConvUpdateShaderParams) == 7 * sizeof(TensorDesc) + 16);
+static_assert(offsetof(SsmConvUpdateShaderParams, d) == 216 &&
+              offsetof(SsmConvUpdateShaderParams, has_bias) == 252 &&
+              offsetof(SsmConvUpdateShaderParams, cb) == 264);
 
 bool match_ssm_conv_update(const Op& op, const DeviceCaps&) {
   const TensorView &x = op.src[0], &w = op.src[1], &pool = op.src[3];
@@ -182,7 +183,7 @@ Status record_ssm_conv_update(Recorder& r, const Op& op) {
     groups = static_cast<uint64_t>((channels + p.cb - 1) / p.cb);
   } else {
     p.cb = 0;
-    groups = (static_cast<uint64_t>(channels * n_seq) + kConvGroup - 1) / kConvGroup;
+    groups = (static_cast<uint64_t>(channels * n_seq) + kElementWorkgroup - 1) / kElementWorkgroup;
   }
   uint32_t gx, gy;
   Recorder::split_groups(groups, gx, gy);
@@ -194,16 +195,13 @@ Status record_ssm_conv_update(Recorder& r, const Op& op) {
 // ---- gated_delta_net, gated_delta_net_update ------------------------------
 
 struct GdnShaderParams {
-  TensorDesc q, k, v, g, beta, state, ids, dst_slots, o, state_out;
-  uint32_t h_k;
-  uint32_t ratio;
-  uint32_t head_mod;
-  uint32_t l2_norm;
-  uint32_t has_dst;
-  uint32_t row_blocks;
-  float scale;
-  float eps;
+  FOLIO_VK_GDN_PARAMS
 };
+static_assert(sizeof(GdnShaderParams) == 10 * sizeof(TensorDesc) + 32);
+static_assert(offsetof(GdnShaderParams, state_out) == 324 &&
+              offsetof(GdnShaderParams, h_k) == 360 &&
+              offsetof(GdnShaderParams, row_blocks) == 380 &&
+              offsetof(GdnShaderParams, scale) == 384 && offsetof(GdnShaderParams, eps) == 388);
 
 // Lanes per state row and elements per lane for a key dim: 8 lanes (16
 // bytes apart: a row's 128-byte stretch per load) while each holds at most
@@ -283,9 +281,11 @@ Status record_gdn(Recorder& r, const Op& op) {
 // ---- ssm_scan ----------------------------------------------------------------
 
 struct SsmScanShaderParams {
-  TensorDesc x, dt, a, b, c, state, y, state_out, ids;
-  uint32_t heads_per_group;
+  FOLIO_VK_SSM_SCAN_PARAMS
 };
+static_assert(sizeof(SsmScanShaderParams) == 9 * sizeof(TensorDesc) + 4);
+static_assert(offsetof(SsmScanShaderParams, ids) == 288 &&
+              offsetof(SsmScanShaderParams, heads_per_group) == 324);
 
 bool match_ssm_scan(const Op& op, const DeviceCaps&) {
   for (int i = 0; i < 6; ++i) {
@@ -325,7 +325,7 @@ Status record_ssm_scan(Recorder& r, const Op& op) {
   if (rows == 0 || x.ne[2] == 0) return Status();
   if (update) FOLIO_RETURN_IF_ERROR(record_slot_check(r, op, 6, op.src[5].ne[3]));
   uint32_t gx, gy;
-  Recorder::split_groups((rows + kScanGroup - 1) / kScanGroup, gx, gy);
+  Recorder::split_groups((rows + kSsmScanWorkgroup - 1) / kSsmScanWorkgroup, gx, gy);
   return r.dispatch("ssm_scan", {static_cast<uint32_t>(op.src[5].ne[0]), update ? 1u : 0u}, &p,
                     sizeof p,
                     {x, op.src[1], op.src[2], op.src[3], op.src[4], op.src[5], op.dst, op.dst2,

@@ -6,54 +6,53 @@
 //   mix_i   = ext_factor * (1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1))
 // (mix_i = 0 without YaRN), i.e. theta_interp * (1 - mix) + theta_extrap * mix
 // with the position factored out, and mscale likewise. The table travels in
-// the parameter struct, which bounds n_dims / 2 by kRopeMaxPairs.
+// the parameter struct, which bounds n_dims / 2 by kRopeMaxPairs. Parameter
+// structs and codes: shaders/rope_interface.h.
 // rope_set_rows (kRopeSetRows) is the same rotation with the K/V cache
 // writes of the step in the same dispatch (shaders/rope_set_rows.comp).
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
 #include "backend/cpu/ref/ref_util.h"
 #include "backend/vulkan/kernels.h"
+#include "backend/vulkan/shaders/rope_interface.h"
 
 namespace folio::vulkan {
 namespace {
 
-constexpr int kRopeMaxPairs = 256;  // MAX_PAIRS in rope.comp
-
-// The tail of both shaders' parameter blocks (rope_math.glsl reads it).
-struct RopeTable {
-  uint32_t n_dims;
-  uint32_t sections[4];
-  float mscale;
-  float coef[kRopeMaxPairs];
-};
-
 struct RopeShaderParams {
-  TensorDesc x, pos, ff, d;
-  RopeTable t;
+  FOLIO_VK_ROPE_PARAMS
 };
+static_assert(sizeof(RopeShaderParams) == 4 * sizeof(TensorDesc) + (6 + kRopeMaxPairs) * 4);
+static_assert(offsetof(RopeShaderParams, n_dims) == 144 &&
+              offsetof(RopeShaderParams, sec3) == 160 &&
+              offsetof(RopeShaderParams, mscale) == 164 && offsetof(RopeShaderParams, coef) == 168);
 
 struct RopeSetRowsShaderParams {
-  TensorDesc x, pos, ff, d, slots, v, kt, vt;
-  uint32_t hk0;
-  uint32_t rope_groups;
-  RopeTable t;
+  FOLIO_VK_ROPE_SET_ROWS_PARAMS
 };
+static_assert(sizeof(RopeSetRowsShaderParams) == 8 * sizeof(TensorDesc) + (8 + kRopeMaxPairs) * 4);
+static_assert(offsetof(RopeSetRowsShaderParams, hk0) == 288 &&
+              offsetof(RopeSetRowsShaderParams, rope_groups) == 292 &&
+              offsetof(RopeSetRowsShaderParams, n_dims) == 296 &&
+              offsetof(RopeSetRowsShaderParams, mscale) == 316 &&
+              offsetof(RopeSetRowsShaderParams, coef) == 320);
 
 uint32_t mode_code(RopeMode m) {
   switch (m) {
     case RopeMode::kNormal:
-      return 0;
+      return kRopeModeNormal;
     case RopeMode::kNeox:
-      return 1;
+      return kRopeModeNeox;
     case RopeMode::kMrope:
-      return 2;
+      return kRopeModeMrope;
     case RopeMode::kImrope:
-      return 3;
+      return kRopeModeImrope;
   }
-  return 0;
+  return kRopeModeNormal;
 }
 
 bool match_rope(const Op& op, const DeviceCaps&) {
@@ -64,7 +63,8 @@ bool match_rope(const Op& op, const DeviceCaps&) {
     return false;
   }
   if (!ff.empty() && ff.dtype != DType::F32) return false;
-  if (p.n_dims <= 0 || p.n_dims % 2 != 0 || p.n_dims > x.ne[0] || p.n_dims / 2 > kRopeMaxPairs) {
+  if (p.n_dims <= 0 || p.n_dims % 2 != 0 || p.n_dims > x.ne[0] ||
+      static_cast<uint32_t>(p.n_dims / 2) > kRopeMaxPairs) {
     return false;
   }
   if (p.mode == RopeMode::kMrope || p.mode == RopeMode::kImrope) {
@@ -81,10 +81,13 @@ bool match_rope(const Op& op, const DeviceCaps&) {
          static_cast<uint64_t>(x.nelements()) <= std::numeric_limits<uint32_t>::max();
 }
 
-void fill_table(const RopeParams& rp, RopeTable& t) {
+// The FOLIO_VK_ROPE_TABLE fields of either parameter struct.
+template <class ShaderParams>
+void fill_table(const RopeParams& rp, ShaderParams& t) {
   t.n_dims = static_cast<uint32_t>(rp.n_dims);
   const bool multi = rp.mode == RopeMode::kMrope || rp.mode == RopeMode::kImrope;
-  for (int s = 0; s < 4; ++s) t.sections[s] = multi ? static_cast<uint32_t>(rp.sections[s]) : 0;
+  uint32_t* sections[4] = {&t.sec0, &t.sec1, &t.sec2, &t.sec3};
+  for (int s = 0; s < 4; ++s) *sections[s] = multi ? static_cast<uint32_t>(rp.sections[s]) : 0;
 
   float corr[2];
   ref::rope_yarn_corr_dims(rp.n_dims, rp.n_ctx_orig, rp.freq_base, rp.beta_fast, rp.beta_slow,
@@ -107,10 +110,10 @@ void fill_table(const RopeParams& rp, RopeTable& t) {
   }
 }
 
-// Workgroups of rope's work items (256 each).
+// Workgroups of rope's work items (kElementWorkgroup each).
 uint64_t rope_groups(const RopeParams& rp, const TensorView& x) {
   const int64_t per_row = rp.n_dims / 2 + (x.ne[0] - rp.n_dims);
-  return (static_cast<uint64_t>(per_row * x.nrows()) + 255) / 256;
+  return (static_cast<uint64_t>(per_row * x.nrows()) + kElementWorkgroup - 1) / kElementWorkgroup;
 }
 
 Status record_rope(Recorder& r, const Op& op) {
@@ -122,7 +125,7 @@ Status record_rope(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.pos, r.desc(op.src[1]));
   FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
   FOLIO_ASSIGN_OR_RETURN(p.ff, r.desc(ff));  // empty: a default descriptor, never read
-  fill_table(rp, p.t);
+  fill_table(rp, p);
   uint32_t gx, gy;
   Recorder::split_groups(rope_groups(rp, x), gx, gy);
   return r.dispatch("rope", {mode_code(rp.mode), ff.empty() ? 0u : 1u}, &p, sizeof p,
@@ -131,16 +134,16 @@ Status record_rope(Recorder& r, const Op& op) {
 
 // ---- rope_set_rows: rope with the K/V cache writes (rope_set_rows.comp)
 
-// rope_set_rows.comp's table dtype codes: 0 f32, 1 f16, 2 bf16 (Q8_0 tables:
-// declined, the model runs rope and set_rows).
+// rope_set_rows.comp's table dtype codes: kDtypeF32, kDtypeF16, kDtypeBF16
+// (Q8_0 tables: declined, the model runs rope and set_rows).
 bool table_code(const TensorView& t, uint32_t* code) {
   switch (t.dtype) {
     case DType::F32:
-      *code = 0;
+      *code = kDtypeF32;
       return t.nb[0] % 4 == 0 && t.nb[1] % 4 == 0;
     case DType::F16:
     case DType::BF16:
-      *code = t.dtype == DType::F16 ? 1 : 2;
+      *code = t.dtype == DType::F16 ? kDtypeF16 : kDtypeBF16;
       return t.nb[0] == 2 && t.nb[1] % 2 == 0;
     default:
       return false;
@@ -177,16 +180,16 @@ Status record_rope_set_rows(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.vt, r.desc(vt));
   FOLIO_RETURN_IF_ERROR(aligned4(p.slots, op));
   FOLIO_RETURN_IF_ERROR(aligned4(p.v, op));
-  uint32_t kdt = 0, vdt = 0;
+  uint32_t kdt = kDtypeF32, vdt = kDtypeF32;
   table_code(kt, &kdt);
   table_code(vt, &vdt);
-  if (p.kt.off % (kdt == 0 ? 4 : 2) != 0 || p.vt.off % (vdt == 0 ? 4 : 2) != 0) {
+  if (p.kt.off % (kdt == kDtypeF32 ? 4 : 2) != 0 || p.vt.off % (vdt == kDtypeF32 ? 4 : 2) != 0) {
     return invalid_argument("{}: a table at a misaligned offset", op.describe());
   }
   p.hk0 = static_cast<uint32_t>(x.ne[1] - kt.ne[0] / x.ne[0]);
   const uint64_t groups = rope_groups(rp, x);
   p.rope_groups = static_cast<uint32_t>(groups);
-  fill_table(rp, p.t);
+  fill_table(rp, p);
   uint32_t gx, gy;
   Recorder::split_groups(groups + static_cast<uint64_t>(x.ne[2]), gx, gy);
   return r.dispatch("rope_set_rows", {mode_code(rp.mode), ff.empty() ? 0u : 1u, kdt, vdt}, &p,

@@ -3,11 +3,14 @@
 // power of two. Keys and indices take 8 bytes per element, so rows whose N
 // does not fit the shared memory (N <= 2048 with 16 KiB) are declined and
 // run on the CPU. top_k is the descending sort cut to its first k indices.
+// Parameter struct: shaders/sort_interface.h.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
 #include "backend/vulkan/kernels.h"
+#include "backend/vulkan/shaders/sort_interface.h"
 
 namespace folio::vulkan {
 namespace {
@@ -32,9 +35,9 @@ bool match_sort(const Op& op, const DeviceCaps& caps) {
 }
 
 struct SortShaderParams {
-  TensorDesc x, d;
-  uint32_t k;
+  FOLIO_VK_SORT_PARAMS
 };
+static_assert(sizeof(SortShaderParams) == 2 * sizeof(TensorDesc) + 4);
 
 Status record_sort(Recorder& r, const Op& op) {
   const TensorView& x = op.src[0];

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "backend/device_memory.h"
+#include "backend/vulkan/shaders/interface.h"
 #include "backend/vulkan/vk_hazards.h"
 #include "backend/vulkan/vk_memory.h"
 #include "backend/vulkan/vk_pipelines.h"
@@ -553,10 +554,10 @@ class VulkanBackend::Impl {
     word[0] = 0;
     word[1] = 0;
     switch (code) {
-      case 1: return out_of_range("vulkan: a kernel read an id / slot {} outside its table", static_cast<int32_t>(arg));
-      case 2: return out_of_range("vulkan: attention: sequence index or kv_len {} out of range", static_cast<int32_t>(arg));
-      case 3: return out_of_range("vulkan: attention: block-table entry {} out of range", static_cast<int32_t>(arg));
-      case 4: return invalid_argument("vulkan: destination slot {} used twice", static_cast<int32_t>(arg));
+      case kErrIdRange: return out_of_range("vulkan: a kernel read an id / slot {} outside its table", static_cast<int32_t>(arg));
+      case kErrSeqRange: return out_of_range("vulkan: attention: sequence index or kv_len {} out of range", static_cast<int32_t>(arg));
+      case kErrBlockRange: return out_of_range("vulkan: attention: block-table entry {} out of range", static_cast<int32_t>(arg));
+      case kErrDupSlot: return invalid_argument("vulkan: destination slot {} used twice", static_cast<int32_t>(arg));
       default: return internal_error("vulkan: a kernel reported error {} ({})", code, arg);
     }
   }

@@ -8,17 +8,9 @@
 //                (Numerical Recipes' erfcc coefficients).
 //   softplus     x > 20 ? x : log1p(e^x), log1p by a series for e^x <= 1.
 //   tanh         a series near 0, saturating at |x| > 10 (no inf / inf).
-// Include after common.glsl.
+// Include after common.glsl. The codes (kAct*) are elementwise_interface.h's.
 
-const uint ACT_SILU = 0u;
-const uint ACT_GELU = 1u;
-const uint ACT_GELU_ERF = 2u;
-const uint ACT_SIGMOID = 3u;
-const uint ACT_SOFTPLUS = 4u;
-const uint ACT_EXP = 5u;
-const uint ACT_TANH = 6u;
-const uint ACT_RELU = 7u;
-const uint ACT_NEG = 8u;
+#include "elementwise_interface.h"
 
 // log(1 + u) for u >= 0, accurate for small u: 2 atanh(s) with
 // s = u / (2 + u) <= 1/3 by its odd series while u <= 1 (truncation error
@@ -96,15 +88,15 @@ float act_softplus(float x) { return x > 20.0 ? x : log1p_acc(exp(x)); }
 
 float activation(uint kind, float x) {
   switch (kind) {
-    case ACT_SILU: return act_silu(x);
-    case ACT_GELU: return act_gelu(x);
-    case ACT_GELU_ERF: return act_gelu_erf(x);
-    case ACT_SIGMOID: return act_sigmoid(x);
-    case ACT_SOFTPLUS: return act_softplus(x);
-    case ACT_EXP: return exp(x);
-    case ACT_TANH: return act_tanh(x);
-    case ACT_RELU: return x > 0.0 ? x : 0.0;
-    case ACT_NEG: return -x;
+    case kActSilu: return act_silu(x);
+    case kActGelu: return act_gelu(x);
+    case kActGeluErf: return act_gelu_erf(x);
+    case kActSigmoid: return act_sigmoid(x);
+    case kActSoftplus: return act_softplus(x);
+    case kActExp: return exp(x);
+    case kActTanh: return act_tanh(x);
+    case kActRelu: return x > 0.0 ? x : 0.0;
+    case kActNeg: return -x;
   }
   return x;
 }

@@ -10,25 +10,20 @@
 #include "common.glsl"
 #include "flat_index.glsl"
 #include "row_norm.glsl"
+#include "norm_interface.h"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool HAS_W = false;
 
 #include "workgroup_sum.glsl"
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor a;
-  Tensor b;
-  Tensor w;  // HAS_W: F32 with ne0 elements in all; else unused
-  Tensor d;
-  Tensor d2;
-  float eps;
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_ADD_RMS_NORM_PARAMS } p;
 layout(std430, binding = 2) readonly buffer A { float a_f[]; };
 layout(std430, binding = 3) readonly buffer Bb { float b_f[]; };
 layout(std430, binding = 4) readonly buffer W { float w_f[]; };
-layout(std430, binding = 5) buffer D { float d_f[]; };
-layout(std430, binding = 6) buffer D2 { float d2_f[]; };
+// binding 5: rms_norm_add_rms_norm's wb, unread here
+layout(std430, binding = 6) buffer D { float d_f[]; };
+layout(std430, binding = 7) buffer D2 { float d2_f[]; };
 
 void main() {
   const uint row = group_index();

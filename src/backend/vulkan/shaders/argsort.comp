@@ -11,16 +11,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "sort_interface.h"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint N = 2;
 layout(constant_id = 2) const bool DESC = false;
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor x;  // F32 [n, rows...]
-  Tensor d;  // I32 [k, rows...] (rows pair by flat index)
-  uint k;
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_SORT_PARAMS } p;
 layout(std430, binding = 2) readonly buffer X { uint x_u[]; };
 layout(std430, binding = 3) writeonly buffer D { int d_i[]; };
 

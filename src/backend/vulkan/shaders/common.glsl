@@ -3,6 +3,8 @@
 //   #extension GL_GOOGLE_include_directive : require
 //   #include "common.glsl"
 
+#include "interface.h"
+
 // A tensor as the host describes it (TensorDesc in kernels.h): byte offset of
 // element 0 within the bound buffer, elements per dim, byte strides.
 struct Tensor {
@@ -16,11 +18,9 @@ layout(std430, binding = 1) buffer Errors {
   uint err_arg;
 };
 
-// Error codes (vulkan_backend.cc turns them into messages).
-const uint ERR_ID_RANGE = 1u;     // an id / slot / index outside its table
-const uint ERR_SEQ_RANGE = 2u;    // attention: seq_idx or kv_len out of range
-const uint ERR_BLOCK_RANGE = 3u;  // attention: block-table entry out of range
-const uint ERR_DUP_SLOT = 4u;     // fused state ops: a destination slot used twice
+// Error codes: kErr* in interface.h (mul_mat.comp and get_rows.comp spell
+// kErrIdRange so).
+const uint ERR_ID_RANGE = kErrIdRange;
 
 void report_error(uint code, uint arg) {
   if (atomicCompSwap(err_code, 0u, code) == 0u) err_arg = arg;

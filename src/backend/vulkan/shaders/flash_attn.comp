@@ -38,7 +38,7 @@
 // Split-K (SPLIT = 1, then SPLIT = 2), for batches with few (token, head)
 // pairs over long caches: key positions are cut into pieces at multiples of
 // split_len (a multiple of BC), and partial z of a pair (gl_WorkGroupID.z <
-// n_split <= MAX_SPLITS) takes the pieces z, z + MAX_SPLITS, ... in
+// n_split <= kFaMaxSplits) takes the pieces z, z + kFaMaxSplits, ... in
 // ascending order, leaving its unnormalised accumulators, running max m and
 // denominator l in scratch (l = 0: no visible key). The combine pass (one
 // workgroup per pair) rescales the non-empty partials to their common max
@@ -52,61 +52,36 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "attention_interface.h"
 
-const uint NT = 256u;  // invocations
-const uint TPK = 8u;   // lanes per key when scoring
+const uint NT = kFaWorkgroup;  // invocations
+const uint TPK = kFaLanes;    // lanes per key when scoring
 const uint KG = NT / TPK;
 const uint R = 2u;     // keys per key group and tile
 const uint BC = KG * R;
 
-layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint KT = 0u;     // K dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0
-layout(constant_id = 1) const uint VT = 0u;     // V dtype, same codes
+layout(local_size_x = kFaWorkgroup) in;
+layout(constant_id = 0) const uint KT = kDtypeF32;  // K dtype: kDtypeF32, F16, BF16 or Q8_0
+layout(constant_id = 1) const uint VT = kDtypeF32;  // V dtype, same codes
 layout(constant_id = 2) const uint D = 128u;    // K head dim
 layout(constant_id = 3) const uint DV = 128u;   // V head dim
 layout(constant_id = 4) const uint KWPL = 8u;   // K words per lane: ceil(words(D) / TPK)
 layout(constant_id = 5) const uint VS = 1u;     // key slots for the values
 layout(constant_id = 6) const uint VWPT = 1u;   // V words per invocation: ceil(words(DV) / CT)
 layout(constant_id = 7) const uint ALIGNED = 0u;  // 1: every non-q8_0 K/V row starts on and fills whole words
-layout(constant_id = 8) const uint SPLIT = 0u;    // 0: whole key range; 1: split-K partials; 2: combine
+layout(constant_id = 8) const uint SPLIT = kFaSplitNone;  // or kFaSplitPartials, kFaSplitCombine
 
-const uint KEPW = KT == 0u ? 1u : KT == 3u ? 4u : 2u;  // elements per 32-bit word
-const uint VEPW = VT == 0u ? 1u : VT == 3u ? 4u : 2u;
-const uint KE = KT == 3u ? 4u : 2u;  // register slots per word (q, accumulators)
-const uint VE = VT == 3u ? 4u : 2u;
+const uint KEPW = KT == kDtypeF32 ? 1u : KT == kDtypeQ8_0 ? 4u : 2u;  // elements per 32-bit word
+const uint VEPW = VT == kDtypeF32 ? 1u : VT == kDtypeQ8_0 ? 4u : 2u;
+const uint KE = KT == kDtypeQ8_0 ? 4u : 2u;  // register slots per word (q, accumulators)
+const uint VE = VT == kDtypeQ8_0 ? 4u : 2u;
 const uint WK = (D + KEPW - 1u) / KEPW;  // words per K row
 const uint WV = (DV + VEPW - 1u) / VEPW;
 const uint CT = NT / VS;
 const float NEG_INF = -1.0 / 0.0;
 const uint KPS = (BC + VS - 1u) / VS;  // keys per slot and tile
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor q;        // F32 [D, n_head, n_tokens]
-  Tensor k;        // [D, n_kv_head, n_ctx | block_size, n_seq | n_blocks]
-  Tensor v;        // [DV, n_kv_head, n_ctx | block_size, n_seq | n_blocks]
-  Tensor seq_idx;  // I32 [n_tokens]
-  Tensor pos;      // I32 [n_tokens]
-  Tensor kv_len;   // I32 [n_seq]
-  Tensor blocks;   // I32 [max_blocks, n_seq] (paged only)
-  Tensor sinks;    // F32 [n_head] (has_sinks only)
-  Tensor dst;      // F32 [DV, n_head, n_tokens]
-  uint n_head;
-  uint group;      // query heads per KV head
-  uint n_tokens;
-  uint n_seq;
-  uint paged;
-  uint block_size;  // paged only
-  uint capacity;    // positions a sequence can hold
-  uint n_blocks;    // paged only: physical blocks
-  uint causal;
-  int window;
-  float scale;
-  float softcap;
-  uint has_sinks;
-  Tensor partials;  // F32 scratch [DV + 2, n_split, n_tokens * n_head] (split-K): m, l, acc
-  uint n_split;     // split-K: partials per (token, head)
-  uint split_len;   // split-K: key positions per piece
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_FLASH_ATTN_PARAMS } p;
 layout(std430, binding = 2) readonly buffer Q { float q_f[]; };
 layout(std430, binding = 3) readonly buffer K { uint k_u[]; };
 layout(std430, binding = 4) readonly buffer V { uint v_u[]; };
@@ -118,11 +93,9 @@ layout(std430, binding = 9) readonly buffer Sinks { float sinks_f[]; };
 layout(std430, binding = 10) writeonly buffer Dst { float dst_f[]; };
 layout(std430, binding = 11) buffer Partials { float part_f[]; };
 
-const uint MAX_SPLITS = 64u;  // ops_attention.cc: kFaMaxSplits
-
 // Lane partials of the scores; the slots' accumulators at the end (VS > 1
 // means VWPT = 1: NT * VE floats).
-shared float part[VT == 3u ? NT * 4u : BC * TPK];
+shared float part[VT == kDtypeQ8_0 ? NT * 4u : BC * TPK];
 shared vec4 sc[BC / 4u];      // the tile's scores (key j at sc[j / 4][j % 4])
 shared float slot_l[8];       // the slots' denominators
 shared uint bad_flag;
@@ -156,13 +129,13 @@ int checked_kv_len(uint s) {
   const int len = kvlen_i[flat_off(p.kv_len, s) >> 2];
   const bool len_bad = len < 0 || uint(len) > p.capacity;
   if (len_bad) {
-    if (tid == 0u) report_error(ERR_SEQ_RANGE, uint(len));
+    if (tid == 0u) report_error(kErrSeqRange, uint(len));
   } else if (paged) {
     const uint used = (uint(len) + block_size - 1u) / block_size;
     for (uint b = tid; b < used; b += NT) {
       const int id = blocks_i[block_entry_off(b, s) >> 2];
       if (id < 0 || uint(id) >= p.n_blocks) {
-        report_error(ERR_BLOCK_RANGE, uint(id));
+        report_error(kErrBlockRange, uint(id));
         atomicOr(bad_flag, 1u);
       }
     }
@@ -274,11 +247,11 @@ void main() {
   const uint gid = group_index();
   const uint n_work = p.n_tokens * p.n_head;
   if (gid >= n_work) return;
-  if (SPLIT == 2u) {
+  if (SPLIT == kFaSplitCombine) {
     combine(gid);
     return;
   }
-  const uint zi = SPLIT == 1u ? gl_WorkGroupID.z : 0u;  // split-K: this partial
+  const uint zi = SPLIT == kFaSplitPartials ? gl_WorkGroupID.z : 0u;  // split-K: this partial
   const uint part_at = (p.partials.off >> 2) + (gid * p.n_split + zi) * (DV + 2u);
   k_t = p.k;
   v_t = p.v;
@@ -300,7 +273,7 @@ void main() {
   const int s_in = seq_i[flat_off(p.seq_idx, tok) >> 2];
   int len = -1;
   if (s_in < 0 || uint(s_in) >= p.n_seq) {
-    if (tid == 0u) report_error(ERR_SEQ_RANGE, uint(s_in));
+    if (tid == 0u) report_error(kErrSeqRange, uint(s_in));
   } else {
     len = checked_kv_len(uint(s_in));
   }
@@ -325,9 +298,9 @@ void main() {
   uint sb0 = kb;
   uint plen = 0xffffffffu;
   uint pstride = 0xffffffffu;
-  if (SPLIT == 1u) {
+  if (SPLIT == kFaSplitPartials) {
     plen = p.split_len;
-    pstride = MAX_SPLITS * plen;
+    pstride = kFaMaxSplits * plen;
     sb0 = zi * plen;
     // The first of this partial's pieces that ends past kb.
     if (kb >= sb0 + plen) sb0 += (kb - sb0) / pstride * pstride;
@@ -335,7 +308,7 @@ void main() {
     if (sb0 >= ke) ke = kb;  // no visible key in this partial
   }
   if (ke <= kb) {
-    if (SPLIT == 1u) {
+    if (SPLIT == kFaSplitPartials) {
       if (tid == 0u) part_f[part_at + 1u] = 0.0;
     } else {
       for (uint c = tid; c < DV; c += NT) dst_f[(out_row + c * p.dst.nb0) >> 2] = 0.0;
@@ -380,7 +353,7 @@ void main() {
         const uint row = kv_row(v_t, s, kvh, t0 + min(slot + VS * mi, nv - 1u));
         for (uint i = 0u; i < VWPT; ++i) {
           const uint w = min(ct + CT * i, WV - 1u);
-          if (VT == 3u) {
+          if (VT == kDtypeQ8_0) {
             vb[mi * VWPT + i] = READ_Q8_WORD(v_u, row, w);
             vd[mi * VWPT + i] = READ_Q8_SCALE(v_u, row, w);
           } else {
@@ -395,7 +368,7 @@ void main() {
         const uint row = kv_row(k_t, s, kvh, t0 + min(kgrp + KG * r, nv - 1u));
         for (uint i = 0u; i < KWPL; ++i) {
           const uint w = min(lane + TPK * i, WK - 1u);
-          if (KT == 3u) {
+          if (KT == kDtypeQ8_0) {
             kw[r * KWPL + i] = READ_Q8_WORD(k_u, row, w);
             kd[r * KWPL + i] = READ_Q8_SCALE(k_u, row, w);
           } else {
@@ -408,7 +381,7 @@ void main() {
         precise float dot = 0.0;
         for (uint i = 0u; i < KWPL; ++i) {
           if (lane + TPK * i < WK) {
-            if (KT == 3u) {
+            if (KT == kDtypeQ8_0) {
               const vec4 kv = decode_q8(kw[r * KWPL + i], kd[r * KWPL + i]);
               dot += qr[4u * i] * kv.x;
               dot += qr[4u * i + 1u] * kv.y;
@@ -458,7 +431,7 @@ void main() {
           const float wgt = exp(sc[j >> 2][j & 3u] - mn);
           l += wgt;
           for (uint i = 0u; i < VWPT; ++i) {
-            if (VT == 3u) {
+            if (VT == kDtypeQ8_0) {
               const vec4 vv = decode_q8(vb[mi * VWPT + i], vd[mi * VWPT + i]);
               acc[4u * i] += wgt * vv.x;
               acc[4u * i + 1u] += wgt * vv.y;
@@ -489,7 +462,7 @@ void main() {
     }
   }
   if (slot != 0u) return;
-  if (SPLIT == 1u) {
+  if (SPLIT == kFaSplitPartials) {
     if (tid == 0u) {
       part_f[part_at] = m;
       part_f[part_at + 1u] = l;

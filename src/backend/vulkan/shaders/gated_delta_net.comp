@@ -30,6 +30,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "recurrent_interface.h"
 #include "flat_index.glsl"
 
 layout(local_size_x_id = 0) in;                // WG = ROWS * L
@@ -42,26 +43,7 @@ const uint WG = gl_WorkGroupSize.x;
 const uint ROWS = WG / L;
 const uint G4 = EPL / 4u;  // 4-element groups per lane
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor q;          // F32 [S_k, H_k, T, n_seq]
-  Tensor k;          // F32 [S_k, H_k, T, n_seq]
-  Tensor v;          // F32 [S_v, H_v, T, n_seq]
-  Tensor g;          // F32 [H_v, T, n_seq]
-  Tensor beta;       // F32 [H_v, T, n_seq]
-  Tensor state;      // F32 [S_k, S_v, H_v, n_seq]; UPDATE: the pool [.., .., H_v, n_slots]
-  Tensor ids;        // UPDATE: I32, n_seq elements
-  Tensor dst_slots;  // UPDATE and has_dst: I32, n_seq elements
-  Tensor o;          // F32 [S_v, H_v, T, n_seq]
-  Tensor state_out;  // like state (UPDATE: the pool)
-  uint h_k;
-  uint ratio;        // H_v / H_k
-  uint head_mod;     // 1: key head h % H_k, 0: h / ratio
-  uint l2_norm;
-  uint has_dst;
-  uint row_blocks;   // workgroups per (value head, sequence)
-  float scale;
-  float eps;
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_GDN_PARAMS } p;
 layout(std430, binding = 2) readonly buffer Q { float q_f[]; };
 layout(std430, binding = 3) readonly buffer K { float k_f[]; };
 layout(std430, binding = 4) readonly buffer V { float v_f[]; };

@@ -1,5 +1,6 @@
 // kMoeRoute: one workgroup of 256 invocations per token; invocation t owns
-// experts t, t + 256, ... of the row (X <= MAX_X). In order, each stage
+// experts t, t + 256, ... of the row (X <= kMoeMaxExperts; moe_interface.h
+// holds the bounds and gating codes). In order, each stage
 // separated by a barrier:
 //   p = softmax (max and sum as soft_max.comp's fixed tree), sigmoid
 //       1 / (1 + exp(-l)), or the logits; s = p + bias, in shared memory;
@@ -21,41 +22,22 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "moe_interface.h"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = kElementWorkgroup) in;
 
-const uint MAX_X = 1024u;      // experts per token (ops_moe.cc: kMaxExperts)
-const uint MAX_GROUPS = 64u;   // expert groups (kMaxGroups)
-const uint MAX_K = 64u;        // experts chosen per token (kMaxChosen)
-
-const uint GATING_SOFTMAX = 0u;
-const uint GATING_SIGMOID = 1u;
-const uint GATING_SOFTMAX_WEIGHT = 2u;
-
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor l;  // F32 [X, n] router logits
-  Tensor b;  // F32 [X] selection bias (has_bias only)
-  Tensor d;  // I32 [k, n] chosen experts
-  Tensor w;  // F32 [k, n] their weights
-  uint gating;
-  uint k;
-  uint n_groups;
-  uint n_groups_used;
-  uint norm;
-  uint has_bias;
-  float scale;
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_MOE_ROUTE_PARAMS } p;
 layout(std430, binding = 2) readonly buffer L { float l_f[]; };
 layout(std430, binding = 3) readonly buffer B { float b_f[]; };
 layout(std430, binding = 4) writeonly buffer D { int d_i[]; };
 layout(std430, binding = 5) writeonly buffer W { float w_f[]; };
 
-shared float s_p[MAX_X];    // probabilities (the weights' source)
-shared float s_sel[MAX_X];  // selection values (p + bias, masked by group)
-shared float s_red[256];
-shared float s_gscore[MAX_GROUPS];
-shared bool s_keep[MAX_GROUPS];
-shared uint s_chosen[MAX_K];
+shared float s_p[kMoeMaxExperts];    // probabilities (the weights' source)
+shared float s_sel[kMoeMaxExperts];  // selection values (p + bias, masked by group)
+shared float s_red[kElementWorkgroup];
+shared float s_gscore[kMoeMaxGroups];
+shared bool s_keep[kMoeMaxGroups];
+shared uint s_chosen[kMoeMaxChosen];
 
 const float NEG_INF = -1.0 / 0.0;
 
@@ -76,9 +58,9 @@ void main() {
   const uint gating = p.gating;
 
   // Probabilities.
-  if (gating == GATING_SOFTMAX) {
+  if (gating == kMoeGatingSoftmax) {
     float mx = NEG_INF;
-    for (uint j = tid; j < n; j += 256u) mx = max(mx, l_f[(lrow + j * l_nb0) >> 2]);
+    for (uint j = tid; j < n; j += kElementWorkgroup) mx = max(mx, l_f[(lrow + j * l_nb0) >> 2]);
     s_red[tid] = mx;
     barrier();
     for (uint s = 128u; s > 0u; s >>= 1) {
@@ -88,7 +70,7 @@ void main() {
     mx = s_red[0];
     barrier();  // s_red[0] is read before the sums overwrite it
     float sum = 0.0;
-    for (uint j = tid; j < n; j += 256u) {
+    for (uint j = tid; j < n; j += kElementWorkgroup) {
       const float v = l_f[(lrow + j * l_nb0) >> 2];
       const float e = (v == NEG_INF || mx == NEG_INF) ? 0.0 : exp(v - mx);
       s_p[j] = e;
@@ -101,14 +83,14 @@ void main() {
       barrier();
     }
     sum = s_red[0];
-    for (uint j = tid; j < n; j += 256u) s_p[j] = sum > 0.0 ? s_p[j] / sum : 0.0;
+    for (uint j = tid; j < n; j += kElementWorkgroup) s_p[j] = sum > 0.0 ? s_p[j] / sum : 0.0;
   } else {
-    for (uint j = tid; j < n; j += 256u) {
+    for (uint j = tid; j < n; j += kElementWorkgroup) {
       const float v = l_f[(lrow + j * l_nb0) >> 2];
-      s_p[j] = gating == GATING_SIGMOID ? 1.0 / (1.0 + exp(-v)) : v;
+      s_p[j] = gating == kMoeGatingSigmoid ? 1.0 / (1.0 + exp(-v)) : v;
     }
   }
-  for (uint j = tid; j < n; j += 256u) {
+  for (uint j = tid; j < n; j += kElementWorkgroup) {
     s_sel[j] = p.has_bias != 0u ? s_p[j] + b_f[(p.b.off + j * p.b.nb0) >> 2] : s_p[j];
   }
   barrier();
@@ -141,7 +123,7 @@ void main() {
       s_keep[tid] = rank < p.n_groups_used;
     }
     barrier();
-    for (uint j = tid; j < n; j += 256u) {
+    for (uint j = tid; j < n; j += kElementWorkgroup) {
       if (!s_keep[j / per]) s_sel[j] = NEG_INF;
     }
     barrier();
@@ -149,7 +131,7 @@ void main() {
 
   // Top k by rank.
   const uint k = p.k;
-  for (uint j = tid; j < n; j += 256u) {
+  for (uint j = tid; j < n; j += kElementWorkgroup) {
     const float v = s_sel[j];
     uint rank = 0u;
     for (uint i = 0u; i < n && rank < k; ++i) {
@@ -163,9 +145,9 @@ void main() {
   if (tid != 0u) return;
   const uint drow = row_off(p.d, t, 0u, 0u);
   const uint wrow = row_off(p.w, t, 0u, 0u);
-  float wt[MAX_K];
+  float wt[kMoeMaxChosen];
   for (uint u = 0u; u < k; ++u) wt[u] = s_p[s_chosen[u]];
-  if (gating == GATING_SOFTMAX_WEIGHT) {
+  if (gating == kMoeGatingSoftmaxWeight) {
     float mx = NEG_INF;
     for (uint u = 0u; u < k; ++u) mx = max(mx, wt[u]);
     float sum = 0.0;

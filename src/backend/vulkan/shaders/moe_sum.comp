@@ -5,20 +5,17 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "moe_interface.h"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = kElementWorkgroup) in;
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor e;  // F32 [E, k, n] expert outputs
-  Tensor w;  // F32 [1, k, n] their weights
-  Tensor d;  // F32 [E, n]
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_MOE_SUM_PARAMS } p;
 layout(std430, binding = 2) readonly buffer Ex { float e_f[]; };
 layout(std430, binding = 3) readonly buffer Wt { float w_f[]; };
 layout(std430, binding = 4) writeonly buffer D { float d_f[]; };
 
 void main() {
-  const uint i = group_index() * 256u + gl_LocalInvocationID.x;
+  const uint i = group_index() * kElementWorkgroup + gl_LocalInvocationID.x;
   if (i >= p.d.ne0 * p.d.ne1) return;
   const uint i0 = i % p.d.ne0;
   const uint t = i / p.d.ne0;

@@ -12,21 +12,14 @@
 #include "common.glsl"
 #include "flat_index.glsl"
 #include "row_norm.glsl"
+#include "norm_interface.h"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool HAS_W = false;
 
 #include "workgroup_sum.glsl"
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor a;
-  Tensor b;
-  Tensor w;   // HAS_W: F32 with ne0 elements in all; else unused
-  Tensor wb;  // b's norm weight, F32 with ne0 elements
-  Tensor d;
-  Tensor d2;
-  float eps;
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_ADD_RMS_NORM_PARAMS } p;
 layout(std430, binding = 2) readonly buffer A { float a_f[]; };
 layout(std430, binding = 3) readonly buffer Bb { float b_f[]; };
 layout(std430, binding = 4) readonly buffer W { float w_f[]; };

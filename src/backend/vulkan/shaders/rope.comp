@@ -8,29 +8,19 @@
 // (computed in double; mix_i is the YaRN ramp times ext_factor), so
 // theta = pos * coef[i] / freq_factor[i]; cos and sin are scaled by mscale.
 // theta is reduced to [-pi, pi] before cos / sin (GPU sin / cos are only
-// accurate there); rope_math.glsl holds the arithmetic. Spec 0: mode (0 normal, 1 neox, 2 mrope, 3 imrope);
+// accurate there); rope_math.glsl holds the arithmetic. Spec 0: mode (kRopeMode*);
 // spec 1: freq factors present.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "flat_index.glsl"
+#include "rope_interface.h"
 
-layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint MODE = 0;
+layout(local_size_x = kElementWorkgroup) in;
+layout(constant_id = 0) const uint MODE = kRopeModeNormal;
 layout(constant_id = 1) const bool HAS_FF = false;
 
-const uint MAX_PAIRS = 256u;  // kRopeMaxPairs in ops_rope.cc
-
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor x;    // [head_dim, n_head, n_tok, ne3]
-  Tensor pos;  // I32 [n_tok] or [4 * n_tok] (multi-section)
-  Tensor ff;   // HAS_FF: F32 [n_dims / 2]
-  Tensor d;    // like x
-  uint n_dims;
-  uint sec0, sec1, sec2, sec3;  // multi-section modes: pairs per section
-  float mscale;
-  float coef[MAX_PAIRS];
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_ROPE_PARAMS } p;
 layout(std430, binding = 2) readonly buffer X { float x_f[]; };
 layout(std430, binding = 3) readonly buffer P { int pos_i[]; };
 layout(std430, binding = 4) readonly buffer F { float ff_f[]; };
@@ -41,7 +31,7 @@ layout(std430, binding = 5) writeonly buffer D { float d_f[]; };
 void main() {
   const uint half_dims = p.n_dims / 2u;
   const uint per_row = half_dims + (p.x.ne0 - p.n_dims);
-  const uint w = group_index() * 256u + gl_LocalInvocationID.x;
+  const uint w = group_index() * kElementWorkgroup + gl_LocalInvocationID.x;
   const uint n_tok = p.x.ne2;
   if (w >= per_row * p.x.ne1 * n_tok * p.x.ne3) return;
   const uint k = w % per_row;
@@ -55,8 +45,8 @@ void main() {
     return;
   }
   const uint i = k;
-  const uint ia = MODE == 0u ? 2u * i : i;
-  const uint ib = MODE == 0u ? 2u * i + 1u : i + half_dims;
+  const uint ia = MODE == kRopeModeNormal ? 2u * i : i;
+  const uint ib = MODE == kRopeModeNormal ? 2u * i + 1u : i + half_dims;
   const float x0 = x_f[(xo + ia * p.x.nb0) >> 2];
   const float x1 = x_f[(xo + ib * p.x.nb0) >> 2];
   float d0, d1;

@@ -2,12 +2,13 @@
 // both give the same bits (the rotation `precise`: no contraction into an
 // fma that one shader might get and the other not). Include after the
 // parameter block `p` (n_dims, sec0..sec3, mscale, coef[], pos, ff), the
-// buffers pos_i and ff_f and the spec constants MODE and HAS_FF.
+// buffers pos_i and ff_f and the spec constants MODE and HAS_FF
+// (rope_interface.h: FOLIO_VK_ROPE_TABLE, kRopeMode*).
 
 // Which of the 4 position sections drives pair i (ref rope.cc section_of).
 uint section_of(uint i) {
   const uint sector = i % (p.sec0 + p.sec1 + p.sec2 + p.sec3);
-  if (MODE == 3u) {
+  if (MODE == kRopeModeImrope) {
     if (sector % 3u == 0u && sector < 3u * p.sec0) return 0u;
     if (sector % 3u == 1u && sector < 3u * p.sec1) return 1u;
     if (sector % 3u == 2u && sector < 3u * p.sec2) return 2u;
@@ -31,7 +32,7 @@ float reduce_angle(float theta) {
 
 // Pair i (elements x0, x1) of a row of token `tok` of n_tok, rotated.
 void rope_pair(uint i, uint tok, uint n_tok, float x0, float x1, out float d0, out float d1) {
-  const uint sec = MODE >= 2u ? section_of(i) : 0u;
+  const uint sec = MODE >= kRopeModeMrope ? section_of(i) : 0u;  // the multi-section modes
   const int ps = pos_i[flat_elem_off(p.pos, sec * n_tok + tok) >> 2];
   float theta = float(ps) * p.coef[i];
   if (HAS_FF) theta /= ff_f[flat_elem_off(p.ff, i) >> 2];

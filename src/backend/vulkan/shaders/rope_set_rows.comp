@@ -2,49 +2,33 @@
 // writes of the same step, in one dispatch.
 //
 // Workgroups [0, G): rope.comp's work items (one per rotary pair or
-// pass-through dim of each (head, token) row, 256 per workgroup, the
+// pass-through dim of each (head, token) row, kElementWorkgroup per workgroup, the
 // arithmetic of rope_math.glsl); an item of a K head (the last HK heads of
 // a token, from hk0 on) writes the values it writes to d to the K table
 // too. Workgroups [G, G + T): v's row t to the V table, one invocation per
 // element (F32) or 32-bit word (two-byte elements), as set_rows.comp.
-// Tables F32, F16 or BF16 (spec KDT, VDT: 0, 1, 2; the host runs rope and
+// Tables F32, F16 or BF16 (spec KDT, VDT: kDtype*; the host runs rope and
 // set_rows for Q8_0 tables); conversions by half_convert.glsl, so the bytes
 // are set_rows.comp's. A two-byte element whose word another item also
 // writes is merged in with atomics (each item touches only its half).
 //
-// set_rows' rules: a slot outside the table is reported (ERR_ID_RANGE) and
+// set_rows' rules: a slot outside the table is reported (kErrIdRange) and
 // its row not written; with duplicate slots the last token wins (a token
 // writes nothing when a later token names its slot).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "flat_index.glsl"
+#include "rope_interface.h"
 #include "half_convert.glsl"
 
-layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint MODE = 0;
+layout(local_size_x = kElementWorkgroup) in;
+layout(constant_id = 0) const uint MODE = kRopeModeNormal;
 layout(constant_id = 1) const bool HAS_FF = false;
-layout(constant_id = 2) const uint KDT = 0u;  // K table: 0 f32, 1 f16, 2 bf16
-layout(constant_id = 3) const uint VDT = 0u;  // V table
+layout(constant_id = 2) const uint KDT = kDtypeF32;  // K table: kDtypeF32, F16 or BF16
+layout(constant_id = 3) const uint VDT = kDtypeF32;  // V table
 
-const uint MAX_PAIRS = 256u;  // kRopeMaxPairs in ops_rope.cc
-
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor x;      // F32 [head_dim, n_head, n_tok], contiguous
-  Tensor pos;    // I32 [n_tok] or [4 * n_tok] (multi-section)
-  Tensor ff;     // HAS_FF: F32 [n_dims / 2]
-  Tensor d;      // like x
-  Tensor slots;  // I32 [n_tok]
-  Tensor v;      // F32 [v_cols, n_tok]
-  Tensor kt;     // K table [head_dim * HK, n_slots]
-  Tensor vt;     // V table [v_cols, n_slots]
-  uint hk0;          // first K head: n_head - HK
-  uint rope_groups;  // G
-  uint n_dims;
-  uint sec0, sec1, sec2, sec3;  // multi-section modes: pairs per section
-  float mscale;
-  float coef[MAX_PAIRS];
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_ROPE_SET_ROWS_PARAMS } p;
 layout(std430, binding = 2) readonly buffer X { float x_f[]; };
 layout(std430, binding = 3) readonly buffer P { int pos_i[]; };
 layout(std430, binding = 4) readonly buffer F { float ff_f[]; };
@@ -63,7 +47,7 @@ int slot_at(uint t) { return slots_i[flat_elem_off(p.slots, t) >> 2]; }
 int write_slot(uint t, uint n_tok, uint n_slots) {
   const int s = slot_at(t);
   if (s < 0 || uint(s) >= n_slots) {
-    report_error(ERR_ID_RANGE, uint(s));
+    report_error(kErrIdRange, uint(s));
     return -1;
   }
   for (uint j = t + 1u; j < n_tok; ++j) {
@@ -72,13 +56,13 @@ int write_slot(uint t, uint n_tok, uint n_slots) {
   return s;
 }
 
-uint half_bits(uint dt, uint x) { return dt == 1u ? f32_to_f16(x) : f32_to_bf16(x); }
+uint half_bits(uint dt, uint x) { return dt == kDtypeF16 ? f32_to_f16(x) : f32_to_bf16(x); }
 
 // Element at byte b of the K table := v.
 void put_k(uint b, float v) {
   const uint x = floatBitsToUint(v);
   const uint w = b >> 2;
-  if (KDT == 0u) {
+  if (KDT == kDtypeF32) {
     kt_u[w] = x;
   } else if ((b & 2u) == 0u) {
     atomicAnd(kt_u[w], 0xffff0000u);
@@ -100,9 +84,9 @@ void v_row(uint t, uint n_tok) {
   const uint src_nb0 = p.v.nb0;
   const uint dst = p.vt.off + uint(slot) * p.vt.nb1;
   const uint n_cols = p.v.ne0;
-  if (VDT == 0u) {
+  if (VDT == kDtypeF32) {
     const uint dst_nb0 = p.vt.nb0;
-    for (uint c = tid; c < n_cols; c += 256u) {
+    for (uint c = tid; c < n_cols; c += kElementWorkgroup) {
       vt_u[(dst + c * dst_nb0) >> 2] = v_u[(src + c * src_nb0) >> 2];
     }
     return;
@@ -111,7 +95,7 @@ void v_row(uint t, uint n_tok) {
   // 0 and no low element when the row starts in the word's upper half).
   const uint w0 = dst >> 2;
   const uint w_end = (dst + 2u * n_cols + 3u) >> 2;
-  for (uint w = w0 + tid; w < w_end; w += 256u) {
+  for (uint w = w0 + tid; w < w_end; w += kElementWorkgroup) {
     const bool has_lo = 4u * w >= dst;
     const uint hi = has_lo ? (4u * w - dst) / 2u + 1u : 0u;
     const bool has_hi = hi < n_cols;
@@ -138,7 +122,7 @@ void main() {
   }
   const uint half_dims = p.n_dims / 2u;
   const uint per_row = half_dims + (p.x.ne0 - p.n_dims);
-  const uint w = g * 256u + gl_LocalInvocationID.x;
+  const uint w = g * kElementWorkgroup + gl_LocalInvocationID.x;
   if (w >= per_row * p.x.ne1 * n_tok) return;
   const uint k = w % per_row;
   const uint h = (w / per_row) % p.x.ne1, tok = (w / per_row) / p.x.ne1;
@@ -149,8 +133,8 @@ void main() {
   uint ia, ib = 0u;
   float d0, d1 = 0.0;
   if (pair) {
-    ia = MODE == 0u ? 2u * k : k;
-    ib = MODE == 0u ? 2u * k + 1u : k + half_dims;
+    ia = MODE == kRopeModeNormal ? 2u * k : k;
+    ib = MODE == kRopeModeNormal ? 2u * k + 1u : k + half_dims;
     const float x0 = x_f[(xo + ia * p.x.nb0) >> 2];
     const float x1 = x_f[(xo + ib * p.x.nb0) >> 2];
     rope_pair(k, tok, n_tok, x0, x1, d0, d1);

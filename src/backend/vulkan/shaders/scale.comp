@@ -11,15 +11,11 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "elementwise_interface.h"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = kElementWorkgroup) in;
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor x;
-  Tensor d;
-  float scale;
-  float bias;
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_SCALE_PARAMS } p;
 layout(std430, binding = 2) readonly buffer X { float x_f[]; };
 layout(std430, binding = 3) writeonly buffer D { float d_f[]; };
 
@@ -53,7 +49,7 @@ float scale_bias(float x, float s, float b) {
 }
 
 void main() {
-  const uint i = group_index() * 256u + gl_LocalInvocationID.x;
+  const uint i = group_index() * kElementWorkgroup + gl_LocalInvocationID.x;
   const uint n = p.d.ne0 * p.d.ne1 * p.d.ne2 * p.d.ne3;
   if (i >= n) return;
   const uint i0 = i % p.d.ne0;

@@ -25,17 +25,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "attention_interface.h"
 #include "quant_q8_0.glsl"
 
 layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint DT = 0u;  // table dtype: 0 f32, 1 f16, 2 bf16, 3 q8_0
+layout(constant_id = 0) const uint DT = kDtypeF32;  // table dtype: kDtypeF32, F16, BF16 or Q8_0
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor rows;   // F32 [n_cols, ne1, ne2, ne3]: n rows
-  Tensor slots;  // I32 [n] (at most 2-D, read flat)
-  Tensor table;  // [n_cols, n_slots]
-  uint n;        // rows to scatter
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_SET_ROWS_PARAMS } p;
 layout(std430, binding = 2) readonly buffer Rows { uint rows_u[]; };
 layout(std430, binding = 3) readonly buffer Slots { int slots_i[]; };
 layout(std430, binding = 4) buffer Table { uint table_u[]; };
@@ -54,7 +50,7 @@ int slot_at(uint i) {
 
 #include "half_convert.glsl"
 
-uint to_half(uint x) { return DT == 1u ? f32_to_f16(x) : f32_to_bf16(x); }
+uint to_half(uint x) { return DT == kDtypeF16 ? f32_to_f16(x) : f32_to_bf16(x); }
 
 // Q8_0 row: n_cols / 32 blocks of 34 bytes at byte dst of the table, from the
 // F32 elements at src (byte stride src_nb0).
@@ -115,7 +111,7 @@ void main() {
   slots_t = p.slots;
   const int slot = slot_at(i);
   if (slot < 0 || uint(slot) >= p.table.ne1) {
-    if (tid == 0u) report_error(ERR_ID_RANGE, uint(slot));
+    if (tid == 0u) report_error(kErrIdRange, uint(slot));
     return;
   }
   if (tid == 0u) later_dup = 0u;
@@ -131,11 +127,11 @@ void main() {
   const uint dst = p.table.off + uint(slot) * p.table.nb1;
   const uint n_cols = p.rows.ne0;
   const uint src_nb0 = p.rows.nb0;  // read once: the parameter buffer may live in host memory
-  if (DT == 3u) {
+  if (DT == kDtypeQ8_0) {
     write_q8_0_row(src, src_nb0, dst, n_cols);
     return;
   }
-  if (DT == 0u) {
+  if (DT == kDtypeF32) {
     const uint dst_nb0 = p.table.nb0;
     for (uint c = tid; c < n_cols; c += 256u) {
       table_u[(dst + c * dst_nb0) >> 2] = rows_u[(src + c * src_nb0) >> 2];

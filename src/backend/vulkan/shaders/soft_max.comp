@@ -6,16 +6,11 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "attention_interface.h"
 
 layout(local_size_x = 256) in;
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor x;     // F32 [ne0, ne1, ne2, ne3]
-  Tensor mask;  // F32 [ne0, ne1, m2, m3] (has_mask only)
-  Tensor d;     // F32 like x
-  float scale;
-  uint has_mask;
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_SOFT_MAX_PARAMS } p;
 layout(std430, binding = 2) readonly buffer X { float x_f[]; };
 layout(std430, binding = 3) readonly buffer M { float m_f[]; };
 layout(std430, binding = 4) writeonly buffer Dst { float d_f[]; };

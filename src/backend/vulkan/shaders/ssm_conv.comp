@@ -5,20 +5,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "recurrent_interface.h"
 #include "flat_index.glsl"
 #include "ssm_conv.glsl"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = kElementWorkgroup) in;
 layout(constant_id = 0) const uint K = 4;  // kernel width
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor x;     // F32 [K - 1 + T, C, n_seq]
-  Tensor w;     // F32 [K, C]
-  Tensor bias;  // F32, C elements in any shape (has_bias)
-  Tensor d;     // F32 [C, T, n_seq]
-  uint has_bias;
-  uint silu;
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_SSM_CONV_PARAMS } p;
 layout(std430, binding = 2) readonly buffer X { float x_f[]; };
 layout(std430, binding = 3) readonly buffer W { float w_f[]; };
 layout(std430, binding = 4) readonly buffer B { float b_f[]; };
@@ -27,7 +21,7 @@ layout(std430, binding = 5) writeonly buffer D { float d_f[]; };
 void main() {
   const Tensor d = p.d;
   const uint n_c = d.ne0, n_t = d.ne1;
-  const uint e = group_index() * 256u + gl_LocalInvocationID.x;
+  const uint e = group_index() * kElementWorkgroup + gl_LocalInvocationID.x;
   if (e >= n_c * n_t * d.ne2) return;
   const uint c = e % n_c;
   const uint t = (e / n_c) % n_t;

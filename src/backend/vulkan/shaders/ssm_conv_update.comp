@@ -17,27 +17,16 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "recurrent_interface.h"
 #include "flat_index.glsl"
 #include "ssm_conv.glsl"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = kElementWorkgroup) in;
 layout(constant_id = 0) const uint K = 4;  // kernel width (>= 2)
 layout(constant_id = 1) const uint STAGED = 0u;
 layout(constant_id = 2) const uint STAGE_FLOATS = 1u;  // STAGED: CB * n_seq * (K - 1)
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor x;          // F32 [C, n_seq]
-  Tensor w;          // F32 [K, C]
-  Tensor bias;       // F32, C elements in any shape (has_bias)
-  Tensor pool;       // F32 [K - 1, C, n_slots]
-  Tensor ids;        // I32, n_seq elements
-  Tensor dst_slots;  // I32, n_seq elements (has_dst)
-  Tensor d;          // F32 [C, n_seq]
-  uint has_bias;
-  uint has_dst;
-  uint silu;
-  uint cb;           // STAGED: channels per workgroup
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_SSM_CONV_UPDATE_PARAMS } p;
 layout(std430, binding = 2) readonly buffer X { float x_f[]; };
 layout(std430, binding = 3) readonly buffer W { float w_f[]; };
 layout(std430, binding = 4) readonly buffer B { float b_f[]; };
@@ -77,7 +66,7 @@ void main() {
   const bool has_dst = p.has_dst != 0u;
   const Tensor pool = p.pool;
   if (STAGED == 0u) {
-    const uint e = group_index() * 256u + tid;
+    const uint e = group_index() * kElementWorkgroup + tid;
     if (e >= n_c * n_seq) return;
     const uint c = e % n_c, s = e / n_c;
     const int from = slot_of(p.ids, false, s);
@@ -91,7 +80,7 @@ void main() {
   if (c0 >= n_c) return;
   const uint cb = min(p.cb, n_c - c0);
   const uint n_pairs = cb * n_seq;  // pair = (c0 + pair % cb, pair / cb)
-  for (uint pr = tid; pr < n_pairs; pr += 256u) {
+  for (uint pr = tid; pr < n_pairs; pr += kElementWorkgroup) {
     const int from = slot_of(p.ids, false, pr / cb);
     if (from < 0) continue;
     for (uint j = 0u; j + 1u < K; ++j) {
@@ -99,7 +88,7 @@ void main() {
     }
   }
   barrier();
-  for (uint pr = tid; pr < n_pairs; pr += 256u) {
+  for (uint pr = tid; pr < n_pairs; pr += kElementWorkgroup) {
     const int to = has_dst ? slot_of(p.dst_slots, true, pr / cb) : slot_of(p.ids, false, pr / cb);
     if (to < 0 || slot_of(p.ids, false, pr / cb) < 0) continue;
     for (uint j = 0u; j + 1u < K; ++j) win[j] = stage[pr * (K - 1u) + j];

@@ -17,24 +17,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "recurrent_interface.h"
 #include "flat_index.glsl"
 
-layout(local_size_x = 64) in;
+layout(local_size_x = kSsmScanWorkgroup) in;
 layout(constant_id = 0) const uint N = 16u;  // state values per row (d_state)
 layout(constant_id = 1) const uint UPDATE = 0u;
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor x;          // F32 [P, H, T, n_seq]
-  Tensor dt;         // F32 [H, T, n_seq]
-  Tensor a;          // F32, H elements in any shape
-  Tensor b;          // F32 [N, G, T, n_seq]
-  Tensor c;          // F32 [N, G, T, n_seq]
-  Tensor state;      // F32 [N, P, H, n_seq]; UPDATE: the pool [N, P, H, n_slots]
-  Tensor y;          // F32 [P, H, T, n_seq]
-  Tensor state_out;  // like state (may be the same view)
-  Tensor ids;        // UPDATE: I32, n_seq elements
-  uint heads_per_group;
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_SSM_SCAN_PARAMS } p;
 layout(std430, binding = 2) readonly buffer X { float x_f[]; };
 layout(std430, binding = 3) readonly buffer Dt { float dt_f[]; };
 layout(std430, binding = 4) readonly buffer A { float a_f[]; };
@@ -49,7 +39,7 @@ void main() {
   if (UPDATE != 0u && err_code != 0u) return;  // a slot check (or an earlier kernel) failed
   const Tensor x = p.x;
   const uint n_p = x.ne0, n_h = x.ne1, n_t = x.ne2, n_s = x.ne3;
-  const uint e = group_index() * 64u + gl_LocalInvocationID.x;
+  const uint e = group_index() * kSsmScanWorkgroup + gl_LocalInvocationID.x;
   if (e >= n_p * n_h * n_s) return;
   const uint r = e % n_p;
   const uint h = (e / n_p) % n_h;

@@ -2,27 +2,22 @@
 // kGatedDeltaNetUpdate; op.h "Fused decode ops"), one workgroup dispatched
 // before the op's main dispatch, which returns at once when the error word is
 // set: so nothing is written when
-//   an id or a destination slot is outside [0, n_slots)   ERR_ID_RANGE
-//   a destination slot is used twice                      ERR_DUP_SLOT
+//   an id or a destination slot is outside [0, n_slots)   kErrIdRange
+//   a destination slot is used twice                      kErrDupSlot
 // (ranges first, as the CPU kernels check them). Destinations are dst_slots,
 // or the ids when dst_slots is absent. Duplicates are found with a bitmap of
 // slots in shared memory, 64 Ki slots per pass.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "recurrent_interface.h"
 #include "flat_index.glsl"
 
 layout(local_size_x = 256) in;
 
 const uint MAP_WORDS = 2048u;  // 65536 slots per pass
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor ids;        // I32, n_seq elements
-  Tensor dst_slots;  // I32, n_seq elements (has_dst)
-  uint n_seq;
-  uint n_slots;
-  uint has_dst;
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_SLOT_CHECK_PARAMS } p;
 layout(std430, binding = 2) readonly buffer Ids { int ids_i[]; };
 layout(std430, binding = 3) readonly buffer DstSlots { int dst_i[]; };
 
@@ -39,13 +34,13 @@ void main() {
   for (uint s = tid; s < n; s += 256u) {
     const int id = ids_i[flat_elem_off(ids, s) >> 2];
     if (id < 0 || uint(id) >= n_slots) {
-      report_error(ERR_ID_RANGE, uint(id));
+      report_error(kErrIdRange, uint(id));
       bad = 1u;
     }
     if (has_dst) {
       const int d = dst_i[flat_elem_off(dsts, s) >> 2];
       if (d < 0 || uint(d) >= n_slots) {
-        report_error(ERR_ID_RANGE, uint(d));
+        report_error(kErrIdRange, uint(d));
         bad = 1u;
       }
     }
@@ -60,7 +55,7 @@ void main() {
                                   : ids_i[flat_elem_off(ids, s) >> 2]);
       if (d < base || d - base >= MAP_WORDS * 32u) continue;
       const uint bit = 1u << ((d - base) & 31u);
-      if ((atomicOr(seen[(d - base) >> 5], bit) & bit) != 0u) report_error(ERR_DUP_SLOT, d);
+      if ((atomicOr(seen[(d - base) >> 5], bit) & bit) != 0u) report_error(kErrDupSlot, d);
     }
     barrier();
   }
