@@ -67,7 +67,9 @@ struct DeviceCaps {
   bool push_descriptor = false;           // VK_KHR_push_descriptor (enabled when present)
 };
 
-// What a record function uses: tensor descriptors and dispatches.
+// What a record function uses: tensor descriptors and dispatches. Tests
+// record through a fake one without a device
+// (tests/backend/vulkan_fake_recorder.h).
 class Recorder {
  public:
   virtual ~Recorder() = default;

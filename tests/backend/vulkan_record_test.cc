@@ -1,0 +1,385 @@
+// The Vulkan kernels' match and record functions without a device: each op
+// goes through the kernel table (vulkan_kernels(): the first match of its
+// kind, as the backend selects) and is recorded into a FakeRecorder, whose
+// log says which shader, spec constants, parameters, tensors and workgroups
+// the device would have run. The parameter bytes are read back through the
+// shaders' own interface headers.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/op.h"
+#include "backend/vulkan/kernels.h"
+#include "backend/vulkan/shaders/attention_interface.h"
+#include "backend/vulkan/shaders/elementwise_interface.h"
+#include "backend/vulkan/shaders/mat_interface.h"
+#include "backend/vulkan/shaders/norm_interface.h"
+#include "backend/vulkan/shaders/rope_interface.h"
+#include "vulkan_fake_recorder.h"
+
+namespace folio::vulkan {
+namespace vulkan_record_test {
+
+struct NormShaderParams {
+  FOLIO_VK_NORM_PARAMS
+};
+struct AddRmsNormShaderParams {
+  FOLIO_VK_ADD_RMS_NORM_PARAMS
+};
+struct FlashAttnShaderParams {
+  FOLIO_VK_FLASH_ATTN_PARAMS
+};
+struct RopeShaderParams {
+  FOLIO_VK_ROPE_PARAMS
+};
+
+// Selects the kernel for `op` on r's device and records it; the kernel's name.
+std::string record(FakeRecorder& r, const Op& op, Status* status = nullptr) {
+  const KernelDef* k = select_vulkan_kernel(op, r.caps());
+  if (k == nullptr) return "";
+  const Status s = k->record(r, op);
+  if (status != nullptr) {
+    *status = s;
+  } else {
+    EXPECT_TRUE(s.ok()) << k->name << ": " << s.to_string();
+  }
+  return k->name;
+}
+
+bool zero_desc(const TensorDesc& d) {
+  const TensorDesc zero;
+  return std::memcmp(&d, &zero, sizeof d) == 0;
+}
+
+Op rms_norm_op(FakeRecorder& r, int64_t ne0, int64_t rows) {
+  Op op;
+  op.kind = OpKind::kRmsNorm;
+  op.src[0] = r.tensor(DType::F32, {ne0, rows});
+  op.src[1] = r.tensor(DType::F32, {ne0});
+  op.dst = r.tensor(DType::F32, {ne0, rows});
+  op.params = RmsNormParams{1e-5f};
+  return op;
+}
+
+TEST(VulkanRecord, SplitGroupsKeepsEachCountWithinTheDeviceLimit) {
+  struct Case {
+    uint64_t n;
+    uint32_t x, y;
+  };
+  for (const Case& c : {Case{0, 1, 1}, Case{1, 1, 1}, Case{65535, 65535, 1}, Case{65536, 65535, 2},
+                        Case{65535 * 3 + 1, 65535, 4}}) {
+    uint32_t x = 0, y = 0;
+    Recorder::split_groups(c.n, x, y);
+    EXPECT_EQ(x, c.x) << c.n;
+    EXPECT_EQ(y, c.y) << c.n;
+  }
+}
+
+TEST(VulkanRecord, RmsNormTakesTheRowNormWorkgroupAsItsSpecConstant) {
+  // Row length -> workgroup: the smallest power of two >= ne0 within [32, 256].
+  const std::vector<std::pair<int64_t, uint32_t>> cases = {
+      {1, 32}, {32, 32}, {33, 64}, {100, 128}, {256, 256}, {257, 256}, {4096, 256}};
+  for (const auto& [ne0, want] : cases) {
+    FakeRecorder r;
+    const Op op = rms_norm_op(r, ne0, 3);
+    EXPECT_EQ(record(r, op), "rms_norm");
+    ASSERT_EQ(r.dispatches().size(), 1u);
+    const RecordedDispatch& d = r.dispatches()[0];
+    EXPECT_EQ(d.shader, "norm");
+    EXPECT_EQ(d.spec, (std::vector<uint32_t>{want, kNormModeRms, 1u})) << ne0;
+    EXPECT_EQ(d.total_groups(), 3u);  // one workgroup per row
+    const auto p = d.params_as<NormShaderParams>();
+    EXPECT_EQ(p.x.ne[0], static_cast<uint32_t>(ne0));
+    EXPECT_EQ(p.w.nb[0], 4u);
+    EXPECT_EQ(p.eps, 1e-5f);
+    EXPECT_EQ(d.buffers, (std::vector<int>{0, 1, 2}));
+  }
+  // A device with smaller workgroups: the largest power of two it allows.
+  FakeRecorder small;
+  small.mutable_caps().max_workgroup_size = 100;
+  EXPECT_EQ(record(small, rms_norm_op(small, 4096, 1)), "rms_norm");
+  ASSERT_EQ(small.dispatches().size(), 1u);
+  EXPECT_EQ(small.dispatches()[0].spec[0], 64u);
+  // Below the smallest row-norm workgroup the op is declined.
+  FakeRecorder tiny;
+  tiny.mutable_caps().max_workgroup_size = 16;
+  EXPECT_EQ(select_vulkan_kernel(rms_norm_op(tiny, 64, 1), tiny.caps()), nullptr);
+}
+
+TEST(VulkanRecord, L2NormBindsAPlaceholderForItsAbsentWeight) {
+  FakeRecorder r;
+  Op op;
+  op.kind = OpKind::kL2Norm;
+  op.src[0] = r.tensor(DType::F32, {40, 2});
+  op.dst = r.tensor(DType::F32, {40, 2});
+  op.params = NormParams{1e-6f};
+  EXPECT_EQ(record(r, op), "l2_norm");
+  ASSERT_EQ(r.dispatches().size(), 1u);
+  const RecordedDispatch& d = r.dispatches()[0];
+  EXPECT_EQ(d.spec, (std::vector<uint32_t>{64u, kNormModeL2, 0u}));
+  EXPECT_TRUE(d.tensors[1].empty());
+  EXPECT_EQ(d.buffers[1], -1);
+  EXPECT_TRUE(zero_desc(d.params_as<NormShaderParams>().w));
+}
+
+TEST(VulkanRecord, AddRmsNormAndItsSandwichFusionShareOneRecordFunction) {
+  FakeRecorder r;
+  Op op;
+  op.kind = OpKind::kAddRmsNorm;
+  op.src[0] = r.tensor(DType::F32, {96, 2});
+  op.src[1] = r.tensor(DType::F32, {96, 2});
+  op.src[2] = r.tensor(DType::F32, {96});
+  op.dst = r.tensor(DType::F32, {96, 2});
+  op.dst2 = r.tensor(DType::F32, {96, 2});
+  op.params = RmsNormParams{1e-6f};
+  Op fused = op;
+  fused.kind = OpKind::kRmsNormAddRmsNorm;
+  fused.src[3] = r.tensor(DType::F32, {96});
+  EXPECT_EQ(select_vulkan_kernel(op, r.caps())->record,
+            select_vulkan_kernel(fused, r.caps())->record);
+  EXPECT_EQ(record(r, op), "add_rms_norm");
+  EXPECT_EQ(record(r, fused), "rms_norm_add_rms_norm");
+  ASSERT_EQ(r.dispatches().size(), 2u);
+  const RecordedDispatch &plain = r.dispatches()[0], &sandwich = r.dispatches()[1];
+  EXPECT_EQ(plain.shader, "add_rms_norm");
+  EXPECT_EQ(sandwich.shader, "rms_norm_add_rms_norm");
+  for (const RecordedDispatch* d : {&plain, &sandwich}) {
+    EXPECT_EQ(d->spec, (std::vector<uint32_t>{128u, 1u}));
+    EXPECT_EQ(d->tensors.size(), 6u);
+    EXPECT_EQ(d->total_groups(), 2u);
+  }
+  // b's norm weight: binding 5 and field wb, a placeholder and zeros without it.
+  EXPECT_EQ(plain.buffers[3], -1);
+  EXPECT_TRUE(zero_desc(plain.params_as<AddRmsNormShaderParams>().wb));
+  EXPECT_EQ(sandwich.buffers[3], r.buffer_of(fused.src[3].data, 0));
+  EXPECT_EQ(sandwich.params_as<AddRmsNormShaderParams>().wb.ne[0], 96u);
+  EXPECT_EQ(plain.params_as<AddRmsNormShaderParams>().d2.ne[1], 2u);
+}
+
+TEST(VulkanRecord, LargeOpsSplitTheirWorkgroupsIntoXAndY) {
+  {  // rms_norm: a workgroup per row
+    FakeRecorder r;
+    const int64_t rows = 200000;
+    EXPECT_EQ(record(r, rms_norm_op(r, 4, rows)), "rms_norm");
+    ASSERT_EQ(r.dispatches().size(), 1u);
+    const RecordedDispatch& d = r.dispatches()[0];
+    EXPECT_EQ(d.groups[0], 65535u);
+    EXPECT_EQ(d.groups[1], 4u);  // ceil(200000 / 65535)
+    EXPECT_EQ(d.groups[2], 1u);
+  }
+  {  // unary: kElementWorkgroup elements per workgroup (fake memory costs no RAM)
+    FakeRecorder r;
+    const int64_t n = int64_t{65535} * kElementWorkgroup + 1;
+    Op op;
+    op.kind = OpKind::kUnary;
+    op.src[0] = r.tensor(DType::F32, {n});
+    op.dst = op.src[0];
+    op.params = UnaryParams{UnaryKind::kTanh};
+    EXPECT_EQ(record(r, op), "unary");
+    ASSERT_EQ(r.dispatches().size(), 1u);
+    const RecordedDispatch& d = r.dispatches()[0];
+    EXPECT_EQ(d.spec, (std::vector<uint32_t>{kActTanh}));
+    EXPECT_EQ(d.groups[0], 65535u);
+    EXPECT_EQ(d.groups[1], 2u);
+  }
+}
+
+Op mul_mat_op(FakeRecorder& r, DType wtype, int64_t k, int64_t n, int64_t m) {
+  Op op;
+  op.kind = OpKind::kMulMat;
+  op.src[0] = r.tensor(wtype, {k, n});
+  op.src[1] = r.tensor(DType::F32, {k, m});
+  op.dst = r.tensor(DType::F32, {n, m});
+  return op;
+}
+
+TEST(VulkanRecord, MulMatTakesTheMatvecUpToItsColumnLimitAndTilesBeyond) {
+  for (int64_t m = 1; m <= kMatVecMaxCols + 2; ++m) {
+    FakeRecorder r;
+    EXPECT_EQ(record(r, mul_mat_op(r, DType::F16, 512, 40, m)), "mul_mat");
+    ASSERT_EQ(r.dispatches().size(), 1u);
+    const RecordedDispatch& d = r.dispatches()[0];
+    if (m <= kMatVecMaxCols) {
+      EXPECT_EQ(d.shader, "mul_mat_vec") << m;
+      EXPECT_EQ(d.spec[1], static_cast<uint32_t>(m));  // NCOLS
+    } else {
+      EXPECT_EQ(d.shader, "mul_mat") << m;
+      EXPECT_EQ(d.total_groups(), 1u);  // one 64 x 64 tile
+    }
+    EXPECT_EQ(d.spec[0], static_cast<uint32_t>(DType::F16));
+  }
+}
+
+TEST(VulkanRecord, Int8ProductsOnlyWithIntegerDotProductsAndTheirWeightTypes) {
+  struct Case {
+    DType w;
+    bool integer_dot;
+    const char* kernel;
+  };
+  for (const Case& c : {Case{DType::Q4_0, true, "mul_mat_q8"},
+                        Case{DType::Q8_0, true, "mul_mat_q8"}, Case{DType::Q4_0, false, "mul_mat"},
+                        Case{DType::Q4_K, true, "mul_mat"}, Case{DType::F16, true, "mul_mat"}}) {
+    FakeRecorder r;
+    r.mutable_caps().integer_dot = c.integer_dot;
+    for (int64_t m : {int64_t{1}, int64_t{20}}) {
+      const KernelDef* k = select_vulkan_kernel(mul_mat_op(r, c.w, 256, 32, m), r.caps());
+      ASSERT_NE(k, nullptr);
+      EXPECT_STREQ(k->name, c.kernel) << dtype_name(c.w) << " m=" << m;  // never by column count
+    }
+  }
+  // Decode: the int8 matvec; prefill: quantize into scratch, then the tiles.
+  FakeRecorder r;
+  r.mutable_caps().integer_dot = true;
+  EXPECT_EQ(record(r, mul_mat_op(r, DType::Q4_0, 256, 32, 1)), "mul_mat_q8");
+  ASSERT_EQ(r.dispatches().size(), 1u);
+  EXPECT_EQ(r.dispatches()[0].shader, "mul_mat_vec_q8");
+  EXPECT_TRUE(r.scratch_requests().empty());
+  EXPECT_EQ(record(r, mul_mat_op(r, DType::Q4_0, 256, 32, 20)), "mul_mat_q8");
+  ASSERT_EQ(r.dispatches().size(), 3u);
+  EXPECT_EQ(r.dispatches()[1].shader, "quant_act_q8");
+  EXPECT_EQ(r.dispatches()[2].shader, "mul_mat_q8");
+  // 20 columns of 256 / 32 blocks of kMatQ8BlockWords words.
+  ASSERT_EQ(r.scratch_requests().size(), 1u);
+  EXPECT_EQ(r.scratch_requests()[0], 20u * (256 / kMatQ8Block) * kMatQ8BlockWords * 4);
+}
+
+// Flash attention of n_tokens tokens of one sequence over a contiguous F16
+// cache of n_ctx positions, head dim 64, two heads.
+Op flash_attn_op(FakeRecorder& r, int64_t n_tokens, int64_t n_ctx) {
+  Op op;
+  op.kind = OpKind::kFlashAttn;
+  op.src[0] = r.tensor(DType::F32, {64, 2, n_tokens});
+  op.src[1] = r.tensor(DType::F16, {64, 2, n_ctx, 1});
+  op.src[2] = r.tensor(DType::F16, {64, 2, n_ctx, 1});
+  op.src[3] = r.tensor(DType::I32, {n_tokens});
+  op.src[4] = r.tensor(DType::I32, {n_tokens});
+  op.src[5] = r.tensor(DType::I32, {1});
+  op.dst = r.tensor(DType::F32, {64, 2, n_tokens});
+  op.params = AttentionParams{};
+  return op;
+}
+
+TEST(VulkanRecord, FlashAttentionSplitsLongCachesOfFewPairs) {
+  // FOLIO_VULKAN_SPLIT_K=0 turns split-K off everywhere.
+  const char* env = std::getenv("FOLIO_VULKAN_SPLIT_K");
+  const bool split_on = env == nullptr || std::string(env) != "0";
+  struct Case {
+    int64_t n_tokens, n_ctx;
+    uint32_t n_split;  // 0: one pass
+  };
+  for (const Case& c : {Case{1, 512, 0},                      // one 512-position piece
+                        Case{1, 2048, 4},                     // four pieces
+                        Case{3, 64 * 512 + 1, kFaMaxSplits},  // 65 pieces, at most 64 partials
+                        Case{64, 4096, 0}}) {  // 128 (token, head) pairs: enough work
+    FakeRecorder r;
+    EXPECT_EQ(record(r, flash_attn_op(r, c.n_tokens, c.n_ctx)), "flash_attn");
+    const uint32_t pairs = static_cast<uint32_t>(2 * c.n_tokens);
+    const uint32_t n_split = split_on ? c.n_split : 0;
+    if (n_split == 0) {
+      ASSERT_EQ(r.dispatches().size(), 1u) << c.n_ctx;
+      EXPECT_EQ(r.dispatches()[0].spec[8], kFaSplitNone);
+      EXPECT_EQ(r.dispatches()[0].total_groups(), pairs);
+      EXPECT_TRUE(r.scratch_requests().empty());
+      continue;
+    }
+    ASSERT_EQ(r.dispatches().size(), 2u) << c.n_ctx;
+    const RecordedDispatch &part = r.dispatches()[0], &combine = r.dispatches()[1];
+    EXPECT_EQ(part.spec[8], kFaSplitPartials);
+    EXPECT_EQ(part.groups[2], n_split);
+    EXPECT_EQ(part.groups[0] * part.groups[1], pairs);
+    EXPECT_EQ(combine.spec[8], kFaSplitCombine);
+    EXPECT_EQ(combine.total_groups(), pairs);
+    // Partials [DV + 2, n_split, pairs] in scratch, bound last in both passes.
+    ASSERT_EQ(r.scratch_requests().size(), 1u);
+    EXPECT_EQ(r.scratch_requests()[0], size_t{pairs} * n_split * (64 + 2) * 4);
+    EXPECT_EQ(part.buffers[9], combine.buffers[9]);
+    const auto p = part.params_as<FlashAttnShaderParams>();
+    EXPECT_EQ(p.n_split, n_split);
+    EXPECT_EQ(p.split_len, 512u);
+    EXPECT_EQ(p.capacity, static_cast<uint32_t>(c.n_ctx));
+    EXPECT_EQ(p.partials.ne[0], pairs * n_split * (64 + 2));
+  }
+}
+
+TEST(VulkanRecord, RopeFillsItsAngleTableInTheParameters) {
+  FakeRecorder r;
+  Op op;
+  op.kind = OpKind::kRope;
+  op.src[0] = r.tensor(DType::F32, {64, 4, 3});
+  op.src[1] = r.tensor(DType::I32, {3});
+  op.dst = op.src[0];
+  RopeParams rp;
+  rp.mode = RopeMode::kNeox;
+  rp.n_dims = 32;
+  rp.freq_base = 10000.0f;
+  op.params = rp;
+  EXPECT_EQ(record(r, op), "rope");
+  ASSERT_EQ(r.dispatches().size(), 1u);
+  const RecordedDispatch& d = r.dispatches()[0];
+  EXPECT_EQ(d.spec, (std::vector<uint32_t>{kRopeModeNeox, 0u}));
+  // Work items: 16 pairs + 32 pass-through dims per (head, token) row.
+  EXPECT_EQ(d.total_groups(), (48u * 12 + kElementWorkgroup - 1) / kElementWorkgroup);
+  const auto p = d.params_as<RopeShaderParams>();
+  EXPECT_EQ(p.n_dims, 32u);
+  EXPECT_EQ(p.sec0 + p.sec1 + p.sec2 + p.sec3, 0u);
+  EXPECT_EQ(p.mscale, 1.0f);
+  EXPECT_EQ(p.coef[0], 1.0f);                            // base^0
+  EXPECT_FLOAT_EQ(p.coef[8], static_cast<float>(0.01));  // 10000^(-16 / 32)
+}
+
+TEST(VulkanRecord, TensorsOffAFourByteBoundaryAreAClearError) {
+  FakeRecorder r;
+  char* mem = r.alloc(256);
+  Op op;
+  op.kind = OpKind::kCpy;
+  op.src[0] = TensorView::contiguous(mem + 2, DType::F32, {8});
+  op.dst = TensorView::contiguous(mem + 128, DType::F32, {8});
+  Status s;
+  EXPECT_EQ(record(r, op, &s), "cpy");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.to_string().find("byte offset 2"), std::string::npos) << s.to_string();
+  EXPECT_TRUE(r.dispatches().empty());
+
+  Op sm;
+  sm.kind = OpKind::kSoftMax;
+  sm.src[0] = TensorView::contiguous(mem + 6, DType::F32, {4, 2});
+  sm.dst = TensorView::contiguous(mem + 64, DType::F32, {4, 2});
+  sm.params = SoftMaxParams{};
+  EXPECT_EQ(record(r, sm, &s), "soft_max");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.to_string().find("byte offset 6"), std::string::npos) << s.to_string();
+  EXPECT_TRUE(r.dispatches().empty());
+}
+
+TEST(VulkanRecord, TensorsOutsideDeviceMemoryAreRefused) {
+  FakeRecorder r;
+  std::vector<float> host(64);
+  Op op = rms_norm_op(r, 32, 2);
+  op.src[0] = TensorView::contiguous(host.data(), DType::F32, {32, 2});
+  Status s;
+  EXPECT_EQ(record(r, op, &s), "rms_norm");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_TRUE(r.dispatches().empty());
+}
+
+TEST(VulkanRecord, TheFakeRefusesWhatTheBackendWouldRefuse) {
+  FakeRecorder r;
+  const TensorView x = r.tensor(DType::F32, {32});
+  const uint32_t params[4] = {};
+  Recorder& rec = r;  // dispatch()'s default workgroup counts
+  // norm.comp binds x, w and d: two tensors leave a binding unfilled.
+  EXPECT_FALSE(rec.dispatch("norm", {32u, 0u, 0u}, params, sizeof params, {x, x}, 1).ok());
+  EXPECT_FALSE(rec.dispatch("no_such_shader", {}, params, sizeof params, {x}, 1).ok());
+  EXPECT_FALSE(rec.dispatch("cpy", {}, params, sizeof params, {x, x}, 0).ok());
+  EXPECT_FALSE(rec.dispatch("cpy", {}, params, sizeof params, {x, x}, 65536).ok());
+  EXPECT_FALSE(rec.dispatch("cpy", {}, params, 6, {x, x}, 1).ok());
+  EXPECT_TRUE(r.dispatches().empty());
+  ASSERT_TRUE(rec.dispatch("cpy", {}, params, sizeof params, {x, x}, 1).ok());
+  EXPECT_EQ(r.dispatches().size(), 1u);
+}
+
+}  // namespace vulkan_record_test
+}  // namespace folio::vulkan
