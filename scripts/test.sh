@@ -75,15 +75,16 @@ if ((sanitizers)); then
       -L "^($asan_regex)\$" --output-junit junit.xml
   mark "asan tests (unit suites)"
   # The Vulkan runtime's host code (device memory, transfers, recording,
-  # kernel-reported errors, the forward context's transfers) on lavapipe;
-  # the leaks lavapipe itself keeps are suppressed (tests/lsan.supp).
+  # kernel-reported errors, the forward context's transfers) on lavapipe,
+  # and the kernels' record functions through the fake Recorder; the leaks
+  # lavapipe itself keeps are suppressed (tests/lsan.supp).
   echo "test: ASan + UBSan over the Vulkan runtime"
   cmake --build build-asan -j"$jobs" --target folio_backend_tests
   mark "asan build (backend tests)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure --timeout 900 --no-tests=error \
-      -R '^VulkanBackend\.' --output-junit junit-vulkan.xml
+      -R '^(VulkanBackend|VulkanRecord)\.' --output-junit junit-vulkan.xml
   mark "asan tests (Vulkan runtime)"
 
   echo "test: TSan build (scheduler and server)"

@@ -35,20 +35,20 @@
 // Out-of-range seq_idx / kv_len / used block-table entries are reported and
 // give zeros for that token.
 //
-// Split-K (SPLIT = 1, then SPLIT = 2), for batches with few (token, head)
-// pairs over long caches: key positions are cut into pieces at multiples of
-// split_len (a multiple of BC), and partial z of a pair (gl_WorkGroupID.z <
-// n_split <= kFaMaxSplits) takes the pieces z, z + kFaMaxSplits, ... in
-// ascending order, leaving its unnormalised accumulators, running max m and
-// denominator l in scratch (l = 0: no visible key). The combine pass (one
-// workgroup per pair) rescales the non-empty partials to their common max
-// and sums them in z order, then folds in the sink and divides. Which keys a
-// partial holds depends only on positions, never on the layout or on n_split
-// (partials past the cache are empty), and a single non-empty partial passes
-// through unchanged (its values are copied, not added to 0 or multiplied by
-// exp(0)), then meets the same sink and division code as the one-pass
-// kernel: contiguous and paged forms agree byte for byte whichever of the
-// two paths each takes.
+// Split-K (SPLIT = kFaSplitPartials, then kFaSplitCombine), for batches with
+// few (token, head) pairs over long caches: key positions are cut into
+// pieces at multiples of split_len (a multiple of BC), and partial z of a
+// pair (gl_WorkGroupID.z < n_split <= kFaMaxSplits) takes the pieces z, z +
+// kFaMaxSplits, ... in ascending order, leaving its unnormalised
+// accumulators, running max m and denominator l in scratch (l = 0: no
+// visible key). The combine pass (one workgroup per pair) rescales the
+// non-empty partials to their common max and sums them in z order, then
+// folds in the sink and divides. Which keys a partial holds depends only on
+// positions, never on the layout or on n_split (partials past the cache are
+// empty), and a single non-empty partial passes through unchanged (its
+// values are copied, not added to 0 or multiplied by exp(0)), then meets the
+// same sink and division code as the one-pass kernel: contiguous and paged
+// forms agree byte for byte whichever of the two paths each takes.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"

@@ -2,8 +2,8 @@
 // writes of the same step, in one dispatch.
 //
 // Workgroups [0, G): rope.comp's work items (one per rotary pair or
-// pass-through dim of each (head, token) row, kElementWorkgroup per workgroup, the
-// arithmetic of rope_math.glsl); an item of a K head (the last HK heads of
+// pass-through dim of each (head, token) row, kElementWorkgroup per
+// workgroup, the arithmetic of rope_math.glsl); an item of a K head (the last HK heads of
 // a token, from hk0 on) writes the values it writes to d to the K table
 // too. Workgroups [G, G + T): v's row t to the V table, one invocation per
 // element (F32) or 32-bit word (two-byte elements), as set_rows.comp.
