@@ -17,7 +17,9 @@
 #include "backend/vulkan/shaders/elementwise_interface.h"
 #include "backend/vulkan/shaders/mat_interface.h"
 #include "backend/vulkan/shaders/norm_interface.h"
+#include "backend/vulkan/shaders/recurrent_interface.h"
 #include "backend/vulkan/shaders/rope_interface.h"
+#include "backend/vulkan/shaders/sort_interface.h"
 #include "vulkan_fake_recorder.h"
 
 namespace folio::vulkan {
@@ -34,6 +36,15 @@ struct FlashAttnShaderParams {
 };
 struct RopeShaderParams {
   FOLIO_VK_ROPE_PARAMS
+};
+struct SlotCheckShaderParams {
+  FOLIO_VK_SLOT_CHECK_PARAMS
+};
+struct GdnShaderParams {
+  FOLIO_VK_GDN_PARAMS
+};
+struct SortShaderParams {
+  FOLIO_VK_SORT_PARAMS
 };
 
 // Selects the kernel for `op` on r's device and records it; the kernel's name.
@@ -328,6 +339,56 @@ TEST(VulkanRecord, RopeFillsItsAngleTableInTheParameters) {
   EXPECT_EQ(p.mscale, 1.0f);
   EXPECT_EQ(p.coef[0], 1.0f);                            // base^0
   EXPECT_FLOAT_EQ(p.coef[8], static_cast<float>(0.01));  // 10000^(-16 / 32)
+}
+
+TEST(VulkanRecord, GatedDeltaNetUpdateChecksItsSlotsBeforeItsStep) {
+  // 3 sequences, one token each, 2 heads of 128 x 128 states in a pool of 5 slots.
+  FakeRecorder r;
+  Op op;
+  op.kind = OpKind::kGatedDeltaNetUpdate;
+  for (int i : {0, 1, 2}) op.src[i] = r.tensor(DType::F32, {128, 2, 1, 3});
+  op.src[3] = r.tensor(DType::F32, {2, 1, 3});
+  op.src[4] = r.tensor(DType::F32, {2, 1, 3});
+  op.src[5] = r.tensor(DType::F32, {128, 128, 2, 5});
+  op.src[6] = r.tensor(DType::I32, {3});
+  op.dst = r.tensor(DType::F32, {128, 2, 1, 3});
+  op.dst2 = op.src[5];
+  op.params = GatedDeltaNetParams{};
+  EXPECT_EQ(record(r, op), "gated_delta_net_update");
+  ASSERT_EQ(r.dispatches().size(), 2u);
+  const RecordedDispatch &check = r.dispatches()[0], &step = r.dispatches()[1];
+  EXPECT_EQ(check.shader, "state_slots_check");
+  EXPECT_EQ(check.total_groups(), 1u);
+  const auto cp = check.params_as<SlotCheckShaderParams>();
+  EXPECT_EQ(cp.n_seq, 3u);
+  EXPECT_EQ(cp.n_slots, 5u);
+  EXPECT_EQ(cp.has_dst, 0u);
+  EXPECT_EQ(check.buffers[1], -1);  // no explicit destinations
+  EXPECT_EQ(step.shader, "gated_delta_net");
+  // 64 invocations, 8 lanes of 16 elements per state row, UPDATE, vec4 rows.
+  EXPECT_EQ(step.spec, (std::vector<uint32_t>{64u, 8u, 16u, 1u, 1u}));
+  const auto gp = step.params_as<GdnShaderParams>();
+  EXPECT_EQ(gp.row_blocks, 16u);  // 128 rows, 8 per workgroup
+  EXPECT_EQ(step.total_groups(), 16u * 2 * 3);
+  EXPECT_EQ(gp.state.ne[3], 5u);
+  EXPECT_EQ(step.buffers[5], step.buffers[9]);  // the pool, read and written in place
+}
+
+TEST(VulkanRecord, TopKSortsRowsPaddedToAPowerOfTwo) {
+  FakeRecorder r;
+  Op op;
+  op.kind = OpKind::kTopK;
+  op.src[0] = r.tensor(DType::F32, {100, 3});
+  op.dst = r.tensor(DType::I32, {5, 3});
+  op.params = TopKParams{5};
+  EXPECT_EQ(record(r, op), "top_k");
+  ASSERT_EQ(r.dispatches().size(), 1u);
+  const RecordedDispatch& d = r.dispatches()[0];
+  EXPECT_EQ(d.shader, "argsort");
+  // 64 invocations (one compare-exchange each of 128 / 2), N = 128, descending.
+  EXPECT_EQ(d.spec, (std::vector<uint32_t>{64u, 128u, 1u}));
+  EXPECT_EQ(d.params_as<SortShaderParams>().k, 5u);
+  EXPECT_EQ(d.total_groups(), 3u);
 }
 
 TEST(VulkanRecord, TensorsOffAFourByteBoundaryAreAClearError) {
