@@ -22,16 +22,23 @@
 // without the GLU) are mul_mat_vec with the residual added in its epilogue
 // or the rms norm computed in its prologue: bit for bit the composition.
 // The int8 path (kernels "*_q8"; a device with integer dot products, weights
-// Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0, 2-D products): activations quantized
-// per 32 elements as the CPU's Q8_0 activation rows, exact integer dot
-// products per block (shaders/mul_mat_q8.glsl). Decode (and the three
-// fusions) through mul_mat_vec_q8, prefill through quant_act_q8 +
-// mul_mat_q8; both sum in one order, so batch invariance holds as on the
-// float path. Whether a product takes it depends on the device and the
-// weight only, never on the column count; elsewhere the float shaders run.
-// mul_mat_id uses either shader in its ID mode: mul_mat_vec (one column per
-// (u, t) pair) while the pairs per expert are few, mul_mat (pairs grouped by
-// expert in shared memory) once they average kTiledPairsPerExpert.
+// Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0; 2-D products and mul_mat_id):
+// activations quantized per 32 elements as the CPU's Q8_0 activation rows,
+// exact integer dot products per block (shaders/mul_mat_q8.glsl). Decode
+// (and the three fusions) through mul_mat_vec_q8, prefill through
+// quant_act_q8 + mul_mat_q8; both sum in one order, so batch invariance
+// holds as on the float path. Whether a product takes it depends on the
+// device and the weight only, never on the column count; elsewhere the
+// float shaders run.
+// mul_mat_id on the float path uses either shader in its ID mode:
+// mul_mat_vec (one column per (u, t) pair) while the pairs per expert are
+// few, mul_mat (pairs grouped by expert in shared memory) once they average
+// kTiledPairsPerExpert. On the int8 path (mul_mat_id_q8) quant_act_q8 first
+// quantizes x [K, X1, T] into scratch memory, so each token's row is
+// quantized once whichever experts read it; then, chosen the same way,
+// mul_mat_vec_id_q8 (one workgroup per row block and pair) or mul_mat_id_q8
+// (mul_mat.comp's expert grouping around mul_mat_q8.comp's tile), both in
+// mul_mat_q8.glsl's order: a pair's output has the same bits in either.
 //
 // Requirements checked by match(): weight rows contiguous (nb[0] = block
 // bytes, as every weight is), F32 activations / outputs with nb[0] = 4 and
