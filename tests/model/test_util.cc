@@ -168,8 +168,7 @@ std::string test_name(std::string s) {
   return s;
 }
 
-Result<gguf::GgufFile> quantized_ffn_copy(const std::string& path, DType to,
-                                          bool dequantize_back) {
+Result<gguf::GgufFile> quantized_ffn_copy(const std::string& path, DType to, bool dequantize_back) {
   auto is_ffn_matrix = [](const gguf::TensorInfo& t) {
     const std::string& n = t.name;
     return t.type_id == static_cast<uint32_t>(DType::F32) && t.n_dims >= 2 &&

@@ -68,8 +68,7 @@ float worst_row_diff(const std::vector<std::vector<float>>& a,
 // and the *_exps expert stacks) quantized to `to` by the reference
 // quantizer, as an in-memory GGUF; dequantize_back: stored as the F32
 // values of those quantized rows instead.
-Result<gguf::GgufFile> quantized_ffn_copy(const std::string& path, DType to,
-                                          bool dequantize_back);
+Result<gguf::GgufFile> quantized_ffn_copy(const std::string& path, DType to, bool dequantize_back);
 
 // `path` loaded with every layer and the output head on `device`.
 Result<std::unique_ptr<Model>> load_offloaded(const std::string& path, Backend* device);

@@ -92,9 +92,10 @@ TEST_P(VulkanMoeInt8, LogitsCloseToTheReference) {
   const float d_opt = worst_row_diff(got, opt);
   EXPECT_LE(d_opt, 1e-4f * scale) << dtype_name(type) << ": device vs the CPU's "
                                   << isa_name(active_isa()) << " kernels, max |logit| " << scale;
-  std::printf("[ vulkan_moe_int8 ] %s: max |logit| %.3g; device vs reference (prompt) %.3g, "
-              "vs the CPU's %s kernels %.3g\n",
-              dtype_name(type), scale, d_ref, isa_name(active_isa()), d_opt);
+  std::printf(
+      "[ vulkan_moe_int8 ] %s: max |logit| %.3g; device vs reference (prompt) %.3g, "
+      "vs the CPU's %s kernels %.3g\n",
+      dtype_name(type), scale, d_ref, isa_name(active_isa()), d_opt);
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyQwen3Moe, VulkanMoeInt8,

@@ -397,8 +397,8 @@ Status record_mul_mat_id_q8(Recorder& r, const Op& op) {
   const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2], n_tok = x.ne[2];
   const int64_t tok_bytes = k / kMatQ8Block * kMatQ8BlockWords * 4 * x.ne[1];
   const int64_t piece = std::max<int64_t>(1, kQ8ScratchBytes / tok_bytes);
-  FOLIO_ASSIGN_OR_RETURN(const TensorView q, r.scratch(static_cast<size_t>(
-                                                 std::min(piece, n_tok) * tok_bytes)));
+  FOLIO_ASSIGN_OR_RETURN(const TensorView q,
+                         r.scratch(static_cast<size_t>(std::min(piece, n_tok) * tok_bytes)));
   for (int64_t t0 = 0; t0 < n_tok; t0 += piece) {
     const int64_t count = std::min(piece, n_tok - t0);
     TensorView xs = x, is = ids, ds = op.dst;
