@@ -18,6 +18,10 @@ machines that have nothing else.
   make_synthetic_gguf.py OUT.gguf --arch qwen35 --type q8_0   (a hybrid:
       gated DeltaNet layers and every 4th layer gated attention; defaults
       give a 0.6B model of Qwen3.5 0.8B's layer shapes with a 32k vocab)
+  make_synthetic_gguf.py OUT.gguf --arch qwen3moe --type q8_0 [--experts 32
+      --experts-used 8 --expert-ff 768]   (a MoE: Qwen3-30B-A3B's layer
+      shapes with fewer experts and layers; the router's weights are random,
+      so tokens spread over the experts as in a real model)
 
 Standard library only (and serve_bench.py beside it, for its word list).
 """
@@ -32,6 +36,7 @@ import sys
 TYPES = {
     "f32": (0, 1, 4, []),
     "f16": (1, 1, 2, []),
+    "f32_random": (0, 1, 4, []),  # f32, uniform in [-1, 1) (a MoE router)
     "bf16": (30, 1, 2, []),
     "q4_0": (2, 32, 18, [0]),
     "q4_1": (3, 32, 20, [0, 2]),
@@ -103,6 +108,8 @@ def block_chunk(type_name, rng):
     _, elems, nbytes, scales = TYPES[type_name]
     if type_name == "f32":
         return struct.pack("<f", 0.01) * (1 << 18)
+    if type_name == "f32_random":
+        return struct.pack(f"<{1 << 18}f", *(rng.uniform(-1.0, 1.0) for _ in range(1 << 18)))
     if type_name == "f16":
         return struct.pack("<H", 0x2000) * (1 << 19)
     if type_name == "bf16":  # magnitudes 2^-7 .. 2^-6, both signs
@@ -119,7 +126,7 @@ def block_chunk(type_name, rng):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
-    ap.add_argument("--type", default="q4_0", choices=sorted(TYPES))
+    ap.add_argument("--type", default="q4_0", choices=sorted(t for t in TYPES if t != "f32_random"))
     ap.add_argument("--embd", type=int, default=2048)
     ap.add_argument("--layers", type=int, default=22)
     ap.add_argument("--heads", type=int, default=32)
@@ -128,15 +135,20 @@ def main():
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--arch", default="llama", choices=["llama", "qwen35"])
+    ap.add_argument("--arch", default="llama", choices=["llama", "qwen35", "qwen3moe"])
     ap.add_argument("--head-dim", type=int, default=0, help="qwen35: attention head dim")
     ap.add_argument("--ssm-state", type=int, default=128, help="qwen35: DeltaNet head dim S")
     ap.add_argument("--ssm-k-heads", type=int, default=16, help="qwen35: DeltaNet key heads")
     ap.add_argument("--ssm-v-heads", type=int, default=16, help="qwen35: DeltaNet value heads")
     ap.add_argument("--attn-interval", type=int, default=4, help="qwen35: every Nth layer attends")
+    ap.add_argument("--experts", type=int, default=32, help="qwen3moe: experts per layer")
+    ap.add_argument("--experts-used", type=int, default=8, help="qwen3moe: experts per token")
+    ap.add_argument("--expert-ff", type=int, default=768, help="qwen3moe: an expert's FFN width")
     a = ap.parse_args()
     if a.arch == "qwen35":
         return write_qwen35(a, ap)
+    if a.arch == "qwen3moe":
+        return write_qwen3moe(a, ap)
     head_dim = a.embd // a.heads
     elems = TYPES[a.type][1]
     for name, n in (("--embd", a.embd), ("--ff", a.ff)):
@@ -242,6 +254,51 @@ def write_qwen35(a, ap):
                      [rot // 2 - 2 * (rot // 6), rot // 6, rot // 6, 0]),
             kv(q + "vocab_size", a.vocab)]
     write_file(a, tensors, meta + tokenizer_meta(a.vocab), "qwen35")
+
+
+def write_qwen3moe(a, ap):
+    """qwen3moe (Qwen3 MoE): attention with q/k RMS norms, then a routed FFN of
+    --experts SwiGLU experts (--experts-used per token, softmax gating,
+    weights renormalised), no shared expert."""
+    if a.embd == 2048 and a.layers == 22 and a.heads == 32 and a.ff == 5632:  # untouched defaults
+        a.layers = 8
+    hd = a.head_dim or 128
+    if not 0 < a.experts_used <= a.experts:
+        ap.error("--experts-used must be between 1 and --experts")
+    elems = TYPES[a.type][1]
+    for name, n in (("--embd", a.embd), ("--expert-ff", a.expert_ff),
+                    ("heads x head dim", a.heads * hd)):
+        if n % elems:
+            ap.error(f"{name} {n} is not a multiple of {a.type}'s block of {elems}")
+    t, e, f = a.type, a.experts, a.expert_ff
+    tensors = [("token_embd.weight", [a.embd, a.vocab], t),
+               ("output_norm.weight", [a.embd], "f32"),
+               ("output.weight", [a.embd, a.vocab], t)]
+    for i in range(a.layers):
+        p = f"blk.{i}."
+        tensors += [(p + "attn_norm.weight", [a.embd], "f32"),
+                    (p + "attn_q.weight", [a.embd, a.heads * hd], t),
+                    (p + "attn_k.weight", [a.embd, a.kv_heads * hd], t),
+                    (p + "attn_v.weight", [a.embd, a.kv_heads * hd], t),
+                    (p + "attn_output.weight", [a.heads * hd, a.embd], t),
+                    (p + "attn_q_norm.weight", [hd], "f32"),
+                    (p + "attn_k_norm.weight", [hd], "f32"),
+                    (p + "ffn_norm.weight", [a.embd], "f32"),
+                    (p + "ffn_gate_inp.weight", [a.embd, e], "f32_random"),
+                    (p + "ffn_gate_exps.weight", [a.embd, f, e], t),
+                    (p + "ffn_up_exps.weight", [a.embd, f, e], t),
+                    (p + "ffn_down_exps.weight", [f, a.embd, e], t)]
+    q = "qwen3moe."
+    meta = [kv("general.architecture", "qwen3moe"), kv("general.name", f"synthetic-qwen3moe-{t}"),
+            kv("general.alignment", ALIGN), kv(q + "context_length", a.ctx),
+            kv(q + "embedding_length", a.embd), kv(q + "block_count", a.layers),
+            kv(q + "feed_forward_length", a.ff), kv(q + "attention.head_count", a.heads),
+            kv(q + "attention.head_count_kv", a.kv_heads), kv(q + "attention.key_length", hd),
+            kv(q + "attention.value_length", hd), kv(q + "rope.freq_base", 1000000.0),
+            kv(q + "attention.layer_norm_rms_epsilon", 1e-6), kv(q + "expert_count", e),
+            kv(q + "expert_used_count", a.experts_used), kv(q + "expert_feed_forward_length", f),
+            kv(q + "vocab_size", a.vocab)]
+    write_file(a, tensors, meta + tokenizer_meta(a.vocab), "qwen3moe")
 
 
 def write_file(a, tensors, meta, arch):

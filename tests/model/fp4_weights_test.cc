@@ -26,7 +26,6 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_buffer_types.h"
-#include "gguf/gguf_writer.h"
 #include "quant/quant.h"
 #include "quant/repack.h"
 #include "test_util.h"
@@ -34,53 +33,9 @@
 namespace folio::model::testing {
 namespace fp4_weights_test {
 
-bool is_ffn_matrix(const gguf::TensorInfo& t) {
-  const std::string& n = t.name;
-  return t.type_id == static_cast<uint32_t>(DType::F32) && t.n_dims >= 2 &&
-         (n.find(".ffn_gate.") != std::string::npos || n.find(".ffn_up.") != std::string::npos ||
-          n.find(".ffn_down.") != std::string::npos || n.find("_exps.") != std::string::npos);
-}
-
-// `path` with its FFN matrices quantized to `to`; dequantize_back: stored
-// as the F32 values of those quantized rows instead.
-Result<gguf::GgufFile> ffn_copy(const std::string& path, DType to, bool dequantize_back) {
-  FOLIO_ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::open(path));
-  gguf::GgufWriter w;
-  for (const gguf::KeyValue& kv : f.metadata()) {
-    if (kv.key == "general.alignment") continue;
-    FOLIO_RETURN_IF_ERROR(w.add(kv.key, kv.value));
-  }
-  for (const gguf::TensorInfo& t : f.tensors()) {
-    const std::span<const uint8_t> bytes = f.tensor_bytes(t);
-    const std::vector<int64_t> shape(t.ne.begin(), t.ne.begin() + t.n_dims);
-    if (!is_ffn_matrix(t)) {
-      FOLIO_RETURN_IF_ERROR(
-          w.add_tensor(t.name, t.type_id, shape, std::vector<uint8_t>(bytes.begin(), bytes.end())));
-      continue;
-    }
-    const int64_t k = t.ne[0], rows = t.nelements() / k;
-    const size_t qrow = row_size(to, k);
-    std::vector<uint8_t> q(qrow * static_cast<size_t>(rows));
-    const float* src = reinterpret_cast<const float*>(bytes.data());
-    for (int64_t r = 0; r < rows; ++r)
-      quant::quantize_row_ref(to, src + r * k, q.data() + r * qrow, k);
-    if (!dequantize_back) {
-      FOLIO_RETURN_IF_ERROR(w.add_tensor(t.name, to, shape, std::move(q)));
-      continue;
-    }
-    std::vector<uint8_t> back(bytes.size());
-    float* dst = reinterpret_cast<float*>(back.data());
-    for (int64_t r = 0; r < rows; ++r)
-      quant::dequantize_row_ref(to, q.data() + r * qrow, dst + r * k, k);
-    FOLIO_RETURN_IF_ERROR(w.add_tensor(t.name, t.type_id, shape, std::move(back)));
-  }
-  const std::vector<uint8_t> out = w.to_bytes();
-  return gguf::GgufFile::parse(out);
-}
-
 std::unique_ptr<Model> load_copy(const std::string& path, DType to, bool dequantize_back,
                                  const LoadOptions& lo = {}) {
-  Result<gguf::GgufFile> f = ffn_copy(path, to, dequantize_back);
+  Result<gguf::GgufFile> f = quantized_ffn_copy(path, to, dequantize_back);
   EXPECT_TRUE(f.ok()) << f.status().to_string();
   if (!f.ok()) return nullptr;
   Result<std::unique_ptr<Model>> m = Model::from_gguf(std::move(f).value(), lo);

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "gguf/gguf_writer.h"
+#include "quant/quant.h"
+
 namespace folio::model::testing {
 
 Result<NpyF32> read_npy(const std::string& path) {
@@ -124,10 +127,13 @@ std::vector<int32_t> layout_test_prompt(int64_t n_vocab) {
 }
 
 std::vector<std::vector<float>> prompt_and_decode_logits(const Model& m, ForwardContext& ctx,
-                                                         const std::vector<int32_t>& prompt) {
+                                                         const std::vector<int32_t>& prompt,
+                                                         Backend* device) {
   const int64_t nv = m.config().n_vocab;
   std::vector<std::vector<float>> rows;
-  auto cache = m.make_cache({64, 1, DType::F32});
+  auto cache = device == nullptr
+                   ? m.make_cache({64, 1, DType::F32})
+                   : m.make_cache(cache_options(DType::F32, 64, 1, /*paged=*/false, device));
   EXPECT_TRUE(cache.ok());
   if (!cache.ok()) return rows;
   Result<std::vector<float>> pre = eval_all(m, **cache, ctx, prompt);
@@ -160,6 +166,47 @@ std::string test_name(std::string s) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
   return s;
+}
+
+Result<gguf::GgufFile> quantized_ffn_copy(const std::string& path, DType to, bool dequantize_back) {
+  auto is_ffn_matrix = [](const gguf::TensorInfo& t) {
+    const std::string& n = t.name;
+    return t.type_id == static_cast<uint32_t>(DType::F32) && t.n_dims >= 2 &&
+           (n.find(".ffn_gate.") != std::string::npos || n.find(".ffn_up.") != std::string::npos ||
+            n.find(".ffn_down.") != std::string::npos || n.find("_exps.") != std::string::npos);
+  };
+  FOLIO_ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::open(path));
+  gguf::GgufWriter w;
+  for (const gguf::KeyValue& kv : f.metadata()) {
+    if (kv.key == "general.alignment") continue;
+    FOLIO_RETURN_IF_ERROR(w.add(kv.key, kv.value));
+  }
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    const std::span<const uint8_t> bytes = f.tensor_bytes(t);
+    const std::vector<int64_t> shape(t.ne.begin(), t.ne.begin() + t.n_dims);
+    if (!is_ffn_matrix(t)) {
+      FOLIO_RETURN_IF_ERROR(
+          w.add_tensor(t.name, t.type_id, shape, std::vector<uint8_t>(bytes.begin(), bytes.end())));
+      continue;
+    }
+    const int64_t k = t.ne[0], rows = t.nelements() / k;
+    const size_t qrow = row_size(to, k);
+    std::vector<uint8_t> q(qrow * static_cast<size_t>(rows));
+    const float* src = reinterpret_cast<const float*>(bytes.data());
+    for (int64_t r = 0; r < rows; ++r)
+      quant::quantize_row_ref(to, src + r * k, q.data() + r * qrow, k);
+    if (!dequantize_back) {
+      FOLIO_RETURN_IF_ERROR(w.add_tensor(t.name, to, shape, std::move(q)));
+      continue;
+    }
+    std::vector<uint8_t> back(bytes.size());
+    float* dst = reinterpret_cast<float*>(back.data());
+    for (int64_t r = 0; r < rows; ++r)
+      quant::dequantize_row_ref(to, q.data() + r * qrow, dst + r * k, k);
+    FOLIO_RETURN_IF_ERROR(w.add_tensor(t.name, t.type_id, shape, std::move(back)));
+  }
+  const std::vector<uint8_t> out = w.to_bytes();
+  return gguf::GgufFile::parse(out);
 }
 
 Result<std::unique_ptr<Model>> load_offloaded(const std::string& path, Backend* device) {

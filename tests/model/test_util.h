@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "gguf/gguf_file.h"
 #include "model/forward_context.h"
 #include "model/model.h"
 
@@ -55,11 +56,19 @@ Result<std::vector<float>> eval_one(const Model& m, cache::KvCache& cache, Forwa
 std::vector<int32_t> layout_test_prompt(int64_t n_vocab);
 // Logits of `prompt` (one batch, a fresh contiguous F32 cache) and of four
 // teacher-forced decode steps after it; failures are test failures.
+// With `device`, the cache lives in its memory.
 std::vector<std::vector<float>> prompt_and_decode_logits(const Model& m, ForwardContext& ctx,
-                                                         const std::vector<int32_t>& prompt);
+                                                         const std::vector<int32_t>& prompt,
+                                                         Backend* device = nullptr);
 // The largest max_abs_diff over paired rows.
 float worst_row_diff(const std::vector<std::vector<float>>& a,
                      const std::vector<std::vector<float>>& b);
+
+// `path` (F32 weights) with its FFN matrices (ffn_gate / ffn_up / ffn_down
+// and the *_exps expert stacks) quantized to `to` by the reference
+// quantizer, as an in-memory GGUF; dequantize_back: stored as the F32
+// values of those quantized rows instead.
+Result<gguf::GgufFile> quantized_ffn_copy(const std::string& path, DType to, bool dequantize_back);
 
 // `path` loaded with every layer and the output head on `device`.
 Result<std::unique_ptr<Model>> load_offloaded(const std::string& path, Backend* device);

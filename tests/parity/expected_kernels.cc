@@ -102,14 +102,15 @@ bool is_one_of(DType d, std::initializer_list<DType> list) {
   return false;
 }
 
-// kMulMat and its decode fusions on a device with integer dot products:
-// the int8 path for 2-D products of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights
-// (kernel "<kind>_q8"), whatever the column count.
+// kMulMat, its decode fusions and kMulMatId on a device with integer dot
+// products: the int8 path for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights (kernel
+// "<kind>_q8"; kMulMat and the fusions for 2-D products only), whatever
+// the column or token count.
 bool int8_path(const Op& op) {
-  return op.kind != OpKind::kMulMatId &&
-         is_one_of(op.src[0].dtype, {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+  return is_one_of(op.src[0].dtype, {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                      DType::Q8_0}) &&
-         op.src[0].ne[2] * op.src[0].ne[3] == 1 && op.src[1].ne[2] * op.src[1].ne[3] == 1;
+         (op.kind == OpKind::kMulMatId ||
+          (op.src[0].ne[2] * op.src[0].ne[3] == 1 && op.src[1].ne[2] * op.src[1].ne[3] == 1));
 }
 
 // mul_mat / mul_mat_id (prefix "mul_mat" / "mul_mat_id"): per weight dtype.

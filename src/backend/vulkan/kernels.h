@@ -139,7 +139,7 @@ void add_norm_kernels(std::vector<KernelDef>& out);         // ops_norm.cc: rms_
 void add_rope_kernels(std::vector<KernelDef>& out);         // ops_rope.cc: rope, rope_set_rows
 void add_sort_kernels(std::vector<KernelDef>& out);         // ops_sort.cc: top_k, argsort
 void add_moe_kernels(std::vector<KernelDef>& out);          // ops_moe.cc: moe_route, moe_sum
-void add_matmul_kernels(std::vector<KernelDef>& out);       // ops_matmul.cc: get_rows, mul_mat(_q8), mul_mat_id, mul_mat_glu(_q8), mul_mat_add(_q8), rms_norm_mul_mat(_q8)
+void add_matmul_kernels(std::vector<KernelDef>& out);       // ops_matmul.cc: get_rows, mul_mat(_q8), mul_mat_id(_q8), mul_mat_glu(_q8), mul_mat_add(_q8), rms_norm_mul_mat(_q8)
 void add_attention_kernels(std::vector<KernelDef>& out);    // ops_attention.cc: flash_attn, set_rows, soft_max
 void add_recurrent_kernels(std::vector<KernelDef>& out);    // ops_recurrent.cc: ssm_conv, gated_delta_net, +_update, ssm_scan
 const std::vector<KernelDef>& vulkan_kernels();

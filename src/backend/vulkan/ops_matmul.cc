@@ -22,16 +22,23 @@
 // without the GLU) are mul_mat_vec with the residual added in its epilogue
 // or the rms norm computed in its prologue: bit for bit the composition.
 // The int8 path (kernels "*_q8"; a device with integer dot products, weights
-// Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0, 2-D products): activations quantized
-// per 32 elements as the CPU's Q8_0 activation rows, exact integer dot
-// products per block (shaders/mul_mat_q8.glsl). Decode (and the three
-// fusions) through mul_mat_vec_q8, prefill through quant_act_q8 +
-// mul_mat_q8; both sum in one order, so batch invariance holds as on the
-// float path. Whether a product takes it depends on the device and the
-// weight only, never on the column count; elsewhere the float shaders run.
-// mul_mat_id uses either shader in its ID mode: mul_mat_vec (one column per
-// (u, t) pair) while the pairs per expert are few, mul_mat (pairs grouped by
-// expert in shared memory) once they average kTiledPairsPerExpert.
+// Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0; 2-D products and mul_mat_id):
+// activations quantized per 32 elements as the CPU's Q8_0 activation rows,
+// exact integer dot products per block (shaders/mul_mat_q8.glsl). Decode
+// (and the three fusions) through mul_mat_vec_q8, prefill through
+// quant_act_q8 + mul_mat_q8; both sum in one order, so batch invariance
+// holds as on the float path. Whether a product takes it depends on the
+// device and the weight only, never on the column count; elsewhere the
+// float shaders run.
+// mul_mat_id on the float path uses either shader in its ID mode:
+// mul_mat_vec (one column per (u, t) pair) while the pairs per expert are
+// few, mul_mat (pairs grouped by expert in shared memory) once they average
+// kTiledPairsPerExpert. On the int8 path (mul_mat_id_q8) quant_act_q8 first
+// quantizes x [K, X1, T] into scratch memory, so each token's row is
+// quantized once whichever experts read it; then, chosen the same way,
+// mul_mat_vec_id_q8 (one workgroup per row block and pair) or mul_mat_id_q8
+// (mul_mat.comp's expert grouping around mul_mat_q8.comp's tile), both in
+// mul_mat_q8.glsl's order: a pair's output has the same bits in either.
 //
 // Requirements checked by match(): weight rows contiguous (nb[0] = block
 // bytes, as every weight is), F32 activations / outputs with nb[0] = 4 and
@@ -167,6 +174,16 @@ bool int8_path(const Op& op, const DeviceCaps& caps) {
   return caps.integer_dot && w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1;
 }
 
+// Whether kMulMatId takes the int8 path: the weight types of the 2-D path
+// (int8_path() asked about one expert's matrix against one token's
+// column), by the weight and the device only, like it.
+bool int8_id_path(const Op& op, const DeviceCaps& caps) {
+  Op one = op;
+  one.src[0].ne[2] = 1;
+  one.src[1].ne[1] = one.src[1].ne[2] = 1;
+  return int8_path(one, caps);
+}
+
 bool match_mul_mat(const Op& op, const DeviceCaps& caps) {
   return mul_mat_ok(op) && !int8_path(op, caps);
 }
@@ -175,7 +192,7 @@ bool match_mul_mat_q8(const Op& op, const DeviceCaps& caps) {
   return mul_mat_ok(op) && int8_path(op, caps);
 }
 
-bool match_mul_mat_id(const Op& op, const DeviceCaps&) {
+bool mul_mat_id_ok(const Op& op) {
   const TensorView &w = op.src[0], &x = op.src[1], &ids = op.src[2], &d = op.dst;
   // At most 3-D (the CPU reports anything else as an error).
   if (w.ne[3] != 1 || x.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1 || d.ne[3] != 1) {
@@ -183,6 +200,14 @@ bool match_mul_mat_id(const Op& op, const DeviceCaps&) {
   }
   return weight_ok(w) && x.dtype == DType::F32 && d.dtype == DType::F32 &&
          ids.dtype == DType::I32 && words_ok(x) && words_ok(d) && words_ok(ids);
+}
+
+bool match_mul_mat_id(const Op& op, const DeviceCaps& caps) {
+  return mul_mat_id_ok(op) && !int8_id_path(op, caps);
+}
+
+bool match_mul_mat_id_q8(const Op& op, const DeviceCaps& caps) {
+  return mul_mat_id_ok(op) && int8_id_path(op, caps);
 }
 
 // mul_mat_vec's lanes per row: one per kMatSumChunk-element chunk of the row
@@ -353,6 +378,64 @@ Status record_mul_mat_id(Recorder& r, const Op& op) {
   return r.dispatch("mul_mat", {type, 1u}, &p, sizeof p, {w, x, op.dst, ids}, gx, gy);
 }
 
+// Binding 0 of mul_mat_vec_id_q8 and mul_mat_id_q8.
+struct MatQ8IdParams {
+  FOLIO_VK_MATQ8_ID_PARAMS
+};
+static_assert(sizeof(MatQ8IdParams) == 5 * sizeof(TensorDesc));
+static_assert(offsetof(MatQ8IdParams, q) == 108 && offsetof(MatQ8IdParams, ids) == 144);
+
+// kMulMatId on the int8 path: quant_act_q8 quantizes x [K, X1, T] once
+// (each token's row once, whichever experts read it), then the decode
+// matvec (one workgroup per row block and pair) or the expert-grouped
+// tiles, chosen as on the float path. Larger batches go in pieces of
+// tokens, so the scratch stays within kQ8ScratchBytes.
+Status record_mul_mat_id_q8(Recorder& r, const Op& op) {
+  const TensorView &w = op.src[0], &x = op.src[1], &ids = op.src[2];
+  if (op.dst.nelements() == 0) return Status();
+  const uint32_t type = static_cast<uint32_t>(w.dtype);
+  const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2], n_tok = x.ne[2];
+  const int64_t tok_bytes = k / kMatQ8Block * kMatQ8BlockWords * 4 * x.ne[1];
+  const int64_t piece = std::max<int64_t>(1, kQ8ScratchBytes / tok_bytes);
+  FOLIO_ASSIGN_OR_RETURN(const TensorView q,
+                         r.scratch(static_cast<size_t>(std::min(piece, n_tok) * tok_bytes)));
+  for (int64_t t0 = 0; t0 < n_tok; t0 += piece) {
+    const int64_t count = std::min(piece, n_tok - t0);
+    TensorView xs = x, is = ids, ds = op.dst;
+    xs.ne[2] = is.ne[1] = ds.ne[2] = count;
+    xs.data = static_cast<char*>(x.data) + t0 * x.nb[2];
+    is.data = static_cast<char*>(ids.data) + t0 * ids.nb[1];
+    ds.data = static_cast<char*>(op.dst.data) + t0 * op.dst.nb[2];
+    MatQ8IdParams p{};
+    FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(w));
+    FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(xs));
+    FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(ds));
+    FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));
+    FOLIO_ASSIGN_OR_RETURN(p.ids, r.desc(is));
+    FOLIO_RETURN_IF_ERROR(aligned(p.x, "input"));
+    FOLIO_RETURN_IF_ERROR(aligned(p.d, "dst"));
+    FOLIO_RETURN_IF_ERROR(aligned(p.ids, "ids"));
+    // quant_act_q8 reads binding 0 as MatQ8Params: the same first four tensors.
+    const uint64_t blocks = static_cast<uint64_t>(k / kMatQ8Block) * xs.ne[1] * count;
+    uint32_t gx, gy;
+    Recorder::split_groups((blocks + 255) / 256, gx, gy);
+    FOLIO_RETURN_IF_ERROR(r.dispatch("quant_act_q8", {}, &p, sizeof p, {xs, q}, gx, gy));
+    const uint64_t pairs = static_cast<uint64_t>(is.ne[0] * count);
+    if (pairs < static_cast<uint64_t>(kTiledPairsPerExpert * n_exp)) {
+      const uint32_t tpr = threads_per_row(k);
+      const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
+      Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * pairs, gx, gy);
+      FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_vec_id_q8", {type, tpr}, &p, sizeof p,
+                                       {w, q, ds, is}, gx, gy));
+    } else {
+      Recorder::split_groups((n + kMatTile - 1) / kMatTile * n_exp, gx, gy);
+      FOLIO_RETURN_IF_ERROR(
+          r.dispatch("mul_mat_id_q8", {type}, &p, sizeof p, {w, q, ds, is}, gx, gy));
+    }
+  }
+  return Status();
+}
+
 // ---- Device fusions on the decode matvec: kMulMatAdd (the residual add
 // in its epilogue, spec ADD) and kRmsNormMulMat (the norm in its prologue,
 // spec NORM with norm.comp's workgroup, with or without the GLU mode).
@@ -438,6 +521,8 @@ void add_matmul_kernels(std::vector<KernelDef>& out) {
   out.push_back({"get_rows", OpKind::kGetRows, match_get_rows, record_get_rows});
   out.push_back({"mul_mat_q8", OpKind::kMulMat, match_mul_mat_q8, record_mul_mat_q8});
   out.push_back({"mul_mat", OpKind::kMulMat, match_mul_mat, record_mul_mat});
+  out.push_back(
+      {"mul_mat_id_q8", OpKind::kMulMatId, match_mul_mat_id_q8, record_mul_mat_id_q8});
   out.push_back({"mul_mat_id", OpKind::kMulMatId, match_mul_mat_id, record_mul_mat_id});
   out.push_back(
       {"mul_mat_glu_q8", OpKind::kMulMatGlu, match_mul_mat_glu_q8, record_mul_mat_glu});

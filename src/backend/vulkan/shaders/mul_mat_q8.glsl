@@ -4,7 +4,9 @@
 // by quant_act_q8.comp + mul_mat_q8.comp (prefill: x quantized once into
 // scratch memory, then 64 x 64 tiles); both quantize with q8_act_block()
 // and sum in the order below, so an output has the same bits whichever
-// shader computes it (batch invariance).
+// shader computes it (batch invariance). mul_mat_id's int8 path
+// (mul_mat_vec_id_q8.comp, mul_mat_id_q8.comp) reads quant_act_q8's blocks
+// and sums in the same order.
 //
 // Activations: each 32-element block of x is quantized as the CPU's Q8_0
 // activation rows are (cpu/simd/quantize_act.h, quant_q8_0.glsl: d = amax /
