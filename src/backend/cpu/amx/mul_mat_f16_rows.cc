@@ -75,18 +75,14 @@ FOLIO_TARGET_AVX512 void f16_rows_split_acts(const unsigned char* x, size_t xs, 
   }
 }
 
-// Step s of rows [r0, r0 + 16) (rows < nr, k elements), for pair q =
-// elements (32 s + 2q, 32 s + 2q + 1): wb[4q + j], lanes (row, element of
-// the pair): j = 0 wh of rows r0..r0+7 (lane 2i: row r0 + i's even
-// element, 2i + 1 its odd one), 1 their wl, 2 and 3 the same for rows
-// r0+8..r0+15.
-FOLIO_INLINE_F16_ROWS void f16_rows_split_step(const unsigned char* w, size_t ws, int64_t nr,
-                                               int64_t r0, int64_t k, int64_t s, __m512* wb) {
+// Step s of rows [r0, r0 + 16) (rows < nr, k elements) into r: r[q] pair
+// q = elements (32 s + 2q, 32 s + 2q + 1) of each row (dword i: row r0 + i).
+FOLIO_INLINE_F16_ROWS void f16_rows_load_step(const unsigned char* w, size_t ws, int64_t nr,
+                                              int64_t r0, int64_t k, int64_t s, __m512* r) {
   const int64_t e = s * kStep;
   const int64_t left = k - e;
   const __mmask32 m =
       left >= kStep ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1);
-  __m512 r[kLanes];
   for (int i = 0; i < kLanes; ++i) {
     const int64_t row = std::min<int64_t>(r0 + i, nr - 1);
     const auto* p = reinterpret_cast<const uint16_t*>(w + row * ws) + e;
@@ -95,19 +91,33 @@ FOLIO_INLINE_F16_ROWS void f16_rows_split_step(const unsigned char* w, size_t ws
     // short streams, which the hardware prefetchers start late.
     _mm_prefetch(reinterpret_cast<const char*>(p) + kLanes * ws, _MM_HINT_T1);
   }
-  avx512::transpose16(r);  // r[q]: pair q of the 16 rows (dword i: row r0 + i)
+  avx512::transpose16(r);
+}
+
+// One pair of the 16 rows (f16_rows_load_step's r[q]) split, lanes (row,
+// element of the pair): w4[0] wh of rows 0-7 (lane 2i: row i's even
+// element, 2i + 1 its odd one), w4[1] their wl, w4[2] and w4[3] the same
+// for rows 8-15.
+FOLIO_INLINE_F16_ROWS void f16_rows_split_pair(__m512 pair, __m512* w4) {
   const __m512i top = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-  for (int q = 0; q < kLanes; ++q) {
-    const __m512i v = _mm512_castps_si512(r[q]);
-    const __m512 lo = _mm512_cvtph_ps(_mm512_castsi512_si256(v));
-    const __m512 hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(v, 1));
-    const __m512 lo_h = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(lo), top));
-    const __m512 hi_h = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(hi), top));
-    wb[4 * q] = lo_h;
-    wb[4 * q + 1] = _mm512_sub_ps(lo, lo_h);
-    wb[4 * q + 2] = hi_h;
-    wb[4 * q + 3] = _mm512_sub_ps(hi, hi_h);
-  }
+  const __m512i v = _mm512_castps_si512(pair);
+  const __m512 lo = _mm512_cvtph_ps(_mm512_castsi512_si256(v));
+  const __m512 hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(v, 1));
+  const __m512 lo_h = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(lo), top));
+  const __m512 hi_h = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(hi), top));
+  w4[0] = lo_h;
+  w4[1] = _mm512_sub_ps(lo, lo_h);
+  w4[2] = hi_h;
+  w4[3] = _mm512_sub_ps(hi, hi_h);
+}
+
+// Step s of rows [r0, r0 + 16), split: wb[4q..4q+3] = pair q's
+// f16_rows_split_pair.
+FOLIO_INLINE_F16_ROWS void f16_rows_split_step(const unsigned char* w, size_t ws, int64_t nr,
+                                               int64_t r0, int64_t k, int64_t s, __m512* wb) {
+  __m512 r[kLanes];
+  f16_rows_load_step(w, ws, nr, r0, k, s, r);
+  for (int q = 0; q < kLanes; ++q) f16_rows_split_pair(r[q], wb + 4 * q);
 }
 
 // The pair (x[0], x[1]) in every 64-bit lane.
@@ -137,6 +147,26 @@ FOLIO_INLINE_F16_ROWS void f16_rows_products(const __m512* wb, const float* ah, 
     q1 = _mm512_fmadd_ps(a, wb[4 * q + 2], q1);
     q2 = _mm512_fmadd_ps(l, wb[4 * q + 2], q2);
     q3 = _mm512_fmadd_ps(a, wb[4 * q + 3], q3);
+  }
+  acc[0] = f16_rows_add_pairs(f16_rows_add_pairs(f16_rows_add_pairs(acc[0], p1), p2), p3);
+  acc[1] = f16_rows_add_pairs(f16_rows_add_pairs(f16_rows_add_pairs(acc[1], q1), q2), q3);
+}
+
+// f16_rows_products on a step's unsplit pairs (f16_rows_load_step's r),
+// each split just before its products.
+FOLIO_INLINE_F16_ROWS void f16_rows_products_fused(const __m512* r, const float* ah,
+                                                   const float* al, __m512* acc) {
+  __m512 p1 = _mm512_setzero_ps(), p2 = p1, p3 = p1, q1 = p1, q2 = p1, q3 = p1;
+  for (int q = 0; q < kLanes; ++q) {
+    __m512 w4[4];
+    f16_rows_split_pair(r[q], w4);
+    const __m512 a = f16_rows_pair(ah + 2 * q), l = f16_rows_pair(al + 2 * q);
+    p1 = _mm512_fmadd_ps(a, w4[0], p1);
+    p2 = _mm512_fmadd_ps(l, w4[0], p2);
+    p3 = _mm512_fmadd_ps(a, w4[1], p3);
+    q1 = _mm512_fmadd_ps(a, w4[2], q1);
+    q2 = _mm512_fmadd_ps(l, w4[2], q2);
+    q3 = _mm512_fmadd_ps(a, w4[3], q3);
   }
   acc[0] = f16_rows_add_pairs(f16_rows_add_pairs(f16_rows_add_pairs(acc[0], p1), p2), p3);
   acc[1] = f16_rows_add_pairs(f16_rows_add_pairs(f16_rows_add_pairs(acc[1], q1), q2), q3);
@@ -173,11 +203,22 @@ FOLIO_TARGET_AVX512 void f16_rows_group(int64_t k, const unsigned char* w, size_
   __m512 acc[kMaxCols][2];
   for (int64_t c = 0; c < cn; ++c) acc[c][0] = acc[c][1] = _mm512_setzero_ps();
   const int64_t steps = kpad / kStep;
-  for (int64_t s = 0; s < steps; ++s) {
-    f16_rows_split_step(w, ws, nr, r0, k, s, wb);
-    for (int64_t c = 0; c < cn; ++c) {
-      const float* ah = planes + 2 * (c0 + c) * kpad + s * kStep;
-      f16_rows_products(wb, ah, ah + kpad, acc[c]);
+  if (cn == 1) {
+    // One activation row (decode): each pair's split goes straight into
+    // its products, no buffer.
+    const float* ah = planes + 2 * c0 * kpad;
+    for (int64_t s = 0; s < steps; ++s) {
+      __m512 r[kLanes];
+      f16_rows_load_step(w, ws, nr, r0, k, s, r);
+      f16_rows_products_fused(r, ah + s * kStep, ah + kpad + s * kStep, acc[0]);
+    }
+  } else {
+    for (int64_t s = 0; s < steps; ++s) {
+      f16_rows_split_step(w, ws, nr, r0, k, s, wb);
+      for (int64_t c = 0; c < cn; ++c) {
+        const float* ah = planes + 2 * (c0 + c) * kpad + s * kStep;
+        f16_rows_products(wb, ah, ah + kpad, acc[c]);
+      }
     }
   }
   alignas(64) static constexpr int32_t kEvenLanes[16] = {0,  2,  4,  6,  8,  10, 12, 14,
