@@ -4,8 +4,9 @@
 // multiple of 16, mul_mat_id, and data that reaches the flushing (F16
 // denormal weights, denormal and tiny activations whose products and sums
 // underflow, zeros of both signs, infinities). On AMX the same problems
-// through the tile kernel give the same bits, and the amx tier's routed F16
-// mul_mat gives a column the same bits alone, in 5 and in 40 columns.
+// through the tile kernel give the same bits, and the two combined
+// (mul_mat_f16_amx_combined) give a column the same bits alone, in 5 and
+// in 40 columns.
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -186,27 +187,27 @@ TEST(AmxF16Rows, TheTilesGiveTheSameBits) {
   }
 }
 
-// The amx tier routes F16 mul_mat / mul_mat_id at every batch size, and a
-// column's outputs are the same bits alone, in 5 columns and in 40 (rows
-// kernel below kF16AmxMinRows, tiles from there).
-TEST(AmxF16Rows, RoutedBatchInvariance) {
+// mul_mat_f16_amx_combined (rows kernel below kF16AmxMinRows, tiles from
+// there) gives a column the same bits alone, in 5 columns and in 40, and
+// mul_mat_id the model's bits. The amx tier does not register it: F16
+// stays on the AVX-512 kernel at every batch size.
+TEST(AmxF16Rows, CombinedIsBatchInvariant) {
   if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
-  CpuBackend amx(CpuBackendOptions{Isa::kAmx, false, nullptr});
   std::mt19937 rng(83);
   Problem p40 = problem(300, 45, 40, rng, /*wide=*/true);
   std::vector<float> y40;
-  const Op op40 = mul_mat_op(p40, y40);
-  EXPECT_EQ(amx.kernel_name_of(amx.select_kernel(op40)), "mul_mat.f16.amx");
-  ASSERT_TRUE(amx.run_kernel(amx.select_kernel(op40), op40).ok());
+  ASSERT_TRUE(cpu::mul_mat_f16_amx_combined(mul_mat_op(p40, y40), KernelContext{}).ok());
   EXPECT_EQ(model_mismatches(p40, y40), 0);
   for (int64_t m : {1, 5}) {
     Problem p{p40.k, p40.n, m, p40.w, std::vector<float>(p40.x.begin(), p40.x.begin() + m * p40.k)};
     std::vector<float> y;
-    const Op op = mul_mat_op(p, y);
-    EXPECT_EQ(amx.kernel_name_of(amx.select_kernel(op)), "mul_mat.f16.amx");
-    ASSERT_TRUE(amx.run_kernel(amx.select_kernel(op), op).ok());
+    ASSERT_TRUE(cpu::mul_mat_f16_amx_combined(mul_mat_op(p, y), KernelContext{}).ok());
     EXPECT_EQ(std::memcmp(y.data(), y40.data(), y.size() * 4), 0) << "M=" << m;
   }
+  amx_bf16_cases::expect_mul_mat_id_is_model(&cpu::mul_mat_id_f16_amx_combined, DType::F16);
+  CpuBackend amx(CpuBackendOptions{Isa::kAmx, false, nullptr});
+  std::vector<float> y;
+  EXPECT_EQ(amx.kernel_name(mul_mat_op(p40, y)), "mul_mat.f16.avx512");
 }
 
 }  // namespace amx_f16_rows_test

@@ -52,8 +52,6 @@ struct MulMat {
 // The kernel each limit should pick for mul_mat with weights `wt`.
 std::string expected_kernel(Isa limit, DType wt) {
   if (limit == Isa::kScalar) return "mul_mat.ref";
-  // F16 on the amx tier: BF16 tile parts (amx/mul_mat_bf16_amx.cc).
-  if (limit >= Isa::kAmx && wt == DType::F16 && cpu_features().amx_bf16) return "mul_mat.f16.amx";
   const bool int_dot = wt != DType::F32 && wt != DType::F16 && wt != DType::BF16;
   const bool avx512 = limit >= Isa::kAvx512 && (!int_dot || cpu_features().avx512vnni);
   return "mul_mat." + std::string(dtype_name(wt)) + (avx512 ? ".avx512" : ".avx2");

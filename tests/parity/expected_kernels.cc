@@ -152,11 +152,8 @@ Expectation mul_mat_rule(const Op& op) {
   if (avx2 && !is_one_of(w, {DType::MXFP4, DType::NVFP4})) {
     e.cpu.push_back({T::kAvx512, p + "." + wn + ".avx512", flt ? Need::kNone : Need::kAvx512Vnni});
   }
-  // AMX: BF16 weights through TDPBF16PS at every batch size (BF16 activations);
-  // F16 weights split into BF16 parts, small batches on the AVX-512 rows
-  // kernel that gives the tiles' bits.
+  // AMX: BF16 weights through TDPBF16PS at every batch size (BF16 activations).
   if (w == DType::BF16) e.cpu.push_back({T::kAmx, p + ".bf16.amx", Need::kAmxBf16});
-  if (w == DType::F16) e.cpu.push_back({T::kAmx, p + ".f16.amx", Need::kAmxBf16});
   // NEON: a dequantizing float tile, or integer tiles at three tiers.
   if (flt || is_one_of(w, {DType::Q2_K, DType::Q3_K, DType::IQ4_XS})) {
     e.cpu.push_back({T::kNeon, p + ".float.neon"});

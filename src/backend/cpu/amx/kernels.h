@@ -18,13 +18,15 @@ Status mul_mat_id_bf16_amx(const Op& op, const KernelContext& ctx);
 Status mul_mat_f16_amx(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_f16_amx(const Op& op, const KernelContext& ctx);
 
-// F16 on the amx tier: batches of fewer than kF16AmxMinRows activation rows
-// (mul_mat_id: an expert's tile of fewer tokens) on the AVX-512 rows kernel
-// below, larger ones on the tiles above; both give dot_model's bits, so the
-// threshold changes no result.
-inline constexpr int64_t kF16AmxMinRows = 16;
-Status mul_mat_f16_amx_routed(const Op& op, const KernelContext& ctx);
-Status mul_mat_id_f16_amx_routed(const Op& op, const KernelContext& ctx);
+// F16 at any batch size with the tiles' bits: batches of fewer than
+// kF16AmxMinRows activation rows (mul_mat_id: an expert's tile of fewer
+// tokens) on the AVX-512 rows kernel below, larger ones on the tiles above;
+// both give dot_model's bits, so the threshold changes no result. What the
+// amx tier would register for F16; not registered (docs/DESIGN.md: decode
+// on the rows kernel is slower than the AVX-512 F16 kernel).
+inline constexpr int64_t kF16AmxMinRows = 2;
+Status mul_mat_f16_amx_combined(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_f16_amx_combined(const Op& op, const KernelContext& ctx);
 
 // amx/mul_mat_f16_rows.cc: F16 weights in AVX-512 registers, lanes the
 // weight rows, each output exactly amx/f16_tile_model.h's dot_model (the

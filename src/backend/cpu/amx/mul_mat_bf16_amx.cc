@@ -23,7 +23,9 @@
 // blocking or the thread count, so the tier can take every mul_mat of these
 // weights, decode included, and a sequence's logits do not depend on the
 // batch it is in. register_amx.cc routes BF16 here; F16 stays on the
-// AVX-512 kernel, faster in decode (docs/DESIGN.md, the amx tier).
+// AVX-512 kernel, faster in decode (docs/DESIGN.md, the amx tier), also
+// than mul_mat_f16_amx_combined below (one activation row on the AVX-512
+// rows kernel of amx/mul_mat_f16_rows.cc, which gives the tiles' bits).
 //
 // A panel call (a thread's rows, all activation rows of a batch) with up to
 // 32 activation rows (decode, small batches, mul_mat_id's tiles) takes the
@@ -745,9 +747,9 @@ Status mul_mat_id_f16_amx(const Op& op, const KernelContext& ctx) {
 
 namespace {
 
-// The amx tier's F16: fewer than kF16AmxMinRows activation rows on the
+// F16 at any batch size: fewer than kF16AmxMinRows activation rows on the
 // AVX-512 rows kernel (amx/mul_mat_f16_rows.cc), the same bits.
-void f16_routed_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, const void* x,
+void f16_combined_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, const void* x,
                       size_t x_stride, int64_t nc, float* out, size_t out_stride) {
   if (nc < kF16AmxMinRows) {
     f16_rows_panel(k, w, w_stride, nr, x, x_stride, nc, out, out_stride);
@@ -756,26 +758,26 @@ void f16_routed_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, con
   }
 }
 
-void f16_routed_tile(int64_t k, const void* w, size_t w_stride, int nr, const void* x,
+void f16_combined_tile(int64_t k, const void* w, size_t w_stride, int nr, const void* x,
                      size_t x_stride, int nc, float* out, size_t out_stride) {
-  f16_routed_panel(k, w, w_stride, nr, x, x_stride, nc, out, out_stride);
+  f16_combined_panel(k, w, w_stride, nr, x, x_stride, nc, out, out_stride);
 }
 
-MatMulSpec f16_routed_spec() {
+MatMulSpec f16_combined_spec() {
   MatMulSpec spec = bf16_amx_spec<WFmt::kF16>();
-  spec.tile = &f16_routed_tile;
-  spec.panel = &f16_routed_panel;
+  spec.tile = &f16_combined_tile;
+  spec.panel = &f16_combined_panel;
   return spec;
 }
 
 }  // namespace
 
-Status mul_mat_f16_amx_routed(const Op& op, const KernelContext& ctx) {
-  return mul_mat_tiled(op, ctx, f16_routed_spec());
+Status mul_mat_f16_amx_combined(const Op& op, const KernelContext& ctx) {
+  return mul_mat_tiled(op, ctx, f16_combined_spec());
 }
 
-Status mul_mat_id_f16_amx_routed(const Op& op, const KernelContext& ctx) {
-  return mul_mat_id_tiled(op, ctx, f16_routed_spec());
+Status mul_mat_id_f16_amx_combined(const Op& op, const KernelContext& ctx) {
+  return mul_mat_id_tiled(op, ctx, f16_combined_spec());
 }
 
 }  // namespace folio::cpu

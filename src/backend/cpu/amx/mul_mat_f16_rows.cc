@@ -1,8 +1,11 @@
 // F16 weights (plain rows) x F32 activations in AVX-512 vector registers,
 // giving exactly the bits of the AMX F16 tile kernel (amx/f16_tile_model.h's
-// dot_model), for the batches too small to fill the tiles: the amx tier can
-// then take decode on these and prefill on the tiles, and a sequence's
-// outputs stay the same whatever batch it is in.
+// dot_model), for the batches too small to fill the tiles: with it, decode
+// can run here and prefill on the tiles while a sequence's outputs stay the
+// same whatever batch it is in (mul_mat_f16_amx_combined in
+// amx/mul_mat_bf16_amx.cc). Not registered: per weight it does three fused
+// multiply-adds, a split and a share of a transpose where the AVX-512 F16
+// kernel does one multiply-add, and decode ran slower (docs/DESIGN.md).
 //
 // Lanes are (weight row, element of a pair): a group of 16 rows is two
 // vectors, rows 0-7 and 8-15, lane 2i running the model's even chains of
