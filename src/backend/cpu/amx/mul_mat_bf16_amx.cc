@@ -750,7 +750,7 @@ namespace {
 // F16 at any batch size: fewer than kF16AmxMinRows activation rows on the
 // AVX-512 rows kernel (amx/mul_mat_f16_rows.cc), the same bits.
 void f16_combined_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, const void* x,
-                      size_t x_stride, int64_t nc, float* out, size_t out_stride) {
+                        size_t x_stride, int64_t nc, float* out, size_t out_stride) {
   if (nc < kF16AmxMinRows) {
     f16_rows_panel(k, w, w_stride, nr, x, x_stride, nc, out, out_stride);
   } else {
@@ -759,7 +759,7 @@ void f16_combined_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, c
 }
 
 void f16_combined_tile(int64_t k, const void* w, size_t w_stride, int nr, const void* x,
-                     size_t x_stride, int nc, float* out, size_t out_stride) {
+                       size_t x_stride, int nc, float* out, size_t out_stride) {
   f16_combined_panel(k, w, w_stride, nr, x, x_stride, nc, out, out_stride);
 }
 

@@ -53,7 +53,7 @@ namespace {
 
 using amx_bf16::kStep;
 
-constexpr int kLanes = 16;           // weight rows per vector
+constexpr int kLanes = 16;  // weight rows per vector
 constexpr unsigned kMxcsrDaz = 0x0040;
 constexpr unsigned kMxcsrFtzRound = 0xe000;  // FTZ and the rounding control
 
@@ -84,8 +84,7 @@ FOLIO_INLINE_F16_ROWS void f16_rows_load_step(const unsigned char* w, size_t ws,
                                               int64_t r0, int64_t k, int64_t s, __m512* r) {
   const int64_t e = s * kStep;
   const int64_t left = k - e;
-  const __mmask32 m =
-      left >= kStep ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1);
+  const __mmask32 m = left >= kStep ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1);
   for (int i = 0; i < kLanes; ++i) {
     const int64_t row = std::min<int64_t>(r0 + i, nr - 1);
     const auto* p = reinterpret_cast<const uint16_t*>(w + row * ws) + e;
@@ -144,8 +143,8 @@ FOLIO_INLINE_F16_ROWS void f16_rows_products(const __m512* wb, const float* ah, 
   __m512 p1 = _mm512_setzero_ps(), p2 = p1, p3 = p1, q1 = p1, q2 = p1, q3 = p1;
   for (int q = 0; q < kLanes; ++q) {
     const __m512 a = f16_rows_pair(ah + 2 * q), l = f16_rows_pair(al + 2 * q);
-    p1 = _mm512_fmadd_ps(a, wb[4 * q], p1);  // ah wh
-    p2 = _mm512_fmadd_ps(l, wb[4 * q], p2);  // al wh
+    p1 = _mm512_fmadd_ps(a, wb[4 * q], p1);      // ah wh
+    p2 = _mm512_fmadd_ps(l, wb[4 * q], p2);      // al wh
     p3 = _mm512_fmadd_ps(a, wb[4 * q + 1], p3);  // ah wl
     q1 = _mm512_fmadd_ps(a, wb[4 * q + 2], q1);
     q2 = _mm512_fmadd_ps(l, wb[4 * q + 2], q2);
