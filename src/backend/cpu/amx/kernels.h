@@ -3,6 +3,7 @@
 // functions: register_amx.cc (baseline flags) only takes their addresses.
 #pragma once
 
+#include "backend/cpu/drivers/mul_mat_tiled.h"
 #include "backend/cpu/kernel.h"
 
 namespace folio::cpu {
@@ -16,5 +17,27 @@ Status mul_mat_id_bf16_amx(const Op& op, const KernelContext& ctx);
 // products per step; each output is amx/f16_tile_model.h's dot_model.
 Status mul_mat_f16_amx(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_f16_amx(const Op& op, const KernelContext& ctx);
+
+// F16 at any batch size with the tiles' bits: batches of fewer than
+// kF16AmxMinRows activation rows (mul_mat_id: an expert's tile of fewer
+// tokens) on the AVX-512 rows kernel below, larger ones on the tiles above;
+// both give dot_model's bits, so the threshold changes no result. What the
+// amx tier would register for F16; not registered (docs/DESIGN.md: decode
+// on the rows kernel is slower than the AVX-512 F16 kernel).
+inline constexpr int64_t kF16AmxMinRows = 2;
+Status mul_mat_f16_amx_combined(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_f16_amx_combined(const Op& op, const KernelContext& ctx);
+
+// amx/mul_mat_f16_rows.cc: F16 weights in AVX-512 registers, lanes the
+// weight rows, each output exactly amx/f16_tile_model.h's dot_model (the
+// tile kernel's bits) at any batch size; for the batches too small for the
+// tiles. The panel and tile functions follow mul_mat_tiled.h's DotPanelFn
+// and DotTileFn.
+void f16_rows_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, const void* x,
+                    size_t x_stride, int64_t nc, float* out, size_t out_stride);
+void f16_rows_tile(int64_t k, const void* w, size_t w_stride, int nr, const void* x,
+                   size_t x_stride, int nc, float* out, size_t out_stride);
+Status mul_mat_f16_rows(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_f16_rows(const Op& op, const KernelContext& ctx);
 
 }  // namespace folio::cpu

@@ -23,7 +23,9 @@
 // blocking or the thread count, so the tier can take every mul_mat of these
 // weights, decode included, and a sequence's logits do not depend on the
 // batch it is in. register_amx.cc routes BF16 here; F16 stays on the
-// AVX-512 kernel, faster in decode (docs/DESIGN.md, the amx tier).
+// AVX-512 kernel, faster in decode (docs/DESIGN.md, the amx tier), also
+// than mul_mat_f16_amx_combined below (one activation row on the AVX-512
+// rows kernel of amx/mul_mat_f16_rows.cc, which gives the tiles' bits).
 //
 // A panel call (a thread's rows, all activation rows of a batch) with up to
 // 32 activation rows (decode, small batches, mul_mat_id's tiles) takes the
@@ -53,8 +55,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/amx/bf16_round.h"
 #include "backend/cpu/amx/bf16_tile_model.h"
 #include "backend/cpu/amx/f16_tile_model.h"
+#include "backend/cpu/amx/kernels.h"
 #include "backend/cpu/amx/tiles.h"
 #include "backend/cpu/avx512/transpose.h"
 #include "backend/cpu/drivers/grow_buffer.h"
@@ -97,31 +101,8 @@ FOLIO_TARGET_AMX void bf16_configure_tiles() {
   amx::memory_barrier();
 }
 
-// 16 f32 -> bf16 as amx_bf16::act_to_bf16 (vcvtneps2bf16's rounding, in
-// AVX-512F integer steps, so the emulated build needs no AVX512_BF16).
-FOLIO_INLINE_BF16_AMX __m256i bf16_round16(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r =
-      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-  const __mmask16 nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f800000));
-  const __mmask16 denormal =
-      _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));  // exponent 0 (zeros too)
-  r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-  r = _mm512_mask_and_epi32(r, denormal, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x8000));
-  return _mm512_cvtepi32_epi16(r);
-}
-
-// 16 f32 -> their BF16 parts (amx_f16::split_activation): hi rounded, lo
-// the rounded rest (zero where hi is infinite or NaN).
-FOLIO_INLINE_BF16_AMX void act_split16(__m512 v, __m256i& hi, __m256i& lo) {
-  hi = bf16_round16(v);
-  const __m512i hi32 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16);
-  const __m512i exp = _mm512_set1_epi32(0x7f800000);
-  const __mmask16 finite = _mm512_cmpneq_epi32_mask(_mm512_and_si512(hi32, exp), exp);
-  lo = bf16_round16(_mm512_maskz_sub_ps(finite, v, _mm512_castsi512_ps(hi32)));
-}
+using amx_bf16::act_split16;
+using amx_bf16::bf16_round16;
 
 // 32 F16 weights (the first n of p, zeros past them) -> their exact BF16
 // parts (amx_f16::split_weight): wh their f32 values truncated, wl the rest
@@ -762,6 +743,41 @@ Status mul_mat_f16_amx(const Op& op, const KernelContext& ctx) {
 
 Status mul_mat_id_f16_amx(const Op& op, const KernelContext& ctx) {
   return mul_mat_id_tiled(op, ctx, bf16_amx_spec<WFmt::kF16>());
+}
+
+namespace {
+
+// F16 at any batch size: fewer than kF16AmxMinRows activation rows on the
+// AVX-512 rows kernel (amx/mul_mat_f16_rows.cc), the same bits.
+void f16_combined_panel(int64_t k, const void* w, size_t w_stride, int64_t nr, const void* x,
+                        size_t x_stride, int64_t nc, float* out, size_t out_stride) {
+  if (nc < kF16AmxMinRows) {
+    f16_rows_panel(k, w, w_stride, nr, x, x_stride, nc, out, out_stride);
+  } else {
+    bf16_panel<WFmt::kF16>(k, w, w_stride, nr, x, x_stride, nc, out, out_stride);
+  }
+}
+
+void f16_combined_tile(int64_t k, const void* w, size_t w_stride, int nr, const void* x,
+                       size_t x_stride, int nc, float* out, size_t out_stride) {
+  f16_combined_panel(k, w, w_stride, nr, x, x_stride, nc, out, out_stride);
+}
+
+MatMulSpec f16_combined_spec() {
+  MatMulSpec spec = bf16_amx_spec<WFmt::kF16>();
+  spec.tile = &f16_combined_tile;
+  spec.panel = &f16_combined_panel;
+  return spec;
+}
+
+}  // namespace
+
+Status mul_mat_f16_amx_combined(const Op& op, const KernelContext& ctx) {
+  return mul_mat_tiled(op, ctx, f16_combined_spec());
+}
+
+Status mul_mat_id_f16_amx_combined(const Op& op, const KernelContext& ctx) {
+  return mul_mat_id_tiled(op, ctx, f16_combined_spec());
 }
 
 }  // namespace folio::cpu
