@@ -103,12 +103,15 @@ bool is_one_of(DType d, std::initializer_list<DType> list) {
 }
 
 // kMulMat and its decode fusions on a device with integer dot products:
-// the int8 path for 2-D products of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights
-// (kernel "<kind>_q8"), whatever the column count.
+// the int8 path for 2-D products of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K ...
+// Q6_K, IQ4_NL, IQ4_XS and MXFP4 weights (kernel "<kind>_q8"), whatever the
+// column count.
 bool int8_path(const Op& op) {
   return op.kind != OpKind::kMulMatId &&
          is_one_of(op.src[0].dtype, {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                                     DType::Q8_0}) &&
+                                     DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                                     DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS,
+                                     DType::MXFP4}) &&
          op.src[0].ne[2] * op.src[0].ne[3] == 1 && op.src[1].ne[2] * op.src[1].ne[3] == 1;
 }
 
