@@ -150,7 +150,8 @@ WeightBlock scaled_weight_block(DType t, const uint8_t* row, int64_t b) {
       quant::BlockIQ4_XS x;
       std::memcpy(&x, row + sb * sizeof x, sizeof x);
       w.d = f16_to_f32(x.d);
-      const int ls = ((x.scales_l[g / 2] >> (4 * (g % 2))) & 15) | (((x.scales_h >> (2 * g)) & 3) << 4);
+      const int ls =
+          ((x.scales_l[g / 2] >> (4 * (g % 2))) & 15) | (((x.scales_h >> (2 * g)) & 3) << 4);
       w.s[0] = w.s[1] = ls - 32;
       for (int l = 0; l < 32; ++l) {
         const uint8_t q = x.qs[16 * g + l % 16];
@@ -287,10 +288,17 @@ std::vector<uint8_t> make_weights(DType t, int64_t k, int64_t n, std::mt19937& r
         put(blk, offsetof(quant::BlockQ2_K, d), scale(rng));
         put(blk, offsetof(quant::BlockQ2_K, dmin), scale(rng));
         break;
-      case DType::Q3_K: put(blk, offsetof(quant::BlockQ3_K, d), scale(rng)); break;
-      case DType::IQ4_NL: put(blk, offsetof(quant::BlockIQ4_NL, d), scale(rng)); break;
-      case DType::IQ4_XS: put(blk, offsetof(quant::BlockIQ4_XS, d), 0.1f * scale(rng)); break;
-      default: ADD_FAILURE() << "no random fill for " << dtype_name(t);
+      case DType::Q3_K:
+        put(blk, offsetof(quant::BlockQ3_K, d), scale(rng));
+        break;
+      case DType::IQ4_NL:
+        put(blk, offsetof(quant::BlockIQ4_NL, d), scale(rng));
+        break;
+      case DType::IQ4_XS:
+        put(blk, offsetof(quant::BlockIQ4_XS, d), 0.1f * scale(rng));
+        break;
+      default:
+        ADD_FAILURE() << "no random fill for " << dtype_name(t);
     }
   }
   return wq;
@@ -363,9 +371,9 @@ int check_type(Backend& dev, DType t, int64_t k, int64_t n, std::mt19937& rng) {
 }
 
 // Skips unless the device takes the int8 path (integer dot products).
-#define FOLIO_INT8_DEVICE_OR_SKIP(dev)                                                        \
-  FOLIO_VULKAN_OR_SKIP(dev);                                                                 \
-  if (!int8_device(*dev)) {                                                                  \
+#define FOLIO_INT8_DEVICE_OR_SKIP(dev)                                                           \
+  FOLIO_VULKAN_OR_SKIP(dev);                                                                     \
+  if (!int8_device(*dev)) {                                                                      \
     GTEST_SKIP() << "hardware: the device has no integer dot products (or FOLIO_VULKAN_INT8=0)"; \
   }
 

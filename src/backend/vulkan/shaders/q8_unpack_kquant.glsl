@@ -10,9 +10,9 @@
 //
 // Include from mul_mat_q8.glsl, after dequant.glsl.
 
-// Each byte of w (every byte b < 128 + k) minus k, without borrows between
-// bytes: the byte's top bit is set first, so no byte goes below zero, and
-// flipped back after, giving (b - k) mod 256.
+// Each byte b of w minus k, as (b - k) mod 256, for bytes below 128 and k
+// at most 128: each byte's top bit is set first, so no byte goes below zero
+// and no borrow crosses into the next, then flipped back.
 uint q8_bytes_minus(uint w, uint k) {
   return ((w | 0x80808080u) - k * 0x01010101u) ^ 0x80808080u;
 }
