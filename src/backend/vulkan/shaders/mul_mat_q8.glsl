@@ -157,16 +157,31 @@ float q8_block_term(uint type, uint w[8], uint x[8], int xs, float dw, float mw,
     if (type == T_Q4_1 || type == T_Q5_1) t = t + mw * (dx * float(xs));
     return t;
   }
-  int dot0 = 0, dot1 = 0, xs0 = 0;
-  for (uint i = 0u; i < 4u; ++i) {
-    dot0 += q8_sdot4x8(int(w[i]), int(x[i]), 0);
-    dot1 += q8_sdot4x8(int(w[i + 4u]), int(x[i + 4u]), 0);
+  // Q2_K, Q3_K, Q6_K scale each 16-element half on its own; the others
+  // have s0 == s1 and m0 == m1, where the whole-block dot and sum give the
+  // same integers.
+  const bool halves = type == T_Q2_K || type == T_Q3_K || type == T_Q6_K;
+  const int s0 = bitfieldExtract(int(ws), 0, 8), s1 = bitfieldExtract(int(ws), 8, 8);
+  int isum;
+  if (halves) {
+    int dot0 = 0, dot1 = 0;
+    for (uint i = 0u; i < 4u; ++i) {
+      dot0 += q8_sdot4x8(int(w[i]), int(x[i]), 0);
+      dot1 += q8_sdot4x8(int(w[i + 4u]), int(x[i + 4u]), 0);
+    }
+    isum = s0 * dot0 + s1 * dot1;
+  } else {
+    isum = s0 * q8_dot(w, x);
   }
-  const int isum = bitfieldExtract(int(ws), 0, 8) * dot0 + bitfieldExtract(int(ws), 8, 8) * dot1;
   precise float t = float(isum) * (dw * dx);
   if (type == T_Q2_K || type == T_Q4_K || type == T_Q5_K) {
-    for (uint i = 0u; i < 4u; ++i) xs0 += q8_sdot4x8(int(x[i]), 0x01010101, 0);
-    const int msum = int(bitfieldExtract(ws, 16, 8)) * xs0 + int(ws >> 24u) * (xs - xs0);
+    const int m0 = int(bitfieldExtract(ws, 16, 8)), m1 = int(ws >> 24u);
+    int msum = m0 * xs;
+    if (halves) {
+      int xs0 = 0;
+      for (uint i = 0u; i < 4u; ++i) xs0 += q8_sdot4x8(int(x[i]), 0x01010101, 0);
+      msum = m0 * xs0 + m1 * (xs - xs0);
+    }
     t = t - mw * (dx * float(msum));
   }
   return t;
