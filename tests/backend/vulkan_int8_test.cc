@@ -1,16 +1,21 @@
 // The Vulkan int8 matrix path (shaders/mul_mat_q8.glsl) against its scalar
 // model, bit for bit: activations quantized by the reference Q8_0 quantizer
-// (its f16 scale widened), exact integer block dots, each block's term and
-// the chunked sum in the order the shaders promise. Decode (mul_mat_vec_q8,
-// up to 8 columns) and prefill (quant_act_q8 + mul_mat_q8 tiles, partial in
-// both directions) for every weight format the path takes, K with a partial
-// last 256-element chunk. mul_mat_id (quant_act_q8, then mul_mat_vec_id_q8
-// for few pairs per expert or mul_mat_id_q8's expert-grouped tiles) against
-// the same model, one token alone against the same token in a batch, and
-// ids out of range.
+// (its f16 scale widened), exact integer block dots (the K-quant, IQ4 and
+// FP4 sub-scales applied as integers per 16-element half), each block's
+// term and the chunked sum in the order the shaders promise; and against
+// the float product of the reference dequantizer's weights (NMSE). Decode
+// (mul_mat_vec_q8, up to 8 columns) and prefill (quant_act_q8 + mul_mat_q8
+// tiles, partial in both directions) for every weight format the path
+// takes, K with a partial last 256-element chunk where the blocks allow.
+// The model decodes each format element by element from quant/blocks.h's
+// layout comments, independently of the shaders' word-wise unpacking.
+// mul_mat_id (quant_act_q8, then mul_mat_vec_id_q8 for few pairs per
+// expert or mul_mat_id_q8's expert-grouped tiles) against the same model,
+// one token alone against the same token in a batch, and ids out of range.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -29,12 +34,17 @@ namespace vulkan_int8_test {
 
 constexpr int64_t kChunk = 256;  // mat_interface.h's kMatSumChunk
 
-// One weight block as the path reads it: codes, scale, minimum, offset.
+// One 32-element weight block as the path reads it: codes, scale, minimum,
+// offset; for the sub-scaled formats (`scaled`: the K-quants, IQ4_NL,
+// IQ4_XS, MXFP4) the integer sub-scales s and min multipliers mi of
+// elements 0-15 and 16-31.
 struct WeightBlock {
   int c[32];
   float d = 0, m = 0;
   int off = 0;
   bool has_min = false;
+  bool scaled = false;
+  int s[2] = {1, 1}, mi[2] = {0, 0};
 };
 
 uint16_t u16_at(const uint8_t* p) {
@@ -43,8 +53,128 @@ uint16_t u16_at(const uint8_t* p) {
   return v;
 }
 
+// Block b (32 elements; K-quants and IQ4_XS: group b % 8 of super-block
+// b / 8) of a row of a sub-scaled format.
+WeightBlock scaled_weight_block(DType t, const uint8_t* row, int64_t b) {
+  WeightBlock w;
+  w.scaled = true;
+  const int64_t sb = b / 8;
+  const int g = static_cast<int>(b % 8);
+  // Element l of the block: e = 32g + l of its super-block.
+  switch (t) {
+    case DType::Q2_K: {
+      quant::BlockQ2_K x;
+      std::memcpy(&x, row + sb * sizeof x, sizeof x);
+      w.d = f16_to_f32(x.d);
+      w.m = f16_to_f32(x.dmin);
+      w.has_min = true;
+      for (int l = 0; l < 32; ++l) {
+        const int e = 32 * g + l;
+        w.c[l] = (x.qs[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+      }
+      for (int h = 0; h < 2; ++h) {
+        w.s[h] = x.scales[2 * g + h] & 15;
+        w.mi[h] = x.scales[2 * g + h] >> 4;
+      }
+      break;
+    }
+    case DType::Q3_K: {
+      quant::BlockQ3_K x;
+      std::memcpy(&x, row + sb * sizeof x, sizeof x);
+      w.d = f16_to_f32(x.d);
+      for (int l = 0; l < 32; ++l) {
+        const int e = 32 * g + l;
+        const int lo = (x.qs[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+        const bool high = (x.hmask[e % 32] >> (e / 32)) & 1;
+        w.c[l] = lo - (high ? 0 : 4);
+      }
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * g + h;
+        const int lo = (x.scales[j % 8] >> (j < 8 ? 0 : 4)) & 0xF;
+        const int hi = (x.scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+        w.s[h] = (lo | (hi << 4)) - 32;
+      }
+      break;
+    }
+    case DType::Q4_K:
+    case DType::Q5_K: {
+      const bool q5 = t == DType::Q5_K;
+      quant::BlockQ4_K x4;
+      quant::BlockQ5_K x5;
+      const uint8_t *scales, *qs;
+      uint16_t d, dmin;
+      if (q5) {
+        std::memcpy(&x5, row + sb * sizeof x5, sizeof x5);
+        scales = x5.scales, qs = x5.qs, d = x5.d, dmin = x5.dmin;
+      } else {
+        std::memcpy(&x4, row + sb * sizeof x4, sizeof x4);
+        scales = x4.scales, qs = x4.qs, d = x4.d, dmin = x4.dmin;
+      }
+      w.d = f16_to_f32(d);
+      w.m = f16_to_f32(dmin);
+      w.has_min = true;
+      uint8_t sc, m;
+      quant::unpack_scale_min_k4(g, scales, &sc, &m);
+      w.s[0] = w.s[1] = sc;
+      w.mi[0] = w.mi[1] = m;
+      for (int l = 0; l < 32; ++l) {
+        const int e = 32 * g + l;
+        w.c[l] = (qs[(e / 64) * 32 + e % 32] >> ((e % 64) >= 32 ? 4 : 0)) & 15;
+        if (q5) w.c[l] |= ((x5.qh[e % 32] >> (e / 32)) & 1) << 4;
+      }
+      break;
+    }
+    case DType::Q6_K: {
+      quant::BlockQ6_K x;
+      std::memcpy(&x, row + sb * sizeof x, sizeof x);
+      w.d = f16_to_f32(x.d);
+      for (int l = 0; l < 32; ++l) {
+        const int e = 32 * g + l;
+        const int lo = (x.ql[(e / 128) * 64 + e % 64] >> ((e % 128) >= 64 ? 4 : 0)) & 15;
+        const int hi = (x.qh[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+        w.c[l] = (lo | (hi << 4)) - 32;
+      }
+      w.s[0] = x.scales[2 * g];
+      w.s[1] = x.scales[2 * g + 1];
+      break;
+    }
+    case DType::IQ4_NL:
+    case DType::MXFP4: {
+      const bool nl = t == DType::IQ4_NL;
+      const uint8_t* bb = row + b * (nl ? 18 : 17);
+      w.d = nl ? f16_to_f32(u16_at(bb)) : quant::e8m0_half_to_f32(bb[0]);
+      const uint8_t* qs = bb + (nl ? 2 : 1);
+      for (int l = 0; l < 32; ++l) {
+        const int q = l < 16 ? (qs[l] & 15) : (qs[l - 16] >> 4);
+        w.c[l] = nl ? quant::kIQ4NLValues[q] : quant::kFP4Values[q];
+      }
+      break;
+    }
+    case DType::IQ4_XS: {
+      quant::BlockIQ4_XS x;
+      std::memcpy(&x, row + sb * sizeof x, sizeof x);
+      w.d = f16_to_f32(x.d);
+      const int ls =
+          ((x.scales_l[g / 2] >> (4 * (g % 2))) & 15) | (((x.scales_h >> (2 * g)) & 3) << 4);
+      w.s[0] = w.s[1] = ls - 32;
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t q = x.qs[16 * g + l % 16];
+        w.c[l] = quant::kIQ4NLValues[l < 16 ? (q & 15) : (q >> 4)];
+      }
+      break;
+    }
+    default:
+      ADD_FAILURE() << "no int8 model for " << dtype_name(t);
+  }
+  return w;
+}
+
 WeightBlock weight_block(DType t, const uint8_t* row, int64_t b) {
   WeightBlock w;
+  if (t != DType::Q4_0 && t != DType::Q4_1 && t != DType::Q5_0 && t != DType::Q5_1 &&
+      t != DType::Q8_0) {
+    return scaled_weight_block(t, row, b);
+  }
   if (t == DType::Q8_0) {
     const uint8_t* bb = row + b * 34;
     w.d = f16_to_f32(u16_at(bb));
@@ -82,6 +212,10 @@ float add(float a, float b) {
   volatile float s = a + b;
   return s;
 }
+float sub(float a, float b) {
+  volatile float s = a - b;
+  return s;
+}
 
 // Output (n, m) of the int8 path, as mul_mat_q8.glsl defines it.
 float model_output(DType t, const uint8_t* wrow, const float* x, int64_t k) {
@@ -91,13 +225,24 @@ float model_output(DType t, const uint8_t* wrow, const float* x, int64_t k) {
     quant::ref::quantize_q8_0(x + 32 * b, &xb, 32);
     const float dx = f16_to_f32(xb.d);
     const WeightBlock w = weight_block(t, wrow, b);
-    int dot = 0, xs = 0;
+    int dot = 0, xs = 0, dh[2] = {0, 0}, xh[2] = {0, 0};
     for (int e = 0; e < 32; ++e) {
       dot += w.c[e] * xb.qs[e];
       xs += xb.qs[e];
+      dh[e / 16] += w.c[e] * xb.qs[e];
+      xh[e / 16] += xb.qs[e];
     }
-    float term = mul(static_cast<float>(dot - w.off * xs), mul(w.d, dx));
-    if (w.has_min) term = add(term, mul(w.m, mul(dx, static_cast<float>(xs))));
+    float term;
+    if (w.scaled) {
+      term = mul(static_cast<float>(w.s[0] * dh[0] + w.s[1] * dh[1]), mul(w.d, dx));
+      if (w.has_min) {
+        const int msum = w.mi[0] * xh[0] + w.mi[1] * xh[1];
+        term = sub(term, mul(w.m, mul(dx, static_cast<float>(msum))));
+      }
+    } else {
+      term = mul(static_cast<float>(dot - w.off * xs), mul(w.d, dx));
+      if (w.has_min) term = add(term, mul(w.m, mul(dx, static_cast<float>(xs))));
+    }
     partial = add(partial, term);
     if ((32 * (b + 1)) % kChunk == 0 || 32 * (b + 1) == k) {
       total = add(total, partial);
@@ -117,75 +262,145 @@ std::unique_ptr<Buffer> upload(Backend& dev, const void* src, size_t bytes) {
   return std::move(b).value();
 }
 
-TEST(VulkanInt8, MatchesItsScalarModelBitForBit) {
-  FOLIO_VULKAN_OR_SKIP(dev);
-  constexpr int64_t k = 1120, n = 70;  // four whole chunks and 96 more; a partial row tile
-  std::mt19937 rng(31);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  int checked = 0;
-  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0}) {
+// n rows of weights of type t, K = k: through the reference quantizer where
+// t has one, else random bytes with each block's f16 scales replaced by
+// small finite values (Q2_K, Q3_K, IQ4_NL, IQ4_XS are dequantize-only).
+std::vector<uint8_t> make_weights(DType t, int64_t k, int64_t n, std::mt19937& rng) {
+  const size_t row_bytes = row_size(t, k);
+  std::vector<uint8_t> wq(row_bytes * n);
+  if (quant::has_quantize(t)) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     std::vector<float> wf(static_cast<size_t>(k * n));
     for (float& v : wf) v = u(rng);
-    const size_t row_bytes = row_size(t, k);
-    std::vector<uint8_t> wq(row_bytes * n);
     for (int64_t r = 0; r < n; ++r) {
       quant::quantize_row_ref(t, wf.data() + r * k, wq.data() + r * row_bytes, k);
     }
-    auto wbuf = upload(*dev, wq.data(), wq.size());
-    ASSERT_NE(wbuf, nullptr);
-    // The decode matvec (up to 8 columns) and the tiles (a partial one):
-    // each (shader, format, column count) is a pipeline for the driver to
-    // compile, so two counts.
-    for (int64_t m : {3, 70}) {
-      std::vector<float> x(static_cast<size_t>(k * m));
-      for (float& v : x) v = u(rng);
-      x[5] = 0.0f;  // a block with a zero and one of all zeros
-      for (int e = 64; e < 96; ++e) x[static_cast<size_t>(e)] = 0.0f;
-      auto xbuf = upload(*dev, x.data(), x.size() * 4);
-      auto dbuf = upload(*dev, nullptr, static_cast<size_t>(n * m) * 4);
-      ASSERT_NE(xbuf, nullptr);
-      ASSERT_NE(dbuf, nullptr);
-      Op op;
-      op.kind = OpKind::kMulMat;
-      op.src[0] = TensorView::contiguous(wbuf->data(), t, {k, n});
-      op.src[1] = TensorView::contiguous(xbuf->data(), DType::F32, {k, m});
-      op.dst = TensorView::contiguous(dbuf->data(), DType::F32, {n, m});
-      if (dev->kernel_name(op) != "vulkan.mul_mat_q8") {
-        GTEST_SKIP() << "hardware: the device has no integer dot products (it selects "
-                     << dev->kernel_name(op) << ")";
-      }
-      ASSERT_TRUE(dev->run(op).ok());
-      ASSERT_TRUE(dev->synchronize().ok());
-      std::vector<float> got(static_cast<size_t>(n * m));
-      ASSERT_TRUE(dbuf->read(0, got.data(), got.size() * 4).ok());
-      for (int64_t c = 0; c < m; ++c) {
-        for (int64_t r = 0; r < n; ++r) {
-          const float want = model_output(t, wq.data() + r * row_bytes, x.data() + c * k, k);
-          const float g = got[static_cast<size_t>(c * n + r)];
-          ASSERT_EQ(std::memcmp(&g, &want, 4), 0)
-              << dtype_name(t) << " M=" << m << " row " << r << " column " << c << ": " << g
-              << " vs " << want;
-          ++checked;
-        }
-      }
+    return wq;
+  }
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.002f, 0.03f);
+  for (uint8_t& b : wq) b = static_cast<uint8_t>(byte(rng));
+  auto put = [&](uint8_t* blk, size_t off, float v) {
+    const uint16_t h = f32_to_f16(v);
+    std::memcpy(blk + off, &h, 2);
+  };
+  const size_t bs = type_size(t);
+  for (size_t b = 0; b < wq.size() / bs; ++b) {
+    uint8_t* blk = wq.data() + b * bs;
+    switch (t) {
+      case DType::Q2_K:
+        put(blk, offsetof(quant::BlockQ2_K, d), scale(rng));
+        put(blk, offsetof(quant::BlockQ2_K, dmin), scale(rng));
+        break;
+      case DType::Q3_K:
+        put(blk, offsetof(quant::BlockQ3_K, d), scale(rng));
+        break;
+      case DType::IQ4_NL:
+        put(blk, offsetof(quant::BlockIQ4_NL, d), scale(rng));
+        break;
+      case DType::IQ4_XS:
+        put(blk, offsetof(quant::BlockIQ4_XS, d), 0.1f * scale(rng));
+        break;
+      default:
+        ADD_FAILURE() << "no random fill for " << dtype_name(t);
     }
   }
-  EXPECT_EQ(checked, 5 * 70 * (3 + 70));
+  return wq;
 }
 
-// Random weights of `n_exp` [k, n] matrices of type t, quantized by the
-// reference quantizer.
-std::vector<uint8_t> random_weights(DType t, int64_t k, int64_t n, int64_t n_exp,
-                                    std::mt19937& rng) {
+// Runs W^T X on the device for n rows of type t (K = k) and M = 3 (the
+// decode matvec) and 70 (tiles, a partial one) columns, checks every output
+// bit for bit against model_output and the whole product against the
+// double-precision product of the dequantized weights (NMSE below
+// kMaxNmse: the activations' 8-bit rounding). Returns the outputs checked,
+// 0 after a failure or a skip.
+constexpr double kMaxNmse = 5e-4;  // the parity harness's bound for quantized weights
+
+int check_type(Backend& dev, DType t, int64_t k, int64_t n, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> wf(static_cast<size_t>(k));
   const size_t row_bytes = row_size(t, k);
-  std::vector<uint8_t> wq(row_bytes * static_cast<size_t>(n * n_exp));
-  for (int64_t r = 0; r < n * n_exp; ++r) {
-    for (float& v : wf) v = u(rng);
-    quant::quantize_row_ref(t, wf.data(), wq.data() + r * row_bytes, k);
+  const std::vector<uint8_t> wq = make_weights(t, k, n, rng);
+  std::vector<float> wf(static_cast<size_t>(k * n));
+  quant::dequantize_row_ref(t, wq.data(), wf.data(), k * n);
+  auto wbuf = upload(dev, wq.data(), wq.size());
+  if (wbuf == nullptr) return 0;
+  int checked = 0;
+  // The decode matvec (up to 8 columns) and the tiles (a partial one):
+  // each (shader, format, column count) is a pipeline for the driver to
+  // compile, so two counts.
+  for (int64_t m : {3, 70}) {
+    std::vector<float> x(static_cast<size_t>(k * m));
+    for (float& v : x) v = u(rng);
+    x[5] = 0.0f;  // a block with a zero and one of all zeros
+    for (int e = 64; e < 96; ++e) x[static_cast<size_t>(e)] = 0.0f;
+    auto xbuf = upload(dev, x.data(), x.size() * 4);
+    auto dbuf = upload(dev, nullptr, static_cast<size_t>(n * m) * 4);
+    if (xbuf == nullptr || dbuf == nullptr) return 0;
+    Op op;
+    op.kind = OpKind::kMulMat;
+    op.src[0] = TensorView::contiguous(wbuf->data(), t, {k, n});
+    op.src[1] = TensorView::contiguous(xbuf->data(), DType::F32, {k, m});
+    op.dst = TensorView::contiguous(dbuf->data(), DType::F32, {n, m});
+    if (dev.kernel_name(op) != "vulkan.mul_mat_q8") {
+      ADD_FAILURE() << dtype_name(t) << " selects " << dev.kernel_name(op);
+      return 0;
+    }
+    EXPECT_TRUE(dev.run(op).ok());
+    EXPECT_TRUE(dev.synchronize().ok());
+    std::vector<float> got(static_cast<size_t>(n * m));
+    EXPECT_TRUE(dbuf->read(0, got.data(), got.size() * 4).ok());
+    double err = 0, ref = 0;
+    for (int64_t c = 0; c < m; ++c) {
+      for (int64_t r = 0; r < n; ++r) {
+        const float want = model_output(t, wq.data() + r * row_bytes, x.data() + c * k, k);
+        const float g = got[static_cast<size_t>(c * n + r)];
+        if (std::memcmp(&g, &want, 4) != 0) {
+          ADD_FAILURE() << dtype_name(t) << " M=" << m << " row " << r << " column " << c << ": "
+                        << g << " vs " << want;
+          return 0;
+        }
+        double exact = 0;
+        for (int64_t e = 0; e < k; ++e) {
+          exact += static_cast<double>(wf[static_cast<size_t>(r * k + e)]) *
+                   x[static_cast<size_t>(c * k + e)];
+        }
+        err += (g - exact) * (g - exact);
+        ref += exact * exact;
+        ++checked;
+      }
+    }
+    EXPECT_LT(err / ref, kMaxNmse) << dtype_name(t) << " M=" << m;
   }
-  return wq;
+  return checked;
+}
+
+// Skips unless the device takes the int8 path (integer dot products).
+#define FOLIO_INT8_DEVICE_OR_SKIP(dev)                                                           \
+  FOLIO_VULKAN_OR_SKIP(dev);                                                                     \
+  if (!int8_device(*dev)) {                                                                      \
+    GTEST_SKIP() << "hardware: the device has no integer dot products (or FOLIO_VULKAN_INT8=0)"; \
+  }
+
+bool int8_device(Backend& dev) {
+  uint8_t w[34] = {};  // one Q8_0 block
+  float x[32] = {}, d[1];
+  Op op;
+  op.kind = OpKind::kMulMat;
+  op.src[0] = TensorView::contiguous(w, DType::Q8_0, {32, 1});
+  op.src[1] = TensorView::contiguous(x, DType::F32, {32, 1});
+  op.dst = TensorView::contiguous(d, DType::F32, {1, 1});
+  return dev.kernel_name(op) == "vulkan.mul_mat_q8";
+}
+
+TEST(VulkanInt8, MatchesItsScalarModelBitForBit) {
+  FOLIO_INT8_DEVICE_OR_SKIP(dev);
+  constexpr int64_t k = 1120, n = 70;  // four whole chunks and 96 more; a partial row tile
+  std::mt19937 rng(31);
+  int checked = 0;
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0}) {
+    checked += check_type(*dev, t, k, n, rng);
+  }
+  EXPECT_EQ(checked, 5 * 70 * (3 + 70));
 }
 
 // n_used distinct experts of n_exp for each of n_tok tokens.
@@ -217,10 +432,14 @@ Op mul_mat_id_op(DType t, Buffer& w, Buffer& x, Buffer& ids, Buffer& d, int64_t 
 // n_used pairs >= 4 per expert), every output against the model bit for
 // bit, then token 7 alone (the decode variant: n_used pairs) against its
 // column of the batch, bit for bit. E = 2 with 70 tokens puts 70 pairs on
-// each expert: a full 64-pair tile and a partial one.
+// each expert: a full 64-pair tile and a partial one. Every format the
+// path takes (K = 1280 for the 256-element super-blocks, else 1120).
 TEST(VulkanInt8, MulMatIdMatchesItsScalarModelAloneAndInABatch) {
   FOLIO_VULKAN_OR_SKIP(dev);
-  constexpr int64_t k = 1120, n = 70;
+  constexpr int64_t n = 70;
+  const DType types[] = {DType::Q4_0,   DType::Q4_1,   DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                         DType::Q2_K,   DType::Q3_K,   DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                         DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
   struct Shape {
     int64_t n_exp, n_used, n_tok, x1;
   };
@@ -228,9 +447,10 @@ TEST(VulkanInt8, MulMatIdMatchesItsScalarModelAloneAndInABatch) {
   std::mt19937 rng(32);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   int checked = 0;
-  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0}) {
+  for (DType t : types) {
+    const int64_t k = block_size(t) == 256 ? 1280 : 1120;
     for (const Shape& sh : shapes) {
-      const std::vector<uint8_t> wq = random_weights(t, k, n, sh.n_exp, rng);
+      const std::vector<uint8_t> wq = make_weights(t, k, n * sh.n_exp, rng);
       std::vector<float> x(static_cast<size_t>(k * sh.x1 * sh.n_tok));
       for (float& v : x) v = u(rng);
       for (int e = 64; e < 96; ++e) x[static_cast<size_t>(e)] = 0.0f;  // an all-zero block
@@ -241,8 +461,8 @@ TEST(VulkanInt8, MulMatIdMatchesItsScalarModelAloneAndInABatch) {
       auto ibuf = upload(*dev, ids.data(), ids.size() * 4);
       auto dbuf = upload(*dev, nullptr, d_elems * 4);
       ASSERT_TRUE(wbuf && xbuf && ibuf && dbuf);
-      const Op op = mul_mat_id_op(t, *wbuf, *xbuf, *ibuf, *dbuf, k, n, sh.n_exp, sh.n_used,
-                                  sh.n_tok, sh.x1);
+      const Op op =
+          mul_mat_id_op(t, *wbuf, *xbuf, *ibuf, *dbuf, k, n, sh.n_exp, sh.n_used, sh.n_tok, sh.x1);
       if (dev->kernel_name(op) != "vulkan.mul_mat_id_q8") {
         GTEST_SKIP() << "hardware: the device has no integer dot products (it selects "
                      << dev->kernel_name(op) << ")";
@@ -285,7 +505,7 @@ TEST(VulkanInt8, MulMatIdMatchesItsScalarModelAloneAndInABatch) {
           << " alone differs from its column of the batch";
     }
   }
-  EXPECT_EQ(checked, 5 * n * (2 * 40 + 2 * 70));
+  EXPECT_EQ(checked, 13 * n * (2 * 40 + 2 * 70));
 }
 
 // An id outside [0, E) in the decode variant (one token) and in the tiled
@@ -296,7 +516,7 @@ TEST(VulkanInt8, MulMatIdReportsIdsOutOfRange) {
   constexpr int64_t k = 256, n = 70, n_exp = 4, n_used = 2;
   std::mt19937 rng(33);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  const std::vector<uint8_t> wq = random_weights(DType::Q8_0, k, n, n_exp, rng);
+  const std::vector<uint8_t> wq = make_weights(DType::Q8_0, k, n * n_exp, rng);
   auto wbuf = upload(*dev, wq.data(), wq.size());
   ASSERT_NE(wbuf, nullptr);
   for (int64_t n_tok : {1, 40}) {
@@ -307,8 +527,8 @@ TEST(VulkanInt8, MulMatIdReportsIdsOutOfRange) {
     auto ibuf = upload(*dev, nullptr, ids.size() * 4);
     auto dbuf = upload(*dev, nullptr, static_cast<size_t>(n * n_used * n_tok) * 4);
     ASSERT_TRUE(xbuf && ibuf && dbuf);
-    const Op op = mul_mat_id_op(DType::Q8_0, *wbuf, *xbuf, *ibuf, *dbuf, k, n, n_exp, n_used,
-                                n_tok, 1);
+    const Op op =
+        mul_mat_id_op(DType::Q8_0, *wbuf, *xbuf, *ibuf, *dbuf, k, n, n_exp, n_used, n_tok, 1);
     if (dev->kernel_name(op) != "vulkan.mul_mat_id_q8") {
       GTEST_SKIP() << "hardware: the device has no integer dot products (it selects "
                    << dev->kernel_name(op) << ")";
@@ -322,8 +542,8 @@ TEST(VulkanInt8, MulMatIdReportsIdsOutOfRange) {
       ASSERT_TRUE(dbuf->write(0, ones.data(), ones.size() * 4).ok());
       ASSERT_TRUE(dev->run(op).ok());
       const Status s = dev->synchronize();
-      EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << "T=" << n_tok << " id " << bad << ": "
-                                                   << s.to_string();
+      EXPECT_EQ(s.code(), StatusCode::kOutOfRange)
+          << "T=" << n_tok << " id " << bad << ": " << s.to_string();
       std::vector<float> got(ones.size());
       ASSERT_TRUE(dbuf->read(0, got.data(), got.size() * 4).ok());
       for (size_t pair = 0; pair < bad_ids.size(); ++pair) {
@@ -341,6 +561,20 @@ TEST(VulkanInt8, MulMatIdReportsIdsOutOfRange) {
     ASSERT_TRUE(dev->run(op).ok());
     EXPECT_TRUE(dev->synchronize().ok());
   }
+}
+
+// The sub-scaled formats: the K-quants and IQ4_XS (256-element super-blocks:
+// K = 1280, five whole chunks), IQ4_NL and MXFP4 (K = 1120 as above).
+TEST(VulkanInt8, SubScaledFormatsMatchTheirScalarModelBitForBit) {
+  FOLIO_INT8_DEVICE_OR_SKIP(dev);
+  constexpr int64_t n = 70;
+  std::mt19937 rng(32);
+  int checked = 0;
+  for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL,
+                  DType::IQ4_XS, DType::MXFP4}) {
+    checked += check_type(*dev, t, block_size(t) == 256 ? 1280 : 1120, n, rng);
+  }
+  EXPECT_EQ(checked, 8 * 70 * (3 + 70));
 }
 
 }  // namespace vulkan_int8_test

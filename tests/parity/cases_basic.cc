@@ -331,10 +331,11 @@ void add_invariant_mul_mat_id(CaseList& cases, DType dt, int64_t k, int64_t n, i
 
 void add_batch_invariance(CaseList& cases) {
   constexpr int64_t kN = 70;  // rows: a full and a partial 64-row tile
-  // Q4_0 ... Q5_1, Q8_0: the Vulkan int8 path's decode matvec and tiles too.
+  // The quantized types but NVFP4: the Vulkan int8 path's decode matvec and
+  // tiles too (Q2_K: per-16 mins; IQ4_XS: signed per-32 scales).
   for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                   DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::MXFP4,
-                   DType::NVFP4}) {
+                   DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q4_K, DType::Q6_K,
+                   DType::IQ4_XS, DType::MXFP4, DType::NVFP4}) {
     // K % 256 != 0 (K-quants: 5 whole chunks); f32 with K % 8 != 0 and rows
     // of 4360 bytes (not 16-byte multiples), f16 / bf16 with K % 8 != 0; NVFP4
     // (64-element blocks) as the K-quants.

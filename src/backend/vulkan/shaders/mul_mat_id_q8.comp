@@ -47,6 +47,7 @@ const uint CHUNK_BLOCKS = SUM_CHUNK / kMatQ8Block;
 
 shared uint wc_s[BN * RS];  // weight row n's codes at n * RS
 shared float wd_s[BN], wm_s[BN];
+shared uint ws_s[BN];       // weight row n's packed sub-scales
 shared uint xc_s[BM * RS];  // slot m's codes at m * RS
 shared float xd_s[BM];
 shared int xs_s[BM];
@@ -81,10 +82,12 @@ void tile(uint n0, uint wbase, uint ncols) {
     if (w_loader) {
       uint c[8];
       float dw, mw;
-      q8_weight_block(TYPE, wrow, kb, c, dw, mw);
+      uint ws;
+      q8_weight_block(TYPE, wrow, kb, c, dw, mw, ws);
       for (uint i = 0u; i < 8u; ++i) wc_s[tid * RS + i] = c[i];
       wd_s[tid] = dw;
       wm_s[tid] = mw;
+      ws_s[tid] = ws;
     } else if (x_loader) {
       const uint m = tid - BN;
       const uint qo = xblk0 + kb * Q8_WORDS;
@@ -104,7 +107,7 @@ void tile(uint n0, uint wbase, uint ncols) {
         const uint n = tn + 16u * i;
         uint wc[8];
         for (uint w = 0u; w < 8u; ++w) wc[w] = wc_s[n * RS + w];
-        acc[i][j] = acc[i][j] + q8_block_term(TYPE, q8_dot(wc, xc), xs, wd_s[n], wm_s[n], dx);
+        acc[i][j] = acc[i][j] + q8_block_term(TYPE, wc, xc, xs, wd_s[n], wm_s[n], ws_s[n], dx);
       }
     }
     // A chunk ends here: its partial joins the total.

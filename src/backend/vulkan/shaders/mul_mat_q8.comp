@@ -1,11 +1,11 @@
 // kMulMat's int8 path for many activation columns (prefill): dst = W^T X
-// with W Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 (TYPE: DType id) and X already
+// with W of a type mul_mat_q8.glsl lists (TYPE: DType id) and X already
 // quantized by quant_act_q8.comp (mat_interface.h's block layout).
 //
 // Tiling: a workgroup of 256 threads computes a tile of BN = 64 weight rows
 // x BM = 64 activation columns, stepping over K one 32-element block at a
 // time. Each step, threads 0-63 unpack one weight row's block (codes,
-// scale, minimum) into shared memory and threads 64-127 copy one column's
+// scale, minimum, sub-scales) into shared memory and threads 64-127 copy one column's
 // quantized block; every thread then forms a 4 x 4 block of outputs (rows
 // tn + 16i, columns tm + 16j) from integer dot products of packed bytes.
 // Shared rows are 9 words apart so lanes reading one word of different
@@ -43,6 +43,7 @@ const uint CHUNK_BLOCKS = SUM_CHUNK / kMatQ8Block;
 
 shared uint wc_s[BN * RS];  // weight row n's codes at n * RS
 shared float wd_s[BN], wm_s[BN];
+shared uint ws_s[BN];  // weight row n's packed sub-scales
 shared uint xc_s[BM * RS];  // column m's codes at m * RS
 shared float xd_s[BM];
 shared int xs_s[BM];
@@ -80,10 +81,12 @@ void main() {
     if (w_loader) {
       uint c[8];
       float dw, mw;
-      q8_weight_block(TYPE, wrow, kb, c, dw, mw);
+      uint ws;
+      q8_weight_block(TYPE, wrow, kb, c, dw, mw, ws);
       for (uint i = 0u; i < 8u; ++i) wc_s[tid * RS + i] = c[i];
       wd_s[tid] = dw;
       wm_s[tid] = mw;
+      ws_s[tid] = ws;
     } else if (x_loader) {
       const uint m = tid - BN;
       const uint qo = xblk0 + kb * Q8_WORDS;
@@ -103,7 +106,7 @@ void main() {
         const uint n = tn + 16u * i;
         uint wc[8];
         for (uint w = 0u; w < 8u; ++w) wc[w] = wc_s[n * RS + w];
-        acc[i][j] = acc[i][j] + q8_block_term(TYPE, q8_dot(wc, xc), xs, wd_s[n], wm_s[n], dx);
+        acc[i][j] = acc[i][j] + q8_block_term(TYPE, wc, xc, xs, wd_s[n], wm_s[n], ws_s[n], dx);
       }
     }
     // A chunk ends here: its partial joins the total.

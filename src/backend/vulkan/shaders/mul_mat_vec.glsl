@@ -41,7 +41,7 @@
 // d (each element read and written by its own lane).
 //
 // Q8 (mul_mat_vec_q8.comp, which defines MUL_MAT_VEC_Q8: kMulMat and the
-// fusions above, ID = 0, weights Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0): the
+// fusions above, ID = 0, the weights mul_mat_q8.glsl lists): the
 // int8 path of mul_mat_q8.glsl. A lane's chunk is taken a 32-element block
 // at a time, step j of a round being block j of each lane's chunk: the
 // weight block's codes, then for each column the step's x blocks (as x_at
@@ -265,7 +265,8 @@ void main() {
       const bool mine = live && c < n_chunks && b < nb;
       uint wc[8];
       float dw = 0.0, mw = 0.0;
-      if (mine) q8_weight_block(TYPE, rb, b, wc, dw, mw);
+      uint ws = 0u;
+      if (mine) q8_weight_block(TYPE, rb, b, wc, dw, mw, ws);
       for (uint m = 0u; m < NCOLS; ++m) {
         barrier();  // the previous step's blocks are read
         for (uint l = tid; l < TPR; l += WG) {
@@ -293,7 +294,7 @@ void main() {
         if (mine) {
           uint xc[8];
           for (uint i = 0u; i < 8u; ++i) xc[i] = xq_s[lane * Q8_RS + i];
-          s[m] = s[m] + q8_block_term(TYPE, q8_dot(wc, xc), xs_s[lane], dw, mw, xd_s[lane]);
+          s[m] = s[m] + q8_block_term(TYPE, wc, xc, xs_s[lane], dw, mw, ws, xd_s[lane]);
         }
       }
     }

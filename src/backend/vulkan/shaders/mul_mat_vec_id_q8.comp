@@ -77,12 +77,13 @@ void main() {
       for (uint b = c * CHUNK_BLOCKS; b < b_end; ++b) {
         uint wc[8], xc[8];
         float dw, mw;
-        q8_weight_block(TYPE, rb, b, wc, dw, mw);
+        uint ws;
+        q8_weight_block(TYPE, rb, b, wc, dw, mw, ws);
         const uint qo = xq + b * Q8_WORDS;
         for (uint i = 0u; i < 8u; ++i) xc[i] = q_w[qo + i];
         const float dx = uintBitsToFloat(q_w[qo + 8u]);
         const int xs = int(q_w[qo + 9u]);
-        s = s + q8_block_term(TYPE, q8_dot(wc, xc), xs, dw, mw, dx);
+        s = s + q8_block_term(TYPE, wc, xc, xs, dw, mw, ws, dx);
       }
     }
     red[tid] = s;
