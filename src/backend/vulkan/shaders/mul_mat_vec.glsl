@@ -18,7 +18,7 @@
 // 0): a batch is one (b2, b3) of X, all M = NCOLS columns of it, against
 // weight matrix (b2 / (B2 / B2w), b3 / (B3 / B3w)). kMulMatId (ID = 1,
 // NCOLS = 1): a batch is one (u, t) of ids: column u % X1 of token t against
-// expert ids[u, t]; an id outside [0, E) is reported (ERR_ID_RANGE) and its
+// expert ids[u, t]; an id outside [0, E) is reported (kErrIdRange) and its
 // output column written as zeros.
 //
 // kMulMatGlu (GLU != 0, ID = 0, one batch): W [K, 2F] holds gate rows then
@@ -227,7 +227,7 @@ void main() {
     const int e = ids_i[(p.ids.off + u * p.ids.nb0 + t * p.ids.nb1) >> 2u];
     if (e < 0 || e >= int(p.w.ne2)) {
       valid = false;
-      if (tid == 0u) report_error(ERR_ID_RANGE, uint(e));
+      if (tid == 0u) report_error(kErrIdRange, uint(e));
     } else {
       wbase = p.w.off + uint(e) * p.w.nb2;
     }
