@@ -55,6 +55,7 @@
 
 #include "common.glsl"
 #include "mat_interface.h"
+#include "elementwise_interface.h"
 
 layout(local_size_x = kMatVecWorkgroup) in;
 layout(constant_id = 0) const uint TYPE = 0;
@@ -63,11 +64,11 @@ layout(constant_id = 2) const uint TPR = 32;   // lanes per row: power of 2, <= 
 layout(constant_id = 3) const uint ID = 0;     // 1: mul_mat_id
 layout(constant_id = 4) const uint X16 = 0;    // 1: x rows 16-byte aligned (vec4 reads)
 layout(constant_id = 5) const uint W16 = 0;    // 1: F32 / F16 / BF16 weight rows 16-byte aligned
-layout(constant_id = 6) const uint GLU = kMatGluOff;  // kMulMatGlu: kMatGluGateFirst / UpFirst
+layout(constant_id = 6) const uint GLU = kMatGluOff;  // kMulMatGlu (kMatGlu*)
 layout(constant_id = 7) const uint NORM = 0;    // 1: x normalised first (kRmsNormMulMat)
 layout(constant_id = 8) const uint NORM_B = 32; // norm.comp's workgroup for rows of K
 layout(constant_id = 9) const uint ADD = 0;     // 1: + r (kMulMatAdd)
-layout(constant_id = 10) const uint GLU_ACT = 0; // GLU: activation.glsl's code of act (0: ACT_SILU)
+layout(constant_id = 10) const uint GLU_ACT = kActSilu; // GLU: act's activation code (kAct*)
 
 const uint WG = kMatVecWorkgroup;
 const uint MAX_COLS = kMatVecMaxCols;
