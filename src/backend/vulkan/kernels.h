@@ -13,9 +13,9 @@
 //   binding 0   params: a readonly std430 storage buffer, the per-dispatch
 //               parameter struct. Its fields are written once, as a macro
 //               in the shader family's interface header
-//               (shaders/*_interface.h on shaders/interface.h;
-//               mat_interface.h), which the shader expands in its block and
-//               the record function in its C++ struct: 4-byte fields only,
+//               (shaders/*_interface.h on shaders/interface.h), which the
+//               shader expands in its block and the record function in
+//               its C++ struct: 4-byte fields only,
 //               TensorDesc for tensors, the struct's size and offsets
 //               static_asserted against std430's. Constants both sides use
 //               (workgroup sizes, mode / activation / dtype / error codes,

@@ -110,9 +110,12 @@ Status aligned(const TensorDesc& d, const char* what) {
 
 // ------------------------------------------------------------------ get_rows
 
+// Binding 0 of get_rows: three std430 Tensors back to back.
 struct GetRowsParams {
-  TensorDesc t, ids, d;
+  FOLIO_VK_GET_ROWS_PARAMS
 };
+static_assert(sizeof(GetRowsParams) == 3 * sizeof(TensorDesc));
+static_assert(offsetof(GetRowsParams, ids) == 36 && offsetof(GetRowsParams, d) == 72);
 
 bool match_get_rows(const Op& op, const DeviceCaps&) {
   const TensorView &t = op.src[0], &ids = op.src[1], &d = op.dst;

@@ -18,10 +18,7 @@ layout(std430, binding = 1) buffer Errors {
   uint err_arg;
 };
 
-// Error codes: kErr* in interface.h (mul_mat.comp and get_rows.comp spell
-// kErrIdRange so).
-const uint ERR_ID_RANGE = kErrIdRange;
-
+// report_error's codes are interface.h's kErr*.
 void report_error(uint code, uint arg) {
   if (atomicCompSwap(err_code, 0u, code) == 0u) err_arg = arg;
 }

@@ -1,20 +1,17 @@
 // kGetRows: dst[:, i] = dequant(table[:, ids[i]]) for a table of any weight
 // dtype (TYPE: the DType id, see dequant.glsl). One thread per 8-element
 // chunk of an output row; ids are read in flat order through their strides.
-// An id outside [0, table rows) is reported (ERR_ID_RANGE) and its output
+// An id outside [0, table rows) is reported (kErrIdRange) and its output
 // row is written as zeros.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "mat_interface.h"
 
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint TYPE = 0;
 
-layout(std430, binding = 0) readonly buffer Params {
-  Tensor t;    // table [n_cols, n_rows]
-  Tensor ids;  // I32, any shape, n elements
-  Tensor d;    // F32 [n_cols, n] (rows in the flat order of ids)
-} p;
+layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_GET_ROWS_PARAMS } p;
 layout(std430, binding = 2) readonly buffer W { uint wq[]; };
 layout(std430, binding = 3) readonly buffer Ids { int ids_i[]; };
 layout(std430, binding = 4) writeonly buffer D { float d_f[]; };
@@ -34,7 +31,7 @@ void main() {
   const uint dbase = row_off(p.d, dr.x, dr.y, dr.z) >> 2;
   vec4 lo = vec4(0.0), hi = vec4(0.0);
   if (id < 0 || id >= int(p.t.ne1)) {
-    report_error(ERR_ID_RANGE, uint(id));
+    report_error(kErrIdRange, uint(id));
   } else {
     dequant8(TYPE, p.t.off + uint(id) * p.t.nb1, c, p.t.ne0, lo, hi);
   }

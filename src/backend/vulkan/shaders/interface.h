@@ -1,14 +1,14 @@
-// What every host/shader interface header builds on (norm_interface.h,
-// elementwise_interface.h, rope_interface.h, attention_interface.h,
-// recurrent_interface.h, moe_interface.h, sort_interface.h): one spelling of
+// What every host/shader interface header builds on (mat_interface.h,
+// norm_interface.h, elementwise_interface.h, rope_interface.h,
+// attention_interface.h, recurrent_interface.h, moe_interface.h,
+// sort_interface.h): one spelling of
 // a constant or a binding-0 field list that both GLSL
 // (GL_GOOGLE_include_directive; common.glsl includes this) and C++ (the
 // ops_*.cc record functions, after kernels.h) compile. Constants are
 // `FOLIO_VK_CONST kName = value;`; a parameter struct is a macro of fields
 // of 4-byte types (FOLIO_VK_TENSOR, FOLIO_VK_UINT, FOLIO_VK_INT, float), so
 // std430 lays it out as C++ does, which the record function checks with
-// static_asserts on its size and offsets. mat_interface.h spells
-// FOLIO_VK_CONST and FOLIO_VK_TENSOR the same way.
+// static_asserts on its size and offsets.
 #ifndef FOLIO_VK_INTERFACE_H
 #define FOLIO_VK_INTERFACE_H
 

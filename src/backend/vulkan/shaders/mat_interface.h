@@ -1,20 +1,22 @@
-// Host/shader interface of the matrix shaders (mul_mat_vec.comp, mul_mat.comp,
-// mul_mat_sum.glsl): the constants both sides must agree on and the
-// parameter struct at binding 0, in one file that the shaders include
-// (GL_GOOGLE_include_directive) and ops_matmul.cc includes, which checks the
-// struct against std430's layout of the shaders' block with static_asserts.
+// Host/shader interface of the matrix shaders (get_rows.comp,
+// mul_mat_vec.comp, mul_mat.comp, the int8 path's quant_act_q8.comp and
+// mul_mat*_q8.comp, mul_mat_sum.glsl; ops_matmul.cc): the constants both
+// sides must agree on and the binding-0 parameter structs (interface.h says
+// how the file serves both languages).
 #ifndef FOLIO_VK_MAT_INTERFACE_H
 #define FOLIO_VK_MAT_INTERFACE_H
 
-#ifdef __cplusplus
-#include <cstdint>
-#define FOLIO_VK_CONST inline constexpr uint32_t
-#define FOLIO_VK_TENSOR TensorDesc
-namespace folio::vulkan {
-#else
-#define FOLIO_VK_CONST const uint
-#define FOLIO_VK_TENSOR Tensor
-#endif
+#include "interface.h"
+
+FOLIO_VK_NAMESPACE_BEGIN
+
+// Binding 0 of get_rows: t the table [n_cols, n_rows] (any weight dtype),
+// ids I32 (any shape, n elements, read in flat order), d F32 [n_cols, n]
+// (rows in the flat order of ids).
+#define FOLIO_VK_GET_ROWS_PARAMS \
+  FOLIO_VK_TENSOR t;             \
+  FOLIO_VK_TENSOR ids;           \
+  FOLIO_VK_TENSOR d;
 
 // Elements per partial sum of every output (the summation order of
 // mul_mat_sum.glsl): a multiple of 256 (a K-quant super-block) and of
@@ -79,7 +81,6 @@ FOLIO_VK_CONST kMatQ8BlockWords = 10u;
   FOLIO_VK_MATQ8_PARAMS          \
   FOLIO_VK_TENSOR ids;
 
-#ifdef __cplusplus
-}  // namespace folio::vulkan
-#endif
+FOLIO_VK_NAMESPACE_END
+
 #endif  // FOLIO_VK_MAT_INTERFACE_H

@@ -14,8 +14,8 @@
 //       and one whose rank is below k writes itself to rank's slot: the
 //       reference's stable order exactly, for these values;
 //   weights (invocation 0): gathered p, then the softmax of the chosen
-//       logits (kSoftmaxWeight) or the renormalisation (sum in rank order,
-//       clamped below at 2^-14), then the scale.
+//       logits (kMoeGatingSoftmaxWeight) or the renormalisation (sum in
+//       rank order, clamped below at 2^-14), then the scale.
 // Everything is float: the op's probabilities are the reference's up to
 // this device's exp and division (the parity harness bounds the weights'
 // NMSE; the ids agree where no two selection values lie that close).

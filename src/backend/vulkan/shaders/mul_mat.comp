@@ -23,7 +23,7 @@
 // in shared memory and computes a tile whenever 64 are collected (and once
 // more for the rest at the end), so each expert slice is read once per 64
 // pairs. Pair (u, t) multiplies column u % X1 of token t into dst[:, u, t].
-// An id outside [0, E) is reported (ERR_ID_RANGE) by the expert-0
+// An id outside [0, E) is reported (kErrIdRange) by the expert-0
 // workgroups, which also write its output column as zeros.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -188,7 +188,7 @@ void main_mul_mat_id() {
       if (id == int(e)) {
         pairs[atomicAdd(n_pairs, 1u)] = q;
       } else if (e == 0u && (id < 0 || id >= int(E))) {
-        if (nt == 0u) report_error(ERR_ID_RANGE, uint(id));
+        if (nt == 0u) report_error(kErrIdRange, uint(id));
         const uint dc = (p.d.off + u * p.d.nb1 + t * p.d.nb2) >> 2u;
         for (uint n = n0; n < min(n0 + BN, N); ++n) d_f[dc + n] = 0.0;
       }

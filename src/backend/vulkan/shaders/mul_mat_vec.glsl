@@ -18,7 +18,7 @@
 // 0): a batch is one (b2, b3) of X, all M = NCOLS columns of it, against
 // weight matrix (b2 / (B2 / B2w), b3 / (B3 / B3w)). kMulMatId (ID = 1,
 // NCOLS = 1): a batch is one (u, t) of ids: column u % X1 of token t against
-// expert ids[u, t]; an id outside [0, E) is reported (ERR_ID_RANGE) and its
+// expert ids[u, t]; an id outside [0, E) is reported (kErrIdRange) and its
 // output column written as zeros.
 //
 // kMulMatGlu (GLU != 0, ID = 0, one batch): W [K, 2F] holds gate rows then
@@ -55,6 +55,7 @@
 
 #include "common.glsl"
 #include "mat_interface.h"
+#include "elementwise_interface.h"
 
 layout(local_size_x = kMatVecWorkgroup) in;
 layout(constant_id = 0) const uint TYPE = 0;
@@ -63,11 +64,11 @@ layout(constant_id = 2) const uint TPR = 32;   // lanes per row: power of 2, <= 
 layout(constant_id = 3) const uint ID = 0;     // 1: mul_mat_id
 layout(constant_id = 4) const uint X16 = 0;    // 1: x rows 16-byte aligned (vec4 reads)
 layout(constant_id = 5) const uint W16 = 0;    // 1: F32 / F16 / BF16 weight rows 16-byte aligned
-layout(constant_id = 6) const uint GLU = kMatGluOff;  // kMulMatGlu: kMatGluGateFirst / UpFirst
+layout(constant_id = 6) const uint GLU = kMatGluOff;  // kMulMatGlu (kMatGlu*)
 layout(constant_id = 7) const uint NORM = 0;    // 1: x normalised first (kRmsNormMulMat)
 layout(constant_id = 8) const uint NORM_B = 32; // norm.comp's workgroup for rows of K
 layout(constant_id = 9) const uint ADD = 0;     // 1: + r (kMulMatAdd)
-layout(constant_id = 10) const uint GLU_ACT = 0; // GLU: activation.glsl's code of act (0: ACT_SILU)
+layout(constant_id = 10) const uint GLU_ACT = kActSilu; // GLU: act's activation code (kAct*)
 
 const uint WG = kMatVecWorkgroup;
 const uint MAX_COLS = kMatVecMaxCols;
@@ -227,7 +228,7 @@ void main() {
     const int e = ids_i[(p.ids.off + u * p.ids.nb0 + t * p.ids.nb1) >> 2u];
     if (e < 0 || e >= int(p.w.ne2)) {
       valid = false;
-      if (tid == 0u) report_error(ERR_ID_RANGE, uint(e));
+      if (tid == 0u) report_error(kErrIdRange, uint(e));
     } else {
       wbase = p.w.off + uint(e) * p.w.nb2;
     }

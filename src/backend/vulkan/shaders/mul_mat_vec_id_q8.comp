@@ -14,7 +14,7 @@
 // as mul_mat_id_q8.comp (the tiled variant) and mul_mat_q8.comp sum it.
 //
 // Workgroups: ceil(N / RPW) row blocks (fastest) x n_used * T pairs. An id
-// outside [0, E) is reported (ERR_ID_RANGE) and its output column written
+// outside [0, E) is reported (kErrIdRange) and its output column written
 // as zeros.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -59,7 +59,7 @@ void main() {
 
   const int e = ids_i[(p.ids.off + u * p.ids.nb0 + t * p.ids.nb1) >> 2u];
   const bool valid = e >= 0 && e < int(E);
-  if (!valid && tid == 0u) report_error(ERR_ID_RANGE, uint(e));
+  if (!valid && tid == 0u) report_error(kErrIdRange, uint(e));
   const bool live = valid && n < N;
   const uint rb = p.w.off + (valid ? uint(e) : 0u) * p.w.nb2 + n * p.w.nb1;
   const uint nb = K / kMatQ8Block;
