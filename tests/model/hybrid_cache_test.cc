@@ -354,10 +354,7 @@ Result<gguf::GgufFile> legacy_qkvz_copy(const std::string& path) {
   const int64_t e = cfg.n_embd, s = cfg.ssm.d_state, hk = cfg.ssm.n_k_heads;
   const int64_t r = cfg.ssm.n_v_heads / hk, c = cfg.ssm.conv_channels();
   gguf::GgufWriter w;
-  for (const gguf::KeyValue& kv : f.metadata()) {
-    if (kv.key == "general.alignment") continue;
-    FOLIO_RETURN_IF_ERROR(w.add(kv.key, kv.value));
-  }
+  FOLIO_RETURN_IF_ERROR(copy_metadata(f, w));
   for (const gguf::TensorInfo& t : f.tensors()) {
     const std::span<const uint8_t> bytes = f.tensor_bytes(t);
     const std::vector<int64_t> shape(t.ne.begin(), t.ne.begin() + t.n_dims);

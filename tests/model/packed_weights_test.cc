@@ -59,10 +59,7 @@ DType target_type(const gguf::TensorInfo& t, int layer_parity) {
 Result<gguf::GgufFile> quantized_copy(const std::string& path) {
   FOLIO_ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::open(path));
   gguf::GgufWriter w;
-  for (const gguf::KeyValue& kv : f.metadata()) {
-    if (kv.key == "general.alignment") continue;
-    FOLIO_RETURN_IF_ERROR(w.add(kv.key, kv.value));
-  }
+  FOLIO_RETURN_IF_ERROR(copy_metadata(f, w));
   int index = 0;
   for (const gguf::TensorInfo& t : f.tensors()) {
     const std::span<const uint8_t> bytes = f.tensor_bytes(t);

@@ -168,6 +168,14 @@ std::string test_name(std::string s) {
   return s;
 }
 
+Status copy_metadata(const gguf::GgufFile& f, gguf::GgufWriter& w) {
+  for (const gguf::KeyValue& kv : f.metadata()) {
+    if (kv.key == "general.alignment") continue;
+    FOLIO_RETURN_IF_ERROR(w.add(kv.key, kv.value));
+  }
+  return Status();
+}
+
 Result<gguf::GgufFile> quantized_ffn_copy(const std::string& path, DType to, bool dequantize_back) {
   auto is_ffn_matrix = [](const gguf::TensorInfo& t) {
     const std::string& n = t.name;
@@ -177,10 +185,7 @@ Result<gguf::GgufFile> quantized_ffn_copy(const std::string& path, DType to, boo
   };
   FOLIO_ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::open(path));
   gguf::GgufWriter w;
-  for (const gguf::KeyValue& kv : f.metadata()) {
-    if (kv.key == "general.alignment") continue;
-    FOLIO_RETURN_IF_ERROR(w.add(kv.key, kv.value));
-  }
+  FOLIO_RETURN_IF_ERROR(copy_metadata(f, w));
   for (const gguf::TensorInfo& t : f.tensors()) {
     const std::span<const uint8_t> bytes = f.tensor_bytes(t);
     const std::vector<int64_t> shape(t.ne.begin(), t.ne.begin() + t.n_dims);

@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "model/forward_context.h"
 #include "model/model.h"
 
@@ -63,6 +64,10 @@ std::vector<std::vector<float>> prompt_and_decode_logits(const Model& m, Forward
 // The largest max_abs_diff over paired rows.
 float worst_row_diff(const std::vector<std::vector<float>>& a,
                      const std::vector<std::vector<float>>& b);
+
+// Adds f's metadata to w (but general.alignment: the writer sets its own),
+// for tests that rewrite a file's tensors in memory.
+Status copy_metadata(const gguf::GgufFile& f, gguf::GgufWriter& w);
 
 // `path` (F32 weights) with its FFN matrices (ffn_gate / ffn_up / ffn_down
 // and the *_exps expert stacks) quantized to `to` by the reference
