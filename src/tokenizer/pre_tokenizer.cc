@@ -82,8 +82,9 @@ size_t match_gpt2(const DecodedText& t, size_t i, size_t e) {
 //   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?LETTERS+|\p{N}{1,D}|
 //    ?OTHER+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 // where LETTERS is \p{L} (or [\p{L}\p{M}] for qwen35) and OTHER is
-// [^\s\p{L}\p{N}] (or [^\s\p{L}\p{M}\p{N}]).
-template <size_t kMaxDigits, bool kMarksAreLetters>
+// [^\s\p{L}\p{N}] (or [^\s\p{L}\p{M}\p{N}]); seed-coder's OTHER+ takes no
+// newlines after it (kNewlinesAfterOther false).
+template <size_t kMaxDigits, bool kMarksAreLetters, bool kNewlinesAfterOther = true>
 size_t match_llama3_family(const DecodedText& t, size_t i, size_t e) {
   constexpr uint8_t kLetters = kMarksAreLetters ? (kCpLetter | kCpMark) : kCpLetter;
   constexpr uint8_t kNotOther = kLetters | kCpNumber | kCpSpace;
@@ -96,7 +97,7 @@ size_t match_llama3_family(const DecodedText& t, size_t i, size_t e) {
   const size_t k = (t.cps[i] == ' ' && i + 1 < e && !has(t, i + 1, kNotOther)) ? i + 1 : i;
   if (!has(t, k, kNotOther)) {
     const size_t end = run_without(t, k, e, kNotOther);
-    return run_of(t, end, e, kCpNewline) - i;
+    return (kNewlinesAfterOther ? run_of(t, end, e, kCpNewline) : end) - i;
   }
   if (!has(t, i, kCpSpace)) return 0;  // unreachable: every code point has a class
   // \s*[\r\n]+ : up to and including the last newline of the space run.
@@ -124,11 +125,42 @@ bool o200k_lower(const DecodedText& t, size_t k) {
   return has(t, k, kCpLetter) && letter_case(t.cps[k]) != LetterCase::kUpper;
 }
 
+// Unicode 14's Script=Han (what \p{Han} matches in tokenization_kimi.py's
+// regex): CJK radicals, ideographs and their extensions, iteration marks.
+constexpr Range kHanScript[] = {
+    {0x2E80, 0x2E99},   {0x2E9B, 0x2EF3},   {0x2F00, 0x2FD5},   {0x3005, 0x3005},
+    {0x3007, 0x3007},   {0x3021, 0x3029},   {0x3038, 0x303B},   {0x3400, 0x4DBF},
+    {0x4E00, 0x9FFF},   {0xF900, 0xFA6D},   {0xFA70, 0xFAD9},   {0x16FE2, 0x16FE3},
+    {0x16FF0, 0x16FF1}, {0x20000, 0x2A6DF}, {0x2A700, 0x2B738}, {0x2B740, 0x2B81D},
+    {0x2B820, 0x2CEA1}, {0x2CEB0, 0x2EBE0}, {0x2F800, 0x2FA1D}, {0x30000, 0x3134A},
+};
+
+bool is_han(uint32_t cp) {
+  return cp >= 0x2E80 && in_ranges(cp, kHanScript, std::size(kHanScript));
+}
+
+// UPPER and LOWER less the Han characters (kimi-k2's classes).
+bool kimi_upper(const DecodedText& t, size_t k) {
+  return o200k_upper(t, k) && !is_han(t.cps[k]);
+}
+
+bool kimi_lower(const DecodedText& t, size_t k) {
+  return o200k_lower(t, k) && !is_han(t.cps[k]);
+}
+
 template <bool (*kIn)(const DecodedText&, size_t)>
 size_t o200k_run(const DecodedText& t, size_t i, size_t e) {
   while (i < e && kIn(t, i)) ++i;
   return i;
 }
+
+// The letter classes of an o200k-style regex.
+struct LetterClasses {
+  bool (*upper)(const DecodedText&, size_t);
+  bool (*lower)(const DecodedText&, size_t);
+};
+constexpr LetterClasses kO200kLetters{o200k_upper, o200k_lower};
+constexpr LetterClasses kKimiLetters{kimi_upper, kimi_lower};
 
 // The end of CONTRACTION? at `end` (greedy: taken when it matches).
 size_t o200k_contraction(const DecodedText& t, size_t end, size_t e) {
@@ -139,12 +171,12 @@ size_t o200k_contraction(const DecodedText& t, size_t end, size_t e) {
 // greedy and gives back one code point at a time until LOWER+ can start (at
 // a LOWER code point), so the first success is the latest such start.
 // Without kContractions (tekken) the CONTRACTION? part is absent.
-template <bool kContractions>
+template <bool kContractions, const LetterClasses& kL>
 size_t o200k_upper_lower(const DecodedText& t, size_t s, size_t e) {
-  const size_t u_end = o200k_run<o200k_upper>(t, s, e);
+  const size_t u_end = o200k_run<kL.upper>(t, s, e);
   for (size_t j = u_end + 1; j-- > s;) {
-    if (j < e && o200k_lower(t, j)) {
-      const size_t end = o200k_run<o200k_lower>(t, j, e);
+    if (j < e && kL.lower(t, j)) {
+      const size_t end = o200k_run<kL.lower>(t, j, e);
       return kContractions ? o200k_contraction(t, end, e) : end;
     }
   }
@@ -152,22 +184,31 @@ size_t o200k_upper_lower(const DecodedText& t, size_t s, size_t e) {
 }
 
 // UPPER+LOWER*CONTRACTION? from s: the end of the match, or 0.
-template <bool kContractions>
+template <bool kContractions, const LetterClasses& kL>
 size_t o200k_upper_then_lower(const DecodedText& t, size_t s, size_t e) {
-  const size_t u_end = o200k_run<o200k_upper>(t, s, e);
+  const size_t u_end = o200k_run<kL.upper>(t, s, e);
   if (u_end == s) return 0;
-  const size_t end = o200k_run<o200k_lower>(t, u_end, e);
+  const size_t end = o200k_run<kL.lower>(t, u_end, e);
   return kContractions ? o200k_contraction(t, end, e) : end;
 }
 
 // The o200k regex; tekken (Mistral's, tokenizer.ggml.pre "tekken") is the same
-// without the contractions and with \p{N} (one digit) for \p{N}{1,3}.
-template <bool kContractions, size_t kMaxDigits>
+// without the contractions and with \p{N} (one digit) for \p{N}{1,3};
+// kimi-k2 (kKimi) opens with [\p{Han}]+, takes Han out of the letter classes
+// and lets only [\r\n]* (no '/') follow a run of other characters.
+template <bool kContractions, size_t kMaxDigits, bool kKimi = false>
 size_t match_o200k_family(const DecodedText& t, size_t i, size_t e) {
+  if (kKimi && is_han(t.cps[i])) {
+    size_t k = i;
+    while (k < e && is_han(t.cps[k])) ++k;
+    return k - i;
+  }
+  constexpr const LetterClasses& kL = kKimi ? kKimiLetters : kO200kLetters;
   // The two letter alternatives in order, each with the optional
   // [^\r\n\p{L}\p{N}] prefix tried first.
   const bool prefix = !has(t, i, kCpNewline | kCpLetter | kCpNumber) && i + 1 < e;
-  for (auto alt : {o200k_upper_lower<kContractions>, o200k_upper_then_lower<kContractions>}) {
+  for (auto alt :
+       {o200k_upper_lower<kContractions, kL>, o200k_upper_then_lower<kContractions, kL>}) {
     if (prefix) {
       if (size_t end = alt(t, i + 1, e)) return end - i;
     }
@@ -178,7 +219,7 @@ size_t match_o200k_family(const DecodedText& t, size_t i, size_t e) {
   const size_t k = (t.cps[i] == ' ' && i + 1 < e && !has(t, i + 1, kNotOther)) ? i + 1 : i;
   if (!has(t, k, kNotOther)) {
     size_t end = run_without(t, k, e, kNotOther);
-    while (end < e && (has(t, end, kCpNewline) || t.cps[end] == '/')) ++end;
+    while (end < e && (has(t, end, kCpNewline) || (!kKimi && t.cps[end] == '/'))) ++end;
     return end - i;
   }
   // \s*[\r\n]+ : up to and including the last newline of the space run.
@@ -260,6 +301,15 @@ size_t match_optional_space_then_class_run(const DecodedText& t, size_t i, size_
   if (!in_class(k)) return 0;
   while (k < e && in_class(k)) ++k;
   return k - i;
+}
+
+// \s?X+ for a class X of the code point flags (deepseek-coder's \s?\p{L}+
+// and \s?\p{P}+).
+template <uint8_t kClass>
+size_t match_optional_space_then_flag_run(const DecodedText& t, size_t i, size_t e) {
+  const size_t k = (has(t, i, kCpSpace) && i + 1 < e && has(t, i + 1, kClass)) ? i + 1 : i;
+  if (!has(t, k, kClass)) return 0;
+  return run_of(t, k, e, kClass) - i;
 }
 
 size_t match_newline_char(const DecodedText& t, size_t i, size_t e) {
@@ -370,6 +420,15 @@ constexpr Matcher kDeepseekSteps[] = {
 };
 constexpr Matcher kDeepseek3Steps[] = {match_numbers_upto3, match_deepseek3_cjk_run,
                                        match_deepseek3_words};
+constexpr Matcher kDeepseekCoderSteps[] = {
+    match_newline_char,
+    match_optional_space_then_flag_run<kCpLetter>,
+    match_optional_space_then_flag_run<kCpPunct>,
+    match_cjk_run,
+    match_one_number,
+};
+constexpr Matcher kSeedCoderSteps[] = {match_llama3_family<1, false, false>};
+constexpr Matcher kKimiK2Steps[] = {match_o200k_family<true, 3, true>};
 constexpr Matcher kNewlineSteps[] = {match_line_or_newlines};
 constexpr Matcher kGpt4oSteps[] = {match_o200k_family<true, 3>};
 constexpr Matcher kTekkenSteps[] = {match_o200k_family<false, 1>};
@@ -402,6 +461,12 @@ Sequence sequence_for(PreTokenizer kind) {
       return {kTekkenSteps, std::size(kTekkenSteps)};
     case PreTokenizer::kDeepseek3:
       return {kDeepseek3Steps, std::size(kDeepseek3Steps)};
+    case PreTokenizer::kDeepseekCoder:
+      return {kDeepseekCoderSteps, std::size(kDeepseekCoderSteps)};
+    case PreTokenizer::kSeedCoder:
+      return {kSeedCoderSteps, std::size(kSeedCoderSteps)};
+    case PreTokenizer::kKimiK2:
+      return {kKimiK2Steps, std::size(kKimiK2Steps)};
   }
   return {nullptr, 0};
 }
@@ -478,6 +543,14 @@ constexpr NameEntry kNames[] = {
     {"tekken", info(PreTokenizer::kTekken, true, true, false)},
     {"deepseek-v3", info(PreTokenizer::kDeepseek3, false, false, false)},
     {"hunyuan-dense", info(PreTokenizer::kDeepseek3, false, false, false)},
+    {"joyai-llm", info(PreTokenizer::kDeepseek3, false, false, false)},
+    {"deepseek-coder", info(PreTokenizer::kDeepseekCoder, false, false, false)},
+    {"exaone", info(PreTokenizer::kStarcoder)},
+    {"exaone4", info(PreTokenizer::kGpt2)},
+    {"hunyuan", info(PreTokenizer::kQwen2, false, false, false)},
+    {"seed-coder", info(PreTokenizer::kSeedCoder, false, false, false)},
+    {"minimax-m2", info(PreTokenizer::kGpt4o, false, false, false)},
+    {"kimi-k2", info(PreTokenizer::kKimiK2, false, false, false)},
 };
 
 }  // namespace

@@ -18,6 +18,8 @@
 //   default   [\p{P}\$\+<=>\^~\|]+ then gpt2 then \p{N}+ then [0-9][0-9][0-9]
 //   deepseek-llm  [\r\n], \s?[cased letters]+, \s?[ASCII/fullwidth punct]+, \s+$,
 //             [CJK]+, \p{N}+
+//   deepseek-coder  [\r\n], \s?\p{L}+, \s?\p{P}+, [CJK]+, \p{N}
+//   seed-coder  qwen2 with  ?[^\s\p{L}\p{N}]+ (no newlines after it)
 //   newlines  [^\n]+|[\n]+ (Gemma 4: BPE over the whole line)
 //   gpt4o     [^\r\n\p{L}\p{N}]?UPPER*LOWER+C?|[^\r\n\p{L}\p{N}]?UPPER+LOWER*C?|
 //             \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
@@ -26,6 +28,12 @@
 //             (o200k: gpt-4o, gpt-oss, llama4). llama.cpp rewrites UPPER as
 //             "a letter other than a-z" and LOWER as "a letter other than
 //             A-Z" (no marks); the two agree on ASCII text.
+//   kimi-k2   [\p{Han}]+|gpt4o's two letter alternatives with Han taken out of
+//             UPPER and LOWER|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|
+//             \s+(?!\S)|\s+ (tokenization_kimi.py). llama.cpp's hand-written
+//             splitter for it keeps a run of letters whole (no case split, no
+//             marks); the two agree on words that change case only at their
+//             start.
 #pragma once
 
 #include <string_view>
@@ -48,7 +56,10 @@ enum class PreTokenizer {
   kNewlines,
   kGpt4o,
   kTekken,  // o200k's letter classes, no contractions, single digits (Mistral)
-  kDeepseek3,  // DeepSeek V3's three regexes (deepseek-v3, hunyuan-dense)
+  kDeepseek3,  // DeepSeek V3's three regexes (deepseek-v3, hunyuan-dense, joyai-llm)
+  kDeepseekCoder,
+  kSeedCoder,
+  kKimiK2,
 };
 
 // What a `tokenizer.ggml.pre` name implies: its regex family and the defaults

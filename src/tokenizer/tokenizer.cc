@@ -96,8 +96,8 @@ void Tokenizer::encode_text(std::string_view text, bool after_special,
 // prefix of the letter alternatives excludes \r and \n
 // ([^\r\n\p{L}\p{N}]?, deepseek-v3's [^\r\n\p{L}\p{P}\p{S}]?, " ?"),
 // deepseek-v3's ASCII mark + letters needs a letter right after the mark,
-// and deepseek-llm, whose \s? would take it,
-// isolates every newline in its first step; Gemma 4 splits at newlines.
+// and deepseek-llm and deepseek-coder, whose \s? would take it,
+// isolate every newline in their first step; Gemma 4 splits at newlines.
 // Nothing looks behind, so the pieces after the cut start afresh.
 // In a line, a cut between ASCII punctuation and " " + a letter: the
 // punctuation run ends there either way (its alternatives take no space

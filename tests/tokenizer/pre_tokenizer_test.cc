@@ -2,9 +2,11 @@
 // under Oniguruma / PCRE semantics (worked out by hand for each case).
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "tokenizer/pre_tokenizer.h"
 
 namespace folio::tokenizer {
@@ -178,6 +180,93 @@ TEST(PreTokenizer, Deepseek3PiecesSurviveChunkCuts) {
     ++cuts;
   }
   EXPECT_GE(cuts, 8);
+}
+
+// DeepSeek Coder (DeepSeek V2 Coder files): newlines alone, then \s? +
+// letters, \s? + punctuation, CJK runs, single digits.
+TEST(PreTokenizer, DeepseekCoder) {
+  const auto k = PreTokenizer::kDeepseekCoder;
+  // '=' is a symbol, not punctuation: " = " stays between the matches.
+  EXPECT_EQ(split(k, "int x = 42;\n  return"),
+            (V{"int", " x", " = ", "4", "2", ";", "\n", " ", " return"}));
+  EXPECT_EQ(split(k, "\u4f60\u597dabc"), (V{"\u4f60\u597d", "abc"}));
+  EXPECT_EQ(split(k, "a  \t,b"), (V{"a", "  ", "\t,", "b"}));
+  // U+3000 lies in the regex's second CJK range (U+0800..U+4E00), so the
+  // CJK step cuts it from the letters \s? took it with (llama.cpp, which
+  // turns it into U+000B first, keeps "\u3000y").
+  EXPECT_EQ(split(k, "x\u3000y"), (V{"x", "\u3000", "y"}));
+}
+
+// Seed-Coder (seed_oss): qwen2's regex without the newlines after a run of
+// other characters.
+TEST(PreTokenizer, SeedCoder) {
+  const auto k = PreTokenizer::kSeedCoder;
+  EXPECT_EQ(split(k, "x;\n\ny"), (V{"x", ";", "\n\n", "y"}));
+  EXPECT_EQ(split(PreTokenizer::kQwen2, "x;\n\ny"), (V{"x", ";\n\n", "y"}));
+  EXPECT_EQ(split(k, "I'M 2024 (ok)"), (V{"I", "'M", " ", "2", "0", "2", "4", " (", "ok", ")"}));
+}
+
+// Kimi K2: Han runs first, then o200k's words with Han out of the letter
+// classes. The regex splits a word where it changes case and keeps marks
+// with their letters; llama.cpp's hand-written splitter keeps a run of
+// letters whole ("camelCase", "iPhone") and splits at marks, so these cases
+// are the regex's (tokenization_kimi.py under Oniguruma / fancy-regex
+// semantics, worked out by hand), not llama.cpp's.
+TEST(PreTokenizer, KimiK2) {
+  const auto k = PreTokenizer::kKimiK2;
+  EXPECT_EQ(split(k, "camelCase HTTPServer iPhone"),
+            (V{"camel", "Case", " HTTPServer", " i", "Phone"}));
+  EXPECT_EQ(split(k, "\u4e2d\u6587English\u6df7\u5408"),
+            (V{"\u4e2d\u6587", "English", "\u6df7\u5408"}));
+  // U+3005 (an iteration mark, Lm) is Script=Han: it joins the Han run.
+  EXPECT_EQ(split(k, "\u4eba\u3005\u306e"), (V{"\u4eba\u3005", "\u306e"}));
+  EXPECT_EQ(split(k, " e\u0301t\u00e9"), (V{" e\u0301t\u00e9"}));
+  // Unlike gpt-4o, no '/' after a run of other characters.
+  EXPECT_EQ(split(k, "a!/b"), (V{"a", "!/", "b"}));
+  EXPECT_EQ(split(k, "x;/\ny"), (V{"x", ";/\n", "y"}));
+  EXPECT_EQ(split(PreTokenizer::kGpt4o, "x;/\ny"), (V{"x", ";/\n", "y"}));
+}
+
+// tests/tokenizer/data/llamacpp_pre_splits.txt (scripts/gen_pre_splits.py):
+// llama.cpp's unicode_regex_split under each name's regexes, and the
+// defaults llama.cpp sets with the name, for the pre-tokenizers of the
+// architectures of deepseek2, exaone4, seed_oss, minimax-m2 and hunyuan.
+std::string unhex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  return out;
+}
+
+TEST(PreTokenizer, LlamaCppSplits) {
+  const std::string data = testing::read_file(std::string(FOLIO_SOURCE_DIR) +
+                                              "/tests/tokenizer/data/llamacpp_pre_splits.txt");
+  ASSERT_FALSE(data.empty()) << "tests/tokenizer/data/llamacpp_pre_splits.txt missing";
+  std::istringstream in(data);
+  std::string line;
+  int cases = 0;
+  std::vector<std::string> names;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string x; std::getline(fields, x, '\t');) f.push_back(x);
+    ASSERT_EQ(f.size(), 6u) << line;
+    PreTokenizerInfo info;
+    ASSERT_TRUE(pre_tokenizer_from_name(f[0], &info)) << f[0];
+    EXPECT_EQ(info.clean_spaces, f[1] == "1") << f[0];
+    EXPECT_EQ(info.ignore_merges, f[2] == "1") << f[0];
+    EXPECT_EQ(info.add_bos, f[3] == "1") << f[0];
+    V expected;
+    std::istringstream pieces(f[5]);
+    for (std::string hex; pieces >> hex;) expected.push_back(unhex(hex));
+    EXPECT_EQ(split(info.kind, unhex(f[4])), expected) << f[0] << ": " << unhex(f[4]);
+    if (names.empty() || names.back() != f[0]) names.push_back(f[0]);
+    ++cases;
+  }
+  EXPECT_GE(cases, 180);
+  EXPECT_EQ(names.size(), 10u);
 }
 
 TEST(PreTokenizer, Tekken) {
