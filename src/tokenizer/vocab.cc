@@ -25,8 +25,10 @@ constexpr std::string_view kEotTexts[] = {
     "<|end_of_text|>",
     "<EOT>",
     "_<EOT>",
+    "[EOT]",  // Kimi K2
     "<\xEF\xBD\x9C"
-    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
+    "<end_of_utterance>",
 };
 constexpr std::string_view kEogTexts[] = {
     "<|eot_id|>",
@@ -37,11 +39,21 @@ constexpr std::string_view kEogTexts[] = {
     "<|eom_id|>",
     "<EOT>",
     "_<EOT>",
+    "<|return|>",  // Harmony (gpt-oss), see find_eog_tokens
+    "<|call|>",
+    "<|flush|>",  // Solar Open
+    "<|calls|>",
+    "</s>",
+    "[EOT]",  // Kimi K2
+    "[EOS]",
     "<|end_of_text|>",
-    "<eos>",
+    "<end_of_utterance>",
+    "<eos>",  // Gemma 4
     "<turn|>",
+    "<|tool_response>",
     "<\xEF\xBD\x9C"
     "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+    "[e~[",  // MiniMax M2
 };
 
 int hex_digit(char c) {
@@ -357,15 +369,23 @@ void Vocab::find_eog_tokens() {
   }
   // Harmony (gpt-oss): <|end|> closes one message of a reply that goes on
   // (analysis, then final); the reply ends at <|return|>, or at <|call|>
-  // after a tool call. A vocabulary with both ends generation there and not
-  // at <|end|> (llama.cpp's rule).
-  const TokenId ret = find("<|return|>");
-  const TokenId call = find("<|call|>");
-  if (ret != kNoToken && call != kNoToken) {
-    add(ret);
-    add(call);
+  // after a tool call. Solar Open likewise ends at <|flush|> or <|calls|>.
+  // A vocabulary with <|return|> and a call token, or with a call token and
+  // <|flush|>, does not end generation at <|end|> (llama.cpp's rule).
+  auto eog_text = [this](std::string_view text) {
+    const TokenId id = find(text);
+    return id != kNoToken && is_eog(id);
+  };
+  const bool call = eog_text("<|call|>") || eog_text("<|calls|>");
+  if (call && (eog_text("<|return|>") || eog_text("<|flush|>"))) {
     const TokenId end = find("<|end|>");
     if (end != kNoToken && end != eos_ && end != eot_) std::erase(eog_ids_, end);
+  }
+  // Gemma 4 answers a tool call's <|tool_response> turn; its "</s>" is
+  // ordinary text there, not the end of generation (llama.cpp's rule).
+  if (eog_text("<|tool_response>")) {
+    const TokenId s = find("</s>");
+    if (s != kNoToken && s != eos_ && s != eot_) std::erase(eog_ids_, s);
   }
 }
 

@@ -108,8 +108,10 @@ class Vocab {
   bool rstrip(TokenId id) const { return (strip_[id] & kRstrip) != 0; }
   // The byte a <0xXX> byte token stands for, or -1.
   int byte_value(TokenId id) const { return byte_value_[id]; }
-  // End of generation: eos, eot, eom and control tokens with a known
-  // end-of-turn text (<|im_end|>, <end_of_turn>, <|eot_id|>, ...).
+  // End of generation: eos, eot, eom and the tokens whose text is on
+  // llama.cpp's end-of-generation list (<|im_end|>, <end_of_turn>,
+  // <|eot_id|>, </s>, [EOS], [e~[, ...), with its exceptions (Harmony's and
+  // Solar Open's <|end|>, Gemma 4's </s>).
   bool is_eog(TokenId id) const;
 
   // The token with exactly this text (any type), or kNoToken.

@@ -134,16 +134,62 @@ TEST(Vocab, HarmonyEndsAtReturnAndCallNotEnd) {
   EXPECT_TRUE(v->is_eog(8));
   EXPECT_TRUE(v->is_eog(9));
   EXPECT_TRUE(v->is_eog(5));
-  // Without <|call|> the vocabulary is not Harmony's: <|end|> ends.
+  // Without a call token the vocabulary is not Harmony's: <|end|> ends.
   m.set("tokenizer.ggml.tokens", Value(Array::of_strings({"a", "b", "\xC4\xA0", "ab",
                                                           "\xC4\xA0"
                                                           "ab",
                                                           "<|endoftext|>", "<|im_end|>", "<|end|>",
-                                                          "<|return|>", "<|calls|>"})));
+                                                          "<|return|>", "<|callx|>"})));
   v = m.load();
   ASSERT_TRUE(v.ok()) << v.status().to_string();
   EXPECT_TRUE(v->is_eog(7));
-  EXPECT_FALSE(v->is_eog(8));
+  EXPECT_TRUE(v->is_eog(8));
+  EXPECT_FALSE(v->is_eog(9));
+  // Solar Open: <|calls|> and <|flush|> end the reply, <|end|> does not.
+  m.set("tokenizer.ggml.tokens", Value(Array::of_strings({"a", "b", "\xC4\xA0", "ab",
+                                                          "\xC4\xA0"
+                                                          "ab",
+                                                          "<|endoftext|>", "<|im_end|>", "<|end|>",
+                                                          "<|flush|>", "<|calls|>"})));
+  v = m.load();
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_FALSE(v->is_eog(7));
+  EXPECT_TRUE(v->is_eog(8));
+  EXPECT_TRUE(v->is_eog(9));
+}
+
+// The end-of-turn texts of llama.cpp's list that name no eos / eot id in the
+// families' files: Kimi K2's [EOT] / [EOS], MiniMax M2's [e~[, </s>
+// (ERNIE 4.5, PaddleOCR), SmolDocling's <end_of_utterance>.
+TEST(Vocab, EndOfGenerationTexts) {
+  Meta m = bpe_meta();
+  m.erase("tokenizer.ggml.eos_token_id");
+  m.set("tokenizer.ggml.tokens",
+        Value(Array::of_strings({"a", "b", "\xC4\xA0", "ab", "[EOT]", "[EOS]", "[e~[", "</s>",
+                                 "<end_of_utterance>", "]~b]"})));
+  m.set("tokenizer.ggml.token_type",
+        Value(Array::of(std::vector<int32_t>{1, 1, 1, 1, 3, 3, 3, 3, 3, 3})));
+  m.set("tokenizer.ggml.merges", Value(Array::of_strings({"a b"})));
+  Result<Vocab> v = m.load();
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_EQ(v->eot(), 4);  // [EOT] is Kimi K2's end of turn
+  for (TokenId id : {4, 5, 6, 7, 8}) EXPECT_TRUE(v->is_eog(id)) << id;
+  EXPECT_FALSE(v->is_eog(9));  // MiniMax's role marker
+  // <end_of_utterance> is the end of turn where no earlier text is there.
+  m.set("tokenizer.ggml.tokens",
+        Value(Array::of_strings({"a", "b", "\xC4\xA0", "ab", "x", "[EOS]", "[e~[", "</s>",
+                                 "<end_of_utterance>", "]~b]"})));
+  v = m.load();
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_EQ(v->eot(), 8);
+  // Gemma 4: with <|tool_response> on the list, "</s>" is text.
+  m.set("tokenizer.ggml.tokens",
+        Value(Array::of_strings({"a", "b", "\xC4\xA0", "ab", "<turn|>", "<|tool_response>",
+                                 "<eos>", "</s>", "x", "y"})));
+  v = m.load();
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  for (TokenId id : {4, 5, 6}) EXPECT_TRUE(v->is_eog(id)) << id;
+  EXPECT_FALSE(v->is_eog(7));
 }
 
 TEST(Vocab, SpmDefaults) {
