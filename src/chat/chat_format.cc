@@ -19,14 +19,14 @@ constexpr std::array<std::pair<ReasoningSyntax, const char*>, 7> kChatFormatReas
     {ReasoningSyntax::kGemma4, "gemma4"},
 }};
 
-constexpr std::array<ToolCallFormat, 19> kChatFormatToolFormats = {
+constexpr std::array<ToolCallFormat, 20> kChatFormatToolFormats = {
     ToolCallFormat::kNone,        ToolCallFormat::kHermes,          ToolCallFormat::kQwenXml,
     ToolCallFormat::kLlama3,      ToolCallFormat::kMistral,         ToolCallFormat::kGlm,
     ToolCallFormat::kNemotron,    ToolCallFormat::kLfm2,            ToolCallFormat::kDeepSeek,
     ToolCallFormat::kKimi,        ToolCallFormat::kMiniMax,         ToolCallFormat::kCommand,
     ToolCallFormat::kFunctionary, ToolCallFormat::kFunctionaryV32, ToolCallFormat::kGranite,
     ToolCallFormat::kGemma4,      ToolCallFormat::kDeepSeekV32,     ToolCallFormat::kPhi4Mini,
-    ToolCallFormat::kGeneric};
+    ToolCallFormat::kSeed,        ToolCallFormat::kGeneric};
 
 bool chat_format_contains(std::string_view s, std::string_view what) {
   return s.find(what) != std::string_view::npos;

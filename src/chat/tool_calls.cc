@@ -29,6 +29,8 @@ constexpr std::string_view kDsmlClose = "</｜DSML｜function_calls>";
 constexpr std::string_view kDsmlToken = "｜DSML｜";
 constexpr std::string_view kKimiOpen = "<|tool_calls_section_begin|>";
 constexpr std::string_view kKimiClose = "<|tool_calls_section_end|>";
+constexpr std::string_view kSeedOpen = "<seed:tool_call>";
+constexpr std::string_view kSeedClose = "</seed:tool_call>";
 constexpr std::string_view kMiniMaxOpen = "<minimax:tool_call>";
 constexpr std::string_view kMiniMaxClose = "</minimax:tool_call>";
 constexpr std::string_view kCommandOpen = "<|START_ACTION|>";
@@ -852,6 +854,7 @@ ToolCallFormat detect_tool_call_format(std::string_view src) {
   }
   if (src.find(kKimiOpen) != std::string_view::npos) return ToolCallFormat::kKimi;
   if (src.find(kMiniMaxOpen) != std::string_view::npos) return ToolCallFormat::kMiniMax;
+  if (src.find(kSeedOpen) != std::string_view::npos) return ToolCallFormat::kSeed;
   if (src.find(kCommandOpen) != std::string_view::npos) return ToolCallFormat::kCommand;
   if (src.find(kGraniteCalls) != std::string_view::npos) return ToolCallFormat::kGranite;
   // Phi-4-mini: the tools between <|tool|> and <|/tool|> in the system turn.
@@ -894,6 +897,8 @@ const char* tool_call_format_name(ToolCallFormat f) {
       return "hermes";
     case ToolCallFormat::kQwenXml:
       return "qwen_xml";
+    case ToolCallFormat::kSeed:
+      return "seed";
     case ToolCallFormat::kLlama3:
       return "llama3";
     case ToolCallFormat::kMistral:
@@ -939,7 +944,7 @@ bool tool_call_markers_are_special(ToolCallFormat f) {
          f == ToolCallFormat::kKimi || f == ToolCallFormat::kMiniMax ||
          f == ToolCallFormat::kCommand || f == ToolCallFormat::kGranite ||
          f == ToolCallFormat::kGemma4 || f == ToolCallFormat::kDeepSeekV32 ||
-         f == ToolCallFormat::kPhi4Mini;
+         f == ToolCallFormat::kPhi4Mini || f == ToolCallFormat::kSeed;
 }
 
 void ToolCallParser::feed(std::string_view text, std::string* content,
@@ -1065,7 +1070,8 @@ void ToolCallParser::stream_xml_call(size_t limit, bool at_end) {
 
 void ToolCallParser::stream_call(size_t limit, bool at_end) {
   if (no_stream_) return;
-  if (format_ == ToolCallFormat::kQwenXml || format_ == ToolCallFormat::kGlm) {
+  if (format_ == ToolCallFormat::kQwenXml || format_ == ToolCallFormat::kSeed ||
+      format_ == ToolCallFormat::kGlm) {
     return stream_xml_call(limit, at_end);
   }
   const bool hermes = format_ == ToolCallFormat::kHermes;
@@ -1129,6 +1135,7 @@ void ToolCallParser::feed_format(std::string* content, std::vector<ParsedToolCal
     case ToolCallFormat::kGemma4:
     case ToolCallFormat::kDeepSeekV32:
     case ToolCallFormat::kPhi4Mini:
+    case ToolCallFormat::kSeed:
       return feed_tagged(content, calls);
     case ToolCallFormat::kMistral:
     case ToolCallFormat::kGranite:
@@ -1153,6 +1160,7 @@ bool ToolCallParser::parse_tagged_call(std::string_view body,
   bool ok = false;
   switch (format_) {
     case ToolCallFormat::kQwenXml:
+    case ToolCallFormat::kSeed:
       ok = parse_qwen_xml_call(body, tools_, &c);
       break;
     case ToolCallFormat::kGlm:
@@ -1220,6 +1228,8 @@ ToolCallParser::TaggedMarkers ToolCallParser::tagged_markers() const {
       return {kDsmlOpen, kDsmlClose};
     case ToolCallFormat::kPhi4Mini:
       return {kPhi4Open, kPhi4Close};
+    case ToolCallFormat::kSeed:
+      return {kSeedOpen, kSeedClose};
     default:
       return {kHermesOpen, kHermesClose};
   }
@@ -1392,6 +1402,7 @@ void ToolCallParser::finish_format(std::string* content, std::vector<ParsedToolC
     case ToolCallFormat::kGemma4:
     case ToolCallFormat::kDeepSeekV32:
     case ToolCallFormat::kPhi4Mini:
+    case ToolCallFormat::kSeed:
       if (mode_ == Mode::kCall) {
         // A model that ends right after the call, without the closing tag.
         stream_call(buf_.size(), /*at_end=*/true);

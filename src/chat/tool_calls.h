@@ -9,6 +9,9 @@
 //            </function></tool_call> (Qwen3-Coder, Qwen 3.5): a value is
 //            kept as a string where the tool's schema says string, else
 //            read as JSON when it is JSON
+//   seed     qwen_xml's <function=N>... between <seed:tool_call> and
+//            </seed:tool_call> (Seed-OSS; its template writes the values
+//            without the newlines around them)
 //   llama3   the whole answer is JSON: {"name": N, "parameters": {...}}
 //            (or "arguments"), optionally after <|python_tag|>, several
 //            separated by ';' (Llama 3.1 / 3.2 / 3.3 custom tools)
@@ -72,7 +75,7 @@
 // is read and then streams the arguments object as it is decoded (the raw
 // JSON less the whitespace between tokens; the completed call's arguments
 // are that text); functionary likewise once `N>{` is read (and Harmony,
-// chat/chat_parser.h, once a call's body opens with '{'); qwen_xml and glm
+// chat/chat_parser.h, once a call's body opens with '{'); qwen_xml, seed and glm
 // once the function's name is read, each value as it arrives where the
 // schema makes it a string, others as they close (chat/xml_call_stream.h).
 // Once reported the call stays a call: if the model breaks off inside the
@@ -113,6 +116,7 @@ enum class ToolCallFormat {
   kGemma4,
   kDeepSeekV32,
   kPhi4Mini,
+  kSeed,
   kGeneric
 };
 
@@ -200,7 +204,7 @@ class ToolCallParser {
   void report_new_calls();
   // hermes, functionary: reports the call in buf_[0, limit) once its name
   // is read, and streams its arguments object as far as it is decoded;
-  // qwen_xml, glm: likewise through an XmlCallStream.
+  // qwen_xml, seed, glm: likewise through an XmlCallStream.
   void stream_call(size_t limit, bool at_end);
   void stream_xml_call(size_t limit, bool at_end);
   // Completes the call being streamed.
@@ -240,7 +244,7 @@ class ToolCallParser {
   ToolCallArgsStream args_;
   size_t args_at_ = 0;         // buf_ offset of the next argument byte to stream
   std::shared_ptr<RecipientCallReader> recipients_;  // functionary_v3_2
-  std::shared_ptr<XmlCallStream> xml_;               // qwen_xml, glm: the current call
+  std::shared_ptr<XmlCallStream> xml_;               // qwen_xml, seed, glm: the current call
 };
 
 }  // namespace folio::chat

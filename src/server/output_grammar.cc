@@ -61,8 +61,14 @@ std::string rewrite_gbnf_names(std::string_view gbnf, Rename rename) {
 // qwen_xml: <tool_call>\n<function=N>\n(<parameter=P>\nvalue\n</parameter>\n)*
 // </function>\n</tool_call>, parameters in schema order (required ones
 // always, the others optional); a string value is text without "</", any
-// other value the JSON its schema allows.
-bool qwen_xml_gbnf(const OpenAiRequest& r, std::string* out, ApiError* error) {
+// other value the JSON its schema allows. seed: the same calls between
+// <seed:tool_call>\n and </seed:tool_call>, values without the newlines
+// around them (as Seed-OSS's template writes them).
+bool qwen_xml_gbnf(const OpenAiRequest& r, chat::ToolCallFormat format, std::string* out,
+                   ApiError* error) {
+  const bool seed = format == chat::ToolCallFormat::kSeed;
+  const char* value_open = seed ? ">" : ">\n";
+  const char* value_close = seed ? "</parameter>\n" : "\n</parameter>\n";
   std::string g;
   std::vector<std::string> functions;
   int n_rules = 0;
@@ -84,8 +90,9 @@ bool qwen_xml_gbnf(const OpenAiRequest& r, std::string* out, ApiError* error) {
     for (const auto& [key, sub] : props.items()) {
       const std::string value_rule = fmt::format("folio-v{}", n_rules++);
       if (!xml_param_value_gbnf(sub, value_rule, key, name, &g, error)) return false;
-      const std::string item = fmt::format("{} {} {}", gbnf_literal("<parameter=" + key + ">\n"),
-                                           value_rule, gbnf_literal("\n</parameter>\n"));
+      const std::string item =
+          fmt::format("{} {} {}", gbnf_literal("<parameter=" + key + value_open), value_rule,
+                      gbnf_literal(value_close));
       body += required.count(key) ? " " + item : " (" + item + ")?";
     }
     body += " " + gbnf_literal("</function>\n") + "\n";
@@ -98,7 +105,9 @@ bool qwen_xml_gbnf(const OpenAiRequest& r, std::string* out, ApiError* error) {
   }
   std::string any;
   for (const std::string& f : functions) any += (any.empty() ? "" : " | ") + f;
-  g += fmt::format("folio-tool-block ::= \"<tool_call>\\n\" ({}) \"</tool_call>\"\n", any);
+  g += fmt::format("folio-tool-block ::= {} ({}) {}\n",
+                   gbnf_literal(seed ? "<seed:tool_call>\n" : "<tool_call>\n"), any,
+                   gbnf_literal(seed ? "</seed:tool_call>" : "</tool_call>"));
   g += r.parallel_tool_calls ? "root ::= folio-tool-block (\"\\n\" folio-tool-block)*\n"
                              : "root ::= folio-tool-block\n";
   *out = std::move(g);
@@ -157,7 +166,9 @@ bool generic_gbnf(const OpenAiRequest& r, std::string* out, ApiError* error) {
 bool tool_call_gbnf(const OpenAiRequest& r, chat::ToolCallFormat format, std::string* out,
                     ApiError* error) {
   if (format == chat::ToolCallFormat::kGeneric) return generic_gbnf(r, out, error);
-  if (format == chat::ToolCallFormat::kQwenXml) return qwen_xml_gbnf(r, out, error);
+  if (format == chat::ToolCallFormat::kQwenXml || format == chat::ToolCallFormat::kSeed) {
+    return qwen_xml_gbnf(r, format, out, error);
+  }
   if (format != chat::ToolCallFormat::kHermes && format != chat::ToolCallFormat::kLlama3) {
     *error = bad_request(fmt::format("tool_choice '{}' cannot be enforced for this model's "
                                      "tool-call format ({}): use 'auto'",

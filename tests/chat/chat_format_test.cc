@@ -38,7 +38,7 @@ TEST(ChatFormat, DetectedFromTheCorpusTemplates) {
       {"HuggingFaceTB-SmolLM3-3B", "generic+think"},
       {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "qwen_xml+think"},
       {"ibm-granite-granite-3.3-2B-Instruct", "granite+think"},
-      {"ByteDance-Seed-OSS", "generic+seed"},
+      {"ByteDance-Seed-OSS", "seed+seed"},
       {"mistralai-Ministral-3-14B-Reasoning-2512", "mistral+mistral"},
       {"Cohere2MoE", "command+command"},
       {"openai-gpt-oss-120b", "none+harmony"},
@@ -70,6 +70,7 @@ TEST(ChatFormat, DetectedFromTheCorpusTemplates) {
 
 TEST(ChatFormat, NamesRoundTripAndBadNamesAreRefused) {
   for (const char* name : {"none", "hermes", "qwen_xml+think", "mistral+mistral", "none+seed",
+                           "seed+seed",
                            "none+command", "none+harmony", "llama3", "generic", "generic+think",
                            "glm+think", "nemotron", "lfm2+think", "deepseek+think", "kimi",
                            "minimax+think", "command+command", "functionary", "functionary_v3_2",

@@ -154,6 +154,7 @@ TEST(ToolCalls, FormatsOfRealTemplates) {
       {"Kimi-K2-Instruct", ToolCallFormat::kKimi},
       {"Kimi-K2-Thinking", ToolCallFormat::kKimi},
       {"MiniMax-M2", ToolCallFormat::kMiniMax},
+      {"ByteDance-Seed-OSS", ToolCallFormat::kSeed},
       {"CohereForAI-c4ai-command-r7b-12-2024-tool_use", ToolCallFormat::kCommand},
       {"meetkai-functionary-medium-v3.1", ToolCallFormat::kFunctionary},
       {"meetkai-functionary-medium-v3.2", ToolCallFormat::kFunctionaryV32},
@@ -624,6 +625,35 @@ TEST(ToolCalls, MiniMaxM2) {
   }
 }
 
+// Seed-OSS: qwen_xml's calls inside <seed:tool_call>, the values as its
+// template writes them (no newlines around them) or with qwen_xml's
+// newlines; schema types apply.
+TEST(ToolCalls, SeedOss) {
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+      "days": {"type": "integer"}}}}}])");
+  const auto f = ToolCallFormat::kSeed;
+  Parsed p = parse(f,
+                   "Checking.\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris"
+                   "</parameter>\n<parameter=days>3</parameter>\n</function>\n</seed:tool_call>"
+                   "<seed:tool_call>\n<function=now>\n</function>\n</seed:tool_call>",
+                   &tools);
+  EXPECT_EQ(p.content, "Checking.\n");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris","days":3})");
+  EXPECT_EQ(p.calls[1].name, "now");
+  EXPECT_EQ(p.calls[1].arguments, "{}");
+  p = parse(f, "<seed:tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n"
+               "</parameter>\n</function>\n</seed:tool_call>",
+            &tools);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"New York"})");
+  // qwen_xml's <tool_call> is text to this format.
+  p = parse(f, "<tool_call>\n<function=now>\n</function>\n</tool_call>", &tools);
+  EXPECT_TRUE(p.calls.empty());
+}
+
 TEST(ToolCalls, CommandR7b) {
   const auto f = ToolCallFormat::kCommand;
   Parsed p = parse(f,
@@ -822,6 +852,7 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
                          "deepseek-ai-DeepSeek-V3.1",
                          "moonshotai-Kimi-K2",
                          "MiniMax-M2",
+                         "ByteDance-Seed-OSS",
                          "Cohere2MoE",
                          "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
                          "CohereForAI-c4ai-command-r7b-12-2024-tool_use",
@@ -880,7 +911,8 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
     std::string turn = full->substr(prefix->size());
     for (const char* end :
          {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<SPECIAL_12>", "<｜end▁of▁sentence｜>",
-          "[e~[", "<|END_OF_TURN_TOKEN|>", "<|end_of_text|>", "<|tool_response>", "<turn|>"}) {
+          "[e~[", "<|END_OF_TURN_TOKEN|>", "<|end_of_text|>", "<|tool_response>", "<turn|>",
+          "<seed:eos>"}) {
       if (const size_t at = turn.rfind(end); at != std::string::npos) turn.erase(at);
     }
     // Thinking templates open <think> in the generation prompt and close an

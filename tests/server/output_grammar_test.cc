@@ -142,6 +142,32 @@ TEST(OutputGrammar, ToolChoiceInQwenXml) {
   EXPECT_TRUE(accepts(g, "<tool_call>\n<function=now>\n</function>\n</tool_call>"));
 }
 
+// Seed-OSS: qwen_xml's calls inside <seed:tool_call>, the values without
+// the newlines around them, as its template writes them.
+TEST(OutputGrammar, ToolChoiceInSeed) {
+  const char* body = R"({"messages": [{"role": "user", "content": "x"}],
+      "tools": [{"type": "function", "function": {"name": "search", "parameters": {"type":
+      "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+      "required": ["query"]}}}, {"type": "function", "function": {"name": "now"}}],
+      "tool_choice": "required"})";
+  OpenAiRequest r = chat_request(body);
+  std::shared_ptr<const grammar::CompiledGrammar> g;
+  ApiError err;
+  ASSERT_TRUE(output_grammar(r, chat::ToolCallFormat::kSeed, &g, &err)) << err.message;
+  const std::string call =
+      "<seed:tool_call>\n<function=search>\n<parameter=query>folio</parameter>\n"
+      "<parameter=limit>7</parameter>\n</function>\n</seed:tool_call>";
+  ASSERT_TRUE(accepts(g, call));
+  std::string content;
+  std::vector<chat::ParsedToolCall> calls;
+  chat::ToolCallParser::parse_all(chat::ToolCallFormat::kSeed, &r.tools, call, &content, &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].arguments, R"({"query":"folio","limit":7})");
+  EXPECT_TRUE(accepts(g, "<seed:tool_call>\n<function=now>\n</function>\n</seed:tool_call>"));
+  EXPECT_FALSE(accepts(g, "<tool_call>\n<function=now>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(accepts(g, "<seed:tool_call>\n<function=search>\n</function>\n</seed:tool_call>"));
+}
+
 TEST(OutputGrammar, GenericFormatConstrainsEveryReplyOfARequestWithTools) {
   const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f",
       "parameters": {"type": "object", "properties": {"a": {"type": "integer"}},

@@ -319,7 +319,7 @@ void register_serve_command(CLI::App& app, CommandFn* selected) {
                   "how replies are read back, TOOLS[+REASONING] (TOOLS: none, hermes, qwen_xml, "
                   "llama3, mistral, glm, nemotron, lfm2, deepseek, kimi, minimax, command, "
                   "functionary, functionary_v3_2, granite, gemma4, deepseek_v3_2, phi4_mini, "
-                  "generic; REASONING: none, think, seed, mistral, command, harmony, gemma4); "
+                  "seed, generic; REASONING: none, think, seed, mistral, command, harmony, gemma4); "
                   "default: detected "
                   "from the chat template")
       ->check([](const std::string& v) {
