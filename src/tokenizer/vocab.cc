@@ -15,7 +15,9 @@ namespace folio::tokenizer {
 namespace {
 
 // Texts that mark the end of a turn when no eot id is given, in priority
-// order, and further texts that end generation (llama.cpp's lists).
+// order, and further texts that end generation (llama.cpp's lists, less
+// "</s>": llama.cpp stops there for PaddleOCR, which folio does not run,
+// and Qwen's vocabularies hold "</s>" as ordinary text, token 128247).
 constexpr std::string_view kEotTexts[] = {
     "<|eot_id|>",
     "<|im_end|>",
@@ -43,7 +45,6 @@ constexpr std::string_view kEogTexts[] = {
     "<|call|>",
     "<|flush|>",  // Solar Open
     "<|calls|>",
-    "</s>",
     "[EOT]",  // Kimi K2
     "[EOS]",
     "<|end_of_text|>",
@@ -380,12 +381,6 @@ void Vocab::find_eog_tokens() {
   if (call && (eog_text("<|return|>") || eog_text("<|flush|>"))) {
     const TokenId end = find("<|end|>");
     if (end != kNoToken && end != eos_ && end != eot_) std::erase(eog_ids_, end);
-  }
-  // Gemma 4 answers a tool call's <|tool_response> turn; its "</s>" is
-  // ordinary text there, not the end of generation (llama.cpp's rule).
-  if (eog_text("<|tool_response>")) {
-    const TokenId s = find("</s>");
-    if (s != kNoToken && s != eos_ && s != eot_) std::erase(eog_ids_, s);
   }
 }
 

@@ -110,8 +110,8 @@ class Vocab {
   int byte_value(TokenId id) const { return byte_value_[id]; }
   // End of generation: eos, eot, eom and the tokens whose text is on
   // llama.cpp's end-of-generation list (<|im_end|>, <end_of_turn>,
-  // <|eot_id|>, </s>, [EOS], [e~[, ...), with its exceptions (Harmony's and
-  // Solar Open's <|end|>, Gemma 4's </s>).
+  // <|eot_id|>, [EOS], [e~[, ...; not "</s>", vocab.cc), with its
+  // exceptions (Harmony's and Solar Open's <|end|>).
   bool is_eog(TokenId id) const;
 
   // The token with exactly this text (any type), or kNoToken.

@@ -159,8 +159,9 @@ TEST(Vocab, HarmonyEndsAtReturnAndCallNotEnd) {
 }
 
 // The end-of-turn texts of llama.cpp's list that name no eos / eot id in the
-// families' files: Kimi K2's [EOT] / [EOS], MiniMax M2's [e~[, </s>
-// (ERNIE 4.5, PaddleOCR), SmolDocling's <end_of_utterance>.
+// families' files: Kimi K2's [EOT] / [EOS], MiniMax M2's [e~[, SmolDocling's
+// <end_of_utterance>, Gemma 4's <|tool_response>. "</s>" only as the eos:
+// Qwen's vocabularies hold it as ordinary text.
 TEST(Vocab, EndOfGenerationTexts) {
   Meta m = bpe_meta();
   m.erase("tokenizer.ggml.eos_token_id");
@@ -173,7 +174,8 @@ TEST(Vocab, EndOfGenerationTexts) {
   Result<Vocab> v = m.load();
   ASSERT_TRUE(v.ok()) << v.status().to_string();
   EXPECT_EQ(v->eot(), 4);  // [EOT] is Kimi K2's end of turn
-  for (TokenId id : {4, 5, 6, 7, 8}) EXPECT_TRUE(v->is_eog(id)) << id;
+  for (TokenId id : {4, 5, 6, 8}) EXPECT_TRUE(v->is_eog(id)) << id;
+  EXPECT_FALSE(v->is_eog(7));
   EXPECT_FALSE(v->is_eog(9));  // MiniMax's role marker
   // <end_of_utterance> is the end of turn where no earlier text is there.
   m.set("tokenizer.ggml.tokens",
@@ -182,7 +184,8 @@ TEST(Vocab, EndOfGenerationTexts) {
   v = m.load();
   ASSERT_TRUE(v.ok()) << v.status().to_string();
   EXPECT_EQ(v->eot(), 8);
-  // Gemma 4: with <|tool_response> on the list, "</s>" is text.
+  // Gemma 4: its reply ends at <turn|>, at <eos>, and at <|tool_response>
+  // after a call.
   m.set("tokenizer.ggml.tokens",
         Value(Array::of_strings({"a", "b", "\xC4\xA0", "ab", "<turn|>", "<|tool_response>",
                                  "<eos>", "</s>", "x", "y"})));
@@ -190,6 +193,11 @@ TEST(Vocab, EndOfGenerationTexts) {
   ASSERT_TRUE(v.ok()) << v.status().to_string();
   for (TokenId id : {4, 5, 6}) EXPECT_TRUE(v->is_eog(id)) << id;
   EXPECT_FALSE(v->is_eog(7));
+  // "</s>" as the eos (ERNIE 4.5, SentencePiece files) ends generation.
+  m.set("tokenizer.ggml.eos_token_id", Value(7u));
+  v = m.load();
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_TRUE(v->is_eog(7));
 }
 
 TEST(Vocab, SpmDefaults) {
