@@ -158,9 +158,12 @@ TEST(PreTokenizer, Deepseek3) {
 
 // Where Tokenizer::encode_text_chunked cuts a long text (after a lone '\n'
 // between printable ASCII and an ASCII letter; between ASCII punctuation
-// and " " + an ASCII letter), DeepSeek V3's pieces are the same cut or not.
-TEST(PreTokenizer, Deepseek3PiecesSurviveChunkCuts) {
-  const auto k = PreTokenizer::kDeepseek3;
+// and " " + an ASCII letter), the pieces of DeepSeek V3's, DeepSeek Coder's,
+// Seed-Coder's and Kimi K2's pre-tokenizers are the same cut or not.
+TEST(PreTokenizer, PiecesSurviveChunkCuts) {
+  for (const auto k : {PreTokenizer::kDeepseek3, PreTokenizer::kDeepseekCoder,
+                       PreTokenizer::kSeedCoder, PreTokenizer::kKimiK2}) {
+  SCOPED_TRACE(static_cast<int>(k));
   const std::string text =
       "Hi.\nNext line, then: a word!\nx 12\nab (c) d;\te \u4f60\u597d.\nk \u00e9t\u00e9, "
       "$5 .NET x\r\ny.\nz!\n\tq\nword \nx";
@@ -180,6 +183,7 @@ TEST(PreTokenizer, Deepseek3PiecesSurviveChunkCuts) {
     ++cuts;
   }
   EXPECT_GE(cuts, 8);
+  }
 }
 
 // DeepSeek Coder (DeepSeek V2 Coder files): newlines alone, then \s? +
