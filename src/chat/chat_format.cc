@@ -20,12 +20,12 @@ constexpr std::array<std::pair<ReasoningSyntax, const char*>, 7> kChatFormatReas
 }};
 
 constexpr std::array<ToolCallFormat, 20> kChatFormatToolFormats = {
-    ToolCallFormat::kNone,        ToolCallFormat::kHermes,          ToolCallFormat::kQwenXml,
-    ToolCallFormat::kLlama3,      ToolCallFormat::kMistral,         ToolCallFormat::kGlm,
-    ToolCallFormat::kNemotron,    ToolCallFormat::kLfm2,            ToolCallFormat::kDeepSeek,
-    ToolCallFormat::kKimi,        ToolCallFormat::kMiniMax,         ToolCallFormat::kCommand,
+    ToolCallFormat::kNone,        ToolCallFormat::kHermes,         ToolCallFormat::kQwenXml,
+    ToolCallFormat::kLlama3,      ToolCallFormat::kMistral,        ToolCallFormat::kGlm,
+    ToolCallFormat::kNemotron,    ToolCallFormat::kLfm2,           ToolCallFormat::kDeepSeek,
+    ToolCallFormat::kKimi,        ToolCallFormat::kMiniMax,        ToolCallFormat::kCommand,
     ToolCallFormat::kFunctionary, ToolCallFormat::kFunctionaryV32, ToolCallFormat::kGranite,
-    ToolCallFormat::kGemma4,      ToolCallFormat::kDeepSeekV32,     ToolCallFormat::kPhi4Mini,
+    ToolCallFormat::kGemma4,      ToolCallFormat::kDeepSeekV32,    ToolCallFormat::kPhi4Mini,
     ToolCallFormat::kSeed,        ToolCallFormat::kGeneric};
 
 bool chat_format_contains(std::string_view s, std::string_view what) {

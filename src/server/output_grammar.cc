@@ -114,7 +114,6 @@ bool qwen_xml_gbnf(const OpenAiRequest& r, chat::ToolCallFormat format, std::str
   return true;
 }
 
-
 // The schema of one call of `tool` as the format writes it: {"name": N,
 // <args_key>: parameters}.
 Json call_schema(const Json& tool, const char* args_key) {

@@ -55,7 +55,7 @@ enum class PreTokenizer {
   kDeepseekLlm,
   kNewlines,
   kGpt4o,
-  kTekken,  // o200k's letter classes, no contractions, single digits (Mistral)
+  kTekken,     // o200k's letter classes, no contractions, single digits (Mistral)
   kDeepseek3,  // DeepSeek V3's three regexes (deepseek-v3, hunyuan-dense, joyai-llm)
   kDeepseekCoder,
   kSeedCoder,

@@ -69,11 +69,12 @@ TEST(ChatFormat, DetectedFromTheCorpusTemplates) {
 }
 
 TEST(ChatFormat, NamesRoundTripAndBadNamesAreRefused) {
-  for (const char* name : {"none", "hermes", "qwen_xml+think", "mistral+mistral", "none+seed",
-                           "none+command", "none+harmony", "llama3", "generic", "generic+think",
-                           "glm+think", "nemotron", "lfm2+think", "deepseek+think", "kimi",
-                           "minimax+think", "command+command", "functionary", "functionary_v3_2",
-                           "granite+think", "gemma4+gemma4", "phi4_mini", "seed+seed"}) {
+  for (const char* name :
+       {"none",          "hermes",          "qwen_xml+think", "mistral+mistral",  "none+seed",
+        "none+command",  "none+harmony",    "llama3",         "generic",          "generic+think",
+        "glm+think",     "nemotron",        "lfm2+think",     "deepseek+think",   "kimi",
+        "minimax+think", "command+command", "functionary",    "functionary_v3_2", "granite+think",
+        "gemma4+gemma4", "phi4_mini",       "seed+seed"}) {
     Result<ChatFormat> f = parse_chat_format(name);
     ASSERT_TRUE(f.ok()) << name << ": " << f.status().to_string();
     EXPECT_EQ(f->name(), name);

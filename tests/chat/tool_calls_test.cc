@@ -644,8 +644,9 @@ TEST(ToolCalls, SeedOss) {
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris","days":3})");
   EXPECT_EQ(p.calls[1].name, "now");
   EXPECT_EQ(p.calls[1].arguments, "{}");
-  p = parse(f, "<seed:tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n"
-               "</parameter>\n</function>\n</seed:tool_call>",
+  p = parse(f,
+            "<seed:tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n"
+            "</parameter>\n</function>\n</seed:tool_call>",
             &tools);
   ASSERT_EQ(p.calls.size(), 1u);
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"New York"})");
@@ -909,10 +910,9 @@ TEST(ToolCalls, RoundTripThroughTheTemplates) {
                                                                              << *full;
     prefix->resize(common);
     std::string turn = full->substr(prefix->size());
-    for (const char* end :
-         {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<SPECIAL_12>", "<｜end▁of▁sentence｜>",
-          "[e~[", "<|END_OF_TURN_TOKEN|>", "<|end_of_text|>", "<|tool_response>", "<turn|>",
-          "<seed:eos>"}) {
+    for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<SPECIAL_12>",
+                            "<｜end▁of▁sentence｜>", "[e~[", "<|END_OF_TURN_TOKEN|>",
+                            "<|end_of_text|>", "<|tool_response>", "<turn|>", "<seed:eos>"}) {
       if (const size_t at = turn.rfind(end); at != std::string::npos) turn.erase(at);
     }
     // Thinking templates open <think> in the generation prompt and close an

@@ -163,26 +163,28 @@ TEST(PreTokenizer, Deepseek3) {
 TEST(PreTokenizer, PiecesSurviveChunkCuts) {
   for (const auto k : {PreTokenizer::kDeepseek3, PreTokenizer::kDeepseekCoder,
                        PreTokenizer::kSeedCoder, PreTokenizer::kKimiK2}) {
-  SCOPED_TRACE(static_cast<int>(k));
-  const std::string text =
-      "Hi.\nNext line, then: a word!\nx 12\nab (c) d;\te \u4f60\u597d.\nk \u00e9t\u00e9, "
-      "$5 .NET x\r\ny.\nz!\n\tq\nword \nx";
-  const std::vector<std::string> whole = split(k, text);
-  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
-  auto punct = [&](char c) { return c > ' ' && c < 0x7f && !(c >= '0' && c <= '9') && !letter(c); };
-  int cuts = 0;
-  for (size_t at = 2; at + 1 < text.size(); ++at) {
-    const char prev = text[at - 1], c = text[at], next = text[at + 1];
-    const bool after_newline =
-        prev == '\n' && letter(c) && text[at - 2] > ' ' && text[at - 2] < 0x7f;
-    const bool before_word = punct(prev) && c == ' ' && letter(next);
-    if (!after_newline && !before_word) continue;
-    std::vector<std::string> pieces = split(k, text.substr(0, at));
-    for (std::string& p : split(k, text.substr(at))) pieces.push_back(std::move(p));
-    EXPECT_EQ(pieces, whole) << "cut at " << at;
-    ++cuts;
-  }
-  EXPECT_GE(cuts, 8);
+    SCOPED_TRACE(static_cast<int>(k));
+    const std::string text =
+        "Hi.\nNext line, then: a word!\nx 12\nab (c) d;\te \u4f60\u597d.\nk \u00e9t\u00e9, "
+        "$5 .NET x\r\ny.\nz!\n\tq\nword \nx";
+    const std::vector<std::string> whole = split(k, text);
+    auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+    auto punct = [&](char c) {
+      return c > ' ' && c < 0x7f && !(c >= '0' && c <= '9') && !letter(c);
+    };
+    int cuts = 0;
+    for (size_t at = 2; at + 1 < text.size(); ++at) {
+      const char prev = text[at - 1], c = text[at], next = text[at + 1];
+      const bool after_newline =
+          prev == '\n' && letter(c) && text[at - 2] > ' ' && text[at - 2] < 0x7f;
+      const bool before_word = punct(prev) && c == ' ' && letter(next);
+      if (!after_newline && !before_word) continue;
+      std::vector<std::string> pieces = split(k, text.substr(0, at));
+      for (std::string& p : split(k, text.substr(at))) pieces.push_back(std::move(p));
+      EXPECT_EQ(pieces, whole) << "cut at " << at;
+      ++cuts;
+    }
+    EXPECT_GE(cuts, 8);
   }
 }
 

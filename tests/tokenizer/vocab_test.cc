@@ -187,8 +187,8 @@ TEST(Vocab, EndOfGenerationTexts) {
   // Gemma 4: its reply ends at <turn|>, at <eos>, and at <|tool_response>
   // after a call.
   m.set("tokenizer.ggml.tokens",
-        Value(Array::of_strings({"a", "b", "\xC4\xA0", "ab", "<turn|>", "<|tool_response>",
-                                 "<eos>", "</s>", "x", "y"})));
+        Value(Array::of_strings({"a", "b", "\xC4\xA0", "ab", "<turn|>", "<|tool_response>", "<eos>",
+                                 "</s>", "x", "y"})));
   v = m.load();
   ASSERT_TRUE(v.ok()) << v.status().to_string();
   for (TokenId id : {4, 5, 6}) EXPECT_TRUE(v->is_eog(id)) << id;
