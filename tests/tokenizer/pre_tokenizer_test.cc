@@ -271,8 +271,38 @@ TEST(PreTokenizer, LlamaCppSplits) {
     if (names.empty() || names.back() != f[0]) names.push_back(f[0]);
     ++cases;
   }
-  EXPECT_GE(cases, 180);
+  EXPECT_GE(cases, 200);
   EXPECT_EQ(names.size(), 10u);
+}
+
+// tests/tokenizer/data/regex_pre_splits.txt (scripts/gen_pre_splits.py):
+// the models' own regexes (gpt-4o's for minimax-m2, tokenization_kimi.py's
+// for kimi-k2) run by Perl's regex engine, on every text of the llama.cpp
+// cases, those where llama.cpp's splitter differs from the regex included
+// (case changes inside words, non-ASCII cased letters, marks, Script=Han
+// beyond the ideograph blocks).
+TEST(PreTokenizer, RegexSplits) {
+  const std::string data = testing::read_file(std::string(FOLIO_SOURCE_DIR) +
+                                              "/tests/tokenizer/data/regex_pre_splits.txt");
+  ASSERT_FALSE(data.empty()) << "tests/tokenizer/data/regex_pre_splits.txt missing";
+  std::istringstream in(data);
+  std::string line;
+  int cases = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string x; std::getline(fields, x, '\t');) f.push_back(x);
+    ASSERT_EQ(f.size(), 3u) << line;
+    PreTokenizerInfo info;
+    ASSERT_TRUE(pre_tokenizer_from_name(f[0], &info)) << f[0];
+    V expected;
+    std::istringstream pieces(f[2]);
+    for (std::string hex; pieces >> hex;) expected.push_back(unhex(hex));
+    EXPECT_EQ(split(info.kind, unhex(f[1])), expected) << f[0] << ": " << unhex(f[1]);
+    ++cases;
+  }
+  EXPECT_EQ(cases, 44);
 }
 
 TEST(PreTokenizer, Tekken) {
