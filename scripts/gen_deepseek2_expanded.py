@@ -35,7 +35,8 @@ With --llama-bin BUILD it also runs llama.cpp (its libllama, through
 scripts/llama_archs_logits.c) on twins of the files with F32 matrices and
 checks that llama.cpp's logits agree with this forward's within 1e-4 of the
 largest logit, with the same greedy tokens (llama.cpp 3f545be: within 2.6e-5,
-logits up to 8.7, greedy the same on all four).
+logits up to 8.7, greedy the same on all four), and keeps groups' twin with
+llama.cpp's logits on it in tests/model/refdata/deepseek2/llamacpp/.
 
 Usage (repository root; not run by the tests):
   .venv/bin/python scripts/gen_deepseek2_expanded.py [--llama-bin /path/to/llama.cpp/build]
@@ -43,6 +44,7 @@ Needs: numpy, gguf (scripts/requirements.txt); a C compiler for --llama-bin.
 """
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,6 +54,11 @@ import gguf
 import numpy as np
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "model" / "refdata" / "deepseek2"
+# With --llama-bin: the F32 twins of these files and llama.cpp's logits on
+# them go to OUT/llamacpp/NAME-f32.* (the dense-layer lead and the expert
+# groups checked against llama.cpp itself by tests/model/deepseek2_test.cc).
+LLAMACPP_OUT = OUT / "llamacpp"
+LLAMACPP_KEPT = {"groups"}
 E, V, H, L = 64, 64, 2, 2
 LQ, DL, R, DQK, DV = 48, 64, 16, 32, 24
 DN = DQK - R
@@ -300,6 +307,15 @@ def check_with_llama(build):
                 worst, scale = max(worst, float(np.abs(ref - got).max())), max(scale, float(np.abs(ref).max()))
             same = (work / f"ll-{name}.gen.txt").read_text().strip() == \
                 (work / f"{name}.gen_tokens.txt").read_text().strip()
+            if name in LLAMACPP_KEPT:  # the twin and llama.cpp's own logits, as test data
+                LLAMACPP_OUT.mkdir(parents=True, exist_ok=True)
+                base = LLAMACPP_OUT / f"{name}-f32"
+                shutil.copyfile(work / f"{name}.gguf", f"{base}.gguf")
+                shutil.copyfile(work / f"{name}.prompt_tokens.txt", f"{base}.prompt_tokens.txt")
+                shutil.copyfile(work / f"ll-{name}.gen.txt", f"{base}.gen_tokens.txt")
+                for part in ("prefill", "decode"):
+                    got = np.fromfile(work / f"ll-{name}.{part}.f32", dtype=np.float32)
+                    np.save(f"{base}.{part}.npy", got.reshape(-1, V))
             print(f"{name} (F32 matrices) vs llama.cpp: max |d logit| {worst:.3g} of {scale:.3g}, "
                   f"greedy {'the same' if same else 'DIFFERENT'}")
             ok = ok and same and worst <= 1e-4 * scale

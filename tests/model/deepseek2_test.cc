@@ -10,7 +10,8 @@
 // 1e-3 of the largest reference logit, the same greedy tokens, on the
 // contiguous and the paged cache; F16 K/V within 1e-2; on the CPU and fully
 // offloaded to the Vulkan device (and Q8_0 latent rows of DeepSeek's
-// width, device vs CPU, on llama.cpp's saver file). The cache holds one
+// width, device vs CPU, on llama.cpp's saver file); groups' F32 twin also
+// against llama.cpp's own logits (deepseek2/llamacpp). The cache holds one
 // latent row per token and layer (K only), and paged logits equal the
 // contiguous ones bit for bit on either.
 #include <gtest/gtest.h>
@@ -129,6 +130,37 @@ INSTANTIATE_TEST_SUITE_P(Vulkan, Deepseek2Expanded,
                                            Param{"moe", true, DType::F16, true},
                                            Param{"groups", true, DType::BF16, true}),
                          param_name);
+
+// groups' twin with F32 matrices (refdata/deepseek2/llamacpp, written by
+// the generator's --llama-bin) against llama.cpp's own logits on it: the
+// dense-layer lead and group-limited routing, F32 K/V within 1e-3 of the
+// largest logit and llama.cpp's greedy tokens, contiguous and paged on the
+// CPU, paged on the Vulkan device.
+class Deepseek2LlamaCpp : public ::testing::TestWithParam<std::pair<bool, bool>> {};
+
+TEST_P(Deepseek2LlamaCpp, GroupsMatchLlamaCpp) {
+  const auto [paged, vulkan] = GetParam();
+  const std::string b = base("llamacpp/groups-f32");
+  LOAD_DEEPSEEK2_OR_SKIP(model, device, b + ".gguf", vulkan, -1);
+  EXPECT_EQ((*model)->config().moe.n_groups, 4);
+  Result<std::unique_ptr<cache::KvCache>> cache =
+      (*model)->make_cache(cache_options(paged, DType::F32, device));
+  ASSERT_TRUE(cache.ok()) << cache.status().to_string();
+  const float tol = 1e-3f * largest_logit(b);
+  ASSERT_GT(tol, 0.0f);
+  auto ctx = ForwardContext::with_device(device, 2);
+  expect_llamacpp_parity(**model, **cache, *ctx, b, {tol, tol},
+                         std::string("groups-f32 vs llama.cpp") + (paged ? " paged" : "") +
+                             (vulkan ? " vulkan" : ""));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Deepseek2LlamaCpp,
+                         ::testing::Values(std::pair{false, false}, std::pair{true, false},
+                                           std::pair{true, true}),
+                         [](const ::testing::TestParamInfo<std::pair<bool, bool>>& i) {
+                           return std::string(i.param.first ? "paged" : "contiguous") +
+                                  (i.param.second ? "_vulkan" : "_cpu");
+                         });
 
 // One latent row (kv_lora_rank + rope dims) per token and layer, V read
 // from it: the geometry, the cache's memory and its summary line.
