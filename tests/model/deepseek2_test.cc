@@ -149,9 +149,9 @@ TEST_P(Deepseek2LlamaCpp, GroupsMatchLlamaCpp) {
   const float tol = 1e-3f * largest_logit(b);
   ASSERT_GT(tol, 0.0f);
   auto ctx = ForwardContext::with_device(device, 2);
-  expect_llamacpp_parity(**model, **cache, *ctx, b, {tol, tol},
-                         std::string("groups-f32 vs llama.cpp") + (paged ? " paged" : "") +
-                             (vulkan ? " vulkan" : ""));
+  expect_llamacpp_parity(
+      **model, **cache, *ctx, b, {tol, tol},
+      std::string("groups-f32 vs llama.cpp") + (paged ? " paged" : "") + (vulkan ? " vulkan" : ""));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Deepseek2LlamaCpp,
