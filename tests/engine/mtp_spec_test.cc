@@ -9,8 +9,9 @@
 // contiguous target cache and head cache. Every proposal is the head's own
 // guess for the verified text, recomputed from scratch. Target and head
 // caches end with no block, sequence or state slot held, and the
-// hidden-state sink with no row. A model without MTP blocks, or loaded
-// without them, is refused with the reason named.
+// hidden-state sink with no row, also after a request cancelled inside a
+// verification and sequences preempted with drafts pending. A model without
+// MTP blocks, or loaded without them, is refused with the reason named.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -197,6 +198,77 @@ TEST_P(MtpSpecTest, GeneratorGreedyEqualsUnspeculatedPagedAndContiguous) {
     }
     EXPECT_GT(total.draft_tokens, 0u) << what;
   }
+}
+
+// A request cancelled from its own token callback (inside a verification)
+// and sequences preempted by a short target pool while their drafts are
+// pending: the other requests still equal solo runs; the target and head
+// caches end empty and the hidden-state sink holds no row.
+TEST_P(MtpSpecTest, CancelAndPreemptLeakNothing) {
+  const auto ps = prompts();
+  SamplingParams params = greedy_;
+  params.max_tokens = 24;
+  const std::vector<SoloRun> want = solo_runs(ps, params);
+  ASSERT_EQ(want.size(), ps.size());
+  // 19 blocks of 8 for 6 sequences of up to ~70 positions: preempts.
+  auto cache = spec_test_cache(*model_, cache::KvStorage::kPaged, 6, 20, 6 * 3);
+  Mtp m = make_mtp(cache::KvStorage::kPaged, 6);
+  ASSERT_NE(cache, nullptr);
+  ASSERT_NE(m.cache, nullptr);
+  SchedulerOptions so;
+  so.max_seqs = 6;
+  so.max_batch_tokens = 64;
+  so.ubatch = 16;
+  so.spec = spec(m);
+  ctx_->set_hidden_sink(m.hidden.get());
+  std::vector<std::unique_ptr<Collected>> got;
+  ServingMetrics::Snapshot metrics;
+  constexpr size_t kCancelled = 3;
+  {
+    Scheduler sched(*model_, *tok_, *ctx_, *cache, so);
+    ASSERT_TRUE(sched.start().ok());
+    std::atomic<uint64_t> cancel_id{0};
+    for (size_t i = 0; i < ps.size(); ++i) {
+      got.push_back(std::make_unique<Collected>());
+      GenerationRequest req;
+      req.prompt = ps[i];
+      req.params = params;
+      RequestCallbacks cb = got.back()->callbacks();
+      if (i == kCancelled) {
+        auto inner = cb.on_token;
+        Scheduler* s = &sched;
+        auto sent = std::make_shared<bool>(false);
+        cb.on_token = [inner, s, &cancel_id, sent](const TokenEvent& ev) {
+          inner(ev);
+          if (ev.kept_tokens >= 6 && !*sent) {
+            *sent = true;
+            s->cancel(cancel_id.load());
+          }
+        };
+      }
+      auto id = sched.submit(req, std::move(cb));
+      ASSERT_TRUE(id.ok()) << id.status().to_string();
+      if (i == kCancelled) cancel_id = *id;
+    }
+    sched.wait_idle();
+    metrics = sched.metrics();
+    for (size_t i = 0; i < ps.size(); ++i) {
+      std::lock_guard<std::mutex> lock(got[i]->mu);
+      EXPECT_EQ(got[i]->n_done, 1) << i;
+      if (i == kCancelled) {
+        EXPECT_LT(got[i]->tokens[0].size(), want[i].tokens.size());
+        continue;
+      }
+      EXPECT_TRUE(got[i]->result.status.ok()) << got[i]->result.status.to_string();
+      expect_equal(*got[i], want[i], 0, GetParam() + ", prompt " + std::to_string(i));
+    }
+    expect_empty(*cache, GetParam() + ": target cache, scheduler idle");
+    expect_empty(*m.cache, GetParam() + ": head cache, scheduler idle");
+  }
+  ctx_->set_hidden_sink(nullptr);
+  EXPECT_EQ(m.hidden->n_rows(), 0) << GetParam() << ": hidden states left";
+  EXPECT_GT(metrics.preemptions, 0u) << GetParam();
+  EXPECT_GT(metrics.spec.draft_tokens, 0u) << GetParam();
 }
 
 // --draft-p-min: a proposal stops before a token the head gives a lower
