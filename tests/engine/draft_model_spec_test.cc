@@ -10,9 +10,11 @@
 // with no block, sequence or state slot held. Faults: a vocabulary that
 // differs is refused with the difference named; a draft type without a
 // model fails start(); a request cancelled while its drafts are verified
-// and sequences preempted with drafts pending leak nothing.
+// and sequences preempted with drafts pending leak nothing; a proposer that
+// fails now and then costs those steps their drafts, nothing else.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
 
 #include "cache/hybrid_kv_cache.h"
@@ -469,6 +471,99 @@ TEST_F(DraftSpecFaults, DraftTypeWithoutModelFailsStart) {
   const Status st = sched.start();
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("-md"), std::string::npos) << st.message();
+}
+
+// Wraps a proposer and fails on purpose: its first begin() and every third
+// propose() (before the proposer it wraps sees the call) return kInternal.
+class FailingProposer final : public DraftProposer {
+ public:
+  FailingProposer(std::unique_ptr<DraftProposer> inner, std::atomic<int>* failures)
+      : inner_(std::move(inner)), failures_(failures) {}
+  Status begin(uint64_t id) override {
+    if (!failed_begin_) {
+      failed_begin_ = true;
+      ++*failures_;
+      return Status(StatusCode::kInternal, "injected: begin failed");
+    }
+    return inner_->begin(id);
+  }
+  Status propose(std::span<const DraftRequest> requests,
+                 std::span<std::vector<int32_t>> out) override {
+    if (++calls_ % 3 == 0) {
+      ++*failures_;
+      return Status(StatusCode::kInternal, "injected: draft forward failed");
+    }
+    return inner_->propose(requests, out);
+  }
+  void accept(uint64_t id, int n) override { inner_->accept(id, n); }
+  void release(uint64_t id) override { inner_->release(id); }
+
+ private:
+  std::unique_ptr<DraftProposer> inner_;
+  std::atomic<int>* failures_;
+  bool failed_begin_ = false;
+  int calls_ = 0;
+};
+
+// A draft proposer that fails now and then (a draft forward or begin()
+// returning an error): those steps run without drafts, every request still
+// equals its solo run, and neither cache keeps anything.
+TEST_F(DraftSpecFaults, FailingProposerStepsRunWithoutDrafts) {
+  auto all = prompts();
+  all.resize(8);
+  SamplingParams params = greedy_;
+  params.max_tokens = 16;
+  std::vector<SoloRun> want;
+  for (const auto& p : all) want.push_back(solo(p, params));
+  auto d = model::Model::load(testing_sched::kModels + "tiny-llama-f32.gguf");
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  auto draft_ctx = model::ForwardContext::cpu(1);
+  auto cache = make_cache(8 * 32 + 1);
+  auto draft_cache = spec_test_cache(**d, cache::KvStorage::kPaged, 16, 16 * 32 + 1);
+  ASSERT_NE(cache, nullptr);
+  ASSERT_NE(draft_cache, nullptr);
+  SpeculativeOptions inner;
+  inner.type = SpecType::kDraft;
+  inner.draft_max = kDraftMax;
+  inner.min_accept = 0.0;
+  inner.draft.model = d->get();
+  inner.draft.cache = draft_cache.get();
+  inner.draft.ctx = draft_ctx.get();
+  std::atomic<int> failures{0};
+  SchedulerOptions so;
+  so.max_seqs = 8;
+  so.spec = inner;
+  so.spec.make = [inner, &failures]() -> std::unique_ptr<DraftProposer> {
+    auto p = make_proposer(inner);
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    return std::make_unique<FailingProposer>(std::move(p).value(), &failures);
+  };
+  std::vector<std::unique_ptr<Collected>> got;
+  ServingMetrics::Snapshot m;
+  {
+    Scheduler sched(*model_, *tok_, *ctx_, *cache, so);
+    ASSERT_TRUE(sched.start().ok());
+    for (const auto& p : all) {
+      got.push_back(std::make_unique<Collected>());
+      GenerationRequest req;
+      req.prompt = p;
+      req.params = params;
+      ASSERT_TRUE(sched.submit(req, got.back()->callbacks()).ok());
+    }
+    sched.wait_idle();
+    m = sched.metrics();
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::lock_guard<std::mutex> lock(got[i]->mu);
+    EXPECT_EQ(got[i]->n_done, 1);
+    EXPECT_TRUE(got[i]->result.status.ok()) << got[i]->result.status.to_string();
+    expect_equal(*got[i], want[i], 0, "prompt " + std::to_string(i));
+  }
+  EXPECT_GT(failures.load(), 1);
+  EXPECT_GT(m.spec.draft_tokens, 0u);
+  EXPECT_EQ(m.spec.accepted_tokens, m.spec.draft_tokens);  // the target drafting for itself
+  expect_empty(*cache, "target cache");
+  expect_empty(*draft_cache, "draft cache");
 }
 
 }  // namespace draft_model_spec_test
