@@ -189,7 +189,8 @@ class DraftModelSpecTest : public SchedulerFixture, public ::testing::WithParamI
     SpeculationCounts total;
     auto draft_cache = spec_test_cache(*d.model, cache::KvStorage::kPaged, 2, 2 * 32 + 1);
     if (draft_cache == nullptr) return {};
-    for (const cache::KvStorage storage : {cache::KvStorage::kPaged, cache::KvStorage::kContiguous}) {
+    for (const cache::KvStorage storage :
+         {cache::KvStorage::kPaged, cache::KvStorage::kContiguous}) {
       const std::string w =
           what + (storage == cache::KvStorage::kPaged ? ", paged" : ", contiguous");
       SpeculationCounts counts;
@@ -242,7 +243,8 @@ TEST_P(DraftModelSpecTest, SelfDraftAcceptsEveryToken) {
     EXPECT_GT(c.draft_tokens, 0u) << what;
     if (GetParam().shape_invariant) {
       EXPECT_LE(c.accepted_tokens, c.draft_tokens) << what;
-      EXPECT_LE(c.draft_tokens - c.accepted_tokens, runs_per_prompt * ended_early * kDraftMax) << what;
+      EXPECT_LE(c.draft_tokens - c.accepted_tokens, runs_per_prompt * ended_early * kDraftMax)
+          << what;
       if (ended_early == 0) EXPECT_EQ(c.accepted_tokens, c.draft_tokens) << what;
     } else {
       EXPECT_GE(c.accepted_tokens * 20, c.draft_tokens * 19) << what;
@@ -406,15 +408,13 @@ TEST_P(DraftModelSpecTest, CancelAndPreemptLeakNothing) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, DraftModelSpecTest,
-    ::testing::Values(Pair{kModels + "tiny-llama-f32.gguf", kModels + "tiny-qwen35-f32.gguf"},
-                      Pair{kRefModels + "tiny-qwen3moe-f32.gguf", kModels + "tiny-llama-f32.gguf",
-                           false},
-                      Pair{kModels + "tiny-qwen35-f32.gguf", kModels + "tiny-qwen3-f32.gguf"},
-                      Pair{kRefModels + "tiny-granitehybrid-f32.gguf",
-                           kRefModels + "tiny-lfm2-f32.gguf"},
-                      Pair{kRefModels + "tiny-nemotron-h-f32.gguf", kModels + "tiny-llama-f32.gguf"},
-                      Pair{kRefModels + "tiny-lfm2-f32.gguf",
-                           kRefModels + "tiny-granitehybrid-f32.gguf"}),
+    ::testing::Values(
+        Pair{kModels + "tiny-llama-f32.gguf", kModels + "tiny-qwen35-f32.gguf"},
+        Pair{kRefModels + "tiny-qwen3moe-f32.gguf", kModels + "tiny-llama-f32.gguf", false},
+        Pair{kModels + "tiny-qwen35-f32.gguf", kModels + "tiny-qwen3-f32.gguf"},
+        Pair{kRefModels + "tiny-granitehybrid-f32.gguf", kRefModels + "tiny-lfm2-f32.gguf"},
+        Pair{kRefModels + "tiny-nemotron-h-f32.gguf", kModels + "tiny-llama-f32.gguf"},
+        Pair{kRefModels + "tiny-lfm2-f32.gguf", kRefModels + "tiny-granitehybrid-f32.gguf"}),
     [](const ::testing::TestParamInfo<Pair>& p) { return name_of(p.param.target); });
 
 // A small SentencePiece-style vocabulary of `tokens`, BOS 1, EOS `eos`.

@@ -122,20 +122,19 @@ TEST_P(GeneratorSpecTest, OutputEqualsUnspeculated) {
   EXPECT_GT(accepted, 0u) << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, GeneratorSpecTest,
-                         ::testing::Values("tiny-llama-f32.gguf", kRefModels + "tiny-qwen3moe-f32.gguf",
-                                           "tiny-qwen35-f32.gguf",
-                                           kRefModels + "tiny-granitehybrid-f32.gguf",
-                                           kRefModels + "tiny-nemotron-h-f32.gguf",
-                                           kRefModels + "tiny-lfm2-f32.gguf"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           const std::string f = info.param.substr(info.param.rfind('/') + 1);
-                           std::string name;
-                           for (const char ch : f.substr(5, f.find("-f32") - 5)) {
-                             if (std::isalnum(static_cast<unsigned char>(ch))) name += ch;
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Models, GeneratorSpecTest,
+    ::testing::Values("tiny-llama-f32.gguf", kRefModels + "tiny-qwen3moe-f32.gguf",
+                      "tiny-qwen35-f32.gguf", kRefModels + "tiny-granitehybrid-f32.gguf",
+                      kRefModels + "tiny-nemotron-h-f32.gguf", kRefModels + "tiny-lfm2-f32.gguf"),
+    [](const ::testing::TestParamInfo<std::string>& info) {
+      const std::string f = info.param.substr(info.param.rfind('/') + 1);
+      std::string name;
+      for (const char ch : f.substr(5, f.find("-f32") - 5)) {
+        if (std::isalnum(static_cast<unsigned char>(ch))) name += ch;
+      }
+      return name;
+    });
 
 }  // namespace generator_spec_test
 }  // namespace folio
