@@ -216,7 +216,7 @@ class SpecSamplingTest : public SchedulerFixture {
   }
 };
 
-constexpr int64_t kDraws = 4000;
+constexpr int64_t kDraws = 3000;
 
 // The Scheduler (serve, batch): many seeded requests, 16 decoding together,
 // every one speculating.
