@@ -14,8 +14,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/scheduler.h"
 #include "sampler_test_util.h"
