@@ -1,21 +1,36 @@
-// Generator (`folio run`, `chat`) with n-gram speculation: greedy and
-// seeded sampled output equal the run without it, on a paged cache (whose
-// prefix cache ends with the same hashes) and a contiguous one; a chat-like
-// second call reuses the verified history. Hybrid caches:
-// scheduler_spec_hybrid_test.cc.
+// Generator (`folio run`, `chat`) with n-gram speculation, on a dense, a MoE
+// and the hybrid tiny models (gated DeltaNet, Mamba-2, short conv): greedy
+// and seeded sampled output equal the run without it, on a paged cache
+// (which ends holding the blocks of the run without speculation) and a
+// contiguous one, and paged == contiguous; a chat-like second call reuses
+// the verified history. Hybrid caches get draft slots for their per-draft
+// state snapshots. Drafts from a proposer that knows the output on the
+// hybrids: scheduler_spec_hybrid_test.cc.
 #include <gtest/gtest.h>
 
-#include "cache/paged_kv_cache.h"
+#include <cctype>
+
+#include "cache/hybrid_kv_cache.h"
+#include "cache/kv_cache.h"
 #include "engine/generator.h"
 #include "scheduler_fixture.h"
+#include "spec_cache_util.h"
 
 namespace folio {
 namespace generator_spec_test {
 
+using spec_testing::spec_test_cache;
 using testing_sched::SchedulerFixture;
 
-class GeneratorSpecTest : public SchedulerFixture {
+const std::string kRefModels = std::string(FOLIO_SOURCE_DIR) + "/tests/model/refdata/";
+
+constexpr int kDraftMax = 5;
+
+class GeneratorSpecTest : public SchedulerFixture,
+                          public ::testing::WithParamInterface<std::string> {
  protected:
+  void SetUp() override { load(GetParam()); }
+
   struct Run {
     std::vector<int32_t> tokens;
     std::string text;
@@ -29,7 +44,7 @@ class GeneratorSpecTest : public SchedulerFixture {
       go.spec.type = SpecType::kNgram;
       go.spec.ngram_min = 1;
       go.spec.ngram_max = 3;
-      go.spec.draft_max = 5;
+      go.spec.draft_max = kDraftMax;
       go.spec.min_accept = 0.0;
     }
     Run out;
@@ -45,59 +60,81 @@ class GeneratorSpecTest : public SchedulerFixture {
   }
 };
 
-TEST_F(GeneratorSpecTest, OutputEqualsUnspeculated) {
+TEST_P(GeneratorSpecTest, OutputEqualsUnspeculated) {
   const std::vector<std::string> texts = {
       "1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2,",
       "the cat sat on the mat. the cat sat on the mat. the cat",
       "Once upon a time",
+      "{\"name\": \"x\", \"value\": 1}, {\"name\": \"y\", \"value\": 2}, {\"name\":",
   };
-  uint64_t accepted = 0;
-  for (const bool paged : {true, false}) {
-    for (const std::string& t : texts) {
-      for (const bool sampled : {false, true}) {
-        SamplingParams params = greedy_;
-        if (sampled) {
-          params.temperature = 0.8f;
-          params.seed = 5;
-        }
-        params.max_tokens = 40;
-        const auto prompt = tokenize(t);
-        std::unique_ptr<cache::KvCache> a, b;
-        if (paged) {
-          a = make_cache(0, 1);
-          b = make_cache(0, 1);
-        } else {
-          cache::KvCacheOptions o;
-          o.n_ctx = 256;
-          a = std::move(model_->make_cache(o)).value();
-          b = std::move(model_->make_cache(o)).value();
-        }
+  uint64_t drafted = 0, accepted = 0;
+  for (const std::string& t : texts) {
+    for (const bool sampled : {false, true}) {
+      SamplingParams params = greedy_;
+      if (sampled) {
+        params.temperature = 0.8f;
+        params.seed = 5;
+      }
+      params.max_tokens = 40;
+      const auto prompt = tokenize(t);
+      const std::string what = GetParam() + ": " + t + (sampled ? ", sampled" : ", greedy");
+      // The run without speculation on a paged cache: what every run gives.
+      auto ref_cache = spec_test_cache(*model_, cache::KvStorage::kPaged, 1, 33, 0, 1);
+      ASSERT_NE(ref_cache, nullptr);
+      Generator ref(*model_, *tok_, *solo_ctx_, *ref_cache);
+      const Run want = generate(ref, prompt, params, false);
+      for (const cache::KvStorage storage :
+           {cache::KvStorage::kPaged, cache::KvStorage::kContiguous}) {
+        const std::string w =
+            what + (storage == cache::KvStorage::kPaged ? ", paged" : ", contiguous");
+        auto a = spec_test_cache(*model_, storage, 1, 33, 0, 1);
+        auto b = spec_test_cache(*model_, storage, 1, 33, kDraftMax, 1);
+        ASSERT_NE(a, nullptr);
+        ASSERT_NE(b, nullptr);
         Generator plain(*model_, *tok_, *solo_ctx_, *a);
         Generator spec(*model_, *tok_, *solo_ctx_, *b);
-        const Run want = generate(plain, prompt, params, false);
+        const Run base = generate(plain, prompt, params, false);
         const Run got = generate(spec, prompt, params, true);
-        EXPECT_EQ(got.tokens, want.tokens) << t << " paged " << paged << " sampled " << sampled;
-        EXPECT_EQ(got.text, want.text) << t;
-        EXPECT_EQ(spec.history(), plain.history()) << t;
-        EXPECT_EQ(b->seq_len(0), a->seq_len(0)) << t;
+        EXPECT_EQ(base.tokens, want.tokens) << w;
+        EXPECT_EQ(got.tokens, want.tokens) << w;
+        EXPECT_EQ(got.text, want.text) << w;
+        EXPECT_EQ(spec.history(), plain.history()) << w;
+        EXPECT_EQ(b->seq_len(0), a->seq_len(0)) << w;
+        drafted += got.spec.draft_tokens;
         accepted += got.spec.accepted_tokens;
-        if (paged) {
-          auto& pa = static_cast<cache::PagedKvCache&>(*a);
-          auto& pb = static_cast<cache::PagedKvCache&>(*b);
-          EXPECT_EQ(pb.manager().pool().n_used(), pa.manager().pool().n_used());
-          EXPECT_TRUE(pb.check_invariants().ok()) << pb.check_invariants().to_string();
+        if (a->block_manager() != nullptr) {
+          EXPECT_EQ(b->block_manager()->pool().n_used(), a->block_manager()->pool().n_used()) << w;
+        }
+        if (const auto* h = dynamic_cast<const cache::HybridKvCache*>(b.get())) {
+          EXPECT_EQ(h->state_pool().n_held(), 1) << w;  // the sequence's own slot only
+          EXPECT_TRUE(h->check_invariants().ok()) << w << ": " << h->check_invariants().to_string();
         }
         // A second turn continues from the verified history.
         std::vector<int32_t> next = spec.history();
         next.push_back(prompt.back());
         const Run want2 = generate(plain, next, params, false);
         const Run got2 = generate(spec, next, params, true);
-        EXPECT_EQ(got2.tokens, want2.tokens) << t;
+        EXPECT_EQ(got2.tokens, want2.tokens) << w;
       }
     }
   }
-  EXPECT_GT(accepted, 0u);
+  EXPECT_GT(drafted, 0u) << GetParam();
+  EXPECT_GT(accepted, 0u) << GetParam();
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, GeneratorSpecTest,
+    ::testing::Values("tiny-llama-f32.gguf", kRefModels + "tiny-qwen3moe-f32.gguf",
+                      "tiny-qwen35-f32.gguf", kRefModels + "tiny-granitehybrid-f32.gguf",
+                      kRefModels + "tiny-nemotron-h-f32.gguf", kRefModels + "tiny-lfm2-f32.gguf"),
+    [](const ::testing::TestParamInfo<std::string>& info) {
+      const std::string f = info.param.substr(info.param.rfind('/') + 1);
+      std::string name;
+      for (const char ch : f.substr(5, f.find("-f32") - 5)) {
+        if (std::isalnum(static_cast<unsigned char>(ch))) name += ch;
+      }
+      return name;
+    });
 
 }  // namespace generator_spec_test
 }  // namespace folio

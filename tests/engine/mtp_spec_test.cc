@@ -6,11 +6,13 @@
 // Greedy output equals a Generator run without speculation (and without
 // the hidden-state sink) token for token: in the Scheduler, 8 sequences
 // together and one at a time, and in the Generator with a paged and with a
-// contiguous target cache and head cache. Every proposal is the head's own
+// contiguous target cache and head cache; seeded sampled requests draw the
+// tokens of runs without speculation. Every proposal is the head's own
 // guess for the verified text, recomputed from scratch. Target and head
 // caches end with no block, sequence or state slot held, and the
-// hidden-state sink with no row. A model without MTP blocks, or loaded
-// without them, is refused with the reason named.
+// hidden-state sink with no row, also after a request cancelled inside a
+// verification and sequences preempted with drafts pending. A model without
+// MTP blocks, or loaded without them, is refused with the reason named.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -197,6 +199,130 @@ TEST_P(MtpSpecTest, GeneratorGreedyEqualsUnspeculatedPagedAndContiguous) {
     }
     EXPECT_GT(total.draft_tokens, 0u) << what;
   }
+}
+
+// Seeded sampled requests (temperature, top-k, a repetition penalty) draw
+// the tokens of runs without speculation: a head's draft is kept only where
+// the target's own seeded draw equals it.
+TEST_P(MtpSpecTest, SeededSamplingEqualsUnspeculated) {
+  const auto ps = eight_prompts();
+  SamplingParams params;
+  params.temperature = 0.7f;
+  params.top_k = 20;
+  params.repetition_penalty = 1.1f;
+  params.max_tokens = 12;
+  std::vector<SoloRun> want;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    SamplingParams p = params;
+    p.seed = 1000 + i;
+    auto c = spec_test_cache(*model_, cache::KvStorage::kPaged, 1, 33, 0, 1);
+    ASSERT_NE(c, nullptr);
+    want.push_back(solo_in(*c, ps[i], p));
+  }
+  auto cache = spec_test_cache(*model_, cache::KvStorage::kPaged, 8, 8 * 33 + 1, 3 * 8, 0);
+  Mtp m = make_mtp(cache::KvStorage::kPaged, 8);
+  ASSERT_NE(cache, nullptr);
+  ASSERT_NE(m.cache, nullptr);
+  SchedulerOptions so;
+  so.max_seqs = 8;
+  so.spec = spec(m);
+  ctx_->set_hidden_sink(m.hidden.get());
+  ServingMetrics::Snapshot metrics;
+  std::vector<std::unique_ptr<Collected>> got;
+  {
+    Scheduler sched(*model_, *tok_, *ctx_, *cache, so);
+    ASSERT_TRUE(sched.start().ok());
+    for (size_t i = 0; i < ps.size(); ++i) {
+      got.push_back(std::make_unique<Collected>());
+      GenerationRequest req;
+      req.prompt = ps[i];
+      req.params = params;
+      req.params.seed = 1000 + i;
+      ASSERT_TRUE(sched.submit(req, got.back()->callbacks()).ok());
+    }
+    sched.wait_idle();
+    metrics = sched.metrics();
+  }
+  ctx_->set_hidden_sink(nullptr);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    std::lock_guard<std::mutex> lock(got[i]->mu);
+    expect_equal(*got[i], want[i], 0, GetParam() + ", sampled prompt " + std::to_string(i));
+  }
+  EXPECT_GT(metrics.spec.draft_tokens, 0u) << GetParam();
+  expect_empty(*cache, GetParam() + ": target cache");
+  expect_empty(*m.cache, GetParam() + ": head cache");
+  EXPECT_EQ(m.hidden->n_rows(), 0) << GetParam() << ": hidden states left";
+}
+
+// A request cancelled from its own token callback (inside a verification)
+// and sequences preempted by a short target pool while their drafts are
+// pending: the other requests still equal solo runs; the target and head
+// caches end empty and the hidden-state sink holds no row.
+TEST_P(MtpSpecTest, CancelAndPreemptLeakNothing) {
+  const auto ps = prompts();
+  SamplingParams params = greedy_;
+  params.max_tokens = 24;
+  const std::vector<SoloRun> want = solo_runs(ps, params);
+  ASSERT_EQ(want.size(), ps.size());
+  // 19 blocks of 8 for 6 sequences of up to ~70 positions: preempts.
+  auto cache = spec_test_cache(*model_, cache::KvStorage::kPaged, 6, 20, 6 * 3);
+  Mtp m = make_mtp(cache::KvStorage::kPaged, 6);
+  ASSERT_NE(cache, nullptr);
+  ASSERT_NE(m.cache, nullptr);
+  SchedulerOptions so;
+  so.max_seqs = 6;
+  so.max_batch_tokens = 64;
+  so.ubatch = 16;
+  so.spec = spec(m);
+  ctx_->set_hidden_sink(m.hidden.get());
+  std::vector<std::unique_ptr<Collected>> got;
+  ServingMetrics::Snapshot metrics;
+  constexpr size_t kCancelled = 3;
+  {
+    Scheduler sched(*model_, *tok_, *ctx_, *cache, so);
+    ASSERT_TRUE(sched.start().ok());
+    std::atomic<uint64_t> cancel_id{0};
+    for (size_t i = 0; i < ps.size(); ++i) {
+      got.push_back(std::make_unique<Collected>());
+      GenerationRequest req;
+      req.prompt = ps[i];
+      req.params = params;
+      RequestCallbacks cb = got.back()->callbacks();
+      if (i == kCancelled) {
+        auto inner = cb.on_token;
+        Scheduler* s = &sched;
+        auto sent = std::make_shared<bool>(false);
+        cb.on_token = [inner, s, &cancel_id, sent](const TokenEvent& ev) {
+          inner(ev);
+          if (ev.kept_tokens >= 6 && !*sent) {
+            *sent = true;
+            s->cancel(cancel_id.load());
+          }
+        };
+      }
+      auto id = sched.submit(req, std::move(cb));
+      ASSERT_TRUE(id.ok()) << id.status().to_string();
+      if (i == kCancelled) cancel_id = *id;
+    }
+    sched.wait_idle();
+    metrics = sched.metrics();
+    for (size_t i = 0; i < ps.size(); ++i) {
+      std::lock_guard<std::mutex> lock(got[i]->mu);
+      EXPECT_EQ(got[i]->n_done, 1) << i;
+      if (i == kCancelled) {
+        EXPECT_LT(got[i]->tokens[0].size(), want[i].tokens.size());
+        continue;
+      }
+      EXPECT_TRUE(got[i]->result.status.ok()) << got[i]->result.status.to_string();
+      expect_equal(*got[i], want[i], 0, GetParam() + ", prompt " + std::to_string(i));
+    }
+    expect_empty(*cache, GetParam() + ": target cache, scheduler idle");
+    expect_empty(*m.cache, GetParam() + ": head cache, scheduler idle");
+  }
+  ctx_->set_hidden_sink(nullptr);
+  EXPECT_EQ(m.hidden->n_rows(), 0) << GetParam() << ": hidden states left";
+  EXPECT_GT(metrics.preemptions, 0u) << GetParam();
+  EXPECT_GT(metrics.spec.draft_tokens, 0u) << GetParam();
 }
 
 // --draft-p-min: a proposal stops before a token the head gives a lower

@@ -27,8 +27,10 @@
 namespace folio {
 namespace sampler_draw_test {
 
+using sampler_testing::chi_square;
 using sampler_testing::make_sampler;
 using sampler_testing::random_row;
+using sampler_testing::softmax;
 
 SamplingParams plain(float temperature, uint64_t seed) {
   SamplingParams p;
@@ -39,8 +41,6 @@ SamplingParams plain(float temperature, uint64_t seed) {
   p.seed = seed;
   return p;
 }
-
-
 
 // 100 tokens, each from its own logits row (a fake model).
 std::vector<int32_t> run(Sampler& s, SamplerWorkspace& ws, int32_t n_vocab) {
@@ -123,34 +123,6 @@ TEST(SamplerDraw, UnsetSeedIsRandomAndReported) {
   Sampler a2 = make_sampler(q, 100);
   SamplerWorkspace ws;
   EXPECT_EQ(run(a, ws, 100), run(a2, ws, 100));
-}
-
-// Pearson's chi-square statistic of observed counts against probabilities.
-double chi_square(const std::vector<int64_t>& counts, const std::vector<double>& probs, int64_t n) {
-  double chi2 = 0.0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    const double expected = probs[i] * static_cast<double>(n);
-    if (expected == 0.0) {
-      EXPECT_EQ(counts[i], 0) << "token " << i << " has probability 0";
-      continue;
-    }
-    const double d = static_cast<double>(counts[i]) - expected;
-    chi2 += d * d / expected;
-  }
-  return chi2;
-}
-
-std::vector<double> softmax(const std::vector<float>& row, double temp) {
-  double mx = -INFINITY;
-  for (float l : row) mx = std::max(mx, static_cast<double>(l));
-  std::vector<double> p;
-  double z = 0.0;
-  for (float l : row) {
-    p.push_back(std::exp((l - mx) / temp));
-    z += p.back();
-  }
-  for (double& x : p) x /= z;
-  return p;
 }
 
 std::vector<int64_t> histogram(Sampler& s, const std::vector<float>& row, int64_t n) {
@@ -252,5 +224,5 @@ TEST(SamplerPerf, LargeVocabularyStep) {
   }
 }
 
-}  // namespace
+}  // namespace sampler_draw_test
 }  // namespace folio

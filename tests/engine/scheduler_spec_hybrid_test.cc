@@ -3,13 +3,13 @@
 // after the last accepted draft is restored from the draft snapshots the
 // forward saved (cache::HybridKvCache::verify), so greedy output equals a
 // solo Generator run without speculation token for token, in the Scheduler
-// (a mixed batch with requests that opt out) and in the Generator (the
-// contiguous hybrid cache); drafts (from a proposer that knows the output
-// and errs on purpose, and from n-gram lookup) are both accepted and
-// rejected; the state
-// pool ends with the free counts it started with and the prefix checkpoints
-// of a run that never speculated; a cache without free slots for the
-// snapshots runs the steps without drafts.
+// (a mixed batch with requests that opt out; 8 sequences together and each
+// alone) and in the Generator (the contiguous hybrid cache); drafts (from a
+// proposer that knows the output and errs on purpose, and from n-gram
+// lookup) are both accepted and rejected; the state pool ends with the free
+// counts it started with and the prefix checkpoints of a run that never
+// speculated; a cache without free slots for the snapshots runs the steps
+// without drafts. Draft models on hybrids: draft_model_spec_test.cc.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -53,6 +53,9 @@ class SchedulerSpecHybridTest : public SchedulerFixture,
         "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return",
         "Once upon a time",
         "A list of fruits: apple, banana, apple, banana, apple,",
+        "{\"name\": \"x\", \"value\": 1}, {\"name\": \"y\", \"value\": 2}, {\"name\":",
+        "x = 1\ny = 2\nx = 1\ny = 2\nx =",
+        "She opened the letter and read: she opened the letter and",
     };
     std::vector<std::vector<int32_t>> out;
     for (const std::string& s : texts) out.push_back(tokenize(s));
@@ -71,15 +74,16 @@ class SchedulerSpecHybridTest : public SchedulerFixture,
     return c.ok() ? std::move(c).value() : nullptr;
   }
 
-  std::unique_ptr<cache::HybridKvCache> paged(int draft_slots, int max_checkpoints = -1) {
+  std::unique_ptr<cache::HybridKvCache> paged(int draft_slots, int max_checkpoints = -1,
+                                              int max_seqs = 4) {
     cache::KvCacheOptions o;
     o.storage = cache::KvStorage::kPaged;
     o.type = DType::F32;
     o.block_size = 8;
     o.n_ctx = 256;
-    o.n_blocks = 4 * 32 + 1;
+    o.n_blocks = max_seqs * 32 + 1;
     o.n_seq = 0;
-    o.max_seqs = 4;
+    o.max_seqs = max_seqs;
     o.max_checkpoints = max_checkpoints;
     o.draft_slots = draft_slots;
     auto c = cache::HybridKvCache::create(model_->config().cache_geometry(), o);
@@ -137,11 +141,13 @@ class SchedulerSpecHybridTest : public SchedulerFixture,
   }
 };
 
-// A mixed batch (two requests opt out) and each request alone, drafts from
-// the oracle (accepted and rejected), then from n-gram lookup: the solo
-// runs' tokens; the state pool ends with its free count, nothing leaked.
+// A mixed batch (two of five requests opt out), then for each proposer
+// (the oracle: drafts accepted and rejected; n-gram lookup) 8 sequences
+// together and each alone: the solo runs' tokens; the state pool ends with
+// its free count, nothing leaked.
 TEST_P(SchedulerSpecHybridTest, SchedulerGreedyEqualsUnspeculated) {
   const auto ps = repeating_prompts();
+  ASSERT_EQ(ps.size(), 8u);
   SamplingParams params = greedy_;
   params.max_tokens = 24;
   const std::vector<SoloRun> want = solo_runs(ps, params);
@@ -155,8 +161,10 @@ TEST_P(SchedulerSpecHybridTest, SchedulerGreedyEqualsUnspeculated) {
   auto cache = paged(4 * 4);
   ASSERT_NE(cache, nullptr);
   const int32_t free_before = cache->state_pool().n_free();
-  const Run mixed = run_all(*cache, so, ps, params, {1, 3});
-  expect_solo(mixed, want, GetParam() + ", mixed batch");
+  const std::vector<std::vector<int32_t>> five(ps.begin(), ps.begin() + 5);
+  const std::vector<SoloRun> want5(want.begin(), want.begin() + 5);
+  const Run mixed = run_all(*cache, so, five, params, {1, 3});
+  expect_solo(mixed, want5, GetParam() + ", mixed batch");
   EXPECT_GT(mixed.metrics.spec.draft_tokens, 0u) << GetParam();
   EXPECT_GT(mixed.metrics.spec.accepted_tokens, 0u) << GetParam();
   EXPECT_LT(mixed.metrics.spec.accepted_tokens, mixed.metrics.spec.draft_tokens) << GetParam();
@@ -165,25 +173,29 @@ TEST_P(SchedulerSpecHybridTest, SchedulerGreedyEqualsUnspeculated) {
   EXPECT_EQ(cache->block_manager()->pool().n_used(), 0);
   EXPECT_TRUE(cache->check_invariants().ok()) << cache->check_invariants().to_string();
 
-  so.max_seqs = 1;
-  auto alone_cache = paged(4);
-  ASSERT_NE(alone_cache, nullptr);
-  const Run alone = run_all(*alone_cache, so, ps, params);
-  expect_solo(alone, want, GetParam() + ", one at a time");
-  EXPECT_GT(alone.metrics.spec.accepted_tokens, 0u) << GetParam();
-  EXPECT_EQ(alone_cache->state_pool().n_held(), 0);
-  EXPECT_TRUE(alone_cache->check_invariants().ok()) << alone_cache->check_invariants().to_string();
-
-  // n-gram lookup (drafts where the output repeats the prompt, on some of
-  // these models): the same tokens.
-  so.max_seqs = 4;
-  so.spec = spec_hybrid_ngram();
-  auto ngram_cache = paged(4 * 4);
-  ASSERT_NE(ngram_cache, nullptr);
-  const Run ngram = run_all(*ngram_cache, so, ps, params);
-  expect_solo(ngram, want, GetParam() + ", n-gram");
-  EXPECT_EQ(ngram_cache->state_pool().n_held(), 0);
-  EXPECT_TRUE(ngram_cache->check_invariants().ok()) << ngram_cache->check_invariants().to_string();
+  for (const bool oracle : {true, false}) {
+    so.spec = oracle ? spec_oracle(ps, want, n_vocab()) : spec_hybrid_ngram();
+    for (const int max_seqs : {8, 1}) {
+      const std::string what = GetParam() + (oracle ? ", oracle" : ", n-gram") +
+                               (max_seqs == 1 ? ", one at a time" : ", 8 together");
+      so.max_seqs = max_seqs;
+      auto c = paged(4 * max_seqs, -1, max_seqs);
+      ASSERT_NE(c, nullptr);
+      const int32_t free_at_start = c->state_pool().n_free();
+      const Run r = run_all(*c, so, ps, params);
+      expect_solo(r, want, what);
+      EXPECT_GT(r.metrics.spec.draft_tokens, 0u) << what;
+      // The tiny DeltaNet models' output does not repeat these prompts:
+      // n-gram drafts are all rejected there.
+      if (oracle) {
+        EXPECT_GT(r.metrics.spec.accepted_tokens, 0u) << what;
+      }
+      EXPECT_EQ(c->state_pool().n_free(), free_at_start) << what;
+      EXPECT_EQ(c->state_pool().n_held(), 0) << what;
+      EXPECT_EQ(c->block_manager()->pool().n_used(), 0) << what;
+      EXPECT_TRUE(c->check_invariants().ok()) << what << ": " << c->check_invariants().to_string();
+    }
+  }
 }
 
 // The Generator (run, chat) on the contiguous hybrid cache: the same tokens
@@ -232,7 +244,8 @@ TEST_P(SchedulerSpecHybridTest, GeneratorGreedyEqualsUnspeculated) {
 // checkpoints a plain run saves, and a second turn (each prompt extended by
 // its first answer) resumes from them to the solo runs' tokens.
 TEST_P(SchedulerSpecHybridTest, PrefixCheckpointsEqualUnspeculatedRun) {
-  const auto ps = repeating_prompts();
+  auto ps = repeating_prompts();
+  ps.resize(5);  // the pools hold every checkpoint of five sequences: none is evicted
   SamplingParams params = greedy_;
   params.max_tokens = 20;
   SchedulerOptions so;

@@ -1,13 +1,14 @@
 // Speculative decoding (n-gram proposals) in the Scheduler, on the tiny
 // reference models: greedy output equals a solo Generator run without
 // speculation token for token (dense llama and qwen3, MoE qwen3moe, Gemma 3's
-// sliding-window pages), with requests that speculate and requests that opt
-// out in one batch, alone, and with a pool small enough to drop drafts and
-// preempt; a seeded sampled request (penalties, top-k) and a stop string
-// give the solo run's tokens too; prompts that repeat themselves get drafts
-// accepted; rollback leaks nothing: the pool ends idle and the prefix
-// cache's hashes (and published KV events) equal those of a run that never
-// speculated. Hybrid models: scheduler_spec_hybrid_test.cc.
+// sliding-window pages), 8 sequences speculating together, requests that
+// speculate and requests that opt out in one batch, each alone, and with a
+// pool small enough to drop drafts and preempt; a seeded sampled request
+// (penalties, top-k) and a stop string give the solo run's tokens too;
+// prompts that repeat themselves get drafts accepted; rollback leaks
+// nothing: the pool ends idle and the prefix cache's hashes (and published
+// KV events) equal those of a run that never speculated. Hybrid models:
+// scheduler_spec_hybrid_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,6 +57,14 @@ class SchedulerSpecTest : public SchedulerFixture {
     };
     std::vector<std::vector<int32_t>> out;
     for (const std::string& s : texts) out.push_back(tokenize(s));
+    return out;
+  }
+
+  // Eight prompts whose continuations repeat what they hold.
+  std::vector<std::vector<int32_t>> eight_prompts() const {
+    auto out = repeating_prompts();
+    out.push_back(tokenize("x = 1\ny = 2\nx = 1\ny = 2\nx ="));
+    out.push_back(tokenize("She opened the letter and read: she opened the letter and"));
     return out;
   }
 
@@ -120,24 +129,38 @@ class SchedulerSpecTest : public SchedulerFixture {
     return out;
   }
 
-  // Greedy, all prompts together, half of them opting out, then each alone:
-  // equal to solo runs; drafts were accepted; nothing leaked.
+  // Greedy: 8 sequences speculating together, then 6 with two of them
+  // opting out, then each alone: equal to solo runs; drafts were accepted;
+  // nothing leaked.
   void check_greedy_equality(int64_t max_tokens) {
-    const auto ps = repeating_prompts();
+    const auto ps = eight_prompts();
     SamplingParams params = greedy_;
     params.max_tokens = static_cast<int32_t>(max_tokens);
     std::vector<SoloRun> want;
     for (const auto& p : ps) want.push_back(solo(p, params));
 
     SchedulerOptions so;
-    so.max_seqs = 4;
+    so.max_seqs = 8;
     so.max_batch_tokens = 64;
     so.ubatch = 16;
     so.spec = ngram();
+    auto together_cache = make_cache(8 * 32 + 1);
+    ASSERT_NE(together_cache, nullptr);
+    const Outcome together = run_all(*together_cache, so, ps, params);
+    expect_solo(together, want, "8 together");
+    EXPECT_GT(together.metrics.spec.draft_tokens, 0u);
+    EXPECT_GT(together.metrics.spec.accepted_tokens, 0u);
+    EXPECT_EQ(together_cache->manager().pool().n_used(), 0);
+    EXPECT_TRUE(together_cache->check_invariants().ok())
+        << together_cache->check_invariants().to_string();
+
+    const std::vector<std::vector<int32_t>> six(ps.begin(), ps.begin() + 6);
+    const std::vector<SoloRun> want6(want.begin(), want.begin() + 6);
+    so.max_seqs = 4;
     auto cache = make_cache(4 * 32 + 1);
     ASSERT_NE(cache, nullptr);
-    const Outcome mixed = run_all(*cache, so, ps, params, {1, 4});
-    expect_solo(mixed, want, "mixed batch");
+    const Outcome mixed = run_all(*cache, so, six, params, {1, 4});
+    expect_solo(mixed, want6, "mixed batch");
     EXPECT_GT(mixed.metrics.spec.draft_tokens, 0u);
     EXPECT_GT(mixed.metrics.spec.accepted_tokens, 0u);
     EXPECT_EQ(cache->manager().pool().n_used(), 0);
@@ -150,6 +173,7 @@ class SchedulerSpecTest : public SchedulerFixture {
     expect_solo(alone, want, "one at a time");
     EXPECT_GT(alone.metrics.spec.accepted_tokens, 0u);
     EXPECT_EQ(solo_cache->manager().pool().n_used(), 0);
+    EXPECT_TRUE(solo_cache->check_invariants().ok()) << solo_cache->check_invariants().to_string();
   }
 };
 
