@@ -23,7 +23,8 @@ Status mul_mat_id_f16_amx(const Op& op, const KernelContext& ctx);
 // tokens) on the AVX-512 rows kernel below, larger ones on the tiles above;
 // both give dot_model's bits, so the threshold changes no result. Not
 // registered: F16 weights on the amx tier are held as F16_X16, whose
-// kernels (amx/mul_mat_f16_x16.cc) split calls at the same threshold.
+// kernels (amx/mul_mat_f16_x16.cc) split calls the same way (their rows
+// kernel, reading the interleaved layout, takes two rows too).
 inline constexpr int64_t kF16AmxMinRows = 2;
 Status mul_mat_f16_amx_combined(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_f16_amx_combined(const Op& op, const KernelContext& ctx);

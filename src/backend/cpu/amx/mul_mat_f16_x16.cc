@@ -9,9 +9,10 @@
 // The packed driver (packed/packed_mul_mat.h) splits each activation row
 // once per op into BF16 parts (ActFormat::kBf16Split: ah[kpad], al[kpad]).
 // Then:
-//   one activation row (decode; a mul_mat_id expert with one token): an
-//     AVX-512 rows kernel, lanes (weight row, element of a pair), as
-//     amx/mul_mat_f16_rows.cc but reading a pair's 64 bytes as they are
+//   one or two activation rows (decode of one or two sequences; a
+//     mul_mat_id expert with one or two tokens): an AVX-512 rows kernel,
+//     lanes (weight row, element of a pair), as amx/mul_mat_f16_rows.cc
+//     but reading a pair's 64 bytes as they are
 //     stored (no transpose): each vector widened (vcvtph2ps keeps a pair in
 //     adjacent lanes) and split into wh (truncated to BF16) and wl = w - wh,
 //     the activation pair broadcast, six fused chains per 16 rows, then
@@ -20,7 +21,7 @@
 //     pair kPrefetchBytes ahead. MXCSR.DAZ (FTZ clear) gives the model's
 //     flushes, the output alone flushed explicitly, the caller's MXCSR
 //     restored.
-//   kF16AmxMinRows (2) rows and more: TDPBF16PS tiles. Per block of
+//   kF16X16TileRows (3) rows and more: TDPBF16PS tiles. Per block of
 //     kBlockSteps steps of K, the panel's vectors are split into B tiles
 //     (wh and wl: the high words of the widened values, one word
 //     permutation each, already in VNNI pair order), and each group of 16
@@ -38,7 +39,6 @@
 
 #include "backend/cpu/amx/bf16_round.h"
 #include "backend/cpu/amx/f16_tile_model.h"
-#include "backend/cpu/amx/kernels.h"
 #include "backend/cpu/amx/tiles.h"
 #include "backend/cpu/drivers/grow_buffer.h"
 #include "backend/cpu/packed/packed_kernels.h"
@@ -59,6 +59,13 @@ constexpr int64_t kBlockSteps = 16;        // tiles: steps of K per block
 constexpr size_t kPrefetchBytes = 64 * 1024;  // rows kernel: read-ahead
 constexpr unsigned kMxcsrDaz = 0x0040;
 constexpr unsigned kMxcsrFtzRound = 0xe000;
+
+// Activation rows from which the tiles take a call (fewer: the rows
+// kernel, two rows at a time; the same bits either way). Measured with
+// folio-test-ops perf (K=2048 N=1024, one thread): the rows kernel's cost
+// grows by a column's six multiply-adds per pair, the tiles' stays about
+// flat below 16 rows, and they cross between two and three rows.
+constexpr int kF16X16TileRows = 3;
 
 thread_local GrowBuffer f16x16_scratch[2];  // [0] rows: f32 planes; [1] tiles: split B
 
@@ -130,35 +137,49 @@ FOLIO_TARGET_AVX512 void f16x16_widen_act(const uint16_t* x, int64_t kpad, float
   }
 }
 
-// Rows [0, rows) of one panel x the activation planes (ah, al: kpad each)
-// into out[0, rows).
-FOLIO_TARGET_AVX512 void f16x16_rows_panel(const uint8_t* panel, int64_t steps, const float* ah,
-                                           const float* al, int rows, float* out) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+// Rows [0, rows) of one panel x C activation rows (planes + 2 c kpad: ah,
+// then al, kpad each) into out (column c at out + c * os): each pair
+// vector split once, then the six fused chains of every column.
+template <int C>
+FOLIO_TARGET_AVX512 void f16x16_rows_panel(const uint8_t* panel, int64_t steps,
+                                           const float* planes, int64_t kpad, int rows,
+                                           float* out, size_t os) {
+  __m512 acc[C][2];
+  for (int c = 0; c < C; ++c) acc[c][0] = acc[c][1] = _mm512_setzero_ps();
   for (int64_t s = 0; s < steps; ++s) {
     const uint8_t* p = panel + s * kStepBytes;
-    const float* a_s = ah + s * kStep;
-    const float* l_s = al + s * kStep;
-    __m512 p1 = _mm512_setzero_ps(), p2 = p1, p3 = p1, q1 = p1, q2 = p1, q3 = p1;
+    __m512 p1[C], p2[C], p3[C], q1[C], q2[C], q3[C];
+    for (int c = 0; c < C; ++c) {
+      p1[c] = p2[c] = p3[c] = q1[c] = q2[c] = q3[c] = _mm512_setzero_ps();
+    }
     for (int q = 0; q < kRows; ++q) {
       _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes + 64 * q, _MM_HINT_T1);
       __m512 w4[4];
       f16x16_split_pair(_mm512_loadu_si512(p + 64 * q), w4);
-      const __m512 a = f16x16_pair(a_s + 2 * q), l = f16x16_pair(l_s + 2 * q);
-      p1 = _mm512_fmadd_ps(a, w4[0], p1);  // ah wh
-      p2 = _mm512_fmadd_ps(l, w4[0], p2);  // al wh
-      p3 = _mm512_fmadd_ps(a, w4[1], p3);  // ah wl
-      q1 = _mm512_fmadd_ps(a, w4[2], q1);
-      q2 = _mm512_fmadd_ps(l, w4[2], q2);
-      q3 = _mm512_fmadd_ps(a, w4[3], q3);
+      for (int c = 0; c < C; ++c) {
+        const float* ah = planes + 2 * c * kpad + s * kStep + 2 * q;
+        const __m512 a = f16x16_pair(ah), l = f16x16_pair(ah + kpad);
+        p1[c] = _mm512_fmadd_ps(a, w4[0], p1[c]);  // ah wh
+        p2[c] = _mm512_fmadd_ps(l, w4[0], p2[c]);  // al wh
+        p3[c] = _mm512_fmadd_ps(a, w4[1], p3[c]);  // ah wl
+        q1[c] = _mm512_fmadd_ps(a, w4[2], q1[c]);
+        q2[c] = _mm512_fmadd_ps(l, w4[2], q2[c]);
+        q3[c] = _mm512_fmadd_ps(a, w4[3], q3[c]);
+      }
     }
-    acc0 = f16x16_add_pairs(f16x16_add_pairs(f16x16_add_pairs(acc0, p1), p2), p3);
-    acc1 = f16x16_add_pairs(f16x16_add_pairs(f16x16_add_pairs(acc1, q1), q2), q3);
+    for (int c = 0; c < C; ++c) {
+      acc[c][0] = f16x16_add_pairs(f16x16_add_pairs(f16x16_add_pairs(acc[c][0], p1[c]), p2[c]), p3[c]);
+      acc[c][1] = f16x16_add_pairs(f16x16_add_pairs(f16x16_add_pairs(acc[c][1], q1[c]), q2[c]), q3[c]);
+    }
   }
   alignas(64) static constexpr int32_t kEvenLanes[16] = {0,  2,  4,  6,  8,  10, 12, 14,
                                                          16, 18, 20, 22, 24, 26, 28, 30};
-  const __m512 v = _mm512_permutex2var_ps(acc0, _mm512_load_si512(kEvenLanes), acc1);
-  _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << rows) - 1), f16x16_flush(v));
+  const __m512i even = _mm512_load_si512(kEvenLanes);
+  for (int c = 0; c < C; ++c) {
+    const __m512 v = _mm512_permutex2var_ps(acc[c][0], even, acc[c][1]);
+    _mm512_mask_storeu_ps(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os),
+                          static_cast<__mmask16>((1u << rows) - 1), f16x16_flush(v));
+  }
 }
 
 // Without scratch memory: the model on the unpacked rows (the same bits).
@@ -166,7 +187,6 @@ void f16x16_model(int64_t k, const uint8_t* panels, size_t panel_bytes, int np, 
                   const uint8_t* x, size_t xs, int nc, float* out, size_t os) {
   const int64_t kpad = padded(k);
   std::vector<uint16_t> w(static_cast<size_t>(k));
-  std::vector<float> act(static_cast<size_t>(k));
   for (int c = 0; c < nc; ++c) {
     // The split activation's parts sum back to an activation whose split
     // is the same parts (ah + al: al is ah's rounded rest, or zero).
@@ -196,33 +216,44 @@ void f16x16_model(int64_t k, const uint8_t* panels, size_t panel_bytes, int np, 
   }
 }
 
-// MultiPanelFn: np consecutive panels x nc activation rows (one, in use).
+// MultiPanelFn: np consecutive panels x nc activation rows (fewer than
+// kF16X16TileRows; two at a time, then one).
 FOLIO_TARGET_AVX512 void f16x16_decode(int64_t k, const void* panels, size_t panel_bytes, int np,
                                        int nr_last, const void* x, size_t x_stride, int nc,
                                        float* out, size_t out_stride) {
   const int64_t kpad = padded(k), steps = kpad / kStep;
   const auto* pp = static_cast<const uint8_t*>(panels);
   const auto* xp = static_cast<const uint8_t*>(x);
-  auto* planes = static_cast<float*>(f16x16_scratch[0].get(static_cast<size_t>(2 * kpad) * 4));
+  auto* planes = static_cast<float*>(f16x16_scratch[0].get(static_cast<size_t>(4 * kpad) * 4));
   if (planes == nullptr) {
     f16x16_model(k, pp, panel_bytes, np, nr_last, xp, x_stride, nc, out, out_stride);
     return;
   }
   const unsigned saved = _mm_getcsr();
-  for (int c = 0; c < nc; ++c) {
-    f16x16_widen_act(reinterpret_cast<const uint16_t*>(xp + c * x_stride), kpad, planes);
+  for (int c0 = 0; c0 < nc; c0 += 2) {
+    const int cn = std::min(2, nc - c0);
+    for (int c = 0; c < cn; ++c) {
+      f16x16_widen_act(reinterpret_cast<const uint16_t*>(xp + (c0 + c) * x_stride), kpad,
+                       planes + 2 * c * kpad);
+    }
     _mm_setcsr((saved & ~kMxcsrFtzRound) | kMxcsrDaz);
-    float* o = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * out_stride);
+    float* o = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c0 * out_stride);
     for (int i = 0; i < np; ++i) {
-      f16x16_rows_panel(pp + i * panel_bytes, steps, planes, planes + kpad,
-                        i == np - 1 ? nr_last : kRows, o + kRows * i);
+      const int rows = i == np - 1 ? nr_last : kRows;
+      if (cn == 2) {
+        f16x16_rows_panel<2>(pp + i * panel_bytes, steps, planes, kpad, rows, o + kRows * i,
+                             out_stride);
+      } else {
+        f16x16_rows_panel<1>(pp + i * panel_bytes, steps, planes, kpad, rows, o + kRows * i,
+                             out_stride);
+      }
     }
     _mm_setcsr(saved);
   }
 }
 
 // PanelFn on the rows kernel: one panel (calls of fewer than
-// kF16AmxMinRows activation rows).
+// kF16X16TileRows activation rows).
 void f16x16_rows(int64_t k, const void* panel, const void* x, size_t x_stride, int nc, int nr,
                  float* out, size_t out_stride) {
   f16x16_decode(k, panel, quant::packed_panel_bytes(DType::F16_X16, k), 1, nr, x, x_stride, nc,
@@ -424,7 +455,7 @@ PackedSpec f16x16_spec() {
   spec.panel = &f16x16_tiles;
   spec.small_panel = &f16x16_rows;
   spec.decode = &f16x16_decode;
-  spec.min_panel_rows = static_cast<int>(kF16AmxMinRows);
+  spec.min_panel_rows = kF16X16TileRows;
   // Rows of 4 bytes per element: blocks of 2 MB keep 128 rows of K = 4096
   // per panel call, over which each panel's split is spread.
   spec.act_block_bytes = 2 << 20;

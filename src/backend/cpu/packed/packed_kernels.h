@@ -83,8 +83,8 @@ constexpr int amx_min_rows(DType packed) {
 
 // amx/mul_mat_f16_x16.cc: F16_X16 (F16 weights) x F32 activations split
 // into BF16 parts, every output amx/f16_tile_model.h's dot_model at every
-// batch size: one activation row on an AVX-512 rows kernel, from
-// kF16AmxMinRows (amx/kernels.h) on TDPBF16PS tiles. Needs AMX-BF16.
+// batch size: one or two activation rows on an AVX-512 rows kernel, from
+// three on TDPBF16PS tiles. Needs AMX-BF16.
 Status mul_mat_f16x16_amx(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_f16x16_amx(const Op& op, const KernelContext& ctx);
 
