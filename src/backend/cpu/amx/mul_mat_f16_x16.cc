@@ -188,8 +188,8 @@ void f16x16_model(int64_t k, const uint8_t* panels, size_t panel_bytes, int np, 
   const int64_t kpad = padded(k);
   std::vector<uint16_t> w(static_cast<size_t>(k));
   for (int c = 0; c < nc; ++c) {
-    // The split activation's parts sum back to an activation whose split
-    // is the same parts (ah + al: al is ah's rounded rest, or zero).
+    // dot_model's steps on the row's stored parts (ah, al: the driver's
+    // split, split_activation's) and each weight's split_weight.
     const auto* xr = reinterpret_cast<const uint16_t*>(x + c * xs);
     float* o = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os);
     for (int i = 0; i < np; ++i) {
