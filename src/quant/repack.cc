@@ -391,8 +391,8 @@ void unpack_row(DType packed, const void* matrix, int64_t k, int64_t row, void* 
   auto* out = static_cast<uint8_t*>(dst);
   if (source == DType::F16) {
     for (int64_t e = 0; e < k; ++e) {
-      std::memcpy(out + 2 * e, panel + (e / 32) * kF16xStepBytes + (e % 32 / 2) * 64 + n * 4 + e % 2 * 2,
-                  2);
+      std::memcpy(out + 2 * e,
+                  panel + (e / 32) * kF16xStepBytes + (e % 32 / 2) * 64 + n * 4 + e % 2 * 2, 2);
     }
   } else if (block_size(source) == kQK) {
     const size_t blk = x16_block_bytes(packed), code_bytes = x16_code_bytes(packed);

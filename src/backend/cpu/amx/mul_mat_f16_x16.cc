@@ -52,10 +52,10 @@ namespace {
 #define FOLIO_INLINE_F16X16 FOLIO_TARGET_AVX512 __attribute__((always_inline)) static inline
 
 using amx_bf16::kStep;
-constexpr int kRows = 16;                          // weight rows per panel
+constexpr int kRows = 16;                             // weight rows per panel
 constexpr size_t kStepBytes = quant::kF16xStepBytes;  // one step of a panel
 constexpr size_t kTileBytes = 1024;
-constexpr int64_t kBlockSteps = 16;        // tiles: steps of K per block
+constexpr int64_t kBlockSteps = 16;           // tiles: steps of K per block
 constexpr size_t kPrefetchBytes = 64 * 1024;  // rows kernel: read-ahead
 constexpr unsigned kMxcsrDaz = 0x0040;
 constexpr unsigned kMxcsrFtzRound = 0xe000;
@@ -141,9 +141,8 @@ FOLIO_TARGET_AVX512 void f16x16_widen_act(const uint16_t* x, int64_t kpad, float
 // then al, kpad each) into out (column c at out + c * os): each pair
 // vector split once, then the six fused chains of every column.
 template <int C>
-FOLIO_TARGET_AVX512 void f16x16_rows_panel(const uint8_t* panel, int64_t steps,
-                                           const float* planes, int64_t kpad, int rows,
-                                           float* out, size_t os) {
+FOLIO_TARGET_AVX512 void f16x16_rows_panel(const uint8_t* panel, int64_t steps, const float* planes,
+                                           int64_t kpad, int rows, float* out, size_t os) {
   __m512 acc[C][2];
   for (int c = 0; c < C; ++c) acc[c][0] = acc[c][1] = _mm512_setzero_ps();
   for (int64_t s = 0; s < steps; ++s) {
@@ -168,8 +167,10 @@ FOLIO_TARGET_AVX512 void f16x16_rows_panel(const uint8_t* panel, int64_t steps,
       }
     }
     for (int c = 0; c < C; ++c) {
-      acc[c][0] = f16x16_add_pairs(f16x16_add_pairs(f16x16_add_pairs(acc[c][0], p1[c]), p2[c]), p3[c]);
-      acc[c][1] = f16x16_add_pairs(f16x16_add_pairs(f16x16_add_pairs(acc[c][1], q1[c]), q2[c]), q3[c]);
+      acc[c][0] =
+          f16x16_add_pairs(f16x16_add_pairs(f16x16_add_pairs(acc[c][0], p1[c]), p2[c]), p3[c]);
+      acc[c][1] =
+          f16x16_add_pairs(f16x16_add_pairs(f16x16_add_pairs(acc[c][1], q1[c]), q2[c]), q3[c]);
     }
   }
   alignas(64) static constexpr int32_t kEvenLanes[16] = {0,  2,  4,  6,  8,  10, 12, 14,
@@ -256,8 +257,8 @@ FOLIO_TARGET_AVX512 void f16x16_decode(int64_t k, const void* panels, size_t pan
 // kF16X16TileRows activation rows).
 void f16x16_rows(int64_t k, const void* panel, const void* x, size_t x_stride, int nc, int nr,
                  float* out, size_t out_stride) {
-  f16x16_decode(k, panel, quant::packed_panel_bytes(DType::F16_X16, k), 1, nr, x, x_stride, nc,
-                out, out_stride);
+  f16x16_decode(k, panel, quant::packed_panel_bytes(DType::F16_X16, k), 1, nr, x, x_stride, nc, out,
+                out_stride);
 }
 
 // --- Two rows and more: the tiles -------------------------------------------
@@ -298,13 +299,15 @@ FOLIO_TARGET_AMX void f16x16_split_block(const uint8_t* panel, int64_t s0, int64
       const __m512i v = _mm512_loadu_si512(src + 64 * q);
       const __m512 f0 = _mm512_cvtph_ps(_mm512_castsi512_si256(v));
       const __m512 f1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(v, 1));
-      const __m512 l0 = _mm512_sub_ps(f0, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f0), top)));
-      const __m512 l1 = _mm512_sub_ps(f1, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f1), top)));
+      const __m512 l0 =
+          _mm512_sub_ps(f0, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f0), top)));
+      const __m512 l1 =
+          _mm512_sub_ps(f1, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f1), top)));
       _mm512_store_si512(hi + 64 * q, _mm512_permutex2var_epi16(_mm512_castps_si512(f0), idx,
-                                                                  _mm512_castps_si512(f1)));
-      _mm512_store_si512(hi + kTileBytes + 64 * q,
-                         _mm512_permutex2var_epi16(_mm512_castps_si512(l0), idx,
-                                                   _mm512_castps_si512(l1)));
+                                                                _mm512_castps_si512(f1)));
+      _mm512_store_si512(
+          hi + kTileBytes + 64 * q,
+          _mm512_permutex2var_epi16(_mm512_castps_si512(l0), idx, _mm512_castps_si512(l1)));
     }
   }
 }
@@ -363,14 +366,14 @@ FOLIO_INLINE_F16X16 void f16x16_edge_out(const F16x16C& c, const float* edge) {
 // per step C = dp(C, ah, wh), dp(C, al, wh), dp(C, ah, wl), the model's
 // order.
 template <int G>
-FOLIO_TARGET_AMX void f16x16_groups(const uint8_t* x, size_t xs, size_t plane, int rows,
-                                    int64_t c0, int64_t s0, int64_t n, const uint8_t* b,
-                                    float* out, size_t os, int nr, bool first) {
+FOLIO_TARGET_AMX void f16x16_groups(const uint8_t* x, size_t xs, size_t plane, int rows, int64_t c0,
+                                    int64_t s0, int64_t n, const uint8_t* b, float* out, size_t os,
+                                    int nr, bool first) {
   alignas(64) float edge[2][kRows * kRows];
   const F16x16C c_0{reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c0 * os), os, rows,
                     nr};
-  const F16x16C c_1{reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + (c0 + 16) * os),
-                    os, rows, nr};
+  const F16x16C c_1{reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + (c0 + 16) * os), os,
+                    rows, nr};
   FOLIO_F16X16_C_LOAD(4, c_0, edge[0], first);
   if constexpr (G == 2) FOLIO_F16X16_C_LOAD(5, c_1, edge[1], first);
   const uint8_t* a0 = x + c0 * xs + s0 * 64;
@@ -416,7 +419,7 @@ FOLIO_TARGET_AMX void f16x16_tiles(int64_t k, const void* panel, const void* x, 
     return;
   }
   const size_t plane = static_cast<size_t>(kpad) * 2;  // ah -> al
-  const int64_t full = nc / 16 * 16;                     // rows in groups of 16
+  const int64_t full = nc / 16 * 16;                   // rows in groups of 16
   const int rest = nc - static_cast<int>(full);
   int configured = 0;
   bool rest_first = false;  // alternate the order: one reconfiguration per block
