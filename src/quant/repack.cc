@@ -162,6 +162,8 @@ std::optional<DType> packed_type_for(DType source) {
       return DType::Q5_K_X16;
     case DType::Q6_K:
       return DType::Q6_K_X16;
+    case DType::F16:
+      return DType::F16_X16;
     default:
       return std::nullopt;
   }
@@ -169,6 +171,7 @@ std::optional<DType> packed_type_for(DType source) {
 
 size_t packed_panel_bytes(DType packed, int64_t k) {
   FOLIO_CHECK_MSG(is_packed(packed), "not a packed type: {}", dtype_name(packed));
+  if (packed == DType::F16_X16) return static_cast<size_t>((k + kQK - 1) / kQK) * kF16xStepBytes;
   return row_size(packed, k) * kPanelRows;
 }
 
@@ -210,7 +213,17 @@ void pack_rows(DType packed, const void* src, size_t src_stride, int64_t k, int6
     auto block_of = [&](int r, int64_t b) {
       return in + (p * kPanelRows + r) * src_stride + b * bsz;
     };
-    if (block_size(source) == kQK) {
+    if (source == DType::F16) {
+      // Row r's pair (2j, 2j + 1) -> step j / 16, pair j % 16, dword r; an
+      // odd k's last element alone (its partner and the rest of K zero).
+      for (int r = 0; r < rows; ++r) {
+        const uint8_t* row = block_of(r, 0);
+        for (int64_t j = 0; 2 * j < k; ++j) {
+          uint8_t* at = panel + (j / 16) * kF16xStepBytes + (j % 16) * 64 + r * 4;
+          std::memcpy(at, row + 4 * j, 2 * j + 1 < k ? 4 : 2);
+        }
+      }
+    } else if (block_size(source) == kQK) {
       // Word transposes: VNNI row r, lane n holds bytes 4r..4r+3 of row n's
       // codes. For the nibble formats those are simply the GGUF qs bytes
       // (byte e holds codes e and e + 16 = VNNI rows r and r + 4), and bit 4
@@ -376,7 +389,12 @@ void unpack_row(DType packed, const void* matrix, int64_t k, int64_t row, void* 
       static_cast<const uint8_t*>(matrix) + (row / kPanelRows) * packed_panel_bytes(packed, k);
   const int n = static_cast<int>(row % kPanelRows);
   auto* out = static_cast<uint8_t*>(dst);
-  if (block_size(source) == kQK) {
+  if (source == DType::F16) {
+    for (int64_t e = 0; e < k; ++e) {
+      std::memcpy(out + 2 * e,
+                  panel + (e / 32) * kF16xStepBytes + (e % 32 / 2) * 64 + n * 4 + e % 2 * 2, 2);
+    }
+  } else if (block_size(source) == kQK) {
     const size_t blk = x16_block_bytes(packed), code_bytes = x16_code_bytes(packed);
     for (int64_t b = 0; b < k / kQK; ++b) {
       const uint8_t* s = panel + b * blk;

@@ -36,6 +36,13 @@
 //             [8 groups x (nibbles 256, bits 4-5 plane 128)]          3360 B / 256
 //   IQ4_XS_X16 [f16 d x 16][i8 scale - 32 [8][16]]
 //             [8 groups x nibbles 256]                                2208 B / 256
+//   F16_X16   per step of 32 elements: [16 pairs x 64 bytes], pair q's
+//             dword i = row i's F16 elements 2q, 2q + 1 of the step    1024 B / 32
+// F16_X16 holds F16 weights for the AMX-BF16 tier (amx/mul_mat_f16_x16.cc):
+// a pair's 64 bytes are one vector of the 16 rows' pairs (the VNNI row of a
+// B tile once split into BF16 parts), so its kernels read them with no
+// transpose. K is padded to a multiple of 32 with zeros (F16 rows may have
+// any length; the padding is the only size difference from the F16 bytes).
 // IQ4_NL_X16 and IQ4_XS_X16 codes are the 4-bit indices into kIQ4NLValues
 // (quant/blocks.h); IQ4_XS_X16 stores each row's 6-bit group scales
 // unpacked, minus 32 (+2 bytes per super-block and row). MXFP4_X16 codes
@@ -105,6 +112,9 @@ inline constexpr size_t kQ6KxD = 0, kQ6KxScales = 32, kQ6KxCodes = 288, kQ6KxGro
                         kQ6KxBytes = 3360;
 // IQ4_XS_X16 super-block parts.
 inline constexpr size_t kIQ4XSxD = 0, kIQ4XSxScales = 32, kIQ4XSxCodes = 160, kIQ4XSxBytes = 2208;
+
+// F16_X16: bytes of one step (32 elements of K) of a panel.
+inline constexpr size_t kF16xStepBytes = 1024;
 
 // Bytes of one panel of `k` elements per row.
 size_t packed_panel_bytes(DType packed, int64_t k);

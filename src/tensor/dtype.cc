@@ -81,6 +81,7 @@ constexpr std::array<PackedEntry, kPackedDTypeLimit - kPackedDTypeBase> kPacked{
     {DType::IQ4_NL, {"iq4_nlx16", kQK, 2 + 16, true, true}},
     {DType::IQ4_XS, {"iq4_xsx16", kQKK, 2 + 8 + 128, true, true}},
     {DType::MXFP4, {"mxfp4x16", kQK, 1 + 16, true, true}},
+    {DType::F16, {"f16x16", 1, 2, false, true}},
 }};
 
 }  // namespace

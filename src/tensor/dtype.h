@@ -65,11 +65,12 @@ enum class DType : uint32_t {
   IQ4_NL_X16 = 72,
   IQ4_XS_X16 = 73,
   MXFP4_X16 = 74,
+  F16_X16 = 75,  // F16 rows interleaved for the AMX-BF16 tier (not quantized)
 };
 
 inline constexpr uint32_t kDTypeIdLimit = 41;  // GGUF ids are < this
 inline constexpr uint32_t kPackedDTypeBase = 64;
-inline constexpr uint32_t kPackedDTypeLimit = 75;  // packed ids are in [base, limit)
+inline constexpr uint32_t kPackedDTypeLimit = 76;  // packed ids are in [base, limit)
 
 struct DTypeTraits {
   const char* name;     // GGUF/ggml name: "f32", "q4_K", ...

@@ -4,7 +4,9 @@
 // output must be exactly the model's dot (amx_bf16::dot_model, F16:
 // amx_f16::dot_model) of its weight row and activation row, in shapes that reach each edge of the kernel (K tails and
 // several K blocks, partial strips and groups, one activation row,
-// activation rows with padding, expert groups).
+// activation rows with padding, expert groups). With `packed`, F16 weights
+// are first packed into F16_X16 (quant/repack.h), as the AMX buffer type
+// holds them, for the kernels of amx/mul_mat_f16_x16.cc.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,6 +22,7 @@
 #include "backend/cpu/kernel.h"
 #include "core/fp16.h"
 #include "core/status.h"
+#include "quant/repack.h"
 
 namespace folio::amx_bf16_cases {
 
@@ -58,6 +61,19 @@ inline float model_dot(DType wt, const uint16_t* w, const float* x, int64_t k) {
   return wt == DType::F16 ? cpu::amx_f16::dot_model(w, x, k) : cpu::amx_bf16::dot_model(w, x, k);
 }
 
+// F16 weights [k, n, e] (w) packed into F16_X16 in `store`: the view the AMX
+// buffer type gives (quant::packed_view).
+inline TensorView packed_f16(const std::vector<uint16_t>& w, int64_t k, int64_t n, int64_t e,
+                             std::vector<uint8_t>& store) {
+  const size_t matrix = quant::packed_matrix_bytes(DType::F16_X16, k, n);
+  store.assign(matrix * static_cast<size_t>(e), 0xa5);
+  for (int64_t i = 0; i < e; ++i) {
+    quant::pack_rows(DType::F16_X16, w.data() + i * n * k, static_cast<size_t>(k) * 2, k, n,
+                     store.data() + i * matrix);
+  }
+  return quant::packed_view(store.data(), DType::F16_X16, {k, n, e, 1});
+}
+
 inline std::vector<float> activations(int64_t count, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> x(static_cast<size_t>(count));
@@ -66,7 +82,7 @@ inline std::vector<float> activations(int64_t count, std::mt19937& rng) {
 }
 
 // mul_mat through `run` on every shape, each output against the model.
-inline void expect_mul_mat_is_model(KernelRun run, DType wt = DType::BF16) {
+inline void expect_mul_mat_is_model(KernelRun run, DType wt = DType::BF16, bool packed = false) {
   std::mt19937 rng(41);
   for (const Shape& s : kShapes) {
     const std::vector<uint16_t> w = weights(wt, s.k * s.n, rng);
@@ -75,7 +91,9 @@ inline void expect_mul_mat_is_model(KernelRun run, DType wt = DType::BF16) {
     std::vector<float> y(static_cast<size_t>(s.n * s.m), -7.0f);
     Op op;
     op.kind = OpKind::kMulMat;
-    op.src[0] = TensorView::contiguous(const_cast<uint16_t*>(w.data()), wt, {s.k, s.n});
+    std::vector<uint8_t> store;
+    op.src[0] = packed ? packed_f16(w, s.k, s.n, 1, store)
+                       : TensorView::contiguous(const_cast<uint16_t*>(w.data()), wt, {s.k, s.n});
     op.src[1] = TensorView::contiguous(const_cast<float*>(x.data()), DType::F32, {s.k, s.m});
     op.src[1].nb[1] = static_cast<size_t>(row) * 4;
     op.src[1].nb[2] = op.src[1].nb[3] = op.src[1].nb[1] * static_cast<size_t>(s.m);
@@ -97,7 +115,8 @@ inline void expect_mul_mat_is_model(KernelRun run, DType wt = DType::BF16) {
 }
 
 // mul_mat_id: 6 experts, 3 used by each of 40 tokens, against the model.
-inline void expect_mul_mat_id_is_model(KernelRun run, DType wt = DType::BF16) {
+inline void expect_mul_mat_id_is_model(KernelRun run, DType wt = DType::BF16,
+                                       bool packed = false) {
   std::mt19937 rng(43);
   const int64_t k = 200, n = 37, n_exp = 6, n_used = 3, n_tok = 40;
   const std::vector<uint16_t> w = weights(wt, k * n * n_exp, rng);
@@ -111,7 +130,9 @@ inline void expect_mul_mat_id_is_model(KernelRun run, DType wt = DType::BF16) {
   std::vector<float> y(static_cast<size_t>(n * n_used * n_tok), -7.0f);
   Op op;
   op.kind = OpKind::kMulMatId;
-  op.src[0] = TensorView::contiguous(const_cast<uint16_t*>(w.data()), wt, {k, n, n_exp});
+  std::vector<uint8_t> store;
+  op.src[0] = packed ? packed_f16(w, k, n, n_exp, store)
+                     : TensorView::contiguous(const_cast<uint16_t*>(w.data()), wt, {k, n, n_exp});
   op.src[1] = TensorView::contiguous(const_cast<float*>(x.data()), DType::F32, {k, 1, n_tok});
   op.src[2] = TensorView::contiguous(ids.data(), DType::I32, {n_used, n_tok});
   op.dst = TensorView::contiguous(y.data(), DType::F32, {n, n_used, n_tok});

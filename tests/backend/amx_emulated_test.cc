@@ -42,6 +42,9 @@ Status mul_mat_id_bf16_amx_emulated(const Op& op, const KernelContext& ctx);
 // ... and mul_mat_f16_amx / mul_mat_id_f16_amx (the same file).
 Status mul_mat_f16_amx_emulated(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_f16_amx_emulated(const Op& op, const KernelContext& ctx);
+// ... and mul_mat_f16x16_amx / mul_mat_id_f16x16_amx (amx/mul_mat_f16_x16.cc).
+Status mul_mat_f16x16_amx_emulated(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_f16x16_amx_emulated(const Op& op, const KernelContext& ctx);
 }  // namespace folio::cpu
 
 namespace folio {
@@ -225,6 +228,24 @@ TEST(AmxEmulated, F16MulMatIdIsTheModel) {
   if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
   const int64_t products_before = tile_products.load();
   amx_bf16_cases::expect_mul_mat_id_is_model(&cpu::mul_mat_id_f16_amx_emulated, DType::F16);
+  EXPECT_GT(tile_products.load(), products_before) << "no tile product ran";
+}
+
+// F16 weights in the F16_X16 layout (amx/mul_mat_f16_x16.cc: the rows
+// kernel for one activation row, the tiles from two): every output is
+// amx_f16::dot_model, as amx_f16_rows_test.cc checks on the real tiles.
+TEST(AmxEmulated, F16X16MulMatIsTheModel) {
+  if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
+  const int64_t products_before = tile_products.load();
+  amx_bf16_cases::expect_mul_mat_is_model(&cpu::mul_mat_f16x16_amx_emulated, DType::F16, true);
+  EXPECT_GT(tile_products.load(), products_before) << "no tile product ran";
+}
+
+TEST(AmxEmulated, F16X16MulMatIdIsTheModel) {
+  if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";
+  const int64_t products_before = tile_products.load();
+  amx_bf16_cases::expect_mul_mat_id_is_model(&cpu::mul_mat_id_f16x16_amx_emulated, DType::F16,
+                                             true);
   EXPECT_GT(tile_products.load(), products_before) << "no tile product ran";
 }
 

@@ -6,7 +6,8 @@
 // underflow, zeros of both signs, infinities). On AMX the same problems
 // through the tile kernel give the same bits, and the two combined
 // (mul_mat_f16_amx_combined) give a column the same bits alone, in 5 and
-// in 40 columns.
+// in 40 columns. The same holds for the kernels of the F16_X16 layout
+// (amx/mul_mat_f16_x16.cc), the ones the amx tier routes F16 weights to.
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -19,6 +20,7 @@
 #include "backend/cpu/amx/f16_tile_model.h"
 #include "backend/cpu/amx/kernels.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/packed/packed_kernels.h"
 #include "core/cpu_features.h"
 
 namespace folio {
@@ -189,8 +191,9 @@ TEST(AmxF16Rows, TheTilesGiveTheSameBits) {
 
 // mul_mat_f16_amx_combined (rows kernel below kF16AmxMinRows, tiles from
 // there) gives a column the same bits alone, in 5 columns and in 40, and
-// mul_mat_id the model's bits. The amx tier does not register it: F16
-// stays on the AVX-512 kernel at every batch size.
+// mul_mat_id the model's bits. The amx tier does not register it: plain
+// F16 weights stay on the AVX-512 kernel at every batch size (the AMX
+// buffer type holds them as F16_X16, below).
 TEST(AmxF16Rows, CombinedIsBatchInvariant) {
   if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
   std::mt19937 rng(83);
@@ -208,6 +211,73 @@ TEST(AmxF16Rows, CombinedIsBatchInvariant) {
   CpuBackend amx(CpuBackendOptions{Isa::kAmx, false, nullptr});
   std::vector<float> y;
   EXPECT_EQ(amx.kernel_name(mul_mat_op(p40, y)), "mul_mat.f16.avx512");
+}
+
+// --- The F16_X16 layout's kernels (amx/mul_mat_f16_x16.cc) -----------------
+//
+// The AMX buffer type holds F16 weights as F16_X16 on CPUs with AMX-BF16;
+// its kernels (a rows kernel for one activation row, the tiles from two)
+// must give the model's bits at every batch size, as the plain-row kernels
+// above do.
+
+// p's weight packed into F16_X16 (in store).
+Op packed_op(Problem& p, std::vector<float>& y, std::vector<uint8_t>& store) {
+  Op op = mul_mat_op(p, y);
+  op.src[0] = amx_bf16_cases::packed_f16(p.w, p.k, p.n, 1, store);
+  return op;
+}
+
+TEST(AmxF16X16, MulMatIsTheModel) {
+  if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
+  amx_bf16_cases::expect_mul_mat_is_model(&cpu::mul_mat_f16x16_amx, DType::F16, true);
+}
+
+TEST(AmxF16X16, MulMatIdIsTheModel) {
+  if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
+  amx_bf16_cases::expect_mul_mat_id_is_model(&cpu::mul_mat_id_f16x16_amx, DType::F16, true);
+}
+
+// Every M from 1 to 40 (the rows kernel, the tiles' groups of 16 and the
+// last group of fewer), K tails, N not a multiple of 16, data that reaches
+// the flushing; the caller's MXCSR controls come back as they were.
+TEST(AmxF16X16, EveryBatchSizeIsTheModelOnWideData) {
+  if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
+  std::mt19937 rng(89);
+  constexpr unsigned kControls = ~0x3fu;
+  const unsigned csr = _mm_getcsr() & kControls;
+  for (int64_t m = 1; m <= 40; ++m) {
+    const int64_t k = m % 3 == 0 ? 96 : m % 5 == 0 ? 700 : 61 + 16 * (m % 4);
+    const int64_t n = 16 + m % 19;
+    Problem p = problem(k, n, m, rng, /*wide=*/true, /*inf=*/m % 8 == 5);
+    make_row_tiny(p, rng);
+    std::vector<float> y;
+    std::vector<uint8_t> store;
+    ASSERT_TRUE(cpu::mul_mat_f16x16_amx(packed_op(p, y, store), KernelContext{}).ok());
+    EXPECT_EQ(model_mismatches(p, y), 0) << "M=" << m;
+  }
+  EXPECT_EQ(_mm_getcsr() & kControls, csr);
+}
+
+// A column has the same bits alone, in 5 columns and in 40 (one and two
+// threads), and the CPU backend's amx tier routes F16_X16 here at every
+// batch size.
+TEST(AmxF16X16, BatchInvariantAndRouted) {
+  if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
+  std::mt19937 rng(97);
+  Problem p40 = problem(1100, 45, 40, rng, /*wide=*/true);
+  std::vector<float> y40;
+  std::vector<uint8_t> store;
+  ASSERT_TRUE(cpu::mul_mat_f16x16_amx(packed_op(p40, y40, store), KernelContext{}).ok());
+  EXPECT_EQ(model_mismatches(p40, y40), 0);
+  CpuBackend amx(CpuBackendOptions{Isa::kAmx, false, nullptr});
+  for (int64_t m : {1, 2, 5}) {
+    Problem p{p40.k, p40.n, m, p40.w, std::vector<float>(p40.x.begin(), p40.x.begin() + m * p40.k)};
+    std::vector<float> y;
+    const Op op = packed_op(p, y, store);
+    ASSERT_TRUE(cpu::mul_mat_f16x16_amx(op, KernelContext{}).ok());
+    EXPECT_EQ(std::memcmp(y.data(), y40.data(), y.size() * 4), 0) << "M=" << m;
+    EXPECT_EQ(amx.kernel_name(op), "mul_mat.f16x16.amx") << "M=" << m;
+  }
 }
 
 }  // namespace amx_f16_rows_test

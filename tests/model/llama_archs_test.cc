@@ -11,12 +11,16 @@
 // NAME.prefill.npy) and decodes llama.cpp's 12 greedy tokens one at a time
 // (each the argmax of folio's previous logits, each row vs NAME.decode.npy):
 // F32 K/V, max |Δlogit| <= 1e-3 of the largest reference logit, on the
-// contiguous and the paged cache; on the Vulkan device too (paged).
+// contiguous and the paged cache; on the Vulkan device too (paged); and
+// with the weights placed as the CLI places them (the CPU's packed buffer
+// types: on AMX-BF16 CPUs the F16 matrices as F16_X16, on the amx tier's
+// F16 kernels), contiguous cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "backend/cpu/cpu_buffer_types.h"
 #include "cache/kv_cache.h"
 #include "llamacpp_parity.h"
 #include "test_util.h"
@@ -53,11 +57,12 @@ struct Param {
   std::string name;
   bool paged = false;
   bool vulkan = false;
+  bool packed = false;  // weights through cpu_weight_buffer_types (repacked)
 };
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   std::string s = info.param.name + (info.param.paged ? "_paged" : "_contiguous") +
-                  (info.param.vulkan ? "_vulkan" : "");
+                  (info.param.vulkan ? "_vulkan" : "") + (info.param.packed ? "_packed" : "");
   for (char& c : s) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
@@ -68,6 +73,7 @@ std::vector<Param> cpu_params() {
   std::vector<Param> v;
   for (const char* n : kFiles) {
     for (bool paged : {false, true}) v.push_back({n, paged, false});
+    v.push_back({n, false, false, true});
   }
   return v;
 }
@@ -108,6 +114,7 @@ TEST_P(LlamaArchs, LoadsAndMatchesLlamaCpp) {
   }
   LoadOptions lo;
   if (device != nullptr) lo.offload_type = &device->default_buffer_type();
+  if (p.packed) lo.buffer_types = cpu_weight_buffer_types(active_isa(), true);
   Result<std::unique_ptr<Model>> model = Model::load(base + ".gguf", lo);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;
@@ -122,7 +129,8 @@ TEST_P(LlamaArchs, LoadsAndMatchesLlamaCpp) {
   auto ctx = ForwardContext::with_device(device, 2);
   expect_llamacpp_parity(m, **cache, *ctx, base, {tol, tol},
                          p.name + (p.paged ? " paged" : " contiguous") +
-                             (p.vulkan ? " vulkan" : "") + " (tolerance " + std::to_string(tol) +
+                             (p.vulkan ? " vulkan" : "") + (p.packed ? " packed" : "") +
+                             " (tolerance " + std::to_string(tol) +
                              ")");
 }
 

@@ -277,12 +277,16 @@ Equivalent split_columns(OpCase& c, int64_t per_op) {
 
 // mul_mat of an [K, n] weight with m columns (m = 1: column 7 of a
 // 40-column input) against the same columns in other ops.
-void add_invariant_mul_mat(CaseList& cases, DType dt, int64_t k, int64_t n, int64_t m) {
-  auto c =
-      new_case(fmt::format("mul_mat {} K={} N={} M={} batch-invariant", dtype_name(dt), k, n, m),
-               OpKind::kMulMat);
+// packed: the weight in its packed layout (F16: F16_X16, the AMX-BF16
+// kernels' layout).
+void add_invariant_mul_mat(CaseList& cases, DType dt, int64_t k, int64_t n, int64_t m,
+                           bool packed = false) {
+  auto c = new_case(fmt::format("mul_mat {} K={} N={} M={} batch-invariant",
+                                packed ? "f16x16" : dtype_name(dt), k, n, m),
+                    OpKind::kMulMat);
   c->op.src[0] = c->alloc(dt, {k, n});
   fill_weight(*c, c->op.src[0]);
+  if (packed) c->op.src[0] = packed_weight_copy(*c, c->op.src[0], OpKind::kMulMat);
   const TensorView x = c->alloc(DType::F32, {k, m == 1 ? 40 : m});
   c->fill_uniform(x);
   c->op.src[1] = m == 1 ? slice(x, 1, 7, 1) : x;
@@ -310,13 +314,16 @@ void add_invariant_mul_mat(CaseList& cases, DType dt, int64_t k, int64_t n, int6
 
 // mul_mat_id with 40 tokens (80 pairs over 4 experts, 2 used) against one
 // and five tokens per op.
-void add_invariant_mul_mat_id(CaseList& cases, DType dt, int64_t k, int64_t n, int64_t x1) {
+void add_invariant_mul_mat_id(CaseList& cases, DType dt, int64_t k, int64_t n, int64_t x1,
+                              bool packed = false) {
   constexpr int64_t kExperts = 4, kUsed = 2, kTokens = 40;
   auto c = new_case(fmt::format("mul_mat_id {} K={} N={} E={} used={} T={} X1={} batch-invariant",
-                                dtype_name(dt), k, n, kExperts, kUsed, kTokens, x1),
+                                packed ? "f16x16" : dtype_name(dt), k, n, kExperts, kUsed, kTokens,
+                                x1),
                     OpKind::kMulMatId);
   c->op.src[0] = c->alloc(dt, {k, n, kExperts});
   fill_weight(*c, c->op.src[0]);
+  if (packed) c->op.src[0] = packed_weight_copy(*c, c->op.src[0], OpKind::kMulMatId);
   c->op.src[1] = c->alloc(DType::F32, {k, x1, kTokens});
   c->fill_uniform(c->op.src[1]);
   c->op.src[2] = c->alloc(DType::I32, {kUsed, kTokens});
@@ -351,6 +358,12 @@ void add_batch_invariance(CaseList& cases) {
   // Rows of more chunks (130) than Vulkan's decode kernel has lanes for one
   // row (128): it takes them in rounds.
   add_invariant_mul_mat(cases, DType::F16, 33100, 9, 1);
+  // F16 as the AMX buffer type holds it (F16_X16): the amx tier's rows
+  // kernel (one column) and tiles (two and more) give the same bits.
+  for (int64_t k : {int64_t{1100}, int64_t{4096}}) {
+    for (int64_t m : {1, 5, 40}) add_invariant_mul_mat(cases, DType::F16, k, kN, m, true);
+    add_invariant_mul_mat_id(cases, DType::F16, k, kN, k == 4096 ? 1 : 2, true);
+  }
 }
 
 void add_binary(CaseList& cases) {

@@ -43,7 +43,7 @@ namespace {
 
 constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
                                     DType::Q8_0, DType::IQ4_NL, DType::MXFP4, DType::Q4_K,
-                                    DType::Q5_K, DType::Q6_K,   DType::IQ4_XS};
+                                    DType::Q5_K, DType::Q6_K,   DType::IQ4_XS, DType::F16};
 
 // The buffer type that holds `source` on a machine with AMX (the layouts do
 // not depend on the type: both store the same bytes).
@@ -54,9 +54,23 @@ const PackedBufferType& holder(DType source) {
   return repack_buffer_type();
 }
 
-// Packs the plain weight `w` through the buffer type into memory owned by c.
-TensorView pack(OpCase& c, const TensorView& w, const OpKind consumer) {
+}  // namespace
+
+// Packs the plain weight `w` through the buffer type into memory owned by c
+// (F16, which only the AMX buffer of a CPU with AMX-BF16 holds: packed
+// directly where no buffer type takes it).
+TensorView packed_weight_copy(OpCase& c, const TensorView& w, OpKind consumer) {
   const PackedBufferType& type = holder(w.dtype);
+  if (!type.supports_weight({"case weight", w.dtype, w.ne, consumer})) {
+    FOLIO_CHECK(w.dtype == DType::F16 && w.is_contiguous());
+    const size_t matrix = quant::packed_matrix_bytes(DType::F16_X16, w.ne[0], w.ne[1]);
+    TensorView raw = c.alloc(DType::F32, {static_cast<int64_t>(matrix * w.ne[2] * w.ne[3] / 4)});
+    for (int64_t i = 0; i < w.ne[2] * w.ne[3]; ++i) {
+      quant::pack_rows(DType::F16_X16, static_cast<const char*>(w.data) + i * w.nb[2], w.nb[1],
+                       w.ne[0], w.ne[1], static_cast<char*>(raw.data) + i * matrix);
+    }
+    return quant::packed_view(raw.data, DType::F16_X16, w.ne);
+  }
   const WeightUse use{"case weight", w.dtype, w.ne, consumer};
   FOLIO_CHECK(type.supports_weight(use));
   const size_t bytes = type.weight_bytes(use);
@@ -65,6 +79,8 @@ TensorView pack(OpCase& c, const TensorView& w, const OpKind consumer) {
   FOLIO_CHECK_MSG(s.ok(), "{}", s.to_string());
   return type.weight_view(use, raw.data);
 }
+
+namespace {
 
 // Random blocks with small finite scales: fast fill for perf-only weights
 // (F16 / BF16: every element such a value).
@@ -135,7 +151,7 @@ void add_packed_mul_mat(CaseList& cases, DType src, int64_t k, int64_t n, int64_
   auto c = new_case(name, OpKind::kMulMat);
   TensorView plain = c->alloc(src, {k, n, wb[0], wb[1]});
   packed_fill_weight(*c, plain);
-  c->op.src[0] = pack(*c, plain, OpKind::kMulMat);
+  c->op.src[0] = packed_weight_copy(*c, plain, OpKind::kMulMat);
   c->op.src[1] = filled_f32(*c, {k, m, xb[0], xb[1]}, x_pad);
   c->op.dst = c->alloc(DType::F32, {n, m, xb[0], xb[1]});
   c->max_nmse = 5e-4;
@@ -160,7 +176,7 @@ void add_packed_mul_mat_id(CaseList& cases, DType src, int64_t n_tok) {
                     OpKind::kMulMatId);
   TensorView plain = c->alloc(src, {k, n, n_exp});
   packed_fill_weight(*c, plain);
-  c->op.src[0] = pack(*c, plain, OpKind::kMulMatId);
+  c->op.src[0] = packed_weight_copy(*c, plain, OpKind::kMulMatId);
   c->op.src[1] = filled_f32(*c, {k, 1, n_tok, 1});
   c->op.src[2] = c->alloc(DType::I32, {n_used, n_tok});
   std::vector<int32_t> all(static_cast<size_t>(n_exp));
@@ -191,7 +207,7 @@ void add_perf(CaseList& cases, DType src, int64_t k, int64_t n, int64_t m) {
                       OpKind::kMulMat);
     TensorView plain = c->alloc(src, {k, n});
     fill_random_blocks(*c, plain);
-    c->op.src[0] = packed ? pack(*c, plain, OpKind::kMulMat) : plain;
+    c->op.src[0] = packed ? packed_weight_copy(*c, plain, OpKind::kMulMat) : plain;
     c->op.src[1] = filled_f32(*c, {k, m, 1, 1});
     c->op.dst = c->alloc(DType::F32, {n, m});
     c->perf_only = true;

@@ -125,6 +125,12 @@ Expectation mul_mat_rule(const Op& op) {
   if (is_packed(w)) {
     // Packed layouts: x86 panels only (elsewhere only the reference reads them).
     e.cpu.push_back({T::kRef, p + ".packed.ref"});
+    e.vulkan = kDeclined;
+    if (w == DType::F16_X16) {
+      // F16 on the AMX-BF16 tiles (and their rows kernel) at every batch size.
+      e.cpu.push_back({T::kAmx, p + ".f16x16.amx", Need::kAmxBf16});
+      return e;
+    }
     e.cpu.push_back({T::kAvx2, p + "." + wn + ".avx2"});
     e.cpu.push_back({T::kAvx2Vnni, p + "." + wn + ".avx2_vnni", Need::kVnni256});
     if (w != DType::Q4_1_X16) e.cpu.push_back({T::kAvx512, p + "." + wn + ".avx512", Need::kAvx512Vnni});

@@ -107,6 +107,9 @@ void add_recurrent_cases(CaseList& cases, bool perf);  // cases_recurrent.cc (pe
 void add_cache_cases(CaseList& cases);      // cases_cache.cc
 void add_fused_cases(CaseList& cases);      // cases_fused.cc
 void add_packed_cases(CaseList& cases, bool perf);  // cases_packed.cc (perf: also perf_only cases)
+// cases_packed.cc: the packed copy of plain weight w (quant/repack.h) as
+// the CPU's packed buffer types store it for `consumer`, in c's memory.
+TensorView packed_weight_copy(OpCase& c, const TensorView& w, OpKind consumer);
 // Every case; with_perf_only (perf mode) also builds the perf_only cases that
 // are costly to build (big weights: cases_packed.cc; 2048-token prefills:
 // cases_recurrent.cc). Perf mode never times the reference kernels on

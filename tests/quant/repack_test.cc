@@ -18,7 +18,7 @@ namespace repack_test {
 
 constexpr DType kSources[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
                               DType::Q8_0, DType::IQ4_NL, DType::MXFP4, DType::Q4_K,
-                              DType::Q5_K, DType::Q6_K,   DType::IQ4_XS};
+                              DType::Q5_K, DType::Q6_K,   DType::IQ4_XS, DType::F16};
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -83,6 +83,40 @@ TEST(Repack, UnpackGivesBackEveryByte) {
           ASSERT_EQ(0, std::memcmp(back.data(), plain.data() + r * row, row))
               << dtype_name(p) << " k=" << k << " n=" << n << " row " << r;
         }
+      }
+    }
+  }
+}
+
+// F16_X16: per panel and step of 32 elements, pair q's dword i is row i's
+// elements 2q, 2q + 1; K padded to 32 with zeros, rows past n zero; any K
+// (tails of one, an odd and an even count) and n round-trip.
+TEST(Repack, F16LayoutIsInterleavedPairs) {
+  EXPECT_EQ(packed_type_for(DType::F16), DType::F16_X16);
+  EXPECT_EQ(packed_panel_bytes(DType::F16_X16, 64), 2 * kF16xStepBytes);
+  EXPECT_EQ(packed_panel_bytes(DType::F16_X16, 65), 3 * kF16xStepBytes);
+  EXPECT_EQ(packed_matrix_bytes(DType::F16_X16, 32, 17), 2 * kF16xStepBytes);
+  uint32_t seed = 7;
+  for (int64_t k : {1, 31, 61, 64, 100}) {
+    for (int64_t n : {1, 16, 37}) {
+      const std::vector<uint8_t> plain = random_bytes(static_cast<size_t>(2 * k * n), seed++);
+      std::vector<uint8_t> packed(packed_matrix_bytes(DType::F16_X16, k, n));
+      pack_rows(DType::F16_X16, plain.data(), static_cast<size_t>(2 * k), k, n, packed.data());
+      const int64_t kpad = (k + 31) / 32 * 32;
+      for (int64_t r = 0; r < (n + 15) / 16 * 16; ++r) {
+        for (int64_t e = 0; e < kpad; ++e) {
+          uint16_t want = 0, got;
+          if (r < n && e < k) std::memcpy(&want, plain.data() + 2 * (r * k + e), 2);
+          const size_t at = static_cast<size_t>((r / 16) * (kpad / 32) * 1024 + (e / 32) * 1024 +
+                                                (e % 32 / 2) * 64 + (r % 16) * 4 + e % 2 * 2);
+          std::memcpy(&got, packed.data() + at, 2);
+          ASSERT_EQ(got, want) << "k=" << k << " n=" << n << " row " << r << " element " << e;
+        }
+      }
+      std::vector<uint8_t> back(static_cast<size_t>(2 * k));
+      for (int64_t r = 0; r < n; ++r) {
+        unpack_row(DType::F16_X16, packed.data(), k, r, back.data());
+        ASSERT_EQ(0, std::memcmp(back.data(), plain.data() + 2 * r * k, back.size()));
       }
     }
   }

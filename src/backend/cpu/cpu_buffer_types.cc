@@ -91,12 +91,25 @@ std::vector<DType> cpu_packed_formats() {
           DType::MXFP4, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
 }
 
+// The AMX buffer's formats: those, and F16 (as F16_X16, read by the
+// AMX-BF16 kernels of amx/mul_mat_f16_x16.cc) where the CPU has AMX-BF16.
+// kF16OnAmx is the one switch of that routing: false leaves F16 weights
+// plain, on the AVX-512 F16 kernel.
+constexpr bool kF16OnAmx = true;
+
+std::vector<DType> amx_formats() {
+  std::vector<DType> f = cpu_packed_formats();
+  if (kF16OnAmx && cpu_features().amx_bf16) f.push_back(DType::F16);
+  return f;
+}
+
 }  // namespace
 
 const PackedBufferType& amx_buffer_type() {
-  static const PackedBufferType kType("AMX", cpu_packed_formats());
+  static const PackedBufferType kType("AMX", amx_formats());
   return kType;
 }
+
 
 const PackedBufferType& repack_buffer_type() {
   static const PackedBufferType kType("CPU_REPACK", cpu_packed_formats());

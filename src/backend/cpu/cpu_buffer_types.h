@@ -3,15 +3,17 @@
 //   AMX         Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K in the packed x16
 //               layouts (quant/repack.h): AMX tile kernels for batches of
 //               16+ rows, the AVX-512 VNNI panels (Q4_1: avx2_vnni) on the
-//               same bytes for decode.
-//   CPU_REPACK  the same formats in the same layouts on machines without
-//               AMX, for the AVX-512 VNNI panels and the AVX2 panels (AVX2
-//               machines repack too).
+//               same bytes for decode; on CPUs with AMX-BF16 also F16
+//               mul_mat / mul_mat_id weights as F16_X16 (AMX-BF16 tiles,
+//               an AVX-512 rows kernel with their bits for one row).
+//   CPU_REPACK  the quantized formats in the same layouts on machines
+//               without AMX, for the AVX-512 VNNI panels and the AVX2
+//               panels (AVX2 machines repack too).
 //   CPU         everything else, mapped from the file as it is.
 //
 // A packed type accepts a weight only when a kernel of this machine reads
 // its layout for the consuming op: mul_mat / mul_mat_id weights of its
-// formats. F32 / F16 / BF16 tensors, norms and get_rows tables (token
+// formats. F32 / BF16 tensors (F16 ones but on the AMX type), norms and get_rows tables (token
 // embeddings) therefore stay plain. A tied output (output.weight absent,
 // token_embd.weight read by mul_mat) is placed on its own: the get_rows use
 // stays mapped, the mul_mat use gets a packed copy.

@@ -21,9 +21,10 @@ Status mul_mat_id_f16_amx(const Op& op, const KernelContext& ctx);
 // F16 at any batch size with the tiles' bits: batches of fewer than
 // kF16AmxMinRows activation rows (mul_mat_id: an expert's tile of fewer
 // tokens) on the AVX-512 rows kernel below, larger ones on the tiles above;
-// both give dot_model's bits, so the threshold changes no result. What the
-// amx tier would register for F16; not registered (docs/DESIGN.md: decode
-// on the rows kernel is slower than the AVX-512 F16 kernel).
+// both give dot_model's bits, so the threshold changes no result. Not
+// registered: F16 weights on the amx tier are held as F16_X16, whose
+// kernels (amx/mul_mat_f16_x16.cc) split calls the same way (their rows
+// kernel, reading the interleaved layout, takes two rows too).
 inline constexpr int64_t kF16AmxMinRows = 2;
 Status mul_mat_f16_amx_combined(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_f16_amx_combined(const Op& op, const KernelContext& ctx);

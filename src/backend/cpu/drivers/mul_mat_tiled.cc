@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cpu/amx/f16_tile_model.h"
 #include "backend/cpu/drivers/grow_buffer.h"
 #include "backend/cpu/drivers/mul_mat_id.h"
 #include "backend/cpu/drivers/parallel.h"
@@ -65,6 +66,8 @@ size_t act_row_bytes(ActFormat f, int64_t k) {
       return align_up(static_cast<size_t>(k + 8 * (k / 32)), 64);
     case ActFormat::kQ8_K:
       return align_up(static_cast<size_t>(k / quant::kQKK) * sizeof(quant::BlockQ8_K), 64);
+    case ActFormat::kBf16Split:
+      return align_up(static_cast<size_t>((k + quant::kQK - 1) / quant::kQK * quant::kQK) * 4, 64);
   }
   return 0;
 }
@@ -93,6 +96,17 @@ void convert_act_row(ActFormat f, const float* src, void* dst, int64_t k) {
     case ActFormat::kQ8_K:
       quant::ref::quantize_q8_k(src, dst, k);
       break;
+    case ActFormat::kBf16Split: {
+      const int64_t kpad = (k + quant::kQK - 1) / quant::kQK * quant::kQK;
+      auto* hi = static_cast<uint16_t*>(dst);
+      uint16_t* lo = hi + kpad;
+      for (int64_t i = 0; i < kpad; ++i) {
+        const amx_f16::Split s = i < k ? amx_f16::split_activation(src[i]) : amx_f16::Split{0, 0};
+        hi[i] = s.hi;
+        lo[i] = s.lo;
+      }
+      break;
+    }
   }
 }
 

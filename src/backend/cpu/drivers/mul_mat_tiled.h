@@ -38,6 +38,10 @@ enum class ActFormat : int {
   kF32,   // src1 rows as they are (float, src1 strides)
   kQ8_0,  // Q8Row32 below (from the reference Q8_0 quantizer)
   kQ8_K,  // BlockQ8_K[K / 256] (reference Q8_K quantizer output, unchanged)
+  // Each element split into BF16 parts as amx/f16_tile_model.h's
+  // split_activation does: uint16 ah[kpad] then al[kpad], kpad = K rounded
+  // up to 32, zeros past K (the F16_X16 kernels' A operands).
+  kBf16Split,
 };
 
 // One activation row quantized to Q8_0 and unpacked for SIMD loads:

@@ -81,6 +81,13 @@ constexpr int amx_min_rows(DType packed) {
   }
 }
 
+// amx/mul_mat_f16_x16.cc: F16_X16 (F16 weights) x F32 activations split
+// into BF16 parts, every output amx/f16_tile_model.h's dot_model at every
+// batch size: one or two activation rows on an AVX-512 rows kernel, from
+// three on TDPBF16PS tiles. Needs AMX-BF16.
+Status mul_mat_f16x16_amx(const Op& op, const KernelContext& ctx);
+Status mul_mat_id_f16x16_amx(const Op& op, const KernelContext& ctx);
+
 Status mul_mat_packed_amx(const Op& op, const KernelContext& ctx);
 Status mul_mat_id_packed_amx(const Op& op, const KernelContext& ctx);
 // The same with panel calls of at least min_rows activation rows on the

@@ -66,9 +66,10 @@ bool use_decode(const PackedSpec& spec, int64_t nc) {
          (spec.small_panel == nullptr || !main_panel_rows(spec, nc));
 }
 
-int64_t m_block_rows(size_t row_bytes) {
+int64_t m_block_rows(const PackedSpec& spec, size_t row_bytes) {
+  const size_t block = spec.act_block_bytes != 0 ? spec.act_block_bytes : kActBlockBytes;
   return std::max<int64_t>(
-      16, static_cast<int64_t>(kActBlockBytes / std::max<size_t>(row_bytes, 1)) / 16 * 16);
+      16, static_cast<int64_t>(block / std::max<size_t>(row_bytes, 1)) / 16 * 16);
 }
 
 }  // namespace
@@ -111,7 +112,7 @@ Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& 
   // 2. Panels. Work item t = batch * n_panels + panel.
   const int64_t n_panels = (n + quant::kPanelRows - 1) / quant::kPanelRows;
   const size_t panel_bytes = quant::packed_panel_bytes(w.dtype, k);
-  const int64_t m_block = m_block_rows(x_row_bytes);
+  const int64_t m_block = m_block_rows(spec, x_row_bytes);
   run_range_ref(ctx, b2 * b3 * n_panels, parallel, [&](int64_t begin, int64_t end) {
     int64_t t = begin;
     while (t < end) {
@@ -183,7 +184,7 @@ Status packed_mul_mat_id(const Op& op, const KernelContext& ctx, const PackedSpe
   }
   const int64_t n_panels = (n + quant::kPanelRows - 1) / quant::kPanelRows;
   const size_t panel_bytes = quant::packed_panel_bytes(w.dtype, k);
-  const int64_t m_block = m_block_rows(x_row_bytes);
+  const int64_t m_block = m_block_rows(spec, x_row_bytes);
   run_range_ref(
       ctx, static_cast<int64_t>(experts.size()) * n_panels, parallel,
       [&](int64_t begin, int64_t end) {

@@ -63,6 +63,11 @@ struct PackedSpec {
   // one or two rows too where min_panel_rows <= 2.
   PanelFn small_panel = nullptr;
   int min_panel_rows = 0;
+  // Activation bytes kept hot while a chunk's panels stream past them (the
+  // M blocking; 0: the driver's default). A layout whose panel work per
+  // call does not shrink with the rows (F16_X16: the weights split per
+  // call) takes larger blocks.
+  size_t act_block_bytes = 0;
 };
 
 // Run a validated kMulMat / kMulMatId op whose src0 is a packed view.

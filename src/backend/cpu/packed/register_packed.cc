@@ -6,7 +6,8 @@
 // (decode) go to the AVX-512 VNNI panels on the same layout. The AVX2 entries read every layout (Q4_1_X16
 // only them, on AVX-512 machines too). The avx2_vnni entries are those
 // panels with 256-bit vpdpbusd, for CPUs that have it (AVX-VNNI, or AVX-512
-// VNNI + VL: on AVX-512 machines they run Q4_1_X16).
+// VNNI + VL: on AVX-512 machines they run Q4_1_X16). F16_X16 (F16 weights
+// on the AMX buffer) has AMX-BF16 kernels only.
 #include "backend/cpu/packed/packed_kernels.h"
 #include "core/cpu_features.h"
 #include "quant/repack.h"
@@ -40,6 +41,13 @@ template <DType P>
 bool packed_is_with_amx(const Op& op) {
   return op.src[0].dtype == P && quant::is_packed_view(op.src[0]) && cpu_features().amx_int8 &&
          (op.kind != OpKind::kMulMat || op.src[1].ne[1] >= amx_min_rows(P));
+}
+
+// F16_X16: every batch size (the rows kernel and the tiles give the same
+// bits), on CPUs with AMX-BF16.
+bool f16x16_with_amx(const Op& op) {
+  return op.src[0].dtype == DType::F16_X16 && quant::is_packed_view(op.src[0]) &&
+         cpu_features().amx_bf16;
 }
 
 }  // namespace
@@ -160,6 +168,10 @@ void register_packed_kernels(KernelTable& t) {
     t.add({OpKind::kMulMatId, KernelTier::kAmx, k.mul_mat_id, k.supports, mul_mat_id_packed_amx,
            true});
   }
+  t.add({OpKind::kMulMat, KernelTier::kAmx, "mul_mat.f16x16.amx", f16x16_with_amx,
+         mul_mat_f16x16_amx, true});
+  t.add({OpKind::kMulMatId, KernelTier::kAmx, "mul_mat_id.f16x16.amx", f16x16_with_amx,
+         mul_mat_id_f16x16_amx, true});
 #endif
 }
 
