@@ -86,7 +86,7 @@ std::vector<uint8_t> weight_rows(DType t, int64_t k, int64_t rows, std::mt19937&
 
 // The packed copy of `plain` for `use`.
 AlignedPtr pack(const WeightUse& use, const std::vector<uint8_t>& plain) {
-  const PackedBufferType& type = amx_buffer_type();
+  const PackedBufferType& type = amx_f16_buffer_type();
   AlignedPtr packed = aligned_alloc_bytes(type.weight_bytes(use));
   EXPECT_TRUE(type.store_weight(use, plain.data(), plain.size(), packed.get()).ok());
   return packed;
@@ -130,7 +130,7 @@ TEST(AmxEmulated, MulMatGivesTheBitsOfTheTierBelow) {
       std::vector<float> a(static_cast<size_t>(n * m), -1), b(a.size(), -2);
       Op op;
       op.kind = OpKind::kMulMat;
-      op.src[0] = amx_buffer_type().weight_view(use, packed.get());
+      op.src[0] = amx_f16_buffer_type().weight_view(use, packed.get());
       op.src[1] = TensorView::contiguous(x.data(), DType::F32, {k, m});
       op.dst = TensorView::contiguous(a.data(), DType::F32, {n, m});
       const int64_t before = tile_products.load();
@@ -177,7 +177,7 @@ TEST(AmxEmulated, MulMatIdGivesTheBitsOfTheTierBelow) {
       std::vector<float> a(static_cast<size_t>(n * n_used * n_tok), -1), b(a.size(), -2);
       Op op;
       op.kind = OpKind::kMulMatId;
-      op.src[0] = amx_buffer_type().weight_view(use, packed.get());
+      op.src[0] = amx_f16_buffer_type().weight_view(use, packed.get());
       op.src[1] = TensorView::contiguous(x.data(), DType::F32, {k, 1, n_tok});
       op.src[2] = TensorView::contiguous(ids.data(), DType::I32, {n_used, n_tok});
       op.dst = TensorView::contiguous(a.data(), DType::F32, {n, n_used, n_tok});

@@ -51,12 +51,16 @@ TEST(PackedBufferTypes, AcceptOnlyMulMatWeightsOfTheirFormats) {
     EXPECT_TRUE(amx.supports_weight(use(t, {256, 32, 1, 1}))) << dtype_name(t);
     EXPECT_TRUE(rep.supports_weight(use(t, {256, 32, 4, 1}, OpKind::kMulMatId))) << dtype_name(t);
   }
-  // F16 mul_mat weights: the AMX type where the CPU has AMX-BF16 (as
-  // F16_X16, any K), never CPU_REPACK; their embeddings stay plain.
-  EXPECT_EQ(amx.supports_weight(use(DType::F16, {100, 32, 1, 1})), cpu_features().amx_bf16);
-  EXPECT_EQ(amx.supports_weight(use(DType::F16, {256, 32, 4, 1}, OpKind::kMulMatId)),
+  // F16 mul_mat weights: the AMX type with F16 tiles where the CPU has
+  // AMX-BF16 (as F16_X16, any K), never the default AMX type or CPU_REPACK;
+  // their embeddings stay plain.
+  const PackedBufferType& amx16 = amx_f16_buffer_type();
+  EXPECT_EQ(amx16.supports_weight(use(DType::F16, {100, 32, 1, 1})), cpu_features().amx_bf16);
+  EXPECT_EQ(amx16.supports_weight(use(DType::F16, {256, 32, 4, 1}, OpKind::kMulMatId)),
             cpu_features().amx_bf16);
-  EXPECT_FALSE(amx.supports_weight(use(DType::F16, {256, 32, 1, 1}, OpKind::kGetRows)));
+  EXPECT_TRUE(amx16.supports_weight(use(DType::Q4_0, {256, 37, 1, 1})));
+  EXPECT_FALSE(amx16.supports_weight(use(DType::F16, {256, 32, 1, 1}, OpKind::kGetRows)));
+  EXPECT_FALSE(amx.supports_weight(use(DType::F16, {256, 32, 1, 1})));
   EXPECT_FALSE(rep.supports_weight(use(DType::F16, {256, 32, 1, 1})));
   for (const PackedBufferType* t : {&amx, &repack_buffer_type()}) {
     // F32 tensors, norms, embeddings (get_rows) and unsupported formats stay plain.

@@ -13,8 +13,8 @@
 // F32 K/V, max |Δlogit| <= 1e-3 of the largest reference logit, on the
 // contiguous and the paged cache; on the Vulkan device too (paged); and
 // with the weights placed as the CLI places them (the CPU's packed buffer
-// types: on AMX-BF16 CPUs the F16 matrices as F16_X16, on the amx tier's
-// F16 kernels), contiguous cache.
+// types, and on AMX-BF16 CPUs the F16 matrices as F16_X16 on the amx tier's
+// F16 kernels, as FOLIO_AMX_F16=1 places them), contiguous cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -114,7 +114,12 @@ TEST_P(LlamaArchs, LoadsAndMatchesLlamaCpp) {
   }
   LoadOptions lo;
   if (device != nullptr) lo.offload_type = &device->default_buffer_type();
-  if (p.packed) lo.buffer_types = cpu_weight_buffer_types(active_isa(), true);
+  // Packed: as the CLI places weights, with F16 on the AMX-BF16 tiles
+  // (FOLIO_AMX_F16=1) where the machine runs them.
+  if (p.packed) {
+    lo.buffer_types = cpu_weight_buffer_types(active_isa(), true);
+    if (lo.buffer_types.front() == &amx_buffer_type()) lo.buffer_types.front() = &amx_f16_buffer_type();
+  }
   Result<std::unique_ptr<Model>> model = Model::load(base + ".gguf", lo);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const Model& m = **model;

@@ -48,7 +48,7 @@ constexpr DType kPackedSources[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0,  DT
 // The buffer type that holds `source` on a machine with AMX (the layouts do
 // not depend on the type: both store the same bytes).
 const PackedBufferType& holder(DType source) {
-  const PackedBufferType& amx = amx_buffer_type();
+  const PackedBufferType& amx = amx_f16_buffer_type();
   const auto& f = amx.formats();
   if (std::find(f.begin(), f.end(), source) != f.end()) return amx;
   return repack_buffer_type();

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "core/aligned.h"
 #include "quant/repack.h"
@@ -91,25 +93,31 @@ std::vector<DType> cpu_packed_formats() {
           DType::MXFP4, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
 }
 
-// The AMX buffer's formats: those, and F16 (as F16_X16, read by the
-// AMX-BF16 kernels of amx/mul_mat_f16_x16.cc) where the CPU has AMX-BF16.
-// kF16OnAmx is the one switch of that routing: false leaves F16 weights
-// plain, on the AVX-512 F16 kernel.
-constexpr bool kF16OnAmx = true;
-
-std::vector<DType> amx_formats() {
+// The formats of the AMX buffer with F16 tiles: those, and F16 (as F16_X16,
+// read by the AMX-BF16 kernels of amx/mul_mat_f16_x16.cc) where the CPU has
+// AMX-BF16.
+std::vector<DType> amx_f16_formats() {
   std::vector<DType> f = cpu_packed_formats();
-  if (kF16OnAmx && cpu_features().amx_bf16) f.push_back(DType::F16);
+  if (cpu_features().amx_bf16) f.push_back(DType::F16);
   return f;
 }
 
 }  // namespace
 
+bool amx_f16_requested() {
+  const char* env = std::getenv("FOLIO_AMX_F16");
+  return env != nullptr && std::string_view(env) == "1";
+}
+
 const PackedBufferType& amx_buffer_type() {
-  static const PackedBufferType kType("AMX", amx_formats());
+  static const PackedBufferType kType("AMX", cpu_packed_formats());
   return kType;
 }
 
+const PackedBufferType& amx_f16_buffer_type() {
+  static const PackedBufferType kType("AMX", amx_f16_formats());
+  return kType;
+}
 
 const PackedBufferType& repack_buffer_type() {
   static const PackedBufferType kType("CPU_REPACK", cpu_packed_formats());
@@ -121,7 +129,7 @@ std::vector<const BufferType*> cpu_weight_buffer_types(Isa max_isa, bool repack)
   std::vector<const BufferType*> list;
   if (repack) {
     if (amx_usable(isa)) {
-      list.push_back(&amx_buffer_type());
+      list.push_back(amx_f16_requested() ? &amx_f16_buffer_type() : &amx_buffer_type());
     } else if (panels_usable(isa)) {
       list.push_back(&repack_buffer_type());
     }
@@ -141,6 +149,8 @@ std::string cpu_weight_buffer_note(Isa max_isa, bool repack) {
   const CpuFeatures& f = cpu_features();
   if (!repack) {
     s += " (packed layouts off: --no-repack)";
+  } else if (amx_usable(isa) && amx_f16_requested() && f.amx_bf16) {
+    s += " (F16 weights on the AMX-BF16 tiles: FOLIO_AMX_F16=1)";
   } else if (!amx_usable(isa)) {
     if (f.amx_denied) {
       s += " (AMX not offered: the OS refused the tile state, arch_prctl ARCH_REQ_XCOMP_PERM)";

@@ -63,8 +63,17 @@ std::vector<const BufferType*> cpu_weight_buffer_types(Isa max_isa, bool repack 
 // the OS refused the tile state)".
 std::string cpu_weight_buffer_note(Isa max_isa, bool repack = true);
 
+// Whether F16 matrices go to the AMX-BF16 tiles (FOLIO_AMX_F16=1 in the
+// environment; off by default: decode on the tiles' exact F16 arithmetic is
+// slower than the AVX-512 F16 kernel, docs/DESIGN.md). When set, the AMX
+// entry of cpu_weight_buffer_types is amx_f16_buffer_type().
+bool amx_f16_requested();
+
 // The packed types themselves (tests place single weights through them).
 const PackedBufferType& amx_buffer_type();
+// The AMX type that also takes F16 mul_mat weights (as F16_X16) where the
+// CPU has AMX-BF16.
+const PackedBufferType& amx_f16_buffer_type();
 // CPU_REPACK: the formats of the AMX type, for the machines without AMX.
 const PackedBufferType& repack_buffer_type();
 
