@@ -52,22 +52,37 @@ inline Split split_activation(float x) {
   return {hi, amx_bf16::act_to_bf16(x - bf16_to_f32(hi))};
 }
 
+// One step of the kernel: c after the three tile products of n <= kStep
+// elements (the rest of the step zero) of F16 weights w and the activation
+// parts ah, al (split_activation's).
+inline float step_model(float c, const uint16_t* w, const uint16_t* ah, const uint16_t* al,
+                        int64_t n) {
+  uint16_t a_h[kStep] = {}, a_l[kStep] = {}, wh[kStep] = {}, wl[kStep] = {};
+  for (int64_t j = 0; j < n; ++j) {
+    const Split b = split_weight(w[j]);
+    a_h[j] = ah[j];
+    a_l[j] = al[j];
+    wh[j] = b.hi;
+    wl[j] = b.lo;
+  }
+  constexpr int kPairs = static_cast<int>(kStep / 2);
+  c = amx_bf16::dpbf16ps(c, a_h, wh, kPairs);
+  c = amx_bf16::dpbf16ps(c, a_l, wh, kPairs);
+  return amx_bf16::dpbf16ps(c, a_h, wl, kPairs);
+}
+
 // What the kernel gives for dot(w, x) over k elements (w F16).
 inline float dot_model(const uint16_t* w, const float* x, int64_t k) {
   float c = 0.0f;
   for (int64_t i = 0; i < k; i += kStep) {
-    uint16_t ah[kStep] = {}, al[kStep] = {}, wh[kStep] = {}, wl[kStep] = {};
-    for (int64_t j = 0; j < kStep && i + j < k; ++j) {
-      const Split a = split_activation(x[i + j]), b = split_weight(w[i + j]);
+    const int64_t n = k - i < kStep ? k - i : kStep;
+    uint16_t ah[kStep] = {}, al[kStep] = {};
+    for (int64_t j = 0; j < n; ++j) {
+      const Split a = split_activation(x[i + j]);
       ah[j] = a.hi;
       al[j] = a.lo;
-      wh[j] = b.hi;
-      wl[j] = b.lo;
     }
-    constexpr int kPairs = static_cast<int>(kStep / 2);
-    c = amx_bf16::dpbf16ps(c, ah, wh, kPairs);
-    c = amx_bf16::dpbf16ps(c, al, wh, kPairs);
-    c = amx_bf16::dpbf16ps(c, ah, wl, kPairs);
+    c = step_model(c, w + i, ah, al, n);
   }
   return c;
 }

@@ -189,28 +189,17 @@ void f16x16_model(int64_t k, const uint8_t* panels, size_t panel_bytes, int np, 
   const int64_t kpad = padded(k);
   std::vector<uint16_t> w(static_cast<size_t>(k));
   for (int c = 0; c < nc; ++c) {
-    // dot_model's steps on the row's stored parts (ah, al: the driver's
-    // split, split_activation's) and each weight's split_weight.
+    // dot_model's steps (amx_f16::step_model) on the row's stored parts
+    // (ah, al: the driver's split, split_activation's).
     const auto* xr = reinterpret_cast<const uint16_t*>(x + c * xs);
     float* o = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os);
     for (int i = 0; i < np; ++i) {
       for (int r = 0; r < (i == np - 1 ? nr_last : kRows); ++r) {
         quant::unpack_row(DType::F16_X16, panels + i * panel_bytes, k, r, w.data());
         float acc = 0.0f;
-        for (int64_t s = 0; s < kpad / kStep; ++s) {
-          uint16_t ah[kStep] = {}, al[kStep] = {}, wh[kStep] = {}, wl[kStep] = {};
-          for (int64_t j = 0; j < kStep && s * kStep + j < k; ++j) {
-            const amx_f16::Split b = amx_f16::split_weight(w[s * kStep + j]);
-            ah[j] = xr[s * kStep + j];
-            al[j] = xr[kpad + s * kStep + j];
-            wh[j] = b.hi;
-            wl[j] = b.lo;
-          }
-          constexpr int kPairs = static_cast<int>(kStep / 2);
-          acc = amx_bf16::dpbf16ps(acc, ah, wh, kPairs);
-          acc = amx_bf16::dpbf16ps(acc, al, wh, kPairs);
-          acc = amx_bf16::dpbf16ps(acc, ah, wl, kPairs);
-        }
+        for (int64_t i0 = 0; i0 < k; i0 += kStep)
+          acc = amx_f16::step_model(acc, w.data() + i0, xr + i0, xr + kpad + i0,
+                                    std::min<int64_t>(kStep, k - i0));
         o[kRows * i + r] = acc;
       }
     }
