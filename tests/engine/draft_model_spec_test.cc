@@ -370,29 +370,8 @@ TEST_P(DraftModelSpecTest, CancelAndPreemptLeakNothing) {
     Scheduler sched(*model_, *tok_, *ctx_, *cache, so);
     ASSERT_TRUE(sched.start().ok());
     constexpr size_t kCancelled = 3;
-    std::atomic<uint64_t> cancel_id{0};
-    for (size_t i = 0; i < ps.size(); ++i) {
-      got.push_back(std::make_unique<Collected>());
-      GenerationRequest req;
-      req.prompt = ps[i];
-      req.params = params;
-      RequestCallbacks cb = got.back()->callbacks();
-      if (i == kCancelled) {
-        auto inner = cb.on_token;
-        Scheduler* s = &sched;
-        auto sent = std::make_shared<bool>(false);
-        cb.on_token = [inner, s, &cancel_id, sent](const TokenEvent& ev) {
-          inner(ev);
-          if (ev.kept_tokens >= 6 && !*sent) {
-            *sent = true;
-            s->cancel(cancel_id.load());
-          }
-        };
-      }
-      auto id = sched.submit(req, std::move(cb));
-      ASSERT_TRUE(id.ok()) << id.status().to_string();
-      if (i == kCancelled) cancel_id = *id;
-    }
+    submit_one_cancelling(sched, ps, params, kCancelled, got);
+    if (HasFatalFailure()) return;
     sched.wait_idle();
     m = sched.metrics();
     for (size_t i = 0; i < ps.size(); ++i) {

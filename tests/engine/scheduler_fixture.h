@@ -64,6 +64,38 @@ struct Collected {
   }
 };
 
+// Submits every prompt with `params` to a started scheduler, appending one
+// Collected per request to `got`. Request `cancelled` cancels itself from
+// its own token callback once 6 tokens are kept (with speculation: inside a
+// verification). Fails the test when a submit is refused.
+inline void submit_one_cancelling(Scheduler& sched, const std::vector<std::vector<int32_t>>& ps,
+                                  const SamplingParams& params, size_t cancelled,
+                                  std::vector<std::unique_ptr<Collected>>& got) {
+  auto cancel_id = std::make_shared<std::atomic<uint64_t>>(0);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    got.push_back(std::make_unique<Collected>());
+    GenerationRequest req;
+    req.prompt = ps[i];
+    req.params = params;
+    RequestCallbacks cb = got.back()->callbacks();
+    if (i == cancelled) {
+      auto inner = cb.on_token;
+      Scheduler* s = &sched;
+      auto sent = std::make_shared<bool>(false);
+      cb.on_token = [inner, s, cancel_id, sent](const TokenEvent& ev) {
+        inner(ev);
+        if (ev.kept_tokens >= 6 && !*sent) {
+          *sent = true;
+          s->cancel(cancel_id->load());
+        }
+      };
+    }
+    auto id = sched.submit(req, std::move(cb));
+    ASSERT_TRUE(id.ok()) << id.status().to_string();
+    if (i == cancelled) *cancel_id = *id;
+  }
+}
+
 struct SoloRun {
   std::vector<int32_t> tokens;
   std::string text;
