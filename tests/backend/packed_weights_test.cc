@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -131,6 +132,35 @@ TEST(PackedBufferTypes, PriorityListFollowsTheIsa) {
     EXPECT_EQ(*place_weight(l, use(DType::Q8_0, {256, 32, 1, 1}, OpKind::kGetRows)), l[1]);
   } else {
     EXPECT_NE(cpu_weight_buffer_note(Isa::kAmx).find("AMX not offered"), std::string::npos);
+  }
+}
+
+// FOLIO_AMX_F16=1 makes the AMX entry the type that also holds F16 weights
+// (where the CPU has AMX-BF16), and the load line says so; another value is
+// named as ignored; unset, the default AMX type.
+TEST(PackedBufferTypes, AmxF16IsPlacedOnRequest) {
+  const bool amx = active_isa() == Isa::kAmx;
+  ASSERT_EQ(setenv("FOLIO_AMX_F16", "1", 1), 0);
+  EXPECT_TRUE(amx_f16_requested());
+  if (amx) {
+    const auto l = cpu_weight_buffer_types(Isa::kAmx);
+    EXPECT_EQ(l.front(), &amx_f16_buffer_type());
+    EXPECT_EQ(*place_weight(l, use(DType::F16, {256, 32, 1, 1})),
+              cpu_features().amx_bf16 ? l[0] : l[1]);
+    EXPECT_EQ(cpu_weight_buffer_note(Isa::kAmx).find("FOLIO_AMX_F16=1") != std::string::npos,
+              cpu_features().amx_bf16);
+  }
+  ASSERT_EQ(setenv("FOLIO_AMX_F16", "yes", 1), 0);
+  EXPECT_FALSE(amx_f16_requested());
+  EXPECT_NE(cpu_weight_buffer_note(Isa::kAmx).find("FOLIO_AMX_F16='yes' ignored"),
+            std::string::npos);
+  ASSERT_EQ(unsetenv("FOLIO_AMX_F16"), 0);
+  EXPECT_FALSE(amx_f16_requested());
+  EXPECT_EQ(cpu_weight_buffer_note(Isa::kAmx).find("FOLIO_AMX_F16"), std::string::npos);
+  if (amx) {
+    const auto l = cpu_weight_buffer_types(Isa::kAmx);
+    EXPECT_EQ(l.front(), &amx_buffer_type());
+    EXPECT_EQ(*place_weight(l, use(DType::F16, {256, 32, 1, 1})), l[1]);
   }
 }
 

@@ -161,6 +161,12 @@ std::string cpu_weight_buffer_note(Isa max_isa, bool repack) {
     }
     if (!panels_usable(isa)) s += " (no repacked layouts below AVX2)";
   }
+  const char* f16_env = std::getenv("FOLIO_AMX_F16");
+  if (f16_env != nullptr && *f16_env != '\0' && std::string_view(f16_env) != "0" &&
+      std::string_view(f16_env) != "1") {
+    s += fmt::format(" (FOLIO_AMX_F16='{}' ignored: 1 places F16 weights on the AMX-BF16 tiles)",
+                     f16_env);
+  }
   return s;
 }
 
