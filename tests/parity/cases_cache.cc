@@ -1,6 +1,7 @@
 // Parity cases: cache writes (set_rows through a slot mapping).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fmt/format.h>
 #include <limits>
 #include <numeric>
@@ -72,6 +73,29 @@ void fill_q8_0_edge_blocks(float* x, int64_t n_cols, int64_t n_rows) {
   }
 }
 
+// Values that take f32 -> f16's rare paths, cycling along each row: NaNs
+// (quiet, signalling, with payload bits below and within f16's mantissa),
+// infinities, the largest f16 and the overflow boundary around 65520, ties
+// to even in the normal and subnormal ranges, f16 subnormals, values that
+// round to 0 or to the smallest subnormal, f32 denormals and signed zeros.
+void fill_f16_edge_values(float* x, int64_t n) {
+  auto bits = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  const float values[] = {
+      bits(0x7fc00000u), bits(0xffc00001u), bits(0x7f800001u), bits(0x7fa02000u),
+      std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+      65504.0f, -65504.0f, 65519.996f, 65520.0f, -65520.0f, 65536.0f, 1e30f,
+      1.0f + 0x1p-11f, 1.0f + 0x3p-11f, 1.0f + 0x1p-11f + 0x1p-20f,  // ties, above a tie
+      0x1p-14f, 0x1p-15f, 0x3p-25f, 0x5p-25f, 0x1p-24f, 0x1p-25f, 0x1.000002p-25f,
+      -0x1p-26f, 1e-8f, std::numeric_limits<float>::denorm_min(), -1e-40f, 0.0f, -0.0f,
+      6.1e-5f, 3.14159265f, -2.71828182f};
+  constexpr int64_t kN = sizeof(values) / sizeof(values[0]);
+  for (int64_t i = 0; i < n; ++i) x[i] = values[(i * 7) % kN];
+}
+
 }  // namespace
 
 void add_cache_cases(CaseList& cases) {
@@ -79,7 +103,8 @@ void add_cache_cases(CaseList& cases) {
     DType type;
     int64_t n_cols, n_rows, n_slots;
     bool duplicates = false;   // slots drawn with repeats: the last row wins
-    bool edge_values = false;  // q8_0: blocks of fill_q8_0_edge_blocks
+    bool edge_values = false;  // q8_0: blocks of fill_q8_0_edge_blocks; f16: fill_f16_edge_values
+    int64_t heads = 1;         // rows as [n_cols, heads, n_rows / heads] (a K tensor's view)
   };
   const Shape shapes[] = {
       {DType::F32, 128, 7, 64},  {DType::F16, 128, 7, 64},   {DType::BF16, 96, 5, 40},
@@ -89,21 +114,30 @@ void add_cache_cases(CaseList& cases) {
       // Q8_0 rows of an odd block count (102 and 4454 bytes: rows share 32-bit
       // words), and rows longer than a Vulkan chunk of 128 blocks.
       {DType::Q8_0, 96, 11, 20, true}, {DType::Q8_0, 32 * 131, 5, 9},
-      {DType::Q8_0, 288, 36, 40, false, true},
+      {DType::Q8_0, 288, 36, 40, false, true}, {DType::F16, 100, 30, 40, false, true},
+      // Tables written by several threads (from 2^16 values): a prefill's K
+      // rows, with repeated slots, and rows given per head.
+      {DType::F16, 192, 512, 700}, {DType::F16, 192, 512, 300, true},
+      {DType::Q8_0, 256, 300, 200, true}, {DType::F32, 128, 600, 900, true},
+      {DType::F16, 64, 1536, 2048, false, false, 3},
   };
   for (const Shape& sh : shapes) {
     auto c = std::make_unique<OpCase>(
-        fmt::format("set_rows {} cols={} rows={} slots={}{}{}", dtype_name(sh.type), sh.n_cols,
+        fmt::format("set_rows {} cols={} rows={} slots={}{}{}{}", dtype_name(sh.type), sh.n_cols,
                     sh.n_rows, sh.n_slots, sh.duplicates ? " duplicates" : "",
-                    sh.edge_values ? " edge values" : ""));
+                    sh.edge_values ? " edge values" : "",
+                    sh.heads > 1 ? fmt::format(" as {} heads", sh.heads) : ""));
     Op& op = c->op;
     op.kind = OpKind::kSetRows;
-    op.src[0] = c->alloc(DType::F32, {sh.n_cols, sh.n_rows});
+    op.src[0] = sh.heads > 1 ? c->alloc(DType::F32, {sh.n_cols, sh.heads, sh.n_rows / sh.heads})
+                             : c->alloc(DType::F32, {sh.n_cols, sh.n_rows});
     op.src[1] = c->alloc(DType::I32, {sh.n_rows});
     op.dst = c->alloc(sh.type, {sh.n_cols, sh.n_slots});
     c->fill_uniform(op.src[0], -3.0f, 3.0f);
-    if (sh.edge_values) {
+    if (sh.edge_values && sh.type == DType::Q8_0) {
       fill_q8_0_edge_blocks(static_cast<float*>(op.src[0].data), sh.n_cols, sh.n_rows);
+    } else if (sh.edge_values) {
+      fill_f16_edge_values(static_cast<float*>(op.src[0].data), sh.n_cols * sh.n_rows);
     }
     c->fill_uniform(op.dst, -1.0f, 1.0f);  // untouched rows must survive
     if (sh.duplicates) {

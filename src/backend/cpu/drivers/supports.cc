@@ -22,6 +22,11 @@ bool supports_glu_simd(const Op& op) {
          (op.src[1].empty() || op.src[1].dtype == DType::F32);
 }
 
+bool supports_set_rows_simd(const Op& op) {
+  const DType t = op.dst.dtype;
+  return t == DType::F32 || t == DType::F16 || t == DType::Q8_0;
+}
+
 bool supports_rms_norm_simd(const Op& op) {
   return weight_row_ok(op.src[1], op.src[0].ne[0]);
 }

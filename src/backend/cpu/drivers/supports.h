@@ -19,5 +19,6 @@ bool supports_rms_norm_simd(const Op& op);      // weight absent or one F32 row 
 bool supports_add_rms_norm_simd(const Op& op);  // F32 outputs, weight as above
 bool supports_soft_max_simd(const Op& op);      // F32 output
 bool supports_flash_attn_simd(const Op& op);    // K/V f32, f16 or q8_0 (not bf16)
+bool supports_set_rows_simd(const Op& op);      // table f32, f16 or q8_0 (not bf16)
 
 }  // namespace folio::cpu

@@ -35,6 +35,8 @@
 //                                            (both: NaN -> 0)
 //   add(i, j) hsum(i) store_i8(p, i)         int32 sum; lanes as 16 bytes
 //   round_f16(x)                             a float rounded to f16 and back
+//   store_f16(p, v)                          16 lanes rounded to f16 (RNE,
+//                                            NaN quieted: core/fp16.h) at p
 //   For simd/mul_mat_float.h (x86 tiers; NEON keeps its own mul_mat) and
 //   simd/flash_attn.h (every tier):
 //   S::Part, S::kParts, join(parts)          V as kParts registers of

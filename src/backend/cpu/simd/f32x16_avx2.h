@@ -175,6 +175,12 @@ struct Avx2 {
   FOLIO_SIMD_AVX2 float round_f16(float x) {  // x rounded to f16 (RNE) and back
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT)));
   }
+  FOLIO_SIMD_AVX2 void store_f16(uint16_t* p, V v) {  // 16 lanes as f16 (f32x16_avx512.h)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm256_cvtps_ph(v.lo, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8),
+                     _mm256_cvtps_ph(v.hi, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
 
   // Register parts (simd/mul_mat_float.h, whose tiles may run the parts of
   // their accumulators one after the other): V is kParts Part::V, lanes

@@ -118,6 +118,12 @@ struct Avx512 {
   FOLIO_SIMD_AVX512 float round_f16(float x) {  // x rounded to f16 (RNE) and back
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT)));
   }
+  // 16 lanes rounded to f16 (RNE; NaN quieted, its top mantissa bits kept:
+  // core/fp16.h's f32_to_f16) at p.
+  FOLIO_SIMD_AVX512 void store_f16(uint16_t* p, V v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm512_cvtps_ph(v.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
 
   // Register parts (see f32x16_avx2.h): one part, the vector itself, plus
   // the widening loads of 16 f16 / bf16 values.

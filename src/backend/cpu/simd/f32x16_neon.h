@@ -191,6 +191,9 @@ struct Neon {
   FOLIO_INLINE_NEON float round_f16(float x) {  // x rounded to f16 (RNE) and back
     return static_cast<float>(static_cast<float16_t>(x));
   }
+  FOLIO_INLINE_NEON void store_f16(uint16_t* p, V v) {  // 16 lanes as f16 (f32x16_avx512.h)
+    for (int i = 0; i < 4; ++i) vst1_u16(p + 4 * i, vreinterpret_u16_f16(vcvt_f16_f32(v.q[i])));
+  }
 
   // Register parts (see f32x16_avx2.h): V as four q registers, lanes
   // [4i, 4i + 4) in part i.

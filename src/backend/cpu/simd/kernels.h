@@ -38,6 +38,10 @@ Status rope(const Op& op, const KernelContext& ctx);
 template <class S>
 Status flash_attn(const Op& op, const KernelContext& ctx);
 
+// set_rows.h: F32 rows into F32, F16 or Q8_0 tables (supports_set_rows_simd).
+template <class S>
+Status set_rows(const Op& op, const KernelContext& ctx);
+
 // "OP.ISA" with static storage (Kernel::name).
 const char* kernel_name(const char* op, const char* isa);
 
@@ -62,6 +66,8 @@ void register_simd_kernels(KernelTable& t) {
   t.add({OpKind::kRope, S::kTier, kernel_name("rope", S::kName), supports_rope_tables, rope<S>});
   t.add({OpKind::kFlashAttn, S::kTier, kernel_name("flash_attn", S::kName),
          supports_flash_attn_simd, flash_attn<S>});
+  t.add({OpKind::kSetRows, S::kTier, kernel_name("set_rows", S::kName), supports_set_rows_simd,
+         set_rows<S>});
 }
 
 }  // namespace folio::cpu::simd
@@ -80,4 +86,5 @@ void register_simd_kernels(KernelTable& t) {
   template Status soft_max<S>(const Op& op, const KernelContext& ctx);                \
   template Status rope<S>(const Op& op, const KernelContext& ctx);                    \
   template Status flash_attn<S>(const Op& op, const KernelContext& ctx);              \
+  template Status set_rows<S>(const Op& op, const KernelContext& ctx);                \
   }

@@ -23,19 +23,27 @@
 
 namespace folio::cpu::simd {
 
+// One Q8_0 block of 32 values at x: quants to qs, the scale d (before its
+// f16 rounding) returned, the quants' sum to *sum.
+template <class S>
+__attribute__((always_inline)) inline float quantize_q8_0_block(const float* x, int8_t* qs,
+                                                                int32_t* sum) {
+  using V = typename S::V;
+  const V v0 = S::load(x), v1 = S::load(x + 16);
+  const float d = S::hmax(S::max_abs(S::max_abs(S::zero(), v0), v1)) / 127.0f;
+  const V idv = S::set1(d != 0.0f ? 1.0f / d : 0.0f);
+  const typename S::I q0 = S::round_away_i8(v0 * idv), q1 = S::round_away_i8(v1 * idv);
+  S::store_i8(qs, q0);
+  S::store_i8(qs + 16, q1);
+  *sum = S::hsum(S::add(q0, q1));
+  return d;
+}
+
 template <class S>
 void quantize_q8_0(const float* x, void* dst, int64_t k) {
-  using V = typename S::V;
   const MutableQ8Row32 row = q8row32(dst, k);
   for (int64_t b = 0; b < k / quant::kQK; ++b, x += quant::kQK) {
-    const V v0 = S::load(x), v1 = S::load(x + 16);
-    const float d = S::hmax(S::max_abs(S::max_abs(S::zero(), v0), v1)) / 127.0f;
-    const V idv = S::set1(d != 0.0f ? 1.0f / d : 0.0f);
-    const typename S::I q0 = S::round_away_i8(v0 * idv), q1 = S::round_away_i8(v1 * idv);
-    S::store_i8(row.qs + b * quant::kQK, q0);
-    S::store_i8(row.qs + b * quant::kQK + 16, q1);
-    row.d[b] = S::round_f16(d);
-    row.sum[b] = S::hsum(S::add(q0, q1));
+    row.d[b] = S::round_f16(quantize_q8_0_block<S>(x, row.qs + b * quant::kQK, &row.sum[b]));
   }
 }
 
