@@ -109,7 +109,7 @@ FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, __m512 mw,
     __m512 a = _mm512_load_ps(acc + 16 * i);
     a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(xr[i].d[b])), a);
     if constexpr (kHasMin<P>) {
-      a = _mm512_fmadd_ps(mw, _mm512_set1_ps(xr[i].d[b] * static_cast<float>(xr[i].sum[b])), a);
+      a = _mm512_fmadd_ps(mw, _mm512_set1_ps(xr[i].ds[b]), a);
     }
     _mm512_store_ps(acc + 16 * i, a);
   }
@@ -154,9 +154,11 @@ struct LegacyAmxLayout {
     Acc(const uint8_t* x, size_t xs, int n_rows, int64_t k)
         : rows(n_rows) {
       for (int g = 0; g < G; ++g) {
-        for (int i = 0; i < rows; ++i) xr[g][i] = q8row32(x + (g * kGroup + i) * xs, k);
+        for (int i = 0; i < rows; ++i) {
+          xr[g][i] = q8row32(x + (g * kGroup + i) * xs, k);
+          _mm512_store_ps(acc[g] + 16 * i, _mm512_setzero_ps());
+        }
       }
-      std::memset(acc, 0, sizeof(acc));
     }
 
     // Block b's float step from its C tiles c[g].

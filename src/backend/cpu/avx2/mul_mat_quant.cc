@@ -105,7 +105,7 @@ FOLIO_TARGET_AVX2 void legacy_tile(int64_t k, const void* w, size_t w_stride, co
       }
       if constexpr (L::kMin) {
         xm[c] = _mm256_zextps128_ps256(
-            _mm_set_ss(rows.x[c].d[b] * static_cast<float>(rows.x[c].sum[b])));
+            _mm_set_ss(rows.x[c].ds[b]));
       }
     }
     for (int r = 0; r < R; ++r) {

@@ -152,7 +152,7 @@ FOLIO_INLINE_AVX2 __m256 block_step(__m256 acc, const __m256i (&w)[8], __m256 dw
   }
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(x.d[b])), acc);
   if constexpr (kHasMin<P>) {
-    acc = _mm256_fmadd_ps(mw, _mm256_set1_ps(x.d[b] * static_cast<float>(x.sum[b])), acc);
+    acc = _mm256_fmadd_ps(mw, _mm256_set1_ps(x.ds[b]), acc);
   }
   return acc;
 }

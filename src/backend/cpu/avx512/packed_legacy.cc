@@ -116,7 +116,7 @@ FOLIO_INLINE_AVX512 __m512 block_step(__m512 acc, const __m512i (&w)[8], __m512 
   }
   acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(x.d[b])), acc);
   if constexpr (quant::x16_has_min(P)) {
-    acc = _mm512_fmadd_ps(mw, _mm512_set1_ps(x.d[b] * static_cast<float>(x.sum[b])), acc);
+    acc = _mm512_fmadd_ps(mw, _mm512_set1_ps(x.ds[b]), acc);
   }
   return acc;
 }

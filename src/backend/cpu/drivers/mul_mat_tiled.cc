@@ -63,7 +63,7 @@ size_t act_row_bytes(ActFormat f, int64_t k) {
     case ActFormat::kF32:
       return 0;
     case ActFormat::kQ8_0:
-      return align_up(static_cast<size_t>(k + 8 * (k / 32)), 64);
+      return align_up(static_cast<size_t>(k + 12 * (k / 32)), 64);
     case ActFormat::kQ8_K:
       return align_up(static_cast<size_t>(k / quant::kQKK) * sizeof(quant::BlockQ8_K), 64);
     case ActFormat::kBf16Split:
@@ -90,6 +90,7 @@ void convert_act_row(ActFormat f, const float* src, void* dst, int64_t k) {
         for (int j = 0; j < quant::kQK; ++j) sum += blocks[b].qs[j];
         row.d[b] = f16_to_f32(blocks[b].d);
         row.sum[b] = sum;
+        row.ds[b] = row.d[b] * static_cast<float>(sum);
       }
       break;
     }

@@ -48,27 +48,34 @@ enum class ActFormat : int {
 //   int8  qs[K]       the Q8_0 quants, contiguous
 //   float d[K / 32]   block scales (the f16 scale of the block, widened)
 //   int32 sum[K / 32] sum of the block's quants (for offset corrections)
+//   float ds[K / 32]  d[b] * float(sum[b]): the min term's factor of Q4_1 /
+//                     Q5_1 weights, computed once per row instead of once
+//                     per weight panel (the same float product)
 // Row size is rounded up to 64 bytes.
 struct Q8Row32 {
   const int8_t* qs;
   const float* d;
   const int32_t* sum;
+  const float* ds;
 };
 struct MutableQ8Row32 {
   int8_t* qs;
   float* d;
   int32_t* sum;
+  float* ds;
 };
 
 inline MutableQ8Row32 q8row32(void* row, int64_t k) {
   auto* p = static_cast<unsigned char*>(row);
   return {reinterpret_cast<int8_t*>(p), reinterpret_cast<float*>(p + k),
-          reinterpret_cast<int32_t*>(p + k + 4 * (k / 32))};
+          reinterpret_cast<int32_t*>(p + k + 4 * (k / 32)),
+          reinterpret_cast<float*>(p + k + 8 * (k / 32))};
 }
 inline Q8Row32 q8row32(const void* row, int64_t k) {
   const auto* p = static_cast<const unsigned char*>(row);
   return {reinterpret_cast<const int8_t*>(p), reinterpret_cast<const float*>(p + k),
-          reinterpret_cast<const int32_t*>(p + k + 4 * (k / 32))};
+          reinterpret_cast<const int32_t*>(p + k + 4 * (k / 32)),
+          reinterpret_cast<const float*>(p + k + 8 * (k / 32))};
 }
 
 // Bytes of one converted activation row of k elements (0 for kF32).

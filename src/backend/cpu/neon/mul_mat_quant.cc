@@ -166,7 +166,7 @@ struct LegacyTile {
             if constexpr (L::kMin) {
               acc[r][c] =
                   std::fma(half_to_float(&blk.m),
-                           rows.x[c].d[b] * static_cast<float>(rows.x[c].sum[b]), acc[r][c]);
+                           rows.x[c].ds[b], acc[r][c]);
             }
           }
         }

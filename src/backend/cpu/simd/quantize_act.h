@@ -44,6 +44,7 @@ void quantize_q8_0(const float* x, void* dst, int64_t k) {
   const MutableQ8Row32 row = q8row32(dst, k);
   for (int64_t b = 0; b < k / quant::kQK; ++b, x += quant::kQK) {
     row.d[b] = S::round_f16(quantize_q8_0_block<S>(x, row.qs + b * quant::kQK, &row.sum[b]));
+    row.ds[b] = row.d[b] * static_cast<float>(row.sum[b]);
   }
 }
 
