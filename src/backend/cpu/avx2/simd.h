@@ -54,9 +54,9 @@ FOLIO_INLINE_AVX2 float hmax(__m256 v) { return reduce8<true>(v); }
 // to 0, e.g. -inf from attention masks) lanes use n = 0 and are zeroed
 // afterwards: an underflowing multiply costs a microcode assist. x is
 // clamped to [-160, 160] first, so +inf gives +inf; NaN stays NaN (max/min
-// keep the NaN operand, and NaN lanes stay live).
-FOLIO_INLINE_AVX2 __m256 exp(__m256 x) {
-  const __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(-104.0f), _CMP_NLT_UQ);
+// keep the NaN operand, and NaN lanes stay live). floor: lanes below it are 0.
+FOLIO_INLINE_AVX2 __m256 exp(__m256 x, float floor = -104.0f) {
+  const __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(floor), _CMP_NLT_UQ);
   x = _mm256_min_ps(_mm256_set1_ps(160.0f), _mm256_max_ps(_mm256_set1_ps(-160.0f), x));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -40,8 +40,10 @@ FOLIO_INLINE_AVX512 float hmax(__m512 v) {
 // computed: an underflowing vscalefps costs a microcode assist per
 // instruction. x is clamped to [-160, 160] first, so +inf gives +inf; NaN
 // stays NaN (max/min keep the NaN operand, and NaN lanes stay live).
-FOLIO_INLINE_AVX512 __m512 exp(__m512 x) {
-  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_NLT_UQ);
+// floor: lanes below it are 0 (kExpNormalFloor: every result that would be
+// subnormal, avx2/simd.h).
+FOLIO_INLINE_AVX512 __m512 exp(__m512 x, float floor = -104.0f) {
+  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(floor), _CMP_NLT_UQ);
   x = _mm512_min_ps(_mm512_set1_ps(160.0f), _mm512_max_ps(_mm512_set1_ps(-160.0f), x));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -90,9 +90,10 @@ inline constexpr bool kHasDot2x2 = requires(int32x4_t a, int8x16_t b) { D::dot2x
 
 // exp(x) with the arithmetic of avx2::exp (simd.h there): Cody-Waite split
 // of ln2, degree-7 Taylor polynomial, 2^n as two normal power-of-two
-// factors; below -104 the lane is 0, x clamped to [-160, 160], NaN stays NaN.
-FOLIO_INLINE_NEON float32x4_t exp(float32x4_t x) {
-  const uint32x4_t live = vmvnq_u32(vcltq_f32(x, vdupq_n_f32(-104.0f)));  // NaN: live
+// factors; below -104 (or floor) the lane is 0, x clamped to [-160, 160],
+// NaN stays NaN.
+FOLIO_INLINE_NEON float32x4_t exp(float32x4_t x, float floor = -104.0f) {
+  const uint32x4_t live = vmvnq_u32(vcltq_f32(x, vdupq_n_f32(floor)));  // NaN: live
   x = vminq_f32(vdupq_n_f32(160.0f), vmaxq_f32(vdupq_n_f32(-160.0f), x));
   const float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
   float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693145751953125f));

@@ -26,6 +26,11 @@
 //   fnma(a, b, c)                            c - a * b, one rounding
 //   exp(v)                                   a 2-ulp exp (same bits on every
 //                                            tier, see below)
+//   exp_normal(v)                            exp, but 0 where the result would
+//                                            be subnormal (x < kExpNormalFloor):
+//                                            for values that feed long FMA
+//                                            chains, where each subnormal
+//                                            operand costs a microcode assist
 //   hsum(v) hmax(v)                          one float from 16 lanes
 //   S::I: 16 int32 lanes, for the activation quantizers:
 //   max_abs(acc, x)                          max(acc, |x|), a NaN x keeps acc
@@ -99,6 +104,12 @@
 #pragma once
 
 #include <cstdint>
+
+namespace folio::cpu::simd {
+// exp_normal's floor: the float just above ln(FLT_MIN) = -87.3365447...,
+// so every x at or above it has a normal e^x.
+inline constexpr float kExpNormalFloor = -87.33654f;
+}  // namespace folio::cpu::simd
 
 // fp-contract=off in the region: GCC would otherwise fuse a * b + c written
 // with the operators into one FMA where its optimiser happens to see both,

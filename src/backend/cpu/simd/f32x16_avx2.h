@@ -84,6 +84,9 @@ struct Avx2 {
     return {_mm256_fnmadd_ps(a.lo, b.lo, c.lo), _mm256_fnmadd_ps(a.hi, b.hi, c.hi)};
   }
   FOLIO_SIMD_AVX2 V exp(V x) { return {avx2::exp(x.lo), avx2::exp(x.hi)}; }
+  FOLIO_SIMD_AVX2 V exp_normal(V x) {
+    return {avx2::exp(x.lo, kExpNormalFloor), avx2::exp(x.hi, kExpNormalFloor)};
+  }
 
   FOLIO_SIMD_AVX2 float hsum(V v) { return avx2::hsum(_mm256_add_ps(v.lo, v.hi)); }
   FOLIO_SIMD_AVX2 float hmax(V v) { return avx2::hmax(_mm256_max_ps(v.lo, v.hi)); }

@@ -48,6 +48,7 @@ struct Avx512 {
   FOLIO_SIMD_AVX512 V fma(V a, V b, V c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
   FOLIO_SIMD_AVX512 V fnma(V a, V b, V c) { return {_mm512_fnmadd_ps(a.v, b.v, c.v)}; }
   FOLIO_SIMD_AVX512 V exp(V x) { return {avx512::exp(x.v)}; }
+  FOLIO_SIMD_AVX512 V exp_normal(V x) { return {avx512::exp(x.v, kExpNormalFloor)}; }
 
   FOLIO_SIMD_AVX512 float hsum(V v) { return avx512::hsum(v.v); }
   FOLIO_SIMD_AVX512 float hmax(V v) { return avx512::hmax(v.v); }

@@ -108,6 +108,10 @@ struct Neon {
   FOLIO_INLINE_NEON V exp(V x) {
     return {{neon::exp(x.q[0]), neon::exp(x.q[1]), neon::exp(x.q[2]), neon::exp(x.q[3])}};
   }
+  FOLIO_INLINE_NEON V exp_normal(V x) {
+    return {{neon::exp(x.q[0], kExpNormalFloor), neon::exp(x.q[1], kExpNormalFloor),
+             neon::exp(x.q[2], kExpNormalFloor), neon::exp(x.q[3], kExpNormalFloor)}};
+  }
 
   FOLIO_INLINE_NEON float hsum(V v) {
     const float32x4_t a = vaddq_f32(vaddq_f32(v.q[0], v.q[2]), vaddq_f32(v.q[1], v.q[3]));

@@ -20,8 +20,11 @@
 //          never depends on its block, so neither on its neighbours.
 // softmax  the tile's scores in 16-lane groups aligned to the tile; lanes
 //          outside [jb, je) are replaced by selection (-inf for the max, 0
-//          for p); p = exp(x - m) by the 2-ulp vector exp, its sum in one
-//          16-lane accumulator, groups in order, then hsum.
+//          for p); p = exp(x - m) by the 2-ulp vector exp, 0 where it would
+//          be subnormal (exp_normal: a subnormal p would cost a microcode
+//          assist in each of pv's FMAs that read it, several times the
+//          whole attention's time where scores are spread wide), its sum
+//          in one 16-lane accumulator, groups in order, then hsum.
 // pv       acc * ms, then p_j v_j for j ascending, one FMA per element, in
 //          R rows x C chunks of Part::kLanes columns (at most 16 / kParts
 //          Part accumulators, 8 chunks), each V chunk converted once for all
@@ -253,7 +256,7 @@ float flash_softmax(const float* s, int jb, int je, const FlashScoreParams& p, f
   const V mv = S::set1(m);
   V lsum = S::zero();
   for (int g = g0; g <= g1; ++g) {
-    const V e = S::select(below[g], S::zero(), S::keep(S::exp(x[g] - mv), live[g]));
+    const V e = S::select(below[g], S::zero(), S::keep(S::exp_normal(x[g] - mv), live[g]));
     lsum = lsum + e;
     S::store(pr + 16 * g, e);
   }
