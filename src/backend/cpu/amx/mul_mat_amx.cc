@@ -7,8 +7,11 @@
 // operand of an int8 tile dot product (8 rows of 64 bytes: 4 values of each
 // of 16 columns), and 16 activation rows' quants of the block are the A
 // operand (16 rows of 32 bytes, read in place with the activation row
-// stride). A panel call first turns the panel's codes into signed values
-// (code - offset: nibbles unpacked, Q8_0's q + 128 back to q; Q4_1's and
+// stride). Q8_0's blocks are B tiles as stored (q + 128, unsigned: TDPBSUD,
+// C - 128 * the activation block's quant sum is then the signed dot): a call
+// of at most 16 rows reads them in place, a larger one copies them into its
+// scratch. For the other layouts a panel call first turns the panel's codes
+// into signed values (code - offset: nibbles unpacked; Q4_1's and
 // Q5_1's codes as they are; IQ4_NL's and MXFP4's nibbles through
 // kIQ4NLValues / kFP4Values by vpshufb, the signed levels) in a tile-ready scratch shared by all
 // its activation rows (a call of at most 16 rows, a single pass, unpacks
@@ -101,11 +104,16 @@ FOLIO_TARGET_AMX void unpack_panel(const uint8_t* panel, int64_t nb, uint8_t* ds
 
 // acc(i) += float(C row i) * (d_w * d_x(i)) for the `rows` rows of one group
 // [Q4_1, Q5_1: then acc(i) += m_w * (d_x(i) * sum of x(i)'s block quants)].
-template <DType P>
+// kInPlace (Q8_0's B tiles as stored): C row i is x(i) . (q + 128), so
+// 128 * x(i)'s block quant sum comes off first.
+template <DType P, bool kInPlace>
 FOLIO_INLINE_AMX void accumulate(const int32_t* c_rows, __m512 dw, __m512 mw,
                                  const Q8Row32 (&xr)[kGroup], int rows, int64_t b, float* acc) {
   for (int i = 0; i < rows; ++i) {
-    const __m512i isum = _mm512_load_si512(c_rows + 16 * i);
+    __m512i isum = _mm512_load_si512(c_rows + 16 * i);
+    if constexpr (kInPlace) {
+      isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(128 * xr[i].sum[b]));
+    }
     __m512 a = _mm512_load_ps(acc + 16 * i);
     a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(xr[i].d[b])), a);
     if constexpr (kHasMin<P>) {
@@ -135,6 +143,7 @@ struct LegacyAmxLayout {
   static constexpr int kChunkK = quant::kQK;
   static constexpr int kRingChunks = 4;
   static constexpr size_t kChunkBytes = quant::x16_block_bytes(P);
+  static constexpr bool kInPlaceB = P == DType::Q8_0_X16;
 
   FOLIO_TARGET_AMX __attribute__((always_inline)) static void unpack(const uint8_t* panel,
                                                                      int64_t nb, uint8_t* dst) {
@@ -144,7 +153,7 @@ struct LegacyAmxLayout {
   static const uint8_t* a_tile(const uint8_t* x, int64_t t) { return x + t * quant::kQK; }
   static PanelFn below() { return legacy_panel_below_amx(P); }
 
-  template <int G>
+  template <int G, bool kInPlace = false>
   struct Acc {
     alignas(64) float acc[G][kGroup * 16];
     Q8Row32 xr[G][kGroup];
@@ -178,7 +187,7 @@ struct LegacyAmxLayout {
       if constexpr (kHasMin<P>) {
         mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp + 32)));
       }
-      for (int g = 0; g < G; ++g) accumulate<P>(c[g], dw, mw, xr[g], rows, b, acc[g]);
+      for (int g = 0; g < G; ++g) accumulate<P, kInPlace>(c[g], dw, mw, xr[g], rows, b, acc[g]);
     }
   };
 };

@@ -52,6 +52,34 @@
 
 namespace folio::cpu::amx {
 
+// Optional layout flag kInPlaceB: each panel block's first bytes are its B
+// tile as stored, in unsigned bytes (kStepK == kChunkK), so a single-pass
+// call reads them in place at t * kChunkBytes with TDPBSUD instead of
+// unpacking signed bytes into the ring, and its vector side is
+// L::Acc<G, true> (which corrects for the unsigned codes).
+template <class L>
+inline constexpr bool kInPlaceB = requires { requires L::kInPlaceB; };
+
+// Where panel_groups finds step t's B tile.
+enum class BSource {
+  kScratch,  // the unpacked panel: b_tiles + t * kStepTileBytes
+  kRing,     // a single pass: chunk t / steps-per-chunk unpacked at its first step into
+             // slot chunk % kRingChunks of the ring at b_tiles
+  kInPlace,  // a single pass, kInPlaceB: the panel's bytes at t * kChunkBytes
+};
+
+// BSource::kInPlace: blocks prefetched this many steps ahead.
+inline constexpr int64_t kPrefetchSteps = 8;
+
+template <class L, int G, BSource kSrc>
+struct AccFor {
+  using type = typename L::template Acc<G>;
+};
+template <class L, int G>
+struct AccFor<L, G, BSource::kInPlace> {
+  using type = typename L::template Acc<G, true>;
+};
+
 // B tile bytes of a step and of an unpacked chunk of layout L.
 template <class L>
 inline constexpr size_t kStepTileBytes = static_cast<size_t>(L::kStepK) * 16;
@@ -60,22 +88,35 @@ inline constexpr size_t kChunkTileBytes = static_cast<size_t>(L::kChunkK) * 16;
 
 // G groups of `rows` activation rows (G <= 2; G == 2: rows == 16; on tiles
 // configured for `rows`) against one panel, in the three pipeline stages.
-// B tiles: step t at b_tiles + t * kStepTileBytes (the unpacked panel), or,
-// kRing (a call's only pass over the panel), its chunk unpacked at the
-// chunk's first step into slot chunk % kRingChunks of the ring at b_tiles.
-template <class L, int G, bool kRing>
+// B tiles: from kSrc (BSource).
+template <class L, int G, BSource kSrc>
 FOLIO_TARGET_AMX void panel_groups(int64_t k, uint8_t* b_tiles, const uint8_t* panel,
                                    const uint8_t* x, size_t xs, int rows, uint8_t* out, size_t os,
                                    __mmask16 mask) {
   constexpr int64_t kStepsPerChunk = L::kChunkK / L::kStepK;
   static_assert(kStepsPerChunk * L::kStepK == L::kChunkK);
   alignas(64) int32_t c_rows[3][G][kGroup * 16];
-  typename L::template Acc<G> acc(x, xs, rows, k);
+  typename AccFor<L, G, kSrc>::type acc(x, xs, rows, k);
   const int64_t n = k / L::kStepK;
   for (int64_t t = 0; t < n + 2; ++t) {
     if (t < n) {
       const uint8_t* b_tile = b_tiles + t * kStepTileBytes<L>;
-      if constexpr (kRing) {
+      if constexpr (kSrc == BSource::kInPlace) {
+        static_assert(L::kStepK == L::kChunkK);
+        b_tile = panel + t * L::kChunkBytes;
+        // The panel streams from memory once (decode-sized calls), and a
+        // tile load waits for its bytes. Two prefetch streams: this step's
+        // block of the next panel (panels of a call are adjacent; a
+        // prefetch never faults) into L2, so that two streams are in
+        // flight as in the decode functions' four, and the block
+        // kPrefetchSteps ahead into L1.
+        const uint8_t* next = b_tile + n * L::kChunkBytes;
+        const uint8_t* ahead = b_tile + kPrefetchSteps * L::kChunkBytes;
+        for (size_t o = 0; o < L::kChunkBytes; o += 64) {
+          _mm_prefetch(next + o, _MM_HINT_T1);
+          _mm_prefetch(ahead + o, _MM_HINT_T0);
+        }
+      } else if constexpr (kSrc == BSource::kRing) {
         const int64_t chunk = t / kStepsPerChunk, s = t % kStepsPerChunk;
         uint8_t* slot = b_tiles + (chunk % L::kRingChunks) * kChunkTileBytes<L>;
         if (s == 0) L::unpack(panel + chunk * L::kChunkBytes, 1, slot);
@@ -83,9 +124,9 @@ FOLIO_TARGET_AMX void panel_groups(int64_t k, uint8_t* b_tiles, const uint8_t* p
       }
       const uint8_t* xa = L::a_tile(x, t);
       if (t & 1) {
-        issue_2x2<G, 1>(b_tile, xa, xs);
+        issue_2x2<G, 1, kSrc == BSource::kInPlace>(b_tile, xa, xs);
       } else {
-        issue_2x2<G, 0>(b_tile, xa, xs);
+        issue_2x2<G, 0, kSrc == BSource::kInPlace>(b_tile, xa, xs);
       }
     }
     if (t >= 1 && t <= n) {
@@ -114,10 +155,14 @@ FOLIO_TARGET_AMX void packed_panel(int64_t k, const void* panel, const void* x, 
   auto* ob = reinterpret_cast<uint8_t*>(out);
   int done = 0;
   const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
-  if (nc <= kGroup) {  // one pass: the chunks unpacked as the tiles take them
-    alignas(64) uint8_t ring[L::kRingChunks * kChunkTileBytes<L>];
+  if (nc <= kGroup) {  // one pass: B in place, or the chunks unpacked as the tiles take them
     configure_tiles_2x2(L::kStepK, nc);
-    panel_groups<L, 1, true>(k, ring, p, xb, xs, nc, ob, os, mask);
+    if constexpr (kInPlaceB<L>) {
+      panel_groups<L, 1, BSource::kInPlace>(k, nullptr, p, xb, xs, nc, ob, os, mask);
+    } else {
+      alignas(64) uint8_t ring[L::kRingChunks * kChunkTileBytes<L>];
+      panel_groups<L, 1, BSource::kRing>(k, ring, p, xb, xs, nc, ob, os, mask);
+    }
     _tile_release();
     return;
   }
@@ -135,10 +180,10 @@ FOLIO_TARGET_AMX void packed_panel(int64_t k, const void* panel, const void* x, 
       const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
       uint8_t* og = ob + static_cast<size_t>(done) * os;
       if (left >= 2 * kGroup) {
-        panel_groups<L, 2, false>(k, b_tiles, p, xg, xs, kGroup, og, os, mask);
+        panel_groups<L, 2, BSource::kScratch>(k, b_tiles, p, xg, xs, kGroup, og, os, mask);
         done += 2 * kGroup;
       } else {
-        panel_groups<L, 1, false>(k, b_tiles, p, xg, xs, rows, og, os, mask);
+        panel_groups<L, 1, BSource::kScratch>(k, b_tiles, p, xg, xs, rows, og, os, mask);
         done += rows;
       }
     }

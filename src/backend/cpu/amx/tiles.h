@@ -62,37 +62,46 @@ FOLIO_TARGET_AMX inline void configure_tiles_2x2(int a_bytes, int rows = kGroup)
 // B and C tiles while step t's C tiles are stored).
 // (The tile intrinsics paste their tile numbers into the assembly text:
 // literal numbers only.)
-template <int G, int kOdd>
+// kUnsignedB: B holds unsigned bytes (TDPBSUD), else signed (TDPBSSD).
+#define FOLIO_AMX_DP(c, a, b) \
+  do {                        \
+    if constexpr (kUnsignedB) \
+      _tile_dpbsud(c, a, b);  \
+    else                      \
+      _tile_dpbssd(c, a, b);  \
+  } while (0)
+template <int G, int kOdd, bool kUnsignedB = false>
 FOLIO_TARGET_AMX __attribute__((always_inline)) inline void issue_2x2(const uint8_t* b_tile,
                                                                     const uint8_t* xa, size_t xs) {
   if constexpr (kOdd == 0) {
     _tile_loadd(2, b_tile, 64);
     _tile_loadd(0, xa, xs);
     _tile_zero(4);
-    _tile_dpbssd(4, 0, 2);
+    FOLIO_AMX_DP(4, 0, 2);
     if constexpr (G > 1) {
       _tile_loadd(1, xa + kGroup * xs, xs);
       _tile_zero(5);
-      _tile_dpbssd(5, 1, 2);
+      FOLIO_AMX_DP(5, 1, 2);
     }
   } else {
     _tile_loadd(3, b_tile, 64);
     if constexpr (G == 1) {  // A double-buffered too: tmm1 is free
       _tile_loadd(1, xa, xs);
       _tile_zero(6);
-      _tile_dpbssd(6, 1, 3);
+      FOLIO_AMX_DP(6, 1, 3);
     } else {
       _tile_loadd(0, xa, xs);
       _tile_zero(6);
-      _tile_dpbssd(6, 0, 3);
+      FOLIO_AMX_DP(6, 0, 3);
     }
     if constexpr (G > 1) {
       _tile_loadd(1, xa + kGroup * xs, xs);
       _tile_zero(7);
-      _tile_dpbssd(7, 1, 3);
+      FOLIO_AMX_DP(7, 1, 3);
     }
   }
 }
+#undef FOLIO_AMX_DP
 
 // The C tiles of an issue_2x2<G, kOdd> step to c[g] (the configured rows of
 // 16 i32).

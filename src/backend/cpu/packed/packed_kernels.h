@@ -65,6 +65,7 @@ PanelFn kquant_panel_amx(DType packed);  // nullptr: not a K-quant / IQ4_XS layo
 constexpr int amx_min_rows(DType packed) {
   switch (packed) {
     case DType::Q4_1_X16:
+    case DType::Q8_0_X16:
     case DType::MXFP4_X16:
       return 8;
     case DType::Q5_0_X16:
@@ -76,7 +77,7 @@ constexpr int amx_min_rows(DType packed) {
       return 32;
     case DType::Q4_K_X16:
       return 128;
-    default:  // Q4_0, Q8_0, Q5_K
+    default:  // Q4_0, Q5_K
       return 16;
   }
 }

@@ -102,7 +102,9 @@ Status packed_mul_mat(const Op& op, const KernelContext& ctx, const PackedSpec& 
     return resource_exhausted("mul_mat: cannot allocate {} bytes of activation scratch",
                               x_row_bytes * static_cast<size_t>(rows));
   }
-  run_range_ref(ctx, rows, parallel, [&](int64_t begin, int64_t end) {
+  // A few decode rows convert faster than the pool wakes up for them.
+  const bool parallel_rows = parallel && rows * k >= kMinParallelElements;
+  run_range_ref(ctx, rows, parallel_rows, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t i1 = r % m, i2 = (r / m) % b2, i3 = r / (m * b2);
       convert_row(spec, x.row<const float>(i1, i2, i3), scratch + r * x_row_bytes, k);

@@ -1,5 +1,5 @@
 // A scalar model of the AMX tile instructions that the amx/ panels use
-// (ldtilecfg, tileloadd, tilestored, tilezero, tdpbssd, tdpbf16ps,
+// (ldtilecfg, tileloadd, tilestored, tilezero, tdpbssd, tdpbsud, tdpbf16ps,
 // tilerelease), per thread: as the Intel SDM states them, tdpbf16ps as
 // src/backend/cpu/amx/bf16_tile_model.h measured it. tiles.h beside this file maps the
 // intrinsics onto it, so that the panels run on CPUs without AMX
@@ -70,12 +70,14 @@ inline void zero(int t) {
   std::memset(configured().data[t], 0, sizeof(tile_state.data[t]));
 }
 
-// tdpbssd: C[m][n] += sum over k, i < 4 of s8(A[m][4k + i]) * s8(B[k][4n + i]).
+// tdpbssd: C[m][n] += sum over k, i < 4 of s8(A[m][4k + i]) * s8(B[k][4n + i]);
+// tdpbsud (kUnsignedB): the same with u8(B[k][4n + i]).
+template <bool kUnsignedB = false>
 inline void dpbssd(int c, int a, int b) {
   TileState& s = configured();
   const int m_rows = s.rows[c], n_cols = s.colsb[c] / 4, k_words = s.colsb[a] / 4;
   if (s.rows[a] != m_rows || s.rows[b] != k_words || s.colsb[b] != s.colsb[c]) {
-    misuse("tdpbssd shapes do not match");
+    misuse("tdpbssd / tdpbsud shapes do not match");
   }
   for (int m = 0; m < m_rows; ++m) {
     for (int n = 0; n < n_cols; ++n) {
@@ -83,8 +85,9 @@ inline void dpbssd(int c, int a, int b) {
       std::memcpy(&acc, &s.data[c][m][4 * n], 4);
       for (int k = 0; k < k_words; ++k) {
         for (int i = 0; i < 4; ++i) {
+          const uint8_t bv = s.data[b][k][4 * n + i];
           acc += static_cast<int8_t>(s.data[a][m][4 * k + i]) *
-                 static_cast<int8_t>(s.data[b][k][4 * n + i]);
+                 (kUnsignedB ? static_cast<int32_t>(bv) : static_cast<int8_t>(bv));
         }
       }
       std::memcpy(&s.data[c][m][4 * n], &acc, 4);

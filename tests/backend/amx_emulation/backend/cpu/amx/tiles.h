@@ -13,12 +13,14 @@
 #undef _tile_stored
 #undef _tile_zero
 #undef _tile_dpbssd
+#undef _tile_dpbsud
 #undef _tile_dpbf16ps
 #define _tile_loadconfig(cfg) ::folio::cpu::amx_emulation::load_config(cfg)
 #define _tile_loadd(t, base, stride) ::folio::cpu::amx_emulation::load(t, base, stride)
 #define _tile_stored(t, base, stride) ::folio::cpu::amx_emulation::store(t, base, stride)
 #define _tile_zero(t) ::folio::cpu::amx_emulation::zero(t)
 #define _tile_dpbssd(c, a, b) ::folio::cpu::amx_emulation::dpbssd(c, a, b)
+#define _tile_dpbsud(c, a, b) ::folio::cpu::amx_emulation::dpbssd<true>(c, a, b)
 #define _tile_dpbf16ps(c, a, b) ::folio::cpu::amx_emulation::dpbf16ps(c, a, b)
 #define _tile_release() ::folio::cpu::amx_emulation::release()
 #define amx amx_emulated
