@@ -68,8 +68,24 @@ enum class BSource {
   kInPlace,  // a single pass, kInPlaceB: the panel's bytes at t * kChunkBytes
 };
 
-// BSource::kInPlace: blocks prefetched this many steps ahead.
-inline constexpr int64_t kPrefetchSteps = 8;
+// A single-pass call (kRing, kInPlace) streams its panel from memory once,
+// and a tile load or an unpack waits for its bytes. When chunk c is first
+// read: two prefetch streams, chunk c of the next panel (panels of a call
+// are adjacent; a prefetch never faults) into L2, so that two streams are
+// in flight as in the decode functions' four, and the chunk about 4 KB
+// ahead in this panel into L1.
+template <class L>
+FOLIO_TARGET_AMX __attribute__((always_inline)) inline void prefetch_chunk(const uint8_t* panel,
+                                                                         int64_t c,
+                                                                         int64_t n_chunks) {
+  constexpr int64_t kAhead = L::kChunkBytes >= 4096 ? 1 : 4096 / L::kChunkBytes;
+  const uint8_t* next = panel + (c + n_chunks) * L::kChunkBytes;
+  const uint8_t* ahead = panel + (c + kAhead) * L::kChunkBytes;
+  for (size_t o = 0; o < L::kChunkBytes; o += 64) {
+    _mm_prefetch(next + o, _MM_HINT_T1);
+    _mm_prefetch(ahead + o, _MM_HINT_T0);
+  }
+}
 
 template <class L, int G, BSource kSrc>
 struct AccFor {
@@ -104,22 +120,14 @@ FOLIO_TARGET_AMX void panel_groups(int64_t k, uint8_t* b_tiles, const uint8_t* p
       if constexpr (kSrc == BSource::kInPlace) {
         static_assert(L::kStepK == L::kChunkK);
         b_tile = panel + t * L::kChunkBytes;
-        // The panel streams from memory once (decode-sized calls), and a
-        // tile load waits for its bytes. Two prefetch streams: this step's
-        // block of the next panel (panels of a call are adjacent; a
-        // prefetch never faults) into L2, so that two streams are in
-        // flight as in the decode functions' four, and the block
-        // kPrefetchSteps ahead into L1.
-        const uint8_t* next = b_tile + n * L::kChunkBytes;
-        const uint8_t* ahead = b_tile + kPrefetchSteps * L::kChunkBytes;
-        for (size_t o = 0; o < L::kChunkBytes; o += 64) {
-          _mm_prefetch(next + o, _MM_HINT_T1);
-          _mm_prefetch(ahead + o, _MM_HINT_T0);
-        }
+        prefetch_chunk<L>(panel, t, n);
       } else if constexpr (kSrc == BSource::kRing) {
         const int64_t chunk = t / kStepsPerChunk, s = t % kStepsPerChunk;
         uint8_t* slot = b_tiles + (chunk % L::kRingChunks) * kChunkTileBytes<L>;
-        if (s == 0) L::unpack(panel + chunk * L::kChunkBytes, 1, slot);
+        if (s == 0) {
+          prefetch_chunk<L>(panel, chunk, n / kStepsPerChunk);
+          L::unpack(panel + chunk * L::kChunkBytes, 1, slot);
+        }
         b_tile = slot + s * kStepTileBytes<L>;
       }
       const uint8_t* xa = L::a_tile(x, t);
