@@ -134,7 +134,10 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
   auto emit = [&](const std::string& text) {
     if (!text.empty() && !cancelled && !on_text(text)) cancelled = true;
   };
+  // The token sampled in the loop's last pass (-1: it ended before sampling).
+  int32_t sampled = -1;
   for (;;) {
+    sampled = -1;
     if (options.n_predict >= 0 && stats.n_generated >= options.n_predict) {
       stats.stop = StopReason::kLength;
       break;
@@ -147,6 +150,7 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
     FOLIO_ASSIGN_OR_RETURN(SampledToken st,
                            sampler.sample(std::span<const float>(lp, static_cast<size_t>(n_vocab)), workspace_));
     const int32_t id = st.token;
+    sampled = id;
     if (!options.ignore_eos && tok_.vocab().is_eog(id)) {
       stats.stop = StopReason::kEndOfGeneration;
       break;
@@ -222,7 +226,13 @@ Result<GenerateStats> Generator::generate(std::span<const int32_t> prompt,
       }
     }
   }
-  if (n_draft > 0) stats.spec.record(static_cast<int>(n_draft), static_cast<int>(row));
+  // A verification the run ended in: the token sampled last confirms its
+  // draft too when they are equal (an end-of-generation token, the token
+  // that completed a stop string), as the scheduler counts it.
+  if (n_draft > 0) {
+    const bool confirmed = sampled >= 0 && row < n_draft && sampled == draft_[static_cast<size_t>(row)];
+    stats.spec.record(static_cast<int>(n_draft), static_cast<int>(row + (confirmed ? 1 : 0)));
+  }
   if (stats.stop != StopReason::kStopString) {
     bool stopped = false;
     emit(text.finish(&stopped));

@@ -122,6 +122,82 @@ TEST_P(GeneratorSpecTest, OutputEqualsUnspeculated) {
   EXPECT_GT(accepted, 0u) << GetParam();
 }
 
+// Drafts the run's known output from wherever the request's tokens end.
+class KnownOutputProposer final : public StatelessProposer {
+ public:
+  explicit KnownOutputProposer(std::vector<int32_t> all) : all_(std::move(all)) {}
+  void propose_one(std::span<const int32_t> tokens, int max_draft,
+                   std::vector<int32_t>& out) const override {
+    out.clear();
+    for (size_t i = tokens.size(); i < all_.size() && static_cast<int>(out.size()) < max_draft; ++i) {
+      out.push_back(all_[i]);
+    }
+  }
+
+ private:
+  std::vector<int32_t> all_;  // prompt + the run's output
+};
+
+class GeneratorSpecCounts : public SchedulerFixture {
+ protected:
+  void SetUp() override { load("tiny-llama-f32.gguf"); }
+};
+
+// The run ends inside a verification, on a stop string that the sampled
+// token completes, and that token is the draft it verifies: it counts as
+// accepted, as the scheduler counts it (the same holds for an
+// end-of-generation token, which the tiny model does not sample).
+TEST_F(GeneratorSpecCounts, TheLastSampledTokenConfirmsItsDraft) {
+  const auto prompt = tokenize("Once upon a time");
+  SamplingParams params = greedy_;
+  params.max_tokens = 12;
+  auto ref_cache = spec_test_cache(*model_, cache::KvStorage::kPaged, 1, 33, 0, 1);
+  ASSERT_NE(ref_cache, nullptr);
+  Generator ref(*model_, *tok_, *solo_ctx_, *ref_cache);
+  // The text of the first n output tokens, as the run streams it.
+  auto text_of = [&](int n) {
+    GenerateOptions plain;
+    plain.n_predict = n;
+    std::string text;
+    auto r = ref.generate(prompt, params, plain, [&](std::string_view s) {
+      text += s;
+      return true;
+    });
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return std::make_pair(text, r.ok() ? r->tokens : std::vector<int32_t>{});
+  };
+  const auto [text12, out12] = text_of(12);
+  ASSERT_EQ(out12.size(), 12u);
+  // Stop when the text of the first five output tokens is complete: the
+  // fifth token (index 4) is the fourth draft of the first verification
+  // (the first token comes from the prompt's logits, drafts 1..5 follow).
+  const std::string stop = text_of(5).first;
+  ASSERT_NE(stop, text_of(4).first) << "the fifth token adds no text";
+  ASSERT_EQ(text12.find(stop), 0u);
+  const std::vector<int32_t> first5(out12.begin(), out12.begin() + 5);
+  params.stop = {stop};
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), out12.begin(), out12.end());
+  GenerateOptions go;
+  go.n_predict = -1;
+  go.spec.type = SpecType::kNgram;  // any enabled type: `make` replaces the proposer
+  go.spec.draft_max = kDraftMax;
+  go.spec.min_accept = 0.0;
+  go.spec.make = [all]() -> std::unique_ptr<DraftProposer> {
+    return std::make_unique<KnownOutputProposer>(all);
+  };
+  auto cache = spec_test_cache(*model_, cache::KvStorage::kPaged, 1, 33, kDraftMax, 1);
+  ASSERT_NE(cache, nullptr);
+  Generator gen(*model_, *tok_, *solo_ctx_, *cache);
+  auto got = gen.generate(prompt, params, go, [](std::string_view) { return true; });
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->stop, StopReason::kStopString);
+  EXPECT_EQ(got->tokens, first5);
+  EXPECT_EQ(got->spec.drafts, 1u);
+  EXPECT_EQ(got->spec.draft_tokens, static_cast<uint64_t>(kDraftMax));
+  EXPECT_EQ(got->spec.accepted_tokens, 4u);  // drafts of tokens 1..4, the last one sampled
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Models, GeneratorSpecTest,
     ::testing::Values("tiny-llama-f32.gguf", kRefModels + "tiny-qwen3moe-f32.gguf",
