@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/thread_pool.h"
 #include "core/fp16.h"
 
 namespace folio {
@@ -37,16 +38,23 @@ TEST(SetRows, ScattersAndConverts) {
   }
 }
 
+// On the reference and on the machine's best tier (a SIMD kernel where
+// the CPU has one), alone and with threads.
 TEST(SetRows, BadSlotIsAnErrorAndWritesNothing) {
-  SetRowsFixture f({1, 5}, 5);
-  CpuBackend cpu;
-  Status s = cpu.run(f.op);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
-  EXPECT_NE(s.message().find("slot 5"), std::string::npos);
-  for (uint16_t v : f.table) EXPECT_EQ(v, 0x7777);
-  SetRowsFixture neg({-1}, 5);
-  EXPECT_FALSE(cpu.run(neg.op).ok());
+  ThreadPool pool(2);
+  for (const CpuBackendOptions& o :
+       {CpuBackendOptions{Isa::kAmx, true, nullptr}, CpuBackendOptions{Isa::kAmx, false, nullptr},
+        CpuBackendOptions{Isa::kAmx, false, &pool}}) {
+    CpuBackend cpu(o);
+    SetRowsFixture f({1, 5}, 5);
+    Status s = cpu.run(f.op);
+    ASSERT_FALSE(s.ok()) << cpu.name();
+    EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+    EXPECT_NE(s.message().find("slot 5"), std::string::npos);
+    for (uint16_t v : f.table) EXPECT_EQ(v, 0x7777);
+    SetRowsFixture neg({-1}, 5);
+    EXPECT_FALSE(cpu.run(neg.op).ok()) << cpu.name();
+  }
 }
 
 }  // namespace

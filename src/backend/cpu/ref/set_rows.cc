@@ -9,6 +9,7 @@
 // table untouched.
 #include <cstring>
 
+#include "backend/cpu/drivers/set_rows_slots.h"
 #include "backend/cpu/kernel.h"
 #include "quant/quant.h"
 
@@ -22,23 +23,13 @@ Status set_rows_ref(const Op& op, const KernelContext& ctx) {
   const TensorView& slots = op.src[1];
   const TensorView& table = op.dst;
   const int64_t n = slots.nelements();
-  const int64_t n_slots = table.ne[1];
-  auto slot_at = [&](int64_t i) {
-    // slots may be any shape holding n values; read them flat (contiguous rows).
-    return *slots.at<const int32_t>(i % slots.ne[0], i / slots.ne[0]);
-  };
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t s = slot_at(i);
-    if (s < 0 || s >= n_slots) {
-      return out_of_range("{}: slot {} of row {} outside [0, {})", op.describe(), s, i, n_slots);
-    }
-  }
+  FOLIO_RETURN_IF_ERROR(cpu::check_set_rows_slots(op));
   const int64_t n_cols = rows.ne[0];
   for (int64_t i = 0; i < n; ++i) {
     const int64_t i1 = i % rows.ne[1], i2 = (i / rows.ne[1]) % rows.ne[2],
                   i3 = i / (rows.ne[1] * rows.ne[2]);
     const float* src = rows.row<const float>(i1, i2, i3);
-    void* dst = table.row<void>(slot_at(i));
+    void* dst = table.row<void>(cpu::set_rows_slot(slots, i));
     if (table.dtype == DType::F32) {
       std::memcpy(dst, src, static_cast<size_t>(n_cols) * sizeof(float));
     } else {

@@ -10,8 +10,8 @@
 //   src1  slots I32, n values read flat
 //   dst   table [n_cols, n_slots]
 //
-// Every slot is checked before anything is written, so a bad slot leaves
-// the table untouched. Threads: slot s belongs to thread s % n_threads,
+// Slots: drivers/set_rows_slots.h (all checked before anything is
+// written). Threads: slot s belongs to thread s % n_threads,
 // which writes the rows of its slots in row order, so where slots repeat
 // the last row wins as in the reference, whatever the thread count.
 #pragma once
@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "backend/cpu/drivers/parallel.h"
+#include "backend/cpu/drivers/set_rows_slots.h"
 #include "backend/cpu/simd/kernels.h"
 #include "backend/cpu/simd/quantize_act.h"
 #include "core/fp16.h"
@@ -53,23 +54,14 @@ Status set_rows(const Op& op, const KernelContext& ctx) {
   const TensorView& slots = op.src[1];
   const TensorView& table = op.dst;
   const int64_t n = slots.nelements();
-  const int64_t n_slots = table.ne[1];
-  auto slot_at = [&](int64_t i) {
-    return *slots.at<const int32_t>(i % slots.ne[0], i / slots.ne[0]);
-  };
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t s = slot_at(i);
-    if (s < 0 || s >= n_slots) {
-      return out_of_range("{}: slot {} of row {} outside [0, {})", op.describe(), s, i, n_slots);
-    }
-  }
+  FOLIO_RETURN_IF_ERROR(check_set_rows_slots(op));
   const int64_t n_cols = rows.ne[0];
   const int n_threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
   const bool parallel = n > 1 && n * n_cols >= kMinParallelElements;
   const int64_t parts = parallel ? n_threads : 1;
   run_range(ctx, parts, parallel, [&](int64_t b, int64_t e) {
     for (int64_t i = 0; i < n; ++i) {
-      const int32_t s = slot_at(i);
+      const int32_t s = set_rows_slot(slots, i);
       const int64_t owner = s % parts;
       if (owner < b || owner >= e) continue;
       const int64_t i1 = i % rows.ne[1], i2 = (i / rows.ne[1]) % rows.ne[2],
