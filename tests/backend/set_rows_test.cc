@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "core/thread_pool.h"
 #include "core/fp16.h"
+#include "core/thread_pool.h"
 
 namespace folio {
 namespace set_rows_test {

@@ -129,7 +129,8 @@ class KnownOutputProposer final : public StatelessProposer {
   void propose_one(std::span<const int32_t> tokens, int max_draft,
                    std::vector<int32_t>& out) const override {
     out.clear();
-    for (size_t i = tokens.size(); i < all_.size() && static_cast<int>(out.size()) < max_draft; ++i) {
+    for (size_t i = tokens.size(); i < all_.size() && static_cast<int>(out.size()) < max_draft;
+         ++i) {
       out.push_back(all_[i]);
     }
   }

@@ -12,7 +12,9 @@
 //
 // Rows: a call of at most 16 rows (a single pass) unpacks each chunk just
 // before its first step's tile product, into a ring of L::kRingChunks
-// chunks that stays in L1. Larger calls unpack the whole panel once into
+// chunks that stays in L1, or, for a layout with kInPlaceB, reads the
+// stored blocks as B tiles in place; either way it prefetches the panel
+// ahead (prefetch_chunk). Larger calls unpack the whole panel once into
 // per-thread scratch (16 x K bytes) shared by all their activation rows,
 // then run groups of 16 (two per pass) and one group of the 1..15 rows
 // left, on A and C tiles configured with that many rows (ldtilecfg again
@@ -41,6 +43,7 @@
 //                                      t, c_rows, x, xs) with step t's C tiles
 //                                      (c_rows[g]: rows x 16 i32); acc[g]:
 //                                      rows x 16 results, 64-byte aligned.
+//   kInPlaceB, Acc<G, true>            optional (below)
 #pragma once
 
 #include <cstddef>
@@ -73,17 +76,20 @@ enum class BSource {
 // read: two prefetch streams, chunk c of the next panel (panels of a call
 // are adjacent; a prefetch never faults) into L2, so that two streams are
 // in flight as in the decode functions' four, and the chunk about 4 KB
-// ahead in this panel into L1.
+// ahead in this panel into L1. (The addresses may lie past the
+// allocation: they are formed as integers, never as pointers into it.)
 template <class L>
 FOLIO_TARGET_AMX __attribute__((always_inline)) inline void prefetch_chunk(const uint8_t* panel,
-                                                                         int64_t c,
-                                                                         int64_t n_chunks) {
-  constexpr int64_t kAhead = L::kChunkBytes >= 4096 ? 1 : 4096 / L::kChunkBytes;
-  const uint8_t* next = panel + (c + n_chunks) * L::kChunkBytes;
-  const uint8_t* ahead = panel + (c + kAhead) * L::kChunkBytes;
-  for (size_t o = 0; o < L::kChunkBytes; o += 64) {
-    _mm_prefetch(next + o, _MM_HINT_T1);
-    _mm_prefetch(ahead + o, _MM_HINT_T0);
+                                                                           int64_t c,
+                                                                           int64_t n_chunks) {
+  constexpr uintptr_t kAhead = L::kChunkBytes >= 4096 ? 1 : 4096 / L::kChunkBytes;
+  const uintptr_t base =
+      reinterpret_cast<uintptr_t>(panel) + static_cast<uintptr_t>(c) * L::kChunkBytes;
+  const uintptr_t next = base + static_cast<uintptr_t>(n_chunks) * L::kChunkBytes;
+  const uintptr_t ahead = base + kAhead * L::kChunkBytes;
+  for (uintptr_t o = 0; o < L::kChunkBytes; o += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
   }
 }
 
@@ -116,12 +122,14 @@ FOLIO_TARGET_AMX void panel_groups(int64_t k, uint8_t* b_tiles, const uint8_t* p
   const int64_t n = k / L::kStepK;
   for (int64_t t = 0; t < n + 2; ++t) {
     if (t < n) {
-      const uint8_t* b_tile = b_tiles + t * kStepTileBytes<L>;
-      if constexpr (kSrc == BSource::kInPlace) {
+      const uint8_t* b_tile;
+      if constexpr (kSrc == BSource::kScratch) {
+        b_tile = b_tiles + t * kStepTileBytes<L>;
+      } else if constexpr (kSrc == BSource::kInPlace) {
         static_assert(L::kStepK == L::kChunkK);
         b_tile = panel + t * L::kChunkBytes;
         prefetch_chunk<L>(panel, t, n);
-      } else if constexpr (kSrc == BSource::kRing) {
+      } else {
         const int64_t chunk = t / kStepsPerChunk, s = t % kStepsPerChunk;
         uint8_t* slot = b_tiles + (chunk % L::kRingChunks) * kChunkTileBytes<L>;
         if (s == 0) {

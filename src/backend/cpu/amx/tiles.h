@@ -72,7 +72,8 @@ FOLIO_TARGET_AMX inline void configure_tiles_2x2(int a_bytes, int rows = kGroup)
   } while (0)
 template <int G, int kOdd, bool kUnsignedB = false>
 FOLIO_TARGET_AMX __attribute__((always_inline)) inline void issue_2x2(const uint8_t* b_tile,
-                                                                    const uint8_t* xa, size_t xs) {
+                                                                      const uint8_t* xa,
+                                                                      size_t xs) {
   if constexpr (kOdd == 0) {
     _tile_loadd(2, b_tile, 64);
     _tile_loadd(0, xa, xs);
