@@ -296,12 +296,10 @@ void add_attention_cases(CaseList& cases) {
   }
   {  // Scores spread over ~100: many e^(x - m) in the subnormal range, which
      // the SIMD tiers flush to 0 (simd/flash_attn.h), prefill and decode.
-    AttnSpec s = prefill(128, 2, DType::F16);
-    s.scale = 40.0f, s.what = "scores spread wide";
-    specs.push_back(s);
-    s = decode(128, 4, DType::F32);
-    s.scale = 40.0f, s.what = "scores spread wide";
-    specs.push_back(s);
+    for (AttnSpec s : {prefill(128, 2, DType::F16), decode(128, 4, DType::F32)}) {
+      s.scale = 40.0f, s.what = "scores spread wide";
+      specs.push_back(s);
+    }
   }
   {  // Sinks.
     AttnSpec s = decode(64, 2, DType::F16);
