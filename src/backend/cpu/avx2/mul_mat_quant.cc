@@ -104,8 +104,7 @@ FOLIO_TARGET_AVX2 void legacy_tile(int64_t k, const void* w, size_t w_stride, co
         xoff[c] = _mm256_maddubs_epi16(_mm256_set1_epi8(L::kOffset), xq[c]);
       }
       if constexpr (L::kMin) {
-        xm[c] = _mm256_zextps128_ps256(
-            _mm_set_ss(rows.x[c].ds[b]));
+        xm[c] = _mm256_zextps128_ps256(_mm_set_ss(rows.x[c].ds[b]));
       }
     }
     for (int r = 0; r < R; ++r) {

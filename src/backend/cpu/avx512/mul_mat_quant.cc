@@ -161,10 +161,10 @@ FOLIO_INLINE_AVX512 void legacy_step(const QuantTileRows<unsigned char, Q8Row32,
           zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(static_cast<char>(kOffset)), xq[c]));
     }
     if constexpr (L::kMin) {
-      const __m128i s2 = kPair
-                             ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows.x[c].sum + b))
-                             : _mm_cvtsi32_si128(rows.x[c].sum[b]);
-      xm[c] = _mm512_maskz_mov_ps(0x0101, spread_pair(_mm_mul_ps(d2, _mm_cvtepi32_ps(s2))));
+      const __m128 ds2 =
+          kPair ? _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(rows.x[c].ds + b)))
+                : _mm_load_ss(rows.x[c].ds + b);
+      xm[c] = _mm512_maskz_mov_ps(0x0101, spread_pair(ds2));
     }
   }
   for (int r = 0; r < R; ++r) {

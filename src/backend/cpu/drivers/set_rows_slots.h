@@ -1,8 +1,8 @@
-// The slot mapping of a set_rows op (kSetRows), shared by the reference
-// (ref/set_rows.cc) and the SIMD tiers (simd/set_rows.h): src1 holds one
-// I32 slot per row, read flat (any shape of contiguous rows), and every
-// slot is checked before anything is written, so a bad slot leaves the
-// table untouched.
+// The rows and slots of a set_rows op (kSetRows), shared by the reference
+// (ref/set_rows.cc) and the SIMD tiers (simd/set_rows.h): src0 holds the
+// rows [n_cols, ne1, ne2, ne3], src1 one I32 slot per row, read flat (any
+// shape of contiguous rows), and every slot is checked before anything is
+// written, so a bad slot leaves the table untouched.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,13 @@
 #include "core/status.h"
 
 namespace folio::cpu {
+
+// Row i of the op's src0.
+inline const float* set_rows_row(const TensorView& rows, int64_t i) {
+  const int64_t i1 = i % rows.ne[1], i2 = (i / rows.ne[1]) % rows.ne[2],
+                i3 = i / (rows.ne[1] * rows.ne[2]);
+  return rows.row<const float>(i1, i2, i3);
+}
 
 // Slot i of the op's src1.
 inline int32_t set_rows_slot(const TensorView& slots, int64_t i) {

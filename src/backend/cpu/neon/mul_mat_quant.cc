@@ -164,9 +164,7 @@ struct LegacyTile {
             const int32_t isum = isums[r][c];
             acc[r][c] = std::fma(static_cast<float>(isum), dw * rows.x[c].d[b], acc[r][c]);
             if constexpr (L::kMin) {
-              acc[r][c] =
-                  std::fma(half_to_float(&blk.m),
-                           rows.x[c].ds[b], acc[r][c]);
+              acc[r][c] = std::fma(half_to_float(&blk.m), rows.x[c].ds[b], acc[r][c]);
             }
           }
         }

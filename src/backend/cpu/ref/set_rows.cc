@@ -26,9 +26,7 @@ Status set_rows_ref(const Op& op, const KernelContext& ctx) {
   FOLIO_RETURN_IF_ERROR(cpu::check_set_rows_slots(op));
   const int64_t n_cols = rows.ne[0];
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t i1 = i % rows.ne[1], i2 = (i / rows.ne[1]) % rows.ne[2],
-                  i3 = i / (rows.ne[1] * rows.ne[2]);
-    const float* src = rows.row<const float>(i1, i2, i3);
+    const float* src = cpu::set_rows_row(rows, i);
     void* dst = table.row<void>(cpu::set_rows_slot(slots, i));
     if (table.dtype == DType::F32) {
       std::memcpy(dst, src, static_cast<size_t>(n_cols) * sizeof(float));

@@ -24,7 +24,7 @@
 namespace folio::cpu::simd {
 
 // One Q8_0 block of 32 values at x: quants to qs, the scale d (before its
-// f16 rounding) returned, the quants' sum to *sum.
+// f16 rounding) returned, the quants' sum to *sum where sum is not null.
 template <class S>
 __attribute__((always_inline)) inline float quantize_q8_0_block(const float* x, int8_t* qs,
                                                                 int32_t* sum) {
@@ -35,7 +35,7 @@ __attribute__((always_inline)) inline float quantize_q8_0_block(const float* x, 
   const typename S::I q0 = S::round_away_i8(v0 * idv), q1 = S::round_away_i8(v1 * idv);
   S::store_i8(qs, q0);
   S::store_i8(qs + 16, q1);
-  *sum = S::hsum(S::add(q0, q1));
+  if (sum != nullptr) *sum = S::hsum(S::add(q0, q1));
   return d;
 }
 

@@ -42,8 +42,7 @@ inline void set_row(DType t, const float* src, void* dst, int64_t n) {
   } else {  // Q8_0
     auto* blk = static_cast<quant::BlockQ8_0*>(dst);
     for (int64_t b = 0; b < n / quant::kQK; ++b) {
-      int32_t sum;
-      blk[b].d = f32_to_f16(quantize_q8_0_block<S>(src + b * quant::kQK, blk[b].qs, &sum));
+      blk[b].d = f32_to_f16(quantize_q8_0_block<S>(src + b * quant::kQK, blk[b].qs, nullptr));
     }
   }
 }
@@ -64,9 +63,7 @@ Status set_rows(const Op& op, const KernelContext& ctx) {
       const int32_t s = set_rows_slot(slots, i);
       const int64_t owner = s % parts;
       if (owner < b || owner >= e) continue;
-      const int64_t i1 = i % rows.ne[1], i2 = (i / rows.ne[1]) % rows.ne[2],
-                    i3 = i / (rows.ne[1] * rows.ne[2]);
-      set_row<S>(table.dtype, rows.row<const float>(i1, i2, i3), table.row<void>(s), n_cols);
+      set_row<S>(table.dtype, set_rows_row(rows, i), table.row<void>(s), n_cols);
     }
   });
   return Status();
