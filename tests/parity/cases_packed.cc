@@ -260,6 +260,10 @@ void add_packed_cases(CaseList& cases, bool perf) {
       for (int64_t m : {1, 2, 4, 8, 12, 16, 32, 64, 128, 512}) add_perf(cases, src, k, 1024, m);
     }
   }
+  // SmolLM2 135M's prefill products (Q4_1: attention 576 -> 576 / 192, ffn
+  // 576 -> 1536, 1536 -> 576), short K where each panel call is short.
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{576, 576}, {576, 192}, {576, 1536}, {1536, 576}})
+    add_perf(cases, DType::Q4_1, k, n, 512);
   // Float weights: a 0.6B model's FFN product in prefill and in a decode
   // step of 8 sequences, and decode over 64 MiB (past the last-level cache:
   // the memory stream).

@@ -16,7 +16,8 @@
 // kIQ4NLValues / kFP4Values by vpshufb, the signed levels) in a tile-ready scratch shared by all
 // its activation rows (a call of at most 16 rows, a single pass, unpacks
 // each block just before its tile products instead, into a 4-block ring
-// that stays in L1); then, per block, one B tile meets up to 2 groups of 16 activation rows:
+// that stays in L1); then, per block, one B tile meets up to 2 groups of 16 activation rows
+// (a full group runs alone, its accumulators in registers: Rows16):
 //   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group
 // C_g holds exactly the integer block dots of the AVX-512 panels
 // (avx512/packed_legacy.cc); it goes to memory and each of its rows takes
@@ -153,6 +154,24 @@ struct LegacyAmxLayout {
   static const uint8_t* a_tile(const uint8_t* x, int64_t t) { return x + t * quant::kQK; }
   static PanelFn below() { return legacy_panel_below_amx(P); }
 
+  // Block b's 16 weight scales d_w and (kHasMin) mins m_w, widened.
+  FOLIO_TARGET_AMX __attribute__((always_inline)) static __m512 weight_scale(const uint8_t* panel,
+                                                                             int64_t b) {
+    const uint8_t* sp = panel + quant::x16_code_bytes(P) + b * kChunkBytes;
+    if constexpr (P == DType::MXFP4_X16) {
+      return _mm512_i32gather_ps(
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp))),
+          quant::kE8M0Half.data(), 4);
+    } else {
+      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp)));
+    }
+  }
+  FOLIO_TARGET_AMX __attribute__((always_inline)) static __m512 weight_min(const uint8_t* panel,
+                                                                           int64_t b) {
+    const uint8_t* sp = panel + quant::x16_code_bytes(P) + b * kChunkBytes;
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp + 32)));
+  }
+
   template <int G, bool kInPlace = false>
   struct Acc {
     alignas(64) float acc[G][kGroup * 16];
@@ -174,20 +193,53 @@ struct LegacyAmxLayout {
     FOLIO_TARGET_AMX __attribute__((always_inline)) void step(const uint8_t* panel, int64_t b,
                                                               int32_t (*c)[kGroup * 16],
                                                               const uint8_t*, size_t) {
-      const uint8_t* sp = panel + quant::x16_code_bytes(P) + b * kChunkBytes;
-      __m512 dw;
-      if constexpr (P == DType::MXFP4_X16) {
-        dw = _mm512_i32gather_ps(
-            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp))),
-            quant::kE8M0Half.data(), 4);
-      } else {
-        dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp)));
-      }
+      const __m512 dw = weight_scale(panel, b);
       __m512 mw = _mm512_setzero_ps();
-      if constexpr (kHasMin<P>) {
-        mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sp + 32)));
-      }
+      if constexpr (kHasMin<P>) mw = weight_min(panel, b);
       for (int g = 0; g < G; ++g) accumulate<P, kInPlace>(c[g], dw, mw, xr[g], rows, b, acc[g]);
+    }
+  };
+
+  // amx/panel_driver.h's register form of Acc<1, kInPlace> for 16 rows:
+  // accumulate's operations, r[i] in place of acc + 16 i.
+  template <bool kInPlace>
+  struct Rows16 {
+    const uint8_t* d0;  // row 0's block scales (Q8Row32: d, then sum, then ds)
+    size_t xs;
+    int64_t nb;
+
+    FOLIO_TARGET_AMX __attribute__((always_inline))
+    Rows16(const uint8_t* x, size_t row_stride, int64_t k)
+        : d0(reinterpret_cast<const uint8_t*>(q8row32(x, k).d)),
+          xs(row_stride),
+          nb(k / quant::kQK) {}
+
+    FOLIO_TARGET_AMX __attribute__((always_inline)) void step(const uint8_t* panel, int64_t b,
+                                                              const int32_t* c,
+                                                              __m512 (&r)[kGroup]) const {
+      const __m512 dw = weight_scale(panel, b);
+      __m512 mw = _mm512_setzero_ps();
+      if constexpr (kHasMin<P>) mw = weight_min(panel, b);
+      // Row i's scales at d0 + i * xs: the stride is hidden from the
+      // compiler so that it forms these addresses per step instead of
+      // keeping 16 row pointers live (more than the registers it has).
+      size_t stride = xs;
+      __asm__("" : "+r"(stride));
+      const uint8_t* db = d0 + 4 * b;
+#pragma GCC unroll 16
+      for (int i = 0; i < kGroup; ++i) {
+        const uint8_t* di = db + i * stride;
+        float dx, ds;
+        int32_t sum;
+        std::memcpy(&dx, di, 4);
+        std::memcpy(&sum, di + 4 * nb, 4);
+        std::memcpy(&ds, di + 8 * nb, 4);
+        __m512i isum = _mm512_load_si512(c + 16 * i);
+        if constexpr (kInPlace) isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(128 * sum));
+        r[i] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), r[i]);
+        if constexpr (kHasMin<P>) r[i] = _mm512_fmadd_ps(mw, _mm512_set1_ps(ds), r[i]);
+      }
     }
   };
 };

@@ -18,7 +18,11 @@
 // per-thread scratch (16 x K bytes) shared by all their activation rows,
 // then run groups of 16 (two per pass) and one group of the 1..15 rows
 // left, on A and C tiles configured with that many rows (ldtilecfg again
-// when the row count changes). Without scratch memory the rows left go to
+// when the row count changes). A layout with a register form of its vector
+// side (Rows16, below) runs each full group of 16 alone instead, its 16
+// accumulators in registers: the float step of a 32-element block is
+// about as long as its tile work, and accumulators in memory add a load
+// and a store per row and block to it. Without scratch memory the rows left go to
 // the panel of the tier below (L::below()).
 //
 // Pipeline: the B and C tiles are double-buffered (even and odd steps), so
@@ -108,6 +112,30 @@ inline constexpr size_t kStepTileBytes = static_cast<size_t>(L::kStepK) * 16;
 template <class L>
 inline constexpr size_t kChunkTileBytes = static_cast<size_t>(L::kChunkK) * 16;
 
+// Step t's B tile (of n steps) from kSrc (BSource), unpacking or
+// prefetching the panel as that source needs.
+template <class L, BSource kSrc>
+FOLIO_TARGET_AMX __attribute__((always_inline)) inline const uint8_t* b_tile_of(
+    int64_t t, int64_t n, uint8_t* b_tiles, const uint8_t* panel) {
+  constexpr int64_t kStepsPerChunk = L::kChunkK / L::kStepK;
+  static_assert(kStepsPerChunk * L::kStepK == L::kChunkK);
+  if constexpr (kSrc == BSource::kScratch) {
+    return b_tiles + t * kStepTileBytes<L>;
+  } else if constexpr (kSrc == BSource::kInPlace) {
+    static_assert(L::kStepK == L::kChunkK);
+    prefetch_chunk<L>(panel, t, n);
+    return panel + t * L::kChunkBytes;
+  } else {
+    const int64_t chunk = t / kStepsPerChunk, s = t % kStepsPerChunk;
+    uint8_t* slot = b_tiles + (chunk % L::kRingChunks) * kChunkTileBytes<L>;
+    if (s == 0) {
+      prefetch_chunk<L>(panel, chunk, n / kStepsPerChunk);
+      L::unpack(panel + chunk * L::kChunkBytes, 1, slot);
+    }
+    return slot + s * kStepTileBytes<L>;
+  }
+}
+
 // G groups of `rows` activation rows (G <= 2; G == 2: rows == 16; on tiles
 // configured for `rows`) against one panel, in the three pipeline stages.
 // B tiles: from kSrc (BSource).
@@ -115,29 +143,12 @@ template <class L, int G, BSource kSrc>
 FOLIO_TARGET_AMX void panel_groups(int64_t k, uint8_t* b_tiles, const uint8_t* panel,
                                    const uint8_t* x, size_t xs, int rows, uint8_t* out, size_t os,
                                    __mmask16 mask) {
-  constexpr int64_t kStepsPerChunk = L::kChunkK / L::kStepK;
-  static_assert(kStepsPerChunk * L::kStepK == L::kChunkK);
   alignas(64) int32_t c_rows[3][G][kGroup * 16];
   typename AccFor<L, G, kSrc>::type acc(x, xs, rows, k);
   const int64_t n = k / L::kStepK;
   for (int64_t t = 0; t < n + 2; ++t) {
     if (t < n) {
-      const uint8_t* b_tile;
-      if constexpr (kSrc == BSource::kScratch) {
-        b_tile = b_tiles + t * kStepTileBytes<L>;
-      } else if constexpr (kSrc == BSource::kInPlace) {
-        static_assert(L::kStepK == L::kChunkK);
-        b_tile = panel + t * L::kChunkBytes;
-        prefetch_chunk<L>(panel, t, n);
-      } else {
-        const int64_t chunk = t / kStepsPerChunk, s = t % kStepsPerChunk;
-        uint8_t* slot = b_tiles + (chunk % L::kRingChunks) * kChunkTileBytes<L>;
-        if (s == 0) {
-          prefetch_chunk<L>(panel, chunk, n / kStepsPerChunk);
-          L::unpack(panel + chunk * L::kChunkBytes, 1, slot);
-        }
-        b_tile = slot + s * kStepTileBytes<L>;
-      }
+      const uint8_t* b_tile = b_tile_of<L, kSrc>(t, n, b_tiles, panel);
       const uint8_t* xa = L::a_tile(x, t);
       if (t & 1) {
         issue_2x2<G, 1, kSrc == BSource::kInPlace>(b_tile, xa, xs);
@@ -161,6 +172,53 @@ FOLIO_TARGET_AMX void panel_groups(int64_t k, uint8_t* b_tiles, const uint8_t* p
   }
 }
 
+// Optional layout member Rows16<kInPlace>: the vector side of one full
+// group (16 rows) with its 16 accumulators (one per row, 16 results each)
+// in registers instead of memory, which the G-group Acc keeps in memory:
+//   Rows16(x, xs, k); step(panel, t, c, r) adds step t's C tile c (16 x 16
+//   i32) into r[16]: the same operations in the same order as Acc<1>.
+template <class L>
+inline constexpr bool kHasRows16 = requires {
+  typename L::template Rows16<false>;
+};
+
+// One full group of 16 activation rows against one panel, accumulating in
+// registers (L::Rows16), on tiles configured for 16 rows: the pipeline of
+// panel_groups<L, 1, kSrc>. (A second group's 16 accumulators would not
+// fit the 32 vector registers, hence one group per pass.)
+template <class L, BSource kSrc>
+FOLIO_TARGET_AMX void panel_rows16(int64_t k, uint8_t* b_tiles, const uint8_t* panel,
+                                   const uint8_t* x, size_t xs, uint8_t* out, size_t os,
+                                   __mmask16 mask) {
+  alignas(64) int32_t c_rows[3][1][kGroup * 16];
+  const typename L::template Rows16<kSrc == BSource::kInPlace> acc(x, xs, k);
+  __m512 r[kGroup];
+#pragma GCC unroll 16
+  for (int i = 0; i < kGroup; ++i) r[i] = _mm512_setzero_ps();
+  const int64_t n = k / L::kStepK;
+  for (int64_t t = 0; t < n + 2; ++t) {
+    if (t < n) {
+      const uint8_t* b_tile = b_tile_of<L, kSrc>(t, n, b_tiles, panel);
+      const uint8_t* xa = L::a_tile(x, t);
+      if (t & 1) {
+        issue_2x2<1, 1, kSrc == BSource::kInPlace>(b_tile, xa, xs);
+      } else {
+        issue_2x2<1, 0, kSrc == BSource::kInPlace>(b_tile, xa, xs);
+      }
+    }
+    if (t >= 1 && t <= n) {
+      if ((t - 1) & 1) {
+        store_2x2<1, 1>(c_rows[(t - 1) % 3]);
+      } else {
+        store_2x2<1, 0>(c_rows[(t - 1) % 3]);
+      }
+    }
+    if (t >= 2) acc.step(panel, t - 2, c_rows[(t - 2) % 3][0], r);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < kGroup; ++i) _mm512_mask_storeu_ps(out + i * os, mask, r[i]);
+}
+
 // The PanelFn of layout L on the tiles (packed/packed_mul_mat.h: nc
 // activation rows at x, stride xs; nr <= 16 panel rows into out, stride os).
 template <class L>
@@ -173,10 +231,18 @@ FOLIO_TARGET_AMX void packed_panel(int64_t k, const void* panel, const void* x, 
   const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
   if (nc <= kGroup) {  // one pass: B in place, or the chunks unpacked as the tiles take them
     configure_tiles_2x2(L::kStepK, nc);
+    constexpr BSource kOnePass = kInPlaceB<L> ? BSource::kInPlace : BSource::kRing;
+    alignas(64) uint8_t ring[kInPlaceB<L> ? 64 : L::kRingChunks * kChunkTileBytes<L>];
+    if constexpr (kHasRows16<L>) {
+      if (nc == kGroup) {
+        panel_rows16<L, kOnePass>(k, ring, p, xb, xs, ob, os, mask);
+        _tile_release();
+        return;
+      }
+    }
     if constexpr (kInPlaceB<L>) {
       panel_groups<L, 1, BSource::kInPlace>(k, nullptr, p, xb, xs, nc, ob, os, mask);
     } else {
-      alignas(64) uint8_t ring[L::kRingChunks * kChunkTileBytes<L>];
       panel_groups<L, 1, BSource::kRing>(k, ring, p, xb, xs, nc, ob, os, mask);
     }
     _tile_release();
@@ -195,6 +261,13 @@ FOLIO_TARGET_AMX void packed_panel(int64_t k, const void* panel, const void* x, 
       }
       const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
       uint8_t* og = ob + static_cast<size_t>(done) * os;
+      if constexpr (kHasRows16<L>) {
+        if (rows == kGroup) {
+          panel_rows16<L, BSource::kScratch>(k, b_tiles, p, xg, xs, og, os, mask);
+          done += kGroup;
+          continue;
+        }
+      }
       if (left >= 2 * kGroup) {
         panel_groups<L, 2, BSource::kScratch>(k, b_tiles, p, xg, xs, kGroup, og, os, mask);
         done += 2 * kGroup;
