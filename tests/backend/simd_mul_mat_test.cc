@@ -276,34 +276,49 @@ TEST(SimdMulMatId, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
 }
 
 // Rows that exercise the quantizers' corner cases, 512 elements each.
+// Rows of 576 values (18 blocks of 32: the AVX-512 Q8_0 quantizer does 16
+// blocks at once, then one at a time).
 std::vector<std::vector<float>> quantizer_rows() {
   std::mt19937 rng(21);
   std::vector<std::vector<float>> rows;
   for (float scale : {1.0f, 1e-3f, 300.0f}) {
     std::uniform_real_distribution<float> dist(-scale, scale);
-    std::vector<float> r(512);
+    std::vector<float> r(576);
     for (float& v : r) v = dist(rng);
     rows.push_back(r);
   }
-  std::vector<float> ties(512);  // amax 127 -> scale 1: x * id lands on .5 exactly
+  std::vector<float> ties(576);  // amax 127 -> scale 1: x * id lands on .5 exactly
   for (size_t i = 0; i < ties.size(); ++i)
     ties[i] = static_cast<float>(static_cast<int>(i % 64) - 32) + 0.5f;
   for (size_t i = 0; i < ties.size(); i += 32) ties[i] = 127.0f;
   ties[5] = 0.49999997f;
   ties[6] = -0.49999997f;
   rows.push_back(ties);
-  std::vector<float> zeros(512, 0.0f);
+  std::vector<float> zeros(576, 0.0f);
   zeros[0] = -0.0f;
   rows.push_back(zeros);
-  std::vector<float> neg(512, -1.0f);  // equal magnitudes: the first one decides (Q8_K)
+  std::vector<float> neg(576, -1.0f);  // equal magnitudes: the first one decides (Q8_K)
   neg[300] = 1.0f;
   neg[1] = 1.0f;
   rows.push_back(neg);
-  std::vector<float> special(512, 0.25f);
+  std::vector<float> special(576, 0.25f);
   special[3] = std::numeric_limits<float>::quiet_NaN();
   special[40] = std::numeric_limits<float>::infinity();
   special[300] = std::numeric_limits<float>::quiet_NaN();
   rows.push_back(special);
+  // Each block its own magnitude: all zero, all NaN, subnormal (a scale
+  // whose reciprocal overflows), around the f16 range's ends, one value
+  // among zeros; the blocks of the 16-block batch and of the tail differ.
+  std::vector<float> blocks(576);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  const float magnitude[] = {0.0f, 0.0f, 1e-40f, 6e-8f, 65504.0f * 127.0f, 1e30f, 3.0f, 1.0f};
+  for (int b = 0; b < 18; ++b) {
+    for (int i = 0; i < 32; ++i) blocks[32 * b + i] = magnitude[b % 8] * unit(rng);
+  }
+  for (int i = 32; i < 64; ++i) blocks[i] = std::numeric_limits<float>::quiet_NaN();
+  for (int i = 7 * 32; i < 8 * 32; ++i) blocks[i] = i == 7 * 32 + 9 ? -2.5f : 0.0f;
+  for (int i = 17 * 32; i < 18 * 32; ++i) blocks[i] = i % 3 == 0 ? -1e-40f : 0.0f;
+  rows.push_back(blocks);
   return rows;
 }
 
@@ -324,12 +339,13 @@ TEST(SimdActivationQuantizers, SameBytesAsTheReference) {
   int checked = 0;
   for (const Variant& v : variants) {
     if (active_isa() < v.isa) continue;
-    const size_t bytes = cpu::act_row_bytes(v.format, 512);
+    const int64_t k = v.format == ActFormat::kQ8_0 ? 576 : 512;  // Q8_K: whole super-blocks
+    const size_t bytes = cpu::act_row_bytes(v.format, k);
     int row_index = 0;
     for (const auto& row : quantizer_rows()) {
       std::vector<uint8_t> want(bytes, 0xAA), got(bytes, 0xAA);
-      cpu::convert_act_row(v.format, row.data(), want.data(), 512);
-      v.fn(row.data(), got.data(), 512);
+      cpu::convert_act_row(v.format, row.data(), want.data(), k);
+      v.fn(row.data(), got.data(), k);
       EXPECT_EQ(0, std::memcmp(want.data(), got.data(), bytes)) << v.name << ", row " << row_index;
       ++row_index;
       ++checked;

@@ -13,6 +13,38 @@
 namespace folio::cpu::simd {
 
 struct Avx512 {
+  // The 16-vector reduction network of hsums and its batched relatives:
+  // lane L of the result combines a[L]'s lanes i and i + 8, then + 4, + 2,
+  // + 1, with kOp.
+  enum ReduceOp { kAddPs, kMaxPs, kAddEpi32 };
+  template <ReduceOp kOp>
+  FOLIO_SIMD_AVX512 __m512 combine(__m512 x, __m512 y) {
+    if constexpr (kOp == kAddPs) return _mm512_add_ps(x, y);
+    if constexpr (kOp == kMaxPs) return _mm512_max_ps(x, y);
+    if constexpr (kOp == kAddEpi32) {
+      return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(x), _mm512_castps_si512(y)));
+    }
+  }
+  template <ReduceOp kOp>
+  FOLIO_SIMD_AVX512 __m512 reduce16(const __m512 (&a)[16]) {
+    __m512 w[8], u[4], r[2];
+    for (int k = 0; k < 8; ++k) {
+      // Network inputs v[i] = a[4 * (i % 4) + i / 4], taken in pairs (2k, 2k + 1).
+      const __m512 v0 = a[4 * ((2 * k) % 4) + (2 * k) / 4];
+      const __m512 v1 = a[4 * ((2 * k + 1) % 4) + (2 * k + 1) / 4];
+      w[k] = combine<kOp>(_mm512_shuffle_f32x4(v0, v1, 0x44), _mm512_shuffle_f32x4(v0, v1, 0xEE));
+    }
+    for (int k = 0; k < 4; ++k) {
+      u[k] = combine<kOp>(_mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0x88),
+                          _mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0xDD));
+    }
+    for (int k = 0; k < 2; ++k) {
+      r[k] = combine<kOp>(_mm512_shuffle_ps(u[2 * k], u[2 * k + 1], 0x44),
+                          _mm512_shuffle_ps(u[2 * k], u[2 * k + 1], 0xEE));
+    }
+    return combine<kOp>(_mm512_shuffle_ps(r[0], r[1], 0x88), _mm512_shuffle_ps(r[0], r[1], 0xDD));
+  }
+
   static constexpr int kLanes = 16;
   static constexpr KernelTier kTier = KernelTier::kAvx512;
   static constexpr const char* kName = "avx512";
@@ -64,25 +96,33 @@ struct Avx512 {
   // Lane L of the result: hsum(a[L]) (a_i + a_{i+8}, then + 4, + 2, + 1). A
   // 4 x 4 transpose of the inputs makes the network's output order natural.
   FOLIO_SIMD_AVX512 V hsums(const V (&a)[16]) {
-    __m512 w[8], u[4], r[2];
-    for (int k = 0; k < 8; ++k) {
-      // Network inputs v[i] = a[4 * (i % 4) + i / 4], taken in pairs (2k, 2k + 1).
-      const __m512 v0 = a[4 * ((2 * k) % 4) + (2 * k) / 4].v;
-      const __m512 v1 = a[4 * ((2 * k + 1) % 4) + (2 * k + 1) / 4].v;
-      w[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x44), _mm512_shuffle_f32x4(v0, v1, 0xEE));
-    }
-    for (int k = 0; k < 4; ++k) {
-      u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0x88),
-                           _mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0xDD));
-    }
-    for (int k = 0; k < 2; ++k) {
-      r[k] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * k], u[2 * k + 1], 0x44),
-                           _mm512_shuffle_ps(u[2 * k], u[2 * k + 1], 0xEE));
-    }
-    return {
-        _mm512_add_ps(_mm512_shuffle_ps(r[0], r[1], 0x88), _mm512_shuffle_ps(r[0], r[1], 0xDD))};
+    __m512 b[16];
+    for (int i = 0; i < 16; ++i) b[i] = a[i].v;
+    return {reduce16<kAddPs>(b)};
   }
 
+  // Activation quantizers (simd/quantize_act.h). Batched forms over 16
+  // blocks: hsums' network with max for the blocks' largest magnitudes and
+  // with integer adds for their quant sums.
+  FOLIO_SIMD_AVX512 V hmaxs(const V (&a)[16]) {
+    __m512 b[16];
+    for (int i = 0; i < 16; ++i) b[i] = a[i].v;
+    return {reduce16<kMaxPs>(b)};
+  }
+  FOLIO_SIMD_AVX512 I hsums(const I (&a)[16]) {
+    __m512 b[16];
+    for (int i = 0; i < 16; ++i) b[i] = _mm512_castsi512_ps(a[i]);
+    return _mm512_castps_si512(reduce16<kAddEpi32>(b));
+  }
+  FOLIO_SIMD_AVX512 V recip_or_zero(V v) {  // 1 / v, 0 where v == 0
+    return {_mm512_maskz_div_ps(_mm512_cmp_ps_mask(v.v, _mm512_setzero_ps(), _CMP_NEQ_OQ),
+                                _mm512_set1_ps(1.0f), v.v)};
+  }
+  FOLIO_SIMD_AVX512 V round_f16(V v) {  // each lane as round_f16(float)
+    return {_mm512_cvtph_ps(_mm512_cvtps_ph(v.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))};
+  }
+  FOLIO_SIMD_AVX512 V to_float(I v) { return {_mm512_cvtepi32_ps(v)}; }
+  FOLIO_SIMD_AVX512 void store(int32_t* p, I v) { _mm512_storeu_si512(p, v); }
   // Activation quantizers (simd/quantize_act.h).
   FOLIO_SIMD_AVX512 V max_abs(V acc, V x) {  // max(acc, |x|); a NaN x keeps acc
     return {_mm512_max_ps(_mm512_abs_ps(x.v), acc.v)};

@@ -39,10 +39,50 @@ __attribute__((always_inline)) inline float quantize_q8_0_block(const float* x, 
   return d;
 }
 
+// Blocks b0 .. b0 + 15 of a row (x: block b0's values) as quantize_q8_0_block
+// does each, with the per-block reductions (largest magnitude, quant sum) and
+// the scale arithmetic done for the 16 blocks at once: the same values (max
+// and integer sums are exact in any order, the divisions and products are
+// lane-wise the scalar ones).
+template <class S>
+__attribute__((always_inline)) inline void quantize_q8_0_blocks16(const float* x,
+                                                                  const MutableQ8Row32& row,
+                                                                  int64_t b0) {
+  using V = typename S::V;
+  using I = typename S::I;
+  V m[16];
+  for (int j = 0; j < 16; ++j) {
+    m[j] = S::max_abs(S::max_abs(S::zero(), S::load(x + 32 * j)), S::load(x + 32 * j + 16));
+  }
+  const V d = S::hmaxs(m) / S::set1(127.0f);
+  alignas(64) float id[16];
+  S::store(id, S::recip_or_zero(d));
+  I sum[16];
+  for (int j = 0; j < 16; ++j) {
+    const V idv = S::set1(id[j]);
+    const I q0 = S::round_away_i8(S::load(x + 32 * j) * idv);
+    const I q1 = S::round_away_i8(S::load(x + 32 * j + 16) * idv);
+    S::store_i8(row.qs + (b0 + j) * quant::kQK, q0);
+    S::store_i8(row.qs + (b0 + j) * quant::kQK + 16, q1);
+    sum[j] = S::add(q0, q1);
+  }
+  const I sums = S::hsums(sum);
+  const V dr = S::round_f16(d);
+  S::store(row.d + b0, dr);
+  S::store(row.sum + b0, sums);
+  S::store(row.ds + b0, dr * S::to_float(sums));
+}
+
 template <class S>
 void quantize_q8_0(const float* x, void* dst, int64_t k) {
   const MutableQ8Row32 row = q8row32(dst, k);
-  for (int64_t b = 0; b < k / quant::kQK; ++b, x += quant::kQK) {
+  int64_t b = 0;
+  if constexpr (requires(const typename S::V (&a)[16]) { S::hmaxs(a); }) {
+    for (; b + 16 <= k / quant::kQK; b += 16, x += 16 * quant::kQK) {
+      quantize_q8_0_blocks16<S>(x, row, b);
+    }
+  }
+  for (; b < k / quant::kQK; ++b, x += quant::kQK) {
     row.d[b] = S::round_f16(quantize_q8_0_block<S>(x, row.qs + b * quant::kQK, &row.sum[b]));
     row.ds[b] = row.d[b] * static_cast<float>(row.sum[b]);
   }
