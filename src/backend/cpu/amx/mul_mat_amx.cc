@@ -17,7 +17,8 @@
 // its activation rows (a call of at most 16 rows, a single pass, unpacks
 // each block just before its tile products instead, into a 4-block ring
 // that stays in L1); then, per block, one B tile meets up to 2 groups of 16 activation rows
-// (a full group runs alone, its accumulators in registers: Rows16):
+// (a full group, or a single pass of 8 to 16 rows, alone with its
+// accumulators in registers: Rows):
 //   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group
 // C_g holds exactly the integer block dots of the AVX-512 panels
 // (avx512/packed_legacy.cc); it goes to memory and each of its rows takes
@@ -200,34 +201,34 @@ struct LegacyAmxLayout {
     }
   };
 
-  // amx/panel_driver.h's register form of Acc<1, kInPlace> for 16 rows:
+  // amx/panel_driver.h's register form of Acc<1, kInPlace> for R rows:
   // accumulate's operations, r[i] in place of acc + 16 i.
-  template <bool kInPlace>
-  struct Rows16 {
+  template <bool kInPlace, int R>
+  struct Rows {
     const uint8_t* d0;  // row 0's block scales (Q8Row32: d, then sum, then ds)
     size_t xs;
     int64_t nb;
 
     FOLIO_TARGET_AMX __attribute__((always_inline))
-    Rows16(const uint8_t* x, size_t row_stride, int64_t k)
+    Rows(const uint8_t* x, size_t row_stride, int64_t k)
         : d0(reinterpret_cast<const uint8_t*>(q8row32(x, k).d)),
           xs(row_stride),
           nb(k / quant::kQK) {}
 
     FOLIO_TARGET_AMX __attribute__((always_inline)) void step(const uint8_t* panel, int64_t b,
                                                               const int32_t* c,
-                                                              __m512 (&r)[kGroup]) const {
+                                                              __m512 (&r)[R]) const {
       const __m512 dw = weight_scale(panel, b);
       __m512 mw = _mm512_setzero_ps();
       if constexpr (kHasMin<P>) mw = weight_min(panel, b);
       // Row i's scales at d0 + i * xs: the stride is hidden from the
       // compiler so that it forms these addresses per step instead of
-      // keeping 16 row pointers live (more than the registers it has).
+      // keeping R row pointers live (more than the registers it has).
       size_t stride = xs;
       __asm__("" : "+r"(stride));
       const uint8_t* db = d0 + 4 * b;
 #pragma GCC unroll 16
-      for (int i = 0; i < kGroup; ++i) {
+      for (int i = 0; i < R; ++i) {
         const uint8_t* di = db + i * stride;
         float dx, ds;
         int32_t sum;

@@ -19,11 +19,12 @@
 // then run groups of 16 (two per pass) and one group of the 1..15 rows
 // left, on A and C tiles configured with that many rows (ldtilecfg again
 // when the row count changes). A layout with a register form of its vector
-// side (Rows16, below) runs each full group of 16 alone instead, its 16
-// accumulators in registers: the float step of a 32-element block is
-// about as long as its tile work, and accumulators in memory add a load
-// and a store per row and block to it. Without scratch memory the rows left go to
-// the panel of the tier below (L::below()).
+// side (Rows, below) runs each full group of 16 alone instead, and a
+// single pass of 8 to 16 rows, its accumulators in registers: the float
+// step of a 32-element block is about as long as its tile work, and
+// accumulators in memory add a load and a store per row and block to it.
+// Without scratch memory the rows left go to the panel of the tier below
+// (L::below()).
 //
 // Pipeline: the B and C tiles are double-buffered (even and odd steps), so
 // step t issues its tile products, stores step t - 1's C tiles (done
@@ -172,29 +173,29 @@ FOLIO_TARGET_AMX void panel_groups(int64_t k, uint8_t* b_tiles, const uint8_t* p
   }
 }
 
-// Optional layout member Rows16<kInPlace>: the vector side of one full
-// group (16 rows) with its 16 accumulators (one per row, 16 results each)
-// in registers instead of memory, which the G-group Acc keeps in memory:
-//   Rows16(x, xs, k); step(panel, t, c, r) adds step t's C tile c (16 x 16
-//   i32) into r[16]: the same operations in the same order as Acc<1>.
+// Optional layout member Rows<kInPlace, R>: the vector side of one group
+// of R rows (8 <= R <= 16) with its R accumulators (one per row, 16 results
+// each) in registers instead of memory, where the G-group Acc keeps them:
+//   Rows(x, xs, k); step(panel, t, c, r) adds step t's C tile c (R x 16
+//   i32) into r[R]: the same operations in the same order as Acc<1>.
 template <class L>
-inline constexpr bool kHasRows16 = requires {
-  typename L::template Rows16<false>;
-};
+inline constexpr bool kHasRows = requires { typename L::template Rows<false, kGroup>; };
+// The fewest rows a single pass takes Rows for.
+inline constexpr int kMinRegisterRows = 8;
 
-// One full group of 16 activation rows against one panel, accumulating in
-// registers (L::Rows16), on tiles configured for 16 rows: the pipeline of
+// One group of R activation rows against one panel, accumulating in
+// registers (L::Rows), on tiles configured for R rows: the pipeline of
 // panel_groups<L, 1, kSrc>. (A second group's 16 accumulators would not
 // fit the 32 vector registers, hence one group per pass.)
-template <class L, BSource kSrc>
-FOLIO_TARGET_AMX void panel_rows16(int64_t k, uint8_t* b_tiles, const uint8_t* panel,
-                                   const uint8_t* x, size_t xs, uint8_t* out, size_t os,
-                                   __mmask16 mask) {
+template <class L, BSource kSrc, int R>
+FOLIO_TARGET_AMX void panel_rows(int64_t k, uint8_t* b_tiles, const uint8_t* panel,
+                                 const uint8_t* x, size_t xs, uint8_t* out, size_t os,
+                                 __mmask16 mask) {
   alignas(64) int32_t c_rows[3][1][kGroup * 16];
-  const typename L::template Rows16<kSrc == BSource::kInPlace> acc(x, xs, k);
-  __m512 r[kGroup];
+  const typename L::template Rows<kSrc == BSource::kInPlace, R> acc(x, xs, k);
+  __m512 r[R];
 #pragma GCC unroll 16
-  for (int i = 0; i < kGroup; ++i) r[i] = _mm512_setzero_ps();
+  for (int i = 0; i < R; ++i) r[i] = _mm512_setzero_ps();
   const int64_t n = k / L::kStepK;
   for (int64_t t = 0; t < n + 2; ++t) {
     if (t < n) {
@@ -216,7 +217,23 @@ FOLIO_TARGET_AMX void panel_rows16(int64_t k, uint8_t* b_tiles, const uint8_t* p
     if (t >= 2) acc.step(panel, t - 2, c_rows[(t - 2) % 3][0], r);
   }
 #pragma GCC unroll 16
-  for (int i = 0; i < kGroup; ++i) _mm512_mask_storeu_ps(out + i * os, mask, r[i]);
+  for (int i = 0; i < R; ++i) _mm512_mask_storeu_ps(out + i * os, mask, r[i]);
+}
+
+// panel_rows<L, kSrc, rows> for kMinRegisterRows <= rows <= 16; false for
+// other row counts (nothing run).
+template <class L, BSource kSrc, int R = kMinRegisterRows>
+FOLIO_TARGET_AMX __attribute__((always_inline)) inline bool panel_rows_any(
+    int rows, int64_t k, uint8_t* b_tiles, const uint8_t* panel, const uint8_t* x, size_t xs,
+    uint8_t* out, size_t os, __mmask16 mask) {
+  if (rows == R) {
+    panel_rows<L, kSrc, R>(k, b_tiles, panel, x, xs, out, os, mask);
+    return true;
+  }
+  if constexpr (R < kGroup) {
+    return panel_rows_any<L, kSrc, R + 1>(rows, k, b_tiles, panel, x, xs, out, os, mask);
+  }
+  return false;
 }
 
 // The PanelFn of layout L on the tiles (packed/packed_mul_mat.h: nc
@@ -233,9 +250,8 @@ FOLIO_TARGET_AMX void packed_panel(int64_t k, const void* panel, const void* x, 
     configure_tiles_2x2(L::kStepK, nc);
     constexpr BSource kOnePass = kInPlaceB<L> ? BSource::kInPlace : BSource::kRing;
     alignas(64) uint8_t ring[kInPlaceB<L> ? 64 : L::kRingChunks * kChunkTileBytes<L>];
-    if constexpr (kHasRows16<L>) {
-      if (nc == kGroup) {
-        panel_rows16<L, kOnePass>(k, ring, p, xb, xs, ob, os, mask);
+    if constexpr (kHasRows<L>) {
+      if (panel_rows_any<L, kOnePass>(nc, k, ring, p, xb, xs, ob, os, mask)) {
         _tile_release();
         return;
       }
@@ -261,9 +277,9 @@ FOLIO_TARGET_AMX void packed_panel(int64_t k, const void* panel, const void* x, 
       }
       const uint8_t* xg = xb + static_cast<size_t>(done) * xs;
       uint8_t* og = ob + static_cast<size_t>(done) * os;
-      if constexpr (kHasRows16<L>) {
+      if constexpr (kHasRows<L>) {
         if (rows == kGroup) {
-          panel_rows16<L, BSource::kScratch>(k, b_tiles, p, xg, xs, og, os, mask);
+          panel_rows<L, BSource::kScratch, kGroup>(k, b_tiles, p, xg, xs, og, os, mask);
           done += kGroup;
           continue;
         }
