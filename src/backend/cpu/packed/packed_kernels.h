@@ -68,6 +68,7 @@ constexpr int amx_min_rows(DType packed) {
     case DType::Q8_0_X16:
     case DType::MXFP4_X16:
       return 8;
+    case DType::Q4_0_X16:
     case DType::Q5_0_X16:
     case DType::Q5_1_X16:
     case DType::IQ4_NL_X16:
@@ -77,7 +78,7 @@ constexpr int amx_min_rows(DType packed) {
       return 32;
     case DType::Q4_K_X16:
       return 128;
-    default:  // Q4_0, Q5_K
+    default:  // Q5_K
       return 16;
   }
 }
