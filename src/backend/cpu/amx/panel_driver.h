@@ -137,15 +137,16 @@ FOLIO_TARGET_AMX __attribute__((always_inline)) inline const uint8_t* b_tile_of(
   }
 }
 
-// G groups of `rows` activation rows (G <= 2; G == 2: rows == 16; on tiles
-// configured for `rows`) against one panel, in the three pipeline stages.
-// B tiles: from kSrc (BSource).
-template <class L, int G, BSource kSrc>
-FOLIO_TARGET_AMX void panel_groups(int64_t k, uint8_t* b_tiles, const uint8_t* panel,
-                                   const uint8_t* x, size_t xs, int rows, uint8_t* out, size_t os,
-                                   __mmask16 mask) {
+// The three pipeline stages over the n = k / kStepK steps of one panel, for
+// G groups of activation rows at x (stride xs) on the configured tiles:
+// step t's tile products, step t - 1's C tiles stored to c_rows, the
+// vector side's step(panel, t - 2, C tiles, x, xs). B tiles: from kSrc
+// (BSource).
+template <class L, int G, BSource kSrc, class Vector>
+FOLIO_TARGET_AMX __attribute__((always_inline)) inline void run_pipeline(
+    int64_t k, uint8_t* b_tiles, const uint8_t* panel, const uint8_t* x, size_t xs,
+    Vector& vector) {
   alignas(64) int32_t c_rows[3][G][kGroup * 16];
-  typename AccFor<L, G, kSrc>::type acc(x, xs, rows, k);
   const int64_t n = k / L::kStepK;
   for (int64_t t = 0; t < n + 2; ++t) {
     if (t < n) {
@@ -164,8 +165,19 @@ FOLIO_TARGET_AMX void panel_groups(int64_t k, uint8_t* b_tiles, const uint8_t* p
         store_2x2<G, 0>(c_rows[(t - 1) % 3]);
       }
     }
-    if (t >= 2) acc.step(panel, t - 2, c_rows[(t - 2) % 3], x, xs);
+    if (t >= 2) vector.step(panel, t - 2, c_rows[(t - 2) % 3], x, xs);
   }
+}
+
+// G groups of `rows` activation rows (G <= 2; G == 2: rows == 16; on tiles
+// configured for `rows`) against one panel, the accumulators in memory
+// (L::Acc).
+template <class L, int G, BSource kSrc>
+FOLIO_TARGET_AMX void panel_groups(int64_t k, uint8_t* b_tiles, const uint8_t* panel,
+                                   const uint8_t* x, size_t xs, int rows, uint8_t* out, size_t os,
+                                   __mmask16 mask) {
+  typename AccFor<L, G, kSrc>::type acc(x, xs, rows, k);
+  run_pipeline<L, G, kSrc>(k, b_tiles, panel, x, xs, acc);
   for (int g = 0; g < G; ++g) {
     for (int i = 0; i < rows; ++i) {
       _mm512_mask_storeu_ps(out + (g * kGroup + i) * os, mask, _mm512_load_ps(acc.acc[g] + 16 * i));
@@ -191,33 +203,21 @@ template <class L, BSource kSrc, int R>
 FOLIO_TARGET_AMX void panel_rows(int64_t k, uint8_t* b_tiles, const uint8_t* panel,
                                  const uint8_t* x, size_t xs, uint8_t* out, size_t os,
                                  __mmask16 mask) {
-  alignas(64) int32_t c_rows[3][1][kGroup * 16];
-  const typename L::template Rows<kSrc == BSource::kInPlace, R> acc(x, xs, k);
-  __m512 r[R];
-#pragma GCC unroll 16
-  for (int i = 0; i < R; ++i) r[i] = _mm512_setzero_ps();
-  const int64_t n = k / L::kStepK;
-  for (int64_t t = 0; t < n + 2; ++t) {
-    if (t < n) {
-      const uint8_t* b_tile = b_tile_of<L, kSrc>(t, n, b_tiles, panel);
-      const uint8_t* xa = L::a_tile(x, t);
-      if (t & 1) {
-        issue_2x2<1, 1, kSrc == BSource::kInPlace>(b_tile, xa, xs);
-      } else {
-        issue_2x2<1, 0, kSrc == BSource::kInPlace>(b_tile, xa, xs);
-      }
+  // run_pipeline's vector side: L::Rows stepping the register accumulators.
+  struct InRegisters {
+    typename L::template Rows<kSrc == BSource::kInPlace, R> rows;
+    __m512 r[R];
+    FOLIO_TARGET_AMX __attribute__((always_inline)) void step(const uint8_t* p, int64_t t,
+                                                              int32_t (*c)[kGroup * 16],
+                                                              const uint8_t*, size_t) {
+      rows.step(p, t, c[0], r);
     }
-    if (t >= 1 && t <= n) {
-      if ((t - 1) & 1) {
-        store_2x2<1, 1>(c_rows[(t - 1) % 3]);
-      } else {
-        store_2x2<1, 0>(c_rows[(t - 1) % 3]);
-      }
-    }
-    if (t >= 2) acc.step(panel, t - 2, c_rows[(t - 2) % 3][0], r);
-  }
+  } acc{{x, xs, k}, {}};
 #pragma GCC unroll 16
-  for (int i = 0; i < R; ++i) _mm512_mask_storeu_ps(out + i * os, mask, r[i]);
+  for (int i = 0; i < R; ++i) acc.r[i] = _mm512_setzero_ps();
+  run_pipeline<L, 1, kSrc>(k, b_tiles, panel, x, xs, acc);
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) _mm512_mask_storeu_ps(out + i * os, mask, acc.r[i]);
 }
 
 // panel_rows<L, kSrc, rows> for kMinRegisterRows <= rows <= 16; false for
