@@ -275,9 +275,9 @@ TEST(SimdMulMatId, ExpertIdOutOfRangeIsAnErrorAndWritesNothing) {
   }
 }
 
-// Rows that exercise the quantizers' corner cases, 512 elements each.
-// Rows of 576 values (18 blocks of 32: the AVX-512 Q8_0 quantizer does 16
-// blocks at once, then one at a time).
+// Rows that exercise the quantizers' corner cases, 576 values each (18
+// blocks of 32: the AVX-512 Q8_0 quantizer does 16 blocks at once, then
+// one at a time; Q8_K reads the first 512).
 std::vector<std::vector<float>> quantizer_rows() {
   std::mt19937 rng(21);
   std::vector<std::vector<float>> rows;

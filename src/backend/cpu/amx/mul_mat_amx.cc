@@ -205,15 +205,18 @@ struct LegacyAmxLayout {
   // accumulate's operations, r[i] in place of acc + 16 i.
   template <bool kInPlace, int R>
   struct Rows {
-    const uint8_t* d0;  // row 0's block scales (Q8Row32: d, then sum, then ds)
+    const uint8_t* d0;  // row 0's block scales d
     size_t xs;
-    int64_t nb;
+    ptrdiff_t sum_at, ds_at;  // its sums and ds, in bytes from d0 (every row alike)
 
     FOLIO_TARGET_AMX __attribute__((always_inline))
     Rows(const uint8_t* x, size_t row_stride, int64_t k)
-        : d0(reinterpret_cast<const uint8_t*>(q8row32(x, k).d)),
+        : Rows(q8row32(x, k), row_stride) {}
+    FOLIO_TARGET_AMX __attribute__((always_inline)) Rows(const Q8Row32& row0, size_t row_stride)
+        : d0(reinterpret_cast<const uint8_t*>(row0.d)),
           xs(row_stride),
-          nb(k / quant::kQK) {}
+          sum_at(reinterpret_cast<const uint8_t*>(row0.sum) - d0),
+          ds_at(reinterpret_cast<const uint8_t*>(row0.ds) - d0) {}
 
     FOLIO_TARGET_AMX __attribute__((always_inline)) void step(const uint8_t* panel, int64_t b,
                                                               const int32_t* c,
@@ -233,8 +236,8 @@ struct LegacyAmxLayout {
         float dx, ds;
         int32_t sum;
         std::memcpy(&dx, di, 4);
-        std::memcpy(&sum, di + 4 * nb, 4);
-        std::memcpy(&ds, di + 8 * nb, 4);
+        std::memcpy(&sum, di + sum_at, 4);
+        std::memcpy(&ds, di + ds_at, 4);
         __m512i isum = _mm512_load_si512(c + 16 * i);
         if constexpr (kInPlace) isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(128 * sum));
         r[i] =

@@ -103,7 +103,7 @@ struct Avx512 {
 
   // Activation quantizers (simd/quantize_act.h). Batched forms over 16
   // blocks: hsums' network with max for the blocks' largest magnitudes and
-  // with integer adds for their quant sums.
+  // with integer adds for their quant sums; then the per-block forms.
   FOLIO_SIMD_AVX512 V hmaxs(const V (&a)[16]) {
     __m512 b[16];
     for (int i = 0; i < 16; ++i) b[i] = a[i].v;
@@ -123,7 +123,6 @@ struct Avx512 {
   }
   FOLIO_SIMD_AVX512 V to_float(I v) { return {_mm512_cvtepi32_ps(v)}; }
   FOLIO_SIMD_AVX512 void store(int32_t* p, I v) { _mm512_storeu_si512(p, v); }
-  // Activation quantizers (simd/quantize_act.h).
   FOLIO_SIMD_AVX512 V max_abs(V acc, V x) {  // max(acc, |x|); a NaN x keeps acc
     return {_mm512_max_ps(_mm512_abs_ps(x.v), acc.v)};
   }
