@@ -137,10 +137,10 @@ Expectation mul_mat_rule(const Op& op) {
     // AMX: mul_mat batches from a measured size per layout on (cpu::amx_min_rows;
     // decode stays on the VNNI panels).
     int amx_rows = 16;  // Q5_K
-    if (is_one_of(w, {DType::Q4_1_X16, DType::Q8_0_X16, DType::MXFP4_X16})) amx_rows = 8;
-    if (is_one_of(w, {DType::Q4_0_X16, DType::Q5_0_X16, DType::Q5_1_X16, DType::IQ4_NL_X16,
-                      DType::IQ4_XS_X16}))
-      amx_rows = 12;
+    if (is_one_of(w, {DType::Q4_0_X16, DType::Q4_1_X16, DType::Q5_0_X16, DType::Q5_1_X16,
+                      DType::Q8_0_X16, DType::IQ4_NL_X16, DType::MXFP4_X16}))
+      amx_rows = 8;
+    if (w == DType::IQ4_XS_X16) amx_rows = 12;
     if (w == DType::Q6_K_X16) amx_rows = 32;
     if (w == DType::Q4_K_X16) amx_rows = 128;
     const bool amx_batch = op.kind != OpKind::kMulMat || op.src[1].ne[1] >= amx_rows;

@@ -15,8 +15,8 @@
 // Q5_1's codes as they are; IQ4_NL's and MXFP4's nibbles through
 // kIQ4NLValues / kFP4Values by vpshufb, the signed levels) in a tile-ready scratch shared by all
 // its activation rows (a call of at most 16 rows, a single pass, unpacks
-// each block just before its tile products instead, into a 4-block ring
-// that stays in L1); then, per block, one B tile meets up to 2 groups of 16 activation rows
+// each block three blocks ahead of its tile products instead, into a
+// 4-block ring that stays in L1); then, per block, one B tile meets up to 2 groups of 16 activation rows
 // (a full group, or a single pass of 8 to 16 rows, alone with its
 // accumulators in registers: Rows):
 //   C_g = A_g (s8) . B (s8)                      TDPBSSD, one per group

@@ -7,8 +7,8 @@
 // (-32..31), IQ4_XS's kIQ4NLValues levels (-127..113), each 32-element
 // group as 8 VNNI rows of 64 bytes, as the AVX-512 panels unpack them
 // (avx512/kquant_x16.h). A call of at most 16 rows (a single pass)
-// unpacks each super-block just before its first tile product instead,
-// into a 2-super-block ring that stays in L1. A "unit" is the span of K that one sub-block scale
+// unpacks each super-block one super-block ahead of its first tile
+// product instead, into a 2-super-block ring that stays in L1. A "unit" is the span of K that one sub-block scale
 // covers: 32 elements for Q4_K / Q5_K / IQ4_XS, 16 for Q6_K. Per unit, one
 // B tile (unit / 4 VNNI rows) meets up to 2 groups of 16 activation rows
 // (A: 16 rows x unit bytes of their quants, read in place with the

@@ -64,14 +64,14 @@ PanelFn kquant_panel_amx(DType packed);  // nullptr: not a K-quant / IQ4_XS layo
 // streams at once).
 constexpr int amx_min_rows(DType packed) {
   switch (packed) {
-    case DType::Q4_1_X16:
-    case DType::Q8_0_X16:
-    case DType::MXFP4_X16:
-      return 8;
     case DType::Q4_0_X16:
+    case DType::Q4_1_X16:
     case DType::Q5_0_X16:
     case DType::Q5_1_X16:
+    case DType::Q8_0_X16:
     case DType::IQ4_NL_X16:
+    case DType::MXFP4_X16:
+      return 8;
     case DType::IQ4_XS_X16:
       return 12;
     case DType::Q6_K_X16:
