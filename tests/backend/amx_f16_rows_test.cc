@@ -258,6 +258,24 @@ TEST(AmxF16X16, EveryBatchSizeIsTheModelOnWideData) {
   EXPECT_EQ(_mm_getcsr() & kControls, csr);
 }
 
+// One and two activation rows against 1 to 9 panels: decode steps four,
+// then two panels at once for one row (each group's last panel full or
+// partial), a panel at a time for two; every output the model's.
+TEST(AmxF16X16, DecodePanelGroupsAreTheModel) {
+  if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
+  std::mt19937 rng(97);
+  for (int64_t m : {1, 2}) {
+    for (int64_t n : {16, 29, 32, 48, 61, 64, 77, 96, 131, 144}) {
+      Problem p = problem(m == 1 ? 700 : 96, n, m, rng, /*wide=*/true);
+      make_row_tiny(p, rng);
+      std::vector<float> y;
+      std::vector<uint8_t> store;
+      ASSERT_TRUE(cpu::mul_mat_f16x16_amx(packed_op(p, y, store), KernelContext{}).ok());
+      EXPECT_EQ(model_mismatches(p, y), 0) << "M=" << m << " N=" << n;
+    }
+  }
+}
+
 // A column has the same bits alone, in 5 columns and in 40 (one and two
 // threads), and the CPU backend's amx tier routes F16_X16 here at every
 // batch size.

@@ -16,9 +16,10 @@
 //     stored (no transpose): each vector widened (vcvtph2ps keeps a pair in
 //     adjacent lanes) and split into wh (truncated to BF16) and wl = w - wh,
 //     the activation pair broadcast, six fused chains per 16 rows, then
-//     C += E + O per product (the vector plus its pair-swapped self). The
-//     panels of a matrix are one sequential stream, prefetched one line per
-//     pair kPrefetchBytes ahead. MXCSR.DAZ (FTZ clear) gives the model's
+//     C += E + O per product (the vector plus its pair-swapped self). One
+//     activation row steps four (then two) panels at once: four weight
+//     streams, each prefetched one line per pair kPrefetchBytes ahead, and
+//     24 chains in flight. MXCSR.DAZ (FTZ clear) gives the model's
 //     flushes, the output alone flushed explicitly, the caller's MXCSR
 //     restored.
 //   kF16X16TileRows (3) rows and more: TDPBF16PS tiles. Per block of
@@ -137,49 +138,70 @@ FOLIO_TARGET_AVX512 void f16x16_widen_act(const uint16_t* x, int64_t kpad, float
   }
 }
 
-// Rows [0, rows) of one panel x C activation rows (planes + 2 c kpad: ah,
-// then al, kpad each) into out (column c at out + c * os): each pair
-// vector split once, then the six fused chains of every column.
-template <int C>
-FOLIO_TARGET_AVX512 void f16x16_rows_panel(const uint8_t* panel, int64_t steps, const float* planes,
-                                           int64_t kpad, int rows, float* out, size_t os) {
-  __m512 acc[C][2];
-  for (int c = 0; c < C; ++c) acc[c][0] = acc[c][1] = _mm512_setzero_ps();
+// NP panels (pb bytes apart; the last one's rows [0, rows_last)) x C
+// activation rows (planes + 2 c kpad: ah, then al, kpad each) into out
+// (column c at out + c * os, panel i's rows from 16 i): each pair vector
+// split once, then the six fused chains of every column. Panels are
+// stepped together (NP > 1, one activation row: decode) so that NP weight
+// streams are in flight and NP x 6 chains interleave; a single stream per
+// thread left the memory idle and one panel's six chains wait on the FMA
+// latency.
+template <int NP, int C>
+FOLIO_TARGET_AVX512 void f16x16_rows_panels(const uint8_t* panels, size_t pb, int64_t steps,
+                                            const float* planes, int64_t kpad, int rows_last,
+                                            float* out, size_t os) {
+  __m512 acc[NP][C][2];
+  for (int i = 0; i < NP; ++i)
+    for (int c = 0; c < C; ++c) acc[i][c][0] = acc[i][c][1] = _mm512_setzero_ps();
   for (int64_t s = 0; s < steps; ++s) {
-    const uint8_t* p = panel + s * kStepBytes;
-    __m512 p1[C], p2[C], p3[C], q1[C], q2[C], q3[C];
-    for (int c = 0; c < C; ++c) {
-      p1[c] = p2[c] = p3[c] = q1[c] = q2[c] = q3[c] = _mm512_setzero_ps();
-    }
-    for (int q = 0; q < kRows; ++q) {
-      _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes + 64 * q, _MM_HINT_T1);
-      __m512 w4[4];
-      f16x16_split_pair(_mm512_loadu_si512(p + 64 * q), w4);
+    __m512 p1[NP][C], p2[NP][C], p3[NP][C], q1[NP][C], q2[NP][C], q3[NP][C];
+    for (int i = 0; i < NP; ++i) {
       for (int c = 0; c < C; ++c) {
-        const float* ah = planes + 2 * c * kpad + s * kStep + 2 * q;
-        const __m512 a = f16x16_pair(ah), l = f16x16_pair(ah + kpad);
-        p1[c] = _mm512_fmadd_ps(a, w4[0], p1[c]);  // ah wh
-        p2[c] = _mm512_fmadd_ps(l, w4[0], p2[c]);  // al wh
-        p3[c] = _mm512_fmadd_ps(a, w4[1], p3[c]);  // ah wl
-        q1[c] = _mm512_fmadd_ps(a, w4[2], q1[c]);
-        q2[c] = _mm512_fmadd_ps(l, w4[2], q2[c]);
-        q3[c] = _mm512_fmadd_ps(a, w4[3], q3[c]);
+        p1[i][c] = p2[i][c] = p3[i][c] = q1[i][c] = q2[i][c] = q3[i][c] = _mm512_setzero_ps();
       }
     }
-    for (int c = 0; c < C; ++c) {
-      acc[c][0] =
-          f16x16_add_pairs(f16x16_add_pairs(f16x16_add_pairs(acc[c][0], p1[c]), p2[c]), p3[c]);
-      acc[c][1] =
-          f16x16_add_pairs(f16x16_add_pairs(f16x16_add_pairs(acc[c][1], q1[c]), q2[c]), q3[c]);
+    for (int q = 0; q < kRows; ++q) {
+      __m512 a[C], l[C];
+      for (int c = 0; c < C; ++c) {
+        const float* ah = planes + 2 * c * kpad + s * kStep + 2 * q;
+        a[c] = f16x16_pair(ah);
+        l[c] = f16x16_pair(ah + kpad);
+      }
+      for (int i = 0; i < NP; ++i) {
+        const uint8_t* p = panels + i * pb + s * kStepBytes;
+        _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes + 64 * q, _MM_HINT_T1);
+        __m512 w4[4];
+        f16x16_split_pair(_mm512_loadu_si512(p + 64 * q), w4);
+        for (int c = 0; c < C; ++c) {
+          p1[i][c] = _mm512_fmadd_ps(a[c], w4[0], p1[i][c]);  // ah wh
+          p2[i][c] = _mm512_fmadd_ps(l[c], w4[0], p2[i][c]);  // al wh
+          p3[i][c] = _mm512_fmadd_ps(a[c], w4[1], p3[i][c]);  // ah wl
+          q1[i][c] = _mm512_fmadd_ps(a[c], w4[2], q1[i][c]);
+          q2[i][c] = _mm512_fmadd_ps(l[c], w4[2], q2[i][c]);
+          q3[i][c] = _mm512_fmadd_ps(a[c], w4[3], q3[i][c]);
+        }
+      }
+    }
+    for (int i = 0; i < NP; ++i) {
+      for (int c = 0; c < C; ++c) {
+        acc[i][c][0] = f16x16_add_pairs(
+            f16x16_add_pairs(f16x16_add_pairs(acc[i][c][0], p1[i][c]), p2[i][c]), p3[i][c]);
+        acc[i][c][1] = f16x16_add_pairs(
+            f16x16_add_pairs(f16x16_add_pairs(acc[i][c][1], q1[i][c]), q2[i][c]), q3[i][c]);
+      }
     }
   }
   alignas(64) static constexpr int32_t kEvenLanes[16] = {0,  2,  4,  6,  8,  10, 12, 14,
                                                          16, 18, 20, 22, 24, 26, 28, 30};
   const __m512i even = _mm512_load_si512(kEvenLanes);
   for (int c = 0; c < C; ++c) {
-    const __m512 v = _mm512_permutex2var_ps(acc[c][0], even, acc[c][1]);
-    _mm512_mask_storeu_ps(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os),
-                          static_cast<__mmask16>((1u << rows) - 1), f16x16_flush(v));
+    auto* o = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c * os);
+    for (int i = 0; i < NP; ++i) {
+      const __m512 v = _mm512_permutex2var_ps(acc[i][c][0], even, acc[i][c][1]);
+      const int rows = i == NP - 1 ? rows_last : kRows;
+      _mm512_mask_storeu_ps(o + kRows * i, static_cast<__mmask16>((1u << rows) - 1),
+                            f16x16_flush(v));
+    }
   }
 }
 
@@ -228,14 +250,24 @@ FOLIO_TARGET_AVX512 void f16x16_decode(int64_t k, const void* panels, size_t pan
     }
     _mm_setcsr((saved & ~kMxcsrFtzRound) | kMxcsrDaz);
     float* o = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + c0 * out_stride);
-    for (int i = 0; i < np; ++i) {
-      const int rows = i == np - 1 ? nr_last : kRows;
+    const auto* pc = pp;
+    int left = np;  // panels to go; the last one has nr_last rows
+    if (cn == 1) {  // decode: four (then two) panels at once
+      for (; left >= 4; left -= 4, pc += 4 * panel_bytes, o += 4 * kRows) {
+        f16x16_rows_panels<4, 1>(pc, panel_bytes, steps, planes, kpad, left == 4 ? nr_last : kRows,
+                                 o, out_stride);
+      }
+      for (; left >= 2; left -= 2, pc += 2 * panel_bytes, o += 2 * kRows) {
+        f16x16_rows_panels<2, 1>(pc, panel_bytes, steps, planes, kpad, left == 2 ? nr_last : kRows,
+                                 o, out_stride);
+      }
+    }
+    for (; left >= 1; --left, pc += panel_bytes, o += kRows) {
+      const int rows = left == 1 ? nr_last : kRows;
       if (cn == 2) {
-        f16x16_rows_panel<2>(pp + i * panel_bytes, steps, planes, kpad, rows, o + kRows * i,
-                             out_stride);
+        f16x16_rows_panels<1, 2>(pc, panel_bytes, steps, planes, kpad, rows, o, out_stride);
       } else {
-        f16x16_rows_panel<1>(pp + i * panel_bytes, steps, planes, kpad, rows, o + kRows * i,
-                             out_stride);
+        f16x16_rows_panels<1, 1>(pc, panel_bytes, steps, planes, kpad, rows, o, out_stride);
       }
     }
     _mm_setcsr(saved);
