@@ -216,7 +216,8 @@ TEST(AmxF16Rows, CombinedIsBatchInvariant) {
 // --- The F16_X16 layout's kernels (amx/mul_mat_f16_x16.cc) -----------------
 //
 // The AMX buffer type holds F16 weights as F16_X16 on CPUs with AMX-BF16;
-// its kernels (a rows kernel for one activation row, the tiles from two)
+// its kernels (a rows kernel for one and two activation rows, the tiles from
+// three)
 // must give the model's bits at every batch size, as the plain-row kernels
 // above do.
 
@@ -258,15 +259,17 @@ TEST(AmxF16X16, EveryBatchSizeIsTheModelOnWideData) {
   EXPECT_EQ(_mm_getcsr() & kControls, csr);
 }
 
-// One and two activation rows against 1 to 9 panels: decode steps four,
+// One to sixteen activation rows against 1 to 9 panels: decode steps four,
 // then two panels at once for one row (each group's last panel full or
-// partial), a panel at a time for two; every output the model's.
+// partial), a panel at a time for two; the tiles' ring two panels at once
+// from three rows (the last pair or single panel full or partial); every
+// output the model's.
 TEST(AmxF16X16, DecodePanelGroupsAreTheModel) {
   if (!has_amx_bf16()) GTEST_SKIP() << "hardware: no AMX-BF16 (or the OS refused the tile state)";
   std::mt19937 rng(97);
-  for (int64_t m : {1, 2}) {
+  for (int64_t m : {1, 2, 3, 8, 16}) {
     for (int64_t n : {16, 29, 32, 48, 61, 64, 77, 96, 131, 144}) {
-      Problem p = problem(m == 1 ? 700 : 96, n, m, rng, /*wide=*/true);
+      Problem p = problem(m % 2 == 1 ? 700 : 96, n, m, rng, /*wide=*/true);
       make_row_tiny(p, rng);
       std::vector<float> y;
       std::vector<uint8_t> store;

@@ -22,16 +22,22 @@
 //     24 chains in flight. MXCSR.DAZ (FTZ clear) gives the model's
 //     flushes, the output alone flushed explicitly, the caller's MXCSR
 //     restored.
-//   kF16X16TileRows (3) rows and more: TDPBF16PS tiles. Per block of
-//     kBlockSteps steps of K, the panel's vectors are split into B tiles
-//     (wh and wl: the high words of the widened values, one word
-//     permutation each, already in VNNI pair order), and each group of 16
-//     activation rows is the A operand read in place from the driver's
-//     rows (ah, al). C (16 activation rows x the 16 weight rows) starts at
-//     zero and is stored to the output after each block and loaded again
-//     for the next (f32 round-trips unchanged). Two groups share each
-//     step's B tiles; a last group of fewer rows runs on tiles configured
-//     with that many rows.
+//   kF16X16TileRows (3) to 16 rows (several sequences decoding; the driver
+//     sends them to the decode function, several panels per call):
+//     TDPBF16PS tiles, two panels at once, each split step by step into
+//     B tiles (wh and wl: the high words of the widened values, one word
+//     permutation each, already in VNNI pair order) in an L1 ring a few
+//     steps ahead of its products, the rows the A operand read in place
+//     from the driver's rows (ah, al), one C tile per panel for the whole
+//     of K: the split overlaps the tile products, and the two panels' C
+//     tiles are two independent chains of products.
+//   17 rows and more: the same tiles per panel. Per block of kBlockSteps
+//     steps of K, the panel's vectors are split into B tiles once for every
+//     group of 16 activation rows. C (16 activation rows x the 16 weight
+//     rows) starts at zero and is stored to the output after each block
+//     and loaded again for the next (f32 round-trips unchanged). Two groups
+//     share each step's B tiles; a last group of fewer rows runs on tiles
+//     configured with that many rows.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -57,7 +63,7 @@ constexpr int kRows = 16;                             // weight rows per panel
 constexpr size_t kStepBytes = quant::kF16xStepBytes;  // one step of a panel
 constexpr size_t kTileBytes = 1024;
 constexpr int64_t kBlockSteps = 16;           // tiles: steps of K per block
-constexpr size_t kPrefetchBytes = 64 * 1024;  // rows kernel: read-ahead
+constexpr size_t kPrefetchBytes = 128 * 1024;  // rows kernel: read-ahead
 constexpr unsigned kMxcsrDaz = 0x0040;
 constexpr unsigned kMxcsrFtzRound = 0xe000;
 
@@ -228,9 +234,9 @@ void f16x16_model(int64_t k, const uint8_t* panels, size_t panel_bytes, int np, 
   }
 }
 
-// MultiPanelFn: np consecutive panels x nc activation rows (fewer than
-// kF16X16TileRows; two at a time, then one).
-FOLIO_TARGET_AVX512 void f16x16_decode(int64_t k, const void* panels, size_t panel_bytes, int np,
+// np consecutive panels x nc activation rows on the rows kernel (two at a
+// time, then one).
+FOLIO_TARGET_AVX512 void f16x16_rows_decode(int64_t k, const void* panels, size_t panel_bytes, int np,
                                        int nr_last, const void* x, size_t x_stride, int nc,
                                        float* out, size_t out_stride) {
   const int64_t kpad = padded(k), steps = kpad / kStep;
@@ -274,13 +280,6 @@ FOLIO_TARGET_AVX512 void f16x16_decode(int64_t k, const void* panels, size_t pan
   }
 }
 
-// PanelFn on the rows kernel: one panel (calls of fewer than
-// kF16X16TileRows activation rows).
-void f16x16_rows(int64_t k, const void* panel, const void* x, size_t x_stride, int nc, int nr,
-                 float* out, size_t out_stride) {
-  f16x16_decode(k, panel, quant::packed_panel_bytes(DType::F16_X16, k), 1, nr, x, x_stride, nc, out,
-                out_stride);
-}
 
 // --- Two rows and more: the tiles -------------------------------------------
 //
@@ -420,6 +419,113 @@ FOLIO_TARGET_AMX void f16x16_groups(const uint8_t* x, size_t xs, size_t plane, i
   if constexpr (G == 2) FOLIO_F16X16_C_STORE(5, c_1, edge[1]);
 }
 
+// NP (1 or 2) consecutive panels (pb bytes apart; the last one's rows
+// [0, nr_last)) x one group of `rows` (<= 16) activation rows over the
+// whole of K, on f16x16_configure_ring's tiles. Each panel is split step by
+// step into a ring of kRingSteps steps that stays in L1, kRingSteps - 1
+// steps ahead of its tile products: the split (vector work) runs while the
+// products of the steps before it are in the tile unit, and no tile load
+// reads bytes still in the store buffer. The panels' C tiles are two
+// independent chains of products. Each C is zeroed once and stored once.
+constexpr int64_t kRingSteps = 4;
+
+// Tiles for f16x16_ring: tmm0 / tmm1 ah / al (A: `rows` x 32 BF16), tmm2 /
+// tmm3 wh / wl of panel 0 and tmm6 / tmm7 of panel 1 (B), tmm4 / tmm5 C of
+// panels 0 / 1 (`rows` x 16 f32).
+FOLIO_TARGET_AMX void f16x16_configure_ring(int rows) {
+  amx::TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    const bool b = t == 2 || t == 3 || t == 6 || t == 7;
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = static_cast<uint8_t>(b ? kRows : rows);
+  }
+  amx::memory_barrier();
+  _tile_loadconfig(&cfg);
+  amx::memory_barrier();
+}
+
+template <int NP>
+FOLIO_TARGET_AMX void f16x16_ring(const uint8_t* panels, size_t pb, int64_t steps,
+                                  const uint8_t* x, size_t xs, size_t plane, int rows, float* out,
+                                  size_t os, int nr_last) {
+  static_assert(NP == 1 || NP == 2);
+  constexpr size_t kSlot = 2 * kTileBytes;  // one step of one panel: wh, wl
+  alignas(64) uint8_t ring[NP][kRingSteps * kSlot];
+  alignas(64) float edge[NP][kRows * kRows];
+  constexpr int64_t kLead = kRingSteps - 1;
+  auto slot = [&](int i, int64_t s) { return ring[i] + (s % kRingSteps) * kSlot; };
+  for (int64_t s = 0; s < kLead && s < steps; ++s) {
+    for (int i = 0; i < NP; ++i) f16x16_split_block(panels + i * pb, s, 1, slot(i, s));
+  }
+  const F16x16C c_0{out, os, rows, NP == 1 ? nr_last : kRows};
+  const F16x16C c_1{out + kRows, os, rows, nr_last};
+  amx::memory_barrier();
+  FOLIO_F16X16_C_LOAD(4, c_0, edge[0], true);
+  if constexpr (NP == 2) FOLIO_F16X16_C_LOAD(5, c_1, edge[1], true);
+  for (int64_t s = 0; s < steps; ++s) {
+    if (s + kLead < steps) {
+      for (int i = 0; i < NP; ++i) {
+        f16x16_split_block(panels + i * pb, s + kLead, 1, slot(i, s + kLead));
+      }
+      amx::memory_barrier();
+    }
+    _tile_loadd(0, x + 64 * s, xs);
+    _tile_loadd(1, x + plane + 64 * s, xs);
+    _tile_loadd(2, slot(0, s), 64);
+    _tile_loadd(3, slot(0, s) + kTileBytes, 64);
+    if constexpr (NP == 2) {
+      _tile_loadd(6, slot(1, s), 64);
+      _tile_loadd(7, slot(1, s) + kTileBytes, 64);
+    }
+    _tile_dpbf16ps(4, 0, 2);
+    if constexpr (NP == 2) _tile_dpbf16ps(5, 0, 6);
+    _tile_dpbf16ps(4, 1, 2);
+    if constexpr (NP == 2) _tile_dpbf16ps(5, 1, 6);
+    _tile_dpbf16ps(4, 0, 3);
+    if constexpr (NP == 2) _tile_dpbf16ps(5, 0, 7);
+    amx::memory_barrier();
+  }
+  FOLIO_F16X16_C_STORE(4, c_0, edge[0]);
+  if constexpr (NP == 2) FOLIO_F16X16_C_STORE(5, c_1, edge[1]);
+}
+
+// MultiPanelFn on the tiles: np consecutive panels x nc (kF16X16TileRows to
+// 16) activation rows, two panels at a time.
+FOLIO_TARGET_AMX void f16x16_ring_panels(int64_t k, const uint8_t* panels, size_t pb, int np,
+                                         int nr_last, const uint8_t* x, size_t xs, int nc,
+                                         float* out, size_t os) {
+  const int64_t kpad = padded(k), steps = kpad / kStep;
+  const size_t plane = static_cast<size_t>(kpad) * 2;  // ah -> al
+  f16x16_configure_ring(nc);
+  int i = 0;
+  for (; i + 2 <= np; i += 2) {
+    f16x16_ring<2>(panels + i * pb, pb, steps, x, xs, plane, nc, out + i * kRows, os,
+                   i + 2 == np ? nr_last : kRows);
+  }
+  if (i < np) f16x16_ring<1>(panels + i * pb, pb, steps, x, xs, plane, nc, out + i * kRows, os, nr_last);
+  _tile_release();
+}
+
+// MultiPanelFn (up to 16 activation rows): fewer than kF16X16TileRows rows
+// on the rows kernel, the others on the tiles.
+void f16x16_decode(int64_t k, const void* panels, size_t panel_bytes, int np, int nr_last,
+                   const void* x, size_t x_stride, int nc, float* out, size_t out_stride) {
+  if (nc < kF16X16TileRows) {
+    f16x16_rows_decode(k, panels, panel_bytes, np, nr_last, x, x_stride, nc, out, out_stride);
+  } else {
+    f16x16_ring_panels(k, static_cast<const uint8_t*>(panels), panel_bytes, np, nr_last,
+                       static_cast<const uint8_t*>(x), x_stride, nc, out, out_stride);
+  }
+}
+
+// PanelFn: one panel x up to 16 activation rows (a panel call the driver
+// does not send to f16x16_decode).
+void f16x16_small(int64_t k, const void* panel, const void* x, size_t x_stride, int nc, int nr,
+                  float* out, size_t out_stride) {
+  f16x16_decode(k, panel, quant::packed_panel_bytes(DType::F16_X16, k), 1, nr, x, x_stride, nc, out,
+                out_stride);
+}
+
 // PanelFn on the tiles: one panel x nc (>= 1) activation rows.
 FOLIO_TARGET_AMX void f16x16_tiles(int64_t k, const void* panel, const void* x, size_t x_stride,
                                    int nc, int nr, float* out, size_t out_stride) {
@@ -433,13 +539,13 @@ FOLIO_TARGET_AMX void f16x16_tiles(int64_t k, const void* panel, const void* x, 
     }
     return;
   }
+  const size_t plane = static_cast<size_t>(kpad) * 2;  // ah -> al
   auto* b = static_cast<uint8_t*>(
       f16x16_scratch[1].get(static_cast<size_t>(2 * std::min(kBlockSteps, steps)) * kTileBytes));
   if (b == nullptr) {
     f16x16_model(k, pp, 0, 1, nr, xp, x_stride, nc, out, out_stride);
     return;
   }
-  const size_t plane = static_cast<size_t>(kpad) * 2;  // ah -> al
   const int64_t full = nc / 16 * 16;                   // rows in groups of 16
   const int rest = nc - static_cast<int>(full);
   int configured = 0;
@@ -477,9 +583,10 @@ PackedSpec f16x16_spec() {
   spec.act = ActFormat::kBf16Split;
   spec.convert = &f16x16_split_act;
   spec.panel = &f16x16_tiles;
-  spec.small_panel = &f16x16_rows;
+  spec.small_panel = &f16x16_small;
   spec.decode = &f16x16_decode;
-  spec.min_panel_rows = kF16X16TileRows;
+  spec.decode_rows = kRows;
+  spec.min_panel_rows = kRows + 1;
   // Rows of 4 bytes per element: blocks of 2 MB keep 128 rows of K = 4096
   // per panel call, over which each panel's split is spread.
   spec.act_block_bytes = 2 << 20;

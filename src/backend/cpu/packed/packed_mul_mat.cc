@@ -59,10 +59,11 @@ PanelFn panel_for(const PackedSpec& spec, int64_t nc) {
   return main_panel_rows(spec, nc) ? spec.panel : spec.small_panel;
 }
 
-// Whether nc activation rows go through the decode function: one or two
-// rows, unless the main panel of a spec with a small_panel takes them.
+// Whether nc activation rows go through the decode function: up to the
+// spec's decode_rows (one or two by default), unless the main panel of a
+// spec with a small_panel takes them.
 bool use_decode(const PackedSpec& spec, int64_t nc) {
-  return nc <= kMaxDecodeRows && spec.decode != nullptr &&
+  return nc <= spec.decode_rows && spec.decode != nullptr &&
          (spec.small_panel == nullptr || !main_panel_rows(spec, nc));
 }
 

@@ -43,8 +43,8 @@ namespace folio::cpu {
 using PanelFn = void (*)(int64_t k, const void* panel, const void* x, size_t x_stride, int nc,
                          int nr, float* out, size_t out_stride);
 
-// Decode (kMaxDecodeRows activation rows at most): `np` consecutive panels
-// at once (np <= 4; the last may have nr_last < 16 rows); X row c at
+// Decode (PackedSpec::decode_rows activation rows at most, by default
+// kMaxDecodeRows): `np` consecutive panels at once (np <= 4; the last may have nr_last < 16 rows); X row c at
 // x + c * x_stride, out(c, r) of panel i at (char*)out + c * out_stride +
 // 4 * (16 * i + r).
 inline constexpr int kMaxDecodeRows = 2;
@@ -63,6 +63,12 @@ struct PackedSpec {
   // one or two rows too where min_panel_rows <= 2.
   PanelFn small_panel = nullptr;
   int min_panel_rows = 0;
+  // Activation rows up to which `decode` takes a call (it is given
+  // decode_panels() consecutive panels at once); more than kMaxDecodeRows
+  // only for a spec whose decode function reads that many rows (F16_X16's
+  // tiles, several panels per call). Calls of more rows than min_panel_rows
+  // still go to `panel`.
+  int decode_rows = kMaxDecodeRows;
   // Activation bytes kept hot while a chunk's panels stream past them (the
   // M blocking; 0: the driver's default). A layout whose panel work per
   // call does not shrink with the rows (F16_X16: the weights split per
