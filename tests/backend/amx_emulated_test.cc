@@ -232,7 +232,8 @@ TEST(AmxEmulated, F16MulMatIdIsTheModel) {
 }
 
 // F16 weights in the F16_X16 layout (amx/mul_mat_f16_x16.cc: the rows
-// kernel for one activation row, the tiles from two): every output is
+// kernel for one and two activation rows, the tiles from three; 5 and 16
+// rows on the decode function's two-panel ring): every output is
 // amx_f16::dot_model, as amx_f16_rows_test.cc checks on the real tiles.
 TEST(AmxEmulated, F16X16MulMatIsTheModel) {
   if (!has_vnni()) GTEST_SKIP() << "hardware: no AVX-512 VNNI";

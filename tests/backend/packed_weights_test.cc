@@ -135,33 +135,46 @@ TEST(PackedBufferTypes, PriorityListFollowsTheIsa) {
   }
 }
 
-// FOLIO_AMX_F16=1 makes the AMX entry the type that also holds F16 weights
-// (where the CPU has AMX-BF16), and the load line says so; another value is
-// named as ignored; unset, the default AMX type.
-TEST(PackedBufferTypes, AmxF16IsPlacedOnRequest) {
+// By default (FOLIO_AMX_F16 unset, or 1) the AMX entry is the type that also
+// holds F16 weights (where the CPU has AMX-BF16), and the load line says so;
+// FOLIO_AMX_F16=0 keeps F16 weights plain; another value is named as ignored
+// (the default holds).
+TEST(PackedBufferTypes, AmxF16IsPlacedUnlessDeclined) {
   const bool amx = active_isa() == Isa::kAmx;
+  auto expect_f16_on_tiles = [&](const char* what) {
+    EXPECT_TRUE(amx_f16_requested()) << what;
+    if (amx) {
+      const auto l = cpu_weight_buffer_types(Isa::kAmx);
+      EXPECT_EQ(l.front(), &amx_f16_buffer_type()) << what;
+      EXPECT_EQ(*place_weight(l, use(DType::F16, {256, 32, 1, 1})),
+                cpu_features().amx_bf16 ? l[0] : l[1])
+          << what;
+      EXPECT_EQ(cpu_weight_buffer_note(Isa::kAmx).find("F16 weights on the AMX-BF16 tiles") !=
+                    std::string::npos,
+                cpu_features().amx_bf16)
+          << what;
+    }
+  };
+  ASSERT_EQ(unsetenv("FOLIO_AMX_F16"), 0);
+  expect_f16_on_tiles("unset");
+  EXPECT_EQ(cpu_weight_buffer_note(Isa::kAmx).find("ignored"), std::string::npos);
   ASSERT_EQ(setenv("FOLIO_AMX_F16", "1", 1), 0);
-  EXPECT_TRUE(amx_f16_requested());
-  if (amx) {
-    const auto l = cpu_weight_buffer_types(Isa::kAmx);
-    EXPECT_EQ(l.front(), &amx_f16_buffer_type());
-    EXPECT_EQ(*place_weight(l, use(DType::F16, {256, 32, 1, 1})),
-              cpu_features().amx_bf16 ? l[0] : l[1]);
-    EXPECT_EQ(cpu_weight_buffer_note(Isa::kAmx).find("FOLIO_AMX_F16=1") != std::string::npos,
-              cpu_features().amx_bf16);
-  }
+  expect_f16_on_tiles("1");
   ASSERT_EQ(setenv("FOLIO_AMX_F16", "yes", 1), 0);
-  EXPECT_FALSE(amx_f16_requested());
+  expect_f16_on_tiles("yes");
   EXPECT_NE(cpu_weight_buffer_note(Isa::kAmx).find("FOLIO_AMX_F16='yes' ignored"),
             std::string::npos);
-  ASSERT_EQ(unsetenv("FOLIO_AMX_F16"), 0);
+  ASSERT_EQ(setenv("FOLIO_AMX_F16", "0", 1), 0);
   EXPECT_FALSE(amx_f16_requested());
-  EXPECT_EQ(cpu_weight_buffer_note(Isa::kAmx).find("FOLIO_AMX_F16"), std::string::npos);
+  EXPECT_EQ(cpu_weight_buffer_note(Isa::kAmx).find("ignored"), std::string::npos);
   if (amx) {
     const auto l = cpu_weight_buffer_types(Isa::kAmx);
     EXPECT_EQ(l.front(), &amx_buffer_type());
     EXPECT_EQ(*place_weight(l, use(DType::F16, {256, 32, 1, 1})), l[1]);
+    EXPECT_EQ(cpu_weight_buffer_note(Isa::kAmx).find("F16 weights plain") != std::string::npos,
+              cpu_features().amx_bf16);
   }
+  ASSERT_EQ(unsetenv("FOLIO_AMX_F16"), 0);
 }
 
 bool has_vnni() {

@@ -14,7 +14,7 @@
 // contiguous and the paged cache; on the Vulkan device too (paged); and
 // with the weights placed as the CLI places them (the CPU's packed buffer
 // types, and on AMX-BF16 CPUs the F16 matrices as F16_X16 on the amx tier's
-// F16 kernels, as FOLIO_AMX_F16=1 places them), contiguous cache.
+// F16 kernels, the default unless FOLIO_AMX_F16=0), contiguous cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -114,8 +114,8 @@ TEST_P(LlamaArchs, LoadsAndMatchesLlamaCpp) {
   }
   LoadOptions lo;
   if (device != nullptr) lo.offload_type = &device->default_buffer_type();
-  // Packed: as the CLI places weights, with F16 on the AMX-BF16 tiles
-  // (FOLIO_AMX_F16=1) where the machine runs them.
+  // Packed: as the CLI places weights by default, with F16 on the AMX-BF16
+  // tiles where the machine runs them (whatever FOLIO_AMX_F16 says here).
   if (p.packed) {
     lo.buffer_types = cpu_weight_buffer_types(active_isa(), true);
     if (lo.buffer_types.front() == &amx_buffer_type()) lo.buffer_types.front() = &amx_f16_buffer_type();

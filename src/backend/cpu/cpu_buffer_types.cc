@@ -106,7 +106,7 @@ std::vector<DType> amx_f16_formats() {
 
 bool amx_f16_requested() {
   const char* env = std::getenv("FOLIO_AMX_F16");
-  return env != nullptr && std::string_view(env) == "1";
+  return env == nullptr || std::string_view(env) != "0";
 }
 
 const PackedBufferType& amx_buffer_type() {
@@ -149,8 +149,10 @@ std::string cpu_weight_buffer_note(Isa max_isa, bool repack) {
   const CpuFeatures& f = cpu_features();
   if (!repack) {
     s += " (packed layouts off: --no-repack)";
-  } else if (amx_usable(isa) && amx_f16_requested() && f.amx_bf16) {
-    s += " (F16 weights on the AMX-BF16 tiles: FOLIO_AMX_F16=1)";
+  } else if (amx_usable(isa) && f.amx_bf16) {
+    s += amx_f16_requested()
+             ? " (F16 weights on the AMX-BF16 tiles; FOLIO_AMX_F16=0 keeps them plain)"
+             : " (F16 weights plain, on the AVX-512 F16 kernel: FOLIO_AMX_F16=0)";
   } else if (!amx_usable(isa)) {
     if (f.amx_denied) {
       s += " (AMX not offered: the OS refused the tile state, arch_prctl ARCH_REQ_XCOMP_PERM)";
@@ -164,8 +166,10 @@ std::string cpu_weight_buffer_note(Isa max_isa, bool repack) {
   const char* f16_env = std::getenv("FOLIO_AMX_F16");
   if (f16_env != nullptr && *f16_env != '\0' && std::string_view(f16_env) != "0" &&
       std::string_view(f16_env) != "1") {
-    s += fmt::format(" (FOLIO_AMX_F16='{}' ignored: 1 places F16 weights on the AMX-BF16 tiles)",
-                     f16_env);
+    s += fmt::format(
+        " (FOLIO_AMX_F16='{}' ignored: 0 keeps F16 weights plain, 1 or unset places "
+        "them on the AMX-BF16 tiles)",
+        f16_env);
   }
   return s;
 }

@@ -63,10 +63,10 @@ std::vector<const BufferType*> cpu_weight_buffer_types(Isa max_isa, bool repack 
 // the OS refused the tile state)".
 std::string cpu_weight_buffer_note(Isa max_isa, bool repack = true);
 
-// Whether F16 matrices go to the AMX-BF16 tiles (FOLIO_AMX_F16=1 in the
-// environment; off by default: decode on the tiles' exact F16 arithmetic is
-// slower than the AVX-512 F16 kernel, docs/DESIGN.md). When set, the AMX
-// entry of cpu_weight_buffer_types is amx_f16_buffer_type().
+// Whether F16 matrices go to the AMX-BF16 tiles as F16_X16 (the default;
+// FOLIO_AMX_F16=0 in the environment keeps them plain, on the AVX-512 F16
+// kernel, whose decode is faster and prefill slower, docs/DESIGN.md). When
+// true, the AMX entry of cpu_weight_buffer_types is amx_f16_buffer_type().
 bool amx_f16_requested();
 
 // The packed types themselves (tests place single weights through them).

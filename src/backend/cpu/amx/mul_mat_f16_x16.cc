@@ -236,9 +236,9 @@ void f16x16_model(int64_t k, const uint8_t* panels, size_t panel_bytes, int np, 
 
 // np consecutive panels x nc activation rows on the rows kernel (two at a
 // time, then one).
-FOLIO_TARGET_AVX512 void f16x16_rows_decode(int64_t k, const void* panels, size_t panel_bytes, int np,
-                                       int nr_last, const void* x, size_t x_stride, int nc,
-                                       float* out, size_t out_stride) {
+FOLIO_TARGET_AVX512 void f16x16_rows_decode(int64_t k, const void* panels, size_t panel_bytes,
+                                            int np, int nr_last, const void* x, size_t x_stride,
+                                            int nc, float* out, size_t out_stride) {
   const int64_t kpad = padded(k), steps = kpad / kStep;
   const auto* pp = static_cast<const uint8_t*>(panels);
   const auto* xp = static_cast<const uint8_t*>(x);
@@ -280,8 +280,7 @@ FOLIO_TARGET_AVX512 void f16x16_rows_decode(int64_t k, const void* panels, size_
   }
 }
 
-
-// --- Two rows and more: the tiles -------------------------------------------
+// --- Three rows and more: the tiles -----------------------------------------
 //
 // Tiles: tmm0 / tmm1 ah / al of group 0, tmm6 / tmm7 of group 1 (A: `rows`
 // activation rows x 32 BF16), tmm2 / tmm3 wh / wl (B: 16 pairs x the 16
@@ -445,9 +444,9 @@ FOLIO_TARGET_AMX void f16x16_configure_ring(int rows) {
 }
 
 template <int NP>
-FOLIO_TARGET_AMX void f16x16_ring(const uint8_t* panels, size_t pb, int64_t steps,
-                                  const uint8_t* x, size_t xs, size_t plane, int rows, float* out,
-                                  size_t os, int nr_last) {
+FOLIO_TARGET_AMX void f16x16_ring(const uint8_t* panels, size_t pb, int64_t steps, const uint8_t* x,
+                                  size_t xs, size_t plane, int rows, float* out, size_t os,
+                                  int nr_last) {
   static_assert(NP == 1 || NP == 2);
   constexpr size_t kSlot = 2 * kTileBytes;  // one step of one panel: wh, wl
   alignas(64) uint8_t ring[NP][kRingSteps * kSlot];
@@ -502,7 +501,8 @@ FOLIO_TARGET_AMX void f16x16_ring_panels(int64_t k, const uint8_t* panels, size_
     f16x16_ring<2>(panels + i * pb, pb, steps, x, xs, plane, nc, out + i * kRows, os,
                    i + 2 == np ? nr_last : kRows);
   }
-  if (i < np) f16x16_ring<1>(panels + i * pb, pb, steps, x, xs, plane, nc, out + i * kRows, os, nr_last);
+  if (i < np)
+    f16x16_ring<1>(panels + i * pb, pb, steps, x, xs, plane, nc, out + i * kRows, os, nr_last);
   _tile_release();
 }
 

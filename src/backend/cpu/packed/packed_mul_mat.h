@@ -13,9 +13,9 @@
 // 2. Work items are (batch, panel) pairs, split into contiguous chunks by
 //    the thread pool. Within a chunk, activation rows are visited in blocks
 //    that stay in L2 and every panel of the chunk streams past each block.
-//    Decode (one or two activation rows: one or two sequences) goes through
-//    the spec's `decode` function where it has one: 4 consecutive panels per
-//    call, i.e. 4 weight streams
+//    Decode (one or two activation rows: one or two sequences; up to the
+//    spec's decode_rows) goes through the spec's `decode` function where it
+//    has one: 4 consecutive panels per call, i.e. 4 weight streams
 //    per thread (one stream left the memory system idle: Q4_0 weights read
 //    at ~20 GB/s where four streams read ~26 GB/s on the development VM).
 //    A spec may send panel calls by their rows to two panels (small_panel,
@@ -44,9 +44,9 @@ using PanelFn = void (*)(int64_t k, const void* panel, const void* x, size_t x_s
                          int nr, float* out, size_t out_stride);
 
 // Decode (PackedSpec::decode_rows activation rows at most, by default
-// kMaxDecodeRows): `np` consecutive panels at once (np <= 4; the last may have nr_last < 16 rows); X row c at
-// x + c * x_stride, out(c, r) of panel i at (char*)out + c * out_stride +
-// 4 * (16 * i + r).
+// kMaxDecodeRows): `np` consecutive panels at once (np <= 4; the last may have nr_last < 16 rows);
+// X row c at x + c * x_stride, out(c, r) of panel i at (char*)out + c * out_stride + 4 * (16 * i +
+// r).
 inline constexpr int kMaxDecodeRows = 2;
 using MultiPanelFn = void (*)(int64_t k, const void* panels, size_t panel_bytes, int np,
                               int nr_last, const void* x, size_t x_stride, int nc, float* out,
