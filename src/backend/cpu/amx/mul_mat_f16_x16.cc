@@ -100,13 +100,19 @@ FOLIO_TARGET_AVX512 void f16x16_split_act(const float* src, void* dst, int64_t k
 
 // --- One activation row: the AVX-512 rows kernel ----------------------------
 
+// 16 F16 values at p widened (each half of a pair vector is read as its
+// own 32 bytes, which vcvtph2ps takes from memory: no extract).
+FOLIO_INLINE_F16X16 __m512 f16x16_widen_half(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
 // A pair vector (dword i: row i's pair) widened and split, lanes (row,
 // element of the pair): w4[0] wh of rows 0-7, w4[1] their wl, w4[2] and
 // w4[3] the same for rows 8-15.
-FOLIO_INLINE_F16X16 void f16x16_split_pair(__m512i v, __m512* w4) {
+FOLIO_INLINE_F16X16 void f16x16_split_pair(const uint8_t* v, __m512* w4) {
   const __m512i top = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-  const __m512 lo = _mm512_cvtph_ps(_mm512_castsi512_si256(v));
-  const __m512 hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(v, 1));
+  const __m512 lo = f16x16_widen_half(v);
+  const __m512 hi = f16x16_widen_half(v + 32);
   const __m512 lo_h = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(lo), top));
   const __m512 hi_h = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(hi), top));
   w4[0] = lo_h;
@@ -177,7 +183,7 @@ FOLIO_TARGET_AVX512 void f16x16_rows_panels(const uint8_t* panels, size_t pb, in
         const uint8_t* p = panels + i * pb + s * kStepBytes;
         _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes + 64 * q, _MM_HINT_T1);
         __m512 w4[4];
-        f16x16_split_pair(_mm512_loadu_si512(p + 64 * q), w4);
+        f16x16_split_pair(p + 64 * q, w4);
         for (int c = 0; c < C; ++c) {
           p1[i][c] = _mm512_fmadd_ps(a[c], w4[0], p1[i][c]);  // ah wh
           p2[i][c] = _mm512_fmadd_ps(l[c], w4[0], p2[i][c]);  // al wh
@@ -315,9 +321,8 @@ FOLIO_TARGET_AMX void f16x16_split_block(const uint8_t* panel, int64_t s0, int64
     const uint8_t* src = panel + (s0 + j) * kStepBytes;
     uint8_t* hi = dst + 2 * j * kTileBytes;
     for (int q = 0; q < kRows; ++q) {
-      const __m512i v = _mm512_loadu_si512(src + 64 * q);
-      const __m512 f0 = _mm512_cvtph_ps(_mm512_castsi512_si256(v));
-      const __m512 f1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(v, 1));
+      const __m512 f0 = f16x16_widen_half(src + 64 * q);
+      const __m512 f1 = f16x16_widen_half(src + 64 * q + 32);
       const __m512 l0 =
           _mm512_sub_ps(f0, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f0), top)));
       const __m512 l1 =
