@@ -217,9 +217,8 @@ TEST(AmxF16Rows, CombinedIsBatchInvariant) {
 //
 // The AMX buffer type holds F16 weights as F16_X16 on CPUs with AMX-BF16;
 // its kernels (a rows kernel for one and two activation rows, the tiles from
-// three)
-// must give the model's bits at every batch size, as the plain-row kernels
-// above do.
+// three) must give the model's bits at every batch size, as the plain-row
+// kernels above do.
 
 // p's weight packed into F16_X16 (in store).
 Op packed_op(Problem& p, std::vector<float>& y, std::vector<uint8_t>& store) {

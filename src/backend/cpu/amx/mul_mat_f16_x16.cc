@@ -288,19 +288,18 @@ FOLIO_TARGET_AVX512 void f16x16_rows_decode(int64_t k, const void* panels, size_
 
 // --- Three rows and more: the tiles -----------------------------------------
 //
-// Tiles: tmm0 / tmm1 ah / al of group 0, tmm6 / tmm7 of group 1 (A: `rows`
-// activation rows x 32 BF16), tmm2 / tmm3 wh / wl (B: 16 pairs x the 16
-// weight rows), tmm4 / tmm5 C of groups 0 / 1 (`rows` x 16 f32).
+// Tiles of f16x16_groups: tmm0 / tmm1 ah / al of group 0, tmm6 / tmm7 of
+// group 1 (A: `rows` activation rows x 32 BF16), tmm2 / tmm3 wh / wl (B: 16
+// pairs x the 16 weight rows), tmm4 / tmm5 C of groups 0 / 1 (`rows` x 16
+// f32). f16x16_ring's: tmm6 / tmm7 are the second panel's wh / wl instead.
+constexpr unsigned kGroupBTiles = 0b00001100;  // bit t: tmm t holds B (16 rows)
+constexpr unsigned kRingBTiles = 0b11001100;
 
-FOLIO_TARGET_AMX void f16x16_configure(int rows) {
+FOLIO_TARGET_AMX void f16x16_configure(int rows, unsigned b_tiles) {
   amx::TileConfig cfg;
-  for (int t : {0, 1, 4, 5, 6, 7}) {
+  for (int t = 0; t < 8; ++t) {
     cfg.colsb[t] = 64;
-    cfg.rows[t] = static_cast<uint8_t>(rows);
-  }
-  for (int t : {2, 3}) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = kRows;
+    cfg.rows[t] = static_cast<uint8_t>((b_tiles >> t) & 1 ? kRows : rows);
   }
   amx::memory_barrier();
   _tile_loadconfig(&cfg);
@@ -425,28 +424,13 @@ FOLIO_TARGET_AMX void f16x16_groups(const uint8_t* x, size_t xs, size_t plane, i
 
 // NP (1 or 2) consecutive panels (pb bytes apart; the last one's rows
 // [0, nr_last)) x one group of `rows` (<= 16) activation rows over the
-// whole of K, on f16x16_configure_ring's tiles. Each panel is split step by
+// whole of K, on the ring's tiles (kRingBTiles). Each panel is split step by
 // step into a ring of kRingSteps steps that stays in L1, kRingSteps - 1
 // steps ahead of its tile products: the split (vector work) runs while the
 // products of the steps before it are in the tile unit, and no tile load
 // reads bytes still in the store buffer. The panels' C tiles are two
 // independent chains of products. Each C is zeroed once and stored once.
 constexpr int64_t kRingSteps = 4;
-
-// Tiles for f16x16_ring: tmm0 / tmm1 ah / al (A: `rows` x 32 BF16), tmm2 /
-// tmm3 wh / wl of panel 0 and tmm6 / tmm7 of panel 1 (B), tmm4 / tmm5 C of
-// panels 0 / 1 (`rows` x 16 f32).
-FOLIO_TARGET_AMX void f16x16_configure_ring(int rows) {
-  amx::TileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    const bool b = t == 2 || t == 3 || t == 6 || t == 7;
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = static_cast<uint8_t>(b ? kRows : rows);
-  }
-  amx::memory_barrier();
-  _tile_loadconfig(&cfg);
-  amx::memory_barrier();
-}
 
 template <int NP>
 FOLIO_TARGET_AMX void f16x16_ring(const uint8_t* panels, size_t pb, int64_t steps, const uint8_t* x,
@@ -455,7 +439,7 @@ FOLIO_TARGET_AMX void f16x16_ring(const uint8_t* panels, size_t pb, int64_t step
   static_assert(NP == 1 || NP == 2);
   constexpr size_t kSlot = 2 * kTileBytes;  // one step of one panel: wh, wl
   alignas(64) uint8_t ring[NP][kRingSteps * kSlot];
-  alignas(64) float edge[NP][kRows * kRows];
+  alignas(64) float edge[NP][kRows * kRows];  // C of a panel of fewer rows
   constexpr int64_t kLead = kRingSteps - 1;
   auto slot = [&](int i, int64_t s) { return ring[i] + (s % kRingSteps) * kSlot; };
   for (int64_t s = 0; s < kLead && s < steps; ++s) {
@@ -464,8 +448,8 @@ FOLIO_TARGET_AMX void f16x16_ring(const uint8_t* panels, size_t pb, int64_t step
   const F16x16C c_0{out, os, rows, NP == 1 ? nr_last : kRows};
   const F16x16C c_1{out + kRows, os, rows, nr_last};
   amx::memory_barrier();
-  FOLIO_F16X16_C_LOAD(4, c_0, edge[0], true);
-  if constexpr (NP == 2) FOLIO_F16X16_C_LOAD(5, c_1, edge[1], true);
+  _tile_zero(4);
+  if constexpr (NP == 2) _tile_zero(5);
   for (int64_t s = 0; s < steps; ++s) {
     if (s + kLead < steps) {
       for (int i = 0; i < NP; ++i) {
@@ -500,7 +484,7 @@ FOLIO_TARGET_AMX void f16x16_ring_panels(int64_t k, const uint8_t* panels, size_
                                          float* out, size_t os) {
   const int64_t kpad = padded(k), steps = kpad / kStep;
   const size_t plane = static_cast<size_t>(kpad) * 2;  // ah -> al
-  f16x16_configure_ring(nc);
+  f16x16_configure(nc, kRingBTiles);
   int i = 0;
   for (; i + 2 <= np; i += 2) {
     f16x16_ring<2>(panels + i * pb, pb, steps, x, xs, plane, nc, out + i * kRows, os,
@@ -563,7 +547,7 @@ FOLIO_TARGET_AMX void f16x16_tiles(int64_t k, const void* panel, const void* x, 
     for (int part = 0; part < 2; ++part) {
       if ((part == 0) != rest_first) {
         if (full == 0) continue;
-        if (configured != 16) f16x16_configure(configured = 16);
+        if (configured != 16) f16x16_configure(configured = 16, kGroupBTiles);
         int64_t c0 = 0;
         for (; c0 + 32 <= full; c0 += 32) {
           f16x16_groups<2>(xp, x_stride, plane, 16, c0, s0, n, b, out, out_stride, nr, first);
@@ -573,7 +557,7 @@ FOLIO_TARGET_AMX void f16x16_tiles(int64_t k, const void* panel, const void* x, 
         }
       } else {
         if (rest == 0) continue;
-        if (configured != rest) f16x16_configure(configured = rest);
+        if (configured != rest) f16x16_configure(configured = rest, kGroupBTiles);
         f16x16_groups<1>(xp, x_stride, plane, rest, full, s0, n, b, out, out_stride, nr, first);
       }
     }

@@ -44,9 +44,9 @@ using PanelFn = void (*)(int64_t k, const void* panel, const void* x, size_t x_s
                          int nr, float* out, size_t out_stride);
 
 // Decode (PackedSpec::decode_rows activation rows at most, by default
-// kMaxDecodeRows): `np` consecutive panels at once (np <= 4; the last may have nr_last < 16 rows);
-// X row c at x + c * x_stride, out(c, r) of panel i at (char*)out + c * out_stride + 4 * (16 * i +
-// r).
+// kMaxDecodeRows): `np` consecutive panels at once (np <= 4; the last may
+// have nr_last < 16 rows); X row c at x + c * x_stride, out(c, r) of panel i
+// at (char*)out + c * out_stride + 4 * (16 * i + r).
 inline constexpr int kMaxDecodeRows = 2;
 using MultiPanelFn = void (*)(int64_t k, const void* panels, size_t panel_bytes, int np,
                               int nr_last, const void* x, size_t x_stride, int nc, float* out,
@@ -59,15 +59,14 @@ struct PackedSpec {
   ConvertRowFn convert = nullptr;  // nullptr: convert_act_row (the reference)
   // Where small_panel is set (the AMX tier: the panel of the tier below),
   // panel calls of fewer than min_panel_rows activation rows go to it, and
-  // only those of one or two rows to `decode`; `panel` takes the others,
-  // one or two rows too where min_panel_rows <= 2.
+  // only those of at most decode_rows rows to `decode`; `panel` takes the
+  // others, decode's rows too where min_panel_rows <= decode_rows.
   PanelFn small_panel = nullptr;
   int min_panel_rows = 0;
   // Activation rows up to which `decode` takes a call (it is given
   // decode_panels() consecutive panels at once); more than kMaxDecodeRows
-  // only for a spec whose decode function reads that many rows (F16_X16's
-  // tiles, several panels per call). Calls of more rows than min_panel_rows
-  // still go to `panel`.
+  // only for a spec whose decode function reads that many rows (F16_X16:
+  // its tiles, several panels per call).
   int decode_rows = kMaxDecodeRows;
   // Activation bytes kept hot while a chunk's panels stream past them (the
   // M blocking; 0: the driver's default). A layout whose panel work per
