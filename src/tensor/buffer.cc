@@ -48,7 +48,7 @@ Status Buffer::fill_zero(size_t offset, size_t n) {
 
 Result<std::unique_ptr<HostBuffer>> HostBuffer::create(size_t size, const BufferType* type,
                                                        size_t alignment) {
-  AlignedPtr mem = aligned_alloc_bytes(size, alignment);
+  AlignedPtr mem = large_alloc_bytes(size, alignment);
   if (!mem) return resource_exhausted("cannot allocate {} bytes of host memory", size);
   std::memset(mem.get(), 0, size);
   return std::unique_ptr<HostBuffer>(new HostBuffer(std::move(mem), size, type));
@@ -95,8 +95,12 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path,
       ::close(fd);
       return io_error("cannot mmap '{}' ({} bytes): {}", path, size, std::strerror(e));
     }
+    // Decode reads the whole mapping each step: PMD-sized page cache folios
+    // mapped whole spare the TLB (the advice only shapes how the kernel
+    // reads the file in; declined, the mapping is as before).
+    advise_huge_pages(addr, size);
   } else if (size > 0) {
-    heap = aligned_alloc_bytes(size, kDefaultAlignment);
+    heap = large_alloc_bytes(size, kDefaultAlignment);
     if (!heap) {
       ::close(fd);
       return resource_exhausted("cannot allocate {} bytes to read '{}'", size, path);

@@ -14,6 +14,7 @@
 #include "bench/bench_report.h"
 #include "bench/mem_bandwidth.h"
 #include "bench/spec_bench.h"
+#include "core/aligned.h"
 #include "core/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
@@ -524,6 +525,18 @@ TEST(MemBandwidth, TriadOnSmallArrays) {
   const auto j = nlohmann::json::parse(membench_json_line(*r));
   EXPECT_EQ(j.at("test"), "membench");
   EXPECT_DOUBLE_EQ(j.at("triad_gbps").get<double>(), r->triad_gbps);
+  EXPECT_FALSE(r->huge_pages);
+  EXPECT_EQ(j.at("pages"), "4k");
+
+  // The same arrays advised as huge pages, where the kernel gives them.
+  o.huge_pages = true;
+  auto h = measure_mem_bandwidth(pool, o);
+  ASSERT_TRUE(h.ok()) << h.status().to_string();
+  EXPECT_GT(h->triad_gbps, 0);
+  EXPECT_EQ(h->huge_pages, huge_pages_available());
+  EXPECT_EQ(nlohmann::json::parse(membench_json_line(*h)).at("pages"),
+            huge_pages_available() ? "2m" : "4k");
+  o.huge_pages = false;
 
   o.runs = 0;
   EXPECT_FALSE(measure_mem_bandwidth(pool, o).ok());

@@ -87,9 +87,13 @@ std::string bench_json_line(const BenchRecord& r) {
 }
 
 std::string membench_json_line(const MemBandwidthResult& m) {
-  nlohmann::ordered_json j = {{"test", "membench"},           {"threads", m.threads},
-                              {"triad_gbps", m.triad_gbps},   {"read_gbps", m.read_gbps},
-                              {"array_bytes", m.array_bytes}, {"runs", m.runs}};
+  nlohmann::ordered_json j = {{"test", "membench"},
+                              {"threads", m.threads},
+                              {"triad_gbps", m.triad_gbps},
+                              {"read_gbps", m.read_gbps},
+                              {"array_bytes", m.array_bytes},
+                              {"runs", m.runs},
+                              {"pages", m.huge_pages ? "2m" : "4k"}};
   return j.dump();
 }
 

@@ -59,7 +59,8 @@ struct BenchRecord {
 // One JSON object (no newline) with the keys above.
 std::string bench_json_line(const BenchRecord& r);
 // The membench result as one JSON object: test "membench", threads,
-// triad_gbps, read_gbps, array_bytes, runs.
+// triad_gbps, read_gbps, array_bytes, runs, pages ("4k", or "2m" where
+// the arrays were on huge pages).
 std::string membench_json_line(const MemBandwidthResult& m);
 
 // Markdown table: header (two lines), then one row per record. with_bw adds

@@ -76,11 +76,16 @@ Result<MemBandwidthResult> measure_mem_bandwidth(ThreadPool& pool,
   const auto n = static_cast<int64_t>(bytes / sizeof(double));
   if (n < 1024) return invalid_argument("membench: arrays of {} bytes are too small", bytes);
   const size_t size = static_cast<size_t>(n) * sizeof(double);
-  AlignedPtr pa = aligned_alloc_bytes(size, 4096);
-  AlignedPtr pb = aligned_alloc_bytes(size, 4096);
-  AlignedPtr pc = aligned_alloc_bytes(size, 4096);
+  const size_t align = options.huge_pages ? kHugePageBytes : 4096;
+  AlignedPtr pa = aligned_alloc_bytes(size, align);
+  AlignedPtr pb = aligned_alloc_bytes(size, align);
+  AlignedPtr pc = aligned_alloc_bytes(size, align);
   if (!pa || !pb || !pc)
     return resource_exhausted("membench: cannot allocate 3 arrays of {} bytes", size);
+  bool advised = options.huge_pages;
+  for (const AlignedPtr* p : {&pa, &pb, &pc}) {
+    if (options.huge_pages) advised = advise_huge_pages(p->get(), size) && advised;
+  }
   auto* a = static_cast<double*>(pa.get());
   auto* b = static_cast<double*>(pb.get());
   auto* c = static_cast<double*>(pc.get());
@@ -98,6 +103,7 @@ Result<MemBandwidthResult> measure_mem_bandwidth(ThreadPool& pool,
   r.array_bytes = size;
   r.threads = pool.size();
   r.runs = options.runs;
+  r.huge_pages = advised;
   const double triad_bytes = 3.0 * static_cast<double>(size);
   for (int run = 0; run < options.runs; ++run) {
     const auto t0 = Clock::now();

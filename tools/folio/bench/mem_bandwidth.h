@@ -9,6 +9,10 @@
 //   read:  a sum over a[] (8 bytes per element read, nothing written), the
 //          access pattern of a decode step's weight reads.
 // Each is run `runs` times; the best (highest) rate is reported, like STREAM.
+// The arrays are on ordinary (4 KiB) pages, as STREAM's static arrays are
+// where transparent huge pages are only given on request, or, with
+// huge_pages, advised as huge pages as folio's weight buffers are
+// (core/aligned.h): the single-stream read gains most from that.
 // The arrays must be far larger than the last-level cache, or the result is
 // cache bandwidth: default_array_bytes() takes twice the L3 size.
 #pragma once
@@ -27,6 +31,7 @@ namespace folio::tools {
 struct MemBandwidthOptions {
   size_t array_bytes = 0;  // bytes of EACH of the three arrays; 0: default_array_bytes()
   int runs = 5;
+  bool huge_pages = false;  // advise the arrays as transparent huge pages
 };
 
 struct MemBandwidthResult {
@@ -35,6 +40,7 @@ struct MemBandwidthResult {
   size_t array_bytes = 0;
   int threads = 0;
   int runs = 0;
+  bool huge_pages = false;  // huge pages were asked for and the kernel took the advice
 };
 
 // Last-level (L3) cache size in bytes from sysfs; 0 if unknown.
