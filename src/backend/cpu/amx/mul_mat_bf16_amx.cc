@@ -529,23 +529,22 @@ FOLIO_TARGET_AMX void rows_c_out(float* out, size_t os, int64_t nr, int64_t nc, 
   }
 }
 
-// BF16: W weight groups (16 rows each) x G activation groups (B tiles of
+// BF16: one weight group (16 rows, wr) x G activation groups (B tiles of
 // bt), all of K.
-template <int W, int G>
-FOLIO_TARGET_AMX void bf16_rows_x_acts(const WeightRows (&wr)[2], int64_t k, const uint8_t* bt,
+template <int G>
+FOLIO_TARGET_AMX void bf16_rows_x_acts(const WeightRows& wr, int64_t k, const uint8_t* bt,
                                        float* out, size_t os, int64_t nr, int64_t nc, int64_t r0) {
-  zero_c<W, G>();
+  zero_c<1, G>();
   const int64_t full = k / kStep;
-  const WeightRows& w1 = W == 2 ? wr[1] : wr[0];
   for (int64_t s = 0; s < full; ++s) {
-    rows_step<W, G, WFmt::kBf16>(wr[0].base + s * 64, wr[0].stride, w1.base + s * 64, w1.stride,
-                                 nullptr, nullptr, 0, bt + s * G * kBTileBytes);
+    rows_step<1, G, WFmt::kBf16>(wr.base + s * 64, wr.stride, nullptr, 0, nullptr, nullptr, 0,
+                                 bt + s * G * kBTileBytes);
   }
   if (k % kStep != 0) {
-    rows_step<W, G, WFmt::kBf16>(wr[0].tail, wr[0].tail_stride, w1.tail, w1.tail_stride, nullptr,
-                                 nullptr, 0, bt + full * G * kBTileBytes);
+    rows_step<1, G, WFmt::kBf16>(wr.tail, wr.tail_stride, nullptr, 0, nullptr, nullptr, 0,
+                                 bt + full * G * kBTileBytes);
   }
-  rows_c_out<W, G>(out, os, nr, nc, r0);
+  rows_c_out<1, G>(out, os, nr, nc, r0);
 }
 
 // F16: W weight groups from r0 x G activation groups (B tiles of bt, two
@@ -597,26 +596,21 @@ FOLIO_TARGET_AMX bool bf16_panel_small(int64_t k, const unsigned char* w, size_t
   auto* bt = static_cast<uint8_t*>(
       bf16_amx_scratch[0].get(static_cast<size_t>(steps * groups) * kBTileBytes));
   auto* part = static_cast<uint8_t*>(
-      bf16_amx_scratch[1].get(static_cast<size_t>(steps) * kBTileBytes + 2 * 16 * 64));
+      bf16_amx_scratch[1].get(static_cast<size_t>(steps) * kBTileBytes + 16 * 64));
   if (bt == nullptr || part == nullptr) return false;
-  uint8_t* tails = part + steps * kBTileBytes;  // two 16 x 64-byte tail steps
+  uint8_t* tail = part + steps * kBTileBytes;  // a 16 x 64-byte tail step
   bf16_act_tiles<WFmt::kBf16>(x, xs, nc, groups, k, bt);
   bf16_configure_tiles();
-  for (int64_t r0 = 0; r0 < nr; r0 += 2 * kGroup) {
-    const WeightRows wr[2] = {
-        bf16_weight_rows(w, ws, nr, r0, k, tails, part),
-        r0 + kGroup < nr ? bf16_weight_rows(w, ws, nr, r0 + kGroup, k, tails + 16 * 64, part)
-                         : WeightRows{}};
+  // One group of 16 weight rows at a time: 16 read streams per thread, which
+  // the prefetchers follow better than two groups' 32 (BENCHMARKS.md); the
+  // C tiles are independent, so the bits are the same.
+  for (int64_t r0 = 0; r0 < nr; r0 += kGroup) {
+    const WeightRows wr = bf16_weight_rows(w, ws, nr, r0, k, tail, part);
     amx::memory_barrier();
-    const bool two = r0 + kGroup < nr;
-    if (two && groups == 2) {
-      bf16_rows_x_acts<2, 2>(wr, k, bt, out, os, nr, nc, r0);
-    } else if (two) {
-      bf16_rows_x_acts<2, 1>(wr, k, bt, out, os, nr, nc, r0);
-    } else if (groups == 2) {
-      bf16_rows_x_acts<1, 2>(wr, k, bt, out, os, nr, nc, r0);
+    if (groups == 2) {
+      bf16_rows_x_acts<2>(wr, k, bt, out, os, nr, nc, r0);
     } else {
-      bf16_rows_x_acts<1, 1>(wr, k, bt, out, os, nr, nc, r0);
+      bf16_rows_x_acts<1>(wr, k, bt, out, os, nr, nc, r0);
     }
   }
   _tile_release();
