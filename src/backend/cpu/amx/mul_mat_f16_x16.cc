@@ -18,10 +18,10 @@
 //     the activation pair broadcast, six fused chains per 16 rows, then
 //     C += E + O per product (the vector plus its pair-swapped self). One
 //     activation row steps four (then two) panels at once: four weight
-//     streams, each prefetched one line per pair kPrefetchBytes ahead, and
-//     24 chains in flight. MXCSR.DAZ (FTZ clear) gives the model's
-//     flushes, the output alone flushed explicitly, the caller's MXCSR
-//     restored.
+//     streams, each prefetched into L1 one step (kStepBytes) ahead, a line
+//     per pair, and 24 chains in flight. MXCSR.DAZ (FTZ clear) gives the
+//     model's flushes, the output alone flushed explicitly, the caller's
+//     MXCSR restored.
 //   kF16X16TileRows (3) to 16 rows (several sequences decoding; the driver
 //     sends them to the decode function, several panels per call):
 //     TDPBF16PS tiles, two panels at once, each split step by step into
@@ -63,7 +63,7 @@ constexpr int kRows = 16;                             // weight rows per panel
 constexpr size_t kStepBytes = quant::kF16xStepBytes;  // one step of a panel
 constexpr size_t kTileBytes = 1024;
 constexpr int64_t kBlockSteps = 16;           // tiles: steps of K per block
-constexpr size_t kPrefetchBytes = 128 * 1024;  // rows kernel: read-ahead
+constexpr size_t kPrefetchBytes = kStepBytes;  // rows kernel: read-ahead (next step, to L1)
 constexpr unsigned kMxcsrDaz = 0x0040;
 constexpr unsigned kMxcsrFtzRound = 0xe000;
 
@@ -181,7 +181,7 @@ FOLIO_TARGET_AVX512 void f16x16_rows_panels(const uint8_t* panels, size_t pb, in
       }
       for (int i = 0; i < NP; ++i) {
         const uint8_t* p = panels + i * pb + s * kStepBytes;
-        _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes + 64 * q, _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes + 64 * q, _MM_HINT_T0);
         __m512 w4[4];
         f16x16_split_pair(p + 64 * q, w4);
         for (int c = 0; c < C; ++c) {
