@@ -64,12 +64,16 @@ FOLIO_INLINE_AVX512 __m512i bcast4(const int8_t* q) {
   return _mm512_set1_epi32(v);
 }
 
-// Prefetches [p, p + n) into L1, one line per 64 bytes. A decode step
-// streams every weight once: each 32-element group step requests an eighth
-// of the super-block two ahead (panels of a matrix are consecutive, so past
-// a panel's end this reads the next panel).
-FOLIO_INLINE_AVX512 void prefetch_lines(const uint8_t* p, size_t n) {
-  for (size_t off = 0; off < n; off += 64)
+// Prefetches eighth `part` of the kBytes half a super-block past s into L1,
+// one line per 64 bytes. A decode step streams every weight once: each
+// 32-element group step requests an eighth of what follows it half a
+// super-block (about 1 KB) on (panels of a matrix are consecutive, so past
+// a panel's end this reads the next panel). Farther read-ahead decoded
+// slower (BENCHMARKS.md).
+template <size_t kBytes>
+FOLIO_INLINE_AVX512 void prefetch_ahead(const uint8_t* s, int part) {
+  const uint8_t* p = s + kBytes / 2 + part * (kBytes / 8);
+  for (size_t off = 0; off < kBytes / 8; off += 64)
     _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
 }
 
@@ -126,7 +130,7 @@ FOLIO_INLINE_AVX512 void k4_superblock(const uint8_t* s, const BlockQ8_K* const 
   __m512i isum[C], msum[C];
   for (int c = 0; c < C; ++c) isum[c] = msum[c] = _mm512_setzero_si512();
   for (int j = 0; j < 8; ++j) {
-    prefetch_lines(s + 2 * kBytes + j * (kBytes / 8), kBytes / 8);
+    prefetch_ahead<kBytes>(s, j);
     __m512i w[8];
     k4_codes<P>(s, j, w);
     const __m512i sc2 = k4_scale_pairs(s, j);
@@ -167,7 +171,7 @@ FOLIO_INLINE_AVX512 void q6_superblock(const uint8_t* s, const BlockQ8_K* const 
   __m512i isum[C];
   for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
   for (int g = 0; g < 8; ++g) {
-    prefetch_lines(s + 2 * quant::kQ6KxBytes + g * (quant::kQ6KxBytes / 8), quant::kQ6KxBytes / 8);
+    prefetch_ahead<quant::kQ6KxBytes>(s, g);
     __m512i w[8];
     q6_codes(s, g, w);
     const __m512i sc0 = q6_scales(s, g, 0), sc1 = q6_scales(s, g, 1);
@@ -205,7 +209,7 @@ FOLIO_INLINE_AVX512 void iq4xs_superblock(const uint8_t* s, const BlockQ8_K* con
   __m512i isum[C];
   for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
   for (int g = 0; g < 8; ++g) {
-    prefetch_lines(s + 2 * kBytes + g * (kBytes / 8), kBytes / 8);
+    prefetch_ahead<kBytes>(s, g);
     __m512i w[8];
     iq4xs_levels(s, g, 128, w);
     const __m512i sc = iq4xs_scales(s, g);
@@ -252,7 +256,7 @@ struct KQuantMulti {
       for (int j = 0; j < 8; ++j) {
         for (int i = 0; i < NP; ++i) {
           const uint8_t* s = panels + i * pb + sb * kBytes;
-          prefetch_lines(s + 2 * kBytes + j * (kBytes / 8), kBytes / 8);
+          prefetch_ahead<kBytes>(s, j);
           __m512i w[8];
           k4_codes<P>(s, j, w);
           const __m512i sc2 = k4_scale_pairs(s, j);
@@ -289,7 +293,7 @@ struct KQuantMulti {
       for (int g = 0; g < 8; ++g) {
         for (int i = 0; i < NP; ++i) {
           const uint8_t* s = panels + i * pb + sb * kBytes;
-          prefetch_lines(s + 2 * kBytes + g * (kBytes / 8), kBytes / 8);
+          prefetch_ahead<kBytes>(s, g);
           __m512i w[8];
           iq4xs_levels(s, g, 128, w);
           const __m512i sc = iq4xs_scales(s, g);
@@ -317,8 +321,7 @@ struct KQuantMulti {
       for (int g = 0; g < 8; ++g) {
         for (int i = 0; i < NP; ++i) {
           const uint8_t* s = panels + i * pb + sb * quant::kQ6KxBytes;
-          prefetch_lines(s + 2 * quant::kQ6KxBytes + g * (quant::kQ6KxBytes / 8),
-                         quant::kQ6KxBytes / 8);
+          prefetch_ahead<quant::kQ6KxBytes>(s, g);
           __m512i w[8];
           q6_codes(s, g, w);
           const __m512i sc0 = q6_scales(s, g, 0), sc1 = q6_scales(s, g, 1);
