@@ -85,9 +85,9 @@ FOLIO_INLINE_AVX512 void prefetch_lines(const uint8_t* p) {
     _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
 }
 
-// Blocks to read ahead: about 3 KB.
+// Blocks to read ahead: about 1.5 KB (farther decoded slower, BENCHMARKS.md).
 template <DType P>
-constexpr int64_t kPrefetchBlocks = 3072 / quant::x16_block_bytes(P);
+constexpr int64_t kPrefetchBlocks = 1536 / quant::x16_block_bytes(P);
 
 FOLIO_INLINE_AVX512 __m512i bcast4(const int8_t* q) {
   int32_t v;
@@ -122,7 +122,7 @@ FOLIO_INLINE_AVX512 __m512 block_step(__m512 acc, const __m512i (&w)[8], __m512 
 }
 
 // The unpacked codes, the f16 row scales and (Q5_1; else zero) the f16 row
-// minimums of panel block `blk`; prefetches the block about 3 KB ahead in
+// minimums of panel block `blk`; prefetches the block about 1.5 KB ahead in
 // the same stream.
 template <DType P>
 FOLIO_INLINE_AVX512 __m512 load_block(const uint8_t* blk, __m512i (&w)[8], __m512* mw) {
