@@ -7,6 +7,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace folio {
@@ -61,9 +62,10 @@ bool huge_pages_available() {
 bool advise_huge_pages(void* p, size_t size) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (p == nullptr || size == 0 || !huge_pages_available()) return false;
-  // madvise takes a page-aligned start: advise the whole pages inside.
+  // madvise takes a page-aligned start: advise the whole pages inside
+  // (base pages: 4 KiB on x86-64, 4 to 64 KiB on arm64).
   const auto begin = reinterpret_cast<uintptr_t>(p);
-  constexpr uintptr_t kPage = 4096;
+  static const auto kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t first = (begin + kPage - 1) & ~(kPage - 1);
   const uintptr_t end = (begin + size) & ~(kPage - 1);
   if (end <= first) return false;

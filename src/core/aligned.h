@@ -37,7 +37,7 @@ bool huge_pages_available();
 
 // Advises [p, p + size) (a file mapping of weights) as huge pages, which
 // makes the page cache read it in PMD-sized folios the mapping can map
-// whole. Only where huge_pages_requested(); true when the kernel took the
+// whole. Only where huge_pages_available(); true when the kernel took the
 // advice.
 bool advise_huge_pages(void* p, size_t size);
 

@@ -82,9 +82,10 @@ Result<MemBandwidthResult> measure_mem_bandwidth(ThreadPool& pool,
   AlignedPtr pc = aligned_alloc_bytes(size, align);
   if (!pa || !pb || !pc)
     return resource_exhausted("membench: cannot allocate 3 arrays of {} bytes", size);
-  bool advised = options.huge_pages;
-  for (const AlignedPtr* p : {&pa, &pb, &pc}) {
-    if (options.huge_pages) advised = advise_huge_pages(p->get(), size) && advised;
+  bool advised = options.huge_pages;  // and the kernel took it for all three
+  if (options.huge_pages) {
+    for (const AlignedPtr* p : {&pa, &pb, &pc})
+      advised = advise_huge_pages(p->get(), size) && advised;
   }
   auto* a = static_cast<double*>(pa.get());
   auto* b = static_cast<double*>(pb.get());
