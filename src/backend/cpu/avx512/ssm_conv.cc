@@ -10,8 +10,9 @@
 // loads them as `stride` vectors and splits them into one vector per tap
 // (lanes = channels) with two-source permutes, so each output keeps the
 // reference's order: ((0 + win[0] w[0]) + win[1] w[1]) ... + bias, one mul
-// and one add per tap, no FMA, +0.0f when there is no bias. SiLU calls the
-// same scalar expf as the reference, per output. The fused op then
+// and one add per tap, no FMA, +0.0f when there is no bias. SiLU takes libm's
+// exp bits from the vector expf_libm (avx512/simd.h), which calls the
+// reference's scalar expf only for the lanes it cannot settle. The fused op then
 // interleaves the shifted window (taps 1..K-1) back into records and stores
 // them in the destination slot; a block is fully loaded before its slot
 // records are written, so identity slots update in place. Channel blocks are
@@ -19,7 +20,6 @@
 // reference's scalar code. K <= 8; weights, bias and pool slots contiguous.
 #include <cmath>
 #include <cstdint>
-#include <vector>
 
 #include "backend/cpu/avx512/recurrent_kernels.h"
 #include "backend/cpu/avx512/simd.h"
@@ -94,12 +94,14 @@ FOLIO_INLINE_AVX512 __m512 join(const Tables& t, const __m512* c, int o) {
   return permute_pairs<S>(t.join_idx[o], t.join_mask[o], c);
 }
 
-// Stores 16 outputs, SiLU (scalar, the reference's expression) if asked.
+// Stores 16 outputs, SiLU if asked: the reference's x / (1 + exp(-x)) with
+// libm's exp bits (expf_libm).
 FOLIO_INLINE_AVX512 void store_out(float* dst, __m512 sum, bool act) {
-  _mm512_storeu_ps(dst, sum);
   if (act) {
-    for (int l = 0; l < 16; ++l) dst[l] = ssm_conv_silu(dst[l]);
+    const __m512 neg = _mm512_xor_ps(sum, _mm512_set1_ps(-0.0f));
+    sum = _mm512_div_ps(sum, _mm512_add_ps(_mm512_set1_ps(1.0f), avx512::expf_libm(neg, ssm_conv_exp)));
   }
+  _mm512_storeu_ps(dst, sum);
 }
 
 // What both ops share: weights, bias, activation.
@@ -108,27 +110,17 @@ struct Conv {
   const float* bias;    // [channels] contiguous, or nullptr
   bool act;
   int k;
-  Tables wt;              // stride K
-  std::vector<float> ws;  // [channels / 16][K][16]: weights split per block, lanes = channels
+  Tables wt;  // stride K
 };
 
-// Splits the weights of blocks [b0, b1) once per call (they serve every sequence).
-template <int K>
-FOLIO_TARGET_AVX512 void split_weights(Conv& cv, int64_t b0, int64_t b1) {
-  __m512 rec[K];
-  for (int64_t b = b0; b < b1; ++b) {
-    const float* wp = cv.w->row<const float>(b * 16);
-    for (int i = 0; i < K; ++i) rec[i] = _mm512_loadu_ps(wp + 16 * i);
-    for (int j = 0; j < K; ++j) {
-      _mm512_storeu_ps(&cv.ws[static_cast<size_t>((b * K + j) * 16)], split<K>(cv.wt, rec, j));
-    }
-  }
-}
-
+// The weights of block b split into one vector per tap (lanes = channels),
+// and its bias: split where they are used, so a call allocates nothing.
 template <int K>
 FOLIO_INLINE_AVX512 void load_weights(const Conv& cv, int64_t b, __m512* wv, __m512* bv) {
-  const float* wp = &cv.ws[static_cast<size_t>(b * K * 16)];
-  for (int j = 0; j < K; ++j) wv[j] = _mm512_loadu_ps(wp + 16 * j);
+  __m512 rec[K];
+  const float* wp = cv.w->row<const float>(b * 16);
+  for (int i = 0; i < K; ++i) rec[i] = _mm512_loadu_ps(wp + 16 * i);
+  for (int j = 0; j < K; ++j) wv[j] = split<K>(cv.wt, rec, j);
   *bv = cv.bias != nullptr ? _mm512_loadu_ps(cv.bias + b * 16) : _mm512_setzero_ps();
 }
 
@@ -184,7 +176,6 @@ FOLIO_TARGET_AVX512 void plain_blocks(const Conv& cv, const TensorView& x, const
 
 // The kernels for one width K, chosen once per call.
 struct Width {
-  void (*split_weights)(Conv&, int64_t, int64_t);
   void (*update)(const Conv&, const Tables&, const TensorView&, const StateSlots&,
                  const TensorView&, int64_t, int64_t);
   void (*plain)(const Conv&, const TensorView&, const TensorView&, int64_t, int64_t);
@@ -192,7 +183,7 @@ struct Width {
 
 template <int K>
 constexpr Width width_kernels() {
-  return {split_weights<K>, update_blocks<K>, plain_blocks<K>};
+  return {update_blocks<K>, plain_blocks<K>};
 }
 
 // K in [2, kMaxStride].
@@ -219,9 +210,6 @@ Conv make_conv(const Op& op) {
   cv.act = op.p<SsmConvParams>().silu;
   cv.k = static_cast<int>(op.src[1].ne[0]);
   cv.wt = make_tables(cv.k);
-  const int64_t n_blocks = op.src[1].ne[1] / 16;
-  cv.ws.resize(static_cast<size_t>(n_blocks * cv.k * 16));
-  width_of(cv.k).split_weights(cv, 0, n_blocks);
   return cv;
 }
 
@@ -249,7 +237,7 @@ Status ssm_conv_avx512(const Op& op, const KernelContext& ctx) {
   const Conv cv = make_conv(op);
   const int64_t channels = x.ne[1], n_seq = x.ne[2], n_blocks = channels / 16;
   run_range(
-      ctx, n_blocks, channels * n_seq * cv.k >= kMinParallelElements,
+      ctx, n_blocks, ssm_conv_parallel(channels * n_seq, cv.k, cv.act),
       [&, plain = width_of(cv.k).plain](int64_t b0, int64_t b1) { plain(cv, x, dst, b0, b1); });
   for (int64_t s = 0; s < n_seq; ++s) {
     for (int64_t c = n_blocks * 16; c < channels; ++c) {
@@ -265,7 +253,7 @@ Status ssm_conv_update_avx512(const Op& op, const KernelContext& ctx) {
   const Conv cv = make_conv(op);
   const Tables tt = make_tables(cv.k - 1);
   const int64_t channels = x.ne[0], n_seq = x.ne[1], n_blocks = channels / 16;
-  run_range(ctx, n_blocks, channels * n_seq * cv.k >= kMinParallelElements,
+  run_range(ctx, n_blocks, ssm_conv_parallel(channels * n_seq, cv.k, cv.act),
             [&, update = width_of(cv.k).update](int64_t b0, int64_t b1) {
               update(cv, tt, x, slots, dst, b0, b1);
             });

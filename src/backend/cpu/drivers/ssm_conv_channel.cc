@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "backend/cpu/drivers/parallel.h"
+
 #include "quant/strict_fp.h"  // last: no a*b+c contraction (the reference has none)
 
 namespace folio::cpu {
@@ -10,8 +12,16 @@ namespace {
 constexpr int kMaxWidth = 64;
 }  // namespace
 
+bool ssm_conv_parallel(int64_t outputs, int k, bool act) {
+  return outputs * (k + (act ? 16 : 0)) >= kMinParallelElements;
+}
+
+float ssm_conv_exp(float x) {
+  return std::exp(x);
+}
+
 float ssm_conv_silu(float x) {
-  return x / (1.0f + std::exp(-x));
+  return x / (1.0f + ssm_conv_exp(-x));
 }
 
 float ssm_conv_channel(const float* win, const float* w, int k, float bias, bool act) {

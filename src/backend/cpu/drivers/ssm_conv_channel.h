@@ -5,8 +5,16 @@
 // reference's bits.
 #pragma once
 
+#include <cstdint>
+
 namespace folio::cpu {
 
+// Whether `outputs` outputs of a width-k conv are worth splitting across the
+// thread pool: an output with SiLU costs about as much as 16 taps (its exp).
+bool ssm_conv_parallel(int64_t outputs, int k, bool act);
+
+// The reference's exp (libm's expf), and SiLU with it.
+float ssm_conv_exp(float x);
 float ssm_conv_silu(float x);
 
 // win[0..k), w[0..k): the window and the channel's weights.

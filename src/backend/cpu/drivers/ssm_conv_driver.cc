@@ -42,7 +42,7 @@ Status ssm_conv_blocked(const Op& op, const KernelContext& ctx, int lanes, SsmCo
   const SsmConvWeights cv = weights_of(op);
   const int64_t channels = dst.ne[0], n_t = dst.ne[1], n_seq = dst.ne[2];
   const int64_t n_blocks = channels / lanes;
-  run_range(ctx, n_blocks, channels * n_t * n_seq * cv.k >= kMinParallelElements,
+  run_range(ctx, n_blocks, ssm_conv_parallel(channels * n_t * n_seq, cv.k, cv.act),
             [&](int64_t b0, int64_t b1) { fn(cv, x, dst, b0, b1); });
   for (int64_t s = 0; s < n_seq; ++s) {
     for (int64_t c = n_blocks * lanes; c < channels; ++c) {
@@ -62,7 +62,7 @@ Status ssm_conv_update_blocked(const Op& op, const KernelContext& ctx, int lanes
   FOLIO_ASSIGN_OR_RETURN(StateSlots slots, StateSlots::prepare(op, 3, 2));
   const SsmConvWeights cv = weights_of(op);
   const int64_t channels = x.ne[0], n_seq = x.ne[1], n_blocks = channels / lanes;
-  run_range(ctx, n_blocks, channels * n_seq * cv.k >= kMinParallelElements,
+  run_range(ctx, n_blocks, ssm_conv_parallel(channels * n_seq, cv.k, cv.act),
             [&](int64_t b0, int64_t b1) { fn(cv, x, slots, dst, b0, b1); });
   for (int64_t s = 0; s < n_seq; ++s) {
     for (int64_t c = n_blocks * lanes; c < channels; ++c) {
