@@ -115,10 +115,15 @@ void gdn_group(const GdnRows& a) {
     };
     if constexpr (kFused) {
       if (t + 1 == a.n_t) {  // straight to the new state's rows
+        // The rows after the group (the next group's, where the driver's
+        // units run in state order) are read ahead into L2, one line per
+        // row and step, so that their loads overlap this pass's arithmetic.
+        const char* next = a.src + kW * a.src_stride;
         RegTile16<S> r;
         for (int64_t i0 = 0; i0 < sk; i0 += kL) {
           for (int g = 0; g < G; ++g) {
             for (int j = 0; j < kL; ++j) {
+              __builtin_prefetch(next + (kL * g + j) * a.src_stride + i0 * sizeof(float), 0, 2);
               const V c = S::load(tb + (i0 + j) * kW + kL * g) + d[g] * S::set1(k[i0 + j]);
               o[g] = o[g] + c * S::set1(q[i0 + j]);
               r.set(j, c);
