@@ -471,6 +471,23 @@ def main():
                   f"decode reads {fr['decode_bytes'] / 2**20:.0f} MiB/token -> limit "
                   f"{bw_by_model[f['model']] * 1e9 / fr['decode_bytes']:.1f} tokens/s at "
                   f"{bw_by_model[f['model']]:.1f} GB/s")
+            state = fr.get("state_bytes", 0)
+            if state:
+                # A recurrent layer's state moves too (read and written each
+                # step, per sequence): the bytes a step moves, as % of the triad.
+                bw_m = bw_by_model[f["model"]] * 1e9
+                parts = []
+                for name, test, fo, lo in results:
+                    if name != f["model"] or not fo or fo.get("n_gen", 0) == 0:
+                        continue
+                    moved = fr["decode_bytes"] + fo["n_seqs"] * state
+                    cell = f"{test} {100 * fo['tokens_per_s'] * moved / (fo['n_seqs'] * bw_m):.0f}%"
+                    if lo:
+                        cell += f" ({100 * lo['tokens_per_s'] * moved / (fo['n_seqs'] * bw_m):.0f}%)"
+                    parts.append(cell)
+                print(f"  and {state / 2**20:.1f} MiB of recurrent state per sequence (read and "
+                      f"written back); counting it, folio (llama.cpp) at " + ", ".join(parts)
+                      + " of the triad")
     if a.json_out:
         with open(a.json_out, "w") as fh:
             for r in out_json:

@@ -84,6 +84,7 @@ void expect_model_info(const std::string& file, bool tied) {
   EXPECT_EQ(info.decode_bytes, size - embd + embd / n_vocab + (tied ? embd : 0));
   EXPECT_EQ(info.type.rfind((*m)->config().arch + " ", 0), 0u) << info.type;
   EXPECT_NE(info.type.find("F32"), std::string::npos) << info.type;
+  EXPECT_EQ(info.state_bytes, 0u);  // no recurrent layers
 }
 
 TEST(BenchModel, InfoOfUntiedModel) {
@@ -91,6 +92,28 @@ TEST(BenchModel, InfoOfUntiedModel) {
 }
 TEST(BenchModel, InfoOfTiedModel) {
   expect_model_info("tiny-qwen3-f32.gguf", true);
+}
+
+// A decode step reads and writes every DeltaNet layer's conv taps (K - 1
+// inputs of each conv channel, from blk.N.ssm_conv1d.weight [K, C]) and its
+// state (state_size x inner_size floats), once per sequence.
+TEST(BenchModel, InfoOfHybridModelCountsItsState) {
+  auto m = model::Model::load(kModels + "tiny-qwen35-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const gguf::GgufFile& f = (*m)->file();
+  const Result<uint32_t> s_k = f.get_u32("qwen35.ssm.state_size");
+  const Result<uint32_t> inner = f.get_u32("qwen35.ssm.inner_size");
+  ASSERT_TRUE(s_k.ok() && inner.ok());
+  uint64_t per_step = 0;
+  int layers = 0;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    if (t.name.ends_with(".ssm_conv1d.weight")) {
+      ++layers;
+      per_step += static_cast<uint64_t>((t.ne[0] - 1) * t.ne[1]) * 4 + uint64_t{*s_k} * *inner * 4;
+    }
+  }
+  ASSERT_EQ(layers, 3);
+  EXPECT_EQ(bench_model_info(**m).state_bytes, 2 * per_step);
 }
 
 // A dense model and a hybrid one (DeltaNet state slots beside the paged KV).
@@ -275,6 +298,15 @@ TEST(BenchReport, JsonLineHasTheStableKeys) {
   const double limit = 8 * 10e9 / static_cast<double>(500u << 20);
   EXPECT_DOUBLE_EQ(k.at("bw_limit_tokens_per_s").get<double>(), limit);
   EXPECT_DOUBLE_EQ(k.at("bw_fraction").get<double>(), 11.0 / limit);
+  EXPECT_EQ(k.at("state_bytes"), 0u);
+  EXPECT_FALSE(k.contains("bw_fraction_with_state"));  // no recurrent state
+
+  // With recurrent state: 8 sequences' states move beside the weights.
+  r.model.state_bytes = 10u << 20;
+  const auto h = nlohmann::json::parse(bench_json_line(r));
+  EXPECT_DOUBLE_EQ(h.at("bw_fraction").get<double>(), 11.0 / limit);
+  EXPECT_DOUBLE_EQ(h.at("bw_fraction_with_state").get<double>(),
+                   11.0 * static_cast<double>((500u << 20) + 8 * (10u << 20)) / (8 * 10e9));
 
   // Prefill: no bandwidth fraction even when the bandwidth is known.
   BenchRecord pp = sample_record(BenchTest{512, 0, 1});

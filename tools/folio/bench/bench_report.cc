@@ -59,12 +59,20 @@ std::string bench_json_line(const BenchRecord& r) {
       {"n_ubatch", r.n_ubatch},
       {"tg_prompt", t.is_prefill() ? 0 : r.tg_prompt},
       {"decode_bytes", r.model.decode_bytes},
+      {"state_bytes", r.model.state_bytes},
   };
   const double limit = r.bw_limit_tokens_per_s();
   if (limit > 0) {
     j["bw_gbps"] = r.bw_gbps;
     j["bw_limit_tokens_per_s"] = limit;
     j["bw_fraction"] = r.result.mean_ts / limit;
+    if (r.model.state_bytes > 0) {  // the weights and every sequence's state
+      const double n = static_cast<double>(r.result.test.n_seqs);
+      j["bw_fraction_with_state"] =
+          r.result.mean_ts *
+          (static_cast<double>(r.model.decode_bytes) + n * static_cast<double>(r.model.state_bytes)) /
+          (n * r.bw_gbps * 1e9);
+    }
   }
   if (r.result.stream) {
     j["dispatches_per_token"] = r.result.stream->dispatches;

@@ -6,10 +6,14 @@
 //   test ("pp512", "tg128", "tg128x8"), n_prompt, n_gen, n_seqs, threads,
 //   tokens_per_s (mean), stddev, samples_ts, samples_ns, model, model_type,
 //   model_size, n_params, backend, isa, repack, kv_type, n_ubatch, tg_prompt,
-//   repetitions, decode_bytes (weight bytes one decode step reads)
+//   repetitions, decode_bytes (weight bytes one decode step reads),
+//   state_bytes (recurrent state bytes one decode step reads and writes per
+//   sequence; 0 without recurrent layers)
 // and, for tg tests when the bandwidth was measured or given: bw_gbps,
 // bw_limit_tokens_per_s (n_seqs * bandwidth / decode_bytes) and bw_fraction
-// (tokens_per_s / that limit). With a device that counts its command stream
+// (tokens_per_s / that limit); with recurrent layers also
+// bw_fraction_with_state (the bytes moved, decode_bytes + n_seqs *
+// state_bytes per step, as a fraction of the bandwidth). With a device that counts its command stream
 // (Backend::stream_counters): dispatches_per_token, barriers_per_token and
 // submits_per_token, per timed forward: a decode step of a tg test (one token
 // of each sequence), an n_ubatch chunk of a pp test; recorded_steps and

@@ -191,6 +191,9 @@ BenchModelInfo bench_model_info(const model::Model& model) {
     }
     info.decode_bytes += read;
   }
+  for (const cache::LayerGeometry& l : cfg.cache_geometry().layers) {
+    if (l.recurrent) info.state_bytes += 2 * (l.state.conv_bytes() + l.state.state_bytes());
+  }
 
   std::string ftype;
   Result<uint32_t> ft = file.get_u32("general.file_type");

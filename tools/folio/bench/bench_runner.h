@@ -124,6 +124,10 @@ struct BenchModelInfo {
   // (get_rows) and of MoE expert tensors only n_expert_used / n_expert.
   // A tied output matrix counts in full (the output mul_mat reads it).
   uint64_t decode_bytes = 0;
+  // Recurrent state bytes one decode step moves per sequence: every
+  // recurrent layer's conv taps and state, read and written back (2x their
+  // size); 0 for a model without recurrent layers.
+  uint64_t state_bytes = 0;
 };
 BenchModelInfo bench_model_info(const model::Model& model);
 
