@@ -79,4 +79,84 @@ FOLIO_INLINE_AVX2 __m256 exp(__m256 x, float floor = -104.0f) {
   return _mm256_and_ps(_mm256_mul_ps(_mm256_mul_ps(p, s1), s2), live);
 }
 
+// e^x with libm's expf bits, for vectors: e^x in double (x = n ln2 + r, ln2
+// as the double nearest it plus the double nearest the rest, so x - n hi is
+// exact; e^r by its degree-10 Taylor polynomial, truncation below 2.2e-13
+// relative at |r| <= ln2/2; times 2^n), within 2^-40 of e^x relative, then
+// rounded once to float. A lane is settled when that double lies within
+// kExpfSettledUlps of the float's ulp from it (the true e^x then within
+// 0.4901 ulp) and the float is a normal number that is not a power of two
+// (the ulp below a power of two is half the one above): glibc's and musl's
+// expf (ARM's optimized routines) are within 0.502 ulp of e^x, so their
+// float is this one. About 2% of the lanes of ordinary inputs are left to
+// the scalar call, with every lane outside [-87, 88] and NaN.
+inline constexpr double kExpfLn2Hi = 0x1.62e42fefa39efp-1;
+inline constexpr double kExpfLn2Lo = 0x1.abc9e3b39803fp-56;
+inline constexpr double kExpfTaylor[] = {1.0,       1.0,        1.0 / 2,    1.0 / 6,
+                                         1.0 / 24,  1.0 / 120,  1.0 / 720,  1.0 / 5040,
+                                         1.0 / 40320, 1.0 / 362880, 1.0 / 3628800};
+inline constexpr double kExpfSettledUlps = 0.49;
+
+// es[l] = scalar_exp(xs[l]) for every lane l set in `lanes`: the lanes the
+// vector path leaves unsettled.
+inline void expf_lanes(const float* xs, float* es, unsigned lanes, float (*scalar_exp)(float)) {
+  for (; lanes != 0; lanes &= lanes - 1) {
+    const int l = __builtin_ctz(lanes);
+    es[l] = scalar_exp(xs[l]);
+  }
+}
+
+// 2^(e + bias - 1023) for 4 int32 e, as doubles built from their exponent field.
+FOLIO_INLINE_AVX2 __m256d pow2_pd(__m128i e, int64_t bias) {
+  return _mm256_castsi256_pd(_mm256_slli_epi64(
+      _mm256_add_epi64(_mm256_cvtepi32_epi64(e), _mm256_set1_epi64x(bias)), 52));
+}
+
+// 4 floats: the float nearest the double e^x, and the settled lanes (bits).
+FOLIO_INLINE_AVX2 __m128 expf_rounded4(__m128 xf, int* settled) {
+  const __m256d x = _mm256_cvtps_pd(xf);
+  const __m256d n = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.4426950408889634)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(kExpfLn2Hi), x);
+  r = _mm256_fnmadd_pd(n, _mm256_set1_pd(kExpfLn2Lo), r);
+  __m256d p = _mm256_set1_pd(kExpfTaylor[10]);
+  for (int k = 9; k >= 0; --k) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kExpfTaylor[k]));
+  // 2^n and the float's ulp 2^(E - 150) as doubles from their exponent
+  // fields (garbage where n is out of range: those lanes are not settled).
+  const __m256d d = _mm256_mul_pd(p, pow2_pd(_mm256_cvtpd_epi32(n), 1023));
+  const __m128 f = _mm256_cvtpd_ps(d);  // MXCSR's round-to-nearest-even
+  const __m128i fb = _mm_castps_si128(f);
+  const __m256d dist = _mm256_andnot_pd(_mm256_set1_pd(-0.0), _mm256_sub_pd(d, _mm256_cvtps_pd(f)));
+  const __m256d ulp = _mm256_mul_pd(
+      pow2_pd(_mm_and_si128(_mm_srli_epi32(fb, 23), _mm_set1_epi32(0xff)), 1023 - 150),
+      _mm256_set1_pd(kExpfSettledUlps));
+  const __m256d ok = _mm256_and_pd(
+      _mm256_cmp_pd(dist, ulp, _CMP_LE_OQ),
+      _mm256_and_pd(_mm256_cmp_pd(x, _mm256_set1_pd(-87.0), _CMP_GE_OQ),
+                    _mm256_cmp_pd(x, _mm256_set1_pd(88.0), _CMP_LE_OQ)));
+  const int pow2_lanes = _mm_movemask_ps(_mm_castsi128_ps(
+      _mm_cmpeq_epi32(_mm_and_si128(fb, _mm_set1_epi32(0x007fffff)), _mm_setzero_si128())));
+  *settled = _mm256_movemask_pd(ok) & ~pow2_lanes & 0xf;
+  return f;
+}
+
+// e^x for 8 floats, bit-identical to `scalar_exp` (the reference kernels'
+// std::exp, passed in so that the call is compiled outside this target) in
+// every lane: expf_rounded4 per quarter, scalar_exp where it is unsettled.
+FOLIO_INLINE_AVX2 __m256 expf_libm(__m256 x, float (*scalar_exp)(float)) {
+  int lo_ok, hi_ok;
+  const __m128 lo = expf_rounded4(_mm256_castps256_ps128(x), &lo_ok);
+  const __m128 hi = expf_rounded4(_mm256_extractf128_ps(x, 1), &hi_ok);
+  __m256 e = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+  const unsigned unsettled = ~static_cast<unsigned>(lo_ok | hi_ok << 4) & 0xffu;
+  if (unsettled != 0) {
+    alignas(32) float xs[8], es[8];
+    _mm256_store_ps(xs, x);
+    _mm256_store_ps(es, e);
+    expf_lanes(xs, es, unsettled, scalar_exp);
+    e = _mm256_load_ps(es);
+  }
+  return e;
+}
+
 }  // namespace folio::cpu::avx2

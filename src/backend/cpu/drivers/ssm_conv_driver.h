@@ -7,8 +7,8 @@
 // here; each tier supplies the loops over its blocks of `lanes` channels.
 // Every output keeps the reference's order:
 //   ((0 + win[0] w[0]) + win[1] w[1]) ... + bias
-// one mul and one add per tap, +0.0f without a bias, SiLU by the reference's
-// scalar expression: every tier gives the reference's bits.
+// one mul and one add per tap, +0.0f without a bias, SiLU the reference's
+// expression with libm's exp bits: every tier gives the reference's bits.
 #pragma once
 
 #include <cstdint>

@@ -26,6 +26,10 @@
 //   fnma(a, b, c)                            c - a * b, one rounding
 //   exp(v)                                   a 2-ulp exp (same bits on every
 //                                            tier, see below)
+//   expf_libm(v, f)                          libm's expf bits in every lane,
+//                                            f (the scalar expf) where the
+//                                            vector path cannot settle them
+//                                            (avx2/simd.h); NEON: f per lane
 //   exp_normal(v)                            exp, but 0 where the result would
 //                                            be subnormal (x < kExpNormalFloor):
 //                                            for values that feed long FMA

@@ -87,6 +87,9 @@ struct Avx2 {
   FOLIO_SIMD_AVX2 V exp_normal(V x) {
     return {avx2::exp(x.lo, kExpNormalFloor), avx2::exp(x.hi, kExpNormalFloor)};
   }
+  FOLIO_SIMD_AVX2 V expf_libm(V x, float (*scalar_exp)(float)) {
+    return {avx2::expf_libm(x.lo, scalar_exp), avx2::expf_libm(x.hi, scalar_exp)};
+  }
 
   FOLIO_SIMD_AVX2 float hsum(V v) { return avx2::hsum(_mm256_add_ps(v.lo, v.hi)); }
   FOLIO_SIMD_AVX2 float hmax(V v) { return avx2::hmax(_mm256_max_ps(v.lo, v.hi)); }

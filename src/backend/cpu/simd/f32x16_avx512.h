@@ -81,6 +81,9 @@ struct Avx512 {
   FOLIO_SIMD_AVX512 V fnma(V a, V b, V c) { return {_mm512_fnmadd_ps(a.v, b.v, c.v)}; }
   FOLIO_SIMD_AVX512 V exp(V x) { return {avx512::exp(x.v)}; }
   FOLIO_SIMD_AVX512 V exp_normal(V x) { return {avx512::exp(x.v, kExpNormalFloor)}; }
+  FOLIO_SIMD_AVX512 V expf_libm(V x, float (*scalar_exp)(float)) {
+    return {avx512::expf_libm(x.v, scalar_exp)};
+  }
 
   FOLIO_SIMD_AVX512 float hsum(V v) { return avx512::hsum(v.v); }
   FOLIO_SIMD_AVX512 float hmax(V v) { return avx512::hmax(v.v); }

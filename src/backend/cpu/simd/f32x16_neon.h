@@ -112,6 +112,13 @@ struct Neon {
     return {{neon::exp(x.q[0], kExpNormalFloor), neon::exp(x.q[1], kExpNormalFloor),
              neon::exp(x.q[2], kExpNormalFloor), neon::exp(x.q[3], kExpNormalFloor)}};
   }
+  // libm's bits: the scalar call per lane (no double-precision vector path).
+  FOLIO_INLINE_NEON V expf_libm(V x, float (*scalar_exp)(float)) {
+    alignas(16) float xs[16];
+    store(xs, x);
+    for (float& v : xs) v = scalar_exp(v);
+    return load(xs);
+  }
 
   FOLIO_INLINE_NEON float hsum(V v) {
     const float32x4_t a = vaddq_f32(vaddq_f32(v.q[0], v.q[2]), vaddq_f32(v.q[1], v.q[3]));

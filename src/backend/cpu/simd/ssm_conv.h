@@ -6,8 +6,9 @@
 // Lanes are 16 consecutive channels. Each output keeps the reference's
 // order: ((0 + win[0] w[0]) + win[1] w[1]) ... + bias, one mul and one add
 // per tap, no FMA (the tier's region compiles without contraction), +0.0f
-// when there is no bias; SiLU calls the reference's scalar expression
-// (drivers/ssm_conv_channel.h) per output.
+// when there is no bias; SiLU is the reference's expression with libm's exp
+// bits (S::expf_libm: the vector path where it settles them, the scalar
+// expf elsewhere).
 //   plain: x holds time innermost per channel (K-1 taps, then T inputs) and
 //     dst channels innermost, so a tile of 16 channels x 8 outputs loads
 //     16 time steps of each channel row (8 outputs + up to 7 more taps;
@@ -56,13 +57,12 @@ typename S::V ssm_conv_dot(const typename S::V* win, const typename S::V (&wv)[k
   return sum + bv;
 }
 
-// Stores 16 outputs, SiLU (scalar, the reference's expression) if asked.
+// Stores 16 outputs, SiLU if asked: the reference's x / (1 + exp(-x)) with
+// libm's exp bits (S::expf_libm).
 template <class S>
 void ssm_conv_store(float* dst, typename S::V sum, bool act) {
+  if (act) sum = sum / (S::set1(1.0f) + S::expf_libm(S::zero() - sum, ssm_conv_exp));
   S::store(dst, sum);
-  if (act) {
-    for (int l = 0; l < S::kLanes; ++l) dst[l] = ssm_conv_silu(dst[l]);
-  }
 }
 
 // Plain op over channel blocks [b0, b1) of every sequence.
