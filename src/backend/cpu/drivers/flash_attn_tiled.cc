@@ -48,7 +48,9 @@ constexpr int kDecodeRows = 16;    // chunks with at most this many rows per KV 
 constexpr size_t kMaxPartialBytes = size_t{64} << 20;
 constexpr int kPackedRows = 8;  // up to this many rows per KV head sharing one key range
                                 // read K/V straight from the cache (no f32 tile buffers)
-constexpr double kMinParallelWork = 1 << 13;  // (row, key) pairs worth waking the pool for
+// (row, key) pairs worth waking the pool for: between a decode step's ops
+// the workers still spin, so a step's 16 heads over 32 keys repay it.
+constexpr double kMinParallelWork = 1 << 9;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t pad_to(int64_t n, int64_t m) {
