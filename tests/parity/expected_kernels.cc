@@ -271,14 +271,11 @@ Expectation ssm_scan_rule(const Op& op) {
   return simd_family(op.kind, op.src[0].ne[0] % 16 == 0);
 }
 
-// Short convolution: blocked kernels on every SIMD tier; the AVX-512 one
-// for ssm_conv takes single-token steps (x holds K columns) only.
+// Short convolution: blocked kernels on every SIMD tier (AVX-512: its own
+// for single-token steps and the fused update, the shared body's for
+// longer convs, both named ssm_conv*.avx512).
 Expectation ssm_conv_rule(const Op& op) {
-  Expectation e = simd_family(op.kind);
-  if (op.kind == OpKind::kSsmConv && op.src[0].ne[0] != op.src[1].ne[0]) {
-    std::erase_if(e.cpu, [](const KernelAt& k) { return k.tier == T::kAvx512; });
-  }
-  return e;
+  return simd_family(op.kind);
 }
 
 // The reference only, and the device declines (it has no kernel for the kind).

@@ -1,6 +1,7 @@
 // The driver of the lane-blocked SIMD depthwise causal convolutions
 // (kSsmConv for any T, and the fused conv update kSsmConvUpdate, backend/op.h),
-// of the body simd/ssm_conv.h (the AVX2 and NEON tiers): the weights, bias and activation of the
+// of the body simd/ssm_conv.h (the AVX2 and NEON tiers; AVX-512's convs of
+// more than one token): the weights, bias and activation of the
 // op, which ops the blocked kernels take, the split of channel blocks
 // across the thread pool and the remainder channels (channels % lanes), run
 // the reference's scalar way (drivers/ssm_conv_channel.h), are written once

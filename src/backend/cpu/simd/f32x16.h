@@ -6,6 +6,7 @@
 //   S::kLanes = 16            lanes per vector, the same on every tier, so a
 //                             loop's step and tail are the same code everywhere
 //   S::kTier, S::kName        the KernelTier and the name suffix ("avx2", ...)
+//   S::kHasExpfLibm           whether expf_libm (below) exists
 //   S::V                      16 f32 lanes: AVX-512 one __m512; AVX2 two __m256
 //                             halves (lanes 0-7, 8-15); NEON four float32x4_t
 //                             (lanes 0-3, 4-7, 8-11, 12-15)
@@ -26,10 +27,11 @@
 //   fnma(a, b, c)                            c - a * b, one rounding
 //   exp(v)                                   a 2-ulp exp (same bits on every
 //                                            tier, see below)
-//   expf_libm(v, f)                          libm's expf bits in every lane,
+//   expf_libm(v, f)                          (where S::kHasExpfLibm: AVX-512)
+//                                            libm's expf bits in every lane,
 //                                            f (the scalar expf) where the
 //                                            vector path cannot settle them
-//                                            (avx2/simd.h); NEON: f per lane
+//                                            (avx512/simd.h)
 //   exp_normal(v)                            exp, but 0 where the result would
 //                                            be subnormal (x < kExpNormalFloor):
 //                                            for values that feed long FMA

@@ -16,6 +16,7 @@ struct Avx2 {
   static constexpr int kLanes = 16;
   static constexpr KernelTier kTier = KernelTier::kAvx2;
   static constexpr const char* kName = "avx2";
+  static constexpr bool kHasExpfLibm = false;
 
   struct V {
     __m256 lo, hi;
@@ -86,9 +87,6 @@ struct Avx2 {
   FOLIO_SIMD_AVX2 V exp(V x) { return {avx2::exp(x.lo), avx2::exp(x.hi)}; }
   FOLIO_SIMD_AVX2 V exp_normal(V x) {
     return {avx2::exp(x.lo, kExpNormalFloor), avx2::exp(x.hi, kExpNormalFloor)};
-  }
-  FOLIO_SIMD_AVX2 V expf_libm(V x, float (*scalar_exp)(float)) {
-    return {avx2::expf_libm(x.lo, scalar_exp), avx2::expf_libm(x.hi, scalar_exp)};
   }
 
   FOLIO_SIMD_AVX2 float hsum(V v) { return avx2::hsum(_mm256_add_ps(v.lo, v.hi)); }

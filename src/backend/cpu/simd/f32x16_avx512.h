@@ -48,6 +48,7 @@ struct Avx512 {
   static constexpr int kLanes = 16;
   static constexpr KernelTier kTier = KernelTier::kAvx512;
   static constexpr const char* kName = "avx512";
+  static constexpr bool kHasExpfLibm = true;
 
   struct V {
     __m512 v;

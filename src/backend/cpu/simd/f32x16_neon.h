@@ -22,6 +22,7 @@ struct Neon {
   static constexpr int kLanes = 16;
   static constexpr KernelTier kTier = KernelTier::kNeon;
   static constexpr const char* kName = "neon";
+  static constexpr bool kHasExpfLibm = false;
 
   struct V {
     float32x4_t q[4];
@@ -111,13 +112,6 @@ struct Neon {
   FOLIO_INLINE_NEON V exp_normal(V x) {
     return {{neon::exp(x.q[0], kExpNormalFloor), neon::exp(x.q[1], kExpNormalFloor),
              neon::exp(x.q[2], kExpNormalFloor), neon::exp(x.q[3], kExpNormalFloor)}};
-  }
-  // libm's bits: the scalar call per lane (no double-precision vector path).
-  FOLIO_INLINE_NEON V expf_libm(V x, float (*scalar_exp)(float)) {
-    alignas(16) float xs[16];
-    store(xs, x);
-    for (float& v : xs) v = scalar_exp(v);
-    return load(xs);
   }
 
   FOLIO_INLINE_NEON float hsum(V v) {

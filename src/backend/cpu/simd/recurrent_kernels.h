@@ -86,11 +86,11 @@ void register_simd_recurrent_kernels(KernelTable& t) {
   t.add({OpKind::kSsmScanUpdate, S::kTier, kernel_name("ssm_scan_update", S::kName),
          supports_ssm_scan<S>, ssm_scan_update<S>});
   // AVX-512 keeps its own decode conv (avx512/ssm_conv.cc: T = 1 and the
-  // fused update, records split by permutes instead of a scalar gather) and
-  // runs the rest on the AVX2 instance below it.
+  // fused update, records split by permutes instead of a scalar gather,
+  // registered before this), so this instance runs its longer convs.
+  t.add({OpKind::kSsmConv, S::kTier, kernel_name("ssm_conv", S::kName), supports_ssm_conv_blocked,
+         ssm_conv<S>});
   if (S::kTier != KernelTier::kAvx512) {
-    t.add({OpKind::kSsmConv, S::kTier, kernel_name("ssm_conv", S::kName), supports_ssm_conv_blocked,
-           ssm_conv<S>});
     t.add({OpKind::kSsmConvUpdate, S::kTier, kernel_name("ssm_conv_update", S::kName),
            supports_ssm_conv_update_blocked, ssm_conv_update<S>});
   }

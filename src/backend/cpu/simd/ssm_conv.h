@@ -7,8 +7,7 @@
 // order: ((0 + win[0] w[0]) + win[1] w[1]) ... + bias, one mul and one add
 // per tap, no FMA (the tier's region compiles without contraction), +0.0f
 // when there is no bias; SiLU is the reference's expression with libm's exp
-// bits (S::expf_libm: the vector path where it settles them, the scalar
-// expf elsewhere).
+// bits (ssm_conv_store).
 //   plain: x holds time innermost per channel (K-1 taps, then T inputs) and
 //     dst channels innermost, so a tile of 16 channels x 8 outputs loads
 //     16 time steps of each channel row (8 outputs + up to 7 more taps;
@@ -58,11 +57,20 @@ typename S::V ssm_conv_dot(const typename S::V* win, const typename S::V (&wv)[k
 }
 
 // Stores 16 outputs, SiLU if asked: the reference's x / (1 + exp(-x)) with
-// libm's exp bits (S::expf_libm).
+// libm's exp bits, from S::expf_libm where the traits have it (AVX-512),
+// else the reference's scalar expression per lane (AVX2's double-precision
+// vectors were no faster than libm's expf; NEON has no vector path).
 template <class S>
-void ssm_conv_store(float* dst, typename S::V sum, bool act) {
-  if (act) sum = sum / (S::set1(1.0f) + S::expf_libm(S::zero() - sum, ssm_conv_exp));
-  S::store(dst, sum);
+__attribute__((always_inline)) inline void ssm_conv_store(float* dst, typename S::V sum, bool act) {
+  if constexpr (S::kHasExpfLibm) {
+    if (act) sum = sum / (S::set1(1.0f) + S::expf_libm(S::zero() - sum, ssm_conv_exp));
+    S::store(dst, sum);
+  } else {
+    S::store(dst, sum);
+    if (act) {
+      for (int l = 0; l < S::kLanes; ++l) dst[l] = ssm_conv_silu(dst[l]);
+    }
+  }
 }
 
 // Plain op over channel blocks [b0, b1) of every sequence.
