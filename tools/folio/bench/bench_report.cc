@@ -68,10 +68,10 @@ std::string bench_json_line(const BenchRecord& r) {
     j["bw_fraction"] = r.result.mean_ts / limit;
     if (r.model.state_bytes > 0) {  // the weights and every sequence's state
       const double n = static_cast<double>(r.result.test.n_seqs);
-      j["bw_fraction_with_state"] =
-          r.result.mean_ts *
-          (static_cast<double>(r.model.decode_bytes) + n * static_cast<double>(r.model.state_bytes)) /
-          (n * r.bw_gbps * 1e9);
+      j["bw_fraction_with_state"] = r.result.mean_ts *
+                                    (static_cast<double>(r.model.decode_bytes) +
+                                     n * static_cast<double>(r.model.state_bytes)) /
+                                    (n * r.bw_gbps * 1e9);
     }
   }
   if (r.result.stream) {

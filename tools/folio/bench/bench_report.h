@@ -13,8 +13,8 @@
 // bw_limit_tokens_per_s (n_seqs * bandwidth / decode_bytes) and bw_fraction
 // (tokens_per_s / that limit); with recurrent layers also
 // bw_fraction_with_state (the bytes moved, decode_bytes + n_seqs *
-// state_bytes per step, as a fraction of the bandwidth). With a device that counts its command stream
-// (Backend::stream_counters): dispatches_per_token, barriers_per_token and
+// state_bytes per step, as a fraction of the bandwidth). With a device that counts its command
+// stream (Backend::stream_counters): dispatches_per_token, barriers_per_token and
 // submits_per_token, per timed forward: a decode step of a tg test (one token
 // of each sequence), an n_ubatch chunk of a pp test; recorded_steps and
 // replayed_steps, the timed forwards' segments (work between two waits) the

@@ -91,8 +91,8 @@ FOLIO_INLINE_AVX512 __m256 expf_rounded8(__m256 xf, __mmask8* settled) {
                                        _mm512_sub_pd(_mm512_getexp_pd(back), _mm512_set1_pd(23)));
   const __mmask8 in_range = _mm512_cmp_pd_mask(x, _mm512_set1_pd(-87.0), _CMP_GE_OQ) &
                             _mm512_cmp_pd_mask(x, _mm512_set1_pd(88.0), _CMP_LE_OQ);
-  const __mmask8 not_pow2 = _mm256_test_epi32_mask(_mm256_castps_si256(f),
-                                                   _mm256_set1_epi32(0x007fffff));
+  const __mmask8 not_pow2 =
+      _mm256_test_epi32_mask(_mm256_castps_si256(f), _mm256_set1_epi32(0x007fffff));
   *settled = in_range & not_pow2 & _mm512_cmp_pd_mask(dist, ulp, _CMP_LE_OQ);
   return f;
 }
@@ -106,8 +106,8 @@ FOLIO_INLINE_AVX512 __m512 expf_libm(__m512 x, float (*scalar_exp)(float)) {
   const __m256 lo = expf_rounded8(_mm512_castps512_ps256(x), &lo_ok);
   const __m256 hi = expf_rounded8(_mm512_extractf32x8_ps(x, 1), &hi_ok);
   __m512 e = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
-  const unsigned unsettled = ~(static_cast<unsigned>(lo_ok) | static_cast<unsigned>(hi_ok) << 8) &
-                             0xffffu;
+  const unsigned unsettled =
+      ~(static_cast<unsigned>(lo_ok) | static_cast<unsigned>(hi_ok) << 8) & 0xffffu;
   if (unsettled != 0) {
     alignas(64) float xs[16], es[16];
     _mm512_store_ps(xs, x);

@@ -99,7 +99,8 @@ FOLIO_INLINE_AVX512 __m512 join(const Tables& t, const __m512* c, int o) {
 FOLIO_INLINE_AVX512 void store_out(float* dst, __m512 sum, bool act) {
   if (act) {
     const __m512 neg = _mm512_xor_ps(sum, _mm512_set1_ps(-0.0f));
-    sum = _mm512_div_ps(sum, _mm512_add_ps(_mm512_set1_ps(1.0f), avx512::expf_libm(neg, ssm_conv_exp)));
+    sum = _mm512_div_ps(sum,
+                        _mm512_add_ps(_mm512_set1_ps(1.0f), avx512::expf_libm(neg, ssm_conv_exp)));
   }
   _mm512_storeu_ps(dst, sum);
 }
