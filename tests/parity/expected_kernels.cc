@@ -271,13 +271,6 @@ Expectation ssm_scan_rule(const Op& op) {
   return simd_family(op.kind, op.src[0].ne[0] % 16 == 0);
 }
 
-// Short convolution: blocked kernels on every SIMD tier (AVX-512: its own
-// for single-token steps and the fused update, the shared body's for
-// longer convs, both named ssm_conv*.avx512).
-Expectation ssm_conv_rule(const Op& op) {
-  return simd_family(op.kind);
-}
-
 // The reference only, and the device declines (it has no kernel for the kind).
 Expectation host_only(OpKind kind) {
   Expectation e = ref_only(kind);
@@ -400,8 +393,11 @@ const Rule kRules[] = {
     {OpKind::kSdpa, [](const Op& op) { return host_only(op.kind); }},
     {OpKind::kSetRows,
      [](const Op& op) { return simd_family(op.kind, op.dst.dtype != DType::BF16); }},
-    {OpKind::kSsmConv, ssm_conv_rule},
-    {OpKind::kSsmConvUpdate, ssm_conv_rule},
+    // Short convolution: blocked kernels on every SIMD tier (AVX-512: its
+    // own for single-token steps and the fused update, the shared body's
+    // for longer convs, both named ssm_conv*.avx512).
+    {OpKind::kSsmConv, [](const Op& op) { return simd_family(op.kind); }},
+    {OpKind::kSsmConvUpdate, [](const Op& op) { return simd_family(op.kind); }},
     {OpKind::kGatedDeltaNet, gdn_rule},
     {OpKind::kGatedDeltaNetUpdate, gdn_update_rule},
     {OpKind::kSsmScan, ssm_scan_rule},
