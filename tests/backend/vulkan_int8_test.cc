@@ -2,7 +2,8 @@
 // model, bit for bit: activations quantized by the reference Q8_0 quantizer
 // (its f16 scale widened), exact integer block dots (the K-quant, IQ4 and
 // FP4 sub-scales applied as integers per 16-element half), each block's
-// term and the chunked sum in the order the shaders promise; and against
+// term and the chunked sum in the order the shaders promise (NVFP4: each
+// 16-element half's dot times its own UE4M3 scale in float); and against
 // the float product of the reference dequantizer's weights (NMSE). Decode
 // (mul_mat_vec_q8, up to 8 columns) and prefill (quant_act_q8 + mul_mat_q8
 // tiles, partial in both directions) for every weight format the path
@@ -37,7 +38,8 @@ constexpr int64_t kChunk = 256;  // mat_interface.h's kMatSumChunk
 // One 32-element weight block as the path reads it: codes, scale, minimum,
 // offset; for the sub-scaled formats (`scaled`: the K-quants, IQ4_NL,
 // IQ4_XS, MXFP4) the integer sub-scales s and min multipliers mi of
-// elements 0-15 and 16-31.
+// elements 0-15 and 16-31; for NVFP4 (`half_scales`) the float scales hd
+// of the two halves.
 struct WeightBlock {
   int c[32];
   float d = 0, m = 0;
@@ -45,6 +47,8 @@ struct WeightBlock {
   bool has_min = false;
   bool scaled = false;
   int s[2] = {1, 1}, mi[2] = {0, 0};
+  bool half_scales = false;
+  float hd[2] = {0, 0};
 };
 
 uint16_t u16_at(const uint8_t* p) {
@@ -150,6 +154,22 @@ WeightBlock scaled_weight_block(DType t, const uint8_t* row, int64_t b) {
       }
       break;
     }
+    case DType::NVFP4: {
+      // Block b is half b % 2 of 64-element block b / 2: sub-blocks 2h, 2h + 1.
+      quant::BlockNVFP4 x;
+      std::memcpy(&x, row + (b / 2) * sizeof x, sizeof x);
+      w.scaled = false;
+      w.half_scales = true;
+      for (int l = 0; l < 32; ++l) {
+        const int e = 32 * static_cast<int>(b % 2) + l, s = e / 16, j = e % 16;
+        const int q = j < 8 ? (x.qs[8 * s + j] & 15) : (x.qs[8 * s + j - 8] >> 4);
+        w.c[l] = quant::kFP4Values[q];
+      }
+      for (int h = 0; h < 2; ++h) {
+        w.hd[h] = quant::ue4m3_half_to_f32(x.d[2 * static_cast<int>(b % 2) + h]);
+      }
+      break;
+    }
     case DType::IQ4_XS: {
       quant::BlockIQ4_XS x;
       std::memcpy(&x, row + sb * sizeof x, sizeof x);
@@ -233,7 +253,10 @@ float model_output(DType t, const uint8_t* wrow, const float* x, int64_t k) {
       xh[e / 16] += xb.qs[e];
     }
     float term;
-    if (w.scaled) {
+    if (w.half_scales) {
+      term = mul(static_cast<float>(dh[0]), mul(w.hd[0], dx));
+      term = add(term, mul(static_cast<float>(dh[1]), mul(w.hd[1], dx)));
+    } else if (w.scaled) {
       term = mul(static_cast<float>(w.s[0] * dh[0] + w.s[1] * dh[1]), mul(w.d, dx));
       if (w.has_min) {
         const int msum = w.mi[0] * xh[0] + w.mi[1] * xh[1];
@@ -274,6 +297,15 @@ std::vector<uint8_t> make_weights(DType t, int64_t k, int64_t n, std::mt19937& r
     for (float& v : wf) v = u(rng);
     for (int64_t r = 0; r < n; ++r) {
       quant::quantize_row_ref(t, wf.data() + r * k, wq.data() + r * row_bytes, k);
+    }
+    if (t == DType::NVFP4) {
+      // The UE4M3 scales' edges in row 1's first blocks (halves of unequal
+      // exponents): zero, the NaN code 0x7F (decodes as 0), 0xFF (240: bit 7
+      // ignored), subnormals, the largest normal below 0x7F.
+      const uint8_t edges[8] = {0x00, 0x7F, 0xFF, 0x01, 0x80, 0x07, 0x7E, 0x08};
+      for (int i = 0; i < 8; ++i) {
+        wq[row_bytes + (i / 4) * sizeof(quant::BlockNVFP4) + i % 4] = edges[i];
+      }
     }
     return wq;
   }
@@ -437,9 +469,9 @@ Op mul_mat_id_op(DType t, Buffer& w, Buffer& x, Buffer& ids, Buffer& d, int64_t 
 TEST(VulkanInt8, MulMatIdMatchesItsScalarModelAloneAndInABatch) {
   FOLIO_VULKAN_OR_SKIP(dev);
   constexpr int64_t n = 70;
-  const DType types[] = {DType::Q4_0,   DType::Q4_1,   DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                         DType::Q2_K,   DType::Q3_K,   DType::Q4_K, DType::Q5_K, DType::Q6_K,
-                         DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
+  const DType types[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0,   DType::Q5_1,  DType::Q8_0,
+                         DType::Q2_K, DType::Q3_K,   DType::Q4_K,   DType::Q5_K,  DType::Q6_K,
+                         DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::NVFP4};
   struct Shape {
     int64_t n_exp, n_used, n_tok, x1;
   };
@@ -448,7 +480,7 @@ TEST(VulkanInt8, MulMatIdMatchesItsScalarModelAloneAndInABatch) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   int checked = 0;
   for (DType t : types) {
-    const int64_t k = block_size(t) == 256 ? 1280 : 1120;
+    const int64_t k = block_size(t) == 32 ? 1120 : 1280;
     for (const Shape& sh : shapes) {
       const std::vector<uint8_t> wq = make_weights(t, k, n * sh.n_exp, rng);
       std::vector<float> x(static_cast<size_t>(k * sh.x1 * sh.n_tok));
@@ -505,7 +537,7 @@ TEST(VulkanInt8, MulMatIdMatchesItsScalarModelAloneAndInABatch) {
           << " alone differs from its column of the batch";
     }
   }
-  EXPECT_EQ(checked, 13 * n * (2 * 40 + 2 * 70));
+  EXPECT_EQ(checked, 14 * n * (2 * 40 + 2 * 70));
 }
 
 // An id outside [0, E) in the decode variant (one token) and in the tiled
@@ -564,17 +596,18 @@ TEST(VulkanInt8, MulMatIdReportsIdsOutOfRange) {
 }
 
 // The sub-scaled formats: the K-quants and IQ4_XS (256-element super-blocks:
-// K = 1280, five whole chunks), IQ4_NL and MXFP4 (K = 1120 as above).
+// K = 1280, five whole chunks), IQ4_NL and MXFP4 (K = 1120 as above), and
+// NVFP4 (64-element blocks with a scale per 16 elements: K = 1280).
 TEST(VulkanInt8, SubScaledFormatsMatchTheirScalarModelBitForBit) {
   FOLIO_INT8_DEVICE_OR_SKIP(dev);
   constexpr int64_t n = 70;
   std::mt19937 rng(32);
   int checked = 0;
   for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL,
-                  DType::IQ4_XS, DType::MXFP4}) {
-    checked += check_type(*dev, t, block_size(t) == 256 ? 1280 : 1120, n, rng);
+                  DType::IQ4_XS, DType::MXFP4, DType::NVFP4}) {
+    checked += check_type(*dev, t, block_size(t) == 32 ? 1120 : 1280, n, rng);
   }
-  EXPECT_EQ(checked, 8 * 70 * (3 + 70));
+  EXPECT_EQ(checked, 9 * 70 * (3 + 70));
 }
 
 }  // namespace vulkan_int8_test

@@ -233,7 +233,8 @@ TEST(VulkanRecord, Int8ProductsOnlyWithIntegerDotProductsAndTheirWeightTypes) {
   for (const Case& c :
        {Case{DType::Q4_0, true, "mul_mat_q8"}, Case{DType::Q8_0, true, "mul_mat_q8"},
         Case{DType::Q4_0, false, "mul_mat"}, Case{DType::Q4_K, true, "mul_mat_q8"},
-        Case{DType::NVFP4, true, "mul_mat"}, Case{DType::F16, true, "mul_mat"}}) {
+        Case{DType::NVFP4, true, "mul_mat_q8"}, Case{DType::Q8_K, true, "mul_mat"},
+        Case{DType::F16, true, "mul_mat"}}) {
     FakeRecorder r;
     r.mutable_caps().integer_dot = c.integer_dot;
     for (int64_t m : {int64_t{1}, int64_t{20}}) {

@@ -338,8 +338,9 @@ void add_invariant_mul_mat_id(CaseList& cases, DType dt, int64_t k, int64_t n, i
 
 void add_batch_invariance(CaseList& cases) {
   constexpr int64_t kN = 70;  // rows: a full and a partial 64-row tile
-  // The quantized types but NVFP4: the Vulkan int8 path's decode matvec and
-  // tiles too (Q2_K: per-16 mins; IQ4_XS: signed per-32 scales).
+  // The quantized types: the Vulkan int8 path's decode matvec and tiles too
+  // (Q2_K: per-16 mins; IQ4_XS: signed per-32 scales; NVFP4: a float scale
+  // per 16 elements).
   for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                    DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q4_K, DType::Q6_K,
                    DType::IQ4_XS, DType::MXFP4, DType::NVFP4}) {

@@ -22,10 +22,11 @@
 // without the GLU) are mul_mat_vec with the residual added in its epilogue
 // or the rms norm computed in its prologue: bit for bit the composition.
 // The int8 path (kernels "*_q8"; a device with integer dot products, weights
-// Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0, Q2_K ... Q6_K, IQ4_NL / IQ4_XS, MXFP4;
-// 2-D products and mul_mat_id): activations quantized per 32 elements as
-// the CPU's Q8_0 activation rows, exact integer dot products per block,
-// K-quant sub-scales applied as integers within it (shaders/mul_mat_q8.glsl).
+// Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0, Q2_K ... Q6_K, IQ4_NL / IQ4_XS, MXFP4,
+// NVFP4; 2-D products and mul_mat_id): activations quantized per 32
+// elements as the CPU's Q8_0 activation rows, exact integer dot products per
+// block, K-quant sub-scales applied as integers within it, NVFP4's two
+// UE4M3 scales per half in float (shaders/mul_mat_q8.glsl).
 // Decode (and the three fusions) through mul_mat_vec_q8, prefill through
 // quant_act_q8 + mul_mat_q8; both sum in one order, so batch invariance
 // holds as on the float path. Whether a product takes it depends on the
@@ -179,6 +180,7 @@ bool int8_path(const Op& op, const DeviceCaps& caps) {
     case DType::IQ4_NL:
     case DType::IQ4_XS:
     case DType::MXFP4:
+    case DType::NVFP4:
       break;
     default:
       return false;

@@ -244,18 +244,23 @@ void dq_mxfp4(uint rb, uint c, out vec4 lo, out vec4 hi) {
   hi *= d;
 }
 
+// Half an NVFP4 UE4M3 scale x (as the CPU's ue4m3_half_to_f32): 0 for 0x00
+// and 0x7F; exponent field 0: mantissa * 2^-10; else (8 + mantissa) *
+// 2^(exponent - 11); bit 7 ignored.
+float nvfp4_half_scale(uint x) {
+  const uint ex = (x >> 3u) & 15u, man = x & 7u;
+  const float d = ex == 0u ? float(man) * uintBitsToFloat(117u << 23u)
+                           : float(8u + man) * uintBitsToFloat((ex + 116u) << 23u);
+  return x == 0x7fu ? 0.0 : d;
+}
+
 // NVFP4 (36 bytes, 64 elements): d[4] (UE4M3 per 16 elements), qs[32]; chunk
 // c is half c % 2 of sub-block s = (c / 2) % 4: the low (first half) or high
-// nibbles of qs[8s .. 8s+7]. Half scale: 0 for 0x00 and 0x7F; exponent
-// field 0: mantissa * 2^-10; else (8 + mantissa) * 2^(exponent - 11).
+// nibbles of qs[8s .. 8s+7].
 void dq_nvfp4(uint rb, uint c, out vec4 lo, out vec4 hi) {
   const uint bb = rb + (c >> 3u) * 36u;
   const uint s = (c >> 1u) & 3u;
-  const uint x = wq_u8(bb + s);
-  const uint ex = (x >> 3u) & 15u, man = x & 7u;
-  float d = ex == 0u ? float(man) * uintBitsToFloat(117u << 23u)
-                     : float(8u + man) * uintBitsToFloat((ex + 116u) << 23u);
-  if (x == 0x7fu) d = 0.0;
+  const float d = nvfp4_half_scale(wq_u8(bb + s));
   fp4_levels((wq_u64(bb + 4u + 8u * s) >> ((c & 1u) * 4u)) & 0x0f0f0f0fu, lo, hi);
   lo *= d;
   hi *= d;

@@ -55,7 +55,7 @@ FOLIO_VK_CONST kMatNormMaxWorkgroup = 256u;
   float eps;
 
 // The int8 path (weights Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K ... Q6_K,
-// IQ4_NL, IQ4_XS, MXFP4 on a device with integer dot products;
+// IQ4_NL, IQ4_XS, MXFP4, NVFP4 on a device with integer dot products;
 // mul_mat_q8.glsl): activations quantized per 32
 // elements (kMatQ8Block) into blocks of kMatQ8BlockWords words: 8 words of
 // packed int8 codes (element 4i + j in byte j of word i), the scale as f32

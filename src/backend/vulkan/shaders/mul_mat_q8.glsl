@@ -1,7 +1,8 @@
 // The int8 path of mul_mat (kMulMat and its decode fusions): weights Q4_0,
-// Q4_1, Q5_0, Q5_1, Q8_0, the K-quants Q2_K ... Q6_K, IQ4_NL, IQ4_XS and
-// MXFP4, taken a 32-element block at a time (a K-quant / IQ4_XS block is
-// one group of a 256-element super-block). Used by mul_mat_vec.comp
+// Q4_1, Q5_0, Q5_1, Q8_0, the K-quants Q2_K ... Q6_K, IQ4_NL, IQ4_XS, MXFP4
+// and NVFP4, taken a 32-element block at a time (a K-quant / IQ4_XS block
+// is one group of a 256-element super-block, an NVFP4 block one half of a
+// 64-element block). Used by mul_mat_vec.comp
 // (spec constant Q8: decode, each lane quantizes the x blocks it reads) and
 // by quant_act_q8.comp + mul_mat_q8.comp (prefill: x quantized once into
 // scratch memory, then 64 x 64 tiles); both quantize with q8_act_block()
@@ -17,7 +18,8 @@
 // Q8_K blocks instead); the K-quants' per-16 / per-32 sub-scales are applied
 // as integers inside the block, so each block's sum stays exact.
 // Weights (q8_weight_block): the block's 32 codes as signed bytes, a scale
-// dw, a minimum mw (0 where the type has none) and ws, the integer
+// dw, a minimum mw (0 where the type has none; NVFP4: the second half's
+// scale) and ws, the integer
 // sub-scales s0, s1 and min multipliers m0, m1 of elements 0-15 and 16-31
 // (q8_unpack_kquant.glsl; unused by the 32-element legacy types).
 // Term of block b of output (n, m), with x codes xq, dot = sum of w code *
@@ -29,6 +31,9 @@
 //   K-quants, IQ4_NL, IQ4_XS, MXFP4 (isum, msum exact in int32):
 //     t = float(s0 * dot0 + s1 * dot1) * (dw * dx)
 //     t = t - mw * (dx * float(m0 * xs0 + m1 * xs1))  Q2_K, Q4_K, Q5_K only
+//   NVFP4 (dw, mw: the halves' scales, see q8_unpack_fp4.glsl):
+//     t = float(dot0) * (dw * dx)
+//     t = t + float(dot1) * (mw * dx)
 // Sum: as mul_mat_sum.glsl with the block as the unit: a chunk's partial
 // starts at 0.0 and takes partial = partial + t for its blocks in ascending
 // order; the total starts at 0.0 and takes each chunk's partial in
@@ -77,6 +82,7 @@ void q8_weight_block(uint type, uint rb, uint blk, out uint c[8], out float dw, 
     case T_IQ4_NL: q8_weight_iq4_nl(rb, blk, c, dw, mw, ws); return;
     case T_IQ4_XS: q8_weight_iq4_xs(rb, blk, c, dw, mw, ws); return;
     case T_MXFP4: q8_weight_mxfp4(rb, blk, c, dw, mw, ws); return;
+    case T_NVFP4: q8_weight_nvfp4(rb, blk, c, dw, mw, ws); return;
     default: break;
   }
   mw = 0.0;
@@ -157,6 +163,16 @@ float q8_block_term(uint type, uint w[8], uint x[8], int xs, float dw, float mw,
     const int off = type == T_Q4_0 ? 8 : (type == T_Q5_0 ? 16 : 0);
     precise float t = float(q8_dot(w, x) - off * xs) * (dw * dx);
     if (type == T_Q4_1 || type == T_Q5_1) t = t + mw * (dx * float(xs));
+    return t;
+  }
+  if (type == T_NVFP4) {  // dw, mw: the two halves' float scales
+    int dot0 = 0, dot1 = 0;
+    for (uint i = 0u; i < 4u; ++i) {
+      dot0 += q8_sdot4x8(int(w[i]), int(x[i]), 0);
+      dot1 += q8_sdot4x8(int(w[i + 4u]), int(x[i + 4u]), 0);
+    }
+    precise float t = float(dot0) * (dw * dx);
+    t = t + float(dot1) * (mw * dx);
     return t;
   }
   // Q2_K, Q3_K, Q6_K scale each 16-element half on its own; the others
