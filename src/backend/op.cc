@@ -343,9 +343,14 @@ bool check(Checker& c, const Op& op) {
     case OpKind::kMulMatGlu:
       return c.glu_params(op.p<GluParams>()) &&
              check_fused_mul_mat(c, op, nullptr, 2, "weight rows (gate and up) twice dst N");
-    case OpKind::kMulMatAdd:
+    case OpKind::kMulMatAdd: {
+      const TensorView& g = op.src[3];
       return check_fused_mul_mat(c, op, "residual", 1, "dst N") &&
-             c.shape_eq(op.src[2], d, "residual");
+             c.shape_eq(op.src[2], d, "residual") &&
+             (g.empty() ||
+              (c.type(g, DType::F32, "gate") && c.eq(g.ne[0], 1, "gate rows") &&
+               c.eq(g.ne[1], s1.ne[1], "gate columns") && c.eq(g.ne[2] * g.ne[3], 1, "gate must be 2-D")));
+    }
     case OpKind::kRmsNormMulMat: {
       const auto& p = op.p<NormMulMatParams>();
       return (!p.glu || c.glu_params(p.glu_params)) &&

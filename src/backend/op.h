@@ -226,7 +226,9 @@ enum class OpKind : int {
   // Matrix product plus a residual (NoParams): src0 W [K, N] (2-D, any
   // weight dtype), src1 x F32 [K, M] (2-D), src2 r F32 [N, M]; dst F32
   // [N, M] = kAdd(mul_mat(W, x), r) (dst may be r): the residual add in
-  // the product's epilogue.
+  // the product's epilogue. With src3, a gate logit per column F32 [1, M]
+  // (a gated shared expert's): dst = kAdd(r, kMul(mul_mat(W, x),
+  // kUnary(src3, kSigmoid))), the gate broadcast over the N rows.
   kMulMatAdd,
   // RMS norm into a matrix product (NormMulMatParams): src0 W [K, N] (2-D,
   // any weight dtype), src1 x F32 [K, M] (2-D), src2 the norm weight F32

@@ -646,12 +646,14 @@ TensorView ForwardContext::rope_set_rows(const TensorView& x, const TensorView& 
   return op.dst;
 }
 
-bool ForwardContext::mul_mat_add(const TensorView& w, const TensorView& x, const TensorView& r) {
+bool ForwardContext::mul_mat_add(const TensorView& w, const TensorView& x, const TensorView& r,
+                                 const TensorView& gate) {
   Op op;
   op.kind = OpKind::kMulMatAdd;
   op.src[0] = w;
   op.src[1] = x;
   op.src[2] = r;
+  op.src[3] = gate;
   op.dst = r;
   return ok() && r.data != nullptr && run_fusion(op);
 }

@@ -166,10 +166,12 @@ class ForwardContext {
   TensorView rope_set_rows(const TensorView& x, const TensorView& pos, const RopeParams& p,
                            const TensorView& freq_factors, const TensorView& k_table,
                            const TensorView& slots, const TensorView& v, const TensorView& v_table);
-  // r += mul_mat(w, x) (r [N, M]): one kMulMatAdd where a backend selects
-  // a kernel for it, returning true; false, recording nothing, where none
-  // does (the caller adds as it otherwise would).
-  bool mul_mat_add(const TensorView& w, const TensorView& x, const TensorView& r);
+  // r += mul_mat(w, x) (r [N, M]), or with a gate g [1, M] r += mul_mat(w,
+  // x) * sigmoid(g): one kMulMatAdd where a backend selects a kernel for
+  // it, returning true; false, recording nothing, where none does (the
+  // caller computes it as it otherwise would).
+  bool mul_mat_add(const TensorView& w, const TensorView& x, const TensorView& r,
+                   const TensorView& gate = TensorView{});
   // mul_mat(w, rms_norm(x) * norm) [N, M], and with _glu glu(that) [N / 2,
   // M] as mul_mat_glu: one kRmsNormMulMat where a backend selects a kernel
   // for it, else rms_norm then the product (bit for bit the same).

@@ -446,7 +446,8 @@ TEST(RefGlu, SwiGluOaiClamps) {
 TEST(RefFusedProducts, BadOperandsAreRefusedByName) {
   Tensor w(DType::F32, {8, 6}), x(DType::F32, {8, 3}), r(DType::F32, {6, 3}),
       half(DType::F32, {3, 3}), norm(DType::F32, {8}), w3(DType::F32, {8, 6, 2}),
-      short_norm(DType::F32, {7}), i32(DType::I32, {8, 3});
+      short_norm(DType::F32, {7}), i32(DType::I32, {8, 3}), gate(DType::F32, {1, 3}),
+      gate_i32(DType::I32, {1, 3}), gate_short(DType::F32, {1, 2});
   // `base` changed by `change` is refused with a message naming `what`.
   auto expect_refused = [](Op op, const auto& change, const char* what) {
     change(op);
@@ -492,6 +493,15 @@ TEST(RefFusedProducts, BadOperandsAreRefusedByName) {
       add, [&](Op& o) { o.dst = half.v; }, "dst N");
   expect_refused(
       add, [&](Op& o) { o.src[1] = norm.v; }, "dst M");
+  Op gated = add;  // a gated shared expert's gate logits, one per column
+  gated.src[3] = gate.v;
+  EXPECT_TRUE(validate_op(gated).ok()) << validate_op(gated).to_string();
+  expect_refused(
+      gated, [&](Op& o) { o.src[3] = gate_i32.v; }, "gate must be f32");
+  expect_refused(
+      gated, [&](Op& o) { o.src[3] = r.v; }, "gate rows");
+  expect_refused(
+      gated, [&](Op& o) { o.src[3] = gate_short.v; }, "gate columns");
 
   const Op rms = product(OpKind::kRmsNormMulMat, norm.v, r.v, NormMulMatParams{});
   EXPECT_TRUE(validate_op(rms).ok()) << validate_op(rms).to_string();

@@ -136,10 +136,13 @@ TEST(VulkanStream, Gemma3DecodeStepStaysUnderItsCeilings) {
 // top_k, and no read-back of the probabilities and ids, no wait and upload
 // of the weights per layer: one submit per step), the weighted sum of two
 // or more experts another (kMoeSum, from a mul and k - 1 adds: qwen3next),
-// and glm4moe's ungated shared expert adds into the routed output in its
-// down product (kMulMatAdd). Whole-step ceilings, from (dispatches,
-// barriers, submits) before: qwen3moe 41, 36, 2 (43, 44, 5), glm4moe 35,
-// 30, 2 (38, 36, 3), tiny-qwen3next 113, 88, 4 (121, 108, 9).
+// and a shared expert adds into the routed output in its down product
+// (kMulMatAdd): glm4moe's as it is, qwen2moe's and qwen3next's scaled by
+// their gate's sigmoid in the same epilogue. Whole-step ceilings, from
+// (dispatches, barriers, submits) before: qwen3moe 41, 36, 2 (43, 44, 5),
+// glm4moe 35, 30, 2 (38, 36, 3), qwen2moe 43, 36, 2 (49, 42, 2),
+// tiny-qwen3next 101, 76, 4 (121, 108, 9; 113, 88, 4 with the gate, mul
+// and add unfused).
 TEST(VulkanStream, MoeDecodeStepStaysUnderItsCeilings) {
   struct Case {
     const char* file;
@@ -148,7 +151,8 @@ TEST(VulkanStream, MoeDecodeStepStaysUnderItsCeilings) {
   };
   for (const Case& c : {Case{"/llama-archs/qwen3moe-moe.gguf", "qwen3moe", 41, 36, 2},
                         Case{"/llama-archs/glm4moe-moe.gguf", "glm4moe", 35, 30, 2},
-                        Case{"", "qwen3next", 113, 88, 4}}) {
+                        Case{"/llama-archs/qwen2moe-moe.gguf", "qwen2moe", 43, 36, 2},
+                        Case{"", "qwen3next", 101, 76, 4}}) {
     const std::string path = *c.file != 0 ? local_refdata_dir() + c.file
                                           : shared_models_dir() + "/tiny-qwen3next-f32.gguf";
     if (!file_exists(path)) FAIL() << "model missing: " << path;

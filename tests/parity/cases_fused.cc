@@ -451,11 +451,13 @@ std::unique_ptr<OpCase> rope_set_rows_case(const RopeSetRowsShape& sh) {
 // Device fusion mul_mat_add: W [K, N], x [K, M], r [N, M] -> mul_mat + r,
 // into r (in place, as the decoder adds to its residual stream) or a new
 // tensor; the reference is mul_mat then add, which the fused kernel must
-// equal exactly on the device.
+// equal exactly on the device. Gated (a gated shared expert): r + mul_mat
+// * sigmoid(g), g [1, M] logits of both signs; the reference is mul_mat,
+// sigmoid into a new tensor, mul, then add.
 std::unique_ptr<OpCase> mul_mat_add_case(DType dt, int64_t k, int64_t n, int64_t m,
-                                         bool in_place) {
-  auto c = new_case(fmt::format("mul_mat_add {} K={} N={} M={}{}", dtype_name(dt), k, n, m,
-                                in_place ? " in place" : ""),
+                                         bool in_place, bool gated = false) {
+  auto c = new_case(fmt::format("mul_mat_add {} K={} N={} M={}{}{}", dtype_name(dt), k, n, m,
+                                in_place ? " in place" : "", gated ? " gated" : ""),
                     OpKind::kMulMatAdd);
   c->device_fusion = true;
   Op& op = c->op;
@@ -465,23 +467,42 @@ std::unique_ptr<OpCase> mul_mat_add_case(DType dt, int64_t k, int64_t n, int64_t
   c->fill_uniform(op.src[1]);
   op.src[2] = c->alloc(DType::F32, {n, m});
   c->fill_uniform(op.src[2], -4.0f, 4.0f);
+  if (gated) {
+    op.src[3] = c->alloc(DType::F32, {1, m});
+    c->fill_uniform(op.src[3], -6.0f, 6.0f);
+  }
   op.dst = in_place ? op.src[2] : c->alloc(DType::F32, {n, m});
   c->in_place = in_place;
   c->max_nmse = dt == DType::F16 ? 1e-5 : 5e-4;
   Equivalent eq;
-  eq.what = "mul_mat + add";
+  eq.what = gated ? "mul_mat + sigmoid + mul + add" : "mul_mat + add";
   eq.exact = true;
   Op mm;
   mm.kind = OpKind::kMulMat;
   mm.src[0] = op.src[0];
   mm.src[1] = op.src[1];
   mm.dst = c->alloc(DType::F32, {n, m});
+  eq.steps = {mm};
+  if (gated) {
+    Op sig;
+    sig.kind = OpKind::kUnary;
+    sig.src[0] = op.src[3];
+    sig.params = UnaryParams{UnaryKind::kSigmoid};
+    sig.dst = c->alloc(DType::F32, {1, m});
+    Op mul;
+    mul.kind = OpKind::kMul;
+    mul.src[0] = mm.dst;
+    mul.src[1] = sig.dst;
+    mul.dst = mm.dst;
+    eq.steps.push_back(sig);
+    eq.steps.push_back(mul);
+  }
   Op add;
   add.kind = OpKind::kAdd;
-  add.src[0] = mm.dst;
-  add.src[1] = op.src[2];
+  add.src[0] = op.src[2];
+  add.src[1] = mm.dst;
   add.dst = op.dst;
-  eq.steps = {mm, add};
+  eq.steps.push_back(add);
   eq.op = op;
   c->equivalents.push_back(eq);
   return c;
@@ -683,6 +704,14 @@ void add_fused_cases(CaseList& cases) {
   cases.push_back(mul_mat_add_case(DType::Q4_K, 512, 70, 5, false));
   cases.push_back(mul_mat_add_case(DType::F16, 200, 33, 8, true));
   cases.push_back(mul_mat_add_case(DType::Q4_0, 256, 40, 9, true));
+  // Gated (qwen3next / qwen35moe / qwen2moe shared experts): one column in
+  // place (a MoE layer's decode), several columns into a new tensor, the
+  // int8 and float paths, M 9 (declined).
+  cases.push_back(mul_mat_add_case(DType::Q8_0, 512, 256, 1, true, true));
+  cases.push_back(mul_mat_add_case(DType::Q4_K, 512, 70, 5, false, true));
+  cases.push_back(mul_mat_add_case(DType::F16, 200, 33, 8, true, true));
+  cases.push_back(mul_mat_add_case(DType::F32, 64, 40, 3, false, true));
+  cases.push_back(mul_mat_add_case(DType::Q4_0, 256, 40, 9, true, true));
   // rms_norm_mul_mat: SmolLM2's Q/K/V (K 576: the norm's 256 lanes loop)
   // and gate/up products, norm workgroups of 32, 128 and 256 lanes, several
   // columns, swapped halves; M 9 and K with more than 64 chunks under GLU

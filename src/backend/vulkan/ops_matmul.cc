@@ -451,13 +451,15 @@ Status record_mul_mat_id_q8(Recorder& r, const Op& op) {
 }
 
 // ---- Device fusions on the decode matvec: kMulMatAdd (the residual add
-// in its epilogue, spec ADD) and kRmsNormMulMat (the norm in its prologue,
-// spec NORM with norm.comp's workgroup, with or without the GLU mode).
+// in its epilogue, spec ADD; with a gate, kMatAddGated, the gate's sigmoid
+// and scale before it) and kRmsNormMulMat (the norm in its prologue, spec
+// NORM with norm.comp's workgroup, with or without the GLU mode).
 
 bool mul_mat_add_ok(const Op& op, const DeviceCaps& caps) {
-  const TensorView &w = op.src[0], &x = op.src[1], &res = op.src[2];
+  const TensorView &w = op.src[0], &x = op.src[1], &res = op.src[2], &gate = op.src[3];
   return mul_mat_ok(op) && w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1 &&
-         x.ne[1] <= kMatVecMaxCols && res.dtype == DType::F32 && words_ok(res);
+         x.ne[1] <= kMatVecMaxCols && res.dtype == DType::F32 && words_ok(res) &&
+         (gate.empty() || (gate.dtype == DType::F32 && words_ok(gate)));
 }
 
 bool match_mul_mat_add(const Op& op, const DeviceCaps& caps) {
@@ -469,20 +471,25 @@ bool match_mul_mat_add_q8(const Op& op, const DeviceCaps& caps) {
 }
 
 Status record_mul_mat_add(Recorder& r, const Op& op) {
-  const TensorView &w = op.src[0], &x = op.src[1], &res = op.src[2];
+  const TensorView &w = op.src[0], &x = op.src[1], &res = op.src[2], &gate = op.src[3];
   if (op.dst.nelements() == 0) return Status();
   MatParams p{};
   FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
   FOLIO_ASSIGN_OR_RETURN(p.r, r.desc(res));
   FOLIO_RETURN_IF_ERROR(aligned(p.r, "residual"));
+  if (!gate.empty()) {  // the gate column in the norm weight's binding
+    FOLIO_ASSIGN_OR_RETURN(p.nw, r.desc(gate));
+    FOLIO_RETURN_IF_ERROR(aligned(p.nw, "gate"));
+  }
   const uint32_t tpr = threads_per_row(w.ne[0]);
   const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
   uint32_t gx, gy;
   Recorder::split_groups((w.ne[1] + rows_per_group - 1) / rows_per_group, gx, gy);
   return r.dispatch(matvec_shader(op, r.caps()),
                     {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
-                     w16(p, w.dtype), kMatGluOff, 0u, 32u, 1u},
-                    &p, sizeof p, {w, x, op.dst, x, {}, res}, gx, gy);
+                     w16(p, w.dtype), kMatGluOff, 0u, 32u,
+                     gate.empty() ? kMatAddPlain : kMatAddGated},
+                    &p, sizeof p, {w, x, op.dst, x, gate, res}, gx, gy);
 }
 
 // The norm's workgroup must be one the prologue emulates (a power of two

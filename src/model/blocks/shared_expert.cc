@@ -5,8 +5,12 @@
 // sigmoid(ffn_gate_inp_shexp . x) where that gate exists (cfg.shexp_gated;
 // glm4moe and granitehybrid have none: the shared output is added as is).
 // Shapes: x [E, n]; shared hidden [Fs, n]; gate [1, n] broadcast over the E
-// rows. The routed output is contiguous and new, so the ungated shared
-// down product may add into it in place.
+// rows. The routed output is contiguous and new, so in a one-token step
+// the shared down product may add into it in place where a device fuses
+// it (kMulMatAdd; gated: the sigmoid and the scale in the same epilogue;
+// the same bits as the product, the sigmoid, the mul and the add). The
+// gate's product reads x as the shared expert's first product does, so
+// the two share a barrier stage.
 #include "model/blocks/blocks.h"
 #include "model/blocks/hybrid.h"
 
@@ -17,6 +21,8 @@ TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
   TensorView out = moe_ffn(ctx, cfg, l, x);  // [E, n]
   if (cfg.n_ff_shexp <= 0) return out;
   TensorView h;  // [Fs, n]
+  const TensorView g = cfg.shexp_gated ? ctx.mul_mat(l.ffn_gate_inp_shexp, x)  // [E] = [E, 1] -> [1, n]
+                                       : TensorView{};
   if (!l.gate_up_shexp_joint.empty() && !cfg.ffn_relu_sqr) {  // joined at load: one product
     h = ctx.mul_mat_glu(l.gate_up_shexp_joint, x, cfg.ffn_glu);
   } else {
@@ -25,12 +31,9 @@ TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
     const TensorView up = ctx.mul_mat(l.ffn_up_shexp, x);                           // [Fs, n]
     h = ffn_activation(ctx, cfg, gate, up);
   }
-  // Ungated, one token: out += down h in the product's epilogue where a
-  // device fuses it (kMulMatAdd; the same bits as the product, then the add).
-  if (!cfg.shexp_gated && x.ne[1] == 1 && ctx.mul_mat_add(l.ffn_down_shexp, h, out)) return out;
+  if (x.ne[1] == 1 && ctx.mul_mat_add(l.ffn_down_shexp, h, out, g)) return out;
   const TensorView shared = ctx.mul_mat(l.ffn_down_shexp, h);  // [E, n]
   if (cfg.shexp_gated) {
-    TensorView g = ctx.mul_mat(l.ffn_gate_inp_shexp, x);  // weight [E] = [E, 1] -> [1, n]
     ctx.unary(g, UnaryKind::kSigmoid, g);
     ctx.mul(shared, g, shared);
   }

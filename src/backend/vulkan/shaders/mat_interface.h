@@ -39,12 +39,19 @@ FOLIO_VK_CONST kMatGluUpFirst = 2u;
 // up to this), emulated by the 128 lanes so the sums are norm.comp's.
 FOLIO_VK_CONST kMatNormMaxWorkgroup = 256u;
 
+// mul_mat_vec.comp's spec constant ADD (kMulMatAdd): off, + r, or + r after
+// scaling each column by sigmoid of its gate (a gated shared expert).
+FOLIO_VK_CONST kMatAddOff = 0u;
+FOLIO_VK_CONST kMatAddPlain = 1u;
+FOLIO_VK_CONST kMatAddGated = 2u;
+
 // Binding 0 of mul_mat_vec and mul_mat: w [K, N, B2w, B3w] (mul_mat_id:
 // [K, N, E]); x F32 [K, M, B2, B3] (mul_mat_id: [K, X1, T]); d F32
 // [N, M, B2, B3] (mul_mat_id: [N, n_used, T]); ids I32 [n_used, T]
 // (mul_mat_id only; mul_mat binds x there and never reads it); mul_mat_vec
-// only: nw F32 [K] the norm weight of NORM, r F32 [N, M] the residual that
-// ADD adds to the products (kMulMatAdd; it may be d), eps NORM's epsilon.
+// only: nw F32 [K] the norm weight of NORM, or under kMatAddGated the gate
+// logits F32 [1, M]; r F32 [N, M] the residual that ADD adds to the
+// products (kMulMatAdd; it may be d), eps NORM's epsilon.
 #define FOLIO_VK_MAT_PARAMS \
   FOLIO_VK_TENSOR w;        \
   FOLIO_VK_TENSOR x;        \

@@ -36,9 +36,13 @@
 // l + 128, their partial sums of squares in the same order, then the same
 // shared-memory tree), and every x element the sums read is
 // (x * inv) * nw[k], row_norm.glsl's expression: bit for bit rms_norm
-// followed by the product. kMulMatAdd (ADD = 1, ID = 0, no GLU): each
-// output is its total plus r's element, add.comp's one addition; r may be
-// d (each element read and written by its own lane).
+// followed by the product. kMulMatAdd (ADD = kMatAddPlain, ID = 0, no
+// GLU): each output is its total plus r's element, add.comp's one
+// addition; r may be d (each element read and written by its own lane).
+// With a gate (ADD = kMatAddGated, the gate logits in nw's binding): the
+// total times sigmoid(gate[m]) (activation.glsl's, as unary.comp computes
+// it; the product mul.comp's), then plus r: bit for bit the product, the
+// sigmoid, the mul and the add.
 //
 // Q8 (mul_mat_vec_q8.comp, which defines MUL_MAT_VEC_Q8: kMulMat and the
 // fusions above, ID = 0, the weights mul_mat_q8.glsl lists): the
@@ -67,7 +71,7 @@ layout(constant_id = 5) const uint W16 = 0;    // 1: F32 / F16 / BF16 weight row
 layout(constant_id = 6) const uint GLU = kMatGluOff;  // kMulMatGlu (kMatGlu*)
 layout(constant_id = 7) const uint NORM = 0;    // 1: x normalised first (kRmsNormMulMat)
 layout(constant_id = 8) const uint NORM_B = 32; // norm.comp's workgroup for rows of K
-layout(constant_id = 9) const uint ADD = 0;     // 1: + r (kMulMatAdd)
+layout(constant_id = 9) const uint ADD = kMatAddOff;  // kMulMatAdd (kMatAdd*)
 layout(constant_id = 10) const uint GLU_ACT = kActSilu; // GLU: act's activation code (kAct*)
 
 const uint WG = kMatVecWorkgroup;
@@ -358,8 +362,13 @@ void main() {
     for (uint i = 0u; i < MAX_COLS; ++i) {
       const uint m = lane + TPR * i;
       if (m < NCOLS) {
-        if (ADD != 0u) {
-          precise float y = tot[i] + r_f[((p.r.off + m * p.r.nb1) >> 2u) + n];
+        if (ADD != kMatAddOff) {
+          precise float t = tot[i];
+          if (ADD == kMatAddGated) {
+            const float s = activation(kActSigmoid, nw_f[(p.nw.off + m * p.nw.nb1) >> 2u]);
+            t = t * s;
+          }
+          precise float y = t + r_f[((p.r.off + m * p.r.nb1) >> 2u) + n];
           d_f[dcol[m] + n] = y;
         } else {
           d_f[dcol[m] + n] = tot[i];
