@@ -40,6 +40,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kMulMatAdd: return "mul_mat_add";
     case OpKind::kRmsNormMulMat: return "rms_norm_mul_mat";
     case OpKind::kRmsNormAddRmsNorm: return "rms_norm_add_rms_norm";
+    case OpKind::kRmsNormAdd: return "rms_norm_add";
     case OpKind::kMoeSum: return "moe_sum";
     case OpKind::kCount: break;
   }
@@ -293,7 +294,8 @@ bool params_match(const Op& op) {
     case OpKind::kScale: return std::holds_alternative<ScaleParams>(op.params);
     case OpKind::kRmsNorm:
     case OpKind::kAddRmsNorm:
-    case OpKind::kRmsNormAddRmsNorm: return std::holds_alternative<RmsNormParams>(op.params);
+    case OpKind::kRmsNormAddRmsNorm:
+    case OpKind::kRmsNormAdd: return std::holds_alternative<RmsNormParams>(op.params);
     case OpKind::kL2Norm:
     case OpKind::kNorm: return std::holds_alternative<NormParams>(op.params);
     case OpKind::kRope:
@@ -347,9 +349,9 @@ bool check(Checker& c, const Op& op) {
       const TensorView& g = op.src[3];
       return check_fused_mul_mat(c, op, "residual", 1, "dst N") &&
              c.shape_eq(op.src[2], d, "residual") &&
-             (g.empty() ||
-              (c.type(g, DType::F32, "gate") && c.eq(g.ne[0], 1, "gate rows") &&
-               c.eq(g.ne[1], s1.ne[1], "gate columns") && c.eq(g.ne[2] * g.ne[3], 1, "gate must be 2-D")));
+             (g.empty() || (c.type(g, DType::F32, "gate") && c.eq(g.ne[0], 1, "gate rows") &&
+                            c.eq(g.ne[1], s1.ne[1], "gate columns") &&
+                            c.eq(g.ne[2] * g.ne[3], 1, "gate must be 2-D")));
     }
     case OpKind::kRmsNormMulMat: {
       const auto& p = op.p<NormMulMatParams>();
@@ -471,6 +473,14 @@ bool check(Checker& c, const Op& op) {
              c.shape_eq(d, s0, "dst") && c.shape_eq(op.dst2, s0, "sum output") &&
              (!d.overlaps(s1) || c.fail("dst overlaps b")) &&
              (!op.dst2.overlaps(s1) || c.fail("sum output overlaps b"));
+    case OpKind::kRmsNormAdd:
+      return c.has(s0, "a") && c.has(s1, "b") && c.has(op.src[2], "b's norm weight") &&
+             c.type(s0, DType::F32, "a") && c.type(s1, DType::F32, "b") &&
+             c.shape_eq(s0, s1, "a/b") && c.eq(s0.ne[2] * s0.ne[3], 1, "a must be 2-D") &&
+             c.type(op.src[2], DType::F32, "b's norm weight") &&
+             c.eq(op.src[2].nelements(), s0.ne[0], "b's norm weight length") &&
+             c.type(d, DType::F32, "dst") && c.shape_eq(d, s0, "dst") &&
+             (!d.overlaps(s1) || c.fail("dst overlaps b"));
     case OpKind::kMoeSum:
       return c.has(s0, "experts") && c.has(s1, "weights") && c.type(s0, DType::F32, "experts") &&
              c.type(s1, DType::F32, "weights") && c.eq(s0.ne[3], 1, "experts must be 3-D") &&

@@ -244,6 +244,13 @@ enum class OpKind : int {
   // kAddRmsNorm(a, that, src2): dst2 = a + rms_norm(b) * src3, dst =
   // rms_norm(dst2) [* src2], both norms with params.eps.
   kRmsNormAddRmsNorm,
+  // Post-norm block end with no next norm (RmsNormParams; exaone4's post
+  // norms, gemma4's FFN and per-layer-input ends): src0 a F32 [E, n] (the
+  // residual), src1 b F32 [E, n] (a block's output), src2 b's post-norm
+  // weight F32 [E]; dst F32 [E, n] (may alias a, not b) = a + rms_norm(b) *
+  // src2. Equals kRmsNorm(b, src2) (into b, which the composition
+  // overwrites) then kAdd(a, that).
+  kRmsNormAdd,
   // The routed experts' weighted sum (NoParams): src0 experts F32 [E, k, n]
   // (k >= 2), src1 weights F32 [1, k, n]; dst F32 [E, n] = e0 w0 + e1 w1 +
   // ... + e(k-1) w(k-1), each product rounded, summed left to right: equals

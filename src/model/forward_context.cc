@@ -563,6 +563,20 @@ void ForwardContext::rms_norm_add_rms_norm(const TensorView& a, const TensorView
   add_rms_norm(a, b, w, eps, sum, norm);
 }
 
+void ForwardContext::rms_norm_add(const TensorView& a, const TensorView& b,
+                                  const TensorView& b_norm, float eps, const TensorView& dst) {
+  Op op;
+  op.kind = OpKind::kRmsNormAdd;
+  op.dst = dst;
+  op.src[0] = a;
+  op.src[1] = b;
+  op.src[2] = b_norm;
+  op.params = RmsNormParams{eps};
+  if (!ok() || dst.data == nullptr || run_fusion(op)) return;
+  rms_norm(b, b_norm, eps, b);
+  add(a, b, dst);
+}
+
 TensorView ForwardContext::norm(const TensorView& x, const TensorView& w, const TensorView& b,
                                 float eps, TensorView dst) {
   Op op;

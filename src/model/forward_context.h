@@ -145,6 +145,12 @@ class ForwardContext {
   void rms_norm_add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& b_norm,
                              const TensorView& w, float eps, const TensorView& sum,
                              const TensorView& norm);
+  // dst = a + rms_norm(b) * b_norm (a post-norm block's end with no next
+  // norm): one kRmsNormAdd where a backend selects a kernel for it, else
+  // rms_norm into b, then add (bit for bit the same; b's contents are
+  // undefined after).
+  void rms_norm_add(const TensorView& a, const TensorView& b, const TensorView& b_norm, float eps,
+                    const TensorView& dst);
   // Layer norm over dim 0: (x - mean) / sqrt(var + eps) [* w] [+ b] (kNorm).
   TensorView norm(const TensorView& x, const TensorView& w, const TensorView& b, float eps,
                   TensorView dst = {});

@@ -170,6 +170,32 @@ TEST(VulkanRecord, AddRmsNormAndItsSandwichFusionShareOneRecordFunction) {
   EXPECT_EQ(plain.params_as<AddRmsNormShaderParams>().d2.ne[1], 2u);
 }
 
+// rms_norm_add: the sandwich shader without its last pass (spec NEXT 0),
+// the sum in d2 and d bound to the same tensor, b's weight in wb.
+TEST(VulkanRecord, RmsNormAddIsTheSandwichShaderWithoutItsNextNorm) {
+  FakeRecorder r;
+  Op op;
+  op.kind = OpKind::kRmsNormAdd;
+  op.src[0] = r.tensor(DType::F32, {96, 2});
+  op.src[1] = r.tensor(DType::F32, {96, 2});
+  op.src[2] = r.tensor(DType::F32, {96});
+  op.dst = op.src[0];
+  op.params = RmsNormParams{1e-6f};
+  EXPECT_EQ(record(r, op), "rms_norm_add");
+  ASSERT_EQ(r.dispatches().size(), 1u);
+  const RecordedDispatch& d = r.dispatches()[0];
+  EXPECT_EQ(d.shader, "rms_norm_add_rms_norm");
+  EXPECT_EQ(d.spec, (std::vector<uint32_t>{128u, 0u, 0u}));
+  EXPECT_EQ(d.total_groups(), 2u);
+  ASSERT_EQ(d.buffers.size(), 6u);
+  EXPECT_EQ(d.buffers[2], -1);  // no next norm weight
+  EXPECT_EQ(d.buffers[3], r.buffer_of(op.src[2].data, 0));
+  EXPECT_EQ(d.buffers[4], d.buffers[5]);
+  const auto& p = d.params_as<AddRmsNormShaderParams>();
+  EXPECT_EQ(std::memcmp(&p.d, &p.d2, sizeof p.d), 0);
+  EXPECT_EQ(p.wb.ne[0], 96u);
+}
+
 TEST(VulkanRecord, LargeOpsSplitTheirWorkgroupsIntoXAndY) {
   {  // rms_norm: a workgroup per row
     FakeRecorder r;

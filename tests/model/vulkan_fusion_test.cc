@@ -5,7 +5,9 @@
 // two sequences (T = 2: the unfused ops). Batch invariance holds per
 // backend, so any difference is a fusion's. For the dense llama (pre-norm
 // decoder), gemma3 and gemma4 (sandwich norms: a block's post norm,
-// residual add and next norm in one dispatch; GeGLU in the matvec's GLU
+// residual add and next norm in one dispatch, or the post norm and the add
+// alone where no norm follows (gemma4's FFN and per-layer-input ends, its
+// MoE branches' sum; exaone4's post norms); GeGLU in the matvec's GLU
 // epilogue), the
 // hybrid qwen35 (DeltaNet and gated-attention layers, dense FFN), and
 // MoE models, whose router is one op in both steps: qwen3next and gemma4's
@@ -125,6 +127,12 @@ TEST(VulkanFusion, Gemma4OneTokenStepEqualsUnfused) {
   const std::string path = local_refdata_dir() + "/tiny-gemma4-f32.gguf";
   if (!file_exists(path)) FAIL() << "model missing: " << path;
   expect_fused_step_exact(path, "gemma4");
+}
+
+TEST(VulkanFusion, Exaone4OneTokenStepEqualsUnfused) {
+  const std::string path = local_refdata_dir() + "/llama-archs/exaone4-dense.gguf";
+  if (!file_exists(path)) FAIL() << "model missing: " << path;
+  expect_fused_step_exact(path, "exaone4");
 }
 
 TEST(VulkanFusion, Glm4MoeOneTokenStepEqualsUnfused) {

@@ -132,6 +132,33 @@ TEST(VulkanStream, Gemma3DecodeStepStaysUnderItsCeilings) {
   EXPECT_LE(a.barriers, 62u);
 }
 
+// Post norms with no next norm after them: a block's post norm and its
+// residual add are one dispatch (kRmsNormAdd): exaone4's two per layer,
+// gemma4's FFN and per-layer-input ends and its MoE branches' sum.
+// Whole-step ceilings, from (dispatches, barriers) before: exaone4 28, 25
+// (32, 29), tiny-gemma4 136, 130 (148, 142), tiny-gemma4-moe 132, 111
+// (140, 119).
+TEST(VulkanStream, PostNormDecodeStepStaysUnderItsCeilings) {
+  struct Case {
+    const char* file;
+    const char* arch;
+    uint64_t dispatches, barriers;
+  };
+  for (const Case& c : {Case{"/llama-archs/exaone4-dense.gguf", "exaone4", 28, 25},
+                        Case{"/tiny-gemma4-f32.gguf", "gemma4", 136, 130},
+                        Case{"/tiny-gemma4-moe-f32.gguf", "gemma4", 132, 111}}) {
+    const std::string path = local_refdata_dir() + c.file;
+    if (!file_exists(path)) FAIL() << "model missing: " << path;
+    FOLIO_VULKAN_OR_SKIP(device);
+    const std::unique_ptr<Model> m = load_on(path, device);
+    ASSERT_NE(m, nullptr);
+    ASSERT_EQ(m->config().arch, c.arch);
+    const StreamCounters a = decode_step_counters(*m, device, c.file);
+    EXPECT_LE(a.dispatches, c.dispatches) << c.file;
+    EXPECT_LE(a.barriers, c.barriers) << c.file;
+  }
+}
+
 // MoE layers: the router is one dispatch (kMoeRoute, from soft_max and
 // top_k, and no read-back of the probabilities and ids, no wait and upload
 // of the weights per layer: one submit per step), the weighted sum of two

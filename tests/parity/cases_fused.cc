@@ -612,6 +612,44 @@ std::unique_ptr<OpCase> rms_norm_add_rms_norm_case(int64_t e, int64_t n, bool in
   return c;
 }
 
+// Device fusion rms_norm_add (a post-norm block's end with no next norm:
+// exaone4, gemma4's FFN end): the reference is rms_norm of b (weight wb)
+// into b, then add, which the fused kernel must equal exactly on the
+// device. The sum in place into a (the residual stream) or a new tensor.
+std::unique_ptr<OpCase> rms_norm_add_case(int64_t e, int64_t n, bool in_place) {
+  auto c = new_case(fmt::format("rms_norm_add E={} n={}{}", e, n, in_place ? " in place" : ""),
+                    OpKind::kRmsNormAdd, RmsNormParams{1e-6f});
+  c->device_fusion = true;
+  c->in_place = true;  // the composition normalises b in place
+  Op& op = c->op;
+  op.src[0] = c->alloc(DType::F32, {e, n});
+  c->fill_uniform(op.src[0], -4.0f, 4.0f);
+  op.src[1] = c->alloc(DType::F32, {e, n});
+  c->fill_uniform(op.src[1], -2.0f, 2.0f);
+  op.src[2] = c->alloc(DType::F32, {e});
+  c->fill_uniform(op.src[2], 0.5f, 1.5f);
+  op.dst = in_place ? op.src[0] : c->alloc(DType::F32, {e, n});
+  c->max_nmse = 1e-7;
+  Equivalent eq;
+  eq.what = "rms_norm + add";
+  eq.exact = true;
+  Op norm;
+  norm.kind = OpKind::kRmsNorm;
+  norm.params = RmsNormParams{1e-6f};
+  norm.src[0] = op.src[1];
+  norm.src[1] = op.src[2];
+  norm.dst = op.src[1];
+  Op add;
+  add.kind = OpKind::kAdd;
+  add.src[0] = op.src[0];
+  add.src[1] = op.src[1];
+  add.dst = op.dst;
+  eq.steps = {norm, add};
+  eq.op = op;
+  c->equivalents.push_back(eq);
+  return c;
+}
+
 // Device fusion moe_sum: experts [E, k, n] times weights [1, k, n], summed
 // over k in rank order; the reference is mul into the experts, then the
 // adds of their slices (the model's composition), equal exactly on the
@@ -690,6 +728,11 @@ void add_fused_cases(CaseList& cases) {
   cases.push_back(rms_norm_add_rms_norm_case(64, 3, true, true));
   cases.push_back(rms_norm_add_rms_norm_case(20, 2, false, true));
   cases.push_back(rms_norm_add_rms_norm_case(100, 4, false, false));
+  // rms_norm_add: exaone4's and gemma4's rows in place, a 32-lane row into
+  // a new tensor, rows looping over 256 lanes.
+  cases.push_back(rms_norm_add_case(128, 1, true));
+  cases.push_back(rms_norm_add_case(20, 3, false));
+  cases.push_back(rms_norm_add_case(1000, 2, true));
   // moe_sum: qwen3moe's decode (k 8), two experts over several tokens,
   // wide rows, mixtral's k 2 at E 4096.
   cases.push_back(moe_sum_case(64, 8, 1));

@@ -407,6 +407,7 @@ const Rule kRules[] = {
     {OpKind::kMulMatAdd, mul_mat_add_rule},
     {OpKind::kRmsNormMulMat, rms_norm_mul_mat_rule},
     {OpKind::kRmsNormAddRmsNorm, device_fusion_rule},
+    {OpKind::kRmsNormAdd, device_fusion_rule},
     {OpKind::kMoeSum, device_fusion_rule},
 };
 

@@ -6,6 +6,8 @@
 //                      writes the sum to dst2, normalises what dst2 holds
 //   rms_norm_add_rms_norm  rms_norm_add_rms_norm.comp (the same, b first
 //                      normalised as norm.comp does: a sandwich norm's end)
+//   rms_norm_add       rms_norm_add_rms_norm.comp without its last pass
+//                      (spec NEXT false): the sum into dst, no next norm
 // The workgroup is the smallest power of two >= the row length, from 32 to
 // 256 (or the largest power of two within the device's limit;
 // norm_workgroup in kernels.h): one element per invocation for rows up to
@@ -67,8 +69,9 @@ Status record_norm(Recorder& r, const Op& op) {
 }
 
 // ---- add_rms_norm, rms_norm_add_rms_norm (a device fusion: rms_norm of b,
-// then add_rms_norm): one parameter struct and binding layout, b's norm
-// weight wb (src[3]) absent from add_rms_norm.
+// then add_rms_norm) and rms_norm_add (the same without the next norm):
+// one parameter struct and binding layout, b's norm weight wb (src[3];
+// rms_norm_add's src[2]) absent from add_rms_norm.
 
 struct AddRmsNormShaderParams {
   FOLIO_VK_ADD_RMS_NORM_PARAMS
@@ -80,6 +83,28 @@ static_assert(offsetof(AddRmsNormShaderParams, b) == 36 &&
               offsetof(AddRmsNormShaderParams, d) == 144 &&
               offsetof(AddRmsNormShaderParams, d2) == 180 &&
               offsetof(AddRmsNormShaderParams, eps) == 216);
+
+bool match_rms_norm_add(const Op& op, const DeviceCaps& caps) {
+  return f32_rows(op.src[0]) && f32_rows(op.src[1]) && f32_rows(op.src[2]) && f32_rows(op.dst) &&
+         caps.max_workgroup_size >= kNormMinWorkgroup;
+}
+
+// The sum goes to d2, which pass 1 writes and NEXT = false ends with; d is
+// bound to the same tensor and never written.
+Status record_rms_norm_add(Recorder& r, const Op& op) {
+  const TensorView& a = op.src[0];
+  AddRmsNormShaderParams p;
+  FOLIO_ASSIGN_OR_RETURN(p.a, r.desc(a));
+  FOLIO_ASSIGN_OR_RETURN(p.b, r.desc(op.src[1]));
+  FOLIO_ASSIGN_OR_RETURN(p.wb, r.desc(op.src[2]));
+  FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(op.dst));
+  p.d2 = p.d;
+  FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(TensorView{}));  // a default descriptor, never read
+  p.eps = op.p<RmsNormParams>().eps;
+  const uint32_t block = norm_workgroup(a.ne[0], r.caps());
+  return dispatch_rows(r, "rms_norm_add_rms_norm", {block, 0u, 0u}, &p, sizeof p,
+                       {a, op.src[1], TensorView{}, op.src[2], op.dst, op.dst}, a.nrows());
+}
 
 bool match_add_rms_norm(const Op& op, const DeviceCaps& caps) {
   const TensorView& w = op.src[2];
@@ -117,6 +142,7 @@ void add_norm_kernels(std::vector<KernelDef>& out) {
   out.push_back({"add_rms_norm", OpKind::kAddRmsNorm, match_add_rms_norm, record_add_rms_norm});
   out.push_back({"rms_norm_add_rms_norm", OpKind::kRmsNormAddRmsNorm, match_add_rms_norm,
                  record_add_rms_norm});
+  out.push_back({"rms_norm_add", OpKind::kRmsNormAdd, match_rms_norm_add, record_rms_norm_add});
 }
 
 }  // namespace folio::vulkan

@@ -43,9 +43,12 @@ Status configure_exaone4(const gguf::GgufFile& file, ModelConfig& c) {
 }
 
 // Per layer: a = post_attn_norm(attention(x)); x += a; f = post_ffw_norm(ffn(x)); x += f.
+// A one-token step takes each post norm and its add as one kRmsNormAdd
+// where a device fuses them (bit for bit the same).
 TensorView forward_exaone4(const ModelConfig& cfg, const ModelWeights& w, const ForwardInputs& in,
                            cache::KvCache& cache, ForwardContext& ctx) {
   const float eps = cfg.norm_eps;
+  const bool fuse = in.n_tokens == 1;
   TensorView x = embed_tokens(ctx, cfg, w, in);  // [E, T] residual stream
   for (int il = 0; il < cfg.n_layer; ++il) {
     const LayerWeights& l = w.layers[static_cast<size_t>(il)];
@@ -58,11 +61,9 @@ TensorView forward_exaone4(const ModelConfig& cfg, const ModelWeights& w, const 
       x = gather_outputs(ctx, x, in);
       a = gather_outputs(ctx, a, in);
     }
-    ctx.rms_norm(a, l.attn_post_norm, eps, a);
-    ctx.add(x, a, x);
+    post_norm_add(ctx, x, a, l.attn_post_norm, eps, fuse);
     const TensorView f = dense_ffn(ctx, cfg, l, x);
-    ctx.rms_norm(f, l.ffn_post_norm, eps, f);
-    ctx.add(x, f, x);
+    post_norm_add(ctx, x, f, l.ffn_post_norm, eps, fuse);
     if (!last) ctx.release(mark);
   }
   return output_logits(ctx, cfg, w, x);

@@ -173,7 +173,7 @@ TensorView gemma4_attention(ForwardContext& ctx, const ModelConfig& cfg, const M
 // A mixture-of-experts layer's FFN (see the file comment): x [E, n] the
 // residual after attention, hf its ffn_norm -> the two branches' sum [E, n].
 TensorView gemma4_moe_block(ForwardContext& ctx, const ModelConfig& cfg, const LayerWeights& l,
-                            const TensorView& x, const TensorView& hf) {
+                            const TensorView& x, const TensorView& hf, bool fuse) {
   const float eps = cfg.norm_eps;
   const TensorView mlp = dense_ffn(ctx, cfg, l, hf);  // [E, n]
   ctx.rms_norm(mlp, l.ffn_post_norm_1, eps, mlp);
@@ -183,8 +183,8 @@ TensorView gemma4_moe_block(ForwardContext& ctx, const ModelConfig& cfg, const L
   const TensorView logits = ctx.mul_mat(l.ffn_gate_inp, router_in);  // [X, n]
   const TensorView experts =
       moe_ffn(ctx, cfg, l, ctx.rms_norm(x, l.ffn_pre_norm_2, eps), logits);  // [E, n]
-  ctx.rms_norm(experts, l.ffn_post_norm_2, eps, experts);
-  return ctx.add(mlp, experts);
+  post_norm_add(ctx, mlp, experts, l.ffn_post_norm_2, eps, fuse);
+  return mlp;
 }
 
 // The per-layer inputs of every layer, [P, T, L] (layer il: the [P, T]
@@ -244,17 +244,17 @@ TensorView forward_gemma4(const ModelConfig& cfg, const ModelWeights& w, const F
     } else {
       ctx.add_rms_norm(x, a, l.ffn_norm, eps, x, hf);
     }
-    const TensorView f = cfg.is_moe(il) ? gemma4_moe_block(ctx, cfg, l, x, hf)
-                                         : dense_ffn(ctx, cfg, l, hf);
-    ctx.rms_norm(f, l.ffn_post_norm, eps, f);
-    ctx.add(x, f, x);
+    // A one-token step's post norms with their adds: one dispatch each
+    // where a device fuses them (kRmsNormAdd).
+    const TensorView f =
+        cfg.is_moe(il) ? gemma4_moe_block(ctx, cfg, l, x, hf, t == 1) : dense_ffn(ctx, cfg, l, hf);
+    post_norm_add(ctx, x, f, l.ffn_post_norm, eps, t == 1);
     if (p > 0) {
       const TensorView g = ctx.mul_mat(l.pl_inp_gate, x);  // [P, n]
       ctx.unary(g, UnaryKind::kGelu, g);
       ctx.mul(g, pl, g);
       const TensorView pe = ctx.mul_mat(l.pl_proj, g);  // [E, n]
-      ctx.rms_norm(pe, l.pl_post_norm, eps, pe);
-      ctx.add(x, pe, x);
+      post_norm_add(ctx, x, pe, l.pl_post_norm, eps, t == 1);
     }
     if (!l.out_scale.empty()) ctx.mul(x, l.out_scale, x);
     if (!last) ctx.release(mark);

@@ -57,6 +57,13 @@ class BlockInput {
 TensorView output_product(ForwardContext& ctx, const TensorView& w, const TensorView& y,
                           ResidualFusion* rf);
 
+// x += rms_norm(b) * norm, in place (a post-norm block's end with no next
+// norm: exaone4, gemma4): one kRmsNormAdd where `fuse` (a one-token step)
+// and a device fuses it, else the norm into b and the add (bit for bit the
+// same; b's contents are undefined after). x, b [E, T], norm [E].
+void post_norm_add(ForwardContext& ctx, const TensorView& x, const TensorView& b,
+                   const TensorView& norm, float eps, bool fuse);
+
 // Elements [c0, c0 + n) of a one-column tensor t [C, 1] (or of the data
 // that follows it, for a view that ends before its tensor does), as a
 // contiguous [n, 1] view: no copy (attention.cc).

@@ -60,4 +60,14 @@ TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const
   return output_logits(ctx, cfg, w, x);
 }
 
+void post_norm_add(ForwardContext& ctx, const TensorView& x, const TensorView& b,
+                   const TensorView& norm, float eps, bool fuse) {
+  if (fuse) {
+    ctx.rms_norm_add(x, b, norm, eps, x);
+  } else {
+    ctx.rms_norm(b, norm, eps, b);
+    ctx.add(x, b, x);
+  }
+}
+
 }  // namespace folio::model

@@ -6,7 +6,8 @@
 // back and writes s * inv [* w] as add_rms_norm.comp does. So the op is
 // rms_norm then add_rms_norm bit for bit. Every element is read and written
 // by one invocation, reads first: dst2 may alias a. Spec 1: the next
-// norm's weight w.
+// norm's weight w. Spec 2 NEXT false (kRmsNormAdd): no next norm, the op
+// ends after pass 1 (bit for bit rms_norm then add).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -16,6 +17,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool HAS_W = false;
+layout(constant_id = 2) const bool NEXT = true;
 
 #include "workgroup_sum.glsl"
 
@@ -52,6 +54,7 @@ void main() {
     d2_f[(d2o + i * p.d2.nb0) >> 2] = s;
     ss = add_square(ss, s);
   }
+  if (!NEXT) return;
   ss = workgroup_sum(ss);
   const float inv = rms_inv(ss, n, p.eps);
 
