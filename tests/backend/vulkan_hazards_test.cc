@@ -165,6 +165,60 @@ TEST(VulkanHazards, AccessRangeWidensToTheGranule) {
   EXPECT_EQ(s.log(), "DBD");
 }
 
+// The columns of a joined product [960, T] (q: bytes [0, 2304) of each
+// 3840-byte column, k: [2304, 3072), v: [3072, 3840)): writes to q and to k
+// share a stage; a read of q after a write of q waits, as does anything
+// against a solid range over the same bytes.
+AccessRange part(uintptr_t base, uint64_t off, uint64_t len, uint64_t count, bool write) {
+  return strided_access_range(reinterpret_cast<const void*>(base + off), len, 3840, count, write);
+}
+
+TEST(VulkanHazards, ColumnPartsOfOneTensorDoNotOverlap) {
+  constexpr uintptr_t kBase = 1 << 20;
+  const AccessRange q = part(kBase, 0, 2304, 64, true), k = part(kBase, 2304, 768, 64, true),
+                    v = part(kBase, 3072, 768, 64, false);
+  EXPECT_EQ(q.period, 3840u);
+  EXPECT_EQ(q.len, 2304u);
+  EXPECT_EQ(q.end - q.begin, 63u * 3840 + 2304);
+  EXPECT_FALSE(ranges_overlap(q, k));
+  EXPECT_FALSE(ranges_overlap(k, q));
+  EXPECT_FALSE(ranges_overlap(k, v));
+  EXPECT_FALSE(ranges_overlap(v, q));
+  EXPECT_TRUE(ranges_overlap(q, part(kBase, 2288, 32, 64, false)));  // straddles q's end
+  EXPECT_TRUE(ranges_overlap(v, part(kBase, 3840, 16, 1, true)));    // column 1's first bytes
+  EXPECT_TRUE(ranges_overlap(q, part(kBase, 3072, 1024, 8, false)));  // wraps into the next q
+  EXPECT_FALSE(ranges_overlap(q, part(kBase + 64 * 3840, 0, 2304, 4, false)));  // past its extent
+  // Another period or a solid range: overlap wherever the extents meet.
+  EXPECT_TRUE(ranges_overlap(k, strided_access_range(reinterpret_cast<const void*>(kBase), 16,
+                                                     7680, 32, false)));
+  EXPECT_TRUE(ranges_overlap(k, access_range(reinterpret_cast<const void*>(kBase), 2320, false)));
+  EXPECT_FALSE(ranges_overlap(k, access_range(reinterpret_cast<const void*>(kBase), 2304, false)));
+  FakeStream s;
+  s.command({q});
+  s.command({k});                                   // the other heads: same stage
+  s.command({part(kBase, 0, 2304, 64, false), v});  // reads q: waits
+  EXPECT_EQ(s.log(), "DDBD");
+}
+
+TEST(VulkanHazards, StridedRangesFallBackToSolid) {
+  const void* p = reinterpret_cast<const void*>(uintptr_t{4096});
+  // Blocks that fill their period once widened, a period off the granule,
+  // one block: the plain span.
+  for (const AccessRange& r :
+       {strided_access_range(p, 40, 48, 10, true), strided_access_range(p, 16, 40, 10, true),
+        strided_access_range(p, 64, 4096, 1, true)}) {
+    EXPECT_EQ(r.period, 0u);
+    EXPECT_EQ(r.begin, 4096u);
+  }
+  // An unaligned block widens outwards at both ends.
+  const AccessRange u =
+      strided_access_range(reinterpret_cast<const void*>(uintptr_t{4100}), 20, 64, 3, false);
+  EXPECT_EQ(u.begin, 4096u);
+  EXPECT_EQ(u.len, 32u);
+  EXPECT_EQ(u.period, 64u);
+  EXPECT_EQ(u.end, 4096u + 128 + 32);
+}
+
 // Which bindings the stream may treat as read-only comes from the SPIR-V:
 // for every embedded shader, of the tensor bindings (2 and up) exactly those
 // whose every declaration in the GLSL source says `readonly`. (Bindings 0

@@ -90,6 +90,39 @@ TEST(VulkanStream, DenseLlamaDecodeStepStaysUnderItsCeilings) {
   EXPECT_LE(barriers, 6.3);
 }
 
+// A prefill chunk of the same model (32 tokens, on an empty paged cache):
+// Q/K/V are one product over the joined weights there too, its parts
+// strided views of the product's columns, which the hazard tracker keeps
+// apart (q's and k's norms or writes share a stage), and one rope takes q
+// and k. Int8 products (a device with integer dot products) quantize their
+// input once for all three. Ceilings from the counts on lavapipe, whole
+// chunk per layer: 15.07 dispatches and 14.27 barriers with int8 products
+// (20.07 and 15.27 with three products and two ropes); the float path
+// (FOLIO_VULKAN_INT8=0) 11.13 and 10.23 (14.13 and 10.23).
+TEST(VulkanStream, DenseLlamaPrefillChunkTakesQkvInOneProduct) {
+  const std::string path = folio::testing::chat_model_path();
+  if (!file_exists(path)) FAIL() << folio::testing::kChatModelHint << ": " << path;
+  FOLIO_VULKAN_OR_SKIP(device);
+  const std::unique_ptr<Model> m = load_on(path, device);
+  ASSERT_NE(m, nullptr);
+  Result<std::unique_ptr<cache::KvCache>> cache =
+      m->make_cache(cache_options(DType::F16, 64, 1, /*paged=*/true, device));
+  ASSERT_TRUE(cache.ok()) << cache.status().to_string();
+  auto ctx = ForwardContext::with_device(device, 2);
+  cache::Batch batch;
+  for (int32_t i = 0; i < 32; ++i) batch.add(1 + i, i, 0, i == 31);
+  const StreamCounters before = *device->stream_counters();
+  ASSERT_TRUE(m->forward(batch, **cache, *ctx).ok());
+  const StreamCounters a = difference(before, *device->stream_counters());
+  const int n_layer = m->config().n_layer;
+  const double dispatches = static_cast<double>(a.dispatches) / n_layer;
+  const double barriers = static_cast<double>(a.barriers) / n_layer;
+  std::printf("SmolLM2 prefill chunk: %.2f dispatches, %.2f barriers per layer\n", dispatches,
+              barriers);
+  EXPECT_LE(dispatches, 15.1);
+  EXPECT_LE(barriers, 14.3);
+}
+
 // The hybrid decoder's one-token step with the same fusions: each DeltaNet
 // or gated-attention layer takes its input norm into its input products
 // (kRmsNormMulMat) and its residual add into its output product

@@ -14,6 +14,11 @@
 //     their writes after a failed check), or
 //   - the tracker was told the stream is unknown (mark_all()): after a wait
 //     on the host, a copy of unknown extent.
+// A range may be strided: blocks of `len` bytes every `period` bytes from
+// its begin (the columns of a view into a wider product: q, k and v of a
+// joined Q/K/V product). Two strided ranges of one period overlap only
+// where their blocks meet within the period; any other pair overlaps where
+// their extents do.
 // A barrier waits for everything before it (all stages, all memory), so
 // recording one clears the tracker. Being conservative is the contract: any
 // doubt is a barrier; a missing one is a data race a CPU driver (lavapipe)
@@ -27,12 +32,21 @@
 namespace folio::vulkan {
 
 // Bytes [begin, end) of device addresses one command touches; `write` also
-// covers reading it.
+// covers reading it. period > 0: only the blocks [begin + i * period,
+// begin + i * period + len) within it (len < period, both multiples of
+// kHazardGranule).
 struct AccessRange {
   uintptr_t begin = 0;
   uintptr_t end = 0;
   bool write = false;
+  uintptr_t period = 0;
+  uintptr_t len = 0;
+
+  bool operator==(const AccessRange&) const = default;
 };
+
+// Whether two ranges may share a byte (see the top).
+bool ranges_overlap(const AccessRange& a, const AccessRange& b);
 
 // Granularity ranges are widened to (outwards), so shaders that read or
 // write whole 16-byte vectors around a tensor's edge stay inside what the
@@ -65,18 +79,21 @@ class HazardTracker {
   uint32_t unsynced() const { return n_commands_; }
 
  private:
-  struct Range {
-    uintptr_t begin, end;
-  };
-  static bool overlaps(const std::vector<Range>& set, uintptr_t b, uintptr_t e);
+  static bool overlaps(const std::vector<AccessRange>& set, const AccessRange& a);
 
-  std::vector<Range> written_;  // capacity kept across clear(): no allocation per dispatch
-  std::vector<Range> read_;
+  std::vector<AccessRange> written_;  // capacity kept across clear(): no allocation per dispatch
+  std::vector<AccessRange> read_;
   uint32_t n_commands_ = 0;
   bool all_ = false;
 };
 
 // The range of `bytes` bytes at `p`, widened to kHazardGranule.
 AccessRange access_range(const void* p, uint64_t bytes, bool write);
+
+// `count` blocks of `block` bytes, `period` bytes apart, from `p`, each
+// widened to kHazardGranule; one solid range where the widened blocks
+// leave no gap or the period is no multiple of the granule.
+AccessRange strided_access_range(const void* p, uint64_t block, uint64_t period, uint64_t count,
+                                 bool write);
 
 }  // namespace folio::vulkan

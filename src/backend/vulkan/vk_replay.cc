@@ -33,9 +33,7 @@ bool same_command(const StreamCommand& a, std::span<const AccessRange> ra, const
       break;
   }
   for (size_t i = 0; i < ra.size(); ++i) {
-    if (ra[i].begin != rb[i].begin || ra[i].end != rb[i].end || ra[i].write != rb[i].write) {
-      return false;
-    }
+    if (!(ra[i] == rb[i])) return false;
   }
   return true;
 }

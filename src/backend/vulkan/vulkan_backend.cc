@@ -56,6 +56,31 @@ constexpr uint32_t kMaxBindings = 2 + kMaxDispatchTensors;
 // starts early and stays busy while the host records the rest.
 constexpr uint32_t kDispatchesPerPiece = 32;
 
+// The bytes a dispatch's tensor touches: a strided range where the view
+// is one contiguous block per step of a single outer stride (a column part
+// of a wider tensor, e.g. q of a joined Q/K/V product), else its span.
+AccessRange tensor_access(const TensorView& t, bool write) {
+  uint64_t block = t.row_bytes();  // contiguous bytes so far
+  uint64_t period = 0, count = 1;
+  for (int i = 1; i < kMaxDims; ++i) {
+    if (t.ne[i] == 1) continue;
+    if (period == 0 && t.nb[i] == block) {
+      block *= static_cast<uint64_t>(t.ne[i]);
+    } else if (period == 0 && t.nb[i] > block) {
+      period = t.nb[i];
+      count = static_cast<uint64_t>(t.ne[i]);
+    } else if (period != 0 && t.nb[i] == period * count) {
+      count *= static_cast<uint64_t>(t.ne[i]);
+    } else {
+      return access_range(t.data, t.span_bytes(), write);
+    }
+  }
+  if (t.nb[0] != type_size(t.dtype) || period == 0) {
+    return access_range(t.data, t.span_bytes(), write);
+  }
+  return strided_access_range(t.data, block, period, count, write);
+}
+
 }  // namespace
 
 class VulkanBackend::Impl {
@@ -607,7 +632,7 @@ class VulkanBackend::Impl {
       }
       FOLIO_ASSIGN_OR_RETURN(auto loc, locate(t.data, 0));
       const bool write = ((pl->writable >> (2 + i)) & 1u) != 0;
-      ranges[n_ranges++] = access_range(t.data, t.span_bytes(), write);
+      ranges[n_ranges++] = tensor_access(t, write);
       c.tensors[i++] = loc.first->mem.buffer;
     }
     return issue(c, std::span<const AccessRange>(ranges, n_ranges), p);

@@ -17,13 +17,15 @@
 // the rope where cfg.qk_norm_after_rope (hunyuan-dense); then the fused
 // rope + cache write is not used, since K reaches the cache normed.
 //
-// Q/K/V joined at load (LayerWeights::qkv_joint): a one-token step computes
-// them in one product and takes q, k, v as views of it; q's heads are then
-// followed by k's in memory, so one rope serves both (bit for bit the two
-// ropes). Where a backend fuses it (kRopeSetRows), that rope also writes
-// the rotated K and the V rows into the cache (one dispatch for rope and
-// both cache writes). Longer steps multiply by the parts (views of the
-// joined rows), so no column copies.
+// Q/K/V joined at load (LayerWeights::qkv_joint): a step computes them in
+// one product [Hq * Dk + Hkv * (Dk + Dv), T] and takes q, k, v as views of
+// its rows (strided by the product's column for T > 1; each output element
+// is the same sum as in a product of its part alone, so the bits do not
+// change); in each column q's heads are followed by k's, so one rope serves
+// both (bit for bit the two ropes). Where a backend fuses it
+// (kRopeSetRows, one-token steps: it takes a contiguous x), that rope also
+// writes the rotated K and the V rows into the cache (one dispatch for
+// rope and both cache writes).
 #include <cmath>
 
 #include "model/blocks/blocks.h"
@@ -51,6 +53,37 @@ TensorView leading_part(const TensorView& t, int64_t c0, int64_t n) {
   v.nb = {t.nb[0], t.nb[0] * n, t.nb[0] * n, t.nb[0] * n};
   return v;
 }
+
+namespace {
+
+// Elements [c0, c0 + n) of every column of t [C, T] as a view [n, T] (t's
+// column stride); T = 1: leading_part.
+TensorView column_part(const TensorView& t, int64_t c0, int64_t n) {
+  if (t.ne[1] == 1) return leading_part(t, c0, n);
+  TensorView v = t;
+  if (v.data != nullptr) v.data = static_cast<char*>(v.data) + c0 * t.nb[0];
+  v.ne[0] = n;
+  return v;
+}
+
+// A 2-D view t [D * H, T] with contiguous columns as [D, H, T] (reshape
+// where t is contiguous; else t's column stride).
+TensorView split_heads(const TensorView& t, int64_t d, int64_t h) {
+  TensorView v = t;
+  v.ne = {d, h, t.ne[1], 1};
+  v.nb = {t.nb[0], t.nb[0] * d, t.nb[1], t.nb[1] * t.ne[1]};
+  return v;
+}
+
+// [D, H, T] with contiguous heads as [D * H, T] (t's token stride).
+TensorView merge_heads(const TensorView& t) {
+  TensorView v = t;
+  v.ne = {t.ne[0] * t.ne[1], t.ne[2], 1, 1};
+  v.nb = {t.nb[0], t.nb[2], t.nb[2] * t.ne[2], t.nb[2] * t.ne[2]};
+  return v;
+}
+
+}  // namespace
 
 TensorView scale_by_temperature(ForwardContext& ctx, const ModelConfig& cfg, const TensorView& q,
                                 const ForwardInputs& in) {
@@ -98,16 +131,14 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   const int64_t dk = cfg.head_dim_k_of(il), dv = cfg.head_dim_v_of(il);
 
   TensorView q, k, v;
-  bool qk_adjacent = false;  // k's data follows q's: one rope serves both
+  TensorView qkv;            // the joined product [Hq * Dk + Hkv * (Dk + Dv), T]
   bool kv_written = false;   // the rope wrote K and V to the cache (kRopeSetRows)
-  if (!l.qkv_joint.empty() && t == 1) {  // weights joined at load: one product, parts as views
-    const TensorView qkv = norm_in_product
-                               ? ctx.rms_norm_mul_mat(l.qkv_joint, x, rf->norm, rf->eps)
-                               : ctx.mul_mat(l.qkv_joint, x);
-    q = leading_part(qkv, 0, hq * dk);
-    k = leading_part(qkv, hq * dk, hkv * dk);
-    v = leading_part(qkv, (hq + hkv) * dk, hkv * dv);
-    qk_adjacent = true;
+  if (!l.qkv_joint.empty()) {  // weights joined at load: one product, parts as views
+    qkv = norm_in_product ? ctx.rms_norm_mul_mat(l.qkv_joint, x, rf->norm, rf->eps)
+                          : ctx.mul_mat(l.qkv_joint, x);
+    q = column_part(qkv, 0, hq * dk);
+    k = column_part(qkv, hq * dk, hkv * dk);
+    v = column_part(qkv, (hq + hkv) * dk, hkv * dv);
   } else if (!l.wqkv.empty()) {  // one projection [Hq * Dk + Hkv * (Dk + Dv), T], split
     const TensorView qkv = ctx.mul_mat(l.wqkv, x);
     q = copy_columns(ctx, qkv, 0, hq * dk);
@@ -126,8 +157,8 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
     ctx.rms_norm(q, l.attn_q_norm, cfg.norm_eps, q);
     ctx.rms_norm(k, l.attn_k_norm, cfg.norm_eps, k);
   }
-  q = reshape(q, {dk, hq, t, 1});
-  k = reshape(k, {dk, hkv, t, 1});
+  q = split_heads(q, dk, hq);
+  k = split_heads(k, dk, hkv);
   const bool norm_after_rope = cfg.qk_norm && cfg.qk_norm_after_rope;
   if (cfg.qk_norm && !cfg.qk_norm_full && !norm_after_rope) {  // RMS over each head's dims
     ctx.rms_norm(q, l.attn_q_norm, cfg.norm_eps, q);
@@ -144,20 +175,20 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
                                 : cache.n_ctx() > cfg.rope.n_ctx_orig && !w.rope_long.empty()
                                     ? w.rope_long
                                     : w.rope_short;
-    if (qk_adjacent && q.data != nullptr) {  // q's heads then k's: [Dk, Hq + Hkv, 1]
-      const TensorView qk_in =
-          reshape(leading_part(q, 0, (hq + hkv) * dk), {dk, hq + hkv, t, 1});
+    if (qkv.data != nullptr) {  // q's heads then k's in each column: [Dk, Hq + Hkv, T]
+      const TensorView qk_in = split_heads(column_part(qkv, 0, (hq + hkv) * dk), dk, hq + hkv);
       // The K/V cache write in the same dispatch where a backend fuses it
-      // (not when K is normed after the rope).
+      // (a one-token step; not when K is normed after the rope).
       const TensorView k_table = cache.k_table(il);
-      TensorView qk = k_table.ne[0] == hkv * dk && !norm_after_rope
+      TensorView qk = t == 1 && k_table.ne[0] == hkv * dk && !norm_after_rope
                           ? ctx.rope_set_rows(qk_in, pos, rp, factors, k_table,
                                               kv_slots(cache, il, in), v, cache.v_table(il))
                           : TensorView{};
       kv_written = qk.nb[0] != 0;
-      if (!kv_written) qk = ctx.rope(qk_in, pos, rp, factors);
-      q = reshape(leading_part(qk, 0, hq * dk), {dk, hq, t, 1});
-      k = reshape(leading_part(qk, hq * dk, hkv * dk), {dk, hkv, t, 1});
+      if (!kv_written) qk = ctx.rope(qk_in, pos, rp, factors);  // [Dk, Hq + Hkv, T] contiguous
+      const TensorView qk2 = reshape(qk, {(hq + hkv) * dk, t, 1, 1});
+      q = split_heads(column_part(qk2, 0, hq * dk), dk, hq);
+      k = split_heads(column_part(qk2, hq * dk, hkv * dk), dk, hkv);
     } else {
       q = ctx.rope(q, pos, rp, factors);
       k = ctx.rope(k, pos, rp, factors);
@@ -189,9 +220,8 @@ TensorView attend_through_cache(ForwardContext& ctx, const ModelConfig& cfg, int
                                 const TensorView& q, const TensorView& k, const TensorView& v,
                                 const ForwardInputs& in, cache::KvCache& cache,
                                 const TensorView& sinks) {
-  const int64_t t = k.ne[2];
   const TensorView& slots = kv_slots(cache, il, in);
-  ctx.set_rows(cache.k_table(il), reshape(k, {k.ne[0] * k.ne[1], t, 1, 1}), slots);
+  ctx.set_rows(cache.k_table(il), merge_heads(k), slots);
   ctx.set_rows(cache.v_table(il), v, slots);
   return attend_cached(ctx, cfg, il, il, q, in, cache, sinks);
 }
