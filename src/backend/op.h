@@ -216,9 +216,10 @@ enum class OpKind : int {
   // glu(mul_mat(W, x)) in kGlu's one-tensor form.
   kMulMatGlu,
   // Rotary embedding with the K/V cache write (RopeParams): src0 x F32
-  // [D, H, T] (contiguous), src1 positions and optional src2 freq factors
-  // as kRope, src3 slots I32 [T], src4 v F32 [Dv, T], src5 the V table
-  // [Dv, n_slots]; dst F32 like src0, dst2 the K table [D * Hk, n_slots]
+  // [D, H, T] (any strides: a prefill chunk's q and k are column parts of
+  // one product), src1 positions and optional src2 freq factors as kRope,
+  // src3 slots I32 [T], src4 v F32 [Dv, T], src5 the V table [Dv,
+  // n_slots]; dst F32 [D, H, T] contiguous, dst2 the K table [D * Hk, n_slots]
   // (Hk <= H). Equals dst = rope(src0); set_rows(dst2, the last Hk heads of
   // each token of dst as [D * Hk, T], src3); set_rows(src5, src4, src3).
   // The tables take kSetRows' dtypes; src5 is written.

@@ -385,19 +385,32 @@ struct RopeSetRowsShape {
   DType k_type, v_type;
   bool repeat_slot = false;
   bool freq_factors = false;
+  // x and v as parts of the columns of one joined Q/K/V product [D * H +
+  // v_cols, T] (a prefill chunk's views): strided, not contiguous.
+  bool qkv_columns = false;
 };
 
 std::unique_ptr<OpCase> rope_set_rows_case(const RopeSetRowsShape& sh) {
-  auto c = new_case(fmt::format("rope_set_rows {} [{}, {}+{}, {}] K {} V {} [{}]{}", sh.what,
+  auto c = new_case(fmt::format("rope_set_rows {} [{}, {}+{}, {}] K {} V {} [{}]{}{}", sh.what,
                                 sh.head_dim, sh.hq, sh.hk, sh.n_tok, dtype_name(sh.k_type),
                                 dtype_name(sh.v_type), sh.v_cols,
-                                sh.repeat_slot ? " repeated slot" : ""),
+                                sh.repeat_slot ? " repeated slot" : "",
+                                sh.qkv_columns ? " qkv columns" : ""),
                     OpKind::kRopeSetRows, sh.p);
   c->device_fusion = true;
   Op& op = c->op;
   const int64_t h = sh.hq + sh.hk;
-  op.src[0] = c->alloc(DType::F32, {sh.head_dim, h, sh.n_tok});
-  c->fill_uniform(op.src[0]);
+  TensorView qkv;  // [D * H + v_cols, T]
+  if (sh.qkv_columns) {
+    qkv = c->alloc(DType::F32, {sh.head_dim * h + sh.v_cols, sh.n_tok});
+    c->fill_uniform(qkv);
+    op.src[0] = qkv;
+    op.src[0].ne = {sh.head_dim, h, sh.n_tok, 1};
+    op.src[0].nb = {sizeof(float), sh.head_dim * sizeof(float), qkv.nb[1], qkv.nb[1] * sh.n_tok};
+  } else {
+    op.src[0] = c->alloc(DType::F32, {sh.head_dim, h, sh.n_tok});
+    c->fill_uniform(op.src[0]);
+  }
   op.src[1] = c->alloc(DType::I32, {sh.n_tok});
   c->fill_ints(op.src[1], 0, sh.k_type == DType::F32 ? 4095 : 0);
   if (sh.freq_factors) {
@@ -410,8 +423,14 @@ std::unique_ptr<OpCase> rope_set_rows_case(const RopeSetRowsShape& sh) {
   slots.resize(static_cast<size_t>(sh.n_tok));
   if (sh.repeat_slot && sh.n_tok > 2) slots[sh.n_tok - 1] = slots[1];
   op.src[3] = alloc_ints(*c, slots);
-  op.src[4] = c->alloc(DType::F32, {sh.v_cols, sh.n_tok});
-  c->fill_uniform(op.src[4]);
+  if (sh.qkv_columns) {
+    op.src[4] = qkv;
+    op.src[4].data = static_cast<char*>(qkv.data) + sh.head_dim * h * sizeof(float);
+    op.src[4].ne[0] = sh.v_cols;
+  } else {
+    op.src[4] = c->alloc(DType::F32, {sh.v_cols, sh.n_tok});
+    c->fill_uniform(op.src[4]);
+  }
   op.src[5] = c->alloc(sh.v_type, {sh.v_cols, sh.n_slots});
   c->fill_uniform(op.src[5]);
   op.dst2 = c->alloc(sh.k_type, {sh.head_dim * sh.hk, sh.n_slots});
@@ -719,6 +738,12 @@ void add_fused_cases(CaseList& cases) {
        DType::BF16},
       {"llama q8_0 cache", rope_of(M::kNormal, 64, 1e5f), 64, 4, 2, 1, 128, 8, DType::Q8_0,
        DType::Q8_0},
+      // A prefill chunk of SmolLM2's shape and a neox one, x and v columns of
+      // the joined product.
+      {"llama prefill", rope_of(M::kNormal, 64, 1e5f), 64, 9, 3, 37, 192, 64, DType::F16,
+       DType::F16, true, false, true},
+      {"neox prefill", rope_of(M::kNeox, 128, 1e6f), 128, 4, 2, 6, 256, 16, DType::F32,
+       DType::BF16, false, true, true},
   };
   for (const RopeSetRowsShape& sh : rope_shapes) cases.push_back(rope_set_rows_case(sh));
 

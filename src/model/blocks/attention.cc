@@ -23,9 +23,8 @@
 // is the same sum as in a product of its part alone, so the bits do not
 // change); in each column q's heads are followed by k's, so one rope serves
 // both (bit for bit the two ropes). Where a backend fuses it
-// (kRopeSetRows, one-token steps: it takes a contiguous x), that rope also
-// writes the rotated K and the V rows into the cache (one dispatch for
-// rope and both cache writes).
+// (kRopeSetRows), that rope also writes the rotated K and the V rows into
+// the cache (one dispatch for rope and both cache writes).
 #include <cmath>
 
 #include "model/blocks/blocks.h"
@@ -178,9 +177,9 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
     if (qkv.data != nullptr) {  // q's heads then k's in each column: [Dk, Hq + Hkv, T]
       const TensorView qk_in = split_heads(column_part(qkv, 0, (hq + hkv) * dk), dk, hq + hkv);
       // The K/V cache write in the same dispatch where a backend fuses it
-      // (a one-token step; not when K is normed after the rope).
+      // (not when K is normed after the rope).
       const TensorView k_table = cache.k_table(il);
-      TensorView qk = t == 1 && k_table.ne[0] == hkv * dk && !norm_after_rope
+      TensorView qk = k_table.ne[0] == hkv * dk && !norm_after_rope
                           ? ctx.rope_set_rows(qk_in, pos, rp, factors, k_table,
                                               kv_slots(cache, il, in), v, cache.v_table(il))
                           : TensorView{};
