@@ -433,9 +433,9 @@ bool check(Checker& c, const Op& op) {
                 c.fail("tables must be f32, f16, bf16 or q8_0")) &&
                c.eq(t.ne[2] * t.ne[3], 1, "tables must be 2-D");
       };
-      return table(kt, "K table") &&
-             table(vt, "V table") && c.has(slots, "slots") && c.type(slots, DType::I32, "slots") &&
-             c.has(v, "v") && c.type(v, DType::F32, "v") && c.eq(s0.ne[3], 1, "x must be 3-D") &&
+      return table(kt, "K table") && table(vt, "V table") && c.has(slots, "slots") &&
+             c.type(slots, DType::I32, "slots") && c.has(v, "v") && c.type(v, DType::F32, "v") &&
+             c.eq(s0.ne[3], 1, "x must be 3-D") &&
              c.eq(slots.nelements(), s0.ne[2], "slot count") &&
              c.eq(v.nrows(), s0.ne[2], "v rows") && c.eq(vt.ne[0], v.ne[0], "V row width") &&
              ((kt.ne[0] > 0 && kt.ne[0] % s0.ne[0] == 0 && kt.ne[0] / s0.ne[0] <= s0.ne[1]) ||

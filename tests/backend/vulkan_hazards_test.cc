@@ -184,13 +184,13 @@ TEST(VulkanHazards, ColumnPartsOfOneTensorDoNotOverlap) {
   EXPECT_FALSE(ranges_overlap(k, q));
   EXPECT_FALSE(ranges_overlap(k, v));
   EXPECT_FALSE(ranges_overlap(v, q));
-  EXPECT_TRUE(ranges_overlap(q, part(kBase, 2288, 32, 64, false)));  // straddles q's end
-  EXPECT_TRUE(ranges_overlap(v, part(kBase, 3840, 16, 1, true)));    // column 1's first bytes
+  EXPECT_TRUE(ranges_overlap(q, part(kBase, 2288, 32, 64, false)));   // straddles q's end
+  EXPECT_TRUE(ranges_overlap(v, part(kBase, 3840, 16, 1, true)));     // column 1's first bytes
   EXPECT_TRUE(ranges_overlap(q, part(kBase, 3072, 1024, 8, false)));  // wraps into the next q
   EXPECT_FALSE(ranges_overlap(q, part(kBase + 64 * 3840, 0, 2304, 4, false)));  // past its extent
   // Another period or a solid range: overlap wherever the extents meet.
-  EXPECT_TRUE(ranges_overlap(k, strided_access_range(reinterpret_cast<const void*>(kBase), 16,
-                                                     7680, 32, false)));
+  EXPECT_TRUE(ranges_overlap(
+      k, strided_access_range(reinterpret_cast<const void*>(kBase), 16, 7680, 32, false)));
   EXPECT_TRUE(ranges_overlap(k, access_range(reinterpret_cast<const void*>(kBase), 2320, false)));
   EXPECT_FALSE(ranges_overlap(k, access_range(reinterpret_cast<const void*>(kBase), 2304, false)));
   FakeStream s;

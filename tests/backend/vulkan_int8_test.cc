@@ -469,8 +469,8 @@ Op mul_mat_id_op(DType t, Buffer& w, Buffer& x, Buffer& ids, Buffer& d, int64_t 
 TEST(VulkanInt8, MulMatIdMatchesItsScalarModelAloneAndInABatch) {
   FOLIO_VULKAN_OR_SKIP(dev);
   constexpr int64_t n = 70;
-  const DType types[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0,   DType::Q5_1,  DType::Q8_0,
-                         DType::Q2_K, DType::Q3_K,   DType::Q4_K,   DType::Q5_K,  DType::Q6_K,
+  const DType types[] = {DType::Q4_0,   DType::Q4_1,   DType::Q5_0,  DType::Q5_1, DType::Q8_0,
+                         DType::Q2_K,   DType::Q3_K,   DType::Q4_K,  DType::Q5_K, DType::Q6_K,
                          DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::NVFP4};
   struct Shape {
     int64_t n_exp, n_used, n_tok, x1;

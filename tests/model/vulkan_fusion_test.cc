@@ -14,8 +14,8 @@
 // MoE (two experts per token, their weighted sum in one dispatch; qwen3next's
 // gated shared expert scaled by its gate's sigmoid and added in its down
 // product's epilogue), glm4moe (its ungated shared expert adding into the
-// routed output in its down product) and qwen3moe; every layer, the head, the KV cache and the state
-// pools on the device.
+// routed output in its down product) and qwen3moe; every layer, the head, the KV cache and the
+// state pools on the device.
 #include <gtest/gtest.h>
 
 #include <cstring>

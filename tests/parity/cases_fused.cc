@@ -391,12 +391,11 @@ struct RopeSetRowsShape {
 };
 
 std::unique_ptr<OpCase> rope_set_rows_case(const RopeSetRowsShape& sh) {
-  auto c = new_case(fmt::format("rope_set_rows {} [{}, {}+{}, {}] K {} V {} [{}]{}{}", sh.what,
-                                sh.head_dim, sh.hq, sh.hk, sh.n_tok, dtype_name(sh.k_type),
-                                dtype_name(sh.v_type), sh.v_cols,
-                                sh.repeat_slot ? " repeated slot" : "",
-                                sh.qkv_columns ? " qkv columns" : ""),
-                    OpKind::kRopeSetRows, sh.p);
+  auto c = new_case(
+      fmt::format("rope_set_rows {} [{}, {}+{}, {}] K {} V {} [{}]{}{}", sh.what, sh.head_dim,
+                  sh.hq, sh.hk, sh.n_tok, dtype_name(sh.k_type), dtype_name(sh.v_type), sh.v_cols,
+                  sh.repeat_slot ? " repeated slot" : "", sh.qkv_columns ? " qkv columns" : ""),
+      OpKind::kRopeSetRows, sh.p);
   c->device_fusion = true;
   Op& op = c->op;
   const int64_t h = sh.hq + sh.hk;
@@ -473,8 +472,8 @@ std::unique_ptr<OpCase> rope_set_rows_case(const RopeSetRowsShape& sh) {
 // equal exactly on the device. Gated (a gated shared expert): r + mul_mat
 // * sigmoid(g), g [1, M] logits of both signs; the reference is mul_mat,
 // sigmoid into a new tensor, mul, then add.
-std::unique_ptr<OpCase> mul_mat_add_case(DType dt, int64_t k, int64_t n, int64_t m,
-                                         bool in_place, bool gated = false) {
+std::unique_ptr<OpCase> mul_mat_add_case(DType dt, int64_t k, int64_t n, int64_t m, bool in_place,
+                                         bool gated = false) {
   auto c = new_case(fmt::format("mul_mat_add {} K={} N={} M={}{}{}", dtype_name(dt), k, n, m,
                                 in_place ? " in place" : "", gated ? " gated" : ""),
                     OpKind::kMulMatAdd);
@@ -731,8 +730,8 @@ void add_fused_cases(CaseList& cases) {
   const RopeSetRowsShape rope_shapes[] = {
       {"llama", rope_of(M::kNormal, 64, 1e5f), 64, 9, 3, 1, 192, 64, DType::F32, DType::F16},
       {"llama", rope_of(M::kNormal, 64, 1e5f), 64, 9, 3, 1, 192, 64, DType::F16, DType::F16},
-      {"neox partial + freq factors", rope_of(M::kNeox, 32, 1e6f), 64, 4, 2, 5, 96, 16,
-       DType::F32, DType::F32, true, true},
+      {"neox partial + freq factors", rope_of(M::kNeox, 32, 1e6f), 64, 4, 2, 5, 96, 16, DType::F32,
+       DType::F32, true, true},
       {"neox", rope_of(M::kNeox, 128, 1e6f), 128, 8, 2, 4, 33, 32, DType::BF16, DType::F16, true},
       {"normal partial", rope_of(M::kNormal, 48, 1e4f), 64, 2, 1, 3, 65, 8, DType::F16,
        DType::BF16},
@@ -742,8 +741,8 @@ void add_fused_cases(CaseList& cases) {
       // the joined product.
       {"llama prefill", rope_of(M::kNormal, 64, 1e5f), 64, 9, 3, 37, 192, 64, DType::F16,
        DType::F16, true, false, true},
-      {"neox prefill", rope_of(M::kNeox, 128, 1e6f), 128, 4, 2, 6, 256, 16, DType::F32,
-       DType::BF16, false, true, true},
+      {"neox prefill", rope_of(M::kNeox, 128, 1e6f), 128, 4, 2, 6, 256, 16, DType::F32, DType::BF16,
+       false, true, true},
   };
   for (const RopeSetRowsShape& sh : rope_shapes) cases.push_back(rope_set_rows_case(sh));
 

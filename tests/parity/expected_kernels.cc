@@ -107,10 +107,10 @@ bool is_one_of(DType d, std::initializer_list<DType> list) {
 // IQ4_NL, IQ4_XS, MXFP4 and NVFP4 weights (kernel "<kind>_q8"; kMulMat and the
 // fusions for 2-D products only), whatever the column or token count.
 bool int8_path(const Op& op) {
-  return is_one_of(op.src[0].dtype, {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                                     DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
-                                     DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS,
-                                     DType::MXFP4, DType::NVFP4}) &&
+  return is_one_of(op.src[0].dtype,
+                   {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,
+                    DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL,
+                    DType::IQ4_XS, DType::MXFP4, DType::NVFP4}) &&
          (op.kind == OpKind::kMulMatId ||
           (op.src[0].ne[2] * op.src[0].ne[3] == 1 && op.src[1].ne[2] * op.src[1].ne[3] == 1));
 }

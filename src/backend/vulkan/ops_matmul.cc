@@ -486,9 +486,8 @@ Status record_mul_mat_add(Recorder& r, const Op& op) {
   uint32_t gx, gy;
   Recorder::split_groups((w.ne[1] + rows_per_group - 1) / rows_per_group, gx, gy);
   return r.dispatch(matvec_shader(op, r.caps()),
-                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
-                     w16(p, w.dtype), kMatGluOff, 0u, 32u,
-                     gate.empty() ? kMatAddPlain : kMatAddGated},
+                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p), w16(p, w.dtype),
+                     kMatGluOff, 0u, 32u, gate.empty() ? kMatAddPlain : kMatAddGated},
                     &p, sizeof p, {w, x, op.dst, x, gate, res}, gx, gy);
 }
 

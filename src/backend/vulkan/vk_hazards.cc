@@ -14,7 +14,8 @@ bool ranges_overlap(const AccessRange& a, const AccessRange& b) {
   if (a.period == 0 || a.period != b.period) return true;
   // Blocks [0, a.len) and [d, d + b.len) on a circle of a.period bytes.
   const uintptr_t p = a.period;
-  const uintptr_t d = a.begin <= b.begin ? (b.begin - a.begin) % p : (p - (a.begin - b.begin) % p) % p;
+  const uintptr_t d =
+      a.begin <= b.begin ? (b.begin - a.begin) % p : (p - (a.begin - b.begin) % p) % p;
   return d < a.len || d + b.len > p;
 }
 
@@ -31,8 +32,8 @@ bool HazardTracker::needs_barrier(const CommandAccess& c) const {
   if (c.reads_errors) return true;
   for (const AccessRange& a : c.ranges) {
     if (a.end <= a.begin) continue;
-    if (overlaps(written_, a)) return true;             // RAW, WAW
-    if (a.write && overlaps(read_, a)) return true;     // WAR
+    if (overlaps(written_, a)) return true;          // RAW, WAW
+    if (a.write && overlaps(read_, a)) return true;  // WAR
   }
   return false;
 }

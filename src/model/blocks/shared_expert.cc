@@ -21,8 +21,9 @@ TensorView moe_with_shared_expert(ForwardContext& ctx, const ModelConfig& cfg,
   TensorView out = moe_ffn(ctx, cfg, l, x);  // [E, n]
   if (cfg.n_ff_shexp <= 0) return out;
   TensorView h;  // [Fs, n]
-  const TensorView g = cfg.shexp_gated ? ctx.mul_mat(l.ffn_gate_inp_shexp, x)  // [E] = [E, 1] -> [1, n]
-                                       : TensorView{};
+  const TensorView g = cfg.shexp_gated
+                           ? ctx.mul_mat(l.ffn_gate_inp_shexp, x)  // [E] = [E, 1] -> [1, n]
+                           : TensorView{};
   if (!l.gate_up_shexp_joint.empty() && !cfg.ffn_relu_sqr) {  // joined at load: one product
     h = ctx.mul_mat_glu(l.gate_up_shexp_joint, x, cfg.ffn_glu);
   } else {
