@@ -23,6 +23,8 @@
 
 #include "backend/buffer_type.h"
 #include "backend/op.h"
+#include "backend/vulkan/kernels.h"
+#include "backend/vulkan/shaders/mat_interface.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -33,7 +35,7 @@
 namespace folio {
 namespace vulkan_int8_test {
 
-constexpr int64_t kChunk = 256;  // mat_interface.h's kMatSumChunk
+constexpr int64_t kChunk = vulkan::kMatSumChunk;  // the shaders' summation chunk
 
 // One 32-element weight block as the path reads it: codes, scale, minimum,
 // offset; for the sub-scaled formats (`scaled`: the K-quants, IQ4_NL,

@@ -19,9 +19,11 @@ FOLIO_VK_NAMESPACE_BEGIN
   FOLIO_VK_TENSOR d;
 
 // Elements per partial sum of every output (the summation order of
-// mul_mat_sum.glsl): a multiple of 256 (a K-quant super-block) and of
-// mul_mat.comp's K step (16).
-FOLIO_VK_CONST kMatSumChunk = 256u;
+// mul_mat_sum.glsl): a multiple of the int8 block (32) and of mul_mat.comp's
+// K step (16). mul_mat_vec.comp gives each chunk of a row its own lane, so
+// the chunk bounds how many lanes a row can use: 64 gives a row of 2048
+// elements 32 lanes, each reading its weights beside its neighbours'.
+FOLIO_VK_CONST kMatSumChunk = 64u;
 // mul_mat_vec.comp: its workgroup (lanes), and the most activation columns
 // one dispatch takes (spec constant NCOLS); more go to mul_mat.comp.
 FOLIO_VK_CONST kMatVecWorkgroup = 128u;

@@ -17,8 +17,9 @@
 // both shaders. Weights are dequantized by dequant8() in both shaders, so
 // both see the same w.
 //
-// SUM_CHUNK is a multiple of 256 (a K-quant super-block) and of
-// mul_mat.comp's K step (16). mul_mat_vec.comp gives each lane whole
+// SUM_CHUNK is a multiple of the int8 block (32) and of mul_mat.comp's K
+// step (16); a K-quant super-block (256) spans several chunks, each lane
+// reading the super-block's scales for its own part. mul_mat_vec.comp gives each lane whole
 // chunks and adds the lanes' partials in chunk order; mul_mat.comp keeps a
 // chunk accumulator beside the running total of each output.
 

@@ -48,11 +48,13 @@
 // fusions above, ID = 0, the weights mul_mat_q8.glsl lists): the
 // int8 path of mul_mat_q8.glsl. A lane's chunk is taken a 32-element block
 // at a time, step j of a round being block j of each lane's chunk: the
-// weight block's codes, then for each column the step's x blocks (as x_at
-// gives them: normalised under NORM), quantized once per workgroup into
-// shared memory, and the block's term added to the chunk partial; partials
-// and totals then go on as above, so the sums are mul_mat_q8.comp's. A separate SPIR-V module, so a device
-// without integer dot products never loads the capability.
+// weight block's codes, then the step's x blocks of a group of columns (as
+// x_at gives them: normalised under NORM), quantized once per workgroup by
+// all its lanes into shared memory between one pair of barriers (up to
+// Q8_GROUP blocks: every column at once where TPR <= 32), and the block's
+// term added to each column's chunk partial; partials and totals then go on
+// as above, so the sums are mul_mat_q8.comp's. A separate SPIR-V module, so
+// a device without integer dot products never loads the capability.
 //
 // Included by mul_mat_vec.comp and mul_mat_vec_q8.comp after #version and
 // the extension lines.
@@ -95,10 +97,11 @@ layout(std430, binding = 3) readonly buffer X4 { vec4 x_v[]; };
 #include "half_convert.glsl"
 #include "mul_mat_q8.glsl"
 const uint Q8_CB = SUM_CHUNK / kMatQ8Block;  // blocks per chunk
-const uint Q8_RS = 9u;                        // xq_s stride (words)
-shared uint xq_s[kMatVecWorkgroup * Q8_RS];   // Q8: lane l's x block codes at l * Q8_RS
-shared float xd_s[kMatVecWorkgroup];          // its scale
-shared int xs_s[kMatVecWorkgroup];            // its code sum
+const uint Q8_RS = 9u;      // xq_s stride (words)
+const uint Q8_GROUP = 256u; // x blocks quantized per step and group: (column, lane) entries
+shared uint xq_s[Q8_GROUP * Q8_RS];  // Q8: entry (m - m0) * TPR + l's x block codes
+shared float xd_s[Q8_GROUP];         // its scale
+shared int xs_s[Q8_GROUP];           // its code sum
 #endif
 #include "activation.glsl"
 #include "row_norm.glsl"
@@ -262,9 +265,11 @@ void main() {
     const uint c = c0 + lane;
 #ifdef MUL_MAT_VEC_Q8
     // Step j of the round: lane l's block (c0 + l) * Q8_CB + j. The x
-    // blocks of the step (one per lane of a row, the same for every row)
-    // are quantized once into shared memory, a column at a time.
+    // blocks of the step (one per lane of a row and column, the same for
+    // every row) are quantized once into shared memory by all the lanes,
+    // Q8_GROUP / TPR columns at a time, between one pair of barriers.
     const uint nb = K / kMatQ8Block;
+    const uint cg = max(1u, min(NCOLS, Q8_GROUP / TPR));  // columns per group
     for (uint j = 0u; j < Q8_CB; ++j) {
       const uint b = c * Q8_CB + j;
       const bool mine = live && c < n_chunks && b < nb;
@@ -272,34 +277,40 @@ void main() {
       float dw = 0.0, mw = 0.0;
       uint ws = 0u;
       if (mine) q8_weight_block(TYPE, rb, b, wc, dw, mw, ws);
-      for (uint m = 0u; m < NCOLS; ++m) {
-        barrier();  // the previous step's blocks are read
-        for (uint l = tid; l < TPR; l += WG) {
+      for (uint m0 = 0u; m0 < NCOLS; m0 += cg) {
+        barrier();  // the previous group's blocks are read
+        for (uint e = tid; e < cg * TPR; e += WG) {
+          const uint l = e % TPR;
           const uint bl = (c0 + l) * Q8_CB + j;
-          if (bl < nb) {
+          for (uint m = 0u; m < NCOLS; ++m) {
+            if (m != m0 + e / TPR || bl >= nb) continue;
             float v[32];
             for (uint i = 0u; i < 4u; ++i) {
               vec4 lo, hi;
               x8(xcol[m], m, kMatQ8Block * bl + 8u * i, lo, hi);
-              for (uint e = 0u; e < 4u; ++e) {
-                v[8u * i + e] = lo[e];
-                v[8u * i + 4u + e] = hi[e];
+              for (uint f = 0u; f < 4u; ++f) {
+                v[8u * i + f] = lo[f];
+                v[8u * i + 4u + f] = hi[f];
               }
             }
             uint qc[8];
             float dx;
             int xs;
             q8_act_block(v, qc, dx, xs);
-            for (uint i = 0u; i < 8u; ++i) xq_s[l * Q8_RS + i] = qc[i];
-            xd_s[l] = dx;
-            xs_s[l] = xs;
+            for (uint i = 0u; i < 8u; ++i) xq_s[e * Q8_RS + i] = qc[i];
+            xd_s[e] = dx;
+            xs_s[e] = xs;
           }
         }
         barrier();
         if (mine) {
-          uint xc[8];
-          for (uint i = 0u; i < 8u; ++i) xc[i] = xq_s[lane * Q8_RS + i];
-          s[m] = s[m] + q8_block_term(TYPE, wc, xc, xs_s[lane], dw, mw, ws, xd_s[lane]);
+          for (uint m = 0u; m < NCOLS; ++m) {
+            if (m < m0 || m >= m0 + cg) continue;
+            const uint e = (m - m0) * TPR + lane;
+            uint xc[8];
+            for (uint i = 0u; i < 8u; ++i) xc[i] = xq_s[e * Q8_RS + i];
+            s[m] = s[m] + q8_block_term(TYPE, wc, xc, xs_s[e], dw, mw, ws, xd_s[e]);
+          }
         }
       }
     }
