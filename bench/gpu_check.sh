@@ -8,6 +8,7 @@
 #
 #   bench/gpu_check.sh [--build DIR] [--llama-bin DIR] [--out DIR]
 #                      [--types q4_0,q8_0,q4_K] [--shape ARGS] [--no-serve] [--no-tests]
+#                      [--model-filter GTEST_FILTER] [--ops-filter OP]
 #
 #   --build      a folio build (default build/): folio, folio-test-ops and,
 #                when present, tests/folio_{model,backend,parity}_tests
@@ -20,6 +21,11 @@
 #   --shape ARGS other make_synthetic_gguf.py shape flags (e.g. a tiny
 #                "--embd 256 --layers 2 --ff 512 --vocab 1000" to try the
 #                script on lavapipe)
+#   --model-filter  which device model tests run (default '*Vulkan*:*vulkan*':
+#                all of them; narrower where only some of their data files
+#                travel)
+#   --ops-filter    only the op-parity cases whose op kind contains OP
+#                (folio-test-ops -o; default: every case)
 #
 # Prerequisites on the lent machine: a Vulkan loader and driver (vulkaninfo
 # lists the GPU) and the shared libraries folio links (ldd build/folio);
@@ -34,6 +40,8 @@ types=q4_0,q8_0,q4_K
 shape=
 serve=1
 tests=1
+model_filter='*Vulkan*:*vulkan*'
+ops_filter=()
 while (($#)); do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -43,7 +51,9 @@ while (($#)); do
     --shape) shape=$2; shift 2 ;;
     --no-serve) serve=0; shift ;;
     --no-tests) tests=0; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    --model-filter) model_filter=$2; shift 2 ;;
+    --ops-filter) ops_filter=(-o "$2"); shift 2 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "gpu_check.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -85,11 +95,11 @@ step folio_info 60 "$folio" info
 
 if ((tests)); then
   export FOLIO_REQUIRE_VULKAN=1
-  [[ -x $build/folio-test-ops ]] && step parity_ops 300 "$build/folio-test-ops" test --backend vulkan
+  [[ -x $build/folio-test-ops ]] && step parity_ops 300 "$build/folio-test-ops" test --backend vulkan "${ops_filter[@]}"
   # The model tests that run on the device: llama.cpp logits, paged ==
   # contiguous, the fusions and the stream counters' ceilings.
   [[ -x $build/tests/folio_model_tests ]] &&
-    step model_tests 240 "$build/tests/folio_model_tests" --gtest_filter='*Vulkan*:*vulkan*'
+    step model_tests 240 "$build/tests/folio_model_tests" --gtest_filter="$model_filter"
   [[ -x $build/tests/folio_backend_tests ]] &&
     step backend_tests 120 "$build/tests/folio_backend_tests" --gtest_filter='Vulkan*'
   unset FOLIO_REQUIRE_VULKAN
@@ -110,12 +120,12 @@ echo "files: ${models[*]}" >>"$summary"
 # (dispatches, barriers, submits per token) in the JSON lines.
 step folio_bench 300 "$folio" bench -m "$model_list" --device vulkan -p 512 -n 128 --seqs 1,8 \
   -r 3 --json
-# The same on the portable paths, to weigh what each device path gives on
-# this GPU: fp32 tiles and matvecs instead of int8 products, and every
-# decode step recorded live instead of replayed.
-FOLIO_VULKAN_INT8=0 step folio_bench_no_int8 240 "$folio" bench -m "$model_list" --device vulkan \
-  -p 512 -n 128 -r 3 --json
-FOLIO_VULKAN_REPLAY=0 step folio_bench_no_replay 180 "$folio" bench -m "$model_list" \
+# The same on the portable paths (first file), to weigh what each device
+# path gives on this GPU: fp32 tiles and matvecs instead of int8 products,
+# and every decode step recorded live instead of replayed.
+FOLIO_VULKAN_INT8=0 step folio_bench_no_int8 240 "$folio" bench -m "${models[0]}" --device vulkan \
+  -p 512 -n 128 --seqs 1,8 -r 3 --json
+FOLIO_VULKAN_REPLAY=0 step folio_bench_no_replay 180 "$folio" bench -m "${models[0]}" \
   --device vulkan -p 0 -n 128 --seqs 1,8 -r 3 --json
 if [[ -n $llama_bin ]]; then
   lb_args=()
