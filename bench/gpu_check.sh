@@ -2,7 +2,8 @@
 # Every GPU check of the Vulkan backend in one run, for a machine lent for
 # minutes (BENCHMARKS.md "Vulkan on ..." sections): what the device is, the
 # op-parity harness and the model tests on it, then folio against llama.cpp's
-# Vulkan build on the same synthetic files, and serving against llama-server.
+# Vulkan build on the same synthetic files, the device time per kernel
+# (FOLIO_VULKAN_TIMESTAMPS=1), and serving against llama-server.
 # Each step has its own time limit, so one slow step cannot eat the others;
 # everything lands in --out (a log per step and summary.md).
 #
@@ -127,6 +128,14 @@ FOLIO_VULKAN_INT8=0 step folio_bench_no_int8 240 "$folio" bench -m "${models[0]}
   -p 512 -n 128 --seqs 1,8 -r 3 --json
 FOLIO_VULKAN_REPLAY=0 step folio_bench_no_replay 180 "$folio" bench -m "${models[0]}" \
   --device vulkan -p 0 -n 128 --seqs 1,8 -r 3 --json
+# Where the device's time goes, per kernel (vk_timestamps.h): one prefill
+# chunk, then live decode steps of one and of 8 sequences (first file).
+FOLIO_VULKAN_TIMESTAMPS=1 step folio_device_times 120 "$folio" bench -m "${models[0]}" \
+  --device vulkan -p 512 -n 0 -r 1
+FOLIO_VULKAN_TIMESTAMPS=1 step folio_device_times_tg 120 "$folio" bench -m "${models[0]}" \
+  --device vulkan -p 0 -n 32 --seqs 1 -r 1
+FOLIO_VULKAN_TIMESTAMPS=1 step folio_device_times_tg8 120 "$folio" bench -m "${models[0]}" \
+  --device vulkan -p 0 -n 32 --seqs 8 -r 1
 if [[ -n $llama_bin ]]; then
   lb_args=()
   for m in "${models[@]}"; do lb_args+=(-m "$m"); done

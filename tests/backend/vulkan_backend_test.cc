@@ -211,6 +211,46 @@ TEST(VulkanBackend, BarriersOnlyWhereCommandsOverlapWithPushedOrAllocatedDescrip
 #endif
 }
 
+#if defined(FOLIO_HAVE_VULKAN)
+// Device timing charges every command of the stream to its pipeline (or to
+// "(transfer)"), runs steps live instead of replaying them, and changes no
+// result.
+TEST(VulkanBackend, DeviceTimingChargesEveryCommandToItsKernel) {
+  FOLIO_VULKAN_OR_SKIP(dev);
+  (void)dev;
+  Result<std::unique_ptr<vulkan::VulkanBackend>> made = vulkan::VulkanBackend::create(-1);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  vulkan::VulkanBackend& vk = **made;
+  const Status on = vk.set_device_timing(true);
+  if (on.code() == StatusCode::kUnsupported) GTEST_SKIP() << "hardware: " << on.message();
+  ASSERT_TRUE(on.ok()) << on.to_string();
+  EXPECT_FALSE(vk.replay_enabled());
+  std::vector<float> x(4096), y(4096), want(4096);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = 0.5f * static_cast<float>(i % 301) - 3.0f;
+    y[i] = 2.0f - 0.25f * static_cast<float>(i % 13);
+    want[i] = (x[i] + y[i]) + (x[i] * y[i]);
+  }
+  EXPECT_EQ(add_mul_add(vk, x, y), want);
+  const std::vector<vulkan::DeviceTimeRow> rows = vk.device_times();
+  uint64_t dispatches = 0, transfers = 0;
+  for (const vulkan::DeviceTimeRow& r : rows) {
+    EXPECT_GE(r.ns, 0.0) << r.name;
+    EXPECT_GT(r.count, 0u) << r.name;
+    if (r.name == "(transfer)")
+      transfers += r.count;
+    else
+      dispatches += r.count;
+  }
+  EXPECT_EQ(dispatches, 3u);  // the two adds and the multiply
+  EXPECT_GE(transfers, 3u);   // two uploads, at least one read-back
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].ns, rows[i].ns);
+  ASSERT_TRUE(vk.set_device_timing(false).ok());
+  EXPECT_TRUE(vk.device_times().empty());
+  EXPECT_EQ(vk.replay_enabled(), vk.push_descriptors());
+}
+#endif
+
 // Transfers are ordered like dispatches: an upload into a tensor a recorded
 // dispatch reads waits for it (write after read), the next reader waits for
 // the upload (read after write), and uploads to disjoint tensors share a

@@ -227,6 +227,7 @@ Result<std::unique_ptr<VulkanDevice>> VulkanDevice::open(int index) {
   }
   if (family < 0) return unsupported("vulkan: {} has no compute queue", d->info_.name);
   d->queue_family_ = static_cast<uint32_t>(family);
+  d->timestamp_valid_bits_ = qf[static_cast<size_t>(family)].timestampValidBits;
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -279,6 +280,7 @@ Result<std::unique_ptr<VulkanDevice>> VulkanDevice::open(int index) {
   props.pNext = &m3;
   vk().vkGetPhysicalDeviceProperties2(d->physical_, &props);
   d->max_allocation_ = m3.maxMemoryAllocationSize;
+  d->timestamp_period_ns_ = props.properties.limits.timestampPeriod;
   return d;
 }
 

@@ -55,6 +55,10 @@ class VulkanDevice {
   // discrete GPU's BAR), so kernels do not read them across the bus.
   uint32_t params_memory_type() const { return params_type_; }
   uint64_t max_allocation() const { return max_allocation_; }
+  // Timestamps on the compute queue: nanoseconds per tick, and the valid
+  // low bits of a timestamp (0: the queue writes none).
+  float timestamp_period_ns() const { return timestamp_period_ns_; }
+  uint32_t timestamp_valid_bits() const { return timestamp_valid_bits_; }
 
  private:
   VulkanDevice() = default;
@@ -66,6 +70,8 @@ class VulkanDevice {
   uint32_t queue_family_ = 0;
   uint32_t device_type_ = 0, upload_type_ = 0, readback_type_ = 0, params_type_ = 0;
   uint64_t max_allocation_ = 0;
+  float timestamp_period_ns_ = 0;
+  uint32_t timestamp_valid_bits_ = 0;
 };
 
 // Checks a VkResult: OK, or an error naming `what` and the result.

@@ -178,6 +178,7 @@ Result<const Pipeline*> PipelineCache::get_by_name(const char* shader,
   const std::span<const uint32_t> words(src->words, src->n_words);
 
   auto p = std::make_unique<Pipeline>();
+  p->name = key;
   p->n_bindings = std::max(spirv_binding_count(words), min_bindings);
   p->writable = spirv_writable_bindings(words);
   p->reads_errors = shader_reads_errors(shader);

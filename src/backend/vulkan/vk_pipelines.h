@@ -34,6 +34,7 @@ struct EmbeddedShader {
 std::span<const EmbeddedShader> embedded_shaders();
 
 struct Pipeline {
+  std::string name;  // shader, binding count and constants ("mul_mat_vec/8:2:1:32:0:1:0")
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;

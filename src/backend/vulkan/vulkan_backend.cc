@@ -13,7 +13,9 @@
 #include "backend/vulkan/vk_memory.h"
 #include "backend/vulkan/vk_pipelines.h"
 #include "backend/vulkan/vk_replay.h"
+#include "backend/vulkan/vk_timestamps.h"
 #include "core/aligned.h"
+#include "core/log.h"
 
 namespace folio::vulkan {
 
@@ -55,6 +57,11 @@ constexpr uint32_t kMaxBindings = 2 + kMaxDispatchTensors;
 // Dispatches per submitted piece of a step: small enough that the device
 // starts early and stays busy while the host records the rest.
 constexpr uint32_t kDispatchesPerPiece = 32;
+// The name DeviceTimer charges copies, fills, uploads and read-backs to.
+const std::string* transfer_name() {
+  static const std::string name = "(transfer)";
+  return &name;
+}
 
 // The bytes a dispatch's tensor touches: a strided range where the view
 // is one contiguous block per step of a single outer stride (a column part
@@ -137,6 +144,9 @@ class VulkanBackend::Impl {
   size_t piece_first = 0;               // kMatch: that piece's first command
   bool cmd_is_live = true;              // cmd is cmds[cur] (else a recording's piece)
   std::vector<Recording*> busy;         // recordings this segment uses
+  // Device time per kernel (set_device_timing): every segment runs live.
+  std::unique_ptr<DeviceTimer> timer;
+  bool log_times = false;  // FOLIO_VULKAN_TIMESTAMPS=1: log the totals at the end
 
   explicit Impl(VulkanBackend& s) : self(s) {}
 
@@ -144,6 +154,8 @@ class VulkanBackend::Impl {
     if (!device) return;
     VkDevice d = device->device();
     vk().vkDeviceWaitIdle(d);
+    if (timer != nullptr && log_times) log_device_times();
+    timer.reset();
     replay.reset();
     pipelines.reset();
     heap.reset();
@@ -192,7 +204,31 @@ class VulkanBackend::Impl {
     if (push_descriptors) {
       FOLIO_ASSIGN_OR_RETURN(replay, ReplayCache::create(d));
     }
+    if (const char* e = std::getenv("FOLIO_VULKAN_TIMESTAMPS");
+        e != nullptr && std::strcmp(e, "1") == 0) {
+      Result<std::unique_ptr<DeviceTimer>> t = DeviceTimer::create(d);
+      if (t.ok()) {
+        timer = std::move(*t);
+        log_times = true;
+      } else {
+        FOLIO_LOG_WARN("FOLIO_VULKAN_TIMESTAMPS: {}", t.status().message());
+      }
+    }
     return Status();
+  }
+
+  // The device time per kernel, largest first, as log lines.
+  void log_device_times() const {
+    const std::vector<DeviceTimeRow> rows = timer->rows();
+    double total = 0;
+    for (const DeviceTimeRow& r : rows) total += r.ns;
+    FOLIO_LOG_INFO("vulkan device time: {:.3f} ms in {} kernels ({} commands untimed)",
+                   total * 1e-6, rows.size(), timer->untimed());
+    for (const DeviceTimeRow& r : rows) {
+      FOLIO_LOG_INFO("  {:9.3f} ms {:5.1f}% {:8} x {:9.2f} us  {}", r.ns * 1e-6,
+                     total > 0 ? 100.0 * r.ns / total : 0.0, r.count,
+                     r.count > 0 ? r.ns * 1e-3 / static_cast<double>(r.count) : 0.0, r.name);
+    }
   }
 
   // --- memory (DeviceHeap, under the lock) -----------------------------------
@@ -233,6 +269,7 @@ class VulkanBackend::Impl {
       bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     }
     FOLIO_RETURN_IF_ERROR(vk_check(vk().vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer"));
+    if (timer != nullptr && cmd_is_live) timer->start(cmd);
     recording = true;
     since_submit = 0;
     return Status();
@@ -348,7 +385,7 @@ class VulkanBackend::Impl {
   void start_segment(const StreamCommand& c, std::span<const AccessRange> ranges) {
     segment_fresh = false;
     mode = Mode::kLive;
-    if (!replay || !replay_enabled || !replayable) return;
+    if (!replay || !replay_enabled || !replayable || timer != nullptr) return;
     if (Recording* r = replay->find_first(c, ranges)) {
       mode = Mode::kMatch;
       rec = r;
@@ -492,6 +529,8 @@ class VulkanBackend::Impl {
     c.barrier_before = hazards.order(CommandAccess{ranges, c.reads_errors});
     if (c.barrier_before) barrier();
     FOLIO_RETURN_IF_ERROR(record_command(c));
+    if (timer != nullptr && cmd_is_live)
+      timer->mark(cmd, dispatch ? &c.pipeline->name : transfer_name());
     if (dispatch) ++counters.dispatches;
     c.ends_piece = dispatch && ++since_submit >= kDispatchesPerPiece;
     if (mode == Mode::kCapture && !capture_failed) rec->log(c, ranges);
@@ -505,6 +544,10 @@ class VulkanBackend::Impl {
     VkDevice d = device->device();
     Status s = submit(last, fence);
     if (s.ok()) s = vk_check(vk().vkWaitForFences(d, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    if (timer != nullptr) {
+      const Status t = timer->collect(s.ok());
+      if (s.ok()) s = t;
+    }
     vk().vkResetFences(d, 1, &fence);
     vk().vkResetCommandPool(d, cmd_pool, 0);
     cur = 0;
@@ -861,7 +904,26 @@ void VulkanBackend::set_replay_enabled(bool enabled) {
 
 bool VulkanBackend::replay_enabled() const {
   std::lock_guard lock(impl_->mu);
-  return impl_->replay != nullptr && impl_->replay_enabled;
+  return impl_->replay != nullptr && impl_->replay_enabled && impl_->timer == nullptr;
+}
+
+Status VulkanBackend::set_device_timing(bool on) {
+  std::lock_guard lock(impl_->mu);
+  if (!on) {
+    impl_->timer.reset();
+    impl_->log_times = false;
+    return Status();
+  }
+  if (impl_->timer != nullptr) return Status();
+  FOLIO_RETURN_IF_ERROR(impl_->flush());  // timestamps start with the next submission
+  FOLIO_ASSIGN_OR_RETURN(impl_->timer, DeviceTimer::create(*impl_->device));
+  return Status();
+}
+
+std::vector<DeviceTimeRow> VulkanBackend::device_times() const {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->timer == nullptr) return {};
+  return impl_->timer->rows();
 }
 
 uint64_t VulkanBackend::allocated_bytes() const {

@@ -26,6 +26,7 @@
 #include "backend/buffer_type.h"
 #include "backend/vulkan/kernels.h"
 #include "backend/vulkan/vk_device.h"
+#include "backend/vulkan/vk_timestamps.h"
 
 namespace folio::vulkan {
 
@@ -80,6 +81,12 @@ class VulkanBackend final : public Backend {
   void set_replayable(bool replayable) override;
   void set_replay_enabled(bool enabled);
   bool replay_enabled() const;
+  // Device time per kernel (vk_timestamps.h): on (FOLIO_VULKAN_TIMESTAMPS=1
+  // at creation does this too, and logs the totals when the backend goes),
+  // every step runs live with a timestamp after each command. Fails
+  // (unsupported) where the queue writes no timestamps.
+  Status set_device_timing(bool on);
+  std::vector<DeviceTimeRow> device_times() const;
 
   const DeviceInfo& info() const;
   // Whether dispatches push their descriptors (see create()).
