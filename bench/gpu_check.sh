@@ -9,7 +9,7 @@
 #
 #   bench/gpu_check.sh [--build DIR] [--llama-bin DIR] [--out DIR]
 #                      [--types q4_0,q8_0,q4_K] [--shape ARGS] [--no-serve] [--no-tests]
-#                      [--model-filter GTEST_FILTER] [--ops-filter OP]
+#                      [--model-filter GTEST_FILTER] [--ops-filter OP] [--no-bench]
 #
 #   --build      a folio build (default build/): folio, folio-test-ops and,
 #                when present, tests/folio_{model,backend,parity}_tests
@@ -27,12 +27,13 @@
 #                travel)
 #   --ops-filter    only the op-parity cases whose op kind contains OP
 #                (folio-test-ops -o; default: every case)
+#   --no-bench   the device tests only (no files, benchmarks or serving)
 #
 # Prerequisites on the lent machine: a Vulkan loader and driver (vulkaninfo
-# lists the GPU) and the shared libraries folio links (ldd build/folio);
-# bench/README.md says how to carry them to a machine without a network.
+# lists the GPU) and the shared libraries folio links (ldd build/folio):
+# bench/gpu_pack.sh packs them and bench/gpu_lease.sh runs this script there.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 build=build
 llama_bin=
@@ -41,6 +42,7 @@ types=q4_0,q8_0,q4_K
 shape=
 serve=1
 tests=1
+bench=1
 model_filter='*Vulkan*:*vulkan*'
 ops_filter=()
 while (($#)); do
@@ -52,9 +54,10 @@ while (($#)); do
     --shape) shape=$2; shift 2 ;;
     --no-serve) serve=0; shift ;;
     --no-tests) tests=0; shift ;;
+    --no-bench) bench=0; shift ;;
     --model-filter) model_filter=$2; shift 2 ;;
     --ops-filter) ops_filter=(-o "$2"); shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "gpu_check.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -106,50 +109,52 @@ if ((tests)); then
   unset FOLIO_REQUIRE_VULKAN
 fi
 
-IFS=, read -r -a type_list <<<"$types"
-models=()
-for t in "${type_list[@]}"; do
-  f=$files_dir/syn-$t.gguf
-  # shellcheck disable=SC2086  # $shape is a list of flags
-  python3 bench/make_synthetic_gguf.py "$f" --type "$t" $shape >"$out/make-$t.log" 2>&1 &&
-    models+=("$f")
-done
-model_list=$(IFS=,; echo "${models[*]}")
-echo "files: ${models[*]}" >>"$summary"
+if ((bench)); then
+  IFS=, read -r -a type_list <<<"$types"
+  models=()
+  for t in "${type_list[@]}"; do
+    f=$files_dir/syn-$t.gguf
+    # shellcheck disable=SC2086  # $shape is a list of flags
+    python3 bench/make_synthetic_gguf.py "$f" --type "$t" $shape >"$out/make-$t.log" 2>&1 &&
+      models+=("$f")
+  done
+  model_list=$(IFS=,; echo "${models[*]}")
+  echo "files: ${models[*]}" >>"$summary"
 
-# folio: prefill, one-sequence and 8-sequence decode, and the stream counters
-# (dispatches, barriers, submits per token) in the JSON lines.
-step folio_bench 300 "$folio" bench -m "$model_list" --device vulkan -p 512 -n 128 --seqs 1,8 \
-  -r 3 --json
-# The same on the portable paths (first file), to weigh what each device
-# path gives on this GPU: fp32 tiles and matvecs instead of int8 products,
-# and every decode step recorded live instead of replayed.
-FOLIO_VULKAN_INT8=0 step folio_bench_no_int8 240 "$folio" bench -m "${models[0]}" --device vulkan \
-  -p 512 -n 128 --seqs 1,8 -r 3 --json
-FOLIO_VULKAN_REPLAY=0 step folio_bench_no_replay 180 "$folio" bench -m "${models[0]}" \
-  --device vulkan -p 0 -n 128 --seqs 1,8 -r 3 --json
-# Where the device's time goes, per kernel (vk_timestamps.h): one prefill
-# chunk, then live decode steps of one and of 8 sequences (first file).
-FOLIO_VULKAN_TIMESTAMPS=1 step folio_device_times 120 "$folio" bench -m "${models[0]}" \
-  --device vulkan -p 512 -n 0 -r 1
-FOLIO_VULKAN_TIMESTAMPS=1 step folio_device_times_tg 120 "$folio" bench -m "${models[0]}" \
-  --device vulkan -p 0 -n 32 --seqs 1 -r 1
-FOLIO_VULKAN_TIMESTAMPS=1 step folio_device_times_tg8 120 "$folio" bench -m "${models[0]}" \
-  --device vulkan -p 0 -n 32 --seqs 8 -r 1
-if [[ -n $llama_bin ]]; then
-  lb_args=()
-  for m in "${models[@]}"; do lb_args+=(-m "$m"); done
-  step llama_bench 300 "$llama_bin/llama-bench" "${lb_args[@]}" -ngl 99 -p 512 -n 128 -r 3 -o json
-  step llama_batched 240 "$llama_bin/llama-batched-bench" -m "${models[0]}" -ngl 99 -c 4096 \
-    -npp 128 -ntg 32 -npl 1,8
-fi
+  # folio: prefill, one-sequence and 8-sequence decode, and the stream counters
+  # (dispatches, barriers, submits per token) in the JSON lines.
+  step folio_bench 300 "$folio" bench -m "$model_list" --device vulkan -p 512 -n 128 --seqs 1,8 \
+    -r 3 --json
+  # The same on the portable paths (first file), to weigh what each device
+  # path gives on this GPU: fp32 tiles and matvecs instead of int8 products,
+  # and every decode step recorded live instead of replayed.
+  FOLIO_VULKAN_INT8=0 step folio_bench_no_int8 240 "$folio" bench -m "${models[0]}" --device vulkan \
+    -p 512 -n 128 --seqs 1,8 -r 3 --json
+  FOLIO_VULKAN_REPLAY=0 step folio_bench_no_replay 180 "$folio" bench -m "${models[0]}" \
+    --device vulkan -p 0 -n 128 --seqs 1,8 -r 3 --json
+  # Where the device's time goes, per kernel (vk_timestamps.h): one prefill
+  # chunk, then live decode steps of one and of 8 sequences (first file).
+  FOLIO_VULKAN_TIMESTAMPS=1 step folio_device_times 120 "$folio" bench -m "${models[0]}" \
+    --device vulkan -p 512 -n 0 -r 1
+  FOLIO_VULKAN_TIMESTAMPS=1 step folio_device_times_tg 120 "$folio" bench -m "${models[0]}" \
+    --device vulkan -p 0 -n 32 --seqs 1 -r 1
+  FOLIO_VULKAN_TIMESTAMPS=1 step folio_device_times_tg8 120 "$folio" bench -m "${models[0]}" \
+    --device vulkan -p 0 -n 32 --seqs 8 -r 1
+  if [[ -n $llama_bin ]]; then
+    lb_args=()
+    for m in "${models[@]}"; do lb_args+=(-m "$m"); done
+    step llama_bench 300 "$llama_bin/llama-bench" "${lb_args[@]}" -ngl 99 -p 512 -n 128 -r 3 -o json
+    step llama_batched 240 "$llama_bin/llama-batched-bench" -m "${models[0]}" -ngl 99 -c 4096 \
+      -npp 128 -ntg 32 -npl 1,8
+  fi
 
-if ((serve)); then
-  serve_args=(--model-file "${models[0]}" --folio "$folio" --folio-args="--device vulkan"
-              --clients 8 --requests 32 --max-tokens 64 --json)
-  [[ -n $llama_bin ]] && serve_args+=(--llama-server "$llama_bin/llama-server"
-                                      --llama-server-args="-ngl 99")
-  step serve_bench 300 python3 bench/serve_bench.py "${serve_args[@]}"
+  if ((serve)); then
+    serve_args=(--model-file "${models[0]}" --folio "$folio" --folio-args="--device vulkan"
+                --clients 8 --requests 32 --max-tokens 64 --json)
+    [[ -n $llama_bin ]] && serve_args+=(--llama-server "$llama_bin/llama-server"
+                                        --llama-server-args="-ngl 99")
+    step serve_bench 300 python3 bench/serve_bench.py "${serve_args[@]}"
+  fi
 fi
 
 echo >>"$summary"
