@@ -2,8 +2,10 @@
 // (which takes the fused path: the norm in the products that read it, the
 // residual add in the product before, rope with the K/V cache write) gives
 // the same logits, bit for bit, as the same sequence's token in a step of
-// two sequences (T = 2: the unfused ops). Batch invariance holds per
-// backend, so any difference is a fusion's. For the dense llama (pre-norm
+// nine sequences (T = 9 > kFusedStepTokens: the unfused ops). Batch
+// invariance holds per backend, so any difference is a fusion's. The dense
+// pre-norm decoder fuses steps of up to 8 sequences too: its token in a step
+// of eight equals both. For the dense llama (pre-norm
 // decoder), gemma3 and gemma4 (sandwich norms: a block's post norm,
 // residual add and next norm in one dispatch, or the post norm and the add
 // alone where no norm follows (gemma4's FFN and per-layer-input ends, its
@@ -36,18 +38,20 @@ struct Token {
   int32_t id, seq;
 };
 
+constexpr int kSeqs = 9;  // sequences of the cache: one past the fused steps' 8
+
 // Runs the steps (tokens of one step each, positions counted per sequence)
-// on a fresh paged F32 cache of two sequences; returns sequence 0's logits
-// row of every step.
+// on a fresh paged F32 cache of kSeqs sequences; returns sequence 0's
+// logits row of every step.
 std::vector<std::vector<float>> run_steps(const Model& m, Backend* device,
                                           const std::vector<std::vector<Token>>& steps) {
   Result<std::unique_ptr<cache::KvCache>> cache =
-      m.make_cache(cache_options(DType::F32, 64, 2, /*paged=*/true, device));
+      m.make_cache(cache_options(DType::F32, 64, kSeqs, /*paged=*/true, device));
   EXPECT_TRUE(cache.ok()) << cache.status().to_string();
   if (!cache.ok()) return {};
   auto ctx = ForwardContext::with_device(device, 2);
   std::vector<std::vector<float>> rows;
-  int32_t pos[2] = {0, 0};
+  int32_t pos[kSeqs] = {};
   cache::Batch batch;
   for (const std::vector<Token>& step : steps) {
     batch.clear();
@@ -71,19 +75,32 @@ void expect_fused_step_exact(const std::string& path, const char* arch) {
   const Model& m = **model;
   ASSERT_EQ(m.config().arch, arch);
   const int32_t tokens[] = {1, 42, 7, 99, 3};
-  std::vector<std::vector<Token>> solo, paired;
-  for (size_t i = 0; i < std::size(tokens); ++i) {
-    solo.push_back({{tokens[i], 0}});
-    paired.push_back({{tokens[i], 0}, {static_cast<int32_t>(11 + 5 * i), 1}});
-  }
-  const std::vector<std::vector<float>> a = run_steps(m, device, solo);
-  const std::vector<std::vector<float>> b = run_steps(m, device, paired);
+  // Sequence 0 alone, among 8 (fused where the decoder fuses such steps)
+  // and among 9 (unfused); the others' tokens differ per step.
+  auto steps_of = [&](int n_seqs) {
+    std::vector<std::vector<Token>> steps;
+    for (size_t i = 0; i < std::size(tokens); ++i) {
+      std::vector<Token> step{{tokens[i], 0}};
+      for (int q = 1; q < n_seqs; ++q) {
+        step.push_back({static_cast<int32_t>(11 + 5 * i + 3 * static_cast<size_t>(q)), q});
+      }
+      steps.push_back(step);
+    }
+    return steps;
+  };
+  const std::vector<std::vector<float>> a = run_steps(m, device, steps_of(1));
+  const std::vector<std::vector<float>> b = run_steps(m, device, steps_of(kSeqs));
+  const std::vector<std::vector<float>> c = run_steps(m, device, steps_of(8));
   ASSERT_EQ(a.size(), std::size(tokens));
   ASSERT_EQ(b.size(), a.size());
+  ASSERT_EQ(c.size(), a.size());
   for (size_t i = 0; i < a.size(); ++i) {
     ASSERT_EQ(a[i].size(), b[i].size());
+    ASSERT_EQ(c[i].size(), b[i].size());
     EXPECT_EQ(0, std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)))
-        << arch << ": step " << i << " differs between the fused one-token step and T = 2";
+        << arch << ": step " << i << " differs between the fused one-token step and T = 9";
+    EXPECT_EQ(0, std::memcmp(c[i].data(), b[i].data(), c[i].size() * sizeof(float)))
+        << arch << ": step " << i << " differs between a step of 8 sequences and T = 9";
   }
 }
 

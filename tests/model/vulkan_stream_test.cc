@@ -30,13 +30,14 @@ StreamCounters difference(const StreamCounters& a, const StreamCounters& b) {
   return {b.dispatches - a.dispatches, b.barriers - a.barriers, b.submits - a.submits};
 }
 
-// One sequence's decode step of `m` (every layer, the head and a paged F16
-// KV cache, plus a hybrid's state pools, on `device`): the counters of the
-// third forward (a prompt token, then two steps, which must record the same
-// stream), printed per layer.
-StreamCounters decode_step_counters(const Model& m, Backend* device, const char* what) {
+// A decode step of `n_seqs` sequences of `m` (every layer, the head and a
+// paged F16 KV cache, plus a hybrid's state pools, on `device`): the
+// counters of the third forward (a prompt token, then two steps, which must
+// record the same stream), printed per layer.
+StreamCounters decode_step_counters(const Model& m, Backend* device, const char* what,
+                                    int n_seqs = 1) {
   Result<std::unique_ptr<cache::KvCache>> cache =
-      m.make_cache(cache_options(DType::F16, 64, 1, /*paged=*/true, device));
+      m.make_cache(cache_options(DType::F16, 64, n_seqs, /*paged=*/true, device));
   EXPECT_TRUE(cache.ok()) << cache.status().to_string();
   if (!cache.ok()) return {};
   auto ctx = ForwardContext::with_device(device, 2);
@@ -45,7 +46,7 @@ StreamCounters decode_step_counters(const Model& m, Backend* device, const char*
   auto step = [&](int32_t token, int32_t pos) -> StreamCounters {
     const StreamCounters before = *device->stream_counters();
     batch.clear();
-    batch.add(token, pos, 0, true);
+    for (int q = 0; q < n_seqs; ++q) batch.add(token + q, pos, q, true);
     Result<TensorView> logits = m.forward(batch, **cache, *ctx);
     EXPECT_TRUE(logits.ok()) << logits.status().to_string();
     return difference(before, *device->stream_counters());
@@ -57,13 +58,13 @@ StreamCounters decode_step_counters(const Model& m, Backend* device, const char*
   EXPECT_EQ(a.dispatches, b.dispatches);
   EXPECT_EQ(a.barriers, b.barriers);
   const int n_layer = m.config().n_layer;
-  std::printf("%s decode step: %llu dispatches, %llu barriers, %llu submits over %d layers "
-              "(%.2f / %.2f per layer)\n",
-              what, static_cast<unsigned long long>(b.dispatches),
-              static_cast<unsigned long long>(b.barriers),
-              static_cast<unsigned long long>(b.submits), n_layer,
-              static_cast<double>(b.dispatches) / n_layer,
-              static_cast<double>(b.barriers) / n_layer);
+  std::printf(
+      "%s decode step of %d: %llu dispatches, %llu barriers, %llu submits over %d layers "
+      "(%.2f / %.2f per layer)\n",
+      what, n_seqs, static_cast<unsigned long long>(b.dispatches),
+      static_cast<unsigned long long>(b.barriers), static_cast<unsigned long long>(b.submits),
+      n_layer, static_cast<double>(b.dispatches) / n_layer,
+      static_cast<double>(b.barriers) / n_layer);
   return b;
 }
 
@@ -88,6 +89,22 @@ TEST(VulkanStream, DenseLlamaDecodeStepStaysUnderItsCeilings) {
   // positions, the output norm and head, the logits read-back) included.
   EXPECT_LE(dispatches, 6.2);
   EXPECT_LE(barriers, 6.3);
+}
+
+// A decode step of several sequences (up to kFusedStepTokens: 2 here, to
+// keep lavapipe quick) takes the same fused stream as one sequence (the
+// norms in the products, the residual adds in their epilogues: the matvecs
+// take up to 8 columns); vulkan_fusion_test checks the bits of 8.
+TEST(VulkanStream, DenseLlamaMultiSequenceStepFusesLikeOne) {
+  const std::string path = folio::testing::chat_model_path();
+  if (!file_exists(path)) FAIL() << folio::testing::kChatModelHint << ": " << path;
+  FOLIO_VULKAN_OR_SKIP(device);
+  const std::unique_ptr<Model> m = load_on(path, device);
+  ASSERT_NE(m, nullptr);
+  const StreamCounters one = decode_step_counters(*m, device, "SmolLM2");
+  const StreamCounters two = decode_step_counters(*m, device, "SmolLM2", 2);
+  EXPECT_EQ(two.dispatches, one.dispatches);
+  EXPECT_EQ(two.barriers, one.barriers);
 }
 
 // A prefill chunk of the same model (32 tokens, on an empty paged cache):

@@ -122,7 +122,7 @@ TensorView self_attention(ForwardContext& ctx, const ModelConfig& cfg, const Mod
   const bool fused_norm = rf != nullptr && !rf->norm.empty();
   const int64_t t = fused_norm ? rf->x.ne[1] : x_in.ne[1];
   // The input: given, or normalised here unless the joined product does it.
-  const bool norm_in_product = fused_norm && !l.qkv_joint.empty() && t == 1;
+  const bool norm_in_product = fused_norm && !l.qkv_joint.empty() && t <= kFusedStepTokens;
   const TensorView x = fused_norm && !norm_in_product ? ctx.rms_norm(rf->x, rf->norm, rf->eps)
                        : fused_norm                   ? rf->x
                                                       : x_in;

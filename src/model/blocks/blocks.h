@@ -12,14 +12,22 @@
 
 namespace folio::model {
 
+// The most tokens a step folds its norms and residual adds into its
+// products for: a decode step of up to 8 sequences, what a device's
+// matrix-vector kernels take in one dispatch (Vulkan's kMatVecMaxCols). The
+// fusions are bit for bit their unfused ops, and a backend that does not
+// fuse a product leaves it unfused, so the bound only saves asking.
+inline constexpr int64_t kFusedStepTokens = 8;
+
 // A pre-norm block's two ends folded into its products (the pre-norm
-// decoder's one-token steps; the device fusions kRmsNormMulMat and
-// kMulMatAdd). With `norm` set, the block's input is rms_norm(x) * norm,
-// which its first product computes (ForwardContext::rms_norm_mul_mat; the
-// block normalises x first where it has no such product) and its `x`
-// argument is not read. With `add_out`, its last product adds the block's
-// output to x in place where a backend fuses that (`added` then set, and
-// the block returns x); else the output is returned as usual.
+// decoder's steps of up to kFusedStepTokens tokens, one per sequence in
+// decode; the device fusions kRmsNormMulMat and kMulMatAdd). With `norm` set,
+// the block's input is rms_norm(x) * norm, which its first product computes
+// (ForwardContext::rms_norm_mul_mat; the block normalises x first where it
+// has no such product) and its `x` argument is not read. With `add_out`, its
+// last product adds the block's output to x in place where a backend fuses
+// that (`added` then set, and the block returns x); else the output is
+// returned as usual.
 struct ResidualFusion {
   TensorView x;          // [E, T] the residual stream
   TensorView norm;       // the block's input norm weight [E]; empty: the input is given

@@ -1,7 +1,8 @@
 // The pre-norm decoder of llama and the qwen family. Per layer:
 //   a = attention(h);  x += a;  h = rms_norm(x) * ffn_norm       (fused op)
 //   f = ffn(h) or moe(h) [+ shared expert]; x += f; h = rms_norm(x) * next attn_norm (fused op)
-// A one-token step whose layer has joined weights (a device holds them)
+// A step of up to kFusedStepTokens tokens (decode of up to 8 sequences)
+// whose layer has joined weights (a device holds them)
 // folds each norm into the product that reads it and each residual add
 // into the product before (ResidualFusion: kRmsNormMulMat, kMulMatAdd),
 // where the device has those kernels: h is then never written.
@@ -31,9 +32,9 @@ TensorView pre_norm_decoder(const ModelConfig& cfg, const ModelWeights& w, const
     x = ctx.place_near(x, l.attn_norm);  // where offloaded layers begin (outside the mark)
     h = ctx.place_near(h, l.attn_norm);
     const ForwardContext::Mark mark = ctx.mark();
-    // One token through joined weights: the norms go into the products
+    // A decode step through joined weights: the norms go into the products
     // that read them and the residual adds into the products before.
-    const bool fuse = t == 1 && !last && !cfg.is_moe(il) && !l.qkv_joint.empty() &&
+    const bool fuse = t <= kFusedStepTokens && !last && !cfg.is_moe(il) && !l.qkv_joint.empty() &&
                       !l.gate_up_joint.empty();
     ResidualFusion ra{x, h_current ? TensorView{} : l.attn_norm, eps, fuse};
     TensorView a = self_attention(ctx, cfg, w, il, h, in, cache, &ra);  // [E, T]
