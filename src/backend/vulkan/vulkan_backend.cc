@@ -909,13 +909,14 @@ bool VulkanBackend::replay_enabled() const {
 
 Status VulkanBackend::set_device_timing(bool on) {
   std::lock_guard lock(impl_->mu);
+  if (on == (impl_->timer != nullptr)) return Status();
+  // Recorded commands may write into the timer's query pool: they run first.
+  FOLIO_RETURN_IF_ERROR(impl_->flush());
   if (!on) {
     impl_->timer.reset();
     impl_->log_times = false;
     return Status();
   }
-  if (impl_->timer != nullptr) return Status();
-  FOLIO_RETURN_IF_ERROR(impl_->flush());  // timestamps start with the next submission
   FOLIO_ASSIGN_OR_RETURN(impl_->timer, DeviceTimer::create(*impl_->device));
   return Status();
 }
