@@ -16,10 +16,6 @@ pack=.gpu
 bench_limit=300
 tests_limit=240
 ops=()
-# The device model tests whose files gpu_pack.sh packs.
-model_filter='VulkanReplay.*:VulkanFusion.*:*VulkanMoeInt8*:Vulkan/RefParity.*tiny_llama_short_f32*:'
-model_filter+='Vulkan/RefParity.*tiny_llama_long*:Vulkan/RefParity.*tiny_qwen3moe*:'
-model_filter+='Vulkan/RefParity.*tiny_gemma3_short_f32*'
 pass=()
 while (($#)); do
   case "$1" in
@@ -31,6 +27,9 @@ while (($#)); do
     *) pass+=("$1"); shift ;;
   esac
 done
+# The device model tests whose files gpu_pack.sh packed.
+model_filter=$(cat "$pack/model_filter" 2>/dev/null) ||
+  { echo "gpu_lease.sh: no $pack/model_filter (pack with bench/gpu_pack.sh)" >&2; exit 2; }
 out=${OUT:-bench/results/gpu-lease}
 work=$(mktemp -d)
 mkdir -p "$out" "$work/g"

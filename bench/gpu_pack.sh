@@ -54,8 +54,13 @@ done
 grep -o -m 1 'FOLIO_SOURCE_DIR=\\"[^\\]*' "$build/build.ninja" | head -n 1 | sed 's/.*\\"//' >"$stage/source_dir"
 tar cf - -C "$stage" . | xz -T0 -6 >"$out/folio.tar.xz"
 
-# Data of the device model tests gpu_lease.sh selects (its MODEL_FILTER):
-# replay, fusion and int8 MoE tests and llama.cpp parity on four tiny models.
+# The device model tests that travel (replay, fusion and int8 MoE tests and
+# llama.cpp parity on four tiny models): their gtest filter, which
+# gpu_lease.sh reads from the pack, and their data files.
+model_filter='VulkanReplay.*:VulkanFusion.*:*VulkanMoeInt8*:Vulkan/RefParity.*tiny_llama_short_f32*:'
+model_filter+='Vulkan/RefParity.*tiny_llama_long*:Vulkan/RefParity.*tiny_qwen3moe*:'
+model_filter+='Vulkan/RefParity.*tiny_gemma3_short_f32*'
+echo "$model_filter" >"$out/model_filter"
 data=(tests/data/models/tiny-llama-f32.gguf tests/data/models/tiny-llama.*
       tests/data/models/tiny-qwen35-f32.gguf tests/data/models/tiny-qwen3next-f32.gguf
       tests/model/refdata/tiny-gemma3-f32.gguf tests/model/refdata/tiny-gemma3.short.*
