@@ -16,8 +16,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -435,6 +437,89 @@ TEST(VulkanInt8, MatchesItsScalarModelBitForBit) {
     checked += check_type(*dev, t, k, n, rng);
   }
   EXPECT_EQ(checked, 5 * 70 * (3 + 70));
+}
+
+// Activation blocks of every magnitude the product can see, each block in
+// its own output (K = 32, so no other block's term absorbs it): largest
+// magnitudes from 2^-30 (an f16 scale of 0) to 2^24 (past f16's range: an
+// infinite scale), random mantissas, and blocks with zeros, f32 denormals,
+// a NaN (ignored by the maximum, code 0) or an infinity. The decode matvec
+// (8 columns a dispatch) and the tiles (all columns at once) against the
+// model bit for bit; NaN matches NaN whatever its sign and payload.
+TEST(VulkanInt8, QuantizesActivationsOfEveryMagnitudeAsTheReference) {
+  FOLIO_INT8_DEVICE_OR_SKIP(dev);
+  constexpr int64_t k = 32, n = 4, m = 8 * 50;
+  std::mt19937 rng(7);
+  std::vector<uint8_t> wq = make_weights(DType::Q8_0, k, n, rng);
+  std::vector<float> x(static_cast<size_t>(k * m));
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> sign(0, 1);
+  for (int64_t c = 0; c < m; ++c) {
+    float* blk = x.data() + c * k;
+    const int e = -30 + static_cast<int>(c % 55);  // the block's top exponent
+    for (int64_t j = 0; j < k; ++j) {
+      // Below the top: down to 30 binades less, so some codes round to 0.
+      const int ej = e - static_cast<int>(rng() % 31);
+      const float v = std::ldexp(mant(rng), ej);
+      blk[j] = sign(rng) != 0 ? -v : v;
+    }
+    switch (c % 7) {
+      case 1:
+        blk[3] = 0.0f;
+        blk[4] = -0.0f;
+        break;
+      case 2:  // f32 denormals beside the block's maximum
+        for (int64_t j = 8; j < 16; ++j) blk[j] = std::ldexp(mant(rng), -130 - static_cast<int>(j));
+        break;
+      case 3:
+        blk[5] = std::numeric_limits<float>::quiet_NaN();
+        break;
+      case 4:
+        blk[6] = (c / 7) % 2 != 0 ? std::numeric_limits<float>::infinity()
+                                  : -std::numeric_limits<float>::infinity();
+        break;
+      case 5:  // a block of denormals only
+        for (int64_t j = 0; j < k; ++j)
+          blk[j] = std::ldexp(mant(rng), -127 - static_cast<int>(j % 20));
+        break;
+      default:
+        break;
+    }
+  }
+  auto wbuf = upload(*dev, wq.data(), wq.size());
+  auto xbuf = upload(*dev, x.data(), x.size() * 4);
+  auto dbuf = upload(*dev, nullptr, static_cast<size_t>(n * m) * 4);
+  ASSERT_TRUE(wbuf && xbuf && dbuf);
+  auto same = [](float a, float b) {
+    return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, 4) == 0;
+  };
+  int checked = 0;
+  for (int64_t cols : {int64_t{8}, m}) {  // the matvec, then the tiles
+    for (int64_t c0 = 0; c0 < m; c0 += cols) {
+      Op op;
+      op.kind = OpKind::kMulMat;
+      op.src[0] = TensorView::contiguous(wbuf->data(), DType::Q8_0, {k, n});
+      op.src[1] = TensorView::contiguous(static_cast<char*>(xbuf->data()) + c0 * k * 4, DType::F32,
+                                         {k, cols});
+      op.dst = TensorView::contiguous(static_cast<char*>(dbuf->data()) + c0 * n * 4, DType::F32,
+                                      {n, cols});
+      ASSERT_EQ(dev->kernel_name(op), "vulkan.mul_mat_q8");
+      ASSERT_TRUE(dev->run(op).ok());
+    }
+    ASSERT_TRUE(dev->synchronize().ok());
+    std::vector<float> got(static_cast<size_t>(n * m));
+    ASSERT_TRUE(dbuf->read(0, got.data(), got.size() * 4).ok());
+    for (int64_t c = 0; c < m; ++c) {
+      for (int64_t r = 0; r < n; ++r) {
+        const float want = model_output(DType::Q8_0, wq.data() + r * 34, x.data() + c * k, k);
+        const float g = got[static_cast<size_t>(c * n + r)];
+        ASSERT_TRUE(same(g, want)) << (cols == 8 ? "matvec" : "tiles") << " column " << c << " row "
+                                   << r << ": " << g << " vs " << want;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 2 * n * m);
 }
 
 // n_used distinct experts of n_exp for each of n_tok tokens.

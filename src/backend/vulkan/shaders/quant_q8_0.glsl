@@ -6,7 +6,8 @@
 //   id   = d != 0 ? 1 / d : 0  (f32, correctly rounded)
 //   q_j  = roundf(x_j * id)    (half away from zero), clamped to [-128, 127], NaN -> 0
 // and d stored as f16. GLSL's `/` may be off by 2.5 ulp, so both divisions
-// are integer long divisions; the product x * id is a plain f32 multiply
+// correct a float estimate of the quotient's mantissa with its exact integer
+// remainder (q8_div); the product x * id is a plain f32 multiply
 // (correctly rounded in Vulkan), with denormal x rescaled first so a driver
 // that flushes denormal inputs gives the same product.
 // Include after common.glsl.
@@ -46,17 +47,18 @@ uint q8_div(uint a, uint b) {
     ma <<= 1;
     e -= 1;
   }
-  // 26 quotient bits, floor(ma * 2^25 / mb) in [2^25, 2^26), and the remainder.
-  uint q = 0u;
-  uint r = ma;
-  for (uint i = 0u; i < 26u; ++i) {
-    q <<= 1;
-    if (r >= mb) {
-      r -= mb;
-      q |= 1u;
-    }
-    r <<= 1;
-  }
+  // 26 quotient bits, q = floor(ma * 2^25 / mb) in [2^25, 2^26), and the
+  // remainder r = ma * 2^25 - q * mb. ma and mb are exact in f32, so a
+  // division within 2^-21 of the quotient (Vulkan allows 2.5 ulp) gives q
+  // within 33; 64 less is below q on every device, its remainder positive
+  // and under 98 * mb < 2^31, exact in 32 bits; one integer division by mb
+  // then lands on q (a correction every device takes alike, whatever its
+  // division's rounding).
+  uint q = uint((float(ma) / float(mb)) * 33554432.0) - 64u;  // 2^25
+  uint r = (ma << 25) - q * mb;
+  const uint dq = r / mb;
+  q += dq;
+  r -= dq * mb;
   if (e > 127) return 0x7f800000u;
   // Bits below the result's last place: 2 for a normal result, more for a denormal one.
   const int s = e >= -126 ? 2 : -(e + 124);
@@ -80,23 +82,22 @@ uint q8_inverse(uint d) { return d == 0u ? 0u : q8_div(0x3f800000u, d); }
 // roundf(x * id) into [-128, 127], NaN -> 0; x and id as bits (id >= 0).
 int q8_code(uint x, uint id) {
   const uint ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u || id == 0u) return 0;  // NaN, or x * 0 (0 or NaN)
   const bool neg = (x >> 31) != 0u;
-  if (id == 0x7f800000u) return ax == 0u ? 0 : (neg ? -128 : 127);  // x * inf
-  float xf = uintBitsToFloat(x);
-  float idf = uintBitsToFloat(id);
-  if (ax < 0x00800000u) {
-    // Denormal x (or zero): x * id = (x * 2^149) * (id * 2^-149). Below
-    // id = 2^24 the product is under 2^-102 and rounds to 0.
-    if (id < 0x4b800000u) return 0;
-    xf = neg ? -float(ax) : float(ax);
-    idf = idf * uintBitsToFloat(0x1a000000u) * uintBitsToFloat(0x1a800000u);  // 2^-75 * 2^-74
-  }
+  // Denormal x (or zero): x * id = (x * 2^149) * (id * 2^-149), both
+  // factors exact (below id = 2^24 the product is under 2^-102 and rounds
+  // to 0, flushed or not). No branch: every lane takes the same path.
+  const bool den = ax < 0x00800000u;
+  const float xf = den ? (neg ? -float(ax) : float(ax)) : uintBitsToFloat(x);
+  const float idf = den ? uintBitsToFloat(id) * uintBitsToFloat(0x1a000000u) *
+                              uintBitsToFloat(0x1a800000u)  // 2^-75 * 2^-74
+                        : uintBitsToFloat(id);
   precise const float p = xf * idf;
   const float a = abs(p);
   precise float t = trunc(a);
-  if (a - t >= 0.5) t += 1.0;
-  if (t >= 128.0) return neg ? -128 : 127;
+  t = a - t >= 0.5 ? t + 1.0 : t;
+  // NaN x and x * 0 (zero x or id: 0 or NaN) give 0; x * inf and inf * id
+  // saturate with everything at or past 128.
+  t = (ax > 0x7f800000u || ax == 0u || id == 0u) ? 0.0 : min(t, 128.0);
   const int r = int(t);
   return neg ? -r : min(r, 127);
 }
