@@ -781,8 +781,9 @@ void add_fused_cases(CaseList& cases) {
   cases.push_back(mul_mat_add_case(DType::Q4_0, 256, 40, 9, true, true));
   // rms_norm_mul_mat: SmolLM2's Q/K/V (K 576: the norm's 256 lanes loop)
   // and gate/up products, norm workgroups of 32, 128 and 256 lanes, several
-  // columns, swapped halves; M 9 and K with more than 64 chunks under GLU
-  // (declined).
+  // columns, swapped halves; M 9 (declined) and K with more than 64 chunks
+  // under GLU (the float path declines it; the int8 path takes it in rounds
+  // of 32 chunks a lane group).
   cases.push_back(rms_norm_mul_mat_case(DType::Q4_1, 576, 960, 1, false));
   cases.push_back(rms_norm_mul_mat_case(DType::Q4_1, 576, 3072, 1, true));
   cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 32, 48, 3, false));
@@ -790,13 +791,14 @@ void add_fused_cases(CaseList& cases) {
   cases.push_back(rms_norm_mul_mat_case(DType::Q4_K, 4096, 40, 8, false));
   cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 256, 40, 9, false));
   cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 65 * 256, 8, 1, true));
+  cases.push_back(rms_norm_mul_mat_case(DType::F16, 65 * 64, 8, 1, true));
   cases.push_back(rms_norm_mul_mat_case(DType::Q8_0, 640, 96, 1, true, false, GluKind::kGeGlu));
 
   // mul_mat_glu at decode sizes (SmolLM2's K 576 / F 1536, a long K with
   // several rounds of chunks per lane, odd F), M up to the decode limit;
   // swapped halves; GeGLU (gemma) and GeGLU-erf; and cases the device
-  // declines (M 9, K with more than 64 chunks), which only the reference
-  // composition runs.
+  // declines (M 9; K with more than 64 chunks on the float path: the int8
+  // path takes those), which only the reference composition runs.
   cases.push_back(mul_mat_glu_case(DType::Q4_1, 576, 1536, 1));
   cases.push_back(mul_mat_glu_case(DType::Q4_0, 576, 37, 3));
   cases.push_back(mul_mat_glu_case(DType::Q8_0, 4096, 96, 2));
@@ -806,7 +808,8 @@ void add_fused_cases(CaseList& cases) {
   cases.push_back(mul_mat_glu_case(DType::Q8_0, 256, 40, 1, GluKind::kGeGlu));
   cases.push_back(mul_mat_glu_case(DType::F32, 640, 70, 3, GluKind::kGeGlu, true));
   cases.push_back(mul_mat_glu_case(DType::F16, 200, 33, 2, GluKind::kGeGluErf));
-  cases.push_back(mul_mat_glu_case(DType::Q8_0, 65 * 256, 4, 1));
+  cases.push_back(mul_mat_glu_case(DType::Q8_0, 65 * 256, 64, 1));  // F 64: an NMSE of many outputs
+  cases.push_back(mul_mat_glu_case(DType::F16, 65 * 64, 4, 1));
 
   // Conv update: widths x channels x sequences; bias / SiLU / whether
   // sequence 0 reads in place vary along.

@@ -316,15 +316,20 @@ Expectation ssm_scan_update_rule(const Op& op) {
 }
 
 // Device fusions: no CPU kernel at any tier. mul_mat_glu: SwiGLU, GeGLU or
-// GeGLU-erf (not swiglu_oai) over a
-// decode-sized input (at most 8 columns) whose rows have at most 64
-// 256-element chunks (two row slots per 128-lane workgroup).
+// GeGLU-erf (not swiglu_oai) over a decode-sized input (at most 8
+// columns); on the float path rows of at most 64 64-element chunks (a lane
+// each, two row slots per 128-lane workgroup), on the int8 path rows of any
+// length (at most 32 lanes a row).
+bool glu_row_fits(const Op& op) {
+  return (op.src[0].ne[0] + 63) / 64 <= 64;
+}
+
 Expectation mul_mat_glu_rule(const Op& op) {
   Expectation e;
-  const bool takes = !is_packed(op.src[0].dtype) && op.p<GluParams>().kind != GluKind::kSwiGluOai &&
-                     op.src[1].ne[1] <= 8 && (op.src[0].ne[0] + 255) / 256 <= 64;
-  e.vulkan = takes ? vk(op.kind) : kDeclined;
-  if (e.vulkan != kDeclined && int8_path(op)) e.vulkan_int_dot = e.vulkan + "_q8";
+  const bool form = !is_packed(op.src[0].dtype) && op.p<GluParams>().kind != GluKind::kSwiGluOai &&
+                    op.src[1].ne[1] <= 8;
+  e.vulkan = form && glu_row_fits(op) ? vk(op.kind) : kDeclined;
+  if (form && int8_path(op)) e.vulkan_int_dot = vk(op.kind) + "_q8";
   return e;
 }
 
@@ -348,12 +353,11 @@ Expectation mul_mat_add_rule(const Op& op) {
 
 Expectation rms_norm_mul_mat_rule(const Op& op) {
   const auto& p = op.p<NormMulMatParams>();
-  const bool glu_ok =
-      !p.glu || (p.glu_params.kind != GluKind::kSwiGluOai && (op.src[0].ne[0] + 255) / 256 <= 64);
+  const bool form = !is_packed(op.src[0].dtype) && op.src[1].ne[1] <= 8 &&
+                    (!p.glu || p.glu_params.kind != GluKind::kSwiGluOai);
   Expectation e;
-  e.vulkan = !is_packed(op.src[0].dtype) && op.src[1].ne[1] <= 8 && glu_ok ? vk(op.kind)
-                                                                          : kDeclined;
-  if (e.vulkan != kDeclined && int8_path(op)) e.vulkan_int_dot = e.vulkan + "_q8";
+  e.vulkan = form && (!p.glu || glu_row_fits(op)) ? vk(op.kind) : kDeclined;
+  if (form && int8_path(op)) e.vulkan_int_dot = vk(op.kind) + "_q8";
   return e;
 }
 

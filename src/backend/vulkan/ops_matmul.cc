@@ -233,6 +233,20 @@ uint32_t threads_per_row(int64_t k) {
       std::min<uint64_t>(std::bit_ceil(std::max<uint64_t>(chunks, 1)), kMatVecWorkgroup));
 }
 
+// mul_mat_vec_q8's lanes per row: as many, but at most kMatVecQ8MaxTpr.
+// Each workgroup quantizes all of x for its rows (mul_mat_vec.glsl), so
+// fewer lanes a row (more rows a workgroup) divide that work between more
+// rows: a row of more than kMatVecQ8MaxTpr chunks takes several rounds.
+uint32_t q8_threads_per_row(int64_t k) {
+  return std::min<uint32_t>(threads_per_row(k), kMatVecQ8MaxTpr);
+}
+
+// The lanes per row of the matvec that `op` records.
+uint32_t matvec_tpr(const Op& op, const DeviceCaps& caps) {
+  return int8_path(op, caps) ? q8_threads_per_row(op.src[0].ne[0])
+                             : threads_per_row(op.src[0].ne[0]);
+}
+
 // mul_mat_vec's X16 and W16: whether x rows (F32 / F16 / BF16 weight rows)
 // all start 16-byte aligned in their buffers, so the shader may read them
 // 16 bytes at a time.
@@ -305,7 +319,7 @@ Status record_mul_mat_q8(Recorder& r, const Op& op) {
   if (m <= kMatVecMaxCols) {
     MatParams p{};
     FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
-    const uint32_t tpr = threads_per_row(k);
+    const uint32_t tpr = q8_threads_per_row(k);
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group, gx, gy);
     return r.dispatch("mul_mat_vec_q8", {type, u32(m), tpr, 0u, x16(p), 0u}, &p, sizeof p,
@@ -344,7 +358,7 @@ bool mul_mat_glu_ok(const Op& op, const DeviceCaps& caps) {
   const TensorView &w = op.src[0], &x = op.src[1];
   return mul_mat_ok(op) && op.p<GluParams>().kind != GluKind::kSwiGluOai &&
          w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1 && x.ne[1] <= kMatVecMaxCols &&
-         threads_per_row(w.ne[0]) <= kMatVecWorkgroup / 2;
+         matvec_tpr(op, caps) <= kMatVecWorkgroup / 2;
 }
 
 bool match_mul_mat_glu(const Op& op, const DeviceCaps& caps) {
@@ -360,7 +374,7 @@ Status record_mul_mat_glu(Recorder& r, const Op& op) {
   if (op.dst.nelements() == 0) return Status();
   MatParams p{};
   FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
-  const uint32_t tpr = threads_per_row(w.ne[0]);
+  const uint32_t tpr = matvec_tpr(op, r.caps());
   const uint64_t outputs_per_group = kMatVecWorkgroup / tpr / 2;
   const uint32_t glu = op.p<GluParams>().swapped ? kMatGluUpFirst : kMatGluGateFirst;
   uint32_t gx, gy;
@@ -481,7 +495,7 @@ Status record_mul_mat_add(Recorder& r, const Op& op) {
     FOLIO_ASSIGN_OR_RETURN(p.nw, r.desc(gate));
     FOLIO_RETURN_IF_ERROR(aligned(p.nw, "gate"));
   }
-  const uint32_t tpr = threads_per_row(w.ne[0]);
+  const uint32_t tpr = matvec_tpr(op, r.caps());
   const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
   uint32_t gx, gy;
   Recorder::split_groups((w.ne[1] + rows_per_group - 1) / rows_per_group, gx, gy);
@@ -497,7 +511,7 @@ bool rms_norm_mul_mat_ok(const Op& op, const DeviceCaps& caps) {
   const auto& np = op.p<NormMulMatParams>();
   const TensorView &w = op.src[0], &x = op.src[1], &nw = op.src[2];
   const bool glu_ok = !np.glu || (np.glu_params.kind != GluKind::kSwiGluOai &&
-                                  threads_per_row(w.ne[0]) <= kMatVecWorkgroup / 2);
+                                  matvec_tpr(op, caps) <= kMatVecWorkgroup / 2);
   return mul_mat_ok(op) && glu_ok && w.ne[2] * w.ne[3] == 1 &&
          x.ne[2] * x.ne[3] == 1 && x.ne[1] <= kMatVecMaxCols && nw.dtype == DType::F32 &&
          nw.is_contiguous() && caps.max_workgroup_size >= 32 &&
@@ -521,7 +535,7 @@ Status record_rms_norm_mul_mat(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.nw, r.desc(nw));
   FOLIO_RETURN_IF_ERROR(aligned(p.nw, "norm weight"));
   p.eps = np.eps;
-  const uint32_t tpr = threads_per_row(w.ne[0]);
+  const uint32_t tpr = matvec_tpr(op, r.caps());
   const uint64_t outputs_per_group = kMatVecWorkgroup / tpr / (np.glu ? 2 : 1);
   const uint32_t glu = !np.glu                 ? kMatGluOff
                        : np.glu_params.swapped ? kMatGluUpFirst

@@ -46,14 +46,13 @@
 //
 // Q8 (mul_mat_vec_q8.comp, which defines MUL_MAT_VEC_Q8: kMulMat and the
 // fusions above, ID = 0, the weights mul_mat_q8.glsl lists): the
-// int8 path of mul_mat_q8.glsl. A lane's chunk is taken a 32-element block
-// at a time, step j of a round being block j of each lane's chunk: the
-// weight block's codes, then the step's x blocks of a group of columns (as
-// x_at gives them: normalised under NORM), quantized once per workgroup by
-// all its lanes into shared memory between one pair of barriers (up to
-// Q8_GROUP blocks: every column at once where TPR <= 32), and the block's
-// term added to each column's chunk partial; partials and totals then go on
-// as above, so the sums are mul_mat_q8.comp's. A separate SPIR-V module, so
+// int8 path of mul_mat_q8.glsl. A lane first loads the weight blocks of
+// its chunk in the round; the round's x blocks of a group of columns (as
+// x_at gives them: normalised under NORM) are quantized once per workgroup
+// by all its lanes into shared memory between one pair of barriers (up to
+// Q8_GROUP blocks: four columns at once where TPR <= 32), and each lane adds
+// its blocks' terms, in ascending order, to each column's chunk partial;
+// partials and totals then go on as above, so the sums are mul_mat_q8.comp's. A separate SPIR-V module, so
 // a device without integer dot products never loads the capability.
 //
 // Included by mul_mat_vec.comp and mul_mat_vec_q8.comp after #version and
@@ -98,8 +97,8 @@ layout(std430, binding = 3) readonly buffer X4 { vec4 x_v[]; };
 #include "mul_mat_q8.glsl"
 const uint Q8_CB = SUM_CHUNK / kMatQ8Block;  // blocks per chunk
 const uint Q8_RS = 9u;      // xq_s stride (words)
-const uint Q8_GROUP = 256u; // x blocks quantized per step and group: (column, lane) entries
-shared uint xq_s[Q8_GROUP * Q8_RS];  // Q8: entry (m - m0) * TPR + l's x block codes
+const uint Q8_GROUP = 256u; // x blocks quantized per group: (column, block of the round) entries
+shared uint xq_s[Q8_GROUP * Q8_RS];  // Q8: entry (m - m0) * TPR * Q8_CB + b's x block codes
 shared float xd_s[Q8_GROUP];         // its scale
 shared int xs_s[Q8_GROUP];           // its code sum
 #endif
@@ -264,52 +263,64 @@ void main() {
     for (uint m = 0u; m < NCOLS; ++m) s[m] = 0.0;
     const uint c = c0 + lane;
 #ifdef MUL_MAT_VEC_Q8
-    // Step j of the round: lane l's block (c0 + l) * Q8_CB + j. The x
-    // blocks of the step (one per lane of a row and column, the same for
-    // every row) are quantized once into shared memory by all the lanes,
-    // Q8_GROUP / TPR columns at a time, between one pair of barriers.
+    // The round's weight blocks (lane l: the Q8_CB blocks of chunk c0 + l)
+    // are loaded first, so their latency overlaps the quantization. The
+    // round's x blocks (TPR * Q8_CB a column, the same for every row) are
+    // quantized once into shared memory by all the lanes, CG columns at a
+    // time, between one pair of barriers; then each lane adds its blocks'
+    // terms to each column's chunk partial in ascending block order.
     const uint nb = K / kMatQ8Block;
-    const uint cg = max(1u, min(NCOLS, Q8_GROUP / TPR));  // columns per group
+    const uint RB = TPR * Q8_CB;                    // x blocks a column and round
+    const uint CG = max(1u, min(NCOLS, Q8_GROUP / RB));  // columns a group
+    uint wc[Q8_CB * 8u];
+    float dw[Q8_CB], mw[Q8_CB];
+    uint ws[Q8_CB];
     for (uint j = 0u; j < Q8_CB; ++j) {
       const uint b = c * Q8_CB + j;
-      const bool mine = live && c < n_chunks && b < nb;
-      uint wc[8];
-      float dw = 0.0, mw = 0.0;
-      uint ws = 0u;
-      if (mine) q8_weight_block(TYPE, rb, b, wc, dw, mw, ws);
-      for (uint m0 = 0u; m0 < NCOLS; m0 += cg) {
-        barrier();  // the previous group's blocks are read
-        for (uint e = tid; e < cg * TPR; e += WG) {
-          const uint l = e % TPR;
-          const uint bl = (c0 + l) * Q8_CB + j;
-          for (uint m = 0u; m < NCOLS; ++m) {
-            if (m != m0 + e / TPR || bl >= nb) continue;
-            float v[32];
-            for (uint i = 0u; i < 4u; ++i) {
-              vec4 lo, hi;
-              x8(xcol[m], m, kMatQ8Block * bl + 8u * i, lo, hi);
-              for (uint f = 0u; f < 4u; ++f) {
-                v[8u * i + f] = lo[f];
-                v[8u * i + 4u + f] = hi[f];
-              }
+      uint cj[8];
+      dw[j] = 0.0;
+      mw[j] = 0.0;
+      ws[j] = 0u;
+      if (live && c < n_chunks && b < nb) q8_weight_block(TYPE, rb, b, cj, dw[j], mw[j], ws[j]);
+      for (uint i = 0u; i < 8u; ++i) wc[8u * j + i] = cj[i];
+    }
+    for (uint m0 = 0u; m0 < NCOLS; m0 += CG) {
+      barrier();  // the previous group's blocks are read
+      for (uint e = tid; e < CG * RB; e += WG) {
+        const uint bl = c0 * Q8_CB + e % RB;
+        for (uint m = 0u; m < NCOLS; ++m) {
+          if (m != m0 + e / RB || bl >= nb) continue;
+          float v[32];
+          for (uint i = 0u; i < 4u; ++i) {
+            vec4 lo, hi;
+            x8(xcol[m], m, kMatQ8Block * bl + 8u * i, lo, hi);
+            for (uint f = 0u; f < 4u; ++f) {
+              v[8u * i + f] = lo[f];
+              v[8u * i + 4u + f] = hi[f];
             }
-            uint qc[8];
-            float dx;
-            int xs;
-            q8_act_block(v, qc, dx, xs);
-            for (uint i = 0u; i < 8u; ++i) xq_s[e * Q8_RS + i] = qc[i];
-            xd_s[e] = dx;
-            xs_s[e] = xs;
           }
+          uint qc[8];
+          float dx;
+          int xs;
+          q8_act_block(v, qc, dx, xs);
+          for (uint i = 0u; i < 8u; ++i) xq_s[e * Q8_RS + i] = qc[i];
+          xd_s[e] = dx;
+          xs_s[e] = xs;
         }
-        barrier();
-        if (mine) {
-          for (uint m = 0u; m < NCOLS; ++m) {
-            if (m < m0 || m >= m0 + cg) continue;
-            const uint e = (m - m0) * TPR + lane;
-            uint xc[8];
-            for (uint i = 0u; i < 8u; ++i) xc[i] = xq_s[e * Q8_RS + i];
-            s[m] = s[m] + q8_block_term(TYPE, wc, xc, xs_s[e], dw, mw, ws, xd_s[e]);
+      }
+      barrier();
+      if (live && c < n_chunks) {
+        for (uint m = 0u; m < NCOLS; ++m) {
+          if (m < m0 || m >= m0 + CG) continue;
+          for (uint j = 0u; j < Q8_CB; ++j) {
+            if (c * Q8_CB + j >= nb) continue;
+            const uint e = (m - m0) * RB + lane * Q8_CB + j;
+            uint xc[8], w8[8];
+            for (uint i = 0u; i < 8u; ++i) {
+              xc[i] = xq_s[e * Q8_RS + i];
+              w8[i] = wc[8u * j + i];
+            }
+            s[m] = s[m] + q8_block_term(TYPE, w8, xc, xs_s[e], dw[j], mw[j], ws[j], xd_s[e]);
           }
         }
       }
