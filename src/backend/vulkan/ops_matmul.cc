@@ -249,14 +249,18 @@ uint32_t matvec_tpr(const Op& op, const DeviceCaps& caps) {
 
 // mul_mat_vec's X16 and W16: whether x rows (F32 / F16 / BF16 weight rows)
 // all start 16-byte aligned in their buffers, so the shader may read them
-// 16 bytes at a time.
+// 16 bytes at a time; W16 for a legacy block type: its rows start 4-byte
+// aligned, so a two-block chunk is whole words (dequant.glsl, legacy_pair).
 uint32_t x16(const MatParams& p) {
   return (p.x.off | p.x.nb[1] | p.x.nb[2] | p.x.nb[3]) % 16 == 0 ? 1u : 0u;
 }
 
 uint32_t w16(const MatParams& p, DType w) {
   const bool plain = w == DType::F32 || w == DType::F16 || w == DType::BF16;
-  return plain && (p.w.off | p.w.nb[1] | p.w.nb[2] | p.w.nb[3]) % 16 == 0 ? 1u : 0u;
+  const bool legacy = w == DType::Q4_0 || w == DType::Q4_1 || w == DType::Q5_0 ||
+                      w == DType::Q5_1 || w == DType::Q8_0;
+  const uint64_t bits = p.w.off | p.w.nb[1] | p.w.nb[2] | p.w.nb[3];
+  return (plain && bits % 16 == 0) || (legacy && bits % 4 == 0) ? 1u : 0u;
 }
 
 Status fill_params(Recorder& r, const Op& op, bool with_ids, MatParams& p) {
@@ -322,8 +326,8 @@ Status record_mul_mat_q8(Recorder& r, const Op& op) {
     const uint32_t tpr = q8_threads_per_row(k);
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group, gx, gy);
-    return r.dispatch("mul_mat_vec_q8", {type, u32(m), tpr, 0u, x16(p), 0u}, &p, sizeof p,
-                      {w, x, op.dst, x, {}, {}}, gx, gy);
+    return r.dispatch("mul_mat_vec_q8", {type, u32(m), tpr, 0u, x16(p), w16(p, w.dtype)}, &p,
+                      sizeof p, {w, x, op.dst, x, {}, {}}, gx, gy);
   }
   const int64_t col_bytes = k / kMatQ8Block * kMatQ8BlockWords * 4;
   const int64_t piece =

@@ -395,6 +395,92 @@ void dq_iq4_xs(uint rb, uint c, out vec4 lo, out vec4 hi) {
   hi *= dl;
 }
 
+// ------------------------------------------- two legacy blocks as words
+
+// Whether `type` is a 32-element legacy block type legacy_pair() reads.
+bool legacy_pair_type(uint type) {
+  return type == T_Q4_0 || type == T_Q4_1 || type == T_Q5_0 || type == T_Q5_1 || type == T_Q8_0;
+}
+
+// 32 bits at byte b of the words w (any alignment; b + 4 within them).
+uint pair_u32(uint w[17], uint b) {
+  const uint i = b >> 2u;
+  const uint s = (b & 3u) * 8u;
+  return s == 0u ? w[i] : (w[i] >> s) | (w[i + 1u] << (32u - s));
+}
+
+// Blocks 2p and 2p + 1 of a legacy-type row at byte rb, both inside the
+// row, the pair starting 4-byte aligned (rb % 4 == 0: a pair's bytes are a
+// multiple of 4 in every legacy type), read as the pair's 9-17 whole words
+// rather than field by field. Block h's codes: element 4i + j in byte j of
+// c[8h + i], as unsigned nibbles (Q5: with the fifth bit as bit 4) or Q8_0's
+// signed bytes; d[h] its scale, m[h] its minimum (Q4_1, Q5_1; else 0).
+void legacy_pair(uint type, uint rb, uint p, out uint c[16], out float d[2], out float m[2]) {
+  const uint bb = type == T_Q4_0 ? 18u : type == T_Q4_1 ? 20u : type == T_Q5_0 ? 22u
+                : type == T_Q5_1 ? 24u : 34u;
+  const uint nw = bb / 2u;  // words of the pair
+  const uint w0 = (rb + 2u * p * bb) >> 2u;
+  uint w[17];
+  for (uint i = 0u; i < 17u; ++i) w[i] = i < nw ? wq[w0 + i] : 0u;
+  for (uint h = 0u; h < 2u; ++h) {
+    const uint o = h * bb;  // block h's first byte in w
+    d[h] = unpackHalf2x16(pair_u32(w, o)).x;
+    m[h] = 0.0;
+    if (type == T_Q8_0) {
+      for (uint i = 0u; i < 8u; ++i) c[8u * h + i] = pair_u32(w, o + 2u + 4u * i);
+      continue;
+    }
+    uint qs = o + 2u, qh = 0u;
+    if (type == T_Q4_1) {
+      m[h] = unpackHalf2x16(pair_u32(w, o + 2u)).x;
+      qs = o + 4u;
+    } else if (type == T_Q5_0) {
+      qh = pair_u32(w, o + 2u);
+      qs = o + 6u;
+    } else if (type == T_Q5_1) {
+      m[h] = unpackHalf2x16(pair_u32(w, o + 2u)).x;
+      qh = pair_u32(w, o + 4u);
+      qs = o + 8u;
+    }
+    // Elements 0-15: low nibbles of qs[0..15]; 16-31: high nibbles.
+    for (uint i = 0u; i < 4u; ++i) {
+      const uint q = pair_u32(w, qs + 4u * i);
+      c[8u * h + i] = q & 0x0f0f0f0fu;
+      c[8u * h + i + 4u] = (q >> 4u) & 0x0f0f0f0fu;
+    }
+    if (type == T_Q5_0 || type == T_Q5_1) {
+      for (uint i = 0u; i < 8u; ++i) {
+        c[8u * h + i] |= spread_bits((qh >> (4u * i)) & 15u).x << 4u;
+      }
+    }
+  }
+}
+
+// Elements 8j .. 8j + 7 of block h of a legacy_pair() read, dequantized as
+// dequant8() gives them (bit for bit: the same expressions).
+void legacy_pair8(uint type, uint c[16], float d[2], float m[2], uint h, uint j, out vec4 lo,
+                  out vec4 hi) {
+  const uvec2 q = uvec2(c[8u * h + 2u * j], c[8u * h + 2u * j + 1u]);
+  if (type == T_Q8_0) {
+    bytes_s(q, lo, hi);
+    lo *= d[h];
+    hi *= d[h];
+    return;
+  }
+  vec4 a, b;
+  bytes_u(q, a, b);
+  if (type == T_Q4_1 || type == T_Q5_1) {
+    precise vec4 ra = d[h] * a + m[h];
+    precise vec4 rb2 = d[h] * b + m[h];
+    lo = ra;
+    hi = rb2;
+    return;
+  }
+  const float off = type == T_Q4_0 ? 8.0 : 16.0;
+  lo = d[h] * (a - off);
+  hi = d[h] * (b - off);
+}
+
 // Chunk c (elements 8c .. 8c+7) of the row of dtype `type` at byte rb.
 void dequant8(uint type, uint rb, uint c, uint ne0, out vec4 lo, out vec4 hi) {
   switch (type) {

@@ -12,7 +12,9 @@
 // memory; then for each (row, column) one lane adds them to that output's
 // running total in chunk order. x is read as vec4 where its rows are 16-byte
 // aligned (X16), F32 / F16 / BF16 weights 16 bytes at a time where theirs
-// are (W16): the record function checks the offsets and strides.
+// are and a legacy block type's chunk (two blocks) as whole words where its
+// rows start 4-byte aligned (W16): the record function checks the offsets
+// and strides.
 //
 // Workgroups: ceil(N / RPW) row blocks (fastest) x batches. kMulMat (ID =
 // 0): a batch is one (b2, b3) of X, all M = NCOLS columns of it, against
@@ -68,7 +70,7 @@ layout(constant_id = 1) const uint NCOLS = 1;  // 1..8
 layout(constant_id = 2) const uint TPR = 32;   // lanes per row: power of 2, <= 128
 layout(constant_id = 3) const uint ID = 0;     // 1: mul_mat_id
 layout(constant_id = 4) const uint X16 = 0;    // 1: x rows 16-byte aligned (vec4 reads)
-layout(constant_id = 5) const uint W16 = 0;    // 1: F32 / F16 / BF16 weight rows 16-byte aligned
+layout(constant_id = 5) const uint W16 = 0;    // 1: F32 / F16 / BF16 weight rows 16-byte aligned, legacy block rows 4-byte aligned
 layout(constant_id = 6) const uint GLU = kMatGluOff;  // kMulMatGlu (kMatGlu*)
 layout(constant_id = 7) const uint NORM = 0;    // 1: x normalised first (kRmsNormMulMat)
 layout(constant_id = 8) const uint NORM_B = 32; // norm.comp's workgroup for rows of K
@@ -275,14 +277,20 @@ void main() {
     uint wc[Q8_CB * 8u];
     float dw[Q8_CB], mw[Q8_CB];
     uint ws[Q8_CB];
-    for (uint j = 0u; j < Q8_CB; ++j) {
-      const uint b = c * Q8_CB + j;
-      uint cj[8];
-      dw[j] = 0.0;
-      mw[j] = 0.0;
-      ws[j] = 0u;
-      if (live && c < n_chunks && b < nb) q8_weight_block(TYPE, rb, b, cj, dw[j], mw[j], ws[j]);
-      for (uint i = 0u; i < 8u; ++i) wc[8u * j + i] = cj[i];
+    if (W16 != 0u && legacy_pair_type(TYPE) && live && c < n_chunks && 2u * c + 1u < nb) {
+      legacy_pair(TYPE, rb, c, wc, dw, mw);  // the chunk's two blocks as whole words
+      ws[0] = 0u;
+      ws[1] = 0u;
+    } else {
+      for (uint j = 0u; j < Q8_CB; ++j) {
+        const uint b = c * Q8_CB + j;
+        uint cj[8];
+        dw[j] = 0.0;
+        mw[j] = 0.0;
+        ws[j] = 0u;
+        if (live && c < n_chunks && b < nb) q8_weight_block(TYPE, rb, b, cj, dw[j], mw[j], ws[j]);
+        for (uint i = 0u; i < 8u; ++i) wc[8u * j + i] = cj[i];
+      }
     }
     for (uint m0 = 0u; m0 < NCOLS; m0 += CG) {
       barrier();  // the previous group's blocks are read
@@ -326,7 +334,19 @@ void main() {
       }
     }
 #else
-    if (live && c < n_chunks) {
+    if (W16 != 0u && legacy_pair_type(TYPE) && live && 2u * c + 1u < K / 32u) {
+      // The chunk's two blocks as whole words, dequantized as dequant8().
+      uint pc[16];
+      float pd[2], pm[2];
+      legacy_pair(TYPE, rb, c, pc, pd, pm);
+      for (uint h = 0u; h < 2u; ++h) {
+        for (uint j = 0u; j < 4u; ++j) {
+          vec4 a, b;
+          legacy_pair8(TYPE, pc, pd, pm, h, j, a, b);
+          ACCUMULATE_PIECE(a, b, SUM_CHUNK * c + 32u * h + 8u * j);
+        }
+      }
+    } else if (live && c < n_chunks) {
       const uint q_end = min((c + 1u) * PIECES, n_pieces);
       uint q = c * PIECES;
       // Whole pieces, ILP at a time, then one at a time (K % 8 != 0 leaves a
