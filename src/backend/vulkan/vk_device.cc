@@ -121,6 +121,15 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
     if (mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       d.device_local_bytes = std::max<uint64_t>(d.device_local_bytes, mem.memoryHeaps[h].size);
   }
+  const VkMemoryPropertyFlags mappable = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  for (uint32_t t = 0; t < mem.memoryTypeCount; ++t) {
+    if ((mem.memoryTypes[t].propertyFlags & mappable) == mappable) {
+      d.mappable_device_bytes = std::max<uint64_t>(
+          d.mappable_device_bytes, mem.memoryHeaps[mem.memoryTypes[t].heapIndex].size);
+    }
+  }
   DeviceCaps& c = d.caps;
   c.subgroup_size = std::max<uint32_t>(sub.subgroupSize, 1);
   c.max_workgroup_size = std::min<uint32_t>(p.limits.maxComputeWorkGroupInvocations, 1024);
@@ -183,6 +192,9 @@ std::string DeviceInfo::features() const {
   if (caps.storage_16bit) s += ", 16-bit storage";
   if (caps.cooperative_matrix) s += ", cooperative matrix";
   if (caps.push_descriptor) s += ", push descriptors";
+  s += mappable_device_bytes > 0
+           ? fmt::format(", mappable device memory {} MiB", mappable_device_bytes >> 20)
+           : std::string(", no mappable device memory");
   return s;
 }
 

@@ -23,8 +23,12 @@ struct DeviceInfo {
   std::string api_version;  // "1.3.230"
   std::string driver;       // "NVIDIA 550.54", "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)"
   uint64_t device_local_bytes = 0;
+  // The largest heap of device-local memory the host can map (a BAR; 0:
+  // none, so kernel parameters live in host memory, read across the bus).
+  uint64_t mappable_device_bytes = 0;
   DeviceCaps caps;
-  std::string features() const;  // "subgroup 32, fp16, int8, 16-bit storage, coopmat"
+  // "subgroup 32, fp16, int8, 16-bit storage, ..., mappable device memory 256 MiB"
+  std::string features() const;
 };
 
 // Every device the Vulkan loader reports, or the reason there are none

@@ -189,6 +189,7 @@ class VulkanBackend::Impl {
     Result<VkMem> ring = make_buffer(d, kParamsRingBytes, d.params_memory_type(), true,
                                      "parameter ring");
     if (!ring.ok()) {  // the device-local host-visible heap may be small: plain host memory
+      FOLIO_LOG_WARN("vulkan: kernel parameters in host memory ({})", ring.status().message());
       ring = make_buffer(d, kParamsRingBytes, d.upload_memory_type(), true, "parameter ring");
     }
     FOLIO_ASSIGN_OR_RETURN(params, std::move(ring));
