@@ -397,8 +397,9 @@ void dq_iq4_xs(uint rb, uint c, out vec4 lo, out vec4 hi) {
 
 // ------------------------------------------- two legacy blocks as words
 
-// Whether `type` is a 32-element legacy block type legacy_pair() reads.
-bool legacy_pair_type(uint type) {
+// Whether `type` is a 32-element legacy block type (Q4_0 .. Q8_0: the ones
+// legacy_pair() reads, and the int8 path's legacy block term).
+bool legacy_type(uint type) {
   return type == T_Q4_0 || type == T_Q4_1 || type == T_Q5_0 || type == T_Q5_1 || type == T_Q8_0;
 }
 

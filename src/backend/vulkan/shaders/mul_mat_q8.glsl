@@ -58,11 +58,6 @@ int q8_sdot4x8(int a, int b, spirv_literal int fmt);
 #include "q8_unpack_iq4.glsl"
 #include "q8_unpack_fp4.glsl"
 
-// Whether the type's term is the legacy 32-element one (see the top).
-bool q8_legacy_type(uint type) {
-  return type == T_Q4_0 || type == T_Q4_1 || type == T_Q5_0 || type == T_Q5_1 || type == T_Q8_0;
-}
-
 // Bit i of `bits4` into bit 4 of byte i (i < 4): the fifth bits of Q5 codes.
 uint q8_fifth_bits(uint bits4) {
   return ((bits4 & 1u) | ((bits4 & 2u) << 7u) | ((bits4 & 4u) << 14u) | ((bits4 & 8u) << 21u)) << 4u;
@@ -159,7 +154,7 @@ int q8_dot(uint w[8], uint x[8]) {
 // The block's term t (see the top of this file) from the weight block (codes
 // w, dw, mw, ws) and the x block (codes x, their sum xs, scale dx).
 float q8_block_term(uint type, uint w[8], uint x[8], int xs, float dw, float mw, uint ws, float dx) {
-  if (q8_legacy_type(type)) {
+  if (legacy_type(type)) {  // the legacy term at the top
     const int off = type == T_Q4_0 ? 8 : (type == T_Q5_0 ? 16 : 0);
     precise float t = float(q8_dot(w, x) - off * xs) * (dw * dx);
     if (type == T_Q4_1 || type == T_Q5_1) t = t + mw * (dx * float(xs));

@@ -54,8 +54,9 @@
 // by all its lanes into shared memory between one pair of barriers (up to
 // Q8_GROUP blocks: four columns at once where TPR <= 32), and each lane adds
 // its blocks' terms, in ascending order, to each column's chunk partial;
-// partials and totals then go on as above, so the sums are mul_mat_q8.comp's. A separate SPIR-V module, so
-// a device without integer dot products never loads the capability.
+// partials and totals then go on as above, so the sums are mul_mat_q8.comp's.
+// A separate SPIR-V module, so a device without integer dot products never
+// loads the capability.
 //
 // Included by mul_mat_vec.comp and mul_mat_vec_q8.comp after #version and
 // the extension lines.
@@ -277,7 +278,7 @@ void main() {
     uint wc[Q8_CB * 8u];
     float dw[Q8_CB], mw[Q8_CB];
     uint ws[Q8_CB];
-    if (W16 != 0u && legacy_pair_type(TYPE) && live && c < n_chunks && 2u * c + 1u < nb) {
+    if (W16 != 0u && legacy_type(TYPE) && live && c < n_chunks && 2u * c + 1u < nb) {
       legacy_pair(TYPE, rb, c, wc, dw, mw);  // the chunk's two blocks as whole words
       ws[0] = 0u;
       ws[1] = 0u;
@@ -334,7 +335,7 @@ void main() {
       }
     }
 #else
-    if (W16 != 0u && legacy_pair_type(TYPE) && live && 2u * c + 1u < K / 32u) {
+    if (W16 != 0u && legacy_type(TYPE) && live && 2u * c + 1u < K / 32u) {
       // The chunk's two blocks as whole words, dequantized as dequant8().
       uint pc[16];
       float pd[2], pm[2];
