@@ -319,7 +319,7 @@ Expectation ssm_scan_update_rule(const Op& op) {
 // GeGLU-erf (not swiglu_oai) over a decode-sized input (at most 8
 // columns); on the float path rows of at most 64 64-element chunks (a lane
 // each, two row slots per 128-lane workgroup), on the int8 path rows of any
-// length (at most 32 lanes a row).
+// length (at most DeviceCaps::q8_matvec_lanes lanes a row, 64 at most).
 bool glu_row_fits(const Op& op) {
   return (op.src[0].ne[0] + 63) / 64 <= 64;
 }

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "backend/op.h"
+#include "backend/vulkan/shaders/mat_interface.h"
 #include "backend/vulkan/shaders/norm_interface.h"
 #include "core/status.h"
 #include "tensor/tensor_view.h"
@@ -65,7 +66,18 @@ struct DeviceCaps {
   bool storage_16bit = false;             // storageBuffer16BitAccess
   bool cooperative_matrix = false;        // VK_KHR_cooperative_matrix
   bool push_descriptor = false;           // VK_KHR_push_descriptor (enabled when present)
+  // The int8 decode matvec's most lanes a row (a power of two, at most
+  // kMaxQ8MatvecLanes): each workgroup quantizes the x its rows read, so
+  // fewer lanes a row make more rows share that work, and more lanes give
+  // a long row more parallel loads. 8 where the device runs workgroups on
+  // CPU cores (the quantization is work there), else 32;
+  // FOLIO_VULKAN_Q8_LANES overrides it.
+  uint32_t q8_matvec_lanes = 32;
 };
+
+// The most q8_matvec_lanes may be: the GLU mode of the matvec needs two
+// row slots in its workgroup.
+inline constexpr uint32_t kMaxQ8MatvecLanes = kMatVecWorkgroup / 2;
 
 // What a record function uses: tensor descriptors and dispatches. Tests
 // record through a fake one without a device

@@ -233,17 +233,18 @@ uint32_t threads_per_row(int64_t k) {
       std::min<uint64_t>(std::bit_ceil(std::max<uint64_t>(chunks, 1)), kMatVecWorkgroup));
 }
 
-// mul_mat_vec_q8's lanes per row: as many, but at most kMatVecQ8MaxTpr.
-// Each workgroup quantizes all of x for its rows (mul_mat_vec.glsl), so
-// fewer lanes a row (more rows a workgroup) divide that work between more
-// rows: a row of more than kMatVecQ8MaxTpr chunks takes several rounds.
-uint32_t q8_threads_per_row(int64_t k) {
-  return std::min<uint32_t>(threads_per_row(k), kMatVecQ8MaxTpr);
+// mul_mat_vec_q8's lanes per row: as many, but at most the device's
+// q8_matvec_lanes. Each workgroup quantizes all of x for its rows
+// (mul_mat_vec.glsl), so fewer lanes a row (more rows a workgroup) divide
+// that work between more rows: a row of more chunks takes several rounds.
+// The sums are the same whatever the count.
+uint32_t q8_threads_per_row(int64_t k, const DeviceCaps& caps) {
+  return std::min<uint32_t>(threads_per_row(k), caps.q8_matvec_lanes);
 }
 
 // The lanes per row of the matvec that `op` records.
 uint32_t matvec_tpr(const Op& op, const DeviceCaps& caps) {
-  return int8_path(op, caps) ? q8_threads_per_row(op.src[0].ne[0])
+  return int8_path(op, caps) ? q8_threads_per_row(op.src[0].ne[0], caps)
                              : threads_per_row(op.src[0].ne[0]);
 }
 
@@ -323,7 +324,7 @@ Status record_mul_mat_q8(Recorder& r, const Op& op) {
   if (m <= kMatVecMaxCols) {
     MatParams p{};
     FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
-    const uint32_t tpr = q8_threads_per_row(k);
+    const uint32_t tpr = q8_threads_per_row(k, r.caps());
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group, gx, gy);
     return r.dispatch("mul_mat_vec_q8", {type, u32(m), tpr, 0u, x16(p), w16(p, w.dtype)}, &p,

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <mutex>
+#include <string>
+
+#include "core/log.h"
 
 namespace folio::vulkan {
 
@@ -84,6 +87,26 @@ bool has_extension(VkPhysicalDevice pd, const char* name) {
   return false;
 }
 
+// DeviceCaps::q8_matvec_lanes: on a CPU device (lavapipe) a workgroup's
+// lanes are SIMD lanes of one core, so every quantization of x is work and
+// rows share it best at 8 lanes a row; a GPU's idle lanes cost nothing and
+// a row's loads go out in parallel, so 32 there. FOLIO_VULKAN_Q8_LANES (a
+// power of two from 1 to kMaxQ8MatvecLanes) overrides it, to time or test
+// another count; another value is ignored with a warning.
+uint32_t q8_matvec_lanes(VkPhysicalDeviceType type) {
+  const uint32_t chosen = type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 32;
+  const char* env = std::getenv("FOLIO_VULKAN_Q8_LANES");
+  if (env == nullptr) return chosen;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(env, &end, 10);
+  if (end == env || *end != '\0' || v > kMaxQ8MatvecLanes || !std::has_single_bit(v)) {
+    FOLIO_LOG_WARN("FOLIO_VULKAN_Q8_LANES={}: not a power of two from 1 to {}; {} lanes a row", env,
+                   kMaxQ8MatvecLanes, chosen);
+    return chosen;
+  }
+  return static_cast<uint32_t>(v);
+}
+
 DeviceInfo describe(VkPhysicalDevice pd, int index) {
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -147,6 +170,7 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
   c.cooperative_matrix = has_extension(pd, "VK_KHR_cooperative_matrix");
   c.push_descriptor = has_extension(pd, "VK_KHR_push_descriptor") &&
                       vk().vkCmdPushDescriptorSetKHR != nullptr;
+  c.q8_matvec_lanes = q8_matvec_lanes(p.deviceType);
   return d;
 }
 
@@ -188,7 +212,8 @@ std::string DeviceInfo::features() const {
   std::string s = fmt::format("subgroup {}", caps.subgroup_size);
   if (caps.fp16_arith) s += ", fp16";
   if (caps.int8_arith) s += ", int8";
-  if (caps.integer_dot) s += ", integer dot";
+  if (caps.integer_dot)
+    s += fmt::format(", integer dot ({} lanes a decode row)", caps.q8_matvec_lanes);
   if (caps.storage_16bit) s += ", 16-bit storage";
   if (caps.cooperative_matrix) s += ", cooperative matrix";
   if (caps.push_descriptor) s += ", push descriptors";

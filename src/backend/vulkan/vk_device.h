@@ -27,7 +27,8 @@ struct DeviceInfo {
   // none, so kernel parameters live in host memory, read across the bus).
   uint64_t mappable_device_bytes = 0;
   DeviceCaps caps;
-  // "subgroup 32, fp16, int8, 16-bit storage, ..., mappable device memory 256 MiB"
+  // "subgroup 32, fp16, int8, integer dot (32 lanes a decode row), 16-bit storage, ...,
+  // mappable device memory 256 MiB"
   std::string features() const;
 };
 

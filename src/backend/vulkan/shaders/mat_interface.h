@@ -28,10 +28,6 @@ FOLIO_VK_CONST kMatSumChunk = 64u;
 // one dispatch takes (spec constant NCOLS); more go to mul_mat.comp.
 FOLIO_VK_CONST kMatVecWorkgroup = 128u;
 FOLIO_VK_CONST kMatVecMaxCols = 8u;
-// mul_mat_vec_q8's most lanes per row: each workgroup quantizes the x its
-// rows read, so a long row takes rounds of this many chunks rather than
-// more lanes (and fewer rows a workgroup).
-FOLIO_VK_CONST kMatVecQ8MaxTpr = 32u;
 // mul_mat.comp's output tile (BN = BM).
 FOLIO_VK_CONST kMatTile = 64u;
 // mul_mat_vec.comp's spec constant GLU (kMulMatGlu): off, or act(gate) * up

@@ -1,0 +1,61 @@
+// What the Vulkan runtime reads off each device (backend/vulkan/vk_device.h):
+// the capabilities the kernels' selection and shapes follow.
+#include "backend/vulkan/vk_device.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vulkan_test_device.h"
+
+namespace folio::vulkan {
+namespace vulkan_device_test {
+
+// (device type, q8_matvec_lanes) of every device, with FOLIO_VULKAN_Q8_LANES
+// set to `env` (nullptr: unset).
+std::vector<std::pair<std::string, uint32_t>> q8_lanes_with(const char* env) {
+  if (env != nullptr) {
+    setenv("FOLIO_VULKAN_Q8_LANES", env, 1);
+  } else {
+    unsetenv("FOLIO_VULKAN_Q8_LANES");
+  }
+  std::vector<std::pair<std::string, uint32_t>> out;
+  Result<std::vector<DeviceInfo>> list = list_devices();
+  EXPECT_TRUE(list.ok()) << list.status().to_string();
+  if (list.ok()) {
+    for (const DeviceInfo& d : *list) out.emplace_back(d.type, d.caps.q8_matvec_lanes);
+  }
+  return out;
+}
+
+// The int8 decode matvec's lanes a row: 8 on a CPU device, 32 on a GPU,
+// FOLIO_VULKAN_Q8_LANES when it is a power of two from 1 to
+// kMaxQ8MatvecLanes; any other value leaves the device's own count.
+TEST(VulkanDevice, Q8MatvecLanesFollowTheDeviceTypeOrAValidOverride) {
+  FOLIO_VULKAN_OR_SKIP(dev);
+  const char* was = std::getenv("FOLIO_VULKAN_Q8_LANES");
+  const std::string saved = was != nullptr ? was : "";
+  const bool had = was != nullptr;
+  const auto chosen = q8_lanes_with(nullptr);
+  ASSERT_FALSE(chosen.empty());
+  for (const auto& [type, n] : chosen) EXPECT_EQ(n, type == "CPU" ? 8u : 32u) << type;
+  for (const char* ok : {"1", "16", "64"}) {
+    for (const auto& [type, n] : q8_lanes_with(ok)) EXPECT_EQ(n, std::stoul(ok)) << type;
+  }
+  static_assert(kMaxQ8MatvecLanes == 64);
+  for (const char* bad : {"12", "128", "0", "", "8x", "-8"}) {
+    EXPECT_EQ(q8_lanes_with(bad), chosen) << "FOLIO_VULKAN_Q8_LANES=" << bad;
+  }
+  if (had) {
+    setenv("FOLIO_VULKAN_Q8_LANES", saved.c_str(), 1);
+  } else {
+    unsetenv("FOLIO_VULKAN_Q8_LANES");
+  }
+}
+
+}  // namespace vulkan_device_test
+}  // namespace folio::vulkan
