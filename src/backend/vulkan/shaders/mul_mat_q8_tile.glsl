@@ -1,15 +1,19 @@
 // The int8 tile of mul_mat_q8.comp and mul_mat_id_q8.comp: BN = 64 weight
-// rows x BM = 64 activation slots, stepping over K one 32-element block at a
-// time. Each step, threads 0-63 unpack one weight row's block (codes, scale,
+// rows x BM = 64 activation slots, stepping over K two 32-element blocks (a
+// 64-element summation chunk) a stage. Each stage the workgroup's four
+// quarters load block 2s's weight rows, its slots, block 2s + 1's weight rows
+// and its slots: a weight loader unpacks one row's block (codes, scale,
 // minimum, sub-scales; mul_mat_q8.glsl's q8_weight_block()) into shared
-// memory and threads 64-127 copy one slot's quantized block; every thread
-// then forms a 4 x 4 block of outputs (rows tn + 16i, slots tm + 16j) from
-// integer dot products of packed bytes (q8_block_term()). Shared rows are 9
-// words apart so lanes reading one word of different rows fall in distinct
-// banks. Each output keeps the partial of the current chunk (SUM_CHUNK / 32
-// blocks) beside its running total, so the sums are mul_mat_q8.glsl's, bit
-// for bit as the matvec shaders' Q8 mode sums them: a slot's output depends
-// neither on its place in the tile nor on the other slots.
+// memory, a slot loader copies one slot's quantized block. Every thread then
+// forms a 4 x 4 block of outputs (rows tn + 16i, slots tm + 16j) from integer
+// dot products of packed bytes (q8_block_term()), holding its four rows'
+// codes in registers across the four slots. Shared rows are 9 words apart so
+// lanes reading one word of different rows fall in distinct banks. Each
+// output keeps the partial of the current chunk (SUM_CHUNK / 32 blocks)
+// beside its running total and takes its blocks in ascending order, so the
+// sums are mul_mat_q8.glsl's, bit for bit as the matvec shaders' Q8 mode sums
+// them: a slot's output depends neither on its place in the tile nor on the
+// other slots.
 //
 // Include after mul_mat_q8.glsl, in a shader of 256 invocations with spec
 // constant TYPE, binding 0 `p` with a field w (the weights' shape), buffers
@@ -23,13 +27,14 @@ uint q8_tile_dst(uvec4 at, uint m);       // word index of slot m's dst column
 const uint BN = kMatTile, BM = kMatTile;
 const uint RS = 9u;  // shared row stride (words)
 const uint CHUNK_BLOCKS = SUM_CHUNK / kMatQ8Block;
+const uint SB = 2u;  // blocks a stage: a quarter of the workgroup loads each side of each
 
-shared uint wc_s[BN * RS];  // weight row n's codes at n * RS
-shared float wd_s[BN], wm_s[BN];
-shared uint ws_s[BN];       // weight row n's packed sub-scales
-shared uint xc_s[BM * RS];  // slot m's codes at m * RS
-shared float xd_s[BM];
-shared int xs_s[BM];
+shared uint wc_s[SB * BN * RS];  // block b's weight row n's codes at (b * BN + n) * RS
+shared float wd_s[SB * BN], wm_s[SB * BN];
+shared uint ws_s[SB * BN];       // weight row n's packed sub-scales
+shared uint xc_s[SB * BM * RS];  // block b's slot m's codes at (b * BM + m) * RS
+shared float xd_s[SB * BM];
+shared int xs_s[SB * BM];
 
 // dst rows n0 .. n0+63 of slots 0 .. ncols-1 against the weight matrix at
 // byte wbase (w's K = ne0, N = ne1, row stride nb1). Every invocation of the
@@ -41,11 +46,13 @@ void q8_tile(uint n0, uint wbase, uint ncols, uvec4 at) {
   const uint nb = p.w.ne0 / kMatQ8Block;
   const uint tn = tid % 16u, tm = tid / 16u;
   const uint jmax = (ncols + 15u) / 16u;
-  // This thread's loads: weight row n0 + tid (tid < 64) or slot tid - 64.
-  const bool w_loader = tid < BN && n0 + tid < N;
-  const uint wrow = wbase + (n0 + tid) * p.w.nb1;
-  const bool x_loader = tid >= BN && tid < BN + BM && tid - BN < ncols;
-  const uint xblk0 = x_loader ? q8_tile_x_block0(at, tid - BN) : 0u;
+  // This thread's loads: quarter q = tid / 64 loads block sb = q / 2 of the
+  // stage, weight row n0 + r (q even) or slot r (q odd), r = tid % 64.
+  const uint quarter = tid / 64u, r = tid % 64u, sb = quarter / 2u;
+  const bool w_loader = quarter % 2u == 0u && n0 + r < N;
+  const uint wrow = wbase + (n0 + r) * p.w.nb1;
+  const bool x_loader = quarter % 2u == 1u && r < ncols;
+  const uint xblk0 = x_loader ? q8_tile_x_block0(at, r) : 0u;
 
   precise float acc[4][4];  // the current chunk's partial sums
   precise float tot[4][4];  // the finished chunks' sum
@@ -55,44 +62,58 @@ void q8_tile(uint n0, uint wbase, uint ncols, uvec4 at) {
       tot[i][j] = 0.0;
     }
   }
-  for (uint kb = 0u; kb < nb; ++kb) {
-    if (w_loader) {
+  for (uint kb0 = 0u; kb0 < nb; kb0 += SB) {
+    const uint kb = kb0 + sb;
+    if (w_loader && kb < nb) {
       uint c[8];
       float dw, mw;
       uint ws;
       q8_weight_block(TYPE, wrow, kb, c, dw, mw, ws);
-      for (uint i = 0u; i < 8u; ++i) wc_s[tid * RS + i] = c[i];
-      wd_s[tid] = dw;
-      wm_s[tid] = mw;
-      ws_s[tid] = ws;
-    } else if (x_loader) {
-      const uint m = tid - BN;
+      const uint s = sb * BN + r;
+      for (uint i = 0u; i < 8u; ++i) wc_s[s * RS + i] = c[i];
+      wd_s[s] = dw;
+      wm_s[s] = mw;
+      ws_s[s] = ws;
+    } else if (x_loader && kb < nb) {
+      const uint s = sb * BM + r;
       const uint qo = xblk0 + kb * Q8_WORDS;
-      for (uint i = 0u; i < 8u; ++i) xc_s[m * RS + i] = q_w[qo + i];
-      xd_s[m] = uintBitsToFloat(q_w[qo + 8u]);
-      xs_s[m] = int(q_w[qo + 9u]);
+      for (uint i = 0u; i < 8u; ++i) xc_s[s * RS + i] = q_w[qo + i];
+      xd_s[s] = uintBitsToFloat(q_w[qo + 8u]);
+      xs_s[s] = int(q_w[qo + 9u]);
     }
     barrier();
-    for (uint j = 0u; j < 4u; ++j) {
-      if (j >= jmax) continue;
-      const uint m = tm + 16u * j;
-      uint xc[8];
-      for (uint w = 0u; w < 8u; ++w) xc[w] = xc_s[m * RS + w];
-      const float dx = xd_s[m];
-      const int xs = xs_s[m];
+    for (uint b = 0u; b < SB; ++b) {
+      if (kb0 + b >= nb) break;
+      // This thread's four weight rows of block kb0 + b, held across its slots.
+      uint wc[4][8];
+      float dw[4], mw[4];
+      uint ws[4];
       for (uint i = 0u; i < 4u; ++i) {
-        const uint n = tn + 16u * i;
-        uint wc[8];
-        for (uint w = 0u; w < 8u; ++w) wc[w] = wc_s[n * RS + w];
-        acc[i][j] = acc[i][j] + q8_block_term(TYPE, wc, xc, xs, wd_s[n], wm_s[n], ws_s[n], dx);
+        const uint n = b * BN + tn + 16u * i;
+        for (uint w = 0u; w < 8u; ++w) wc[i][w] = wc_s[n * RS + w];
+        dw[i] = wd_s[n];
+        mw[i] = wm_s[n];
+        ws[i] = ws_s[n];
       }
-    }
-    // A chunk ends here: its partial joins the total.
-    if ((kb + 1u) % CHUNK_BLOCKS == 0u || kb + 1u == nb) {
-      for (uint i = 0u; i < 4u; ++i) {
-        for (uint j = 0u; j < 4u; ++j) {
-          tot[i][j] = tot[i][j] + acc[i][j];
-          acc[i][j] = 0.0;
+      for (uint j = 0u; j < 4u; ++j) {
+        if (j >= jmax) continue;
+        const uint m = b * BM + tm + 16u * j;
+        uint xc[8];
+        for (uint w = 0u; w < 8u; ++w) xc[w] = xc_s[m * RS + w];
+        const float dx = xd_s[m];
+        const int xs = xs_s[m];
+        for (uint i = 0u; i < 4u; ++i) {
+          acc[i][j] = acc[i][j] + q8_block_term(TYPE, wc[i], xc, xs, dw[i], mw[i], ws[i], dx);
+        }
+      }
+      // A chunk ends here: its partial joins the total.
+      const uint kb_done = kb0 + b + 1u;
+      if (kb_done % CHUNK_BLOCKS == 0u || kb_done == nb) {
+        for (uint i = 0u; i < 4u; ++i) {
+          for (uint j = 0u; j < 4u; ++j) {
+            tot[i][j] = tot[i][j] + acc[i][j];
+            acc[i][j] = 0.0;
+          }
         }
       }
     }
