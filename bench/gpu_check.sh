@@ -137,6 +137,11 @@ if ((bench)); then
     FOLIO_VULKAN_Q8_LANES=$lanes step "folio_bench_q8_lanes$lanes" 120 "$folio" bench \
       -m "${models[0]}" --device vulkan -p 0 -n 128 --seqs 1,8 -r 2 --json
   done
+  # Prefill's flash attention at one query head a workgroup (each head
+  # loading its K/V tiles itself) against the default (up to 8 heads of a
+  # KV head sharing them); the same sums.
+  FOLIO_VULKAN_FA_HEADS=1 step folio_bench_fa_heads1 120 "$folio" bench -m "${models[0]}" \
+    --device vulkan -p 512 -n 0 -r 3 --json
   FOLIO_VULKAN_REPLAY=0 step folio_bench_no_replay 180 "$folio" bench -m "${models[0]}" \
     --device vulkan -p 0 -n 128 --seqs 1,8 -r 3 --json
   # Where the device's time goes, per kernel (vk_timestamps.h): one prefill

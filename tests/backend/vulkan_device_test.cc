@@ -1,5 +1,6 @@
 // What the Vulkan runtime reads off each device (backend/vulkan/vk_device.h):
-// the capabilities the kernels' selection and shapes follow.
+// the capabilities the kernels' selection and shapes follow, and their
+// environment overrides.
 #include "backend/vulkan/vk_device.h"
 
 #include <gtest/gtest.h>
@@ -54,6 +55,46 @@ TEST(VulkanDevice, Q8MatvecLanesFollowTheDeviceTypeOrAValidOverride) {
     setenv("FOLIO_VULKAN_Q8_LANES", saved.c_str(), 1);
   } else {
     unsetenv("FOLIO_VULKAN_Q8_LANES");
+  }
+}
+
+// fa_max_heads of every device, with FOLIO_VULKAN_FA_HEADS set to `env`
+// (nullptr: unset).
+std::vector<uint32_t> fa_heads_with(const char* env) {
+  if (env != nullptr) {
+    setenv("FOLIO_VULKAN_FA_HEADS", env, 1);
+  } else {
+    unsetenv("FOLIO_VULKAN_FA_HEADS");
+  }
+  std::vector<uint32_t> out;
+  Result<std::vector<DeviceInfo>> list = list_devices();
+  EXPECT_TRUE(list.ok()) << list.status().to_string();
+  if (list.ok()) {
+    for (const DeviceInfo& d : *list) out.push_back(d.caps.fa_max_heads);
+  }
+  return out;
+}
+
+// Flash attention's most query heads a workgroup: kMaxFaHeads on every
+// device, FOLIO_VULKAN_FA_HEADS when it is a power of two up to it.
+TEST(VulkanDevice, FlashAttentionHeadsFollowAValidOverride) {
+  FOLIO_VULKAN_OR_SKIP(dev);
+  const char* was = std::getenv("FOLIO_VULKAN_FA_HEADS");
+  const std::string saved = was != nullptr ? was : "";
+  const bool had = was != nullptr;
+  const std::vector<uint32_t> chosen = fa_heads_with(nullptr);
+  ASSERT_FALSE(chosen.empty());
+  for (uint32_t n : chosen) EXPECT_EQ(n, kMaxFaHeads);
+  for (const char* ok : {"1", "2", "8"}) {
+    for (uint32_t n : fa_heads_with(ok)) EXPECT_EQ(n, std::stoul(ok)) << ok;
+  }
+  for (const char* bad : {"3", "16", "0", "", "two"}) {
+    EXPECT_EQ(fa_heads_with(bad), chosen) << "FOLIO_VULKAN_FA_HEADS=" << bad;
+  }
+  if (had) {
+    setenv("FOLIO_VULKAN_FA_HEADS", saved.c_str(), 1);
+  } else {
+    unsetenv("FOLIO_VULKAN_FA_HEADS");
   }
 }
 

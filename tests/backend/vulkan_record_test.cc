@@ -6,6 +6,8 @@
 // shaders' own interface headers.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -340,6 +342,58 @@ TEST(VulkanRecord, FlashAttentionSplitsLongCachesOfFewPairs) {
     EXPECT_EQ(p.split_len, 512u);
     EXPECT_EQ(p.capacity, static_cast<uint32_t>(c.n_ctx));
     EXPECT_EQ(p.partials.ne[0], pairs * n_split * (64 + 2));
+  }
+}
+
+// A workgroup takes several query heads of one KV head (the shader's GH,
+// spec constant 9) while at least DeviceCaps::fa_min_workgroups workgroups
+// remain: the largest power of two up to DeviceCaps::fa_max_heads that
+// divides the heads per KV head and keeps each head's registers within 96
+// floats in all; split-K passes take one.
+TEST(VulkanRecord, FlashAttentionGroupsTheQueryHeadsOfAKvHead) {
+  struct Case {
+    int64_t d, n_head, n_kv_head, n_tokens, n_ctx;
+    uint32_t min_workgroups, heads;
+    uint32_t max_heads = 8;  // DeviceCaps::fa_max_heads
+  };
+  for (const Case& c : {
+           Case{64, 8, 2, 512, 512, 1024, 4},      // group 4: all of it
+           Case{64, 32, 4, 512, 512, 1024, 8},     // 12 floats a head: 8 fit
+           Case{128, 32, 4, 512, 512, 1024, 4},    // 20 floats a head: 4 fit
+           Case{576, 16, 1, 512, 512, 1024, 1},    // latent attention's rows: 1
+           Case{64, 32, 4, 16, 512, 1024, 1},      // 512 workgroups: too few for a GPU
+           Case{64, 32, 4, 16, 512, 16, 8},        // a CPU device's 16
+           Case{64, 32, 4, 3, 512, 16, 4},         // 96 pairs: 4 heads leave 24
+           Case{64, 12, 2, 512, 512, 1024, 2},     // group 6: 2 divides it, 4 does not
+           Case{64, 8, 8, 512, 512, 1024, 1},      // no GQA
+           Case{64, 32, 4, 1, 4096, 16, 1},        // split-K (32 pairs, 8 pieces)
+           Case{64, 32, 4, 512, 512, 1024, 2, 2},  // FOLIO_VULKAN_FA_HEADS=2
+           Case{64, 32, 4, 512, 512, 1024, 1, 1},  // FOLIO_VULKAN_FA_HEADS=1
+       }) {
+    DeviceCaps caps;
+    caps.fa_min_workgroups = c.min_workgroups;
+    caps.fa_max_heads = c.max_heads;
+    FakeRecorder r(caps);
+    Op op;
+    op.kind = OpKind::kFlashAttn;
+    op.src[0] = r.tensor(DType::F32, {c.d, c.n_head, c.n_tokens});
+    op.src[1] = r.tensor(DType::F16, {c.d, c.n_kv_head, c.n_ctx, 1});
+    op.src[2] = r.tensor(DType::F16, {c.d, c.n_kv_head, c.n_ctx, 1});
+    op.src[3] = r.tensor(DType::I32, {c.n_tokens});
+    op.src[4] = r.tensor(DType::I32, {c.n_tokens});
+    op.src[5] = r.tensor(DType::I32, {1});
+    op.dst = r.tensor(DType::F32, {c.d, c.n_head, c.n_tokens});
+    op.params = AttentionParams{};
+    const std::string what = fmt::format("d {} heads {}/{} tokens {} min {}", c.d, c.n_head,
+                                         c.n_kv_head, c.n_tokens, c.min_workgroups);
+    EXPECT_EQ(record(r, op), "flash_attn") << what;
+    ASSERT_FALSE(r.dispatches().empty()) << what;
+    const RecordedDispatch& first = r.dispatches()[0];
+    ASSERT_EQ(first.spec.size(), 10u) << what;
+    EXPECT_EQ(first.spec[9], c.heads) << what;
+    EXPECT_EQ(uint64_t{first.groups[0]} * first.groups[1],
+              static_cast<uint64_t>(c.n_head * c.n_tokens / c.heads))
+        << what;
   }
 }
 

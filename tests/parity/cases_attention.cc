@@ -233,6 +233,26 @@ std::unique_ptr<OpCase> attention_case(const AttnSpec& sp) {
     c->equivalents.push_back(
         {fmt::format("paged bs{}, permuted blocks", sp.block_sizes[i]), paged[i], true});
   }
+  // K/V repeated for every query head: a head's output must not depend on
+  // how many query heads share its KV head (the Vulkan kernel gives a
+  // workgroup several of them, sharing each K/V tile; each head's sums stay
+  // its own). Short caches only, to keep the suite quick.
+  if (sp.kind == OpKind::kFlashAttn && sp.gqa > 1 && !sp.v_in_k && max_len <= 200) {
+    Op repeated = contig;
+    TensorView kr = c->alloc(sp.kv, {d, n_head, n_ctx, n_seq});
+    TensorView vr = c->alloc(vt, {dv, n_head, n_ctx, n_seq});
+    for (int64_t s = 0; s < n_seq; ++s) {
+      for (int64_t p = 0; p < n_ctx; ++p) {
+        for (int64_t h = 0; h < n_head; ++h) {
+          std::memcpy(kr.row<void>(h, p, s), k.row<void>(h / sp.gqa, p, s), k.row_bytes());
+          std::memcpy(vr.row<void>(h, p, s), v.row<void>(h / sp.gqa, p, s), v.row_bytes());
+        }
+      }
+    }
+    repeated.src[1] = kr;
+    repeated.src[2] = vr;
+    c->equivalents.push_back({"K/V repeated per query head", repeated, true});
+  }
   if (sp.kind == OpKind::kFlashAttn && sp.with_sdpa) {
     Op sdpa = op;
     sdpa.kind = OpKind::kSdpa;

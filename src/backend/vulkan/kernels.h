@@ -73,11 +73,21 @@ struct DeviceCaps {
   // CPU cores (the quantization is work there), else 32;
   // FOLIO_VULKAN_Q8_LANES overrides it.
   uint32_t q8_matvec_lanes = 32;
+  // Flash attention gives a workgroup several query heads of one KV head
+  // (sharing each tile's K/V loads), at most fa_max_heads (a power of two up
+  // to kMaxFaHeads; FOLIO_VULKAN_FA_HEADS overrides it, 1: one head a
+  // workgroup), and only while at least fa_min_workgroups workgroups
+  // remain: about what keeps a GPU's cores full (1024), a few per core on a
+  // CPU device (16).
+  uint32_t fa_max_heads = 8;
+  uint32_t fa_min_workgroups = 1024;
 };
 
 // The most q8_matvec_lanes may be: the GLU mode of the matvec needs two
 // row slots in its workgroup.
 inline constexpr uint32_t kMaxQ8MatvecLanes = kMatVecWorkgroup / 2;
+// The most query heads a flash-attention workgroup takes.
+inline constexpr uint32_t kMaxFaHeads = 8;
 
 // What a record function uses: tensor descriptors and dispatches. Tests
 // record through a fake one without a device

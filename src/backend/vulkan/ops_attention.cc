@@ -2,14 +2,17 @@
 // (shaders/flash_attn.comp), the cache write set_rows (shaders/set_rows.comp)
 // and soft_max (shaders/soft_max.comp). Semantics: op.h.
 //
-// flash_attn: one workgroup of 256 invocations per (query token, head); the
-// visible keys are split across the workgroup in tiles of 64 (see the
-// shader). K/V of type F32, F16, BF16 or Q8_0 (K and V types independent;
-// Q8_0 head dims multiples of 32), head dims up to 576 (multi-head latent
-// attention's rows: K 576 with V the first 512 values of the same rows, read
-// through V's view of them, KvLayerShape::v_in_k). The layout is a
-// run-time parameter, not a specialization, so the paged and contiguous
-// forms of an op run one pipeline and give byte-identical outputs.
+// flash_attn: one workgroup of 256 invocations per (query token, head), or
+// per (query token, several heads of one KV head) where enough workgroups
+// remain (fa_heads_per_workgroup: the heads share each tile's K/V loads,
+// each head's sums unchanged); the visible keys are split across the
+// workgroup in tiles of 64 (see the shader). K/V of type F32, F16, BF16 or
+// Q8_0 (K and V types independent; Q8_0 head dims multiples of 32), head
+// dims up to 576 (multi-head latent attention's rows: K 576 with V the first
+// 512 values of the same rows, read through V's view of them,
+// KvLayerShape::v_in_k). The layout is a run-time parameter, not a
+// specialization, so the paged and contiguous forms of an op run one
+// pipeline and give byte-identical outputs.
 // Few (token, head) pairs over a cache longer than one split (decode of a
 // small batch) take split-K: up to kFaMaxSplits workgroups per pair, each
 // over its pieces of kFaSplitKeys positions, partials in scratch memory,
@@ -89,6 +92,27 @@ static_assert(offsetof(FlashAttnParams, n_head) == 9 * sizeof(TensorDesc) &&
               offsetof(FlashAttnParams, has_sinks) == 9 * sizeof(TensorDesc) + 48 &&
               offsetof(FlashAttnParams, partials) == 9 * sizeof(TensorDesc) + 52 &&
               offsetof(FlashAttnParams, split_len) == 10 * sizeof(TensorDesc) + 56);
+
+// Query heads a flash-attention workgroup takes (the shader's GH): the
+// largest power of two up to caps.fa_max_heads that divides the heads per
+// KV head (`group`), keeps each head's registers (its q slice,
+// accumulators, running max and denominator) within kFaHeadRegisters
+// floats in all, and leaves at least caps.fa_min_workgroups workgroups.
+// Every head's sums are the same whatever the count, so the choice may
+// follow the batch's size.
+constexpr uint32_t kFaHeadRegisters = 96;
+
+uint32_t fa_heads_per_workgroup(int64_t n_work, uint32_t group, uint32_t kt, uint32_t kwpl,
+                                uint32_t vt, uint32_t vwpt, const DeviceCaps& caps) {
+  const uint32_t ke = kt == kDtypeQ8_0 ? 4 : 2, ve = vt == kDtypeQ8_0 ? 4 : 2;
+  const uint32_t per_head = ke * kwpl + ve * vwpt + 2;
+  uint32_t gh = 1;
+  while (2 * gh <= caps.fa_max_heads && group % (2 * gh) == 0 &&
+         2 * gh * per_head <= kFaHeadRegisters && n_work / (2 * gh) >= caps.fa_min_workgroups) {
+    gh *= 2;
+  }
+  return gh;
+}
 
 bool match_flash_attn(const Op& op, const DeviceCaps&) {
   const auto& p = op.p<AttentionParams>();
@@ -184,13 +208,15 @@ Status record_flash_attn(Recorder& r, const Op& op) {
 
   const int64_t n_work = n_head * n_tokens;
   uint32_t gx, gy;
-  Recorder::split_groups(static_cast<uint64_t>(n_work), gx, gy);
   const int64_t pieces = (capacity + kFaSplitKeys - 1) / kFaSplitKeys;
   if (n_work >= kFaSplitMaxWork || pieces <= 1 || !split_k_enabled()) {
+    const uint32_t gh = fa_heads_per_workgroup(n_work, p.group, kt, kwpl, vt, vwpt, r.caps());
+    Recorder::split_groups(static_cast<uint64_t>(n_work / gh), gx, gy);
     return r.dispatch(
-        "flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitNone}, &p, sizeof p,
+        "flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitNone, gh}, &p, sizeof p,
         {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst, {}}, gx, gy);
   }
+  Recorder::split_groups(static_cast<uint64_t>(n_work), gx, gy);
   // Split-K: partials [dv + 2, n_split, n_work] in scratch, then the combine.
   const uint32_t n_split = static_cast<uint32_t>(std::min<int64_t>(pieces, kFaMaxSplits));
   const size_t partial_bytes = static_cast<size_t>(n_work) * n_split * (dv + 2) * sizeof(float);
@@ -201,9 +227,9 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   const std::initializer_list<TensorView> tensors = {q,         k,      v,     op.src[3], op.src[4],
                                                      op.src[5], blocks, sinks, op.dst,    partials};
   FOLIO_RETURN_IF_ERROR(r.dispatch("flash_attn",
-                                   {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitPartials}, &p,
-                                   sizeof p, tensors, gx, gy, n_split));
-  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitCombine}, &p,
+                                   {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitPartials, 1u},
+                                   &p, sizeof p, tensors, gx, gy, n_split));
+  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitCombine, 1u}, &p,
                     sizeof p, tensors, gx, gy);
 }
 

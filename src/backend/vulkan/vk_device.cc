@@ -87,24 +87,30 @@ bool has_extension(VkPhysicalDevice pd, const char* name) {
   return false;
 }
 
-// DeviceCaps::q8_matvec_lanes: on a CPU device (lavapipe) a workgroup's
-// lanes are SIMD lanes of one core, so every quantization of x is work and
-// rows share it best at 8 lanes a row; a GPU's idle lanes cost nothing and
-// a row's loads go out in parallel, so 32 there. FOLIO_VULKAN_Q8_LANES (a
-// power of two from 1 to kMaxQ8MatvecLanes) overrides it, to time or test
-// another count; another value is ignored with a warning.
-uint32_t q8_matvec_lanes(VkPhysicalDeviceType type) {
-  const uint32_t chosen = type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 32;
-  const char* env = std::getenv("FOLIO_VULKAN_Q8_LANES");
+// `chosen`, or the environment variable `name` where it is a power of two
+// from 1 to `max` (to time or test another count); another value is
+// ignored with a warning naming `what` is counted.
+uint32_t power_of_two_override(const char* name, uint32_t chosen, uint32_t max, const char* what) {
+  const char* env = std::getenv(name);
   if (env == nullptr) return chosen;
   char* end = nullptr;
   const unsigned long v = std::strtoul(env, &end, 10);
-  if (end == env || *end != '\0' || v > kMaxQ8MatvecLanes || !std::has_single_bit(v)) {
-    FOLIO_LOG_WARN("FOLIO_VULKAN_Q8_LANES={}: not a power of two from 1 to {}; {} lanes a row", env,
-                   kMaxQ8MatvecLanes, chosen);
+  if (end == env || *end != '\0' || v > max || !std::has_single_bit(v)) {
+    FOLIO_LOG_WARN("{}={}: not a power of two from 1 to {}; {} {}", name, env, max, chosen, what);
     return chosen;
   }
   return static_cast<uint32_t>(v);
+}
+
+// DeviceCaps::q8_matvec_lanes: on a CPU device (lavapipe) a workgroup's
+// lanes are SIMD lanes of one core, so every quantization of x is work and
+// rows share it best at 8 lanes a row; a GPU's idle lanes cost nothing and
+// a row's loads go out in parallel, so 32 there. FOLIO_VULKAN_Q8_LANES
+// overrides it.
+uint32_t q8_matvec_lanes(VkPhysicalDeviceType type) {
+  return power_of_two_override("FOLIO_VULKAN_Q8_LANES",
+                               type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 32, kMaxQ8MatvecLanes,
+                               "lanes a row");
 }
 
 DeviceInfo describe(VkPhysicalDevice pd, int index) {
@@ -171,6 +177,9 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
   c.push_descriptor = has_extension(pd, "VK_KHR_push_descriptor") &&
                       vk().vkCmdPushDescriptorSetKHR != nullptr;
   c.q8_matvec_lanes = q8_matvec_lanes(p.deviceType);
+  c.fa_min_workgroups = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 16 : 1024;
+  c.fa_max_heads = power_of_two_override("FOLIO_VULKAN_FA_HEADS", kMaxFaHeads, kMaxFaHeads,
+                                         "query heads a flash-attention workgroup at most");
   return d;
 }
 

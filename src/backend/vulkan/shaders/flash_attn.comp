@@ -1,5 +1,9 @@
-// kFlashAttn: one workgroup per (query token, head), 256 invocations that
-// split the visible keys between them (see op.h, "Attention inputs").
+// kFlashAttn: one workgroup per (query token, GH query heads that share a KV
+// head), 256 invocations that split the visible keys between them (see op.h,
+// "Attention inputs"). With GH > 1 each tile's K/V words, loaded once, serve
+// the heads in turn: scores, softmax and accumulation below run head by
+// head, each with its own running max, denominator and accumulators, so
+// every head's arithmetic is the GH = 1 kernel's, bit for bit.
 //
 // Keys are visited in ascending position order in tiles of BC = 64:
 //   V loads  VS key slots x CT = 256 / VS column invocations: slot v owns the
@@ -70,6 +74,7 @@ layout(constant_id = 5) const uint VS = 1u;     // key slots for the values
 layout(constant_id = 6) const uint VWPT = 1u;   // V words per invocation: ceil(words(DV) / CT)
 layout(constant_id = 7) const uint ALIGNED = 0u;  // 1: every non-q8_0 K/V row starts on and fills whole words
 layout(constant_id = 8) const uint SPLIT = kFaSplitNone;  // or kFaSplitPartials, kFaSplitCombine
+layout(constant_id = 9) const uint GH = 1u;  // query heads a workgroup: 1, or (kFaSplitNone) a divisor of group
 
 const uint KEPW = KT == kDtypeF32 ? 1u : KT == kDtypeQ8_0 ? 4u : 2u;  // elements per 32-bit word
 const uint VEPW = VT == kDtypeF32 ? 1u : VT == kDtypeQ8_0 ? 4u : 2u;
@@ -245,7 +250,8 @@ void combine(uint gid) {
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint gid = group_index();
-  const uint n_work = p.n_tokens * p.n_head;
+  const uint n_hg = p.n_head / GH;  // head groups a token
+  const uint n_work = p.n_tokens * n_hg;
   if (gid >= n_work) return;
   if (SPLIT == kFaSplitCombine) {
     combine(gid);
@@ -268,8 +274,8 @@ void main() {
     for (uint s = gid; s < p.n_seq; s += n_work) checked_kv_len(s);
   }
 
-  const uint tok = gid / p.n_head;
-  const uint h = gid % p.n_head;
+  const uint tok = gid / n_hg;
+  const uint h0 = (gid % n_hg) * GH;  // this workgroup's heads: h0 .. h0 + GH - 1
   const int s_in = seq_i[flat_off(p.seq_idx, tok) >> 2];
   int len = -1;
   if (s_in < 0 || uint(s_in) >= p.n_seq) {
@@ -292,7 +298,8 @@ void main() {
       ke = uint(e);
     }
   }
-  const uint out_row = p.dst.off + h * p.dst.nb1 + tok * p.dst.nb2;
+  // Head h0 + g's output row: out_row0 + g * nb1.
+  const uint out_row0 = p.dst.off + h0 * p.dst.nb1 + tok * p.dst.nb2;
   // The keys are visited in pieces [sb, sb + plen), sb = sb0, sb0 + pstride,
   // ... below ke (one piece, [kb, ke), without split-K).
   uint sb0 = kb;
@@ -311,33 +318,46 @@ void main() {
     if (SPLIT == kFaSplitPartials) {
       if (tid == 0u) part_f[part_at + 1u] = 0.0;
     } else {
-      for (uint c = tid; c < DV; c += NT) dst_f[(out_row + c * p.dst.nb0) >> 2] = 0.0;
+      for (uint g = 0u; g < GH; ++g) {
+        for (uint c = tid; c < DV; c += NT) {
+          dst_f[(out_row0 + g * p.dst.nb1 + c * p.dst.nb0) >> 2] = 0.0;
+        }
+      }
     }
     return;
   }
 
-  const uint kvh = h / p.group;
+  const uint kvh = h0 / p.group;
   const uint lane = tid % TPK;
   const uint kgrp = tid / TPK;
   const uint slot = tid / CT;
   const uint ct = tid % CT;
 
-  // This lane's slice of q: the elements of K words lane, lane + TPK, ...
-  float qr[KE * KWPL];
-  const uint q_row = p.q.off + h * p.q.nb1 + tok * p.q.nb2;
-  for (uint i = 0u; i < KWPL; ++i) {
-    for (uint e = 0u; e < KE; ++e) {
-      const uint d = (lane + TPK * i) * KEPW + e;
-      qr[KE * i + e] = (e < KEPW && d < D) ? q_f[(q_row + d * p.q.nb0) >> 2] : 0.0;
+  // This lane's slice of each head's q: the elements of K words lane, lane +
+  // TPK, ...
+  float qr[GH][KE * KWPL];
+  for (uint g = 0u; g < GH; ++g) {
+    const uint q_row = p.q.off + (h0 + g) * p.q.nb1 + tok * p.q.nb2;
+    for (uint i = 0u; i < KWPL; ++i) {
+      for (uint e = 0u; e < KE; ++e) {
+        const uint d = (lane + TPK * i) * KEPW + e;
+        qr[g][KE * i + e] = (e < KEPW && d < D) ? q_f[(q_row + d * p.q.nb0) >> 2] : 0.0;
+      }
     }
   }
 
-  precise float acc[VE * VWPT];
-  for (uint c = 0u; c < VE * VWPT; ++c) acc[c] = 0.0;
-  float m = 0.0;          // running max (set by the first tile)
-  precise float l = 0.0;  // this slot's denominator
+  // Each head's accumulators, running max (set by the first tile) and this
+  // slot's denominator.
+  precise float acc[GH][VE * VWPT];
+  float m[GH];
+  precise float l[GH];
+  for (uint g = 0u; g < GH; ++g) {
+    for (uint c = 0u; c < VE * VWPT; ++c) acc[g][c] = 0.0;
+    m[g] = 0.0;
+    l[g] = 0.0;
+  }
 
-  bool first = true;  // the first tile sets the running max
+  bool first = true;  // the first tile sets the running maxima
   for (uint sb = sb0; sb < ke; sb = ke - sb <= pstride ? ke : sb + pstride) {
     const uint rb = max(kb, sb);
     const uint re = ke - sb <= plen ? ke : sb + plen;
@@ -376,121 +396,132 @@ void main() {
           }
         }
       }
-      // Scores: lane partials.
-      for (uint r = 0u; r < R; ++r) {
-        precise float dot = 0.0;
-        for (uint i = 0u; i < KWPL; ++i) {
-          if (lane + TPK * i < WK) {
-            if (KT == kDtypeQ8_0) {
-              const vec4 kv = decode_q8(kw[r * KWPL + i], kd[r * KWPL + i]);
-              dot += qr[4u * i] * kv.x;
-              dot += qr[4u * i + 1u] * kv.y;
-              dot += qr[4u * i + 2u] * kv.z;
-              dot += qr[4u * i + 3u] * kv.w;
-            } else {
-              const vec2 kv = decode(KT, kw[r * KWPL + i]);
-              dot += qr[2u * i] * kv.x;
-              if (KEPW == 2u) dot += qr[2u * i + 1u] * kv.y;
+      // Head by head: the scores' shared memory is free for the next head
+      // once every invocation has read it, which the next head's first
+      // barrier waits for.
+      for (uint g = 0u; g < GH; ++g) {
+        // Scores: lane partials.
+        for (uint r = 0u; r < R; ++r) {
+          precise float dot = 0.0;
+          for (uint i = 0u; i < KWPL; ++i) {
+            if (lane + TPK * i < WK) {
+              if (KT == kDtypeQ8_0) {
+                const vec4 kv = decode_q8(kw[r * KWPL + i], kd[r * KWPL + i]);
+                dot += qr[g][4u * i] * kv.x;
+                dot += qr[g][4u * i + 1u] * kv.y;
+                dot += qr[g][4u * i + 2u] * kv.z;
+                dot += qr[g][4u * i + 3u] * kv.w;
+              } else {
+                const vec2 kv = decode(KT, kw[r * KWPL + i]);
+                dot += qr[g][2u * i] * kv.x;
+                if (KEPW == 2u) dot += qr[g][2u * i + 1u] * kv.y;
+              }
+            }
+          }
+          part[(kgrp + KG * r) * TPK + lane] = dot;
+        }
+        barrier();
+        if (tid < BC) {
+          precise float score = NEG_INF;  // keys past the tile's end: no effect on the max
+          if (tid < nv) {
+            precise float sum = 0.0;
+            for (uint i = 0u; i < TPK; ++i) sum += part[tid * TPK + i];
+            score = sum * scale;
+            if (softcap > 0.0) {
+              // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
+              // exp-based tanh implementations away from inf / inf.
+              score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
+            }
+          }
+          sc[tid >> 2][tid & 3u] = score;
+        }
+        barrier();
+
+        // Online softmax: the same running max in every invocation. The loops
+        // have fixed trip counts (they unroll, and their shared-memory reads
+        // overlap); keys past the tile's end are masked, never weighted by 0.
+        vec4 m4 = sc[0];
+        for (uint i = 1u; i < BC / 4u; ++i) m4 = max(m4, sc[i]);
+        const float mt = max(max(m4.x, m4.y), max(m4.z, m4.w));
+        const float mn = first ? mt : max(m[g], mt);
+        const float ms = first ? 0.0 : exp(m[g] - mn);
+        l[g] = l[g] * ms;
+        for (uint c = 0u; c < VE * VWPT; ++c) acc[g][c] *= ms;
+        m[g] = mn;
+        for (uint mi = 0u; mi < KPS; ++mi) {
+          const uint j = slot + VS * mi;
+          if (j < nv) {
+            const float wgt = exp(sc[j >> 2][j & 3u] - mn);
+            l[g] += wgt;
+            for (uint i = 0u; i < VWPT; ++i) {
+              if (VT == kDtypeQ8_0) {
+                const vec4 vv = decode_q8(vb[mi * VWPT + i], vd[mi * VWPT + i]);
+                acc[g][4u * i] += wgt * vv.x;
+                acc[g][4u * i + 1u] += wgt * vv.y;
+                acc[g][4u * i + 2u] += wgt * vv.z;
+                acc[g][4u * i + 3u] += wgt * vv.w;
+              } else {
+                const vec2 vv = decode(VT, vb[mi * VWPT + i]);
+                acc[g][2u * i] += wgt * vv.x;
+                if (VEPW == 2u) acc[g][2u * i + 1u] += wgt * vv.y;
+              }
             }
           }
         }
-        part[(kgrp + KG * r) * TPK + lane] = dot;
       }
-      barrier();
-      if (tid < BC) {
-        precise float score = NEG_INF;  // keys past the tile's end: no effect on the max
-        if (tid < nv) {
-          precise float sum = 0.0;
-          for (uint i = 0u; i < TPK; ++i) sum += part[tid * TPK + i];
-          score = sum * scale;
-          if (softcap > 0.0) {
-            // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
-            // exp-based tanh implementations away from inf / inf.
-            score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
-          }
-        }
-        sc[tid >> 2][tid & 3u] = score;
-      }
-      barrier();
-
-      // Online softmax: the same running max in every invocation. The loops
-      // have fixed trip counts (they unroll, and their shared-memory reads
-      // overlap); keys past the tile's end are masked, never weighted by 0.
-      vec4 m4 = sc[0];
-      for (uint i = 1u; i < BC / 4u; ++i) m4 = max(m4, sc[i]);
-      const float mt = max(max(m4.x, m4.y), max(m4.z, m4.w));
-      const float mn = first ? mt : max(m, mt);
-      const float ms = first ? 0.0 : exp(m - mn);
       first = false;
-      l = l * ms;
-      for (uint c = 0u; c < VE * VWPT; ++c) acc[c] *= ms;
-      m = mn;
-      for (uint mi = 0u; mi < KPS; ++mi) {
-        const uint j = slot + VS * mi;
-        if (j < nv) {
-          const float wgt = exp(sc[j >> 2][j & 3u] - mn);
-          l += wgt;
-          for (uint i = 0u; i < VWPT; ++i) {
-            if (VT == kDtypeQ8_0) {
-              const vec4 vv = decode_q8(vb[mi * VWPT + i], vd[mi * VWPT + i]);
-              acc[4u * i] += wgt * vv.x;
-              acc[4u * i + 1u] += wgt * vv.y;
-              acc[4u * i + 2u] += wgt * vv.z;
-              acc[4u * i + 3u] += wgt * vv.w;
-            } else {
-              const vec2 vv = decode(VT, vb[mi * VWPT + i]);
-              acc[2u * i] += wgt * vv.x;
-              if (VEPW == 2u) acc[2u * i + 1u] += wgt * vv.y;
-            }
-          }
-        }
-      }
     }
   }
 
-  // Sum the slots' accumulators and denominators (slot order), fold in the
-  // sink, divide.
-  if (VS > 1u) {
-    for (uint c = 0u; c < VE * VWPT; ++c) part[tid * VE * VWPT + c] = acc[c];
-    if (ct == 0u) slot_l[slot] = l;
-    barrier();
-    if (slot == 0u) {
-      for (uint v = 1u; v < VS; ++v) {
-        for (uint c = 0u; c < VE * VWPT; ++c) acc[c] += part[(v * CT + ct) * VE * VWPT + c];
-        l += slot_l[v];
+  // Per head: sum the slots' accumulators and denominators (slot order),
+  // fold in the sink, divide.
+  for (uint g = 0u; g < GH; ++g) {
+    if (VS > 1u) {
+      if (g > 0u) barrier();  // the previous head's sums have read part[]
+      for (uint c = 0u; c < VE * VWPT; ++c) part[tid * VE * VWPT + c] = acc[g][c];
+      if (ct == 0u) slot_l[slot] = l[g];
+      barrier();
+      if (slot == 0u) {
+        for (uint v = 1u; v < VS; ++v) {
+          for (uint c = 0u; c < VE * VWPT; ++c) {
+            acc[g][c] += part[(v * CT + ct) * VE * VWPT + c];
+          }
+          l[g] += slot_l[v];
+        }
       }
     }
-  }
-  if (slot != 0u) return;
-  if (SPLIT == kFaSplitPartials) {
-    if (tid == 0u) {
-      part_f[part_at] = m;
-      part_f[part_at + 1u] = l;
+    if (slot != 0u) continue;
+    if (SPLIT == kFaSplitPartials) {  // GH == 1
+      if (tid == 0u) {
+        part_f[part_at] = m[g];
+        part_f[part_at + 1u] = l[g];
+      }
+      for (uint i = 0u; i < VWPT; ++i) {
+        for (uint e = 0u; e < VEPW; ++e) {
+          const uint c = (ct + CT * i) * VEPW + e;
+          if (c < DV) part_f[part_at + 2u + c] = acc[g][VE * i + e];
+        }
+      }
+      continue;
     }
+    if (p.has_sinks != 0u) {
+      const float sink = sinks_f[flat_off(p.sinks, h0 + g) >> 2];
+      if (sink > m[g]) {
+        const float ms = exp(m[g] - sink);
+        for (uint c = 0u; c < VE * VWPT; ++c) acc[g][c] *= ms;
+        l[g] = l[g] * ms + 1.0;
+      } else {
+        l[g] += exp(sink - m[g]);
+      }
+    }
+    const uint out_row = out_row0 + g * p.dst.nb1;
     for (uint i = 0u; i < VWPT; ++i) {
       for (uint e = 0u; e < VEPW; ++e) {
         const uint c = (ct + CT * i) * VEPW + e;
-        if (c < DV) part_f[part_at + 2u + c] = acc[VE * i + e];
-      }
-    }
-    return;
-  }
-  if (p.has_sinks != 0u) {
-    const float sink = sinks_f[flat_off(p.sinks, h) >> 2];
-    if (sink > m) {
-      const float ms = exp(m - sink);
-      for (uint c = 0u; c < VE * VWPT; ++c) acc[c] *= ms;
-      l = l * ms + 1.0;
-    } else {
-      l += exp(sink - m);
-    }
-  }
-  for (uint i = 0u; i < VWPT; ++i) {
-    for (uint e = 0u; e < VEPW; ++e) {
-      const uint c = (ct + CT * i) * VEPW + e;
-      if (c < DV) {
-        precise float o = acc[VE * i + e] / l;
-        dst_f[(out_row + c * p.dst.nb0) >> 2] = o;
+        if (c < DV) {
+          precise float o = acc[g][VE * i + e] / l[g];
+          dst_f[(out_row + c * p.dst.nb0) >> 2] = o;
+        }
       }
     }
   }
