@@ -16,36 +16,58 @@
 namespace folio::vulkan {
 namespace vulkan_device_test {
 
-// (device type, q8_matvec_lanes) of every device, with FOLIO_VULKAN_Q8_LANES
-// set to `env` (nullptr: unset).
-std::vector<std::pair<std::string, uint32_t>> q8_lanes_with(const char* env) {
+struct Q8Lanes {
+  std::string type;  // "CPU", "discrete GPU", ...
+  uint32_t lanes, cpu_threads;
+  bool operator==(const Q8Lanes&) const = default;
+};
+
+// Every device's q8_matvec_lanes and q8_cpu_threads, with
+// FOLIO_VULKAN_Q8_LANES set to `env` (nullptr: unset).
+std::vector<Q8Lanes> q8_lanes_with(const char* env) {
   if (env != nullptr) {
     setenv("FOLIO_VULKAN_Q8_LANES", env, 1);
   } else {
     unsetenv("FOLIO_VULKAN_Q8_LANES");
   }
-  std::vector<std::pair<std::string, uint32_t>> out;
+  std::vector<Q8Lanes> out;
   Result<std::vector<DeviceInfo>> list = list_devices();
   EXPECT_TRUE(list.ok()) << list.status().to_string();
   if (list.ok()) {
-    for (const DeviceInfo& d : *list) out.emplace_back(d.type, d.caps.q8_matvec_lanes);
+    for (const DeviceInfo& d : *list) {
+      out.push_back({d.type, d.caps.q8_matvec_lanes, d.caps.q8_cpu_threads});
+    }
   }
   return out;
 }
 
-// The int8 decode matvec's lanes a row: 8 on a CPU device, 32 on a GPU,
-// FOLIO_VULKAN_Q8_LANES when it is a power of two from 1 to
-// kMaxQ8MatvecLanes; any other value leaves the device's own count.
+// The int8 decode matvec's lanes a row: at most 8 on a CPU device, fewer
+// while its threads (counted) stay busy; 32 on a GPU; FOLIO_VULKAN_Q8_LANES
+// fixes the count on any device when it is a power of two from 1 to
+// kMaxQ8MatvecLanes (its CPU threads then 0: no adapting); any other value
+// leaves the device's own choice.
 TEST(VulkanDevice, Q8MatvecLanesFollowTheDeviceTypeOrAValidOverride) {
   FOLIO_VULKAN_OR_SKIP(dev);
   const char* was = std::getenv("FOLIO_VULKAN_Q8_LANES");
   const std::string saved = was != nullptr ? was : "";
   const bool had = was != nullptr;
-  const auto chosen = q8_lanes_with(nullptr);
+  const std::vector<Q8Lanes> chosen = q8_lanes_with(nullptr);
   ASSERT_FALSE(chosen.empty());
-  for (const auto& [type, n] : chosen) EXPECT_EQ(n, type == "CPU" ? 8u : 32u) << type;
-  for (const char* ok : {"1", "16", "64"}) {
-    for (const auto& [type, n] : q8_lanes_with(ok)) EXPECT_EQ(n, std::stoul(ok)) << type;
+  for (const Q8Lanes& d : chosen) {
+    const bool cpu = d.type == "CPU";
+    EXPECT_EQ(d.lanes, cpu ? 8u : 32u) << d.type;
+    if (cpu) {
+      EXPECT_GE(d.cpu_threads, 1u);
+      EXPECT_LE(d.cpu_threads, 32u);
+    } else {
+      EXPECT_EQ(d.cpu_threads, 0u) << d.type;
+    }
+  }
+  for (const char* ok : {"1", "8", "16", "32", "64"}) {
+    for (const Q8Lanes& d : q8_lanes_with(ok)) {
+      EXPECT_EQ(d.lanes, std::stoul(ok)) << d.type << " " << ok;
+      EXPECT_EQ(d.cpu_threads, 0u) << d.type << " " << ok;
+    }
   }
   static_assert(kMaxQ8MatvecLanes == 64);
   for (const char* bad : {"12", "128", "0", "", "8x", "-8"}) {

@@ -69,10 +69,13 @@ struct DeviceCaps {
   // The int8 decode matvec's most lanes a row (a power of two, at most
   // kMaxQ8MatvecLanes): each workgroup quantizes the x its rows read, so
   // fewer lanes a row make more rows share that work, and more lanes give
-  // a long row more parallel loads. 8 where the device runs workgroups on
-  // CPU cores (the quantization is work there), else 32;
-  // FOLIO_VULKAN_Q8_LANES overrides it.
+  // a long row more parallel loads. 32 on a GPU. On a device that runs
+  // workgroups on CPU cores (the quantization is work there) 8, and a
+  // product takes fewer while its workgroups still number at least four
+  // per thread (q8_cpu_threads, the device's worker threads; 0: a GPU, or
+  // a count fixed by FOLIO_VULKAN_Q8_LANES, which overrides both).
   uint32_t q8_matvec_lanes = 32;
+  uint32_t q8_cpu_threads = 0;
   // Flash attention gives a workgroup several query heads of one KV head
   // (sharing each tile's K/V loads), at most fa_max_heads (a power of two up
   // to kMaxFaHeads; FOLIO_VULKAN_FA_HEADS overrides it, 1: one head a

@@ -233,19 +233,30 @@ uint32_t threads_per_row(int64_t k) {
       std::min<uint64_t>(std::bit_ceil(std::max<uint64_t>(chunks, 1)), kMatVecWorkgroup));
 }
 
-// mul_mat_vec_q8's lanes per row: as many, but at most the device's
-// q8_matvec_lanes. Each workgroup quantizes all of x for its rows
-// (mul_mat_vec.glsl), so fewer lanes a row (more rows a workgroup) divide
-// that work between more rows: a row of more chunks takes several rounds.
+// mul_mat_vec_q8's lanes per row for `rows` weight rows of k elements: as
+// many, but at most the device's q8_matvec_lanes. Each workgroup quantizes
+// all of x for its rows (mul_mat_vec.glsl), so fewer lanes a row (more rows
+// a workgroup) divide that work between more rows: a row of more chunks
+// takes several rounds. On a CPU device (q8_cpu_threads > 0), where that
+// work is real, halved while the workgroups stay at least four per thread.
 // The sums are the same whatever the count.
-uint32_t q8_threads_per_row(int64_t k, const DeviceCaps& caps) {
-  return std::min<uint32_t>(threads_per_row(k), caps.q8_matvec_lanes);
+uint32_t q8_threads_per_row(int64_t k, int64_t rows, const DeviceCaps& caps) {
+  uint32_t tpr = std::min<uint32_t>(threads_per_row(k), caps.q8_matvec_lanes);
+  const uint64_t enough = 4 * uint64_t{caps.q8_cpu_threads};
+  auto groups = [&](uint32_t t) {
+    const uint64_t per_group = kMatVecWorkgroup / t;
+    return (static_cast<uint64_t>(rows) + per_group - 1) / per_group;
+  };
+  while (caps.q8_cpu_threads > 0 && tpr > 1 && groups(tpr / 2) >= enough) tpr /= 2;
+  return tpr;
 }
 
-// The lanes per row of the matvec that `op` records.
+// The lanes per row of the matvec that `op` records (src[0]: the weights,
+// K x rows).
 uint32_t matvec_tpr(const Op& op, const DeviceCaps& caps) {
-  return int8_path(op, caps) ? q8_threads_per_row(op.src[0].ne[0], caps)
-                             : threads_per_row(op.src[0].ne[0]);
+  const TensorView& w = op.src[0];
+  return int8_path(op, caps) ? q8_threads_per_row(w.ne[0], w.ne[1], caps)
+                             : threads_per_row(w.ne[0]);
 }
 
 // mul_mat_vec's X16 and W16: whether x rows (F32 / F16 / BF16 weight rows)
@@ -324,7 +335,7 @@ Status record_mul_mat_q8(Recorder& r, const Op& op) {
   if (m <= kMatVecMaxCols) {
     MatParams p{};
     FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
-    const uint32_t tpr = q8_threads_per_row(k, r.caps());
+    const uint32_t tpr = q8_threads_per_row(k, n, r.caps());
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group, gx, gy);
     return r.dispatch("mul_mat_vec_q8", {type, u32(m), tpr, 0u, x16(p), w16(p, w.dtype)}, &p,

@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "core/log.h"
 
@@ -87,30 +89,50 @@ bool has_extension(VkPhysicalDevice pd, const char* name) {
   return false;
 }
 
-// `chosen`, or the environment variable `name` where it is a power of two
-// from 1 to `max` (to time or test another count); another value is
-// ignored with a warning naming `what` is counted.
-uint32_t power_of_two_override(const char* name, uint32_t chosen, uint32_t max, const char* what) {
+// The environment variable `name` where it is a power of two from 1 to
+// `max` (to time or test another count than the device's own); nullopt
+// where it is unset, or another value (ignored with a warning: the device
+// keeps `kept`, what it counts).
+std::optional<uint32_t> power_of_two_env(const char* name, uint32_t max, uint32_t kept,
+                                         const char* what) {
   const char* env = std::getenv(name);
-  if (env == nullptr) return chosen;
+  if (env == nullptr) return std::nullopt;
   char* end = nullptr;
   const unsigned long v = std::strtoul(env, &end, 10);
   if (end == env || *end != '\0' || v > max || !std::has_single_bit(v)) {
-    FOLIO_LOG_WARN("{}={}: not a power of two from 1 to {}; {} {}", name, env, max, chosen, what);
-    return chosen;
+    FOLIO_LOG_WARN("{}={}: not a power of two from 1 to {}; {} {}", name, env, max, kept, what);
+    return std::nullopt;
   }
   return static_cast<uint32_t>(v);
 }
 
-// DeviceCaps::q8_matvec_lanes: on a CPU device (lavapipe) a workgroup's
-// lanes are SIMD lanes of one core, so every quantization of x is work and
-// rows share it best at 8 lanes a row; a GPU's idle lanes cost nothing and
-// a row's loads go out in parallel, so 32 there. FOLIO_VULKAN_Q8_LANES
-// overrides it.
-uint32_t q8_matvec_lanes(VkPhysicalDeviceType type) {
-  return power_of_two_override("FOLIO_VULKAN_Q8_LANES",
-                               type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 32, kMaxQ8MatvecLanes,
-                               "lanes a row");
+// The worker threads a CPU device (lavapipe) runs workgroups on: its
+// LP_NUM_THREADS where set, else one per CPU of this machine; capped at 32,
+// past which the lanes a row stay at 8 anyway (four workgroups per thread
+// of a 2048-row product need 16 rows a workgroup).
+uint32_t cpu_device_threads() {
+  uint32_t n = std::max(1u, std::thread::hardware_concurrency());
+  if (const char* env = std::getenv("LP_NUM_THREADS"); env != nullptr) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0) n = static_cast<uint32_t>(std::min(v, 1024ul));
+  }
+  return std::min(n, 32u);
+}
+
+// DeviceCaps::q8_matvec_lanes and q8_cpu_threads: on a CPU device
+// (lavapipe) a workgroup's lanes are SIMD lanes of one core, so every
+// quantization of x is work and rows share it best with few lanes a row:
+// at most 8, fewer while the device's threads stay busy; a GPU's idle lanes
+// cost nothing and a row's loads go out in parallel, so 32 there.
+// FOLIO_VULKAN_Q8_LANES fixes the count on any device.
+void choose_q8_matvec_lanes(VkPhysicalDeviceType type, DeviceCaps& c) {
+  const bool cpu = type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const uint32_t chosen = cpu ? 8 : 32;
+  const std::optional<uint32_t> fixed =
+      power_of_two_env("FOLIO_VULKAN_Q8_LANES", kMaxQ8MatvecLanes, chosen, "lanes a row at most");
+  c.q8_matvec_lanes = fixed.value_or(chosen);
+  c.q8_cpu_threads = cpu && !fixed ? cpu_device_threads() : 0;
 }
 
 DeviceInfo describe(VkPhysicalDevice pd, int index) {
@@ -176,10 +198,11 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
   c.cooperative_matrix = has_extension(pd, "VK_KHR_cooperative_matrix");
   c.push_descriptor = has_extension(pd, "VK_KHR_push_descriptor") &&
                       vk().vkCmdPushDescriptorSetKHR != nullptr;
-  c.q8_matvec_lanes = q8_matvec_lanes(p.deviceType);
+  choose_q8_matvec_lanes(p.deviceType, c);
   c.fa_min_workgroups = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 16 : 1024;
-  c.fa_max_heads = power_of_two_override("FOLIO_VULKAN_FA_HEADS", kMaxFaHeads, kMaxFaHeads,
-                                         "query heads a flash-attention workgroup at most");
+  c.fa_max_heads = power_of_two_env("FOLIO_VULKAN_FA_HEADS", kMaxFaHeads, kMaxFaHeads,
+                                    "query heads a flash-attention workgroup at most")
+                       .value_or(kMaxFaHeads);
   return d;
 }
 
@@ -222,7 +245,12 @@ std::string DeviceInfo::features() const {
   if (caps.fp16_arith) s += ", fp16";
   if (caps.int8_arith) s += ", int8";
   if (caps.integer_dot)
-    s += fmt::format(", integer dot ({} lanes a decode row)", caps.q8_matvec_lanes);
+    s += caps.q8_cpu_threads > 0
+             ? fmt::format(
+                   ", integer dot (decode rows of {} lanes at most, fewer while {} "
+                   "threads stay busy)",
+                   caps.q8_matvec_lanes, caps.q8_cpu_threads)
+             : fmt::format(", integer dot ({} lanes a decode row)", caps.q8_matvec_lanes);
   if (caps.storage_16bit) s += ", 16-bit storage";
   if (caps.cooperative_matrix) s += ", cooperative matrix";
   if (caps.push_descriptor) s += ", push descriptors";
