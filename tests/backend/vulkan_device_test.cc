@@ -19,10 +19,11 @@ namespace vulkan_device_test {
 struct Q8Lanes {
   std::string type;  // "CPU", "discrete GPU", ...
   uint32_t lanes, cpu_threads;
+  bool fixed;
   bool operator==(const Q8Lanes&) const = default;
 };
 
-// Every device's q8_matvec_lanes and q8_cpu_threads, with
+// Every device's q8_matvec_lanes, cpu_threads and q8_lanes_fixed, with
 // FOLIO_VULKAN_Q8_LANES set to `env` (nullptr: unset).
 std::vector<Q8Lanes> q8_lanes_with(const char* env) {
   if (env != nullptr) {
@@ -35,17 +36,17 @@ std::vector<Q8Lanes> q8_lanes_with(const char* env) {
   EXPECT_TRUE(list.ok()) << list.status().to_string();
   if (list.ok()) {
     for (const DeviceInfo& d : *list) {
-      out.push_back({d.type, d.caps.q8_matvec_lanes, d.caps.q8_cpu_threads});
+      out.push_back({d.type, d.caps.q8_matvec_lanes, d.caps.cpu_threads, d.caps.q8_lanes_fixed});
     }
   }
   return out;
 }
 
-// The int8 decode matvec's lanes a row: at most 8 on a CPU device, fewer
-// while its threads (counted) stay busy; 32 on a GPU; FOLIO_VULKAN_Q8_LANES
-// fixes the count on any device when it is a power of two from 1 to
-// kMaxQ8MatvecLanes (its CPU threads then 0: no adapting); any other value
-// leaves the device's own choice.
+// The int8 decode matvec's lanes a row: at most 8 on a CPU device (whose
+// worker threads are counted: decode rows take fewer lanes while they stay
+// busy), 32 on a GPU (no CPU threads); FOLIO_VULKAN_Q8_LANES fixes the
+// count on any device when it is a power of two from 1 to
+// kMaxQ8MatvecLanes; any other value leaves the device's own choice.
 TEST(VulkanDevice, Q8MatvecLanesFollowTheDeviceTypeOrAValidOverride) {
   FOLIO_VULKAN_OR_SKIP(dev);
   const char* was = std::getenv("FOLIO_VULKAN_Q8_LANES");
@@ -56,6 +57,7 @@ TEST(VulkanDevice, Q8MatvecLanesFollowTheDeviceTypeOrAValidOverride) {
   for (const Q8Lanes& d : chosen) {
     const bool cpu = d.type == "CPU";
     EXPECT_EQ(d.lanes, cpu ? 8u : 32u) << d.type;
+    EXPECT_FALSE(d.fixed) << d.type;
     if (cpu) {
       EXPECT_GE(d.cpu_threads, 1u);
       EXPECT_LE(d.cpu_threads, 32u);
@@ -64,9 +66,12 @@ TEST(VulkanDevice, Q8MatvecLanesFollowTheDeviceTypeOrAValidOverride) {
     }
   }
   for (const char* ok : {"1", "8", "16", "32", "64"}) {
-    for (const Q8Lanes& d : q8_lanes_with(ok)) {
-      EXPECT_EQ(d.lanes, std::stoul(ok)) << d.type << " " << ok;
-      EXPECT_EQ(d.cpu_threads, 0u) << d.type << " " << ok;
+    const std::vector<Q8Lanes> got = q8_lanes_with(ok);
+    ASSERT_EQ(got.size(), chosen.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].lanes, std::stoul(ok)) << got[i].type << " " << ok;
+      EXPECT_TRUE(got[i].fixed) << got[i].type << " " << ok;
+      EXPECT_EQ(got[i].cpu_threads, chosen[i].cpu_threads) << got[i].type << " " << ok;
     }
   }
   static_assert(kMaxQ8MatvecLanes == 64);

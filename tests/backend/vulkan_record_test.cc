@@ -287,36 +287,45 @@ TEST(VulkanRecord, Int8ProductsOnlyWithIntegerDotProductsAndTheirWeightTypes) {
   EXPECT_EQ(r.scratch_requests()[0], 20u * (256 / kMatQ8Block) * kMatQ8BlockWords * 4);
 }
 
-// The int8 decode matvec's lanes a row (spec constant 2): the device's
-// q8_matvec_lanes at most (and no more than the row's 64-element chunks);
-// on a CPU device (q8_cpu_threads > 0) halved while the workgroups (128
-// lanes each) stay at least four per thread.
-TEST(VulkanRecord, Int8MatvecLanesFollowTheDeviceAndTheRowCount) {
+// The decode matvecs' lanes a row (spec constant 2): one per 64-element
+// chunk of the row, the int8 path's at most the device's q8_matvec_lanes;
+// on a CPU device (cpu_threads > 0) halved while the workgroups (128 lanes
+// each) stay at least four per thread, unless FOLIO_VULKAN_Q8_LANES fixed
+// the int8 count (q8_lanes_fixed).
+TEST(VulkanRecord, MatvecLanesFollowTheDeviceAndTheRowCount) {
   struct Case {
     int64_t k, n;
     uint32_t max_lanes, cpu_threads, lanes;
+    bool fixed = false;
+    DType w = DType::Q4_0;
   };
   for (const Case& c : {
-           Case{2048, 2048, 32, 0, 32},  // a GPU: 32 chunks, 32 lanes
-           Case{256, 2048, 32, 0, 4},    // a GPU, a short row: its 4 chunks
-           Case{2048, 2048, 8, 2, 1},    // 2 threads: 16 workgroups of 128 rows
-           Case{2048, 1024, 8, 2, 1},    // 8 workgroups: still four per thread
-           Case{2048, 512, 8, 2, 2},     // 1 lane would leave 4 workgroups
-           Case{2048, 2048, 8, 32, 8},   // 32 threads: 128 workgroups of 16 rows
-           Case{2048, 2048, 8, 16, 4},   // 16 threads: 64 workgroups of 32 rows
-           Case{2048, 40, 8, 2, 8},      // few rows: the device's most
-           Case{5632, 2048, 16, 0, 16},  // a fixed count (FOLIO_VULKAN_Q8_LANES=16)
+           Case{2048, 2048, 32, 0, 32},                    // a GPU: 32 chunks, 32 lanes
+           Case{256, 2048, 32, 0, 4},                      // a GPU, a short row: its 4 chunks
+           Case{2048, 2048, 8, 2, 1},                      // 2 threads: 16 workgroups of 128 rows
+           Case{2048, 1024, 8, 2, 1},                      // 8 workgroups: still four per thread
+           Case{2048, 512, 8, 2, 2},                       // 1 lane would leave 4 workgroups
+           Case{2048, 2048, 8, 32, 8},                     // 32 threads: 128 workgroups of 16 rows
+           Case{2048, 2048, 8, 16, 4},                     // 16 threads: 64 workgroups of 32 rows
+           Case{2048, 40, 8, 2, 8},                        // few rows: the device's most
+           Case{5632, 2048, 16, 0, 16, true},              // FOLIO_VULKAN_Q8_LANES=16
+           Case{5632, 2048, 16, 2, 16, true},              // the same on a CPU device: no halving
+           Case{2048, 2048, 8, 0, 32, false, DType::F16},  // the float path: a lane a chunk
+           Case{2048, 2048, 8, 2, 1, false, DType::F16},   // fewer on 2 threads
+           Case{2048, 2048, 8, 16, 4, false, DType::F16},  // 64 workgroups of 32 rows
        }) {
     FakeRecorder r;
     r.mutable_caps().integer_dot = true;
     r.mutable_caps().q8_matvec_lanes = c.max_lanes;
-    r.mutable_caps().q8_cpu_threads = c.cpu_threads;
-    const std::string what =
-        fmt::format("K {} N {} lanes {} threads {}", c.k, c.n, c.max_lanes, c.cpu_threads);
-    EXPECT_EQ(record(r, mul_mat_op(r, DType::Q4_0, c.k, c.n, 1)), "mul_mat_q8") << what;
+    r.mutable_caps().cpu_threads = c.cpu_threads;
+    r.mutable_caps().q8_lanes_fixed = c.fixed;
+    const std::string what = fmt::format("{} K {} N {} lanes {} threads {}", dtype_name(c.w), c.k,
+                                         c.n, c.max_lanes, c.cpu_threads);
+    const bool int8 = c.w != DType::F16;
+    EXPECT_EQ(record(r, mul_mat_op(r, c.w, c.k, c.n, 1)), int8 ? "mul_mat_q8" : "mul_mat") << what;
     ASSERT_EQ(r.dispatches().size(), 1u) << what;
     const RecordedDispatch& d = r.dispatches()[0];
-    EXPECT_EQ(d.shader, "mul_mat_vec_q8") << what;
+    EXPECT_EQ(d.shader, int8 ? "mul_mat_vec_q8" : "mul_mat_vec") << what;
     EXPECT_EQ(d.spec[2], c.lanes) << what;
     EXPECT_EQ(d.total_groups(), static_cast<uint64_t>(c.n * c.lanes + 127) / 128) << what;
   }

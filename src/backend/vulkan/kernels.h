@@ -66,16 +66,20 @@ struct DeviceCaps {
   bool storage_16bit = false;             // storageBuffer16BitAccess
   bool cooperative_matrix = false;        // VK_KHR_cooperative_matrix
   bool push_descriptor = false;           // VK_KHR_push_descriptor (enabled when present)
+  // The worker threads of a device that runs workgroups on CPU cores
+  // (lavapipe); 0 on a GPU. There a decode matvec takes fewer lanes a row
+  // (more rows a workgroup) while its workgroups still number at least
+  // four per thread: a lane's share of a row's cross-lane reduction, and
+  // the int8 path's quantization of x per workgroup, are work on a CPU.
+  uint32_t cpu_threads = 0;
   // The int8 decode matvec's most lanes a row (a power of two, at most
   // kMaxQ8MatvecLanes): each workgroup quantizes the x its rows read, so
   // fewer lanes a row make more rows share that work, and more lanes give
-  // a long row more parallel loads. 32 on a GPU. On a device that runs
-  // workgroups on CPU cores (the quantization is work there) 8, and a
-  // product takes fewer while its workgroups still number at least four
-  // per thread (q8_cpu_threads, the device's worker threads; 0: a GPU, or
-  // a count fixed by FOLIO_VULKAN_Q8_LANES, which overrides both).
+  // a long row more parallel loads. 32 on a GPU, 8 on a CPU device (fewer
+  // by cpu_threads); FOLIO_VULKAN_Q8_LANES fixes it on any device
+  // (q8_lanes_fixed: exactly that many, as far as the row's chunks go).
   uint32_t q8_matvec_lanes = 32;
-  uint32_t q8_cpu_threads = 0;
+  bool q8_lanes_fixed = false;
   // Flash attention gives a workgroup several query heads of one KV head
   // (sharing each tile's K/V loads), at most fa_max_heads (a power of two up
   // to kMaxFaHeads; FOLIO_VULKAN_FA_HEADS overrides it, 1: one head a

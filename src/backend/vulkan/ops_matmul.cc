@@ -224,31 +224,44 @@ bool match_mul_mat_id_q8(const Op& op, const DeviceCaps& caps) {
   return mul_mat_id_ok(op) && int8_id_path(op, caps);
 }
 
-// mul_mat_vec's lanes per row: one per kMatSumChunk-element chunk of the row
+// The decode matvecs' lanes per row (mul_mat_vec.glsl; the sums are the
+// same whatever the count): one per kMatSumChunk-element chunk of the row
 // (rounded up to a power of two), at most the workgroup (longer rows take
-// several rounds of chunks).
-uint32_t threads_per_row(int64_t k) {
+// several rounds of chunks). On a CPU device (caps.cpu_threads > 0) halved
+// while the dispatch's workgroups, `rows` rows (times `copies`: a
+// mul_mat_id's pairs) over kMatVecWorkgroup / lanes a workgroup, stay at
+// least four per device thread.
+uint32_t threads_per_row(int64_t k, int64_t rows, uint64_t copies, const DeviceCaps& caps,
+                         uint32_t most = kMatVecWorkgroup) {
   const uint64_t chunks = static_cast<uint64_t>((k + kMatSumChunk - 1) / kMatSumChunk);
-  return static_cast<uint32_t>(
-      std::min<uint64_t>(std::bit_ceil(std::max<uint64_t>(chunks, 1)), kMatVecWorkgroup));
-}
-
-// mul_mat_vec_q8's lanes per row for `rows` weight rows of k elements: as
-// many, but at most the device's q8_matvec_lanes. Each workgroup quantizes
-// all of x for its rows (mul_mat_vec.glsl), so fewer lanes a row (more rows
-// a workgroup) divide that work between more rows: a row of more chunks
-// takes several rounds. On a CPU device (q8_cpu_threads > 0), where that
-// work is real, halved while the workgroups stay at least four per thread.
-// The sums are the same whatever the count.
-uint32_t q8_threads_per_row(int64_t k, int64_t rows, const DeviceCaps& caps) {
-  uint32_t tpr = std::min<uint32_t>(threads_per_row(k), caps.q8_matvec_lanes);
-  const uint64_t enough = 4 * uint64_t{caps.q8_cpu_threads};
+  uint32_t tpr =
+      static_cast<uint32_t>(std::min<uint64_t>(std::bit_ceil(std::max<uint64_t>(chunks, 1)), most));
+  const uint64_t enough = 4 * uint64_t{caps.cpu_threads};
   auto groups = [&](uint32_t t) {
     const uint64_t per_group = kMatVecWorkgroup / t;
-    return (static_cast<uint64_t>(rows) + per_group - 1) / per_group;
+    return (static_cast<uint64_t>(rows) + per_group - 1) / per_group * copies;
   };
-  while (caps.q8_cpu_threads > 0 && tpr > 1 && groups(tpr / 2) >= enough) tpr /= 2;
+  while (caps.cpu_threads > 0 && tpr > 1 && groups(tpr / 2) >= enough) tpr /= 2;
   return tpr;
+}
+
+// mul_mat_vec_q8's lanes per row: at most the device's q8_matvec_lanes.
+// Each workgroup quantizes all of x for its rows (mul_mat_vec.glsl), so
+// fewer lanes a row (more rows a workgroup) divide that work between more
+// rows; a row of more chunks takes several rounds. A count fixed by
+// FOLIO_VULKAN_Q8_LANES is taken as it is.
+uint32_t q8_threads_per_row(int64_t k, int64_t rows, const DeviceCaps& caps) {
+  if (caps.q8_lanes_fixed) return threads_per_row(k, rows, 1, DeviceCaps{}, caps.q8_matvec_lanes);
+  return threads_per_row(k, rows, 1, caps, caps.q8_matvec_lanes);
+}
+
+// The lanes per row of `op`'s matvec before a CPU device's halving: what
+// decides whether the GLU mode (two row slots a workgroup) takes the
+// product, so that the choice of kernel is the same on every device.
+uint32_t matvec_most_lanes(const Op& op, const DeviceCaps& caps) {
+  const int64_t k = op.src[0].ne[0];
+  return int8_path(op, caps) ? threads_per_row(k, 0, 1, DeviceCaps{}, caps.q8_matvec_lanes)
+                             : threads_per_row(k, 0, 1, DeviceCaps{});
 }
 
 // The lanes per row of the matvec that `op` records (src[0]: the weights,
@@ -256,7 +269,7 @@ uint32_t q8_threads_per_row(int64_t k, int64_t rows, const DeviceCaps& caps) {
 uint32_t matvec_tpr(const Op& op, const DeviceCaps& caps) {
   const TensorView& w = op.src[0];
   return int8_path(op, caps) ? q8_threads_per_row(w.ne[0], w.ne[1], caps)
-                             : threads_per_row(w.ne[0]);
+                             : threads_per_row(w.ne[0], w.ne[1], 1, caps);
 }
 
 // mul_mat_vec's X16 and W16: whether x rows (F32 / F16 / BF16 weight rows)
@@ -299,7 +312,7 @@ Status record_mul_mat(Recorder& r, const Op& op) {
   const uint64_t n = w.ne[1], m = x.ne[1], batches = x.ne[2] * x.ne[3];
   uint32_t gx, gy;
   if (m <= kMatVecMaxCols) {
-    const uint32_t tpr = threads_per_row(w.ne[0]);
+    const uint32_t tpr = threads_per_row(w.ne[0], w.ne[1], batches, r.caps());
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * batches, gx, gy);
     return r.dispatch("mul_mat_vec", {type, u32(m), tpr, 0u, x16(p), w16(p, w.dtype)}, &p, sizeof p,
@@ -374,7 +387,7 @@ bool mul_mat_glu_ok(const Op& op, const DeviceCaps& caps) {
   const TensorView &w = op.src[0], &x = op.src[1];
   return mul_mat_ok(op) && op.p<GluParams>().kind != GluKind::kSwiGluOai &&
          w.ne[2] * w.ne[3] == 1 && x.ne[2] * x.ne[3] == 1 && x.ne[1] <= kMatVecMaxCols &&
-         matvec_tpr(op, caps) <= kMatVecWorkgroup / 2;
+         matvec_most_lanes(op, caps) <= kMatVecWorkgroup / 2;
 }
 
 bool match_mul_mat_glu(const Op& op, const DeviceCaps& caps) {
@@ -412,7 +425,7 @@ Status record_mul_mat_id(Recorder& r, const Op& op) {
   const uint64_t pairs = static_cast<uint64_t>(ids.ne[0] * ids.ne[1]);
   uint32_t gx, gy;
   if (pairs < kTiledPairsPerExpert * n_exp) {
-    const uint32_t tpr = threads_per_row(w.ne[0]);
+    const uint32_t tpr = threads_per_row(w.ne[0], w.ne[1], pairs, r.caps());
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * pairs, gx, gy);
     return r.dispatch("mul_mat_vec", {type, 1u, tpr, 1u, x16(p), w16(p, w.dtype)}, &p, sizeof p,
@@ -466,7 +479,7 @@ Status record_mul_mat_id_q8(Recorder& r, const Op& op) {
     FOLIO_RETURN_IF_ERROR(r.dispatch("quant_act_q8", {}, &p, sizeof p, {xs, q}, gx, gy));
     const uint64_t pairs = static_cast<uint64_t>(is.ne[0] * count);
     if (pairs < static_cast<uint64_t>(kTiledPairsPerExpert * n_exp)) {
-      const uint32_t tpr = threads_per_row(k);
+      const uint32_t tpr = threads_per_row(k, n, pairs, r.caps());
       const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
       Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * pairs, gx, gy);
       FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_vec_id_q8", {type, tpr}, &p, sizeof p,
@@ -527,7 +540,7 @@ bool rms_norm_mul_mat_ok(const Op& op, const DeviceCaps& caps) {
   const auto& np = op.p<NormMulMatParams>();
   const TensorView &w = op.src[0], &x = op.src[1], &nw = op.src[2];
   const bool glu_ok = !np.glu || (np.glu_params.kind != GluKind::kSwiGluOai &&
-                                  matvec_tpr(op, caps) <= kMatVecWorkgroup / 2);
+                                  matvec_most_lanes(op, caps) <= kMatVecWorkgroup / 2);
   return mul_mat_ok(op) && glu_ok && w.ne[2] * w.ne[3] == 1 &&
          x.ne[2] * x.ne[3] == 1 && x.ne[1] <= kMatVecMaxCols && nw.dtype == DType::F32 &&
          nw.is_contiguous() && caps.max_workgroup_size >= 32 &&

@@ -120,11 +120,11 @@ uint32_t cpu_device_threads() {
   return std::min(n, 32u);
 }
 
-// DeviceCaps::q8_matvec_lanes and q8_cpu_threads: on a CPU device
-// (lavapipe) a workgroup's lanes are SIMD lanes of one core, so every
-// quantization of x is work and rows share it best with few lanes a row:
-// at most 8, fewer while the device's threads stay busy; a GPU's idle lanes
-// cost nothing and a row's loads go out in parallel, so 32 there.
+// DeviceCaps::cpu_threads, q8_matvec_lanes and q8_lanes_fixed: on a CPU
+// device (lavapipe) a workgroup's lanes are SIMD lanes of one core, so
+// every quantization of x is work and rows share it best with few lanes a
+// row: at most 8, fewer while the device's threads stay busy; a GPU's idle
+// lanes cost nothing and a row's loads go out in parallel, so 32 there.
 // FOLIO_VULKAN_Q8_LANES fixes the count on any device.
 void choose_q8_matvec_lanes(VkPhysicalDeviceType type, DeviceCaps& c) {
   const bool cpu = type == VK_PHYSICAL_DEVICE_TYPE_CPU;
@@ -132,7 +132,8 @@ void choose_q8_matvec_lanes(VkPhysicalDeviceType type, DeviceCaps& c) {
   const std::optional<uint32_t> fixed =
       power_of_two_env("FOLIO_VULKAN_Q8_LANES", kMaxQ8MatvecLanes, chosen, "lanes a row at most");
   c.q8_matvec_lanes = fixed.value_or(chosen);
-  c.q8_cpu_threads = cpu && !fixed ? cpu_device_threads() : 0;
+  c.q8_lanes_fixed = fixed.has_value();
+  c.cpu_threads = cpu ? cpu_device_threads() : 0;
 }
 
 DeviceInfo describe(VkPhysicalDevice pd, int index) {
@@ -245,15 +246,16 @@ std::string DeviceInfo::features() const {
   if (caps.fp16_arith) s += ", fp16";
   if (caps.int8_arith) s += ", int8";
   if (caps.integer_dot)
-    s += caps.q8_cpu_threads > 0
-             ? fmt::format(
-                   ", integer dot (decode rows of {} lanes at most, fewer while {} "
-                   "threads stay busy)",
-                   caps.q8_matvec_lanes, caps.q8_cpu_threads)
-             : fmt::format(", integer dot ({} lanes a decode row)", caps.q8_matvec_lanes);
+    s += caps.q8_lanes_fixed || caps.cpu_threads == 0
+             ? fmt::format(", integer dot ({} lanes a decode row)", caps.q8_matvec_lanes)
+             : fmt::format(", integer dot ({} lanes a decode row at most)", caps.q8_matvec_lanes);
   if (caps.storage_16bit) s += ", 16-bit storage";
   if (caps.cooperative_matrix) s += ", cooperative matrix";
   if (caps.push_descriptor) s += ", push descriptors";
+  if (caps.cpu_threads > 0) {
+    s += fmt::format(", {} CPU threads (decode rows take fewer lanes while they stay busy)",
+                     caps.cpu_threads);
+  }
   s += mappable_device_bytes > 0
            ? fmt::format(", mappable device memory {} MiB", mappable_device_bytes >> 20)
            : std::string(", no mappable device memory");
