@@ -16,6 +16,41 @@
 namespace folio::vulkan {
 namespace vulkan_device_test {
 
+// Restores environment variable `name` as it was when made.
+class EnvRestorer {
+ public:
+  explicit EnvRestorer(const char* name) : name_(name) {
+    const char* v = std::getenv(name);
+    had_ = v != nullptr;
+    if (had_) value_ = v;
+  }
+  ~EnvRestorer() {
+    if (had_) {
+      setenv(name_, value_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string value_;
+};
+
+// What list_devices() reports with environment variable `name` set to
+// `value` (nullptr: unset).
+std::vector<DeviceInfo> devices_with(const char* name, const char* value) {
+  if (value != nullptr) {
+    setenv(name, value, 1);
+  } else {
+    unsetenv(name);
+  }
+  Result<std::vector<DeviceInfo>> list = list_devices();
+  EXPECT_TRUE(list.ok()) << list.status().to_string();
+  return list.ok() ? *list : std::vector<DeviceInfo>{};
+}
+
 struct Q8Lanes {
   std::string type;  // "CPU", "discrete GPU", ...
   uint32_t lanes, cpu_threads;
@@ -26,18 +61,9 @@ struct Q8Lanes {
 // Every device's q8_matvec_lanes, cpu_threads and q8_lanes_fixed, with
 // FOLIO_VULKAN_Q8_LANES set to `env` (nullptr: unset).
 std::vector<Q8Lanes> q8_lanes_with(const char* env) {
-  if (env != nullptr) {
-    setenv("FOLIO_VULKAN_Q8_LANES", env, 1);
-  } else {
-    unsetenv("FOLIO_VULKAN_Q8_LANES");
-  }
   std::vector<Q8Lanes> out;
-  Result<std::vector<DeviceInfo>> list = list_devices();
-  EXPECT_TRUE(list.ok()) << list.status().to_string();
-  if (list.ok()) {
-    for (const DeviceInfo& d : *list) {
-      out.push_back({d.type, d.caps.q8_matvec_lanes, d.caps.cpu_threads, d.caps.q8_lanes_fixed});
-    }
+  for (const DeviceInfo& d : devices_with("FOLIO_VULKAN_Q8_LANES", env)) {
+    out.push_back({d.type, d.caps.q8_matvec_lanes, d.caps.cpu_threads, d.caps.q8_lanes_fixed});
   }
   return out;
 }
@@ -49,9 +75,7 @@ std::vector<Q8Lanes> q8_lanes_with(const char* env) {
 // kMaxQ8MatvecLanes; any other value leaves the device's own choice.
 TEST(VulkanDevice, Q8MatvecLanesFollowTheDeviceTypeOrAValidOverride) {
   FOLIO_VULKAN_OR_SKIP(dev);
-  const char* was = std::getenv("FOLIO_VULKAN_Q8_LANES");
-  const std::string saved = was != nullptr ? was : "";
-  const bool had = was != nullptr;
+  const EnvRestorer restore("FOLIO_VULKAN_Q8_LANES");
   const std::vector<Q8Lanes> chosen = q8_lanes_with(nullptr);
   ASSERT_FALSE(chosen.empty());
   for (const Q8Lanes& d : chosen) {
@@ -78,50 +102,28 @@ TEST(VulkanDevice, Q8MatvecLanesFollowTheDeviceTypeOrAValidOverride) {
   for (const char* bad : {"12", "128", "0", "", "8x", "-8"}) {
     EXPECT_EQ(q8_lanes_with(bad), chosen) << "FOLIO_VULKAN_Q8_LANES=" << bad;
   }
-  if (had) {
-    setenv("FOLIO_VULKAN_Q8_LANES", saved.c_str(), 1);
-  } else {
-    unsetenv("FOLIO_VULKAN_Q8_LANES");
-  }
-}
-
-// fa_max_heads of every device, with FOLIO_VULKAN_FA_HEADS set to `env`
-// (nullptr: unset).
-std::vector<uint32_t> fa_heads_with(const char* env) {
-  if (env != nullptr) {
-    setenv("FOLIO_VULKAN_FA_HEADS", env, 1);
-  } else {
-    unsetenv("FOLIO_VULKAN_FA_HEADS");
-  }
-  std::vector<uint32_t> out;
-  Result<std::vector<DeviceInfo>> list = list_devices();
-  EXPECT_TRUE(list.ok()) << list.status().to_string();
-  if (list.ok()) {
-    for (const DeviceInfo& d : *list) out.push_back(d.caps.fa_max_heads);
-  }
-  return out;
 }
 
 // Flash attention's most query heads a workgroup: kMaxFaHeads on every
 // device, FOLIO_VULKAN_FA_HEADS when it is a power of two up to it.
 TEST(VulkanDevice, FlashAttentionHeadsFollowAValidOverride) {
   FOLIO_VULKAN_OR_SKIP(dev);
-  const char* was = std::getenv("FOLIO_VULKAN_FA_HEADS");
-  const std::string saved = was != nullptr ? was : "";
-  const bool had = was != nullptr;
-  const std::vector<uint32_t> chosen = fa_heads_with(nullptr);
+  const EnvRestorer restore("FOLIO_VULKAN_FA_HEADS");
+  auto heads_with = [](const char* env) {
+    std::vector<uint32_t> out;
+    for (const DeviceInfo& d : devices_with("FOLIO_VULKAN_FA_HEADS", env)) {
+      out.push_back(d.caps.fa_max_heads);
+    }
+    return out;
+  };
+  const std::vector<uint32_t> chosen = heads_with(nullptr);
   ASSERT_FALSE(chosen.empty());
   for (uint32_t n : chosen) EXPECT_EQ(n, kMaxFaHeads);
   for (const char* ok : {"1", "2", "8"}) {
-    for (uint32_t n : fa_heads_with(ok)) EXPECT_EQ(n, std::stoul(ok)) << ok;
+    for (uint32_t n : heads_with(ok)) EXPECT_EQ(n, std::stoul(ok)) << ok;
   }
   for (const char* bad : {"3", "16", "0", "", "two"}) {
-    EXPECT_EQ(fa_heads_with(bad), chosen) << "FOLIO_VULKAN_FA_HEADS=" << bad;
-  }
-  if (had) {
-    setenv("FOLIO_VULKAN_FA_HEADS", saved.c_str(), 1);
-  } else {
-    unsetenv("FOLIO_VULKAN_FA_HEADS");
+    EXPECT_EQ(heads_with(bad), chosen) << "FOLIO_VULKAN_FA_HEADS=" << bad;
   }
 }
 
