@@ -224,18 +224,21 @@ bool match_mul_mat_id_q8(const Op& op, const DeviceCaps& caps) {
   return mul_mat_id_ok(op) && int8_id_path(op, caps);
 }
 
-// The decode matvecs' lanes per row (mul_mat_vec.glsl; the sums are the
-// same whatever the count): one per kMatSumChunk-element chunk of the row
-// (rounded up to a power of two), at most the workgroup (longer rows take
-// several rounds of chunks). On a CPU device (caps.cpu_threads > 0) halved
-// while the dispatch's workgroups, `rows` rows (times `copies`: a
-// mul_mat_id's pairs) over kMatVecWorkgroup / lanes a workgroup, stay at
-// least four per device thread.
-uint32_t threads_per_row(int64_t k, int64_t rows, uint64_t copies, const DeviceCaps& caps,
-                         uint32_t most = kMatVecWorkgroup) {
+// The decode matvecs' most lanes per row (mul_mat_vec.glsl; the sums are
+// the same whatever the count): one per kMatSumChunk-element chunk of the
+// row (rounded up to a power of two), at most `most` (longer rows take
+// several rounds of chunks).
+uint32_t threads_per_row(int64_t k, uint32_t most = kMatVecWorkgroup) {
   const uint64_t chunks = static_cast<uint64_t>((k + kMatSumChunk - 1) / kMatSumChunk);
-  uint32_t tpr =
-      static_cast<uint32_t>(std::min<uint64_t>(std::bit_ceil(std::max<uint64_t>(chunks, 1)), most));
+  return static_cast<uint32_t>(
+      std::min<uint64_t>(std::bit_ceil(std::max<uint64_t>(chunks, 1)), most));
+}
+
+// `tpr` lanes a row, on a CPU device (caps.cpu_threads > 0) halved while the
+// dispatch's workgroups, `rows` rows (times `copies`: a mul_mat_id's pairs)
+// over kMatVecWorkgroup / lanes a workgroup, stay at least four per device
+// thread.
+uint32_t fewer_lanes_on_cpu(uint32_t tpr, int64_t rows, uint64_t copies, const DeviceCaps& caps) {
   const uint64_t enough = 4 * uint64_t{caps.cpu_threads};
   auto groups = [&](uint32_t t) {
     const uint64_t per_group = kMatVecWorkgroup / t;
@@ -251,8 +254,8 @@ uint32_t threads_per_row(int64_t k, int64_t rows, uint64_t copies, const DeviceC
 // rows; a row of more chunks takes several rounds. A count fixed by
 // FOLIO_VULKAN_Q8_LANES is taken as it is.
 uint32_t q8_threads_per_row(int64_t k, int64_t rows, const DeviceCaps& caps) {
-  if (caps.q8_lanes_fixed) return threads_per_row(k, rows, 1, DeviceCaps{}, caps.q8_matvec_lanes);
-  return threads_per_row(k, rows, 1, caps, caps.q8_matvec_lanes);
+  const uint32_t most = threads_per_row(k, caps.q8_matvec_lanes);
+  return caps.q8_lanes_fixed ? most : fewer_lanes_on_cpu(most, rows, 1, caps);
 }
 
 // The lanes per row of `op`'s matvec before a CPU device's halving: what
@@ -260,8 +263,7 @@ uint32_t q8_threads_per_row(int64_t k, int64_t rows, const DeviceCaps& caps) {
 // product, so that the choice of kernel is the same on every device.
 uint32_t matvec_most_lanes(const Op& op, const DeviceCaps& caps) {
   const int64_t k = op.src[0].ne[0];
-  return int8_path(op, caps) ? threads_per_row(k, 0, 1, DeviceCaps{}, caps.q8_matvec_lanes)
-                             : threads_per_row(k, 0, 1, DeviceCaps{});
+  return int8_path(op, caps) ? threads_per_row(k, caps.q8_matvec_lanes) : threads_per_row(k);
 }
 
 // The lanes per row of the matvec that `op` records (src[0]: the weights,
@@ -269,7 +271,7 @@ uint32_t matvec_most_lanes(const Op& op, const DeviceCaps& caps) {
 uint32_t matvec_tpr(const Op& op, const DeviceCaps& caps) {
   const TensorView& w = op.src[0];
   return int8_path(op, caps) ? q8_threads_per_row(w.ne[0], w.ne[1], caps)
-                             : threads_per_row(w.ne[0], w.ne[1], 1, caps);
+                             : fewer_lanes_on_cpu(threads_per_row(w.ne[0]), w.ne[1], 1, caps);
 }
 
 // mul_mat_vec's X16 and W16: whether x rows (F32 / F16 / BF16 weight rows)
@@ -312,7 +314,7 @@ Status record_mul_mat(Recorder& r, const Op& op) {
   const uint64_t n = w.ne[1], m = x.ne[1], batches = x.ne[2] * x.ne[3];
   uint32_t gx, gy;
   if (m <= kMatVecMaxCols) {
-    const uint32_t tpr = threads_per_row(w.ne[0], w.ne[1], batches, r.caps());
+    const uint32_t tpr = fewer_lanes_on_cpu(threads_per_row(w.ne[0]), w.ne[1], batches, r.caps());
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * batches, gx, gy);
     return r.dispatch("mul_mat_vec", {type, u32(m), tpr, 0u, x16(p), w16(p, w.dtype)}, &p, sizeof p,
@@ -425,7 +427,7 @@ Status record_mul_mat_id(Recorder& r, const Op& op) {
   const uint64_t pairs = static_cast<uint64_t>(ids.ne[0] * ids.ne[1]);
   uint32_t gx, gy;
   if (pairs < kTiledPairsPerExpert * n_exp) {
-    const uint32_t tpr = threads_per_row(w.ne[0], w.ne[1], pairs, r.caps());
+    const uint32_t tpr = fewer_lanes_on_cpu(threads_per_row(w.ne[0]), w.ne[1], pairs, r.caps());
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * pairs, gx, gy);
     return r.dispatch("mul_mat_vec", {type, 1u, tpr, 1u, x16(p), w16(p, w.dtype)}, &p, sizeof p,
@@ -479,7 +481,7 @@ Status record_mul_mat_id_q8(Recorder& r, const Op& op) {
     FOLIO_RETURN_IF_ERROR(r.dispatch("quant_act_q8", {}, &p, sizeof p, {xs, q}, gx, gy));
     const uint64_t pairs = static_cast<uint64_t>(is.ne[0] * count);
     if (pairs < static_cast<uint64_t>(kTiledPairsPerExpert * n_exp)) {
-      const uint32_t tpr = threads_per_row(k, n, pairs, r.caps());
+      const uint32_t tpr = fewer_lanes_on_cpu(threads_per_row(k), n, pairs, r.caps());
       const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
       Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * pairs, gx, gy);
       FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_vec_id_q8", {type, tpr}, &p, sizeof p,
