@@ -131,8 +131,8 @@ if ((bench)); then
   FOLIO_VULKAN_INT8=0 step folio_bench_no_int8 240 "$folio" bench -m "${models[0]}" --device vulkan \
     -p 512 -n 128 --seqs 1,8 -r 3 --json
   # The int8 decode matvec at other lanes a row than the GPU's default 32
-  # (DeviceCaps::q8_matvec_lanes): fewer share each workgroup's quantization
-  # of x between more rows, more spread a row's loads; the same sums.
+  # (DeviceCaps::q8_matvec_lanes): fewer make each row's reduction cheaper,
+  # more spread a row's loads; the same sums.
   for lanes in 4 8 16 64; do
     FOLIO_VULKAN_Q8_LANES=$lanes step "folio_bench_q8_lanes$lanes" 120 "$folio" bench \
       -m "${models[0]}" --device vulkan -p 0 -n 128 --seqs 1,8 -r 2 --json

@@ -271,20 +271,73 @@ TEST(VulkanRecord, Int8ProductsOnlyWithIntegerDotProductsAndTheirWeightTypes) {
       EXPECT_STREQ(k->name, c.kernel) << dtype_name(c.w) << " m=" << m;  // never by column count
     }
   }
-  // Decode: the int8 matvec; prefill: quantize into scratch, then the tiles.
+  // Both quantize x into scratch first (quant_act_q8, one invocation a
+  // block), then decode runs the int8 matvec, prefill the tiles.
   FakeRecorder r;
   r.mutable_caps().integer_dot = true;
+  const size_t column_bytes = (256 / kMatQ8Block) * kMatQ8BlockWords * 4;
   EXPECT_EQ(record(r, mul_mat_op(r, DType::Q4_0, 256, 32, 1)), "mul_mat_q8");
-  ASSERT_EQ(r.dispatches().size(), 1u);
-  EXPECT_EQ(r.dispatches()[0].shader, "mul_mat_vec_q8");
-  EXPECT_TRUE(r.scratch_requests().empty());
-  EXPECT_EQ(record(r, mul_mat_op(r, DType::Q4_0, 256, 32, 20)), "mul_mat_q8");
-  ASSERT_EQ(r.dispatches().size(), 3u);
-  EXPECT_EQ(r.dispatches()[1].shader, "quant_act_q8");
-  EXPECT_EQ(r.dispatches()[2].shader, "mul_mat_q8");
-  // 20 columns of 256 / 32 blocks of kMatQ8BlockWords words.
+  ASSERT_EQ(r.dispatches().size(), 2u);
+  EXPECT_EQ(r.dispatches()[0].shader, "quant_act_q8");
+  EXPECT_EQ(r.dispatches()[0].spec[0], 0u);  // no norm
+  EXPECT_EQ(r.dispatches()[1].shader, "mul_mat_vec_q8");
+  EXPECT_EQ(r.dispatches()[0].buffers[1], r.dispatches()[1].buffers[1]);  // q: written, then read
   ASSERT_EQ(r.scratch_requests().size(), 1u);
-  EXPECT_EQ(r.scratch_requests()[0], 20u * (256 / kMatQ8Block) * kMatQ8BlockWords * 4);
+  EXPECT_EQ(r.scratch_requests()[0], column_bytes);
+  EXPECT_EQ(record(r, mul_mat_op(r, DType::Q4_0, 256, 32, 20)), "mul_mat_q8");
+  ASSERT_EQ(r.dispatches().size(), 4u);
+  EXPECT_EQ(r.dispatches()[2].shader, "quant_act_q8");
+  EXPECT_EQ(r.dispatches()[3].shader, "mul_mat_q8");
+  // 20 columns of 256 / 32 blocks of kMatQ8BlockWords words.
+  ASSERT_EQ(r.scratch_requests().size(), 2u);
+  EXPECT_EQ(r.scratch_requests()[1], 20u * column_bytes);
+}
+
+// The int8 decode fusions quantize x first as well: kRmsNormMulMat's norm
+// moves into quant_act_q8 (NORM, a workgroup of norm.comp's size a
+// column), and the matvec reads the normalised blocks without its own
+// prologue; kMulMatId's pairs read one quantization of each token's row
+// through the matvec's ID mode.
+TEST(VulkanRecord, Int8DecodeFusionsAndPairsReadQuantizedX) {
+  FakeRecorder r;
+  r.mutable_caps().integer_dot = true;
+  Op op;
+  op.kind = OpKind::kRmsNormMulMat;
+  op.src[0] = r.tensor(DType::Q4_0, {1024, 64});  // gate rows, then up rows
+  op.src[1] = r.tensor(DType::F32, {1024, 3});
+  op.src[2] = r.tensor(DType::F32, {1024});
+  op.dst = r.tensor(DType::F32, {32, 3});
+  NormMulMatParams np;
+  np.eps = 1e-5f;
+  np.glu = true;
+  op.params = np;
+  EXPECT_EQ(record(r, op), "rms_norm_mul_mat_q8");
+  ASSERT_EQ(r.dispatches().size(), 2u);
+  const RecordedDispatch &quant = r.dispatches()[0], &vec = r.dispatches()[1];
+  EXPECT_EQ(quant.shader, "quant_act_q8");
+  EXPECT_EQ(quant.spec[0], 1u);                                 // NORM
+  EXPECT_EQ(quant.spec[1], norm_workgroup(1024, r.caps()));     // its workgroup
+  EXPECT_EQ(quant.total_groups(), 3u);                          // a column each
+  EXPECT_EQ(quant.buffers[2], r.buffer_of(op.src[2].data, 0));  // the norm weight
+  EXPECT_EQ(vec.shader, "mul_mat_vec_q8");
+  EXPECT_EQ(vec.spec[6], kMatGluGateFirst);
+  EXPECT_EQ(vec.spec[7], 0u);  // no prologue: x came normalised
+  EXPECT_EQ(vec.buffers[1], quant.buffers[1]);
+
+  FakeRecorder ri;
+  ri.mutable_caps().integer_dot = true;
+  Op id;
+  id.kind = OpKind::kMulMatId;
+  id.src[0] = ri.tensor(DType::Q4_0, {256, 32, 8});  // 8 experts
+  id.src[1] = ri.tensor(DType::F32, {256, 1, 2});    // 2 tokens
+  id.src[2] = ri.tensor(DType::I32, {2, 2});         // 2 experts each
+  id.dst = ri.tensor(DType::F32, {32, 2, 2});
+  EXPECT_EQ(record(ri, id), "mul_mat_id_q8");
+  ASSERT_EQ(ri.dispatches().size(), 2u);
+  EXPECT_EQ(ri.dispatches()[0].shader, "quant_act_q8");
+  EXPECT_EQ(ri.dispatches()[0].total_groups(), 1u);  // 2 rows of 8 blocks
+  EXPECT_EQ(ri.dispatches()[1].shader, "mul_mat_vec_q8");
+  EXPECT_EQ(ri.dispatches()[1].spec[3], 1u);  // ID
 }
 
 // The decode matvecs' lanes a row (spec constant 2): one per 64-element
@@ -323,8 +376,8 @@ TEST(VulkanRecord, MatvecLanesFollowTheDeviceAndTheRowCount) {
                                          c.n, c.max_lanes, c.cpu_threads);
     const bool int8 = c.w != DType::F16;
     EXPECT_EQ(record(r, mul_mat_op(r, c.w, c.k, c.n, 1)), int8 ? "mul_mat_q8" : "mul_mat") << what;
-    ASSERT_EQ(r.dispatches().size(), 1u) << what;
-    const RecordedDispatch& d = r.dispatches()[0];
+    ASSERT_EQ(r.dispatches().size(), int8 ? 2u : 1u) << what;  // int8: quant_act_q8 first
+    const RecordedDispatch& d = r.dispatches().back();
     EXPECT_EQ(d.shader, int8 ? "mul_mat_vec_q8" : "mul_mat_vec") << what;
     EXPECT_EQ(d.spec[2], c.lanes) << what;
     EXPECT_EQ(d.total_groups(), static_cast<uint64_t>(c.n * c.lanes + 127) / 128) << what;

@@ -69,15 +69,15 @@ struct DeviceCaps {
   // The worker threads of a device that runs workgroups on CPU cores
   // (lavapipe); 0 on a GPU. There a decode matvec takes fewer lanes a row
   // (more rows a workgroup) while its workgroups still number at least
-  // four per thread: a lane's share of a row's cross-lane reduction, and
-  // the int8 path's quantization of x per workgroup, are work on a CPU.
+  // four per thread: a lane's share of a row's cross-lane reduction is
+  // work on a CPU.
   uint32_t cpu_threads = 0;
   // The int8 decode matvec's most lanes a row (a power of two, at most
-  // kMaxQ8MatvecLanes): each workgroup quantizes the x its rows read, so
-  // fewer lanes a row make more rows share that work, and more lanes give
-  // a long row more parallel loads. 32 on a GPU, 8 on a CPU device (fewer
-  // by cpu_threads); FOLIO_VULKAN_Q8_LANES fixes it on any device
-  // (q8_lanes_fixed: exactly that many, as far as the row's chunks go).
+  // kMaxQ8MatvecLanes): more lanes give a long row more parallel loads,
+  // fewer make each row's reduction cheaper. 32 on a GPU, 8 on a CPU
+  // device (fewer by cpu_threads); FOLIO_VULKAN_Q8_LANES fixes it on any
+  // device (q8_lanes_fixed: exactly that many, as far as the row's chunks
+  // go).
   uint32_t q8_matvec_lanes = 32;
   bool q8_lanes_fixed = false;
   // Flash attention gives a workgroup several query heads of one KV head

@@ -6,7 +6,7 @@
 //
 //   get_rows.comp     one thread per 8 elements of an output row.
 //   mul_mat_vec.comp  M <= kMatVecMaxCols activation columns (decode): the
-//                     lanes of a row take its 256-element chunks, partials
+//                     lanes of a row take its 64-element chunks, partials
 //                     added in chunk order through shared memory.
 //   mul_mat.comp      more columns (prefill): 64 x 64 output tiles, weights
 //                     dequantized into shared memory once per K step.
@@ -26,10 +26,11 @@
 // NVFP4; 2-D products and mul_mat_id): activations quantized per 32
 // elements as the CPU's Q8_0 activation rows, exact integer dot products per
 // block, K-quant sub-scales applied as integers within it, NVFP4's two
-// UE4M3 scales per half in float (shaders/mul_mat_q8.glsl).
-// Decode (and the three fusions) through mul_mat_vec_q8, prefill through
-// quant_act_q8 + mul_mat_q8; both sum in one order, so batch invariance
-// holds as on the float path. Whether a product takes it depends on the
+// UE4M3 scales per half in float (shaders/mul_mat_q8.glsl). quant_act_q8
+// quantizes x once into scratch memory (for kRmsNormMulMat normalising it
+// first, in place of the matvec's prologue); then decode (and the three
+// fusions) runs mul_mat_vec_q8, prefill mul_mat_q8; both sum in one
+// order, so batch invariance holds as on the float path. Whether a product takes it depends on the
 // device and the weight only, never on the column count; elsewhere the
 // float shaders run.
 // mul_mat_id on the float path uses either shader in its ID mode:
@@ -38,7 +39,7 @@
 // kTiledPairsPerExpert. On the int8 path (mul_mat_id_q8) quant_act_q8 first
 // quantizes x [K, X1, T] into scratch memory, so each token's row is
 // quantized once whichever experts read it; then, chosen the same way,
-// mul_mat_vec_id_q8 (one workgroup per row block and pair) or mul_mat_id_q8
+// mul_mat_vec_q8's ID mode (one workgroup per row block and pair) or mul_mat_id_q8
 // (mul_mat.comp's expert grouping around mul_mat_q8.comp's tile), both in
 // mul_mat_q8.glsl's order: a pair's output has the same bits in either.
 //
@@ -149,10 +150,11 @@ Status record_get_rows(Recorder& r, const Op& op) {
 struct MatParams {
   FOLIO_VK_MAT_PARAMS
 };
-static_assert(sizeof(MatParams) == 6 * sizeof(TensorDesc) + 4);
+static_assert(sizeof(MatParams) == 7 * sizeof(TensorDesc) + 4);
 static_assert(offsetof(MatParams, x) == 36 && offsetof(MatParams, d) == 72 &&
               offsetof(MatParams, ids) == 108 && offsetof(MatParams, nw) == 144 &&
-              offsetof(MatParams, r) == 180 && offsetof(MatParams, eps) == 216);
+              offsetof(MatParams, r) == 180 && offsetof(MatParams, q) == 216 &&
+              offsetof(MatParams, eps) == 252);
 
 // The float path's products, whatever the device.
 bool mul_mat_ok(const Op& op) {
@@ -248,11 +250,10 @@ uint32_t fewer_lanes_on_cpu(uint32_t tpr, int64_t rows, uint64_t copies, const D
   return tpr;
 }
 
-// mul_mat_vec_q8's lanes per row: at most the device's q8_matvec_lanes.
-// Each workgroup quantizes all of x for its rows (mul_mat_vec.glsl), so
-// fewer lanes a row (more rows a workgroup) divide that work between more
-// rows; a row of more chunks takes several rounds. A count fixed by
-// FOLIO_VULKAN_Q8_LANES is taken as it is.
+// mul_mat_vec_q8's lanes per row: at most the device's q8_matvec_lanes
+// (a row of more chunks takes several rounds), fewer on a CPU device as on
+// the float path; a count fixed by FOLIO_VULKAN_Q8_LANES is taken as it
+// is.
 uint32_t q8_threads_per_row(int64_t k, int64_t rows, const DeviceCaps& caps) {
   const uint32_t most = threads_per_row(k, caps.q8_matvec_lanes);
   return caps.q8_lanes_fixed ? most : fewer_lanes_on_cpu(most, rows, 1, caps);
@@ -280,6 +281,11 @@ uint32_t matvec_tpr(const Op& op, const DeviceCaps& caps) {
 // aligned, so a two-block chunk is whole words (dequant.glsl, legacy_pair).
 uint32_t x16(const MatParams& p) {
   return (p.x.off | p.x.nb[1] | p.x.nb[2] | p.x.nb[3]) % 16 == 0 ? 1u : 0u;
+}
+
+// X16 of a product's matvec: 0 on the int8 path (it reads quantized x).
+uint32_t matvec_x16(const Op& op, const MatParams& p, const Recorder& r) {
+  return int8_path(op, r.caps()) ? 0u : x16(p);
 }
 
 uint32_t w16(const MatParams& p, DType w) {
@@ -329,13 +335,60 @@ const char* matvec_shader(const Op& op, const DeviceCaps& caps) {
   return int8_path(op, caps) ? "mul_mat_vec_q8" : "mul_mat_vec";
 }
 
-// Binding 0 of quant_act_q8 and mul_mat_q8.
+// Binding 0 of quant_act_q8.
+struct QuantActParams {
+  FOLIO_VK_QUANT_ACT_PARAMS
+};
+static_assert(sizeof(QuantActParams) == 3 * sizeof(TensorDesc) + 4);
+
+// Binding 0 of mul_mat_q8.
 struct MatQ8Params {
   FOLIO_VK_MATQ8_PARAMS
 };
 static_assert(sizeof(MatQ8Params) == 4 * sizeof(TensorDesc));
 static_assert(offsetof(MatQ8Params, x) == 36 && offsetof(MatQ8Params, d) == 72 &&
               offsetof(MatQ8Params, q) == 108);
+
+// Bytes of x [K, ...] quantized (quant_act_q8's blocks).
+int64_t q8_bytes(const TensorView& x) {
+  return x.ne[0] / kMatQ8Block * kMatQ8BlockWords * 4 * x.ne[1] * x.ne[2] * x.ne[3];
+}
+
+// quant_act_q8: x F32 [K, M, B2, B3] into q (q8_bytes(x) of scratch
+// memory), one invocation a block; with a norm weight `nw` (kRmsNormMulMat,
+// one batch) one workgroup a column, of norm.comp's size, normalising it
+// first.
+Status record_quant_act(Recorder& r, const TensorView& x, const TensorView& q,
+                        const TensorView& nw = {}, float eps = 0.0f) {
+  QuantActParams p{};
+  FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(x));
+  FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));
+  FOLIO_RETURN_IF_ERROR(aligned(p.x, "input"));
+  uint32_t gx, gy;
+  if (nw.empty()) {
+    Recorder::split_groups((q8_bytes(x) / (kMatQ8BlockWords * 4) + 255) / 256, gx, gy);
+    return r.dispatch("quant_act_q8", {0u, 256u}, &p, sizeof p, {x, q, {}}, gx, gy);
+  }
+  FOLIO_ASSIGN_OR_RETURN(p.nw, r.desc(nw));
+  FOLIO_RETURN_IF_ERROR(aligned(p.nw, "norm weight"));
+  p.eps = eps;
+  Recorder::split_groups(static_cast<uint64_t>(x.ne[1]), gx, gy);
+  return r.dispatch("quant_act_q8", {1u, norm_workgroup(x.ne[0], r.caps())}, &p, sizeof p,
+                    {x, q, nw}, gx, gy);
+}
+
+// Binding 3 of a decode matvec (and p.q): x itself on the float path; on
+// the int8 path x quantized first (quant_act_q8, normalised there when a
+// norm weight is given), its blocks in scratch memory.
+Result<TensorView> matvec_input(Recorder& r, const Op& op, MatParams& p, const TensorView& nw = {},
+                                float eps = 0.0f) {
+  const TensorView& x = op.src[1];
+  if (!int8_path(op, r.caps())) return x;
+  FOLIO_ASSIGN_OR_RETURN(const TensorView q, r.scratch(static_cast<size_t>(q8_bytes(x))));
+  FOLIO_RETURN_IF_ERROR(record_quant_act(r, x, q, nw, eps));
+  FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));
+  return q;
+}
 
 // Quantized activations of one prefill dispatch pair at most (larger
 // products go in pieces of columns).
@@ -350,11 +403,12 @@ Status record_mul_mat_q8(Recorder& r, const Op& op) {
   if (m <= kMatVecMaxCols) {
     MatParams p{};
     FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
+    FOLIO_ASSIGN_OR_RETURN(const TensorView q, matvec_input(r, op, p));
     const uint32_t tpr = q8_threads_per_row(k, n, r.caps());
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group, gx, gy);
-    return r.dispatch("mul_mat_vec_q8", {type, u32(m), tpr, 0u, x16(p), w16(p, w.dtype)}, &p,
-                      sizeof p, {w, x, op.dst, x, {}, {}}, gx, gy);
+    return r.dispatch("mul_mat_vec_q8", {type, u32(m), tpr, 0u, 0u, w16(p, w.dtype)}, &p, sizeof p,
+                      {w, q, op.dst, q, {}, {}}, gx, gy);
   }
   const int64_t col_bytes = k / kMatQ8Block * kMatQ8BlockWords * 4;
   const int64_t piece =
@@ -371,11 +425,8 @@ Status record_mul_mat_q8(Recorder& r, const Op& op) {
     FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(xs));
     FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(ds));
     FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));
-    FOLIO_RETURN_IF_ERROR(aligned(p.x, "input"));
     FOLIO_RETURN_IF_ERROR(aligned(p.d, "dst"));
-    const uint64_t blocks = static_cast<uint64_t>(k / kMatQ8Block) * xs.ne[1];
-    Recorder::split_groups((blocks + 255) / 256, gx, gy);
-    FOLIO_RETURN_IF_ERROR(r.dispatch("quant_act_q8", {}, &p, sizeof p, {xs, q}, gx, gy));
+    FOLIO_RETURN_IF_ERROR(record_quant_act(r, xs, q));
     Recorder::split_groups((n + kMatTile - 1) / kMatTile * ((xs.ne[1] + kMatTile - 1) / kMatTile),
                            gx, gy);
     FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_q8", {type}, &p, sizeof p, {w, q, ds}, gx, gy));
@@ -405,16 +456,17 @@ Status record_mul_mat_glu(Recorder& r, const Op& op) {
   if (op.dst.nelements() == 0) return Status();
   MatParams p{};
   FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
+  FOLIO_ASSIGN_OR_RETURN(const TensorView in, matvec_input(r, op, p));
   const uint32_t tpr = matvec_tpr(op, r.caps());
   const uint64_t outputs_per_group = kMatVecWorkgroup / tpr / 2;
   const uint32_t glu = op.p<GluParams>().swapped ? kMatGluUpFirst : kMatGluGateFirst;
   uint32_t gx, gy;
   Recorder::split_groups((op.dst.ne[0] + outputs_per_group - 1) / outputs_per_group, gx, gy);
-  return r.dispatch(matvec_shader(op, r.caps()),
-                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
-                     w16(p, w.dtype), glu, 0u, 32u, 0u,
-                     glu_activation_code(op.p<GluParams>().kind)},
-                    &p, sizeof p, {w, x, op.dst, x, {}, {}}, gx, gy);
+  return r.dispatch(
+      matvec_shader(op, r.caps()),
+      {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, matvec_x16(op, p, r), w16(p, w.dtype),
+       glu, 0u, 32u, 0u, glu_activation_code(op.p<GluParams>().kind)},
+      &p, sizeof p, {w, in, op.dst, in, {}, {}}, gx, gy);
 }
 
 Status record_mul_mat_id(Recorder& r, const Op& op) {
@@ -437,7 +489,7 @@ Status record_mul_mat_id(Recorder& r, const Op& op) {
   return r.dispatch("mul_mat", {type, 1u}, &p, sizeof p, {w, x, op.dst, ids}, gx, gy);
 }
 
-// Binding 0 of mul_mat_vec_id_q8 and mul_mat_id_q8.
+// Binding 0 of mul_mat_id_q8.
 struct MatQ8IdParams {
   FOLIO_VK_MATQ8_ID_PARAMS
 };
@@ -446,8 +498,8 @@ static_assert(offsetof(MatQ8IdParams, q) == 108 && offsetof(MatQ8IdParams, ids) 
 
 // kMulMatId on the int8 path: quant_act_q8 quantizes x [K, X1, T] once
 // (each token's row once, whichever experts read it), then the decode
-// matvec (one workgroup per row block and pair) or the expert-grouped
-// tiles, chosen as on the float path. Larger batches go in pieces of
+// matvec in its ID mode (one workgroup per row block and pair) or the
+// expert-grouped tiles, chosen as on the float path. Larger batches go in pieces of
 // tokens, so the scratch stays within kQ8ScratchBytes.
 Status record_mul_mat_id_q8(Recorder& r, const Op& op) {
   const TensorView &w = op.src[0], &x = op.src[1], &ids = op.src[2];
@@ -471,21 +523,23 @@ Status record_mul_mat_id_q8(Recorder& r, const Op& op) {
     FOLIO_ASSIGN_OR_RETURN(p.d, r.desc(ds));
     FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));
     FOLIO_ASSIGN_OR_RETURN(p.ids, r.desc(is));
-    FOLIO_RETURN_IF_ERROR(aligned(p.x, "input"));
     FOLIO_RETURN_IF_ERROR(aligned(p.d, "dst"));
     FOLIO_RETURN_IF_ERROR(aligned(p.ids, "ids"));
-    // quant_act_q8 reads binding 0 as MatQ8Params: the same first four tensors.
-    const uint64_t blocks = static_cast<uint64_t>(k / kMatQ8Block) * xs.ne[1] * count;
-    uint32_t gx, gy;
-    Recorder::split_groups((blocks + 255) / 256, gx, gy);
-    FOLIO_RETURN_IF_ERROR(r.dispatch("quant_act_q8", {}, &p, sizeof p, {xs, q}, gx, gy));
+    FOLIO_RETURN_IF_ERROR(record_quant_act(r, xs, q));
     const uint64_t pairs = static_cast<uint64_t>(is.ne[0] * count);
+    uint32_t gx, gy;
     if (pairs < static_cast<uint64_t>(kTiledPairsPerExpert * n_exp)) {
+      MatParams vp{};  // the matvec's binding 0: the same tensors
+      vp.w = p.w;
+      vp.x = p.x;
+      vp.d = p.d;
+      vp.ids = p.ids;
+      vp.q = p.q;
       const uint32_t tpr = fewer_lanes_on_cpu(threads_per_row(k), n, pairs, r.caps());
       const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
       Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * pairs, gx, gy);
-      FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_vec_id_q8", {type, tpr}, &p, sizeof p,
-                                       {w, q, ds, is}, gx, gy));
+      FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_vec_q8", {type, 1u, tpr, 1u, 0u, w16(vp, w.dtype)},
+                                       &vp, sizeof vp, {w, q, ds, is, {}, {}}, gx, gy));
     } else {
       Recorder::split_groups((n + kMatTile - 1) / kMatTile * n_exp, gx, gy);
       FOLIO_RETURN_IF_ERROR(
@@ -526,14 +580,16 @@ Status record_mul_mat_add(Recorder& r, const Op& op) {
     FOLIO_ASSIGN_OR_RETURN(p.nw, r.desc(gate));
     FOLIO_RETURN_IF_ERROR(aligned(p.nw, "gate"));
   }
+  FOLIO_ASSIGN_OR_RETURN(const TensorView in, matvec_input(r, op, p));
   const uint32_t tpr = matvec_tpr(op, r.caps());
   const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
   uint32_t gx, gy;
   Recorder::split_groups((w.ne[1] + rows_per_group - 1) / rows_per_group, gx, gy);
-  return r.dispatch(matvec_shader(op, r.caps()),
-                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p), w16(p, w.dtype),
-                     kMatGluOff, 0u, 32u, gate.empty() ? kMatAddPlain : kMatAddGated},
-                    &p, sizeof p, {w, x, op.dst, x, gate, res}, gx, gy);
+  return r.dispatch(
+      matvec_shader(op, r.caps()),
+      {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, matvec_x16(op, p, r), w16(p, w.dtype),
+       kMatGluOff, 0u, 32u, gate.empty() ? kMatAddPlain : kMatAddGated},
+      &p, sizeof p, {w, in, op.dst, in, gate, res}, gx, gy);
 }
 
 // The norm's workgroup must be one the prologue emulates (a power of two
@@ -563,20 +619,27 @@ Status record_rms_norm_mul_mat(Recorder& r, const Op& op) {
   if (op.dst.nelements() == 0) return Status();
   MatParams p{};
   FOLIO_RETURN_IF_ERROR(fill_params(r, op, false, p));
-  FOLIO_ASSIGN_OR_RETURN(p.nw, r.desc(nw));
-  FOLIO_RETURN_IF_ERROR(aligned(p.nw, "norm weight"));
-  p.eps = np.eps;
   const uint32_t tpr = matvec_tpr(op, r.caps());
   const uint64_t outputs_per_group = kMatVecWorkgroup / tpr / (np.glu ? 2 : 1);
   const uint32_t glu = !np.glu                 ? kMatGluOff
                        : np.glu_params.swapped ? kMatGluUpFirst
                                                : kMatGluGateFirst;
+  const uint32_t act = np.glu ? glu_activation_code(np.glu_params.kind) : 0u;
   uint32_t gx, gy;
   Recorder::split_groups((op.dst.ne[0] + outputs_per_group - 1) / outputs_per_group, gx, gy);
-  return r.dispatch(matvec_shader(op, r.caps()),
-                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p),
-                     w16(p, w.dtype), glu, 1u, norm_workgroup(x.ne[0], r.caps()), 0u,
-                     np.glu ? glu_activation_code(np.glu_params.kind) : 0u},
+  if (int8_path(op, r.caps())) {  // quant_act_q8 normalises x as it quantizes it
+    FOLIO_ASSIGN_OR_RETURN(const TensorView q, matvec_input(r, op, p, nw, np.eps));
+    return r.dispatch("mul_mat_vec_q8",
+                      {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, 0u, w16(p, w.dtype),
+                       glu, 0u, 32u, 0u, act},
+                      &p, sizeof p, {w, q, op.dst, q, {}, {}}, gx, gy);
+  }
+  FOLIO_ASSIGN_OR_RETURN(p.nw, r.desc(nw));
+  FOLIO_RETURN_IF_ERROR(aligned(p.nw, "norm weight"));
+  p.eps = np.eps;
+  return r.dispatch("mul_mat_vec",
+                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p), w16(p, w.dtype),
+                     glu, 1u, norm_workgroup(x.ne[0], r.caps()), 0u, act},
                     &p, sizeof p, {w, x, op.dst, x, nw, {}}, gx, gy);
 }
 

@@ -121,9 +121,9 @@ uint32_t cpu_device_threads() {
 }
 
 // DeviceCaps::cpu_threads, q8_matvec_lanes and q8_lanes_fixed: on a CPU
-// device (lavapipe) a workgroup's lanes are SIMD lanes of one core, so
-// every quantization of x is work and rows share it best with few lanes a
-// row: at most 8, fewer while the device's threads stay busy; a GPU's idle
+// device (lavapipe) a workgroup's lanes are SIMD lanes of one core, so a
+// lane's share of each row's cross-lane reduction is work: at most 8
+// lanes a row, fewer while the device's threads stay busy; a GPU's idle
 // lanes cost nothing and a row's loads go out in parallel, so 32 there.
 // FOLIO_VULKAN_Q8_LANES fixes the count on any device.
 void choose_q8_matvec_lanes(VkPhysicalDeviceType type, DeviceCaps& c) {

@@ -53,7 +53,9 @@ FOLIO_VK_CONST kMatAddGated = 2u;
 // (mul_mat_id only; mul_mat binds x there and never reads it); mul_mat_vec
 // only: nw F32 [K] the norm weight of NORM, or under kMatAddGated the gate
 // logits F32 [1, M]; r F32 [N, M] the residual that ADD adds to the
-// products (kMulMatAdd; it may be d), eps NORM's epsilon.
+// products (kMulMatAdd; it may be d), eps NORM's epsilon; q (the int8
+// matvec, mul_mat_vec_q8, only) x as quant_act_q8 wrote it, in the buffer
+// bound for x: its blocks at word q.off / 4 on, x's shape taken from x.
 #define FOLIO_VK_MAT_PARAMS \
   FOLIO_VK_TENSOR w;        \
   FOLIO_VK_TENSOR x;        \
@@ -61,6 +63,7 @@ FOLIO_VK_CONST kMatAddGated = 2u;
   FOLIO_VK_TENSOR ids;      \
   FOLIO_VK_TENSOR nw;       \
   FOLIO_VK_TENSOR r;        \
+  FOLIO_VK_TENSOR q;        \
   float eps;
 
 // The int8 path (weights Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K ... Q6_K,
@@ -72,20 +75,28 @@ FOLIO_VK_CONST kMatAddGated = 2u;
 FOLIO_VK_CONST kMatQ8Block = 32u;
 FOLIO_VK_CONST kMatQ8BlockWords = 10u;
 
-// Binding 0 of quant_act_q8 and mul_mat_q8: w [K, N, B2w, B3w], x F32 [K,
-// M, B2, B3] (quant_act_q8 reads it; mul_mat_q8 takes its shape), d F32
-// [N, M, B2, B3], q the quantized activations: block kb of column (m, b2,
-// b3) at word (q.off / 4) + ((b3 * B2 + b2) * M + m) * (K / 32) + kb) * 10.
+// Binding 0 of quant_act_q8: x F32 [K, M, B2, B3] (rows contiguous), q
+// the quantized activations: block kb of column (m, b2, b3) at word
+// (q.off / 4) + ((b3 * B2 + b2) * M + m) * (K / 32) + kb) * 10; under its
+// NORM mode (one batch) nw F32 [K] the rms norm's weight and eps its
+// epsilon: x is normalised first.
+#define FOLIO_VK_QUANT_ACT_PARAMS \
+  FOLIO_VK_TENSOR x;              \
+  FOLIO_VK_TENSOR q;              \
+  FOLIO_VK_TENSOR nw;             \
+  float eps;
+
+// Binding 0 of mul_mat_q8: w [K, N, B2w, B3w], x F32 [K, M, B2, B3] (its
+// shape), d F32 [N, M, B2, B3], q the quantized activations as above.
 #define FOLIO_VK_MATQ8_PARAMS \
   FOLIO_VK_TENSOR w;          \
   FOLIO_VK_TENSOR x;          \
   FOLIO_VK_TENSOR d;          \
   FOLIO_VK_TENSOR q;
 
-// Binding 0 of mul_mat_vec_id_q8 and mul_mat_id_q8 (kMulMatId on the int8
-// path): as above with w [K, N, E], x F32 [K, X1, T] (quantized by
-// quant_act_q8 as M = X1, B2 = T: pair (u, t) reads column (u % X1, t)),
-// d F32 [N, n_used, T] and ids I32 [n_used, T].
+// Binding 0 of mul_mat_id_q8 (kMulMatId's int8 tiles): as above with w [K, N, E], x F32 [K, X1, T]
+// (quantized by quant_act_q8 as M = X1, B2 = T: pair (u, t) reads column (u % X1, t)), d F32 [N,
+// n_used, T] and ids I32 [n_used, T].
 #define FOLIO_VK_MATQ8_ID_PARAMS \
   FOLIO_VK_MATQ8_PARAMS          \
   FOLIO_VK_TENSOR ids;

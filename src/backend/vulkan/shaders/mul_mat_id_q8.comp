@@ -10,7 +10,7 @@
 // whenever 64 are collected (and once more for the rest at the end), so
 // each expert slice is read once per 64 pairs (mul_mat.comp's ID mode). The
 // tile's sums are mul_mat_q8.glsl's, bit for bit as
-// mul_mat_vec_id_q8.comp's: a pair's output depends neither on its tile
+// mul_mat_vec_q8.comp's ID mode: a pair's output depends neither on its tile
 // slot nor on the other pairs. An id outside [0, E) is reported
 // (kErrIdRange) by the expert-0 workgroups, which also write its output
 // column as zeros.

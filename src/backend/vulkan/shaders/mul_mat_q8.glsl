@@ -2,14 +2,13 @@
 // Q4_1, Q5_0, Q5_1, Q8_0, the K-quants Q2_K ... Q6_K, IQ4_NL, IQ4_XS, MXFP4
 // and NVFP4, taken a 32-element block at a time (a K-quant / IQ4_XS block
 // is one group of a 256-element super-block, an NVFP4 block one half of a
-// 64-element block). Used by mul_mat_vec.comp
-// (spec constant Q8: decode, each lane quantizes the x blocks it reads) and
-// by quant_act_q8.comp + mul_mat_q8.comp (prefill: x quantized once into
-// scratch memory, then 64 x 64 tiles); both quantize with q8_act_block()
-// and sum in the order below, so an output has the same bits whichever
-// shader computes it (batch invariance). mul_mat_id's int8 path
-// (mul_mat_vec_id_q8.comp, mul_mat_id_q8.comp) reads quant_act_q8's blocks
-// and sums in the same order.
+// 64-element block). quant_act_q8.comp quantizes x once into scratch
+// memory with q8_act_block(); the products read those blocks: decode
+// through mul_mat_vec_q8.comp (mul_mat_vec.glsl's Q8 mode, kMulMatId's
+// pairs too), prefill through mul_mat_q8.comp's 64 x 64 tiles and
+// mul_mat_id_q8.comp's expert-grouped ones. All sum in the order below, so
+// an output has the same bits whichever shader computes it (batch
+// invariance).
 //
 // Activations: each 32-element block of x is quantized as the CPU's Q8_0
 // activation rows are (cpu/simd/quantize_act.h, quant_q8_0.glsl: d = amax /

@@ -46,17 +46,17 @@
 // it; the product mul.comp's), then plus r: bit for bit the product, the
 // sigmoid, the mul and the add.
 //
-// Q8 (mul_mat_vec_q8.comp, which defines MUL_MAT_VEC_Q8: kMulMat and the
-// fusions above, ID = 0, the weights mul_mat_q8.glsl lists): the
-// int8 path of mul_mat_q8.glsl. A lane first loads the weight blocks of
-// its chunk in the round; the round's x blocks of a group of columns (as
-// x_at gives them: normalised under NORM) are quantized once per workgroup
-// by all its lanes into shared memory between one pair of barriers (up to
-// Q8_GROUP blocks: four columns at once where TPR <= 32), and each lane adds
-// its blocks' terms, in ascending order, to each column's chunk partial;
-// partials and totals then go on as above, so the sums are mul_mat_q8.comp's.
-// A separate SPIR-V module, so a device without integer dot products never
-// loads the capability.
+// Q8 (mul_mat_vec_q8.comp, which defines MUL_MAT_VEC_Q8: kMulMat, the
+// GLU and ADD fusions, kMulMatId; the weights mul_mat_q8.glsl lists): the
+// int8 path of mul_mat_q8.glsl. x comes quantized by quant_act_q8.comp
+// (normalised there for kRmsNormMulMat, so NORM stays 0 here), its blocks
+// in binding 3 from word p.q.off / 4 on: column m of batch b (ID: the
+// pair's column (u % X1, t)) is quant_act_q8's column b * NCOLS + m
+// (t * X1 + u % X1). A lane loads the weight blocks of its chunk, then
+// adds each block's term, in ascending order, to each column's chunk
+// partial; partials and totals then go on as above, so the sums are
+// mul_mat_q8.comp's. A separate SPIR-V module, so a device without integer
+// dot products never loads the capability.
 //
 // Included by mul_mat_vec.comp and mul_mat_vec_q8.comp after #version and
 // the extension lines.
@@ -95,15 +95,12 @@ layout(std430, binding = 3) readonly buffer X4 { vec4 x_v[]; };
 #include "dequant.glsl"
 #include "mul_mat_sum.glsl"
 #ifdef MUL_MAT_VEC_Q8
+// x quantized (the same binding as x).
+layout(std430, binding = 3) readonly buffer Q { uint q_w[]; };
 #include "quant_q8_0.glsl"
 #include "half_convert.glsl"
 #include "mul_mat_q8.glsl"
 const uint Q8_CB = SUM_CHUNK / kMatQ8Block;  // blocks per chunk
-const uint Q8_RS = 9u;      // xq_s stride (words)
-const uint Q8_GROUP = 256u; // x blocks quantized per group: (column, block of the round) entries
-shared uint xq_s[Q8_GROUP * Q8_RS];  // Q8: entry (m - m0) * TPR * Q8_CB + b's x block codes
-shared float xd_s[Q8_GROUP];         // its scale
-shared int xs_s[Q8_GROUP];           // its code sum
 #endif
 #include "activation.glsl"
 #include "row_norm.glsl"
@@ -222,14 +219,22 @@ void main() {
   if (batch >= n_batches) return;  // whole workgroup
 
   uint wbase = 0u;
-  uint xcol[MAX_COLS];  // word index of each column's x row
+  uint xcol[MAX_COLS];  // word index of each column's x row (Q8: of its block 0)
   uint dcol[MAX_COLS];  // word index of each column's dst row
   bool valid = true;
+#ifdef MUL_MAT_VEC_Q8
+  const uint nb = K / kMatQ8Block;
+  const uint col_words = nb * Q8_WORDS;  // a quantized column
+#endif
   if (ID == 0u) {
     const uint b2 = batch % p.x.ne2, b3 = batch / p.x.ne2;
     wbase = p.w.off + (b2 / (p.x.ne2 / p.w.ne2)) * p.w.nb2 + (b3 / (p.x.ne3 / p.w.ne3)) * p.w.nb3;
     for (uint m = 0u; m < NCOLS; ++m) {
+#ifdef MUL_MAT_VEC_Q8
+      xcol[m] = (p.q.off >> 2u) + (batch * NCOLS + m) * col_words;
+#else
       xcol[m] = (p.x.off + m * p.x.nb1 + b2 * p.x.nb2 + b3 * p.x.nb3) >> 2u;
+#endif
       dcol[m] = (p.d.off + m * p.d.nb1 + b2 * p.d.nb2 + b3 * p.d.nb3) >> 2u;
     }
   } else {
@@ -241,14 +246,20 @@ void main() {
     } else {
       wbase = p.w.off + uint(e) * p.w.nb2;
     }
+#ifdef MUL_MAT_VEC_Q8
+    xcol[0] = (p.q.off >> 2u) + (t * p.x.ne1 + u % p.x.ne1) * col_words;
+#else
     xcol[0] = (p.x.off + (u % p.x.ne1) * p.x.nb1 + t * p.x.nb2) >> 2u;
+#endif
     dcol[0] = (p.d.off + u * p.d.nb1 + t * p.d.nb2) >> 2u;
   }
 
+#ifndef MUL_MAT_VEC_Q8  // (Q8: quant_act_q8 normalised x)
   if (NORM != 0u) {
     nw_word = p.nw.off >> 2u;
     for (uint m = 0u; m < NCOLS; ++m) column_norm(m, xcol[m], K);
   }
+#endif
 
   const bool live = valid && n < N;
   const uint rb = wbase + wrow * p.w.nb1;
@@ -266,15 +277,8 @@ void main() {
     for (uint m = 0u; m < NCOLS; ++m) s[m] = 0.0;
     const uint c = c0 + lane;
 #ifdef MUL_MAT_VEC_Q8
-    // The round's weight blocks (lane l: the Q8_CB blocks of chunk c0 + l)
-    // are loaded first, so their latency overlaps the quantization. The
-    // round's x blocks (TPR * Q8_CB a column, the same for every row) are
-    // quantized once into shared memory by all the lanes, CG columns at a
-    // time, between one pair of barriers; then each lane adds its blocks'
-    // terms to each column's chunk partial in ascending block order.
-    const uint nb = K / kMatQ8Block;
-    const uint RB = TPR * Q8_CB;                    // x blocks a column and round
-    const uint CG = max(1u, min(NCOLS, Q8_GROUP / RB));  // columns a group
+    // The chunk's weight blocks first, then each column's x blocks against
+    // them in ascending block order.
     uint wc[Q8_CB * 8u];
     float dw[Q8_CB], mw[Q8_CB];
     uint ws[Q8_CB];
@@ -293,44 +297,19 @@ void main() {
         for (uint i = 0u; i < 8u; ++i) wc[8u * j + i] = cj[i];
       }
     }
-    for (uint m0 = 0u; m0 < NCOLS; m0 += CG) {
-      barrier();  // the previous group's blocks are read
-      for (uint e = tid; e < CG * RB; e += WG) {
-        const uint bl = c0 * Q8_CB + e % RB;
+    if (live && c < n_chunks) {
+      for (uint j = 0u; j < Q8_CB; ++j) {
+        const uint b = c * Q8_CB + j;
+        if (b >= nb) continue;
         for (uint m = 0u; m < NCOLS; ++m) {
-          if (m != m0 + e / RB || bl >= nb) continue;
-          float v[32];
-          for (uint i = 0u; i < 4u; ++i) {
-            vec4 lo, hi;
-            x8(xcol[m], m, kMatQ8Block * bl + 8u * i, lo, hi);
-            for (uint f = 0u; f < 4u; ++f) {
-              v[8u * i + f] = lo[f];
-              v[8u * i + 4u + f] = hi[f];
-            }
+          const uint qo = xcol[m] + b * Q8_WORDS;
+          uint xc[8], w8[8];
+          for (uint i = 0u; i < 8u; ++i) {
+            xc[i] = q_w[qo + i];
+            w8[i] = wc[8u * j + i];
           }
-          uint qc[8];
-          float dx;
-          int xs;
-          q8_act_block(v, qc, dx, xs);
-          for (uint i = 0u; i < 8u; ++i) xq_s[e * Q8_RS + i] = qc[i];
-          xd_s[e] = dx;
-          xs_s[e] = xs;
-        }
-      }
-      barrier();
-      if (live && c < n_chunks) {
-        for (uint m = 0u; m < NCOLS; ++m) {
-          if (m < m0 || m >= m0 + CG) continue;
-          for (uint j = 0u; j < Q8_CB; ++j) {
-            if (c * Q8_CB + j >= nb) continue;
-            const uint e = (m - m0) * RB + lane * Q8_CB + j;
-            uint xc[8], w8[8];
-            for (uint i = 0u; i < 8u; ++i) {
-              xc[i] = xq_s[e * Q8_RS + i];
-              w8[i] = wc[8u * j + i];
-            }
-            s[m] = s[m] + q8_block_term(TYPE, w8, xc, xs_s[e], dw[j], mw[j], ws[j], xd_s[e]);
-          }
+          const float dx = uintBitsToFloat(q_w[qo + 8u]);
+          s[m] = s[m] + q8_block_term(TYPE, w8, xc, int(q_w[qo + 9u]), dw[j], mw[j], ws[j], dx);
         }
       }
     }
