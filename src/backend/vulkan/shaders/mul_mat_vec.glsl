@@ -10,7 +10,8 @@
 // pieces' loads issued before their arithmetic, and accumulates each piece
 // against all NCOLS columns in ascending k. The chunk partials go to shared
 // memory; then for each (row, column) one lane adds them to that output's
-// running total in chunk order. x is read as vec4 where its rows are 16-byte
+// running total in chunk order (at TPR = 1 the row's one lane adds its
+// partial itself, the same additions without the barriers). x is read as vec4 where its rows are 16-byte
 // aligned (X16), F32 / F16 / BF16 weights 16 bytes at a time where theirs
 // are and a legacy block type's chunk (two blocks) as whole words where its
 // rows start 4-byte aligned (W16): the record function checks the offsets
@@ -353,6 +354,10 @@ void main() {
       }
     }
 #endif
+    if (TPR == 1u) {  // the lane owns its row: its partial goes straight into the total
+      for (uint m = 0u; m < NCOLS; ++m) tot[m] = tot[m] + s[m];
+      continue;
+    }
     for (uint m = 0u; m < NCOLS; ++m) red[m * WG + tid] = s[m];
     barrier();
     const uint used = min(TPR, n_chunks - c0);
