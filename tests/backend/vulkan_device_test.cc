@@ -127,5 +127,29 @@ TEST(VulkanDevice, FlashAttentionHeadsFollowAValidOverride) {
   }
 }
 
+// The int8 prefill tiles stage their blocks in shared memory on a GPU and
+// read them unstaged on a CPU device; FOLIO_VULKAN_Q8_TILE_STAGED=1 or 0
+// makes every device do either; any other value leaves the device's choice.
+TEST(VulkanDevice, Q8TileStagingFollowsTheDeviceTypeOrAValidOverride) {
+  FOLIO_VULKAN_OR_SKIP(dev);
+  const EnvRestorer restore("FOLIO_VULKAN_Q8_TILE_STAGED");
+  auto staged_with = [](const char* env) {
+    std::vector<std::pair<std::string, bool>> out;
+    for (const DeviceInfo& d : devices_with("FOLIO_VULKAN_Q8_TILE_STAGED", env)) {
+      out.emplace_back(d.type, d.caps.q8_tile_staged);
+    }
+    return out;
+  };
+  const auto chosen = staged_with(nullptr);
+  ASSERT_FALSE(chosen.empty());
+  for (const auto& [type, staged] : chosen) EXPECT_EQ(staged, type != "CPU") << type;
+  for (const char* ok : {"0", "1"}) {
+    for (const auto& [type, staged] : staged_with(ok)) EXPECT_EQ(staged, ok[0] == '1') << type;
+  }
+  for (const char* bad : {"", "2", "yes", "01"}) {
+    EXPECT_EQ(staged_with(bad), chosen) << "FOLIO_VULKAN_Q8_TILE_STAGED=" << bad;
+  }
+}
+
 }  // namespace vulkan_device_test
 }  // namespace folio::vulkan

@@ -80,6 +80,12 @@ struct DeviceCaps {
   // go).
   uint32_t q8_matvec_lanes = 32;
   bool q8_lanes_fixed = false;
+  // The int8 prefill tiles stage each K step's blocks in shared memory
+  // (true: a GPU) or have every thread read its own rows and slots with no
+  // barrier (false: a CPU device, whose workgroup runs on one core and
+  // switches between its SIMD groups at each barrier); the same sums.
+  // FOLIO_VULKAN_Q8_TILE_STAGED overrides the device's choice.
+  bool q8_tile_staged = true;
   // Flash attention gives a workgroup several query heads of one KV head
   // (sharing each tile's K/V loads), at most fa_max_heads (a power of two up
   // to kMaxFaHeads; FOLIO_VULKAN_FA_HEADS overrides it, 1: one head a

@@ -390,6 +390,11 @@ Result<TensorView> matvec_input(Recorder& r, const Op& op, MatParams& p, const T
   return q;
 }
 
+// The int8 tiles' spec constant STAGED (mul_mat_q8_tile.glsl).
+uint32_t q8_tile_staged(const DeviceCaps& caps) {
+  return caps.q8_tile_staged ? 1u : 0u;
+}
+
 // Quantized activations of one prefill dispatch pair at most (larger
 // products go in pieces of columns).
 constexpr int64_t kQ8ScratchBytes = int64_t{32} << 20;
@@ -429,7 +434,8 @@ Status record_mul_mat_q8(Recorder& r, const Op& op) {
     FOLIO_RETURN_IF_ERROR(record_quant_act(r, xs, q));
     Recorder::split_groups((n + kMatTile - 1) / kMatTile * ((xs.ne[1] + kMatTile - 1) / kMatTile),
                            gx, gy);
-    FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_q8", {type}, &p, sizeof p, {w, q, ds}, gx, gy));
+    FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_q8", {type, q8_tile_staged(r.caps())}, &p, sizeof p,
+                                     {w, q, ds}, gx, gy));
   }
   return Status();
 }
@@ -542,8 +548,8 @@ Status record_mul_mat_id_q8(Recorder& r, const Op& op) {
                                        &vp, sizeof vp, {w, q, ds, is, {}, {}}, gx, gy));
     } else {
       Recorder::split_groups((n + kMatTile - 1) / kMatTile * n_exp, gx, gy);
-      FOLIO_RETURN_IF_ERROR(
-          r.dispatch("mul_mat_id_q8", {type}, &p, sizeof p, {w, q, ds, is}, gx, gy));
+      FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_id_q8", {type, q8_tile_staged(r.caps())}, &p,
+                                       sizeof p, {w, q, ds, is}, gx, gy));
     }
   }
   return Status();

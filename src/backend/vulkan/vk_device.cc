@@ -136,6 +136,20 @@ void choose_q8_matvec_lanes(VkPhysicalDeviceType type, DeviceCaps& c) {
   c.cpu_threads = cpu ? cpu_device_threads() : 0;
 }
 
+// DeviceCaps::q8_tile_staged: a GPU stages the int8 tiles' blocks in
+// shared memory, a CPU device does not; FOLIO_VULKAN_Q8_TILE_STAGED=1 or 0
+// makes any device do either (to time it, or to test a GPU's form on
+// lavapipe).
+bool choose_q8_tile_staged(VkPhysicalDeviceType type) {
+  const bool chosen = type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const char* env = std::getenv("FOLIO_VULKAN_Q8_TILE_STAGED");
+  if (env == nullptr) return chosen;
+  if (std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0) return env[0] == '1';
+  FOLIO_LOG_WARN("FOLIO_VULKAN_Q8_TILE_STAGED={}: not 0 or 1; the int8 tiles {} their blocks", env,
+                 chosen ? "stage" : "do not stage");
+  return chosen;
+}
+
 DeviceInfo describe(VkPhysicalDevice pd, int index) {
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -200,6 +214,7 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
   c.push_descriptor = has_extension(pd, "VK_KHR_push_descriptor") &&
                       vk().vkCmdPushDescriptorSetKHR != nullptr;
   choose_q8_matvec_lanes(p.deviceType, c);
+  c.q8_tile_staged = choose_q8_tile_staged(p.deviceType);
   c.fa_min_workgroups = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 16 : 1024;
   c.fa_max_heads = power_of_two_env("FOLIO_VULKAN_FA_HEADS", kMaxFaHeads, kMaxFaHeads,
                                     "query heads a flash-attention workgroup at most")
@@ -245,10 +260,12 @@ std::string DeviceInfo::features() const {
   std::string s = fmt::format("subgroup {}", caps.subgroup_size);
   if (caps.fp16_arith) s += ", fp16";
   if (caps.int8_arith) s += ", int8";
-  if (caps.integer_dot)
-    s += caps.q8_lanes_fixed || caps.cpu_threads == 0
-             ? fmt::format(", integer dot ({} lanes a decode row)", caps.q8_matvec_lanes)
-             : fmt::format(", integer dot ({} lanes a decode row at most)", caps.q8_matvec_lanes);
+  if (caps.integer_dot) {
+    s += fmt::format(", integer dot ({} lanes a decode row{}, prefill tiles {})",
+                     caps.q8_matvec_lanes,
+                     caps.q8_lanes_fixed || caps.cpu_threads == 0 ? "" : " at most",
+                     caps.q8_tile_staged ? "staged in shared memory" : "read unstaged");
+  }
   if (caps.storage_16bit) s += ", 16-bit storage";
   if (caps.cooperative_matrix) s += ", cooperative matrix";
   if (caps.push_descriptor) s += ", push descriptors";

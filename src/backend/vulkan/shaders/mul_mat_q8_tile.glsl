@@ -16,13 +16,21 @@
 // other slots.
 //
 // Include after mul_mat_q8.glsl, in a shader of 256 invocations with spec
-// constant TYPE, binding 0 `p` with a field w (the weights' shape), buffers
+// constant 0 TYPE (1 is STAGED, below), binding 0 `p` with a field w (the weights' shape), buffers
 // q_w (quantized activations, words) and d_f (F32 output). The including
 // file defines the two functions declared below, which say where tile slot
 // m's data lie; `at` is what its call of q8_tile() passes through to them.
 
 uint q8_tile_x_block0(uvec4 at, uint m);  // word index of slot m's quantized block 0
 uint q8_tile_dst(uvec4 at, uint m);       // word index of slot m's dst column
+
+// Spec constant 1: 1 stages each block's weight rows and slots in shared
+// memory (the loads above); 0 has every thread read its own four rows and
+// slots from the buffers, with no barrier: a CPU device (lavapipe), whose
+// workgroup runs on one core, gains nothing from the copy and pays a
+// switch between its SIMD groups at every barrier. The same terms in the
+// same order either way.
+layout(constant_id = 1) const uint STAGED = 1u;
 
 const uint BN = kMatTile, BM = kMatTile;
 const uint RS = 9u;  // shared row stride (words)
@@ -64,7 +72,7 @@ void q8_tile(uint n0, uint wbase, uint ncols, uvec4 at) {
   }
   for (uint kb0 = 0u; kb0 < nb; kb0 += SB) {
     const uint kb = kb0 + sb;
-    if (w_loader && kb < nb) {
+    if (STAGED != 0u && w_loader && kb < nb) {
       uint c[8];
       float dw, mw;
       uint ws;
@@ -74,14 +82,14 @@ void q8_tile(uint n0, uint wbase, uint ncols, uvec4 at) {
       wd_s[s] = dw;
       wm_s[s] = mw;
       ws_s[s] = ws;
-    } else if (x_loader && kb < nb) {
+    } else if (STAGED != 0u && x_loader && kb < nb) {
       const uint s = sb * BM + r;
       const uint qo = xblk0 + kb * Q8_WORDS;
       for (uint i = 0u; i < 8u; ++i) xc_s[s * RS + i] = q_w[qo + i];
       xd_s[s] = uintBitsToFloat(q_w[qo + 8u]);
       xs_s[s] = int(q_w[qo + 9u]);
     }
-    barrier();
+    if (STAGED != 0u) barrier();
     for (uint b = 0u; b < SB; ++b) {
       if (kb0 + b >= nb) break;
       // This thread's four weight rows of block kb0 + b, held across its slots.
@@ -89,6 +97,17 @@ void q8_tile(uint n0, uint wbase, uint ncols, uvec4 at) {
       float dw[4], mw[4];
       uint ws[4];
       for (uint i = 0u; i < 4u; ++i) {
+        if (STAGED == 0u) {  // rows past N: zeros (their outputs are not stored)
+          const uint row = n0 + tn + 16u * i;
+          for (uint w = 0u; w < 8u; ++w) wc[i][w] = 0u;
+          dw[i] = 0.0;
+          mw[i] = 0.0;
+          ws[i] = 0u;
+          if (row < N) {
+            q8_weight_block(TYPE, wbase + row * p.w.nb1, kb0 + b, wc[i], dw[i], mw[i], ws[i]);
+          }
+          continue;
+        }
         const uint n = b * BN + tn + 16u * i;
         for (uint w = 0u; w < 8u; ++w) wc[i][w] = wc_s[n * RS + w];
         dw[i] = wd_s[n];
@@ -97,11 +116,21 @@ void q8_tile(uint n0, uint wbase, uint ncols, uvec4 at) {
       }
       for (uint j = 0u; j < 4u; ++j) {
         if (j >= jmax) continue;
-        const uint m = b * BM + tm + 16u * j;
         uint xc[8];
-        for (uint w = 0u; w < 8u; ++w) xc[w] = xc_s[m * RS + w];
-        const float dx = xd_s[m];
-        const int xs = xs_s[m];
+        float dx;
+        int xs;
+        if (STAGED == 0u) {  // slots past ncols read block 0 of q (not stored either)
+          const uint slot = tm + 16u * j;
+          const uint qo = slot < ncols ? q8_tile_x_block0(at, slot) + (kb0 + b) * Q8_WORDS : 0u;
+          for (uint w = 0u; w < 8u; ++w) xc[w] = q_w[qo + w];
+          dx = uintBitsToFloat(q_w[qo + 8u]);
+          xs = int(q_w[qo + 9u]);
+        } else {
+          const uint m = b * BM + tm + 16u * j;
+          for (uint w = 0u; w < 8u; ++w) xc[w] = xc_s[m * RS + w];
+          dx = xd_s[m];
+          xs = xs_s[m];
+        }
         for (uint i = 0u; i < 4u; ++i) {
           acc[i][j] = acc[i][j] + q8_block_term(TYPE, wc[i], xc, xs, dw[i], mw[i], ws[i], dx);
         }
@@ -117,7 +146,7 @@ void q8_tile(uint n0, uint wbase, uint ncols, uvec4 at) {
         }
       }
     }
-    barrier();
+    if (STAGED != 0u) barrier();
   }
   for (uint j = 0u; j < 4u; ++j) {
     const uint m = tm + 16u * j;
