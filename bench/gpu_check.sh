@@ -133,7 +133,7 @@ if ((bench)); then
   # The int8 decode matvec at other lanes a row than the GPU's default 32
   # (DeviceCaps::q8_matvec_lanes): fewer make each row's reduction cheaper,
   # more spread a row's loads; the same sums.
-  for lanes in 4 8 16 64; do
+  for lanes in 8 64; do
     FOLIO_VULKAN_Q8_LANES=$lanes step "folio_bench_q8_lanes$lanes" 120 "$folio" bench \
       -m "${models[0]}" --device vulkan -p 0 -n 128 --seqs 1,8 -r 2 --json
   done
@@ -142,6 +142,11 @@ if ((bench)); then
   # KV head sharing them); the same sums.
   FOLIO_VULKAN_FA_HEADS=1 step folio_bench_fa_heads1 120 "$folio" bench -m "${models[0]}" \
     --device vulkan -p 512 -n 0 -r 3 --json
+  # The int8 prefill tiles unstaged (each thread reading its own rows and
+  # slots, no barrier per K step: lavapipe's form) against the GPU's
+  # default, the blocks staged in shared memory; the same sums.
+  FOLIO_VULKAN_Q8_TILE_STAGED=0 step folio_bench_tiles_unstaged 120 "$folio" bench \
+    -m "${models[0]}" --device vulkan -p 512 -n 0 -r 3 --json
   FOLIO_VULKAN_REPLAY=0 step folio_bench_no_replay 180 "$folio" bench -m "${models[0]}" \
     --device vulkan -p 0 -n 128 --seqs 1,8 -r 3 --json
   # Where the device's time goes, per kernel (vk_timestamps.h): one prefill
