@@ -128,7 +128,8 @@ TEST(VulkanDevice, FlashAttentionHeadsFollowAValidOverride) {
 }
 
 // The int8 prefill tiles stage their blocks in shared memory on a GPU and
-// read them unstaged on a CPU device; FOLIO_VULKAN_Q8_TILE_STAGED=1 or 0
+// (for the weight types that unpack cheaply) read them unstaged on a CPU
+// device; FOLIO_VULKAN_Q8_TILE_STAGED=1 or 0
 // makes every device do either; any other value leaves the device's choice.
 TEST(VulkanDevice, Q8TileStagingFollowsTheDeviceTypeOrAValidOverride) {
   FOLIO_VULKAN_OR_SKIP(dev);

@@ -81,10 +81,13 @@ struct DeviceCaps {
   uint32_t q8_matvec_lanes = 32;
   bool q8_lanes_fixed = false;
   // The int8 prefill tiles stage each K step's blocks in shared memory
-  // (true: a GPU) or have every thread read its own rows and slots with no
-  // barrier (false: a CPU device, whose workgroup runs on one core and
-  // switches between its SIMD groups at each barrier); the same sums.
-  // FOLIO_VULKAN_Q8_TILE_STAGED overrides the device's choice.
+  // (true: a GPU) or, for the weight types whose blocks unpack cheaply
+  // (Q4_0, Q4_1, Q5_0, Q5_1), have every thread read its own rows and
+  // slots with no barrier (false: a CPU device, whose workgroup runs on one
+  // core and switches between its SIMD groups at each barrier; there the
+  // other types' unpacking, repeated by each thread, costs more than the
+  // barriers save); the same sums either way. FOLIO_VULKAN_Q8_TILE_STAGED
+  // overrides the device's choice.
   bool q8_tile_staged = true;
   // Flash attention gives a workgroup several query heads of one KV head
   // (sharing each tile's K/V loads), at most fa_max_heads (a power of two up

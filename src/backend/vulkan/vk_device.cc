@@ -137,7 +137,8 @@ void choose_q8_matvec_lanes(VkPhysicalDeviceType type, DeviceCaps& c) {
 }
 
 // DeviceCaps::q8_tile_staged: a GPU stages the int8 tiles' blocks in
-// shared memory, a CPU device does not; FOLIO_VULKAN_Q8_TILE_STAGED=1 or 0
+// shared memory, a CPU device does not (for the weight types whose blocks
+// unpack cheaply); FOLIO_VULKAN_Q8_TILE_STAGED=1 or 0
 // makes any device do either (to time it, or to test a GPU's form on
 // lavapipe).
 bool choose_q8_tile_staged(VkPhysicalDeviceType type) {

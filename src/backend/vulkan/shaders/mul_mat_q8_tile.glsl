@@ -26,10 +26,12 @@ uint q8_tile_dst(uvec4 at, uint m);       // word index of slot m's dst column
 
 // Spec constant 1: 1 stages each block's weight rows and slots in shared
 // memory (the loads above); 0 has every thread read its own four rows and
-// slots from the buffers, with no barrier: a CPU device (lavapipe), whose
-// workgroup runs on one core, gains nothing from the copy and pays a
-// switch between its SIMD groups at every barrier. The same terms in the
-// same order either way.
+// slots from the buffers, with no barrier: on a CPU device (lavapipe),
+// whose workgroup runs on one core, the copy gains nothing and every
+// barrier switches between the workgroup's SIMD groups, which outweighs
+// unpacking each block four times over for the weight types whose blocks
+// unpack cheaply (ops_matmul.cc chooses). The same terms in the same order
+// either way.
 layout(constant_id = 1) const uint STAGED = 1u;
 
 const uint BN = kMatTile, BM = kMatTile;
