@@ -30,17 +30,18 @@
 // quantizes x once into scratch memory (for kRmsNormMulMat normalising it
 // first, in place of the matvec's prologue); then decode (and the three
 // fusions) runs mul_mat_vec_q8, prefill mul_mat_q8; both sum in one
-// order, so batch invariance holds as on the float path. Whether a product takes it depends on the
-// device and the weight only, never on the column count; elsewhere the
-// float shaders run.
+// order, so batch invariance holds as on the float path. Whether a
+// product takes it depends on the device and the weight only, never on the
+// column count; elsewhere the float shaders run.
 // mul_mat_id on the float path uses either shader in its ID mode:
 // mul_mat_vec (one column per (u, t) pair) while the pairs per expert are
 // few, mul_mat (pairs grouped by expert in shared memory) once they average
 // kTiledPairsPerExpert. On the int8 path (mul_mat_id_q8) quant_act_q8 first
 // quantizes x [K, X1, T] into scratch memory, so each token's row is
 // quantized once whichever experts read it; then, chosen the same way,
-// mul_mat_vec_q8's ID mode (one workgroup per row block and pair) or mul_mat_id_q8
-// (mul_mat.comp's expert grouping around mul_mat_q8.comp's tile), both in
+// mul_mat_vec_q8's ID mode (one workgroup per row block and pair) or
+// mul_mat_id_q8 (mul_mat.comp's expert grouping around mul_mat_q8.comp's
+// tile), both in
 // mul_mat_q8.glsl's order: a pair's output has the same bits in either.
 //
 // Requirements checked by match(): weight rows contiguous (nb[0] = block
@@ -349,9 +350,16 @@ static_assert(sizeof(MatQ8Params) == 4 * sizeof(TensorDesc));
 static_assert(offsetof(MatQ8Params, x) == 36 && offsetof(MatQ8Params, d) == 72 &&
               offsetof(MatQ8Params, q) == 108);
 
-// Bytes of x [K, ...] quantized (quant_act_q8's blocks).
+// quant_act_q8's blocks of x [K, M, B2, B3], and their bytes for one
+// column of k elements and for all of x.
+int64_t q8_blocks(const TensorView& x) {
+  return x.ne[0] / kMatQ8Block * x.ne[1] * x.ne[2] * x.ne[3];
+}
+int64_t q8_column_bytes(int64_t k) {
+  return k / kMatQ8Block * kMatQ8BlockWords * 4;
+}
 int64_t q8_bytes(const TensorView& x) {
-  return x.ne[0] / kMatQ8Block * kMatQ8BlockWords * 4 * x.ne[1] * x.ne[2] * x.ne[3];
+  return q8_blocks(x) * kMatQ8BlockWords * 4;
 }
 
 // quant_act_q8: x F32 [K, M, B2, B3] into q (q8_bytes(x) of scratch
@@ -366,7 +374,7 @@ Status record_quant_act(Recorder& r, const TensorView& x, const TensorView& q,
   FOLIO_RETURN_IF_ERROR(aligned(p.x, "input"));
   uint32_t gx, gy;
   if (nw.empty()) {
-    Recorder::split_groups((q8_bytes(x) / (kMatQ8BlockWords * 4) + 255) / 256, gx, gy);
+    Recorder::split_groups((static_cast<uint64_t>(q8_blocks(x)) + 255) / 256, gx, gy);
     return r.dispatch("quant_act_q8", {0u, 256u}, &p, sizeof p, {x, q, {}}, gx, gy);
   }
   FOLIO_ASSIGN_OR_RETURN(p.nw, r.desc(nw));
@@ -421,7 +429,7 @@ Status record_mul_mat_q8(Recorder& r, const Op& op) {
     return r.dispatch("mul_mat_vec_q8", {type, u32(m), tpr, 0u, 0u, w16(p, w.dtype)}, &p, sizeof p,
                       {w, q, op.dst, q, {}, {}}, gx, gy);
   }
-  const int64_t col_bytes = k / kMatQ8Block * kMatQ8BlockWords * 4;
+  const int64_t col_bytes = q8_column_bytes(k);
   const int64_t piece =
       std::max<int64_t>(kMatTile, kQ8ScratchBytes / col_bytes / kMatTile * kMatTile);
   FOLIO_ASSIGN_OR_RETURN(const TensorView q, r.scratch(static_cast<size_t>(
@@ -511,14 +519,14 @@ static_assert(offsetof(MatQ8IdParams, q) == 108 && offsetof(MatQ8IdParams, ids) 
 // kMulMatId on the int8 path: quant_act_q8 quantizes x [K, X1, T] once
 // (each token's row once, whichever experts read it), then the decode
 // matvec in its ID mode (one workgroup per row block and pair) or the
-// expert-grouped tiles, chosen as on the float path. Larger batches go in pieces of
-// tokens, so the scratch stays within kQ8ScratchBytes.
+// expert-grouped tiles, chosen as on the float path. Larger batches go in
+// pieces of tokens, so the scratch stays within kQ8ScratchBytes.
 Status record_mul_mat_id_q8(Recorder& r, const Op& op) {
   const TensorView &w = op.src[0], &x = op.src[1], &ids = op.src[2];
   if (op.dst.nelements() == 0) return Status();
   const uint32_t type = static_cast<uint32_t>(w.dtype);
   const int64_t k = w.ne[0], n = w.ne[1], n_exp = w.ne[2], n_tok = x.ne[2];
-  const int64_t tok_bytes = k / kMatQ8Block * kMatQ8BlockWords * 4 * x.ne[1];
+  const int64_t tok_bytes = q8_column_bytes(k) * x.ne[1];
   const int64_t piece = std::max<int64_t>(1, kQ8ScratchBytes / tok_bytes);
   FOLIO_ASSIGN_OR_RETURN(const TensorView q,
                          r.scratch(static_cast<size_t>(std::min(piece, n_tok) * tok_bytes)));

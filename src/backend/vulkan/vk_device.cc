@@ -138,9 +138,8 @@ void choose_q8_matvec_lanes(VkPhysicalDeviceType type, DeviceCaps& c) {
 
 // DeviceCaps::q8_tile_staged: a GPU stages the int8 tiles' blocks in
 // shared memory, a CPU device does not (for the weight types whose blocks
-// unpack cheaply); FOLIO_VULKAN_Q8_TILE_STAGED=1 or 0
-// makes any device do either (to time it, or to test a GPU's form on
-// lavapipe).
+// unpack cheaply); FOLIO_VULKAN_Q8_TILE_STAGED=1 or 0 makes any device do
+// either (to time it, or to test a GPU's form on lavapipe).
 bool choose_q8_tile_staged(VkPhysicalDeviceType type) {
   const bool chosen = type != VK_PHYSICAL_DEVICE_TYPE_CPU;
   const char* env = std::getenv("FOLIO_VULKAN_Q8_TILE_STAGED");
@@ -262,10 +261,10 @@ std::string DeviceInfo::features() const {
   if (caps.fp16_arith) s += ", fp16";
   if (caps.int8_arith) s += ", int8";
   if (caps.integer_dot) {
-    s += fmt::format(", integer dot ({} lanes a decode row{}, prefill tiles {})",
-                     caps.q8_matvec_lanes,
-                     caps.q8_lanes_fixed || caps.cpu_threads == 0 ? "" : " at most",
-                     caps.q8_tile_staged ? "staged in shared memory" : "read unstaged");
+    s += fmt::format(
+        ", integer dot ({} lanes a decode row{}, prefill tiles {})", caps.q8_matvec_lanes,
+        caps.q8_lanes_fixed || caps.cpu_threads == 0 ? "" : " at most",
+        caps.q8_tile_staged ? "staged in shared memory" : "of Q4_0, Q4_1, Q5_0, Q5_1 unstaged");
   }
   if (caps.storage_16bit) s += ", 16-bit storage";
   if (caps.cooperative_matrix) s += ", cooperative matrix";

@@ -94,9 +94,10 @@ FOLIO_VK_CONST kMatQ8BlockWords = 10u;
   FOLIO_VK_TENSOR d;          \
   FOLIO_VK_TENSOR q;
 
-// Binding 0 of mul_mat_id_q8 (kMulMatId's int8 tiles): as above with w [K, N, E], x F32 [K, X1, T]
-// (quantized by quant_act_q8 as M = X1, B2 = T: pair (u, t) reads column (u % X1, t)), d F32 [N,
-// n_used, T] and ids I32 [n_used, T].
+// Binding 0 of mul_mat_id_q8 (kMulMatId's int8 tiles): as above with w
+// [K, N, E], x F32 [K, X1, T] (quantized by quant_act_q8 as M = X1, B2 =
+// T: pair (u, t) reads column (u % X1, t)), d F32 [N, n_used, T] and ids
+// I32 [n_used, T].
 #define FOLIO_VK_MATQ8_ID_PARAMS \
   FOLIO_VK_MATQ8_PARAMS          \
   FOLIO_VK_TENSOR ids;

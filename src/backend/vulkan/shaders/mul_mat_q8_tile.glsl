@@ -16,8 +16,9 @@
 // other slots.
 //
 // Include after mul_mat_q8.glsl, in a shader of 256 invocations with spec
-// constant 0 TYPE (1 is STAGED, below), binding 0 `p` with a field w (the weights' shape), buffers
-// q_w (quantized activations, words) and d_f (F32 output). The including
+// constant 0 TYPE (1 is STAGED, below), binding 0 `p` with a field w (the
+// weights' shape), buffers q_w (quantized activations, words) and d_f (F32
+// output). The including
 // file defines the two functions declared below, which say where tile slot
 // m's data lie; `at` is what its call of q8_tile() passes through to them.
 
@@ -63,6 +64,13 @@ void q8_tile(uint n0, uint wbase, uint ncols, uvec4 at) {
   const uint wrow = wbase + (n0 + r) * p.w.nb1;
   const bool x_loader = quarter % 2u == 1u && r < ncols;
   const uint xblk0 = x_loader ? q8_tile_x_block0(at, r) : 0u;
+  // Unstaged: block 0 of this thread's four slots (slots past ncols read
+  // block 0 of q; their outputs are not stored).
+  uint slot_blk0[4];
+  for (uint j = 0u; j < 4u; ++j) {
+    const uint slot = tm + 16u * j;
+    slot_blk0[j] = STAGED == 0u && slot < ncols ? q8_tile_x_block0(at, slot) : 0u;
+  }
 
   precise float acc[4][4];  // the current chunk's partial sums
   precise float tot[4][4];  // the finished chunks' sum
@@ -121,9 +129,8 @@ void q8_tile(uint n0, uint wbase, uint ncols, uvec4 at) {
         uint xc[8];
         float dx;
         int xs;
-        if (STAGED == 0u) {  // slots past ncols read block 0 of q (not stored either)
-          const uint slot = tm + 16u * j;
-          const uint qo = slot < ncols ? q8_tile_x_block0(at, slot) + (kb0 + b) * Q8_WORDS : 0u;
+        if (STAGED == 0u) {
+          const uint qo = slot_blk0[j] + (tm + 16u * j < ncols ? (kb0 + b) * Q8_WORDS : 0u);
           for (uint w = 0u; w < 8u; ++w) xc[w] = q_w[qo + w];
           dx = uintBitsToFloat(q_w[qo + 8u]);
           xs = int(q_w[qo + 9u]);

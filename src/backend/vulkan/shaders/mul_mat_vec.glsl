@@ -11,10 +11,11 @@
 // against all NCOLS columns in ascending k. The chunk partials go to shared
 // memory; then for each (row, column) one lane adds them to that output's
 // running total in chunk order (at TPR = 1 the row's one lane adds its
-// partial itself, the same additions without the barriers). x is read as vec4 where its rows are 16-byte
-// aligned (X16), F32 / F16 / BF16 weights 16 bytes at a time where theirs
-// are and a legacy block type's chunk (two blocks) as whole words where its
-// rows start 4-byte aligned (W16): the record function checks the offsets
+// partial itself, the same additions without the barriers). x is read as
+// vec4 where its rows are 16-byte aligned (X16), F32 / F16 / BF16 weights
+// 16 bytes at a time where theirs are and a legacy block type's chunk (two
+// blocks) as whole words where its rows start 4-byte aligned (W16): the
+// record function checks the offsets
 // and strides.
 //
 // Workgroups: ceil(N / RPW) row blocks (fastest) x batches. kMulMat (ID =
