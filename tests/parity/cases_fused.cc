@@ -725,7 +725,8 @@ void add_fused_cases(CaseList& cases) {
   // rope_set_rows: SmolLM2's decode step (normal, Dk 64, 9 + 3 heads, F16
   // cache), qwen-like neox with freq factors and partial dims, several
   // tokens with a repeated slot, odd V widths (a two-byte row that shares
-  // its edge words), and a Q8_0 cache that the device declines.
+  // its edge words), a Q8_0 cache that the device declines, and many short
+  // rows.
   using M = RopeMode;
   const RopeSetRowsShape rope_shapes[] = {
       {"llama", rope_of(M::kNormal, 64, 1e5f), 64, 9, 3, 1, 192, 64, DType::F32, DType::F16},
@@ -743,6 +744,10 @@ void add_fused_cases(CaseList& cases) {
        DType::F16, true, false, true},
       {"neox prefill", rope_of(M::kNeox, 128, 1e6f), 128, 4, 2, 6, 256, 16, DType::F32, DType::BF16,
        false, true, true},
+      // 32 tokens a workgroup (8 items each), and a repeated slot 298
+      // tokens after its first use: past one stride of the shared scan.
+      {"many tokens a workgroup", rope_of(M::kNormal, 8, 1e4f), 8, 1, 1, 300, 5, 320, DType::F16,
+       DType::F16, true},
   };
   for (const RopeSetRowsShape& sh : rope_shapes) cases.push_back(rope_set_rows_case(sh));
 

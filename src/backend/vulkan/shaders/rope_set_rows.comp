@@ -14,7 +14,8 @@
 //
 // set_rows' rules: a slot outside the table is reported (kErrIdRange) and
 // its row not written; with duplicate slots the last token wins (a token
-// writes nothing when a later token names its slot).
+// writes nothing when a later token names its slot: the invocations of a
+// workgroup scan the later slots together, once per token of its items).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -42,18 +43,28 @@ layout(std430, binding = 9) buffer VT { uint vt_u[]; };
 
 int slot_at(uint t) { return slots_i[flat_elem_off(p.slots, t) >> 2]; }
 
-// The table row token t writes: -1 when its slot is outside the table
-// (reported) or a later token names the same slot.
+shared uint later_dup;
+
+// The table row token t writes, called by every invocation of the workgroup
+// with the same t: -1 when its slot is outside the table (reported) or a
+// later token names the same slot. The invocations share the scan of the
+// later tokens' slots, as set_rows.comp's do.
 int write_slot(uint t, uint n_tok, uint n_slots) {
+  const uint tid = gl_LocalInvocationID.x;
   const int s = slot_at(t);
-  if (s < 0 || uint(s) >= n_slots) {
-    report_error(kErrIdRange, uint(s));
+  if (s < 0 || uint(s) >= n_slots) {  // the same for the whole workgroup
+    if (tid == 0u) report_error(kErrIdRange, uint(s));
     return -1;
   }
-  for (uint j = t + 1u; j < n_tok; ++j) {
-    if (slot_at(j) == s) return -1;
+  if (tid == 0u) later_dup = 0u;
+  barrier();
+  for (uint j = t + 1u + tid; j < n_tok; j += kElementWorkgroup) {
+    if (slot_at(j) == s) later_dup = 1u;
   }
-  return s;
+  barrier();
+  const bool dup = later_dup != 0u;
+  barrier();  // later_dup is reset for the next token
+  return dup ? -1 : s;
 }
 
 uint half_bits(uint dt, uint x) { return dt == kDtypeF16 ? f32_to_f16(x) : f32_to_bf16(x); }
@@ -116,39 +127,50 @@ void v_row(uint t, uint n_tok) {
 void main() {
   const uint g = group_index();
   const uint n_tok = p.x.ne2;
-  if (g >= p.rope_groups) {
+  if (g >= p.rope_groups) {  // the whole workgroup
     v_row(g - p.rope_groups, n_tok);
     return;
   }
   const uint half_dims = p.n_dims / 2u;
   const uint per_row = half_dims + (p.x.ne0 - p.n_dims);
-  const uint w = g * kElementWorkgroup + gl_LocalInvocationID.x;
-  if (w >= per_row * p.x.ne1 * n_tok) return;
+  const uint tok_items = per_row * p.x.ne1;  // work items of one token
+  const uint total = tok_items * n_tok;
+  const uint w0 = g * kElementWorkgroup;  // the workgroup's first item
+  const uint w = w0 + gl_LocalInvocationID.x;
+  const bool live = w < total;
   const uint k = w % per_row;
   const uint h = (w / per_row) % p.x.ne1, tok = (w / per_row) / p.x.ne1;
-  const uint xo = row_off(p.x, h, tok, 0u);
-  const uint dof = row_off(p.d, h, tok, 0u);
-
   const bool pair = k < half_dims;
-  uint ia, ib = 0u;
-  float d0, d1 = 0.0;
-  if (pair) {
-    ia = MODE == kRopeModeNormal ? 2u * k : k;
-    ib = MODE == kRopeModeNormal ? 2u * k + 1u : k + half_dims;
-    const float x0 = x_f[(xo + ia * p.x.nb0) >> 2];
-    const float x1 = x_f[(xo + ib * p.x.nb0) >> 2];
-    rope_pair(k, tok, n_tok, x0, x1, d0, d1);
-    d_f[(dof + ia * p.d.nb0) >> 2] = d0;
-    d_f[(dof + ib * p.d.nb0) >> 2] = d1;
-  } else {  // pass-through dim
-    ia = p.n_dims + (k - half_dims);
-    d0 = x_f[(xo + ia * p.x.nb0) >> 2];
-    d_f[(dof + ia * p.d.nb0) >> 2] = d0;
+  uint ia = 0u, ib = 0u;
+  float d0 = 0.0, d1 = 0.0;
+  if (live) {
+    const uint xo = row_off(p.x, h, tok, 0u);
+    const uint dof = row_off(p.d, h, tok, 0u);
+    if (pair) {
+      ia = MODE == kRopeModeNormal ? 2u * k : k;
+      ib = MODE == kRopeModeNormal ? 2u * k + 1u : k + half_dims;
+      const float x0 = x_f[(xo + ia * p.x.nb0) >> 2];
+      const float x1 = x_f[(xo + ib * p.x.nb0) >> 2];
+      rope_pair(k, tok, n_tok, x0, x1, d0, d1);
+      d_f[(dof + ia * p.d.nb0) >> 2] = d0;
+      d_f[(dof + ib * p.d.nb0) >> 2] = d1;
+    } else {  // pass-through dim
+      ia = p.n_dims + (k - half_dims);
+      d0 = x_f[(xo + ia * p.x.nb0) >> 2];
+      d_f[(dof + ia * p.d.nb0) >> 2] = d0;
+    }
   }
-  if (h < p.hk0) return;  // a Q head
-  const int slot = write_slot(tok, n_tok, p.kt.ne1);
-  if (slot < 0) return;
-  const uint base = p.kt.off + uint(slot) * p.kt.nb1 + (h - p.hk0) * p.x.ne0 * p.kt.nb0;
-  put_k(base + ia * p.kt.nb0, d0);
-  if (pair) put_k(base + ib * p.kt.nb0, d1);
+  // The K table rows of the tokens whose K heads (the last HK heads of a
+  // token, from hk0 on) have items here, one token at a time for the whole
+  // workgroup (write_slot's shared scan).
+  const uint last = min(w0 + kElementWorkgroup, total) - 1u;
+  for (uint t = w0 / tok_items; t <= last / tok_items; ++t) {
+    const uint k_first = max(w0, t * tok_items + p.hk0 * per_row);
+    if (k_first > min(last, (t + 1u) * tok_items - 1u)) continue;  // no K item of t here
+    const int slot = write_slot(t, n_tok, p.kt.ne1);
+    if (slot < 0 || !live || tok != t || h < p.hk0) continue;
+    const uint base = p.kt.off + uint(slot) * p.kt.nb1 + (h - p.hk0) * p.x.ne0 * p.kt.nb0;
+    put_k(base + ia * p.kt.nb0, d0);
+    if (pair) put_k(base + ib * p.kt.nb0, d1);
+  }
 }
