@@ -469,12 +469,14 @@ TEST(VulkanRecord, FlashAttentionSplitsLongCachesOfFewPairs) {
 // spec constant 9) while at least DeviceCaps::fa_min_workgroups workgroups
 // remain: the largest power of two up to DeviceCaps::fa_max_heads that
 // divides the heads per KV head and keeps each head's registers within 96
-// floats in all; split-K passes take one.
+// floats in all and the workgroup's shared memory (partials, scores and
+// weights of every head) within the device's; split-K passes take one.
 TEST(VulkanRecord, FlashAttentionGroupsTheQueryHeadsOfAKvHead) {
   struct Case {
     int64_t d, n_head, n_kv_head, n_tokens, n_ctx;
     uint32_t min_workgroups, heads;
     uint32_t max_heads = 8;  // DeviceCaps::fa_max_heads
+    uint32_t shared_bytes = 32768;  // DeviceCaps::max_shared_bytes
   };
   for (const Case& c : {
            Case{64, 8, 2, 512, 512, 1024, 4},      // group 4: all of it
@@ -489,8 +491,11 @@ TEST(VulkanRecord, FlashAttentionGroupsTheQueryHeadsOfAKvHead) {
            Case{64, 32, 4, 1, 4096, 16, 1},        // split-K (32 pairs, 8 pieces)
            Case{64, 32, 4, 512, 512, 1024, 2, 2},  // FOLIO_VULKAN_FA_HEADS=2
            Case{64, 32, 4, 512, 512, 1024, 1, 1},  // FOLIO_VULKAN_FA_HEADS=1
+           // Vulkan's least shared memory: 8 heads need 20548 bytes, 4 fit.
+           Case{64, 32, 4, 512, 512, 1024, 4, 8, 16384},
        }) {
     DeviceCaps caps;
+    caps.max_shared_bytes = c.shared_bytes;
     caps.fa_min_workgroups = c.min_workgroups;
     caps.fa_max_heads = c.max_heads;
     FakeRecorder r(caps);

@@ -97,10 +97,18 @@ static_assert(offsetof(FlashAttnParams, n_head) == 9 * sizeof(TensorDesc) &&
 // largest power of two up to caps.fa_max_heads that divides the heads per
 // KV head (`group`), keeps each head's registers (its q slice,
 // accumulators, running max and denominator) within kFaHeadRegisters
-// floats in all, and leaves at least caps.fa_min_workgroups workgroups.
-// Every head's sums are the same whatever the count, so the choice may
-// follow the batch's size.
+// floats in all, its shared memory within the device's, and leaves at
+// least caps.fa_min_workgroups workgroups. Every head's sums are the same
+// whatever the count, so the choice may follow the batch's size.
 constexpr uint32_t kFaHeadRegisters = 96;
+constexpr uint32_t kFaTile = kFaWorkgroup / kFaLanes * 2;  // keys a tile (the shader's BC)
+
+// flash_attn.comp's shared memory at GH = gh: the lane partials (or the
+// slots' accumulators), each head's scores and weights and running max,
+// the slots' denominators and a flag.
+uint32_t fa_shared_bytes(uint32_t gh, uint32_t ve) {
+  return 4 * (std::max(kFaWorkgroup * ve, gh * kFaTile * kFaLanes) + 2 * gh * kFaTile + gh + 8 + 1);
+}
 
 uint32_t fa_heads_per_workgroup(int64_t n_work, uint32_t group, uint32_t kt, uint32_t kwpl,
                                 uint32_t vt, uint32_t vwpt, const DeviceCaps& caps) {
@@ -108,7 +116,8 @@ uint32_t fa_heads_per_workgroup(int64_t n_work, uint32_t group, uint32_t kt, uin
   const uint32_t per_head = ke * kwpl + ve * vwpt + 2;
   uint32_t gh = 1;
   while (2 * gh <= caps.fa_max_heads && group % (2 * gh) == 0 &&
-         2 * gh * per_head <= kFaHeadRegisters && n_work / (2 * gh) >= caps.fa_min_workgroups) {
+         2 * gh * per_head <= kFaHeadRegisters && n_work / (2 * gh) >= caps.fa_min_workgroups &&
+         fa_shared_bytes(2 * gh, ve) <= caps.max_shared_bytes) {
     gh *= 2;
   }
   return gh;

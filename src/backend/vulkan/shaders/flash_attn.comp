@@ -1,9 +1,9 @@
 // kFlashAttn: one workgroup per (query token, GH query heads that share a KV
 // head), 256 invocations that split the visible keys between them (see op.h,
 // "Attention inputs"). With GH > 1 each tile's K/V words, loaded once, serve
-// the heads in turn: scores, softmax and accumulation below run head by
-// head, each with its own running max, denominator and accumulators, so
-// every head's arithmetic is the GH = 1 kernel's, bit for bit.
+// all the heads: each head has its own scores, running max, denominator and
+// accumulators, so every head's arithmetic is the GH = 1 kernel's, bit for
+// bit, and the phases below take all heads between the same barriers.
 //
 // Keys are visited in ascending position order in tiles of BC = 64:
 //   V loads  VS key slots x CT = 256 / VS column invocations: slot v owns the
@@ -12,13 +12,16 @@
 //            latency overlaps the K loads and the score reduction).
 //   scores   32 key groups of TPK = 8 lanes; a key group takes keys g and
 //            g + 32 of the tile, each lane a strided slice of the K row's
-//            32-bit words (neighbouring lanes read neighbouring words); then
-//            one invocation per key sums the 8 lane partials in lane order,
-//            scales and soft-caps.
-//   softmax  every invocation reads the tile's scores from shared memory and
-//            derives the same running max m (online softmax: one rescale of
-//            the accumulators per tile); slot v adds exp(s_j - m) v_j and
-//            exp(s_j - m) of its keys to its accumulator and denominator.
+//            32-bit words (neighbouring lanes read neighbouring words), for
+//            every head; then one invocation per (head, key) sums the 8 lane
+//            partials in lane order, scales and soft-caps.
+//   weights  one invocation per (head, key) finds the head's running max m
+//            (the tile's scores' max, and the previous m: online softmax,
+//            one rescale of the accumulators per tile) and the key's weight
+//            exp(s_j - m), into shared memory;
+//   values   slot v adds w_j v_j and w_j of its keys to each head's
+//            accumulator and denominator.
+// Three barriers a tile, whatever GH.
 // The slots share m, so their accumulators and denominators are summed (in
 // slot order) at the end. Every reduction has a fixed order that depends only
 // on key positions, and the arithmetic is `precise` (no contraction that a
@@ -100,8 +103,10 @@ layout(std430, binding = 11) buffer Partials { float part_f[]; };
 
 // Lane partials of the scores; the slots' accumulators at the end (VS > 1
 // means VWPT = 1: NT * VE floats).
-shared float part[VT == kDtypeQ8_0 ? NT * 4u : BC * TPK];
-shared vec4 sc[BC / 4u];      // the tile's scores (key j at sc[j / 4][j % 4])
+shared float part[NT * VE > GH * BC * TPK ? NT * VE : GH * BC * TPK];
+shared vec4 sc[GH * BC / 4u];  // the tile's scores (head g's key j at sc[(g * BC + j) / 4][j % 4])
+shared float wt[GH * BC];      // their weights exp(s_j - m), the same order
+shared float tile_m[GH];       // each head's running max after the tile
 shared float slot_l[8];       // the slots' denominators
 shared uint bad_flag;
 
@@ -396,11 +401,14 @@ void main() {
           }
         }
       }
-      // Head by head: the scores' shared memory is free for the next head
-      // once every invocation has read it, which the next head's first
-      // barrier waits for.
+      // Three barriers a tile whatever GH: every head's lane partials; then
+      // every (head, key)'s score; then each head's tile max and each key's
+      // weight exp(s_j - m), found once and read by every invocation; then
+      // head by head the rescale and the accumulation (each head's sums as
+      // in the one-head kernel). The next tile writes this shared memory
+      // again only after its first barrier, which every invocation reaches
+      // once done with these.
       for (uint g = 0u; g < GH; ++g) {
-        // Scores: lane partials.
         for (uint r = 0u; r < R; ++r) {
           precise float dot = 0.0;
           for (uint i = 0u; i < KWPL; ++i) {
@@ -418,32 +426,40 @@ void main() {
               }
             }
           }
-          part[(kgrp + KG * r) * TPK + lane] = dot;
+          part[(g * BC + kgrp + KG * r) * TPK + lane] = dot;
         }
-        barrier();
-        if (tid < BC) {
-          precise float score = NEG_INF;  // keys past the tile's end: no effect on the max
-          if (tid < nv) {
-            precise float sum = 0.0;
-            for (uint i = 0u; i < TPK; ++i) sum += part[tid * TPK + i];
-            score = sum * scale;
-            if (softcap > 0.0) {
-              // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
-              // exp-based tanh implementations away from inf / inf.
-              score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
-            }
+      }
+      barrier();
+      for (uint u = tid; u < GH * BC; u += NT) {  // head u / BC, key u % BC
+        precise float score = NEG_INF;  // keys past the tile's end: no effect on the max
+        if (u % BC < nv) {
+          precise float sum = 0.0;
+          for (uint i = 0u; i < TPK; ++i) sum += part[u * TPK + i];
+          score = sum * scale;
+          if (softcap > 0.0) {
+            // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
+            // exp-based tanh implementations away from inf / inf.
+            score = softcap * tanh(clamp(score / softcap, -10.0, 10.0));
           }
-          sc[tid >> 2][tid & 3u] = score;
         }
-        barrier();
-
-        // Online softmax: the same running max in every invocation. The loops
-        // have fixed trip counts (they unroll, and their shared-memory reads
-        // overlap); keys past the tile's end are masked, never weighted by 0.
-        vec4 m4 = sc[0];
-        for (uint i = 1u; i < BC / 4u; ++i) m4 = max(m4, sc[i]);
+        sc[u >> 2][u & 3u] = score;
+      }
+      barrier();
+      // Online softmax: one rescale of the accumulators per tile. The max
+      // scan has a fixed trip count (it unrolls, its reads overlap); keys
+      // past the tile's end are masked, never weighted by 0.
+      for (uint u = tid; u < GH * BC; u += NT) {
+        const uint g = u / BC, sg = g * (BC / 4u);
+        vec4 m4 = sc[sg];
+        for (uint i = 1u; i < BC / 4u; ++i) m4 = max(m4, sc[sg + i]);
         const float mt = max(max(m4.x, m4.y), max(m4.z, m4.w));
         const float mn = first ? mt : max(m[g], mt);
+        wt[u] = u % BC < nv ? exp(sc[u >> 2][u & 3u] - mn) : 0.0;
+        if (u % BC == 0u) tile_m[g] = mn;
+      }
+      barrier();
+      for (uint g = 0u; g < GH; ++g) {
+        const float mn = tile_m[g];
         const float ms = first ? 0.0 : exp(m[g] - mn);
         l[g] = l[g] * ms;
         for (uint c = 0u; c < VE * VWPT; ++c) acc[g][c] *= ms;
@@ -451,7 +467,7 @@ void main() {
         for (uint mi = 0u; mi < KPS; ++mi) {
           const uint j = slot + VS * mi;
           if (j < nv) {
-            const float wgt = exp(sc[j >> 2][j & 3u] - mn);
+            const float wgt = wt[g * BC + j];
             l[g] += wgt;
             for (uint i = 0u; i < VWPT; ++i) {
               if (VT == kDtypeQ8_0) {
