@@ -147,6 +147,11 @@ if ((bench)); then
   # default, the blocks staged in shared memory; the same sums.
   FOLIO_VULKAN_Q8_TILE_STAGED=0 step folio_bench_tiles_unstaged 120 "$folio" bench \
     -m "${models[0]}" --device vulkan -p 512 -n 0 -r 3 --json
+  # Decode with the int8 products' inputs quantized by quant_act_q8
+  # dispatches instead of the writers' tails (four more dispatches and
+  # barriers a layer); the same sums.
+  FOLIO_VULKAN_TAILS=0 step folio_bench_no_tails 120 "$folio" bench -m "${models[0]}" \
+    --device vulkan -p 0 -n 128 --seqs 1,8 -r 3 --json
   FOLIO_VULKAN_REPLAY=0 step folio_bench_no_replay 180 "$folio" bench -m "${models[0]}" \
     --device vulkan -p 0 -n 128 --seqs 1,8 -r 3 --json
   # Where the device's time goes, per kernel (vk_timestamps.h): one prefill

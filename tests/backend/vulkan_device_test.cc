@@ -152,5 +152,27 @@ TEST(VulkanDevice, Q8TileStagingFollowsTheDeviceTypeOrAValidOverride) {
   }
 }
 
+// The output tails are on unless FOLIO_VULKAN_TAILS=0; another value
+// leaves them on (with a warning).
+TEST(VulkanDevice, OutputTailsAreOnUnlessTurnedOff) {
+  FOLIO_VULKAN_OR_SKIP(dev);
+  const EnvRestorer restore("FOLIO_VULKAN_TAILS");
+  auto tails_with = [](const char* env) {
+    std::vector<bool> out;
+    for (const DeviceInfo& d : devices_with("FOLIO_VULKAN_TAILS", env)) {
+      out.push_back(d.caps.output_tails);
+    }
+    return out;
+  };
+  const std::vector<bool> on = tails_with(nullptr);
+  ASSERT_FALSE(on.empty());
+  for (bool t : on) EXPECT_TRUE(t);
+  EXPECT_EQ(tails_with("1"), on);
+  for (bool t : tails_with("0")) EXPECT_FALSE(t);
+  for (const char* bad : {"", "2", "off"}) {
+    EXPECT_EQ(tails_with(bad), on) << "FOLIO_VULKAN_TAILS=" << bad;
+  }
+}
+
 }  // namespace vulkan_device_test
 }  // namespace folio::vulkan

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -68,9 +69,10 @@ class FakeRecorder final : public Recorder {
     return TensorView::contiguous(alloc(probe.nbytes_contiguous()), dtype, shape);
   }
 
-  Status dispatch(const char* shader, std::initializer_list<uint32_t> spec, const void* params,
-                  size_t params_bytes, std::initializer_list<TensorView> tensors, uint32_t gx,
-                  uint32_t gy, uint32_t gz) override {
+  Status dispatch_spans(const char* shader, std::span<const uint32_t> spec, const void* params,
+                        size_t params_bytes, std::span<const TensorView> tensors, uint32_t gx,
+                        uint32_t gy, uint32_t gz) override {
+    held_.reset();  // a held dispatch is in the list already, as it was
     const EmbeddedShader* src = nullptr;
     for (const EmbeddedShader& s : embedded_shaders()) {
       if (std::strcmp(s.name, shader) == 0) src = &s;
@@ -109,6 +111,24 @@ class FakeRecorder final : public Recorder {
     d.groups[2] = gz;
     dispatches_.push_back(std::move(d));
     return Status();
+  }
+
+  // A held dispatch goes into the list at once (as the next command would
+  // record it); take_held() takes it out again.
+  Status hold(HeldDispatch d) override {
+    FOLIO_RETURN_IF_ERROR(dispatch(d));
+    held_ = std::move(d);
+    return Status();
+  }
+  std::optional<HeldDispatch> take_held() override {
+    std::optional<HeldDispatch> d = std::move(held_);
+    held_.reset();
+    if (d) dispatches_.pop_back();
+    return d;
+  }
+  Result<TensorView> counter() override {
+    if (counter_.data == nullptr) counter_ = tensor(DType::I32, {1});
+    return counter_;
   }
 
   Result<TensorDesc> desc(const TensorView& t) const override {
@@ -160,6 +180,8 @@ class FakeRecorder final : public Recorder {
   std::vector<std::unique_ptr<DeviceAddressRange>> buffers_;
   std::vector<RecordedDispatch> dispatches_;
   std::vector<size_t> scratch_bytes_;
+  std::optional<HeldDispatch> held_;  // the last of dispatches_, held
+  TensorView counter_;
 };
 
 // The kernel the backend selects for `op` on a device with `caps` (the

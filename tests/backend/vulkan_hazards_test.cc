@@ -237,8 +237,8 @@ const std::filesystem::path kShaderDir =
 
 // A shader's source with its #include "..." lines replaced by the included
 // files (recursively, each file once: common.glsl names itself in a
-// comment): declarations may sit in an included file (mul_mat_vec.glsl
-// serves two modules).
+// comment), then preprocessed: declarations may sit in an included file,
+// and mul_mat_vec.glsl serves two modules with #ifdef MUL_MAT_VEC_Q8.
 std::string shader_source(const std::filesystem::path& p, std::set<std::string>& seen) {
   if (!seen.insert(p.filename().string()).second) return "";
   const std::regex inc(R"re(#include\s+"([^"]+)")re");
@@ -253,13 +253,45 @@ std::string shader_source(const std::filesystem::path& p, std::set<std::string>&
   return out + text.substr(at);
 }
 
+// The lines of `text` that the preprocessor keeps: #ifdef / #ifndef /
+// #else / #endif against the names #define'd so far (the shaders use no
+// other conditionals).
+std::string preprocessed(const std::string& text) {
+  std::set<std::string> defined;
+  std::vector<bool> active = {true};  // one entry per open conditional, and the file
+  std::istringstream in(text);
+  std::string out, line;
+  const std::regex directive(R"re(^\s*#\s*(define|ifdef|ifndef|else|endif)\b\s*(\w*))re");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (!std::regex_search(line, m, directive)) {
+      if (active.back()) out += line + "\n";
+      continue;
+    }
+    const std::string what = m[1].str(), name = m[2].str();
+    const bool outer = active.size() < 2 || active[active.size() - 2];
+    if (what == "define") {
+      if (active.back()) defined.insert(name);
+    } else if (what == "ifdef" || what == "ifndef") {
+      const bool is_defined = defined.count(name) != 0;
+      active.push_back(active.back() && (what == "ifdef") == is_defined);
+    } else if (what == "else") {
+      active.back() = outer && !active.back();
+    } else if (active.size() > 1) {
+      active.pop_back();
+    }
+  }
+  return out;
+}
+
 std::string shader_source(const std::filesystem::path& p) {
   std::set<std::string> seen;
-  return shader_source(p, seen);
+  return preprocessed(shader_source(p, seen));
 }
 
 TEST(VulkanHazards, WritableBindingsFromSpirvMatchTheShaderSources) {
-  const std::regex decl(R"(binding\s*=\s*(\d+)\s*\)\s*(readonly|writeonly)?\s*(restrict\s+)?buffer)");
+  const std::regex decl(
+      R"(binding\s*=\s*(\d+)\s*\)\s*(?:coherent\s+)?(readonly|writeonly)?\s*(restrict\s+)?buffer)");
   ASSERT_FALSE(embedded_shaders().empty());
   for (const EmbeddedShader& sh : embedded_shaders()) {
     const std::filesystem::path src = kShaderDir / (std::string(sh.name) + ".comp");
@@ -290,7 +322,9 @@ TEST(VulkanHazards, WritableBindingsOfKnownShaders) {
   EXPECT_EQ(got.at("mul_mat"), 1u << 4);
   EXPECT_EQ(got.at("add_rms_norm"), (1u << 6) | (1u << 7));  // binding 5: an unread placeholder
   EXPECT_EQ(got.at("set_rows"), 1u << 4);
-  EXPECT_EQ(got.at("flash_attn"), (1u << 10) | (1u << 11));
+  EXPECT_EQ(got.at("flash_attn"), (1u << 10) | (1u << 11) | (1u << 12));  // 12: QOUT's blocks
+  // The int8 matvec's output (read back by its tail), its tail's blocks and count.
+  EXPECT_EQ(got.at("mul_mat_vec_q8"), (1u << 4) | (1u << 8) | (1u << 9));
   EXPECT_EQ(got.at("gated_delta_net"), (1u << 10) | (1u << 11));
 }
 

@@ -316,6 +316,23 @@ TEST(VulkanRecord, Int8TilesStageWhereTheDeviceOrTheWeightTypeAsks) {
   }
 }
 
+// kRmsNormMulMat with the GLU: w [K, 2F] (gate rows, then up rows), x [K, M],
+// norm weight [K], dst [F, M].
+Op norm_glu_op(const TensorView& w, const TensorView& x, const TensorView& nw,
+               const TensorView& dst) {
+  Op op;
+  op.kind = OpKind::kRmsNormMulMat;
+  op.src[0] = w;
+  op.src[1] = x;
+  op.src[2] = nw;
+  op.dst = dst;
+  NormMulMatParams np;
+  np.eps = 1e-5f;
+  np.glu = true;
+  op.params = np;
+  return op;
+}
+
 // The int8 decode fusions quantize x first as well: kRmsNormMulMat's norm
 // moves into quant_act_q8 (NORM, a workgroup of norm.comp's size a
 // column), and the matvec reads the normalised blocks without its own
@@ -324,16 +341,9 @@ TEST(VulkanRecord, Int8TilesStageWhereTheDeviceOrTheWeightTypeAsks) {
 TEST(VulkanRecord, Int8DecodeFusionsAndPairsReadQuantizedX) {
   FakeRecorder r;
   r.mutable_caps().integer_dot = true;
-  Op op;
-  op.kind = OpKind::kRmsNormMulMat;
-  op.src[0] = r.tensor(DType::Q4_0, {1024, 64});  // gate rows, then up rows
-  op.src[1] = r.tensor(DType::F32, {1024, 3});
-  op.src[2] = r.tensor(DType::F32, {1024});
-  op.dst = r.tensor(DType::F32, {32, 3});
-  NormMulMatParams np;
-  np.eps = 1e-5f;
-  np.glu = true;
-  op.params = np;
+  const Op op = norm_glu_op(r.tensor(DType::Q4_0, {1024, 64}),  // gate rows, then up rows
+                            r.tensor(DType::F32, {1024, 3}), r.tensor(DType::F32, {1024}),
+                            r.tensor(DType::F32, {32, 3}));
   EXPECT_EQ(record(r, op), "rms_norm_mul_mat_q8");
   ASSERT_EQ(r.dispatches().size(), 2u);
   const RecordedDispatch &quant = r.dispatches()[0], &vec = r.dispatches()[1];
@@ -361,6 +371,92 @@ TEST(VulkanRecord, Int8DecodeFusionsAndPairsReadQuantizedX) {
   EXPECT_EQ(ri.dispatches()[0].total_groups(), 1u);  // 2 rows of 8 blocks
   EXPECT_EQ(ri.dispatches()[1].shader, "mul_mat_vec_q8");
   EXPECT_EQ(ri.dispatches()[1].spec[3], 1u);  // ID
+}
+
+// A dispatch that writes the input of the next int8 decode product takes
+// that product's quantization into its tail: a product's last workgroup
+// (mul_mat_vec.glsl TAIL: normalised for a norm + product, plain for the
+// others), flash attention's write pass (QOUT). The quantizer's dispatch
+// goes, and the product reads the blocks the tail wrote. A product of
+// anything else records the held dispatch as it was, then quantizes.
+TEST(VulkanRecord, Int8ProductsTakeTheirInputFromTheWritersTail) {
+  FakeRecorder r;
+  r.mutable_caps().integer_dot = true;
+  const TensorView res = r.tensor(DType::F32, {512, 1});  // the residual stream
+  // Attention of one token, 8 heads of 64 over 2 KV heads, its output
+  // read as [512, 1] by the output projection.
+  Op fa;
+  fa.kind = OpKind::kFlashAttn;
+  fa.src[0] = r.tensor(DType::F32, {64, 8, 1});
+  fa.src[1] = r.tensor(DType::F16, {64, 2, 256, 1});
+  fa.src[2] = r.tensor(DType::F16, {64, 2, 256, 1});
+  fa.src[3] = r.tensor(DType::I32, {1});
+  fa.src[4] = r.tensor(DType::I32, {1});
+  fa.src[5] = r.tensor(DType::I32, {1});
+  fa.dst = r.tensor(DType::F32, {64, 8, 1});
+  fa.params = AttentionParams{};
+  EXPECT_EQ(record(r, fa), "flash_attn");
+  Op o;
+  o.kind = OpKind::kMulMatAdd;
+  o.src[0] = r.tensor(DType::Q4_0, {512, 512});
+  o.src[1] = TensorView::contiguous(fa.dst.data, DType::F32, {512, 1});
+  o.src[2] = res;
+  o.dst = res;
+  EXPECT_EQ(record(r, o), "mul_mat_add_q8");
+  const Op up = norm_glu_op(r.tensor(DType::Q4_0, {512, 256}), res,  // the FFN's norm, gate / up
+                            r.tensor(DType::F32, {512}), r.tensor(DType::F32, {128, 1}));
+  EXPECT_EQ(record(r, up), "rms_norm_mul_mat_q8");
+  Op down;
+  down.kind = OpKind::kMulMatAdd;
+  down.src[0] = r.tensor(DType::Q4_0, {128, 512});
+  down.src[1] = up.dst;
+  down.src[2] = res;
+  down.dst = res;
+  EXPECT_EQ(record(r, down), "mul_mat_add_q8");
+  const Op other = mul_mat_op(r, DType::Q4_0, 512, 64, 1);  // reads another x
+  EXPECT_EQ(record(r, other), "mul_mat_q8");
+
+  const std::vector<RecordedDispatch>& d = r.dispatches();
+  std::vector<std::string> shaders;
+  for (const RecordedDispatch& x : d) shaders.push_back(x.shader);
+  ASSERT_EQ(shaders,
+            (std::vector<std::string>{"flash_attn", "mul_mat_vec_q8", "mul_mat_vec_q8",
+                                      "mul_mat_vec_q8", "quant_act_q8", "mul_mat_vec_q8"}));
+  const RecordedDispatch &attn = d[0], &o_vec = d[1], &up_vec = d[2], &down_vec = d[3];
+  const Result<TensorView> cnt = r.counter();
+  ASSERT_TRUE(cnt.ok());
+  EXPECT_EQ(attn.spec[10], 1u);                   // QOUT
+  EXPECT_EQ(attn.buffers[10], o_vec.buffers[1]);  // its blocks are what o reads
+  EXPECT_EQ(attn.descs[10].off, o_vec.descs[1].off);
+  EXPECT_EQ(o_vec.spec[11], kMatTailNormQuant);  // normalised for the FFN's product
+  EXPECT_EQ(o_vec.spec[8], norm_workgroup(512, r.caps()));
+  EXPECT_EQ(o_vec.buffers[6], up_vec.buffers[1]);
+  EXPECT_EQ(o_vec.descs[6].off, up_vec.descs[1].off);
+  EXPECT_EQ(o_vec.buffers[7], r.buffer_of(cnt->data, 0));
+  EXPECT_EQ(o_vec.buffers[8], r.buffer_of(up.src[2].data, 0));  // the norm weight
+  EXPECT_EQ(up_vec.spec[11], kMatTailQuant);                    // the GLU output, for down
+  EXPECT_EQ(up_vec.buffers[6], down_vec.buffers[1]);
+  EXPECT_EQ(up_vec.buffers[8], -1);           // no norm
+  EXPECT_EQ(down_vec.spec[11], kMatTailOff);  // the next product read another x
+  for (const RecordedDispatch* v : {&o_vec, &up_vec, &down_vec}) EXPECT_EQ(v->tensors.size(), 9u);
+
+  // Tails off (FOLIO_VULKAN_TAILS=0): each product quantizes its input.
+  FakeRecorder off;
+  off.mutable_caps().integer_dot = true;
+  off.mutable_caps().output_tails = false;
+  Op o2 = o;
+  o2.src[0] = off.tensor(DType::Q4_0, {512, 512});
+  o2.src[1] = off.tensor(DType::F32, {512, 1});
+  o2.src[2] = o2.dst = off.tensor(DType::F32, {512, 1});
+  const Op up2 = norm_glu_op(off.tensor(DType::Q4_0, {512, 256}), o2.dst,
+                             off.tensor(DType::F32, {512}), off.tensor(DType::F32, {128, 1}));
+  EXPECT_EQ(record(off, o2), "mul_mat_add_q8");
+  EXPECT_EQ(record(off, up2), "rms_norm_mul_mat_q8");
+  shaders.clear();
+  for (const RecordedDispatch& x : off.dispatches()) shaders.push_back(x.shader);
+  EXPECT_EQ(shaders, (std::vector<std::string>{"quant_act_q8", "mul_mat_vec_q8", "quant_act_q8",
+                                               "mul_mat_vec_q8"}));
+  EXPECT_EQ(off.dispatches()[1].spec[11], kMatTailOff);
 }
 
 // The decode matvecs' lanes a row (spec constant 2): one per 64-element
@@ -491,7 +587,7 @@ TEST(VulkanRecord, FlashAttentionGroupsTheQueryHeadsOfAKvHead) {
            Case{64, 32, 4, 1, 4096, 16, 1},        // split-K (32 pairs, 8 pieces)
            Case{64, 32, 4, 512, 512, 1024, 2, 2},  // FOLIO_VULKAN_FA_HEADS=2
            Case{64, 32, 4, 512, 512, 1024, 1, 1},  // FOLIO_VULKAN_FA_HEADS=1
-           // Vulkan's least shared memory: 8 heads need 20548 bytes, 4 fit.
+           // Vulkan's least shared memory: 8 heads need 22596 bytes, 4 fit.
            Case{64, 32, 4, 512, 512, 1024, 4, 8, 16384},
        }) {
     DeviceCaps caps;
@@ -514,7 +610,8 @@ TEST(VulkanRecord, FlashAttentionGroupsTheQueryHeadsOfAKvHead) {
     EXPECT_EQ(record(r, op), "flash_attn") << what;
     ASSERT_FALSE(r.dispatches().empty()) << what;
     const RecordedDispatch& first = r.dispatches()[0];
-    ASSERT_EQ(first.spec.size(), 10u) << what;
+    ASSERT_EQ(first.spec.size(), 11u) << what;
+    EXPECT_EQ(first.spec[10], 0u) << what;  // QOUT: no int8 product took the output
     EXPECT_EQ(first.spec[9], c.heads) << what;
     EXPECT_EQ(uint64_t{first.groups[0]} * first.groups[1],
               static_cast<uint64_t>(c.n_head * c.n_tokens / c.heads))

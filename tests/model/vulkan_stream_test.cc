@@ -92,12 +92,16 @@ TEST(VulkanStream, DenseLlamaDecodeStepStaysUnderItsCeilings) {
   const double barriers = static_cast<double>(a.barriers) / n_layer;
   // Whole step over the layers: the step's own work (uploads of ids and
   // positions, the output norm and head, the logits read-back) included.
-  // A fused layer is 10 dispatches with int8 products: each of its four
-  // products quantizes its input once (quant_act_q8, normalising it for the
-  // two that fold a norm) and then reads the blocks, beside the rope with
-  // the cache writes and the attention; the float path's layer is 6.
-  EXPECT_LE(dispatches, 10.2);
-  EXPECT_LE(barriers, 10.3);
+  // A fused layer is 6 dispatches (Q/K/V with the input norm, rope with
+  // the cache writes, attention, the output projection with the residual
+  // add, gate / up with the norm and the GLU, down with the add) on either
+  // path: int8 products read their input quantized by the dispatch that
+  // wrote it (the product before's last workgroup, normalising it where a
+  // norm follows; attention's write pass), only the first layer's by
+  // quant_act_q8. 6.27 and 6.37 on lavapipe (10.23 and 10.30 with a
+  // quantizer dispatch before each int8 product).
+  EXPECT_LE(dispatches, 6.3);
+  EXPECT_LE(barriers, 6.4);
   const StreamCounters two = decode_step_counters(*m, device, "SmolLM2", 2);
   EXPECT_EQ(two.dispatches, a.dispatches);
   EXPECT_EQ(two.barriers, a.barriers);

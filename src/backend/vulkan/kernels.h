@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -89,6 +90,12 @@ struct DeviceCaps {
   // barriers save); the same sums either way. FOLIO_VULKAN_Q8_TILE_STAGED
   // overrides the device's choice.
   bool q8_tile_staged = true;
+  // A dispatch that writes the input of the next int8 decode product (a
+  // product of one batch, flash attention) quantizes it for that product
+  // in its tail (Recorder::hold, ops_matmul.cc), saving quant_act_q8's
+  // dispatch and barrier; the same bits either way.
+  // FOLIO_VULKAN_TAILS=0 turns it off (to time the difference).
+  bool output_tails = true;
   // Flash attention gives a workgroup several query heads of one KV head
   // (sharing each tile's K/V loads), at most fa_max_heads (a power of two up
   // to kMaxFaHeads; FOLIO_VULKAN_FA_HEADS overrides it, 1: one head a
@@ -105,6 +112,15 @@ inline constexpr uint32_t kMaxQ8MatvecLanes = kMatVecWorkgroup / 2;
 // The most query heads a flash-attention workgroup takes.
 inline constexpr uint32_t kMaxFaHeads = 8;
 
+// A dispatch as dispatch() takes it, owned: what hold() keeps.
+struct HeldDispatch {
+  const char* shader = nullptr;  // a string literal
+  std::vector<uint32_t> spec;
+  std::vector<uint8_t> params;
+  std::vector<TensorView> tensors;
+  uint32_t groups[3] = {1, 1, 1};
+};
+
 // What a record function uses: tensor descriptors and dispatches. Tests
 // record through a fake one without a device
 // (tests/backend/vulkan_fake_recorder.h).
@@ -118,10 +134,32 @@ class Recorder {
   // each in this device's memory, bound as the whole buffer holding it) and
   // groups (x, y, z). An empty view (data nullptr) stands for an absent
   // optional tensor: a placeholder buffer is bound and its desc() is zeros.
-  virtual Status dispatch(const char* shader, std::initializer_list<uint32_t> spec,
-                          const void* params, size_t params_bytes,
-                          std::initializer_list<TensorView> tensors, uint32_t gx, uint32_t gy = 1,
-                          uint32_t gz = 1) = 0;
+  Status dispatch(const char* shader, std::initializer_list<uint32_t> spec, const void* params,
+                  size_t params_bytes, std::initializer_list<TensorView> tensors, uint32_t gx,
+                  uint32_t gy = 1, uint32_t gz = 1) {
+    return dispatch_spans(shader, {spec.begin(), spec.size()}, params, params_bytes,
+                          {tensors.begin(), tensors.size()}, gx, gy, gz);
+  }
+  Status dispatch(const HeldDispatch& d) {
+    return dispatch_spans(d.shader, d.spec, d.params.data(), d.params.size(), d.tensors,
+                          d.groups[0], d.groups[1], d.groups[2]);
+  }
+  virtual Status dispatch_spans(const char* shader, std::span<const uint32_t> spec,
+                                const void* params, size_t params_bytes,
+                                std::span<const TensorView> tensors, uint32_t gx, uint32_t gy,
+                                uint32_t gz) = 0;
+  // A dispatch kept unrecorded so that the record function right after may
+  // change it before it is recorded (the int8 decode products' output
+  // tail, ops_matmul.cc): the next command of any kind (a dispatch, a
+  // transfer, a submit, a scratch() that waits) records it first, as it
+  // is; take_held() instead hands it to the caller, who must record it
+  // (changed or not) before anything else. nullopt when none is held.
+  virtual Status hold(HeldDispatch d) = 0;
+  virtual std::optional<HeldDispatch> take_held() = 0;
+  // One 32-bit word of device memory that reads 0 before every dispatch:
+  // a dispatch may count its workgroups on it and must set it back to 0
+  // before it ends (the output tails' last-workgroup count).
+  virtual Result<TensorView> counter() = 0;
   // The descriptor of `t` for the parameter struct: its byte offset within
   // the buffer dispatch() binds for it, shape and strides; kInvalidArgument
   // if `t` is not in this device's memory, kUnsupported if its offsets or
@@ -181,5 +219,13 @@ void add_matmul_kernels(std::vector<KernelDef>& out);       // ops_matmul.cc: ge
 void add_attention_kernels(std::vector<KernelDef>& out);    // ops_attention.cc: flash_attn, set_rows, soft_max
 void add_recurrent_kernels(std::vector<KernelDef>& out);    // ops_recurrent.cc: ssm_conv, gated_delta_net, +_update, ssm_scan
 const std::vector<KernelDef>& vulkan_kernels();
+
+// Output tails (an int8 decode product's input quantized by the dispatch
+// that writes it, ops_matmul.cc's tail_held_product): flash attention's,
+// in its held write pass. Sets `h` to also write x (its output, viewed
+// as the product's input) into q as quant_act_q8 would; false where `h`
+// is not such a pass or does not write exactly x.
+Result<bool> flash_attn_output_tail(Recorder& r, HeldDispatch& h, const TensorView& x,
+                                    const TensorView& q);
 
 }  // namespace folio::vulkan

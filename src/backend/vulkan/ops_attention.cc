@@ -22,10 +22,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "backend/vulkan/kernels.h"
 #include "backend/vulkan/shaders/attention_interface.h"
+#include "backend/vulkan/shaders/mat_interface.h"
 #include "core/status.h"
 
 namespace folio::vulkan {
@@ -86,12 +88,13 @@ bool split_k_enabled() {
 struct FlashAttnParams {
   FOLIO_VK_FLASH_ATTN_PARAMS
 };
-static_assert(sizeof(FlashAttnParams) == 10 * sizeof(TensorDesc) + 15 * 4);
+static_assert(sizeof(FlashAttnParams) == 11 * sizeof(TensorDesc) + 15 * 4);
 static_assert(offsetof(FlashAttnParams, n_head) == 9 * sizeof(TensorDesc) &&
               offsetof(FlashAttnParams, window) == 9 * sizeof(TensorDesc) + 36 &&
               offsetof(FlashAttnParams, has_sinks) == 9 * sizeof(TensorDesc) + 48 &&
               offsetof(FlashAttnParams, partials) == 9 * sizeof(TensorDesc) + 52 &&
-              offsetof(FlashAttnParams, split_len) == 10 * sizeof(TensorDesc) + 56);
+              offsetof(FlashAttnParams, split_len) == 10 * sizeof(TensorDesc) + 56 &&
+              offsetof(FlashAttnParams, qo) == 10 * sizeof(TensorDesc) + 60);
 
 // Query heads a flash-attention workgroup takes (the shader's GH): the
 // largest power of two up to caps.fa_max_heads that divides the heads per
@@ -105,19 +108,20 @@ constexpr uint32_t kFaTile = kFaWorkgroup / kFaLanes * 2;  // keys a tile (the s
 
 // flash_attn.comp's shared memory at GH = gh: the lane partials (or the
 // slots' accumulators), each head's scores and weights and running max,
-// the slots' denominators and a flag.
-uint32_t fa_shared_bytes(uint32_t gh, uint32_t ve) {
-  return 4 * (std::max(kFaWorkgroup * ve, gh * kFaTile * kFaLanes) + 2 * gh * kFaTile + gh + 8 + 1);
+// the slots' denominators and a flag, and (QOUT) the heads' output rows.
+uint32_t fa_shared_bytes(uint32_t gh, uint32_t ve, uint32_t dv) {
+  return 4 * (std::max(kFaWorkgroup * ve, gh * kFaTile * kFaLanes) + 2 * gh * kFaTile + gh + 8 + 1 +
+              gh * dv);
 }
 
 uint32_t fa_heads_per_workgroup(int64_t n_work, uint32_t group, uint32_t kt, uint32_t kwpl,
-                                uint32_t vt, uint32_t vwpt, const DeviceCaps& caps) {
+                                uint32_t vt, uint32_t vwpt, uint32_t dv, const DeviceCaps& caps) {
   const uint32_t ke = kt == kDtypeQ8_0 ? 4 : 2, ve = vt == kDtypeQ8_0 ? 4 : 2;
   const uint32_t per_head = ke * kwpl + ve * vwpt + 2;
   uint32_t gh = 1;
   while (2 * gh <= caps.fa_max_heads && group % (2 * gh) == 0 &&
          2 * gh * per_head <= kFaHeadRegisters && n_work / (2 * gh) >= caps.fa_min_workgroups &&
-         fa_shared_bytes(2 * gh, ve) <= caps.max_shared_bytes) {
+         fa_shared_bytes(2 * gh, ve, dv) <= caps.max_shared_bytes) {
     gh *= 2;
   }
   return gh;
@@ -217,13 +221,29 @@ Status record_flash_attn(Recorder& r, const Op& op) {
 
   const int64_t n_work = n_head * n_tokens;
   uint32_t gx, gy;
+  // The pass that writes the output, held (Recorder::hold) where the next
+  // record function may want that output quantized (an int8 product of
+  // it: flash_attn_output_tail): whole 32-element blocks of a head's row,
+  // the output packed.
+  const bool tail_ok = r.caps().output_tails && dv % kMatQ8Block == 0 && op.dst.is_contiguous();
+  auto write_pass = [&](uint32_t split, uint32_t gh,
+                        std::initializer_list<TensorView> tensors) -> Status {
+    HeldDispatch h;
+    h.shader = "flash_attn";
+    h.spec = {kt, vt, d, dv, kwpl, vs, vwpt, aligned, split, gh, 0u};
+    h.params.resize(sizeof p);
+    std::memcpy(h.params.data(), &p, sizeof p);
+    h.tensors.assign(tensors.begin(), tensors.end());
+    h.groups[0] = gx;
+    h.groups[1] = gy;
+    return tail_ok ? r.hold(std::move(h)) : r.dispatch(h);
+  };
   const int64_t pieces = (capacity + kFaSplitKeys - 1) / kFaSplitKeys;
   if (n_work >= kFaSplitMaxWork || pieces <= 1 || !split_k_enabled()) {
-    const uint32_t gh = fa_heads_per_workgroup(n_work, p.group, kt, kwpl, vt, vwpt, r.caps());
+    const uint32_t gh = fa_heads_per_workgroup(n_work, p.group, kt, kwpl, vt, vwpt, dv, r.caps());
     Recorder::split_groups(static_cast<uint64_t>(n_work / gh), gx, gy);
-    return r.dispatch(
-        "flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitNone, gh}, &p, sizeof p,
-        {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst, {}}, gx, gy);
+    return write_pass(kFaSplitNone, gh,
+                      {q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst, {}, {}});
   }
   Recorder::split_groups(static_cast<uint64_t>(n_work), gx, gy);
   // Split-K: partials [dv + 2, n_split, n_work] in scratch, then the combine.
@@ -233,14 +253,37 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   FOLIO_ASSIGN_OR_RETURN(p.partials, r.desc(partials));
   p.n_split = n_split;
   p.split_len = kFaSplitKeys;
-  const std::initializer_list<TensorView> tensors = {q,         k,      v,     op.src[3], op.src[4],
-                                                     op.src[5], blocks, sinks, op.dst,    partials};
-  FOLIO_RETURN_IF_ERROR(r.dispatch("flash_attn",
-                                   {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitPartials, 1u},
-                                   &p, sizeof p, tensors, gx, gy, n_split));
-  return r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitCombine, 1u}, &p,
-                    sizeof p, tensors, gx, gy);
+  const std::initializer_list<TensorView> tensors = {
+      q, k, v, op.src[3], op.src[4], op.src[5], blocks, sinks, op.dst, partials, {}};
+  FOLIO_RETURN_IF_ERROR(
+      r.dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, kFaSplitPartials, 1u, 0u},
+                 &p, sizeof p, tensors, gx, gy, n_split));
+  return write_pass(kFaSplitCombine, 1u, tensors);
 }
+
+}  // namespace
+
+Result<bool> flash_attn_output_tail(Recorder& r, HeldDispatch& h, const TensorView& x,
+                                    const TensorView& q) {
+  if (std::strcmp(h.shader, "flash_attn") != 0 || h.spec.size() != 11 || h.spec[10] != 0u ||
+      h.spec[8] == kFaSplitPartials || h.params.size() != sizeof(FlashAttnParams)) {
+    return false;
+  }
+  const TensorView& out = h.tensors[8];
+  if (out.data != x.data || x.dtype != DType::F32 || !x.is_contiguous() ||
+      x.nbytes_contiguous() != out.nbytes_contiguous()) {
+    return false;
+  }
+  FlashAttnParams p;
+  std::memcpy(&p, h.params.data(), sizeof p);
+  FOLIO_ASSIGN_OR_RETURN(p.qo, r.desc(q));
+  std::memcpy(h.params.data(), &p, sizeof p);
+  h.spec[10] = 1u;
+  h.tensors[10] = q;
+  return true;
+}
+
+namespace {
 
 // ---- set_rows --------------------------------------------------------------
 

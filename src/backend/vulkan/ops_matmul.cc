@@ -51,8 +51,12 @@
 #include <algorithm>
 #include <bit>
 #include <cstddef>
+#include <cstring>
+#include <optional>
+#include <vector>
 
 #include "backend/vulkan/kernels.h"
+#include "backend/vulkan/shaders/elementwise_interface.h"
 #include "backend/vulkan/shaders/mat_interface.h"
 
 namespace folio::vulkan {
@@ -151,11 +155,13 @@ Status record_get_rows(Recorder& r, const Op& op) {
 struct MatParams {
   FOLIO_VK_MAT_PARAMS
 };
-static_assert(sizeof(MatParams) == 7 * sizeof(TensorDesc) + 4);
+static_assert(sizeof(MatParams) == 10 * sizeof(TensorDesc) + 8);
 static_assert(offsetof(MatParams, x) == 36 && offsetof(MatParams, d) == 72 &&
               offsetof(MatParams, ids) == 108 && offsetof(MatParams, nw) == 144 &&
               offsetof(MatParams, r) == 180 && offsetof(MatParams, q) == 216 &&
-              offsetof(MatParams, eps) == 252);
+              offsetof(MatParams, eps) == 252 && offsetof(MatParams, qo) == 256 &&
+              offsetof(MatParams, nw2) == 292 && offsetof(MatParams, cnt) == 328 &&
+              offsetof(MatParams, eps2) == 364);
 
 // The float path's products, whatever the device.
 bool mul_mat_ok(const Op& op) {
@@ -284,11 +290,6 @@ uint32_t x16(const MatParams& p) {
   return (p.x.off | p.x.nb[1] | p.x.nb[2] | p.x.nb[3]) % 16 == 0 ? 1u : 0u;
 }
 
-// X16 of a product's matvec: 0 on the int8 path (it reads quantized x).
-uint32_t matvec_x16(const Op& op, const MatParams& p, const Recorder& r) {
-  return int8_path(op, r.caps()) ? 0u : x16(p);
-}
-
 uint32_t w16(const MatParams& p, DType w) {
   const bool plain = w == DType::F32 || w == DType::F16 || w == DType::BF16;
   const bool legacy = w == DType::Q4_0 || w == DType::Q4_1 || w == DType::Q5_0 ||
@@ -329,11 +330,6 @@ Status record_mul_mat(Recorder& r, const Op& op) {
   }
   Recorder::split_groups((n + kMatTile - 1) / kMatTile * ((m + kMatTile - 1) / kMatTile) * batches, gx, gy);
   return r.dispatch("mul_mat", {type, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx, gy);
-}
-
-// The decode matvec of a product: its int8 or its float module.
-const char* matvec_shader(const Op& op, const DeviceCaps& caps) {
-  return int8_path(op, caps) ? "mul_mat_vec_q8" : "mul_mat_vec";
 }
 
 // Binding 0 of quant_act_q8.
@@ -385,15 +381,99 @@ Status record_quant_act(Recorder& r, const TensorView& x, const TensorView& q,
                     {x, q, nw}, gx, gy);
 }
 
+// ---- The int8 decode matvec (mul_mat_vec_q8) and its output tail.
+
+// Its spec constants in full (mul_mat_vec.glsl's constant_id 0 .. 11):
+// those given, then the shader's defaults, so a tail can set its own.
+constexpr size_t kQ8MatvecSpecs = 12;
+constexpr size_t kSpecNormB = 8, kSpecTail = 11;
+std::vector<uint32_t> q8_matvec_spec(std::initializer_list<uint32_t> given) {
+  std::vector<uint32_t> s = {0u,         1u, 32u, 0u,         0u,       0u,
+                             kMatGluOff, 0u, 32u, kMatAddOff, kActSilu, kMatTailOff};
+  std::copy(given.begin(), given.end(), s.begin());
+  return s;
+}
+
+// Records an int8 decode product: bindings 2 .. 7 as given, then the
+// tail's qo, cnt and nw2 (empty). A product of one batch is held
+// (Recorder::hold): when the next record function quantizes this output
+// for its own product, it gives this one the tail instead
+// (tail_held_product), and the quantizer's dispatch goes.
+Status record_q8_matvec(Recorder& r, std::vector<uint32_t> spec, const MatParams& p,
+                        std::initializer_list<TensorView> tensors, uint32_t gx, uint32_t gy,
+                        bool one_batch) {
+  HeldDispatch d;
+  d.shader = "mul_mat_vec_q8";
+  d.spec = std::move(spec);
+  d.params.resize(sizeof p);
+  std::memcpy(d.params.data(), &p, sizeof p);
+  d.tensors.assign(tensors.begin(), tensors.end());
+  d.tensors.resize(9);
+  d.groups[0] = gx;
+  d.groups[1] = gy;
+  if (one_batch && r.caps().output_tails) return r.hold(std::move(d));
+  return r.dispatch(d);
+}
+
+// Quantizes x into q (and normalises it with nw, eps when given) in the
+// tail of the held dispatch that writes x, when there is one (the command
+// right before): an int8 decode product's (TAIL) or, without a norm,
+// flash attention's write pass (QOUT). Otherwise records the held
+// dispatch as it is and returns false: the caller quantizes.
+Result<bool> tail_held_product(Recorder& r, const TensorView& x, const TensorView& q,
+                               const TensorView& nw, float eps) {
+  std::optional<HeldDispatch> h = r.take_held();
+  if (!h) return false;
+  if (nw.empty() && x.ne[2] * x.ne[3] == 1) {
+    FOLIO_ASSIGN_OR_RETURN(const bool attn, flash_attn_output_tail(r, *h, x, q));
+    if (attn) {
+      FOLIO_RETURN_IF_ERROR(r.dispatch(*h));
+      return true;
+    }
+  }
+  const TensorView& out = h->tensors[2];
+  const bool fits = std::strcmp(h->shader, "mul_mat_vec_q8") == 0 &&
+                    h->spec.size() == kQ8MatvecSpecs && h->spec[kSpecTail] == kMatTailOff &&
+                    h->params.size() == sizeof(MatParams) && out.data == x.data &&
+                    out.dtype == x.dtype && out.ne == x.ne && out.nb == x.nb &&
+                    x.ne[0] % kMatQ8Block == 0 && x.ne[2] * x.ne[3] == 1 &&
+                    (nw.empty() || norm_workgroup(x.ne[0], r.caps()) <= kMatNormMaxWorkgroup);
+  if (!fits) {
+    FOLIO_RETURN_IF_ERROR(r.dispatch(*h));
+    return false;
+  }
+  MatParams p;
+  std::memcpy(&p, h->params.data(), sizeof p);
+  FOLIO_ASSIGN_OR_RETURN(const TensorView cnt, r.counter());
+  FOLIO_ASSIGN_OR_RETURN(p.qo, r.desc(q));
+  FOLIO_ASSIGN_OR_RETURN(p.cnt, r.desc(cnt));
+  h->spec[kSpecTail] = kMatTailQuant;
+  h->tensors[6] = q;
+  h->tensors[7] = cnt;
+  if (!nw.empty()) {
+    FOLIO_ASSIGN_OR_RETURN(p.nw2, r.desc(nw));
+    FOLIO_RETURN_IF_ERROR(aligned(p.nw2, "norm weight"));
+    p.eps2 = eps;
+    h->spec[kSpecTail] = kMatTailNormQuant;
+    h->spec[kSpecNormB] = norm_workgroup(x.ne[0], r.caps());
+    h->tensors[8] = nw;
+  }
+  std::memcpy(h->params.data(), &p, sizeof p);
+  FOLIO_RETURN_IF_ERROR(r.dispatch(*h));
+  return true;
+}
+
 // Binding 3 of a decode matvec (and p.q): x itself on the float path; on
-// the int8 path x quantized first (quant_act_q8, normalised there when a
-// norm weight is given), its blocks in scratch memory.
+// the int8 path x quantized first, normalised when a norm weight is given:
+// by the tail of the product that wrote x where that is the held dispatch,
+// else by quant_act_q8; its blocks in scratch memory.
 Result<TensorView> matvec_input(Recorder& r, const Op& op, MatParams& p, const TensorView& nw = {},
                                 float eps = 0.0f) {
   const TensorView& x = op.src[1];
   if (!int8_path(op, r.caps())) return x;
   FOLIO_ASSIGN_OR_RETURN(const TensorView q, r.scratch(static_cast<size_t>(q8_bytes(x))));
-  FOLIO_RETURN_IF_ERROR(record_quant_act(r, x, q, nw, eps));
+  FOLIO_ASSIGN_OR_RETURN(const bool tailed, tail_held_product(r, x, q, nw, eps));
+  if (!tailed) FOLIO_RETURN_IF_ERROR(record_quant_act(r, x, q, nw, eps));
   FOLIO_ASSIGN_OR_RETURN(p.q, r.desc(q));
   return q;
 }
@@ -426,8 +506,8 @@ Status record_mul_mat_q8(Recorder& r, const Op& op) {
     const uint32_t tpr = q8_threads_per_row(k, n, r.caps());
     const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
     Recorder::split_groups((n + rows_per_group - 1) / rows_per_group, gx, gy);
-    return r.dispatch("mul_mat_vec_q8", {type, u32(m), tpr, 0u, 0u, w16(p, w.dtype)}, &p, sizeof p,
-                      {w, q, op.dst, q, {}, {}}, gx, gy);
+    return record_q8_matvec(r, q8_matvec_spec({type, u32(m), tpr, 0u, 0u, w16(p, w.dtype)}), p,
+                            {w, q, op.dst, q, {}, {}}, gx, gy, x.ne[2] * x.ne[3] == 1);
   }
   const int64_t col_bytes = q8_column_bytes(k);
   const int64_t piece =
@@ -482,11 +562,17 @@ Status record_mul_mat_glu(Recorder& r, const Op& op) {
   const uint32_t glu = op.p<GluParams>().swapped ? kMatGluUpFirst : kMatGluGateFirst;
   uint32_t gx, gy;
   Recorder::split_groups((op.dst.ne[0] + outputs_per_group - 1) / outputs_per_group, gx, gy);
-  return r.dispatch(
-      matvec_shader(op, r.caps()),
-      {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, matvec_x16(op, p, r), w16(p, w.dtype),
-       glu, 0u, 32u, 0u, glu_activation_code(op.p<GluParams>().kind)},
-      &p, sizeof p, {w, in, op.dst, in, {}, {}}, gx, gy);
+  const uint32_t act = glu_activation_code(op.p<GluParams>().kind);
+  if (int8_path(op, r.caps())) {
+    return record_q8_matvec(r,
+                            q8_matvec_spec({static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u,
+                                            0u, w16(p, w.dtype), glu, 0u, 32u, 0u, act}),
+                            p, {w, in, op.dst, in, {}, {}}, gx, gy, true);
+  }
+  return r.dispatch("mul_mat_vec",
+                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p), w16(p, w.dtype),
+                     glu, 0u, 32u, 0u, act},
+                    &p, sizeof p, {w, in, op.dst, in, {}, {}}, gx, gy);
 }
 
 Status record_mul_mat_id(Recorder& r, const Op& op) {
@@ -558,8 +644,9 @@ Status record_mul_mat_id_q8(Recorder& r, const Op& op) {
       const uint32_t tpr = fewer_lanes_on_cpu(threads_per_row(k), n, pairs, r.caps());
       const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
       Recorder::split_groups((n + rows_per_group - 1) / rows_per_group * pairs, gx, gy);
-      FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_vec_q8", {type, 1u, tpr, 1u, 0u, w16(vp, w.dtype)},
-                                       &vp, sizeof vp, {w, q, ds, is, {}, {}}, gx, gy));
+      FOLIO_RETURN_IF_ERROR(
+          record_q8_matvec(r, q8_matvec_spec({type, 1u, tpr, 1u, 0u, w16(vp, w.dtype)}), vp,
+                           {w, q, ds, is, {}, {}}, gx, gy, false));
     } else {
       Recorder::split_groups((n + kMatTile - 1) / kMatTile * n_exp, gx, gy);
       FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_id_q8", {type, q8_tile_staged(r.caps(), w.dtype)},
@@ -605,11 +692,17 @@ Status record_mul_mat_add(Recorder& r, const Op& op) {
   const uint64_t rows_per_group = kMatVecWorkgroup / tpr;
   uint32_t gx, gy;
   Recorder::split_groups((w.ne[1] + rows_per_group - 1) / rows_per_group, gx, gy);
-  return r.dispatch(
-      matvec_shader(op, r.caps()),
-      {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, matvec_x16(op, p, r), w16(p, w.dtype),
-       kMatGluOff, 0u, 32u, gate.empty() ? kMatAddPlain : kMatAddGated},
-      &p, sizeof p, {w, in, op.dst, in, gate, res}, gx, gy);
+  const uint32_t add = gate.empty() ? kMatAddPlain : kMatAddGated;
+  if (int8_path(op, r.caps())) {
+    return record_q8_matvec(r,
+                            q8_matvec_spec({static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u,
+                                            0u, w16(p, w.dtype), kMatGluOff, 0u, 32u, add}),
+                            p, {w, in, op.dst, in, gate, res}, gx, gy, true);
+  }
+  return r.dispatch("mul_mat_vec",
+                    {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, x16(p), w16(p, w.dtype),
+                     kMatGluOff, 0u, 32u, add},
+                    &p, sizeof p, {w, in, op.dst, in, gate, res}, gx, gy);
 }
 
 // The norm's workgroup must be one the prologue emulates (a power of two
@@ -649,10 +742,10 @@ Status record_rms_norm_mul_mat(Recorder& r, const Op& op) {
   Recorder::split_groups((op.dst.ne[0] + outputs_per_group - 1) / outputs_per_group, gx, gy);
   if (int8_path(op, r.caps())) {  // quant_act_q8 normalises x as it quantizes it
     FOLIO_ASSIGN_OR_RETURN(const TensorView q, matvec_input(r, op, p, nw, np.eps));
-    return r.dispatch("mul_mat_vec_q8",
-                      {static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u, 0u, w16(p, w.dtype),
-                       glu, 0u, 32u, 0u, act},
-                      &p, sizeof p, {w, q, op.dst, q, {}, {}}, gx, gy);
+    return record_q8_matvec(r,
+                            q8_matvec_spec({static_cast<uint32_t>(w.dtype), u32(x.ne[1]), tpr, 0u,
+                                            0u, w16(p, w.dtype), glu, 0u, 32u, 0u, act}),
+                            p, {w, q, op.dst, q, {}, {}}, gx, gy, true);
   }
   FOLIO_ASSIGN_OR_RETURN(p.nw, r.desc(nw));
   FOLIO_RETURN_IF_ERROR(aligned(p.nw, "norm weight"));

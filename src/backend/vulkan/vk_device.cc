@@ -150,6 +150,17 @@ bool choose_q8_tile_staged(VkPhysicalDeviceType type) {
   return chosen;
 }
 
+// DeviceCaps::output_tails: on, unless FOLIO_VULKAN_TAILS=0 (to time the
+// quantizer's dispatches against the tails on a device); other values
+// are ignored with a warning.
+bool choose_output_tails() {
+  const char* env = std::getenv("FOLIO_VULKAN_TAILS");
+  if (env == nullptr || std::strcmp(env, "1") == 0) return true;
+  if (std::strcmp(env, "0") == 0) return false;
+  FOLIO_LOG_WARN("FOLIO_VULKAN_TAILS={}: not 0 or 1; the output tails stay on", env);
+  return true;
+}
+
 DeviceInfo describe(VkPhysicalDevice pd, int index) {
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -215,6 +226,7 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
                       vk().vkCmdPushDescriptorSetKHR != nullptr;
   choose_q8_matvec_lanes(p.deviceType, c);
   c.q8_tile_staged = choose_q8_tile_staged(p.deviceType);
+  c.output_tails = choose_output_tails();
   c.fa_min_workgroups = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 16 : 1024;
   c.fa_max_heads = power_of_two_env("FOLIO_VULKAN_FA_HEADS", kMaxFaHeads, kMaxFaHeads,
                                     "query heads a flash-attention workgroup at most")
@@ -265,6 +277,7 @@ std::string DeviceInfo::features() const {
         ", integer dot ({} lanes a decode row{}, prefill tiles {})", caps.q8_matvec_lanes,
         caps.q8_lanes_fixed || caps.cpu_threads == 0 ? "" : " at most",
         caps.q8_tile_staged ? "staged in shared memory" : "of Q4_0, Q4_1, Q5_0, Q5_1 unstaged");
+    if (!caps.output_tails) s += ", output tails off";
   }
   if (caps.storage_16bit) s += ", 16-bit storage";
   if (caps.cooperative_matrix) s += ", cooperative matrix";

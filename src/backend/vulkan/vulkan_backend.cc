@@ -51,7 +51,9 @@ namespace {
 constexpr size_t kParamsRingBytes = size_t{4} << 20;
 constexpr size_t kUploadRingBytes = size_t{64} << 20;
 constexpr size_t kReadbackBytes = size_t{32} << 20;
-constexpr size_t kParamsAlign = 256;  // >= minStorageBufferOffsetAlignment everywhere
+constexpr size_t kParamsAlign = 256;
+constexpr size_t kCounterBytes =
+    256;  // Recorder::counter's allocation  // >= minStorageBufferOffsetAlignment everywhere
 constexpr uint32_t kSetsPerPool = 2048;
 constexpr uint32_t kMaxBindings = 2 + kMaxDispatchTensors;
 // Dispatches per submitted piece of a step: small enough that the device
@@ -127,6 +129,11 @@ class VulkanBackend::Impl {
   // rewound by flush() (whatever used it before has then finished).
   void* scratch_mem = nullptr;
   size_t scratch_cap = 0, scratch_used = 0;
+  // Recorder::hold: a dispatch not yet recorded; every command records it
+  // first (record_held()).
+  std::optional<HeldDispatch> held;
+  // Recorder::counter: a device word, zero between dispatches.
+  void* counter_mem = nullptr;
 
   // Replayed segments (vk_replay.h). A segment starts at the first command
   // after a wait and ends at the next wait; it runs live, is captured while
@@ -215,7 +222,8 @@ class VulkanBackend::Impl {
         FOLIO_LOG_WARN("FOLIO_VULKAN_TIMESTAMPS: {}", t.status().message());
       }
     }
-    return Status();
+    FOLIO_ASSIGN_OR_RETURN(counter_mem, alloc(kCounterBytes));
+    return fill_zero(counter_mem, kCounterBytes);
   }
 
   // The device time per kernel, largest first, as log lines.
@@ -583,6 +591,7 @@ class VulkanBackend::Impl {
   // Submits what was recorded (or the rest of the recording being
   // replayed) and waits. Returns the first data error a kernel reported.
   Status flush() {
+    FOLIO_RETURN_IF_ERROR(record_held());
     if (mode == Mode::kMatch && next == rec->commands.size() && piece + 1 == rec->pieces.size()) {
       ++counters.barriers;  // the recording's last piece ends with the host barrier
       ++counters.replayed_steps;
@@ -642,10 +651,25 @@ class VulkanBackend::Impl {
     return off;
   }
 
-  Status dispatch(const char* shader, std::initializer_list<uint32_t> spec, const void* p,
-                  size_t p_bytes, std::initializer_list<TensorView> tensors, uint32_t gx,
-                  uint32_t gy, uint32_t gz) {
-    const std::span<const uint32_t> spec_v(spec.begin(), spec.size());  // no copy
+  // The held dispatch, recorded now (before any other command).
+  Status record_held() {
+    if (!held) return Status();
+    const HeldDispatch d = std::move(*held);
+    held.reset();
+    return dispatch(d.shader, d.spec, d.params.data(), d.params.size(), d.tensors, d.groups[0],
+                    d.groups[1], d.groups[2]);
+  }
+
+  Status hold(HeldDispatch d) {
+    FOLIO_RETURN_IF_ERROR(record_held());
+    held = std::move(d);
+    return Status();
+  }
+
+  Status dispatch(const char* shader, std::span<const uint32_t> spec_v, const void* p,
+                  size_t p_bytes, std::span<const TensorView> tensors, uint32_t gx, uint32_t gy,
+                  uint32_t gz) {
+    FOLIO_RETURN_IF_ERROR(record_held());
     const auto n_tensors = static_cast<uint32_t>(tensors.size());
     if (n_tensors > kMaxDispatchTensors) return internal_error("vulkan: {}: too many tensors", shader);
     FOLIO_ASSIGN_OR_RETURN(const Pipeline* pl, pipelines->get(shader, spec_v, 2 + n_tensors));
@@ -725,6 +749,7 @@ class VulkanBackend::Impl {
   // --- transfers ----------------------------------------------------------
   Status write(void* dst, const void* src, size_t n) {
     std::lock_guard lock(mu);
+    FOLIO_RETURN_IF_ERROR(record_held());
     FOLIO_ASSIGN_OR_RETURN(auto loc, locate(dst, n));
     const char* s = static_cast<const char*>(src);
     while (n > 0) {
@@ -747,6 +772,7 @@ class VulkanBackend::Impl {
 
   Status read(void* dst, const void* src, size_t n) {
     std::lock_guard lock(mu);
+    FOLIO_RETURN_IF_ERROR(record_held());
     FOLIO_ASSIGN_OR_RETURN(auto loc, locate(src, n));
     char* d = static_cast<char*>(dst);
     do {
@@ -772,6 +798,7 @@ class VulkanBackend::Impl {
 
   Status copy(void* dst, const void* src, size_t n) {
     std::lock_guard lock(mu);
+    FOLIO_RETURN_IF_ERROR(record_held());
     if (n == 0) return Status();
     FOLIO_ASSIGN_OR_RETURN(auto to, locate(dst, n));
     FOLIO_ASSIGN_OR_RETURN(auto from, locate(src, n));
@@ -791,6 +818,7 @@ class VulkanBackend::Impl {
 
   Status fill_zero(void* dst, size_t n) {
     std::lock_guard lock(mu);
+    FOLIO_RETURN_IF_ERROR(record_held());
     if (n == 0) return Status();
     FOLIO_ASSIGN_OR_RETURN(auto loc, locate(dst, n));
     const size_t head = (4 - loc.second % 4) % 4;  // vkCmdFillBuffer: 4-byte aligned
@@ -815,10 +843,19 @@ class RecorderImpl final : public Recorder {
  public:
   explicit RecorderImpl(VulkanBackend::Impl& impl) : impl_(impl) {}
   const DeviceCaps& caps() const override { return impl_.device->caps(); }
-  Status dispatch(const char* shader, std::initializer_list<uint32_t> spec, const void* params,
-                  size_t params_bytes, std::initializer_list<TensorView> tensors, uint32_t gx,
-                  uint32_t gy, uint32_t gz) override {
+  Status dispatch_spans(const char* shader, std::span<const uint32_t> spec, const void* params,
+                        size_t params_bytes, std::span<const TensorView> tensors, uint32_t gx,
+                        uint32_t gy, uint32_t gz) override {
     return impl_.dispatch(shader, spec, params, params_bytes, tensors, gx, gy, gz);
+  }
+  Status hold(HeldDispatch d) override { return impl_.hold(std::move(d)); }
+  std::optional<HeldDispatch> take_held() override {
+    std::optional<HeldDispatch> d = std::move(impl_.held);
+    impl_.held.reset();
+    return d;
+  }
+  Result<TensorView> counter() override {
+    return TensorView::contiguous(impl_.counter_mem, DType::I32, {1});
   }
   Result<TensorDesc> desc(const TensorView& t) const override { return impl_.desc(t); }
   Result<TensorView> scratch(size_t bytes) override { return impl_.scratch(bytes); }

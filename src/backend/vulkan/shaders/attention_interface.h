@@ -29,7 +29,10 @@ FOLIO_VK_CONST kFaSplitCombine = 2u;
 // n_head, n_tokens]; group: query heads per KV head; capacity: positions a
 // sequence can hold; n_blocks: physical blocks (paged only); partials F32
 // scratch [DV + 2, n_split, n_tokens * n_head] (split-K: m, l, acc);
-// split_len: key positions per split-K piece.
+// split_len: key positions per split-K piece; qo (spec QOUT): where the
+// output's int8 activation blocks go (mat_interface.h: kMatQ8BlockWords
+// words each, column t of [DV * n_head, n_tokens] from word qo.off / 4 +
+// t * (DV * n_head / 32) * kMatQ8BlockWords).
 #define FOLIO_VK_FLASH_ATTN_PARAMS \
   FOLIO_VK_TENSOR q;               \
   FOLIO_VK_TENSOR k;               \
@@ -55,7 +58,8 @@ FOLIO_VK_CONST kFaSplitCombine = 2u;
   FOLIO_VK_UINT has_sinks;         \
   FOLIO_VK_TENSOR partials;        \
   FOLIO_VK_UINT n_split;           \
-  FOLIO_VK_UINT split_len;
+  FOLIO_VK_UINT split_len;         \
+  FOLIO_VK_TENSOR qo;
 
 // Binding 0 of set_rows.comp: rows F32 [n_cols, ne1, ne2, ne3] (n rows);
 // slots I32 [n] (at most 2-D, read flat); table [n_cols, n_slots] (spec DT:

@@ -60,6 +60,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "attention_interface.h"
+#include "mat_interface.h"
 
 const uint NT = kFaWorkgroup;  // invocations
 const uint TPK = kFaLanes;    // lanes per key when scoring
@@ -78,6 +79,7 @@ layout(constant_id = 6) const uint VWPT = 1u;   // V words per invocation: ceil(
 layout(constant_id = 7) const uint ALIGNED = 0u;  // 1: every non-q8_0 K/V row starts on and fills whole words
 layout(constant_id = 8) const uint SPLIT = kFaSplitNone;  // or kFaSplitPartials, kFaSplitCombine
 layout(constant_id = 9) const uint GH = 1u;  // query heads a workgroup: 1, or (kFaSplitNone) a divisor of group
+layout(constant_id = 10) const uint QOUT = 0u;  // 1: the output quantized too (not kFaSplitPartials; DV % 32 == 0)
 
 const uint KEPW = KT == kDtypeF32 ? 1u : KT == kDtypeQ8_0 ? 4u : 2u;  // elements per 32-bit word
 const uint VEPW = VT == kDtypeF32 ? 1u : VT == kDtypeQ8_0 ? 4u : 2u;
@@ -100,6 +102,7 @@ layout(std430, binding = 8) readonly buffer Blocks { int blocks_i[]; };
 layout(std430, binding = 9) readonly buffer Sinks { float sinks_f[]; };
 layout(std430, binding = 10) writeonly buffer Dst { float dst_f[]; };
 layout(std430, binding = 11) buffer Partials { float part_f[]; };
+layout(std430, binding = 12) writeonly buffer Qo { uint qo_w[]; };
 
 // Lane partials of the scores; the slots' accumulators at the end (VS > 1
 // means VWPT = 1: NT * VE floats).
@@ -109,6 +112,32 @@ shared float wt[GH * BC];      // their weights exp(s_j - m), the same order
 shared float tile_m[GH];       // each head's running max after the tile
 shared float slot_l[8];       // the slots' denominators
 shared uint bad_flag;
+shared float outv[QOUT != 0u ? GH * DV : 1u];  // QOUT: the heads' outputs, head g's from g * DV on
+
+#include "quant_q8_0.glsl"
+#include "half_convert.glsl"
+#include "q8_act_block.glsl"
+
+// QOUT: heads h0 .. h0 + GH - 1 of token tok (their outputs in outv) into
+// int8 activation blocks, as quant_act_q8.comp quantizes the output for
+// the next int8 product: one invocation a block. Every invocation calls it.
+void quantize_out(uint tok, uint h0) {
+  barrier();
+  const uint hb = DV / 32u;  // blocks a head
+  const uint col = tok * (p.n_head * hb);
+  for (uint b = gl_LocalInvocationID.x; b < GH * hb; b += NT) {
+    float v[32];
+    for (uint j = 0u; j < 32u; ++j) v[j] = outv[32u * b + j];
+    uint c[8];
+    float dx;
+    int xs;
+    q8_act_block(v, c, dx, xs);
+    const uint o = (p.qo.off >> 2) + (col + h0 * hb + b) * kMatQ8BlockWords;
+    for (uint i = 0u; i < 8u; ++i) qo_w[o + i] = c[i];
+    qo_w[o + 8u] = floatBitsToUint(dx);
+    qo_w[o + 9u] = uint(xs);
+  }
+}
 
 // Byte offset of element i (flat, ne0 fastest) of a tensor of 4-byte values.
 uint flat_off(Tensor t, uint i) {
@@ -216,6 +245,7 @@ void combine(uint gid) {
   for (uint c = gl_LocalInvocationID.x; c < DV; c += NT) {
     if (n_full == 0u) {
       dst_f[(out_row + c * p.dst.nb0) >> 2] = 0.0;
+      if (QOUT != 0u) outv[c] = 0.0;
       continue;
     }
     precise float acc = 0.0;
@@ -249,7 +279,9 @@ void combine(uint gid) {
     }
     precise float o = acc / l;
     dst_f[(out_row + c * p.dst.nb0) >> 2] = o;
+    if (QOUT != 0u) outv[c] = o;
   }
+  if (QOUT != 0u) quantize_out(tok, h);
 }
 
 void main() {
@@ -326,8 +358,10 @@ void main() {
       for (uint g = 0u; g < GH; ++g) {
         for (uint c = tid; c < DV; c += NT) {
           dst_f[(out_row0 + g * p.dst.nb1 + c * p.dst.nb0) >> 2] = 0.0;
+          if (QOUT != 0u) outv[g * DV + c] = 0.0;
         }
       }
+      if (QOUT != 0u) quantize_out(tok, h0);
     }
     return;
   }
@@ -537,8 +571,10 @@ void main() {
         if (c < DV) {
           precise float o = acc[g][VE * i + e] / l[g];
           dst_f[(out_row + c * p.dst.nb0) >> 2] = o;
+          if (QOUT != 0u) outv[g * DV + c] = o;
         }
       }
     }
   }
+  if (QOUT != 0u) quantize_out(tok, h0);
 }

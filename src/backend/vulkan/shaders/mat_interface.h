@@ -47,6 +47,15 @@ FOLIO_VK_CONST kMatAddOff = 0u;
 FOLIO_VK_CONST kMatAddPlain = 1u;
 FOLIO_VK_CONST kMatAddGated = 2u;
 
+// mul_mat_vec_q8's spec constant TAIL: off, or the last workgroup to
+// finish quantizes the output (one batch, N a multiple of kMatQ8Block) as
+// quant_act_q8 would for the next int8 product, normalised first
+// (kMatTailNormQuant: rms_norm with weight nw2, epsilon eps2, norm.comp's
+// workgroup NORM_B) or not; the workgroups count on cnt.
+FOLIO_VK_CONST kMatTailOff = 0u;
+FOLIO_VK_CONST kMatTailQuant = 1u;
+FOLIO_VK_CONST kMatTailNormQuant = 2u;
+
 // Binding 0 of mul_mat_vec and mul_mat: w [K, N, B2w, B3w] (mul_mat_id:
 // [K, N, E]); x F32 [K, M, B2, B3] (mul_mat_id: [K, X1, T]); d F32
 // [N, M, B2, B3] (mul_mat_id: [N, n_used, T]); ids I32 [n_used, T]
@@ -55,7 +64,10 @@ FOLIO_VK_CONST kMatAddGated = 2u;
 // logits F32 [1, M]; r F32 [N, M] the residual that ADD adds to the
 // products (kMulMatAdd; it may be d), eps NORM's epsilon; q (the int8
 // matvec, mul_mat_vec_q8, only) x as quant_act_q8 wrote it, in the buffer
-// bound for x: its blocks at word q.off / 4 on, x's shape taken from x.
+// bound for x: its blocks at word q.off / 4 on, x's shape taken from x;
+// TAIL (mul_mat_vec_q8 only): qo where the output's blocks go, nw2 F32 [N]
+// and eps2 the norm's, cnt I32 [1] the workgroups' count (zero between
+// dispatches).
 #define FOLIO_VK_MAT_PARAMS \
   FOLIO_VK_TENSOR w;        \
   FOLIO_VK_TENSOR x;        \
@@ -64,7 +76,11 @@ FOLIO_VK_CONST kMatAddGated = 2u;
   FOLIO_VK_TENSOR nw;       \
   FOLIO_VK_TENSOR r;        \
   FOLIO_VK_TENSOR q;        \
-  float eps;
+  float eps;                \
+  FOLIO_VK_TENSOR qo;       \
+  FOLIO_VK_TENSOR nw2;      \
+  FOLIO_VK_TENSOR cnt;      \
+  float eps2;
 
 // The int8 path (weights Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K ... Q6_K,
 // IQ4_NL, IQ4_XS, MXFP4, NVFP4 on a device with integer dot products;

@@ -122,25 +122,7 @@ void q8_weight_block(uint type, uint rb, uint blk, out uint c[8], out float dw, 
 
 #endif  // Q8_ACT_ONLY
 
-// Quantizes 32 activations: packed codes, the scale dx (f16-rounded d) and
-// the codes' sum.
-void q8_act_block(float v[32], out uint c[8], out float dx, out int xs) {
-  uint amax = 0u;
-  for (uint j = 0u; j < 32u; ++j) amax = max(amax, q8_abs_bits(floatBitsToUint(v[j])));
-  const uint d = q8_scale(amax);
-  const uint id = q8_inverse(d);
-  xs = 0;
-  for (uint i = 0u; i < 8u; ++i) {
-    uint word = 0u;
-    for (uint j = 0u; j < 4u; ++j) {
-      const int q = q8_code(floatBitsToUint(v[4u * i + j]), id);
-      xs += q;
-      word |= (uint(q) & 0xffu) << (8u * j);
-    }
-    c[i] = word;
-  }
-  dx = unpackHalf2x16(f32_to_f16(d)).x;
-}
+#include "q8_act_block.glsl"
 
 // The exact integer dot product of two blocks' codes.
 int q8_dot(uint w[8], uint x[8]) {

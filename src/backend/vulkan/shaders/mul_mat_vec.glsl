@@ -60,6 +60,15 @@
 // mul_mat_q8.comp's. A separate SPIR-V module, so a device without integer
 // dot products never loads the capability.
 //
+// TAIL (Q8 only, one batch; ops_matmul.cc sets it when the next record
+// function is an int8 product of this output): after its outputs, each
+// workgroup counts itself on cnt (atomicAdd after memoryBarrierBuffer,
+// the output binding coherent); the last to count reads the whole output
+// back and quantizes it into qo as quant_act_q8.comp would (normalised
+// first as its NORM mode does for kMatTailNormQuant), then sets cnt back
+// to 0. The next product reads those blocks: the quantizer's dispatch
+// and its barrier saved, the same bits.
+//
 // Included by mul_mat_vec.comp and mul_mat_vec_q8.comp after #version and
 // the extension lines.
 
@@ -79,6 +88,7 @@ layout(constant_id = 7) const uint NORM = 0;    // 1: x normalised first (kRmsNo
 layout(constant_id = 8) const uint NORM_B = 32; // norm.comp's workgroup for rows of K
 layout(constant_id = 9) const uint ADD = kMatAddOff;  // kMulMatAdd (kMatAdd*)
 layout(constant_id = 10) const uint GLU_ACT = kActSilu; // GLU: act's activation code (kAct*)
+layout(constant_id = 11) const uint TAIL = kMatTailOff;  // Q8: the output quantized too (kMatTail*)
 
 const uint WG = kMatVecWorkgroup;
 const uint MAX_COLS = kMatVecMaxCols;
@@ -86,7 +96,13 @@ const uint MAX_COLS = kMatVecMaxCols;
 layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_MAT_PARAMS } p;
 layout(std430, binding = 2) readonly buffer W { uint wq[]; };
 layout(std430, binding = 3) readonly buffer X { float x_f[]; };
+#ifdef MUL_MAT_VEC_Q8
+// The output, read back by the tail's last workgroup: coherent, so the
+// other workgroups' writes reach it.
+layout(std430, binding = 4) coherent buffer D { float d_f[]; };
+#else
 layout(std430, binding = 4) writeonly buffer D { float d_f[]; };
+#endif
 layout(std430, binding = 5) readonly buffer Ids { int ids_i[]; };
 layout(std430, binding = 6) readonly buffer NormW { float nw_f[]; };
 layout(std430, binding = 7) readonly buffer R { float r_f[]; };
@@ -99,6 +115,10 @@ layout(std430, binding = 3) readonly buffer X4 { vec4 x_v[]; };
 #ifdef MUL_MAT_VEC_Q8
 // x quantized (the same binding as x).
 layout(std430, binding = 3) readonly buffer Q { uint q_w[]; };
+// TAIL: the output's blocks, the workgroups' count, the norm weight.
+layout(std430, binding = 8) writeonly buffer Qo { uint qo_w[]; };
+layout(std430, binding = 9) coherent buffer Cnt { uint cnt_u[]; };
+layout(std430, binding = 10) readonly buffer NormW2 { float nw2_f[]; };
 #include "quant_q8_0.glsl"
 #include "half_convert.glsl"
 #include "mul_mat_q8.glsl"
@@ -167,23 +187,34 @@ void x8(uint xo, uint m, uint k0, out vec4 lo, out vec4 hi) {
   }
 }
 
-// NORM: 1 / rms of column m (x row at word xo, K elements) into inv_rms[m],
-// summed as norm.comp sums it with NORM_B invocations. Every lane calls it.
-void column_norm(uint m, uint xo, uint K) {
-  const uint tid = gl_LocalInvocationID.x;
-  for (uint v = tid; v < NORM_B; v += WG) {
-    float ss = 0.0;
-    for (uint i = v; i < K; i += NORM_B) ss = add_square(ss, x_f[xo + i]);
-    norm_tree[v] = ss;
+// NAME(xo, n, eps): 1 / rms of the n elements of ARR from word xo, summed
+// as norm.comp sums them with NORM_B invocations (lane l stands for
+// invocations l, l + 128, ...: their partial sums of squares in the same
+// order, then the same shared-memory tree). Every lane calls it.
+#define DEFINE_INV_RMS(NAME, ARR)                                                  \
+  float NAME(uint xo, uint n, float eps) {                                         \
+    const uint tid = gl_LocalInvocationID.x;                                      \
+    for (uint v = tid; v < NORM_B; v += WG) {                                     \
+      float ss = 0.0;                                                             \
+      for (uint i = v; i < n; i += NORM_B) ss = add_square(ss, ARR[xo + i]);      \
+      norm_tree[v] = ss;                                                          \
+    }                                                                             \
+    barrier();                                                                    \
+    for (uint s = NORM_B / 2u; s > 0u; s >>= 1u) {                                \
+      for (uint v = tid; v < s; v += WG) norm_tree[v] += norm_tree[v + s];        \
+      barrier();                                                                  \
+    }                                                                             \
+    const float inv = rms_inv(norm_tree[0], n, eps);                              \
+    barrier(); /* the tree is reused next */                                      \
+    return inv;                                                                   \
   }
-  barrier();
-  for (uint s = NORM_B / 2u; s > 0u; s >>= 1u) {
-    for (uint v = tid; v < s; v += WG) norm_tree[v] += norm_tree[v + s];
-    barrier();
-  }
-  inv_rms[m] = rms_inv(norm_tree[0], K, p.eps);
-  barrier();  // the tree is reused for the next column
-}
+DEFINE_INV_RMS(x_inv_rms, x_f)
+#ifdef MUL_MAT_VEC_Q8
+DEFINE_INV_RMS(out_inv_rms, d_f)  // TAIL: of the output
+#endif
+
+// NORM: 1 / rms of column m (x row at word xo, K elements) into inv_rms[m].
+void column_norm(uint m, uint xo, uint K) { inv_rms[m] = x_inv_rms(xo, K, p.eps); }
 
 // Adds the whole piece (a, b) at element k0 times each column to s (the
 // chunk partials), in ascending k.
@@ -201,7 +232,7 @@ void column_norm(uint m, uint xo, uint K) {
     s[m] = s[m] + (b).w * xb.w;           \
   }
 
-void main() {
+void product() {
   const uint RPW = WG / TPR;
   const uint tid = gl_LocalInvocationID.x;
   const uint lane = tid % TPR;
@@ -404,4 +435,62 @@ void main() {
       }
     }
   }
+}
+
+#ifdef MUL_MAT_VEC_Q8
+shared uint tail_last;
+
+// TAIL: the output column at word dof (n elements) into blocks from word
+// qo0 of qo, as quant_act_q8.comp quantizes a column (for
+// kMatTailNormQuant as its NORM mode normalises it: norm.comp's sums,
+// then (x * inv) * nw2[k]). Every lane calls it.
+void tail_column(uint dof, uint n, uint qo0) {
+  const uint tid = gl_LocalInvocationID.x;
+  const float inv = TAIL == kMatTailNormQuant ? out_inv_rms(dof, n, p.eps2) : 0.0;
+  const uint nw0 = p.nw2.off >> 2u;
+  for (uint kb = tid; kb < n / kMatQ8Block; kb += WG) {
+    float v[32];
+    for (uint j = 0u; j < 32u; ++j) {
+      const uint k = kMatQ8Block * kb + j;
+      const float e = d_f[dof + k];
+      v[j] = TAIL == kMatTailNormQuant ? scale_elem_w(e, inv, nw2_f[nw0 + k]) : e;
+    }
+    uint c[8];
+    float dx;
+    int xs;
+    q8_act_block(v, c, dx, xs);
+    const uint o = qo0 + kb * Q8_WORDS;
+    for (uint i = 0u; i < 8u; ++i) qo_w[o + i] = c[i];
+    qo_w[o + 8u] = floatBitsToUint(dx);
+    qo_w[o + 9u] = uint(xs);
+  }
+}
+
+// TAIL: each workgroup counts itself done on cnt once its outputs are
+// visible; the last one (all outputs written) quantizes every column into
+// qo and sets cnt back to 0 for the next dispatch.
+void tail() {
+  memoryBarrierBuffer();
+  barrier();
+  if (gl_LocalInvocationID.x == 0u) {
+    const uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+    tail_last = atomicAdd(cnt_u[p.cnt.off >> 2u], 1u) == groups - 1u ? 1u : 0u;
+  }
+  barrier();
+  if (tail_last == 0u) return;  // the whole workgroup
+  memoryBarrierBuffer();
+  const uint N = GLU != 0u ? p.w.ne1 / 2u : p.w.ne1;
+  const uint col_words = N / kMatQ8Block * Q8_WORDS;
+  for (uint m = 0u; m < NCOLS; ++m) {
+    tail_column((p.d.off + m * p.d.nb1) >> 2u, N, (p.qo.off >> 2u) + m * col_words);
+  }
+  if (gl_LocalInvocationID.x == 0u) cnt_u[p.cnt.off >> 2u] = 0u;
+}
+#endif
+
+void main() {
+  product();
+#ifdef MUL_MAT_VEC_Q8
+  if (TAIL != kMatTailOff) tail();
+#endif
 }
