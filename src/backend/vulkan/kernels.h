@@ -121,6 +121,22 @@ struct HeldDispatch {
   uint32_t groups[3] = {1, 1, 1};
 };
 
+// A dispatch of these arguments (the parameter bytes copied), to hold or
+// to record.
+inline HeldDispatch held_dispatch(const char* shader, std::vector<uint32_t> spec,
+                                  const void* params, size_t params_bytes,
+                                  std::span<const TensorView> tensors, uint32_t gx, uint32_t gy) {
+  HeldDispatch d;
+  d.shader = shader;
+  d.spec = std::move(spec);
+  const auto* bytes = static_cast<const uint8_t*>(params);
+  d.params.assign(bytes, bytes + params_bytes);
+  d.tensors.assign(tensors.begin(), tensors.end());
+  d.groups[0] = gx;
+  d.groups[1] = gy;
+  return d;
+}
+
 // What a record function uses: tensor descriptors and dispatches. Tests
 // record through a fake one without a device
 // (tests/backend/vulkan_fake_recorder.h).

@@ -228,14 +228,9 @@ Status record_flash_attn(Recorder& r, const Op& op) {
   const bool tail_ok = r.caps().output_tails && dv % kMatQ8Block == 0 && op.dst.is_contiguous();
   auto write_pass = [&](uint32_t split, uint32_t gh,
                         std::initializer_list<TensorView> tensors) -> Status {
-    HeldDispatch h;
-    h.shader = "flash_attn";
-    h.spec = {kt, vt, d, dv, kwpl, vs, vwpt, aligned, split, gh, 0u};
-    h.params.resize(sizeof p);
-    std::memcpy(h.params.data(), &p, sizeof p);
-    h.tensors.assign(tensors.begin(), tensors.end());
-    h.groups[0] = gx;
-    h.groups[1] = gy;
+    HeldDispatch h =
+        held_dispatch("flash_attn", {kt, vt, d, dv, kwpl, vs, vwpt, aligned, split, gh, 0u}, &p,
+                      sizeof p, {tensors.begin(), tensors.size()}, gx, gy);
     return tail_ok ? r.hold(std::move(h)) : r.dispatch(h);
   };
   const int64_t pieces = (capacity + kFaSplitKeys - 1) / kFaSplitKeys;

@@ -402,15 +402,9 @@ std::vector<uint32_t> q8_matvec_spec(std::initializer_list<uint32_t> given) {
 Status record_q8_matvec(Recorder& r, std::vector<uint32_t> spec, const MatParams& p,
                         std::initializer_list<TensorView> tensors, uint32_t gx, uint32_t gy,
                         bool one_batch) {
-  HeldDispatch d;
-  d.shader = "mul_mat_vec_q8";
-  d.spec = std::move(spec);
-  d.params.resize(sizeof p);
-  std::memcpy(d.params.data(), &p, sizeof p);
-  d.tensors.assign(tensors.begin(), tensors.end());
+  HeldDispatch d = held_dispatch("mul_mat_vec_q8", std::move(spec), &p, sizeof p,
+                                 {tensors.begin(), tensors.size()}, gx, gy);
   d.tensors.resize(9);
-  d.groups[0] = gx;
-  d.groups[1] = gy;
   if (one_batch && r.caps().output_tails) return r.hold(std::move(d));
   return r.dispatch(d);
 }

@@ -128,14 +128,7 @@ void quantize_out(uint tok, uint h0) {
   for (uint b = gl_LocalInvocationID.x; b < GH * hb; b += NT) {
     float v[32];
     for (uint j = 0u; j < 32u; ++j) v[j] = outv[32u * b + j];
-    uint c[8];
-    float dx;
-    int xs;
-    q8_act_block(v, c, dx, xs);
-    const uint o = (p.qo.off >> 2) + (col + h0 * hb + b) * kMatQ8BlockWords;
-    for (uint i = 0u; i < 8u; ++i) qo_w[o + i] = c[i];
-    qo_w[o + 8u] = floatBitsToUint(dx);
-    qo_w[o + 9u] = uint(xs);
+    STORE_Q8_ACT_BLOCK(qo_w, (p.qo.off >> 2) + (col + h0 * hb + b) * kMatQ8BlockWords, v);
   }
 }
 

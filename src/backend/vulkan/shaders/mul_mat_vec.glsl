@@ -455,14 +455,7 @@ void tail_column(uint dof, uint n, uint qo0) {
       const float e = d_f[dof + k];
       v[j] = TAIL == kMatTailNormQuant ? scale_elem_w(e, inv, nw2_f[nw0 + k]) : e;
     }
-    uint c[8];
-    float dx;
-    int xs;
-    q8_act_block(v, c, dx, xs);
-    const uint o = qo0 + kb * Q8_WORDS;
-    for (uint i = 0u; i < 8u; ++i) qo_w[o + i] = c[i];
-    qo_w[o + 8u] = floatBitsToUint(dx);
-    qo_w[o + 9u] = uint(xs);
+    STORE_Q8_ACT_BLOCK(qo_w, qo0 + kb * Q8_WORDS, v);
   }
 }
 

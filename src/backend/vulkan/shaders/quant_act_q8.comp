@@ -40,14 +40,7 @@ void quantize_block(uint xo, uint kb, uint idx, float inv) {
     const float e = x_f[xo + k];
     v[j] = NORM != 0u ? scale_elem_w(e, inv, nw_f[(p.nw.off >> 2u) + k]) : e;
   }
-  uint c[8];
-  float dx;
-  int xs;
-  q8_act_block(v, c, dx, xs);
-  const uint qo = (p.q.off >> 2u) + idx * Q8_WORDS;
-  for (uint i = 0u; i < 8u; ++i) q_w[qo + i] = c[i];
-  q_w[qo + 8u] = floatBitsToUint(dx);
-  q_w[qo + 9u] = uint(xs);
+  STORE_Q8_ACT_BLOCK(q_w, (p.q.off >> 2u) + idx * Q8_WORDS, v);
 }
 
 void main() {

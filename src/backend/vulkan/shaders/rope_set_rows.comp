@@ -43,27 +43,19 @@ layout(std430, binding = 9) buffer VT { uint vt_u[]; };
 
 int slot_at(uint t) { return slots_i[flat_elem_off(p.slots, t) >> 2]; }
 
-shared uint later_dup;
+#include "later_slot.glsl"
 
 // The table row token t writes, called by every invocation of the workgroup
 // with the same t: -1 when its slot is outside the table (reported) or a
-// later token names the same slot. The invocations share the scan of the
-// later tokens' slots, as set_rows.comp's do.
+// later token names the same slot (the invocations share that scan).
 int write_slot(uint t, uint n_tok, uint n_slots) {
-  const uint tid = gl_LocalInvocationID.x;
   const int s = slot_at(t);
   if (s < 0 || uint(s) >= n_slots) {  // the same for the whole workgroup
-    if (tid == 0u) report_error(kErrIdRange, uint(s));
+    if (gl_LocalInvocationID.x == 0u) report_error(kErrIdRange, uint(s));
     return -1;
   }
-  if (tid == 0u) later_dup = 0u;
-  barrier();
-  for (uint j = t + 1u + tid; j < n_tok; j += kElementWorkgroup) {
-    if (slot_at(j) == s) later_dup = 1u;
-  }
-  barrier();
-  const bool dup = later_dup != 0u;
-  barrier();  // later_dup is reset for the next token
+  const bool dup = slot_named_later(t, n_tok, s);
+  barrier();  // before the next token's call resets the flag
   return dup ? -1 : s;
 }
 

@@ -1,10 +1,9 @@
 // kSetRows: table[:, slots[i]] = convert(rows[:, i]) for an F32, F16, BF16 or
 // Q8_0 table. One workgroup per source row i, 256 invocations over its columns.
 //
-// Duplicate slots: the last row wins. Row i's workgroup first scans the
-// slots of rows i+1 .. n-1 and writes nothing when one of them names the same
-// slot, so each destination row has exactly one writer and the result does
-// not depend on scheduling.
+// Duplicate slots: the last row wins (later_slot.glsl: row i's workgroup
+// first scans the slots of rows i+1 .. n-1 and writes nothing when one of
+// them names the same slot).
 //
 // F16 / BF16 rows are written as 32-bit words (two elements each, one
 // invocation per word); a word the row shares with its neighbour (an odd
@@ -36,8 +35,6 @@ layout(std430, binding = 2) readonly buffer Rows { uint rows_u[]; };
 layout(std430, binding = 3) readonly buffer Slots { int slots_i[]; };
 layout(std430, binding = 4) buffer Table { uint table_u[]; };
 
-shared uint later_dup;
-
 const uint QB = 128u;          // Q8_0 blocks per chunk
 shared uint q8_d16[QB + 1u];  // the chunk's blocks (and the next one's): f16 d
 shared uint q8_id[QB + 1u];   // and 1 / d (or 0) as f32 bits
@@ -49,6 +46,7 @@ int slot_at(uint i) {
 }
 
 #include "half_convert.glsl"
+#include "later_slot.glsl"
 
 uint to_half(uint x) { return DT == kDtypeF16 ? f32_to_f16(x) : f32_to_bf16(x); }
 
@@ -114,13 +112,7 @@ void main() {
     if (tid == 0u) report_error(kErrIdRange, uint(slot));
     return;
   }
-  if (tid == 0u) later_dup = 0u;
-  barrier();
-  for (uint j = i + 1u + tid; j < n; j += 256u) {
-    if (slot_at(j) == slot) later_dup = 1u;
-  }
-  barrier();
-  if (later_dup != 0u) return;
+  if (slot_named_later(i, n, slot)) return;
 
   const uvec3 r = unflatten_rows(i, p.rows.ne1, p.rows.ne2);
   const uint src = row_off(p.rows, r.x, r.y, r.z);
