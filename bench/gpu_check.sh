@@ -142,10 +142,9 @@ if ((bench)); then
   # KV head sharing them); the same sums.
   FOLIO_VULKAN_FA_HEADS=1 step folio_bench_fa_heads1 120 "$folio" bench -m "${models[0]}" \
     --device vulkan -p 512 -n 0 -r 3 --json
-  # The int8 prefill tiles unstaged (each thread reading its own rows and
-  # slots, no barrier per K step: lavapipe's form) against the GPU's
-  # default, the blocks staged in shared memory; the same sums.
-  FOLIO_VULKAN_Q8_TILE_STAGED=0 step folio_bench_tiles_unstaged 120 "$folio" bench \
+  # The prefill tiles at 8 rows a thread (64 threads: lavapipe's form)
+  # against the GPU's default 4 (256 threads); the same sums.
+  FOLIO_VULKAN_TILE_ROWS=8 step folio_bench_tile_rows8 120 "$folio" bench \
     -m "${models[0]}" --device vulkan -p 512 -n 0 -r 3 --json
   # Decode with the int8 products' inputs quantized by quant_act_q8
   # dispatches instead of the writers' tails (four more dispatches and

@@ -127,28 +127,27 @@ TEST(VulkanDevice, FlashAttentionHeadsFollowAValidOverride) {
   }
 }
 
-// The int8 prefill tiles stage their blocks in shared memory on a GPU and
-// (for the weight types that unpack cheaply) read them unstaged on a CPU
-// device; FOLIO_VULKAN_Q8_TILE_STAGED=1 or 0
-// makes every device do either; any other value leaves the device's choice.
-TEST(VulkanDevice, Q8TileStagingFollowsTheDeviceTypeOrAValidOverride) {
+// The prefill tiles take 4 rows a thread on a GPU and 8 on a CPU device;
+// FOLIO_VULKAN_TILE_ROWS=4 or 8 makes every device take that many; any
+// other value leaves the device's choice.
+TEST(VulkanDevice, TileRowsFollowTheDeviceTypeOrAValidOverride) {
   FOLIO_VULKAN_OR_SKIP(dev);
-  const EnvRestorer restore("FOLIO_VULKAN_Q8_TILE_STAGED");
-  auto staged_with = [](const char* env) {
-    std::vector<std::pair<std::string, bool>> out;
-    for (const DeviceInfo& d : devices_with("FOLIO_VULKAN_Q8_TILE_STAGED", env)) {
-      out.emplace_back(d.type, d.caps.q8_tile_staged);
+  const EnvRestorer restore("FOLIO_VULKAN_TILE_ROWS");
+  auto rows_with = [](const char* env) {
+    std::vector<std::pair<std::string, uint32_t>> out;
+    for (const DeviceInfo& d : devices_with("FOLIO_VULKAN_TILE_ROWS", env)) {
+      out.emplace_back(d.type, d.caps.tile_rows);
     }
     return out;
   };
-  const auto chosen = staged_with(nullptr);
+  const auto chosen = rows_with(nullptr);
   ASSERT_FALSE(chosen.empty());
-  for (const auto& [type, staged] : chosen) EXPECT_EQ(staged, type != "CPU") << type;
-  for (const char* ok : {"0", "1"}) {
-    for (const auto& [type, staged] : staged_with(ok)) EXPECT_EQ(staged, ok[0] == '1') << type;
+  for (const auto& [type, rows] : chosen) EXPECT_EQ(rows, type == "CPU" ? 8u : 4u) << type;
+  for (const char* ok : {"4", "8"}) {
+    for (const auto& [type, rows] : rows_with(ok)) EXPECT_EQ(rows, ok[0] == '4' ? 4u : 8u) << type;
   }
-  for (const char* bad : {"", "2", "yes", "01"}) {
-    EXPECT_EQ(staged_with(bad), chosen) << "FOLIO_VULKAN_Q8_TILE_STAGED=" << bad;
+  for (const char* bad : {"", "2", "16", "eight", "08"}) {
+    EXPECT_EQ(rows_with(bad), chosen) << "FOLIO_VULKAN_TILE_ROWS=" << bad;
   }
 }
 

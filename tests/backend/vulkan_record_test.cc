@@ -293,25 +293,24 @@ TEST(VulkanRecord, Int8ProductsOnlyWithIntegerDotProductsAndTheirWeightTypes) {
   EXPECT_EQ(r.scratch_requests()[1], 20u * column_bytes);
 }
 
-// The int8 prefill tiles (spec constant 1, STAGED) stage their blocks on a
-// device that stages (a GPU); where it does not (a CPU device), Q4_0, Q4_1,
-// Q5_0 and Q5_1 read them unstaged and the types that cost more to unpack
-// stay staged.
-TEST(VulkanRecord, Int8TilesStageWhereTheDeviceOrTheWeightTypeAsks) {
-  for (const bool device_stages : {true, false}) {
-    for (const DType w : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                          DType::Q4_K, DType::Q6_K, DType::IQ4_XS, DType::NVFP4}) {
+// The prefill tiles, float and int8, give each thread the device's rows
+// (DeviceCaps::tile_rows) and take the workgroup those make of a 64 x 64
+// tile: 256 threads at 4 rows, 64 at 8.
+TEST(VulkanRecord, PrefillTilesTakeTheDevicesRowsAThread) {
+  for (const uint32_t rows : {4u, 8u}) {
+    const uint32_t threads = rows == 4 ? 256u : 64u;
+    for (const DType w : {DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K}) {
       FakeRecorder r;
       r.mutable_caps().integer_dot = true;
-      r.mutable_caps().q8_tile_staged = device_stages;
-      EXPECT_EQ(record(r, mul_mat_op(r, w, 256, 32, 20)), "mul_mat_q8");
-      ASSERT_EQ(r.dispatches().size(), 2u);
-      const RecordedDispatch& tile = r.dispatches()[1];
-      EXPECT_EQ(tile.shader, "mul_mat_q8");
-      const bool cheap =
-          w == DType::Q4_0 || w == DType::Q4_1 || w == DType::Q5_0 || w == DType::Q5_1;
-      EXPECT_EQ(tile.spec[1], device_stages || !cheap ? 1u : 0u)
-          << dtype_name(w) << " device stages " << device_stages;
+      r.mutable_caps().tile_rows = rows;
+      const bool int8 = w != DType::F16;
+      EXPECT_EQ(record(r, mul_mat_op(r, w, 256, 32, 20)), int8 ? "mul_mat_q8" : "mul_mat");
+      ASSERT_EQ(r.dispatches().size(), int8 ? 2u : 1u);
+      const RecordedDispatch& tile = r.dispatches().back();
+      const std::vector<uint32_t> want =
+          int8 ? std::vector<uint32_t>{static_cast<uint32_t>(w), rows, threads}
+               : std::vector<uint32_t>{static_cast<uint32_t>(w), 0u, rows, threads};
+      EXPECT_EQ(tile.spec, want) << dtype_name(w) << " at " << rows << " rows";
     }
   }
 }

@@ -81,15 +81,13 @@ struct DeviceCaps {
   // go).
   uint32_t q8_matvec_lanes = 32;
   bool q8_lanes_fixed = false;
-  // The int8 prefill tiles stage each K step's blocks in shared memory
-  // (true: a GPU) or, for the weight types whose blocks unpack cheaply
-  // (Q4_0, Q4_1, Q5_0, Q5_1), have every thread read its own rows and
-  // slots with no barrier (false: a CPU device, whose workgroup runs on one
-  // core and switches between its SIMD groups at each barrier; there the
-  // other types' unpacking, repeated by each thread, costs more than the
-  // barriers save); the same sums either way. FOLIO_VULKAN_Q8_TILE_STAGED
-  // overrides the device's choice.
-  bool q8_tile_staged = true;
+  // Rows (and columns) of a 64 x 64 prefill tile (mul_mat.comp, the int8
+  // tiles of mul_mat_q8_tile.glsl) each thread computes: 4 (256 threads) on
+  // a GPU; 8 (64 threads) on a CPU device, where every shared-memory load
+  // is a loop over the SIMD lanes and twice the outputs a load pays. The
+  // same sums either way. FOLIO_VULKAN_TILE_ROWS (4 or 8) overrides the
+  // device's choice.
+  uint32_t tile_rows = 4;
   // A dispatch that writes the input of the next int8 decode product (a
   // product of one batch, flash attention) quantizes it for that product
   // in its tail (Recorder::hold, ops_matmul.cc), saving quant_act_q8's

@@ -298,6 +298,22 @@ uint32_t w16(const MatParams& p, DType w) {
   return (plain && bits % 16 == 0) || (legacy && bits % 4 == 0) ? 1u : 0u;
 }
 
+// The prefill tiles' rows a thread (DeviceCaps::tile_rows) and the
+// workgroup they make.
+uint32_t tile_rows(const DeviceCaps& caps) {
+  return caps.tile_rows == 8 ? 8u : 4u;
+}
+uint32_t tile_workgroup(const DeviceCaps& caps) {
+  const uint32_t side = kMatTile / tile_rows(caps);
+  return side * side;
+}
+
+// mul_mat.comp's spec constants: TYPE, ID, the rows a thread and the
+// workgroup.
+std::array<uint32_t, 4> float_tile_spec(const DeviceCaps& caps, DType w, uint32_t id) {
+  return {static_cast<uint32_t>(w), id, tile_rows(caps), tile_workgroup(caps)};
+}
+
 Status fill_params(Recorder& r, const Op& op, bool with_ids, MatParams& p) {
   FOLIO_ASSIGN_OR_RETURN(p.w, r.desc(op.src[0]));
   FOLIO_ASSIGN_OR_RETURN(p.x, r.desc(op.src[1]));
@@ -329,7 +345,9 @@ Status record_mul_mat(Recorder& r, const Op& op) {
                       {w, x, op.dst, x, {}, {}}, gx, gy);
   }
   Recorder::split_groups((n + kMatTile - 1) / kMatTile * ((m + kMatTile - 1) / kMatTile) * batches, gx, gy);
-  return r.dispatch("mul_mat", {type, 0u}, &p, sizeof p, {w, x, op.dst, x}, gx, gy);
+  const std::array<TensorView, 4> tensors{w, x, op.dst, x};
+  return r.dispatch_spans("mul_mat", float_tile_spec(r.caps(), w.dtype, 0u), &p, sizeof p, tensors,
+                          gx, gy, 1);
 }
 
 // Binding 0 of quant_act_q8.
@@ -472,17 +490,6 @@ Result<TensorView> matvec_input(Recorder& r, const Op& op, MatParams& p, const T
   return q;
 }
 
-// The int8 tiles' spec constant STAGED (mul_mat_q8_tile.glsl): unstaged
-// only where the device does not stage (DeviceCaps::q8_tile_staged) and
-// the weight's blocks unpack from a few words of nibbles; on lavapipe
-// (pp128, 2-layer 1.1B-shaped files) unstaged Q4_0 / Q4_1 / Q5_0 ran
-// 1.16-1.27x faster, Q8_0 0.93x, Q4_K / Q5_K / Q6_K 0.64-0.87x.
-uint32_t q8_tile_staged(const DeviceCaps& caps, DType w) {
-  const bool cheap_unpack =
-      w == DType::Q4_0 || w == DType::Q4_1 || w == DType::Q5_0 || w == DType::Q5_1;
-  return caps.q8_tile_staged || !cheap_unpack ? 1u : 0u;
-}
-
 // Quantized activations of one prefill dispatch pair at most (larger
 // products go in pieces of columns).
 constexpr int64_t kQ8ScratchBytes = int64_t{32} << 20;
@@ -522,7 +529,8 @@ Status record_mul_mat_q8(Recorder& r, const Op& op) {
     FOLIO_RETURN_IF_ERROR(record_quant_act(r, xs, q));
     Recorder::split_groups((n + kMatTile - 1) / kMatTile * ((xs.ne[1] + kMatTile - 1) / kMatTile),
                            gx, gy);
-    FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_q8", {type, q8_tile_staged(r.caps(), w.dtype)}, &p,
+    FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_q8",
+                                     {type, tile_rows(r.caps()), tile_workgroup(r.caps())}, &p,
                                      sizeof p, {w, q, ds}, gx, gy));
   }
   return Status();
@@ -586,7 +594,9 @@ Status record_mul_mat_id(Recorder& r, const Op& op) {
                       {w, x, op.dst, ids, {}, {}}, gx, gy);
   }
   Recorder::split_groups((n + kMatTile - 1) / kMatTile * n_exp, gx, gy);
-  return r.dispatch("mul_mat", {type, 1u}, &p, sizeof p, {w, x, op.dst, ids}, gx, gy);
+  const std::array<TensorView, 4> tensors{w, x, op.dst, ids};
+  return r.dispatch_spans("mul_mat", float_tile_spec(r.caps(), w.dtype, 1u), &p, sizeof p, tensors,
+                          gx, gy, 1);
 }
 
 // Binding 0 of mul_mat_id_q8.
@@ -643,8 +653,9 @@ Status record_mul_mat_id_q8(Recorder& r, const Op& op) {
                            {w, q, ds, is, {}, {}}, gx, gy, false));
     } else {
       Recorder::split_groups((n + kMatTile - 1) / kMatTile * n_exp, gx, gy);
-      FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_id_q8", {type, q8_tile_staged(r.caps(), w.dtype)},
-                                       &p, sizeof p, {w, q, ds, is}, gx, gy));
+      FOLIO_RETURN_IF_ERROR(r.dispatch("mul_mat_id_q8",
+                                       {type, tile_rows(r.caps()), tile_workgroup(r.caps())}, &p,
+                                       sizeof p, {w, q, ds, is}, gx, gy));
     }
   }
   return Status();

@@ -136,17 +136,16 @@ void choose_q8_matvec_lanes(VkPhysicalDeviceType type, DeviceCaps& c) {
   c.cpu_threads = cpu ? cpu_device_threads() : 0;
 }
 
-// DeviceCaps::q8_tile_staged: a GPU stages the int8 tiles' blocks in
-// shared memory, a CPU device does not (for the weight types whose blocks
-// unpack cheaply); FOLIO_VULKAN_Q8_TILE_STAGED=1 or 0 makes any device do
-// either (to time it, or to test a GPU's form on lavapipe).
-bool choose_q8_tile_staged(VkPhysicalDeviceType type) {
-  const bool chosen = type != VK_PHYSICAL_DEVICE_TYPE_CPU;
-  const char* env = std::getenv("FOLIO_VULKAN_Q8_TILE_STAGED");
+// DeviceCaps::tile_rows: 8 on a CPU device, 4 elsewhere, or what
+// FOLIO_VULKAN_TILE_ROWS says (4 or 8; other values are ignored with a
+// warning).
+uint32_t choose_tile_rows(VkPhysicalDeviceType type) {
+  const uint32_t chosen = type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 4;
+  const char* env = std::getenv("FOLIO_VULKAN_TILE_ROWS");
   if (env == nullptr) return chosen;
-  if (std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0) return env[0] == '1';
-  FOLIO_LOG_WARN("FOLIO_VULKAN_Q8_TILE_STAGED={}: not 0 or 1; the int8 tiles {} their blocks", env,
-                 chosen ? "stage" : "do not stage");
+  if (std::strcmp(env, "4") == 0 || std::strcmp(env, "8") == 0) return env[0] - '0';
+  FOLIO_LOG_WARN("FOLIO_VULKAN_TILE_ROWS={}: not 4 or 8; the prefill tiles take {} rows a thread",
+                 env, chosen);
   return chosen;
 }
 
@@ -225,7 +224,7 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
   c.push_descriptor = has_extension(pd, "VK_KHR_push_descriptor") &&
                       vk().vkCmdPushDescriptorSetKHR != nullptr;
   choose_q8_matvec_lanes(p.deviceType, c);
-  c.q8_tile_staged = choose_q8_tile_staged(p.deviceType);
+  c.tile_rows = choose_tile_rows(p.deviceType);
   c.output_tails = choose_output_tails();
   c.fa_min_workgroups = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 16 : 1024;
   c.fa_max_heads = power_of_two_env("FOLIO_VULKAN_FA_HEADS", kMaxFaHeads, kMaxFaHeads,
@@ -273,12 +272,11 @@ std::string DeviceInfo::features() const {
   if (caps.fp16_arith) s += ", fp16";
   if (caps.int8_arith) s += ", int8";
   if (caps.integer_dot) {
-    s += fmt::format(
-        ", integer dot ({} lanes a decode row{}, prefill tiles {})", caps.q8_matvec_lanes,
-        caps.q8_lanes_fixed || caps.cpu_threads == 0 ? "" : " at most",
-        caps.q8_tile_staged ? "staged in shared memory" : "of Q4_0, Q4_1, Q5_0, Q5_1 unstaged");
+    s += fmt::format(", integer dot ({} lanes a decode row{})", caps.q8_matvec_lanes,
+                     caps.q8_lanes_fixed || caps.cpu_threads == 0 ? "" : " at most");
     if (!caps.output_tails) s += ", output tails off";
   }
+  s += fmt::format(", prefill tiles of {} x {} outputs a thread", caps.tile_rows, caps.tile_rows);
   if (caps.storage_16bit) s += ", 16-bit storage";
   if (caps.cooperative_matrix) s += ", cooperative matrix";
   if (caps.push_descriptor) s += ", push descriptors";

@@ -1,25 +1,29 @@
 // kMulMat / kMulMatId for many activation columns (prefill): dst = W^T X
 // with W of any weight dtype (TYPE: DType id, dequant.glsl), X and dst F32.
 //
-// Tiling: a workgroup of 256 threads computes a tile of BN = 64 weight rows
-// x BM = 64 activation columns, stepping over K by BK = 16. Each step
-// dequantizes the 64 x 16 weight slice into shared memory once (two threads
-// per row, one 8-element chunk each) and loads the 16 x 64 activation slice
-// beside it; every thread then accumulates a 4 x 4 block of outputs (rows tn
-// + 16i, columns tm + 16j), so each dequantized weight is reused across all
-// the tile's columns. Shared arrays are padded (row strides 66) so the
-// stores and the reads of a warp fall in distinct banks. Column groups past
-// the tile's last column are skipped. Sums follow mul_mat_sum.glsl, bit for
-// bit as mul_mat_vec.comp sums them: each output keeps the partial of the
-// current SUM_CHUNK-element chunk beside its running total and folds the
-// partial in at the chunk's end, so an output column does not depend on
-// the tile slot its column lands in nor on the other columns.
+// Tiling: a workgroup computes a tile of BN = 64 weight rows x BM = 64
+// activation columns, stepping over K by BK = 16. Each step dequantizes
+// the 64 x 16 weight slice into shared memory once (one 8-element piece a
+// load) and loads the 16 x 64 activation slice beside it; every thread then
+// accumulates an R x R block of outputs (rows R tn .. R tn + R - 1,
+// columns R tm .. R tm + R - 1), reading its rows and columns at each k as
+// R / 4 vec4s of shared memory each, so each dequantized weight is reused
+// across all the tile's columns. R (spec constant 2) is
+// DeviceCaps::tile_rows: 4 (256 threads) on a GPU, 8 (64 threads) on a CPU
+// device, where every shared-memory load is a loop over the SIMD lanes.
+// Threads whose columns all lie past the tile's last column skip the
+// products. Sums follow mul_mat_sum.glsl, bit for bit as mul_mat_vec.comp
+// sums them: each output keeps the partial of the current SUM_CHUNK-element
+// chunk beside its running total and folds the partial in at the chunk's
+// end, so an output column does not depend on the tile slot its column
+// lands in, on the other columns, nor on R. The loops inside a K step are
+// unrolled: lavapipe ends a shader's loops after 65535 iterations in all.
 //
 // kMulMat (ID = 0): workgroups are N tiles (fastest) x M tiles x (b2, b3)
 // batches; batch (b2, b3) uses weight matrix (b2 / (B2 / B2w), b3 / (B3 /
 // B3w)).
 // kMulMatId (ID = 1): workgroups are N tiles x E experts. The workgroup of
-// expert e scans ids 256 at a time, collects the (u, t) pairs that chose e
+// expert e scans WG ids at a time, collects the (u, t) pairs that chose e
 // in shared memory and computes a tile whenever 64 are collected (and once
 // more for the rest at the end), so each expert slice is read once per 64
 // pairs. Pair (u, t) multiplies column u % X1 of token t into dst[:, u, t].
@@ -27,17 +31,20 @@
 // workgroups, which also write its output column as zeros.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "mat_interface.h"
 
-layout(local_size_x = 256) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint TYPE = 0;
 layout(constant_id = 1) const uint ID = 0;  // 1: mul_mat_id
+layout(constant_id = 2) const uint R = 4u;     // rows and columns a thread: 4 or 8
+layout(constant_id = 3) const uint WG = 256u;  // invocations: (kMatTile / R)^2
 
 const uint BN = kMatTile, BM = kMatTile, BK = 16u;
-const uint WS = BN + 2u;  // ws row stride (floats)
-const uint XS = BM + 2u;  // xs row stride
-const uint SCAN = 256u;   // ids examined per round (mul_mat_id)
+const uint WS4 = BN / 4u + 1u;  // ws4 row stride (vec4)
+const uint XS4 = BM / 4u + 1u;  // xs4 row stride
+const uint SCAN = WG;     // ids examined per round (mul_mat_id)
 
 layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_MAT_PARAMS } p;
 layout(std430, binding = 2) readonly buffer W { uint wq[]; };
@@ -48,76 +55,82 @@ layout(std430, binding = 5) readonly buffer Ids { int ids_i[]; };
 #include "dequant.glsl"
 #include "mul_mat_sum.glsl"
 
-shared float ws[BK * WS];  // ws[k * WS + n]: weight row n0 + n, element k0 + k
-shared float xs[BK * XS];  // xs[k * XS + m]: column m, element k0 + k
+shared vec4 ws4[BK * WS4];  // ws4[k * WS4 + g][i]: weight row n0 + 4g + i, element k0 + k
+shared vec4 xs4[BK * XS4];  // xs4[k * XS4 + g][j]: column 4g + j, element k0 + k
 shared uint col_x[BM];     // word index of column m's x row
 shared uint col_d[BM];     // word index of column m's dst row
 shared uint pairs[BM + SCAN];  // mul_mat_id: collected pair indices u + n_used * t
 shared uint n_pairs;
 
+const uint RG = R / 4u;     // vec4 groups of a thread's rows (columns)
+const uint TN = BN / R;     // threads along the tile's rows (and columns)
+const uint W_ROUNDS = (BN * BK / 8u + WG - 1u) / WG;  // weight pieces a thread loads a step
+
 // Adds the products of element k of the K step to the chunk partials
-// (acc) of the thread's 4 x 4 outputs.
-#define ACCUMULATE_K(k)                                                     \
-  {                                                                         \
-    float a[4], b[4];                                                       \
-    for (uint i = 0u; i < 4u; ++i) a[i] = ws[(k) * WS + tn + 16u * i];      \
-    for (uint j = 0u; j < 4u; ++j) b[j] = xs[(k) * XS + tm + 16u * j];      \
-    for (uint j = 0u; j < 4u; ++j) {                                        \
-      if (j < jmax) {                                                       \
-        for (uint i = 0u; i < 4u; ++i) acc[i][j] = acc[i][j] + a[i] * b[j]; \
-      }                                                                     \
-    }                                                                       \
+// (acc) of the thread's R x R outputs.
+#define ACCUMULATE_K(k)                                                         \
+  {                                                                             \
+    vec4 a[RG], b[RG];                                                          \
+    for (uint g = 0u; g < RG; ++g) a[g] = ws4[(k) * WS4 + RG * tn + g];         \
+    for (uint g = 0u; g < RG; ++g) b[g] = xs4[(k) * XS4 + RG * tm + g];         \
+    for (uint j = 0u; j < R; ++j) {                                             \
+      for (uint i = 0u; i < R; ++i) {                                           \
+        acc[i][j] = acc[i][j] + a[i / 4u][i % 4u] * b[j / 4u][j % 4u];          \
+      }                                                                         \
+    }                                                                           \
   }
 
 // The tile of weight rows n0 .. n0+63 of the matrix at byte wbase against
 // columns 0 .. ncols-1 (col_x / col_d filled). Ends with a barrier.
 void tile(uint n0, uint wbase, uint ncols) {
   const uint tid = gl_LocalInvocationID.x;
-  const uint tn = tid % 16u, tm = tid / 16u;
+  const uint tn = tid % TN, tm = tid / TN;
   const uint K = p.w.ne0, N = p.w.ne1;
-  const uint jmax = (ncols + 15u) / 16u;
-  precise float acc[4][4];  // the current chunk's partial sums
-  precise float tot[4][4];  // the finished chunks' sum
-  for (uint i = 0u; i < 4u; ++i) {
-    for (uint j = 0u; j < 4u; ++j) {
+  const bool cols = R * tm < ncols;
+  precise float acc[R][R];  // the current chunk's partial sums
+  precise float tot[R][R];  // the finished chunks' sum
+  for (uint i = 0u; i < R; ++i) {
+    for (uint j = 0u; j < R; ++j) {
       acc[i][j] = 0.0;
       tot[i][j] = 0.0;
     }
   }
   for (uint k0 = 0u; k0 < K; k0 += BK) {
-    if (tid < 2u * BN) {
-      const uint nl = tid >> 1u, h = tid & 1u;
+    [[unroll]] for (uint r = 0u; r < W_ROUNDS; ++r) {
+      const uint pc = tid + r * WG;  // the piece this thread loads this round
+      if (pc >= BN * BK / 8u) break;
+      const uint nl = pc / (BK / 8u), h = pc % (BK / 8u);
       vec4 a = vec4(0.0), b = vec4(0.0);
       if (n0 + nl < N) dequant8(TYPE, wbase + (n0 + nl) * p.w.nb1, k0 / 8u + h, K, a, b);
-      const uint o = 8u * h * WS + nl;
-      ws[o] = a.x;
-      ws[o + WS] = a.y;
-      ws[o + 2u * WS] = a.z;
-      ws[o + 3u * WS] = a.w;
-      ws[o + 4u * WS] = b.x;
-      ws[o + 5u * WS] = b.y;
-      ws[o + 6u * WS] = b.z;
-      ws[o + 7u * WS] = b.w;
+      const uint o = 8u * h * WS4 + nl / 4u, c = nl % 4u;
+      ws4[o][c] = a.x;
+      ws4[o + WS4][c] = a.y;
+      ws4[o + 2u * WS4][c] = a.z;
+      ws4[o + 3u * WS4][c] = a.w;
+      ws4[o + 4u * WS4][c] = b.x;
+      ws4[o + 5u * WS4][c] = b.y;
+      ws4[o + 6u * WS4][c] = b.z;
+      ws4[o + 7u * WS4][c] = b.w;
     }
-    {
-      const uint kl = tid % BK;
+    [[unroll]] for (uint r = 0u; r < BM * BK / WG; ++r) {
+      const uint v = tid + r * WG;  // the x element this thread loads this round
+      const uint kl = v % BK, m = v / BK;
       const uint k = k0 + kl;
-      for (uint r = 0u; r < BM / 16u; ++r) {
-        const uint m = tid / BK + 16u * r;
-        xs[kl * XS + m] = (m < ncols && k < K) ? x_f[col_x[m] + k] : 0.0;
-      }
+      xs4[kl * XS4 + m / 4u][m % 4u] = (m < ncols && k < K) ? x_f[col_x[m] + k] : 0.0;
     }
     barrier();
     // Elements at or past K (a partial last step) take no part.
-    if (k0 + BK <= K) {
-      for (uint k = 0u; k < BK; ++k) ACCUMULATE_K(k);
-    } else {
-      for (uint k = 0u; k < K - k0; ++k) ACCUMULATE_K(k);
+    if (cols) {
+      if (k0 + BK <= K) {
+        [[unroll]] for (uint k = 0u; k < BK; ++k) ACCUMULATE_K(k);
+      } else {
+        for (uint k = 0u; k < K - k0; ++k) ACCUMULATE_K(k);
+      }
     }
     // A chunk ends here: its partial joins the total.
     if ((k0 + BK) % SUM_CHUNK == 0u || k0 + BK >= K) {
-      for (uint i = 0u; i < 4u; ++i) {
-        for (uint j = 0u; j < 4u; ++j) {
+      for (uint i = 0u; i < R; ++i) {
+        for (uint j = 0u; j < R; ++j) {
           tot[i][j] = tot[i][j] + acc[i][j];
           acc[i][j] = 0.0;
         }
@@ -125,11 +138,11 @@ void tile(uint n0, uint wbase, uint ncols) {
     }
     barrier();
   }
-  for (uint j = 0u; j < 4u; ++j) {
-    const uint m = tm + 16u * j;
+  for (uint j = 0u; j < R; ++j) {
+    const uint m = R * tm + j;
     if (m >= ncols) continue;
-    for (uint i = 0u; i < 4u; ++i) {
-      const uint n = n0 + tn + 16u * i;
+    for (uint i = 0u; i < R; ++i) {
+      const uint n = n0 + R * tn + i;
       if (n < N) d_f[col_d[m] + n] = tot[i][j];
     }
   }
@@ -158,13 +171,14 @@ void main_mul_mat() {
   const uint b2 = batch % p.x.ne2, b3 = batch / p.x.ne2;
   const uint wbase =
       p.w.off + (b2 / (p.x.ne2 / p.w.ne2)) * p.w.nb2 + (b3 / (p.x.ne3 / p.w.ne3)) * p.w.nb3;
-  if (tid < BM) {
-    const uint m = mt * BM + tid;
-    col_x[tid] = (p.x.off + m * p.x.nb1 + b2 * p.x.nb2 + b3 * p.x.nb3) >> 2u;
-    col_d[tid] = (p.d.off + m * p.d.nb1 + b2 * p.d.nb2 + b3 * p.d.nb3) >> 2u;
+  const uint ncols = min(BM, M - mt * BM);
+  for (uint t = tid; t < BM; t += WG) {
+    const uint m = mt * BM + t;
+    col_x[t] = (p.x.off + m * p.x.nb1 + b2 * p.x.nb2 + b3 * p.x.nb3) >> 2u;
+    col_d[t] = (p.d.off + m * p.d.nb1 + b2 * p.d.nb2 + b3 * p.d.nb3) >> 2u;
   }
   barrier();
-  tile(nt * BN, wbase, min(BM, M - mt * BM));
+  tile(nt * BN, wbase, ncols);
 }
 
 void main_mul_mat_id() {

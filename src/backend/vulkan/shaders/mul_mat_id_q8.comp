@@ -5,7 +5,7 @@
 // the experts it chose; mat_interface.h's block layout).
 //
 // Workgroups: N tiles (fastest) x E experts. The workgroup of expert e
-// scans ids 256 at a time, collects the pairs that chose e in shared memory
+// scans WG ids at a time, collects the pairs that chose e in shared memory
 // and computes a tile of mul_mat_q8_tile.glsl (64 weight rows x 64 pairs)
 // whenever 64 are collected (and once more for the rest at the end), so
 // each expert slice is read once per 64 pairs (mul_mat.comp's ID mode). The
@@ -16,14 +16,13 @@
 // column as zeros.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_spirv_intrinsics : require
 #include "common.glsl"
 #include "mat_interface.h"
 
-layout(local_size_x = 256) in;
+layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const uint TYPE = 0;
-
-const uint SCAN = 256u;  // ids examined per round
 
 layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_MATQ8_ID_PARAMS } p;
 layout(std430, binding = 2) readonly buffer W { uint wq[]; };
@@ -38,6 +37,8 @@ layout(std430, binding = 5) readonly buffer Ids { int ids_i[]; };
 #include "mul_mat_q8.glsl"
 
 #include "mul_mat_q8_tile.glsl"
+
+const uint SCAN = WG;  // ids examined per round
 
 shared uint col_q[BM];         // word index of slot m's quantized block 0
 shared uint col_d[BM];         // word index of slot m's dst column

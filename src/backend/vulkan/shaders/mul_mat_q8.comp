@@ -11,11 +11,12 @@
 // b3) uses weight matrix (b2 / (B2 / B2w), b3 / (B3 / B3w)).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_spirv_intrinsics : require
 #include "common.glsl"
 #include "mat_interface.h"
 
-layout(local_size_x = 256) in;
+layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const uint TYPE = 0;
 
 layout(std430, binding = 0) readonly buffer Params { FOLIO_VK_MATQ8_PARAMS } p;
