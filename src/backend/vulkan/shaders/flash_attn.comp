@@ -15,9 +15,9 @@
 //            32-bit words (neighbouring lanes read neighbouring words), for
 //            every head; then one invocation per (head, key) sums the 8 lane
 //            partials in lane order, scales and soft-caps.
-//   weights  one invocation per (head, key) finds the head's running max m
-//            (the tile's scores' max, and the previous m: online softmax,
-//            one rescale of the accumulators per tile) and the key's weight
+//   weights  one invocation per (head, 4 keys) finds the head's running max
+//            m (the tile's scores' max, and the previous m: online softmax,
+//            one rescale of the accumulators per tile) and its keys' weights
 //            exp(s_j - m), into shared memory;
 //   values   slot v adds w_j v_j and w_j of its keys to each head's
 //            accumulator and denominator.
@@ -106,7 +106,8 @@ layout(std430, binding = 12) writeonly buffer Qo { uint qo_w[]; };
 
 // Lane partials of the scores; the slots' accumulators at the end (VS > 1
 // means VWPT = 1: NT * VE floats).
-shared float part[NT * VE > GH * BC * TPK ? NT * VE : GH * BC * TPK];
+const uint PART_FLOATS = NT * VE > GH * BC * TPK ? NT * VE : GH * BC * TPK;
+shared vec4 part4[(PART_FLOATS + 3u) / 4u];  // float i at part4[i / 4][i % 4]
 shared vec4 sc[GH * BC / 4u];  // the tile's scores (head g's key j at sc[(g * BC + j) / 4][j % 4])
 shared float wt[GH * BC];      // their weights exp(s_j - m), the same order
 shared float tile_m[GH];       // each head's running max after the tile
@@ -453,7 +454,8 @@ void main() {
               }
             }
           }
-          part[(g * BC + kgrp + KG * r) * TPK + lane] = dot;
+          const uint pi = (g * BC + kgrp + KG * r) * TPK + lane;
+          part4[pi >> 2u][pi & 3u] = dot;
         }
       }
       barrier();
@@ -461,7 +463,13 @@ void main() {
         precise float score = NEG_INF;  // keys past the tile's end: no effect on the max
         if (u % BC < nv) {
           precise float sum = 0.0;
-          for (uint i = 0u; i < TPK; ++i) sum += part[u * TPK + i];
+          for (uint i = 0u; i < TPK / 4u; ++i) {  // the lane partials in lane order, 4 a load
+            const vec4 p4 = part4[u * (TPK / 4u) + i];
+            sum += p4.x;
+            sum += p4.y;
+            sum += p4.z;
+            sum += p4.w;
+          }
           score = sum * scale;
           if (softcap > 0.0) {
             // tanh(x) rounds to +-1 in f32 for |x| > 9.1: the clamp only keeps
@@ -475,14 +483,18 @@ void main() {
       // Online softmax: one rescale of the accumulators per tile. The max
       // scan has a fixed trip count (it unrolls, its reads overlap); keys
       // past the tile's end are masked, never weighted by 0.
-      for (uint u = tid; u < GH * BC; u += NT) {
-        const uint g = u / BC, sg = g * (BC / 4u);
+      for (uint u = tid; u < GH * BC / 4u; u += NT) {  // head u / (BC / 4), keys 4 (u % (BC / 4)) ..
+        const uint g = u / (BC / 4u), sg = g * (BC / 4u);
         vec4 m4 = sc[sg];
         for (uint i = 1u; i < BC / 4u; ++i) m4 = max(m4, sc[sg + i]);
         const float mt = max(max(m4.x, m4.y), max(m4.z, m4.w));
         const float mn = first ? mt : max(m[g], mt);
-        wt[u] = u % BC < nv ? exp(sc[u >> 2][u & 3u] - mn) : 0.0;
-        if (u % BC == 0u) tile_m[g] = mn;
+        const vec4 s4 = sc[u];
+        for (uint e = 0u; e < 4u; ++e) {
+          const uint j = 4u * (u % (BC / 4u)) + e;
+          wt[4u * u + e] = j < nv ? exp(s4[e] - mn) : 0.0;
+        }
+        if (u % (BC / 4u) == 0u) tile_m[g] = mn;
       }
       barrier();
       for (uint g = 0u; g < GH; ++g) {
@@ -520,14 +532,18 @@ void main() {
   // fold in the sink, divide.
   for (uint g = 0u; g < GH; ++g) {
     if (VS > 1u) {
-      if (g > 0u) barrier();  // the previous head's sums have read part[]
-      for (uint c = 0u; c < VE * VWPT; ++c) part[tid * VE * VWPT + c] = acc[g][c];
+      if (g > 0u) barrier();  // the previous head's sums have read part4[]
+      for (uint c = 0u; c < VE * VWPT; ++c) {
+        const uint pi = tid * VE * VWPT + c;
+        part4[pi >> 2u][pi & 3u] = acc[g][c];
+      }
       if (ct == 0u) slot_l[slot] = l[g];
       barrier();
       if (slot == 0u) {
         for (uint v = 1u; v < VS; ++v) {
           for (uint c = 0u; c < VE * VWPT; ++c) {
-            acc[g][c] += part[(v * CT + ct) * VE * VWPT + c];
+            const uint pi = (v * CT + ct) * VE * VWPT + c;
+            acc[g][c] += part4[pi >> 2u][pi & 3u];
           }
           l[g] += slot_l[v];
         }
