@@ -68,16 +68,16 @@ const uint W_ROUNDS = (BN * BK / 8u + WG - 1u) / WG;  // weight pieces a thread 
 
 // Adds the products of element k of the K step to the chunk partials
 // (acc) of the thread's R x R outputs.
-#define ACCUMULATE_K(k)                                                         \
-  {                                                                             \
-    vec4 a[RG], b[RG];                                                          \
-    for (uint g = 0u; g < RG; ++g) a[g] = ws4[(k) * WS4 + RG * tn + g];         \
-    for (uint g = 0u; g < RG; ++g) b[g] = xs4[(k) * XS4 + RG * tm + g];         \
-    for (uint j = 0u; j < R; ++j) {                                             \
-      for (uint i = 0u; i < R; ++i) {                                           \
-        acc[i][j] = acc[i][j] + a[i / 4u][i % 4u] * b[j / 4u][j % 4u];          \
-      }                                                                         \
-    }                                                                           \
+#define ACCUMULATE_K(k)                                                            \
+  {                                                                                \
+    vec4 a[RG], b[RG];                                                             \
+    [[unroll]] for (uint g = 0u; g < RG; ++g) a[g] = ws4[(k) * WS4 + RG * tn + g]; \
+    [[unroll]] for (uint g = 0u; g < RG; ++g) b[g] = xs4[(k) * XS4 + RG * tm + g]; \
+    [[unroll]] for (uint j = 0u; j < R; ++j) {                                     \
+      [[unroll]] for (uint i = 0u; i < R; ++i) {                                   \
+        acc[i][j] = acc[i][j] + a[i / 4u][i % 4u] * b[j / 4u][j % 4u];             \
+      }                                                                            \
+    }                                                                              \
   }
 
 // The tile of weight rows n0 .. n0+63 of the matrix at byte wbase against
@@ -89,8 +89,8 @@ void tile(uint n0, uint wbase, uint ncols) {
   const bool cols = R * tm < ncols;
   precise float acc[R][R];  // the current chunk's partial sums
   precise float tot[R][R];  // the finished chunks' sum
-  for (uint i = 0u; i < R; ++i) {
-    for (uint j = 0u; j < R; ++j) {
+  [[unroll]] for (uint i = 0u; i < R; ++i) {
+    [[unroll]] for (uint j = 0u; j < R; ++j) {
       acc[i][j] = 0.0;
       tot[i][j] = 0.0;
     }
@@ -129,8 +129,8 @@ void tile(uint n0, uint wbase, uint ncols) {
     }
     // A chunk ends here: its partial joins the total.
     if ((k0 + BK) % SUM_CHUNK == 0u || k0 + BK >= K) {
-      for (uint i = 0u; i < R; ++i) {
-        for (uint j = 0u; j < R; ++j) {
+      [[unroll]] for (uint i = 0u; i < R; ++i) {
+        [[unroll]] for (uint j = 0u; j < R; ++j) {
           tot[i][j] = tot[i][j] + acc[i][j];
           acc[i][j] = 0.0;
         }
@@ -138,10 +138,10 @@ void tile(uint n0, uint wbase, uint ncols) {
     }
     barrier();
   }
-  for (uint j = 0u; j < R; ++j) {
+  [[unroll]] for (uint j = 0u; j < R; ++j) {
     const uint m = R * tm + j;
     if (m >= ncols) continue;
-    for (uint i = 0u; i < R; ++i) {
+    [[unroll]] for (uint i = 0u; i < R; ++i) {
       const uint n = n0 + R * tn + i;
       if (n < N) d_f[col_d[m] + n] = tot[i][j];
     }
